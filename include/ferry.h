@@ -1,0 +1,402 @@
+/*
+ * ferry.h - the public interface of libferry, an MPI-native training-data
+ * loader.  This header is the manual: every function is documented here with
+ * its parameters, its return value, the FERRY_E* codes it can return, its
+ * thread safety, and whether it is COLLECTIVE over the loader's communicator
+ * (every rank of the communicator must call it, in the same order, and every
+ * rank gets the same return code) or LOCAL (a rank may call it alone).
+ *
+ * Conventions
+ *  - Fallible functions return int: 0 on success, a negative FERRY_E* code on
+ *    failure.  ferry_next() may also return the positive FERRY_END.
+ *  - The detailed message of the last failure (file, variable, rank, offset)
+ *    is ferry_last_error(loader), or ferry_last_error(NULL) for calls that
+ *    have no loader (ferry_open, ferry_options_*).
+ *  - Handles are opaque.  ferry_close(NULL) and ferry_options_free(NULL) are
+ *    no-ops.  Nothing half-built is returned after an error.
+ *  - The library never calls exit, abort or MPI_Abort.
+ *  - MPI must be initialised with MPI_Init_thread(..., MPI_THREAD_MULTIPLE):
+ *    the pipeline reads through MPI-IO from its own I/O thread.
+ */
+#ifndef FERRY_H
+#define FERRY_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(FERRY_BUILDING) && defined(__GNUC__)
+#define FERRY_API __attribute__((visibility("default")))
+#else
+#define FERRY_API
+#endif
+
+/* ---- Version ---------------------------------------------------------- */
+
+#define FERRY_VERSION_MAJOR 0
+#define FERRY_VERSION_MINOR 1
+#define FERRY_VERSION_PATCH 0
+#define FERRY_VERSION_STRING "0.1.0"
+/** MAJOR*10000 + MINOR*100 + PATCH, comparable with FERRY_VERSION_NUMBER. */
+#define FERRY_VERSION_NUMBER                                                   \
+  (FERRY_VERSION_MAJOR * 10000 + FERRY_VERSION_MINOR * 100 + FERRY_VERSION_PATCH)
+
+/** Version string of the library actually linked ("0.1.0").  LOCAL, thread-safe. */
+FERRY_API const char *ferry_version(void);
+/** Version number of the library actually linked (see FERRY_VERSION_NUMBER).  LOCAL. */
+FERRY_API int ferry_version_number(void);
+
+/**
+ * Name of the i-th storage backend compiled into this library ("npy", "mem",
+ * later "hdf5", "zarr"), or NULL when i is out of range.  LOCAL, thread-safe.
+ */
+FERRY_API const char *ferry_backend_name(int i);
+
+/**
+ * Features compiled in, as a space-separated list ("mpiio hdf5 zarr cuda
+ * nccl"); the static string is owned by the library.  LOCAL, thread-safe.
+ */
+FERRY_API const char *ferry_features(void);
+
+/* ---- Errors ----------------------------------------------------------- */
+
+/** Return codes.  Stable: values are never reused or renumbered. */
+typedef enum ferry_error {
+  FERRY_OK = 0,
+  FERRY_END = 1,           /**< ferry_next(): the epoch has no more batches */
+  FERRY_EINVAL = -1,       /**< bad argument, unknown option or bad value   */
+  FERRY_ENOMEM = -2,       /**< out of memory                               */
+  FERRY_EIO = -3,          /**< a read failed or returned fewer bytes       */
+  FERRY_ENOENT = -4,       /**< file or directory not found                 */
+  FERRY_EFORMAT = -5,      /**< not a valid file: bad magic, corrupt header */
+  FERRY_ENOTSUP = -6,      /**< valid but unsupported (dtype, order, build) */
+  FERRY_EMISMATCH = -7,    /**< ranks disagree (options, dataset, plan)     */
+  FERRY_EMPI = -8,         /**< an MPI call failed or MPI is unusable       */
+  FERRY_ESTATE = -9,       /**< call out of order (ferry_next before epoch) */
+  FERRY_ESHAPE = -10,      /**< variables of different lengths or shapes    */
+  FERRY_EEMPTY = -11,      /**< dataset or epoch holds no sample            */
+  FERRY_ECALLBACK = -12,   /**< the user's transform callback failed        */
+  FERRY_EACCES = -13,      /**< permission denied                           */
+  FERRY_ENODEV = -14,      /**< no usable accelerator for device=cuda       */
+  FERRY_EINTERNAL = -15    /**< a broken invariant inside ferry (a bug)     */
+} ferry_error;
+
+typedef struct ferry_loader ferry_loader;
+
+/** Short static description of a code ("I/O error").  LOCAL, thread-safe. */
+FERRY_API const char *ferry_strerror(int code);
+
+/**
+ * Detailed message of the last failure: for a loader, the last failure of a
+ * call on that loader (identical on every rank for collective calls); for
+ * NULL, the last failure of any ferry call on the calling thread (use it after
+ * ferry_open or ferry_options_set failed).  Never NULL; "" when there was no
+ * failure.  Valid until the next ferry call on the same loader / thread.
+ * LOCAL.
+ */
+FERRY_API const char *ferry_last_error(const ferry_loader *loader);
+
+/* ---- Data types ------------------------------------------------------- */
+
+/** Element types.  Batches always hold native byte order. */
+typedef enum ferry_dtype {
+  FERRY_BOOL = 0,
+  FERRY_INT8, FERRY_INT16, FERRY_INT32, FERRY_INT64,
+  FERRY_UINT8, FERRY_UINT16, FERRY_UINT32, FERRY_UINT64,
+  FERRY_FLOAT16, FERRY_FLOAT32, FERRY_FLOAT64,
+  FERRY_DTYPE_COUNT
+} ferry_dtype;
+
+/** Size in bytes of one element (0 for an invalid dtype).  LOCAL. */
+FERRY_API size_t ferry_dtype_size(ferry_dtype dtype);
+/** NumPy-style name ("float32", "int64", "bool"); "?" if invalid.  LOCAL. */
+FERRY_API const char *ferry_dtype_name(ferry_dtype dtype);
+
+#define FERRY_MAX_DIMS 8
+
+/* ---- Options ---------------------------------------------------------- */
+
+/**
+ * Loader options.  Every option has a documented default and can be set by
+ * name from a string, so the C API, the ferry tool (--batch-size 256),
+ * environment variables (FERRY_BATCH_SIZE=256) and config files
+ * (batch_size = 256) share one vocabulary.  See ferry_option_info().
+ */
+typedef struct ferry_options ferry_options;
+
+/** Description of one option, for help texts and tools. */
+typedef struct ferry_option_info {
+  const char *name;          /**< "batch_size"                                  */
+  const char *default_value; /**< "64"                                          */
+  const char *values;        /**< "none|chunks|block", "integer >= 1", ...     */
+  const char *help;          /**< one sentence                                  */
+} ferry_option_info;
+
+/**
+ * The i-th option's description, or NULL when i is out of range.  The table is
+ * static and owned by the library.  LOCAL, thread-safe.
+ */
+FERRY_API const ferry_option_info *ferry_option_info_get(int i);
+
+/** Create options holding every default.  *out is NULL on failure.
+ *  Returns 0 or FERRY_EINVAL (out NULL), FERRY_ENOMEM.  LOCAL. */
+FERRY_API int ferry_options_create(ferry_options **out);
+/** Free options (NULL is a no-op).  LOCAL. */
+FERRY_API void ferry_options_free(ferry_options *opts);
+/** Deep copy.  Returns 0, FERRY_EINVAL, FERRY_ENOMEM.  LOCAL. */
+FERRY_API int ferry_options_copy(const ferry_options *src, ferry_options **out);
+
+/**
+ * Set option NAME (underscores or dashes: "batch_size" == "batch-size") from
+ * the string VALUE.  The value is validated now; on failure the options are
+ * unchanged and ferry_last_error(NULL) names the option and the bad value.
+ * Returns 0 or FERRY_EINVAL (unknown option, bad value).  LOCAL.
+ */
+FERRY_API int ferry_options_set(ferry_options *opts, const char *name,
+                                const char *value);
+
+/**
+ * Write option NAME's current value, as ferry_options_set would accept it,
+ * into buf (NUL-terminated, truncated to len).  Returns 0 or FERRY_EINVAL.
+ * LOCAL.
+ */
+FERRY_API int ferry_options_get(const ferry_options *opts, const char *name,
+                                char *buf, size_t len);
+
+/**
+ * Apply every FERRY_<OPTION> environment variable (FERRY_BATCH_SIZE, ...).
+ * Returns 0 or FERRY_EINVAL naming the variable.  LOCAL.
+ */
+FERRY_API int ferry_options_from_env(ferry_options *opts);
+
+/**
+ * Apply a config file: one "name = value" per line, '#' starts a comment,
+ * blank lines ignored.  Returns 0, FERRY_ENOENT, FERRY_EINVAL (naming file,
+ * line and option).  LOCAL.
+ */
+FERRY_API int ferry_options_load(ferry_options *opts, const char *path);
+
+/** A batch handed out by ferry_next(); see below. */
+typedef struct ferry_batch ferry_batch;
+
+/**
+ * Optional transform run on a pipeline worker thread after a batch has been
+ * assembled and before it is handed out.  It may change the data in place
+ * (same dtype and shape).  It runs concurrently on several batches, so it must
+ * be thread-safe.  Return 0 on success; any other value fails the batch with
+ * FERRY_ECALLBACK, reported by ferry_next on every rank.
+ */
+typedef int (*ferry_transform_fn)(ferry_batch *batch, void *user_data);
+
+/** Install (or with fn NULL remove) the transform.  Returns 0 or FERRY_EINVAL.  LOCAL. */
+FERRY_API int ferry_options_set_transform(ferry_options *opts,
+                                          ferry_transform_fn fn,
+                                          void *user_data);
+
+/* ---- Loader ----------------------------------------------------------- */
+
+/**
+ * Open DATASET for loading over COMM.  COLLECTIVE over comm.
+ *
+ * dataset: a directory of .npy files (one variable each), a single .npy file,
+ *          a glob such as data/train/part-*.npy (a path component that is
+ *          exactly two stars matches any number of directories), or
+ *          '@list.txt' (one part per line).  Parts are concatenated along
+ *          the sample dimension: glob matches in byte-wise path order, list
+ *          files in their own order.  Only rank 0 scans and reads metadata;
+ *          it broadcasts the manifest.
+ * opts:    options (copied; the caller keeps ownership), or NULL for defaults.
+ * comm:    duplicated internally; the caller may free its handle afterwards.
+ * out:     the new loader, or NULL on failure.
+ *
+ * Every rank returns the same code.  Returns 0, FERRY_EINVAL, FERRY_ENOENT,
+ * FERRY_EACCES, FERRY_EFORMAT, FERRY_ENOTSUP, FERRY_ESHAPE, FERRY_EEMPTY,
+ * FERRY_EMISMATCH (ranks passed different datasets or options), FERRY_EMPI
+ * (MPI not initialised with MPI_THREAD_MULTIPLE), FERRY_ENOMEM, FERRY_ENODEV.
+ */
+FERRY_API int ferry_open(MPI_Comm comm, const char *dataset,
+                         const ferry_options *opts, ferry_loader **out);
+
+/**
+ * Stop the pipeline and free everything.  COLLECTIVE.  Legal at any point,
+ * including in the middle of an epoch with batches still held (they become
+ * invalid).  NULL is a no-op (and is not collective).  Returns 0 or FERRY_EMPI.
+ */
+FERRY_API int ferry_close(ferry_loader *loader);
+
+/**
+ * Plan epoch EPOCH (>= 0) and start its pipeline.  COLLECTIVE.  Rank 0 draws
+ * the seeded permutation and broadcasts it; every rank verifies a checksum of
+ * the plan and of its inputs (manifest, options, seed, epoch, world size) and
+ * the per-rank batch count.  An epoch still running is stopped first.
+ * Returns 0, FERRY_EINVAL (batch_size larger than a rank's share with
+ * tail=drop_last), FERRY_EEMPTY, FERRY_EMISMATCH, FERRY_ENOMEM, FERRY_EMPI.
+ */
+FERRY_API int ferry_set_epoch(ferry_loader *loader, int64_t epoch);
+
+/** Batches every rank gets this epoch (the same on all ranks), or a negative
+ *  code before ferry_set_epoch.  LOCAL. */
+FERRY_API int64_t ferry_num_batches(const ferry_loader *loader);
+
+/** One variable of a batch. */
+typedef struct ferry_tensor {
+  const char *name;             /**< variable name ("samples")              */
+  ferry_dtype dtype;            /**< element type, native byte order         */
+  int ndim;                     /**< dimensions including the batch one     */
+  int64_t shape[FERRY_MAX_DIMS];/**< shape[0] == batch->size                */
+  void *data;                   /**< C-order data, owned by the loader      */
+  size_t nbytes;                /**< bytes in data                          */
+  size_t row_bytes;             /**< bytes of one sample                    */
+} ferry_tensor;
+
+/** A batch: B samples of one rank.  Owned by the loader until released. */
+struct ferry_batch {
+  int64_t epoch;                /**< epoch this batch belongs to            */
+  int64_t index;                /**< 0-based position in this rank's epoch  */
+  int64_t size;                 /**< samples here (<= batch_size; may be 0 with tail=partial) */
+  const int64_t *sample_ids;    /**< [size] global sample indices           */
+  const uint8_t *padded;        /**< [size] 1 where the sample repeats one (tail=pad) */
+  int64_t num_padded;           /**< count of padded samples                */
+  int nvars;                    /**< number of variables                    */
+  ferry_tensor *vars;           /**< [nvars], in the dataset's variable order */
+};
+
+/**
+ * Hand out the next batch of this rank's epoch, in plan order: the same
+ * batches for the same seed and epoch whatever the thread timing.  Blocks only
+ * while the batch is not ready (the wait is counted in ferry_stats).
+ *
+ * COLLECTIVE per batch: every rank calls it the same number of times (they
+ * all get ferry_num_batches() batches), and each call agrees with the other
+ * ranks on success with one small MPI_Allreduce, so a failed read or callback
+ * on any rank makes every rank return the same error at the same batch, never
+ * a hang.  The call after the last batch returns FERRY_END without
+ * communicating.
+ *
+ * Returns 0 (*out set), FERRY_END (*out NULL), FERRY_ESTATE (no epoch set),
+ * FERRY_EINVAL (every prefetch slot is still held by the caller: release one),
+ * FERRY_EIO, FERRY_EFORMAT, FERRY_EMISMATCH, FERRY_ECALLBACK, FERRY_ENOMEM.
+ * After an error the epoch is over: call ferry_set_epoch or ferry_close.
+ */
+FERRY_API int ferry_next(ferry_loader *loader, ferry_batch **out);
+
+/**
+ * Give a batch's buffers back to the pipeline.  LOCAL.  The batch must not be
+ * used afterwards.  Batches may be released in any order.
+ * Returns 0 or FERRY_EINVAL (not a batch of this loader, or released twice).
+ */
+FERRY_API int ferry_release(ferry_loader *loader, ferry_batch *batch);
+
+/* ---- Dataset and plan inspection (LOCAL after ferry_open) ------------- */
+
+/** Description of one variable of the dataset. */
+typedef struct ferry_var_info {
+  const char *name;              /**< "samples"                             */
+  ferry_dtype dtype;             /**< element type once loaded (native)     */
+  int swapped;                   /**< 1 when stored in the other byte order */
+  int ndim;                      /**< dimensions of the whole variable      */
+  int64_t shape[FERRY_MAX_DIMS]; /**< shape[0] = N, the number of samples   */
+  size_t row_bytes;              /**< bytes of one sample                   */
+} ferry_var_info;
+
+/** Number of variables selected.  LOCAL. */
+FERRY_API int ferry_num_vars(const ferry_loader *loader);
+/** Describe variable i (strings owned by the loader).  Returns 0 or FERRY_EINVAL.  LOCAL. */
+FERRY_API int ferry_var_info_get(const ferry_loader *loader, int i,
+                                 ferry_var_info *out);
+/** Total samples N in the dataset (before subsetting).  LOCAL. */
+FERRY_API int64_t ferry_num_samples(const ferry_loader *loader);
+/** Number of parts (files or directories) of the dataset.  LOCAL. */
+FERRY_API int64_t ferry_num_parts(const ferry_loader *loader);
+/** Path of part i of variable var (owned by the loader), NULL if out of range.  LOCAL. */
+FERRY_API const char *ferry_part_path(const ferry_loader *loader, int64_t part,
+                                      int var);
+/** Name of the backend serving this dataset ("npy").  LOCAL. */
+FERRY_API const char *ferry_backend(const ferry_loader *loader);
+
+/** One chunk: a contiguous run of samples of one part, the unit of reading. */
+typedef struct ferry_chunk_info {
+  int64_t id;            /**< chunk number, 0..num_chunks-1, in storage order */
+  int64_t part;          /**< part holding it                                 */
+  int64_t first_sample;  /**< global index of its first sample                */
+  int64_t num_samples;   /**< samples in it                                   */
+} ferry_chunk_info;
+
+/** Number of chunks of the dataset (before subsetting).  LOCAL. */
+FERRY_API int64_t ferry_num_chunks(const ferry_loader *loader);
+/** Describe chunk id.  Returns 0 or FERRY_EINVAL.  LOCAL. */
+FERRY_API int ferry_chunk_info_get(const ferry_loader *loader, int64_t id,
+                                   ferry_chunk_info *out);
+
+/** What this rank's plan for the current epoch holds. */
+typedef struct ferry_epoch_info {
+  int64_t epoch;
+  int64_t num_batches;       /**< batches per rank (equal on every rank)       */
+  int64_t epoch_samples;     /**< samples in the epoch after max_chunks/fraction, all ranks */
+  int64_t served_samples;    /**< samples this rank serves, pads included     */
+  int64_t padded_samples;    /**< of which repeats (tail=pad)                 */
+  int64_t dropped_samples;   /**< samples of the epoch no rank serves (drop_last), all ranks */
+  int64_t num_chunks;        /**< chunks (or pieces of chunks) this rank reads */
+  uint64_t plan_checksum;    /**< checksum all ranks verified                 */
+} ferry_epoch_info;
+
+/** Describe the current epoch on this rank.  Returns 0 or FERRY_ESTATE.  LOCAL. */
+FERRY_API int ferry_epoch_info_get(const ferry_loader *loader,
+                                   ferry_epoch_info *out);
+
+/**
+ * This rank's reads for the current epoch, in plan order: up to max entries
+ * of (chunk id, first sample, count) -- a chunk may be split between ranks,
+ * or read in blocks with shuffle=block.  *count receives the total number of
+ * entries.  Returns 0 or FERRY_ESTATE.  LOCAL.
+ */
+FERRY_API int ferry_epoch_chunks(const ferry_loader *loader,
+                                 ferry_chunk_info *out, int64_t max,
+                                 int64_t *count);
+
+/** Memory the loader may use, by component, known at ferry_open/set_epoch. */
+typedef struct ferry_memory_budget {
+  size_t batch_bytes;   /**< one batch of every variable                     */
+  size_t ring_bytes;    /**< prefetch * batch_bytes (the ready-batch ring)   */
+  size_t read_bytes;    /**< chunk buffers resident at once (shuffle buffer and reads in flight) */
+  size_t plan_bytes;    /**< the epoch plan (sample order) on this rank      */
+  size_t total_bytes;   /**< the sum: the bound                              */
+} ferry_memory_budget;
+
+/** The memory bound of this loader.  Returns 0 or FERRY_EINVAL.  LOCAL. */
+FERRY_API int ferry_memory_budget_get(const ferry_loader *loader,
+                                      ferry_memory_budget *out);
+
+/** Counters since ferry_open. */
+typedef struct ferry_stats {
+  int64_t batches;          /**< batches handed out                          */
+  int64_t samples;          /**< samples handed out                          */
+  int64_t bytes;            /**< bytes handed out (all variables)            */
+  int64_t bytes_read;       /**< bytes read from storage                     */
+  double wait_seconds;      /**< time ferry_next spent waiting for data      */
+  double read_seconds;      /**< time the I/O thread spent in reads          */
+  size_t peak_resident_bytes; /**< most buffer bytes held at once (ring + reads) */
+} ferry_stats;
+
+/** Read the counters.  Returns 0 or FERRY_EINVAL.  LOCAL. */
+FERRY_API int ferry_stats_get(const ferry_loader *loader, ferry_stats *out);
+
+/**
+ * Write the manifest (parts, variables, shapes, sizes) as JSON to path so
+ * the `manifest` option can skip the scan next time.  LOCAL: call it on one
+ * rank.  Returns 0, FERRY_EIO, FERRY_EACCES.
+ */
+FERRY_API int ferry_manifest_save(const ferry_loader *loader, const char *path);
+
+/** Rank of this process in the loader's communicator, and its size.  LOCAL. */
+FERRY_API int ferry_rank(const ferry_loader *loader);
+FERRY_API int ferry_world_size(const ferry_loader *loader);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FERRY_H */

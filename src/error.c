@@ -1,0 +1,122 @@
+/*
+ * error.c - the small, stateless services every other file leans on: error
+ * codes and their messages, the per-thread "last error" used by calls that
+ * have no loader yet, version queries, dtype sizes and names, and the list of
+ * compiled-in backends.
+ */
+#include "config.h"
+#include "internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Why thread-local: ferry_open and ferry_options_set fail before any loader
+ * exists, and two threads may open loaders at the same time. */
+static _Thread_local char thread_error[FERRY__MSG_MAX];
+
+void ferry__set_thread_error(const char *msg) {
+  snprintf(thread_error, sizeof thread_error, "%s", msg ? msg : "");
+}
+
+int ferry__seterr(ferry__err *err, int code, const char *fmt, ...) {
+  char buf[FERRY__MSG_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (err) {
+    err->code = code;
+    memcpy(err->msg, buf, sizeof buf);
+  }
+  ferry__set_thread_error(buf);
+  return code;
+}
+
+const char *ferry_strerror(int code) {
+  switch (code) {
+  case FERRY_OK: return "success";
+  case FERRY_END: return "end of epoch";
+  case FERRY_EINVAL: return "invalid argument or option";
+  case FERRY_ENOMEM: return "out of memory";
+  case FERRY_EIO: return "I/O error";
+  case FERRY_ENOENT: return "no such file or directory";
+  case FERRY_EFORMAT: return "invalid file format";
+  case FERRY_ENOTSUP: return "not supported";
+  case FERRY_EMISMATCH: return "ranks disagree";
+  case FERRY_EMPI: return "MPI error";
+  case FERRY_ESTATE: return "call out of order";
+  case FERRY_ESHAPE: return "variables of different lengths or shapes";
+  case FERRY_EEMPTY: return "no samples";
+  case FERRY_ECALLBACK: return "transform callback failed";
+  case FERRY_EACCES: return "permission denied";
+  case FERRY_ENODEV: return "no usable device";
+  case FERRY_EINTERNAL: return "internal error";
+  default: return "unknown error code";
+  }
+}
+
+const char *ferry__thread_error(void) { return thread_error; }
+
+const char *ferry_version(void) { return FERRY_VERSION_STRING; }
+
+int ferry_version_number(void) { return FERRY_VERSION_NUMBER; }
+
+const char *ferry_backend_name(int i) {
+  if (i < 0)
+    return NULL;
+  for (int k = 0; ferry__backends[k]; k++)
+    if (k == i)
+      return ferry__backends[k]->name;
+  return NULL;
+}
+
+const char *ferry_features(void) {
+  return "mpiio"
+#ifdef HAVE_HDF5
+         " hdf5"
+#endif
+#ifdef HAVE_NETCDF
+         " netcdf"
+#endif
+#ifdef HAVE_CUDA
+         " cuda"
+#endif
+#ifdef HAVE_NCCL
+         " nccl"
+#endif
+      ;
+}
+
+static const struct {
+  const char *name;
+  size_t size;
+} dtypes[FERRY_DTYPE_COUNT] = {
+    [FERRY_BOOL] = {"bool", 1},       [FERRY_INT8] = {"int8", 1},
+    [FERRY_INT16] = {"int16", 2},     [FERRY_INT32] = {"int32", 4},
+    [FERRY_INT64] = {"int64", 8},     [FERRY_UINT8] = {"uint8", 1},
+    [FERRY_UINT16] = {"uint16", 2},   [FERRY_UINT32] = {"uint32", 4},
+    [FERRY_UINT64] = {"uint64", 8},   [FERRY_FLOAT16] = {"float16", 2},
+    [FERRY_FLOAT32] = {"float32", 4}, [FERRY_FLOAT64] = {"float64", 8},
+};
+
+size_t ferry_dtype_size(ferry_dtype dtype) {
+  if ((int)dtype < 0 || dtype >= FERRY_DTYPE_COUNT)
+    return 0;
+  return dtypes[dtype].size;
+}
+
+const char *ferry_dtype_name(ferry_dtype dtype) {
+  if ((int)dtype < 0 || dtype >= FERRY_DTYPE_COUNT)
+    return "?";
+  return dtypes[dtype].name;
+}
+
+int ferry__dtype_from_name(const char *name, ferry_dtype *out) {
+  for (int i = 0; i < FERRY_DTYPE_COUNT; i++)
+    if (strcmp(name, dtypes[i].name) == 0) {
+      *out = (ferry_dtype)i;
+      return 0;
+    }
+  return FERRY_EINVAL;
+}

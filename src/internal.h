@@ -1,0 +1,331 @@
+/*
+ * internal.h - declarations shared between ferry's source files and never
+ * installed.  Names here use the ferry__ prefix; everything else in a .c file
+ * is static.  The three pieces a backend or the core need are here: the error
+ * record (ferry__err), the dataset manifest (ferry__manifest) that rank 0
+ * builds and broadcasts, the backend vtable (ferry__backend), and the pure
+ * epoch-plan functions (ferry__plan_*).
+ */
+#ifndef FERRY_INTERNAL_H
+#define FERRY_INTERNAL_H
+
+#include "ferry.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define FERRY__MSG_MAX 1024
+
+/* ---- Errors ----------------------------------------------------------- */
+
+/** A failure: code plus a message naming file, variable, rank and offset. */
+typedef struct ferry__err {
+  int code;
+  char msg[FERRY__MSG_MAX];
+} ferry__err;
+
+/** Record code and a printf-style message in err (may be NULL); returns code.
+ *  Also copies the message to the calling thread's last-error buffer. */
+int ferry__seterr(ferry__err *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/** Set the calling thread's last-error message (ferry_last_error(NULL)). */
+void ferry__set_thread_error(const char *msg);
+/** The calling thread's last-error message. */
+const char *ferry__thread_error(void);
+
+/** dtype from its ferry_dtype_name() ("float32"); 0 or FERRY_EINVAL. */
+int ferry__dtype_from_name(const char *name, ferry_dtype *out);
+/**
+ * The synthetic value of element k of sample i, as `ferry gen` and the mem
+ * backend write it: (i + k) mod M(dtype), M = 2^7 int8, 2^8 uint8, 2^15
+ * int16, 2^16 uint16, 2^31 int32, 2^32 uint32, 2^62 (u)int64, 2^11 float16,
+ * 2^24 float32, 2^53 float64, 2 bool.  Writes one native element to out.
+ */
+int ferry__gen_value(ferry_dtype dtype, int64_t sample, int64_t k, void *out);
+
+/* ---- Options (options.c) ---------------------------------------------- */
+
+enum { FERRY__SHUFFLE_NONE = 0, FERRY__SHUFFLE_CHUNKS, FERRY__SHUFFLE_BLOCK };
+enum { FERRY__PART_CONTIGUOUS = 0, FERRY__PART_STRIDED };
+enum { FERRY__TAIL_DROP = 0, FERRY__TAIL_PAD, FERRY__TAIL_PARTIAL };
+enum { FERRY__IO_INDEPENDENT = 0, FERRY__IO_COLLECTIVE };
+enum { FERRY__DEV_AUTO = 0, FERRY__DEV_CPU, FERRY__DEV_CUDA };
+
+struct ferry_options {
+  int64_t batch_size;
+  uint64_t seed;
+  int shuffle;
+  int64_t block_size;
+  int64_t shuffle_buffer;
+  int partition;
+  int tail;
+  int64_t chunk_samples;   /* 0: auto (about FERRY__AUTO_CHUNK_BYTES per chunk) */
+  char *vars;              /* comma-separated names, NULL or "": all          */
+  int io;
+  int64_t prefetch;
+  int64_t threads;
+  int64_t max_chunks;      /* 0: all */
+  double fraction;         /* (0, 1] */
+  int device;
+  char *manifest;          /* path of a saved manifest, NULL: scan          */
+  int64_t max_open_files;
+  ferry_transform_fn transform;
+  void *transform_user;
+};
+
+#define FERRY__AUTO_CHUNK_BYTES ((size_t)4 << 20)
+
+/** Number of options in the table (ferry_option_info_get). */
+int ferry__option_count(void);
+/** 64-bit hash of option i's canonical value (for the cross-rank check). */
+uint64_t ferry__option_hash(const ferry_options *opts, int i);
+
+/* ---- Hashing and the generator (plan.c) -------------------------------- */
+
+/** FNV-1a 64 of len bytes, continuing from h (start with FERRY__FNV_INIT). */
+#define FERRY__FNV_INIT 0xcbf29ce484222325ULL
+uint64_t ferry__fnv1a(uint64_t h, const void *data, size_t len);
+/** SplitMix64 finaliser: a bijective 64-bit mix. */
+uint64_t ferry__mix64(uint64_t x);
+/** Counter-based generator: the counter-th 64-bit value of stream key. */
+uint64_t ferry__rand64(uint64_t key, uint64_t counter);
+/** Key for (seed, stream, a, b): independent streams of the generator. */
+uint64_t ferry__rand_key(uint64_t seed, uint64_t stream, uint64_t a,
+                         uint64_t b);
+/** Fisher-Yates shuffle of perm[0..n) with stream key; unbiased (rejection). */
+void ferry__shuffle(int64_t *perm, int64_t n, uint64_t key);
+
+enum {
+  FERRY__STREAM_CHUNKS = 1, /* (seed, epoch): permutation of pieces     */
+  FERRY__STREAM_WINDOW = 2, /* (seed, epoch, rank, window): sample mix  */
+  FERRY__STREAM_SUBSET = 3  /* (seed): chunks kept by max_chunks/fraction */
+};
+
+/* ---- Manifest (manifest.c) -------------------------------------------- */
+
+/** One variable, as the batch will hold it. */
+typedef struct ferry__var {
+  char *name;
+  ferry_dtype dtype;
+  int swapped;                        /* stored non-native: swap after read */
+  int row_ndim;                       /* dims after the sample dimension    */
+  int64_t row_shape[FERRY_MAX_DIMS];
+  size_t row_bytes;
+} ferry__var;
+
+/** One part: a file per variable (npy) or one file holding all variables. */
+typedef struct ferry__part {
+  int64_t num_samples;
+  int64_t first_sample;   /* global index of its first sample              */
+  char **paths;           /* [nvars] file holding each variable            */
+  int64_t *data_offset;   /* [nvars] byte offset of row 0 in that file     */
+  int64_t *file_size;     /* [nvars] size seen by rank 0 (checked on open) */
+} ferry__part;
+
+typedef struct ferry__manifest {
+  char *backend;          /* "npy", "mem", ...                            */
+  char *spec;             /* dataset string as given to ferry_open        */
+  int nvars;
+  ferry__var *vars;
+  int64_t nparts;
+  ferry__part *parts;
+  int64_t num_samples;
+  uint64_t hash;          /* ferry__manifest_hash()                       */
+} ferry__manifest;
+
+/**
+ * Rank 0 only: resolve spec (directory, .npy file, glob, @list) into parts,
+ * describe every part with its backend, check that they agree, select the
+ * variables named in vars (NULL/"": all) and fill m.  Returns 0 or a
+ * negative code with err set.
+ */
+int ferry__manifest_scan(const char *spec, const char *vars,
+                         ferry__manifest *m, ferry__err *err);
+/** Serialise to a flat buffer (malloc'd) for MPI_Bcast, and back. */
+int ferry__manifest_pack(const ferry__manifest *m, void **buf, size_t *len);
+int ferry__manifest_unpack(const void *buf, size_t len, ferry__manifest *m,
+                           ferry__err *err);
+/** Hash of everything that identifies the data (paths, sizes, shapes). */
+uint64_t ferry__manifest_hash(const ferry__manifest *m);
+/** JSON save/load (jansson); load re-applies the vars selection. */
+int ferry__manifest_save_json(const ferry__manifest *m, const char *path,
+                              ferry__err *err);
+int ferry__manifest_load_json(const char *path, const char *vars,
+                              ferry__manifest *m, ferry__err *err);
+void ferry__manifest_free(ferry__manifest *m);
+
+/* ---- Backends --------------------------------------------------------- */
+
+enum {
+  FERRY__CAP_COLLECTIVE = 1u << 0, /* io=collective is meaningful         */
+  FERRY__CAP_THREADSAFE = 1u << 1  /* io calls may come from any thread    */
+};
+
+/** What describe() reports of one part (one file or one directory). */
+typedef struct ferry__part_desc {
+  int nvars;
+  ferry__var *vars;       /* [nvars], names set                          */
+  char **paths;           /* [nvars]                                      */
+  int64_t *data_offset;   /* [nvars]                                      */
+  int64_t *file_size;     /* [nvars]                                      */
+  int64_t num_samples;    /* common first dimension (checked by describe) */
+} ferry__part_desc;
+
+void ferry__part_desc_free(ferry__part_desc *d);
+
+/** Per-loader I/O state of a backend; lives on the loader's I/O thread. */
+typedef struct ferry__io ferry__io;
+
+typedef struct ferry__io_params {
+  MPI_Comm comm;            /* the loader's I/O communicator (a dup)       */
+  int rank;
+  int collective;           /* io=collective: opens and reads are collective */
+  int64_t max_open_files;   /* bound on files open at once                  */
+} ferry__io_params;
+
+typedef struct ferry__backend {
+  const char *name;
+  int version;
+  unsigned caps;
+  /** 1 if path (a file or a directory) is a part this backend reads. */
+  int (*probe)(const char *path);
+  /** Rank 0: describe one part.  Errors name the file. */
+  int (*describe)(const char *path, ferry__part_desc *out, ferry__err *err);
+  /** Create I/O state.  Runs on the I/O thread. */
+  int (*io_open)(ferry__io **io, const ferry__manifest *m,
+                 const ferry__io_params *p, ferry__err *err);
+  /**
+   * Read rows [row, row+nrows) of variable var of part into buf (nrows *
+   * row_bytes bytes, stored byte order).  With collective set, every rank
+   * calls it for the same (part, var) sequence and nrows may be 0.  A short
+   * read is FERRY_EIO, never zeros.  Runs on the I/O thread.
+   */
+  int (*io_read)(ferry__io *io, int64_t part, int var, int64_t row,
+                 int64_t nrows, void *buf, ferry__err *err);
+  /** Free I/O state (closes files; collective when opened collectively). */
+  void (*io_close)(ferry__io *io);
+} ferry__backend;
+
+extern const ferry__backend ferry__backend_npy;
+extern const ferry__backend ferry__backend_mem;
+
+/** NULL-terminated table of compiled-in backends. */
+extern const ferry__backend *const ferry__backends[];
+const ferry__backend *ferry__backend_find(const char *name);
+
+/** Parse a NumPy .npy header from the first len bytes of a file. */
+typedef struct ferry__npy_header {
+  int major, minor;
+  ferry_dtype dtype;
+  int swapped;
+  int ndim;
+  int64_t shape[FERRY_MAX_DIMS];
+  int64_t data_offset;
+} ferry__npy_header;
+int ferry__npy_parse_header(const unsigned char *buf, size_t len,
+                            ferry__npy_header *h, const char *path,
+                            ferry__err *err);
+
+/** Swap the bytes of n elements of size elsize in place. */
+void ferry__byteswap(void *buf, size_t n, size_t elsize);
+
+/* ---- Chunks and the epoch plan (plan.c) -------------------------------- */
+
+/** A contiguous run of samples of one part.  Chunks never cross parts. */
+typedef struct ferry__chunk {
+  int64_t part;
+  int64_t row;            /* first row inside the part         */
+  int64_t count;
+  int64_t global_first;   /* global index of the first sample  */
+} ferry__chunk;
+
+/** The plan's inputs besides the manifest. */
+typedef struct ferry__plan_params {
+  int64_t batch_size;
+  uint64_t seed;
+  int shuffle;
+  int64_t block_size;
+  int64_t shuffle_buffer;
+  int partition;
+  int tail;
+  int64_t max_chunks;
+  double fraction;
+  int64_t epoch;
+  int world_size;
+} ferry__plan_params;
+
+/** Split parts into chunks of at most chunk_samples rows (malloc'd array). */
+int ferry__chunks_make(const ferry__manifest *m, int64_t chunk_samples,
+                       ferry__chunk **out, int64_t *n);
+
+/**
+ * The pieces an epoch permutes: the chunks kept by max_chunks/fraction (a
+ * subset drawn with the seed only, the same every epoch), split into blocks
+ * of block_size with shuffle=block.  Sorted by global index.
+ */
+int ferry__plan_pieces(const ferry__chunk *chunks, int64_t nchunks,
+                       const ferry__plan_params *pp, ferry__chunk **out,
+                       int64_t *n);
+/** The order of the pieces this epoch (identity for shuffle=none).
+ *  perm has npieces entries.  Rank 0 draws it; others check it. */
+void ferry__plan_permutation(const ferry__plan_params *pp, int64_t npieces,
+                             int64_t *perm);
+
+/** One run of rows read with one call: part rows [row, row+count). */
+typedef struct ferry__extent {
+  int64_t part;
+  int64_t row;
+  int64_t count;
+  int64_t global_first;
+  int64_t window;         /* window it belongs to                        */
+  int64_t chunk;          /* chunk id holding it (for ferry_epoch_chunks) */
+} ferry__extent;
+
+/** One served sample. */
+typedef struct ferry__slot {
+  int64_t sample;         /* global index                                */
+  int64_t extent;         /* extent holding it                           */
+  int64_t row;            /* row inside the extent                       */
+  uint8_t padded;
+} ferry__slot;
+
+/** One rank's plan for one epoch. */
+typedef struct ferry__rank_plan {
+  int64_t num_batches;          /* equal on every rank                  */
+  int64_t epoch_samples;        /* samples in the epoch (all ranks)     */
+  int64_t dropped;              /* samples no rank serves (all ranks)   */
+  int64_t nslots;               /* samples this rank serves             */
+  ferry__slot *slots;           /* [nslots] in served order             */
+  int64_t *batch_start;         /* [num_batches+1] slot index of each batch */
+  int64_t nextents;
+  ferry__extent *extents;       /* [nextents] in read order, by window  */
+  int64_t nwindows;
+  int64_t *window_first_extent; /* [nwindows+1]                         */
+  int64_t *window_need;         /* [nwindows] first batch using window  */
+  int64_t *window_samples;      /* [nwindows] slots served from window  */
+  int64_t *batch_need;          /* [num_batches] extents (read order) that must be loaded */
+  int64_t padded;
+} ferry__rank_plan;
+
+/**
+ * Build rank's plan from the pieces and their permutation.  Pure: the same
+ * inputs give the same plan on every platform.  Returns 0, FERRY_ENOMEM,
+ * FERRY_EEMPTY (no sample), FERRY_EINVAL (batch_size > a rank's share with
+ * tail=drop_last; err names it).
+ */
+int ferry__plan_build(const ferry__chunk *pieces, int64_t npieces,
+                      const int64_t *perm, const ferry__plan_params *pp,
+                      int rank, ferry__rank_plan *out, ferry__err *err);
+/**
+ * Only the reads of rank (extents and windows, no slots): what collective
+ * I/O needs to know of the other ranks.  Same contract as plan_build.
+ */
+int ferry__plan_reads(const ferry__chunk *pieces, int64_t npieces,
+                      const int64_t *perm, const ferry__plan_params *pp,
+                      int rank, ferry__rank_plan *out, ferry__err *err);
+void ferry__rank_plan_free(ferry__rank_plan *p);
+/** Checksum of a rank's plan (slots and batch boundaries). */
+uint64_t ferry__rank_plan_checksum(const ferry__rank_plan *p);
+
+#endif /* FERRY_INTERNAL_H */

@@ -1,0 +1,1277 @@
+/*
+ * loader.c - the loader handle and its per-rank pipeline.
+ *
+ * ferry_open (collective): rank 0 scans the dataset and broadcasts the
+ * manifest; every rank checks that it was given the same dataset and options.
+ * ferry_set_epoch (collective): rank 0 draws the permutation and broadcasts
+ * it, every rank recomputes and compares it, builds its own plan (plan.c),
+ * and the batch counts are checked equal; then the threads start:
+ *
+ *   I/O thread   reads the plan's extents window by window, never more than
+ *                `prefetch` batches ahead of the consumer.  It alone calls
+ *                the backend, because HDF5 and netCDF are not thread-safe.
+ *                With io=collective every rank makes the same sequence of
+ *                collective calls (empty reads where it has nothing), in
+ *                rounds decided from every rank's plan.
+ *   workers      (`threads` of them) assemble batch b into ring slot
+ *                b % prefetch once its extents are loaded and the slot is
+ *                free: one memcpy per run of consecutive rows, byte swap,
+ *                transform; then free windows nobody needs any more.
+ *   ferry_next   hands out batch b in plan order, so thread timing never
+ *                changes the batches, and agrees on success with the other
+ *                ranks (one MPI_Allreduce), so an error anywhere is the same
+ *                error everywhere at the same batch, never a hang.
+ *
+ * Locking: one mutex per epoch guards every field marked (L); three
+ * condition variables wake the I/O thread (consumer moved), the workers
+ * (data loaded or slot freed) and the consumer (batch ready).
+ */
+#include "config.h"
+#include "internal.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { SLOT_FREE = 0, SLOT_BUSY, SLOT_READY, SLOT_HELD };
+
+typedef struct ring_slot {
+  ferry_batch batch;
+  ferry_tensor *tensors;   /* [nvars]                              */
+  unsigned char **bufs;    /* [nvars] batch_size * row_bytes each  */
+  int64_t *ids;
+  uint8_t *padded;
+  int state;               /* (L) SLOT_*                           */
+  int64_t bidx;            /* (L) batch held                       */
+  int rc;                  /* (L) assembly result                  */
+  ferry__err err;
+} ring_slot;
+
+typedef struct epoch_state {
+  ferry_loader *L;
+  int64_t epoch;
+  ferry__rank_plan plan;
+  ferry__chunk *pieces;
+  int64_t npieces;
+  int64_t *perm;
+  uint64_t checksum;
+  /* collective I/O: every rank's reads */
+  ferry__rank_plan *all_reads; /* [size] or NULL */
+  int64_t nrounds;
+  int64_t *round_admit;        /* [nrounds] consumed count that admits it */
+
+  pthread_mutex_t mu;
+  pthread_cond_t cv_io, cv_work, cv_ready;
+  int stop;                    /* (L) */
+  int64_t consumed;            /* (L) batches handed out */
+  int64_t loaded;              /* (L) extents loaded, in read order */
+  int64_t next_assign;         /* (L) next batch for a worker */
+  unsigned char **ext_buf;     /* (L) [nextents] */
+  int64_t *win_remaining;      /* (L) [nwindows] samples not assembled */
+  int io_rc;                   /* (L) */
+  ferry__err io_err;
+  int64_t rounds_started;      /* (L) collective: rounds entered */
+  int64_t round_target;        /* (L) collective: finish rounds < target on stop */
+  int failed;                  /* consumer side: agreed error of the epoch */
+  size_t resident;             /* (L) extent bytes held */
+
+  pthread_t io_thread;
+  pthread_t *workers;
+  int nworkers, io_started;
+} epoch_state;
+
+struct ferry_loader {
+  MPI_Comm comm;      /* main-thread collectives (a dup)         */
+  MPI_Comm io_comm;   /* I/O-thread collectives (a dup)          */
+  int rank, size;
+  ferry_options *opts;
+  ferry__manifest m;
+  const ferry__backend *be;
+  ferry__chunk *chunks;
+  int64_t nchunks, chunk_samples;
+  size_t row_total;   /* bytes of one sample, all variables     */
+  size_t *var_prefix; /* [nvars] bytes of vars before v in a row */
+  ring_slot *ring;
+  int64_t nring;
+  epoch_state *ep;
+  ferry_memory_budget budget;
+  pthread_mutex_t stats_mu;
+  ferry_stats stats;
+  char errmsg[FERRY__MSG_MAX];
+};
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void note_resident(ferry_loader *L, size_t extent_bytes) {
+  size_t total = L->budget.ring_bytes + extent_bytes;
+  pthread_mutex_lock(&L->stats_mu);
+  if (total > L->stats.peak_resident_bytes)
+    L->stats.peak_resident_bytes = total;
+  pthread_mutex_unlock(&L->stats_mu);
+}
+
+/*
+ * The agreement every collective step ends with (mpiFileUtils' alltrue, with
+ * the reason attached): the lowest failing rank's code and message reach
+ * every rank.  COLLECTIVE over comm.
+ */
+static int agree(MPI_Comm comm, int rank, int rc, ferry__err *err) {
+  int in[2] = {rc < 0 ? 0 : 1, rank}, out[2];
+  if (MPI_Allreduce(in, out, 1, MPI_2INT, MPI_MINLOC, comm) != MPI_SUCCESS)
+    return ferry__seterr(err, FERRY_EMPI, "rank %d: MPI_Allreduce failed", rank);
+  if (out[0] == 1)
+    return 0;
+  struct {
+    int code;
+    char msg[FERRY__MSG_MAX];
+  } m;
+  if (rank == out[1]) {
+    m.code = rc;
+    if (strncmp(err->msg, "rank ", 5) == 0)
+      snprintf(m.msg, sizeof m.msg, "%s", err->msg);
+    else
+      snprintf(m.msg, sizeof m.msg, "rank %d: %.1000s", rank, err->msg);
+  }
+  if (MPI_Bcast(&m, (int)sizeof m, MPI_BYTE, out[1], comm) != MPI_SUCCESS)
+    return ferry__seterr(err, FERRY_EMPI, "rank %d: MPI_Bcast failed", rank);
+  return ferry__seterr(err, m.code, "%s", m.msg);
+}
+
+static int fail_loader(ferry_loader *L, const ferry__err *err) {
+  snprintf(L->errmsg, sizeof L->errmsg, "%s", err->msg);
+  ferry__set_thread_error(err->msg);
+  return err->code;
+}
+
+/* ---- The I/O thread ---------------------------------------------------- */
+
+static void free_window(epoch_state *ep, int64_t w, unsigned char **bufs) {
+  /* Called with the lock held; collects buffers to free outside it. */
+  const ferry__rank_plan *p = &ep->plan;
+  int64_t k = 0;
+  for (int64_t e = p->window_first_extent[w]; e < p->window_first_extent[w + 1];
+       e++) {
+    if (ep->ext_buf[e]) {
+      ep->resident -= (size_t)p->extents[e].count * ep->L->row_total;
+      bufs[k++] = ep->ext_buf[e];
+      ep->ext_buf[e] = NULL;
+    }
+  }
+  bufs[k] = NULL;
+}
+
+/* Read one extent (all variables) into a new buffer.  I/O thread only. */
+static int read_extent(epoch_state *ep, ferry__io *io, const ferry__extent *x,
+                       unsigned char **out, ferry__err *err) {
+  ferry_loader *L = ep->L;
+  size_t bytes = (size_t)x->count * L->row_total;
+  unsigned char *buf = malloc(bytes ? bytes : 1);
+  if (!buf)
+    return ferry__seterr(err, FERRY_ENOMEM,
+                         "rank %d: out of memory for %zu bytes of part %lld",
+                         L->rank, bytes, (long long)x->part);
+  double t0 = now_s();
+  for (int v = 0; v < L->m.nvars; v++) {
+    int rc = L->be->io_read(io, x->part, v, x->row, x->count,
+                            buf + (size_t)x->count * L->var_prefix[v], err);
+    if (rc) {
+      free(buf);
+      return rc;
+    }
+  }
+  pthread_mutex_lock(&L->stats_mu);
+  L->stats.bytes_read += (int64_t)bytes;
+  L->stats.read_seconds += now_s() - t0;
+  pthread_mutex_unlock(&L->stats_mu);
+  *out = buf;
+  return 0;
+}
+
+static void publish_extent(epoch_state *ep, int64_t e, unsigned char *buf) {
+  pthread_mutex_lock(&ep->mu);
+  ep->ext_buf[e] = buf;
+  ep->resident += (size_t)ep->plan.extents[e].count * ep->L->row_total;
+  size_t resident = ep->resident;
+  ep->loaded = e + 1;
+  pthread_cond_broadcast(&ep->cv_work);
+  pthread_mutex_unlock(&ep->mu);
+  note_resident(ep->L, resident);
+}
+
+static void publish_error(epoch_state *ep, int rc, const ferry__err *err) {
+  pthread_mutex_lock(&ep->mu);
+  if (!ep->io_rc) {
+    ep->io_rc = rc;
+    ep->io_err = *err;
+  }
+  pthread_cond_broadcast(&ep->cv_work);
+  pthread_cond_broadcast(&ep->cv_ready);
+  pthread_mutex_unlock(&ep->mu);
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Wait until `admit` batches are consumed (minus the lookahead) or stop.
+ * Returns 1 to go on, 0 to stop. */
+static int wait_admission(epoch_state *ep, int64_t admit) {
+  int64_t la = ep->L->opts->prefetch;
+  pthread_mutex_lock(&ep->mu);
+  while (!ep->stop && admit > ep->consumed + la)
+    pthread_cond_wait(&ep->cv_io, &ep->mu);
+  int go = !ep->stop;
+  pthread_mutex_unlock(&ep->mu);
+  return go;
+}
+
+static void io_independent(epoch_state *ep, ferry__io *io) {
+  const ferry__rank_plan *p = &ep->plan;
+  ferry__err err = {0};
+  for (int64_t w = 0; w < p->nwindows; w++) {
+    if (!wait_admission(ep, p->window_need[w]))
+      return;
+    for (int64_t e = p->window_first_extent[w];
+         e < p->window_first_extent[w + 1]; e++) {
+      unsigned char *buf = NULL;
+      int rc = read_extent(ep, io, &p->extents[e], &buf, &err);
+      if (rc) {
+        publish_error(ep, rc, &err);
+        return;
+      }
+      publish_extent(ep, e, buf);
+      pthread_mutex_lock(&ep->mu);
+      int stop = ep->stop;
+      pthread_mutex_unlock(&ep->mu);
+      if (stop)
+        return;
+    }
+  }
+}
+
+/*
+ * Collective rounds: in round j every rank reads its window j.  For each part
+ * touched by any rank in the round (ascending), for each variable, every rank
+ * makes max_r(extents of r on that part) read calls, empty where it has none,
+ * so the collective calls always match.  After an error, or past a stop, a
+ * rank keeps making the same calls with empty reads until the agreed round.
+ */
+static void io_collective(epoch_state *ep, ferry__io *io) {
+  ferry_loader *L = ep->L;
+  const ferry__rank_plan *all = ep->all_reads, *me = &ep->plan;
+  ferry__err err = {0};
+  int dummy = 0;
+  int64_t *parts = NULL, nparts_cap = 0;
+  for (int64_t j = 0; j < ep->nrounds; j++) {
+    pthread_mutex_lock(&ep->mu);
+    int64_t la = L->opts->prefetch;
+    while (!ep->stop && ep->round_admit[j] > ep->consumed + la)
+      pthread_cond_wait(&ep->cv_io, &ep->mu);
+    if (ep->stop) {
+      while (ep->round_target < 0)
+        pthread_cond_wait(&ep->cv_io, &ep->mu);
+      if (j >= ep->round_target) {
+        pthread_mutex_unlock(&ep->mu);
+        break;
+      }
+      dummy = 1;
+    }
+    ep->rounds_started = j + 1;
+    pthread_mutex_unlock(&ep->mu);
+
+    /* Parts touched in round j by any rank, ascending, without repeats. */
+    int64_t np = 0;
+    for (int r = 0; r < L->size; r++) {
+      const ferry__rank_plan *p = &all[r];
+      if (j >= p->nwindows)
+        continue;
+      for (int64_t e = p->window_first_extent[j];
+           e < p->window_first_extent[j + 1]; e++) {
+        if (np == nparts_cap) {
+          nparts_cap = nparts_cap ? 2 * nparts_cap : 16;
+          int64_t *t = realloc(parts, (size_t)nparts_cap * sizeof *t);
+          if (!t) { /* cannot stay matched without memory: stop reading */
+            ferry__seterr(&err, FERRY_ENOMEM, "rank %d: out of memory",
+                          L->rank);
+            publish_error(ep, FERRY_ENOMEM, &err);
+            free(parts);
+            return;
+          }
+          parts = t;
+        }
+        parts[np++] = p->extents[e].part;
+      }
+    }
+    qsort(parts, (size_t)np, sizeof *parts, cmp_i64);
+    int64_t u = 0;
+    for (int64_t a = 0; a < np; a++)
+      if (u == 0 || parts[u - 1] != parts[a])
+        parts[u++] = parts[a];
+    np = u;
+
+    for (int64_t a = 0; a < np; a++) {
+      int64_t part = parts[a], calls = 0;
+      for (int r = 0; r < L->size; r++) {
+        const ferry__rank_plan *p = &all[r];
+        if (j >= p->nwindows)
+          continue;
+        int64_t c = 0;
+        for (int64_t e = p->window_first_extent[j];
+             e < p->window_first_extent[j + 1]; e++)
+          c += p->extents[e].part == part;
+        if (c > calls)
+          calls = c;
+      }
+      /* my extents on this part in round j, in row order (plan order) */
+      int64_t mine0 = -1, nmine = 0;
+      if (j < me->nwindows)
+        for (int64_t e = me->window_first_extent[j];
+             e < me->window_first_extent[j + 1]; e++)
+          if (me->extents[e].part == part) {
+            if (mine0 < 0)
+              mine0 = e;
+            nmine++;
+          }
+      unsigned char **bufs = calloc((size_t)(nmine ? nmine : 1), sizeof *bufs);
+      if (!bufs && !dummy) {
+        ferry__seterr(&err, FERRY_ENOMEM, "rank %d: out of memory", L->rank);
+        publish_error(ep, FERRY_ENOMEM, &err);
+        dummy = 1;
+      }
+      for (int64_t k = 0; k < nmine && !dummy; k++) {
+        size_t bytes = (size_t)me->extents[mine0 + k].count * L->row_total;
+        bufs[k] = malloc(bytes ? bytes : 1);
+        if (!bufs[k]) {
+          ferry__seterr(&err, FERRY_ENOMEM, "rank %d: out of memory",
+                        L->rank);
+          publish_error(ep, FERRY_ENOMEM, &err);
+          dummy = 1;
+        }
+      }
+      double t0 = now_s();
+      for (int v = 0; v < L->m.nvars; v++)
+        for (int64_t k = 0; k < calls; k++) {
+          int real = !dummy && k < nmine;
+          const ferry__extent *x = real ? &me->extents[mine0 + k] : NULL;
+          static unsigned char scratch[1];
+          int rc = L->be->io_read(
+              io, part, v, real ? x->row : 0, real ? x->count : 0,
+              real ? bufs[k] + (size_t)x->count * L->var_prefix[v] : scratch,
+              &err);
+          if (rc && !dummy) {
+            publish_error(ep, rc, &err);
+            dummy = 1;
+          }
+        }
+      if (!dummy) {
+        int64_t bytes = 0;
+        for (int64_t k = 0; k < nmine; k++) {
+          bytes += me->extents[mine0 + k].count * (int64_t)L->row_total;
+          publish_extent(ep, mine0 + k, bufs[k]);
+        }
+        pthread_mutex_lock(&L->stats_mu);
+        L->stats.bytes_read += bytes;
+        L->stats.read_seconds += now_s() - t0;
+        pthread_mutex_unlock(&L->stats_mu);
+      } else if (bufs) {
+        for (int64_t k = 0; k < nmine; k++)
+          free(bufs[k]);
+      }
+      free(bufs);
+    }
+  }
+  free(parts);
+}
+
+static void *io_main(void *arg) {
+  epoch_state *ep = arg;
+  ferry_loader *L = ep->L;
+  ferry__io *io = NULL;
+  ferry__err err = {0};
+  ferry__io_params p = {L->io_comm, L->rank,
+                        L->opts->io == FERRY__IO_COLLECTIVE,
+                        L->opts->max_open_files};
+  int rc = L->be->io_open(&io, &L->m, &p, &err);
+  if (rc) {
+    publish_error(ep, rc, &err);
+    return NULL;
+  }
+  if (p.collective)
+    io_collective(ep, io);
+  else
+    io_independent(ep, io);
+  L->be->io_close(io);
+  return NULL;
+}
+
+/* ---- Workers ----------------------------------------------------------- */
+
+static void assemble(epoch_state *ep, ring_slot *s, int64_t b) {
+  ferry_loader *L = ep->L;
+  const ferry__rank_plan *p = &ep->plan;
+  int64_t b0 = p->batch_start[b], b1 = p->batch_start[b + 1], n = b1 - b0;
+  int64_t npad = 0;
+  for (int64_t i = 0; i < n; i++) {
+    s->ids[i] = p->slots[b0 + i].sample;
+    s->padded[i] = p->slots[b0 + i].padded;
+    npad += s->padded[i];
+  }
+  for (int v = 0; v < L->m.nvars; v++) {
+    const ferry__var *var = &L->m.vars[v];
+    size_t rb = var->row_bytes;
+    unsigned char *dst = s->bufs[v];
+    for (int64_t i = b0; i < b1;) {
+      const ferry__slot *sl = &p->slots[i];
+      const ferry__extent *x = &p->extents[sl->extent];
+      const unsigned char *src = ep->ext_buf[sl->extent] +
+                                 (size_t)x->count * L->var_prefix[v] +
+                                 (size_t)sl->row * rb;
+      int64_t run = 1;
+      while (i + run < b1 && p->slots[i + run].extent == sl->extent &&
+             p->slots[i + run].row == sl->row + run)
+        run++;
+      memcpy(dst + (size_t)(i - b0) * rb, src, (size_t)run * rb);
+      i += run;
+    }
+    if (var->swapped) {
+      size_t el = ferry_dtype_size(var->dtype);
+      ferry__byteswap(dst, (size_t)n * rb / el, el);
+    }
+    ferry_tensor *t = &s->tensors[v];
+    t->shape[0] = n;
+    t->nbytes = (size_t)n * rb;
+  }
+  s->batch.epoch = ep->epoch;
+  s->batch.index = b;
+  s->batch.size = n;
+  s->batch.num_padded = npad;
+  s->rc = 0;
+  if (L->opts->transform &&
+      L->opts->transform(&s->batch, L->opts->transform_user) != 0)
+    s->rc = ferry__seterr(&s->err, FERRY_ECALLBACK,
+                          "rank %d: transform callback failed on batch %lld "
+                          "of epoch %lld",
+                          L->rank, (long long)b, (long long)ep->epoch);
+}
+
+static void *worker_main(void *arg) {
+  epoch_state *ep = arg;
+  ferry_loader *L = ep->L;
+  const ferry__rank_plan *p = &ep->plan;
+  unsigned char **tofree = malloc((size_t)(p->nextents + 1) * sizeof *tofree);
+  pthread_mutex_lock(&ep->mu);
+  for (;;) {
+    int64_t b = ep->next_assign;
+    if (ep->stop || b >= p->num_batches)
+      break;
+    ring_slot *s = &L->ring[b % L->nring];
+    int data_ok = ep->loaded >= p->batch_need[b];
+    if (s->state != SLOT_FREE || (!data_ok && !ep->io_rc)) {
+      pthread_cond_wait(&ep->cv_work, &ep->mu);
+      continue;
+    }
+    ep->next_assign++;
+    s->state = SLOT_BUSY;
+    s->bidx = b;
+    if (!data_ok || !tofree) { /* the I/O failed before this batch's data */
+      if (!tofree)
+        s->rc = ferry__seterr(&s->err, FERRY_ENOMEM, "rank %d: out of memory",
+                              L->rank);
+      else {
+        s->rc = ep->io_rc;
+        s->err = ep->io_err;
+      }
+      s->state = SLOT_READY;
+      pthread_cond_broadcast(&ep->cv_ready);
+      continue;
+    }
+    pthread_mutex_unlock(&ep->mu);
+    assemble(ep, s, b);
+    pthread_mutex_lock(&ep->mu);
+    /* Windows whose samples are all assembled are not needed any more. */
+    int64_t nfree = 0;
+    for (int64_t i = p->batch_start[b]; i < p->batch_start[b + 1]; i++) {
+      int64_t w = p->extents[p->slots[i].extent].window;
+      if (--ep->win_remaining[w] == 0) {
+        free_window(ep, w, tofree + nfree);
+        while (tofree[nfree])
+          nfree++;
+      }
+    }
+    s->state = SLOT_READY;
+    pthread_cond_broadcast(&ep->cv_ready);
+    if (nfree) {
+      pthread_mutex_unlock(&ep->mu);
+      for (int64_t k = 0; k < nfree; k++)
+        free(tofree[k]);
+      pthread_mutex_lock(&ep->mu);
+    }
+  }
+  pthread_mutex_unlock(&ep->mu);
+  free(tofree);
+  return NULL;
+}
+
+/* ---- Epoch lifetime ----------------------------------------------------- */
+
+/* Stop the running epoch and free it.  COLLECTIVE (the collective I/O thread
+ * must finish the rounds some rank has entered). */
+static int epoch_stop(ferry_loader *L) {
+  epoch_state *ep = L->ep;
+  int rc = 0;
+  if (!ep)
+    return 0;
+  L->ep = NULL;
+  if (ep->io_started || ep->nworkers) {
+    pthread_mutex_lock(&ep->mu);
+    ep->stop = 1;
+    int64_t started = ep->rounds_started;
+    pthread_cond_broadcast(&ep->cv_io);
+    pthread_cond_broadcast(&ep->cv_work);
+    pthread_mutex_unlock(&ep->mu);
+    if (L->opts->io == FERRY__IO_COLLECTIVE) {
+      /* After stop no new round starts on its own; agree how far to go. */
+      long long mine = started, target = 0;
+      if (MPI_Allreduce(&mine, &target, 1, MPI_LONG_LONG, MPI_MAX, L->comm) !=
+          MPI_SUCCESS)
+        rc = FERRY_EMPI;
+      pthread_mutex_lock(&ep->mu);
+      ep->round_target = target;
+      pthread_cond_broadcast(&ep->cv_io);
+      pthread_mutex_unlock(&ep->mu);
+    }
+    if (ep->io_started)
+      pthread_join(ep->io_thread, NULL);
+    for (int i = 0; i < ep->nworkers; i++)
+      pthread_join(ep->workers[i], NULL);
+  }
+  for (int64_t e = 0; ep->ext_buf && e < ep->plan.nextents; e++)
+    free(ep->ext_buf[e]);
+  free(ep->ext_buf);
+  free(ep->win_remaining);
+  free(ep->workers);
+  for (int64_t i = 0; i < L->nring; i++)
+    L->ring[i].state = SLOT_FREE;
+  if (ep->all_reads)
+    for (int r = 0; r < L->size; r++)
+      ferry__rank_plan_free(&ep->all_reads[r]);
+  free(ep->all_reads);
+  free(ep->round_admit);
+  ferry__rank_plan_free(&ep->plan);
+  free(ep->pieces);
+  free(ep->perm);
+  pthread_mutex_destroy(&ep->mu);
+  pthread_cond_destroy(&ep->cv_io);
+  pthread_cond_destroy(&ep->cv_work);
+  pthread_cond_destroy(&ep->cv_ready);
+  free(ep);
+  return rc;
+}
+
+static void plan_params(const ferry_loader *L, int64_t epoch,
+                        ferry__plan_params *pp) {
+  const ferry_options *o = L->opts;
+  *pp = (ferry__plan_params){o->batch_size, o->seed,       o->shuffle,
+                             o->block_size, o->shuffle_buffer, o->partition,
+                             o->tail,       o->max_chunks, o->fraction,
+                             epoch,         L->size};
+}
+
+/* Exact bound of the extent bytes resident at once under the admission rule:
+ * at consumption c, windows with need <= c + prefetch whose last batch >= c. */
+static size_t read_bound(const ferry_loader *L, const ferry__rank_plan *p) {
+  int64_t nb = p->num_batches, la = L->opts->prefetch;
+  if (nb == 0)
+    return 0;
+  double *diff = calloc((size_t)nb + 1, sizeof *diff);
+  if (!diff)
+    return 0;
+  int64_t pos = 0;
+  for (int64_t w = 0; w < p->nwindows; w++) {
+    int64_t last = (pos + p->window_samples[w] - 1) / L->opts->batch_size;
+    pos += p->window_samples[w];
+    int64_t from = p->window_need[w] - la < 0 ? 0 : p->window_need[w] - la;
+    if (last >= nb)
+      last = nb - 1;
+    double bytes = (double)p->window_samples[w] * (double)L->row_total;
+    diff[from] += bytes;
+    diff[last + 1] -= bytes;
+  }
+  double run = 0, best = 0;
+  for (int64_t c = 0; c < nb; c++) {
+    run += diff[c];
+    if (run > best)
+      best = run;
+  }
+  free(diff);
+  return (size_t)best;
+}
+
+/* Every rank's reads, and the consumed count that admits each round. */
+static int plan_collective(epoch_state *ep, const ferry__plan_params *pp,
+                           ferry__err *err) {
+  ferry_loader *L = ep->L;
+  ep->all_reads = calloc((size_t)L->size, sizeof *ep->all_reads);
+  if (!ep->all_reads)
+    return ferry__seterr(err, FERRY_ENOMEM, "rank %d: out of memory", L->rank);
+  int64_t nr = 0;
+  for (int r = 0; r < L->size; r++) {
+    int rc = ferry__plan_reads(ep->pieces, ep->npieces, ep->perm, pp, r,
+                               &ep->all_reads[r], err);
+    if (rc)
+      return rc;
+    if (ep->all_reads[r].nwindows > nr)
+      nr = ep->all_reads[r].nwindows;
+  }
+  ep->nrounds = nr;
+  ep->round_admit = malloc((size_t)(nr ? nr : 1) * sizeof(int64_t));
+  if (!ep->round_admit)
+    return ferry__seterr(err, FERRY_ENOMEM, "rank %d: out of memory", L->rank);
+  for (int64_t j = 0; j < nr; j++) {
+    int64_t g = INT64_MAX;
+    for (int r = 0; r < L->size; r++)
+      if (j < ep->all_reads[r].nwindows &&
+          ep->all_reads[r].window_need[j] < g)
+        g = ep->all_reads[r].window_need[j];
+    ep->round_admit[j] = g;
+  }
+  /* suffix minimum: admission never decreases from one round to the next */
+  for (int64_t j = nr - 2; j >= 0; j--)
+    if (ep->round_admit[j + 1] < ep->round_admit[j])
+      ep->round_admit[j] = ep->round_admit[j + 1];
+  return 0;
+}
+
+int ferry_set_epoch(ferry_loader *L, int64_t epoch) {
+  if (!L)
+    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_set_epoch: loader is NULL");
+  ferry__err err = {0};
+  int rc = epoch_stop(L);
+  if (rc)
+    ferry__seterr(&err, rc, "rank %d: stopping the previous epoch failed",
+                  L->rank);
+  epoch_state *ep = calloc(1, sizeof *ep);
+  if (!ep && !rc)
+    rc = ferry__seterr(&err, FERRY_ENOMEM, "rank %d: out of memory", L->rank);
+  if (epoch < 0 && !rc)
+    rc = ferry__seterr(&err, FERRY_EINVAL, "epoch %lld is negative",
+                       (long long)epoch);
+  ferry__plan_params pp;
+  plan_params(L, epoch, &pp);
+  if (ep) {
+    ep->L = L;
+    ep->epoch = epoch;
+    ep->round_target = -1;
+    pthread_mutex_init(&ep->mu, NULL);
+    pthread_cond_init(&ep->cv_io, NULL);
+    pthread_cond_init(&ep->cv_work, NULL);
+    pthread_cond_init(&ep->cv_ready, NULL);
+  }
+  if (!rc) {
+    rc = ferry__plan_pieces(L->chunks, L->nchunks, &pp, &ep->pieces,
+                            &ep->npieces);
+    if (rc)
+      ferry__seterr(&err, rc, "rank %d: out of memory for the plan", L->rank);
+  }
+  /* The permutation: rank 0 draws it, everyone recomputes and compares. */
+  int64_t np = ep && !rc ? ep->npieces : 0;
+  rc = agree(L->comm, L->rank, rc, &err);
+  if (!rc) {
+    ep->perm = malloc((size_t)(np ? np : 1) * sizeof *ep->perm);
+    int64_t *mine = malloc((size_t)(np ? np : 1) * sizeof *mine);
+    if (!ep->perm || !mine)
+      rc = ferry__seterr(&err, FERRY_ENOMEM, "rank %d: out of memory", L->rank);
+    else
+      ferry__plan_permutation(&pp, np, mine);
+    rc = agree(L->comm, L->rank, rc, &err);
+    if (!rc) {
+      if (L->rank == 0)
+        memcpy(ep->perm, mine, (size_t)np * sizeof *mine);
+      if (MPI_Bcast(ep->perm, (int)np, MPI_INT64_T, 0, L->comm) != MPI_SUCCESS)
+        rc = ferry__seterr(&err, FERRY_EMPI, "rank %d: MPI_Bcast failed",
+                           L->rank);
+      /* Inputs and plan: seed, epoch, options, manifest, world size, and the
+       * permutation itself, compared as min == max over ranks. */
+      uint64_t v[7], lo[7], hi[7];
+      v[0] = ferry__fnv1a(FERRY__FNV_INIT, &epoch, sizeof epoch);
+      v[1] = ferry__fnv1a(FERRY__FNV_INIT, &L->opts->seed, sizeof L->opts->seed);
+      v[2] = L->m.hash;
+      v[3] = (uint64_t)L->size;
+      v[4] = ferry__fnv1a(FERRY__FNV_INIT, ep->perm, (size_t)np * 8);
+      v[5] = ferry__fnv1a(FERRY__FNV_INIT, mine, (size_t)np * 8);
+      v[6] = (uint64_t)np;
+      static const char *const what[7] = {
+          "the epoch number", "option 'seed'", "the dataset manifest",
+          "the world size", "the broadcast plan",
+          "the permutation each rank computes (generator differs)",
+          "the number of pieces"};
+      if (!rc &&
+          (MPI_Allreduce(v, lo, 7, MPI_UINT64_T, MPI_MIN, L->comm) ||
+           MPI_Allreduce(v, hi, 7, MPI_UINT64_T, MPI_MAX, L->comm)))
+        rc = ferry__seterr(&err, FERRY_EMPI, "rank %d: MPI_Allreduce failed",
+                           L->rank);
+      for (int i = 0; !rc && i < 7; i++)
+        if (lo[i] != hi[i] || (i == 5 && v[4] != v[5]))
+          rc = ferry__seterr(&err, FERRY_EMISMATCH,
+                             "ranks disagree on %s in epoch %lld", what[i],
+                             (long long)epoch);
+      if (!rc) {
+        ep->checksum = ferry__fnv1a(v[4], v, sizeof v);
+        rc = ferry__plan_build(ep->pieces, np, ep->perm, &pp, L->rank,
+                               &ep->plan, &err);
+      }
+      if (!rc && L->opts->io == FERRY__IO_COLLECTIVE)
+        rc = plan_collective(ep, &pp, &err);
+    }
+    free(mine);
+  }
+  rc = agree(L->comm, L->rank, rc, &err);
+  /* Equal batch counts, checked before the first batch. */
+  if (!rc) {
+    long long nb = ep->plan.num_batches, lo, hi;
+    if (MPI_Allreduce(&nb, &lo, 1, MPI_LONG_LONG, MPI_MIN, L->comm) ||
+        MPI_Allreduce(&nb, &hi, 1, MPI_LONG_LONG, MPI_MAX, L->comm))
+      rc = ferry__seterr(&err, FERRY_EMPI, "rank %d: MPI_Allreduce failed",
+                         L->rank);
+    else if (lo != hi)
+      rc = ferry__seterr(&err, FERRY_EINTERNAL,
+                         "batch counts differ across ranks (%lld to %lld)", lo,
+                         hi);
+  }
+  /* Start the threads. */
+  if (!rc) {
+    const ferry__rank_plan *p = &ep->plan;
+    ep->ext_buf = calloc((size_t)p->nextents + 1, sizeof *ep->ext_buf);
+    ep->win_remaining = calloc((size_t)p->nwindows + 1, sizeof(int64_t));
+    ep->workers = calloc((size_t)L->opts->threads, sizeof *ep->workers);
+    if (!ep->ext_buf || !ep->win_remaining || !ep->workers)
+      rc = ferry__seterr(&err, FERRY_ENOMEM, "rank %d: out of memory", L->rank);
+    for (int64_t w = 0; !rc && w < p->nwindows; w++)
+      ep->win_remaining[w] = p->window_samples[w];
+    if (!rc) {
+      L->budget.read_bytes = read_bound(L, p);
+      L->budget.plan_bytes =
+          (size_t)p->nslots * sizeof(ferry__slot) +
+          (size_t)p->nextents * (sizeof(ferry__extent) + sizeof(void *)) +
+          (size_t)(p->num_batches + 1) * 2 * sizeof(int64_t);
+      L->budget.total_bytes = L->budget.ring_bytes + L->budget.read_bytes +
+                              L->budget.plan_bytes;
+      L->ep = ep;
+      if (pthread_create(&ep->io_thread, NULL, io_main, ep) == 0)
+        ep->io_started = 1;
+      else
+        rc = ferry__seterr(&err, FERRY_ENOMEM, "rank %d: cannot start the I/O "
+                           "thread", L->rank);
+      for (int i = 0; !rc && i < L->opts->threads; i++) {
+        if (pthread_create(&ep->workers[i], NULL, worker_main, ep) != 0) {
+          rc = ferry__seterr(&err, FERRY_ENOMEM,
+                             "rank %d: cannot start worker thread %d", L->rank,
+                             i);
+          break;
+        }
+        ep->nworkers++;
+      }
+    }
+  }
+  rc = agree(L->comm, L->rank, rc, &err);
+  if (rc) {
+    if (L->ep)
+      epoch_stop(L);
+    else if (ep) {
+      L->ep = ep; /* let epoch_stop free it */
+      epoch_stop(L);
+    }
+    return fail_loader(L, &err);
+  }
+  return 0;
+}
+
+int64_t ferry_num_batches(const ferry_loader *L) {
+  if (!L)
+    return FERRY_EINVAL;
+  if (!L->ep)
+    return FERRY_ESTATE;
+  return L->ep->plan.num_batches;
+}
+
+int ferry_next(ferry_loader *L, ferry_batch **out) {
+  if (!L || !out)
+    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_next: NULL argument");
+  *out = NULL;
+  epoch_state *ep = L->ep;
+  if (!ep) {
+    snprintf(L->errmsg, sizeof L->errmsg,
+             "rank %d: ferry_next called before ferry_set_epoch", L->rank);
+    ferry__set_thread_error(L->errmsg);
+    return FERRY_ESTATE;
+  }
+  if (ep->failed)
+    return ep->failed;
+  int64_t b = ep->consumed; /* only this thread writes it */
+  if (b >= ep->plan.num_batches)
+    return FERRY_END;
+  ring_slot *s = &L->ring[b % L->nring];
+  ferry__err err = {0};
+  int rc = 0;
+  double t0 = now_s();
+  pthread_mutex_lock(&ep->mu);
+  for (;;) {
+    if (s->state == SLOT_HELD) {
+      rc = ferry__seterr(&err, FERRY_EINVAL,
+                         "rank %d: all %lld prefetch batches are still held "
+                         "by the caller; ferry_release one before "
+                         "ferry_next",
+                         L->rank, (long long)L->nring);
+      break;
+    }
+    if (s->state == SLOT_READY && s->bidx == b) {
+      rc = s->rc;
+      if (rc)
+        err = s->err;
+      break;
+    }
+    pthread_cond_wait(&ep->cv_ready, &ep->mu);
+  }
+  pthread_mutex_unlock(&ep->mu);
+  double waited = now_s() - t0;
+  rc = agree(L->comm, L->rank, rc, &err);
+  if (rc) {
+    ep->failed = rc;
+    return fail_loader(L, &err);
+  }
+  pthread_mutex_lock(&ep->mu);
+  s->state = SLOT_HELD;
+  ep->consumed = b + 1;
+  pthread_cond_broadcast(&ep->cv_io);
+  pthread_mutex_unlock(&ep->mu);
+  pthread_mutex_lock(&L->stats_mu);
+  L->stats.batches++;
+  L->stats.samples += s->batch.size;
+  L->stats.bytes += (int64_t)((size_t)s->batch.size * L->row_total);
+  L->stats.wait_seconds += waited;
+  pthread_mutex_unlock(&L->stats_mu);
+  *out = &s->batch;
+  return 0;
+}
+
+int ferry_release(ferry_loader *L, ferry_batch *batch) {
+  if (!L || !batch)
+    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_release: NULL argument");
+  ring_slot *s = NULL;
+  for (int64_t i = 0; i < L->nring; i++)
+    if (&L->ring[i].batch == batch)
+      s = &L->ring[i];
+  epoch_state *ep = L->ep;
+  if (!s || !ep)
+    return ferry__seterr(NULL, FERRY_EINVAL,
+                         "ferry_release: not a batch of this loader's epoch");
+  pthread_mutex_lock(&ep->mu);
+  int held = s->state == SLOT_HELD;
+  if (held) {
+    s->state = SLOT_FREE;
+    pthread_cond_broadcast(&ep->cv_work);
+  }
+  pthread_mutex_unlock(&ep->mu);
+  if (!held)
+    return ferry__seterr(NULL, FERRY_EINVAL,
+                         "ferry_release: batch released twice");
+  return 0;
+}
+
+/* ---- Open and close ------------------------------------------------------ */
+
+static void ring_free(ferry_loader *L) {
+  for (int64_t i = 0; L->ring && i < L->nring; i++) {
+    ring_slot *s = &L->ring[i];
+    for (int v = 0; s->bufs && v < L->m.nvars; v++)
+      free(s->bufs[v]);
+    free(s->bufs);
+    free(s->tensors);
+    free(s->ids);
+    free(s->padded);
+  }
+  free(L->ring);
+  L->ring = NULL;
+}
+
+static int ring_alloc(ferry_loader *L, ferry__err *err) {
+  int64_t B = L->opts->batch_size;
+  L->nring = L->opts->prefetch;
+  L->ring = calloc((size_t)L->nring, sizeof *L->ring);
+  if (!L->ring)
+    goto nomem;
+  for (int64_t i = 0; i < L->nring; i++) {
+    ring_slot *s = &L->ring[i];
+    int nv = L->m.nvars;
+    s->bufs = calloc((size_t)nv, sizeof *s->bufs);
+    s->tensors = calloc((size_t)nv, sizeof *s->tensors);
+    s->ids = malloc((size_t)B * sizeof *s->ids);
+    s->padded = malloc((size_t)B);
+    if (!s->bufs || !s->tensors || !s->ids || !s->padded)
+      goto nomem;
+    for (int v = 0; v < nv; v++) {
+      const ferry__var *var = &L->m.vars[v];
+      size_t bytes = (size_t)B * var->row_bytes;
+      s->bufs[v] = malloc(bytes ? bytes : 1);
+      if (!s->bufs[v])
+        goto nomem;
+      ferry_tensor *t = &s->tensors[v];
+      t->name = var->name;
+      t->dtype = var->dtype;
+      t->ndim = var->row_ndim + 1;
+      for (int d = 0; d < var->row_ndim; d++)
+        t->shape[d + 1] = var->row_shape[d];
+      t->data = s->bufs[v];
+      t->row_bytes = var->row_bytes;
+    }
+    s->batch.sample_ids = s->ids;
+    s->batch.padded = s->padded;
+    s->batch.nvars = nv;
+    s->batch.vars = s->tensors;
+  }
+  return 0;
+nomem:
+  return ferry__seterr(err, FERRY_ENOMEM,
+                       "rank %d: out of memory for %lld batches of %lld "
+                       "samples (prefetch x batch_size x %zu bytes)",
+                       L->rank, (long long)L->opts->prefetch, (long long)B,
+                       L->row_total);
+}
+
+static void loader_free(ferry_loader *L) {
+  if (!L)
+    return;
+  ring_free(L);
+  free(L->chunks);
+  free(L->var_prefix);
+  ferry__manifest_free(&L->m);
+  ferry_options_free(L->opts);
+  if (L->io_comm != MPI_COMM_NULL)
+    MPI_Comm_free(&L->io_comm);
+  if (L->comm != MPI_COMM_NULL)
+    MPI_Comm_free(&L->comm);
+  pthread_mutex_destroy(&L->stats_mu);
+  free(L);
+}
+
+/* Rank 0 builds the manifest; everyone receives it.  COLLECTIVE. */
+static int share_manifest(ferry_loader *L, const char *dataset,
+                          ferry__err *err) {
+  int rc = 0;
+  void *buf = NULL;
+  size_t len = 0;
+  if (L->rank == 0) {
+    if (L->opts->manifest)
+      rc = ferry__manifest_load_json(L->opts->manifest, L->opts->vars, &L->m,
+                                     err);
+    else
+      rc = ferry__manifest_scan(dataset, L->opts->vars, &L->m, err);
+    if (!rc)
+      rc = ferry__manifest_pack(&L->m, &buf, &len);
+    if (rc && !err->msg[0])
+      ferry__seterr(err, rc, "rank 0: cannot build the manifest of %s",
+                    dataset);
+  }
+  rc = agree(L->comm, L->rank, rc, err);
+  if (rc)
+    return rc;
+  unsigned long long n = len;
+  if (MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, 0, L->comm) != MPI_SUCCESS)
+    return ferry__seterr(err, FERRY_EMPI, "MPI_Bcast of the manifest failed");
+  if (L->rank != 0) {
+    buf = malloc(n ? n : 1);
+    if (!buf)
+      rc = ferry__seterr(err, FERRY_ENOMEM, "rank %d: out of memory", L->rank);
+  }
+  rc = agree(L->comm, L->rank, rc, err);
+  if (!rc) {
+    /* MPI counts are int: send in pieces of at most 1 GiB. */
+    for (size_t off = 0; off < n && !rc; off += (size_t)1 << 30) {
+      size_t c = n - off < ((size_t)1 << 30) ? n - off : (size_t)1 << 30;
+      if (MPI_Bcast((char *)buf + off, (int)c, MPI_BYTE, 0, L->comm) !=
+          MPI_SUCCESS)
+        rc = ferry__seterr(err, FERRY_EMPI, "MPI_Bcast of the manifest failed");
+    }
+    if (!rc && L->rank != 0)
+      rc = ferry__manifest_unpack(buf, n, &L->m, err);
+    rc = agree(L->comm, L->rank, rc, err);
+  }
+  free(buf);
+  return rc;
+}
+
+/* Every rank must pass the same dataset and options.  COLLECTIVE. */
+static int check_same_inputs(ferry_loader *L, const char *dataset,
+                             ferry__err *err) {
+  int n = ferry__option_count() + 1;
+  uint64_t *v = malloc(3 * (size_t)n * sizeof *v);
+  if (!v)
+    return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+  uint64_t *lo = v + n, *hi = v + 2 * n;
+  v[0] = ferry__fnv1a(FERRY__FNV_INIT, dataset, strlen(dataset));
+  for (int i = 1; i < n; i++)
+    v[i] = ferry__option_hash(L->opts, i - 1);
+  int rc = 0;
+  if (MPI_Allreduce(v, lo, n, MPI_UINT64_T, MPI_MIN, L->comm) ||
+      MPI_Allreduce(v, hi, n, MPI_UINT64_T, MPI_MAX, L->comm))
+    rc = ferry__seterr(err, FERRY_EMPI, "MPI_Allreduce failed");
+  for (int i = 0; !rc && i < n; i++)
+    if (lo[i] != hi[i]) {
+      if (i == 0)
+        rc = ferry__seterr(err, FERRY_EMISMATCH,
+                           "ranks were given different datasets (rank %d has "
+                           "'%s')",
+                           L->rank, dataset);
+      else
+        rc = ferry__seterr(err, FERRY_EMISMATCH,
+                           "ranks were given different values of option '%s'",
+                           ferry_option_info_get(i - 1)->name);
+    }
+  free(v);
+  /* The message must be the same everywhere: rank 0's wording wins. */
+  return agree(L->comm, L->rank, rc, err);
+}
+
+int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
+               ferry_loader **out) {
+  if (!out)
+    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_open: out is NULL");
+  *out = NULL;
+  int inited = 0, finalized = 0, level = 0;
+  MPI_Initialized(&inited);
+  if (inited)
+    MPI_Finalized(&finalized);
+  if (!inited || finalized)
+    return ferry__seterr(NULL, FERRY_EMPI,
+                         "ferry_open: MPI is not initialised (call "
+                         "MPI_Init_thread with MPI_THREAD_MULTIPLE first)");
+  ferry__err err = {0};
+  ferry_loader *L = calloc(1, sizeof *L);
+  if (!L)
+    return ferry__seterr(NULL, FERRY_ENOMEM, "ferry_open: out of memory");
+  L->comm = L->io_comm = MPI_COMM_NULL;
+  pthread_mutex_init(&L->stats_mu, NULL);
+  if (MPI_Comm_dup(comm, &L->comm) != MPI_SUCCESS) {
+    loader_free(L);
+    return ferry__seterr(NULL, FERRY_EMPI, "ferry_open: MPI_Comm_dup failed");
+  }
+  if (MPI_Comm_dup(comm, &L->io_comm) != MPI_SUCCESS) {
+    loader_free(L);
+    return ferry__seterr(NULL, FERRY_EMPI, "ferry_open: MPI_Comm_dup failed");
+  }
+  MPI_Comm_rank(L->comm, &L->rank);
+  MPI_Comm_size(L->comm, &L->size);
+
+  int rc = 0;
+  MPI_Query_thread(&level);
+  if (level < MPI_THREAD_MULTIPLE)
+    rc = ferry__seterr(&err, FERRY_EMPI,
+                       "ferry needs MPI_THREAD_MULTIPLE (its I/O thread calls "
+                       "MPI-IO): initialise MPI with MPI_Init_thread");
+  else if (!dataset || !*dataset)
+    rc = ferry__seterr(&err, FERRY_EINVAL, "ferry_open: no dataset given");
+  else if (opts)
+    rc = ferry_options_copy(opts, &L->opts);
+  else
+    rc = ferry_options_create(&L->opts);
+  if (rc && !err.msg[0])
+    ferry__seterr(&err, rc, "%s", ferry__thread_error());
+  rc = agree(L->comm, L->rank, rc, &err);
+  if (!rc)
+    rc = check_same_inputs(L, dataset, &err);
+  if (!rc)
+    rc = share_manifest(L, dataset, &err);
+  if (!rc) {
+    L->be = ferry__backend_find(L->m.backend);
+    L->var_prefix = calloc((size_t)L->m.nvars + 1, sizeof *L->var_prefix);
+    if (!L->be)
+      rc = ferry__seterr(&err, FERRY_ENOTSUP,
+                         "rank %d: backend '%s' is not built in", L->rank,
+                         L->m.backend);
+    else if (!L->var_prefix)
+      rc = ferry__seterr(&err, FERRY_ENOMEM, "rank %d: out of memory",
+                         L->rank);
+    for (int v = 0; !rc && v < L->m.nvars; v++) {
+      L->var_prefix[v] = L->row_total;
+      L->row_total += L->m.vars[v].row_bytes;
+    }
+    if (!rc && L->opts->io == FERRY__IO_COLLECTIVE &&
+        !(L->be->caps & FERRY__CAP_COLLECTIVE))
+      rc = ferry__seterr(&err, FERRY_ENOTSUP,
+                         "option 'io': backend '%s' has no collective reads",
+                         L->be->name);
+#ifndef HAVE_CUDA
+    if (!rc && L->opts->device == FERRY__DEV_CUDA)
+      rc = ferry__seterr(&err, FERRY_ENOTSUP,
+                         "option 'device': cuda requested but this libferry "
+                         "was built without CUDA (configure --with-cuda)");
+#endif
+    if (!rc) {
+      L->chunk_samples = L->opts->chunk_samples;
+      if (L->chunk_samples == 0) {
+        size_t rt = L->row_total ? L->row_total : 1;
+        L->chunk_samples = (int64_t)(FERRY__AUTO_CHUNK_BYTES / rt);
+        if (L->chunk_samples < 1)
+          L->chunk_samples = 1;
+      }
+      rc = ferry__chunks_make(&L->m, L->chunk_samples, &L->chunks,
+                              &L->nchunks);
+      if (rc)
+        ferry__seterr(&err, rc, "rank %d: out of memory for chunks", L->rank);
+    }
+    if (!rc) {
+      L->budget.batch_bytes = (size_t)L->opts->batch_size * L->row_total;
+      L->budget.ring_bytes = L->budget.batch_bytes * (size_t)L->opts->prefetch;
+      /* Until an epoch is planned, estimate the reads: the lookahead plus
+       * two shuffle windows. */
+      int64_t k = L->opts->shuffle_buffer > 0 ? L->opts->shuffle_buffer : 1;
+      L->budget.read_bytes =
+          ((size_t)(L->opts->prefetch + 2) * (size_t)L->opts->batch_size +
+           2 * (size_t)k * (size_t)L->chunk_samples) *
+          L->row_total;
+      L->budget.total_bytes = L->budget.ring_bytes + L->budget.read_bytes;
+      rc = ring_alloc(L, &err);
+    }
+    rc = agree(L->comm, L->rank, rc, &err);
+  }
+  if (rc) {
+    ferry__set_thread_error(err.msg);
+    loader_free(L);
+    ferry__set_thread_error(err.msg);
+    return rc;
+  }
+  *out = L;
+  return 0;
+}
+
+int ferry_close(ferry_loader *L) {
+  if (!L)
+    return 0;
+  int rc = epoch_stop(L);
+  loader_free(L);
+  return rc;
+}
+
+/* ---- Inspection ----------------------------------------------------------- */
+
+const char *ferry_last_error(const ferry_loader *L) {
+  return L ? L->errmsg : ferry__thread_error();
+}
+
+int ferry_num_vars(const ferry_loader *L) { return L ? L->m.nvars : 0; }
+
+int ferry_var_info_get(const ferry_loader *L, int i, ferry_var_info *out) {
+  if (!L || !out || i < 0 || i >= L->m.nvars)
+    return FERRY_EINVAL;
+  const ferry__var *v = &L->m.vars[i];
+  memset(out, 0, sizeof *out);
+  out->name = v->name;
+  out->dtype = v->dtype;
+  out->swapped = v->swapped;
+  out->ndim = v->row_ndim + 1;
+  out->shape[0] = L->m.num_samples;
+  for (int d = 0; d < v->row_ndim && d + 1 < FERRY_MAX_DIMS; d++)
+    out->shape[d + 1] = v->row_shape[d];
+  out->row_bytes = v->row_bytes;
+  return 0;
+}
+
+int64_t ferry_num_samples(const ferry_loader *L) {
+  return L ? L->m.num_samples : 0;
+}
+int64_t ferry_num_parts(const ferry_loader *L) { return L ? L->m.nparts : 0; }
+const char *ferry_part_path(const ferry_loader *L, int64_t part, int var) {
+  if (!L || part < 0 || part >= L->m.nparts || var < 0 || var >= L->m.nvars)
+    return NULL;
+  return L->m.parts[part].paths[var];
+}
+const char *ferry_backend(const ferry_loader *L) {
+  return L ? L->m.backend : NULL;
+}
+int64_t ferry_num_chunks(const ferry_loader *L) { return L ? L->nchunks : 0; }
+
+int ferry_chunk_info_get(const ferry_loader *L, int64_t id,
+                         ferry_chunk_info *out) {
+  if (!L || !out || id < 0 || id >= L->nchunks)
+    return FERRY_EINVAL;
+  const ferry__chunk *c = &L->chunks[id];
+  *out = (ferry_chunk_info){id, c->part, c->global_first, c->count};
+  return 0;
+}
+
+int ferry_epoch_info_get(const ferry_loader *L, ferry_epoch_info *out) {
+  if (!L || !out)
+    return FERRY_EINVAL;
+  if (!L->ep)
+    return FERRY_ESTATE;
+  const ferry__rank_plan *p = &L->ep->plan;
+  *out = (ferry_epoch_info){L->ep->epoch,  p->num_batches, p->epoch_samples,
+                            p->nslots,     p->padded,      p->dropped,
+                            p->nextents,   L->ep->checksum};
+  return 0;
+}
+
+/* The chunk holding global sample g: chunks are sorted by global_first. */
+static int64_t chunk_of(const ferry_loader *L, int64_t g) {
+  int64_t lo = 0, hi = L->nchunks - 1;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo + 1) / 2;
+    if (L->chunks[mid].global_first <= g)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+int ferry_epoch_chunks(const ferry_loader *L, ferry_chunk_info *out,
+                       int64_t max, int64_t *count) {
+  if (!L || !count)
+    return FERRY_EINVAL;
+  if (!L->ep)
+    return FERRY_ESTATE;
+  const ferry__rank_plan *p = &L->ep->plan;
+  *count = p->nextents;
+  for (int64_t e = 0; out && e < p->nextents && e < max; e++) {
+    const ferry__extent *x = &p->extents[e];
+    out[e] = (ferry_chunk_info){chunk_of(L, x->global_first), x->part,
+                                x->global_first, x->count};
+  }
+  return 0;
+}
+
+int ferry_memory_budget_get(const ferry_loader *L, ferry_memory_budget *out) {
+  if (!L || !out)
+    return FERRY_EINVAL;
+  *out = L->budget;
+  return 0;
+}
+
+int ferry_stats_get(const ferry_loader *L, ferry_stats *out) {
+  if (!L || !out)
+    return FERRY_EINVAL;
+  pthread_mutex_lock((pthread_mutex_t *)&L->stats_mu);
+  *out = L->stats;
+  pthread_mutex_unlock((pthread_mutex_t *)&L->stats_mu);
+  return 0;
+}
+
+int ferry_manifest_save(const ferry_loader *L, const char *path) {
+  if (!L || !path)
+    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_manifest_save: NULL");
+  ferry__err err = {0};
+  int rc = ferry__manifest_save_json(&L->m, path, &err);
+  if (rc)
+    snprintf(((ferry_loader *)L)->errmsg, sizeof L->errmsg, "%s", err.msg);
+  return rc;
+}
+
+int ferry_rank(const ferry_loader *L) { return L ? L->rank : -1; }
+int ferry_world_size(const ferry_loader *L) { return L ? L->size : 0; }

@@ -1,0 +1,384 @@
+/*
+ * options.c - the one vocabulary of loader options.  A single const table
+ * gives each option its name, default, accepted values and help; the C API,
+ * the ferry tool (--batch-size), environment variables (FERRY_BATCH_SIZE) and
+ * config files (batch_size = 64) all go through ferry_options_set, so they
+ * cannot drift apart.  Values are validated when set, and every error names
+ * the option and the value.
+ */
+#include "config.h"
+#include "internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum kind { K_INT, K_UINT, K_FRAC, K_ENUM, K_STR };
+
+typedef struct option_def {
+  ferry_option_info info;
+  enum kind kind;
+  size_t offset;       /* field in struct ferry_options              */
+  int64_t min, max;    /* K_INT bounds                               */
+  const char *const *names; /* K_ENUM: value names, index = value    */
+} option_def;
+
+#define OFF(f) offsetof(struct ferry_options, f)
+static const char *const shuffle_names[] = {"none", "chunks", "block", NULL};
+static const char *const partition_names[] = {"contiguous", "strided", NULL};
+static const char *const tail_names[] = {"drop_last", "pad", "partial", NULL};
+static const char *const io_names[] = {"independent", "collective", NULL};
+static const char *const device_names[] = {"auto", "cpu", "cuda", NULL};
+
+#define BIG (INT64_C(1) << 40)
+
+static const option_def defs[] = {
+    {{"batch_size", "64", "integer >= 1",
+      "Samples per batch on each rank."},
+     K_INT, OFF(batch_size), 1, BIG, NULL},
+    {{"seed", "0", "integer >= 0",
+      "Seed of the shuffle; the same seed gives the same batches."},
+     K_UINT, OFF(seed), 0, 0, NULL},
+    {{"shuffle", "chunks", "none|chunks|block",
+      "What is permuted each epoch: nothing, whole chunks, or blocks of "
+      "block_size samples."},
+     K_ENUM, OFF(shuffle), 0, 0, shuffle_names},
+    {{"block_size", "64", "integer >= 1",
+      "Samples per block with shuffle=block."},
+     K_INT, OFF(block_size), 1, BIG, NULL},
+    {{"shuffle_buffer", "4", "integer >= 0",
+      "Chunks (or blocks) whose samples each rank mixes together; 0 keeps "
+      "the samples of a chunk in storage order."},
+     K_INT, OFF(shuffle_buffer), 0, 1 << 20, NULL},
+    {{"partition", "contiguous", "contiguous|strided",
+      "How the permuted chunks are dealt to ranks: one slice each, or "
+      "round-robin."},
+     K_ENUM, OFF(partition), 0, 0, partition_names},
+    {{"tail", "drop_last", "drop_last|pad|partial",
+      "How ranks get equal batch counts: drop the global tail, pad by "
+      "repeating the first samples, or keep short last batches."},
+     K_ENUM, OFF(tail), 0, 0, tail_names},
+    {{"chunk_samples", "0", "integer >= 0",
+      "Samples per chunk, the unit of reading; 0 picks about 4 MiB of rows."},
+     K_INT, OFF(chunk_samples), 0, BIG, NULL},
+    {{"vars", "", "comma-separated names",
+      "Variables to load, in this order; empty loads all."},
+     K_STR, OFF(vars), 0, 0, NULL},
+    {{"io", "independent", "independent|collective",
+      "MPI-IO mode: independent reads, or collective reads matched across "
+      "ranks."},
+     K_ENUM, OFF(io), 0, 0, io_names},
+    {{"prefetch", "4", "integer >= 1",
+      "Batches assembled ahead of the consumer (the ring of ready batches)."},
+     K_INT, OFF(prefetch), 1, 4096, NULL},
+    {{"threads", "2", "integer >= 1",
+      "Worker threads per rank that assemble batches."},
+     K_INT, OFF(threads), 1, 256, NULL},
+    {{"max_chunks", "0", "integer >= 0",
+      "Use only this many chunks, drawn with the seed (0: all)."},
+     K_INT, OFF(max_chunks), 0, BIG, NULL},
+    {{"fraction", "1", "number in (0, 1]",
+      "Use only this fraction of the chunks, drawn with the seed."},
+     K_FRAC, OFF(fraction), 0, 0, NULL},
+    {{"device", "auto", "auto|cpu|cuda",
+      "Where batches are delivered: the GPU when usable (auto), host "
+      "memory, or the GPU or an error."},
+     K_ENUM, OFF(device), 0, 0, device_names},
+    {{"manifest", "", "path",
+      "A manifest saved by `ferry info --save-manifest`, to skip the scan."},
+     K_STR, OFF(manifest), 0, 0, NULL},
+    {{"max_open_files", "64", "integer >= 1",
+      "Files a rank keeps open at once (parts are opened lazily)."},
+     K_INT, OFF(max_open_files), 1, 1 << 20, NULL},
+};
+
+#define NDEFS ((int)(sizeof defs / sizeof defs[0]))
+
+int ferry__option_count(void) { return NDEFS; }
+
+const ferry_option_info *ferry_option_info_get(int i) {
+  if (i < 0 || i >= NDEFS)
+    return NULL;
+  return &defs[i].info;
+}
+
+/* Accept "batch-size" for "batch_size" and any letter case. */
+static int find_def(const char *name) {
+  if (!name)
+    return -1;
+  for (int i = 0; i < NDEFS; i++) {
+    const char *a = defs[i].info.name, *b = name;
+    while (*a && *b) {
+      char cb = (char)tolower((unsigned char)*b);
+      if (cb == '-')
+        cb = '_';
+      if (*a != cb)
+        break;
+      a++, b++;
+    }
+    if (!*a && !*b)
+      return i;
+  }
+  return -1;
+}
+
+static int parse_int(const char *s, int64_t *out) {
+  char *end;
+  errno = 0;
+  while (isspace((unsigned char)*s))
+    s++;
+  if (!*s)
+    return -1;
+  long long v = strtoll(s, &end, 10);
+  while (isspace((unsigned char)*end))
+    end++;
+  if (errno || *end)
+    return -1;
+  *out = v;
+  return 0;
+}
+
+static int set_one(struct ferry_options *o, const option_def *d,
+                   const char *value) {
+  char *field = (char *)o + d->offset;
+  switch (d->kind) {
+  case K_INT: {
+    int64_t v;
+    if (parse_int(value, &v) || v < d->min || v > d->max)
+      goto bad;
+    *(int64_t *)field = v;
+    return 0;
+  }
+  case K_UINT: {
+    char *end;
+    errno = 0;
+    if (!*value || *value == '-')
+      goto bad;
+    unsigned long long v = strtoull(value, &end, 0);
+    if (errno || *end)
+      goto bad;
+    *(uint64_t *)field = v;
+    return 0;
+  }
+  case K_FRAC: {
+    char *end;
+    errno = 0;
+    double v = strtod(value, &end);
+    if (errno || end == value || *end || !(v > 0.0 && v <= 1.0))
+      goto bad;
+    *(double *)field = v;
+    return 0;
+  }
+  case K_ENUM:
+    for (int k = 0; d->names[k]; k++)
+      if (strcmp(value, d->names[k]) == 0) {
+        *(int *)field = k;
+        return 0;
+      }
+    goto bad;
+  case K_STR: {
+    char *copy = NULL;
+    if (*value) {
+      copy = strdup(value);
+      if (!copy)
+        return ferry__seterr(NULL, FERRY_ENOMEM, "out of memory");
+    }
+    free(*(char **)field);
+    *(char **)field = copy;
+    return 0;
+  }
+  }
+bad:
+  return ferry__seterr(NULL, FERRY_EINVAL,
+                       "option '%s': bad value '%s' (expected %s)",
+                       d->info.name, value, d->info.values);
+}
+
+int ferry_options_create(ferry_options **out) {
+  if (!out)
+    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_options_create: out is NULL");
+  *out = NULL;
+  struct ferry_options *o = calloc(1, sizeof *o);
+  if (!o)
+    return ferry__seterr(NULL, FERRY_ENOMEM, "out of memory");
+  for (int i = 0; i < NDEFS; i++) {
+    int rc = set_one(o, &defs[i], defs[i].info.default_value);
+    if (rc) { /* a broken default table is a bug, not a user error */
+      ferry_options_free(o);
+      return ferry__seterr(NULL, FERRY_EINTERNAL,
+                           "default of option '%s' does not parse",
+                           defs[i].info.name);
+    }
+  }
+  *out = o;
+  return 0;
+}
+
+void ferry_options_free(ferry_options *opts) {
+  if (!opts)
+    return;
+  free(opts->vars);
+  free(opts->manifest);
+  free(opts);
+}
+
+int ferry_options_copy(const ferry_options *src, ferry_options **out) {
+  if (!src || !out)
+    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_options_copy: NULL argument");
+  *out = NULL;
+  struct ferry_options *o = malloc(sizeof *o);
+  if (!o)
+    return ferry__seterr(NULL, FERRY_ENOMEM, "out of memory");
+  *o = *src;
+  o->vars = src->vars ? strdup(src->vars) : NULL;
+  o->manifest = src->manifest ? strdup(src->manifest) : NULL;
+  if ((src->vars && !o->vars) || (src->manifest && !o->manifest)) {
+    ferry_options_free(o);
+    return ferry__seterr(NULL, FERRY_ENOMEM, "out of memory");
+  }
+  *out = o;
+  return 0;
+}
+
+int ferry_options_set(ferry_options *opts, const char *name,
+                      const char *value) {
+  if (!opts || !name || !value)
+    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_options_set: NULL argument");
+  int i = find_def(name);
+  if (i < 0)
+    return ferry__seterr(NULL, FERRY_EINVAL,
+                         "unknown option '%s' (see ferry --help for the list)",
+                         name);
+  return set_one(opts, &defs[i], value);
+}
+
+static void format_value(const struct ferry_options *o, const option_def *d,
+                         char *buf, size_t len) {
+  const char *field = (const char *)o + d->offset;
+  switch (d->kind) {
+  case K_INT: snprintf(buf, len, "%" PRId64, *(const int64_t *)field); break;
+  case K_UINT: snprintf(buf, len, "%" PRIu64, *(const uint64_t *)field); break;
+  case K_FRAC: snprintf(buf, len, "%.17g", *(const double *)field); break;
+  case K_ENUM: snprintf(buf, len, "%s", d->names[*(const int *)field]); break;
+  case K_STR: {
+    const char *s = *(char *const *)field;
+    snprintf(buf, len, "%s", s ? s : "");
+    break;
+  }
+  }
+}
+
+int ferry_options_get(const ferry_options *opts, const char *name, char *buf,
+                      size_t len) {
+  if (!opts || !buf || len == 0)
+    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_options_get: NULL argument");
+  int i = find_def(name);
+  if (i < 0)
+    return ferry__seterr(NULL, FERRY_EINVAL, "unknown option '%s'",
+                         name ? name : "(null)");
+  format_value(opts, &defs[i], buf, len);
+  return 0;
+}
+
+uint64_t ferry__option_hash(const ferry_options *opts, int i) {
+  char buf[4096];
+  if (i < 0 || i >= NDEFS)
+    return 0;
+  format_value(opts, &defs[i], buf, sizeof buf);
+  uint64_t h = ferry__fnv1a(FERRY__FNV_INIT, defs[i].info.name,
+                            strlen(defs[i].info.name) + 1);
+  return ferry__fnv1a(h, buf, strlen(buf));
+}
+
+int ferry_options_from_env(ferry_options *opts) {
+  if (!opts)
+    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_options_from_env: NULL");
+  for (int i = 0; i < NDEFS; i++) {
+    char var[64] = "FERRY_";
+    size_t n = strlen(var);
+    for (const char *p = defs[i].info.name; *p && n + 1 < sizeof var; p++)
+      var[n++] = (char)toupper((unsigned char)*p);
+    var[n] = '\0';
+    const char *v = getenv(var);
+    if (!v)
+      continue;
+    int rc = set_one(opts, &defs[i], v);
+    if (rc) {
+      char msg[FERRY__MSG_MAX];
+      snprintf(msg, sizeof msg, "environment variable %s: %s", var,
+               ferry__thread_error());
+      return ferry__seterr(NULL, rc, "%s", msg);
+    }
+  }
+  return 0;
+}
+
+static char *trim(char *s) {
+  while (isspace((unsigned char)*s))
+    s++;
+  char *e = s + strlen(s);
+  while (e > s && isspace((unsigned char)e[-1]))
+    *--e = '\0';
+  return s;
+}
+
+int ferry_options_load(ferry_options *opts, const char *path) {
+  if (!opts || !path)
+    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_options_load: NULL argument");
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return ferry__seterr(NULL, errno == ENOENT ? FERRY_ENOENT : FERRY_EACCES,
+                         "config file %s: %s", path, strerror(errno));
+  /* Apply to a copy so a bad line leaves opts unchanged. */
+  ferry_options *tmp = NULL;
+  int rc = ferry_options_copy(opts, &tmp);
+  char line[4096];
+  int lineno = 0;
+  while (rc == 0 && fgets(line, sizeof line, f)) {
+    lineno++;
+    char *hash = strchr(line, '#');
+    if (hash)
+      *hash = '\0';
+    char *s = trim(line);
+    if (!*s)
+      continue;
+    char *eq = strchr(s, '=');
+    if (!eq) {
+      rc = ferry__seterr(NULL, FERRY_EINVAL,
+                         "config file %s, line %d: expected 'name = value'",
+                         path, lineno);
+      break;
+    }
+    *eq = '\0';
+    rc = ferry_options_set(tmp, trim(s), trim(eq + 1));
+    if (rc) {
+      char msg[FERRY__MSG_MAX];
+      snprintf(msg, sizeof msg, "config file %s, line %d: %s", path, lineno,
+               ferry__thread_error());
+      ferry__seterr(NULL, rc, "%s", msg);
+    }
+  }
+  fclose(f);
+  if (rc == 0) {
+    free(opts->vars);
+    free(opts->manifest);
+    *opts = *tmp;
+    free(tmp); /* fields now owned by opts */
+    return 0;
+  }
+  ferry_options_free(tmp);
+  return rc;
+}
+
+int ferry_options_set_transform(ferry_options *opts, ferry_transform_fn fn,
+                                void *user_data) {
+  if (!opts)
+    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_options_set_transform: NULL");
+  opts->transform = fn;
+  opts->transform_user = fn ? user_data : NULL;
+  return 0;
+}

@@ -1,0 +1,548 @@
+/*
+ * plan.c - the epoch plan as pure functions.  Given the chunks of a dataset,
+ * the options, the seed, the epoch and the world size, it says which rows
+ * each rank reads (extents, grouped in windows) and in which order it serves
+ * them (slots, cut into batches).  No MPI, no I/O, no clock: the same inputs
+ * give the same plan on every rank, compiler and platform, which is what lets
+ * rank 0 draw the permutation, broadcast it, and every rank check it.
+ *
+ * The generator is SplitMix64 used as a counter-based PRNG: value n of
+ * stream k is mix64(k + (n + 1) * golden).  Bounded draws use rejection so
+ * Fisher-Yates is unbiased and never depends on floating point.
+ *
+ * Steps: chunks -> subset (max_chunks/fraction, drawn from the seed alone so
+ * every epoch uses the same subset) -> pieces (chunks, or blocks of
+ * block_size with shuffle=block) -> permutation of pieces (seed, epoch) ->
+ * the global sample sequence S -> partition (contiguous: rank r takes S
+ * [rM/P, (r+1)M/P); strided: rank r takes pieces r, r+P, ...) -> tail
+ * (drop_last truncates every rank to the same whole number of batches before
+ * anything is read; pad appends repeats of S's first samples, rank r taking
+ * the ones after ranks < r; partial keeps short or empty last batches) ->
+ * windows of shuffle_buffer pieces whose samples are mixed (seed, epoch,
+ * rank, window) -> extents: a window's pieces sorted by position and merged
+ * when adjacent, so one read serves several pieces.
+ */
+#include "config.h"
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define GOLDEN 0x9e3779b97f4a7c15ULL
+
+uint64_t ferry__fnv1a(uint64_t h, const void *data, size_t len) {
+  const unsigned char *p = data;
+  for (size_t i = 0; i < len; i++) {
+    h ^= p[i];
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+uint64_t ferry__mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+uint64_t ferry__rand64(uint64_t key, uint64_t counter) {
+  return ferry__mix64(key + (counter + 1) * GOLDEN);
+}
+
+uint64_t ferry__rand_key(uint64_t seed, uint64_t stream, uint64_t a,
+                         uint64_t b) {
+  uint64_t k = ferry__mix64(seed + GOLDEN * (stream + 1));
+  k = ferry__mix64(k ^ (a + 0x632be59bd9b4e019ULL));
+  return ferry__mix64(k ^ (b + 0x85157af5ULL));
+}
+
+/* Uniform in [0, bound) by rejection: exact, integer-only. */
+static uint64_t bounded(uint64_t key, uint64_t *counter, uint64_t bound) {
+  uint64_t threshold = (0 - bound) % bound;
+  for (;;) {
+    uint64_t r = ferry__rand64(key, (*counter)++);
+    if (r >= threshold)
+      return r % bound;
+  }
+}
+
+void ferry__shuffle(int64_t *perm, int64_t n, uint64_t key) {
+  uint64_t counter = 0;
+  for (int64_t i = n - 1; i > 0; i--) {
+    int64_t j = (int64_t)bounded(key, &counter, (uint64_t)i + 1);
+    int64_t t = perm[i];
+    perm[i] = perm[j];
+    perm[j] = t;
+  }
+}
+
+int ferry__chunks_make(const ferry__manifest *m, int64_t chunk_samples,
+                       ferry__chunk **out, int64_t *n) {
+  *out = NULL;
+  *n = 0;
+  if (chunk_samples < 1)
+    return FERRY_EINVAL;
+  int64_t total = 0;
+  for (int64_t p = 0; p < m->nparts; p++)
+    total += (m->parts[p].num_samples + chunk_samples - 1) / chunk_samples;
+  ferry__chunk *c = malloc((size_t)(total ? total : 1) * sizeof *c);
+  if (!c)
+    return FERRY_ENOMEM;
+  int64_t k = 0;
+  for (int64_t p = 0; p < m->nparts; p++) {
+    const ferry__part *part = &m->parts[p];
+    for (int64_t row = 0; row < part->num_samples; row += chunk_samples) {
+      int64_t cnt = part->num_samples - row;
+      if (cnt > chunk_samples)
+        cnt = chunk_samples;
+      c[k++] = (ferry__chunk){p, row, cnt, part->first_sample + row};
+    }
+  }
+  *out = c;
+  *n = k;
+  return 0;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+int ferry__plan_pieces(const ferry__chunk *chunks, int64_t nchunks,
+                       const ferry__plan_params *pp, ferry__chunk **out,
+                       int64_t *n) {
+  *out = NULL;
+  *n = 0;
+  int64_t keep = nchunks;
+  if (pp->max_chunks > 0 && pp->max_chunks < keep)
+    keep = pp->max_chunks;
+  if (pp->fraction < 1.0) {
+    /* ceil(fraction * nchunks) in IEEE double: the same everywhere. */
+    double want = pp->fraction * (double)nchunks;
+    int64_t k = (int64_t)want;
+    if ((double)k < want)
+      k++;
+    if (k < 1)
+      k = 1;
+    if (k < keep)
+      keep = k;
+  }
+  int64_t *sel = malloc((size_t)(nchunks ? nchunks : 1) * sizeof *sel);
+  if (!sel)
+    return FERRY_ENOMEM;
+  for (int64_t i = 0; i < nchunks; i++)
+    sel[i] = i;
+  if (keep < nchunks) {
+    ferry__shuffle(sel, nchunks,
+                   ferry__rand_key(pp->seed, FERRY__STREAM_SUBSET, 0, 0));
+    qsort(sel, (size_t)keep, sizeof *sel, cmp_i64);
+  }
+  int64_t bs = pp->shuffle == FERRY__SHUFFLE_BLOCK ? pp->block_size : 0;
+  int64_t total = 0;
+  for (int64_t i = 0; i < keep; i++)
+    total += bs ? (chunks[sel[i]].count + bs - 1) / bs : 1;
+  ferry__chunk *pc = malloc((size_t)(total ? total : 1) * sizeof *pc);
+  if (!pc) {
+    free(sel);
+    return FERRY_ENOMEM;
+  }
+  int64_t k = 0;
+  for (int64_t i = 0; i < keep; i++) {
+    const ferry__chunk *c = &chunks[sel[i]];
+    if (!bs) {
+      pc[k++] = *c;
+      continue;
+    }
+    for (int64_t off = 0; off < c->count; off += bs) {
+      int64_t cnt = c->count - off < bs ? c->count - off : bs;
+      pc[k++] = (ferry__chunk){c->part, c->row + off, cnt,
+                               c->global_first + off};
+    }
+  }
+  free(sel);
+  *out = pc;
+  *n = k;
+  return 0;
+}
+
+void ferry__plan_permutation(const ferry__plan_params *pp, int64_t npieces,
+                             int64_t *perm) {
+  for (int64_t i = 0; i < npieces; i++)
+    perm[i] = i;
+  if (pp->shuffle != FERRY__SHUFFLE_NONE)
+    ferry__shuffle(perm, npieces,
+                   ferry__rand_key(pp->seed, FERRY__STREAM_CHUNKS,
+                                   (uint64_t)pp->epoch, 0));
+}
+
+/* A run of samples of one piece, before windows and extents. */
+typedef struct segment {
+  int64_t part, row, count, global_first, chunk;
+  int padded;
+} segment;
+
+typedef struct seglist {
+  segment *v;
+  int64_t n, cap;
+} seglist;
+
+static int seg_push(seglist *l, segment s) {
+  if (s.count <= 0)
+    return 0;
+  if (l->n == l->cap) {
+    int64_t cap = l->cap ? 2 * l->cap : 64;
+    segment *v = realloc(l->v, (size_t)cap * sizeof *v);
+    if (!v)
+      return FERRY_ENOMEM;
+    l->v = v;
+    l->cap = cap;
+  }
+  l->v[l->n++] = s;
+  return 0;
+}
+
+static segment seg_of(const ferry__chunk *pc, int64_t off, int64_t count) {
+  return (segment){pc->part, pc->row + off, count, pc->global_first + off,
+                   -1, 0};
+}
+
+/* Append positions [a, a+len) of the sequence S (pieces in perm order, with
+ * prefix sums start[]) as segments; positions wrap modulo M. */
+static int push_range(seglist *l, const ferry__chunk *pieces,
+                      const int64_t *perm, const int64_t *start, int64_t np,
+                      int64_t M, int64_t a, int64_t len, int padded) {
+  while (len > 0) {
+    a %= M;
+    /* last piece index i with start[i] <= a */
+    int64_t lo = 0, hi = np - 1;
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo + 1) / 2;
+      if (start[mid] <= a)
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    const ferry__chunk *pc = &pieces[perm[lo]];
+    int64_t off = a - start[lo];
+    int64_t take = pc->count - off < len ? pc->count - off : len;
+    segment s = seg_of(pc, off, take);
+    s.padded = padded;
+    int rc = seg_push(l, s);
+    if (rc)
+      return rc;
+    a += take;
+    len -= take;
+  }
+  return 0;
+}
+
+static int cmp_seg_pos(const void *a, const void *b) {
+  const segment *x = *(segment *const *)a, *y = *(segment *const *)b;
+  if (x->part != y->part)
+    return (x->part > y->part) - (x->part < y->part);
+  return (x->row > y->row) - (x->row < y->row);
+}
+
+void ferry__rank_plan_free(ferry__rank_plan *p) {
+  if (!p)
+    return;
+  free(p->slots);
+  free(p->batch_start);
+  free(p->extents);
+  free(p->window_first_extent);
+  free(p->window_need);
+  free(p->window_samples);
+  free(p->batch_need);
+  memset(p, 0, sizeof *p);
+}
+
+/* Shares of every rank (n_r) for the tail rule. */
+static int64_t share_of(const ferry__chunk *pieces, const int64_t *perm,
+                        int64_t np, int64_t M, int P, int r, int partition) {
+  if (partition == FERRY__PART_CONTIGUOUS)
+    return M * (r + 1) / P - M * r / P;
+  int64_t n = 0;
+  for (int64_t i = r; i < np; i += P)
+    n += pieces[perm[i]].count;
+  return n;
+}
+
+static int build(const ferry__chunk *pieces, int64_t np, const int64_t *perm,
+                 const ferry__plan_params *pp, int rank, int want_slots,
+                 ferry__rank_plan *out, ferry__err *err) {
+  memset(out, 0, sizeof *out);
+  const int P = pp->world_size;
+  const int64_t B = pp->batch_size;
+  int rc = 0;
+  seglist own = {0}, pad = {0};
+  int64_t *start = NULL;
+  segment **order = NULL;
+  int64_t *seg_extent = NULL, *seg_off = NULL;
+
+  if (P < 1 || rank < 0 || rank >= P || B < 1)
+    return ferry__seterr(err, FERRY_EINVAL,
+                         "plan: bad world size %d, rank %d or batch size %lld",
+                         P, rank, (long long)B);
+  start = malloc((size_t)(np + 1) * sizeof *start);
+  if (!start)
+    return ferry__seterr(err, FERRY_ENOMEM, "plan: out of memory");
+  start[0] = 0;
+  for (int64_t i = 0; i < np; i++)
+    start[i + 1] = start[i] + pieces[perm[i]].count;
+  const int64_t M = start[np];
+  if (M == 0) {
+    free(start);
+    return ferry__seterr(err, FERRY_EEMPTY, "the epoch holds no sample");
+  }
+
+  int64_t nmin = INT64_MAX, nmax = 0, n_me = 0, pad_before = 0;
+  int64_t *shares = malloc((size_t)P * sizeof *shares);
+  if (!shares) {
+    rc = ferry__seterr(err, FERRY_ENOMEM, "plan: out of memory");
+    goto cleanup;
+  }
+  if (pp->partition == FERRY__PART_STRIDED) {
+    for (int r = 0; r < P; r++)
+      shares[r] = 0;
+    for (int64_t i = 0; i < np; i++)
+      shares[i % P] += pieces[perm[i]].count;
+  } else {
+    for (int r = 0; r < P; r++)
+      shares[r] = share_of(pieces, perm, np, M, P, r, pp->partition);
+  }
+  for (int r = 0; r < P; r++) {
+    if (shares[r] < nmin)
+      nmin = shares[r];
+    if (shares[r] > nmax)
+      nmax = shares[r];
+  }
+  n_me = shares[rank];
+
+  int64_t nb, serve_own;
+  if (pp->tail == FERRY__TAIL_DROP) {
+    nb = nmin / B;
+    if (nb == 0) {
+      free(shares);
+      rc = ferry__seterr(err, FERRY_EINVAL,
+                         "option 'batch_size': %lld is larger than the "
+                         "smallest rank's share (%lld of %lld samples over "
+                         "%d ranks) with tail=drop_last; use a smaller "
+                         "batch_size or tail=pad or tail=partial",
+                         (long long)B, (long long)nmin, (long long)M, P);
+      goto cleanup;
+    }
+    serve_own = nb * B;
+    out->dropped = M - (int64_t)P * nb * B;
+  } else {
+    nb = (nmax + B - 1) / B;
+    serve_own = n_me;
+    if (pp->tail == FERRY__TAIL_PAD)
+      for (int r = 0; r < rank; r++)
+        pad_before += nb * B - shares[r];
+  }
+  free(shares);
+  out->num_batches = nb;
+  out->epoch_samples = M;
+
+  /* This rank's segments in served order, truncated to serve_own. */
+  int64_t left = serve_own;
+  if (pp->partition == FERRY__PART_CONTIGUOUS) {
+    int64_t lo = M * rank / P;
+    rc = push_range(&own, pieces, perm, start, np, M, lo,
+                    left < n_me ? left : n_me, 0);
+    if (rc)
+      goto nomem;
+  } else {
+    for (int64_t i = rank; i < np && left > 0; i += P) {
+      const ferry__chunk *pc = &pieces[perm[i]];
+      int64_t take = pc->count < left ? pc->count : left;
+      rc = seg_push(&own, seg_of(pc, 0, take));
+      if (rc)
+        goto nomem;
+      left -= take;
+    }
+  }
+  if (pp->tail == FERRY__TAIL_PAD && nb * B > n_me) {
+    rc = push_range(&pad, pieces, perm, start, np, M, pad_before % M,
+                    nb * B - n_me, 1);
+    if (rc)
+      goto nomem;
+    out->padded = nb * B - n_me;
+  }
+  /* Windows: K own segments each (1 with no mixing), then one pad window. */
+  int mix = pp->shuffle != FERRY__SHUFFLE_NONE && pp->shuffle_buffer > 0;
+  int64_t K = mix ? pp->shuffle_buffer : 1;
+  int64_t nown_w = (own.n + K - 1) / K;
+  int64_t nw = nown_w + (pad.n > 0);
+  int64_t nseg = own.n + pad.n;
+  out->nwindows = nw;
+  out->window_first_extent = calloc((size_t)nw + 1, sizeof(int64_t));
+  out->window_need = calloc((size_t)nw + 1, sizeof(int64_t));
+  out->window_samples = calloc((size_t)nw + 1, sizeof(int64_t));
+  order = malloc((size_t)(nseg ? nseg : 1) * sizeof *order);
+  seg_extent = malloc((size_t)(nseg ? nseg : 1) * sizeof *seg_extent);
+  seg_off = malloc((size_t)(nseg ? nseg : 1) * sizeof *seg_off);
+  out->extents = malloc((size_t)(nseg ? nseg : 1) * sizeof *out->extents);
+  if (!out->window_first_extent || !out->window_need || !out->window_samples ||
+      !order || !seg_extent || !seg_off || !out->extents)
+    goto nomem;
+
+  /* Extents: per window, segments sorted by position, adjacent ones merged. */
+  int64_t ne = 0;
+  for (int64_t w = 0; w < nw; w++) {
+    int64_t s0, s1;
+    segment *base;
+    if (w < nown_w) {
+      s0 = w * K;
+      s1 = s0 + K < own.n ? s0 + K : own.n;
+      base = own.v;
+    } else {
+      s0 = 0;
+      s1 = pad.n;
+      base = pad.v;
+    }
+    int64_t cnt = s1 - s0;
+    for (int64_t i = 0; i < cnt; i++)
+      order[i] = &base[s0 + i];
+    qsort(order, (size_t)cnt, sizeof *order, cmp_seg_pos);
+    out->window_first_extent[w] = ne;
+    for (int64_t i = 0; i < cnt; i++) {
+      segment *s = order[i];
+      ferry__extent *last = ne > out->window_first_extent[w]
+                                ? &out->extents[ne - 1]
+                                : NULL;
+      int64_t gi = (s - base) + (w < nown_w ? 0 : own.n);
+      if (last && last->part == s->part &&
+          last->row + last->count == s->row) {
+        seg_extent[gi] = ne - 1;
+        seg_off[gi] = last->count;
+        last->count += s->count;
+      } else {
+        out->extents[ne] = (ferry__extent){s->part, s->row, s->count,
+                                           s->global_first, w, -1};
+        seg_extent[gi] = ne;
+        seg_off[gi] = 0;
+        ne++;
+      }
+      out->window_samples[w] += s->count;
+    }
+  }
+  out->window_first_extent[nw] = ne;
+  out->nextents = ne;
+  out->nslots = serve_own + out->padded;
+
+  /* The first batch using each window. */
+  int64_t pos = 0;
+  for (int64_t w = 0; w < nw; w++) {
+    out->window_need[w] = pos / B;
+    pos += out->window_samples[w];
+  }
+
+  out->batch_start = malloc((size_t)(nb + 1) * sizeof(int64_t));
+  out->batch_need = calloc((size_t)(nb ? nb : 1), sizeof(int64_t));
+  if (!out->batch_start || !out->batch_need)
+    goto nomem;
+  for (int64_t b = 0; b <= nb; b++)
+    out->batch_start[b] = b * B < out->nslots ? b * B : out->nslots;
+
+  /* batch_need: extents are read in order, a batch needs up to the last
+   * extent of the last window it touches. */
+  pos = 0;
+  for (int64_t w = 0; w < nw; w++) {
+    int64_t first = pos, last = pos + out->window_samples[w] - 1;
+    pos += out->window_samples[w];
+    for (int64_t b = first / B; b <= last / B && b < nb; b++)
+      if (out->batch_need[b] < out->window_first_extent[w + 1])
+        out->batch_need[b] = out->window_first_extent[w + 1];
+  }
+
+  if (want_slots) {
+    out->slots = malloc((size_t)(out->nslots ? out->nslots : 1) *
+                        sizeof *out->slots);
+    if (!out->slots)
+      goto nomem;
+    int64_t k = 0;
+    uint64_t wkey = ferry__rand_key(pp->seed, FERRY__STREAM_WINDOW,
+                                    (uint64_t)pp->epoch, (uint64_t)rank);
+    for (int64_t w = 0; w < nw; w++) {
+      int64_t s0, s1, gbase;
+      segment *base;
+      if (w < nown_w) {
+        s0 = w * K;
+        s1 = s0 + K < own.n ? s0 + K : own.n;
+        base = own.v;
+        gbase = 0;
+      } else {
+        s0 = 0;
+        s1 = pad.n;
+        base = pad.v;
+        gbase = own.n;
+      }
+      int64_t first = k;
+      for (int64_t i = s0; i < s1; i++) {
+        segment *s = &base[i];
+        int64_t e = seg_extent[gbase + i], off = seg_off[gbase + i];
+        for (int64_t j = 0; j < s->count; j++)
+          out->slots[k++] = (ferry__slot){s->global_first + j, e, off + j,
+                                          (uint8_t)s->padded};
+      }
+      if (mix && w < nown_w) {
+        /* Fisher-Yates over the window's slots, keyed by window. */
+        uint64_t key = ferry__rand_key(wkey, FERRY__STREAM_WINDOW,
+                                       (uint64_t)w, 0);
+        uint64_t counter = 0;
+        for (int64_t i = k - first - 1; i > 0; i--) {
+          int64_t j = (int64_t)bounded(key, &counter, (uint64_t)i + 1);
+          ferry__slot t = out->slots[first + i];
+          out->slots[first + i] = out->slots[first + j];
+          out->slots[first + j] = t;
+        }
+      }
+    }
+    if (k != out->nslots) {
+      rc = ferry__seterr(err, FERRY_EINTERNAL,
+                         "plan: %lld slots built, %lld expected", (long long)k,
+                         (long long)out->nslots);
+      goto cleanup;
+    }
+  }
+  rc = 0;
+  goto cleanup;
+
+nomem:
+  rc = ferry__seterr(err, FERRY_ENOMEM, "plan: out of memory");
+cleanup:
+  free(start);
+  free(own.v);
+  free(pad.v);
+  free(order);
+  free(seg_extent);
+  free(seg_off);
+  if (rc)
+    ferry__rank_plan_free(out);
+  return rc;
+}
+
+int ferry__plan_build(const ferry__chunk *pieces, int64_t npieces,
+                      const int64_t *perm, const ferry__plan_params *pp,
+                      int rank, ferry__rank_plan *out, ferry__err *err) {
+  return build(pieces, npieces, perm, pp, rank, 1, out, err);
+}
+
+int ferry__plan_reads(const ferry__chunk *pieces, int64_t npieces,
+                      const int64_t *perm, const ferry__plan_params *pp,
+                      int rank, ferry__rank_plan *out, ferry__err *err) {
+  return build(pieces, npieces, perm, pp, rank, 0, out, err);
+}
+
+uint64_t ferry__rank_plan_checksum(const ferry__rank_plan *p) {
+  uint64_t h = FERRY__FNV_INIT;
+  h = ferry__fnv1a(h, &p->num_batches, sizeof p->num_batches);
+  for (int64_t i = 0; i < p->nslots && p->slots; i++) {
+    h = ferry__fnv1a(h, &p->slots[i].sample, sizeof p->slots[i].sample);
+    h = ferry__fnv1a(h, &p->slots[i].padded, 1);
+  }
+  for (int64_t b = 0; b <= p->num_batches && p->batch_start; b++)
+    h = ferry__fnv1a(h, &p->batch_start[b], sizeof p->batch_start[b]);
+  return h;
+}

@@ -1,0 +1,336 @@
+/*
+ * test_plan.c - the epoch plan as pure functions, without MPI or files.
+ *
+ * 1. Golden values pin the generator and the permutation: they were computed
+ *    by an independent Python implementation of the documented algorithm
+ *    (docs/design.md), so a change of compiler, platform or code that alters
+ *    the order fails here.
+ * 2. For many (parts, N, world size, batch size, tail, partition, shuffle,
+ *    shuffle_buffer, subset) combinations, including N prime and N smaller
+ *    than world size x batch size, every rank's plan is built and checked:
+ *    equal batch counts, exactly-once (partial), at-most-once with the
+ *    documented count (drop_last), full coverage plus marked repeats (pad),
+ *    every slot inside its extent and its extent loaded before its batch,
+ *    determinism, and different epochs giving different orders.
+ */
+#include "config.h"
+#include "internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+#define CHECK(cond, ...)                                                       \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      failures++;                                                              \
+      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);          \
+      fprintf(stderr, __VA_ARGS__);                                            \
+      fputc('\n', stderr);                                                     \
+      return 1;                                                                \
+    }                                                                          \
+  } while (0)
+
+static int test_golden(void) {
+  uint64_t k = ferry__rand_key(42, FERRY__STREAM_CHUNKS, 0, 0);
+  CHECK(k == 0xd2a199274f67c14bULL, "key %" PRIx64, k);
+  CHECK(ferry__rand64(k, 0) == 0x242e3c57b9603011ULL, "rand64 0");
+  CHECK(ferry__rand64(k, 1) == 0x95ed7b8afb2bdcf2ULL, "rand64 1");
+  CHECK(ferry__rand64(k, 2) == 0x14c401ed04a2e774ULL, "rand64 2");
+  static const int64_t e0[10] = {7, 8, 1, 6, 2, 0, 3, 4, 9, 5};
+  static const int64_t e1[10] = {1, 0, 9, 2, 4, 6, 7, 3, 5, 8};
+  static const int64_t s7[20] = {5,  0, 11, 15, 13, 2,  10, 4, 12, 19,
+                                 7,  9, 3,  14, 16, 18, 1,  8, 6,  17};
+  int64_t perm[20];
+  ferry__plan_params pp = {.seed = 42, .shuffle = FERRY__SHUFFLE_CHUNKS};
+  ferry__plan_permutation(&pp, 10, perm);
+  CHECK(memcmp(perm, e0, sizeof e0) == 0, "seed 42 epoch 0");
+  pp.epoch = 1;
+  ferry__plan_permutation(&pp, 10, perm);
+  CHECK(memcmp(perm, e1, sizeof e1) == 0, "seed 42 epoch 1");
+  pp.seed = 7;
+  pp.epoch = 3;
+  ferry__plan_permutation(&pp, 20, perm);
+  CHECK(memcmp(perm, s7, sizeof s7) == 0, "seed 7 epoch 3");
+  pp.shuffle = FERRY__SHUFFLE_NONE;
+  ferry__plan_permutation(&pp, 20, perm);
+  for (int i = 0; i < 20; i++)
+    CHECK(perm[i] == i, "shuffle=none is the identity");
+  return 0;
+}
+
+/* A manifest of nparts parts with the given sample counts (no files). */
+static void fake_manifest(ferry__manifest *m, int64_t nparts,
+                          const int64_t *counts) {
+  memset(m, 0, sizeof *m);
+  m->nparts = nparts;
+  m->parts = calloc((size_t)nparts, sizeof *m->parts);
+  int64_t g = 0;
+  for (int64_t p = 0; p < nparts; p++) {
+    m->parts[p].num_samples = counts[p];
+    m->parts[p].first_sample = g;
+    g += counts[p];
+  }
+  m->num_samples = g;
+}
+
+typedef struct combo {
+  int64_t nparts, per_part, chunk, B;
+  int P, tail, partition, shuffle;
+  int64_t K, block, max_chunks;
+  double fraction;
+} combo;
+
+static int check_combo(const combo *c, int64_t epoch, uint64_t *sum_out) {
+  int64_t counts[16];
+  for (int64_t p = 0; p < c->nparts; p++)
+    counts[p] = c->per_part + p % 3; /* unequal parts */
+  ferry__manifest m;
+  fake_manifest(&m, c->nparts, counts);
+  ferry__chunk *chunks, *pieces;
+  int64_t nchunks, npieces;
+  ferry__plan_params pp = {c->B,          1234,        c->shuffle,
+                           c->block,      c->K,        c->partition,
+                           c->tail,       c->max_chunks, c->fraction,
+                           epoch,         c->P};
+  CHECK(ferry__chunks_make(&m, c->chunk, &chunks, &nchunks) == 0, "chunks");
+  CHECK(ferry__plan_pieces(chunks, nchunks, &pp, &pieces, &npieces) == 0,
+        "pieces");
+  int64_t M = 0;
+  for (int64_t i = 0; i < npieces; i++)
+    M += pieces[i].count;
+  int64_t *perm = malloc((size_t)npieces * sizeof *perm);
+  ferry__plan_permutation(&pp, npieces, perm);
+  int64_t N = m.num_samples;
+  int *seen = calloc((size_t)N, sizeof *seen);
+  int *seen_pad = calloc((size_t)N, sizeof *seen_pad);
+  uint8_t *in_epoch = calloc((size_t)N, 1);
+  for (int64_t i = 0; i < npieces; i++)
+    for (int64_t j = 0; j < pieces[i].count; j++)
+      in_epoch[pieces[i].global_first + j] = 1;
+  int64_t nb = -1, served = 0, padded = 0, dropped = -1;
+  uint64_t sum = FERRY__FNV_INIT;
+  int rc_all = 0;
+  for (int r = 0; r < c->P; r++) {
+    ferry__rank_plan p, p2;
+    ferry__err err = {0};
+    int rc = ferry__plan_build(pieces, npieces, perm, &pp, r, &p, &err);
+    if (c->tail == FERRY__TAIL_DROP && rc == FERRY_EINVAL) {
+      /* only legal when some rank's share is below one batch */
+      CHECK(M / c->P < c->B + c->nparts * 3 + c->chunk + c->block,
+            "unexpected EINVAL: %s", err.msg);
+      CHECK(strstr(err.msg, "batch_size") != NULL, "message names the option");
+      rc_all = 1;
+      break;
+    }
+    CHECK(rc == 0, "plan_build rank %d: %s", r, err.msg);
+    CHECK(ferry__plan_build(pieces, npieces, perm, &pp, r, &p2, &err) == 0,
+          "rebuild");
+    CHECK(ferry__rank_plan_checksum(&p) == ferry__rank_plan_checksum(&p2),
+          "same inputs, same plan");
+    ferry__rank_plan_free(&p2);
+    if (nb < 0)
+      nb = p.num_batches;
+    CHECK(p.num_batches == nb, "rank %d has %lld batches, rank 0 %lld", r,
+          (long long)p.num_batches, (long long)nb);
+    if (dropped < 0)
+      dropped = p.dropped;
+    CHECK(p.dropped == dropped, "dropped agrees");
+    CHECK(p.epoch_samples == M, "epoch_samples");
+    CHECK(p.batch_start[0] == 0 && p.batch_start[nb] == p.nslots,
+          "batch bounds");
+    for (int64_t b = 0; b < nb; b++) {
+      int64_t sz = p.batch_start[b + 1] - p.batch_start[b];
+      if (c->tail == FERRY__TAIL_PARTIAL)
+        CHECK(sz >= 0 && sz <= c->B, "partial batch size %lld", (long long)sz);
+      else
+        CHECK(sz == c->B, "batch %lld has %lld samples", (long long)b,
+              (long long)sz);
+      for (int64_t i = p.batch_start[b]; i < p.batch_start[b + 1]; i++)
+        CHECK(p.slots[i].extent < p.batch_need[b], "batch needs its extent");
+    }
+    for (int64_t i = 0; i < p.nslots; i++) {
+      const ferry__slot *s = &p.slots[i];
+      CHECK(s->sample >= 0 && s->sample < N, "sample in range");
+      CHECK(in_epoch[s->sample], "sample %lld not in the epoch subset",
+            (long long)s->sample);
+      const ferry__extent *x = &p.extents[s->extent];
+      CHECK(s->row >= 0 && s->row < x->count, "row inside extent");
+      CHECK(x->global_first + s->row == s->sample,
+            "slot maps to its sample (%lld + %lld != %lld)",
+            (long long)x->global_first, (long long)s->row,
+            (long long)s->sample);
+      CHECK(m.parts[x->part].first_sample + x->row == x->global_first,
+            "extent global index");
+      CHECK(x->row + x->count <= m.parts[x->part].num_samples,
+            "extent within its part");
+      /* the window of a slot is loaded no later than its batch */
+      int64_t b = i / c->B;
+      CHECK(p.window_need[x->window] <= b, "window needed before use");
+      if (s->padded) {
+        seen_pad[s->sample]++;
+        padded++;
+      } else
+        seen[s->sample]++;
+      sum = ferry__fnv1a(sum, &s->sample, sizeof s->sample);
+    }
+    CHECK(p.padded ==
+              (c->tail == FERRY__TAIL_PAD ? p.nslots - (p.nslots - p.padded)
+                                          : 0),
+          "padded count");
+    served += p.nslots;
+    ferry__rank_plan_free(&p);
+  }
+  if (!rc_all) {
+    for (int64_t g = 0; g < N; g++) {
+      if (!in_epoch[g])
+        CHECK(seen[g] == 0 && seen_pad[g] == 0, "outside subset served");
+      else if (c->tail == FERRY__TAIL_DROP)
+        CHECK(seen[g] <= 1, "sample %lld served %d times", (long long)g,
+              seen[g]);
+      else
+        CHECK(seen[g] == 1, "sample %lld served %d times (tail %d)",
+              (long long)g, seen[g], c->tail);
+    }
+    if (c->tail == FERRY__TAIL_DROP) {
+      CHECK(served == M - dropped && served == nb * c->B * c->P,
+            "drop_last count");
+      CHECK(padded == 0, "no pads");
+    } else if (c->tail == FERRY__TAIL_PAD) {
+      CHECK(served == nb * c->B * c->P, "pad count");
+      CHECK(padded == served - M, "pads are the difference");
+      for (int64_t g = 0; padded <= M && g < N; g++)
+        CHECK(seen_pad[g] <= 1, "pad sample %lld repeated %d times",
+              (long long)g, seen_pad[g]);
+      CHECK(nb == ((M + c->P - 1) / c->P + c->B - 1) / c->B ||
+                c->partition == FERRY__PART_STRIDED,
+            "pad batches");
+    } else {
+      CHECK(served == M && padded == 0, "partial serves exactly M");
+    }
+  }
+  *sum_out = sum;
+  free(seen);
+  free(seen_pad);
+  free(in_epoch);
+  free(perm);
+  free(pieces);
+  free(chunks);
+  ferry__manifest_free(&m);
+  return 0;
+}
+
+static int test_combos(void) {
+  static const int64_t Ns[][2] = {{1, 97}, {1, 1}, {1, 5}, {3, 41},
+                                  {1, 1000}, {5, 13}, {2, 64}};
+  static const int Ps[] = {1, 2, 3, 4, 7};
+  static const int64_t Bs[] = {1, 3, 8, 32};
+  static const int64_t chunks[] = {1, 7, 64};
+  int ncombos = 0;
+  for (size_t ni = 0; ni < sizeof Ns / sizeof Ns[0]; ni++)
+    for (size_t pi = 0; pi < sizeof Ps / sizeof Ps[0]; pi++)
+      for (size_t bi = 0; bi < sizeof Bs / sizeof Bs[0]; bi++)
+        for (size_t ci = 0; ci < sizeof chunks / sizeof chunks[0]; ci++)
+          for (int tail = 0; tail < 3; tail++)
+            for (int part = 0; part < 2; part++)
+              for (int sh = 0; sh < 3; sh++)
+                for (int sub = 0; sub < 2; sub++) {
+                  combo c = {Ns[ni][0], Ns[ni][1], chunks[ci], Bs[bi],
+                             Ps[pi],    tail,      part,       sh,
+                             (int64_t)(sh ? 1 + (int)(ci + bi) % 3 : 0),
+                             5,         sub ? 3 : 0, sub ? 0.5 : 1.0};
+                  uint64_t s0, s1, s2;
+                  if (check_combo(&c, 0, &s0) || check_combo(&c, 0, &s1) ||
+                      check_combo(&c, 1, &s2)) {
+                    fprintf(stderr,
+                            "  in combo parts=%lld per_part=%lld chunk=%lld "
+                            "B=%lld P=%d tail=%d partition=%d shuffle=%d "
+                            "subset=%d\n",
+                            (long long)c.nparts, (long long)c.per_part,
+                            (long long)c.chunk, (long long)c.B, c.P, tail,
+                            part, sh, sub);
+                    return 1;
+                  }
+                  CHECK(s0 == s1, "same epoch, same order");
+                  ncombos++;
+                }
+  printf("checked %d combinations\n", ncombos);
+  return 0;
+}
+
+/* A large shuffled epoch must differ between epochs and seeds. */
+static int test_epochs_differ(void) {
+  combo c = {1, 1000, 10, 8, 2, FERRY__TAIL_PARTIAL, FERRY__PART_CONTIGUOUS,
+             FERRY__SHUFFLE_CHUNKS, 2, 5, 0, 1.0};
+  uint64_t a, b;
+  if (check_combo(&c, 0, &a) || check_combo(&c, 1, &b))
+    return 1;
+  CHECK(a != b, "epochs 0 and 1 give the same order");
+  c.shuffle = FERRY__SHUFFLE_NONE;
+  if (check_combo(&c, 0, &a) || check_combo(&c, 1, &b))
+    return 1;
+  CHECK(a == b, "shuffle=none must not depend on the epoch");
+  return 0;
+}
+
+/* The subset is drawn from the seed alone: identical in every epoch. */
+static int test_subset_stable(void) {
+  int64_t counts[1] = {100};
+  ferry__manifest m;
+  fake_manifest(&m, 1, counts);
+  ferry__chunk *chunks, *p0, *p1;
+  int64_t nc, n0, n1;
+  ferry__plan_params pp = {.batch_size = 4, .seed = 9, .shuffle = 1,
+                           .max_chunks = 4, .fraction = 1.0, .world_size = 1};
+  CHECK(ferry__chunks_make(&m, 10, &chunks, &nc) == 0 && nc == 10, "chunks");
+  CHECK(ferry__plan_pieces(chunks, nc, &pp, &p0, &n0) == 0 && n0 == 4, "4");
+  pp.epoch = 5;
+  CHECK(ferry__plan_pieces(chunks, nc, &pp, &p1, &n1) == 0 && n1 == 4, "4");
+  CHECK(memcmp(p0, p1, (size_t)n0 * sizeof *p0) == 0, "subset stable");
+  for (int64_t i = 1; i < n0; i++)
+    CHECK(p0[i - 1].global_first < p0[i].global_first, "sorted");
+  pp.fraction = 0.25;
+  pp.max_chunks = 0;
+  free(p1);
+  CHECK(ferry__plan_pieces(chunks, nc, &pp, &p1, &n1) == 0 && n1 == 3,
+        "ceil(0.25 * 10) = 3, got %lld", (long long)n1);
+  free(p0);
+  free(p1);
+  free(chunks);
+  ferry__manifest_free(&m);
+  return 0;
+}
+
+/* drop_last with batch_size above a rank's share is a named error. */
+static int test_drop_last_too_big(void) {
+  int64_t counts[1] = {10};
+  ferry__manifest m;
+  fake_manifest(&m, 1, counts);
+  ferry__chunk *chunks;
+  int64_t nc;
+  CHECK(ferry__chunks_make(&m, 2, &chunks, &nc) == 0, "chunks");
+  int64_t perm[5] = {0, 1, 2, 3, 4};
+  ferry__plan_params pp = {.batch_size = 6, .tail = FERRY__TAIL_DROP,
+                           .fraction = 1.0, .world_size = 2};
+  ferry__rank_plan p;
+  ferry__err err = {0};
+  int rc = ferry__plan_build(chunks, nc, perm, &pp, 0, &p, &err);
+  CHECK(rc == FERRY_EINVAL, "rc %d", rc);
+  CHECK(strstr(err.msg, "'batch_size'") && strstr(err.msg, "drop_last"),
+        "message: %s", err.msg);
+  pp.batch_size = 0;
+  rc = ferry__plan_build(chunks, nc, perm, &pp, 0, &p, &err);
+  CHECK(rc == FERRY_EINVAL, "batch_size 0 rc %d", rc);
+  free(chunks);
+  ferry__manifest_free(&m);
+  return 0;
+}
+
+int main(void) {
+  int rc = test_golden() | test_combos() | test_epochs_differ() |
+           test_subset_stable() | test_drop_last_too_big();
+  printf("%s (%d failures)\n", rc || failures ? "FAIL" : "PASS", failures);
+  return rc || failures ? 1 : 0;
+}
