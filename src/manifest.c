@@ -1,0 +1,1400 @@
+/*
+ * manifest.c - the dataset manifest: what rank 0 learns about a dataset
+ * before anything is read, and how it travels.
+ *
+ * ferry__manifest_scan turns the dataset string of ferry_open into parts
+ * (a "mem:" spec, an @list file, a glob with ** for any number of
+ * directories, or one plain path), asks the first backend whose probe
+ * accepts each part to describe it, checks that all parts agree on their
+ * variables, and applies the user's selection of variables.  The result is
+ * serialised into a flat, versioned, little-endian buffer for MPI_Bcast
+ * (pack/unpack, which never trusts the buffer it is given), hashed for the
+ * cross-rank and resume checks, and saved to or loaded from JSON so a later
+ * run can skip the scan.  This file also holds the table of backends.
+ */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+#if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include "internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- Backends --------------------------------------------------------- */
+
+const ferry__backend *const ferry__backends[] = {
+    &ferry__backend_npy,
+    &ferry__backend_mem,
+    NULL,
+};
+
+const ferry__backend *ferry__backend_find(const char *name) {
+  for (int i = 0; name && ferry__backends[i]; i++)
+    if (strcmp(ferry__backends[i]->name, name) == 0)
+      return ferry__backends[i];
+  return NULL;
+}
+
+void ferry__part_desc_free(ferry__part_desc *d) {
+  if (!d)
+    return;
+  for (int i = 0; i < d->nvars; i++) {
+    if (d->vars)
+      free(d->vars[i].name);
+    if (d->paths)
+      free(d->paths[i]);
+  }
+  free(d->vars);
+  free(d->paths);
+  free(d->data_offset);
+  free(d->file_size);
+  memset(d, 0, sizeof *d);
+}
+
+void ferry__manifest_free(ferry__manifest *m) {
+  if (!m)
+    return;
+  for (int64_t p = 0; m->parts && p < m->nparts; p++) {
+    ferry__part *pt = &m->parts[p];
+    for (int v = 0; pt->paths && v < m->nvars; v++)
+      free(pt->paths[v]);
+    free(pt->paths);
+    free(pt->data_offset);
+    free(pt->file_size);
+  }
+  free(m->parts);
+  for (int v = 0; m->vars && v < m->nvars; v++)
+    free(m->vars[v].name);
+  free(m->vars);
+  free(m->backend);
+  free(m->spec);
+  memset(m, 0, sizeof *m);
+}
+
+/* ---- Small helpers ---------------------------------------------------- */
+
+typedef struct strvec {
+  char **v;
+  size_t n, cap;
+} strvec;
+
+static void sv_free(strvec *s) {
+  for (size_t i = 0; i < s->n; i++)
+    free(s->v[i]);
+  free(s->v);
+  memset(s, 0, sizeof *s);
+}
+
+/* Takes ownership of str (freed on failure). */
+static int sv_push(strvec *s, char *str) {
+  if (!str)
+    return -1;
+  if (s->n == s->cap) {
+    size_t ncap = s->cap ? 2 * s->cap : 16;
+    char **nv = realloc(s->v, ncap * sizeof *nv);
+    if (!nv) {
+      free(str);
+      return -1;
+    }
+    s->v = nv;
+    s->cap = ncap;
+  }
+  s->v[s->n++] = str;
+  return 0;
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sort byte-wise and drop repeats (a ** pattern can reach a path twice). */
+static void sv_sort_unique(strvec *s) {
+  if (s->n == 0)
+    return;
+  qsort(s->v, s->n, sizeof *s->v, cmp_str);
+  size_t k = 1;
+  for (size_t i = 1; i < s->n; i++) {
+    if (strcmp(s->v[i], s->v[k - 1]) == 0)
+      free(s->v[i]);
+    else
+      s->v[k++] = s->v[i];
+  }
+  s->n = k;
+}
+
+static char *join_path(const char *dir, const char *name) {
+  size_t a = strlen(dir), b = strlen(name);
+  int slash = a > 0 && dir[a - 1] != '/';
+  char *s = malloc(a + slash + b + 1);
+  if (!s)
+    return NULL;
+  memcpy(s, dir, a);
+  if (slash)
+    s[a] = '/';
+  memcpy(s + a + slash, name, b + 1);
+  return s;
+}
+
+static int errno_code(int e) {
+  if (e == ENOENT || e == ENOTDIR)
+    return FERRY_ENOENT;
+  if (e == EACCES || e == EPERM)
+    return FERRY_EACCES;
+  if (e == ENOMEM)
+    return FERRY_ENOMEM;
+  return FERRY_EIO;
+}
+
+static int oom(ferry__err *err) {
+  return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+}
+
+static void format_shape(char *buf, size_t len, const int64_t *shape, int n) {
+  size_t used = 0;
+  used += (size_t)snprintf(buf, len, "(");
+  for (int i = 0; i < n && used < len; i++)
+    used += (size_t)snprintf(buf + used, len - used, "%s%lld",
+                             i ? ", " : "", (long long)shape[i]);
+  if (used < len)
+    snprintf(buf + used, len - used, n == 1 ? ",)" : ")");
+}
+
+/* ---- Glob ------------------------------------------------------------- */
+
+/*
+ * Matching goes one path component at a time with fnmatch(FNM_PATHNAME |
+ * FNM_PERIOD), so '*' never crosses '/' nor matches a leading dot.  A
+ * component that is exactly "**" matches zero or more directories; it
+ * follows symbolic links to directories but never enters a directory that is
+ * already on the current chain (a link loop), and skips hidden directories.
+ */
+#define GLOB_MAX_DEPTH 256
+
+typedef struct dir_id {
+  dev_t dev;
+  ino_t ino;
+} dir_id;
+
+typedef struct glob_state {
+  char **comps;
+  size_t ncomps;
+  strvec *out;
+  dir_id chain[GLOB_MAX_DEPTH];
+  int depth;
+  const char *pattern;
+  ferry__err *err;
+} glob_state;
+
+static int has_magic(const char *s) { return strpbrk(s, "*?[") != NULL; }
+
+/* Names in dir (without . and ..), or an error for an unreadable one. */
+static int read_dir(glob_state *g, const char *dir, strvec *names) {
+  DIR *d = opendir(*dir ? dir : ".");
+  if (!d) {
+    if (errno == EACCES || errno == EPERM)
+      return ferry__seterr(g->err, FERRY_EACCES,
+                           "cannot read directory %s while matching '%s': %s",
+                           *dir ? dir : ".", g->pattern, strerror(errno));
+    return 0; /* missing or not a directory: simply no match */
+  }
+  struct dirent *e;
+  int rc = 0;
+  while ((e = readdir(d)) != NULL) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+      continue;
+    if (sv_push(names, strdup(e->d_name)) < 0) {
+      rc = oom(g->err);
+      break;
+    }
+  }
+  closedir(d);
+  return rc;
+}
+
+static int on_chain(const glob_state *g, const struct stat *st) {
+  for (int i = 0; i < g->depth; i++)
+    if (g->chain[i].dev == st->st_dev && g->chain[i].ino == st->st_ino)
+      return 1;
+  return 0;
+}
+
+static int glob_rec(glob_state *g, size_t i, const char *base) {
+  struct stat st;
+  strvec names = {0};
+  int rc = 0;
+  if (i == g->ncomps) {
+    if (*base && stat(base, &st) == 0 && sv_push(g->out, strdup(base)) < 0)
+      return oom(g->err);
+    return 0;
+  }
+  const char *comp = g->comps[i];
+  if (strcmp(comp, "**") == 0) {
+    int pushed = 0;
+    if (stat(*base ? base : ".", &st) != 0 || !S_ISDIR(st.st_mode))
+      return 0;
+    if (!on_chain(g, &st)) {
+      if (g->depth == GLOB_MAX_DEPTH)
+        return 0;
+      g->chain[g->depth].dev = st.st_dev;
+      g->chain[g->depth].ino = st.st_ino;
+      g->depth++;
+      pushed = 1;
+    }
+    if ((rc = glob_rec(g, i + 1, base)) < 0)
+      goto cleanup;
+    if ((rc = read_dir(g, base, &names)) < 0)
+      goto cleanup;
+    for (size_t k = 0; k < names.n; k++) {
+      if (names.v[k][0] == '.')
+        continue;
+      char *sub = join_path(base, names.v[k]);
+      if (!sub) {
+        rc = oom(g->err);
+        goto cleanup;
+      }
+      if (stat(sub, &st) == 0 && S_ISDIR(st.st_mode) && !on_chain(g, &st))
+        rc = glob_rec(g, i, sub);
+      free(sub);
+      if (rc < 0)
+        goto cleanup;
+    }
+  cleanup:
+    if (pushed)
+      g->depth--;
+    sv_free(&names);
+    return rc;
+  }
+  if (!has_magic(comp)) {
+    char *next = join_path(base, comp);
+    if (!next)
+      return oom(g->err);
+    rc = glob_rec(g, i + 1, next);
+    free(next);
+    return rc;
+  }
+  if ((rc = read_dir(g, base, &names)) < 0)
+    return rc;
+  for (size_t k = 0; k < names.n && rc == 0; k++) {
+    if (fnmatch(comp, names.v[k], FNM_PATHNAME | FNM_PERIOD) != 0)
+      continue;
+    char *next = join_path(base, names.v[k]);
+    if (!next) {
+      rc = oom(g->err);
+      break;
+    }
+    if (i + 1 == g->ncomps || (stat(next, &st) == 0 && S_ISDIR(st.st_mode)))
+      rc = glob_rec(g, i + 1, next);
+    free(next);
+  }
+  sv_free(&names);
+  return rc;
+}
+
+static int glob_expand(const char *pattern, strvec *out, ferry__err *err) {
+  glob_state *g = calloc(1, sizeof *g);
+  char *copy = strdup(pattern);
+  int rc = 0;
+  if (!g || !copy) {
+    rc = oom(err);
+    goto cleanup;
+  }
+  g->comps = calloc(strlen(pattern) + 1, sizeof *g->comps);
+  if (!g->comps) {
+    rc = oom(err);
+    goto cleanup;
+  }
+  g->out = out;
+  g->pattern = pattern;
+  g->err = err;
+  /* Empty components ("a//b", a trailing '/') carry no meaning. */
+  for (char *s = copy, *slash; s; s = slash ? slash + 1 : NULL) {
+    slash = strchr(s, '/');
+    if (slash)
+      *slash = '\0';
+    if (*s)
+      g->comps[g->ncomps++] = s;
+  }
+  rc = glob_rec(g, 0, pattern[0] == '/' ? "/" : "");
+  if (rc < 0)
+    goto cleanup;
+  sv_sort_unique(out);
+  if (out->n == 0)
+    rc = ferry__seterr(err, FERRY_ENOENT, "no file or directory matches '%s'",
+                       pattern);
+cleanup:
+  if (g)
+    free(g->comps);
+  free(g);
+  free(copy);
+  return rc;
+}
+
+/* ---- Resolving the dataset string into parts -------------------------- */
+
+static char *trim(char *s) {
+  while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n')
+    s++;
+  size_t n = strlen(s);
+  while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' ||
+                   s[n - 1] == '\n'))
+    s[--n] = '\0';
+  return s;
+}
+
+/* @FILE: one part per non-empty line that does not start with '#'; relative
+ * paths are relative to the list file's directory ("mem:" specs are kept as
+ * they are).  Lines are not globbed. */
+static int read_list(const char *list, strvec *out, ferry__err *err) {
+  FILE *f = fopen(list, "r");
+  if (!f)
+    return ferry__seterr(err, errno_code(errno), "list file %s: %s", list,
+                         strerror(errno));
+  const char *slash = strrchr(list, '/');
+  size_t dirlen = slash ? (size_t)(slash - list) + 1 : 0;
+  char *line = NULL, *dir = NULL;
+  size_t cap = 0;
+  int rc = 0;
+  if (!(dir = malloc(dirlen + 1))) {
+    rc = oom(err);
+    goto cleanup;
+  }
+  memcpy(dir, list, dirlen);
+  dir[dirlen] = '\0';
+  errno = 0;
+  while (getline(&line, &cap, f) >= 0) {
+    char *s = trim(line);
+    if (!*s || *s == '#')
+      continue;
+    int as_is = s[0] == '/' || !*dir || strncmp(s, "mem:", 4) == 0;
+    char *path = as_is ? strdup(s) : join_path(dir, s);
+    if (sv_push(out, path) < 0) {
+      rc = oom(err);
+      goto cleanup;
+    }
+  }
+  if (ferror(f)) {
+    rc = ferry__seterr(err, FERRY_EIO, "list file %s: read failed: %s", list,
+                       strerror(errno));
+    goto cleanup;
+  }
+  if (out->n == 0)
+    rc = ferry__seterr(err, FERRY_EEMPTY, "list file %s names no part", list);
+cleanup:
+  free(line);
+  free(dir);
+  fclose(f);
+  return rc;
+}
+
+static int resolve(const char *spec, strvec *parts, ferry__err *err) {
+  if (strncmp(spec, "mem:", 4) == 0)
+    return sv_push(parts, strdup(spec)) < 0 ? oom(err) : 0;
+  if (spec[0] == '@')
+    return read_list(spec + 1, parts, err);
+  struct stat st;
+  if (has_magic(spec)) {
+    int rc = glob_expand(spec, parts, err);
+    /* A name that merely contains '[' or '?' is still reachable. */
+    if (rc == FERRY_ENOENT && stat(spec, &st) == 0)
+      return sv_push(parts, strdup(spec)) < 0 ? oom(err) : 0;
+    return rc;
+  }
+  if (stat(spec, &st) != 0)
+    return ferry__seterr(err, errno_code(errno), "dataset %s: %s", spec,
+                         strerror(errno));
+  return sv_push(parts, strdup(spec)) < 0 ? oom(err) : 0;
+}
+
+/* ---- Scan ------------------------------------------------------------- */
+
+static int is_regular_file(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Part d (path) must hold the same variables as the manifest built from the
+ * first part.  When both parts are single files of one variable the name is
+ * not compared: a glob of part-*.npy is one variable cut into files, named
+ * after the first file's stem. */
+static int check_part(const ferry__manifest *m, const ferry__part_desc *d,
+                      const char *path, ferry__err *err) {
+  const char *first = m->parts[0].paths[0];
+  if (d->nvars != m->nvars)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "part %s has %d variables but part %s has %d", path,
+                         d->nvars, first, m->nvars);
+  int ignore_names =
+      m->nvars == 1 && is_regular_file(path) && is_regular_file(first);
+  for (int v = 0; v < m->nvars; v++) {
+    const ferry__var *a = &m->vars[v], *b = &d->vars[v];
+    char sa[160], sb[160];
+    if (!ignore_names && strcmp(a->name, b->name) != 0)
+      return ferry__seterr(err, FERRY_EFORMAT,
+                           "part %s has variable '%s' where part %s has '%s'",
+                           path, b->name, first, a->name);
+    if (a->dtype != b->dtype)
+      return ferry__seterr(err, FERRY_EFORMAT,
+                           "part %s: variable '%s' is %s but it is %s in "
+                           "part %s",
+                           path, a->name, ferry_dtype_name(b->dtype),
+                           ferry_dtype_name(a->dtype), first);
+    if (a->swapped != b->swapped)
+      return ferry__seterr(err, FERRY_EFORMAT,
+                           "part %s: variable '%s' is stored %s-endian but "
+                           "%s-endian in part %s",
+                           path, a->name, b->swapped ? "non-native" : "native",
+                           a->swapped ? "non-native" : "native", first);
+    int same = a->row_ndim == b->row_ndim && a->row_bytes == b->row_bytes;
+    for (int k = 0; same && k < a->row_ndim; k++)
+      same = a->row_shape[k] == b->row_shape[k];
+    if (!same) {
+      format_shape(sa, sizeof sa, a->row_shape, a->row_ndim);
+      format_shape(sb, sizeof sb, b->row_shape, b->row_ndim);
+      return ferry__seterr(err, FERRY_ESHAPE,
+                           "part %s: variable '%s' has rows of shape %s but "
+                           "%s in part %s",
+                           path, a->name, sb, sa, first);
+    }
+  }
+  return 0;
+}
+
+typedef struct part_arrays {
+  char **paths;
+  int64_t *offset, *size;
+} part_arrays;
+
+/* Keep only the variables named in vars (comma-separated), in that order. */
+static int select_vars(ferry__manifest *m, const char *vars,
+                       ferry__err *err) {
+  if (!vars || !*vars)
+    return 0;
+  int rc = 0, nsel = 0;
+  char *copy = strdup(vars);
+  int *sel = calloc(strlen(vars) + 1, sizeof *sel);
+  int *keep = NULL;
+  ferry__var *nv = NULL;
+  part_arrays *na = NULL;
+  if (!copy || !sel) {
+    rc = oom(err);
+    goto cleanup;
+  }
+  for (char *s = copy, *comma; s; s = comma ? comma + 1 : NULL) {
+    comma = strchr(s, ',');
+    if (comma)
+      *comma = '\0';
+    char *name = trim(s);
+    if (!*name) {
+      rc = ferry__seterr(err, FERRY_EINVAL,
+                         "vars '%s': an empty variable name", vars);
+      goto cleanup;
+    }
+    int found = -1;
+    for (int v = 0; v < m->nvars && found < 0; v++)
+      if (strcmp(m->vars[v].name, name) == 0)
+        found = v;
+    if (found < 0) {
+      char have[FERRY__MSG_MAX / 2];
+      size_t used = 0;
+      have[0] = '\0';
+      for (int v = 0; v < m->nvars && used < sizeof have; v++)
+        used += (size_t)snprintf(have + used, sizeof have - used, "%s%s",
+                                 v ? ", " : "", m->vars[v].name);
+      rc = ferry__seterr(err, FERRY_EINVAL,
+                         "variable '%s' not found; the dataset has: %s", name,
+                         have);
+      goto cleanup;
+    }
+    for (int k = 0; k < nsel; k++)
+      if (sel[k] == found) {
+        rc = ferry__seterr(err, FERRY_EINVAL,
+                           "variable '%s' is selected twice in vars '%s'",
+                           name, vars);
+        goto cleanup;
+      }
+    sel[nsel++] = found;
+  }
+  /* Allocate everything first so a failure leaves m as it was. */
+  nv = calloc((size_t)nsel, sizeof *nv);
+  keep = calloc((size_t)m->nvars, sizeof *keep);
+  na = calloc((size_t)m->nparts + 1, sizeof *na);
+  if (!nv || !keep || !na) {
+    rc = oom(err);
+    goto cleanup;
+  }
+  for (int64_t p = 0; p < m->nparts; p++) {
+    na[p].paths = calloc((size_t)nsel, sizeof *na[p].paths);
+    na[p].offset = calloc((size_t)nsel, sizeof *na[p].offset);
+    na[p].size = calloc((size_t)nsel, sizeof *na[p].size);
+    if (!na[p].paths || !na[p].offset || !na[p].size) {
+      rc = oom(err);
+      goto cleanup;
+    }
+  }
+  for (int k = 0; k < nsel; k++) {
+    keep[sel[k]] = 1;
+    nv[k] = m->vars[sel[k]];
+  }
+  for (int v = 0; v < m->nvars; v++)
+    if (!keep[v])
+      free(m->vars[v].name);
+  for (int64_t p = 0; p < m->nparts; p++) {
+    ferry__part *pt = &m->parts[p];
+    for (int k = 0; k < nsel; k++) {
+      na[p].paths[k] = pt->paths[sel[k]];
+      na[p].offset[k] = pt->data_offset[sel[k]];
+      na[p].size[k] = pt->file_size[sel[k]];
+    }
+    for (int v = 0; v < m->nvars; v++)
+      if (!keep[v])
+        free(pt->paths[v]);
+    free(pt->paths);
+    free(pt->data_offset);
+    free(pt->file_size);
+    pt->paths = na[p].paths;
+    pt->data_offset = na[p].offset;
+    pt->file_size = na[p].size;
+    na[p].paths = NULL;
+    na[p].offset = NULL;
+    na[p].size = NULL;
+  }
+  free(m->vars);
+  m->vars = nv;
+  m->nvars = nsel;
+  nv = NULL;
+cleanup:
+  for (int64_t p = 0; na && p < m->nparts; p++) {
+    free(na[p].paths);
+    free(na[p].offset);
+    free(na[p].size);
+  }
+  free(na);
+  free(keep);
+  free(nv);
+  free(sel);
+  free(copy);
+  return rc;
+}
+
+int ferry__manifest_scan(const char *spec, const char *vars,
+                         ferry__manifest *m, ferry__err *err) {
+  strvec parts = {0};
+  ferry__part_desc d;
+  const ferry__backend *be = NULL;
+  int64_t total = 0;
+  int rc = 0;
+  memset(m, 0, sizeof *m);
+  memset(&d, 0, sizeof d);
+  if (!spec || !*spec)
+    return ferry__seterr(err, FERRY_EINVAL, "the dataset string is empty");
+  if ((rc = resolve(spec, &parts, err)) < 0)
+    goto cleanup;
+  if (!(m->spec = strdup(spec)) ||
+      !(m->parts = calloc(parts.n, sizeof *m->parts))) {
+    rc = oom(err);
+    goto cleanup;
+  }
+  m->nparts = (int64_t)parts.n; /* unfilled parts are zeroed: free is safe */
+  for (size_t i = 0; i < parts.n; i++) {
+    const char *path = parts.v[i];
+    const ferry__backend *b = NULL;
+    for (int k = 0; !b && ferry__backends[k]; k++)
+      if (ferry__backends[k]->probe && ferry__backends[k]->probe(path))
+        b = ferry__backends[k];
+    if (!b) {
+      struct stat st;
+      if (strncmp(path, "mem:", 4) != 0 && stat(path, &st) != 0)
+        rc = ferry__seterr(err, errno_code(errno), "part %s: %s", path,
+                           strerror(errno));
+      else
+        rc = ferry__seterr(err, FERRY_EFORMAT, "no backend reads %s", path);
+      goto cleanup;
+    }
+    if (be && b != be) {
+      rc = ferry__seterr(err, FERRY_EFORMAT,
+                         "part %s is read by backend '%s' but part %s by '%s'",
+                         path, b->name, parts.v[0], be->name);
+      goto cleanup;
+    }
+    be = b;
+    if ((rc = b->describe(path, &d, err)) < 0)
+      goto cleanup;
+    if (d.nvars < 1 || d.num_samples < 0) {
+      rc = ferry__seterr(err, FERRY_EFORMAT, "part %s holds no variable", path);
+      goto cleanup;
+    }
+    if (i == 0) {
+      m->nvars = d.nvars;
+      m->vars = d.vars;
+      d.vars = NULL;
+    } else if ((rc = check_part(m, &d, path, err)) < 0) {
+      goto cleanup;
+    }
+    ferry__part *pt = &m->parts[i];
+    pt->num_samples = d.num_samples;
+    pt->first_sample = total;
+    pt->paths = d.paths;
+    pt->data_offset = d.data_offset;
+    pt->file_size = d.file_size;
+    d.paths = NULL;
+    d.data_offset = NULL;
+    d.file_size = NULL;
+    ferry__part_desc_free(&d);
+    if (pt->num_samples > INT64_MAX - total) {
+      rc = ferry__seterr(err, FERRY_EFORMAT,
+                         "dataset %s: the sample count overflows 64 bits at "
+                         "part %s",
+                         spec, path);
+      goto cleanup;
+    }
+    total += pt->num_samples;
+  }
+  m->num_samples = total;
+  if (!(m->backend = strdup(be ? be->name : "none"))) {
+    rc = oom(err);
+    goto cleanup;
+  }
+  if (total == 0) {
+    rc = ferry__seterr(err, FERRY_EEMPTY, "dataset %s holds no sample", spec);
+    goto cleanup;
+  }
+  if ((rc = select_vars(m, vars, err)) < 0)
+    goto cleanup;
+  m->hash = ferry__manifest_hash(m);
+cleanup:
+  ferry__part_desc_free(&d);
+  sv_free(&parts);
+  if (rc < 0)
+    ferry__manifest_free(m);
+  return rc;
+}
+
+/* ---- Pack / unpack ---------------------------------------------------- */
+
+/*
+ * Layout (all integers little-endian):
+ *   "FRYM"  u8 version=1  3 zero bytes  u64 total length
+ *   str backend  str spec  u32 nvars
+ *   per variable: str name  u8 dtype  u8 swapped  u8 row_ndim  u8 0
+ *                 i64 row_shape[row_ndim]  u64 row_bytes
+ *   i64 nparts  i64 num_samples
+ *   per part: i64 num_samples  i64 first_sample
+ *             per variable: str path  i64 data_offset  i64 file_size
+ *   u64 FNV-1a of every byte before it
+ * where str is u32 length + bytes (no NUL).  The hash is FNV-1a over the
+ * same body with the spec left empty: the spec is how the user spelled the
+ * dataset, the rest is what identifies the data.
+ */
+#define PACK_VERSION 1
+#define PACK_HEAD 16
+
+typedef struct wbuf {
+  unsigned char *p;
+  size_t len, cap;
+  int failed;
+  int hash_only;
+  uint64_t h;
+} wbuf;
+
+static void w_bytes(wbuf *w, const void *src, size_t n) {
+  if (w->hash_only) {
+    w->h = ferry__fnv1a(w->h, src, n);
+    w->len += n;
+    return;
+  }
+  if (w->failed)
+    return;
+  if (n > w->cap - w->len) {
+    size_t ncap = w->cap ? w->cap : 256;
+    while (n > ncap - w->len) {
+      if (ncap > SIZE_MAX / 2) {
+        w->failed = 1;
+        return;
+      }
+      ncap *= 2;
+    }
+    unsigned char *np = realloc(w->p, ncap);
+    if (!np) {
+      w->failed = 1;
+      return;
+    }
+    w->p = np;
+    w->cap = ncap;
+  }
+  memcpy(w->p + w->len, src, n);
+  w->len += n;
+}
+
+static void w_u64(wbuf *w, uint64_t v) {
+  unsigned char b[8];
+  for (int i = 0; i < 8; i++)
+    b[i] = (unsigned char)(v >> (8 * i));
+  w_bytes(w, b, 8);
+}
+
+static void w_u32(wbuf *w, uint32_t v) {
+  unsigned char b[4];
+  for (int i = 0; i < 4; i++)
+    b[i] = (unsigned char)(v >> (8 * i));
+  w_bytes(w, b, 4);
+}
+
+static void w_u8(wbuf *w, unsigned v) {
+  unsigned char b = (unsigned char)v;
+  w_bytes(w, &b, 1);
+}
+
+static void w_str(wbuf *w, const char *s) {
+  size_t n = s ? strlen(s) : 0;
+  if (n > UINT32_MAX) {
+    w->failed = 1;
+    return;
+  }
+  w_u32(w, (uint32_t)n);
+  w_bytes(w, s ? s : "", n);
+}
+
+static void pack_body(wbuf *w, const ferry__manifest *m, int with_spec) {
+  w_str(w, m->backend);
+  w_str(w, with_spec ? m->spec : "");
+  w_u32(w, (uint32_t)m->nvars);
+  for (int v = 0; v < m->nvars; v++) {
+    const ferry__var *x = &m->vars[v];
+    w_str(w, x->name);
+    w_u8(w, (unsigned)x->dtype);
+    w_u8(w, (unsigned)x->swapped);
+    w_u8(w, (unsigned)x->row_ndim);
+    w_u8(w, 0);
+    for (int k = 0; k < x->row_ndim; k++)
+      w_u64(w, (uint64_t)x->row_shape[k]);
+    w_u64(w, (uint64_t)x->row_bytes);
+  }
+  w_u64(w, (uint64_t)m->nparts);
+  w_u64(w, (uint64_t)m->num_samples);
+  for (int64_t p = 0; p < m->nparts; p++) {
+    const ferry__part *pt = &m->parts[p];
+    w_u64(w, (uint64_t)pt->num_samples);
+    w_u64(w, (uint64_t)pt->first_sample);
+    for (int v = 0; v < m->nvars; v++) {
+      w_str(w, pt->paths[v]);
+      w_u64(w, (uint64_t)pt->data_offset[v]);
+      w_u64(w, (uint64_t)pt->file_size[v]);
+    }
+  }
+}
+
+uint64_t ferry__manifest_hash(const ferry__manifest *m) {
+  wbuf w;
+  memset(&w, 0, sizeof w);
+  w.hash_only = 1;
+  w.h = FERRY__FNV_INIT;
+  w_u8(&w, PACK_VERSION);
+  pack_body(&w, m, 0);
+  return w.h;
+}
+
+int ferry__manifest_pack(const ferry__manifest *m, void **buf, size_t *len) {
+  wbuf w;
+  memset(&w, 0, sizeof w);
+  *buf = NULL;
+  *len = 0;
+  w_bytes(&w, "FRYM", 4);
+  w_u8(&w, PACK_VERSION);
+  w_u8(&w, 0);
+  w_u8(&w, 0);
+  w_u8(&w, 0);
+  w_u64(&w, 0); /* total length, filled in below */
+  pack_body(&w, m, 1);
+  w_u64(&w, 0); /* checksum, filled in below */
+  if (w.failed) {
+    free(w.p);
+    return FERRY_ENOMEM;
+  }
+  uint64_t total = w.len;
+  for (int i = 0; i < 8; i++)
+    w.p[8 + i] = (unsigned char)(total >> (8 * i));
+  uint64_t sum = ferry__fnv1a(FERRY__FNV_INIT, w.p, w.len - 8);
+  for (int i = 0; i < 8; i++)
+    w.p[w.len - 8 + i] = (unsigned char)(sum >> (8 * i));
+  *buf = w.p;
+  *len = w.len;
+  return 0;
+}
+
+typedef struct rbuf {
+  const unsigned char *p;
+  size_t len, pos;
+  const char *bad;  /* what was wrong, NULL while all is well */
+  size_t bad_pos;
+  int oom;
+} rbuf;
+
+static int r_fail(rbuf *r, const char *what) {
+  if (!r->bad) {
+    r->bad = what;
+    r->bad_pos = r->pos;
+  }
+  return -1;
+}
+
+static int r_bytes(rbuf *r, void *dst, size_t n) {
+  if (r->bad)
+    return -1;
+  if (n > r->len - r->pos)
+    return r_fail(r, "buffer ends early");
+  memcpy(dst, r->p + r->pos, n);
+  r->pos += n;
+  return 0;
+}
+
+static uint64_t r_u64(rbuf *r) {
+  unsigned char b[8] = {0};
+  uint64_t v = 0;
+  r_bytes(r, b, 8);
+  for (int i = 0; i < 8; i++)
+    v |= (uint64_t)b[i] << (8 * i);
+  return v;
+}
+
+/* A signed count or size that must be >= 0. */
+static int64_t r_nonneg(rbuf *r, const char *what) {
+  uint64_t v = r_u64(r);
+  if (v > (uint64_t)INT64_MAX) {
+    r_fail(r, what);
+    return 0;
+  }
+  return (int64_t)v;
+}
+
+static uint32_t r_u32(rbuf *r) {
+  unsigned char b[4] = {0};
+  r_bytes(r, b, 4);
+  return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+         (uint32_t)b[3] << 24;
+}
+
+static unsigned r_u8(rbuf *r) {
+  unsigned char b = 0;
+  r_bytes(r, &b, 1);
+  return b;
+}
+
+static char *r_str(rbuf *r) {
+  uint32_t n = r_u32(r);
+  if (r->bad)
+    return NULL;
+  if (n > r->len - r->pos) {
+    r_fail(r, "string runs past the end");
+    return NULL;
+  }
+  if (memchr(r->p + r->pos, 0, n)) {
+    r_fail(r, "string holds a NUL byte");
+    return NULL;
+  }
+  char *s = malloc((size_t)n + 1);
+  if (!s) {
+    r->oom = 1;
+    r_fail(r, "out of memory");
+    return NULL;
+  }
+  memcpy(s, r->p + r->pos, n);
+  s[n] = '\0';
+  r->pos += n;
+  return s;
+}
+
+static int unpack_body(rbuf *r, ferry__manifest *m) {
+  if (!(m->backend = r_str(r)) || !(m->spec = r_str(r)))
+    return -1;
+  uint32_t nvars = r_u32(r);
+  if (r->bad)
+    return -1;
+  /* Each variable takes at least 17 bytes: never allocate more than the
+   * buffer could describe. */
+  if (nvars < 1 || nvars > INT_MAX || nvars > (r->len - r->pos) / 17)
+    return r_fail(r, "bad variable count");
+  if (!(m->vars = calloc(nvars, sizeof *m->vars))) {
+    r->oom = 1;
+    return r_fail(r, "out of memory");
+  }
+  m->nvars = (int)nvars;
+  for (int v = 0; v < m->nvars; v++) {
+    ferry__var *x = &m->vars[v];
+    if (!(x->name = r_str(r)))
+      return -1;
+    if (!*x->name)
+      return r_fail(r, "empty variable name");
+    for (int k = 0; k < v; k++)
+      if (strcmp(m->vars[k].name, x->name) == 0)
+        return r_fail(r, "variable named twice");
+    unsigned dt = r_u8(r), sw = r_u8(r), nd = r_u8(r);
+    r_u8(r);
+    if (r->bad)
+      return -1;
+    if (dt >= FERRY_DTYPE_COUNT)
+      return r_fail(r, "bad dtype");
+    if (sw > 1)
+      return r_fail(r, "bad swapped flag");
+    if (nd > FERRY_MAX_DIMS - 1)
+      return r_fail(r, "too many row dimensions");
+    x->dtype = (ferry_dtype)dt;
+    x->swapped = (int)sw;
+    x->row_ndim = (int)nd;
+    uint64_t bytes = ferry_dtype_size(x->dtype);
+    for (unsigned k = 0; k < nd; k++) {
+      int64_t d = r_nonneg(r, "bad row dimension");
+      if (r->bad)
+        return -1;
+      if (d < 1 || bytes > (uint64_t)INT64_MAX / (uint64_t)d)
+        return r_fail(r, "bad row dimension");
+      x->row_shape[k] = d;
+      bytes *= (uint64_t)d;
+    }
+    uint64_t rb = r_u64(r);
+    if (r->bad)
+      return -1;
+    if (rb != bytes || rb == 0)
+      return r_fail(r, "row size does not match dtype and shape");
+    x->row_bytes = (size_t)rb;
+  }
+  int64_t nparts = r_nonneg(r, "bad part count");
+  int64_t total = r_nonneg(r, "bad sample count");
+  if (r->bad)
+    return -1;
+  uint64_t per_part = 16 + (uint64_t)m->nvars * 20;
+  if ((uint64_t)nparts > (r->len - r->pos) / per_part)
+    return r_fail(r, "bad part count");
+  if (nparts > 0 && !(m->parts = calloc((size_t)nparts, sizeof *m->parts))) {
+    r->oom = 1;
+    return r_fail(r, "out of memory");
+  }
+  m->nparts = nparts;
+  int64_t sum = 0;
+  for (int64_t p = 0; p < nparts; p++) {
+    ferry__part *pt = &m->parts[p];
+    pt->num_samples = r_nonneg(r, "bad part sample count");
+    pt->first_sample = r_nonneg(r, "bad first sample");
+    if (r->bad)
+      return -1;
+    if (pt->first_sample != sum || pt->num_samples > INT64_MAX - sum)
+      return r_fail(r, "parts do not add up");
+    sum += pt->num_samples;
+    pt->paths = calloc((size_t)m->nvars, sizeof *pt->paths);
+    pt->data_offset = calloc((size_t)m->nvars, sizeof *pt->data_offset);
+    pt->file_size = calloc((size_t)m->nvars, sizeof *pt->file_size);
+    if (!pt->paths || !pt->data_offset || !pt->file_size) {
+      r->oom = 1;
+      return r_fail(r, "out of memory");
+    }
+    for (int v = 0; v < m->nvars; v++) {
+      if (!(pt->paths[v] = r_str(r)))
+        return -1;
+      pt->data_offset[v] = r_nonneg(r, "bad data offset");
+      pt->file_size[v] = r_nonneg(r, "bad file size");
+      if (r->bad)
+        return -1;
+    }
+  }
+  if (sum != total)
+    return r_fail(r, "parts do not add up to the sample count");
+  m->num_samples = total;
+  return 0;
+}
+
+int ferry__manifest_unpack(const void *buf, size_t len, ferry__manifest *m,
+                           ferry__err *err) {
+  rbuf r;
+  memset(&r, 0, sizeof r);
+  memset(m, 0, sizeof *m);
+  r.p = buf;
+  r.len = buf ? len : 0;
+  if (r.len < PACK_HEAD + 8 || memcmp(r.p, "FRYM", 4) != 0)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "manifest buffer of %zu bytes: not a ferry manifest",
+                         len);
+  if (r.p[4] != PACK_VERSION)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "manifest buffer: version %u, this ferry reads %d",
+                         r.p[4], PACK_VERSION);
+  r.pos = 8;
+  uint64_t total = r_u64(&r);
+  if (total != len)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "manifest buffer: holds %zu bytes but says %llu",
+                         len, (unsigned long long)total);
+  uint64_t sum = 0;
+  for (int i = 0; i < 8; i++)
+    sum |= (uint64_t)r.p[len - 8 + i] << (8 * i);
+  if (sum != ferry__fnv1a(FERRY__FNV_INIT, r.p, len - 8))
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "manifest buffer: checksum mismatch (corrupted)");
+  r.len = len - 8; /* the body ends where the checksum starts */
+  int rc = unpack_body(&r, m);
+  if (rc == 0 && r.pos != r.len)
+    rc = r_fail(&r, "unexpected bytes after the last part");
+  if (rc < 0) {
+    int code = r.oom ? FERRY_ENOMEM : FERRY_EFORMAT;
+    ferry__manifest_free(m);
+    return ferry__seterr(err, code, "manifest buffer corrupt at byte %zu: %s",
+                         r.bad_pos, r.bad ? r.bad : "?");
+  }
+  m->hash = ferry__manifest_hash(m);
+  return 0;
+}
+
+/* ---- JSON ------------------------------------------------------------- */
+
+/*
+ * The saved manifest (written by ferry_manifest_save, read back with the
+ * manifest option):
+ *
+ *   {"ferry_manifest": 1, "backend": "npy", "spec": "data/train",
+ *    "num_samples": 97,
+ *    "vars": [{"name": "x", "dtype": "float32", "swapped": false,
+ *              "row_shape": [4]}],
+ *    "parts": [{"num_samples": 97,
+ *               "files": [{"path": "data/train/x.npy", "data_offset": 128,
+ *                          "file_size": 1680}]}]}
+ *
+ * "files" lists one entry per variable, in the order of "vars".
+ * "num_samples" at the top is informational; loading recomputes it.
+ */
+int ferry__manifest_save_json(const ferry__manifest *m, const char *path,
+                              ferry__err *err) {
+  int bad = 0, rc = 0;
+  char *text = NULL;
+  FILE *f = NULL;
+  json_t *root = json_object(), *vars = json_array(), *parts = json_array();
+  bad |= !root || !vars || !parts;
+  if (!bad) {
+    bad |= json_object_set_new(root, "ferry_manifest", json_integer(1));
+    bad |= json_object_set_new(root, "backend", json_string(m->backend));
+    bad |= json_object_set_new(root, "spec", json_string(m->spec));
+    bad |= json_object_set_new(root, "num_samples",
+                               json_integer((json_int_t)m->num_samples));
+  }
+  for (int v = 0; !bad && v < m->nvars; v++) {
+    const ferry__var *x = &m->vars[v];
+    json_t *o = json_object(), *shape = json_array();
+    bad |= !o || !shape;
+    for (int k = 0; !bad && k < x->row_ndim; k++)
+      bad |= json_array_append_new(shape,
+                                   json_integer((json_int_t)x->row_shape[k]));
+    if (!bad) {
+      bad |= json_object_set_new(o, "name", json_string(x->name));
+      bad |= json_object_set_new(o, "dtype",
+                                 json_string(ferry_dtype_name(x->dtype)));
+      bad |= json_object_set_new(o, "swapped", json_boolean(x->swapped));
+      bad |= json_object_set_new(o, "row_shape", shape);
+      shape = NULL;
+      bad |= json_array_append_new(vars, o);
+      o = NULL;
+    }
+    json_decref(o);
+    json_decref(shape);
+  }
+  for (int64_t p = 0; !bad && p < m->nparts; p++) {
+    const ferry__part *pt = &m->parts[p];
+    json_t *o = json_object(), *files = json_array();
+    bad |= !o || !files;
+    for (int v = 0; !bad && v < m->nvars; v++) {
+      json_t *fo = json_object();
+      bad |= !fo;
+      if (!bad) {
+        bad |= json_object_set_new(fo, "path", json_string(pt->paths[v]));
+        bad |= json_object_set_new(fo, "data_offset",
+                                   json_integer((json_int_t)pt->data_offset[v]));
+        bad |= json_object_set_new(fo, "file_size",
+                                   json_integer((json_int_t)pt->file_size[v]));
+        bad |= json_array_append_new(files, fo);
+      } else {
+        json_decref(fo);
+      }
+    }
+    if (!bad) {
+      bad |= json_object_set_new(o, "num_samples",
+                                 json_integer((json_int_t)pt->num_samples));
+      bad |= json_object_set_new(o, "files", files);
+      files = NULL;
+      bad |= json_array_append_new(parts, o);
+      o = NULL;
+    }
+    json_decref(o);
+    json_decref(files);
+  }
+  if (!bad) {
+    bad |= json_object_set_new(root, "vars", vars);
+    vars = NULL;
+    bad |= json_object_set_new(root, "parts", parts);
+    parts = NULL;
+  }
+  /* Strings that are not UTF-8 (a path in another encoding) make
+   * json_string return NULL too; say so rather than "out of memory". */
+  if (bad || !(text = json_dumps(root, JSON_INDENT(2)))) {
+    rc = ferry__seterr(err, FERRY_EIO,
+                       "manifest %s: cannot encode the manifest as JSON "
+                       "(out of memory, or a name or path is not UTF-8)",
+                       path);
+    goto cleanup;
+  }
+  if (!(f = fopen(path, "w"))) {
+    rc = ferry__seterr(err,
+                       errno == EACCES || errno == EPERM || errno == EROFS
+                           ? FERRY_EACCES
+                           : FERRY_EIO,
+                       "manifest %s: cannot create: %s", path,
+                       strerror(errno));
+    goto cleanup;
+  }
+  size_t n = strlen(text);
+  int wrote = fwrite(text, 1, n, f) == n && fputc('\n', f) != EOF;
+  int closed = fclose(f) == 0;
+  f = NULL;
+  if (!wrote || !closed)
+    rc = ferry__seterr(err, FERRY_EIO, "manifest %s: write failed: %s", path,
+                       strerror(errno));
+cleanup:
+  free(text);
+  json_decref(root);
+  json_decref(vars);
+  json_decref(parts);
+  return rc;
+}
+
+static int missing(ferry__err *err, const char *file, const char *key) {
+  return ferry__seterr(err, FERRY_EFORMAT,
+                       "manifest %s: key '%s' is missing or invalid", file,
+                       key);
+}
+
+/* An integer member >= min; FERRY_EFORMAT naming the key otherwise. */
+static int get_int(json_t *o, const char *k, int64_t min, int64_t *out,
+                   const char *file, const char *key, ferry__err *err) {
+  json_t *v = json_object_get(o, k);
+  if (!json_is_integer(v) || json_integer_value(v) < min)
+    return missing(err, file, key);
+  *out = (int64_t)json_integer_value(v);
+  return 0;
+}
+
+int ferry__manifest_load_json(const char *path, const char *vars,
+                              ferry__manifest *m, ferry__err *err) {
+  json_error_t je;
+  json_t *root = NULL;
+  char key[128];
+  int rc = 0;
+  memset(m, 0, sizeof *m);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return ferry__seterr(err, errno_code(errno), "manifest %s: %s", path,
+                         strerror(errno));
+  root = json_loadf(f, 0, &je);
+  fclose(f);
+  if (!root)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "manifest %s: invalid JSON at line %d, column %d: %s",
+                         path, je.line, je.column, je.text);
+  int64_t version = 0;
+  if (!json_is_object(root)) {
+    rc = ferry__seterr(err, FERRY_EFORMAT,
+                       "manifest %s: the top level is not a JSON object", path);
+    goto cleanup;
+  }
+  if ((rc = get_int(root, "ferry_manifest", 0, &version, path,
+                    "ferry_manifest", err)) < 0)
+    goto cleanup;
+  if (version != 1) {
+    rc = ferry__seterr(err, FERRY_ENOTSUP,
+                       "manifest %s: version %lld; this ferry reads version 1",
+                       path, (long long)version);
+    goto cleanup;
+  }
+  json_t *jb = json_object_get(root, "backend");
+  json_t *js = json_object_get(root, "spec");
+  json_t *jv = json_object_get(root, "vars");
+  json_t *jp = json_object_get(root, "parts");
+  if (!json_is_string(jb)) {
+    rc = missing(err, path, "backend");
+    goto cleanup;
+  }
+  if (!json_is_string(js)) {
+    rc = missing(err, path, "spec");
+    goto cleanup;
+  }
+  if (!json_is_array(jv) || json_array_size(jv) < 1 ||
+      json_array_size(jv) > INT_MAX) {
+    rc = missing(err, path, "vars");
+    goto cleanup;
+  }
+  if (!json_is_array(jp)) {
+    rc = missing(err, path, "parts");
+    goto cleanup;
+  }
+  if (!ferry__backend_find(json_string_value(jb))) {
+    rc = ferry__seterr(err, FERRY_ENOTSUP,
+                       "manifest %s: backend '%s' is not compiled into this "
+                       "ferry",
+                       path, json_string_value(jb));
+    goto cleanup;
+  }
+  if (!(m->backend = strdup(json_string_value(jb))) ||
+      !(m->spec = strdup(json_string_value(js))) ||
+      !(m->vars = calloc(json_array_size(jv), sizeof *m->vars))) {
+    rc = oom(err);
+    goto cleanup;
+  }
+  m->nvars = (int)json_array_size(jv);
+  for (int v = 0; v < m->nvars; v++) {
+    json_t *o = json_array_get(jv, (size_t)v);
+    ferry__var *x = &m->vars[v];
+    json_t *jn = json_object_get(o, "name"), *jd = json_object_get(o, "dtype");
+    json_t *jw = json_object_get(o, "swapped");
+    json_t *jr = json_object_get(o, "row_shape");
+    snprintf(key, sizeof key, "vars[%d].name", v);
+    if (!json_is_string(jn) || !*json_string_value(jn)) {
+      rc = missing(err, path, key);
+      goto cleanup;
+    }
+    if (!(x->name = strdup(json_string_value(jn)))) {
+      rc = oom(err);
+      goto cleanup;
+    }
+    for (int k = 0; k < v; k++)
+      if (strcmp(m->vars[k].name, x->name) == 0) {
+        rc = ferry__seterr(err, FERRY_EFORMAT,
+                           "manifest %s: variable '%s' is listed twice", path,
+                           x->name);
+        goto cleanup;
+      }
+    snprintf(key, sizeof key, "vars[%d].dtype", v);
+    if (!json_is_string(jd) ||
+        ferry__dtype_from_name(json_string_value(jd), &x->dtype) != 0) {
+      rc = missing(err, path, key);
+      goto cleanup;
+    }
+    snprintf(key, sizeof key, "vars[%d].swapped", v);
+    if (json_is_boolean(jw))
+      x->swapped = json_is_true(jw);
+    else if (json_is_integer(jw) && (json_integer_value(jw) == 0 ||
+                                     json_integer_value(jw) == 1))
+      x->swapped = (int)json_integer_value(jw);
+    else {
+      rc = missing(err, path, key);
+      goto cleanup;
+    }
+    snprintf(key, sizeof key, "vars[%d].row_shape", v);
+    if (!json_is_array(jr) || json_array_size(jr) > FERRY_MAX_DIMS - 1) {
+      rc = missing(err, path, key);
+      goto cleanup;
+    }
+    x->row_ndim = (int)json_array_size(jr);
+    int64_t bytes = (int64_t)ferry_dtype_size(x->dtype);
+    for (int k = 0; k < x->row_ndim; k++) {
+      json_t *d = json_array_get(jr, (size_t)k);
+      if (!json_is_integer(d) || json_integer_value(d) < 1 ||
+          bytes > INT64_MAX / json_integer_value(d)) {
+        rc = missing(err, path, key);
+        goto cleanup;
+      }
+      x->row_shape[k] = (int64_t)json_integer_value(d);
+      bytes *= x->row_shape[k];
+    }
+    x->row_bytes = (size_t)bytes;
+  }
+  size_t nparts = json_array_size(jp);
+  if (nparts > 0 && !(m->parts = calloc(nparts, sizeof *m->parts))) {
+    rc = oom(err);
+    goto cleanup;
+  }
+  m->nparts = (int64_t)nparts;
+  int check_sizes = strcmp(m->backend, "mem") != 0;
+  int64_t total = 0;
+  for (size_t p = 0; p < nparts; p++) {
+    json_t *o = json_array_get(jp, p), *jf = json_object_get(o, "files");
+    ferry__part *pt = &m->parts[p];
+    snprintf(key, sizeof key, "parts[%zu].num_samples", p);
+    if ((rc = get_int(o, "num_samples", 0, &pt->num_samples, path, key, err)) <
+        0)
+      goto cleanup;
+    if (pt->num_samples > INT64_MAX - total) {
+      rc = ferry__seterr(err, FERRY_EFORMAT,
+                         "manifest %s: the sample count overflows at part %zu",
+                         path, p);
+      goto cleanup;
+    }
+    pt->first_sample = total;
+    total += pt->num_samples;
+    snprintf(key, sizeof key, "parts[%zu].files", p);
+    if (!json_is_array(jf) || json_array_size(jf) != (size_t)m->nvars) {
+      rc = missing(err, path, key);
+      goto cleanup;
+    }
+    pt->paths = calloc((size_t)m->nvars, sizeof *pt->paths);
+    pt->data_offset = calloc((size_t)m->nvars, sizeof *pt->data_offset);
+    pt->file_size = calloc((size_t)m->nvars, sizeof *pt->file_size);
+    if (!pt->paths || !pt->data_offset || !pt->file_size) {
+      rc = oom(err);
+      goto cleanup;
+    }
+    for (int v = 0; v < m->nvars; v++) {
+      json_t *fo = json_array_get(jf, (size_t)v);
+      json_t *jpath = json_object_get(fo, "path");
+      snprintf(key, sizeof key, "parts[%zu].files[%d].path", p, v);
+      if (!json_is_string(jpath)) {
+        rc = missing(err, path, key);
+        goto cleanup;
+      }
+      if (!(pt->paths[v] = strdup(json_string_value(jpath)))) {
+        rc = oom(err);
+        goto cleanup;
+      }
+      snprintf(key, sizeof key, "parts[%zu].files[%d].data_offset", p, v);
+      if ((rc = get_int(fo, "data_offset", 0, &pt->data_offset[v], path, key,
+                        err)) < 0)
+        goto cleanup;
+      snprintf(key, sizeof key, "parts[%zu].files[%d].file_size", p, v);
+      if ((rc = get_int(fo, "file_size", 0, &pt->file_size[v], path, key,
+                        err)) < 0)
+        goto cleanup;
+      /* num_samples * row_bytes fits: both bounded, checked as a quotient. */
+      int64_t rb = (int64_t)m->vars[v].row_bytes;
+      if (check_sizes &&
+          (pt->num_samples > (INT64_MAX - pt->data_offset[v]) / rb ||
+           pt->data_offset[v] + pt->num_samples * rb > pt->file_size[v])) {
+        rc = ferry__seterr(err, FERRY_EFORMAT,
+                           "manifest %s: %s: %lld rows of %lld bytes at "
+                           "offset %lld do not fit in its %lld bytes "
+                           "(variable %s)",
+                           path, pt->paths[v], (long long)pt->num_samples,
+                           (long long)rb, (long long)pt->data_offset[v],
+                           (long long)pt->file_size[v], m->vars[v].name);
+        goto cleanup;
+      }
+    }
+  }
+  m->num_samples = total;
+  if (total == 0) {
+    rc = ferry__seterr(err, FERRY_EEMPTY, "manifest %s: the dataset holds no "
+                                          "sample",
+                       path);
+    goto cleanup;
+  }
+  if ((rc = select_vars(m, vars, err)) < 0)
+    goto cleanup;
+  m->hash = ferry__manifest_hash(m);
+cleanup:
+  json_decref(root);
+  if (rc < 0)
+    ferry__manifest_free(m);
+  return rc;
+}
