@@ -37,6 +37,12 @@
 
 enum { SLOT_FREE = 0, SLOT_BUSY, SLOT_READY, SLOT_HELD };
 
+/* Read buffers are reused through a small pool: freeing and allocating
+ * megabytes per chunk makes glibc hand the heap top back to the kernel and
+ * fault every page in again, which cost 10x in read throughput.  Each buffer
+ * carries its capacity in a header in front of it. */
+enum { POOL_MAX = 256, BUF_HDR = 64 };
+
 typedef struct ring_slot {
   ferry_batch batch;
   ferry_tensor *tensors;   /* [nvars]                              */
@@ -100,6 +106,10 @@ struct ferry_loader {
   pthread_mutex_t stats_mu;
   ferry_stats stats;
   char errmsg[FERRY__MSG_MAX];
+  pthread_mutex_t pool_mu;   /* guards the read-buffer pool             */
+  unsigned char *pool[POOL_MAX];
+  int npool;
+  size_t pool_bytes;
 };
 
 static double now_s(void) {
@@ -108,8 +118,63 @@ static double now_s(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static unsigned char *buf_get(ferry_loader *L, size_t bytes) {
+  pthread_mutex_lock(&L->pool_mu);
+  int best = -1;
+  for (int i = 0; i < L->npool; i++) {
+    size_t cap = *(size_t *)(L->pool[i] - BUF_HDR);
+    if (cap >= bytes &&
+        (best < 0 || cap < *(size_t *)(L->pool[best] - BUF_HDR)))
+      best = i;
+  }
+  if (best >= 0) {
+    unsigned char *p = L->pool[best];
+    L->pool[best] = L->pool[--L->npool];
+    L->pool_bytes -= *(size_t *)(p - BUF_HDR);
+    pthread_mutex_unlock(&L->pool_mu);
+    return p;
+  }
+  pthread_mutex_unlock(&L->pool_mu);
+  unsigned char *raw = malloc(bytes + BUF_HDR);
+  if (!raw)
+    return NULL;
+  *(size_t *)raw = bytes;
+  return raw + BUF_HDR;
+}
+
+/* Keep p for reuse while pooled + still resident bytes stay within the read
+ * budget; free it otherwise. */
+static void buf_put(ferry_loader *L, unsigned char *p, size_t resident) {
+  if (!p)
+    return;
+  size_t cap = *(size_t *)(p - BUF_HDR);
+  pthread_mutex_lock(&L->pool_mu);
+  if (L->npool < POOL_MAX &&
+      L->pool_bytes + resident + cap <= L->budget.read_bytes) {
+    L->pool[L->npool++] = p;
+    L->pool_bytes += cap;
+    p = NULL;
+  }
+  pthread_mutex_unlock(&L->pool_mu);
+  if (p)
+    free(p - BUF_HDR);
+}
+
+static void pool_drain(ferry_loader *L, size_t keep) {
+  pthread_mutex_lock(&L->pool_mu);
+  while (L->npool > 0 && L->pool_bytes > keep) {
+    unsigned char *p = L->pool[--L->npool];
+    L->pool_bytes -= *(size_t *)(p - BUF_HDR);
+    free(p - BUF_HDR);
+  }
+  pthread_mutex_unlock(&L->pool_mu);
+}
+
 static void note_resident(ferry_loader *L, size_t extent_bytes) {
-  size_t total = L->budget.ring_bytes + extent_bytes;
+  pthread_mutex_lock(&L->pool_mu);
+  size_t pooled = L->pool_bytes;
+  pthread_mutex_unlock(&L->pool_mu);
+  size_t total = L->budget.ring_bytes + extent_bytes + pooled;
   pthread_mutex_lock(&L->stats_mu);
   if (total > L->stats.peak_resident_bytes)
     L->stats.peak_resident_bytes = total;
@@ -171,7 +236,7 @@ static int read_extent(epoch_state *ep, ferry__io *io, const ferry__extent *x,
                        unsigned char **out, ferry__err *err) {
   ferry_loader *L = ep->L;
   size_t bytes = (size_t)x->count * L->row_total;
-  unsigned char *buf = malloc(bytes ? bytes : 1);
+  unsigned char *buf = buf_get(L, bytes);
   if (!buf)
     return ferry__seterr(err, FERRY_ENOMEM,
                          "rank %d: out of memory for %zu bytes of part %lld",
@@ -181,7 +246,7 @@ static int read_extent(epoch_state *ep, ferry__io *io, const ferry__extent *x,
     int rc = L->be->io_read(io, x->part, v, x->row, x->count,
                             buf + (size_t)x->count * L->var_prefix[v], err);
     if (rc) {
-      free(buf);
+      buf_put(L, buf, 0);
       return rc;
     }
   }
@@ -220,6 +285,14 @@ static int cmp_i64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* Double buffering: window w may be read once the consumer is within
+ * `prefetch` batches of the first batch of window w-1, so one window is read
+ * while the previous one is served.  admit_of(w) <= need(w): a batch never
+ * waits for a window that is not admitted yet. */
+static int64_t admit_of(const ferry__rank_plan *p, int64_t w) {
+  return w > 0 ? p->window_need[w - 1] : 0;
+}
+
 /* Wait until `admit` batches are consumed (minus the lookahead) or stop.
  * Returns 1 to go on, 0 to stop. */
 static int wait_admission(epoch_state *ep, int64_t admit) {
@@ -236,7 +309,7 @@ static void io_independent(epoch_state *ep, ferry__io *io) {
   const ferry__rank_plan *p = &ep->plan;
   ferry__err err = {0};
   for (int64_t w = 0; w < p->nwindows; w++) {
-    if (!wait_admission(ep, p->window_need[w]))
+    if (!wait_admission(ep, admit_of(p, w)))
       return;
     for (int64_t e = p->window_first_extent[w];
          e < p->window_first_extent[w + 1]; e++) {
@@ -347,7 +420,7 @@ static void io_collective(epoch_state *ep, ferry__io *io) {
       }
       for (int64_t k = 0; k < nmine && !dummy; k++) {
         size_t bytes = (size_t)me->extents[mine0 + k].count * L->row_total;
-        bufs[k] = malloc(bytes ? bytes : 1);
+        bufs[k] = buf_get(L, bytes);
         if (!bufs[k]) {
           ferry__seterr(&err, FERRY_ENOMEM, "rank %d: out of memory",
                         L->rank);
@@ -382,7 +455,7 @@ static void io_collective(epoch_state *ep, ferry__io *io) {
         pthread_mutex_unlock(&L->stats_mu);
       } else if (bufs) {
         for (int64_t k = 0; k < nmine; k++)
-          free(bufs[k]);
+          buf_put(L, bufs[k], 0);
       }
       free(bufs);
     }
@@ -508,9 +581,10 @@ static void *worker_main(void *arg) {
     s->state = SLOT_READY;
     pthread_cond_broadcast(&ep->cv_ready);
     if (nfree) {
+      size_t resident = ep->resident;
       pthread_mutex_unlock(&ep->mu);
       for (int64_t k = 0; k < nfree; k++)
-        free(tofree[k]);
+        buf_put(L, tofree[k], resident);
       pthread_mutex_lock(&ep->mu);
     }
   }
@@ -553,7 +627,7 @@ static int epoch_stop(ferry_loader *L) {
       pthread_join(ep->workers[i], NULL);
   }
   for (int64_t e = 0; ep->ext_buf && e < ep->plan.nextents; e++)
-    free(ep->ext_buf[e]);
+    buf_put(L, ep->ext_buf[e], 0);
   free(ep->ext_buf);
   free(ep->win_remaining);
   free(ep->workers);
@@ -585,7 +659,7 @@ static void plan_params(const ferry_loader *L, int64_t epoch,
 }
 
 /* Exact bound of the extent bytes resident at once under the admission rule:
- * at consumption c, windows with need <= c + prefetch whose last batch >= c. */
+ * at consumption c, windows with admit <= c + prefetch whose last batch >= c. */
 static size_t read_bound(const ferry_loader *L, const ferry__rank_plan *p) {
   int64_t nb = p->num_batches, la = L->opts->prefetch;
   if (nb == 0)
@@ -597,7 +671,7 @@ static size_t read_bound(const ferry_loader *L, const ferry__rank_plan *p) {
   for (int64_t w = 0; w < p->nwindows; w++) {
     int64_t last = (pos + p->window_samples[w] - 1) / L->opts->batch_size;
     pos += p->window_samples[w];
-    int64_t from = p->window_need[w] - la < 0 ? 0 : p->window_need[w] - la;
+    int64_t from = admit_of(p, w) - la < 0 ? 0 : admit_of(p, w) - la;
     if (last >= nb)
       last = nb - 1;
     double bytes = (double)p->window_samples[w] * (double)L->row_total;
@@ -638,8 +712,8 @@ static int plan_collective(epoch_state *ep, const ferry__plan_params *pp,
     int64_t g = INT64_MAX;
     for (int r = 0; r < L->size; r++)
       if (j < ep->all_reads[r].nwindows &&
-          ep->all_reads[r].window_need[j] < g)
-        g = ep->all_reads[r].window_need[j];
+          admit_of(&ep->all_reads[r], j) < g)
+        g = admit_of(&ep->all_reads[r], j);
     ep->round_admit[j] = g;
   }
   /* suffix minimum: admission never decreases from one round to the next */
@@ -763,6 +837,7 @@ int ferry_set_epoch(ferry_loader *L, int64_t epoch) {
           (size_t)(p->num_batches + 1) * 2 * sizeof(int64_t);
       L->budget.total_bytes = L->budget.ring_bytes + L->budget.read_bytes +
                               L->budget.plan_bytes;
+      pool_drain(L, L->budget.read_bytes);
       L->ep = ep;
       if (pthread_create(&ep->io_thread, NULL, io_main, ep) == 0)
         ep->io_started = 1;
@@ -949,6 +1024,8 @@ static void loader_free(ferry_loader *L) {
   if (!L)
     return;
   ring_free(L);
+  pool_drain(L, 0);
+  pthread_mutex_destroy(&L->pool_mu);
   free(L->chunks);
   free(L->var_prefix);
   ferry__manifest_free(&L->m);
@@ -1058,6 +1135,7 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
     return ferry__seterr(NULL, FERRY_ENOMEM, "ferry_open: out of memory");
   L->comm = L->io_comm = MPI_COMM_NULL;
   pthread_mutex_init(&L->stats_mu, NULL);
+  pthread_mutex_init(&L->pool_mu, NULL);
   if (MPI_Comm_dup(comm, &L->comm) != MPI_SUCCESS) {
     loader_free(L);
     return ferry__seterr(NULL, FERRY_EMPI, "ferry_open: MPI_Comm_dup failed");

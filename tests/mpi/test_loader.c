@@ -46,6 +46,8 @@ static ferry_options *opts_of(const char *const *kv) {
 /* Run one epoch; return a hash of everything served, fill counts on rank 0. */
 static int run_epoch(ferry_loader *L, int64_t epoch, uint64_t *hash,
                      int64_t **ids_out, int64_t *nids_out, int64_t *npad_out) {
+  *ids_out = NULL;
+  *nids_out = *npad_out = 0;
   int rc = ferry_set_epoch(L, epoch);
   if (rc)
     return rc;
