@@ -1185,12 +1185,13 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
       rc = ferry__seterr(&err, FERRY_ENOTSUP,
                          "option 'io': backend '%s' has no collective reads",
                          L->be->name);
-#ifndef HAVE_CUDA
+    /* The GPU stage is its own piece of work: until it exists, asking for
+     * device memory must fail loudly rather than hand out host pointers. */
     if (!rc && L->opts->device == FERRY__DEV_CUDA)
       rc = ferry__seterr(&err, FERRY_ENOTSUP,
-                         "option 'device': cuda requested but this libferry "
-                         "was built without CUDA (configure --with-cuda)");
-#endif
+                         "option 'device': cuda is not available in this "
+                         "version of libferry (batches are delivered in host "
+                         "memory; use device=auto or device=cpu)");
     if (!rc) {
       L->chunk_samples = L->opts->chunk_samples;
       if (L->chunk_samples == 0) {
