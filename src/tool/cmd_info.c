@@ -1,0 +1,199 @@
+/*
+ * cmd_info.c - `ferry info DATASET`: open the dataset (collective) and print
+ * what the library found, on rank 0: backend, parts, variables (dtype,
+ * stored byte order, shape, bytes), samples, chunks, the memory budget and
+ * the options in effect after --config, FERRY_* and the command line, so a
+ * user can see what a job will read before running it.  --save-manifest
+ * writes the manifest (rank 0) for the `manifest` option of later runs.
+ */
+#include "tool.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { OPT_JSON = 1, OPT_SAVE_MANIFEST };
+
+static int run_info(tool_ctx *ctx);
+
+static const tool_opt info_opts[] = {
+    {"json", 0, OPT_JSON, NULL, "Print one JSON object instead of text."},
+    {"save-manifest", 1, OPT_SAVE_MANIFEST, "FILE",
+     "Write the dataset's manifest to FILE (rank 0), to be given later as "
+     "--manifest FILE to skip the scan."},
+    {NULL, 0, 0, NULL, NULL},
+};
+
+const tool_cmd tool_cmd_info = {
+    .name = "info",
+    .args = "DATASET [--json] [--save-manifest FILE] [loader options]",
+    .summary = "describe a dataset: variables, samples, chunks, memory budget",
+    .description =
+        "Open DATASET (a directory of .npy files, a .npy file, a glob such as "
+        "'data/part-*', '@list.txt', or a 'mem:' spec) on every rank and print "
+        "on rank 0 its backend, parts, variables (name, dtype, stored byte "
+        "order, shape, row bytes, total bytes), number of samples, chunks "
+        "and chunk size, the memory budget of a loader with these options, "
+        "and the options in effect.",
+    .loader_options = 1,
+    .opts = info_opts,
+    .run = run_info,
+};
+
+static const char *byte_order(const ferry_var_info *v) {
+  if (ferry_dtype_size(v->dtype) == 1)
+    return "n/a";
+  int little = tool_host_little();
+  if (v->swapped)
+    little = !little;
+  return little ? "little" : "big";
+}
+
+static void print_text(const tool_ctx *ctx, const ferry_loader *L,
+                       int64_t max_chunk, const ferry_memory_budget *mb) {
+  char b1[32], b2[32], b3[32], b4[32], b5[32];
+  int nvars = ferry_num_vars(L);
+  int64_t n = ferry_num_samples(L), nparts = ferry_num_parts(L);
+  size_t row_total = 0;
+  printf("dataset        %s\n", ctx->target);
+  printf("backend        %s\n", ferry_backend(L));
+  printf("parts          %" PRId64 "\n", nparts);
+  for (int64_t p = 0; p < nparts && p < 8; p++)
+    printf("  %s\n", ferry_part_path(L, p, 0));
+  if (nparts > 8)
+    printf("  ... (%" PRId64 " more)\n", nparts - 8);
+  printf("samples        %" PRId64 "\n", n);
+  printf("variables      %d\n", nvars);
+  printf("  %-16s %-8s %-6s %-22s %12s %16s\n", "name", "dtype", "order",
+         "shape", "row_bytes", "total_bytes");
+  for (int i = 0; i < nvars; i++) {
+    ferry_var_info v;
+    if (ferry_var_info_get(L, i, &v) != 0)
+      continue;
+    char shape[256];
+    int len = snprintf(shape, sizeof shape, "(%" PRId64, v.shape[0]);
+    for (int d = 1; d < v.ndim && len < (int)sizeof shape; d++)
+      len += snprintf(shape + len, sizeof shape - (size_t)len, ", %" PRId64,
+                      v.shape[d]);
+    snprintf(shape + len, sizeof shape - (size_t)len, "%s)",
+             v.ndim == 1 ? "," : "");
+    printf("  %-16s %-8s %-6s %-22s %12zu %16.0f\n", v.name,
+           ferry_dtype_name(v.dtype), byte_order(&v), shape, v.row_bytes,
+           (double)v.row_bytes * (double)n);
+    row_total += v.row_bytes;
+  }
+  printf("sample bytes   %zu (all variables), dataset %s\n", row_total,
+         tool_fmt_bytes((double)row_total * (double)n, b1, sizeof b1));
+  printf("chunks         %" PRId64 " of at most %" PRId64 " samples (%s)\n",
+         ferry_num_chunks(L), max_chunk,
+         tool_fmt_bytes((double)max_chunk * (double)row_total, b1, sizeof b1));
+  printf("memory budget  %s per rank: batch %s, ring %s, reads %s, plan %s\n",
+         tool_fmt_bytes((double)mb->total_bytes, b1, sizeof b1),
+         tool_fmt_bytes((double)mb->batch_bytes, b2, sizeof b2),
+         tool_fmt_bytes((double)mb->ring_bytes, b3, sizeof b3),
+         tool_fmt_bytes((double)mb->read_bytes, b4, sizeof b4),
+         tool_fmt_bytes((double)mb->plan_bytes, b5, sizeof b5));
+  printf("options       ");
+  const ferry_option_info *o;
+  for (int i = 0; (o = ferry_option_info_get(i)) != NULL; i++) {
+    char val[1024];
+    printf(" %s=%s", o->name, tool_option(ctx, o->name, val, sizeof val));
+  }
+  printf("\nranks          %d\n", ctx->size);
+}
+
+static void print_json(const tool_ctx *ctx, const ferry_loader *L,
+                       int64_t max_chunk, const ferry_memory_budget *mb) {
+  int nvars = ferry_num_vars(L);
+  int64_t n = ferry_num_samples(L), nparts = ferry_num_parts(L);
+  size_t row_total = 0;
+  printf("{\"dataset\": ");
+  tool_json_string(stdout, ctx->target);
+  printf(", \"backend\": ");
+  tool_json_string(stdout, ferry_backend(L));
+  printf(", \"ranks\": %d, \"parts\": %" PRId64 ", \"part_paths\": [",
+         ctx->size, nparts);
+  for (int64_t p = 0; p < nparts; p++) {
+    if (p)
+      printf(", ");
+    tool_json_string(stdout, ferry_part_path(L, p, 0));
+  }
+  printf("], \"samples\": %" PRId64 ", \"vars\": [", n);
+  for (int i = 0; i < nvars; i++) {
+    ferry_var_info v;
+    if (ferry_var_info_get(L, i, &v) != 0)
+      continue;
+    printf("%s{\"name\": ", i ? ", " : "");
+    tool_json_string(stdout, v.name);
+    printf(", \"dtype\": \"%s\", \"byte_order\": \"%s\", \"shape\": [",
+           ferry_dtype_name(v.dtype), byte_order(&v));
+    for (int d = 0; d < v.ndim; d++)
+      printf("%s%" PRId64, d ? ", " : "", v.shape[d]);
+    printf("], \"row_bytes\": %zu, \"total_bytes\": %.0f}", v.row_bytes,
+           (double)v.row_bytes * (double)n);
+    row_total += v.row_bytes;
+  }
+  printf("], \"sample_bytes\": %zu, \"chunks\": %" PRId64
+         ", \"chunk_samples\": %" PRId64 ", \"chunk_bytes\": %.0f",
+         row_total, ferry_num_chunks(L), max_chunk,
+         (double)max_chunk * (double)row_total);
+  printf(", \"memory_budget\": {\"batch_bytes\": %zu, \"ring_bytes\": %zu, "
+         "\"read_bytes\": %zu, \"plan_bytes\": %zu, \"total_bytes\": %zu}",
+         mb->batch_bytes, mb->ring_bytes, mb->read_bytes, mb->plan_bytes,
+         mb->total_bytes);
+  printf(", \"options\": {");
+  const ferry_option_info *o;
+  for (int i = 0; (o = ferry_option_info_get(i)) != NULL; i++) {
+    char val[1024];
+    printf("%s\"%s\": ", i ? ", " : "", o->name);
+    tool_json_string(stdout, tool_option(ctx, o->name, val, sizeof val));
+  }
+  printf("}}\n");
+}
+
+static int run_info(tool_ctx *ctx) {
+  int json = 0;
+  const char *manifest = NULL;
+  for (int i = 0; i < ctx->nargs; i++) {
+    if (ctx->args[i].id == OPT_JSON)
+      json = 1;
+    else if (ctx->args[i].id == OPT_SAVE_MANIFEST)
+      manifest = ctx->args[i].value;
+  }
+  ferry_loader *L = NULL;
+  int st = tool_open(ctx, &L);
+  if (st != 0)
+    return st;
+
+  if (manifest != NULL) {
+    int rc = ctx->rank == 0 ? ferry_manifest_save(L, manifest) : 0;
+    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (rc != 0) {
+      st = tool_lib_error(ctx, L, rc);
+      goto cleanup;
+    }
+  }
+  if (ctx->rank == 0) {
+    int64_t max_chunk = 0;
+    for (int64_t c = 0; c < ferry_num_chunks(L); c++) {
+      ferry_chunk_info ci;
+      if (ferry_chunk_info_get(L, c, &ci) == 0 && ci.num_samples > max_chunk)
+        max_chunk = ci.num_samples;
+    }
+    ferry_memory_budget mb;
+    memset(&mb, 0, sizeof mb);
+    ferry_memory_budget_get(L, &mb);
+    if (json)
+      print_json(ctx, L, max_chunk, &mb);
+    else
+      print_text(ctx, L, max_chunk, &mb);
+    if (manifest != NULL && !json)
+      printf("manifest       saved to %s\n", manifest);
+    fflush(stdout);
+  }
+cleanup:;
+  int rc = ferry_close(L);
+  if (rc != 0 && st == 0)
+    st = tool_lib_error(ctx, NULL, rc);
+  return st;
+}

@@ -1,0 +1,812 @@
+/*
+ * cmd_verify.c - `ferry verify DATASET --epochs K`: check every promise of
+ * the loader at once, on every epoch, using only what ferry_next hands out:
+ *   batches       every rank gets the same number of batches (ferry_num_batches
+ *                 and the batches actually received before FERRY_END, by
+ *                 MPI_Allreduce min/max), and each batch is well-formed;
+ *   exactly-once  the sample ids of all ranks, gathered on rank 0, cover the
+ *                 epoch as the tail option promises (partial: each sample
+ *                 once; drop_last: no repeat, all but the dropped ones; pad:
+ *                 each once plus padded repeats), all in [0, N);
+ *   content       for data written by `ferry gen` (DIR/FERRY_GEN) or a mem:
+ *                 spec, every element of every variable of every sample
+ *                 holds the value its index encodes (tool_fill_rows);
+ *   determinism   ferry_set_epoch again with the same epoch gives the same
+ *                 batches (a hash of index, ids, padding and data per batch);
+ *   order         consecutive epochs give different orders (a warning only,
+ *                 and only when something is shuffled).
+ * Rank 0 prints one PASS/FAIL/WARN/SKIP line per check and epoch and a
+ * summary.  Exit 0 when all hold, 3 when one failed, 1 on a library error.
+ */
+#include "tool.h"
+
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+enum { OPT_EPOCHS = 1, OPT_JSON };
+
+static int run_verify(tool_ctx *ctx);
+
+static const tool_opt verify_opts[] = {
+    {"epochs", 1, OPT_EPOCHS, "K",
+     "Epochs to check (0..K-1); each is run twice, for determinism.  "
+     "Default: 2."},
+    {"json", 0, OPT_JSON, NULL,
+     "Print one JSON object (rank 0) instead of text."},
+    {NULL, 0, 0, NULL, NULL},
+};
+
+const tool_cmd tool_cmd_verify = {
+    .name = "verify",
+    .args = "DATASET [--epochs K] [--json] [loader options]",
+    .summary = "check batch counts, exactly-once, content, determinism",
+    .description =
+        "Run epochs 0..K-1, each twice, and check: equal batch counts on "
+        "every rank; every sample served exactly once as the tail option "
+        "promises; the content of every element for datasets written by "
+        "'ferry gen' (or mem: specs); identical batches when an epoch is "
+        "run again; different orders in different epochs (a warning).  "
+        "Prints PASS/FAIL per check and a summary; exits 0 when all hold, 3 "
+        "when one failed, 1 on a library error.  The batches are read on the "
+        "host (device=auto means cpu here).",
+    .loader_options = 1,
+    .opts = verify_opts,
+    .run = run_verify,
+};
+
+#define MSG_LEN 512
+
+enum { CK_BATCHES, CK_ONCE, CK_CONTENT, CK_DETERMINISM, CK_ORDER, CK_COUNT };
+static const char *const check_names[CK_COUNT] = {
+    "batches", "exactly-once", "content", "determinism", "order"};
+/* By severity: a check's summary is its worst result over the epochs. */
+enum { RES_NONE = -1, RES_SKIP, RES_PASS, RES_WARN, RES_FAIL };
+static const char *const res_names[] = {"SKIP", "PASS", "WARN", "FAIL"};
+
+enum { TAIL_DROP, TAIL_PAD, TAIL_PARTIAL };
+
+/* What every epoch needs to know, the same on every rank. */
+typedef struct setup {
+  int64_t n; /* samples in the dataset */
+  int nvars;
+  ferry_var_info *vars; /* [nvars] */
+  int64_t batch_size;
+  int tail;
+  int shuffled;          /* shuffle != none */
+  int content;           /* the values encode the index */
+  unsigned char *expect; /* scratch row for the content check */
+} setup;
+
+/* One run of one epoch on this rank. */
+typedef struct epoch_run {
+  ferry_epoch_info info;
+  int64_t num_batches; /* ferry_num_batches */
+  int64_t received;    /* batches before FERRY_END */
+  int64_t nhash, cap_hash;
+  uint64_t *hash; /* [received] */
+  int64_t *sizes; /* [received] */
+  int64_t nids, cap_ids;
+  int64_t *ids;    /* [nids] served ids in order */
+  int64_t *padded; /* [nids] 0/1 */
+  int64_t malformed;
+  char malformed_msg[MSG_LEN];
+  int64_t bad_values, checked;
+  char content_msg[MSG_LEN];
+} epoch_run;
+
+/* Rank 0's tally and output. */
+typedef struct report {
+  int json;
+  int worst[CK_COUNT];
+  int counts[4];
+  char **lines;
+  int nlines, cap;
+} report;
+
+static void result(report *rep, int check, int res, int64_t epoch,
+                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static void result(report *rep, int check, int res, int64_t epoch,
+                   const char *fmt, ...) {
+  char msg[2 * MSG_LEN], line[3 * MSG_LEN];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (epoch >= 0)
+    snprintf(line, sizeof line, "%-4s %-12s epoch %" PRId64 ": %s",
+             res_names[res], check_names[check], epoch, msg);
+  else
+    snprintf(line, sizeof line, "%-4s %-12s %s", res_names[res],
+             check_names[check], msg);
+  if (res > rep->worst[check])
+    rep->worst[check] = res;
+  rep->counts[res]++;
+  if (!rep->json) {
+    printf("%s\n", line);
+    fflush(stdout);
+    return;
+  }
+  if (rep->nlines == rep->cap) {
+    int cap = rep->cap ? 2 * rep->cap : 32;
+    char **grown = realloc(rep->lines, (size_t)cap * sizeof *grown);
+    if (grown == NULL)
+      return; /* the tally above still counts it */
+    rep->lines = grown;
+    rep->cap = cap;
+  }
+  if ((rep->lines[rep->nlines] = strdup(line)) != NULL)
+    rep->nlines++;
+}
+
+/* The first message of the lowest rank that has one, onto rank 0's out. */
+static void first_message(const tool_ctx *ctx, int has, const char *msg,
+                          char *out) {
+  int cand = has ? ctx->rank : INT_MAX, lowest = INT_MAX;
+  MPI_Allreduce(&cand, &lowest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  out[0] = '\0';
+  if (lowest == INT_MAX)
+    return;
+  if (lowest == 0) {
+    if (ctx->rank == 0)
+      snprintf(out, MSG_LEN, "%s", msg);
+  } else if (ctx->rank == lowest) {
+    MPI_Send(msg, MSG_LEN, MPI_CHAR, 0, 0, MPI_COMM_WORLD);
+  } else if (ctx->rank == 0) {
+    MPI_Recv(out, MSG_LEN, MPI_CHAR, lowest, 0, MPI_COMM_WORLD,
+             MPI_STATUS_IGNORE);
+    out[MSG_LEN - 1] = '\0';
+  }
+}
+
+static int64_t sum_i64(int64_t v) {
+  int64_t out = 0;
+  MPI_Allreduce(&v, &out, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  return out;
+}
+
+static void minmax_i64(int64_t v, int64_t *mn, int64_t *mx) {
+  MPI_Allreduce(&v, mn, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&v, mx, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+}
+
+/* A fast 64-bit hash, compared only with itself between two runs. */
+static uint64_t hash_bytes(uint64_t h, const void *data, size_t n) {
+  const unsigned char *b = data;
+  for (; n >= 8; n -= 8, b += 8) {
+    uint64_t w;
+    memcpy(&w, b, 8);
+    h = (h ^ w) * UINT64_C(0x9e3779b97f4a7c15);
+    h ^= h >> 32;
+  }
+  for (; n > 0; n--, b++)
+    h = (h ^ *b) * UINT64_C(0x100000001b3);
+  return h;
+}
+
+/* ---- Content: does the dataset encode its indices? --------------------- */
+
+/* Rank 0: the directory where `ferry gen` would have put FERRY_GEN for this
+ * dataset string: the directory itself, the directory of a .npy file, or
+ * the directory above the first wildcard of a glob. */
+static int marker_dir(const char *spec, char *dir, size_t len) {
+  struct stat st;
+  if (spec[0] == '@')
+    return -1;
+  size_t glob = strcspn(spec, "*?[");
+  if (spec[glob] == '\0' && stat(spec, &st) == 0 && S_ISDIR(st.st_mode)) {
+    snprintf(dir, len, "%s", spec);
+    return 0;
+  }
+  size_t slash = glob;
+  while (slash > 0 && spec[slash - 1] != '/')
+    slash--;
+  if (slash == 0) {
+    snprintf(dir, len, ".");
+    return 0;
+  }
+  snprintf(dir, len, "%.*s", (int)(slash - 1), spec);
+  if (dir[0] == '\0')
+    snprintf(dir, len, "/");
+  return 0;
+}
+
+static int decide_content(const tool_ctx *ctx, const ferry_loader *L, char *why,
+                          size_t len) {
+  int on = 0;
+  if (strncmp(ctx->target, "mem:", 4) == 0) {
+    on = 1;
+    snprintf(why, len, "mem: dataset");
+  } else if (ctx->rank == 0) {
+    char dir[4096], path[4200];
+    FILE *f = NULL;
+    if (marker_dir(ctx->target, dir, sizeof dir) != 0) {
+      snprintf(why, len,
+               "a list dataset; content is checked for 'ferry gen' "
+               "directories and mem: specs");
+    } else {
+      snprintf(path, sizeof path, "%s/FERRY_GEN", dir);
+      f = fopen(path, "r");
+      if (f == NULL)
+        snprintf(why, len, "no %.512s: not written by 'ferry gen'", path);
+    }
+    if (f != NULL) {
+      char text[65536];
+      size_t got = fread(text, 1, sizeof text - 1, f);
+      text[got] = '\0';
+      fclose(f);
+      const char *s = strstr(text, "\"samples\":");
+      long long samples = -1;
+      if (s == NULL || sscanf(s + 10, "%lld", &samples) != 1)
+        snprintf(why, len, "%.512s has no sample count", path);
+      else if (samples != ferry_num_samples(L))
+        snprintf(why, len,
+                 "%.512s is for %lld samples, the dataset has %" PRId64
+                 " (a part of a generated dataset)",
+                 path, samples, ferry_num_samples(L));
+      else {
+        on = 1;
+        snprintf(why, len, "written by 'ferry gen' (%.512s)", path);
+      }
+    }
+  }
+  MPI_Bcast(&on, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  return on;
+}
+
+/* ---- Running an epoch ---------------------------------------------------- */
+
+static int grow(void **p, int64_t *cap, int64_t need, size_t elsize,
+                int narrays, void **q) {
+  if (need <= *cap)
+    return 0;
+  int64_t c = need * 2 + 64;
+  void *a = realloc(*p, (size_t)c * elsize);
+  if (a == NULL)
+    return -1;
+  *p = a;
+  if (narrays > 1) {
+    void *b = realloc(*q, (size_t)c * elsize);
+    if (b == NULL)
+      return -1;
+    *q = b;
+  }
+  *cap = c;
+  return 0;
+}
+
+static void check_batch(const setup *su, const ferry_batch *b, int64_t epoch,
+                        int64_t expect_index, int nvars, epoch_run *run) {
+  char msg[MSG_LEN] = "";
+  int64_t pads = 0;
+  if (b->epoch != epoch || b->index != expect_index)
+    snprintf(msg, sizeof msg,
+             "batch %" PRId64 " of epoch %" PRId64 " came as batch %" PRId64
+             " of epoch %" PRId64,
+             expect_index, epoch, b->index, b->epoch);
+  else if (b->size < 0 || b->size > su->batch_size)
+    snprintf(msg, sizeof msg,
+             "batch %" PRId64 " holds %" PRId64
+             " samples, batch_size is %" PRId64,
+             b->index, b->size, su->batch_size);
+  else if (b->nvars != nvars)
+    snprintf(msg, sizeof msg,
+             "batch %" PRId64 " has %d variables, the "
+             "dataset %d",
+             b->index, b->nvars, nvars);
+  else if (b->size > 0 && (b->sample_ids == NULL || b->padded == NULL))
+    snprintf(msg, sizeof msg, "batch %" PRId64 " has no sample ids", b->index);
+  if (msg[0] == '\0') {
+    for (int64_t j = 0; j < b->size; j++)
+      pads += b->padded[j] != 0;
+    if (pads != b->num_padded)
+      snprintf(msg, sizeof msg,
+               "batch %" PRId64 " says %" PRId64
+               " padded samples but flags %" PRId64,
+               b->index, b->num_padded, pads);
+  }
+  for (int v = 0; msg[0] == '\0' && v < nvars; v++) {
+    const ferry_tensor *t = &b->vars[v];
+    const ferry_var_info *vi = &su->vars[v];
+    if (strcmp(t->name, vi->name) != 0 || t->dtype != vi->dtype ||
+        t->row_bytes != vi->row_bytes || t->shape[0] != b->size ||
+        t->nbytes != (size_t)b->size * vi->row_bytes ||
+        (t->nbytes > 0 && t->data == NULL))
+      snprintf(msg, sizeof msg,
+               "batch %" PRId64 " variable %d ('%s' %s, "
+               "%" PRId64 " rows, %zu bytes) does not match '%s' %s with %zu "
+               "bytes per row",
+               b->index, v, t->name, ferry_dtype_name(t->dtype), t->shape[0],
+               t->nbytes, vi->name, ferry_dtype_name(vi->dtype), vi->row_bytes);
+  }
+  if (msg[0] != '\0') {
+    if (run->malformed++ == 0)
+      snprintf(run->malformed_msg, MSG_LEN, "%s", msg);
+  }
+}
+
+static void check_content(const setup *su, const ferry_batch *b, int64_t epoch,
+                          epoch_run *run) {
+  for (int v = 0; v < b->nvars && v < su->nvars; v++) {
+    const ferry_tensor *t = &b->vars[v];
+    size_t rb = su->vars[v].row_bytes, el = ferry_dtype_size(t->dtype);
+    if (rb == 0 || el == 0 || t->row_bytes != rb || t->data == NULL)
+      continue;
+    for (int64_t j = 0; j < b->size; j++) {
+      int64_t id = b->sample_ids[j];
+      if (id < 0 || id >= su->n)
+        continue; /* exactly-once reports it */
+      const unsigned char *got =
+          (const unsigned char *)t->data + (size_t)j * rb;
+      tool_fill_rows(t->dtype, id, 1, (int64_t)(rb / el), su->expect);
+      run->checked += v == 0;
+      if (memcmp(got, su->expect, rb) == 0)
+        continue;
+      if (run->bad_values++ > 0)
+        continue;
+      size_t k = 0;
+      while (k + 1 < rb / el &&
+             memcmp(got + k * el, su->expect + k * el, el) == 0)
+        k++;
+      char want[64], have[64];
+      tool_format_value(t->dtype, su->expect + k * el, want, sizeof want);
+      tool_format_value(t->dtype, got + k * el, have, sizeof have);
+      snprintf(run->content_msg, MSG_LEN,
+               "epoch %" PRId64 " batch %" PRId64 " sample %" PRId64
+               " variable '%s' element %zu: expected %s, "
+               "got %s",
+               epoch, b->index, id, t->name, k, want, have);
+    }
+  }
+}
+
+/* Run epoch e to its end.  Returns 0 or an exit status (a library error,
+ * the same on every rank). */
+static int run_epoch(tool_ctx *ctx, ferry_loader *L, const setup *su, int64_t e,
+                     int first_pass, epoch_run *run) {
+  int rc = ferry_set_epoch(L, e);
+  if (rc != 0)
+    return tool_lib_error(ctx, L, rc);
+  if ((rc = ferry_epoch_info_get(L, &run->info)) != 0)
+    tool_local_fatal(ctx, L, "ferry_epoch_info_get", rc);
+  run->num_batches = ferry_num_batches(L);
+  int nvars = ferry_num_vars(L);
+  for (;;) {
+    ferry_batch *b = NULL;
+    rc = ferry_next(L, &b);
+    if (rc == FERRY_END)
+      break;
+    if (rc != 0) /* collective: every rank fails at the same batch */
+      return tool_lib_error(ctx, L, rc);
+    if (grow((void **)&run->hash, &run->cap_hash, run->received + 1,
+             sizeof(uint64_t), 2, (void **)&run->sizes) != 0)
+      tool_local_fatal(ctx, L, "out of memory", FERRY_ENOMEM);
+    int64_t before = run->malformed;
+    check_batch(su, b, e, run->received, nvars, run);
+    int ok = run->malformed == before;
+    uint64_t h =
+        hash_bytes(UINT64_C(0xcbf29ce484222325), &b->index, sizeof b->index);
+    h = hash_bytes(h, &b->size, sizeof b->size);
+    if (ok && b->size > 0) {
+      h = hash_bytes(h, b->sample_ids, (size_t)b->size * sizeof(int64_t));
+      h = hash_bytes(h, b->padded, (size_t)b->size);
+      for (int v = 0; v < b->nvars; v++)
+        h = hash_bytes(h, b->vars[v].data, b->vars[v].nbytes);
+    }
+    run->hash[run->received] = h;
+    run->sizes[run->received] = b->size;
+    if (first_pass && ok && b->size > 0) {
+      if (grow((void **)&run->ids, &run->cap_ids, run->nids + b->size,
+               sizeof(int64_t), 2, (void **)&run->padded) != 0)
+        tool_local_fatal(ctx, L, "out of memory", FERRY_ENOMEM);
+      for (int64_t j = 0; j < b->size; j++) {
+        run->ids[run->nids] = b->sample_ids[j];
+        run->padded[run->nids++] = b->padded[j] != 0;
+      }
+      if (su->content)
+        check_content(su, b, e, run);
+    }
+    run->received++;
+    if ((rc = ferry_release(L, b)) != 0)
+      tool_local_fatal(ctx, L, "ferry_release", rc);
+  }
+  /* Batches are full, except with tail=partial: there a rank's batches
+   * are full, then at most one short one, then empty ones (a rank with a
+   * smaller share still gets as many batches as the others). */
+  int64_t short_at = -1;
+  for (int64_t i = 0; i < run->received; i++) {
+    int64_t size = run->sizes[i];
+    int ok = su->tail == TAIL_PARTIAL
+                 ? (short_at < 0 ? size <= su->batch_size : size == 0)
+                 : size == su->batch_size;
+    if (su->tail == TAIL_PARTIAL && short_at < 0 && size < su->batch_size)
+      short_at = i;
+    if (ok)
+      continue;
+    if (run->malformed++ == 0)
+      snprintf(run->malformed_msg, MSG_LEN,
+               "batch %" PRId64 " of %" PRId64 " holds %" PRId64
+               " samples, batch_size is %" PRId64 "%s",
+               i, run->received, size, su->batch_size,
+               su->tail == TAIL_PARTIAL ? " (after a short batch only empty "
+                                          "ones may follow)"
+                                        : "");
+  }
+  if (run->num_batches != run->info.num_batches && run->malformed++ == 0)
+    snprintf(run->malformed_msg, MSG_LEN,
+             "ferry_num_batches says %" PRId64
+             ", ferry_epoch_info_get %" PRId64,
+             run->num_batches, run->info.num_batches);
+  return 0;
+}
+
+static void epoch_run_reset(epoch_run *r) {
+  free(r->hash);
+  free(r->sizes);
+  free(r->ids);
+  free(r->padded);
+  memset(r, 0, sizeof *r);
+}
+
+/* ---- The checks -----------------------------------------------------------
+ */
+
+static void check_batches(const tool_ctx *ctx, report *rep, int64_t e,
+                          const epoch_run *r) {
+  int64_t nb_min, nb_max, rc_min, rc_max, bad;
+  minmax_i64(r->num_batches, &nb_min, &nb_max);
+  minmax_i64(r->received, &rc_min, &rc_max);
+  bad = sum_i64(r->malformed);
+  char msg[MSG_LEN];
+  first_message(ctx, r->malformed > 0, r->malformed_msg, msg);
+  if (ctx->rank != 0)
+    return;
+  if (nb_min == nb_max && rc_min == rc_max && nb_min == rc_min && bad == 0)
+    result(rep, CK_BATCHES, RES_PASS, e,
+           "%" PRId64 " batches on every rank, "
+           "all well-formed",
+           nb_min);
+  else
+    result(rep, CK_BATCHES, RES_FAIL, e,
+           "ferry_num_batches %" PRId64 "..%" PRId64 ", received %" PRId64
+           "..%" PRId64 " over the ranks, %" PRId64 " malformed%s%s",
+           nb_min, nb_max, rc_min, rc_max, bad, msg[0] ? ": " : "", msg);
+}
+
+static void check_once(tool_ctx *ctx, report *rep, const setup *su, int64_t e,
+                       const epoch_run *r, int64_t **ids_out, int64_t **pad_out,
+                       int64_t *total_out, int *gather_ok) {
+  int64_t es_min, es_max, dr_min, dr_max;
+  minmax_i64(r->info.epoch_samples, &es_min, &es_max);
+  minmax_i64(r->info.dropped_samples, &dr_min, &dr_max);
+  int64_t pads = 0;
+  for (int64_t i = 0; i < r->nids; i++)
+    pads += r->padded[i];
+  char local[MSG_LEN] = "";
+  if (r->nids != r->info.served_samples || pads != r->info.padded_samples)
+    snprintf(local, sizeof local,
+             "rank %d received %" PRId64 " samples (%" PRId64
+             " padded), its epoch info says %" PRId64 " (%" PRId64 ")",
+             ctx->rank, r->nids, pads, r->info.served_samples,
+             r->info.padded_samples);
+  char msg[MSG_LEN];
+  first_message(ctx, local[0] != '\0', local, msg);
+
+  int64_t *ids = NULL, *pad = NULL;
+  int64_t total = tool_gather_i64(r->ids, r->nids, &ids, NULL);
+  int64_t total2 = tool_gather_i64(r->padded, r->nids, &pad, NULL);
+  *gather_ok = total >= 0 && total2 >= 0;
+  *ids_out = ids;
+  *pad_out = pad;
+  *total_out = total;
+  if (ctx->rank != 0)
+    return;
+  if (!*gather_ok) {
+    result(rep, CK_ONCE, RES_FAIL, e,
+           "cannot gather the %" PRId64 " sample "
+           "ids on rank 0 (more than one MPI_Gatherv holds, or out of memory)",
+           total);
+    return;
+  }
+  if (es_min != es_max || dr_min != dr_max) {
+    result(rep, CK_ONCE, RES_FAIL, e,
+           "ranks disagree on the epoch: "
+           "epoch_samples %" PRId64 "..%" PRId64 ", dropped %" PRId64
+           "..%" PRId64,
+           es_min, es_max, dr_min, dr_max);
+    return;
+  }
+  if (msg[0] != '\0') {
+    result(rep, CK_ONCE, RES_FAIL, e, "%s", msg);
+    return;
+  }
+  unsigned char *seen = calloc((size_t)(su->n > 0 ? su->n : 1), 1);
+  if (seen == NULL) {
+    result(rep, CK_ONCE, RES_FAIL, e,
+           "out of memory for %" PRId64 " samples on rank 0", su->n);
+    return;
+  }
+  int64_t oor = 0, dups = 0, distinct = 0, padded = 0, pad_new = 0;
+  int64_t first_oor = 0, first_dup = -1, first_pad_new = -1;
+  for (int64_t i = 0; i < total; i++) {
+    if (pad[i])
+      continue;
+    int64_t id = ids[i];
+    if (id < 0 || id >= su->n) {
+      if (oor++ == 0)
+        first_oor = id;
+    } else if (seen[id]) {
+      if (dups++ == 0)
+        first_dup = id;
+    } else {
+      seen[id] = 1;
+      distinct++;
+    }
+  }
+  for (int64_t i = 0; i < total; i++) {
+    if (!pad[i])
+      continue;
+    int64_t id = ids[i];
+    padded++;
+    if (id < 0 || id >= su->n) {
+      if (oor++ == 0)
+        first_oor = id;
+    } else if (!seen[id] && pad_new++ == 0) {
+      first_pad_new = id;
+    }
+  }
+  int64_t first_missing = -1;
+  if (es_min == su->n)
+    for (int64_t id = 0; id < su->n && first_missing < 0; id++)
+      if (!seen[id])
+        first_missing = id;
+  free(seen);
+
+  int64_t es = es_min, dropped = dr_min;
+  int64_t want = su->tail == TAIL_DROP ? es - dropped : es;
+  char why[MSG_LEN] = "";
+  size_t w = 0;
+#define WHY(...)                                                               \
+  w += (size_t)snprintf(why + w, w < sizeof why ? sizeof why - w : 0,          \
+                        __VA_ARGS__)
+  if (oor)
+    WHY("; %" PRId64 " ids outside [0, %" PRId64 ") (first %" PRId64 ")", oor,
+        su->n, first_oor);
+  if (dups)
+    WHY("; %" PRId64 " samples served more than once (first %" PRId64 ")", dups,
+        first_dup);
+  if (su->tail != TAIL_PAD && padded)
+    WHY("; %" PRId64 " padded samples with tail=%s", padded,
+        su->tail == TAIL_DROP ? "drop_last" : "partial");
+  if (su->tail == TAIL_PAD && pad_new)
+    WHY("; %" PRId64 " padded samples repeat nothing served (first %" PRId64
+        ")",
+        pad_new, first_pad_new);
+  if (su->tail != TAIL_DROP && dropped)
+    WHY("; %" PRId64 " samples dropped with tail=%s", dropped,
+        su->tail == TAIL_PAD ? "pad" : "partial");
+  if (distinct != want) {
+    WHY("; %" PRId64 " distinct samples served, expected %" PRId64, distinct,
+        want);
+    if (first_missing >= 0)
+      WHY(" (first missing %" PRId64 ")", first_missing);
+  }
+#undef WHY
+  if (why[0] == '\0')
+    result(rep, CK_ONCE, RES_PASS, e,
+           "%" PRId64 " of %" PRId64 " samples "
+           "served once each (%" PRId64 " padded repeats, %" PRId64 " dropped)",
+           distinct, es, padded, dropped);
+  else
+    result(rep, CK_ONCE, RES_FAIL, e, "%s", why + 2);
+}
+
+static int run_verify(tool_ctx *ctx) {
+  int64_t epochs = 2;
+  int json = 0, st, rc;
+  for (int i = 0; i < ctx->nargs; i++) {
+    if (ctx->args[i].id == OPT_JSON)
+      json = 1;
+    else if (ctx->args[i].id == OPT_EPOCHS &&
+             tool_parse_i64(ctx->args[i].value, 1, INT64_C(1) << 40, &epochs) !=
+                 0)
+      return tool_usage_error(ctx,
+                              "bad value '%s' for --epochs: expected an "
+                              "integer >= 1",
+                              ctx->args[i].value);
+  }
+  char buf[256];
+  if ((st = tool_host_batches(ctx)) != TOOL_CONTINUE)
+    return st;
+
+  ferry_loader *L = NULL;
+  if ((st = tool_open(ctx, &L)) != 0)
+    return st;
+  setup su;
+  memset(&su, 0, sizeof su);
+  report rep;
+  memset(&rep, 0, sizeof rep);
+  rep.json = json;
+  for (int c = 0; c < CK_COUNT; c++)
+    rep.worst[c] = RES_NONE;
+  epoch_run r1, r2;
+  memset(&r1, 0, sizeof r1);
+  memset(&r2, 0, sizeof r2);
+  int64_t *ids = NULL, *pad = NULL;
+  uint64_t prev_order = 0;
+
+  su.n = ferry_num_samples(L);
+  su.nvars = ferry_num_vars(L);
+  su.vars = calloc((size_t)(su.nvars > 0 ? su.nvars : 1), sizeof *su.vars);
+  size_t max_row = 1;
+  for (int v = 0; su.vars && v < su.nvars; v++) {
+    ferry_var_info_get(L, v, &su.vars[v]);
+    if (su.vars[v].row_bytes > max_row)
+      max_row = su.vars[v].row_bytes;
+  }
+  su.expect = malloc(max_row);
+  if (su.vars == NULL || su.expect == NULL)
+    tool_local_fatal(ctx, L, "out of memory", FERRY_ENOMEM);
+  tool_parse_i64(tool_option(ctx, "batch_size", buf, sizeof buf), 1, INT64_MAX,
+                 &su.batch_size);
+  char tail[64], shuffle[64];
+  tool_option(ctx, "tail", tail, sizeof tail);
+  tool_option(ctx, "shuffle", shuffle, sizeof shuffle);
+  su.tail = strcmp(tail, "pad") == 0       ? TAIL_PAD
+            : strcmp(tail, "partial") == 0 ? TAIL_PARTIAL
+                                           : TAIL_DROP;
+  su.shuffled = strcmp(shuffle, "none") != 0;
+  char why[1024] = "";
+  su.content = decide_content(ctx, L, why, sizeof why);
+
+  if (ctx->rank == 0 && !json) {
+    printf("ferry verify: %s, %d rank%s, epochs 0..%" PRId64 ", %" PRId64
+           " samples, batch_size %" PRId64 ", shuffle %s, tail %s\n",
+           ctx->target, ctx->size, ctx->size == 1 ? "" : "s", epochs - 1, su.n,
+           su.batch_size, shuffle, tail);
+    fflush(stdout);
+  }
+
+  for (int64_t e = 0; e < epochs; e++) {
+    epoch_run_reset(&r1);
+    epoch_run_reset(&r2);
+    if ((st = run_epoch(ctx, L, &su, e, 1, &r1)) != 0 ||
+        (st = run_epoch(ctx, L, &su, e, 0, &r2)) != 0)
+      goto cleanup;
+
+    check_batches(ctx, &rep, e, &r1);
+
+    int64_t total = 0;
+    int gathered = 0;
+    free(ids);
+    free(pad);
+    check_once(ctx, &rep, &su, e, &r1, &ids, &pad, &total, &gathered);
+
+    char msg[MSG_LEN];
+    int64_t bad = sum_i64(r1.bad_values), checked = sum_i64(r1.checked);
+    first_message(ctx, r1.bad_values > 0, r1.content_msg, msg);
+    if (ctx->rank == 0) {
+      if (!su.content)
+        result(&rep, CK_CONTENT, RES_SKIP, e, "%s", why);
+      else if (bad == 0)
+        result(&rep, CK_CONTENT, RES_PASS, e,
+               "%" PRId64 " samples x %d "
+               "variables hold the values of their index",
+               checked, su.nvars);
+      else
+        result(&rep, CK_CONTENT, RES_FAIL, e,
+               "%" PRId64 " sample rows differ "
+               "from the values of their index; first: %s",
+               bad, msg);
+    }
+
+    int64_t differ = 0;
+    char dmsg[MSG_LEN] = "";
+    if (r1.received != r2.received) {
+      differ = 1;
+      snprintf(dmsg, sizeof dmsg,
+               "rank %d: %" PRId64 " batches, then %" PRId64 " when rerun",
+               ctx->rank, r1.received, r2.received);
+    }
+    for (int64_t i = 0; i < r1.received && i < r2.received; i++)
+      if (r1.hash[i] != r2.hash[i] && differ++ == 0)
+        snprintf(dmsg, sizeof dmsg,
+                 "rank %d batch %" PRId64 " differs when "
+                 "the epoch is run again",
+                 ctx->rank, i);
+    int64_t differ_all = sum_i64(differ);
+    first_message(ctx, differ > 0, dmsg, msg);
+    if (ctx->rank == 0) {
+      if (differ_all == 0)
+        result(&rep, CK_DETERMINISM, RES_PASS, e,
+               "the rerun gave identical "
+               "batches (ids, padding and data)");
+      else
+        result(&rep, CK_DETERMINISM, RES_FAIL, e,
+               "%" PRId64 " batches differ "
+               "in the rerun; first: %s",
+               differ_all, msg);
+    }
+
+    int64_t pieces = sum_i64(r1.info.num_chunks);
+    if (ctx->rank == 0 && gathered) {
+      uint64_t h = hash_bytes(1, ids, (size_t)total * sizeof *ids);
+      h = hash_bytes(h, pad, (size_t)total * sizeof *pad);
+      if (e > 0) {
+        if (!su.shuffled)
+          result(&rep, CK_ORDER, RES_SKIP, e,
+                 "shuffle=none: the same order "
+                 "every epoch is expected");
+        else if (pieces <= 1)
+          result(&rep, CK_ORDER, RES_SKIP, e,
+                 "the epoch has one piece: "
+                 "nothing to permute");
+        else if (h == prev_order)
+          result(&rep, CK_ORDER, RES_WARN, e,
+                 "the same order as epoch %" PRId64 " although shuffle is on",
+                 e - 1);
+        else
+          result(&rep, CK_ORDER, RES_PASS, e,
+                 "the order differs from epoch %" PRId64, e - 1);
+      }
+      prev_order = h;
+    }
+  }
+  if (ctx->rank == 0 && epochs < 2)
+    result(&rep, CK_ORDER, RES_SKIP, -1, "needs --epochs 2 or more");
+
+  int verdict = TOOL_EXIT_OK;
+  if (ctx->rank == 0) {
+    verdict = rep.counts[RES_FAIL] > 0 ? TOOL_EXIT_VERIFY : TOOL_EXIT_OK;
+    if (json) {
+      printf("{\"dataset\": ");
+      tool_json_string(stdout, ctx->target);
+      printf(", \"result\": \"%s\", \"ranks\": %d, \"epochs\": %" PRId64
+             ", \"samples\": %" PRId64 ", \"batch_size\": %" PRId64
+             ", \"tail\": \"%s\", \"checks\": {",
+             verdict ? "fail" : "pass", ctx->size, epochs, su.n, su.batch_size,
+             tail);
+      for (int c = 0; c < CK_COUNT; c++)
+        printf("%s\"%s\": \"%s\"", c ? ", " : "", check_names[c],
+               rep.worst[c] >= 0 ? res_names[rep.worst[c]] : "SKIP");
+      printf("}, \"failed\": %d, \"warnings\": %d, \"lines\": [",
+             rep.counts[RES_FAIL], rep.counts[RES_WARN]);
+      for (int i = 0; i < rep.nlines; i++) {
+        printf("%s", i ? ", " : "");
+        tool_json_string(stdout, rep.lines[i]);
+      }
+      printf("]}\n");
+    } else {
+      printf("summary:");
+      for (int c = 0; c < CK_COUNT; c++)
+        printf(" %s %s%s", check_names[c],
+               rep.worst[c] >= 0 ? res_names[rep.worst[c]] : "SKIP",
+               c + 1 < CK_COUNT ? "," : "\n");
+      printf("ferry verify: %s (%d checks passed, %d failed, %d warnings, %d "
+             "skipped)\n",
+             verdict ? "FAIL" : "PASS", rep.counts[RES_PASS],
+             rep.counts[RES_FAIL], rep.counts[RES_WARN], rep.counts[RES_SKIP]);
+    }
+    fflush(stdout);
+  }
+  MPI_Bcast(&verdict, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  st = verdict;
+
+cleanup:
+  epoch_run_reset(&r1);
+  epoch_run_reset(&r2);
+  free(ids);
+  free(pad);
+  free(su.vars);
+  free(su.expect);
+  for (int i = 0; i < rep.nlines; i++)
+    free(rep.lines[i]);
+  free(rep.lines);
+  rc = ferry_close(L);
+  if (rc != 0 && st == 0)
+    st = tool_lib_error(ctx, NULL, rc);
+  return st;
+}
