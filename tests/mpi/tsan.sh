@@ -1,0 +1,46 @@
+#!/bin/sh
+# tsan.sh - the pipeline under ThreadSanitizer over 2 ranks.  The library
+# and tests/mpi/test_loader.c are compiled again with -fsanitize=thread into
+# a scratch directory (the regular build stays unsanitised); the test fails
+# on any data race, lock-order inversion or thread leak whose report passes
+# through ferry's own sources.  Open MPI's internals are not instrumented
+# and its own reports (its TCP transport's locks) are not ferry's.
+cc=${MPICC:-mpicc}
+command -v "$cc" >/dev/null 2>&1 || { echo "SKIP: no $cc"; exit 77; }
+tmp="${FERRY_TEST_TMPDIR:-/tmp}/tsan.$$"
+mkdir -p "$tmp"
+trap 'rm -rf "$tmp"' EXIT
+cat > "$tmp/probe.c" <<'C'
+int main(void) { return 0; }
+C
+if ! $cc -fsanitize=thread "$tmp/probe.c" -o "$tmp/probe" 2>/dev/null || ! "$tmp/probe"; then
+  echo "SKIP: $cc cannot build or run -fsanitize=thread programs here"
+  exit 77
+fi
+src="$top_srcdir/src"
+flags="-std=gnu11 -g -O1 -fsanitize=thread -DHAVE_CONFIG_H -DFERRY_BUILDING -I$top_builddir -I$top_srcdir/include -I$src"
+jansson=`pkg-config --cflags --libs jansson 2>/dev/null || echo -ljansson`
+if ! $cc $flags "$top_srcdir/tests/mpi/test_loader.c" "$src/error.c" "$src/options.c" \
+     "$src/plan.c" "$src/loader.c" "$src/npy.c" "$src/manifest.c" "$src/mem.c" \
+     $jansson -lpthread -o "$tmp/test_loader" 2> "$tmp/cc.log"; then
+  echo "FAIL: cannot compile with ThreadSanitizer"; cat "$tmp/cc.log"; exit 1
+fi
+TSAN_OPTIONS="halt_on_error=0 report_signal_unsafe=0 log_path=$tmp/tsan"
+export TSAN_OPTIONS
+FERRY_MPI_TIMEOUT=${FERRY_MPI_TIMEOUT_TSAN:-300}
+export FERRY_MPI_TIMEOUT
+$RUN_MPI 2 "$tmp/test_loader" > "$tmp/out" 2>&1
+status=$?
+tail -3 "$tmp/out"
+grep -q "^PASS" "$tmp/out" || { echo "FAIL: test_loader under TSan (exit $status)"; cat "$tmp/out" | tail -30; exit 1; }
+bad=`cat "$tmp"/tsan.* 2>/dev/null | awk '
+  /WARNING: ThreadSanitizer/ { p = 1; blk = "" }
+  p { blk = blk "\n" $0 }
+  /^SUMMARY: ThreadSanitizer/ { if (p && blk ~ /\/src\/(loader|plan|options|manifest|mem|npy|error)\.c:/) print blk; p = 0 }'`
+if test -n "$bad"; then
+  echo "FAIL: ThreadSanitizer reports in ferry's code:"
+  echo "$bad" | head -80
+  exit 1
+fi
+echo "PASS: ThreadSanitizer clean in ferry's sources over 2 ranks (`cat "$tmp"/tsan.* 2>/dev/null | grep -c 'WARNING: ThreadSanitizer'` reports inside Open MPI ignored)"
+exit 0
