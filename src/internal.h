@@ -297,6 +297,7 @@ typedef struct ferry__rank_plan {
   int64_t dropped;              /* samples no rank serves (all ranks)   */
   int64_t nslots;               /* samples this rank serves             */
   ferry__slot *slots;           /* [nslots] in served order             */
+  int64_t slots_cap;            /* allocated entries (reused by the next build) */
   int64_t *batch_start;         /* [num_batches+1] slot index of each batch */
   int64_t nextents;
   ferry__extent *extents;       /* [nextents] in read order, by window  */
@@ -310,7 +311,9 @@ typedef struct ferry__rank_plan {
 
 /**
  * Build rank's plan from the pieces and their permutation.  Pure: the same
- * inputs give the same plan on every platform.  Returns 0, FERRY_ENOMEM,
+ * inputs give the same plan on every platform.  out must be zeroed, or hold
+ * a plan whose slots array (slots, slots_cap) is reused when large enough:
+ * fresh memory costs a page fault per 4 KiB, which dominated set_epoch.  Returns 0, FERRY_ENOMEM,
  * FERRY_EEMPTY (no sample), FERRY_EINVAL (batch_size > a rank's share with
  * tail=drop_last; err names it).
  */

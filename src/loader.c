@@ -81,6 +81,9 @@ typedef struct epoch_state {
   int64_t rounds_started;      /* (L) collective: rounds entered */
   int64_t round_target;        /* (L) collective: finish rounds < target on stop */
   int failed;                  /* consumer side: agreed error of the epoch */
+  int64_t certified;           /* consumer side: batches <= this are known
+                                  good on every rank */
+  int64_t io_through;          /* (L) last batch whose data is all loaded */
   size_t resident;             /* (L) extent bytes held */
 
   pthread_t io_thread;
@@ -101,6 +104,8 @@ struct ferry_loader {
   size_t *var_prefix; /* [nvars] bytes of vars before v in a row */
   ring_slot *ring;
   int64_t nring;
+  ferry__slot *spare_slots;  /* the last epoch's slot array, reused     */
+  int64_t spare_cap;
   epoch_state *ep;
   ferry_memory_budget budget;
   pthread_mutex_t stats_mu;
@@ -216,19 +221,18 @@ static int fail_loader(ferry_loader *L, const ferry__err *err) {
 
 /* ---- The I/O thread ---------------------------------------------------- */
 
-static void free_window(epoch_state *ep, int64_t w, unsigned char **bufs) {
-  /* Called with the lock held; collects buffers to free outside it. */
+/* Give window w's buffers back to the pool.  Called with ep->mu held (lock
+ * order: ep->mu, then pool_mu); it allocates nothing, so it cannot fail. */
+static void free_window(epoch_state *ep, int64_t w) {
   const ferry__rank_plan *p = &ep->plan;
-  int64_t k = 0;
   for (int64_t e = p->window_first_extent[w]; e < p->window_first_extent[w + 1];
        e++) {
     if (ep->ext_buf[e]) {
       ep->resident -= (size_t)p->extents[e].count * ep->L->row_total;
-      bufs[k++] = ep->ext_buf[e];
+      buf_put(ep->L, ep->ext_buf[e], ep->resident);
       ep->ext_buf[e] = NULL;
     }
   }
-  bufs[k] = NULL;
 }
 
 /* Read one extent (all variables) into a new buffer.  I/O thread only. */
@@ -265,6 +269,7 @@ static void publish_extent(epoch_state *ep, int64_t e, unsigned char *buf) {
   size_t resident = ep->resident;
   ep->loaded = e + 1;
   pthread_cond_broadcast(&ep->cv_work);
+  pthread_cond_broadcast(&ep->cv_ready);
   pthread_mutex_unlock(&ep->mu);
   note_resident(ep->L, resident);
 }
@@ -534,11 +539,13 @@ static void assemble(epoch_state *ep, ring_slot *s, int64_t b) {
                           L->rank, (long long)b, (long long)ep->epoch);
 }
 
+/* A worker allocates nothing: once a batch's data is loaded, assembling it
+ * cannot fail (only a transform can), which is what lets ferry_next certify
+ * batches from the I/O progress alone. */
 static void *worker_main(void *arg) {
   epoch_state *ep = arg;
   ferry_loader *L = ep->L;
   const ferry__rank_plan *p = &ep->plan;
-  unsigned char **tofree = malloc((size_t)(p->nextents + 1) * sizeof *tofree);
   pthread_mutex_lock(&ep->mu);
   for (;;) {
     int64_t b = ep->next_assign;
@@ -553,14 +560,9 @@ static void *worker_main(void *arg) {
     ep->next_assign++;
     s->state = SLOT_BUSY;
     s->bidx = b;
-    if (!data_ok || !tofree) { /* the I/O failed before this batch's data */
-      if (!tofree)
-        s->rc = ferry__seterr(&s->err, FERRY_ENOMEM, "rank %d: out of memory",
-                              L->rank);
-      else {
-        s->rc = ep->io_rc;
-        s->err = ep->io_err;
-      }
+    if (!data_ok) { /* the I/O failed before this batch's data */
+      s->rc = ep->io_rc;
+      s->err = ep->io_err;
       s->state = SLOT_READY;
       pthread_cond_broadcast(&ep->cv_ready);
       continue;
@@ -569,27 +571,15 @@ static void *worker_main(void *arg) {
     assemble(ep, s, b);
     pthread_mutex_lock(&ep->mu);
     /* Windows whose samples are all assembled are not needed any more. */
-    int64_t nfree = 0;
     for (int64_t i = p->batch_start[b]; i < p->batch_start[b + 1]; i++) {
       int64_t w = p->extents[p->slots[i].extent].window;
-      if (--ep->win_remaining[w] == 0) {
-        free_window(ep, w, tofree + nfree);
-        while (tofree[nfree])
-          nfree++;
-      }
+      if (--ep->win_remaining[w] == 0)
+        free_window(ep, w);
     }
     s->state = SLOT_READY;
     pthread_cond_broadcast(&ep->cv_ready);
-    if (nfree) {
-      size_t resident = ep->resident;
-      pthread_mutex_unlock(&ep->mu);
-      for (int64_t k = 0; k < nfree; k++)
-        buf_put(L, tofree[k], resident);
-      pthread_mutex_lock(&ep->mu);
-    }
   }
   pthread_mutex_unlock(&ep->mu);
-  free(tofree);
   return NULL;
 }
 
@@ -638,6 +628,10 @@ static int epoch_stop(ferry_loader *L) {
       ferry__rank_plan_free(&ep->all_reads[r]);
   free(ep->all_reads);
   free(ep->round_admit);
+  free(L->spare_slots);
+  L->spare_slots = ep->plan.slots; /* the next epoch reuses it */
+  L->spare_cap = ep->plan.slots_cap;
+  ep->plan.slots = NULL;
   ferry__rank_plan_free(&ep->plan);
   free(ep->pieces);
   free(ep->perm);
@@ -743,6 +737,8 @@ int ferry_set_epoch(ferry_loader *L, int64_t epoch) {
     ep->L = L;
     ep->epoch = epoch;
     ep->round_target = -1;
+    ep->certified = -1;
+    ep->io_through = -1;
     pthread_mutex_init(&ep->mu, NULL);
     pthread_cond_init(&ep->cv_io, NULL);
     pthread_cond_init(&ep->cv_work, NULL);
@@ -798,6 +794,9 @@ int ferry_set_epoch(ferry_loader *L, int64_t epoch) {
                              (long long)epoch);
       if (!rc) {
         ep->checksum = ferry__fnv1a(v[4], v, sizeof v);
+        ep->plan.slots = L->spare_slots;
+        ep->plan.slots_cap = L->spare_cap;
+        L->spare_slots = NULL;
         rc = ferry__plan_build(ep->pieces, np, ep->perm, &pp, L->rank,
                                &ep->plan, &err);
       }
@@ -832,7 +831,7 @@ int ferry_set_epoch(ferry_loader *L, int64_t epoch) {
     if (!rc) {
       L->budget.read_bytes = read_bound(L, p);
       L->budget.plan_bytes =
-          (size_t)p->nslots * sizeof(ferry__slot) +
+          (size_t)p->slots_cap * sizeof(ferry__slot) +
           (size_t)p->nextents * (sizeof(ferry__extent) + sizeof(void *)) +
           (size_t)(p->num_batches + 1) * 2 * sizeof(int64_t);
       L->budget.total_bytes = L->budget.ring_bytes + L->budget.read_bytes +
@@ -876,6 +875,103 @@ int64_t ferry_num_batches(const ferry_loader *L) {
   return L->ep->plan.num_batches;
 }
 
+/*
+ * What this rank knows about batch b, with ep->mu held: 1 when decided, with
+ * *through the last batch it can vouch for (>= b), or *through = b - 1 and
+ * *rc, *err the failure at b; 0 when it must wait.  Without a transform a
+ * batch is good once its data is loaded, so the I/O thread's progress (a
+ * window ahead of the consumer) certifies many batches at once.
+ */
+static int local_status(epoch_state *ep, int64_t b, int64_t *through, int *rc,
+                        ferry__err *err) {
+  ferry_loader *L = ep->L;
+  const ferry__rank_plan *p = &ep->plan;
+  ring_slot *s = &L->ring[b % L->nring];
+  while (ep->io_through + 1 < p->num_batches &&
+         p->batch_need[ep->io_through + 1] <= ep->loaded)
+    ep->io_through++;
+  *rc = 0;
+  *through = b - 1;
+  if (s->state == SLOT_HELD) {
+    *rc = ferry__seterr(err, FERRY_EINVAL,
+                        "rank %d: all %lld prefetch batches are still held by "
+                        "the caller; ferry_release one before ferry_next",
+                        L->rank, (long long)L->nring);
+    return 1;
+  }
+  if (L->opts->transform) {
+    if (s->state != SLOT_READY || s->bidx != b) {
+      if (ep->io_rc && p->batch_need[b] > ep->loaded) {
+        *rc = ep->io_rc;
+        *err = ep->io_err;
+        return 1;
+      }
+      return 0;
+    }
+    for (int64_t k = 0; k < L->nring; k++) {
+      ring_slot *t = &L->ring[(b + k) % L->nring];
+      if (t->state != SLOT_READY || t->bidx != b + k)
+        break;
+      if (t->rc) {
+        if (k == 0) {
+          *rc = t->rc;
+          *err = t->err;
+        }
+        break;
+      }
+      *through = b + k;
+    }
+    if (*through > ep->io_through)
+      *through = ep->io_through;
+    return 1;
+  }
+  if (ep->io_through >= b) {
+    *through = ep->io_through;
+    return 1;
+  }
+  if (ep->io_rc) {
+    *rc = ep->io_rc;
+    *err = ep->io_err;
+    return 1;
+  }
+  return 0;
+}
+
+/* Agree how far every rank can vouch for: MINLOC of the local "through".
+ * If some rank cannot vouch for b it failed there, and its error goes to
+ * every rank.  COLLECTIVE over the loader's communicator. */
+static int certify(ferry_loader *L, epoch_state *ep, int64_t b,
+                   int64_t through, int rc, ferry__err *err) {
+  struct {
+    long through;
+    int rank;
+  } in = {(long)through, L->rank}, out;
+  if (MPI_Allreduce(&in, &out, 1, MPI_LONG_INT, MPI_MINLOC, L->comm) !=
+      MPI_SUCCESS)
+    return ferry__seterr(err, FERRY_EMPI, "rank %d: MPI_Allreduce failed",
+                         L->rank);
+  if (out.through >= b) {
+    ep->certified = out.through;
+    return 0;
+  }
+  /* out.rank failed at b: it broadcasts its code and message. */
+  struct {
+    int code;
+    char msg[FERRY__MSG_MAX];
+  } m;
+  if (L->rank == out.rank) {
+    m.code = rc ? rc : FERRY_EINTERNAL;
+    if (strncmp(err->msg, "rank ", 5) == 0)
+      snprintf(m.msg, sizeof m.msg, "%s", err->msg);
+    else
+      snprintf(m.msg, sizeof m.msg, "rank %d: %.1000s", L->rank, err->msg);
+  }
+  if (MPI_Bcast(&m, (int)sizeof m, MPI_BYTE, out.rank, L->comm) != MPI_SUCCESS)
+    return ferry__seterr(err, FERRY_EMPI, "rank %d: MPI_Bcast failed",
+                         L->rank);
+  return ferry__seterr(err, m.code, "%s", m.msg);
+}
+
 int ferry_next(ferry_loader *L, ferry_batch **out) {
   if (!L || !out)
     return ferry__seterr(NULL, FERRY_EINVAL, "ferry_next: NULL argument");
@@ -896,36 +992,43 @@ int ferry_next(ferry_loader *L, ferry_batch **out) {
   ferry__err err = {0};
   int rc = 0;
   double t0 = now_s();
+  if (b > ep->certified) {
+    int64_t through;
+    pthread_mutex_lock(&ep->mu);
+    while (!local_status(ep, b, &through, &rc, &err))
+      pthread_cond_wait(&ep->cv_ready, &ep->mu);
+    pthread_mutex_unlock(&ep->mu);
+    rc = certify(L, ep, b, through, rc, &err);
+    if (rc) {
+      ep->failed = rc;
+      return fail_loader(L, &err);
+    }
+  }
+  /* Certified: every rank will hand out batch b; only wait for assembly. */
   pthread_mutex_lock(&ep->mu);
-  for (;;) {
-    if (s->state == SLOT_HELD) {
+  while (!(s->state == SLOT_READY && s->bidx == b)) {
+    if (s->state == SLOT_HELD) { /* the caller's misuse, on this rank only */
       rc = ferry__seterr(&err, FERRY_EINVAL,
                          "rank %d: all %lld prefetch batches are still held "
-                         "by the caller; ferry_release one before "
-                         "ferry_next",
+                         "by the caller; ferry_release one before ferry_next",
                          L->rank, (long long)L->nring);
-      break;
-    }
-    if (s->state == SLOT_READY && s->bidx == b) {
-      rc = s->rc;
-      if (rc)
-        err = s->err;
       break;
     }
     pthread_cond_wait(&ep->cv_ready, &ep->mu);
   }
-  pthread_mutex_unlock(&ep->mu);
-  double waited = now_s() - t0;
-  rc = agree(L->comm, L->rank, rc, &err);
-  if (rc) {
-    ep->failed = rc;
-    return fail_loader(L, &err);
+  if (!rc && s->rc) { /* cannot happen once certified: a broken invariant */
+    rc = s->rc;
+    err = s->err;
   }
-  pthread_mutex_lock(&ep->mu);
-  s->state = SLOT_HELD;
-  ep->consumed = b + 1;
-  pthread_cond_broadcast(&ep->cv_io);
+  if (!rc) {
+    s->state = SLOT_HELD;
+    ep->consumed = b + 1;
+    pthread_cond_broadcast(&ep->cv_io);
+  }
   pthread_mutex_unlock(&ep->mu);
+  if (rc)
+    return fail_loader(L, &err);
+  double waited = now_s() - t0;
   pthread_mutex_lock(&L->stats_mu);
   L->stats.batches++;
   L->stats.samples += s->batch.size;
@@ -1024,6 +1127,7 @@ static void loader_free(ferry_loader *L) {
   if (!L)
     return;
   ring_free(L);
+  free(L->spare_slots);
   pool_drain(L, 0);
   pthread_mutex_destroy(&L->pool_mu);
   free(L->chunks);

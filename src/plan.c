@@ -270,6 +270,8 @@ static int64_t share_of(const ferry__chunk *pieces, const int64_t *perm,
 static int build(const ferry__chunk *pieces, int64_t np, const int64_t *perm,
                  const ferry__plan_params *pp, int rank, int want_slots,
                  ferry__rank_plan *out, ferry__err *err) {
+  ferry__slot *keep = out->slots;
+  int64_t keep_cap = out->slots_cap;
   memset(out, 0, sizeof *out);
   const int P = pp->world_size;
   const int64_t B = pp->batch_size;
@@ -279,20 +281,28 @@ static int build(const ferry__chunk *pieces, int64_t np, const int64_t *perm,
   segment **order = NULL;
   int64_t *seg_extent = NULL, *seg_off = NULL;
 
-  if (P < 1 || rank < 0 || rank >= P || B < 1)
-    return ferry__seterr(err, FERRY_EINVAL,
-                         "plan: bad world size %d, rank %d or batch size %lld",
-                         P, rank, (long long)B);
+  if (!want_slots || (keep && keep_cap < 1)) {
+    free(keep);
+    keep = NULL;
+  }
+  out->slots = keep; /* freed with the plan on any error below */
+  out->slots_cap = keep ? keep_cap : 0;
+  if (P < 1 || rank < 0 || rank >= P || B < 1) {
+    rc = ferry__seterr(err, FERRY_EINVAL,
+                       "plan: bad world size %d, rank %d or batch size %lld",
+                       P, rank, (long long)B);
+    goto cleanup;
+  }
   start = malloc((size_t)(np + 1) * sizeof *start);
   if (!start)
-    return ferry__seterr(err, FERRY_ENOMEM, "plan: out of memory");
+    goto nomem;
   start[0] = 0;
   for (int64_t i = 0; i < np; i++)
     start[i + 1] = start[i] + pieces[perm[i]].count;
   const int64_t M = start[np];
   if (M == 0) {
-    free(start);
-    return ferry__seterr(err, FERRY_EEMPTY, "the epoch holds no sample");
+    rc = ferry__seterr(err, FERRY_EEMPTY, "the epoch holds no sample");
+    goto cleanup;
   }
 
   int64_t nmin = INT64_MAX, nmax = 0, n_me = 0, pad_before = 0;
@@ -457,10 +467,13 @@ static int build(const ferry__chunk *pieces, int64_t np, const int64_t *perm,
   }
 
   if (want_slots) {
-    out->slots = malloc((size_t)(out->nslots ? out->nslots : 1) *
-                        sizeof *out->slots);
-    if (!out->slots)
-      goto nomem;
+    if (out->slots_cap < out->nslots) {
+      free(out->slots);
+      out->slots_cap = out->nslots ? out->nslots : 1;
+      out->slots = malloc((size_t)out->slots_cap * sizeof *out->slots);
+      if (!out->slots)
+        goto nomem;
+    }
     int64_t k = 0;
     uint64_t wkey = ferry__rand_key(pp->seed, FERRY__STREAM_WINDOW,
                                     (uint64_t)pp->epoch, (uint64_t)rank);

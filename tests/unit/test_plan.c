@@ -114,7 +114,7 @@ static int check_combo(const combo *c, int64_t epoch, uint64_t *sum_out) {
   uint64_t sum = FERRY__FNV_INIT;
   int rc_all = 0;
   for (int r = 0; r < c->P; r++) {
-    ferry__rank_plan p, p2;
+    ferry__rank_plan p = {0}, p2 = {0};
     ferry__err err = {0};
     int rc = ferry__plan_build(pieces, npieces, perm, &pp, r, &p, &err);
     if (c->tail == FERRY__TAIL_DROP && rc == FERRY_EINVAL) {
@@ -314,7 +314,7 @@ static int test_drop_last_too_big(void) {
   int64_t perm[5] = {0, 1, 2, 3, 4};
   ferry__plan_params pp = {.batch_size = 6, .tail = FERRY__TAIL_DROP,
                            .fraction = 1.0, .world_size = 2};
-  ferry__rank_plan p;
+  ferry__rank_plan p = {0};
   ferry__err err = {0};
   int rc = ferry__plan_build(chunks, nc, perm, &pp, 0, &p, &err);
   CHECK(rc == FERRY_EINVAL, "rc %d", rc);
