@@ -270,15 +270,17 @@ struct ferry_batch {
  * batches for the same seed and epoch whatever the thread timing.  Blocks only
  * while the batch is not ready (the wait is counted in ferry_stats).
  *
- * COLLECTIVE per batch: every rank calls it the same number of times (they
- * all get ferry_num_batches() batches), and each call agrees with the other
- * ranks on success with one small MPI_Allreduce, so a failed read or callback
- * on any rank makes every rank return the same error at the same batch, never
+ * COLLECTIVE: every rank calls it the same number of times (they all get
+ * ferry_num_batches() batches).  Before handing a batch out, the ranks
+ * certify it with one small MPI_Allreduce that covers every batch all ranks
+ * have already read (usually many at once), so a failed read or callback on
+ * any rank makes every rank return the same error at the same batch, never
  * a hang.  The call after the last batch returns FERRY_END without
  * communicating.
  *
  * Returns 0 (*out set), FERRY_END (*out NULL), FERRY_ESTATE (no epoch set),
- * FERRY_EINVAL (every prefetch slot is still held by the caller: release one),
+ * FERRY_EINVAL (every prefetch slot is still held by the caller: release
+ * one; this misuse is reported on the calling rank only),
  * FERRY_EIO, FERRY_EFORMAT, FERRY_EMISMATCH, FERRY_ECALLBACK, FERRY_ENOMEM.
  * After an error the epoch is over: call ferry_set_epoch or ferry_close.
  */
