@@ -84,7 +84,6 @@ typedef struct epoch_state {
   int64_t certified;           /* consumer side: batches <= this are known
                                   good on every rank */
   int64_t io_through;          /* (L) last batch whose data is all loaded */
-  size_t resident;             /* (L) extent bytes held */
 
   pthread_t io_thread;
   pthread_t *workers;
@@ -114,7 +113,8 @@ struct ferry_loader {
   pthread_mutex_t pool_mu;   /* guards the read-buffer pool             */
   unsigned char *pool[POOL_MAX];
   int npool;
-  size_t pool_bytes;
+  size_t pool_bytes;         /* bytes in the pool                       */
+  size_t out_bytes;          /* bytes of read buffers in use or in flight */
 };
 
 static double now_s(void) {
@@ -124,38 +124,53 @@ static double now_s(void) {
 }
 
 static unsigned char *buf_get(ferry_loader *L, size_t bytes) {
+  unsigned char *drop[POOL_MAX];
+  int ndrop = 0;
   pthread_mutex_lock(&L->pool_mu);
-  int best = -1;
   for (int i = 0; i < L->npool; i++) {
-    size_t cap = *(size_t *)(L->pool[i] - BUF_HDR);
-    if (cap >= bytes &&
-        (best < 0 || cap < *(size_t *)(L->pool[best] - BUF_HDR)))
-      best = i;
+    unsigned char *p = L->pool[i];
+    size_t cap = *(size_t *)(p - BUF_HDR);
+    if (cap == bytes) { /* exact sizes only: a larger buffer would hold
+                           memory the budget does not count */
+      L->pool[i] = L->pool[--L->npool];
+      L->pool_bytes -= cap;
+      L->out_bytes += cap;
+      pthread_mutex_unlock(&L->pool_mu);
+      return p;
+    }
   }
-  if (best >= 0) {
-    unsigned char *p = L->pool[best];
-    L->pool[best] = L->pool[--L->npool];
+  /* A miss: make room within the read budget before allocating. */
+  while (L->npool > 0 &&
+         L->pool_bytes + L->out_bytes + bytes > L->budget.read_bytes) {
+    unsigned char *p = L->pool[--L->npool];
     L->pool_bytes -= *(size_t *)(p - BUF_HDR);
-    pthread_mutex_unlock(&L->pool_mu);
-    return p;
+    drop[ndrop++] = p;
   }
+  L->out_bytes += bytes;
   pthread_mutex_unlock(&L->pool_mu);
+  for (int i = 0; i < ndrop; i++)
+    free(drop[i] - BUF_HDR);
   unsigned char *raw = malloc(bytes + BUF_HDR);
-  if (!raw)
+  if (!raw) {
+    pthread_mutex_lock(&L->pool_mu);
+    L->out_bytes -= bytes;
+    pthread_mutex_unlock(&L->pool_mu);
     return NULL;
+  }
   *(size_t *)raw = bytes;
   return raw + BUF_HDR;
 }
 
-/* Keep p for reuse while pooled + still resident bytes stay within the read
+/* Keep p for reuse while pooled plus in-use bytes stay within the read
  * budget; free it otherwise. */
-static void buf_put(ferry_loader *L, unsigned char *p, size_t resident) {
+static void buf_put(ferry_loader *L, unsigned char *p) {
   if (!p)
     return;
   size_t cap = *(size_t *)(p - BUF_HDR);
   pthread_mutex_lock(&L->pool_mu);
+  L->out_bytes -= cap;
   if (L->npool < POOL_MAX &&
-      L->pool_bytes + resident + cap <= L->budget.read_bytes) {
+      L->pool_bytes + L->out_bytes + cap <= L->budget.read_bytes) {
     L->pool[L->npool++] = p;
     L->pool_bytes += cap;
     p = NULL;
@@ -175,11 +190,12 @@ static void pool_drain(ferry_loader *L, size_t keep) {
   pthread_mutex_unlock(&L->pool_mu);
 }
 
-static void note_resident(ferry_loader *L, size_t extent_bytes) {
+/* Record the most buffer memory held at once: ring + read buffers in use
+ * or in flight + pooled ones. */
+static void note_resident(ferry_loader *L) {
   pthread_mutex_lock(&L->pool_mu);
-  size_t pooled = L->pool_bytes;
+  size_t total = L->budget.ring_bytes + L->out_bytes + L->pool_bytes;
   pthread_mutex_unlock(&L->pool_mu);
-  size_t total = L->budget.ring_bytes + extent_bytes + pooled;
   pthread_mutex_lock(&L->stats_mu);
   if (total > L->stats.peak_resident_bytes)
     L->stats.peak_resident_bytes = total;
@@ -228,8 +244,7 @@ static void free_window(epoch_state *ep, int64_t w) {
   for (int64_t e = p->window_first_extent[w]; e < p->window_first_extent[w + 1];
        e++) {
     if (ep->ext_buf[e]) {
-      ep->resident -= (size_t)p->extents[e].count * ep->L->row_total;
-      buf_put(ep->L, ep->ext_buf[e], ep->resident);
+      buf_put(ep->L, ep->ext_buf[e]);
       ep->ext_buf[e] = NULL;
     }
   }
@@ -250,7 +265,7 @@ static int read_extent(epoch_state *ep, ferry__io *io, const ferry__extent *x,
     int rc = L->be->io_read(io, x->part, v, x->row, x->count,
                             buf + (size_t)x->count * L->var_prefix[v], err);
     if (rc) {
-      buf_put(L, buf, 0);
+      buf_put(L, buf);
       return rc;
     }
   }
@@ -265,13 +280,11 @@ static int read_extent(epoch_state *ep, ferry__io *io, const ferry__extent *x,
 static void publish_extent(epoch_state *ep, int64_t e, unsigned char *buf) {
   pthread_mutex_lock(&ep->mu);
   ep->ext_buf[e] = buf;
-  ep->resident += (size_t)ep->plan.extents[e].count * ep->L->row_total;
-  size_t resident = ep->resident;
   ep->loaded = e + 1;
   pthread_cond_broadcast(&ep->cv_work);
   pthread_cond_broadcast(&ep->cv_ready);
   pthread_mutex_unlock(&ep->mu);
-  note_resident(ep->L, resident);
+  note_resident(ep->L);
 }
 
 static void publish_error(epoch_state *ep, int rc, const ferry__err *err) {
@@ -460,7 +473,7 @@ static void io_collective(epoch_state *ep, ferry__io *io) {
         pthread_mutex_unlock(&L->stats_mu);
       } else if (bufs) {
         for (int64_t k = 0; k < nmine; k++)
-          buf_put(L, bufs[k], 0);
+          buf_put(L, bufs[k]);
       }
       free(bufs);
     }
@@ -617,7 +630,7 @@ static int epoch_stop(ferry_loader *L) {
       pthread_join(ep->workers[i], NULL);
   }
   for (int64_t e = 0; ep->ext_buf && e < ep->plan.nextents; e++)
-    buf_put(L, ep->ext_buf[e], 0);
+    buf_put(L, ep->ext_buf[e]);
   free(ep->ext_buf);
   free(ep->win_remaining);
   free(ep->workers);

@@ -187,6 +187,20 @@ static void test_tails(void) {
                 ferry_last_error(L));
           if (rc == 0)
             check_served(L, tails[t], ids, n);
+          /* memory bounded by the configuration: the buffers held never
+           * exceed the ring plus the read budget computed from the plan */
+          ferry_memory_budget mb;
+          ferry_stats st;
+          CHECK(ferry_memory_budget_get(L, &mb) == 0 &&
+                    ferry_stats_get(L, &st) == 0,
+                "budget/stats");
+          CHECK(st.peak_resident_bytes <= mb.ring_bytes + mb.read_bytes,
+                "%s tail=%s: peak %zu bytes > ring %zu + reads %zu",
+                specs[s], tails[t], st.peak_resident_bytes, mb.ring_bytes,
+                mb.read_bytes);
+          CHECK(mb.total_bytes ==
+                    mb.ring_bytes + mb.read_bytes + mb.plan_bytes,
+                "budget total");
           free(ids);
         }
         ferry_close(L);
