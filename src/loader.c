@@ -1162,10 +1162,20 @@ static int share_manifest(ferry_loader *L, const char *dataset,
   void *buf = NULL;
   size_t len = 0;
   if (L->rank == 0) {
-    if (L->opts->manifest)
+    if (L->opts->manifest) {
       rc = ferry__manifest_load_json(L->opts->manifest, L->opts->vars, &L->m,
                                      err);
-    else
+      /* A manifest left in FERRY_MANIFEST must not silently serve another
+       * dataset's data. */
+      if (!rc && strcmp(L->m.spec ? L->m.spec : "", dataset) != 0)
+        rc = ferry__seterr(err, FERRY_EMISMATCH,
+                           "manifest %s describes dataset '%s', not '%s' "
+                           "(save a manifest for this dataset with ferry "
+                           "info --save-manifest, or unset the manifest "
+                           "option)",
+                           L->opts->manifest, L->m.spec ? L->m.spec : "",
+                           dataset);
+    } else
       rc = ferry__manifest_scan(dataset, L->opts->vars, &L->m, err);
     if (!rc)
       rc = ferry__manifest_pack(&L->m, &buf, &len);

@@ -616,6 +616,14 @@ int ferry__manifest_scan(const char *spec, const char *vars,
       if (strncmp(path, "mem:", 4) != 0 && stat(path, &st) != 0)
         rc = ferry__seterr(err, errno_code(errno), "part %s: %s", path,
                            strerror(errno));
+      else if (S_ISDIR(st.st_mode))
+        /* a directory is a part when it holds .npy files (or, later, the
+         * metadata of another format): without any, there is no sample */
+        rc = ferry__seterr(err, FERRY_EEMPTY,
+                           "directory %s is empty: it holds no .npy file "
+                           "(a dataset is a directory of .npy files, one per "
+                           "variable, a .npy file, a glob or an @list)",
+                           path);
       else
         rc = ferry__seterr(err, FERRY_EFORMAT, "no backend reads %s", path);
       goto cleanup;
