@@ -849,9 +849,10 @@ static void test_list_and_dirs(void) {
   write_text("bad/magicless.npy", "hello, this is not numpy\n");
   EXPECT_CODE(ferry__manifest_scan(tpath("bad/magicless.npy"), NULL, &m, &e),
               FERRY_EFORMAT, e, "not a .npy file");
+  /* an empty directory is an empty dataset, and says so */
   mkdirs("bad/empty");
   EXPECT_CODE(ferry__manifest_scan(tpath("bad/empty"), NULL, &m, &e),
-              FERRY_EFORMAT, e, "no backend reads");
+              FERRY_EEMPTY, e, "is empty");
   /* parts that disagree */
   write_npy("bad/f64.npy", FERRY_FLOAT64, 0, 5, 2, 0);
   write_npy("bad/f32.npy", FERRY_FLOAT32, 0, 5, 2, 0);
