@@ -2,14 +2,16 @@
  * error.c - the small, stateless services every other file leans on: error
  * codes and their messages, the per-thread "last error" used by calls that
  * have no loader yet, version queries, dtype sizes and names, and the list of
- * compiled-in backends.
+ * compiled-in backends, and the allocator of large buffers.
  */
 #include "config.h"
 #include "internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* Why thread-local: ferry_open and ferry_options_set fail before any loader
  * exists, and two threads may open loaders at the same time. */
@@ -108,4 +110,35 @@ int ferry__dtype_from_name(const char *name, ferry_dtype *out) {
       return 0;
     }
   return FERRY_EINVAL;
+}
+
+void *ferry__big_alloc(size_t bytes) {
+  size_t len = bytes + FERRY__BIG_HDR;
+  unsigned char *raw;
+#if defined(MAP_POPULATE) && defined(MAP_ANONYMOUS)
+  void *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  raw = m == MAP_FAILED ? NULL : m;
+#else
+  raw = malloc(len);
+#endif
+  if (!raw)
+    return NULL;
+  *(size_t *)raw = bytes;
+  return raw + FERRY__BIG_HDR;
+}
+
+size_t ferry__big_size(const void *p) {
+  return p ? *(const size_t *)((const unsigned char *)p - FERRY__BIG_HDR) : 0;
+}
+
+void ferry__big_free(void *p) {
+  if (!p)
+    return;
+  unsigned char *raw = (unsigned char *)p - FERRY__BIG_HDR;
+#if defined(MAP_POPULATE) && defined(MAP_ANONYMOUS)
+  munmap(raw, *(size_t *)raw + FERRY__BIG_HDR);
+#else
+  free(raw);
+#endif
 }

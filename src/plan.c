@@ -246,7 +246,7 @@ static int cmp_seg_pos(const void *a, const void *b) {
 void ferry__rank_plan_free(ferry__rank_plan *p) {
   if (!p)
     return;
-  free(p->slots);
+  ferry__big_free(p->slots);
   free(p->batch_start);
   free(p->extents);
   free(p->window_first_extent);
@@ -282,7 +282,7 @@ static int build(const ferry__chunk *pieces, int64_t np, const int64_t *perm,
   int64_t *seg_extent = NULL, *seg_off = NULL;
 
   if (!want_slots || (keep && keep_cap < 1)) {
-    free(keep);
+    ferry__big_free(keep);
     keep = NULL;
   }
   out->slots = keep; /* freed with the plan on any error below */
@@ -468,9 +468,9 @@ static int build(const ferry__chunk *pieces, int64_t np, const int64_t *perm,
 
   if (want_slots) {
     if (out->slots_cap < out->nslots) {
-      free(out->slots);
+      ferry__big_free(out->slots);
       out->slots_cap = out->nslots ? out->nslots : 1;
-      out->slots = malloc((size_t)out->slots_cap * sizeof *out->slots);
+      out->slots = ferry__big_alloc((size_t)out->slots_cap * sizeof *out->slots);
       if (!out->slots)
         goto nomem;
     }

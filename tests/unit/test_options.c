@@ -96,7 +96,7 @@ int main(void) {
   expect_bad(o, "fraction", "0");
   expect_bad(o, "fraction", "1.5");
   expect_bad(o, "prefetch", "0");
-  expect_bad(o, "threads", "0");
+  expect_bad(o, "threads", "-1");
   expect_bad(o, "no_such_option", "1");
   CHECK(ferry_options_set(o, "no_such_option", "1") == FERRY_EINVAL &&
             strstr(ferry_last_error(NULL), "unknown option"),
