@@ -169,6 +169,8 @@ int ferry__manifest_save_json(const ferry__manifest *m, const char *path,
 int ferry__manifest_load_json(const char *path, const char *vars,
                               ferry__manifest *m, ferry__err *err);
 void ferry__manifest_free(ferry__manifest *m);
+/** "dir/name" (one slash between), malloc'd; NULL when out of memory. */
+char *ferry__join_path(const char *dir, const char *name);
 
 /* ---- Backends --------------------------------------------------------- */
 

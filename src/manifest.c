@@ -132,7 +132,7 @@ static void sv_sort_unique(strvec *s) {
   s->n = k;
 }
 
-static char *join_path(const char *dir, const char *name) {
+char *ferry__join_path(const char *dir, const char *name) {
   size_t a = strlen(dir), b = strlen(name);
   int slash = a > 0 && dir[a - 1] != '/';
   char *s = malloc(a + slash + b + 1);
@@ -257,7 +257,7 @@ static int glob_rec(glob_state *g, size_t i, const char *base) {
     for (size_t k = 0; k < names.n; k++) {
       if (names.v[k][0] == '.')
         continue;
-      char *sub = join_path(base, names.v[k]);
+      char *sub = ferry__join_path(base, names.v[k]);
       if (!sub) {
         rc = oom(g->err);
         goto cleanup;
@@ -275,7 +275,7 @@ static int glob_rec(glob_state *g, size_t i, const char *base) {
     return rc;
   }
   if (!has_magic(comp)) {
-    char *next = join_path(base, comp);
+    char *next = ferry__join_path(base, comp);
     if (!next)
       return oom(g->err);
     rc = glob_rec(g, i + 1, next);
@@ -287,7 +287,7 @@ static int glob_rec(glob_state *g, size_t i, const char *base) {
   for (size_t k = 0; k < names.n && rc == 0; k++) {
     if (fnmatch(comp, names.v[k], FNM_PATHNAME | FNM_PERIOD) != 0)
       continue;
-    char *next = join_path(base, names.v[k]);
+    char *next = ferry__join_path(base, names.v[k]);
     if (!next) {
       rc = oom(g->err);
       break;
@@ -376,7 +376,7 @@ static int read_list(const char *list, strvec *out, ferry__err *err) {
     if (!*s || *s == '#')
       continue;
     int as_is = s[0] == '/' || !*dir || strncmp(s, "mem:", 4) == 0;
-    char *path = as_is ? strdup(s) : join_path(dir, s);
+    char *path = as_is ? strdup(s) : ferry__join_path(dir, s);
     if (sv_push(out, path) < 0) {
       rc = oom(err);
       goto cleanup;

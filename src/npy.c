@@ -422,19 +422,6 @@ static int is_var_name(const char *name) {
   return name[0] != '.' && has_npy_suffix(name);
 }
 
-static char *join_path(const char *dir, const char *name) {
-  size_t a = strlen(dir), b = strlen(name);
-  int slash = a > 0 && dir[a - 1] != '/';
-  char *s = malloc(a + slash + b + 1);
-  if (!s)
-    return NULL;
-  memcpy(s, dir, a);
-  if (slash)
-    s[a] = '/';
-  memcpy(s + a + slash, name, b + 1);
-  return s;
-}
-
 static int dir_has_npy(const char *dir) {
   DIR *d = opendir(dir);
   if (!d)
@@ -444,7 +431,7 @@ static int dir_has_npy(const char *dir) {
   while (!found && (e = readdir(d)) != NULL) {
     if (!is_var_name(e->d_name))
       continue;
-    char *full = join_path(dir, e->d_name);
+    char *full = ferry__join_path(dir, e->d_name);
     struct stat st;
     found = full && stat(full, &st) == 0 && S_ISREG(st.st_mode);
     free(full);
@@ -613,7 +600,7 @@ static int list_vars(const char *dir, char ***out, int *n, ferry__err *err) {
   while ((e = readdir(d)) != NULL) {
     if (!is_var_name(e->d_name))
       continue;
-    char *full = join_path(dir, e->d_name);
+    char *full = ferry__join_path(dir, e->d_name);
     struct stat st;
     int regular = full && stat(full, &st) == 0 && S_ISREG(st.st_mode);
     free(full);
@@ -699,7 +686,7 @@ static int npy_describe(const char *path, ferry__part_desc *out,
   }
   out->nvars = nfiles;
   for (int i = 0; i < nfiles; i++) {
-    out->paths[i] = is_dir ? join_path(path, files[i]) : strdup(path);
+    out->paths[i] = is_dir ? ferry__join_path(path, files[i]) : strdup(path);
     out->vars[i].name = stem_of(out->paths[i] ? out->paths[i] : "");
     if (!out->paths[i] || !out->vars[i].name) {
       rc = ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", path);

@@ -19,23 +19,8 @@
 # Environment (set by "make check"; see tests/README.md): FERRY, RUN_MPI,
 # FERRY_TEST_TMPDIR.  Exit 0 pass, 1 fail, 77 skip (no ferry program).
 
-if test -z "${FERRY:-}" || test ! -x "$FERRY"; then
-  echo "SKIP: FERRY is not set to the ferry program"
-  exit 77
-fi
-here=`dirname "$0"`
-if test -z "${RUN_MPI:-}"; then
-  RUN_MPI="sh $here/../run-mpi.sh"
-fi
-# The loader options of the caller's environment would change the results.
-for v in `env | sed -n 's/^\(FERRY_[A-Z_]*\)=.*/\1/p'`; do
-  case $v in FERRY_TEST_*|FERRY_MPI_TIMEOUT) ;; *) unset "$v" ;; esac
-done
-
-tmp=${FERRY_TEST_TMPDIR:-${TMPDIR:-/tmp}}/datasets.$$
-rm -rf "$tmp" && mkdir -p "$tmp" || exit 1
-trap 'rm -rf "$tmp"' 0
-fail=0
+. "`dirname "$0"`/common.sh"
+ferry_test_init datasets
 
 # expect STATUS TEXT COMMAND...: COMMAND exits STATUS and its stdout or
 # stderr holds TEXT (a fixed string; empty: anything); stdout is kept in

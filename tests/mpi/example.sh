@@ -19,23 +19,8 @@ if test ! -x "$prog"; then
   echo "SKIP: $prog not built"
   exit 77
 fi
-if test -z "${FERRY:-}" || test ! -x "$FERRY"; then
-  echo "SKIP: FERRY is not set to the ferry program"
-  exit 77
-fi
-here=`dirname "$0"`
-if test -z "${RUN_MPI:-}"; then
-  RUN_MPI="sh $here/../run-mpi.sh"
-fi
-# The example applies FERRY_* variables: the caller's would change it.
-for v in `env | sed -n 's/^\(FERRY_[A-Z_]*\)=.*/\1/p'`; do
-  case $v in FERRY_TEST_*|FERRY_MPI_TIMEOUT) ;; *) unset "$v" ;; esac
-done
-
-tmp=${FERRY_TEST_TMPDIR:-${TMPDIR:-/tmp}}/example.$$
-rm -rf "$tmp" && mkdir -p "$tmp" || exit 1
-trap 'rm -rf "$tmp"' 0
-fail=0
+. "`dirname "$0"`/common.sh"
+ferry_test_init example
 
 # N is prime and not a multiple of the example's batch_size 32 nor of 3
 # ranks, so some ranks get short last batches.

@@ -19,28 +19,12 @@
 # PYTHON_NUMPY, FERRY_TEST_TMPDIR, top_srcdir.
 # Exit 0 pass, 1 fail, 77 skip (no ferry program, no NumPy).
 
-if test -z "${FERRY:-}" || test ! -x "$FERRY"; then
-  echo "SKIP: FERRY is not set to the ferry program"
-  exit 77
-fi
-here=`dirname "$0"`
-top_srcdir=${top_srcdir:-$here/../..}
-if test -z "${RUN_MPI:-}"; then
-  RUN_MPI="sh $top_srcdir/tests/run-mpi.sh"
-fi
+. "`dirname "$0"`/common.sh"
+ferry_test_init npy_fixtures
 if test -z "${PYTHON_NUMPY:-}"; then
   echo "SKIP: no Python with NumPy (PYTHON_NUMPY is empty): the fixtures are written by NumPy"
   exit 77
 fi
-# The loader options of the caller's environment would change the results.
-for v in `env | sed -n 's/^\(FERRY_[A-Z_]*\)=.*/\1/p'`; do
-  case $v in FERRY_TEST_*|FERRY_MPI_TIMEOUT) ;; *) unset "$v" ;; esac
-done
-
-tmp=${FERRY_TEST_TMPDIR:-${TMPDIR:-/tmp}}/npy_fixtures.$$
-rm -rf "$tmp" && mkdir -p "$tmp" || exit 1
-trap 'rm -rf "$tmp"' 0
-fail=0
 fx=$tmp/fx
 if "$PYTHON_NUMPY" "$top_srcdir/tests/fixtures/make_npy.py" "$fx" >"$tmp/make.log" 2>&1 &&
    test -f "$fx/index.json"; then
