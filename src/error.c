@@ -76,7 +76,11 @@ const char *ferry_backend_name(int i) {
 const char *ferry_features(void) {
   /* Only what this library can do: a dependency configure found does not
    * count until the backend or stage using it is compiled in. */
-  return "mpiio";
+  return "mpiio"
+#ifdef HAVE_HDF5
+         " hdf5"
+#endif
+      ;
 }
 
 static const struct {

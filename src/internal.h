@@ -226,6 +226,9 @@ typedef struct ferry__backend {
 
 extern const ferry__backend ferry__backend_npy;
 extern const ferry__backend ferry__backend_mem;
+#ifdef HAVE_HDF5
+extern const ferry__backend ferry__backend_hdf5;
+#endif
 
 /** NULL-terminated table of compiled-in backends. */
 extern const ferry__backend *const ferry__backends[];

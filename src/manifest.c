@@ -34,6 +34,9 @@
 
 const ferry__backend *const ferry__backends[] = {
     &ferry__backend_npy,
+#ifdef HAVE_HDF5
+    &ferry__backend_hdf5,
+#endif
     &ferry__backend_mem,
     NULL,
 };

@@ -18,11 +18,19 @@ if ! $cc -fsanitize=thread "$tmp/probe.c" -o "$tmp/probe" 2>/dev/null || ! "$tmp
   exit 77
 fi
 src="$top_srcdir/src"
+# The flags configure found, from the build's Makefile (the optional
+# backends configure enabled are compiled in, as in libferry).
+mkvar() { sed -n "s/^$1 = //p" "$top_builddir/Makefile" | head -n 1; }
 flags="-std=gnu11 -g -O1 -fsanitize=thread -DHAVE_CONFIG_H -DFERRY_BUILDING -I$top_builddir -I$top_srcdir/include -I$src"
-jansson=`pkg-config --cflags --libs jansson 2>/dev/null || echo -ljansson`
-if ! $cc $flags "$top_srcdir/tests/mpi/test_loader.c" "$src/error.c" "$src/options.c" \
-     "$src/plan.c" "$src/loader.c" "$src/npy.c" "$src/manifest.c" "$src/mem.c" \
-     $jansson -lpthread -o "$tmp/test_loader" 2> "$tmp/cc.log"; then
+deps="`mkvar JANSSON_CFLAGS` `mkvar JANSSON_LIBS`"
+sources="$src/error.c $src/options.c $src/plan.c $src/loader.c $src/npy.c $src/manifest.c $src/mem.c"
+if grep -q '^#define HAVE_HDF5 1' "$top_builddir/config.h" 2>/dev/null; then
+  sources="$sources $src/hdf5.c"
+  deps="$deps `mkvar HDF5_CPPFLAGS` `mkvar HDF5_LIBS`"
+fi
+# shellcheck disable=SC2086 # lists of words
+if ! $cc $flags "$top_srcdir/tests/mpi/test_loader.c" $sources \
+     $deps -lpthread -o "$tmp/test_loader" 2> "$tmp/cc.log"; then
   echo "FAIL: cannot compile with ThreadSanitizer"; cat "$tmp/cc.log"; exit 1
 fi
 TSAN_OPTIONS="halt_on_error=0 report_signal_unsafe=0 log_path=$tmp/tsan"
@@ -36,7 +44,7 @@ grep -q "^PASS" "$tmp/out" || { echo "FAIL: test_loader under TSan (exit $status
 bad=`cat "$tmp"/tsan.* 2>/dev/null | awk '
   /WARNING: ThreadSanitizer/ { p = 1; blk = "" }
   p { blk = blk "\n" $0 }
-  /^SUMMARY: ThreadSanitizer/ { if (p && blk ~ /\/src\/(loader|plan|options|manifest|mem|npy|error)\.c:/) print blk; p = 0 }'`
+  /^SUMMARY: ThreadSanitizer/ { if (p && blk ~ /\/src\/(loader|plan|options|manifest|mem|npy|hdf5|error)\.c:/) print blk; p = 0 }'`
 if test -n "$bad"; then
   echo "FAIL: ThreadSanitizer reports in ferry's code:"
   echo "$bad" | head -80

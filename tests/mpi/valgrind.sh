@@ -44,7 +44,7 @@ fi
 bad=`cat "$tmp"/vg.* | awk '
   /(Invalid|uninitialised|Conditional jump|definitely lost|Mismatched|overlap)/ { p = 1; blk = "" }
   p { blk = blk "\n" $0 }
-  /^==[0-9]+== *$/ { if (p && blk ~ /\((loader|plan|options|manifest|mem|npy|error|common|cmd_[a-z]+)\.c:/) print blk; p = 0 }'`
+  /^==[0-9]+== *$/ { if (p && blk ~ /\((loader|plan|options|manifest|mem|npy|hdf5|error|common|cmd_[a-z]+)\.c:/) print blk; p = 0 }'`
 rm -rf "$tmp"
 if test -n "$bad"; then
   echo "FAIL: valgrind found errors in ferry's code:"

@@ -1,0 +1,779 @@
+/*
+ * hdf5.c - the parallel HDF5 backend (also reads netCDF-4 files, which are
+ * HDF5 underneath).
+ *
+ * A part is one HDF5 file; its variables are the datasets found by visiting
+ * the file's links from the root group, named by their HDF5 path without the
+ * leading '/' ("samples", "group/targets").  The datasets whose first
+ * dimension equals the longest first dimension in the file are the
+ * variables; shorter ones (metadata, labels of another axis) are skipped.
+ * A variable of a type ferry cannot hold (compound, string, reference...)
+ * or compressed with a filter whose plugin is missing is refused with
+ * FERRY_ENOTSUP when rank 0 describes the file.  The empty datasets by which
+ * netCDF-4 records a dimension that has no coordinate variable are skipped.
+ *
+ * Rank 0 describes with a serial H5Fopen; the loader's I/O thread then reads
+ * hyperslabs through the MPI-IO driver, independently (MPI_COMM_SELF) or
+ * collectively over the loader's communicator (collective metadata reads,
+ * H5FD_MPIO_COLLECTIVE transfers, and an empty selection when a rank has no
+ * row to read so every H5Dread stays matched).  HDF5 converts to the native
+ * memory type given to H5Dread, so batches are native and swapped is 0.
+ *
+ * Chunk alignment is left to the user: a chunked dataset read with a
+ * chunk_samples that is not a multiple of its chunk's first dimension
+ * decompresses some chunks twice.  Each dataset gets a chunk cache holding
+ * at least a few of its chunks so that consecutive reads do not thrash.
+ *
+ * This backend is not thread-safe (HDF5 usually is not built so): its io_*
+ * calls come from the loader's single I/O thread.
+ */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+#if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include "internal.h"
+
+#include <errno.h>
+#include <hdf5.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Files kept open when the options give no bound. */
+#define H5_DEFAULT_OPEN 64
+/* Smallest chunk cache per dataset. */
+#define H5_MIN_CACHE ((size_t)1 << 20)
+
+static const unsigned char h5_signature[8] = {0x89, 'H', 'D', 'F',
+                                              '\r', '\n', 0x1a, '\n'};
+
+/* ---- Probe ------------------------------------------------------------ */
+
+/* The superblock sits at offset 0, 512, 1024, 2048, ... (a user block may
+ * precede it). */
+static int h5_probe(const char *path) {
+  struct stat st;
+  unsigned char sig[8];
+  int found = 0;
+  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+    return 0;
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return 0;
+  for (long long off = 0; !found && off + 8 <= (long long)st.st_size;
+       off = off ? off * 2 : 512) {
+    if (fseeko(f, (off_t)off, SEEK_SET) != 0 || fread(sig, 1, 8, f) != 8)
+      break;
+    found = memcmp(sig, h5_signature, 8) == 0;
+  }
+  fclose(f);
+  return found;
+}
+
+/* ---- Types ------------------------------------------------------------ */
+
+static void quiet_errors(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
+
+/* A 2-member enum of 1 byte, FALSE = 0 and TRUE = 1: h5py's bool. */
+static int is_h5py_bool(hid_t t) {
+  int ok = 0;
+  if (H5Tget_class(t) != H5T_ENUM || H5Tget_size(t) != 1 ||
+      H5Tget_nmembers(t) != 2)
+    return 0;
+  for (unsigned i = 0; i < 2; i++) {
+    char *name = H5Tget_member_name(t, i);
+    signed char v = -1;
+    if (name && H5Tget_member_value(t, i, &v) >= 0)
+      ok += (v == 0 && strcmp(name, "FALSE") == 0) ||
+            (v == 1 && strcmp(name, "TRUE") == 0);
+    H5free_memory(name);
+  }
+  return ok == 2;
+}
+
+/* An IEEE half: 1 sign, 5 exponent, 10 mantissa bits. */
+static int is_ieee_half(hid_t t) {
+  size_t spos, epos, esize, mpos, msize;
+  if (H5Tget_fields(t, &spos, &epos, &esize, &mpos, &msize) < 0)
+    return 0;
+  return spos == 15 && epos == 10 && esize == 5 && mpos == 0 && msize == 10 &&
+         H5Tget_ebias(t) == 15;
+}
+
+/* ferry dtype of an HDF5 file type; 0, or -1 with why set. */
+static int dtype_of(hid_t t, ferry_dtype *out, const char **why) {
+  size_t size = H5Tget_size(t);
+  switch (H5Tget_class(t)) {
+  case H5T_INTEGER: {
+    int sgn = H5Tget_sign(t) == H5T_SGN_2;
+    switch (size) {
+    case 1: *out = sgn ? FERRY_INT8 : FERRY_UINT8; return 0;
+    case 2: *out = sgn ? FERRY_INT16 : FERRY_UINT16; return 0;
+    case 4: *out = sgn ? FERRY_INT32 : FERRY_UINT32; return 0;
+    case 8: *out = sgn ? FERRY_INT64 : FERRY_UINT64; return 0;
+    default: *why = "an integer of unusual width"; return -1;
+    }
+  }
+  case H5T_FLOAT:
+    if (size == 4) { *out = FERRY_FLOAT32; return 0; }
+    if (size == 8) { *out = FERRY_FLOAT64; return 0; }
+    if (size == 2 && is_ieee_half(t)) { *out = FERRY_FLOAT16; return 0; }
+    *why = "a floating-point type other than IEEE float16/32/64";
+    return -1;
+  case H5T_ENUM:
+    if (is_h5py_bool(t)) { *out = FERRY_BOOL; return 0; }
+    *why = "an enum type (only h5py's bool enum is read)";
+    return -1;
+  case H5T_COMPOUND: *why = "a compound type"; return -1;
+  case H5T_STRING: *why = "a string type"; return -1;
+  case H5T_VLEN: *why = "a variable-length type"; return -1;
+  case H5T_REFERENCE: *why = "a reference type"; return -1;
+  case H5T_ARRAY: *why = "an array type"; return -1;
+  case H5T_OPAQUE: *why = "an opaque type"; return -1;
+  case H5T_BITFIELD: *why = "a bitfield type"; return -1;
+  default: *why = "an unknown type"; return -1;
+  }
+}
+
+/* The memory type H5Dread converts to (caller closes): the native type of
+ * the dtype; bool and float16 have no predefined native type, so use the
+ * file type in native byte order. */
+static hid_t mem_type_of(ferry_dtype dt, hid_t ftype) {
+  hid_t t;
+  switch (dt) {
+  case FERRY_INT8: return H5Tcopy(H5T_NATIVE_INT8);
+  case FERRY_INT16: return H5Tcopy(H5T_NATIVE_INT16);
+  case FERRY_INT32: return H5Tcopy(H5T_NATIVE_INT32);
+  case FERRY_INT64: return H5Tcopy(H5T_NATIVE_INT64);
+  case FERRY_UINT8: return H5Tcopy(H5T_NATIVE_UINT8);
+  case FERRY_UINT16: return H5Tcopy(H5T_NATIVE_UINT16);
+  case FERRY_UINT32: return H5Tcopy(H5T_NATIVE_UINT32);
+  case FERRY_UINT64: return H5Tcopy(H5T_NATIVE_UINT64);
+  case FERRY_FLOAT32: return H5Tcopy(H5T_NATIVE_FLOAT);
+  case FERRY_FLOAT64: return H5Tcopy(H5T_NATIVE_DOUBLE);
+  case FERRY_BOOL: return H5Tget_native_type(ftype, H5T_DIR_ASCEND);
+  case FERRY_FLOAT16:
+    t = H5Tcopy(ftype);
+    if (t >= 0 && H5Tset_order(t, H5Tget_order(H5T_NATIVE_FLOAT)) < 0) {
+      H5Tclose(t);
+      return -1;
+    }
+    return t;
+  default: return -1;
+  }
+}
+
+/* ---- Describe (rank 0) ------------------------------------------------ */
+
+typedef struct h5_dset {
+  char *name;                    /* path without the leading '/' */
+  int ndims;
+  hsize_t dims[H5S_MAX_RANK];
+  ferry_dtype dtype;
+  const char *why;               /* unsupported type: why, else NULL */
+  int dim_only;                  /* a netCDF-4 dimension, not a variable */
+  char filter[128];              /* missing filter plugin, else ""  */
+} h5_dset;
+
+typedef struct h5_visit {
+  h5_dset *v;
+  int n, cap;
+  int oom;
+} h5_visit;
+
+/* netCDF-4 stores a dimension without a coordinate variable as an empty
+ * dimension-scale dataset whose NAME attribute starts with this text; it is
+ * not data and must not become a variable. */
+#define NC_DIM_ONLY "This is a netCDF dimension but not a netCDF variable"
+
+static int is_nc_dim_only(hid_t d) {
+  int yes = 0;
+  if (H5Aexists(d, "NAME") <= 0)
+    return 0;
+  hid_t a = H5Aopen(d, "NAME", H5P_DEFAULT);
+  hid_t t = a >= 0 ? H5Aget_type(a) : -1, mt = -1;
+  size_t n = t >= 0 ? H5Tget_size(t) : 0;
+  if (t >= 0 && H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t) == 0 &&
+      n > 0 && n < 4096 && (mt = H5Tcopy(H5T_C_S1)) >= 0 &&
+      H5Tset_size(mt, n + 1) >= 0) {
+    char *buf = calloc(1, n + 1);
+    if (buf && H5Aread(a, mt, buf) >= 0)
+      yes = strncmp(buf, NC_DIM_ONLY, strlen(NC_DIM_ONLY)) == 0;
+    free(buf);
+  }
+  if (mt >= 0)
+    H5Tclose(mt);
+  if (t >= 0)
+    H5Tclose(t);
+  if (a >= 0)
+    H5Aclose(a);
+  return yes;
+}
+
+/* Inspect one dataset: shape, type, filters. */
+static void inspect(hid_t d, h5_dset *out) {
+  hid_t s = H5Dget_space(d), t = H5Dget_type(d), pl = H5Dget_create_plist(d);
+  out->dim_only = is_nc_dim_only(d);
+  out->ndims = s >= 0 ? H5Sget_simple_extent_ndims(s) : -1;
+  if (out->ndims > H5S_MAX_RANK || out->ndims < 0 ||
+      H5Sget_simple_extent_dims(s, out->dims, NULL) < 0)
+    out->ndims = -1;
+  if (t < 0 || dtype_of(t, &out->dtype, &out->why) < 0)
+    out->why = out->why ? out->why : "an unreadable type";
+  int nf = pl >= 0 ? H5Pget_nfilters(pl) : 0;
+  for (int i = 0; i < nf && !out->filter[0]; i++) {
+    unsigned flags = 0, cd[16];
+    size_t ncd = 16;
+    char fname[64] = "";
+    H5Z_filter_t id = H5Pget_filter2(pl, (unsigned)i, &flags, &ncd, cd,
+                                     sizeof fname, fname, NULL);
+    if (id < 0 || H5Zfilter_avail(id) <= 0)
+      snprintf(out->filter, sizeof out->filter, "%d%s%s%s", (int)id,
+               fname[0] ? " (" : "", fname, fname[0] ? ")" : "");
+  }
+  if (pl >= 0)
+    H5Pclose(pl);
+  if (t >= 0)
+    H5Tclose(t);
+  if (s >= 0)
+    H5Sclose(s);
+}
+
+#if H5_VERSION_GE(1, 12, 0)
+typedef H5L_info2_t h5_link_info;
+#else
+typedef H5L_info_t h5_link_info;
+#endif
+
+static herr_t visit_cb(hid_t g, const char *name, const h5_link_info *info,
+                       void *data) {
+  h5_visit *vis = data;
+  if (info->type != H5L_TYPE_HARD)
+    return 0;
+  hid_t o = H5Oopen(g, name, H5P_DEFAULT);
+  if (o < 0)
+    return 0;
+  if (H5Iget_type(o) == H5I_DATASET) {
+    if (vis->n == vis->cap) {
+      int ncap = vis->cap ? 2 * vis->cap : 16;
+      h5_dset *nv = realloc(vis->v, (size_t)ncap * sizeof *nv);
+      if (!nv) {
+        vis->oom = 1;
+        H5Oclose(o);
+        return 1;
+      }
+      vis->v = nv;
+      vis->cap = ncap;
+    }
+    h5_dset *ds = &vis->v[vis->n];
+    memset(ds, 0, sizeof *ds);
+    if (!(ds->name = strdup(name))) {
+      vis->oom = 1;
+      H5Oclose(o);
+      return 1;
+    }
+    vis->n++;
+    inspect(o, ds);
+  }
+  H5Oclose(o);
+  return 0;
+}
+
+static int h5_describe(const char *path, ferry__part_desc *out,
+                       ferry__err *err) {
+  h5_visit vis = {0};
+  hid_t f = -1;
+  int rc = 0, nsel = 0;
+  hsize_t longest = 0;
+  struct stat st;
+  memset(out, 0, sizeof *out);
+  quiet_errors();
+  if (stat(path, &st) != 0)
+    return ferry__seterr(err, errno == ENOENT ? FERRY_ENOENT : FERRY_EIO,
+                         "%s: %s", path, strerror(errno));
+  if ((f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT)) < 0)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s: HDF5 cannot open the file (truncated or "
+                         "corrupt?)",
+                         path);
+  if (H5Lvisit(f, H5_INDEX_NAME, H5_ITER_INC, visit_cb, &vis) < 0 ||
+      vis.oom) {
+    rc = vis.oom ? ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", path)
+                 : ferry__seterr(err, FERRY_EFORMAT,
+                                 "%s: cannot list the file's datasets "
+                                 "(truncated or corrupt?)",
+                                 path);
+    goto cleanup;
+  }
+  for (int i = 0; i < vis.n; i++)
+    if (!vis.v[i].dim_only && vis.v[i].ndims >= 1 &&
+        vis.v[i].dims[0] > longest)
+      longest = vis.v[i].dims[0];
+  for (int i = 0; i < vis.n; i++) {
+    h5_dset *ds = &vis.v[i];
+    if (ds->dim_only || ds->ndims < 1 || ds->dims[0] != longest)
+      continue;
+    if (ds->why) {
+      rc = ferry__seterr(err, FERRY_ENOTSUP,
+                         "%s: dataset /%s has %s, which ferry cannot read "
+                         "(integers, float16/32/64 and h5py bools only)",
+                         path, ds->name, ds->why);
+      goto cleanup;
+    }
+    if (ds->filter[0]) {
+      rc = ferry__seterr(err, FERRY_ENOTSUP,
+                         "%s: dataset /%s is compressed with filter %s, "
+                         "whose plugin is not available: set "
+                         "HDF5_PLUGIN_PATH or install hdf5-filter-plugin",
+                         path, ds->name, ds->filter);
+      goto cleanup;
+    }
+    if (ds->ndims - 1 > FERRY_MAX_DIMS) {
+      rc = ferry__seterr(err, FERRY_ENOTSUP,
+                         "%s: dataset /%s has %d dimensions; ferry reads at "
+                         "most %d after the sample dimension",
+                         path, ds->name, ds->ndims, FERRY_MAX_DIMS);
+      goto cleanup;
+    }
+    nsel++;
+  }
+  if (nsel == 0) {
+    rc = ferry__seterr(err, FERRY_EEMPTY,
+                       "%s: the HDF5 file holds no dataset with a sample "
+                       "dimension",
+                       path);
+    goto cleanup;
+  }
+  out->vars = calloc((size_t)nsel, sizeof *out->vars);
+  out->paths = calloc((size_t)nsel, sizeof *out->paths);
+  out->data_offset = calloc((size_t)nsel, sizeof *out->data_offset);
+  out->file_size = calloc((size_t)nsel, sizeof *out->file_size);
+  if (!out->vars || !out->paths || !out->data_offset || !out->file_size) {
+    rc = ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", path);
+    goto cleanup;
+  }
+  out->nvars = nsel;
+  out->num_samples = (int64_t)longest;
+  for (int i = 0, k = 0; i < vis.n; i++) {
+    h5_dset *ds = &vis.v[i];
+    if (ds->dim_only || ds->ndims < 1 || ds->dims[0] != longest)
+      continue;
+    ferry__var *v = &out->vars[k];
+    v->name = ds->name;
+    ds->name = NULL;
+    v->dtype = ds->dtype;
+    v->swapped = 0;
+    v->row_ndim = ds->ndims - 1;
+    v->row_bytes = ferry_dtype_size(ds->dtype);
+    for (int j = 1; j < ds->ndims; j++) {
+      v->row_shape[j - 1] = (int64_t)ds->dims[j];
+      v->row_bytes *= (size_t)ds->dims[j];
+    }
+    out->file_size[k] = (int64_t)st.st_size;
+    if (!(out->paths[k] = strdup(path))) {
+      rc = ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", path);
+      goto cleanup;
+    }
+    k++;
+  }
+cleanup:
+  for (int i = 0; i < vis.n; i++)
+    free(vis.v[i].name);
+  free(vis.v);
+  if (f >= 0)
+    H5Fclose(f);
+  if (rc < 0)
+    ferry__part_desc_free(out);
+  return rc;
+}
+
+/* ---- Reads (I/O thread) ----------------------------------------------- */
+
+/*
+ * Open files are cached, at most max_open_files of them, least recently
+ * used evicted first; each holds the datasets opened in it.  With
+ * io=collective every rank makes the same sequence of lookups, so opens and
+ * closes (collective in parallel HDF5) happen in the same order everywhere.
+ */
+typedef struct h5_file {
+  int64_t part;
+  hid_t fid;
+  hid_t *dset;     /* [nvars], -1 until opened */
+  hid_t *mtype;    /* [nvars] memory type      */
+  uint64_t last_use;
+} h5_file;
+
+struct ferry__io {
+  const ferry__manifest *m;
+  MPI_Comm comm;
+  int rank;
+  int collective;
+  size_t max_open;
+  hid_t dxpl;
+  h5_file **files;
+  size_t nfiles, cap;
+  uint64_t clock;
+};
+
+static void file_close(ferry__io *io, h5_file *f) {
+  for (int v = 0; v < io->m->nvars; v++) {
+    if (f->dset[v] >= 0)
+      H5Dclose(f->dset[v]);
+    if (f->mtype[v] >= 0)
+      H5Tclose(f->mtype[v]);
+  }
+  if (f->fid >= 0)
+    H5Fclose(f->fid);
+  free(f->dset);
+  free(f->mtype);
+  free(f);
+}
+
+/* With collective I/O the ranks agree on the outcome of a local step. */
+static int agree(ferry__io *io, int code, ferry__err *err, const char *what,
+                 const char *path, const char *vname) {
+  if (!io->collective)
+    return code;
+  int all = 0;
+  int mrc = MPI_Allreduce(&code, &all, 1, MPI_INT, MPI_MIN, io->comm);
+  if (mrc != MPI_SUCCESS)
+    return ferry__seterr(err, FERRY_EMPI,
+                         "MPI_Allreduce after %s of file %s (dataset /%s, "
+                         "rank %d) failed",
+                         what, path, vname, io->rank);
+  if (all < 0 && code == 0)
+    return ferry__seterr(err, all,
+                         "%s of file %s (dataset /%s) failed on another rank "
+                         "(this is rank %d, offset 0)",
+                         what, path, vname, io->rank);
+  return code;
+}
+
+static int open_h5file(ferry__io *io, int64_t part, const char *vname,
+                       hid_t *out, ferry__err *err) {
+  const ferry__part *pt = &io->m->parts[part];
+  const char *path = pt->paths[0];
+  int code = 0;
+  hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), fid = -1;
+  struct stat st;
+  if (fapl < 0 ||
+      H5Pset_fapl_mpio(fapl, io->collective ? io->comm : MPI_COMM_SELF,
+                       MPI_INFO_NULL) < 0 ||
+      (io->collective && H5Pset_all_coll_metadata_ops(fapl, 1) < 0))
+    code = ferry__seterr(err, FERRY_EIO,
+                         "cannot set up the MPI-IO file access of %s "
+                         "(dataset /%s, rank %d, offset 0)",
+                         path, vname, io->rank);
+  else if (stat(path, &st) != 0)
+    code = ferry__seterr(err, errno == ENOENT ? FERRY_ENOENT : FERRY_EIO,
+                         "file %s (dataset /%s) on rank %d: %s", path, vname,
+                         io->rank, strerror(errno));
+  else if ((int64_t)st.st_size != pt->file_size[0])
+    code = ferry__seterr(err, FERRY_EMISMATCH,
+                         "file %s is %lld bytes on rank %d but %lld bytes "
+                         "when rank 0 scanned it (dataset /%s, offset 0)",
+                         path, (long long)st.st_size, io->rank,
+                         (long long)pt->file_size[0], vname);
+  /* Ranks agree before the collective H5Fopen, so all or none call it. */
+  code = agree(io, code, err, "the check", path, vname);
+  if (code == 0) {
+    fid = H5Fopen(path, H5F_ACC_RDONLY, fapl);
+    if (fid < 0)
+      code = ferry__seterr(err, FERRY_EIO,
+                           "H5Fopen failed: file %s, dataset /%s, rank %d, "
+                           "offset 0",
+                           path, vname, io->rank);
+    int c2 = agree(io, code, err, "H5Fopen", path, vname);
+    if (c2 < 0 && fid >= 0 && !io->collective)
+      H5Fclose(fid);
+    /* A file some ranks failed to open cannot be closed collectively:
+     * leak it rather than hang. */
+    code = c2;
+  }
+  if (fapl >= 0)
+    H5Pclose(fapl);
+  if (code == 0)
+    *out = fid;
+  return code;
+}
+
+/* Open dataset var in f with a chunk cache of a few of its chunks. */
+static int open_dataset(ferry__io *io, h5_file *f, int var, ferry__err *err) {
+  const ferry__part *pt = &io->m->parts[f->part];
+  const ferry__var *v = &io->m->vars[var];
+  const char *path = pt->paths[var];
+  int code = 0;
+  hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS), d = -1, s = -1, t = -1;
+  hid_t dcpl = -1;
+  hsize_t dims[H5S_MAX_RANK];
+  if (dapl < 0) {
+    code = ferry__seterr(err, FERRY_EIO, "H5Pcreate failed on rank %d",
+                         io->rank);
+    goto agree_open;
+  }
+  /* Size the cache from the chunk shape: open once to read it. */
+  d = H5Dopen2(f->fid, v->name, H5P_DEFAULT);
+  if (d < 0) {
+    code = ferry__seterr(err, FERRY_EIO,
+                         "H5Dopen failed: file %s, dataset /%s, rank %d, "
+                         "offset 0",
+                         path, v->name, io->rank);
+    goto agree_open;
+  }
+  dcpl = H5Dget_create_plist(d);
+  if (dcpl >= 0 && H5Pget_layout(dcpl) == H5D_CHUNKED) {
+    hsize_t cd[H5S_MAX_RANK];
+    int nd = H5Pget_chunk(dcpl, H5S_MAX_RANK, cd);
+    size_t bytes = ferry_dtype_size(v->dtype);
+    for (int i = 0; i < nd; i++)
+      bytes *= (size_t)cd[i];
+    size_t cache = 4 * bytes > H5_MIN_CACHE ? 4 * bytes : H5_MIN_CACHE;
+    if (H5Pset_chunk_cache(dapl, 521, cache, 0.75) >= 0) {
+      H5Dclose(d);
+      d = H5Dopen2(f->fid, v->name, dapl);
+      if (d < 0)
+        code = ferry__seterr(err, FERRY_EIO,
+                             "H5Dopen failed: file %s, dataset /%s, rank %d, "
+                             "offset 0",
+                             path, v->name, io->rank);
+    }
+  }
+  if (code == 0) {
+    s = H5Dget_space(d);
+    t = H5Dget_type(d);
+    int nd = s >= 0 ? H5Sget_simple_extent_ndims(s) : -1;
+    int same = nd == v->row_ndim + 1 && nd <= H5S_MAX_RANK &&
+               H5Sget_simple_extent_dims(s, dims, NULL) >= 0 &&
+               (int64_t)dims[0] == pt->num_samples;
+    for (int i = 1; same && i < nd; i++)
+      same = (int64_t)dims[i] == v->row_shape[i - 1];
+    if (!same)
+      code = ferry__seterr(err, FERRY_EMISMATCH,
+                           "file %s, dataset /%s: the shape on rank %d "
+                           "differs from the one rank 0 scanned (offset 0)",
+                           path, v->name, io->rank);
+    else if (t < 0 || (f->mtype[var] = mem_type_of(v->dtype, t)) < 0)
+      code = ferry__seterr(err, FERRY_EIO,
+                           "file %s, dataset /%s, rank %d: cannot build the "
+                           "memory type (offset 0)",
+                           path, v->name, io->rank);
+  }
+agree_open:
+  if (dcpl >= 0)
+    H5Pclose(dcpl);
+  if (dapl >= 0)
+    H5Pclose(dapl);
+  if (s >= 0)
+    H5Sclose(s);
+  if (t >= 0)
+    H5Tclose(t);
+  code = agree(io, code, err, "opening a dataset", path, v->name);
+  if (code < 0) {
+    /* A collective dataset handle is closed only when all ranks agree;
+     * a failed one may leak. */
+    if (d >= 0 && !io->collective)
+      H5Dclose(d);
+    return code;
+  }
+  f->dset[var] = d;
+  return 0;
+}
+
+static int acquire(ferry__io *io, int64_t part, int var, h5_file **out,
+                   ferry__err *err) {
+  const char *vname = io->m->vars[var].name;
+  h5_file *f = NULL;
+  int rc = 0;
+  for (size_t i = 0; i < io->nfiles && !f; i++)
+    if (io->files[i]->part == part)
+      f = io->files[i];
+  if (!f) {
+    while (io->nfiles >= io->max_open && io->nfiles > 0) {
+      size_t victim = 0;
+      for (size_t i = 1; i < io->nfiles; i++)
+        if (io->files[i]->last_use < io->files[victim]->last_use)
+          victim = i;
+      file_close(io, io->files[victim]);
+      io->files[victim] = io->files[--io->nfiles];
+    }
+    if (io->nfiles == io->cap) {
+      size_t ncap = io->cap ? 2 * io->cap : 16;
+      h5_file **nf = realloc(io->files, ncap * sizeof *nf);
+      if (!nf)
+        return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
+                             io->rank);
+      io->files = nf;
+      io->cap = ncap;
+    }
+    f = calloc(1, sizeof *f);
+    if (!f || !(f->dset = malloc((size_t)io->m->nvars * sizeof *f->dset)) ||
+        !(f->mtype = malloc((size_t)io->m->nvars * sizeof *f->mtype))) {
+      if (f) {
+        free(f->dset);
+        free(f);
+      }
+      return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
+                           io->rank);
+    }
+    for (int v = 0; v < io->m->nvars; v++)
+      f->dset[v] = f->mtype[v] = -1;
+    f->part = part;
+    if ((rc = open_h5file(io, part, vname, &f->fid, err)) < 0) {
+      free(f->dset);
+      free(f->mtype);
+      free(f);
+      return rc;
+    }
+    io->files[io->nfiles++] = f;
+  }
+  f->last_use = ++io->clock;
+  if (f->dset[var] < 0 && (rc = open_dataset(io, f, var, err)) < 0)
+    return rc;
+  *out = f;
+  return 0;
+}
+
+static void h5_io_close(ferry__io *io);
+
+static int h5_io_open(ferry__io **out, const ferry__manifest *m,
+                      const ferry__io_params *p, ferry__err *err) {
+  *out = NULL;
+  quiet_errors();
+  ferry__io *io = calloc(1, sizeof *io);
+  if (!io)
+    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
+                         p->rank);
+  io->m = m;
+  io->comm = p->comm;
+  io->rank = p->rank;
+  io->collective = p->collective;
+  io->max_open =
+      p->max_open_files > 0 ? (size_t)p->max_open_files : H5_DEFAULT_OPEN;
+  io->dxpl = H5Pcreate(H5P_DATASET_XFER);
+  if (io->dxpl < 0 ||
+      H5Pset_dxpl_mpio(io->dxpl, io->collective ? H5FD_MPIO_COLLECTIVE
+                                                : H5FD_MPIO_INDEPENDENT) < 0) {
+    h5_io_close(io);
+    return ferry__seterr(err, FERRY_EIO,
+                         "cannot create the HDF5 transfer property list on "
+                         "rank %d",
+                         p->rank);
+  }
+  *out = io;
+  return 0;
+}
+
+static int h5_io_read(ferry__io *io, int64_t part, int var, int64_t row,
+                      int64_t nrows, void *buf, ferry__err *err) {
+  const ferry__manifest *m = io->m;
+  if (part < 0 || part >= m->nparts || var < 0 || var >= m->nvars)
+    return ferry__seterr(err, FERRY_EINTERNAL,
+                         "read of part %lld variable %d on rank %d: no such "
+                         "part or variable",
+                         (long long)part, var, io->rank);
+  const ferry__part *pt = &m->parts[part];
+  const ferry__var *v = &m->vars[var];
+  const char *path = pt->paths[var];
+  h5_file *f = NULL;
+  hid_t fs = -1, ms = -1;
+  int rc = acquire(io, part, var, &f, err);
+  if (rc < 0)
+    return rc;
+  if (nrows == 0 && !io->collective)
+    return 0;
+  int in_range = row >= 0 && nrows >= 0 && row <= pt->num_samples &&
+                 nrows <= pt->num_samples - row;
+  if (!in_range)
+    rc = ferry__seterr(err, FERRY_EINTERNAL,
+                       "rows [%lld, %lld) are outside file %s (dataset /%s, "
+                       "%lld rows; rank %d)",
+                       (long long)row, (long long)(row + nrows), path, v->name,
+                       (long long)pt->num_samples, io->rank);
+  /* Selections: rows [row, row+nrows) x the whole row; the memory space is
+   * the same elements, flat.  With nothing to read (or a local failure)
+   * in collective mode both select none and the rank still joins. */
+  hsize_t start[H5S_MAX_RANK] = {0}, count[H5S_MAX_RANK];
+  hsize_t elems = 1, one = 1;
+  fs = H5Dget_space(f->dset[var]);
+  if (fs < 0 && rc == 0)
+    rc = ferry__seterr(err, FERRY_EIO,
+                       "H5Dget_space failed: file %s, dataset /%s, rank %d, "
+                       "row %lld",
+                       path, v->name, io->rank, (long long)row);
+  int sel = rc == 0 && nrows > 0;
+  if (sel) {
+    start[0] = (hsize_t)row;
+    count[0] = (hsize_t)nrows;
+    elems = (hsize_t)nrows;
+    for (int i = 0; i < v->row_ndim; i++) {
+      count[i + 1] = (hsize_t)v->row_shape[i];
+      elems *= count[i + 1];
+    }
+    if (H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) <
+            0 ||
+        (ms = H5Screate_simple(1, &elems, NULL)) < 0) {
+      rc = ferry__seterr(err, FERRY_EIO,
+                         "cannot select rows [%lld, %lld): file %s, dataset "
+                         "/%s, rank %d",
+                         (long long)row, (long long)(row + nrows), path,
+                         v->name, io->rank);
+      sel = 0;
+    }
+  }
+  if (!io->collective && rc < 0)
+    goto cleanup;
+  if (!sel) {
+    if (ms < 0)
+      ms = H5Screate_simple(1, &one, NULL);
+    if (fs < 0 || ms < 0 || H5Sselect_none(fs) < 0 || H5Sselect_none(ms) < 0) {
+      /* Cannot even join the collective read: the other ranks will see it
+       * fail; nothing better is possible here. */
+      if (rc == 0)
+        rc = ferry__seterr(err, FERRY_EIO,
+                           "cannot build an empty selection: file %s, "
+                           "dataset /%s, rank %d, row %lld",
+                           path, v->name, io->rank, (long long)row);
+      goto cleanup;
+    }
+  }
+  if (H5Dread(f->dset[var], f->mtype[var], ms, fs, io->dxpl, buf) < 0 &&
+      rc == 0)
+    rc = ferry__seterr(err, FERRY_EIO,
+                       "H5Dread failed: file %s, dataset /%s, rank %d, rows "
+                       "[%lld, %lld)",
+                       path, v->name, io->rank, (long long)row,
+                       (long long)(row + nrows));
+cleanup:
+  if (ms >= 0)
+    H5Sclose(ms);
+  if (fs >= 0)
+    H5Sclose(fs);
+  return rc;
+}
+
+/* Collective when the files were opened collectively: every rank holds the
+ * same entries in the same order, so the closes match up. */
+static void h5_io_close(ferry__io *io) {
+  if (!io)
+    return;
+  for (size_t i = 0; i < io->nfiles; i++)
+    file_close(io, io->files[i]);
+  free(io->files);
+  if (io->dxpl >= 0)
+    H5Pclose(io->dxpl);
+  free(io);
+}
+
+const ferry__backend ferry__backend_hdf5 = {
+    .name = "hdf5",
+    .version = 1,
+    .caps = FERRY__CAP_COLLECTIVE,
+    .probe = h5_probe,
+    .describe = h5_describe,
+    .io_open = h5_io_open,
+    .io_read = h5_io_read,
+    .io_close = h5_io_close,
+};

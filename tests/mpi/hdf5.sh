@@ -1,0 +1,165 @@
+#!/bin/sh
+# hdf5.sh - the parallel HDF5 backend (src/hdf5.c) end to end.  Files written
+# by h5py (tests/fixtures/make_h5.py: chunked with a partial last chunk,
+# contiguous, gzip 1 and 9, shuffle+gzip, a dataset in a group, rows of
+# shape (), (3,) and (2, 3, 4), big-endian floats and integers, bools,
+# float16, every integer width, a netCDF-4-like .nc) are dumped by `ferry dump FILE --var NAME`
+# over 1, 2 and 3 ranks, with --io independent and --io collective, and every
+# served line is checked by tests/fixtures/dump_compare.py against the values
+# h5py wrote: every index exactly once, each value exact.  `ferry verify`
+# passes on a two-variable file.  Bad inputs fail with status 1 and one
+# message naming the file or dataset, without hanging.
+#
+# Bugs it pins: a hyperslab offset by a chunk (the partial last chunk of 97
+# rows in chunks of 10); a big-endian dataset read without conversion; a
+# collective read left unmatched when a rank has no row (3 ranks, small
+# batches); a group's dataset not found by its path ("group/targets"); a
+# compound dataset or a missing filter plugin read as garbage instead of
+# refused; a truncated file accepted.
+#
+# Environment (set by "make check"; see tests/README.md): FERRY, RUN_MPI,
+# PYTHON_NUMPY, FERRY_TEST_TMPDIR, top_srcdir.
+# Exit 0 pass, 1 fail, 77 skip (no hdf5 backend, no h5py).
+
+. "`dirname "$0"`/common.sh"
+ferry_test_init hdf5
+FERRY_MPI_TIMEOUT=${FERRY_MPI_TIMEOUT:-60}
+export FERRY FERRY_MPI_TIMEOUT
+if ! "$FERRY" --version 2>/dev/null | grep '^backends:.* hdf5' >/dev/null; then
+  echo "SKIP: this ferry has no hdf5 backend (configure did not find parallel HDF5)"
+  exit 77
+fi
+if test -z "${PYTHON_NUMPY:-}"; then
+  echo "SKIP: no Python with NumPy (PYTHON_NUMPY is empty): the fixtures are written by h5py"
+  exit 77
+fi
+if ! "$PYTHON_NUMPY" -c 'import h5py' >/dev/null 2>&1; then
+  echo "SKIP: $PYTHON_NUMPY has no h5py (apt-get install python3-h5py): the fixtures are written by h5py"
+  exit 77
+fi
+fx=$tmp/fx
+if "$PYTHON_NUMPY" "$top_srcdir/tests/fixtures/make_h5.py" "$fx" >"$tmp/make.log" 2>&1 &&
+   test -f "$fx/good.txt"; then
+  echo "ok: make_h5.py wrote the fixtures"
+else
+  echo "FAIL: make_h5.py did not write the fixtures"
+  sed 's/^/    /' "$tmp/make.log"
+  exit 1
+fi
+
+BATCH=7
+common="--epoch 0 --tail partial --chunk-samples 10 --batch-size $BATCH"
+jobs=$tmp/jobs
+: >"$jobs"
+PAR=3
+njobs=0
+
+# dump LABEL NP FLAGS DATASET VAR "LOADER OPTIONS" NPY...: queue one dump
+# and record the job for dump_compare.py (one NPY per part, in order).
+dump() {
+  label=$1 np=$2 flags=$3 ds=$4 var=$5 opts=$6
+  shift 6
+  ref=$1
+  shift
+  for f in "$@"; do
+    ref="$ref	$f"
+  done
+  njobs=`expr $njobs + 1`
+  out=$tmp/dump.$njobs
+  printf '%s\n' "$RUN_MPI $np \"\$FERRY\" dump '$ds' --var '$var' $common $opts >'$out' 2>'$out.err'; echo \$? >'$out.status'" \
+    >>"$tmp/stream.`expr $njobs % $PAR`"
+  printf '%s\n' "$label np=$np	$out	$out.err	$out.status	$np	$BATCH	$flags	$ref" >>"$jobs"
+}
+run_streams() {
+  for s in "$tmp"/stream.*; do
+    sh "$s" &
+  done
+  wait
+  rm -f "$tmp"/stream.*
+}
+
+tab=`printf '\t'`
+while IFS=$tab read -r file var ref; do
+  base=`basename "$file"`
+  for io in independent collective; do
+    for np in 1 2 3; do
+      flags=ordered
+      test "$np" -gt 1 && flags=spread
+      dump "$base:$var io=$io" "$np" "$flags" "$file" "$var" \
+        "--io $io --shuffle none --shuffle-buffer 0" "$ref"
+    done
+  done
+done <"$fx/good.txt"
+# Shuffled, so reads jump between chunks.
+dump "pair.h5:samples shuffled collective" 3 spread "$fx/pair.h5" samples \
+  "--io collective --seed 5" "$fx/ref/pair_h5__samples.npy"
+# Three parts (a glob of copies) with at most one file open: every switch
+# of part closes and reopens a file, collectively.
+mkdir -p "$fx/copies" || exit 1
+for i in 0 1 2; do
+  cp "$fx/pair.h5" "$fx/copies/p$i.h5" || exit 1
+done
+r=$fx/ref/pair_h5__group_targets.npy
+for io in independent collective; do
+  dump "copies/p*.h5:group/targets io=$io max_open_files=1" 3 spread \
+    "$fx/copies/p*.h5" group/targets "--io $io --max-open-files 1 --seed 3" \
+    "$r" "$r" "$r"
+done
+run_streams
+echo "checking $njobs dumps against h5py's values"
+"$PYTHON_NUMPY" "$top_srcdir/tests/fixtures/dump_compare.py" "$jobs" || fail=1
+
+# verify on a file of two variables (one in a group), both I/O modes.
+for io in independent collective; do
+  if $RUN_MPI 2 "$FERRY" verify "$fx/pair.h5" --batch-size 8 --chunk-samples 10 \
+       --tail partial --io $io >"$tmp/verify.out" 2>&1 &&
+     grep 'ferry verify: PASS' "$tmp/verify.out" >/dev/null; then
+    echo "ok: ferry verify passes on pair.h5 (io=$io)"
+  else
+    echo "FAIL: ferry verify on pair.h5 (io=$io)"
+    sed 's/^/    /' "$tmp/verify.out"
+    fail=1
+  fi
+done
+
+# A netCDF-4 file: its dimension-only dataset "n" is not a variable.
+if "$FERRY" info "$fx/netcdf4.nc" >"$tmp/info.out" 2>&1 &&
+   grep '^variables  *1$' "$tmp/info.out" >/dev/null &&
+   grep '^  x  ' "$tmp/info.out" >/dev/null; then
+  echo "ok: netcdf4.nc holds one variable, x (its dimension dataset is skipped)"
+else
+  echo "FAIL: netcdf4.nc should hold the one variable x"
+  sed 's/^/    /' "$tmp/info.out"
+  fail=1
+fi
+
+# bad FILE WORDS...: status 1, one "ferry:" message on stderr naming the file
+# and holding every WORD, over 2 ranks.
+mkdir -p "$tmp/noplugins" || exit 1
+bad() {
+  f=$1
+  shift
+  env HDF5_PLUGIN_PATH="$tmp/noplugins" $RUN_MPI 2 "$FERRY" dump "$f" --epoch 0 \
+    >"$tmp/bad.out" 2>"$tmp/bad.err"
+  st=$?
+  n=`grep -c '^ferry' "$tmp/bad.err"`
+  why=
+  test "$st" = 1 || why="status $st, not 1"
+  test "$n" = 1 || why="$why; $n ferry messages, not 1"
+  grep -F "$f" "$tmp/bad.err" >/dev/null || why="$why; the message does not name $f"
+  for w in "$@"; do
+    grep -i -F -e "$w" "$tmp/bad.err" >/dev/null || why="$why; no '$w' in the message"
+  done
+  if test -z "$why"; then
+    echo "ok: `basename "$f"`: `grep '^ferry' "$tmp/bad.err"`"
+  else
+    echo "FAIL: `basename "$f"`: $why"
+    sed 's/^/    /' "$tmp/bad.err"
+    fail=1
+  fi
+}
+bad "$fx/bad/truncated.h5" truncated
+bad "$fx/bad/compound.h5" /records compound
+bad "$fx/bad/text.h5" 'no backend'
+bad "$fx/bad/lzf.h5" /x 32000 HDF5_PLUGIN_PATH
+exit $fail
