@@ -7,6 +7,7 @@
 #include "config.h"
 #include "internal.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +60,16 @@ const char *ferry_strerror(int code) {
 }
 
 const char *ferry__thread_error(void) { return thread_error; }
+
+int ferry__errno_code(int e) {
+  if (e == ENOENT || e == ENOTDIR)
+    return FERRY_ENOENT;
+  if (e == EACCES || e == EPERM)
+    return FERRY_EACCES;
+  if (e == ENOMEM)
+    return FERRY_ENOMEM;
+  return FERRY_EIO;
+}
 
 const char *ferry_version(void) { return FERRY_VERSION_STRING; }
 

@@ -33,6 +33,8 @@ int ferry__seterr(ferry__err *err, int code, const char *fmt, ...)
 void ferry__set_thread_error(const char *msg);
 /** The calling thread's last-error message. */
 const char *ferry__thread_error(void);
+/** The FERRY_E* code for an errno value (ENOENT -> FERRY_ENOENT, ...). */
+int ferry__errno_code(int e);
 
 /** dtype from its ferry_dtype_name() ("float32"); 0 or FERRY_EINVAL. */
 int ferry__dtype_from_name(const char *name, ferry_dtype *out);

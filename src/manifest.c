@@ -148,16 +148,6 @@ char *ferry__join_path(const char *dir, const char *name) {
   return s;
 }
 
-static int errno_code(int e) {
-  if (e == ENOENT || e == ENOTDIR)
-    return FERRY_ENOENT;
-  if (e == EACCES || e == EPERM)
-    return FERRY_EACCES;
-  if (e == ENOMEM)
-    return FERRY_ENOMEM;
-  return FERRY_EIO;
-}
-
 static int oom(ferry__err *err) {
   return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
 }
@@ -360,7 +350,7 @@ static char *trim(char *s) {
 static int read_list(const char *list, strvec *out, ferry__err *err) {
   FILE *f = fopen(list, "r");
   if (!f)
-    return ferry__seterr(err, errno_code(errno), "list file %s: %s", list,
+    return ferry__seterr(err, ferry__errno_code(errno), "list file %s: %s", list,
                          strerror(errno));
   const char *slash = strrchr(list, '/');
   size_t dirlen = slash ? (size_t)(slash - list) + 1 : 0;
@@ -413,7 +403,7 @@ static int resolve(const char *spec, strvec *parts, ferry__err *err) {
     return rc;
   }
   if (stat(spec, &st) != 0)
-    return ferry__seterr(err, errno_code(errno), "dataset %s: %s", spec,
+    return ferry__seterr(err, ferry__errno_code(errno), "dataset %s: %s", spec,
                          strerror(errno));
   return sv_push(parts, strdup(spec)) < 0 ? oom(err) : 0;
 }
@@ -617,7 +607,7 @@ int ferry__manifest_scan(const char *spec, const char *vars,
     if (!b) {
       struct stat st;
       if (strncmp(path, "mem:", 4) != 0 && stat(path, &st) != 0)
-        rc = ferry__seterr(err, errno_code(errno), "part %s: %s", path,
+        rc = ferry__seterr(err, ferry__errno_code(errno), "part %s: %s", path,
                            strerror(errno));
       else if (S_ISDIR(st.st_mode))
         /* a directory is a part when it holds .npy files (or, later, the
@@ -1207,7 +1197,7 @@ int ferry__manifest_load_json(const char *path, const char *vars,
   memset(m, 0, sizeof *m);
   FILE *f = fopen(path, "r");
   if (!f)
-    return ferry__seterr(err, errno_code(errno), "manifest %s: %s", path,
+    return ferry__seterr(err, ferry__errno_code(errno), "manifest %s: %s", path,
                          strerror(errno));
   root = json_loadf(f, 0, &je);
   fclose(f);

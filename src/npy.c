@@ -459,16 +459,6 @@ static int npy_probe(const char *path) {
   return got == (ssize_t)sizeof m && memcmp(m, "\x93NUMPY", 6) == 0;
 }
 
-static int errno_code(int e) {
-  if (e == ENOENT || e == ENOTDIR)
-    return FERRY_ENOENT;
-  if (e == EACCES || e == EPERM)
-    return FERRY_EACCES;
-  if (e == ENOMEM)
-    return FERRY_ENOMEM;
-  return FERRY_EIO;
-}
-
 /* pread until n bytes or end of file; *got receives the count. */
 static int pread_full(int fd, void *buf, size_t n, off_t off, size_t *got) {
   size_t done = 0;
@@ -498,11 +488,11 @@ static int read_var(const char *path, const char *name, ferry__var *v,
   int rc = 0;
   int fd = open(path, O_RDONLY);
   if (fd < 0)
-    return ferry__seterr(err, errno_code(errno), "%s: cannot open: %s", path,
+    return ferry__seterr(err, ferry__errno_code(errno), "%s: cannot open: %s", path,
                          strerror(errno));
   struct stat st;
   if (fstat(fd, &st) != 0) {
-    rc = ferry__seterr(err, errno_code(errno), "%s: cannot stat: %s", path,
+    rc = ferry__seterr(err, ferry__errno_code(errno), "%s: cannot stat: %s", path,
                        strerror(errno));
     goto cleanup;
   }
@@ -594,7 +584,7 @@ static int list_vars(const char *dir, char ***out, int *n, ferry__err *err) {
   int rc = 0;
   DIR *d = opendir(dir);
   if (!d)
-    return ferry__seterr(err, errno_code(errno), "%s: cannot open directory: %s",
+    return ferry__seterr(err, ferry__errno_code(errno), "%s: cannot open directory: %s",
                          dir, strerror(errno));
   struct dirent *e;
   while ((e = readdir(d)) != NULL) {
@@ -667,7 +657,7 @@ static int npy_describe(const char *path, ferry__part_desc *out,
   struct stat st;
   memset(out, 0, sizeof *out);
   if (stat(path, &st) != 0)
-    return ferry__seterr(err, errno_code(errno), "%s: %s", path,
+    return ferry__seterr(err, ferry__errno_code(errno), "%s: %s", path,
                          strerror(errno));
   is_dir = S_ISDIR(st.st_mode);
   if (is_dir) {
