@@ -692,8 +692,10 @@ static int h5_io_read(ferry__io *io, int64_t part, int var, int64_t row,
                        "%lld rows; rank %d)",
                        (long long)row, (long long)(row + nrows), path, v->name,
                        (long long)pt->num_samples, io->rank);
-  /* Selections: rows [row, row+nrows) x the whole row; the memory space is
-   * the same elements, flat.  With nothing to read (or a local failure)
+  /* Selections: rows [row, row+nrows) x the whole row; the memory space has
+   * the same shape as the file selection: with a flat one HDF5 cannot see
+   * that both are contiguous and walks the selection element by element
+   * (measured: 0.36 GB/s against 8-10 GB/s for the same .npy data).  With nothing to read (or a local failure)
    * in collective mode both select none and the rank still joins. */
   hsize_t start[H5S_MAX_RANK] = {0}, count[H5S_MAX_RANK];
   hsize_t elems = 1, one = 1;
@@ -714,7 +716,7 @@ static int h5_io_read(ferry__io *io, int64_t part, int var, int64_t row,
     }
     if (H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) <
             0 ||
-        (ms = H5Screate_simple(1, &elems, NULL)) < 0) {
+        (ms = H5Screate_simple(v->row_ndim + 1, count, NULL)) < 0) {
       rc = ferry__seterr(err, FERRY_EIO,
                          "cannot select rows [%lld, %lld): file %s, dataset "
                          "/%s, rank %d",
