@@ -171,6 +171,12 @@ int ferry__manifest_save_json(const ferry__manifest *m, const char *path,
 int ferry__manifest_load_json(const char *path, const char *vars,
                               ferry__manifest *m, ferry__err *err);
 void ferry__manifest_free(ferry__manifest *m);
+/** For a backend's io_read: FERRY_EINTERNAL naming part, variable and rank
+ *  when (part, var) is not in m (only a caller bug gets there), else 0. */
+int ferry__check_part_var(const ferry__manifest *m, int64_t part, int var,
+                          int rank, ferry__err *err);
+/** 1 when rows [row, row+nrows) lie inside part pt (overflow-safe). */
+int ferry__rows_in_part(const ferry__part *pt, int64_t row, int64_t nrows);
 /** "dir/name" (one slash between), malloc'd; NULL when out of memory. */
 char *ferry__join_path(const char *dir, const char *name);
 

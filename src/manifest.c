@@ -135,6 +135,23 @@ static void sv_sort_unique(strvec *s) {
   s->n = k;
 }
 
+int ferry__check_part_var(const ferry__manifest *m, int64_t part, int var,
+                          int rank, ferry__err *err) {
+  if (part >= 0 && part < m->nparts && var >= 0 && var < m->nvars)
+    return 0;
+  return ferry__seterr(err, FERRY_EINTERNAL,
+                       "read of part %lld variable %d on rank %d: no such "
+                       "part or variable (the dataset has %lld parts, %d "
+                       "variables)",
+                       (long long)part, var, rank, (long long)m->nparts,
+                       m->nvars);
+}
+
+int ferry__rows_in_part(const ferry__part *pt, int64_t row, int64_t nrows) {
+  return row >= 0 && nrows >= 0 && row <= pt->num_samples &&
+         nrows <= pt->num_samples - row;
+}
+
 char *ferry__join_path(const char *dir, const char *name) {
   size_t a = strlen(dir), b = strlen(name);
   int slash = a > 0 && dir[a - 1] != '/';

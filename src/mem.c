@@ -366,15 +366,12 @@ cleanup:
 static int mem_io_read(ferry__io *io, int64_t part, int var, int64_t row,
                        int64_t nrows, void *buf, ferry__err *err) {
   const ferry__manifest *m = io->m;
-  if (part < 0 || part >= m->nparts || var < 0 || var >= m->nvars)
-    return ferry__seterr(err, FERRY_EINTERNAL,
-                         "read of part %lld variable %d on rank %d: no such "
-                         "part or variable",
-                         (long long)part, var, io->rank);
+  int rc0 = ferry__check_part_var(m, part, var, io->rank, err);
+  if (rc0)
+    return rc0;
   const ferry__part *pt = &m->parts[part];
   const ferry__var *v = &m->vars[var];
-  if (row < 0 || nrows < 0 || row > pt->num_samples ||
-      nrows > pt->num_samples - row)
+  if (!ferry__rows_in_part(pt, row, nrows))
     return ferry__seterr(err, FERRY_EINTERNAL,
                          "rows [%lld, %lld) are outside %s (variable %s, %lld "
                          "rows; rank %d)",

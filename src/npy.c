@@ -947,13 +947,9 @@ static int npy_io_open(ferry__io **out, const ferry__manifest *m,
 static int npy_io_read(ferry__io *io, int64_t part, int var, int64_t row,
                        int64_t nrows, void *buf, ferry__err *err) {
   const ferry__manifest *m = io->m;
-  if (part < 0 || part >= m->nparts || var < 0 || var >= m->nvars)
-    return ferry__seterr(err, FERRY_EINTERNAL,
-                         "read of part %lld variable %d on rank %d: no such "
-                         "part or variable (the dataset has %lld parts, %d "
-                         "variables)",
-                         (long long)part, var, io->rank, (long long)m->nparts,
-                         m->nvars);
+  int rc0 = ferry__check_part_var(m, part, var, io->rank, err);
+  if (rc0)
+    return rc0;
   const ferry__part *pt = &m->parts[part];
   const char *path = pt->paths[var];
   const char *vname = m->vars[var].name;
@@ -968,8 +964,7 @@ static int npy_io_read(ferry__io *io, int64_t part, int var, int64_t row,
    * cannot read still joins the read with a count of 0. */
   int64_t offset = pt->data_offset[var];
   int64_t nbytes = 0;
-  int in_range = row >= 0 && nrows >= 0 && row <= pt->num_samples &&
-                 nrows <= pt->num_samples - row;
+  int in_range = ferry__rows_in_part(pt, row, nrows);
   if (in_range)
     offset += row * row_bytes; /* bounded by the file size describe checked */
   if (!in_range) {
