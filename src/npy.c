@@ -1000,6 +1000,10 @@ static int npy_io_read(ferry__io *io, int64_t part, int var, int64_t row,
                     path, vname, io->rank, (long long)offset, count);
       goto cleanup;
     }
+    /* ROMIO leaves the status of a zero-byte read untouched (stale), so
+     * there is no count to check for an empty read. */
+    if (count == 0)
+      goto cleanup;
     if ((mrc = MPI_Get_count(&st, MPI_BYTE, &got)) != MPI_SUCCESS) {
       rc = mpi_fail(err, FERRY_EIO, mrc,
                     "MPI_Get_count failed: file %s, variable %s, rank %d, "
