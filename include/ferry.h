@@ -303,6 +303,9 @@ typedef struct ferry_var_info {
   int ndim;                      /**< dimensions of the whole variable      */
   int64_t shape[FERRY_MAX_DIMS]; /**< shape[0] = N, the number of samples   */
   size_t row_bytes;              /**< bytes of one sample                   */
+  int64_t chunk_rows;            /**< storage chunk along the sample dimension (HDF5, Zarr), 0: not chunked */
+  size_t cache_bytes;            /**< decode cache kept per open file for it (in the memory budget) */
+  const char *storage;           /**< layout for people: "chunks (1024, 256), shuffle+gzip(1), ratio 3.10:1"; NULL if the backend says nothing */
 } ferry_var_info;
 
 /** Number of variables selected.  LOCAL. */
@@ -317,6 +320,11 @@ FERRY_API int64_t ferry_num_parts(const ferry_loader *loader);
 /** Path of part i of variable var (owned by the loader), NULL if out of range.  LOCAL. */
 FERRY_API const char *ferry_part_path(const ferry_loader *loader, int64_t part,
                                       int var);
+/** What the backend chose as variables and what it skipped, and why
+ *  ("chose samples, group/targets (97 rows); skipped /meta/classes (5 rows
+ *  where the sample dimension has 97)"), or NULL when it has nothing to say
+ *  (owned by the loader).  LOCAL. */
+FERRY_API const char *ferry_dataset_notes(const ferry_loader *loader);
 /** Name of the backend serving this dataset ("npy").  LOCAL. */
 FERRY_API const char *ferry_backend(const ferry_loader *loader);
 
@@ -366,6 +374,7 @@ typedef struct ferry_memory_budget {
   size_t ring_bytes;    /**< prefetch * batch_bytes (the ready-batch ring)   */
   size_t read_bytes;    /**< chunk buffers resident at once (shuffle buffer and reads in flight) */
   size_t plan_bytes;    /**< the epoch plan (sample order) on this rank      */
+  size_t cache_bytes;   /**< the backend's decode caches: each variable's cache_bytes times the files open at once */
   size_t total_bytes;   /**< the sum: the bound                              */
 } ferry_memory_budget;
 

@@ -129,6 +129,14 @@ typedef struct ferry__var {
   int row_ndim;                       /* dims after the sample dimension    */
   int64_t row_shape[FERRY_MAX_DIMS];
   size_t row_bytes;
+  /* Storage layout, as the backend's describe() saw it in the first part
+   * (later parts may differ; only the plan's chunk alignment and ferry info
+   * use these, never the reads). */
+  int64_t chunk_rows;   /* storage chunk along the sample dimension, 0: none */
+  size_t cache_bytes;   /* decode cache the backend keeps per open file for
+                         * this variable (HDF5/netCDF chunk cache), 0: none */
+  char *storage;        /* for ferry info: "chunks (1024, 256), gzip(1),
+                         * 3.1:1"; malloc'd, may be NULL */
 } ferry__var;
 
 /** One part: a file per variable (npy) or one file holding all variables. */
@@ -149,6 +157,7 @@ typedef struct ferry__manifest {
   ferry__part *parts;
   int64_t num_samples;
   uint64_t hash;          /* ferry__manifest_hash()                       */
+  char *notes;            /* the first part's describe notes, or NULL     */
 } ferry__manifest;
 
 /**
@@ -195,6 +204,8 @@ typedef struct ferry__part_desc {
   int64_t *data_offset;   /* [nvars]                                      */
   int64_t *file_size;     /* [nvars]                                      */
   int64_t num_samples;    /* common first dimension (checked by describe) */
+  char *notes;            /* malloc'd or NULL: what the backend chose and
+                           * skipped, and why (ferry info, vars errors)    */
 } ferry__part_desc;
 
 void ferry__part_desc_free(ferry__part_desc *d);
@@ -236,6 +247,9 @@ extern const ferry__backend ferry__backend_npy;
 extern const ferry__backend ferry__backend_mem;
 #ifdef HAVE_HDF5
 extern const ferry__backend ferry__backend_hdf5;
+#endif
+#ifdef HAVE_NETCDF
+extern const ferry__backend ferry__backend_nczarr;
 #endif
 
 /** NULL-terminated table of compiled-in backends. */
@@ -282,6 +296,16 @@ typedef struct ferry__plan_params {
   int64_t epoch;
   int world_size;
 } ferry__plan_params;
+
+/**
+ * chunk_samples=0 (auto): about FERRY__AUTO_CHUNK_BYTES of rows, rounded to
+ * a multiple of the storage chunk rows of the variables (their least common
+ * multiple; the largest when that exceeds FERRY__ALIGN_MAX times the
+ * largest), so that every plan chunk reads whole storage chunks.  Never
+ * below one storage chunk, never below 1.
+ */
+int64_t ferry__auto_chunk_samples(const ferry__manifest *m, size_t row_total);
+#define FERRY__ALIGN_MAX 64
 
 /** Split parts into chunks of at most chunk_samples rows (malloc'd array). */
 int ferry__chunks_make(const ferry__manifest *m, int64_t chunk_samples,

@@ -678,6 +678,18 @@ static void plan_params(const ferry_loader *L, int64_t epoch,
 
 /* Exact bound of the extent bytes resident at once under the admission rule:
  * at consumption c, windows with admit <= c + prefetch whose last batch >= c. */
+/* The backend's decode caches (HDF5 chunk caches): every variable's
+ * cache_bytes for each file it may keep open at once. */
+static size_t cache_bound(const ferry_loader *L) {
+  int64_t files = L->opts->max_open_files > 0 ? L->opts->max_open_files : 64;
+  if (files > L->m.nparts)
+    files = L->m.nparts;
+  size_t per_file = 0;
+  for (int v = 0; v < L->m.nvars; v++)
+    per_file += L->m.vars[v].cache_bytes;
+  return per_file * (size_t)files;
+}
+
 static size_t read_bound(const ferry_loader *L, const ferry__rank_plan *p) {
   int64_t nb = p->num_batches, la = L->opts->prefetch;
   if (nb == 0)
@@ -859,7 +871,7 @@ int ferry_set_epoch(ferry_loader *L, int64_t epoch) {
           (size_t)p->nextents * (sizeof(ferry__extent) + sizeof(void *)) +
           (size_t)(p->num_batches + 1) * 2 * sizeof(int64_t);
       L->budget.total_bytes = L->budget.ring_bytes + L->budget.read_bytes +
-                              L->budget.plan_bytes;
+                              L->budget.plan_bytes + L->budget.cache_bytes;
       pool_drain(L, L->budget.read_bytes);
       L->ep = ep;
       if (pthread_create(&ep->io_thread, NULL, io_main, ep) == 0)
@@ -1376,12 +1388,8 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
       rc = resolve_threads(L, &err);
     if (!rc) {
       L->chunk_samples = L->opts->chunk_samples;
-      if (L->chunk_samples == 0) {
-        size_t rt = L->row_total ? L->row_total : 1;
-        L->chunk_samples = (int64_t)(FERRY__AUTO_CHUNK_BYTES / rt);
-        if (L->chunk_samples < 1)
-          L->chunk_samples = 1;
-      }
+      if (L->chunk_samples == 0)
+        L->chunk_samples = ferry__auto_chunk_samples(&L->m, L->row_total);
       rc = ferry__chunks_make(&L->m, L->chunk_samples, &L->chunks,
                               &L->nchunks);
       if (rc)
@@ -1397,7 +1405,9 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
           ((size_t)(L->opts->prefetch + 2) * (size_t)L->opts->batch_size +
            2 * (size_t)k * (size_t)L->chunk_samples) *
           L->row_total;
-      L->budget.total_bytes = L->budget.ring_bytes + L->budget.read_bytes;
+      L->budget.cache_bytes = cache_bound(L);
+      L->budget.total_bytes = L->budget.ring_bytes + L->budget.read_bytes +
+                              L->budget.cache_bytes;
       rc = ring_alloc(L, &err);
     }
     rc = agree(L->comm, L->rank, rc, &err);
@@ -1441,7 +1451,14 @@ int ferry_var_info_get(const ferry_loader *L, int i, ferry_var_info *out) {
   for (int d = 0; d < v->row_ndim && d + 1 < FERRY_MAX_DIMS; d++)
     out->shape[d + 1] = v->row_shape[d];
   out->row_bytes = v->row_bytes;
+  out->chunk_rows = v->chunk_rows;
+  out->cache_bytes = v->cache_bytes;
+  out->storage = v->storage;
   return 0;
+}
+
+const char *ferry_dataset_notes(const ferry_loader *L) {
+  return L ? L->m.notes : NULL;
 }
 
 int64_t ferry_num_samples(const ferry_loader *L) {

@@ -37,6 +37,9 @@ const ferry__backend *const ferry__backends[] = {
 #ifdef HAVE_HDF5
     &ferry__backend_hdf5,
 #endif
+#ifdef HAVE_NETCDF
+    &ferry__backend_nczarr,
+#endif
     &ferry__backend_mem,
     NULL,
 };
@@ -52,12 +55,15 @@ void ferry__part_desc_free(ferry__part_desc *d) {
   if (!d)
     return;
   for (int i = 0; i < d->nvars; i++) {
-    if (d->vars)
+    if (d->vars) {
       free(d->vars[i].name);
+      free(d->vars[i].storage);
+    }
     if (d->paths)
       free(d->paths[i]);
   }
   free(d->vars);
+  free(d->notes);
   free(d->paths);
   free(d->data_offset);
   free(d->file_size);
@@ -76,11 +82,14 @@ void ferry__manifest_free(ferry__manifest *m) {
     free(pt->file_size);
   }
   free(m->parts);
-  for (int v = 0; m->vars && v < m->nvars; v++)
+  for (int v = 0; m->vars && v < m->nvars; v++) {
     free(m->vars[v].name);
+    free(m->vars[v].storage);
+  }
   free(m->vars);
   free(m->backend);
   free(m->spec);
+  free(m->notes);
   memset(m, 0, sizeof *m);
 }
 
@@ -407,7 +416,9 @@ cleanup:
 }
 
 static int resolve(const char *spec, strvec *parts, ferry__err *err) {
-  if (strncmp(spec, "mem:", 4) == 0)
+  /* mem: and URLs (file://STORE#mode=zarr,file) are not file names: the
+   * backend that probes them says whether they exist. */
+  if (strncmp(spec, "mem:", 4) == 0 || strstr(spec, "://") != NULL)
     return sv_push(parts, strdup(spec)) < 0 ? oom(err) : 0;
   if (spec[0] == '@')
     return read_list(spec + 1, parts, err);
@@ -504,6 +515,8 @@ static int select_vars(ferry__manifest *m, const char *vars,
     if (comma)
       *comma = '\0';
     char *name = trim(s);
+    while (*name == '/') /* HDF5 paths may be written "/group/x" */
+      name++;
     if (!*name) {
       rc = ferry__seterr(err, FERRY_EINVAL,
                          "vars '%s': an empty variable name", vars);
@@ -521,8 +534,9 @@ static int select_vars(ferry__manifest *m, const char *vars,
         used += (size_t)snprintf(have + used, sizeof have - used, "%s%s",
                                  v ? ", " : "", m->vars[v].name);
       rc = ferry__seterr(err, FERRY_EINVAL,
-                         "variable '%s' not found; the dataset has: %s", name,
-                         have);
+                         "variable '%s' not found; the dataset has: %s%s%s%s",
+                         name, have, m->notes ? " (" : "",
+                         m->notes ? m->notes : "", m->notes ? ")" : "");
       goto cleanup;
     }
     for (int k = 0; k < nsel; k++)
@@ -556,8 +570,10 @@ static int select_vars(ferry__manifest *m, const char *vars,
     nv[k] = m->vars[sel[k]];
   }
   for (int v = 0; v < m->nvars; v++)
-    if (!keep[v])
+    if (!keep[v]) {
       free(m->vars[v].name);
+      free(m->vars[v].storage);
+    }
   for (int64_t p = 0; p < m->nparts; p++) {
     ferry__part *pt = &m->parts[p];
     for (int k = 0; k < nsel; k++) {
@@ -623,7 +639,13 @@ int ferry__manifest_scan(const char *spec, const char *vars,
         b = ferry__backends[k];
     if (!b) {
       struct stat st;
-      if (strncmp(path, "mem:", 4) != 0 && stat(path, &st) != 0)
+      if (strstr(path, "://") != NULL)
+        rc = ferry__seterr(err, FERRY_ENOTSUP,
+                           "no backend of this build reads %s (URLs are "
+                           "read by the zarr backend: "
+                           "file://STORE#mode=zarr,file)",
+                           path);
+      else if (strncmp(path, "mem:", 4) != 0 && stat(path, &st) != 0)
         rc = ferry__seterr(err, ferry__errno_code(errno), "part %s: %s", path,
                            strerror(errno));
       else if (S_ISDIR(st.st_mode))
@@ -655,6 +677,8 @@ int ferry__manifest_scan(const char *spec, const char *vars,
       m->nvars = d.nvars;
       m->vars = d.vars;
       d.vars = NULL;
+      m->notes = d.notes;
+      d.notes = NULL;
     } else if ((rc = check_part(m, &d, path, err)) < 0) {
       goto cleanup;
     }
@@ -702,9 +726,10 @@ cleanup:
 /*
  * Layout (all integers little-endian):
  *   "FRYM"  u8 version=1  3 zero bytes  u64 total length
- *   str backend  str spec  u32 nvars
+ *   str backend  str spec  str notes  u32 nvars
  *   per variable: str name  u8 dtype  u8 swapped  u8 row_ndim  u8 0
  *                 i64 row_shape[row_ndim]  u64 row_bytes
+ *                 i64 chunk_rows  u64 cache_bytes  str storage
  *   i64 nparts  i64 num_samples
  *   per part: i64 num_samples  i64 first_sample
  *             per variable: str path  i64 data_offset  i64 file_size
@@ -713,7 +738,7 @@ cleanup:
  * same body with the spec left empty: the spec is how the user spelled the
  * dataset, the rest is what identifies the data.
  */
-#define PACK_VERSION 1
+#define PACK_VERSION 2
 #define PACK_HEAD 16
 
 typedef struct wbuf {
@@ -785,6 +810,7 @@ static void w_str(wbuf *w, const char *s) {
 static void pack_body(wbuf *w, const ferry__manifest *m, int with_spec) {
   w_str(w, m->backend);
   w_str(w, with_spec ? m->spec : "");
+  w_str(w, m->notes);
   w_u32(w, (uint32_t)m->nvars);
   for (int v = 0; v < m->nvars; v++) {
     const ferry__var *x = &m->vars[v];
@@ -796,6 +822,9 @@ static void pack_body(wbuf *w, const ferry__manifest *m, int with_spec) {
     for (int k = 0; k < x->row_ndim; k++)
       w_u64(w, (uint64_t)x->row_shape[k]);
     w_u64(w, (uint64_t)x->row_bytes);
+    w_u64(w, (uint64_t)x->chunk_rows);
+    w_u64(w, (uint64_t)x->cache_bytes);
+    w_str(w, x->storage);
   }
   w_u64(w, (uint64_t)m->nparts);
   w_u64(w, (uint64_t)m->num_samples);
@@ -932,8 +961,13 @@ static char *r_str(rbuf *r) {
 }
 
 static int unpack_body(rbuf *r, ferry__manifest *m) {
-  if (!(m->backend = r_str(r)) || !(m->spec = r_str(r)))
+  if (!(m->backend = r_str(r)) || !(m->spec = r_str(r)) ||
+      !(m->notes = r_str(r)))
     return -1;
+  if (!*m->notes) {
+    free(m->notes);
+    m->notes = NULL;
+  }
   uint32_t nvars = r_u32(r);
   if (r->bad)
     return -1;
@@ -984,6 +1018,15 @@ static int unpack_body(rbuf *r, ferry__manifest *m) {
     if (rb != bytes || rb == 0)
       return r_fail(r, "row size does not match dtype and shape");
     x->row_bytes = (size_t)rb;
+    x->chunk_rows = r_nonneg(r, "bad storage chunk");
+    uint64_t cb = r_u64(r);
+    if (r->bad)
+      return -1;
+    if (cb > SIZE_MAX)
+      return r_fail(r, "bad cache size");
+    x->cache_bytes = (size_t)cb;
+    if (!(x->storage = r_str(r)))
+      return -1;
   }
   int64_t nparts = r_nonneg(r, "bad part count");
   int64_t total = r_nonneg(r, "bad sample count");
@@ -1098,6 +1141,8 @@ int ferry__manifest_save_json(const ferry__manifest *m, const char *path,
     bad |= json_object_set_new(root, "ferry_manifest", json_integer(1));
     bad |= json_object_set_new(root, "backend", json_string(m->backend));
     bad |= json_object_set_new(root, "spec", json_string(m->spec));
+    if (m->notes)
+      bad |= json_object_set_new(root, "notes", json_string(m->notes));
     bad |= json_object_set_new(root, "num_samples",
                                json_integer((json_int_t)m->num_samples));
   }
@@ -1115,6 +1160,12 @@ int ferry__manifest_save_json(const ferry__manifest *m, const char *path,
       bad |= json_object_set_new(o, "swapped", json_boolean(x->swapped));
       bad |= json_object_set_new(o, "row_shape", shape);
       shape = NULL;
+      bad |= json_object_set_new(o, "chunk_rows",
+                                 json_integer((json_int_t)x->chunk_rows));
+      bad |= json_object_set_new(o, "cache_bytes",
+                                 json_integer((json_int_t)x->cache_bytes));
+      if (x->storage)
+        bad |= json_object_set_new(o, "storage", json_string(x->storage));
       bad |= json_array_append_new(vars, o);
       o = NULL;
     }
@@ -1249,6 +1300,15 @@ int ferry__manifest_load_json(const char *path, const char *vars,
     rc = missing(err, path, "spec");
     goto cleanup;
   }
+  json_t *jn = json_object_get(root, "notes"); /* optional */
+  if (jn && !json_is_string(jn)) {
+    rc = missing(err, path, "notes");
+    goto cleanup;
+  }
+  if (jn && !(m->notes = strdup(json_string_value(jn)))) {
+    rc = oom(err);
+    goto cleanup;
+  }
   if (!json_is_array(jv) || json_array_size(jv) < 1 ||
       json_array_size(jv) > INT_MAX) {
     rc = missing(err, path, "vars");
@@ -1328,6 +1388,23 @@ int ferry__manifest_load_json(const char *path, const char *vars,
       bytes *= x->row_shape[k];
     }
     x->row_bytes = (size_t)bytes;
+    /* Storage layout: optional (manifests saved before it was recorded). */
+    json_t *jc = json_object_get(o, "chunk_rows"),
+           *jb = json_object_get(o, "cache_bytes"),
+           *js = json_object_get(o, "storage");
+    if ((jc && (!json_is_integer(jc) || json_integer_value(jc) < 0)) ||
+        (jb && (!json_is_integer(jb) || json_integer_value(jb) < 0)) ||
+        (js && !json_is_string(js))) {
+      snprintf(key, sizeof key, "vars[%d].chunk_rows/cache_bytes/storage", v);
+      rc = missing(err, path, key);
+      goto cleanup;
+    }
+    x->chunk_rows = jc ? (int64_t)json_integer_value(jc) : 0;
+    x->cache_bytes = jb ? (size_t)json_integer_value(jb) : 0;
+    if (js && !(x->storage = strdup(json_string_value(js)))) {
+      rc = oom(err);
+      goto cleanup;
+    }
   }
   size_t nparts = json_array_size(jp);
   if (nparts > 0 && !(m->parts = calloc(nparts, sizeof *m->parts))) {

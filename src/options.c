@@ -63,7 +63,8 @@ static const option_def defs[] = {
       "repeating the first samples, or keep short last batches."},
      K_ENUM, OFF(tail), 0, 0, tail_names},
     {{"chunk_samples", "0", "integer >= 0",
-      "Samples per chunk, the unit of reading; 0 picks about 1 MiB of rows."},
+      "Samples per chunk, the unit of reading; 0 picks about 1 MiB of rows, "
+      "a multiple of the storage chunks (HDF5, Zarr)."},
      K_INT, OFF(chunk_samples), 0, BIG, NULL},
     {{"vars", "", "comma-separated names",
       "Variables to load, in this order; empty loads all."},

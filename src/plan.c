@@ -76,6 +76,47 @@ void ferry__shuffle(int64_t *perm, int64_t n, uint64_t key) {
   }
 }
 
+static int64_t gcd64(int64_t a, int64_t b) {
+  while (b) {
+    int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+int64_t ferry__auto_chunk_samples(const ferry__manifest *m, size_t row_total) {
+  int64_t base = (int64_t)(FERRY__AUTO_CHUNK_BYTES / (row_total ? row_total : 1));
+  if (base < 1)
+    base = 1;
+  int64_t align = 0, largest = 0;
+  for (int v = 0; v < m->nvars; v++) {
+    int64_t c = m->vars[v].chunk_rows;
+    if (c <= 0)
+      continue;
+    if (c > largest)
+      largest = c;
+    if (align == 0) {
+      align = c;
+      continue;
+    }
+    int64_t g = gcd64(align, c);
+    /* align / g * c, unless it overflows or grows past the cap */
+    if (align / g > INT64_MAX / c || align / g * c > FERRY__ALIGN_MAX * largest)
+      align = -1;
+    else if (align > 0)
+      align = align / g * c;
+  }
+  if (align < 0)
+    align = largest;
+  if (align == 0)
+    return base;
+  int64_t k = (base + align / 2) / align; /* nearest multiple */
+  if (k < 1)
+    k = 1;
+  return k > INT64_MAX / align ? align : k * align;
+}
+
 int ferry__chunks_make(const ferry__manifest *m, int64_t chunk_samples,
                        ferry__chunk **out, int64_t *n) {
   *out = NULL;

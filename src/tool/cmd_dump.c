@@ -2,7 +2,7 @@
  * cmd_dump.c - `ferry dump DATASET --var NAME --epoch E`: run one epoch and
  * print every sample served, one line each, "rank batch global_index
  * first_value", where first_value is element 0 of that sample's row of
- * variable NAME.  Each rank keeps fixed-size records of what it received and
+ * variable NAME (with --row-hash, a fifth field hashes the whole row).  Each rank keeps fixed-size records of what it received and
  * rank 0 gathers them (MPI_Gatherv) and prints them in rank order, so the
  * output is a deterministic text that can be diffed between runs, world
  * sizes and options, never the interleaving of several ranks' stdout.
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_VAR = 1, OPT_EPOCH };
+enum { OPT_VAR = 1, OPT_EPOCH, OPT_ROW_HASH };
 
 static int run_dump(tool_ctx *ctx);
 
@@ -22,12 +22,16 @@ static const tool_opt dump_opts[] = {
      "Variable whose first element is printed.  Default: the first "
      "variable."},
     {"epoch", 1, OPT_EPOCH, "E", "Epoch to run (>= 0).  Default: 0."},
+    {"row-hash", 0, OPT_ROW_HASH, NULL,
+     "Add a fifth field, fnv=HEX: the FNV-1a 64-bit hash of the whole row's "
+     "bytes as served (native byte order), so a test can check every "
+     "element, not only the first."},
     {NULL, 0, 0, NULL, NULL},
 };
 
 const tool_cmd tool_cmd_dump = {
     .name = "dump",
-    .args = "DATASET [--var NAME] [--epoch E] [loader options]",
+    .args = "DATASET [--var NAME] [--epoch E] [--row-hash] [loader options]",
     .summary = "print every sample served in an epoch, by rank and batch",
     .description =
         "Run epoch E and print one line per sample served: 'rank batch "
@@ -43,13 +47,27 @@ const tool_cmd tool_cmd_dump = {
 };
 
 /* One served sample: batch, global index, has a value, the value's bytes. */
-enum { D_BATCH, D_SAMPLE, D_HAS, D_VALUE, D_FIELDS };
+enum { D_BATCH, D_SAMPLE, D_HAS, D_VALUE, D_HASH, D_FIELDS };
+
+/* FNV-1a 64 of a row's bytes (tests/fixtures/dump_compare.py computes the
+ * same from NumPy's row). */
+static uint64_t fnv1a64(const unsigned char *p, size_t n) {
+  uint64_t h = UINT64_C(0xcbf29ce484222325);
+  for (size_t i = 0; i < n; i++) {
+    h ^= p[i];
+    h *= UINT64_C(0x100000001b3);
+  }
+  return h;
+}
 
 static int run_dump(tool_ctx *ctx) {
   const char *var = NULL;
   int64_t epoch = 0;
+  int row_hash = 0;
   for (int i = 0; i < ctx->nargs; i++) {
-    if (ctx->args[i].id == OPT_VAR) {
+    if (ctx->args[i].id == OPT_ROW_HASH) {
+      row_hash = 1;
+    } else if (ctx->args[i].id == OPT_VAR) {
       var = ctx->args[i].value;
     } else if (ctx->args[i].id == OPT_EPOCH &&
                tool_parse_i64(ctx->args[i].value, 0, INT64_MAX, &epoch) != 0) {
@@ -110,9 +128,11 @@ static int run_dump(tool_ctx *ctx) {
       r[D_SAMPLE] = b->sample_ids[j];
       r[D_HAS] = t->row_bytes >= elsize && elsize > 0;
       r[D_VALUE] = 0;
+      const unsigned char *row =
+          (const unsigned char *)t->data + (size_t)j * t->row_bytes;
       if (r[D_HAS])
-        memcpy(&r[D_VALUE], (const char *)t->data + (size_t)j * t->row_bytes,
-               elsize);
+        memcpy(&r[D_VALUE], row, elsize);
+      r[D_HASH] = row_hash ? (int64_t)fnv1a64(row, t->row_bytes) : 0;
     }
     if ((rc = ferry_release(L, b)) != 0)
       tool_local_fatal(ctx, L, "ferry_release", rc);
@@ -131,8 +151,11 @@ static int run_dump(tool_ctx *ctx) {
         char val[64] = "-";
         if (r[D_HAS])
           tool_format_value(vinfo.dtype, &r[D_VALUE], val, sizeof val);
-        printf("%d %" PRId64 " %" PRId64 " %s\n", rank, r[D_BATCH], r[D_SAMPLE],
+        printf("%d %" PRId64 " %" PRId64 " %s", rank, r[D_BATCH], r[D_SAMPLE],
                val);
+        if (row_hash)
+          printf(" fnv=%016" PRIx64, (uint64_t)r[D_HASH]);
+        printf("\n");
       }
     fflush(stdout);
   }

@@ -49,6 +49,19 @@ static const char *byte_order(const ferry_var_info *v) {
   return little ? "little" : "big";
 }
 
+/* 1 when a plan chunk other than the last of its part does not end on a
+ * storage chunk boundary of chunk_rows rows. */
+static int cuts_storage_chunks(const ferry_loader *L, int64_t chunk_rows) {
+  int64_t nc = ferry_num_chunks(L);
+  ferry_chunk_info c, next;
+  for (int64_t i = 0; i + 1 < nc; i++)
+    if (ferry_chunk_info_get(L, i, &c) == 0 &&
+        ferry_chunk_info_get(L, i + 1, &next) == 0 && next.part == c.part &&
+        c.num_samples % chunk_rows != 0)
+      return 1;
+  return 0;
+}
+
 static void print_text(const tool_ctx *ctx, const ferry_loader *L,
                        int64_t max_chunk, const ferry_memory_budget *mb) {
   char b1[32], b2[32], b3[32], b4[32], b5[32];
@@ -84,15 +97,43 @@ static void print_text(const tool_ctx *ctx, const ferry_loader *L,
   }
   printf("sample bytes   %zu (all variables), dataset %s\n", row_total,
          tool_fmt_bytes((double)row_total * (double)n, b1, sizeof b1));
+  /* Storage layout, when the backend describes it (HDF5, Zarr). */
+  const char *cut = NULL;
+  int64_t cut_rows = 0;
+  for (int i = 0; i < nvars; i++) {
+    ferry_var_info v;
+    if (ferry_var_info_get(L, i, &v) != 0 || !v.storage)
+      continue;
+    printf("storage        %s: %s", v.name, v.storage);
+    if (v.cache_bytes)
+      printf("; decode cache %s per open file",
+             tool_fmt_bytes((double)v.cache_bytes, b1, sizeof b1));
+    printf("\n");
+    if (v.chunk_rows > 0 && !cut && cuts_storage_chunks(L, v.chunk_rows)) {
+      cut = v.name;
+      cut_rows = v.chunk_rows;
+    }
+  }
   printf("chunks         %" PRId64 " of at most %" PRId64 " samples (%s)\n",
          ferry_num_chunks(L), max_chunk,
          tool_fmt_bytes((double)max_chunk * (double)row_total, b1, sizeof b1));
-  printf("memory budget  %s per rank: batch %s, ring %s, reads %s, plan %s\n",
+  if (cut)
+    printf("               not a multiple of %s's storage chunk of %" PRId64
+           " rows: some storage chunks are read (and decoded) by two reads; "
+           "chunk_samples=0 aligns them\n",
+           cut, cut_rows);
+  printf("memory budget  %s per rank: batch %s, ring %s, reads %s, plan %s",
          tool_fmt_bytes((double)mb->total_bytes, b1, sizeof b1),
          tool_fmt_bytes((double)mb->batch_bytes, b2, sizeof b2),
          tool_fmt_bytes((double)mb->ring_bytes, b3, sizeof b3),
          tool_fmt_bytes((double)mb->read_bytes, b4, sizeof b4),
          tool_fmt_bytes((double)mb->plan_bytes, b5, sizeof b5));
+  if (mb->cache_bytes)
+    printf(", decode caches %s",
+           tool_fmt_bytes((double)mb->cache_bytes, b1, sizeof b1));
+  printf("\n");
+  if (ferry_dataset_notes(L))
+    printf("notes          %s\n", ferry_dataset_notes(L));
   printf("options       ");
   const ferry_option_info *o;
   for (int i = 0; (o = ferry_option_info_get(i)) != NULL; i++) {
@@ -129,8 +170,16 @@ static void print_json(const tool_ctx *ctx, const ferry_loader *L,
            ferry_dtype_name(v.dtype), byte_order(&v));
     for (int d = 0; d < v.ndim; d++)
       printf("%s%" PRId64, d ? ", " : "", v.shape[d]);
-    printf("], \"row_bytes\": %zu, \"total_bytes\": %.0f}", v.row_bytes,
-           (double)v.row_bytes * (double)n);
+    printf("], \"row_bytes\": %zu, \"total_bytes\": %.0f, "
+           "\"chunk_rows\": %" PRId64 ", \"cache_bytes\": %zu, "
+           "\"storage\": ",
+           v.row_bytes, (double)v.row_bytes * (double)n, v.chunk_rows,
+           v.cache_bytes);
+    if (v.storage)
+      tool_json_string(stdout, v.storage);
+    else
+      printf("null");
+    printf("}");
     row_total += v.row_bytes;
   }
   printf("], \"sample_bytes\": %zu, \"chunks\": %" PRId64
@@ -138,9 +187,15 @@ static void print_json(const tool_ctx *ctx, const ferry_loader *L,
          row_total, ferry_num_chunks(L), max_chunk,
          (double)max_chunk * (double)row_total);
   printf(", \"memory_budget\": {\"batch_bytes\": %zu, \"ring_bytes\": %zu, "
-         "\"read_bytes\": %zu, \"plan_bytes\": %zu, \"total_bytes\": %zu}",
+         "\"read_bytes\": %zu, \"plan_bytes\": %zu, \"cache_bytes\": %zu, "
+         "\"total_bytes\": %zu}",
          mb->batch_bytes, mb->ring_bytes, mb->read_bytes, mb->plan_bytes,
-         mb->total_bytes);
+         mb->cache_bytes, mb->total_bytes);
+  printf(", \"notes\": ");
+  if (ferry_dataset_notes(L))
+    tool_json_string(stdout, ferry_dataset_notes(L));
+  else
+    printf("null");
   printf(", \"options\": {");
   const ferry_option_info *o;
   for (int i = 0; (o = ferry_option_info_get(i)) != NULL; i++) {

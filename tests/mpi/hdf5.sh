@@ -48,11 +48,12 @@ else
 fi
 
 BATCH=7
-common="--epoch 0 --tail partial --chunk-samples 10 --batch-size $BATCH"
+common="--epoch 0 --tail partial --chunk-samples 10 --batch-size $BATCH --row-hash"
 jobs=$tmp/jobs
 : >"$jobs"
 PAR=3
 njobs=0
+dump_env=
 
 # dump LABEL NP FLAGS DATASET VAR "LOADER OPTIONS" NPY...: queue one dump
 # and record the job for dump_compare.py (one NPY per part, in order).
@@ -66,7 +67,7 @@ dump() {
   done
   njobs=`expr $njobs + 1`
   out=$tmp/dump.$njobs
-  printf '%s\n' "$RUN_MPI $np \"\$FERRY\" dump '$ds' --var '$var' $common $opts >'$out' 2>'$out.err'; echo \$? >'$out.status'" \
+  printf '%s\n' "$dump_env $RUN_MPI $np \"\$FERRY\" dump '$ds' --var '$var' $common $opts >'$out' 2>'$out.err'; echo \$? >'$out.status'" \
     >>"$tmp/stream.`expr $njobs % $PAR`"
   printf '%s\n' "$label np=$np	$out	$out.err	$out.status	$np	$BATCH	$flags	$ref" >>"$jobs"
 }
@@ -105,6 +106,27 @@ for io in independent collective; do
     "$fx/copies/p*.h5" group/targets "--io $io --max-open-files 1 --seed 3" \
     "$r" "$r" "$r"
 done
+# Plan chunks that cut storage chunks (15 rows over chunks of 10: raw reads
+# spanning two chunks, HDF5 decoding a chunk for two reads) and the
+# automatic size (chunk_samples=0, aligned on the storage chunks).
+for cs in 15 0; do
+  for f in chunked_f32 shuffle_gzip; do
+    dump "$f.h5:x chunk_samples=$cs collective" 3 spread "$fx/$f.h5" x \
+      "--io collective --seed 2 --chunk-samples $cs" "$fx/ref/${f}_h5__x.npy"
+  done
+done
+# ROMIO (MPICH's MPI-IO, also in Open MPI) leaves the status of a 0-byte
+# read stale: the empty reads of collective rounds must not be checked.
+if command -v ompi_info >/dev/null 2>&1 &&
+   ompi_info 2>/dev/null | grep 'MCA io: romio' >/dev/null; then
+  romio=`ompi_info 2>/dev/null | sed -n 's/.*MCA io: \(romio[0-9]*\).*/\1/p' | head -n 1`
+  dump_env="env OMPI_MCA_io=$romio"
+  for f in chunked_f32 contig_i64 gzip1; do
+    dump "$f.h5:x io=collective $romio" 3 spread "$fx/$f.h5" x \
+      "--io collective --seed 4" "$fx/ref/${f}_h5__x.npy"
+  done
+  dump_env=
+fi
 run_streams
 echo "checking $njobs dumps against h5py's values"
 "$PYTHON_NUMPY" "$top_srcdir/tests/fixtures/dump_compare.py" "$jobs" || fail=1
@@ -130,6 +152,56 @@ if "$FERRY" info "$fx/netcdf4.nc" >"$tmp/info.out" 2>&1 &&
 else
   echo "FAIL: netcdf4.nc should hold the one variable x"
   sed 's/^/    /' "$tmp/info.out"
+  fail=1
+fi
+
+# ferry info: chunking, filters, compression ratio, decode cache, and what
+# was chosen and skipped.
+# info_has FILE WORDS...: `ferry info FILE` succeeds and prints every WORD.
+info_has() {
+  f=$1
+  shift
+  why=
+  "$FERRY" info "$f" >"$tmp/info.out" 2>&1 || why="status $?"
+  for w in "$@"; do
+    grep -F -e "$w" "$tmp/info.out" >/dev/null || why="$why; no '$w'"
+  done
+  if test -z "$why"; then
+    echo "ok: ferry info `basename "$f"` shows: $*"
+  else
+    echo "FAIL: ferry info `basename "$f"`: $why"
+    sed 's/^/    /' "$tmp/info.out"
+    fail=1
+  fi
+}
+info_has "$fx/shuffle_gzip.h5" 'storage        x: chunks (10, 3), shuffle+gzip(4), ratio ' \
+  'decode cache 240 B per open file' 'decode caches 240 B'
+info_has "$fx/chunked_f32.h5" 'storage        x: chunks (10, 3)' \
+  'chunks         1 of at most 97 samples'
+info_has "$fx/contig_i64.h5" 'storage        x: contiguous'
+info_has "$fx/pair.h5" 'notes          chose group/targets, samples (97 rows); skipped /meta/classes (5 rows where the sample dimension has 97)'
+info_has "$fx/bad/mixed.h5" 'skipped /records (a compound type'
+if test -f "$fx/ncgen.nc"; then
+  info_has "$fx/ncgen.nc" 'shuffle+gzip(1)' 'skipped /c (a netCDF dimension without data); /k (5 rows'
+else
+  echo "FAIL: no ncgen.nc: netcdf-bin is not installed (./bootstrap deps installs it)"
+  fail=1
+fi
+# Plan chunks that cut storage chunks are pointed out.
+if "$FERRY" info "$fx/shuffle_gzip.h5" --chunk-samples 15 2>&1 |
+   grep "not a multiple of x's storage chunk of 10 rows" >/dev/null; then
+  echo "ok: ferry info warns when chunk_samples cuts storage chunks"
+else
+  echo "FAIL: ferry info --chunk-samples 15 does not warn about cut storage chunks"
+  fail=1
+fi
+# Datasets named with a leading '/' are found.
+if $RUN_MPI 2 "$FERRY" verify "$fx/pair.h5" --vars /samples,/group/targets \
+     --batch-size 8 --tail partial >"$tmp/slash.out" 2>&1; then
+  echo "ok: vars=/samples,/group/targets (HDF5 paths with the leading slash)"
+else
+  echo "FAIL: vars with leading slashes"
+  sed 's/^/    /' "$tmp/slash.out"
   fail=1
 fi
 
@@ -162,4 +234,63 @@ bad "$fx/bad/truncated.h5" truncated
 bad "$fx/bad/compound.h5" /records compound
 bad "$fx/bad/text.h5" 'no backend'
 bad "$fx/bad/lzf.h5" /x 32000 HDF5_PLUGIN_PATH
+
+# vars naming what ferry cannot serve: status 1, one message naming it and
+# saying why, on 2 ranks.
+badvars() {
+  f=$1 vars=$2
+  shift 2
+  $RUN_MPI 2 "$FERRY" dump "$f" --vars "$vars" --epoch 0 \
+    >"$tmp/bad.out" 2>"$tmp/bad.err"
+  st=$?
+  n=`grep -c '^ferry' "$tmp/bad.err"`
+  why=
+  test "$st" = 1 || why="status $st, not 1"
+  test "$n" = 1 || why="$why; $n ferry messages, not 1"
+  for w in "$@"; do
+    grep -F -e "$w" "$tmp/bad.err" >/dev/null || why="$why; no '$w' in the message"
+  done
+  if test -z "$why"; then
+    echo "ok: vars=$vars: `grep '^ferry' "$tmp/bad.err"`"
+  else
+    echo "FAIL: vars=$vars on `basename "$f"`: $why"
+    sed 's/^/    /' "$tmp/bad.err"
+    fail=1
+  fi
+}
+badvars "$fx/bad/mixed.h5" records "'records' not found" "/records (a compound type"
+badvars "$fx/pair.h5" samples,meta/classes "'meta/classes' not found" \
+  "/meta/classes (5 rows where the sample dimension has 97)"
+badvars "$fx/pair.h5" nothing "'nothing' not found" "the dataset has: group/targets, samples"
+
+# A file that one rank cannot open (permissions) while the others can: as
+# root a chmod changes nothing, so tests/mpi/eacces.c, preloaded, makes
+# open() of it fail with EACCES on rank 1 only.  Every rank must stop with
+# rank 1's reason, in both I/O modes, without hanging.
+cc=${CC:-cc}
+command -v "$cc" >/dev/null 2>&1 || cc=gcc
+if "$cc" -shared -fPIC -o "$tmp/eacces.so" "$top_srcdir/tests/mpi/eacces.c" -ldl \
+     2>"$tmp/cc.err"; then
+  cp "$fx/pair.h5" "$tmp/denied.h5" || exit 1
+  for io in independent collective; do
+    env LD_PRELOAD="$tmp/eacces.so" FERRY_TEST_EACCES_PATH=/denied.h5 \
+      FERRY_TEST_EACCES_RANK=1 $RUN_MPI 3 "$FERRY" dump "$tmp/denied.h5" \
+      --epoch 0 --batch-size 8 --io $io >"$tmp/bad.out" 2>"$tmp/bad.err"
+    st=$?
+    if test "$st" = 1 &&
+       test "`grep -c '^ferry' "$tmp/bad.err"`" = 1 &&
+       grep "cannot open file $tmp/denied.h5 (dataset /group/targets) on rank 1: Permission denied" \
+         "$tmp/bad.err" >/dev/null; then
+      echo "ok: io=$io: rank 1 cannot open the file: `grep '^ferry' "$tmp/bad.err"`"
+    else
+      echo "FAIL: io=$io: a file rank 1 cannot open: status $st"
+      sed 's/^/    /' "$tmp/bad.err"
+      fail=1
+    fi
+  done
+else
+  echo "FAIL: cannot build the LD_PRELOAD shim tests/mpi/eacces.c"
+  sed 's/^/    /' "$tmp/cc.err"
+  fail=1
+fi
 exit $fail

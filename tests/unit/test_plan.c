@@ -328,9 +328,55 @@ static int test_drop_last_too_big(void) {
   return 0;
 }
 
+/* chunk_samples=0: about 1 MiB, a multiple of every variable's storage
+ * chunk rows (their lcm, or the largest when the lcm is too big). */
+static int test_auto_chunk(void) {
+  ferry__var vars[3];
+  memset(vars, 0, sizeof vars);
+  ferry__manifest m;
+  memset(&m, 0, sizeof m);
+  m.vars = vars;
+  m.nvars = 1;
+  /* no storage chunks: 1 MiB of rows */
+  CHECK(ferry__auto_chunk_samples(&m, 1024) == 1024, "plain 1 KiB rows");
+  CHECK(ferry__auto_chunk_samples(&m, 3 << 20) == 1, "rows above 1 MiB");
+  CHECK(ferry__auto_chunk_samples(&m, 0) == 1 << 20, "empty rows");
+  /* one chunked variable: nearest multiple, at least one chunk */
+  vars[0].chunk_rows = 1000;
+  CHECK(ferry__auto_chunk_samples(&m, 1024) == 1000, "1024 -> 1000");
+  vars[0].chunk_rows = 700;
+  CHECK(ferry__auto_chunk_samples(&m, 1024) == 700, "1024 -> 700 (nearest)");
+  vars[0].chunk_rows = 600;
+  CHECK(ferry__auto_chunk_samples(&m, 1024) == 1200, "1024 -> 1200 (nearest)");
+  vars[0].chunk_rows = 100000;
+  CHECK(ferry__auto_chunk_samples(&m, 1024) == 100000, "one big chunk");
+  vars[0].chunk_rows = 7;
+  int64_t c = ferry__auto_chunk_samples(&m, 1024);
+  CHECK(c % 7 == 0 && c >= 1017 && c <= 1031, "multiple of 7 near 1024: %lld",
+        (long long)c);
+  /* two variables: the lcm */
+  m.nvars = 3;
+  vars[0].chunk_rows = 6;
+  vars[1].chunk_rows = 0; /* contiguous: no constraint */
+  vars[2].chunk_rows = 10;
+  c = ferry__auto_chunk_samples(&m, 1024);
+  CHECK(c % 30 == 0 && c >= 1000 && c <= 1050, "lcm 30: %lld", (long long)c);
+  /* lcm above 64 x the largest: the largest alone */
+  vars[0].chunk_rows = 1009;
+  vars[2].chunk_rows = 1013;
+  c = ferry__auto_chunk_samples(&m, 1024);
+  CHECK(c == 1013, "coprime big chunks -> largest: %lld", (long long)c);
+  /* overflow of the lcm is caught */
+  vars[0].chunk_rows = INT64_MAX / 2 - 1;
+  vars[2].chunk_rows = INT64_MAX / 3;
+  c = ferry__auto_chunk_samples(&m, 1024);
+  CHECK(c == INT64_MAX / 2 - 1, "huge chunks: %lld", (long long)c);
+  return 0;
+}
+
 int main(void) {
   int rc = test_golden() | test_combos() | test_epochs_differ() |
-           test_subset_stable() | test_drop_last_too_big();
+           test_subset_stable() | test_drop_last_too_big() | test_auto_chunk();
   printf("%s (%d failures)\n", rc || failures ? "FAIL" : "PASS", failures);
   return rc || failures ? 1 : 0;
 }

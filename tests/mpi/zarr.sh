@@ -1,0 +1,167 @@
+#!/bin/sh
+# zarr.sh - the Zarr backend (src/nczarr.c) and its NCZarr codec plugins
+# (src/plugins) end to end.  Stores written by zarr-python and numcodecs
+# (tests/fixtures/make_zarr.py: default Blosc, Blosc with zstd and shuffle,
+# Blosc with bitshuffle, zlib, gzip, zstd, lz4, no compressor, the shuffle
+# filter with zlib, chunks along dimension 1 too, the '/' separator and a
+# sub-group, big-endian arrays, bool, a missing chunk read as fill value, a
+# store that is one array) are dumped with `ferry dump --row-hash` over 1, 2
+# and 3 ranks and every served row is compared by
+# tests/fixtures/dump_compare.py with what zarr-python reads: every index
+# exactly once, every byte of every row equal.  The stores netCDF-C reads
+# are read again with ferry's own chunk reader (FERRY_ZARR_READER=native).
+# Bad inputs fail on 1 and 3 ranks with status 1 and one message naming the
+# store and what is wrong, without hanging.
+#
+# Bugs it pins: netCDF-C answering "undefined filter" (or, before 4.9,
+# returning compressed bytes as data) when no codec plugin is found; a bool
+# array crashing netCDF-C 4.9.0's nc_open; big-endian arrays served
+# unswapped; Fortran-ordered arrays served transposed; a missing chunk file
+# of an array without fill_value served as netCDF's default fill; a truncated
+# uncompressed chunk served with garbage at its end; a partial last chunk or
+# a chunk split along dimension 1 offset by a chunk.
+#
+# Environment (set by "make check"; see tests/README.md): FERRY, RUN_MPI,
+# FERRY_TEST_TMPDIR, top_srcdir, top_builddir.
+# Exit 0 pass, 1 fail, 77 skip (no zarr backend, no zarr-python).
+
+. "`dirname "$0"`/common.sh"
+ferry_test_init zarr
+FERRY_MPI_TIMEOUT=${FERRY_MPI_TIMEOUT:-60}
+export FERRY FERRY_MPI_TIMEOUT
+if ! "$FERRY" --version 2>/dev/null | grep '^backends:.* zarr' >/dev/null; then
+  echo "SKIP: this ferry has no zarr backend (configure did not find netCDF-C)"
+  exit 77
+fi
+# The python3 first on PATH may lack numpy and zarr: Debian's has them.
+PY=/usr/bin/python3
+if ! $PY -c 'import zarr, numcodecs, numpy' >/dev/null 2>&1; then
+  echo "SKIP: $PY lacks zarr or numcodecs (apt-get install python3-zarr python3-numcodecs): the fixtures are written by zarr-python"
+  exit 77
+fi
+# The plugins of this build tree, not an installed ferry's.
+if test -n "${top_builddir:-}" && test -d "$top_builddir/src/plugins/.libs"; then
+  FERRY_PLUGIN_DIR=$top_builddir/src/plugins/.libs
+  export FERRY_PLUGIN_DIR
+fi
+fx=$tmp/fx
+if $PY "$top_srcdir/tests/fixtures/make_zarr.py" "$fx" >"$tmp/make.log" 2>&1 &&
+   test -f "$fx/good.txt" && test -f "$fx/bad.txt"; then
+  echo "ok: make_zarr.py wrote the fixtures (`wc -l <"$fx/good.txt"` arrays, `wc -l <"$fx/bad.txt"` bad stores)"
+else
+  echo "FAIL: make_zarr.py did not write the fixtures"
+  sed 's/^/    /' "$tmp/make.log"
+  exit 1
+fi
+
+BATCH=7
+common="--epoch 0 --tail partial --batch-size $BATCH --row-hash"
+jobs=$tmp/jobs
+: >"$jobs"
+PAR=3
+njobs=0
+
+# dump LABEL NP FLAGS STORE VAR "ENV" "OPTIONS" NPY: queue one dump.
+dump() {
+  label=$1 np=$2 flags=$3 ds=$4 var=$5 envs=$6 opts=$7 ref=$8
+  njobs=`expr $njobs + 1`
+  out=$tmp/dump.$njobs
+  printf '%s\n' "env $envs $RUN_MPI $np \"\$FERRY\" dump '$ds' --var '$var' $common $opts >'$out' 2>'$out.err'; echo \$? >'$out.status'" \
+    >>"$tmp/stream.`expr $njobs % $PAR`"
+  printf '%s\n' "$label np=$np	$out	$out.err	$out.status	$np	$BATCH	$flags	$ref" >>"$jobs"
+}
+run_streams() {
+  for s in "$tmp"/stream.*; do
+    sh "$s" &
+  done
+  wait
+  rm -f "$tmp"/stream.*
+}
+
+tab=`printf '\t'`
+while IFS=$tab read -r store var ref reader; do
+  base=`basename "$store"`
+  for np in 1 2 3; do
+    flags=ordered
+    test "$np" -gt 1 && flags=spread
+    dump "$base:$var ($reader)" "$np" "$flags" "$store" "$var" "FERRY_ZARR_READER=auto" \
+      "--shuffle none --shuffle-buffer 0 --chunk-samples 10" "$ref"
+  done
+  if test "$reader" = netcdf; then
+    dump "$base:$var (native reader)" 2 spread "$store" "$var" "FERRY_ZARR_READER=native" \
+      "--shuffle none --shuffle-buffer 0 --chunk-samples 10" "$ref"
+  fi
+done <"$fx/good.txt"
+# Shuffled, with chunks that split storage chunks: reads jump around.
+dump "default_blosc.zarr:samples shuffled" 3 spread "$fx/default_blosc.zarr" samples \
+  FERRY_ZARR_READER=auto "--seed 5 --chunk-samples 6 --shuffle block --block-size 4" \
+  "$fx/ref/default_blosc_zarr__samples.npy"
+dump "chunked2d.zarr:targets shuffled native" 2 spread "$fx/chunked2d.zarr" targets \
+  FERRY_ZARR_READER=native "--seed 9 --chunk-samples 4" \
+  "$fx/ref/chunked2d_zarr__targets.npy"
+run_streams
+echo "checking $njobs dumps against zarr-python's values"
+$PY "$top_srcdir/tests/fixtures/dump_compare.py" "$jobs" || fail=1
+
+# Which reader: netCDF-C where it can, ferry's own for bool.
+check_info() {
+  store=$1 want=$2
+  if "$FERRY" info "$store" >"$tmp/info.out" 2>&1 &&
+     grep "reader $want" "$tmp/info.out" >/dev/null; then
+    echo "ok: ferry info `basename "$store"`: reader $want"
+  else
+    echo "FAIL: ferry info `basename "$store"` should say reader $want"
+    sed 's/^/    /' "$tmp/info.out"
+    fail=1
+  fi
+}
+check_info "$fx/default_blosc.zarr" netcdf
+check_info "$fx/bool.zarr" native
+
+# Without the plugins netCDF-C cannot decode: a clear error, not garbage.
+mkdir -p "$tmp/noplugins" || exit 1
+if env FERRY_PLUGIN_DIR="$tmp/noplugins" HDF5_PLUGIN_PATH="$tmp/noplugins" \
+     $RUN_MPI 2 "$FERRY" dump "$fx/zstd.zarr" --epoch 0 --batch-size 5 >"$tmp/np.out" 2>"$tmp/np.err"; then
+  echo "FAIL: zstd.zarr without plugins was served"
+  fail=1
+elif grep 'FERRY_PLUGIN_DIR' "$tmp/np.err" >/dev/null && grep zstd "$tmp/np.err" >/dev/null; then
+  echo "ok: without plugins: `grep '^ferry' "$tmp/np.err" | head -1`"
+else
+  echo "FAIL: without plugins the error should name the codec and FERRY_PLUGIN_DIR"
+  sed 's/^/    /' "$tmp/np.err"
+  fail=1
+fi
+
+# Bad inputs: status 1, one "ferry:" line naming the store and holding
+# every word, on 1 and 3 ranks.
+while IFS=$tab read -r store vars words; do
+  vopt=
+  test "$vars" != - && vopt="--vars $vars"
+  for np in 1 3; do
+    $RUN_MPI $np "$FERRY" dump "$store" --epoch 0 --batch-size 5 $vopt \
+      >"$tmp/bad.out" 2>"$tmp/bad.err"
+    st=$?
+    n=`grep -c '^ferry' "$tmp/bad.err"`
+    why=
+    test "$st" = 1 || why="status $st, not 1"
+    test "$n" = 1 || why="$why; $n ferry messages, not 1"
+    # A selection error comes from the manifest (src/manifest.c), which
+    # names the variable, not the store.
+    test "$vars" != - || grep -F "$store" "$tmp/bad.err" >/dev/null ||
+      why="$why; the message does not name $store"
+    rest=$words
+    while test -n "$rest"; do
+      w=${rest%%|*}
+      case $rest in *'|'*) rest=${rest#*|} ;; *) rest= ;; esac
+      grep -i -F -e "$w" "$tmp/bad.err" >/dev/null || why="$why; no '$w' in the message"
+    done
+    if test -z "$why"; then
+      echo "ok: `basename "$store"` np=$np: `grep '^ferry' "$tmp/bad.err" | cut -c1-220`"
+    else
+      echo "FAIL: `basename "$store"` np=$np: $why"
+      sed 's/^/    /' "$tmp/bad.err" | head -20
+      fail=1
+    fi
+  done
+done <"$fx/bad.txt"
+exit $fail
