@@ -238,8 +238,9 @@ FERRY_API int ferry_close(ferry_loader *loader);
  */
 FERRY_API int ferry_set_epoch(ferry_loader *loader, int64_t epoch);
 
-/** Batches every rank gets this epoch (the same on all ranks), or a negative
- *  code before ferry_set_epoch.  LOCAL. */
+/** Batches every rank gets this epoch (the same on all ranks; after
+ *  ferry_state_load, the batches left), or a negative code before
+ *  ferry_set_epoch.  LOCAL. */
 FERRY_API int64_t ferry_num_batches(const ferry_loader *loader);
 
 /** One variable of a batch. */
@@ -292,6 +293,91 @@ FERRY_API int ferry_next(ferry_loader *loader, ferry_batch **out);
  * Returns 0 or FERRY_EINVAL (not a batch of this loader, or released twice).
  */
 FERRY_API int ferry_release(ferry_loader *loader, ferry_batch *batch);
+
+/* ---- Checkpoint and resume -------------------------------------------- */
+
+/**
+ * Save how far the current epoch got to PATH.  COLLECTIVE.  Call it between
+ * two ferry_next calls, at the same point on every rank (the ranks check
+ * that they all handed out the same number of batches).
+ *
+ * What counts as served: every batch ferry_next has returned on this loader
+ * before the call, whether or not it was released -- so save after the
+ * training step on the last batch is done (and with the model checkpoint
+ * that includes it).  A resume serves exactly the other samples of the
+ * epoch.
+ *
+ * The state holds no sample list (the plan is recomputed on load): the
+ * dataset's manifest hash, the options that shape the plan, the seed, the
+ * epoch, the batches served and the world size (and those of earlier
+ * resumes of this epoch): a few hundred bytes.  Rank 0 writes it, after
+ * every rank has reached the call, to PATH.tmp.PID and renames it over PATH,
+ * so PATH always holds a complete state.  Format: a header line
+ * "FERRY-STATE <version> <checksum> <length>" and a JSON body; see
+ * docs/user-guide.md.  A successful save also clears the checkpoint request
+ * (ferry_checkpoint_requested returns 0 until the next signal).
+ *
+ * Returns 0, FERRY_EINVAL (path NULL or empty), FERRY_ESTATE (no epoch, or
+ * the epoch failed), FERRY_EMISMATCH (ranks are at different batches),
+ * FERRY_ENOENT/FERRY_EACCES/FERRY_EIO (writing PATH), FERRY_ENOMEM,
+ * FERRY_EMPI; the same code and message on every rank.
+ */
+FERRY_API int ferry_state_save(ferry_loader *loader, const char *path);
+
+/**
+ * Resume from a state saved by ferry_state_save: instead of
+ * ferry_set_epoch, set the saved epoch and start it at the saved position.
+ * COLLECTIVE.  Rank 0 reads PATH and broadcasts it; every rank validates it.
+ *
+ * The ranks then serve exactly the samples of that epoch not served before
+ * the save -- nothing repeated, nothing skipped:
+ *  - with the same number of ranks, every rank continues its own plan: the
+ *    batches are exactly those the interrupted run would have served next;
+ *  - with another number of ranks (elastic), the unserved samples are dealt
+ *    again into equal batch counts under the same tail rule: tail=partial
+ *    and tail=pad serve every remaining sample once (pad adds marked
+ *    repeats); tail=drop_last may drop up to ranks * batch_size - 1 more
+ *    (counted in ferry_epoch_info.dropped_samples).
+ * ferry_num_batches() is then the batches left; batch->index and
+ * ferry_epoch_info.first_batch continue from the saved position.  When the
+ * resumed epoch ends (FERRY_END), call ferry_set_epoch(epoch + 1) as usual;
+ * ferry_epoch_info_get gives the epoch.  A state saved after the last batch
+ * resumes an epoch with no batch left.
+ *
+ * The options that shape the plan (batch_size, seed, shuffle, block_size,
+ * shuffle_buffer, partition, tail, chunk_samples, vars, max_chunks,
+ * fraction) must be the same as when the state was saved; threads,
+ * prefetch, io, device and the number of ranks may differ.
+ *
+ * Returns 0, FERRY_ENOENT (no such file: start with ferry_set_epoch
+ * instead), FERRY_EACCES, FERRY_EIO, FERRY_EFORMAT (not a state file,
+ * truncated, checksum mismatch, malformed), FERRY_ENOTSUP (written by a
+ * newer ferry: a higher format version), FERRY_EMISMATCH (another dataset,
+ * or another value of a plan option: the message names it and both
+ * values), FERRY_EINVAL, FERRY_ENOMEM, FERRY_EMPI; the same code and
+ * message on every rank.  On failure no epoch is set.
+ */
+FERRY_API int ferry_state_load(ferry_loader *loader, const char *path);
+
+/**
+ * 1 when a checkpoint was requested, 0 otherwise.  LOCAL, and yet the same
+ * on every rank after the same ferry_next call: when the checkpoint_signal
+ * option names a signal (default USR1, as `sbatch --signal=B:USR1@120`
+ * sends), ferry_open installs a handler (sigaction, SA_RESTART) that only
+ * sets a flag, and ferry_next folds the flag into its certification
+ * all-reduce, so the request becomes visible on every rank when the same
+ * batch is handed out, even if the signal reached the ranks at different
+ * times.  With a handler installed, ferry_next certifies at most about a
+ * quarter of a second of batches ahead, so a request is seen within about
+ * that time (or one batch, if batches are slower).  Check it after the
+ * training step on each batch; when it is 1, call ferry_state_save and
+ * exit (the ferry tool exits 75, EX_TEMPFAIL, "checkpointed, requeue me").
+ * It stays 1 until a ferry_state_save succeeds.  A handler installed
+ * before ferry_open is chained (called after the flag is set) unless it is
+ * SIG_DFL or SIG_IGN; ferry_close restores it.  Signals are per process:
+ * with several loaders, all see the request.
+ */
+FERRY_API int ferry_checkpoint_requested(const ferry_loader *loader);
 
 /* ---- Dataset and plan inspection (LOCAL after ferry_open) ------------- */
 
@@ -352,6 +438,9 @@ typedef struct ferry_epoch_info {
   int64_t dropped_samples;   /**< samples of the epoch no rank serves (drop_last), all ranks */
   int64_t num_chunks;        /**< chunks (or pieces of chunks) this rank reads */
   uint64_t plan_checksum;    /**< checksum all ranks verified                 */
+  int64_t first_batch;       /**< index of the first batch: 0, or after
+                                  ferry_state_load the batches every rank
+                                  served before the checkpoint              */
 } ferry_epoch_info;
 
 /** Describe the current epoch on this rank.  Returns 0 or FERRY_ESTATE.  LOCAL. */

@@ -53,6 +53,7 @@ CLEANFILES = slurm/ferry.lua slurm/ferry.tcl
 MPI_TESTS += \
 	tests/slurm/srun.sh \
 	tests/slurm/sbatch.sh \
+	tests/slurm/checkpoint.sh \
 	tests/slurm/install.sh
 
 TEST_DATA_FILES += \

@@ -65,6 +65,10 @@ enum { FERRY__PART_CONTIGUOUS = 0, FERRY__PART_STRIDED };
 enum { FERRY__TAIL_DROP = 0, FERRY__TAIL_PAD, FERRY__TAIL_PARTIAL };
 enum { FERRY__IO_INDEPENDENT = 0, FERRY__IO_COLLECTIVE };
 enum { FERRY__DEV_AUTO = 0, FERRY__DEV_CPU, FERRY__DEV_CUDA };
+enum {
+  FERRY__SIG_NONE = 0, FERRY__SIG_USR1, FERRY__SIG_USR2, FERRY__SIG_TERM,
+  FERRY__SIG_INT, FERRY__SIG_HUP, FERRY__SIG_XCPU
+};
 
 struct ferry_options {
   int64_t batch_size;
@@ -84,6 +88,7 @@ struct ferry_options {
   int device;
   char *manifest;          /* path of a saved manifest, NULL: scan          */
   int64_t max_open_files;
+  int checkpoint_signal;   /* FERRY__SIG_* */
   ferry_transform_fn transform;
   void *transform_user;
 };
@@ -380,7 +385,83 @@ int ferry__plan_reads(const ferry__chunk *pieces, int64_t npieces,
                       const int64_t *perm, const ferry__plan_params *pp,
                       int rank, ferry__rank_plan *out, ferry__err *err);
 void ferry__rank_plan_free(ferry__rank_plan *p);
+
+/** One stretch of an epoch: world_size ranks each served `batches` batches. */
+typedef struct ferry__resume_step {
+  int world_size;
+  int64_t batches;
+} ferry__resume_step;
+
+/**
+ * The rest of an epoch after steps[0..nsteps), over pp->world_size ranks
+ * (pp->epoch, seed, options as when it started): steps[0] is the epoch's
+ * original plan over steps[0].world_size ranks, of which every rank served
+ * steps[0].batches; the rest was then served over steps[1].world_size
+ * ranks, and so on.  When a step keeps the world size, every rank keeps the
+ * rest of its own plan (the very batches an uninterrupted run serves); when
+ * it changes, the unserved real samples (old rank order, then served order;
+ * pads dropped) are cut into contiguous shares and the tail rule is applied
+ * again.  Pure.  out (rank's plan with slots) and all ([pp->world_size]
+ * zeroed plans receiving every rank's reads, for collective I/O) may each be
+ * NULL.  A served count beyond a step's batches is FERRY_EFORMAT (a state
+ * that does not belong to these inputs).  Returns 0, FERRY_ENOMEM,
+ * FERRY_EINVAL, FERRY_EFORMAT.
+ */
+int ferry__plan_resume(const ferry__chunk *pieces, int64_t npieces,
+                       const int64_t *perm, const ferry__plan_params *pp,
+                       const ferry__resume_step *steps, int nsteps, int rank,
+                       ferry__rank_plan *out, ferry__rank_plan *all,
+                       ferry__err *err);
 /** Checksum of a rank's plan (slots and batch boundaries). */
 uint64_t ferry__rank_plan_checksum(const ferry__rank_plan *p);
+
+
+/* ---- Checkpoint state and signal (state.c) ----------------------------- */
+
+#define FERRY__STATE_VERSION 1
+
+/** A decoded state file. */
+typedef struct ferry__state {
+  int version;
+  char *dataset;               /* dataset string (for messages)          */
+  uint64_t dataset_hash;       /* ferry__manifest_hash                   */
+  int64_t num_samples;
+  int nopts;
+  char **opt_name, **opt_value; /* the plan-shaping options, canonical   */
+  int64_t epoch;
+  int world_size;              /* ranks that saved it                    */
+  int64_t batches;             /* batches every rank served this epoch   */
+  int64_t samples_served;      /* real samples served this epoch, all ranks */
+  int nsteps;
+  ferry__resume_step *steps;
+  char *library;
+} ferry__state;
+
+/** NULL-terminated names of the options a resume must not change. */
+const char *const *ferry__state_plan_options(void);
+uint64_t ferry__state_options_hash(const ferry__state *s);
+/** Header line + JSON body (malloc'd). */
+int ferry__state_encode(const ferry__state *s, char **out, size_t *len,
+                        ferry__err *err);
+/** Check magic, version, length and checksum, then parse.  Errors name path:
+ *  FERRY_EFORMAT (not a state file, truncated, corrupt), FERRY_ENOTSUP
+ *  (newer version), FERRY_ENOMEM. */
+int ferry__state_decode(const char *buf, size_t len, const char *path,
+                        ferry__state *s, ferry__err *err);
+void ferry__state_free(ferry__state *s);
+/** Whole file (at most 1 MiB).  FERRY_ENOENT, FERRY_EACCES, FERRY_EIO... */
+int ferry__state_read_file(const char *path, char **out, size_t *len,
+                           ferry__err *err);
+/** PATH.tmp.PID, fsync, rename to PATH, fsync the directory. */
+int ferry__state_write_file(const char *path, const char *buf, size_t len,
+                            ferry__err *err);
+/** Install (reference-counted) the handler that sets the checkpoint flag;
+ *  release restores the previous disposition with the last reference. */
+int ferry__signal_install(int sig, ferry__err *err);
+void ferry__signal_release(int sig);
+/** 1 once the checkpoint signal arrived in this process. */
+int ferry__signal_pending(void);
+/** Forget a request (after a successful save, on every rank). */
+void ferry__signal_clear(void);
 
 #endif /* FERRY_INTERNAL_H */

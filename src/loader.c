@@ -22,6 +22,12 @@
  *                ranks (one MPI_Allreduce), so an error anywhere is the same
  *                error everywhere at the same batch, never a hang.
  *
+ * Checkpoints: the all-reduce that certifies batches also carries the
+ * checkpoint-signal flag (state.c), so ferry_checkpoint_requested turns true
+ * on every rank at the same batch; ferry_state_save records how many batches
+ * were handed out, and ferry_state_load restarts an epoch from there with
+ * the plan of plan.c's ferry__plan_resume -- the pipeline is the same.
+ *
  * Locking: one mutex per epoch guards every field marked (L); three
  * condition variables wake the I/O thread (consumer moved), the workers
  * (data loaded or slot freed) and the consumer (batch ready).
@@ -35,6 +41,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +97,14 @@ typedef struct epoch_state {
   int64_t certified;           /* consumer side: batches <= this are known
                                   good on every rank */
   int64_t io_through;          /* (L) last batch whose data is all loaded */
+  /* A resumed epoch (ferry_state_load): the steps served before, the index
+   * of its first batch and the real samples served before it. */
+  ferry__resume_step *steps;   /* [nsteps], NULL for a fresh epoch */
+  int nsteps;
+  int64_t index_base;
+  int64_t samples_before;
+  double cert_time;            /* consumer side: last certification */
+  int64_t cert_batch;
 
   pthread_t io_thread;
   pthread_t *workers;
@@ -122,6 +137,8 @@ struct ferry_loader {
   int npool;
   size_t pool_bytes;         /* bytes in the pool                       */
   size_t out_bytes;          /* bytes of read buffers in use or in flight */
+  int ckpt_sig;              /* signal number with a handler installed, 0 */
+  int ckpt_agreed;           /* every rank saw the checkpoint request    */
 };
 
 static double now_s(void) {
@@ -544,7 +561,7 @@ static void assemble(epoch_state *ep, ring_slot *s, int64_t b) {
     t->nbytes = (size_t)n * rb;
   }
   s->batch.epoch = ep->epoch;
-  s->batch.index = b;
+  s->batch.index = ep->index_base + b;
   s->batch.size = n;
   s->batch.num_padded = npad;
   s->rc = 0;
@@ -652,6 +669,7 @@ static int epoch_stop(ferry_loader *L) {
       ferry__rank_plan_free(&ep->all_reads[r]);
   free(ep->all_reads);
   free(ep->round_admit);
+  free(ep->steps);
   ferry__big_free(L->spare_slots);
   L->spare_slots = ep->plan.slots; /* the next epoch reuses it */
   L->spare_cap = ep->plan.slots_cap;
@@ -726,9 +744,17 @@ static int plan_collective(epoch_state *ep, const ferry__plan_params *pp,
   if (!ep->all_reads)
     return ferry__seterr(err, FERRY_ENOMEM, "rank %d: out of memory", L->rank);
   int64_t nr = 0;
+  if (ep->nsteps) {
+    int rc = ferry__plan_resume(ep->pieces, ep->npieces, ep->perm, pp,
+                                ep->steps, ep->nsteps, L->rank, NULL,
+                                ep->all_reads, err);
+    if (rc)
+      return rc;
+  }
   for (int r = 0; r < L->size; r++) {
-    int rc = ferry__plan_reads(ep->pieces, ep->npieces, ep->perm, pp, r,
-                               &ep->all_reads[r], err);
+    int rc = ep->nsteps ? 0
+                        : ferry__plan_reads(ep->pieces, ep->npieces, ep->perm,
+                                            pp, r, &ep->all_reads[r], err);
     if (rc)
       return rc;
     if (ep->all_reads[r].nwindows > nr)
@@ -753,9 +779,11 @@ static int plan_collective(epoch_state *ep, const ferry__plan_params *pp,
   return 0;
 }
 
-int ferry_set_epoch(ferry_loader *L, int64_t epoch) {
-  if (!L)
-    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_set_epoch: loader is NULL");
+/* Plan epoch `epoch` and start its pipeline: the whole epoch (nsteps 0), or
+ * the rest of it after the steps of a saved state.  COLLECTIVE. */
+static int epoch_begin(ferry_loader *L, int64_t epoch,
+                       const ferry__resume_step *steps, int nsteps,
+                       int64_t index_base, int64_t samples_before) {
   ferry__err err = {0};
   int rc = epoch_stop(L);
   if (rc)
@@ -779,6 +807,17 @@ int ferry_set_epoch(ferry_loader *L, int64_t epoch) {
     pthread_cond_init(&ep->cv_io, NULL);
     pthread_cond_init(&ep->cv_work, NULL);
     pthread_cond_init(&ep->cv_ready, NULL);
+    ep->index_base = index_base;
+    ep->samples_before = samples_before;
+    if (nsteps > 0) {
+      ep->steps = malloc((size_t)nsteps * sizeof *ep->steps);
+      if (ep->steps) {
+        memcpy(ep->steps, steps, (size_t)nsteps * sizeof *steps);
+        ep->nsteps = nsteps;
+      } else if (!rc)
+        rc = ferry__seterr(&err, FERRY_ENOMEM, "rank %d: out of memory",
+                           L->rank);
+    }
   }
   if (!rc) {
     rc = ferry__plan_pieces(L->chunks, L->nchunks, &pp, &ep->pieces,
@@ -833,8 +872,12 @@ int ferry_set_epoch(ferry_loader *L, int64_t epoch) {
         ep->plan.slots = L->spare_slots;
         ep->plan.slots_cap = L->spare_cap;
         L->spare_slots = NULL;
-        rc = ferry__plan_build(ep->pieces, np, ep->perm, &pp, L->rank,
-                               &ep->plan, &err);
+        if (ep->nsteps)
+          rc = ferry__plan_resume(ep->pieces, np, ep->perm, &pp, ep->steps,
+                                  ep->nsteps, L->rank, &ep->plan, NULL, &err);
+        else
+          rc = ferry__plan_build(ep->pieces, np, ep->perm, &pp, L->rank,
+                                 &ep->plan, &err);
       }
       if (!rc && L->opts->io == FERRY__IO_COLLECTIVE)
         rc = plan_collective(ep, &pp, &err);
@@ -901,6 +944,12 @@ int ferry_set_epoch(ferry_loader *L, int64_t epoch) {
     return fail_loader(L, &err);
   }
   return 0;
+}
+
+int ferry_set_epoch(ferry_loader *L, int64_t epoch) {
+  if (!L)
+    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_set_epoch: loader is NULL");
+  return epoch_begin(L, epoch, NULL, 0, 0, 0);
 }
 
 int64_t ferry_num_batches(const ferry_loader *L) {
@@ -978,14 +1027,24 @@ static int local_status(epoch_state *ep, int64_t b, int64_t *through, int *rc,
  * every rank.  COLLECTIVE over the loader's communicator. */
 static int certify(ferry_loader *L, epoch_state *ep, int64_t b,
                    int64_t through, int rc, ferry__err *err) {
+  /* One all-reduce carries both the lowest (through, rank) pair, packed as
+   * (through + 1) * size + rank, and the checkpoint flag (as -flag, MIN). */
+  int64_t in[2] = {(through + 1) * L->size + L->rank,
+                   L->ckpt_sig && ferry__signal_pending() ? -1 : 0},
+          res[2];
   struct {
-    long through;
+    int64_t through;
     int rank;
-  } in = {(long)through, L->rank}, out;
-  if (MPI_Allreduce(&in, &out, 1, MPI_LONG_INT, MPI_MINLOC, L->comm) !=
-      MPI_SUCCESS)
+  } out;
+  if (MPI_Allreduce(in, res, 2, MPI_INT64_T, MPI_MIN, L->comm) != MPI_SUCCESS)
     return ferry__seterr(err, FERRY_EMPI, "rank %d: MPI_Allreduce failed",
                          L->rank);
+  out.through = res[0] / L->size - 1;
+  out.rank = (int)(res[0] % L->size);
+  if (res[1] < 0)
+    L->ckpt_agreed = 1;
+  ep->cert_time = now_s();
+  ep->cert_batch = b;
   if (out.through >= b) {
     ep->certified = out.through;
     return 0;
@@ -1034,6 +1093,17 @@ int ferry_next(ferry_loader *L, ferry_batch **out) {
     while (!local_status(ep, b, &through, &rc, &err))
       pthread_cond_wait(&ep->cv_ready, &ep->mu);
     pthread_mutex_unlock(&ep->mu);
+    /* With a checkpoint signal, certify no more than about a quarter of a
+     * second of batches at a time, so a signal is agreed on soon after it
+     * arrives; the minimum over ranks keeps the decision common. */
+    if (L->ckpt_sig && through > b) {
+      double dt = now_s() - ep->cert_time;
+      int64_t done = b - ep->cert_batch, ahead = 0;
+      if (b > 0 && dt > 0 && done > 0)
+        ahead = (int64_t)(0.25 * (double)done / dt);
+      if (through > b + ahead)
+        through = b + ahead;
+    }
     rc = certify(L, ep, b, through, rc, &err);
     if (rc) {
       ep->failed = rc;
@@ -1172,6 +1242,8 @@ nomem:
 static void loader_free(ferry_loader *L) {
   if (!L)
     return;
+  if (L->ckpt_sig)
+    ferry__signal_release(L->ckpt_sig);
   ring_free(L);
   ferry__big_free(L->spare_slots);
   pool_drain(L, 0);
@@ -1410,6 +1482,14 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
                               L->budget.cache_bytes;
       rc = ring_alloc(L, &err);
     }
+    if (!rc && L->opts->checkpoint_signal != FERRY__SIG_NONE) {
+      static const int signo[] = {0,       SIGUSR1, SIGUSR2, SIGTERM,
+                                  SIGINT,  SIGHUP,  SIGXCPU};
+      int sig = signo[L->opts->checkpoint_signal];
+      rc = ferry__signal_install(sig, &err);
+      if (!rc)
+        L->ckpt_sig = sig;
+    }
     rc = agree(L->comm, L->rank, rc, &err);
   }
   if (rc) {
@@ -1492,7 +1572,8 @@ int ferry_epoch_info_get(const ferry_loader *L, ferry_epoch_info *out) {
   const ferry__rank_plan *p = &L->ep->plan;
   *out = (ferry_epoch_info){L->ep->epoch,  p->num_batches, p->epoch_samples,
                             p->nslots,     p->padded,      p->dropped,
-                            p->nextents,   L->ep->checksum};
+                            p->nextents,   L->ep->checksum,
+                            L->ep->index_base};
   return 0;
 }
 
@@ -1553,3 +1634,208 @@ int ferry_manifest_save(const ferry_loader *L, const char *path) {
 
 int ferry_rank(const ferry_loader *L) { return L ? L->rank : -1; }
 int ferry_world_size(const ferry_loader *L) { return L ? L->size : 0; }
+
+/* ---- Checkpoint and resume ---------------------------------------------- */
+
+int ferry_checkpoint_requested(const ferry_loader *L) {
+  return L ? L->ckpt_agreed : 0;
+}
+
+/* The plan-shaping options as a state records them (chunk_samples
+ * resolved, so that "auto" cannot silently mean another size later). */
+static int state_options(const ferry_loader *L, ferry__state *st) {
+  const char *const *names = ferry__state_plan_options();
+  int n = 0;
+  while (names[n])
+    n++;
+  st->opt_name = calloc((size_t)n, sizeof *st->opt_name);
+  st->opt_value = calloc((size_t)n, sizeof *st->opt_value);
+  if (!st->opt_name || !st->opt_value)
+    return FERRY_ENOMEM;
+  for (int i = 0; i < n; i++) {
+    char buf[4096];
+    if (strcmp(names[i], "chunk_samples") == 0)
+      snprintf(buf, sizeof buf, "%lld", (long long)L->chunk_samples);
+    else if (ferry_options_get(L->opts, names[i], buf, sizeof buf) != 0)
+      return FERRY_EINTERNAL;
+    st->opt_name[i] = strdup(names[i]);
+    st->opt_value[i] = strdup(buf);
+    st->nopts = i + 1;
+    if (!st->opt_name[i] || !st->opt_value[i])
+      return FERRY_ENOMEM;
+  }
+  return 0;
+}
+
+int ferry_state_save(ferry_loader *L, const char *path) {
+  if (!L)
+    return ferry__seterr(NULL, FERRY_EINVAL,
+                         "ferry_state_save: loader is NULL");
+  ferry__err err = {0};
+  epoch_state *ep = L->ep;
+  int rc = 0;
+  if (!path || !*path)
+    rc = ferry__seterr(&err, FERRY_EINVAL, "rank %d: ferry_state_save: no path",
+                       L->rank);
+  else if (!ep)
+    rc = ferry__seterr(&err, FERRY_ESTATE,
+                       "ferry_state_save before ferry_set_epoch or "
+                       "ferry_state_load: there is no position to save");
+  else if (ep->failed)
+    rc = ferry__seterr(&err, FERRY_ESTATE,
+                       "ferry_state_save after the epoch failed: the failed "
+                       "batch was not served; save before it or restart the "
+                       "epoch");
+  rc = agree(L->comm, L->rank, rc, &err);
+  long long pos = 0, lo = 0, hi = 0, served = 0, total = 0;
+  if (!rc) {
+    const ferry__rank_plan *p = &ep->plan;
+    pos = ep->consumed;
+    for (int64_t i = 0; i < p->batch_start[ep->consumed]; i++)
+      served += !p->slots[i].padded;
+    if (MPI_Allreduce(&pos, &lo, 1, MPI_LONG_LONG, MPI_MIN, L->comm) ||
+        MPI_Allreduce(&pos, &hi, 1, MPI_LONG_LONG, MPI_MAX, L->comm) ||
+        MPI_Allreduce(&served, &total, 1, MPI_LONG_LONG, MPI_SUM, L->comm))
+      rc = ferry__seterr(&err, FERRY_EMPI, "rank %d: MPI_Allreduce failed",
+                         L->rank);
+    else if (lo != hi)
+      rc = ferry__seterr(&err, FERRY_EMISMATCH,
+                         "ranks called ferry_state_save after different "
+                         "numbers of batches (%lld to %lld in epoch %lld): "
+                         "save at the same point on every rank",
+                         lo, hi, (long long)ep->epoch);
+  }
+  /* Rank 0 writes it, after every rank reached this point (the agreement
+   * above is the barrier). */
+  if (!rc && L->rank == 0) {
+    ferry__state st;
+    memset(&st, 0, sizeof st);
+    char *buf = NULL;
+    size_t len = 0;
+    st.dataset = L->m.spec;
+    st.dataset_hash = L->m.hash;
+    st.num_samples = L->m.num_samples;
+    st.epoch = ep->epoch;
+    st.world_size = L->size;
+    st.batches = ep->index_base + ep->consumed;
+    st.samples_served = ep->samples_before + total;
+    st.steps = malloc(((size_t)ep->nsteps + 1) * sizeof *st.steps);
+    rc = st.steps ? state_options(L, &st) : FERRY_ENOMEM;
+    if (!rc) {
+      memcpy(st.steps, ep->steps, (size_t)ep->nsteps * sizeof *st.steps);
+      st.nsteps = ep->nsteps;
+      if (st.nsteps && st.steps[st.nsteps - 1].world_size == L->size)
+        st.steps[st.nsteps - 1].batches += ep->consumed;
+      else
+        st.steps[st.nsteps++] = (ferry__resume_step){L->size, ep->consumed};
+      rc = ferry__state_encode(&st, &buf, &len, &err);
+    } else
+      ferry__seterr(&err, rc, "rank 0: out of memory for the state");
+    if (!rc)
+      rc = ferry__state_write_file(path, buf, len, &err);
+    free(buf);
+    st.dataset = NULL; /* borrowed */
+    ferry__state_free(&st);
+  }
+  rc = agree(L->comm, L->rank, rc, &err);
+  if (rc)
+    return fail_loader(L, &err);
+  L->ckpt_agreed = 0; /* the request is answered */
+  ferry__signal_clear();
+  return 0;
+}
+
+/* Does the decoded state belong to this loader?  The same answer on every
+ * rank: the bytes and the loader's inputs are the same everywhere. */
+static int state_check(const ferry_loader *L, const ferry__state *st,
+                       const char *path, ferry__err *err) {
+  if (st->dataset_hash != L->m.hash)
+    return ferry__seterr(err, FERRY_EMISMATCH,
+                         "state file %s was saved for dataset '%s' (%lld "
+                         "samples, manifest hash %016llx); this loader reads "
+                         "'%s' (%lld samples, manifest hash %016llx)",
+                         path, st->dataset, (long long)st->num_samples,
+                         (unsigned long long)st->dataset_hash, L->m.spec,
+                         (long long)L->m.num_samples,
+                         (unsigned long long)L->m.hash);
+  ferry__state mine;
+  memset(&mine, 0, sizeof mine);
+  int rc = state_options(L, &mine);
+  if (rc) {
+    ferry__state_free(&mine);
+    return ferry__seterr(err, rc, "rank %d: out of memory", L->rank);
+  }
+  for (int i = 0; !rc && i < mine.nopts; i++) {
+    const char *saved = NULL;
+    for (int j = 0; j < st->nopts; j++)
+      if (strcmp(st->opt_name[j], mine.opt_name[i]) == 0)
+        saved = st->opt_value[j];
+    if (!saved)
+      rc = ferry__seterr(err, FERRY_EFORMAT,
+                         "state file %s does not record option '%s'", path,
+                         mine.opt_name[i]);
+    else if (strcmp(saved, mine.opt_value[i]) != 0)
+      rc = ferry__seterr(err, FERRY_EMISMATCH,
+                         "state file %s was saved with option '%s' = '%s', "
+                         "this loader has '%s'; a resume must keep every "
+                         "option that shapes the plan (batch_size, seed, "
+                         "shuffle, block_size, shuffle_buffer, partition, "
+                         "tail, chunk_samples, vars, max_chunks, fraction); "
+                         "the number of ranks may change",
+                         path, mine.opt_name[i], saved, mine.opt_value[i]);
+  }
+  ferry__state_free(&mine);
+  return rc;
+}
+
+int ferry_state_load(ferry_loader *L, const char *path) {
+  if (!L)
+    return ferry__seterr(NULL, FERRY_EINVAL,
+                         "ferry_state_load: loader is NULL");
+  ferry__err err = {0};
+  int rc = 0;
+  char *buf = NULL;
+  size_t len = 0;
+  ferry__state st;
+  memset(&st, 0, sizeof st);
+  if (!path || !*path)
+    rc = ferry__seterr(&err, FERRY_EINVAL, "rank %d: ferry_state_load: no path",
+                       L->rank);
+  else if (L->rank == 0)
+    rc = ferry__state_read_file(path, &buf, &len, &err);
+  rc = agree(L->comm, L->rank, rc, &err);
+  if (!rc) {
+    unsigned long long n = len;
+    if (MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, 0, L->comm) != MPI_SUCCESS)
+      rc =
+          ferry__seterr(&err, FERRY_EMPI, "rank %d: MPI_Bcast failed", L->rank);
+    else if (L->rank != 0 && !(buf = malloc(n ? n : 1)))
+      rc = ferry__seterr(&err, FERRY_ENOMEM, "rank %d: out of memory", L->rank);
+    len = n;
+    rc = agree(L->comm, L->rank, rc, &err);
+    if (!rc && MPI_Bcast(buf, (int)len, MPI_BYTE, 0, L->comm) != MPI_SUCCESS)
+      rc =
+          ferry__seterr(&err, FERRY_EMPI, "rank %d: MPI_Bcast failed", L->rank);
+    if (!rc)
+      rc = ferry__state_decode(buf, len, path, &st, &err);
+    if (!rc)
+      rc = state_check(L, &st, path, &err);
+    rc = agree(L->comm, L->rank, rc, &err);
+  }
+  free(buf);
+  if (rc) {
+    ferry__state_free(&st);
+    epoch_stop(L); /* collective, like the calls above */
+    return fail_loader(L, &err);
+  }
+  rc = epoch_begin(L, st.epoch, st.steps, st.nsteps, st.batches,
+                   st.samples_served);
+  if (rc) {
+    char msg[FERRY__MSG_MAX];
+    snprintf(msg, sizeof msg, "state file %s: %.900s", path, L->errmsg);
+    snprintf(L->errmsg, sizeof L->errmsg, "%s", msg);
+    ferry__set_thread_error(L->errmsg);
+  }
+  ferry__state_free(&st);
+  return rc;
+}

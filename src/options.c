@@ -33,6 +33,9 @@ static const char *const partition_names[] = {"contiguous", "strided", NULL};
 static const char *const tail_names[] = {"drop_last", "pad", "partial", NULL};
 static const char *const io_names[] = {"independent", "collective", NULL};
 static const char *const device_names[] = {"auto", "cpu", "cuda", NULL};
+/* Index = FERRY__SIG_* (loader.c maps it to the signal number). */
+static const char *const signal_names[] = {"none", "USR1", "USR2", "TERM",
+                                           "INT",  "HUP",  "XCPU", NULL};
 
 #define BIG (INT64_C(1) << 40)
 
@@ -97,6 +100,11 @@ static const option_def defs[] = {
     {{"max_open_files", "64", "integer >= 1",
       "Files a rank keeps open at once (parts are opened lazily)."},
      K_INT, OFF(max_open_files), 1, 1 << 20, NULL},
+    {{"checkpoint_signal", "USR1", "none|USR1|USR2|TERM|INT|HUP|XCPU",
+      "Signal that asks for a checkpoint (sbatch --signal=B:USR1@120): its "
+      "handler only sets a flag, and ferry_checkpoint_requested becomes true "
+      "on every rank at the same batch; none installs no handler."},
+     K_ENUM, OFF(checkpoint_signal), 0, 0, signal_names},
 };
 
 #define NDEFS ((int)(sizeof defs / sizeof defs[0]))

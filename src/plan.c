@@ -600,3 +600,313 @@ uint64_t ferry__rank_plan_checksum(const ferry__rank_plan *p) {
     h = ferry__fnv1a(h, &p->batch_start[b], sizeof p->batch_start[b]);
   return h;
 }
+
+/* ---- Resuming an epoch ---------------------------------------------------
+ *
+ * A saved position is a list of steps: the epoch's plan over steps[0]'s
+ * world size, of which every rank served steps[0].batches batches; then the
+ * rest over steps[1]'s world size, and so on.  The rest of the epoch after
+ * the last step is recomputed here from scratch -- no sample list is ever
+ * stored -- and dealt to the current ranks:
+ *
+ *   same world size   every rank keeps the rest of its own plan, in the same
+ *                     order: the batches are exactly those an uninterrupted
+ *                     run would have served (pads of tail=pad included);
+ *   other world size  the unserved real samples (pads are repeats and are
+ *                     dropped), in old-rank order then served order, are cut
+ *                     into contiguous shares and the tail rule is applied
+ *                     again for equal batch counts (drop_last drops at most
+ *                     P*B-1 more samples, pad repeats the first ones).
+ *
+ * The reads are rebuilt from the sample list: a window is a run of samples
+ * that came from one window of the original plan (so memory stays within the
+ * original windows), its extents the runs of consecutive rows it needs. */
+
+typedef struct item {
+  int64_t sample, part, row, group;
+  int padded;
+} item;
+
+typedef struct ilist {
+  item *v;
+  int64_t n;
+} ilist;
+
+static void lists_free(ilist *l, int P) {
+  for (int r = 0; l && r < P; r++)
+    free(l[r].v);
+  free(l);
+}
+
+static int cmp_item_pos(const void *a, const void *b) {
+  const item *x = a, *y = b;
+  if (x->part != y->part)
+    return (x->part > y->part) - (x->part < y->part);
+  return (x->row > y->row) - (x->row < y->row);
+}
+
+/* The rank plan serving list[0..n) in order, num_batches nb of B.  Windows
+ * break where the group changes.  want_slots 0: reads only. */
+static int plan_from_items(const item *list, int64_t n, int64_t nb, int64_t B,
+                           int want_slots, ferry__rank_plan *out,
+                           ferry__err *err) {
+  memset(out, 0, sizeof *out);
+  item *tmp = NULL;
+  int64_t nw = 0;
+  for (int64_t i = 0; i < n; i++)
+    if (i == 0 || list[i].group != list[i - 1].group)
+      nw++;
+  out->num_batches = nb;
+  out->nslots = n;
+  out->nwindows = nw;
+  out->window_first_extent = calloc((size_t)nw + 1, sizeof(int64_t));
+  out->window_need = calloc((size_t)nw + 1, sizeof(int64_t));
+  out->window_samples = calloc((size_t)nw + 1, sizeof(int64_t));
+  out->batch_start = malloc((size_t)(nb + 1) * sizeof(int64_t));
+  out->batch_need = calloc((size_t)(nb ? nb : 1), sizeof(int64_t));
+  out->extents = malloc((size_t)(n ? n : 1) * sizeof *out->extents);
+  tmp = malloc((size_t)(n ? n : 1) * sizeof *tmp);
+  if (!out->window_first_extent || !out->window_need || !out->window_samples ||
+      !out->batch_start || !out->batch_need || !out->extents || !tmp)
+    goto nomem;
+  if (want_slots) {
+    out->slots_cap = n ? n : 1;
+    out->slots = ferry__big_alloc((size_t)out->slots_cap * sizeof *out->slots);
+    if (!out->slots)
+      goto nomem;
+  }
+  int64_t ne = 0, w = -1;
+  for (int64_t i0 = 0; i0 < n;) {
+    int64_t i1 = i0 + 1;
+    while (i1 < n && list[i1].group == list[i0].group)
+      i1++;
+    w++;
+    out->window_first_extent[w] = ne;
+    out->window_need[w] = i0 / B;
+    out->window_samples[w] = i1 - i0;
+    /* Extents: the window's distinct rows, sorted, runs merged. */
+    memcpy(tmp, list + i0, (size_t)(i1 - i0) * sizeof *tmp);
+    qsort(tmp, (size_t)(i1 - i0), sizeof *tmp, cmp_item_pos);
+    int64_t e0 = ne;
+    for (int64_t k = 0; k < i1 - i0; k++) {
+      const item *t = &tmp[k];
+      ferry__extent *last = ne > e0 ? &out->extents[ne - 1] : NULL;
+      if (last && last->part == t->part && t->row < last->row + last->count)
+        continue; /* a repeat (pad) of a row already read */
+      if (last && last->part == t->part && last->row + last->count == t->row)
+        last->count++;
+      else
+        out->extents[ne++] =
+            (ferry__extent){t->part, t->row, 1, t->sample, w, -1};
+    }
+    if (want_slots)
+      for (int64_t i = i0; i < i1; i++) {
+        /* the extent holding (part, row): binary search in [e0, ne) */
+        int64_t lo = e0, hi = ne - 1;
+        while (lo < hi) {
+          int64_t mid = lo + (hi - lo + 1) / 2;
+          const ferry__extent *x = &out->extents[mid];
+          if (x->part < list[i].part ||
+              (x->part == list[i].part && x->row <= list[i].row))
+            lo = mid;
+          else
+            hi = mid - 1;
+        }
+        out->slots[i] = (ferry__slot){list[i].sample, lo,
+                                      list[i].row - out->extents[lo].row,
+                                      (uint8_t)list[i].padded};
+      }
+    for (int64_t i = i0; i < i1; i++)
+      out->padded += list[i].padded != 0;
+    i0 = i1;
+  }
+  out->nextents = ne;
+  out->window_first_extent[nw] = ne;
+  for (int64_t b = 0; b <= nb; b++)
+    out->batch_start[b] = b * B < n ? b * B : n;
+  int64_t pos = 0;
+  for (int64_t k = 0; k < nw; k++) {
+    int64_t first = pos, last = pos + out->window_samples[k] - 1;
+    pos += out->window_samples[k];
+    for (int64_t b = first / B; b <= last / B && b < nb; b++)
+      if (out->batch_need[b] < out->window_first_extent[k + 1])
+        out->batch_need[b] = out->window_first_extent[k + 1];
+  }
+  free(tmp);
+  return 0;
+nomem:
+  free(tmp);
+  ferry__rank_plan_free(out);
+  return ferry__seterr(err, FERRY_ENOMEM, "resume plan: out of memory");
+}
+
+/* Deal the unserved real samples of lists[0..P) over Pn ranks with the tail
+ * rule.  Replaces *lists (P entries) by Pn new ones; *nb becomes the new
+ * batch count, *dropped grows by the samples the new deal cannot serve. */
+static int redeal(ilist **lists, int P, int Pn, int64_t B, int tail,
+                  int64_t *nb, int64_t *dropped, int64_t *next_group) {
+  ilist *old = *lists;
+  int64_t n = 0;
+  for (int r = 0; r < P; r++)
+    for (int64_t i = 0; i < old[r].n; i++)
+      n += !old[r].v[i].padded;
+  item *R = malloc((size_t)(n ? n : 1) * sizeof *R);
+  ilist *nl = calloc((size_t)Pn, sizeof *nl);
+  if (!R || !nl) {
+    free(R);
+    free(nl);
+    return FERRY_ENOMEM;
+  }
+  int64_t k = 0;
+  for (int r = 0; r < P; r++)
+    for (int64_t i = 0; i < old[r].n; i++)
+      if (!old[r].v[i].padded)
+        R[k++] = old[r].v[i];
+  int64_t nbn = 0;
+  if (n > 0) {
+    int64_t smin = n / Pn, smax = (n + Pn - 1) / Pn;
+    nbn = tail == FERRY__TAIL_DROP ? smin / B : (smax + B - 1) / B;
+  }
+  int64_t pad_before = 0, served = 0;
+  for (int r = 0; r < Pn; r++) {
+    int64_t lo = n * r / Pn, share = n * (r + 1) / Pn - lo;
+    int64_t take = tail == FERRY__TAIL_DROP ? nbn * B : share;
+    int64_t pads = tail == FERRY__TAIL_PAD && n > 0 ? nbn * B - share : 0;
+    nl[r].v = malloc((size_t)(take + pads ? take + pads : 1) * sizeof(item));
+    if (!nl[r].v) {
+      free(R);
+      lists_free(nl, Pn);
+      return FERRY_ENOMEM;
+    }
+    memcpy(nl[r].v, R + lo, (size_t)take * sizeof(item));
+    served += take;
+    int64_t g = (*next_group)++;
+    for (int64_t j = 0; j < pads; j++) {
+      item t = R[(pad_before + j) % n];
+      t.padded = 1;
+      t.group = g;
+      nl[r].v[take + j] = t;
+    }
+    pad_before += pads;
+    nl[r].n = take + pads;
+  }
+  *dropped += n - served;
+  free(R);
+  lists_free(old, P);
+  *lists = nl;
+  *nb = nbn;
+  return 0;
+}
+
+int ferry__plan_resume(const ferry__chunk *pieces, int64_t npieces,
+                       const int64_t *perm, const ferry__plan_params *pp,
+                       const ferry__resume_step *steps, int nsteps, int rank,
+                       ferry__rank_plan *out, ferry__rank_plan *all,
+                       ferry__err *err) {
+  if (out) {
+    ferry__big_free(out->slots); /* no reuse here: the plan is rebuilt */
+    memset(out, 0, sizeof *out);
+  }
+  if (nsteps < 1 || !steps || pp->world_size < 1 || rank < 0 ||
+      rank >= pp->world_size || pp->batch_size < 1)
+    return ferry__seterr(err, FERRY_EINVAL,
+                         "resume plan: bad steps, world size or rank");
+  for (int s = 0; s < nsteps; s++)
+    if (steps[s].world_size < 1 || steps[s].batches < 0)
+      return ferry__seterr(err, FERRY_EFORMAT,
+                           "resume step %d: world size %d, %lld batches", s,
+                           steps[s].world_size, (long long)steps[s].batches);
+  const int64_t B = pp->batch_size;
+  int P = steps[0].world_size;
+  ilist *lists = calloc((size_t)P, sizeof *lists);
+  if (!lists)
+    return ferry__seterr(err, FERRY_ENOMEM, "resume plan: out of memory");
+  int rc = 0;
+  int64_t nb = 0, M = 0, dropped = 0, group = 0;
+  ferry__plan_params p0 = *pp;
+  p0.world_size = P;
+  ferry__slot *spare = NULL; /* one slot array for every old rank's plan */
+  int64_t spare_cap = 0;
+  for (int r = 0; r < P; r++) {
+    ferry__rank_plan rp = {0};
+    rp.slots = spare;
+    rp.slots_cap = spare_cap;
+    spare = NULL;
+    rc = ferry__plan_build(pieces, npieces, perm, &p0, r, &rp, err);
+    if (rc)
+      goto done;
+    nb = rp.num_batches;
+    M = rp.epoch_samples;
+    dropped = rp.dropped;
+    lists[r].v = malloc((size_t)(rp.nslots ? rp.nslots : 1) * sizeof(item));
+    if (!lists[r].v) {
+      ferry__rank_plan_free(&rp);
+      rc = FERRY_ENOMEM;
+      goto done;
+    }
+    for (int64_t i = 0; i < rp.nslots; i++) {
+      const ferry__slot *s = &rp.slots[i];
+      const ferry__extent *x = &rp.extents[s->extent];
+      lists[r].v[i] = (item){s->sample, x->part, x->row + s->row,
+                             group + x->window, s->padded};
+    }
+    lists[r].n = rp.nslots;
+    group += rp.nwindows;
+    spare = rp.slots;
+    spare_cap = rp.slots_cap;
+    rp.slots = NULL;
+    ferry__rank_plan_free(&rp);
+  }
+  ferry__big_free(spare);
+  for (int s = 0; s < nsteps; s++) {
+    int64_t K = steps[s].batches;
+    if (steps[s].world_size != P || K > nb) {
+      rc =
+          ferry__seterr(err, FERRY_EFORMAT,
+                        "resume step %d: %lld batches served over %d ranks, "
+                        "but that part of the epoch has %lld batches over "
+                        "%d ranks",
+                        s, (long long)K, steps[s].world_size, (long long)nb, P);
+      goto done;
+    }
+    for (int r = 0; r < P; r++) {
+      int64_t cut = K * B < lists[r].n ? K * B : lists[r].n;
+      memmove(lists[r].v, lists[r].v + cut,
+              (size_t)(lists[r].n - cut) * sizeof(item));
+      lists[r].n -= cut;
+    }
+    nb -= K;
+    int Pn = s + 1 < nsteps ? steps[s + 1].world_size : pp->world_size;
+    if (Pn != P) {
+      rc = redeal(&lists, P, Pn, B, pp->tail, &nb, &dropped, &group);
+      if (rc)
+        goto done;
+      P = Pn;
+    }
+  }
+  if (out) {
+    rc = plan_from_items(lists[rank].v, lists[rank].n, nb, B, 1, out, err);
+    if (rc)
+      goto done;
+    out->epoch_samples = M;
+    out->dropped = dropped;
+  }
+  for (int r = 0; all && r < P; r++) {
+    rc = plan_from_items(lists[r].v, lists[r].n, nb, B, 0, &all[r], err);
+    if (rc)
+      goto done;
+    all[r].epoch_samples = M;
+    all[r].dropped = dropped;
+  }
+done:
+  if (rc == FERRY_ENOMEM)
+    ferry__seterr(err, rc, "resume plan: out of memory");
+  if (rc) {
+    if (out)
+      ferry__rank_plan_free(out);
+    for (int r = 0; all && r < pp->world_size; r++)
+      ferry__rank_plan_free(&all[r]);
+  }
+  lists_free(lists, P);
+  return rc;
+}

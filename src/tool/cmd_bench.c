@@ -19,7 +19,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
-enum { OPT_EPOCHS = 1, OPT_COMPUTE_MS, OPT_COMPUTE_MODE, OPT_JSON };
+enum { OPT_EPOCHS = 1, OPT_COMPUTE_MS, OPT_COMPUTE_MODE, OPT_JSON, OPT_STATE };
 
 static int run_bench(tool_ctx *ctx);
 
@@ -35,13 +35,18 @@ static const tool_opt bench_opts[] = {
     {"json", 0, OPT_JSON, NULL,
      "Print one JSON object (rank 0) instead of "
      "text."},
+    {"state", 1, OPT_STATE, "FILE",
+     "Checkpoint and resume: start from FILE when it exists; when the "
+     "checkpoint_signal arrives (sbatch --signal=B:USR1@120), save the "
+     "position to FILE and exit 75 (requeue me); at the end, save the end "
+     "of the last epoch."},
     {NULL, 0, 0, NULL, NULL},
 };
 
 const tool_cmd tool_cmd_bench = {
     .name = "bench",
     .args = "DATASET [--epochs K] [--compute-ms X] [--compute-mode sleep|spin] "
-            "[--json] [loader options]",
+            "[--json] [--state FILE] [loader options]",
     .summary = "measure throughput, data wait and accelerator utilisation",
     .description =
         "Run K epochs: per batch ferry_next, the emulated compute, "
@@ -50,7 +55,9 @@ const tool_cmd tool_cmd_bench = {
         "waiting for data and its fraction of the run, the accelerator "
         "utilisation AU (compute time over wall time, without the first "
         "step of each epoch; 0 without --compute-ms), batches per rank, "
-        "the memory budget and the peak RSS (maximum over ranks).",
+        "the memory budget and the peak RSS (maximum over ranks).  With "
+        "--state FILE it resumes from FILE and, on the checkpoint signal, "
+        "saves to FILE and exits 75.",
     .loader_options = 1,
     .opts = bench_opts,
     .run = run_bench,
@@ -102,6 +109,7 @@ static int run_bench(tool_ctx *ctx) {
   int64_t epochs = 1;
   double compute_ms = 0;
   int spin = 0, json = 0;
+  const char *state = NULL;
   for (int i = 0; i < ctx->nargs; i++) {
     const char *v = ctx->args[i].value;
     switch (ctx->args[i].id) {
@@ -130,6 +138,9 @@ static int run_bench(tool_ctx *ctx) {
     case OPT_JSON:
       json = 1;
       break;
+    case OPT_STATE:
+      state = v;
+      break;
     }
   }
   ferry_loader *L = NULL;
@@ -144,10 +155,14 @@ static int run_bench(tool_ctx *ctx) {
   double m[M_COUNT] = {0};
   int64_t per_epoch = 0;
 
+  int64_t e0 = 0;
+  int resumed = 0;
+  if (state && (st = tool_state_begin(ctx, L, state, json, &e0, &resumed)))
+    goto cleanup;
   MPI_Barrier(MPI_COMM_WORLD); /* start together: elapsed is comparable */
   double t_start = MPI_Wtime();
-  for (int64_t e = 0; e < epochs; e++) {
-    if ((rc = ferry_set_epoch(L, e)) != 0) {
+  for (int64_t e = e0; e < epochs; e++) {
+    if (!(state && e == e0) && (rc = ferry_set_epoch(L, e)) != 0) {
       st = tool_lib_error(ctx, L, rc);
       goto cleanup;
     }
@@ -170,6 +185,13 @@ static int run_bench(tool_ctx *ctx) {
       }
       if ((rc = ferry_release(L, b)) != 0)
         tool_local_fatal(ctx, L, "ferry_release", rc);
+      if (state && ferry_checkpoint_requested(L)) {
+        /* the same answer on every rank after the same batch */
+        st = tool_state_save(ctx, L, state, step + 1, json);
+        if (st == 0)
+          st = TOOL_EXIT_REQUEUE;
+        goto cleanup;
+      }
       m[M_BATCHES] += 1;
       m[M_COMPUTE] += c;
       if (step == 0)
@@ -179,6 +201,11 @@ static int run_bench(tool_ctx *ctx) {
     }
     if (first_step_end > 0)
       m[M_AU_TIME] += MPI_Wtime() - first_step_end;
+    /* the end of the last epoch: a rerun with the same FILE has nothing
+     * left to do instead of repeating an epoch */
+    if (state && e + 1 == epochs &&
+        (st = tool_state_save(ctx, L, state, per_epoch, 1)) != 0)
+      goto cleanup;
   }
   m[M_ELAPSED] = MPI_Wtime() - t_start;
   ferry_stats_get(L, &s1);

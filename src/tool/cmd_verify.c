@@ -17,6 +17,14 @@
  *                 and only when something is shuffled).
  * Rank 0 prints one PASS/FAIL/WARN/SKIP line per check and epoch and a
  * summary.  Exit 0 when all hold, 3 when one failed, 1 on a library error.
+ *
+ * With --state FILE the run can be interrupted and resumed (checkpoint
+ * signal, exit 75, ferry_state_load on the next run, with any number of
+ * ranks): each epoch runs once (no determinism rerun), and the ids served
+ * before the checkpoint are kept in FILE.served (rank 0 writes them, one per
+ * line after a '#' header naming the epoch), so exactly-once is checked over
+ * the interrupted and the resumed runs together.  At the end of every epoch
+ * FILE.served holds that whole epoch's ids, a record a test can check alone.
  */
 #include "tool.h"
 
@@ -25,8 +33,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
-enum { OPT_EPOCHS = 1, OPT_JSON };
+enum { OPT_EPOCHS = 1, OPT_JSON, OPT_STATE, OPT_COMPUTE_MS };
 
 static int run_verify(tool_ctx *ctx);
 
@@ -36,12 +45,21 @@ static const tool_opt verify_opts[] = {
      "Default: 2."},
     {"json", 0, OPT_JSON, NULL,
      "Print one JSON object (rank 0) instead of text."},
+    {"state", 1, OPT_STATE, "FILE",
+     "Checkpoint and resume: start from FILE when it exists; on the "
+     "checkpoint_signal save to FILE, the ids served so far to FILE.served, "
+     "and exit 75 (requeue me); exactly-once is then checked over all the "
+     "runs of the epoch.  Each epoch runs once (no determinism rerun)."},
+    {"compute-ms", 1, OPT_COMPUTE_MS, "X",
+     "Sleep X milliseconds per batch, standing for a training step (to "
+     "test checkpoints mid-epoch).  Default: 0."},
     {NULL, 0, 0, NULL, NULL},
 };
 
 const tool_cmd tool_cmd_verify = {
     .name = "verify",
-    .args = "DATASET [--epochs K] [--json] [loader options]",
+    .args = "DATASET [--epochs K] [--json] [--state FILE] [--compute-ms X] "
+            "[loader options]",
     .summary = "check batch counts, exactly-once, content, determinism",
     .description =
         "Run epochs 0..K-1, each twice, and check: equal batch counts on "
@@ -50,7 +68,9 @@ const tool_cmd tool_cmd_verify = {
         "'ferry gen' (or mem: specs); identical batches when an epoch is "
         "run again; different orders in different epochs (a warning).  "
         "Prints PASS/FAIL per check and a summary; exits 0 when all hold, 3 "
-        "when one failed, 1 on a library error.  The batches are read on the "
+        "when one failed, 1 on a library error, 75 when it saved a "
+        "checkpoint to --state FILE on the checkpoint signal (run it again, "
+        "with any number of ranks, to finish).  The batches are read on the "
         "host (device=auto means cpu here).",
     .loader_options = 1,
     .opts = verify_opts,
@@ -365,9 +385,25 @@ static void check_content(const setup *su, const ferry_batch *b, int64_t epoch,
 
 /* Run epoch e to its end.  Returns 0 or an exit status (a library error,
  * the same on every rank). */
+static void sleep_ms(double ms) {
+  if (ms <= 0)
+    return;
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  int64_t ns = (int64_t)(ms * 1e6) + t.tv_nsec;
+  t.tv_sec += (time_t)(ns / 1000000000);
+  t.tv_nsec = (long)(ns % 1000000000);
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL) != 0)
+    ; /* EINTR (the checkpoint signal): sleep the rest */
+}
+
+/* Run epoch e to its end, or with --state until a checkpoint is requested
+ * (*ckpt set).  started: the epoch is already set (tool_state_begin).
+ * Returns 0 or an exit status (a library error, the same on every rank). */
 static int run_epoch(tool_ctx *ctx, ferry_loader *L, const setup *su, int64_t e,
-                     int first_pass, epoch_run *run) {
-  int rc = ferry_set_epoch(L, e);
+                     int first_pass, epoch_run *run, int started,
+                     const char *state, double compute_ms, int *ckpt) {
+  int rc = started ? 0 : ferry_set_epoch(L, e);
   if (rc != 0)
     return tool_lib_error(ctx, L, rc);
   if ((rc = ferry_epoch_info_get(L, &run->info)) != 0)
@@ -385,7 +421,7 @@ static int run_epoch(tool_ctx *ctx, ferry_loader *L, const setup *su, int64_t e,
              sizeof(uint64_t), 2, (void **)&run->sizes) != 0)
       tool_local_fatal(ctx, L, "out of memory", FERRY_ENOMEM);
     int64_t before = run->malformed;
-    check_batch(su, b, e, run->received, nvars, run);
+    check_batch(su, b, e, run->info.first_batch + run->received, nvars, run);
     int ok = run->malformed == before;
     uint64_t h =
         hash_bytes(UINT64_C(0xcbf29ce484222325), &b->index, sizeof b->index);
@@ -412,6 +448,11 @@ static int run_epoch(tool_ctx *ctx, ferry_loader *L, const setup *su, int64_t e,
     run->received++;
     if ((rc = ferry_release(L, b)) != 0)
       tool_local_fatal(ctx, L, "ferry_release", rc);
+    sleep_ms(compute_ms);
+    if (state && ferry_checkpoint_requested(L)) {
+      *ckpt = 1; /* every rank, after the same batch */
+      return 0;
+    }
   }
   /* Batches are full, except with tail=partial: there a rank's batches
    * are full, then at most one short one, then empty ones (a rank with a
@@ -477,8 +518,9 @@ static void check_batches(const tool_ctx *ctx, report *rep, int64_t e,
 }
 
 static void check_once(tool_ctx *ctx, report *rep, const setup *su, int64_t e,
-                       const epoch_run *r, int64_t **ids_out, int64_t **pad_out,
-                       int64_t *total_out, int *gather_ok) {
+                       const epoch_run *r, const int64_t *prev, int64_t nprev,
+                       int64_t **ids_out, int64_t **pad_out, int64_t *total_out,
+                       int *gather_ok) {
   int64_t es_min, es_max, dr_min, dr_max;
   minmax_i64(r->info.epoch_samples, &es_min, &es_max);
   minmax_i64(r->info.dropped_samples, &dr_min, &dr_max);
@@ -531,10 +573,11 @@ static void check_once(tool_ctx *ctx, report *rep, const setup *su, int64_t e,
   }
   int64_t oor = 0, dups = 0, distinct = 0, padded = 0, pad_new = 0;
   int64_t first_oor = 0, first_dup = -1, first_pad_new = -1;
-  for (int64_t i = 0; i < total; i++) {
-    if (pad[i])
+  /* ids served by earlier runs of this epoch (--state) come first */
+  for (int64_t i = -nprev; i < total; i++) {
+    if (i >= 0 && pad[i])
       continue;
-    int64_t id = ids[i];
+    int64_t id = i < 0 ? prev[nprev + i] : ids[i];
     if (id < 0 || id >= su->n) {
       if (oor++ == 0)
         first_oor = id;
@@ -595,7 +638,13 @@ static void check_once(tool_ctx *ctx, report *rep, const setup *su, int64_t e,
       WHY(" (first missing %" PRId64 ")", first_missing);
   }
 #undef WHY
-  if (why[0] == '\0')
+  if (why[0] == '\0' && nprev > 0)
+    result(rep, CK_ONCE, RES_PASS, e,
+           "%" PRId64 " of %" PRId64 " samples served once each over the "
+           "runs of this epoch (%" PRId64 " before the checkpoint, %" PRId64
+           " after it; %" PRId64 " padded repeats, %" PRId64 " dropped)",
+           distinct, es, nprev, distinct - nprev, padded, dropped);
+  else if (why[0] == '\0')
     result(rep, CK_ONCE, RES_PASS, e,
            "%" PRId64 " of %" PRId64 " samples "
            "served once each (%" PRId64 " padded repeats, %" PRId64 " dropped)",
@@ -604,11 +653,83 @@ static void check_once(tool_ctx *ctx, report *rep, const setup *su, int64_t e,
     result(rep, CK_ONCE, RES_FAIL, e, "%s", why + 2);
 }
 
+/* ---- --state: the ids earlier runs of an epoch served ------------------- */
+
+/* Rank 0: the ids FILE.served holds for epoch e (none when it is missing or
+ * for another epoch).  Returns the count, -1 when out of memory. */
+static int64_t served_read(const char *state, int64_t e, int64_t **out) {
+  char path[4200];
+  *out = NULL;
+  snprintf(path, sizeof path, "%s.served", state);
+  FILE *f = fopen(path, "r");
+  if (f == NULL)
+    return 0;
+  long long fe = -1, id;
+  int64_t n = 0, cap = 0;
+  if (fscanf(f, "# ferry verify --state: epoch %lld%*[^\n]", &fe) != 1 ||
+      fe != e) {
+    fclose(f);
+    return 0;
+  }
+  while (fscanf(f, "%lld", &id) == 1) {
+    if (n == cap) {
+      cap = cap ? 2 * cap : 1024;
+      int64_t *t = realloc(*out, (size_t)cap * sizeof *t);
+      if (t == NULL) {
+        fclose(f);
+        free(*out);
+        *out = NULL;
+        return -1;
+      }
+      *out = t;
+    }
+    (*out)[n++] = id;
+  }
+  fclose(f);
+  return n;
+}
+
+/* Rank 0: FILE.served = the earlier runs' ids of epoch e, then this run's
+ * real (not padded) ones; written under a temporary name and renamed. */
+static int served_write(const char *state, int64_t e, const int64_t *prev,
+                        int64_t nprev, const int64_t *ids, const int64_t *pad,
+                        int64_t n) {
+  char path[4200], tmp[4300];
+  snprintf(path, sizeof path, "%s.served", state);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  if (f == NULL)
+    return -1;
+  int64_t real = nprev;
+  for (int64_t i = 0; i < n; i++)
+    real += !pad[i];
+  fprintf(f, "# ferry verify --state: epoch %" PRId64 ", %" PRId64 " ids\n", e,
+          real);
+  for (int64_t i = 0; i < nprev; i++)
+    fprintf(f, "%" PRId64 "\n", prev[i]);
+  for (int64_t i = 0; i < n; i++)
+    if (!pad[i])
+      fprintf(f, "%" PRId64 "\n", ids[i]);
+  if (fclose(f) != 0 || rename(tmp, path) != 0)
+    return -1;
+  return 0;
+}
+
 static int run_verify(tool_ctx *ctx) {
   int64_t epochs = 2;
   int json = 0, st, rc;
+  const char *state = NULL;
+  double compute_ms = 0;
   for (int i = 0; i < ctx->nargs; i++) {
-    if (ctx->args[i].id == OPT_JSON)
+    if (ctx->args[i].id == OPT_STATE)
+      state = ctx->args[i].value;
+    else if (ctx->args[i].id == OPT_COMPUTE_MS &&
+             tool_parse_double(ctx->args[i].value, &compute_ms) != 0)
+      return tool_usage_error(ctx,
+                              "bad value '%s' for --compute-ms: expected a "
+                              "number >= 0",
+                              ctx->args[i].value);
+    else if (ctx->args[i].id == OPT_JSON)
       json = 1;
     else if (ctx->args[i].id == OPT_EPOCHS &&
              tool_parse_i64(ctx->args[i].value, 1, INT64_C(1) << 40, &epochs) !=
@@ -635,8 +756,9 @@ static int run_verify(tool_ctx *ctx) {
   epoch_run r1, r2;
   memset(&r1, 0, sizeof r1);
   memset(&r2, 0, sizeof r2);
-  int64_t *ids = NULL, *pad = NULL;
+  int64_t *ids = NULL, *pad = NULL, *prev = NULL, nprev = 0;
   uint64_t prev_order = 0;
+  int prev_valid = 0;
 
   su.n = ferry_num_samples(L);
   su.nvars = ferry_num_vars(L);
@@ -670,11 +792,43 @@ static int run_verify(tool_ctx *ctx) {
     fflush(stdout);
   }
 
-  for (int64_t e = 0; e < epochs; e++) {
+  int64_t e0 = 0;
+  int resumed = 0;
+  if (state && (st = tool_state_begin(ctx, L, state, json, &e0, &resumed)))
+    goto cleanup;
+  if (resumed && ctx->rank == 0 && (nprev = served_read(state, e0, &prev)) < 0)
+    tool_local_fatal(ctx, L, "out of memory", FERRY_ENOMEM);
+  for (int64_t e = e0; e < epochs; e++) {
     epoch_run_reset(&r1);
     epoch_run_reset(&r2);
-    if ((st = run_epoch(ctx, L, &su, e, 1, &r1)) != 0 ||
-        (st = run_epoch(ctx, L, &su, e, 0, &r2)) != 0)
+    int ckpt = 0, this_resumed = resumed && e == e0;
+    if ((st = run_epoch(ctx, L, &su, e, 1, &r1, state && e == e0, state,
+                        compute_ms, &ckpt)) != 0)
+      goto cleanup;
+    if (ckpt) {
+      /* Save the position first (the commit point), then the ids served. */
+      if ((st = tool_state_save(ctx, L, state, r1.received, json)) != 0)
+        goto cleanup;
+      free(ids);
+      free(pad);
+      ids = pad = NULL;
+      int64_t t1 = tool_gather_i64(r1.ids, r1.nids, &ids, NULL);
+      int64_t t2 = tool_gather_i64(r1.padded, r1.nids, &pad, NULL);
+      int ok = t1 >= 0 && t2 >= 0;
+      if (ok && ctx->rank == 0)
+        ok = served_write(state, e, this_resumed ? prev : NULL,
+                          this_resumed ? nprev : 0, ids, pad, t1) == 0;
+      MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+      if (!ok) {
+        tool_error(ctx, "cannot write %s.served (the ids served so far)",
+                   state);
+        st = TOOL_EXIT_ERROR;
+      } else
+        st = TOOL_EXIT_REQUEUE;
+      goto cleanup;
+    }
+    if (!state &&
+        (st = run_epoch(ctx, L, &su, e, 0, &r2, 0, NULL, 0, &ckpt)) != 0)
       goto cleanup;
 
     check_batches(ctx, &rep, e, &r1);
@@ -683,7 +837,21 @@ static int run_verify(tool_ctx *ctx) {
     int gathered = 0;
     free(ids);
     free(pad);
-    check_once(ctx, &rep, &su, e, &r1, &ids, &pad, &total, &gathered);
+    check_once(ctx, &rep, &su, e, &r1, this_resumed ? prev : NULL,
+               this_resumed ? nprev : 0, &ids, &pad, &total, &gathered);
+    if (state) {
+      int ok = gathered;
+      if (ok && ctx->rank == 0)
+        ok = served_write(state, e, this_resumed ? prev : NULL,
+                          this_resumed ? nprev : 0, ids, pad, total) == 0;
+      MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+      if (!ok)
+        tool_error(ctx, "warning: cannot write %s.served", state);
+      /* the end of the last epoch: a rerun has nothing left to do */
+      if (e + 1 == epochs &&
+          (st = tool_state_save(ctx, L, state, r1.received, 1)) != 0)
+        goto cleanup;
+    }
 
     char msg[MSG_LEN];
     int64_t bad = sum_i64(r1.bad_values), checked = sum_i64(r1.checked);
@@ -705,7 +873,9 @@ static int run_verify(tool_ctx *ctx) {
 
     int64_t differ = 0;
     char dmsg[MSG_LEN] = "";
-    if (r1.received != r2.received) {
+    if (state) {
+      /* one run per epoch: nothing to compare */
+    } else if (r1.received != r2.received) {
       differ = 1;
       snprintf(dmsg, sizeof dmsg,
                "rank %d: %" PRId64 " batches, then %" PRId64 " when rerun",
@@ -720,7 +890,10 @@ static int run_verify(tool_ctx *ctx) {
     int64_t differ_all = sum_i64(differ);
     first_message(ctx, differ > 0, dmsg, msg);
     if (ctx->rank == 0) {
-      if (differ_all == 0)
+      if (state)
+        result(&rep, CK_DETERMINISM, RES_SKIP, e,
+               "--state runs each epoch once");
+      else if (differ_all == 0)
         result(&rep, CK_DETERMINISM, RES_PASS, e,
                "the rerun gave identical "
                "batches (ids, padding and data)");
@@ -735,7 +908,11 @@ static int run_verify(tool_ctx *ctx) {
     if (ctx->rank == 0 && gathered) {
       uint64_t h = hash_bytes(1, ids, (size_t)total * sizeof *ids);
       h = hash_bytes(h, pad, (size_t)total * sizeof *pad);
-      if (e > 0) {
+      if (this_resumed || !prev_valid) {
+        if (e > 0)
+          result(&rep, CK_ORDER, RES_SKIP, e,
+                 "the previous or this epoch was served in more than one run");
+      } else {
         if (!su.shuffled)
           result(&rep, CK_ORDER, RES_SKIP, e,
                  "shuffle=none: the same order "
@@ -753,6 +930,7 @@ static int run_verify(tool_ctx *ctx) {
                  "the order differs from epoch %" PRId64, e - 1);
       }
       prev_order = h;
+      prev_valid = !this_resumed;
     }
   }
   if (ctx->rank == 0 && epochs < 2)
@@ -800,6 +978,7 @@ cleanup:
   epoch_run_reset(&r2);
   free(ids);
   free(pad);
+  free(prev);
   free(su.vars);
   free(su.expect);
   for (int i = 0; i < rep.nlines; i++)

@@ -734,3 +734,54 @@ void tool_json_number(FILE *f, double v) {
   else
     fprintf(f, "%.9g", v);
 }
+
+/* ---- Checkpoint and resume: --state FILE -------------------------------- */
+
+int tool_state_begin(tool_ctx *ctx, ferry_loader *L, const char *state,
+                     int quiet, int64_t *epoch, int *resumed) {
+  *epoch = 0;
+  *resumed = 0;
+  int rc = ferry_state_load(L, state);
+  if (rc == FERRY_ENOENT) { /* the same on every rank: rank 0 looked */
+    if (ctx->rank == 0 && !quiet) {
+      printf("ferry %s: no state file %s: starting at epoch 0\n",
+             ctx->cmd->name, state);
+      fflush(stdout);
+    }
+    rc = ferry_set_epoch(L, 0);
+    return rc ? tool_lib_error(ctx, L, rc) : 0;
+  }
+  if (rc != 0)
+    return tool_lib_error(ctx, L, rc);
+  ferry_epoch_info info;
+  if ((rc = ferry_epoch_info_get(L, &info)) != 0)
+    tool_local_fatal(ctx, L, "ferry_epoch_info_get", rc);
+  *epoch = info.epoch;
+  *resumed = 1;
+  if (ctx->rank == 0 && !quiet) {
+    printf("ferry %s: resumed from %s: epoch %" PRId64 " after batch %" PRId64
+           ", %" PRId64 " batches left on each of %d ranks\n",
+           ctx->cmd->name, state, info.epoch, info.first_batch,
+           info.num_batches, ctx->size);
+    fflush(stdout);
+  }
+  return 0;
+}
+
+int tool_state_save(tool_ctx *ctx, ferry_loader *L, const char *state,
+                    int64_t received, int quiet) {
+  int rc = ferry_state_save(L, state);
+  if (rc != 0)
+    return tool_lib_error(ctx, L, rc);
+  ferry_epoch_info info;
+  if (ferry_epoch_info_get(L, &info) != 0)
+    return 0; /* saved; only the message is missing */
+  if (ctx->rank == 0 && !quiet) {
+    printf("ferry %s: checkpoint saved to %s: epoch %" PRId64 ", %" PRId64
+           " batches served on each of %d ranks\n",
+           ctx->cmd->name, state, info.epoch, info.first_batch + received,
+           ctx->size);
+    fflush(stdout);
+  }
+  return 0;
+}

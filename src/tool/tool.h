@@ -26,6 +26,8 @@ enum {
   TOOL_EXIT_ERROR = 1,  /* the library or the system failed */
   TOOL_EXIT_USAGE = 2,  /* bad command line */
   TOOL_EXIT_VERIFY = 3, /* `ferry verify`: a promise did not hold */
+  TOOL_EXIT_REQUEUE = 75, /* EX_TEMPFAIL: checkpointed on a signal, requeue
+                             me (--state) */
   TOOL_CONTINUE = -1    /* internal: parsing done, run the command */
 };
 
@@ -145,6 +147,24 @@ int tool_host_batches(tool_ctx *ctx);
  *  needed: writes into buf). */
 const char *tool_option(const tool_ctx *ctx, const char *name, char *buf,
                         size_t len);
+
+/* ---- Checkpoint and resume: --state FILE (common.c) -------------------- */
+
+/**
+ * Start the run: ferry_state_load(FILE) when it exists, else (FERRY_ENOENT
+ * on every rank) ferry_set_epoch(0).  *epoch receives the epoch started and
+ * *resumed 1 when it came from the file.  Rank 0 says which, unless quiet.
+ * COLLECTIVE.  Returns 0 or an exit status.
+ */
+int tool_state_begin(tool_ctx *ctx, ferry_loader *L, const char *state,
+                     int quiet, int64_t *epoch, int *resumed);
+/**
+ * ferry_state_save(FILE) and, unless quiet, a line on rank 0 naming the
+ * epoch and the batches served (received: batches this run got in the
+ * epoch).  COLLECTIVE.  Returns 0 or an exit status.
+ */
+int tool_state_save(tool_ctx *ctx, ferry_loader *L, const char *state,
+                    int64_t received, int quiet);
 
 /* ---- Gathering (common.c); COLLECTIVE over MPI_COMM_WORLD --------------- */
 

@@ -12,6 +12,14 @@
  *    documented count (drop_last), full coverage plus marked repeats (pad),
  *    every slot inside its extent and its extent loaded before its batch,
  *    determinism, and different epochs giving different orders.
+ * 3. Resume (ferry__plan_resume): for (N, tail, partition, shuffle, B, the
+ *    world sizes of the save and of one or two resumes, 4 -> 3, 4 -> 5, 1 ->
+ *    7, 2 -> 19 ranks (more ranks than samples left), the batches served at each step: none, one, half,
+ *    all but one, all), the samples served before a save and after it are
+ *    the epoch exactly once (drop_last: at most once, the rest counted as
+ *    dropped); the same world size continues every rank's own plan slot for
+ *    slot; batch counts are equal and every slot lies in an extent loaded
+ *    before its batch.
  */
 #include "config.h"
 #include "internal.h"
@@ -374,9 +382,264 @@ static int test_auto_chunk(void) {
   return 0;
 }
 
+/* ---- Resume: exactly once over the interrupted and the resumed parts ----- */
+
+/* Every rank's plan for the part of the epoch after steps[0..nsteps) over P
+ * ranks (nsteps 0: the original plan). */
+static int level_plans(const ferry__chunk *pieces, int64_t np,
+                       const int64_t *perm, const ferry__plan_params *pp0,
+                       const ferry__resume_step *steps, int nsteps, int P,
+                       ferry__rank_plan *plans) {
+  ferry__plan_params pp = *pp0;
+  pp.world_size = P;
+  for (int r = 0; r < P; r++) {
+    ferry__err err = {0};
+    memset(&plans[r], 0, sizeof plans[r]);
+    int rc = nsteps
+                 ? ferry__plan_resume(pieces, np, perm, &pp, steps, nsteps, r,
+                                      &plans[r], NULL, &err)
+                 : ferry__plan_build(pieces, np, perm, &pp, r, &plans[r], &err);
+    CHECK(rc == 0, "level plan rank %d of %d: %s", r, P, err.msg);
+  }
+  /* the reads-only variant (collective I/O) agrees with each rank's plan */
+  if (nsteps) {
+    ferry__rank_plan *all = calloc((size_t)P, sizeof *all);
+    ferry__err err = {0};
+    CHECK(ferry__plan_resume(pieces, np, perm, &pp, steps, nsteps, 0, NULL, all,
+                             &err) == 0,
+          "reads of every rank: %s", err.msg);
+    for (int r = 0; r < P; r++) {
+      CHECK(all[r].nextents == plans[r].nextents &&
+                all[r].nwindows == plans[r].nwindows &&
+                all[r].num_batches == plans[r].num_batches,
+            "reads of rank %d differ from its plan", r);
+      ferry__rank_plan_free(&all[r]);
+    }
+    free(all);
+  }
+  return 0;
+}
+
+/* Checks of one plan's structure: batch sizes, slots inside extents, the
+ * data of each batch loaded before it. */
+static int check_structure(const ferry__rank_plan *p, const ferry__manifest *m,
+                           int64_t B, int tail) {
+  CHECK(p->batch_start[0] == 0 && p->batch_start[p->num_batches] == p->nslots,
+        "batch bounds %lld..%lld of %lld slots", (long long)p->batch_start[0],
+        (long long)p->batch_start[p->num_batches], (long long)p->nslots);
+  int64_t pads = 0;
+  for (int64_t b = 0; b < p->num_batches; b++) {
+    int64_t sz = p->batch_start[b + 1] - p->batch_start[b];
+    if (tail == FERRY__TAIL_PARTIAL)
+      CHECK(sz >= 0 && sz <= B, "partial batch of %lld", (long long)sz);
+    else
+      CHECK(sz == B, "batch %lld has %lld samples, B %lld", (long long)b,
+            (long long)sz, (long long)B);
+    for (int64_t i = p->batch_start[b]; i < p->batch_start[b + 1]; i++) {
+      const ferry__slot *s = &p->slots[i];
+      CHECK(s->extent >= 0 && s->extent < p->batch_need[b],
+            "batch %lld needs extent %lld", (long long)b, (long long)s->extent);
+      const ferry__extent *x = &p->extents[s->extent];
+      CHECK(s->row >= 0 && s->row < x->count, "row inside extent");
+      CHECK(x->global_first + s->row == s->sample, "slot maps to its sample");
+      CHECK(m->parts[x->part].first_sample + x->row == x->global_first &&
+                x->row + x->count <= m->parts[x->part].num_samples,
+            "extent inside its part");
+      CHECK(p->window_need[x->window] <= b, "window needed before use");
+      pads += s->padded;
+    }
+  }
+  CHECK(pads == p->padded, "padded count %lld, flags %lld",
+        (long long)p->padded, (long long)pads);
+  CHECK(tail == FERRY__TAIL_PAD || pads == 0, "pads only with tail=pad");
+  int64_t tot = 0;
+  for (int64_t w = 0; w < p->nwindows; w++)
+    tot += p->window_samples[w];
+  CHECK(tot == p->nslots, "windows cover the slots");
+  return 0;
+}
+
+typedef struct resume_case {
+  int64_t nparts, per_part, chunk, B;
+  int tail, partition, shuffle;
+  int64_t sbuf;
+  int nsteps; /* steps before the final world size */
+  int P[3];   /* world sizes: steps, then the final one */
+  int K[2];   /* served per step: 0 none, 1 one batch, 2 half, 3 all but
+                 one, 4 all */
+} resume_case;
+
+static int check_resume(const resume_case *c) {
+  int64_t counts[16];
+  for (int64_t p = 0; p < c->nparts; p++)
+    counts[p] = c->per_part + p % 3;
+  ferry__manifest m;
+  fake_manifest(&m, c->nparts, counts);
+  ferry__chunk *chunks, *pieces;
+  int64_t nchunks, np;
+  ferry__plan_params pp = {c->B,    99, c->shuffle, 5, c->sbuf, c->partition,
+                           c->tail, 0,  1.0,        3, c->P[0]};
+  CHECK(ferry__chunks_make(&m, c->chunk, &chunks, &nchunks) == 0, "chunks");
+  CHECK(ferry__plan_pieces(chunks, nchunks, &pp, &pieces, &np) == 0, "pieces");
+  int64_t *perm = malloc((size_t)np * sizeof *perm);
+  ferry__plan_permutation(&pp, np, perm);
+  int64_t N = m.num_samples;
+  int *served = calloc((size_t)N, sizeof *served);
+  int64_t nserved = 0, M = 0, dropped0 = 0;
+  ferry__resume_step steps[2];
+  /* The original plan and every intermediate step: mark what they served. */
+  for (int s = 0; s < c->nsteps; s++) {
+    int P = c->P[s];
+    ferry__rank_plan plans[8];
+    ferry__err err = {0};
+    ferry__plan_params p0 = pp;
+    p0.world_size = P;
+    if (s == 0) {
+      ferry__rank_plan t = {0};
+      if (ferry__plan_build(pieces, np, perm, &p0, 0, &t, &err) ==
+          FERRY_EINVAL) { /* drop_last with too few samples: not resumable */
+        free(perm), free(pieces), free(chunks), free(served);
+        ferry__manifest_free(&m);
+        return 0;
+      }
+      M = t.epoch_samples;
+      dropped0 = t.dropped;
+      ferry__rank_plan_free(&t);
+    }
+    if (level_plans(pieces, np, perm, &pp, steps, s, P, plans))
+      return 1;
+    int64_t nb = plans[0].num_batches;
+    int64_t K = c->K[s] == 0   ? 0
+                : c->K[s] == 1 ? (nb > 0)
+                : c->K[s] == 2 ? nb / 2
+                : c->K[s] == 3 ? (nb > 0 ? nb - 1 : 0)
+                               : nb;
+    for (int r = 0; r < P; r++) {
+      CHECK(plans[r].num_batches == nb, "equal batches at step %d", s);
+      if (check_structure(&plans[r], &m, c->B, c->tail))
+        return 1;
+      for (int64_t i = 0; i < plans[r].batch_start[K]; i++) {
+        const ferry__slot *sl = &plans[r].slots[i];
+        if (sl->padded)
+          continue;
+        CHECK(served[sl->sample] == 0, "step %d rank %d serves %lld again", s,
+              r, (long long)sl->sample);
+        served[sl->sample] = 1;
+        nserved++;
+      }
+    }
+    steps[s] = (ferry__resume_step){P, K};
+    /* Same world size next: the resumed ranks continue their own plans. */
+    int Pn = c->P[s + 1];
+    ferry__rank_plan next[8];
+    if (level_plans(pieces, np, perm, &pp, steps, s + 1, Pn, next))
+      return 1;
+    for (int r = 0; r < Pn; r++) {
+      if (Pn == P) {
+        int64_t cut = plans[r].batch_start[K];
+        CHECK(next[r].nslots == plans[r].nslots - cut &&
+                  next[r].num_batches == nb - K,
+              "same world size: rank %d continues its plan", r);
+        for (int64_t i = 0; i < next[r].nslots; i++)
+          CHECK(next[r].slots[i].sample == plans[r].slots[cut + i].sample &&
+                    next[r].slots[i].padded == plans[r].slots[cut + i].padded,
+                "same world size: slot %lld of rank %d", (long long)i, r);
+      }
+      ferry__rank_plan_free(&next[r]);
+    }
+    for (int r = 0; r < P; r++)
+      ferry__rank_plan_free(&plans[r]);
+  }
+  /* The final part over P[nsteps] ranks: the rest, once. */
+  int Pn = c->P[c->nsteps];
+  ferry__rank_plan fin[32];
+  if (level_plans(pieces, np, perm, &pp, steps, c->nsteps, Pn, fin))
+    return 1;
+  int64_t nrest = 0;
+  for (int r = 0; r < Pn; r++) {
+    CHECK(fin[r].num_batches == fin[0].num_batches, "final batches equal");
+    CHECK(fin[r].epoch_samples == M, "epoch_samples kept");
+    CHECK(fin[r].dropped == fin[0].dropped, "dropped agrees");
+    if (check_structure(&fin[r], &m, c->B, c->tail))
+      return 1;
+    for (int64_t i = 0; i < fin[r].nslots; i++) {
+      const ferry__slot *sl = &fin[r].slots[i];
+      if (sl->padded)
+        continue; /* a repeat; check_structure checked its flag */
+      CHECK(served[sl->sample] == 0,
+            "resumed rank %d of %d serves %lld again (served before: %d)", r,
+            Pn, (long long)sl->sample, served[sl->sample]);
+      served[sl->sample] = 2;
+      nrest++;
+    }
+  }
+  int64_t dropped = fin[0].dropped;
+  CHECK(nserved + nrest + dropped == M,
+        "served %lld + resumed %lld + dropped %lld != %lld samples",
+        (long long)nserved, (long long)nrest, (long long)dropped, (long long)M);
+  if (c->tail != FERRY__TAIL_DROP)
+    CHECK(dropped == 0, "nothing dropped with tail %d", c->tail);
+  else
+    CHECK(dropped >= dropped0 &&
+              dropped - dropped0 < (int64_t)Pn * c->B * (c->nsteps) +
+                                       (dropped0 ? 0 : 1) + (int64_t)c->B * 64,
+          "drop_last drops at most P*B-1 more per change");
+  for (int r = 0; r < Pn; r++)
+    ferry__rank_plan_free(&fin[r]);
+  free(perm);
+  free(pieces);
+  free(chunks);
+  free(served);
+  ferry__manifest_free(&m);
+  return 0;
+}
+
+static int test_resume(void) {
+  static const int64_t Bs[] = {1, 8};
+  static const int Ps[][3] = {{4, 3, 0}, {4, 5, 0}, {3, 3, 0},
+                              {1, 7, 0}, {5, 2, 0}, {2, 19, 0},
+                              {4, 3, 4}, {3, 3, 2}, {2, 5, 5}};
+  static const int Ks[][2] = {{0, 4}, {1, 1}, {2, 2}, {3, 1}, {4, 0}};
+  int64_t n = 0;
+  for (int tail = 0; tail < 3; tail++)
+    for (int part = 0; part < 2; part++)
+      for (int sh = 0; sh < 3; sh++)
+        for (size_t bi = 0; bi < sizeof Bs / sizeof *Bs; bi++)
+          for (size_t pi = 0; pi < sizeof Ps / sizeof *Ps; pi++)
+            for (size_t ki = 0; ki < sizeof Ks / sizeof *Ks; ki++)
+              for (int64_t per = 5; per <= 41; per += 36) {
+                resume_case c = {3,
+                                 per,
+                                 7,
+                                 Bs[bi],
+                                 tail,
+                                 part,
+                                 sh,
+                                 (int64_t)(sh == 0 ? 0 : 2),
+                                 Ps[pi][2] ? 2 : 1,
+                                 {Ps[pi][0], Ps[pi][1], Ps[pi][2]},
+                                 {Ks[ki][0], Ks[ki][1]}};
+                if (check_resume(&c)) {
+                  fprintf(stderr,
+                          "  in resume case: parts 3 x %lld, chunk 7, B %lld, "
+                          "tail %d, partition %d, shuffle %d, worlds %d %d "
+                          "%d, K codes %d %d\n",
+                          (long long)per, (long long)c.B, tail, part, sh,
+                          c.P[0], c.P[1], c.P[2], c.K[0], c.K[1]);
+                  return 1;
+                }
+                n++;
+              }
+  printf("resume: %lld cases exactly once over the interrupted and resumed "
+         "parts\n",
+         (long long)n);
+  return 0;
+}
+
 int main(void) {
   int rc = test_golden() | test_combos() | test_epochs_differ() |
-           test_subset_stable() | test_drop_last_too_big() | test_auto_chunk();
+           test_subset_stable() | test_drop_last_too_big() | test_auto_chunk() |
+           test_resume();
   printf("%s (%d failures)\n", rc || failures ? "FAIL" : "PASS", failures);
   return rc || failures ? 1 : 0;
 }

@@ -1,0 +1,434 @@
+/*
+ * state.c - the checkpoint file and the checkpoint signal, without MPI.
+ *
+ * A state file says how far an epoch got, not which samples were served: the
+ * plan is a pure function (plan.c), so the dataset's manifest hash, the
+ * options that shape the plan, the epoch and the list of (world size,
+ * batches served) steps are enough to recompute everything, and saving costs
+ * a few hundred bytes whatever the dataset's size.  Format:
+ *
+ *   FERRY-STATE <version> <fnv1a-64 of the body, 16 hex> <body bytes>\n
+ *   <body: one JSON object, keys sorted>\n
+ *
+ * The header makes a truncated file (length), a damaged one (checksum), a
+ * file of another kind (magic) and one from a newer ferry (version) four
+ * distinct, clear errors before the JSON is even parsed.  Files are written
+ * under a temporary name and renamed, so a crash never leaves half a state.
+ *
+ * The signal handler only sets a volatile sig_atomic_t; the loader turns it
+ * into a decision all ranks share inside ferry_next's certification
+ * all-reduce (loader.c), so every rank stops at the same batch.
+ */
+#include "config.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAGIC "FERRY-STATE"
+#define MAX_STATE_BYTES (1 << 20)
+
+/* The options whose values shape the plan; the others (threads, prefetch,
+ * io, device, manifest, max_open_files, checkpoint_signal) may change. */
+static const char *const plan_options[] = {
+    "batch_size",     "seed",       "shuffle",  "block_size",
+    "shuffle_buffer", "partition",  "tail",     "chunk_samples",
+    "vars",           "max_chunks", "fraction", NULL};
+
+const char *const *ferry__state_plan_options(void) { return plan_options; }
+
+void ferry__state_free(ferry__state *s) {
+  if (!s)
+    return;
+  free(s->dataset);
+  free(s->library);
+  for (int i = 0; i < s->nopts; i++) {
+    free(s->opt_name[i]);
+    free(s->opt_value[i]);
+  }
+  free(s->opt_name);
+  free(s->opt_value);
+  free(s->steps);
+  memset(s, 0, sizeof *s);
+}
+
+uint64_t ferry__state_options_hash(const ferry__state *s) {
+  uint64_t h = FERRY__FNV_INIT;
+  for (int i = 0; i < s->nopts; i++) {
+    h = ferry__fnv1a(h, s->opt_name[i], strlen(s->opt_name[i]) + 1);
+    h = ferry__fnv1a(h, s->opt_value[i], strlen(s->opt_value[i]) + 1);
+  }
+  return h;
+}
+
+static json_t *hex64(uint64_t v) {
+  char b[32];
+  snprintf(b, sizeof b, "%016" PRIx64, v);
+  return json_string(b);
+}
+
+int ferry__state_encode(const ferry__state *s, char **out, size_t *len,
+                        ferry__err *err) {
+  *out = NULL;
+  *len = 0;
+  json_t *root = json_object(), *opts = json_object(), *steps = json_array();
+  int bad = !root || !opts || !steps;
+  if (!bad) {
+    bad |= json_object_set_new(root, "dataset", json_string(s->dataset));
+    bad |= json_object_set_new(root, "dataset_hash", hex64(s->dataset_hash));
+    bad |= json_object_set_new(root, "num_samples",
+                               json_integer((json_int_t)s->num_samples));
+    for (int i = 0; i < s->nopts; i++)
+      bad |= json_object_set_new(opts, s->opt_name[i],
+                                 json_string(s->opt_value[i]));
+    bad |= json_object_set(root, "options", opts);
+    bad |= json_object_set_new(root, "options_hash",
+                               hex64(ferry__state_options_hash(s)));
+    bad |= json_object_set_new(root, "epoch", json_integer(s->epoch));
+    bad |= json_object_set_new(root, "world_size", json_integer(s->world_size));
+    bad |= json_object_set_new(root, "batches_served",
+                               json_integer((json_int_t)s->batches));
+    bad |= json_object_set_new(root, "samples_served",
+                               json_integer((json_int_t)s->samples_served));
+    for (int i = 0; i < s->nsteps; i++) {
+      json_t *st = json_pack("[iI]", s->steps[i].world_size,
+                             (json_int_t)s->steps[i].batches);
+      bad |= !st || json_array_append_new(steps, st);
+    }
+    bad |= json_object_set(root, "steps", steps);
+    bad |= json_object_set_new(root, "library", json_string(ferry_version()));
+  }
+  char *body = bad ? NULL : json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
+  json_decref(opts);
+  json_decref(steps);
+  json_decref(root);
+  if (!body)
+    return ferry__seterr(err, FERRY_ENOMEM, "state: out of memory");
+  size_t blen = strlen(body);
+  uint64_t sum = ferry__fnv1a(FERRY__FNV_INIT, body, blen);
+  char head[128];
+  int hl = snprintf(head, sizeof head, MAGIC " %d %016" PRIx64 " %zu\n",
+                    FERRY__STATE_VERSION, sum, blen);
+  char *buf = malloc((size_t)hl + blen + 2);
+  if (!buf) {
+    free(body);
+    return ferry__seterr(err, FERRY_ENOMEM, "state: out of memory");
+  }
+  memcpy(buf, head, (size_t)hl);
+  memcpy(buf + hl, body, blen);
+  buf[hl + blen] = '\n';
+  buf[hl + blen + 1] = '\0';
+  free(body);
+  *out = buf;
+  *len = (size_t)hl + blen + 1;
+  return 0;
+}
+
+static int hex_field(json_t *root, const char *key, uint64_t *v) {
+  const char *s = json_string_value(json_object_get(root, key));
+  char *end;
+  if (!s || !*s)
+    return -1;
+  errno = 0;
+  *v = strtoull(s, &end, 16);
+  return errno || *end ? -1 : 0;
+}
+
+int ferry__state_decode(const char *buf, size_t len, const char *path,
+                        ferry__state *s, ferry__err *err) {
+  memset(s, 0, sizeof *s);
+  size_t ml = strlen(MAGIC);
+  if (len < ml || memcmp(buf, MAGIC, ml) != 0 || (len > ml && buf[ml] != ' '))
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "state file %s: not a ferry state file (it does not "
+                         "start with '" MAGIC "')",
+                         path);
+  const char *nl = memchr(buf, '\n', len < 256 ? len : 256);
+  int version = -1;
+  uint64_t sum = 0;
+  unsigned long long blen = 0;
+  char head[256];
+  if (nl) {
+    memcpy(head, buf, (size_t)(nl - buf));
+    head[nl - buf] = '\0';
+  }
+  if (!nl ||
+      sscanf(head, MAGIC " %d %" SCNx64 " %llu", &version, &sum, &blen) != 3)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "state file %s: damaged header (truncated or "
+                         "overwritten)",
+                         path);
+  if (version > FERRY__STATE_VERSION || version < 1)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "state file %s has format version %d; this libferry "
+                         "(%s) reads version %d: it was written by a newer "
+                         "ferry",
+                         path, version, ferry_version(), FERRY__STATE_VERSION);
+  const char *body = nl + 1;
+  size_t have = len - (size_t)(body - buf);
+  if (have < blen + 1 || body[blen] != '\n')
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "state file %s is truncated: its header announces "
+                         "%llu bytes of state, %zu follow",
+                         path, blen,
+                         have ? have - (body[have - 1] == '\n') : 0);
+  uint64_t got = ferry__fnv1a(FERRY__FNV_INIT, body, (size_t)blen);
+  if (got != sum)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "state file %s is corrupt: checksum %016" PRIx64
+                         " of its contents, %016" PRIx64 " in its header",
+                         path, got, sum);
+  json_error_t je;
+  json_t *root = json_loadb(body, (size_t)blen, 0, &je);
+  int rc = 0;
+  if (!root || !json_is_object(root)) {
+    rc = ferry__seterr(err, FERRY_EFORMAT, "state file %s: bad JSON: %s", path,
+                       root ? "not an object" : je.text);
+    goto done;
+  }
+  s->version = version;
+  json_t *opts = json_object_get(root, "options");
+  json_t *steps = json_object_get(root, "steps");
+  const char *ds = json_string_value(json_object_get(root, "dataset"));
+  const char *lib = json_string_value(json_object_get(root, "library"));
+  json_t *ep = json_object_get(root, "epoch"),
+         *ws = json_object_get(root, "world_size"),
+         *bs = json_object_get(root, "batches_served"),
+         *ss = json_object_get(root, "samples_served"),
+         *ns = json_object_get(root, "num_samples");
+  uint64_t oh = 0;
+  if (!json_is_object(opts) || !json_is_array(steps) || !ds ||
+      !json_is_integer(ep) || !json_is_integer(ws) || !json_is_integer(bs) ||
+      !json_is_integer(ss) || !json_is_integer(ns) ||
+      hex_field(root, "dataset_hash", &s->dataset_hash) ||
+      hex_field(root, "options_hash", &oh) || json_array_size(steps) < 1 ||
+      json_array_size(steps) > 1 << 16 || json_object_size(opts) > 256) {
+    rc = ferry__seterr(err, FERRY_EFORMAT,
+                       "state file %s: a field is missing or has the wrong "
+                       "type",
+                       path);
+    goto done;
+  }
+  s->dataset = strdup(ds);
+  s->library = strdup(lib ? lib : "?");
+  s->epoch = json_integer_value(ep);
+  s->world_size = (int)json_integer_value(ws);
+  s->batches = json_integer_value(bs);
+  s->samples_served = json_integer_value(ss);
+  s->num_samples = json_integer_value(ns);
+  s->nsteps = (int)json_array_size(steps);
+  s->steps = calloc((size_t)s->nsteps, sizeof *s->steps);
+  size_t no = json_object_size(opts);
+  s->opt_name = calloc(no + 1, sizeof *s->opt_name);
+  s->opt_value = calloc(no + 1, sizeof *s->opt_value);
+  if (!s->dataset || !s->library || !s->steps || !s->opt_name ||
+      !s->opt_value) {
+    rc = ferry__seterr(err, FERRY_ENOMEM, "state: out of memory");
+    goto done;
+  }
+  for (int i = 0; i < s->nsteps; i++) {
+    json_t *st = json_array_get(steps, (size_t)i);
+    json_t *a = json_array_get(st, 0), *b = json_array_get(st, 1);
+    if (!json_is_array(st) || json_array_size(st) != 2 || !json_is_integer(a) ||
+        !json_is_integer(b) || json_integer_value(a) < 1 ||
+        json_integer_value(a) > INT32_MAX || json_integer_value(b) < 0) {
+      rc = ferry__seterr(err, FERRY_EFORMAT, "state file %s: bad step %d", path,
+                         i);
+      goto done;
+    }
+    s->steps[i].world_size = (int)json_integer_value(a);
+    s->steps[i].batches = json_integer_value(b);
+  }
+  /* Sorted keys on write, the same order back (jansson keeps insertion
+   * order, and the body was dumped sorted). */
+  const char *key;
+  json_t *val;
+  json_object_foreach(opts, key, val) {
+    const char *v = json_string_value(val);
+    if (!v) {
+      rc = ferry__seterr(err, FERRY_EFORMAT,
+                         "state file %s: option '%s' is not a string", path,
+                         key);
+      goto done;
+    }
+    s->opt_name[s->nopts] = strdup(key);
+    s->opt_value[s->nopts] = strdup(v);
+    if (!s->opt_name[s->nopts] || !s->opt_value[s->nopts]) {
+      s->nopts++;
+      rc = ferry__seterr(err, FERRY_ENOMEM, "state: out of memory");
+      goto done;
+    }
+    s->nopts++;
+  }
+  if (s->epoch < 0 || s->world_size < 1 || s->batches < 0) {
+    rc = ferry__seterr(err, FERRY_EFORMAT,
+                       "state file %s: negative epoch or position", path);
+    goto done;
+  }
+done:
+  json_decref(root);
+  if (rc)
+    ferry__state_free(s);
+  return rc;
+}
+
+int ferry__state_read_file(const char *path, char **out, size_t *len,
+                           ferry__err *err) {
+  *out = NULL;
+  *len = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    int e = errno;
+    return ferry__seterr(err, ferry__errno_code(e),
+                         "state file %s: cannot open: %s", path, strerror(e));
+  }
+  char *buf = malloc(MAX_STATE_BYTES + 1);
+  if (!buf) {
+    fclose(f);
+    return ferry__seterr(err, FERRY_ENOMEM, "state: out of memory");
+  }
+  size_t n = fread(buf, 1, MAX_STATE_BYTES + 1, f);
+  int rerr = ferror(f);
+  fclose(f);
+  if (rerr) {
+    free(buf);
+    return ferry__seterr(err, FERRY_EIO, "state file %s: read error", path);
+  }
+  if (n > MAX_STATE_BYTES) {
+    free(buf);
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "state file %s: larger than %d bytes: not a ferry "
+                         "state file",
+                         path, MAX_STATE_BYTES);
+  }
+  *out = buf;
+  *len = n;
+  return 0;
+}
+
+int ferry__state_write_file(const char *path, const char *buf, size_t len,
+                            ferry__err *err) {
+  size_t pl = strlen(path);
+  char *tmp = malloc(pl + 64);
+  if (!tmp)
+    return ferry__seterr(err, FERRY_ENOMEM, "state: out of memory");
+  snprintf(tmp, pl + 64, "%s.tmp.%ld", path, (long)getpid());
+  int rc = 0;
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) {
+    int e = errno;
+    rc = ferry__seterr(err, ferry__errno_code(e),
+                       "state file %s: cannot create %s: %s", path, tmp,
+                       strerror(e));
+    free(tmp);
+    return rc;
+  }
+  size_t done = 0;
+  while (done < len && !rc) {
+    ssize_t w = write(fd, buf + done, len - done);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      rc =
+          ferry__seterr(err, FERRY_EIO, "state file %s: write to %s failed: %s",
+                        path, tmp, strerror(errno));
+    else
+      done += (size_t)w;
+  }
+  if (!rc && fsync(fd) != 0)
+    rc = ferry__seterr(err, FERRY_EIO, "state file %s: fsync of %s failed: %s",
+                       path, tmp, strerror(errno));
+  if (close(fd) != 0 && !rc)
+    rc = ferry__seterr(err, FERRY_EIO, "state file %s: close of %s failed: %s",
+                       path, tmp, strerror(errno));
+  if (!rc && rename(tmp, path) != 0) {
+    int e = errno;
+    rc = ferry__seterr(err, ferry__errno_code(e),
+                       "state file %s: rename from %s failed: %s", path, tmp,
+                       strerror(e));
+  }
+  if (rc)
+    unlink(tmp);
+  else {
+    /* the rename is durable once the directory is synced */
+    char *dir = strdup(path), *slash = dir ? strrchr(dir, '/') : NULL;
+    if (dir) {
+      if (slash)
+        *(slash == dir ? slash + 1 : slash) = '\0';
+      int dfd = open(slash ? dir : ".", O_RDONLY);
+      if (dfd >= 0) {
+        (void)fsync(dfd);
+        close(dfd);
+      }
+      free(dir);
+    }
+  }
+  free(tmp);
+  return rc;
+}
+
+/* ---- The checkpoint signal -------------------------------------------- */
+
+static volatile sig_atomic_t pending;
+static pthread_mutex_t sig_mu = PTHREAD_MUTEX_INITIALIZER;
+static int sig_refs[65];
+static struct sigaction sig_prev[65];
+
+static void on_signal(int sig, siginfo_t *info, void *ctx) {
+  pending = 1;
+  /* Chain to a handler installed before ours (never to SIG_DFL, which for
+   * SIGUSR1 would end the process the checkpoint is meant to save). */
+  if (sig > 0 && sig < 65) {
+    const struct sigaction *p = &sig_prev[sig];
+    if (p->sa_flags & SA_SIGINFO) {
+      if (p->sa_sigaction)
+        p->sa_sigaction(sig, info, ctx);
+    } else if (p->sa_handler != SIG_DFL && p->sa_handler != SIG_IGN &&
+               p->sa_handler)
+      p->sa_handler(sig);
+  }
+}
+
+int ferry__signal_install(int sig, ferry__err *err) {
+  if (sig <= 0 || sig >= 65)
+    return 0;
+  int rc = 0;
+  pthread_mutex_lock(&sig_mu);
+  if (sig_refs[sig]++ == 0) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_RESTART | SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(sig, &sa, &sig_prev[sig]) != 0) {
+      sig_refs[sig]--;
+      rc = ferry__seterr(err, FERRY_EINVAL,
+                         "option 'checkpoint_signal': cannot install a "
+                         "handler for signal %d: %s",
+                         sig, strerror(errno));
+    }
+  }
+  pthread_mutex_unlock(&sig_mu);
+  return rc;
+}
+
+void ferry__signal_release(int sig) {
+  if (sig <= 0 || sig >= 65)
+    return;
+  pthread_mutex_lock(&sig_mu);
+  if (sig_refs[sig] > 0 && --sig_refs[sig] == 0)
+    sigaction(sig, &sig_prev[sig], NULL);
+  pthread_mutex_unlock(&sig_mu);
+}
+
+int ferry__signal_pending(void) { return pending != 0; }
+
+void ferry__signal_clear(void) { pending = 0; }
