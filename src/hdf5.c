@@ -997,13 +997,7 @@ static int h5_io_read(ferry__io *io, int64_t part, int var, int64_t row,
     return rc;
   if (nrows == 0 && !io->collective)
     return 0;
-  int in_range = ferry__rows_in_part(pt, row, nrows);
-  if (!in_range)
-    rc = ferry__seterr(err, FERRY_EINTERNAL,
-                       "rows [%lld, %lld) are outside file %s (dataset /%s, "
-                       "%lld rows; rank %d)",
-                       (long long)row, (long long)(row + nrows), path, v->name,
-                       (long long)pt->num_samples, io->rank);
+  rc = ferry__check_rows(m, part, var, row, nrows, io->rank, err);
   if (f->raw[var])
     return raw_read(io, f, var, rc < 0 ? 0 : row, rc < 0 ? 0 : nrows, buf,
                     rc, err);

@@ -189,8 +189,11 @@ void ferry__manifest_free(ferry__manifest *m);
  *  when (part, var) is not in m (only a caller bug gets there), else 0. */
 int ferry__check_part_var(const ferry__manifest *m, int64_t part, int var,
                           int rank, ferry__err *err);
-/** 1 when rows [row, row+nrows) lie inside part pt (overflow-safe). */
-int ferry__rows_in_part(const ferry__part *pt, int64_t row, int64_t nrows);
+/** For a backend's io_read, after ferry__check_part_var: FERRY_EINTERNAL
+ *  naming rows, file, variable and rank when rows [row, row+nrows) are not
+ *  inside the part (overflow-safe; only a caller bug gets there), else 0. */
+int ferry__check_rows(const ferry__manifest *m, int64_t part, int var,
+                      int64_t row, int64_t nrows, int rank, ferry__err *err);
 /** "dir/name" (one slash between), malloc'd; NULL when out of memory. */
 char *ferry__join_path(const char *dir, const char *name);
 

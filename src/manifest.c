@@ -156,9 +156,18 @@ int ferry__check_part_var(const ferry__manifest *m, int64_t part, int var,
                        m->nvars);
 }
 
-int ferry__rows_in_part(const ferry__part *pt, int64_t row, int64_t nrows) {
-  return row >= 0 && nrows >= 0 && row <= pt->num_samples &&
-         nrows <= pt->num_samples - row;
+int ferry__check_rows(const ferry__manifest *m, int64_t part, int var,
+                      int64_t row, int64_t nrows, int rank, ferry__err *err) {
+  const ferry__part *pt = &m->parts[part];
+  if (row >= 0 && nrows >= 0 && row <= pt->num_samples &&
+      nrows <= pt->num_samples - row)
+    return 0;
+  return ferry__seterr(err, FERRY_EINTERNAL,
+                       "rows [%lld, %lld) are outside %s (variable %s, %lld "
+                       "rows; rank %d)",
+                       (long long)row, (long long)(row + nrows),
+                       pt->paths[var], m->vars[var].name,
+                       (long long)pt->num_samples, rank);
 }
 
 char *ferry__join_path(const char *dir, const char *name) {

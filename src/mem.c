@@ -371,13 +371,8 @@ static int mem_io_read(ferry__io *io, int64_t part, int var, int64_t row,
     return rc0;
   const ferry__part *pt = &m->parts[part];
   const ferry__var *v = &m->vars[var];
-  if (!ferry__rows_in_part(pt, row, nrows))
-    return ferry__seterr(err, FERRY_EINTERNAL,
-                         "rows [%lld, %lld) are outside %s (variable %s, %lld "
-                         "rows; rank %d)",
-                         (long long)row, (long long)(row + nrows),
-                         pt->paths[var], v->name, (long long)pt->num_samples,
-                         io->rank);
+  if ((rc0 = ferry__check_rows(m, part, var, row, nrows, io->rank, err)))
+    return rc0;
   int64_t f = io->fail_at[part];
   if (f >= row && f < row + nrows &&
       (io->fail_rank[part] < 0 || io->fail_rank[part] == io->rank))

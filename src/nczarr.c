@@ -1727,13 +1727,8 @@ static int z_io_read(ferry__io *io, int64_t part, int var, int64_t row,
     return rc;
   const ferry__part *pt = &m->parts[part];
   const ferry__var *v = &m->vars[var];
-  if (!ferry__rows_in_part(pt, row, nrows))
-    return ferry__seterr(err, FERRY_EINTERNAL,
-                         "rows [%lld, %lld) are outside store %s (array %s, "
-                         "%lld rows; rank %d)",
-                         (long long)row, (long long)(row + nrows),
-                         pt->paths[var], v->name, (long long)pt->num_samples,
-                         io->rank);
+  if ((rc = ferry__check_rows(m, part, var, row, nrows, io->rank, err)))
+    return rc;
   if (nrows == 0)
     return 0;
   zpart *p = NULL;

@@ -964,17 +964,9 @@ static int npy_io_read(ferry__io *io, int64_t part, int var, int64_t row,
    * cannot read still joins the read with a count of 0. */
   int64_t offset = pt->data_offset[var];
   int64_t nbytes = 0;
-  int in_range = ferry__rows_in_part(pt, row, nrows);
-  if (in_range)
+  rc = ferry__check_rows(m, part, var, row, nrows, io->rank, err);
+  if (rc == 0) {
     offset += row * row_bytes; /* bounded by the file size describe checked */
-  if (!in_range) {
-    rc = ferry__seterr(err, FERRY_EINTERNAL,
-                       "rows [%lld, %lld) are outside file %s (variable %s, "
-                       "%lld rows; rank %d, offset %lld)",
-                       (long long)row, (long long)(row + nrows), path, vname,
-                       (long long)pt->num_samples, io->rank,
-                       (long long)offset);
-  } else {
     nbytes = nrows * row_bytes;
     if (io->collective && nbytes > INT_MAX)
       rc = ferry__seterr(err, FERRY_ENOTSUP,
