@@ -22,10 +22,14 @@ if test "$restart" -ge "$runs"; then
   echo "done $restart $rank" >>"$log"
   exit 0
 fi
+# No command substitution in the loop: Slurm signals every process of the
+# step, and a child (expr) killed by SIGUSR1 before this shell's trap ran
+# once left i empty and ended the loop as "nosignal".  Only sleep is a
+# child here; if the signal kills it, the loop goes on and the trap runs.
 i=0
-while test $got = no && test $i -lt 600; do
+while test "$got" = no && test "$i" -lt 600; do
   sleep 0.1
-  i=`expr $i + 1`
+  i=$((i + 1))
 done
 if test $got = yes; then
   echo "usr1 $restart $rank" >>"$log"
