@@ -117,6 +117,8 @@ FERRY_API size_t ferry_dtype_size(ferry_dtype dtype);
 FERRY_API const char *ferry_dtype_name(ferry_dtype dtype);
 
 #define FERRY_MAX_DIMS 8
+/** Most devices one rank may drive (devices=all or a list). */
+#define FERRY_MAX_DEVICES 16
 
 /* ---- Options ---------------------------------------------------------- */
 
@@ -224,7 +226,8 @@ FERRY_API int ferry_open(MPI_Comm comm, const char *dataset,
 /**
  * Stop the pipeline and free everything.  COLLECTIVE.  Legal at any point,
  * including in the middle of an epoch with batches still held (they become
- * invalid).  NULL is a no-op (and is not collective).  Returns 0 or FERRY_EMPI.
+ * invalid; with device=cuda the loader's copies are finished first, and the
+ * application's work on held device batches must be finished too).  NULL is a no-op (and is not collective).  Returns 0 or FERRY_EMPI.
  */
 FERRY_API int ferry_close(ferry_loader *loader);
 
@@ -249,10 +252,32 @@ typedef struct ferry_tensor {
   ferry_dtype dtype;            /**< element type, native byte order         */
   int ndim;                     /**< dimensions including the batch one     */
   int64_t shape[FERRY_MAX_DIMS];/**< shape[0] == batch->size                */
-  void *data;                   /**< C-order data, owned by the loader      */
-  size_t nbytes;                /**< bytes in data                          */
+  void *data;                   /**< C-order data in host memory, owned by
+                                     the loader; with device=cuda the pinned
+                                     host copy when keep_host=yes, else NULL */
+  size_t nbytes;                /**< bytes of the batch of this variable    */
   size_t row_bytes;             /**< bytes of one sample                    */
+  void *device_data;            /**< device=cuda with one device: the batch
+                                     in device memory (== shards[0].data[v]);
+                                     NULL otherwise                         */
 } ferry_tensor;
+
+/**
+ * One device's share of a batch (device=cuda).  With one device there is one
+ * shard holding the whole batch; with devices=all or a list, shard i holds
+ * samples [first, first + size) of the batch on device i of the list
+ * (batch_size / devices samples each; the last, partial batch of
+ * tail=partial fills them in order).
+ */
+typedef struct ferry_shard {
+  int device;                   /**< CUDA device ordinal                    */
+  int64_t first;                /**< batch index of its first sample        */
+  int64_t size;                 /**< samples in it (may be 0)               */
+  void *const *data;            /**< [nvars] device pointers, C order       */
+  void *event;                  /**< cudaEvent_t recorded on the loader's
+                                     stream after the copies: wait on it
+                                     (ferry_batch_wait) before reading     */
+} ferry_shard;
 
 /** A batch: B samples of one rank.  Owned by the loader until released. */
 struct ferry_batch {
@@ -264,6 +289,9 @@ struct ferry_batch {
   int64_t num_padded;           /**< count of padded samples                */
   int nvars;                    /**< number of variables                    */
   ferry_tensor *vars;           /**< [nvars], in the dataset's variable order */
+  int nshards;                  /**< device=cuda: shards (one per device);
+                                     0 when batches stay in host memory     */
+  const ferry_shard *shards;    /**< [nshards] or NULL                      */
 };
 
 /**
@@ -293,6 +321,64 @@ FERRY_API int ferry_next(ferry_loader *loader, ferry_batch **out);
  * Returns 0 or FERRY_EINVAL (not a batch of this loader, or released twice).
  */
 FERRY_API int ferry_release(ferry_loader *loader, ferry_batch *batch);
+
+/* ---- GPU delivery (device=cuda) ---------------------------------------- */
+
+/**
+ * Make the application's CUDA stream (a cudaStream_t; NULL is the legacy
+ * default stream) wait until every shard of the batch is on its device:
+ * cudaStreamWaitEvent on each shard's event, no host synchronisation.
+ * The stream is remembered per shard: ferry_release records an event on it
+ * and the next copy into those device buffers waits for that event on the
+ * GPU, so work queued on the stream before the release may still read the
+ * batch.  Work on other streams must be ordered into this one (or finished)
+ * before the release.  LOCAL.  Returns 0, FERRY_EINVAL (not a handed-out
+ * batch, or a host batch), FERRY_ENODEV (a CUDA call failed; the message
+ * names it).
+ */
+FERRY_API int ferry_batch_wait(const ferry_batch *batch, void *stream);
+
+/** The same for shard i alone (one stream per device with devices=all).
+ *  LOCAL.  Returns 0, FERRY_EINVAL, FERRY_ENODEV. */
+FERRY_API int ferry_shard_wait(const ferry_batch *batch, int shard,
+                               void *stream);
+
+/**
+ * Register the loader's device batch buffers on the device of COMM (an
+ * ncclComm_t) with ncclCommRegister, so batches enter NCCL collectives on
+ * that communicator zero-copy; the buffers come from ncclMemAlloc when the
+ * library has NCCL.  Call it once per communicator (with devices=all, once
+ * per device's communicator).  ferry_close (or ferry_detach_nccl)
+ * deregisters them -- unless the communicator reports an error
+ * (ncclCommGetAsyncError), when the registrations are left to the
+ * application's ncclCommAbort and nothing blocks.  LOCAL.  Returns 0,
+ * FERRY_EINVAL (NULL, or no device buffer on the communicator's device),
+ * FERRY_ENOTSUP (built without NCCL, or device batches are not in use),
+ * FERRY_ENODEV (an NCCL call failed; the message names it and the NCCL
+ * error).
+ */
+FERRY_API int ferry_attach_nccl(ferry_loader *loader, void *nccl_comm);
+/** Deregister from every attached communicator now (before the
+ *  application destroys one).  LOCAL.  Returns 0 or FERRY_ENODEV. */
+FERRY_API int ferry_detach_nccl(ferry_loader *loader);
+
+/** Where this rank's batches go. */
+typedef struct ferry_device_info {
+  int cuda;                     /**< 1: device memory, 0: host memory       */
+  int ndevices;                 /**< devices this rank drives (0 on host)   */
+  int devices[FERRY_MAX_DEVICES]; /**< their CUDA ordinals                  */
+  int visible;                  /**< CUDA devices visible to the process
+                                     (-1 when CUDA is not built in)         */
+  int local_rank, local_size;   /**< index and ranks on this node
+                                     (MPI_COMM_TYPE_SHARED)                 */
+  int nccl_attached;            /**< communicators registered               */
+  const char *how;              /**< how it was chosen, or why batches stay
+                                     on the host (owned by the loader)      */
+} ferry_device_info;
+
+/** Describe this rank's delivery.  Returns 0 or FERRY_EINVAL.  LOCAL. */
+FERRY_API int ferry_device_info_get(const ferry_loader *loader,
+                                    ferry_device_info *out);
 
 /* ---- Checkpoint and resume -------------------------------------------- */
 
@@ -464,7 +550,9 @@ typedef struct ferry_memory_budget {
   size_t read_bytes;    /**< chunk buffers resident at once (shuffle buffer and reads in flight) */
   size_t plan_bytes;    /**< the epoch plan (sample order) on this rank      */
   size_t cache_bytes;   /**< the backend's decode caches: each variable's cache_bytes times the files open at once */
-  size_t total_bytes;   /**< the sum: the bound                              */
+  size_t total_bytes;   /**< the sum: the bound on host memory               */
+  size_t pinned_bytes;  /**< of which page-locked (the ring, device=cuda)    */
+  size_t device_bytes;  /**< device memory, all devices: device_prefetch batches */
 } ferry_memory_budget;
 
 /** The memory bound of this loader.  Returns 0 or FERRY_EINVAL.  LOCAL. */
@@ -480,6 +568,9 @@ typedef struct ferry_stats {
   double wait_seconds;      /**< time ferry_next spent waiting for data      */
   double read_seconds;      /**< time the I/O thread spent in reads          */
   size_t peak_resident_bytes; /**< most buffer bytes held at once (ring + reads) */
+  int64_t h2d_bytes;        /**< bytes copied to devices (device=cuda)       */
+  double h2d_seconds;       /**< GPU time of those copies (CUDA events), summed
+                                 over copies that completed                  */
 } ferry_stats;
 
 /** Read the counters.  Returns 0 or FERRY_EINVAL.  LOCAL. */

@@ -91,6 +91,15 @@ const char *ferry_features(void) {
 #ifdef HAVE_HDF5
          " hdf5"
 #endif
+#ifdef HAVE_NETCDF
+         " zarr"
+#endif
+#ifdef HAVE_CUDA
+         " cuda"
+#ifdef HAVE_NCCL
+         " nccl"
+#endif
+#endif
       ;
 }
 

@@ -47,7 +47,11 @@
 #include <string.h>
 #include <time.h>
 
-enum { SLOT_FREE = 0, SLOT_BUSY, SLOT_READY, SLOT_HELD };
+/* Host ring slots: FREE -> BUSY (assembling) -> READY -> HELD -> FREE.
+ * With device=cuda a host slot goes BUSY -> (copied) FREE, or with
+ * keep_host PAIRED with the device slot until its batch is released;
+ * device slots go FREE -> BUSY (copying) -> READY -> HELD -> FREE. */
+enum { SLOT_FREE = 0, SLOT_BUSY, SLOT_READY, SLOT_HELD, SLOT_PAIRED };
 
 /* Read buffers are reused through a small pool: freeing and allocating
  * megabytes per chunk makes glibc hand the heap top back to the kernel and
@@ -139,6 +143,12 @@ struct ferry_loader {
   size_t out_bytes;          /* bytes of read buffers in use or in flight */
   int ckpt_sig;              /* signal number with a handler installed, 0 */
   int ckpt_agreed;           /* every rank saw the checkpoint request    */
+  /* The GPU stage (cuda.c): NULL when batches stay in host memory. */
+  ferry__gpu *gpu;
+  ferry__dslot *dring;       /* [ndring] the device ring                 */
+  int64_t ndring;
+  int local_rank, local_size;
+  char dev_how[256];
 };
 
 static double now_s(void) {
@@ -573,6 +583,52 @@ static void assemble(epoch_state *ep, ring_slot *s, int64_t b) {
                           L->rank, (long long)b, (long long)ep->epoch);
 }
 
+/* The device stage of batch b, with ep->mu held on entry and exit: wait
+ * until device slot b % ndring is free for b (the application released
+ * batch b - ndring), copy the assembled host slot into it without the lock,
+ * and, unless keep_host, wait for the copy so the host slot can be reused
+ * (on this worker: the consumer never waits for it).  A copy error is the
+ * slot's result, certified like a failed read. */
+static void copy_to_device(epoch_state *ep, ring_slot *s, int64_t b) {
+  ferry_loader *L = ep->L;
+  ferry__dslot *d = &L->dring[b % L->ndring];
+  int keep = L->opts->keep_host;
+  while (!ep->stop && !(d->state == SLOT_FREE && d->expect == b))
+    pthread_cond_wait(&ep->cv_work, &ep->mu);
+  if (ep->stop) {
+    s->state = SLOT_FREE;
+    return;
+  }
+  d->state = SLOT_BUSY;
+  d->bidx = b;
+  pthread_mutex_unlock(&ep->mu);
+  int rc = s->rc;
+  double secs = 0;
+  if (rc)
+    d->err = s->err;
+  else
+    rc = ferry__dslot_copy(d, &s->batch, keep, L->rank, &d->err);
+  if (!rc && !keep)
+    rc = ferry__dslot_sync(d, &secs, L->rank, &d->err);
+  pthread_mutex_lock(&L->stats_mu);
+  if (!rc)
+    L->stats.h2d_bytes += (int64_t)((size_t)s->batch.size * L->row_total);
+  L->stats.h2d_seconds += secs;
+  pthread_mutex_unlock(&L->stats_mu);
+  pthread_mutex_lock(&ep->mu);
+  d->rc = rc;
+  if (keep && !rc) {
+    s->state = SLOT_PAIRED;
+    d->host = (int)(s - L->ring);
+  } else {
+    s->state = SLOT_FREE;
+    d->host = -1;
+  }
+  d->state = SLOT_READY;
+  pthread_cond_broadcast(&ep->cv_ready);
+  pthread_cond_broadcast(&ep->cv_work);
+}
+
 /* Assemble batch b (already claimed: slot BUSY, next_assign past it) with
  * ep->mu held on entry and exit; the copy runs without the lock.  Then free
  * the windows nobody needs any more and publish the slot. */
@@ -585,6 +641,10 @@ static void assemble_unlocked(epoch_state *ep, ring_slot *s, int64_t b) {
     int64_t w = p->extents[p->slots[i].extent].window;
     if (--ep->win_remaining[w] == 0)
       free_window(ep, w);
+  }
+  if (ep->L->gpu) {
+    copy_to_device(ep, s, b);
+    return;
   }
   s->state = SLOT_READY;
   pthread_cond_broadcast(&ep->cv_ready);
@@ -662,8 +722,18 @@ static int epoch_stop(ferry_loader *L) {
   free(ep->ext_buf);
   free(ep->win_remaining);
   free(ep->workers);
+  if (L->gpu) { /* copies still in flight read the host ring */
+    ferry__err ignore;
+    if (ferry__gpu_sync(L->gpu, &ignore) && !rc)
+      rc = FERRY_ENODEV;
+  }
   for (int64_t i = 0; i < L->nring; i++)
     L->ring[i].state = SLOT_FREE;
+  for (int64_t i = 0; i < L->ndring; i++) {
+    L->dring[i].state = SLOT_FREE;
+    L->dring[i].expect = i;
+    L->dring[i].host = -1;
+  }
   if (ep->all_reads)
     for (int r = 0; r < L->size; r++)
       ferry__rank_plan_free(&ep->all_reads[r]);
@@ -960,6 +1030,10 @@ int64_t ferry_num_batches(const ferry_loader *L) {
   return L->ep->plan.num_batches;
 }
 
+static int device_status(epoch_state *ep, int64_t b, int64_t *through,
+                         int *rc, ferry__err *err);
+static int held_error(ferry_loader *L, int64_t b, ferry__err *err);
+
 /*
  * What this rank knows about batch b, with ep->mu held: 1 when decided, with
  * *through the last batch it can vouch for (>= b), or *through = b - 1 and
@@ -972,6 +1046,8 @@ static int local_status(epoch_state *ep, int64_t b, int64_t *through, int *rc,
   ferry_loader *L = ep->L;
   const ferry__rank_plan *p = &ep->plan;
   ring_slot *s = &L->ring[b % L->nring];
+  if (L->gpu)
+    return device_status(ep, b, through, rc, err);
   while (ep->io_through + 1 < p->num_batches &&
          p->batch_need[ep->io_through + 1] <= ep->loaded)
     ep->io_through++;
@@ -1022,6 +1098,65 @@ static int local_status(epoch_state *ep, int64_t b, int64_t *through, int *rc,
   return 0;
 }
 
+/* The misuse of holding every slot: the device slot of b, or with
+ * keep_host the host slot of b, still holds a batch handed out earlier. */
+static int held_error(ferry_loader *L, int64_t b, ferry__err *err) {
+  ferry__dslot *d = &L->dring[b % L->ndring];
+  ring_slot *s = &L->ring[b % L->nring];
+  if (d->state == SLOT_HELD)
+    return ferry__seterr(err, FERRY_EINVAL,
+                         "rank %d: all %lld device batches (device_prefetch) "
+                         "are still held by the caller; ferry_release one "
+                         "before ferry_next",
+                         L->rank, (long long)L->ndring);
+  if (s->state == SLOT_PAIRED && s->bidx != b) {
+    for (int64_t i = 0; i < L->ndring; i++)
+      if (L->dring[i].host == (int)(s - L->ring) &&
+          L->dring[i].state == SLOT_HELD)
+        return ferry__seterr(err, FERRY_EINVAL,
+                             "rank %d: all %lld prefetch batches are still "
+                             "held by the caller (keep_host=yes); "
+                             "ferry_release one before ferry_next",
+                             L->rank, (long long)L->nring);
+  }
+  return 0;
+}
+
+/* local_status for device delivery: a copy can fail, so a batch is vouched
+ * for once it is on the device (or its copy failed), as with a transform. */
+static int device_status(epoch_state *ep, int64_t b, int64_t *through,
+                         int *rc, ferry__err *err) {
+  ferry_loader *L = ep->L;
+  const ferry__rank_plan *p = &ep->plan;
+  *rc = 0;
+  *through = b - 1;
+  if ((*rc = held_error(L, b, err)) != 0)
+    return 1;
+  ferry__dslot *d = &L->dring[b % L->ndring];
+  if (d->state != SLOT_READY || d->bidx != b) {
+    if (ep->io_rc && p->batch_need[b] > ep->loaded) {
+      *rc = ep->io_rc;
+      *err = ep->io_err;
+      return 1;
+    }
+    return 0;
+  }
+  for (int64_t k = 0; k < L->ndring && b + k < p->num_batches; k++) {
+    ferry__dslot *t = &L->dring[(b + k) % L->ndring];
+    if (t->state != SLOT_READY || t->bidx != b + k)
+      break;
+    if (t->rc) {
+      if (k == 0) {
+        *rc = t->rc;
+        *err = t->err;
+      }
+      break;
+    }
+    *through = b + k;
+  }
+  return 1;
+}
+
 /* Agree how far every rank can vouch for: MINLOC of the local "through".
  * If some rank cannot vouch for b it failed there, and its error goes to
  * every rank.  COLLECTIVE over the loader's communicator. */
@@ -1065,6 +1200,87 @@ static int certify(ferry_loader *L, epoch_state *ep, int64_t b,
     return ferry__seterr(err, FERRY_EMPI, "rank %d: MPI_Bcast failed",
                          L->rank);
   return ferry__seterr(err, m.code, "%s", m.msg);
+}
+
+static void count_batch(ferry_loader *L, const ferry_batch *batch,
+                        double waited) {
+  pthread_mutex_lock(&L->stats_mu);
+  L->stats.batches++;
+  L->stats.samples += batch->size;
+  L->stats.bytes += (int64_t)((size_t)batch->size * L->row_total);
+  L->stats.wait_seconds += waited;
+  pthread_mutex_unlock(&L->stats_mu);
+}
+
+/* ferry_next's hand-out of certified batch b with device delivery: the
+ * same as on the host, with the device slot as the batch. */
+static int next_device(ferry_loader *L, epoch_state *ep, int64_t b,
+                       double t0, ferry_batch **out) {
+  ring_slot *s = &L->ring[b % L->nring];
+  ferry__dslot *d = &L->dring[b % L->ndring];
+  ferry__err err = {0};
+  int rc = 0;
+  pthread_mutex_lock(&ep->mu);
+  if (ep->next_assign == b && s->state == SLOT_FREE &&
+      d->state == SLOT_FREE && d->expect == b && !ep->stop &&
+      ep->loaded >= ep->plan.batch_need[b]) {
+    ep->next_assign++;
+    s->state = SLOT_BUSY;
+    s->bidx = b;
+    assemble_unlocked(ep, s, b);
+  }
+  while (!(d->state == SLOT_READY && d->bidx == b)) {
+    if ((rc = held_error(L, b, &err)) != 0)
+      break;
+    pthread_cond_wait(&ep->cv_ready, &ep->mu);
+  }
+  if (!rc && d->rc) { /* cannot happen once certified: a broken invariant */
+    rc = d->rc;
+    err = d->err;
+  }
+  if (!rc) {
+    d->state = SLOT_HELD;
+    ep->consumed = b + 1;
+    pthread_cond_broadcast(&ep->cv_io);
+  }
+  pthread_mutex_unlock(&ep->mu);
+  if (rc)
+    return fail_loader(L, &err);
+  count_batch(L, &d->batch, now_s() - t0);
+  *out = &d->batch;
+  return 0;
+}
+
+/* ferry_release of a device batch: order the buffers' reuse after the
+ * consumer's stream, and with keep_host free the host slot once the copy
+ * from it is done. */
+static int release_device(ferry_loader *L, epoch_state *ep, ferry__dslot *d) {
+  ferry__err err = {0};
+  pthread_mutex_lock(&ep->mu);
+  int held = d->state == SLOT_HELD;
+  pthread_mutex_unlock(&ep->mu);
+  if (!held)
+    return ferry__seterr(NULL, FERRY_EINVAL,
+                         "ferry_release: batch released twice");
+  int rc = ferry__dslot_release(d, L->rank, &err);
+  double secs = 0;
+  if (d->host >= 0) {
+    int r2 = ferry__dslot_sync(d, &secs, L->rank, &err);
+    if (!rc)
+      rc = r2;
+  }
+  pthread_mutex_lock(&L->stats_mu);
+  L->stats.h2d_seconds += secs;
+  pthread_mutex_unlock(&L->stats_mu);
+  pthread_mutex_lock(&ep->mu);
+  d->state = SLOT_FREE;
+  d->expect = d->bidx + L->ndring;
+  if (d->host >= 0)
+    L->ring[d->host].state = SLOT_FREE;
+  d->host = -1;
+  pthread_cond_broadcast(&ep->cv_work);
+  pthread_mutex_unlock(&ep->mu);
+  return rc ? ferry__seterr(NULL, rc, "%s", err.msg) : 0;
 }
 
 int ferry_next(ferry_loader *L, ferry_batch **out) {
@@ -1114,6 +1330,8 @@ int ferry_next(ferry_loader *L, ferry_batch **out) {
    * Rather than sleep while no worker has started b, the calling thread
    * assembles it itself: it would idle anyway, and on busy cores the
    * sleep/wake handoff per batch costs more than the copy. */
+  if (L->gpu)
+    return next_device(L, ep, b, t0, out);
   pthread_mutex_lock(&ep->mu);
   if (ep->next_assign == b && s->state == SLOT_FREE && !ep->stop &&
       ep->loaded >= ep->plan.batch_need[b]) {
@@ -1144,13 +1362,7 @@ int ferry_next(ferry_loader *L, ferry_batch **out) {
   pthread_mutex_unlock(&ep->mu);
   if (rc)
     return fail_loader(L, &err);
-  double waited = now_s() - t0;
-  pthread_mutex_lock(&L->stats_mu);
-  L->stats.batches++;
-  L->stats.samples += s->batch.size;
-  L->stats.bytes += (int64_t)((size_t)s->batch.size * L->row_total);
-  L->stats.wait_seconds += waited;
-  pthread_mutex_unlock(&L->stats_mu);
+  count_batch(L, &s->batch, now_s() - t0);
   *out = &s->batch;
   return 0;
 }
@@ -1159,10 +1371,13 @@ int ferry_release(ferry_loader *L, ferry_batch *batch) {
   if (!L || !batch)
     return ferry__seterr(NULL, FERRY_EINVAL, "ferry_release: NULL argument");
   ring_slot *s = NULL;
+  epoch_state *ep = L->ep;
+  for (int64_t i = 0; ep && i < L->ndring; i++)
+    if (&L->dring[i].batch == batch)
+      return release_device(L, ep, &L->dring[i]);
   for (int64_t i = 0; i < L->nring; i++)
     if (&L->ring[i].batch == batch)
       s = &L->ring[i];
-  epoch_state *ep = L->ep;
   if (!s || !ep)
     return ferry__seterr(NULL, FERRY_EINVAL,
                          "ferry_release: not a batch of this loader's epoch");
@@ -1185,7 +1400,10 @@ static void ring_free(ferry_loader *L) {
   for (int64_t i = 0; L->ring && i < L->nring; i++) {
     ring_slot *s = &L->ring[i];
     for (int v = 0; s->bufs && v < L->m.nvars; v++)
-      free(s->bufs[v]);
+      if (L->gpu)
+        ferry__gpu_host_free(s->bufs[v]);
+      else
+        free(s->bufs[v]);
     free(s->bufs);
     free(s->tensors);
     free(s->ids);
@@ -1193,6 +1411,11 @@ static void ring_free(ferry_loader *L) {
   }
   free(L->ring);
   L->ring = NULL;
+  for (int64_t i = 0; L->dring && i < L->ndring; i++)
+    ferry__dslot_fini(&L->dring[i]);
+  free(L->dring);
+  L->dring = NULL;
+  L->ndring = 0;
 }
 
 static int ring_alloc(ferry_loader *L, ferry__err *err) {
@@ -1213,9 +1436,15 @@ static int ring_alloc(ferry_loader *L, ferry__err *err) {
     for (int v = 0; v < nv; v++) {
       const ferry__var *var = &L->m.vars[v];
       size_t bytes = (size_t)B * var->row_bytes;
-      s->bufs[v] = malloc(bytes ? bytes : 1);
-      if (!s->bufs[v])
+      if (L->gpu) { /* pinned once here, never per batch */
+        void *p = NULL;
+        int rc = ferry__gpu_host_alloc(L->gpu, bytes, &p, err);
+        s->bufs[v] = p;
+        if (rc)
+          return rc;
+      } else if (!(s->bufs[v] = malloc(bytes ? bytes : 1))) {
         goto nomem;
+      }
       ferry_tensor *t = &s->tensors[v];
       t->name = var->name;
       t->dtype = var->dtype;
@@ -1229,6 +1458,20 @@ static int ring_alloc(ferry_loader *L, ferry__err *err) {
     s->batch.padded = s->padded;
     s->batch.nvars = nv;
     s->batch.vars = s->tensors;
+  }
+  if (L->gpu) {
+    L->ndring = L->opts->device_prefetch;
+    L->dring = calloc((size_t)L->ndring, sizeof *L->dring);
+    if (!L->dring)
+      goto nomem;
+    for (int64_t i = 0; i < L->ndring; i++) {
+      int rc = ferry__dslot_init(L->gpu, &L->dring[i], &L->m, B, L->rank,
+                                 err);
+      L->dring[i].expect = i;
+      if (rc)
+        return rc;
+    }
+    ferry__gpu_set_ring(L->gpu, L->dring, L->ndring);
   }
   return 0;
 nomem:
@@ -1244,7 +1487,13 @@ static void loader_free(ferry_loader *L) {
     return;
   if (L->ckpt_sig)
     ferry__signal_release(L->ckpt_sig);
+  if (L->gpu) {
+    ferry__err ignore;
+    ferry__gpu_sync(L->gpu, &ignore);
+  }
   ring_free(L);
+  ferry__gpu_close(L->gpu);
+  L->gpu = NULL;
   ferry__big_free(L->spare_slots);
   pool_drain(L, 0);
   pthread_mutex_destroy(&L->pool_mu);
@@ -1380,6 +1629,44 @@ static int check_same_inputs(ferry_loader *L, const char *dataset,
   return agree(L->comm, L->rank, rc, err);
 }
 
+/* Where batches go: every rank decides (cuda.c), then they agree.  With
+ * device=cuda a rank without a GPU fails every rank; with device=auto,
+ * batches go to the GPU only if every rank has one, and rank 0 says once
+ * per process why they stay in host memory.  COLLECTIVE. */
+static int open_device(ferry_loader *L, ferry__err *err) {
+  MPI_Comm node;
+  int rc = 0;
+  if (MPI_Comm_split_type(L->comm, MPI_COMM_TYPE_SHARED, L->rank,
+                          MPI_INFO_NULL, &node) != MPI_SUCCESS)
+    return ferry__seterr(err, FERRY_EMPI,
+                         "rank %d: MPI_Comm_split_type failed", L->rank);
+  MPI_Comm_rank(node, &L->local_rank);
+  MPI_Comm_size(node, &L->local_size);
+  MPI_Comm_free(&node);
+  rc = ferry__gpu_open(L->opts, L->rank, L->local_rank, &L->gpu, L->dev_how,
+                       sizeof L->dev_how, err);
+  rc = agree(L->comm, L->rank, rc, err);
+  if (rc)
+    return rc;
+  int mine = L->gpu != NULL, all = 0;
+  if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, L->comm) != MPI_SUCCESS)
+    return ferry__seterr(err, FERRY_EMPI, "rank %d: MPI_Allreduce failed",
+                         L->rank);
+  if (mine && !all) {
+    ferry__gpu_close(L->gpu);
+    L->gpu = NULL;
+    snprintf(L->dev_how, sizeof L->dev_how,
+             "host memory: device=auto and some rank has no usable GPU");
+  }
+  static int said;
+  if (!all && L->opts->device == FERRY__DEV_AUTO && L->rank == 0 && !said &&
+      ferry__gpu_visible() >= 0) {
+    said = 1;
+    fprintf(stderr, "ferry: batches stay in %s\n", L->dev_how);
+  }
+  return 0;
+}
+
 int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
                ferry_loader **out) {
   if (!out)
@@ -1449,13 +1736,8 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
       rc = ferry__seterr(&err, FERRY_ENOTSUP,
                          "option 'io': backend '%s' has no collective reads",
                          L->be->name);
-    /* The GPU stage is its own piece of work: until it exists, asking for
-     * device memory must fail loudly rather than hand out host pointers. */
-    if (!rc && L->opts->device == FERRY__DEV_CUDA)
-      rc = ferry__seterr(&err, FERRY_ENOTSUP,
-                         "option 'device': cuda is not available in this "
-                         "version of libferry (batches are delivered in host "
-                         "memory; use device=auto or device=cpu)");
+    if (!rc)
+      rc = open_device(L, &err);
     if (!rc)
       rc = resolve_threads(L, &err);
     if (!rc) {
@@ -1480,6 +1762,11 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
       L->budget.cache_bytes = cache_bound(L);
       L->budget.total_bytes = L->budget.ring_bytes + L->budget.read_bytes +
                               L->budget.cache_bytes;
+      if (L->gpu) {
+        L->budget.pinned_bytes = L->budget.ring_bytes;
+        L->budget.device_bytes =
+            (size_t)L->opts->device_prefetch * L->budget.batch_bytes;
+      }
       rc = ring_alloc(L, &err);
     }
     if (!rc && L->opts->checkpoint_signal != FERRY__SIG_NONE) {
@@ -1838,4 +2125,50 @@ int ferry_state_load(ferry_loader *L, const char *path) {
   }
   ferry__state_free(&st);
   return rc;
+}
+
+/* ---- GPU delivery ---------------------------------------------------------- */
+
+int ferry_attach_nccl(ferry_loader *L, void *comm) {
+  if (!L || !comm)
+    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_attach_nccl: NULL argument");
+  ferry__err err = {0};
+  int rc;
+  if (!L->gpu)
+    rc = ferry__seterr(&err, FERRY_ENOTSUP,
+                       "rank %d: ferry_attach_nccl: batches are delivered in "
+                       "%s, not in device memory",
+                       L->rank, L->dev_how);
+  else
+    rc = ferry__gpu_nccl_attach(L->gpu, comm, &err);
+  if (rc) {
+    snprintf(L->errmsg, sizeof L->errmsg, "%s", err.msg);
+    ferry__set_thread_error(err.msg);
+  }
+  return rc;
+}
+
+int ferry_detach_nccl(ferry_loader *L) {
+  if (!L)
+    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_detach_nccl: NULL");
+  ferry__err err = {0};
+  int rc = L->gpu ? ferry__gpu_nccl_detach(L->gpu, &err) : 0;
+  if (rc) {
+    snprintf(L->errmsg, sizeof L->errmsg, "%s", err.msg);
+    ferry__set_thread_error(err.msg);
+  }
+  return rc;
+}
+
+int ferry_device_info_get(const ferry_loader *L, ferry_device_info *out) {
+  if (!L || !out)
+    return ferry__seterr(NULL, FERRY_EINVAL,
+                         "ferry_device_info_get: NULL argument");
+  memset(out, 0, sizeof *out);
+  ferry__gpu_info(L->gpu, out);
+  out->visible = ferry__gpu_visible();
+  out->local_rank = L->local_rank;
+  out->local_size = L->local_size;
+  out->how = L->dev_how;
+  return 0;
 }

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum kind { K_INT, K_UINT, K_FRAC, K_ENUM, K_STR };
+enum kind { K_INT, K_UINT, K_FRAC, K_ENUM, K_STR, K_BOOL };
 
 typedef struct option_def {
   ferry_option_info info;
@@ -94,6 +94,21 @@ static const option_def defs[] = {
       "Where batches are delivered: the GPU when usable (auto), host "
       "memory, or the GPU or an error."},
      K_ENUM, OFF(device), 0, 0, device_names},
+    {{"devices", "auto", "auto|all|comma-separated CUDA ordinals",
+      "With device=cuda: the GPUs of this rank.  auto: the device the "
+      "application made current, else the rank's index on its node modulo "
+      "the visible devices; all, or a list (0,1): every batch is split "
+      "evenly, one shard per device.  May differ between ranks."},
+     K_STR, OFF(devices), 0, 0, NULL},
+    {{"device_prefetch", "3", "integer >= 1",
+      "With device=cuda: batches in device memory per device (the device "
+      "ring); a buffer is reused only after the application released its "
+      "batch."},
+     K_INT, OFF(device_prefetch), 1, 1024, NULL},
+    {{"keep_host", "no", "yes|no",
+      "With device=cuda: keep each batch's pinned host copy (tensor data) "
+      "valid until it is released; no recycles it once copied."},
+     K_BOOL, OFF(keep_host), 0, 0, NULL},
     {{"manifest", "", "path",
       "A manifest saved by `ferry info --save-manifest`, to skip the scan."},
      K_STR, OFF(manifest), 0, 0, NULL},
@@ -135,6 +150,35 @@ static int find_def(const char *name) {
       return i;
   }
   return -1;
+}
+
+/* "auto", "all", or a comma-separated list of distinct ordinals 0..1023
+ * (at most FERRY_MAX_DEVICES). */
+static int devices_ok(const char *v) {
+  if (!strcmp(v, "auto") || !strcmp(v, "all"))
+    return 1;
+  int seen[FERRY_MAX_DEVICES], n = 0;
+  const char *p = v;
+  for (;;) {
+    if (!isdigit((unsigned char)*p))
+      return 0;
+    long d = 0;
+    while (isdigit((unsigned char)*p)) {
+      d = d * 10 + (*p++ - '0');
+      if (d > 1023)
+        return 0;
+    }
+    for (int k = 0; k < n; k++)
+      if (seen[k] == d)
+        return 0;
+    if (n == FERRY_MAX_DEVICES)
+      return 0;
+    seen[n++] = (int)d;
+    if (!*p)
+      return 1;
+    if (*p++ != ',')
+      return 0;
+  }
 }
 
 static int parse_int(const char *s, int64_t *out) {
@@ -191,8 +235,19 @@ static int set_one(struct ferry_options *o, const option_def *d,
         return 0;
       }
     goto bad;
+  case K_BOOL:
+    if (!strcmp(value, "yes") || !strcmp(value, "true") || !strcmp(value, "1"))
+      *(int *)field = 1;
+    else if (!strcmp(value, "no") || !strcmp(value, "false") ||
+             !strcmp(value, "0"))
+      *(int *)field = 0;
+    else
+      goto bad;
+    return 0;
   case K_STR: {
     char *copy = NULL;
+    if (d->offset == OFF(devices) && !devices_ok(value))
+      goto bad;
     if (*value) {
       copy = strdup(value);
       if (!copy)
@@ -234,6 +289,7 @@ void ferry_options_free(ferry_options *opts) {
     return;
   free(opts->vars);
   free(opts->manifest);
+  free(opts->devices);
   free(opts);
 }
 
@@ -247,7 +303,9 @@ int ferry_options_copy(const ferry_options *src, ferry_options **out) {
   *o = *src;
   o->vars = src->vars ? strdup(src->vars) : NULL;
   o->manifest = src->manifest ? strdup(src->manifest) : NULL;
-  if ((src->vars && !o->vars) || (src->manifest && !o->manifest)) {
+  o->devices = src->devices ? strdup(src->devices) : NULL;
+  if ((src->vars && !o->vars) || (src->manifest && !o->manifest) ||
+      (src->devices && !o->devices)) {
     ferry_options_free(o);
     return ferry__seterr(NULL, FERRY_ENOMEM, "out of memory");
   }
@@ -275,6 +333,7 @@ static void format_value(const struct ferry_options *o, const option_def *d,
   case K_UINT: snprintf(buf, len, "%" PRIu64, *(const uint64_t *)field); break;
   case K_FRAC: snprintf(buf, len, "%.17g", *(const double *)field); break;
   case K_ENUM: snprintf(buf, len, "%s", d->names[*(const int *)field]); break;
+  case K_BOOL: snprintf(buf, len, "%s", *(const int *)field ? "yes" : "no"); break;
   case K_STR: {
     const char *s = *(char *const *)field;
     snprintf(buf, len, "%s", s ? s : "");
@@ -299,9 +358,13 @@ uint64_t ferry__option_hash(const ferry_options *opts, int i) {
   char buf[4096];
   if (i < 0 || i >= NDEFS)
     return 0;
-  format_value(opts, &defs[i], buf, sizeof buf);
   uint64_t h = ferry__fnv1a(FERRY__FNV_INIT, defs[i].info.name,
                             strlen(defs[i].info.name) + 1);
+  /* Ranks may drive different GPUs (devices=$SLURM_LOCALID): the only
+   * option whose value is per rank. */
+  if (defs[i].offset == OFF(devices))
+    return h;
+  format_value(opts, &defs[i], buf, sizeof buf);
   return ferry__fnv1a(h, buf, strlen(buf));
 }
 

@@ -10,14 +10,37 @@
  * epoch (it pays for filling the pipeline).  It prints the memory budget the
  * library announced and the peak RSS measured (getrusage), so the budget can
  * be checked against reality.
+ *
+ * Device batches (device=cuda, batch->nshards > 0) are consumed as a
+ * training loop on the GPU consumes them: one non-blocking stream per shard
+ * device; per batch an event, ferry_shard_wait on the stream, an event (the
+ * two events time the wait the consumer's stream sees), the step as a GPU
+ * kernel of --compute-ms on that stream between two more events (its time,
+ * the maximum over shards, is the compute time of AU), then ferry_release.
+ * The host runs one step ahead of the GPU, as a training loop does: after
+ * queueing step n it waits for step n-1 to finish, then asks for batch n+1
+ * (the first step of an epoch is waited for at once: it ends the pipeline
+ * fill that AU leaves out).  Before the run, every rank times a plain pinned
+ * cudaMemcpyAsync of its shard's batch size on each of its devices: the
+ * baseline that the H2D rate of the loader (ferry_stats: h2d_bytes over the
+ * GPU time of its copies) is compared with.
  */
+#ifdef HAVE_CONFIG_H
+#include <config.h> /* HAVE_CUDA, HAVE_NVCC */
+#endif
 #include "tool.h"
+
+#include "gpu_step.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+
+#ifdef HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
 
 enum { OPT_EPOCHS = 1, OPT_COMPUTE_MS, OPT_COMPUTE_MODE, OPT_JSON, OPT_STATE };
 
@@ -26,12 +49,13 @@ static int run_bench(tool_ctx *ctx);
 static const tool_opt bench_opts[] = {
     {"epochs", 1, OPT_EPOCHS, "K", "Epochs to run (0..K-1).  Default: 1."},
     {"compute-ms", 1, OPT_COMPUTE_MS, "X",
-     "Emulated compute per batch, in milliseconds (a number >= 0).  "
-     "Default: 0."},
+     "Emulated compute per batch, in milliseconds (a number >= 0); with "
+     "device batches (device=cuda) a GPU kernel of that duration on the "
+     "consumer's stream, after the batch's copy.  Default: 0."},
     {"compute-mode", 1, OPT_COMPUTE_MODE, "sleep|spin",
-     "How compute is emulated: sleep (the CPU stays free for the pipeline, "
-     "as with a GPU) or spin (a busy loop on the calling thread).  "
-     "Default: sleep."},
+     "How compute is emulated with host batches: sleep (the CPU stays free "
+     "for the pipeline, as with a GPU) or spin (a busy loop on the calling "
+     "thread).  Default: sleep."},
     {"json", 0, OPT_JSON, NULL,
      "Print one JSON object (rank 0) instead of "
      "text."},
@@ -56,6 +80,12 @@ const tool_cmd tool_cmd_bench = {
         "utilisation AU (compute time over wall time, without the first "
         "step of each epoch; 0 without --compute-ms), batches per rank, "
         "the memory budget and the peak RSS (maximum over ranks).  With "
+        "device batches (--device cuda) each step waits for its batch on a "
+        "stream of the consumer's (ferry_shard_wait) and --compute-ms is a "
+        "GPU kernel on that stream, so AU includes the copy to the GPU; "
+        "bench also reports the H2D rate of the loader's copies against a "
+        "plain pinned cudaMemcpyAsync of the same size timed before the "
+        "run, and the wait the consumer's stream saw.  With "
         "--state FILE it resumes from FILE and, on the checkpoint signal, "
         "saves to FILE and exits 75.",
     .loader_options = 1,
@@ -77,6 +107,17 @@ enum {
   M_AU_TIME,
   M_RSS,
   M_LOADER_PEAK,
+  /* device batches only (all 0 on the host) */
+  M_GPU,          /* 1: this rank's batches go to a GPU             */
+  M_SHARDS,       /* shards per batch                                 */
+  M_H2D_BYTES,    /* ferry_stats h2d_bytes over the run               */
+  M_H2D_S,        /* ferry_stats h2d_seconds over the run             */
+  M_BASE_BYTES,   /* baseline: bytes copied by the plain copies       */
+  M_BASE_S,       /* baseline: their GPU time                         */
+  M_BASE_SIZE,    /* baseline: bytes of one copy (a shard's batch)    */
+  M_SWAIT,        /* consumer stream wait, every step (s)             */
+  M_SWAIT_STEADY, /* the same without the first step of each epoch    */
+  M_STEPS_STEADY, /* steps in M_SWAIT_STEADY                          */
   M_COUNT
 };
 
@@ -104,6 +145,251 @@ static double peak_rss_bytes(void) {
     return 0;
   return (double)ru.ru_maxrss * 1024.0; /* Linux reports KiB */
 }
+
+/* ---- Device batches (device=cuda) --------------------------------------- */
+
+/* Events of one step on one shard's stream: the consumer's wait on the
+ * batch (W0..W1) and the step kernel (K0..K1). */
+enum { EV_W0, EV_W1, EV_K0, EV_K1, EV_COUNT };
+
+typedef struct gpu_bench {
+  int nshards;                /* 0 until the first device batch       */
+  int dev[FERRY_MAX_DEVICES]; /* CUDA ordinal of each shard           */
+#ifdef HAVE_CUDA
+  cudaStream_t stream[FERRY_MAX_DEVICES];
+  cudaEvent_t ev[FERRY_MAX_DEVICES][2][EV_COUNT]; /* [shard][step & 1]  */
+#endif
+  int pending;          /* a queued step not yet waited for             */
+  int64_t pending_step; /* its index in the epoch                       */
+  int pending_kernel;   /* it has a kernel                               */
+} gpu_bench;
+
+#ifdef FERRY_TOOL_GPU_STEP
+#define GPU_STEP_KERNEL 1
+#else
+#define GPU_STEP_KERNEL 0
+#endif
+
+#ifdef HAVE_CUDA
+
+/* A CUDA call failed on this rank: the ranks cannot go on together. */
+static void gpu_fatal(const tool_ctx *ctx, const char *what, cudaError_t err)
+    __attribute__((noreturn));
+static void gpu_fatal(const tool_ctx *ctx, const char *what, cudaError_t err) {
+  tool_rank_error(ctx, "%s: %s (%s)", what, cudaGetErrorString(err),
+                  cudaGetErrorName(err));
+  MPI_Abort(MPI_COMM_WORLD, TOOL_EXIT_ERROR);
+  exit(TOOL_EXIT_ERROR); /* MPI_Abort does not return */
+}
+
+#define GPU_CHECK(ctx, call)                                                   \
+  do {                                                                         \
+    cudaError_t gpu_err_ = (call);                                             \
+    if (gpu_err_ != cudaSuccess)                                               \
+      gpu_fatal((ctx), #call, gpu_err_);                                       \
+  } while (0)
+
+/* Streams and events for the shards of the first device batch. */
+static void gpu_init(const tool_ctx *ctx, gpu_bench *g, const ferry_batch *b) {
+  if (b->nshards > FERRY_MAX_DEVICES) {
+    tool_rank_error(ctx, "a batch has %d shards (at most %d expected)",
+                    b->nshards, FERRY_MAX_DEVICES);
+    MPI_Abort(MPI_COMM_WORLD, TOOL_EXIT_ERROR);
+    exit(TOOL_EXIT_ERROR);
+  }
+  for (int i = 0; i < b->nshards; i++) {
+    g->dev[i] = b->shards[i].device;
+    GPU_CHECK(ctx, cudaSetDevice(g->dev[i]));
+    GPU_CHECK(ctx,
+              cudaStreamCreateWithFlags(&g->stream[i], cudaStreamNonBlocking));
+    /* blocking sync: the host thread sleeps while it waits for a step,
+     * leaving the cores to the pipeline */
+    for (int p = 0; p < 2; p++)
+      for (int k = 0; k < EV_COUNT; k++)
+        GPU_CHECK(ctx, cudaEventCreateWithFlags(&g->ev[i][p][k],
+                                                cudaEventBlockingSync));
+    g->nshards = i + 1;
+  }
+}
+
+static double gpu_elapsed_s(const tool_ctx *ctx, cudaEvent_t a, cudaEvent_t b) {
+  float ms = 0;
+  GPU_CHECK(ctx, cudaEventElapsedTime(&ms, a, b));
+  return ms / 1e3;
+}
+
+/* Wait for the pending step and account for it in m. */
+static void gpu_collect(const tool_ctx *ctx, gpu_bench *g, double *m) {
+  if (!g->pending)
+    return;
+  int p = (int)(g->pending_step & 1);
+  double wait = 0, kernel = 0;
+  for (int i = 0; i < g->nshards; i++) {
+    cudaEvent_t *ev = g->ev[i][p];
+    GPU_CHECK(ctx, cudaSetDevice(g->dev[i]));
+    GPU_CHECK(ctx, cudaEventSynchronize(ev[g->pending_kernel ? EV_K1 : EV_W1]));
+    double w = gpu_elapsed_s(ctx, ev[EV_W0], ev[EV_W1]);
+    wait = w > wait ? w : wait;
+    if (g->pending_kernel) {
+      double k = gpu_elapsed_s(ctx, ev[EV_K0], ev[EV_K1]);
+      kernel = k > kernel ? k : kernel;
+    }
+  }
+  m[M_SWAIT] += wait;
+  m[M_COMPUTE] += kernel;
+  if (g->pending_step > 0) {
+    m[M_SWAIT_STEADY] += wait;
+    m[M_STEPS_STEADY] += 1;
+    m[M_AU_COMPUTE] += kernel;
+  }
+  g->pending = 0;
+}
+
+/*
+ * One training step on a device batch: per shard, on its stream, the wait
+ * for the batch between two events and the step kernel between two more;
+ * ferry_release; then wait for the step before (or, for the first step of
+ * an epoch, this one).  The batch must not be used afterwards.
+ */
+static void gpu_step(const tool_ctx *ctx, ferry_loader *L, gpu_bench *g,
+                     ferry_batch *b, double compute_ms, int64_t step,
+                     double *m) {
+  if (g->nshards == 0)
+    gpu_init(ctx, g, b);
+  if (b->nshards != g->nshards) {
+    tool_rank_error(ctx, "batch %" PRId64 " has %d shards, the first had %d",
+                    b->index, b->nshards, g->nshards);
+    MPI_Abort(MPI_COMM_WORLD, TOOL_EXIT_ERROR);
+    exit(TOOL_EXIT_ERROR);
+  }
+  int p = (int)(step & 1), kernel = compute_ms > 0, rc;
+  if (g->pending && (g->pending_step & 1) == p)
+    gpu_collect(ctx, g, m); /* never: steps alternate; keeps events safe */
+  for (int i = 0; i < g->nshards; i++) {
+    cudaEvent_t *ev = g->ev[i][p];
+    if (b->shards[i].device != g->dev[i]) {
+      tool_rank_error(ctx,
+                      "batch %" PRId64 ": shard %d on device %d, "
+                      "the first batch had it on device %d",
+                      b->index, i, b->shards[i].device, g->dev[i]);
+      MPI_Abort(MPI_COMM_WORLD, TOOL_EXIT_ERROR);
+      exit(TOOL_EXIT_ERROR);
+    }
+    GPU_CHECK(ctx, cudaSetDevice(g->dev[i]));
+    GPU_CHECK(ctx, cudaEventRecord(ev[EV_W0], g->stream[i]));
+    if ((rc = ferry_shard_wait(b, i, g->stream[i])) != 0)
+      tool_local_fatal(ctx, L, "ferry_shard_wait", rc);
+    GPU_CHECK(ctx, cudaEventRecord(ev[EV_W1], g->stream[i]));
+    if (kernel) {
+      GPU_CHECK(ctx, cudaEventRecord(ev[EV_K0], g->stream[i]));
+#if GPU_STEP_KERNEL
+      GPU_CHECK(ctx,
+                (cudaError_t)ferry_tool_gpu_spin(compute_ms, g->stream[i]));
+#else
+      gpu_fatal(ctx, "ferry_tool_gpu_spin (built without nvcc)",
+                cudaErrorNotSupported);
+#endif
+      GPU_CHECK(ctx, cudaEventRecord(ev[EV_K1], g->stream[i]));
+    }
+  }
+  /* the release is ordered after the kernels on the streams (ferry.h) */
+  if ((rc = ferry_release(L, b)) != 0)
+    tool_local_fatal(ctx, L, "ferry_release", rc);
+  gpu_collect(ctx, g, m); /* the step before */
+  g->pending = 1;
+  g->pending_step = step;
+  g->pending_kernel = kernel;
+  if (step == 0)
+    gpu_collect(ctx, g, m);
+}
+
+/* Wait for everything queued on the streams. */
+static void gpu_drain(const tool_ctx *ctx, gpu_bench *g, double *m) {
+  gpu_collect(ctx, g, m);
+  for (int i = 0; i < g->nshards; i++) {
+    GPU_CHECK(ctx, cudaSetDevice(g->dev[i]));
+    GPU_CHECK(ctx, cudaStreamSynchronize(g->stream[i]));
+  }
+}
+
+/* After ferry_close.  Errors are ignored: the measurements are taken. */
+static void gpu_free(gpu_bench *g) {
+  for (int i = 0; i < g->nshards; i++) {
+    if (cudaSetDevice(g->dev[i]) != cudaSuccess)
+      continue;
+    cudaStreamSynchronize(g->stream[i]);
+    for (int p = 0; p < 2; p++)
+      for (int k = 0; k < EV_COUNT; k++)
+        cudaEventDestroy(g->ev[i][p][k]);
+    cudaStreamDestroy(g->stream[i]);
+  }
+  g->nshards = 0;
+}
+
+/*
+ * The baseline: a plain pinned cudaMemcpyAsync of BYTES (a shard's batch)
+ * on each device of this rank, on a non-blocking stream, each copy timed
+ * with its own pair of events as the loader's copies are (ferry_stats
+ * h2d_seconds).  Adds the bytes and GPU seconds to *bytes_out, *s_out.
+ */
+static void gpu_baseline(const tool_ctx *ctx, const ferry_device_info *info,
+                         size_t bytes, double *bytes_out, double *s_out) {
+  /* at least 20 copies, and about 2 GiB, at most 200 */
+  int64_t n = (int64_t)((2.0 * 1073741824.0) / (double)bytes);
+  n = n < 20 ? 20 : n > 200 ? 200 : n;
+  for (int d = 0; d < info->ndevices; d++) {
+    void *host = NULL, *dev = NULL;
+    cudaStream_t st;
+    cudaEvent_t e0, e1;
+    GPU_CHECK(ctx, cudaSetDevice(info->devices[d]));
+    GPU_CHECK(ctx, cudaHostAlloc(&host, bytes, cudaHostAllocDefault));
+    memset(host, 0x5a, bytes);
+    GPU_CHECK(ctx, cudaMalloc(&dev, bytes));
+    GPU_CHECK(ctx, cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    GPU_CHECK(ctx, cudaEventCreate(&e0));
+    GPU_CHECK(ctx, cudaEventCreate(&e1));
+    for (int k = 0; k < 2; k++) /* warm up */
+      GPU_CHECK(ctx,
+                cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, st));
+    GPU_CHECK(ctx, cudaStreamSynchronize(st));
+    for (int64_t k = 0; k < n; k++) {
+      GPU_CHECK(ctx, cudaEventRecord(e0, st));
+      GPU_CHECK(ctx,
+                cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, st));
+      GPU_CHECK(ctx, cudaEventRecord(e1, st));
+      GPU_CHECK(ctx, cudaEventSynchronize(e1));
+      *s_out += gpu_elapsed_s(ctx, e0, e1);
+      *bytes_out += (double)bytes;
+    }
+    GPU_CHECK(ctx, cudaEventDestroy(e0));
+    GPU_CHECK(ctx, cudaEventDestroy(e1));
+    GPU_CHECK(ctx, cudaStreamDestroy(st));
+    GPU_CHECK(ctx, cudaFree(dev));
+    GPU_CHECK(ctx, cudaFreeHost(host));
+  }
+}
+
+#else /* !HAVE_CUDA: the library delivers no device batches */
+
+static void gpu_no_cuda(const tool_ctx *ctx) __attribute__((noreturn));
+static void gpu_no_cuda(const tool_ctx *ctx) {
+  tool_rank_error(ctx, "got a device batch, but this ferry was built "
+                       "without CUDA");
+  MPI_Abort(MPI_COMM_WORLD, TOOL_EXIT_ERROR);
+  exit(TOOL_EXIT_ERROR);
+}
+static void gpu_step(const tool_ctx *ctx, ferry_loader *L, gpu_bench *g,
+                     ferry_batch *b, double compute_ms, int64_t step,
+                     double *m) {
+  (void)L, (void)g, (void)b, (void)compute_ms, (void)step, (void)m;
+  gpu_no_cuda(ctx);
+}
+static void gpu_drain(const tool_ctx *ctx, gpu_bench *g, double *m) {
+  (void)ctx, (void)g, (void)m;
+}
+static void gpu_free(gpu_bench *g) { (void)g; }
+
+#endif /* HAVE_CUDA */
 
 static int run_bench(tool_ctx *ctx) {
   int64_t epochs = 1;
@@ -144,6 +430,8 @@ static int run_bench(tool_ctx *ctx) {
     }
   }
   ferry_loader *L = NULL;
+  gpu_bench g;
+  memset(&g, 0, sizeof g);
   int st = tool_open(ctx, &L), rc;
   if (st != 0)
     return st;
@@ -154,6 +442,52 @@ static int run_bench(tool_ctx *ctx) {
   ferry_stats_get(L, &s0);
   double m[M_COUNT] = {0};
   int64_t per_epoch = 0;
+
+  /* Device batches: the step kernel must exist, and the baseline copies
+   * run now, before the pipeline starts, on every rank at once. */
+  ferry_device_info dinfo;
+  memset(&dinfo, 0, sizeof dinfo);
+  if (ferry_device_info_get(L, &dinfo) != 0)
+    dinfo.cuda = 0;
+  int gpu = dinfo.cuda && dinfo.ndevices > 0;
+  /* [0]: some rank has device batches; [1]: some rank cannot run the step */
+  int gpu_any[2] = {gpu, gpu && compute_ms > 0 && !GPU_STEP_KERNEL};
+  MPI_Allreduce(MPI_IN_PLACE, gpu_any, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (gpu_any[1]) {
+    st =
+        tool_usage_error(ctx, "--compute-ms with device batches (device=cuda) "
+                              "runs a GPU kernel, but this ferry was built "
+                              "without nvcc: no GPU step kernel; rebuild with "
+                              "NVCC=/path/to/nvcc (configure), or use --device "
+                              "cpu");
+    goto cleanup;
+  }
+  if (gpu_any[0])
+    MPI_Barrier(MPI_COMM_WORLD); /* the ranks' baselines run together */
+  if (gpu) {
+    m[M_GPU] = 1;
+    m[M_SHARDS] = dinfo.ndevices;
+#ifdef HAVE_CUDA
+    /* a shard's batch: ceil(batch_size / devices) samples */
+    ferry_memory_budget mb0;
+    memset(&mb0, 0, sizeof mb0);
+    ferry_memory_budget_get(L, &mb0);
+    char bsz[64];
+    int64_t bs = 0;
+    size_t shard_bytes = 0;
+    if (tool_parse_i64(tool_option(ctx, "batch_size", bsz, sizeof bsz), 1,
+                       INT64_MAX, &bs) == 0 &&
+        mb0.batch_bytes % (size_t)bs == 0)
+      shard_bytes = mb0.batch_bytes / (size_t)bs *
+                    (size_t)((bs + dinfo.ndevices - 1) / dinfo.ndevices);
+    else
+      shard_bytes = (mb0.batch_bytes + (size_t)dinfo.ndevices - 1) /
+                    (size_t)dinfo.ndevices;
+    m[M_BASE_SIZE] = (double)shard_bytes;
+    if (shard_bytes > 0)
+      gpu_baseline(ctx, &dinfo, shard_bytes, &m[M_BASE_BYTES], &m[M_BASE_S]);
+#endif
+  }
 
   int64_t e0 = 0;
   int resumed = 0;
@@ -178,14 +512,22 @@ static int run_bench(tool_ctx *ctx) {
         goto cleanup;
       }
       double c = 0;
-      if (compute_ms > 0) {
-        double c0 = MPI_Wtime();
-        emulate_compute(compute_ms, spin);
-        c = MPI_Wtime() - c0;
+      int on_gpu = b->nshards > 0;
+      if (on_gpu) {
+        /* waits on the GPU, the kernel, ferry_release; compute time and
+         * stream waits are accounted when the step is waited for */
+        gpu_step(ctx, L, &g, b, compute_ms, step, m);
+      } else {
+        if (compute_ms > 0) {
+          double c0 = MPI_Wtime();
+          emulate_compute(compute_ms, spin);
+          c = MPI_Wtime() - c0;
+        }
+        if ((rc = ferry_release(L, b)) != 0)
+          tool_local_fatal(ctx, L, "ferry_release", rc);
       }
-      if ((rc = ferry_release(L, b)) != 0)
-        tool_local_fatal(ctx, L, "ferry_release", rc);
       if (state && ferry_checkpoint_requested(L)) {
+        gpu_drain(ctx, &g, m); /* the steps on the batches served are done */
         /* the same answer on every rank after the same batch */
         st = tool_state_save(ctx, L, state, step + 1, json);
         if (st == 0)
@@ -193,12 +535,14 @@ static int run_bench(tool_ctx *ctx) {
         goto cleanup;
       }
       m[M_BATCHES] += 1;
-      m[M_COMPUTE] += c;
+      if (!on_gpu)
+        m[M_COMPUTE] += c;
       if (step == 0)
         first_step_end = MPI_Wtime();
-      else
+      else if (!on_gpu)
         m[M_AU_COMPUTE] += c;
     }
+    gpu_drain(ctx, &g, m); /* the epoch ends when its last step does */
     if (first_step_end > 0)
       m[M_AU_TIME] += MPI_Wtime() - first_step_end;
     /* the end of the last epoch: a rerun with the same FILE has nothing
@@ -216,6 +560,10 @@ static int run_bench(tool_ctx *ctx) {
   m[M_READ_S] = s1.read_seconds - s0.read_seconds;
   m[M_RSS] = peak_rss_bytes();
   m[M_LOADER_PEAK] = (double)s1.peak_resident_bytes;
+  m[M_H2D_BYTES] = (double)(s1.h2d_bytes - s0.h2d_bytes);
+  m[M_H2D_S] = s1.h2d_seconds - s0.h2d_seconds;
+  if (g.nshards > 0)
+    m[M_SHARDS] = g.nshards;
 
   ferry_memory_budget mb;
   memset(&mb, 0, sizeof mb);
@@ -261,6 +609,36 @@ static int run_bench(tool_ctx *ctx) {
   char bs[64];
   const char *batch_size = tool_option(ctx, "batch_size", bs, sizeof bs);
 
+  /* Device batches: H2D rates as ratios of sums over ranks (bytes over the
+   * GPU time of the copies), the consumer streams' waits summed. */
+  int any_gpu = 0, shards = 0;
+  double h2d_b = 0, h2d_s = 0, base_b = 0, base_s = 0, base_size = 0, swait = 0,
+         swait_steady = 0, steps_steady = 0, batches = 0;
+  for (int r = 0; r < ctx->size; r++) {
+    const double *x = all + (size_t)r * M_COUNT;
+    if (x[M_GPU] == 0)
+      continue;
+    any_gpu = 1;
+    shards = x[M_SHARDS] > shards ? (int)x[M_SHARDS] : shards;
+    h2d_b += x[M_H2D_BYTES];
+    h2d_s += x[M_H2D_S];
+    base_b += x[M_BASE_BYTES];
+    base_s += x[M_BASE_S];
+    base_size = x[M_BASE_SIZE] > base_size ? x[M_BASE_SIZE] : base_size;
+    swait += x[M_SWAIT];
+    swait_steady += x[M_SWAIT_STEADY];
+    steps_steady += x[M_STEPS_STEADY];
+    batches += x[M_BATCHES];
+  }
+  double h2d_bps = h2d_s > 0 ? h2d_b / h2d_s : 0;
+  double h2d_wall_bps = t > 0 ? h2d_b / t : 0;
+  double base_bps = base_s > 0 ? base_b / base_s : 0;
+  double h2d_ratio = base_bps > 0 ? h2d_bps / base_bps : 0;
+  double swait_ms = batches > 0 ? 1e3 * swait / batches : 0;
+  double swait_steady_ms =
+      steps_steady > 0 ? 1e3 * swait_steady / steps_steady : 0;
+  const char *mode = any_gpu ? "gpu" : spin ? "spin" : "sleep";
+
   if (json) {
     printf("{\"dataset\": ");
     tool_json_string(stdout, ctx->target);
@@ -281,10 +659,34 @@ static int run_bench(tool_ctx *ctx) {
     tool_json_number(stdout, wait_frac);
     printf(", \"compute_ms\": ");
     tool_json_number(stdout, compute_ms);
-    printf(", \"compute_mode\": \"%s\", \"au\": ", spin ? "spin" : "sleep");
+    printf(", \"compute_mode\": \"%s\", \"au\": ", mode);
     tool_json_number(stdout, au);
     printf(", \"au_min\": ");
     tool_json_number(stdout, au_min);
+    if (any_gpu) {
+      printf(", \"device\": \"cuda\", \"shards\": %d, \"h2d_bytes\": %.0f"
+             ", \"h2d_seconds\": ",
+             shards, h2d_b);
+      tool_json_number(stdout, h2d_s);
+      printf(", \"h2d_bytes_per_s\": ");
+      tool_json_number(stdout, h2d_bps);
+      printf(", \"h2d_wall_bytes_per_s\": ");
+      tool_json_number(stdout, h2d_wall_bps);
+      printf(", \"h2d_baseline_copy_bytes\": %.0f"
+             ", \"h2d_baseline_bytes_per_s\": ",
+             base_size);
+      tool_json_number(stdout, base_bps);
+      printf(", \"h2d_ratio\": ");
+      tool_json_number(stdout, h2d_ratio);
+      printf(", \"stream_wait_s\": ");
+      tool_json_number(stdout, swait);
+      printf(", \"stream_wait_ms_per_batch\": ");
+      tool_json_number(stdout, swait_ms);
+      printf(", \"stream_wait_steady_ms_per_batch\": ");
+      tool_json_number(stdout, swait_steady_ms);
+      printf(", \"stream_wait_fraction\": ");
+      tool_json_number(stdout, sum_elapsed > 0 ? swait / sum_elapsed : 0);
+    }
     printf(", \"peak_rss_bytes\": %.0f, \"peak_loader_bytes\": %.0f"
            ", \"budget_bytes\": %llu, \"budget\": {\"batch_bytes\": %llu"
            ", \"ring_bytes\": %llu, \"read_bytes\": %llu, \"plan_bytes\": "
@@ -309,6 +711,16 @@ static int run_bench(tool_ctx *ctx) {
       printf(", \"au\": ");
       tool_json_number(stdout,
                        x[M_AU_TIME] > 0 ? x[M_AU_COMPUTE] / x[M_AU_TIME] : 0);
+      if (any_gpu) {
+        printf(", \"h2d_bytes_per_s\": ");
+        tool_json_number(stdout,
+                         x[M_H2D_S] > 0 ? x[M_H2D_BYTES] / x[M_H2D_S] : 0);
+        printf(", \"h2d_baseline_bytes_per_s\": ");
+        tool_json_number(stdout,
+                         x[M_BASE_S] > 0 ? x[M_BASE_BYTES] / x[M_BASE_S] : 0);
+        printf(", \"stream_wait_s\": ");
+        tool_json_number(stdout, x[M_SWAIT]);
+      }
       printf(", \"peak_rss_bytes\": %.0f}", x[M_RSS]);
     }
     printf("]}\n");
@@ -322,7 +734,7 @@ static int run_bench(tool_ctx *ctx) {
          " batches per rank per epoch, compute %g ms (%s)\n",
          ctx->target, ctx->size, ctx->size == 1 ? "" : "s", epochs,
          epochs == 1 ? "" : "s", batch_size, per_epoch, compute_ms,
-         spin ? "spin" : "sleep");
+         any_gpu ? "gpu kernel" : mode);
   printf("%5s %9s %12s %12s %9s %9s %7s %12s\n", "rank", "batches", "samples/s",
          "MiB/s", "wait_s", "wait_frac", "AU", "peak_rss");
   for (int r = 0; r < ctx->size; r++) {
@@ -351,6 +763,19 @@ static int run_bench(tool_ctx *ctx) {
          tool_fmt_bytes((double)budget[3], b5, sizeof b5),
          tool_fmt_bytes(loader_peak, b6, sizeof b6),
          tool_fmt_bytes(rss, b7, sizeof b7));
+  if (any_gpu) {
+    printf("gpu: %d shard%s per batch; H2D %s/s (copy time, ferry_stats), "
+           "%s/s over the run; plain pinned cudaMemcpyAsync of %s: %s/s; "
+           "loader/plain %.3f\n",
+           shards, shards == 1 ? "" : "s",
+           tool_fmt_bytes(h2d_bps, b1, sizeof b1),
+           tool_fmt_bytes(h2d_wall_bps, b2, sizeof b2),
+           tool_fmt_bytes(base_size, b3, sizeof b3),
+           tool_fmt_bytes(base_bps, b4, sizeof b4), h2d_ratio);
+    printf("consumer stream wait: %.3f s in all, %.3f ms per batch, %.3f ms "
+           "per batch without the first step of each epoch\n",
+           swait, swait_ms, swait_steady_ms);
+  }
   if (bmin != bmax)
     printf("warning: ranks got different batch counts (%.0f to %.0f)\n", bmin,
            bmax);
@@ -358,7 +783,9 @@ static int run_bench(tool_ctx *ctx) {
 
 cleanup:
   free(all);
+  gpu_drain(ctx, &g, m); /* our work on device batches ends before close */
   rc = ferry_close(L);
+  gpu_free(&g);
   if (rc != 0 && st == 0)
     st = tool_lib_error(ctx, NULL, rc);
   return st;

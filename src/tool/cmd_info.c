@@ -12,7 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_JSON = 1, OPT_SAVE_MANIFEST };
+enum { OPT_JSON = 1, OPT_SAVE_MANIFEST, OPT_RANKS };
+enum { RANK_LINE = 512 };
 
 static int run_info(tool_ctx *ctx);
 
@@ -21,12 +22,16 @@ static const tool_opt info_opts[] = {
     {"save-manifest", 1, OPT_SAVE_MANIFEST, "FILE",
      "Write the dataset's manifest to FILE (rank 0), to be given later as "
      "--manifest FILE to skip the scan."},
+    {"ranks", 0, OPT_RANKS, NULL,
+     "Also print one line per rank: its host, its index on the node, and "
+     "where its batches go (the GPU it drives and how it was chosen, or why "
+     "they stay in host memory)."},
     {NULL, 0, 0, NULL, NULL},
 };
 
 const tool_cmd tool_cmd_info = {
     .name = "info",
-    .args = "DATASET [--json] [--save-manifest FILE] [loader options]",
+    .args = "DATASET [--json] [--save-manifest FILE] [--ranks] [loader options]",
     .summary = "describe a dataset: variables, samples, chunks, memory budget",
     .description =
         "Open DATASET (a directory of .npy files, a .npy file, a glob such as "
@@ -131,6 +136,12 @@ static void print_text(const tool_ctx *ctx, const ferry_loader *L,
   if (mb->cache_bytes)
     printf(", decode caches %s",
            tool_fmt_bytes((double)mb->cache_bytes, b1, sizeof b1));
+  if (mb->pinned_bytes)
+    printf(" (pinned %s)",
+           tool_fmt_bytes((double)mb->pinned_bytes, b1, sizeof b1));
+  if (mb->device_bytes)
+    printf("; device memory %s",
+           tool_fmt_bytes((double)mb->device_bytes, b1, sizeof b1));
   printf("\n");
   if (ferry_dataset_notes(L))
     printf("notes          %s\n", ferry_dataset_notes(L));
@@ -206,14 +217,41 @@ static void print_json(const tool_ctx *ctx, const ferry_loader *L,
   printf("}}\n");
 }
 
+/* This rank's line of --ranks: host, node index, where batches go. */
+static void rank_line(const tool_ctx *ctx, const ferry_loader *L, char *out) {
+  char host[MPI_MAX_PROCESSOR_NAME] = "?";
+  int len = 0;
+  ferry_device_info di;
+  memset(&di, 0, sizeof di);
+  MPI_Get_processor_name(host, &len);
+  ferry_device_info_get(L, &di);
+  int n = snprintf(out, RANK_LINE, "  %-5d %-16s %3d/%-3d ", ctx->rank, host,
+                   di.local_rank, di.local_size);
+  if (n < 0 || n >= RANK_LINE)
+    return;
+  if (di.cuda) {
+    n += snprintf(out + n, RANK_LINE - (size_t)n, "cuda device%s",
+                  di.ndevices == 1 ? "" : "s");
+    for (int i = 0; i < di.ndevices && n < RANK_LINE; i++)
+      n += snprintf(out + n, RANK_LINE - (size_t)n, "%s%d", i ? "," : " ",
+                    di.devices[i]);
+    if (n < RANK_LINE)
+      snprintf(out + n, RANK_LINE - (size_t)n, ": %s", di.how);
+  } else {
+    snprintf(out + n, RANK_LINE - (size_t)n, "%s", di.how);
+  }
+}
+
 static int run_info(tool_ctx *ctx) {
-  int json = 0;
+  int json = 0, ranks = 0;
   const char *manifest = NULL;
   for (int i = 0; i < ctx->nargs; i++) {
     if (ctx->args[i].id == OPT_JSON)
       json = 1;
     else if (ctx->args[i].id == OPT_SAVE_MANIFEST)
       manifest = ctx->args[i].value;
+    else if (ctx->args[i].id == OPT_RANKS)
+      ranks = 1;
   }
   ferry_loader *L = NULL;
   int st = tool_open(ctx, &L);
@@ -245,6 +283,20 @@ static int run_info(tool_ctx *ctx) {
     if (manifest != NULL && !json)
       printf("manifest       saved to %s\n", manifest);
     fflush(stdout);
+  }
+  if (ranks) { /* collective: every rank sends its line to rank 0 */
+    char mine[RANK_LINE] = "";
+    char *all = ctx->rank == 0 ? calloc((size_t)ctx->size, RANK_LINE) : NULL;
+    rank_line(ctx, L, mine);
+    MPI_Gather(mine, RANK_LINE, MPI_CHAR, all, RANK_LINE, MPI_CHAR, 0,
+               MPI_COMM_WORLD);
+    if (ctx->rank == 0 && all) {
+      printf("  %-5s %-16s %7s  %s\n", "rank", "host", "node", "batches");
+      for (int r = 0; r < ctx->size; r++)
+        printf("%s\n", all + (size_t)r * RANK_LINE);
+      fflush(stdout);
+    }
+    free(all);
   }
 cleanup:;
   int rc = ferry_close(L);

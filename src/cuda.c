@@ -1,0 +1,739 @@
+/*
+ * cuda.c - the GPU stage: where batches go (device=auto|cpu|cuda, devices),
+ * the device ring's buffers and copies, ferry_batch_wait, NCCL
+ * registration.  loader.c owns the ring's states and threads; every CUDA
+ * and NCCL call of the library is in this file.
+ *
+ * The copy of batch b, on the worker thread that assembled it into a pinned
+ * host slot (ferry__dslot_copy):
+ *
+ *   per shard (one per device):  cudaSetDevice
+ *     cudaStreamWaitEvent(stream, ev_release)  if the slot's previous batch
+ *                                              was released after a
+ *                                              ferry_batch_wait
+ *     cudaEventRecord(ev_start, stream)
+ *     cudaMemcpyAsync(var v) ...               one per variable
+ *     cudaEventRecord(ev_done, stream)         the shard's event
+ *
+ * The consumer's stream waits on ev_done (ferry_batch_wait, no host
+ * synchronisation); ferry_release records ev_release on that stream, so the
+ * next copy into the buffers waits, on the GPU, for the work the
+ * application queued before releasing.  The host slot is reused once
+ * ev_done completed (ferry__dslot_sync on the worker, or at release with
+ * keep_host).
+ *
+ * Threads: ferry__gpu_open/close, ferry__dslot_init/fini and the NCCL
+ * functions run on the application's thread inside ferry_open/ferry_close
+ * and ferry_attach_nccl; ferry__dslot_copy and ferry__dslot_sync on a
+ * worker (or the consumer when it assembles a batch itself);
+ * ferry_batch_wait and ferry__dslot_release on the consumer.  The CUDA
+ * runtime is thread-safe; the current device is per thread, so every
+ * function sets it before its calls.
+ *
+ * Built without CUDA (or with FERRY_NO_CUDA, which the unit test uses to
+ * compile this file's fallback in a CUDA build), device=cuda is
+ * FERRY_ENOTSUP and device=auto is host memory.
+ */
+#include "config.h"
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(HAVE_CUDA) && !defined(FERRY_NO_CUDA)
+#define FERRY__CUDA 1
+#include <cuda_runtime_api.h>
+#if defined(HAVE_NCCL)
+#define FERRY__NCCL 1
+#include <nccl.h>
+#endif
+#endif
+
+#define ALIGN_DEV ((size_t)256)
+
+#ifdef FERRY__CUDA
+
+enum { MAX_COMMS = 8 };
+
+typedef struct nccl_reg {
+  void *comm;                  /* ncclComm_t                              */
+  int device;
+  int64_t n;                   /* handles (slot x shard on that device)   */
+  void **handles;
+} nccl_reg;
+
+struct ferry__gpu {
+  int rank;                    /* for messages */
+  int ndev;
+  int dev[FERRY_MAX_DEVICES];
+  cudaStream_t stream[FERRY_MAX_DEVICES];
+  ferry__dslot *ring;
+  int64_t nring;
+  int ncomms;
+  nccl_reg comms[MAX_COMMS];
+};
+
+static int cuda_fail(ferry__err *err, int rank, const char *what,
+                     cudaError_t e) {
+  return ferry__seterr(err, FERRY_ENODEV, "rank %d: %s failed: %s (%s)", rank,
+                       what, cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+#define CU(call, what)                                                         \
+  do {                                                                         \
+    cudaError_t e_ = (call);                                                   \
+    if (e_ != cudaSuccess)                                                     \
+      return cuda_fail(err, rank, what, e_);                                   \
+  } while (0)
+
+int ferry__gpu_visible(void) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+/* 1 when the calling thread has a current CUDA context: the application
+ * chose its device (cudaSetDevice, or any runtime call that created the
+ * context).  cuCtxGetCurrent is reached through the runtime, so libferry
+ * does not link the driver library. */
+static int app_chose_device(void) {
+  typedef int (*ctx_get_fn)(void **);
+  void *fn = NULL;
+  enum cudaDriverEntryPointQueryResult q;
+  if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, 12000,
+                                       cudaEnableDefault, &q) != cudaSuccess ||
+      !fn || q != cudaDriverEntryPointSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  void *ctx = NULL;
+  return ((ctx_get_fn)fn)(&ctx) == 0 && ctx != NULL;
+}
+
+/* The devices option into ordinals; FERRY_ENODEV names an absent one. */
+static int parse_devices(const char *spec, int visible, int local_rank,
+                         int rank, ferry__gpu *g, char *how, size_t howlen,
+                         ferry__err *err) {
+  if (!spec || !*spec || !strcmp(spec, "auto")) {
+    int d;
+    if (app_chose_device() && cudaGetDevice(&d) == cudaSuccess) {
+      snprintf(how, howlen, "device %d (the application's current device)",
+               d);
+    } else {
+      d = local_rank % visible;
+      snprintf(how, howlen,
+               "device %d (local rank %d modulo %d visible device%s)", d,
+               local_rank, visible, visible == 1 ? "" : "s");
+    }
+    g->ndev = 1;
+    g->dev[0] = d;
+    return 0;
+  }
+  if (!strcmp(spec, "all")) {
+    g->ndev = visible < FERRY_MAX_DEVICES ? visible : FERRY_MAX_DEVICES;
+    for (int i = 0; i < g->ndev; i++)
+      g->dev[i] = i;
+    snprintf(how, howlen, "devices 0-%d (devices=all)", g->ndev - 1);
+    return 0;
+  }
+  const char *p = spec;
+  g->ndev = 0;
+  while (*p && g->ndev < FERRY_MAX_DEVICES) {
+    char *end;
+    long d = strtol(p, &end, 10);
+    if (end == p)
+      break;
+    if (d < 0 || d >= visible)
+      return ferry__seterr(err, FERRY_ENODEV,
+                           "rank %d: option 'devices': device %ld is not "
+                           "visible (%d device%s: 0-%d; check "
+                           "CUDA_VISIBLE_DEVICES)",
+                           rank, d, visible, visible == 1 ? "" : "s",
+                           visible - 1);
+    g->dev[g->ndev++] = (int)d;
+    p = *end == ',' ? end + 1 : end;
+  }
+  snprintf(how, howlen, "devices %s (devices option)", spec);
+  return 0;
+}
+
+int ferry__gpu_open(const ferry_options *o, int rank, int local_rank,
+                    ferry__gpu **out, char *how, size_t howlen,
+                    ferry__err *err) {
+  *out = NULL;
+  if (o->device == FERRY__DEV_CPU) {
+    snprintf(how, howlen, "host memory (device=cpu)");
+    return 0;
+  }
+  int visible = 0;
+  cudaError_t e = cudaGetDeviceCount(&visible);
+  if (e != cudaSuccess || visible <= 0) {
+    const char *why = e != cudaSuccess ? cudaGetErrorString(e)
+                                       : "no device is visible";
+    cudaGetLastError();
+    if (o->device == FERRY__DEV_CUDA)
+      return ferry__seterr(err, FERRY_ENODEV,
+                           "rank %d: device=cuda but no usable GPU: "
+                           "cudaGetDeviceCount: %s (use device=auto to fall "
+                           "back to host memory)",
+                           rank, why);
+    snprintf(how, howlen,
+             "host memory: device=auto found no usable GPU "
+             "(cudaGetDeviceCount: %s)",
+             why);
+    return 0;
+  }
+  ferry__gpu *g = calloc(1, sizeof *g);
+  if (!g)
+    return ferry__seterr(err, FERRY_ENOMEM, "rank %d: out of memory", rank);
+  g->rank = rank;
+  int rc = parse_devices(o->devices, visible, local_rank, rank, g, how,
+                         howlen, err);
+  if (!rc && o->batch_size % g->ndev != 0)
+    rc = ferry__seterr(err, FERRY_EINVAL,
+                       "rank %d: batch_size %lld does not split evenly over "
+                       "%d devices (devices=%s): use a multiple of %d",
+                       rank, (long long)o->batch_size, g->ndev,
+                       o->devices ? o->devices : "auto", g->ndev);
+  /* Streams are created on each device; the first device stays current
+   * on this thread (the application's choice, or ours when it had none). */
+  for (int i = g->ndev - 1; !rc && i >= 0; i--) {
+    cudaError_t ce = cudaSetDevice(g->dev[i]);
+    if (ce == cudaSuccess)
+      ce = cudaStreamCreateWithFlags(&g->stream[i], cudaStreamNonBlocking);
+    if (ce != cudaSuccess) {
+      g->stream[i] = NULL;
+      rc = cuda_fail(err, rank, "creating the loader's stream", ce);
+    }
+  }
+  if (rc) {
+    ferry__gpu_close(g);
+    return rc;
+  }
+  *out = g;
+  return 0;
+}
+
+int ferry__gpu_ndev(const ferry__gpu *g) { return g ? g->ndev : 0; }
+
+void ferry__gpu_info(const ferry__gpu *g, ferry_device_info *out) {
+  out->cuda = g != NULL;
+  out->ndevices = g ? g->ndev : 0;
+  for (int i = 0; g && i < g->ndev; i++)
+    out->devices[i] = g->dev[i];
+  out->nccl_attached = g ? g->ncomms : 0;
+}
+
+int ferry__gpu_sync(ferry__gpu *g, ferry__err *err) {
+  int rank = g ? g->rank : -1, rc = 0;
+  for (int i = 0; g && i < g->ndev; i++) {
+    if (!g->stream[i])
+      continue;
+    cudaError_t e = cudaSetDevice(g->dev[i]);
+    if (e == cudaSuccess)
+      e = cudaStreamSynchronize(g->stream[i]);
+    if (e != cudaSuccess && !rc)
+      rc = cuda_fail(err, rank, "cudaStreamSynchronize", e);
+  }
+  return rc;
+}
+
+int ferry__gpu_host_alloc(ferry__gpu *g, size_t bytes, void **out,
+                          ferry__err *err) {
+  int rank = g ? g->rank : -1;
+  *out = NULL;
+  CU(cudaHostAlloc(out, bytes ? bytes : 1, cudaHostAllocPortable),
+     "cudaHostAlloc (pinned batch buffer)");
+  return 0;
+}
+
+void ferry__gpu_host_free(void *p) {
+  if (p)
+    cudaFreeHost(p);
+}
+
+void ferry__gpu_set_ring(ferry__gpu *g, ferry__dslot *ring, int64_t n) {
+  if (g) {
+    g->ring = ring;
+    g->nring = n;
+  }
+}
+
+int ferry__dslot_init(ferry__gpu *g, ferry__dslot *d,
+                      const ferry__manifest *m, int64_t batch_size, int rank,
+                      ferry__err *err) {
+  int nv = m->nvars;
+  d->magic = FERRY__DSLOT_MAGIC;
+  d->gpu = g;
+  d->host = -1;
+  d->tensors = calloc((size_t)nv, sizeof *d->tensors);
+  d->ptrs = calloc((size_t)nv * (size_t)g->ndev, sizeof *d->ptrs);
+  d->ids = malloc((size_t)batch_size * sizeof *d->ids);
+  d->padded = malloc((size_t)batch_size);
+  if (!d->tensors || !d->ptrs || !d->ids || !d->padded)
+    return ferry__seterr(err, FERRY_ENOMEM, "rank %d: out of memory", rank);
+  int64_t per = batch_size / g->ndev;
+  d->per = per;
+  for (int i = 0; i < g->ndev; i++) {
+    size_t bytes = 0;
+    for (int v = 0; v < nv; v++)
+      bytes += ((size_t)per * m->vars[v].row_bytes + ALIGN_DEV - 1) /
+               ALIGN_DEV * ALIGN_DEV;
+    CU(cudaSetDevice(g->dev[i]), "cudaSetDevice");
+#ifdef FERRY__NCCL
+    ncclResult_t nr = ncclMemAlloc(&d->mem[i], bytes ? bytes : ALIGN_DEV);
+    if (nr != ncclSuccess) {
+      d->mem[i] = NULL;
+      return ferry__seterr(err, FERRY_ENODEV,
+                           "rank %d: ncclMemAlloc of %zu bytes on device %d "
+                           "failed: %s (lower device_prefetch or batch_size)",
+                           rank, bytes, g->dev[i], ncclGetErrorString(nr));
+    }
+#else
+    cudaError_t e = cudaMalloc(&d->mem[i], bytes ? bytes : ALIGN_DEV);
+    if (e != cudaSuccess) {
+      d->mem[i] = NULL;
+      return ferry__seterr(err, FERRY_ENODEV,
+                           "rank %d: cudaMalloc of %zu bytes on device %d "
+                           "failed: %s (lower device_prefetch or batch_size)",
+                           rank, bytes, g->dev[i], cudaGetErrorString(e));
+    }
+#endif
+    d->mem_bytes[i] = bytes ? bytes : ALIGN_DEV;
+    size_t off = 0;
+    for (int v = 0; v < nv; v++) {
+      d->ptrs[(size_t)i * nv + v] = (unsigned char *)d->mem[i] + off;
+      off += ((size_t)per * m->vars[v].row_bytes + ALIGN_DEV - 1) /
+             ALIGN_DEV * ALIGN_DEV;
+    }
+    CU(cudaEventCreateWithFlags((cudaEvent_t *)&d->ev_start[i],
+                                cudaEventDefault),
+       "cudaEventCreate");
+    CU(cudaEventCreateWithFlags((cudaEvent_t *)&d->ev_done[i],
+                                cudaEventDefault),
+       "cudaEventCreate");
+    CU(cudaEventCreateWithFlags((cudaEvent_t *)&d->ev_release[i],
+                                cudaEventDisableTiming),
+       "cudaEventCreate");
+    ferry_shard *sh = &d->shards[i];
+    sh->device = g->dev[i];
+    sh->data = &d->ptrs[(size_t)i * nv];
+    sh->event = d->ev_done[i];
+  }
+  for (int v = 0; v < nv; v++) {
+    const ferry__var *var = &m->vars[v];
+    ferry_tensor *t = &d->tensors[v];
+    t->name = var->name;
+    t->dtype = var->dtype;
+    t->ndim = var->row_ndim + 1;
+    for (int k = 0; k < var->row_ndim; k++)
+      t->shape[k + 1] = var->row_shape[k];
+    t->row_bytes = var->row_bytes;
+  }
+  d->batch.sample_ids = d->ids;
+  d->batch.padded = d->padded;
+  d->batch.nvars = nv;
+  d->batch.vars = d->tensors;
+  d->batch.nshards = g->ndev;
+  d->batch.shards = d->shards;
+  return 0;
+}
+
+void ferry__dslot_fini(ferry__dslot *d) {
+  ferry__gpu *g = d->gpu;
+  for (int i = 0; g && i < g->ndev; i++) {
+    cudaSetDevice(g->dev[i]);
+    if (d->ev_start[i])
+      cudaEventDestroy(d->ev_start[i]);
+    if (d->ev_done[i])
+      cudaEventDestroy(d->ev_done[i]);
+    if (d->ev_release[i])
+      cudaEventDestroy(d->ev_release[i]);
+#ifdef FERRY__NCCL
+    if (d->mem[i])
+      ncclMemFree(d->mem[i]);
+#else
+    if (d->mem[i])
+      cudaFree(d->mem[i]);
+#endif
+  }
+  free(d->tensors);
+  free(d->ptrs);
+  free(d->ids);
+  free(d->padded);
+  memset(d, 0, sizeof *d);
+}
+
+int ferry__dslot_copy(ferry__dslot *d, const ferry_batch *host, int host_data,
+                      int rank, ferry__err *err) {
+  ferry__gpu *g = d->gpu;
+  int nv = host->nvars;
+  int64_t n = host->size, per = d->per; /* a short batch fills in order */
+  memcpy(d->ids, host->sample_ids, (size_t)n * sizeof *d->ids);
+  memcpy(d->padded, host->padded, (size_t)n);
+  d->batch.epoch = host->epoch;
+  d->batch.index = host->index;
+  d->batch.size = n;
+  d->batch.num_padded = host->num_padded;
+  for (int v = 0; v < nv; v++) {
+    ferry_tensor *t = &d->tensors[v];
+    t->shape[0] = n;
+    t->nbytes = host->vars[v].nbytes;
+    t->data = host_data ? host->vars[v].data : NULL;
+    t->device_data = g->ndev == 1 ? d->ptrs[v] : NULL;
+  }
+  int64_t first = 0;
+  for (int i = 0; i < g->ndev; i++) {
+    ferry_shard *sh = &d->shards[i];
+    int64_t take = n - first < per ? n - first : per;
+    if (take < 0)
+      take = 0;
+    sh->first = first;
+    sh->size = take;
+    CU(cudaSetDevice(g->dev[i]), "cudaSetDevice");
+    cudaStream_t st = g->stream[i];
+    if (d->release_pending[i]) {
+      CU(cudaStreamWaitEvent(st, d->ev_release[i], 0),
+         "cudaStreamWaitEvent (release of the slot's previous batch)");
+      d->release_pending[i] = 0;
+    }
+    CU(cudaEventRecord(d->ev_start[i], st), "cudaEventRecord");
+    for (int v = 0; v < nv && take > 0; v++) {
+      size_t rb = host->vars[v].row_bytes;
+      const unsigned char *src =
+          (const unsigned char *)host->vars[v].data + (size_t)first * rb;
+      cudaError_t e = cudaMemcpyAsync(d->ptrs[(size_t)i * nv + v], src,
+                                      (size_t)take * rb,
+                                      cudaMemcpyHostToDevice, st);
+      if (e != cudaSuccess)
+        return ferry__seterr(err, FERRY_ENODEV,
+                             "rank %d: cudaMemcpyAsync of variable '%s' of "
+                             "batch %lld (%zu bytes) to device %d failed: %s",
+                             rank, host->vars[v].name,
+                             (long long)host->index, (size_t)take * rb,
+                             g->dev[i], cudaGetErrorString(e));
+    }
+    CU(cudaEventRecord(d->ev_done[i], st), "cudaEventRecord");
+    first += take;
+  }
+  d->timing_pending = 1;
+  return 0;
+}
+
+int ferry__dslot_sync(ferry__dslot *d, double *seconds, int rank,
+                      ferry__err *err) {
+  ferry__gpu *g = d->gpu;
+  float total = 0;
+  for (int i = 0; i < g->ndev; i++) {
+    CU(cudaEventSynchronize(d->ev_done[i]), "cudaEventSynchronize (copy)");
+    float ms = 0;
+    if (d->timing_pending &&
+        cudaEventElapsedTime(&ms, d->ev_start[i], d->ev_done[i]) ==
+            cudaSuccess)
+      total += ms;
+    else
+      cudaGetLastError();
+  }
+  if (d->timing_pending && seconds)
+    *seconds += total / 1000.0;
+  d->timing_pending = 0;
+  return 0;
+}
+
+int ferry__dslot_release(ferry__dslot *d, int rank, ferry__err *err) {
+  ferry__gpu *g = d->gpu;
+  int rc = 0;
+  for (int i = 0; i < g->ndev; i++) {
+    if (!d->has_consumer[i])
+      continue;
+    d->has_consumer[i] = 0;
+    cudaStream_t st = (cudaStream_t)d->consumer[i];
+    cudaError_t e = cudaSetDevice(g->dev[i]);
+    if (e == cudaSuccess)
+      e = cudaEventRecord(d->ev_release[i], st);
+    if (e == cudaSuccess) {
+      d->release_pending[i] = 1;
+      continue;
+    }
+    /* Without the event, reuse is only safe once the stream is idle. */
+    if (!rc)
+      rc = cuda_fail(err, rank,
+                     "cudaEventRecord on the stream given to "
+                     "ferry_batch_wait (at ferry_release)",
+                     e);
+    cudaStreamSynchronize(st);
+  }
+  return rc;
+}
+
+static ferry__dslot *dslot_of(const ferry_batch *batch) {
+  if (!batch || batch->nshards <= 0)
+    return NULL;
+  ferry__dslot *d = (ferry__dslot *)(void *)batch;
+  return d->magic == FERRY__DSLOT_MAGIC ? d : NULL;
+}
+
+static int shard_wait(ferry__dslot *d, int i, void *stream, ferry__err *err) {
+  ferry__gpu *g = d->gpu;
+  int rank = g->rank;
+  CU(cudaSetDevice(g->dev[i]), "cudaSetDevice");
+  CU(cudaStreamWaitEvent((cudaStream_t)stream, d->ev_done[i], 0),
+     "cudaStreamWaitEvent (ferry_batch_wait)");
+  d->consumer[i] = stream;
+  d->has_consumer[i] = 1;
+  return 0;
+}
+
+int ferry_batch_wait(const ferry_batch *batch, void *stream) {
+  ferry__dslot *d = dslot_of(batch);
+  if (!d)
+    return ferry__seterr(NULL, FERRY_EINVAL,
+                         "ferry_batch_wait: not a device batch (batches are "
+                         "in host memory, or NULL)");
+  ferry__err err = {0};
+  int prev = -1;
+  cudaGetDevice(&prev);
+  for (int i = 0; i < d->gpu->ndev; i++) {
+    int rc = shard_wait(d, i, stream, &err);
+    if (rc) {
+      cudaSetDevice(prev);
+      return ferry__seterr(NULL, rc, "%s", err.msg);
+    }
+  }
+  cudaSetDevice(prev);
+  return 0;
+}
+
+int ferry_shard_wait(const ferry_batch *batch, int shard, void *stream) {
+  ferry__dslot *d = dslot_of(batch);
+  if (!d || shard < 0 || shard >= d->gpu->ndev)
+    return ferry__seterr(NULL, FERRY_EINVAL,
+                         "ferry_shard_wait: not a device batch, or shard %d "
+                         "out of range",
+                         shard);
+  ferry__err err = {0};
+  int prev = -1;
+  cudaGetDevice(&prev);
+  int rc = shard_wait(d, shard, stream, &err);
+  cudaSetDevice(prev);
+  return rc ? ferry__seterr(NULL, rc, "%s", err.msg) : 0;
+}
+
+/* ---- NCCL ------------------------------------------------------------- */
+
+#ifdef FERRY__NCCL
+static int shard_of(const ferry__gpu *g, int device) {
+  for (int i = 0; i < g->ndev; i++)
+    if (g->dev[i] == device)
+      return i;
+  return -1;
+}
+
+static int nccl_fail(ferry__err *err, const char *what, ncclResult_t r) {
+  return ferry__seterr(err, FERRY_ENODEV, "%s failed: %s", what,
+                       ncclGetErrorString(r));
+}
+
+/* Deregister every handle of one communicator, unless it reports an
+ * error: then its registrations go with the application's ncclCommAbort,
+ * and calling into a failed communicator could block. */
+static int nccl_detach_one(nccl_reg *r, ferry__err *err) {
+  int rc = 0;
+  ncclResult_t async = ncclSuccess;
+  ncclResult_t q = ncclCommGetAsyncError((ncclComm_t)r->comm, &async);
+  if (q == ncclSuccess && async == ncclSuccess) {
+    for (int64_t k = 0; k < r->n; k++) {
+      if (!r->handles[k])
+        continue;
+      ncclResult_t nr = ncclCommDeregister((ncclComm_t)r->comm, r->handles[k]);
+      if (nr != ncclSuccess && !rc)
+        rc = nccl_fail(err, "ncclCommDeregister", nr);
+    }
+  }
+  free(r->handles);
+  memset(r, 0, sizeof *r);
+  return rc;
+}
+
+int ferry__gpu_nccl_attach(ferry__gpu *g, void *comm, ferry__err *err) {
+  int dev = -1;
+  ncclResult_t nr = ncclCommCuDevice((ncclComm_t)comm, &dev);
+  if (nr != ncclSuccess)
+    return nccl_fail(err, "ncclCommCuDevice", nr);
+  int i = shard_of(g, dev);
+  if (i < 0)
+    return ferry__seterr(err, FERRY_EINVAL,
+                         "ferry_attach_nccl: the communicator is on device "
+                         "%d, where this loader has no buffer",
+                         dev);
+  if (g->ncomms == MAX_COMMS)
+    return ferry__seterr(err, FERRY_EINVAL,
+                         "ferry_attach_nccl: at most %d communicators",
+                         MAX_COMMS);
+  for (int k = 0; k < g->ncomms; k++)
+    if (g->comms[k].comm == comm)
+      return ferry__seterr(err, FERRY_EINVAL,
+                           "ferry_attach_nccl: communicator already attached");
+  nccl_reg *r = &g->comms[g->ncomms];
+  r->handles = calloc((size_t)g->nring, sizeof *r->handles);
+  if (!r->handles)
+    return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+  r->comm = comm;
+  r->device = dev;
+  r->n = g->nring;
+  int prev = -1;
+  cudaGetDevice(&prev);
+  cudaSetDevice(dev);
+  int rc = 0;
+  for (int64_t k = 0; k < g->nring && !rc; k++) {
+    ferry__dslot *d = &g->ring[k];
+    nr = ncclCommRegister((ncclComm_t)comm, d->mem[i], d->mem_bytes[i],
+                          &r->handles[k]);
+    if (nr != ncclSuccess) {
+      r->handles[k] = NULL;
+      rc = nccl_fail(err, "ncclCommRegister", nr);
+    }
+  }
+  cudaSetDevice(prev);
+  if (rc) {
+    ferry__err ignore;
+    nccl_detach_one(r, &ignore);
+    return rc;
+  }
+  g->ncomms++;
+  return 0;
+}
+
+int ferry__gpu_nccl_detach(ferry__gpu *g, ferry__err *err) {
+  int rc = 0;
+  for (int k = 0; g && k < g->ncomms; k++) {
+    int r = nccl_detach_one(&g->comms[k], err);
+    if (r && !rc)
+      rc = r;
+  }
+  if (g)
+    g->ncomms = 0;
+  return rc;
+}
+#else
+int ferry__gpu_nccl_attach(ferry__gpu *g, void *comm, ferry__err *err) {
+  (void)g;
+  (void)comm;
+  return ferry__seterr(err, FERRY_ENOTSUP,
+                       "ferry_attach_nccl: this libferry was built without "
+                       "NCCL (configure --with-nccl)");
+}
+int ferry__gpu_nccl_detach(ferry__gpu *g, ferry__err *err) {
+  (void)g;
+  (void)err;
+  return 0;
+}
+#endif
+
+void ferry__gpu_close(ferry__gpu *g) {
+  if (!g)
+    return;
+  ferry__err ignore;
+  ferry__gpu_sync(g, &ignore);
+  ferry__gpu_nccl_detach(g, &ignore);
+  for (int i = 0; i < g->ndev; i++)
+    if (g->stream[i]) {
+      cudaSetDevice(g->dev[i]);
+      cudaStreamDestroy(g->stream[i]);
+    }
+  if (g->ndev > 0)
+    cudaSetDevice(g->dev[0]);
+  free(g);
+}
+
+#else /* no CUDA */
+
+int ferry__gpu_visible(void) { return -1; }
+
+int ferry__gpu_open(const ferry_options *o, int rank, int local_rank,
+                    ferry__gpu **out, char *how, size_t howlen,
+                    ferry__err *err) {
+  (void)local_rank;
+  *out = NULL;
+  if (o->device == FERRY__DEV_CUDA)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "rank %d: device=cuda: this libferry was built "
+                         "without CUDA (configure --with-cuda=PREFIX); use "
+                         "device=auto or device=cpu",
+                         rank);
+  snprintf(how, howlen, "host memory (%s)",
+           o->device == FERRY__DEV_CPU ? "device=cpu"
+                                       : "this libferry was built without "
+                                         "CUDA");
+  return 0;
+}
+void ferry__gpu_close(ferry__gpu *g) { (void)g; }
+void ferry__gpu_info(const ferry__gpu *g, ferry_device_info *out) {
+  (void)g;
+  out->cuda = 0;
+  out->ndevices = 0;
+  out->nccl_attached = 0;
+}
+int ferry__gpu_ndev(const ferry__gpu *g) { (void)g; return 0; }
+int ferry__gpu_sync(ferry__gpu *g, ferry__err *err) {
+  (void)g;
+  (void)err;
+  return 0;
+}
+int ferry__gpu_host_alloc(ferry__gpu *g, size_t bytes, void **out,
+                          ferry__err *err) {
+  (void)g;
+  *out = malloc(bytes ? bytes : 1);
+  return *out ? 0 : ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+}
+void ferry__gpu_host_free(void *p) { free(p); }
+void ferry__gpu_set_ring(ferry__gpu *g, ferry__dslot *ring, int64_t n) {
+  (void)g;
+  (void)ring;
+  (void)n;
+}
+int ferry__dslot_init(ferry__gpu *g, ferry__dslot *d,
+                      const ferry__manifest *m, int64_t batch_size, int rank,
+                      ferry__err *err) {
+  (void)g, (void)d, (void)m, (void)batch_size;
+  return ferry__seterr(err, FERRY_EINTERNAL, "rank %d: no CUDA", rank);
+}
+void ferry__dslot_fini(ferry__dslot *d) { (void)d; }
+int ferry__dslot_copy(ferry__dslot *d, const ferry_batch *host, int host_data,
+                      int rank, ferry__err *err) {
+  (void)d, (void)host, (void)host_data;
+  return ferry__seterr(err, FERRY_EINTERNAL, "rank %d: no CUDA", rank);
+}
+int ferry__dslot_sync(ferry__dslot *d, double *seconds, int rank,
+                      ferry__err *err) {
+  (void)d, (void)seconds, (void)rank, (void)err;
+  return 0;
+}
+int ferry__dslot_release(ferry__dslot *d, int rank, ferry__err *err) {
+  (void)d, (void)rank, (void)err;
+  return 0;
+}
+int ferry_batch_wait(const ferry_batch *batch, void *stream) {
+  (void)batch, (void)stream;
+  return ferry__seterr(NULL, FERRY_EINVAL,
+                       "ferry_batch_wait: not a device batch (this libferry "
+                       "was built without CUDA)");
+}
+int ferry_shard_wait(const ferry_batch *batch, int shard, void *stream) {
+  (void)shard;
+  return ferry_batch_wait(batch, stream);
+}
+int ferry__gpu_nccl_attach(ferry__gpu *g, void *comm, ferry__err *err) {
+  (void)g, (void)comm;
+  return ferry__seterr(err, FERRY_ENOTSUP,
+                       "ferry_attach_nccl: this libferry was built without "
+                       "CUDA and NCCL");
+}
+int ferry__gpu_nccl_detach(ferry__gpu *g, ferry__err *err) {
+  (void)g, (void)err;
+  return 0;
+}
+#endif

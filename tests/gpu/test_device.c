@@ -1,0 +1,623 @@
+/*
+ * test_device.c - the GPU stage (device=cuda), checked against the host.
+ *
+ *   test_device CHECK DATASET [OPTION=VALUE]...
+ *
+ * CHECK is one of
+ *   values    every batch on the device (each shard, copied back) equals
+ *             the batch a device=cpu loader with the same options serves,
+ *             sample ids included, for two epochs; up to device_prefetch-1
+ *             batches are held and re-checked just before their release (a
+ *             buffer overwritten while held fails); pointers are device
+ *             memory of the shard's device; keep_host data equals too;
+ *             h2d_bytes counts every byte handed out.
+ *   teardown  close mid-epoch with batches held and copies in flight.
+ *   misuse    holding every device slot, double release, host batches
+ *             given to ferry_batch_wait: the errors the API promises.
+ *   nccl      ferry_attach_nccl registers the ring on a one-rank
+ *             communicator per rank, a batch enters ncclAllReduce and
+ *             comes out equal, detach and close deregister (never on a
+ *             communicator that reported an error).
+ *   expect-error CODE  ferry_open or the epoch must fail with FERRY_E<CODE>
+ *             (e.g. NODEV) on every rank with the same message.
+ *
+ * Without a usable CUDA device (cudaGetDeviceCount fails) it exits 77 and
+ * says why, except expect-error, which needs none.  Under the fake CUDA
+ * runtime of tests/gpu/fakecuda.c (LD_PRELOAD) it also checks the fake's
+ * counters: no copy from pageable memory, pinned buffers allocated once at
+ * open, nothing left allocated after ferry_close.
+ */
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <ferry.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef HAVE_NCCL_TEST
+#include <nccl.h>
+#endif
+
+#include "fakecuda.h"
+
+static int rank, failures;
+
+#define CHECK(cond, ...)                                                       \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      fprintf(stderr, "rank %d: FAIL %s:%d: ", rank, __FILE__, __LINE__);      \
+      fprintf(stderr, __VA_ARGS__);                                            \
+      fputc('\n', stderr);                                                     \
+      failures++;                                                              \
+    }                                                                          \
+  } while (0)
+
+#define CUDA_OK(call)                                                          \
+  do {                                                                         \
+    cudaError_t e_ = (call);                                                   \
+    if (e_ != cudaSuccess) {                                                   \
+      fprintf(stderr, "rank %d: FAIL %s:%d: %s: %s\n", rank, __FILE__,         \
+              __LINE__, #call, cudaGetErrorString(e_));                        \
+      failures++;                                                              \
+      goto out;                                                                \
+    }                                                                          \
+  } while (0)
+
+static int fake_counters(fakecuda_counters *c) {
+  void (*get)(fakecuda_counters *) =
+      (void (*)(fakecuda_counters *))dlsym(RTLD_DEFAULT,
+                                           "fakecuda_get_counters");
+  if (!get)
+    return 0;
+  get(c);
+  return 1;
+}
+
+static ferry_options *make_opts(int argc, char **argv, const char *device) {
+  ferry_options *o = NULL;
+  if (ferry_options_create(&o))
+    return NULL;
+  for (int i = 0; i < argc; i++) {
+    char *eq = strchr(argv[i], '=');
+    if (!eq)
+      continue;
+    *eq = '\0';
+    if (ferry_options_set(o, argv[i], eq + 1)) {
+      fprintf(stderr, "rank %d: %s\n", rank, ferry_last_error(NULL));
+      *eq = '=';
+      ferry_options_free(o);
+      return NULL;
+    }
+    *eq = '=';
+  }
+  if (device && ferry_options_set(o, "device", device)) {
+    ferry_options_free(o);
+    return NULL;
+  }
+  return o;
+}
+
+static int64_t opt_int(const ferry_options *o, const char *name) {
+  char buf[64];
+  ferry_options_get(o, name, buf, sizeof buf);
+  return strtoll(buf, NULL, 10);
+}
+
+/* A host batch kept as the reference: the device=cpu loader runs first and
+ * is closed before the device loader opens, because HDF5 is not
+ * thread-safe and two loaders' I/O threads must not call it at once. */
+typedef struct ref_batch {
+  ferry_batch b;
+  ferry_tensor vars[16];
+} ref_batch;
+
+static ref_batch *collect(const char *dataset, ferry_options *o, int epochs,
+                          int64_t *n) {
+  ferry_loader *H = NULL;
+  ref_batch *refs = NULL;
+  *n = 0;
+  if (ferry_open(MPI_COMM_WORLD, dataset, o, &H)) {
+    CHECK(0, "ferry_open (host): %s", ferry_last_error(NULL));
+    return NULL;
+  }
+  for (int e = 0; e < epochs; e++) {
+    CHECK(ferry_set_epoch(H, e) == 0, "set_epoch host: %s",
+          ferry_last_error(H));
+    ferry_batch *h;
+    while (ferry_next(H, &h) == 0) {
+      ref_batch *r = realloc(refs, (size_t)(*n + 1) * sizeof *refs);
+      if (!r || h->nvars > 16)
+        break;
+      refs = r;
+      r = &refs[(*n)++];
+      r->b = *h;
+      int64_t *ids = malloc((size_t)h->size * 8 + 1);
+      uint8_t *pad = malloc((size_t)h->size + 1);
+      memcpy(ids, h->sample_ids, (size_t)h->size * 8);
+      memcpy(pad, h->padded, (size_t)h->size);
+      r->b.sample_ids = ids;
+      r->b.padded = pad;
+      for (int v = 0; v < h->nvars; v++) {
+        r->vars[v] = h->vars[v];
+        r->vars[v].data = malloc(h->vars[v].nbytes + 1);
+        memcpy(r->vars[v].data, h->vars[v].data, h->vars[v].nbytes);
+      }
+      ferry_release(H, h);
+    }
+  }
+  ferry_close(H);
+  for (int64_t i = 0; i < *n; i++) /* after the last realloc */
+    refs[i].b.vars = refs[i].vars;
+  return refs;
+}
+
+static void free_refs(ref_batch *refs, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    free((void *)refs[i].b.sample_ids);
+    free((void *)refs[i].b.padded);
+    for (int v = 0; v < refs[i].b.nvars; v++)
+      free(refs[i].vars[v].data);
+  }
+  free(refs);
+}
+
+/* Copy every shard of a device batch back and compare with the host batch
+ * (same epoch and index) and, with keep_host, the pinned host copy. */
+static void compare(const ferry_batch *d, const ferry_batch *h,
+                    cudaStream_t *streams, int keep_host) {
+  CHECK(d->size == h->size && d->index == h->index && d->epoch == h->epoch,
+        "batch %lld/%lld size %lld vs host %lld/%lld size %lld",
+        (long long)d->epoch, (long long)d->index, (long long)d->size,
+        (long long)h->epoch, (long long)h->index, (long long)h->size);
+  if (d->size != h->size)
+    return;
+  CHECK(!memcmp(d->sample_ids, h->sample_ids, (size_t)d->size * 8) &&
+            !memcmp(d->padded, h->padded, (size_t)d->size),
+        "batch %lld: sample ids differ from the host loader's",
+        (long long)d->index);
+  int64_t covered = 0;
+  for (int i = 0; i < d->nshards; i++) {
+    const ferry_shard *sh = &d->shards[i];
+    CHECK(sh->first == covered, "shard %d starts at %lld, not %lld", i,
+          (long long)sh->first, (long long)covered);
+    covered += sh->size;
+    CUDA_OK(cudaSetDevice(sh->device));
+    for (int v = 0; v < d->nvars; v++) {
+      const ferry_tensor *t = &d->vars[v];
+      size_t n = (size_t)sh->size * t->row_bytes;
+      struct cudaPointerAttributes pa;
+      CUDA_OK(cudaPointerGetAttributes(&pa, sh->data[v]));
+      CHECK(pa.type == cudaMemoryTypeDevice && pa.device == sh->device,
+            "shard %d var %s: not device memory of device %d", i, t->name,
+            sh->device);
+      if (d->nshards == 1)
+        CHECK(t->device_data == sh->data[v], "device_data != shards[0]");
+      else
+        CHECK(t->device_data == NULL, "device_data set with %d shards",
+              d->nshards);
+      if (!n)
+        continue;
+      unsigned char *buf = malloc(n);
+      CHECK(buf != NULL, "out of memory");
+      if (!buf)
+        return;
+      CUDA_OK(cudaMemcpyAsync(buf, sh->data[v], n, cudaMemcpyDeviceToHost,
+                              streams[i]));
+      CUDA_OK(cudaStreamSynchronize(streams[i]));
+      const unsigned char *want =
+          (const unsigned char *)h->vars[v].data + sh->first * t->row_bytes;
+      CHECK(!memcmp(buf, want, n),
+            "epoch %lld batch %lld shard %d (device %d) var %s: device data "
+            "differs from the host loader's",
+            (long long)d->epoch, (long long)d->index, i, sh->device, t->name);
+      if (keep_host)
+        CHECK(t->data && !memcmp((const unsigned char *)t->data +
+                                     sh->first * t->row_bytes,
+                                 want, n),
+              "batch %lld var %s: keep_host data differs",
+              (long long)d->index, t->name);
+      free(buf);
+    }
+  }
+  CHECK(covered == d->size, "shards cover %lld of %lld samples",
+        (long long)covered, (long long)d->size);
+  for (int v = 0; !keep_host && v < d->nvars; v++)
+    CHECK(d->vars[v].data == NULL, "keep_host=no but var %s has host data",
+          d->vars[v].name);
+out:;
+}
+
+/* Release a batch while a copy of it is still queued on the consumer's
+ * streams: ferry_release must make the reuse of its buffers wait for that
+ * work (the event it records), so the copy still reads this batch. */
+static void release_checked(ferry_loader *D, const ferry_batch *d,
+                            const ferry_batch *h, cudaStream_t *streams) {
+  unsigned char *bufs[FERRY_MAX_DEVICES][16] = {{0}};
+  for (int i = 0; i < d->nshards; i++) {
+    const ferry_shard *sh = &d->shards[i];
+    cudaSetDevice(sh->device);
+    for (int v = 0; v < d->nvars && v < 16; v++) {
+      size_t n = (size_t)sh->size * d->vars[v].row_bytes;
+      bufs[i][v] = malloc(n + 1);
+      if (n && cudaMemcpyAsync(bufs[i][v], sh->data[v], n,
+                               cudaMemcpyDeviceToHost,
+                               streams[i]) != cudaSuccess)
+        CHECK(0, "cudaMemcpyAsync D2H before release");
+    }
+  }
+  CHECK(ferry_release(D, (ferry_batch *)d) == 0, "release: %s",
+        ferry_last_error(NULL));
+  for (int i = 0; i < d->nshards; i++) {
+    const ferry_shard *sh = &d->shards[i];
+    cudaSetDevice(sh->device);
+    CHECK(cudaStreamSynchronize(streams[i]) == cudaSuccess, "sync");
+    for (int v = 0; v < d->nvars && v < 16; v++) {
+      size_t n = (size_t)sh->size * d->vars[v].row_bytes;
+      CHECK(!memcmp(bufs[i][v],
+                    (const unsigned char *)h->vars[v].data +
+                        sh->first * d->vars[v].row_bytes,
+                    n),
+            "batch %lld shard %d var %s: overwritten before the work queued "
+            "before ferry_release ran",
+            (long long)h->index, i, d->vars[v].name);
+      free(bufs[i][v]);
+    }
+  }
+}
+
+static int check_values(ferry_loader *D, const ref_batch *refs, int64_t nrefs,
+                        int64_t hold) {
+  cudaStream_t streams[FERRY_MAX_DEVICES] = {0};
+  ferry_device_info di;
+  fakecuda_counters c0, c1;
+  int fake = fake_counters(&c0);
+  int64_t bytes = 0, k = 0;
+  CHECK(ferry_device_info_get(D, &di) == 0 && di.cuda == 1 && di.ndevices > 0,
+        "device info: cuda=%d ndevices=%d (%s)", di.cuda, di.ndevices,
+        di.how ? di.how : "");
+  for (int i = 0; i < di.ndevices; i++) {
+    CUDA_OK(cudaSetDevice(di.devices[i]));
+    CUDA_OK(cudaStreamCreateWithFlags(&streams[i], cudaStreamNonBlocking));
+  }
+  const ferry_batch *held[64];
+  const ferry_batch *href[64];
+  int nheld = 0;
+  for (int64_t epoch = 0; epoch < 2; epoch++) {
+    CHECK(ferry_set_epoch(D, epoch) == 0, "set_epoch: %s",
+          ferry_last_error(D));
+    for (;;) {
+      ferry_batch *d = NULL;
+      int rd = ferry_next(D, &d);
+      if (rd == FERRY_END)
+        break;
+      CHECK(rd == 0, "ferry_next: %d (%s)", rd, ferry_last_error(D));
+      CHECK(k < nrefs, "more device batches than host batches");
+      if (rd || k >= nrefs)
+        break;
+      const ferry_batch *h = &refs[k++].b;
+      CHECK(d->nshards == di.ndevices, "nshards %d", d->nshards);
+      for (int i = 0; i < d->nshards; i++)
+        CHECK(ferry_shard_wait(d, i, streams[i]) == 0, "shard_wait: %s",
+              ferry_last_error(NULL));
+      compare(d, h, streams, d->vars[0].data != NULL);
+      for (int v = 0; v < d->nvars; v++)
+        bytes += (int64_t)d->vars[v].nbytes;
+      held[nheld] = d;
+      href[nheld++] = h;
+      if (nheld > hold) { /* re-check the oldest, then release it */
+        compare(held[0], href[0], streams, held[0]->vars[0].data != NULL);
+        release_checked(D, held[0], href[0], streams);
+        memmove(held, held + 1, (size_t)(nheld - 1) * sizeof *held);
+        memmove(href, href + 1, (size_t)(nheld - 1) * sizeof *href);
+        nheld--;
+      }
+    }
+    while (nheld > 0) {
+      compare(held[0], href[0], streams, held[0]->vars[0].data != NULL);
+      ferry_release(D, (ferry_batch *)held[0]);
+      memmove(held, held + 1, (size_t)(nheld - 1) * sizeof *held);
+      memmove(href, href + 1, (size_t)(nheld - 1) * sizeof *href);
+      nheld--;
+    }
+  }
+  CHECK(k == nrefs, "%lld device batches, %lld host batches", (long long)k,
+        (long long)nrefs);
+  ferry_stats st;
+  ferry_stats_get(D, &st);
+  CHECK(st.h2d_bytes == bytes, "h2d_bytes %lld, handed out %lld",
+        (long long)st.h2d_bytes, (long long)bytes);
+  CHECK(st.h2d_seconds > 0, "h2d_seconds %g", st.h2d_seconds);
+  if (fake) {
+    fake_counters(&c1);
+    CHECK(c1.h2d_from_pageable == c0.h2d_from_pageable,
+          "%ld copies from pageable host memory",
+          c1.h2d_from_pageable - c0.h2d_from_pageable);
+    CHECK(c1.host_allocs == c0.host_allocs,
+          "%ld pinned allocations during the epochs (want 0: pinned once at "
+          "open)",
+          c1.host_allocs - c0.host_allocs);
+    CHECK(c1.h2d_cross_device == c0.h2d_cross_device,
+          "%ld copies on another device's stream",
+          c1.h2d_cross_device - c0.h2d_cross_device);
+  }
+out:
+  for (int i = 0; i < di.ndevices; i++)
+    if (streams[i])
+      cudaStreamDestroy(streams[i]);
+  return failures;
+}
+
+static void check_misuse(ferry_loader *D, ferry_loader *H) {
+  int64_t depth = -1;
+  ferry_batch *b[64], *x = NULL;
+  cudaStream_t st = NULL;
+  CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  CHECK(ferry_set_epoch(D, 0) == 0, "set_epoch: %s", ferry_last_error(D));
+  CHECK(ferry_set_epoch(H, 0) == 0, "set_epoch host");
+  ferry_memory_budget mb;
+  ferry_memory_budget_get(D, &mb);
+  depth = (int64_t)(mb.device_bytes / (mb.batch_bytes ? mb.batch_bytes : 1));
+  CHECK(depth >= 1 && depth < 64, "device ring depth %lld", (long long)depth);
+  CHECK(mb.pinned_bytes == mb.ring_bytes, "pinned %zu, ring %zu",
+        mb.pinned_bytes, mb.ring_bytes);
+  for (int64_t i = 0; i < depth; i++)
+    CHECK(ferry_next(D, &b[i]) == 0, "next %lld: %s", (long long)i,
+          ferry_last_error(D));
+  int rc = ferry_next(D, &x);
+  CHECK(rc == FERRY_EINVAL && strstr(ferry_last_error(D), "device batches"),
+        "ferry_next with every device slot held: %d (%s), want FERRY_EINVAL",
+        rc, ferry_last_error(D));
+  CHECK(ferry_batch_wait(b[0], st) == 0, "wait: %s", ferry_last_error(NULL));
+  CHECK(ferry_release(D, b[0]) == 0, "release");
+  CHECK(ferry_release(D, b[0]) == FERRY_EINVAL, "double release accepted");
+  ferry_batch *h = NULL;
+  CHECK(ferry_next(H, &h) == 0, "host next");
+  CHECK(ferry_batch_wait(h, st) == FERRY_EINVAL, "wait on a host batch");
+  CHECK(ferry_shard_wait(b[1], 99, st) == FERRY_EINVAL, "shard 99 accepted");
+  CHECK(ferry_attach_nccl(H, (void *)1) == FERRY_ENOTSUP,
+        "attach_nccl on a host loader: %s", ferry_last_error(H));
+  /* The epoch is over after the misuse error: close with batches held. */
+out:
+  if (st)
+    cudaStreamDestroy(st);
+}
+
+static void check_teardown(ferry_loader *D) {
+  ferry_batch *b = NULL;
+  cudaStream_t st = NULL;
+  CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  CHECK(ferry_set_epoch(D, 0) == 0, "set_epoch: %s", ferry_last_error(D));
+  for (int i = 0; i < 2; i++) {
+    CHECK(ferry_next(D, &b) == 0, "next: %s", ferry_last_error(D));
+    if (b)
+      ferry_batch_wait(b, st);
+  }
+  /* a new epoch while batches are held and copies are running */
+  CHECK(ferry_set_epoch(D, 1) == 0, "set_epoch 1: %s", ferry_last_error(D));
+  CHECK(ferry_next(D, &b) == 0, "next: %s", ferry_last_error(D));
+  CUDA_OK(cudaStreamSynchronize(st));
+out:
+  if (st)
+    cudaStreamDestroy(st);
+}
+
+#ifdef HAVE_NCCL_TEST
+static void check_nccl(ferry_loader *D, ferry_loader *H) {
+  ncclComm_t comm = NULL;
+  ncclUniqueId id;
+  cudaStream_t st = NULL;
+  void *recv = NULL;
+  unsigned char *back = NULL;
+  ferry_device_info di;
+  fakecuda_counters c0, c1;
+  int fake = fake_counters(&c0);
+  ferry_device_info_get(D, &di);
+  CUDA_OK(cudaSetDevice(di.devices[0]));
+  CHECK(ncclGetUniqueId(&id) == ncclSuccess, "ncclGetUniqueId");
+  CHECK(ncclCommInitRank(&comm, 1, id, 0) == ncclSuccess, "ncclCommInitRank");
+  if (!comm)
+    goto out;
+  CHECK(ferry_attach_nccl(D, comm) == 0, "attach: %s", ferry_last_error(D));
+  CHECK(ferry_attach_nccl(D, comm) == FERRY_EINVAL, "attached twice");
+  ferry_device_info_get(D, &di);
+  CHECK(di.nccl_attached == 1, "nccl_attached %d", di.nccl_attached);
+  CUDA_OK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  CHECK(ferry_set_epoch(D, 0) == 0 && ferry_set_epoch(H, 0) == 0, "epochs");
+  ferry_batch *d = NULL, *h = NULL;
+  CHECK(ferry_next(D, &d) == 0 && ferry_next(H, &h) == 0, "next");
+  if (!d || !h)
+    goto out;
+  size_t n = (size_t)d->shards[0].size * d->vars[0].row_bytes;
+  CUDA_OK(cudaMalloc(&recv, n ? n : 1));
+  back = malloc(n ? n : 1);
+  CHECK(ferry_batch_wait(d, st) == 0, "wait");
+  CHECK(ncclAllReduce(d->shards[0].data[0], recv, n, ncclUint8, ncclMax, comm,
+                      st) == ncclSuccess,
+        "ncclAllReduce on a batch buffer");
+  CUDA_OK(cudaMemcpyAsync(back, recv, n, cudaMemcpyDeviceToHost, st));
+  CUDA_OK(cudaStreamSynchronize(st));
+  CHECK(!memcmp(back, h->vars[0].data, n),
+        "a batch through ncclAllReduce (one rank, max) differs");
+  ferry_release(D, d);
+  ferry_release(H, h);
+  CHECK(ferry_detach_nccl(D) == 0, "detach: %s", ferry_last_error(D));
+  if (fake) {
+    fake_counters(&c1);
+    CHECK(c1.registrations - c0.registrations ==
+              c1.deregistrations - c0.deregistrations &&
+              c1.registrations > c0.registrations,
+          "registered %ld, deregistered %ld",
+          c1.registrations - c0.registrations,
+          c1.deregistrations - c0.deregistrations);
+    /* A communicator that failed: close must not call into it. */
+    void (*brk)(void *) =
+        (void (*)(void *))dlsym(RTLD_DEFAULT, "fakecuda_break_comm");
+    CHECK(ferry_attach_nccl(D, comm) == 0, "attach again: %s",
+          ferry_last_error(D));
+    if (brk)
+      brk(comm);
+  }
+out:
+  free(back);
+  if (recv)
+    cudaFree(recv);
+  if (st)
+    cudaStreamDestroy(st);
+  /* the loader is closed by main before the communicator is aborted */
+  (void)comm;
+  if (comm) {
+    ferry_close(D);
+    if (fake) {
+      fake_counters(&c1);
+      CHECK(c1.deregister_on_broken == c0.deregister_on_broken,
+            "ferry_close deregistered on a failed communicator");
+    }
+    ncclCommAbort(comm);
+  }
+}
+#endif
+
+static int code_of(const char *name) {
+  static const struct {
+    const char *n;
+    int c;
+  } t[] = {{"INVAL", FERRY_EINVAL},   {"NOTSUP", FERRY_ENOTSUP},
+           {"NODEV", FERRY_ENODEV},   {"NOMEM", FERRY_ENOMEM},
+           {"MISMATCH", FERRY_EMISMATCH}};
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+    if (!strcmp(name, t[i].n))
+      return t[i].c;
+  return 0;
+}
+
+/* The same code and message on every rank. */
+static void same_everywhere(int rc, const char *msg) {
+  char mine[1024], first[1024];
+  snprintf(mine, sizeof mine, "%d %s", rc, msg);
+  memcpy(first, mine, sizeof first);
+  MPI_Bcast(first, sizeof first, MPI_CHAR, 0, MPI_COMM_WORLD);
+  int same = !strcmp(first, mine), all = 0;
+  MPI_Allreduce(&same, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+  CHECK(all, "ranks got different errors; mine: %s", mine);
+}
+
+static void expect_error(int want, const char *dataset, int argc,
+                         char **argv) {
+  ferry_options *o = make_opts(argc, argv, NULL);
+  ferry_loader *L = NULL;
+  int rc = o ? ferry_open(MPI_COMM_WORLD, dataset, o, &L) : FERRY_EINVAL;
+  const char *msg = ferry_last_error(NULL);
+  if (rc == 0) { /* a failure during the epoch: a failed copy */
+    ferry_batch *b;
+    rc = ferry_set_epoch(L, 0);
+    while (!rc && (rc = ferry_next(L, &b)) == 0)
+      ferry_release(L, b);
+    msg = ferry_last_error(L);
+  }
+  if (rank == 0)
+    printf("error %d: %s\n", rc, msg);
+  CHECK(rc == want, "got %d (%s), want %d", rc, msg, want);
+  same_everywhere(rc, msg);
+  ferry_close(L);
+  ferry_options_free(o);
+}
+
+int main(int argc, char **argv) {
+  int provided;
+  ferry_options *od = NULL, *oh = NULL;
+  ferry_loader *D = NULL, *H = NULL;
+  fakecuda_counters c0, c1;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (argc < 3) {
+    fprintf(stderr,
+            "usage: %s values|teardown|misuse|nccl|expect-error CODE "
+            "DATASET [OPTION=VALUE]...\n",
+            argv[0]);
+    MPI_Finalize();
+    return 99;
+  }
+  const char *check = argv[1];
+  if (!strcmp(check, "expect-error")) {
+    expect_error(code_of(argv[2]), argv[3], argc - 4, argv + 4);
+    goto done;
+  }
+  int ndev = 0;
+  cudaError_t e = cudaGetDeviceCount(&ndev);
+  int have = e == cudaSuccess && ndev > 0, all = 0;
+  MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+  if (!all) {
+    if (rank == 0)
+      printf("SKIP: no usable CUDA device (cudaGetDeviceCount: %s)\n",
+             e == cudaSuccess ? "0 devices" : cudaGetErrorString(e));
+    MPI_Finalize();
+    return 77;
+  }
+  const char *dataset = argv[2];
+  od = make_opts(argc - 3, argv + 3, "cuda");
+  oh = make_opts(argc - 3, argv + 3, "cpu");
+  int fake = fake_counters(&c0);
+  CHECK(od && oh, "bad options");
+  if (!od || !oh)
+    goto done;
+  if (!strcmp(check, "values")) {
+    int64_t hold = opt_int(od, "device_prefetch") - 1, nrefs = 0;
+    ref_batch *refs = collect(dataset, oh, 2, &nrefs);
+    if (ferry_open(MPI_COMM_WORLD, dataset, od, &D)) {
+      CHECK(0, "ferry_open: %s", ferry_last_error(NULL));
+      free_refs(refs, nrefs);
+      goto done;
+    }
+    check_values(D, refs, nrefs, hold < 63 ? hold : 63);
+    free_refs(refs, nrefs);
+  } else if (ferry_open(MPI_COMM_WORLD, dataset, od, &D) ||
+             ferry_open(MPI_COMM_WORLD, dataset, oh, &H)) {
+    CHECK(0, "ferry_open: %s", ferry_last_error(NULL));
+    goto done;
+  } else if (!strcmp(check, "misuse")) {
+    check_misuse(D, H);
+  } else if (!strcmp(check, "teardown")) {
+    check_teardown(D);
+  } else if (!strcmp(check, "nccl")) {
+#ifdef HAVE_NCCL_TEST
+    check_nccl(D, H);
+    D = NULL; /* closed there, before the communicator is aborted */
+#else
+    if (rank == 0)
+      printf("SKIP: nccl: this test was built without NCCL\n");
+    ferry_close(D);
+    ferry_close(H);
+    MPI_Finalize();
+    return 77;
+#endif
+  } else {
+    CHECK(0, "unknown check '%s'", check);
+  }
+  CHECK(ferry_close(D) == 0, "ferry_close: %s", ferry_last_error(NULL));
+  ferry_close(H);
+  if (fake) {
+    fake_counters(&c1);
+    CHECK(c1.live_device_allocs == c0.live_device_allocs &&
+              c1.live_host_allocs == c0.live_host_allocs,
+          "after ferry_close: %ld device and %ld pinned allocations left",
+          c1.live_device_allocs - c0.live_device_allocs,
+          c1.live_host_allocs - c0.live_host_allocs);
+    CHECK(c1.stream_creates - c0.stream_creates ==
+              c1.stream_destroys - c0.stream_destroys,
+          "streams created %ld, destroyed %ld",
+          c1.stream_creates - c0.stream_creates,
+          c1.stream_destroys - c0.stream_destroys);
+  }
+done:
+  ferry_options_free(od);
+  ferry_options_free(oh);
+  {
+    int f = failures, total = 0;
+    MPI_Allreduce(&f, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0)
+      printf("%s %s: %d failure%s\n", total ? "FAIL" : "PASS", check, total,
+             total == 1 ? "" : "s");
+    MPI_Finalize();
+    return total ? 1 : 0;
+  }
+}

@@ -1,0 +1,59 @@
+/*
+ * test_nocuda.c - the GPU stage of a library built without CUDA: cuda.c
+ * compiled here with FERRY_NO_CUDA, whatever this build found.
+ * device=cuda is FERRY_ENOTSUP saying how to get CUDA; device=auto and
+ * device=cpu deliver to host memory and say why; ferry_batch_wait refuses.
+ */
+#define FERRY_NO_CUDA 1
+#include "../../src/cuda.c"
+
+#include <stdio.h>
+
+static int failures;
+#define CHECK(c, ...)                                                          \
+  do {                                                                         \
+    if (!(c)) {                                                                \
+      printf("FAIL %s:%d: ", __FILE__, __LINE__);                              \
+      printf(__VA_ARGS__);                                                     \
+      putchar('\n');                                                           \
+      failures++;                                                              \
+    }                                                                          \
+  } while (0)
+
+static int open_with(const char *device, ferry__gpu **g, char *how,
+                     size_t len, ferry__err *err) {
+  ferry_options *o = NULL;
+  if (ferry_options_create(&o) || ferry_options_set(o, "device", device))
+    return -100;
+  int rc = ferry__gpu_open(o, 3, 1, g, how, len, err);
+  ferry_options_free(o);
+  return rc;
+}
+
+int main(void) {
+  ferry__gpu *g = (ferry__gpu *)1;
+  char how[256] = "";
+  ferry__err err = {0};
+  int rc = open_with("cuda", &g, how, sizeof how, &err);
+  CHECK(rc == FERRY_ENOTSUP, "device=cuda: %d, want FERRY_ENOTSUP", rc);
+  CHECK(g == NULL, "device=cuda returned a GPU state");
+  CHECK(strstr(err.msg, "rank 3") && strstr(err.msg, "without CUDA") &&
+            strstr(err.msg, "--with-cuda"),
+        "message: %s", err.msg);
+  rc = open_with("auto", &g, how, sizeof how, &err);
+  CHECK(rc == 0 && g == NULL && strstr(how, "host memory") &&
+            strstr(how, "without CUDA"),
+        "device=auto: %d, how '%s'", rc, how);
+  rc = open_with("cpu", &g, how, sizeof how, &err);
+  CHECK(rc == 0 && g == NULL && strstr(how, "device=cpu"),
+        "device=cpu: %d, how '%s'", rc, how);
+  CHECK(ferry__gpu_visible() == -1, "visible %d", ferry__gpu_visible());
+  ferry_batch b = {0};
+  CHECK(ferry_batch_wait(&b, NULL) == FERRY_EINVAL, "batch_wait accepted");
+  ferry_device_info di = {0};
+  ferry__gpu_info(NULL, &di);
+  CHECK(di.cuda == 0 && di.ndevices == 0, "info");
+  printf("%s: %d failure%s\n", failures ? "FAIL" : "PASS", failures,
+         failures == 1 ? "" : "s");
+  return failures ? 1 : 0;
+}
