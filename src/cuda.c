@@ -227,7 +227,7 @@ void ferry__gpu_info(const ferry__gpu *g, ferry_device_info *out) {
   out->nccl_attached = g ? g->ncomms : 0;
 }
 
-int ferry__gpu_sync(ferry__gpu *g, ferry__err *err) {
+static int gpu_sync_on(ferry__gpu *g, ferry__err *err) {
   int rank = g ? g->rank : -1, rc = 0;
   for (int i = 0; g && i < g->ndev; i++) {
     if (!g->stream[i])
@@ -238,6 +238,15 @@ int ferry__gpu_sync(ferry__gpu *g, ferry__err *err) {
     if (e != cudaSuccess && !rc)
       rc = cuda_fail(err, rank, "cudaStreamSynchronize", e);
   }
+  return rc;
+}
+
+/* The caller's current device is left as it was. */
+int ferry__gpu_sync(ferry__gpu *g, ferry__err *err) {
+  int prev = -1, had = cudaGetDevice(&prev) == cudaSuccess;
+  int rc = gpu_sync_on(g, err);
+  if (had)
+    cudaSetDevice(prev);
   return rc;
 }
 
@@ -262,7 +271,7 @@ void ferry__gpu_set_ring(ferry__gpu *g, ferry__dslot *ring, int64_t n) {
   }
 }
 
-int ferry__dslot_init(ferry__gpu *g, ferry__dslot *d,
+static int dslot_init_on(ferry__gpu *g, ferry__dslot *d,
                       const ferry__manifest *m, int64_t batch_size, int rank,
                       ferry__err *err) {
   int nv = m->nvars;
@@ -342,8 +351,20 @@ int ferry__dslot_init(ferry__gpu *g, ferry__dslot *d,
   return 0;
 }
 
+/* The caller's current device is left as it was. */
+int ferry__dslot_init(ferry__gpu *g, ferry__dslot *d,
+                      const ferry__manifest *m, int64_t batch_size, int rank,
+                      ferry__err *err) {
+  int prev = -1, had = cudaGetDevice(&prev) == cudaSuccess;
+  int rc = dslot_init_on(g, d, m, batch_size, rank, err);
+  if (had)
+    cudaSetDevice(prev);
+  return rc;
+}
+
 void ferry__dslot_fini(ferry__dslot *d) {
   ferry__gpu *g = d->gpu;
+  int prev = -1, had = g && cudaGetDevice(&prev) == cudaSuccess;
   for (int i = 0; g && i < g->ndev; i++) {
     cudaSetDevice(g->dev[i]);
     if (d->ev_start[i])
@@ -360,6 +381,8 @@ void ferry__dslot_fini(ferry__dslot *d) {
       cudaFree(d->mem[i]);
 #endif
   }
+  if (had)
+    cudaSetDevice(prev);
   free(d->tensors);
   free(d->ptrs);
   free(d->ids);
@@ -367,7 +390,7 @@ void ferry__dslot_fini(ferry__dslot *d) {
   memset(d, 0, sizeof *d);
 }
 
-int ferry__dslot_copy(ferry__dslot *d, const ferry_batch *host, int host_data,
+static int dslot_copy_on(ferry__dslot *d, const ferry_batch *host, int host_data,
                       int rank, ferry__err *err) {
   ferry__gpu *g = d->gpu;
   int nv = host->nvars;
@@ -423,6 +446,16 @@ int ferry__dslot_copy(ferry__dslot *d, const ferry_batch *host, int host_data,
   return 0;
 }
 
+/* The caller's current device is left as it was. */
+int ferry__dslot_copy(ferry__dslot *d, const ferry_batch *host, int host_data,
+                      int rank, ferry__err *err) {
+  int prev = -1, had = cudaGetDevice(&prev) == cudaSuccess;
+  int rc = dslot_copy_on(d, host, host_data, rank, err);
+  if (had)
+    cudaSetDevice(prev);
+  return rc;
+}
+
 int ferry__dslot_sync(ferry__dslot *d, double *seconds, int rank,
                       ferry__err *err) {
   ferry__gpu *g = d->gpu;
@@ -443,7 +476,7 @@ int ferry__dslot_sync(ferry__dslot *d, double *seconds, int rank,
   return 0;
 }
 
-int ferry__dslot_release(ferry__dslot *d, int rank, ferry__err *err) {
+static int dslot_release_on(ferry__dslot *d, int rank, ferry__err *err) {
   ferry__gpu *g = d->gpu;
   int rc = 0;
   for (int i = 0; i < g->ndev; i++) {
@@ -466,6 +499,15 @@ int ferry__dslot_release(ferry__dslot *d, int rank, ferry__err *err) {
                      e);
     cudaStreamSynchronize(st);
   }
+  return rc;
+}
+
+/* The caller's current device is left as it was. */
+int ferry__dslot_release(ferry__dslot *d, int rank, ferry__err *err) {
+  int prev = -1, had = cudaGetDevice(&prev) == cudaSuccess;
+  int rc = dslot_release_on(d, rank, err);
+  if (had)
+    cudaSetDevice(prev);
   return rc;
 }
 
@@ -637,6 +679,7 @@ void ferry__gpu_close(ferry__gpu *g) {
   if (!g)
     return;
   ferry__err ignore;
+  int prev = -1, had = cudaGetDevice(&prev) == cudaSuccess;
   ferry__gpu_sync(g, &ignore);
   ferry__gpu_nccl_detach(g, &ignore);
   for (int i = 0; i < g->ndev; i++)
@@ -644,8 +687,8 @@ void ferry__gpu_close(ferry__gpu *g) {
       cudaSetDevice(g->dev[i]);
       cudaStreamDestroy(g->stream[i]);
     }
-  if (g->ndev > 0)
-    cudaSetDevice(g->dev[0]);
+  if (had)
+    cudaSetDevice(prev);
   free(g);
 }
 

@@ -1662,7 +1662,7 @@ static int open_device(ferry_loader *L, ferry__err *err) {
   if (!all && L->opts->device == FERRY__DEV_AUTO && L->rank == 0 && !said &&
       ferry__gpu_visible() >= 0) {
     said = 1;
-    fprintf(stderr, "ferry: batches stay in %s\n", L->dev_how);
+    fprintf(stderr, "ferry: note: batches stay in %s\n", L->dev_how);
   }
   return 0;
 }

@@ -30,7 +30,7 @@ case $features in
     # device=auto: host batches, said once on rank 0 with the reason.
     if $RUN_MPI 3 "$FERRY" bench "$mem" --batch-size 16 --device auto \
          >"$tmp/auto" 2>"$tmp/auto.err"; then
-      said=`grep -c "ferry: batches stay in host memory: device=auto found no usable GPU (cudaGetDeviceCount: " "$tmp/auto.err"`
+      said=`grep -c "ferry: note: batches stay in host memory: device=auto found no usable GPU (cudaGetDeviceCount: " "$tmp/auto.err"`
       if test "$said" = 1; then
         echo "ok: device=auto: `grep 'stay in host' "$tmp/auto.err"`"
       else
