@@ -1212,6 +1212,30 @@ static void count_batch(ferry_loader *L, const ferry_batch *batch,
   pthread_mutex_unlock(&L->stats_mu);
 }
 
+/* The end of ferry_next, with ep->mu held (released here): hand out batch
+ * b from its slot (host or device ring), or fail with the wait's error rc
+ * or the slot's own result. */
+static int hand_out(ferry_loader *L, epoch_state *ep, int64_t b, int *state,
+                    int slot_rc, const ferry__err *slot_err, int rc,
+                    ferry__err *err, ferry_batch *batch, double t0,
+                    ferry_batch **out) {
+  if (!rc && slot_rc) { /* cannot happen once certified: a broken invariant */
+    rc = slot_rc;
+    *err = *slot_err;
+  }
+  if (!rc) {
+    *state = SLOT_HELD;
+    ep->consumed = b + 1;
+    pthread_cond_broadcast(&ep->cv_io);
+  }
+  pthread_mutex_unlock(&ep->mu);
+  if (rc)
+    return fail_loader(L, err);
+  count_batch(L, batch, now_s() - t0);
+  *out = batch;
+  return 0;
+}
+
 /* ferry_next's hand-out of certified batch b with device delivery: the
  * same as on the host, with the device slot as the batch. */
 static int next_device(ferry_loader *L, epoch_state *ep, int64_t b,
@@ -1234,21 +1258,8 @@ static int next_device(ferry_loader *L, epoch_state *ep, int64_t b,
       break;
     pthread_cond_wait(&ep->cv_ready, &ep->mu);
   }
-  if (!rc && d->rc) { /* cannot happen once certified: a broken invariant */
-    rc = d->rc;
-    err = d->err;
-  }
-  if (!rc) {
-    d->state = SLOT_HELD;
-    ep->consumed = b + 1;
-    pthread_cond_broadcast(&ep->cv_io);
-  }
-  pthread_mutex_unlock(&ep->mu);
-  if (rc)
-    return fail_loader(L, &err);
-  count_batch(L, &d->batch, now_s() - t0);
-  *out = &d->batch;
-  return 0;
+  return hand_out(L, ep, b, &d->state, d->rc, &d->err, rc, &err, &d->batch,
+                  t0, out);
 }
 
 /* ferry_release of a device batch: order the buffers' reuse after the
@@ -1350,21 +1361,8 @@ int ferry_next(ferry_loader *L, ferry_batch **out) {
     }
     pthread_cond_wait(&ep->cv_ready, &ep->mu);
   }
-  if (!rc && s->rc) { /* cannot happen once certified: a broken invariant */
-    rc = s->rc;
-    err = s->err;
-  }
-  if (!rc) {
-    s->state = SLOT_HELD;
-    ep->consumed = b + 1;
-    pthread_cond_broadcast(&ep->cv_io);
-  }
-  pthread_mutex_unlock(&ep->mu);
-  if (rc)
-    return fail_loader(L, &err);
-  count_batch(L, &s->batch, now_s() - t0);
-  *out = &s->batch;
-  return 0;
+  return hand_out(L, ep, b, &s->state, s->rc, &s->err, rc, &err, &s->batch,
+                  t0, out);
 }
 
 int ferry_release(ferry_loader *L, ferry_batch *batch) {
