@@ -903,33 +903,11 @@ static int h5_io_open(ferry__io **out, const ferry__manifest *m,
 /* One MPI-IO read of n bytes at off into dst; collective when coll. */
 static int raw_io(ferry__io *io, h5_file *f, int var, int coll, int64_t row,
                   MPI_Offset off, void *dst, int n, ferry__err *err) {
-  const char *path = io->m->parts[f->part].paths[var];
-  const char *vname = io->m->vars[var].name;
-  MPI_Status st;
-  int got = 0;
-  int mrc = coll ? MPI_File_read_at_all(*f->mfh, off, dst, n, MPI_BYTE, &st)
-                 : MPI_File_read_at(*f->mfh, off, dst, n, MPI_BYTE, &st);
-  if (mrc != MPI_SUCCESS) {
-    char s[MPI_MAX_ERROR_STRING] = "";
-    int len = 0;
-    MPI_Error_string(mrc, s, &len);
-    return ferry__seterr(err, FERRY_EIO,
-                         "%s failed: file %s, dataset /%s, rank %d, row "
-                         "%lld, offset %lld, %d bytes: %s",
-                         coll ? "MPI_File_read_at_all" : "MPI_File_read_at",
-                         path, vname, io->rank, (long long)row,
-                         (long long)off, n, s);
-  }
-  /* ROMIO leaves the status of a zero-byte read untouched. */
-  if (n == 0)
-    return 0;
-  if (MPI_Get_count(&st, MPI_BYTE, &got) != MPI_SUCCESS || got != n)
-    return ferry__seterr(err, FERRY_EIO,
-                         "short read: file %s, dataset /%s, rank %d, row "
-                         "%lld, offset %lld: got %d of %d bytes",
-                         path, vname, io->rank, (long long)row,
-                         (long long)off, got, n);
-  return 0;
+  char where[FERRY__MSG_MAX / 2];
+  snprintf(where, sizeof where, "file %s, dataset /%s, rank %d, row %lld",
+           io->m->parts[f->part].paths[var], io->m->vars[var].name, io->rank,
+           (long long)row);
+  return ferry__mpi_read(*f->mfh, coll, off, dst, n, where, err);
 }
 
 /* Rows [row, row+nrows) of a raw dataset (see h5_raw) into buf.  Each read

@@ -33,6 +33,16 @@ int ferry__seterr(ferry__err *err, int code, const char *fmt, ...)
 void ferry__set_thread_error(const char *msg);
 /** The calling thread's last-error message. */
 const char *ferry__thread_error(void);
+/**
+ * One MPI-IO read of n bytes at off into buf, collective
+ * (MPI_File_read_at_all) when coll.  FERRY_EIO when the call fails
+ * ("<call> failed: WHERE, offset O, N bytes: <MPI's words>") or reads fewer
+ * bytes ("short read: WHERE, offset O: got G of N bytes"); WHERE names file,
+ * variable and rank ("file f.npy, variable x, rank 3").  A zero-byte read is
+ * not checked: ROMIO leaves its status stale.
+ */
+int ferry__mpi_read(MPI_File fh, int coll, MPI_Offset off, void *buf, int n,
+                    const char *where, ferry__err *err);
 /** The FERRY_E* code for an errno value (ENOENT -> FERRY_ENOENT, ...). */
 int ferry__errno_code(int e);
 

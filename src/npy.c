@@ -978,70 +978,22 @@ static int npy_io_read(ferry__io *io, int64_t part, int var, int64_t row,
                          (long long)offset);
   }
 
+  char where[FERRY__MSG_MAX / 2];
+  snprintf(where, sizeof where, "file %s, variable %s, rank %d", path, vname,
+           io->rank);
   if (io->collective) {
-    int count = rc < 0 ? 0 : (int)nbytes, got = 0;
-    MPI_Status st;
-    int mrc = MPI_File_read_at_all(f->fh, (MPI_Offset)offset, buf, count,
-                                   MPI_BYTE, &st);
-    if (rc < 0)
-      goto cleanup;
-    if (mrc != MPI_SUCCESS) {
-      rc = mpi_fail(err, FERRY_EIO, mrc,
-                    "MPI_File_read_at_all failed: file %s, variable %s, rank "
-                    "%d, offset %lld, %d bytes",
-                    path, vname, io->rank, (long long)offset, count);
-      goto cleanup;
-    }
-    /* ROMIO leaves the status of a zero-byte read untouched (stale), so
-     * there is no count to check for an empty read. */
-    if (count == 0)
-      goto cleanup;
-    if ((mrc = MPI_Get_count(&st, MPI_BYTE, &got)) != MPI_SUCCESS) {
-      rc = mpi_fail(err, FERRY_EIO, mrc,
-                    "MPI_Get_count failed: file %s, variable %s, rank %d, "
-                    "offset %lld",
-                    path, vname, io->rank, (long long)offset);
-      goto cleanup;
-    }
-    if (got != count)
-      rc = ferry__seterr(err, FERRY_EIO,
-                         "short read: file %s, variable %s, rank %d, offset "
-                         "%lld: got %d of %d bytes",
-                         path, vname, io->rank, (long long)offset, got, count);
+    int rc2 = ferry__mpi_read(f->fh, 1, (MPI_Offset)offset, buf,
+                              rc < 0 ? 0 : (int)nbytes, where,
+                              rc < 0 ? NULL : err);
+    if (rc == 0)
+      rc = rc2;
     goto cleanup;
   }
-  if (rc < 0)
-    goto cleanup;
-  for (int64_t done = 0; done < nbytes;) {
+  for (int64_t done = 0; rc == 0 && done < nbytes;) {
     int count = (int)(nbytes - done < NPY_READ_MAX ? nbytes - done
                                                    : NPY_READ_MAX);
-    int got = 0;
-    MPI_Status st;
-    int mrc = MPI_File_read_at(f->fh, (MPI_Offset)(offset + done),
-                               (char *)buf + done, count, MPI_BYTE, &st);
-    if (mrc != MPI_SUCCESS) {
-      rc = mpi_fail(err, FERRY_EIO, mrc,
-                    "MPI_File_read_at failed: file %s, variable %s, rank %d, "
-                    "offset %lld, %d bytes",
-                    path, vname, io->rank, (long long)(offset + done), count);
-      goto cleanup;
-    }
-    if ((mrc = MPI_Get_count(&st, MPI_BYTE, &got)) != MPI_SUCCESS) {
-      rc = mpi_fail(err, FERRY_EIO, mrc,
-                    "MPI_Get_count failed: file %s, variable %s, rank %d, "
-                    "offset %lld",
-                    path, vname, io->rank, (long long)(offset + done));
-      goto cleanup;
-    }
-    if (got != count) {
-      rc = ferry__seterr(err, FERRY_EIO,
-                         "short read: file %s, variable %s, rank %d, offset "
-                         "%lld: got %lld of %lld bytes",
-                         path, vname, io->rank, (long long)offset,
-                         (long long)(done + (got > 0 ? got : 0)),
-                         (long long)nbytes);
-      goto cleanup;
-    }
+    rc = ferry__mpi_read(f->fh, 0, (MPI_Offset)(offset + done),
+                         (char *)buf + done, count, where, err);
     done += count;
   }
 cleanup:
