@@ -271,6 +271,25 @@ void ferry__gpu_set_ring(ferry__gpu *g, ferry__dslot *ring, int64_t n) {
   }
 }
 
+/* Device batch memory: from NCCL when built in, so that ferry_attach_nccl
+ * can register it for zero-copy collectives.  dev_alloc returns NULL or
+ * the library's error string. */
+#ifdef FERRY__NCCL
+#define DEV_ALLOC "ncclMemAlloc"
+static const char *dev_alloc(void **p, size_t n) {
+  ncclResult_t r = ncclMemAlloc(p, n);
+  return r == ncclSuccess ? NULL : ncclGetErrorString(r);
+}
+static void dev_free(void *p) { ncclMemFree(p); }
+#else
+#define DEV_ALLOC "cudaMalloc"
+static const char *dev_alloc(void **p, size_t n) {
+  cudaError_t e = cudaMalloc(p, n);
+  return e == cudaSuccess ? NULL : cudaGetErrorString(e);
+}
+static void dev_free(void *p) { cudaFree(p); }
+#endif
+
 static int dslot_init_on(ferry__gpu *g, ferry__dslot *d,
                       const ferry__manifest *m, int64_t batch_size, int rank,
                       ferry__err *err) {
@@ -292,25 +311,14 @@ static int dslot_init_on(ferry__gpu *g, ferry__dslot *d,
       bytes += ((size_t)per * m->vars[v].row_bytes + ALIGN_DEV - 1) /
                ALIGN_DEV * ALIGN_DEV;
     CU(cudaSetDevice(g->dev[i]), "cudaSetDevice");
-#ifdef FERRY__NCCL
-    ncclResult_t nr = ncclMemAlloc(&d->mem[i], bytes ? bytes : ALIGN_DEV);
-    if (nr != ncclSuccess) {
+    const char *why = dev_alloc(&d->mem[i], bytes ? bytes : ALIGN_DEV);
+    if (why) {
       d->mem[i] = NULL;
       return ferry__seterr(err, FERRY_ENODEV,
-                           "rank %d: ncclMemAlloc of %zu bytes on device %d "
-                           "failed: %s (lower device_prefetch or batch_size)",
-                           rank, bytes, g->dev[i], ncclGetErrorString(nr));
+                           "rank %d: %s of %zu bytes on device %d failed: %s "
+                           "(lower device_prefetch or batch_size)",
+                           rank, DEV_ALLOC, bytes, g->dev[i], why);
     }
-#else
-    cudaError_t e = cudaMalloc(&d->mem[i], bytes ? bytes : ALIGN_DEV);
-    if (e != cudaSuccess) {
-      d->mem[i] = NULL;
-      return ferry__seterr(err, FERRY_ENODEV,
-                           "rank %d: cudaMalloc of %zu bytes on device %d "
-                           "failed: %s (lower device_prefetch or batch_size)",
-                           rank, bytes, g->dev[i], cudaGetErrorString(e));
-    }
-#endif
     d->mem_bytes[i] = bytes ? bytes : ALIGN_DEV;
     size_t off = 0;
     for (int v = 0; v < nv; v++) {
@@ -373,13 +381,8 @@ void ferry__dslot_fini(ferry__dslot *d) {
       cudaEventDestroy(d->ev_done[i]);
     if (d->ev_release[i])
       cudaEventDestroy(d->ev_release[i]);
-#ifdef FERRY__NCCL
     if (d->mem[i])
-      ncclMemFree(d->mem[i]);
-#else
-    if (d->mem[i])
-      cudaFree(d->mem[i]);
-#endif
+      dev_free(d->mem[i]);
   }
   if (had)
     cudaSetDevice(prev);
