@@ -29,3 +29,36 @@ ferry_test_init() {
   trap 'rm -rf "$tmp"' 0
   fail=0
 }
+
+# Batched `ferry dump` jobs checked by tests/fixtures/dump_compare.py (used
+# by npy_fixtures.sh, hdf5.sh, zarr.sh).  The caller sets jobs (the job
+# list file, emptied), PAR (streams run at once: most of a short MPI job is
+# start-up latency), njobs=0, BATCH and common (the dump options of every
+# job).  The streams quote paths with '...': $tmp must hold no single quote.
+#
+# dump_queue ENV LABEL NP FLAGS DATASET VAR "LOADER OPTIONS" NPY...: queue
+# `ENV ferry dump DATASET --var VAR` over NP ranks on stream njobs % PAR
+# (ENV: "" or "env NAME=VALUE..."), and record the job: FLAGS and the NPY
+# files (one per part, in order) are dump_compare.py's.
+dump_queue() {
+  q_env=$1 q_label=$2 q_np=$3 q_flags=$4 q_ds=$5 q_var=$6 q_opts=$7
+  shift 7
+  njobs=`expr $njobs + 1`
+  q_out=$tmp/dump.$njobs
+  # $common and $q_opts are lists of words: split them on purpose.
+  printf '%s\n' "$q_env $RUN_MPI $q_np \"\$FERRY\" dump '$q_ds' --var '$q_var' $common $q_opts >'$q_out' 2>'$q_out.err'; echo \$? >'$q_out.status'" \
+    >>"$tmp/stream.`expr $njobs % $PAR`"
+  q_line="$q_label np=$q_np	$q_out	$q_out.err	$q_out.status	$q_np	$BATCH	$q_flags"
+  for q_f in "$@"; do
+    q_line="$q_line	$q_f"
+  done
+  printf '%s\n' "$q_line" >>"$jobs"
+}
+# dump_run: start the streams and wait for them.
+dump_run() {
+  for s in "$tmp"/stream.*; do
+    sh "$s" &
+  done
+  wait
+  rm -f "$tmp"/stream.*
+}

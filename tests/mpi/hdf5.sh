@@ -55,29 +55,9 @@ PAR=3
 njobs=0
 dump_env=
 
-# dump LABEL NP FLAGS DATASET VAR "LOADER OPTIONS" NPY...: queue one dump
-# and record the job for dump_compare.py (one NPY per part, in order).
-dump() {
-  label=$1 np=$2 flags=$3 ds=$4 var=$5 opts=$6
-  shift 6
-  ref=$1
-  shift
-  for f in "$@"; do
-    ref="$ref	$f"
-  done
-  njobs=`expr $njobs + 1`
-  out=$tmp/dump.$njobs
-  printf '%s\n' "$dump_env $RUN_MPI $np \"\$FERRY\" dump '$ds' --var '$var' $common $opts >'$out' 2>'$out.err'; echo \$? >'$out.status'" \
-    >>"$tmp/stream.`expr $njobs % $PAR`"
-  printf '%s\n' "$label np=$np	$out	$out.err	$out.status	$np	$BATCH	$flags	$ref" >>"$jobs"
-}
-run_streams() {
-  for s in "$tmp"/stream.*; do
-    sh "$s" &
-  done
-  wait
-  rm -f "$tmp"/stream.*
-}
+# dump LABEL NP FLAGS DATASET VAR "LOADER OPTIONS" NPY...: dump_queue of
+# common.sh, with $dump_env before the command.
+dump() { dump_queue "$dump_env" "$@"; }
 
 tab=`printf '\t'`
 while IFS=$tab read -r file var ref; do
@@ -127,7 +107,7 @@ if command -v ompi_info >/dev/null 2>&1 &&
   done
   dump_env=
 fi
-run_streams
+dump_run
 echo "checking $njobs dumps against h5py's values"
 "$PYTHON_NUMPY" "$top_srcdir/tests/fixtures/dump_compare.py" "$jobs" || fail=1
 

@@ -42,38 +42,17 @@ common="--epoch 0 --tail partial --chunk-samples 10 --batch-size $BATCH"
 jobs=$tmp/jobs
 : >"$jobs"
 # The dumps run in PAR streams at once: most of a short MPI job is start-up
-# latency.  dump() appends a job to stream njobs % PAR; run_streams starts
+# latency.  dump() appends a job to stream njobs % PAR; dump_run starts
 # the streams and waits for them.  (The streams quote paths with '...': the
 # scratch directory must hold no single quote.)
 PAR=3
 njobs=0
 export FERRY
 
-# dump LABEL NP FLAGS DATASET VAR "LOADER OPTIONS" NPY...: queue
-# `ferry dump DATASET --var VAR` over NP ranks and record the job for
-# dump_compare.py (FLAGS and the NPY files: see that script).  A list's or a
-# glob's variable is named after its first part's file stem.
-dump() {
-  label=$1 np=$2 flags=$3 ds=$4 var=$5 opts=$6
-  shift 6
-  njobs=`expr $njobs + 1`
-  out=$tmp/dump.$njobs
-  # $common and $opts are lists of words: split them on purpose.
-  printf '%s\n' "$RUN_MPI $np \"\$FERRY\" dump '$ds' --var '$var' $common $opts >'$out' 2>'$out.err'; echo \$? >'$out.status'" \
-    >>"$tmp/stream.`expr $njobs % $PAR`"
-  line="$label np=$np	$out	$out.err	$out.status	$np	$BATCH	$flags"
-  for f in "$@"; do
-    line="$line	$f"
-  done
-  printf '%s\n' "$line" >>"$jobs"
-}
-run_streams() {
-  for s in "$tmp"/stream.*; do
-    sh "$s" &
-  done
-  wait
-  rm -f "$tmp"/stream.*
-}
+# dump LABEL NP FLAGS DATASET VAR "LOADER OPTIONS" NPY...: dump_queue of
+# common.sh.  A list's or a glob's variable is named after its first part's
+# file stem.
+dump() { dump_queue "" "$@"; }
 
 # ---- every dtype x byte order x row shape, three header versions as parts
 # np cycles through 1, 2, 3 so that each dtype and byte order, and each row
@@ -152,7 +131,7 @@ dump "pair/ var x" 2 spread "$fx/pair" x "" "$fx/pair/x.npy"
 dump "pair/ var y" 2 "spread,plan=pair/ var x np=2" "$fx/pair" y "" "$fx/pair/y.npy"
 dump "mixed/ var a" 3 spread "$fx/mixed" a "" "$fx/mixed/a.npy"
 dump "mixed/ var b" 3 "spread,plan=mixed/ var a np=3" "$fx/mixed" b "" "$fx/mixed/b.npy"
-run_streams
+dump_run
 
 echo "checking $njobs dumps against numpy"
 "$PYTHON_NUMPY" "$top_srcdir/tests/fixtures/dump_compare.py" "$jobs" || fail=1

@@ -61,21 +61,12 @@ jobs=$tmp/jobs
 PAR=3
 njobs=0
 
-# dump LABEL NP FLAGS STORE VAR "ENV" "OPTIONS" NPY: queue one dump.
+# dump LABEL NP FLAGS STORE VAR "ENV" "OPTIONS" NPY: dump_queue of common.sh
+# with "env ENV" before the command.
 dump() {
-  label=$1 np=$2 flags=$3 ds=$4 var=$5 envs=$6 opts=$7 ref=$8
-  njobs=`expr $njobs + 1`
-  out=$tmp/dump.$njobs
-  printf '%s\n' "env $envs $RUN_MPI $np \"\$FERRY\" dump '$ds' --var '$var' $common $opts >'$out' 2>'$out.err'; echo \$? >'$out.status'" \
-    >>"$tmp/stream.`expr $njobs % $PAR`"
-  printf '%s\n' "$label np=$np	$out	$out.err	$out.status	$np	$BATCH	$flags	$ref" >>"$jobs"
-}
-run_streams() {
-  for s in "$tmp"/stream.*; do
-    sh "$s" &
-  done
-  wait
-  rm -f "$tmp"/stream.*
+  z_label=$1 z_np=$2 z_flags=$3 z_ds=$4 z_var=$5 z_env=$6
+  shift 6
+  dump_queue "env $z_env" "$z_label" "$z_np" "$z_flags" "$z_ds" "$z_var" "$@"
 }
 
 tab=`printf '\t'`
@@ -99,7 +90,7 @@ dump "default_blosc.zarr:samples shuffled" 3 spread "$fx/default_blosc.zarr" sam
 dump "chunked2d.zarr:targets shuffled native" 2 spread "$fx/chunked2d.zarr" targets \
   FERRY_ZARR_READER=native "--seed 9 --chunk-samples 4" \
   "$fx/ref/chunked2d_zarr__targets.npy"
-run_streams
+dump_run
 echo "checking $njobs dumps against zarr-python's values"
 $PY "$top_srcdir/tests/fixtures/dump_compare.py" "$jobs" || fail=1
 
