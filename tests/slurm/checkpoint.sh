@@ -25,28 +25,6 @@ cd "$tmp" || exit 99
 FERRY_MODULES=
 export FERRY_MODULES
 
-job_field() {
-  slurm_run 10 scontrol show job "$1" 2>/dev/null |
-    tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1
-}
-
-wait_job() {
-  i=0
-  while test $i -lt "$2"; do
-    s=`job_field "$1" JobState`
-    case $s in
-      COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE)
-        echo "$s"
-        return 0 ;;
-    esac
-    sleep 1
-    i=`expr $i + 1`
-  done
-  echo "still ${s:-unknown} after ${2}s"
-  slurm_run 10 scancel "$1"
-  return 1
-}
-
 N=40000
 spec="mem:N=$N,vars=x:float32:8"
 args="--epochs 1 --batch-size 8 --tail partial --chunk-samples 256 --compute-ms 5"

@@ -63,3 +63,29 @@ show() {
     test -f "$f" && sed 's/^/    /' "$f" | head -n 40
   done
 }
+
+# job_field ID FIELD: FIELD of `scontrol show job ID` (e.g. JobState; kept
+# MinJobAge=60 s after the end by cluster.sh's configuration).
+job_field() {
+  slurm_run 10 scontrol show job "$1" 2>/dev/null |
+    tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1
+}
+
+# wait_job ID LIMIT: wait until job ID has ended; its state on stdout, or
+# "still STATE after LIMITs" (the job is then cancelled) and status 1.
+wait_job() {
+  i=0
+  while test $i -lt "$2"; do
+    s=`job_field "$1" JobState`
+    case $s in
+      COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE)
+        echo "$s"
+        return 0 ;;
+    esac
+    sleep 1
+    i=`expr $i + 1`
+  done
+  echo "still ${s:-unknown} after ${2}s"
+  slurm_run 10 scancel "$1"
+  return 1
+}

@@ -40,13 +40,6 @@ cd "$tmp" || exit 99
 FERRY_MODULES=
 export FERRY_MODULES
 
-# job_field ID NAME: a field of `scontrol show job` (kept MinJobAge=60 s
-# after the end by cluster.sh's configuration).
-job_field() {
-  slurm_run 10 scontrol show job "$1" 2>/dev/null |
-    tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1
-}
-
 # signal_when_started ID LOG: once the 4 tasks have logged their start,
 # send SIGUSR1 to the job's batch shell.
 signal_when_started() {
@@ -56,24 +49,6 @@ signal_when_started() {
     i=`expr $i + 1`
   done
   slurm_run 10 scancel --signal=USR1 --batch "$1"
-}
-
-# wait_job ID LIMIT: wait until job ID has ended; its state on stdout.
-wait_job() {
-  i=0
-  while test $i -lt "$2"; do
-    s=`job_field "$1" JobState`
-    case $s in
-      COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE)
-        echo "$s"
-        return 0 ;;
-    esac
-    sleep 1
-    i=`expr $i + 1`
-  done
-  echo "still ${s:-unknown} after ${2}s"
-  slurm_run 10 scancel "$1"
-  return 1
 }
 
 # ---- 1. sbatch --wait of ferry verify --------------------------------------
