@@ -176,10 +176,8 @@ typedef struct gpu_bench {
 static void gpu_fatal(const tool_ctx *ctx, const char *what, cudaError_t err)
     __attribute__((noreturn));
 static void gpu_fatal(const tool_ctx *ctx, const char *what, cudaError_t err) {
-  tool_rank_error(ctx, "%s: %s (%s)", what, cudaGetErrorString(err),
+  tool_rank_fatal(ctx, "%s: %s (%s)", what, cudaGetErrorString(err),
                   cudaGetErrorName(err));
-  MPI_Abort(MPI_COMM_WORLD, TOOL_EXIT_ERROR);
-  exit(TOOL_EXIT_ERROR); /* MPI_Abort does not return */
 }
 
 #define GPU_CHECK(ctx, call)                                                   \
@@ -192,10 +190,8 @@ static void gpu_fatal(const tool_ctx *ctx, const char *what, cudaError_t err) {
 /* Streams and events for the shards of the first device batch. */
 static void gpu_init(const tool_ctx *ctx, gpu_bench *g, const ferry_batch *b) {
   if (b->nshards > FERRY_MAX_DEVICES) {
-    tool_rank_error(ctx, "a batch has %d shards (at most %d expected)",
+    tool_rank_fatal(ctx, "a batch has %d shards (at most %d expected)",
                     b->nshards, FERRY_MAX_DEVICES);
-    MPI_Abort(MPI_COMM_WORLD, TOOL_EXIT_ERROR);
-    exit(TOOL_EXIT_ERROR);
   }
   for (int i = 0; i < b->nshards; i++) {
     g->dev[i] = b->shards[i].device;
@@ -257,10 +253,8 @@ static void gpu_step(const tool_ctx *ctx, ferry_loader *L, gpu_bench *g,
   if (g->nshards == 0)
     gpu_init(ctx, g, b);
   if (b->nshards != g->nshards) {
-    tool_rank_error(ctx, "batch %" PRId64 " has %d shards, the first had %d",
+    tool_rank_fatal(ctx, "batch %" PRId64 " has %d shards, the first had %d",
                     b->index, b->nshards, g->nshards);
-    MPI_Abort(MPI_COMM_WORLD, TOOL_EXIT_ERROR);
-    exit(TOOL_EXIT_ERROR);
   }
   int p = (int)(step & 1), kernel = compute_ms > 0, rc;
   if (g->pending && (g->pending_step & 1) == p)
@@ -268,12 +262,10 @@ static void gpu_step(const tool_ctx *ctx, ferry_loader *L, gpu_bench *g,
   for (int i = 0; i < g->nshards; i++) {
     cudaEvent_t *ev = g->ev[i][p];
     if (b->shards[i].device != g->dev[i]) {
-      tool_rank_error(ctx,
+      tool_rank_fatal(ctx,
                       "batch %" PRId64 ": shard %d on device %d, "
                       "the first batch had it on device %d",
                       b->index, i, b->shards[i].device, g->dev[i]);
-      MPI_Abort(MPI_COMM_WORLD, TOOL_EXIT_ERROR);
-      exit(TOOL_EXIT_ERROR);
     }
     GPU_CHECK(ctx, cudaSetDevice(g->dev[i]));
     GPU_CHECK(ctx, cudaEventRecord(ev[EV_W0], g->stream[i]));
@@ -373,10 +365,8 @@ static void gpu_baseline(const tool_ctx *ctx, const ferry_device_info *info,
 
 static void gpu_no_cuda(const tool_ctx *ctx) __attribute__((noreturn));
 static void gpu_no_cuda(const tool_ctx *ctx) {
-  tool_rank_error(ctx, "got a device batch, but this ferry was built "
+  tool_rank_fatal(ctx, "got a device batch, but this ferry was built "
                        "without CUDA");
-  MPI_Abort(MPI_COMM_WORLD, TOOL_EXIT_ERROR);
-  exit(TOOL_EXIT_ERROR);
 }
 static void gpu_step(const tool_ctx *ctx, ferry_loader *L, gpu_bench *g,
                      ferry_batch *b, double compute_ms, int64_t step,

@@ -87,7 +87,14 @@ void tool_local_fatal(const tool_ctx *ctx, const ferry_loader *loader,
   const char *msg = ferry_last_error(loader);
   if (msg == NULL || msg[0] == '\0')
     msg = ferry_strerror(rc);
-  tool_rank_error(ctx, "%s: %s", what, msg);
+  tool_rank_fatal(ctx, "%s: %s", what, msg);
+}
+
+void tool_rank_fatal(const tool_ctx *ctx, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vmessage(ctx, 1, fmt, ap);
+  va_end(ap);
   MPI_Abort(MPI_COMM_WORLD, TOOL_EXIT_ERROR);
   exit(TOOL_EXIT_ERROR); /* MPI_Abort does not return */
 }

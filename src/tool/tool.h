@@ -131,6 +131,10 @@ int tool_lib_error(const tool_ctx *ctx, const ferry_loader *loader, int rc);
  */
 void tool_local_fatal(const tool_ctx *ctx, const ferry_loader *loader,
                       const char *what, int rc) __attribute__((noreturn));
+/* Print a message from this rank (as tool_rank_error) and end the job
+ * (MPI_Abort): for failures the ranks cannot get past together. */
+void tool_rank_fatal(const tool_ctx *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3), noreturn));
 /** 1 on every rank when ok is true on every rank. */
 int tool_all(int ok);
 
