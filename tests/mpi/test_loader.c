@@ -14,7 +14,9 @@
  *  - misuse: next before set_epoch, double release, holding every slot.
  */
 #include "config.h"
-#include "internal.h"
+#include "backends/backend.h"
+#include "plan/plan.h"
+#include "core/options.h"
 
 #include <inttypes.h>
 #include <stdio.h>

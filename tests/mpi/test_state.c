@@ -16,7 +16,9 @@
  *    every rank, and the loader stays usable.
  */
 #include "config.h"
-#include "internal.h"
+#include "backends/backend.h"
+#include "core/state.h"
+#include "core/options.h"
 
 #include <signal.h>
 #include <stdio.h>

@@ -23,16 +23,16 @@ src="$top_srcdir/src"
 mkvar() { sed -n "s/^$1 = //p" "$top_builddir/Makefile" | head -n 1; }
 flags="-std=gnu11 -g -O1 -fsanitize=thread -DHAVE_CONFIG_H -DFERRY_BUILDING -I$top_builddir -I$top_srcdir/include -I$src"
 deps="`mkvar JANSSON_CFLAGS` `mkvar JANSSON_LIBS`"
-sources="$src/error.c $src/options.c $src/plan.c $src/loader.c $src/state.c $src/npy.c $src/manifest.c $src/mem.c $src/cuda.c"
+sources="$src/util/error.c $src/util/hash.c $src/util/bytes.c $src/util/alloc.c $src/core/options.c $src/plan/plan.c $src/loader/loader.c $src/core/state.c $src/backends/npy.c $src/core/manifest.c $src/backends/mem.c $src/gpu/cuda.c $src/backends/registry.c $src/backends/toolkit.c"
 if grep -q '^#define HAVE_CUDA 1' "$top_builddir/config.h" 2>/dev/null; then
   deps="$deps `mkvar CUDA_CPPFLAGS` `mkvar NCCL_CPPFLAGS` `mkvar NCCL_LIBS` `mkvar CUDA_LIBS`"
 fi
 if grep -q '^#define HAVE_HDF5 1' "$top_builddir/config.h" 2>/dev/null; then
-  sources="$sources $src/hdf5.c"
+  sources="$sources $src/backends/hdf5.c"
   deps="$deps `mkvar HDF5_CPPFLAGS` `mkvar HDF5_LIBS`"
 fi
 if grep -q '^#define HAVE_NETCDF 1' "$top_builddir/config.h" 2>/dev/null; then
-  sources="$sources $src/nczarr.c $src/plugins/codec.c"
+  sources="$sources $src/backends/zarr/zarr.c $src/plugins/codec.c"
   deps="$deps `mkvar NETCDF_CPPFLAGS` `mkvar CODEC_CPPFLAGS` `mkvar NETCDF_LIBS` `mkvar CODEC_LIBS`"
 fi
 # shellcheck disable=SC2086 # lists of words
@@ -51,7 +51,7 @@ grep -q "^PASS" "$tmp/out" || { echo "FAIL: test_loader under TSan (exit $status
 bad=`cat "$tmp"/tsan.* 2>/dev/null | awk '
   /WARNING: ThreadSanitizer/ { p = 1; blk = "" }
   p { blk = blk "\n" $0 }
-  /^SUMMARY: ThreadSanitizer/ { if (p && blk ~ /\/src\/(loader|plan|options|manifest|mem|npy|hdf5|nczarr|plugins\/codec|cuda|error)\.c:/) print blk; p = 0 }'`
+  /^SUMMARY: ThreadSanitizer/ { if (p && blk ~ /\/src\/(util|core|plan|loader|backends|gpu|plugins)\/[a-z_\/]*\.c:/) print blk; p = 0 }'`
 if test -n "$bad"; then
   echo "FAIL: ThreadSanitizer reports in ferry's code:"
   echo "$bad" | head -80

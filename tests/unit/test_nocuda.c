@@ -5,7 +5,7 @@
  * device=cpu deliver to host memory and say why; ferry_batch_wait refuses.
  */
 #define FERRY_NO_CUDA 1
-#include "../../src/cuda.c"
+#include "../../src/gpu/cuda.c"
 
 #include <stdio.h>
 

@@ -22,7 +22,9 @@
 #define _XOPEN_SOURCE 700
 #endif
 
-#include "internal.h"
+#include "backends/backend.h"
+#include "plan/plan.h"
+#include "core/options.h"
 
 #include <ftw.h>
 #include <jansson.h>

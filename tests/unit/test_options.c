@@ -4,7 +4,7 @@
  * leaving the options unchanged, environment variables and config files.
  */
 #include "config.h"
-#include "internal.h"
+#include "core/options.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -22,7 +22,8 @@
  *    before its batch.
  */
 #include "config.h"
-#include "internal.h"
+#include "plan/plan.h"
+#include "core/options.h"
 
 #include <inttypes.h>
 #include <stdio.h>

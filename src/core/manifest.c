@@ -19,7 +19,8 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 
-#include "internal.h"
+#include "core/manifest.h"
+#include "backends/backend.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -31,25 +32,6 @@
 #include <sys/stat.h>
 
 /* ---- Backends --------------------------------------------------------- */
-
-const ferry__backend *const ferry__backends[] = {
-    &ferry__backend_npy,
-#ifdef HAVE_HDF5
-    &ferry__backend_hdf5,
-#endif
-#ifdef HAVE_NETCDF
-    &ferry__backend_nczarr,
-#endif
-    &ferry__backend_mem,
-    NULL,
-};
-
-const ferry__backend *ferry__backend_find(const char *name) {
-  for (int i = 0; name && ferry__backends[i]; i++)
-    if (strcmp(ferry__backends[i]->name, name) == 0)
-      return ferry__backends[i];
-  return NULL;
-}
 
 void ferry__part_desc_free(ferry__part_desc *d) {
   if (!d)
@@ -168,19 +150,6 @@ int ferry__check_rows(const ferry__manifest *m, int64_t part, int var,
                        (long long)row, (long long)(row + nrows),
                        pt->paths[var], m->vars[var].name,
                        (long long)pt->num_samples, rank);
-}
-
-char *ferry__join_path(const char *dir, const char *name) {
-  size_t a = strlen(dir), b = strlen(name);
-  int slash = a > 0 && dir[a - 1] != '/';
-  char *s = malloc(a + slash + b + 1);
-  if (!s)
-    return NULL;
-  memcpy(s, dir, a);
-  if (slash)
-    s[a] = '/';
-  memcpy(s + a + slash, name, b + 1);
-  return s;
 }
 
 static int oom(ferry__err *err) {

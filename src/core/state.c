@@ -20,7 +20,8 @@
  * all-reduce (loader.c), so every rank stops at the same batch.
  */
 #include "config.h"
-#include "internal.h"
+#include "core/state.h"
+#include "core/options.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -66,7 +66,7 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 
-#include "internal.h"
+#include "backends/backend.h"
 #include "plugins/codec.h"
 
 #include <dirent.h>

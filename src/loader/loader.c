@@ -36,7 +36,11 @@
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #endif
 #include "config.h"
-#include "internal.h"
+#include "backends/backend.h"
+#include "core/options.h"
+#include "core/state.h"
+#include "gpu/gpu.h"
+#include "plan/plan.h"
 
 #include <limits.h>
 #include <pthread.h>

@@ -35,7 +35,7 @@
  * FERRY_ENOTSUP and device=auto is host memory.
  */
 #include "config.h"
-#include "internal.h"
+#include "gpu/gpu.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -34,7 +34,7 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 
-#include "internal.h"
+#include "backends/backend.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -23,7 +23,7 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 
-#include "internal.h"
+#include "backends/backend.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -395,18 +395,6 @@ int ferry__npy_parse_header(const unsigned char *buf, size_t len,
   }
   h->data_offset = (int64_t)(start + hlen);
   return 0;
-}
-
-void ferry__byteswap(void *buf, size_t n, size_t elsize) {
-  unsigned char *p = buf;
-  if (elsize < 2)
-    return;
-  for (size_t i = 0; i < n; i++, p += elsize)
-    for (size_t a = 0, b = elsize - 1; a < b; a++, b--) {
-      unsigned char t = p[a];
-      p[a] = p[b];
-      p[b] = t;
-    }
 }
 
 /* ---- Probe and describe (rank 0, POSIX I/O) --------------------------- */

@@ -1,11 +1,10 @@
 /*
  * error.c - the small, stateless services every other file leans on: error
  * codes and their messages, the per-thread "last error" used by calls that
- * have no loader yet, version queries, dtype sizes and names, and the list of
- * compiled-in backends, and the allocator of large buffers.
+ * have no loader yet, version queries and features, dtype sizes and names.
  */
 #include "config.h"
-#include "internal.h"
+#include "util/util.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -61,33 +60,6 @@ const char *ferry_strerror(int code) {
 
 const char *ferry__thread_error(void) { return thread_error; }
 
-int ferry__mpi_read(MPI_File fh, int coll, MPI_Offset off, void *buf, int n,
-                    const char *where, ferry__err *err) {
-  MPI_Status st;
-  int got = 0;
-  const char *call = coll ? "MPI_File_read_at_all" : "MPI_File_read_at";
-  int mrc = coll ? MPI_File_read_at_all(fh, off, buf, n, MPI_BYTE, &st)
-                 : MPI_File_read_at(fh, off, buf, n, MPI_BYTE, &st);
-  if (mrc == MPI_SUCCESS && n > 0) {
-    call = "MPI_Get_count";
-    mrc = MPI_Get_count(&st, MPI_BYTE, &got);
-  }
-  if (mrc != MPI_SUCCESS) {
-    char s[MPI_MAX_ERROR_STRING] = "";
-    int len = 0;
-    if (MPI_Error_string(mrc, s, &len) != MPI_SUCCESS)
-      snprintf(s, sizeof s, "MPI error %d", mrc);
-    return ferry__seterr(err, FERRY_EIO,
-                         "%s failed: %s, offset %lld, %d bytes: %s", call,
-                         where, (long long)off, n, s);
-  }
-  if (n > 0 && got != n)
-    return ferry__seterr(err, FERRY_EIO,
-                         "short read: %s, offset %lld: got %d of %d bytes",
-                         where, (long long)off, got, n);
-  return 0;
-}
-
 int ferry__errno_code(int e) {
   if (e == ENOENT || e == ENOTDIR)
     return FERRY_ENOENT;
@@ -101,15 +73,6 @@ int ferry__errno_code(int e) {
 const char *ferry_version(void) { return FERRY_VERSION_STRING; }
 
 int ferry_version_number(void) { return FERRY_VERSION_NUMBER; }
-
-const char *ferry_backend_name(int i) {
-  if (i < 0)
-    return NULL;
-  for (int k = 0; ferry__backends[k]; k++)
-    if (k == i)
-      return ferry__backends[k]->name;
-  return NULL;
-}
 
 const char *ferry_features(void) {
   /* Only what this library can do: a dependency configure found does not
@@ -163,33 +126,3 @@ int ferry__dtype_from_name(const char *name, ferry_dtype *out) {
   return FERRY_EINVAL;
 }
 
-void *ferry__big_alloc(size_t bytes) {
-  size_t len = bytes + FERRY__BIG_HDR;
-  unsigned char *raw;
-#if defined(MAP_POPULATE) && defined(MAP_ANONYMOUS)
-  void *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-  raw = m == MAP_FAILED ? NULL : m;
-#else
-  raw = malloc(len);
-#endif
-  if (!raw)
-    return NULL;
-  *(size_t *)raw = bytes;
-  return raw + FERRY__BIG_HDR;
-}
-
-size_t ferry__big_size(const void *p) {
-  return p ? *(const size_t *)((const unsigned char *)p - FERRY__BIG_HDR) : 0;
-}
-
-void ferry__big_free(void *p) {
-  if (!p)
-    return;
-  unsigned char *raw = (unsigned char *)p - FERRY__BIG_HDR;
-#if defined(MAP_POPULATE) && defined(MAP_ANONYMOUS)
-  munmap(raw, *(size_t *)raw + FERRY__BIG_HDR);
-#else
-  free(raw);
-#endif
-}

@@ -7,7 +7,7 @@
  * the option and the value.
  */
 #include "config.h"
-#include "internal.h"
+#include "core/options.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -1,0 +1,118 @@
+/*
+ * backends/backend.h - the backend contract.  A backend may use what this
+ * header brings in: errors (util/util.h), the manifest types
+ * (core/manifest.h), the vtable below and the shared toolkit
+ * (backends/toolkit.c).  It never includes a core or loader header; the core
+ * reaches a backend only through its vtable, found in the registry
+ * (backends/registry.c).
+ */
+#ifndef FERRY_BACKEND_H
+#define FERRY_BACKEND_H
+
+#include "core/manifest.h"
+
+#include <mpi.h>
+
+enum {
+  FERRY__CAP_COLLECTIVE = 1u << 0, /* io=collective is meaningful         */
+  FERRY__CAP_THREADSAFE = 1u << 1  /* io calls may come from any thread    */
+};
+
+/** What describe() reports of one part (one file or one directory). */
+typedef struct ferry__part_desc {
+  int nvars;
+  ferry__var *vars;       /* [nvars], names set                          */
+  char **paths;           /* [nvars]                                      */
+  int64_t *data_offset;   /* [nvars]                                      */
+  int64_t *file_size;     /* [nvars]                                      */
+  int64_t num_samples;    /* common first dimension (checked by describe) */
+  char *notes;            /* malloc'd or NULL: what the backend chose and
+                           * skipped, and why (ferry info, vars errors)    */
+} ferry__part_desc;
+
+void ferry__part_desc_free(ferry__part_desc *d);
+
+/** Per-loader I/O state of a backend; lives on the loader's I/O thread. */
+typedef struct ferry__io ferry__io;
+
+typedef struct ferry__io_params {
+  MPI_Comm comm;            /* the loader's I/O communicator (a dup)       */
+  int rank;
+  int collective;           /* io=collective: opens and reads are collective */
+  int64_t max_open_files;   /* bound on files open at once                  */
+} ferry__io_params;
+
+typedef struct ferry__backend {
+  const char *name;
+  int version;
+  unsigned caps;
+  /** 1 if path (a file or a directory) is a part this backend reads. */
+  int (*probe)(const char *path);
+  /** Rank 0: describe one part.  Errors name the file. */
+  int (*describe)(const char *path, ferry__part_desc *out, ferry__err *err);
+  /** Create I/O state.  Runs on the I/O thread. */
+  int (*io_open)(ferry__io **io, const ferry__manifest *m,
+                 const ferry__io_params *p, ferry__err *err);
+  /**
+   * Read rows [row, row+nrows) of variable var of part into buf (nrows *
+   * row_bytes bytes, stored byte order).  With collective set, every rank
+   * calls it for the same (part, var) sequence and nrows may be 0.  A short
+   * read is FERRY_EIO, never zeros.  Runs on the I/O thread.
+   */
+  int (*io_read)(ferry__io *io, int64_t part, int var, int64_t row,
+                 int64_t nrows, void *buf, ferry__err *err);
+  /** Free I/O state (closes files; collective when opened collectively). */
+  void (*io_close)(ferry__io *io);
+} ferry__backend;
+
+extern const ferry__backend ferry__backend_npy;
+extern const ferry__backend ferry__backend_mem;
+#ifdef HAVE_HDF5
+extern const ferry__backend ferry__backend_hdf5;
+#endif
+#ifdef HAVE_NETCDF
+extern const ferry__backend ferry__backend_nczarr;
+#endif
+
+/** NULL-terminated table of compiled-in backends. */
+extern const ferry__backend *const ferry__backends[];
+const ferry__backend *ferry__backend_find(const char *name);
+
+
+/* ---- Toolkit (toolkit.c) ---- */
+
+/**
+ * One MPI-IO read of n bytes at off into buf, collective
+ * (MPI_File_read_at_all) when coll.  FERRY_EIO when the call fails
+ * ("<call> failed: WHERE, offset O, N bytes: <MPI's words>") or reads fewer
+ * bytes ("short read: WHERE, offset O: got G of N bytes"); WHERE names file,
+ * variable and rank ("file f.npy, variable x, rank 3").  A zero-byte read is
+ * not checked: ROMIO leaves its status stale.
+ */
+int ferry__mpi_read(MPI_File fh, int coll, MPI_Offset off, void *buf, int n,
+                    const char *where, ferry__err *err);
+
+/* ---- Backend-specific entry points used by tests and the core ---- */
+
+/**
+ * The synthetic value of element k of sample i, as `ferry gen` and the mem
+ * backend write it: (i + k) mod M(dtype), M = 2^7 int8, 2^8 uint8, 2^15
+ * int16, 2^16 uint16, 2^31 int32, 2^32 uint32, 2^62 (u)int64, 2^11 float16,
+ * 2^24 float32, 2^53 float64, 2 bool.  Writes one native element to out.
+ */
+int ferry__gen_value(ferry_dtype dtype, int64_t sample, int64_t k, void *out);
+
+/** Parse a NumPy .npy header from the first len bytes of a file. */
+typedef struct ferry__npy_header {
+  int major, minor;
+  ferry_dtype dtype;
+  int swapped;
+  int ndim;
+  int64_t shape[FERRY_MAX_DIMS];
+  int64_t data_offset;
+} ferry__npy_header;
+int ferry__npy_parse_header(const unsigned char *buf, size_t len,
+                            ferry__npy_header *h, const char *path,
+                            ferry__err *err);
+
+#endif /* FERRY_BACKEND_H */

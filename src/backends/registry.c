@@ -1,0 +1,38 @@
+/*
+ * registry.c - the backends compiled into this build, in probe order: the
+ * first whose probe() accepts a part reads it.  Adding a format is one line
+ * here (and one in the build); the core never names a backend.
+ */
+#include "config.h"
+#include "backends/backend.h"
+
+#include <string.h>
+
+const ferry__backend *const ferry__backends[] = {
+    &ferry__backend_npy,
+#ifdef HAVE_HDF5
+    &ferry__backend_hdf5,
+#endif
+#ifdef HAVE_NETCDF
+    &ferry__backend_nczarr,
+#endif
+    &ferry__backend_mem,
+    NULL,
+};
+
+const ferry__backend *ferry__backend_find(const char *name) {
+  for (int i = 0; name && ferry__backends[i]; i++)
+    if (strcmp(ferry__backends[i]->name, name) == 0)
+      return ferry__backends[i];
+  return NULL;
+}
+
+
+const char *ferry_backend_name(int i) {
+  if (i < 0)
+    return NULL;
+  for (int k = 0; ferry__backends[k]; k++)
+    if (k == i)
+      return ferry__backends[k]->name;
+  return NULL;
+}

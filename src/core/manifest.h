@@ -1,0 +1,80 @@
+/*
+ * core/manifest.h - the dataset manifest: variables and parts, built on rank
+ * 0 by scanning the dataset with the backends, broadcast packed, saved and
+ * loaded as JSON (core/manifest.c).
+ */
+#ifndef FERRY_MANIFEST_H
+#define FERRY_MANIFEST_H
+
+#include "util/util.h"
+
+/** One variable, as the batch will hold it. */
+typedef struct ferry__var {
+  char *name;
+  ferry_dtype dtype;
+  int swapped;                        /* stored non-native: swap after read */
+  int row_ndim;                       /* dims after the sample dimension    */
+  int64_t row_shape[FERRY_MAX_DIMS];
+  size_t row_bytes;
+  /* Storage layout, as the backend's describe() saw it in the first part
+   * (later parts may differ; only the plan's chunk alignment and ferry info
+   * use these, never the reads). */
+  int64_t chunk_rows;   /* storage chunk along the sample dimension, 0: none */
+  size_t cache_bytes;   /* decode cache the backend keeps per open file for
+                         * this variable (HDF5/netCDF chunk cache), 0: none */
+  char *storage;        /* for ferry info: "chunks (1024, 256), gzip(1),
+                         * 3.1:1"; malloc'd, may be NULL */
+} ferry__var;
+
+/** One part: a file per variable (npy) or one file holding all variables. */
+typedef struct ferry__part {
+  int64_t num_samples;
+  int64_t first_sample;   /* global index of its first sample              */
+  char **paths;           /* [nvars] file holding each variable            */
+  int64_t *data_offset;   /* [nvars] byte offset of row 0 in that file     */
+  int64_t *file_size;     /* [nvars] size seen by rank 0 (checked on open) */
+} ferry__part;
+
+typedef struct ferry__manifest {
+  char *backend;          /* "npy", "mem", ...                            */
+  char *spec;             /* dataset string as given to ferry_open        */
+  int nvars;
+  ferry__var *vars;
+  int64_t nparts;
+  ferry__part *parts;
+  int64_t num_samples;
+  uint64_t hash;          /* ferry__manifest_hash()                       */
+  char *notes;            /* the first part's describe notes, or NULL     */
+} ferry__manifest;
+
+/**
+ * Rank 0 only: resolve spec (directory, .npy file, glob, @list) into parts,
+ * describe every part with its backend, check that they agree, select the
+ * variables named in vars (NULL/"": all) and fill m.  Returns 0 or a
+ * negative code with err set.
+ */
+int ferry__manifest_scan(const char *spec, const char *vars,
+                         ferry__manifest *m, ferry__err *err);
+/** Serialise to a flat buffer (malloc'd) for MPI_Bcast, and back. */
+int ferry__manifest_pack(const ferry__manifest *m, void **buf, size_t *len);
+int ferry__manifest_unpack(const void *buf, size_t len, ferry__manifest *m,
+                           ferry__err *err);
+/** Hash of everything that identifies the data (paths, sizes, shapes). */
+uint64_t ferry__manifest_hash(const ferry__manifest *m);
+/** JSON save/load (jansson); load re-applies the vars selection. */
+int ferry__manifest_save_json(const ferry__manifest *m, const char *path,
+                              ferry__err *err);
+int ferry__manifest_load_json(const char *path, const char *vars,
+                              ferry__manifest *m, ferry__err *err);
+void ferry__manifest_free(ferry__manifest *m);
+/** For a backend's io_read: FERRY_EINTERNAL naming part, variable and rank
+ *  when (part, var) is not in m (only a caller bug gets there), else 0. */
+int ferry__check_part_var(const ferry__manifest *m, int64_t part, int var,
+                          int rank, ferry__err *err);
+/** For a backend's io_read, after ferry__check_part_var: FERRY_EINTERNAL
+ *  naming rows, file, variable and rank when rows [row, row+nrows) are not
+ *  inside the part (overflow-safe; only a caller bug gets there), else 0. */
+int ferry__check_rows(const ferry__manifest *m, int64_t part, int var,
+                      int64_t row, int64_t nrows, int rank, ferry__err *err);
+
+#endif /* FERRY_MANIFEST_H */

@@ -1,0 +1,56 @@
+/*
+ * core/options.h - the option record behind ferry_options and its enums
+ * (core/options.c holds the one option table).
+ */
+#ifndef FERRY_OPTIONS_H
+#define FERRY_OPTIONS_H
+
+#include "util/util.h"
+
+enum { FERRY__SHUFFLE_NONE = 0, FERRY__SHUFFLE_CHUNKS, FERRY__SHUFFLE_BLOCK };
+enum { FERRY__PART_CONTIGUOUS = 0, FERRY__PART_STRIDED };
+enum { FERRY__TAIL_DROP = 0, FERRY__TAIL_PAD, FERRY__TAIL_PARTIAL };
+enum { FERRY__IO_INDEPENDENT = 0, FERRY__IO_COLLECTIVE };
+enum { FERRY__DEV_AUTO = 0, FERRY__DEV_CPU, FERRY__DEV_CUDA };
+enum {
+  FERRY__SIG_NONE = 0, FERRY__SIG_USR1, FERRY__SIG_USR2, FERRY__SIG_TERM,
+  FERRY__SIG_INT, FERRY__SIG_HUP, FERRY__SIG_XCPU
+};
+
+struct ferry_options {
+  int64_t batch_size;
+  uint64_t seed;
+  int shuffle;
+  int64_t block_size;
+  int64_t shuffle_buffer;
+  int partition;
+  int tail;
+  int64_t chunk_samples;   /* 0: auto (about FERRY__AUTO_CHUNK_BYTES per chunk) */
+  char *vars;              /* comma-separated names, NULL or "": all          */
+  int io;
+  int64_t prefetch;
+  int64_t threads;
+  int64_t max_chunks;      /* 0: all */
+  double fraction;         /* (0, 1] */
+  int device;
+  char *devices;           /* "auto", "all" or "0,1" (validated)             */
+  int64_t device_prefetch; /* device ring depth                              */
+  int keep_host;
+  char *manifest;          /* path of a saved manifest, NULL: scan          */
+  int64_t max_open_files;
+  int checkpoint_signal;   /* FERRY__SIG_* */
+  ferry_transform_fn transform;
+  void *transform_user;
+};
+
+/* 1 MiB: shuffle windows (shuffle_buffer chunks, double-buffered) then stay
+ * in cache, which doubled throughput from page cache; parallel file systems
+ * with large stripes want chunk_samples raised. */
+#define FERRY__AUTO_CHUNK_BYTES ((size_t)1 << 20)
+
+/** Number of options in the table (ferry_option_info_get). */
+int ferry__option_count(void);
+/** 64-bit hash of option i's canonical value (for the cross-rank check). */
+uint64_t ferry__option_hash(const ferry_options *opts, int i);
+
+#endif /* FERRY_OPTIONS_H */

@@ -1,0 +1,103 @@
+/*
+ * gpu/gpu.h - the GPU stage: devices, streams, the device ring, NCCL
+ * (gpu/cuda.c; gpu/nocuda.c in a build without CUDA).
+ */
+#ifndef FERRY_GPU_H
+#define FERRY_GPU_H
+
+#include "core/manifest.h"
+#include "core/options.h"
+
+/** Per-loader CUDA state: the devices, one non-blocking stream each, the
+ *  attached NCCL communicators.  Opaque outside cuda.c. */
+typedef struct ferry__gpu ferry__gpu;
+
+#define FERRY__DSLOT_MAGIC 0x66657272796473ULL /* "ferryds" */
+
+/**
+ * One slot of the device ring: a batch's buffers on every device of the
+ * rank, the events of its copies, and the ferry_batch handed out for it.
+ * State fields marked (L) are guarded by the epoch mutex of loader.c; the
+ * CUDA fields are used by one thread at a time (the worker that copies,
+ * then the consumer that waits and releases).
+ */
+typedef struct ferry__dslot {
+  ferry_batch batch;            /* handed out; must stay the first member  */
+  uint64_t magic;               /* FERRY__DSLOT_MAGIC                      */
+  ferry__gpu *gpu;
+  ferry_tensor *tensors;        /* [nvars]                                 */
+  ferry_shard shards[FERRY_MAX_DEVICES];
+  void **ptrs;                  /* [nshards * nvars] device pointers       */
+  void *mem[FERRY_MAX_DEVICES]; /* one allocation per shard                */
+  size_t mem_bytes[FERRY_MAX_DEVICES];
+  int64_t per;                  /* samples per shard: batch_size / devices */
+  void *ev_start[FERRY_MAX_DEVICES], *ev_done[FERRY_MAX_DEVICES];
+  void *ev_release[FERRY_MAX_DEVICES]; /* recorded on the consumer's stream */
+  void *consumer[FERRY_MAX_DEVICES];   /* stream of the last ferry_*_wait  */
+  int has_consumer[FERRY_MAX_DEVICES];
+  int release_pending[FERRY_MAX_DEVICES]; /* next copy waits on ev_release */
+  int timing_pending;           /* copies whose time is not counted yet   */
+  int64_t *ids;
+  uint8_t *padded;
+  int state;                    /* (L) SLOT_* of loader.c                  */
+  int64_t bidx;                 /* (L) batch held                          */
+  int64_t expect;               /* (L) the batch it serves next            */
+  int host;                     /* (L) keep_host: paired host ring slot, -1 */
+  int rc;                       /* (L) copy result                         */
+  ferry__err err;
+} ferry__dslot;
+
+/**
+ * Decide where batches go.  LOCAL (loader.c agrees on the result).  *out is
+ * NULL for host delivery, with how saying why (device=cpu; device=auto and
+ * no usable GPU; built without CUDA); else how says which devices and why.
+ * FERRY_ENOTSUP: device=cuda in a build without CUDA; FERRY_ENODEV:
+ * device=cuda without a usable GPU, or a devices list naming an absent one;
+ * FERRY_EINVAL: batch_size not divisible by the number of devices.
+ */
+int ferry__gpu_open(const ferry_options *o, int rank, int local_rank,
+                    ferry__gpu **out, char *how, size_t howlen,
+                    ferry__err *err);
+/** Finish every copy, deregister NCCL (unless the communicator failed),
+ *  destroy the streams.  NULL is a no-op. */
+void ferry__gpu_close(ferry__gpu *g);
+/** Visible CUDA devices (-1 when not built in, 0 when none usable). */
+int ferry__gpu_visible(void);
+/** Fill the device part of a ferry_device_info (ndevices, devices,
+ *  nccl_attached); host delivery leaves them 0. */
+void ferry__gpu_info(const ferry__gpu *g, ferry_device_info *out);
+int ferry__gpu_ndev(const ferry__gpu *g);
+/** Wait for every copy on the loader's streams (epoch stop, close). */
+int ferry__gpu_sync(ferry__gpu *g, ferry__err *err);
+/** Pinned host memory (cudaHostAlloc), freed with ferry__gpu_host_free. */
+int ferry__gpu_host_alloc(ferry__gpu *g, size_t bytes, void **out,
+                          ferry__err *err);
+void ferry__gpu_host_free(void *p);
+/** Tell g which ring to register with NCCL (after the slots are built). */
+void ferry__gpu_set_ring(ferry__gpu *g, ferry__dslot *ring, int64_t n);
+/** Build one slot for batches of batch_size samples (device memory per
+ *  shard, events); fini frees what init built (also after a failed init). */
+int ferry__dslot_init(ferry__gpu *g, ferry__dslot *d,
+                      const ferry__manifest *m, int64_t batch_size,
+                      int rank, ferry__err *err);
+void ferry__dslot_fini(ferry__dslot *d);
+/**
+ * Copy the assembled host batch into the slot: per shard, wait on the GPU
+ * for the release of its previous batch, then one cudaMemcpyAsync per
+ * variable on the device's stream, then record the shard's event; the
+ * batch metadata (ids, sizes, shapes) is copied too.  host_data: the
+ * tensors' data pointers (keep_host) or NULL.  Any worker thread.
+ */
+int ferry__dslot_copy(ferry__dslot *d, const ferry_batch *host, int host_data,
+                      int rank, ferry__err *err);
+/** Block until the slot's copies are done (the host batch may then be
+ *  reused); adds their GPU time to *seconds once per copy. */
+int ferry__dslot_sync(ferry__dslot *d, double *seconds, int rank,
+                      ferry__err *err);
+/** At ferry_release: record ev_release on each shard's consumer stream. */
+int ferry__dslot_release(ferry__dslot *d, int rank, ferry__err *err);
+/** ferry_attach_nccl / ferry_detach_nccl (FERRY_ENOTSUP without NCCL). */
+int ferry__gpu_nccl_attach(ferry__gpu *g, void *comm, ferry__err *err);
+int ferry__gpu_nccl_detach(ferry__gpu *g, ferry__err *err);
+
+#endif /* FERRY_GPU_H */

@@ -1,0 +1,156 @@
+/*
+ * plan/plan.h - the epoch plan: a pure function of (chunks, options, seed,
+ * epoch, world size).  No MPI, no I/O, no clock (plan/plan.c).
+ */
+#ifndef FERRY_PLAN_H
+#define FERRY_PLAN_H
+
+#include "core/manifest.h"
+
+/** Fisher-Yates shuffle of perm[0..n) with stream key; unbiased (rejection). */
+void ferry__shuffle(int64_t *perm, int64_t n, uint64_t key);
+
+enum {
+  FERRY__STREAM_CHUNKS = 1, /* (seed, epoch): permutation of pieces     */
+  FERRY__STREAM_WINDOW = 2, /* (seed, epoch, rank, window): sample mix  */
+  FERRY__STREAM_SUBSET = 3  /* (seed): chunks kept by max_chunks/fraction */
+};
+
+
+/** A contiguous run of samples of one part.  Chunks never cross parts. */
+typedef struct ferry__chunk {
+  int64_t part;
+  int64_t row;            /* first row inside the part         */
+  int64_t count;
+  int64_t global_first;   /* global index of the first sample  */
+} ferry__chunk;
+
+/** The plan's inputs besides the manifest. */
+typedef struct ferry__plan_params {
+  int64_t batch_size;
+  uint64_t seed;
+  int shuffle;
+  int64_t block_size;
+  int64_t shuffle_buffer;
+  int partition;
+  int tail;
+  int64_t max_chunks;
+  double fraction;
+  int64_t epoch;
+  int world_size;
+} ferry__plan_params;
+
+/**
+ * chunk_samples=0 (auto): about FERRY__AUTO_CHUNK_BYTES of rows, rounded to
+ * a multiple of the storage chunk rows of the variables (their least common
+ * multiple; the largest when that exceeds FERRY__ALIGN_MAX times the
+ * largest), so that every plan chunk reads whole storage chunks.  Never
+ * below one storage chunk, never below 1.
+ */
+int64_t ferry__auto_chunk_samples(const ferry__manifest *m, size_t row_total);
+#define FERRY__ALIGN_MAX 64
+
+/** Split parts into chunks of at most chunk_samples rows (malloc'd array). */
+int ferry__chunks_make(const ferry__manifest *m, int64_t chunk_samples,
+                       ferry__chunk **out, int64_t *n);
+
+/**
+ * The pieces an epoch permutes: the chunks kept by max_chunks/fraction (a
+ * subset drawn with the seed only, the same every epoch), split into blocks
+ * of block_size with shuffle=block.  Sorted by global index.
+ */
+int ferry__plan_pieces(const ferry__chunk *chunks, int64_t nchunks,
+                       const ferry__plan_params *pp, ferry__chunk **out,
+                       int64_t *n);
+/** The order of the pieces this epoch (identity for shuffle=none).
+ *  perm has npieces entries.  Rank 0 draws it; others check it. */
+void ferry__plan_permutation(const ferry__plan_params *pp, int64_t npieces,
+                             int64_t *perm);
+
+/** One run of rows read with one call: part rows [row, row+count). */
+typedef struct ferry__extent {
+  int64_t part;
+  int64_t row;
+  int64_t count;
+  int64_t global_first;
+  int64_t window;         /* window it belongs to                        */
+  int64_t chunk;          /* chunk id holding it (for ferry_epoch_chunks) */
+} ferry__extent;
+
+/** One served sample. */
+typedef struct ferry__slot {
+  int64_t sample;         /* global index                                */
+  int64_t extent;         /* extent holding it                           */
+  int64_t row;            /* row inside the extent                       */
+  uint8_t padded;
+} ferry__slot;
+
+/** One rank's plan for one epoch. */
+typedef struct ferry__rank_plan {
+  int64_t num_batches;          /* equal on every rank                  */
+  int64_t epoch_samples;        /* samples in the epoch (all ranks)     */
+  int64_t dropped;              /* samples no rank serves (all ranks)   */
+  int64_t nslots;               /* samples this rank serves             */
+  ferry__slot *slots;           /* [nslots] in served order             */
+  int64_t slots_cap;            /* allocated entries (reused by the next build) */
+  int64_t *batch_start;         /* [num_batches+1] slot index of each batch */
+  int64_t nextents;
+  ferry__extent *extents;       /* [nextents] in read order, by window  */
+  int64_t nwindows;
+  int64_t *window_first_extent; /* [nwindows+1]                         */
+  int64_t *window_need;         /* [nwindows] first batch using window  */
+  int64_t *window_samples;      /* [nwindows] slots served from window  */
+  int64_t *batch_need;          /* [num_batches] extents (read order) that must be loaded */
+  int64_t padded;
+} ferry__rank_plan;
+
+/**
+ * Build rank's plan from the pieces and their permutation.  Pure: the same
+ * inputs give the same plan on every platform.  out must be zeroed, or hold
+ * a plan whose slots array (slots, slots_cap) is reused when large enough:
+ * fresh memory costs a page fault per 4 KiB, which dominated set_epoch.  Returns 0, FERRY_ENOMEM,
+ * FERRY_EEMPTY (no sample), FERRY_EINVAL (batch_size > a rank's share with
+ * tail=drop_last; err names it).
+ */
+int ferry__plan_build(const ferry__chunk *pieces, int64_t npieces,
+                      const int64_t *perm, const ferry__plan_params *pp,
+                      int rank, ferry__rank_plan *out, ferry__err *err);
+/**
+ * Only the reads of rank (extents and windows, no slots): what collective
+ * I/O needs to know of the other ranks.  Same contract as plan_build.
+ */
+int ferry__plan_reads(const ferry__chunk *pieces, int64_t npieces,
+                      const int64_t *perm, const ferry__plan_params *pp,
+                      int rank, ferry__rank_plan *out, ferry__err *err);
+void ferry__rank_plan_free(ferry__rank_plan *p);
+
+/** One stretch of an epoch: world_size ranks each served `batches` batches. */
+typedef struct ferry__resume_step {
+  int world_size;
+  int64_t batches;
+} ferry__resume_step;
+
+/**
+ * The rest of an epoch after steps[0..nsteps), over pp->world_size ranks
+ * (pp->epoch, seed, options as when it started): steps[0] is the epoch's
+ * original plan over steps[0].world_size ranks, of which every rank served
+ * steps[0].batches; the rest was then served over steps[1].world_size
+ * ranks, and so on.  When a step keeps the world size, every rank keeps the
+ * rest of its own plan (the very batches an uninterrupted run serves); when
+ * it changes, the unserved real samples (old rank order, then served order;
+ * pads dropped) are cut into contiguous shares and the tail rule is applied
+ * again.  Pure.  out (rank's plan with slots) and all ([pp->world_size]
+ * zeroed plans receiving every rank's reads, for collective I/O) may each be
+ * NULL.  A served count beyond a step's batches is FERRY_EFORMAT (a state
+ * that does not belong to these inputs).  Returns 0, FERRY_ENOMEM,
+ * FERRY_EINVAL, FERRY_EFORMAT.
+ */
+int ferry__plan_resume(const ferry__chunk *pieces, int64_t npieces,
+                       const int64_t *perm, const ferry__plan_params *pp,
+                       const ferry__resume_step *steps, int nsteps, int rank,
+                       ferry__rank_plan *out, ferry__rank_plan *all,
+                       ferry__err *err);
+/** Checksum of a rank's plan (slots and batch boundaries). */
+uint64_t ferry__rank_plan_checksum(const ferry__rank_plan *p);
+
+#endif /* FERRY_PLAN_H */

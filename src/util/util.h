@@ -1,0 +1,76 @@
+/*
+ * util/util.h - the bottom layer: error records and messages, hashing and
+ * the generator, byte order, dtype names, large buffers, paths.  Depends on
+ * nothing but ferry.h and libc; every other layer may use it.  Names use the
+ * ferry__ prefix and are never installed.
+ */
+#ifndef FERRY_UTIL_H
+#define FERRY_UTIL_H
+
+#include "ferry.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define FERRY__MSG_MAX 1024
+
+/* ---- Errors (error.c) ---- */
+
+/** A failure: code plus a message naming file, variable, rank and offset. */
+typedef struct ferry__err {
+  int code;
+  char msg[FERRY__MSG_MAX];
+} ferry__err;
+
+/** Record code and a printf-style message in err (may be NULL); returns code.
+ *  Also copies the message to the calling thread's last-error buffer. */
+int ferry__seterr(ferry__err *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/** Set the calling thread's last-error message (ferry_last_error(NULL)). */
+void ferry__set_thread_error(const char *msg);
+/** The calling thread's last-error message. */
+const char *ferry__thread_error(void);
+/** The FERRY_E* code for an errno value (ENOENT -> FERRY_ENOENT, ...). */
+int ferry__errno_code(int e);
+
+/** dtype from its ferry_dtype_name() ("float32"); 0 or FERRY_EINVAL. */
+int ferry__dtype_from_name(const char *name, ferry_dtype *out);
+
+/* ---- Hashing and the generator (hash.c) ---- */
+
+/** FNV-1a 64 of len bytes, continuing from h (start with FERRY__FNV_INIT). */
+#define FERRY__FNV_INIT 0xcbf29ce484222325ULL
+uint64_t ferry__fnv1a(uint64_t h, const void *data, size_t len);
+/** SplitMix64 finaliser: a bijective 64-bit mix. */
+uint64_t ferry__mix64(uint64_t x);
+/** Counter-based generator: the counter-th 64-bit value of stream key. */
+uint64_t ferry__rand64(uint64_t key, uint64_t counter);
+/** Key for (seed, stream, a, b): independent streams of the generator. */
+uint64_t ferry__rand_key(uint64_t seed, uint64_t stream, uint64_t a,
+                         uint64_t b);
+
+/* ---- Bytes and paths (bytes.c) ---- */
+
+/** Swap the bytes of n elements of size elsize in place. */
+void ferry__byteswap(void *buf, size_t n, size_t elsize);
+
+/** "dir/name" (one slash between), malloc'd; NULL when out of memory. */
+char *ferry__join_path(const char *dir, const char *name);
+
+/* ---- Large buffers (alloc.c) ---- */
+
+/**
+ * Large buffers (read buffers, the plan's slots): mmap with MAP_POPULATE
+ * where available, so the kernel fills the page tables in one call -- about
+ * 4x cheaper than a fault per 4 KiB page on first touch, which dominated the
+ * first epoch.  The usable size is stored in the FERRY__BIG_HDR bytes in
+ * front of the returned pointer (ferry__big_size).  NULL on failure.
+ */
+#define FERRY__BIG_HDR 64
+void *ferry__big_alloc(size_t bytes);
+void ferry__big_free(void *p);
+size_t ferry__big_size(const void *p);
+
+#endif /* FERRY_UTIL_H */
