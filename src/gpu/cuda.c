@@ -95,6 +95,19 @@ int ferry__gpu_visible(void) {
   return n;
 }
 
+void ferry__gpu_versions(int *runtime, int *driver, int *nccl) {
+  *runtime = *driver = *nccl = -1;
+  if (cudaRuntimeGetVersion(runtime) != cudaSuccess)
+    *runtime = -1;
+  if (cudaDriverGetVersion(driver) != cudaSuccess)
+    *driver = -1;
+  cudaGetLastError();
+#ifdef FERRY__NCCL
+  if (ncclGetVersion(nccl) != ncclSuccess)
+    *nccl = -1;
+#endif
+}
+
 /* 1 when the calling thread has a current CUDA context: the application
  * chose its device (cudaSetDevice, or any runtime call that created the
  * context).  cuCtxGetCurrent is reached through the runtime, so libferry
@@ -698,6 +711,10 @@ void ferry__gpu_close(ferry__gpu *g) {
 #else /* no CUDA */
 
 int ferry__gpu_visible(void) { return -1; }
+
+void ferry__gpu_versions(int *runtime, int *driver, int *nccl) {
+  *runtime = *driver = *nccl = -1;
+}
 
 int ferry__gpu_open(const ferry_options *o, int rank, int local_rank,
                     ferry__gpu **out, char *how, size_t howlen,

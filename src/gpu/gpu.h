@@ -63,6 +63,9 @@ int ferry__gpu_open(const ferry_options *o, int rank, int local_rank,
 void ferry__gpu_close(ferry__gpu *g);
 /** Visible CUDA devices (-1 when not built in, 0 when none usable). */
 int ferry__gpu_visible(void);
+/** Versions found at run time (CUDA runtime, driver, NCCL; as their
+ *  version calls return them, e.g. 12040), -1 for each one absent. */
+void ferry__gpu_versions(int *runtime, int *driver, int *nccl);
 /** Fill the device part of a ferry_device_info (ndevices, devices,
  *  nccl_attached); host delivery leaves them 0. */
 void ferry__gpu_info(const ferry__gpu *g, ferry_device_info *out);
