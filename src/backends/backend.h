@@ -10,6 +10,7 @@
 #define FERRY_BACKEND_H
 
 #include "core/manifest.h"
+#include "util/agree.h"
 
 #include <mpi.h>
 

@@ -619,40 +619,12 @@ static int raw_layout(hid_t d, hid_t dcpl, hid_t ftype, hid_t mtype,
   return 0;
 }
 
-/* With collective I/O the ranks agree on the outcome of a local step. */
-static int agree(ferry__io *io, int code, ferry__err *err, const char *what,
-                 const char *path, const char *vname) {
+/* With collective I/O the ranks agree on the outcome of a local step: every
+ * rank reports the lowest failing rank's reason (util/agree.c). */
+static int agree(ferry__io *io, int code, ferry__err *err) {
   if (!io->collective)
     return code;
-  int all = 0;
-  int mrc = MPI_Allreduce(&code, &all, 1, MPI_INT, MPI_MIN, io->comm);
-  if (mrc != MPI_SUCCESS)
-    return ferry__seterr(err, FERRY_EMPI,
-                         "MPI_Allreduce after %s of file %s (dataset /%s, "
-                         "rank %d) failed",
-                         what, path, vname, io->rank);
-  if (all == 0)
-    return 0;
-  /* Every rank reports the failure of the lowest failing rank, in its
-   * words (which name the rank), so all of them print the same error. */
-  int mine = code < 0 ? io->rank : INT_MAX, first = INT_MAX;
-  struct {
-    int code;
-    char msg[FERRY__MSG_MAX];
-  } e;
-  e.code = code;
-  memcpy(e.msg, err->msg, sizeof e.msg);
-  e.msg[sizeof e.msg - 1] = '\0';
-  if (MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, io->comm) !=
-          MPI_SUCCESS ||
-      first == INT_MAX ||
-      MPI_Bcast(&e, (int)sizeof e, MPI_BYTE, first, io->comm) != MPI_SUCCESS)
-    return ferry__seterr(err, all,
-                         "%s of file %s (dataset /%s) failed on another rank "
-                         "(this is rank %d, offset 0)",
-                         what, path, vname, io->rank);
-  e.msg[sizeof e.msg - 1] = '\0';
-  return ferry__seterr(err, e.code < 0 ? e.code : all, "%s", e.msg);
+  return ferry__agree(io->comm, io->rank, code, err);
 }
 
 static int open_h5file(ferry__io *io, int64_t part, const char *vname,
@@ -694,7 +666,7 @@ static int open_h5file(ferry__io *io, int64_t part, const char *vname,
       close(fd);
   }
   /* Ranks agree before the collective H5Fopen, so all or none call it. */
-  code = agree(io, code, err, "the check", path, vname);
+  code = agree(io, code, err);
   if (code == 0) {
     fid = H5Fopen(path, H5F_ACC_RDONLY, fapl);
     if (fid < 0)
@@ -702,7 +674,7 @@ static int open_h5file(ferry__io *io, int64_t part, const char *vname,
                            "H5Fopen failed: file %s, dataset /%s, rank %d, "
                            "offset 0",
                            path, vname, io->rank);
-    int c2 = agree(io, code, err, "H5Fopen", path, vname);
+    int c2 = agree(io, code, err);
     if (c2 < 0 && fid >= 0 && !io->collective)
       H5Fclose(fid);
     /* A file some ranks failed to open cannot be closed collectively:
@@ -795,7 +767,7 @@ agree_open:
     H5Sclose(s);
   if (t >= 0)
     H5Tclose(t);
-  code = agree(io, code, err, "opening a dataset", path, v->name);
+  code = agree(io, code, err);
   if (code < 0) {
     /* A collective dataset handle is closed only when all ranks agree;
      * a failed one may leak. */

@@ -812,26 +812,15 @@ static int open_file(ferry__io *io, int64_t part, int var, MPI_File *out,
                            (long long)pt->file_size[var], vname);
   }
   if (io->collective) {
-    int mine[2] = {code, opened}, all[2];
-    mrc = MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, io->comm);
-    if (mrc != MPI_SUCCESS) {
-      /* The ranks cannot agree, so no collective close is safe: leave the
-       * handle open rather than risk a hang. */
-      return mpi_fail(err, FERRY_EMPI, mrc,
-                      "MPI_Allreduce after opening file %s (variable %s, "
-                      "rank %d) failed",
-                      path, vname, io->rank);
-    }
-    if (all[0] < 0 && code == 0)
-      code = ferry__seterr(err, all[0],
-                           "file %s (variable %s) could not be opened or "
-                           "differs in size on another rank (this is rank "
-                           "%d, offset 0)",
-                           path, vname, io->rank);
+    /* Every rank reports the lowest failing rank's reason (util/agree.c). */
+    code = ferry__agree(io->comm, io->rank, code, err);
     if (code < 0) {
       /* Closing is collective: only when every rank holds the handle.  A
        * handle some ranks failed to open is left open (leaked) on purpose. */
-      if (all[1] == 1)
+      int all = 0;
+      if (MPI_Allreduce(&opened, &all, 1, MPI_INT, MPI_MIN, io->comm) ==
+              MPI_SUCCESS &&
+          all == 1)
         MPI_File_close(&fh);
       return code;
     }

@@ -75,8 +75,7 @@ struct ferry__gpu {
 
 static int cuda_fail(ferry__err *err, int rank, const char *what,
                      cudaError_t e) {
-  return ferry__seterr(err, FERRY_ENODEV, "rank %d: %s failed: %s (%s)", rank,
-                       what, cudaGetErrorString(e), cudaGetErrorName(e));
+  return ferry__seterr_on(err, rank, FERRY_ENODEV, "%s failed: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
 #define CU(call, what)                                                         \
@@ -160,12 +159,10 @@ static int parse_devices(const char *spec, int visible, int local_rank,
     if (end == p)
       break;
     if (d < 0 || d >= visible)
-      return ferry__seterr(err, FERRY_ENODEV,
-                           "rank %d: option 'devices': device %ld is not "
+      return ferry__seterr_on(err, rank, FERRY_ENODEV,
+                           "option 'devices': device %ld is not "
                            "visible (%d device%s: 0-%d; check "
-                           "CUDA_VISIBLE_DEVICES)",
-                           rank, d, visible, visible == 1 ? "" : "s",
-                           visible - 1);
+                           "CUDA_VISIBLE_DEVICES)", d, visible, visible == 1 ? "" : "s", visible - 1);
     g->dev[g->ndev++] = (int)d;
     p = *end == ',' ? end + 1 : end;
   }
@@ -188,11 +185,10 @@ int ferry__gpu_open(const ferry_options *o, int rank, int local_rank,
                                        : "no device is visible";
     cudaGetLastError();
     if (o->device == FERRY__DEV_CUDA)
-      return ferry__seterr(err, FERRY_ENODEV,
-                           "rank %d: device=cuda but no usable GPU: "
+      return ferry__seterr_on(err, rank, FERRY_ENODEV,
+                           "device=cuda but no usable GPU: "
                            "cudaGetDeviceCount: %s (use device=auto to fall "
-                           "back to host memory)",
-                           rank, why);
+                           "back to host memory)", why);
     snprintf(how, howlen,
              "host memory: device=auto found no usable GPU "
              "(cudaGetDeviceCount: %s)",
@@ -201,16 +197,14 @@ int ferry__gpu_open(const ferry_options *o, int rank, int local_rank,
   }
   ferry__gpu *g = calloc(1, sizeof *g);
   if (!g)
-    return ferry__seterr(err, FERRY_ENOMEM, "rank %d: out of memory", rank);
+    return ferry__seterr_on(err, rank, FERRY_ENOMEM, "out of memory");
   g->rank = rank;
   int rc = parse_devices(o->devices, visible, local_rank, rank, g, how,
                          howlen, err);
   if (!rc && o->batch_size % g->ndev != 0)
-    rc = ferry__seterr(err, FERRY_EINVAL,
-                       "rank %d: batch_size %lld does not split evenly over "
-                       "%d devices (devices=%s): use a multiple of %d",
-                       rank, (long long)o->batch_size, g->ndev,
-                       o->devices ? o->devices : "auto", g->ndev);
+    rc = ferry__seterr_on(err, rank, FERRY_EINVAL,
+                       "batch_size %lld does not split evenly over "
+                       "%d devices (devices=%s): use a multiple of %d", (long long)o->batch_size, g->ndev, o->devices ? o->devices : "auto", g->ndev);
   /* Streams are created on each device; the first device stays current
    * on this thread (the application's choice, or ours when it had none). */
   for (int i = g->ndev - 1; !rc && i >= 0; i--) {
@@ -315,7 +309,7 @@ static int dslot_init_on(ferry__gpu *g, ferry__dslot *d,
   d->ids = malloc((size_t)batch_size * sizeof *d->ids);
   d->padded = malloc((size_t)batch_size);
   if (!d->tensors || !d->ptrs || !d->ids || !d->padded)
-    return ferry__seterr(err, FERRY_ENOMEM, "rank %d: out of memory", rank);
+    return ferry__seterr_on(err, rank, FERRY_ENOMEM, "out of memory");
   int64_t per = batch_size / g->ndev;
   d->per = per;
   for (int i = 0; i < g->ndev; i++) {
@@ -327,10 +321,9 @@ static int dslot_init_on(ferry__gpu *g, ferry__dslot *d,
     const char *why = dev_alloc(&d->mem[i], bytes ? bytes : ALIGN_DEV);
     if (why) {
       d->mem[i] = NULL;
-      return ferry__seterr(err, FERRY_ENODEV,
-                           "rank %d: %s of %zu bytes on device %d failed: %s "
-                           "(lower device_prefetch or batch_size)",
-                           rank, DEV_ALLOC, bytes, g->dev[i], why);
+      return ferry__seterr_on(err, rank, FERRY_ENODEV,
+                           "%s of %zu bytes on device %d failed: %s "
+                           "(lower device_prefetch or batch_size)", DEV_ALLOC, bytes, g->dev[i], why);
     }
     d->mem_bytes[i] = bytes ? bytes : ALIGN_DEV;
     size_t off = 0;
@@ -448,12 +441,9 @@ static int dslot_copy_on(ferry__dslot *d, const ferry_batch *host, int host_data
                                       (size_t)take * rb,
                                       cudaMemcpyHostToDevice, st);
       if (e != cudaSuccess)
-        return ferry__seterr(err, FERRY_ENODEV,
-                             "rank %d: cudaMemcpyAsync of variable '%s' of "
-                             "batch %lld (%zu bytes) to device %d failed: %s",
-                             rank, host->vars[v].name,
-                             (long long)host->index, (size_t)take * rb,
-                             g->dev[i], cudaGetErrorString(e));
+        return ferry__seterr_on(err, rank, FERRY_ENODEV,
+                             "cudaMemcpyAsync of variable '%s' of "
+                             "batch %lld (%zu bytes) to device %d failed: %s", host->vars[v].name, (long long)host->index, (size_t)take * rb, g->dev[i], cudaGetErrorString(e));
     }
     CU(cudaEventRecord(d->ev_done[i], st), "cudaEventRecord");
     first += take;
@@ -722,11 +712,10 @@ int ferry__gpu_open(const ferry_options *o, int rank, int local_rank,
   (void)local_rank;
   *out = NULL;
   if (o->device == FERRY__DEV_CUDA)
-    return ferry__seterr(err, FERRY_ENOTSUP,
-                         "rank %d: device=cuda: this libferry was built "
+    return ferry__seterr_on(err, rank, FERRY_ENOTSUP,
+                         "device=cuda: this libferry was built "
                          "without CUDA (configure --with-cuda=PREFIX); use "
-                         "device=auto or device=cpu",
-                         rank);
+                         "device=auto or device=cpu");
   snprintf(how, howlen, "host memory (%s)",
            o->device == FERRY__DEV_CPU ? "device=cpu"
                                        : "this libferry was built without "
@@ -762,13 +751,13 @@ int ferry__dslot_init(ferry__gpu *g, ferry__dslot *d,
                       const ferry__manifest *m, int64_t batch_size, int rank,
                       ferry__err *err) {
   (void)g, (void)d, (void)m, (void)batch_size;
-  return ferry__seterr(err, FERRY_EINTERNAL, "rank %d: no CUDA", rank);
+  return ferry__seterr_on(err, rank, FERRY_EINTERNAL, "no CUDA");
 }
 void ferry__dslot_fini(ferry__dslot *d) { (void)d; }
 int ferry__dslot_copy(ferry__dslot *d, const ferry_batch *host, int host_data,
                       int rank, ferry__err *err) {
   (void)d, (void)host, (void)host_data;
-  return ferry__seterr(err, FERRY_EINTERNAL, "rank %d: no CUDA", rank);
+  return ferry__seterr_on(err, rank, FERRY_EINTERNAL, "no CUDA");
 }
 int ferry__dslot_sync(ferry__dslot *d, double *seconds, int rank,
                       ferry__err *err) {

@@ -21,18 +21,45 @@ void ferry__set_thread_error(const char *msg) {
   snprintf(thread_error, sizeof thread_error, "%s", msg ? msg : "");
 }
 
-int ferry__seterr(ferry__err *err, int code, const char *fmt, ...) {
+static int set_va(ferry__err *err, int has_rank, int rank, int code,
+                  const char *fmt, va_list ap) {
   char buf[FERRY__MSG_MAX];
-  va_list ap;
-  va_start(ap, fmt);
   vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
   if (err) {
     err->code = code;
+    err->has_rank = has_rank;
+    err->rank = rank;
     memcpy(err->msg, buf, sizeof buf);
-  }
-  ferry__set_thread_error(buf);
+    ferry__err_text(err, thread_error, sizeof thread_error);
+  } else if (has_rank)
+    snprintf(thread_error, sizeof thread_error, "rank %d: %.1000s", rank, buf);
+  else
+    ferry__set_thread_error(buf);
   return code;
+}
+
+int ferry__seterr(ferry__err *err, int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  set_va(err, 0, 0, code, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+int ferry__seterr_on(ferry__err *err, int rank, int code, const char *fmt,
+                     ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  set_va(err, 1, rank, code, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+void ferry__err_text(const ferry__err *err, char *out, size_t len) {
+  if (err->has_rank)
+    snprintf(out, len, "rank %d: %.1000s", err->rank, err->msg);
+  else
+    snprintf(out, len, "%s", err->msg);
 }
 
 const char *ferry_strerror(int code) {

@@ -18,16 +18,30 @@
 
 /* ---- Errors (error.c) ---- */
 
-/** A failure: code plus a message naming file, variable, rank and offset. */
+/**
+ * A failure: code plus a message naming file, variable and offset.  The rank
+ * the failure happened on is kept beside the message (has_rank, rank) and
+ * formatted once, where the error leaves the library (ferry__err_text):
+ * "rank 3: short read: ...".  Zero-initialised means "no error, no rank".
+ */
 typedef struct ferry__err {
   int code;
+  int has_rank;
+  int rank;
   char msg[FERRY__MSG_MAX];
 } ferry__err;
 
 /** Record code and a printf-style message in err (may be NULL); returns code.
- *  Also copies the message to the calling thread's last-error buffer. */
+ *  Clears the rank.  Also copies the message to the calling thread's
+ *  last-error buffer. */
 int ferry__seterr(ferry__err *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/** The same, for a failure that happened on rank: the message says what and
+ *  where, never "rank N:" itself. */
+int ferry__seterr_on(ferry__err *err, int rank, int code, const char *fmt,
+                     ...) __attribute__((format(printf, 4, 5)));
+/** The message as the user sees it: "rank R: msg" when the rank is known. */
+void ferry__err_text(const ferry__err *err, char *out, size_t len);
 /** Set the calling thread's last-error message (ferry_last_error(NULL)). */
 void ferry__set_thread_error(const char *msg);
 /** The calling thread's last-error message. */

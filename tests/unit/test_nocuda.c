@@ -37,9 +37,11 @@ int main(void) {
   int rc = open_with("cuda", &g, how, sizeof how, &err);
   CHECK(rc == FERRY_ENOTSUP, "device=cuda: %d, want FERRY_ENOTSUP", rc);
   CHECK(g == NULL, "device=cuda returned a GPU state");
-  CHECK(strstr(err.msg, "rank 3") && strstr(err.msg, "without CUDA") &&
-            strstr(err.msg, "--with-cuda"),
-        "message: %s", err.msg);
+  char text[FERRY__MSG_MAX];
+  ferry__err_text(&err, text, sizeof text);
+  CHECK(strncmp(text, "rank 3: ", 8) == 0 && strstr(text, "without CUDA") &&
+            strstr(text, "--with-cuda"),
+        "message: %s", text);
   rc = open_with("auto", &g, how, sizeof how, &err);
   CHECK(rc == 0 && g == NULL && strstr(how, "host memory") &&
             strstr(how, "without CUDA"),

@@ -1,0 +1,209 @@
+/*
+ * checkpoint.c - ferry_state_save and ferry_state_load: the state records
+ * how many batches every rank was handed, and a load restarts the epoch
+ * from there with ferry__plan_resume's plan (plan/plan.c).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#endif
+#include "config.h"
+#include "loader/loader.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The plan-shaping options as a state records them (chunk_samples
+ * resolved, so that "auto" cannot silently mean another size later). */
+static int state_options(const ferry_loader *L, ferry__state *st) {
+  const char *const *names = ferry__state_plan_options();
+  int n = 0;
+  while (names[n])
+    n++;
+  st->opt_name = calloc((size_t)n, sizeof *st->opt_name);
+  st->opt_value = calloc((size_t)n, sizeof *st->opt_value);
+  if (!st->opt_name || !st->opt_value)
+    return FERRY_ENOMEM;
+  for (int i = 0; i < n; i++) {
+    char buf[4096];
+    if (strcmp(names[i], "chunk_samples") == 0)
+      snprintf(buf, sizeof buf, "%lld", (long long)L->chunk_samples);
+    else if (ferry_options_get(L->opts, names[i], buf, sizeof buf) != 0)
+      return FERRY_EINTERNAL;
+    st->opt_name[i] = strdup(names[i]);
+    st->opt_value[i] = strdup(buf);
+    st->nopts = i + 1;
+    if (!st->opt_name[i] || !st->opt_value[i])
+      return FERRY_ENOMEM;
+  }
+  return 0;
+}
+
+int ferry_state_save(ferry_loader *L, const char *path) {
+  if (!L)
+    return ferry__seterr(NULL, FERRY_EINVAL,
+                         "ferry_state_save: loader is NULL");
+  ferry__err err = {0};
+  epoch_state *ep = L->ep;
+  int rc = 0;
+  if (!path || !*path)
+    rc = ferry__seterr_on(&err, L->rank, FERRY_EINVAL, "ferry_state_save: no path");
+  else if (!ep)
+    rc = ferry__seterr(&err, FERRY_ESTATE,
+                       "ferry_state_save before ferry_set_epoch or "
+                       "ferry_state_load: there is no position to save");
+  else if (ep->failed)
+    rc = ferry__seterr(&err, FERRY_ESTATE,
+                       "ferry_state_save after the epoch failed: the failed "
+                       "batch was not served; save before it or restart the "
+                       "epoch");
+  rc = ferry__agree(L->comm, L->rank, rc, &err);
+  long long pos = 0, lo = 0, hi = 0, served = 0, total = 0;
+  if (!rc) {
+    const ferry__rank_plan *p = &ep->plan;
+    pos = ep->consumed;
+    for (int64_t i = 0; i < p->batch_start[ep->consumed]; i++)
+      served += !p->slots[i].padded;
+    if (MPI_Allreduce(&pos, &lo, 1, MPI_LONG_LONG, MPI_MIN, L->comm) ||
+        MPI_Allreduce(&pos, &hi, 1, MPI_LONG_LONG, MPI_MAX, L->comm) ||
+        MPI_Allreduce(&served, &total, 1, MPI_LONG_LONG, MPI_SUM, L->comm))
+      rc = ferry__seterr_on(&err, L->rank, FERRY_EMPI, "MPI_Allreduce failed");
+    else if (lo != hi)
+      rc = ferry__seterr(&err, FERRY_EMISMATCH,
+                         "ranks called ferry_state_save after different "
+                         "numbers of batches (%lld to %lld in epoch %lld): "
+                         "save at the same point on every rank",
+                         lo, hi, (long long)ep->epoch);
+  }
+  /* Rank 0 writes it, after every rank reached this point (the agreement
+   * above is the barrier). */
+  if (!rc && L->rank == 0) {
+    ferry__state st;
+    memset(&st, 0, sizeof st);
+    char *buf = NULL;
+    size_t len = 0;
+    st.dataset = L->m.spec;
+    st.dataset_hash = L->m.hash;
+    st.num_samples = L->m.num_samples;
+    st.epoch = ep->epoch;
+    st.world_size = L->size;
+    st.batches = ep->index_base + ep->consumed;
+    st.samples_served = ep->samples_before + total;
+    st.steps = malloc(((size_t)ep->nsteps + 1) * sizeof *st.steps);
+    rc = st.steps ? state_options(L, &st) : FERRY_ENOMEM;
+    if (!rc) {
+      memcpy(st.steps, ep->steps, (size_t)ep->nsteps * sizeof *st.steps);
+      st.nsteps = ep->nsteps;
+      if (st.nsteps && st.steps[st.nsteps - 1].world_size == L->size)
+        st.steps[st.nsteps - 1].batches += ep->consumed;
+      else
+        st.steps[st.nsteps++] = (ferry__resume_step){L->size, ep->consumed};
+      rc = ferry__state_encode(&st, &buf, &len, &err);
+    } else
+      ferry__seterr(&err, rc, "rank 0: out of memory for the state");
+    if (!rc)
+      rc = ferry__state_write_file(path, buf, len, &err);
+    free(buf);
+    st.dataset = NULL; /* borrowed */
+    ferry__state_free(&st);
+  }
+  rc = ferry__agree(L->comm, L->rank, rc, &err);
+  if (rc)
+    return ferry__loader_fail(L, &err);
+  L->ckpt_agreed = 0; /* the request is answered */
+  ferry__signal_clear();
+  return 0;
+}
+
+/* Does the decoded state belong to this loader?  The same answer on every
+ * rank: the bytes and the loader's inputs are the same everywhere. */
+static int state_check(const ferry_loader *L, const ferry__state *st,
+                       const char *path, ferry__err *err) {
+  if (st->dataset_hash != L->m.hash)
+    return ferry__seterr(err, FERRY_EMISMATCH,
+                         "state file %s was saved for dataset '%s' (%lld "
+                         "samples, manifest hash %016llx); this loader reads "
+                         "'%s' (%lld samples, manifest hash %016llx)",
+                         path, st->dataset, (long long)st->num_samples,
+                         (unsigned long long)st->dataset_hash, L->m.spec,
+                         (long long)L->m.num_samples,
+                         (unsigned long long)L->m.hash);
+  ferry__state mine;
+  memset(&mine, 0, sizeof mine);
+  int rc = state_options(L, &mine);
+  if (rc) {
+    ferry__state_free(&mine);
+    return ferry__seterr_on(err, L->rank, rc, "out of memory");
+  }
+  for (int i = 0; !rc && i < mine.nopts; i++) {
+    const char *saved = NULL;
+    for (int j = 0; j < st->nopts; j++)
+      if (strcmp(st->opt_name[j], mine.opt_name[i]) == 0)
+        saved = st->opt_value[j];
+    if (!saved)
+      rc = ferry__seterr(err, FERRY_EFORMAT,
+                         "state file %s does not record option '%s'", path,
+                         mine.opt_name[i]);
+    else if (strcmp(saved, mine.opt_value[i]) != 0)
+      rc = ferry__seterr(err, FERRY_EMISMATCH,
+                         "state file %s was saved with option '%s' = '%s', "
+                         "this loader has '%s'; a resume must keep every "
+                         "option that shapes the plan (batch_size, seed, "
+                         "shuffle, block_size, shuffle_buffer, partition, "
+                         "tail, chunk_samples, vars, max_chunks, fraction); "
+                         "the number of ranks may change",
+                         path, mine.opt_name[i], saved, mine.opt_value[i]);
+  }
+  ferry__state_free(&mine);
+  return rc;
+}
+
+int ferry_state_load(ferry_loader *L, const char *path) {
+  if (!L)
+    return ferry__seterr(NULL, FERRY_EINVAL,
+                         "ferry_state_load: loader is NULL");
+  ferry__err err = {0};
+  int rc = 0;
+  char *buf = NULL;
+  size_t len = 0;
+  ferry__state st;
+  memset(&st, 0, sizeof st);
+  if (!path || !*path)
+    rc = ferry__seterr_on(&err, L->rank, FERRY_EINVAL, "ferry_state_load: no path");
+  else if (L->rank == 0)
+    rc = ferry__state_read_file(path, &buf, &len, &err);
+  rc = ferry__agree(L->comm, L->rank, rc, &err);
+  if (!rc) {
+    unsigned long long n = len;
+    if (MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, 0, L->comm) != MPI_SUCCESS)
+      rc =
+          ferry__seterr_on(&err, L->rank, FERRY_EMPI, "MPI_Bcast failed");
+    else if (L->rank != 0 && !(buf = malloc(n ? n : 1)))
+      rc = ferry__seterr_on(&err, L->rank, FERRY_ENOMEM, "out of memory");
+    len = n;
+    rc = ferry__agree(L->comm, L->rank, rc, &err);
+    if (!rc && MPI_Bcast(buf, (int)len, MPI_BYTE, 0, L->comm) != MPI_SUCCESS)
+      rc =
+          ferry__seterr_on(&err, L->rank, FERRY_EMPI, "MPI_Bcast failed");
+    if (!rc)
+      rc = ferry__state_decode(buf, len, path, &st, &err);
+    if (!rc)
+      rc = state_check(L, &st, path, &err);
+    rc = ferry__agree(L->comm, L->rank, rc, &err);
+  }
+  free(buf);
+  if (rc) {
+    ferry__state_free(&st);
+    ferry__epoch_stop(L); /* collective, like the calls above */
+    return ferry__loader_fail(L, &err);
+  }
+  rc = ferry__epoch_begin(L, st.epoch, st.steps, st.nsteps, st.batches,
+                   st.samples_served);
+  if (rc) {
+    char msg[FERRY__MSG_MAX];
+    snprintf(msg, sizeof msg, "state file %s: %.900s", path, L->errmsg);
+    snprintf(L->errmsg, sizeof L->errmsg, "%s", msg);
+    ferry__set_thread_error(L->errmsg);
+  }
+  ferry__state_free(&st);
+  return rc;
+}

@@ -1,0 +1,417 @@
+/*
+ * epoch.c - ferry_set_epoch as a sequence of named steps: stop the previous
+ * epoch, set up the new one, the permutation (rank 0 draws, every rank
+ * recomputes and compares), the rank's plan, equal batch counts, the memory
+ * budget, the threads.  Each step is followed by ferry__agree.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#endif
+#include "config.h"
+#include "loader/loader.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <limits.h>
+
+/* ---- Epoch lifetime ----------------------------------------------------- */
+
+/* Stop the running epoch and free it.  COLLECTIVE (the collective I/O thread
+ * must finish the rounds some rank has entered). */
+int ferry__epoch_stop(ferry_loader *L) {
+  epoch_state *ep = L->ep;
+  int rc = 0;
+  if (!ep)
+    return 0;
+  L->ep = NULL;
+  if (ep->io_started || ep->nworkers) {
+    pthread_mutex_lock(&ep->mu);
+    ep->stop = 1;
+    int64_t started = ep->rounds_started;
+    pthread_cond_broadcast(&ep->cv_io);
+    pthread_cond_broadcast(&ep->cv_work);
+    pthread_mutex_unlock(&ep->mu);
+    if (L->opts->io == FERRY__IO_COLLECTIVE) {
+      /* After stop no new round starts on its own; agree how far to go. */
+      long long mine = started, target = 0;
+      if (MPI_Allreduce(&mine, &target, 1, MPI_LONG_LONG, MPI_MAX, L->comm) !=
+          MPI_SUCCESS)
+        rc = FERRY_EMPI;
+      pthread_mutex_lock(&ep->mu);
+      ep->round_target = target;
+      pthread_cond_broadcast(&ep->cv_io);
+      pthread_mutex_unlock(&ep->mu);
+    }
+    if (ep->io_started)
+      pthread_join(ep->io_thread, NULL);
+    for (int i = 0; i < ep->nworkers; i++)
+      pthread_join(ep->workers[i], NULL);
+  }
+  for (int64_t e = 0; ep->ext_buf && e < ep->plan.nextents; e++)
+    ferry__buf_put(L, ep->ext_buf[e]);
+  free(ep->ext_buf);
+  free(ep->win_remaining);
+  free(ep->workers);
+  if (L->gpu) { /* copies still in flight read the host ring */
+    ferry__err ignore;
+    if (ferry__gpu_sync(L->gpu, &ignore) && !rc)
+      rc = FERRY_ENODEV;
+  }
+  for (int64_t i = 0; i < L->nring; i++)
+    L->ring[i].state = SLOT_FREE;
+  for (int64_t i = 0; i < L->ndring; i++) {
+    L->dring[i].state = SLOT_FREE;
+    L->dring[i].expect = i;
+    L->dring[i].host = -1;
+  }
+  if (ep->all_reads)
+    for (int r = 0; r < L->size; r++)
+      ferry__rank_plan_free(&ep->all_reads[r]);
+  free(ep->all_reads);
+  free(ep->round_admit);
+  free(ep->steps);
+  ferry__big_free(L->spare_slots);
+  L->spare_slots = ep->plan.slots; /* the next epoch reuses it */
+  L->spare_cap = ep->plan.slots_cap;
+  ep->plan.slots = NULL;
+  ferry__rank_plan_free(&ep->plan);
+  free(ep->pieces);
+  free(ep->perm);
+  pthread_mutex_destroy(&ep->mu);
+  pthread_cond_destroy(&ep->cv_io);
+  pthread_cond_destroy(&ep->cv_work);
+  pthread_cond_destroy(&ep->cv_ready);
+  free(ep);
+  return rc;
+}
+
+void ferry__plan_params_of(const ferry_loader *L, int64_t epoch,
+                        ferry__plan_params *pp) {
+  const ferry_options *o = L->opts;
+  *pp = (ferry__plan_params){o->batch_size, o->seed,       o->shuffle,
+                             o->block_size, o->shuffle_buffer, o->partition,
+                             o->tail,       o->max_chunks, o->fraction,
+                             epoch,         L->size};
+}
+
+/* Exact bound of the extent bytes resident at once under the admission rule:
+ * at consumption c, windows with admit <= c + prefetch whose last batch >= c. */
+/* The backend's decode caches (HDF5 chunk caches): every variable's
+ * cache_bytes for each file it may keep open at once. */
+size_t ferry__cache_bound(const ferry_loader *L) {
+  int64_t files = L->opts->max_open_files > 0 ? L->opts->max_open_files : 64;
+  if (files > L->m.nparts)
+    files = L->m.nparts;
+  size_t per_file = 0;
+  for (int v = 0; v < L->m.nvars; v++)
+    per_file += L->m.vars[v].cache_bytes;
+  return per_file * (size_t)files;
+}
+
+static size_t read_bound(const ferry_loader *L, const ferry__rank_plan *p) {
+  int64_t nb = p->num_batches, la = L->opts->prefetch;
+  if (nb == 0)
+    return 0;
+  double *diff = calloc((size_t)nb + 1, sizeof *diff);
+  if (!diff)
+    return 0;
+  int64_t pos = 0;
+  for (int64_t w = 0; w < p->nwindows; w++) {
+    int64_t last = (pos + p->window_samples[w] - 1) / L->opts->batch_size;
+    pos += p->window_samples[w];
+    int64_t from = ferry__admit_of(p, w) - la < 0 ? 0 : ferry__admit_of(p, w) - la;
+    if (last >= nb)
+      last = nb - 1;
+    double bytes = (double)p->window_samples[w] * (double)L->row_total;
+    diff[from] += bytes;
+    diff[last + 1] -= bytes;
+  }
+  double run = 0, best = 0;
+  for (int64_t c = 0; c < nb; c++) {
+    run += diff[c];
+    if (run > best)
+      best = run;
+  }
+  free(diff);
+  return (size_t)best;
+}
+
+/* Every rank's reads, and the consumed count that admits each round. */
+static int plan_collective(epoch_state *ep, const ferry__plan_params *pp,
+                           ferry__err *err) {
+  ferry_loader *L = ep->L;
+  ep->all_reads = calloc((size_t)L->size, sizeof *ep->all_reads);
+  if (!ep->all_reads)
+    return ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
+  int64_t nr = 0;
+  if (ep->nsteps) {
+    int rc = ferry__plan_resume(ep->pieces, ep->npieces, ep->perm, pp,
+                                ep->steps, ep->nsteps, L->rank, NULL,
+                                ep->all_reads, err);
+    if (rc)
+      return rc;
+  }
+  for (int r = 0; r < L->size; r++) {
+    int rc = ep->nsteps ? 0
+                        : ferry__plan_reads(ep->pieces, ep->npieces, ep->perm,
+                                            pp, r, &ep->all_reads[r], err);
+    if (rc)
+      return rc;
+    if (ep->all_reads[r].nwindows > nr)
+      nr = ep->all_reads[r].nwindows;
+  }
+  ep->nrounds = nr;
+  ep->round_admit = malloc((size_t)(nr ? nr : 1) * sizeof(int64_t));
+  if (!ep->round_admit)
+    return ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
+  for (int64_t j = 0; j < nr; j++) {
+    int64_t g = INT64_MAX;
+    for (int r = 0; r < L->size; r++)
+      if (j < ep->all_reads[r].nwindows &&
+          ferry__admit_of(&ep->all_reads[r], j) < g)
+        g = ferry__admit_of(&ep->all_reads[r], j);
+    ep->round_admit[j] = g;
+  }
+  /* suffix minimum: admission never decreases from one round to the next */
+  for (int64_t j = nr - 2; j >= 0; j--)
+    if (ep->round_admit[j + 1] < ep->round_admit[j])
+      ep->round_admit[j] = ep->round_admit[j + 1];
+  return 0;
+}
+
+/* Plan epoch `epoch` and start its pipeline: the whole epoch (nsteps 0), or
+ * the rest of it after the steps of a saved state.  COLLECTIVE. */
+/*
+ * The memory budget, computed in one place: at open (p NULL) the reads are
+ * estimated as the lookahead plus two shuffle windows; once an epoch is
+ * planned (p) they are the exact bound of read_bound and the plan's own
+ * arrays are counted.
+ */
+void ferry__budget_compute(ferry_loader *L, const ferry__rank_plan *p) {
+  ferry_memory_budget *b = &L->budget;
+  b->batch_bytes = (size_t)L->opts->batch_size * L->row_total;
+  b->ring_bytes = b->batch_bytes * (size_t)L->opts->prefetch;
+  b->cache_bytes = ferry__cache_bound(L);
+  if (p) {
+    b->read_bytes = read_bound(L, p);
+    b->plan_bytes =
+        (size_t)p->slots_cap * sizeof(ferry__slot) +
+        (size_t)p->nextents * (sizeof(ferry__extent) + sizeof(void *)) +
+        (size_t)(p->num_batches + 1) * 2 * sizeof(int64_t);
+  } else {
+    int64_t k = L->opts->shuffle_buffer > 0 ? L->opts->shuffle_buffer : 1;
+    b->read_bytes =
+        ((size_t)(L->opts->prefetch + 2) * (size_t)L->opts->batch_size +
+         2 * (size_t)k * (size_t)L->chunk_samples) *
+        L->row_total;
+    b->plan_bytes = 0;
+  }
+  b->total_bytes =
+      b->ring_bytes + b->read_bytes + b->plan_bytes + b->cache_bytes;
+  if (L->gpu) {
+    b->pinned_bytes = b->ring_bytes;
+    b->device_bytes = (size_t)L->opts->device_prefetch * b->batch_bytes;
+  }
+}
+
+/* Step 1: a fresh epoch state (the previous epoch is stopped first). */
+static int epoch_new(ferry_loader *L, int64_t epoch,
+                     const ferry__resume_step *steps, int nsteps,
+                     int64_t index_base, int64_t samples_before,
+                     epoch_state **out, ferry__err *err) {
+  int rc = ferry__epoch_stop(L);
+  if (rc)
+    ferry__seterr_on(err, L->rank, rc, "stopping the previous epoch failed");
+  epoch_state *ep = calloc(1, sizeof *ep);
+  *out = ep;
+  if (!ep && !rc)
+    rc = ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
+  if (epoch < 0 && !rc)
+    rc = ferry__seterr(err, FERRY_EINVAL, "epoch %lld is negative",
+                       (long long)epoch);
+  if (!ep)
+    return rc;
+  ep->L = L;
+  ep->epoch = epoch;
+  ep->round_target = -1;
+  ep->certified = -1;
+  ep->io_through = -1;
+  pthread_mutex_init(&ep->mu, NULL);
+  pthread_cond_init(&ep->cv_io, NULL);
+  pthread_cond_init(&ep->cv_work, NULL);
+  pthread_cond_init(&ep->cv_ready, NULL);
+  ep->index_base = index_base;
+  ep->samples_before = samples_before;
+  if (nsteps > 0) {
+    ep->steps = malloc((size_t)nsteps * sizeof *ep->steps);
+    if (ep->steps) {
+      memcpy(ep->steps, steps, (size_t)nsteps * sizeof *steps);
+      ep->nsteps = nsteps;
+    } else if (!rc)
+      rc = ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
+  }
+  return rc;
+}
+
+/* Step 2: the permutation.  Rank 0 draws it and broadcasts it; every rank
+ * also recomputes it, and the inputs and both permutations are compared
+ * (min == max over ranks).  COLLECTIVE. */
+static int epoch_permutation(ferry_loader *L, epoch_state *ep,
+                             const ferry__plan_params *pp, ferry__err *err) {
+  int64_t np = ep->npieces, epoch = ep->epoch;
+  ep->perm = malloc((size_t)(np ? np : 1) * sizeof *ep->perm);
+  int64_t *mine = malloc((size_t)(np ? np : 1) * sizeof *mine);
+  int rc = 0;
+  if (!ep->perm || !mine)
+    rc = ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
+  else
+    ferry__plan_permutation(pp, np, mine);
+  rc = ferry__agree(L->comm, L->rank, rc, err);
+  if (rc) {
+    free(mine);
+    return rc;
+  }
+  if (L->rank == 0)
+    memcpy(ep->perm, mine, (size_t)np * sizeof *mine);
+  if (MPI_Bcast(ep->perm, (int)np, MPI_INT64_T, 0, L->comm) != MPI_SUCCESS)
+    rc = ferry__seterr_on(err, L->rank, FERRY_EMPI, "MPI_Bcast failed");
+  uint64_t v[8];
+  v[0] = ferry__fnv1a(FERRY__FNV_INIT, &epoch, sizeof epoch);
+  v[1] = ferry__fnv1a(FERRY__FNV_INIT, &L->opts->seed, sizeof L->opts->seed);
+  v[2] = L->m.hash;
+  v[3] = (uint64_t)L->size;
+  v[4] = ferry__fnv1a(FERRY__FNV_INIT, ep->perm, (size_t)np * 8);
+  v[5] = ferry__fnv1a(FERRY__FNV_INIT, mine, (size_t)np * 8);
+  v[6] = (uint64_t)np;
+  /* 0 on every rank whose own permutation equals the broadcast one. */
+  v[7] = v[4] != v[5];
+  free(mine);
+  static const char *const what[8] = {
+      "the epoch number", "option 'seed'", "the dataset manifest",
+      "the world size", "the broadcast plan",
+      "the permutation each rank computes (generator differs)",
+      "the number of pieces",
+      "the permutation each rank computes (generator differs)"};
+  int which = -1;
+  if (!rc)
+    rc = ferry__agree_same(L->comm, L->rank, v, 8, &which, err);
+  if (rc == FERRY_EMISMATCH)
+    rc = ferry__seterr(err, FERRY_EMISMATCH, "ranks disagree on %s in epoch %lld",
+                       what[which], (long long)epoch);
+  if (!rc)
+    ep->checksum = ferry__fnv1a(v[4], v, 7 * sizeof *v);
+  return rc;
+}
+
+/* Step 3: this rank's plan (fresh, or the rest of a resumed epoch), and
+ * with io=collective every rank's reads.  The slot array of the last epoch
+ * is reused: fresh memory costs a page fault per 4 KiB. */
+static int epoch_plan(ferry_loader *L, epoch_state *ep,
+                      const ferry__plan_params *pp, ferry__err *err) {
+  ep->plan.slots = L->spare_slots;
+  ep->plan.slots_cap = L->spare_cap;
+  L->spare_slots = NULL;
+  int rc = ep->nsteps ? ferry__plan_resume(ep->pieces, ep->npieces, ep->perm,
+                                           pp, ep->steps, ep->nsteps, L->rank,
+                                           &ep->plan, NULL, err)
+                      : ferry__plan_build(ep->pieces, ep->npieces, ep->perm,
+                                          pp, L->rank, &ep->plan, err);
+  if (!rc && L->opts->io == FERRY__IO_COLLECTIVE)
+    rc = plan_collective(ep, pp, err);
+  return rc;
+}
+
+/* Step 4: equal batch counts on every rank, checked before the first
+ * batch.  COLLECTIVE. */
+static int epoch_check_counts(ferry_loader *L, epoch_state *ep,
+                              ferry__err *err) {
+  long long nb = ep->plan.num_batches, lo, hi;
+  if (MPI_Allreduce(&nb, &lo, 1, MPI_LONG_LONG, MPI_MIN, L->comm) ||
+      MPI_Allreduce(&nb, &hi, 1, MPI_LONG_LONG, MPI_MAX, L->comm))
+    return ferry__seterr_on(err, L->rank, FERRY_EMPI, "MPI_Allreduce failed");
+  if (lo != hi)
+    return ferry__seterr(err, FERRY_EINTERNAL,
+                         "batch counts differ across ranks (%lld to %lld)", lo,
+                         hi);
+  return 0;
+}
+
+/* Step 5: the epoch's buffers, the memory budget, the I/O thread and the
+ * workers. */
+static int epoch_start(ferry_loader *L, epoch_state *ep, ferry__err *err) {
+  const ferry__rank_plan *p = &ep->plan;
+  ep->ext_buf = calloc((size_t)p->nextents + 1, sizeof *ep->ext_buf);
+  ep->win_remaining = calloc((size_t)p->nwindows + 1, sizeof(int64_t));
+  ep->workers = calloc((size_t)L->nthreads, sizeof *ep->workers);
+  if (!ep->ext_buf || !ep->win_remaining || !ep->workers)
+    return ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
+  for (int64_t w = 0; w < p->nwindows; w++)
+    ep->win_remaining[w] = p->window_samples[w];
+  ferry__budget_compute(L, p);
+  ferry__pool_drain(L, L->budget.read_bytes);
+  L->ep = ep;
+  if (pthread_create(&ep->io_thread, NULL, ferry__io_main, ep) != 0)
+    return ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
+                            "cannot start the I/O thread");
+  ep->io_started = 1;
+  for (int i = 0; i < L->nthreads; i++) {
+    if (pthread_create(&ep->workers[i], NULL, ferry__worker_main, ep) != 0)
+      return ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
+                              "cannot start worker thread %d", i);
+    ep->nworkers++;
+  }
+  return 0;
+}
+
+/* ferry_set_epoch and ferry_state_load: the steps above, each agreed on by
+ * every rank before the next.  COLLECTIVE. */
+int ferry__epoch_begin(ferry_loader *L, int64_t epoch,
+                       const ferry__resume_step *steps, int nsteps,
+                       int64_t index_base, int64_t samples_before) {
+  ferry__err err = {0};
+  epoch_state *ep = NULL;
+  ferry__plan_params pp;
+  ferry__plan_params_of(L, epoch, &pp);
+  int rc = epoch_new(L, epoch, steps, nsteps, index_base, samples_before, &ep,
+                     &err);
+  if (!rc) {
+    rc = ferry__plan_pieces(L->chunks, L->nchunks, &pp, &ep->pieces,
+                            &ep->npieces);
+    if (rc)
+      ferry__seterr_on(&err, L->rank, rc, "out of memory for the plan");
+  }
+  rc = ferry__agree(L->comm, L->rank, rc, &err);
+  if (!rc) {
+    rc = epoch_permutation(L, ep, &pp, &err);
+    if (!rc)
+      rc = epoch_plan(L, ep, &pp, &err);
+    rc = ferry__agree(L->comm, L->rank, rc, &err);
+  }
+  if (!rc)
+    rc = epoch_check_counts(L, ep, &err);
+  if (!rc)
+    rc = epoch_start(L, ep, &err);
+  rc = ferry__agree(L->comm, L->rank, rc, &err);
+  if (rc) {
+    if (!L->ep)
+      L->ep = ep; /* let epoch_stop free it (NULL: nothing to free) */
+    ferry__epoch_stop(L);
+    return ferry__loader_fail(L, &err);
+  }
+  return 0;
+}
+
+int ferry_set_epoch(ferry_loader *L, int64_t epoch) {
+  if (!L)
+    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_set_epoch: loader is NULL");
+  return ferry__epoch_begin(L, epoch, NULL, 0, 0, 0);
+}
+
+int64_t ferry_num_batches(const ferry_loader *L) {
+  if (!L)
+    return FERRY_EINVAL;
+  if (!L->ep)
+    return FERRY_ESTATE;
+  return L->ep->plan.num_batches;
+}

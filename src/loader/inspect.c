@@ -1,0 +1,184 @@
+/*
+ * inspect.c - the local accessors of a loader (variables, parts, chunks, the
+ * epoch, the memory budget, statistics) and the NCCL attach calls.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#endif
+#include "config.h"
+#include "loader/loader.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Inspection ----------------------------------------------------------- */
+
+const char *ferry_last_error(const ferry_loader *L) {
+  return L ? L->errmsg : ferry__thread_error();
+}
+
+int ferry_num_vars(const ferry_loader *L) { return L ? L->m.nvars : 0; }
+
+int ferry_var_info_get(const ferry_loader *L, int i, ferry_var_info *out) {
+  if (!L || !out || i < 0 || i >= L->m.nvars)
+    return FERRY_EINVAL;
+  const ferry__var *v = &L->m.vars[i];
+  memset(out, 0, sizeof *out);
+  out->name = v->name;
+  out->dtype = v->dtype;
+  out->swapped = v->swapped;
+  out->ndim = v->row_ndim + 1;
+  out->shape[0] = L->m.num_samples;
+  for (int d = 0; d < v->row_ndim && d + 1 < FERRY_MAX_DIMS; d++)
+    out->shape[d + 1] = v->row_shape[d];
+  out->row_bytes = v->row_bytes;
+  out->chunk_rows = v->chunk_rows;
+  out->cache_bytes = v->cache_bytes;
+  out->storage = v->storage;
+  return 0;
+}
+
+const char *ferry_dataset_notes(const ferry_loader *L) {
+  return L ? L->m.notes : NULL;
+}
+
+int64_t ferry_num_samples(const ferry_loader *L) {
+  return L ? L->m.num_samples : 0;
+}
+int64_t ferry_num_parts(const ferry_loader *L) { return L ? L->m.nparts : 0; }
+const char *ferry_part_path(const ferry_loader *L, int64_t part, int var) {
+  if (!L || part < 0 || part >= L->m.nparts || var < 0 || var >= L->m.nvars)
+    return NULL;
+  return L->m.parts[part].paths[var];
+}
+const char *ferry_backend(const ferry_loader *L) {
+  return L ? L->m.backend : NULL;
+}
+int64_t ferry_num_chunks(const ferry_loader *L) { return L ? L->nchunks : 0; }
+
+int ferry_chunk_info_get(const ferry_loader *L, int64_t id,
+                         ferry_chunk_info *out) {
+  if (!L || !out || id < 0 || id >= L->nchunks)
+    return FERRY_EINVAL;
+  const ferry__chunk *c = &L->chunks[id];
+  *out = (ferry_chunk_info){id, c->part, c->global_first, c->count};
+  return 0;
+}
+
+int ferry_epoch_info_get(const ferry_loader *L, ferry_epoch_info *out) {
+  if (!L || !out)
+    return FERRY_EINVAL;
+  if (!L->ep)
+    return FERRY_ESTATE;
+  const ferry__rank_plan *p = &L->ep->plan;
+  *out = (ferry_epoch_info){L->ep->epoch,  p->num_batches, p->epoch_samples,
+                            p->nslots,     p->padded,      p->dropped,
+                            p->nextents,   L->ep->checksum,
+                            L->ep->index_base};
+  return 0;
+}
+
+/* The chunk holding global sample g: chunks are sorted by global_first. */
+static int64_t chunk_of(const ferry_loader *L, int64_t g) {
+  int64_t lo = 0, hi = L->nchunks - 1;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo + 1) / 2;
+    if (L->chunks[mid].global_first <= g)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+int ferry_epoch_chunks(const ferry_loader *L, ferry_chunk_info *out,
+                       int64_t max, int64_t *count) {
+  if (!L || !count)
+    return FERRY_EINVAL;
+  if (!L->ep)
+    return FERRY_ESTATE;
+  const ferry__rank_plan *p = &L->ep->plan;
+  *count = p->nextents;
+  for (int64_t e = 0; out && e < p->nextents && e < max; e++) {
+    const ferry__extent *x = &p->extents[e];
+    out[e] = (ferry_chunk_info){chunk_of(L, x->global_first), x->part,
+                                x->global_first, x->count};
+  }
+  return 0;
+}
+
+int ferry_memory_budget_get(const ferry_loader *L, ferry_memory_budget *out) {
+  if (!L || !out)
+    return FERRY_EINVAL;
+  *out = L->budget;
+  return 0;
+}
+
+int ferry_stats_get(const ferry_loader *L, ferry_stats *out) {
+  if (!L || !out)
+    return FERRY_EINVAL;
+  pthread_mutex_lock((pthread_mutex_t *)&L->stats_mu);
+  *out = L->stats;
+  pthread_mutex_unlock((pthread_mutex_t *)&L->stats_mu);
+  return 0;
+}
+
+int ferry_manifest_save(const ferry_loader *L, const char *path) {
+  if (!L || !path)
+    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_manifest_save: NULL");
+  ferry__err err = {0};
+  int rc = ferry__manifest_save_json(&L->m, path, &err);
+  if (rc)
+    ferry__loader_fail((ferry_loader *)L, &err);
+  return rc;
+}
+
+int ferry_rank(const ferry_loader *L) { return L ? L->rank : -1; }
+int ferry_world_size(const ferry_loader *L) { return L ? L->size : 0; }
+
+/* ---- Checkpoint and resume ---------------------------------------------- */
+
+int ferry_checkpoint_requested(const ferry_loader *L) {
+  return L ? L->ckpt_agreed : 0;
+}
+
+/* ---- GPU delivery ---------------------------------------------------------- */
+
+int ferry_attach_nccl(ferry_loader *L, void *comm) {
+  if (!L || !comm)
+    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_attach_nccl: NULL argument");
+  ferry__err err = {0};
+  int rc;
+  if (!L->gpu)
+    rc = ferry__seterr_on(&err, L->rank, FERRY_ENOTSUP,
+                       "ferry_attach_nccl: batches are delivered in "
+                       "%s, not in device memory", L->dev_how);
+  else
+    rc = ferry__gpu_nccl_attach(L->gpu, comm, &err);
+  if (rc)
+    ferry__loader_fail(L, &err);
+  return rc;
+}
+
+int ferry_detach_nccl(ferry_loader *L) {
+  if (!L)
+    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_detach_nccl: NULL");
+  ferry__err err = {0};
+  int rc = L->gpu ? ferry__gpu_nccl_detach(L->gpu, &err) : 0;
+  if (rc)
+    ferry__loader_fail(L, &err);
+  return rc;
+}
+
+int ferry_device_info_get(const ferry_loader *L, ferry_device_info *out) {
+  if (!L || !out)
+    return ferry__seterr(NULL, FERRY_EINVAL,
+                         "ferry_device_info_get: NULL argument");
+  memset(out, 0, sizeof *out);
+  ferry__gpu_info(L->gpu, out);
+  out->visible = ferry__gpu_visible();
+  out->local_rank = L->local_rank;
+  out->local_size = L->local_size;
+  out->how = L->dev_how;
+  return 0;
+}

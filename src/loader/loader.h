@@ -1,0 +1,189 @@
+/*
+ * loader/loader.h - private to src/loader/: the loader handle, the epoch
+ * state and the ring slots, shared by the loader's files (one per stage):
+ *
+ *   open.c        ferry_open / ferry_close
+ *   epoch.c       ferry_set_epoch: plan, checks, memory budget, threads
+ *   pipeline.c    read-buffer pool, I/O thread, worker threads
+ *   next.c        ferry_next / ferry_release and batch certification
+ *   checkpoint.c  ferry_state_save / ferry_state_load
+ *   inspect.c     accessors, NCCL attach
+ *
+ *
+ * ferry_open (collective): rank 0 scans the dataset and broadcasts the
+ * manifest; every rank checks that it was given the same dataset and options.
+ * ferry_set_epoch (collective): rank 0 draws the permutation and broadcasts
+ * it, every rank recomputes and compares it, builds its own plan (plan.c),
+ * and the batch counts are checked equal; then the threads start:
+ *
+ *   I/O thread   reads the plan's extents window by window, never more than
+ *                `prefetch` batches ahead of the consumer.  It alone calls
+ *                the backend, because HDF5 and netCDF are not thread-safe.
+ *                With io=collective every rank makes the same sequence of
+ *                collective calls (empty reads where it has nothing), in
+ *                rounds decided from every rank's plan.
+ *   workers      (`threads` of them) assemble batch b into ring slot
+ *                b % prefetch once its extents are loaded and the slot is
+ *                free: one memcpy per run of consecutive rows, byte swap,
+ *                transform; then free windows nobody needs any more.
+ *   ferry_next   hands out batch b in plan order, so thread timing never
+ *                changes the batches, and agrees on success with the other
+ *                ranks (one MPI_Allreduce), so an error anywhere is the same
+ *                error everywhere at the same batch, never a hang.
+ *
+ * Checkpoints: the all-reduce that certifies batches also carries the
+ * checkpoint-signal flag (state.c), so ferry_checkpoint_requested turns true
+ * on every rank at the same batch; ferry_state_save records how many batches
+ * were handed out, and ferry_state_load restarts an epoch from there with
+ * the plan of plan.c's ferry__plan_resume -- the pipeline is the same.
+ *
+ * Locking: one mutex per epoch guards every field marked (L); three
+ * condition variables wake the I/O thread (consumer moved), the workers
+ * (data loaded or slot freed) and the consumer (batch ready).
+ */
+#ifndef FERRY_LOADER_H
+#define FERRY_LOADER_H
+
+#include "backends/backend.h"
+#include "core/options.h"
+#include "core/state.h"
+#include "gpu/gpu.h"
+#include "plan/plan.h"
+#include "util/agree.h"
+
+#include <pthread.h>
+
+/* Host ring slots: FREE -> BUSY (assembling) -> READY -> HELD -> FREE.
+ * With device=cuda a host slot goes BUSY -> (copied) FREE, or with
+ * keep_host PAIRED with the device slot until its batch is released;
+ * device slots go FREE -> BUSY (copying) -> READY -> HELD -> FREE. */
+enum { SLOT_FREE = 0, SLOT_BUSY, SLOT_READY, SLOT_HELD, SLOT_PAIRED };
+
+/* Read buffers are reused through a small pool: freeing and allocating
+ * megabytes per chunk makes glibc hand the heap top back to the kernel and
+ * fault every page in again, which cost 10x in read throughput.  They come
+ * from ferry__big_alloc, whose header (BUF_HDR bytes in front) holds the
+ * capacity. */
+enum { POOL_MAX = 256, BUF_HDR = FERRY__BIG_HDR };
+
+typedef struct ring_slot {
+  ferry_batch batch;
+  ferry_tensor *tensors;   /* [nvars]                              */
+  unsigned char **bufs;    /* [nvars] batch_size * row_bytes each  */
+  int64_t *ids;
+  uint8_t *padded;
+  int state;               /* (L) SLOT_*                           */
+  int64_t bidx;            /* (L) batch held                       */
+  int rc;                  /* (L) assembly result                  */
+  ferry__err err;
+} ring_slot;
+
+typedef struct epoch_state {
+  ferry_loader *L;
+  int64_t epoch;
+  ferry__rank_plan plan;
+  ferry__chunk *pieces;
+  int64_t npieces;
+  int64_t *perm;
+  uint64_t checksum;
+  /* collective I/O: every rank's reads */
+  ferry__rank_plan *all_reads; /* [size] or NULL */
+  int64_t nrounds;
+  int64_t *round_admit;        /* [nrounds] consumed count that admits it */
+
+  pthread_mutex_t mu;
+  pthread_cond_t cv_io, cv_work, cv_ready;
+  int stop;                    /* (L) */
+  int64_t consumed;            /* (L) batches handed out */
+  int64_t loaded;              /* (L) extents loaded, in read order */
+  int64_t next_assign;         /* (L) next batch for a worker */
+  unsigned char **ext_buf;     /* (L) [nextents] */
+  int64_t *win_remaining;      /* (L) [nwindows] samples not assembled */
+  int io_rc;                   /* (L) */
+  ferry__err io_err;
+  int64_t rounds_started;      /* (L) collective: rounds entered */
+  int64_t round_target;        /* (L) collective: finish rounds < target on stop */
+  int failed;                  /* consumer side: agreed error of the epoch */
+  int64_t certified;           /* consumer side: batches <= this are known
+                                  good on every rank */
+  int64_t io_through;          /* (L) last batch whose data is all loaded */
+  /* A resumed epoch (ferry_state_load): the steps served before, the index
+   * of its first batch and the real samples served before it. */
+  ferry__resume_step *steps;   /* [nsteps], NULL for a fresh epoch */
+  int nsteps;
+  int64_t index_base;
+  int64_t samples_before;
+  double cert_time;            /* consumer side: last certification */
+  int64_t cert_batch;
+
+  pthread_t io_thread;
+  pthread_t *workers;
+  int nworkers, io_started;
+} epoch_state;
+
+struct ferry_loader {
+  MPI_Comm comm;      /* main-thread collectives (a dup)         */
+  MPI_Comm io_comm;   /* I/O-thread collectives (a dup)          */
+  int rank, size;
+  ferry_options *opts;
+  ferry__manifest m;
+  const ferry__backend *be;
+  ferry__chunk *chunks;
+  int64_t nchunks, chunk_samples;
+  size_t row_total;   /* bytes of one sample, all variables     */
+  size_t *var_prefix; /* [nvars] bytes of vars before v in a row */
+  int nthreads;       /* workers per epoch (the threads option, resolved) */
+  ring_slot *ring;
+  int64_t nring;
+  ferry__slot *spare_slots;  /* the last epoch's slot array, reused     */
+  int64_t spare_cap;
+  epoch_state *ep;
+  ferry_memory_budget budget;
+  pthread_mutex_t stats_mu;
+  ferry_stats stats;
+  char errmsg[FERRY__MSG_MAX];
+  pthread_mutex_t pool_mu;   /* guards the read-buffer pool             */
+  unsigned char *pool[POOL_MAX];
+  int npool;
+  size_t pool_bytes;         /* bytes in the pool                       */
+  size_t out_bytes;          /* bytes of read buffers in use or in flight */
+  int ckpt_sig;              /* signal number with a handler installed, 0 */
+  int ckpt_agreed;           /* every rank saw the checkpoint request    */
+  /* The GPU stage (cuda.c): NULL when batches stay in host memory. */
+  ferry__gpu *gpu;
+  ferry__dslot *dring;       /* [ndring] the device ring                 */
+  int64_t ndring;
+  int local_rank, local_size;
+  char dev_how[256];
+};
+
+/* ---- Shared between the loader's files ------------------------------- */
+
+/* open.c: the edge where an error leaves the library (loader message and
+ * thread error formatted with the rank). */
+int ferry__loader_fail(ferry_loader *L, const ferry__err *err);
+
+/* pipeline.c */
+double ferry__now(void);
+void ferry__buf_put(ferry_loader *L, unsigned char *p);
+void ferry__pool_drain(ferry_loader *L, size_t keep);
+int64_t ferry__admit_of(const ferry__rank_plan *p, int64_t w);
+void *ferry__io_main(void *arg);
+void *ferry__worker_main(void *arg);
+/* Assemble batch b into slot s on the calling thread (ep->mu held; it is
+ * released while copying): the consumer works instead of sleeping. */
+void ferry__assemble_unlocked(epoch_state *ep, ring_slot *s, int64_t b);
+
+/* epoch.c */
+int ferry__epoch_stop(ferry_loader *L);
+int ferry__epoch_begin(ferry_loader *L, int64_t epoch,
+                       const ferry__resume_step *steps, int nsteps,
+                       int64_t index_base, int64_t samples_before);
+void ferry__plan_params_of(const ferry_loader *L, int64_t epoch,
+                           ferry__plan_params *pp);
+size_t ferry__cache_bound(const ferry_loader *L);
+/* The memory budget (L->budget): estimated at open (p NULL), exact once
+ * the epoch is planned. */
+void ferry__budget_compute(ferry_loader *L, const ferry__rank_plan *p);
+
+#endif /* FERRY_LOADER_H */

@@ -1,0 +1,362 @@
+/*
+ * next.c - ferry_next and ferry_release: hand out batch b in plan order and
+ * certify it with the other ranks (one all-reduce per window of batches),
+ * so an error anywhere is the same error everywhere at the same batch.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#endif
+#include "config.h"
+#include "loader/loader.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int device_status(epoch_state *ep, int64_t b, int64_t *through,
+                         int *rc, ferry__err *err);
+static int held_error(ferry_loader *L, int64_t b, ferry__err *err);
+
+/*
+ * What this rank knows about batch b, with ep->mu held: 1 when decided, with
+ * *through the last batch it can vouch for (>= b), or *through = b - 1 and
+ * *rc, *err the failure at b; 0 when it must wait.  Without a transform a
+ * batch is good once its data is loaded, so the I/O thread's progress (a
+ * window ahead of the consumer) certifies many batches at once.
+ */
+static int local_status(epoch_state *ep, int64_t b, int64_t *through, int *rc,
+                        ferry__err *err) {
+  ferry_loader *L = ep->L;
+  const ferry__rank_plan *p = &ep->plan;
+  ring_slot *s = &L->ring[b % L->nring];
+  if (L->gpu)
+    return device_status(ep, b, through, rc, err);
+  while (ep->io_through + 1 < p->num_batches &&
+         p->batch_need[ep->io_through + 1] <= ep->loaded)
+    ep->io_through++;
+  *rc = 0;
+  *through = b - 1;
+  if (s->state == SLOT_HELD) {
+    *rc = ferry__seterr_on(err, L->rank, FERRY_EINVAL,
+                        "all %lld prefetch batches are still held by "
+                        "the caller; ferry_release one before ferry_next", (long long)L->nring);
+    return 1;
+  }
+  if (L->opts->transform) {
+    if (s->state != SLOT_READY || s->bidx != b) {
+      if (ep->io_rc && p->batch_need[b] > ep->loaded) {
+        *rc = ep->io_rc;
+        *err = ep->io_err;
+        return 1;
+      }
+      return 0;
+    }
+    for (int64_t k = 0; k < L->nring; k++) {
+      ring_slot *t = &L->ring[(b + k) % L->nring];
+      if (t->state != SLOT_READY || t->bidx != b + k)
+        break;
+      if (t->rc) {
+        if (k == 0) {
+          *rc = t->rc;
+          *err = t->err;
+        }
+        break;
+      }
+      *through = b + k;
+    }
+    if (*through > ep->io_through)
+      *through = ep->io_through;
+    return 1;
+  }
+  if (ep->io_through >= b) {
+    *through = ep->io_through;
+    return 1;
+  }
+  if (ep->io_rc) {
+    *rc = ep->io_rc;
+    *err = ep->io_err;
+    return 1;
+  }
+  return 0;
+}
+
+/* The misuse of holding every slot: the device slot of b, or with
+ * keep_host the host slot of b, still holds a batch handed out earlier. */
+static int held_error(ferry_loader *L, int64_t b, ferry__err *err) {
+  ferry__dslot *d = &L->dring[b % L->ndring];
+  ring_slot *s = &L->ring[b % L->nring];
+  if (d->state == SLOT_HELD)
+    return ferry__seterr_on(err, L->rank, FERRY_EINVAL,
+                         "all %lld device batches (device_prefetch) "
+                         "are still held by the caller; ferry_release one "
+                         "before ferry_next", (long long)L->ndring);
+  if (s->state == SLOT_PAIRED && s->bidx != b) {
+    for (int64_t i = 0; i < L->ndring; i++)
+      if (L->dring[i].host == (int)(s - L->ring) &&
+          L->dring[i].state == SLOT_HELD)
+        return ferry__seterr_on(err, L->rank, FERRY_EINVAL,
+                             "all %lld prefetch batches are still "
+                             "held by the caller (keep_host=yes); "
+                             "ferry_release one before ferry_next", (long long)L->nring);
+  }
+  return 0;
+}
+
+/* local_status for device delivery: a copy can fail, so a batch is vouched
+ * for once it is on the device (or its copy failed), as with a transform. */
+static int device_status(epoch_state *ep, int64_t b, int64_t *through,
+                         int *rc, ferry__err *err) {
+  ferry_loader *L = ep->L;
+  const ferry__rank_plan *p = &ep->plan;
+  *rc = 0;
+  *through = b - 1;
+  if ((*rc = held_error(L, b, err)) != 0)
+    return 1;
+  ferry__dslot *d = &L->dring[b % L->ndring];
+  if (d->state != SLOT_READY || d->bidx != b) {
+    if (ep->io_rc && p->batch_need[b] > ep->loaded) {
+      *rc = ep->io_rc;
+      *err = ep->io_err;
+      return 1;
+    }
+    return 0;
+  }
+  for (int64_t k = 0; k < L->ndring && b + k < p->num_batches; k++) {
+    ferry__dslot *t = &L->dring[(b + k) % L->ndring];
+    if (t->state != SLOT_READY || t->bidx != b + k)
+      break;
+    if (t->rc) {
+      if (k == 0) {
+        *rc = t->rc;
+        *err = t->err;
+      }
+      break;
+    }
+    *through = b + k;
+  }
+  return 1;
+}
+
+/* Agree how far every rank can vouch for: MINLOC of the local "through".
+ * If some rank cannot vouch for b it failed there, and its error goes to
+ * every rank.  COLLECTIVE over the loader's communicator. */
+static int certify(ferry_loader *L, epoch_state *ep, int64_t b,
+                   int64_t through, int rc, ferry__err *err) {
+  /* One all-reduce carries both the lowest (through, rank) pair, packed as
+   * (through + 1) * size + rank, and the checkpoint flag (as -flag, MIN). */
+  int64_t in[2] = {(through + 1) * L->size + L->rank,
+                   L->ckpt_sig && ferry__signal_pending() ? -1 : 0},
+          res[2];
+  struct {
+    int64_t through;
+    int rank;
+  } out;
+  if (MPI_Allreduce(in, res, 2, MPI_INT64_T, MPI_MIN, L->comm) != MPI_SUCCESS)
+    return ferry__seterr_on(err, L->rank, FERRY_EMPI, "MPI_Allreduce failed");
+  out.through = res[0] / L->size - 1;
+  out.rank = (int)(res[0] % L->size);
+  if (res[1] < 0)
+    L->ckpt_agreed = 1;
+  ep->cert_time = ferry__now();
+  ep->cert_batch = b;
+  if (out.through >= b) {
+    ep->certified = out.through;
+    return 0;
+  }
+  /* out.rank failed at b: it broadcasts its code and message. */
+  return ferry__agree_share(L->comm, L->rank, out.rank, rc, err);
+}
+
+static void count_batch(ferry_loader *L, const ferry_batch *batch,
+                        double waited) {
+  pthread_mutex_lock(&L->stats_mu);
+  L->stats.batches++;
+  L->stats.samples += batch->size;
+  L->stats.bytes += (int64_t)((size_t)batch->size * L->row_total);
+  L->stats.wait_seconds += waited;
+  pthread_mutex_unlock(&L->stats_mu);
+}
+
+/* The end of ferry_next, with ep->mu held (released here): hand out batch
+ * b from its slot (host or device ring), or fail with the wait's error rc
+ * or the slot's own result. */
+static int hand_out(ferry_loader *L, epoch_state *ep, int64_t b, int *state,
+                    int slot_rc, const ferry__err *slot_err, int rc,
+                    ferry__err *err, ferry_batch *batch, double t0,
+                    ferry_batch **out) {
+  if (!rc && slot_rc) { /* cannot happen once certified: a broken invariant */
+    rc = slot_rc;
+    *err = *slot_err;
+  }
+  if (!rc) {
+    *state = SLOT_HELD;
+    ep->consumed = b + 1;
+    pthread_cond_broadcast(&ep->cv_io);
+  }
+  pthread_mutex_unlock(&ep->mu);
+  if (rc)
+    return ferry__loader_fail(L, err);
+  count_batch(L, batch, ferry__now() - t0);
+  *out = batch;
+  return 0;
+}
+
+/* ferry_next's hand-out of certified batch b with device delivery: the
+ * same as on the host, with the device slot as the batch. */
+static int next_device(ferry_loader *L, epoch_state *ep, int64_t b,
+                       double t0, ferry_batch **out) {
+  ring_slot *s = &L->ring[b % L->nring];
+  ferry__dslot *d = &L->dring[b % L->ndring];
+  ferry__err err = {0};
+  int rc = 0;
+  pthread_mutex_lock(&ep->mu);
+  if (ep->next_assign == b && s->state == SLOT_FREE &&
+      d->state == SLOT_FREE && d->expect == b && !ep->stop &&
+      ep->loaded >= ep->plan.batch_need[b]) {
+    ep->next_assign++;
+    s->state = SLOT_BUSY;
+    s->bidx = b;
+    ferry__assemble_unlocked(ep, s, b);
+  }
+  while (!(d->state == SLOT_READY && d->bidx == b)) {
+    if ((rc = held_error(L, b, &err)) != 0)
+      break;
+    pthread_cond_wait(&ep->cv_ready, &ep->mu);
+  }
+  return hand_out(L, ep, b, &d->state, d->rc, &d->err, rc, &err, &d->batch,
+                  t0, out);
+}
+
+/* ferry_release of a device batch: order the buffers' reuse after the
+ * consumer's stream, and with keep_host free the host slot once the copy
+ * from it is done. */
+static int release_device(ferry_loader *L, epoch_state *ep, ferry__dslot *d) {
+  ferry__err err = {0};
+  pthread_mutex_lock(&ep->mu);
+  int held = d->state == SLOT_HELD;
+  pthread_mutex_unlock(&ep->mu);
+  if (!held)
+    return ferry__seterr(NULL, FERRY_EINVAL,
+                         "ferry_release: batch released twice");
+  int rc = ferry__dslot_release(d, L->rank, &err);
+  double secs = 0;
+  if (d->host >= 0) {
+    int r2 = ferry__dslot_sync(d, &secs, L->rank, &err);
+    if (!rc)
+      rc = r2;
+  }
+  pthread_mutex_lock(&L->stats_mu);
+  L->stats.h2d_seconds += secs;
+  pthread_mutex_unlock(&L->stats_mu);
+  pthread_mutex_lock(&ep->mu);
+  d->state = SLOT_FREE;
+  d->expect = d->bidx + L->ndring;
+  if (d->host >= 0)
+    L->ring[d->host].state = SLOT_FREE;
+  d->host = -1;
+  pthread_cond_broadcast(&ep->cv_work);
+  pthread_mutex_unlock(&ep->mu);
+  if (rc) {
+    char text[FERRY__MSG_MAX];
+    ferry__err_text(&err, text, sizeof text);
+    ferry__set_thread_error(text);
+  }
+  return rc;
+}
+
+int ferry_next(ferry_loader *L, ferry_batch **out) {
+  if (!L || !out)
+    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_next: NULL argument");
+  *out = NULL;
+  epoch_state *ep = L->ep;
+  if (!ep) {
+    ferry__err err = {0};
+    ferry__seterr_on(&err, L->rank, FERRY_ESTATE,
+                     "ferry_next called before ferry_set_epoch");
+    return ferry__loader_fail(L, &err);
+  }
+  if (ep->failed)
+    return ep->failed;
+  int64_t b = ep->consumed; /* only this thread writes it */
+  if (b >= ep->plan.num_batches)
+    return FERRY_END;
+  ring_slot *s = &L->ring[b % L->nring];
+  ferry__err err = {0};
+  int rc = 0;
+  double t0 = ferry__now();
+  if (b > ep->certified) {
+    int64_t through;
+    pthread_mutex_lock(&ep->mu);
+    while (!local_status(ep, b, &through, &rc, &err))
+      pthread_cond_wait(&ep->cv_ready, &ep->mu);
+    pthread_mutex_unlock(&ep->mu);
+    /* With a checkpoint signal, certify no more than about a quarter of a
+     * second of batches at a time, so a signal is agreed on soon after it
+     * arrives; the minimum over ranks keeps the decision common. */
+    if (L->ckpt_sig && through > b) {
+      double dt = ferry__now() - ep->cert_time;
+      int64_t done = b - ep->cert_batch, ahead = 0;
+      if (b > 0 && dt > 0 && done > 0)
+        ahead = (int64_t)(0.25 * (double)done / dt);
+      if (through > b + ahead)
+        through = b + ahead;
+    }
+    rc = certify(L, ep, b, through, rc, &err);
+    if (rc) {
+      ep->failed = rc;
+      return ferry__loader_fail(L, &err);
+    }
+  }
+  /* Certified: every rank will hand out batch b; only wait for assembly.
+   * Rather than sleep while no worker has started b, the calling thread
+   * assembles it itself: it would idle anyway, and on busy cores the
+   * sleep/wake handoff per batch costs more than the copy. */
+  if (L->gpu)
+    return next_device(L, ep, b, t0, out);
+  pthread_mutex_lock(&ep->mu);
+  if (ep->next_assign == b && s->state == SLOT_FREE && !ep->stop &&
+      ep->loaded >= ep->plan.batch_need[b]) {
+    ep->next_assign++;
+    s->state = SLOT_BUSY;
+    s->bidx = b;
+    ferry__assemble_unlocked(ep, s, b);
+  }
+  while (!(s->state == SLOT_READY && s->bidx == b)) {
+    if (s->state == SLOT_HELD) { /* the caller's misuse, on this rank only */
+      rc = ferry__seterr_on(&err, L->rank, FERRY_EINVAL,
+                         "all %lld prefetch batches are still held "
+                         "by the caller; ferry_release one before ferry_next", (long long)L->nring);
+      break;
+    }
+    pthread_cond_wait(&ep->cv_ready, &ep->mu);
+  }
+  return hand_out(L, ep, b, &s->state, s->rc, &s->err, rc, &err, &s->batch,
+                  t0, out);
+}
+
+int ferry_release(ferry_loader *L, ferry_batch *batch) {
+  if (!L || !batch)
+    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_release: NULL argument");
+  ring_slot *s = NULL;
+  epoch_state *ep = L->ep;
+  for (int64_t i = 0; ep && i < L->ndring; i++)
+    if (&L->dring[i].batch == batch)
+      return release_device(L, ep, &L->dring[i]);
+  for (int64_t i = 0; i < L->nring; i++)
+    if (&L->ring[i].batch == batch)
+      s = &L->ring[i];
+  if (!s || !ep)
+    return ferry__seterr(NULL, FERRY_EINVAL,
+                         "ferry_release: not a batch of this loader's epoch");
+  pthread_mutex_lock(&ep->mu);
+  int held = s->state == SLOT_HELD;
+  if (held) {
+    s->state = SLOT_FREE;
+    pthread_cond_broadcast(&ep->cv_work);
+  }
+  pthread_mutex_unlock(&ep->mu);
+  if (!held)
+    return ferry__seterr(NULL, FERRY_EINVAL,
+                         "ferry_release: batch released twice");
+  return 0;
+}

@@ -1,0 +1,387 @@
+/*
+ * open.c - ferry_open and ferry_close: the manifest from rank 0, the
+ * cross-rank check of dataset and options, the thread count, the device
+ * choice and the host and device rings.  Every step ends with ferry__agree,
+ * so a failure on any rank is the same failure on all of them.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#endif
+#include "config.h"
+#include "loader/loader.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The edge where an error leaves the library: the loader's message (and
+ * the thread's) is formatted here, rank included. */
+int ferry__loader_fail(ferry_loader *L, const ferry__err *err) {
+  ferry__err_text(err, L->errmsg, sizeof L->errmsg);
+  ferry__set_thread_error(L->errmsg);
+  return err->code;
+}
+
+/* ---- Open and close ------------------------------------------------------ */
+
+static void ring_free(ferry_loader *L) {
+  for (int64_t i = 0; L->ring && i < L->nring; i++) {
+    ring_slot *s = &L->ring[i];
+    for (int v = 0; s->bufs && v < L->m.nvars; v++)
+      if (L->gpu)
+        ferry__gpu_host_free(s->bufs[v]);
+      else
+        free(s->bufs[v]);
+    free(s->bufs);
+    free(s->tensors);
+    free(s->ids);
+    free(s->padded);
+  }
+  free(L->ring);
+  L->ring = NULL;
+  for (int64_t i = 0; L->dring && i < L->ndring; i++)
+    ferry__dslot_fini(&L->dring[i]);
+  free(L->dring);
+  L->dring = NULL;
+  L->ndring = 0;
+}
+
+static int ring_alloc(ferry_loader *L, ferry__err *err) {
+  int64_t B = L->opts->batch_size;
+  L->nring = L->opts->prefetch;
+  L->ring = calloc((size_t)L->nring, sizeof *L->ring);
+  if (!L->ring)
+    goto nomem;
+  for (int64_t i = 0; i < L->nring; i++) {
+    ring_slot *s = &L->ring[i];
+    int nv = L->m.nvars;
+    s->bufs = calloc((size_t)nv, sizeof *s->bufs);
+    s->tensors = calloc((size_t)nv, sizeof *s->tensors);
+    s->ids = malloc((size_t)B * sizeof *s->ids);
+    s->padded = malloc((size_t)B);
+    if (!s->bufs || !s->tensors || !s->ids || !s->padded)
+      goto nomem;
+    for (int v = 0; v < nv; v++) {
+      const ferry__var *var = &L->m.vars[v];
+      size_t bytes = (size_t)B * var->row_bytes;
+      if (L->gpu) { /* pinned once here, never per batch */
+        void *p = NULL;
+        int rc = ferry__gpu_host_alloc(L->gpu, bytes, &p, err);
+        s->bufs[v] = p;
+        if (rc)
+          return rc;
+      } else if (!(s->bufs[v] = malloc(bytes ? bytes : 1))) {
+        goto nomem;
+      }
+      ferry_tensor *t = &s->tensors[v];
+      t->name = var->name;
+      t->dtype = var->dtype;
+      t->ndim = var->row_ndim + 1;
+      for (int d = 0; d < var->row_ndim; d++)
+        t->shape[d + 1] = var->row_shape[d];
+      t->data = s->bufs[v];
+      t->row_bytes = var->row_bytes;
+    }
+    s->batch.sample_ids = s->ids;
+    s->batch.padded = s->padded;
+    s->batch.nvars = nv;
+    s->batch.vars = s->tensors;
+  }
+  if (L->gpu) {
+    L->ndring = L->opts->device_prefetch;
+    L->dring = calloc((size_t)L->ndring, sizeof *L->dring);
+    if (!L->dring)
+      goto nomem;
+    for (int64_t i = 0; i < L->ndring; i++) {
+      int rc = ferry__dslot_init(L->gpu, &L->dring[i], &L->m, B, L->rank,
+                                 err);
+      L->dring[i].expect = i;
+      if (rc)
+        return rc;
+    }
+    ferry__gpu_set_ring(L->gpu, L->dring, L->ndring);
+  }
+  return 0;
+nomem:
+  return ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
+                       "out of memory for %lld batches of %lld "
+                       "samples (prefetch x batch_size x %zu bytes)", (long long)L->opts->prefetch, (long long)B, L->row_total);
+}
+
+static void loader_free(ferry_loader *L) {
+  if (!L)
+    return;
+  if (L->ckpt_sig)
+    ferry__signal_release(L->ckpt_sig);
+  if (L->gpu) {
+    ferry__err ignore;
+    ferry__gpu_sync(L->gpu, &ignore);
+  }
+  ring_free(L);
+  ferry__gpu_close(L->gpu);
+  L->gpu = NULL;
+  ferry__big_free(L->spare_slots);
+  ferry__pool_drain(L, 0);
+  pthread_mutex_destroy(&L->pool_mu);
+  free(L->chunks);
+  free(L->var_prefix);
+  ferry__manifest_free(&L->m);
+  ferry_options_free(L->opts);
+  if (L->io_comm != MPI_COMM_NULL)
+    MPI_Comm_free(&L->io_comm);
+  if (L->comm != MPI_COMM_NULL)
+    MPI_Comm_free(&L->comm);
+  pthread_mutex_destroy(&L->stats_mu);
+  free(L);
+}
+
+/* Rank 0 builds the manifest; everyone receives it.  COLLECTIVE. */
+static int share_manifest(ferry_loader *L, const char *dataset,
+                          ferry__err *err) {
+  int rc = 0;
+  void *buf = NULL;
+  size_t len = 0;
+  if (L->rank == 0) {
+    if (L->opts->manifest) {
+      rc = ferry__manifest_load_json(L->opts->manifest, L->opts->vars, &L->m,
+                                     err);
+      /* A manifest left in FERRY_MANIFEST must not silently serve another
+       * dataset's data. */
+      if (!rc && strcmp(L->m.spec ? L->m.spec : "", dataset) != 0)
+        rc = ferry__seterr(err, FERRY_EMISMATCH,
+                           "manifest %s describes dataset '%s', not '%s' "
+                           "(save a manifest for this dataset with ferry "
+                           "info --save-manifest, or unset the manifest "
+                           "option)",
+                           L->opts->manifest, L->m.spec ? L->m.spec : "",
+                           dataset);
+    } else
+      rc = ferry__manifest_scan(dataset, L->opts->vars, &L->m, err);
+    if (!rc)
+      rc = ferry__manifest_pack(&L->m, &buf, &len);
+    if (rc && !err->msg[0])
+      ferry__seterr_on(err, 0, rc, "cannot build the manifest of %s",
+                       dataset);
+  }
+  rc = ferry__agree(L->comm, L->rank, rc, err);
+  if (!rc)
+    rc = ferry__bcast_blob(L->comm, L->rank, 0, &buf, &len, "the manifest",
+                           err);
+  if (!rc && L->rank != 0)
+    rc = ferry__manifest_unpack(buf, len, &L->m, err);
+  rc = ferry__agree(L->comm, L->rank, rc, err);
+  free(buf);
+  return rc;
+}
+
+/*
+ * threads=0: the CPUs this rank may run on, shared with the other ranks of
+ * its node when the mask is the whole machine (an unbound launch), minus one
+ * for the I/O thread; at least 1, at most 8.  COLLECTIVE (the node split).
+ */
+static int resolve_threads(ferry_loader *L, ferry__err *err) {
+  if (L->opts->threads > 0) {
+    L->nthreads = (int)L->opts->threads;
+    return 0;
+  }
+  MPI_Comm node;
+  int local = 1;
+  if (MPI_Comm_split_type(L->comm, MPI_COMM_TYPE_SHARED, L->rank,
+                          MPI_INFO_NULL, &node) != MPI_SUCCESS)
+    return ferry__seterr_on(err, L->rank, FERRY_EMPI, "MPI_Comm_split_type failed");
+  MPI_Comm_size(node, &local);
+  MPI_Comm_free(&node);
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  long cpus = online > 0 ? online : 1;
+#ifdef __linux__
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    cpus = CPU_COUNT(&set);
+#endif
+  if (cpus >= online && local > 1) /* unbound: the node is shared */
+    cpus = cpus / local > 0 ? cpus / local : 1;
+  long n = cpus - 1;
+  L->nthreads = (int)(n < 1 ? 1 : n > 8 ? 8 : n);
+  return 0;
+}
+
+/* Every rank must pass the same dataset and options.  COLLECTIVE. */
+static int check_same_inputs(ferry_loader *L, const char *dataset,
+                             ferry__err *err) {
+  int n = ferry__option_count() + 1, which = -1;
+  uint64_t *v = malloc((size_t)n * sizeof *v);
+  int rc = v ? 0 : ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
+                                    "out of memory");
+  rc = ferry__agree(L->comm, L->rank, rc, err);
+  if (!rc) {
+    v[0] = ferry__fnv1a(FERRY__FNV_INIT, dataset, strlen(dataset));
+    for (int i = 1; i < n; i++)
+      v[i] = ferry__option_hash(L->opts, i - 1);
+    rc = ferry__agree_same(L->comm, L->rank, v, n, &which, err);
+  }
+  if (rc == FERRY_EMISMATCH && which == 0)
+    rc = ferry__seterr(err, FERRY_EMISMATCH,
+                       "ranks were given different datasets (rank %d has "
+                       "'%s')",
+                       L->rank, dataset);
+  else if (rc == FERRY_EMISMATCH)
+    rc = ferry__seterr(err, FERRY_EMISMATCH,
+                       "ranks were given different values of option '%s'",
+                       ferry_option_info_get(which - 1)->name);
+  free(v);
+  /* The message must be the same everywhere: rank 0's wording wins. */
+  return ferry__agree(L->comm, L->rank, rc, err);
+}
+
+/* Where batches go: every rank decides (cuda.c), then they agree.  With
+ * device=cuda a rank without a GPU fails every rank; with device=auto,
+ * batches go to the GPU only if every rank has one, and rank 0 says once
+ * per process why they stay in host memory.  COLLECTIVE. */
+static int open_device(ferry_loader *L, ferry__err *err) {
+  MPI_Comm node;
+  int rc = 0;
+  if (MPI_Comm_split_type(L->comm, MPI_COMM_TYPE_SHARED, L->rank,
+                          MPI_INFO_NULL, &node) != MPI_SUCCESS)
+    return ferry__seterr_on(err, L->rank, FERRY_EMPI,
+                         "MPI_Comm_split_type failed");
+  MPI_Comm_rank(node, &L->local_rank);
+  MPI_Comm_size(node, &L->local_size);
+  MPI_Comm_free(&node);
+  rc = ferry__gpu_open(L->opts, L->rank, L->local_rank, &L->gpu, L->dev_how,
+                       sizeof L->dev_how, err);
+  rc = ferry__agree(L->comm, L->rank, rc, err);
+  if (rc)
+    return rc;
+  int mine = L->gpu != NULL, all = 0;
+  if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, L->comm) != MPI_SUCCESS)
+    return ferry__seterr_on(err, L->rank, FERRY_EMPI, "MPI_Allreduce failed");
+  if (mine && !all) {
+    ferry__gpu_close(L->gpu);
+    L->gpu = NULL;
+    snprintf(L->dev_how, sizeof L->dev_how,
+             "host memory: device=auto and some rank has no usable GPU");
+  }
+  static int said;
+  if (!all && L->opts->device == FERRY__DEV_AUTO && L->rank == 0 && !said &&
+      ferry__gpu_visible() >= 0) {
+    said = 1;
+    fprintf(stderr, "ferry: note: batches stay in %s\n", L->dev_how);
+  }
+  return 0;
+}
+
+int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
+               ferry_loader **out) {
+  if (!out)
+    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_open: out is NULL");
+  *out = NULL;
+  int inited = 0, finalized = 0, level = 0;
+  MPI_Initialized(&inited);
+  if (inited)
+    MPI_Finalized(&finalized);
+  if (!inited || finalized)
+    return ferry__seterr(NULL, FERRY_EMPI,
+                         "ferry_open: MPI is not initialised (call "
+                         "MPI_Init_thread with MPI_THREAD_MULTIPLE first)");
+  ferry__err err = {0};
+  ferry_loader *L = calloc(1, sizeof *L);
+  if (!L)
+    return ferry__seterr(NULL, FERRY_ENOMEM, "ferry_open: out of memory");
+  L->comm = L->io_comm = MPI_COMM_NULL;
+  pthread_mutex_init(&L->stats_mu, NULL);
+  pthread_mutex_init(&L->pool_mu, NULL);
+  if (MPI_Comm_dup(comm, &L->comm) != MPI_SUCCESS) {
+    loader_free(L);
+    return ferry__seterr(NULL, FERRY_EMPI, "ferry_open: MPI_Comm_dup failed");
+  }
+  if (MPI_Comm_dup(comm, &L->io_comm) != MPI_SUCCESS) {
+    loader_free(L);
+    return ferry__seterr(NULL, FERRY_EMPI, "ferry_open: MPI_Comm_dup failed");
+  }
+  MPI_Comm_rank(L->comm, &L->rank);
+  MPI_Comm_size(L->comm, &L->size);
+
+  int rc = 0;
+  MPI_Query_thread(&level);
+  if (level < MPI_THREAD_MULTIPLE)
+    rc = ferry__seterr(&err, FERRY_EMPI,
+                       "ferry needs MPI_THREAD_MULTIPLE (its I/O thread calls "
+                       "MPI-IO): initialise MPI with MPI_Init_thread");
+  else if (!dataset || !*dataset)
+    rc = ferry__seterr(&err, FERRY_EINVAL, "ferry_open: no dataset given");
+  else if (opts)
+    rc = ferry_options_copy(opts, &L->opts);
+  else
+    rc = ferry_options_create(&L->opts);
+  if (rc && !err.msg[0])
+    ferry__seterr(&err, rc, "%s", ferry__thread_error());
+  rc = ferry__agree(L->comm, L->rank, rc, &err);
+  if (!rc)
+    rc = check_same_inputs(L, dataset, &err);
+  if (!rc)
+    rc = share_manifest(L, dataset, &err);
+  if (!rc) {
+    L->be = ferry__backend_find(L->m.backend);
+    L->var_prefix = calloc((size_t)L->m.nvars + 1, sizeof *L->var_prefix);
+    if (!L->be)
+      rc = ferry__seterr_on(&err, L->rank, FERRY_ENOTSUP,
+                         "backend '%s' is not built in", L->m.backend);
+    else if (!L->var_prefix)
+      rc = ferry__seterr_on(&err, L->rank, FERRY_ENOMEM, "out of memory");
+    for (int v = 0; !rc && v < L->m.nvars; v++) {
+      L->var_prefix[v] = L->row_total;
+      L->row_total += L->m.vars[v].row_bytes;
+    }
+    if (!rc && L->opts->io == FERRY__IO_COLLECTIVE &&
+        !(L->be->caps & FERRY__CAP_COLLECTIVE))
+      rc = ferry__seterr(&err, FERRY_ENOTSUP,
+                         "option 'io': backend '%s' has no collective reads",
+                         L->be->name);
+    if (!rc)
+      rc = open_device(L, &err);
+    if (!rc)
+      rc = resolve_threads(L, &err);
+    if (!rc) {
+      L->chunk_samples = L->opts->chunk_samples;
+      if (L->chunk_samples == 0)
+        L->chunk_samples = ferry__auto_chunk_samples(&L->m, L->row_total);
+      rc = ferry__chunks_make(&L->m, L->chunk_samples, &L->chunks,
+                              &L->nchunks);
+      if (rc)
+        ferry__seterr_on(&err, L->rank, rc, "out of memory for chunks");
+    }
+    if (!rc) {
+      ferry__budget_compute(L, NULL);
+      rc = ring_alloc(L, &err);
+    }
+    if (!rc && L->opts->checkpoint_signal != FERRY__SIG_NONE) {
+      static const int signo[] = {0,       SIGUSR1, SIGUSR2, SIGTERM,
+                                  SIGINT,  SIGHUP,  SIGXCPU};
+      int sig = signo[L->opts->checkpoint_signal];
+      rc = ferry__signal_install(sig, &err);
+      if (!rc)
+        L->ckpt_sig = sig;
+    }
+    rc = ferry__agree(L->comm, L->rank, rc, &err);
+  }
+  if (rc) {
+    char text[FERRY__MSG_MAX];
+    ferry__err_text(&err, text, sizeof text);
+    loader_free(L);
+    ferry__set_thread_error(text);
+    return rc;
+  }
+  *out = L;
+  return 0;
+}
+
+int ferry_close(ferry_loader *L) {
+  if (!L)
+    return 0;
+  int rc = ferry__epoch_stop(L);
+  loader_free(L);
+  return rc;
+}

@@ -1,0 +1,513 @@
+/*
+ * pipeline.c - the per-rank pipeline of an epoch: the read-buffer pool, the
+ * I/O thread (independent and collective rounds) and the worker threads
+ * that assemble batches into the ring and copy them to the GPU.  Nothing
+ * here is collective on the loader's communicator except the I/O thread's
+ * own collective reads on io_comm.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#endif
+#include "config.h"
+#include "loader/loader.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <limits.h>
+
+double ferry__now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static unsigned char *buf_get(ferry_loader *L, size_t bytes) {
+  unsigned char *drop[POOL_MAX];
+  int ndrop = 0;
+  pthread_mutex_lock(&L->pool_mu);
+  for (int i = 0; i < L->npool; i++) {
+    unsigned char *p = L->pool[i];
+    size_t cap = *(size_t *)(p - BUF_HDR);
+    if (cap == bytes) { /* exact sizes only: a larger buffer would hold
+                           memory the budget does not count */
+      L->pool[i] = L->pool[--L->npool];
+      L->pool_bytes -= cap;
+      L->out_bytes += cap;
+      pthread_mutex_unlock(&L->pool_mu);
+      return p;
+    }
+  }
+  /* A miss: make room within the read budget before allocating. */
+  while (L->npool > 0 &&
+         L->pool_bytes + L->out_bytes + bytes > L->budget.read_bytes) {
+    unsigned char *p = L->pool[--L->npool];
+    L->pool_bytes -= *(size_t *)(p - BUF_HDR);
+    drop[ndrop++] = p;
+  }
+  L->out_bytes += bytes;
+  pthread_mutex_unlock(&L->pool_mu);
+  for (int i = 0; i < ndrop; i++)
+    ferry__big_free(drop[i]);
+  unsigned char *p = ferry__big_alloc(bytes);
+  if (!p) {
+    pthread_mutex_lock(&L->pool_mu);
+    L->out_bytes -= bytes;
+    pthread_mutex_unlock(&L->pool_mu);
+  }
+  return p;
+}
+
+/* Keep p for reuse while pooled plus in-use bytes stay within the read
+ * budget; free it otherwise. */
+void ferry__buf_put(ferry_loader *L, unsigned char *p) {
+  if (!p)
+    return;
+  size_t cap = *(size_t *)(p - BUF_HDR);
+  pthread_mutex_lock(&L->pool_mu);
+  L->out_bytes -= cap;
+  if (L->npool < POOL_MAX &&
+      L->pool_bytes + L->out_bytes + cap <= L->budget.read_bytes) {
+    L->pool[L->npool++] = p;
+    L->pool_bytes += cap;
+    p = NULL;
+  }
+  pthread_mutex_unlock(&L->pool_mu);
+  ferry__big_free(p);
+}
+
+void ferry__pool_drain(ferry_loader *L, size_t keep) {
+  pthread_mutex_lock(&L->pool_mu);
+  while (L->npool > 0 && L->pool_bytes > keep) {
+    unsigned char *p = L->pool[--L->npool];
+    L->pool_bytes -= *(size_t *)(p - BUF_HDR);
+    ferry__big_free(p);
+  }
+  pthread_mutex_unlock(&L->pool_mu);
+}
+
+/* Record the most buffer memory held at once: ring + read buffers in use
+ * or in flight + pooled ones. */
+static void note_resident(ferry_loader *L) {
+  pthread_mutex_lock(&L->pool_mu);
+  size_t total = L->budget.ring_bytes + L->out_bytes + L->pool_bytes;
+  pthread_mutex_unlock(&L->pool_mu);
+  pthread_mutex_lock(&L->stats_mu);
+  if (total > L->stats.peak_resident_bytes)
+    L->stats.peak_resident_bytes = total;
+  pthread_mutex_unlock(&L->stats_mu);
+}
+
+/* ---- The I/O thread ---------------------------------------------------- */
+
+/* Give window w's buffers back to the pool.  Called with ep->mu held (lock
+ * order: ep->mu, then pool_mu); it allocates nothing, so it cannot fail. */
+static void free_window(epoch_state *ep, int64_t w) {
+  const ferry__rank_plan *p = &ep->plan;
+  for (int64_t e = p->window_first_extent[w]; e < p->window_first_extent[w + 1];
+       e++) {
+    if (ep->ext_buf[e]) {
+      ferry__buf_put(ep->L, ep->ext_buf[e]);
+      ep->ext_buf[e] = NULL;
+    }
+  }
+}
+
+/* Read one extent (all variables) into a new buffer.  I/O thread only. */
+static int read_extent(epoch_state *ep, ferry__io *io, const ferry__extent *x,
+                       unsigned char **out, ferry__err *err) {
+  ferry_loader *L = ep->L;
+  size_t bytes = (size_t)x->count * L->row_total;
+  unsigned char *buf = buf_get(L, bytes);
+  if (!buf)
+    return ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
+                         "out of memory for %zu bytes of part %lld", bytes, (long long)x->part);
+  double t0 = ferry__now();
+  for (int v = 0; v < L->m.nvars; v++) {
+    int rc = L->be->io_read(io, x->part, v, x->row, x->count,
+                            buf + (size_t)x->count * L->var_prefix[v], err);
+    if (rc) {
+      ferry__buf_put(L, buf);
+      return rc;
+    }
+  }
+  pthread_mutex_lock(&L->stats_mu);
+  L->stats.bytes_read += (int64_t)bytes;
+  L->stats.read_seconds += ferry__now() - t0;
+  pthread_mutex_unlock(&L->stats_mu);
+  *out = buf;
+  return 0;
+}
+
+static void publish_extent(epoch_state *ep, int64_t e, unsigned char *buf) {
+  pthread_mutex_lock(&ep->mu);
+  ep->ext_buf[e] = buf;
+  ep->loaded = e + 1;
+  pthread_cond_broadcast(&ep->cv_work);
+  pthread_cond_broadcast(&ep->cv_ready);
+  pthread_mutex_unlock(&ep->mu);
+  note_resident(ep->L);
+}
+
+static void publish_error(epoch_state *ep, int rc, const ferry__err *err) {
+  pthread_mutex_lock(&ep->mu);
+  if (!ep->io_rc) {
+    ep->io_rc = rc;
+    ep->io_err = *err;
+  }
+  pthread_cond_broadcast(&ep->cv_work);
+  pthread_cond_broadcast(&ep->cv_ready);
+  pthread_mutex_unlock(&ep->mu);
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Double buffering: window w may be read once the consumer is within
+ * `prefetch` batches of the first batch of window w-1, so one window is read
+ * while the previous one is served.  ferry__admit_of(w) <= need(w): a batch never
+ * waits for a window that is not admitted yet. */
+int64_t ferry__admit_of(const ferry__rank_plan *p, int64_t w) {
+  return w > 0 ? p->window_need[w - 1] : 0;
+}
+
+/* Wait until `admit` batches are consumed (minus the lookahead) or stop.
+ * Returns 1 to go on, 0 to stop. */
+static int wait_admission(epoch_state *ep, int64_t admit) {
+  int64_t la = ep->L->opts->prefetch;
+  pthread_mutex_lock(&ep->mu);
+  while (!ep->stop && admit > ep->consumed + la)
+    pthread_cond_wait(&ep->cv_io, &ep->mu);
+  int go = !ep->stop;
+  pthread_mutex_unlock(&ep->mu);
+  return go;
+}
+
+static void io_independent(epoch_state *ep, ferry__io *io) {
+  const ferry__rank_plan *p = &ep->plan;
+  ferry__err err = {0};
+  for (int64_t w = 0; w < p->nwindows; w++) {
+    if (!wait_admission(ep, ferry__admit_of(p, w)))
+      return;
+    for (int64_t e = p->window_first_extent[w];
+         e < p->window_first_extent[w + 1]; e++) {
+      unsigned char *buf = NULL;
+      int rc = read_extent(ep, io, &p->extents[e], &buf, &err);
+      if (rc) {
+        publish_error(ep, rc, &err);
+        return;
+      }
+      publish_extent(ep, e, buf);
+      pthread_mutex_lock(&ep->mu);
+      int stop = ep->stop;
+      pthread_mutex_unlock(&ep->mu);
+      if (stop)
+        return;
+    }
+  }
+}
+
+/*
+ * Collective rounds: in round j every rank reads its window j.  For each part
+ * touched by any rank in the round (ascending), for each variable, every rank
+ * makes max_r(extents of r on that part) read calls, empty where it has none,
+ * so the collective calls always match.  After an error, or past a stop, a
+ * rank keeps making the same calls with empty reads until the agreed round.
+ */
+static void io_collective(epoch_state *ep, ferry__io *io) {
+  ferry_loader *L = ep->L;
+  const ferry__rank_plan *all = ep->all_reads, *me = &ep->plan;
+  ferry__err err = {0};
+  int dummy = 0;
+  int64_t *parts = NULL, nparts_cap = 0;
+  for (int64_t j = 0; j < ep->nrounds; j++) {
+    pthread_mutex_lock(&ep->mu);
+    int64_t la = L->opts->prefetch;
+    while (!ep->stop && ep->round_admit[j] > ep->consumed + la)
+      pthread_cond_wait(&ep->cv_io, &ep->mu);
+    if (ep->stop) {
+      while (ep->round_target < 0)
+        pthread_cond_wait(&ep->cv_io, &ep->mu);
+      if (j >= ep->round_target) {
+        pthread_mutex_unlock(&ep->mu);
+        break;
+      }
+      dummy = 1;
+    }
+    ep->rounds_started = j + 1;
+    pthread_mutex_unlock(&ep->mu);
+
+    /* Parts touched in round j by any rank, ascending, without repeats. */
+    int64_t np = 0;
+    for (int r = 0; r < L->size; r++) {
+      const ferry__rank_plan *p = &all[r];
+      if (j >= p->nwindows)
+        continue;
+      for (int64_t e = p->window_first_extent[j];
+           e < p->window_first_extent[j + 1]; e++) {
+        if (np == nparts_cap) {
+          nparts_cap = nparts_cap ? 2 * nparts_cap : 16;
+          int64_t *t = realloc(parts, (size_t)nparts_cap * sizeof *t);
+          if (!t) { /* cannot stay matched without memory: stop reading */
+            ferry__seterr_on(&err, L->rank, FERRY_ENOMEM, "out of memory");
+            publish_error(ep, FERRY_ENOMEM, &err);
+            free(parts);
+            return;
+          }
+          parts = t;
+        }
+        parts[np++] = p->extents[e].part;
+      }
+    }
+    qsort(parts, (size_t)np, sizeof *parts, cmp_i64);
+    int64_t u = 0;
+    for (int64_t a = 0; a < np; a++)
+      if (u == 0 || parts[u - 1] != parts[a])
+        parts[u++] = parts[a];
+    np = u;
+
+    for (int64_t a = 0; a < np; a++) {
+      int64_t part = parts[a], calls = 0;
+      for (int r = 0; r < L->size; r++) {
+        const ferry__rank_plan *p = &all[r];
+        if (j >= p->nwindows)
+          continue;
+        int64_t c = 0;
+        for (int64_t e = p->window_first_extent[j];
+             e < p->window_first_extent[j + 1]; e++)
+          c += p->extents[e].part == part;
+        if (c > calls)
+          calls = c;
+      }
+      /* my extents on this part in round j, in row order (plan order) */
+      int64_t mine0 = -1, nmine = 0;
+      if (j < me->nwindows)
+        for (int64_t e = me->window_first_extent[j];
+             e < me->window_first_extent[j + 1]; e++)
+          if (me->extents[e].part == part) {
+            if (mine0 < 0)
+              mine0 = e;
+            nmine++;
+          }
+      unsigned char **bufs = calloc((size_t)(nmine ? nmine : 1), sizeof *bufs);
+      if (!bufs && !dummy) {
+        ferry__seterr_on(&err, L->rank, FERRY_ENOMEM, "out of memory");
+        publish_error(ep, FERRY_ENOMEM, &err);
+        dummy = 1;
+      }
+      for (int64_t k = 0; k < nmine && !dummy; k++) {
+        size_t bytes = (size_t)me->extents[mine0 + k].count * L->row_total;
+        bufs[k] = buf_get(L, bytes);
+        if (!bufs[k]) {
+          ferry__seterr_on(&err, L->rank, FERRY_ENOMEM, "out of memory");
+          publish_error(ep, FERRY_ENOMEM, &err);
+          dummy = 1;
+        }
+      }
+      double t0 = ferry__now();
+      for (int v = 0; v < L->m.nvars; v++)
+        for (int64_t k = 0; k < calls; k++) {
+          int real = !dummy && k < nmine;
+          const ferry__extent *x = real ? &me->extents[mine0 + k] : NULL;
+          static unsigned char scratch[1];
+          int rc = L->be->io_read(
+              io, part, v, real ? x->row : 0, real ? x->count : 0,
+              real ? bufs[k] + (size_t)x->count * L->var_prefix[v] : scratch,
+              &err);
+          if (rc && !dummy) {
+            publish_error(ep, rc, &err);
+            dummy = 1;
+          }
+        }
+      if (!dummy) {
+        int64_t bytes = 0;
+        for (int64_t k = 0; k < nmine; k++) {
+          bytes += me->extents[mine0 + k].count * (int64_t)L->row_total;
+          publish_extent(ep, mine0 + k, bufs[k]);
+        }
+        pthread_mutex_lock(&L->stats_mu);
+        L->stats.bytes_read += bytes;
+        L->stats.read_seconds += ferry__now() - t0;
+        pthread_mutex_unlock(&L->stats_mu);
+      } else if (bufs) {
+        for (int64_t k = 0; k < nmine; k++)
+          ferry__buf_put(L, bufs[k]);
+      }
+      free(bufs);
+    }
+  }
+  free(parts);
+}
+
+void *ferry__io_main(void *arg) {
+  epoch_state *ep = arg;
+  ferry_loader *L = ep->L;
+  ferry__io *io = NULL;
+  ferry__err err = {0};
+  ferry__io_params p = {L->io_comm, L->rank,
+                        L->opts->io == FERRY__IO_COLLECTIVE,
+                        L->opts->max_open_files};
+  int rc = L->be->io_open(&io, &L->m, &p, &err);
+  if (rc) {
+    publish_error(ep, rc, &err);
+    return NULL;
+  }
+  if (p.collective)
+    io_collective(ep, io);
+  else
+    io_independent(ep, io);
+  L->be->io_close(io);
+  return NULL;
+}
+
+/* ---- Workers ----------------------------------------------------------- */
+
+static void assemble(epoch_state *ep, ring_slot *s, int64_t b) {
+  ferry_loader *L = ep->L;
+  const ferry__rank_plan *p = &ep->plan;
+  int64_t b0 = p->batch_start[b], b1 = p->batch_start[b + 1], n = b1 - b0;
+  int64_t npad = 0;
+  for (int64_t i = 0; i < n; i++) {
+    s->ids[i] = p->slots[b0 + i].sample;
+    s->padded[i] = p->slots[b0 + i].padded;
+    npad += s->padded[i];
+  }
+  for (int v = 0; v < L->m.nvars; v++) {
+    const ferry__var *var = &L->m.vars[v];
+    size_t rb = var->row_bytes;
+    unsigned char *dst = s->bufs[v];
+    for (int64_t i = b0; i < b1;) {
+      const ferry__slot *sl = &p->slots[i];
+      const ferry__extent *x = &p->extents[sl->extent];
+      const unsigned char *src = ep->ext_buf[sl->extent] +
+                                 (size_t)x->count * L->var_prefix[v] +
+                                 (size_t)sl->row * rb;
+      int64_t run = 1;
+      while (i + run < b1 && p->slots[i + run].extent == sl->extent &&
+             p->slots[i + run].row == sl->row + run)
+        run++;
+      memcpy(dst + (size_t)(i - b0) * rb, src, (size_t)run * rb);
+      i += run;
+    }
+    if (var->swapped) {
+      size_t el = ferry_dtype_size(var->dtype);
+      ferry__byteswap(dst, (size_t)n * rb / el, el);
+    }
+    ferry_tensor *t = &s->tensors[v];
+    t->shape[0] = n;
+    t->nbytes = (size_t)n * rb;
+  }
+  s->batch.epoch = ep->epoch;
+  s->batch.index = ep->index_base + b;
+  s->batch.size = n;
+  s->batch.num_padded = npad;
+  s->rc = 0;
+  if (L->opts->transform &&
+      L->opts->transform(&s->batch, L->opts->transform_user) != 0)
+    s->rc = ferry__seterr_on(&s->err, L->rank, FERRY_ECALLBACK,
+                          "transform callback failed on batch %lld "
+                          "of epoch %lld", (long long)b, (long long)ep->epoch);
+}
+
+/* The device stage of batch b, with ep->mu held on entry and exit: wait
+ * until device slot b % ndring is free for b (the application released
+ * batch b - ndring), copy the assembled host slot into it without the lock,
+ * and, unless keep_host, wait for the copy so the host slot can be reused
+ * (on this worker: the consumer never waits for it).  A copy error is the
+ * slot's result, certified like a failed read. */
+static void copy_to_device(epoch_state *ep, ring_slot *s, int64_t b) {
+  ferry_loader *L = ep->L;
+  ferry__dslot *d = &L->dring[b % L->ndring];
+  int keep = L->opts->keep_host;
+  while (!ep->stop && !(d->state == SLOT_FREE && d->expect == b))
+    pthread_cond_wait(&ep->cv_work, &ep->mu);
+  if (ep->stop) {
+    s->state = SLOT_FREE;
+    return;
+  }
+  d->state = SLOT_BUSY;
+  d->bidx = b;
+  pthread_mutex_unlock(&ep->mu);
+  int rc = s->rc;
+  double secs = 0;
+  if (rc)
+    d->err = s->err;
+  else
+    rc = ferry__dslot_copy(d, &s->batch, keep, L->rank, &d->err);
+  if (!rc && !keep)
+    rc = ferry__dslot_sync(d, &secs, L->rank, &d->err);
+  pthread_mutex_lock(&L->stats_mu);
+  if (!rc)
+    L->stats.h2d_bytes += (int64_t)((size_t)s->batch.size * L->row_total);
+  L->stats.h2d_seconds += secs;
+  pthread_mutex_unlock(&L->stats_mu);
+  pthread_mutex_lock(&ep->mu);
+  d->rc = rc;
+  if (keep && !rc) {
+    s->state = SLOT_PAIRED;
+    d->host = (int)(s - L->ring);
+  } else {
+    s->state = SLOT_FREE;
+    d->host = -1;
+  }
+  d->state = SLOT_READY;
+  pthread_cond_broadcast(&ep->cv_ready);
+  pthread_cond_broadcast(&ep->cv_work);
+}
+
+/* Assemble batch b (already claimed: slot BUSY, next_assign past it) with
+ * ep->mu held on entry and exit; the copy runs without the lock.  Then free
+ * the windows nobody needs any more and publish the slot. */
+void ferry__assemble_unlocked(epoch_state *ep, ring_slot *s, int64_t b) {
+  const ferry__rank_plan *p = &ep->plan;
+  pthread_mutex_unlock(&ep->mu);
+  assemble(ep, s, b);
+  pthread_mutex_lock(&ep->mu);
+  for (int64_t i = p->batch_start[b]; i < p->batch_start[b + 1]; i++) {
+    int64_t w = p->extents[p->slots[i].extent].window;
+    if (--ep->win_remaining[w] == 0)
+      free_window(ep, w);
+  }
+  if (ep->L->gpu) {
+    copy_to_device(ep, s, b);
+    return;
+  }
+  s->state = SLOT_READY;
+  pthread_cond_broadcast(&ep->cv_ready);
+}
+
+/* A worker allocates nothing: once a batch's data is loaded, assembling it
+ * cannot fail (only a transform can), which is what lets ferry_next certify
+ * batches from the I/O progress alone. */
+void *ferry__worker_main(void *arg) {
+  epoch_state *ep = arg;
+  ferry_loader *L = ep->L;
+  const ferry__rank_plan *p = &ep->plan;
+  pthread_mutex_lock(&ep->mu);
+  for (;;) {
+    int64_t b = ep->next_assign;
+    if (ep->stop || b >= p->num_batches)
+      break;
+    ring_slot *s = &L->ring[b % L->nring];
+    int data_ok = ep->loaded >= p->batch_need[b];
+    if (s->state != SLOT_FREE || (!data_ok && !ep->io_rc)) {
+      pthread_cond_wait(&ep->cv_work, &ep->mu);
+      continue;
+    }
+    ep->next_assign++;
+    s->state = SLOT_BUSY;
+    s->bidx = b;
+    if (!data_ok) { /* the I/O failed before this batch's data */
+      s->rc = ep->io_rc;
+      s->err = ep->io_err;
+      s->state = SLOT_READY;
+      pthread_cond_broadcast(&ep->cv_ready);
+      continue;
+    }
+    ferry__assemble_unlocked(ep, s, b);
+  }
+  pthread_mutex_unlock(&ep->mu);
+  return NULL;
+}

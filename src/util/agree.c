@@ -1,0 +1,112 @@
+/*
+ * agree.c - the same error on every rank, and the other small collectives
+ * every layer needs (util/agree.h).
+ *
+ * Why one place: a collective step that fails on one rank must fail on all
+ * of them, with the same code and the same words, or ranks diverge into
+ * different collectives and hang.  The pattern (mpiFileUtils' alltrue, with
+ * the reason attached) is an MPI_Allreduce(MINLOC) that finds the lowest
+ * failing rank, then an MPI_Bcast of its code, rank and message.
+ */
+#include "config.h"
+#include "util/agree.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* What travels when a rank's error is shared. */
+typedef struct wire_err {
+  int code;
+  int has_rank;
+  int rank;
+  char msg[FERRY__MSG_MAX];
+} wire_err;
+
+static int mpi_fail(ferry__err *err, int rank, const char *call) {
+  return ferry__seterr_on(err, rank, FERRY_EMPI, "%s failed", call);
+}
+
+int ferry__agree_share(MPI_Comm comm, int rank, int root, int rc,
+                       ferry__err *err) {
+  wire_err w;
+  memset(&w, 0, sizeof w);
+  if (rank == root) {
+    w.code = rc < 0 ? rc : FERRY_EINTERNAL;
+    snprintf(w.msg, sizeof w.msg, "%s", err->msg);
+    w.has_rank = err->has_rank;
+    w.rank = err->rank;
+    /* A message that does not say where it happened gets the rank. */
+    if (!w.has_rank && strncmp(w.msg, "rank ", 5) != 0) {
+      w.has_rank = 1;
+      w.rank = rank;
+    }
+  }
+  if (MPI_Bcast(&w, (int)sizeof w, MPI_BYTE, root, comm) != MPI_SUCCESS)
+    return mpi_fail(err, rank, "MPI_Bcast");
+  w.msg[sizeof w.msg - 1] = '\0';
+  if (w.has_rank)
+    return ferry__seterr_on(err, w.rank, w.code, "%s", w.msg);
+  return ferry__seterr(err, w.code, "%s", w.msg);
+}
+
+int ferry__agree(MPI_Comm comm, int rank, int rc, ferry__err *err) {
+  int in[2] = {rc < 0 ? 0 : 1, rank}, out[2];
+  if (MPI_Allreduce(in, out, 1, MPI_2INT, MPI_MINLOC, comm) != MPI_SUCCESS)
+    return mpi_fail(err, rank, "MPI_Allreduce");
+  if (out[0] == 1)
+    return 0;
+  return ferry__agree_share(comm, rank, out[1], rc, err);
+}
+
+int ferry__agree_same(MPI_Comm comm, int rank, const uint64_t *v, int n,
+                      int *which, ferry__err *err) {
+  *which = -1;
+  uint64_t *lo = malloc(2 * (size_t)(n > 0 ? n : 1) * sizeof *lo);
+  int rc = lo ? 0 : FERRY_ENOMEM;
+  /* Every rank takes part in the reductions even when its malloc failed,
+   * so the calls stay matched; the failure is agreed on below. */
+  int ok[2] = {lo != NULL, 0};
+  if (MPI_Allreduce(&ok[0], &ok[1], 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
+    rc = mpi_fail(err, rank, "MPI_Allreduce");
+  else if (!ok[1])
+    rc = ferry__seterr_on(err, rank, FERRY_ENOMEM,
+                          "out of memory comparing %d values across ranks",
+                          n);
+  else {
+    uint64_t *hi = lo + n;
+    if (MPI_Allreduce(v, lo, n, MPI_UINT64_T, MPI_MIN, comm) != MPI_SUCCESS ||
+        MPI_Allreduce(v, hi, n, MPI_UINT64_T, MPI_MAX, comm) != MPI_SUCCESS)
+      rc = mpi_fail(err, rank, "MPI_Allreduce");
+    for (int i = 0; !rc && i < n; i++)
+      if (lo[i] != hi[i]) {
+        *which = i;
+        rc = FERRY_EMISMATCH;
+      }
+  }
+  free(lo);
+  return rc;
+}
+
+int ferry__bcast_blob(MPI_Comm comm, int rank, int root, void **buf,
+                      size_t *len, const char *what, ferry__err *err) {
+  unsigned long long n = rank == root ? *len : 0;
+  int rc = 0;
+  if (MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, root, comm) != MPI_SUCCESS)
+    return ferry__seterr(err, FERRY_EMPI, "MPI_Bcast of %s failed", what);
+  if (rank != root) {
+    *buf = malloc(n ? n : 1);
+    *len = (size_t)n;
+    if (!*buf)
+      rc = ferry__seterr_on(err, rank, FERRY_ENOMEM,
+                            "out of memory (%llu bytes for %s)", n, what);
+  }
+  rc = ferry__agree(comm, rank, rc, err);
+  const size_t piece = (size_t)1 << 30;
+  for (size_t off = 0; !rc && off < n; off += piece) {
+    size_t c = n - off < piece ? n - off : piece;
+    if (MPI_Bcast((char *)*buf + off, (int)c, MPI_BYTE, root, comm) !=
+        MPI_SUCCESS)
+      rc = ferry__seterr(err, FERRY_EMPI, "MPI_Bcast of %s failed", what);
+  }
+  return rc;
+}

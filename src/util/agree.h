@@ -1,0 +1,50 @@
+/*
+ * util/agree.h - the collective toolkit: "the same outcome on every rank",
+ * written once.  Every step that can fail on one rank before (or instead
+ * of) a collective ends with ferry__agree; every cross-rank consistency check
+ * is ferry__agree_same; every broadcast of a variable-size buffer is
+ * ferry__bcast_blob.  All functions here are COLLECTIVE over comm: every
+ * rank calls them in the same order.
+ */
+#ifndef FERRY_AGREE_H
+#define FERRY_AGREE_H
+
+#include "util/util.h"
+
+/**
+ * Agree on the outcome of a local step.  rc is this rank's result (0, or a
+ * negative code with err set).  Returns 0 on every rank when every rank
+ * succeeded; otherwise the lowest failing rank's code, and err holds its
+ * message and rank (ferry__err_text formats "rank R: ...") on every rank.
+ */
+int ferry__agree(MPI_Comm comm, int rank, int rc, ferry__err *err);
+
+/**
+ * Every rank takes root's error: root's rc (FERRY_EINTERNAL when root has
+ * none) and message, with root's rank attached.  For callers that already
+ * agreed on which rank failed (ferry_next's certification).  Returns the
+ * code.
+ */
+int ferry__agree_share(MPI_Comm comm, int rank, int root, int rc,
+                       ferry__err *err);
+
+/**
+ * Check that v[0..n) holds the same values on every rank.  Returns 0, or
+ * FERRY_EMISMATCH with *which = the first index that differs (err is not
+ * set: the caller names what differs, then agrees on the message), or
+ * FERRY_EMPI with err set.
+ */
+int ferry__agree_same(MPI_Comm comm, int rank, const uint64_t *v, int n,
+                      int *which, ferry__err *err);
+
+/**
+ * Broadcast root's *len bytes at *buf; the other ranks receive a malloc'd
+ * copy in *buf (theirs must be NULL) and its length in *len.  Sent in
+ * pieces of at most 1 GiB (MPI counts are int).  Failures (out of memory on
+ * one rank, MPI errors) are agreed: the same code on every rank.  what
+ * names the buffer in messages ("the manifest").
+ */
+int ferry__bcast_blob(MPI_Comm comm, int rank, int root, void **buf,
+                      size_t *len, const char *what, ferry__err *err);
+
+#endif /* FERRY_AGREE_H */
