@@ -93,6 +93,58 @@ const ferry__backend *ferry__backend_find(const char *name);
 int ferry__mpi_read(MPI_File fh, int coll, MPI_Offset off, void *buf, int n,
                     const char *where, ferry__err *err);
 
+/**
+ * pread until n bytes are read, end of file, or an error; EINTR retried.
+ * Returns 0 with *got the bytes read (less than n only at end of file), or
+ * -1 with errno set.
+ */
+int ferry__pread_full(int fd, void *buf, size_t n, int64_t off, size_t *got);
+
+/**
+ * The cache of open handles every backend keeps on its I/O thread, at most
+ * max of them, keyed by (part, var) (var -1 when a handle serves every
+ * variable of a part), evicted least recently used first.
+ *
+ * The invariant that keeps collective opens and closes matched is here and
+ * only here: the clock is a counter, so no two entries share a use time,
+ * and the entries are held in an order that depends only on the sequence of
+ * lookups.  With io=collective every rank performs the same sequence of
+ * lookups, so every rank opens, evicts and closes the same files in the same
+ * order.  Not thread-safe: one I/O thread uses it.
+ */
+typedef int (*ferry__handle_open_fn)(void *ctx, int64_t part, int var,
+                                     void **handle, ferry__err *err);
+typedef void (*ferry__handle_close_fn)(void *ctx, void *handle);
+
+typedef struct ferry__handle_entry {
+  int64_t part;
+  int var;
+  void *handle;
+  uint64_t last_use;
+} ferry__handle_entry;
+
+typedef struct ferry__handle_cache {
+  void *ctx;
+  ferry__handle_open_fn open;
+  ferry__handle_close_fn close;
+  size_t max;
+  ferry__handle_entry *e;
+  size_t n, cap;
+  uint64_t clock;
+} ferry__handle_cache;
+
+/** max 0: 64. */
+void ferry__handle_cache_init(ferry__handle_cache *c, size_t max, void *ctx,
+                              ferry__handle_open_fn open,
+                              ferry__handle_close_fn close);
+/** The handle of (part, var), opened (after evicting down to max - 1) when
+ *  absent.  An open that fails leaves nothing in the cache.  rank names the
+ *  caller in an out-of-memory message. */
+int ferry__handle_get(ferry__handle_cache *c, int64_t part, int var,
+                      int rank, void **out, ferry__err *err);
+/** Close every handle (in the cache's order: the same on every rank). */
+void ferry__handle_cache_free(ferry__handle_cache *c);
+
 /* ---- Backend-specific entry points used by tests and the core ---- */
 
 /**

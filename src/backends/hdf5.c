@@ -490,10 +490,10 @@ cleanup:
 /* ---- Reads (I/O thread) ----------------------------------------------- */
 
 /*
- * Open files are cached, at most max_open_files of them, least recently
- * used evicted first; each holds the datasets opened in it.  With
- * io=collective every rank makes the same sequence of lookups, so opens and
- * closes (collective in parallel HDF5) happen in the same order everywhere.
+ * Open files live in the toolkit's handle cache (backends/toolkit.c), at
+ * most max_open_files of them, one per part; each holds the datasets opened
+ * in it.  The cache's rule keeps the collective opens and closes of
+ * parallel HDF5 in the same order on every rank.
  */
 /*
  * Raw reads.  A dataset stored without filters, in the memory type, either
@@ -523,7 +523,6 @@ typedef struct h5_file {
   hid_t *mtype;    /* [nvars] memory type      */
   h5_raw **raw;    /* [nvars] raw-read layout, NULL: read with H5Dread */
   MPI_File *mfh;   /* HDF5's MPI-IO handle of the file, NULL if unknown */
-  uint64_t last_use;
 } h5_file;
 
 struct ferry__io {
@@ -531,11 +530,10 @@ struct ferry__io {
   MPI_Comm comm;
   int rank;
   int collective;
-  size_t max_open;
   hid_t dxpl;
-  h5_file **files;
-  size_t nfiles, cap;
-  uint64_t clock;
+  ferry__handle_cache files; /* one h5_file per part (var -1) */
+  int opening_var;           /* the variable whose read opens a file: its
+                              * name goes into the open's messages */
 };
 
 static void raw_free(h5_raw *r) {
@@ -779,61 +777,56 @@ agree_open:
   return 0;
 }
 
-static int acquire(ferry__io *io, int64_t part, int var, h5_file **out,
-                   ferry__err *err) {
-  const char *vname = io->m->vars[var].name;
-  h5_file *f = NULL;
-  int rc = 0;
-  for (size_t i = 0; i < io->nfiles && !f; i++)
-    if (io->files[i]->part == part)
-      f = io->files[i];
-  if (!f) {
-    while (io->nfiles >= io->max_open && io->nfiles > 0) {
-      size_t victim = 0;
-      for (size_t i = 1; i < io->nfiles; i++)
-        if (io->files[i]->last_use < io->files[victim]->last_use)
-          victim = i;
-      file_close(io, io->files[victim]);
-      io->files[victim] = io->files[--io->nfiles];
-    }
-    if (io->nfiles == io->cap) {
-      size_t ncap = io->cap ? 2 * io->cap : 16;
-      h5_file **nf = realloc(io->files, ncap * sizeof *nf);
-      if (!nf)
-        return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
-                             io->rank);
-      io->files = nf;
-      io->cap = ncap;
-    }
-    f = calloc(1, sizeof *f);
-    if (!f || !(f->dset = malloc((size_t)io->m->nvars * sizeof *f->dset)) ||
-        !(f->mtype = malloc((size_t)io->m->nvars * sizeof *f->mtype)) ||
-        !(f->raw = calloc((size_t)io->m->nvars, sizeof *f->raw))) {
-      if (f) {
-        free(f->dset);
-        free(f->mtype);
-        free(f);
-      }
-      return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
-                           io->rank);
-    }
-    for (int v = 0; v < io->m->nvars; v++)
-      f->dset[v] = f->mtype[v] = -1;
-    f->part = part;
-    if ((rc = open_h5file(io, part, vname, &f->fid, err)) < 0) {
+/* The handle cache's callbacks: one h5_file per part, its datasets opened
+ * on first use. */
+static int cache_open(void *ctx, int64_t part, int var, void **handle,
+                      ferry__err *err) {
+  ferry__io *io = ctx;
+  (void)var;
+  h5_file *f = calloc(1, sizeof *f);
+  if (!f || !(f->dset = malloc((size_t)io->m->nvars * sizeof *f->dset)) ||
+      !(f->mtype = malloc((size_t)io->m->nvars * sizeof *f->mtype)) ||
+      !(f->raw = calloc((size_t)io->m->nvars, sizeof *f->raw))) {
+    if (f) {
       free(f->dset);
       free(f->mtype);
-      free(f->raw);
       free(f);
-      return rc;
     }
-    /* The MPI_File under the mpio driver, for raw reads (NULL: none). */
-    void *h = NULL;
-    if (H5Fget_vfd_handle(f->fid, H5P_DEFAULT, &h) >= 0 && h)
-      f->mfh = h;
-    io->files[io->nfiles++] = f;
+    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
+                         io->rank);
   }
-  f->last_use = ++io->clock;
+  for (int v = 0; v < io->m->nvars; v++)
+    f->dset[v] = f->mtype[v] = -1;
+  f->part = part;
+  int rc = open_h5file(io, part, io->m->vars[io->opening_var].name, &f->fid,
+                       err);
+  if (rc < 0) {
+    free(f->dset);
+    free(f->mtype);
+    free(f->raw);
+    free(f);
+    return rc;
+  }
+  /* The MPI_File under the mpio driver, for raw reads (NULL: none). */
+  void *h = NULL;
+  if (H5Fget_vfd_handle(f->fid, H5P_DEFAULT, &h) >= 0 && h)
+    f->mfh = h;
+  *handle = f;
+  return 0;
+}
+
+static void cache_close(void *ctx, void *handle) {
+  file_close(ctx, handle);
+}
+
+static int acquire(ferry__io *io, int64_t part, int var, h5_file **out,
+                   ferry__err *err) {
+  void *h = NULL;
+  io->opening_var = var;
+  int rc = ferry__handle_get(&io->files, part, -1, io->rank, &h, err);
+  if (rc < 0)
+    return rc;
+  h5_file *f = h;
   if (f->dset[var] < 0 && (rc = open_dataset(io, f, var, err)) < 0)
     return rc;
   *out = f;
@@ -854,8 +847,10 @@ static int h5_io_open(ferry__io **out, const ferry__manifest *m,
   io->comm = p->comm;
   io->rank = p->rank;
   io->collective = p->collective;
-  io->max_open =
-      p->max_open_files > 0 ? (size_t)p->max_open_files : H5_DEFAULT_OPEN;
+  ferry__handle_cache_init(
+      &io->files,
+      p->max_open_files > 0 ? (size_t)p->max_open_files : H5_DEFAULT_OPEN, io,
+      cache_open, cache_close);
   io->dxpl = H5Pcreate(H5P_DATASET_XFER);
   if (io->dxpl < 0 ||
       H5Pset_dxpl_mpio(io->dxpl, io->collective ? H5FD_MPIO_COLLECTIVE
@@ -1018,9 +1013,7 @@ cleanup:
 static void h5_io_close(ferry__io *io) {
   if (!io)
     return;
-  for (size_t i = 0; i < io->nfiles; i++)
-    file_close(io, io->files[i]);
-  free(io->files);
+  ferry__handle_cache_free(&io->files);
   if (io->dxpl >= 0)
     H5Pclose(io->dxpl);
   free(io);

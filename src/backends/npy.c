@@ -29,7 +29,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -448,22 +447,6 @@ static int npy_probe(const char *path) {
 }
 
 /* pread until n bytes or end of file; *got receives the count. */
-static int pread_full(int fd, void *buf, size_t n, off_t off, size_t *got) {
-  size_t done = 0;
-  while (done < n) {
-    ssize_t r = pread(fd, (char *)buf + done, n - done, off + (off_t)done);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r < 0)
-      return -1;
-    if (r == 0)
-      break;
-    done += (size_t)r;
-  }
-  *got = done;
-  return 0;
-}
-
 /* Read and check one variable's header.  name is the variable's name, for
  * messages. */
 static int read_var(const char *path, const char *name, ferry__var *v,
@@ -488,7 +471,7 @@ static int read_var(const char *path, const char *name, ferry__var *v,
     rc = ferry__seterr(err, FERRY_EFORMAT, "%s: not a regular file", path);
     goto cleanup;
   }
-  if (pread_full(fd, pre, sizeof pre, 0, &got) != 0) {
+  if (ferry__pread_full(fd, pre, sizeof pre, 0, &got) != 0) {
     rc = ferry__seterr(err, FERRY_EIO, "%s: read failed at offset 0: %s",
                        path, strerror(errno));
     goto cleanup;
@@ -515,7 +498,7 @@ static int read_var(const char *path, const char *name, ferry__var *v,
                        path);
     goto cleanup;
   }
-  if (pread_full(fd, buf, want, 0, &got) != 0) {
+  if (ferry__pread_full(fd, buf, want, 0, &got) != 0) {
     rc = ferry__seterr(err, FERRY_EIO, "%s: read failed at offset 0: %s",
                        path, strerror(errno));
     goto cleanup;
@@ -697,34 +680,15 @@ cleanup:
 
 /* ---- MPI-IO reads (I/O thread) ---------------------------------------- */
 
-/*
- * Open files are cached, at most max_open_files of them, and evicted least
- * recently used first.  The clock is a counter, so no two entries share a
- * use time: with io=collective every rank performs the same sequence of
- * lookups and therefore opens and closes (both collective) the same files in
- * the same order.  With io=independent several threads may read at once; an
- * entry being read is never evicted, so the cache may briefly hold more than
- * the bound and shrinks back when the reads finish.
- */
-typedef struct npy_file {
-  int64_t part;
-  int var;
-  MPI_File fh;
-  uint64_t last_use;
-  int busy;
-} npy_file;
-
+/* Open files live in the toolkit's handle cache (backends/toolkit.c), at
+ * most max_open_files of them, one MPI_File per (part, variable). */
 struct ferry__io {
   const ferry__manifest *m; /* owned by the loader, outlives this state */
   MPI_Comm comm;
   int rank;
   int collective;
-  size_t max_open;
   MPI_Info info;
-  pthread_mutex_t lock;
-  npy_file **files;
-  size_t nfiles, cap;
-  uint64_t clock;
+  ferry__handle_cache files;
 };
 
 static int mpi_fail(ferry__err *err, int code, int mpirc, const char *fmt,
@@ -753,28 +717,6 @@ static int open_error_code(int mpirc) {
   if (cls == MPI_ERR_ACCESS)
     return FERRY_EACCES;
   return FERRY_EIO;
-}
-
-static void drop_entry(ferry__io *io, size_t i) {
-  MPI_File_close(&io->files[i]->fh);
-  free(io->files[i]);
-  io->files[i] = io->files[--io->nfiles];
-}
-
-/* Evict idle entries, least recently used first, until at most keep remain
- * (or every remaining entry is busy).  Called with the lock held. */
-static void evict_to(ferry__io *io, size_t keep) {
-  while (io->nfiles > keep) {
-    size_t victim = io->nfiles;
-    for (size_t i = 0; i < io->nfiles; i++)
-      if (!io->files[i]->busy &&
-          (victim == io->nfiles ||
-           io->files[i]->last_use < io->files[victim]->last_use))
-        victim = i;
-    if (victim == io->nfiles)
-      return;
-    drop_entry(io, victim);
-  }
 }
 
 /* Open (part, var), collectively over io->comm when io->collective.  With
@@ -833,58 +775,27 @@ static int open_file(ferry__io *io, int64_t part, int var, MPI_File *out,
   return 0;
 }
 
-/* Find or open the entry for (part, var) and mark it busy. */
-static int acquire(ferry__io *io, int64_t part, int var, npy_file **out,
-                   ferry__err *err) {
-  int rc = 0;
-  pthread_mutex_lock(&io->lock);
-  for (size_t i = 0; i < io->nfiles; i++) {
-    npy_file *f = io->files[i];
-    if (f->part == part && f->var == var) {
-      f->busy++;
-      f->last_use = ++io->clock;
-      *out = f;
-      goto cleanup;
-    }
-  }
-  evict_to(io, io->max_open - 1);
-  if (io->nfiles == io->cap) {
-    size_t ncap = io->cap ? 2 * io->cap : 16;
-    npy_file **nf = realloc(io->files, ncap * sizeof *nf);
-    if (!nf) {
-      rc = ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
+/* The handle cache's callbacks: one MPI_File per (part, var). */
+static int cache_open(void *ctx, int64_t part, int var, void **handle,
+                      ferry__err *err) {
+  ferry__io *io = ctx;
+  MPI_File *fh = malloc(sizeof *fh);
+  if (!fh)
+    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
                          io->rank);
-      goto cleanup;
-    }
-    io->files = nf;
-    io->cap = ncap;
+  int rc = open_file(io, part, var, fh, err);
+  if (rc < 0) {
+    free(fh);
+    return rc;
   }
-  npy_file *f = calloc(1, sizeof *f);
-  if (!f) {
-    rc = ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
-                       io->rank);
-    goto cleanup;
-  }
-  if ((rc = open_file(io, part, var, &f->fh, err)) < 0) {
-    free(f);
-    goto cleanup;
-  }
-  f->part = part;
-  f->var = var;
-  f->busy = 1;
-  f->last_use = ++io->clock;
-  io->files[io->nfiles++] = f;
-  *out = f;
-cleanup:
-  pthread_mutex_unlock(&io->lock);
-  return rc;
+  *handle = fh;
+  return 0;
 }
 
-static void release(ferry__io *io, npy_file *f) {
-  pthread_mutex_lock(&io->lock);
-  f->busy--;
-  evict_to(io, io->max_open);
-  pthread_mutex_unlock(&io->lock);
+static void cache_close(void *ctx, void *handle) {
+  (void)ctx;
+  MPI_File_close((MPI_File *)handle);
+  free(handle);
 }
 
 static void npy_io_close(ferry__io *io);
@@ -900,14 +811,11 @@ static int npy_io_open(ferry__io **out, const ferry__manifest *m,
   io->comm = p->comm;
   io->rank = p->rank;
   io->collective = p->collective;
-  io->max_open =
-      p->max_open_files > 0 ? (size_t)p->max_open_files : NPY_DEFAULT_OPEN;
+  ferry__handle_cache_init(
+      &io->files,
+      p->max_open_files > 0 ? (size_t)p->max_open_files : NPY_DEFAULT_OPEN,
+      io, cache_open, cache_close);
   io->info = MPI_INFO_NULL;
-  if (pthread_mutex_init(&io->lock, NULL) != 0) {
-    free(io);
-    return ferry__seterr(err, FERRY_ENOMEM, "cannot create a mutex on rank %d",
-                         p->rank);
-  }
   /* Reserved MPI hints: the files are only read; collective buffering lets
    * a few aggregators read large contiguous extents for everyone. */
   if (MPI_Info_create(&io->info) == MPI_SUCCESS) {
@@ -931,10 +839,11 @@ static int npy_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   const char *path = pt->paths[var];
   const char *vname = m->vars[var].name;
   int64_t row_bytes = (int64_t)m->vars[var].row_bytes;
-  npy_file *f = NULL;
-  int rc = acquire(io, part, var, &f, err);
+  void *h = NULL;
+  int rc = ferry__handle_get(&io->files, part, var, io->rank, &h, err);
   if (rc < 0)
     return rc;
+  MPI_File *fh = h;
 
   /* Local checks come after the (possibly collective) open so that every
    * rank's cache sees the same sequence; with collective I/O a rank that
@@ -959,22 +868,18 @@ static int npy_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   snprintf(where, sizeof where, "file %s, variable %s, rank %d", path, vname,
            io->rank);
   if (io->collective) {
-    int rc2 = ferry__mpi_read(f->fh, 1, (MPI_Offset)offset, buf,
+    int rc2 = ferry__mpi_read(*fh, 1, (MPI_Offset)offset, buf,
                               rc < 0 ? 0 : (int)nbytes, where,
                               rc < 0 ? NULL : err);
-    if (rc == 0)
-      rc = rc2;
-    goto cleanup;
+    return rc == 0 ? rc2 : rc;
   }
   for (int64_t done = 0; rc == 0 && done < nbytes;) {
     int count = (int)(nbytes - done < NPY_READ_MAX ? nbytes - done
                                                    : NPY_READ_MAX);
-    rc = ferry__mpi_read(f->fh, 0, (MPI_Offset)(offset + done),
+    rc = ferry__mpi_read(*fh, 0, (MPI_Offset)(offset + done),
                          (char *)buf + done, count, where, err);
     done += count;
   }
-cleanup:
-  release(io, f);
   return rc;
 }
 
@@ -983,14 +888,9 @@ cleanup:
 static void npy_io_close(ferry__io *io) {
   if (!io)
     return;
-  for (size_t i = 0; i < io->nfiles; i++) {
-    MPI_File_close(&io->files[i]->fh);
-    free(io->files[i]);
-  }
-  free(io->files);
+  ferry__handle_cache_free(&io->files);
   if (io->info != MPI_INFO_NULL)
     MPI_Info_free(&io->info);
-  pthread_mutex_destroy(&io->lock);
   free(io);
 }
 

@@ -1,13 +1,17 @@
 /*
- * toolkit.c - what every backend shares: the MPI-IO read helper (one call,
- * its count checked, the ROMIO zero-byte rule), whole-buffer pread.
+ * toolkit.c - what every backend shares, so that a format is one file: the
+ * MPI-IO read helper (one call, its count checked, the ROMIO zero-byte
+ * rule), a whole-buffer pread, and the cache of open handles whose
+ * "same sequence on every rank" rule keeps collective opens matched.
  */
 #include "config.h"
 #include "backends/backend.h"
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int ferry__mpi_read(MPI_File fh, int coll, MPI_Offset off, void *buf, int n,
                     const char *where, ferry__err *err) {
@@ -36,3 +40,80 @@ int ferry__mpi_read(MPI_File fh, int coll, MPI_Offset off, void *buf, int n,
   return 0;
 }
 
+
+int ferry__pread_full(int fd, void *buf, size_t n, int64_t off, size_t *got) {
+  size_t done = 0;
+  while (done < n) {
+    ssize_t r = pread(fd, (char *)buf + done, n - done, (off_t)off + (off_t)done);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0)
+      return -1;
+    if (r == 0)
+      break;
+    done += (size_t)r;
+  }
+  *got = done;
+  return 0;
+}
+
+void ferry__handle_cache_init(ferry__handle_cache *c, size_t max, void *ctx,
+                              ferry__handle_open_fn open,
+                              ferry__handle_close_fn close) {
+  memset(c, 0, sizeof *c);
+  c->max = max > 0 ? max : 64;
+  c->ctx = ctx;
+  c->open = open;
+  c->close = close;
+}
+
+/* Close the least recently used entries until at most keep remain.  The
+ * last entry moves into the victim's place: the order stays a function of
+ * the lookup sequence. */
+static void evict_to(ferry__handle_cache *c, size_t keep) {
+  while (c->n > keep && c->n > 0) {
+    size_t victim = 0;
+    for (size_t i = 1; i < c->n; i++)
+      if (c->e[i].last_use < c->e[victim].last_use)
+        victim = i;
+    c->close(c->ctx, c->e[victim].handle);
+    c->e[victim] = c->e[--c->n];
+  }
+}
+
+int ferry__handle_get(ferry__handle_cache *c, int64_t part, int var,
+                      int rank, void **out, ferry__err *err) {
+  for (size_t i = 0; i < c->n; i++)
+    if (c->e[i].part == part && c->e[i].var == var) {
+      c->e[i].last_use = ++c->clock;
+      *out = c->e[i].handle;
+      return 0;
+    }
+  evict_to(c, c->max - 1);
+  if (c->n == c->cap) {
+    size_t ncap = c->cap ? 2 * c->cap : 16;
+    ferry__handle_entry *ne = realloc(c->e, ncap * sizeof *ne);
+    if (!ne)
+      return ferry__seterr(err, FERRY_ENOMEM,
+                           "out of memory on rank %d (cache of %zu open "
+                           "files)",
+                           rank, ncap);
+    c->e = ne;
+    c->cap = ncap;
+  }
+  void *h = NULL;
+  int rc = c->open(c->ctx, part, var, &h, err);
+  if (rc < 0)
+    return rc;
+  c->e[c->n++] = (ferry__handle_entry){part, var, h, ++c->clock};
+  *out = h;
+  return 0;
+}
+
+void ferry__handle_cache_free(ferry__handle_cache *c) {
+  for (size_t i = 0; i < c->n; i++)
+    c->close(c->ctx, c->e[i].handle);
+  free(c->e);
+  c->e = NULL;
+  c->n = c->cap = 0;
+}
