@@ -283,58 +283,43 @@ static int64_t share_of(const ferry__chunk *pieces, const int64_t *perm,
   return n;
 }
 
-static int build(const ferry__chunk *pieces, int64_t np, const int64_t *perm,
-                 const ferry__plan_params *pp, int rank, int want_slots,
-                 ferry__rank_plan *out, ferry__err *err) {
-  ferry__slot *keep = out->slots;
-  int64_t keep_cap = out->slots_cap;
-  memset(out, 0, sizeof *out);
-  const int P = pp->world_size;
-  const int64_t B = pp->batch_size;
-  int rc = 0;
-  seglist own = {0}, pad = {0};
-  int64_t *start = NULL;
-  segment **order = NULL;
-  int64_t *seg_extent = NULL, *seg_off = NULL;
+/* The working state of one build: its inputs and the segment lists and
+ * scratch arrays the steps below hand to each other. */
+typedef struct build_ctx {
+  const ferry__chunk *pieces;
+  int64_t np;
+  const int64_t *perm;
+  const ferry__plan_params *pp;
+  int rank;
+  int64_t *start;        /* [np+1] position of each piece in S          */
+  int64_t M;             /* samples in the epoch                         */
+  int64_t n_me;          /* this rank's share                            */
+  int64_t serve_own;     /* of which it serves                           */
+  int64_t pad_before;    /* pads taken by ranks < rank (tail=pad)        */
+  seglist own, pad;      /* this rank's segments in served order         */
+  int64_t K, nown_w;     /* segments per window, windows of own segments */
+  int mix;               /* windows are shuffled                          */
+  int64_t *seg_extent, *seg_off; /* [own.n + pad.n] where each segment lies */
+} build_ctx;
 
-  if (!want_slots || (keep && keep_cap < 1)) {
-    ferry__big_free(keep);
-    keep = NULL;
-  }
-  out->slots = keep; /* freed with the plan on any error below */
-  out->slots_cap = keep ? keep_cap : 0;
-  if (P < 1 || rank < 0 || rank >= P || B < 1) {
-    rc = ferry__seterr(err, FERRY_EINVAL,
-                       "plan: bad world size %d, rank %d or batch size %lld",
-                       P, rank, (long long)B);
-    goto cleanup;
-  }
-  start = malloc((size_t)(np + 1) * sizeof *start);
-  if (!start)
-    goto nomem;
-  start[0] = 0;
-  for (int64_t i = 0; i < np; i++)
-    start[i + 1] = start[i] + pieces[perm[i]].count;
-  const int64_t M = start[np];
-  if (M == 0) {
-    rc = ferry__seterr(err, FERRY_EEMPTY, "the epoch holds no sample");
-    goto cleanup;
-  }
-
-  int64_t nmin = INT64_MAX, nmax = 0, n_me = 0, pad_before = 0;
+/* Step 1: every rank's share and the tail rule: batches per rank, what
+ * this rank serves of its own share, how many pads ranks before it take. */
+static int plan_tail(build_ctx *c, ferry__rank_plan *out, ferry__err *err) {
+  const int P = c->pp->world_size;
+  const int64_t B = c->pp->batch_size, M = c->M;
+  int64_t nmin = INT64_MAX, nmax = 0;
   int64_t *shares = malloc((size_t)P * sizeof *shares);
-  if (!shares) {
-    rc = ferry__seterr(err, FERRY_ENOMEM, "plan: out of memory");
-    goto cleanup;
-  }
-  if (pp->partition == FERRY__PART_STRIDED) {
+  if (!shares)
+    return ferry__seterr(err, FERRY_ENOMEM, "plan: out of memory");
+  if (c->pp->partition == FERRY__PART_STRIDED) {
     for (int r = 0; r < P; r++)
       shares[r] = 0;
-    for (int64_t i = 0; i < np; i++)
-      shares[i % P] += pieces[perm[i]].count;
+    for (int64_t i = 0; i < c->np; i++)
+      shares[i % P] += c->pieces[c->perm[i]].count;
   } else {
     for (int r = 0; r < P; r++)
-      shares[r] = share_of(pieces, perm, np, M, P, r, pp->partition);
+      shares[r] = share_of(c->pieces, c->perm, c->np, M, P, r,
+                           c->pp->partition);
   }
   for (int r = 0; r < P; r++) {
     if (shares[r] < nmin)
@@ -342,91 +327,106 @@ static int build(const ferry__chunk *pieces, int64_t np, const int64_t *perm,
     if (shares[r] > nmax)
       nmax = shares[r];
   }
-  n_me = shares[rank];
-
-  int64_t nb, serve_own;
-  if (pp->tail == FERRY__TAIL_DROP) {
+  c->n_me = shares[c->rank];
+  int64_t nb;
+  if (c->pp->tail == FERRY__TAIL_DROP) {
     nb = nmin / B;
     if (nb == 0) {
       free(shares);
-      rc = ferry__seterr(err, FERRY_EINVAL,
-                         "option 'batch_size': %lld is larger than the "
-                         "smallest rank's share (%lld of %lld samples over "
-                         "%d ranks) with tail=drop_last; use a smaller "
-                         "batch_size or tail=pad or tail=partial",
-                         (long long)B, (long long)nmin, (long long)M, P);
-      goto cleanup;
+      return ferry__seterr(err, FERRY_EINVAL,
+                           "option 'batch_size': %lld is larger than the "
+                           "smallest rank's share (%lld of %lld samples over "
+                           "%d ranks) with tail=drop_last; use a smaller "
+                           "batch_size or tail=pad or tail=partial",
+                           (long long)B, (long long)nmin, (long long)M, P);
     }
-    serve_own = nb * B;
+    c->serve_own = nb * B;
     out->dropped = M - (int64_t)P * nb * B;
   } else {
     nb = (nmax + B - 1) / B;
-    serve_own = n_me;
-    if (pp->tail == FERRY__TAIL_PAD)
-      for (int r = 0; r < rank; r++)
-        pad_before += nb * B - shares[r];
+    c->serve_own = c->n_me;
+    if (c->pp->tail == FERRY__TAIL_PAD)
+      for (int r = 0; r < c->rank; r++)
+        c->pad_before += nb * B - shares[r];
   }
   free(shares);
   out->num_batches = nb;
   out->epoch_samples = M;
+  return 0;
+}
 
-  /* This rank's segments in served order, truncated to serve_own. */
-  int64_t left = serve_own;
-  if (pp->partition == FERRY__PART_CONTIGUOUS) {
-    int64_t lo = M * rank / P;
-    rc = push_range(&own, pieces, perm, start, np, M, lo,
-                    left < n_me ? left : n_me, 0);
-    if (rc)
-      goto nomem;
+/* Step 2: this rank's segments in served order, truncated to serve_own,
+ * then its pads.  Returns 0 or FERRY_ENOMEM. */
+static int plan_segments(build_ctx *c, ferry__rank_plan *out) {
+  const int P = c->pp->world_size;
+  const int64_t B = c->pp->batch_size, nb = out->num_batches;
+  int64_t left = c->serve_own;
+  int rc = 0;
+  if (c->pp->partition == FERRY__PART_CONTIGUOUS) {
+    int64_t lo = c->M * c->rank / P;
+    rc = push_range(&c->own, c->pieces, c->perm, c->start, c->np, c->M, lo,
+                    left < c->n_me ? left : c->n_me, 0);
   } else {
-    for (int64_t i = rank; i < np && left > 0; i += P) {
-      const ferry__chunk *pc = &pieces[perm[i]];
+    for (int64_t i = c->rank; i < c->np && left > 0 && !rc; i += P) {
+      const ferry__chunk *pc = &c->pieces[c->perm[i]];
       int64_t take = pc->count < left ? pc->count : left;
-      rc = seg_push(&own, seg_of(pc, 0, take));
-      if (rc)
-        goto nomem;
+      rc = seg_push(&c->own, seg_of(pc, 0, take));
       left -= take;
     }
   }
-  if (pp->tail == FERRY__TAIL_PAD && nb * B > n_me) {
-    rc = push_range(&pad, pieces, perm, start, np, M, pad_before % M,
-                    nb * B - n_me, 1);
-    if (rc)
-      goto nomem;
-    out->padded = nb * B - n_me;
+  if (!rc && c->pp->tail == FERRY__TAIL_PAD && nb * B > c->n_me) {
+    rc = push_range(&c->pad, c->pieces, c->perm, c->start, c->np, c->M,
+                    c->pad_before % c->M, nb * B - c->n_me, 1);
+    out->padded = nb * B - c->n_me;
   }
-  /* Windows: K own segments each (1 with no mixing), then one pad window. */
-  int mix = pp->shuffle != FERRY__SHUFFLE_NONE && pp->shuffle_buffer > 0;
-  int64_t K = mix ? pp->shuffle_buffer : 1;
-  int64_t nown_w = (own.n + K - 1) / K;
-  int64_t nw = nown_w + (pad.n > 0);
-  int64_t nseg = own.n + pad.n;
+  return rc;
+}
+
+/* The segments of window w: base[s0..s1), the first at index gbase of the
+ * rank's segments (own, then pad). */
+static void window_segments(const build_ctx *c, int64_t w, segment **base,
+                            int64_t *s0, int64_t *s1, int64_t *gbase) {
+  if (w < c->nown_w) {
+    *s0 = w * c->K;
+    *s1 = *s0 + c->K < c->own.n ? *s0 + c->K : c->own.n;
+    *base = c->own.v;
+    *gbase = 0;
+  } else {
+    *s0 = 0;
+    *s1 = c->pad.n;
+    *base = c->pad.v;
+    *gbase = c->own.n;
+  }
+}
+
+/* Step 3: windows (K own segments each, 1 with no mixing, then one pad
+ * window) and their extents: per window, segments sorted by position,
+ * adjacent ones merged.  Returns 0 or FERRY_ENOMEM. */
+static int plan_extents(build_ctx *c, ferry__rank_plan *out) {
+  c->mix = c->pp->shuffle != FERRY__SHUFFLE_NONE && c->pp->shuffle_buffer > 0;
+  c->K = c->mix ? c->pp->shuffle_buffer : 1;
+  c->nown_w = (c->own.n + c->K - 1) / c->K;
+  int64_t nw = c->nown_w + (c->pad.n > 0);
+  int64_t nseg = c->own.n + c->pad.n, n1 = nseg ? nseg : 1;
   out->nwindows = nw;
   out->window_first_extent = calloc((size_t)nw + 1, sizeof(int64_t));
   out->window_need = calloc((size_t)nw + 1, sizeof(int64_t));
   out->window_samples = calloc((size_t)nw + 1, sizeof(int64_t));
-  order = malloc((size_t)(nseg ? nseg : 1) * sizeof *order);
-  seg_extent = malloc((size_t)(nseg ? nseg : 1) * sizeof *seg_extent);
-  seg_off = malloc((size_t)(nseg ? nseg : 1) * sizeof *seg_off);
-  out->extents = malloc((size_t)(nseg ? nseg : 1) * sizeof *out->extents);
-  if (!out->window_first_extent || !out->window_need || !out->window_samples ||
-      !order || !seg_extent || !seg_off || !out->extents)
-    goto nomem;
-
-  /* Extents: per window, segments sorted by position, adjacent ones merged. */
+  segment **order = malloc((size_t)n1 * sizeof *order);
+  c->seg_extent = malloc((size_t)n1 * sizeof *c->seg_extent);
+  c->seg_off = malloc((size_t)n1 * sizeof *c->seg_off);
+  out->extents = malloc((size_t)n1 * sizeof *out->extents);
+  if (!out->window_first_extent || !out->window_need ||
+      !out->window_samples || !order || !c->seg_extent || !c->seg_off ||
+      !out->extents) {
+    free(order);
+    return FERRY_ENOMEM;
+  }
   int64_t ne = 0;
   for (int64_t w = 0; w < nw; w++) {
-    int64_t s0, s1;
+    int64_t s0, s1, gbase;
     segment *base;
-    if (w < nown_w) {
-      s0 = w * K;
-      s1 = s0 + K < own.n ? s0 + K : own.n;
-      base = own.v;
-    } else {
-      s0 = 0;
-      s1 = pad.n;
-      base = pad.v;
-    }
+    window_segments(c, w, &base, &s0, &s1, &gbase);
     int64_t cnt = s1 - s0;
     for (int64_t i = 0; i < cnt; i++)
       order[i] = &base[s0 + i];
@@ -437,116 +437,150 @@ static int build(const ferry__chunk *pieces, int64_t np, const int64_t *perm,
       ferry__extent *last = ne > out->window_first_extent[w]
                                 ? &out->extents[ne - 1]
                                 : NULL;
-      int64_t gi = (s - base) + (w < nown_w ? 0 : own.n);
+      int64_t gi = (s - base) + gbase;
       if (last && last->part == s->part &&
           last->row + last->count == s->row) {
-        seg_extent[gi] = ne - 1;
-        seg_off[gi] = last->count;
+        c->seg_extent[gi] = ne - 1;
+        c->seg_off[gi] = last->count;
         last->count += s->count;
       } else {
         out->extents[ne] = (ferry__extent){s->part, s->row, s->count,
                                            s->global_first, w, -1};
-        seg_extent[gi] = ne;
-        seg_off[gi] = 0;
+        c->seg_extent[gi] = ne;
+        c->seg_off[gi] = 0;
         ne++;
       }
       out->window_samples[w] += s->count;
     }
   }
+  free(order);
   out->window_first_extent[nw] = ne;
   out->nextents = ne;
-  out->nslots = serve_own + out->padded;
+  out->nslots = c->serve_own + out->padded;
+  return 0;
+}
 
-  /* The first batch using each window. */
+/* Step 4: the first batch using each window, batch boundaries, and the
+ * extents (in read order) each batch needs loaded: up to the last extent of
+ * the last window it touches.  Returns 0 or FERRY_ENOMEM. */
+static int plan_needs(const build_ctx *c, ferry__rank_plan *out) {
+  const int64_t B = c->pp->batch_size, nb = out->num_batches;
   int64_t pos = 0;
-  for (int64_t w = 0; w < nw; w++) {
+  for (int64_t w = 0; w < out->nwindows; w++) {
     out->window_need[w] = pos / B;
     pos += out->window_samples[w];
   }
-
   out->batch_start = malloc((size_t)(nb + 1) * sizeof(int64_t));
   out->batch_need = calloc((size_t)(nb ? nb : 1), sizeof(int64_t));
   if (!out->batch_start || !out->batch_need)
-    goto nomem;
+    return FERRY_ENOMEM;
   for (int64_t b = 0; b <= nb; b++)
     out->batch_start[b] = b * B < out->nslots ? b * B : out->nslots;
-
-  /* batch_need: extents are read in order, a batch needs up to the last
-   * extent of the last window it touches. */
   pos = 0;
-  for (int64_t w = 0; w < nw; w++) {
+  for (int64_t w = 0; w < out->nwindows; w++) {
     int64_t first = pos, last = pos + out->window_samples[w] - 1;
     pos += out->window_samples[w];
     for (int64_t b = first / B; b <= last / B && b < nb; b++)
       if (out->batch_need[b] < out->window_first_extent[w + 1])
         out->batch_need[b] = out->window_first_extent[w + 1];
   }
+  return 0;
+}
 
-  if (want_slots) {
-    if (out->slots_cap < out->nslots) {
-      ferry__big_free(out->slots);
-      out->slots_cap = out->nslots ? out->nslots : 1;
-      out->slots = ferry__big_alloc((size_t)out->slots_cap * sizeof *out->slots);
-      if (!out->slots)
-        goto nomem;
+/* Step 5: the served samples, window by window, each own window's slots
+ * mixed by Fisher-Yates keyed by (seed, epoch, rank, window). */
+static int plan_slots(const build_ctx *c, ferry__rank_plan *out,
+                      ferry__err *err) {
+  if (out->slots_cap < out->nslots) {
+    ferry__big_free(out->slots);
+    out->slots_cap = out->nslots ? out->nslots : 1;
+    out->slots = ferry__big_alloc((size_t)out->slots_cap * sizeof *out->slots);
+    if (!out->slots)
+      return ferry__seterr(err, FERRY_ENOMEM, "plan: out of memory");
+  }
+  int64_t k = 0;
+  uint64_t wkey = ferry__rand_key(c->pp->seed, FERRY__STREAM_WINDOW,
+                                  (uint64_t)c->pp->epoch, (uint64_t)c->rank);
+  for (int64_t w = 0; w < out->nwindows; w++) {
+    int64_t s0, s1, gbase;
+    segment *base;
+    window_segments(c, w, &base, &s0, &s1, &gbase);
+    int64_t first = k;
+    for (int64_t i = s0; i < s1; i++) {
+      segment *s = &base[i];
+      int64_t e = c->seg_extent[gbase + i], off = c->seg_off[gbase + i];
+      for (int64_t j = 0; j < s->count; j++)
+        out->slots[k++] = (ferry__slot){s->global_first + j, e, off + j,
+                                        (uint8_t)s->padded};
     }
-    int64_t k = 0;
-    uint64_t wkey = ferry__rand_key(pp->seed, FERRY__STREAM_WINDOW,
-                                    (uint64_t)pp->epoch, (uint64_t)rank);
-    for (int64_t w = 0; w < nw; w++) {
-      int64_t s0, s1, gbase;
-      segment *base;
-      if (w < nown_w) {
-        s0 = w * K;
-        s1 = s0 + K < own.n ? s0 + K : own.n;
-        base = own.v;
-        gbase = 0;
-      } else {
-        s0 = 0;
-        s1 = pad.n;
-        base = pad.v;
-        gbase = own.n;
+    if (c->mix && w < c->nown_w) {
+      uint64_t key = ferry__rand_key(wkey, FERRY__STREAM_WINDOW, (uint64_t)w,
+                                     0);
+      uint64_t counter = 0;
+      for (int64_t i = k - first - 1; i > 0; i--) {
+        int64_t j = (int64_t)bounded(key, &counter, (uint64_t)i + 1);
+        ferry__slot t = out->slots[first + i];
+        out->slots[first + i] = out->slots[first + j];
+        out->slots[first + j] = t;
       }
-      int64_t first = k;
-      for (int64_t i = s0; i < s1; i++) {
-        segment *s = &base[i];
-        int64_t e = seg_extent[gbase + i], off = seg_off[gbase + i];
-        for (int64_t j = 0; j < s->count; j++)
-          out->slots[k++] = (ferry__slot){s->global_first + j, e, off + j,
-                                          (uint8_t)s->padded};
-      }
-      if (mix && w < nown_w) {
-        /* Fisher-Yates over the window's slots, keyed by window. */
-        uint64_t key = ferry__rand_key(wkey, FERRY__STREAM_WINDOW,
-                                       (uint64_t)w, 0);
-        uint64_t counter = 0;
-        for (int64_t i = k - first - 1; i > 0; i--) {
-          int64_t j = (int64_t)bounded(key, &counter, (uint64_t)i + 1);
-          ferry__slot t = out->slots[first + i];
-          out->slots[first + i] = out->slots[first + j];
-          out->slots[first + j] = t;
-        }
-      }
-    }
-    if (k != out->nslots) {
-      rc = ferry__seterr(err, FERRY_EINTERNAL,
-                         "plan: %lld slots built, %lld expected", (long long)k,
-                         (long long)out->nslots);
-      goto cleanup;
     }
   }
-  rc = 0;
-  goto cleanup;
+  if (k != out->nslots)
+    return ferry__seterr(err, FERRY_EINTERNAL,
+                         "plan: %lld slots built, %lld expected", (long long)k,
+                         (long long)out->nslots);
+  return 0;
+}
 
-nomem:
-  rc = ferry__seterr(err, FERRY_ENOMEM, "plan: out of memory");
+/* One rank's plan: the steps above in order.  want_slots 0: only the reads
+ * (plan_reads).  out->slots is reused when large enough. */
+static int build(const ferry__chunk *pieces, int64_t np, const int64_t *perm,
+                 const ferry__plan_params *pp, int rank, int want_slots,
+                 ferry__rank_plan *out, ferry__err *err) {
+  ferry__slot *keep = out->slots;
+  int64_t keep_cap = out->slots_cap;
+  memset(out, 0, sizeof *out);
+  build_ctx c = {.pieces = pieces, .np = np, .perm = perm, .pp = pp,
+                 .rank = rank};
+  int rc = 0;
+  if (!want_slots || (keep && keep_cap < 1)) {
+    ferry__big_free(keep);
+    keep = NULL;
+  }
+  out->slots = keep; /* freed with the plan on any error below */
+  out->slots_cap = keep ? keep_cap : 0;
+  if (pp->world_size < 1 || rank < 0 || rank >= pp->world_size ||
+      pp->batch_size < 1) {
+    rc = ferry__seterr(err, FERRY_EINVAL,
+                       "plan: bad world size %d, rank %d or batch size %lld",
+                       pp->world_size, rank, (long long)pp->batch_size);
+    goto cleanup;
+  }
+  c.start = malloc((size_t)(np + 1) * sizeof *c.start);
+  if (!c.start) {
+    rc = ferry__seterr(err, FERRY_ENOMEM, "plan: out of memory");
+    goto cleanup;
+  }
+  c.start[0] = 0;
+  for (int64_t i = 0; i < np; i++)
+    c.start[i + 1] = c.start[i] + pieces[perm[i]].count;
+  c.M = c.start[np];
+  if (c.M == 0) {
+    rc = ferry__seterr(err, FERRY_EEMPTY, "the epoch holds no sample");
+    goto cleanup;
+  }
+  rc = plan_tail(&c, out, err);
+  if (!rc && (plan_segments(&c, out) || plan_extents(&c, out) ||
+              plan_needs(&c, out)))
+    rc = ferry__seterr(err, FERRY_ENOMEM, "plan: out of memory");
+  if (!rc && want_slots)
+    rc = plan_slots(&c, out, err);
 cleanup:
-  free(start);
-  free(own.v);
-  free(pad.v);
-  free(order);
-  free(seg_extent);
-  free(seg_off);
+  free(c.start);
+  free(c.own.v);
+  free(c.pad.v);
+  free(c.seg_extent);
+  free(c.seg_off);
   if (rc)
     ferry__rank_plan_free(out);
   return rc;
