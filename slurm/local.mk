@@ -12,6 +12,12 @@
 # building, so that "make install prefix=..." gets the right paths.
 # install-data-local also makes $(pkglibdir)/plugins, the HDF5_PLUGIN_PATH of
 # the modulefiles, even when no Zarr codec plugin is built.
+#
+# The modulefiles load the modules of FERRY_MODULE_DEPS (configure
+# --with-module-deps="openmpi/4.1.5 hdf5", or on the make install command
+# line) and read, last, the site's own file $(pkgdatadir)/modulefile.site.lua
+# (.tcl), which "make install" never writes: it installs the examples
+# modulefile.site.lua.sample and modulefile.site.tcl.sample beside it.
 
 modulefilesdir = $(datadir)/modulefiles
 
@@ -21,7 +27,9 @@ ferry_modulefile_sed = sed \
 	-e 's|@bindir[@]|$(bindir)|g' \
 	-e 's|@libdir[@]|$(libdir)|g' \
 	-e 's|@mandir[@]|$(mandir)|g' \
-	-e 's|@pkglibdir[@]|$(pkglibdir)|g'
+	-e 's|@pkglibdir[@]|$(pkglibdir)|g' \
+	-e 's|@pkgdatadir[@]|$(pkgdatadir)|g' \
+	-e 's|@FERRY_MODULE_DEPS[@]|$(FERRY_MODULE_DEPS)|g'
 
 slurm/ferry.lua: $(srcdir)/slurm/ferry.lua.in Makefile
 	$(AM_V_GEN)$(MKDIR_P) slurm && \
@@ -36,15 +44,21 @@ modulefile: slurm/ferry.lua slurm/ferry.tcl
 
 install-data-local:
 	$(MKDIR_P) '$(DESTDIR)$(modulefilesdir)/lua/ferry' \
-	  '$(DESTDIR)$(modulefilesdir)/tcl/ferry' '$(DESTDIR)$(pkglibdir)/plugins'
+	  '$(DESTDIR)$(modulefilesdir)/tcl/ferry' '$(DESTDIR)$(pkglibdir)/plugins' \
+	  '$(DESTDIR)$(pkgdatadir)'
+	$(INSTALL_DATA) $(srcdir)/slurm/modulefile.site.lua.sample \
+	  $(srcdir)/slurm/modulefile.site.tcl.sample '$(DESTDIR)$(pkgdatadir)'
 	$(ferry_modulefile_sed) $(srcdir)/slurm/ferry.lua.in \
 	  >'$(DESTDIR)$(modulefilesdir)/lua/ferry/$(VERSION).lua'
 	$(ferry_modulefile_sed) $(srcdir)/slurm/ferry.tcl.in \
 	  >'$(DESTDIR)$(modulefilesdir)/tcl/ferry/$(VERSION)'
 
+# The site files (modulefile.site.*) are the site's: uninstall leaves them.
 uninstall-local:
 	rm -f '$(DESTDIR)$(modulefilesdir)/lua/ferry/$(VERSION).lua' \
-	  '$(DESTDIR)$(modulefilesdir)/tcl/ferry/$(VERSION)'
+	  '$(DESTDIR)$(modulefilesdir)/tcl/ferry/$(VERSION)' \
+	  '$(DESTDIR)$(pkgdatadir)/modulefile.site.lua.sample' \
+	  '$(DESTDIR)$(pkgdatadir)/modulefile.site.tcl.sample'
 
 CLEANFILES = slurm/ferry.lua slurm/ferry.tcl
 
