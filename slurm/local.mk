@@ -62,6 +62,48 @@ uninstall-local:
 
 CLEANFILES = slurm/ferry.lua slurm/ferry.tcl
 
+# ---- Release tarball checksum and the recipes that carry it ----------------
+#
+#   make dist-sha256   make dist, then ferry-VERSION.tar.gz.sha256 beside the
+#                      tarball (sha256sum's format: "HASH  FILE")
+#   make recipes       both, then recipes/package.py and
+#                      recipes/ferry-VERSION-foss-2023a.eb in the build tree:
+#                      the Spack recipe and the easyconfig of slurm/ with the
+#                      tarball's sha256 in place of the 64 zeros they carry
+#                      in the source tree.  Fails if a recipe is not for
+#                      VERSION or the checksum did not go in.
+# Publish the tarball and the two recipes together: the checksum is that of
+# this very tarball (a second "make dist" gives other timestamps, another
+# checksum).
+
+FERRY_TARBALL = $(PACKAGE)-$(VERSION).tar.gz
+FERRY_EASYCONFIG = $(PACKAGE)-$(VERSION)-foss-2023a.eb
+FERRY_ZERO_SHA256 = 0000000000000000000000000000000000000000000000000000000000000000
+
+dist-sha256: dist-gzip
+	$(AM_V_GEN)if command -v sha256sum >/dev/null 2>&1; then \
+	  sha256sum $(FERRY_TARBALL); \
+	else \
+	  shasum -a 256 $(FERRY_TARBALL); \
+	fi >$(FERRY_TARBALL).sha256.tmp && mv -f $(FERRY_TARBALL).sha256.tmp $(FERRY_TARBALL).sha256
+	@cat $(FERRY_TARBALL).sha256
+
+recipes: dist-sha256
+	$(AM_V_GEN)sum=`sed -n '1s/^\([0-9a-f]\{64\}\) .*/\1/p' $(FERRY_TARBALL).sha256`; \
+	test -n "$$sum" || { echo "recipes: no checksum in $(FERRY_TARBALL).sha256" >&2; exit 1; }; \
+	$(MKDIR_P) recipes && \
+	for f in package.py $(FERRY_EASYCONFIG); do \
+	  test -f $(srcdir)/slurm/$$f || { echo "recipes: no slurm/$$f for version $(VERSION)" >&2; exit 1; }; \
+	  sed "s/$(FERRY_ZERO_SHA256)/$$sum/" $(srcdir)/slurm/$$f >recipes/$$f.tmp || exit 1; \
+	  grep "$$sum" recipes/$$f.tmp >/dev/null || { \
+	    echo "recipes: slurm/$$f has no placeholder checksum ($(FERRY_ZERO_SHA256)) to fill" >&2; exit 1; }; \
+	  mv -f recipes/$$f.tmp recipes/$$f; \
+	done; \
+	grep 'version("$(VERSION)", sha256=' recipes/package.py >/dev/null || { \
+	  echo "recipes: slurm/package.py has no version(\"$(VERSION)\", sha256=...)" >&2; exit 1; }; \
+	echo "recipes/package.py and recipes/$(FERRY_EASYCONFIG): sha256 $$sum of $(FERRY_TARBALL)"
+.PHONY: dist-sha256 recipes
+
 # The Slurm tests (tests/slurm/*.sh) run against the one-node cluster of
 # tests/slurm/cluster.sh that ./bootstrap check starts; without it they skip.
 MPI_TESTS += \
