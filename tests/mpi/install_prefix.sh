@@ -136,6 +136,12 @@ else
 fi
 
 # ---- the CMake package -----------------------------------------------------
+if test $have_cmake = yes && ! ls "$prefix"/lib/libferry.so* >/dev/null 2>&1; then
+  have_cmake=no
+  echo "SKIP part: no shared libferry (configure --disable-shared?): ferryConfig.cmake refuses a static-only install"
+elif test $have_cmake = no; then
+  echo "SKIP part: cmake is not installed (Debian: apt-get install cmake): find_package(ferry) not tried"
+fi
 if test $have_cmake = yes; then
   proj=$tmp/cmake-proj
   mkdir -p "$proj" && cp "$top_srcdir/tests/example.c" "$proj/prog.c" || exit 99
@@ -183,7 +189,5 @@ EOF
     show "$tmp/cmake9.out"
     fail=1
   fi
-else
-  echo "SKIP part: cmake is not installed (Debian: apt-get install cmake): find_package(ferry) not tried"
 fi
 exit $fail
