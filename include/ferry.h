@@ -62,6 +62,36 @@ FERRY_API const char *ferry_backend_name(int i);
  */
 FERRY_API const char *ferry_features(void);
 
+/**
+ * The build report: for each library ferry uses (MPI, HDF5, netCDF-C,
+ * jansson, blosc, zstd, lz4, zlib, CUDA runtime and driver, NCCL), the
+ * version it was compiled against and the version found at run time, as the
+ * library itself reports it (MPI_Get_library_version, H5get_libversion,
+ * nc_inq_libvers, ...).  What `ferry --version` prints.
+ *
+ * @param buf   where the report is written, NUL-terminated and cut to
+ *              len - 1 bytes; may be NULL when len is 0 (to get the length)
+ * @param len   size of buf in bytes
+ * @param json  0: a text table, a header line then one line per library:
+ *              name, built against ("not built" when left out of this
+ *              build), found at run time ("not found"; "-" when not built;
+ *              the first line only of a multi-line MPI string).
+ *              1: one JSON object {"version", "backends": [...],
+ *              "features": [...], "libraries": {KEY: {"name", "built",
+ *              "found"}}}, KEY one of mpi, hdf5, netcdf, jansson, blosc,
+ *              zstd, lz4, zlib, cuda_runtime, cuda_driver, nccl; null for
+ *              not built or not found
+ * @return the length of the whole report (without the NUL; when it is len
+ *         or more, the report was cut: call again with a larger buffer);
+ *         FERRY_EINVAL (buf NULL with len > 0), FERRY_ENOMEM.
+ *
+ * LOCAL.  May be called before MPI_Init and after MPI_Finalize.  Thread-safe,
+ * except that it calls H5get_libversion: with an HDF5 built without thread
+ * safety, do not call it while another thread makes HDF5 calls (a loader
+ * reading HDF5 files).
+ */
+FERRY_API int ferry_build_info(char *buf, size_t len, int json);
+
 /* ---- Errors ----------------------------------------------------------- */
 
 /** Return codes.  Stable: values are never reused or renumbered. */

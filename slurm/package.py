@@ -10,9 +10,12 @@
 #   spack load ferry                  (or: module load ferry, from Spack's modules)
 #
 # The tarball is the one "make dist" writes (ferry-VERSION.tar.gz); SITE:
-# put it where Spack can fetch it (a URL or a mirror: spack mirror add) and
-# give its checksum (sha256sum ferry-0.1.0.tar.gz).  docs/install.md has the
-# whole walk-through.
+# put it where Spack can fetch it (a URL or a mirror: spack mirror add).
+# Its checksum: "make recipes" in a build directory writes the tarball and
+# recipes/package.py, this file with the tarball's sha256 in place of the
+# zeros below (copy that one, not this one).  "spack install ferry@main"
+# builds the main branch of the git repository instead.  docs/install.md has
+# the whole walk-through.
 
 from spack.package import *
 
@@ -22,12 +25,17 @@ class Ferry(AutotoolsPackage):
     ferry tool. Every rank reads only its own chunks through MPI-IO; every
     sample is served exactly once per epoch."""
 
-    # SITE: where your copy of the ferry-VERSION.tar.gz of "make dist" lives.
+    # SITE: where your copy of the ferry-VERSION.tar.gz of "make dist" lives,
+    # and the git repository of ferry's sources.
     homepage = "https://example.org/ferry"
     url = "https://example.org/ferry/ferry-0.1.0.tar.gz"
+    git = "https://example.org/ferry/ferry.git"
 
-    # SITE: sha256sum ferry-0.1.0.tar.gz
+    # The sha256 of ferry-0.1.0.tar.gz: filled in by "make recipes" (the
+    # zeros are its placeholder).
     version("0.1.0", sha256="0000000000000000000000000000000000000000000000000000000000000000")
+    # The main branch: a git checkout, built after ./bootstrap's autoreconf.
+    version("main", git=git, branch="main")
 
     variant("hdf5", default=True, description="Read HDF5 and netCDF-4 files (parallel HDF5)")
     variant("zarr", default=False, description="Read Zarr stores through netCDF-C's NCZarr")
@@ -36,6 +44,11 @@ class Ferry(AutotoolsPackage):
 
     depends_on("c", type="build")
     depends_on("pkgconfig", type="build")
+    # A git checkout has no configure yet: Spack's autoreconf phase makes it.
+    with when("@main"):
+        depends_on("autoconf", type="build")
+        depends_on("automake", type="build")
+        depends_on("libtool", type="build")
     depends_on("mpi")
     depends_on("jansson")
     depends_on("hdf5+mpi", when="+hdf5")

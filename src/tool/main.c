@@ -7,6 +7,7 @@
  */
 #include "tool.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static const tool_cmd *const commands[] = {
@@ -28,7 +29,7 @@ static void print_help(const tool_ctx *ctx, FILE *f) {
   fprintf(f, "Usage: ferry COMMAND [options]\n"
              "       ferry help COMMAND | ferry COMMAND --help\n"
              "       ferry help options\n"
-             "       ferry --version\n\n"
+             "       ferry --version [--json]\n\n"
              "Tools over libferry, an MPI-native training-data loader.\n\n"
              "Commands:\n");
   for (int i = 0; i < NCOMMANDS; i++)
@@ -41,16 +42,47 @@ static void print_help(const tool_ctx *ctx, FILE *f) {
   fflush(f);
 }
 
-static void print_version(const tool_ctx *ctx) {
+/* The library's build report (ferry_build_info), sized by a first call. */
+static char *build_info(int json) {
+  int n = ferry_build_info(NULL, 0, json);
+  char *s = n < 0 ? NULL : malloc((size_t)n + 1);
+  if (s != NULL && ferry_build_info(s, (size_t)n + 1, json) < 0) {
+    free(s);
+    s = NULL;
+  }
+  return s;
+}
+
+/* ferry --version [--json]: the tool's and the library's versions, the
+ * backends and features, then the libraries built against and found.  The
+ * JSON form wraps the library's object: {"tool": VERSION, "libferry": {..}}. */
+static int print_version(const tool_ctx *ctx, int json) {
   if (ctx->rank != 0)
-    return;
-  printf("ferry %s (libferry %s)\nbackends:", FERRY_VERSION_STRING,
-         ferry_version());
-  const char *b;
-  for (int i = 0; (b = ferry_backend_name(i)) != NULL; i++)
-    printf(" %s", b);
-  printf("\nfeatures: %s\n", ferry_features());
+    return TOOL_EXIT_OK;
+  char *info = build_info(json);
+  if (info == NULL) {
+    fprintf(stderr, "ferry: --version: %s\n", ferry_last_error(NULL));
+    return TOOL_EXIT_ERROR;
+  }
+  if (json) {
+    printf("{\n  \"tool\": \"%s\",\n  \"libferry\": ", FERRY_VERSION_STRING);
+    for (const char *c = info; *c; c++) { /* indented one level more */
+      putchar(*c);
+      if (*c == '\n')
+        fputs("  ", stdout);
+    }
+    printf("\n}\n");
+  } else {
+    printf("ferry %s (libferry %s)\nbackends:", FERRY_VERSION_STRING,
+           ferry_version());
+    const char *b;
+    for (int i = 0; (b = ferry_backend_name(i)) != NULL; i++)
+      printf(" %s", b);
+    printf("\nfeatures: %s\n\n%s", ferry_features(), info);
+  }
+  free(info);
   fflush(stdout);
+  return TOOL_EXIT_OK;
 }
 
 static int help_command(tool_ctx *ctx, int argc, char **argv) {
@@ -87,8 +119,10 @@ static int dispatch(tool_ctx *ctx, int argc, char **argv) {
     return TOOL_EXIT_OK;
   }
   if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
-    print_version(ctx);
-    return TOOL_EXIT_OK;
+    int json = argc == 3 && strcmp(argv[2], "--json") == 0;
+    if (argc > 2 + json)
+      return tool_usage_error(ctx, "%s takes only --json", a);
+    return print_version(ctx, json);
   }
   if (strcmp(a, "help") == 0)
     return help_command(ctx, argc, argv);

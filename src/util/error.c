@@ -1,7 +1,8 @@
 /*
  * error.c - the small, stateless services every other file leans on: error
  * codes and their messages, the per-thread "last error" used by calls that
- * have no loader yet, version queries and features, dtype sizes and names.
+ * have no loader yet, dtype sizes and names.  (Version queries and the
+ * build report are in version.c.)
  */
 #include "config.h"
 #include "util/util.h"
@@ -95,29 +96,6 @@ int ferry__errno_code(int e) {
   if (e == ENOMEM)
     return FERRY_ENOMEM;
   return FERRY_EIO;
-}
-
-const char *ferry_version(void) { return FERRY_VERSION_STRING; }
-
-int ferry_version_number(void) { return FERRY_VERSION_NUMBER; }
-
-const char *ferry_features(void) {
-  /* Only what this library can do: a dependency configure found does not
-   * count until the backend or stage using it is compiled in. */
-  return "mpiio"
-#ifdef HAVE_HDF5
-         " hdf5"
-#endif
-#ifdef HAVE_NETCDF
-         " zarr"
-#endif
-#ifdef HAVE_CUDA
-         " cuda"
-#ifdef HAVE_NCCL
-         " nccl"
-#endif
-#endif
-      ;
 }
 
 static const struct {
