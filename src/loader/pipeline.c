@@ -216,127 +216,155 @@ static void io_independent(epoch_state *ep, ferry__io *io) {
  * so the collective calls always match.  After an error, or past a stop, a
  * rank keeps making the same calls with empty reads until the agreed round.
  */
-static void io_collective(epoch_state *ep, ferry__io *io) {
+/* Wait until round j is admitted.  After a stop, every rank finishes the
+ * rounds some rank entered (as dummies: empty reads).  Returns 0 when the
+ * I/O thread is done. */
+static int round_wait(epoch_state *ep, int64_t j, int *dummy) {
+  pthread_mutex_lock(&ep->mu);
+  int64_t la = ep->L->opts->prefetch;
+  while (!ep->stop && ep->round_admit[j] > ep->consumed + la)
+    pthread_cond_wait(&ep->cv_io, &ep->mu);
+  if (ep->stop) {
+    while (ep->round_target < 0)
+      pthread_cond_wait(&ep->cv_io, &ep->mu);
+    if (j >= ep->round_target) {
+      pthread_mutex_unlock(&ep->mu);
+      return 0;
+    }
+    *dummy = 1;
+  }
+  ep->rounds_started = j + 1;
+  pthread_mutex_unlock(&ep->mu);
+  return 1;
+}
+
+/* The parts touched in round j by any rank, ascending, without repeats,
+ * into *parts (grown as needed).  Returns their number, or -1 when out of
+ * memory. */
+static int64_t round_parts(const epoch_state *ep, int64_t j, int64_t **parts,
+                           int64_t *cap) {
+  int64_t np = 0;
+  for (int r = 0; r < ep->L->size; r++) {
+    const ferry__rank_plan *p = &ep->all_reads[r];
+    if (j >= p->nwindows)
+      continue;
+    for (int64_t e = p->window_first_extent[j];
+         e < p->window_first_extent[j + 1]; e++) {
+      if (np == *cap) {
+        int64_t ncap = *cap ? 2 * *cap : 16;
+        int64_t *t = realloc(*parts, (size_t)ncap * sizeof *t);
+        if (!t)
+          return -1;
+        *parts = t;
+        *cap = ncap;
+      }
+      (*parts)[np++] = p->extents[e].part;
+    }
+  }
+  qsort(*parts, (size_t)np, sizeof **parts, cmp_i64);
+  int64_t u = 0;
+  for (int64_t a = 0; a < np; a++)
+    if (u == 0 || (*parts)[u - 1] != (*parts)[a])
+      (*parts)[u++] = (*parts)[a];
+  return u;
+}
+
+/* The calls every rank makes on part in round j: the most extents any
+ * rank reads from it. */
+static int64_t round_calls(const epoch_state *ep, int64_t j, int64_t part) {
+  int64_t calls = 0;
+  for (int r = 0; r < ep->L->size; r++) {
+    const ferry__rank_plan *p = &ep->all_reads[r];
+    if (j >= p->nwindows)
+      continue;
+    int64_t c = 0;
+    for (int64_t e = p->window_first_extent[j];
+         e < p->window_first_extent[j + 1]; e++)
+      c += p->extents[e].part == part;
+    if (c > calls)
+      calls = c;
+  }
+  return calls;
+}
+
+/* Round j on one part: `calls` collective reads per variable, this rank's
+ * extents on the part (in plan order) first, then empty reads.  The first
+ * failure is published and turns the rest of the epoch into dummies, which
+ * still make every call so the collectives stay matched. */
+static void round_read_part(epoch_state *ep, ferry__io *io, int64_t j,
+                            int64_t part, int64_t calls, int *dummy,
+                            ferry__err *err) {
   ferry_loader *L = ep->L;
-  const ferry__rank_plan *all = ep->all_reads, *me = &ep->plan;
+  const ferry__rank_plan *me = &ep->plan;
+  int64_t mine0 = -1, nmine = 0;
+  if (j < me->nwindows)
+    for (int64_t e = me->window_first_extent[j];
+         e < me->window_first_extent[j + 1]; e++)
+      if (me->extents[e].part == part) {
+        if (mine0 < 0)
+          mine0 = e;
+        nmine++;
+      }
+  unsigned char **bufs = calloc((size_t)(nmine ? nmine : 1), sizeof *bufs);
+  if (!bufs && !*dummy) {
+    ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
+    publish_error(ep, FERRY_ENOMEM, err);
+    *dummy = 1;
+  }
+  for (int64_t k = 0; k < nmine && !*dummy; k++) {
+    size_t bytes = (size_t)me->extents[mine0 + k].count * L->row_total;
+    bufs[k] = buf_get(L, bytes);
+    if (!bufs[k]) {
+      ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
+      publish_error(ep, FERRY_ENOMEM, err);
+      *dummy = 1;
+    }
+  }
+  double t0 = ferry__now();
+  for (int v = 0; v < L->m.nvars; v++)
+    for (int64_t k = 0; k < calls; k++) {
+      int real = !*dummy && k < nmine;
+      const ferry__extent *x = real ? &me->extents[mine0 + k] : NULL;
+      static unsigned char scratch[1];
+      int rc = L->be->io_read(
+          io, part, v, real ? x->row : 0, real ? x->count : 0,
+          real ? bufs[k] + (size_t)x->count * L->var_prefix[v] : scratch, err);
+      if (rc && !*dummy) {
+        publish_error(ep, rc, err);
+        *dummy = 1;
+      }
+    }
+  if (!*dummy) {
+    int64_t bytes = 0;
+    for (int64_t k = 0; k < nmine; k++) {
+      bytes += me->extents[mine0 + k].count * (int64_t)L->row_total;
+      publish_extent(ep, mine0 + k, bufs[k]);
+    }
+    pthread_mutex_lock(&L->stats_mu);
+    L->stats.bytes_read += bytes;
+    L->stats.read_seconds += ferry__now() - t0;
+    pthread_mutex_unlock(&L->stats_mu);
+  } else if (bufs) {
+    for (int64_t k = 0; k < nmine; k++)
+      ferry__buf_put(L, bufs[k]);
+  }
+  free(bufs);
+}
+
+static void io_collective(epoch_state *ep, ferry__io *io) {
   ferry__err err = {0};
   int dummy = 0;
-  int64_t *parts = NULL, nparts_cap = 0;
-  for (int64_t j = 0; j < ep->nrounds; j++) {
-    pthread_mutex_lock(&ep->mu);
-    int64_t la = L->opts->prefetch;
-    while (!ep->stop && ep->round_admit[j] > ep->consumed + la)
-      pthread_cond_wait(&ep->cv_io, &ep->mu);
-    if (ep->stop) {
-      while (ep->round_target < 0)
-        pthread_cond_wait(&ep->cv_io, &ep->mu);
-      if (j >= ep->round_target) {
-        pthread_mutex_unlock(&ep->mu);
-        break;
-      }
-      dummy = 1;
+  int64_t *parts = NULL, cap = 0;
+  for (int64_t j = 0; j < ep->nrounds && round_wait(ep, j, &dummy); j++) {
+    int64_t np = round_parts(ep, j, &parts, &cap);
+    if (np < 0) { /* cannot stay matched without memory: stop reading */
+      ferry__seterr_on(&err, ep->L->rank, FERRY_ENOMEM, "out of memory");
+      publish_error(ep, FERRY_ENOMEM, &err);
+      break;
     }
-    ep->rounds_started = j + 1;
-    pthread_mutex_unlock(&ep->mu);
-
-    /* Parts touched in round j by any rank, ascending, without repeats. */
-    int64_t np = 0;
-    for (int r = 0; r < L->size; r++) {
-      const ferry__rank_plan *p = &all[r];
-      if (j >= p->nwindows)
-        continue;
-      for (int64_t e = p->window_first_extent[j];
-           e < p->window_first_extent[j + 1]; e++) {
-        if (np == nparts_cap) {
-          nparts_cap = nparts_cap ? 2 * nparts_cap : 16;
-          int64_t *t = realloc(parts, (size_t)nparts_cap * sizeof *t);
-          if (!t) { /* cannot stay matched without memory: stop reading */
-            ferry__seterr_on(&err, L->rank, FERRY_ENOMEM, "out of memory");
-            publish_error(ep, FERRY_ENOMEM, &err);
-            free(parts);
-            return;
-          }
-          parts = t;
-        }
-        parts[np++] = p->extents[e].part;
-      }
-    }
-    qsort(parts, (size_t)np, sizeof *parts, cmp_i64);
-    int64_t u = 0;
     for (int64_t a = 0; a < np; a++)
-      if (u == 0 || parts[u - 1] != parts[a])
-        parts[u++] = parts[a];
-    np = u;
-
-    for (int64_t a = 0; a < np; a++) {
-      int64_t part = parts[a], calls = 0;
-      for (int r = 0; r < L->size; r++) {
-        const ferry__rank_plan *p = &all[r];
-        if (j >= p->nwindows)
-          continue;
-        int64_t c = 0;
-        for (int64_t e = p->window_first_extent[j];
-             e < p->window_first_extent[j + 1]; e++)
-          c += p->extents[e].part == part;
-        if (c > calls)
-          calls = c;
-      }
-      /* my extents on this part in round j, in row order (plan order) */
-      int64_t mine0 = -1, nmine = 0;
-      if (j < me->nwindows)
-        for (int64_t e = me->window_first_extent[j];
-             e < me->window_first_extent[j + 1]; e++)
-          if (me->extents[e].part == part) {
-            if (mine0 < 0)
-              mine0 = e;
-            nmine++;
-          }
-      unsigned char **bufs = calloc((size_t)(nmine ? nmine : 1), sizeof *bufs);
-      if (!bufs && !dummy) {
-        ferry__seterr_on(&err, L->rank, FERRY_ENOMEM, "out of memory");
-        publish_error(ep, FERRY_ENOMEM, &err);
-        dummy = 1;
-      }
-      for (int64_t k = 0; k < nmine && !dummy; k++) {
-        size_t bytes = (size_t)me->extents[mine0 + k].count * L->row_total;
-        bufs[k] = buf_get(L, bytes);
-        if (!bufs[k]) {
-          ferry__seterr_on(&err, L->rank, FERRY_ENOMEM, "out of memory");
-          publish_error(ep, FERRY_ENOMEM, &err);
-          dummy = 1;
-        }
-      }
-      double t0 = ferry__now();
-      for (int v = 0; v < L->m.nvars; v++)
-        for (int64_t k = 0; k < calls; k++) {
-          int real = !dummy && k < nmine;
-          const ferry__extent *x = real ? &me->extents[mine0 + k] : NULL;
-          static unsigned char scratch[1];
-          int rc = L->be->io_read(
-              io, part, v, real ? x->row : 0, real ? x->count : 0,
-              real ? bufs[k] + (size_t)x->count * L->var_prefix[v] : scratch,
-              &err);
-          if (rc && !dummy) {
-            publish_error(ep, rc, &err);
-            dummy = 1;
-          }
-        }
-      if (!dummy) {
-        int64_t bytes = 0;
-        for (int64_t k = 0; k < nmine; k++) {
-          bytes += me->extents[mine0 + k].count * (int64_t)L->row_total;
-          publish_extent(ep, mine0 + k, bufs[k]);
-        }
-        pthread_mutex_lock(&L->stats_mu);
-        L->stats.bytes_read += bytes;
-        L->stats.read_seconds += ferry__now() - t0;
-        pthread_mutex_unlock(&L->stats_mu);
-      } else if (bufs) {
-        for (int64_t k = 0; k < nmine; k++)
-          ferry__buf_put(L, bufs[k]);
-      }
-      free(bufs);
-    }
+      round_read_part(ep, io, j, parts[a], round_calls(ep, j, parts[a]),
+                      &dummy, &err);
   }
   free(parts);
 }
