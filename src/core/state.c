@@ -143,9 +143,11 @@ static int hex_field(json_t *root, const char *key, uint64_t *v) {
   return errno || *end ? -1 : 0;
 }
 
-int ferry__state_decode(const char *buf, size_t len, const char *path,
-                        ferry__state *s, ferry__err *err) {
-  memset(s, 0, sizeof *s);
+/* The header line: magic, version, checksum and length, then the checks
+ * that need only them.  *body and *blen locate the JSON body. */
+static int decode_header(const char *buf, size_t len, const char *path,
+                         int *version, const char **body,
+                         unsigned long long *blen, ferry__err *err) {
   size_t ml = strlen(MAGIC);
   if (len < ml || memcmp(buf, MAGIC, ml) != 0 || (len > ml && buf[ml] != ' '))
     return ferry__seterr(err, FERRY_EFORMAT,
@@ -153,48 +155,85 @@ int ferry__state_decode(const char *buf, size_t len, const char *path,
                          "start with '" MAGIC "')",
                          path);
   const char *nl = memchr(buf, '\n', len < 256 ? len : 256);
-  int version = -1;
   uint64_t sum = 0;
-  unsigned long long blen = 0;
   char head[256];
+  *version = -1;
   if (nl) {
     memcpy(head, buf, (size_t)(nl - buf));
     head[nl - buf] = '\0';
   }
   if (!nl ||
-      sscanf(head, MAGIC " %d %" SCNx64 " %llu", &version, &sum, &blen) != 3)
+      sscanf(head, MAGIC " %d %" SCNx64 " %llu", version, &sum, blen) != 3)
     return ferry__seterr(err, FERRY_EFORMAT,
                          "state file %s: damaged header (truncated or "
                          "overwritten)",
                          path);
-  if (version > FERRY__STATE_VERSION || version < 1)
+  if (*version > FERRY__STATE_VERSION || *version < 1)
     return ferry__seterr(err, FERRY_ENOTSUP,
                          "state file %s has format version %d; this libferry "
                          "(%s) reads version %d: it was written by a newer "
                          "ferry",
-                         path, version, ferry_version(), FERRY__STATE_VERSION);
-  const char *body = nl + 1;
-  size_t have = len - (size_t)(body - buf);
-  if (have < blen + 1 || body[blen] != '\n')
+                         path, *version, ferry_version(),
+                         FERRY__STATE_VERSION);
+  *body = nl + 1;
+  size_t have = len - (size_t)(*body - buf);
+  if (have < *blen + 1 || (*body)[*blen] != '\n')
     return ferry__seterr(err, FERRY_EFORMAT,
                          "state file %s is truncated: its header announces "
                          "%llu bytes of state, %zu follow",
-                         path, blen,
-                         have ? have - (body[have - 1] == '\n') : 0);
-  uint64_t got = ferry__fnv1a(FERRY__FNV_INIT, body, (size_t)blen);
+                         path, *blen,
+                         have ? have - ((*body)[have - 1] == '\n') : 0);
+  uint64_t got = ferry__fnv1a(FERRY__FNV_INIT, *body, (size_t)*blen);
   if (got != sum)
     return ferry__seterr(err, FERRY_EFORMAT,
                          "state file %s is corrupt: checksum %016" PRIx64
                          " of its contents, %016" PRIx64 " in its header",
                          path, got, sum);
-  json_error_t je;
-  json_t *root = json_loadb(body, (size_t)blen, 0, &je);
-  int rc = 0;
-  if (!root || !json_is_object(root)) {
-    rc = ferry__seterr(err, FERRY_EFORMAT, "state file %s: bad JSON: %s", path,
-                       root ? "not an object" : je.text);
-    goto done;
+  return 0;
+}
+
+/* The "steps" array: [[world_size, batches], ...]. */
+static int decode_steps(json_t *steps, const char *path, ferry__state *s,
+                        ferry__err *err) {
+  for (int i = 0; i < s->nsteps; i++) {
+    json_t *st = json_array_get(steps, (size_t)i);
+    json_t *a = json_array_get(st, 0), *b = json_array_get(st, 1);
+    if (!json_is_array(st) || json_array_size(st) != 2 || !json_is_integer(a) ||
+        !json_is_integer(b) || json_integer_value(a) < 1 ||
+        json_integer_value(a) > INT32_MAX || json_integer_value(b) < 0)
+      return ferry__seterr(err, FERRY_EFORMAT, "state file %s: bad step %d",
+                           path, i);
+    s->steps[i].world_size = (int)json_integer_value(a);
+    s->steps[i].batches = json_integer_value(b);
   }
+  return 0;
+}
+
+/* The "options" object, names and canonical values.  Sorted keys on write,
+ * the same order back (jansson keeps insertion order, and the body was
+ * dumped sorted). */
+static int decode_options(json_t *opts, const char *path, ferry__state *s,
+                          ferry__err *err) {
+  const char *key;
+  json_t *val;
+  json_object_foreach(opts, key, val) {
+    const char *v = json_string_value(val);
+    if (!v)
+      return ferry__seterr(err, FERRY_EFORMAT,
+                           "state file %s: option '%s' is not a string", path,
+                           key);
+    s->opt_name[s->nopts] = strdup(key);
+    s->opt_value[s->nopts] = strdup(v);
+    s->nopts++;
+    if (!s->opt_name[s->nopts - 1] || !s->opt_value[s->nopts - 1])
+      return ferry__seterr(err, FERRY_ENOMEM, "state: out of memory");
+  }
+  return 0;
+}
+
+/* The JSON body's fields into s. */
+static int decode_body(json_t *root, const char *path, int version,
+                       ferry__state *s, ferry__err *err) {
   s->version = version;
   json_t *opts = json_object_get(root, "options");
   json_t *steps = json_object_get(root, "steps");
@@ -211,13 +250,11 @@ int ferry__state_decode(const char *buf, size_t len, const char *path,
       !json_is_integer(ss) || !json_is_integer(ns) ||
       hex_field(root, "dataset_hash", &s->dataset_hash) ||
       hex_field(root, "options_hash", &oh) || json_array_size(steps) < 1 ||
-      json_array_size(steps) > 1 << 16 || json_object_size(opts) > 256) {
-    rc = ferry__seterr(err, FERRY_EFORMAT,
-                       "state file %s: a field is missing or has the wrong "
-                       "type",
-                       path);
-    goto done;
-  }
+      json_array_size(steps) > 1 << 16 || json_object_size(opts) > 256)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "state file %s: a field is missing or has the wrong "
+                         "type",
+                         path);
   s->dataset = strdup(ds);
   s->library = strdup(lib ? lib : "?");
   s->epoch = json_integer_value(ep);
@@ -231,50 +268,33 @@ int ferry__state_decode(const char *buf, size_t len, const char *path,
   s->opt_name = calloc(no + 1, sizeof *s->opt_name);
   s->opt_value = calloc(no + 1, sizeof *s->opt_value);
   if (!s->dataset || !s->library || !s->steps || !s->opt_name ||
-      !s->opt_value) {
-    rc = ferry__seterr(err, FERRY_ENOMEM, "state: out of memory");
-    goto done;
-  }
-  for (int i = 0; i < s->nsteps; i++) {
-    json_t *st = json_array_get(steps, (size_t)i);
-    json_t *a = json_array_get(st, 0), *b = json_array_get(st, 1);
-    if (!json_is_array(st) || json_array_size(st) != 2 || !json_is_integer(a) ||
-        !json_is_integer(b) || json_integer_value(a) < 1 ||
-        json_integer_value(a) > INT32_MAX || json_integer_value(b) < 0) {
-      rc = ferry__seterr(err, FERRY_EFORMAT, "state file %s: bad step %d", path,
-                         i);
-      goto done;
-    }
-    s->steps[i].world_size = (int)json_integer_value(a);
-    s->steps[i].batches = json_integer_value(b);
-  }
-  /* Sorted keys on write, the same order back (jansson keeps insertion
-   * order, and the body was dumped sorted). */
-  const char *key;
-  json_t *val;
-  json_object_foreach(opts, key, val) {
-    const char *v = json_string_value(val);
-    if (!v) {
-      rc = ferry__seterr(err, FERRY_EFORMAT,
-                         "state file %s: option '%s' is not a string", path,
-                         key);
-      goto done;
-    }
-    s->opt_name[s->nopts] = strdup(key);
-    s->opt_value[s->nopts] = strdup(v);
-    if (!s->opt_name[s->nopts] || !s->opt_value[s->nopts]) {
-      s->nopts++;
-      rc = ferry__seterr(err, FERRY_ENOMEM, "state: out of memory");
-      goto done;
-    }
-    s->nopts++;
-  }
-  if (s->epoch < 0 || s->world_size < 1 || s->batches < 0) {
+      !s->opt_value)
+    return ferry__seterr(err, FERRY_ENOMEM, "state: out of memory");
+  int rc = decode_steps(steps, path, s, err);
+  if (!rc)
+    rc = decode_options(opts, path, s, err);
+  if (!rc && (s->epoch < 0 || s->world_size < 1 || s->batches < 0))
     rc = ferry__seterr(err, FERRY_EFORMAT,
                        "state file %s: negative epoch or position", path);
-    goto done;
-  }
-done:
+  return rc;
+}
+
+int ferry__state_decode(const char *buf, size_t len, const char *path,
+                        ferry__state *s, ferry__err *err) {
+  memset(s, 0, sizeof *s);
+  int version = -1;
+  const char *body = NULL;
+  unsigned long long blen = 0;
+  int rc = decode_header(buf, len, path, &version, &body, &blen, err);
+  if (rc)
+    return rc;
+  json_error_t je;
+  json_t *root = json_loadb(body, (size_t)blen, 0, &je);
+  if (!root || !json_is_object(root))
+    rc = ferry__seterr(err, FERRY_EFORMAT, "state file %s: bad JSON: %s", path,
+                       root ? "not an object" : je.text);
+  else
+    rc = decode_body(root, path, version, s, err);
   json_decref(root);
   if (rc)
     ferry__state_free(s);
