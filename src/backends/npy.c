@@ -256,6 +256,81 @@ static int parse_descr(const char *descr, ferry_dtype *dtype, int *swapped,
   return 0;
 }
 
+/* The header dict {'descr': ..., 'fortran_order': ..., 'shape': ...}, each
+ * key exactly once, nothing after it. */
+static int parse_dict(hdr_cursor *c, ferry__npy_header *h, char *descr,
+                      size_t descr_len, int *fortran) {
+  char key[32];
+  int have_descr = 0, have_fortran = 0, have_shape = 0;
+  int rc;
+  ferry__err *err = c->err;
+  const char *path = c->path;
+
+  skip_ws(c);
+  if (peek(c) != '{')
+    return corrupt(c, "expected '{'");
+  c->pos++;
+  for (;;) {
+    skip_ws(c);
+    if (peek(c) == '}')
+      break;
+    size_t key_pos = c->pos;
+    if ((rc = parse_string(c, key, sizeof key)) < 0)
+      return rc;
+    skip_ws(c);
+    if (peek(c) != ':')
+      return corrupt(c, "expected ':' after a key");
+    c->pos++;
+    skip_ws(c);
+    int *seen;
+    if (strcmp(key, "descr") == 0) {
+      seen = &have_descr;
+      if (peek(c) == '[')
+        return ferry__seterr(err, FERRY_ENOTSUP,
+                             "%s: structured dtype (a list of fields) is not "
+                             "supported; save each field as its own .npy file",
+                             name_of(path));
+      if ((rc = parse_string(c, descr, descr_len)) < 0)
+        return rc;
+    } else if (strcmp(key, "fortran_order") == 0) {
+      seen = &have_fortran;
+      if ((rc = parse_bool(c, fortran)) < 0)
+        return rc;
+    } else if (strcmp(key, "shape") == 0) {
+      seen = &have_shape;
+      if ((rc = parse_shape(c, h->shape, &h->ndim)) < 0)
+        return rc;
+    } else {
+      c->pos = key_pos;
+      return corrupt(c, "unknown key (expected 'descr', 'fortran_order', "
+                         "'shape')");
+    }
+    if (*seen) {
+      c->pos = key_pos;
+      return corrupt(c, "duplicate key");
+    }
+    *seen = 1;
+    skip_ws(c);
+    if (peek(c) == ',') {
+      c->pos++;
+      continue;
+    }
+    if (peek(c) != '}')
+      return corrupt(c, "expected ',' or '}'");
+  }
+  c->pos++;
+  skip_ws(c);
+  if (c->pos != c->end)
+    return corrupt(c, "unexpected text after the header dict");
+  if (!have_descr || !have_fortran || !have_shape)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s: corrupt .npy header: key '%s' is missing",
+                         name_of(path),
+                         !have_descr ? "descr"
+                                     : !have_fortran ? "fortran_order" : "shape");
+  return 0;
+}
+
 int ferry__npy_parse_header(const unsigned char *buf, size_t len,
                             ferry__npy_header *h, const char *path,
                             ferry__err *err) {
@@ -298,74 +373,12 @@ int ferry__npy_parse_header(const unsigned char *buf, size_t len,
                          "length %zu needs %zu bytes, only %zu present",
                          name_of(path), len, hlen, start + hlen, len);
 
+  char descr[64];
+  int fortran = 0;
   hdr_cursor c = {buf, start, start + hlen, path, err};
-  char key[32], descr[64];
-  int have_descr = 0, have_fortran = 0, have_shape = 0, fortran = 0;
-  int rc;
-
-  skip_ws(&c);
-  if (peek(&c) != '{')
-    return corrupt(&c, "expected '{'");
-  c.pos++;
-  for (;;) {
-    skip_ws(&c);
-    if (peek(&c) == '}')
-      break;
-    size_t key_pos = c.pos;
-    if ((rc = parse_string(&c, key, sizeof key)) < 0)
-      return rc;
-    skip_ws(&c);
-    if (peek(&c) != ':')
-      return corrupt(&c, "expected ':' after a key");
-    c.pos++;
-    skip_ws(&c);
-    int *seen;
-    if (strcmp(key, "descr") == 0) {
-      seen = &have_descr;
-      if (peek(&c) == '[')
-        return ferry__seterr(err, FERRY_ENOTSUP,
-                             "%s: structured dtype (a list of fields) is not "
-                             "supported; save each field as its own .npy file",
-                             name_of(path));
-      if ((rc = parse_string(&c, descr, sizeof descr)) < 0)
-        return rc;
-    } else if (strcmp(key, "fortran_order") == 0) {
-      seen = &have_fortran;
-      if ((rc = parse_bool(&c, &fortran)) < 0)
-        return rc;
-    } else if (strcmp(key, "shape") == 0) {
-      seen = &have_shape;
-      if ((rc = parse_shape(&c, h->shape, &h->ndim)) < 0)
-        return rc;
-    } else {
-      c.pos = key_pos;
-      return corrupt(&c, "unknown key (expected 'descr', 'fortran_order', "
-                         "'shape')");
-    }
-    if (*seen) {
-      c.pos = key_pos;
-      return corrupt(&c, "duplicate key");
-    }
-    *seen = 1;
-    skip_ws(&c);
-    if (peek(&c) == ',') {
-      c.pos++;
-      continue;
-    }
-    if (peek(&c) != '}')
-      return corrupt(&c, "expected ',' or '}'");
-  }
-  c.pos++;
-  skip_ws(&c);
-  if (c.pos != c.end)
-    return corrupt(&c, "unexpected text after the header dict");
-  if (!have_descr || !have_fortran || !have_shape)
-    return ferry__seterr(err, FERRY_EFORMAT,
-                         "%s: corrupt .npy header: key '%s' is missing",
-                         name_of(path),
-                         !have_descr ? "descr"
-                                     : !have_fortran ? "fortran_order" : "shape");
-
+  int rc = parse_dict(&c, h, descr, sizeof descr, &fortran);
+  if (rc < 0)
+    return rc;
   if ((rc = parse_descr(descr, &h->dtype, &h->swapped, path, err)) < 0)
     return rc;
   if (fortran)
