@@ -8,9 +8,11 @@
 #   tests/gpu/nogpu.sh      device=auto falls back, device=cuda fails on
 #                           every rank, in any build
 #   tests/unit/test_nocuda  the fallback of a build without CUDA
+#                           (src/gpu/nocuda.c, linked in any build)
 
 MPI_TESTS += tests/gpu/nogpu.sh
 UNIT_TESTS += tests/unit/test_nocuda
+tests_unit_test_nocuda_SOURCES = tests/unit/test_nocuda.c src/gpu/nocuda.c
 tests_unit_test_nocuda_CPPFLAGS = $(AM_CPPFLAGS) -DFERRY_BUILDING
 
 if HAVE_CUDA
