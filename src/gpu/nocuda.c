@@ -4,11 +4,11 @@
  * saying how to get CUDA, device=auto and device=cpu deliver to host
  * memory, and nothing reaches a device.
  *
- * Why a file of its own: cuda.c is the GPU stage of a build with CUDA;
- * this file is what Makefile.am compiles instead when configure found no
- * CUDA to build that stage with, and tests/unit/test_nocuda links it in
- * any build (it used to #include cuda.c with a macro that switched the
- * stage off).
+ * Why a file of its own: a build with CUDA headers loads the runtime at
+ * run time (cuda.c, cudalib.c) and decides there whether a GPU is usable;
+ * this file is what Makefile.am compiles instead when there are no headers
+ * to build that stage with, and tests/unit/test_nocuda links it in any
+ * build.
  */
 #include "config.h"
 #include "gpu/gpu.h"
@@ -19,6 +19,12 @@ int ferry__gpu_visible(void) { return -1; }
 
 void ferry__gpu_versions(int *runtime, int *driver, int *nccl) {
   *runtime = *driver = *nccl = -1;
+}
+
+const char *ferry__gpu_library_status(void) {
+  return "CUDA runtime not loaded (this libferry was built without CUDA: "
+         "configure --with-cuda=PREFIX); NCCL not loaded (built without "
+         "CUDA)";
 }
 
 int ferry__gpu_open(const ferry_options *o, int rank, int local_rank,

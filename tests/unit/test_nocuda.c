@@ -56,6 +56,10 @@ int main(void) {
   int vr = 0, vd = 0, vn = 0;
   ferry__gpu_versions(&vr, &vd, &vn);
   CHECK(vr == -1 && vd == -1 && vn == -1, "versions %d %d %d", vr, vd, vn);
+  const char *st = ferry__gpu_library_status();
+  CHECK(st && strstr(st, "CUDA runtime not loaded") &&
+            strstr(st, "without CUDA"),
+        "library status: %s", st ? st : "(null)");
   ferry_device_info di = {0};
   ferry__gpu_info(NULL, &di);
   CHECK(di.cuda == 0 && di.ndevices == 0, "info");
