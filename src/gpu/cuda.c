@@ -102,8 +102,8 @@ void ferry__gpu_versions(int *runtime, int *driver, int *nccl) {
     return;
   if (rt.cudaRuntimeGetVersion(runtime) != cudaSuccess)
     *runtime = -1;
-  if (rt.cudaDriverGetVersion(driver) != cudaSuccess)
-    *driver = -1;
+  if (rt.cudaDriverGetVersion(driver) != cudaSuccess || *driver <= 0)
+    *driver = -1; /* 0: no driver installed */
   rt.cudaGetLastError();
 #if defined(HAVE_NCCL)
   if (rt.nccl && rt.ncclGetVersion(nccl) != ncclSuccess)

@@ -11,6 +11,7 @@
 #                           runtime, the driver or NCCL (loaded at run time)
 #   tests/unit/test_nocuda  the fallback of a build without CUDA
 #                           (src/gpu/nocuda.c, linked in any build)
+#   tests/unit/test_cudalib a CUDA build where the runtime cannot be loaded
 
 MPI_TESTS += tests/gpu/nogpu.sh tests/gpu/noneeded.sh
 UNIT_TESTS += tests/unit/test_nocuda
@@ -18,6 +19,11 @@ tests_unit_test_nocuda_SOURCES = tests/unit/test_nocuda.c src/gpu/nocuda.c
 tests_unit_test_nocuda_CPPFLAGS = $(AM_CPPFLAGS) -DFERRY_BUILDING
 
 if HAVE_CUDA
+# The CUDA build's stage when the runtime cannot be loaded (FERRY_CUDART
+# names a missing file): no GPU, device=cuda fails saying why.
+UNIT_TESTS += tests/unit/test_cudalib
+tests_unit_test_cudalib_CPPFLAGS = $(AM_CPPFLAGS) -DFERRY_BUILDING
+
 check_PROGRAMS += tests/gpu/test_device
 tests_gpu_test_device_SOURCES = tests/gpu/test_device.c tests/gpu/fakecuda.h
 tests_gpu_test_device_CPPFLAGS = -I$(top_srcdir)/include $(CUDA_CPPFLAGS) \
