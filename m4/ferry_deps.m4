@@ -124,6 +124,11 @@ AC_DEFUN([FERRY_WITH_NETCDF], [
 
 # FERRY_WITH_CUDA - the CUDA runtime (cuda_runtime.h, -lcudart) for the
 # device stage.  No nvcc is needed: ferry calls the runtime API from C.
+# libferry does not link the runtime: it loads it at run time
+# (src/gpu/cudalib.c), first by the soname of the headers found here
+# (FERRY_CUDART_SONAME, e.g. libcudart.so.13), then in the library directory
+# found here (FERRY_CUDA_LIBDIR).  CUDA_LIBS is for the tool's bench and the
+# GPU test program only; DL_LIBS is what dlopen needs (empty on glibc 2.34+).
 AC_DEFUN([FERRY_WITH_CUDA], [
   AC_ARG_WITH([cuda],
     [AS_HELP_STRING([--with-cuda@<:@=PREFIX@:>@],
@@ -155,12 +160,28 @@ AC_DEFUN([FERRY_WITH_CUDA], [
       ferry_cuda_prefix=$ferry_dep_prefix
       CUDA_CPPFLAGS=$ferry_dep_cppflags
       CUDA_LIBS=$ferry_dep_libs
-      FERRY_PC_ADD([], [$ferry_dep_libs])
       ferry_save_CPPFLAGS=$CPPFLAGS
       CPPFLAGS="$CPPFLAGS $CUDA_CPPFLAGS"
       AC_COMPUTE_INT([ferry_cudart_version], [CUDART_VERSION], [[#include <cuda_runtime_api.h>]], [ferry_cudart_version=0])
       CPPFLAGS=$ferry_save_CPPFLAGS
-      ferry_cuda_summary="yes (CUDA runtime `expr $ferry_cudart_version / 1000`.`expr $ferry_cudart_version % 1000 / 10`, $ferry_dep_where)"
+      ferry_cudart_major=`expr $ferry_cudart_version / 1000`
+      AS_IF([test "$ferry_cudart_major" -ge 12],
+        [ferry_cudart_soname="libcudart.so.$ferry_cudart_major"],
+        [test "$ferry_cudart_major" -ge 1],
+        [ferry_cudart_soname="libcudart.so.$ferry_cudart_major.0"],
+        [ferry_cudart_soname="libcudart.so"])
+      AC_DEFINE_UNQUOTED([FERRY_CUDART_SONAME], ["$ferry_cudart_soname"],
+        [The CUDA runtime libferry loads first (the soname of the headers found).])
+      FERRY_LIBDIR_OF_LIBS([$CUDA_LIBS], [ferry_cuda_libdir])
+      AC_DEFINE_UNQUOTED([FERRY_CUDA_LIBDIR], ["$ferry_cuda_libdir"],
+        [Directory of the CUDA runtime configure found (empty: the default paths).])
+      ferry_save_LIBS=$LIBS
+      LIBS=
+      AC_SEARCH_LIBS([dlopen], [dl], [DL_LIBS=$LIBS],
+        [AC_MSG_ERROR([no dlopen: libferry loads the CUDA runtime with it (or configure --without-cuda)])])
+      LIBS=$ferry_save_LIBS
+      AS_IF([test -n "$DL_LIBS"], [FERRY_PC_ADD([], [$DL_LIBS])])
+      ferry_cuda_summary="yes (CUDA runtime `expr $ferry_cudart_version / 1000`.`expr $ferry_cudart_version % 1000 / 10` headers, $ferry_dep_where; loaded at run time: $ferry_cudart_soname)"
       AC_DEFINE([HAVE_CUDA], [1], [Define to 1 to build the CUDA device stage.])
     ], [
       ferry_cuda_summary="no (no CUDA runtime found)"
@@ -168,6 +189,7 @@ AC_DEFUN([FERRY_WITH_CUDA], [
   ])
   AC_SUBST([CUDA_CPPFLAGS])
   AC_SUBST([CUDA_LIBS])
+  AC_SUBST([DL_LIBS])
   AM_CONDITIONAL([HAVE_CUDA], [test "x$ferry_have_cuda" = xyes])
 ])
 
@@ -215,11 +237,13 @@ AC_DEFUN([FERRY_WITH_NCCL], [
         ferry_have_nccl=yes
         NCCL_CPPFLAGS=$ferry_dep_cppflags
         NCCL_LIBS=$ferry_dep_libs
-        FERRY_PC_ADD([], [$ferry_dep_libs])
+        FERRY_LIBDIR_OF_LIBS([$NCCL_LIBS], [ferry_nccl_libdir])
+        AC_DEFINE_UNQUOTED([FERRY_NCCL_LIBDIR], ["$ferry_nccl_libdir"],
+          [Directory of the NCCL configure found (empty: the default paths).])
         AS_IF([test "$ferry_nccl_version" -ge 10000 2>/dev/null],
           [ferry_nccl_v="`expr $ferry_nccl_version / 10000`.`expr $ferry_nccl_version % 10000 / 100`.`expr $ferry_nccl_version % 100`"],
           [ferry_nccl_v="`expr $ferry_nccl_version / 1000`.`expr $ferry_nccl_version % 1000 / 100`.`expr $ferry_nccl_version % 100`"])
-        ferry_nccl_summary="yes (NCCL $ferry_nccl_v, $ferry_dep_where)"
+        ferry_nccl_summary="yes (NCCL $ferry_nccl_v headers, $ferry_dep_where; loaded at run time: libnccl.so.2)"
         AC_DEFINE([HAVE_NCCL], [1], [Define to 1 to use NCCL for GPU collectives.])
       ], [
         ferry_nccl_summary="no (not found)"
@@ -229,6 +253,17 @@ AC_DEFUN([FERRY_WITH_NCCL], [
   AC_SUBST([NCCL_CPPFLAGS])
   AC_SUBST([NCCL_LIBS])
   AM_CONDITIONAL([HAVE_NCCL], [test "x$ferry_have_nccl" = xyes])
+])
+
+# FERRY_LIBDIR_OF_LIBS(LIBS, VARIABLE)
+# The first -L directory of a list of link flags into VARIABLE (empty if
+# none): where configure found a library that libferry loads at run time.
+AC_DEFUN([FERRY_LIBDIR_OF_LIBS], [
+  $2=
+  for ferry_word in $1; do
+    ferry_ldir=`expr "x$ferry_word" : 'x-L\(.*\)'`
+    AS_IF([test -z "$$2" && test -n "$ferry_ldir"], [$2=$ferry_ldir])
+  done
 ])
 
 # FERRY_PC_ADD(PKG-CONFIG-NAME, LIBS)

@@ -120,6 +120,11 @@ static const option_def defs[] = {
       "handler only sets a flag, and ferry_checkpoint_requested becomes true "
       "on every rank at the same batch; none installs no handler."},
      K_ENUM, OFF(checkpoint_signal), 0, 0, signal_names},
+    {{"verbose", "0", "0|1|2",
+      "What rank 0 says on stderr at ferry_open: 0 nothing, 1 why batches "
+      "stay in host memory with device=auto, 2 also where batches go and "
+      "which CUDA runtime and NCCL were loaded.  May differ between ranks."},
+     K_INT, OFF(verbose), 0, 2, NULL},
 };
 
 #define NDEFS ((int)(sizeof defs / sizeof defs[0]))
@@ -360,9 +365,9 @@ uint64_t ferry__option_hash(const ferry_options *opts, int i) {
     return 0;
   uint64_t h = ferry__fnv1a(FERRY__FNV_INIT, defs[i].info.name,
                             strlen(defs[i].info.name) + 1);
-  /* Ranks may drive different GPUs (devices=$SLURM_LOCALID): the only
-   * option whose value is per rank. */
-  if (defs[i].offset == OFF(devices))
+  /* Ranks may drive different GPUs (devices=$SLURM_LOCALID), and only
+   * rank 0 speaks: the options whose value may be per rank. */
+  if (defs[i].offset == OFF(devices) || defs[i].offset == OFF(verbose))
     return h;
   format_value(opts, &defs[i], buf, sizeof buf);
   return ferry__fnv1a(h, buf, strlen(buf));

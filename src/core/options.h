@@ -39,6 +39,7 @@ struct ferry_options {
   char *manifest;          /* path of a saved manifest, NULL: scan          */
   int64_t max_open_files;
   int checkpoint_signal;   /* FERRY__SIG_* */
+  int64_t verbose;         /* 0 silent, 1 notes, 2 also the GPU libraries    */
   ferry_transform_fn transform;
   void *transform_user;
 };

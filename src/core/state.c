@@ -38,7 +38,8 @@
 #define MAX_STATE_BYTES (1 << 20)
 
 /* The options whose values shape the plan; the others (threads, prefetch,
- * io, device, manifest, max_open_files, checkpoint_signal) may change. */
+ * io, device, manifest, max_open_files, checkpoint_signal, verbose) may
+ * change. */
 static const char *const plan_options[] = {
     "batch_size",     "seed",       "shuffle",  "block_size",
     "shuffle_buffer", "partition",  "tail",     "chunk_samples",

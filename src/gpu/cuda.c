@@ -30,28 +30,27 @@
  * runtime is thread-safe; the current device is per thread, so every
  * function sets it before its calls.
  *
- * Built without CUDA (or with FERRY_NO_CUDA, which the unit test uses to
- * compile this file's fallback in a CUDA build), device=cuda is
- * FERRY_ENOTSUP and device=auto is host memory.
+ * Every call goes through the table of cudalib.c (rt.cudaSetDevice...),
+ * which loads the CUDA runtime and NCCL at run time: libferry does not link
+ * them.  Without a loadable runtime, or without a device, device=auto is
+ * host memory and device=cuda is FERRY_ENODEV saying why; without NCCL at
+ * run time, device memory comes from cudaMalloc and ferry_attach_nccl is
+ * FERRY_ENOTSUP.  A build without CUDA headers compiles nocuda.c instead.
  */
 #include "config.h"
+#include "gpu/cudalib.h"
 #include "gpu/gpu.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(HAVE_CUDA) && !defined(FERRY_NO_CUDA)
-#define FERRY__CUDA 1
-#include <cuda_runtime_api.h>
-#if defined(HAVE_NCCL)
-#define FERRY__NCCL 1
-#include <nccl.h>
-#endif
-#endif
+/* The loaded table; set by the first ferry__cudalib_load.  Every function
+ * below that calls through it runs after ferry__gpu_open found the runtime
+ * usable (a ferry__gpu or a slot exists), or loads it itself. */
+#define rt (*ferry__cudalib_load())
 
 #define ALIGN_DEV ((size_t)256)
-
-#ifdef FERRY__CUDA
 
 enum { MAX_COMMS = 8 };
 
@@ -75,7 +74,7 @@ struct ferry__gpu {
 
 static int cuda_fail(ferry__err *err, int rank, const char *what,
                      cudaError_t e) {
-  return ferry__seterr_on(err, rank, FERRY_ENODEV, "%s failed: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+  return ferry__seterr_on(err, rank, FERRY_ENODEV, "%s failed: %s (%s)", what, rt.cudaGetErrorString(e), rt.cudaGetErrorName(e));
 }
 
 #define CU(call, what)                                                         \
@@ -87,8 +86,10 @@ static int cuda_fail(ferry__err *err, int rank, const char *what,
 
 int ferry__gpu_visible(void) {
   int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
+  if (!rt.cuda)
+    return 0;
+  if (rt.cudaGetDeviceCount(&n) != cudaSuccess) {
+    rt.cudaGetLastError();
     return 0;
   }
   return n;
@@ -96,13 +97,15 @@ int ferry__gpu_visible(void) {
 
 void ferry__gpu_versions(int *runtime, int *driver, int *nccl) {
   *runtime = *driver = *nccl = -1;
-  if (cudaRuntimeGetVersion(runtime) != cudaSuccess)
+  if (!rt.cuda)
+    return;
+  if (rt.cudaRuntimeGetVersion(runtime) != cudaSuccess)
     *runtime = -1;
-  if (cudaDriverGetVersion(driver) != cudaSuccess)
-    *driver = -1;
-  cudaGetLastError();
-#ifdef FERRY__NCCL
-  if (ncclGetVersion(nccl) != ncclSuccess)
+  if (rt.cudaDriverGetVersion(driver) != cudaSuccess || *driver <= 0)
+    *driver = -1; /* 0: no driver installed */
+  rt.cudaGetLastError();
+#if defined(HAVE_NCCL)
+  if (rt.nccl && rt.ncclGetVersion(nccl) != ncclSuccess)
     *nccl = -1;
 #endif
 }
@@ -110,15 +113,19 @@ void ferry__gpu_versions(int *runtime, int *driver, int *nccl) {
 /* 1 when the calling thread has a current CUDA context: the application
  * chose its device (cudaSetDevice, or any runtime call that created the
  * context).  cuCtxGetCurrent is reached through the runtime, so libferry
- * does not link the driver library. */
+ * does not load the driver library itself; a runtime older than 12.5 has
+ * no cudaGetDriverEntryPointByVersion, and then the choice is ferry's. */
 static int app_chose_device(void) {
   typedef int (*ctx_get_fn)(void **);
   void *fn = NULL;
   enum cudaDriverEntryPointQueryResult q;
-  if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, 12000,
-                                       cudaEnableDefault, &q) != cudaSuccess ||
+  if (!rt.cudaGetDriverEntryPointByVersion)
+    return 0;
+  if (rt.cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, 12000,
+                                          cudaEnableDefault,
+                                          &q) != cudaSuccess ||
       !fn || q != cudaDriverEntryPointSuccess) {
-    cudaGetLastError();
+    rt.cudaGetLastError();
     return 0;
   }
   void *ctx = NULL;
@@ -131,7 +138,7 @@ static int parse_devices(const char *spec, int visible, int local_rank,
                          ferry__err *err) {
   if (!spec || !*spec || !strcmp(spec, "auto")) {
     int d;
-    if (app_chose_device() && cudaGetDevice(&d) == cudaSuccess) {
+    if (app_chose_device() && rt.cudaGetDevice(&d) == cudaSuccess) {
       snprintf(how, howlen, "device %d (the application's current device)",
                d);
     } else {
@@ -178,12 +185,24 @@ int ferry__gpu_open(const ferry_options *o, int rank, int local_rank,
     snprintf(how, howlen, "host memory (device=cpu)");
     return 0;
   }
+  if (!rt.cuda) {
+    if (o->device == FERRY__DEV_CUDA)
+      return ferry__seterr_on(err, rank, FERRY_ENODEV,
+                           "device=cuda but the CUDA runtime could "
+                           "not be loaded: %s (use device=auto to fall back "
+                           "to host memory)", rt.cuda_why);
+    snprintf(how, howlen,
+             "host memory: device=auto found no usable GPU (no CUDA "
+             "runtime: %s)",
+             rt.cuda_why);
+    return 0;
+  }
   int visible = 0;
-  cudaError_t e = cudaGetDeviceCount(&visible);
+  cudaError_t e = rt.cudaGetDeviceCount(&visible);
   if (e != cudaSuccess || visible <= 0) {
-    const char *why = e != cudaSuccess ? cudaGetErrorString(e)
+    const char *why = e != cudaSuccess ? rt.cudaGetErrorString(e)
                                        : "no device is visible";
-    cudaGetLastError();
+    rt.cudaGetLastError();
     if (o->device == FERRY__DEV_CUDA)
       return ferry__seterr_on(err, rank, FERRY_ENODEV,
                            "device=cuda but no usable GPU: "
@@ -208,9 +227,9 @@ int ferry__gpu_open(const ferry_options *o, int rank, int local_rank,
   /* Streams are created on each device; the first device stays current
    * on this thread (the application's choice, or ours when it had none). */
   for (int i = g->ndev - 1; !rc && i >= 0; i--) {
-    cudaError_t ce = cudaSetDevice(g->dev[i]);
+    cudaError_t ce = rt.cudaSetDevice(g->dev[i]);
     if (ce == cudaSuccess)
-      ce = cudaStreamCreateWithFlags(&g->stream[i], cudaStreamNonBlocking);
+      ce = rt.cudaStreamCreateWithFlags(&g->stream[i], cudaStreamNonBlocking);
     if (ce != cudaSuccess) {
       g->stream[i] = NULL;
       rc = cuda_fail(err, rank, "creating the loader's stream", ce);
@@ -239,9 +258,9 @@ static int gpu_sync_on(ferry__gpu *g, ferry__err *err) {
   for (int i = 0; g && i < g->ndev; i++) {
     if (!g->stream[i])
       continue;
-    cudaError_t e = cudaSetDevice(g->dev[i]);
+    cudaError_t e = rt.cudaSetDevice(g->dev[i]);
     if (e == cudaSuccess)
-      e = cudaStreamSynchronize(g->stream[i]);
+      e = rt.cudaStreamSynchronize(g->stream[i]);
     if (e != cudaSuccess && !rc)
       rc = cuda_fail(err, rank, "cudaStreamSynchronize", e);
   }
@@ -250,10 +269,10 @@ static int gpu_sync_on(ferry__gpu *g, ferry__err *err) {
 
 /* The caller's current device is left as it was. */
 int ferry__gpu_sync(ferry__gpu *g, ferry__err *err) {
-  int prev = -1, had = cudaGetDevice(&prev) == cudaSuccess;
+  int prev = -1, had = rt.cudaGetDevice(&prev) == cudaSuccess;
   int rc = gpu_sync_on(g, err);
   if (had)
-    cudaSetDevice(prev);
+    rt.cudaSetDevice(prev);
   return rc;
 }
 
@@ -261,14 +280,14 @@ int ferry__gpu_host_alloc(ferry__gpu *g, size_t bytes, void **out,
                           ferry__err *err) {
   int rank = g ? g->rank : -1;
   *out = NULL;
-  CU(cudaHostAlloc(out, bytes ? bytes : 1, cudaHostAllocPortable),
+  CU(rt.cudaHostAlloc(out, bytes ? bytes : 1, cudaHostAllocPortable),
      "cudaHostAlloc (pinned batch buffer)");
   return 0;
 }
 
 void ferry__gpu_host_free(void *p) {
   if (p)
-    cudaFreeHost(p);
+    rt.cudaFreeHost(p);
 }
 
 void ferry__gpu_set_ring(ferry__gpu *g, ferry__dslot *ring, int64_t n) {
@@ -278,24 +297,35 @@ void ferry__gpu_set_ring(ferry__gpu *g, ferry__dslot *ring, int64_t n) {
   }
 }
 
-/* Device batch memory: from NCCL when built in, so that ferry_attach_nccl
- * can register it for zero-copy collectives.  dev_alloc returns NULL or
- * the library's error string. */
-#ifdef FERRY__NCCL
-#define DEV_ALLOC "ncclMemAlloc"
-static const char *dev_alloc(void **p, size_t n) {
-  ncclResult_t r = ncclMemAlloc(p, n);
-  return r == ncclSuccess ? NULL : ncclGetErrorString(r);
-}
-static void dev_free(void *p) { ncclMemFree(p); }
+/* Device batch memory: from NCCL when it was loaded, so that
+ * ferry_attach_nccl can register it for zero-copy collectives (the choice
+ * is made once per process, so a buffer is freed by its allocator).
+ * dev_alloc returns NULL or the library's error string. */
+#if defined(HAVE_NCCL)
+#define USE_NCCL (rt.nccl)
 #else
-#define DEV_ALLOC "cudaMalloc"
-static const char *dev_alloc(void **p, size_t n) {
-  cudaError_t e = cudaMalloc(p, n);
-  return e == cudaSuccess ? NULL : cudaGetErrorString(e);
-}
-static void dev_free(void *p) { cudaFree(p); }
+#define USE_NCCL 0
 #endif
+#define DEV_ALLOC (USE_NCCL ? "ncclMemAlloc" : "cudaMalloc")
+static const char *dev_alloc(void **p, size_t n) {
+#if defined(HAVE_NCCL)
+  if (USE_NCCL) {
+    ncclResult_t r = rt.ncclMemAlloc(p, n);
+    return r == ncclSuccess ? NULL : rt.ncclGetErrorString(r);
+  }
+#endif
+  cudaError_t e = rt.cudaMalloc(p, n);
+  return e == cudaSuccess ? NULL : rt.cudaGetErrorString(e);
+}
+static void dev_free(void *p) {
+#if defined(HAVE_NCCL)
+  if (USE_NCCL) {
+    rt.ncclMemFree(p);
+    return;
+  }
+#endif
+  rt.cudaFree(p);
+}
 
 static int dslot_init_on(ferry__gpu *g, ferry__dslot *d,
                       const ferry__manifest *m, int64_t batch_size, int rank,
@@ -317,7 +347,7 @@ static int dslot_init_on(ferry__gpu *g, ferry__dslot *d,
     for (int v = 0; v < nv; v++)
       bytes += ((size_t)per * m->vars[v].row_bytes + ALIGN_DEV - 1) /
                ALIGN_DEV * ALIGN_DEV;
-    CU(cudaSetDevice(g->dev[i]), "cudaSetDevice");
+    CU(rt.cudaSetDevice(g->dev[i]), "cudaSetDevice");
     const char *why = dev_alloc(&d->mem[i], bytes ? bytes : ALIGN_DEV);
     if (why) {
       d->mem[i] = NULL;
@@ -332,13 +362,13 @@ static int dslot_init_on(ferry__gpu *g, ferry__dslot *d,
       off += ((size_t)per * m->vars[v].row_bytes + ALIGN_DEV - 1) /
              ALIGN_DEV * ALIGN_DEV;
     }
-    CU(cudaEventCreateWithFlags((cudaEvent_t *)&d->ev_start[i],
+    CU(rt.cudaEventCreateWithFlags((cudaEvent_t *)&d->ev_start[i],
                                 cudaEventDefault),
        "cudaEventCreate");
-    CU(cudaEventCreateWithFlags((cudaEvent_t *)&d->ev_done[i],
+    CU(rt.cudaEventCreateWithFlags((cudaEvent_t *)&d->ev_done[i],
                                 cudaEventDefault),
        "cudaEventCreate");
-    CU(cudaEventCreateWithFlags((cudaEvent_t *)&d->ev_release[i],
+    CU(rt.cudaEventCreateWithFlags((cudaEvent_t *)&d->ev_release[i],
                                 cudaEventDisableTiming),
        "cudaEventCreate");
     ferry_shard *sh = &d->shards[i];
@@ -369,29 +399,29 @@ static int dslot_init_on(ferry__gpu *g, ferry__dslot *d,
 int ferry__dslot_init(ferry__gpu *g, ferry__dslot *d,
                       const ferry__manifest *m, int64_t batch_size, int rank,
                       ferry__err *err) {
-  int prev = -1, had = cudaGetDevice(&prev) == cudaSuccess;
+  int prev = -1, had = rt.cudaGetDevice(&prev) == cudaSuccess;
   int rc = dslot_init_on(g, d, m, batch_size, rank, err);
   if (had)
-    cudaSetDevice(prev);
+    rt.cudaSetDevice(prev);
   return rc;
 }
 
 void ferry__dslot_fini(ferry__dslot *d) {
   ferry__gpu *g = d->gpu;
-  int prev = -1, had = g && cudaGetDevice(&prev) == cudaSuccess;
+  int prev = -1, had = g && rt.cudaGetDevice(&prev) == cudaSuccess;
   for (int i = 0; g && i < g->ndev; i++) {
-    cudaSetDevice(g->dev[i]);
+    rt.cudaSetDevice(g->dev[i]);
     if (d->ev_start[i])
-      cudaEventDestroy(d->ev_start[i]);
+      rt.cudaEventDestroy(d->ev_start[i]);
     if (d->ev_done[i])
-      cudaEventDestroy(d->ev_done[i]);
+      rt.cudaEventDestroy(d->ev_done[i]);
     if (d->ev_release[i])
-      cudaEventDestroy(d->ev_release[i]);
+      rt.cudaEventDestroy(d->ev_release[i]);
     if (d->mem[i])
       dev_free(d->mem[i]);
   }
   if (had)
-    cudaSetDevice(prev);
+    rt.cudaSetDevice(prev);
   free(d->tensors);
   free(d->ptrs);
   free(d->ids);
@@ -425,27 +455,27 @@ static int dslot_copy_on(ferry__dslot *d, const ferry_batch *host, int host_data
       take = 0;
     sh->first = first;
     sh->size = take;
-    CU(cudaSetDevice(g->dev[i]), "cudaSetDevice");
+    CU(rt.cudaSetDevice(g->dev[i]), "cudaSetDevice");
     cudaStream_t st = g->stream[i];
     if (d->release_pending[i]) {
-      CU(cudaStreamWaitEvent(st, d->ev_release[i], 0),
+      CU(rt.cudaStreamWaitEvent(st, d->ev_release[i], 0),
          "cudaStreamWaitEvent (release of the slot's previous batch)");
       d->release_pending[i] = 0;
     }
-    CU(cudaEventRecord(d->ev_start[i], st), "cudaEventRecord");
+    CU(rt.cudaEventRecord(d->ev_start[i], st), "cudaEventRecord");
     for (int v = 0; v < nv && take > 0; v++) {
       size_t rb = host->vars[v].row_bytes;
       const unsigned char *src =
           (const unsigned char *)host->vars[v].data + (size_t)first * rb;
-      cudaError_t e = cudaMemcpyAsync(d->ptrs[(size_t)i * nv + v], src,
+      cudaError_t e = rt.cudaMemcpyAsync(d->ptrs[(size_t)i * nv + v], src,
                                       (size_t)take * rb,
                                       cudaMemcpyHostToDevice, st);
       if (e != cudaSuccess)
         return ferry__seterr_on(err, rank, FERRY_ENODEV,
                              "cudaMemcpyAsync of variable '%s' of "
-                             "batch %lld (%zu bytes) to device %d failed: %s", host->vars[v].name, (long long)host->index, (size_t)take * rb, g->dev[i], cudaGetErrorString(e));
+                             "batch %lld (%zu bytes) to device %d failed: %s", host->vars[v].name, (long long)host->index, (size_t)take * rb, g->dev[i], rt.cudaGetErrorString(e));
     }
-    CU(cudaEventRecord(d->ev_done[i], st), "cudaEventRecord");
+    CU(rt.cudaEventRecord(d->ev_done[i], st), "cudaEventRecord");
     first += take;
   }
   d->timing_pending = 1;
@@ -455,10 +485,10 @@ static int dslot_copy_on(ferry__dslot *d, const ferry_batch *host, int host_data
 /* The caller's current device is left as it was. */
 int ferry__dslot_copy(ferry__dslot *d, const ferry_batch *host, int host_data,
                       int rank, ferry__err *err) {
-  int prev = -1, had = cudaGetDevice(&prev) == cudaSuccess;
+  int prev = -1, had = rt.cudaGetDevice(&prev) == cudaSuccess;
   int rc = dslot_copy_on(d, host, host_data, rank, err);
   if (had)
-    cudaSetDevice(prev);
+    rt.cudaSetDevice(prev);
   return rc;
 }
 
@@ -467,14 +497,14 @@ int ferry__dslot_sync(ferry__dslot *d, double *seconds, int rank,
   ferry__gpu *g = d->gpu;
   float total = 0;
   for (int i = 0; i < g->ndev; i++) {
-    CU(cudaEventSynchronize(d->ev_done[i]), "cudaEventSynchronize (copy)");
+    CU(rt.cudaEventSynchronize(d->ev_done[i]), "cudaEventSynchronize (copy)");
     float ms = 0;
     if (d->timing_pending &&
-        cudaEventElapsedTime(&ms, d->ev_start[i], d->ev_done[i]) ==
+        rt.cudaEventElapsedTime(&ms, d->ev_start[i], d->ev_done[i]) ==
             cudaSuccess)
       total += ms;
     else
-      cudaGetLastError();
+      rt.cudaGetLastError();
   }
   if (d->timing_pending && seconds)
     *seconds += total / 1000.0;
@@ -490,9 +520,9 @@ static int dslot_release_on(ferry__dslot *d, int rank, ferry__err *err) {
       continue;
     d->has_consumer[i] = 0;
     cudaStream_t st = (cudaStream_t)d->consumer[i];
-    cudaError_t e = cudaSetDevice(g->dev[i]);
+    cudaError_t e = rt.cudaSetDevice(g->dev[i]);
     if (e == cudaSuccess)
-      e = cudaEventRecord(d->ev_release[i], st);
+      e = rt.cudaEventRecord(d->ev_release[i], st);
     if (e == cudaSuccess) {
       d->release_pending[i] = 1;
       continue;
@@ -503,17 +533,17 @@ static int dslot_release_on(ferry__dslot *d, int rank, ferry__err *err) {
                      "cudaEventRecord on the stream given to "
                      "ferry_batch_wait (at ferry_release)",
                      e);
-    cudaStreamSynchronize(st);
+    rt.cudaStreamSynchronize(st);
   }
   return rc;
 }
 
 /* The caller's current device is left as it was. */
 int ferry__dslot_release(ferry__dslot *d, int rank, ferry__err *err) {
-  int prev = -1, had = cudaGetDevice(&prev) == cudaSuccess;
+  int prev = -1, had = rt.cudaGetDevice(&prev) == cudaSuccess;
   int rc = dslot_release_on(d, rank, err);
   if (had)
-    cudaSetDevice(prev);
+    rt.cudaSetDevice(prev);
   return rc;
 }
 
@@ -527,8 +557,8 @@ static ferry__dslot *dslot_of(const ferry_batch *batch) {
 static int shard_wait(ferry__dslot *d, int i, void *stream, ferry__err *err) {
   ferry__gpu *g = d->gpu;
   int rank = g->rank;
-  CU(cudaSetDevice(g->dev[i]), "cudaSetDevice");
-  CU(cudaStreamWaitEvent((cudaStream_t)stream, d->ev_done[i], 0),
+  CU(rt.cudaSetDevice(g->dev[i]), "cudaSetDevice");
+  CU(rt.cudaStreamWaitEvent((cudaStream_t)stream, d->ev_done[i], 0),
      "cudaStreamWaitEvent (ferry_batch_wait)");
   d->consumer[i] = stream;
   d->has_consumer[i] = 1;
@@ -543,15 +573,15 @@ int ferry_batch_wait(const ferry_batch *batch, void *stream) {
                          "in host memory, or NULL)");
   ferry__err err = {0};
   int prev = -1;
-  cudaGetDevice(&prev);
+  rt.cudaGetDevice(&prev);
   for (int i = 0; i < d->gpu->ndev; i++) {
     int rc = shard_wait(d, i, stream, &err);
     if (rc) {
-      cudaSetDevice(prev);
+      rt.cudaSetDevice(prev);
       return ferry__seterr(NULL, rc, "%s", err.msg);
     }
   }
-  cudaSetDevice(prev);
+  rt.cudaSetDevice(prev);
   return 0;
 }
 
@@ -564,15 +594,15 @@ int ferry_shard_wait(const ferry_batch *batch, int shard, void *stream) {
                          shard);
   ferry__err err = {0};
   int prev = -1;
-  cudaGetDevice(&prev);
+  rt.cudaGetDevice(&prev);
   int rc = shard_wait(d, shard, stream, &err);
-  cudaSetDevice(prev);
+  rt.cudaSetDevice(prev);
   return rc ? ferry__seterr(NULL, rc, "%s", err.msg) : 0;
 }
 
 /* ---- NCCL ------------------------------------------------------------- */
 
-#ifdef FERRY__NCCL
+#if defined(HAVE_NCCL)
 static int shard_of(const ferry__gpu *g, int device) {
   for (int i = 0; i < g->ndev; i++)
     if (g->dev[i] == device)
@@ -582,7 +612,7 @@ static int shard_of(const ferry__gpu *g, int device) {
 
 static int nccl_fail(ferry__err *err, const char *what, ncclResult_t r) {
   return ferry__seterr(err, FERRY_ENODEV, "%s failed: %s", what,
-                       ncclGetErrorString(r));
+                       rt.ncclGetErrorString(r));
 }
 
 /* Deregister every handle of one communicator, unless it reports an
@@ -591,12 +621,13 @@ static int nccl_fail(ferry__err *err, const char *what, ncclResult_t r) {
 static int nccl_detach_one(nccl_reg *r, ferry__err *err) {
   int rc = 0;
   ncclResult_t async = ncclSuccess;
-  ncclResult_t q = ncclCommGetAsyncError((ncclComm_t)r->comm, &async);
+  ncclResult_t q = rt.ncclCommGetAsyncError((ncclComm_t)r->comm, &async);
   if (q == ncclSuccess && async == ncclSuccess) {
     for (int64_t k = 0; k < r->n; k++) {
       if (!r->handles[k])
         continue;
-      ncclResult_t nr = ncclCommDeregister((ncclComm_t)r->comm, r->handles[k]);
+      ncclResult_t nr =
+          rt.ncclCommDeregister((ncclComm_t)r->comm, r->handles[k]);
       if (nr != ncclSuccess && !rc)
         rc = nccl_fail(err, "ncclCommDeregister", nr);
     }
@@ -608,7 +639,11 @@ static int nccl_detach_one(nccl_reg *r, ferry__err *err) {
 
 int ferry__gpu_nccl_attach(ferry__gpu *g, void *comm, ferry__err *err) {
   int dev = -1;
-  ncclResult_t nr = ncclCommCuDevice((ncclComm_t)comm, &dev);
+  if (!rt.nccl)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "ferry_attach_nccl: NCCL could not be loaded: %s",
+                         rt.nccl_why);
+  ncclResult_t nr = rt.ncclCommCuDevice((ncclComm_t)comm, &dev);
   if (nr != ncclSuccess)
     return nccl_fail(err, "ncclCommCuDevice", nr);
   int i = shard_of(g, dev);
@@ -633,19 +668,19 @@ int ferry__gpu_nccl_attach(ferry__gpu *g, void *comm, ferry__err *err) {
   r->device = dev;
   r->n = g->nring;
   int prev = -1;
-  cudaGetDevice(&prev);
-  cudaSetDevice(dev);
+  rt.cudaGetDevice(&prev);
+  rt.cudaSetDevice(dev);
   int rc = 0;
   for (int64_t k = 0; k < g->nring && !rc; k++) {
     ferry__dslot *d = &g->ring[k];
-    nr = ncclCommRegister((ncclComm_t)comm, d->mem[i], d->mem_bytes[i],
+    nr = rt.ncclCommRegister((ncclComm_t)comm, d->mem[i], d->mem_bytes[i],
                           &r->handles[k]);
     if (nr != ncclSuccess) {
       r->handles[k] = NULL;
       rc = nccl_fail(err, "ncclCommRegister", nr);
     }
   }
-  cudaSetDevice(prev);
+  rt.cudaSetDevice(prev);
   if (rc) {
     ferry__err ignore;
     nccl_detach_one(r, &ignore);
@@ -685,107 +720,15 @@ void ferry__gpu_close(ferry__gpu *g) {
   if (!g)
     return;
   ferry__err ignore;
-  int prev = -1, had = cudaGetDevice(&prev) == cudaSuccess;
+  int prev = -1, had = rt.cudaGetDevice(&prev) == cudaSuccess;
   ferry__gpu_sync(g, &ignore);
   ferry__gpu_nccl_detach(g, &ignore);
   for (int i = 0; i < g->ndev; i++)
     if (g->stream[i]) {
-      cudaSetDevice(g->dev[i]);
-      cudaStreamDestroy(g->stream[i]);
+      rt.cudaSetDevice(g->dev[i]);
+      rt.cudaStreamDestroy(g->stream[i]);
     }
   if (had)
-    cudaSetDevice(prev);
+    rt.cudaSetDevice(prev);
   free(g);
 }
-
-#else /* no CUDA */
-
-int ferry__gpu_visible(void) { return -1; }
-
-void ferry__gpu_versions(int *runtime, int *driver, int *nccl) {
-  *runtime = *driver = *nccl = -1;
-}
-
-int ferry__gpu_open(const ferry_options *o, int rank, int local_rank,
-                    ferry__gpu **out, char *how, size_t howlen,
-                    ferry__err *err) {
-  (void)local_rank;
-  *out = NULL;
-  if (o->device == FERRY__DEV_CUDA)
-    return ferry__seterr_on(err, rank, FERRY_ENOTSUP,
-                         "device=cuda: this libferry was built "
-                         "without CUDA (configure --with-cuda=PREFIX); use "
-                         "device=auto or device=cpu");
-  snprintf(how, howlen, "host memory (%s)",
-           o->device == FERRY__DEV_CPU ? "device=cpu"
-                                       : "this libferry was built without "
-                                         "CUDA");
-  return 0;
-}
-void ferry__gpu_close(ferry__gpu *g) { (void)g; }
-void ferry__gpu_info(const ferry__gpu *g, ferry_device_info *out) {
-  (void)g;
-  out->cuda = 0;
-  out->ndevices = 0;
-  out->nccl_attached = 0;
-}
-int ferry__gpu_ndev(const ferry__gpu *g) { (void)g; return 0; }
-int ferry__gpu_sync(ferry__gpu *g, ferry__err *err) {
-  (void)g;
-  (void)err;
-  return 0;
-}
-int ferry__gpu_host_alloc(ferry__gpu *g, size_t bytes, void **out,
-                          ferry__err *err) {
-  (void)g;
-  *out = malloc(bytes ? bytes : 1);
-  return *out ? 0 : ferry__seterr(err, FERRY_ENOMEM, "out of memory");
-}
-void ferry__gpu_host_free(void *p) { free(p); }
-void ferry__gpu_set_ring(ferry__gpu *g, ferry__dslot *ring, int64_t n) {
-  (void)g;
-  (void)ring;
-  (void)n;
-}
-int ferry__dslot_init(ferry__gpu *g, ferry__dslot *d,
-                      const ferry__manifest *m, int64_t batch_size, int rank,
-                      ferry__err *err) {
-  (void)g, (void)d, (void)m, (void)batch_size;
-  return ferry__seterr_on(err, rank, FERRY_EINTERNAL, "no CUDA");
-}
-void ferry__dslot_fini(ferry__dslot *d) { (void)d; }
-int ferry__dslot_copy(ferry__dslot *d, const ferry_batch *host, int host_data,
-                      int rank, ferry__err *err) {
-  (void)d, (void)host, (void)host_data;
-  return ferry__seterr_on(err, rank, FERRY_EINTERNAL, "no CUDA");
-}
-int ferry__dslot_sync(ferry__dslot *d, double *seconds, int rank,
-                      ferry__err *err) {
-  (void)d, (void)seconds, (void)rank, (void)err;
-  return 0;
-}
-int ferry__dslot_release(ferry__dslot *d, int rank, ferry__err *err) {
-  (void)d, (void)rank, (void)err;
-  return 0;
-}
-int ferry_batch_wait(const ferry_batch *batch, void *stream) {
-  (void)batch, (void)stream;
-  return ferry__seterr(NULL, FERRY_EINVAL,
-                       "ferry_batch_wait: not a device batch (this libferry "
-                       "was built without CUDA)");
-}
-int ferry_shard_wait(const ferry_batch *batch, int shard, void *stream) {
-  (void)shard;
-  return ferry_batch_wait(batch, stream);
-}
-int ferry__gpu_nccl_attach(ferry__gpu *g, void *comm, ferry__err *err) {
-  (void)g, (void)comm;
-  return ferry__seterr(err, FERRY_ENOTSUP,
-                       "ferry_attach_nccl: this libferry was built without "
-                       "CUDA and NCCL");
-}
-int ferry__gpu_nccl_detach(ferry__gpu *g, ferry__err *err) {
-  (void)g, (void)err;
-  return 0;
-}
-#endif

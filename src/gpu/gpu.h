@@ -1,6 +1,7 @@
 /*
  * gpu/gpu.h - the GPU stage: devices, streams, the device ring, NCCL
- * (gpu/cuda.c; gpu/nocuda.c in a build without CUDA).
+ * (gpu/cuda.c over gpu/cudalib.c, which loads the CUDA runtime and NCCL at
+ * run time; gpu/nocuda.c in a build without CUDA headers).
  */
 #ifndef FERRY_GPU_H
 #define FERRY_GPU_H
@@ -52,7 +53,9 @@ typedef struct ferry__dslot {
  * NULL for host delivery, with how saying why (device=cpu; device=auto and
  * no usable GPU; built without CUDA); else how says which devices and why.
  * FERRY_ENOTSUP: device=cuda in a build without CUDA; FERRY_ENODEV:
- * device=cuda without a usable GPU, or a devices list naming an absent one;
+ * device=cuda without a usable GPU (no device, or the CUDA runtime could
+ * not be loaded: the message names it and why), or a devices list naming
+ * an absent one;
  * FERRY_EINVAL: batch_size not divisible by the number of devices.
  */
 int ferry__gpu_open(const ferry_options *o, int rank, int local_rank,
@@ -61,11 +64,17 @@ int ferry__gpu_open(const ferry_options *o, int rank, int local_rank,
 /** Finish every copy, deregister NCCL (unless the communicator failed),
  *  destroy the streams.  NULL is a no-op. */
 void ferry__gpu_close(ferry__gpu *g);
-/** Visible CUDA devices (-1 when not built in, 0 when none usable). */
+/** Visible CUDA devices (-1 when not built in, 0 when none usable or the
+ *  runtime could not be loaded). */
 int ferry__gpu_visible(void);
 /** Versions found at run time (CUDA runtime, driver, NCCL; as their
  *  version calls return them, e.g. 12040), -1 for each one absent. */
 void ferry__gpu_versions(int *runtime, int *driver, int *nccl);
+/** One line saying where the CUDA runtime and NCCL were loaded from, or
+ *  why not (dlerror's text; "built without CUDA"), e.g. "CUDA runtime
+ *  /usr/local/cuda/lib64/libcudart.so.13; NCCL not loaded (...)".  Loads
+ *  them on the first call (once per process); the string is static. */
+const char *ferry__gpu_library_status(void);
 /** Fill the device part of a ferry_device_info (ndevices, devices,
  *  nccl_attached); host delivery leaves them 0. */
 void ferry__gpu_info(const ferry__gpu *g, ferry_device_info *out);

@@ -238,8 +238,8 @@ static int check_same_inputs(ferry_loader *L, const char *dataset,
 
 /* Where batches go: every rank decides (cuda.c), then they agree.  With
  * device=cuda a rank without a GPU fails every rank; with device=auto,
- * batches go to the GPU only if every rank has one, and rank 0 says once
- * per process why they stay in host memory.  COLLECTIVE. */
+ * batches go to the GPU only if every rank has one, and with verbose=1
+ * rank 0 says once per process why they stay in host memory.  COLLECTIVE. */
 static int open_device(ferry_loader *L, ferry__err *err) {
   MPI_Comm node;
   int rc = 0;
@@ -264,9 +264,16 @@ static int open_device(ferry_loader *L, ferry__err *err) {
     snprintf(L->dev_how, sizeof L->dev_how,
              "host memory: device=auto and some rank has no usable GPU");
   }
+  /* Silent by default (a CPU node is not news); verbose=1 says once per
+   * process why device=auto stays on the host, verbose=2 says at every
+   * open where batches go and which GPU libraries were loaded. */
   static int said;
-  if (!all && L->opts->device == FERRY__DEV_AUTO && L->rank == 0 && !said &&
-      ferry__gpu_visible() >= 0) {
+  if (L->rank == 0 && L->opts->verbose >= 2) {
+    fprintf(stderr, "ferry: note: batches %s %s\n", all ? "go to" : "stay in",
+            L->dev_how);
+    fprintf(stderr, "ferry: note: %s\n", ferry__gpu_library_status());
+  } else if (!all && L->opts->device == FERRY__DEV_AUTO && L->rank == 0 &&
+             !said && L->opts->verbose >= 1 && ferry__gpu_visible() >= 0) {
     said = 1;
     fprintf(stderr, "ferry: note: batches stay in %s\n", L->dev_how);
   }

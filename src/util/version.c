@@ -61,7 +61,10 @@ int ferry_version_number(void) { return FERRY_VERSION_NUMBER; }
 
 const char *ferry_features(void) {
   /* Only what this library can do: a dependency configure found does not
-   * count until the backend or stage using it is compiled in. */
+   * count until the backend or stage using it is compiled in.  "cuda" and
+   * "nccl" say the GPU stage is built; the libraries themselves are loaded
+   * at run time (gpu/cudalib.c), so whether they are usable on this node
+   * is ferry__gpu_library_status's answer. */
   return "mpiio"
 #ifdef HAVE_HDF5
          " hdf5"

@@ -7,18 +7,28 @@
 #   tests/gpu/real.sh       ... on a real GPU; exit 77 (skip) without one
 #   tests/gpu/nogpu.sh      device=auto falls back, device=cuda fails on
 #                           every rank, in any build
+#   tests/gpu/noneeded.sh   libferry.so has no NEEDED entry for the CUDA
+#                           runtime, the driver or NCCL (loaded at run time)
 #   tests/unit/test_nocuda  the fallback of a build without CUDA
+#                           (src/gpu/nocuda.c, linked in any build)
+#   tests/unit/test_cudalib a CUDA build where the runtime cannot be loaded
 
-MPI_TESTS += tests/gpu/nogpu.sh
+MPI_TESTS += tests/gpu/nogpu.sh tests/gpu/noneeded.sh
 UNIT_TESTS += tests/unit/test_nocuda
+tests_unit_test_nocuda_SOURCES = tests/unit/test_nocuda.c src/gpu/nocuda.c
 tests_unit_test_nocuda_CPPFLAGS = $(AM_CPPFLAGS) -DFERRY_BUILDING
 
 if HAVE_CUDA
+# The CUDA build's stage when the runtime cannot be loaded (FERRY_CUDART
+# names a missing file): no GPU, device=cuda fails saying why.
+UNIT_TESTS += tests/unit/test_cudalib
+tests_unit_test_cudalib_CPPFLAGS = $(AM_CPPFLAGS) -DFERRY_BUILDING
+
 check_PROGRAMS += tests/gpu/test_device
 tests_gpu_test_device_SOURCES = tests/gpu/test_device.c tests/gpu/fakecuda.h
 tests_gpu_test_device_CPPFLAGS = -I$(top_srcdir)/include $(CUDA_CPPFLAGS) \
 	$(NCCL_CPPFLAGS) $(GPU_TEST_NCCL)
-tests_gpu_test_device_LDADD = libferry.la $(FERRY_DEP_LIBS)
+tests_gpu_test_device_LDADD = libferry.la $(FERRY_DEP_LIBS) $(FERRY_CUDA_LIBS)
 if HAVE_NCCL
 GPU_TEST_NCCL = -DHAVE_NCCL_TEST
 endif

@@ -144,10 +144,9 @@ if test -x "$example"; then
   "$FERRY" gen "$tmp/ex" --samples $N --var samples:float32:8 --var targets:int64 \
     >/dev/null 2>&1
   MPIRUN=srun MPIRUN_FLAGS=--mpi=pmix $RUN_MPI 3 "$example" "$tmp/ex" \
-    >"$tmp/out.all" 2>&1
+    >"$tmp/out" 2>&1
   st=$?
-  # a CUDA build on a machine without a GPU adds one notice line
-  grep -v '^ferry: note: ' "$tmp/out.all" >"$tmp/out"
+  # nothing else: a CUDA build on a machine without a GPU is silent
   want="served `expr 2 \* $N` samples in 2 epochs of $N"
   if test $st = 0 && test "`cat "$tmp/out"`" = "$want"; then
     echo "ok: MPIRUN=srun run-mpi.sh 3 tests/example: $want"

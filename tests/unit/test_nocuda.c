@@ -1,13 +1,16 @@
 /*
- * test_nocuda.c - the GPU stage of a library built without CUDA: cuda.c
- * compiled here with FERRY_NO_CUDA, whatever this build found.
+ * test_nocuda.c - the GPU stage of a library built without CUDA:
+ * src/gpu/nocuda.c, linked into this program in any build (its objects
+ * come before libferry_core's, so they win over cuda.c's).
  * device=cuda is FERRY_ENOTSUP saying how to get CUDA; device=auto and
- * device=cpu deliver to host memory and say why; ferry_batch_wait refuses.
+ * device=cpu deliver to host memory and say why; ferry_batch_wait refuses;
+ * no versions and a library status that says why.
  */
-#define FERRY_NO_CUDA 1
-#include "../../src/gpu/cuda.c"
+#include "config.h"
+#include "gpu/gpu.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static int failures;
 #define CHECK(c, ...)                                                          \
@@ -52,6 +55,13 @@ int main(void) {
   CHECK(ferry__gpu_visible() == -1, "visible %d", ferry__gpu_visible());
   ferry_batch b = {0};
   CHECK(ferry_batch_wait(&b, NULL) == FERRY_EINVAL, "batch_wait accepted");
+  int vr = 0, vd = 0, vn = 0;
+  ferry__gpu_versions(&vr, &vd, &vn);
+  CHECK(vr == -1 && vd == -1 && vn == -1, "versions %d %d %d", vr, vd, vn);
+  const char *st = ferry__gpu_library_status();
+  CHECK(st && strstr(st, "CUDA runtime not loaded") &&
+            strstr(st, "without CUDA"),
+        "library status: %s", st ? st : "(null)");
   ferry_device_info di = {0};
   ferry__gpu_info(NULL, &di);
   CHECK(di.cuda == 0 && di.ndevices == 0, "info");

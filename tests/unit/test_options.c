@@ -97,6 +97,8 @@ int main(void) {
   expect_bad(o, "fraction", "1.5");
   expect_bad(o, "prefetch", "0");
   expect_bad(o, "threads", "-1");
+  expect_bad(o, "verbose", "3");
+  expect_bad(o, "verbose", "-1");
   expect_bad(o, "no_such_option", "1");
   CHECK(ferry_options_set(o, "no_such_option", "1") == FERRY_EINVAL &&
             strstr(ferry_last_error(NULL), "unknown option"),
@@ -155,6 +157,15 @@ int main(void) {
   for (int i = 0; i < ferry__option_count(); i++)
     differ += ferry__option_hash(a, i) != ferry__option_hash(b, i);
   CHECK(differ == 1, "seed change changes exactly one hash (%d)", differ);
+  /* ... except the per-rank ones: devices and verbose (only rank 0 speaks). */
+  ferry_options_set(b, "seed", "0");
+  CHECK(ferry_options_set(b, "verbose", "2") == 0 &&
+            ferry_options_set(b, "devices", "1") == 0,
+        "set verbose and devices");
+  differ = 0;
+  for (int i = 0; i < ferry__option_count(); i++)
+    differ += ferry__option_hash(a, i) != ferry__option_hash(b, i);
+  CHECK(differ == 0, "verbose and devices left out of the hash (%d)", differ);
   ferry_options_free(a);
   ferry_options_free(b);
 
