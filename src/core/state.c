@@ -126,8 +126,8 @@ int ferry__state_encode(const ferry__state *s, char **out, size_t *len,
   }
   memcpy(buf, head, (size_t)hl);
   memcpy(buf + hl, body, blen);
-  buf[hl + blen] = '\n';
-  buf[hl + blen + 1] = '\0';
+  buf[(size_t)hl + blen] = '\n';
+  buf[(size_t)hl + blen + 1] = '\0';
   free(body);
   *out = buf;
   *len = (size_t)hl + blen + 1;

@@ -358,7 +358,7 @@ static int dslot_init_on(ferry__gpu *g, ferry__dslot *d,
     d->mem_bytes[i] = bytes ? bytes : ALIGN_DEV;
     size_t off = 0;
     for (int v = 0; v < nv; v++) {
-      d->ptrs[(size_t)i * nv + v] = (unsigned char *)d->mem[i] + off;
+      d->ptrs[(size_t)i * (size_t)nv + (size_t)v] = (unsigned char *)d->mem[i] + off;
       off += ((size_t)per * m->vars[v].row_bytes + ALIGN_DEV - 1) /
              ALIGN_DEV * ALIGN_DEV;
     }
@@ -373,7 +373,7 @@ static int dslot_init_on(ferry__gpu *g, ferry__dslot *d,
        "cudaEventCreate");
     ferry_shard *sh = &d->shards[i];
     sh->device = g->dev[i];
-    sh->data = &d->ptrs[(size_t)i * nv];
+    sh->data = &d->ptrs[(size_t)i * (size_t)nv];
     sh->event = d->ev_done[i];
   }
   for (int v = 0; v < nv; v++) {
@@ -467,7 +467,7 @@ static int dslot_copy_on(ferry__dslot *d, const ferry_batch *host, int host_data
       size_t rb = host->vars[v].row_bytes;
       const unsigned char *src =
           (const unsigned char *)host->vars[v].data + (size_t)first * rb;
-      cudaError_t e = rt.cudaMemcpyAsync(d->ptrs[(size_t)i * nv + v], src,
+      cudaError_t e = rt.cudaMemcpyAsync(d->ptrs[(size_t)i * (size_t)nv + (size_t)v], src,
                                       (size_t)take * rb,
                                       cudaMemcpyHostToDevice, st);
       if (e != cudaSuccess)

@@ -22,7 +22,7 @@ void ferry__byteswap(void *buf, size_t n, size_t elsize) {
 char *ferry__join_path(const char *dir, const char *name) {
   size_t a = strlen(dir), b = strlen(name);
   int slash = a > 0 && dir[a - 1] != '/';
-  char *s = malloc(a + slash + b + 1);
+  char *s = malloc(a + (size_t)slash + b + 1);
   if (!s)
     return NULL;
   memcpy(s, dir, a);
