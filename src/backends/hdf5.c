@@ -351,11 +351,104 @@ static int layout(const h5_dset *ds, ferry__var *v, const char *path) {
   return (v->storage = strdup(buf)) ? 0 : -1;
 }
 
+/* The default selection: the datasets along the longest first dimension
+ * that ferry can read.  The others are marked (ndims -1) and listed with
+ * the reason in out->notes, which ferry info prints and a `vars` naming a
+ * skipped dataset gets in its error.  Returns the number chosen (> 0) or a
+ * negative code. */
+static int h5_select(const char *path, h5_visit *vis, hsize_t longest,
+                     ferry__part_desc *out, ferry__err *err) {
+  char chosen[512] = "", skipped[1536] = "";
+  int nsel = 0;
+  for (int i = 0; i < vis->n; i++) {
+    h5_dset *ds = &vis->v[i];
+    char why[200] = "";
+    if (ds->dim_only)
+      snprintf(why, sizeof why, "a netCDF dimension without data");
+    else if (ds->ndims < 1)
+      snprintf(why, sizeof why, "a scalar, no sample dimension");
+    else if (ds->dims[0] != longest)
+      snprintf(why, sizeof why, "%llu rows where the sample dimension has "
+               "%llu", (unsigned long long)ds->dims[0],
+               (unsigned long long)longest);
+    else if (ds->why)
+      snprintf(why, sizeof why, "%s, which ferry cannot read (integers, "
+               "float16/32/64 and h5py bools only)", ds->why);
+    if (why[0]) {
+      size_t n = strlen(skipped);
+      snprintf(skipped + n, sizeof skipped - n, "%s/%s (%s)", n ? "; " : "",
+               ds->name, why);
+      ds->ndims = -1; /* not a variable */
+      continue;
+    }
+    if (ds->filter[0])
+      return ferry__seterr(err, FERRY_ENOTSUP,
+                           "%s: dataset /%s is compressed with filter %s, "
+                           "whose plugin is not available: set "
+                           "HDF5_PLUGIN_PATH or install hdf5-filter-plugin",
+                           path, ds->name, ds->filter);
+    if (ds->ndims - 1 > FERRY_MAX_DIMS)
+      return ferry__seterr(err, FERRY_ENOTSUP,
+                           "%s: dataset /%s has %d dimensions; ferry reads at "
+                           "most %d after the sample dimension",
+                           path, ds->name, ds->ndims, FERRY_MAX_DIMS);
+    size_t n = strlen(chosen);
+    snprintf(chosen + n, sizeof chosen - n, "%s%s", n ? ", " : "", ds->name);
+    nsel++;
+  }
+  if (nsel == 0)
+    return ferry__seterr(err, FERRY_EEMPTY,
+                         "%s: the HDF5 file holds no dataset ferry can serve "
+                         "(skipped: %s)",
+                         path, skipped[0] ? skipped : "nothing, it is empty");
+  size_t len = strlen(chosen) + strlen(skipped) + 64;
+  if (!(out->notes = malloc(len)))
+    return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", path);
+  snprintf(out->notes, len, "chose %s (%llu rows); skipped %s", chosen,
+           (unsigned long long)longest, skipped[0] ? skipped : "nothing");
+  return nsel;
+}
+
+/* The chosen datasets (ndims >= 1) as the part's variables. */
+static int h5_fill(const char *path, h5_visit *vis, int nsel,
+                   hsize_t longest, int64_t file_size, ferry__part_desc *out,
+                   ferry__err *err) {
+  out->vars = calloc((size_t)nsel, sizeof *out->vars);
+  out->paths = calloc((size_t)nsel, sizeof *out->paths);
+  out->data_offset = calloc((size_t)nsel, sizeof *out->data_offset);
+  out->file_size = calloc((size_t)nsel, sizeof *out->file_size);
+  if (!out->vars || !out->paths || !out->data_offset || !out->file_size)
+    return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", path);
+  out->nvars = nsel;
+  out->num_samples = (int64_t)longest;
+  for (int i = 0, k = 0; i < vis->n; i++) {
+    h5_dset *ds = &vis->v[i];
+    if (ds->ndims < 1)
+      continue;
+    ferry__var *v = &out->vars[k];
+    v->name = ds->name;
+    ds->name = NULL;
+    v->dtype = ds->dtype;
+    v->swapped = 0;
+    v->row_ndim = ds->ndims - 1;
+    v->row_bytes = ferry_dtype_size(ds->dtype);
+    for (int j = 1; j < ds->ndims; j++) {
+      v->row_shape[j - 1] = (int64_t)ds->dims[j];
+      v->row_bytes *= (size_t)ds->dims[j];
+    }
+    out->file_size[k] = file_size;
+    if (layout(ds, v, path) < 0 || !(out->paths[k] = strdup(path)))
+      return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", path);
+    k++;
+  }
+  return 0;
+}
+
 static int h5_describe(const char *path, ferry__part_desc *out,
                        ferry__err *err) {
   h5_visit vis = {0};
   hid_t f = -1;
-  int rc = 0, nsel = 0;
+  int rc = 0;
   hsize_t longest = 0;
   struct stat st;
   memset(out, 0, sizeof *out);
@@ -381,101 +474,9 @@ static int h5_describe(const char *path, ferry__part_desc *out,
     if (!vis.v[i].dim_only && vis.v[i].ndims >= 1 &&
         vis.v[i].dims[0] > longest)
       longest = vis.v[i].dims[0];
-  /* What was chosen and what was skipped, and why: ferry info prints it,
-   * and a `vars` naming a skipped dataset gets it in its error. */
-  char chosen[512] = "", skipped[1536] = "";
-  for (int i = 0; i < vis.n; i++) {
-    h5_dset *ds = &vis.v[i];
-    char why[200] = "";
-    if (ds->dim_only)
-      snprintf(why, sizeof why, "a netCDF dimension without data");
-    else if (ds->ndims < 1)
-      snprintf(why, sizeof why, "a scalar, no sample dimension");
-    else if (ds->dims[0] != longest)
-      snprintf(why, sizeof why, "%llu rows where the sample dimension has "
-               "%llu", (unsigned long long)ds->dims[0],
-               (unsigned long long)longest);
-    else if (ds->why)
-      snprintf(why, sizeof why, "%s, which ferry cannot read (integers, "
-               "float16/32/64 and h5py bools only)", ds->why);
-    if (why[0]) {
-      size_t n = strlen(skipped);
-      snprintf(skipped + n, sizeof skipped - n, "%s/%s (%s)", n ? "; " : "",
-               ds->name, why);
-      ds->ndims = -1; /* not a variable */
-      continue;
-    }
-    if (ds->filter[0]) {
-      rc = ferry__seterr(err, FERRY_ENOTSUP,
-                         "%s: dataset /%s is compressed with filter %s, "
-                         "whose plugin is not available: set "
-                         "HDF5_PLUGIN_PATH or install hdf5-filter-plugin",
-                         path, ds->name, ds->filter);
-      goto cleanup;
-    }
-    if (ds->ndims - 1 > FERRY_MAX_DIMS) {
-      rc = ferry__seterr(err, FERRY_ENOTSUP,
-                         "%s: dataset /%s has %d dimensions; ferry reads at "
-                         "most %d after the sample dimension",
-                         path, ds->name, ds->ndims, FERRY_MAX_DIMS);
-      goto cleanup;
-    }
-    size_t n = strlen(chosen);
-    snprintf(chosen + n, sizeof chosen - n, "%s%s", n ? ", " : "", ds->name);
-    nsel++;
-  }
-  if (nsel == 0) {
-    rc = ferry__seterr(err, FERRY_EEMPTY,
-                       "%s: the HDF5 file holds no dataset ferry can serve "
-                       "(skipped: %s)",
-                       path, skipped[0] ? skipped : "nothing, it is empty");
-    goto cleanup;
-  }
-  {
-    size_t len = strlen(chosen) + strlen(skipped) + 64;
-    if (!(out->notes = malloc(len))) {
-      rc = ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", path);
-      goto cleanup;
-    }
-    snprintf(out->notes, len, "chose %s (%llu rows); skipped %s", chosen,
-             (unsigned long long)longest, skipped[0] ? skipped : "nothing");
-  }
-  out->vars = calloc((size_t)nsel, sizeof *out->vars);
-  out->paths = calloc((size_t)nsel, sizeof *out->paths);
-  out->data_offset = calloc((size_t)nsel, sizeof *out->data_offset);
-  out->file_size = calloc((size_t)nsel, sizeof *out->file_size);
-  if (!out->vars || !out->paths || !out->data_offset || !out->file_size) {
-    rc = ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", path);
-    goto cleanup;
-  }
-  out->nvars = nsel;
-  out->num_samples = (int64_t)longest;
-  for (int i = 0, k = 0; i < vis.n; i++) {
-    h5_dset *ds = &vis.v[i];
-    if (ds->ndims < 1)
-      continue;
-    ferry__var *v = &out->vars[k];
-    v->name = ds->name;
-    ds->name = NULL;
-    v->dtype = ds->dtype;
-    v->swapped = 0;
-    v->row_ndim = ds->ndims - 1;
-    v->row_bytes = ferry_dtype_size(ds->dtype);
-    for (int j = 1; j < ds->ndims; j++) {
-      v->row_shape[j - 1] = (int64_t)ds->dims[j];
-      v->row_bytes *= (size_t)ds->dims[j];
-    }
-    if ((rc = layout(ds, v, path)) < 0) {
-      rc = ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", path);
-      goto cleanup;
-    }
-    out->file_size[k] = (int64_t)st.st_size;
-    if (!(out->paths[k] = strdup(path))) {
-      rc = ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", path);
-      goto cleanup;
-    }
-    k++;
-  }
+  rc = h5_select(path, &vis, longest, out, err);
+  if (rc > 0)
+    rc = h5_fill(path, &vis, rc, longest, (int64_t)st.st_size, out, err);
 cleanup:
   for (int i = 0; i < vis.n; i++)
     free(vis.v[i].name);
