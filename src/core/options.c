@@ -230,6 +230,7 @@ static int set_one(struct ferry_options *o, const option_def *d,
     double v = strtod(value, &end);
     if (errno || end == value || *end || !(v > 0.0 && v <= 1.0))
       goto bad;
+    /* cppcheck-suppress invalidPointerCast ; field is a double member */
     *(double *)field = v;
     return 0;
   }
@@ -336,7 +337,10 @@ static void format_value(const struct ferry_options *o, const option_def *d,
   switch (d->kind) {
   case K_INT: snprintf(buf, len, "%" PRId64, *(const int64_t *)field); break;
   case K_UINT: snprintf(buf, len, "%" PRIu64, *(const uint64_t *)field); break;
-  case K_FRAC: snprintf(buf, len, "%.17g", *(const double *)field); break;
+  case K_FRAC:
+    /* cppcheck-suppress invalidPointerCast ; field is a double member */
+    snprintf(buf, len, "%.17g", *(const double *)field);
+    break;
   case K_ENUM: snprintf(buf, len, "%s", d->names[*(const int *)field]); break;
   case K_BOOL: snprintf(buf, len, "%s", *(const int *)field ? "yes" : "no"); break;
   case K_STR: {

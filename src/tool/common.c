@@ -589,7 +589,7 @@ double tool_half_to_double(uint16_t h) {
 
 #define FILL(T, expr)                                                          \
   do {                                                                         \
-    T *out = (T *)buf;                                                         \
+    T *out = (T *)buf; /* NOLINT(bugprone-macro-parentheses): T is a type */ \
     for (int64_t r = 0; r < nrows; r++)                                        \
       for (int64_t k = 0; k < row_elems; k++) {                                \
         uint64_t v = (uint64_t)(first + r) + (uint64_t)k;                      \
