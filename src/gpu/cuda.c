@@ -243,7 +243,6 @@ int ferry__gpu_open(const ferry_options *o, int rank, int local_rank,
   return 0;
 }
 
-int ferry__gpu_ndev(const ferry__gpu *g) { return g ? g->ndev : 0; }
 
 void ferry__gpu_info(const ferry__gpu *g, ferry_device_info *out) {
   out->cuda = g != NULL;

@@ -78,7 +78,6 @@ const char *ferry__gpu_library_status(void);
 /** Fill the device part of a ferry_device_info (ndevices, devices,
  *  nccl_attached); host delivery leaves them 0. */
 void ferry__gpu_info(const ferry__gpu *g, ferry_device_info *out);
-int ferry__gpu_ndev(const ferry__gpu *g);
 /** Wait for every copy on the loader's streams (epoch stop, close). */
 int ferry__gpu_sync(ferry__gpu *g, ferry__err *err);
 /** Pinned host memory (cudaHostAlloc), freed with ferry__gpu_host_free. */

@@ -50,7 +50,6 @@ void ferry__gpu_info(const ferry__gpu *g, ferry_device_info *out) {
   out->ndevices = 0;
   out->nccl_attached = 0;
 }
-int ferry__gpu_ndev(const ferry__gpu *g) { (void)g; return 0; }
 int ferry__gpu_sync(ferry__gpu *g, ferry__err *err) {
   (void)g;
   (void)err;
