@@ -454,8 +454,8 @@ static int bench_args(const tool_ctx *ctx, bench_cfg *cfg) {
  * now, before the pipeline starts, on every rank at once.  COLLECTIVE.
  * Returns 0 or an exit status, the same on every rank.
  */
-static int bench_gpu_setup(tool_ctx *ctx, ferry_loader *L,
-                           const bench_cfg *cfg, double *m) {
+static int bench_gpu_setup(tool_ctx *ctx, ferry_loader *L, const bench_cfg *cfg,
+                           double *m) {
   ferry_device_info dinfo;
   memset(&dinfo, 0, sizeof dinfo);
   if (ferry_device_info_get(L, &dinfo) != 0)
@@ -612,8 +612,8 @@ static double *bench_gather(const tool_ctx *ctx, const ferry_loader *L,
 
 /* The aggregates over the ranks that both reports print. */
 typedef struct bench_sum {
-  int64_t per_epoch;             /* batches per rank in the last epoch */
-  unsigned long long budget[5];  /* see bench_gather                   */
+  int64_t per_epoch;            /* batches per rank in the last epoch */
+  unsigned long long budget[5]; /* see bench_gather                   */
   char batch_size[64];
   double t, sum_elapsed, samples, bytes, bytes_read, wait, au_c, au_t, rss,
       loader_peak, au_min, bmin, bmax;
@@ -622,8 +622,7 @@ typedef struct bench_sum {
   int any_gpu, shards;
   double h2d_b, h2d_s, base_b, base_s, base_size, swait, swait_steady,
       steps_steady, batches;
-  double h2d_bps, h2d_wall_bps, base_bps, h2d_ratio, swait_ms,
-      swait_steady_ms;
+  double h2d_bps, h2d_wall_bps, base_bps, h2d_ratio, swait_ms, swait_steady_ms;
   const char *mode;
 } bench_sum;
 

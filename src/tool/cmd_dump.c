@@ -2,10 +2,11 @@
  * cmd_dump.c - `ferry dump DATASET --var NAME --epoch E`: run one epoch and
  * print every sample served, one line each, "rank batch global_index
  * first_value", where first_value is element 0 of that sample's row of
- * variable NAME (with --row-hash, a fifth field hashes the whole row).  Each rank keeps fixed-size records of what it received and
- * rank 0 gathers them (MPI_Gatherv) and prints them in rank order, so the
- * output is a deterministic text that can be diffed between runs, world
- * sizes and options, never the interleaving of several ranks' stdout.
+ * variable NAME (with --row-hash, a fifth field hashes the whole row).  Each
+ * rank keeps fixed-size records of what it received and rank 0 gathers them
+ * (MPI_Gatherv) and prints them in rank order, so the output is a deterministic
+ * text that can be diffed between runs, world sizes and options, never the
+ * interleaving of several ranks' stdout.
  */
 #include "tool.h"
 

@@ -95,9 +95,9 @@ typedef struct setup {
   ferry_var_info *vars; /* [nvars] */
   int64_t batch_size;
   int tail;
-  int shuffled;          /* shuffle != none */
-  int content;           /* the values encode the index */
-  unsigned char *expect; /* scratch row for the content check */
+  int shuffled;                         /* shuffle != none */
+  int content;                          /* the values encode the index */
+  unsigned char *expect;                /* scratch row for the content check */
   char tail_name[64], shuffle_name[64]; /* the options, as text */
   char why[1024];                       /* why content is (not) checked */
 } setup;
@@ -598,8 +598,8 @@ static void once_why(const setup *su, const once_tally *c, int64_t es,
     WHY("; %" PRId64 " samples dropped with tail=%s", dropped,
         su->tail == TAIL_PAD ? "pad" : "partial");
   if (c->distinct != want) {
-    WHY("; %" PRId64 " distinct samples served, expected %" PRId64,
-        c->distinct, want);
+    WHY("; %" PRId64 " distinct samples served, expected %" PRId64, c->distinct,
+        want);
     if (c->first_missing >= 0)
       WHY(" (first missing %" PRId64 ")", c->first_missing);
   }
@@ -853,8 +853,8 @@ static int verify_checkpoint(tool_ctx *ctx, ferry_loader *L,
  * Returns 0 or an exit status. */
 static int verify_epoch_saved(tool_ctx *ctx, ferry_loader *L,
                               const verify_cfg *cfg, verify_run *v, int64_t e,
-                              const int64_t *prev, int64_t nprev,
-                              int64_t total, int gathered) {
+                              const int64_t *prev, int64_t nprev, int64_t total,
+                              int gathered) {
   int ok = gathered;
   if (ok && ctx->rank == 0)
     ok = served_write(cfg->state, e, prev, nprev, v->ids, v->pad, total) == 0;
@@ -868,8 +868,8 @@ static int verify_epoch_saved(tool_ctx *ctx, ferry_loader *L,
 }
 
 /* Content for epoch e.  COLLECTIVE. */
-static void check_content_all(const tool_ctx *ctx, report *rep,
-                              const setup *su, int64_t e, const epoch_run *r) {
+static void check_content_all(const tool_ctx *ctx, report *rep, const setup *su,
+                              int64_t e, const epoch_run *r) {
   char msg[MSG_LEN];
   int64_t bad = sum_i64(r->bad_values), checked = sum_i64(r->checked);
   first_message(ctx, r->bad_values > 0, r->content_msg, msg);
