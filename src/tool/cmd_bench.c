@@ -318,6 +318,23 @@ static void gpu_free(gpu_bench *g) {
   g->nshards = 0;
 }
 
+/* A shard's batch in bytes: ceil(batch_size / devices) samples. */
+static size_t gpu_shard_bytes(const tool_ctx *ctx, const ferry_loader *L,
+                              const ferry_device_info *dinfo) {
+  ferry_memory_budget mb0;
+  memset(&mb0, 0, sizeof mb0);
+  ferry_memory_budget_get(L, &mb0);
+  char bsz[64];
+  int64_t bs = 0;
+  if (tool_parse_i64(tool_option(ctx, "batch_size", bsz, sizeof bsz), 1,
+                     INT64_MAX, &bs) == 0 &&
+      mb0.batch_bytes % (size_t)bs == 0)
+    return mb0.batch_bytes / (size_t)bs *
+           (size_t)((bs + dinfo->ndevices - 1) / dinfo->ndevices);
+  return (mb0.batch_bytes + (size_t)dinfo->ndevices - 1) /
+         (size_t)dinfo->ndevices;
+}
+
 /*
  * The baseline: a plain pinned cudaMemcpyAsync of BYTES (a shard's batch)
  * on each device of this rank, on a non-blocking stream, each copy timed
@@ -381,23 +398,33 @@ static void gpu_free(gpu_bench *g) { (void)g; }
 
 #endif /* HAVE_CUDA */
 
-static int run_bench(tool_ctx *ctx) {
-  int64_t epochs = 1;
-  double compute_ms = 0;
-  int spin = 0, json = 0;
-  const char *state = NULL;
+/* ---- The run --------------------------------------------------------------
+ */
+
+/* bench's own options. */
+typedef struct bench_cfg {
+  int64_t epochs;
+  double compute_ms;
+  int spin, json;
+  const char *state; /* --state FILE, or NULL */
+} bench_cfg;
+
+/* Returns 0, or TOOL_EXIT_USAGE after a message. */
+static int bench_args(const tool_ctx *ctx, bench_cfg *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  cfg->epochs = 1;
   for (int i = 0; i < ctx->nargs; i++) {
     const char *v = ctx->args[i].value;
     switch (ctx->args[i].id) {
     case OPT_EPOCHS:
-      if (tool_parse_i64(v, 1, INT64_C(1) << 40, &epochs) != 0)
+      if (tool_parse_i64(v, 1, INT64_C(1) << 40, &cfg->epochs) != 0)
         return tool_usage_error(ctx,
                                 "bad value '%s' for --epochs: expected "
                                 "an integer >= 1",
                                 v);
       break;
     case OPT_COMPUTE_MS:
-      if (tool_parse_double(v, &compute_ms) != 0)
+      if (tool_parse_double(v, &cfg->compute_ms) != 0)
         return tool_usage_error(ctx,
                                 "bad value '%s' for --compute-ms: "
                                 "expected a number >= 0",
@@ -409,322 +436,340 @@ static int run_bench(tool_ctx *ctx) {
                                 "bad value '%s' for --compute-mode: "
                                 "expected sleep or spin",
                                 v);
-      spin = strcmp(v, "spin") == 0;
+      cfg->spin = strcmp(v, "spin") == 0;
       break;
     case OPT_JSON:
-      json = 1;
+      cfg->json = 1;
       break;
     case OPT_STATE:
-      state = v;
+      cfg->state = v;
       break;
     }
   }
-  ferry_loader *L = NULL;
-  gpu_bench g;
-  memset(&g, 0, sizeof g);
-  int st = tool_open(ctx, &L), rc;
-  if (st != 0)
-    return st;
-  double *all = NULL;
-  ferry_stats s0, s1;
-  memset(&s0, 0, sizeof s0);
-  memset(&s1, 0, sizeof s1);
-  ferry_stats_get(L, &s0);
-  double m[M_COUNT] = {0};
-  int64_t per_epoch = 0;
+  return 0;
+}
 
-  /* Device batches: the step kernel must exist, and the baseline copies
-   * run now, before the pipeline starts, on every rank at once. */
+/*
+ * Device batches: the step kernel must exist, and the baseline copies run
+ * now, before the pipeline starts, on every rank at once.  COLLECTIVE.
+ * Returns 0 or an exit status, the same on every rank.
+ */
+static int bench_gpu_setup(tool_ctx *ctx, ferry_loader *L, const bench_cfg *cfg,
+                           double *m) {
   ferry_device_info dinfo;
   memset(&dinfo, 0, sizeof dinfo);
   if (ferry_device_info_get(L, &dinfo) != 0)
     dinfo.cuda = 0;
   int gpu = dinfo.cuda && dinfo.ndevices > 0;
   /* [0]: some rank has device batches; [1]: some rank cannot run the step */
-  int gpu_any[2] = {gpu, gpu && compute_ms > 0 && !GPU_STEP_KERNEL};
+  int gpu_any[2] = {gpu, gpu && cfg->compute_ms > 0 && !GPU_STEP_KERNEL};
   MPI_Allreduce(MPI_IN_PLACE, gpu_any, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (gpu_any[1]) {
-    st =
-        tool_usage_error(ctx, "--compute-ms with device batches (device=cuda) "
-                              "runs a GPU kernel, but this ferry was built "
-                              "without nvcc: no GPU step kernel; rebuild with "
-                              "NVCC=/path/to/nvcc (configure), or use --device "
-                              "cpu");
-    goto cleanup;
-  }
+  if (gpu_any[1])
+    return tool_usage_error(ctx,
+                            "--compute-ms with device batches (device=cuda) "
+                            "runs a GPU kernel, but this ferry was built "
+                            "without nvcc: no GPU step kernel; rebuild with "
+                            "NVCC=/path/to/nvcc (configure), or use --device "
+                            "cpu");
   if (gpu_any[0])
     MPI_Barrier(MPI_COMM_WORLD); /* the ranks' baselines run together */
   if (gpu) {
     m[M_GPU] = 1;
     m[M_SHARDS] = dinfo.ndevices;
 #ifdef HAVE_CUDA
-    /* a shard's batch: ceil(batch_size / devices) samples */
-    ferry_memory_budget mb0;
-    memset(&mb0, 0, sizeof mb0);
-    ferry_memory_budget_get(L, &mb0);
-    char bsz[64];
-    int64_t bs = 0;
-    size_t shard_bytes = 0;
-    if (tool_parse_i64(tool_option(ctx, "batch_size", bsz, sizeof bsz), 1,
-                       INT64_MAX, &bs) == 0 &&
-        mb0.batch_bytes % (size_t)bs == 0)
-      shard_bytes = mb0.batch_bytes / (size_t)bs *
-                    (size_t)((bs + dinfo.ndevices - 1) / dinfo.ndevices);
-    else
-      shard_bytes = (mb0.batch_bytes + (size_t)dinfo.ndevices - 1) /
-                    (size_t)dinfo.ndevices;
+    size_t shard_bytes = gpu_shard_bytes(ctx, L, &dinfo);
     m[M_BASE_SIZE] = (double)shard_bytes;
     if (shard_bytes > 0)
       gpu_baseline(ctx, &dinfo, shard_bytes, &m[M_BASE_BYTES], &m[M_BASE_S]);
 #endif
   }
+  return 0;
+}
 
+/*
+ * Epoch e, step by step (started: tool_state_begin set it already).
+ * Returns 0, or an exit status the same on every rank: a library error,
+ * TOOL_EXIT_REQUEUE after a checkpoint was saved, or a failed save.
+ */
+static int bench_epoch(tool_ctx *ctx, ferry_loader *L, gpu_bench *g,
+                       const bench_cfg *cfg, int64_t e, int started, double *m,
+                       int64_t *per_epoch) {
+  int rc, st;
+  if (!started && (rc = ferry_set_epoch(L, e)) != 0)
+    return tool_lib_error(ctx, L, rc);
+  *per_epoch = ferry_num_batches(L);
+  double first_step_end = 0;
+  for (int64_t step = 0;; step++) {
+    ferry_batch *b = NULL;
+    rc = ferry_next(L, &b);
+    if (rc == FERRY_END)
+      break;
+    if (rc != 0) /* collective: every rank fails at the same batch */
+      return tool_lib_error(ctx, L, rc);
+    double c = 0;
+    int on_gpu = b->nshards > 0;
+    if (on_gpu) {
+      /* waits on the GPU, the kernel, ferry_release; compute time and
+       * stream waits are accounted when the step is waited for */
+      gpu_step(ctx, L, g, b, cfg->compute_ms, step, m);
+    } else {
+      if (cfg->compute_ms > 0) {
+        double c0 = MPI_Wtime();
+        emulate_compute(cfg->compute_ms, cfg->spin);
+        c = MPI_Wtime() - c0;
+      }
+      if ((rc = ferry_release(L, b)) != 0)
+        tool_local_fatal(ctx, L, "ferry_release", rc);
+    }
+    if (cfg->state && ferry_checkpoint_requested(L)) {
+      gpu_drain(ctx, g, m); /* the steps on the batches served are done */
+      /* the same answer on every rank after the same batch */
+      st = tool_state_save(ctx, L, cfg->state, step + 1, cfg->json);
+      return st == 0 ? TOOL_EXIT_REQUEUE : st;
+    }
+    m[M_BATCHES] += 1;
+    if (!on_gpu)
+      m[M_COMPUTE] += c;
+    if (step == 0)
+      first_step_end = MPI_Wtime();
+    else if (!on_gpu)
+      m[M_AU_COMPUTE] += c;
+  }
+  gpu_drain(ctx, g, m); /* the epoch ends when its last step does */
+  if (first_step_end > 0)
+    m[M_AU_TIME] += MPI_Wtime() - first_step_end;
+  /* the end of the last epoch: a rerun with the same FILE has nothing
+   * left to do instead of repeating an epoch */
+  if (cfg->state && e + 1 == cfg->epochs)
+    return tool_state_save(ctx, L, cfg->state, *per_epoch, 1);
+  return 0;
+}
+
+/* The epochs (from --state FILE's position when it exists), timed from a
+ * common start into m[M_ELAPSED].  Returns 0 or an exit status. */
+static int bench_epochs(tool_ctx *ctx, ferry_loader *L, gpu_bench *g,
+                        const bench_cfg *cfg, double *m, int64_t *per_epoch) {
   int64_t e0 = 0;
-  int resumed = 0;
-  if (state && (st = tool_state_begin(ctx, L, state, json, &e0, &resumed)))
-    goto cleanup;
+  int resumed = 0, st;
+  if (cfg->state &&
+      (st = tool_state_begin(ctx, L, cfg->state, cfg->json, &e0, &resumed)))
+    return st;
   MPI_Barrier(MPI_COMM_WORLD); /* start together: elapsed is comparable */
   double t_start = MPI_Wtime();
-  for (int64_t e = e0; e < epochs; e++) {
-    if (!(state && e == e0) && (rc = ferry_set_epoch(L, e)) != 0) {
-      st = tool_lib_error(ctx, L, rc);
-      goto cleanup;
-    }
-    per_epoch = ferry_num_batches(L);
-    double first_step_end = 0;
-    for (int64_t step = 0;; step++) {
-      ferry_batch *b = NULL;
-      rc = ferry_next(L, &b);
-      if (rc == FERRY_END)
-        break;
-      if (rc != 0) { /* collective: every rank fails at the same batch */
-        st = tool_lib_error(ctx, L, rc);
-        goto cleanup;
-      }
-      double c = 0;
-      int on_gpu = b->nshards > 0;
-      if (on_gpu) {
-        /* waits on the GPU, the kernel, ferry_release; compute time and
-         * stream waits are accounted when the step is waited for */
-        gpu_step(ctx, L, &g, b, compute_ms, step, m);
-      } else {
-        if (compute_ms > 0) {
-          double c0 = MPI_Wtime();
-          emulate_compute(compute_ms, spin);
-          c = MPI_Wtime() - c0;
-        }
-        if ((rc = ferry_release(L, b)) != 0)
-          tool_local_fatal(ctx, L, "ferry_release", rc);
-      }
-      if (state && ferry_checkpoint_requested(L)) {
-        gpu_drain(ctx, &g, m); /* the steps on the batches served are done */
-        /* the same answer on every rank after the same batch */
-        st = tool_state_save(ctx, L, state, step + 1, json);
-        if (st == 0)
-          st = TOOL_EXIT_REQUEUE;
-        goto cleanup;
-      }
-      m[M_BATCHES] += 1;
-      if (!on_gpu)
-        m[M_COMPUTE] += c;
-      if (step == 0)
-        first_step_end = MPI_Wtime();
-      else if (!on_gpu)
-        m[M_AU_COMPUTE] += c;
-    }
-    gpu_drain(ctx, &g, m); /* the epoch ends when its last step does */
-    if (first_step_end > 0)
-      m[M_AU_TIME] += MPI_Wtime() - first_step_end;
-    /* the end of the last epoch: a rerun with the same FILE has nothing
-     * left to do instead of repeating an epoch */
-    if (state && e + 1 == epochs &&
-        (st = tool_state_save(ctx, L, state, per_epoch, 1)) != 0)
-      goto cleanup;
+  for (int64_t e = e0; e < cfg->epochs; e++) {
+    int started = cfg->state != NULL && e == e0;
+    if ((st = bench_epoch(ctx, L, g, cfg, e, started, m, per_epoch)) != 0)
+      return st;
   }
   m[M_ELAPSED] = MPI_Wtime() - t_start;
+  return 0;
+}
+
+/* This rank's counters of the run: ferry_stats now minus s0, peak RSS. */
+static void bench_measure(const ferry_loader *L, const ferry_stats *s0,
+                          const gpu_bench *g, double *m) {
+  ferry_stats s1;
+  memset(&s1, 0, sizeof s1);
   ferry_stats_get(L, &s1);
-  m[M_SAMPLES] = (double)(s1.samples - s0.samples);
-  m[M_BYTES] = (double)(s1.bytes - s0.bytes);
-  m[M_BYTES_READ] = (double)(s1.bytes_read - s0.bytes_read);
-  m[M_WAIT] = s1.wait_seconds - s0.wait_seconds;
-  m[M_READ_S] = s1.read_seconds - s0.read_seconds;
+  m[M_SAMPLES] = (double)(s1.samples - s0->samples);
+  m[M_BYTES] = (double)(s1.bytes - s0->bytes);
+  m[M_BYTES_READ] = (double)(s1.bytes_read - s0->bytes_read);
+  m[M_WAIT] = s1.wait_seconds - s0->wait_seconds;
+  m[M_READ_S] = s1.read_seconds - s0->read_seconds;
   m[M_RSS] = peak_rss_bytes();
   m[M_LOADER_PEAK] = (double)s1.peak_resident_bytes;
-  m[M_H2D_BYTES] = (double)(s1.h2d_bytes - s0.h2d_bytes);
-  m[M_H2D_S] = s1.h2d_seconds - s0.h2d_seconds;
-  if (g.nshards > 0)
-    m[M_SHARDS] = g.nshards;
+  m[M_H2D_BYTES] = (double)(s1.h2d_bytes - s0->h2d_bytes);
+  m[M_H2D_S] = s1.h2d_seconds - s0->h2d_seconds;
+  if (g->nshards > 0)
+    m[M_SHARDS] = g->nshards;
+}
 
+/* The memory budget (maximum over ranks) into budget[5]: batch, ring,
+ * reads, plan, total; every rank's m gathered on rank 0, into the malloc'd
+ * array returned there (NULL elsewhere).  COLLECTIVE. */
+static double *bench_gather(const tool_ctx *ctx, const ferry_loader *L,
+                            double *m, unsigned long long *budget) {
   ferry_memory_budget mb;
   memset(&mb, 0, sizeof mb);
   ferry_memory_budget_get(L, &mb);
-  unsigned long long budget[5] = {mb.batch_bytes, mb.ring_bytes, mb.read_bytes,
-                                  mb.plan_bytes, mb.total_bytes};
+  budget[0] = mb.batch_bytes;
+  budget[1] = mb.ring_bytes;
+  budget[2] = mb.read_bytes;
+  budget[3] = mb.plan_bytes;
+  budget[4] = mb.total_bytes;
   MPI_Allreduce(MPI_IN_PLACE, budget, 5, MPI_UNSIGNED_LONG_LONG, MPI_MAX,
                 MPI_COMM_WORLD);
+  double *all = NULL;
   if (ctx->rank == 0 &&
       (all = malloc((size_t)ctx->size * M_COUNT * sizeof *all)) == NULL)
     tool_local_fatal(ctx, L, "out of memory", FERRY_ENOMEM);
   MPI_Gather(m, M_COUNT, MPI_DOUBLE, all, M_COUNT, MPI_DOUBLE, 0,
              MPI_COMM_WORLD);
-  if (ctx->rank != 0)
-    goto cleanup;
+  return all;
+}
 
-  /* Aggregates: throughput over the slowest rank's time; fractions as
-   * ratios of sums, i.e. weighted by each rank's time. */
-  double t = 0, sum_elapsed = 0, samples = 0, bytes = 0, bytes_read = 0,
-         wait = 0, au_c = 0, au_t = 0, rss = 0, loader_peak = 0, au_min = 1;
-  double bmin = 0, bmax = 0;
+/* ---- The report (rank 0) ------------------------------------------------- */
+
+/* The aggregates over the ranks that both reports print. */
+typedef struct bench_sum {
+  int64_t per_epoch;            /* batches per rank in the last epoch */
+  unsigned long long budget[5]; /* see bench_gather                   */
+  char batch_size[64];
+  double t, sum_elapsed, samples, bytes, bytes_read, wait, au_c, au_t, rss,
+      loader_peak, au_min, bmin, bmax;
+  double sps, bps, wait_frac, au;
+  /* device batches */
+  int any_gpu, shards;
+  double h2d_b, h2d_s, base_b, base_s, base_size, swait, swait_steady,
+      steps_steady, batches;
+  double h2d_bps, h2d_wall_bps, base_bps, h2d_ratio, swait_ms, swait_steady_ms;
+  const char *mode;
+} bench_sum;
+
+/* Throughput over the slowest rank's time; fractions as ratios of sums,
+ * i.e. weighted by each rank's time. */
+static void bench_aggregate(const tool_ctx *ctx, const bench_cfg *cfg,
+                            const double *all, bench_sum *s) {
+  s->au_min = 1;
   for (int r = 0; r < ctx->size; r++) {
     const double *x = all + (size_t)r * M_COUNT;
-    t = x[M_ELAPSED] > t ? x[M_ELAPSED] : t;
-    sum_elapsed += x[M_ELAPSED];
-    samples += x[M_SAMPLES];
-    bytes += x[M_BYTES];
-    bytes_read += x[M_BYTES_READ];
-    wait += x[M_WAIT];
-    au_c += x[M_AU_COMPUTE];
-    au_t += x[M_AU_TIME];
+    s->t = x[M_ELAPSED] > s->t ? x[M_ELAPSED] : s->t;
+    s->sum_elapsed += x[M_ELAPSED];
+    s->samples += x[M_SAMPLES];
+    s->bytes += x[M_BYTES];
+    s->bytes_read += x[M_BYTES_READ];
+    s->wait += x[M_WAIT];
+    s->au_c += x[M_AU_COMPUTE];
+    s->au_t += x[M_AU_TIME];
     double au_r = x[M_AU_TIME] > 0 ? x[M_AU_COMPUTE] / x[M_AU_TIME] : 0;
-    au_min = r == 0 || au_r < au_min ? au_r : au_min;
-    rss = x[M_RSS] > rss ? x[M_RSS] : rss;
-    loader_peak =
-        x[M_LOADER_PEAK] > loader_peak ? x[M_LOADER_PEAK] : loader_peak;
-    bmin = r == 0 || x[M_BATCHES] < bmin ? x[M_BATCHES] : bmin;
-    bmax = x[M_BATCHES] > bmax ? x[M_BATCHES] : bmax;
+    s->au_min = r == 0 || au_r < s->au_min ? au_r : s->au_min;
+    s->rss = x[M_RSS] > s->rss ? x[M_RSS] : s->rss;
+    s->loader_peak =
+        x[M_LOADER_PEAK] > s->loader_peak ? x[M_LOADER_PEAK] : s->loader_peak;
+    s->bmin = r == 0 || x[M_BATCHES] < s->bmin ? x[M_BATCHES] : s->bmin;
+    s->bmax = x[M_BATCHES] > s->bmax ? x[M_BATCHES] : s->bmax;
   }
-  double sps = t > 0 ? samples / t : 0, bps = t > 0 ? bytes / t : 0;
-  double wait_frac = sum_elapsed > 0 ? wait / sum_elapsed : 0;
-  double au = au_t > 0 ? au_c / au_t : 0;
-  char bs[64];
-  const char *batch_size = tool_option(ctx, "batch_size", bs, sizeof bs);
+  s->sps = s->t > 0 ? s->samples / s->t : 0;
+  s->bps = s->t > 0 ? s->bytes / s->t : 0;
+  s->wait_frac = s->sum_elapsed > 0 ? s->wait / s->sum_elapsed : 0;
+  s->au = s->au_t > 0 ? s->au_c / s->au_t : 0;
+  tool_option(ctx, "batch_size", s->batch_size, sizeof s->batch_size);
 
   /* Device batches: H2D rates as ratios of sums over ranks (bytes over the
    * GPU time of the copies), the consumer streams' waits summed. */
-  int any_gpu = 0, shards = 0;
-  double h2d_b = 0, h2d_s = 0, base_b = 0, base_s = 0, base_size = 0, swait = 0,
-         swait_steady = 0, steps_steady = 0, batches = 0;
   for (int r = 0; r < ctx->size; r++) {
     const double *x = all + (size_t)r * M_COUNT;
     if (x[M_GPU] == 0)
       continue;
-    any_gpu = 1;
-    shards = x[M_SHARDS] > shards ? (int)x[M_SHARDS] : shards;
-    h2d_b += x[M_H2D_BYTES];
-    h2d_s += x[M_H2D_S];
-    base_b += x[M_BASE_BYTES];
-    base_s += x[M_BASE_S];
-    base_size = x[M_BASE_SIZE] > base_size ? x[M_BASE_SIZE] : base_size;
-    swait += x[M_SWAIT];
-    swait_steady += x[M_SWAIT_STEADY];
-    steps_steady += x[M_STEPS_STEADY];
-    batches += x[M_BATCHES];
+    s->any_gpu = 1;
+    s->shards = x[M_SHARDS] > s->shards ? (int)x[M_SHARDS] : s->shards;
+    s->h2d_b += x[M_H2D_BYTES];
+    s->h2d_s += x[M_H2D_S];
+    s->base_b += x[M_BASE_BYTES];
+    s->base_s += x[M_BASE_S];
+    s->base_size =
+        x[M_BASE_SIZE] > s->base_size ? x[M_BASE_SIZE] : s->base_size;
+    s->swait += x[M_SWAIT];
+    s->swait_steady += x[M_SWAIT_STEADY];
+    s->steps_steady += x[M_STEPS_STEADY];
+    s->batches += x[M_BATCHES];
   }
-  double h2d_bps = h2d_s > 0 ? h2d_b / h2d_s : 0;
-  double h2d_wall_bps = t > 0 ? h2d_b / t : 0;
-  double base_bps = base_s > 0 ? base_b / base_s : 0;
-  double h2d_ratio = base_bps > 0 ? h2d_bps / base_bps : 0;
-  double swait_ms = batches > 0 ? 1e3 * swait / batches : 0;
-  double swait_steady_ms =
-      steps_steady > 0 ? 1e3 * swait_steady / steps_steady : 0;
-  const char *mode = any_gpu ? "gpu" : spin ? "spin" : "sleep";
+  s->h2d_bps = s->h2d_s > 0 ? s->h2d_b / s->h2d_s : 0;
+  s->h2d_wall_bps = s->t > 0 ? s->h2d_b / s->t : 0;
+  s->base_bps = s->base_s > 0 ? s->base_b / s->base_s : 0;
+  s->h2d_ratio = s->base_bps > 0 ? s->h2d_bps / s->base_bps : 0;
+  s->swait_ms = s->batches > 0 ? 1e3 * s->swait / s->batches : 0;
+  s->swait_steady_ms =
+      s->steps_steady > 0 ? 1e3 * s->swait_steady / s->steps_steady : 0;
+  s->mode = s->any_gpu ? "gpu" : cfg->spin ? "spin" : "sleep";
+}
 
-  if (json) {
-    printf("{\"dataset\": ");
-    tool_json_string(stdout, ctx->target);
-    printf(", \"ranks\": %d, \"epochs\": %" PRId64 ", \"batch_size\": %s"
-           ", \"batches_per_rank\": %.0f, \"batches_per_epoch\": %" PRId64
-           ", \"samples\": %.0f, \"bytes\": %.0f, \"bytes_read\": %.0f"
+/* ", \"KEY\": V" with V a JSON number. */
+static void json_num(const char *key, double v) {
+  printf(", \"%s\": ", key);
+  tool_json_number(stdout, v);
+}
+
+/* The "per_rank" array of the JSON report. */
+static void bench_json_ranks(const tool_ctx *ctx, const bench_sum *s,
+                             const double *all) {
+  for (int r = 0; r < ctx->size; r++) {
+    const double *x = all + (size_t)r * M_COUNT;
+    double el = x[M_ELAPSED];
+    printf("%s{\"rank\": %d, \"batches\": %.0f, \"samples\": %.0f"
            ", \"elapsed_s\": ",
-           ctx->size, epochs, batch_size, bmax, per_epoch, samples, bytes,
-           bytes_read);
-    tool_json_number(stdout, t);
-    printf(", \"samples_per_s\": ");
-    tool_json_number(stdout, sps);
-    printf(", \"bytes_per_s\": ");
-    tool_json_number(stdout, bps);
-    printf(", \"wait_s\": ");
-    tool_json_number(stdout, wait);
-    printf(", \"wait_fraction\": ");
-    tool_json_number(stdout, wait_frac);
-    printf(", \"compute_ms\": ");
-    tool_json_number(stdout, compute_ms);
-    printf(", \"compute_mode\": \"%s\", \"au\": ", mode);
-    tool_json_number(stdout, au);
-    printf(", \"au_min\": ");
-    tool_json_number(stdout, au_min);
-    if (any_gpu) {
-      printf(", \"device\": \"cuda\", \"shards\": %d, \"h2d_bytes\": %.0f"
-             ", \"h2d_seconds\": ",
-             shards, h2d_b);
-      tool_json_number(stdout, h2d_s);
-      printf(", \"h2d_bytes_per_s\": ");
-      tool_json_number(stdout, h2d_bps);
-      printf(", \"h2d_wall_bytes_per_s\": ");
-      tool_json_number(stdout, h2d_wall_bps);
-      printf(", \"h2d_baseline_copy_bytes\": %.0f"
-             ", \"h2d_baseline_bytes_per_s\": ",
-             base_size);
-      tool_json_number(stdout, base_bps);
-      printf(", \"h2d_ratio\": ");
-      tool_json_number(stdout, h2d_ratio);
-      printf(", \"stream_wait_s\": ");
-      tool_json_number(stdout, swait);
-      printf(", \"stream_wait_ms_per_batch\": ");
-      tool_json_number(stdout, swait_ms);
-      printf(", \"stream_wait_steady_ms_per_batch\": ");
-      tool_json_number(stdout, swait_steady_ms);
-      printf(", \"stream_wait_fraction\": ");
-      tool_json_number(stdout, sum_elapsed > 0 ? swait / sum_elapsed : 0);
+           r ? ", " : "", r, x[M_BATCHES], x[M_SAMPLES]);
+    tool_json_number(stdout, el);
+    json_num("samples_per_s", el > 0 ? x[M_SAMPLES] / el : 0);
+    json_num("bytes_per_s", el > 0 ? x[M_BYTES] / el : 0);
+    json_num("wait_s", x[M_WAIT]);
+    json_num("wait_fraction", el > 0 ? x[M_WAIT] / el : 0);
+    json_num("au", x[M_AU_TIME] > 0 ? x[M_AU_COMPUTE] / x[M_AU_TIME] : 0);
+    if (s->any_gpu) {
+      json_num("h2d_bytes_per_s",
+               x[M_H2D_S] > 0 ? x[M_H2D_BYTES] / x[M_H2D_S] : 0);
+      json_num("h2d_baseline_bytes_per_s",
+               x[M_BASE_S] > 0 ? x[M_BASE_BYTES] / x[M_BASE_S] : 0);
+      json_num("stream_wait_s", x[M_SWAIT]);
     }
-    printf(", \"peak_rss_bytes\": %.0f, \"peak_loader_bytes\": %.0f"
-           ", \"budget_bytes\": %llu, \"budget\": {\"batch_bytes\": %llu"
-           ", \"ring_bytes\": %llu, \"read_bytes\": %llu, \"plan_bytes\": "
-           "%llu, \"total_bytes\": %llu}, \"per_rank\": [",
-           rss, loader_peak, budget[4], budget[0], budget[1], budget[2],
-           budget[3], budget[4]);
-    for (int r = 0; r < ctx->size; r++) {
-      const double *x = all + (size_t)r * M_COUNT;
-      double el = x[M_ELAPSED];
-      printf("%s{\"rank\": %d, \"batches\": %.0f, \"samples\": %.0f"
-             ", \"elapsed_s\": ",
-             r ? ", " : "", r, x[M_BATCHES], x[M_SAMPLES]);
-      tool_json_number(stdout, el);
-      printf(", \"samples_per_s\": ");
-      tool_json_number(stdout, el > 0 ? x[M_SAMPLES] / el : 0);
-      printf(", \"bytes_per_s\": ");
-      tool_json_number(stdout, el > 0 ? x[M_BYTES] / el : 0);
-      printf(", \"wait_s\": ");
-      tool_json_number(stdout, x[M_WAIT]);
-      printf(", \"wait_fraction\": ");
-      tool_json_number(stdout, el > 0 ? x[M_WAIT] / el : 0);
-      printf(", \"au\": ");
-      tool_json_number(stdout,
-                       x[M_AU_TIME] > 0 ? x[M_AU_COMPUTE] / x[M_AU_TIME] : 0);
-      if (any_gpu) {
-        printf(", \"h2d_bytes_per_s\": ");
-        tool_json_number(stdout,
-                         x[M_H2D_S] > 0 ? x[M_H2D_BYTES] / x[M_H2D_S] : 0);
-        printf(", \"h2d_baseline_bytes_per_s\": ");
-        tool_json_number(stdout,
-                         x[M_BASE_S] > 0 ? x[M_BASE_BYTES] / x[M_BASE_S] : 0);
-        printf(", \"stream_wait_s\": ");
-        tool_json_number(stdout, x[M_SWAIT]);
-      }
-      printf(", \"peak_rss_bytes\": %.0f}", x[M_RSS]);
-    }
-    printf("]}\n");
-    fflush(stdout);
-    goto cleanup;
+    printf(", \"peak_rss_bytes\": %.0f}", x[M_RSS]);
   }
+}
 
+static void bench_print_json(const tool_ctx *ctx, const bench_cfg *cfg,
+                             const bench_sum *s, const double *all) {
+  printf("{\"dataset\": ");
+  tool_json_string(stdout, ctx->target);
+  printf(", \"ranks\": %d, \"epochs\": %" PRId64 ", \"batch_size\": %s"
+         ", \"batches_per_rank\": %.0f, \"batches_per_epoch\": %" PRId64
+         ", \"samples\": %.0f, \"bytes\": %.0f, \"bytes_read\": %.0f"
+         ", \"elapsed_s\": ",
+         ctx->size, cfg->epochs, s->batch_size, s->bmax, s->per_epoch,
+         s->samples, s->bytes, s->bytes_read);
+  tool_json_number(stdout, s->t);
+  json_num("samples_per_s", s->sps);
+  json_num("bytes_per_s", s->bps);
+  json_num("wait_s", s->wait);
+  json_num("wait_fraction", s->wait_frac);
+  json_num("compute_ms", cfg->compute_ms);
+  printf(", \"compute_mode\": \"%s\"", s->mode);
+  json_num("au", s->au);
+  json_num("au_min", s->au_min);
+  if (s->any_gpu) {
+    printf(", \"device\": \"cuda\", \"shards\": %d, \"h2d_bytes\": %.0f",
+           s->shards, s->h2d_b);
+    json_num("h2d_seconds", s->h2d_s);
+    json_num("h2d_bytes_per_s", s->h2d_bps);
+    json_num("h2d_wall_bytes_per_s", s->h2d_wall_bps);
+    printf(", \"h2d_baseline_copy_bytes\": %.0f", s->base_size);
+    json_num("h2d_baseline_bytes_per_s", s->base_bps);
+    json_num("h2d_ratio", s->h2d_ratio);
+    json_num("stream_wait_s", s->swait);
+    json_num("stream_wait_ms_per_batch", s->swait_ms);
+    json_num("stream_wait_steady_ms_per_batch", s->swait_steady_ms);
+    json_num("stream_wait_fraction",
+             s->sum_elapsed > 0 ? s->swait / s->sum_elapsed : 0);
+  }
+  printf(", \"peak_rss_bytes\": %.0f, \"peak_loader_bytes\": %.0f"
+         ", \"budget_bytes\": %llu, \"budget\": {\"batch_bytes\": %llu"
+         ", \"ring_bytes\": %llu, \"read_bytes\": %llu, \"plan_bytes\": "
+         "%llu, \"total_bytes\": %llu}, \"per_rank\": [",
+         s->rss, s->loader_peak, s->budget[4], s->budget[0], s->budget[1],
+         s->budget[2], s->budget[3], s->budget[4]);
+  bench_json_ranks(ctx, s, all);
+  printf("]}\n");
+  fflush(stdout);
+}
+
+static void bench_print_text(const tool_ctx *ctx, const bench_cfg *cfg,
+                             const bench_sum *s, const double *all) {
   char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32], b7[32];
   printf("ferry bench: %s, %d rank%s, %" PRId64
          " epoch%s, batch_size %s, %" PRId64
          " batches per rank per epoch, compute %g ms (%s)\n",
-         ctx->target, ctx->size, ctx->size == 1 ? "" : "s", epochs,
-         epochs == 1 ? "" : "s", batch_size, per_epoch, compute_ms,
-         any_gpu ? "gpu kernel" : mode);
+         ctx->target, ctx->size, ctx->size == 1 ? "" : "s", cfg->epochs,
+         cfg->epochs == 1 ? "" : "s", s->batch_size, s->per_epoch,
+         cfg->compute_ms, s->any_gpu ? "gpu kernel" : s->mode);
   printf("%5s %9s %12s %12s %9s %9s %7s %12s\n", "rank", "batches", "samples/s",
          "MiB/s", "wait_s", "wait_frac", "AU", "peak_rss");
   for (int r = 0; r < ctx->size; r++) {
@@ -739,37 +784,68 @@ static int run_bench(tool_ctx *ctx) {
   }
   printf("total: %.1f samples/s, %s/s, wait_fraction %.3f, AU %.3f (min %.3f)"
          ", %.0f batches per rank, elapsed %.3f s\n",
-         sps, tool_fmt_bytes(bps, b1, sizeof b1), wait_frac, au, au_min, bmax,
-         t);
+         s->sps, tool_fmt_bytes(s->bps, b1, sizeof b1), s->wait_frac, s->au,
+         s->au_min, s->bmax, s->t);
   printf("read: %s from storage (%.2fx the bytes handed out)\n",
-         tool_fmt_bytes(bytes_read, b1, sizeof b1),
-         bytes > 0 ? bytes_read / bytes : 0);
+         tool_fmt_bytes(s->bytes_read, b1, sizeof b1),
+         s->bytes > 0 ? s->bytes_read / s->bytes : 0);
   printf("memory: budget %s per rank (batch %s, ring %s, reads %s, plan %s); "
          "loader buffers peak %s; peak RSS %s (max over ranks)\n",
-         tool_fmt_bytes((double)budget[4], b1, sizeof b1),
-         tool_fmt_bytes((double)budget[0], b2, sizeof b2),
-         tool_fmt_bytes((double)budget[1], b3, sizeof b3),
-         tool_fmt_bytes((double)budget[2], b4, sizeof b4),
-         tool_fmt_bytes((double)budget[3], b5, sizeof b5),
-         tool_fmt_bytes(loader_peak, b6, sizeof b6),
-         tool_fmt_bytes(rss, b7, sizeof b7));
-  if (any_gpu) {
+         tool_fmt_bytes((double)s->budget[4], b1, sizeof b1),
+         tool_fmt_bytes((double)s->budget[0], b2, sizeof b2),
+         tool_fmt_bytes((double)s->budget[1], b3, sizeof b3),
+         tool_fmt_bytes((double)s->budget[2], b4, sizeof b4),
+         tool_fmt_bytes((double)s->budget[3], b5, sizeof b5),
+         tool_fmt_bytes(s->loader_peak, b6, sizeof b6),
+         tool_fmt_bytes(s->rss, b7, sizeof b7));
+  if (s->any_gpu) {
     printf("gpu: %d shard%s per batch; H2D %s/s (copy time, ferry_stats), "
            "%s/s over the run; plain pinned cudaMemcpyAsync of %s: %s/s; "
            "loader/plain %.3f\n",
-           shards, shards == 1 ? "" : "s",
-           tool_fmt_bytes(h2d_bps, b1, sizeof b1),
-           tool_fmt_bytes(h2d_wall_bps, b2, sizeof b2),
-           tool_fmt_bytes(base_size, b3, sizeof b3),
-           tool_fmt_bytes(base_bps, b4, sizeof b4), h2d_ratio);
+           s->shards, s->shards == 1 ? "" : "s",
+           tool_fmt_bytes(s->h2d_bps, b1, sizeof b1),
+           tool_fmt_bytes(s->h2d_wall_bps, b2, sizeof b2),
+           tool_fmt_bytes(s->base_size, b3, sizeof b3),
+           tool_fmt_bytes(s->base_bps, b4, sizeof b4), s->h2d_ratio);
     printf("consumer stream wait: %.3f s in all, %.3f ms per batch, %.3f ms "
            "per batch without the first step of each epoch\n",
-           swait, swait_ms, swait_steady_ms);
+           s->swait, s->swait_ms, s->swait_steady_ms);
   }
-  if (bmin != bmax)
-    printf("warning: ranks got different batch counts (%.0f to %.0f)\n", bmin,
-           bmax);
+  if (s->bmin != s->bmax)
+    printf("warning: ranks got different batch counts (%.0f to %.0f)\n",
+           s->bmin, s->bmax);
   fflush(stdout);
+}
+
+static int run_bench(tool_ctx *ctx) {
+  bench_cfg cfg;
+  int st = bench_args(ctx, &cfg), rc;
+  if (st != 0)
+    return st;
+  ferry_loader *L = NULL;
+  gpu_bench g;
+  memset(&g, 0, sizeof g);
+  if ((st = tool_open(ctx, &L)) != 0)
+    return st;
+  double *all = NULL;
+  double m[M_COUNT] = {0};
+  bench_sum s;
+  memset(&s, 0, sizeof s);
+  ferry_stats s0;
+  memset(&s0, 0, sizeof s0);
+  ferry_stats_get(L, &s0);
+  if ((st = bench_gpu_setup(ctx, L, &cfg, m)) != 0 ||
+      (st = bench_epochs(ctx, L, &g, &cfg, m, &s.per_epoch)) != 0)
+    goto cleanup;
+  bench_measure(L, &s0, &g, m);
+  all = bench_gather(ctx, L, m, s.budget);
+  if (ctx->rank == 0) {
+    bench_aggregate(ctx, &cfg, all, &s);
+    if (cfg.json)
+      bench_print_json(ctx, &cfg, &s, all);
+    else
+      bench_print_text(ctx, &cfg, &s, all);
+  }
 
 cleanup:
   free(all);

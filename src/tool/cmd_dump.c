@@ -2,10 +2,11 @@
  * cmd_dump.c - `ferry dump DATASET --var NAME --epoch E`: run one epoch and
  * print every sample served, one line each, "rank batch global_index
  * first_value", where first_value is element 0 of that sample's row of
- * variable NAME (with --row-hash, a fifth field hashes the whole row).  Each rank keeps fixed-size records of what it received and
- * rank 0 gathers them (MPI_Gatherv) and prints them in rank order, so the
- * output is a deterministic text that can be diffed between runs, world
- * sizes and options, never the interleaving of several ranks' stdout.
+ * variable NAME (with --row-hash, a fifth field hashes the whole row).  Each
+ * rank keeps fixed-size records of what it received and rank 0 gathers them
+ * (MPI_Gatherv) and prints them in rank order, so the output is a deterministic
+ * text that can be diffed between runs, world sizes and options, never the
+ * interleaving of several ranks' stdout.
  */
 #include "tool.h"
 
@@ -60,6 +61,57 @@ static uint64_t fnv1a64(const unsigned char *p, size_t n) {
   return h;
 }
 
+/* The records of dump: growing array of D_FIELDS values per sample. */
+typedef struct dump_recs {
+  int64_t *recs, nrecs, cap;
+} dump_recs;
+
+/* Batch b's samples of variable vi (elements of elsize bytes) onto d. */
+static void dump_batch(const tool_ctx *ctx, const ferry_loader *L,
+                       const ferry_batch *b, int vi, size_t elsize,
+                       int row_hash, dump_recs *d) {
+  if (d->nrecs + b->size > d->cap) {
+    d->cap = (d->nrecs + b->size) * 2 + 64;
+    int64_t *grown =
+        realloc(d->recs, (size_t)d->cap * D_FIELDS * sizeof *d->recs);
+    if (grown == NULL)
+      tool_local_fatal(ctx, L, "out of memory", FERRY_ENOMEM);
+    d->recs = grown;
+  }
+  const ferry_tensor *t = &b->vars[vi];
+  for (int64_t j = 0; j < b->size; j++, d->nrecs++) {
+    int64_t *r = d->recs + d->nrecs * D_FIELDS;
+    r[D_BATCH] = b->index;
+    r[D_SAMPLE] = b->sample_ids[j];
+    r[D_HAS] = t->row_bytes >= elsize && elsize > 0;
+    r[D_VALUE] = 0;
+    const unsigned char *row =
+        (const unsigned char *)t->data + (size_t)j * t->row_bytes;
+    if (r[D_HAS])
+      memcpy(&r[D_VALUE], row, elsize);
+    r[D_HASH] = row_hash ? (int64_t)fnv1a64(row, t->row_bytes) : 0;
+  }
+}
+
+/* Rank 0: every rank's records (all; counts[r] values for rank r), one
+ * line per sample. */
+static void dump_print(const tool_ctx *ctx, ferry_dtype dtype, int row_hash,
+                       const int64_t *all, const int64_t *counts) {
+  const int64_t *r = all;
+  for (int rank = 0; rank < ctx->size; rank++)
+    for (int64_t k = 0; k < counts[rank] / D_FIELDS; k++, r += D_FIELDS) {
+      char val[64] = "-";
+      if (r[D_HAS])
+        tool_format_value(dtype, &r[D_VALUE], val, sizeof val);
+      printf("%d %" PRId64 " %" PRId64 " %s", rank, r[D_BATCH], r[D_SAMPLE],
+             val);
+      if (row_hash)
+        printf(" fnv=%016" PRIx64, (uint64_t)r[D_HASH]);
+      printf("\n");
+    }
+  fflush(stdout);
+}
+
 static int run_dump(tool_ctx *ctx) {
   const char *var = NULL;
   int64_t epoch = 0;
@@ -83,7 +135,8 @@ static int run_dump(tool_ctx *ctx) {
   ferry_loader *L = NULL;
   if ((st = tool_open(ctx, &L)) != 0)
     return st;
-  int64_t *recs = NULL, *all = NULL, *counts = NULL, nrecs = 0, cap = 0;
+  dump_recs d = {NULL, 0, 0};
+  int64_t *all = NULL, *counts = NULL;
 
   /* Every rank has the same manifest, so they all agree on the variable. */
   int vi = -1;
@@ -114,54 +167,22 @@ static int run_dump(tool_ctx *ctx) {
       st = tool_lib_error(ctx, L, rc);
       goto cleanup;
     }
-    if (nrecs + b->size > cap) {
-      cap = (nrecs + b->size) * 2 + 64;
-      int64_t *grown = realloc(recs, (size_t)cap * D_FIELDS * sizeof *recs);
-      if (grown == NULL)
-        tool_local_fatal(ctx, L, "out of memory", FERRY_ENOMEM);
-      recs = grown;
-    }
-    const ferry_tensor *t = &b->vars[vi];
-    for (int64_t j = 0; j < b->size; j++, nrecs++) {
-      int64_t *r = recs + nrecs * D_FIELDS;
-      r[D_BATCH] = b->index;
-      r[D_SAMPLE] = b->sample_ids[j];
-      r[D_HAS] = t->row_bytes >= elsize && elsize > 0;
-      r[D_VALUE] = 0;
-      const unsigned char *row =
-          (const unsigned char *)t->data + (size_t)j * t->row_bytes;
-      if (r[D_HAS])
-        memcpy(&r[D_VALUE], row, elsize);
-      r[D_HASH] = row_hash ? (int64_t)fnv1a64(row, t->row_bytes) : 0;
-    }
+    dump_batch(ctx, L, b, vi, elsize, row_hash, &d);
     if ((rc = ferry_release(L, b)) != 0)
       tool_local_fatal(ctx, L, "ferry_release", rc);
   }
 
-  if (tool_gather_i64(recs, nrecs * D_FIELDS, &all, &counts) < 0) {
+  if (tool_gather_i64(d.recs, d.nrecs * D_FIELDS, &all, &counts) < 0) {
     tool_error(ctx, "too many samples to gather on rank 0; dump fewer "
                     "(--max-chunks, --fraction)");
     st = TOOL_EXIT_ERROR;
     goto cleanup;
   }
-  if (ctx->rank == 0) {
-    const int64_t *r = all;
-    for (int rank = 0; rank < ctx->size; rank++)
-      for (int64_t k = 0; k < counts[rank] / D_FIELDS; k++, r += D_FIELDS) {
-        char val[64] = "-";
-        if (r[D_HAS])
-          tool_format_value(vinfo.dtype, &r[D_VALUE], val, sizeof val);
-        printf("%d %" PRId64 " %" PRId64 " %s", rank, r[D_BATCH], r[D_SAMPLE],
-               val);
-        if (row_hash)
-          printf(" fnv=%016" PRIx64, (uint64_t)r[D_HASH]);
-        printf("\n");
-      }
-    fflush(stdout);
-  }
+  if (ctx->rank == 0)
+    dump_print(ctx, vinfo.dtype, row_hash, all, counts);
 
 cleanup:
-  free(recs);
+  free(d.recs);
   free(all);
   free(counts);
   rc = ferry_close(L);

@@ -53,43 +53,22 @@ enum {
 /* Each read: chunk id, part, first sample, count. */
 enum { C_ID, C_PART, C_FIRST, C_COUNT, C_FIELDS };
 
-static int run_plan(tool_ctx *ctx) {
-  int64_t epoch = 0;
-  int json = 0;
-  for (int i = 0; i < ctx->nargs; i++) {
-    if (ctx->args[i].id == OPT_JSON) {
-      json = 1;
-    } else if (ctx->args[i].id == OPT_EPOCH &&
-               tool_parse_i64(ctx->args[i].value, 0, INT64_MAX, &epoch) != 0) {
-      return tool_usage_error(ctx,
-                              "bad value '%s' for --epoch: expected an "
-                              "integer >= 0",
-                              ctx->args[i].value);
-    }
-  }
-  ferry_loader *L = NULL;
-  int st = tool_open(ctx, &L), rc;
-  if (st != 0)
-    return st;
-  int64_t *records = NULL, *reads = NULL, *all_reads = NULL, *counts = NULL;
-  ferry_chunk_info *chunks = NULL;
-  if ((rc = ferry_set_epoch(L, epoch)) != 0) {
-    st = tool_lib_error(ctx, L, rc);
-    goto cleanup;
-  }
-
-  ferry_epoch_info info;
-  if ((rc = ferry_epoch_info_get(L, &info)) != 0)
-    tool_local_fatal(ctx, L, "ferry_epoch_info_get", rc);
-  int64_t nreads = info.num_chunks, got = 0;
-  chunks = malloc((size_t)(nreads > 0 ? nreads : 1) * sizeof *chunks);
+/* This rank's reads of the epoch set on L, C_FIELDS values each, into the
+ * malloc'd *out; returns their count.  info: the epoch's info. */
+static int64_t plan_reads(const tool_ctx *ctx, const ferry_loader *L,
+                          const ferry_epoch_info *info, int64_t **out) {
+  int64_t nreads = info->num_chunks, got = 0;
+  int rc;
+  ferry_chunk_info *chunks =
+      malloc((size_t)(nreads > 0 ? nreads : 1) * sizeof *chunks);
   if (chunks == NULL)
     tool_local_fatal(ctx, L, "out of memory", FERRY_ENOMEM);
   if ((rc = ferry_epoch_chunks(L, chunks, nreads, &got)) != 0)
     tool_local_fatal(ctx, L, "ferry_epoch_chunks", rc);
   if (got < nreads)
     nreads = got;
-  reads = malloc((size_t)(nreads > 0 ? nreads : 1) * C_FIELDS * sizeof *reads);
+  int64_t *reads =
+      malloc((size_t)(nreads > 0 ? nreads : 1) * C_FIELDS * sizeof *reads);
   if (reads == NULL)
     tool_local_fatal(ctx, L, "out of memory", FERRY_ENOMEM);
   for (int64_t c = 0; c < nreads; c++) {
@@ -98,20 +77,16 @@ static int run_plan(tool_ctx *ctx) {
     reads[c * C_FIELDS + C_FIRST] = chunks[c].first_sample;
     reads[c * C_FIELDS + C_COUNT] = chunks[c].num_samples;
   }
-  int64_t mine[R_COUNT] = {info.num_batches,           info.epoch_samples,
-                           info.served_samples,        info.padded_samples,
-                           info.dropped_samples,       nreads,
-                           (int64_t)info.plan_checksum};
-  if (tool_gather_i64(mine, R_COUNT, &records, NULL) < 0 ||
-      tool_gather_i64(reads, nreads * C_FIELDS, &all_reads, &counts) < 0) {
-    tool_error(ctx, "cannot gather the plan on rank 0 (too large or out of "
-                    "memory)");
-    st = TOOL_EXIT_ERROR;
-    goto cleanup;
-  }
-  if (ctx->rank != 0)
-    goto cleanup;
+  free(chunks);
+  *out = reads;
+  return nreads;
+}
 
+/* Rank 0: the plan of every rank (records: R_COUNT values per rank; reads:
+ * counts[r] values for rank r, C_FIELDS per read), as text or JSON. */
+static void plan_print(const tool_ctx *ctx, int json, int64_t epoch,
+                       const int64_t *records, const int64_t *all_reads,
+                       const int64_t *counts) {
   const int64_t *r0 = records;
   if (json) {
     printf("{\"dataset\": ");
@@ -157,13 +132,55 @@ static int run_plan(tool_ctx *ctx) {
   if (json)
     printf("]}\n");
   fflush(stdout);
+}
+
+static int run_plan(tool_ctx *ctx) {
+  int64_t epoch = 0;
+  int json = 0;
+  for (int i = 0; i < ctx->nargs; i++) {
+    if (ctx->args[i].id == OPT_JSON) {
+      json = 1;
+    } else if (ctx->args[i].id == OPT_EPOCH &&
+               tool_parse_i64(ctx->args[i].value, 0, INT64_MAX, &epoch) != 0) {
+      return tool_usage_error(ctx,
+                              "bad value '%s' for --epoch: expected an "
+                              "integer >= 0",
+                              ctx->args[i].value);
+    }
+  }
+  ferry_loader *L = NULL;
+  int st = tool_open(ctx, &L), rc;
+  if (st != 0)
+    return st;
+  int64_t *records = NULL, *reads = NULL, *all_reads = NULL, *counts = NULL;
+  if ((rc = ferry_set_epoch(L, epoch)) != 0) {
+    st = tool_lib_error(ctx, L, rc);
+    goto cleanup;
+  }
+
+  ferry_epoch_info info;
+  if ((rc = ferry_epoch_info_get(L, &info)) != 0)
+    tool_local_fatal(ctx, L, "ferry_epoch_info_get", rc);
+  int64_t nreads = plan_reads(ctx, L, &info, &reads);
+  int64_t mine[R_COUNT] = {info.num_batches,           info.epoch_samples,
+                           info.served_samples,        info.padded_samples,
+                           info.dropped_samples,       nreads,
+                           (int64_t)info.plan_checksum};
+  if (tool_gather_i64(mine, R_COUNT, &records, NULL) < 0 ||
+      tool_gather_i64(reads, nreads * C_FIELDS, &all_reads, &counts) < 0) {
+    tool_error(ctx, "cannot gather the plan on rank 0 (too large or out of "
+                    "memory)");
+    st = TOOL_EXIT_ERROR;
+    goto cleanup;
+  }
+  if (ctx->rank == 0)
+    plan_print(ctx, json, epoch, records, all_reads, counts);
 
 cleanup:
   free(records);
   free(reads);
   free(all_reads);
   free(counts);
-  free(chunks);
   rc = ferry_close(L);
   if (rc != 0 && st == 0)
     st = tool_lib_error(ctx, NULL, rc);

@@ -95,9 +95,11 @@ typedef struct setup {
   ferry_var_info *vars; /* [nvars] */
   int64_t batch_size;
   int tail;
-  int shuffled;          /* shuffle != none */
-  int content;           /* the values encode the index */
-  unsigned char *expect; /* scratch row for the content check */
+  int shuffled;                         /* shuffle != none */
+  int content;                          /* the values encode the index */
+  unsigned char *expect;                /* scratch row for the content check */
+  char tail_name[64], shuffle_name[64]; /* the options, as text */
+  char why[1024];                       /* why content is (not) checked */
 } setup;
 
 /* One run of one epoch on this rank. */
@@ -517,6 +519,97 @@ static void check_batches(const tool_ctx *ctx, report *rep, int64_t e,
            nb_min, nb_max, rc_min, rc_max, bad, msg[0] ? ": " : "", msg);
 }
 
+/* What rank 0 finds in the gathered ids of an epoch. */
+typedef struct once_tally {
+  int64_t oor, dups, distinct, padded, pad_new;
+  int64_t first_oor, first_dup, first_pad_new, first_missing;
+} once_tally;
+
+/* Rank 0: count the ids of an epoch: the nprev ids served by earlier runs
+ * of it (--state) first, then this run's total ids (pad: padding flags).
+ * es: the epoch's samples (the first missing id is looked for when it is
+ * the whole dataset).  Returns 0, or -1 when out of memory. */
+static int once_count(const setup *su, const int64_t *ids, const int64_t *pad,
+                      int64_t total, const int64_t *prev, int64_t nprev,
+                      int64_t es, once_tally *c) {
+  unsigned char *seen = calloc((size_t)(su->n > 0 ? su->n : 1), 1);
+  if (seen == NULL)
+    return -1;
+  memset(c, 0, sizeof *c);
+  c->first_dup = c->first_pad_new = c->first_missing = -1;
+  for (int64_t i = -nprev; i < total; i++) {
+    if (i >= 0 && pad[i])
+      continue;
+    int64_t id = i < 0 ? prev[nprev + i] : ids[i];
+    if (id < 0 || id >= su->n) {
+      if (c->oor++ == 0)
+        c->first_oor = id;
+    } else if (seen[id]) {
+      if (c->dups++ == 0)
+        c->first_dup = id;
+    } else {
+      seen[id] = 1;
+      c->distinct++;
+    }
+  }
+  for (int64_t i = 0; i < total; i++) {
+    if (!pad[i])
+      continue;
+    int64_t id = ids[i];
+    c->padded++;
+    if (id < 0 || id >= su->n) {
+      if (c->oor++ == 0)
+        c->first_oor = id;
+    } else if (!seen[id] && c->pad_new++ == 0) {
+      c->first_pad_new = id;
+    }
+  }
+  if (es == su->n)
+    for (int64_t id = 0; id < su->n && c->first_missing < 0; id++)
+      if (!seen[id])
+        c->first_missing = id;
+  free(seen);
+  return 0;
+}
+
+/* What breaks the tail option's promise, as "; reason" pieces in why
+ * (empty when it holds). */
+static void once_why(const setup *su, const once_tally *c, int64_t es,
+                     int64_t dropped, char *why, size_t len) {
+  int64_t want = su->tail == TAIL_DROP ? es - dropped : es;
+  size_t w = 0;
+  why[0] = '\0';
+#define WHY(...)                                                               \
+  w += (size_t)snprintf(why + w, w < len ? len - w : 0, __VA_ARGS__)
+  if (c->oor)
+    WHY("; %" PRId64 " ids outside [0, %" PRId64 ") (first %" PRId64 ")",
+        c->oor, su->n, c->first_oor);
+  if (c->dups)
+    WHY("; %" PRId64 " samples served more than once (first %" PRId64 ")",
+        c->dups, c->first_dup);
+  if (su->tail != TAIL_PAD && c->padded)
+    WHY("; %" PRId64 " padded samples with tail=%s", c->padded,
+        su->tail == TAIL_DROP ? "drop_last" : "partial");
+  if (su->tail == TAIL_PAD && c->pad_new)
+    WHY("; %" PRId64 " padded samples repeat nothing served (first %" PRId64
+        ")",
+        c->pad_new, c->first_pad_new);
+  if (su->tail != TAIL_DROP && dropped)
+    WHY("; %" PRId64 " samples dropped with tail=%s", dropped,
+        su->tail == TAIL_PAD ? "pad" : "partial");
+  if (c->distinct != want) {
+    WHY("; %" PRId64 " distinct samples served, expected %" PRId64, c->distinct,
+        want);
+    if (c->first_missing >= 0)
+      WHY(" (first missing %" PRId64 ")", c->first_missing);
+  }
+#undef WHY
+}
+
+/* Exactly-once for epoch e: the ranks agree on the epoch, their counts
+ * match their epoch info, and the ids gathered on rank 0 (*ids_out,
+ * *pad_out: *total_out of them, *gather_ok) cover it as the tail option
+ * promises.  COLLECTIVE. */
 static void check_once(tool_ctx *ctx, report *rep, const setup *su, int64_t e,
                        const epoch_run *r, const int64_t *prev, int64_t nprev,
                        int64_t **ids_out, int64_t **pad_out, int64_t *total_out,
@@ -565,90 +658,26 @@ static void check_once(tool_ctx *ctx, report *rep, const setup *su, int64_t e,
     result(rep, CK_ONCE, RES_FAIL, e, "%s", msg);
     return;
   }
-  unsigned char *seen = calloc((size_t)(su->n > 0 ? su->n : 1), 1);
-  if (seen == NULL) {
+  once_tally c;
+  if (once_count(su, ids, pad, total, prev, nprev, es_min, &c) != 0) {
     result(rep, CK_ONCE, RES_FAIL, e,
            "out of memory for %" PRId64 " samples on rank 0", su->n);
     return;
   }
-  int64_t oor = 0, dups = 0, distinct = 0, padded = 0, pad_new = 0;
-  int64_t first_oor = 0, first_dup = -1, first_pad_new = -1;
-  /* ids served by earlier runs of this epoch (--state) come first */
-  for (int64_t i = -nprev; i < total; i++) {
-    if (i >= 0 && pad[i])
-      continue;
-    int64_t id = i < 0 ? prev[nprev + i] : ids[i];
-    if (id < 0 || id >= su->n) {
-      if (oor++ == 0)
-        first_oor = id;
-    } else if (seen[id]) {
-      if (dups++ == 0)
-        first_dup = id;
-    } else {
-      seen[id] = 1;
-      distinct++;
-    }
-  }
-  for (int64_t i = 0; i < total; i++) {
-    if (!pad[i])
-      continue;
-    int64_t id = ids[i];
-    padded++;
-    if (id < 0 || id >= su->n) {
-      if (oor++ == 0)
-        first_oor = id;
-    } else if (!seen[id] && pad_new++ == 0) {
-      first_pad_new = id;
-    }
-  }
-  int64_t first_missing = -1;
-  if (es_min == su->n)
-    for (int64_t id = 0; id < su->n && first_missing < 0; id++)
-      if (!seen[id])
-        first_missing = id;
-  free(seen);
-
   int64_t es = es_min, dropped = dr_min;
-  int64_t want = su->tail == TAIL_DROP ? es - dropped : es;
-  char why[MSG_LEN] = "";
-  size_t w = 0;
-#define WHY(...)                                                               \
-  w += (size_t)snprintf(why + w, w < sizeof why ? sizeof why - w : 0,          \
-                        __VA_ARGS__)
-  if (oor)
-    WHY("; %" PRId64 " ids outside [0, %" PRId64 ") (first %" PRId64 ")", oor,
-        su->n, first_oor);
-  if (dups)
-    WHY("; %" PRId64 " samples served more than once (first %" PRId64 ")", dups,
-        first_dup);
-  if (su->tail != TAIL_PAD && padded)
-    WHY("; %" PRId64 " padded samples with tail=%s", padded,
-        su->tail == TAIL_DROP ? "drop_last" : "partial");
-  if (su->tail == TAIL_PAD && pad_new)
-    WHY("; %" PRId64 " padded samples repeat nothing served (first %" PRId64
-        ")",
-        pad_new, first_pad_new);
-  if (su->tail != TAIL_DROP && dropped)
-    WHY("; %" PRId64 " samples dropped with tail=%s", dropped,
-        su->tail == TAIL_PAD ? "pad" : "partial");
-  if (distinct != want) {
-    WHY("; %" PRId64 " distinct samples served, expected %" PRId64, distinct,
-        want);
-    if (first_missing >= 0)
-      WHY(" (first missing %" PRId64 ")", first_missing);
-  }
-#undef WHY
+  char why[MSG_LEN];
+  once_why(su, &c, es, dropped, why, sizeof why);
   if (why[0] == '\0' && nprev > 0)
     result(rep, CK_ONCE, RES_PASS, e,
            "%" PRId64 " of %" PRId64 " samples served once each over the "
            "runs of this epoch (%" PRId64 " before the checkpoint, %" PRId64
            " after it; %" PRId64 " padded repeats, %" PRId64 " dropped)",
-           distinct, es, nprev, distinct - nprev, padded, dropped);
+           c.distinct, es, nprev, c.distinct - nprev, c.padded, dropped);
   else if (why[0] == '\0')
     result(rep, CK_ONCE, RES_PASS, e,
            "%" PRId64 " of %" PRId64 " samples "
            "served once each (%" PRId64 " padded repeats, %" PRId64 " dropped)",
-           distinct, es, padded, dropped);
+           c.distinct, es, c.padded, dropped);
   else
     result(rep, CK_ONCE, RES_FAIL, e, "%s", why + 2);
 }
@@ -715,275 +744,365 @@ static int served_write(const char *state, int64_t e, const int64_t *prev,
   return 0;
 }
 
-static int run_verify(tool_ctx *ctx) {
-  int64_t epochs = 2;
-  int json = 0, st, rc;
-  const char *state = NULL;
-  double compute_ms = 0;
+/* ---- The run --------------------------------------------------------------
+ */
+
+/* verify's own options. */
+typedef struct verify_cfg {
+  int64_t epochs;
+  int json;
+  const char *state; /* --state FILE, or NULL */
+  double compute_ms;
+} verify_cfg;
+
+/* Returns 0, or TOOL_EXIT_USAGE after a message. */
+static int verify_args(const tool_ctx *ctx, verify_cfg *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  cfg->epochs = 2;
   for (int i = 0; i < ctx->nargs; i++) {
     if (ctx->args[i].id == OPT_STATE)
-      state = ctx->args[i].value;
+      cfg->state = ctx->args[i].value;
     else if (ctx->args[i].id == OPT_COMPUTE_MS &&
-             tool_parse_double(ctx->args[i].value, &compute_ms) != 0)
+             tool_parse_double(ctx->args[i].value, &cfg->compute_ms) != 0)
       return tool_usage_error(ctx,
                               "bad value '%s' for --compute-ms: expected a "
                               "number >= 0",
                               ctx->args[i].value);
     else if (ctx->args[i].id == OPT_JSON)
-      json = 1;
+      cfg->json = 1;
     else if (ctx->args[i].id == OPT_EPOCHS &&
-             tool_parse_i64(ctx->args[i].value, 1, INT64_C(1) << 40, &epochs) !=
-                 0)
+             tool_parse_i64(ctx->args[i].value, 1, INT64_C(1) << 40,
+                            &cfg->epochs) != 0)
       return tool_usage_error(ctx,
                               "bad value '%s' for --epochs: expected an "
                               "integer >= 1",
                               ctx->args[i].value);
   }
+  return 0;
+}
+
+/* What the epochs need to know, from the loader and the options.
+ * COLLECTIVE (decide_content). */
+static void setup_init(tool_ctx *ctx, ferry_loader *L, setup *su) {
   char buf[256];
-  if ((st = tool_host_batches(ctx)) != TOOL_CONTINUE)
-    return st;
-
-  ferry_loader *L = NULL;
-  if ((st = tool_open(ctx, &L)) != 0)
-    return st;
-  setup su;
-  memset(&su, 0, sizeof su);
-  report rep;
-  memset(&rep, 0, sizeof rep);
-  rep.json = json;
-  for (int c = 0; c < CK_COUNT; c++)
-    rep.worst[c] = RES_NONE;
-  epoch_run r1, r2;
-  memset(&r1, 0, sizeof r1);
-  memset(&r2, 0, sizeof r2);
-  int64_t *ids = NULL, *pad = NULL, *prev = NULL, nprev = 0;
-  uint64_t prev_order = 0;
-  int prev_valid = 0;
-
-  su.n = ferry_num_samples(L);
-  su.nvars = ferry_num_vars(L);
-  su.vars = calloc((size_t)(su.nvars > 0 ? su.nvars : 1), sizeof *su.vars);
+  su->n = ferry_num_samples(L);
+  su->nvars = ferry_num_vars(L);
+  su->vars = calloc((size_t)(su->nvars > 0 ? su->nvars : 1), sizeof *su->vars);
   size_t max_row = 1;
-  for (int v = 0; su.vars && v < su.nvars; v++) {
-    ferry_var_info_get(L, v, &su.vars[v]);
-    if (su.vars[v].row_bytes > max_row)
-      max_row = su.vars[v].row_bytes;
+  for (int v = 0; su->vars && v < su->nvars; v++) {
+    ferry_var_info_get(L, v, &su->vars[v]);
+    if (su->vars[v].row_bytes > max_row)
+      max_row = su->vars[v].row_bytes;
   }
-  su.expect = malloc(max_row);
-  if (su.vars == NULL || su.expect == NULL)
+  su->expect = malloc(max_row);
+  if (su->vars == NULL || su->expect == NULL)
     tool_local_fatal(ctx, L, "out of memory", FERRY_ENOMEM);
   tool_parse_i64(tool_option(ctx, "batch_size", buf, sizeof buf), 1, INT64_MAX,
-                 &su.batch_size);
-  char tail[64], shuffle[64];
-  tool_option(ctx, "tail", tail, sizeof tail);
-  tool_option(ctx, "shuffle", shuffle, sizeof shuffle);
-  su.tail = strcmp(tail, "pad") == 0       ? TAIL_PAD
-            : strcmp(tail, "partial") == 0 ? TAIL_PARTIAL
-                                           : TAIL_DROP;
-  su.shuffled = strcmp(shuffle, "none") != 0;
-  char why[1024] = "";
-  su.content = decide_content(ctx, L, why, sizeof why);
+                 &su->batch_size);
+  tool_option(ctx, "tail", su->tail_name, sizeof su->tail_name);
+  tool_option(ctx, "shuffle", su->shuffle_name, sizeof su->shuffle_name);
+  su->tail = strcmp(su->tail_name, "pad") == 0       ? TAIL_PAD
+             : strcmp(su->tail_name, "partial") == 0 ? TAIL_PARTIAL
+                                                     : TAIL_DROP;
+  su->shuffled = strcmp(su->shuffle_name, "none") != 0;
+  su->content = decide_content(ctx, L, su->why, sizeof su->why);
+}
 
-  if (ctx->rank == 0 && !json) {
-    printf("ferry verify: %s, %d rank%s, epochs 0..%" PRId64 ", %" PRId64
-           " samples, batch_size %" PRId64 ", shuffle %s, tail %s\n",
-           ctx->target, ctx->size, ctx->size == 1 ? "" : "s", epochs - 1, su.n,
-           su.batch_size, shuffle, tail);
-    fflush(stdout);
+/* Everything run_verify keeps from one epoch to the next. */
+typedef struct verify_run {
+  setup su;
+  report rep;
+  epoch_run r1, r2;     /* the epoch and its rerun (for determinism)     */
+  int64_t *ids, *pad;   /* the epoch's ids and padding flags, on rank 0  */
+  int64_t *prev, nprev; /* rank 0: the ids earlier runs of the first
+                           epoch served (--state FILE.served)             */
+  uint64_t prev_order;  /* rank 0: hash of the previous epoch's order    */
+  int prev_valid;
+} verify_run;
+
+/*
+ * The checkpoint was requested during epoch e: save the position first (the
+ * commit point), then the ids served (prev: the earlier runs', nprev of
+ * them) to FILE.served.  Returns TOOL_EXIT_REQUEUE, or an exit status.
+ */
+static int verify_checkpoint(tool_ctx *ctx, ferry_loader *L,
+                             const verify_cfg *cfg, verify_run *v, int64_t e,
+                             const int64_t *prev, int64_t nprev) {
+  int st = tool_state_save(ctx, L, cfg->state, v->r1.received, cfg->json);
+  if (st != 0)
+    return st;
+  free(v->ids);
+  free(v->pad);
+  v->ids = v->pad = NULL;
+  int64_t t1 = tool_gather_i64(v->r1.ids, v->r1.nids, &v->ids, NULL);
+  int64_t t2 = tool_gather_i64(v->r1.padded, v->r1.nids, &v->pad, NULL);
+  int ok = t1 >= 0 && t2 >= 0;
+  if (ok && ctx->rank == 0)
+    ok = served_write(cfg->state, e, prev, nprev, v->ids, v->pad, t1) == 0;
+  MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (!ok) {
+    tool_error(ctx, "cannot write %s.served (the ids served so far)",
+               cfg->state);
+    return TOOL_EXIT_ERROR;
   }
+  return TOOL_EXIT_REQUEUE;
+}
 
-  int64_t e0 = 0;
-  int resumed = 0;
-  if (state && (st = tool_state_begin(ctx, L, state, json, &e0, &resumed)))
-    goto cleanup;
-  if (resumed && ctx->rank == 0 && (nprev = served_read(state, e0, &prev)) < 0)
-    tool_local_fatal(ctx, L, "out of memory", FERRY_ENOMEM);
-  for (int64_t e = e0; e < epochs; e++) {
-    epoch_run_reset(&r1);
-    epoch_run_reset(&r2);
-    int ckpt = 0, this_resumed = resumed && e == e0;
-    if ((st = run_epoch(ctx, L, &su, e, 1, &r1, state && e == e0, state,
-                        compute_ms, &ckpt)) != 0)
-      goto cleanup;
-    if (ckpt) {
-      /* Save the position first (the commit point), then the ids served. */
-      if ((st = tool_state_save(ctx, L, state, r1.received, json)) != 0)
-        goto cleanup;
-      free(ids);
-      free(pad);
-      ids = pad = NULL;
-      int64_t t1 = tool_gather_i64(r1.ids, r1.nids, &ids, NULL);
-      int64_t t2 = tool_gather_i64(r1.padded, r1.nids, &pad, NULL);
-      int ok = t1 >= 0 && t2 >= 0;
-      if (ok && ctx->rank == 0)
-        ok = served_write(state, e, this_resumed ? prev : NULL,
-                          this_resumed ? nprev : 0, ids, pad, t1) == 0;
-      MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
-      if (!ok) {
-        tool_error(ctx, "cannot write %s.served (the ids served so far)",
-                   state);
-        st = TOOL_EXIT_ERROR;
-      } else
-        st = TOOL_EXIT_REQUEUE;
-      goto cleanup;
-    }
-    if (!state &&
-        (st = run_epoch(ctx, L, &su, e, 0, &r2, 0, NULL, 0, &ckpt)) != 0)
-      goto cleanup;
+/* --state after a whole epoch e: FILE.served gets its ids (total of them,
+ * gathered: rank 0 has them); after the last epoch, FILE its end.
+ * Returns 0 or an exit status. */
+static int verify_epoch_saved(tool_ctx *ctx, ferry_loader *L,
+                              const verify_cfg *cfg, verify_run *v, int64_t e,
+                              const int64_t *prev, int64_t nprev, int64_t total,
+                              int gathered) {
+  int ok = gathered;
+  if (ok && ctx->rank == 0)
+    ok = served_write(cfg->state, e, prev, nprev, v->ids, v->pad, total) == 0;
+  MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (!ok)
+    tool_error(ctx, "warning: cannot write %s.served", cfg->state);
+  /* the end of the last epoch: a rerun has nothing left to do */
+  if (e + 1 == cfg->epochs)
+    return tool_state_save(ctx, L, cfg->state, v->r1.received, 1);
+  return 0;
+}
 
-    check_batches(ctx, &rep, e, &r1);
+/* Content for epoch e.  COLLECTIVE. */
+static void check_content_all(const tool_ctx *ctx, report *rep, const setup *su,
+                              int64_t e, const epoch_run *r) {
+  char msg[MSG_LEN];
+  int64_t bad = sum_i64(r->bad_values), checked = sum_i64(r->checked);
+  first_message(ctx, r->bad_values > 0, r->content_msg, msg);
+  if (ctx->rank != 0)
+    return;
+  if (!su->content)
+    result(rep, CK_CONTENT, RES_SKIP, e, "%s", su->why);
+  else if (bad == 0)
+    result(rep, CK_CONTENT, RES_PASS, e,
+           "%" PRId64 " samples x %d "
+           "variables hold the values of their index",
+           checked, su->nvars);
+  else
+    result(rep, CK_CONTENT, RES_FAIL, e,
+           "%" PRId64 " sample rows differ "
+           "from the values of their index; first: %s",
+           bad, msg);
+}
 
-    int64_t total = 0;
-    int gathered = 0;
-    free(ids);
-    free(pad);
-    check_once(ctx, &rep, &su, e, &r1, this_resumed ? prev : NULL,
-               this_resumed ? nprev : 0, &ids, &pad, &total, &gathered);
-    if (state) {
-      int ok = gathered;
-      if (ok && ctx->rank == 0)
-        ok = served_write(state, e, this_resumed ? prev : NULL,
-                          this_resumed ? nprev : 0, ids, pad, total) == 0;
-      MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
-      if (!ok)
-        tool_error(ctx, "warning: cannot write %s.served", state);
-      /* the end of the last epoch: a rerun has nothing left to do */
-      if (e + 1 == epochs &&
-          (st = tool_state_save(ctx, L, state, r1.received, 1)) != 0)
-        goto cleanup;
-    }
-
-    char msg[MSG_LEN];
-    int64_t bad = sum_i64(r1.bad_values), checked = sum_i64(r1.checked);
-    first_message(ctx, r1.bad_values > 0, r1.content_msg, msg);
-    if (ctx->rank == 0) {
-      if (!su.content)
-        result(&rep, CK_CONTENT, RES_SKIP, e, "%s", why);
-      else if (bad == 0)
-        result(&rep, CK_CONTENT, RES_PASS, e,
-               "%" PRId64 " samples x %d "
-               "variables hold the values of their index",
-               checked, su.nvars);
-      else
-        result(&rep, CK_CONTENT, RES_FAIL, e,
-               "%" PRId64 " sample rows differ "
-               "from the values of their index; first: %s",
-               bad, msg);
-    }
-
-    int64_t differ = 0;
-    char dmsg[MSG_LEN] = "";
-    if (state) {
-      /* one run per epoch: nothing to compare */
-    } else if (r1.received != r2.received) {
-      differ = 1;
+/* Determinism for epoch e: r1 and its rerun r2 (once: --state, no rerun).
+ * COLLECTIVE. */
+static void check_determinism(const tool_ctx *ctx, report *rep, int64_t e,
+                              const epoch_run *r1, const epoch_run *r2,
+                              int once) {
+  int64_t differ = 0;
+  char dmsg[MSG_LEN] = "", msg[MSG_LEN];
+  if (once) {
+    /* one run per epoch: nothing to compare */
+  } else if (r1->received != r2->received) {
+    differ = 1;
+    snprintf(dmsg, sizeof dmsg,
+             "rank %d: %" PRId64 " batches, then %" PRId64 " when rerun",
+             ctx->rank, r1->received, r2->received);
+  }
+  for (int64_t i = 0; i < r1->received && i < r2->received; i++)
+    if (r1->hash[i] != r2->hash[i] && differ++ == 0)
       snprintf(dmsg, sizeof dmsg,
-               "rank %d: %" PRId64 " batches, then %" PRId64 " when rerun",
-               ctx->rank, r1.received, r2.received);
-    }
-    for (int64_t i = 0; i < r1.received && i < r2.received; i++)
-      if (r1.hash[i] != r2.hash[i] && differ++ == 0)
-        snprintf(dmsg, sizeof dmsg,
-                 "rank %d batch %" PRId64 " differs when "
-                 "the epoch is run again",
-                 ctx->rank, i);
-    int64_t differ_all = sum_i64(differ);
-    first_message(ctx, differ > 0, dmsg, msg);
-    if (ctx->rank == 0) {
-      if (state)
-        result(&rep, CK_DETERMINISM, RES_SKIP, e,
-               "--state runs each epoch once");
-      else if (differ_all == 0)
-        result(&rep, CK_DETERMINISM, RES_PASS, e,
-               "the rerun gave identical "
-               "batches (ids, padding and data)");
-      else
-        result(&rep, CK_DETERMINISM, RES_FAIL, e,
-               "%" PRId64 " batches differ "
-               "in the rerun; first: %s",
-               differ_all, msg);
-    }
+               "rank %d batch %" PRId64 " differs when "
+               "the epoch is run again",
+               ctx->rank, i);
+  int64_t differ_all = sum_i64(differ);
+  first_message(ctx, differ > 0, dmsg, msg);
+  if (ctx->rank != 0)
+    return;
+  if (once)
+    result(rep, CK_DETERMINISM, RES_SKIP, e, "--state runs each epoch once");
+  else if (differ_all == 0)
+    result(rep, CK_DETERMINISM, RES_PASS, e,
+           "the rerun gave identical "
+           "batches (ids, padding and data)");
+  else
+    result(rep, CK_DETERMINISM, RES_FAIL, e,
+           "%" PRId64 " batches differ "
+           "in the rerun; first: %s",
+           differ_all, msg);
+}
 
-    int64_t pieces = sum_i64(r1.info.num_chunks);
-    if (ctx->rank == 0 && gathered) {
-      uint64_t h = hash_bytes(1, ids, (size_t)total * sizeof *ids);
-      h = hash_bytes(h, pad, (size_t)total * sizeof *pad);
-      if (this_resumed || !prev_valid) {
-        if (e > 0)
-          result(&rep, CK_ORDER, RES_SKIP, e,
-                 "the previous or this epoch was served in more than one run");
-      } else {
-        if (!su.shuffled)
-          result(&rep, CK_ORDER, RES_SKIP, e,
-                 "shuffle=none: the same order "
-                 "every epoch is expected");
-        else if (pieces <= 1)
-          result(&rep, CK_ORDER, RES_SKIP, e,
-                 "the epoch has one piece: "
-                 "nothing to permute");
-        else if (h == prev_order)
-          result(&rep, CK_ORDER, RES_WARN, e,
-                 "the same order as epoch %" PRId64 " although shuffle is on",
-                 e - 1);
-        else
-          result(&rep, CK_ORDER, RES_PASS, e,
-                 "the order differs from epoch %" PRId64, e - 1);
-      }
-      prev_order = h;
-      prev_valid = !this_resumed;
-    }
+/* Order for epoch e against the epoch before (total ids gathered on rank 0
+ * when gathered; resumed: this epoch was served in more than one run).
+ * COLLECTIVE. */
+static void check_order(const tool_ctx *ctx, verify_run *v, int64_t e,
+                        int64_t total, int gathered, int resumed) {
+  report *rep = &v->rep;
+  int64_t pieces = sum_i64(v->r1.info.num_chunks);
+  if (ctx->rank != 0 || !gathered)
+    return;
+  uint64_t h = hash_bytes(1, v->ids, (size_t)total * sizeof *v->ids);
+  h = hash_bytes(h, v->pad, (size_t)total * sizeof *v->pad);
+  if (resumed || !v->prev_valid) {
+    if (e > 0)
+      result(rep, CK_ORDER, RES_SKIP, e,
+             "the previous or this epoch was served in more than one run");
+  } else {
+    if (!v->su.shuffled)
+      result(rep, CK_ORDER, RES_SKIP, e,
+             "shuffle=none: the same order "
+             "every epoch is expected");
+    else if (pieces <= 1)
+      result(rep, CK_ORDER, RES_SKIP, e,
+             "the epoch has one piece: "
+             "nothing to permute");
+    else if (h == v->prev_order)
+      result(rep, CK_ORDER, RES_WARN, e,
+             "the same order as epoch %" PRId64 " although shuffle is on",
+             e - 1);
+    else
+      result(rep, CK_ORDER, RES_PASS, e,
+             "the order differs from epoch %" PRId64, e - 1);
   }
-  if (ctx->rank == 0 && epochs < 2)
-    result(&rep, CK_ORDER, RES_SKIP, -1, "needs --epochs 2 or more");
+  v->prev_order = h;
+  v->prev_valid = !resumed;
+}
 
+/*
+ * Epoch e, checked (resumed: it continues an earlier run whose ids are
+ * v->prev; started: tool_state_begin set it already).  Returns 0, or an
+ * exit status the same on every rank: a library error, TOOL_EXIT_REQUEUE
+ * after a checkpoint was saved, or a failed save.
+ */
+static int verify_epoch(tool_ctx *ctx, ferry_loader *L, const verify_cfg *cfg,
+                        verify_run *v, int64_t e, int started, int resumed) {
+  epoch_run_reset(&v->r1);
+  epoch_run_reset(&v->r2);
+  const int64_t *prev = resumed ? v->prev : NULL;
+  int64_t nprev = resumed ? v->nprev : 0;
+  int ckpt = 0, st;
+  if ((st = run_epoch(ctx, L, &v->su, e, 1, &v->r1, started, cfg->state,
+                      cfg->compute_ms, &ckpt)) != 0)
+    return st;
+  if (ckpt)
+    return verify_checkpoint(ctx, L, cfg, v, e, prev, nprev);
+  if (!cfg->state &&
+      (st = run_epoch(ctx, L, &v->su, e, 0, &v->r2, 0, NULL, 0, &ckpt)) != 0)
+    return st;
+
+  check_batches(ctx, &v->rep, e, &v->r1);
+  int64_t total = 0;
+  int gathered = 0;
+  free(v->ids);
+  free(v->pad);
+  check_once(ctx, &v->rep, &v->su, e, &v->r1, prev, nprev, &v->ids, &v->pad,
+             &total, &gathered);
+  if (cfg->state && (st = verify_epoch_saved(ctx, L, cfg, v, e, prev, nprev,
+                                             total, gathered)) != 0)
+    return st;
+  check_content_all(ctx, &v->rep, &v->su, e, &v->r1);
+  check_determinism(ctx, &v->rep, e, &v->r1, &v->r2, cfg->state != NULL);
+  check_order(ctx, v, e, total, gathered, resumed);
+  return 0;
+}
+
+/* Rank 0: the summary (text or JSON).  Returns the verdict on every rank:
+ * TOOL_EXIT_OK or TOOL_EXIT_VERIFY.  COLLECTIVE. */
+static int verify_summary(const tool_ctx *ctx, const verify_cfg *cfg,
+                          const verify_run *v) {
+  const report *rep = &v->rep;
   int verdict = TOOL_EXIT_OK;
   if (ctx->rank == 0) {
-    verdict = rep.counts[RES_FAIL] > 0 ? TOOL_EXIT_VERIFY : TOOL_EXIT_OK;
-    if (json) {
+    verdict = rep->counts[RES_FAIL] > 0 ? TOOL_EXIT_VERIFY : TOOL_EXIT_OK;
+    if (cfg->json) {
       printf("{\"dataset\": ");
       tool_json_string(stdout, ctx->target);
       printf(", \"result\": \"%s\", \"ranks\": %d, \"epochs\": %" PRId64
              ", \"samples\": %" PRId64 ", \"batch_size\": %" PRId64
              ", \"tail\": \"%s\", \"checks\": {",
-             verdict ? "fail" : "pass", ctx->size, epochs, su.n, su.batch_size,
-             tail);
+             verdict ? "fail" : "pass", ctx->size, cfg->epochs, v->su.n,
+             v->su.batch_size, v->su.tail_name);
       for (int c = 0; c < CK_COUNT; c++)
         printf("%s\"%s\": \"%s\"", c ? ", " : "", check_names[c],
-               rep.worst[c] >= 0 ? res_names[rep.worst[c]] : "SKIP");
+               rep->worst[c] >= 0 ? res_names[rep->worst[c]] : "SKIP");
       printf("}, \"failed\": %d, \"warnings\": %d, \"lines\": [",
-             rep.counts[RES_FAIL], rep.counts[RES_WARN]);
-      for (int i = 0; i < rep.nlines; i++) {
+             rep->counts[RES_FAIL], rep->counts[RES_WARN]);
+      for (int i = 0; i < rep->nlines; i++) {
         printf("%s", i ? ", " : "");
-        tool_json_string(stdout, rep.lines[i]);
+        tool_json_string(stdout, rep->lines[i]);
       }
       printf("]}\n");
     } else {
       printf("summary:");
       for (int c = 0; c < CK_COUNT; c++)
         printf(" %s %s%s", check_names[c],
-               rep.worst[c] >= 0 ? res_names[rep.worst[c]] : "SKIP",
+               rep->worst[c] >= 0 ? res_names[rep->worst[c]] : "SKIP",
                c + 1 < CK_COUNT ? "," : "\n");
       printf("ferry verify: %s (%d checks passed, %d failed, %d warnings, %d "
              "skipped)\n",
-             verdict ? "FAIL" : "PASS", rep.counts[RES_PASS],
-             rep.counts[RES_FAIL], rep.counts[RES_WARN], rep.counts[RES_SKIP]);
+             verdict ? "FAIL" : "PASS", rep->counts[RES_PASS],
+             rep->counts[RES_FAIL], rep->counts[RES_WARN],
+             rep->counts[RES_SKIP]);
     }
     fflush(stdout);
   }
   MPI_Bcast(&verdict, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  st = verdict;
+  return verdict;
+}
 
-cleanup:
-  epoch_run_reset(&r1);
-  epoch_run_reset(&r2);
-  free(ids);
-  free(pad);
-  free(prev);
-  free(su.vars);
-  free(su.expect);
-  for (int i = 0; i < rep.nlines; i++)
-    free(rep.lines[i]);
-  free(rep.lines);
+/* The epochs, from --state FILE's position when it exists.  Returns 0 or
+ * an exit status. */
+static int verify_epochs(tool_ctx *ctx, ferry_loader *L, const verify_cfg *cfg,
+                         verify_run *v) {
+  int64_t e0 = 0;
+  int resumed = 0, st;
+  if (cfg->state &&
+      (st = tool_state_begin(ctx, L, cfg->state, cfg->json, &e0, &resumed)))
+    return st;
+  if (resumed && ctx->rank == 0 &&
+      (v->nprev = served_read(cfg->state, e0, &v->prev)) < 0)
+    tool_local_fatal(ctx, L, "out of memory", FERRY_ENOMEM);
+  for (int64_t e = e0; e < cfg->epochs; e++) {
+    int started = cfg->state != NULL && e == e0;
+    if ((st = verify_epoch(ctx, L, cfg, v, e, started, resumed && e == e0)))
+      return st;
+  }
+  if (ctx->rank == 0 && cfg->epochs < 2)
+    result(&v->rep, CK_ORDER, RES_SKIP, -1, "needs --epochs 2 or more");
+  return 0;
+}
+
+static int run_verify(tool_ctx *ctx) {
+  verify_cfg cfg;
+  int st = verify_args(ctx, &cfg), rc;
+  if (st != 0)
+    return st;
+  if ((st = tool_host_batches(ctx)) != TOOL_CONTINUE)
+    return st;
+  ferry_loader *L = NULL;
+  if ((st = tool_open(ctx, &L)) != 0)
+    return st;
+  verify_run v;
+  memset(&v, 0, sizeof v);
+  v.rep.json = cfg.json;
+  for (int c = 0; c < CK_COUNT; c++)
+    v.rep.worst[c] = RES_NONE;
+  setup_init(ctx, L, &v.su);
+  if (ctx->rank == 0 && !cfg.json) {
+    printf("ferry verify: %s, %d rank%s, epochs 0..%" PRId64 ", %" PRId64
+           " samples, batch_size %" PRId64 ", shuffle %s, tail %s\n",
+           ctx->target, ctx->size, ctx->size == 1 ? "" : "s", cfg.epochs - 1,
+           v.su.n, v.su.batch_size, v.su.shuffle_name, v.su.tail_name);
+    fflush(stdout);
+  }
+  if ((st = verify_epochs(ctx, L, &cfg, &v)) == 0)
+    st = verify_summary(ctx, &cfg, &v);
+
+  epoch_run_reset(&v.r1);
+  epoch_run_reset(&v.r2);
+  free(v.ids);
+  free(v.pad);
+  free(v.prev);
+  free(v.su.vars);
+  free(v.su.expect);
+  for (int i = 0; i < v.rep.nlines; i++)
+    free(v.rep.lines[i]);
+  free(v.rep.lines);
   rc = ferry_close(L);
   if (rc != 0 && st == 0)
     st = tool_lib_error(ctx, NULL, rc);

@@ -370,34 +370,19 @@ static int build_options(tool_ctx *ctx, const char *config,
   return TOOL_CONTINUE;
 }
 
-int tool_parse(tool_ctx *ctx, const tool_cmd *cmd, int argc, char **argv) {
-  int nloader = 0, ncmd = 0;
-  ctx->cmd = cmd;
-  if (cmd->loader_options)
-    while (ferry_option_info_get(nloader) != NULL)
-      nloader++;
-  while (cmd->opts && cmd->opts[ncmd].name)
-    ncmd++;
-
-  int ntab = nloader + ncmd + 3, status = TOOL_CONTINUE, help = 0;
-  struct option *lo = calloc((size_t)ntab, sizeof *lo);
-  char **names = calloc((size_t)nloader + 1, sizeof *names);
-  loader_setting *set = calloc((size_t)argc + 1, sizeof *set);
-  ctx->args = calloc((size_t)argc + 1, sizeof *ctx->args);
-  const char *config = NULL;
-  int nset = 0, n = 0;
-  if (!lo || !names || !set || !ctx->args) {
-    tool_error(ctx, "out of memory");
-    status = TOOL_EXIT_ERROR;
-    goto cleanup;
-  }
+/* The getopt_long table lo (nloader + ncmd + 3 entries): the loader
+ * options (names[i] keeps option i's dashed name), --config, the command's
+ * own options, --help, the end.  Returns TOOL_CONTINUE, or TOOL_EXIT_ERROR
+ * when out of memory. */
+static int option_table(const tool_ctx *ctx, const tool_cmd *cmd, int nloader,
+                        int ncmd, struct option *lo, char **names) {
+  int n = 0;
   for (int i = 0; i < nloader; i++) {
     char buf[128];
     dashed(ferry_option_info_get(i)->name, buf, sizeof buf);
     if ((names[i] = strdup(buf)) == NULL) {
       tool_error(ctx, "out of memory");
-      status = TOOL_EXIT_ERROR;
-      goto cleanup;
+      return TOOL_EXIT_ERROR;
     }
     lo[n++] =
         (struct option){names[i], required_argument, NULL, TOOL_ID_LOADER + i};
@@ -412,7 +397,23 @@ int tool_parse(tool_ctx *ctx, const tool_cmd *cmd, int argc, char **argv) {
                         NULL, TOOL_ID_CMD + j};
   lo[n++] = (struct option){"help", no_argument, NULL, TOOL_ID_HELP};
   lo[n] = (struct option){NULL, 0, NULL, 0};
+  return TOOL_CONTINUE;
+}
 
+/* What getopt_long found besides the command's own options. */
+typedef struct scanned {
+  loader_setting *set; /* [argc + 1] loader options, in order */
+  int nset;
+  const char *config; /* --config FILE */
+  int help;           /* --help */
+} scanned;
+
+/* The options of argv by the table lo: loader settings and --config into
+ * sc, the command's own options onto ctx->args.  Returns TOOL_CONTINUE or
+ * TOOL_EXIT_USAGE after a message. */
+static int scan_options(tool_ctx *ctx, const tool_cmd *cmd, int argc,
+                        char **argv, const struct option *lo, int nloader,
+                        int ncmd, scanned *sc) {
   opterr = 0; /* we name bad options ourselves, once, on rank 0 */
   optind = 1;
   int c, longindex;
@@ -421,43 +422,64 @@ int tool_parse(tool_ctx *ctx, const tool_cmd *cmd, int argc, char **argv) {
     if (c == '?') {
       const char *tok = argv[optind - 1];
       if (optopt > 0 && optopt < 128 && strncmp(tok, "--", 2) != 0)
-        status = tool_usage_error(ctx, "unknown option '-%c'", optopt);
-      else
-        status = unknown_option(ctx, lo, tok);
-      goto cleanup;
+        return tool_usage_error(ctx, "unknown option '-%c'", optopt);
+      return unknown_option(ctx, lo, tok);
     }
     if (c == ':') {
       const char *tok = argv[optind - 1];
       if (strncmp(tok, "--", 2) == 0) {
         char name[256];
         token_name(tok, name, sizeof name);
-        status = tool_usage_error(ctx, "option '--%s' needs a value", name);
-      } else {
-        status = tool_usage_error(ctx, "option '-%c' needs a value", optopt);
+        return tool_usage_error(ctx, "option '--%s' needs a value", name);
       }
-      goto cleanup;
+      return tool_usage_error(ctx, "option '-%c' needs a value", optopt);
     }
     if (longindex >= 0) {
       char name[256];
       const char *tok = option_token(argv, optind);
       token_name(tok, name, sizeof name);
-      if (strcmp(name, lo[longindex].name) != 0) {
-        status = unknown_option(ctx, lo, tok);
-        goto cleanup;
-      }
+      if (strcmp(name, lo[longindex].name) != 0)
+        return unknown_option(ctx, lo, tok);
     }
     if (c == TOOL_ID_HELP) {
-      help = 1;
+      sc->help = 1;
     } else if (c == TOOL_ID_CONFIG) {
-      config = optarg;
+      sc->config = optarg;
     } else if (c >= TOOL_ID_LOADER && c < TOOL_ID_LOADER + nloader) {
-      set[nset++] = (loader_setting){c - TOOL_ID_LOADER, optarg};
+      sc->set[sc->nset++] = (loader_setting){c - TOOL_ID_LOADER, optarg};
     } else if (c >= TOOL_ID_CMD && c < TOOL_ID_CMD + ncmd) {
       ctx->args[ctx->nargs++] =
           (tool_arg){cmd->opts[c - TOOL_ID_CMD].id, optarg};
     }
   }
-  if (help) {
+  return TOOL_CONTINUE;
+}
+
+int tool_parse(tool_ctx *ctx, const tool_cmd *cmd, int argc, char **argv) {
+  int nloader = 0, ncmd = 0;
+  ctx->cmd = cmd;
+  if (cmd->loader_options)
+    while (ferry_option_info_get(nloader) != NULL)
+      nloader++;
+  while (cmd->opts && cmd->opts[ncmd].name)
+    ncmd++;
+
+  int ntab = nloader + ncmd + 3, status = TOOL_CONTINUE;
+  struct option *lo = calloc((size_t)ntab, sizeof *lo);
+  char **names = calloc((size_t)nloader + 1, sizeof *names);
+  scanned sc = {calloc((size_t)argc + 1, sizeof *sc.set), 0, NULL, 0};
+  ctx->args = calloc((size_t)argc + 1, sizeof *ctx->args);
+  if (!lo || !names || !sc.set || !ctx->args) {
+    tool_error(ctx, "out of memory");
+    status = TOOL_EXIT_ERROR;
+    goto cleanup;
+  }
+  if ((status = option_table(ctx, cmd, nloader, ncmd, lo, names)) !=
+          TOOL_CONTINUE ||
+      (status = scan_options(ctx, cmd, argc, argv, lo, nloader, ncmd, &sc)) !=
+          TOOL_CONTINUE)
+    goto cleanup;
+  if (sc.help) {
     tool_print_cmd_help(ctx, cmd);
     status = TOOL_EXIT_OK;
     goto cleanup;
@@ -475,14 +497,14 @@ int tool_parse(tool_ctx *ctx, const tool_cmd *cmd, int argc, char **argv) {
   }
   ctx->target = argv[optind];
   if (cmd->loader_options)
-    status = build_options(ctx, config, set, nset);
+    status = build_options(ctx, sc.config, sc.set, sc.nset);
 
 cleanup:
   for (int i = 0; names && i < nloader; i++)
     free(names[i]);
   free(names);
   free(lo);
-  free(set);
+  free(sc.set);
   return status;
 }
 
