@@ -15,7 +15,11 @@
 
 enum {
   FERRY__CAP_COLLECTIVE = 1u << 0, /* io=collective is meaningful         */
-  FERRY__CAP_THREADSAFE = 1u << 1  /* io calls may come from any thread    */
+  FERRY__CAP_THREADSAFE = 1u << 1, /* io calls may come from any thread    */
+  /* data_offset and file_size do not bound the rows (synthetic, chunked or
+   * compressed data): loading a saved manifest skips the check that
+   * data_offset + num_samples * row_bytes <= file_size. */
+  FERRY__CAP_NOT_FLAT = 1u << 2
 };
 
 /** What describe() reports of one part (one file or one directory). */
@@ -25,6 +29,7 @@ typedef struct ferry__part_desc {
   char **paths;           /* [nvars]                                      */
   int64_t *data_offset;   /* [nvars]                                      */
   int64_t *file_size;     /* [nvars]                                      */
+  ferry__blob *rec;       /* [nvars] the backend's records, or NULL       */
   int64_t num_samples;    /* common first dimension (checked by describe) */
   char *notes;            /* malloc'd or NULL: what the backend chose and
                            * skipped, and why (ferry info, vars errors)    */
@@ -46,6 +51,11 @@ typedef struct ferry__backend {
   const char *name;
   int version;
   unsigned caps;
+  /** Version of the per-variable records describe() leaves in
+   *  ferry__part_desc.rec (0: the backend keeps none).  A saved manifest
+   *  whose records carry another version is refused on load; change it
+   *  whenever the record's layout or meaning changes. */
+  int record_version;
   /** 1 if path (a file or a directory) is a part this backend reads. */
   int (*probe)(const char *path);
   /** Rank 0: describe one part.  Errors name the file. */

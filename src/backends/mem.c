@@ -402,7 +402,7 @@ static int mem_io_read(ferry__io *io, int64_t part, int var, int64_t row,
 const ferry__backend ferry__backend_mem = {
     .name = "mem",
     .version = 1,
-    .caps = FERRY__CAP_COLLECTIVE | FERRY__CAP_THREADSAFE,
+    .caps = FERRY__CAP_COLLECTIVE | FERRY__CAP_THREADSAFE | FERRY__CAP_NOT_FLAT,
     .probe = mem_probe,
     .describe = mem_describe,
     .io_open = mem_io_open,

@@ -21,9 +21,9 @@
  *
  * Reads.  Each rank opens the store itself (NCZarr has no MPI-IO) on the
  * loader's I/O thread, checks that every variable's .zarray is the one rank
- * 0 described (size and hash, kept in the manifest's file_size and
- * data_offset), and reads rows with one of two readers, chosen by rank 0
- * and recorded in the manifest's path:
+ * 0 described (its size in the manifest's file_size, its hash in the
+ * backend's record, ZREC below), and reads rows with one of two readers,
+ * chosen by rank 0 and kept in the same record:
  *
  *   netcdf  (the default) nc_open("file://STORE#mode=zarr,file") and
  *           nc_get_vara; compressed chunks are decoded by ferry's NCZarr
@@ -784,6 +784,48 @@ static int netcdf_can_open(const zarr_walk *w, const char **why) {
   return 1;
 }
 
+/* ---- The record ------------------------------------------------------- */
+
+/*
+ * The zarr backend's record of one variable of one part (ferry__blob,
+ * record version ZREC_VERSION): u8 reader (ZREC_NATIVE or ZREC_NETCDF),
+ * then the FNV-1a hash of its .zarray as u64 little-endian.  The manifest
+ * packs, hashes and saves it; only this file reads it.
+ */
+#define ZREC_VERSION 1
+#define ZREC_LEN 9
+enum { ZREC_NATIVE = 0, ZREC_NETCDF = 1 };
+
+static int zrec_put(ferry__blob *b, int reader, uint64_t hash) {
+  if (!(b->p = malloc(ZREC_LEN)))
+    return -1;
+  b->len = ZREC_LEN;
+  b->p[0] = (unsigned char)reader;
+  for (int i = 0; i < 8; i++)
+    b->p[1 + i] = (unsigned char)(hash >> (8 * i));
+  return 0;
+}
+
+/* Variable v's record in part pt; FERRY_EFORMAT naming the store when it
+ * is missing or malformed (a manifest another ferry saved). */
+static int zrec_get(const ferry__manifest *m, const ferry__part *pt, int v,
+                    int rank, int *reader, uint64_t *hash, ferry__err *err) {
+  const ferry__blob *b = pt->rec ? &pt->rec[v] : NULL;
+  if (m->record_version != ZREC_VERSION || !b || b->len != ZREC_LEN ||
+      b->p[0] > ZREC_NETCDF)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "store %s, array %s: the manifest's zarr record is "
+                         "missing or malformed (version %d, %zu bytes; rank "
+                         "%d): scan the dataset again",
+                         pt->paths[v], m->vars[v].name, m->record_version,
+                         b ? b->len : 0, rank);
+  *reader = b->p[0];
+  *hash = 0;
+  for (int i = 0; i < 8; i++)
+    *hash |= (uint64_t)b->p[1 + i] << (8 * i);
+  return 0;
+}
+
 /* ---- Describe (rank 0) ------------------------------------------------ */
 
 /* Path of the chunk file of chunk index idx (ndim entries). */
@@ -965,23 +1007,9 @@ static int z_describe(const char *path, ferry__part_desc *out,
   }
   if (mode && strcmp(mode, "native") == 0)
     use_netcdf = 0;
-  /* The path each rank opens: a netCDF URL, or the store directory. */
-  if (use_netcdf) {
-    if (strncmp(path, "file://", 7) == 0) {
-      abs = strdup(path);
-    } else {
-      char *real = realpath(store, NULL);
-      if (real) {
-        size_t n = strlen(real) + 32;
-        abs = malloc(n);
-        if (abs)
-          snprintf(abs, n, "file://%s#mode=zarr,file", real);
-        free(real);
-      }
-    }
-  } else {
-    abs = strdup(store);
-  }
+  /* The path each rank opens: the store directory (the netCDF reader makes
+   * its URL from it). */
+  abs = strdup(store);
   if (!abs) {
     rc = ferry__seterr(err, FERRY_ENOMEM, "store %s: out of memory or "
                                           "unresolvable path",
@@ -992,7 +1020,9 @@ static int z_describe(const char *path, ferry__part_desc *out,
   out->paths = calloc((size_t)nsel, sizeof *out->paths);
   out->data_offset = calloc((size_t)nsel, sizeof *out->data_offset);
   out->file_size = calloc((size_t)nsel, sizeof *out->file_size);
-  if (!out->vars || !out->paths || !out->data_offset || !out->file_size) {
+  out->rec = calloc((size_t)nsel, sizeof *out->rec);
+  if (!out->vars || !out->paths || !out->data_offset || !out->file_size ||
+      !out->rec) {
     rc = ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", store);
     goto cleanup;
   }
@@ -1049,10 +1079,11 @@ static int z_describe(const char *path, ferry__part_desc *out,
                       : NULL;
     v->cache_bytes = (size_t)cache;
     free(adir);
-    /* Every rank checks its .zarray against these two. */
-    out->data_offset[k] = (int64_t)x->z.hash;
+    /* Every rank checks its .zarray against its size and hash. */
     out->file_size[k] = x->z.meta_size;
-    if (!(out->paths[k] = strdup(abs)) || !v->storage) {
+    if (!(out->paths[k] = strdup(abs)) || !v->storage ||
+        zrec_put(&out->rec[k], use_netcdf ? ZREC_NETCDF : ZREC_NATIVE,
+                 x->z.hash) < 0) {
       rc = ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", store);
       goto cleanup;
     }
@@ -1169,7 +1200,19 @@ static void part_close(ferry__io *io, zpart *p) {
   free(p);
 }
 
-static int is_url(const char *s) { return strncmp(s, "file://", 7) == 0; }
+#ifdef HAVE_NCZARR
+/* "file:///ABS/STORE#mode=zarr,file", malloc'd; NULL with errno. */
+static char *netcdf_url(const char *store) {
+  char *real = realpath(store, NULL), *url = NULL;
+  if (!real)
+    return NULL;
+  size_t n = strlen(real) + 32;
+  if ((url = malloc(n)))
+    snprintf(url, n, "file://%s#mode=zarr,file", real);
+  free(real);
+  return url;
+}
+#endif
 
 /* Open part: check every variable's .zarray against the manifest, then
  * open the store with netCDF-C when that is its reader. */
@@ -1191,11 +1234,14 @@ static int part_open(ferry__io *io, int64_t part, zpart **out,
   }
   p->part = part;
   p->ncid = -1;
-  int root_array = exists_in(store, ".zarray", 0);
+  int root_array = exists_in(store, ".zarray", 0), reader = ZREC_NATIVE;
   for (int v = 0; v < m->nvars && rc == 0; v++) {
     zvar *zv = &p->v[v];
     const ferry__var *mv = &m->vars[v];
+    uint64_t hash = 0;
     zv->band = -1;
+    if ((rc = zrec_get(m, pt, v, io->rank, &reader, &hash, err)) < 0)
+      break;
     if (!(zv->adir = array_dir(store, mv->name, root_array))) {
       rc = ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
                          io->rank);
@@ -1208,7 +1254,7 @@ static int part_open(ferry__io *io, int64_t part, zpart **out,
                          io->rank, msg);
       break;
     }
-    if ((int64_t)zv->z.hash != pt->data_offset[v] ||
+    if (zv->z.hash != hash ||
         zv->z.meta_size != pt->file_size[v] ||
         zv->z.shape[0] != pt->num_samples)
       rc = ferry__seterr(err, FERRY_EMISMATCH,
@@ -1220,15 +1266,20 @@ static int part_open(ferry__io *io, int64_t part, zpart **out,
                          (long long)pt->file_size[v]);
   }
 #ifdef HAVE_NCZARR
-  if (rc == 0 && is_url(spec)) {
+  char *url = NULL;
+  if (rc == 0 && reader == ZREC_NETCDF && !(url = netcdf_url(store)))
+    rc = ferry__seterr(err, ferry__errno_code(errno),
+                       "store %s on rank %d: cannot resolve its path: %s",
+                       store, io->rank, strerror(errno));
+  if (rc == 0 && reader == ZREC_NETCDF) {
     pthread_mutex_lock(&nc_mutex);
     set_plugin_path();
-    int nrc = nc_open(spec, NC_NOWRITE, &p->ncid);
+    int nrc = nc_open(url, NC_NOWRITE, &p->ncid);
     if (nrc != NC_NOERR) {
       p->ncid = -1;
       rc = ferry__seterr(err, FERRY_EIO,
                          "nc_open(%s) failed on rank %d: %s%s (offset 0)",
-                         spec, io->rank, nc_strerror(nrc),
+                         url, io->rank, nc_strerror(nrc),
                          nrc == NC_ENOFILTER
                              ? "; netCDF-C found no codec plugin: set "
                                "FERRY_PLUGIN_DIR to the directory of "
@@ -1308,8 +1359,9 @@ static int part_open(ferry__io *io, int64_t part, zpart **out,
     }
     pthread_mutex_unlock(&nc_mutex);
   }
+  free(url);
 #else
-  if (rc == 0 && is_url(spec))
+  if (rc == 0 && reader == ZREC_NETCDF)
     rc = ferry__seterr(err, FERRY_ENOTSUP,
                        "%s: this ferry's netCDF-C has no NCZarr (rank %d)",
                        spec, io->rank);
@@ -1753,7 +1805,8 @@ static int z_io_read(ferry__io *io, int64_t part, int var, int64_t row,
 const ferry__backend ferry__backend_nczarr = {
     .name = "zarr",
     .version = 1,
-    .caps = 0,
+    .caps = FERRY__CAP_NOT_FLAT,
+    .record_version = ZREC_VERSION,
     .probe = z_probe,
     .describe = z_describe,
     .io_open = z_io_open,
