@@ -56,7 +56,12 @@ typedef struct ferry__backend {
    *  whose records carry another version is refused on load; change it
    *  whenever the record's layout or meaning changes. */
   int record_version;
-  /** 1 if path (a file or a directory) is a part this backend reads. */
+  /** A dataset scheme, e.g. "mem": a dataset string (or @list line) that
+   *  starts with "SCHEME:" names no file and goes straight to this
+   *  backend's describe, without probing.  NULL: the backend reads files. */
+  const char *scheme;
+  /** 1 if path (a file or a directory) is a part this backend reads; may
+   *  be NULL for a backend reached only through its scheme. */
   int (*probe)(const char *path);
   /** Rank 0: describe one part.  Errors name the file. */
   int (*describe)(const char *path, ferry__part_desc *out, ferry__err *err);
@@ -87,6 +92,8 @@ extern const ferry__backend ferry__backend_nczarr;
 /** NULL-terminated table of compiled-in backends. */
 extern const ferry__backend *const ferry__backends[];
 const ferry__backend *ferry__backend_find(const char *name);
+/** The backend whose scheme starts spec ("mem:..."), or NULL. */
+const ferry__backend *ferry__backend_for_scheme(const char *spec);
 
 
 /* ---- Toolkit (toolkit.c) ---- */

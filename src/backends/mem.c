@@ -28,7 +28,9 @@
  * ferry__part_desc and names the file in every error; io_open/io_read/
  * io_close run on the loader's I/O thread, read rows in stored byte order
  * and report a short read as FERRY_EIO, never as zeros.  Add the table
- * entry in manifest.c (ferry__backends) and the file to Makefile.am.
+ * entry in backends/registry.c and the file to Makefile.am; the checklist
+ * is docs/hacking.md, "Adding a backend".  This backend has no probe: its
+ * scheme "mem" sends every "mem:..." dataset string to it.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -278,10 +280,6 @@ cleanup:
 
 /* ---- The backend ------------------------------------------------------ */
 
-static int mem_probe(const char *path) {
-  return path && strncmp(path, "mem:", 4) == 0;
-}
-
 static int mem_describe(const char *path, ferry__part_desc *out,
                         ferry__err *err) {
   mem_spec s;
@@ -403,7 +401,8 @@ const ferry__backend ferry__backend_mem = {
     .name = "mem",
     .version = 1,
     .caps = FERRY__CAP_COLLECTIVE | FERRY__CAP_THREADSAFE | FERRY__CAP_NOT_FLAT,
-    .probe = mem_probe,
+    .scheme = "mem",
+    .probe = NULL, /* reached through its scheme only */
     .describe = mem_describe,
     .io_open = mem_io_open,
     .io_read = mem_io_read,

@@ -3,9 +3,10 @@
  * before anything is read, and how it travels.
  *
  * ferry__manifest_scan turns the dataset string of ferry_open into parts
- * (a "mem:" spec, an @list file, a glob with ** for any number of
- * directories, or one plain path), asks the first backend whose probe
- * accepts each part to describe it, checks that all parts agree on their
+ * (a spec of a backend's scheme such as "mem:", an @list file, a glob with
+ * ** for any number of directories, or one plain path), asks the backend of
+ * its scheme, else the first backend whose probe accepts each part, to
+ * describe it, checks that all parts agree on their
  * variables, and applies the user's selection of variables.  The result is
  * serialised into a flat, versioned, little-endian buffer for MPI_Bcast
  * (pack/unpack, which never trusts the buffer it is given), hashed for the
@@ -355,8 +356,8 @@ static char *trim(char *s) {
 }
 
 /* @FILE: one part per non-empty line that does not start with '#'; relative
- * paths are relative to the list file's directory ("mem:" specs are kept as
- * they are).  Lines are not globbed. */
+ * paths are relative to the list file's directory (specs of a backend's
+ * scheme, such as "mem:", are kept as they are).  Lines are not globbed. */
 static int read_list(const char *list, strvec *out, ferry__err *err) {
   FILE *f = fopen(list, "r");
   if (!f)
@@ -378,7 +379,7 @@ static int read_list(const char *list, strvec *out, ferry__err *err) {
     char *s = trim(line);
     if (!*s || *s == '#')
       continue;
-    int as_is = s[0] == '/' || !*dir || strncmp(s, "mem:", 4) == 0;
+    int as_is = s[0] == '/' || !*dir || ferry__backend_for_scheme(s);
     char *path = as_is ? strdup(s) : ferry__join_path(dir, s);
     if (sv_push(out, path) < 0) {
       rc = oom(err);
@@ -400,9 +401,9 @@ cleanup:
 }
 
 static int resolve(const char *spec, strvec *parts, ferry__err *err) {
-  /* mem: and URLs (file://STORE#mode=zarr,file) are not file names: the
-   * backend that probes them says whether they exist. */
-  if (strncmp(spec, "mem:", 4) == 0 || strstr(spec, "://") != NULL)
+  /* A backend's scheme ("mem:") and URLs (file://STORE#mode=zarr,file) are
+   * not file names: the backend that reads them says whether they exist. */
+  if (ferry__backend_for_scheme(spec) || strstr(spec, "://") != NULL)
     return sv_push(parts, strdup(spec)) < 0 ? oom(err) : 0;
   if (spec[0] == '@')
     return read_list(spec + 1, parts, err);
@@ -632,7 +633,7 @@ int ferry__manifest_scan(const char *spec, const char *vars,
   m->nparts = (int64_t)parts.n; /* unfilled parts are zeroed: free is safe */
   for (size_t i = 0; i < parts.n; i++) {
     const char *path = parts.v[i];
-    const ferry__backend *b = NULL;
+    const ferry__backend *b = ferry__backend_for_scheme(path);
     for (int k = 0; !b && ferry__backends[k]; k++)
       if (ferry__backends[k]->probe && ferry__backends[k]->probe(path))
         b = ferry__backends[k];
@@ -644,7 +645,7 @@ int ferry__manifest_scan(const char *spec, const char *vars,
                            "read by the zarr backend: "
                            "file://STORE#mode=zarr,file)",
                            path);
-      else if (strncmp(path, "mem:", 4) != 0 && stat(path, &st) != 0)
+      else if (stat(path, &st) != 0)
         rc = ferry__seterr(err, ferry__errno_code(errno), "part %s: %s", path,
                            strerror(errno));
       else if (S_ISDIR(st.st_mode))

@@ -481,8 +481,11 @@ static void test_mem(void) {
   ferry__manifest m;
   ferry__err e = {0};
   const ferry__backend *be = ferry__backend_find("mem");
-  CHECK(be != NULL && be->probe("mem:N=1") && !be->probe("data/x.npy"),
-        "mem probe");
+  CHECK(be != NULL && ferry__backend_for_scheme("mem:N=1") == be &&
+            !ferry__backend_for_scheme("data/x.npy") &&
+            !ferry__backend_for_scheme("memo:N=1") &&
+            !ferry__backend_for_scheme("mem"),
+        "mem scheme");
   int rc = ferry__manifest_scan(
       "mem:N=1000,vars=x:float32:4,y:int64,h:float16:2x3,b:bool", NULL, &m,
       &e);
