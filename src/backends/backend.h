@@ -45,6 +45,8 @@ typedef struct ferry__io_params {
   int rank;
   int collective;           /* io=collective: opens and reads are collective */
   int64_t max_open_files;   /* bound on files open at once                  */
+  const ferry_options *opts; /* the loader's options: a backend reads its
+                              * own (zarr_reader) with ferry_options_get  */
 } ferry__io_params;
 
 typedef struct ferry__backend {
@@ -63,8 +65,11 @@ typedef struct ferry__backend {
   /** 1 if path (a file or a directory) is a part this backend reads; may
    *  be NULL for a backend reached only through its scheme. */
   int (*probe)(const char *path);
-  /** Rank 0: describe one part.  Errors name the file. */
-  int (*describe)(const char *path, ferry__part_desc *out, ferry__err *err);
+  /** Rank 0: describe one part.  Errors name the file.  opts (NULL:
+   *  defaults) carries the backend's own options, read by name with
+   *  ferry_options_get; the core never interprets them. */
+  int (*describe)(const char *path, const ferry_options *opts,
+                  ferry__part_desc *out, ferry__err *err);
   /** Create I/O state.  Runs on the I/O thread. */
   int (*io_open)(ferry__io **io, const ferry__manifest *m,
                  const ferry__io_params *p, ferry__err *err);

@@ -351,8 +351,9 @@ static int layout(const h5_dset *ds, ferry__var *v, const char *path) {
   return (v->storage = strdup(buf)) ? 0 : -1;
 }
 
-static int h5_describe(const char *path, ferry__part_desc *out,
-                       ferry__err *err) {
+static int h5_describe(const char *path, const ferry_options *opts,
+                       ferry__part_desc *out, ferry__err *err) {
+  (void)opts; /* h5 has no option of its own */
   h5_visit vis = {0};
   hid_t f = -1;
   int rc = 0, nsel = 0;

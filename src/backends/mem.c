@@ -280,8 +280,9 @@ cleanup:
 
 /* ---- The backend ------------------------------------------------------ */
 
-static int mem_describe(const char *path, ferry__part_desc *out,
-                        ferry__err *err) {
+static int mem_describe(const char *path, const ferry_options *opts,
+                        ferry__part_desc *out, ferry__err *err) {
+  (void)opts; /* mem has no option of its own */
   mem_spec s;
   memset(out, 0, sizeof *out);
   int rc = spec_parse(path, &s, err);

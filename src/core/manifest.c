@@ -613,7 +613,8 @@ cleanup:
 }
 
 int ferry__manifest_scan(const char *spec, const char *vars,
-                         ferry__manifest *m, ferry__err *err) {
+                         const ferry_options *opts, ferry__manifest *m,
+                         ferry__err *err) {
   strvec parts = {0};
   ferry__part_desc d;
   const ferry__backend *be = NULL;
@@ -667,7 +668,7 @@ int ferry__manifest_scan(const char *spec, const char *vars,
       goto cleanup;
     }
     be = b;
-    if ((rc = b->describe(path, &d, err)) < 0)
+    if ((rc = b->describe(path, opts, &d, err)) < 0)
       goto cleanup;
     if (d.nvars < 1 || d.num_samples < 0) {
       rc = ferry__seterr(err, FERRY_EFORMAT, "part %s holds no variable", path);

@@ -65,11 +65,13 @@ typedef struct ferry__manifest {
 /**
  * Rank 0 only: resolve spec (directory, .npy file, glob, @list) into parts,
  * describe every part with its backend, check that they agree, select the
- * variables named in vars (NULL/"": all) and fill m.  Returns 0 or a
+ * variables named in vars (NULL/"": all) and fill m.  opts (NULL: defaults)
+ * is handed to every describe, for the backends' own options.  Returns 0 or a
  * negative code with err set.
  */
 int ferry__manifest_scan(const char *spec, const char *vars,
-                         ferry__manifest *m, ferry__err *err);
+                         const ferry_options *opts, ferry__manifest *m,
+                         ferry__err *err);
 /** Serialise to a flat buffer (malloc'd) for MPI_Bcast, and back. */
 int ferry__manifest_pack(const ferry__manifest *m, void **buf, size_t *len);
 int ferry__manifest_unpack(const void *buf, size_t len, ferry__manifest *m,

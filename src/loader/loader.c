@@ -523,7 +523,7 @@ static void *io_main(void *arg) {
   ferry__err err = {0};
   ferry__io_params p = {L->io_comm, L->rank,
                         L->opts->io == FERRY__IO_COLLECTIVE,
-                        L->opts->max_open_files};
+                        L->opts->max_open_files, L->opts};
   int rc = L->be->io_open(&io, &L->m, &p, &err);
   if (rc) {
     publish_error(ep, rc, &err);
@@ -1532,7 +1532,8 @@ static int share_manifest(ferry_loader *L, const char *dataset,
                            L->opts->manifest, L->m.spec ? L->m.spec : "",
                            dataset);
     } else
-      rc = ferry__manifest_scan(dataset, L->opts->vars, &L->m, err);
+      rc = ferry__manifest_scan(dataset, L->opts->vars, L->opts, &L->m,
+                                err);
     if (!rc)
       rc = ferry__manifest_pack(&L->m, &buf, &len);
     if (rc && !err->msg[0])

@@ -9,7 +9,7 @@
 # and 3 ranks and every served row is compared by
 # tests/fixtures/dump_compare.py with what zarr-python reads: every index
 # exactly once, every byte of every row equal.  The stores netCDF-C reads
-# are read again with ferry's own chunk reader (FERRY_ZARR_READER=native).
+# are read again with ferry's own chunk reader (FERRY_ZARR_READER=native, the zarr_reader option).
 # Bad inputs fail on 1 and 3 ranks with status 1 and one message naming the
 # store and what is wrong, without hanging.
 #

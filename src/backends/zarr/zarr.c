@@ -36,7 +36,7 @@
  *   native  ferry's own chunk reader with the same decoders (codec.c): for
  *           stores netCDF-C cannot open (a bool or float16 array anywhere
  *           in the store, a store that is a single array), or when
- *           FERRY_ZARR_READER=native.  A chunk a read covers whole is
+ *           zarr_reader=native.  A chunk a read covers whole is
  *           decoded (or read, uncompressed) straight into the read buffer;
  *           other chunks through a band of rows kept per variable.  Its
  *           buffers are allocated once per open store, never per chunk,
@@ -923,8 +923,14 @@ static char *storage_text(const char *adir, const zmeta *z, const char *reader,
   return strdup(buf);
 }
 
-static int z_describe(const char *path, ferry__part_desc *out,
-                      ferry__err *err) {
+/* The zarr_reader option ("auto" when opts is NULL). */
+static void reader_option(const ferry_options *opts, char *buf, size_t len) {
+  if (!opts || ferry_options_get(opts, "zarr_reader", buf, len) != 0)
+    snprintf(buf, len, "auto");
+}
+
+static int z_describe(const char *path, const ferry_options *opts,
+                      ferry__part_desc *out, ferry__err *err) {
   zarr_walk w;
   int rc = 0, nsel = 0;
   int64_t longest = -1;
@@ -977,35 +983,30 @@ static int z_describe(const char *path, ferry__part_desc *out,
                        store);
     goto cleanup;
   }
-  const char *mode = getenv("FERRY_ZARR_READER");
+  char mode[16];
   int use_netcdf;
+  reader_option(opts, mode, sizeof mode);
 #ifdef HAVE_NCZARR
   use_netcdf = netcdf_can_open(&w, &why);
-  if (mode && strcmp(mode, "netcdf") == 0 && !use_netcdf) {
+  if (strcmp(mode, "netcdf") == 0 && !use_netcdf) {
     rc = ferry__seterr(err, FERRY_ENOTSUP,
-                       "store %s: FERRY_ZARR_READER=netcdf, but netCDF-C "
+                       "store %s: zarr_reader=netcdf, but netCDF-C "
                        "cannot read it: %s",
                        store, why);
     goto cleanup;
   }
 #else
   use_netcdf = 0;
-  if (mode && strcmp(mode, "netcdf") == 0) {
+  if (strcmp(mode, "netcdf") == 0) {
     rc = ferry__seterr(err, FERRY_ENOTSUP,
-                       "store %s: FERRY_ZARR_READER=netcdf, but this "
-                       "netCDF-C has no NCZarr",
+                       "store %s: zarr_reader=netcdf, but this ferry was "
+                       "built without netCDF-C (NCZarr): use "
+                       "zarr_reader=native or auto",
                        store);
     goto cleanup;
   }
 #endif
-  if (mode && *mode && strcmp(mode, "netcdf") != 0 &&
-      strcmp(mode, "native") != 0 && strcmp(mode, "auto") != 0) {
-    rc = ferry__seterr(err, FERRY_EINVAL,
-                       "FERRY_ZARR_READER=%s: use auto, netcdf or native",
-                       mode);
-    goto cleanup;
-  }
-  if (mode && strcmp(mode, "native") == 0)
+  if (strcmp(mode, "native") == 0)
     use_netcdf = 0;
   /* The path each rank opens: the store directory (the netCDF reader makes
    * its URL from it). */
@@ -1339,7 +1340,7 @@ static int part_open(ferry__io *io, int64_t part, zpart **out,
                            "%d codecs (%s) on rank %d: it did not load "
                            "ferry's codec plugins from '%s' (set "
                            "FERRY_PLUGIN_DIR to the directory holding "
-                           "lib__nczferry_*.so, or FERRY_ZARR_READER=native)",
+                           "lib__nczferry_*.so, or zarr_reader=native)",
                            store, mv->name, nrc == NC_NOERR ? nf - (size_t)missing : 0,
                            zv->z.ncodecs, zv->z.codecs_text, io->rank,
                            plugin_dir);
