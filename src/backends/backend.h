@@ -90,9 +90,7 @@ extern const ferry__backend ferry__backend_mem;
 #ifdef HAVE_HDF5
 extern const ferry__backend ferry__backend_hdf5;
 #endif
-#ifdef HAVE_NETCDF
-extern const ferry__backend ferry__backend_nczarr;
-#endif
+extern const ferry__backend ferry__backend_zarr;
 
 /** NULL-terminated table of compiled-in backends. */
 extern const ferry__backend *const ferry__backends[];

@@ -15,9 +15,7 @@ const ferry__backend *const ferry__backends[] = {
 #ifdef HAVE_HDF5
     &ferry__backend_hdf5,
 #endif
-#ifdef HAVE_NETCDF
-    &ferry__backend_nczarr,
-#endif
+    &ferry__backend_zarr,
     &ferry__backend_mem,
     NULL,
 };
