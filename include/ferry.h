@@ -51,8 +51,9 @@ FERRY_API const char *ferry_version(void);
 FERRY_API int ferry_version_number(void);
 
 /**
- * Name of the i-th storage backend compiled into this library ("npy", "mem",
- * later "hdf5", "zarr"), or NULL when i is out of range.  LOCAL, thread-safe.
+ * Name of the i-th storage backend compiled into this library ("npy",
+ * "hdf5" with parallel HDF5, "zarr", "mem"), or NULL when i is out of range.
+ * LOCAL, thread-safe.
  */
 FERRY_API const char *ferry_backend_name(int i);
 
@@ -235,9 +236,13 @@ FERRY_API int ferry_options_set_transform(ferry_options *opts,
  * Open DATASET for loading over COMM.  COLLECTIVE over comm.
  *
  * dataset: a directory of .npy files (one variable each), a single .npy file,
- *          a glob such as data/train/part-*.npy (a path component that is
- *          exactly two stars matches any number of directories), or
- *          '@list.txt' (one part per line).  Parts are concatenated along
+ *          an HDF5 file, a Zarr v2 store (a directory), a glob such as
+ *          data/train/part-*.npy (a path component that is exactly two
+ *          stars matches any number of directories), '@list.txt' (one part
+ *          per line), or a spec of a backend's scheme such as
+ *          'mem:N=1000,vars=x:float32:4' (synthetic data, no file; see
+ *          docs/user-guide.md).  Each part is read by the first backend
+ *          that recognises it.  Parts are concatenated along
  *          the sample dimension: glob matches in byte-wise path order, list
  *          files in their own order.  Only rank 0 scans and reads metadata;
  *          it broadcasts the manifest.

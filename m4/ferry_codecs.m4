@@ -4,18 +4,19 @@
 # satisfied stops configure).  Each found library defines HAVE_X in
 # config.h; CODEC_CPPFLAGS and CODEC_LIBS collect their flags for the
 # NCZarr plugins (src/plugins) and the backend's own chunk reader, and
-# ferry_codecs_summary lists them for the summary block.  The codecs are
-# only built with netCDF-C (NCZarr), so call this after FERRY_WITH_NETCDF.
+# ferry_codecs_summary lists them for the summary block.  The decoders are
+# built whether or not netCDF-C is (the backend's native reader uses them);
+# the NCZarr plugins only with it (src/plugins/local.mk).
 
 # _FERRY_WITH_CODEC(NAME, PC-NAME, LIBS, HEADER, BODY, DEBIAN-PACKAGE)
 AC_DEFUN([_FERRY_WITH_CODEC], [
   AC_ARG_WITH([$1],
     [AS_HELP_STRING([--with-$1@<:@=PREFIX@:>@],
-      [decode $1-compressed Zarr arrays (default: auto; needs netCDF-C)])],
+      [decode $1-compressed Zarr arrays (default: auto)])],
     [], [with_$1=auto])
   FERRY_WITH_DEFAULT([$1])
   ferry_have_$1=no
-  AS_IF([test "x$with_$1" != xno && test "x$ferry_have_netcdf" = xyes], [
+  AS_IF([test "x$with_$1" != xno], [
     ferry_cands=
     AS_CASE([$with_$1],
       [yes|auto], [
@@ -34,8 +35,7 @@ AC_DEFUN([_FERRY_WITH_CODEC], [
       AC_DEFINE([HAVE_]m4_toupper([$1]), [1], [Define to 1 to decode $1 in Zarr stores.])
     ], [
       FERRY_DEP_MISSING([$1], [no $1 library was found (Debian: apt-get install $6; or --with-$1=PREFIX; see config.log)])])
-  ], [test "x$with_$1" != xno && test "x$with_$1" != xauto], [
-    AC_MSG_ERROR([--with-$1 was given but the zarr codecs need netCDF-C (--with-netcdf)])])
+  ])
   AM_CONDITIONAL([HAVE_]m4_toupper([$1]), [test "x$ferry_have_$1" = xyes])
 ])
 
@@ -53,11 +53,9 @@ AC_DEFUN([FERRY_ZARR_CODECS], [
     [[return (int)ZSTD_decompress(0, 0, 0, 0);]], [libzstd-dev])
   _FERRY_WITH_CODEC([lz4], [liblz4], [-llz4], [lz4.h],
     [[char o[4]; return LZ4_decompress_safe(o, o, 4, 4);]], [liblz4-dev])
-  AS_IF([test "x$ferry_have_netcdf" = xyes],
-    [ferry_codecs_summary="shuffle$ferry_codecs_summary"
-     AS_IF([test "x$ferry_have_zlib" = xyes],
-       [ferry_codecs_summary=`echo "$ferry_codecs_summary" | sed 's/zlib/zlib gzip/'`])],
-    [ferry_codecs_summary="none (needs netCDF-C)"])
+  ferry_codecs_summary="shuffle$ferry_codecs_summary"
+  AS_IF([test "x$ferry_have_zlib" = xyes],
+    [ferry_codecs_summary=`echo "$ferry_codecs_summary" | sed 's/zlib/zlib gzip/'`])
   AC_SUBST([CODEC_CPPFLAGS])
   AC_SUBST([CODEC_LIBS])
 ])

@@ -16,7 +16,11 @@
 
 enum {
   FERRY__CAP_COLLECTIVE = 1u << 0, /* io=collective is meaningful         */
-  FERRY__CAP_THREADSAFE = 1u << 1  /* io calls may come from any thread    */
+  FERRY__CAP_THREADSAFE = 1u << 1, /* io calls may come from any thread    */
+  /* data_offset and file_size do not bound the rows (synthetic, chunked or
+   * compressed data): loading a saved manifest skips the check that
+   * data_offset + num_samples * row_bytes <= file_size. */
+  FERRY__CAP_NOT_FLAT = 1u << 2
 };
 
 /** What describe() reports of one part (one file or one directory). */
@@ -26,6 +30,7 @@ typedef struct ferry__part_desc {
   char **paths;           /* [nvars]                                      */
   int64_t *data_offset;   /* [nvars]                                      */
   int64_t *file_size;     /* [nvars]                                      */
+  ferry__blob *rec;       /* [nvars] the backend's records, or NULL       */
   int64_t num_samples;    /* common first dimension (checked by describe) */
   char *notes;            /* malloc'd or NULL: what the backend chose and
                            * skipped, and why (ferry info, vars errors)    */
@@ -41,16 +46,31 @@ typedef struct ferry__io_params {
   int rank;
   int collective;           /* io=collective: opens and reads are collective */
   int64_t max_open_files;   /* bound on files open at once                  */
+  const ferry_options *opts; /* the loader's options: a backend reads its
+                              * own (zarr_reader) with ferry_options_get  */
 } ferry__io_params;
 
 typedef struct ferry__backend {
   const char *name;
   int version;
   unsigned caps;
-  /** 1 if path (a file or a directory) is a part this backend reads. */
+  /** Version of the per-variable records describe() leaves in
+   *  ferry__part_desc.rec (0: the backend keeps none).  A saved manifest
+   *  whose records carry another version is refused on load; change it
+   *  whenever the record's layout or meaning changes. */
+  int record_version;
+  /** A dataset scheme, e.g. "mem": a dataset string (or @list line) that
+   *  starts with "SCHEME:" names no file and goes straight to this
+   *  backend's describe, without probing.  NULL: the backend reads files. */
+  const char *scheme;
+  /** 1 if path (a file or a directory) is a part this backend reads; may
+   *  be NULL for a backend reached only through its scheme. */
   int (*probe)(const char *path);
-  /** Rank 0: describe one part.  Errors name the file. */
-  int (*describe)(const char *path, ferry__part_desc *out, ferry__err *err);
+  /** Rank 0: describe one part.  Errors name the file.  opts (NULL:
+   *  defaults) carries the backend's own options, read by name with
+   *  ferry_options_get; the core never interprets them. */
+  int (*describe)(const char *path, const ferry_options *opts,
+                  ferry__part_desc *out, ferry__err *err);
   /** Create I/O state.  Runs on the I/O thread. */
   int (*io_open)(ferry__io **io, const ferry__manifest *m,
                  const ferry__io_params *p, ferry__err *err);
@@ -71,13 +91,13 @@ extern const ferry__backend ferry__backend_mem;
 #ifdef HAVE_HDF5
 extern const ferry__backend ferry__backend_hdf5;
 #endif
-#ifdef HAVE_NETCDF
-extern const ferry__backend ferry__backend_nczarr;
-#endif
+extern const ferry__backend ferry__backend_zarr;
 
 /** NULL-terminated table of compiled-in backends. */
 extern const ferry__backend *const ferry__backends[];
 const ferry__backend *ferry__backend_find(const char *name);
+/** The backend whose scheme starts spec ("mem:..."), or NULL. */
+const ferry__backend *ferry__backend_for_scheme(const char *spec);
 
 
 /* ---- Toolkit (toolkit.c) ---- */

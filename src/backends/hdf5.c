@@ -444,8 +444,9 @@ static int h5_fill(const char *path, h5_visit *vis, int nsel,
   return 0;
 }
 
-static int h5_describe(const char *path, ferry__part_desc *out,
-                       ferry__err *err) {
+static int h5_describe(const char *path, const ferry_options *opts,
+                       ferry__part_desc *out, ferry__err *err) {
+  (void)opts; /* the HDF5 backend has no option of its own */
   h5_visit vis = {0};
   hid_t f = -1;
   int rc = 0;

@@ -28,7 +28,9 @@
  * ferry__part_desc and names the file in every error; io_open/io_read/
  * io_close run on the loader's I/O thread, read rows in stored byte order
  * and report a short read as FERRY_EIO, never as zeros.  Add the table
- * entry in manifest.c (ferry__backends) and the file to Makefile.am.
+ * entry in backends/registry.c and the file to Makefile.am; the checklist
+ * is docs/hacking.md, "Adding a backend".  This backend has no probe: its
+ * scheme "mem" sends every "mem:..." dataset string to it.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -278,12 +280,9 @@ cleanup:
 
 /* ---- The backend ------------------------------------------------------ */
 
-static int mem_probe(const char *path) {
-  return path && strncmp(path, "mem:", 4) == 0;
-}
-
-static int mem_describe(const char *path, ferry__part_desc *out,
-                        ferry__err *err) {
+static int mem_describe(const char *path, const ferry_options *opts,
+                        ferry__part_desc *out, ferry__err *err) {
+  (void)opts; /* mem has no option of its own */
   mem_spec s;
   memset(out, 0, sizeof *out);
   int rc = spec_parse(path, &s, err);
@@ -402,8 +401,9 @@ static int mem_io_read(ferry__io *io, int64_t part, int var, int64_t row,
 const ferry__backend ferry__backend_mem = {
     .name = "mem",
     .version = 1,
-    .caps = FERRY__CAP_COLLECTIVE | FERRY__CAP_THREADSAFE,
-    .probe = mem_probe,
+    .caps = FERRY__CAP_COLLECTIVE | FERRY__CAP_THREADSAFE | FERRY__CAP_NOT_FLAT,
+    .scheme = "mem",
+    .probe = NULL, /* reached through its scheme only */
     .describe = mem_describe,
     .io_open = mem_io_open,
     .io_read = mem_io_read,

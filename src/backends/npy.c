@@ -634,8 +634,9 @@ static char *stem_of(const char *path) {
   return s;
 }
 
-static int npy_describe(const char *path, ferry__part_desc *out,
-                        ferry__err *err) {
+static int npy_describe(const char *path, const ferry_options *opts,
+                        ferry__part_desc *out, ferry__err *err) {
+  (void)opts; /* npy has no option of its own */
   char **files = NULL;
   int nfiles = 0, rc = 0, is_dir;
   struct stat st;

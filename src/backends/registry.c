@@ -1,7 +1,9 @@
 /*
  * registry.c - the backends compiled into this build, in probe order: the
- * first whose probe() accepts a part reads it.  Adding a format is one line
- * here (and one in the build); the core never names a backend.
+ * first whose probe() accepts a part reads it, unless the part starts with
+ * a backend's scheme ("mem:"), which names its backend outright.  Adding a
+ * format is one line here (and one in the build); the core never names a
+ * backend.
  */
 #include "config.h"
 #include "backends/backend.h"
@@ -13,9 +15,7 @@ const ferry__backend *const ferry__backends[] = {
 #ifdef HAVE_HDF5
     &ferry__backend_hdf5,
 #endif
-#ifdef HAVE_NETCDF
-    &ferry__backend_nczarr,
-#endif
+    &ferry__backend_zarr,
     &ferry__backend_mem,
     NULL,
 };
@@ -27,6 +27,16 @@ const ferry__backend *ferry__backend_find(const char *name) {
   return NULL;
 }
 
+
+const ferry__backend *ferry__backend_for_scheme(const char *spec) {
+  for (int i = 0; spec && ferry__backends[i]; i++) {
+    const char *s = ferry__backends[i]->scheme;
+    size_t n = s ? strlen(s) : 0;
+    if (n && strncmp(spec, s, n) == 0 && spec[n] == ':')
+      return ferry__backends[i];
+  }
+  return NULL;
+}
 
 const char *ferry_backend_name(int i) {
   if (i < 0)

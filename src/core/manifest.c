@@ -3,9 +3,10 @@
  * before anything is read, and how it travels.
  *
  * ferry__manifest_scan turns the dataset string of ferry_open into parts
- * (a "mem:" spec, an @list file, a glob with ** for any number of
- * directories, or one plain path), asks the first backend whose probe
- * accepts each part to describe it, checks that all parts agree on their
+ * (a spec of a backend's scheme such as "mem:", an @list file, a glob with
+ * ** for any number of directories, or one plain path), asks the backend of
+ * its scheme, else the first backend whose probe accepts each part, to
+ * describe it, checks that all parts agree on their
  * variables, and applies the user's selection of variables.  The result is
  * serialised into a flat, versioned, little-endian buffer for MPI_Bcast
  * (pack/unpack, which never trusts the buffer it is given), hashed for the
@@ -43,7 +44,10 @@ void ferry__part_desc_free(ferry__part_desc *d) {
     }
     if (d->paths)
       free(d->paths[i]);
+    if (d->rec)
+      free(d->rec[i].p);
   }
+  free(d->rec);
   free(d->vars);
   free(d->notes);
   free(d->paths);
@@ -59,6 +63,9 @@ void ferry__manifest_free(ferry__manifest *m) {
     ferry__part *pt = &m->parts[p];
     for (int v = 0; pt->paths && v < m->nvars; v++)
       free(pt->paths[v]);
+    for (int v = 0; pt->rec && v < m->nvars; v++)
+      free(pt->rec[v].p);
+    free(pt->rec);
     free(pt->paths);
     free(pt->data_offset);
     free(pt->file_size);
@@ -349,8 +356,8 @@ static char *trim(char *s) {
 }
 
 /* @FILE: one part per non-empty line that does not start with '#'; relative
- * paths are relative to the list file's directory ("mem:" specs are kept as
- * they are).  Lines are not globbed. */
+ * paths are relative to the list file's directory (specs of a backend's
+ * scheme, such as "mem:", are kept as they are).  Lines are not globbed. */
 static int read_list(const char *list, strvec *out, ferry__err *err) {
   FILE *f = fopen(list, "r");
   if (!f)
@@ -372,7 +379,7 @@ static int read_list(const char *list, strvec *out, ferry__err *err) {
     char *s = trim(line);
     if (!*s || *s == '#')
       continue;
-    int as_is = s[0] == '/' || !*dir || strncmp(s, "mem:", 4) == 0;
+    int as_is = s[0] == '/' || !*dir || ferry__backend_for_scheme(s);
     char *path = as_is ? strdup(s) : ferry__join_path(dir, s);
     if (sv_push(out, path) < 0) {
       rc = oom(err);
@@ -394,9 +401,9 @@ cleanup:
 }
 
 static int resolve(const char *spec, strvec *parts, ferry__err *err) {
-  /* mem: and URLs (file://STORE#mode=zarr,file) are not file names: the
-   * backend that probes them says whether they exist. */
-  if (strncmp(spec, "mem:", 4) == 0 || strstr(spec, "://") != NULL)
+  /* A backend's scheme ("mem:") and URLs (file://STORE#mode=zarr,file) are
+   * not file names: the backend that reads them says whether they exist. */
+  if (ferry__backend_for_scheme(spec) || strstr(spec, "://") != NULL)
     return sv_push(parts, strdup(spec)) < 0 ? oom(err) : 0;
   if (spec[0] == '@')
     return read_list(spec + 1, parts, err);
@@ -471,6 +478,7 @@ static int check_part(const ferry__manifest *m, const ferry__part_desc *d,
 typedef struct part_arrays {
   char **paths;
   int64_t *offset, *size;
+  ferry__blob *rec;
 } part_arrays;
 
 /* Keep only the variables named in vars (comma-separated), in that order. */
@@ -542,6 +550,11 @@ static int select_vars(ferry__manifest *m, const char *vars,
       rc = oom(err);
       goto cleanup;
     }
+    if (m->parts[p].rec &&
+        !(na[p].rec = calloc((size_t)nsel, sizeof *na[p].rec))) {
+      rc = oom(err);
+      goto cleanup;
+    }
   }
   for (int k = 0; k < nsel; k++) {
     keep[sel[k]] = 1;
@@ -558,10 +571,18 @@ static int select_vars(ferry__manifest *m, const char *vars,
       na[p].paths[k] = pt->paths[sel[k]];
       na[p].offset[k] = pt->data_offset[sel[k]];
       na[p].size[k] = pt->file_size[sel[k]];
+      if (pt->rec)
+        na[p].rec[k] = pt->rec[sel[k]];
     }
     for (int v = 0; v < m->nvars; v++)
-      if (!keep[v])
+      if (!keep[v]) {
         free(pt->paths[v]);
+        if (pt->rec)
+          free(pt->rec[v].p);
+      }
+    free(pt->rec);
+    pt->rec = na[p].rec;
+    na[p].rec = NULL;
     free(pt->paths);
     free(pt->data_offset);
     free(pt->file_size);
@@ -581,6 +602,7 @@ cleanup:
     free(na[p].paths);
     free(na[p].offset);
     free(na[p].size);
+    free(na[p].rec);
   }
   free(na);
   free(keep);
@@ -591,7 +613,8 @@ cleanup:
 }
 
 int ferry__manifest_scan(const char *spec, const char *vars,
-                         ferry__manifest *m, ferry__err *err) {
+                         const ferry_options *opts, ferry__manifest *m,
+                         ferry__err *err) {
   strvec parts = {0};
   ferry__part_desc d;
   const ferry__backend *be = NULL;
@@ -611,7 +634,7 @@ int ferry__manifest_scan(const char *spec, const char *vars,
   m->nparts = (int64_t)parts.n; /* unfilled parts are zeroed: free is safe */
   for (size_t i = 0; i < parts.n; i++) {
     const char *path = parts.v[i];
-    const ferry__backend *b = NULL;
+    const ferry__backend *b = ferry__backend_for_scheme(path);
     for (int k = 0; !b && ferry__backends[k]; k++)
       if (ferry__backends[k]->probe && ferry__backends[k]->probe(path))
         b = ferry__backends[k];
@@ -623,7 +646,7 @@ int ferry__manifest_scan(const char *spec, const char *vars,
                            "read by the zarr backend: "
                            "file://STORE#mode=zarr,file)",
                            path);
-      else if (strncmp(path, "mem:", 4) != 0 && stat(path, &st) != 0)
+      else if (stat(path, &st) != 0)
         rc = ferry__seterr(err, ferry__errno_code(errno), "part %s: %s", path,
                            strerror(errno));
       else if (S_ISDIR(st.st_mode))
@@ -645,7 +668,7 @@ int ferry__manifest_scan(const char *spec, const char *vars,
       goto cleanup;
     }
     be = b;
-    if ((rc = b->describe(path, &d, err)) < 0)
+    if ((rc = b->describe(path, opts, &d, err)) < 0)
       goto cleanup;
     if (d.nvars < 1 || d.num_samples < 0) {
       rc = ferry__seterr(err, FERRY_EFORMAT, "part %s holds no variable", path);
@@ -666,6 +689,8 @@ int ferry__manifest_scan(const char *spec, const char *vars,
     pt->paths = d.paths;
     pt->data_offset = d.data_offset;
     pt->file_size = d.file_size;
+    pt->rec = d.rec;
+    d.rec = NULL;
     d.paths = NULL;
     d.data_offset = NULL;
     d.file_size = NULL;
@@ -680,6 +705,7 @@ int ferry__manifest_scan(const char *spec, const char *vars,
     total += pt->num_samples;
   }
   m->num_samples = total;
+  m->record_version = be ? be->record_version : 0;
   if (!(m->backend = strdup(be ? be->name : "none"))) {
     rc = oom(err);
     goto cleanup;
@@ -703,20 +729,26 @@ cleanup:
 
 /*
  * Layout (all integers little-endian):
- *   "FRYM"  u8 version=1  3 zero bytes  u64 total length
- *   str backend  str spec  str notes  u32 nvars
+ *   "FRYM"  u8 version=3  3 zero bytes  u64 total length
+ *   str backend  str spec  str notes  u32 record_version  u32 nvars
  *   per variable: str name  u8 dtype  u8 swapped  u8 row_ndim  u8 0
  *                 i64 row_shape[row_ndim]  u64 row_bytes
  *                 i64 chunk_rows  u64 cache_bytes  str storage
  *   i64 nparts  i64 num_samples
  *   per part: i64 num_samples  i64 first_sample
  *             per variable: str path  i64 data_offset  i64 file_size
+ *                           str record (the backend's bytes, may be empty)
  *   u64 FNV-1a of every byte before it
- * where str is u32 length + bytes (no NUL).  The hash is FNV-1a over the
- * same body with the spec left empty: the spec is how the user spelled the
- * dataset, the rest is what identifies the data.
+ * where str is u32 length + bytes (no NUL in a string; a record may hold
+ * any byte).  The hash is FNV-1a over the same body with the spec left
+ * empty (the spec is how the user spelled the dataset, the rest is what
+ * identifies the data), led by HASH_VERSION; the record fields enter it
+ * only when the backend keeps records, so the hash of a manifest without
+ * records is the one ferry computed before records existed (checkpoints
+ * taken then still resume).
  */
-#define PACK_VERSION 2
+#define PACK_VERSION 3
+#define HASH_VERSION 2
 #define PACK_HEAD 16
 
 typedef struct wbuf {
@@ -785,10 +817,25 @@ static void w_str(wbuf *w, const char *s) {
   w_bytes(w, s ? s : "", n);
 }
 
-static void pack_body(wbuf *w, const ferry__manifest *m, int with_spec) {
+static void w_blob(wbuf *w, const ferry__blob *b) {
+  size_t n = b ? b->len : 0;
+  if (n > UINT32_MAX) {
+    w->failed = 1;
+    return;
+  }
+  w_u32(w, (uint32_t)n);
+  if (n)
+    w_bytes(w, b->p, n);
+}
+
+/* full: the whole body (pack); else the hash's (see the layout above). */
+static void pack_body(wbuf *w, const ferry__manifest *m, int full) {
+  int recs = full || m->record_version != 0;
   w_str(w, m->backend);
-  w_str(w, with_spec ? m->spec : "");
+  w_str(w, full ? m->spec : "");
   w_str(w, m->notes);
+  if (recs)
+    w_u32(w, (uint32_t)m->record_version);
   w_u32(w, (uint32_t)m->nvars);
   for (int v = 0; v < m->nvars; v++) {
     const ferry__var *x = &m->vars[v];
@@ -814,6 +861,8 @@ static void pack_body(wbuf *w, const ferry__manifest *m, int with_spec) {
       w_str(w, pt->paths[v]);
       w_u64(w, (uint64_t)pt->data_offset[v]);
       w_u64(w, (uint64_t)pt->file_size[v]);
+      if (recs)
+        w_blob(w, pt->rec ? &pt->rec[v] : NULL);
     }
   }
 }
@@ -823,7 +872,7 @@ uint64_t ferry__manifest_hash(const ferry__manifest *m) {
   memset(&w, 0, sizeof w);
   w.hash_only = 1;
   w.h = FERRY__FNV_INIT;
-  w_u8(&w, PACK_VERSION);
+  w_u8(&w, HASH_VERSION);
   pack_body(&w, m, 0);
   return w.h;
 }
@@ -938,6 +987,27 @@ static char *r_str(rbuf *r) {
   return s;
 }
 
+/* A record into *b; without b (no record version) it must be empty. */
+static int r_blob(rbuf *r, ferry__blob *b) {
+  uint32_t n = r_u32(r);
+  if (r->bad)
+    return -1;
+  if (n > r->len - r->pos)
+    return r_fail(r, "record runs past the end");
+  if (n && !b)
+    return r_fail(r, "a record but no record version");
+  if (n && !(b->p = malloc(n))) {
+    r->oom = 1;
+    return r_fail(r, "out of memory");
+  }
+  if (n)
+    memcpy(b->p, r->p + r->pos, n);
+  if (b)
+    b->len = n;
+  r->pos += n;
+  return 0;
+}
+
 static int unpack_body(rbuf *r, ferry__manifest *m) {
   if (!(m->backend = r_str(r)) || !(m->spec = r_str(r)) ||
       !(m->notes = r_str(r)))
@@ -946,6 +1016,12 @@ static int unpack_body(rbuf *r, ferry__manifest *m) {
     free(m->notes);
     m->notes = NULL;
   }
+  uint32_t rv = r_u32(r);
+  if (r->bad)
+    return -1;
+  if (rv > INT_MAX)
+    return r_fail(r, "bad record version");
+  m->record_version = (int)rv;
   uint32_t nvars = r_u32(r);
   if (r->bad)
     return -1;
@@ -1010,7 +1086,7 @@ static int unpack_body(rbuf *r, ferry__manifest *m) {
   int64_t total = r_nonneg(r, "bad sample count");
   if (r->bad)
     return -1;
-  uint64_t per_part = 16 + (uint64_t)m->nvars * 20;
+  uint64_t per_part = 16 + (uint64_t)m->nvars * 24;
   if ((uint64_t)nparts > (r->len - r->pos) / per_part)
     return r_fail(r, "bad part count");
   if (nparts > 0 && !(m->parts = calloc((size_t)nparts, sizeof *m->parts))) {
@@ -1031,7 +1107,9 @@ static int unpack_body(rbuf *r, ferry__manifest *m) {
     pt->paths = calloc((size_t)m->nvars, sizeof *pt->paths);
     pt->data_offset = calloc((size_t)m->nvars, sizeof *pt->data_offset);
     pt->file_size = calloc((size_t)m->nvars, sizeof *pt->file_size);
-    if (!pt->paths || !pt->data_offset || !pt->file_size) {
+    if (!pt->paths || !pt->data_offset || !pt->file_size ||
+        (m->record_version &&
+         !(pt->rec = calloc((size_t)m->nvars, sizeof *pt->rec)))) {
       r->oom = 1;
       return r_fail(r, "out of memory");
     }
@@ -1040,7 +1118,7 @@ static int unpack_body(rbuf *r, ferry__manifest *m) {
         return -1;
       pt->data_offset[v] = r_nonneg(r, "bad data offset");
       pt->file_size[v] = r_nonneg(r, "bad file size");
-      if (r->bad)
+      if (r_blob(r, pt->rec ? &pt->rec[v] : NULL) < 0)
         return -1;
     }
   }
@@ -1105,9 +1183,55 @@ int ferry__manifest_unpack(const void *buf, size_t len, ferry__manifest *m,
  *               "files": [{"path": "data/train/x.npy", "data_offset": 128,
  *                          "file_size": 1680}]}]}
  *
- * "files" lists one entry per variable, in the order of "vars".
+ * "files" lists one entry per variable, in the order of "vars".  A backend
+ * that keeps records (the zarr backend) adds "record_version": N at the top
+ * and "record": "HEX" (its bytes, two lowercase hex digits each) to each
+ * file; a manifest whose record version is not the backend's is refused.
  * "num_samples" at the top is informational; loading recomputes it.
  */
+/* o[key] = the bytes of b in lowercase hex; nonzero on failure. */
+static int set_hex(json_t *o, const char *key, const ferry__blob *b) {
+  static const char digit[] = "0123456789abcdef";
+  if (b->len > (SIZE_MAX - 1) / 2)
+    return -1;
+  char *t = malloc(2 * b->len + 1);
+  if (!t)
+    return -1;
+  for (size_t i = 0; i < b->len; i++) {
+    t[2 * i] = digit[b->p[i] >> 4];
+    t[2 * i + 1] = digit[b->p[i] & 15];
+  }
+  t[2 * b->len] = '\0';
+  int rc = json_object_set_new(o, key, json_string(t));
+  free(t);
+  return rc;
+}
+
+/* The hex string s into b; -1 when it is not an even run of hex digits,
+ * -2 out of memory. */
+static int get_hex(const char *s, ferry__blob *b) {
+  size_t n = strlen(s);
+  if (n == 0 || n % 2)
+    return -1;
+  if (!(b->p = malloc(n / 2)))
+    return -2;
+  b->len = n / 2;
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    int x = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : -1;
+    if (x < 0)
+      return -1; /* b is freed with the manifest */
+    if (i % 2 == 0)
+      b->p[i / 2] = (unsigned char)(x << 4);
+    else
+      b->p[i / 2] |= (unsigned char)x;
+  }
+  return 0;
+}
+
 int ferry__manifest_save_json(const ferry__manifest *m, const char *path,
                               ferry__err *err) {
   int bad = 0, rc = 0;
@@ -1123,6 +1247,9 @@ int ferry__manifest_save_json(const ferry__manifest *m, const char *path,
       bad |= json_object_set_new(root, "notes", json_string(m->notes));
     bad |= json_object_set_new(root, "num_samples",
                                json_integer((json_int_t)m->num_samples));
+    if (m->record_version)
+      bad |= json_object_set_new(root, "record_version",
+                                 json_integer(m->record_version));
   }
   for (int v = 0; !bad && v < m->nvars; v++) {
     const ferry__var *x = &m->vars[v];
@@ -1163,6 +1290,8 @@ int ferry__manifest_save_json(const ferry__manifest *m, const char *path,
                                    json_integer((json_int_t)pt->data_offset[v]));
         bad |= json_object_set_new(fo, "file_size",
                                    json_integer((json_int_t)pt->file_size[v]));
+        if (pt->rec && pt->rec[v].len)
+          bad |= set_hex(fo, "record", &pt->rec[v]);
         bad |= json_array_append_new(files, fo);
       } else {
         json_decref(fo);
@@ -1296,13 +1425,30 @@ int ferry__manifest_load_json(const char *path, const char *vars,
     rc = missing(err, path, "parts");
     goto cleanup;
   }
-  if (!ferry__backend_find(json_string_value(jb))) {
+  const ferry__backend *be = ferry__backend_find(json_string_value(jb));
+  if (!be) {
     rc = ferry__seterr(err, FERRY_ENOTSUP,
                        "manifest %s: backend '%s' is not compiled into this "
                        "ferry",
                        path, json_string_value(jb));
     goto cleanup;
   }
+  int64_t rv = 0;
+  if (json_object_get(root, "record_version") &&
+      (rc = get_int(root, "record_version", 0, &rv, path, "record_version",
+                    err)) < 0)
+    goto cleanup;
+  if (rv != be->record_version) {
+    rc = ferry__seterr(err, FERRY_ENOTSUP,
+                       "manifest %s: its %s records are version %lld but "
+                       "this ferry's %s backend reads version %d (the "
+                       "manifest was saved by another ferry): scan the "
+                       "dataset again and save a new manifest",
+                       path, be->name, (long long)rv, be->name,
+                       be->record_version);
+    goto cleanup;
+  }
+  m->record_version = (int)rv;
   if (!(m->backend = strdup(json_string_value(jb))) ||
       !(m->spec = strdup(json_string_value(js))) ||
       !(m->vars = calloc(json_array_size(jv), sizeof *m->vars))) {
@@ -1390,7 +1536,7 @@ int ferry__manifest_load_json(const char *path, const char *vars,
     goto cleanup;
   }
   m->nparts = (int64_t)nparts;
-  int check_sizes = strcmp(m->backend, "mem") != 0;
+  int check_sizes = !(be->caps & FERRY__CAP_NOT_FLAT);
   int64_t total = 0;
   for (size_t p = 0; p < nparts; p++) {
     json_t *o = json_array_get(jp, p), *jf = json_object_get(o, "files");
@@ -1415,7 +1561,8 @@ int ferry__manifest_load_json(const char *path, const char *vars,
     pt->paths = calloc((size_t)m->nvars, sizeof *pt->paths);
     pt->data_offset = calloc((size_t)m->nvars, sizeof *pt->data_offset);
     pt->file_size = calloc((size_t)m->nvars, sizeof *pt->file_size);
-    if (!pt->paths || !pt->data_offset || !pt->file_size) {
+    if (!pt->paths || !pt->data_offset || !pt->file_size ||
+        (rv && !(pt->rec = calloc((size_t)m->nvars, sizeof *pt->rec)))) {
       rc = oom(err);
       goto cleanup;
     }
@@ -1439,6 +1586,19 @@ int ferry__manifest_load_json(const char *path, const char *vars,
       if ((rc = get_int(fo, "file_size", 0, &pt->file_size[v], path, key,
                         err)) < 0)
         goto cleanup;
+      json_t *jrec = json_object_get(fo, "record"); /* optional */
+      snprintf(key, sizeof key, "parts[%zu].files[%d].record", p, v);
+      int hx = 0;
+      if (jrec && (!json_is_string(jrec) || !pt->rec ||
+                   (hx = get_hex(json_string_value(jrec), &pt->rec[v])) ==
+                       -1)) {
+        rc = missing(err, path, key);
+        goto cleanup;
+      }
+      if (hx == -2) {
+        rc = oom(err);
+        goto cleanup;
+      }
       /* num_samples * row_bytes fits: both bounded, checked as a quotient. */
       int64_t rb = (int64_t)m->vars[v].row_bytes;
       if (check_sizes &&

@@ -26,6 +26,18 @@ typedef struct ferry__var {
                          * 3.1:1"; malloc'd, may be NULL */
 } ferry__var;
 
+/**
+ * A backend's own record of one variable of one part: what it needs at read
+ * time that the fields of ferry__part do not say (the Zarr backend: its
+ * reader and the hash of the .zarray).  Opaque bytes to the core, which
+ * packs, hashes, saves (hex in the manifest JSON) and loads them; the
+ * backend's record_version (backend.h) says how to read them.
+ */
+typedef struct ferry__blob {
+  unsigned char *p;       /* malloc'd, NULL when len is 0                 */
+  size_t len;
+} ferry__blob;
+
 /** One part: a file per variable (npy) or one file holding all variables. */
 typedef struct ferry__part {
   int64_t num_samples;
@@ -33,6 +45,7 @@ typedef struct ferry__part {
   char **paths;           /* [nvars] file holding each variable            */
   int64_t *data_offset;   /* [nvars] byte offset of row 0 in that file     */
   int64_t *file_size;     /* [nvars] size seen by rank 0 (checked on open) */
+  ferry__blob *rec;       /* [nvars] backend records, or NULL: none        */
 } ferry__part;
 
 typedef struct ferry__manifest {
@@ -45,16 +58,20 @@ typedef struct ferry__manifest {
   int64_t num_samples;
   uint64_t hash;          /* ferry__manifest_hash()                       */
   char *notes;            /* the first part's describe notes, or NULL     */
+  int record_version;     /* the backend's record_version when the parts'
+                           * records were made; 0: no record            */
 } ferry__manifest;
 
 /**
  * Rank 0 only: resolve spec (directory, .npy file, glob, @list) into parts,
  * describe every part with its backend, check that they agree, select the
- * variables named in vars (NULL/"": all) and fill m.  Returns 0 or a
+ * variables named in vars (NULL/"": all) and fill m.  opts (NULL: defaults)
+ * is handed to every describe, for the backends' own options.  Returns 0 or a
  * negative code with err set.
  */
 int ferry__manifest_scan(const char *spec, const char *vars,
-                         ferry__manifest *m, ferry__err *err);
+                         const ferry_options *opts, ferry__manifest *m,
+                         ferry__err *err);
 /** Serialise to a flat buffer (malloc'd) for MPI_Bcast, and back. */
 int ferry__manifest_pack(const ferry__manifest *m, void **buf, size_t *len);
 int ferry__manifest_unpack(const void *buf, size_t len, ferry__manifest *m,

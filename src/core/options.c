@@ -33,6 +33,9 @@ static const char *const partition_names[] = {"contiguous", "strided", NULL};
 static const char *const tail_names[] = {"drop_last", "pad", "partial", NULL};
 static const char *const io_names[] = {"independent", "collective", NULL};
 static const char *const device_names[] = {"auto", "cpu", "cuda", NULL};
+/* Read by the zarr backend by name (backends/zarr). */
+static const char *const zarr_reader_names[] = {"auto", "native", "netcdf",
+                                                NULL};
 /* Index = FERRY__SIG_* (loader.c maps it to the signal number). */
 static const char *const signal_names[] = {"none", "USR1", "USR2", "TERM",
                                            "INT",  "HUP",  "XCPU", NULL};
@@ -115,6 +118,12 @@ static const option_def defs[] = {
     {{"max_open_files", "64", "integer >= 1",
       "Files a rank keeps open at once (parts are opened lazily)."},
      K_INT, OFF(max_open_files), 1, 1 << 20, NULL},
+    {{"zarr_reader", "auto", "auto|native|netcdf",
+      "Zarr stores: the reader rank 0 picks for every rank; auto: "
+      "netCDF-C (NCZarr) when it can read the store, else ferry's own "
+      "chunk reader (native); netcdf fails on a store netCDF-C cannot read "
+      "or in a build without netCDF-C."},
+     K_ENUM, OFF(zarr_reader), 0, 0, zarr_reader_names},
     {{"checkpoint_signal", "USR1", "none|USR1|USR2|TERM|INT|HUP|XCPU",
       "Signal that asks for a checkpoint (sbatch --signal=B:USR1@120): its "
       "handler only sets a flag, and ferry_checkpoint_requested becomes true "

@@ -38,6 +38,9 @@ struct ferry_options {
   int keep_host;
   char *manifest;          /* path of a saved manifest, NULL: scan          */
   int64_t max_open_files;
+  int zarr_reader;         /* index into zarr_reader_names; only the zarr
+                            * backend gives it a meaning (it reads it by
+                            * name, with ferry_options_get)               */
   int checkpoint_signal;   /* FERRY__SIG_* */
   int64_t verbose;         /* 0 silent, 1 notes, 2 also the GPU libraries    */
   ferry_transform_fn transform;

@@ -159,7 +159,8 @@ static int share_manifest(ferry_loader *L, const char *dataset,
                            L->opts->manifest, L->m.spec ? L->m.spec : "",
                            dataset);
     } else
-      rc = ferry__manifest_scan(dataset, L->opts->vars, &L->m, err);
+      rc = ferry__manifest_scan(dataset, L->opts->vars, L->opts, &L->m,
+                                err);
     if (!rc)
       rc = ferry__manifest_pack(&L->m, &buf, &len);
     if (rc && !err->msg[0])

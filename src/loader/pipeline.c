@@ -376,7 +376,7 @@ void *ferry__io_main(void *arg) {
   ferry__err err = {0};
   ferry__io_params p = {L->io_comm, L->rank,
                         L->opts->io == FERRY__IO_COLLECTIVE,
-                        L->opts->max_open_files};
+                        L->opts->max_open_files, L->opts};
   int rc = L->be->io_open(&io, &L->m, &p, &err);
   if (rc) {
     publish_error(ep, rc, &err);

@@ -2,7 +2,7 @@
  * codec.h - the Zarr v2 (numcodecs) codecs ferry can decode, shared by the
  * NCZarr filter plugins (src/plugins/nczplugin.c, one shared object per
  * codec, loaded by netCDF-C) and by the zarr backend's own chunk reader
- * (src/nczarr.c).  Decoding only: ferry never writes Zarr.
+ * (src/backends/zarr/native.c).  Decoding only: ferry never writes Zarr.
  *
  * Each decoder checks what it decodes against what it was told to expect
  * and fails rather than hand back bytes it did not produce: a truncated or

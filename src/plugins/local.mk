@@ -3,10 +3,11 @@
 # With netCDF-C, one NCZarr filter plugin per codec whose library configure
 # found (m4/ferry_codecs.m4), each a libtool module lib__nczferry_NAME.so
 # installed in $(pkglibdir)/plugins, built from src/plugins/nczplugin.c with
-# FERRY_PLUGIN_KIND naming the codec (src/plugins/codec.h).  libferry gets
-# the same decoders (src/plugins/codec.c) for the backend's own chunk reader,
-# and the two directories where it looks for the plugins: the installed one
-# and, for "make check" before "make install", the build tree's.  The .la
+# FERRY_PLUGIN_KIND naming the codec (src/plugins/codec.h).  libferry always
+# gets the same decoders (src/plugins/codec.c) for the backend's own chunk
+# reader and, with netCDF-C, the two directories where it looks for the
+# plugins: the installed one and, for "make check" before "make install",
+# the build tree's.  The .la
 # files libtool installs beside the plugins are harmless: netCDF-C skips what
 # it cannot dlopen.
 
@@ -20,12 +21,17 @@ FERRY_PLUGIN_SOURCES = src/plugins/nczplugin.c src/plugins/codec.c src/plugins/c
 
 ferryplugin_LTLIBRARIES =
 
-if HAVE_NETCDF
+# The decoders are always part of libferry: the zarr backend's native reader
+# needs them, with or without netCDF-C.
 libferry_core_la_SOURCES += src/plugins/codec.c src/plugins/codec.h
-libferry_core_la_CPPFLAGS += $(CODEC_CPPFLAGS) \
+libferry_core_la_CPPFLAGS += $(CODEC_CPPFLAGS)
+libferry_core_la_LIBADD += $(CODEC_LIBS)
+
+# The plugins only with netCDF-C: nothing else loads them.
+if HAVE_NETCDF
+libferry_core_la_CPPFLAGS += \
 	-DFERRY_PLUGIN_DIR='"$(ferryplugindir)"' \
 	-DFERRY_BUILD_PLUGIN_DIR='"$(abs_top_builddir)/src/plugins/.libs"'
-libferry_core_la_LIBADD += $(CODEC_LIBS)
 
 ferryplugin_LTLIBRARIES += src/plugins/lib__nczferry_shuffle.la
 src_plugins_lib__nczferry_shuffle_la_SOURCES = $(FERRY_PLUGIN_SOURCES)
@@ -33,7 +39,6 @@ src_plugins_lib__nczferry_shuffle_la_CPPFLAGS = $(FERRY_PLUGIN_CPPFLAGS) -DFERRY
 src_plugins_lib__nczferry_shuffle_la_CFLAGS = $(FERRY_PLUGIN_CFLAGS)
 src_plugins_lib__nczferry_shuffle_la_LDFLAGS = $(FERRY_PLUGIN_LDFLAGS)
 src_plugins_lib__nczferry_shuffle_la_LIBADD = $(FERRY_PLUGIN_LIBADD)
-endif
 
 if HAVE_BLOSC
 ferryplugin_LTLIBRARIES += src/plugins/lib__nczferry_blosc.la
@@ -76,5 +81,8 @@ src_plugins_lib__nczferry_lz4_la_LDFLAGS = $(FERRY_PLUGIN_LDFLAGS)
 src_plugins_lib__nczferry_lz4_la_LIBADD = $(FERRY_PLUGIN_LIBADD)
 endif
 
-# The zarr backend end to end (skips without netCDF-C or zarr-python).
+endif
+
+# The zarr backend end to end (skips without zarr-python; the netCDF reader
+# only with netCDF-C).
 MPI_TESTS += tests/mpi/zarr.sh

@@ -69,8 +69,9 @@ const char *ferry_features(void) {
 #ifdef HAVE_HDF5
          " hdf5"
 #endif
-#ifdef HAVE_NETCDF
-         " zarr"
+         " zarr" /* always: its native reader needs jansson only */
+#ifdef HAVE_NCZARR
+         " nczarr" /* zarr_reader=netcdf is available */
 #endif
 #ifdef HAVE_CUDA
          " cuda"

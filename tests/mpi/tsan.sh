@@ -23,7 +23,8 @@ src="$top_srcdir/src"
 mkvar() { sed -n "s/^$1 = //p" "$top_builddir/Makefile" | head -n 1; }
 flags="-std=gnu11 -g -O1 -fsanitize=thread -DHAVE_CONFIG_H -DFERRY_BUILDING -I$top_builddir -I$top_srcdir/include -I$src"
 deps="`mkvar JANSSON_CFLAGS` `mkvar JANSSON_LIBS`"
-sources="$src/util/error.c $src/util/hash.c $src/util/bytes.c $src/util/alloc.c $src/util/version.c $src/core/options.c $src/plan/plan.c $src/loader/open.c $src/loader/epoch.c $src/loader/pipeline.c $src/loader/next.c $src/loader/checkpoint.c $src/loader/inspect.c $src/util/agree.c $src/core/state.c $src/backends/npy.c $src/core/manifest.c $src/backends/mem.c $src/backends/registry.c $src/backends/toolkit.c"
+sources="$src/util/error.c $src/util/hash.c $src/util/bytes.c $src/util/alloc.c $src/util/version.c $src/core/options.c $src/plan/plan.c $src/loader/open.c $src/loader/epoch.c $src/loader/pipeline.c $src/loader/next.c $src/loader/checkpoint.c $src/loader/inspect.c $src/util/agree.c $src/core/state.c $src/backends/npy.c $src/core/manifest.c $src/backends/mem.c $src/backends/registry.c $src/backends/toolkit.c $src/backends/zarr/zarr.c $src/backends/zarr/meta.c $src/backends/zarr/native.c $src/plugins/codec.c"
+deps="$deps `mkvar CODEC_CPPFLAGS` `mkvar CODEC_LIBS`"
 if grep -q '^#define HAVE_CUDA 1' "$top_builddir/config.h" 2>/dev/null; then
   # the runtime and NCCL are loaded at run time (dlopen), not linked
   sources="$sources $src/gpu/cuda.c $src/gpu/cudalib.c"
@@ -35,9 +36,9 @@ if grep -q '^#define HAVE_HDF5 1' "$top_builddir/config.h" 2>/dev/null; then
   sources="$sources $src/backends/hdf5.c"
   deps="$deps `mkvar HDF5_CPPFLAGS` `mkvar HDF5_LIBS`"
 fi
-if grep -q '^#define HAVE_NETCDF 1' "$top_builddir/config.h" 2>/dev/null; then
-  sources="$sources $src/backends/zarr/zarr.c $src/plugins/codec.c"
-  deps="$deps `mkvar NETCDF_CPPFLAGS` `mkvar CODEC_CPPFLAGS` `mkvar NETCDF_LIBS` `mkvar CODEC_LIBS`"
+if grep -q '^#define HAVE_NCZARR 1' "$top_builddir/config.h" 2>/dev/null; then
+  sources="$sources $src/backends/zarr/netcdf.c"
+  deps="$deps `mkvar NETCDF_CPPFLAGS` `mkvar NETCDF_LIBS`"
 fi
 # shellcheck disable=SC2086 # lists of words
 if ! $cc $flags "$top_srcdir/tests/mpi/test_loader.c" $sources \

@@ -1,6 +1,6 @@
 #!/bin/sh
-# zarr.sh - the Zarr backend (src/nczarr.c) and its NCZarr codec plugins
-# (src/plugins) end to end.  Stores written by zarr-python and numcodecs
+# zarr.sh - the Zarr backend (src/backends/zarr) and its NCZarr codec
+# plugins (src/plugins) end to end.  Stores written by zarr-python and numcodecs
 # (tests/fixtures/make_zarr.py: default Blosc, Blosc with zstd and shuffle,
 # Blosc with bitshuffle, zlib, gzip, zstd, lz4, no compressor, the shuffle
 # filter with zlib, chunks along dimension 1 too, the '/' separator and a
@@ -9,7 +9,10 @@
 # and 3 ranks and every served row is compared by
 # tests/fixtures/dump_compare.py with what zarr-python reads: every index
 # exactly once, every byte of every row equal.  The stores netCDF-C reads
-# are read again with ferry's own chunk reader (FERRY_ZARR_READER=native).
+# are read again with ferry's own chunk reader (FERRY_ZARR_READER=native, the
+# zarr_reader option).  In a build without netCDF-C (no "nczarr" among the
+# features) every store is read by the native reader, the checks that need
+# netCDF-C are skipped, and zarr_reader=netcdf must be a clear refusal.
 # Bad inputs fail on 1 and 3 ranks with status 1 and one message naming the
 # store and what is wrong, without hanging.
 #
@@ -23,15 +26,23 @@
 #
 # Environment (set by "make check"; see tests/README.md): FERRY, RUN_MPI,
 # FERRY_TEST_TMPDIR, top_srcdir, top_builddir.
-# Exit 0 pass, 1 fail, 77 skip (no zarr backend, no zarr-python).
+# Exit 0 pass, 1 fail, 77 skip (no zarr backend, no zarr-python).  Without
+# netCDF-C the run says "netCDF reader: skipped (built without netCDF-C)".
 
 . "`dirname "$0"`/common.sh"
 ferry_test_init zarr
 FERRY_MPI_TIMEOUT=${FERRY_MPI_TIMEOUT:-60}
 export FERRY FERRY_MPI_TIMEOUT
 if ! "$FERRY" --version 2>/dev/null | grep '^backends:.* zarr' >/dev/null; then
-  echo "SKIP: this ferry has no zarr backend (configure did not find netCDF-C)"
+  echo "SKIP: this ferry has no zarr backend"
   exit 77
+fi
+# The netCDF reader exists only in builds with netCDF-C (feature nczarr).
+if "$FERRY" --version 2>/dev/null | grep '^features:.* nczarr' >/dev/null; then
+  nczarr=yes
+else
+  nczarr=no
+  echo "note: netCDF reader: skipped (built without netCDF-C); every store is read natively"
 fi
 # The python3 first on PATH may lack numpy and zarr: Debian's has them.
 PY=/usr/bin/python3
@@ -72,6 +83,7 @@ dump() {
 tab=`printf '\t'`
 while IFS=$tab read -r store var ref reader; do
   base=`basename "$store"`
+  test "$nczarr" = yes || reader=native
   for np in 1 2 3; do
     flags=ordered
     test "$np" -gt 1 && flags=spread
@@ -106,8 +118,31 @@ check_info() {
     fail=1
   fi
 }
-check_info "$fx/default_blosc.zarr" netcdf
 check_info "$fx/bool.zarr" native
+
+# zarr_reader=netcdf where netCDF-C cannot read: FERRY_ENOTSUP, one message
+# naming the store and why, on every rank (a bool array; or no netCDF-C).
+refuse_netcdf() {
+  store=$1 why=$2
+  if $RUN_MPI 2 "$FERRY" dump "$store" --zarr-reader netcdf --epoch 0 \
+       --batch-size 5 >"$tmp/rn.out" 2>"$tmp/rn.err"; then
+    echo "FAIL: zarr_reader=netcdf on `basename "$store"` was served"
+    fail=1
+  elif grep -F "$store" "$tmp/rn.err" | grep -F "$why" >/dev/null; then
+    echo "ok: zarr_reader=netcdf on `basename "$store"`: `grep '^ferry' "$tmp/rn.err" | head -1 | cut -c1-200`"
+  else
+    echo "FAIL: zarr_reader=netcdf on `basename "$store"` should say '$why'"
+    sed 's/^/    /' "$tmp/rn.err"
+    fail=1
+  fi
+}
+if test "$nczarr" = no; then
+  check_info "$fx/default_blosc.zarr" native
+  refuse_netcdf "$fx/default_blosc.zarr" "built without netCDF-C"
+  echo "note: plugin checks skipped (built without netCDF-C)"
+else
+check_info "$fx/default_blosc.zarr" netcdf
+refuse_netcdf "$fx/bool.zarr" "netCDF-C cannot read it"
 
 # Without the plugins netCDF-C cannot decode: a clear error, not garbage.
 mkdir -p "$tmp/noplugins" || exit 1
@@ -121,6 +156,7 @@ else
   echo "FAIL: without plugins the error should name the codec and FERRY_PLUGIN_DIR"
   sed 's/^/    /' "$tmp/np.err"
   fail=1
+fi
 fi
 
 # Bad inputs: status 1, one "ferry:" line naming the store and holding

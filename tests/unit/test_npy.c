@@ -481,10 +481,13 @@ static void test_mem(void) {
   ferry__manifest m;
   ferry__err e = {0};
   const ferry__backend *be = ferry__backend_find("mem");
-  CHECK(be != NULL && be->probe("mem:N=1") && !be->probe("data/x.npy"),
-        "mem probe");
+  CHECK(be != NULL && ferry__backend_for_scheme("mem:N=1") == be &&
+            !ferry__backend_for_scheme("data/x.npy") &&
+            !ferry__backend_for_scheme("memo:N=1") &&
+            !ferry__backend_for_scheme("mem"),
+        "mem scheme");
   int rc = ferry__manifest_scan(
-      "mem:N=1000,vars=x:float32:4,y:int64,h:float16:2x3,b:bool", NULL, &m,
+      "mem:N=1000,vars=x:float32:4,y:int64,h:float16:2x3,b:bool", NULL, NULL, &m,
       &e);
   CHECK(rc == 0, "mem scan: %s", e.msg);
   if (rc)
@@ -502,7 +505,7 @@ static void test_mem(void) {
   CHECK(m.vars[2].row_ndim == 2 && m.vars[2].row_shape[1] == 3 &&
             m.vars[2].row_bytes == 12,
         "mem var h");
-  ferry__io_params p = {MPI_COMM_SELF, 0, 0, 4};
+  ferry__io_params p = {MPI_COMM_SELF, 0, 0, 4, NULL};
   ferry__io *io = NULL;
   rc = be->io_open(&io, &m, &p, &e);
   CHECK(rc == 0, "mem io_open: %s", e.msg);
@@ -524,12 +527,12 @@ static void test_mem(void) {
 
   /* failure injection, on every rank or on one */
   rc = ferry__manifest_scan("mem:N=100,vars=x:int32,fail_at=50,fail_rank=1",
-                            NULL, &m, &e);
+                            NULL, NULL, &m, &e);
   CHECK(rc == 0, "mem fail scan: %s", e.msg);
   if (rc == 0) {
     int32_t buf[100];
     for (int rank = 0; rank < 2; rank++) {
-      ferry__io_params q = {MPI_COMM_SELF, rank, 0, 4};
+      ferry__io_params q = {MPI_COMM_SELF, rank, 0, 4, NULL};
       if (be->io_open(&io, &m, &q, &e) != 0)
         continue;
       rc = be->io_read(io, 0, 0, 40, 20, buf, &e);
@@ -543,11 +546,11 @@ static void test_mem(void) {
     }
     ferry__manifest_free(&m);
   }
-  CHECK(ferry__manifest_scan("mem:N=10,vars=x:int8,fail_at=3", NULL, &m, &e) ==
+  CHECK(ferry__manifest_scan("mem:N=10,vars=x:int8,fail_at=3", NULL, NULL, &m, &e) ==
             0,
         "fail_at without fail_rank: %s", e.msg);
   if (m.nparts == 1) {
-    ferry__io_params q = {MPI_COMM_SELF, 5, 0, 4};
+    ferry__io_params q = {MPI_COMM_SELF, 5, 0, 4, NULL};
     int8_t buf[10];
     if (be->io_open(&io, &m, &q, &e) == 0) {
       EXPECT_CODE(be->io_read(io, 0, 0, 0, 10, buf, &e), FERRY_EIO, e,
@@ -580,13 +583,13 @@ static void test_mem(void) {
       {"mem:", "empty"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-    int r = ferry__manifest_scan(bad[i].spec, NULL, &m, &e);
+    int r = ferry__manifest_scan(bad[i].spec, NULL, NULL, &m, &e);
     EXPECT_CODE(r, FERRY_EINVAL, e, bad[i].want);
     if (r != FERRY_EINVAL)
       fprintf(stderr, "  (spec %s)\n", bad[i].spec);
     CHECK(m.nvars == 0 && m.parts == NULL, "manifest left zeroed");
   }
-  EXPECT_CODE(ferry__manifest_scan("mem:N=0,vars=a:int8", NULL, &m, &e),
+  EXPECT_CODE(ferry__manifest_scan("mem:N=0,vars=a:int8", NULL, NULL, &m, &e),
               FERRY_EEMPTY, e, "no sample");
 }
 
@@ -698,7 +701,7 @@ static void test_glob(void) {
 
   char pat[600];
   snprintf(pat, sizeof pat, "%s/g/a/**/part-*.npy", tmpdir);
-  int rc = ferry__manifest_scan(pat, NULL, &m, &e);
+  int rc = ferry__manifest_scan(pat, NULL, NULL, &m, &e);
   CHECK(rc == 0, "glob **: %s", e.msg);
   if (rc == 0) {
     /* byte-wise order: 'B' < 'b', "b/c/" < "b/p" */
@@ -724,13 +727,13 @@ static void test_glob(void) {
     ferry__manifest_free(&m);
   }
   snprintf(pat, sizeof pat, "%s/g/a/part-[12].npy", tmpdir);
-  rc = ferry__manifest_scan(pat, NULL, &m, &e);
+  rc = ferry__manifest_scan(pat, NULL, NULL, &m, &e);
   CHECK(rc == 0 && m.nparts == 2 &&
             strcmp(m.parts[1].paths[0], tpath("g/a/part-2.npy")) == 0,
         "glob [12]: %s", e.msg);
   ferry__manifest_free(&m);
   snprintf(pat, sizeof pat, "%s/g/*/b/part-?.npy", tmpdir);
-  rc = ferry__manifest_scan(pat, NULL, &m, &e);
+  rc = ferry__manifest_scan(pat, NULL, NULL, &m, &e);
   CHECK(rc == 0 && m.nparts == 1 &&
             strcmp(m.parts[0].paths[0], tpath("g/a/b/part-3.npy")) == 0,
         "glob */b/?: %s", e.msg);
@@ -738,16 +741,16 @@ static void test_glob(void) {
   /* a name with glob characters that match nothing is taken literally */
   mkdirs("g/br[1]");
   write_npy("g/br[1]/x.npy", FERRY_INT8, 0, 3, 0, 0);
-  rc = ferry__manifest_scan(tpath("g/br[1]/x.npy"), NULL, &m, &e);
+  rc = ferry__manifest_scan(tpath("g/br[1]/x.npy"), NULL, NULL, &m, &e);
   CHECK(rc == 0 && m.nparts == 1 && m.num_samples == 3,
         "literal name with brackets: %s", e.msg);
   ferry__manifest_free(&m);
   snprintf(pat, sizeof pat, "%s/g/**/nothing-*.npy", tmpdir);
-  EXPECT_CODE(ferry__manifest_scan(pat, NULL, &m, &e), FERRY_ENOENT, e, pat);
+  EXPECT_CODE(ferry__manifest_scan(pat, NULL, NULL, &m, &e), FERRY_ENOENT, e, pat);
   /* a relative pattern and a trailing ** with a literal file */
   char cwd[512];
   if (getcwd(cwd, sizeof cwd) && chdir(tmpdir) == 0) {
-    rc = ferry__manifest_scan("g/**/part-4.npy", NULL, &m, &e);
+    rc = ferry__manifest_scan("g/**/part-4.npy", NULL, NULL, &m, &e);
     CHECK(rc == 0 && m.nparts == 1 &&
               strcmp(m.parts[0].paths[0], "g/a/b/c/part-4.npy") == 0,
           "relative glob: %s", e.msg);
@@ -768,7 +771,7 @@ static void test_list_and_dirs(void) {
   write_text("lists/list.txt", text);
   char spec[600];
   snprintf(spec, sizeof spec, "@%s", tpath("lists/list.txt"));
-  int rc = ferry__manifest_scan(spec, NULL, &m, &e);
+  int rc = ferry__manifest_scan(spec, NULL, NULL, &m, &e);
   CHECK(rc == 0 && m.nparts == 3, "list: %s", e.msg);
   if (rc == 0) {
     CHECK(strcmp(m.parts[0].paths[0], tpath("lists/../g/a/part-2.npy")) == 0,
@@ -783,14 +786,14 @@ static void test_list_and_dirs(void) {
   }
   write_text("lists/empty.txt", "# nothing\n\n");
   snprintf(spec, sizeof spec, "@%s", tpath("lists/empty.txt"));
-  EXPECT_CODE(ferry__manifest_scan(spec, NULL, &m, &e), FERRY_EEMPTY, e,
+  EXPECT_CODE(ferry__manifest_scan(spec, NULL, NULL, &m, &e), FERRY_EEMPTY, e,
               "empty.txt");
   snprintf(spec, sizeof spec, "@%s", tpath("lists/missing.txt"));
-  EXPECT_CODE(ferry__manifest_scan(spec, NULL, &m, &e), FERRY_ENOENT, e,
+  EXPECT_CODE(ferry__manifest_scan(spec, NULL, NULL, &m, &e), FERRY_ENOENT, e,
               "missing.txt");
   write_text("lists/bad.txt", "../g/a/nope.npy\n");
   snprintf(spec, sizeof spec, "@%s", tpath("lists/bad.txt"));
-  EXPECT_CODE(ferry__manifest_scan(spec, NULL, &m, &e), FERRY_ENOENT, e,
+  EXPECT_CODE(ferry__manifest_scan(spec, NULL, NULL, &m, &e), FERRY_ENOENT, e,
               "nope.npy");
 
   /* a directory of variables is one part; the selection picks and orders */
@@ -798,7 +801,7 @@ static void test_list_and_dirs(void) {
   write_npy("d/y.npy", FERRY_INT64, 0, 31, 0, 0);
   write_npy("d/x.npy", FERRY_FLOAT32, 1, 31, 4, 0);
   write_text("d/README", "not a variable\n");
-  rc = ferry__manifest_scan(tpath("d"), NULL, &m, &e);
+  rc = ferry__manifest_scan(tpath("d"), NULL, NULL, &m, &e);
   CHECK(rc == 0 && m.nparts == 1 && m.nvars == 2, "dir: %s", e.msg);
   if (rc == 0) {
     CHECK(strcmp(m.vars[0].name, "x") == 0 && strcmp(m.vars[1].name, "y") == 0,
@@ -807,53 +810,53 @@ static void test_list_and_dirs(void) {
           "dir swapped flags");
     ferry__manifest_free(&m);
   }
-  rc = ferry__manifest_scan(tpath("d"), " y , x ", &m, &e);
+  rc = ferry__manifest_scan(tpath("d"), " y , x ", NULL, &m, &e);
   CHECK(rc == 0 && m.nvars == 2 && strcmp(m.vars[0].name, "y") == 0 &&
             strcmp(m.parts[0].paths[0], tpath("d/y.npy")) == 0 &&
             strcmp(m.parts[0].paths[1], tpath("d/x.npy")) == 0,
         "vars y,x: %s", e.msg);
   uint64_t h_yx = m.hash;
   ferry__manifest_free(&m);
-  rc = ferry__manifest_scan(tpath("d"), "x", &m, &e);
+  rc = ferry__manifest_scan(tpath("d"), "x", NULL, &m, &e);
   CHECK(rc == 0 && m.nvars == 1 && strcmp(m.vars[0].name, "x") == 0 &&
             m.hash != h_yx,
         "vars x: %s", e.msg);
   ferry__manifest_free(&m);
-  rc = ferry__manifest_scan(tpath("d"), "", &m, &e);
+  rc = ferry__manifest_scan(tpath("d"), "", NULL, &m, &e);
   CHECK(rc == 0 && m.nvars == 2, "vars '' means all");
   ferry__manifest_free(&m);
-  EXPECT_CODE(ferry__manifest_scan(tpath("d"), "x,z", &m, &e), FERRY_EINVAL, e,
+  EXPECT_CODE(ferry__manifest_scan(tpath("d"), "x,z", NULL, &m, &e), FERRY_EINVAL, e,
               "variable 'z' not found; the dataset has: x, y");
-  EXPECT_CODE(ferry__manifest_scan(tpath("d"), "x,x", &m, &e), FERRY_EINVAL, e,
+  EXPECT_CODE(ferry__manifest_scan(tpath("d"), "x,x", NULL, &m, &e), FERRY_EINVAL, e,
               "twice");
-  EXPECT_CODE(ferry__manifest_scan(tpath("d"), "x,,y", &m, &e), FERRY_EINVAL,
+  EXPECT_CODE(ferry__manifest_scan(tpath("d"), "x,,y", NULL, &m, &e), FERRY_EINVAL,
               e, "empty");
 
   /* describe errors */
   mkdirs("bad/len");
   write_npy("bad/len/a.npy", FERRY_INT32, 0, 31, 0, 0);
   write_npy("bad/len/b.npy", FERRY_INT32, 0, 30, 0, 0);
-  EXPECT_CODE(ferry__manifest_scan(tpath("bad/len"), NULL, &m, &e),
+  EXPECT_CODE(ferry__manifest_scan(tpath("bad/len"), NULL, NULL, &m, &e),
               FERRY_ESHAPE, e, "'a' (31 samples) and 'b' (30 samples)");
   write_npy("bad/trunc.npy", FERRY_FLOAT64, 0, 31, 2, 0);
   struct stat st;
   CHECK(stat(tpath("bad/trunc.npy"), &st) == 0 &&
             truncate(tpath("bad/trunc.npy"), st.st_size - 3) == 0,
         "truncate");
-  EXPECT_CODE(ferry__manifest_scan(tpath("bad/trunc.npy"), NULL, &m, &e),
+  EXPECT_CODE(ferry__manifest_scan(tpath("bad/trunc.npy"), NULL, NULL, &m, &e),
               FERRY_EFORMAT, e,
               "holds 493 bytes of data, header says 496 (variable trunc)");
-  EXPECT_CODE(ferry__manifest_scan(tpath("bad/nothing.npy"), NULL, &m, &e),
+  EXPECT_CODE(ferry__manifest_scan(tpath("bad/nothing.npy"), NULL, NULL, &m, &e),
               FERRY_ENOENT, e, "nothing.npy");
   write_text("bad/plain.txt", "hello\n");
-  EXPECT_CODE(ferry__manifest_scan(tpath("bad/plain.txt"), NULL, &m, &e),
+  EXPECT_CODE(ferry__manifest_scan(tpath("bad/plain.txt"), NULL, NULL, &m, &e),
               FERRY_EFORMAT, e, "no backend reads");
   write_text("bad/magicless.npy", "hello, this is not numpy\n");
-  EXPECT_CODE(ferry__manifest_scan(tpath("bad/magicless.npy"), NULL, &m, &e),
+  EXPECT_CODE(ferry__manifest_scan(tpath("bad/magicless.npy"), NULL, NULL, &m, &e),
               FERRY_EFORMAT, e, "not a .npy file");
   /* an empty directory is an empty dataset, and says so */
   mkdirs("bad/empty");
-  EXPECT_CODE(ferry__manifest_scan(tpath("bad/empty"), NULL, &m, &e),
+  EXPECT_CODE(ferry__manifest_scan(tpath("bad/empty"), NULL, NULL, &m, &e),
               FERRY_EEMPTY, e, "is empty");
   /* parts that disagree */
   write_npy("bad/f64.npy", FERRY_FLOAT64, 0, 5, 2, 0);
@@ -863,33 +866,33 @@ static void test_list_and_dirs(void) {
   snprintf(text, sizeof text, "f32.npy\nf64.npy\n");
   write_text("bad/l1.txt", text);
   snprintf(spec, sizeof spec, "@%s", tpath("bad/l1.txt"));
-  EXPECT_CODE(ferry__manifest_scan(spec, NULL, &m, &e), FERRY_EFORMAT, e,
+  EXPECT_CODE(ferry__manifest_scan(spec, NULL, NULL, &m, &e), FERRY_EFORMAT, e,
               "is float64 but it is float32");
   write_text("bad/l2.txt", "f32.npy\nf32x3.npy\n");
   snprintf(spec, sizeof spec, "@%s", tpath("bad/l2.txt"));
-  EXPECT_CODE(ferry__manifest_scan(spec, NULL, &m, &e), FERRY_ESHAPE, e,
+  EXPECT_CODE(ferry__manifest_scan(spec, NULL, NULL, &m, &e), FERRY_ESHAPE, e,
               "rows of shape (3,) but (2,)");
   write_text("bad/l3.txt", "f32.npy\nf32be.npy\n");
   snprintf(spec, sizeof spec, "@%s", tpath("bad/l3.txt"));
-  EXPECT_CODE(ferry__manifest_scan(spec, NULL, &m, &e), FERRY_EFORMAT, e,
+  EXPECT_CODE(ferry__manifest_scan(spec, NULL, NULL, &m, &e), FERRY_EFORMAT, e,
               "endian");
   snprintf(text, sizeof text, "%s\nf32.npy\n", tpath("d"));
   write_text("bad/l4.txt", text);
   snprintf(spec, sizeof spec, "@%s", tpath("bad/l4.txt"));
-  EXPECT_CODE(ferry__manifest_scan(spec, NULL, &m, &e), FERRY_EFORMAT, e,
+  EXPECT_CODE(ferry__manifest_scan(spec, NULL, NULL, &m, &e), FERRY_EFORMAT, e,
               "variables");
   write_text("bad/l5.txt", "mem:N=3,vars=x:float32:2\nf32.npy\n");
   snprintf(spec, sizeof spec, "@%s", tpath("bad/l5.txt"));
-  EXPECT_CODE(ferry__manifest_scan(spec, NULL, &m, &e), FERRY_EFORMAT, e,
+  EXPECT_CODE(ferry__manifest_scan(spec, NULL, NULL, &m, &e), FERRY_EFORMAT, e,
               "backend");
   mkdirs("bad/zero");
   write_npy("bad/zero/a.npy", FERRY_INT8, 0, 0, 0, 0);
-  EXPECT_CODE(ferry__manifest_scan(tpath("bad/zero"), NULL, &m, &e),
+  EXPECT_CODE(ferry__manifest_scan(tpath("bad/zero"), NULL, NULL, &m, &e),
               FERRY_EEMPTY, e, "no sample");
   if (geteuid() != 0) {
     write_npy("bad/secret.npy", FERRY_INT8, 0, 3, 0, 0);
     chmod(tpath("bad/secret.npy"), 0);
-    EXPECT_CODE(ferry__manifest_scan(tpath("bad/secret.npy"), NULL, &m, &e),
+    EXPECT_CODE(ferry__manifest_scan(tpath("bad/secret.npy"), NULL, NULL, &m, &e),
                 FERRY_EACCES, e, "secret.npy");
   }
 }
@@ -917,7 +920,7 @@ static void test_pack(void) {
   ferry__err e = {0};
   char pat[600];
   snprintf(pat, sizeof pat, "%s/g/a/**/part-*.npy", tmpdir);
-  int rc = ferry__manifest_scan(pat, NULL, &m, &e);
+  int rc = ferry__manifest_scan(pat, NULL, NULL, &m, &e);
   CHECK(rc == 0, "pack scan: %s", e.msg);
   if (rc)
     return;
@@ -998,7 +1001,7 @@ static void test_pack(void) {
     ferry__manifest_free(&u);
   }
   ferry__manifest_free(&m);
-  rc = ferry__manifest_scan(tpath("d"), NULL, &m, &e);
+  rc = ferry__manifest_scan(tpath("d"), NULL, NULL, &m, &e);
   if (rc == 0 && ferry__manifest_save_json(&m, jpath, &e) == 0) {
     rc = ferry__manifest_load_json(jpath, "y", &u, &e);
     CHECK(rc == 0 && u.nvars == 1 && strcmp(u.vars[0].name, "y") == 0 &&
@@ -1006,7 +1009,7 @@ static void test_pack(void) {
           "load json with vars=y: %s", e.msg);
     ferry__manifest_free(&u);
     ferry__manifest scanned;
-    if (ferry__manifest_scan(tpath("d"), "y", &scanned, &e) == 0) {
+    if (ferry__manifest_scan(tpath("d"), "y", NULL, &scanned, &e) == 0) {
       rc = ferry__manifest_load_json(jpath, "y", &u, &e);
       CHECK(rc == 0 && same_manifest(&scanned, &u),
             "JSON + selection equals scan + selection");
@@ -1017,7 +1020,7 @@ static void test_pack(void) {
                 "variable 'q' not found; the dataset has: x, y");
   }
   ferry__manifest_free(&m);
-  rc = ferry__manifest_scan("mem:N=5,vars=a:uint16:3", NULL, &m, &e);
+  rc = ferry__manifest_scan("mem:N=5,vars=a:uint16:3", NULL, NULL, &m, &e);
   if (rc == 0 && ferry__manifest_save_json(&m, jpath, &e) == 0) {
     rc = ferry__manifest_load_json(jpath, NULL, &u, &e);
     CHECK(rc == 0 && same_manifest(&m, &u), "mem JSON round trip: %s", e.msg);
@@ -1094,13 +1097,13 @@ static void test_npy_io(void) {
   write_npy("g/a/b/part-3.npy", FERRY_FLOAT32, 0, 17, 2, 42);
   write_npy("g/a/part-1.npy", FERRY_FLOAT32, 0, 11, 2, 59);
   write_npy("g/a/part-2.npy", FERRY_FLOAT32, 0, 13, 2, 70);
-  int rc = ferry__manifest_scan(pat, NULL, &m, &e);
+  int rc = ferry__manifest_scan(pat, NULL, NULL, &m, &e);
   CHECK(rc == 0, "io scan: %s", e.msg);
   if (rc)
     return;
   for (int collective = 0; collective < 2; collective++) {
     for (int64_t max_open = 1; max_open <= 8; max_open *= 2) {
-      ferry__io_params p = {MPI_COMM_WORLD, 0, collective, max_open};
+      ferry__io_params p = {MPI_COMM_WORLD, 0, collective, max_open, NULL};
       ferry__io *io = NULL;
       char what[64];
       snprintf(what, sizeof what, "npy collective=%d max_open=%lld",
@@ -1123,8 +1126,8 @@ static void test_npy_io(void) {
   }
   /* a big-endian variable arrives in stored order and swaps back */
   ferry__manifest d;
-  if (ferry__manifest_scan(tpath("d"), NULL, &d, &e) == 0) {
-    ferry__io_params p = {MPI_COMM_WORLD, 0, 0, 4};
+  if (ferry__manifest_scan(tpath("d"), NULL, NULL, &d, &e) == 0) {
+    ferry__io_params p = {MPI_COMM_WORLD, 0, 0, 4, NULL};
     ferry__io *io = NULL;
     if (be->io_open(&io, &d, &p, &e) == 0) {
       check_all_values(be, io, &d, 0, "big-endian x");
@@ -1141,7 +1144,7 @@ static void test_npy_io(void) {
     fclose(f);
   }
   for (int collective = 0; collective < 2; collective++) {
-    ferry__io_params p = {MPI_COMM_WORLD, 0, collective, 2};
+    ferry__io_params p = {MPI_COMM_WORLD, 0, collective, 2, NULL};
     ferry__io *io = NULL;
     float x[2];
     if (be->io_open(&io, &m, &p, &e) != 0)
@@ -1155,7 +1158,7 @@ static void test_npy_io(void) {
   m.parts[3].num_samples += 5;
   m.parts[3].file_size[0] += 4;
   for (int collective = 0; collective < 2; collective++) {
-    ferry__io_params p = {MPI_COMM_WORLD, 0, collective, 2};
+    ferry__io_params p = {MPI_COMM_WORLD, 0, collective, 2, NULL};
     ferry__io *io = NULL;
     float x[2 * 16];
     if (be->io_open(&io, &m, &p, &e) != 0)
@@ -1169,7 +1172,7 @@ static void test_npy_io(void) {
   /* a file that vanished */
   remove(tpath("g/a/part-2.npy"));
   {
-    ferry__io_params p = {MPI_COMM_WORLD, 0, 0, 2};
+    ferry__io_params p = {MPI_COMM_WORLD, 0, 0, 2, NULL};
     ferry__io *io = NULL;
     float x[2];
     if (be->io_open(&io, &m, &p, &e) == 0) {
@@ -1249,7 +1252,7 @@ static void test_fixtures(void) {
     snprintf(path, sizeof path, "%s/%s", dir, file);
     ferry__manifest m;
     ferry__err e = {0};
-    int rc = ferry__manifest_scan(path, NULL, &m, &e);
+    int rc = ferry__manifest_scan(path, NULL, NULL, &m, &e);
     int want = code_of(expect);
     CHECK(rc == want, "fixture %s: got %d, want %s: %s", file, rc, expect,
           e.msg);
@@ -1282,7 +1285,7 @@ static void test_fixtures(void) {
       m.parts[0].first_sample =
           json_integer_value(json_object_get(ent, "first_sample"));
     }
-    ferry__io_params p = {MPI_COMM_WORLD, 0, 0, 4};
+    ferry__io_params p = {MPI_COMM_WORLD, 0, 0, 4, NULL};
     ferry__io *io = NULL;
     if (be->io_open(&io, &m, &p, &e) == 0) {
       for (int v = 0; v < m.nvars; v++)
@@ -1295,12 +1298,12 @@ static void test_fixtures(void) {
   snprintf(path, sizeof path, "%s/parts/part-*.npy", dir);
   ferry__manifest m;
   ferry__err e = {0};
-  int rc = ferry__manifest_scan(path, NULL, &m, &e);
+  int rc = ferry__manifest_scan(path, NULL, NULL, &m, &e);
   CHECK(rc == 0 && m.nparts == 3 && m.num_samples == 97 + 89 + 83 &&
             strcmp(m.vars[0].name, "part-000") == 0,
         "fixture parts glob: %s", e.msg);
   if (rc == 0) {
-    ferry__io_params p = {MPI_COMM_WORLD, 0, 1, 2};
+    ferry__io_params p = {MPI_COMM_WORLD, 0, 1, 2, NULL};
     ferry__io *io = NULL;
     if (be->io_open(&io, &m, &p, &e) == 0) {
       check_all_values(be, io, &m, 0, "fixture parts (collective)");

@@ -1,0 +1,157 @@
+/*
+ * backends/zarr/zarr.h - private to the zarr backend's folder: the types
+ * its files share (an array's .zarray, the record, the per-loader I/O
+ * state) and the functions one file offers the others.  meta.c parses the
+ * metadata and describes a store (rank 0), native.c is ferry's own chunk
+ * reader, netcdf.c the NCZarr reader (built with netCDF-C only), zarr.c the
+ * vtable: probe and the io_* dispatch.  Nothing outside this folder
+ * includes it.
+ */
+#ifndef FERRY_ZARR_H
+#define FERRY_ZARR_H
+
+#include "backends/backend.h"
+#include "plugins/codec.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define Z_MAX_DIMS (FERRY_MAX_DIMS + 1)
+#define Z_MAX_CODECS 8
+
+/* One array's metadata, as .zarray gives it. */
+typedef struct zmeta {
+  int ndim;
+  int64_t shape[Z_MAX_DIMS];
+  int64_t chunks[Z_MAX_DIMS];
+  ferry_dtype dtype;
+  int swapped;                 /* stored non-native                      */
+  size_t itemsize;
+  int ncodecs;                 /* encode order: filters..., compressor   */
+  int codec[Z_MAX_CODECS];
+  unsigned param[Z_MAX_CODECS];
+  int has_compressor;
+  char sep;                    /* dimension_separator: '.' or '/'        */
+  int has_fill;
+  unsigned char fill[8];       /* fill value, stored byte order          */
+  char codecs_text[160];       /* "blosc(lz4, shuffle) + shuffle(4)"     */
+  size_t chunk_bytes;          /* bytes of one decoded chunk             */
+  int64_t across;              /* chunks spanning one row band           */
+  uint64_t hash;               /* FNV-1a of the .zarray bytes            */
+  int64_t meta_size;
+} zmeta;
+
+/* ---- The record (zarr.c) ---------------------------------------------- */
+
+/*
+ * The zarr backend's record of one variable of one part (ferry__blob,
+ * record version ZREC_VERSION): u8 reader (ZREC_NATIVE or ZREC_NETCDF),
+ * then the FNV-1a hash of its .zarray as u64 little-endian.  The manifest
+ * packs, hashes and saves it; only this folder reads it.
+ */
+#define ZREC_VERSION 1
+#define ZREC_LEN 9
+enum { ZREC_NATIVE = 0, ZREC_NETCDF = 1 };
+
+/** Fill b (malloc'd); -1 out of memory. */
+int ferry__zarr_rec_put(ferry__blob *b, int reader, uint64_t hash);
+/** Variable v's record in part pt; FERRY_EFORMAT naming the store when it
+ *  is missing or malformed (a manifest another ferry saved). */
+int ferry__zarr_rec_get(const ferry__manifest *m, const ferry__part *pt,
+                        int v, int rank, int *reader, uint64_t *hash,
+                        ferry__err *err);
+
+/* ---- Metadata (meta.c) ------------------------------------------------ */
+
+/** Parse ADIR/.zarray into z; errors name label (the array). */
+int ferry__zarr_parse_zarray(const char *adir, const char *label, zmeta *z,
+                             ferry__err *err);
+/** 1 when dir/name exists and is a directory (want_dir) or a file. */
+int ferry__zarr_exists_in(const char *dir, const char *name, int want_dir);
+/** The store directory of a dataset string: a directory, or
+ *  file://PATH#mode=... (the path part); malloc'd, NULL out of memory. */
+char *ferry__zarr_store_dir(const char *spec);
+/** Directory of array name in store (the store itself for a root array). */
+char *ferry__zarr_array_dir(const char *store, const char *name,
+                            int root_array);
+/** Path of the chunk file of chunk index idx (ndim entries). */
+char *ferry__zarr_chunk_path(const char *adir, const zmeta *z,
+                             const int64_t *idx);
+/** The vtable's describe (rank 0). */
+int ferry__zarr_describe(const char *path, const ferry_options *opts,
+                         ferry__part_desc *out, ferry__err *err);
+
+/* The largest chunk file the native reader accepts for a chunk of n
+ * decoded bytes: above what any codec stores for incompressible data (lz4
+ * adds n/255 + 16 bytes, zstd about n/256, blosc 16, zlib and gzip less),
+ * so a larger file is corrupt.  Its read buffer has this size. */
+static inline size_t zarr_stored_bound(size_t n) { return n + n / 16 + 4096; }
+
+/* 1 when a decoded chunk is c0 whole rows of the array, laid out as in the
+ * read buffer: chunked on dimension 0 only, with chunks no larger than the
+ * array on the others.  Such a chunk is decoded straight into the rows of a
+ * read, or of the band. */
+static inline int zarr_chunk_is_rows(const zmeta *z) {
+  for (int d = 1; d < z->ndim; d++)
+    if (z->chunks[d] != z->shape[d])
+      return 0;
+  return 1;
+}
+
+/* ---- Per-loader I/O state (zarr.c) ------------------------------------ */
+
+/* ---- Reads (I/O thread) ----------------------------------------------- */
+
+typedef struct zvar {
+  zmeta z;
+  char *adir;          /* array directory                         */
+  int gid, varid;      /* netCDF handles                          */
+  /* The native reader's buffers, allocated at first use and kept while
+   * the store is open (describe counted them in cache_bytes). */
+  int64_t band;             /* dim-0 chunk held in band_buf, or -1     */
+  unsigned char *band_buf;  /* c0 rows of the array                    */
+  unsigned char *chunk_buf; /* one decoded chunk, when chunks are not rows */
+  unsigned char *raw;       /* a chunk file's stored bytes (compressed) */
+  unsigned char *mid;       /* a middle stage of a chain of codecs      */
+} zvar;
+
+typedef struct zpart {
+  int64_t part;
+  int ncid;            /* netCDF, -1 with the native reader   */
+  zvar *v;             /* [nvars]                              */
+} zpart;
+
+struct ferry__io {
+  const ferry__manifest *m;
+  int rank;
+  ferry__handle_cache parts; /* open stores (backends/toolkit.c), var -1 */
+};
+
+/* ---- The native reader (native.c) ------------------------------------- */
+
+/** Check chunk file p before a read: 1 present, 0 absent (fill value), or
+ *  an error naming the file; *size receives its size. */
+int ferry__zarr_check_chunk(const zvar *zv, const char *p, const char *store,
+                            const char *vname, int rank, int64_t row,
+                            ferry__err *err, off_t *size);
+/** Rows [row, row+nrows) of zv into buf (stored byte order). */
+int ferry__zarr_native_read(zvar *zv, const char *store, const char *vname,
+                            int rank, int64_t row, int64_t nrows,
+                            size_t row_bytes, unsigned char *buf, ferry__err *err);
+
+/* ---- The netCDF reader (netcdf.c, HAVE_NCZARR only) ------------------- */
+
+#ifdef HAVE_NCZARR
+/** Open store with netCDF-C into p (ncid, every variable's gid/varid),
+ *  checking that netCDF-C sees each array as its .zarray describes it and
+ *  can apply its whole codec chain; bounds its chunk caches. */
+int ferry__zarr_nc_open(zpart *p, const ferry__manifest *m,
+                        const char *store, int rank, ferry__err *err);
+void ferry__zarr_nc_close(zpart *p);
+int ferry__zarr_nc_read(zvar *zv, const char *store, const char *vname,
+                        int rank, int64_t row, int64_t nrows,
+                        size_t row_bytes, void *buf, ferry__err *err);
+#endif
+
+#endif /* FERRY_ZARR_H */
