@@ -1363,173 +1363,234 @@ static int get_int(json_t *o, const char *k, int64_t min, int64_t *out,
   return 0;
 }
 
+/* The top level: format version, backend (compiled in, same record
+ * version), spec, notes; the arrays of variables and parts are checked to
+ * be arrays.  *be receives the backend. */
+static int load_top(json_t *root, const char *path, ferry__manifest *m,
+                    const ferry__backend **be, ferry__err *err) {
+  int64_t version = 0, rv = 0;
+  int rc;
+  if (!json_is_object(root))
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "manifest %s: the top level is not a JSON object",
+                         path);
+  if ((rc = get_int(root, "ferry_manifest", 0, &version, path,
+                    "ferry_manifest", err)) < 0)
+    return rc;
+  if (version != 1)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "manifest %s: version %lld; this ferry reads version 1",
+                         path, (long long)version);
+  json_t *jb = json_object_get(root, "backend");
+  json_t *js = json_object_get(root, "spec");
+  json_t *jv = json_object_get(root, "vars");
+  json_t *jn = json_object_get(root, "notes"); /* optional */
+  if (!json_is_string(jb))
+    return missing(err, path, "backend");
+  if (!json_is_string(js))
+    return missing(err, path, "spec");
+  if (jn && !json_is_string(jn))
+    return missing(err, path, "notes");
+  if (jn && !(m->notes = strdup(json_string_value(jn))))
+    return oom(err);
+  if (!json_is_array(jv) || json_array_size(jv) < 1 ||
+      json_array_size(jv) > INT_MAX)
+    return missing(err, path, "vars");
+  if (!json_is_array(json_object_get(root, "parts")))
+    return missing(err, path, "parts");
+  if (!(*be = ferry__backend_find(json_string_value(jb))))
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "manifest %s: backend '%s' is not compiled into this "
+                         "ferry",
+                         path, json_string_value(jb));
+  if (json_object_get(root, "record_version") &&
+      (rc = get_int(root, "record_version", 0, &rv, path, "record_version",
+                    err)) < 0)
+    return rc;
+  if (rv != (*be)->record_version)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "manifest %s: its %s records are version %lld but "
+                         "this ferry's %s backend reads version %d (the "
+                         "manifest was saved by another ferry): scan the "
+                         "dataset again and save a new manifest",
+                         path, (*be)->name, (long long)rv, (*be)->name,
+                         (*be)->record_version);
+  m->record_version = (int)rv;
+  if (!(m->backend = strdup(json_string_value(jb))) ||
+      !(m->spec = strdup(json_string_value(js))) ||
+      !(m->vars = calloc(json_array_size(jv), sizeof *m->vars)))
+    return oom(err);
+  m->nvars = (int)json_array_size(jv);
+  return 0;
+}
+
+/* vars[v]: name (unique), dtype, byte order, row shape (its byte count
+ * checked for overflow), and the optional storage layout. */
+static int load_var(json_t *o, int v, const char *path, ferry__manifest *m,
+                    ferry__err *err) {
+  char key[128];
+  ferry__var *x = &m->vars[v];
+  json_t *jn = json_object_get(o, "name"), *jd = json_object_get(o, "dtype");
+  json_t *jw = json_object_get(o, "swapped");
+  json_t *jr = json_object_get(o, "row_shape");
+  snprintf(key, sizeof key, "vars[%d].name", v);
+  if (!json_is_string(jn) || !*json_string_value(jn))
+    return missing(err, path, key);
+  if (!(x->name = strdup(json_string_value(jn))))
+    return oom(err);
+  for (int k = 0; k < v; k++)
+    if (strcmp(m->vars[k].name, x->name) == 0)
+      return ferry__seterr(err, FERRY_EFORMAT,
+                           "manifest %s: variable '%s' is listed twice", path,
+                           x->name);
+  snprintf(key, sizeof key, "vars[%d].dtype", v);
+  if (!json_is_string(jd) ||
+      ferry__dtype_from_name(json_string_value(jd), &x->dtype) != 0)
+    return missing(err, path, key);
+  snprintf(key, sizeof key, "vars[%d].swapped", v);
+  if (json_is_boolean(jw))
+    x->swapped = json_is_true(jw);
+  else if (json_is_integer(jw) &&
+           (json_integer_value(jw) == 0 || json_integer_value(jw) == 1))
+    x->swapped = (int)json_integer_value(jw);
+  else
+    return missing(err, path, key);
+  snprintf(key, sizeof key, "vars[%d].row_shape", v);
+  if (!json_is_array(jr) || json_array_size(jr) > FERRY_MAX_DIMS - 1)
+    return missing(err, path, key);
+  x->row_ndim = (int)json_array_size(jr);
+  int64_t bytes = (int64_t)ferry_dtype_size(x->dtype);
+  for (int k = 0; k < x->row_ndim; k++) {
+    json_t *d = json_array_get(jr, (size_t)k);
+    if (!json_is_integer(d) || json_integer_value(d) < 1 ||
+        bytes > INT64_MAX / json_integer_value(d))
+      return missing(err, path, key);
+    x->row_shape[k] = (int64_t)json_integer_value(d);
+    bytes *= x->row_shape[k];
+  }
+  x->row_bytes = (size_t)bytes;
+  /* Storage layout: optional (manifests saved before it was recorded). */
+  json_t *jc = json_object_get(o, "chunk_rows"),
+         *jcache = json_object_get(o, "cache_bytes"),
+         *jstore = json_object_get(o, "storage");
+  if ((jc && (!json_is_integer(jc) || json_integer_value(jc) < 0)) ||
+      (jcache &&
+       (!json_is_integer(jcache) || json_integer_value(jcache) < 0)) ||
+      (jstore && !json_is_string(jstore))) {
+    snprintf(key, sizeof key, "vars[%d].chunk_rows/cache_bytes/storage", v);
+    return missing(err, path, key);
+  }
+  x->chunk_rows = jc ? (int64_t)json_integer_value(jc) : 0;
+  x->cache_bytes = jcache ? (size_t)json_integer_value(jcache) : 0;
+  if (jstore && !(x->storage = strdup(json_string_value(jstore))))
+    return oom(err);
+  return 0;
+}
+
+/* parts[p].files[v]: path, data offset, file size, the optional backend
+ * record; with check_sizes, the rows must fit in the file. */
+static int load_file(json_t *fo, size_t p, int v, const char *path,
+                     ferry__manifest *m, int check_sizes, ferry__err *err) {
+  char key[128];
+  ferry__part *pt = &m->parts[p];
+  json_t *jpath = json_object_get(fo, "path");
+  int rc;
+  snprintf(key, sizeof key, "parts[%zu].files[%d].path", p, v);
+  if (!json_is_string(jpath))
+    return missing(err, path, key);
+  if (!(pt->paths[v] = strdup(json_string_value(jpath))))
+    return oom(err);
+  snprintf(key, sizeof key, "parts[%zu].files[%d].data_offset", p, v);
+  if ((rc = get_int(fo, "data_offset", 0, &pt->data_offset[v], path, key,
+                    err)) < 0)
+    return rc;
+  snprintf(key, sizeof key, "parts[%zu].files[%d].file_size", p, v);
+  if ((rc = get_int(fo, "file_size", 0, &pt->file_size[v], path, key, err)) <
+      0)
+    return rc;
+  json_t *jrec = json_object_get(fo, "record"); /* optional */
+  snprintf(key, sizeof key, "parts[%zu].files[%d].record", p, v);
+  int hx = 0;
+  if (jrec &&
+      (!json_is_string(jrec) || !pt->rec ||
+       (hx = get_hex(json_string_value(jrec), &pt->rec[v])) == -1))
+    return missing(err, path, key);
+  if (hx == -2)
+    return oom(err);
+  /* num_samples * row_bytes fits: both bounded, checked as a quotient. */
+  int64_t rb = (int64_t)m->vars[v].row_bytes;
+  if (check_sizes &&
+      (pt->num_samples > (INT64_MAX - pt->data_offset[v]) / rb ||
+       pt->data_offset[v] + pt->num_samples * rb > pt->file_size[v]))
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "manifest %s: %s: %lld rows of %lld bytes at "
+                         "offset %lld do not fit in its %lld bytes "
+                         "(variable %s)",
+                         path, pt->paths[v], (long long)pt->num_samples,
+                         (long long)rb, (long long)pt->data_offset[v],
+                         (long long)pt->file_size[v], m->vars[v].name);
+  return 0;
+}
+
+/* parts[p]: its sample count (the running total checked for overflow in
+ * *total) and one file per variable. */
+static int load_part(json_t *o, size_t p, const char *path,
+                     ferry__manifest *m, int check_sizes, int64_t *total,
+                     ferry__err *err) {
+  char key[128];
+  json_t *jf = json_object_get(o, "files");
+  ferry__part *pt = &m->parts[p];
+  int rc;
+  snprintf(key, sizeof key, "parts[%zu].num_samples", p);
+  if ((rc = get_int(o, "num_samples", 0, &pt->num_samples, path, key, err)) <
+      0)
+    return rc;
+  if (pt->num_samples > INT64_MAX - *total)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "manifest %s: the sample count overflows at part %zu",
+                         path, p);
+  pt->first_sample = *total;
+  *total += pt->num_samples;
+  snprintf(key, sizeof key, "parts[%zu].files", p);
+  if (!json_is_array(jf) || json_array_size(jf) != (size_t)m->nvars)
+    return missing(err, path, key);
+  pt->paths = calloc((size_t)m->nvars, sizeof *pt->paths);
+  pt->data_offset = calloc((size_t)m->nvars, sizeof *pt->data_offset);
+  pt->file_size = calloc((size_t)m->nvars, sizeof *pt->file_size);
+  if (!pt->paths || !pt->data_offset || !pt->file_size ||
+      (m->record_version &&
+       !(pt->rec = calloc((size_t)m->nvars, sizeof *pt->rec))))
+    return oom(err);
+  for (int v = 0; v < m->nvars; v++)
+    if ((rc = load_file(json_array_get(jf, (size_t)v), p, v, path, m,
+                        check_sizes, err)) < 0)
+      return rc;
+  return 0;
+}
+
 int ferry__manifest_load_json(const char *path, const char *vars,
                               ferry__manifest *m, ferry__err *err) {
   json_error_t je;
-  json_t *root = NULL;
-  char key[128];
+  const ferry__backend *be = NULL;
   int rc = 0;
   memset(m, 0, sizeof *m);
   FILE *f = fopen(path, "r");
   if (!f)
     return ferry__seterr(err, ferry__errno_code(errno), "manifest %s: %s", path,
                          strerror(errno));
-  root = json_loadf(f, 0, &je);
+  json_t *root = json_loadf(f, 0, &je);
   fclose(f);
   if (!root)
     return ferry__seterr(err, FERRY_EFORMAT,
                          "manifest %s: invalid JSON at line %d, column %d: %s",
                          path, je.line, je.column, je.text);
-  int64_t version = 0;
-  if (!json_is_object(root)) {
-    rc = ferry__seterr(err, FERRY_EFORMAT,
-                       "manifest %s: the top level is not a JSON object", path);
+  if ((rc = load_top(root, path, m, &be, err)) < 0)
     goto cleanup;
-  }
-  if ((rc = get_int(root, "ferry_manifest", 0, &version, path,
-                    "ferry_manifest", err)) < 0)
-    goto cleanup;
-  if (version != 1) {
-    rc = ferry__seterr(err, FERRY_ENOTSUP,
-                       "manifest %s: version %lld; this ferry reads version 1",
-                       path, (long long)version);
-    goto cleanup;
-  }
-  json_t *jb = json_object_get(root, "backend");
-  json_t *js = json_object_get(root, "spec");
   json_t *jv = json_object_get(root, "vars");
+  for (int v = 0; v < m->nvars; v++)
+    if ((rc = load_var(json_array_get(jv, (size_t)v), v, path, m, err)) < 0)
+      goto cleanup;
   json_t *jp = json_object_get(root, "parts");
-  if (!json_is_string(jb)) {
-    rc = missing(err, path, "backend");
-    goto cleanup;
-  }
-  if (!json_is_string(js)) {
-    rc = missing(err, path, "spec");
-    goto cleanup;
-  }
-  json_t *jn = json_object_get(root, "notes"); /* optional */
-  if (jn && !json_is_string(jn)) {
-    rc = missing(err, path, "notes");
-    goto cleanup;
-  }
-  if (jn && !(m->notes = strdup(json_string_value(jn)))) {
-    rc = oom(err);
-    goto cleanup;
-  }
-  if (!json_is_array(jv) || json_array_size(jv) < 1 ||
-      json_array_size(jv) > INT_MAX) {
-    rc = missing(err, path, "vars");
-    goto cleanup;
-  }
-  if (!json_is_array(jp)) {
-    rc = missing(err, path, "parts");
-    goto cleanup;
-  }
-  const ferry__backend *be = ferry__backend_find(json_string_value(jb));
-  if (!be) {
-    rc = ferry__seterr(err, FERRY_ENOTSUP,
-                       "manifest %s: backend '%s' is not compiled into this "
-                       "ferry",
-                       path, json_string_value(jb));
-    goto cleanup;
-  }
-  int64_t rv = 0;
-  if (json_object_get(root, "record_version") &&
-      (rc = get_int(root, "record_version", 0, &rv, path, "record_version",
-                    err)) < 0)
-    goto cleanup;
-  if (rv != be->record_version) {
-    rc = ferry__seterr(err, FERRY_ENOTSUP,
-                       "manifest %s: its %s records are version %lld but "
-                       "this ferry's %s backend reads version %d (the "
-                       "manifest was saved by another ferry): scan the "
-                       "dataset again and save a new manifest",
-                       path, be->name, (long long)rv, be->name,
-                       be->record_version);
-    goto cleanup;
-  }
-  m->record_version = (int)rv;
-  if (!(m->backend = strdup(json_string_value(jb))) ||
-      !(m->spec = strdup(json_string_value(js))) ||
-      !(m->vars = calloc(json_array_size(jv), sizeof *m->vars))) {
-    rc = oom(err);
-    goto cleanup;
-  }
-  m->nvars = (int)json_array_size(jv);
-  for (int v = 0; v < m->nvars; v++) {
-    json_t *o = json_array_get(jv, (size_t)v);
-    ferry__var *x = &m->vars[v];
-    json_t *jn = json_object_get(o, "name"), *jd = json_object_get(o, "dtype");
-    json_t *jw = json_object_get(o, "swapped");
-    json_t *jr = json_object_get(o, "row_shape");
-    snprintf(key, sizeof key, "vars[%d].name", v);
-    if (!json_is_string(jn) || !*json_string_value(jn)) {
-      rc = missing(err, path, key);
-      goto cleanup;
-    }
-    if (!(x->name = strdup(json_string_value(jn)))) {
-      rc = oom(err);
-      goto cleanup;
-    }
-    for (int k = 0; k < v; k++)
-      if (strcmp(m->vars[k].name, x->name) == 0) {
-        rc = ferry__seterr(err, FERRY_EFORMAT,
-                           "manifest %s: variable '%s' is listed twice", path,
-                           x->name);
-        goto cleanup;
-      }
-    snprintf(key, sizeof key, "vars[%d].dtype", v);
-    if (!json_is_string(jd) ||
-        ferry__dtype_from_name(json_string_value(jd), &x->dtype) != 0) {
-      rc = missing(err, path, key);
-      goto cleanup;
-    }
-    snprintf(key, sizeof key, "vars[%d].swapped", v);
-    if (json_is_boolean(jw))
-      x->swapped = json_is_true(jw);
-    else if (json_is_integer(jw) && (json_integer_value(jw) == 0 ||
-                                     json_integer_value(jw) == 1))
-      x->swapped = (int)json_integer_value(jw);
-    else {
-      rc = missing(err, path, key);
-      goto cleanup;
-    }
-    snprintf(key, sizeof key, "vars[%d].row_shape", v);
-    if (!json_is_array(jr) || json_array_size(jr) > FERRY_MAX_DIMS - 1) {
-      rc = missing(err, path, key);
-      goto cleanup;
-    }
-    x->row_ndim = (int)json_array_size(jr);
-    int64_t bytes = (int64_t)ferry_dtype_size(x->dtype);
-    for (int k = 0; k < x->row_ndim; k++) {
-      json_t *d = json_array_get(jr, (size_t)k);
-      if (!json_is_integer(d) || json_integer_value(d) < 1 ||
-          bytes > INT64_MAX / json_integer_value(d)) {
-        rc = missing(err, path, key);
-        goto cleanup;
-      }
-      x->row_shape[k] = (int64_t)json_integer_value(d);
-      bytes *= x->row_shape[k];
-    }
-    x->row_bytes = (size_t)bytes;
-    /* Storage layout: optional (manifests saved before it was recorded). */
-    json_t *jc = json_object_get(o, "chunk_rows"),
-           *jb = json_object_get(o, "cache_bytes"),
-           *js = json_object_get(o, "storage");
-    if ((jc && (!json_is_integer(jc) || json_integer_value(jc) < 0)) ||
-        (jb && (!json_is_integer(jb) || json_integer_value(jb) < 0)) ||
-        (js && !json_is_string(js))) {
-      snprintf(key, sizeof key, "vars[%d].chunk_rows/cache_bytes/storage", v);
-      rc = missing(err, path, key);
-      goto cleanup;
-    }
-    x->chunk_rows = jc ? (int64_t)json_integer_value(jc) : 0;
-    x->cache_bytes = jb ? (size_t)json_integer_value(jb) : 0;
-    if (js && !(x->storage = strdup(json_string_value(js)))) {
-      rc = oom(err);
-      goto cleanup;
-    }
-  }
   size_t nparts = json_array_size(jp);
   if (nparts > 0 && !(m->parts = calloc(nparts, sizeof *m->parts))) {
     rc = oom(err);
@@ -1538,88 +1599,14 @@ int ferry__manifest_load_json(const char *path, const char *vars,
   m->nparts = (int64_t)nparts;
   int check_sizes = !(be->caps & FERRY__CAP_NOT_FLAT);
   int64_t total = 0;
-  for (size_t p = 0; p < nparts; p++) {
-    json_t *o = json_array_get(jp, p), *jf = json_object_get(o, "files");
-    ferry__part *pt = &m->parts[p];
-    snprintf(key, sizeof key, "parts[%zu].num_samples", p);
-    if ((rc = get_int(o, "num_samples", 0, &pt->num_samples, path, key, err)) <
-        0)
+  for (size_t p = 0; p < nparts; p++)
+    if ((rc = load_part(json_array_get(jp, p), p, path, m, check_sizes,
+                        &total, err)) < 0)
       goto cleanup;
-    if (pt->num_samples > INT64_MAX - total) {
-      rc = ferry__seterr(err, FERRY_EFORMAT,
-                         "manifest %s: the sample count overflows at part %zu",
-                         path, p);
-      goto cleanup;
-    }
-    pt->first_sample = total;
-    total += pt->num_samples;
-    snprintf(key, sizeof key, "parts[%zu].files", p);
-    if (!json_is_array(jf) || json_array_size(jf) != (size_t)m->nvars) {
-      rc = missing(err, path, key);
-      goto cleanup;
-    }
-    pt->paths = calloc((size_t)m->nvars, sizeof *pt->paths);
-    pt->data_offset = calloc((size_t)m->nvars, sizeof *pt->data_offset);
-    pt->file_size = calloc((size_t)m->nvars, sizeof *pt->file_size);
-    if (!pt->paths || !pt->data_offset || !pt->file_size ||
-        (rv && !(pt->rec = calloc((size_t)m->nvars, sizeof *pt->rec)))) {
-      rc = oom(err);
-      goto cleanup;
-    }
-    for (int v = 0; v < m->nvars; v++) {
-      json_t *fo = json_array_get(jf, (size_t)v);
-      json_t *jpath = json_object_get(fo, "path");
-      snprintf(key, sizeof key, "parts[%zu].files[%d].path", p, v);
-      if (!json_is_string(jpath)) {
-        rc = missing(err, path, key);
-        goto cleanup;
-      }
-      if (!(pt->paths[v] = strdup(json_string_value(jpath)))) {
-        rc = oom(err);
-        goto cleanup;
-      }
-      snprintf(key, sizeof key, "parts[%zu].files[%d].data_offset", p, v);
-      if ((rc = get_int(fo, "data_offset", 0, &pt->data_offset[v], path, key,
-                        err)) < 0)
-        goto cleanup;
-      snprintf(key, sizeof key, "parts[%zu].files[%d].file_size", p, v);
-      if ((rc = get_int(fo, "file_size", 0, &pt->file_size[v], path, key,
-                        err)) < 0)
-        goto cleanup;
-      json_t *jrec = json_object_get(fo, "record"); /* optional */
-      snprintf(key, sizeof key, "parts[%zu].files[%d].record", p, v);
-      int hx = 0;
-      if (jrec && (!json_is_string(jrec) || !pt->rec ||
-                   (hx = get_hex(json_string_value(jrec), &pt->rec[v])) ==
-                       -1)) {
-        rc = missing(err, path, key);
-        goto cleanup;
-      }
-      if (hx == -2) {
-        rc = oom(err);
-        goto cleanup;
-      }
-      /* num_samples * row_bytes fits: both bounded, checked as a quotient. */
-      int64_t rb = (int64_t)m->vars[v].row_bytes;
-      if (check_sizes &&
-          (pt->num_samples > (INT64_MAX - pt->data_offset[v]) / rb ||
-           pt->data_offset[v] + pt->num_samples * rb > pt->file_size[v])) {
-        rc = ferry__seterr(err, FERRY_EFORMAT,
-                           "manifest %s: %s: %lld rows of %lld bytes at "
-                           "offset %lld do not fit in its %lld bytes "
-                           "(variable %s)",
-                           path, pt->paths[v], (long long)pt->num_samples,
-                           (long long)rb, (long long)pt->data_offset[v],
-                           (long long)pt->file_size[v], m->vars[v].name);
-        goto cleanup;
-      }
-    }
-  }
   m->num_samples = total;
   if (total == 0) {
-    rc = ferry__seterr(err, FERRY_EEMPTY, "manifest %s: the dataset holds no "
-                                          "sample",
-                       path);
+    rc = ferry__seterr(err, FERRY_EEMPTY,
+                       "manifest %s: the dataset holds no sample", path);
     goto cleanup;
   }
   if ((rc = select_vars(m, vars, err)) < 0)
