@@ -898,7 +898,7 @@ int ferry__manifest_pack(const ferry__manifest *m, void **buf, size_t *len) {
   for (int i = 0; i < 8; i++)
     w.p[8 + i] = (unsigned char)(total >> (8 * i));
   uint64_t sum = ferry__fnv1a(FERRY__FNV_INIT, w.p, w.len - 8);
-  for (int i = 0; i < 8; i++)
+  for (size_t i = 0; i < 8; i++)
     w.p[w.len - 8 + i] = (unsigned char)(sum >> (8 * i));
   *buf = w.p;
   *len = w.len;
@@ -1150,7 +1150,7 @@ int ferry__manifest_unpack(const void *buf, size_t len, ferry__manifest *m,
                          "manifest buffer: holds %zu bytes but says %llu",
                          len, (unsigned long long)total);
   uint64_t sum = 0;
-  for (int i = 0; i < 8; i++)
+  for (size_t i = 0; i < 8; i++)
     sum |= (uint64_t)r.p[len - 8 + i] << (8 * i);
   if (sum != ferry__fnv1a(FERRY__FNV_INIT, r.p, len - 8))
     return ferry__seterr(err, FERRY_EFORMAT,

@@ -595,8 +595,8 @@ static cudaError_t elapsed(float *ms, cudaEvent_t a, cudaEvent_t b) {
       ((a->flags | b->flags) & cudaEventDisableTiming))
     return cudaErrorInvalidResourceHandle;
   if (a->done < a->rec || b->done < b->rec) return cudaErrorNotReady;
-  *ms = (float)((b->t.tv_sec - a->t.tv_sec) * 1e3 +
-                (b->t.tv_nsec - a->t.tv_nsec) / 1e6);
+  *ms = (float)((double)(b->t.tv_sec - a->t.tv_sec) * 1e3 +
+                (double)(b->t.tv_nsec - a->t.tv_nsec) / 1e6);
   return cudaSuccess;
 }
 

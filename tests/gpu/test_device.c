@@ -205,14 +205,14 @@ static void compare(const ferry_batch *d, const ferry_batch *h,
                               streams[i]));
       CUDA_OK(cudaStreamSynchronize(streams[i]));
       const unsigned char *want =
-          (const unsigned char *)h->vars[v].data + sh->first * t->row_bytes;
+          (const unsigned char *)h->vars[v].data + (size_t)sh->first * t->row_bytes;
       CHECK(!memcmp(buf, want, n),
             "epoch %lld batch %lld shard %d (device %d) var %s: device data "
             "differs from the host loader's",
             (long long)d->epoch, (long long)d->index, i, sh->device, t->name);
       if (keep_host)
         CHECK(t->data && !memcmp((const unsigned char *)t->data +
-                                     sh->first * t->row_bytes,
+                                     (size_t)sh->first * t->row_bytes,
                                  want, n),
               "batch %lld var %s: keep_host data differs",
               (long long)d->index, t->name);
@@ -255,7 +255,7 @@ static void release_checked(ferry_loader *D, const ferry_batch *d,
       size_t n = (size_t)sh->size * d->vars[v].row_bytes;
       CHECK(!memcmp(bufs[i][v],
                     (const unsigned char *)h->vars[v].data +
-                        sh->first * d->vars[v].row_bytes,
+                        (size_t)sh->first * d->vars[v].row_bytes,
                     n),
             "batch %lld shard %d var %s: overwritten before the work queued "
             "before ferry_release ran",

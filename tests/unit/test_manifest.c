@@ -94,7 +94,7 @@ static void build(ferry__manifest *m, int record_version) {
         continue;
       pt->rec[v].p = xcalloc(1, lens[p][v]);
       for (size_t k = 0; k < lens[p][v]; k++)
-        pt->rec[v].p[k] = p && v ? MARK[k] : (unsigned char)(17 * k + v + 1);
+        pt->rec[v].p[k] = p && v ? MARK[k] : (unsigned char)(17 * k + (size_t)v + 1);
     }
   }
   m->num_samples = 21;
@@ -152,7 +152,7 @@ static void test_pack(int rv) {
     at[2] = 0xff;
     at[3] = 0x00;
     uint64_t sum = ferry__fnv1a(FERRY__FNV_INIT, b, len - 8);
-    for (int i = 0; i < 8; i++)
+    for (size_t i = 0; i < 8; i++)
       b[len - 8 + i] = (unsigned char)(sum >> (8 * i));
     rc = ferry__manifest_unpack(buf, len, &u, &e);
     CHECK(rc == FERRY_EFORMAT, "truncated record: rc %d", rc);
