@@ -1,5 +1,5 @@
 #!/bin/sh
-# hdf5.sh - the parallel HDF5 backend (src/hdf5.c) end to end.  Files written
+# hdf5.sh - the parallel HDF5 backend (src/backends/hdf5.c) end to end.  Files written
 # by h5py (tests/fixtures/make_h5.py: chunked with a partial last chunk,
 # contiguous, gzip 1 and 9, shuffle+gzip, a dataset in a group, rows of
 # shape (), (3,) and (2, 3, 4), big-endian floats and integers, bools,
