@@ -463,6 +463,9 @@ typedef struct resume_case {
                  one, 4 all */
 } resume_case;
 
+/* The most ranks a resume case uses (test_resume's worlds go up to 19). */
+enum { MAX_WORLD = 32 };
+
 static int check_resume(const resume_case *c) {
   int64_t counts[16];
   for (int64_t p = 0; p < c->nparts; p++)
@@ -484,7 +487,7 @@ static int check_resume(const resume_case *c) {
   /* The original plan and every intermediate step: mark what they served. */
   for (int s = 0; s < c->nsteps; s++) {
     int P = c->P[s];
-    ferry__rank_plan plans[8];
+    ferry__rank_plan plans[MAX_WORLD];
     ferry__err err = {0};
     ferry__plan_params p0 = pp;
     p0.world_size = P;
@@ -525,7 +528,7 @@ static int check_resume(const resume_case *c) {
     steps[s] = (ferry__resume_step){P, K};
     /* Same world size next: the resumed ranks continue their own plans. */
     int Pn = c->P[s + 1];
-    ferry__rank_plan next[8];
+    ferry__rank_plan next[MAX_WORLD];
     if (level_plans(pieces, np, perm, &pp, steps, s + 1, Pn, next))
       return 1;
     for (int r = 0; r < Pn; r++) {
