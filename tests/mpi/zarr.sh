@@ -58,7 +58,6 @@ BATCH=7
 common="--epoch 0 --tail partial --batch-size $BATCH --row-hash"
 jobs=$tmp/jobs
 : >"$jobs"
-PAR=3
 njobs=0
 
 # dump LABEL NP FLAGS STORE VAR "ENV" "OPTIONS" NPY: dump_queue of common.sh
