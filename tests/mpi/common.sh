@@ -50,7 +50,7 @@ dump_queue() {
   q_out=$tmp/dump.$njobs
   # FERRY_* settings are the job's (test_dump sets them around the job);
   # anything else is the MPI job's environment: its own list.
-  q_mine= q_group=
+  q_mine='' q_group=''
   for q_w in $q_env; do
     case $q_w in
       env) ;;
