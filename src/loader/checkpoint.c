@@ -91,7 +91,8 @@ int ferry_state_save(ferry_loader *L, const char *path) {
     st.steps = malloc(((size_t)ep->nsteps + 1) * sizeof *st.steps);
     rc = st.steps ? state_options(L, &st) : FERRY_ENOMEM;
     if (!rc) {
-      memcpy(st.steps, ep->steps, (size_t)ep->nsteps * sizeof *st.steps);
+      if (ep->nsteps) /* a fresh epoch has no step yet (and steps NULL) */
+        memcpy(st.steps, ep->steps, (size_t)ep->nsteps * sizeof *st.steps);
       st.nsteps = ep->nsteps;
       if (st.nsteps && st.steps[st.nsteps - 1].world_size == L->size)
         st.steps[st.nsteps - 1].batches += ep->consumed;

@@ -40,25 +40,17 @@
 
 #include "fakecuda.h"
 
-static int rank, failures;
+#include "../ferry_test.h"
 
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      fprintf(stderr, "rank %d: FAIL %s:%d: ", rank, __FILE__, __LINE__);      \
-      fprintf(stderr, __VA_ARGS__);                                            \
-      fputc('\n', stderr);                                                     \
-      failures++;                                                              \
-    }                                                                          \
-  } while (0)
+static int rank;
 
 #define CUDA_OK(call)                                                          \
   do {                                                                         \
     cudaError_t e_ = (call);                                                   \
+    ft_checks++;                                                               \
     if (e_ != cudaSuccess) {                                                   \
-      fprintf(stderr, "rank %d: FAIL %s:%d: %s: %s\n", rank, __FILE__,         \
-              __LINE__, #call, cudaGetErrorString(e_));                        \
-      failures++;                                                              \
+      ft_fail_at(__FILE__, __LINE__, #call);                                   \
+      fprintf(stderr, "%s\n", cudaGetErrorString(e_));                         \
       goto out;                                                                \
     }                                                                          \
   } while (0)
@@ -344,7 +336,7 @@ out:
   for (int i = 0; i < di.ndevices; i++)
     if (streams[i])
       cudaStreamDestroy(streams[i]);
-  return failures;
+  return ft_failures;
 }
 
 static void check_misuse(ferry_loader *D, ferry_loader *H) {
@@ -529,6 +521,7 @@ int main(int argc, char **argv) {
   fakecuda_counters c0, c1;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  ft_set_rank(rank);
   if (argc < 3) {
     fprintf(stderr,
             "usage: %s values|teardown|misuse|nccl|expect-error CODE "
@@ -612,12 +605,10 @@ done:
   ferry_options_free(od);
   ferry_options_free(oh);
   {
-    int f = failures, total = 0;
-    MPI_Allreduce(&f, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0)
-      printf("%s %s: %d failure%s\n", total ? "FAIL" : "PASS", check, total,
-             total == 1 ? "" : "s");
+    char name[64];
+    snprintf(name, sizeof name, "test_device %s", check);
+    int status = ft_mpi_summary(name, MPI_COMM_WORLD);
     MPI_Finalize();
-    return total ? 1 : 0;
+    return status;
   }
 }

@@ -25,8 +25,7 @@ export FERRY FERRY_MPI_TIMEOUT
 
 data=$tmp/data
 bad=$data/bad
-cwd=$tmp/cwd
-mkdir -p "$bad" "$cwd" "$tmp/r" || exit 1
+mkdir -p "$bad" || exit 1
 
 # npy_write FILE DICT NBYTES: a version 1.0 .npy file whose header holds
 # DICT (the dict without its closing ", }") padded as NumPy pads it, followed
@@ -129,10 +128,12 @@ expect() {
   np=$1 want=$2 t1=$3 t2=$4
   shift 4
   what=`printf 'np=%s ferry %s' "$np" "$*" | sed "s|$data|DATA|g"`
-  r=$tmp/r
+  # The files of this lane (see the end): results, working directory.
+  r=$tmp/r.$lane cwd=$tmp/cwd.$lane launcher=$tmp/launcher.$lane.out
+  mkdir -p "$r" "$cwd" || exit 1
   rm -f "$r"/*
   ( cd "$cwd" && $RUN_MPI "$np" sh "$tmp/rank.sh" "$r" "$@" ) \
-    >"$tmp/launcher.out" 2>&1
+    >"$launcher" 2>&1
   st=$?
   why=
   case $st in
@@ -173,15 +174,14 @@ expect() {
     rm -rf "$cwd" && mkdir "$cwd"
   fi
   if test -z "$why"; then
-    snapshot >"$tmp/snap.after"
-    if ! cmp -s "$tmp/snap.before" "$tmp/snap.after"; then
-      why="the dataset directory changed: `diff "$tmp/snap.before" "$tmp/snap.after" | head -5`"
-      cp "$tmp/snap.after" "$tmp/snap.before"
+    snapshot >"$tmp/snap.after.$lane"
+    if ! cmp -s "$tmp/snap.before" "$tmp/snap.after.$lane"; then
+      why="the dataset directory changed: `diff "$tmp/snap.before" "$tmp/snap.after.$lane" | head -5`"
     fi
   fi
   if test -n "$why"; then
     echo "FAIL: $what: $why"
-    for f in "$r"/err.* "$r"/out.* "$tmp/launcher.out"; do
+    for f in "$r"/err.* "$r"/out.* "$launcher"; do
       test -s "$f" && sed "s|^|    `basename "$f"`: |" "$f" | head -10
     done
     fail=1
@@ -191,7 +191,9 @@ expect() {
   unset ODD_RANK ODD_ENV ODD_DATASET
 }
 
-for np in 1 2 4; do
+# bad_cases NP: every bad input on NP ranks.
+bad_cases() {
+  np=$1
   echo "== $np ranks"
   # A path that does not exist must fail on every rank with one message,
   # not leave ranks 1.. waiting for rank 0's broadcast of the manifest.
@@ -235,12 +237,14 @@ for np in 1 2 4; do
   # A manifest saved for another dataset (a FERRY_MANIFEST left exported)
   # must not silently serve that dataset's samples.
   expect $np 1 other.json 'describes dataset' verify "$gen" --manifest "$bad/other.json" --epochs 1
-done
+}
 
 # Ranks started with different options or datasets: ferry_open and
 # ferry_set_epoch compare a checksum of the options, so the job fails with
 # one message naming what differs, instead of serving overlapping batches.
-for np in 2 4; do
+# odd_cases NP: rank 1 of NP started differently.
+odd_cases() {
+  np=$1
   echo "== $np ranks, rank 1 started differently"
   ODD_RANK=1 ODD_ENV=FERRY_SEED=7
   export ODD_RANK ODD_ENV
@@ -251,6 +255,17 @@ for np in 2 4; do
   ODD_RANK=1 ODD_DATASET=$data/gen2
   export ODD_RANK ODD_DATASET
   expect $np 1 dataset different verify "$gen" --epochs 1 --batch-size 8
-done
+}
 
+# The cases run in two lanes at once (most of each job is MPI start-up
+# time), each with its own result files and working directory; a lane's
+# report is printed whole, in order.  The dataset directory is shared: it
+# must stay unchanged whichever lane looks.
+( lane=a; bad_cases 1; bad_cases 2; odd_cases 2; exit $fail ) >"$tmp/lane.a" 2>&1 &
+pid_a=$!
+( lane=b; bad_cases 4; odd_cases 4; exit $fail ) >"$tmp/lane.b" 2>&1 &
+pid_b=$!
+wait $pid_a || fail=1
+wait $pid_b || fail=1
+cat "$tmp/lane.a" "$tmp/lane.b"
 exit $fail

@@ -32,33 +32,62 @@ ferry_test_init() {
 
 # Batched `ferry dump` jobs checked by tests/fixtures/dump_compare.py (used
 # by npy_fixtures.sh, hdf5.sh, zarr.sh).  The caller sets jobs (the job
-# list file, emptied), PAR (streams run at once: most of a short MPI job is
-# start-up latency), njobs=0, BATCH and common (the dump options of every
-# job).  The streams quote paths with '...': $tmp must hold no single quote.
+# list file for dump_compare.py, emptied), njobs=0, BATCH and common (the
+# dump options of every job).  The jobs run in tests/mpi/test_dump: one MPI
+# job of 3 ranks runs them all, each on its first NP ranks, and writes
+# what `ferry dump` would (output, stderr, status); most of a short MPI job
+# was start-up time.  Only jobs whose ENV sets something else than FERRY_*
+# variables (an MCA parameter) get an MPI job of their own per ENV.
 #
 # dump_queue ENV LABEL NP FLAGS DATASET VAR "LOADER OPTIONS" NPY...: queue
-# `ENV ferry dump DATASET --var VAR` over NP ranks on stream njobs % PAR
-# (ENV: "" or "env NAME=VALUE..."), and record the job: FLAGS and the NPY
-# files (one per part, in order) are dump_compare.py's.
+# `ENV ferry dump DATASET --var VAR` over NP ranks (ENV: "" or
+# "env NAME=VALUE..."), and record the job: FLAGS and the NPY files (one
+# per part, in order) are dump_compare.py's.  Paths and values hold no tab.
 dump_queue() {
   q_env=$1 q_label=$2 q_np=$3 q_flags=$4 q_ds=$5 q_var=$6 q_opts=$7
   shift 7
   njobs=`expr $njobs + 1`
   q_out=$tmp/dump.$njobs
-  # $common and $q_opts are lists of words: split them on purpose.
-  printf '%s\n' "$q_env $RUN_MPI $q_np \"\$FERRY\" dump '$q_ds' --var '$q_var' $common $q_opts >'$q_out' 2>'$q_out.err'; echo \$? >'$q_out.status'" \
-    >>"$tmp/stream.`expr $njobs % $PAR`"
+  # FERRY_* settings are the job's (test_dump sets them around the job);
+  # anything else is the MPI job's environment: its own list.
+  q_mine='' q_group=''
+  for q_w in $q_env; do
+    case $q_w in
+      env) ;;
+      FERRY_*) q_mine="$q_mine $q_w" ;;
+      *) q_group="$q_group $q_w" ;;
+    esac
+  done
+  q_key=`printf '%s' "$q_group" | cksum | cut -d' ' -f1`
+  test -f "$tmp/group.$q_key.env" || printf '%s\n' "$q_group" >"$tmp/group.$q_key.env"
+  q_rowhash=0
+  case " $common $q_opts " in *" --row-hash "*) q_rowhash=1 ;; esac
+  q_words=`printf '%s\n' "$common $q_opts" | sed 's/--row-hash//g'`
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$q_out" "$q_np" "${q_mine:--}" \
+    "$q_ds" "$q_var" "$q_rowhash" "`echo $q_words`" >>"$tmp/group.$q_key.jobs"
   q_line="$q_label np=$q_np	$q_out	$q_out.err	$q_out.status	$q_np	$BATCH	$q_flags"
   for q_f in "$@"; do
     q_line="$q_line	$q_f"
   done
   printf '%s\n' "$q_line" >>"$jobs"
 }
-# dump_run: start the streams and wait for them.
+# dump_run: run the queued jobs, one MPI job of 3 ranks per environment.
 dump_run() {
-  for s in "$tmp"/stream.*; do
-    sh "$s" &
+  d_prog=${top_builddir:-.}/tests/mpi/test_dump
+  if test ! -x "$d_prog"; then
+    echo "FAIL: $d_prog not built"
+    fail=1
+    return
+  fi
+  for d_jobs in "$tmp"/group.*.jobs; do
+    test -f "$d_jobs" || continue
+    d_env=`cat "${d_jobs%.jobs}.env"`
+    # $d_env is a list of NAME=VALUE words: split it on purpose.
+    env $d_env $RUN_MPI 3 "$d_prog" "$d_jobs" >"$d_jobs.out" 2>&1 || {
+      echo "FAIL: test_dump $d_jobs (exit $?)"
+      sed 's/^/    /' "$d_jobs.out" | tail -30
+      fail=1
+    }
+    rm -f "$d_jobs" "${d_jobs%.jobs}.env"
   done
-  wait
-  rm -f "$tmp"/stream.*
 }

@@ -51,7 +51,6 @@ BATCH=7
 common="--epoch 0 --tail partial --chunk-samples 10 --batch-size $BATCH --row-hash"
 jobs=$tmp/jobs
 : >"$jobs"
-PAR=3
 njobs=0
 dump_env=
 

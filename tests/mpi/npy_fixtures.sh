@@ -41,11 +41,9 @@ BATCH=7
 common="--epoch 0 --tail partial --chunk-samples 10 --batch-size $BATCH"
 jobs=$tmp/jobs
 : >"$jobs"
-# The dumps run in PAR streams at once: most of a short MPI job is start-up
-# latency.  dump() appends a job to stream njobs % PAR; dump_run starts
-# the streams and waits for them.  (The streams quote paths with '...': the
-# scratch directory must hold no single quote.)
-PAR=3
+# The dumps are queued, then dump_run runs them all in one MPI job
+# (tests/mpi/test_dump, see common.sh): most of a short MPI job is start-up
+# time.
 njobs=0
 export FERRY
 

@@ -23,18 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int rank, size, failures;
+#include "../ferry_test.h"
 
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      failures++;                                                              \
-      fprintf(stderr, "FAIL rank %d %s:%d: %s: ", rank, __FILE__, __LINE__,    \
-              #cond);                                                          \
-      fprintf(stderr, __VA_ARGS__);                                            \
-      fputc('\n', stderr);                                                     \
-    }                                                                          \
-  } while (0)
+static int rank, size;
 
 static ferry_options *opts_of(const char *const *kv) {
   ferry_options *o;
@@ -396,6 +387,7 @@ int main(int argc, char **argv) {
   int provided;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  ft_set_rank(rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   test_tails();
   test_determinism();
@@ -403,11 +395,7 @@ int main(int argc, char **argv) {
   test_mismatch();
   test_transform();
   test_misuse_and_close();
-  int total = 0;
-  MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (rank == 0)
-    printf("%s: %d failures over %d ranks\n", total ? "FAIL" : "PASS", total,
-           size);
+  int status = ft_mpi_summary("test_loader", MPI_COMM_WORLD);
   MPI_Finalize();
-  return total ? 1 : 0;
+  return status;
 }

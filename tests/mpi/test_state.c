@@ -25,19 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int rank, size, failures;
-static const char *dir;
+#include "../ferry_test.h"
 
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      failures++;                                                              \
-      fprintf(stderr, "FAIL rank %d %s:%d: %s: ", rank, __FILE__, __LINE__,    \
-              #cond);                                                          \
-      fprintf(stderr, __VA_ARGS__);                                            \
-      fputc('\n', stderr);                                                     \
-    }                                                                          \
-  } while (0)
+static int rank, size;
+static const char *dir;
 
 typedef struct idvec {
   int64_t *v;
@@ -396,6 +387,7 @@ int main(int argc, char **argv) {
   int provided;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  ft_set_rank(rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   dir = argc > 1 ? argv[1] : ".";
   if (size < 4) {
@@ -430,10 +422,7 @@ int main(int argc, char **argv) {
   signal_case(0);
   signal_case(1);
   bad_states();
-  int total = 0;
-  MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (rank == 0)
-    printf("%s (%d failures)\n", total ? "FAIL" : "PASS", total);
+  int status = ft_mpi_summary("test_state", MPI_COMM_WORLD);
   MPI_Finalize();
-  return total ? 1 : 0;
+  return status;
 }

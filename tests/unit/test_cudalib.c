@@ -14,16 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-#define CHECK(c, ...)                                                          \
-  do {                                                                         \
-    if (!(c)) {                                                                \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__);                              \
-      printf(__VA_ARGS__);                                                     \
-      putchar('\n');                                                           \
-      failures++;                                                              \
-    }                                                                          \
-  } while (0)
+#include "../ferry_test.h"
 
 #define BAD_CUDART "/nonexistent/ferry-test/libcudart.so.99"
 #define BAD_NCCL "/nonexistent/ferry-test/libnccl.so.99"
@@ -76,7 +67,5 @@ int main(void) {
         "device=auto: %d, how '%s'", rc, how);
   ferry_batch b = {0};
   CHECK(ferry_batch_wait(&b, NULL) == FERRY_EINVAL, "batch_wait accepted");
-  printf("%s: %d failure%s\n", failures ? "FAIL" : "PASS", failures,
-         failures == 1 ? "" : "s");
-  return failures ? 1 : 0;
+  return ft_summary("test_cudalib");
 }

@@ -25,18 +25,8 @@
 #include <string.h>
 #include <unistd.h>
 
-static int failures, checks;
 
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    checks++;                                                                  \
-    if (!(cond)) {                                                             \
-      failures++;                                                              \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                     \
-      fprintf(stderr, __VA_ARGS__);                                            \
-      fputc('\n', stderr);                                                     \
-    }                                                                          \
-  } while (0)
+#include "../ferry_test.h"
 
 /* A record no other field of the buffer holds, to find it in the pack. */
 static const unsigned char MARK[] = {0xde, 0xad, 0xbe, 0xef, 0x00, 0x7f};
@@ -257,6 +247,5 @@ int main(void) {
   test_pack(z->record_version);
   test_json(dir, z->record_version);
   rmdir(dir);
-  printf("%d checks, %d failures\n", checks, failures);
-  return failures ? 1 : 0;
+  return ft_summary("test_manifest");
 }

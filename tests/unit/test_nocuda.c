@@ -9,19 +9,11 @@
 #include "config.h"
 #include "gpu/gpu.h"
 
-#include <stdio.h>
+#include "../ferry_test.h"
+
 #include <string.h>
 
-static int failures;
-#define CHECK(c, ...)                                                          \
-  do {                                                                         \
-    if (!(c)) {                                                                \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__);                              \
-      printf(__VA_ARGS__);                                                     \
-      putchar('\n');                                                           \
-      failures++;                                                              \
-    }                                                                          \
-  } while (0)
+#include <stdio.h>
 
 static int open_with(const char *device, ferry__gpu **g, char *how,
                      size_t len, ferry__err *err) {
@@ -65,7 +57,5 @@ int main(void) {
   ferry_device_info di = {0};
   ferry__gpu_info(NULL, &di);
   CHECK(di.cuda == 0 && di.ndevices == 0, "info");
-  printf("%s: %d failure%s\n", failures ? "FAIL" : "PASS", failures,
-         failures == 1 ? "" : "s");
-  return failures ? 1 : 0;
+  return ft_summary("test_nocuda");
 }

@@ -34,31 +34,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int failures, checks;
-
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    checks++;                                                                  \
-    if (!(cond)) {                                                             \
-      failures++;                                                              \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                     \
-      fprintf(stderr, __VA_ARGS__);                                            \
-      fputc('\n', stderr);                                                     \
-    }                                                                          \
-  } while (0)
+#include "../ferry_test.h"
 
 /* rc must be code; the message must mention want (if given). */
 static void expect_code(int rc, int code, const ferry__err *e,
                         const char *want, const char *expr, int line) {
-  checks++;
+  ft_checks++;
   if (rc != code) {
-    failures++;
-    fprintf(stderr, "FAIL %s:%d: %s: got %d, want %d; message: %s\n",
-            __FILE__, line, expr, rc, code, e->msg);
+    ft_fail_at(__FILE__, line, expr);
+    fprintf(stderr, "got %d, want %d; message: %s\n", rc, code, e->msg);
   } else if (want && !strstr(e->msg, want)) {
-    failures++;
-    fprintf(stderr, "FAIL %s:%d: %s: message '%s' lacks '%s'\n", __FILE__,
-            line, expr, e->msg, want);
+    ft_fail_at(__FILE__, line, expr);
+    fprintf(stderr, "message '%s' lacks '%s'\n", e->msg, want);
   }
 }
 #define EXPECT_CODE(rc, code, e, want)                                         \
@@ -1344,8 +1331,7 @@ int main(int argc, char **argv) {
   test_fixtures();
   if (!getenv("FERRY_KEEP_TMP"))
     nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-  printf("%s: %d checks, %d failed\n", failures ? "FAIL" : "PASS", checks,
-         failures);
+  int status = ft_summary("test_npy");
   MPI_Finalize();
-  return failures ? 1 : 0;
+  return status;
 }

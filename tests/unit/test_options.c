@@ -11,16 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int failures;
-#define CHECK(cond, ...)                                                       \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      failures++;                                                              \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);          \
-      fprintf(stderr, __VA_ARGS__);                                            \
-      fputc('\n', stderr);                                                     \
-    }                                                                          \
-  } while (0)
+#include "../ferry_test.h"
 
 static void expect_value(ferry_options *o, const char *name, const char *want) {
   char buf[256];
@@ -171,6 +162,5 @@ int main(void) {
 
   ferry_options_free(o);
   ferry_options_free(NULL);
-  printf("%s (%d failures)\n", failures ? "FAIL" : "PASS", failures);
-  return failures ? 1 : 0;
+  return ft_summary("test_options");
 }
