@@ -86,13 +86,6 @@ typedef struct ferry__backend {
   void (*io_close)(ferry__io *io);
 } ferry__backend;
 
-extern const ferry__backend ferry__backend_npy;
-extern const ferry__backend ferry__backend_mem;
-#ifdef HAVE_HDF5
-extern const ferry__backend ferry__backend_hdf5;
-#endif
-extern const ferry__backend ferry__backend_zarr;
-
 /** NULL-terminated table of compiled-in backends. */
 extern const ferry__backend *const ferry__backends[];
 const ferry__backend *ferry__backend_find(const char *name);

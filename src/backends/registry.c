@@ -10,6 +10,15 @@
 
 #include <string.h>
 
+/* Each backend file exports one table; this is the only place that names
+ * them.  A new format adds its line to each list. */
+extern const ferry__backend ferry__backend_npy;
+#ifdef HAVE_HDF5
+extern const ferry__backend ferry__backend_hdf5;
+#endif
+extern const ferry__backend ferry__backend_zarr;
+extern const ferry__backend ferry__backend_mem;
+
 const ferry__backend *const ferry__backends[] = {
     &ferry__backend_npy,
 #ifdef HAVE_HDF5
@@ -26,7 +35,6 @@ const ferry__backend *ferry__backend_find(const char *name) {
       return ferry__backends[i];
   return NULL;
 }
-
 
 const ferry__backend *ferry__backend_for_scheme(const char *spec) {
   for (int i = 0; spec && ferry__backends[i]; i++) {
