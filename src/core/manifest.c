@@ -482,6 +482,49 @@ typedef struct part_arrays {
 } part_arrays;
 
 /* Keep only the variables named in vars (comma-separated), in that order. */
+/* The names of vars (comma-separated, a leading '/' ignored) as indices of
+ * m's variables in sel[], in the order given; *nsel receives their number.
+ * An unknown name lists the variables there are (and the notes on what was
+ * skipped). */
+static int parse_selection(const ferry__manifest *m, const char *vars,
+                           char *copy, int *sel, int *nsel, ferry__err *err) {
+  *nsel = 0;
+  for (char *s = copy, *comma; s; s = comma ? comma + 1 : NULL) {
+    comma = strchr(s, ',');
+    if (comma)
+      *comma = '\0';
+    char *name = trim(s);
+    while (*name == '/') /* HDF5 paths may be written "/group/x" */
+      name++;
+    if (!*name)
+      return ferry__seterr(err, FERRY_EINVAL,
+                           "vars '%s': an empty variable name", vars);
+    int found = -1;
+    for (int v = 0; v < m->nvars && found < 0; v++)
+      if (strcmp(m->vars[v].name, name) == 0)
+        found = v;
+    if (found < 0) {
+      char have[FERRY__MSG_MAX / 2];
+      size_t used = 0;
+      have[0] = '\0';
+      for (int v = 0; v < m->nvars && used < sizeof have; v++)
+        used += (size_t)snprintf(have + used, sizeof have - used, "%s%s",
+                                 v ? ", " : "", m->vars[v].name);
+      return ferry__seterr(err, FERRY_EINVAL,
+                           "variable '%s' not found; the dataset has: %s%s%s%s",
+                           name, have, m->notes ? " (" : "",
+                           m->notes ? m->notes : "", m->notes ? ")" : "");
+    }
+    for (int k = 0; k < *nsel; k++)
+      if (sel[k] == found)
+        return ferry__seterr(err, FERRY_EINVAL,
+                             "variable '%s' is selected twice in vars '%s'",
+                             name, vars);
+    sel[(*nsel)++] = found;
+  }
+  return 0;
+}
+
 static int select_vars(ferry__manifest *m, const char *vars,
                        ferry__err *err) {
   if (!vars || !*vars)
@@ -496,44 +539,8 @@ static int select_vars(ferry__manifest *m, const char *vars,
     rc = oom(err);
     goto cleanup;
   }
-  for (char *s = copy, *comma; s; s = comma ? comma + 1 : NULL) {
-    comma = strchr(s, ',');
-    if (comma)
-      *comma = '\0';
-    char *name = trim(s);
-    while (*name == '/') /* HDF5 paths may be written "/group/x" */
-      name++;
-    if (!*name) {
-      rc = ferry__seterr(err, FERRY_EINVAL,
-                         "vars '%s': an empty variable name", vars);
-      goto cleanup;
-    }
-    int found = -1;
-    for (int v = 0; v < m->nvars && found < 0; v++)
-      if (strcmp(m->vars[v].name, name) == 0)
-        found = v;
-    if (found < 0) {
-      char have[FERRY__MSG_MAX / 2];
-      size_t used = 0;
-      have[0] = '\0';
-      for (int v = 0; v < m->nvars && used < sizeof have; v++)
-        used += (size_t)snprintf(have + used, sizeof have - used, "%s%s",
-                                 v ? ", " : "", m->vars[v].name);
-      rc = ferry__seterr(err, FERRY_EINVAL,
-                         "variable '%s' not found; the dataset has: %s%s%s%s",
-                         name, have, m->notes ? " (" : "",
-                         m->notes ? m->notes : "", m->notes ? ")" : "");
-      goto cleanup;
-    }
-    for (int k = 0; k < nsel; k++)
-      if (sel[k] == found) {
-        rc = ferry__seterr(err, FERRY_EINVAL,
-                           "variable '%s' is selected twice in vars '%s'",
-                           name, vars);
-        goto cleanup;
-      }
-    sel[nsel++] = found;
-  }
+  if ((rc = parse_selection(m, vars, copy, sel, &nsel, err)) < 0)
+    goto cleanup;
   /* Allocate everything first so a failure leaves m as it was. */
   nv = calloc((size_t)nsel, sizeof *nv);
   keep = calloc((size_t)m->nvars, sizeof *keep);
