@@ -66,9 +66,9 @@ static const fields BASE = {"2",     "[10, 3]", "[4, 3]", "\"<f4\"", "0",
 /* The JSON text of f. */
 static const char *text_of(const fields *f) {
   static char buf[2048];
-  const char *key[] = {"zarr_format", "shape",   "chunks",
+  const char *key[] = {"zarr_format", "shape",      "chunks",
                        "dtype",       "fill_value", "order",
-                       "compressor",  "filters", "dimension_separator"};
+                       "compressor",  "filters",    "dimension_separator"};
   const char *val[] = {f->format, f->shape, f->chunks,  f->dtype, f->fill,
                        f->order,  f->comp,  f->filters, f->sep};
   size_t used = (size_t)snprintf(buf, sizeof buf, "{");
@@ -86,8 +86,7 @@ static const char *text_of(const fields *f) {
 
 static int parse_text(const char *text, zmeta *z, ferry__err *err) {
   memset(err, 0, sizeof *err);
-  return ferry__zarr_parse_zarray_text(text, strlen(text), PATH, LABEL, z,
-                                       err);
+  return ferry__zarr_parse_zarray_text(text, strlen(text), PATH, LABEL, z, err);
 }
 
 static int parse(const fields *f, zmeta *z, ferry__err *err) {
@@ -108,11 +107,11 @@ static int parse(const fields *f, zmeta *z, ferry__err *err) {
     zmeta z_;                                                                  \
     ferry__err e_;                                                             \
     int rc_ = parse(f, &z_, &e_);                                              \
-    CHECK(rc_ == (want) && e_.code == (want),                                  \
-          "%s: rc %d, wanted %d (%s)", text_of(f), rc_, (want), e_.msg);      \
+    CHECK(rc_ == (want) && e_.code == (want), "%s: rc %d, wanted %d (%s)",     \
+          text_of(f), rc_, (want), e_.msg);                                    \
     CHECK(strstr(e_.msg, who) && strstr(e_.msg, what),                         \
-          "%s: message '%s' does not name '%s' and '%s'", text_of(f),          \
-          e_.msg, who, what);                                                  \
+          "%s: message '%s' does not name '%s' and '%s'", text_of(f), e_.msg,  \
+          who, what);                                                          \
   } while (0)
 
 static void test_dtypes(void) {
@@ -120,12 +119,12 @@ static void test_dtypes(void) {
     const char *s;
     ferry_dtype dt;
     size_t size;
-  } t[] = {{"b1", FERRY_BOOL, 1},     {"i1", FERRY_INT8, 1},
-           {"i2", FERRY_INT16, 2},    {"i4", FERRY_INT32, 4},
-           {"i8", FERRY_INT64, 8},    {"u1", FERRY_UINT8, 1},
-           {"u2", FERRY_UINT16, 2},   {"u4", FERRY_UINT32, 4},
-           {"u8", FERRY_UINT64, 8},   {"f2", FERRY_FLOAT16, 2},
-           {"f4", FERRY_FLOAT32, 4},  {"f8", FERRY_FLOAT64, 8}};
+  } t[] = {{"b1", FERRY_BOOL, 1},    {"i1", FERRY_INT8, 1},
+           {"i2", FERRY_INT16, 2},   {"i4", FERRY_INT32, 4},
+           {"i8", FERRY_INT64, 8},   {"u1", FERRY_UINT8, 1},
+           {"u2", FERRY_UINT16, 2},  {"u4", FERRY_UINT32, 4},
+           {"u8", FERRY_UINT64, 8},  {"f2", FERRY_FLOAT16, 2},
+           {"f4", FERRY_FLOAT32, 4}, {"f8", FERRY_FLOAT64, 8}};
   const char orders[] = {'<', '>', '|'};
   for (size_t i = 0; i < sizeof t / sizeof *t; i++)
     for (size_t o = 0; o < sizeof orders; o++) {
@@ -145,10 +144,10 @@ static void test_dtypes(void) {
             "%s: chunk_bytes %zu across %lld", dt, z.chunk_bytes,
             (long long)z.across);
     }
-  static const char *bad[] = {"\"<c8\"",  "\"<M8[ns]\"", "\"|O\"",
-                              "\"<U4\"",  "\"|S4\"",     "\"|V8\"",
-                              "\"<i3\"",  "\"<f16\"",    "\"|b2\"",
-                              "\"f4\"",   "\"<x4\"",     "[[\"a\", \"<f4\"]]"};
+  static const char *bad[] = {"\"<c8\"", "\"<M8[ns]\"", "\"|O\"",
+                              "\"<U4\"", "\"|S4\"",     "\"|V8\"",
+                              "\"<i3\"", "\"<f16\"",    "\"|b2\"",
+                              "\"f4\"",  "\"<x4\"",     "[[\"a\", \"<f4\"]]"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     fields f = BASE;
     f.dtype = bad[i];
@@ -206,9 +205,9 @@ static void test_fill(void) {
   /* Refused: what ferry cannot represent in the dtype. */
   static const struct {
     const char *dtype, *fill;
-  } bad[] = {{"\"<f2\"", "1.5"},       {"\"<i4\"", "\"NaN\""},
-             {"\"<i4\"", "2.5"},       {"\"<i8\"", "\"AAAAAAAAAAA=\""},
-             {"\"<f4\"", "\"nan\""},   {"\"<f4\"", "[0]"},
+  } bad[] = {{"\"<f2\"", "1.5"},     {"\"<i4\"", "\"NaN\""},
+             {"\"<i4\"", "2.5"},     {"\"<i8\"", "\"AAAAAAAAAAA=\""},
+             {"\"<f4\"", "\"nan\""}, {"\"<f4\"", "[0]"},
              {"\"<f4\"", NULL}};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     f.dtype = bad[i].dtype;
@@ -380,9 +379,9 @@ static void test_document(void) {
   f = BASE;
   f.dtype = NULL;
   REFUSE(&f, FERRY_ENOTSUP, "array " LABEL, "dtype");
-  static const char *corrupt[] = {
-      "", "{", "{\"zarr_format\": 2,}", "{\"zarr_format\": 2, \"zarr_format\": 2}",
-      "not json"};
+  static const char *corrupt[] = {"", "{", "{\"zarr_format\": 2,}",
+                                  "{\"zarr_format\": 2, \"zarr_format\": 2}",
+                                  "not json"};
   for (size_t i = 0; i < sizeof corrupt / sizeof *corrupt; i++) {
     zmeta z;
     ferry__err e;
