@@ -83,27 +83,27 @@ fail : {
 }
 }
 
-/* Parse a JSON metadata file; NULL with err set (missing, unreadable,
- * corrupt).  *hash and *size describe the bytes when not NULL. */
-static json_t *load_json(const char *path, const char *what, uint64_t *hash,
-                         int64_t *size, ferry__err *err) {
-  size_t len = 0;
-  char *text = slurp(path, &len);
+/* Read the metadata file path whole; NULL with err set (missing: what says
+ * what that means; unreadable).  *len receives its size. */
+static char *read_meta(const char *path, const char *what, size_t *len,
+                       ferry__err *err) {
+  char *text = slurp(path, len);
   if (!text) {
     int e = errno;
     ferry__seterr(err, e == ENOENT ? FERRY_EFORMAT : ferry__errno_code(e),
                   "%s: %s %s", path,
                   e == ENOENT ? "is missing:" : "cannot be read:",
                   e == ENOENT ? what : strerror(e));
-    return NULL;
   }
+  return text;
+}
+
+/* The len bytes of text (the contents of path) as a JSON object; NULL with
+ * err set (corrupt JSON, or not an object). */
+static json_t *json_object_text(const char *text, size_t len,
+                                const char *path, ferry__err *err) {
   json_error_t jerr;
   json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-  if (hash)
-    *hash = ferry__fnv1a(FERRY__FNV_INIT, text, len) >> 1;
-  if (size)
-    *size = (int64_t)len;
-  free(text);
   if (!j)
     ferry__seterr(err, FERRY_EFORMAT,
                   "%s: corrupt JSON at line %d, column %d: %s", path,
@@ -115,6 +115,18 @@ static json_t *load_json(const char *path, const char *what, uint64_t *hash,
     json_decref(j);
     j = NULL;
   }
+  return j;
+}
+
+/* Parse a JSON metadata file; NULL with err set (missing, unreadable,
+ * corrupt). */
+static json_t *load_json(const char *path, const char *what, ferry__err *err) {
+  size_t len = 0;
+  char *text = read_meta(path, what, &len, err);
+  if (!text)
+    return NULL;
+  json_t *j = json_object_text(text, len, path, err);
+  free(text);
   return j;
 }
 
@@ -295,141 +307,209 @@ static int parse_codec(json_t *jc, zmeta *z, const char *where,
   return 0;
 }
 
-/* Parse ARRAYDIR/.zarray into z.  Errors name the store and the array. */
-int ferry__zarr_parse_zarray(const char *adir, const char *label, zmeta *z,
-                        ferry__err *err) {
-  char *path = ferry__join_path(adir, ".zarray");
-  int rc = 0;
-  const char *why = NULL;
-  memset(z, 0, sizeof *z);
-  if (!path)
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
-  json_t *j = load_json(path, "the array has no .zarray (not written "
-                              "completely, or not a Zarr v2 array)",
-                        &z->hash, &z->meta_size, err);
-  if (!j) {
-    rc = err ? err->code : FERRY_EFORMAT;
-    goto cleanup;
-  }
-  json_t *fmt = json_object_get(j, "zarr_format"),
-         *shape = json_object_get(j, "shape"),
-         *chunks = json_object_get(j, "chunks"),
-         *dtype = json_object_get(j, "dtype"),
-         *order = json_object_get(j, "order"),
-         *comp = json_object_get(j, "compressor"),
-         *filt = json_object_get(j, "filters"),
-         *fill = json_object_get(j, "fill_value"),
-         *sep = json_object_get(j, "dimension_separator");
-  if (!json_is_integer(fmt) || json_integer_value(fmt) != 2) {
-    rc = ferry__seterr(err, FERRY_ENOTSUP,
-                       "%s: zarr_format is not 2: ferry reads Zarr v2 "
-                       "stores only",
-                       path);
-    goto cleanup;
-  }
+/* shape and chunks: lists of the same length, sizes >= 0 and >= 1. */
+static int parse_shape(json_t *j, const char *path, zmeta *z,
+                       ferry__err *err) {
+  json_t *shape = json_object_get(j, "shape"),
+         *chunks = json_object_get(j, "chunks");
   if (!json_is_array(shape) || !json_is_array(chunks) ||
       json_array_size(shape) != json_array_size(chunks) ||
-      json_array_size(shape) > Z_MAX_DIMS) {
-    rc = ferry__seterr(err,
-                       json_array_size(shape) > Z_MAX_DIMS ? FERRY_ENOTSUP
-                                                           : FERRY_EFORMAT,
-                       "%s: %s", path,
-                       json_array_size(shape) > Z_MAX_DIMS
-                           ? "too many dimensions for ferry"
-                           : "corrupt metadata: shape and chunks must be "
-                             "lists of the same length");
-    goto cleanup;
-  }
+      json_array_size(shape) > Z_MAX_DIMS)
+    return ferry__seterr(err,
+                         json_array_size(shape) > Z_MAX_DIMS ? FERRY_ENOTSUP
+                                                             : FERRY_EFORMAT,
+                         "%s: %s", path,
+                         json_array_size(shape) > Z_MAX_DIMS
+                             ? "too many dimensions for ferry"
+                             : "corrupt metadata: shape and chunks must be "
+                               "lists of the same length");
   z->ndim = (int)json_array_size(shape);
   for (int d = 0; d < z->ndim; d++) {
     json_t *s = json_array_get(shape, (size_t)d),
            *c = json_array_get(chunks, (size_t)d);
     if (!json_is_integer(s) || !json_is_integer(c) ||
-        json_integer_value(s) < 0 || json_integer_value(c) < 1) {
-      rc = ferry__seterr(err, FERRY_EFORMAT,
-                         "%s: corrupt metadata: bad shape or chunks", path);
-      goto cleanup;
-    }
+        json_integer_value(s) < 0 || json_integer_value(c) < 1)
+      return ferry__seterr(err, FERRY_EFORMAT,
+                           "%s: corrupt metadata: bad shape or chunks", path);
     z->shape[d] = (int64_t)json_integer_value(s);
     z->chunks[d] = (int64_t)json_integer_value(c);
   }
-  if (!json_is_string(dtype)) {
-    rc = ferry__seterr(err, FERRY_ENOTSUP,
-                       "array %s: a structured dtype, which ferry cannot "
-                       "represent (store each field as its own array)",
-                       label);
-    goto cleanup;
-  }
-  if (parse_dtype(json_string_value(dtype), z, &why) < 0) {
-    rc = ferry__seterr(err, FERRY_ENOTSUP,
-                       "array %s: dtype '%s' is %s, which ferry cannot "
-                       "represent (bool, integers and float16/32/64 only)",
-                       label, json_string_value(dtype), why);
-    goto cleanup;
-  }
+  return 0;
+}
+
+/* dtype: a plain numpy typestr ferry represents. */
+static int parse_dtype_field(json_t *j, const char *label, zmeta *z,
+                             ferry__err *err) {
+  json_t *dtype = json_object_get(j, "dtype");
+  const char *why = NULL;
+  if (!json_is_string(dtype))
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "array %s: a structured dtype, which ferry cannot "
+                         "represent (store each field as its own array)",
+                         label);
+  if (parse_dtype(json_string_value(dtype), z, &why) < 0)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "array %s: dtype '%s' is %s, which ferry cannot "
+                         "represent (bool, integers and float16/32/64 only)",
+                         label, json_string_value(dtype), why);
+  return 0;
+}
+
+/* order ("C"; "F" only for one dimension) and dimension_separator. */
+static int parse_layout(json_t *j, const char *path, const char *label,
+                        zmeta *z, ferry__err *err) {
+  json_t *order = json_object_get(j, "order"),
+         *sep = json_object_get(j, "dimension_separator");
   if (!json_is_string(order) ||
       (strcmp(json_string_value(order), "C") != 0 &&
-       strcmp(json_string_value(order), "F") != 0)) {
-    rc = ferry__seterr(err, FERRY_EFORMAT,
-                       "%s: corrupt metadata: order must be \"C\" or \"F\"",
-                       path);
-    goto cleanup;
-  }
-  if (strcmp(json_string_value(order), "F") == 0 && z->ndim > 1) {
-    rc = ferry__seterr(err, FERRY_ENOTSUP,
-                       "array %s: order \"F\" (Fortran) is not supported: "
-                       "netCDF-C returns such arrays transposed without an "
-                       "error; rewrite it in C order, e.g. "
-                       "zarr.array(src[...], chunks=src.chunks, order='C')",
-                       label);
-    goto cleanup;
-  }
+       strcmp(json_string_value(order), "F") != 0))
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s: corrupt metadata: order must be \"C\" or \"F\"",
+                         path);
+  if (strcmp(json_string_value(order), "F") == 0 && z->ndim > 1)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "array %s: order \"F\" (Fortran) is not supported: "
+                         "netCDF-C returns such arrays transposed without an "
+                         "error; rewrite it in C order, e.g. "
+                         "zarr.array(src[...], chunks=src.chunks, order='C')",
+                         label);
+  z->sep = '.';
   if (sep && !json_is_null(sep)) {
     const char *s = json_is_string(sep) ? json_string_value(sep) : "";
-    if (strcmp(s, ".") != 0 && strcmp(s, "/") != 0) {
-      rc = ferry__seterr(err, FERRY_EFORMAT,
-                         "%s: corrupt metadata: dimension_separator must be "
-                         "\".\" or \"/\"",
-                         path);
-      goto cleanup;
-    }
+    if (strcmp(s, ".") != 0 && strcmp(s, "/") != 0)
+      return ferry__seterr(err, FERRY_EFORMAT,
+                           "%s: corrupt metadata: dimension_separator must "
+                           "be \".\" or \"/\"",
+                           path);
     z->sep = s[0];
-  } else {
-    z->sep = '.';
   }
+  return 0;
+}
+
+/* filters, then compressor: the codec chain in encode order. */
+static int parse_codecs(json_t *j, const char *path, const char *label,
+                        zmeta *z, ferry__err *err) {
+  json_t *comp = json_object_get(j, "compressor"),
+         *filt = json_object_get(j, "filters");
+  int rc;
   if (filt && !json_is_null(filt)) {
-    if (!json_is_array(filt)) {
-      rc = ferry__seterr(err, FERRY_EFORMAT,
-                         "%s: corrupt metadata: filters must be a list or "
-                         "null",
-                         path);
-      goto cleanup;
-    }
+    if (!json_is_array(filt))
+      return ferry__seterr(err, FERRY_EFORMAT,
+                           "%s: corrupt metadata: filters must be a list or "
+                           "null",
+                           path);
     for (size_t i = 0; i < json_array_size(filt); i++)
       if ((rc = parse_codec(json_array_get(filt, i), z, label, err)) < 0)
-        goto cleanup;
+        return rc;
   }
   if (comp && !json_is_null(comp)) {
     if ((rc = parse_codec(comp, z, label, err)) < 0)
-      goto cleanup;
+      return rc;
     z->has_compressor = 1;
   }
-  if (!fill || parse_fill(fill, z) < 0) {
-    rc = ferry__seterr(err, FERRY_ENOTSUP,
-                       "array %s: fill_value cannot be represented in its "
-                       "dtype by ferry",
-                       label);
-    goto cleanup;
-  }
-  z->chunk_bytes = z->itemsize;
-  z->across = 1;
+  return 0;
+}
+
+/* a * b into *out; 1 when it does not fit in int64 (a, b >= 0). */
+static int mul_overflows(int64_t a, int64_t b, int64_t *out) {
+  return __builtin_mul_overflow(a, b, out);
+}
+
+/* The largest band of chunks (one chunk along dimension 0, every chunk
+ * along the others) ferry accepts: the native reader keeps about four of
+ * its size per variable (native_cache_bytes), and that sum must fit. */
+#define Z_BAND_MAX (INT64_MAX / 8)
+
+/* chunk_bytes and across, with every product of sizes read from the
+ * metadata checked before use: the bytes of one chunk, of one sample (a
+ * row of dimension 0), of a band of chunks, and the number of chunks must
+ * all fit in 64 bits, or the store is refused naming the field. */
+static int derive_sizes(const char *path, zmeta *z, ferry__err *err) {
+  int64_t chunk = (int64_t)z->itemsize, row = (int64_t)z->itemsize;
+  int64_t across = 1, nchunks = 1, band = 0;
   for (int d = 0; d < z->ndim; d++) {
-    z->chunk_bytes *= (size_t)z->chunks[d];
-    if (d > 0)
-      z->across *= (z->shape[d] + z->chunks[d] - 1) / z->chunks[d];
+    if (mul_overflows(chunk, z->chunks[d], &chunk))
+      return ferry__seterr(err, FERRY_EFORMAT,
+                           "%s: corrupt metadata: chunks: the bytes of one "
+                           "chunk overflow 64 bits",
+                           path);
+    if (d > 0 && (mul_overflows(row, z->shape[d], &row) ||
+                  mul_overflows(across, zarr_nchunks(z, d), &across)))
+      return ferry__seterr(err, FERRY_EFORMAT,
+                           "%s: corrupt metadata: shape: the bytes or chunks "
+                           "of one sample (a row of dimension 0) overflow 64 "
+                           "bits",
+                           path);
   }
-cleanup:
+  if (z->ndim > 0 && mul_overflows(zarr_nchunks(z, 0), across, &nchunks))
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s: corrupt metadata: shape and chunks: the number "
+                         "of chunks overflows 64 bits",
+                         path);
+  if (mul_overflows(chunk, across, &band) || band > Z_BAND_MAX)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s: corrupt metadata: chunks: one band of chunks "
+                         "(one along dimension 0, all along the others) "
+                         "holds more than 2^60 bytes",
+                         path);
+  z->chunk_bytes = (size_t)chunk;
+  z->across = across;
+  return 0;
+}
+
+/* The fields of a parsed .zarray, in the order they are checked. */
+static int zarray_fields(json_t *j, const char *path, const char *label,
+                         zmeta *z, ferry__err *err) {
+  json_t *fmt = json_object_get(j, "zarr_format"),
+         *fill = json_object_get(j, "fill_value");
+  int rc;
+  if (!json_is_integer(fmt) || json_integer_value(fmt) != 2)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "%s: zarr_format is not 2: ferry reads Zarr v2 "
+                         "stores only",
+                         path);
+  if ((rc = parse_shape(j, path, z, err)) < 0 ||
+      (rc = parse_dtype_field(j, label, z, err)) < 0 ||
+      (rc = parse_layout(j, path, label, z, err)) < 0 ||
+      (rc = parse_codecs(j, path, label, z, err)) < 0)
+    return rc;
+  if (!fill || parse_fill(fill, z) < 0)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "array %s: fill_value cannot be represented in its "
+                         "dtype by ferry",
+                         label);
+  return derive_sizes(path, z, err);
+}
+
+/* Parse the text of a .zarray (len bytes read from path) into z. */
+int ferry__zarr_parse_zarray_text(const char *text, size_t len,
+                                  const char *path, const char *label,
+                                  zmeta *z, ferry__err *err) {
+  memset(z, 0, sizeof *z);
+  z->hash = ferry__fnv1a(FERRY__FNV_INIT, text, len) >> 1;
+  z->meta_size = (int64_t)len;
+  json_t *j = json_object_text(text, len, path, err);
+  if (!j)
+    return err ? err->code : FERRY_EFORMAT;
+  int rc = zarray_fields(j, path, label, z, err);
   json_decref(j);
+  return rc;
+}
+
+/* Parse ARRAYDIR/.zarray into z.  Errors name the store and the array. */
+int ferry__zarr_parse_zarray(const char *adir, const char *label, zmeta *z,
+                             ferry__err *err) {
+  char *path = ferry__join_path(adir, ".zarray");
+  memset(z, 0, sizeof *z);
+  if (!path)
+    return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+  size_t len = 0;
+  char *text = read_meta(path, "the array has no .zarray (not written "
+                               "completely, or not a Zarr v2 array)",
+                         &len, err);
+  int rc = text ? ferry__zarr_parse_zarray_text(text, len, path, label, z, err)
+                : (err ? err->code : FERRY_EFORMAT);
+  free(text);
   free(path);
   return rc;
 }
@@ -630,7 +710,7 @@ static int walk_store(const char *store, zarr_walk *w, ferry__err *err) {
   char *zg = ferry__join_path(store, ".zgroup");
   if (!zg)
     return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
-  json_t *j = load_json(zg, "not a Zarr group", NULL, NULL, err);
+  json_t *j = load_json(zg, "not a Zarr group", err);
   int rc = 0;
   if (!j)
     rc = err ? err->code : FERRY_EFORMAT;
@@ -719,7 +799,7 @@ static char *storage_text(const char *adir, const zmeta *z, const char *reader,
                            z->ndim == 1 ? "," : "",
                            z->ncodecs ? z->codecs_text : "uncompressed");
   /* Compression ratio from the first chunks along dimension 0. */
-  int64_t idx[Z_MAX_DIMS] = {0}, nch = z->shape[0] ? (z->shape[0] + z->chunks[0] - 1) / z->chunks[0] : 0;
+  int64_t idx[Z_MAX_DIMS] = {0}, nch = zarr_nchunks(z, 0);
   long long stored = 0, raw = 0, missing = 0;
   for (int64_t c = 0; c < nch && c < Z_RATIO_SAMPLE; c++) {
     idx[0] = c;
@@ -760,166 +840,188 @@ static void reader_option(const ferry_options *opts, char *buf, size_t len) {
     snprintf(buf, len, "auto");
 }
 
-int ferry__zarr_describe(const char *path, const ferry_options *opts,
-                      ferry__part_desc *out, ferry__err *err) {
-  zarr_walk w;
-  int rc = 0, nsel = 0;
-  int64_t longest = -1;
-  char *store = ferry__zarr_store_dir(path), *abs = NULL;
-  const char *why = NULL;
-  memset(out, 0, sizeof *out);
-  memset(&w, 0, sizeof w);
-  if (!store)
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+/* The store directory must exist and be one. */
+static int check_store_dir(const char *store, ferry__err *err) {
   struct stat st;
-  if (stat(store, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    rc = ferry__seterr(err, errno == ENOENT ? FERRY_ENOENT : FERRY_EFORMAT,
-                       "%s: %s", store,
-                       errno == ENOENT ? strerror(errno)
-                                       : "not a directory (a Zarr store is "
-                                         "one)");
-    goto cleanup;
-  }
-  if ((rc = walk_store(store, &w, err)) < 0)
-    goto cleanup;
-  for (int i = 0; i < w.n; i++)
-    if (w.a[i].ok && w.a[i].z.ndim >= 1 && w.a[i].z.shape[0] > longest)
-      longest = w.a[i].z.shape[0];
+  if (stat(store, &st) != 0 || !S_ISDIR(st.st_mode))
+    return ferry__seterr(err, errno == ENOENT ? FERRY_ENOENT : FERRY_EFORMAT,
+                         "%s: %s", store,
+                         errno == ENOENT ? strerror(errno)
+                                         : "not a directory (a Zarr store is "
+                                           "one)");
+  return 0;
+}
+
+/* 1 when array x is a variable: its dimension 0 is the longest. */
+static int is_selected(const zarr_array *x, int64_t longest) {
+  return x->z.ndim >= 1 && x->z.shape[0] == longest;
+}
+
+/* The sample dimension (the longest dimension 0 of the arrays, *longest)
+ * and the number of variables (*nsel); an error for an array whose
+ * metadata failed, or when no array has a sample dimension. */
+static int pick_arrays(const char *store, const zarr_walk *w,
+                       int64_t *longest, int *nsel, ferry__err *err) {
+  *longest = -1;
+  *nsel = 0;
+  for (int i = 0; i < w->n; i++)
+    if (w->a[i].ok && w->a[i].z.ndim >= 1 && w->a[i].z.shape[0] > *longest)
+      *longest = w->a[i].z.shape[0];
   /* Arrays whose metadata could not be read at all are errors: they might
    * be the variables. */
-  for (int i = 0; i < w.n; i++) {
-    zarr_array *x = &w.a[i];
-    if (!x->ok && (x->err.code != FERRY_ENOTSUP || longest < 0)) {
-      rc = ferry__seterr(err, x->err.code, "store %s: %s", store,
-                         x->err.msg);
-      goto cleanup;
-    }
+  for (int i = 0; i < w->n; i++) {
+    const zarr_array *x = &w->a[i];
+    if (!x->ok && (x->err.code != FERRY_ENOTSUP || *longest < 0))
+      return ferry__seterr(err, x->err.code, "store %s: %s", store,
+                           x->err.msg);
   }
-  for (int i = 0; i < w.n; i++) {
-    zarr_array *x = &w.a[i];
-    if (!x->ok) {
-      /* Unsupported (dtype, order, codec): an error if it could be a
-       * variable.  Its shape is unknown when its dtype failed, so any
-       * unsupported array of the store is reported. */
-      rc = ferry__seterr(err, x->err.code, "store %s: %s", store,
-                         x->err.msg);
-      goto cleanup;
-    }
-    if (x->z.ndim >= 1 && x->z.shape[0] == longest)
-      nsel++;
+  for (int i = 0; i < w->n; i++) {
+    const zarr_array *x = &w->a[i];
+    /* Unsupported (dtype, order, codec): an error if it could be a
+     * variable.  Its shape is unknown when its dtype failed, so any
+     * unsupported array of the store is reported. */
+    if (!x->ok)
+      return ferry__seterr(err, x->err.code, "store %s: %s", store,
+                           x->err.msg);
+    if (is_selected(x, *longest))
+      (*nsel)++;
   }
-  if (nsel == 0) {
-    rc = ferry__seterr(err, FERRY_EEMPTY,
-                       "store %s holds no array with a sample dimension",
-                       store);
-    goto cleanup;
-  }
-  /* The reader: netCDF-C where it can read the store (and was built in),
-   * unless zarr_reader says native; zarr_reader=netcdf where it cannot is
-   * FERRY_ENOTSUP. */
+  if (*nsel == 0)
+    return ferry__seterr(err, FERRY_EEMPTY,
+                         "store %s holds no array with a sample dimension",
+                         store);
+  return 0;
+}
+
+/* The reader: netCDF-C where it can read the store (and was built in),
+ * unless zarr_reader says native; zarr_reader=netcdf where it cannot is
+ * FERRY_ENOTSUP. */
+static int pick_reader(const char *store, const ferry_options *opts,
+                       const zarr_walk *w, int *use_netcdf, ferry__err *err) {
+  const char *why = NULL;
   char mode[16];
   reader_option(opts, mode, sizeof mode);
-  int use_netcdf = netcdf_can_open(&w, &why);
+  *use_netcdf = netcdf_can_open(w, &why);
 #ifndef HAVE_NCZARR
-  use_netcdf = 0;
+  *use_netcdf = 0;
   why = "this ferry was built without netCDF-C (NCZarr); use zarr_reader="
         "native or auto";
 #endif
-  if (strcmp(mode, "netcdf") == 0 && !use_netcdf) {
-    rc = ferry__seterr(err, FERRY_ENOTSUP,
-                       "store %s: zarr_reader=netcdf, but netCDF-C cannot "
-                       "read it: %s",
-                       store, why);
-    goto cleanup;
-  }
+  if (strcmp(mode, "netcdf") == 0 && !*use_netcdf)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "store %s: zarr_reader=netcdf, but netCDF-C cannot "
+                         "read it: %s",
+                         store, why);
   if (strcmp(mode, "native") == 0)
-    use_netcdf = 0;
-  /* The path each rank opens: the store directory (the netCDF reader makes
-   * its URL from it). */
-  abs = strdup(store);
-  if (!abs) {
-    rc = ferry__seterr(err, FERRY_ENOMEM, "store %s: out of memory or "
-                                          "unresolvable path",
-                       store);
-    goto cleanup;
-  }
+    *use_netcdf = 0;
+  return 0;
+}
+
+/* The per-variable arrays of out, for nsel variables. */
+static int alloc_desc(ferry__part_desc *out, int nsel, const char *store,
+                      ferry__err *err) {
   out->vars = calloc((size_t)nsel, sizeof *out->vars);
   out->paths = calloc((size_t)nsel, sizeof *out->paths);
   out->data_offset = calloc((size_t)nsel, sizeof *out->data_offset);
   out->file_size = calloc((size_t)nsel, sizeof *out->file_size);
   out->rec = calloc((size_t)nsel, sizeof *out->rec);
   if (!out->vars || !out->paths || !out->data_offset || !out->file_size ||
-      !out->rec) {
-    rc = ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", store);
-    goto cleanup;
-  }
+      !out->rec)
+    return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", store);
   out->nvars = nsel;
+  return 0;
+}
+
+/* What was chosen and what was skipped, and why (ferry info; the error of
+ * a `vars` naming a skipped array), into out->notes. */
+static int describe_notes(const char *store, const zarr_walk *w,
+                          int64_t longest, ferry__part_desc *out,
+                          ferry__err *err) {
+  char chosen[512] = "", skipped[1536] = "";
+  for (int i = 0; i < w->n; i++) {
+    const zarr_array *x = &w->a[i];
+    char *buf = is_selected(x, longest) ? chosen : skipped;
+    size_t cap = buf == chosen ? sizeof chosen : sizeof skipped;
+    size_t n = strlen(buf);
+    if (buf == chosen)
+      snprintf(buf + n, cap - n, "%s%s", n ? ", " : "", x->name);
+    else if (x->z.ndim < 1)
+      snprintf(buf + n, cap - n, "%s%s (a scalar, no sample dimension)",
+               n ? "; " : "", x->name);
+    else
+      snprintf(buf + n, cap - n,
+               "%s%s (%lld rows where the sample dimension has %lld)",
+               n ? "; " : "", x->name, (long long)x->z.shape[0],
+               (long long)longest);
+  }
+  size_t len = strlen(chosen) + strlen(skipped) + 64;
+  if (!(out->notes = malloc(len)))
+    return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", store);
+  snprintf(out->notes, len, "chose %s (%lld rows); skipped %s", chosen,
+           (long long)longest, skipped[0] ? skipped : "nothing");
+  return 0;
+}
+
+/* Variable k of out from array x (its name moves to the variable). */
+static int describe_var(const char *store, const zarr_walk *w, zarr_array *x,
+                        int use_netcdf, ferry__part_desc *out, int k,
+                        ferry__err *err) {
+  ferry__var *v = &out->vars[k];
+  v->name = x->name;
+  x->name = NULL;
+  v->dtype = x->z.dtype;
+  v->swapped = x->z.swapped;
+  v->row_ndim = x->z.ndim - 1;
+  v->row_bytes = x->z.itemsize;
+  for (int d = 1; d < x->z.ndim; d++) {
+    v->row_shape[d - 1] = x->z.shape[d];
+    v->row_bytes *= (size_t)x->z.shape[d];
+  }
+  v->chunk_rows = x->z.chunks[0];
+  char *adir = ferry__zarr_array_dir(store, v->name, w->root_array);
+  int64_t cache = 0;
+  v->storage = adir ? storage_text(adir, &x->z,
+                                   use_netcdf ? "netcdf" : "native", &cache)
+                    : NULL;
+  v->cache_bytes = (size_t)cache;
+  free(adir);
+  /* Every rank checks its .zarray against its size and hash.  The path
+   * each rank opens is the store directory (the netCDF reader makes its
+   * URL from it). */
+  out->file_size[k] = x->z.meta_size;
+  if (!(out->paths[k] = strdup(store)) || !v->storage ||
+      ferry__zarr_rec_put(&out->rec[k],
+                          use_netcdf ? ZREC_NETCDF : ZREC_NATIVE,
+                          x->z.hash) < 0)
+    return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", store);
+  return 0;
+}
+
+int ferry__zarr_describe(const char *path, const ferry_options *opts,
+                         ferry__part_desc *out, ferry__err *err) {
+  zarr_walk w;
+  int rc = 0, nsel = 0, use_netcdf = 0;
+  int64_t longest = -1;
+  char *store = ferry__zarr_store_dir(path);
+  memset(out, 0, sizeof *out);
+  memset(&w, 0, sizeof w);
+  if (!store)
+    return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+  if ((rc = check_store_dir(store, err)) < 0 ||
+      (rc = walk_store(store, &w, err)) < 0 ||
+      (rc = pick_arrays(store, &w, &longest, &nsel, err)) < 0 ||
+      (rc = pick_reader(store, opts, &w, &use_netcdf, err)) < 0 ||
+      (rc = alloc_desc(out, nsel, store, err)) < 0)
+    goto cleanup;
   out->num_samples = longest;
-  {
-    /* What was chosen and what was skipped, and why (ferry info; the error
-     * of a `vars` naming a skipped array). */
-    char chosen[512] = "", skipped[1536] = "";
-    for (int i = 0; i < w.n; i++) {
-      const zarr_array *x = &w.a[i];
-      char *buf = x->z.ndim >= 1 && x->z.shape[0] == longest ? chosen : skipped;
-      size_t cap = buf == chosen ? sizeof chosen : sizeof skipped;
-      size_t n = strlen(buf);
-      if (buf == chosen)
-        snprintf(buf + n, cap - n, "%s%s", n ? ", " : "", x->name);
-      else if (x->z.ndim < 1)
-        snprintf(buf + n, cap - n, "%s%s (a scalar, no sample dimension)",
-                 n ? "; " : "", x->name);
-      else
-        snprintf(buf + n, cap - n,
-                 "%s%s (%lld rows where the sample dimension has %lld)",
-                 n ? "; " : "", x->name, (long long)x->z.shape[0],
-                 (long long)longest);
-    }
-    size_t len = strlen(chosen) + strlen(skipped) + 64;
-    if (!(out->notes = malloc(len))) {
-      rc = ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", store);
-      goto cleanup;
-    }
-    snprintf(out->notes, len, "chose %s (%lld rows); skipped %s", chosen,
-             (long long)longest, skipped[0] ? skipped : "nothing");
-  }
-  for (int i = 0, k = 0; i < w.n; i++) {
-    zarr_array *x = &w.a[i];
-    if (x->z.ndim < 1 || x->z.shape[0] != longest)
-      continue;
-    ferry__var *v = &out->vars[k];
-    v->name = x->name;
-    x->name = NULL;
-    v->dtype = x->z.dtype;
-    v->swapped = x->z.swapped;
-    v->row_ndim = x->z.ndim - 1;
-    v->row_bytes = x->z.itemsize;
-    for (int d = 1; d < x->z.ndim; d++) {
-      v->row_shape[d - 1] = x->z.shape[d];
-      v->row_bytes *= (size_t)x->z.shape[d];
-    }
-    v->chunk_rows = x->z.chunks[0];
-    char *adir = ferry__zarr_array_dir(store, v->name, w.root_array);
-    int64_t cache = 0;
-    v->storage = adir ? storage_text(adir, &x->z,
-                                     use_netcdf ? "netcdf" : "native", &cache)
-                      : NULL;
-    v->cache_bytes = (size_t)cache;
-    free(adir);
-    /* Every rank checks its .zarray against its size and hash. */
-    out->file_size[k] = x->z.meta_size;
-    if (!(out->paths[k] = strdup(abs)) || !v->storage ||
-        ferry__zarr_rec_put(&out->rec[k], use_netcdf ? ZREC_NETCDF : ZREC_NATIVE,
-                 x->z.hash) < 0) {
-      rc = ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", store);
-      goto cleanup;
-    }
-    k++;
-  }
+  if ((rc = describe_notes(store, &w, longest, out, err)) < 0)
+    goto cleanup;
+  for (int i = 0, k = 0; i < w.n && rc == 0; i++)
+    if (is_selected(&w.a[i], longest))
+      rc = describe_var(store, &w, &w.a[i], use_netcdf, out, k++, err);
 cleanup:
   walk_free(&w);
   free(store);
-  free(abs);
   if (rc < 0)
     ferry__part_desc_free(out);
   return rc;

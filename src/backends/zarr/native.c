@@ -275,7 +275,7 @@ int ferry__zarr_native_read(zvar *zv, const char *store, const char *vname,
       for (int64_t a = 0; a < z->across; a++) {
         int64_t rest = a;
         for (int d = z->ndim - 1; d >= 1; d--) {
-          int64_t nd = (z->shape[d] + z->chunks[d] - 1) / z->chunks[d];
+          int64_t nd = zarr_nchunks(z, d);
           idx[d] = rest % nd;
           rest /= nd;
         }

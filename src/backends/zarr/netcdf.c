@@ -107,102 +107,115 @@ static char *netcdf_url(const char *store) {
   return url;
 }
 
+/* Find variable mv of the open store (zv's gid and varid) and check that
+ * netCDF-C sees it with the dimensions its .zarray gives. */
+static int nc_find_var(zvar *zv, int ncid, const ferry__var *mv,
+                       const char *store, int rank, ferry__err *err) {
+  char grp[PATH_MAX] = "/";
+  const char *slash = strrchr(mv->name, '/');
+  const char *leaf = slash ? slash + 1 : mv->name;
+  if (slash)
+    snprintf(grp, sizeof grp, "/%.*s", (int)(slash - mv->name), mv->name);
+  int nd = 0, dimids[NC_MAX_VAR_DIMS];
+  int nrc = slash ? nc_inq_grp_full_ncid(ncid, grp, &zv->gid)
+                  : (zv->gid = ncid, NC_NOERR);
+  if (nrc == NC_NOERR)
+    nrc = nc_inq_varid(zv->gid, leaf, &zv->varid);
+  if (nrc == NC_NOERR)
+    nrc = nc_inq_varndims(zv->gid, zv->varid, &nd);
+  if (nrc == NC_NOERR && nd == zv->z.ndim && nd <= NC_MAX_VAR_DIMS)
+    nrc = nc_inq_vardimid(zv->gid, zv->varid, dimids);
+  if (nrc != NC_NOERR || nd != zv->z.ndim)
+    return ferry__seterr(err, FERRY_EIO,
+                         "store %s, array %s: netCDF-C does not see it as "
+                         "the .zarray describes it on rank %d: %s",
+                         store, mv->name, rank,
+                         nrc ? nc_strerror(nrc) : "other dimensions");
+  for (int d = 0; d < nd; d++) {
+    size_t len = 0;
+    if (nc_inq_dimlen(zv->gid, dimids[d], &len) != NC_NOERR ||
+        (int64_t)len != zv->z.shape[d])
+      return ferry__seterr(err, FERRY_EIO,
+                           "store %s, array %s: netCDF-C gives dimension "
+                           "%d another length than .zarray (rank %d)",
+                           store, mv->name, d, rank);
+  }
+  return 0;
+}
+
+/* The codec chain netCDF-C will apply must be the whole chain, or it would
+ * hand out undecoded bytes (netCDF-C before 4.9 did). */
+static int nc_check_codecs(const zvar *zv, const ferry__var *mv,
+                           const char *store, int rank, ferry__err *err) {
+  unsigned ids[Z_MAX_CODECS];
+  int missing = 0;
+  size_t nf = 0;
+  int nrc = nc_inq_var_filter_ids(zv->gid, zv->varid, &nf, NULL);
+  if (nrc == NC_NOERR && nf <= Z_MAX_CODECS)
+    nrc = nc_inq_var_filter_ids(zv->gid, zv->varid, &nf, ids);
+  /* netCDF-C 4.9.0 lists a codec whose plugin it did not find as an
+   * "incomplete" filter and fails only when a chunk is read. */
+  for (size_t f = 0; nrc == NC_NOERR && f < nf && f < Z_MAX_CODECS; f++)
+    missing += nc_inq_filter_avail(zv->gid, ids[f]) != NC_NOERR;
+  if (nrc != NC_NOERR || (int)nf != zv->z.ncodecs || missing)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "store %s, array %s: netCDF-C can apply %zu of its "
+                         "%d codecs (%s) on rank %d: it did not load "
+                         "ferry's codec plugins from '%s' (set "
+                         "FERRY_PLUGIN_DIR to the directory holding "
+                         "lib__nczferry_*.so, or zarr_reader=native)",
+                         store, mv->name,
+                         nrc == NC_NOERR ? nf - (size_t)missing : 0,
+                         zv->z.ncodecs, zv->z.codecs_text, rank, plugin_dir);
+  return 0;
+}
+
+/* A bounded chunk cache: two bands of chunks, so an extent that shares a
+ * storage chunk with the previous one does not decode it again.
+ * describe() counted the same size in cache_bytes. */
+static int nc_bound_cache(const zvar *zv, const ferry__var *mv,
+                          const char *store, int rank, ferry__err *err) {
+  size_t bytes = zv->z.chunk_bytes * (size_t)zv->z.across * 2;
+  size_t nelems = (size_t)zv->z.across * 2 + 1;
+  int nrc = nc_set_var_chunk_cache(zv->gid, zv->varid, bytes, nelems, 1.0f);
+  if (nrc != NC_NOERR)
+    return ferry__seterr(err, FERRY_EIO,
+                         "store %s, array %s: nc_set_var_chunk_cache "
+                         "failed on rank %d: %s",
+                         store, mv->name, rank, nc_strerror(nrc));
+  return 0;
+}
+
 int ferry__zarr_nc_open(zpart *p, const ferry__manifest *m,
                         const char *store, int rank, ferry__err *err) {
-  int rc = 0;
   char *url = netcdf_url(store);
   if (!url)
-    rc = ferry__seterr(err, ferry__errno_code(errno),
-                       "store %s on rank %d: cannot resolve its path: %s",
-                       store, rank, strerror(errno));
-  if (rc == 0) {
-    pthread_mutex_lock(&nc_mutex);
-    set_plugin_path();
-    int nrc = nc_open(url, NC_NOWRITE, &p->ncid);
-    if (nrc != NC_NOERR) {
-      p->ncid = -1;
-      rc = ferry__seterr(err, FERRY_EIO,
-                         "nc_open(%s) failed on rank %d: %s%s (offset 0)",
-                         url, rank, nc_strerror(nrc),
-                         nrc == NC_ENOFILTER
-                             ? "; netCDF-C found no codec plugin: set "
-                               "FERRY_PLUGIN_DIR to the directory of "
-                               "lib__nczferry_*.so"
-                             : "");
-    }
-    for (int v = 0; v < m->nvars && rc == 0; v++) {
-      zvar *zv = &p->v[v];
-      const ferry__var *mv = &m->vars[v];
-      char grp[PATH_MAX] = "/";
-      const char *slash = strrchr(mv->name, '/');
-      const char *leaf = slash ? slash + 1 : mv->name;
-      if (slash)
-        snprintf(grp, sizeof grp, "/%.*s", (int)(slash - mv->name), mv->name);
-      int nd = 0, dimids[NC_MAX_VAR_DIMS];
-      size_t nf = 0;
-      nrc = slash ? nc_inq_grp_full_ncid(p->ncid, grp, &zv->gid)
-                  : (zv->gid = p->ncid, NC_NOERR);
-      if (nrc == NC_NOERR)
-        nrc = nc_inq_varid(zv->gid, leaf, &zv->varid);
-      if (nrc == NC_NOERR)
-        nrc = nc_inq_varndims(zv->gid, zv->varid, &nd);
-      if (nrc == NC_NOERR && nd == zv->z.ndim && nd <= NC_MAX_VAR_DIMS)
-        nrc = nc_inq_vardimid(zv->gid, zv->varid, dimids);
-      if (nrc != NC_NOERR || nd != zv->z.ndim) {
-        rc = ferry__seterr(err, FERRY_EIO,
-                           "store %s, array %s: netCDF-C does not see it as "
-                           "the .zarray describes it on rank %d: %s",
-                           store, mv->name, rank,
-                           nrc ? nc_strerror(nrc) : "other dimensions");
-        break;
-      }
-      for (int d = 0; d < nd && rc == 0; d++) {
-        size_t len = 0;
-        if (nc_inq_dimlen(zv->gid, dimids[d], &len) != NC_NOERR ||
-            (int64_t)len != zv->z.shape[d])
-          rc = ferry__seterr(err, FERRY_EIO,
-                             "store %s, array %s: netCDF-C gives dimension "
-                             "%d another length than .zarray (rank %d)",
-                             store, mv->name, d, rank);
-      }
-      /* The codec chain netCDF-C will apply must be the whole chain, or it
-       * would hand out undecoded bytes (netCDF-C before 4.9 did). */
-      unsigned ids[Z_MAX_CODECS];
-      int missing = 0;
-      nrc = nc_inq_var_filter_ids(zv->gid, zv->varid, &nf, NULL);
-      if (nrc == NC_NOERR && nf <= Z_MAX_CODECS)
-        nrc = nc_inq_var_filter_ids(zv->gid, zv->varid, &nf, ids);
-      /* netCDF-C 4.9.0 lists a codec whose plugin it did not find as an
-       * "incomplete" filter and fails only when a chunk is read. */
-      for (size_t f = 0; nrc == NC_NOERR && f < nf && f < Z_MAX_CODECS; f++)
-        missing += nc_inq_filter_avail(zv->gid, ids[f]) != NC_NOERR;
-      if (rc == 0 &&
-          (nrc != NC_NOERR || (int)nf != zv->z.ncodecs || missing))
-        rc = ferry__seterr(err, FERRY_ENOTSUP,
-                           "store %s, array %s: netCDF-C can apply %zu of its "
-                           "%d codecs (%s) on rank %d: it did not load "
-                           "ferry's codec plugins from '%s' (set "
-                           "FERRY_PLUGIN_DIR to the directory holding "
-                           "lib__nczferry_*.so, or zarr_reader=native)",
-                           store, mv->name, nrc == NC_NOERR ? nf - (size_t)missing : 0,
-                           zv->z.ncodecs, zv->z.codecs_text, rank,
-                           plugin_dir);
-      /* A bounded chunk cache: two bands of chunks, so an extent that
-       * shares a storage chunk with the previous one does not decode it
-       * again.  describe() counted the same size in cache_bytes. */
-      if (rc == 0) {
-        size_t bytes = zv->z.chunk_bytes * (size_t)zv->z.across * 2;
-        size_t nelems = (size_t)zv->z.across * 2 + 1;
-        nrc = nc_set_var_chunk_cache(zv->gid, zv->varid, bytes, nelems, 1.0f);
-        if (nrc != NC_NOERR)
-          rc = ferry__seterr(err, FERRY_EIO,
-                             "store %s, array %s: nc_set_var_chunk_cache "
-                             "failed on rank %d: %s",
-                             store, mv->name, rank, nc_strerror(nrc));
-      }
-    }
-    pthread_mutex_unlock(&nc_mutex);
+    return ferry__seterr(err, ferry__errno_code(errno),
+                         "store %s on rank %d: cannot resolve its path: %s",
+                         store, rank, strerror(errno));
+  int rc = 0;
+  pthread_mutex_lock(&nc_mutex);
+  set_plugin_path();
+  int nrc = nc_open(url, NC_NOWRITE, &p->ncid);
+  if (nrc != NC_NOERR) {
+    p->ncid = -1;
+    rc = ferry__seterr(err, FERRY_EIO,
+                       "nc_open(%s) failed on rank %d: %s%s (offset 0)", url,
+                       rank, nc_strerror(nrc),
+                       nrc == NC_ENOFILTER
+                           ? "; netCDF-C found no codec plugin: set "
+                             "FERRY_PLUGIN_DIR to the directory of "
+                             "lib__nczferry_*.so"
+                           : "");
   }
+  for (int v = 0; v < m->nvars && rc == 0; v++) {
+    zvar *zv = &p->v[v];
+    const ferry__var *mv = &m->vars[v];
+    if ((rc = nc_find_var(zv, p->ncid, mv, store, rank, err)) == 0 &&
+        (rc = nc_check_codecs(zv, mv, store, rank, err)) == 0)
+      rc = nc_bound_cache(zv, mv, store, rank, err);
+  }
+  pthread_mutex_unlock(&nc_mutex);
   free(url);
   return rc;
 }
@@ -230,7 +243,7 @@ int ferry__zarr_nc_read(zvar *zv, const char *store,
     for (int64_t a = 0; a < z->across; a++) {
       int64_t rest = a;
       for (int d = z->ndim - 1; d >= 1; d--) {
-        int64_t nd = (z->shape[d] + z->chunks[d] - 1) / z->chunks[d];
+        int64_t nd = zarr_nchunks(z, d);
         idx[d] = rest % nd;
         rest /= nd;
       }

@@ -149,6 +149,39 @@ static void part_close(ferry__io *io, zpart *p) {
   free(p);
 }
 
+/* Variable v of part pt in store: its record (*reader), its array
+ * directory, and its .zarray, which must be the one rank 0 described. */
+static int var_open(const ferry__io *io, const ferry__part *pt,
+                    const char *store, int root_array, int v, zvar *zv,
+                    int *reader, ferry__err *err) {
+  const ferry__manifest *m = io->m;
+  const ferry__var *mv = &m->vars[v];
+  uint64_t hash = 0;
+  int rc;
+  zv->band = -1;
+  if ((rc = ferry__zarr_rec_get(m, pt, v, io->rank, reader, &hash, err)) < 0)
+    return rc;
+  if (!(zv->adir = ferry__zarr_array_dir(store, mv->name, root_array)))
+    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
+                         io->rank);
+  if ((rc = ferry__zarr_parse_zarray(zv->adir, mv->name, &zv->z, err)) < 0) {
+    char msg[FERRY__MSG_MAX];
+    snprintf(msg, sizeof msg, "%s", err->msg);
+    return ferry__seterr(err, rc, "store %s on rank %d (offset 0): %s", store,
+                         io->rank, msg);
+  }
+  if (zv->z.hash != hash || zv->z.meta_size != pt->file_size[v] ||
+      zv->z.shape[0] != pt->num_samples)
+    return ferry__seterr(err, FERRY_EMISMATCH,
+                         "store %s, array %s: its .zarray on rank %d differs "
+                         "from the one rank 0 described (%lld against %lld "
+                         "bytes; offset 0)",
+                         store, mv->name, io->rank,
+                         (long long)zv->z.meta_size,
+                         (long long)pt->file_size[v]);
+  return 0;
+}
+
 /* Open part: check every variable's .zarray against the manifest, then
  * open the store with netCDF-C when that is its reader. */
 static int part_open(ferry__io *io, int64_t part, zpart **out,
@@ -170,36 +203,8 @@ static int part_open(ferry__io *io, int64_t part, zpart **out,
   p->part = part;
   p->ncid = -1;
   int root_array = ferry__zarr_exists_in(store, ".zarray", 0), reader = ZREC_NATIVE;
-  for (int v = 0; v < m->nvars && rc == 0; v++) {
-    zvar *zv = &p->v[v];
-    const ferry__var *mv = &m->vars[v];
-    uint64_t hash = 0;
-    zv->band = -1;
-    if ((rc = ferry__zarr_rec_get(m, pt, v, io->rank, &reader, &hash, err)) < 0)
-      break;
-    if (!(zv->adir = ferry__zarr_array_dir(store, mv->name, root_array))) {
-      rc = ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
-                         io->rank);
-      break;
-    }
-    if ((rc = ferry__zarr_parse_zarray(zv->adir, mv->name, &zv->z, err)) < 0) {
-      char msg[FERRY__MSG_MAX];
-      snprintf(msg, sizeof msg, "%s", err->msg);
-      rc = ferry__seterr(err, rc, "store %s on rank %d (offset 0): %s", store,
-                         io->rank, msg);
-      break;
-    }
-    if (zv->z.hash != hash ||
-        zv->z.meta_size != pt->file_size[v] ||
-        zv->z.shape[0] != pt->num_samples)
-      rc = ferry__seterr(err, FERRY_EMISMATCH,
-                         "store %s, array %s: its .zarray on rank %d differs "
-                         "from the one rank 0 described (%lld against %lld "
-                         "bytes; offset 0)",
-                         store, mv->name, io->rank,
-                         (long long)zv->z.meta_size,
-                         (long long)pt->file_size[v]);
-  }
+  for (int v = 0; v < m->nvars && rc == 0; v++)
+    rc = var_open(io, pt, store, root_array, v, &p->v[v], &reader, err);
   if (rc == 0 && reader == ZREC_NETCDF)
 #ifdef HAVE_NCZARR
     rc = ferry__zarr_nc_open(p, m, store, io->rank, err);

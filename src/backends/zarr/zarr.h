@@ -67,6 +67,13 @@ int ferry__zarr_rec_get(const ferry__manifest *m, const ferry__part *pt,
 /** Parse ADIR/.zarray into z; errors name label (the array). */
 int ferry__zarr_parse_zarray(const char *adir, const char *label, zmeta *z,
                              ferry__err *err);
+/** Parse the text of a .zarray (len bytes; path names it in errors, label
+ *  the array) into z: FERRY_EFORMAT for corrupt metadata (naming path and
+ *  the field), FERRY_ENOTSUP for what ferry cannot serve (naming label).
+ *  Every product of sizes it reads is checked to fit in 64 bits. */
+int ferry__zarr_parse_zarray_text(const char *text, size_t len,
+                                  const char *path, const char *label,
+                                  zmeta *z, ferry__err *err);
 /** 1 when dir/name exists and is a directory (want_dir) or a file. */
 int ferry__zarr_exists_in(const char *dir, const char *name, int want_dir);
 /** The store directory of a dataset string: a directory, or
@@ -87,6 +94,12 @@ int ferry__zarr_describe(const char *path, const ferry_options *opts,
  * adds n/255 + 16 bytes, zstd about n/256, blosc 16, zlib and gzip less),
  * so a larger file is corrupt.  Its read buffer has this size. */
 static inline size_t zarr_stored_bound(size_t n) { return n + n / 16 + 4096; }
+
+/* Chunks along dimension d: ceil(shape / chunks), without the overflow of
+ * shape + chunks - 1 near INT64_MAX. */
+static inline int64_t zarr_nchunks(const zmeta *z, int d) {
+  return z->shape[d] / z->chunks[d] + (z->shape[d] % z->chunks[d] != 0);
+}
 
 /* 1 when a decoded chunk is c0 whole rows of the array, laid out as in the
  * read buffer: chunked on dimension 0 only, with chunks no larger than the
