@@ -43,11 +43,14 @@ extern "C" {
 #define FERRY_VERSION_STRING "0.1.0"
 /** MAJOR*10000 + MINOR*100 + PATCH, comparable with FERRY_VERSION_NUMBER. */
 #define FERRY_VERSION_NUMBER                                                   \
-  (FERRY_VERSION_MAJOR * 10000 + FERRY_VERSION_MINOR * 100 + FERRY_VERSION_PATCH)
+  (FERRY_VERSION_MAJOR * 10000 + FERRY_VERSION_MINOR * 100 +                   \
+   FERRY_VERSION_PATCH)
 
-/** Version string of the library actually linked ("0.1.0").  LOCAL, thread-safe. */
+/** Version string of the library actually linked ("0.1.0").  LOCAL,
+ * thread-safe. */
 FERRY_API const char *ferry_version(void);
-/** Version number of the library actually linked (see FERRY_VERSION_NUMBER).  LOCAL. */
+/** Version number of the library actually linked (see FERRY_VERSION_NUMBER).
+ * LOCAL. */
 FERRY_API int ferry_version_number(void);
 
 /**
@@ -98,22 +101,22 @@ FERRY_API int ferry_build_info(char *buf, size_t len, int json);
 /** Return codes.  Stable: values are never reused or renumbered. */
 typedef enum ferry_error {
   FERRY_OK = 0,
-  FERRY_END = 1,           /**< ferry_next(): the epoch has no more batches */
-  FERRY_EINVAL = -1,       /**< bad argument, unknown option or bad value   */
-  FERRY_ENOMEM = -2,       /**< out of memory                               */
-  FERRY_EIO = -3,          /**< a read failed or returned fewer bytes       */
-  FERRY_ENOENT = -4,       /**< file or directory not found                 */
-  FERRY_EFORMAT = -5,      /**< not a valid file: bad magic, corrupt header */
-  FERRY_ENOTSUP = -6,      /**< valid but unsupported (dtype, order, build) */
-  FERRY_EMISMATCH = -7,    /**< ranks disagree (options, dataset, plan)     */
-  FERRY_EMPI = -8,         /**< an MPI call failed or MPI is unusable       */
-  FERRY_ESTATE = -9,       /**< call out of order (ferry_next before epoch) */
-  FERRY_ESHAPE = -10,      /**< variables of different lengths or shapes    */
-  FERRY_EEMPTY = -11,      /**< dataset or epoch holds no sample            */
-  FERRY_ECALLBACK = -12,   /**< the user's transform callback failed        */
-  FERRY_EACCES = -13,      /**< permission denied                           */
-  FERRY_ENODEV = -14,      /**< no usable accelerator for device=cuda       */
-  FERRY_EINTERNAL = -15    /**< a broken invariant inside ferry (a bug)     */
+  FERRY_END = 1,         /**< ferry_next(): the epoch has no more batches */
+  FERRY_EINVAL = -1,     /**< bad argument, unknown option or bad value   */
+  FERRY_ENOMEM = -2,     /**< out of memory                               */
+  FERRY_EIO = -3,        /**< a read failed or returned fewer bytes       */
+  FERRY_ENOENT = -4,     /**< file or directory not found                 */
+  FERRY_EFORMAT = -5,    /**< not a valid file: bad magic, corrupt header */
+  FERRY_ENOTSUP = -6,    /**< valid but unsupported (dtype, order, build) */
+  FERRY_EMISMATCH = -7,  /**< ranks disagree (options, dataset, plan)     */
+  FERRY_EMPI = -8,       /**< an MPI call failed or MPI is unusable       */
+  FERRY_ESTATE = -9,     /**< call out of order (ferry_next before epoch) */
+  FERRY_ESHAPE = -10,    /**< variables of different lengths or shapes    */
+  FERRY_EEMPTY = -11,    /**< dataset or epoch holds no sample            */
+  FERRY_ECALLBACK = -12, /**< the user's transform callback failed        */
+  FERRY_EACCES = -13,    /**< permission denied                           */
+  FERRY_ENODEV = -14,    /**< no usable accelerator for device=cuda       */
+  FERRY_EINTERNAL = -15  /**< a broken invariant inside ferry (a bug)     */
 } ferry_error;
 
 typedef struct ferry_loader ferry_loader;
@@ -136,9 +139,17 @@ FERRY_API const char *ferry_last_error(const ferry_loader *loader);
 /** Element types.  Batches always hold native byte order. */
 typedef enum ferry_dtype {
   FERRY_BOOL = 0,
-  FERRY_INT8, FERRY_INT16, FERRY_INT32, FERRY_INT64,
-  FERRY_UINT8, FERRY_UINT16, FERRY_UINT32, FERRY_UINT64,
-  FERRY_FLOAT16, FERRY_FLOAT32, FERRY_FLOAT64,
+  FERRY_INT8,
+  FERRY_INT16,
+  FERRY_INT32,
+  FERRY_INT64,
+  FERRY_UINT8,
+  FERRY_UINT16,
+  FERRY_UINT32,
+  FERRY_UINT64,
+  FERRY_FLOAT16,
+  FERRY_FLOAT32,
+  FERRY_FLOAT64,
   FERRY_DTYPE_COUNT
 } ferry_dtype;
 
@@ -163,10 +174,10 @@ typedef struct ferry_options ferry_options;
 
 /** Description of one option, for help texts and tools. */
 typedef struct ferry_option_info {
-  const char *name;          /**< "batch_size"                                  */
-  const char *default_value; /**< "64"                                          */
-  const char *values;        /**< "none|chunks|block", "integer >= 1", ...     */
-  const char *help;          /**< one sentence                                  */
+  const char *name; /**< "batch_size"                                  */
+  const char *default_value; /**< "64" */
+  const char *values; /**< "none|chunks|block", "integer >= 1", ...     */
+  const char *help;   /**< one sentence                                  */
 } ferry_option_info;
 
 /**
@@ -225,7 +236,8 @@ typedef struct ferry_batch ferry_batch;
  */
 typedef int (*ferry_transform_fn)(ferry_batch *batch, void *user_data);
 
-/** Install (or with fn NULL remove) the transform.  Returns 0 or FERRY_EINVAL.  LOCAL. */
+/** Install (or with fn NULL remove) the transform.  Returns 0 or FERRY_EINVAL.
+ * LOCAL. */
 FERRY_API int ferry_options_set_transform(ferry_options *opts,
                                           ferry_transform_fn fn,
                                           void *user_data);
@@ -262,7 +274,8 @@ FERRY_API int ferry_open(MPI_Comm comm, const char *dataset,
  * Stop the pipeline and free everything.  COLLECTIVE.  Legal at any point,
  * including in the middle of an epoch with batches still held (they become
  * invalid; with device=cuda the loader's copies are finished first, and the
- * application's work on held device batches must be finished too).  NULL is a no-op (and is not collective).  Returns 0 or FERRY_EMPI.
+ * application's work on held device batches must be finished too).  NULL is a
+ * no-op (and is not collective).  Returns 0 or FERRY_EMPI.
  */
 FERRY_API int ferry_close(ferry_loader *loader);
 
@@ -283,18 +296,18 @@ FERRY_API int64_t ferry_num_batches(const ferry_loader *loader);
 
 /** One variable of a batch. */
 typedef struct ferry_tensor {
-  const char *name;             /**< variable name ("samples")              */
-  ferry_dtype dtype;            /**< element type, native byte order         */
-  int ndim;                     /**< dimensions including the batch one     */
-  int64_t shape[FERRY_MAX_DIMS];/**< shape[0] == batch->size                */
-  void *data;                   /**< C-order data in host memory, owned by
-                                     the loader; with device=cuda the pinned
-                                     host copy when keep_host=yes, else NULL */
-  size_t nbytes;                /**< bytes of the batch of this variable    */
-  size_t row_bytes;             /**< bytes of one sample                    */
-  void *device_data;            /**< device=cuda with one device: the batch
-                                     in device memory (== shards[0].data[v]);
-                                     NULL otherwise                         */
+  const char *name;              /**< variable name ("samples")              */
+  ferry_dtype dtype;             /**< element type, native byte order         */
+  int ndim;                      /**< dimensions including the batch one     */
+  int64_t shape[FERRY_MAX_DIMS]; /**< shape[0] == batch->size                */
+  void *data;                    /**< C-order data in host memory, owned by
+                                      the loader; with device=cuda the pinned
+                                      host copy when keep_host=yes, else NULL */
+  size_t nbytes;                 /**< bytes of the batch of this variable    */
+  size_t row_bytes;              /**< bytes of one sample                    */
+  void *device_data;             /**< device=cuda with one device: the batch
+                                      in device memory (== shards[0].data[v]);
+                                      NULL otherwise                         */
 } ferry_tensor;
 
 /**
@@ -305,28 +318,29 @@ typedef struct ferry_tensor {
  * tail=partial fills them in order).
  */
 typedef struct ferry_shard {
-  int device;                   /**< CUDA device ordinal                    */
-  int64_t first;                /**< batch index of its first sample        */
-  int64_t size;                 /**< samples in it (may be 0)               */
-  void *const *data;            /**< [nvars] device pointers, C order       */
-  void *event;                  /**< cudaEvent_t recorded on the loader's
-                                     stream after the copies: wait on it
-                                     (ferry_batch_wait) before reading     */
+  int device;        /**< CUDA device ordinal                    */
+  int64_t first;     /**< batch index of its first sample        */
+  int64_t size;      /**< samples in it (may be 0)               */
+  void *const *data; /**< [nvars] device pointers, C order       */
+  void *event;       /**< cudaEvent_t recorded on the loader's
+                          stream after the copies: wait on it
+                          (ferry_batch_wait) before reading     */
 } ferry_shard;
 
 /** A batch: B samples of one rank.  Owned by the loader until released. */
 struct ferry_batch {
-  int64_t epoch;                /**< epoch this batch belongs to            */
-  int64_t index;                /**< 0-based position in this rank's epoch  */
-  int64_t size;                 /**< samples here (<= batch_size; may be 0 with tail=partial) */
-  const int64_t *sample_ids;    /**< [size] global sample indices           */
-  const uint8_t *padded;        /**< [size] 1 where the sample repeats one (tail=pad) */
-  int64_t num_padded;           /**< count of padded samples                */
-  int nvars;                    /**< number of variables                    */
-  ferry_tensor *vars;           /**< [nvars], in the dataset's variable order */
-  int nshards;                  /**< device=cuda: shards (one per device);
-                                     0 when batches stay in host memory     */
-  const ferry_shard *shards;    /**< [nshards] or NULL                      */
+  int64_t epoch; /**< epoch this batch belongs to            */
+  int64_t index; /**< 0-based position in this rank's epoch  */
+  int64_t size; /**< samples here (<= batch_size; may be 0 with tail=partial) */
+  const int64_t *sample_ids; /**< [size] global sample indices           */
+  const uint8_t
+      *padded;        /**< [size] 1 where the sample repeats one (tail=pad) */
+  int64_t num_padded; /**< count of padded samples                */
+  int nvars;          /**< number of variables                    */
+  ferry_tensor *vars; /**< [nvars], in the dataset's variable order */
+  int nshards;        /**< device=cuda: shards (one per device);
+                           0 when batches stay in host memory     */
+  const ferry_shard *shards; /**< [nshards] or NULL                      */
 };
 
 /**
@@ -399,16 +413,16 @@ FERRY_API int ferry_detach_nccl(ferry_loader *loader);
 
 /** Where this rank's batches go. */
 typedef struct ferry_device_info {
-  int cuda;                     /**< 1: device memory, 0: host memory       */
-  int ndevices;                 /**< devices this rank drives (0 on host)   */
+  int cuda;                       /**< 1: device memory, 0: host memory       */
+  int ndevices;                   /**< devices this rank drives (0 on host)   */
   int devices[FERRY_MAX_DEVICES]; /**< their CUDA ordinals                  */
-  int visible;                  /**< CUDA devices visible to the process
-                                     (-1 when CUDA is not built in)         */
-  int local_rank, local_size;   /**< index and ranks on this node
-                                     (MPI_COMM_TYPE_SHARED)                 */
-  int nccl_attached;            /**< communicators registered               */
-  const char *how;              /**< how it was chosen, or why batches stay
-                                     on the host (owned by the loader)      */
+  int visible;                    /**< CUDA devices visible to the process
+                                       (-1 when CUDA is not built in)         */
+  int local_rank, local_size;     /**< index and ranks on this node
+                                       (MPI_COMM_TYPE_SHARED)                 */
+  int nccl_attached;              /**< communicators registered               */
+  const char *how;                /**< how it was chosen, or why batches stay
+                                       on the host (owned by the loader)      */
 } ferry_device_info;
 
 /** Describe this rank's delivery.  Returns 0 or FERRY_EINVAL.  LOCAL. */
@@ -510,21 +524,27 @@ typedef struct ferry_var_info {
   int ndim;                      /**< dimensions of the whole variable      */
   int64_t shape[FERRY_MAX_DIMS]; /**< shape[0] = N, the number of samples   */
   size_t row_bytes;              /**< bytes of one sample                   */
-  int64_t chunk_rows;            /**< storage chunk along the sample dimension (HDF5, Zarr), 0: not chunked */
-  size_t cache_bytes;            /**< decode cache kept per open file for it (in the memory budget) */
-  const char *storage;           /**< layout for people: "chunks (1024, 256), shuffle+gzip(1), ratio 3.10:1"; NULL if the backend says nothing */
+  int64_t chunk_rows; /**< storage chunk along the sample dimension (HDF5,
+                         Zarr), 0: not chunked */
+  size_t cache_bytes; /**< decode cache kept per open file for it (in the memory
+                         budget) */
+  const char
+      *storage; /**< layout for people: "chunks (1024, 256), shuffle+gzip(1),
+                   ratio 3.10:1"; NULL if the backend says nothing */
 } ferry_var_info;
 
 /** Number of variables selected.  LOCAL. */
 FERRY_API int ferry_num_vars(const ferry_loader *loader);
-/** Describe variable i (strings owned by the loader).  Returns 0 or FERRY_EINVAL.  LOCAL. */
+/** Describe variable i (strings owned by the loader).  Returns 0 or
+ * FERRY_EINVAL.  LOCAL. */
 FERRY_API int ferry_var_info_get(const ferry_loader *loader, int i,
                                  ferry_var_info *out);
 /** Total samples N in the dataset (before subsetting).  LOCAL. */
 FERRY_API int64_t ferry_num_samples(const ferry_loader *loader);
 /** Number of parts (files or directories) of the dataset.  LOCAL. */
 FERRY_API int64_t ferry_num_parts(const ferry_loader *loader);
-/** Path of part i of variable var (owned by the loader), NULL if out of range.  LOCAL. */
+/** Path of part i of variable var (owned by the loader), NULL if out of range.
+ * LOCAL. */
 FERRY_API const char *ferry_part_path(const ferry_loader *loader, int64_t part,
                                       int var);
 /** What the backend chose as variables and what it skipped, and why
@@ -537,10 +557,10 @@ FERRY_API const char *ferry_backend(const ferry_loader *loader);
 
 /** One chunk: a contiguous run of samples of one part, the unit of reading. */
 typedef struct ferry_chunk_info {
-  int64_t id;            /**< chunk number, 0..num_chunks-1, in storage order */
-  int64_t part;          /**< part holding it                                 */
-  int64_t first_sample;  /**< global index of its first sample                */
-  int64_t num_samples;   /**< samples in it                                   */
+  int64_t id;           /**< chunk number, 0..num_chunks-1, in storage order */
+  int64_t part;         /**< part holding it                                 */
+  int64_t first_sample; /**< global index of its first sample                */
+  int64_t num_samples;  /**< samples in it                                   */
 } ferry_chunk_info;
 
 /** Number of chunks of the dataset (before subsetting).  LOCAL. */
@@ -552,19 +572,22 @@ FERRY_API int ferry_chunk_info_get(const ferry_loader *loader, int64_t id,
 /** What this rank's plan for the current epoch holds. */
 typedef struct ferry_epoch_info {
   int64_t epoch;
-  int64_t num_batches;       /**< batches per rank (equal on every rank)       */
-  int64_t epoch_samples;     /**< samples in the epoch after max_chunks/fraction, all ranks */
-  int64_t served_samples;    /**< samples this rank serves, pads included     */
-  int64_t padded_samples;    /**< of which repeats (tail=pad)                 */
-  int64_t dropped_samples;   /**< samples of the epoch no rank serves (drop_last), all ranks */
-  int64_t num_chunks;        /**< chunks (or pieces of chunks) this rank reads */
-  uint64_t plan_checksum;    /**< checksum all ranks verified                 */
-  int64_t first_batch;       /**< index of the first batch: 0, or after
-                                  ferry_state_load the batches every rank
-                                  served before the checkpoint              */
+  int64_t num_batches;     /**< batches per rank (equal on every rank)       */
+  int64_t epoch_samples;   /**< samples in the epoch after max_chunks/fraction,
+                              all ranks */
+  int64_t served_samples;  /**< samples this rank serves, pads included     */
+  int64_t padded_samples;  /**< of which repeats (tail=pad)                 */
+  int64_t dropped_samples; /**< samples of the epoch no rank serves (drop_last),
+                              all ranks */
+  int64_t num_chunks;      /**< chunks (or pieces of chunks) this rank reads */
+  uint64_t plan_checksum;  /**< checksum all ranks verified                 */
+  int64_t first_batch;     /**< index of the first batch: 0, or after
+                                ferry_state_load the batches every rank
+                                served before the checkpoint              */
 } ferry_epoch_info;
 
-/** Describe the current epoch on this rank.  Returns 0 or FERRY_ESTATE.  LOCAL. */
+/** Describe the current epoch on this rank.  Returns 0 or FERRY_ESTATE.  LOCAL.
+ */
 FERRY_API int ferry_epoch_info_get(const ferry_loader *loader,
                                    ferry_epoch_info *out);
 
@@ -580,14 +603,17 @@ FERRY_API int ferry_epoch_chunks(const ferry_loader *loader,
 
 /** Memory the loader may use, by component, known at ferry_open/set_epoch. */
 typedef struct ferry_memory_budget {
-  size_t batch_bytes;   /**< one batch of every variable                     */
-  size_t ring_bytes;    /**< prefetch * batch_bytes (the ready-batch ring)   */
-  size_t read_bytes;    /**< chunk buffers resident at once (shuffle buffer and reads in flight) */
-  size_t plan_bytes;    /**< the epoch plan (sample order) on this rank      */
-  size_t cache_bytes;   /**< the backend's decode caches: each variable's cache_bytes times the files open at once */
-  size_t total_bytes;   /**< the sum: the bound on host memory               */
-  size_t pinned_bytes;  /**< of which page-locked (the ring, device=cuda)    */
-  size_t device_bytes;  /**< device memory, all devices: device_prefetch batches */
+  size_t batch_bytes;  /**< one batch of every variable                     */
+  size_t ring_bytes;   /**< prefetch * batch_bytes (the ready-batch ring)   */
+  size_t read_bytes;   /**< chunk buffers resident at once (shuffle buffer and
+                          reads in flight) */
+  size_t plan_bytes;   /**< the epoch plan (sample order) on this rank      */
+  size_t cache_bytes;  /**< the backend's decode caches: each variable's
+                          cache_bytes times the files open at once */
+  size_t total_bytes;  /**< the sum: the bound on host memory               */
+  size_t pinned_bytes; /**< of which page-locked (the ring, device=cuda)    */
+  size_t
+      device_bytes; /**< device memory, all devices: device_prefetch batches */
 } ferry_memory_budget;
 
 /** The memory bound of this loader.  Returns 0 or FERRY_EINVAL.  LOCAL. */
@@ -596,16 +622,17 @@ FERRY_API int ferry_memory_budget_get(const ferry_loader *loader,
 
 /** Counters since ferry_open. */
 typedef struct ferry_stats {
-  int64_t batches;          /**< batches handed out                          */
-  int64_t samples;          /**< samples handed out                          */
-  int64_t bytes;            /**< bytes handed out (all variables)            */
-  int64_t bytes_read;       /**< bytes read from storage                     */
-  double wait_seconds;      /**< time ferry_next spent waiting for data      */
-  double read_seconds;      /**< time the I/O thread spent in reads          */
-  size_t peak_resident_bytes; /**< most buffer bytes held at once (ring + reads) */
-  int64_t h2d_bytes;        /**< bytes copied to devices (device=cuda)       */
-  double h2d_seconds;       /**< GPU time of those copies (CUDA events), summed
-                                 over copies that completed                  */
+  int64_t batches;     /**< batches handed out                          */
+  int64_t samples;     /**< samples handed out                          */
+  int64_t bytes;       /**< bytes handed out (all variables)            */
+  int64_t bytes_read;  /**< bytes read from storage                     */
+  double wait_seconds; /**< time ferry_next spent waiting for data      */
+  double read_seconds; /**< time the I/O thread spent in reads          */
+  size_t
+      peak_resident_bytes; /**< most buffer bytes held at once (ring + reads) */
+  int64_t h2d_bytes;       /**< bytes copied to devices (device=cuda)       */
+  double h2d_seconds;      /**< GPU time of those copies (CUDA events), summed
+                                over copies that completed                  */
 } ferry_stats;
 
 /** Read the counters.  Returns 0 or FERRY_EINVAL.  LOCAL. */

@@ -19,8 +19,8 @@ int main(int argc, char **argv) {
   ferry_options_from_env(opts);               /* FERRY_BATCH_SIZE=... wins */
 
   ferry_loader *loader;
-  int rc = ferry_open(MPI_COMM_WORLD, argc > 1 ? argv[1] : "data", opts,
-                      &loader);
+  int rc =
+      ferry_open(MPI_COMM_WORLD, argc > 1 ? argv[1] : "data", opts, &loader);
   ferry_options_free(opts);
   if (rc) { /* the same code and message on every rank */
     if (rank == 0)

@@ -26,14 +26,14 @@ enum {
 /** What describe() reports of one part (one file or one directory). */
 typedef struct ferry__part_desc {
   int nvars;
-  ferry__var *vars;       /* [nvars], names set                          */
-  char **paths;           /* [nvars]                                      */
-  int64_t *data_offset;   /* [nvars]                                      */
-  int64_t *file_size;     /* [nvars]                                      */
-  ferry__blob *rec;       /* [nvars] the backend's records, or NULL       */
-  int64_t num_samples;    /* common first dimension (checked by describe) */
-  char *notes;            /* malloc'd or NULL: what the backend chose and
-                           * skipped, and why (ferry info, vars errors)    */
+  ferry__var *vars;     /* [nvars], names set                          */
+  char **paths;         /* [nvars]                                      */
+  int64_t *data_offset; /* [nvars]                                      */
+  int64_t *file_size;   /* [nvars]                                      */
+  ferry__blob *rec;     /* [nvars] the backend's records, or NULL       */
+  int64_t num_samples;  /* common first dimension (checked by describe) */
+  char *notes;          /* malloc'd or NULL: what the backend chose and
+                         * skipped, and why (ferry info, vars errors)    */
 } ferry__part_desc;
 
 void ferry__part_desc_free(ferry__part_desc *d);
@@ -42,10 +42,10 @@ void ferry__part_desc_free(ferry__part_desc *d);
 typedef struct ferry__io ferry__io;
 
 typedef struct ferry__io_params {
-  MPI_Comm comm;            /* the loader's I/O communicator (a dup)       */
+  MPI_Comm comm; /* the loader's I/O communicator (a dup)       */
   int rank;
-  int collective;           /* io=collective: opens and reads are collective */
-  int64_t max_open_files;   /* bound on files open at once                  */
+  int collective;            /* io=collective: opens and reads are collective */
+  int64_t max_open_files;    /* bound on files open at once                  */
   const ferry_options *opts; /* the loader's options: a backend reads its
                               * own (zarr_reader) with ferry_options_get  */
 } ferry__io_params;
@@ -91,7 +91,6 @@ extern const ferry__backend *const ferry__backends[];
 const ferry__backend *ferry__backend_find(const char *name);
 /** The backend whose scheme starts spec ("mem:..."), or NULL. */
 const ferry__backend *ferry__backend_for_scheme(const char *spec);
-
 
 /* ---- Toolkit (toolkit.c) ---- */
 
@@ -153,8 +152,8 @@ void ferry__handle_cache_init(ferry__handle_cache *c, size_t max, void *ctx,
 /** The handle of (part, var), opened (after evicting down to max - 1) when
  *  absent.  An open that fails leaves nothing in the cache.  rank names the
  *  caller in an out-of-memory message. */
-int ferry__handle_get(ferry__handle_cache *c, int64_t part, int var,
-                      int rank, void **out, ferry__err *err);
+int ferry__handle_get(ferry__handle_cache *c, int64_t part, int var, int rank,
+                      void **out, ferry__err *err);
 /** Close every handle (in the cache's order: the same on every rank). */
 void ferry__handle_cache_free(ferry__handle_cache *c);
 

@@ -38,8 +38,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <hdf5.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -48,7 +48,7 @@
 /* Files kept open when the options give no bound. */
 #define H5_DEFAULT_OPEN 64
 
-static const unsigned char h5_signature[8] = {0x89, 'H', 'D', 'F',
+static const unsigned char h5_signature[8] = {0x89, 'H',  'D',  'F',
                                               '\r', '\n', 0x1a, '\n'};
 
 /* ---- Probe ------------------------------------------------------------ */
@@ -119,13 +119,25 @@ static int dtype_of(hid_t t, ferry_dtype *out, const char **why) {
     }
   }
   case H5T_FLOAT:
-    if (size == 4) { *out = FERRY_FLOAT32; return 0; }
-    if (size == 8) { *out = FERRY_FLOAT64; return 0; }
-    if (size == 2 && is_ieee_half(t)) { *out = FERRY_FLOAT16; return 0; }
+    if (size == 4) {
+      *out = FERRY_FLOAT32;
+      return 0;
+    }
+    if (size == 8) {
+      *out = FERRY_FLOAT64;
+      return 0;
+    }
+    if (size == 2 && is_ieee_half(t)) {
+      *out = FERRY_FLOAT16;
+      return 0;
+    }
     *why = "a floating-point type other than IEEE float16/32/64";
     return -1;
   case H5T_ENUM:
-    if (is_h5py_bool(t)) { *out = FERRY_BOOL; return 0; }
+    if (is_h5py_bool(t)) {
+      *out = FERRY_BOOL;
+      return 0;
+    }
     *why = "an enum type (only h5py's bool enum is read)";
     return -1;
   case H5T_COMPOUND: *why = "a compound type"; return -1;
@@ -170,18 +182,18 @@ static hid_t mem_type_of(ferry_dtype dt, hid_t ftype) {
 /* ---- Describe (rank 0) ------------------------------------------------ */
 
 typedef struct h5_dset {
-  char *name;                    /* path without the leading '/' */
+  char *name; /* path without the leading '/' */
   int ndims;
   hsize_t dims[H5S_MAX_RANK];
   ferry_dtype dtype;
-  const char *why;               /* unsupported type: why, else NULL */
-  int dim_only;                  /* a netCDF-4 dimension, not a variable */
-  char filter[128];              /* missing filter plugin, else ""  */
+  const char *why;  /* unsupported type: why, else NULL */
+  int dim_only;     /* a netCDF-4 dimension, not a variable */
+  char filter[128]; /* missing filter plugin, else ""  */
   int chunked;
-  hsize_t chunk[H5S_MAX_RANK];   /* storage chunk shape when chunked */
+  hsize_t chunk[H5S_MAX_RANK]; /* storage chunk shape when chunked */
   int nfilters;
-  char filters[192];             /* "shuffle+gzip(1)", "" when none */
-  hsize_t stored;                /* bytes on disk (H5Dget_storage_size) */
+  char filters[192]; /* "shuffle+gzip(1)", "" when none */
+  hsize_t stored;    /* bytes on disk (H5Dget_storage_size) */
 } h5_dset;
 
 typedef struct h5_visit {
@@ -342,9 +354,10 @@ static int layout(const h5_dset *ds, ferry__var *v, const char *path) {
       n += (size_t)snprintf(buf + n, sizeof buf - n, ", ratio %.2f:1",
                             logical / (double)ds->stored);
   }
-  if (n < sizeof buf && ds->chunked && chunk_bytes / ds->chunk[0] !=
-                                           (size_t)v->row_bytes)
-    snprintf(buf + n, sizeof buf - n, "; chunked across rows too: a read "
+  if (n < sizeof buf && ds->chunked &&
+      chunk_bytes / ds->chunk[0] != (size_t)v->row_bytes)
+    snprintf(buf + n, sizeof buf - n,
+             "; chunked across rows too: a read "
              "of whole rows touches %llu chunks per row block",
              (unsigned long long)(v->row_bytes / (chunk_bytes / ds->chunk[0])));
   free(v->storage);
@@ -368,12 +381,15 @@ static int h5_select(const char *path, h5_visit *vis, hsize_t longest,
     else if (ds->ndims < 1)
       snprintf(why, sizeof why, "a scalar, no sample dimension");
     else if (ds->dims[0] != longest)
-      snprintf(why, sizeof why, "%llu rows where the sample dimension has "
-               "%llu", (unsigned long long)ds->dims[0],
-               (unsigned long long)longest);
+      snprintf(why, sizeof why,
+               "%llu rows where the sample dimension has "
+               "%llu",
+               (unsigned long long)ds->dims[0], (unsigned long long)longest);
     else if (ds->why)
-      snprintf(why, sizeof why, "%s, which ferry cannot read (integers, "
-               "float16/32/64 and h5py bools only)", ds->why);
+      snprintf(why, sizeof why,
+               "%s, which ferry cannot read (integers, "
+               "float16/32/64 and h5py bools only)",
+               ds->why);
     if (why[0]) {
       size_t n = strlen(skipped);
       snprintf(skipped + n, sizeof skipped - n, "%s/%s (%s)", n ? "; " : "",
@@ -410,9 +426,8 @@ static int h5_select(const char *path, h5_visit *vis, hsize_t longest,
 }
 
 /* The chosen datasets (ndims >= 1) as the part's variables. */
-static int h5_fill(const char *path, h5_visit *vis, int nsel,
-                   hsize_t longest, int64_t file_size, ferry__part_desc *out,
-                   ferry__err *err) {
+static int h5_fill(const char *path, h5_visit *vis, int nsel, hsize_t longest,
+                   int64_t file_size, ferry__part_desc *out, ferry__err *err) {
   out->vars = calloc((size_t)nsel, sizeof *out->vars);
   out->paths = calloc((size_t)nsel, sizeof *out->paths);
   out->data_offset = calloc((size_t)nsel, sizeof *out->data_offset);
@@ -462,8 +477,7 @@ static int h5_describe(const char *path, const ferry_options *opts,
                          "%s: HDF5 cannot open the file (truncated or "
                          "corrupt?)",
                          path);
-  if (H5Lvisit(f, H5_INDEX_NAME, H5_ITER_INC, visit_cb, &vis) < 0 ||
-      vis.oom) {
+  if (H5Lvisit(f, H5_INDEX_NAME, H5_ITER_INC, visit_cb, &vis) < 0 || vis.oom) {
     rc = vis.oom ? ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", path)
                  : ferry__seterr(err, FERRY_EFORMAT,
                                  "%s: cannot list the file's datasets "
@@ -472,8 +486,7 @@ static int h5_describe(const char *path, const ferry_options *opts,
     goto cleanup;
   }
   for (int i = 0; i < vis.n; i++)
-    if (!vis.v[i].dim_only && vis.v[i].ndims >= 1 &&
-        vis.v[i].dims[0] > longest)
+    if (!vis.v[i].dim_only && vis.v[i].ndims >= 1 && vis.v[i].dims[0] > longest)
       longest = vis.v[i].dims[0];
   rc = h5_select(path, &vis, longest, out, err);
   if (rc > 0)
@@ -512,19 +525,19 @@ cleanup:
  * only on the file's metadata, so it is the same on every rank.
  */
 typedef struct h5_raw {
-  int64_t chunk_rows;  /* rows per chunk; 0: contiguous          */
+  int64_t chunk_rows; /* rows per chunk; 0: contiguous          */
   int64_t nchunks;
-  haddr_t *addr;       /* [nchunks] file offset of each chunk,
-                        * or [1] the contiguous data's offset   */
+  haddr_t *addr; /* [nchunks] file offset of each chunk,
+                  * or [1] the contiguous data's offset   */
 } h5_raw;
 
 typedef struct h5_file {
   int64_t part;
   hid_t fid;
-  hid_t *dset;     /* [nvars], -1 until opened */
-  hid_t *mtype;    /* [nvars] memory type      */
-  h5_raw **raw;    /* [nvars] raw-read layout, NULL: read with H5Dread */
-  MPI_File *mfh;   /* HDF5's MPI-IO handle of the file, NULL if unknown */
+  hid_t *dset;   /* [nvars], -1 until opened */
+  hid_t *mtype;  /* [nvars] memory type      */
+  h5_raw **raw;  /* [nvars] raw-read layout, NULL: read with H5Dread */
+  MPI_File *mfh; /* HDF5's MPI-IO handle of the file, NULL if unknown */
 } h5_file;
 
 struct ferry__io {
@@ -597,8 +610,8 @@ static int raw_layout(hid_t d, hid_t dcpl, hid_t ftype, hid_t mtype,
   }
   r->chunk_rows = (int64_t)cd[0];
   r->nchunks = (int64_t)((dims[0] + cd[0] - 1) / cd[0]);
-  if (!(r->addr = malloc((size_t)(r->nchunks ? r->nchunks : 1) *
-                         sizeof *r->addr))) {
+  if (!(r->addr =
+            malloc((size_t)(r->nchunks ? r->nchunks : 1) * sizeof *r->addr))) {
     free(r);
     return -1;
   }
@@ -698,8 +711,8 @@ static int open_dataset(ferry__io *io, h5_file *f, int var, ferry__err *err) {
   hid_t dcpl = -1;
   hsize_t dims[H5S_MAX_RANK];
   if (dapl < 0) {
-    code = ferry__seterr(err, FERRY_EIO, "H5Pcreate failed on rank %d",
-                         io->rank);
+    code =
+        ferry__seterr(err, FERRY_EIO, "H5Pcreate failed on rank %d", io->rank);
     goto agree_open;
   }
   /* Size the cache from the chunk shape: open once to read it. */
@@ -750,9 +763,8 @@ static int open_dataset(ferry__io *io, h5_file *f, int var, ferry__err *err) {
                            "file %s, dataset /%s, rank %d: cannot build the "
                            "memory type (offset 0)",
                            path, v->name, io->rank);
-    else if (f->mfh &&
-             raw_layout(d, dcpl, t, f->mtype[var], dims, nd, v->row_bytes,
-                        &f->raw[var]) < 0)
+    else if (f->mfh && raw_layout(d, dcpl, t, f->mtype[var], dims, nd,
+                                  v->row_bytes, &f->raw[var]) < 0)
       code = ferry__seterr(err, FERRY_ENOMEM,
                            "file %s, dataset /%s: out of memory on rank %d "
                            "for its chunk offsets",
@@ -800,8 +812,8 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
   for (int v = 0; v < io->m->nvars; v++)
     f->dset[v] = f->mtype[v] = -1;
   f->part = part;
-  int rc = open_h5file(io, part, io->m->vars[io->opening_var].name, &f->fid,
-                       err);
+  int rc =
+      open_h5file(io, part, io->m->vars[io->opening_var].name, &f->fid, err);
   if (rc < 0) {
     free(f->dset);
     free(f->mtype);
@@ -817,9 +829,7 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
   return 0;
 }
 
-static void cache_close(void *ctx, void *handle) {
-  file_close(ctx, handle);
-}
+static void cache_close(void *ctx, void *handle) { file_close(ctx, handle); }
 
 static int acquire(ferry__io *io, int64_t part, int var, h5_file **out,
                    ferry__err *err) {
@@ -849,10 +859,10 @@ static int h5_io_open(ferry__io **out, const ferry__manifest *m,
   io->comm = p->comm;
   io->rank = p->rank;
   io->collective = p->collective;
-  ferry__handle_cache_init(
-      &io->files,
-      p->max_open_files > 0 ? (size_t)p->max_open_files : H5_DEFAULT_OPEN, io,
-      cache_open, cache_close);
+  ferry__handle_cache_init(&io->files,
+                           p->max_open_files > 0 ? (size_t)p->max_open_files
+                                                 : H5_DEFAULT_OPEN,
+                           io, cache_open, cache_close);
   io->dxpl = H5Pcreate(H5P_DATASET_XFER);
   if (io->dxpl < 0 ||
       H5Pset_dxpl_mpio(io->dxpl, io->collective ? H5FD_MPIO_COLLECTIVE
@@ -946,8 +956,8 @@ static int h5_io_read(ferry__io *io, int64_t part, int var, int64_t row,
     return 0;
   rc = ferry__check_rows(m, part, var, row, nrows, io->rank, err);
   if (f->raw[var])
-    return raw_read(io, f, var, rc < 0 ? 0 : row, rc < 0 ? 0 : nrows, buf,
-                    rc, err);
+    return raw_read(io, f, var, rc < 0 ? 0 : row, rc < 0 ? 0 : nrows, buf, rc,
+                    err);
   /* Selections: rows [row, row+nrows) x the whole row; the memory space has
    * the same shape as the file selection: with a flat one HDF5 cannot see
    * that both are contiguous and walks the selection element by element
@@ -968,8 +978,7 @@ static int h5_io_read(ferry__io *io, int64_t part, int var, int64_t row,
     count[0] = (hsize_t)nrows;
     for (int i = 0; i < v->row_ndim; i++)
       count[i + 1] = (hsize_t)v->row_shape[i];
-    if (H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) <
-            0 ||
+    if (H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL) < 0 ||
         (ms = H5Screate_simple(v->row_ndim + 1, count, NULL)) < 0) {
       rc = ferry__seterr(err, FERRY_EIO,
                          "cannot select rows [%lld, %lld): file %s, dataset "

@@ -98,8 +98,8 @@ typedef struct mem_spec {
   int64_t n;
   int nvars;
   ferry__var *vars;
-  int64_t fail_at;   /* -1: never */
-  int fail_rank;     /* -1: every rank */
+  int64_t fail_at; /* -1: never */
+  int fail_rank;   /* -1: every rank */
 } mem_spec;
 
 static void spec_free(mem_spec *s) {
@@ -123,8 +123,9 @@ static int parse_i64(const char *s, int64_t *out) {
 
 static int bad(const char *spec, const char *token, const char *why,
                ferry__err *err) {
-  return ferry__seterr(err, FERRY_EINVAL, "mem dataset '%s': bad token '%s': %s",
-                       spec, token, why);
+  return ferry__seterr(err, FERRY_EINVAL,
+                       "mem dataset '%s': bad token '%s': %s", spec, token,
+                       why);
 }
 
 /* "x:float32:4x3" -> one variable appended to s. */
@@ -143,8 +144,10 @@ static int parse_var(const char *spec, char *tok, mem_spec *s,
     type[-1] = ':';
     if (dims)
       dims[-1] = ':';
-    return bad(spec, tok, "unknown dtype (bool, int8..int64, uint8..uint64, "
-                          "float16, float32, float64)", err);
+    return bad(spec, tok,
+               "unknown dtype (bool, int8..int64, uint8..uint64, "
+               "float16, float32, float64)",
+               err);
   }
   int64_t row_bytes = (int64_t)ferry_dtype_size(v.dtype);
   if (dims) {
@@ -161,8 +164,10 @@ static int parse_var(const char *spec, char *tok, mem_spec *s,
       if (!ok) {
         type[-1] = ':';
         dims[-1] = ':';
-        return bad(spec, tok, "row dimensions are integers >= 1 joined by "
-                              "'x', at most 7 of them", err);
+        return bad(spec, tok,
+                   "row dimensions are integers >= 1 joined by "
+                   "'x', at most 7 of them",
+                   err);
       }
       v.row_shape[v.row_ndim++] = d;
       row_bytes *= d;
@@ -313,8 +318,8 @@ cleanup:
 struct ferry__io {
   const ferry__manifest *m; /* owned by the loader, outlives this state */
   int rank;
-  int64_t *fail_at;         /* [nparts] */
-  int *fail_rank;           /* [nparts] */
+  int64_t *fail_at; /* [nparts] */
+  int *fail_rank;   /* [nparts] */
 };
 
 static void mem_io_close(ferry__io *io) {
@@ -346,7 +351,8 @@ static int mem_io_open(ferry__io **out, const ferry__manifest *m,
     mem_spec s;
     if (m->nvars < 1 || (rc = spec_parse(m->parts[i].paths[0], &s, err)) < 0) {
       if (rc == 0)
-        rc = ferry__seterr(err, FERRY_EINTERNAL, "mem manifest has no variable");
+        rc =
+            ferry__seterr(err, FERRY_EINTERNAL, "mem manifest has no variable");
       goto cleanup;
     }
     io->fail_at[i] = s.fail_at;
@@ -380,8 +386,8 @@ static int mem_io_read(ferry__io *io, int64_t part, int var, int64_t row,
                          "variable %s, rank %d, offset %lld (rows [%lld, "
                          "%lld))",
                          (long long)f, pt->paths[var], v->name, io->rank,
-                         (long long)(f * (int64_t)v->row_bytes),
-                         (long long)row, (long long)(row + nrows));
+                         (long long)(f * (int64_t)v->row_bytes), (long long)row,
+                         (long long)(row + nrows));
   size_t elsize = ferry_dtype_size(v->dtype);
   if (elsize == 0)
     return ferry__seterr(err, FERRY_EINTERNAL, "variable %s has dtype %d",

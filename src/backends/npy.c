@@ -46,7 +46,9 @@
 /* Files kept open when the options give no bound. */
 #define NPY_DEFAULT_OPEN 64
 
-static const char *name_of(const char *path) { return path ? path : "<memory>"; }
+static const char *name_of(const char *path) {
+  return path ? path : "<memory>";
+}
 
 static int host_is_little(void) {
   const uint16_t one = 1;
@@ -178,10 +180,9 @@ typedef struct kind_name {
 } kind_name;
 
 static const kind_name unsupported_kinds[] = {
-    {'O', "Python objects"},     {'S', "byte strings"},
-    {'a', "byte strings"},       {'U', "unicode strings"},
-    {'V', "void / raw bytes"},   {'M', "datetime64"},
-    {'m', "timedelta64"},        {'c', "complex numbers"},
+    {'O', "Python objects"},  {'S', "byte strings"},     {'a', "byte strings"},
+    {'U', "unicode strings"}, {'V', "void / raw bytes"}, {'M', "datetime64"},
+    {'m', "timedelta64"},     {'c', "complex numbers"},
 };
 
 static int refuse_dtype(const char *path, const char *descr, const char *what,
@@ -246,13 +247,13 @@ static int parse_descr(const char *descr, ferry_dtype *dtype, int *swapped,
     default: return refuse_dtype(path, descr, "float size", err);
     }
     break;
-  default:
-    return refuse_dtype(path, descr, "unknown type", err);
+  default: return refuse_dtype(path, descr, "unknown type", err);
   }
   int little = host_is_little();
   *dtype = dt;
   /* Single bytes have no order; '|' and '=' are native by definition. */
-  *swapped = size > 1 && ((order == '>' && little) || (order == '<' && !little));
+  *swapped =
+      size > 1 && ((order == '>' && little) || (order == '<' && !little));
   return 0;
 }
 
@@ -303,7 +304,7 @@ static int parse_dict(hdr_cursor *c, ferry__npy_header *h, char *descr,
     } else {
       c->pos = key_pos;
       return corrupt(c, "unknown key (expected 'descr', 'fortran_order', "
-                         "'shape')");
+                        "'shape')");
     }
     if (*seen) {
       c->pos = key_pos;
@@ -326,8 +327,9 @@ static int parse_dict(hdr_cursor *c, ferry__npy_header *h, char *descr,
     return ferry__seterr(err, FERRY_EFORMAT,
                          "%s: corrupt .npy header: key '%s' is missing",
                          name_of(path),
-                         !have_descr ? "descr"
-                                     : !have_fortran ? "fortran_order" : "shape");
+                         !have_descr     ? "descr"
+                         : !have_fortran ? "fortran_order"
+                                         : "shape");
   return 0;
 }
 
@@ -358,10 +360,10 @@ int ferry__npy_parse_header(const unsigned char *buf, size_t len,
                          "%s: truncated .npy header at byte %zu: the header "
                          "length field needs %zu bytes, only %zu present",
                          name_of(path), len, start, len);
-  size_t hlen = h->major == 1 ? (size_t)buf[8] | (size_t)buf[9] << 8
-                              : (size_t)buf[8] | (size_t)buf[9] << 8 |
-                                    (size_t)buf[10] << 16 |
-                                    (size_t)buf[11] << 24;
+  size_t hlen = h->major == 1
+                    ? (size_t)buf[8] | (size_t)buf[9] << 8
+                    : (size_t)buf[8] | (size_t)buf[9] << 8 |
+                          (size_t)buf[10] << 16 | (size_t)buf[11] << 24;
   if (hlen > NPY_HEADER_MAX)
     return ferry__seterr(err, FERRY_EFORMAT,
                          "%s: corrupt .npy header at byte 8: header length "
@@ -472,12 +474,12 @@ static int read_var(const char *path, const char *name, ferry__var *v,
   int rc = 0;
   int fd = open(path, O_RDONLY);
   if (fd < 0)
-    return ferry__seterr(err, ferry__errno_code(errno), "%s: cannot open: %s", path,
-                         strerror(errno));
+    return ferry__seterr(err, ferry__errno_code(errno), "%s: cannot open: %s",
+                         path, strerror(errno));
   struct stat st;
   if (fstat(fd, &st) != 0) {
-    rc = ferry__seterr(err, ferry__errno_code(errno), "%s: cannot stat: %s", path,
-                       strerror(errno));
+    rc = ferry__seterr(err, ferry__errno_code(errno), "%s: cannot stat: %s",
+                       path, strerror(errno));
     goto cleanup;
   }
   if (!S_ISREG(st.st_mode)) {
@@ -485,8 +487,8 @@ static int read_var(const char *path, const char *name, ferry__var *v,
     goto cleanup;
   }
   if (ferry__pread_full(fd, pre, sizeof pre, 0, &got) != 0) {
-    rc = ferry__seterr(err, FERRY_EIO, "%s: read failed at offset 0: %s",
-                       path, strerror(errno));
+    rc = ferry__seterr(err, FERRY_EIO, "%s: read failed at offset 0: %s", path,
+                       strerror(errno));
     goto cleanup;
   }
   /* Work out how much header there is; the parser reports everything that
@@ -512,8 +514,8 @@ static int read_var(const char *path, const char *name, ferry__var *v,
     goto cleanup;
   }
   if (ferry__pread_full(fd, buf, want, 0, &got) != 0) {
-    rc = ferry__seterr(err, FERRY_EIO, "%s: read failed at offset 0: %s",
-                       path, strerror(errno));
+    rc = ferry__seterr(err, FERRY_EIO, "%s: read failed at offset 0: %s", path,
+                       strerror(errno));
     goto cleanup;
   }
   if ((rc = ferry__npy_parse_header(buf, got, &h, path, err)) < 0)
@@ -568,8 +570,8 @@ static int list_vars(const char *dir, char ***out, int *n, ferry__err *err) {
   int rc = 0;
   DIR *d = opendir(dir);
   if (!d)
-    return ferry__seterr(err, ferry__errno_code(errno), "%s: cannot open directory: %s",
-                         dir, strerror(errno));
+    return ferry__seterr(err, ferry__errno_code(errno),
+                         "%s: cannot open directory: %s", dir, strerror(errno));
   struct dirent *e;
   while ((e = readdir(d)) != NULL) {
     if (!is_var_name(e->d_name))
@@ -705,8 +707,8 @@ struct ferry__io {
   ferry__handle_cache files;
 };
 
-static int mpi_fail(ferry__err *err, int code, int mpirc, const char *fmt,
-                    ...) __attribute__((format(printf, 4, 5)));
+static int mpi_fail(ferry__err *err, int code, int mpirc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* Record a failed MPI call: the caller's context plus MPI's own words. */
 static int mpi_fail(ferry__err *err, int code, int mpirc, const char *fmt,
@@ -825,10 +827,10 @@ static int npy_io_open(ferry__io **out, const ferry__manifest *m,
   io->comm = p->comm;
   io->rank = p->rank;
   io->collective = p->collective;
-  ferry__handle_cache_init(
-      &io->files,
-      p->max_open_files > 0 ? (size_t)p->max_open_files : NPY_DEFAULT_OPEN,
-      io, cache_open, cache_close);
+  ferry__handle_cache_init(&io->files,
+                           p->max_open_files > 0 ? (size_t)p->max_open_files
+                                                 : NPY_DEFAULT_OPEN,
+                           io, cache_open, cache_close);
   io->info = MPI_INFO_NULL;
   /* Reserved MPI hints: the files are only read; collective buffering lets
    * a few aggregators read large contiguous extents for everyone. */
@@ -882,14 +884,14 @@ static int npy_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   snprintf(where, sizeof where, "file %s, variable %s, rank %d", path, vname,
            io->rank);
   if (io->collective) {
-    int rc2 = ferry__mpi_read(*fh, 1, (MPI_Offset)offset, buf,
-                              rc < 0 ? 0 : (int)nbytes, where,
-                              rc < 0 ? NULL : err);
+    int rc2 =
+        ferry__mpi_read(*fh, 1, (MPI_Offset)offset, buf,
+                        rc < 0 ? 0 : (int)nbytes, where, rc < 0 ? NULL : err);
     return rc == 0 ? rc2 : rc;
   }
   for (int64_t done = 0; rc == 0 && done < nbytes;) {
-    int count = (int)(nbytes - done < NPY_READ_MAX ? nbytes - done
-                                                   : NPY_READ_MAX);
+    int count =
+        (int)(nbytes - done < NPY_READ_MAX ? nbytes - done : NPY_READ_MAX);
     rc = ferry__mpi_read(*fh, 0, (MPI_Offset)(offset + done),
                          (char *)buf + done, count, where, err);
     done += count;

@@ -5,8 +5,8 @@
  * format is one line here (and one in the build); the core never names a
  * backend.
  */
-#include "config.h"
 #include "backends/backend.h"
+#include "config.h"
 
 #include <string.h>
 
@@ -24,9 +24,7 @@ const ferry__backend *const ferry__backends[] = {
 #ifdef HAVE_HDF5
     &ferry__backend_hdf5,
 #endif
-    &ferry__backend_zarr,
-    &ferry__backend_mem,
-    NULL,
+    &ferry__backend_zarr, &ferry__backend_mem, NULL,
 };
 
 const ferry__backend *ferry__backend_find(const char *name) {

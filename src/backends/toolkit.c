@@ -4,8 +4,8 @@
  * rule), a whole-buffer pread, and the cache of open handles whose
  * "same sequence on every rank" rule keeps collective opens matched.
  */
-#include "config.h"
 #include "backends/backend.h"
+#include "config.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -40,11 +40,11 @@ int ferry__mpi_read(MPI_File fh, int coll, MPI_Offset off, void *buf, int n,
   return 0;
 }
 
-
 int ferry__pread_full(int fd, void *buf, size_t n, int64_t off, size_t *got) {
   size_t done = 0;
   while (done < n) {
-    ssize_t r = pread(fd, (char *)buf + done, n - done, (off_t)off + (off_t)done);
+    ssize_t r =
+        pread(fd, (char *)buf + done, n - done, (off_t)off + (off_t)done);
     if (r < 0 && errno == EINTR)
       continue;
     if (r < 0)
@@ -81,8 +81,8 @@ static void evict_to(ferry__handle_cache *c, size_t keep) {
   }
 }
 
-int ferry__handle_get(ferry__handle_cache *c, int64_t part, int var,
-                      int rank, void **out, ferry__err *err) {
+int ferry__handle_get(ferry__handle_cache *c, int64_t part, int var, int rank,
+                      void **out, ferry__err *err) {
   for (size_t i = 0; i < c->n; i++)
     if (c->e[i].part == part && c->e[i].var == var) {
       c->e[i].last_use = ++c->clock;

@@ -20,8 +20,8 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 
-#include "core/manifest.h"
 #include "backends/backend.h"
+#include "core/manifest.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -154,9 +154,8 @@ int ferry__check_rows(const ferry__manifest *m, int64_t part, int var,
   return ferry__seterr(err, FERRY_EINTERNAL,
                        "rows [%lld, %lld) are outside %s (variable %s, %lld "
                        "rows; rank %d)",
-                       (long long)row, (long long)(row + nrows),
-                       pt->paths[var], m->vars[var].name,
-                       (long long)pt->num_samples, rank);
+                       (long long)row, (long long)(row + nrows), pt->paths[var],
+                       m->vars[var].name, (long long)pt->num_samples, rank);
 }
 
 static int oom(ferry__err *err) {
@@ -167,8 +166,8 @@ static void format_shape(char *buf, size_t len, const int64_t *shape, int n) {
   size_t used = 0;
   used += (size_t)snprintf(buf, len, "(");
   for (int i = 0; i < n && used < len; i++)
-    used += (size_t)snprintf(buf + used, len - used, "%s%lld",
-                             i ? ", " : "", (long long)shape[i]);
+    used += (size_t)snprintf(buf + used, len - used, "%s%lld", i ? ", " : "",
+                             (long long)shape[i]);
   if (used < len)
     snprintf(buf + used, len - used, n == 1 ? ",)" : ")");
 }
@@ -361,8 +360,8 @@ static char *trim(char *s) {
 static int read_list(const char *list, strvec *out, ferry__err *err) {
   FILE *f = fopen(list, "r");
   if (!f)
-    return ferry__seterr(err, ferry__errno_code(errno), "list file %s: %s", list,
-                         strerror(errno));
+    return ferry__seterr(err, ferry__errno_code(errno), "list file %s: %s",
+                         list, strerror(errno));
   const char *slash = strrchr(list, '/');
   size_t dirlen = slash ? (size_t)(slash - list) + 1 : 0;
   char *line = NULL, *dir = NULL;
@@ -525,8 +524,7 @@ static int parse_selection(const ferry__manifest *m, const char *vars,
   return 0;
 }
 
-static int select_vars(ferry__manifest *m, const char *vars,
-                       ferry__err *err) {
+static int select_vars(ferry__manifest *m, const char *vars, ferry__err *err) {
   if (!vars || !*vars)
     return 0;
   int rc = 0, nsel = 0;
@@ -915,7 +913,7 @@ int ferry__manifest_pack(const ferry__manifest *m, void **buf, size_t *len) {
 typedef struct rbuf {
   const unsigned char *p;
   size_t len, pos;
-  const char *bad;  /* what was wrong, NULL while all is well */
+  const char *bad; /* what was wrong, NULL while all is well */
   size_t bad_pos;
   int oom;
 } rbuf;
@@ -1154,8 +1152,8 @@ int ferry__manifest_unpack(const void *buf, size_t len, ferry__manifest *m,
   uint64_t total = r_u64(&r);
   if (total != len)
     return ferry__seterr(err, FERRY_EFORMAT,
-                         "manifest buffer: holds %zu bytes but says %llu",
-                         len, (unsigned long long)total);
+                         "manifest buffer: holds %zu bytes but says %llu", len,
+                         (unsigned long long)total);
   uint64_t sum = 0;
   for (size_t i = 0; i < 8; i++)
     sum |= (uint64_t)r.p[len - 8 + i] << (8 * i);
@@ -1293,8 +1291,8 @@ int ferry__manifest_save_json(const ferry__manifest *m, const char *path,
       bad |= !fo;
       if (!bad) {
         bad |= json_object_set_new(fo, "path", json_string(pt->paths[v]));
-        bad |= json_object_set_new(fo, "data_offset",
-                                   json_integer((json_int_t)pt->data_offset[v]));
+        bad |= json_object_set_new(
+            fo, "data_offset", json_integer((json_int_t)pt->data_offset[v]));
         bad |= json_object_set_new(fo, "file_size",
                                    json_integer((json_int_t)pt->file_size[v]));
         if (pt->rec && pt->rec[v].len)
@@ -1335,8 +1333,7 @@ int ferry__manifest_save_json(const ferry__manifest *m, const char *path,
                        errno == EACCES || errno == EPERM || errno == EROFS
                            ? FERRY_EACCES
                            : FERRY_EIO,
-                       "manifest %s: cannot create: %s", path,
-                       strerror(errno));
+                       "manifest %s: cannot create: %s", path, strerror(errno));
     goto cleanup;
   }
   size_t n = strlen(text);
@@ -1381,13 +1378,14 @@ static int load_top(json_t *root, const char *path, ferry__manifest *m,
     return ferry__seterr(err, FERRY_EFORMAT,
                          "manifest %s: the top level is not a JSON object",
                          path);
-  if ((rc = get_int(root, "ferry_manifest", 0, &version, path,
-                    "ferry_manifest", err)) < 0)
+  if ((rc = get_int(root, "ferry_manifest", 0, &version, path, "ferry_manifest",
+                    err)) < 0)
     return rc;
   if (version != 1)
-    return ferry__seterr(err, FERRY_ENOTSUP,
-                         "manifest %s: version %lld; this ferry reads version 1",
-                         path, (long long)version);
+    return ferry__seterr(
+        err, FERRY_ENOTSUP,
+        "manifest %s: version %lld; this ferry reads version 1", path,
+        (long long)version);
   json_t *jb = json_object_get(root, "backend");
   json_t *js = json_object_get(root, "spec");
   json_t *jv = json_object_get(root, "vars");
@@ -1512,15 +1510,13 @@ static int load_file(json_t *fo, size_t p, int v, const char *path,
                     err)) < 0)
     return rc;
   snprintf(key, sizeof key, "parts[%zu].files[%d].file_size", p, v);
-  if ((rc = get_int(fo, "file_size", 0, &pt->file_size[v], path, key, err)) <
-      0)
+  if ((rc = get_int(fo, "file_size", 0, &pt->file_size[v], path, key, err)) < 0)
     return rc;
   json_t *jrec = json_object_get(fo, "record"); /* optional */
   snprintf(key, sizeof key, "parts[%zu].files[%d].record", p, v);
   int hx = 0;
-  if (jrec &&
-      (!json_is_string(jrec) || !pt->rec ||
-       (hx = get_hex(json_string_value(jrec), &pt->rec[v])) == -1))
+  if (jrec && (!json_is_string(jrec) || !pt->rec ||
+               (hx = get_hex(json_string_value(jrec), &pt->rec[v])) == -1))
     return missing(err, path, key);
   if (hx == -2)
     return oom(err);
@@ -1541,16 +1537,14 @@ static int load_file(json_t *fo, size_t p, int v, const char *path,
 
 /* parts[p]: its sample count (the running total checked for overflow in
  * *total) and one file per variable. */
-static int load_part(json_t *o, size_t p, const char *path,
-                     ferry__manifest *m, int check_sizes, int64_t *total,
-                     ferry__err *err) {
+static int load_part(json_t *o, size_t p, const char *path, ferry__manifest *m,
+                     int check_sizes, int64_t *total, ferry__err *err) {
   char key[128];
   json_t *jf = json_object_get(o, "files");
   ferry__part *pt = &m->parts[p];
   int rc;
   snprintf(key, sizeof key, "parts[%zu].num_samples", p);
-  if ((rc = get_int(o, "num_samples", 0, &pt->num_samples, path, key, err)) <
-      0)
+  if ((rc = get_int(o, "num_samples", 0, &pt->num_samples, path, key, err)) < 0)
     return rc;
   if (pt->num_samples > INT64_MAX - *total)
     return ferry__seterr(err, FERRY_EFORMAT,
@@ -1607,8 +1601,8 @@ int ferry__manifest_load_json(const char *path, const char *vars,
   int check_sizes = !(be->caps & FERRY__CAP_NOT_FLAT);
   int64_t total = 0;
   for (size_t p = 0; p < nparts; p++)
-    if ((rc = load_part(json_array_get(jp, p), p, path, m, check_sizes,
-                        &total, err)) < 0)
+    if ((rc = load_part(json_array_get(jp, p), p, path, m, check_sizes, &total,
+                        err)) < 0)
       goto cleanup;
   m->num_samples = total;
   if (total == 0) {

@@ -12,18 +12,18 @@
 typedef struct ferry__var {
   char *name;
   ferry_dtype dtype;
-  int swapped;                        /* stored non-native: swap after read */
-  int row_ndim;                       /* dims after the sample dimension    */
+  int swapped;  /* stored non-native: swap after read */
+  int row_ndim; /* dims after the sample dimension    */
   int64_t row_shape[FERRY_MAX_DIMS];
   size_t row_bytes;
   /* Storage layout, as the backend's describe() saw it in the first part
    * (later parts may differ; only the plan's chunk alignment and ferry info
    * use these, never the reads). */
-  int64_t chunk_rows;   /* storage chunk along the sample dimension, 0: none */
-  size_t cache_bytes;   /* decode cache the backend keeps per open file for
-                         * this variable (HDF5/netCDF chunk cache), 0: none */
-  char *storage;        /* for ferry info: "chunks (1024, 256), gzip(1),
-                         * 3.1:1"; malloc'd, may be NULL */
+  int64_t chunk_rows; /* storage chunk along the sample dimension, 0: none */
+  size_t cache_bytes; /* decode cache the backend keeps per open file for
+                       * this variable (HDF5/netCDF chunk cache), 0: none */
+  char *storage;      /* for ferry info: "chunks (1024, 256), gzip(1),
+                       * 3.1:1"; malloc'd, may be NULL */
 } ferry__var;
 
 /**
@@ -34,32 +34,32 @@ typedef struct ferry__var {
  * backend's record_version (backend.h) says how to read them.
  */
 typedef struct ferry__blob {
-  unsigned char *p;       /* malloc'd, NULL when len is 0                 */
+  unsigned char *p; /* malloc'd, NULL when len is 0                 */
   size_t len;
 } ferry__blob;
 
 /** One part: a file per variable (npy) or one file holding all variables. */
 typedef struct ferry__part {
   int64_t num_samples;
-  int64_t first_sample;   /* global index of its first sample              */
-  char **paths;           /* [nvars] file holding each variable            */
-  int64_t *data_offset;   /* [nvars] byte offset of row 0 in that file     */
-  int64_t *file_size;     /* [nvars] size seen by rank 0 (checked on open) */
-  ferry__blob *rec;       /* [nvars] backend records, or NULL: none        */
+  int64_t first_sample; /* global index of its first sample              */
+  char **paths;         /* [nvars] file holding each variable            */
+  int64_t *data_offset; /* [nvars] byte offset of row 0 in that file     */
+  int64_t *file_size;   /* [nvars] size seen by rank 0 (checked on open) */
+  ferry__blob *rec;     /* [nvars] backend records, or NULL: none        */
 } ferry__part;
 
 typedef struct ferry__manifest {
-  char *backend;          /* "npy", "mem", ...                            */
-  char *spec;             /* dataset string as given to ferry_open        */
+  char *backend; /* "npy", "mem", ...                            */
+  char *spec;    /* dataset string as given to ferry_open        */
   int nvars;
   ferry__var *vars;
   int64_t nparts;
   ferry__part *parts;
   int64_t num_samples;
-  uint64_t hash;          /* ferry__manifest_hash()                       */
-  char *notes;            /* the first part's describe notes, or NULL     */
-  int record_version;     /* the backend's record_version when the parts'
-                           * records were made; 0: no record            */
+  uint64_t hash;      /* ferry__manifest_hash()                       */
+  char *notes;        /* the first part's describe notes, or NULL     */
+  int record_version; /* the backend's record_version when the parts'
+                       * records were made; 0: no record            */
 } ferry__manifest;
 
 /**

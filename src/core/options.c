@@ -6,8 +6,8 @@
  * cannot drift apart.  Values are validated when set, and every error names
  * the option and the value.
  */
-#include "config.h"
 #include "core/options.h"
+#include "config.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -22,8 +22,8 @@ enum kind { K_INT, K_UINT, K_FRAC, K_ENUM, K_STR, K_BOOL };
 typedef struct option_def {
   ferry_option_info info;
   enum kind kind;
-  size_t offset;       /* field in struct ferry_options              */
-  int64_t min, max;    /* K_INT bounds                               */
+  size_t offset;            /* field in struct ferry_options              */
+  int64_t min, max;         /* K_INT bounds                               */
   const char *const *names; /* K_ENUM: value names, index = value    */
 } option_def;
 
@@ -43,97 +43,188 @@ static const char *const signal_names[] = {"none", "USR1", "USR2", "TERM",
 #define BIG (INT64_C(1) << 40)
 
 static const option_def defs[] = {
-    {{"batch_size", "64", "integer >= 1",
-      "Samples per batch on each rank."},
-     K_INT, OFF(batch_size), 1, BIG, NULL},
+    {{"batch_size", "64", "integer >= 1", "Samples per batch on each rank."},
+     K_INT,
+     OFF(batch_size),
+     1,
+     BIG,
+     NULL},
     {{"seed", "0", "integer >= 0",
       "Seed of the shuffle; the same seed gives the same batches."},
-     K_UINT, OFF(seed), 0, 0, NULL},
+     K_UINT,
+     OFF(seed),
+     0,
+     0,
+     NULL},
     {{"shuffle", "chunks", "none|chunks|block",
       "What is permuted each epoch: nothing, whole chunks, or blocks of "
       "block_size samples."},
-     K_ENUM, OFF(shuffle), 0, 0, shuffle_names},
+     K_ENUM,
+     OFF(shuffle),
+     0,
+     0,
+     shuffle_names},
     {{"block_size", "64", "integer >= 1",
       "Samples per block with shuffle=block."},
-     K_INT, OFF(block_size), 1, BIG, NULL},
+     K_INT,
+     OFF(block_size),
+     1,
+     BIG,
+     NULL},
     {{"shuffle_buffer", "4", "integer >= 0",
       "Chunks (or blocks) whose samples each rank mixes together; 0 keeps "
       "the samples of a chunk in storage order."},
-     K_INT, OFF(shuffle_buffer), 0, 1 << 20, NULL},
+     K_INT,
+     OFF(shuffle_buffer),
+     0,
+     1 << 20,
+     NULL},
     {{"partition", "contiguous", "contiguous|strided",
       "How the permuted chunks are dealt to ranks: one slice each, or "
       "round-robin."},
-     K_ENUM, OFF(partition), 0, 0, partition_names},
+     K_ENUM,
+     OFF(partition),
+     0,
+     0,
+     partition_names},
     {{"tail", "drop_last", "drop_last|pad|partial",
       "How ranks get equal batch counts: drop the global tail, pad by "
       "repeating the first samples, or keep short last batches."},
-     K_ENUM, OFF(tail), 0, 0, tail_names},
+     K_ENUM,
+     OFF(tail),
+     0,
+     0,
+     tail_names},
     {{"chunk_samples", "0", "integer >= 0",
       "Samples per chunk, the unit of reading; 0 picks about 1 MiB of rows, "
       "a multiple of the storage chunks (HDF5, Zarr)."},
-     K_INT, OFF(chunk_samples), 0, BIG, NULL},
+     K_INT,
+     OFF(chunk_samples),
+     0,
+     BIG,
+     NULL},
     {{"vars", "", "comma-separated names",
       "Variables to load, in this order; empty loads all."},
-     K_STR, OFF(vars), 0, 0, NULL},
+     K_STR,
+     OFF(vars),
+     0,
+     0,
+     NULL},
     {{"io", "independent", "independent|collective",
       "MPI-IO mode: independent reads, or collective reads matched across "
       "ranks."},
-     K_ENUM, OFF(io), 0, 0, io_names},
+     K_ENUM,
+     OFF(io),
+     0,
+     0,
+     io_names},
     {{"prefetch", "4", "integer >= 1",
       "Batches assembled ahead of the consumer (the ring of ready batches)."},
-     K_INT, OFF(prefetch), 1, 4096, NULL},
+     K_INT,
+     OFF(prefetch),
+     1,
+     4096,
+     NULL},
     {{"threads", "0", "integer >= 0",
       "Worker threads per rank that assemble batches; 0 picks the CPUs of "
       "the rank's affinity mask shared among the ranks of its node, minus "
       "one for the I/O thread (at least 1, at most 8)."},
-     K_INT, OFF(threads), 0, 256, NULL},
+     K_INT,
+     OFF(threads),
+     0,
+     256,
+     NULL},
     {{"max_chunks", "0", "integer >= 0",
       "Use only this many chunks, drawn with the seed (0: all)."},
-     K_INT, OFF(max_chunks), 0, BIG, NULL},
+     K_INT,
+     OFF(max_chunks),
+     0,
+     BIG,
+     NULL},
     {{"fraction", "1", "number in (0, 1]",
       "Use only this fraction of the chunks, drawn with the seed."},
-     K_FRAC, OFF(fraction), 0, 0, NULL},
+     K_FRAC,
+     OFF(fraction),
+     0,
+     0,
+     NULL},
     {{"device", "auto", "auto|cpu|cuda",
       "Where batches are delivered: the GPU when usable (auto), host "
       "memory, or the GPU or an error."},
-     K_ENUM, OFF(device), 0, 0, device_names},
+     K_ENUM,
+     OFF(device),
+     0,
+     0,
+     device_names},
     {{"devices", "auto", "auto|all|comma-separated CUDA ordinals",
       "With device=cuda: the GPUs of this rank.  auto: the device the "
       "application made current, else the rank's index on its node modulo "
       "the visible devices; all, or a list (0,1): every batch is split "
       "evenly, one shard per device.  May differ between ranks."},
-     K_STR, OFF(devices), 0, 0, NULL},
+     K_STR,
+     OFF(devices),
+     0,
+     0,
+     NULL},
     {{"device_prefetch", "3", "integer >= 1",
       "With device=cuda: batches in device memory per device (the device "
       "ring); a buffer is reused only after the application released its "
       "batch."},
-     K_INT, OFF(device_prefetch), 1, 1024, NULL},
+     K_INT,
+     OFF(device_prefetch),
+     1,
+     1024,
+     NULL},
     {{"keep_host", "no", "yes|no",
       "With device=cuda: keep each batch's pinned host copy (tensor data) "
       "valid until it is released; no recycles it once copied."},
-     K_BOOL, OFF(keep_host), 0, 0, NULL},
+     K_BOOL,
+     OFF(keep_host),
+     0,
+     0,
+     NULL},
     {{"manifest", "", "path",
       "A manifest saved by `ferry info --save-manifest`, to skip the scan."},
-     K_STR, OFF(manifest), 0, 0, NULL},
+     K_STR,
+     OFF(manifest),
+     0,
+     0,
+     NULL},
     {{"max_open_files", "64", "integer >= 1",
       "Files a rank keeps open at once (parts are opened lazily)."},
-     K_INT, OFF(max_open_files), 1, 1 << 20, NULL},
+     K_INT,
+     OFF(max_open_files),
+     1,
+     1 << 20,
+     NULL},
     {{"zarr_reader", "auto", "auto|native|netcdf",
       "Zarr stores: the reader rank 0 picks for every rank; auto: "
       "netCDF-C (NCZarr) when it can read the store, else ferry's own "
       "chunk reader (native); netcdf fails on a store netCDF-C cannot read "
       "or in a build without netCDF-C."},
-     K_ENUM, OFF(zarr_reader), 0, 0, zarr_reader_names},
+     K_ENUM,
+     OFF(zarr_reader),
+     0,
+     0,
+     zarr_reader_names},
     {{"checkpoint_signal", "USR1", "none|USR1|USR2|TERM|INT|HUP|XCPU",
       "Signal that asks for a checkpoint (sbatch --signal=B:USR1@120): its "
       "handler only sets a flag, and ferry_checkpoint_requested becomes true "
       "on every rank at the same batch; none installs no handler."},
-     K_ENUM, OFF(checkpoint_signal), 0, 0, signal_names},
+     K_ENUM,
+     OFF(checkpoint_signal),
+     0,
+     0,
+     signal_names},
     {{"verbose", "0", "0|1|2",
       "What rank 0 says on stderr at ferry_open: 0 nothing, 1 why batches "
       "stay in host memory with device=auto, 2 also where batches go and "
       "which CUDA runtime and NCCL were loaded.  May differ between ranks."},
-     K_INT, OFF(verbose), 0, 2, NULL},
+     K_INT,
+     OFF(verbose),
+     0,
+     2,
+     NULL},
 };
 
 #define NDEFS ((int)(sizeof defs / sizeof defs[0]))
@@ -281,7 +372,8 @@ bad:
 
 int ferry_options_create(ferry_options **out) {
   if (!out)
-    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_options_create: out is NULL");
+    return ferry__seterr(NULL, FERRY_EINVAL,
+                         "ferry_options_create: out is NULL");
   *out = NULL;
   struct ferry_options *o = calloc(1, sizeof *o);
   if (!o)
@@ -310,7 +402,8 @@ void ferry_options_free(ferry_options *opts) {
 
 int ferry_options_copy(const ferry_options *src, ferry_options **out) {
   if (!src || !out)
-    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_options_copy: NULL argument");
+    return ferry__seterr(NULL, FERRY_EINVAL,
+                         "ferry_options_copy: NULL argument");
   *out = NULL;
   struct ferry_options *o = malloc(sizeof *o);
   if (!o)
@@ -331,7 +424,8 @@ int ferry_options_copy(const ferry_options *src, ferry_options **out) {
 int ferry_options_set(ferry_options *opts, const char *name,
                       const char *value) {
   if (!opts || !name || !value)
-    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_options_set: NULL argument");
+    return ferry__seterr(NULL, FERRY_EINVAL,
+                         "ferry_options_set: NULL argument");
   int i = find_def(name);
   if (i < 0)
     return ferry__seterr(NULL, FERRY_EINVAL,
@@ -351,7 +445,9 @@ static void format_value(const struct ferry_options *o, const option_def *d,
     snprintf(buf, len, "%.17g", *(const double *)field);
     break;
   case K_ENUM: snprintf(buf, len, "%s", d->names[*(const int *)field]); break;
-  case K_BOOL: snprintf(buf, len, "%s", *(const int *)field ? "yes" : "no"); break;
+  case K_BOOL:
+    snprintf(buf, len, "%s", *(const int *)field ? "yes" : "no");
+    break;
   case K_STR: {
     const char *s = *(char *const *)field;
     snprintf(buf, len, "%s", s ? s : "");
@@ -363,7 +459,8 @@ static void format_value(const struct ferry_options *o, const option_def *d,
 int ferry_options_get(const ferry_options *opts, const char *name, char *buf,
                       size_t len) {
   if (!opts || !buf || len == 0)
-    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_options_get: NULL argument");
+    return ferry__seterr(NULL, FERRY_EINVAL,
+                         "ferry_options_get: NULL argument");
   int i = find_def(name);
   if (i < 0)
     return ferry__seterr(NULL, FERRY_EINVAL, "unknown option '%s'",
@@ -420,7 +517,8 @@ static char *trim(char *s) {
 
 int ferry_options_load(ferry_options *opts, const char *path) {
   if (!opts || !path)
-    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_options_load: NULL argument");
+    return ferry__seterr(NULL, FERRY_EINVAL,
+                         "ferry_options_load: NULL argument");
   FILE *f = fopen(path, "r");
   if (!f)
     return ferry__seterr(NULL, errno == ENOENT ? FERRY_ENOENT : FERRY_EACCES,
@@ -469,7 +567,8 @@ int ferry_options_load(ferry_options *opts, const char *path) {
 int ferry_options_set_transform(ferry_options *opts, ferry_transform_fn fn,
                                 void *user_data) {
   if (!opts)
-    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_options_set_transform: NULL");
+    return ferry__seterr(NULL, FERRY_EINVAL,
+                         "ferry_options_set_transform: NULL");
   opts->transform = fn;
   opts->transform_user = fn ? user_data : NULL;
   return 0;

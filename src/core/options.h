@@ -13,8 +13,13 @@ enum { FERRY__TAIL_DROP = 0, FERRY__TAIL_PAD, FERRY__TAIL_PARTIAL };
 enum { FERRY__IO_INDEPENDENT = 0, FERRY__IO_COLLECTIVE };
 enum { FERRY__DEV_AUTO = 0, FERRY__DEV_CPU, FERRY__DEV_CUDA };
 enum {
-  FERRY__SIG_NONE = 0, FERRY__SIG_USR1, FERRY__SIG_USR2, FERRY__SIG_TERM,
-  FERRY__SIG_INT, FERRY__SIG_HUP, FERRY__SIG_XCPU
+  FERRY__SIG_NONE = 0,
+  FERRY__SIG_USR1,
+  FERRY__SIG_USR2,
+  FERRY__SIG_TERM,
+  FERRY__SIG_INT,
+  FERRY__SIG_HUP,
+  FERRY__SIG_XCPU
 };
 
 struct ferry_options {
@@ -25,24 +30,24 @@ struct ferry_options {
   int64_t shuffle_buffer;
   int partition;
   int tail;
-  int64_t chunk_samples;   /* 0: auto (about FERRY__AUTO_CHUNK_BYTES per chunk) */
-  char *vars;              /* comma-separated names, NULL or "": all          */
+  int64_t chunk_samples; /* 0: auto (about FERRY__AUTO_CHUNK_BYTES per chunk) */
+  char *vars;            /* comma-separated names, NULL or "": all          */
   int io;
   int64_t prefetch;
   int64_t threads;
-  int64_t max_chunks;      /* 0: all */
-  double fraction;         /* (0, 1] */
+  int64_t max_chunks; /* 0: all */
+  double fraction;    /* (0, 1] */
   int device;
   char *devices;           /* "auto", "all" or "0,1" (validated)             */
   int64_t device_prefetch; /* device ring depth                              */
   int keep_host;
-  char *manifest;          /* path of a saved manifest, NULL: scan          */
+  char *manifest; /* path of a saved manifest, NULL: scan          */
   int64_t max_open_files;
-  int zarr_reader;         /* index into zarr_reader_names; only the zarr
-                            * backend gives it a meaning (it reads it by
-                            * name, with ferry_options_get)               */
-  int checkpoint_signal;   /* FERRY__SIG_* */
-  int64_t verbose;         /* 0 silent, 1 notes, 2 also the GPU libraries    */
+  int zarr_reader;       /* index into zarr_reader_names; only the zarr
+                          * backend gives it a meaning (it reads it by
+                          * name, with ferry_options_get)               */
+  int checkpoint_signal; /* FERRY__SIG_* */
+  int64_t verbose;       /* 0 silent, 1 notes, 2 also the GPU libraries    */
   ferry_transform_fn transform;
   void *transform_user;
 };

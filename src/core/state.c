@@ -19,8 +19,8 @@
  * into a decision all ranks share inside ferry_next's certification
  * all-reduce (loader.c), so every rank stops at the same batch.
  */
-#include "config.h"
 #include "core/state.h"
+#include "config.h"
 #include "core/options.h"
 
 #include <errno.h>
@@ -174,8 +174,7 @@ static int decode_header(const char *buf, size_t len, const char *path,
                          "state file %s has format version %d; this libferry "
                          "(%s) reads version %d: it was written by a newer "
                          "ferry",
-                         path, *version, ferry_version(),
-                         FERRY__STATE_VERSION);
+                         path, *version, ferry_version(), FERRY__STATE_VERSION);
   *body = nl + 1;
   size_t have = len - (size_t)(*body - buf);
   if (have < *blen + 1 || (*body)[*blen] != '\n')
@@ -268,8 +267,7 @@ static int decode_body(json_t *root, const char *path, int version,
   size_t no = json_object_size(opts);
   s->opt_name = calloc(no + 1, sizeof *s->opt_name);
   s->opt_value = calloc(no + 1, sizeof *s->opt_value);
-  if (!s->dataset || !s->library || !s->steps || !s->opt_name ||
-      !s->opt_value)
+  if (!s->dataset || !s->library || !s->steps || !s->opt_name || !s->opt_value)
     return ferry__seterr(err, FERRY_ENOMEM, "state: out of memory");
   int rc = decode_steps(steps, path, s, err);
   if (!rc)

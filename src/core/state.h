@@ -12,15 +12,15 @@
 /** A decoded state file. */
 typedef struct ferry__state {
   int version;
-  char *dataset;               /* dataset string (for messages)          */
-  uint64_t dataset_hash;       /* ferry__manifest_hash                   */
+  char *dataset;         /* dataset string (for messages)          */
+  uint64_t dataset_hash; /* ferry__manifest_hash                   */
   int64_t num_samples;
   int nopts;
   char **opt_name, **opt_value; /* the plan-shaping options, canonical   */
   int64_t epoch;
-  int world_size;              /* ranks that saved it                    */
-  int64_t batches;             /* batches every rank served this epoch   */
-  int64_t samples_served;      /* real samples served this epoch, all ranks */
+  int world_size;         /* ranks that saved it                    */
+  int64_t batches;        /* batches every rank served this epoch   */
+  int64_t samples_served; /* real samples served this epoch, all ranks */
   int nsteps;
   ferry__resume_step *steps;
   char *library;

@@ -55,14 +55,14 @@
 enum { MAX_COMMS = 8 };
 
 typedef struct nccl_reg {
-  void *comm;                  /* ncclComm_t                              */
+  void *comm; /* ncclComm_t                              */
   int device;
-  int64_t n;                   /* handles (slot x shard on that device)   */
+  int64_t n; /* handles (slot x shard on that device)   */
   void **handles;
 } nccl_reg;
 
 struct ferry__gpu {
-  int rank;                    /* for messages */
+  int rank; /* for messages */
   int ndev;
   int dev[FERRY_MAX_DEVICES];
   cudaStream_t stream[FERRY_MAX_DEVICES];
@@ -74,7 +74,8 @@ struct ferry__gpu {
 
 static int cuda_fail(ferry__err *err, int rank, const char *what,
                      cudaError_t e) {
-  return ferry__seterr_on(err, rank, FERRY_ENODEV, "%s failed: %s (%s)", what, rt.cudaGetErrorString(e), rt.cudaGetErrorName(e));
+  return ferry__seterr_on(err, rank, FERRY_ENODEV, "%s failed: %s (%s)", what,
+                          rt.cudaGetErrorString(e), rt.cudaGetErrorName(e));
 }
 
 #define CU(call, what)                                                         \
@@ -139,8 +140,7 @@ static int parse_devices(const char *spec, int visible, int local_rank,
   if (!spec || !*spec || !strcmp(spec, "auto")) {
     int d;
     if (app_chose_device() && rt.cudaGetDevice(&d) == cudaSuccess) {
-      snprintf(how, howlen, "device %d (the application's current device)",
-               d);
+      snprintf(how, howlen, "device %d (the application's current device)", d);
     } else {
       d = local_rank % visible;
       snprintf(how, howlen,
@@ -167,9 +167,10 @@ static int parse_devices(const char *spec, int visible, int local_rank,
       break;
     if (d < 0 || d >= visible)
       return ferry__seterr_on(err, rank, FERRY_ENODEV,
-                           "option 'devices': device %ld is not "
-                           "visible (%d device%s: 0-%d; check "
-                           "CUDA_VISIBLE_DEVICES)", d, visible, visible == 1 ? "" : "s", visible - 1);
+                              "option 'devices': device %ld is not "
+                              "visible (%d device%s: 0-%d; check "
+                              "CUDA_VISIBLE_DEVICES)",
+                              d, visible, visible == 1 ? "" : "s", visible - 1);
     g->dev[g->ndev++] = (int)d;
     p = *end == ',' ? end + 1 : end;
   }
@@ -188,9 +189,10 @@ int ferry__gpu_open(const ferry_options *o, int rank, int local_rank,
   if (!rt.cuda) {
     if (o->device == FERRY__DEV_CUDA)
       return ferry__seterr_on(err, rank, FERRY_ENODEV,
-                           "device=cuda but the CUDA runtime could "
-                           "not be loaded: %s (use device=auto to fall back "
-                           "to host memory)", rt.cuda_why);
+                              "device=cuda but the CUDA runtime could "
+                              "not be loaded: %s (use device=auto to fall back "
+                              "to host memory)",
+                              rt.cuda_why);
     snprintf(how, howlen,
              "host memory: device=auto found no usable GPU (no CUDA "
              "runtime: %s)",
@@ -200,14 +202,15 @@ int ferry__gpu_open(const ferry_options *o, int rank, int local_rank,
   int visible = 0;
   cudaError_t e = rt.cudaGetDeviceCount(&visible);
   if (e != cudaSuccess || visible <= 0) {
-    const char *why = e != cudaSuccess ? rt.cudaGetErrorString(e)
-                                       : "no device is visible";
+    const char *why =
+        e != cudaSuccess ? rt.cudaGetErrorString(e) : "no device is visible";
     rt.cudaGetLastError();
     if (o->device == FERRY__DEV_CUDA)
       return ferry__seterr_on(err, rank, FERRY_ENODEV,
-                           "device=cuda but no usable GPU: "
-                           "cudaGetDeviceCount: %s (use device=auto to fall "
-                           "back to host memory)", why);
+                              "device=cuda but no usable GPU: "
+                              "cudaGetDeviceCount: %s (use device=auto to fall "
+                              "back to host memory)",
+                              why);
     snprintf(how, howlen,
              "host memory: device=auto found no usable GPU "
              "(cudaGetDeviceCount: %s)",
@@ -218,12 +221,14 @@ int ferry__gpu_open(const ferry_options *o, int rank, int local_rank,
   if (!g)
     return ferry__seterr_on(err, rank, FERRY_ENOMEM, "out of memory");
   g->rank = rank;
-  int rc = parse_devices(o->devices, visible, local_rank, rank, g, how,
-                         howlen, err);
+  int rc =
+      parse_devices(o->devices, visible, local_rank, rank, g, how, howlen, err);
   if (!rc && o->batch_size % g->ndev != 0)
     rc = ferry__seterr_on(err, rank, FERRY_EINVAL,
-                       "batch_size %lld does not split evenly over "
-                       "%d devices (devices=%s): use a multiple of %d", (long long)o->batch_size, g->ndev, o->devices ? o->devices : "auto", g->ndev);
+                          "batch_size %lld does not split evenly over "
+                          "%d devices (devices=%s): use a multiple of %d",
+                          (long long)o->batch_size, g->ndev,
+                          o->devices ? o->devices : "auto", g->ndev);
   /* Streams are created on each device; the first device stays current
    * on this thread (the application's choice, or ours when it had none). */
   for (int i = g->ndev - 1; !rc && i >= 0; i--) {
@@ -242,7 +247,6 @@ int ferry__gpu_open(const ferry_options *o, int rank, int local_rank,
   *out = g;
   return 0;
 }
-
 
 void ferry__gpu_info(const ferry__gpu *g, ferry_device_info *out) {
   out->cuda = g != NULL;
@@ -327,8 +331,8 @@ static void dev_free(void *p) {
 }
 
 static int dslot_init_on(ferry__gpu *g, ferry__dslot *d,
-                      const ferry__manifest *m, int64_t batch_size, int rank,
-                      ferry__err *err) {
+                         const ferry__manifest *m, int64_t batch_size, int rank,
+                         ferry__err *err) {
   int nv = m->nvars;
   d->magic = FERRY__DSLOT_MAGIC;
   d->gpu = g;
@@ -351,24 +355,26 @@ static int dslot_init_on(ferry__gpu *g, ferry__dslot *d,
     if (why) {
       d->mem[i] = NULL;
       return ferry__seterr_on(err, rank, FERRY_ENODEV,
-                           "%s of %zu bytes on device %d failed: %s "
-                           "(lower device_prefetch or batch_size)", DEV_ALLOC, bytes, g->dev[i], why);
+                              "%s of %zu bytes on device %d failed: %s "
+                              "(lower device_prefetch or batch_size)",
+                              DEV_ALLOC, bytes, g->dev[i], why);
     }
     d->mem_bytes[i] = bytes ? bytes : ALIGN_DEV;
     size_t off = 0;
     for (int v = 0; v < nv; v++) {
-      d->ptrs[(size_t)i * (size_t)nv + (size_t)v] = (unsigned char *)d->mem[i] + off;
-      off += ((size_t)per * m->vars[v].row_bytes + ALIGN_DEV - 1) /
-             ALIGN_DEV * ALIGN_DEV;
+      d->ptrs[(size_t)i * (size_t)nv + (size_t)v] =
+          (unsigned char *)d->mem[i] + off;
+      off += ((size_t)per * m->vars[v].row_bytes + ALIGN_DEV - 1) / ALIGN_DEV *
+             ALIGN_DEV;
     }
     CU(rt.cudaEventCreateWithFlags((cudaEvent_t *)&d->ev_start[i],
-                                cudaEventDefault),
+                                   cudaEventDefault),
        "cudaEventCreate");
     CU(rt.cudaEventCreateWithFlags((cudaEvent_t *)&d->ev_done[i],
-                                cudaEventDefault),
+                                   cudaEventDefault),
        "cudaEventCreate");
     CU(rt.cudaEventCreateWithFlags((cudaEvent_t *)&d->ev_release[i],
-                                cudaEventDisableTiming),
+                                   cudaEventDisableTiming),
        "cudaEventCreate");
     ferry_shard *sh = &d->shards[i];
     sh->device = g->dev[i];
@@ -395,9 +401,8 @@ static int dslot_init_on(ferry__gpu *g, ferry__dslot *d,
 }
 
 /* The caller's current device is left as it was. */
-int ferry__dslot_init(ferry__gpu *g, ferry__dslot *d,
-                      const ferry__manifest *m, int64_t batch_size, int rank,
-                      ferry__err *err) {
+int ferry__dslot_init(ferry__gpu *g, ferry__dslot *d, const ferry__manifest *m,
+                      int64_t batch_size, int rank, ferry__err *err) {
   int prev = -1, had = rt.cudaGetDevice(&prev) == cudaSuccess;
   int rc = dslot_init_on(g, d, m, batch_size, rank, err);
   if (had)
@@ -428,8 +433,8 @@ void ferry__dslot_fini(ferry__dslot *d) {
   memset(d, 0, sizeof *d);
 }
 
-static int dslot_copy_on(ferry__dslot *d, const ferry_batch *host, int host_data,
-                      int rank, ferry__err *err) {
+static int dslot_copy_on(ferry__dslot *d, const ferry_batch *host,
+                         int host_data, int rank, ferry__err *err) {
   ferry__gpu *g = d->gpu;
   int nv = host->nvars;
   int64_t n = host->size, per = d->per; /* a short batch fills in order */
@@ -466,13 +471,16 @@ static int dslot_copy_on(ferry__dslot *d, const ferry_batch *host, int host_data
       size_t rb = host->vars[v].row_bytes;
       const unsigned char *src =
           (const unsigned char *)host->vars[v].data + (size_t)first * rb;
-      cudaError_t e = rt.cudaMemcpyAsync(d->ptrs[(size_t)i * (size_t)nv + (size_t)v], src,
-                                      (size_t)take * rb,
-                                      cudaMemcpyHostToDevice, st);
+      cudaError_t e =
+          rt.cudaMemcpyAsync(d->ptrs[(size_t)i * (size_t)nv + (size_t)v], src,
+                             (size_t)take * rb, cudaMemcpyHostToDevice, st);
       if (e != cudaSuccess)
-        return ferry__seterr_on(err, rank, FERRY_ENODEV,
-                             "cudaMemcpyAsync of variable '%s' of "
-                             "batch %lld (%zu bytes) to device %d failed: %s", host->vars[v].name, (long long)host->index, (size_t)take * rb, g->dev[i], rt.cudaGetErrorString(e));
+        return ferry__seterr_on(
+            err, rank, FERRY_ENODEV,
+            "cudaMemcpyAsync of variable '%s' of "
+            "batch %lld (%zu bytes) to device %d failed: %s",
+            host->vars[v].name, (long long)host->index, (size_t)take * rb,
+            g->dev[i], rt.cudaGetErrorString(e));
     }
     CU(rt.cudaEventRecord(d->ev_done[i], st), "cudaEventRecord");
     first += take;
@@ -673,7 +681,7 @@ int ferry__gpu_nccl_attach(ferry__gpu *g, void *comm, ferry__err *err) {
   for (int64_t k = 0; k < g->nring && !rc; k++) {
     ferry__dslot *d = &g->ring[k];
     nr = rt.ncclCommRegister((ncclComm_t)comm, d->mem[i], d->mem_bytes[i],
-                          &r->handles[k]);
+                             &r->handles[k]);
     if (nr != ncclSuccess) {
       r->handles[k] = NULL;
       rc = nccl_fail(err, "ncclCommRegister", nr);

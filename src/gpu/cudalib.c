@@ -68,8 +68,8 @@ static void path_of(void *sym, const char *fallback, char *out, size_t len) {
 /* Steps 1-3 of the header: 0 and *h (RTLD_DEFAULT is NULL on glibc), or
  * -1 with why filled. */
 static int open_lib(const char *env, const char *probe, const char *soname,
-                    const char *libdir, const char *plain, void **h,
-                    char *why, size_t wlen) {
+                    const char *libdir, const char *plain, void **h, char *why,
+                    size_t wlen) {
   const char *e = getenv(env);
   if (e && *e) {
     *h = dlopen(e, RTLD_NOW | RTLD_LOCAL);

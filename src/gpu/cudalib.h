@@ -57,11 +57,11 @@
 /** The loaded libraries.  Filled once per process (ferry__cudalib_load);
  *  read-only afterwards, so any thread may call through it. */
 typedef struct ferry__cudalib {
-  int cuda;                /* 1: every required runtime function resolved */
-  int nccl;                /* 1: the same for NCCL (needs cuda)           */
-  char cuda_path[512];     /* where the runtime came from                 */
+  int cuda;            /* 1: every required runtime function resolved */
+  int nccl;            /* 1: the same for NCCL (needs cuda)           */
+  char cuda_path[512]; /* where the runtime came from                 */
   char nccl_path[512];
-  char cuda_why[768];      /* why not, when cuda == 0 (dlerror's text)    */
+  char cuda_why[768]; /* why not, when cuda == 0 (dlerror's text)    */
   char nccl_why[768];
 #define FERRY__CUDALIB_MEMBER(f, required) __typeof__(f) *f;
   FERRY__CUDART_FNS(FERRY__CUDALIB_MEMBER)

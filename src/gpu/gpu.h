@@ -23,28 +23,28 @@ typedef struct ferry__gpu ferry__gpu;
  * then the consumer that waits and releases).
  */
 typedef struct ferry__dslot {
-  ferry_batch batch;            /* handed out; must stay the first member  */
-  uint64_t magic;               /* FERRY__DSLOT_MAGIC                      */
+  ferry_batch batch; /* handed out; must stay the first member  */
+  uint64_t magic;    /* FERRY__DSLOT_MAGIC                      */
   ferry__gpu *gpu;
-  ferry_tensor *tensors;        /* [nvars]                                 */
+  ferry_tensor *tensors; /* [nvars]                                 */
   ferry_shard shards[FERRY_MAX_DEVICES];
   void **ptrs;                  /* [nshards * nvars] device pointers       */
   void *mem[FERRY_MAX_DEVICES]; /* one allocation per shard                */
   size_t mem_bytes[FERRY_MAX_DEVICES];
-  int64_t per;                  /* samples per shard: batch_size / devices */
+  int64_t per; /* samples per shard: batch_size / devices */
   void *ev_start[FERRY_MAX_DEVICES], *ev_done[FERRY_MAX_DEVICES];
   void *ev_release[FERRY_MAX_DEVICES]; /* recorded on the consumer's stream */
   void *consumer[FERRY_MAX_DEVICES];   /* stream of the last ferry_*_wait  */
   int has_consumer[FERRY_MAX_DEVICES];
   int release_pending[FERRY_MAX_DEVICES]; /* next copy waits on ev_release */
-  int timing_pending;           /* copies whose time is not counted yet   */
+  int timing_pending; /* copies whose time is not counted yet   */
   int64_t *ids;
   uint8_t *padded;
-  int state;                    /* (L) SLOT_* of loader.c                  */
-  int64_t bidx;                 /* (L) batch held                          */
-  int64_t expect;               /* (L) the batch it serves next            */
-  int host;                     /* (L) keep_host: paired host ring slot, -1 */
-  int rc;                       /* (L) copy result                         */
+  int state;      /* (L) SLOT_* of loader.c                  */
+  int64_t bidx;   /* (L) batch held                          */
+  int64_t expect; /* (L) the batch it serves next            */
+  int host;       /* (L) keep_host: paired host ring slot, -1 */
+  int rc;         /* (L) copy result                         */
   ferry__err err;
 } ferry__dslot;
 
@@ -88,9 +88,8 @@ void ferry__gpu_host_free(void *p);
 void ferry__gpu_set_ring(ferry__gpu *g, ferry__dslot *ring, int64_t n);
 /** Build one slot for batches of batch_size samples (device memory per
  *  shard, events); fini frees what init built (also after a failed init). */
-int ferry__dslot_init(ferry__gpu *g, ferry__dslot *d,
-                      const ferry__manifest *m, int64_t batch_size,
-                      int rank, ferry__err *err);
+int ferry__dslot_init(ferry__gpu *g, ferry__dslot *d, const ferry__manifest *m,
+                      int64_t batch_size, int rank, ferry__err *err);
 void ferry__dslot_fini(ferry__dslot *d);
 /**
  * Copy the assembled host batch into the slot: per shard, wait on the GPU

@@ -34,9 +34,9 @@ int ferry__gpu_open(const ferry_options *o, int rank, int local_rank,
   *out = NULL;
   if (o->device == FERRY__DEV_CUDA)
     return ferry__seterr_on(err, rank, FERRY_ENOTSUP,
-                         "device=cuda: this libferry was built "
-                         "without CUDA (configure --with-cuda=PREFIX); use "
-                         "device=auto or device=cpu");
+                            "device=cuda: this libferry was built "
+                            "without CUDA (configure --with-cuda=PREFIX); use "
+                            "device=auto or device=cpu");
   snprintf(how, howlen, "host memory (%s)",
            o->device == FERRY__DEV_CPU ? "device=cpu"
                                        : "this libferry was built without "
@@ -67,9 +67,8 @@ void ferry__gpu_set_ring(ferry__gpu *g, ferry__dslot *ring, int64_t n) {
   (void)ring;
   (void)n;
 }
-int ferry__dslot_init(ferry__gpu *g, ferry__dslot *d,
-                      const ferry__manifest *m, int64_t batch_size, int rank,
-                      ferry__err *err) {
+int ferry__dslot_init(ferry__gpu *g, ferry__dslot *d, const ferry__manifest *m,
+                      int64_t batch_size, int rank, ferry__err *err) {
   (void)g, (void)d, (void)m, (void)batch_size;
   return ferry__seterr_on(err, rank, FERRY_EINTERNAL, "no CUDA");
 }

@@ -46,7 +46,8 @@ int ferry_state_save(ferry_loader *L, const char *path) {
   epoch_state *ep = L->ep;
   int rc = 0;
   if (!path || !*path)
-    rc = ferry__seterr_on(&err, L->rank, FERRY_EINVAL, "ferry_state_save: no path");
+    rc = ferry__seterr_on(&err, L->rank, FERRY_EINVAL,
+                          "ferry_state_save: no path");
   else if (!ep)
     rc = ferry__seterr(&err, FERRY_ESTATE,
                        "ferry_state_save before ferry_set_epoch or "
@@ -169,22 +170,21 @@ int ferry_state_load(ferry_loader *L, const char *path) {
   ferry__state st;
   memset(&st, 0, sizeof st);
   if (!path || !*path)
-    rc = ferry__seterr_on(&err, L->rank, FERRY_EINVAL, "ferry_state_load: no path");
+    rc = ferry__seterr_on(&err, L->rank, FERRY_EINVAL,
+                          "ferry_state_load: no path");
   else if (L->rank == 0)
     rc = ferry__state_read_file(path, &buf, &len, &err);
   rc = ferry__agree(L->comm, L->rank, rc, &err);
   if (!rc) {
     unsigned long long n = len;
     if (MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, 0, L->comm) != MPI_SUCCESS)
-      rc =
-          ferry__seterr_on(&err, L->rank, FERRY_EMPI, "MPI_Bcast failed");
+      rc = ferry__seterr_on(&err, L->rank, FERRY_EMPI, "MPI_Bcast failed");
     else if (L->rank != 0 && !(buf = malloc(n ? n : 1)))
       rc = ferry__seterr_on(&err, L->rank, FERRY_ENOMEM, "out of memory");
     len = n;
     rc = ferry__agree(L->comm, L->rank, rc, &err);
     if (!rc && MPI_Bcast(buf, (int)len, MPI_BYTE, 0, L->comm) != MPI_SUCCESS)
-      rc =
-          ferry__seterr_on(&err, L->rank, FERRY_EMPI, "MPI_Bcast failed");
+      rc = ferry__seterr_on(&err, L->rank, FERRY_EMPI, "MPI_Bcast failed");
     if (!rc)
       rc = ferry__state_decode(buf, len, path, &st, &err);
     if (!rc)
@@ -198,7 +198,7 @@ int ferry_state_load(ferry_loader *L, const char *path) {
     return ferry__loader_fail(L, &err);
   }
   rc = ferry__epoch_begin(L, st.epoch, st.steps, st.nsteps, st.batches,
-                   st.samples_served);
+                          st.samples_served);
   if (rc) {
     char msg[FERRY__MSG_MAX];
     snprintf(msg, sizeof msg, "state file %s: %.900s", path, L->errmsg);

@@ -10,10 +10,10 @@
 #include "config.h"
 #include "loader/loader.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <limits.h>
 
 /* ---- Epoch lifetime ----------------------------------------------------- */
 
@@ -87,16 +87,17 @@ int ferry__epoch_stop(ferry_loader *L) {
 }
 
 void ferry__plan_params_of(const ferry_loader *L, int64_t epoch,
-                        ferry__plan_params *pp) {
+                           ferry__plan_params *pp) {
   const ferry_options *o = L->opts;
-  *pp = (ferry__plan_params){o->batch_size, o->seed,       o->shuffle,
-                             o->block_size, o->shuffle_buffer, o->partition,
-                             o->tail,       o->max_chunks, o->fraction,
-                             epoch,         L->size};
+  *pp = (ferry__plan_params){
+      o->batch_size,     o->seed,      o->shuffle, o->block_size,
+      o->shuffle_buffer, o->partition, o->tail,    o->max_chunks,
+      o->fraction,       epoch,        L->size};
 }
 
 /* Exact bound of the extent bytes resident at once under the admission rule:
- * at consumption c, windows with admit <= c + prefetch whose last batch >= c. */
+ * at consumption c, windows with admit <= c + prefetch whose last batch >= c.
+ */
 /* The backend's decode caches (HDF5 chunk caches): every variable's
  * cache_bytes for each file it may keep open at once. */
 size_t ferry__cache_bound(const ferry_loader *L) {
@@ -120,7 +121,8 @@ static size_t read_bound(const ferry_loader *L, const ferry__rank_plan *p) {
   for (int64_t w = 0; w < p->nwindows; w++) {
     int64_t last = (pos + p->window_samples[w] - 1) / L->opts->batch_size;
     pos += p->window_samples[w];
-    int64_t from = ferry__admit_of(p, w) - la < 0 ? 0 : ferry__admit_of(p, w) - la;
+    int64_t from =
+        ferry__admit_of(p, w) - la < 0 ? 0 : ferry__admit_of(p, w) - la;
     if (last >= nb)
       last = nb - 1;
     double bytes = (double)p->window_samples[w] * (double)L->row_total;
@@ -146,9 +148,9 @@ static int plan_collective(epoch_state *ep, const ferry__plan_params *pp,
     return ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
   int64_t nr = 0;
   if (ep->nsteps) {
-    int rc = ferry__plan_resume(ep->pieces, ep->npieces, ep->perm, pp,
-                                ep->steps, ep->nsteps, L->rank, NULL,
-                                ep->all_reads, err);
+    int rc =
+        ferry__plan_resume(ep->pieces, ep->npieces, ep->perm, pp, ep->steps,
+                           ep->nsteps, L->rank, NULL, ep->all_reads, err);
     if (rc)
       return rc;
   }
@@ -288,8 +290,11 @@ static int epoch_permutation(ferry_loader *L, epoch_state *ep,
   v[7] = v[4] != v[5];
   free(mine);
   static const char *const what[8] = {
-      "the epoch number", "option 'seed'", "the dataset manifest",
-      "the world size", "the broadcast plan",
+      "the epoch number",
+      "option 'seed'",
+      "the dataset manifest",
+      "the world size",
+      "the broadcast plan",
       "the permutation each rank computes (generator differs)",
       "the number of pieces",
       "the permutation each rank computes (generator differs)"};
@@ -297,8 +302,9 @@ static int epoch_permutation(ferry_loader *L, epoch_state *ep,
   if (!rc)
     rc = ferry__agree_same(L->comm, L->rank, v, 8, &which, err);
   if (rc == FERRY_EMISMATCH)
-    rc = ferry__seterr(err, FERRY_EMISMATCH, "ranks disagree on %s in epoch %lld",
-                       what[which], (long long)epoch);
+    rc = ferry__seterr(err, FERRY_EMISMATCH,
+                       "ranks disagree on %s in epoch %lld", what[which],
+                       (long long)epoch);
   if (!rc)
     ep->checksum = ferry__fnv1a(v[4], v, 7 * sizeof *v);
   return rc;
@@ -315,8 +321,8 @@ static int epoch_plan(ferry_loader *L, epoch_state *ep,
   int rc = ep->nsteps ? ferry__plan_resume(ep->pieces, ep->npieces, ep->perm,
                                            pp, ep->steps, ep->nsteps, L->rank,
                                            &ep->plan, NULL, err)
-                      : ferry__plan_build(ep->pieces, ep->npieces, ep->perm,
-                                          pp, L->rank, &ep->plan, err);
+                      : ferry__plan_build(ep->pieces, ep->npieces, ep->perm, pp,
+                                          L->rank, &ep->plan, err);
   if (!rc && L->opts->io == FERRY__IO_COLLECTIVE)
     rc = plan_collective(ep, pp, err);
   return rc;
@@ -373,8 +379,8 @@ int ferry__epoch_begin(ferry_loader *L, int64_t epoch,
   epoch_state *ep = NULL;
   ferry__plan_params pp;
   ferry__plan_params_of(L, epoch, &pp);
-  int rc = epoch_new(L, epoch, steps, nsteps, index_base, samples_before, &ep,
-                     &err);
+  int rc =
+      epoch_new(L, epoch, steps, nsteps, index_base, samples_before, &ep, &err);
   if (!rc) {
     rc = ferry__plan_pieces(L->chunks, L->nchunks, &pp, &ep->pieces,
                             &ep->npieces);

@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- Inspection ----------------------------------------------------------- */
+/* ---- Inspection -----------------------------------------------------------
+ */
 
 const char *ferry_last_error(const ferry_loader *L) {
   return L ? L->errmsg : ferry__thread_error();
@@ -71,10 +72,9 @@ int ferry_epoch_info_get(const ferry_loader *L, ferry_epoch_info *out) {
   if (!L->ep)
     return FERRY_ESTATE;
   const ferry__rank_plan *p = &L->ep->plan;
-  *out = (ferry_epoch_info){L->ep->epoch,  p->num_batches, p->epoch_samples,
-                            p->nslots,     p->padded,      p->dropped,
-                            p->nextents,   L->ep->checksum,
-                            L->ep->index_base};
+  *out = (ferry_epoch_info){L->ep->epoch, p->num_batches,  p->epoch_samples,
+                            p->nslots,    p->padded,       p->dropped,
+                            p->nextents,  L->ep->checksum, L->ep->index_base};
   return 0;
 }
 
@@ -142,17 +142,20 @@ int ferry_checkpoint_requested(const ferry_loader *L) {
   return L ? L->ckpt_agreed : 0;
 }
 
-/* ---- GPU delivery ---------------------------------------------------------- */
+/* ---- GPU delivery ----------------------------------------------------------
+ */
 
 int ferry_attach_nccl(ferry_loader *L, void *comm) {
   if (!L || !comm)
-    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_attach_nccl: NULL argument");
+    return ferry__seterr(NULL, FERRY_EINVAL,
+                         "ferry_attach_nccl: NULL argument");
   ferry__err err = {0};
   int rc;
   if (!L->gpu)
     rc = ferry__seterr_on(&err, L->rank, FERRY_ENOTSUP,
-                       "ferry_attach_nccl: batches are delivered in "
-                       "%s, not in device memory", L->dev_how);
+                          "ferry_attach_nccl: batches are delivered in "
+                          "%s, not in device memory",
+                          L->dev_how);
   else
     rc = ferry__gpu_nccl_attach(L->gpu, comm, &err);
   if (rc)

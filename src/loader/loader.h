@@ -68,13 +68,13 @@ enum { POOL_MAX = 256, BUF_HDR = FERRY__BIG_HDR };
 
 typedef struct ring_slot {
   ferry_batch batch;
-  ferry_tensor *tensors;   /* [nvars]                              */
-  unsigned char **bufs;    /* [nvars] batch_size * row_bytes each  */
+  ferry_tensor *tensors; /* [nvars]                              */
+  unsigned char **bufs;  /* [nvars] batch_size * row_bytes each  */
   int64_t *ids;
   uint8_t *padded;
-  int state;               /* (L) SLOT_*                           */
-  int64_t bidx;            /* (L) batch held                       */
-  int rc;                  /* (L) assembly result                  */
+  int state;    /* (L) SLOT_*                           */
+  int64_t bidx; /* (L) batch held                       */
+  int rc;       /* (L) assembly result                  */
   ferry__err err;
 } ring_slot;
 
@@ -89,31 +89,31 @@ typedef struct epoch_state {
   /* collective I/O: every rank's reads */
   ferry__rank_plan *all_reads; /* [size] or NULL */
   int64_t nrounds;
-  int64_t *round_admit;        /* [nrounds] consumed count that admits it */
+  int64_t *round_admit; /* [nrounds] consumed count that admits it */
 
   pthread_mutex_t mu;
   pthread_cond_t cv_io, cv_work, cv_ready;
-  int stop;                    /* (L) */
-  int64_t consumed;            /* (L) batches handed out */
-  int64_t loaded;              /* (L) extents loaded, in read order */
-  int64_t next_assign;         /* (L) next batch for a worker */
-  unsigned char **ext_buf;     /* (L) [nextents] */
-  int64_t *win_remaining;      /* (L) [nwindows] samples not assembled */
-  int io_rc;                   /* (L) */
+  int stop;                /* (L) */
+  int64_t consumed;        /* (L) batches handed out */
+  int64_t loaded;          /* (L) extents loaded, in read order */
+  int64_t next_assign;     /* (L) next batch for a worker */
+  unsigned char **ext_buf; /* (L) [nextents] */
+  int64_t *win_remaining;  /* (L) [nwindows] samples not assembled */
+  int io_rc;               /* (L) */
   ferry__err io_err;
-  int64_t rounds_started;      /* (L) collective: rounds entered */
-  int64_t round_target;        /* (L) collective: finish rounds < target on stop */
-  int failed;                  /* consumer side: agreed error of the epoch */
-  int64_t certified;           /* consumer side: batches <= this are known
-                                  good on every rank */
-  int64_t io_through;          /* (L) last batch whose data is all loaded */
+  int64_t rounds_started; /* (L) collective: rounds entered */
+  int64_t round_target;   /* (L) collective: finish rounds < target on stop */
+  int failed;             /* consumer side: agreed error of the epoch */
+  int64_t certified;      /* consumer side: batches <= this are known
+                             good on every rank */
+  int64_t io_through;     /* (L) last batch whose data is all loaded */
   /* A resumed epoch (ferry_state_load): the steps served before, the index
    * of its first batch and the real samples served before it. */
-  ferry__resume_step *steps;   /* [nsteps], NULL for a fresh epoch */
+  ferry__resume_step *steps; /* [nsteps], NULL for a fresh epoch */
   int nsteps;
   int64_t index_base;
   int64_t samples_before;
-  double cert_time;            /* consumer side: last certification */
+  double cert_time; /* consumer side: last certification */
   int64_t cert_batch;
 
   pthread_t io_thread;
@@ -122,8 +122,8 @@ typedef struct epoch_state {
 } epoch_state;
 
 struct ferry_loader {
-  MPI_Comm comm;      /* main-thread collectives (a dup)         */
-  MPI_Comm io_comm;   /* I/O-thread collectives (a dup)          */
+  MPI_Comm comm;    /* main-thread collectives (a dup)         */
+  MPI_Comm io_comm; /* I/O-thread collectives (a dup)          */
   int rank, size;
   ferry_options *opts;
   ferry__manifest m;
@@ -135,23 +135,23 @@ struct ferry_loader {
   int nthreads;       /* workers per epoch (the threads option, resolved) */
   ring_slot *ring;
   int64_t nring;
-  ferry__slot *spare_slots;  /* the last epoch's slot array, reused     */
+  ferry__slot *spare_slots; /* the last epoch's slot array, reused     */
   int64_t spare_cap;
   epoch_state *ep;
   ferry_memory_budget budget;
   pthread_mutex_t stats_mu;
   ferry_stats stats;
   char errmsg[FERRY__MSG_MAX];
-  pthread_mutex_t pool_mu;   /* guards the read-buffer pool             */
+  pthread_mutex_t pool_mu; /* guards the read-buffer pool             */
   unsigned char *pool[POOL_MAX];
   int npool;
-  size_t pool_bytes;         /* bytes in the pool                       */
-  size_t out_bytes;          /* bytes of read buffers in use or in flight */
-  int ckpt_sig;              /* signal number with a handler installed, 0 */
-  int ckpt_agreed;           /* every rank saw the checkpoint request    */
+  size_t pool_bytes; /* bytes in the pool                       */
+  size_t out_bytes;  /* bytes of read buffers in use or in flight */
+  int ckpt_sig;      /* signal number with a handler installed, 0 */
+  int ckpt_agreed;   /* every rank saw the checkpoint request    */
   /* The GPU stage (cuda.c): NULL when batches stay in host memory. */
   ferry__gpu *gpu;
-  ferry__dslot *dring;       /* [ndring] the device ring                 */
+  ferry__dslot *dring; /* [ndring] the device ring                 */
   int64_t ndring;
   int local_rank, local_size;
   char dev_how[256];

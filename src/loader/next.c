@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int device_status(epoch_state *ep, int64_t b, int64_t *through,
-                         int *rc, ferry__err *err);
+static int device_status(epoch_state *ep, int64_t b, int64_t *through, int *rc,
+                         ferry__err *err);
 static int held_error(ferry_loader *L, int64_t b, ferry__err *err);
 
 /*
@@ -38,8 +38,9 @@ static int local_status(epoch_state *ep, int64_t b, int64_t *through, int *rc,
   *through = b - 1;
   if (s->state == SLOT_HELD) {
     *rc = ferry__seterr_on(err, L->rank, FERRY_EINVAL,
-                        "all %lld prefetch batches are still held by "
-                        "the caller; ferry_release one before ferry_next", (long long)L->nring);
+                           "all %lld prefetch batches are still held by "
+                           "the caller; ferry_release one before ferry_next",
+                           (long long)L->nring);
     return 1;
   }
   if (L->opts->transform) {
@@ -87,25 +88,27 @@ static int held_error(ferry_loader *L, int64_t b, ferry__err *err) {
   ring_slot *s = &L->ring[b % L->nring];
   if (d->state == SLOT_HELD)
     return ferry__seterr_on(err, L->rank, FERRY_EINVAL,
-                         "all %lld device batches (device_prefetch) "
-                         "are still held by the caller; ferry_release one "
-                         "before ferry_next", (long long)L->ndring);
+                            "all %lld device batches (device_prefetch) "
+                            "are still held by the caller; ferry_release one "
+                            "before ferry_next",
+                            (long long)L->ndring);
   if (s->state == SLOT_PAIRED && s->bidx != b) {
     for (int64_t i = 0; i < L->ndring; i++)
       if (L->dring[i].host == (int)(s - L->ring) &&
           L->dring[i].state == SLOT_HELD)
         return ferry__seterr_on(err, L->rank, FERRY_EINVAL,
-                             "all %lld prefetch batches are still "
-                             "held by the caller (keep_host=yes); "
-                             "ferry_release one before ferry_next", (long long)L->nring);
+                                "all %lld prefetch batches are still "
+                                "held by the caller (keep_host=yes); "
+                                "ferry_release one before ferry_next",
+                                (long long)L->nring);
   }
   return 0;
 }
 
 /* local_status for device delivery: a copy can fail, so a batch is vouched
  * for once it is on the device (or its copy failed), as with a transform. */
-static int device_status(epoch_state *ep, int64_t b, int64_t *through,
-                         int *rc, ferry__err *err) {
+static int device_status(epoch_state *ep, int64_t b, int64_t *through, int *rc,
+                         ferry__err *err) {
   ferry_loader *L = ep->L;
   const ferry__rank_plan *p = &ep->plan;
   *rc = 0;
@@ -140,8 +143,8 @@ static int device_status(epoch_state *ep, int64_t b, int64_t *through,
 /* Agree how far every rank can vouch for: MINLOC of the local "through".
  * If some rank cannot vouch for b it failed there, and its error goes to
  * every rank.  COLLECTIVE over the loader's communicator. */
-static int certify(ferry_loader *L, epoch_state *ep, int64_t b,
-                   int64_t through, int rc, ferry__err *err) {
+static int certify(ferry_loader *L, epoch_state *ep, int64_t b, int64_t through,
+                   int rc, ferry__err *err) {
   /* One all-reduce carries both the lowest (through, rank) pair, packed as
    * (through + 1) * size + rank, and the checkpoint flag (as -flag, MIN). */
   int64_t in[2] = {(through + 1) * L->size + L->rank,
@@ -203,16 +206,15 @@ static int hand_out(ferry_loader *L, epoch_state *ep, int64_t b, int *state,
 
 /* ferry_next's hand-out of certified batch b with device delivery: the
  * same as on the host, with the device slot as the batch. */
-static int next_device(ferry_loader *L, epoch_state *ep, int64_t b,
-                       double t0, ferry_batch **out) {
+static int next_device(ferry_loader *L, epoch_state *ep, int64_t b, double t0,
+                       ferry_batch **out) {
   ring_slot *s = &L->ring[b % L->nring];
   ferry__dslot *d = &L->dring[b % L->ndring];
   ferry__err err = {0};
   int rc = 0;
   pthread_mutex_lock(&ep->mu);
-  if (ep->next_assign == b && s->state == SLOT_FREE &&
-      d->state == SLOT_FREE && d->expect == b && !ep->stop &&
-      ep->loaded >= ep->plan.batch_need[b]) {
+  if (ep->next_assign == b && s->state == SLOT_FREE && d->state == SLOT_FREE &&
+      d->expect == b && !ep->stop && ep->loaded >= ep->plan.batch_need[b]) {
     ep->next_assign++;
     s->state = SLOT_BUSY;
     s->bidx = b;
@@ -223,8 +225,8 @@ static int next_device(ferry_loader *L, epoch_state *ep, int64_t b,
       break;
     pthread_cond_wait(&ep->cv_ready, &ep->mu);
   }
-  return hand_out(L, ep, b, &d->state, d->rc, &d->err, rc, &err, &d->batch,
-                  t0, out);
+  return hand_out(L, ep, b, &d->state, d->rc, &d->err, rc, &err, &d->batch, t0,
+                  out);
 }
 
 /* ferry_release of a device batch: order the buffers' reuse after the
@@ -323,15 +325,17 @@ int ferry_next(ferry_loader *L, ferry_batch **out) {
   }
   while (!(s->state == SLOT_READY && s->bidx == b)) {
     if (s->state == SLOT_HELD) { /* the caller's misuse, on this rank only */
-      rc = ferry__seterr_on(&err, L->rank, FERRY_EINVAL,
-                         "all %lld prefetch batches are still held "
-                         "by the caller; ferry_release one before ferry_next", (long long)L->nring);
+      rc =
+          ferry__seterr_on(&err, L->rank, FERRY_EINVAL,
+                           "all %lld prefetch batches are still held "
+                           "by the caller; ferry_release one before ferry_next",
+                           (long long)L->nring);
       break;
     }
     pthread_cond_wait(&ep->cv_ready, &ep->mu);
   }
-  return hand_out(L, ep, b, &s->state, s->rc, &s->err, rc, &err, &s->batch,
-                  t0, out);
+  return hand_out(L, ep, b, &s->state, s->rc, &s->err, rc, &err, &s->batch, t0,
+                  out);
 }
 
 int ferry_release(ferry_loader *L, ferry_batch *batch) {

@@ -96,8 +96,7 @@ static int ring_alloc(ferry_loader *L, ferry__err *err) {
     if (!L->dring)
       goto nomem;
     for (int64_t i = 0; i < L->ndring; i++) {
-      int rc = ferry__dslot_init(L->gpu, &L->dring[i], &L->m, B, L->rank,
-                                 err);
+      int rc = ferry__dslot_init(L->gpu, &L->dring[i], &L->m, B, L->rank, err);
       L->dring[i].expect = i;
       if (rc)
         return rc;
@@ -107,8 +106,10 @@ static int ring_alloc(ferry_loader *L, ferry__err *err) {
   return 0;
 nomem:
   return ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
-                       "out of memory for %lld batches of %lld "
-                       "samples (prefetch x batch_size x %zu bytes)", (long long)L->opts->prefetch, (long long)B, L->row_total);
+                          "out of memory for %lld batches of %lld "
+                          "samples (prefetch x batch_size x %zu bytes)",
+                          (long long)L->opts->prefetch, (long long)B,
+                          L->row_total);
 }
 
 static void loader_free(ferry_loader *L) {
@@ -159,18 +160,16 @@ static int share_manifest(ferry_loader *L, const char *dataset,
                            L->opts->manifest, L->m.spec ? L->m.spec : "",
                            dataset);
     } else
-      rc = ferry__manifest_scan(dataset, L->opts->vars, L->opts, &L->m,
-                                err);
+      rc = ferry__manifest_scan(dataset, L->opts->vars, L->opts, &L->m, err);
     if (!rc)
       rc = ferry__manifest_pack(&L->m, &buf, &len);
     if (rc && !err->msg[0])
-      ferry__seterr_on(err, 0, rc, "cannot build the manifest of %s",
-                       dataset);
+      ferry__seterr_on(err, 0, rc, "cannot build the manifest of %s", dataset);
   }
   rc = ferry__agree(L->comm, L->rank, rc, err);
   if (!rc)
-    rc = ferry__bcast_blob(L->comm, L->rank, 0, &buf, &len, "the manifest",
-                           err);
+    rc =
+        ferry__bcast_blob(L->comm, L->rank, 0, &buf, &len, "the manifest", err);
   if (!rc && L->rank != 0)
     rc = ferry__manifest_unpack(buf, len, &L->m, err);
   rc = ferry__agree(L->comm, L->rank, rc, err);
@@ -190,9 +189,10 @@ static int resolve_threads(ferry_loader *L, ferry__err *err) {
   }
   MPI_Comm node;
   int local = 1;
-  if (MPI_Comm_split_type(L->comm, MPI_COMM_TYPE_SHARED, L->rank,
-                          MPI_INFO_NULL, &node) != MPI_SUCCESS)
-    return ferry__seterr_on(err, L->rank, FERRY_EMPI, "MPI_Comm_split_type failed");
+  if (MPI_Comm_split_type(L->comm, MPI_COMM_TYPE_SHARED, L->rank, MPI_INFO_NULL,
+                          &node) != MPI_SUCCESS)
+    return ferry__seterr_on(err, L->rank, FERRY_EMPI,
+                            "MPI_Comm_split_type failed");
   MPI_Comm_size(node, &local);
   MPI_Comm_free(&node);
   long online = sysconf(_SC_NPROCESSORS_ONLN);
@@ -214,8 +214,8 @@ static int check_same_inputs(ferry_loader *L, const char *dataset,
                              ferry__err *err) {
   int n = ferry__option_count() + 1, which = -1;
   uint64_t *v = malloc((size_t)n * sizeof *v);
-  int rc = v ? 0 : ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
-                                    "out of memory");
+  int rc =
+      v ? 0 : ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
   rc = ferry__agree(L->comm, L->rank, rc, err);
   if (!rc) {
     v[0] = ferry__fnv1a(FERRY__FNV_INIT, dataset, strlen(dataset));
@@ -244,10 +244,10 @@ static int check_same_inputs(ferry_loader *L, const char *dataset,
 static int open_device(ferry_loader *L, ferry__err *err) {
   MPI_Comm node;
   int rc = 0;
-  if (MPI_Comm_split_type(L->comm, MPI_COMM_TYPE_SHARED, L->rank,
-                          MPI_INFO_NULL, &node) != MPI_SUCCESS)
+  if (MPI_Comm_split_type(L->comm, MPI_COMM_TYPE_SHARED, L->rank, MPI_INFO_NULL,
+                          &node) != MPI_SUCCESS)
     return ferry__seterr_on(err, L->rank, FERRY_EMPI,
-                         "MPI_Comm_split_type failed");
+                            "MPI_Comm_split_type failed");
   MPI_Comm_rank(node, &L->local_rank);
   MPI_Comm_size(node, &L->local_size);
   MPI_Comm_free(&node);
@@ -336,7 +336,7 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
     L->var_prefix = calloc((size_t)L->m.nvars + 1, sizeof *L->var_prefix);
     if (!L->be)
       rc = ferry__seterr_on(&err, L->rank, FERRY_ENOTSUP,
-                         "backend '%s' is not built in", L->m.backend);
+                            "backend '%s' is not built in", L->m.backend);
     else if (!L->var_prefix)
       rc = ferry__seterr_on(&err, L->rank, FERRY_ENOMEM, "out of memory");
     for (int v = 0; !rc && v < L->m.nvars; v++) {
@@ -356,8 +356,7 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
       L->chunk_samples = L->opts->chunk_samples;
       if (L->chunk_samples == 0)
         L->chunk_samples = ferry__auto_chunk_samples(&L->m, L->row_total);
-      rc = ferry__chunks_make(&L->m, L->chunk_samples, &L->chunks,
-                              &L->nchunks);
+      rc = ferry__chunks_make(&L->m, L->chunk_samples, &L->chunks, &L->nchunks);
       if (rc)
         ferry__seterr_on(&err, L->rank, rc, "out of memory for chunks");
     }
@@ -366,8 +365,8 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
       rc = ring_alloc(L, &err);
     }
     if (!rc && L->opts->checkpoint_signal != FERRY__SIG_NONE) {
-      static const int signo[] = {0,       SIGUSR1, SIGUSR2, SIGTERM,
-                                  SIGINT,  SIGHUP,  SIGXCPU};
+      static const int signo[] = {0,      SIGUSR1, SIGUSR2, SIGTERM,
+                                  SIGINT, SIGHUP,  SIGXCPU};
       int sig = signo[L->opts->checkpoint_signal];
       rc = ferry__signal_install(sig, &err);
       if (!rc)

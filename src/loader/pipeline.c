@@ -11,10 +11,10 @@
 #include "config.h"
 #include "loader/loader.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <limits.h>
 
 double ferry__now(void) {
   struct timespec ts;
@@ -121,7 +121,8 @@ static int read_extent(epoch_state *ep, ferry__io *io, const ferry__extent *x,
   unsigned char *buf = buf_get(L, bytes);
   if (!buf)
     return ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
-                         "out of memory for %zu bytes of part %lld", bytes, (long long)x->part);
+                            "out of memory for %zu bytes of part %lld", bytes,
+                            (long long)x->part);
   double t0 = ferry__now();
   for (int v = 0; v < L->m.nvars; v++) {
     int rc = L->be->io_read(io, x->part, v, x->row, x->count,
@@ -167,8 +168,8 @@ static int cmp_i64(const void *a, const void *b) {
 
 /* Double buffering: window w may be read once the consumer is within
  * `prefetch` batches of the first batch of window w-1, so one window is read
- * while the previous one is served.  ferry__admit_of(w) <= need(w): a batch never
- * waits for a window that is not admitted yet. */
+ * while the previous one is served.  ferry__admit_of(w) <= need(w): a batch
+ * never waits for a window that is not admitted yet. */
 int64_t ferry__admit_of(const ferry__rank_plan *p, int64_t w) {
   return w > 0 ? p->window_need[w - 1] : 0;
 }
@@ -363,8 +364,8 @@ static void io_collective(epoch_state *ep, ferry__io *io) {
       break;
     }
     for (int64_t a = 0; a < np; a++)
-      round_read_part(ep, io, j, parts[a], round_calls(ep, j, parts[a]),
-                      &dummy, &err);
+      round_read_part(ep, io, j, parts[a], round_calls(ep, j, parts[a]), &dummy,
+                      &err);
   }
   free(parts);
 }
@@ -435,8 +436,9 @@ static void assemble(epoch_state *ep, ring_slot *s, int64_t b) {
   if (L->opts->transform &&
       L->opts->transform(&s->batch, L->opts->transform_user) != 0)
     s->rc = ferry__seterr_on(&s->err, L->rank, FERRY_ECALLBACK,
-                          "transform callback failed on batch %lld "
-                          "of epoch %lld", (long long)b, (long long)ep->epoch);
+                             "transform callback failed on batch %lld "
+                             "of epoch %lld",
+                             (long long)b, (long long)ep->epoch);
 }
 
 /* The device stage of batch b, with ep->mu held on entry and exit: wait

@@ -22,9 +22,9 @@
  * rank, window) -> extents: a window's pieces sorted by position and merged
  * when adjacent, so one read serves several pieces.
  */
+#include "plan/plan.h"
 #include "config.h"
 #include "core/options.h"
-#include "plan/plan.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -61,7 +61,8 @@ static int64_t gcd64(int64_t a, int64_t b) {
 }
 
 int64_t ferry__auto_chunk_samples(const ferry__manifest *m, size_t row_total) {
-  int64_t base = (int64_t)(FERRY__AUTO_CHUNK_BYTES / (row_total ? row_total : 1));
+  int64_t base =
+      (int64_t)(FERRY__AUTO_CHUNK_BYTES / (row_total ? row_total : 1));
   if (base < 1)
     base = 1;
   int64_t align = 0, largest = 0;
@@ -171,8 +172,8 @@ int ferry__plan_pieces(const ferry__chunk *chunks, int64_t nchunks,
     }
     for (int64_t off = 0; off < c->count; off += bs) {
       int64_t cnt = c->count - off < bs ? c->count - off : bs;
-      pc[k++] = (ferry__chunk){c->part, c->row + off, cnt,
-                               c->global_first + off};
+      pc[k++] =
+          (ferry__chunk){c->part, c->row + off, cnt, c->global_first + off};
     }
   }
   free(sel);
@@ -218,8 +219,8 @@ static int seg_push(seglist *l, segment s) {
 }
 
 static segment seg_of(const ferry__chunk *pc, int64_t off, int64_t count) {
-  return (segment){pc->part, pc->row + off, count, pc->global_first + off,
-                   -1, 0};
+  return (segment){pc->part, pc->row + off, count, pc->global_first + off, -1,
+                   0};
 }
 
 /* Append positions [a, a+len) of the sequence S (pieces in perm order, with
@@ -291,14 +292,14 @@ typedef struct build_ctx {
   const int64_t *perm;
   const ferry__plan_params *pp;
   int rank;
-  int64_t *start;        /* [np+1] position of each piece in S          */
-  int64_t M;             /* samples in the epoch                         */
-  int64_t n_me;          /* this rank's share                            */
-  int64_t serve_own;     /* of which it serves                           */
-  int64_t pad_before;    /* pads taken by ranks < rank (tail=pad)        */
-  seglist own, pad;      /* this rank's segments in served order         */
-  int64_t K, nown_w;     /* segments per window, windows of own segments */
-  int mix;               /* windows are shuffled                          */
+  int64_t *start;     /* [np+1] position of each piece in S          */
+  int64_t M;          /* samples in the epoch                         */
+  int64_t n_me;       /* this rank's share                            */
+  int64_t serve_own;  /* of which it serves                           */
+  int64_t pad_before; /* pads taken by ranks < rank (tail=pad)        */
+  seglist own, pad;   /* this rank's segments in served order         */
+  int64_t K, nown_w;  /* segments per window, windows of own segments */
+  int mix;            /* windows are shuffled                          */
   int64_t *seg_extent, *seg_off; /* [own.n + pad.n] where each segment lies */
 } build_ctx;
 
@@ -318,8 +319,8 @@ static int plan_tail(build_ctx *c, ferry__rank_plan *out, ferry__err *err) {
       shares[i % P] += c->pieces[c->perm[i]].count;
   } else {
     for (int r = 0; r < P; r++)
-      shares[r] = share_of(c->pieces, c->perm, c->np, M, P, r,
-                           c->pp->partition);
+      shares[r] =
+          share_of(c->pieces, c->perm, c->np, M, P, r, c->pp->partition);
   }
   for (int r = 0; r < P; r++) {
     if (shares[r] < nmin)
@@ -416,9 +417,8 @@ static int plan_extents(build_ctx *c, ferry__rank_plan *out) {
   c->seg_extent = malloc((size_t)n1 * sizeof *c->seg_extent);
   c->seg_off = malloc((size_t)n1 * sizeof *c->seg_off);
   out->extents = malloc((size_t)n1 * sizeof *out->extents);
-  if (!out->window_first_extent || !out->window_need ||
-      !out->window_samples || !order || !c->seg_extent || !c->seg_off ||
-      !out->extents) {
+  if (!out->window_first_extent || !out->window_need || !out->window_samples ||
+      !order || !c->seg_extent || !c->seg_off || !out->extents) {
     free(order);
     return FERRY_ENOMEM;
   }
@@ -434,18 +434,16 @@ static int plan_extents(build_ctx *c, ferry__rank_plan *out) {
     out->window_first_extent[w] = ne;
     for (int64_t i = 0; i < cnt; i++) {
       segment *s = order[i];
-      ferry__extent *last = ne > out->window_first_extent[w]
-                                ? &out->extents[ne - 1]
-                                : NULL;
+      ferry__extent *last =
+          ne > out->window_first_extent[w] ? &out->extents[ne - 1] : NULL;
       int64_t gi = (s - base) + gbase;
-      if (last && last->part == s->part &&
-          last->row + last->count == s->row) {
+      if (last && last->part == s->part && last->row + last->count == s->row) {
         c->seg_extent[gi] = ne - 1;
         c->seg_off[gi] = last->count;
         last->count += s->count;
       } else {
-        out->extents[ne] = (ferry__extent){s->part, s->row, s->count,
-                                           s->global_first, w, -1};
+        out->extents[ne] =
+            (ferry__extent){s->part, s->row, s->count, s->global_first, w, -1};
         c->seg_extent[gi] = ne;
         c->seg_off[gi] = 0;
         ne++;
@@ -510,12 +508,12 @@ static int plan_slots(const build_ctx *c, ferry__rank_plan *out,
       segment *s = &base[i];
       int64_t e = c->seg_extent[gbase + i], off = c->seg_off[gbase + i];
       for (int64_t j = 0; j < s->count; j++)
-        out->slots[k++] = (ferry__slot){s->global_first + j, e, off + j,
-                                        (uint8_t)s->padded};
+        out->slots[k++] =
+            (ferry__slot){s->global_first + j, e, off + j, (uint8_t)s->padded};
     }
     if (c->mix && w < c->nown_w) {
-      uint64_t key = ferry__rand_key(wkey, FERRY__STREAM_WINDOW, (uint64_t)w,
-                                     0);
+      uint64_t key =
+          ferry__rand_key(wkey, FERRY__STREAM_WINDOW, (uint64_t)w, 0);
       uint64_t counter = 0;
       for (int64_t i = k - first - 1; i > 0; i--) {
         int64_t j = (int64_t)bounded(key, &counter, (uint64_t)i + 1);
@@ -540,8 +538,8 @@ static int build(const ferry__chunk *pieces, int64_t np, const int64_t *perm,
   ferry__slot *keep = out->slots;
   int64_t keep_cap = out->slots_cap;
   memset(out, 0, sizeof *out);
-  build_ctx c = {.pieces = pieces, .np = np, .perm = perm, .pp = pp,
-                 .rank = rank};
+  build_ctx c = {
+      .pieces = pieces, .np = np, .perm = perm, .pp = pp, .rank = rank};
   int rc = 0;
   if (!want_slots || (keep && keep_cap < 1)) {
     ferry__big_free(keep);
@@ -570,8 +568,8 @@ static int build(const ferry__chunk *pieces, int64_t np, const int64_t *perm,
     goto cleanup;
   }
   rc = plan_tail(&c, out, err);
-  if (!rc && (plan_segments(&c, out) || plan_extents(&c, out) ||
-              plan_needs(&c, out)))
+  if (!rc &&
+      (plan_segments(&c, out) || plan_extents(&c, out) || plan_needs(&c, out)))
     rc = ferry__seterr(err, FERRY_ENOMEM, "plan: out of memory");
   if (!rc && want_slots)
     rc = plan_slots(&c, out, err);

@@ -16,13 +16,12 @@ enum {
   FERRY__STREAM_SUBSET = 3  /* (seed): chunks kept by max_chunks/fraction */
 };
 
-
 /** A contiguous run of samples of one part.  Chunks never cross parts. */
 typedef struct ferry__chunk {
   int64_t part;
-  int64_t row;            /* first row inside the part         */
+  int64_t row; /* first row inside the part         */
   int64_t count;
-  int64_t global_first;   /* global index of the first sample  */
+  int64_t global_first; /* global index of the first sample  */
 } ferry__chunk;
 
 /** The plan's inputs besides the manifest. */
@@ -73,34 +72,35 @@ typedef struct ferry__extent {
   int64_t row;
   int64_t count;
   int64_t global_first;
-  int64_t window;         /* window it belongs to                        */
-  int64_t chunk;          /* chunk id holding it (for ferry_epoch_chunks) */
+  int64_t window; /* window it belongs to                        */
+  int64_t chunk;  /* chunk id holding it (for ferry_epoch_chunks) */
 } ferry__extent;
 
 /** One served sample. */
 typedef struct ferry__slot {
-  int64_t sample;         /* global index                                */
-  int64_t extent;         /* extent holding it                           */
-  int64_t row;            /* row inside the extent                       */
+  int64_t sample; /* global index                                */
+  int64_t extent; /* extent holding it                           */
+  int64_t row;    /* row inside the extent                       */
   uint8_t padded;
 } ferry__slot;
 
 /** One rank's plan for one epoch. */
 typedef struct ferry__rank_plan {
-  int64_t num_batches;          /* equal on every rank                  */
-  int64_t epoch_samples;        /* samples in the epoch (all ranks)     */
-  int64_t dropped;              /* samples no rank serves (all ranks)   */
-  int64_t nslots;               /* samples this rank serves             */
-  ferry__slot *slots;           /* [nslots] in served order             */
-  int64_t slots_cap;            /* allocated entries (reused by the next build) */
-  int64_t *batch_start;         /* [num_batches+1] slot index of each batch */
+  int64_t num_batches;   /* equal on every rank                  */
+  int64_t epoch_samples; /* samples in the epoch (all ranks)     */
+  int64_t dropped;       /* samples no rank serves (all ranks)   */
+  int64_t nslots;        /* samples this rank serves             */
+  ferry__slot *slots;    /* [nslots] in served order             */
+  int64_t slots_cap;     /* allocated entries (reused by the next build) */
+  int64_t *batch_start;  /* [num_batches+1] slot index of each batch */
   int64_t nextents;
-  ferry__extent *extents;       /* [nextents] in read order, by window  */
+  ferry__extent *extents; /* [nextents] in read order, by window  */
   int64_t nwindows;
   int64_t *window_first_extent; /* [nwindows+1]                         */
   int64_t *window_need;         /* [nwindows] first batch using window  */
   int64_t *window_samples;      /* [nwindows] slots served from window  */
-  int64_t *batch_need;          /* [num_batches] extents (read order) that must be loaded */
+  int64_t
+      *batch_need; /* [num_batches] extents (read order) that must be loaded */
   int64_t padded;
 } ferry__rank_plan;
 
@@ -108,9 +108,9 @@ typedef struct ferry__rank_plan {
  * Build rank's plan from the pieces and their permutation.  Pure: the same
  * inputs give the same plan on every platform.  out must be zeroed, or hold
  * a plan whose slots array (slots, slots_cap) is reused when large enough:
- * fresh memory costs a page fault per 4 KiB, which dominated set_epoch.  Returns 0, FERRY_ENOMEM,
- * FERRY_EEMPTY (no sample), FERRY_EINVAL (batch_size > a rank's share with
- * tail=drop_last; err names it).
+ * fresh memory costs a page fault per 4 KiB, which dominated set_epoch. Returns
+ * 0, FERRY_ENOMEM, FERRY_EEMPTY (no sample), FERRY_EINVAL (batch_size > a
+ * rank's share with tail=drop_last; err names it).
  */
 int ferry__plan_build(const ferry__chunk *pieces, int64_t npieces,
                       const int64_t *perm, const ferry__plan_params *pp,

@@ -229,8 +229,7 @@ static int dec_zstd(const void *in, size_t inlen, void *out, size_t outlen,
 #endif
 
 #ifdef HAVE_LZ4
-static int lz4_size(const void *in, size_t inlen, size_t *n,
-                    const char **why) {
+static int lz4_size(const void *in, size_t inlen, size_t *n, const char **why) {
   const unsigned char *p = in;
   if (inlen < 4)
     return fail(why, "truncated lz4 data (shorter than its size header)");
@@ -316,8 +315,8 @@ static int decode_exact(int kind, unsigned param, const void *in, size_t inlen,
   case FERRY__CODEC_GZIP: {
     unsigned char *b = out;
     size_t cap = outlen, done = 0;
-    return inflate_run(kind == FERRY__CODEC_GZIP, in, inlen, &b, &cap, 0,
-                       &done, why);
+    return inflate_run(kind == FERRY__CODEC_GZIP, in, inlen, &b, &cap, 0, &done,
+                       why);
   }
 #endif
 #ifdef HAVE_ZSTD

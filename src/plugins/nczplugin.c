@@ -86,10 +86,8 @@ typedef struct pl_ncz_codec {
   unsigned int hdf5id;
   void (*initialize)(void);
   void (*finalize)(void);
-  int (*codec_to_hdf5)(const char *codec, size_t *nparamsp,
-                       unsigned **paramsp);
-  int (*hdf5_to_codec)(size_t nparams, const unsigned *params,
-                       char **codecp);
+  int (*codec_to_hdf5)(const char *codec, size_t *nparamsp, unsigned **paramsp);
+  int (*hdf5_to_codec)(size_t nparams, const unsigned *params, char **codecp);
   int (*modify_parameters)(int ncid, int varid, size_t *vnparamsp,
                            unsigned **vparamsp, size_t *wnparamsp,
                            unsigned **wparamsp);

@@ -438,12 +438,8 @@ static int bench_args(const tool_ctx *ctx, bench_cfg *cfg) {
                                 v);
       cfg->spin = strcmp(v, "spin") == 0;
       break;
-    case OPT_JSON:
-      cfg->json = 1;
-      break;
-    case OPT_STATE:
-      cfg->state = v;
-      break;
+    case OPT_JSON: cfg->json = 1; break;
+    case OPT_STATE: cfg->state = v; break;
     }
   }
   return 0;

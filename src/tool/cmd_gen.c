@@ -193,9 +193,7 @@ static int parse_gen(const tool_ctx *ctx, gen_params *p) {
                                 "integer in [1, 99999]",
                                 val);
       break;
-    case OPT_BIG_ENDIAN:
-      p->big_endian = 1;
-      break;
+    case OPT_BIG_ENDIAN: p->big_endian = 1; break;
     }
   }
   if (p->nvars == 0) {

@@ -31,7 +31,8 @@ static const tool_opt info_opts[] = {
 
 const tool_cmd tool_cmd_info = {
     .name = "info",
-    .args = "DATASET [--json] [--save-manifest FILE] [--ranks] [loader options]",
+    .args =
+        "DATASET [--json] [--save-manifest FILE] [--ranks] [loader options]",
     .summary = "describe a dataset: variables, samples, chunks, memory budget",
     .description =
         "Open DATASET (a directory of .npy files, a .npy file, a glob such as "

@@ -611,7 +611,7 @@ double tool_half_to_double(uint16_t h) {
 
 #define FILL(T, expr)                                                          \
   do {                                                                         \
-    T *out = (T *)buf; /* NOLINT(bugprone-macro-parentheses): T is a type */ \
+    T *out = (T *)buf; /* NOLINT(bugprone-macro-parentheses): T is a type */   \
     for (int64_t r = 0; r < nrows; r++)                                        \
       for (int64_t k = 0; k < row_elems; k++) {                                \
         uint64_t v = (uint64_t)(first + r) + (uint64_t)k;                      \
@@ -622,44 +622,25 @@ double tool_half_to_double(uint16_t h) {
 void tool_fill_rows(ferry_dtype dtype, int64_t first, int64_t nrows,
                     int64_t row_elems, void *buf) {
   switch (dtype) {
-  case FERRY_BOOL:
-    FILL(uint8_t, (uint8_t)(v & 1u));
-    break;
-  case FERRY_INT8:
-    FILL(int8_t, (int8_t)(v & 0x7fu));
-    break;
-  case FERRY_UINT8:
-    FILL(uint8_t, (uint8_t)(v & 0xffu));
-    break;
-  case FERRY_INT16:
-    FILL(int16_t, (int16_t)(v & 0x7fffu));
-    break;
-  case FERRY_UINT16:
-    FILL(uint16_t, (uint16_t)(v & 0xffffu));
-    break;
-  case FERRY_INT32:
-    FILL(int32_t, (int32_t)(v & 0x7fffffffu));
-    break;
-  case FERRY_UINT32:
-    FILL(uint32_t, (uint32_t)(v & 0xffffffffu));
-    break;
+  case FERRY_BOOL: FILL(uint8_t, (uint8_t)(v & 1u)); break;
+  case FERRY_INT8: FILL(int8_t, (int8_t)(v & 0x7fu)); break;
+  case FERRY_UINT8: FILL(uint8_t, (uint8_t)(v & 0xffu)); break;
+  case FERRY_INT16: FILL(int16_t, (int16_t)(v & 0x7fffu)); break;
+  case FERRY_UINT16: FILL(uint16_t, (uint16_t)(v & 0xffffu)); break;
+  case FERRY_INT32: FILL(int32_t, (int32_t)(v & 0x7fffffffu)); break;
+  case FERRY_UINT32: FILL(uint32_t, (uint32_t)(v & 0xffffffffu)); break;
   case FERRY_INT64:
     FILL(int64_t, (int64_t)(v & ((UINT64_C(1) << 62) - 1)));
     break;
-  case FERRY_UINT64:
-    FILL(uint64_t, v & ((UINT64_C(1) << 62) - 1));
-    break;
+  case FERRY_UINT64: FILL(uint64_t, v & ((UINT64_C(1) << 62) - 1)); break;
   case FERRY_FLOAT16:
     FILL(uint16_t, tool_half_from_int((uint32_t)(v & 0x7ffu)));
     break;
-  case FERRY_FLOAT32:
-    FILL(float, (float)(v & 0xffffffu));
-    break;
+  case FERRY_FLOAT32: FILL(float, (float)(v & 0xffffffu)); break;
   case FERRY_FLOAT64:
     FILL(double, (double)(v & ((UINT64_C(1) << 53) - 1)));
     break;
-  default:
-    break;
+  default: break;
   }
 }
 
@@ -706,9 +687,7 @@ void tool_format_value(ferry_dtype dtype, const void *elem, char *buf,
     snprintf(buf, len, "%.17g", v);
     break;
   }
-  default:
-    snprintf(buf, len, "?");
-    break;
+  default: snprintf(buf, len, "?"); break;
   }
 }
 
@@ -732,21 +711,11 @@ void tool_json_string(FILE *f, const char *s) {
   fputc('"', f);
   for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
     switch (*p) {
-    case '"':
-      fputs("\\\"", f);
-      break;
-    case '\\':
-      fputs("\\\\", f);
-      break;
-    case '\n':
-      fputs("\\n", f);
-      break;
-    case '\t':
-      fputs("\\t", f);
-      break;
-    case '\r':
-      fputs("\\r", f);
-      break;
+    case '"': fputs("\\\"", f); break;
+    case '\\': fputs("\\\\", f); break;
+    case '\n': fputs("\\n", f); break;
+    case '\t': fputs("\\t", f); break;
+    case '\r': fputs("\\r", f); break;
     default:
       if (*p < 0x20)
         fprintf(f, "\\u%04x", *p);

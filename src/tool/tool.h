@@ -23,12 +23,12 @@
 /* Exit statuses, documented in ferry(1). */
 enum {
   TOOL_EXIT_OK = 0,
-  TOOL_EXIT_ERROR = 1,  /* the library or the system failed */
-  TOOL_EXIT_USAGE = 2,  /* bad command line */
-  TOOL_EXIT_VERIFY = 3, /* `ferry verify`: a promise did not hold */
+  TOOL_EXIT_ERROR = 1,    /* the library or the system failed */
+  TOOL_EXIT_USAGE = 2,    /* bad command line */
+  TOOL_EXIT_VERIFY = 3,   /* `ferry verify`: a promise did not hold */
   TOOL_EXIT_REQUEUE = 75, /* EX_TEMPFAIL: checkpointed on a signal, requeue
                              me (--state) */
-  TOOL_CONTINUE = -1    /* internal: parsing done, run the command */
+  TOOL_CONTINUE = -1      /* internal: parsing done, run the command */
 };
 
 /* One of a subcommand's own options (the loader options come from the

@@ -8,8 +8,8 @@
  * the reason attached) is an MPI_Allreduce(MINLOC) that finds the lowest
  * failing rank, then an MPI_Bcast of its code, rank and message.
  */
-#include "config.h"
 #include "util/agree.h"
+#include "config.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -70,8 +70,7 @@ int ferry__agree_same(MPI_Comm comm, int rank, const uint64_t *v, int n,
     rc = mpi_fail(err, rank, "MPI_Allreduce");
   else if (!ok[1])
     rc = ferry__seterr_on(err, rank, FERRY_ENOMEM,
-                          "out of memory comparing %d values across ranks",
-                          n);
+                          "out of memory comparing %d values across ranks", n);
   else {
     uint64_t *hi = lo + n;
     if (MPI_Allreduce(v, lo, n, MPI_UINT64_T, MPI_MIN, comm) != MPI_SUCCESS ||

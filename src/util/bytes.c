@@ -31,4 +31,3 @@ char *ferry__join_path(const char *dir, const char *name) {
   memcpy(s + a + slash, name, b + 1);
   return s;
 }
-

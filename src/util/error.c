@@ -130,4 +130,3 @@ int ferry__dtype_from_name(const char *name, ferry_dtype *out) {
     }
   return FERRY_EINVAL;
 }
-

@@ -34,4 +34,3 @@ uint64_t ferry__rand_key(uint64_t seed, uint64_t stream, uint64_t a,
   k = ferry__mix64(k ^ (a + 0x632be59bd9b4e019ULL));
   return ferry__mix64(k ^ (b + 0x85157af5ULL));
 }
-

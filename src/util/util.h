@@ -38,8 +38,8 @@ int ferry__seterr(ferry__err *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /** The same, for a failure that happened on rank: the message says what and
  *  where, never "rank N:" itself. */
-int ferry__seterr_on(ferry__err *err, int rank, int code, const char *fmt,
-                     ...) __attribute__((format(printf, 4, 5)));
+int ferry__seterr_on(ferry__err *err, int rank, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /** The message as the user sees it: "rank R: msg" when the rank is known. */
 void ferry__err_text(const ferry__err *err, char *out, size_t len);
 /** Set the calling thread's last-error message (ferry_last_error(NULL)). */

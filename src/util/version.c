@@ -95,8 +95,20 @@ typedef struct lib_row {
   int has_built, has_found;
 } lib_row;
 
-enum { ROW_MPI, ROW_HDF5, ROW_NETCDF, ROW_JANSSON, ROW_BLOSC, ROW_ZSTD,
-       ROW_LZ4, ROW_ZLIB, ROW_CUDART, ROW_CUDADRV, ROW_NCCL, NROWS };
+enum {
+  ROW_MPI,
+  ROW_HDF5,
+  ROW_NETCDF,
+  ROW_JANSSON,
+  ROW_BLOSC,
+  ROW_ZSTD,
+  ROW_LZ4,
+  ROW_ZLIB,
+  ROW_CUDART,
+  ROW_CUDADRV,
+  ROW_NCCL,
+  NROWS
+};
 
 static void set(char *dst, size_t len, int *flag, const char *s) {
   if (s == NULL)
@@ -110,8 +122,8 @@ static void set(char *dst, size_t len, int *flag, const char *s) {
     dst[--n] = '\0';
   *flag = 1;
 }
-#define BUILT(r, s) set((r)->built, sizeof (r)->built, &(r)->has_built, (s))
-#define FOUND(r, s) set((r)->found, sizeof (r)->found, &(r)->has_found, (s))
+#define BUILT(r, s) set((r)->built, sizeof(r)->built, &(r)->has_built, (s))
+#define FOUND(r, s) set((r)->found, sizeof(r)->found, &(r)->has_found, (s))
 
 /* CUDA's 12040 is "12.4"; NCCL's 21803 (2.9 and later) or 2708 is "2.18.3"
  * or "2.7.8". */
@@ -274,7 +286,7 @@ static char *text_report(const lib_row *rows) {
                               "built against", "found at run time");
   for (int i = 0; i < NROWS && n < cap; i++) {
     const lib_row *r = &rows[i];
-    const char *found = r->has_found ? r->found
+    const char *found = r->has_found   ? r->found
                         : r->has_built ? "not found"
                                        : "-";
     int flen = (int)strcspn(found, "\n");
@@ -291,8 +303,8 @@ static json_t *str_or_null(int has, const char *s) {
 /* The JSON object: version, backends, features, then libraries: {key:
  * {"name", "built", "found"}} with null for "not built" and "not found". */
 static char *json_report(const lib_row *rows) {
-  json_t *o = json_object(), *backends = json_array(),
-         *features = json_array(), *libs = json_object();
+  json_t *o = json_object(), *backends = json_array(), *features = json_array(),
+         *libs = json_object();
   if (o == NULL || backends == NULL || features == NULL || libs == NULL) {
     json_decref(o), json_decref(backends), json_decref(features);
     json_decref(libs);

@@ -21,7 +21,8 @@
  *                             cudaErrorLaunchFailure and enqueues nothing
  *   FAKECUDA_FAIL_HOSTALLOC=1 cudaHostAlloc/cudaMallocHost fail: out of memory
  *   FAKECUDA_FAIL_RANK=R      the two failures only where the rank is R (from
- *                             OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK; else 0)
+ *                             OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK; else
+ * 0)
  *
  * Semantics worth knowing:
  *   - The NULL / cudaStreamLegacy stream runs operations synchronously in the
@@ -64,46 +65,54 @@
 /* ---- state ------------------------------------------------------------ */
 
 enum rkind { R_DEV, R_PINNED, R_HOSTREG };
-struct region {                 /* a registered address range */
+struct region { /* a registered address range */
   char *base;
-  size_t size, charged;         /* charged: bytes counted against the device */
+  size_t size, charged; /* charged: bytes counted against the device */
   enum rkind kind;
   int dev, nccl;
   struct region *next;
 };
 
 enum okind { OP_COPY, OP_RECORD, OP_WAIT };
-struct op {                     /* one queued stream operation */
+struct op { /* one queued stream operation */
   enum okind kind;
-  void *dst, *staging;          /* staging: owned snapshot of a pageable src */
+  void *dst, *staging; /* staging: owned snapshot of a pageable src */
   const void *src;
   size_t n;
-  struct CUevent_st *ev;        /* OP_RECORD, OP_WAIT: event and generation */
+  struct CUevent_st *ev; /* OP_RECORD, OP_WAIT: event and generation */
   unsigned long gen;
   struct op *next;
 };
 
-struct CUstream_st {            /* cudaStream_t */
+struct CUstream_st { /* cudaStream_t */
   int dev, stop;
   unsigned flags, rng;
-  struct op *head, *tail;       /* head stays queued until it has run */
+  struct op *head, *tail; /* head stays queued until it has run */
   pthread_t thr;
   struct CUstream_st *next;
 };
 
-struct CUevent_st {             /* cudaEvent_t */
-  int dev, refs, dead;          /* refs: queued ops naming the event */
+struct CUevent_st {    /* cudaEvent_t */
+  int dev, refs, dead; /* refs: queued ops naming the event */
   unsigned flags;
-  unsigned long rec, done;      /* latest recorded / completed generation */
+  unsigned long rec, done; /* latest recorded / completed generation */
   struct timespec t;
   struct CUevent_st *next;
 };
 
-struct reg { void *buf; size_t size; struct reg *next; };
-struct ncclComm { int dev, broken; struct reg *regs; struct ncclComm *next; };
+struct reg {
+  void *buf;
+  size_t size;
+  struct reg *next;
+};
+struct ncclComm {
+  int dev, broken;
+  struct reg *regs;
+  struct ncclComm *next;
+};
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;  /* any state change */
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER; /* any state change */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static struct {
   int ndev, fail_hostalloc, fail_here;
@@ -129,36 +138,48 @@ static _Thread_local cudaError_t tl_err;
 #define UNLOCK() pthread_mutex_unlock(&mu)
 #define WAIT() pthread_cond_wait(&cv, &mu)
 #define WAKE() pthread_cond_broadcast(&cv)
-#define IS_SYNC(s) \
+#define IS_SYNC(s)                                                             \
   ((s) == NULL || (s) == cudaStreamLegacy || (s) == cudaStreamPerThread)
-#define NEED_DEV() \
-  do { init(); if (!cfg.ndev) return ret(cudaErrorNoDevice); } while (0)
+#define NEED_DEV()                                                             \
+  do {                                                                         \
+    init();                                                                    \
+    if (!cfg.ndev)                                                             \
+      return ret(cudaErrorNoDevice);                                           \
+  } while (0)
 /* Define find_NAME (the live object x, or NULL) and unlink_NAME over a
  * singly linked list. */
-#define LIST_FIND(type, name, list)                          \
-  static type *find_##name(const void *x) {                  \
-    for (type *p = list; p; p = p->next)                     \
-      if (p == x) return p;                                  \
-    return NULL;                                             \
+#define LIST_FIND(type, name, list)                                            \
+  static type *find_##name(const void *x) {                                    \
+    for (type *p = list; p; p = p->next)                                       \
+      if (p == x)                                                              \
+        return p;                                                              \
+    return NULL;                                                               \
   }
-#define LIST_UNLINK(type, name, list)                        \
-  static void unlink_##name(type *x) {                       \
-    type **pp = &list;                                       \
-    while (*pp != x) pp = &(*pp)->next;                      \
-    *pp = x->next;                                           \
+#define LIST_UNLINK(type, name, list)                                          \
+  static void unlink_##name(type *x) {                                         \
+    type **pp = &list;                                                         \
+    while (*pp != x)                                                           \
+      pp = &(*pp)->next;                                                       \
+    *pp = x->next;                                                             \
   }
-#define LIST_OPS(type, name, list) \
+#define LIST_OPS(type, name, list)                                             \
   LIST_FIND(type, name, list) LIST_UNLINK(type, name, list)
 /* Return ret(call), call made under the global lock. */
-#define LOCKED(call) \
-  do { LOCK(); cudaError_t e_ = (call); UNLOCK(); return ret(e_); } while (0)
+#define LOCKED(call)                                                           \
+  do {                                                                         \
+    LOCK();                                                                    \
+    cudaError_t e_ = (call);                                                   \
+    UNLOCK();                                                                  \
+    return ret(e_);                                                            \
+  } while (0)
 
 /* ---- configuration and errors ----------------------------------------- */
 
 static long long env_ll(const char *name, long long def) {
   const char *s = getenv(name);
   char *end;
-  if (!s || !*s) return def;
+  if (!s || !*s)
+    return def;
   long long v = strtoll(s, &end, 0);
   return *end ? def : v;
 }
@@ -166,7 +187,8 @@ static long long env_ll(const char *name, long long def) {
 static int my_rank(void) {
   static const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
   for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
-    if (getenv(vars[i])) return atoi(getenv(vars[i]));
+    if (getenv(vars[i]))
+      return atoi(getenv(vars[i]));
   return 0;
 }
 
@@ -197,32 +219,38 @@ static cudaError_t ret(cudaError_t e) {
 }
 
 static ncclResult_t nret(ncclResult_t r) {
-  if (r != ncclSuccess) COUNT(errors_returned);
+  if (r != ncclSuccess)
+    COUNT(errors_returned);
   return r;
 }
 
-#define E(code, text) {code, #code, text}
-static const struct { cudaError_t e; const char *name, *text; } errtab[] = {
-  E(cudaSuccess, "no error"),
-  E(cudaErrorInvalidValue, "invalid argument"),
-  E(cudaErrorMemoryAllocation, "out of memory"),
-  E(cudaErrorInvalidMemcpyDirection, "invalid copy direction for memcpy"),
-  E(cudaErrorNoDevice, "no CUDA-capable device is detected"),
-  E(cudaErrorInvalidDevice, "invalid device ordinal"),
-  E(cudaErrorInvalidResourceHandle, "invalid resource handle"),
-  E(cudaErrorSymbolNotFound, "named symbol not found"),
-  E(cudaErrorNotReady, "device not ready"),
-  E(cudaErrorHostMemoryAlreadyRegistered,
-    "part or all of the requested memory range is already mapped"),
-  E(cudaErrorHostMemoryNotRegistered,
-    "pointer does not correspond to a registered memory region"),
-  E(cudaErrorLaunchFailure, "unspecified launch failure"),
+#define E(code, text)                                                          \
+  { code, #code, text }
+static const struct {
+  cudaError_t e;
+  const char *name, *text;
+} errtab[] = {
+    E(cudaSuccess, "no error"),
+    E(cudaErrorInvalidValue, "invalid argument"),
+    E(cudaErrorMemoryAllocation, "out of memory"),
+    E(cudaErrorInvalidMemcpyDirection, "invalid copy direction for memcpy"),
+    E(cudaErrorNoDevice, "no CUDA-capable device is detected"),
+    E(cudaErrorInvalidDevice, "invalid device ordinal"),
+    E(cudaErrorInvalidResourceHandle, "invalid resource handle"),
+    E(cudaErrorSymbolNotFound, "named symbol not found"),
+    E(cudaErrorNotReady, "device not ready"),
+    E(cudaErrorHostMemoryAlreadyRegistered,
+      "part or all of the requested memory range is already mapped"),
+    E(cudaErrorHostMemoryNotRegistered,
+      "pointer does not correspond to a registered memory region"),
+    E(cudaErrorLaunchFailure, "unspecified launch failure"),
 };
 #undef E
 
 static int errindex(cudaError_t e) {
   for (size_t i = 0; i < sizeof errtab / sizeof *errtab; i++)
-    if (errtab[i].e == e) return (int)i;
+    if (errtab[i].e == e)
+      return (int)i;
   return -1;
 }
 
@@ -245,7 +273,8 @@ cudaError_t cudaGetLastError(void) {
 cudaError_t cudaPeekAtLastError(void) { return tl_err; }
 
 cudaError_t cudaRuntimeGetVersion(int *v) {
-  if (!v) return ret(cudaErrorInvalidValue);
+  if (!v)
+    return ret(cudaErrorInvalidValue);
   *v = 13000;
   return cudaSuccess;
 }
@@ -255,7 +284,8 @@ cudaError_t cudaDriverGetVersion(int *v) { return cudaRuntimeGetVersion(v); }
 /* ---- devices and contexts --------------------------------------------- */
 
 cudaError_t cudaGetDeviceCount(int *count) {
-  if (!count) return ret(cudaErrorInvalidValue);
+  if (!count)
+    return ret(cudaErrorInvalidValue);
   init();
   *count = cfg.ndev;
   return cfg.ndev ? cudaSuccess : ret(cudaErrorNoDevice);
@@ -263,23 +293,27 @@ cudaError_t cudaGetDeviceCount(int *count) {
 
 cudaError_t cudaSetDevice(int d) {
   NEED_DEV();
-  if (d < 0 || d >= cfg.ndev) return ret(cudaErrorInvalidDevice);
+  if (d < 0 || d >= cfg.ndev)
+    return ret(cudaErrorInvalidDevice);
   tl_dev = d;
   tl_ctx = 1;
   return cudaSuccess;
 }
 
 cudaError_t cudaGetDevice(int *d) {
-  if (!d) return ret(cudaErrorInvalidValue);
+  if (!d)
+    return ret(cudaErrorInvalidValue);
   NEED_DEV();
   *d = tl_dev;
   return cudaSuccess;
 }
 
 cudaError_t cudaDeviceGetPCIBusId(char *buf, int len, int d) {
-  if (!buf || len <= 0) return ret(cudaErrorInvalidValue);
+  if (!buf || len <= 0)
+    return ret(cudaErrorInvalidValue);
   NEED_DEV();
-  if (d < 0 || d >= cfg.ndev) return ret(cudaErrorInvalidDevice);
+  if (d < 0 || d >= cfg.ndev)
+    return ret(cudaErrorInvalidDevice);
   snprintf(buf, (size_t)len, "0000:%02x:00.0", 0x10 + d);
   return cudaSuccess;
 }
@@ -287,24 +321,28 @@ cudaError_t cudaDeviceGetPCIBusId(char *buf, int len, int d) {
 /* Driver API entry points handed out by cudaGetDriverEntryPoint*.
  * CUresult values: 0 success, 1 invalid value. */
 static int fake_cuCtxGetCurrent(void **pctx) {
-  if (!pctx) return 1;
+  if (!pctx)
+    return 1;
   *pctx = tl_ctx ? &fake_ctx[tl_dev] : NULL;
   return 0;
 }
 
 /* Note the CUDA 13 argument order: version before flags. */
-cudaError_t cudaGetDriverEntryPointByVersion(
-    const char *symbol, void **fn, unsigned int version,
-    unsigned long long flags, enum cudaDriverEntryPointQueryResult *status) {
+cudaError_t
+cudaGetDriverEntryPointByVersion(const char *symbol, void **fn,
+                                 unsigned int version, unsigned long long flags,
+                                 enum cudaDriverEntryPointQueryResult *status) {
   void *f = NULL;
   (void)version;
   (void)flags;
-  if (!symbol || !fn) return ret(cudaErrorInvalidValue);
-  if (!strcmp(symbol, "cuCtxGetCurrent")) f = (void *)fake_cuCtxGetCurrent;
+  if (!symbol || !fn)
+    return ret(cudaErrorInvalidValue);
+  if (!strcmp(symbol, "cuCtxGetCurrent"))
+    f = (void *)fake_cuCtxGetCurrent;
   *fn = f;
   if (status)
-    *status = f ? cudaDriverEntryPointSuccess
-                : cudaDriverEntryPointSymbolNotFound;
+    *status =
+        f ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
   return f ? cudaSuccess : ret(cudaErrorSymbolNotFound);
 }
 
@@ -318,7 +356,8 @@ LIST_OPS(struct ncclComm, comm, comms)
 static struct region *region_of(const void *p) {
   const char *c = p;
   for (struct region *r = regions; r; r = r->next)
-    if (c >= r->base && c < r->base + r->size) return r;
+    if (c >= r->base && c < r->base + r->size)
+      return r;
   return NULL;
 }
 
@@ -330,7 +369,8 @@ static struct region *region_at(const void *p, enum rkind kind) {
 
 static struct region *add_region(void *base, size_t size, enum rkind kind) {
   struct region *r = calloc(1, sizeof *r);
-  if (!r) return NULL;
+  if (!r)
+    return NULL;
   *r = (struct region){base, size, size, kind, tl_dev, 0, regions};
   regions = r;
   return r;
@@ -341,7 +381,8 @@ enum loc { LOC_HOST, LOC_PINNED, LOC_DEV, LOC_BAD };
 /* Where [p, p+n) lies; LOC_BAD: starts in device memory but runs past it. */
 static enum loc locate(const void *p, size_t n, int *dev) {
   struct region *r = region_of(p);
-  if (!r) return LOC_HOST;
+  if (!r)
+    return LOC_HOST;
   if (n > (size_t)(r->base + r->size - (const char *)p))
     return r->kind == R_DEV ? LOC_BAD : LOC_HOST;
   *dev = r->dev;
@@ -358,7 +399,8 @@ static void drain(int dev, int blocking_only) {
     for (struct CUstream_st *s = streams; s && !busy; s = s->next)
       busy = s->head && (dev < 0 || s->dev == dev) &&
              !(blocking_only && (s->flags & cudaStreamNonBlocking));
-    if (!busy) return;
+    if (!busy)
+      return;
     WAIT();
   }
 }
@@ -368,7 +410,10 @@ static void drain(int dev, int blocking_only) {
 static void run_op(struct op *o) {
   switch (o->kind) {
   case OP_COPY: memmove(o->dst, o->staging ? o->staging : o->src, o->n); break;
-  case OP_WAIT: while (o->ev->done < o->gen) WAIT(); break;
+  case OP_WAIT:
+    while (o->ev->done < o->gen)
+      WAIT();
+    break;
   case OP_RECORD:
     if (o->gen > o->ev->done) {
       o->ev->done = o->gen;
@@ -381,8 +426,9 @@ static void run_op(struct op *o) {
 }
 
 static void random_delay(struct CUstream_st *s) {
-  if (!cfg.delay_us) return;
-  s->rng ^= s->rng << 13;       /* xorshift32 */
+  if (!cfg.delay_us)
+    return;
+  s->rng ^= s->rng << 13; /* xorshift32 */
   s->rng ^= s->rng >> 17;
   s->rng ^= s->rng << 5;
   unsigned us = s->rng % (cfg.delay_us + 1);
@@ -394,17 +440,21 @@ static void *worker(void *arg) {
   struct CUstream_st *s = arg;
   LOCK();
   for (;;) {
-    while (!s->head && !s->stop) WAIT();
+    while (!s->head && !s->stop)
+      WAIT();
     struct op *o = s->head;
-    if (!o) break;
+    if (!o)
+      break;
     if (o->kind == OP_COPY) {
       UNLOCK();
       random_delay(s);
       LOCK();
     }
     run_op(o);
-    if (o->ev && --o->ev->refs == 0 && o->ev->dead) free(o->ev);
-    if (!(s->head = o->next)) s->tail = NULL;
+    if (o->ev && --o->ev->refs == 0 && o->ev->dead)
+      free(o->ev);
+    if (!(s->head = o->next))
+      s->tail = NULL;
     free(o);
     WAKE();
   }
@@ -414,7 +464,8 @@ static void *worker(void *arg) {
 
 /* Locked: the device of stream s (the current one for synchronous). */
 static cudaError_t stream_dev(cudaStream_t s, int *dev) {
-  if (!IS_SYNC(s) && !find_stream(s)) return cudaErrorInvalidResourceHandle;
+  if (!IS_SYNC(s) && !find_stream(s))
+    return cudaErrorInvalidResourceHandle;
   *dev = IS_SYNC(s) ? tl_dev : s->dev;
   return cudaSuccess;
 }
@@ -422,7 +473,8 @@ static cudaError_t stream_dev(cudaStream_t s, int *dev) {
 /* Locked: queue o on s, or run it now on a synchronous stream. */
 static cudaError_t submit(cudaStream_t s, struct op o) {
   if (IS_SYNC(s)) {
-    if (s != cudaStreamPerThread) drain(tl_dev, 1);
+    if (s != cudaStreamPerThread)
+      drain(tl_dev, 1);
     run_op(&o);
     return cudaSuccess;
   }
@@ -433,19 +485,24 @@ static cudaError_t submit(cudaStream_t s, struct op o) {
   }
   *q = o;
   q->next = NULL;
-  if (q->ev) q->ev->refs++;
-  if (s->tail) s->tail->next = q;
-  else s->head = q;
+  if (q->ev)
+    q->ev->refs++;
+  if (s->tail)
+    s->tail->next = q;
+  else
+    s->head = q;
   s->tail = q;
   WAKE();
   return cudaSuccess;
 }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *ps, unsigned int flags) {
-  if (!ps) return ret(cudaErrorInvalidValue);
+  if (!ps)
+    return ret(cudaErrorInvalidValue);
   NEED_DEV();
   struct CUstream_st *s = calloc(1, sizeof *s);
-  if (!s) return ret(cudaErrorMemoryAllocation);
+  if (!s)
+    return ret(cudaErrorMemoryAllocation);
   *s = (struct CUstream_st){.dev = tl_dev, .flags = flags};
   LOCK();
   s->rng = (cfg.seed ^ (++nstreams * 2654435761u)) | 1;
@@ -455,8 +512,10 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *ps, unsigned int flags) {
     streams = *ps = s;
   }
   UNLOCK();
-  if (err) free(s);
-  else COUNT(stream_creates);
+  if (err)
+    free(s);
+  else
+    COUNT(stream_creates);
   return ret(err ? cudaErrorMemoryAllocation : cudaSuccess);
 }
 
@@ -471,8 +530,9 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) {
     UNLOCK();
     return ret(cudaErrorInvalidResourceHandle);
   }
-  unlink_stream(s);             /* no new work from here on */
-  while (s->head) WAIT();
+  unlink_stream(s); /* no new work from here on */
+  while (s->head)
+    WAIT();
   s->stop = 1;
   WAKE();
   UNLOCK();
@@ -483,9 +543,12 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) {
 }
 
 static cudaError_t stream_sync(cudaStream_t s, int wait) {
-  if (IS_SYNC(s)) return cudaSuccess;   /* its work ran in the callers */
-  if (!find_stream(s)) return cudaErrorInvalidResourceHandle;
-  while (wait && s->head) WAIT();
+  if (IS_SYNC(s))
+    return cudaSuccess; /* its work ran in the callers */
+  if (!find_stream(s))
+    return cudaErrorInvalidResourceHandle;
+  while (wait && s->head)
+    WAIT();
   return s->head ? cudaErrorNotReady : cudaSuccess;
 }
 
@@ -510,10 +573,12 @@ cudaError_t cudaDeviceSynchronize(void) {
 /* ---- events ----------------------------------------------------------- */
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *pe, unsigned int flags) {
-  if (!pe) return ret(cudaErrorInvalidValue);
+  if (!pe)
+    return ret(cudaErrorInvalidValue);
   NEED_DEV();
   struct CUevent_st *ev = calloc(1, sizeof *ev);
-  if (!ev) return ret(cudaErrorMemoryAllocation);
+  if (!ev)
+    return ret(cudaErrorMemoryAllocation);
   *ev = (struct CUevent_st){.dev = tl_dev, .flags = flags};
   LOCK();
   ev->next = events;
@@ -528,10 +593,13 @@ cudaError_t cudaEventCreate(cudaEvent_t *pe) {
 }
 
 static cudaError_t event_destroy(cudaEvent_t e) {
-  if (!find_event(e)) return cudaErrorInvalidResourceHandle;
+  if (!find_event(e))
+    return cudaErrorInvalidResourceHandle;
   unlink_event(e);
-  if (e->refs) e->dead = 1;     /* the last queued op naming it frees it */
-  else free(e);
+  if (e->refs)
+    e->dead = 1; /* the last queued op naming it frees it */
+  else
+    free(e);
   COUNT(event_destroys);
   return cudaSuccess;
 }
@@ -544,10 +612,13 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) {
 static cudaError_t event_record(cudaEvent_t e, cudaStream_t s) {
   int sdev;
   cudaError_t err = stream_dev(s, &sdev);
-  if (err) return err;
-  if (!find_event(e) || e->dev != sdev) return cudaErrorInvalidResourceHandle;
+  if (err)
+    return err;
+  if (!find_event(e) || e->dev != sdev)
+    return cudaErrorInvalidResourceHandle;
   err = submit(s, (struct op){.kind = OP_RECORD, .ev = e, .gen = e->rec + 1});
-  if (!err) e->rec++;
+  if (!err)
+    e->rec++;
   return err;
 }
 
@@ -560,9 +631,12 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
 static cudaError_t stream_wait(cudaStream_t s, cudaEvent_t e) {
   int sdev;
   cudaError_t err = stream_dev(s, &sdev);
-  if (err) return err;
-  if (!find_event(e)) return cudaErrorInvalidResourceHandle;
-  if (e->done >= e->rec) return cudaSuccess;
+  if (err)
+    return err;
+  if (!find_event(e))
+    return cudaErrorInvalidResourceHandle;
+  if (e->done >= e->rec)
+    return cudaSuccess;
   return submit(s, (struct op){.kind = OP_WAIT, .ev = e, .gen = e->rec});
 }
 
@@ -574,9 +648,11 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e,
 }
 
 static cudaError_t event_sync(cudaEvent_t e, int wait) {
-  if (!find_event(e)) return cudaErrorInvalidResourceHandle;
+  if (!find_event(e))
+    return cudaErrorInvalidResourceHandle;
   unsigned long gen = e->rec;
-  while (wait && e->done < gen) WAIT();
+  while (wait && e->done < gen)
+    WAIT();
   return e->done < gen ? cudaErrorNotReady : cudaSuccess;
 }
 
@@ -594,14 +670,16 @@ static cudaError_t elapsed(float *ms, cudaEvent_t a, cudaEvent_t b) {
   if (!find_event(a) || !find_event(b) || !a->rec || !b->rec ||
       ((a->flags | b->flags) & cudaEventDisableTiming))
     return cudaErrorInvalidResourceHandle;
-  if (a->done < a->rec || b->done < b->rec) return cudaErrorNotReady;
+  if (a->done < a->rec || b->done < b->rec)
+    return cudaErrorNotReady;
   *ms = (float)((double)(b->t.tv_sec - a->t.tv_sec) * 1e3 +
                 (double)(b->t.tv_nsec - a->t.tv_nsec) / 1e6);
   return cudaSuccess;
 }
 
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
-  if (!ms) return ret(cudaErrorInvalidValue);
+  if (!ms)
+    return ret(cudaErrorInvalidValue);
   init();
   LOCKED(elapsed(ms, a, b));
 }
@@ -630,7 +708,8 @@ static cudaError_t dev_alloc(void **p, size_t n, int nccl) {
   used[d] += r->charged = sz;
   COUNT(device_allocs);
   COUNT(live_device_allocs);
-  if (nccl) COUNT(nccl_allocs);
+  if (nccl)
+    COUNT(nccl_allocs);
   *p = m;
   return cudaSuccess;
 }
@@ -639,7 +718,8 @@ static cudaError_t dev_alloc(void **p, size_t n, int nccl) {
 static cudaError_t dev_free(void *p, int nccl) {
   drain(-1, 0);
   struct region *r = region_at(p, R_DEV);
-  if (!r || r->nccl != nccl) return cudaErrorInvalidValue;
+  if (!r || r->nccl != nccl)
+    return cudaErrorInvalidValue;
   unlink_region(r);
   used[r->dev] -= r->charged;
   memset(r->base, 0xDB, r->charged);
@@ -647,21 +727,24 @@ static cudaError_t dev_free(void *p, int nccl) {
   free(r);
   COUNT(device_frees);
   UNCOUNT(live_device_allocs);
-  if (nccl) COUNT(nccl_frees);
+  if (nccl)
+    COUNT(nccl_frees);
   return cudaSuccess;
 }
 
 cudaError_t cudaMalloc(void **p, size_t n) {
-  if (!p) return ret(cudaErrorInvalidValue);
+  if (!p)
+    return ret(cudaErrorInvalidValue);
   NEED_DEV();
   *p = NULL;
-  if (!n) return cudaSuccess;
+  if (!n)
+    return cudaSuccess;
   LOCKED(dev_alloc(p, n, 0));
 }
 
 cudaError_t cudaFree(void *p) {
   NEED_DEV();
-  if (!p) {                     /* the "create the context" idiom */
+  if (!p) { /* the "create the context" idiom */
     tl_ctx = 1;
     return cudaSuccess;
   }
@@ -683,12 +766,14 @@ static cudaError_t host_alloc(void **p, size_t n) {
 
 cudaError_t cudaHostAlloc(void **p, size_t n, unsigned int flags) {
   (void)flags;
-  if (!p) return ret(cudaErrorInvalidValue);
+  if (!p)
+    return ret(cudaErrorInvalidValue);
   NEED_DEV();
   *p = NULL;
   if (cfg.fail_hostalloc && cfg.fail_here)
     return ret(cudaErrorMemoryAllocation);
-  if (!n) return cudaSuccess;
+  if (!n)
+    return cudaSuccess;
   LOCKED(host_alloc(p, n));
 }
 
@@ -699,7 +784,8 @@ cudaError_t cudaMallocHost(void **p, size_t n) {
 static cudaError_t host_free(void *p) {
   drain(-1, 0);
   struct region *r = region_at(p, R_PINNED);
-  if (!r) return cudaErrorInvalidValue;
+  if (!r)
+    return cudaErrorInvalidValue;
   unlink_region(r);
   memset(r->base, 0xDB, r->size);
   free(r->base);
@@ -711,7 +797,8 @@ static cudaError_t host_free(void *p) {
 
 cudaError_t cudaFreeHost(void *p) {
   NEED_DEV();
-  if (!p) return cudaSuccess;
+  if (!p)
+    return cudaSuccess;
   LOCKED(host_free(p));
 }
 
@@ -724,14 +811,16 @@ static cudaError_t host_register(void *p, size_t n) {
 
 cudaError_t cudaHostRegister(void *p, size_t n, unsigned int flags) {
   (void)flags;
-  if (!p || !n) return ret(cudaErrorInvalidValue);
+  if (!p || !n)
+    return ret(cudaErrorInvalidValue);
   NEED_DEV();
   LOCKED(host_register(p, n));
 }
 
 static cudaError_t host_unregister(void *p) {
   struct region *r = region_at(p, R_HOSTREG);
-  if (!r) return cudaErrorHostMemoryNotRegistered;
+  if (!r)
+    return cudaErrorHostMemoryNotRegistered;
   unlink_region(r);
   free(r);
   return cudaSuccess;
@@ -756,16 +845,17 @@ static cudaError_t attributes(struct cudaPointerAttributes *a, const void *p) {
 
 cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a,
                                      const void *p) {
-  if (!a) return ret(cudaErrorInvalidValue);
+  if (!a)
+    return ret(cudaErrorInvalidValue);
   NEED_DEV();
   LOCKED(attributes(a, p));
 }
 
 /* ---- copies ----------------------------------------------------------- */
 
-static cudaError_t check_kind(enum cudaMemcpyKind k, enum loc dl,
-                              enum loc sl) {
-  if (dl == LOC_BAD || sl == LOC_BAD) return cudaErrorInvalidValue;
+static cudaError_t check_kind(enum cudaMemcpyKind k, enum loc dl, enum loc sl) {
+  if (dl == LOC_BAD || sl == LOC_BAD)
+    return cudaErrorInvalidValue;
   int dd = dl == LOC_DEV, sd = sl == LOC_DEV, ok;
   switch (k) {
   case cudaMemcpyHostToHost: ok = !dd && !sd; break;
@@ -783,17 +873,23 @@ static cudaError_t copy(void *dst, const void *src, size_t n,
                         enum cudaMemcpyKind kind, cudaStream_t s) {
   int sdev, ddev = -1, xdev = -1;
   cudaError_t e = stream_dev(s, &sdev);
-  if (e || !n) return e;
-  if (!dst || !src) return cudaErrorInvalidValue;
+  if (e || !n)
+    return e;
+  if (!dst || !src)
+    return cudaErrorInvalidValue;
   enum loc dl = locate(dst, n, &ddev), sl = locate(src, n, &xdev);
-  if ((e = check_kind(kind, dl, sl))) return e;
+  if ((e = check_kind(kind, dl, sl)))
+    return e;
   struct op o = {.kind = OP_COPY, .dst = dst, .src = src, .n = n};
   if (dl == LOC_DEV && sl != LOC_DEV) {
     COUNT(h2d_copies);
-    if (sdev != ddev) COUNT(h2d_cross_device);
-    if (sl != LOC_PINNED) COUNT(h2d_from_pageable);
-    if (sl != LOC_PINNED && !IS_SYNC(s)) {  /* CUDA stages it at the call */
-      if (!(o.staging = malloc(n))) return cudaErrorMemoryAllocation;
+    if (sdev != ddev)
+      COUNT(h2d_cross_device);
+    if (sl != LOC_PINNED)
+      COUNT(h2d_from_pageable);
+    if (sl != LOC_PINNED && !IS_SYNC(s)) { /* CUDA stages it at the call */
+      if (!(o.staging = malloc(n)))
+        return cudaErrorMemoryAllocation;
       memcpy(o.staging, src, n);
     }
   }
@@ -818,17 +914,19 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t n,
 /* ---- NCCL (one rank per communicator) --------------------------------- */
 
 /* Return nret(call), call made under the lock on a live communicator. */
-#define WITH_COMM(c, call)                        \
-  do {                                            \
-    ncclResult_t r_ = ncclInvalidArgument;        \
-    LOCK();                                       \
-    if (find_comm(c)) r_ = (call);                \
-    UNLOCK();                                     \
-    return nret(r_);                              \
+#define WITH_COMM(c, call)                                                     \
+  do {                                                                         \
+    ncclResult_t r_ = ncclInvalidArgument;                                     \
+    LOCK();                                                                    \
+    if (find_comm(c))                                                          \
+      r_ = (call);                                                             \
+    UNLOCK();                                                                  \
+    return nret(r_);                                                           \
   } while (0)
 
 ncclResult_t ncclGetVersion(int *version) {
-  if (!version) return nret(ncclInvalidArgument);
+  if (!version)
+    return nret(ncclInvalidArgument);
   *version = NCCL_VERSION_CODE;
   return ncclSuccess;
 }
@@ -850,9 +948,11 @@ const char *ncclGetErrorString(ncclResult_t r) {
 const char *ncclGetLastError(ncclComm_t comm) { return (void)comm, ""; }
 
 ncclResult_t ncclMemAlloc(void **p, size_t n) {
-  if (!p || !n) return nret(ncclInvalidArgument);
+  if (!p || !n)
+    return nret(ncclInvalidArgument);
   init();
-  if (!cfg.ndev) return nret(ncclUnhandledCudaError);
+  if (!cfg.ndev)
+    return nret(ncclUnhandledCudaError);
   LOCK();
   cudaError_t e = dev_alloc(p, n, 1);
   UNLOCK();
@@ -860,16 +960,18 @@ ncclResult_t ncclMemAlloc(void **p, size_t n) {
 }
 
 ncclResult_t ncclMemFree(void *p) {
-  if (!p) return ncclSuccess;
+  if (!p)
+    return ncclSuccess;
   init();
   LOCK();
-  cudaError_t e = dev_free(p, 1);   /* cudaMalloc memory is refused */
+  cudaError_t e = dev_free(p, 1); /* cudaMalloc memory is refused */
   UNLOCK();
   return nret(e ? ncclInvalidArgument : ncclSuccess);
 }
 
 ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
-  if (!id) return nret(ncclInvalidArgument);
+  if (!id)
+    return nret(ncclInvalidArgument);
   memset(id, 0, sizeof *id);
   return ncclSuccess;
 }
@@ -877,13 +979,18 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
 ncclResult_t ncclCommInitRank(ncclComm_t *pc, int nranks, ncclUniqueId id,
                               int rank) {
   (void)id;
-  if (!pc) return nret(ncclInvalidArgument);
-  if (nranks != 1) return nret(ncclInvalidUsage);
-  if (rank != 0) return nret(ncclInvalidArgument);
+  if (!pc)
+    return nret(ncclInvalidArgument);
+  if (nranks != 1)
+    return nret(ncclInvalidUsage);
+  if (rank != 0)
+    return nret(ncclInvalidArgument);
   init();
-  if (!cfg.ndev) return nret(ncclUnhandledCudaError);
+  if (!cfg.ndev)
+    return nret(ncclUnhandledCudaError);
   struct ncclComm *c = calloc(1, sizeof *c);
-  if (!c) return nret(ncclSystemError);
+  if (!c)
+    return nret(ncclSystemError);
   c->dev = tl_dev;
   LOCK();
   c->next = comms;
@@ -908,12 +1015,14 @@ ncclResult_t ncclCommDestroy(ncclComm_t c) { WITH_COMM(c, comm_free(c)); }
 ncclResult_t ncclCommAbort(ncclComm_t c) { WITH_COMM(c, comm_free(c)); }
 
 ncclResult_t ncclCommCuDevice(const ncclComm_t c, int *dev) {
-  if (!dev) return nret(ncclInvalidArgument);
+  if (!dev)
+    return nret(ncclInvalidArgument);
   WITH_COMM(c, (*dev = c->dev, ncclSuccess));
 }
 
 ncclResult_t ncclCommGetAsyncError(ncclComm_t c, ncclResult_t *res) {
-  if (!res) return nret(ncclInvalidArgument);
+  if (!res)
+    return nret(ncclInvalidArgument);
   WITH_COMM(c, (*res = c->broken ? ncclUnhandledCudaError : ncclSuccess,
                 ncclSuccess));
 }
@@ -926,9 +1035,11 @@ static int on_comm_dev(ncclComm_t c, const void *p, size_t n) {
 
 static ncclResult_t do_register(ncclComm_t c, void *buf, size_t n,
                                 void **handle) {
-  if (!handle || !on_comm_dev(c, buf, n)) return ncclInvalidArgument;
+  if (!handle || !on_comm_dev(c, buf, n))
+    return ncclInvalidArgument;
   struct reg *r = malloc(sizeof *r);
-  if (!r) return ncclSystemError;
+  if (!r)
+    return ncclSystemError;
   *r = (struct reg){buf, n, c->regs};
   c->regs = *handle = r;
   COUNT(registrations);
@@ -941,10 +1052,13 @@ ncclResult_t ncclCommRegister(const ncclComm_t c, void *buf, size_t n,
 }
 
 static ncclResult_t do_deregister(ncclComm_t c, void *handle) {
-  if (c->broken) COUNT(deregister_on_broken);   /* may hang on real NCCL */
+  if (c->broken)
+    COUNT(deregister_on_broken); /* may hang on real NCCL */
   struct reg **pp = &c->regs;
-  while (*pp && *pp != handle) pp = &(*pp)->next;
-  if (!*pp) return ncclInvalidArgument;
+  while (*pp && *pp != handle)
+    pp = &(*pp)->next;
+  if (!*pp)
+    return ncclInvalidArgument;
   struct reg *r = *pp;
   *pp = r->next;
   free(r);
@@ -958,11 +1072,18 @@ ncclResult_t ncclCommDeregister(const ncclComm_t c, void *handle) {
 
 static size_t type_size(ncclDataType_t t) {
   switch (t) {
-  case ncclInt8: case ncclUint8:
-  case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
-  case ncclFloat16: case ncclBfloat16: return 2;
-  case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
-  case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
+  case ncclInt8:
+  case ncclUint8:
+  case ncclFloat8e4m3:
+  case ncclFloat8e5m2: return 1;
+  case ncclFloat16:
+  case ncclBfloat16: return 2;
+  case ncclInt32:
+  case ncclUint32:
+  case ncclFloat32: return 4;
+  case ncclInt64:
+  case ncclUint64:
+  case ncclFloat64: return 8;
   default: return 0;
   }
 }
@@ -971,11 +1092,14 @@ static size_t type_size(ncclDataType_t t) {
 static ncclResult_t allreduce(const void *send, void *recv, size_t bytes,
                               ncclComm_t c, cudaStream_t s) {
   int sdev;
-  if (c->broken) return ncclUnhandledCudaError;
-  if (!bytes) return ncclSuccess;
+  if (c->broken)
+    return ncclUnhandledCudaError;
+  if (!bytes)
+    return ncclSuccess;
   if (!on_comm_dev(c, send, bytes) || !on_comm_dev(c, recv, bytes))
     return ncclInvalidArgument;
-  if (stream_dev(s, &sdev)) return ncclUnhandledCudaError;
+  if (stream_dev(s, &sdev))
+    return ncclUnhandledCudaError;
   struct op o = {.kind = OP_COPY, .dst = recv, .src = send, .n = bytes};
   return submit(s, o) ? ncclSystemError : ncclSuccess;
 }
@@ -985,8 +1109,7 @@ ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count,
                            cudaStream_t s) {
   size_t sz = type_size(type);
   /* only the built-in ops: the fake has no ncclRedOpCreate* */
-  if (!sz || (int)op < 0 || (int)op >= (int)ncclNumOps ||
-      count > SIZE_MAX / sz)
+  if (!sz || (int)op < 0 || (int)op >= (int)ncclNumOps || count > SIZE_MAX / sz)
     return nret(ncclInvalidArgument);
   WITH_COMM(c, allreduce(send, recv, count * sz, c, s));
 }
@@ -1006,6 +1129,7 @@ void fakecuda_get_counters(fakecuda_counters *out) {
 void fakecuda_break_comm(void *comm) {
   LOCK();
   struct ncclComm *c = find_comm(comm);
-  if (c) c->broken = 1;
+  if (c)
+    c->broken = 1;
   UNLOCK();
 }

@@ -19,19 +19,19 @@ extern "C" {
 
 /* Process-wide totals since start-up (never reset). */
 typedef struct fakecuda_counters {
-  long host_allocs, host_frees;       /* cudaHostAlloc/MallocHost, FreeHost  */
-  long device_allocs, device_frees;   /* cudaMalloc/Free + ncclMemAlloc/Free */
-  long nccl_allocs, nccl_frees;       /* the ncclMemAlloc/ncclMemFree subset */
-  long h2d_copies;                    /* host-to-device copies, any API/kind */
-  long h2d_from_pageable;             /* ... source not pinned/registered    */
-  long h2d_cross_device;              /* ... on a stream of another device   */
-  long registrations, deregistrations;  /* ncclCommRegister / Deregister     */
-  long deregister_on_broken;          /* Deregister on a broken comm: a bug  */
-  long live_device_allocs;            /* device allocations not freed (+nccl) */
-  long live_host_allocs;              /* pinned host allocations not freed   */
+  long host_allocs, host_frees;        /* cudaHostAlloc/MallocHost, FreeHost  */
+  long device_allocs, device_frees;    /* cudaMalloc/Free + ncclMemAlloc/Free */
+  long nccl_allocs, nccl_frees;        /* the ncclMemAlloc/ncclMemFree subset */
+  long h2d_copies;                     /* host-to-device copies, any API/kind */
+  long h2d_from_pageable;              /* ... source not pinned/registered    */
+  long h2d_cross_device;               /* ... on a stream of another device   */
+  long registrations, deregistrations; /* ncclCommRegister / Deregister     */
+  long deregister_on_broken;           /* Deregister on a broken comm: a bug  */
+  long live_device_allocs; /* device allocations not freed (+nccl) */
+  long live_host_allocs;   /* pinned host allocations not freed   */
   long stream_creates, stream_destroys;
   long event_creates, event_destroys;
-  long errors_returned;               /* failing cuda/nccl calls (not NotReady) */
+  long errors_returned; /* failing cuda/nccl calls (not NotReady) */
 } fakecuda_counters;
 
 void fakecuda_get_counters(fakecuda_counters *out);

@@ -56,9 +56,8 @@ static int rank;
   } while (0)
 
 static int fake_counters(fakecuda_counters *c) {
-  void (*get)(fakecuda_counters *) =
-      (void (*)(fakecuda_counters *))dlsym(RTLD_DEFAULT,
-                                           "fakecuda_get_counters");
+  void (*get)(fakecuda_counters *) = (void (*)(fakecuda_counters *))dlsym(
+      RTLD_DEFAULT, "fakecuda_get_counters");
   if (!get)
     return 0;
   get(c);
@@ -196,8 +195,8 @@ static void compare(const ferry_batch *d, const ferry_batch *h,
       CUDA_OK(cudaMemcpyAsync(buf, sh->data[v], n, cudaMemcpyDeviceToHost,
                               streams[i]));
       CUDA_OK(cudaStreamSynchronize(streams[i]));
-      const unsigned char *want =
-          (const unsigned char *)h->vars[v].data + (size_t)sh->first * t->row_bytes;
+      const unsigned char *want = (const unsigned char *)h->vars[v].data +
+                                  (size_t)sh->first * t->row_bytes;
       CHECK(!memcmp(buf, want, n),
             "epoch %lld batch %lld shard %d (device %d) var %s: device data "
             "differs from the host loader's",
@@ -206,8 +205,8 @@ static void compare(const ferry_batch *d, const ferry_batch *h,
         CHECK(t->data && !memcmp((const unsigned char *)t->data +
                                      (size_t)sh->first * t->row_bytes,
                                  want, n),
-              "batch %lld var %s: keep_host data differs",
-              (long long)d->index, t->name);
+              "batch %lld var %s: keep_host data differs", (long long)d->index,
+              t->name);
       free(buf);
     }
   }
@@ -231,9 +230,9 @@ static void release_checked(ferry_loader *D, const ferry_batch *d,
     for (int v = 0; v < d->nvars && v < 16; v++) {
       size_t n = (size_t)sh->size * d->vars[v].row_bytes;
       bufs[i][v] = malloc(n + 1);
-      if (n && cudaMemcpyAsync(bufs[i][v], sh->data[v], n,
-                               cudaMemcpyDeviceToHost,
-                               streams[i]) != cudaSuccess)
+      if (n &&
+          cudaMemcpyAsync(bufs[i][v], sh->data[v], n, cudaMemcpyDeviceToHost,
+                          streams[i]) != cudaSuccess)
         CHECK(0, "cudaMemcpyAsync D2H before release");
     }
   }
@@ -275,8 +274,7 @@ static int check_values(ferry_loader *D, const ref_batch *refs, int64_t nrefs,
   const ferry_batch *href[64];
   int nheld = 0;
   for (int64_t epoch = 0; epoch < 2; epoch++) {
-    CHECK(ferry_set_epoch(D, epoch) == 0, "set_epoch: %s",
-          ferry_last_error(D));
+    CHECK(ferry_set_epoch(D, epoch) == 0, "set_epoch: %s", ferry_last_error(D));
     for (;;) {
       ferry_batch *d = NULL;
       int rd = ferry_next(D, &d);
@@ -436,7 +434,7 @@ static void check_nccl(ferry_loader *D, ferry_loader *H) {
   if (fake) {
     fake_counters(&c1);
     CHECK(c1.registrations - c0.registrations ==
-              c1.deregistrations - c0.deregistrations &&
+                  c1.deregistrations - c0.deregistrations &&
               c1.registrations > c0.registrations,
           "registered %ld, deregistered %ld",
           c1.registrations - c0.registrations,
@@ -473,8 +471,10 @@ static int code_of(const char *name) {
   static const struct {
     const char *n;
     int c;
-  } t[] = {{"INVAL", FERRY_EINVAL},   {"NOTSUP", FERRY_ENOTSUP},
-           {"NODEV", FERRY_ENODEV},   {"NOMEM", FERRY_ENOMEM},
+  } t[] = {{"INVAL", FERRY_EINVAL},
+           {"NOTSUP", FERRY_ENOTSUP},
+           {"NODEV", FERRY_ENODEV},
+           {"NOMEM", FERRY_ENOMEM},
            {"MISMATCH", FERRY_EMISMATCH}};
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
     if (!strcmp(name, t[i].n))
@@ -493,8 +493,7 @@ static void same_everywhere(int rc, const char *msg) {
   CHECK(all, "ranks got different errors; mine: %s", mine);
 }
 
-static void expect_error(int want, const char *dataset, int argc,
-                         char **argv) {
+static void expect_error(int want, const char *dataset, int argc, char **argv) {
   ferry_options *o = make_opts(argc, argv, NULL);
   ferry_loader *L = NULL;
   int rc = o ? ferry_open(MPI_COMM_WORLD, dataset, o, &L) : FERRY_EINVAL;

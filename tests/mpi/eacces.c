@@ -33,23 +33,23 @@ static int denied(const char *path) {
   return n >= w && strcmp(path + n - w, want) == 0;
 }
 
-#define SHIM(name)                                                            \
-  int name(const char *path, int flags, ...) {                                \
-    static int (*real)(const char *, int, ...);                               \
-    mode_t mode = 0;                                                          \
-    if (flags & (O_CREAT | O_TMPFILE)) {                                      \
-      va_list ap;                                                             \
-      va_start(ap, flags);                                                    \
-      mode = (mode_t)va_arg(ap, int);                                         \
-      va_end(ap);                                                             \
-    }                                                                         \
-    if (denied(path)) {                                                       \
-      errno = EACCES;                                                         \
-      return -1;                                                              \
-    }                                                                         \
-    if (!real)                                                                \
-      real = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, #name);       \
-    return real(path, flags, mode);                                           \
+#define SHIM(name)                                                             \
+  int name(const char *path, int flags, ...) {                                 \
+    static int (*real)(const char *, int, ...);                                \
+    mode_t mode = 0;                                                           \
+    if (flags & (O_CREAT | O_TMPFILE)) {                                       \
+      va_list ap;                                                              \
+      va_start(ap, flags);                                                     \
+      mode = (mode_t)va_arg(ap, int);                                          \
+      va_end(ap);                                                              \
+    }                                                                          \
+    if (denied(path)) {                                                        \
+      errno = EACCES;                                                          \
+      return -1;                                                               \
+    }                                                                          \
+    if (!real)                                                                 \
+      real = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, #name);         \
+    return real(path, flags, mode);                                            \
   }
 SHIM(open)
 SHIM(open64)

@@ -83,13 +83,21 @@ static void format_value(ferry_dtype t, const void *p, char *buf, size_t len) {
   case FERRY_INT32: snprintf(buf, len, "%" PRId32, *(const int32_t *)p); break;
   case FERRY_INT64: snprintf(buf, len, "%" PRId64, *(const int64_t *)p); break;
   case FERRY_UINT8: snprintf(buf, len, "%" PRIu8, *(const uint8_t *)p); break;
-  case FERRY_UINT16: snprintf(buf, len, "%" PRIu16, *(const uint16_t *)p); break;
-  case FERRY_UINT32: snprintf(buf, len, "%" PRIu32, *(const uint32_t *)p); break;
-  case FERRY_UINT64: snprintf(buf, len, "%" PRIu64, *(const uint64_t *)p); break;
+  case FERRY_UINT16:
+    snprintf(buf, len, "%" PRIu16, *(const uint16_t *)p);
+    break;
+  case FERRY_UINT32:
+    snprintf(buf, len, "%" PRIu32, *(const uint32_t *)p);
+    break;
+  case FERRY_UINT64:
+    snprintf(buf, len, "%" PRIu64, *(const uint64_t *)p);
+    break;
   case FERRY_FLOAT16:
     snprintf(buf, len, "%.17g", half_to_double(*(const uint16_t *)p));
     break;
-  case FERRY_FLOAT32: snprintf(buf, len, "%.17g", (double)*(const float *)p); break;
+  case FERRY_FLOAT32:
+    snprintf(buf, len, "%.17g", (double)*(const float *)p);
+    break;
   case FERRY_FLOAT64: snprintf(buf, len, "%.17g", *(const double *)p); break;
   default: snprintf(buf, len, "?"); break;
   }

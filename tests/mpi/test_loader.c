@@ -13,10 +13,10 @@
  *  - ferry_close in the middle of an epoch, with batches held, is clean;
  *  - misuse: next before set_epoch, double release, holding every slot.
  */
-#include "config.h"
 #include "backends/backend.h"
-#include "plan/plan.h"
+#include "config.h"
 #include "core/options.h"
+#include "plan/plan.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -157,10 +157,17 @@ static void test_tails(void) {
   for (int s = 0; s < 3; s++)
     for (int t = 0; t < 3; t++)
       for (int part = 0; part < 2; part++) {
-        const char *kv[] = {"tail", tails[t], "batch_size", s == 1 ? "2" : "8",
-                            "chunk_samples", "7", "partition",
-                            part ? "strided" : "contiguous", "shuffle_buffer",
-                            "2", NULL};
+        const char *kv[] = {"tail",
+                            tails[t],
+                            "batch_size",
+                            s == 1 ? "2" : "8",
+                            "chunk_samples",
+                            "7",
+                            "partition",
+                            part ? "strided" : "contiguous",
+                            "shuffle_buffer",
+                            "2",
+                            NULL};
         ferry_options *o = opts_of(kv);
         ferry_loader *L;
         int rc = ferry_open(MPI_COMM_WORLD, specs[s], o, &L);
@@ -188,11 +195,9 @@ static void test_tails(void) {
                     ferry_stats_get(L, &st) == 0,
                 "budget/stats");
           CHECK(st.peak_resident_bytes <= mb.ring_bytes + mb.read_bytes,
-                "%s tail=%s: peak %zu bytes > ring %zu + reads %zu",
-                specs[s], tails[t], st.peak_resident_bytes, mb.ring_bytes,
-                mb.read_bytes);
-          CHECK(mb.total_bytes ==
-                    mb.ring_bytes + mb.read_bytes + mb.plan_bytes,
+                "%s tail=%s: peak %zu bytes > ring %zu + reads %zu", specs[s],
+                tails[t], st.peak_resident_bytes, mb.ring_bytes, mb.read_bytes);
+          CHECK(mb.total_bytes == mb.ring_bytes + mb.read_bytes + mb.plan_bytes,
                 "budget total");
           free(ids);
         }
@@ -208,9 +213,10 @@ static void test_determinism(void) {
   static const char *const settings[][4] = {
       {"1", "1"}, {"4", "8"}, {"2", "2"}, {"3", "16"}};
   for (int k = 0; k < 4; k++) {
-    const char *kv[] = {"threads", settings[k][0], "prefetch", settings[k][1],
-                        "batch_size", "16", "chunk_samples", "50",
-                        "tail", "pad", NULL};
+    const char *kv[] = {
+        "threads", settings[k][0],  "prefetch", settings[k][1], "batch_size",
+        "16",      "chunk_samples", "50",       "tail",         "pad",
+        NULL};
     ferry_options *o = opts_of(kv);
     ferry_loader *L;
     int rc = ferry_open(MPI_COMM_WORLD, spec, o, &L);
@@ -241,7 +247,7 @@ static void test_read_failure(void) {
   snprintf(spec, sizeof spec, "mem:N=400,vars=x:int32,fail_at=%d,fail_rank=%d",
            400 * (size - 1) / size + 10, size - 1);
   const char *kv[] = {"batch_size", "4", "chunk_samples", "10", "shuffle",
-                      "none", NULL};
+                      "none",       NULL};
   ferry_options *o = opts_of(kv);
   ferry_loader *L;
   int rc = ferry_open(MPI_COMM_WORLD, spec, o, &L);
@@ -298,8 +304,8 @@ static void test_mismatch(void) {
     ferry_close(L);
   }
   /* another dataset on one rank */
-  const char *spec = (size > 1 && rank == 0) ? "mem:N=51,vars=x:int8"
-                                             : "mem:N=50,vars=x:int8";
+  const char *spec =
+      (size > 1 && rank == 0) ? "mem:N=51,vars=x:int8" : "mem:N=50,vars=x:int8";
   L = NULL;
   rc = ferry_open(MPI_COMM_WORLD, spec, o, &L);
   if (size > 1)

@@ -15,10 +15,10 @@
  *    dataset, another batch_size, a missing file: the same clear error on
  *    every rank, and the loader stays usable.
  */
-#include "config.h"
 #include "backends/backend.h"
-#include "core/state.h"
+#include "config.h"
 #include "core/options.h"
+#include "core/state.h"
 
 #include <signal.h>
 #include <stdio.h>

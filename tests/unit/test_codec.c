@@ -146,8 +146,8 @@ static int decode_copy(int kind, unsigned param, const unsigned char *in,
   if (!copy)
     return -2;
   memcpy(copy, in, inlen);
-  int rc = ferry__codec_decode(kind, param, copy, inlen, expect, out, outlen,
-                               why);
+  int rc =
+      ferry__codec_decode(kind, param, copy, inlen, expect, out, outlen, why);
   free(copy);
   return rc;
 }
@@ -309,8 +309,8 @@ static void test_names(void) {
             why != NULL && out == NULL,
         "an unknown kind decoded");
   unsigned char dst[8];
-  CHECK(ferry__codec_decode_into(FERRY__CODEC_SHUFFLE, 4, in, sizeof in, dst,
-                                 0, &why) == -1,
+  CHECK(ferry__codec_decode_into(FERRY__CODEC_SHUFFLE, 4, in, sizeof in, dst, 0,
+                                 &why) == -1,
         "decode_into a chunk of zero bytes");
   CHECK(ferry__codec_decode_into(FERRY__CODEC_SHUFFLE, 3, in, sizeof in, dst,
                                  sizeof dst, &why) == -1,

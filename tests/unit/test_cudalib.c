@@ -19,8 +19,8 @@
 #define BAD_CUDART "/nonexistent/ferry-test/libcudart.so.99"
 #define BAD_NCCL "/nonexistent/ferry-test/libnccl.so.99"
 
-static int open_with(const char *device, ferry__gpu **g, char *how,
-                     size_t len, ferry__err *err) {
+static int open_with(const char *device, ferry__gpu **g, char *how, size_t len,
+                     ferry__err *err) {
   ferry_options *o = NULL;
   if (ferry_options_create(&o) || ferry_options_set(o, "device", device))
     return -100;

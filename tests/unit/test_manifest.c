@@ -25,7 +25,6 @@
 #include <string.h>
 #include <unistd.h>
 
-
 #include "../ferry_test.h"
 
 /* A record no other field of the buffer holds, to find it in the pack. */
@@ -84,7 +83,8 @@ static void build(ferry__manifest *m, int record_version) {
         continue;
       pt->rec[v].p = xcalloc(1, lens[p][v]);
       for (size_t k = 0; k < lens[p][v]; k++)
-        pt->rec[v].p[k] = p && v ? MARK[k] : (unsigned char)(17 * k + (size_t)v + 1);
+        pt->rec[v].p[k] =
+            p && v ? MARK[k] : (unsigned char)(17 * k + (size_t)v + 1);
     }
   }
   m->num_samples = 21;

@@ -15,8 +15,8 @@
 
 #include <stdio.h>
 
-static int open_with(const char *device, ferry__gpu **g, char *how,
-                     size_t len, ferry__err *err) {
+static int open_with(const char *device, ferry__gpu **g, char *how, size_t len,
+                     ferry__err *err) {
   ferry_options *o = NULL;
   if (ferry_options_create(&o) || ferry_options_set(o, "device", device))
     return -100;

@@ -23,8 +23,8 @@
 #endif
 
 #include "backends/backend.h"
-#include "plan/plan.h"
 #include "core/options.h"
+#include "plan/plan.h"
 
 #include <ftw.h>
 #include <jansson.h>
@@ -37,8 +37,8 @@
 #include "../ferry_test.h"
 
 /* rc must be code; the message must mention want (if given). */
-static void expect_code(int rc, int code, const ferry__err *e,
-                        const char *want, const char *expr, int line) {
+static void expect_code(int rc, int code, const ferry__err *e, const char *want,
+                        const char *expr, int line) {
   ft_checks++;
   if (rc != code) {
     ft_fail_at(__FILE__, line, expr);
@@ -63,8 +63,8 @@ static int host_little(void) {
 /* ---- In-memory headers ------------------------------------------------ */
 
 /* Magic, version major.minor, length field, then dict as given. */
-static size_t make_header(unsigned char *buf, size_t cap, int major,
-                          int minor, const char *dict) {
+static size_t make_header(unsigned char *buf, size_t cap, int major, int minor,
+                          const char *dict) {
   size_t n = strlen(dict), start = major == 1 ? 10 : 12;
   if (start + n > cap)
     return 0;
@@ -127,8 +127,8 @@ static void test_header_dtypes(void) {
           (int)h.dtype);
     CHECK(h.swapped == want_swap, "descr %s: swapped %d", cases[i].descr,
           h.swapped);
-    CHECK(h.ndim == 2 && h.shape[0] == 97 && h.shape[1] == 3,
-          "descr %s: shape", cases[i].descr);
+    CHECK(h.ndim == 2 && h.shape[0] == 97 && h.shape[1] == 3, "descr %s: shape",
+          cases[i].descr);
   }
 }
 
@@ -183,8 +183,8 @@ static void test_header_errors(void) {
     int code;
     const char *want;
   } cases[] = {
-      {"{'descr': '<f4', 'fortran_order': False, 'shape': (), }",
-       FERRY_EFORMAT, "0-d"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (), }", FERRY_EFORMAT,
+       "0-d"},
       {"{'descr': '<f4', 'fortran_order': True, 'shape': (3,), }",
        FERRY_ENOTSUP, "ascontiguousarray"},
       {"{'descr': '|O', 'fortran_order': False, 'shape': (3,), }",
@@ -210,12 +210,11 @@ static void test_header_errors(void) {
        FERRY_ENOTSUP, "'<i3'"},
       {"{'descr': '<x4', 'fortran_order': False, 'shape': (3,), }",
        FERRY_ENOTSUP, "'<x4'"},
-      {"{'descr': '', 'fortran_order': False, 'shape': (3,), }",
-       FERRY_EFORMAT, "dtype"},
+      {"{'descr': '', 'fortran_order': False, 'shape': (3,), }", FERRY_EFORMAT,
+       "dtype"},
       {"{'fortran_order': False, 'shape': (3,), }", FERRY_EFORMAT, "'descr'"},
       {"{'descr': '<f4', 'shape': (3,), }", FERRY_EFORMAT, "'fortran_order'"},
-      {"{'descr': '<f4', 'fortran_order': False, }", FERRY_EFORMAT,
-       "'shape'"},
+      {"{'descr': '<f4', 'fortran_order': False, }", FERRY_EFORMAT, "'shape'"},
       {"{'descr': '<f4', 'fortran_order': False, "
        "'shape': (3, 1, 1, 1, 1, 1, 1, 1, 2), }",
        FERRY_ENOTSUP, "9 dimensions"},
@@ -228,25 +227,25 @@ static void test_header_errors(void) {
        FERRY_EFORMAT, "after the header"},
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (-3,)}",
        FERRY_EFORMAT, "byte"},
-      {"{'descr': '<f4', 'fortran_order': False, 'shape': (3)}",
-       FERRY_EFORMAT, "tuple"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (3)}", FERRY_EFORMAT,
+       "tuple"},
       {"{'descr': '<f4', 'fortran_order': False, "
        "'shape': (99999999999999999999,)}",
        FERRY_EFORMAT, "overflow"},
       {"{'descr': '<f8', 'fortran_order': False, "
        "'shape': (4611686018427387904, 4)}",
        FERRY_EFORMAT, "overflow"},
-      {"{'descr': '<f4', 'fortran_order': Tru, 'shape': (3,)}",
-       FERRY_EFORMAT, "True or False"},
+      {"{'descr': '<f4', 'fortran_order': Tru, 'shape': (3,)}", FERRY_EFORMAT,
+       "True or False"},
       {"{'descr': '<f4', 'fortran_order': Falsey, 'shape': (3,)}",
        FERRY_EFORMAT, "True or False"},
-      {"{'descr': '<f4, 'fortran_order': False, 'shape': (3,)}",
-       FERRY_EFORMAT, "byte"},
-      {"{'descr': '<f4' 'fortran_order': False, 'shape': (3,)}",
-       FERRY_EFORMAT, "expected ','"},
+      {"{'descr': '<f4, 'fortran_order': False, 'shape': (3,)}", FERRY_EFORMAT,
+       "byte"},
+      {"{'descr': '<f4' 'fortran_order': False, 'shape': (3,)}", FERRY_EFORMAT,
+       "expected ','"},
       {"['descr', '<f4']", FERRY_EFORMAT, "expected '{'"},
-      {"{'descr': '<f4', 'fortran_order': False, 'shape': (3,)",
-       FERRY_EFORMAT, "byte"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (3,)", FERRY_EFORMAT,
+       "byte"},
       {"", FERRY_EFORMAT, "byte 10"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -254,16 +253,18 @@ static void test_header_errors(void) {
     EXPECT_CODE(rc, cases[i].code, e, cases[i].want);
     if (rc != cases[i].code)
       fprintf(stderr, "  (case %zu: %s)\n", i, cases[i].dict);
-    CHECK(strstr(e.msg, "test.npy") != NULL, "case %zu: message lacks the "
-                                             "file name: %s", i, e.msg);
+    CHECK(strstr(e.msg, "test.npy") != NULL,
+          "case %zu: message lacks the "
+          "file name: %s",
+          i, e.msg);
   }
 
   /* bad magic, short buffers, lengths beyond the buffer, versions */
   const char *d = "{'descr': '<f4', 'fortran_order': False, 'shape': (5,), }";
   size_t len = make_header(buf, sizeof buf, 1, 0, d);
   buf[1] = 'n';
-  EXPECT_CODE(ferry__npy_parse_header(buf, len, &h, "x.npy", &e),
-              FERRY_EFORMAT, e, "not a .npy file");
+  EXPECT_CODE(ferry__npy_parse_header(buf, len, &h, "x.npy", &e), FERRY_EFORMAT,
+              e, "not a .npy file");
   EXPECT_CODE(ferry__npy_parse_header(NULL, 0, &h, "x.npy", &e), FERRY_EFORMAT,
               e, "not a .npy file");
   len = make_header(buf, sizeof buf, 1, 0, d);
@@ -271,25 +272,25 @@ static void test_header_errors(void) {
     int rc = ferry__npy_parse_header(buf, k, &h, "x.npy", &e);
     CHECK(rc == FERRY_EFORMAT, "prefix of %zu bytes: rc %d", k, rc);
     if (k >= 6)
-      CHECK(strstr(e.msg, "byte") != NULL, "prefix %zu: no offset in '%s'",
-            k, e.msg);
+      CHECK(strstr(e.msg, "byte") != NULL, "prefix %zu: no offset in '%s'", k,
+            e.msg);
   }
   buf[8] = 0xff; /* header length 65535+: beyond the buffer */
   buf[9] = 0xff;
-  EXPECT_CODE(ferry__npy_parse_header(buf, len, &h, "x.npy", &e),
-              FERRY_EFORMAT, e, "truncated .npy header at byte");
+  EXPECT_CODE(ferry__npy_parse_header(buf, len, &h, "x.npy", &e), FERRY_EFORMAT,
+              e, "truncated .npy header at byte");
   len = make_header(buf, sizeof buf, 2, 0, d);
   buf[11] = 0x7f; /* 2 GiB header length */
-  EXPECT_CODE(ferry__npy_parse_header(buf, len, &h, "x.npy", &e),
-              FERRY_EFORMAT, e, "byte 8");
+  EXPECT_CODE(ferry__npy_parse_header(buf, len, &h, "x.npy", &e), FERRY_EFORMAT,
+              e, "byte 8");
   len = make_header(buf, sizeof buf, 4, 0, d);
-  EXPECT_CODE(ferry__npy_parse_header(buf, len, &h, "x.npy", &e),
-              FERRY_ENOTSUP, e, "version 4.0");
+  EXPECT_CODE(ferry__npy_parse_header(buf, len, &h, "x.npy", &e), FERRY_ENOTSUP,
+              e, "version 4.0");
   len = make_header(buf, sizeof buf, 1, 1, d);
-  EXPECT_CODE(ferry__npy_parse_header(buf, len, &h, "x.npy", &e),
-              FERRY_ENOTSUP, e, "version 1.1");
-  EXPECT_CODE(ferry__npy_parse_header(buf, len, &h, NULL, &e), FERRY_ENOTSUP,
-              e, NULL);
+  EXPECT_CODE(ferry__npy_parse_header(buf, len, &h, "x.npy", &e), FERRY_ENOTSUP,
+              e, "version 1.1");
+  EXPECT_CODE(ferry__npy_parse_header(buf, len, &h, NULL, &e), FERRY_ENOTSUP, e,
+              NULL);
 
   /* Any single corrupted byte: a clean result or a clean error. */
   len = make_header(buf, sizeof buf, 3, 0, d);
@@ -409,9 +410,8 @@ static void test_gen_value(void) {
   static const struct {
     int64_t v;
     uint16_t bits;
-  } halves[] = {{0, 0x0000},    {1, 0x3c00},    {2, 0x4000},
-                {3, 0x4200},    {1024, 0x6400}, {2047, 0x67ff},
-                {2048, 0x0000}, {1000, 0x63d0}};
+  } halves[] = {{0, 0x0000},    {1, 0x3c00},    {2, 0x4000},    {3, 0x4200},
+                {1024, 0x6400}, {2047, 0x67ff}, {2048, 0x0000}, {1000, 0x63d0}};
   for (size_t i = 0; i < sizeof halves / sizeof *halves; i++) {
     ferry__gen_value(FERRY_FLOAT16, halves[i].v, 0, &u16);
     CHECK(u16 == halves[i].bits, "float16 of %lld: %04x, want %04x",
@@ -474,8 +474,8 @@ static void test_mem(void) {
             !ferry__backend_for_scheme("mem"),
         "mem scheme");
   int rc = ferry__manifest_scan(
-      "mem:N=1000,vars=x:float32:4,y:int64,h:float16:2x3,b:bool", NULL, NULL, &m,
-      &e);
+      "mem:N=1000,vars=x:float32:4,y:int64,h:float16:2x3,b:bool", NULL, NULL,
+      &m, &e);
   CHECK(rc == 0, "mem scan: %s", e.msg);
   if (rc)
     return;
@@ -533,8 +533,8 @@ static void test_mem(void) {
     }
     ferry__manifest_free(&m);
   }
-  CHECK(ferry__manifest_scan("mem:N=10,vars=x:int8,fail_at=3", NULL, NULL, &m, &e) ==
-            0,
+  CHECK(ferry__manifest_scan("mem:N=10,vars=x:int8,fail_at=3", NULL, NULL, &m,
+                             &e) == 0,
         "fail_at without fail_rank: %s", e.msg);
   if (m.nparts == 1) {
     ferry__io_params q = {MPI_COMM_SELF, 5, 0, 4, NULL};
@@ -703,8 +703,7 @@ static void test_glob(void) {
       CHECK(strcmp(m.parts[i].paths[0], tpath(order[i])) == 0,
             "glob part %lld is %s, want %s", (long long)i, m.parts[i].paths[0],
             order[i]);
-      CHECK(m.parts[i].num_samples == ns[i] &&
-                m.parts[i].first_sample == first,
+      CHECK(m.parts[i].num_samples == ns[i] && m.parts[i].first_sample == first,
             "glob part %lld sizes", (long long)i);
       first += ns[i];
     }
@@ -733,7 +732,8 @@ static void test_glob(void) {
         "literal name with brackets: %s", e.msg);
   ferry__manifest_free(&m);
   snprintf(pat, sizeof pat, "%s/g/**/nothing-*.npy", tmpdir);
-  EXPECT_CODE(ferry__manifest_scan(pat, NULL, NULL, &m, &e), FERRY_ENOENT, e, pat);
+  EXPECT_CODE(ferry__manifest_scan(pat, NULL, NULL, &m, &e), FERRY_ENOENT, e,
+              pat);
   /* a relative pattern and a trailing ** with a literal file */
   char cwd[512];
   if (getcwd(cwd, sizeof cwd) && chdir(tmpdir) == 0) {
@@ -812,12 +812,12 @@ static void test_list_and_dirs(void) {
   rc = ferry__manifest_scan(tpath("d"), "", NULL, &m, &e);
   CHECK(rc == 0 && m.nvars == 2, "vars '' means all");
   ferry__manifest_free(&m);
-  EXPECT_CODE(ferry__manifest_scan(tpath("d"), "x,z", NULL, &m, &e), FERRY_EINVAL, e,
-              "variable 'z' not found; the dataset has: x, y");
-  EXPECT_CODE(ferry__manifest_scan(tpath("d"), "x,x", NULL, &m, &e), FERRY_EINVAL, e,
-              "twice");
-  EXPECT_CODE(ferry__manifest_scan(tpath("d"), "x,,y", NULL, &m, &e), FERRY_EINVAL,
-              e, "empty");
+  EXPECT_CODE(ferry__manifest_scan(tpath("d"), "x,z", NULL, &m, &e),
+              FERRY_EINVAL, e, "variable 'z' not found; the dataset has: x, y");
+  EXPECT_CODE(ferry__manifest_scan(tpath("d"), "x,x", NULL, &m, &e),
+              FERRY_EINVAL, e, "twice");
+  EXPECT_CODE(ferry__manifest_scan(tpath("d"), "x,,y", NULL, &m, &e),
+              FERRY_EINVAL, e, "empty");
 
   /* describe errors */
   mkdirs("bad/len");
@@ -833,14 +833,16 @@ static void test_list_and_dirs(void) {
   EXPECT_CODE(ferry__manifest_scan(tpath("bad/trunc.npy"), NULL, NULL, &m, &e),
               FERRY_EFORMAT, e,
               "holds 493 bytes of data, header says 496 (variable trunc)");
-  EXPECT_CODE(ferry__manifest_scan(tpath("bad/nothing.npy"), NULL, NULL, &m, &e),
-              FERRY_ENOENT, e, "nothing.npy");
+  EXPECT_CODE(
+      ferry__manifest_scan(tpath("bad/nothing.npy"), NULL, NULL, &m, &e),
+      FERRY_ENOENT, e, "nothing.npy");
   write_text("bad/plain.txt", "hello\n");
   EXPECT_CODE(ferry__manifest_scan(tpath("bad/plain.txt"), NULL, NULL, &m, &e),
               FERRY_EFORMAT, e, "no backend reads");
   write_text("bad/magicless.npy", "hello, this is not numpy\n");
-  EXPECT_CODE(ferry__manifest_scan(tpath("bad/magicless.npy"), NULL, NULL, &m, &e),
-              FERRY_EFORMAT, e, "not a .npy file");
+  EXPECT_CODE(
+      ferry__manifest_scan(tpath("bad/magicless.npy"), NULL, NULL, &m, &e),
+      FERRY_EFORMAT, e, "not a .npy file");
   /* an empty directory is an empty dataset, and says so */
   mkdirs("bad/empty");
   EXPECT_CODE(ferry__manifest_scan(tpath("bad/empty"), NULL, NULL, &m, &e),
@@ -879,8 +881,9 @@ static void test_list_and_dirs(void) {
   if (geteuid() != 0) {
     write_npy("bad/secret.npy", FERRY_INT8, 0, 3, 0, 0);
     chmod(tpath("bad/secret.npy"), 0);
-    EXPECT_CODE(ferry__manifest_scan(tpath("bad/secret.npy"), NULL, NULL, &m, &e),
-                FERRY_EACCES, e, "secret.npy");
+    EXPECT_CODE(
+        ferry__manifest_scan(tpath("bad/secret.npy"), NULL, NULL, &m, &e),
+        FERRY_EACCES, e, "secret.npy");
   }
 }
 
@@ -943,8 +946,7 @@ static void test_pack(void) {
   unsigned char *c = malloc(len);
   for (size_t k = 0; k < len; k++) {
     rc = ferry__manifest_unpack(buf, k, &u, &e);
-    CHECK(rc == FERRY_EFORMAT, "unpack of %zu of %zu bytes: rc %d", k, len,
-          rc);
+    CHECK(rc == FERRY_EFORMAT, "unpack of %zu of %zu bytes: rc %d", k, len, rc);
     CHECK(u.nvars == 0 && u.parts == NULL, "failed unpack left data");
   }
   for (size_t k = 0; k < len; k++) {
@@ -1062,8 +1064,10 @@ static void test_pack(void) {
     write_text("bad.json", bad[i].json);
     EXPECT_CODE(ferry__manifest_load_json(tpath("bad.json"), NULL, &u, &e),
                 bad[i].code, e, bad[i].want);
-    CHECK(strstr(e.msg, "bad.json") != NULL, "JSON error %zu lacks the file: "
-                                             "%s", i, e.msg);
+    CHECK(strstr(e.msg, "bad.json") != NULL,
+          "JSON error %zu lacks the file: "
+          "%s",
+          i, e.msg);
   }
   EXPECT_CODE(ferry__manifest_load_json(tpath("none.json"), NULL, &u, &e),
               FERRY_ENOENT, e, "none.json");
@@ -1093,8 +1097,8 @@ static void test_npy_io(void) {
       ferry__io_params p = {MPI_COMM_WORLD, 0, collective, max_open, NULL};
       ferry__io *io = NULL;
       char what[64];
-      snprintf(what, sizeof what, "npy collective=%d max_open=%lld",
-               collective, (long long)max_open);
+      snprintf(what, sizeof what, "npy collective=%d max_open=%lld", collective,
+               (long long)max_open);
       rc = be->io_open(&io, &m, &p, &e);
       CHECK(rc == 0, "%s: io_open: %s", what, e.msg);
       if (rc)

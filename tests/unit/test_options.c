@@ -52,9 +52,10 @@ int main(void) {
   CHECK(ferry_option_info_get(-1) == NULL && ferry_option_info_get(n) == NULL,
         "out of range");
   static const char *const required[] = {
-      "batch_size", "seed",          "shuffle", "block_size", "shuffle_buffer",
-      "partition",  "tail",          "chunk_samples", "vars", "io", "prefetch",
-      "threads",    "max_chunks",    "fraction", "device",  NULL};
+      "batch_size",     "seed",      "shuffle",  "block_size",
+      "shuffle_buffer", "partition", "tail",     "chunk_samples",
+      "vars",           "io",        "prefetch", "threads",
+      "max_chunks",     "fraction",  "device",   NULL};
   for (int k = 0; required[k]; k++) {
     char buf[64];
     CHECK(ferry_options_get(o, required[k], buf, sizeof buf) == 0,

@@ -14,16 +14,16 @@
  *    determinism, and different epochs giving different orders.
  * 3. Resume (ferry__plan_resume): for (N, tail, partition, shuffle, B, the
  *    world sizes of the save and of one or two resumes, 4 -> 3, 4 -> 5, 1 ->
- *    7, 2 -> 19 ranks (more ranks than samples left), the batches served at each step: none, one, half,
- *    all but one, all), the samples served before a save and after it are
- *    the epoch exactly once (drop_last: at most once, the rest counted as
- *    dropped); the same world size continues every rank's own plan slot for
- *    slot; batch counts are equal and every slot lies in an extent loaded
+ *    7, 2 -> 19 ranks (more ranks than samples left), the batches served at
+ * each step: none, one, half, all but one, all), the samples served before a
+ * save and after it are the epoch exactly once (drop_last: at most once, the
+ * rest counted as dropped); the same world size continues every rank's own plan
+ * slot for slot; batch counts are equal and every slot lies in an extent loaded
  *    before its batch.
  */
 #include "config.h"
-#include "plan/plan.h"
 #include "core/options.h"
+#include "plan/plan.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -43,8 +43,8 @@ static int test_golden(void) {
   REQUIRE(ferry__rand64(k, 2) == 0x14c401ed04a2e774ULL, "rand64 2");
   static const int64_t e0[10] = {7, 8, 1, 6, 2, 0, 3, 4, 9, 5};
   static const int64_t e1[10] = {1, 0, 9, 2, 4, 6, 7, 3, 5, 8};
-  static const int64_t s7[20] = {5,  0, 11, 15, 13, 2,  10, 4, 12, 19,
-                                 7,  9, 3,  14, 16, 18, 1,  8, 6,  17};
+  static const int64_t s7[20] = {5, 0, 11, 15, 13, 2,  10, 4, 12, 19,
+                                 7, 9, 3,  14, 16, 18, 1,  8, 6,  17};
   int64_t perm[20];
   ferry__plan_params pp = {.seed = 42, .shuffle = FERRY__SHUFFLE_CHUNKS};
   ferry__plan_permutation(&pp, 10, perm);
@@ -93,13 +93,12 @@ static int check_combo(const combo *c, int64_t epoch, uint64_t *sum_out) {
   fake_manifest(&m, c->nparts, counts);
   ferry__chunk *chunks, *pieces;
   int64_t nchunks, npieces;
-  ferry__plan_params pp = {c->B,          1234,        c->shuffle,
-                           c->block,      c->K,        c->partition,
-                           c->tail,       c->max_chunks, c->fraction,
-                           epoch,         c->P};
+  ferry__plan_params pp = {c->B,        1234,         c->shuffle, c->block,
+                           c->K,        c->partition, c->tail,    c->max_chunks,
+                           c->fraction, epoch,        c->P};
   REQUIRE(ferry__chunks_make(&m, c->chunk, &chunks, &nchunks) == 0, "chunks");
   REQUIRE(ferry__plan_pieces(chunks, nchunks, &pp, &pieces, &npieces) == 0,
-        "pieces");
+          "pieces");
   int64_t M = 0;
   for (int64_t i = 0; i < npieces; i++)
     M += pieces[i].count;
@@ -122,34 +121,36 @@ static int check_combo(const combo *c, int64_t epoch, uint64_t *sum_out) {
     if (c->tail == FERRY__TAIL_DROP && rc == FERRY_EINVAL) {
       /* only legal when some rank's share is below one batch */
       REQUIRE(M / c->P < c->B + c->nparts * 3 + c->chunk + c->block,
-            "unexpected EINVAL: %s", err.msg);
-      REQUIRE(strstr(err.msg, "batch_size") != NULL, "message names the option");
+              "unexpected EINVAL: %s", err.msg);
+      REQUIRE(strstr(err.msg, "batch_size") != NULL,
+              "message names the option");
       rc_all = 1;
       break;
     }
     REQUIRE(rc == 0, "plan_build rank %d: %s", r, err.msg);
     REQUIRE(ferry__plan_build(pieces, npieces, perm, &pp, r, &p2, &err) == 0,
-          "rebuild");
+            "rebuild");
     REQUIRE(ferry__rank_plan_checksum(&p) == ferry__rank_plan_checksum(&p2),
-          "same inputs, same plan");
+            "same inputs, same plan");
     ferry__rank_plan_free(&p2);
     if (nb < 0)
       nb = p.num_batches;
     REQUIRE(p.num_batches == nb, "rank %d has %lld batches, rank 0 %lld", r,
-          (long long)p.num_batches, (long long)nb);
+            (long long)p.num_batches, (long long)nb);
     if (dropped < 0)
       dropped = p.dropped;
     REQUIRE(p.dropped == dropped, "dropped agrees");
     REQUIRE(p.epoch_samples == M, "epoch_samples");
     REQUIRE(p.batch_start[0] == 0 && p.batch_start[nb] == p.nslots,
-          "batch bounds");
+            "batch bounds");
     for (int64_t b = 0; b < nb; b++) {
       int64_t sz = p.batch_start[b + 1] - p.batch_start[b];
       if (c->tail == FERRY__TAIL_PARTIAL)
-        REQUIRE(sz >= 0 && sz <= c->B, "partial batch size %lld", (long long)sz);
+        REQUIRE(sz >= 0 && sz <= c->B, "partial batch size %lld",
+                (long long)sz);
       else
         REQUIRE(sz == c->B, "batch %lld has %lld samples", (long long)b,
-              (long long)sz);
+                (long long)sz);
       for (int64_t i = p.batch_start[b]; i < p.batch_start[b + 1]; i++)
         REQUIRE(p.slots[i].extent < p.batch_need[b], "batch needs its extent");
     }
@@ -157,17 +158,17 @@ static int check_combo(const combo *c, int64_t epoch, uint64_t *sum_out) {
       const ferry__slot *s = &p.slots[i];
       REQUIRE(s->sample >= 0 && s->sample < N, "sample in range");
       REQUIRE(in_epoch[s->sample], "sample %lld not in the epoch subset",
-            (long long)s->sample);
+              (long long)s->sample);
       const ferry__extent *x = &p.extents[s->extent];
       REQUIRE(s->row >= 0 && s->row < x->count, "row inside extent");
       REQUIRE(x->global_first + s->row == s->sample,
-            "slot maps to its sample (%lld + %lld != %lld)",
-            (long long)x->global_first, (long long)s->row,
-            (long long)s->sample);
+              "slot maps to its sample (%lld + %lld != %lld)",
+              (long long)x->global_first, (long long)s->row,
+              (long long)s->sample);
       REQUIRE(m.parts[x->part].first_sample + x->row == x->global_first,
-            "extent global index");
+              "extent global index");
       REQUIRE(x->row + x->count <= m.parts[x->part].num_samples,
-            "extent within its part");
+              "extent within its part");
       /* the window of a slot is loaded no later than its batch */
       int64_t b = i / c->B;
       REQUIRE(p.window_need[x->window] <= b, "window needed before use");
@@ -178,10 +179,10 @@ static int check_combo(const combo *c, int64_t epoch, uint64_t *sum_out) {
         seen[s->sample]++;
       sum = ferry__fnv1a(sum, &s->sample, sizeof s->sample);
     }
-    REQUIRE(p.padded ==
-              (c->tail == FERRY__TAIL_PAD ? p.nslots - (p.nslots - p.padded)
-                                          : 0),
-          "padded count");
+    REQUIRE(
+        p.padded ==
+            (c->tail == FERRY__TAIL_PAD ? p.nslots - (p.nslots - p.padded) : 0),
+        "padded count");
     served += p.nslots;
     ferry__rank_plan_free(&p);
   }
@@ -191,24 +192,24 @@ static int check_combo(const combo *c, int64_t epoch, uint64_t *sum_out) {
         REQUIRE(seen[g] == 0 && seen_pad[g] == 0, "outside subset served");
       else if (c->tail == FERRY__TAIL_DROP)
         REQUIRE(seen[g] <= 1, "sample %lld served %d times", (long long)g,
-              seen[g]);
+                seen[g]);
       else
         REQUIRE(seen[g] == 1, "sample %lld served %d times (tail %d)",
-              (long long)g, seen[g], c->tail);
+                (long long)g, seen[g], c->tail);
     }
     if (c->tail == FERRY__TAIL_DROP) {
       REQUIRE(served == M - dropped && served == nb * c->B * c->P,
-            "drop_last count");
+              "drop_last count");
       REQUIRE(padded == 0, "no pads");
     } else if (c->tail == FERRY__TAIL_PAD) {
       REQUIRE(served == nb * c->B * c->P, "pad count");
       REQUIRE(padded == served - M, "pads are the difference");
       for (int64_t g = 0; padded <= M && g < N; g++)
         REQUIRE(seen_pad[g] <= 1, "pad sample %lld repeated %d times",
-              (long long)g, seen_pad[g]);
+                (long long)g, seen_pad[g]);
       REQUIRE(nb == ((M + c->P - 1) / c->P + c->B - 1) / c->B ||
-                c->partition == FERRY__PART_STRIDED,
-            "pad batches");
+                  c->partition == FERRY__PART_STRIDED,
+              "pad batches");
     } else {
       REQUIRE(served == M && padded == 0, "partial serves exactly M");
     }
@@ -225,7 +226,7 @@ static int check_combo(const combo *c, int64_t epoch, uint64_t *sum_out) {
 }
 
 static int test_combos(void) {
-  static const int64_t Ns[][2] = {{1, 97}, {1, 1}, {1, 5}, {3, 41},
+  static const int64_t Ns[][2] = {{1, 97},   {1, 1},  {1, 5}, {3, 41},
                                   {1, 1000}, {5, 13}, {2, 64}};
   static const int Ps[] = {1, 2, 3, 4, 7};
   static const int64_t Bs[] = {1, 3, 8, 32};
@@ -239,10 +240,18 @@ static int test_combos(void) {
             for (int part = 0; part < 2; part++)
               for (int sh = 0; sh < 3; sh++)
                 for (int sub = 0; sub < 2; sub++) {
-                  combo c = {Ns[ni][0], Ns[ni][1], chunks[ci], Bs[bi],
-                             Ps[pi],    tail,      part,       sh,
+                  combo c = {Ns[ni][0],
+                             Ns[ni][1],
+                             chunks[ci],
+                             Bs[bi],
+                             Ps[pi],
+                             tail,
+                             part,
+                             sh,
                              (int64_t)(sh ? 1 + (int)(ci + bi) % 3 : 0),
-                             5,         sub ? 3 : 0, sub ? 0.5 : 1.0};
+                             5,
+                             sub ? 3 : 0,
+                             sub ? 0.5 : 1.0};
                   uint64_t s0, s1, s2;
                   if (check_combo(&c, 0, &s0) || check_combo(&c, 0, &s1) ||
                       check_combo(&c, 1, &s2)) {
@@ -251,8 +260,8 @@ static int test_combos(void) {
                             "B=%lld P=%d tail=%d partition=%d shuffle=%d "
                             "subset=%d\n",
                             (long long)c.nparts, (long long)c.per_part,
-                            (long long)c.chunk, (long long)c.B, c.P, tail,
-                            part, sh, sub);
+                            (long long)c.chunk, (long long)c.B, c.P, tail, part,
+                            sh, sub);
                     return 1;
                   }
                   REQUIRE(s0 == s1, "same epoch, same order");
@@ -264,8 +273,18 @@ static int test_combos(void) {
 
 /* A large shuffled epoch must differ between epochs and seeds. */
 static int test_epochs_differ(void) {
-  combo c = {1, 1000, 10, 8, 2, FERRY__TAIL_PARTIAL, FERRY__PART_CONTIGUOUS,
-             FERRY__SHUFFLE_CHUNKS, 2, 5, 0, 1.0};
+  combo c = {1,
+             1000,
+             10,
+             8,
+             2,
+             FERRY__TAIL_PARTIAL,
+             FERRY__PART_CONTIGUOUS,
+             FERRY__SHUFFLE_CHUNKS,
+             2,
+             5,
+             0,
+             1.0};
   uint64_t a, b;
   if (check_combo(&c, 0, &a) || check_combo(&c, 1, &b))
     return 1;
@@ -284,8 +303,12 @@ static int test_subset_stable(void) {
   fake_manifest(&m, 1, counts);
   ferry__chunk *chunks, *p0, *p1;
   int64_t nc, n0, n1;
-  ferry__plan_params pp = {.batch_size = 4, .seed = 9, .shuffle = 1,
-                           .max_chunks = 4, .fraction = 1.0, .world_size = 1};
+  ferry__plan_params pp = {.batch_size = 4,
+                           .seed = 9,
+                           .shuffle = 1,
+                           .max_chunks = 4,
+                           .fraction = 1.0,
+                           .world_size = 1};
   REQUIRE(ferry__chunks_make(&m, 10, &chunks, &nc) == 0 && nc == 10, "chunks");
   REQUIRE(ferry__plan_pieces(chunks, nc, &pp, &p0, &n0) == 0 && n0 == 4, "4");
   pp.epoch = 5;
@@ -297,7 +320,7 @@ static int test_subset_stable(void) {
   pp.max_chunks = 0;
   free(p1);
   REQUIRE(ferry__plan_pieces(chunks, nc, &pp, &p1, &n1) == 0 && n1 == 3,
-        "ceil(0.25 * 10) = 3, got %lld", (long long)n1);
+          "ceil(0.25 * 10) = 3, got %lld", (long long)n1);
   free(p0);
   free(p1);
   free(chunks);
@@ -314,14 +337,16 @@ static int test_drop_last_too_big(void) {
   int64_t nc;
   REQUIRE(ferry__chunks_make(&m, 2, &chunks, &nc) == 0, "chunks");
   int64_t perm[5] = {0, 1, 2, 3, 4};
-  ferry__plan_params pp = {.batch_size = 6, .tail = FERRY__TAIL_DROP,
-                           .fraction = 1.0, .world_size = 2};
+  ferry__plan_params pp = {.batch_size = 6,
+                           .tail = FERRY__TAIL_DROP,
+                           .fraction = 1.0,
+                           .world_size = 2};
   ferry__rank_plan p = {0};
   ferry__err err = {0};
   int rc = ferry__plan_build(chunks, nc, perm, &pp, 0, &p, &err);
   REQUIRE(rc == FERRY_EINVAL, "rc %d", rc);
   REQUIRE(strstr(err.msg, "'batch_size'") && strstr(err.msg, "drop_last"),
-        "message: %s", err.msg);
+          "message: %s", err.msg);
   pp.batch_size = 0;
   rc = ferry__plan_build(chunks, nc, perm, &pp, 0, &p, &err);
   REQUIRE(rc == FERRY_EINVAL, "batch_size 0 rc %d", rc);
@@ -349,13 +374,14 @@ static int test_auto_chunk(void) {
   vars[0].chunk_rows = 700;
   REQUIRE(ferry__auto_chunk_samples(&m, 1024) == 700, "1024 -> 700 (nearest)");
   vars[0].chunk_rows = 600;
-  REQUIRE(ferry__auto_chunk_samples(&m, 1024) == 1200, "1024 -> 1200 (nearest)");
+  REQUIRE(ferry__auto_chunk_samples(&m, 1024) == 1200,
+          "1024 -> 1200 (nearest)");
   vars[0].chunk_rows = 100000;
   REQUIRE(ferry__auto_chunk_samples(&m, 1024) == 100000, "one big chunk");
   vars[0].chunk_rows = 7;
   int64_t c = ferry__auto_chunk_samples(&m, 1024);
   REQUIRE(c % 7 == 0 && c >= 1017 && c <= 1031, "multiple of 7 near 1024: %lld",
-        (long long)c);
+          (long long)c);
   /* two variables: the lcm */
   m.nvars = 3;
   vars[0].chunk_rows = 6;
@@ -399,14 +425,14 @@ static int level_plans(const ferry__chunk *pieces, int64_t np,
   if (nsteps) {
     ferry__rank_plan *all = calloc((size_t)P, sizeof *all);
     ferry__err err = {0};
-    REQUIRE(ferry__plan_resume(pieces, np, perm, &pp, steps, nsteps, 0, NULL, all,
-                             &err) == 0,
-          "reads of every rank: %s", err.msg);
+    REQUIRE(ferry__plan_resume(pieces, np, perm, &pp, steps, nsteps, 0, NULL,
+                               all, &err) == 0,
+            "reads of every rank: %s", err.msg);
     for (int r = 0; r < P; r++) {
       REQUIRE(all[r].nextents == plans[r].nextents &&
-                all[r].nwindows == plans[r].nwindows &&
-                all[r].num_batches == plans[r].num_batches,
-            "reads of rank %d differ from its plan", r);
+                  all[r].nwindows == plans[r].nwindows &&
+                  all[r].num_batches == plans[r].num_batches,
+              "reads of rank %d differ from its plan", r);
       ferry__rank_plan_free(&all[r]);
     }
     free(all);
@@ -419,8 +445,8 @@ static int level_plans(const ferry__chunk *pieces, int64_t np,
 static int check_structure(const ferry__rank_plan *p, const ferry__manifest *m,
                            int64_t B, int tail) {
   REQUIRE(p->batch_start[0] == 0 && p->batch_start[p->num_batches] == p->nslots,
-        "batch bounds %lld..%lld of %lld slots", (long long)p->batch_start[0],
-        (long long)p->batch_start[p->num_batches], (long long)p->nslots);
+          "batch bounds %lld..%lld of %lld slots", (long long)p->batch_start[0],
+          (long long)p->batch_start[p->num_batches], (long long)p->nslots);
   int64_t pads = 0;
   for (int64_t b = 0; b < p->num_batches; b++) {
     int64_t sz = p->batch_start[b + 1] - p->batch_start[b];
@@ -428,23 +454,24 @@ static int check_structure(const ferry__rank_plan *p, const ferry__manifest *m,
       REQUIRE(sz >= 0 && sz <= B, "partial batch of %lld", (long long)sz);
     else
       REQUIRE(sz == B, "batch %lld has %lld samples, B %lld", (long long)b,
-            (long long)sz, (long long)B);
+              (long long)sz, (long long)B);
     for (int64_t i = p->batch_start[b]; i < p->batch_start[b + 1]; i++) {
       const ferry__slot *s = &p->slots[i];
       REQUIRE(s->extent >= 0 && s->extent < p->batch_need[b],
-            "batch %lld needs extent %lld", (long long)b, (long long)s->extent);
+              "batch %lld needs extent %lld", (long long)b,
+              (long long)s->extent);
       const ferry__extent *x = &p->extents[s->extent];
       REQUIRE(s->row >= 0 && s->row < x->count, "row inside extent");
       REQUIRE(x->global_first + s->row == s->sample, "slot maps to its sample");
       REQUIRE(m->parts[x->part].first_sample + x->row == x->global_first &&
-                x->row + x->count <= m->parts[x->part].num_samples,
-            "extent inside its part");
+                  x->row + x->count <= m->parts[x->part].num_samples,
+              "extent inside its part");
       REQUIRE(p->window_need[x->window] <= b, "window needed before use");
       pads += s->padded;
     }
   }
   REQUIRE(pads == p->padded, "padded count %lld, flags %lld",
-        (long long)p->padded, (long long)pads);
+          (long long)p->padded, (long long)pads);
   REQUIRE(tail == FERRY__TAIL_PAD || pads == 0, "pads only with tail=pad");
   int64_t tot = 0;
   for (int64_t w = 0; w < p->nwindows; w++)
@@ -477,7 +504,8 @@ static int check_resume(const resume_case *c) {
   ferry__plan_params pp = {c->B,    99, c->shuffle, 5, c->sbuf, c->partition,
                            c->tail, 0,  1.0,        3, c->P[0]};
   REQUIRE(ferry__chunks_make(&m, c->chunk, &chunks, &nchunks) == 0, "chunks");
-  REQUIRE(ferry__plan_pieces(chunks, nchunks, &pp, &pieces, &np) == 0, "pieces");
+  REQUIRE(ferry__plan_pieces(chunks, nchunks, &pp, &pieces, &np) == 0,
+          "pieces");
   int64_t *perm = malloc((size_t)np * sizeof *perm);
   ferry__plan_permutation(&pp, np, perm);
   int64_t N = m.num_samples;
@@ -520,7 +548,7 @@ static int check_resume(const resume_case *c) {
         if (sl->padded)
           continue;
         REQUIRE(served[sl->sample] == 0, "step %d rank %d serves %lld again", s,
-              r, (long long)sl->sample);
+                r, (long long)sl->sample);
         served[sl->sample] = 1;
         nserved++;
       }
@@ -535,12 +563,12 @@ static int check_resume(const resume_case *c) {
       if (Pn == P) {
         int64_t cut = plans[r].batch_start[K];
         REQUIRE(next[r].nslots == plans[r].nslots - cut &&
-                  next[r].num_batches == nb - K,
-              "same world size: rank %d continues its plan", r);
+                    next[r].num_batches == nb - K,
+                "same world size: rank %d continues its plan", r);
         for (int64_t i = 0; i < next[r].nslots; i++)
           REQUIRE(next[r].slots[i].sample == plans[r].slots[cut + i].sample &&
-                    next[r].slots[i].padded == plans[r].slots[cut + i].padded,
-                "same world size: slot %lld of rank %d", (long long)i, r);
+                      next[r].slots[i].padded == plans[r].slots[cut + i].padded,
+                  "same world size: slot %lld of rank %d", (long long)i, r);
       }
       ferry__rank_plan_free(&next[r]);
     }
@@ -564,23 +592,25 @@ static int check_resume(const resume_case *c) {
       if (sl->padded)
         continue; /* a repeat; check_structure checked its flag */
       REQUIRE(served[sl->sample] == 0,
-            "resumed rank %d of %d serves %lld again (served before: %d)", r,
-            Pn, (long long)sl->sample, served[sl->sample]);
+              "resumed rank %d of %d serves %lld again (served before: %d)", r,
+              Pn, (long long)sl->sample, served[sl->sample]);
       served[sl->sample] = 2;
       nrest++;
     }
   }
   int64_t dropped = fin[0].dropped;
   REQUIRE(nserved + nrest + dropped == M,
-        "served %lld + resumed %lld + dropped %lld != %lld samples",
-        (long long)nserved, (long long)nrest, (long long)dropped, (long long)M);
+          "served %lld + resumed %lld + dropped %lld != %lld samples",
+          (long long)nserved, (long long)nrest, (long long)dropped,
+          (long long)M);
   if (c->tail != FERRY__TAIL_DROP)
     REQUIRE(dropped == 0, "nothing dropped with tail %d", c->tail);
   else
     REQUIRE(dropped >= dropped0 &&
-              dropped - dropped0 < (int64_t)Pn * c->B * (c->nsteps) +
-                                       (dropped0 ? 0 : 1) + (int64_t)c->B * 64,
-          "drop_last drops at most P*B-1 more per change");
+                dropped - dropped0 < (int64_t)Pn * c->B * (c->nsteps) +
+                                         (dropped0 ? 0 : 1) +
+                                         (int64_t)c->B * 64,
+            "drop_last drops at most P*B-1 more per change");
   for (int r = 0; r < Pn; r++)
     ferry__rank_plan_free(&fin[r]);
   free(perm);

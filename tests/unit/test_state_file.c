@@ -84,8 +84,7 @@ static void test_round_trip(const char *buf, size_t len) {
     return;
   CHECK(out.version == FERRY__STATE_VERSION, "version %d", out.version);
   CHECK(same_state(&in, &out), "decoded fields differ from the encoded ones");
-  CHECK(strcmp(out.library, ferry_version()) == 0, "library '%s'",
-        out.library);
+  CHECK(strcmp(out.library, ferry_version()) == 0, "library '%s'", out.library);
   CHECK(ferry__state_options_hash(&out) == ferry__state_options_hash(&in),
         "options hash");
   char *again = NULL;

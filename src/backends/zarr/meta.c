@@ -100,17 +100,18 @@ static char *read_meta(const char *path, const char *what, size_t *len,
 
 /* The len bytes of text (the contents of path) as a JSON object; NULL with
  * err set (corrupt JSON, or not an object). */
-static json_t *json_object_text(const char *text, size_t len,
-                                const char *path, ferry__err *err) {
+static json_t *json_object_text(const char *text, size_t len, const char *path,
+                                ferry__err *err) {
   json_error_t jerr;
   json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
   if (!j)
     ferry__seterr(err, FERRY_EFORMAT,
-                  "%s: corrupt JSON at line %d, column %d: %s", path,
-                  jerr.line, jerr.column, jerr.text);
+                  "%s: corrupt JSON at line %d, column %d: %s", path, jerr.line,
+                  jerr.column, jerr.text);
   else if (!json_is_object(j)) {
-    ferry__seterr(err, FERRY_EFORMAT, "%s: corrupt metadata: not a JSON "
-                                      "object",
+    ferry__seterr(err, FERRY_EFORMAT,
+                  "%s: corrupt metadata: not a JSON "
+                  "object",
                   path);
     json_decref(j);
     j = NULL;
@@ -274,8 +275,8 @@ static int parse_codec(json_t *jc, zmeta *z, const char *where,
                          "lib%s-dev, and rebuild ferry)",
                          where, id, kind == FERRY__CODEC_GZIP ? "z" : id);
   if (z->ncodecs == Z_MAX_CODECS)
-    return ferry__seterr(err, FERRY_ENOTSUP, "%s: more than %d codecs",
-                         where, Z_MAX_CODECS);
+    return ferry__seterr(err, FERRY_ENOTSUP, "%s: more than %d codecs", where,
+                         Z_MAX_CODECS);
   unsigned param = 0;
   size_t used = strlen(z->codecs_text);
   char extra[64] = "";
@@ -288,12 +289,14 @@ static int parse_codec(json_t *jc, zmeta *z, const char *where,
     param = (unsigned)e;
     snprintf(extra, sizeof extra, "(%u)", param);
   } else if (kind == FERRY__CODEC_BLOSC) {
-    json_t *cn = json_object_get(jc, "cname"), *sh = json_object_get(jc,
-                                                                     "shuffle");
+    json_t *cn = json_object_get(jc, "cname"),
+           *sh = json_object_get(jc, "shuffle");
     json_int_t s = json_is_integer(sh) ? json_integer_value(sh) : 1;
     snprintf(extra, sizeof extra, "(%s%s)",
              json_is_string(cn) ? json_string_value(cn) : "?",
-             s == 1 ? ", shuffle" : s == 2 ? ", bitshuffle" : "");
+             s == 1   ? ", shuffle"
+             : s == 2 ? ", bitshuffle"
+                      : "");
   } else {
     json_t *lv = json_object_get(jc, "level");
     if (json_is_integer(lv))
@@ -308,8 +311,7 @@ static int parse_codec(json_t *jc, zmeta *z, const char *where,
 }
 
 /* shape and chunks: lists of the same length, sizes >= 0 and >= 1. */
-static int parse_shape(json_t *j, const char *path, zmeta *z,
-                       ferry__err *err) {
+static int parse_shape(json_t *j, const char *path, zmeta *z, ferry__err *err) {
   json_t *shape = json_object_get(j, "shape"),
          *chunks = json_object_get(j, "chunks");
   if (!json_is_array(shape) || !json_is_array(chunks) ||
@@ -360,9 +362,8 @@ static int parse_layout(json_t *j, const char *path, const char *label,
                         zmeta *z, ferry__err *err) {
   json_t *order = json_object_get(j, "order"),
          *sep = json_object_get(j, "dimension_separator");
-  if (!json_is_string(order) ||
-      (strcmp(json_string_value(order), "C") != 0 &&
-       strcmp(json_string_value(order), "F") != 0))
+  if (!json_is_string(order) || (strcmp(json_string_value(order), "C") != 0 &&
+                                 strcmp(json_string_value(order), "F") != 0))
     return ferry__seterr(err, FERRY_EFORMAT,
                          "%s: corrupt metadata: order must be \"C\" or \"F\"",
                          path);
@@ -483,8 +484,8 @@ static int zarray_fields(json_t *j, const char *path, const char *label,
 
 /* Parse the text of a .zarray (len bytes read from path) into z. */
 int ferry__zarr_parse_zarray_text(const char *text, size_t len,
-                                  const char *path, const char *label,
-                                  zmeta *z, ferry__err *err) {
+                                  const char *path, const char *label, zmeta *z,
+                                  ferry__err *err) {
   memset(z, 0, sizeof *z);
   z->hash = ferry__fnv1a(FERRY__FNV_INIT, text, len) >> 1;
   z->meta_size = (int64_t)len;
@@ -504,8 +505,9 @@ int ferry__zarr_parse_zarray(const char *adir, const char *label, zmeta *z,
   if (!path)
     return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
   size_t len = 0;
-  char *text = read_meta(path, "the array has no .zarray (not written "
-                               "completely, or not a Zarr v2 array)",
+  char *text = read_meta(path,
+                         "the array has no .zarray (not written "
+                         "completely, or not a Zarr v2 array)",
                          &len, err);
   int rc = text ? ferry__zarr_parse_zarray_text(text, len, path, label, z, err)
                 : (err ? err->code : FERRY_EFORMAT);
@@ -543,9 +545,9 @@ char *ferry__zarr_store_dir(const char *spec) {
 
 /* An array found in a store. */
 typedef struct zarr_array {
-  char *name;      /* path inside the store; the store's stem for a root array */
+  char *name; /* path inside the store; the store's stem for a root array */
   zmeta z;
-  int ok;          /* metadata parsed; else err holds why  */
+  int ok; /* metadata parsed; else err holds why  */
   ferry__err err;
 } zarr_array;
 
@@ -681,8 +683,9 @@ static const char *v3_advice =
 static int walk_store(const char *store, zarr_walk *w, ferry__err *err) {
   memset(w, 0, sizeof *w);
   if (ferry__zarr_exists_in(store, "zarr.json", 0))
-    return ferry__seterr(err, FERRY_ENOTSUP, "store %s is a Zarr v3 store "
-                                             "(zarr.json). %s",
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "store %s is a Zarr v3 store "
+                         "(zarr.json). %s",
                          store, v3_advice);
   if (ferry__zarr_exists_in(store, ".zarray", 0)) {
     const char *base = strrchr(store, '/');
@@ -716,8 +719,8 @@ static int walk_store(const char *store, zarr_walk *w, ferry__err *err) {
     rc = err ? err->code : FERRY_EFORMAT;
   else if (!json_is_integer(json_object_get(j, "zarr_format")) ||
            json_integer_value(json_object_get(j, "zarr_format")) != 2)
-    rc = ferry__seterr(err, FERRY_ENOTSUP,
-                       "%s: zarr_format is not 2. %s", zg, v3_advice);
+    rc = ferry__seterr(err, FERRY_ENOTSUP, "%s: zarr_format is not 2. %s", zg,
+                       v3_advice);
   json_decref(j);
   free(zg);
   if (rc == 0)
@@ -757,7 +760,8 @@ static int netcdf_can_open(const zarr_walk *w, const char **why) {
 /* ---- Describe (rank 0) ------------------------------------------------ */
 
 /* Path of the chunk file of chunk index idx (ndim entries). */
-char *ferry__zarr_chunk_path(const char *adir, const zmeta *z, const int64_t *idx) {
+char *ferry__zarr_chunk_path(const char *adir, const zmeta *z,
+                             const int64_t *idx) {
   char key[Z_MAX_DIMS * 21 + 1];
   size_t used = 0;
   for (int d = 0; d < z->ndim; d++)
@@ -782,7 +786,8 @@ static size_t native_cache_bytes(const zmeta *z) {
   return n;
 }
 
-char *ferry__zarr_array_dir(const char *store, const char *name, int root_array) {
+char *ferry__zarr_array_dir(const char *store, const char *name,
+                            int root_array) {
   return root_array ? strdup(store) : ferry__join_path(store, name);
 }
 
@@ -817,10 +822,11 @@ static char *storage_text(const char *adir, const zmeta *z, const char *reader,
     used += (size_t)snprintf(buf + used, sizeof buf - used, ", %.1f:1",
                              (double)raw / (double)stored);
   if (missing && used < sizeof buf)
-    used += (size_t)snprintf(buf + used, sizeof buf - used,
-                             ", %lld of the first %lld chunks absent (%s)",
-                             missing, (long long)(nch < Z_RATIO_SAMPLE ? nch : Z_RATIO_SAMPLE),
-                             z->has_fill ? "read as fill_value" : "an error: no fill_value");
+    used += (size_t)snprintf(
+        buf + used, sizeof buf - used,
+        ", %lld of the first %lld chunks absent (%s)", missing,
+        (long long)(nch < Z_RATIO_SAMPLE ? nch : Z_RATIO_SAMPLE),
+        z->has_fill ? "read as fill_value" : "an error: no fill_value");
   if (z->across > 1 && used < sizeof buf)
     used += (size_t)snprintf(buf + used, sizeof buf - used,
                              "; chunked on other dimensions too: each read "
@@ -860,8 +866,8 @@ static int is_selected(const zarr_array *x, int64_t longest) {
 /* The sample dimension (the longest dimension 0 of the arrays, *longest)
  * and the number of variables (*nsel); an error for an array whose
  * metadata failed, or when no array has a sample dimension. */
-static int pick_arrays(const char *store, const zarr_walk *w,
-                       int64_t *longest, int *nsel, ferry__err *err) {
+static int pick_arrays(const char *store, const zarr_walk *w, int64_t *longest,
+                       int *nsel, ferry__err *err) {
   *longest = -1;
   *nsel = 0;
   for (int i = 0; i < w->n; i++)
@@ -872,8 +878,7 @@ static int pick_arrays(const char *store, const zarr_walk *w,
   for (int i = 0; i < w->n; i++) {
     const zarr_array *x = &w->a[i];
     if (!x->ok && (x->err.code != FERRY_ENOTSUP || *longest < 0))
-      return ferry__seterr(err, x->err.code, "store %s: %s", store,
-                           x->err.msg);
+      return ferry__seterr(err, x->err.code, "store %s: %s", store, x->err.msg);
   }
   for (int i = 0; i < w->n; i++) {
     const zarr_array *x = &w->a[i];
@@ -881,8 +886,7 @@ static int pick_arrays(const char *store, const zarr_walk *w,
      * variable.  Its shape is unknown when its dtype failed, so any
      * unsupported array of the store is reported. */
     if (!x->ok)
-      return ferry__seterr(err, x->err.code, "store %s: %s", store,
-                           x->err.msg);
+      return ferry__seterr(err, x->err.code, "store %s: %s", store, x->err.msg);
     if (is_selected(x, *longest))
       (*nsel)++;
   }
@@ -980,9 +984,9 @@ static int describe_var(const char *store, const zarr_walk *w, zarr_array *x,
   v->chunk_rows = x->z.chunks[0];
   char *adir = ferry__zarr_array_dir(store, v->name, w->root_array);
   int64_t cache = 0;
-  v->storage = adir ? storage_text(adir, &x->z,
-                                   use_netcdf ? "netcdf" : "native", &cache)
-                    : NULL;
+  v->storage =
+      adir ? storage_text(adir, &x->z, use_netcdf ? "netcdf" : "native", &cache)
+           : NULL;
   v->cache_bytes = (size_t)cache;
   free(adir);
   /* Every rank checks its .zarray against its size and hash.  The path
@@ -990,8 +994,7 @@ static int describe_var(const char *store, const zarr_walk *w, zarr_array *x,
    * URL from it). */
   out->file_size[k] = x->z.meta_size;
   if (!(out->paths[k] = strdup(store)) || !v->storage ||
-      ferry__zarr_rec_put(&out->rec[k],
-                          use_netcdf ? ZREC_NETCDF : ZREC_NATIVE,
+      ferry__zarr_rec_put(&out->rec[k], use_netcdf ? ZREC_NETCDF : ZREC_NATIVE,
                           x->z.hash) < 0)
     return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", store);
   return 0;

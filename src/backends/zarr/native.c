@@ -42,8 +42,8 @@ static int pread_exact(int fd, void *buf, size_t n, off_t off) {
 /* Check chunk file p before a read: 1 present, 0 absent (fill value),
  * or an error. */
 int ferry__zarr_check_chunk(const zvar *zv, const char *p, const char *store,
-                       const char *vname, int rank, int64_t row,
-                       ferry__err *err, off_t *size) {
+                            const char *vname, int rank, int64_t row,
+                            ferry__err *err, off_t *size) {
   struct stat st;
   if (stat(p, &st) != 0) {
     if (errno != ENOENT)
@@ -105,8 +105,7 @@ static int load_chunk(zvar *zv, const int64_t *idx, const char *store,
     rc = ferry__seterr(err, ferry__errno_code(errno),
                        "chunk file %s (store %s, array %s, rank %d, row "
                        "%lld): %s",
-                       p, store, vname, rank, (long long)row,
-                       strerror(errno));
+                       p, store, vname, rank, (long long)row, strerror(errno));
     goto cleanup;
   }
   size_t size = (size_t)st.st_size;
@@ -171,12 +170,12 @@ cleanup:
 /* Copy the part of chunk (decoded, idx) that lies in band rows into band
  * (c0 full rows, row-major).  Recursive over dimensions 1..ndim-1. */
 static void place(const zmeta *z, const unsigned char *chunk,
-                  unsigned char *band, const int64_t *idx, int d,
-                  size_t coff, size_t boff) {
+                  unsigned char *band, const int64_t *idx, int d, size_t coff,
+                  size_t boff) {
   size_t isz = z->itemsize;
   int64_t start = idx[d] * z->chunks[d];
-  int64_t n = z->shape[d] - start < z->chunks[d] ? z->shape[d] - start
-                                                 : z->chunks[d];
+  int64_t n =
+      z->shape[d] - start < z->chunks[d] ? z->shape[d] - start : z->chunks[d];
   /* strides in elements of dimension d for the chunk and the band */
   size_t cstride = 1, bstride = 1;
   for (int k = d + 1; k < z->ndim; k++) {
@@ -198,8 +197,9 @@ static void place(const zmeta *z, const unsigned char *chunk,
  * into buf; any other chunk goes through the band, which then serves the
  * following reads of the same rows. */
 int ferry__zarr_native_read(zvar *zv, const char *store, const char *vname,
-                       int rank, int64_t row, int64_t nrows, size_t row_bytes,
-                       unsigned char *buf, ferry__err *err) {
+                            int rank, int64_t row, int64_t nrows,
+                            size_t row_bytes, unsigned char *buf,
+                            ferry__err *err) {
   const zmeta *z = &zv->z;
   int64_t c0 = z->chunks[0];
   int rows_layout = zarr_chunk_is_rows(z);
@@ -231,7 +231,8 @@ int ferry__zarr_native_read(zvar *zv, const char *store, const char *vname,
       if (!p)
         return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
                              rank);
-      int present = ferry__zarr_check_chunk(zv, p, store, vname, rank, r, err, &size);
+      int present =
+          ferry__zarr_check_chunk(zv, p, store, vname, rank, r, err, &size);
       if (present < 0) {
         free(p);
         return present;
@@ -241,9 +242,9 @@ int ferry__zarr_native_read(zvar *zv, const char *store, const char *vname,
           memcpy(dst + i, z->fill, z->itemsize);
       } else {
         int fd = open(p, O_RDONLY);
-        if (fd < 0 || pread_exact(fd, dst, (size_t)take * row_bytes,
-                                  (off_t)((size_t)(r - bstart) * row_bytes)) <
-                          0)
+        if (fd < 0 ||
+            pread_exact(fd, dst, (size_t)take * row_bytes,
+                        (off_t)((size_t)(r - bstart) * row_bytes)) < 0)
           rc = ferry__seterr(err, FERRY_EIO,
                              "short read of chunk file %s (store %s, array "
                              "%s, rank %d, row %lld): %s",
@@ -258,15 +259,13 @@ int ferry__zarr_native_read(zvar *zv, const char *store, const char *vname,
     }
     /* Decode the band of chunks holding rows [bstart, bstart+c0). */
     zv->band = -1;
-    if (!zv->band_buf &&
-        !(zv->band_buf = malloc((size_t)c0 * row_bytes + 1)))
-      return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
-                           rank);
+    if (!zv->band_buf && !(zv->band_buf = malloc((size_t)c0 * row_bytes + 1)))
+      return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d", rank);
     if (rows_layout) {
       /* One chunk, laid out as the band's rows (the last chunk may
        * reach past the array's end: chunk_bytes is c0 rows). */
-      if ((rc = load_chunk(zv, idx, store, vname, rank, r, zv->band_buf,
-                           err)) < 0)
+      if ((rc = load_chunk(zv, idx, store, vname, rank, r, zv->band_buf, err)) <
+          0)
         return rc;
     } else {
       if (!zv->chunk_buf && !(zv->chunk_buf = malloc(z->chunk_bytes)))

@@ -66,7 +66,7 @@ static void set_plugin_path(void) {
     return;
   plugin_path_done = 1;
   const char *env = getenv("FERRY_PLUGIN_DIR");
-  const char *dir = env && *env ? env
+  const char *dir = env && *env                         ? env
                     : dir_has_plugins(FERRY_PLUGIN_DIR) ? FERRY_PLUGIN_DIR
                     : dir_has_plugins(FERRY_BUILD_PLUGIN_DIR)
                         ? FERRY_BUILD_PLUGIN_DIR
@@ -84,11 +84,11 @@ static void set_plugin_path(void) {
   struct stat st;
   if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
     used += (size_t)snprintf(path, n, "%s", dir);
-  for (char *s = copy, *save = NULL, *tok; s && (tok = strtok_r(s, ":;", &save));
-       s = NULL)
+  for (char *s = copy, *save = NULL, *tok;
+       s && (tok = strtok_r(s, ":;", &save)); s = NULL)
     if (strcmp(tok, dir) != 0 && stat(tok, &st) == 0 && S_ISDIR(st.st_mode))
-      used += (size_t)snprintf(path + used, n - used, "%s%s",
-                               used ? ":" : "", tok);
+      used +=
+          (size_t)snprintf(path + used, n - used, "%s%s", used ? ":" : "", tok);
   if (used)
     setenv("HDF5_PLUGIN_PATH", path, 1);
   free(path);
@@ -186,8 +186,8 @@ static int nc_bound_cache(const zvar *zv, const ferry__var *mv,
   return 0;
 }
 
-int ferry__zarr_nc_open(zpart *p, const ferry__manifest *m,
-                        const char *store, int rank, ferry__err *err) {
+int ferry__zarr_nc_open(zpart *p, const ferry__manifest *m, const char *store,
+                        int rank, ferry__err *err) {
   char *url = netcdf_url(store);
   if (!url)
     return ferry__seterr(err, ferry__errno_code(errno),
@@ -199,14 +199,13 @@ int ferry__zarr_nc_open(zpart *p, const ferry__manifest *m,
   int nrc = nc_open(url, NC_NOWRITE, &p->ncid);
   if (nrc != NC_NOERR) {
     p->ncid = -1;
-    rc = ferry__seterr(err, FERRY_EIO,
-                       "nc_open(%s) failed on rank %d: %s%s (offset 0)", url,
-                       rank, nc_strerror(nrc),
-                       nrc == NC_ENOFILTER
-                           ? "; netCDF-C found no codec plugin: set "
-                             "FERRY_PLUGIN_DIR to the directory of "
-                             "lib__nczferry_*.so"
-                           : "");
+    rc = ferry__seterr(
+        err, FERRY_EIO, "nc_open(%s) failed on rank %d: %s%s (offset 0)", url,
+        rank, nc_strerror(nrc),
+        nrc == NC_ENOFILTER ? "; netCDF-C found no codec plugin: set "
+                              "FERRY_PLUGIN_DIR to the directory of "
+                              "lib__nczferry_*.so"
+                            : "");
   }
   for (int v = 0; v < m->nvars && rc == 0; v++) {
     zvar *zv = &p->v[v];
@@ -231,14 +230,12 @@ void ferry__zarr_nc_close(zpart *p) {
 
 /* netCDF reader: check the chunk files the read touches, then one
  * nc_get_vara in stored byte order. */
-int ferry__zarr_nc_read(zvar *zv, const char *store,
-                       const char *vname, int rank, int64_t row,
-                       int64_t nrows, size_t row_bytes, void *buf,
-                       ferry__err *err) {
+int ferry__zarr_nc_read(zvar *zv, const char *store, const char *vname,
+                        int rank, int64_t row, int64_t nrows, size_t row_bytes,
+                        void *buf, ferry__err *err) {
   const zmeta *z = &zv->z;
   int64_t idx[Z_MAX_DIMS] = {0};
-  for (int64_t ci = row / z->chunks[0]; ci * z->chunks[0] < row + nrows;
-       ci++) {
+  for (int64_t ci = row / z->chunks[0]; ci * z->chunks[0] < row + nrows; ci++) {
     idx[0] = ci;
     for (int64_t a = 0; a < z->across; a++) {
       int64_t rest = a;
@@ -252,9 +249,9 @@ int ferry__zarr_nc_read(zvar *zv, const char *store,
       if (!cp)
         return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
                              rank);
-      int rc = ferry__zarr_check_chunk(zv, cp, store, vname, rank,
-                           ci * z->chunks[0] > row ? ci * z->chunks[0] : row,
-                           err, &size);
+      int rc = ferry__zarr_check_chunk(
+          zv, cp, store, vname, rank,
+          ci * z->chunks[0] > row ? ci * z->chunks[0] : row, err, &size);
       free(cp);
       if (rc < 0)
         return rc;
@@ -272,8 +269,8 @@ int ferry__zarr_nc_read(zvar *zv, const char *store,
    * ferry's own reader, whose error names the chunk file.  The buffer's
    * contents do not matter any more: the read fails either way. */
   if (nrc != NC_NOERR &&
-      ferry__zarr_native_read(zv, store, vname, rank, row, nrows, row_bytes, buf, err) <
-          0)
+      ferry__zarr_native_read(zv, store, vname, rank, row, nrows, row_bytes,
+                              buf, err) < 0)
     return err ? err->code : FERRY_EIO;
   if (nrc != NC_NOERR)
     return ferry__seterr(err, nrc == NC_EFILTER ? FERRY_EFORMAT : FERRY_EIO,

@@ -88,15 +88,16 @@ static int z_probe(const char *path) {
   if (!path)
     return 0;
   if (strncmp(path, "file://", 7) == 0)
-    return strstr(path, "#mode=") != NULL &&
-           (strstr(path, "zarr") != NULL);
+    return strstr(path, "#mode=") != NULL && (strstr(path, "zarr") != NULL);
   if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
     return 0;
   size_t n = strlen(path);
   while (n > 1 && path[n - 1] == '/')
     n--;
-  return ferry__zarr_exists_in(path, ".zgroup", 0) || ferry__zarr_exists_in(path, ".zarray", 0) ||
-         ferry__zarr_exists_in(path, "zarr.json", 0) || ferry__zarr_exists_in(path, ".zattrs", 0) ||
+  return ferry__zarr_exists_in(path, ".zgroup", 0) ||
+         ferry__zarr_exists_in(path, ".zarray", 0) ||
+         ferry__zarr_exists_in(path, "zarr.json", 0) ||
+         ferry__zarr_exists_in(path, ".zattrs", 0) ||
          (n > 5 && strncmp(path + n - 5, ".zarr", 5) == 0);
 }
 
@@ -115,7 +116,8 @@ int ferry__zarr_rec_put(ferry__blob *b, int reader, uint64_t hash) {
 /* Variable v's record in part pt; FERRY_EFORMAT naming the store when it
  * is missing or malformed (a manifest another ferry saved). */
 int ferry__zarr_rec_get(const ferry__manifest *m, const ferry__part *pt, int v,
-                    int rank, int *reader, uint64_t *hash, ferry__err *err) {
+                        int rank, int *reader, uint64_t *hash,
+                        ferry__err *err) {
   const ferry__blob *b = pt->rec ? &pt->rec[v] : NULL;
   if (m->record_version != ZREC_VERSION || !b || b->len != ZREC_LEN ||
       b->p[0] > ZREC_NETCDF)
@@ -176,8 +178,7 @@ static int var_open(const ferry__io *io, const ferry__part *pt,
                          "store %s, array %s: its .zarray on rank %d differs "
                          "from the one rank 0 described (%lld against %lld "
                          "bytes; offset 0)",
-                         store, mv->name, io->rank,
-                         (long long)zv->z.meta_size,
+                         store, mv->name, io->rank, (long long)zv->z.meta_size,
                          (long long)pt->file_size[v]);
   return 0;
 }
@@ -202,7 +203,8 @@ static int part_open(ferry__io *io, int64_t part, zpart **out,
   }
   p->part = part;
   p->ncid = -1;
-  int root_array = ferry__zarr_exists_in(store, ".zarray", 0), reader = ZREC_NATIVE;
+  int root_array = ferry__zarr_exists_in(store, ".zarray", 0),
+      reader = ZREC_NATIVE;
   for (int v = 0; v < m->nvars && rc == 0; v++)
     rc = var_open(io, pt, store, root_array, v, &p->v[v], &reader, err);
   if (rc == 0 && reader == ZREC_NETCDF)
@@ -268,10 +270,10 @@ static int z_io_open(ferry__io **out, const ferry__manifest *m,
                          p->rank);
   io->m = m;
   io->rank = p->rank;
-  ferry__handle_cache_init(
-      &io->parts,
-      p->max_open_files > 0 ? (size_t)p->max_open_files : Z_DEFAULT_OPEN, io,
-      cache_open, cache_close);
+  ferry__handle_cache_init(&io->parts,
+                           p->max_open_files > 0 ? (size_t)p->max_open_files
+                                                 : Z_DEFAULT_OPEN,
+                           io, cache_open, cache_close);
   *out = io;
   return 0;
 }
@@ -298,11 +300,11 @@ static int z_io_read(ferry__io *io, int64_t part, int var, int64_t row,
 #ifdef HAVE_NCZARR
   if (p->ncid >= 0)
     rc = ferry__zarr_nc_read(&p->v[var], store, v->name, io->rank, row, nrows,
-                     v->row_bytes, buf, err);
+                             v->row_bytes, buf, err);
   else
 #endif
-    rc = ferry__zarr_native_read(&p->v[var], store, v->name, io->rank, row, nrows,
-                     v->row_bytes, buf, err);
+    rc = ferry__zarr_native_read(&p->v[var], store, v->name, io->rank, row,
+                                 nrows, v->row_bytes, buf, err);
   free(store);
   return rc;
 }

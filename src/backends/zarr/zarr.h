@@ -26,19 +26,19 @@ typedef struct zmeta {
   int64_t shape[Z_MAX_DIMS];
   int64_t chunks[Z_MAX_DIMS];
   ferry_dtype dtype;
-  int swapped;                 /* stored non-native                      */
+  int swapped; /* stored non-native                      */
   size_t itemsize;
-  int ncodecs;                 /* encode order: filters..., compressor   */
+  int ncodecs; /* encode order: filters..., compressor   */
   int codec[Z_MAX_CODECS];
   unsigned param[Z_MAX_CODECS];
   int has_compressor;
-  char sep;                    /* dimension_separator: '.' or '/'        */
+  char sep; /* dimension_separator: '.' or '/'        */
   int has_fill;
-  unsigned char fill[8];       /* fill value, stored byte order          */
-  char codecs_text[160];       /* "blosc(lz4, shuffle) + shuffle(4)"     */
-  size_t chunk_bytes;          /* bytes of one decoded chunk             */
-  int64_t across;              /* chunks spanning one row band           */
-  uint64_t hash;               /* FNV-1a of the .zarray bytes            */
+  unsigned char fill[8]; /* fill value, stored byte order          */
+  char codecs_text[160]; /* "blosc(lz4, shuffle) + shuffle(4)"     */
+  size_t chunk_bytes;    /* bytes of one decoded chunk             */
+  int64_t across;        /* chunks spanning one row band           */
+  uint64_t hash;         /* FNV-1a of the .zarray bytes            */
   int64_t meta_size;
 } zmeta;
 
@@ -58,9 +58,8 @@ enum { ZREC_NATIVE = 0, ZREC_NETCDF = 1 };
 int ferry__zarr_rec_put(ferry__blob *b, int reader, uint64_t hash);
 /** Variable v's record in part pt; FERRY_EFORMAT naming the store when it
  *  is missing or malformed (a manifest another ferry saved). */
-int ferry__zarr_rec_get(const ferry__manifest *m, const ferry__part *pt,
-                        int v, int rank, int *reader, uint64_t *hash,
-                        ferry__err *err);
+int ferry__zarr_rec_get(const ferry__manifest *m, const ferry__part *pt, int v,
+                        int rank, int *reader, uint64_t *hash, ferry__err *err);
 
 /* ---- Metadata (meta.c) ------------------------------------------------ */
 
@@ -72,8 +71,8 @@ int ferry__zarr_parse_zarray(const char *adir, const char *label, zmeta *z,
  *  the field), FERRY_ENOTSUP for what ferry cannot serve (naming label).
  *  Every product of sizes it reads is checked to fit in 64 bits. */
 int ferry__zarr_parse_zarray_text(const char *text, size_t len,
-                                  const char *path, const char *label,
-                                  zmeta *z, ferry__err *err);
+                                  const char *path, const char *label, zmeta *z,
+                                  ferry__err *err);
 /** 1 when dir/name exists and is a directory (want_dir) or a file. */
 int ferry__zarr_exists_in(const char *dir, const char *name, int want_dir);
 /** The store directory of a dataset string: a directory, or
@@ -118,8 +117,8 @@ static inline int zarr_chunk_is_rows(const zmeta *z) {
 
 typedef struct zvar {
   zmeta z;
-  char *adir;          /* array directory                         */
-  int gid, varid;      /* netCDF handles                          */
+  char *adir;     /* array directory                         */
+  int gid, varid; /* netCDF handles                          */
   /* The native reader's buffers, allocated at first use and kept while
    * the store is open (describe counted them in cache_bytes). */
   int64_t band;             /* dim-0 chunk held in band_buf, or -1     */
@@ -131,8 +130,8 @@ typedef struct zvar {
 
 typedef struct zpart {
   int64_t part;
-  int ncid;            /* netCDF, -1 with the native reader   */
-  zvar *v;             /* [nvars]                              */
+  int ncid; /* netCDF, -1 with the native reader   */
+  zvar *v;  /* [nvars]                              */
 } zpart;
 
 struct ferry__io {
@@ -151,7 +150,8 @@ int ferry__zarr_check_chunk(const zvar *zv, const char *p, const char *store,
 /** Rows [row, row+nrows) of zv into buf (stored byte order). */
 int ferry__zarr_native_read(zvar *zv, const char *store, const char *vname,
                             int rank, int64_t row, int64_t nrows,
-                            size_t row_bytes, unsigned char *buf, ferry__err *err);
+                            size_t row_bytes, unsigned char *buf,
+                            ferry__err *err);
 
 /* ---- The netCDF reader (netcdf.c, HAVE_NCZARR only) ------------------- */
 
@@ -159,12 +159,12 @@ int ferry__zarr_native_read(zvar *zv, const char *store, const char *vname,
 /** Open store with netCDF-C into p (ncid, every variable's gid/varid),
  *  checking that netCDF-C sees each array as its .zarray describes it and
  *  can apply its whole codec chain; bounds its chunk caches. */
-int ferry__zarr_nc_open(zpart *p, const ferry__manifest *m,
-                        const char *store, int rank, ferry__err *err);
+int ferry__zarr_nc_open(zpart *p, const ferry__manifest *m, const char *store,
+                        int rank, ferry__err *err);
 void ferry__zarr_nc_close(zpart *p);
 int ferry__zarr_nc_read(zvar *zv, const char *store, const char *vname,
-                        int rank, int64_t row, int64_t nrows,
-                        size_t row_bytes, void *buf, ferry__err *err);
+                        int rank, int64_t row, int64_t nrows, size_t row_bytes,
+                        void *buf, ferry__err *err);
 #endif
 
 #endif /* FERRY_ZARR_H */
