@@ -16,7 +16,9 @@ if test "$(id -u)" = 0; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
 run() {
-  mpirun --oversubscribe --bind-to none -np 2 "$1" bench "$data" --epochs 2 \
+  f=$1
+  shift
+  mpirun --oversubscribe --bind-to none -np 2 "$f" bench "$data" --epochs 2 \
     --batch-size 1024 --shuffle chunks --shuffle-buffer 4 --device cpu \
     --json "$@" 2>/dev/null |
     /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["bytes_per_s"])'
