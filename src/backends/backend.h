@@ -145,7 +145,7 @@ typedef struct ferry__handle_cache {
   uint64_t clock;
 } ferry__handle_cache;
 
-/** max 0: 64. */
+/** max: the max_open_files option (at least 1; 0 counts as its default, 64). */
 void ferry__handle_cache_init(ferry__handle_cache *c, size_t max, void *ctx,
                               ferry__handle_open_fn open,
                               ferry__handle_close_fn close);

@@ -45,9 +45,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Files kept open when the options give no bound. */
-#define H5_DEFAULT_OPEN 64
-
 static const unsigned char h5_signature[8] = {0x89, 'H',  'D',  'F',
                                               '\r', '\n', 0x1a, '\n'};
 
@@ -859,10 +856,8 @@ static int h5_io_open(ferry__io **out, const ferry__manifest *m,
   io->comm = p->comm;
   io->rank = p->rank;
   io->collective = p->collective;
-  ferry__handle_cache_init(&io->files,
-                           p->max_open_files > 0 ? (size_t)p->max_open_files
-                                                 : H5_DEFAULT_OPEN,
-                           io, cache_open, cache_close);
+  ferry__handle_cache_init(&io->files, (size_t)p->max_open_files, io,
+                           cache_open, cache_close);
   io->dxpl = H5Pcreate(H5P_DATASET_XFER);
   if (io->dxpl < 0 ||
       H5Pset_dxpl_mpio(io->dxpl, io->collective ? H5FD_MPIO_COLLECTIVE

@@ -43,9 +43,6 @@
  * int count of MPI_File_read_at never overflows. */
 #define NPY_READ_MAX ((int64_t)1 << 30)
 
-/* Files kept open when the options give no bound. */
-#define NPY_DEFAULT_OPEN 64
-
 static const char *name_of(const char *path) {
   return path ? path : "<memory>";
 }
@@ -827,10 +824,8 @@ static int npy_io_open(ferry__io **out, const ferry__manifest *m,
   io->comm = p->comm;
   io->rank = p->rank;
   io->collective = p->collective;
-  ferry__handle_cache_init(&io->files,
-                           p->max_open_files > 0 ? (size_t)p->max_open_files
-                                                 : NPY_DEFAULT_OPEN,
-                           io, cache_open, cache_close);
+  ferry__handle_cache_init(&io->files, (size_t)p->max_open_files, io,
+                           cache_open, cache_close);
   io->info = MPI_INFO_NULL;
   /* Reserved MPI hints: the files are only read; collective buffering lets
    * a few aggregators read large contiguous extents for everyone. */

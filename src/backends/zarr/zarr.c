@@ -79,8 +79,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define Z_DEFAULT_OPEN 16
-
 /* ---- Probe ------------------------------------------------------------ */
 
 static int z_probe(const char *path) {
@@ -270,10 +268,8 @@ static int z_io_open(ferry__io **out, const ferry__manifest *m,
                          p->rank);
   io->m = m;
   io->rank = p->rank;
-  ferry__handle_cache_init(&io->parts,
-                           p->max_open_files > 0 ? (size_t)p->max_open_files
-                                                 : Z_DEFAULT_OPEN,
-                           io, cache_open, cache_close);
+  ferry__handle_cache_init(&io->parts, (size_t)p->max_open_files, io,
+                           cache_open, cache_close);
   *out = io;
   return 0;
 }
