@@ -181,6 +181,14 @@ AC_DEFUN([FERRY_WITH_CUDA], [
         [AC_MSG_ERROR([no dlopen: libferry loads the CUDA runtime with it (or configure --without-cuda)])])
       LIBS=$ferry_save_LIBS
       AS_IF([test -n "$DL_LIBS"], [FERRY_PC_ADD([], [$DL_LIBS])])
+      # The ferry tool (bench's GPU step) links the static runtime when it
+      # exists, so that the tool, like libferry, starts on a node without
+      # the CUDA runtime (the static runtime finds the driver only when a
+      # CUDA call is made).
+      AS_IF([test -n "$ferry_cuda_libdir" &&
+             test -f "$ferry_cuda_libdir/libcudart_static.a"],
+        [TOOL_CUDA_LIBS="-L$ferry_cuda_libdir -lcudart_static -lrt -lpthread $DL_LIBS"],
+        [TOOL_CUDA_LIBS=$CUDA_LIBS])
       ferry_cuda_summary="yes (CUDA runtime `expr $ferry_cudart_version / 1000`.`expr $ferry_cudart_version % 1000 / 10` headers, $ferry_dep_where; loaded at run time: $ferry_cudart_soname)"
       AC_DEFINE([HAVE_CUDA], [1], [Define to 1 to build the CUDA device stage.])
     ], [
@@ -189,6 +197,7 @@ AC_DEFUN([FERRY_WITH_CUDA], [
   ])
   AC_SUBST([CUDA_CPPFLAGS])
   AC_SUBST([CUDA_LIBS])
+  AC_SUBST([TOOL_CUDA_LIBS])
   AC_SUBST([DL_LIBS])
   AM_CONDITIONAL([HAVE_CUDA], [test "x$ferry_have_cuda" = xyes])
 ])

@@ -1,8 +1,10 @@
 #!/bin/sh
 # noneeded.sh - libferry loads the CUDA runtime and NCCL at run time
 # (src/gpu/cudalib.c), so one build serves CPU-only and GPU nodes: the
-# dynamic section of libferry.so, and of tests/example (a program that
-# links libferry only), names no libcudart, libcuda or libnccl; yet in a
+# dynamic section of libferry.so, of tests/example (a program that links
+# libferry only) and of the ferry tool (whose bench links the static CUDA
+# runtime for its GPU step kernel) names no libcudart, libcuda or libnccl;
+# yet in a
 # CUDA build that program loads the runtime (verbose=2 names it), and
 # FERRY_CUDART chooses it.  Skipped without readelf or without a shared
 # libferry (--disable-shared).
@@ -11,11 +13,13 @@ ferry_test_init gpu-noneeded
 lib="$top_builddir/.libs/libferry.so"
 example="$top_builddir/tests/.libs/example"
 test -x "$example" || example="$top_builddir/tests/example"
+tool="$top_builddir/.libs/ferry"
+test -x "$tool" || tool="$FERRY"
 command -v readelf >/dev/null 2>&1 || {
   echo "SKIP: no readelf (binutils) to read the dynamic section"; exit 77; }
 test -f "$lib" || { echo "SKIP: no shared $lib (--disable-shared?)"; exit 77; }
 
-for f in "$lib" "$example"; do
+for f in "$lib" "$example" "$tool"; do
   test -f "$f" || continue
   if ! readelf -d "$f" >"$tmp/dyn" 2>&1; then
     echo "FAIL: readelf -d $f"; sed 's/^/    /' "$tmp/dyn"; fail=1; continue
