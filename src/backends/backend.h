@@ -106,6 +106,16 @@ int ferry__mpi_read(MPI_File fh, int coll, MPI_Offset off, void *buf, int n,
                     const char *where, ferry__err *err);
 
 /**
+ * open(path, O_RDONLY) that never blocks: the file is opened non-blocking
+ * (a FIFO would otherwise wait for a writer forever) and must be a regular
+ * file.  Returns the descriptor (blocking again, close-on-exec), or -1 with
+ * errno set when open or fstat failed, or -2 when path is not a regular
+ * file; *kind (may be NULL) then says what it is ("a FIFO", "a directory",
+ * "a socket", "a device").
+ */
+int ferry__open_regular(const char *path, const char **kind);
+
+/**
  * pread until n bytes are read, end of file, or an error; EINTR retried.
  * Returns 0 with *got the bytes read (less than n only at end of file), or
  * -1 with errno set.

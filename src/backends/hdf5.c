@@ -667,8 +667,13 @@ static int open_h5file(ferry__io *io, int64_t part, const char *vname,
      * that cannot read the file says why before the collective open (an
      * MPI_File_open failing on one rank only leaves the others waiting in
      * HDF5's next collective). */
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
+    int fd = ferry__open_regular(path, NULL);
+    if (fd == -2)
+      code = ferry__seterr(err, FERRY_EFORMAT,
+                           "file %s (dataset /%s) on rank %d is no longer a "
+                           "regular file",
+                           path, vname, io->rank);
+    else if (fd < 0)
       code = ferry__seterr(err, errno == ENOENT ? FERRY_ENOENT : FERRY_EIO,
                            "cannot open file %s (dataset /%s) on rank %d: %s",
                            path, vname, io->rank, strerror(errno));

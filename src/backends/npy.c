@@ -469,7 +469,12 @@ static int read_var(const char *path, const char *name, ferry__var *v,
   size_t got = 0;
   ferry__npy_header h;
   int rc = 0;
-  int fd = open(path, O_RDONLY);
+  const char *kind = "";
+  int fd = ferry__open_regular(path, &kind);
+  if (fd == -2)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s: is %s, not a regular file (variable %s)", path,
+                         kind, name);
   if (fd < 0)
     return ferry__seterr(err, ferry__errno_code(errno), "%s: cannot open: %s",
                          path, strerror(errno));
@@ -575,9 +580,19 @@ static int list_vars(const char *dir, char ***out, int *n, ferry__err *err) {
       continue;
     char *full = ferry__join_path(dir, e->d_name);
     struct stat st;
-    int regular = full && stat(full, &st) == 0 && S_ISREG(st.st_mode);
+    int have = full && stat(full, &st) == 0;
     free(full);
-    if (!regular)
+    /* A FIFO, socket or device named like a variable would block or feed
+     * garbage: refuse it by name (a subdirectory is not a variable). */
+    if (have && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+      rc = ferry__seterr(err, FERRY_EFORMAT, "%s: %s is %s, not a regular file",
+                         dir, e->d_name,
+                         S_ISFIFO(st.st_mode)   ? "a FIFO"
+                         : S_ISSOCK(st.st_mode) ? "a socket"
+                                                : "a device");
+      goto cleanup;
+    }
+    if (!have || !S_ISREG(st.st_mode))
       continue;
     if (count == cap) {
       size_t ncap = cap ? 2 * cap : 8;

@@ -5,8 +5,8 @@
  * format is one line here (and one in the build); the core never names a
  * backend.
  */
-#include "backends/backend.h"
 #include "config.h"
+#include "backends/backend.h"
 
 #include <string.h>
 

@@ -1,16 +1,19 @@
 /*
  * toolkit.c - what every backend shares, so that a format is one file: the
  * MPI-IO read helper (one call, its count checked, the ROMIO zero-byte
- * rule), a whole-buffer pread, and the cache of open handles whose
+ * rule), a whole-buffer pread, an open that refuses what is not a regular
+ * file instead of blocking on a FIFO, and the cache of open handles whose
  * "same sequence on every rank" rule keeps collective opens matched.
  */
-#include "backends/backend.h"
 #include "config.h"
+#include "backends/backend.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int ferry__mpi_read(MPI_File fh, int coll, MPI_Offset off, void *buf, int n,
@@ -116,4 +119,30 @@ void ferry__handle_cache_free(ferry__handle_cache *c) {
   free(c->e);
   c->e = NULL;
   c->n = c->cap = 0;
+}
+
+int ferry__open_regular(const char *path, const char **kind) {
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    if (kind)
+      *kind = S_ISFIFO(st.st_mode)   ? "a FIFO"
+              : S_ISDIR(st.st_mode)  ? "a directory"
+              : S_ISSOCK(st.st_mode) ? "a socket"
+                                     : "a device";
+    close(fd);
+    return -2;
+  }
+  int fl = fcntl(fd, F_GETFL);
+  if (fl >= 0)
+    fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  return fd;
 }

@@ -6,8 +6,8 @@
  * cannot drift apart.  Values are validated when set, and every error names
  * the option and the value.
  */
-#include "core/options.h"
 #include "config.h"
+#include "core/options.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -19,8 +19,8 @@
  * into a decision all ranks share inside ferry_next's certification
  * all-reduce (loader.c), so every rank stops at the same batch.
  */
-#include "core/state.h"
 #include "config.h"
+#include "core/state.h"
 #include "core/options.h"
 
 #include <errno.h>

@@ -22,8 +22,8 @@
  * rank, window) -> extents: a window's pieces sorted by position and merged
  * when adjacent, so one read serves several pieces.
  */
-#include "plan/plan.h"
 #include "config.h"
+#include "plan/plan.h"
 #include "core/options.h"
 
 #include <stdlib.h>

@@ -8,8 +8,8 @@
  * the reason attached) is an MPI_Allreduce(MINLOC) that finds the lowest
  * failing rank, then an MPI_Bcast of its code, rank and message.
  */
-#include "util/agree.h"
 #include "config.h"
+#include "util/agree.h"
 
 #include <stdlib.h>
 #include <string.h>

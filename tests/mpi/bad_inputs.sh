@@ -68,6 +68,9 @@ npy_write "$bad/zero.npy" "{$f4, 'shape': (0, 3)" 0
 mkdir -p "$bad/ragged" "$bad/hollow"
 npy_write "$bad/ragged/a.npy" "{'descr': '<i4', 'fortran_order': False, 'shape': (97,)" 388
 npy_write "$bad/ragged/b.npy" "{'descr': '<i4', 'fortran_order': False, 'shape': (50,)" 200
+mkdir -p "$bad/fifo"
+npy_write "$bad/fifo/a.npy" "{'descr': '<i4', 'fortran_order': False, 'shape': (97,)" 388
+mkfifo "$bad/fifo/b.npy" || exit 1
 printf 'good.npy\ngone.npy\n' >"$bad/parts.txt"
 printf '{"ferry_manifest": 1, "backend": "npy", "parts": [\n' >"$bad/broken.json"
 # A valid manifest, but of the other dataset (gen2).
@@ -214,6 +217,9 @@ bad_cases() {
   expect $np 1 fields.npy structured verify "$bad/fields.npy" --tail partial --batch-size 8
   # Two variables of 97 and 50 samples: sample i must exist in both.
   expect $np 1 ragged length info "$bad/ragged"
+  # A part that is a FIFO (issue 11): opening it waited for a writer
+  # forever on rank 0; now refused by name, never opened for reading.
+  expect $np 1 b.npy 'not a regular file' info "$bad/fifo"
   # A file of shape (0, 3) and an empty directory: an empty dataset is
   # refused at open with its name, not a division by zero in the plan, nor
   # an epoch of zero batches.  The empty directory must say that it holds

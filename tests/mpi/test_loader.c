@@ -13,8 +13,8 @@
  *  - ferry_close in the middle of an epoch, with batches held, is clean;
  *  - misuse: next before set_epoch, double release, holding every slot.
  */
-#include "backends/backend.h"
 #include "config.h"
+#include "backends/backend.h"
 #include "core/options.h"
 #include "plan/plan.h"
 

@@ -15,8 +15,8 @@
  *    dataset, another batch_size, a missing file: the same clear error on
  *    every rank, and the loader stays usable.
  */
-#include "backends/backend.h"
 #include "config.h"
+#include "backends/backend.h"
 #include "core/options.h"
 #include "core/state.h"
 

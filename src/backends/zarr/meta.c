@@ -44,7 +44,9 @@ static int host_is_little(void) {
 
 /* Read a whole small file; *len receives its size.  NULL with errno. */
 static char *slurp(const char *path, size_t *len) {
-  int fd = open(path, O_RDONLY);
+  int fd = ferry__open_regular(path, NULL); /* never blocks on a FIFO */
+  if (fd == -2)
+    errno = EINVAL;
   if (fd < 0)
     return NULL;
   struct stat st;
@@ -90,10 +92,15 @@ static char *read_meta(const char *path, const char *what, size_t *len,
   char *text = slurp(path, len);
   if (!text) {
     int e = errno;
-    ferry__seterr(err, e == ENOENT ? FERRY_EFORMAT : ferry__errno_code(e),
-                  "%s: %s %s", path,
-                  e == ENOENT ? "is missing:" : "cannot be read:",
-                  e == ENOENT ? what : strerror(e));
+    if (e == EINVAL) /* slurp: not a regular file (a FIFO would block) */
+      ferry__seterr(err, FERRY_EFORMAT,
+                    "%s: is not a regular file (a FIFO, socket or device)",
+                    path);
+    else
+      ferry__seterr(err, e == ENOENT ? FERRY_EFORMAT : ferry__errno_code(e),
+                    "%s: %s %s", path,
+                    e == ENOENT ? "is missing:" : "cannot be read:",
+                    e == ENOENT ? what : strerror(e));
   }
   return text;
 }
@@ -518,11 +525,14 @@ int ferry__zarr_parse_zarray(const char *adir, const char *label, zmeta *z,
 
 /* ---- Store layout ----------------------------------------------------- */
 
+/* A metadata "file" that exists as a FIFO, socket or device counts as
+ * present: reading it then refuses it by name (ferry__open_regular) rather
+ * than calling it missing. */
 int ferry__zarr_exists_in(const char *dir, const char *name, int want_dir) {
   char *p = ferry__join_path(dir, name);
   struct stat st;
   int yes = p && stat(p, &st) == 0 &&
-            (want_dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode));
+            (want_dir ? S_ISDIR(st.st_mode) : !S_ISDIR(st.st_mode));
   free(p);
   return yes;
 }

@@ -61,6 +61,12 @@ int ferry__zarr_check_chunk(const zvar *zv, const char *p, const char *store,
                            p, vname, store, rank, (long long)row);
     return 0;
   }
+  if (!S_ISREG(st.st_mode))
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "chunk file %s is not a regular file (a FIFO, "
+                         "directory, socket or device): store %s, array %s, "
+                         "rank %d, row %lld",
+                         p, store, vname, rank, (long long)row);
   if (!zv->z.ncodecs && (size_t)st.st_size != zv->z.chunk_bytes)
     return ferry__seterr(err, FERRY_EFORMAT,
                          "chunk file %s is %lld bytes, not the %zu of an "
@@ -85,7 +91,15 @@ static int load_chunk(zvar *zv, const int64_t *idx, const char *store,
   int rc = 0, fd = -1;
   if (!p)
     return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d", rank);
-  fd = open(p, O_RDONLY);
+  const char *kind = "";
+  fd = ferry__open_regular(p, &kind); /* never blocks on a FIFO */
+  if (fd == -2) {
+    rc = ferry__seterr(err, FERRY_EFORMAT,
+                       "chunk file %s is %s, not a regular file: store %s, "
+                       "array %s, rank %d, row %lld",
+                       p, kind, store, vname, rank, (long long)row);
+    goto cleanup;
+  }
   if (fd < 0 && errno == ENOENT) {
     if (!z->has_fill) {
       rc = ferry__seterr(err, FERRY_EFORMAT,
@@ -241,7 +255,7 @@ int ferry__zarr_native_read(zvar *zv, const char *store, const char *vname,
         for (size_t i = 0; i < (size_t)take * row_bytes; i += z->itemsize)
           memcpy(dst + i, z->fill, z->itemsize);
       } else {
-        int fd = open(p, O_RDONLY);
+        int fd = ferry__open_regular(p, NULL); /* checked regular above */
         if (fd < 0 ||
             pread_exact(fd, dst, (size_t)take * row_bytes,
                         (off_t)((size_t)(r - bstart) * row_bytes)) < 0)
