@@ -138,7 +138,10 @@ static int run_dump(tool_ctx *ctx) {
   dump_recs d = {NULL, 0, 0};
   int64_t *all = NULL, *counts = NULL;
 
-  /* Every rank has the same manifest, so they all agree on the variable. */
+  /* Every rank has the same manifest, so they all agree on the variable.
+   * A leading '/' is accepted as everywhere else ("--vars /data/x"). */
+  while (var && *var == '/')
+    var++;
   int vi = -1;
   ferry_var_info vinfo;
   for (int i = 0; i < ferry_num_vars(L); i++)

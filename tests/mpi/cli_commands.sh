@@ -79,6 +79,10 @@ awk 'BEGIN { for (i = 0; i < 999; i++) print i }' >"$tmp/all"
 cmp -s "$tmp/ids3" "$tmp/all" || bad "dump on 3 ranks does not serve every sample once"
 expect 0 '' $RUN_MPI 3 "$FERRY" dump "$m" --batch-size 10 --tail partial --var y --epoch 2
 cmp -s "$tmp/out" "$tmp/dump3a" || bad "dump of the same epoch differs between runs"
+# --var accepts a leading '/' as --vars does (issue 11: "--vars /labels" was
+# accepted but "dump --var /labels" said there is no such variable).
+expect 0 '' $RUN_MPI 3 "$FERRY" dump "$m" --batch-size 10 --tail partial --var /y --epoch 2
+cmp -s "$tmp/out" "$tmp/dump3a" || bad "dump --var /y differs from --var y"
 expect 0 '' "$FERRY" dump "$m" --batch-size 10 --tail partial --var x
 awk '{ print $3 }' "$tmp/out" | sort -n >"$tmp/ids1"
 cmp -s "$tmp/ids1" "$tmp/all" || bad "dump on 1 rank does not serve every sample once"
