@@ -207,7 +207,16 @@ void ferry__budget_compute(ferry_loader *L, const ferry__rank_plan *p) {
         ((size_t)(L->opts->prefetch + 2) * (size_t)L->opts->batch_size +
          2 * (size_t)k * (size_t)L->chunk_samples) *
         L->row_total;
-    b->plan_bytes = 0;
+    /* Before an epoch is planned, the plan's arrays for an even share: a
+     * slot per sample (plus a batch of pads), an extent per chunk, two
+     * indices per batch -- not 0 (issue 11: ferry info said "plan 0 B"
+     * for a plan of 32 bytes per sample). */
+    size_t P = (size_t)L->size, B = (size_t)L->opts->batch_size;
+    size_t share = ((size_t)L->m.num_samples + P - 1) / P + B;
+    size_t chunks = ((size_t)L->nchunks + P - 1) / P + 2;
+    b->plan_bytes = share * sizeof(ferry__slot) +
+                    chunks * (sizeof(ferry__extent) + sizeof(void *)) +
+                    (share / B + 2) * 2 * sizeof(int64_t);
   }
   b->total_bytes =
       b->ring_bytes + b->read_bytes + b->plan_bytes + b->cache_bytes;

@@ -104,6 +104,10 @@ if command -v python3 >/dev/null 2>&1; then
     bad "bench --json is not the expected JSON"
 fi
 expect 0 'memory budget' $RUN_MPI 2 "$FERRY" info "$glob" --save-manifest "$tmp/manifest.json"
+# The budget counts the plan before any epoch is planned (issue 11: it
+# printed "plan 0 B" for a plan of about 32 bytes per sample).
+grep -E 'plan [1-9][0-9.]* (B|KiB|MiB|GiB)' "$tmp/out" >/dev/null ||
+  bad "ferry info's budget does not count the plan: `grep -i budget "$tmp/out"`"
 test -s "$tmp/manifest.json" || bad "info --save-manifest wrote nothing"
 expect 0 '"samples": 1500' "$FERRY" info "$glob" --manifest "$tmp/manifest.json" --json
 
