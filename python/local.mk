@@ -1,0 +1,38 @@
+# python/local.mk - included by Makefile.am: the Python package ferry
+# (python/ferry) and its compiled extension _ferry, when configure found a
+# Python 3 with headers (m4/ferry_python.m4; --without-python leaves it out).
+#
+# The extension is a libtool module linked against libferry.la; "make
+# install" puts the package into $(pyexecdir)/ferry under the prefix and
+# renames the module _ferry.so to _ferry$(PYTHON_EXT_SUFFIX).  In the build
+# tree, python/ferry/ holds the module under that name and a copy of the
+# package's .py files, so PYTHONPATH=$(abs_top_builddir)/python imports the
+# build (what the tests of tests/python do).  python/setup.py builds the
+# same extension against an installed libferry for pip.
+
+EXTRA_DIST += python/setup.py python/pyproject.toml
+
+if FERRY_PYTHON
+ferrypyexecdir = $(pyexecdir)/ferry
+ferrypyexec_LTLIBRARIES = python/ferry/_ferry.la
+python_ferry__ferry_la_SOURCES = python/ferry/_ferry.c
+python_ferry__ferry_la_CPPFLAGS = -I$(top_srcdir)/include $(PYTHON_CPPFLAGS)
+python_ferry__ferry_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared
+python_ferry__ferry_la_LIBADD = libferry.la $(PTHREAD_LIBS)
+# LIST: the package's Python modules (installed and byte-compiled).
+ferrypyexec_PYTHON = python/ferry/__init__.py
+
+# The build tree's importable package.
+python/ferry/_ferry$(PYTHON_EXT_SUFFIX): python/ferry/_ferry.la
+	$(AM_V_GEN)cp -f python/ferry/.libs/_ferry.so $@ && \
+	for f in $(srcdir)/python/ferry/*.py; do \
+	  test -f "python/ferry/`basename $$f`" && \
+	    cmp -s "$$f" "python/ferry/`basename $$f`" || cp -f "$$f" python/ferry/; \
+	done
+all-local: python/ferry/_ferry$(PYTHON_EXT_SUFFIX)
+CLEANFILES += python/ferry/_ferry$(PYTHON_EXT_SUFFIX)
+
+install-exec-hook:
+	cd '$(DESTDIR)$(ferrypyexecdir)' && mv -f _ferry.so '_ferry$(PYTHON_EXT_SUFFIX)' && \
+	rm -f _ferry.la
+endif
