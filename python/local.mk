@@ -36,3 +36,17 @@ install-exec-hook:
 	cd '$(DESTDIR)$(ferrypyexecdir)' && mv -f _ferry.so '_ferry$(PYTHON_EXT_SUFFIX)' && \
 	rm -f _ferry.la
 endif
+
+# LIST: the Python tests (tests/python; each skips, 77, without the
+# extension or without numpy, torch and mpi4py for its interpreter).
+MPI_TESTS += \
+	tests/python/loader.sh \
+	tests/python/state.sh \
+	tests/python/errors.sh \
+	tests/python/pip_install.sh
+TEST_DATA_FILES += \
+	tests/python/common.sh \
+	tests/python/make_npy.py \
+	tests/python/loader_check.py \
+	tests/python/state_check.py \
+	tests/python/errors_check.py
