@@ -14,10 +14,16 @@ EXTRA_DIST += python/setup.py python/pyproject.toml
 
 if FERRY_PYTHON
 ferrypyexecdir = $(pyexecdir)/ferry
-ferrypyexec_LTLIBRARIES = python/ferry/_ferry.la
+# Built as a libtool module for the build tree (-rpath makes it shared);
+# "make install" links the installed copy itself (install-exec-hook), as
+# libtool's relink would, so that "make install prefix=..." (which libtool
+# refuses for a module linked against an uninstalled libferry.la) and
+# DESTDIR both work.
+noinst_LTLIBRARIES += python/ferry/_ferry.la
 python_ferry__ferry_la_SOURCES = python/ferry/_ferry.c
 python_ferry__ferry_la_CPPFLAGS = -I$(top_srcdir)/include $(PYTHON_CPPFLAGS)
-python_ferry__ferry_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared
+python_ferry__ferry_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared \
+	-rpath '$(ferrypyexecdir)'
 python_ferry__ferry_la_LIBADD = libferry.la $(PTHREAD_LIBS)
 # LIST: the package's Python modules (installed and byte-compiled).
 ferrypyexec_PYTHON = python/ferry/__init__.py
@@ -32,9 +38,14 @@ python/ferry/_ferry$(PYTHON_EXT_SUFFIX): python/ferry/_ferry.la
 all-local: python/ferry/_ferry$(PYTHON_EXT_SUFFIX)
 CLEANFILES += python/ferry/_ferry$(PYTHON_EXT_SUFFIX)
 
+# After libferry is installed: link the module against the installed one,
+# with the installed libdir as its run path.
 install-exec-hook:
-	cd '$(DESTDIR)$(ferrypyexecdir)' && mv -f _ferry.so '_ferry$(PYTHON_EXT_SUFFIX)' && \
-	rm -f _ferry.la
+	$(MKDIR_P) '$(DESTDIR)$(ferrypyexecdir)'
+	$(CCLD) $(AM_CFLAGS) $(CFLAGS) $(LDFLAGS) -shared \
+	  -o '$(DESTDIR)$(ferrypyexecdir)/_ferry$(PYTHON_EXT_SUFFIX)' \
+	  python/ferry/.libs/_ferry_la-_ferry.o -L'$(DESTDIR)$(libdir)' -lferry \
+	  -Wl,-rpath,'$(libdir)' $(PTHREAD_LIBS)
 endif
 
 # LIST: the Python tests (tests/python; each skips, 77, without the
