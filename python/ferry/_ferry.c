@@ -73,7 +73,7 @@ typedef struct DLManagedTensorVersioned {
 
 /* ---- Errors ------------------------------------------------------------ */
 
-static PyObject *Error; /* ferry.Error; subclasses per code below */
+static PyObject *Error;        /* ferry.Error; subclasses per code below */
 static PyObject *code_exc[16]; /* index -code */
 static const struct {
   int code;
@@ -162,7 +162,8 @@ static void ref_drop(batch_ref *r) {
 
 static void ref_take(batch_ref *r) { atomic_fetch_add(&r->refs, 1); }
 
-/* ---- Array ---------------------------------------------------------------- */
+/* ---- Array ----------------------------------------------------------------
+ */
 
 typedef struct {
   PyObject_HEAD batch_ref *r;
@@ -305,8 +306,7 @@ static int array_sync_stream(ArrayObject *a, PyObject *stream) {
     return -1;
   }
   int rc;
-  Py_BEGIN_ALLOW_THREADS rc =
-      ferry_batch_wait(a->r->b, (void *)(uintptr_t)s);
+  Py_BEGIN_ALLOW_THREADS rc = ferry_batch_wait(a->r->b, (void *)(uintptr_t)s);
   Py_END_ALLOW_THREADS if (rc) {
     raise_code(rc, ferry_last_error(NULL));
     return -1;
@@ -315,8 +315,7 @@ static int array_sync_stream(ArrayObject *a, PyObject *stream) {
 }
 
 static PyObject *array_dlpack(ArrayObject *a, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"stream", "max_version", "dl_device", "copy",
-                           NULL};
+  static char *kwlist[] = {"stream", "max_version", "dl_device", "copy", NULL};
   PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None,
            *copy = Py_None;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OOOO", kwlist, &stream,
@@ -406,10 +405,10 @@ static PyObject *array_interface_dict(ArrayObject *a, int cuda) {
   PyObject *shape = shape_tuple(a);
   if (!shape)
     return NULL;
-  PyObject *d = Py_BuildValue(
-      "{s:i,s:N,s:s,s:(NO),s:O}", "version", 3, "shape", shape, "typestr",
-      typestr_of(a->dtype), "data", PyLong_FromVoidPtr(a->data), Py_False,
-      "strides", Py_None);
+  PyObject *d =
+      Py_BuildValue("{s:i,s:N,s:s,s:(NO),s:O}", "version", 3, "shape", shape,
+                    "typestr", typestr_of(a->dtype), "data",
+                    PyLong_FromVoidPtr(a->data), Py_False, "strides", Py_None);
   if (d && cuda) {
     /* made visible on the legacy default stream, which the consumer then
      * orders after (version 3's "stream": 1) */
@@ -475,11 +474,10 @@ static PyObject *array_repr(ArrayObject *a) {
   PyObject *s = shape_tuple(a);
   if (!s)
     return NULL;
-  PyObject *r = PyUnicode_FromFormat("ferry.Array(shape=%R, dtype='%s', "
-                                     "device='%s')",
-                                     s, typestr_of(a->dtype),
-                                     a->device_type == kDLCUDA ? "cuda"
-                                                               : "cpu");
+  PyObject *r = PyUnicode_FromFormat(
+      "ferry.Array(shape=%R, dtype='%s', "
+      "device='%s')",
+      s, typestr_of(a->dtype), a->device_type == kDLCUDA ? "cuda" : "cpu");
   Py_DECREF(s);
   return r;
 }
@@ -664,8 +662,8 @@ static PyObject *batch_get_indices(BatchObject *b, void *u) {
   if (!batch_ok(b))
     return NULL;
   int64_t n = b->r->b->size;
-  return array_new(b->r, (void *)b->r->b->sample_ids, kDLCPU, 0, FERRY_INT64,
-                   1, &n);
+  return array_new(b->r, (void *)b->r->b->sample_ids, kDLCPU, 0, FERRY_INT64, 1,
+                   &n);
 }
 
 static PyObject *batch_get_padded(BatchObject *b, void *u) {
@@ -1171,13 +1169,13 @@ static PyObject *loader_stats(LoaderObject *self, PyObject *u) {
   int rc = ferry_stats_get(self->c->L, &s);
   if (rc)
     return loader_raise(self, rc);
-  return Py_BuildValue(
-      "{s:L,s:L,s:L,s:L,s:d,s:d,s:n,s:L,s:d}", "batches", (long long)s.batches,
-      "samples", (long long)s.samples, "bytes", (long long)s.bytes,
-      "bytes_read", (long long)s.bytes_read, "wait_seconds", s.wait_seconds,
-      "read_seconds", s.read_seconds, "peak_resident_bytes",
-      (Py_ssize_t)s.peak_resident_bytes, "h2d_bytes", (long long)s.h2d_bytes,
-      "h2d_seconds", s.h2d_seconds);
+  return Py_BuildValue("{s:L,s:L,s:L,s:L,s:d,s:d,s:n,s:L,s:d}", "batches",
+                       (long long)s.batches, "samples", (long long)s.samples,
+                       "bytes", (long long)s.bytes, "bytes_read",
+                       (long long)s.bytes_read, "wait_seconds", s.wait_seconds,
+                       "read_seconds", s.read_seconds, "peak_resident_bytes",
+                       (Py_ssize_t)s.peak_resident_bytes, "h2d_bytes",
+                       (long long)s.h2d_bytes, "h2d_seconds", s.h2d_seconds);
 }
 
 static PyObject *loader_memory_budget(LoaderObject *self, PyObject *u) {
@@ -1188,15 +1186,13 @@ static PyObject *loader_memory_budget(LoaderObject *self, PyObject *u) {
   int rc = ferry_memory_budget_get(self->c->L, &m);
   if (rc)
     return loader_raise(self, rc);
-  return Py_BuildValue("{s:n,s:n,s:n,s:n,s:n,s:n,s:n,s:n}", "batch_bytes",
-                       (Py_ssize_t)m.batch_bytes, "ring_bytes",
-                       (Py_ssize_t)m.ring_bytes, "read_bytes",
-                       (Py_ssize_t)m.read_bytes, "plan_bytes",
-                       (Py_ssize_t)m.plan_bytes, "cache_bytes",
-                       (Py_ssize_t)m.cache_bytes, "total_bytes",
-                       (Py_ssize_t)m.total_bytes, "pinned_bytes",
-                       (Py_ssize_t)m.pinned_bytes, "device_bytes",
-                       (Py_ssize_t)m.device_bytes);
+  return Py_BuildValue(
+      "{s:n,s:n,s:n,s:n,s:n,s:n,s:n,s:n}", "batch_bytes",
+      (Py_ssize_t)m.batch_bytes, "ring_bytes", (Py_ssize_t)m.ring_bytes,
+      "read_bytes", (Py_ssize_t)m.read_bytes, "plan_bytes",
+      (Py_ssize_t)m.plan_bytes, "cache_bytes", (Py_ssize_t)m.cache_bytes,
+      "total_bytes", (Py_ssize_t)m.total_bytes, "pinned_bytes",
+      (Py_ssize_t)m.pinned_bytes, "device_bytes", (Py_ssize_t)m.device_bytes);
 }
 
 static PyObject *loader_get_vars(LoaderObject *self, void *u) {
@@ -1298,17 +1294,18 @@ static PyTypeObject LoaderType = {
     .tp_new = PyType_GenericNew,
 };
 
-/* ---- Module functions ----------------------------------------------------- */
+/* ---- Module functions -----------------------------------------------------
+ */
 
 static PyObject *mod_options(PyObject *m, PyObject *u) {
   (void)m, (void)u;
   PyObject *l = PyList_New(0);
   const ferry_option_info *oi;
   for (int i = 0; l && (oi = ferry_option_info_get(i)); i++) {
-    PyObject *d = Py_BuildValue("{s:s,s:s,s:s,s:s}", "name", oi->name,
-                                "default", oi->default_value, "values",
-                                oi->values ? oi->values : "", "help",
-                                oi->help ? oi->help : "");
+    PyObject *d =
+        Py_BuildValue("{s:s,s:s,s:s,s:s}", "name", oi->name, "default",
+                      oi->default_value, "values", oi->values ? oi->values : "",
+                      "help", oi->help ? oi->help : "");
     if (!d || PyList_Append(l, d)) {
       Py_XDECREF(d);
       Py_DECREF(l);
@@ -1350,10 +1347,14 @@ static PyMethodDef module_methods[] = {
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "_ferry",
-    "The compiled core of ferry (libferry's loader for Python).", -1,
-    module_methods,        NULL,
-    NULL,                  NULL,
+    PyModuleDef_HEAD_INIT,
+    "_ferry",
+    "The compiled core of ferry (libferry's loader for Python).",
+    -1,
+    module_methods,
+    NULL,
+    NULL,
+    NULL,
     NULL};
 
 /* MPI_Finalize at exit when this module initialised MPI and no one else

@@ -145,8 +145,8 @@ static void resume_case(const char *spec, const char *const *kv, int64_t K,
       char *fb = malloc(mem_len + 1);
       size_t got = f && fb ? fread(fb, 1, mem_len + 1, f) : 0;
       CHECK(got == mem_len && memcmp(fb, mem, mem_len) == 0,
-            "save_buffer: %zu bytes differ from the %zu of the file",
-            mem_len, got);
+            "save_buffer: %zu bytes differ from the %zu of the file", mem_len,
+            got);
       free(fb);
       if (f)
         fclose(f);
