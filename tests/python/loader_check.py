@@ -49,12 +49,18 @@ with ferry.Loader(d, batch_size=16, seed=5, tail="partial",
                   chunk_samples=64, prefetch=4) as L:
     check(L.rank == rank and L.world_size == size, "rank and world size")
     check(L.num_samples == n and L.vars == ["x", "y"], "num_samples, vars")
+    check(L.device == "cpu" and L.checkpoint_requested() is False,
+          "device, checkpoint_requested")
+    check(L.memory_budget()["total_bytes"] > 0, "memory_budget()")
     lens = comm.allgather(len(L))
     check(len(set(lens)) == 1, "len() differs across ranks: %r" % lens)
     for e in (0, 1):
         ids = epoch_ids(L, e)
         every = sorted(i for r in comm.allgather(ids) for i in r)
         check(every == list(range(n)), "epoch %d: not every sample once" % e)
+    st = L.stats()
+    check(st["batches"] == 2 * len(L) and st["samples"] >= len(ids),
+          "stats(): %r" % st)
     # the same batches for the same seed: a second loader
     with ferry.Loader(d, batch_size=16, seed=5, tail="partial",
                       chunk_samples=64) as L2:
