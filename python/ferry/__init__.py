@@ -11,8 +11,10 @@ Run it like any MPI program: ``srun python train.py`` or ``mpirun -n 4
 python train.py``.  The reference is docs/python-api.md.
 """
 
+import atexit as _atexit
 import os as _os
 import sys as _sys
+import weakref as _weakref
 
 from ferry._ferry import (  # noqa: F401
     Array,
@@ -111,6 +113,22 @@ def _fortran_handle(comm):
     return py2f()
 
 
+_open_loaders = _weakref.WeakSet()
+_atexit_registered = False
+
+
+def _close_at_exit():
+    """Close the loaders still open when the interpreter exits, before MPI
+    is finalized (mpi4py's own exit handler, registered earlier, runs
+    later).  Every rank exits the same way, so the collective close
+    matches; a loader whose tensors are still alive is left open."""
+    for loader in list(_open_loaders):
+        try:
+            loader.__exit__(KeyboardInterrupt, None, None)  # force
+        except Exception:  # noqa: BLE001 - exiting anyway
+            pass
+
+
 class Loader(_ferry.Loader):
     """Loader(dataset, comm=None, **options)
 
@@ -131,6 +149,11 @@ class Loader(_ferry.Loader):
             _check_launcher(world)
         fcomm = _fortran_handle(comm)
         super().__init__(dataset, fcomm, options)
+        global _atexit_registered
+        if not _atexit_registered:
+            _atexit.register(_close_at_exit)
+            _atexit_registered = True
+        _open_loaders.add(self)
 
     def __repr__(self):
         if self.closed:

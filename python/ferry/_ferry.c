@@ -1056,6 +1056,12 @@ static PyObject *loader_close_impl(LoaderObject *self, int force) {
     self->c = NULL; /* leaked on purpose: tensors still view it */
     Py_RETURN_NONE;
   }
+  int fin = 0;
+  MPI_Finalized(&fin);
+  if (fin) { /* too late for a collective close: the process is ending */
+    self->c = NULL;
+    Py_RETURN_NONE;
+  }
   core *c = self->c;
   self->c = NULL;
   int rc;

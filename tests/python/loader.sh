@@ -4,7 +4,7 @@
 # values against numpy's reads of the .npy files, equal len() on every
 # rank, the same batches for the same seed, zero-copy, held tensors intact,
 # the deleter on another thread, an mpi4py sub-communicator, the DLPack
-# keywords and capsule kinds.
+# keywords and capsule kinds, a small torch model trained on the batches.
 . "$top_srcdir/tests/python/common.sh"
 "$PY" "$pydir/make_npy.py" "$tmp/data" 1001 || exit 1
 status=0

@@ -131,6 +131,27 @@ with ferry.Loader(d, comm=sub, batch_size=10, tail="partial") as L:
     check(every == list(range(n)), "sub-communicator epoch")
 sub.Free()
 
+# a small torch model trained on the batches (loss goes down; the tensors
+# are views, the model's inputs are made from them without a copy)
+torch.manual_seed(0)
+model = torch.nn.Linear(3, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+losses = []
+with ferry.Loader(d, batch_size=32, seed=1, tail="drop_last") as L:
+    for e in range(3):
+        L.set_epoch(e)
+        total = 0.0
+        for b in L:
+            x = torch.from_dlpack(b["x"]) / n
+            y = torch.from_dlpack(b["y"]).to(torch.float32) / (7 * n)
+            loss = torch.nn.functional.mse_loss(model(x).squeeze(1), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += float(loss)
+        losses.append(comm.allreduce(total))
+check(losses[2] < losses[0], "training loss did not go down: %r" % losses)
+
 # KeyboardInterrupt in the loop: the with block ends without hanging; a
 # tensor still alive keeps the memory (a ResourceWarning says so)
 L = ferry.Loader(d, batch_size=8)
