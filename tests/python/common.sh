@@ -4,7 +4,7 @@
 # the build tree's package on PYTHONPATH and makes $tmp.
 PY=${FERRY_PYTHON:-}
 if test -z "$PY" || test -z "${FERRY_PY_EXT:-}"; then
-  echo "SKIP: the Python package is not configured (configure found no Python 3 with headers)"
+  echo "SKIP: the Python package is not built (configure --without-python, or it found no Python 3 with headers)"
   exit 77
 fi
 if test ! -f "$FERRY_PYTHONPATH/ferry/_ferry$FERRY_PY_EXT"; then
