@@ -306,8 +306,10 @@ static int array_sync_stream(ArrayObject *a, PyObject *stream) {
     return -1;
   }
   int rc;
-  Py_BEGIN_ALLOW_THREADS rc = ferry_batch_wait(a->r->b, (void *)(uintptr_t)s);
-  Py_END_ALLOW_THREADS if (rc) {
+  Py_BEGIN_ALLOW_THREADS
+  rc = ferry_batch_wait(a->r->b, (void *)(uintptr_t)s);
+  Py_END_ALLOW_THREADS
+  if (rc) {
     raise_code(rc, ferry_last_error(NULL));
     return -1;
   }
@@ -868,8 +870,10 @@ static int loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
   }
   pthread_mutex_init(&c->mu, NULL);
   ferry_loader *L = NULL;
-  Py_BEGIN_ALLOW_THREADS rc = ferry_open(comm, dataset, o, &L);
-  Py_END_ALLOW_THREADS ferry_options_free(o);
+  Py_BEGIN_ALLOW_THREADS
+  rc = ferry_open(comm, dataset, o, &L);
+  Py_END_ALLOW_THREADS
+  ferry_options_free(o);
   if (rc) {
     pthread_mutex_destroy(&c->mu);
     free(c);
@@ -932,8 +936,11 @@ static PyObject *loader_set_epoch(LoaderObject *self, PyObject *arg) {
   if (refuse_if_held(self, "set_epoch"))
     return NULL;
   int rc;
-  Py_BEGIN_ALLOW_THREADS rc = ferry_set_epoch(self->c->L, e);
-  Py_END_ALLOW_THREADS if (rc) return loader_raise(self, rc);
+  Py_BEGIN_ALLOW_THREADS
+  rc = ferry_set_epoch(self->c->L, e);
+  Py_END_ALLOW_THREADS
+  if (rc)
+    return loader_raise(self, rc);
   self->epoch_set = 1;
   self->ended = 0;
   self->epoch = e;
@@ -993,8 +1000,10 @@ static PyObject *loader_next(LoaderObject *self) {
   bo->r = NULL;
   ferry_batch *b = NULL;
   int rc;
-  Py_BEGIN_ALLOW_THREADS rc = ferry_next(self->c->L, &b);
-  Py_END_ALLOW_THREADS if (rc) {
+  Py_BEGIN_ALLOW_THREADS
+  rc = ferry_next(self->c->L, &b);
+  Py_END_ALLOW_THREADS
+  if (rc) {
     free(r);
     Py_DECREF(bo);
     if (rc == FERRY_END) {
@@ -1065,8 +1074,10 @@ static PyObject *loader_close_impl(LoaderObject *self, int force) {
   core *c = self->c;
   self->c = NULL;
   int rc;
-  Py_BEGIN_ALLOW_THREADS rc = ferry_close(c->L);
-  Py_END_ALLOW_THREADS pthread_mutex_destroy(&c->mu);
+  Py_BEGIN_ALLOW_THREADS
+  rc = ferry_close(c->L);
+  Py_END_ALLOW_THREADS
+  pthread_mutex_destroy(&c->mu);
   free(c);
   if (rc)
     return raise_code(rc, ferry_last_error(NULL));
@@ -1115,8 +1126,11 @@ static PyObject *loader_state_dict(LoaderObject *self, PyObject *u) {
   void *buf = NULL;
   size_t len = 0;
   int rc;
-  Py_BEGIN_ALLOW_THREADS rc = ferry_state_save_buffer(self->c->L, &buf, &len);
-  Py_END_ALLOW_THREADS if (rc) return loader_raise(self, rc);
+  Py_BEGIN_ALLOW_THREADS
+  rc = ferry_state_save_buffer(self->c->L, &buf, &len);
+  Py_END_ALLOW_THREADS
+  if (rc)
+    return loader_raise(self, rc);
   PyObject *bytes = PyBytes_FromStringAndSize(buf, (Py_ssize_t)len);
   free(buf);
   if (!bytes)
@@ -1147,9 +1161,10 @@ static PyObject *loader_load_state_dict(LoaderObject *self, PyObject *arg) {
     return NULL;
   }
   int rc;
-  Py_BEGIN_ALLOW_THREADS rc =
-      ferry_state_load_buffer(self->c->L, view.buf, (size_t)view.len);
-  Py_END_ALLOW_THREADS PyBuffer_Release(&view);
+  Py_BEGIN_ALLOW_THREADS
+  rc = ferry_state_load_buffer(self->c->L, view.buf, (size_t)view.len);
+  Py_END_ALLOW_THREADS
+  PyBuffer_Release(&view);
   if (rc)
     return loader_raise(self, rc);
   ferry_epoch_info info;

@@ -1,6 +1,7 @@
 #!/bin/sh
 # lint.sh - the static checks of `make lint` (run by make check too):
-#   cppcheck    warnings, portability and performance findings in src/
+#   cppcheck    warnings, portability and performance findings in src/ and
+#               the Python extension
 #   clang-tidy  the curated set of .clang-tidy: real bugs, and the ceilings
 #               on function size (120 lines) and cognitive complexity
 # Both compile the sources with the flags configure found (read from the
@@ -14,10 +15,10 @@ mkvar() { sed -n "s/^$1 = //p" "$mk" | head -n 1; }
 mpicc=$(mkvar CC)
 mpiflags=$($mpicc --showme:compile 2>/dev/null || $mpicc -compile-info 2>/dev/null | sed 's/^[^ ]* //; s/ -c$//')
 defs="-DHAVE_CONFIG_H -DFERRY_BUILDING -I$build -I$top/include -I$top/src -I$top/src/tool"
-deps="$(mkvar JANSSON_CFLAGS) $(mkvar HDF5_CPPFLAGS) $(mkvar NETCDF_CPPFLAGS) $(mkvar CUDA_CPPFLAGS) $(mkvar NCCL_CPPFLAGS) $(mkvar CODEC_CPPFLAGS)"
+deps="$(mkvar PYTHON_CPPFLAGS) $(mkvar JANSSON_CFLAGS) $(mkvar HDF5_CPPFLAGS) $(mkvar NETCDF_CPPFLAGS) $(mkvar CUDA_CPPFLAGS) $(mkvar NCCL_CPPFLAGS) $(mkvar CODEC_CPPFLAGS)"
 cd "$top" || exit 1
-files=$(git ls-files 'src/*.c' 2>/dev/null)
-[ -n "$files" ] || files=$(find src -name '*.c' | sort)
+files=$(git ls-files 'src/*.c' 'python/*.c' 2>/dev/null)
+[ -n "$files" ] || files=$(find src python -name '*.c' | sort)
 # Sources of backends and stages this build left out are not compiled.
 have() { grep -q "^#define $1 1" "$build/config.h"; }
 skip=""
@@ -25,6 +26,7 @@ have HAVE_HDF5 || skip="$skip src/backends/hdf5.c"
 have HAVE_NETCDF || skip="$skip src/backends/zarr/netcdf.c src/plugins/nczplugin.c"
 have HAVE_CUDA || skip="$skip src/gpu/cuda.c src/gpu/cudalib.c"
 have HAVE_CUDA && skip="$skip src/gpu/nocuda.c"
+[ -n "$(mkvar PYTHON_CPPFLAGS)" ] || skip="$skip python/ferry/_ferry.c"
 sel=""
 for f in $files; do
   case " $skip " in *" $f "*) continue ;; esac
@@ -36,7 +38,8 @@ if command -v cppcheck >/dev/null 2>&1; then
   # shellcheck disable=SC2086
   if cppcheck --enable=warning,portability,performance --error-exitcode=1 \
       --inline-suppr -q --std=c11 --suppress=missingIncludeSystem \
-      -DFERRY_PLUGIN_KIND=1 $defs $sel; then
+      -DFERRY_PLUGIN_KIND=1 '-DPy_RETURN_NONE=return Py_None' \
+      '-DPy_BEGIN_ALLOW_THREADS={' '-DPy_END_ALLOW_THREADS=}' $defs $sel; then
     echo "PASS: cppcheck clean ($(echo $sel | wc -w) files)"
   else
     echo "FAIL: cppcheck findings above"
