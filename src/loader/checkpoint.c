@@ -72,22 +72,12 @@ static int state_encode_pos(ferry_loader *L, long long pos, long long total,
 }
 
 /* Broadcast rank 0's bytes (*buf, *len) to every rank; the others get a
- * malloc'd copy.  COLLECTIVE; agreed. */
+ * malloc'd copy (util/agree.c).  COLLECTIVE; agreed. */
 static int bcast_bytes(ferry_loader *L, char **buf, size_t *len,
                        ferry__err *err) {
-  int rc = 0;
-  unsigned long long n = *len;
-  if (MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, 0, L->comm) != MPI_SUCCESS)
-    rc = ferry__seterr_on(err, L->rank, FERRY_EMPI, "MPI_Bcast failed");
-  else if (n > (unsigned long long)INT_MAX)
-    rc = ferry__seterr(err, FERRY_EINVAL,
-                       "state of %llu bytes is larger than a state can be", n);
-  else if (L->rank != 0 && !(*buf = malloc(n ? n : 1)))
-    rc = ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
-  *len = (size_t)n;
-  rc = ferry__agree(L->comm, L->rank, rc, err);
-  if (!rc && MPI_Bcast(*buf, (int)n, MPI_BYTE, 0, L->comm) != MPI_SUCCESS)
-    rc = ferry__seterr_on(err, L->rank, FERRY_EMPI, "MPI_Bcast failed");
+  void *p = *buf;
+  int rc = ferry__bcast_blob(L->comm, L->rank, 0, &p, len, "the state", err);
+  *buf = p;
   return ferry__agree(L->comm, L->rank, rc, err);
 }
 
