@@ -547,6 +547,22 @@ FERRY_API int ferry_state_load_buffer(ferry_loader *loader, const void *buf,
  */
 FERRY_API int ferry_checkpoint_requested(const ferry_loader *loader);
 
+/**
+ * Ask for the agreed checkpoint, as the checkpoint signal does: for a
+ * framework that owns the signal (Lightning installs its own SIGUSR1
+ * handler when training starts) and calls this from its handler or its
+ * loop.  The request is folded into ferry_next's next certification, so
+ * ferry_checkpoint_requested turns 1 on every rank at the same batch (a
+ * request on any one rank is enough).  It stays until a ferry_state_save
+ * succeeds.  LOCAL; async-signal-safe and thread-safe (it sets one atomic
+ * flag).  Returns 0, or FERRY_EINVAL for a NULL loader.
+ *
+ * When checkpoint_signal names a signal and another handler replaced
+ * ferry's after ferry_open, rank 0 prints one warning per loader
+ * ("ferry: warning: another handler replaced ferry's for signal N ...").
+ */
+FERRY_API int ferry_request_checkpoint(ferry_loader *loader);
+
 /* ---- Dataset and plan inspection (LOCAL after ferry_open) ------------- */
 
 /** Description of one variable of the dataset. */

@@ -1182,6 +1182,14 @@ static PyObject *loader_checkpoint_requested(LoaderObject *self, PyObject *u) {
   return PyBool_FromLong(ferry_checkpoint_requested(self->c->L));
 }
 
+static PyObject *loader_request_checkpoint(LoaderObject *self, PyObject *u) {
+  (void)u;
+  if (!loader_ok(self))
+    return NULL;
+  ferry_request_checkpoint(self->c->L);
+  Py_RETURN_NONE;
+}
+
 static PyObject *loader_stats(LoaderObject *self, PyObject *u) {
   (void)u;
   if (!loader_ok(self))
@@ -1279,6 +1287,9 @@ static PyMethodDef loader_methods[] = {
      "Resume from state_dict()'s dict or bytes (COLLECTIVE)."},
     {"checkpoint_requested", (PyCFunction)loader_checkpoint_requested,
      METH_NOARGS, "True when a checkpoint signal was agreed."},
+    {"request_checkpoint", (PyCFunction)loader_request_checkpoint, METH_NOARGS,
+     "ask for the agreed checkpoint, as the checkpoint signal does (for a "
+     "framework that owns the signal)"},
     {"stats", (PyCFunction)loader_stats, METH_NOARGS, "counters (dict)"},
     {"memory_budget", (PyCFunction)loader_memory_budget, METH_NOARGS,
      "memory bound by component (dict)"},

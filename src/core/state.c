@@ -451,4 +451,11 @@ void ferry__signal_release(int sig) {
 
 int ferry__signal_pending(void) { return pending != 0; }
 
+int ferry__signal_ours(int sig) {
+  struct sigaction cur;
+  if (sig <= 0 || sig >= 65 || sigaction(sig, NULL, &cur) != 0)
+    return 1; /* cannot tell: do not warn */
+  return (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_signal;
+}
+
 void ferry__signal_clear(void) { pending = 0; }

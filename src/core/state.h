@@ -50,6 +50,9 @@ int ferry__signal_install(int sig, ferry__err *err);
 void ferry__signal_release(int sig);
 /** 1 once the checkpoint signal arrived in this process. */
 int ferry__signal_pending(void);
+/** 1 while ferry's handler is still the one installed for sig (a framework
+ *  may have replaced it after ferry_open). */
+int ferry__signal_ours(int sig);
 /** Forget a request (after a successful save, on every rank). */
 void ferry__signal_clear(void);
 

@@ -143,6 +143,7 @@ static int state_save(ferry_loader *L, const char *what, const char *path,
   else
     free(buf);
   L->ckpt_agreed = 0; /* the request is answered */
+  L->ckpt_asked = 0;
   ferry__signal_clear();
   return 0;
 }

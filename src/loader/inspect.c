@@ -142,6 +142,14 @@ int ferry_checkpoint_requested(const ferry_loader *L) {
   return L ? L->ckpt_agreed : 0;
 }
 
+int ferry_request_checkpoint(ferry_loader *L) {
+  if (!L)
+    return ferry__seterr(NULL, FERRY_EINVAL,
+                         "ferry_request_checkpoint: loader is NULL");
+  L->ckpt_asked = 1;
+  return 0;
+}
+
 /* ---- GPU delivery ----------------------------------------------------------
  */
 

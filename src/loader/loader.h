@@ -147,10 +147,12 @@ struct ferry_loader {
   pthread_mutex_t pool_mu; /* guards the read-buffer pool             */
   unsigned char *pool[POOL_MAX];
   int npool;
-  size_t pool_bytes; /* bytes in the pool                       */
-  size_t out_bytes;  /* bytes of read buffers in use or in flight */
-  int ckpt_sig;      /* signal number with a handler installed, 0 */
-  int ckpt_agreed;   /* every rank saw the checkpoint request    */
+  size_t pool_bytes;      /* bytes in the pool                       */
+  size_t out_bytes;       /* bytes of read buffers in use or in flight */
+  int ckpt_sig;           /* signal number with a handler installed, 0 */
+  int ckpt_agreed;        /* every rank saw the checkpoint request    */
+  _Atomic int ckpt_asked; /* ferry_request_checkpoint on this rank    */
+  int ckpt_warned;        /* said that the signal handler was replaced */
   /* The GPU stage (cuda.c): NULL when batches stay in host memory. */
   ferry__gpu *gpu;
   ferry__dslot *dring; /* [ndring] the device ring                 */

@@ -10,6 +10,7 @@
 #include "loader/loader.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -140,6 +141,24 @@ static int device_status(epoch_state *ep, int64_t b, int64_t *through, int *rc,
   return 1;
 }
 
+/* A framework (Lightning, for one) may install its own handler for the
+ * checkpoint signal after ferry_open: the signal then never reaches ferry
+ * and the job runs into its time limit.  Checked at each certification;
+ * rank 0 says it once per loader, with the way out. */
+static void warn_if_replaced(ferry_loader *L) {
+  if (!L->ckpt_sig || L->ckpt_warned || ferry__signal_ours(L->ckpt_sig))
+    return;
+  L->ckpt_warned = 1;
+  if (L->rank == 0)
+    fprintf(stderr,
+            "ferry: warning: another handler replaced ferry's for signal %d "
+            "(checkpoint_signal) after ferry_open: the signal no longer "
+            "reaches ferry; have the framework call "
+            "ferry_request_checkpoint (Python: loader.request_checkpoint()) "
+            "when it gets the signal\n",
+            L->ckpt_sig);
+}
+
 /* Agree how far every rank can vouch for: MINLOC of the local "through".
  * If some rank cannot vouch for b it failed there, and its error goes to
  * every rank.  COLLECTIVE over the loader's communicator. */
@@ -147,9 +166,9 @@ static int certify(ferry_loader *L, epoch_state *ep, int64_t b, int64_t through,
                    int rc, ferry__err *err) {
   /* One all-reduce carries both the lowest (through, rank) pair, packed as
    * (through + 1) * size + rank, and the checkpoint flag (as -flag, MIN). */
-  int64_t in[2] = {(through + 1) * L->size + L->rank,
-                   L->ckpt_sig && ferry__signal_pending() ? -1 : 0},
-          res[2];
+  int asked = L->ckpt_asked || (L->ckpt_sig && ferry__signal_pending());
+  int64_t in[2] = {(through + 1) * L->size + L->rank, asked ? -1 : 0}, res[2];
+  warn_if_replaced(L);
   struct {
     int64_t through;
     int rank;

@@ -10,7 +10,15 @@ tmp=${FERRY_TEST_TMPDIR:-${TMPDIR:-/tmp}}/state.$$
 rm -rf "$tmp" && mkdir -p "$tmp" || exit 1
 trap 'rm -rf "$tmp"' 0
 status=0
-$RUN_MPI 5 "$prog" "$tmp" || { echo "FAIL: test_state"; status=1; }
+$RUN_MPI 5 "$prog" "$tmp" 2>"$tmp/test_state.err" || { echo "FAIL: test_state"; status=1; }
+# A framework's handler replaced ferry's (signal_case 2): rank 0 warns once.
+n=`grep -c "ferry: warning: another handler replaced ferry's for signal" "$tmp/test_state.err"`
+if test "$n" = 1; then
+  echo "ok: one warning for the replaced signal handler"
+else
+  echo "FAIL: $n warnings for the replaced signal handler, not 1"; status=1
+fi
+grep -v "ferry: warning: another handler" "$tmp/test_state.err" >&2
 
 # The tool, interrupted by a signal to one rank.  mpirun's children are the
 # ranks (Open MPI, MPICH's hydra); the signal goes to one of them only.

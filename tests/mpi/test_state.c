@@ -254,8 +254,18 @@ static void resume_case(const char *spec, const char *const *kv, int64_t K,
   ferry_options_free(o);
 }
 
+/* A framework's own handler for the checkpoint signal, installed after
+ * ferry_open (as Lightning does when training starts). */
+static volatile sig_atomic_t framework_got;
+static void framework_handler(int sig) {
+  (void)sig;
+  framework_got = 1;
+}
+
 /* A signal on one rank (or two, at different batches): every rank sees the
- * request after the same batch. */
+ * request after the same batch.  second 2: a framework replaced ferry's
+ * handler after ferry_open and asks with ferry_request_checkpoint instead
+ * (issue 11); ferry notices the replaced handler. */
 static void signal_case(int second) {
   MPI_Comm c = first(4);
   if (c == MPI_COMM_NULL)
@@ -268,6 +278,13 @@ static void signal_case(int second) {
         ferry_last_error(NULL));
   CHECK(ferry_set_epoch(L, 0) == 0, "set_epoch");
   CHECK(ferry_checkpoint_requested(L) == 0, "no request before a signal");
+  struct sigaction ours;
+  sigaction(SIGUSR1, NULL, &ours);
+  if (second == 2) {
+    CHECK(ferry__signal_ours(SIGUSR1), "ferry's handler is installed");
+    signal(SIGUSR1, framework_handler);
+    CHECK(!ferry__signal_ours(SIGUSR1), "a replaced handler is noticed");
+  }
   ferry_batch *b;
   int64_t stop = -1, got = 0;
   while (ferry_next(L, &b) == 0) {
@@ -276,8 +293,12 @@ static void signal_case(int second) {
     got++;
     if (rank == 2 && idx == 5)
       raise(SIGUSR1);
-    if (second && rank == 0 && idx == 9)
+    if (second == 1 && rank == 0 && idx == 9)
       raise(SIGUSR1);
+    if (second == 2 && framework_got) {
+      framework_got = 0;
+      CHECK(ferry_request_checkpoint(L) == 0, "request_checkpoint");
+    }
     if (ferry_checkpoint_requested(L)) {
       stop = idx;
       break;
@@ -293,7 +314,12 @@ static void signal_case(int second) {
   CHECK(ferry_checkpoint_requested(L) == 0, "the save answers the request");
   if (rank == 0)
     printf("signal%s: every rank stopped after batch %lld\n",
-           second ? " on two ranks" : "", lo);
+           second == 2   ? " to a framework, ferry_request_checkpoint"
+           : second == 1 ? " on two ranks"
+                         : "",
+           lo);
+  if (second == 2)
+    sigaction(SIGUSR1, &ours, NULL); /* ferry_close restores the rest */
   ferry_close(L);
   ferry_options_free(o);
   MPI_Comm_free(&c);
@@ -453,6 +479,7 @@ int main(int argc, char **argv) {
   resume_case("mem:N=333,vars=x:int32:3", nosh, 2, 333, 0);
   signal_case(0);
   signal_case(1);
+  signal_case(2);
   bad_states();
   int status = ft_mpi_summary("test_state", MPI_COMM_WORLD);
   MPI_Finalize();

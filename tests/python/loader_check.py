@@ -169,6 +169,26 @@ check(L.closed and any(issubclass(x.category, ResourceWarning) for x in w),
       "KeyboardInterrupt: closed with a ResourceWarning")
 check(b.released and np.array_equal(t.numpy(), X[idx]),
       "the tensor kept after KeyboardInterrupt still holds its batch")
+# A framework that owns the checkpoint signal asks with
+# request_checkpoint() on one rank (issue 11): every rank sees
+# checkpoint_requested() after the same batch, and a save answers it.
+with ferry.Loader(d, batch_size=4, tail="partial", chunk_samples=16,
+                  checkpoint_signal="none") as L:
+    L.set_epoch(0)
+    stop = -1
+    for b in L:
+        i = b.index
+        b.release()
+        if rank == size - 1 and i == 2:
+            L.request_checkpoint()
+        if L.checkpoint_requested():
+            stop = i
+            break
+    stops = comm.allgather(stop)
+    check(len(set(stops)) == 1 and stops[0] >= 2,
+          "request_checkpoint: ranks stopped at %r" % stops)
+    L.state_dict()
+    check(not L.checkpoint_requested(), "a save answers the request")
 comm.Barrier()
 if rank == 0:
     print("loader_check.py: %d ranks passed" % size)
