@@ -213,6 +213,14 @@ bad "$fx/bad/truncated.h5" truncated
 bad "$fx/bad/compound.h5" /records compound
 bad "$fx/bad/text.h5" 'no backend'
 bad "$fx/bad/lzf.h5" /x 32000 HDF5_PLUGIN_PATH
+bad "$fx/bad/zerowidth.h5" "'z'" 'empty rows'
+if $RUN_MPI 2 "$FERRY" verify "$fx/bad/zerowidth.h5" --vars x --batch-size 8 \
+     --tail partial >"$tmp/verify.out" 2>&1 &&
+   grep 'ferry verify: PASS' "$tmp/verify.out" >/dev/null; then
+  echo "ok: zerowidth.h5 with vars=x: ferry verify passes on 2 ranks"
+else
+  echo "FAIL: zerowidth.h5 with vars=x"; sed 's/^/    /' "$tmp/verify.out"; fail=1
+fi
 
 # vars naming what ferry cannot serve: status 1, one message naming it and
 # saying why, on 2 ranks.
