@@ -75,6 +75,41 @@ static int h5_probe(const char *path) {
 
 static void quiet_errors(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
 
+/* HDF5's own reason for the last failure, from its error stack (printing
+ * is off: quiet_errors): the innermost few descriptions, innermost first,
+ * e.g. "filter returned failure during read; ... can't read data"
+ * (issue 11: a corrupted gzip chunk, a fletcher32 mismatch and a missing
+ * external file all said only "H5Dread failed"). */
+typedef struct h5_why {
+  char *buf;
+  size_t len, used;
+  int n;
+} h5_why;
+
+static herr_t why_cb(unsigned n, const H5E_error2_t *e, void *data) {
+  h5_why *w = data;
+  (void)n;
+  if (w->n >= 3 || !e->desc || !*e->desc || w->used + 4 >= w->len)
+    return 0;
+  int k = snprintf(w->buf + w->used, w->len - w->used, "%s%s", w->n ? "; " : "",
+                   e->desc);
+  if (k > 0)
+    w->used += (size_t)k < w->len - w->used ? (size_t)k : w->len - w->used - 1;
+  w->n++;
+  return 0;
+}
+
+/* ": HDF5 says: REASON" (or "" when the stack is empty), into buf. */
+static const char *h5_reason(char *buf, size_t len) {
+  char inner[400] = "";
+  h5_why w = {inner, sizeof inner, 0, 0};
+  buf[0] = '\0';
+  if (H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, why_cb, &w) >= 0 && inner[0])
+    snprintf(buf, len, ": HDF5 says: %s", inner);
+  H5Eclear2(H5E_DEFAULT);
+  return buf;
+}
+
 /* A 2-member enum of 1 byte, FALSE = 0 and TRUE = 1: h5py's bool. */
 static int is_h5py_bool(hid_t t) {
   int ok = 0;
@@ -684,11 +719,12 @@ static int open_h5file(ferry__io *io, int64_t part, const char *vname,
   code = agree(io, code, err);
   if (code == 0) {
     fid = H5Fopen(path, H5F_ACC_RDONLY, fapl);
+    char why[480];
     if (fid < 0)
       code = ferry__seterr(err, FERRY_EIO,
                            "H5Fopen failed: file %s, dataset /%s, rank %d, "
-                           "offset 0",
-                           path, vname, io->rank);
+                           "offset 0%s",
+                           path, vname, io->rank, h5_reason(why, sizeof why));
     int c2 = agree(io, code, err);
     if (c2 < 0 && fid >= 0 && !io->collective)
       H5Fclose(fid);
@@ -1004,13 +1040,14 @@ static int h5_io_read(ferry__io *io, int64_t part, int var, int64_t row,
       goto cleanup;
     }
   }
+  char why[480];
   if (H5Dread(f->dset[var], f->mtype[var], ms, fs, io->dxpl, buf) < 0 &&
       rc == 0)
     rc = ferry__seterr(err, FERRY_EIO,
                        "H5Dread failed: file %s, dataset /%s, rank %d, rows "
-                       "[%lld, %lld)",
+                       "[%lld, %lld)%s",
                        path, v->name, io->rank, (long long)row,
-                       (long long)(row + nrows));
+                       (long long)(row + nrows), h5_reason(why, sizeof why));
 cleanup:
   if (ms >= 0)
     H5Sclose(ms);

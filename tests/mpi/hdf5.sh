@@ -191,7 +191,7 @@ bad() {
   f=$1
   shift
   env HDF5_PLUGIN_PATH="$tmp/noplugins" $RUN_MPI 2 "$FERRY" dump "$f" --epoch 0 \
-    >"$tmp/bad.out" 2>"$tmp/bad.err"
+    --batch-size 8 --tail partial >"$tmp/bad.out" 2>"$tmp/bad.err"
   st=$?
   n=`grep -c '^ferry' "$tmp/bad.err"`
   why=
@@ -214,6 +214,8 @@ bad "$fx/bad/compound.h5" /records compound
 bad "$fx/bad/text.h5" 'no backend'
 bad "$fx/bad/lzf.h5" /x 32000 HDF5_PLUGIN_PATH
 bad "$fx/bad/zerowidth.h5" "'z'" 'empty rows'
+bad "$fx/bad/badgzip.h5" H5Dread 'HDF5 says'
+bad "$fx/bad/badfletcher.h5" H5Dread 'HDF5 says'
 if $RUN_MPI 2 "$FERRY" verify "$fx/bad/zerowidth.h5" --vars x --batch-size 8 \
      --tail partial >"$tmp/verify.out" 2>&1 &&
    grep 'ferry verify: PASS' "$tmp/verify.out" >/dev/null; then
