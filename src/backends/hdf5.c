@@ -396,19 +396,71 @@ static int layout(const h5_dset *ds, ferry__var *v, const char *path) {
   return (v->storage = strdup(buf)) ? 0 : -1;
 }
 
-/* The default selection: the datasets along the longest first dimension
+/* 1 when name is one of the comma-separated list (spaces and a leading
+ * '/' ignored, as the manifest's selection does). */
+static int name_in_list(const char *list, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = list; *p;) {
+    while (*p == ' ' || *p == ',' || *p == '/')
+      p++;
+    const char *e = p;
+    while (*e && *e != ',')
+      e++;
+    const char *t = e;
+    while (t > p && t[-1] == ' ')
+      t--;
+    if ((size_t)(t - p) == n && strncmp(p, name, n) == 0)
+      return 1;
+    p = e;
+  }
+  return 0;
+}
+
+/* With vars, the sample dimension is the first named servable dataset's
+ * first dimension (issue 11: a named dataset that is not the longest could
+ * never be loaded); 0 when no named dataset can be served: the default
+ * selection then stands, and the manifest's selection says which name is
+ * not there and why (the notes). */
+static hsize_t named_rows(const h5_visit *vis, const char *named) {
+  for (const char *p = named; *p;) {
+    while (*p == ' ' || *p == ',' || *p == '/')
+      p++;
+    const char *e = p;
+    while (*e && *e != ',')
+      e++;
+    for (int i = 0; i < vis->n; i++) {
+      const h5_dset *ds = &vis->v[i];
+      size_t n = strlen(ds->name);
+      const char *t = e;
+      while (t > p && t[-1] == ' ')
+        t--;
+      if ((size_t)(t - p) == n && strncmp(p, ds->name, n) == 0 &&
+          !ds->dim_only && ds->ndims >= 1 && !ds->why)
+        return ds->dims[0];
+    }
+    p = e;
+  }
+  return 0;
+}
+
+/* The selection: the datasets named by vars (select, then validate: an
+ * unnamed dataset never makes the open fail), or by default the datasets
+ * along the longest first dimension
  * that ferry can read.  The others are marked (ndims -1) and listed with
  * the reason in out->notes, which ferry info prints and a `vars` naming a
  * skipped dataset gets in its error.  Returns the number chosen (> 0) or a
  * negative code. */
 static int h5_select(const char *path, h5_visit *vis, hsize_t longest,
-                     ferry__part_desc *out, ferry__err *err) {
+                     const char *named, ferry__part_desc *out,
+                     ferry__err *err) {
   char chosen[512] = "", skipped[1536] = "";
   int nsel = 0;
   for (int i = 0; i < vis->n; i++) {
     h5_dset *ds = &vis->v[i];
     char why[200] = "";
-    if (ds->dim_only)
+    if (named && !name_in_list(named, ds->name))
+      snprintf(why, sizeof why, "not named in vars");
+    else if (ds->dim_only)
       snprintf(why, sizeof why, "a netCDF dimension without data");
     else if (ds->ndims < 1)
       snprintf(why, sizeof why, "a scalar, no sample dimension");
@@ -493,7 +545,10 @@ static int h5_fill(const char *path, h5_visit *vis, int nsel, hsize_t longest,
 
 static int h5_describe(const char *path, const ferry_options *opts,
                        ferry__part_desc *out, ferry__err *err) {
-  (void)opts; /* the HDF5 backend has no option of its own */
+  /* The loader's vars: what is selected is validated, nothing else. */
+  char named[1024] = "";
+  if (opts && ferry_options_get(opts, "vars", named, sizeof named) != 0)
+    named[0] = '\0';
   h5_visit vis = {0};
   hid_t f = -1;
   int rc = 0;
@@ -520,7 +575,10 @@ static int h5_describe(const char *path, const ferry_options *opts,
   for (int i = 0; i < vis.n; i++)
     if (!vis.v[i].dim_only && vis.v[i].ndims >= 1 && vis.v[i].dims[0] > longest)
       longest = vis.v[i].dims[0];
-  rc = h5_select(path, &vis, longest, out, err);
+  hsize_t rows = named[0] ? named_rows(&vis, named) : 0;
+  if (rows > 0)
+    longest = rows;
+  rc = h5_select(path, &vis, longest, rows > 0 ? named : NULL, out, err);
   if (rc > 0)
     rc = h5_fill(path, &vis, rc, longest, (int64_t)st.st_size, out, err);
 cleanup:
