@@ -396,23 +396,31 @@ static int layout(const h5_dset *ds, ferry__var *v, const char *path) {
   return (v->storage = strdup(buf)) ? 0 : -1;
 }
 
-/* 1 when name is one of the comma-separated list (spaces and a leading
- * '/' ignored, as the manifest's selection does). */
+/* The next name of a comma-separated list at *p (spaces and a leading '/'
+ * ignored, as the manifest's selection does): its start, *len its length;
+ * NULL at the end. */
+static const char *next_name(const char **p, size_t *len) {
+  const char *s = *p;
+  while (*s == ' ' || *s == ',' || *s == '/')
+    s++;
+  if (!*s)
+    return NULL;
+  const char *e = s;
+  while (*e && *e != ',')
+    e++;
+  *p = e;
+  while (e > s && e[-1] == ' ')
+    e--;
+  *len = (size_t)(e - s);
+  return s;
+}
+
+/* 1 when name is one of the list's names. */
 static int name_in_list(const char *list, const char *name) {
-  size_t n = strlen(name);
-  for (const char *p = list; *p;) {
-    while (*p == ' ' || *p == ',' || *p == '/')
-      p++;
-    const char *e = p;
-    while (*e && *e != ',')
-      e++;
-    const char *t = e;
-    while (t > p && t[-1] == ' ')
-      t--;
-    if ((size_t)(t - p) == n && strncmp(p, name, n) == 0)
+  size_t n = strlen(name), len;
+  for (const char *p = list, *s; (s = next_name(&p, &len)) != NULL;)
+    if (len == n && strncmp(s, name, n) == 0)
       return 1;
-    p = e;
-  }
   return 0;
 }
 
@@ -422,24 +430,14 @@ static int name_in_list(const char *list, const char *name) {
  * selection then stands, and the manifest's selection says which name is
  * not there and why (the notes). */
 static hsize_t named_rows(const h5_visit *vis, const char *named) {
-  for (const char *p = named; *p;) {
-    while (*p == ' ' || *p == ',' || *p == '/')
-      p++;
-    const char *e = p;
-    while (*e && *e != ',')
-      e++;
+  size_t len;
+  for (const char *p = named, *s; (s = next_name(&p, &len)) != NULL;)
     for (int i = 0; i < vis->n; i++) {
       const h5_dset *ds = &vis->v[i];
-      size_t n = strlen(ds->name);
-      const char *t = e;
-      while (t > p && t[-1] == ' ')
-        t--;
-      if ((size_t)(t - p) == n && strncmp(p, ds->name, n) == 0 &&
+      if (strlen(ds->name) == len && strncmp(s, ds->name, len) == 0 &&
           !ds->dim_only && ds->ndims >= 1 && !ds->why)
         return ds->dims[0];
     }
-    p = e;
-  }
   return 0;
 }
 

@@ -617,6 +617,22 @@ cleanup:
   return rc;
 }
 
+/* Selected, then validated: a variable of empty rows (shape (N, 0)) would
+ * make a batch of no bytes, and every rank must decide the same (issue 11:
+ * such a dataset opened on 1 rank and failed on 2 with "manifest buffer
+ * corrupt"). */
+static int check_nonempty_rows(const ferry__manifest *m, const char *spec,
+                               ferry__err *err) {
+  for (int v = 0; v < m->nvars; v++)
+    if (m->vars[v].row_bytes == 0)
+      return ferry__seterr(err, FERRY_ENOTSUP,
+                           "dataset %s: variable '%s' has empty rows (a "
+                           "dimension after the first is 0); select other "
+                           "variables with vars",
+                           spec, m->vars[v].name);
+  return 0;
+}
+
 int ferry__manifest_scan(const char *spec, const char *vars,
                          const ferry_options *opts, ferry__manifest *m,
                          ferry__err *err) {
@@ -721,19 +737,8 @@ int ferry__manifest_scan(const char *spec, const char *vars,
   }
   if ((rc = select_vars(m, vars, err)) < 0)
     goto cleanup;
-  /* Selected, then validated: a variable of empty rows (shape (N, 0))
-   * would make a batch of no bytes, and every rank must decide the same
-   * (issue 11: such a dataset opened on 1 rank and failed on 2 with
-   * "manifest buffer corrupt"). */
-  for (int v = 0; v < m->nvars; v++)
-    if (m->vars[v].row_bytes == 0) {
-      rc = ferry__seterr(err, FERRY_ENOTSUP,
-                         "dataset %s: variable '%s' has empty rows (a "
-                         "dimension after the first is 0); select other "
-                         "variables with vars",
-                         spec, m->vars[v].name);
-      goto cleanup;
-    }
+  if ((rc = check_nonempty_rows(m, spec, err)) < 0)
+    goto cleanup;
   m->hash = ferry__manifest_hash(m);
 cleanup:
   ferry__part_desc_free(&d);
