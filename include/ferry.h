@@ -366,7 +366,10 @@ FERRY_API int ferry_next(ferry_loader *loader, ferry_batch **out);
 
 /**
  * Give a batch's buffers back to the pipeline.  LOCAL.  The batch must not be
- * used afterwards.  Batches may be released in any order.
+ * used afterwards.  Batches may be released in any order.  Thread-safe
+ * against ferry_next: it may be called from any thread (a DLPack deleter)
+ * while another thread waits in ferry_next; not concurrently with
+ * ferry_set_epoch, ferry_state_load or ferry_close on the same loader.
  * Returns 0 or FERRY_EINVAL (not a batch of this loader, or released twice).
  */
 FERRY_API int ferry_release(ferry_loader *loader, ferry_batch *batch);
@@ -493,6 +496,36 @@ FERRY_API int ferry_state_save(ferry_loader *loader, const char *path);
  * message on every rank.  On failure no epoch is set.
  */
 FERRY_API int ferry_state_load(ferry_loader *loader, const char *path);
+
+/**
+ * The in-memory form of ferry_state_save: the same bytes the file would
+ * hold (header line and JSON body), handed to every rank, so that the state
+ * can go into an application's own checkpoint (a PyTorch, Lightning or
+ * Orbax one).  COLLECTIVE, at the same point on every rank, as
+ * ferry_state_save; the same bytes on every rank.
+ *
+ * @param buf  receives a malloc'd buffer of *len bytes (not NUL-terminated);
+ *             the caller frees it with free().  NULL on failure.
+ * @param len  receives its length
+ *
+ * Returns 0, FERRY_EINVAL (buf or len NULL), FERRY_ESTATE, FERRY_EMISMATCH,
+ * FERRY_ENOMEM, FERRY_EMPI, as ferry_state_save; the same code and message
+ * on every rank.  A success clears the checkpoint request.
+ */
+FERRY_API int ferry_state_save_buffer(ferry_loader *loader, void **buf,
+                                      size_t *len);
+
+/**
+ * The in-memory form of ferry_state_load: resume from the LEN bytes at BUF,
+ * as ferry_state_save_buffer returned them or as read from a state file.
+ * COLLECTIVE.  Rank 0's bytes are broadcast and used; the other ranks' buf
+ * and len are ignored (they may pass NULL, 0), so a state that only rank 0
+ * kept still resumes every rank.  Messages name the state "(buffer)".
+ * Returns the codes of ferry_state_load but FERRY_ENOENT, FERRY_EACCES and
+ * FERRY_EIO (FERRY_EINVAL: buf NULL on rank 0); the same on every rank.
+ */
+FERRY_API int ferry_state_load_buffer(ferry_loader *loader, const void *buf,
+                                      size_t len);
 
 /**
  * 1 when a checkpoint was requested, 0 otherwise.  LOCAL, and yet the same

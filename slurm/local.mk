@@ -20,6 +20,13 @@
 # modulefile.site.lua.sample and modulefile.site.tcl.sample beside it.
 
 modulefilesdir = $(datadir)/modulefiles
+# The Python package's directory for PYTHONPATH (python/local.mk), empty
+# when it is not built.
+if FERRY_PYTHON
+FERRY_PY_MODULE_DIR = $(pyexecdir)
+else
+FERRY_PY_MODULE_DIR =
+endif
 
 ferry_modulefile_sed = sed \
 	-e 's|@VERSION[@]|$(VERSION)|g' \
@@ -29,6 +36,7 @@ ferry_modulefile_sed = sed \
 	-e 's|@mandir[@]|$(mandir)|g' \
 	-e 's|@pkglibdir[@]|$(pkglibdir)|g' \
 	-e 's|@pkgdatadir[@]|$(pkgdatadir)|g' \
+	-e 's|@pyexecdir[@]|$(FERRY_PY_MODULE_DIR)|g' \
 	-e 's|@FERRY_MODULE_DEPS[@]|$(FERRY_MODULE_DEPS)|g'
 
 slurm/ferry.lua: $(srcdir)/slurm/ferry.lua.in Makefile

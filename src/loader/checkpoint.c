@@ -9,6 +9,7 @@
 #include "config.h"
 #include "loader/loader.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,25 +39,81 @@ static int state_options(const ferry_loader *L, ferry__state *st) {
   return 0;
 }
 
-int ferry_state_save(ferry_loader *L, const char *path) {
-  if (!L)
-    return ferry__seterr(NULL, FERRY_EINVAL,
-                         "ferry_state_save: loader is NULL");
+/* Rank 0's encoding of the position: the epoch, the batches every rank was
+ * handed (pos each), total samples served and the resume steps. */
+static int state_encode_pos(ferry_loader *L, long long pos, long long total,
+                            char **buf, size_t *len, ferry__err *err) {
+  epoch_state *ep = L->ep;
+  ferry__state st;
+  memset(&st, 0, sizeof st);
+  st.dataset = L->m.spec;
+  st.dataset_hash = L->m.hash;
+  st.num_samples = L->m.num_samples;
+  st.epoch = ep->epoch;
+  st.world_size = L->size;
+  st.batches = ep->index_base + pos;
+  st.samples_served = ep->samples_before + total;
+  st.steps = malloc(((size_t)ep->nsteps + 1) * sizeof *st.steps);
+  int rc = st.steps ? state_options(L, &st) : FERRY_ENOMEM;
+  if (!rc) {
+    if (ep->nsteps) /* a fresh epoch has no step yet (and steps NULL) */
+      memcpy(st.steps, ep->steps, (size_t)ep->nsteps * sizeof *st.steps);
+    st.nsteps = ep->nsteps;
+    if (st.nsteps && st.steps[st.nsteps - 1].world_size == L->size)
+      st.steps[st.nsteps - 1].batches += pos;
+    else
+      st.steps[st.nsteps++] = (ferry__resume_step){L->size, pos};
+    rc = ferry__state_encode(&st, buf, len, err);
+  } else
+    ferry__seterr(err, rc, "rank 0: out of memory for the state");
+  st.dataset = NULL; /* borrowed */
+  ferry__state_free(&st);
+  return rc;
+}
+
+/* Broadcast rank 0's bytes (*buf, *len) to every rank; the others get a
+ * malloc'd copy.  COLLECTIVE; agreed. */
+static int bcast_bytes(ferry_loader *L, char **buf, size_t *len,
+                       ferry__err *err) {
+  int rc = 0;
+  unsigned long long n = *len;
+  if (MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, 0, L->comm) != MPI_SUCCESS)
+    rc = ferry__seterr_on(err, L->rank, FERRY_EMPI, "MPI_Bcast failed");
+  else if (n > (unsigned long long)INT_MAX)
+    rc = ferry__seterr(err, FERRY_EINVAL,
+                       "state of %llu bytes is larger than a state can be", n);
+  else if (L->rank != 0 && !(*buf = malloc(n ? n : 1)))
+    rc = ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
+  *len = (size_t)n;
+  rc = ferry__agree(L->comm, L->rank, rc, err);
+  if (!rc && MPI_Bcast(*buf, (int)n, MPI_BYTE, 0, L->comm) != MPI_SUCCESS)
+    rc = ferry__seterr_on(err, L->rank, FERRY_EMPI, "MPI_Bcast failed");
+  return ferry__agree(L->comm, L->rank, rc, err);
+}
+
+/* The save, to a file (path) or to memory (out, outlen: every rank gets
+ * the bytes). */
+static int state_save(ferry_loader *L, const char *what, const char *path,
+                      char **out, size_t *outlen) {
   ferry__err err = {0};
   epoch_state *ep = L->ep;
   int rc = 0;
-  if (!path || !*path)
-    rc = ferry__seterr_on(&err, L->rank, FERRY_EINVAL,
-                          "ferry_state_save: no path");
+  if (out)
+    *out = NULL, *outlen = 0;
+  if (!path && !out)
+    rc = ferry__seterr_on(&err, L->rank, FERRY_EINVAL, "%s: no %s", what,
+                          outlen ? "buffer" : "path");
   else if (!ep)
     rc = ferry__seterr(&err, FERRY_ESTATE,
-                       "ferry_state_save before ferry_set_epoch or "
-                       "ferry_state_load: there is no position to save");
+                       "%s before ferry_set_epoch or "
+                       "ferry_state_load: there is no position to save",
+                       what);
   else if (ep->failed)
     rc = ferry__seterr(&err, FERRY_ESTATE,
-                       "ferry_state_save after the epoch failed: the failed "
+                       "%s after the epoch failed: the failed "
                        "batch was not served; save before it or restart the "
-                       "epoch");
+                       "epoch",
+                       what);
   rc = ferry__agree(L->comm, L->rank, rc, &err);
   long long pos = 0, lo = 0, hi = 0, served = 0, total = 0;
   if (!rc) {
@@ -70,50 +127,55 @@ int ferry_state_save(ferry_loader *L, const char *path) {
       rc = ferry__seterr_on(&err, L->rank, FERRY_EMPI, "MPI_Allreduce failed");
     else if (lo != hi)
       rc = ferry__seterr(&err, FERRY_EMISMATCH,
-                         "ranks called ferry_state_save after different "
+                         "ranks called %s after different "
                          "numbers of batches (%lld to %lld in epoch %lld): "
                          "save at the same point on every rank",
-                         lo, hi, (long long)ep->epoch);
+                         what, lo, hi, (long long)ep->epoch);
   }
-  /* Rank 0 writes it, after every rank reached this point (the agreement
-   * above is the barrier). */
+  /* Rank 0 encodes (and writes), after every rank reached this point (the
+   * agreement above is the barrier). */
+  char *buf = NULL;
+  size_t len = 0;
   if (!rc && L->rank == 0) {
-    ferry__state st;
-    memset(&st, 0, sizeof st);
-    char *buf = NULL;
-    size_t len = 0;
-    st.dataset = L->m.spec;
-    st.dataset_hash = L->m.hash;
-    st.num_samples = L->m.num_samples;
-    st.epoch = ep->epoch;
-    st.world_size = L->size;
-    st.batches = ep->index_base + ep->consumed;
-    st.samples_served = ep->samples_before + total;
-    st.steps = malloc(((size_t)ep->nsteps + 1) * sizeof *st.steps);
-    rc = st.steps ? state_options(L, &st) : FERRY_ENOMEM;
-    if (!rc) {
-      if (ep->nsteps) /* a fresh epoch has no step yet (and steps NULL) */
-        memcpy(st.steps, ep->steps, (size_t)ep->nsteps * sizeof *st.steps);
-      st.nsteps = ep->nsteps;
-      if (st.nsteps && st.steps[st.nsteps - 1].world_size == L->size)
-        st.steps[st.nsteps - 1].batches += ep->consumed;
-      else
-        st.steps[st.nsteps++] = (ferry__resume_step){L->size, ep->consumed};
-      rc = ferry__state_encode(&st, &buf, &len, &err);
-    } else
-      ferry__seterr(&err, rc, "rank 0: out of memory for the state");
-    if (!rc)
+    rc = state_encode_pos(L, pos, total, &buf, &len, &err);
+    if (!rc && path)
       rc = ferry__state_write_file(path, buf, len, &err);
-    free(buf);
-    st.dataset = NULL; /* borrowed */
-    ferry__state_free(&st);
   }
   rc = ferry__agree(L->comm, L->rank, rc, &err);
-  if (rc)
+  if (!rc && out)
+    rc = bcast_bytes(L, &buf, &len, &err);
+  if (rc) {
+    free(buf);
     return ferry__loader_fail(L, &err);
+  }
+  if (out)
+    *out = buf, *outlen = len;
+  else
+    free(buf);
   L->ckpt_agreed = 0; /* the request is answered */
   ferry__signal_clear();
   return 0;
+}
+
+int ferry_state_save(ferry_loader *L, const char *path) {
+  if (!L)
+    return ferry__seterr(NULL, FERRY_EINVAL,
+                         "ferry_state_save: loader is NULL");
+  return state_save(L, "ferry_state_save", path && *path ? path : NULL, NULL,
+                    NULL);
+}
+
+int ferry_state_save_buffer(ferry_loader *L, void **buf, size_t *len) {
+  if (!L)
+    return ferry__seterr(NULL, FERRY_EINVAL,
+                         "ferry_state_save_buffer: loader is NULL");
+  if (!buf || !len) /* every rank passes the same kind of argument */
+    return ferry__seterr(NULL, FERRY_EINVAL,
+                         "ferry_state_save_buffer: buf or len is NULL");
+  char *out = NULL;
+  int rc = state_save(L, "ferry_state_save_buffer", NULL, &out, len);
+  *buf = out;
+  return rc;
 }
 
 /* Does the decoded state belong to this loader?  The same answer on every
@@ -159,6 +221,39 @@ static int state_check(const ferry_loader *L, const ferry__state *st,
   return rc;
 }
 
+/* The load of rank 0's bytes (buf, len; owned here, freed), NAME the file
+ * or "buffer" for messages.  COLLECTIVE. */
+static int state_load(ferry_loader *L, const char *name, char *buf, size_t len,
+                      int rc, ferry__err *err) {
+  ferry__state st;
+  memset(&st, 0, sizeof st);
+  rc = ferry__agree(L->comm, L->rank, rc, err);
+  if (!rc) {
+    rc = bcast_bytes(L, &buf, &len, err);
+    if (!rc)
+      rc = ferry__state_decode(buf, len, name, &st, err);
+    if (!rc)
+      rc = state_check(L, &st, name, err);
+    rc = ferry__agree(L->comm, L->rank, rc, err);
+  }
+  free(buf);
+  if (rc) {
+    ferry__state_free(&st);
+    ferry__epoch_stop(L); /* collective, like the calls above */
+    return ferry__loader_fail(L, err);
+  }
+  rc = ferry__epoch_begin(L, st.epoch, st.steps, st.nsteps, st.batches,
+                          st.samples_served);
+  if (rc) {
+    char msg[FERRY__MSG_MAX];
+    snprintf(msg, sizeof msg, "state file %s: %.900s", name, L->errmsg);
+    snprintf(L->errmsg, sizeof L->errmsg, "%s", msg);
+    ferry__set_thread_error(L->errmsg);
+  }
+  ferry__state_free(&st);
+  return rc;
+}
+
 int ferry_state_load(ferry_loader *L, const char *path) {
   if (!L)
     return ferry__seterr(NULL, FERRY_EINVAL,
@@ -167,44 +262,29 @@ int ferry_state_load(ferry_loader *L, const char *path) {
   int rc = 0;
   char *buf = NULL;
   size_t len = 0;
-  ferry__state st;
-  memset(&st, 0, sizeof st);
   if (!path || !*path)
     rc = ferry__seterr_on(&err, L->rank, FERRY_EINVAL,
                           "ferry_state_load: no path");
   else if (L->rank == 0)
     rc = ferry__state_read_file(path, &buf, &len, &err);
-  rc = ferry__agree(L->comm, L->rank, rc, &err);
-  if (!rc) {
-    unsigned long long n = len;
-    if (MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, 0, L->comm) != MPI_SUCCESS)
-      rc = ferry__seterr_on(&err, L->rank, FERRY_EMPI, "MPI_Bcast failed");
-    else if (L->rank != 0 && !(buf = malloc(n ? n : 1)))
+  return state_load(L, path ? path : "", buf, len, rc, &err);
+}
+
+int ferry_state_load_buffer(ferry_loader *L, const void *buf, size_t len) {
+  if (!L)
+    return ferry__seterr(NULL, FERRY_EINVAL,
+                         "ferry_state_load_buffer: loader is NULL");
+  ferry__err err = {0};
+  int rc = 0;
+  char *copy = NULL;
+  if (L->rank == 0) {
+    if (!buf)
+      rc = ferry__seterr_on(&err, L->rank, FERRY_EINVAL,
+                            "ferry_state_load_buffer: buf is NULL on rank 0");
+    else if (!(copy = malloc(len ? len : 1)))
       rc = ferry__seterr_on(&err, L->rank, FERRY_ENOMEM, "out of memory");
-    len = n;
-    rc = ferry__agree(L->comm, L->rank, rc, &err);
-    if (!rc && MPI_Bcast(buf, (int)len, MPI_BYTE, 0, L->comm) != MPI_SUCCESS)
-      rc = ferry__seterr_on(&err, L->rank, FERRY_EMPI, "MPI_Bcast failed");
-    if (!rc)
-      rc = ferry__state_decode(buf, len, path, &st, &err);
-    if (!rc)
-      rc = state_check(L, &st, path, &err);
-    rc = ferry__agree(L->comm, L->rank, rc, &err);
+    else
+      memcpy(copy, buf, len);
   }
-  free(buf);
-  if (rc) {
-    ferry__state_free(&st);
-    ferry__epoch_stop(L); /* collective, like the calls above */
-    return ferry__loader_fail(L, &err);
-  }
-  rc = ferry__epoch_begin(L, st.epoch, st.steps, st.nsteps, st.batches,
-                          st.samples_served);
-  if (rc) {
-    char msg[FERRY__MSG_MAX];
-    snprintf(msg, sizeof msg, "state file %s: %.900s", path, L->errmsg);
-    snprintf(L->errmsg, sizeof L->errmsg, "%s", msg);
-    ferry__set_thread_error(L->errmsg);
-  }
-  ferry__state_free(&st);
-  return rc;
+  return state_load(L, "(buffer)", copy, rc ? 0 : len, rc, &err);
 }

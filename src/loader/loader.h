@@ -65,6 +65,8 @@ enum { SLOT_FREE = 0, SLOT_BUSY, SLOT_READY, SLOT_HELD, SLOT_PAIRED };
  * from ferry__big_alloc, whose header (BUF_HDR bytes in front) holds the
  * capacity. */
 enum { POOL_MAX = 256, BUF_HDR = FERRY__BIG_HDR };
+/* Alignment of every host batch buffer (cudaHostAlloc gives pages). */
+#define FERRY__BATCH_ALIGN 64
 
 typedef struct ring_slot {
   ferry_batch batch;

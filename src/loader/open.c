@@ -49,6 +49,14 @@ static void ring_free(ferry_loader *L) {
   L->ndring = 0;
 }
 
+/* Host batch buffers are FERRY__BATCH_ALIGN-byte aligned: JAX and other
+ * DLPack consumers copy a less-aligned buffer instead of viewing it.
+ * aligned_alloc wants a multiple of the alignment (and at least one). */
+static size_t batch_alloc_size(size_t bytes) {
+  size_t a = FERRY__BATCH_ALIGN;
+  return bytes ? (bytes + a - 1) / a * a : a;
+}
+
 static int ring_alloc(ferry_loader *L, ferry__err *err) {
   int64_t B = L->opts->batch_size;
   L->nring = L->opts->prefetch;
@@ -73,7 +81,8 @@ static int ring_alloc(ferry_loader *L, ferry__err *err) {
         s->bufs[v] = p;
         if (rc)
           return rc;
-      } else if (!(s->bufs[v] = malloc(bytes ? bytes : 1))) {
+      } else if (!(s->bufs[v] = aligned_alloc(FERRY__BATCH_ALIGN,
+                                              batch_alloc_size(bytes)))) {
         goto nomem;
       }
       ferry_tensor *t = &s->tensors[v];

@@ -9,6 +9,8 @@
  *    first and after the last batch; with the same number of ranks the
  *    batches are those of the uninterrupted run, with another the batch
  *    counts are equal; the next epoch runs normally afterwards;
+ *  - ferry_state_save_buffer gives the file's bytes on every rank, and
+ *    ferry_state_load_buffer of rank 0's bytes resumes 3 and 5 ranks;
  *  - a checkpoint signal raised on one rank (or on two at different
  *    batches) is seen by every rank after the same batch;
  *  - a corrupt, truncated, future-version or foreign state file, another
@@ -121,6 +123,8 @@ static void resume_case(const char *spec, const char *const *kv, int64_t K,
   MPI_Comm c4 = first(4);
   idvec ref = {0}, served = {0};
   int64_t nb_full = 0;
+  void *mem = NULL;
+  size_t mem_len = 0;
   if (c4 != MPI_COMM_NULL) {
     ferry_loader *L;
     CHECK(ferry_open(c4, spec, o, &L) == 0, "open: %s", ferry_last_error(NULL));
@@ -133,6 +137,29 @@ static void resume_case(const char *spec, const char *const *kv, int64_t K,
     CHECK(serve(L, k, NULL, &served) == k, "served %lld batches", (long long)k);
     int rc = ferry_state_save(L, path);
     CHECK(rc == 0, "save: %s", ferry_last_error(L));
+    /* the in-memory form: the file's bytes, on every rank */
+    rc = ferry_state_save_buffer(L, &mem, &mem_len);
+    CHECK(rc == 0 && mem, "save_buffer: %s", ferry_last_error(L));
+    if (rank == 0 && mem) {
+      FILE *f = fopen(path, "rb");
+      char *fb = malloc(mem_len + 1);
+      size_t got = f && fb ? fread(fb, 1, mem_len + 1, f) : 0;
+      CHECK(got == mem_len && memcmp(fb, mem, mem_len) == 0,
+            "save_buffer: %zu bytes differ from the %zu of the file", mem_len,
+            got);
+      free(fb);
+      if (f)
+        fclose(f);
+    }
+    unsigned long long l0 = mem_len, lmin = 0, lmax = 0;
+    MPI_Allreduce(&l0, &lmin, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, c4);
+    MPI_Allreduce(&l0, &lmax, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, c4);
+    CHECK(lmin == lmax, "save_buffer lengths differ across ranks");
+    if (rank != 0) { /* the loads below use rank 0's bytes only */
+      free(mem);
+      mem = NULL;
+      mem_len = 0;
+    }
     ferry_close(L);
     MPI_Comm_free(&c4);
   }
@@ -147,8 +174,11 @@ static void resume_case(const char *spec, const char *const *kv, int64_t K,
       ferry_loader *L;
       CHECK(ferry_open(c, spec, o, &L) == 0, "open: %s",
             ferry_last_error(NULL));
-      int rc = ferry_state_load(L, path);
-      CHECK(rc == 0, "load on %d ranks: %s", P, ferry_last_error(L));
+      /* 4 ranks load the file, 3 and 5 the buffer (rank 0's only) */
+      int rc = P == 4 ? ferry_state_load(L, path)
+                      : ferry_state_load_buffer(L, mem, mem_len);
+      CHECK(rc == 0, "load%s on %d ranks: %s", P == 4 ? "" : "_buffer", P,
+            ferry_last_error(L));
       ferry_epoch_info info;
       memset(&info, 0, sizeof info);
       ferry_epoch_info_get(L, &info);
@@ -217,6 +247,7 @@ static void resume_case(const char *spec, const char *const *kv, int64_t K,
     free(next.v);
   }
   free(all_served);
+  free(mem);
   free(ref.v);
   free(served.v);
   ferry_options_free(o);

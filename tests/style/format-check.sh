@@ -15,7 +15,7 @@ if [ "$have" != "$want" ]; then
 fi
 cd "$top" || exit 1
 files=$(git ls-files 'src/*.[ch]' 'include/*.h' 'tests/*.[ch]' 2>/dev/null)
-[ -n "$files" ] || files=$(find src include tests -name '*.[ch]' | sort)
+[ -n "$files" ] || files=$(find src include tests python -name '*.[ch]' | sort)
 if [ "${1:-}" = "--fix" ]; then
   # shellcheck disable=SC2086
   "$cf" -i $files && echo "formatted $(echo $files | wc -w) files"

@@ -1,0 +1,25 @@
+# tests/python/common.sh - sourced by the tests of tests/python: skips (77)
+# with the reason when the extension was not built or the interpreter it was
+# built for lacks numpy, torch or mpi4py; sets PY (the interpreter), puts
+# the build tree's package on PYTHONPATH and makes $tmp.
+PY=${FERRY_PYTHON:-}
+if test -z "$PY" || test -z "${FERRY_PY_EXT:-}"; then
+  echo "SKIP: the Python package is not built (configure --without-python, or it found no Python 3 with headers)"
+  exit 77
+fi
+if test ! -f "$FERRY_PYTHONPATH/ferry/_ferry$FERRY_PY_EXT"; then
+  echo "SKIP: $FERRY_PYTHONPATH/ferry/_ferry$FERRY_PY_EXT is not built"
+  exit 77
+fi
+for m in numpy torch mpi4py; do
+  if ! "$PY" -c "import $m" >/dev/null 2>&1; then
+    echo "SKIP: $PY cannot import $m (apt-get install python3-numpy python3-torch python3-mpi4py)"
+    exit 77
+  fi
+done
+PYTHONPATH=$FERRY_PYTHONPATH${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONPATH
+tmp=${FERRY_TEST_TMPDIR:-${TMPDIR:-/tmp}}/py.$$
+rm -rf "$tmp" && mkdir -p "$tmp" || exit 1
+trap 'rm -rf "$tmp"' 0
+pydir=$top_srcdir/tests/python

@@ -1,0 +1,174 @@
+"""loader_check.py DIR N - run under mpirun by loader.sh (any number of
+ranks).  Exits non-zero with a message on the first failed check."""
+import gc
+import sys
+import threading
+import warnings
+
+import numpy as np
+import torch
+from mpi4py import MPI
+
+import ferry
+
+comm = MPI.COMM_WORLD
+rank, size = comm.Get_rank(), comm.Get_size()
+d, n = sys.argv[1], int(sys.argv[2])
+X = np.load(d + "/x.npy")
+Y = np.load(d + "/y.npy")
+
+
+def check(cond, what):
+    if not cond:
+        print("rank %d: FAIL: %s" % (rank, what), flush=True)
+        comm.Abort(1)
+
+
+def epoch_ids(loader, epoch):
+    loader.set_epoch(epoch)
+    ids = []
+    for b in loader:
+        idx = np.from_dlpack(b.indices)
+        pad = np.from_dlpack(b.padded)
+        x, tx = b["x"], torch.from_dlpack(b["x"])
+        y = torch.from_dlpack(b["y"])
+        check(tx.data_ptr() == x.ptr and x.ptr % 64 == 0,
+              "zero-copy and 64-byte alignment")
+        check(np.array_equal(np.from_dlpack(x), X[idx]), "x values (numpy)")
+        check(np.array_equal(tx.numpy(), X[idx]), "x values (torch)")
+        check(np.array_equal(y.numpy(), Y[idx]), "y values")
+        check(np.asarray(x).__array_interface__["data"][0] == x.ptr,
+              "__array_interface__ is a view")
+        check(b.num_padded == int(pad.sum()) and b.size == len(idx),
+              "size and pads")
+        ids.extend(int(i) for i, p in zip(idx, pad) if not p)
+    return ids
+
+
+with ferry.Loader(d, batch_size=16, seed=5, tail="partial",
+                  chunk_samples=64, prefetch=4) as L:
+    check(L.rank == rank and L.world_size == size, "rank and world size")
+    check(L.num_samples == n and L.vars == ["x", "y"], "num_samples, vars")
+    check(L.device == "cpu" and L.checkpoint_requested() is False,
+          "device, checkpoint_requested")
+    check(L.memory_budget()["total_bytes"] > 0, "memory_budget()")
+    lens = comm.allgather(len(L))
+    check(len(set(lens)) == 1, "len() differs across ranks: %r" % lens)
+    for e in (0, 1):
+        ids = epoch_ids(L, e)
+        every = sorted(i for r in comm.allgather(ids) for i in r)
+        check(every == list(range(n)), "epoch %d: not every sample once" % e)
+    st = L.stats()
+    check(st["batches"] == 2 * len(L) and st["samples"] >= len(ids),
+          "stats(): %r" % st)
+    # the same batches for the same seed: a second loader
+    with ferry.Loader(d, batch_size=16, seed=5, tail="partial",
+                      chunk_samples=64) as L2:
+        check(epoch_ids(L2, 1) == ids, "same seed, other batches")
+
+    # tensors held across steps keep their values until dropped
+    L.set_epoch(2)
+    held = []
+    for b in L:
+        t = torch.from_dlpack(b["x"])
+        held.append((t, t.clone()))
+        if len(held) > 2:
+            held.pop(0)
+        for t, c in held:
+            check(torch.equal(t, c), "a held tensor changed")
+    check(L.held == 2, "held %d, expected 2" % L.held)
+    try:
+        L.set_epoch(3)
+        check(False, "set_epoch with live tensors accepted")
+    except ferry.StateError as e:
+        check("2 batch(es)" in str(e) and e.code == -9, "StateError text")
+    del held, t, c
+    gc.collect()
+    check(L.held == 0, "held %d after dropping the tensors" % L.held)
+
+    # the deleter called on another thread
+    L.set_epoch(3)
+    it = iter(L)
+    b = next(it)
+    box = [torch.from_dlpack(b["y"])]
+    b.release()
+    check(L.held == 1, "the tensor holds the slot")
+    th = threading.Thread(target=box.pop)
+    th.start()
+    th.join()
+    check(L.held == 0, "deleter on a thread did not release")
+    for b in it:
+        pass
+
+    # the DLPack keywords
+    L.set_epoch(4)
+    b = next(iter(L))
+    a = b["x"]
+    check(a.__dlpack_device__() == (1, 0), "__dlpack_device__")
+    check("dltensor_versioned" in repr(a.__dlpack__(max_version=(1, 0))),
+          "versioned capsule")
+    check('"dltensor"' in repr(a.__dlpack__(stream=None, max_version=(0, 8))),
+          "legacy capsule")
+    for kw in ({"copy": True}, {"dl_device": (2, 0)}):
+        try:
+            a.__dlpack__(**kw)
+            check(False, "%r accepted" % kw)
+        except BufferError:
+            pass
+    check(a.shape == (16, 3) and a.dtype == "<f4" and a.nbytes == 192,
+          "shape, dtype, nbytes")
+    del a, b
+    for b in L:
+        pass
+
+# an mpi4py sub-communicator
+sub = comm.Split(rank % 2, rank)
+with ferry.Loader(d, comm=sub, batch_size=10, tail="partial") as L:
+    check(L.world_size == sub.Get_size() and L.rank == sub.Get_rank(),
+          "sub-communicator")
+    ids = [int(i) for b in L for i in np.from_dlpack(b.indices)]
+    every = sorted(i for r in sub.allgather(ids) for i in r)
+    check(every == list(range(n)), "sub-communicator epoch")
+sub.Free()
+
+# a small torch model trained on the batches (loss goes down; the tensors
+# are views, the model's inputs are made from them without a copy)
+torch.manual_seed(0)
+model = torch.nn.Linear(3, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+losses = []
+with ferry.Loader(d, batch_size=32, seed=1, tail="drop_last") as L:
+    for e in range(3):
+        L.set_epoch(e)
+        total = 0.0
+        for b in L:
+            x = torch.from_dlpack(b["x"]) / n
+            y = torch.from_dlpack(b["y"]).to(torch.float32) / (7 * n)
+            loss = torch.nn.functional.mse_loss(model(x).squeeze(1), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += float(loss)
+        losses.append(comm.allreduce(total))
+check(losses[2] < losses[0], "training loss did not go down: %r" % losses)
+
+# KeyboardInterrupt in the loop: the with block ends without hanging; a
+# tensor still alive keeps the memory (a ResourceWarning says so)
+L = ferry.Loader(d, batch_size=8)
+try:
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with L:
+            for b in L:
+                t = torch.from_dlpack(b["x"])
+                idx = np.from_dlpack(b.indices).copy()
+                raise KeyboardInterrupt
+except KeyboardInterrupt:
+    pass
+check(L.closed and any(issubclass(x.category, ResourceWarning) for x in w),
+      "KeyboardInterrupt: closed with a ResourceWarning")
+check(b.released and np.array_equal(t.numpy(), X[idx]),
+      "the tensor kept after KeyboardInterrupt still holds its batch")
+comm.Barrier()
+if rank == 0:
+    print("loader_check.py: %d ranks passed" % size)
