@@ -17,10 +17,11 @@ sharded=True (the default): every variable is assembled with
 ``jax.make_array_from_single_device_arrays`` over the process's local devices
 (``jax.local_devices()``), with ``NamedSharding(Mesh(devices, ("data",)),
 PartitionSpec("data"))``: device i holds samples [i*b/n, (i+1)*b/n) of the
-rank's batch.  When the devices are GPUs the loader is opened with
-``device="cuda", devices="all"`` (unless given otherwise), so ferry copies
-each shard to its GPU itself; on the host each shard is put on its device
-by ``jax.device_put``.  ``batch_size`` must be a multiple of the number of
+rank's batch.  With one local device the batch goes through DLPack (a GPU
+batch with ferry's default device="auto"); with several, the loader
+delivers host batches (device="cpu" unless given) and each shard is put on
+its device by ``jax.device_put``.  When the extension exports the shards of
+``devices="all"`` (``batch.shards``), they are used as they are.  ``batch_size`` must be a multiple of the number of
 local devices, and so must every batch: use tail="drop_last" or "pad".
 
 sharded=False: one array per variable on one device, through DLPack
@@ -84,11 +85,11 @@ class Iterator:
         self.jax = jax
         self.sharded = sharded
         self.devices = list(jax.local_devices())
-        on_gpu = self.devices[0].platform == "gpu"
         if sharded:
-            if on_gpu:
-                options.setdefault("device", "cuda")
-                options.setdefault("devices", "all")
+            if len(self.devices) > 1:
+                # Split on the host, one device_put per device (the
+                # extension does not export devices=all shards yet).
+                options.setdefault("device", "cpu")
             self.mesh = Mesh(numpy.array(self.devices), ("data",))
             self.sharding = NamedSharding(self.mesh, PartitionSpec("data"))
             bs = int(options.get("batch_size", 64))
@@ -102,11 +103,11 @@ class Iterator:
         self.transform = transform
         self.index_key = index_key
         self.padded_key = padded_key
-        self._fresh = True
+        self._where = "fresh"   # as in ferry.torch.Dataset
 
     def set_epoch(self, epoch):
         self.loader.set_epoch(int(epoch))
-        self._fresh = True
+        self._where = "fresh"
 
     def __len__(self):
         return len(self.loader)
@@ -118,7 +119,7 @@ class Iterator:
         if isinstance(state, dict) and "ferry" in state:
             state = state["ferry"]
         self.loader.load_state_dict(state)
-        self._fresh = True
+        self._where = "fresh"
 
     def close(self):
         self.loader.close()
@@ -131,15 +132,19 @@ class Iterator:
         return False
 
     def __iter__(self):
-        if not self._fresh:
+        # Fresh or served to its end: the loader goes on (the next epoch
+        # after an end); stopped early: the epoch restarts.
+        if self._where == "partial":
             self.set_epoch(self.loader.epoch)
-        self._fresh = False
+        self._where = "partial"
         for batch in self.loader:
             out = self._convert(batch)
             del batch
             if self.transform is not None:
                 out = self.transform(out)
             yield out
+            out = None
+        self._where = "done"
 
     # -- assembly ----------------------------------------------------------
     def _convert(self, batch):

@@ -102,10 +102,15 @@ class Dataset(IterableDataset):
     CUDA tensors on the loader's device, ready on the current stream.
 
     ``len(ds)`` is the number of batches every rank gets this epoch, the
-    same on all ranks (what DDP needs to not hang).  Iterating again without
-    ``set_epoch`` repeats the epoch in the same order, as DistributedSampler
-    does; after ``load_state_dict`` the next iteration serves exactly the
-    batches the saved run had not served yet.
+    same on all ranks (what DDP needs to not hang).  As with ferry.Loader,
+    iterating again after an epoch was served to its end starts the next
+    epoch, and ``set_epoch(e)`` names the epoch (the DistributedSampler
+    habit); an iteration stopped early (``break``) is restarted from the
+    beginning of its epoch.  After ``load_state_dict`` the next iteration
+    serves exactly the batches the saved run had not served yet.
+    ``set_epoch``, ``load_state_dict`` and a restart need every tensor of
+    the loader's earlier batches gone (ferry.StateError otherwise: ``del``
+    the last batch, or ``clone()`` what you keep).
     """
 
     def __init__(self, dataset, comm=None, *, keys=None, transform=None,
@@ -118,16 +123,18 @@ class Dataset(IterableDataset):
         self.epoch_fn = epoch_fn
         self.index_key = index_key
         self.padded_key = padded_key
-        # True while the loader stands at a position nothing has been read
-        # from (just opened, set_epoch, load_state_dict): the next iteration
-        # goes on from there.  Otherwise the epoch is restarted.
-        self._fresh = True
+        # Where the loader stands: "fresh" (just opened, set_epoch,
+        # load_state_dict: the next iteration goes on from there), "done"
+        # (the epoch was served to its end: ferry.Loader's next iteration
+        # starts the next epoch) or "partial" (an iteration stopped early:
+        # the epoch is restarted).
+        self._where = "fresh"
 
     # -- the epoch ---------------------------------------------------------
     def set_epoch(self, epoch):
         """Plan epoch EPOCH (collective: every rank calls it)."""
         self.loader.set_epoch(int(epoch))
-        self._fresh = True
+        self._where = "fresh"
 
     @property
     def epoch(self):
@@ -137,14 +144,22 @@ class Dataset(IterableDataset):
         return len(self.loader)
 
     def _position(self):
-        """Put the loader where this iteration starts (collective)."""
-        if self.epoch_fn is not None:
-            epoch = int(self.epoch_fn())
-            if epoch != self.loader.epoch:
-                self.set_epoch(epoch)
-        if not self._fresh:
-            self.set_epoch(self.loader.epoch)
-        self._fresh = False
+        """Put the loader where this iteration starts.  Collective (every
+        rank iterates the same way).  set_epoch is only called when needed:
+        ferry refuses it while tensors of the loader are alive."""
+        target = None if self.epoch_fn is None else int(self.epoch_fn())
+        current = self.loader.epoch
+        if self._where == "fresh":
+            natural = 0 if current is None else current
+        elif self._where == "done":
+            natural = current + 1
+        else:
+            natural = None   # restart
+        if target is None:
+            target = current if natural is None else natural
+        if target != natural:
+            self.set_epoch(target)
+        self._where = "partial"
 
     def __iter__(self):
         _check_not_in_worker()
@@ -157,6 +172,9 @@ class Dataset(IterableDataset):
             if self.transform is not None:
                 out = self.transform(out)
             yield out
+            # Hold nothing while the next batch is fetched.
+            out = None
+        self._where = "done"
 
     def _convert(self, batch):
         out = {k: _tensor(batch[k]) for k in self.keys}
@@ -179,7 +197,7 @@ class Dataset(IterableDataset):
         if isinstance(state, dict) and "ferry" in state:
             state = state["ferry"]
         self.loader.load_state_dict(state)
-        self._fresh = True
+        self._where = "fresh"
 
     def checkpoint_requested(self):
         """True on every rank at the same batch once the checkpoint signal
