@@ -82,6 +82,7 @@ def main():
             total += loss.item()
             nb += 1
             seen += b["index"].numel()
+        del b   # ferry's next set_epoch needs the last batch's tensors gone
         assert nb == expected, "len() must be the batches served"
         losses.append(total / max(nb, 1))
     seen = comm.allreduce(seen)
