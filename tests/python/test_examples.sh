@@ -10,4 +10,5 @@ run() {
   if test $rc -ne 0; then echo "FAIL: examples/$1 (status $rc)"; status=1; fi
 }
 run ddp_distributed_sampler.py npy
+run scdataset_block_shuffle.py npy
 exit $status
