@@ -11,4 +11,5 @@ run() {
 }
 run ddp_distributed_sampler.py npy
 run scdataset_block_shuffle.py npy
+run zarr_chunk_shuffle.py store.zarr
 exit $status
