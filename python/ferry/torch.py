@@ -1,0 +1,235 @@
+"""ferry.torch - ferry batches as dicts of PyTorch tensors, zero copy.
+
+Why: a PyTorch training script wants an iterable of dicts of tensors that it
+can hand to ``DataLoader(batch_size=None)``, Lightning or torchdata's
+``StatefulDataLoader``.  This module wraps a :class:`ferry.Loader` in an
+``IterableDataset``: every variable of every batch becomes a tensor through
+``torch.from_dlpack`` (no copy: the tensor points into the loader's buffer,
+which goes back to the pipeline when the last tensor of the batch is gone).
+
+No worker processes: ferry's own threads read, shuffle and assemble the
+batches, and every MPI rank already gets its own share of the dataset.  A
+``DataLoader`` with ``num_workers > 0`` would fork the loader into processes
+that each read the whole share again, so it is refused with a clear error.
+
+    import ferry.torch
+    ds = ferry.torch.Dataset("/data/train/*.npy", batch_size=256, seed=1,
+                             shuffle="block", vars="x,y")
+    for epoch in range(10):
+        ds.set_epoch(epoch)
+        for batch in ds:           # {"x": tensor, "y": tensor,
+            ...                    #  "index": int64 tensor, "padded": bool}
+
+Launch with ``srun python train.py`` or ``mpirun -n N python train.py`` (not
+torchrun: ferry shares the dataset between MPI ranks).
+"""
+
+try:
+    import torch
+    from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+except ImportError as _e:  # pragma: no cover - depends on the installation
+    raise ImportError(
+        "ferry.torch needs PyTorch, which is not installed for this Python "
+        "(%s): install it (pip install torch, or apt install python3-torch) "
+        "or use ferry.Loader and numpy.from_dlpack directly" % (_e,)
+    ) from _e
+
+import ferry as _ferry
+
+__all__ = ["Dataset", "loader", "WorkerError"]
+
+
+class WorkerError(RuntimeError):
+    """A ferry dataset was iterated in a DataLoader worker process."""
+
+
+_WORKER_MESSAGE = (
+    "ferry.torch.Dataset cannot run in DataLoader worker processes "
+    "(num_workers=%s): ferry's own threads already read and assemble the "
+    "batches, and a forked copy of the loader would read the same samples "
+    "again.  Use DataLoader(ds, batch_size=None, num_workers=0), or iterate "
+    "the dataset directly; set ferry's threads=, io= and prefetch= options "
+    "for more parallelism."
+)
+
+
+def _check_not_in_worker():
+    info = get_worker_info()
+    if info is not None:
+        raise WorkerError(_WORKER_MESSAGE % info.num_workers)
+
+
+def _tensor(array):
+    """A torch tensor over a ferry Array (or anything with __dlpack__)."""
+    return torch.from_dlpack(array)
+
+
+def _mask(array):
+    """The padding mask as a bool tensor (older PyTorch has no DLPack bool:
+    read it through the array interface then)."""
+    try:
+        return _tensor(array).to(torch.bool)
+    except (RuntimeError, TypeError, BufferError):
+        import numpy
+        return torch.from_numpy(numpy.array(array, dtype=bool))
+
+
+class Dataset(IterableDataset):
+    """An ``IterableDataset`` of ferry batches as dicts of torch tensors.
+
+    dataset:   what ``ferry.Loader`` opens (files, a glob, a list file, a
+               Zarr store, ``mem:...``).
+    comm:      an mpi4py communicator, or None for MPI_COMM_WORLD.
+    keys:      the variables to put in each dict (default: all the loader's
+               variables; ``vars=`` selects which variables are *read*).
+    transform: a function called on each dict before it is yielded (on the
+               training thread), e.g. to cast, normalise or rename.  Its
+               return value is what is yielded.
+    epoch_fn:  optional function returning the epoch to run; called at the
+               start of each iteration, its value is passed to
+               ``set_epoch`` when it differs from the loader's epoch
+               (ferry.lightning uses the trainer's current epoch).
+    index_key, padded_key: the names of the global sample indices
+               (int64 tensor) and of the padding mask (bool tensor, True
+               for samples added by tail="pad"); None leaves them out.
+    **options: the loader's options (batch_size, seed, shuffle, tail, vars,
+               device, ... -- see docs/options.md), validated by ferry.
+
+    Each dict holds a tensor per variable with the batch as first
+    dimension.  On the host the tensors are CPU tensors over ferry's
+    (pinned when CUDA is present) buffers: ``pin_memory=True`` in a
+    DataLoader would only copy them again.  With ``device="cuda"`` they are
+    CUDA tensors on the loader's device, ready on the current stream.
+
+    ``len(ds)`` is the number of batches every rank gets this epoch, the
+    same on all ranks (what DDP needs to not hang).  As with ferry.Loader,
+    iterating again after an epoch was served to its end starts the next
+    epoch, and ``set_epoch(e)`` names the epoch (the DistributedSampler
+    habit); an iteration stopped early (``break``) is restarted from the
+    beginning of its epoch.  After ``load_state_dict`` the next iteration
+    serves exactly the batches the saved run had not served yet.
+    ``set_epoch``, ``load_state_dict`` and a restart need every tensor of
+    the loader's earlier batches gone (ferry.StateError otherwise: ``del``
+    the last batch, or ``clone()`` what you keep).
+    """
+
+    def __init__(self, dataset, comm=None, *, keys=None, transform=None,
+                 epoch_fn=None, index_key="index", padded_key="padded",
+                 **options):
+        super().__init__()
+        self.loader = _ferry.Loader(dataset, comm, **options)
+        self.keys = list(keys) if keys is not None else list(self.loader.vars)
+        self.transform = transform
+        self.epoch_fn = epoch_fn
+        self.index_key = index_key
+        self.padded_key = padded_key
+        # Where the loader stands: "fresh" (just opened, set_epoch,
+        # load_state_dict: the next iteration goes on from there), "done"
+        # (the epoch was served to its end: ferry.Loader's next iteration
+        # starts the next epoch) or "partial" (an iteration stopped early:
+        # the epoch is restarted).
+        self._where = "fresh"
+
+    # -- the epoch ---------------------------------------------------------
+    def set_epoch(self, epoch):
+        """Plan epoch EPOCH (collective: every rank calls it)."""
+        self.loader.set_epoch(int(epoch))
+        self._where = "fresh"
+
+    @property
+    def epoch(self):
+        return self.loader.epoch
+
+    def __len__(self):
+        return len(self.loader)
+
+    def _position(self):
+        """Put the loader where this iteration starts.  Collective (every
+        rank iterates the same way).  set_epoch is only called when needed:
+        ferry refuses it while tensors of the loader are alive."""
+        target = None if self.epoch_fn is None else int(self.epoch_fn())
+        current = self.loader.epoch
+        if self._where == "fresh":
+            natural = 0 if current is None else current
+        elif self._where == "done":
+            natural = current + 1
+        else:
+            natural = None   # restart
+        if target is None:
+            target = current if natural is None else natural
+        if target != natural:
+            self.set_epoch(target)
+        self._where = "partial"
+
+    def __iter__(self):
+        _check_not_in_worker()
+        self._position()
+        for batch in self.loader:
+            out = self._convert(batch)
+            # The tensors hold the batch's memory; the Batch object itself
+            # is no longer needed.
+            del batch
+            if self.transform is not None:
+                out = self.transform(out)
+            yield out
+            # Hold nothing while the next batch is fetched.
+            out = None
+        self._where = "done"
+
+    def _convert(self, batch):
+        out = {k: _tensor(batch[k]) for k in self.keys}
+        if self.index_key is not None:
+            out[self.index_key] = _tensor(batch.indices)
+        if self.padded_key is not None:
+            out[self.padded_key] = _mask(batch.padded)
+        return out
+
+    # -- checkpoints -------------------------------------------------------
+    def state_dict(self):
+        """The loader's position (collective: every rank calls it at the same
+        batch).  A plain picklable dict, the same on every rank: save rank
+        0's copy with the model checkpoint."""
+        return {"ferry": self.loader.state_dict()}
+
+    def load_state_dict(self, state):
+        """Resume from a state_dict() (of a run with any number of ranks):
+        the next iteration serves the rest of the saved epoch."""
+        if isinstance(state, dict) and "ferry" in state:
+            state = state["ferry"]
+        self.loader.load_state_dict(state)
+        self._where = "fresh"
+
+    def checkpoint_requested(self):
+        """True on every rank at the same batch once the checkpoint signal
+        (sbatch --signal=B:USR1@120) arrived."""
+        return self.loader.checkpoint_requested()
+
+    # -- lifetime ----------------------------------------------------------
+    def close(self):
+        """Stop the pipeline (collective).  Tensors still held become
+        invalid with device="cuda"; host tensors keep their memory."""
+        self.loader.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __getstate__(self):
+        # DataLoader workers started with "spawn" pickle the dataset.
+        raise WorkerError(_WORKER_MESSAGE % "> 0, or a pickled copy")
+
+    def __repr__(self):
+        return "ferry.torch.Dataset(%d samples, vars=%s, rank %d of %d)" % (
+            self.loader.num_samples, self.keys, self.loader.rank,
+            self.loader.world_size)
+
+
+def loader(dataset, comm=None, *, keys=None, transform=None, **options):
+    """A ``DataLoader(Dataset(...), batch_size=None, num_workers=0)``: the
+    drop-in for a DataLoader + DistributedSampler pair.  The Dataset is
+    ``.dataset`` (for set_epoch and state_dict)."""
+    ds = Dataset(dataset, comm, keys=keys, transform=transform, **options)
+    return DataLoader(ds, batch_size=None, num_workers=0)
