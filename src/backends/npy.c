@@ -527,13 +527,8 @@ static int read_var(const char *path, const char *name, ferry__var *v,
   int64_t row_bytes = (int64_t)elsize;
   for (int d = 1; d < h.ndim; d++)
     row_bytes *= h.shape[d]; /* bounded: the parser checked the product */
-  if (row_bytes == 0) {
-    rc = ferry__seterr(err, FERRY_ENOTSUP,
-                       "%s: variable '%s' has empty rows (a dimension after "
-                       "the first is 0)",
-                       path, name);
-    goto cleanup;
-  }
+  /* Empty rows (shape (N, 0)) are refused by the manifest once selected,
+   * the same for every backend (core/manifest.c, check_nonempty_rows). */
   int64_t need = h.shape[0] * row_bytes;
   int64_t have = (int64_t)st.st_size - h.data_offset;
   if (have < 0)
