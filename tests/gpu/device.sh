@@ -1,0 +1,167 @@
+#!/bin/bash
+# device.sh - ferry's GPU checks on a bare GPU machine (the `device` tool
+# of these sessions, or any GPU node without Debian's MPI stack), in one go.
+#
+# usage (on the GPU machine, in the source tree's root):
+#   tests/gpu/device.sh BUILD_DIR DEBS_DIR STEP...
+#
+#   BUILD_DIR  a build made on the Debian machine with CUDA and nvcc
+#              (configure says "cuda ... yes", "nvcc ... yes"), its
+#              programs run once there so that libtool's wrappers need no
+#              relinking; carried to the GPU machine as it is
+#   DEBS_DIR   Debian 12's run-time packages of Open MPI, HDF5, netCDF-C,
+#              jansson, blosc and their dependencies, as `apt-get download`
+#              left them (docs/gpu.md lists them); unpacked into
+#              /opt/ferry-root, never over the machine's own files
+#   STEP       facts | real | bench | python | pybench (in the order given)
+#
+# Results go to $OUT (the device tool's output folder) or ./gpu-out.
+# The environment it builds: PATH and LD_LIBRARY_PATH into /opt/ferry-root
+# (libraries the machine already has are left to the machine's copy),
+# Open MPI's and PMIx's directories linked where Debian's build looks for
+# them when the machine has none, the build tree's absolute path linked to
+# BUILD_DIR when it was made elsewhere, FERRY_NCCL/FERRY_CUDART when the
+# libraries are only inside the Python packages.
+set -u
+if test $# -lt 3; then
+  sed -n 2,25p "$0" >&2
+  exit 2
+fi
+src=$(pwd)
+build=$(cd "$1" && pwd)
+debs=$(cd "$2" && pwd)
+shift 2
+out=${OUT:-$src/gpu-out}
+mkdir -p "$out"
+R=/opt/ferry-root
+ML=usr/lib/x86_64-linux-gnu
+status=0
+
+setup() {
+  if test ! -d "$R/$ML"; then
+    mkdir -p "$R"
+    for d in "$debs"/*.deb; do dpkg -x "$d" "$R" || return 1; done
+    # The machine's own copy of a general library wins (newer); Open MPI's,
+    # HDF5's and netCDF's stay ours.
+    for f in "$R/$ML"/lib*.so.*; do
+      test -f "$f" || continue
+      so=$(basename "$f" | sed 's/\(\.so\.[0-9]*\).*/\1/')
+      if ldconfig -p | grep -q "/$so\$"; then rm -f "$f"; fi
+    done
+    for d in "$ML/openmpi" "$ML/pmix2" usr/share/openmpi usr/share/pmix etc/openmpi; do
+      test -e "/$d" || test ! -e "$R/$d" || ln -s "$R/$d" "/$d"
+    done
+    ln -sf orterun "$R/usr/bin/mpirun"
+  fi
+  export PATH="$R/usr/bin:$PATH"
+  export LD_LIBRARY_PATH="$R/$ML/openmpi/lib:$R/$ML/hdf5/openmpi:$R/$ML${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  export OMPI_MCA_btl_vader_single_copy_mechanism=none
+  # libtool's wrappers and run paths name the build's absolute path.
+  made=$(sed -n 's/^abs_top_builddir = //p' "$build/Makefile")
+  if test -n "$made" && test "$made" != "$build" && test ! -e "$made"; then
+    mkdir -p "$(dirname "$made")" && ln -s "$build" "$made"
+  fi
+  madesrc=$(sed -n 's/^abs_top_srcdir = //p' "$build/Makefile")
+  if test -n "$madesrc" && test ! -e "$madesrc/include/ferry.h"; then
+    test -e "$madesrc" || { mkdir -p "$(dirname "$madesrc")" && ln -s "$src" "$madesrc"; }
+  fi
+  PY=${PYTHON:-python3}
+  site=$("$PY" -c 'import site; print(site.getsitepackages()[0])' 2>/dev/null)
+  if ! ldconfig -p | grep -q 'libnccl\.so\.2'; then
+    f=$(ls "$site"/nvidia/nccl/lib/libnccl.so.2 2>/dev/null | head -1)
+    test -n "$f" && export FERRY_NCCL="$f"
+  fi
+  if ! ldconfig -p | grep -q 'libcudart\.so\.13'; then
+    f=$(ls /usr/local/cuda/lib64/libcudart.so.13 "$site"/nvidia/cu13/lib/libcudart.so.13 \
+          "$site"/nvidia/cuda_runtime/lib/libcudart.so.13 2>/dev/null | head -1)
+    test -n "$f" && export FERRY_CUDART="$f"
+  fi
+  export FERRY="$build/ferry" top_builddir="$build" top_srcdir="$src"
+  export RUN_MPI="sh $src/tests/run-mpi.sh" PYTHON_NUMPY="$PY"
+}
+
+step_facts() {
+  {
+    echo "== facts"
+    nvidia-smi -L
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+    nvcc --version 2>/dev/null | tail -2
+    cat /etc/os-release 2>/dev/null | head -2
+    nproc; free -g | head -2
+    "$PY" -c 'import sys, sysconfig; print(sys.version); print(sysconfig.get_paths()["include"])'
+    "$PY" -c 'import torch; print("torch", torch.__version__, torch.version.cuda, torch.cuda.is_available())'
+    echo "FERRY_NCCL=${FERRY_NCCL:-} FERRY_CUDART=${FERRY_CUDART:-}"
+    mpirun --version | head -1
+    "$FERRY" --version
+  } 2>&1 | tee "$out/facts.txt"
+}
+
+step_real() {
+  echo "== tests/gpu/real.sh"
+  bash "$src/tests/gpu/real.sh" >"$out/real.log" 2>&1
+  rc=$?
+  cat "$out/real.log" | tail -60
+  echo "real.sh exit $rc"
+  test $rc = 0 || status=1
+}
+
+step_bench() {
+  echo "== tests/bench/gpu.sh"
+  REPEAT=${REPEAT:-1} sh "$src/tests/bench/gpu.sh" "$build" /tmp/ferry-gpu "$out/gpu.jsonl" \
+    >"$out/bench.log" 2>&1
+  rc=$?
+  tail -40 "$out/bench.log"
+  echo "gpu.sh exit $rc"
+  test $rc = 0 || status=1
+}
+
+# The extension for the machine's Python, built against the carried build.
+build_ext() {
+  pyd=/tmp/ferry-py/ferry
+  mkdir -p "$pyd"
+  cp "$src"/python/ferry/*.py "$pyd"/
+  inc=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+  ext=$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+  if test ! -f "$inc/Python.h"; then
+    echo "no Python.h under $inc: the extension cannot be built here"
+    return 1
+  fi
+  cc -O2 -shared -fPIC -I"$inc" -I"$src/include" -I"$build" \
+    -I"$R/$ML/openmpi/include" "$src/python/ferry/_ferry.c" \
+    -L"$build/.libs" -lferry -L"$R/$ML/openmpi/lib" -lmpi -lpthread \
+    -Wl,-rpath,"$build/.libs" -o "$pyd/_ferry$ext" || return 1
+  export FERRY_PYTHON="$PY" FERRY_PY_EXT="$ext" FERRY_PYTHONPATH=/tmp/ferry-py
+}
+
+step_python() {
+  echo "== Python on the GPU"
+  build_ext || { status=1; return; }
+  for t in test_gpu test_torch_front test_lightning test_jax loader state errors; do
+    sh "$src/tests/python/$t.sh" >"$out/py-$t.log" 2>&1
+    rc=$?
+    echo "tests/python/$t.sh exit $rc"
+    tail -15 "$out/py-$t.log"
+    case $rc in 0|77) ;; *) status=1 ;; esac
+  done
+}
+
+step_pybench() {
+  echo "== tests/bench/python.sh"
+  build_ext || { status=1; return; }
+  # python.sh takes the package from BUILD_DIR/python
+  mkdir -p /tmp/ferry-pyb && ln -sfn "$build/ferry" /tmp/ferry-pyb/ferry &&
+    ln -sfn /tmp/ferry-py /tmp/ferry-pyb/python
+  PYTHON=$PY sh "$src/tests/bench/python.sh" /tmp/ferry-pyb /tmp/ferry-pybench 1GiB \
+    >"$out/pybench.log" 2>&1 || status=1
+  tail -12 "$out/pybench.log"
+}
+
+setup || { echo "device.sh: setting up /opt/ferry-root failed"; exit 1; }
+for s in "$@"; do
+  case $s in
+    facts|real|bench|python|pybench) "step_$s" ;;
+    *) echo "device.sh: unknown step $s" >&2; exit 2 ;;
+  esac
+done
+exit $status
