@@ -66,6 +66,9 @@ typedef struct ferry__backend {
   /** 1 if path (a file or a directory) is a part this backend reads; may
    *  be NULL for a backend reached only through its scheme. */
   int (*probe)(const char *path);
+  /** What probe() accepts, in a few words, for the message naming the
+   *  backends tried when none reads a part (backends/sniff.c). */
+  const char *accepts;
   /** Rank 0: describe one part.  Errors name the file.  opts (NULL:
    *  defaults) carries the backend's own options, read by name with
    *  ferry_options_get; the core never interprets them. */
@@ -91,6 +94,11 @@ extern const ferry__backend *const ferry__backends[];
 const ferry__backend *ferry__backend_find(const char *name);
 /** The backend whose scheme starts spec ("mem:..."), or NULL. */
 const ferry__backend *ferry__backend_for_scheme(const char *spec);
+/** The error for a part that every probe declined (sniff.c): its size and
+ *  first bytes, the format they are the signature of, the backends tried
+ *  and what each reads; for a directory, what it holds.  FERRY_EEMPTY for
+ *  an empty directory, else FERRY_EFORMAT (or the stat error). */
+int ferry__sniff_unread(const char *path, ferry__err *err);
 
 /* ---- Toolkit (toolkit.c) ---- */
 

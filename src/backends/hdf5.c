@@ -1128,6 +1128,7 @@ const ferry__backend ferry__backend_hdf5 = {
     .version = 1,
     .caps = FERRY__CAP_COLLECTIVE,
     .probe = h5_probe,
+    .accepts = "an HDF5 or netCDF-4 file",
     .describe = h5_describe,
     .io_open = h5_io_open,
     .io_read = h5_io_read,

@@ -920,6 +920,7 @@ const ferry__backend ferry__backend_npy = {
     .version = 1,
     .caps = FERRY__CAP_COLLECTIVE | FERRY__CAP_THREADSAFE,
     .probe = npy_probe,
+    .accepts = "a .npy file, or a directory of them",
     .describe = npy_describe,
     .io_open = npy_io_open,
     .io_read = npy_io_read,

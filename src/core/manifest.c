@@ -660,26 +660,14 @@ int ferry__manifest_scan(const char *spec, const char *vars,
       if (ferry__backends[k]->probe && ferry__backends[k]->probe(path))
         b = ferry__backends[k];
     if (!b) {
-      struct stat st;
       if (strstr(path, "://") != NULL)
         rc = ferry__seterr(err, FERRY_ENOTSUP,
                            "no backend of this build reads %s (URLs are "
                            "read by the zarr backend: "
                            "file://STORE#mode=zarr,file)",
                            path);
-      else if (stat(path, &st) != 0)
-        rc = ferry__seterr(err, ferry__errno_code(errno), "part %s: %s", path,
-                           strerror(errno));
-      else if (S_ISDIR(st.st_mode))
-        /* a directory is a part when it holds .npy files (or, later, the
-         * metadata of another format): without any, there is no sample */
-        rc = ferry__seterr(err, FERRY_EEMPTY,
-                           "directory %s is empty: it holds no .npy file "
-                           "(a dataset is a directory of .npy files, one per "
-                           "variable, a .npy file, a glob or an @list)",
-                           path);
       else
-        rc = ferry__seterr(err, FERRY_EFORMAT, "no backend reads %s", path);
+        rc = ferry__sniff_unread(path, err);
       goto cleanup;
     }
     if (be && b != be) {

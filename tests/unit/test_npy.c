@@ -839,6 +839,31 @@ static void test_list_and_dirs(void) {
   write_text("bad/plain.txt", "hello\n");
   EXPECT_CODE(ferry__manifest_scan(tpath("bad/plain.txt"), NULL, NULL, &m, &e),
               FERRY_EFORMAT, e, "no backend reads");
+  /* what an unread file looks like: size, first bytes, the format they
+   * are the signature of, the backends tried */
+  CHECK(strstr(e.msg, "6 bytes, starting 68 65 6c 6c 6f 0a") != NULL &&
+            strstr(e.msg, "looks like text") != NULL &&
+            strstr(e.msg, "tried: npy (") != NULL,
+        "plain.txt described: %s", e.msg);
+  write_text("bad/table.parquet", "PAR1\025\004 not really");
+  EXPECT_CODE(
+      ferry__manifest_scan(tpath("bad/table.parquet"), NULL, NULL, &m, &e),
+      FERRY_EFORMAT, e, "looks like a Parquet file");
+  write_text("bad/classic.nc", "CDF\002 and more");
+  EXPECT_CODE(ferry__manifest_scan(tpath("bad/classic.nc"), NULL, NULL, &m, &e),
+              FERRY_EFORMAT, e, "CDF-2");
+  write_text("bad/hollow.bin", "");
+  EXPECT_CODE(ferry__manifest_scan(tpath("bad/hollow.bin"), NULL, NULL, &m, &e),
+              FERRY_EFORMAT, e, "it is empty (0 bytes)");
+  /* a directory of files ferry does not read is not called empty */
+  mkdirs("bad/shards");
+  write_text("bad/shards/p0.parquet", "PAR1");
+  write_text("bad/shards/p1.parquet", "PAR1");
+  write_text("bad/shards/notes", "x");
+  EXPECT_CODE(ferry__manifest_scan(tpath("bad/shards"), NULL, NULL, &m, &e),
+              FERRY_EFORMAT, e,
+              "holds nothing ferry reads: 3 files (2 .parquet, 1 without "
+              "extension)");
   write_text("bad/magicless.npy", "hello, this is not numpy\n");
   EXPECT_CODE(
       ferry__manifest_scan(tpath("bad/magicless.npy"), NULL, NULL, &m, &e),

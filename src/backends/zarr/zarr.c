@@ -311,6 +311,8 @@ const ferry__backend ferry__backend_zarr = {
     .caps = FERRY__CAP_NOT_FLAT,
     .record_version = ZREC_VERSION,
     .probe = z_probe,
+    .accepts = "a Zarr store: a directory with .zarray, .zgroup, "
+               ".zattrs or zarr.json, or named *.zarr",
     .describe = ferry__zarr_describe,
     .io_open = z_io_open,
     .io_read = z_io_read,
