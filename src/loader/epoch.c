@@ -202,17 +202,22 @@ void ferry__budget_compute(ferry_loader *L, const ferry__rank_plan *p) {
         (size_t)p->nextents * (sizeof(ferry__extent) + sizeof(void *)) +
         (size_t)(p->num_batches + 1) * 2 * sizeof(int64_t);
   } else {
-    int64_t k = L->opts->shuffle_buffer > 0 ? L->opts->shuffle_buffer : 1;
-    b->read_bytes =
-        ((size_t)(L->opts->prefetch + 2) * (size_t)L->opts->batch_size +
-         2 * (size_t)k * (size_t)L->chunk_samples) *
-        L->row_total;
+    /* The windows alive at once (read_bound's exact count, for windows of
+     * k chunks): those meeting the batches consumed next and the
+     * lookahead's, (la + 1) * B samples, plus the one read ahead --
+     * ceil((la + 1) * B / W) + 2 windows of W samples, never more than a
+     * rank's share.  (The old estimate, la + 2 batches and two windows,
+     * fell 15% short with windows smaller than the lookahead.) */
+    size_t P = (size_t)L->size, B = (size_t)L->opts->batch_size;
+    size_t share = ((size_t)L->m.num_samples + P - 1) / P + B;
+    size_t k = L->opts->shuffle_buffer > 0 ? (size_t)L->opts->shuffle_buffer : 1;
+    size_t W = k * (size_t)L->chunk_samples, la1 = (size_t)L->opts->prefetch + 1;
+    size_t rows = W ? ((la1 * B + W - 1) / W + 2) * W : share;
+    b->read_bytes = (rows < share ? rows : share) * L->row_total;
     /* Before an epoch is planned, the plan's arrays for an even share: a
      * slot per sample (plus a batch of pads), an extent per chunk, two
      * indices per batch -- not 0 (issue 11: ferry info said "plan 0 B"
      * for a plan of 32 bytes per sample). */
-    size_t P = (size_t)L->size, B = (size_t)L->opts->batch_size;
-    size_t share = ((size_t)L->m.num_samples + P - 1) / P + B;
     size_t chunks = ((size_t)L->nchunks + P - 1) / P + 2;
     b->plan_bytes = share * sizeof(ferry__slot) +
                     chunks * (sizeof(ferry__extent) + sizeof(void *)) +

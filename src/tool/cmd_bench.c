@@ -37,6 +37,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifdef HAVE_CUDA
 #include <cuda_runtime.h>
@@ -106,6 +107,7 @@ enum {
   M_AU_COMPUTE,
   M_AU_TIME,
   M_RSS,
+  M_RSS_GROWTH, /* peak RSS minus the RSS before ferry_open             */
   M_LOADER_PEAK,
   /* device batches only (all 0 on the host) */
   M_GPU,          /* 1: this rank's batches go to a GPU             */
@@ -138,6 +140,24 @@ static void emulate_compute(double ms, int spin) {
   while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL) != 0)
     ; /* EINTR: sleep the rest */
 }
+
+/* The resident set now (/proc/self/statm), 0 where unknown. */
+static double rss_now_bytes(void) {
+  long pages = 0;
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (f) {
+    if (fscanf(f, "%*s %ld", &pages) != 1)
+      pages = 0;
+    fclose(f);
+  }
+  long page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? (double)pages * (double)page : 0;
+}
+
+/* The RSS of this process before ferry_open: what the program and MPI use
+ * without the loader, so that the peak's growth over it can be compared
+ * with the loader's memory budget. */
+static double bench_base_rss;
 
 static double peak_rss_bytes(void) {
   struct rusage ru;
@@ -573,6 +593,7 @@ static void bench_measure(const ferry_loader *L, const ferry_stats *s0,
   m[M_WAIT] = s1.wait_seconds - s0->wait_seconds;
   m[M_READ_S] = s1.read_seconds - s0->read_seconds;
   m[M_RSS] = peak_rss_bytes();
+  m[M_RSS_GROWTH] = bench_base_rss > 0 ? m[M_RSS] - bench_base_rss : 0;
   m[M_LOADER_PEAK] = (double)s1.peak_resident_bytes;
   m[M_H2D_BYTES] = (double)(s1.h2d_bytes - s0->h2d_bytes);
   m[M_H2D_S] = s1.h2d_seconds - s0->h2d_seconds;
@@ -612,7 +633,7 @@ typedef struct bench_sum {
   unsigned long long budget[5]; /* see bench_gather                   */
   char batch_size[64];
   double t, sum_elapsed, samples, bytes, bytes_read, wait, au_c, au_t, rss,
-      loader_peak, au_min, bmin, bmax;
+      growth, loader_peak, au_min, bmin, bmax;
   double sps, bps, wait_frac, au;
   /* device batches */
   int any_gpu, shards;
@@ -640,6 +661,7 @@ static void bench_aggregate(const tool_ctx *ctx, const bench_cfg *cfg,
     double au_r = x[M_AU_TIME] > 0 ? x[M_AU_COMPUTE] / x[M_AU_TIME] : 0;
     s->au_min = r == 0 || au_r < s->au_min ? au_r : s->au_min;
     s->rss = x[M_RSS] > s->rss ? x[M_RSS] : s->rss;
+    s->growth = x[M_RSS_GROWTH] > s->growth ? x[M_RSS_GROWTH] : s->growth;
     s->loader_peak =
         x[M_LOADER_PEAK] > s->loader_peak ? x[M_LOADER_PEAK] : s->loader_peak;
     s->bmin = r == 0 || x[M_BATCHES] < s->bmin ? x[M_BATCHES] : s->bmin;
@@ -746,11 +768,12 @@ static void bench_print_json(const tool_ctx *ctx, const bench_cfg *cfg,
     json_num("stream_wait_fraction",
              s->sum_elapsed > 0 ? s->swait / s->sum_elapsed : 0);
   }
-  printf(", \"peak_rss_bytes\": %.0f, \"peak_loader_bytes\": %.0f"
+  printf(", \"peak_rss_bytes\": %.0f, \"rss_growth_bytes\": %.0f"
+         ", \"peak_loader_bytes\": %.0f"
          ", \"budget_bytes\": %llu, \"budget\": {\"batch_bytes\": %llu"
          ", \"ring_bytes\": %llu, \"read_bytes\": %llu, \"plan_bytes\": "
          "%llu, \"total_bytes\": %llu}, \"per_rank\": [",
-         s->rss, s->loader_peak, s->budget[4], s->budget[0], s->budget[1],
+         s->rss, s->growth, s->loader_peak, s->budget[4], s->budget[0], s->budget[1],
          s->budget[2], s->budget[3], s->budget[4]);
   bench_json_ranks(ctx, s, all);
   printf("]}\n");
@@ -759,7 +782,7 @@ static void bench_print_json(const tool_ctx *ctx, const bench_cfg *cfg,
 
 static void bench_print_text(const tool_ctx *ctx, const bench_cfg *cfg,
                              const bench_sum *s, const double *all) {
-  char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32], b7[32];
+  char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32], b7[32], b8[32];
   printf("ferry bench: %s, %d rank%s, %" PRId64
          " epoch%s, batch_size %s, %" PRId64
          " batches per rank per epoch, compute %g ms (%s)\n",
@@ -786,14 +809,16 @@ static void bench_print_text(const tool_ctx *ctx, const bench_cfg *cfg,
          tool_fmt_bytes(s->bytes_read, b1, sizeof b1),
          s->bytes > 0 ? s->bytes_read / s->bytes : 0);
   printf("memory: budget %s per rank (batch %s, ring %s, reads %s, plan %s); "
-         "loader buffers peak %s; peak RSS %s (max over ranks)\n",
+         "loader buffers peak %s; peak RSS %s, %s over the RSS before "
+         "ferry_open (max over ranks)\n",
          tool_fmt_bytes((double)s->budget[4], b1, sizeof b1),
          tool_fmt_bytes((double)s->budget[0], b2, sizeof b2),
          tool_fmt_bytes((double)s->budget[1], b3, sizeof b3),
          tool_fmt_bytes((double)s->budget[2], b4, sizeof b4),
          tool_fmt_bytes((double)s->budget[3], b5, sizeof b5),
          tool_fmt_bytes(s->loader_peak, b6, sizeof b6),
-         tool_fmt_bytes(s->rss, b7, sizeof b7));
+         tool_fmt_bytes(s->rss, b7, sizeof b7),
+         tool_fmt_bytes(s->growth, b8, sizeof b8));
   if (s->any_gpu) {
     printf("gpu: %d shard%s per batch; H2D %s/s (copy time, ferry_stats), "
            "%s/s over the run; plain pinned cudaMemcpyAsync of %s: %s/s; "
@@ -821,6 +846,7 @@ static int run_bench(tool_ctx *ctx) {
   ferry_loader *L = NULL;
   gpu_bench g;
   memset(&g, 0, sizeof g);
+  bench_base_rss = rss_now_bytes();
   if ((st = tool_open(ctx, &L)) != 0)
     return st;
   double *all = NULL;
