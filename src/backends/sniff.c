@@ -38,19 +38,24 @@ typedef struct {
 
 static const sig signatures[] = {
     {0, "PAR1", 4, "a Parquet file"},
-    {0, "PK\x03\x04", 4, "a zip archive (NumPy .npz, PyTorch .pt and .zip are zip archives)"},
+    {0, "PK\x03\x04", 4,
+     "a zip archive (NumPy .npz, PyTorch .pt and .zip are zip archives)"},
     {0, "PK\x05\x06", 4, "an empty zip archive"},
     {0, "CDF\x01", 4, "a netCDF classic file (CDF-1)"},
     {0, "CDF\x02", 4, "a netCDF 64-bit offset file (CDF-2)"},
     {0, "CDF\x05", 4, "a netCDF 64-bit data file (CDF-5)"},
     {0, "\x89HDF\r\n\x1a\n", 8, "an HDF5 file (netCDF-4 files are HDF5 files)"},
-    {0, "\x0e\x03\x13\x01", 4, "an HDF4 file (HDF4 is not HDF5: convert it with h4toh5)"},
+    {0, "\x0e\x03\x13\x01", 4,
+     "an HDF4 file (HDF4 is not HDF5: convert it with h4toh5)"},
     {0, "\x93NUMPY", 6, "a .npy file"},
     {0, "ARROW1", 6, "an Arrow IPC (Feather v2) file"},
     {0, "\x1f\x8b", 2, "a gzip-compressed file (decompress it first)"},
     {0, "\x28\xb5\x2f\xfd", 4, "a zstd-compressed file (decompress it first)"},
     {0, "BZh", 3, "a bzip2-compressed file (decompress it first)"},
-    {0, "\xfd" "7zXZ", 6, "an xz-compressed file (decompress it first)"},
+    {0,
+     "\xfd"
+     "7zXZ",
+     6, "an xz-compressed file (decompress it first)"},
     {257, "ustar", 5, "a tar archive (a WebDataset shard is one: extract it)"},
     {0, "\x89PNG", 4, "a PNG image"},
     {0, "\xff\xd8\xff", 3, "a JPEG image"},
@@ -133,11 +138,13 @@ static void describe_file(const char *path, const struct stat *st, char *msg,
     add(msg, cap, "; it looks like %s, which no backend of this build reads",
         what);
   else if (head[0] == '{' && looks_textual(head, n))
-    add(msg, cap, "; it looks like JSON text (a Zarr store is read through "
-                  "its directory, not its metadata file)");
+    add(msg, cap,
+        "; it looks like JSON text (a Zarr store is read through "
+        "its directory, not its metadata file)");
   else if (looks_textual(head, n))
-    add(msg, cap, "; it looks like text (a list of parts is given as "
-                  "@FILE)");
+    add(msg, cap,
+        "; it looks like text (a list of parts is given as "
+        "@FILE)");
 }
 
 /* Count a directory's entries by extension, the three most common shown. */
@@ -192,7 +199,7 @@ static void describe_dir(const char *path, char *msg, size_t cap) {
   if (shown)
     add(msg, cap, ")");
   if (dirs)
-  add(msg, cap, " and %ld subdirector%s", dirs, dirs == 1 ? "y" : "ies");
+    add(msg, cap, " and %ld subdirector%s", dirs, dirs == 1 ? "y" : "ies");
 }
 
 int ferry__sniff_unread(const char *path, ferry__err *err) {
@@ -205,13 +212,14 @@ int ferry__sniff_unread(const char *path, ferry__err *err) {
   if (S_ISDIR(st.st_mode)) {
     snprintf(msg, sizeof msg, "directory %s", path);
     describe_dir(path, msg, sizeof msg);
-    add(msg, sizeof msg, " (a dataset is a directory of .npy files, one per "
-                         "variable, a Zarr store, a file, a glob or an "
-                         "@list)");
+    add(msg, sizeof msg,
+        " (a dataset is a directory of .npy files, one per "
+        "variable, a Zarr store, a file, a glob or an "
+        "@list)");
     add_tried(msg, sizeof msg);
-    return ferry__seterr(err, strstr(msg, " is empty") ? FERRY_EEMPTY
-                                                       : FERRY_EFORMAT,
-                         "%s", msg);
+    return ferry__seterr(
+        err, strstr(msg, " is empty") ? FERRY_EEMPTY : FERRY_EFORMAT, "%s",
+        msg);
   }
   snprintf(msg, sizeof msg, "no backend reads %s", path);
   if (S_ISREG(st.st_mode))

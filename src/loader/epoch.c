@@ -210,8 +210,10 @@ void ferry__budget_compute(ferry_loader *L, const ferry__rank_plan *p) {
      * fell 15% short with windows smaller than the lookahead.) */
     size_t P = (size_t)L->size, B = (size_t)L->opts->batch_size;
     size_t share = ((size_t)L->m.num_samples + P - 1) / P + B;
-    size_t k = L->opts->shuffle_buffer > 0 ? (size_t)L->opts->shuffle_buffer : 1;
-    size_t W = k * (size_t)L->chunk_samples, la1 = (size_t)L->opts->prefetch + 1;
+    size_t k =
+        L->opts->shuffle_buffer > 0 ? (size_t)L->opts->shuffle_buffer : 1;
+    size_t W = k * (size_t)L->chunk_samples,
+           la1 = (size_t)L->opts->prefetch + 1;
     size_t rows = W ? ((la1 * B + W - 1) / W + 2) * W : share;
     b->read_bytes = (rows < share ? rows : share) * L->row_total;
     /* Before an epoch is planned, the plan's arrays for an even share: a

@@ -773,8 +773,8 @@ static void bench_print_json(const tool_ctx *ctx, const bench_cfg *cfg,
          ", \"budget_bytes\": %llu, \"budget\": {\"batch_bytes\": %llu"
          ", \"ring_bytes\": %llu, \"read_bytes\": %llu, \"plan_bytes\": "
          "%llu, \"total_bytes\": %llu}, \"per_rank\": [",
-         s->rss, s->growth, s->loader_peak, s->budget[4], s->budget[0], s->budget[1],
-         s->budget[2], s->budget[3], s->budget[4]);
+         s->rss, s->growth, s->loader_peak, s->budget[4], s->budget[0],
+         s->budget[1], s->budget[2], s->budget[3], s->budget[4]);
   bench_json_ranks(ctx, s, all);
   printf("]}\n");
   fflush(stdout);
