@@ -173,6 +173,7 @@ typedef struct {
   int ndim;
   int64_t shape[FERRY_MAX_DIMS];
   size_t nbytes;
+  int shard; /* device=cuda: the shard it views (-1: the whole batch) */
 } ArrayObject;
 
 static PyTypeObject ArrayType;
@@ -222,7 +223,16 @@ static PyObject *array_new(batch_ref *r, void *data, int dev_type, int dev_id,
     n *= (size_t)shape[d];
   }
   a->nbytes = n;
+  a->shard = -1;
   return (PyObject *)a;
+}
+
+/* Make the CUDA stream s wait for the copies the Array needs: its shard's,
+ * or every shard's (an event, no host synchronisation). */
+static int array_wait(const ArrayObject *a, long long s) {
+  void *stream = (void *)(uintptr_t)s;
+  return a->shard >= 0 ? ferry_shard_wait(a->r->b, a->shard, stream)
+                       : ferry_batch_wait(a->r->b, stream);
 }
 
 static void array_dealloc(ArrayObject *a) {
@@ -307,7 +317,7 @@ static int array_sync_stream(ArrayObject *a, PyObject *stream) {
   }
   int rc;
   Py_BEGIN_ALLOW_THREADS
-  rc = ferry_batch_wait(a->r->b, (void *)(uintptr_t)s);
+  rc = array_wait(a, s);
   Py_END_ALLOW_THREADS
   if (rc) {
     raise_code(rc, ferry_last_error(NULL));
@@ -414,7 +424,7 @@ static PyObject *array_interface_dict(ArrayObject *a, int cuda) {
   if (d && cuda) {
     /* made visible on the legacy default stream, which the consumer then
      * orders after (version 3's "stream": 1) */
-    if (ferry_batch_wait(a->r->b, (void *)(uintptr_t)1)) {
+    if (array_wait(a, 1)) {
       Py_DECREF(d);
       return raise_code(FERRY_ENODEV, ferry_last_error(NULL));
     }
@@ -589,10 +599,10 @@ static PyObject *batch_var(BatchObject *b, int v) {
   const ferry_batch *fb = b->r->b;
   const ferry_tensor *t = &fb->vars[v];
   if (fb->nshards > 1) {
-    PyErr_SetString(PyExc_NotImplementedError,
-                    "batch[name] on a batch split over several devices "
-                    "(devices=all): not exported by this version; use one "
-                    "device per rank");
+    PyErr_SetString(PyExc_ValueError,
+                    "batch[name]: this batch is split over several devices "
+                    "(devices=all): take each device's share from "
+                    "batch.shards[i][name]");
     return NULL;
   }
   if (fb->nshards == 1)
@@ -659,6 +669,61 @@ static PyObject *batch_items(BatchObject *b, PyObject *u) {
   return l;
 }
 
+/* batch.shards: None for a host batch, else one dict per device
+ * {name: Array of that device's samples}, in the order of ferry_shard. */
+static PyObject *batch_get_shards(BatchObject *b, void *u) {
+  (void)u;
+  if (!batch_ok(b))
+    return NULL;
+  const ferry_batch *fb = b->r->b;
+  if (fb->nshards < 1)
+    Py_RETURN_NONE;
+  PyObject *l = PyList_New(fb->nshards);
+  for (int i = 0; l && i < fb->nshards; i++) {
+    const ferry_shard *sh = &fb->shards[i];
+    PyObject *d = PyDict_New();
+    for (int v = 0; d && v < fb->nvars; v++) {
+      const ferry_tensor *t = &fb->vars[v];
+      int64_t shape[FERRY_MAX_DIMS];
+      memcpy(shape, t->shape, sizeof shape);
+      shape[0] = sh->size;
+      ArrayObject *a = (ArrayObject *)array_new(
+          b->r, sh->data[v], kDLCUDA, sh->device, t->dtype, t->ndim, shape);
+      if (a)
+        a->shard = i;
+      if (!a || PyDict_SetItemString(d, t->name, (PyObject *)a) < 0)
+        Py_CLEAR(d);
+      Py_XDECREF(a);
+    }
+    if (!d)
+      Py_CLEAR(l);
+    else
+      PyList_SET_ITEM(l, i, d);
+  }
+  return l;
+}
+
+/* batch.shard_info: [(device, first, size)] per shard, None on the host. */
+static PyObject *batch_get_shard_info(BatchObject *b, void *u) {
+  (void)u;
+  if (!batch_ok(b))
+    return NULL;
+  const ferry_batch *fb = b->r->b;
+  if (fb->nshards < 1)
+    Py_RETURN_NONE;
+  PyObject *l = PyList_New(fb->nshards);
+  for (int i = 0; l && i < fb->nshards; i++) {
+    PyObject *t = Py_BuildValue("(iLL)", fb->shards[i].device,
+                                (long long)fb->shards[i].first,
+                                (long long)fb->shards[i].size);
+    if (!t)
+      Py_CLEAR(l);
+    else
+      PyList_SET_ITEM(l, i, t);
+  }
+  return l;
+}
+
 static PyObject *batch_get_indices(BatchObject *b, void *u) {
   (void)u;
   if (!batch_ok(b))
@@ -719,6 +784,14 @@ static PyGetSetDef batch_getset[] = {
     {"vars", (getter)batch_keys, NULL, "variable names", NULL},
     {"indices", (getter)batch_get_indices, NULL,
      "Array of int64 global sample indices", NULL},
+    {"shards", (getter)batch_get_shards, NULL,
+     "device=cuda: one dict {name: Array} per device holding its share of "
+     "the batch (devices=all: shard i on device i of the list); None for a "
+     "host batch",
+     NULL},
+    {"shard_info", (getter)batch_get_shard_info, NULL,
+     "device=cuda: [(device, first, size)] per shard; None for a host batch",
+     NULL},
     {"padded", (getter)batch_get_padded, NULL,
      "Array of uint8, 1 where the sample is a pad (tail=pad)", NULL},
     {"size", (getter)batch_get_size, NULL, "samples in the batch", NULL},

@@ -20,8 +20,9 @@ PartitionSpec("data"))``: device i holds samples [i*b/n, (i+1)*b/n) of the
 rank's batch.  With one local device the batch goes through DLPack (a GPU
 batch with ferry's default device="auto"); with several, the loader
 delivers host batches (device="cpu" unless given) and each shard is put on
-its device by ``jax.device_put``.  When the extension exports the shards of
-``devices="all"`` (``batch.shards``), they are used as they are.  ``batch_size`` must be a multiple of the number of
+its device by ``jax.device_put``.  With ``device="cuda", devices="all"``
+ferry copies each share to its GPU itself (``batch.shards``) and they are
+used as they are.  ``batch_size`` must be a multiple of the number of
 local devices, and so must every batch: use tail="drop_last" or "pad".
 
 sharded=False: one array per variable on one device, through DLPack
@@ -87,8 +88,9 @@ class Iterator:
         self.devices = list(jax.local_devices())
         if sharded:
             if len(self.devices) > 1:
-                # Split on the host, one device_put per device (the
-                # extension does not export devices=all shards yet).
+                # Split on the host, one device_put per device, unless
+                # the caller asked for device="cuda", devices="all"
+                # (ferry's own per-device copies: batch.shards).
                 options.setdefault("device", "cpu")
             self.mesh = Mesh(numpy.array(self.devices), ("data",))
             self.sharding = NamedSharding(self.mesh, PartitionSpec("data"))

@@ -1,0 +1,17 @@
+#!/bin/sh
+# fake_gpu.sh - the Python front's device batches (device="cuda", one and two
+# devices per rank, batch.shards) under the fake CUDA runtime of
+# tests/gpu/fakecuda.c on 1 and 2 ranks (fake_gpu_check.py).  Skips (77)
+# without the extension, numpy or mpi4py, or in a build without CUDA.
+. "$top_srcdir/tests/python/common.sh"
+fake="$top_builddir/tests/gpu/.libs/libfakecuda.so"
+test -f "$fake" || { echo "SKIP: $fake not built (a build without CUDA)"; exit 77; }
+"$PY" "$top_srcdir/examples/make_data.py" npy "$tmp/data" 777 || exit 1
+LD_PRELOAD=$fake FAKECUDA_DEVICES=2 FAKECUDA_DELAY_US=20000
+export LD_PRELOAD FAKECUDA_DEVICES FAKECUDA_DELAY_US
+status=0
+for np in 1 2; do
+  $RUN_MPI $np "$PY" "$pydir/fake_gpu_check.py" "$tmp/data" 777 ||
+    { echo "FAIL: fake_gpu_check.py on $np ranks"; status=1; }
+done
+exit $status

@@ -1,0 +1,100 @@
+"""fake_gpu_check.py DIR N - the Python front's device batches under the fake
+CUDA runtime (tests/gpu/fakecuda.c, preloaded by fake_gpu.sh): its "device
+memory" is host memory and its streams copy on threads after random delays,
+so an Array read before its copies were waited for shows wrong values.
+Checks, on every batch of an epoch: device="cuda" Arrays say they live on
+the rank's CUDA device (__dlpack_device__, __cuda_array_interface__) and hold the
+file's values once the interface was taken (it orders the legacy default
+stream after the copies); devices="all" over 2 devices exports one shard
+per device (batch.shards, batch.shard_info) holding samples [first,
+first+size) of the batch, each waited for on its own; batch[name] on a
+split batch is a clear ValueError; every sample is served once."""
+import ctypes
+import sys
+
+import numpy as np
+from mpi4py import MPI
+
+import ferry
+
+comm = MPI.COMM_WORLD
+rank = comm.Get_rank()
+d, n = sys.argv[1], int(sys.argv[2])
+X = np.load(d + "/x.npy")
+Y = np.load(d + "/y.npy")
+
+
+def check(cond, what):
+    if not cond:
+        print("rank %d: FAIL: %s" % (rank, what), flush=True)
+        comm.Abort(1)
+
+
+def host_copy(arr, like):
+    """The bytes behind a (fake) device Array, as numpy, after the wait."""
+    cai = arr.__cuda_array_interface__
+    check(cai["stream"] == 1, "interface names the legacy stream")
+    ptr, nbytes = cai["data"][0], arr.nbytes
+    raw = ctypes.string_at(ptr, nbytes) if nbytes else b""
+    return np.frombuffer(raw, dtype=like.dtype).reshape(tuple(cai["shape"]))
+
+
+def every_once(ids):
+    every = sorted(i for r in comm.allgather(ids) for i in r)
+    check(every == list(range(n)), "not every sample once: %d of %d"
+          % (len(set(every)), n))
+
+
+# One device per rank: whole-batch Arrays on the rank's device (local rank
+# modulo the 2 fake devices: ranks of one node spread over its GPUs).
+mine = rank % 2
+L = ferry.Loader(d, comm, device="cuda", batch_size=16, seed=5, device_prefetch=1, keep_host="yes",
+                 chunk_samples=32, tail="partial")
+ids = []
+for b in L:
+    idx = np.asarray(b.indices).copy()
+    x, y = b["x"], b["y"]
+    check(x.device == "cuda" and x.__dlpack_device__() == (2, mine),
+          "x on CUDA device %d, got %r" % (mine, x.__dlpack_device__()))
+    check(b.shards is not None and len(b.shards) == 1, "one shard")
+    check(b.shard_info == [(mine, 0, len(idx))], "shard_info %r" % b.shard_info)
+    check(np.array_equal(host_copy(x, X), X[idx]), "x values, batch %d" % b.index)
+    check(np.array_equal(host_copy(y, Y), Y[idx]), "y values, batch %d" % b.index)
+    ids.extend(int(i) for i in idx)
+    del x, y
+    b.release()
+every_once(ids)
+L.close()
+
+# Two devices per rank: one shard each, batch[name] refused.
+L = ferry.Loader(d, comm, device="cuda", devices="all", batch_size=16, device_prefetch=1, keep_host="yes",
+                 seed=6, chunk_samples=32, tail="partial")
+ids = []
+for b in L:
+    idx = np.asarray(b.indices).copy()
+    info = b.shard_info
+    check(len(info) == 2 and [i[0] for i in info] == [0, 1],
+          "two shards on devices 0 and 1: %r" % (info,))
+    check(sum(i[2] for i in info) == len(idx), "shards cover the batch")
+    try:
+        b["x"]
+        check(False, "batch['x'] on a split batch did not raise")
+    except ValueError as e:
+        check("batch.shards" in str(e), "the ValueError says what to use")
+    for k, (dev, first, size) in enumerate(info):
+        sh = b.shards[k]
+        check(sorted(sh) == ["x", "y"], "shard keys %r" % sorted(sh))
+        check(sh["x"].__dlpack_device__() == (2, dev), "shard %d device" % k)
+        check(sh["x"].shape[0] == size, "shard %d rows" % k)
+        part = idx[first:first + size]
+        check(np.array_equal(host_copy(sh["x"], X), X[part]),
+              "shard %d x values, batch %d" % (k, b.index))
+        check(np.array_equal(host_copy(sh["y"], Y), Y[part]),
+              "shard %d y values" % k)
+    ids.extend(int(i) for i in idx)
+    del sh
+    b.release()
+every_once(ids)
+L.close()
+if rank == 0:
+    print("fake_gpu_check: OK", flush=True)
