@@ -97,8 +97,9 @@ class Dataset(IterableDataset):
 
     Each dict holds a tensor per variable with the batch as first
     dimension.  On the host the tensors are CPU tensors over ferry's
-    (pinned when CUDA is present) buffers: ``pin_memory=True`` in a
-    DataLoader would only copy them again.  With ``device="cuda"`` they are
+    buffers, pinned when torch sees a GPU (ferry's ``pin_memory="yes"``,
+    the default here with ``device="cpu"`` and CUDA available):
+    ``pin_memory=True`` in a DataLoader would only copy them again.  With ``device="cuda"`` they are
     CUDA tensors on the loader's device, ready on the current stream.
 
     ``len(ds)`` is the number of batches every rank gets this epoch, the
@@ -117,6 +118,12 @@ class Dataset(IterableDataset):
                  epoch_fn=None, index_key="index", padded_key="padded",
                  **options):
         super().__init__()
+        if ("pin_memory" not in options and
+                str(options.get("device", "auto")) == "cpu" and
+                torch.cuda.is_available()):
+            # host batches the training loop copies to its GPU itself:
+            # pinned, so tensor.cuda(non_blocking=True) is asynchronous
+            options["pin_memory"] = "yes"
         self.loader = _ferry.Loader(dataset, comm, **options)
         self.keys = list(keys) if keys is not None else list(self.loader.vars)
         self.transform = transform

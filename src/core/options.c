@@ -183,6 +183,17 @@ static const option_def defs[] = {
      0,
      0,
      NULL},
+    {{"pin_memory", "no", "yes|no",
+      "yes: batches delivered in host memory come from pinned buffers "
+      "(cudaHostAlloc), so the application's own copies to a GPU "
+      "(tensor.cuda(non_blocking=True)) run asynchronously at full speed; "
+      "needs a CUDA runtime and a device (FERRY_ENODEV otherwise). Batches "
+      "delivered to the GPU always use a pinned staging ring."},
+     K_BOOL,
+     OFF(pin_memory),
+     0,
+     0,
+     NULL},
     {{"manifest", "", "path",
       "A manifest saved by `ferry info --save-manifest`, to skip the scan."},
      K_STR,

@@ -41,6 +41,7 @@ struct ferry_options {
   char *devices;           /* "auto", "all" or "0,1" (validated)             */
   int64_t device_prefetch; /* device ring depth                              */
   int keep_host;
+  int pin_memory; /* host batches from pinned memory (cudaHostAlloc)       */
   char *manifest; /* path of a saved manifest, NULL: scan          */
   int64_t max_open_files;
   int zarr_reader;       /* index into zarr_reader_names; only the zarr

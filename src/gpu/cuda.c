@@ -279,9 +279,7 @@ int ferry__gpu_sync(ferry__gpu *g, ferry__err *err) {
   return rc;
 }
 
-int ferry__gpu_host_alloc(ferry__gpu *g, size_t bytes, void **out,
-                          ferry__err *err) {
-  int rank = g ? g->rank : -1;
+int ferry__gpu_host_alloc(int rank, size_t bytes, void **out, ferry__err *err) {
   *out = NULL;
   CU(rt.cudaHostAlloc(out, bytes ? bytes : 1, cudaHostAllocPortable),
      "cudaHostAlloc (pinned batch buffer)");

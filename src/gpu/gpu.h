@@ -80,9 +80,10 @@ const char *ferry__gpu_library_status(void);
 void ferry__gpu_info(const ferry__gpu *g, ferry_device_info *out);
 /** Wait for every copy on the loader's streams (epoch stop, close). */
 int ferry__gpu_sync(ferry__gpu *g, ferry__err *err);
-/** Pinned host memory (cudaHostAlloc), freed with ferry__gpu_host_free. */
-int ferry__gpu_host_alloc(ferry__gpu *g, size_t bytes, void **out,
-                          ferry__err *err);
+/** Pinned host memory (cudaHostAlloc), freed with ferry__gpu_host_free.
+ *  rank names the caller in errors; the CUDA runtime must be loaded
+ *  (ferry__gpu_open, or ferry__gpu_visible() > 0). */
+int ferry__gpu_host_alloc(int rank, size_t bytes, void **out, ferry__err *err);
 void ferry__gpu_host_free(void *p);
 /** Tell g which ring to register with NCCL (after the slots are built). */
 void ferry__gpu_set_ring(ferry__gpu *g, ferry__dslot *ring, int64_t n);

@@ -55,9 +55,8 @@ int ferry__gpu_sync(ferry__gpu *g, ferry__err *err) {
   (void)err;
   return 0;
 }
-int ferry__gpu_host_alloc(ferry__gpu *g, size_t bytes, void **out,
-                          ferry__err *err) {
-  (void)g;
+int ferry__gpu_host_alloc(int rank, size_t bytes, void **out, ferry__err *err) {
+  (void)rank;
   *out = malloc(bytes ? bytes : 1);
   return *out ? 0 : ferry__seterr(err, FERRY_ENOMEM, "out of memory");
 }

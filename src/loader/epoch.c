@@ -227,8 +227,8 @@ void ferry__budget_compute(ferry_loader *L, const ferry__rank_plan *p) {
   }
   b->total_bytes =
       b->ring_bytes + b->read_bytes + b->plan_bytes + b->cache_bytes;
+  b->pinned_bytes = L->gpu || L->opts->pin_memory ? b->ring_bytes : 0;
   if (L->gpu) {
-    b->pinned_bytes = b->ring_bytes;
     b->device_bytes = (size_t)L->opts->device_prefetch * b->batch_bytes;
   }
 }

@@ -137,6 +137,7 @@ struct ferry_loader {
   int nthreads;       /* workers per epoch (the threads option, resolved) */
   ring_slot *ring;
   int64_t nring;
+  int ring_pinned; /* the ring's buffers come from cudaHostAlloc      */
   ferry__slot *spare_slots; /* the last epoch's slot array, reused     */
   int64_t spare_cap;
   epoch_state *ep;

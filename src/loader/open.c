@@ -31,7 +31,7 @@ static void ring_free(ferry_loader *L) {
   for (int64_t i = 0; L->ring && i < L->nring; i++) {
     ring_slot *s = &L->ring[i];
     for (int v = 0; s->bufs && v < L->m.nvars; v++)
-      if (L->gpu)
+      if (L->ring_pinned)
         ferry__gpu_host_free(s->bufs[v]);
       else
         free(s->bufs[v]);
@@ -59,6 +59,15 @@ static size_t batch_alloc_size(size_t bytes) {
 
 static int ring_alloc(ferry_loader *L, ferry__err *err) {
   int64_t B = L->opts->batch_size;
+  L->ring_pinned = L->gpu != NULL || L->opts->pin_memory;
+  if (!L->gpu && L->opts->pin_memory && ferry__gpu_visible() < 1)
+    return ferry__seterr_on(
+        err, L->rank, FERRY_ENODEV,
+        "pin_memory=yes needs a CUDA runtime and a device to pin host "
+        "batches: %s%s",
+        ferry__gpu_visible() < 0 ? "this library was built without CUDA"
+                                 : "no usable CUDA device; ",
+        ferry__gpu_visible() < 0 ? "" : ferry__gpu_library_status());
   L->nring = L->opts->prefetch;
   L->ring = calloc((size_t)L->nring, sizeof *L->ring);
   if (!L->ring)
@@ -75,9 +84,9 @@ static int ring_alloc(ferry_loader *L, ferry__err *err) {
     for (int v = 0; v < nv; v++) {
       const ferry__var *var = &L->m.vars[v];
       size_t bytes = (size_t)B * var->row_bytes;
-      if (L->gpu) { /* pinned once here, never per batch */
+      if (L->ring_pinned) { /* pinned once here, never per batch */
         void *p = NULL;
-        int rc = ferry__gpu_host_alloc(L->gpu, bytes, &p, err);
+        int rc = ferry__gpu_host_alloc(L->rank, bytes, &p, err);
         s->bufs[v] = p;
         if (rc)
           return rc;

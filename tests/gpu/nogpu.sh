@@ -101,4 +101,12 @@ else
   echo "FAIL: ferry bench --device cuda: status $st, want 1 and '$want'"
   sed 's/^/    /' "$tmp/b"; fail=1
 fi
+# pin_memory=yes with no usable GPU: FERRY_ENODEV on every rank, saying why.
+if $RUN_MPI 2 "$FERRY" info "$mem" --device cpu --pin-memory yes >"$tmp/pin" 2>&1; then
+  echo "FAIL: pin_memory=yes without a GPU was accepted"; fail=1
+elif test "`grep -c 'pin_memory=yes needs a CUDA runtime and a device' "$tmp/pin"`" -lt 1; then
+  echo "FAIL: pin_memory=yes without a GPU: unclear message"; sed 's/^/    /' "$tmp/pin"; fail=1
+else
+  echo "ok: pin_memory=yes without a GPU is refused, saying why"
+fi
 exit $fail

@@ -8,7 +8,9 @@ file's values once the interface was taken (it orders the legacy default
 stream after the copies); devices="all" over 2 devices exports one shard
 per device (batch.shards, batch.shard_info) holding samples [first,
 first+size) of the batch, each waited for on its own; batch[name] on a
-split batch is a clear ValueError; every sample is served once."""
+split batch is a clear ValueError; every sample is served once;
+pin_memory="yes" gives pinned host batches (memory_budget's pinned_bytes)
+with the file's values."""
 import ctypes
 import sys
 
@@ -96,5 +98,19 @@ for b in L:
     b.release()
 every_once(ids)
 L.close()
+# Host batches from pinned memory (pin_memory="yes"): counted as pinned,
+# values right; the default is pageable.
+for pin, want in (("yes", True), ("no", False)):
+    L = ferry.Loader(d, comm, device="cpu", pin_memory=pin, batch_size=16,
+                     seed=7)
+    check((L.memory_budget()["pinned_bytes"] > 0) == want,
+          "pin_memory=%s: pinned_bytes %d" % (pin, L.memory_budget()["pinned_bytes"]))
+    for b in L:
+        idx = np.asarray(b.indices)
+        check(b["x"].device == "cpu", "pinned host batch is CPU memory")
+        check(np.array_equal(np.asarray(b["x"]), X[idx]), "pinned x values")
+        del idx
+        b.release()
+    L.close()
 if rank == 0:
     print("fake_gpu_check: OK", flush=True)
