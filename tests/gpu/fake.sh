@@ -67,4 +67,15 @@ else
   sed 's/^/    /' "$tmp/info"
   fail=1
 fi
+# pin_memory=yes pins host batches with cudaHostAlloc: a failing one is
+# named (the pinned path is taken), and the budget counts the pinned ring.
+if FAKECUDA_FAIL_HOSTALLOC=1 $RUN_MPI 2 "$FERRY" info "$mem" --device cpu --pin-memory yes >"$tmp/pin" 2>&1; then
+  echo "FAIL: pin_memory=yes with a failing cudaHostAlloc was accepted"; fail=1
+elif ! grep -q "cudaHostAlloc (pinned batch buffer) failed" "$tmp/pin"; then
+  echo "FAIL: pin_memory=yes: the failing cudaHostAlloc is not named"; sed 's/^/    /' "$tmp/pin"; fail=1
+elif ! $RUN_MPI 2 "$FERRY" info "$mem" --device cpu --pin-memory yes 2>&1 | grep -q "(pinned "; then
+  echo "FAIL: pin_memory=yes: the budget shows no pinned ring"; fail=1
+else
+  echo "ok: pin_memory=yes pins host batches (cudaHostAlloc; pinned budget)"
+fi
 exit $fail
