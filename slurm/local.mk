@@ -117,6 +117,7 @@ recipes: dist-sha256
 MPI_TESTS += \
 	tests/slurm/srun.sh \
 	tests/slurm/sbatch.sh \
+	tests/slurm/python.sh \
 	tests/slurm/checkpoint.sh \
 	tests/slurm/install.sh
 
