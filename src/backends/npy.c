@@ -4,14 +4,14 @@
  * A part is either one .npy file (one variable, named by the file's stem) or a
  * directory whose *.npy files are the variables.  Rank 0 reads the headers
  * with plain POSIX I/O when the manifest is built (describe); the loader's I/O
- * thread then reads rows through MPI-IO, independently (MPI_COMM_SELF) or
- * collectively over the loader's communicator.  The header parser below
- * follows numpy/lib/format.py: magic, version, header length, then a Python
- * dict literal; it trusts no length it reads and bounds every index.
+ * thread then reads rows with pread (io=independent) or through MPI-IO
+ * collectively over the loader's communicator (io=collective).  The header
+ * parser below follows numpy/lib/format.py: magic, version, header length,
+ * then a Python dict literal; it trusts no length it reads and bounds every
+ * index.
  *
- * MPI counts are ints: an independent read is split into calls of at most
- * 1 GiB, but a collective read must be one MPI_File_read_at_all on every
- * rank (ranks could not agree on a split without talking), so with
+ * MPI counts are ints: a collective read must be one MPI_File_read_at_all
+ * on every rank (ranks could not agree on a split without talking), so with
  * io=collective one extent of one variable must stay below 2 GiB; a larger
  * one is refused with FERRY_ENOTSUP (the rank still joins the call with a
  * count of 0, so no rank is left waiting).
@@ -38,10 +38,6 @@
  * still refuse a length that would make us allocate gigabytes for a corrupt
  * file. */
 #define NPY_HEADER_MAX ((size_t)1 << 20)
-
-/* Independent reads are split into calls of at most this many bytes, so the
- * int count of MPI_File_read_at never overflows. */
-#define NPY_READ_MAX ((int64_t)1 << 30)
 
 static const char *name_of(const char *path) {
   return path ? path : "<memory>";
@@ -701,10 +697,15 @@ cleanup:
   return rc;
 }
 
-/* ---- MPI-IO reads (I/O thread) ---------------------------------------- */
+/* ---- Reads (I/O thread) ----------------------------------------------- */
 
 /* Open files live in the toolkit's handle cache (backends/toolkit.c), at
- * most max_open_files of them, one MPI_File per (part, variable). */
+ * most max_open_files of them, one per (part, variable): an MPI_File with
+ * io=collective, a POSIX descriptor read with pread otherwise.  Independent
+ * reads need nothing of MPI-IO, and MPI_File_open on MPI_COMM_SELF cost
+ * about 1 ms per file here (ROMIO's set-up), which made a dataset of many
+ * small parts an order of magnitude slower than numpy.load on each
+ * (issue 12); open + fstat cost what the file system costs. */
 struct ferry__io {
   const ferry__manifest *m; /* owned by the loader, outlives this state */
   MPI_Comm comm;
@@ -798,10 +799,56 @@ static int open_file(ferry__io *io, int64_t part, int var, MPI_File *out,
   return 0;
 }
 
-/* The handle cache's callbacks: one MPI_File per (part, var). */
+/* Independent reads: a descriptor, checked like open_file checks. */
+static int open_fd(ferry__io *io, int64_t part, int var, int *out,
+                   ferry__err *err) {
+  const ferry__part *pt = &io->m->parts[part];
+  const char *path = pt->paths[var];
+  const char *vname = io->m->vars[var].name;
+  const char *kind = "not a regular file";
+  int fd = ferry__open_regular(path, &kind);
+  if (fd == -2)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "file %s (variable %s, rank %d) is %s, not a "
+                         "regular file",
+                         path, vname, io->rank, kind);
+  if (fd < 0)
+    return ferry__seterr(err, ferry__errno_code(errno),
+                         "open failed: file %s, variable %s, rank %d, "
+                         "offset 0: %s",
+                         path, vname, io->rank, strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || (int64_t)st.st_size != pt->file_size[var]) {
+    long long size = fstat(fd, &st) == 0 ? (long long)st.st_size : -1;
+    close(fd);
+    return ferry__seterr(err, FERRY_EMISMATCH,
+                         "file %s is %lld bytes on rank %d but %lld bytes "
+                         "when rank 0 scanned it (variable %s, offset 0)",
+                         path, size, io->rank, (long long)pt->file_size[var],
+                         vname);
+  }
+  *out = fd;
+  return 0;
+}
+
+/* The handle cache's callbacks: one MPI_File (io=collective) or one
+ * descriptor per (part, var). */
 static int cache_open(void *ctx, int64_t part, int var, void **handle,
                       ferry__err *err) {
   ferry__io *io = ctx;
+  if (!io->collective) {
+    int *fd = malloc(sizeof *fd);
+    if (!fd)
+      return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
+                           io->rank);
+    int rc = open_fd(io, part, var, fd, err);
+    if (rc < 0) {
+      free(fd);
+      return rc;
+    }
+    *handle = fd;
+    return 0;
+  }
   MPI_File *fh = malloc(sizeof *fh);
   if (!fh)
     return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
@@ -816,9 +863,29 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
 }
 
 static void cache_close(void *ctx, void *handle) {
-  (void)ctx;
-  MPI_File_close((MPI_File *)handle);
+  ferry__io *io = ctx;
+  if (io->collective)
+    MPI_File_close((MPI_File *)handle);
+  else
+    close(*(int *)handle);
   free(handle);
+}
+
+/* An independent read of nbytes at offset with pread. */
+static int read_fd(ferry__io *io, int fd, int64_t offset, void *buf,
+                   int64_t nbytes, const char *where, ferry__err *err) {
+  size_t got = 0;
+  if (ferry__pread_full(fd, buf, (size_t)nbytes, offset, &got) != 0)
+    return ferry__seterr(err, ferry__errno_code(errno),
+                         "pread failed: %s, offset %lld, %lld bytes: %s", where,
+                         (long long)offset, (long long)nbytes, strerror(errno));
+  if ((int64_t)got != nbytes)
+    return ferry__seterr(err, FERRY_EIO,
+                         "short read: %s, offset %lld: got %zu of %lld bytes "
+                         "(the file shrank after it was opened?)",
+                         where, (long long)offset, got, (long long)nbytes);
+  (void)io;
+  return 0;
 }
 
 static void npy_io_close(ferry__io *io);
@@ -864,7 +931,6 @@ static int npy_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   int rc = ferry__handle_get(&io->files, part, var, io->rank, &h, err);
   if (rc < 0)
     return rc;
-  MPI_File *fh = h;
 
   /* Local checks come after the (possibly collective) open so that every
    * rank's cache sees the same sequence; with collective I/O a rank that
@@ -890,18 +956,11 @@ static int npy_io_read(ferry__io *io, int64_t part, int var, int64_t row,
            io->rank);
   if (io->collective) {
     int rc2 =
-        ferry__mpi_read(*fh, 1, (MPI_Offset)offset, buf,
+        ferry__mpi_read(*(MPI_File *)h, 1, (MPI_Offset)offset, buf,
                         rc < 0 ? 0 : (int)nbytes, where, rc < 0 ? NULL : err);
     return rc == 0 ? rc2 : rc;
   }
-  for (int64_t done = 0; rc == 0 && done < nbytes;) {
-    int count =
-        (int)(nbytes - done < NPY_READ_MAX ? nbytes - done : NPY_READ_MAX);
-    rc = ferry__mpi_read(*fh, 0, (MPI_Offset)(offset + done),
-                         (char *)buf + done, count, where, err);
-    done += count;
-  }
-  return rc;
+  return rc ? rc : read_fd(io, *(int *)h, offset, buf, nbytes, where, err);
 }
 
 /* Collective when the files were opened collectively: every rank holds the
