@@ -399,7 +399,122 @@ cleanup:
   return rc;
 }
 
-static int resolve(const char *spec, strvec *parts, ferry__err *err) {
+/* ---- Directories of parts -------------------------------------------- */
+
+/* a and b with every run of digits taken out are the same name. */
+static int same_but_digits(const char *a, const char *b) {
+  for (;;) {
+    while (*a >= '0' && *a <= '9')
+      a++;
+    while (*b >= '0' && *b <= '9')
+      b++;
+    if (*a != *b)
+      return 0;
+    if (!*a)
+      return 1;
+    a++;
+    b++;
+  }
+}
+
+static const char *ext_of(const char *name) {
+  const char *dot = strrchr(name, '.');
+  return dot && dot != name ? dot : "";
+}
+
+/* The rule for directories (issue 12: 10,000 shards in a directory were
+ * read as 10,000 variables, and `ferry verify` passed).  Among a
+ * directory's regular files (hidden ones and markers starting with '_',
+ * such as Spark's _SUCCESS, left out) take those of the most common
+ * extension; when there are at least FERRY__DIR_PARTS_MIN of them and
+ * their names differ only in digits (part-00000.npy, part-00001.npy, ...:
+ * what every writer of shards produces), the directory is a directory of
+ * parts, read as those files in sorted order, as a glob would be; the
+ * other files are ignored and named in the note.  A Zarr store (its
+ * metadata files) is never one.  Returns 1 with the files in out and a
+ * note in *note, 0 when the directory stays one part (its backend reads it
+ * as a whole: the .npy files of a directory are then its variables). */
+#define FERRY__DIR_PARTS_MIN 2
+static int dir_files(const char *dir, strvec *names, int *store,
+                     ferry__err *err) {
+  DIR *d = opendir(dir);
+  if (!d)
+    return 0; /* the backend that reads it says why it cannot */
+  int rc = 0;
+  for (struct dirent *e; rc == 0 && (e = readdir(d)) != NULL;) {
+    const char *n = e->d_name;
+    if (strcmp(n, "zarr.json") == 0 || strcmp(n, ".zarray") == 0 ||
+        strcmp(n, ".zgroup") == 0 || strcmp(n, ".zattrs") == 0)
+      *store = 1;
+    if (n[0] == '.' || n[0] == '_')
+      continue;
+    char *full = ferry__join_path(dir, n);
+    struct stat st;
+    if (!full)
+      rc = oom(err);
+    else if (stat(full, &st) == 0 && S_ISREG(st.st_mode) &&
+             sv_push(names, strdup(n)) < 0)
+      rc = oom(err);
+    free(full);
+  }
+  closedir(d);
+  return rc;
+}
+
+static int dir_parts(const char *dir, strvec *out, char **note,
+                     ferry__err *err) {
+  strvec names = {0};
+  int store = 0, rc = dir_files(dir, &names, &store, err);
+  sv_sort_unique(&names);
+  /* the most common extension (of the first 16 distinct ones) */
+  const char *ext = NULL, *exts[16];
+  size_t best = 0, others = 0, first = 0, last = 0, cnt[16] = {0}, nx = 0;
+  for (size_t i = 0; rc == 0 && i < names.n; i++) {
+    const char *x = ext_of(names.v[i]);
+    size_t k = 0;
+    while (k < nx && strcmp(exts[k], x) != 0)
+      k++;
+    if (k == nx && nx < 16)
+      exts[nx++] = x;
+    if (k < nx && ++cnt[k] > best) {
+      best = cnt[k];
+      ext = exts[k];
+    }
+  }
+  int looks = !store && rc == 0 && best >= FERRY__DIR_PARTS_MIN;
+  for (size_t i = 0, seen = 0; looks && i < names.n; i++) {
+    if (strcmp(ext_of(names.v[i]), ext) != 0) {
+      others++;
+      continue;
+    }
+    looks = seen == 0 || same_but_digits(names.v[first], names.v[i]);
+    if (seen++ == 0)
+      first = i;
+    last = i;
+  }
+  if (looks) {
+    char buf[640];
+    snprintf(buf, sizeof buf,
+             "directory %s: its %zu %s files (%s ... %s) differ only in "
+             "digits: read as %zu parts, as the glob %s/*%s would be%s",
+             dir, best, *ext ? ext : "extensionless", names.v[first],
+             names.v[last], best, dir, ext,
+             others ? " (other files ignored)" : "");
+    for (size_t i = 0; rc == 0 && i < names.n; i++)
+      if (strcmp(ext_of(names.v[i]), ext) == 0 &&
+          sv_push(out, ferry__join_path(dir, names.v[i])) < 0)
+        rc = oom(err);
+    if (rc == 0 && !(*note = strdup(buf)))
+      rc = oom(err);
+    if (rc == 0)
+      rc = 1;
+  }
+  sv_free(&names);
+  return rc;
+}
+
+static int resolve(const char *spec, strvec *parts, char **note,
+                   ferry__err *err) {
   /* A backend's scheme ("mem:") and URLs (file://STORE#mode=zarr,file) are
    * not file names: the backend that reads them says whether they exist. */
   if (ferry__backend_for_scheme(spec) || strstr(spec, "://") != NULL)
@@ -417,6 +532,11 @@ static int resolve(const char *spec, strvec *parts, ferry__err *err) {
   if (stat(spec, &st) != 0)
     return ferry__seterr(err, ferry__errno_code(errno), "dataset %s: %s", spec,
                          strerror(errno));
+  if (note && S_ISDIR(st.st_mode)) {
+    int rc = dir_parts(spec, parts, note, err);
+    if (rc != 0)
+      return rc < 0 ? rc : 0;
+  }
   return sv_push(parts, strdup(spec)) < 0 ? oom(err) : 0;
 }
 
@@ -633,28 +753,24 @@ static int check_nonempty_rows(const ferry__manifest *m, const char *spec,
   return 0;
 }
 
-int ferry__manifest_scan(const char *spec, const char *vars,
-                         const ferry_options *opts, ferry__manifest *m,
-                         ferry__err *err) {
-  strvec parts = {0};
+/* Describe every part into m (spec, parts, variables, backend, samples);
+ * *disagree is set when a part's variables differ from the first's. */
+static int scan_parts(const char *spec, const strvec *parts,
+                      const ferry_options *opts, ferry__manifest *m,
+                      int *disagree, ferry__err *err) {
   ferry__part_desc d;
   const ferry__backend *be = NULL;
   int64_t total = 0;
   int rc = 0;
-  memset(m, 0, sizeof *m);
   memset(&d, 0, sizeof d);
-  if (!spec || !*spec)
-    return ferry__seterr(err, FERRY_EINVAL, "the dataset string is empty");
-  if ((rc = resolve(spec, &parts, err)) < 0)
-    goto cleanup;
   if (!(m->spec = strdup(spec)) ||
-      !(m->parts = calloc(parts.n, sizeof *m->parts))) {
+      !(m->parts = calloc(parts->n, sizeof *m->parts))) {
     rc = oom(err);
     goto cleanup;
   }
-  m->nparts = (int64_t)parts.n; /* unfilled parts are zeroed: free is safe */
-  for (size_t i = 0; i < parts.n; i++) {
-    const char *path = parts.v[i];
+  m->nparts = (int64_t)parts->n; /* unfilled parts are zeroed: free is safe */
+  for (size_t i = 0; i < parts->n; i++) {
+    const char *path = parts->v[i];
     const ferry__backend *b = ferry__backend_for_scheme(path);
     for (int k = 0; !b && ferry__backends[k]; k++)
       if (ferry__backends[k]->probe && ferry__backends[k]->probe(path))
@@ -673,7 +789,8 @@ int ferry__manifest_scan(const char *spec, const char *vars,
     if (be && b != be) {
       rc = ferry__seterr(err, FERRY_EFORMAT,
                          "part %s is read by backend '%s' but part %s by '%s'",
-                         path, b->name, parts.v[0], be->name);
+                         path, b->name, parts->v[0], be->name);
+      *disagree = 1;
       goto cleanup;
     }
     be = b;
@@ -690,6 +807,7 @@ int ferry__manifest_scan(const char *spec, const char *vars,
       m->notes = d.notes;
       d.notes = NULL;
     } else if ((rc = check_part(m, &d, path, err)) < 0) {
+      *disagree = 1;
       goto cleanup;
     }
     ferry__part *pt = &m->parts[i];
@@ -715,11 +833,56 @@ int ferry__manifest_scan(const char *spec, const char *vars,
   }
   m->num_samples = total;
   m->record_version = be ? be->record_version : 0;
-  if (!(m->backend = strdup(be ? be->name : "none"))) {
+  if (!(m->backend = strdup(be ? be->name : "none")))
     rc = oom(err);
+cleanup:
+  ferry__part_desc_free(&d);
+  return rc;
+}
+
+/* m->notes gains note ("; " between). */
+static int add_note(ferry__manifest *m, const char *note, ferry__err *err) {
+  size_t a = m->notes ? strlen(m->notes) : 0, b = strlen(note);
+  char *n = malloc(a + b + 3);
+  if (!n)
+    return oom(err);
+  snprintf(n, a + b + 3, "%s%s%s", m->notes ? m->notes : "", a ? "; " : "",
+           note);
+  free(m->notes);
+  m->notes = n;
+  return 0;
+}
+
+int ferry__manifest_scan(const char *spec, const char *vars,
+                         const ferry_options *opts, ferry__manifest *m,
+                         ferry__err *err) {
+  strvec parts = {0};
+  char *note = NULL;
+  int rc = 0, disagree = 0;
+  memset(m, 0, sizeof *m);
+  if (!spec || !*spec)
+    return ferry__seterr(err, FERRY_EINVAL, "the dataset string is empty");
+  if ((rc = resolve(spec, &parts, &note, err)) < 0)
     goto cleanup;
+  rc = scan_parts(spec, &parts, opts, m, &disagree, err);
+  if (rc < 0 && disagree && note) {
+    /* Files named like parts that do not agree (different dtypes, shapes
+     * or variables) are what they were before the rule: the directory's
+     * variables. */
+    ferry__manifest_free(m);
+    memset(m, 0, sizeof *m);
+    sv_free(&parts);
+    free(note);
+    note = NULL;
+    rc = sv_push(&parts, strdup(spec)) < 0 ? oom(err) : 0;
+    if (rc == 0)
+      rc = scan_parts(spec, &parts, opts, m, &disagree, err);
   }
-  if (total == 0) {
+  if (rc < 0)
+    goto cleanup;
+  if (note && (rc = add_note(m, note, err)) < 0)
+    goto cleanup;
+  if (m->num_samples == 0) {
     rc = ferry__seterr(err, FERRY_EEMPTY, "dataset %s holds no sample", spec);
     goto cleanup;
   }
@@ -729,7 +892,7 @@ int ferry__manifest_scan(const char *spec, const char *vars,
     goto cleanup;
   m->hash = ferry__manifest_hash(m);
 cleanup:
-  ferry__part_desc_free(&d);
+  free(note);
   sv_free(&parts);
   if (rc < 0)
     ferry__manifest_free(m);

@@ -856,14 +856,22 @@ static void test_list_and_dirs(void) {
   EXPECT_CODE(ferry__manifest_scan(tpath("bad/hollow.bin"), NULL, NULL, &m, &e),
               FERRY_EFORMAT, e, "it is empty (0 bytes)");
   /* a directory of files ferry does not read is not called empty */
-  mkdirs("bad/shards");
-  write_text("bad/shards/p0.parquet", "PAR1");
-  write_text("bad/shards/p1.parquet", "PAR1");
-  write_text("bad/shards/notes", "x");
-  EXPECT_CODE(ferry__manifest_scan(tpath("bad/shards"), NULL, NULL, &m, &e),
+  mkdirs("bad/tables");
+  write_text("bad/tables/train.parquet", "PAR1");
+  write_text("bad/tables/valid.parquet", "PAR1");
+  write_text("bad/tables/notes", "x");
+  EXPECT_CODE(ferry__manifest_scan(tpath("bad/tables"), NULL, NULL, &m, &e),
               FERRY_EFORMAT, e,
               "holds nothing ferry reads: 3 files (2 .parquet, 1 without "
               "extension)");
+  /* a directory of shards (names differing only in digits) is a directory
+   * of parts: the first one that no backend reads is described */
+  mkdirs("bad/shards");
+  write_text("bad/shards/p0.parquet", "PAR1");
+  write_text("bad/shards/p1.parquet", "PAR1");
+  write_text("bad/shards/_SUCCESS", "");
+  EXPECT_CODE(ferry__manifest_scan(tpath("bad/shards"), NULL, NULL, &m, &e),
+              FERRY_EFORMAT, e, "shards/p0.parquet: 4 bytes");
   write_text("bad/magicless.npy", "hello, this is not numpy\n");
   EXPECT_CODE(
       ferry__manifest_scan(tpath("bad/magicless.npy"), NULL, NULL, &m, &e),
