@@ -41,6 +41,15 @@ void ferry__part_desc_free(ferry__part_desc *d);
 /** Per-loader I/O state of a backend; lives on the loader's I/O thread. */
 typedef struct ferry__io ferry__io;
 
+/** A read-only mapping of rows (io=mmap): base/len as mmap returned them,
+ *  data the first byte of the rows inside; path names the file in errors. */
+typedef struct ferry__mapping {
+  void *base;
+  size_t len;
+  const unsigned char *data;
+  const char *path;
+} ferry__mapping;
+
 typedef struct ferry__io_params {
   MPI_Comm comm; /* the loader's I/O communicator (a dup)       */
   int rank;
@@ -87,6 +96,16 @@ typedef struct ferry__backend {
                  int64_t nrows, void *buf, ferry__err *err);
   /** Free I/O state (closes files; collective when opened collectively). */
   void (*io_close)(ferry__io *io);
+  /**
+   * io=mmap (may be NULL: the backend then reads independently): map rows
+   * [row, row+nrows) of variable var of part read-only and say where they
+   * are (out->data; stored byte order).  The mapping belongs to the caller,
+   * which releases it with ferry__unmap after the rows were copied: it
+   * outlives the I/O state.  Sizes are checked before mapping; a file
+   * truncated afterwards is caught by ferry__mapped_copy.  I/O thread.
+   */
+  int (*io_map)(ferry__io *io, int64_t part, int var, int64_t row,
+                int64_t nrows, struct ferry__mapping *out, ferry__err *err);
 } ferry__backend;
 
 /** NULL-terminated table of compiled-in backends. */
@@ -101,6 +120,24 @@ const ferry__backend *ferry__backend_for_scheme(const char *spec);
 int ferry__sniff_unread(const char *path, ferry__err *err);
 
 /* ---- Toolkit (toolkit.c) ---- */
+
+/**
+ * Map bytes [off, off+n) of fd read-only (page-aligned underneath) into
+ * *out; path names the file in errors.  fd may be closed afterwards.
+ */
+int ferry__map_range(int fd, const char *path, int64_t off, size_t n,
+                     ferry__mapping *out, ferry__err *err);
+/** Release a mapping (a zeroed one is a no-op). */
+void ferry__unmap(ferry__mapping *m);
+/**
+ * memcpy(dst, src, n) from mapped memory, guarded against SIGBUS: a file
+ * truncated after it was mapped makes the copy return FERRY_EIO with a
+ * message naming path, never a signal that kills the process.  The first
+ * call installs a SIGBUS handler that passes every fault outside a guarded
+ * copy on to the handler installed before it.
+ */
+int ferry__mapped_copy(void *dst, const void *src, size_t n, const char *path,
+                       ferry__err *err);
 
 /**
  * One MPI-IO read of n bytes at off into buf, collective

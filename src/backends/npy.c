@@ -963,6 +963,30 @@ static int npy_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   return rc ? rc : read_fd(io, *(int *)h, offset, buf, nbytes, where, err);
 }
 
+/* io=mmap: the rows' bytes mapped from the descriptor cache's file (the
+ * loader's I/O is then independent).  The size was checked at open. */
+static int npy_io_map(ferry__io *io, int64_t part, int var, int64_t row,
+                      int64_t nrows, ferry__mapping *out, ferry__err *err) {
+  memset(out, 0, sizeof *out);
+  const ferry__manifest *m = io->m;
+  int rc = ferry__check_part_var(m, part, var, io->rank, err);
+  if (rc)
+    return rc;
+  if (io->collective)
+    return ferry__seterr(err, FERRY_EINVAL,
+                         "io=mmap with files opened for collective I/O");
+  void *h = NULL;
+  if ((rc = ferry__handle_get(&io->files, part, var, io->rank, &h, err)) < 0)
+    return rc;
+  if ((rc = ferry__check_rows(m, part, var, row, nrows, io->rank, err)))
+    return rc;
+  const ferry__part *pt = &m->parts[part];
+  int64_t rb = (int64_t)m->vars[var].row_bytes;
+  return ferry__map_range(*(int *)h, pt->paths[var],
+                          pt->data_offset[var] + row * rb, (size_t)(nrows * rb),
+                          out, err);
+}
+
 /* Collective when the files were opened collectively: every rank holds the
  * same entries in the same order, so the closes match up. */
 static void npy_io_close(ferry__io *io) {
@@ -982,6 +1006,7 @@ const ferry__backend ferry__backend_npy = {
     .accepts = "a .npy file, or a directory of them",
     .describe = npy_describe,
     .io_open = npy_io_open,
+    .io_map = npy_io_map,
     .io_read = npy_io_read,
     .io_close = npy_io_close,
 };

@@ -31,7 +31,8 @@ typedef struct option_def {
 static const char *const shuffle_names[] = {"none", "chunks", "block", NULL};
 static const char *const partition_names[] = {"contiguous", "strided", NULL};
 static const char *const tail_names[] = {"drop_last", "pad", "partial", NULL};
-static const char *const io_names[] = {"independent", "collective", NULL};
+static const char *const io_names[] = {"independent", "collective", "mmap",
+                                       NULL};
 static const char *const device_names[] = {"auto", "cpu", "cuda", NULL};
 /* Read by the zarr backend by name (backends/zarr). */
 static const char *const zarr_reader_names[] = {"auto", "native", "netcdf",
@@ -110,9 +111,11 @@ static const option_def defs[] = {
      0,
      0,
      NULL},
-    {{"io", "independent", "independent|collective",
-      "MPI-IO mode: independent reads, or collective reads matched across "
-      "ranks."},
+    {{"io", "independent", "independent|collective|mmap",
+      "How rows are read: independent reads (pread, or MPI-IO where a "
+      "backend needs it), collective MPI-IO reads matched across ranks, or "
+      "mmap: rows copied straight from the page cache into the batch (one "
+      "copy instead of two; backends that cannot map read independently)."},
      K_ENUM,
      OFF(io),
      0,

@@ -51,6 +51,11 @@ int ferry__epoch_stop(ferry_loader *L) {
   for (int64_t e = 0; ep->ext_buf && e < ep->plan.nextents; e++)
     ferry__buf_put(L, ep->ext_buf[e]);
   free(ep->ext_buf);
+  size_t nmaps = (size_t)ep->plan.nextents * (size_t)L->m.nvars;
+  for (size_t i = 0; ep->ext_map && i < nmaps; i++)
+    ferry__unmap(&ep->ext_map[i]);
+  free(ep->ext_map);
+  free((void *)ep->ext_src);
   free(ep->win_remaining);
   free(ep->workers);
   if (L->gpu) { /* copies still in flight read the host ring */
@@ -363,11 +368,23 @@ static int epoch_check_counts(ferry_loader *L, epoch_state *ep,
  * workers. */
 static int epoch_start(ferry_loader *L, epoch_state *ep, ferry__err *err) {
   const ferry__rank_plan *p = &ep->plan;
+  size_t nsrc = (size_t)p->nextents * (size_t)L->m.nvars + 1;
   ep->ext_buf = calloc((size_t)p->nextents + 1, sizeof *ep->ext_buf);
+  ep->ext_src = calloc(nsrc, sizeof *ep->ext_src);
+  if (L->opts->io == FERRY__IO_MMAP && L->be->io_map) {
+    ep->ext_map = calloc(nsrc, sizeof *ep->ext_map);
+    int64_t nmaps = L->m.nparts * L->m.nvars;
+    if (!L->maps && nmaps <= FERRY__MAX_MAPS)
+      L->maps = calloc((size_t)nmaps, sizeof *L->maps);
+  }
   ep->win_remaining = calloc((size_t)p->nwindows + 1, sizeof(int64_t));
   ep->workers = calloc((size_t)L->nthreads, sizeof *ep->workers);
-  if (!ep->ext_buf || !ep->win_remaining || !ep->workers)
-    return ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
+  if (!ep->ext_buf || !ep->ext_src || !ep->win_remaining || !ep->workers ||
+      (L->opts->io == FERRY__IO_MMAP && L->be->io_map && !ep->ext_map))
+    return ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
+                            "out of memory for the epoch's %lld extents "
+                            "(dataset %s)",
+                            (long long)p->nextents, L->m.spec);
   for (int64_t w = 0; w < p->nwindows; w++)
     ep->win_remaining[w] = p->window_samples[w];
   ferry__budget_compute(L, p);

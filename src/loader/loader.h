@@ -100,8 +100,12 @@ typedef struct epoch_state {
   int64_t loaded;          /* (L) extents loaded, in read order */
   int64_t next_assign;     /* (L) next batch for a worker */
   unsigned char **ext_buf; /* (L) [nextents] */
-  int64_t *win_remaining;  /* (L) [nwindows] samples not assembled */
-  int io_rc;               /* (L) */
+  /* (L) [nextents * nvars]: where extent e's rows of variable v are (in
+   * ext_buf[e], or mapped); ext_map [nextents * nvars] with io=mmap */
+  const unsigned char **ext_src;
+  ferry__mapping *ext_map;
+  int64_t *win_remaining; /* (L) [nwindows] samples not assembled */
+  int io_rc;              /* (L) */
   ferry__err io_err;
   int64_t rounds_started; /* (L) collective: rounds entered */
   int64_t round_target;   /* (L) collective: finish rounds < target on stop */
@@ -138,6 +142,12 @@ struct ferry_loader {
   ring_slot *ring;
   int64_t nring;
   int ring_pinned; /* the ring's buffers come from cudaHostAlloc      */
+  /* io=mmap: each (part, variable)'s rows mapped once for the loader's
+   * life ([nparts * nvars], made by the I/O thread on first use, unmapped
+   * at close), so later epochs copy from resident mappings without a page
+   * fault; NULL when there are more than FERRY__MAX_MAPS of them (each
+   * extent is then mapped and unmapped on its own) */
+  ferry__mapping *maps;
   ferry__slot *spare_slots; /* the last epoch's slot array, reused     */
   int64_t spare_cap;
   epoch_state *ep;
@@ -178,6 +188,10 @@ void *ferry__worker_main(void *arg);
 /* Assemble batch b into slot s on the calling thread (ep->mu held; it is
  * released while copying): the consumer works instead of sleeping. */
 void ferry__assemble_unlocked(epoch_state *ep, ring_slot *s, int64_t b);
+
+/* The most whole-variable mappings a loader keeps (vm.max_map_count is
+ * 65530 by default; MPI and the application map too). */
+#define FERRY__MAX_MAPS 16384
 
 /* epoch.c */
 int ferry__epoch_stop(ferry_loader *L);

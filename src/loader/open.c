@@ -140,6 +140,9 @@ static void loader_free(ferry_loader *L) {
     ferry__gpu_sync(L->gpu, &ignore);
   }
   ring_free(L);
+  for (int64_t i = 0; L->maps && i < L->m.nparts * L->m.nvars; i++)
+    ferry__unmap(&L->maps[i]);
+  free(L->maps);
   ferry__gpu_close(L->gpu);
   L->gpu = NULL;
   ferry__big_free(L->spare_slots);

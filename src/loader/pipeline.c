@@ -110,7 +110,42 @@ static void free_window(epoch_state *ep, int64_t w) {
       ferry__buf_put(ep->L, ep->ext_buf[e]);
       ep->ext_buf[e] = NULL;
     }
+    for (int v = 0; ep->ext_map && v < ep->L->m.nvars; v++)
+      ferry__unmap(&ep->ext_map[e * ep->L->m.nvars + v]);
   }
+}
+
+/* io=mmap: map extent e's rows of every variable into ep->ext_map (the
+ * pipeline owns the mappings; free_window releases them).  I/O thread. */
+static int map_extent(epoch_state *ep, ferry__io *io, int64_t e,
+                      ferry__err *err) {
+  ferry_loader *L = ep->L;
+  const ferry__extent *x = &ep->plan.extents[e];
+  double t0 = ferry__now();
+  for (int v = 0; v < L->m.nvars; v++) {
+    ferry__mapping *to = &ep->ext_map[e * L->m.nvars + v];
+    int rc = 0;
+    if (L->maps) { /* the whole variable of the part, kept for later */
+      ferry__mapping *whole = &L->maps[x->part * L->m.nvars + v];
+      if (!whole->base)
+        rc = L->be->io_map(io, x->part, v, 0, L->m.parts[x->part].num_samples,
+                           whole, err);
+      if (!rc) { /* borrowed: base stays NULL, free_window unmaps nothing */
+        memset(to, 0, sizeof *to);
+        to->data = whole->data + (size_t)x->row * L->m.vars[v].row_bytes;
+        to->path = whole->path;
+      }
+    } else {
+      rc = L->be->io_map(io, x->part, v, x->row, x->count, to, err);
+    }
+    if (rc)
+      return rc;
+  }
+  pthread_mutex_lock(&L->stats_mu);
+  L->stats.bytes_read += x->count * (int64_t)L->row_total;
+  L->stats.read_seconds += ferry__now() - t0;
+  pthread_mutex_unlock(&L->stats_mu);
+  return 0;
 }
 
 /* Read one extent (all variables) into a new buffer.  I/O thread only. */
@@ -140,9 +175,17 @@ static int read_extent(epoch_state *ep, ferry__io *io, const ferry__extent *x,
   return 0;
 }
 
+/* Extent e is loaded: in buf (its variables one after the other), or, with
+ * buf NULL, in ep->ext_map. */
 static void publish_extent(epoch_state *ep, int64_t e, unsigned char *buf) {
+  ferry_loader *L = ep->L;
+  const ferry__extent *x = &ep->plan.extents[e];
   pthread_mutex_lock(&ep->mu);
   ep->ext_buf[e] = buf;
+  for (int v = 0; v < L->m.nvars; v++)
+    ep->ext_src[e * L->m.nvars + v] =
+        buf ? buf + (size_t)x->count * L->var_prefix[v]
+            : ep->ext_map[e * L->m.nvars + v].data;
   ep->loaded = e + 1;
   pthread_cond_broadcast(&ep->cv_work);
   pthread_cond_broadcast(&ep->cv_ready);
@@ -195,7 +238,8 @@ static void io_independent(epoch_state *ep, ferry__io *io) {
     for (int64_t e = p->window_first_extent[w];
          e < p->window_first_extent[w + 1]; e++) {
       unsigned char *buf = NULL;
-      int rc = read_extent(ep, io, &p->extents[e], &buf, &err);
+      int rc = ep->ext_map ? map_extent(ep, io, e, &err)
+                           : read_extent(ep, io, &p->extents[e], &buf, &err);
       if (rc) {
         publish_error(ep, rc, &err);
         return;
@@ -403,21 +447,25 @@ static void assemble(epoch_state *ep, ring_slot *s, int64_t b) {
     s->padded[i] = p->slots[b0 + i].padded;
     npad += s->padded[i];
   }
-  for (int v = 0; v < L->m.nvars; v++) {
+  int rc = 0;
+  for (int v = 0; !rc && v < L->m.nvars; v++) {
     const ferry__var *var = &L->m.vars[v];
     size_t rb = var->row_bytes;
     unsigned char *dst = s->bufs[v];
-    for (int64_t i = b0; i < b1;) {
+    for (int64_t i = b0; !rc && i < b1;) {
       const ferry__slot *sl = &p->slots[i];
-      const ferry__extent *x = &p->extents[sl->extent];
-      const unsigned char *src = ep->ext_buf[sl->extent] +
-                                 (size_t)x->count * L->var_prefix[v] +
-                                 (size_t)sl->row * rb;
+      size_t at = (size_t)sl->extent * (size_t)L->m.nvars + (size_t)v;
+      const unsigned char *src = ep->ext_src[at] + (size_t)sl->row * rb;
       int64_t run = 1;
       while (i + run < b1 && p->slots[i + run].extent == sl->extent &&
              p->slots[i + run].row == sl->row + run)
         run++;
-      memcpy(dst + (size_t)(i - b0) * rb, src, (size_t)run * rb);
+      if (ep->ext_map)
+        rc =
+            ferry__mapped_copy(dst + (size_t)(i - b0) * rb, src,
+                               (size_t)run * rb, ep->ext_map[at].path, &s->err);
+      else
+        memcpy(dst + (size_t)(i - b0) * rb, src, (size_t)run * rb);
       i += run;
     }
     if (var->swapped) {
@@ -432,8 +480,12 @@ static void assemble(epoch_state *ep, ring_slot *s, int64_t b) {
   s->batch.index = ep->index_base + b;
   s->batch.size = n;
   s->batch.num_padded = npad;
-  s->rc = 0;
-  if (L->opts->transform &&
+  if (rc) {
+    s->err.has_rank = 1;
+    s->err.rank = L->rank;
+  }
+  s->rc = rc;
+  if (!rc && L->opts->transform &&
       L->opts->transform(&s->batch, L->opts->transform_user) != 0)
     s->rc = ferry__seterr_on(&s->err, L->rank, FERRY_ECALLBACK,
                              "transform callback failed on batch %lld "
