@@ -52,9 +52,9 @@ static int check_case(const tcase *t) {
     N += m.parts[p].num_samples;
   }
   m.num_samples = N;
-  ferry__plan_params pp = {t->B,      99,           t->shuffle, t->block,
-                           t->K,      t->partition, t->tail,    0,
-                           1.0,       3,            t->P};
+  ferry__plan_params pp = {t->B,         99,      t->shuffle, t->block, t->K,
+                           t->partition, t->tail, 0,          1.0,      3,
+                           t->P};
   ferry__chunk *chunks = NULL, *pieces = NULL;
   int64_t nchunks = 0, npieces = 0;
   REQUIRE(ferry__chunks_make(&m, t->chunk, &chunks, &nchunks) == 0, "chunks");
@@ -74,9 +74,10 @@ static int check_case(const tcase *t) {
     int rc = ferry__plan_build(pieces, npieces, perm, &pp, r, &p, &err);
     if (rc == FERRY_EINVAL && t->tail == FERRY__TAIL_DROP) {
       /* Only when the balanced share is below one batch. */
-      CHECK(N / t->P < t->B, "drop_last refused with %lld samples per rank "
-            "and batch %lld: %s", (long long)(N / t->P), (long long)t->B,
-            err.msg);
+      CHECK(N / t->P < t->B,
+            "drop_last refused with %lld samples per rank "
+            "and batch %lld: %s",
+            (long long)(N / t->P), (long long)t->B, err.msg);
       fail = N / t->P >= t->B;
       nb = 0;
       break;
@@ -135,7 +136,7 @@ static int check_case(const tcase *t) {
  * one sample to more than a rank's share (few chunks), batch sizes from 1 to
  * above a rank's share. */
 static int test_space(void) {
-  static const int64_t Ns[][2] = {{1, 1},  {1, 7},  {1, 100}, {3, 33},
+  static const int64_t Ns[][2] = {{1, 1},   {1, 7},  {1, 100}, {3, 33},
                                   {2, 257}, {5, 61}, {1, 1009}};
   static const int Ps[] = {1, 2, 3, 4, 5, 8};
   static const int64_t Bs[] = {1, 2, 5, 16, 50};
@@ -150,9 +151,16 @@ static int test_space(void) {
             for (int part = 0; part < 2; part++)
               for (int sh = 0; sh < 3; sh++)
                 for (int k = 0; k < 2; k++) {
-                  tcase t = {Ns[ni][0], Ns[ni][1], chunks[ci], Bs[bi],
+                  tcase t = {Ns[ni][0],
+                             Ns[ni][1],
+                             chunks[ci],
+                             Bs[bi],
                              sh == FERRY__SHUFFLE_BLOCK ? 4 : 0,
-                             k ? 3 : 0, Ps[pi], tail, part, sh};
+                             k ? 3 : 0,
+                             Ps[pi],
+                             tail,
+                             part,
+                             sh};
                   int f0 = ft_failures;
                   check_case(&t);
                   cases++;
