@@ -112,8 +112,8 @@ int ferry__vote(ferry_loader *L, int op, int64_t through, int asked,
   int pack = L->size < PACK_MAX_SIZE;
   in[0] = pack ? (who << BATCH_BITS) | batch : who;
   in[1] = -(int64_t)op;
-  in[2] = op == FERRY__VOTE_NEXT ? (through + 1) * L->size + L->rank
-                                 : INT64_MAX;
+  in[2] =
+      op == FERRY__VOTE_NEXT ? (through + 1) * L->size + L->rank : INT64_MAX;
   in[3] = asked ? -1 : 0;
   in[4] = -rounds_admitted(L, ep);
   MPI_Request req;
@@ -123,8 +123,8 @@ int ferry__vote(ferry_loader *L, int op, int64_t through, int asked,
                             "MPI_Iallreduce failed in %s", op_name(op));
   int w = ferry__coll_wait(&req, (double)L->opts->collective_timeout);
   if (w < 0)
-    return ferry__seterr_on(err, L->rank, FERRY_EMPI,
-                            "MPI_Test failed in %s", op_name(op));
+    return ferry__seterr_on(err, L->rank, FERRY_EMPI, "MPI_Test failed in %s",
+                            op_name(op));
   if (w > 0) {
     L->peer_rc = FERRY_EPEER;
     L->vote_pending = 1;

@@ -104,20 +104,24 @@ static int case_one_leaves(const char *io, int how) {
   } else {
     int rc = take(L, -1, &got);
     const char *msg = ferry_last_error(L);
-    CHECK(rc == FERRY_EPEER, "rank %d: ferry_next returned %d after %lld "
-          "batches: %s", rank, rc, (long long)got, msg);
-    CHECK(got >= 10 && got < ferry_num_batches(L), "rank %d failed at batch "
-          "%lld of %lld", rank, (long long)got,
-          (long long)ferry_num_batches(L));
+    CHECK(rc == FERRY_EPEER,
+          "rank %d: ferry_next returned %d after %lld "
+          "batches: %s",
+          rank, rc, (long long)got, msg);
+    CHECK(got >= 10 && got < ferry_num_batches(L),
+          "rank %d failed at batch "
+          "%lld of %lld",
+          rank, (long long)got, (long long)ferry_num_batches(L));
     CHECK(strstr(msg, "rank 0:") &&
-              strstr(msg, how ? "called ferry_set_epoch" : "called "
-                                                          "ferry_close") &&
+              strstr(msg, how ? "called ferry_set_epoch"
+                              : "called "
+                                "ferry_close") &&
               strstr(msg, "after 10 batches of epoch 0"),
           "rank %d's message: %s", rank, msg);
     char expect[64];
     snprintf(expect, sizeof expect, "(for batch %lld)", (long long)got);
-    CHECK(strstr(msg, expect) != NULL, "rank %d: message without %s: %s",
-          rank, expect, msg);
+    CHECK(strstr(msg, expect) != NULL, "rank %d: message without %s: %s", rank,
+          expect, msg);
     /* The epoch is over; a second call says so without communicating. */
     ferry_batch *b;
     CHECK(ferry_next(L, &b) == FERRY_EPEER, "ferry_next again");
@@ -145,8 +149,7 @@ static int case_all_leave(const char *io, int then_close) {
     int rc = take(L, -1, &got);
     CHECK(rc == FERRY_END && got == ferry_num_batches(L),
           "the next epoch: rc %d after %lld of %lld batches: %s", rc,
-          (long long)got, (long long)ferry_num_batches(L),
-          ferry_last_error(L));
+          (long long)got, (long long)ferry_num_batches(L), ferry_last_error(L));
   }
   int rc = ferry_close(L);
   CHECK(rc == 0, "close after every rank stopped: %d %s", rc,
