@@ -22,6 +22,7 @@
 #include "config.h"
 #include "ferry.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,6 +182,33 @@ static int case_timeout(const char *io) {
   return 0;
 }
 
+/* Rank 1 is killed (SIGKILL) after 5 batches; collective_timeout=3.  What
+ * the others see depends on the MPI library: Open MPI's launcher normally
+ * kills the whole job (leave.sh checks that it ends, and says so); when it
+ * lets the others run on (mpirun --enable-recovery), their ferry_next
+ * fails with FERRY_EPEER after 3 s, and rank 0 prints "survivor: ..." for
+ * leave.sh to check. */
+static int case_kill(void) {
+  ferry_loader *L = open_loader("independent", "3");
+  REQUIRE(L, "open");
+  REQUIRE(ferry_set_epoch(L, 0) == 0, "set_epoch: %s", ferry_last_error(L));
+  int64_t got = 0;
+  REQUIRE(take(L, 5, &got) == 0, "5 batches");
+  if (rank == 1) {
+    fflush(stdout);
+    raise(SIGKILL);
+  }
+  double t0 = now();
+  int rc = take(L, -1, &got);
+  double dt = now() - t0;
+  printf("survivor: rank %d: ferry_next returned %d after %.1f s: %s\n", rank,
+         rc, dt, ferry_last_error(L));
+  fflush(stdout);
+  CHECK(rc == FERRY_EPEER, "rank %d: %d", rank, rc);
+  ferry_close(L);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   int provided;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -188,6 +216,13 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   ft_set_rank(rank);
   const char *which = argc > 1 ? argv[1] : "all";
+  if (!strcmp(which, "kill")) {
+    case_kill();
+    /* No summary: it would need the killed rank. */
+    printf("rank %d: %s\n", rank, ft_failures ? "FAIL" : "ok");
+    fflush(stdout);
+    _exit(ft_failures ? 1 : 0); /* MPI_Finalize would wait for rank 1 */
+  }
   static const char *const ios[] = {"independent", "collective"};
   for (int i = 0; i < 2; i++) {
     const char *io = ios[i];

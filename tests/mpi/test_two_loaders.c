@@ -107,8 +107,8 @@ static int check_epoch(side *s, const char *what) {
   for (int64_t i = 0; i < s->n; i++)
     wrong += all[i] != 1;
   free(all);
-  CHECK(wrong == 0, "%s epoch %lld: %lld samples not served exactly once",
-        what, (long long)s->epoch, (long long)wrong);
+  CHECK(wrong == 0, "%s epoch %lld: %lld samples not served exactly once", what,
+        (long long)s->epoch, (long long)wrong);
   CHECK(s->bad == 0, "%s epoch %lld: %ld wrong values", what,
         (long long)s->epoch, s->bad);
   memset(s->seen, 0, (size_t)s->n * sizeof *s->seen);
