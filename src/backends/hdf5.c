@@ -1114,13 +1114,39 @@ static int raw_read(ferry__io *io, h5_file *f, int var, int64_t row,
 static int read_locked(ferry__io *io, int64_t part, int var, int64_t row,
                        int64_t nrows, void *buf, int *locked, ferry__err *err);
 
+/* The open file of part when var is already open for raw reads: then a
+ * read makes no HDF5 call at all (what acquire would do, without HDF5: the
+ * cache's use count is bumped the same way).  The answer is the same on
+ * every rank with io=collective, whose opens are matched. */
+static h5_file *ready_raw(ferry__io *io, int64_t part, int var) {
+  ferry__handle_cache *c = &io->files;
+  for (size_t i = 0; i < c->n; i++)
+    if (c->e[i].part == part && c->e[i].var == -1) {
+      h5_file *f = c->e[i].handle;
+      if (f->dset[var] < 0 || !f->raw[var])
+        return NULL;
+      c->e[i].last_use = ++c->clock;
+      return f;
+    }
+  return NULL;
+}
+
 /* A section around the HDF5 calls of one read; a raw read leaves it before
- * its MPI-IO calls. */
+ * its MPI-IO calls, and a raw read of an open dataset never enters it (no
+ * HDF5 call, and with io=collective no agreement for the mutex). */
 static int h5_io_read(ferry__io *io, int64_t part, int var, int64_t row,
                       int64_t nrows, void *buf, ferry__err *err) {
   int rc0 = ferry__check_part_var(io->m, part, var, io->rank, err);
   if (rc0)
     return rc0;
+  h5_file *f = ready_raw(io, part, var);
+  if (f) {
+    if (nrows == 0 && !io->collective)
+      return 0;
+    rc0 = ferry__check_rows(io->m, part, var, row, nrows, io->rank, err);
+    return raw_read(io, f, var, rc0 < 0 ? 0 : row, rc0 < 0 ? 0 : nrows, buf,
+                    rc0, err);
+  }
   int rc = io_enter(io, err), locked = 1;
   if (rc)
     return rc;
