@@ -116,7 +116,11 @@ typedef enum ferry_error {
   FERRY_ECALLBACK = -12, /**< the user's transform callback failed        */
   FERRY_EACCES = -13,    /**< permission denied                           */
   FERRY_ENODEV = -14,    /**< no usable accelerator for device=cuda       */
-  FERRY_EINTERNAL = -15  /**< a broken invariant inside ferry (a bug)     */
+  FERRY_EINTERNAL = -15, /**< a broken invariant inside ferry (a bug)     */
+  FERRY_EPEER = -16      /**< another rank left a collective call (called
+                              ferry_close or another collective while this
+                              one was in ferry_next) or did not answer
+                              within collective_timeout seconds          */
 } ferry_error;
 
 typedef struct ferry_loader ferry_loader;
@@ -275,7 +279,29 @@ FERRY_API int ferry_open(MPI_Comm comm, const char *dataset,
  * including in the middle of an epoch with batches still held (they become
  * invalid; with device=cuda the loader's copies are finished first, and the
  * application's work on held device batches must be finished too).  NULL is a
- * no-op (and is not collective).  Returns 0 or FERRY_EMPI.
+ * no-op (and is not collective).
+ *
+ * Collective means every rank calls it at the same point of the loader's
+ * collective calls.  To stop an epoch early, stop it at the same batch on
+ * every rank, then call ferry_close (or ferry_set_epoch) on every rank.  A
+ * rank that calls ferry_close while the others still call ferry_next (it
+ * left the loop alone: `break` on one rank) is detected, never a hang: the
+ * close joins the agreement the others' ferry_next makes, and every rank
+ * gets FERRY_EPEER with the same message naming the rank that left, its
+ * call and how many batches it had taken, e.g. "rank 0: called ferry_close
+ * after 10 batches of epoch 0 while other ranks called ferry_next (for
+ * batch 12): ...": here from ferry_close (read it with
+ * ferry_last_error(NULL): the loader is freed), on the other ranks from
+ * ferry_next.  Their own ferry_close then frees the loader without
+ * communicating and returns 0.  (If the others had already been certified
+ * to the end of the epoch, they take their remaining batches, and the
+ * mismatch shows at their next collective call; their ferry_close matches
+ * the early one and every rank returns 0.)  The wait for the other ranks
+ * is bounded by the option collective_timeout (FERRY_EPEER naming what it
+ * waited for); after a timeout the loader's memory, threads and
+ * communicators are left allocated rather than freed under MPI.
+ *
+ * Returns 0, FERRY_EPEER, FERRY_EMPI.
  */
 FERRY_API int ferry_close(ferry_loader *loader);
 
@@ -285,7 +311,9 @@ FERRY_API int ferry_close(ferry_loader *loader);
  * the plan and of its inputs (manifest, options, seed, epoch, world size) and
  * the per-rank batch count.  An epoch still running is stopped first.
  * Returns 0, FERRY_EINVAL (batch_size larger than a rank's share with
- * tail=drop_last), FERRY_EEMPTY, FERRY_EMISMATCH, FERRY_ENOMEM, FERRY_EMPI.
+ * tail=drop_last), FERRY_EEMPTY, FERRY_EMISMATCH, FERRY_ENOMEM, FERRY_EMPI,
+ * FERRY_EPEER (another rank is in another collective call, or did not
+ * answer: see ferry_close).
  */
 FERRY_API int ferry_set_epoch(ferry_loader *loader, int64_t epoch);
 
@@ -354,13 +382,19 @@ struct ferry_batch {
  * have already read (usually many at once), so a failed read or callback on
  * any rank makes every rank return the same error at the same batch, never
  * a hang.  The call after the last batch returns FERRY_END without
- * communicating.
+ * communicating.  The same agreement finds a rank that left the loop
+ * (ferry_close, ferry_set_epoch or a state call on one rank while the others
+ * call ferry_next: FERRY_EPEER on every rank, naming it; see ferry_close)
+ * and a rank that does not answer within collective_timeout seconds
+ * (FERRY_EPEER: killed, stuck, or gone without a call).
  *
  * Returns 0 (*out set), FERRY_END (*out NULL), FERRY_ESTATE (no epoch set),
  * FERRY_EINVAL (every prefetch slot is still held by the caller: release
  * one; this misuse is reported on the calling rank only),
- * FERRY_EIO, FERRY_EFORMAT, FERRY_EMISMATCH, FERRY_ECALLBACK, FERRY_ENOMEM.
- * After an error the epoch is over: call ferry_set_epoch or ferry_close.
+ * FERRY_EIO, FERRY_EFORMAT, FERRY_EMISMATCH, FERRY_ECALLBACK, FERRY_ENOMEM,
+ * FERRY_EPEER.  After an error the epoch is over: call ferry_set_epoch or
+ * ferry_close (after FERRY_EPEER only ferry_close: every other collective
+ * call then fails with FERRY_EPEER at once, without communicating).
  */
 FERRY_API int ferry_next(ferry_loader *loader, ferry_batch **out);
 

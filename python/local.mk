@@ -54,10 +54,12 @@ MPI_TESTS += \
 	tests/python/loader.sh \
 	tests/python/state.sh \
 	tests/python/errors.sh \
+	tests/python/leave.sh \
 	tests/python/pip_install.sh
 TEST_DATA_FILES += \
 	tests/python/common.sh \
 	tests/python/make_npy.py \
 	tests/python/loader_check.py \
 	tests/python/state_check.py \
-	tests/python/errors_check.py
+	tests/python/errors_check.py \
+	tests/python/leave_check.py

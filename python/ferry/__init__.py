@@ -32,6 +32,7 @@ from ferry._ferry import (  # noqa: F401
     NotFound,
     NotSupported,
     OutOfMemory,
+    PeerError,
     PermissionDenied,
     ShapeError,
     StateError,
@@ -46,7 +47,7 @@ __all__ = [
     "InvalidArgument", "OutOfMemory", "IOFailure", "NotFound", "FormatError",
     "NotSupported", "Mismatch", "MPIError", "StateError", "ShapeError",
     "EmptyError", "CallbackError", "PermissionDenied", "NoDevice",
-    "InternalError",
+    "InternalError", "PeerError",
 ]
 
 

@@ -74,7 +74,7 @@ typedef struct DLManagedTensorVersioned {
 /* ---- Errors ------------------------------------------------------------ */
 
 static PyObject *Error;        /* ferry.Error; subclasses per code below */
-static PyObject *code_exc[16]; /* index -code */
+static PyObject *code_exc[17]; /* index -code */
 static const struct {
   int code;
   const char *name, *doc;
@@ -94,12 +94,14 @@ static const struct {
     {FERRY_EACCES, "PermissionDenied", "FERRY_EACCES: permission denied"},
     {FERRY_ENODEV, "NoDevice", "FERRY_ENODEV: no usable accelerator"},
     {FERRY_EINTERNAL, "InternalError", "FERRY_EINTERNAL: a bug in ferry"},
+    {FERRY_EPEER, "PeerError",
+     "FERRY_EPEER: another rank left the loop or stopped answering"},
 };
 
 /* Raise the subclass of CODE with MSG; e.code, e.message.  Returns NULL. */
 static PyObject *raise_code(int code, const char *msg) {
   PyObject *cls = Error;
-  if (code < 0 && -code < 16 && code_exc[-code])
+  if (code < 0 && -code < 17 && code_exc[-code])
     cls = code_exc[-code];
   if (!msg || !*msg)
     msg = ferry_strerror(code);

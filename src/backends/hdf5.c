@@ -24,8 +24,18 @@
  * decompresses some chunks twice.  Each dataset gets a chunk cache holding
  * at least a few of its chunks so that consecutive reads do not thrash.
  *
- * This backend is not thread-safe (HDF5 usually is not built so): its io_*
- * calls come from the loader's single I/O thread.
+ * HDF5 is usually built without thread safety (Debian's parallel build
+ * is), and a process may hold several loaders (training and validation),
+ * each with its own I/O thread.  So every HDF5 call of this file runs under
+ * one process-wide mutex, taken in one of two ways (docs/design.md, "Many
+ * HDF5 loaders in one process", says why this cannot deadlock):
+ *   - a LOCAL section (describe, io_open, independent I/O: no call in it
+ *     waits for another process) takes it with pthread_mutex_lock;
+ *   - a COLLECTIVE section (io=collective: H5Fopen, H5Dopen, H5Dread,
+ *     H5Fclose over the loader's communicator) takes it with trylock on
+ *     every rank and agrees with one MPI_Allreduce that every rank got it;
+ *     if one did not, all let go, wait a little (randomised) and retry.
+ * Raw MPI-IO reads run outside the mutex: they are MPI calls, not HDF5's.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -40,9 +50,11 @@
 #include <fcntl.h>
 #include <hdf5.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static const unsigned char h5_signature[8] = {0x89, 'H',  'D',  'F',
@@ -69,6 +81,46 @@ static int h5_probe(const char *path) {
   }
   fclose(f);
   return found;
+}
+
+/* ---- The process-wide HDF5 mutex -------------------------------------- */
+
+static pthread_mutex_t h5_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* A local section: no call inside waits for another process. */
+static void h5_lock(void) { pthread_mutex_lock(&h5_mu); }
+static void h5_unlock(void) { pthread_mutex_unlock(&h5_mu); }
+
+/* A collective section over comm: every rank of comm holds its process's
+ * mutex when this returns 0.  A rank never blocks on the mutex (trylock),
+ * so a rank holding it while it waits in the agreement is waiting only for
+ * ranks that will reach the agreement too; when some rank could not take it
+ * (another loader's section holds it there), every rank lets go and tries
+ * again after a pause drawn from the rank, the attempt and the caller, so
+ * two loaders contending for the same processes do not retry in step.
+ * COLLECTIVE over comm; returns 0 or FERRY_EMPI (the mutex not held). */
+static int h5_lock_all(MPI_Comm comm, int rank, const void *who) {
+  uint64_t x = (uint64_t)(uintptr_t)who ^ ((uint64_t)rank << 32);
+  for (unsigned attempt = 0;; attempt++) {
+    int mine = pthread_mutex_trylock(&h5_mu) == 0, all = 0;
+    if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
+      if (mine)
+        h5_unlock();
+      return FERRY_EMPI;
+    }
+    if (all)
+      return 0;
+    if (mine)
+      h5_unlock();
+    /* xorshift: a pause of 0 to about 2^min(attempt, 10) * 20 us */
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    unsigned shift = attempt < 10 ? attempt : 10;
+    long us = (long)(x % ((20UL << shift) + 1));
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+    nanosleep(&ts, NULL);
+  }
 }
 
 /* ---- Types ------------------------------------------------------------ */
@@ -541,8 +593,8 @@ static int h5_fill(const char *path, h5_visit *vis, int nsel, hsize_t longest,
   return 0;
 }
 
-static int h5_describe(const char *path, const ferry_options *opts,
-                       ferry__part_desc *out, ferry__err *err) {
+static int describe_locked(const char *path, const ferry_options *opts,
+                           ferry__part_desc *out, ferry__err *err) {
   /* The loader's vars: what is selected is validated, nothing else. */
   char named[1024] = "";
   if (opts && ferry_options_get(opts, "vars", named, sizeof named) != 0)
@@ -587,6 +639,15 @@ cleanup:
     H5Fclose(f);
   if (rc < 0)
     ferry__part_desc_free(out);
+  return rc;
+}
+
+/* Rank 0, serial H5Fopen: a local section. */
+static int h5_describe(const char *path, const ferry_options *opts,
+                       ferry__part_desc *out, ferry__err *err) {
+  h5_lock();
+  int rc = describe_locked(path, opts, out, err);
+  h5_unlock();
   return rc;
 }
 
@@ -939,11 +1000,13 @@ static int acquire(ferry__io *io, int64_t part, int var, h5_file **out,
   return 0;
 }
 
-static void h5_io_close(ferry__io *io);
+static void io_free(ferry__io *io);
 
+/* Property lists only: a local section. */
 static int h5_io_open(ferry__io **out, const ferry__manifest *m,
                       const ferry__io_params *p, ferry__err *err) {
   *out = NULL;
+  h5_lock();
   quiet_errors();
   ferry__io *io = calloc(1, sizeof *io);
   if (!io)
@@ -961,13 +1024,31 @@ static int h5_io_open(ferry__io **out, const ferry__manifest *m,
                                                 : H5FD_MPIO_INDEPENDENT) < 0 ||
       (io->collective &&
        H5Pset_dxpl_mpio_chunk_opt(io->dxpl, H5FD_MPIO_CHUNK_ONE_IO) < 0)) {
-    h5_io_close(io);
+    io_free(io);
+    h5_unlock();
     return ferry__seterr(err, FERRY_EIO,
                          "cannot create the HDF5 transfer property list on "
                          "rank %d",
                          p->rank);
   }
+  h5_unlock();
   *out = io;
+  return 0;
+}
+
+/* Enter the section of an io call: collective over the loader's
+ * communicator with io=collective (the calls are matched on every rank),
+ * local otherwise. */
+static int io_enter(ferry__io *io, ferry__err *err) {
+  if (!io->collective) {
+    h5_lock();
+    return 0;
+  }
+  if (h5_lock_all(io->comm, io->rank, io) != 0)
+    return ferry__seterr(err, FERRY_EMPI,
+                         "MPI_Allreduce failed on rank %d taking the HDF5 "
+                         "lock",
+                         io->rank);
   return 0;
 }
 
@@ -1030,12 +1111,54 @@ static int raw_read(ferry__io *io, h5_file *f, int var, int64_t row,
   return rc;
 }
 
+static int read_locked(ferry__io *io, int64_t part, int var, int64_t row,
+                       int64_t nrows, void *buf, int *locked, ferry__err *err);
+
+/* The open file of part when var is already open for raw reads: then a
+ * read makes no HDF5 call at all (what acquire would do, without HDF5: the
+ * cache's use count is bumped the same way).  The answer is the same on
+ * every rank with io=collective, whose opens are matched. */
+static h5_file *ready_raw(ferry__io *io, int64_t part, int var) {
+  ferry__handle_cache *c = &io->files;
+  for (size_t i = 0; i < c->n; i++)
+    if (c->e[i].part == part && c->e[i].var == -1) {
+      h5_file *f = c->e[i].handle;
+      if (f->dset[var] < 0 || !f->raw[var])
+        return NULL;
+      c->e[i].last_use = ++c->clock;
+      return f;
+    }
+  return NULL;
+}
+
+/* A section around the HDF5 calls of one read; a raw read leaves it before
+ * its MPI-IO calls, and a raw read of an open dataset never enters it (no
+ * HDF5 call, and with io=collective no agreement for the mutex). */
 static int h5_io_read(ferry__io *io, int64_t part, int var, int64_t row,
                       int64_t nrows, void *buf, ferry__err *err) {
-  const ferry__manifest *m = io->m;
-  int rc0 = ferry__check_part_var(m, part, var, io->rank, err);
+  int rc0 = ferry__check_part_var(io->m, part, var, io->rank, err);
   if (rc0)
     return rc0;
+  h5_file *f = ready_raw(io, part, var);
+  if (f) {
+    if (nrows == 0 && !io->collective)
+      return 0;
+    rc0 = ferry__check_rows(io->m, part, var, row, nrows, io->rank, err);
+    return raw_read(io, f, var, rc0 < 0 ? 0 : row, rc0 < 0 ? 0 : nrows, buf,
+                    rc0, err);
+  }
+  int rc = io_enter(io, err), locked = 1;
+  if (rc)
+    return rc;
+  rc = read_locked(io, part, var, row, nrows, buf, &locked, err);
+  if (locked)
+    h5_unlock();
+  return rc;
+}
+
+static int read_locked(ferry__io *io, int64_t part, int var, int64_t row,
+                       int64_t nrows, void *buf, int *locked, ferry__err *err) {
+  const ferry__manifest *m = io->m;
   const ferry__part *pt = &m->parts[part];
   const ferry__var *v = &m->vars[var];
   const char *path = pt->paths[var];
@@ -1047,9 +1170,12 @@ static int h5_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   if (nrows == 0 && !io->collective)
     return 0;
   rc = ferry__check_rows(m, part, var, row, nrows, io->rank, err);
-  if (f->raw[var])
+  if (f->raw[var]) { /* MPI-IO only: outside the HDF5 section */
+    h5_unlock();
+    *locked = 0;
     return raw_read(io, f, var, rc < 0 ? 0 : row, rc < 0 ? 0 : nrows, buf, rc,
                     err);
+  }
   /* Selections: rows [row, row+nrows) x the whole row; the memory space has
    * the same shape as the file selection: with a flat one HDF5 cannot see
    * that both are contiguous and walks the selection element by element
@@ -1112,15 +1238,24 @@ cleanup:
   return rc;
 }
 
-/* Collective when the files were opened collectively: every rank holds the
- * same entries in the same order, so the closes match up. */
-static void h5_io_close(ferry__io *io) {
-  if (!io)
-    return;
+/* With the section held. */
+static void io_free(ferry__io *io) {
   ferry__handle_cache_free(&io->files);
   if (io->dxpl >= 0)
     H5Pclose(io->dxpl);
   free(io);
+}
+
+/* Collective when the files were opened collectively: every rank holds the
+ * same entries in the same order, so the closes match up.  Without the
+ * section (MPI failed) the handles are left open rather than closed
+ * unguarded. */
+static void h5_io_close(ferry__io *io) {
+  ferry__err ignore;
+  if (!io || io_enter(io, &ignore) != 0)
+    return;
+  io_free(io);
+  h5_unlock();
 }
 
 const ferry__backend ferry__backend_hdf5 = {

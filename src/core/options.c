@@ -230,6 +230,16 @@ static const option_def defs[] = {
      0,
      0,
      signal_names},
+    {{"collective_timeout", "1800", "integer >= 0 (seconds)",
+      "Seconds a rank waits in ferry's agreements (ferry_next's batch "
+      "certification, the start of ferry_close, ferry_set_epoch and the "
+      "state calls) for the other ranks before it fails with FERRY_EPEER "
+      "naming what it waited for; 0 waits forever."},
+     K_INT,
+     OFF(collective_timeout),
+     0,
+     INT64_C(31536000),
+     NULL},
     {{"verbose", "0", "0|1|2",
       "What rank 0 says on stderr at ferry_open: 0 nothing, 1 why batches "
       "stay in host memory with device=auto, 2 also where batches go and "

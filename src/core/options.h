@@ -49,6 +49,7 @@ struct ferry_options {
                           * name, with ferry_options_get)               */
   int checkpoint_signal; /* FERRY__SIG_* */
   int64_t verbose;       /* 0 silent, 1 notes, 2 also the GPU libraries    */
+  int64_t collective_timeout; /* seconds in an agreement; 0: forever     */
   ferry_transform_fn transform;
   void *transform_user;
 };

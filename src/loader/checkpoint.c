@@ -90,6 +90,10 @@ static int state_save(ferry_loader *L, const char *what, const char *path,
   int rc = 0;
   if (out)
     *out = NULL, *outlen = 0;
+  rc = L->peer_rc ? ferry__peer_gone(L, what, &err)
+                  : ferry__vote(L, FERRY__VOTE_STATE_SAVE, 0, 0, NULL, &err);
+  if (rc)
+    return ferry__loader_fail(L, &err);
   if (!path && !out)
     rc = ferry__seterr_on(&err, L->rank, FERRY_EINVAL, "%s: no %s", what,
                           outlen ? "buffer" : "path");
@@ -218,6 +222,13 @@ static int state_load(ferry_loader *L, const char *name, char *buf, size_t len,
                       int rc, ferry__err *err) {
   ferry__state st;
   memset(&st, 0, sizeof st);
+  int vrc = L->peer_rc
+                ? ferry__peer_gone(L, "ferry_state_load", err)
+                : ferry__vote(L, FERRY__VOTE_STATE_LOAD, 0, 0, NULL, err);
+  if (vrc) {
+    free(buf);
+    return ferry__loader_fail(L, err);
+  }
   rc = ferry__agree(L->comm, L->rank, rc, err);
   if (!rc) {
     rc = bcast_bytes(L, &buf, &len, err);

@@ -32,7 +32,7 @@ int ferry__epoch_stop(ferry_loader *L) {
     pthread_cond_broadcast(&ep->cv_io);
     pthread_cond_broadcast(&ep->cv_work);
     pthread_mutex_unlock(&ep->mu);
-    if (L->opts->io == FERRY__IO_COLLECTIVE) {
+    if (L->opts->io == FERRY__IO_COLLECTIVE && !ep->halted) {
       /* After stop no new round starts on its own; agree how far to go. */
       long long mine = started, target = 0;
       if (MPI_Allreduce(&mine, &target, 1, MPI_LONG_LONG, MPI_MAX, L->comm) !=
@@ -444,6 +444,11 @@ int ferry__epoch_begin(ferry_loader *L, int64_t epoch,
 int ferry_set_epoch(ferry_loader *L, int64_t epoch) {
   if (!L)
     return ferry__seterr(NULL, FERRY_EINVAL, "ferry_set_epoch: loader is NULL");
+  ferry__err err = {0};
+  int rc = L->peer_rc ? ferry__peer_gone(L, "ferry_set_epoch", &err)
+                      : ferry__vote(L, FERRY__VOTE_SET_EPOCH, 0, 0, NULL, &err);
+  if (rc)
+    return ferry__loader_fail(L, &err);
   return ferry__epoch_begin(L, epoch, NULL, 0, 0, 0);
 }
 

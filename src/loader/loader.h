@@ -121,6 +121,7 @@ typedef struct epoch_state {
   int64_t samples_before;
   double cert_time; /* consumer side: last certification */
   int64_t cert_batch;
+  int halted; /* a failed vote agreed round_target (vote.c) */
 
   pthread_t io_thread;
   pthread_t *workers;
@@ -170,9 +171,46 @@ struct ferry_loader {
   int64_t ndring;
   int local_rank, local_size;
   char dev_how[256];
+  /* The agreement every collective call starts with (vote.c).  peer_rc:
+   * FERRY_EPEER once ranks were found in different calls or a rank did not
+   * answer; the loader then makes no collective call any more.  vote_buf is
+   * MPI's buffer of the vote; vote_pending: a timed-out vote still owns it
+   * (and the communicators), so close leaks them rather than free them
+   * under MPI. */
+  int peer_rc;
+  int vote_pending;
+  int64_t *vote_buf; /* [2 * FERRY__VOTE_N] */
 };
 
 /* ---- Shared between the loader's files ------------------------------- */
+
+/* vote.c: which collective call a rank is in (the order matters: the
+ * lowest op wins the report of a mismatch, so the rank that left is named
+ * rather than the ranks that stayed). */
+enum {
+  FERRY__VOTE_CLOSE = 1,
+  FERRY__VOTE_SET_EPOCH,
+  FERRY__VOTE_STATE_SAVE,
+  FERRY__VOTE_STATE_LOAD,
+  FERRY__VOTE_NEXT
+};
+#define FERRY__VOTE_N 5
+typedef struct ferry__vote_out {
+  int64_t through; /* FERRY__VOTE_NEXT: the lowest vouch-through index */
+  int rank;        /* ... and the lowest rank that voted it            */
+  int asked;       /* some rank asked for a checkpoint                 */
+} ferry__vote_out;
+/* COLLECTIVE over L->comm.  Every rank says which call it is in (op) and
+ * for ferry_next how far it vouches (through) and whether a checkpoint was
+ * asked.  Returns 0 when every rank is in the same call (out filled for
+ * FERRY__VOTE_NEXT); FERRY_EPEER with err naming the rank that left, its
+ * call and batch when ranks are in different calls (the running epoch is
+ * then halted the same way on every rank), or naming what it waited for
+ * when collective_timeout ran out.  Either way L->peer_rc is set. */
+int ferry__vote(ferry_loader *L, int op, int64_t through, int asked,
+                ferry__vote_out *out, ferry__err *err);
+/* The error a collective call returns once L->peer_rc is set. */
+int ferry__peer_gone(ferry_loader *L, const char *call, ferry__err *err);
 
 /* open.c: the edge where an error leaves the library (loader message and
  * thread error formatted with the rank). */

@@ -159,25 +159,24 @@ static void warn_if_replaced(ferry_loader *L) {
             L->ckpt_sig);
 }
 
-/* Agree how far every rank can vouch for: MINLOC of the local "through".
- * If some rank cannot vouch for b it failed there, and its error goes to
- * every rank.  COLLECTIVE over the loader's communicator. */
+/* Agree how far every rank can vouch for: the lowest local "through" and
+ * its rank.  If some rank cannot vouch for b it failed there, and its error
+ * goes to every rank.  The all-reduce is the loader's vote (vote.c): it
+ * also carries the checkpoint flag, and finds a rank that left the loop
+ * (ferry_close) or stopped answering.  COLLECTIVE over the loader's
+ * communicator. */
 static int certify(ferry_loader *L, epoch_state *ep, int64_t b, int64_t through,
                    int rc, ferry__err *err) {
-  /* One all-reduce carries both the lowest (through, rank) pair, packed as
-   * (through + 1) * size + rank, and the checkpoint flag (as -flag, MIN). */
   int asked = L->ckpt_asked || (L->ckpt_sig && ferry__signal_pending());
-  int64_t in[2] = {(through + 1) * L->size + L->rank, asked ? -1 : 0}, res[2];
   warn_if_replaced(L);
-  struct {
-    int64_t through;
-    int rank;
-  } out;
-  if (MPI_Allreduce(in, res, 2, MPI_INT64_T, MPI_MIN, L->comm) != MPI_SUCCESS)
-    return ferry__seterr_on(err, L->rank, FERRY_EMPI, "MPI_Allreduce failed");
-  out.through = res[0] / L->size - 1;
-  out.rank = (int)(res[0] % L->size);
-  if (res[1] < 0)
+  ferry__vote_out out;
+  ferry__err verr = {0};
+  int vrc = ferry__vote(L, FERRY__VOTE_NEXT, through, asked, &out, &verr);
+  if (vrc) {
+    *err = verr;
+    return vrc;
+  }
+  if (out.asked)
     L->ckpt_agreed = 1;
   ep->cert_time = ferry__now();
   ep->cert_batch = b;

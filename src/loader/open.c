@@ -152,6 +152,7 @@ static void loader_free(ferry_loader *L) {
   free(L->var_prefix);
   ferry__manifest_free(&L->m);
   ferry_options_free(L->opts);
+  free(L->vote_buf);
   if (L->io_comm != MPI_COMM_NULL)
     MPI_Comm_free(&L->io_comm);
   if (L->comm != MPI_COMM_NULL)
@@ -322,6 +323,11 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
   L->comm = L->io_comm = MPI_COMM_NULL;
   pthread_mutex_init(&L->stats_mu, NULL);
   pthread_mutex_init(&L->pool_mu, NULL);
+  L->vote_buf = calloc(2 * FERRY__VOTE_N, sizeof *L->vote_buf);
+  if (!L->vote_buf) {
+    loader_free(L);
+    return ferry__seterr(NULL, FERRY_ENOMEM, "ferry_open: out of memory");
+  }
   if (MPI_Comm_dup(comm, &L->comm) != MPI_SUCCESS) {
     loader_free(L);
     return ferry__seterr(NULL, FERRY_EMPI, "ferry_open: MPI_Comm_dup failed");
@@ -406,10 +412,50 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
   return 0;
 }
 
+/* After a vote that timed out, MPI still owns the vote's buffers and the
+ * communicator, and the threads may be blocked in a collective read: stop
+ * what can be stopped and leave the rest allocated (a job that lost a rank
+ * is ending; freeing under MPI or joining a stuck thread would crash or
+ * hang it). */
+static void loader_abandon(ferry_loader *L) {
+  epoch_state *ep = L->ep;
+  if (ep) {
+    pthread_mutex_lock(&ep->mu);
+    ep->stop = 1;
+    if (ep->round_target < 0)
+      ep->round_target = 0;
+    pthread_cond_broadcast(&ep->cv_io);
+    pthread_cond_broadcast(&ep->cv_work);
+    pthread_cond_broadcast(&ep->cv_ready);
+    pthread_mutex_unlock(&ep->mu);
+  }
+  if (L->ckpt_sig)
+    ferry__signal_release(L->ckpt_sig);
+  L->ckpt_sig = 0;
+}
+
+/* COLLECTIVE: the close joins the loader's vote first, so a rank that
+ * closes while the others still call ferry_next makes every rank fail with
+ * FERRY_EPEER instead of leaving them waiting. */
 int ferry_close(ferry_loader *L) {
   if (!L)
     return 0;
-  int rc = ferry__epoch_stop(L);
-  loader_free(L);
+  ferry__err err = {0};
+  int rc = 0;
+  if (!L->peer_rc)
+    rc = ferry__vote(L, FERRY__VOTE_CLOSE, 0, 0, NULL, &err);
+  if (L->vote_pending) {
+    loader_abandon(L);
+  } else {
+    int rc2 = ferry__epoch_stop(L);
+    loader_free(L);
+    if (!rc && rc2)
+      return rc2;
+  }
+  if (rc) {
+    char text[FERRY__MSG_MAX];
+    ferry__err_text(&err, text, sizeof text);
+    ferry__set_thread_error(text);
+  }
   return rc;
 }

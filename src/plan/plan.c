@@ -14,7 +14,9 @@
  * every epoch uses the same subset) -> pieces (chunks, or blocks of
  * block_size with shuffle=block) -> permutation of pieces (seed, epoch) ->
  * the global sample sequence S -> partition (contiguous: rank r takes S
- * [rM/P, (r+1)M/P); strided: rank r takes pieces r, r+P, ...) -> tail
+ * [rM/P, (r+1)M/P); strided: rank r takes pieces r, r+P, ..., then the
+ * ranks dealt more than that balanced count hand their surplus to the ranks
+ * dealt less, so both partitions give every rank its balanced share) -> tail
  * (drop_last truncates every rank to the same whole number of batches before
  * anything is read; pad appends repeats of S's first samples, rank r taking
  * the ones after ranks < r; partial keeps short or empty last batches) ->
@@ -273,15 +275,9 @@ void ferry__rank_plan_free(ferry__rank_plan *p) {
   memset(p, 0, sizeof *p);
 }
 
-/* Shares of every rank (n_r) for the tail rule. */
-static int64_t share_of(const ferry__chunk *pieces, const int64_t *perm,
-                        int64_t np, int64_t M, int P, int r, int partition) {
-  if (partition == FERRY__PART_CONTIGUOUS)
-    return M * (r + 1) / P - M * r / P;
-  int64_t n = 0;
-  for (int64_t i = r; i < np; i += P)
-    n += pieces[perm[i]].count;
-  return n;
+/* Rank r's balanced share of M samples over P ranks: [rM/P, (r+1)M/P). */
+static int64_t balanced_share(int64_t M, int P, int r) {
+  return M * (r + 1) / P - M * r / P;
 }
 
 /* The working state of one build: its inputs and the segment lists and
@@ -297,6 +293,7 @@ typedef struct build_ctx {
   int64_t n_me;       /* this rank's share                            */
   int64_t serve_own;  /* of which it serves                           */
   int64_t pad_before; /* pads taken by ranks < rank (tail=pad)        */
+  int64_t *dealt;     /* strided: [P] samples dealt to each rank       */
   seglist own, pad;   /* this rank's segments in served order         */
   int64_t K, nown_w;  /* segments per window, windows of own segments */
   int mix;            /* windows are shuffled                          */
@@ -312,16 +309,22 @@ static int plan_tail(build_ctx *c, ferry__rank_plan *out, ferry__err *err) {
   int64_t *shares = malloc((size_t)P * sizeof *shares);
   if (!shares)
     return ferry__seterr(err, FERRY_ENOMEM, "plan: out of memory");
+  /* Both partitions give every rank its balanced share (to one sample), so
+   * the tail rule drops or pads fewer than P * B samples.  Strided deals
+   * whole pieces round-robin first (dealt[]) and then evens the shares out
+   * (plan_segments), or with few or unequal pieces a rank would get up to a
+   * piece more than another, and the tail would pay for it on every rank. */
   if (c->pp->partition == FERRY__PART_STRIDED) {
-    for (int r = 0; r < P; r++)
-      shares[r] = 0;
+    c->dealt = calloc((size_t)P, sizeof *c->dealt);
+    if (!c->dealt) {
+      free(shares);
+      return ferry__seterr(err, FERRY_ENOMEM, "plan: out of memory");
+    }
     for (int64_t i = 0; i < c->np; i++)
-      shares[i % P] += c->pieces[c->perm[i]].count;
-  } else {
-    for (int r = 0; r < P; r++)
-      shares[r] =
-          share_of(c->pieces, c->perm, c->np, M, P, r, c->pp->partition);
+      c->dealt[i % P] += c->pieces[c->perm[i]].count;
   }
+  for (int r = 0; r < P; r++)
+    shares[r] = balanced_share(M, P, r);
   for (int r = 0; r < P; r++) {
     if (shares[r] < nmin)
       nmin = shares[r];
@@ -356,6 +359,41 @@ static int plan_tail(build_ctx *c, ferry__rank_plan *out, ferry__err *err) {
   return 0;
 }
 
+/* Strided, a rank dealt fewer samples than its balanced share: it takes
+ * `left` samples from the surplus of the ranks dealt more.  The surplus is
+ * the tail of each such rank's dealt pieces (beyond its balanced share),
+ * ranks in ascending order; the short ranks take consecutive stretches of
+ * it in ascending order, so no sample is taken twice.  O(pieces). */
+static int strided_borrow(build_ctx *c, int64_t left) {
+  const int P = c->pp->world_size;
+  int64_t skip = 0; /* surplus taken by short ranks before this one */
+  for (int r = 0; r < c->rank; r++) {
+    int64_t want = balanced_share(c->M, P, r);
+    if (c->dealt[r] < want)
+      skip += want - c->dealt[r];
+  }
+  int rc = 0;
+  for (int q = 0; q < P && left > 0 && !rc; q++) {
+    int64_t keep = balanced_share(c->M, P, q); /* q's own samples */
+    if (c->dealt[q] <= keep)
+      continue;
+    for (int64_t i = q; i < c->np && left > 0 && !rc; i += P) {
+      const ferry__chunk *pc = &c->pieces[c->perm[i]];
+      int64_t off = keep < pc->count ? keep : pc->count;
+      keep -= off;
+      int64_t avail = pc->count - off;
+      int64_t s = skip < avail ? skip : avail;
+      skip -= s;
+      off += s;
+      avail -= s;
+      int64_t take = avail < left ? avail : left;
+      rc = seg_push(&c->own, seg_of(pc, off, take));
+      left -= take;
+    }
+  }
+  return rc;
+}
+
 /* Step 2: this rank's segments in served order, truncated to serve_own,
  * then its pads.  Returns 0 or FERRY_ENOMEM. */
 static int plan_segments(build_ctx *c, ferry__rank_plan *out) {
@@ -374,6 +412,8 @@ static int plan_segments(build_ctx *c, ferry__rank_plan *out) {
       rc = seg_push(&c->own, seg_of(pc, 0, take));
       left -= take;
     }
+    if (!rc && left > 0)
+      rc = strided_borrow(c, left);
   }
   if (!rc && c->pp->tail == FERRY__TAIL_PAD && nb * B > c->n_me) {
     rc = push_range(&c->pad, c->pieces, c->perm, c->start, c->np, c->M,
@@ -575,6 +615,7 @@ static int build(const ferry__chunk *pieces, int64_t np, const int64_t *perm,
     rc = plan_slots(&c, out, err);
 cleanup:
   free(c.start);
+  free(c.dealt);
   free(c.own.v);
   free(c.pad.v);
   free(c.seg_extent);

@@ -11,8 +11,10 @@
 #include "config.h"
 #include "util/agree.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* What travels when a rank's error is shared. */
 typedef struct wire_err {
@@ -108,4 +110,31 @@ int ferry__bcast_blob(MPI_Comm comm, int rank, int root, void **buf,
       rc = ferry__seterr(err, FERRY_EMPI, "MPI_Bcast of %s failed", what);
   }
   return rc;
+}
+
+static double mono_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int ferry__coll_wait(MPI_Request *req, double timeout) {
+  int done = 0;
+  if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+    return FERRY_EMPI;
+  double t0 = done ? 0 : mono_now();
+  while (!done) {
+    double dt = mono_now() - t0;
+    if (timeout > 0 && dt >= timeout)
+      return 1;
+    if (dt > 0.01) {
+      struct timespec pause = {0, 100000};
+      nanosleep(&pause, NULL);
+    } else if (dt > 0.0002) {
+      sched_yield();
+    }
+    if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      return FERRY_EMPI;
+  }
+  return 0;
 }

@@ -47,4 +47,15 @@ int ferry__agree_same(MPI_Comm comm, int rank, const uint64_t *v, int n,
 int ferry__bcast_blob(MPI_Comm comm, int rank, int root, void **buf,
                       size_t *len, const char *what, ferry__err *err);
 
+/**
+ * Wait for a non-blocking collective (MPI_Iallreduce ...) at most timeout
+ * seconds (0: forever), polling with MPI_Test: spinning first, then
+ * yielding, then sleeping 100 us between tests, so a quick collective
+ * costs what the blocking call costs and a long wait leaves the CPU to the
+ * pipeline's threads.  Returns 0 when it completed, 1 when the time ran out
+ * (the request is still pending: its buffers must stay allocated and it
+ * must never be waited on again), or FERRY_EMPI.  LOCAL.
+ */
+int ferry__coll_wait(MPI_Request *req, double timeout);
+
 #endif /* FERRY_AGREE_H */

@@ -82,6 +82,7 @@ const char *ferry_strerror(int code) {
   case FERRY_EACCES: return "permission denied";
   case FERRY_ENODEV: return "no usable device";
   case FERRY_EINTERNAL: return "internal error";
+  case FERRY_EPEER: return "another rank left or stopped answering";
   default: return "unknown error code";
   }
 }

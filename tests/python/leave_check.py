@@ -1,0 +1,58 @@
+"""leave_check.py DIR - run on 3 ranks by leave.sh: a training loop that
+breaks out of the epoch on rank 0 only (``for batch in loader: ... break``),
+then leaves the ``with`` block, which closes the loader on rank 0 while
+ranks 1 and 2 are still iterating.  Rank 0's close and the other ranks'
+iteration raise ferry.PeerError naming rank 0, ferry_close and batch 10;
+nobody hangs (leave.sh runs it under a hard timeout).  Then every rank
+breaks at the same batch: a normal early stop, no error."""
+import sys
+
+from mpi4py import MPI
+
+import ferry
+
+comm = MPI.COMM_WORLD
+rank = comm.Get_rank()
+d = sys.argv[1]
+
+
+def check(cond, what):
+    if not cond:
+        print("rank %d: FAIL: %s" % (rank, what), flush=True)
+        comm.Abort(1)
+
+
+opts = dict(batch_size=4, chunk_samples=8, shuffle_buffer=1, prefetch=2,
+            checkpoint_signal="none")
+seen = 0
+err = None
+try:
+    with ferry.Loader(d, **opts) as loader:
+        for i, batch in enumerate(loader):
+            seen += 1
+            if rank == 0 and i == 9:
+                break
+except ferry.PeerError as e:
+    err = e
+check(err is not None, "no PeerError after %d batches" % seen)
+msg = str(err)
+check(err.code == -16, "code %r" % err.code)
+check("rank 0:" in msg and "called ferry_close after 10 batches of epoch 0"
+      in msg, "message %r" % msg)
+if rank != 0:
+    check(seen >= 10 and "other ranks called ferry_next (for batch %d)"
+          % seen in msg, "rank %d stopped after %d batches: %r"
+          % (rank, seen, msg))
+check(len(set(comm.allgather(msg))) == 1, "messages differ")
+
+# Every rank leaves the loop at the same batch: nothing to report.
+with ferry.Loader(d, **opts) as loader:
+    for i, batch in enumerate(loader):
+        if i == 9:
+            break
+    del batch
+    loader.set_epoch(1)  # every rank starts the next epoch together
+    n = sum(1 for _ in loader)
+    check(n == len(loader), "next epoch: %d of %d batches" % (n, len(loader)))
+if rank == 0:
+    print("leave_check.py: passed")
