@@ -123,6 +123,15 @@ check_info() {
   fi
 }
 check_info "$fx/bool.zarr" native
+# xarray's _ARRAY_DIMENSIONS: lat, as long as time, is a coordinate.
+if "$FERRY" info "$fx/xarray_v2.zarr" >"$tmp/info.out" 2>&1 &&
+   grep 'chose temp, time (97 rows along time); skipped lat (a coordinate of dimension lat' "$tmp/info.out" >/dev/null; then
+  echo "ok: ferry info xarray_v2.zarr: `grep notes "$tmp/info.out"`"
+else
+  echo "FAIL: ferry info xarray_v2.zarr should skip the coordinate lat"
+  sed 's/^/    /' "$tmp/info.out"
+  fail=1
+fi
 
 # zarr_reader=netcdf where netCDF-C cannot read: FERRY_ENOTSUP, one message
 # naming the store and why, on every rank (a bool array; or no netCDF-C).

@@ -121,6 +121,18 @@ else
   sed 's/^/    /' "$tmp/info.out"
   fail=1
 fi
+# xarray-style: a 1-D coordinate of another dimension as long as the
+# sample dimension is not a variable, and the notes say why.
+if "$FERRY" info "$fx/xr.zarr" >"$tmp/info.out" 2>&1 &&
+   grep 'chose temp, time (97 rows along time)' "$tmp/info.out" >/dev/null &&
+   grep 'lat (a coordinate of dimension lat, not of the sample dimension)' "$tmp/info.out" >/dev/null &&
+   grep 'lon (5 rows' "$tmp/info.out" >/dev/null; then
+  echo "ok: ferry info xr.zarr: `grep notes "$tmp/info.out"`"
+else
+  echo "FAIL: ferry info xr.zarr should choose temp and time along time and skip lat and lon"
+  sed 's/^/    /' "$tmp/info.out"
+  fail=1
+fi
 # Consolidated metadata is what rank 0 reads: an array directory whose
 # zarr.json is gone is still described from it, and every rank's check of
 # the array's own zarr.json then fails clearly.

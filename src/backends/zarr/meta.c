@@ -899,6 +899,10 @@ int ferry__zarr_parse_v3(const void *jv, const char *path, const char *label,
     return rc;
   z->meta_size = (int64_t)ZMETA_HASHED;
   z->hash = ferry__fnv1a(FERRY__FNV_INIT, z, ZMETA_HASHED) >> 1;
+  json_t *dn = json_object_get(j, "dimension_names"); /* not hashed */
+  if (json_is_array(dn) && json_is_string(json_array_get(dn, 0)))
+    snprintf(z->dim0, sizeof z->dim0, "%s",
+             json_string_value(json_array_get(dn, 0)));
   return 0;
 }
 
@@ -993,7 +997,8 @@ char *ferry__zarr_store_dir(const char *spec) {
 typedef struct zarr_array {
   char *name; /* path inside the store; the store's stem for a root array */
   zmeta z;
-  int ok; /* metadata parsed; else err holds why  */
+  int ok;    /* metadata parsed; else err holds why  */
+  int coord; /* a 1-D coordinate of another dimension: not a variable */
   ferry__err err;
 } zarr_array;
 
@@ -1037,6 +1042,20 @@ static int add_array_meta(zarr_walk *w, const char *dir, const char *name,
     free(p);
   } else {
     x->ok = ferry__zarr_parse_zarray(dir, name, &x->z, &x->err) == 0;
+  }
+  if (x->ok && !x->z.v3 && ferry__zarr_exists_in(dir, ".zattrs", 0)) {
+    /* xarray's _ARRAY_DIMENSIONS; a .zattrs that cannot be read only
+     * loses the name. */
+    char *p = ferry__join_path(dir, ".zattrs");
+    ferry__err e;
+    memset(&e, 0, sizeof e);
+    json_t *j = p ? load_json(p, "", &e) : NULL;
+    json_t *ad = j ? json_object_get(j, "_ARRAY_DIMENSIONS") : NULL;
+    if (json_is_array(ad) && json_is_string(json_array_get(ad, 0)))
+      snprintf(x->z.dim0, sizeof x->z.dim0, "%s",
+               json_string_value(json_array_get(ad, 0)));
+    json_decref(j);
+    free(p);
   }
   return 0;
 }
@@ -1442,21 +1461,56 @@ static int check_store_dir(const char *store, ferry__err *err) {
   return 0;
 }
 
-/* 1 when array x is a variable: its dimension 0 is the longest. */
+/* 1 when array x is a variable: its dimension 0 is the longest, and it is
+ * not a coordinate of another dimension. */
 static int is_selected(const zarr_array *x, int64_t longest) {
-  return x->z.ndim >= 1 && x->z.shape[0] == longest;
+  return x->z.ndim >= 1 && x->z.shape[0] == longest && !x->coord;
+}
+
+/* With dimension names (xarray's _ARRAY_DIMENSIONS, v3 dimension_names):
+ * the sample dimension is the name of dimension 0 the most arrays of the
+ * longest length share (those of two or more dimensions first), and a 1-D
+ * array of that length named along another dimension (a coordinate, e.g.
+ * lat beside time when both have as many entries) is not a variable.
+ * Returns the sample dimension's name, or "" without names. */
+static const char *mark_coords(zarr_walk *w, int64_t longest) {
+  const char *best = "";
+  long best_score = 0;
+  for (int i = 0; i < w->n; i++) {
+    const zarr_array *x = &w->a[i];
+    if (!x->ok || x->z.ndim < 1 || x->z.shape[0] != longest || !x->z.dim0[0])
+      continue;
+    long score = 0;
+    for (int k = 0; k < w->n; k++) {
+      const zarr_array *y = &w->a[k];
+      if (y->ok && y->z.ndim >= 1 && y->z.shape[0] == longest &&
+          strcmp(y->z.dim0, x->z.dim0) == 0)
+        score += y->z.ndim >= 2 ? 1000 : 1;
+    }
+    if (score > best_score) {
+      best_score = score;
+      best = x->z.dim0;
+    }
+  }
+  for (int i = 0; i < w->n; i++) {
+    zarr_array *x = &w->a[i];
+    x->coord = best[0] && x->ok && x->z.ndim == 1 && x->z.shape[0] == longest &&
+               x->z.dim0[0] && strcmp(x->z.dim0, best) != 0;
+  }
+  return best;
 }
 
 /* The sample dimension (the longest dimension 0 of the arrays, *longest)
  * and the number of variables (*nsel); an error for an array whose
  * metadata failed, or when no array has a sample dimension. */
-static int pick_arrays(const char *store, const zarr_walk *w, int64_t *longest,
+static int pick_arrays(const char *store, zarr_walk *w, int64_t *longest,
                        int *nsel, ferry__err *err) {
   *longest = -1;
   *nsel = 0;
   for (int i = 0; i < w->n; i++)
     if (w->a[i].ok && w->a[i].z.ndim >= 1 && w->a[i].z.shape[0] > *longest)
       *longest = w->a[i].z.shape[0];
+  mark_coords(w, *longest);
   /* Arrays whose metadata could not be read at all are errors: they might
    * be the variables. */
   for (int i = 0; i < w->n; i++) {
@@ -1523,9 +1577,8 @@ static int alloc_desc(ferry__part_desc *out, int nsel, const char *store,
 
 /* What was chosen and what was skipped, and why (ferry info; the error of
  * a `vars` naming a skipped array), into out->notes. */
-static int describe_notes(const char *store, const zarr_walk *w,
-                          int64_t longest, ferry__part_desc *out,
-                          ferry__err *err) {
+static int describe_notes(const char *store, zarr_walk *w, int64_t longest,
+                          ferry__part_desc *out, ferry__err *err) {
   char chosen[512] = "", skipped[1536] = "";
   for (int i = 0; i < w->n; i++) {
     const zarr_array *x = &w->a[i];
@@ -1534,6 +1587,11 @@ static int describe_notes(const char *store, const zarr_walk *w,
     size_t n = strlen(buf);
     if (buf == chosen)
       snprintf(buf + n, cap - n, "%s%s", n ? ", " : "", x->name);
+    else if (x->coord)
+      snprintf(buf + n, cap - n,
+               "%s%s (a coordinate of dimension %s, not of the sample "
+               "dimension)",
+               n ? "; " : "", x->name, x->z.dim0);
     else if (x->z.ndim < 1)
       snprintf(buf + n, cap - n, "%s%s (a scalar, no sample dimension)",
                n ? "; " : "", x->name);
@@ -1543,11 +1601,13 @@ static int describe_notes(const char *store, const zarr_walk *w,
                n ? "; " : "", x->name, (long long)x->z.shape[0],
                (long long)longest);
   }
-  size_t len = strlen(chosen) + strlen(skipped) + 64;
+  const char *dim = mark_coords(w, longest);
+  size_t len = strlen(chosen) + strlen(skipped) + strlen(dim) + 64;
   if (!(out->notes = malloc(len)))
     return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", store);
-  snprintf(out->notes, len, "chose %s (%lld rows); skipped %s", chosen,
-           (long long)longest, skipped[0] ? skipped : "nothing");
+  snprintf(out->notes, len, "chose %s (%lld rows%s%s); skipped %s", chosen,
+           (long long)longest, dim[0] ? " along " : "", dim,
+           skipped[0] ? skipped : "nothing");
   return 0;
 }
 

@@ -57,6 +57,9 @@ typedef struct zmeta {
   uint64_t hash;     /* FNV-1a of the .zarray bytes (v2), of the
                         fields above (v3)                      */
   int64_t meta_size; /* .zarray's size (v2), a constant (v3)   */
+  /* Not hashed: the name of dimension 0 (v3 dimension_names, v2
+   * _ARRAY_DIMENSIONS of .zattrs, read by describe), or "". */
+  char dim0[64];
 } zmeta;
 
 #define ZMETA_HASHED offsetof(zmeta, hash)
