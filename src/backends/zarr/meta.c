@@ -1420,7 +1420,7 @@ static char *storage_text(const char *adir, const zmeta *z, const char *reader,
     }
     free(p);
   }
-  if ((z->ncodecs || z->sharded) && stored > 0 && used < sizeof buf)
+  if (z->ncodecs && stored > 0 && used < sizeof buf)
     used += (size_t)snprintf(buf + used, sizeof buf - used, ", %.1f:1",
                              (double)raw / (double)stored);
   if (missing && used < sizeof buf)
