@@ -476,8 +476,9 @@ static int zarray_fields(json_t *j, const char *path, const char *label,
   int rc;
   if (!json_is_integer(fmt) || json_integer_value(fmt) != 2)
     return ferry__seterr(err, FERRY_ENOTSUP,
-                         "%s: zarr_format is not 2: ferry reads Zarr v2 "
-                         "stores only",
+                         "%s: zarr_format is not 2 (a .zarray is Zarr v2 "
+                         "metadata; a v3 array keeps its metadata in "
+                         "zarr.json)",
                          path);
   if ((rc = parse_shape(j, path, z, err)) < 0 ||
       (rc = parse_dtype_field(j, label, z, err)) < 0 ||
