@@ -212,10 +212,11 @@ static const option_def defs[] = {
      1 << 20,
      NULL},
     {{"zarr_reader", "auto", "auto|native|netcdf",
-      "Zarr stores: the reader rank 0 picks for every rank; auto: "
-      "netCDF-C (NCZarr) when it can read the store, else ferry's own "
-      "chunk reader (native); netcdf fails on a store netCDF-C cannot read "
-      "or in a build without netCDF-C."},
+      "Zarr stores: the reader rank 0 picks for every rank; auto and "
+      "native: ferry's own chunk reader (Zarr v2 and v3); netcdf: "
+      "netCDF-C (NCZarr), which fails on a store netCDF-C cannot read (Zarr "
+      "v3, bool or float16 arrays, a store that is one array) or in a build "
+      "without netCDF-C."},
      K_ENUM,
      OFF(zarr_reader),
      0,

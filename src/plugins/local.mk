@@ -86,3 +86,9 @@ endif
 # The zarr backend end to end (skips without zarr-python; the netCDF reader
 # only with netCDF-C).
 MPI_TESTS += tests/mpi/zarr.sh
+# Zarr v3 and sharding, checked with zarrita (skips without node/zarrita).
+MPI_TESTS += tests/mpi/zarr3.sh
+TEST_DATA_FILES += tests/fixtures/zarr3_writer.py \
+	tests/fixtures/make_zarr3.py \
+	tests/fixtures/zarrita_read.mjs \
+	tests/fixtures/zarrita_compare.py

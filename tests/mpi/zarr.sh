@@ -8,9 +8,12 @@
 # store that is one array) are dumped with `ferry dump --row-hash` over 1, 2
 # and 3 ranks and every served row is compared by
 # tests/fixtures/dump_compare.py with what zarr-python reads: every index
-# exactly once, every byte of every row equal.  The stores netCDF-C reads
-# are read again with ferry's own chunk reader (FERRY_ZARR_READER=native, the
-# zarr_reader option).  In a build without netCDF-C (no "nczarr" among the
+# exactly once, every byte of every row equal.  They are read by ferry's own
+# chunk reader (the default); the stores netCDF-C reads are read again
+# through it (FERRY_ZARR_READER=netcdf, the zarr_reader option).  The store
+# of zarr-python's fixture/nested_legacy (nested chunk directories, no
+# dimension_separator) must be read, not served as fill values, and
+# zarr_reader=netcdf refuses it.  In a build without netCDF-C (no "nczarr" among the
 # features) every store is read by the native reader, the checks that need
 # netCDF-C are skipped, and zarr_reader=netcdf must be a clear refusal.
 # Bad inputs fail on 1 and 3 ranks with status 1 and one message naming the
@@ -86,17 +89,19 @@ while IFS=$tab read -r store var ref reader; do
   for np in 1 2 3; do
     flags=ordered
     test "$np" -gt 1 && flags=spread
-    dump "$base:$var ($reader)" "$np" "$flags" "$store" "$var" "FERRY_ZARR_READER=auto" \
+    dump "$base:$var (native, the default)" "$np" "$flags" "$store" "$var" "FERRY_ZARR_READER=auto" \
       "--shuffle none --shuffle-buffer 0 --chunk-samples 10" "$ref"
   done
   if test "$reader" = netcdf; then
-    dump "$base:$var (native reader)" 2 spread "$store" "$var" "FERRY_ZARR_READER=native" \
+    dump "$base:$var (netcdf reader)" 2 spread "$store" "$var" "FERRY_ZARR_READER=netcdf" \
       "--shuffle none --shuffle-buffer 0 --chunk-samples 10" "$ref"
   fi
 done <"$fx/good.txt"
 # Shuffled, with chunks that split storage chunks: reads jump around.
-dump "default_blosc.zarr:samples shuffled" 3 spread "$fx/default_blosc.zarr" samples \
-  FERRY_ZARR_READER=auto "--seed 5 --chunk-samples 6 --shuffle block --block-size 4" \
+shuffled_reader=netcdf
+test "$nczarr" = yes || shuffled_reader=native
+dump "default_blosc.zarr:samples shuffled $shuffled_reader" 3 spread "$fx/default_blosc.zarr" samples \
+  FERRY_ZARR_READER=$shuffled_reader "--seed 5 --chunk-samples 6 --shuffle block --block-size 4" \
   "$fx/ref/default_blosc_zarr__samples.npy"
 dump "chunked2d.zarr:targets shuffled native" 2 spread "$fx/chunked2d.zarr" targets \
   FERRY_ZARR_READER=native "--seed 9 --chunk-samples 4" \
@@ -105,7 +110,7 @@ dump_run
 echo "checking $njobs dumps against zarr-python's values"
 $PY "$top_srcdir/tests/fixtures/dump_compare.py" "$jobs" || fail=1
 
-# Which reader: netCDF-C where it can, ferry's own for bool.
+# Which reader: ferry's own by default (netCDF-C only when asked for).
 check_info() {
   store=$1 want=$2
   if "$FERRY" info "$store" >"$tmp/info.out" 2>&1 &&
@@ -118,6 +123,15 @@ check_info() {
   fi
 }
 check_info "$fx/bool.zarr" native
+# xarray's _ARRAY_DIMENSIONS: lat, as long as time, is a coordinate.
+if "$FERRY" info "$fx/xarray_v2.zarr" >"$tmp/info.out" 2>&1 &&
+   grep 'chose temp, time (97 rows along time); skipped lat (a coordinate of dimension lat' "$tmp/info.out" >/dev/null; then
+  echo "ok: ferry info xarray_v2.zarr: `grep notes "$tmp/info.out"`"
+else
+  echo "FAIL: ferry info xarray_v2.zarr should skip the coordinate lat"
+  sed 's/^/    /' "$tmp/info.out"
+  fail=1
+fi
 
 # zarr_reader=netcdf where netCDF-C cannot read: FERRY_ENOTSUP, one message
 # naming the store and why, on every rank (a bool array; or no netCDF-C).
@@ -140,13 +154,14 @@ if test "$nczarr" = no; then
   refuse_netcdf "$fx/default_blosc.zarr" "built without netCDF-C"
   echo "note: plugin checks skipped (built without netCDF-C)"
 else
-check_info "$fx/default_blosc.zarr" netcdf
+check_info "$fx/default_blosc.zarr" native
 refuse_netcdf "$fx/bool.zarr" "netCDF-C cannot read it"
+refuse_netcdf "$fx/nested_legacy.zarr" "nested directories"
 
 # Without the plugins netCDF-C cannot decode: a clear error, not garbage.
 mkdir -p "$tmp/noplugins" || exit 1
 if env FERRY_PLUGIN_DIR="$tmp/noplugins" HDF5_PLUGIN_PATH="$tmp/noplugins" \
-     $RUN_MPI 2 "$FERRY" dump "$fx/zstd.zarr" --epoch 0 --batch-size 5 >"$tmp/np.out" 2>"$tmp/np.err"; then
+     $RUN_MPI 2 "$FERRY" dump "$fx/zstd.zarr" --zarr-reader netcdf --epoch 0 --batch-size 5 >"$tmp/np.out" 2>"$tmp/np.err"; then
   echo "FAIL: zstd.zarr without plugins was served"
   fail=1
 elif grep 'FERRY_PLUGIN_DIR' "$tmp/np.err" >/dev/null && grep zstd "$tmp/np.err" >/dev/null; then

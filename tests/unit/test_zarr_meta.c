@@ -10,8 +10,11 @@
  * shape/chunks mismatches, negative sizes, sizes whose products overflow
  * 64 bits, dimension separators, corrupt JSON, missing keys, zarr_format
  * other than 2) is refused with its error code and a message naming the
- * file or array and the field.  Scratch files go under FERRY_TEST_TMPDIR
- * (or /tmp).
+ * file or array and the field.  Zarr v3 (ferry__zarr_parse_v3_text): data
+ * types, endianness, raw-bits and NaN fill values, crc32c, an unknown codec
+ * named, a non-identity transpose refused, sharding (inner chunk shape,
+ * index location and size, index codecs) and overflowing sizes.  Scratch files
+ * go under FERRY_TEST_TMPDIR (or /tmp).
  *
  * Exit status: 0 pass, 1 fail (each failure is printed).
  */
@@ -434,7 +437,134 @@ static void test_file(void) {
   rmdir(dir);
 }
 
+/* ---- Zarr v3 (zarr.json) ---------------------------------------------- */
+
+#define V3PATH "/store.zarr/x/zarr.json"
+
+/* A v3 array document: shape, data type, grid chunk shape, codecs, fill. */
+static const char *v3_text(const char *shape, const char *dtype,
+                           const char *chunks, const char *codecs,
+                           const char *fill) {
+  static char buf[4096];
+  snprintf(buf, sizeof buf,
+           "{\"zarr_format\": 3, \"node_type\": \"array\", \"shape\": %s, "
+           "\"data_type\": \"%s\", \"chunk_grid\": {\"name\": \"regular\", "
+           "\"configuration\": {\"chunk_shape\": %s}}, "
+           "\"chunk_key_encoding\": {\"name\": \"default\"}, "
+           "\"fill_value\": %s, \"codecs\": %s}",
+           shape, dtype, chunks, fill, codecs);
+  return buf;
+}
+
+static int v3_parse(const char *text, zmeta *z, ferry__err *err) {
+  memset(err, 0, sizeof *err);
+  return ferry__zarr_parse_v3_text(text, strlen(text), V3PATH, LABEL, z, err);
+}
+
+#define LE "{\"name\": \"bytes\", \"configuration\": {\"endian\": \"little\"}}"
+#define BE "{\"name\": \"bytes\", \"configuration\": {\"endian\": \"big\"}}"
+#define SHARD(inner, codecs, ix, loc)                                          \
+  "[{\"name\": \"sharding_indexed\", \"configuration\": "                      \
+  "{\"chunk_shape\": " inner ", \"codecs\": " codecs ", \"index_codecs\": " ix \
+  ", \"index_location\": \"" loc "\"}}]"
+
+/* Types, endianness, keys, fill values and codecs of v3 arrays. */
+static void test_v3(void) {
+  zmeta z;
+  ferry__err e;
+  int rc = v3_parse(v3_text("[10, 3]", "float32", "[4, 3]", "[" LE "]", "0"),
+                    &z, &e);
+  CHECK(rc == 0 && z.v3 && z.dtype == FERRY_FLOAT32 && z.itemsize == 4 &&
+            z.swapped == !host_little(),
+        "plain: rc %d (%s)", rc, e.msg);
+  CHECK(rc == 0 && z.key_c && z.sep == '/' && z.chunk_bytes == 48 &&
+            z.ncodecs == 0 && !z.crc && !z.sharded,
+        "plain fields");
+  rc = v3_parse(v3_text("[10]", "uint16", "[4]",
+                        "[" BE ", {\"name\": "
+                        "\"crc32c\"}]",
+                        "\"0x0102\""),
+                &z, &e);
+  CHECK(rc == 0 && z.swapped == host_little() && z.crc && z.has_fill &&
+            z.fill[0] == 1 && z.fill[1] == 2,
+        "big endian, crc32c, raw fill: rc %d (%s) fill %02x%02x", rc, e.msg,
+        z.fill[0], z.fill[1]);
+  rc = v3_parse(v3_text("[10]", "float64", "[4]", "[" LE "]", "\"NaN\""), &z,
+                &e);
+  double d = 0;
+  memcpy(&d, z.fill, 8);
+  CHECK(rc == 0 && isnan(d) && !signbit(d), "NaN fill: rc %d (%s)", rc, e.msg);
+  rc = v3_parse(v3_text("[10]", "complex64", "[4]", "[" LE "]", "0"), &z, &e);
+  CHECK(rc == FERRY_ENOTSUP && strstr(e.msg, "complex64"),
+        "complex: rc %d (%s)", rc, e.msg);
+  rc = v3_parse(
+      v3_text("[10]", "int32", "[4]", "[" LE ", {\"name\": \"lzma\"}]", "0"),
+      &z, &e);
+  CHECK(rc == FERRY_ENOTSUP && strstr(e.msg, "'lzma'"),
+        "unknown codec named: rc %d (%s)", rc, e.msg);
+  rc = v3_parse(v3_text("[10, 2]", "int32", "[4, 2]",
+                        "[{\"name\": \"transpose\", \"configuration\": "
+                        "{\"order\": [1, 0]}}, " LE "]",
+                        "0"),
+                &z, &e);
+  CHECK(rc == FERRY_ENOTSUP && strstr(e.msg, "transpose"),
+        "transpose refused: rc %d (%s)", rc, e.msg);
+  rc = v3_parse(v3_text("[10]", "int32", "[4]", "[]", "0"), &z, &e);
+  CHECK(rc == FERRY_EFORMAT && strstr(e.msg, V3PATH), "no codecs: rc %d (%s)",
+        rc, e.msg);
+  rc = v3_parse(v3_text("[10]", "int32", "[4]", "[" LE "]", "0") + 1, &z, &e);
+  CHECK(rc == FERRY_EFORMAT && strstr(e.msg, "corrupt JSON"),
+        "corrupt: rc %d (%s)", rc, e.msg);
+}
+
+/* Sharding: inner chunks, index layout, and sizes checked. */
+static void test_v3_shard(void) {
+  zmeta z;
+  ferry__err e;
+  int rc = v3_parse(v3_text("[100, 6]", "uint32", "[40, 6]",
+                            SHARD("[5, 6]", "[" LE "]",
+                                  "[" LE ", {\"name\": \"crc32c\"}]", "start"),
+                            "7"),
+                    &z, &e);
+  CHECK(rc == 0 && z.sharded && z.chunks[0] == 5 && z.shard[0] == 40 &&
+            z.per_shard[0] == 8 && z.n_inner == 8 && z.index_start &&
+            z.index_crc && z.index_bytes == 8 * 16 + 4 && z.chunk_bytes == 120,
+        "shard: rc %d (%s)", rc, e.msg);
+  rc = v3_parse(v3_text("[100]", "uint32", "[40]",
+                        SHARD("[7]", "[" LE "]", "[" LE "]", "end"), "0"),
+                &z, &e);
+  CHECK(rc == FERRY_EFORMAT && strstr(e.msg, "divide"),
+        "inner not dividing: rc %d (%s)", rc, e.msg);
+  rc = v3_parse(
+      v3_text("[100]", "uint32", "[40]",
+              SHARD("[5]", "[" LE "]", "[" LE ", {\"name\": \"gzip\"}]", "end"),
+              "0"),
+      &z, &e);
+  CHECK(rc == FERRY_ENOTSUP && strstr(e.msg, "index_codecs"),
+        "index codecs: rc %d (%s)", rc, e.msg);
+  rc = v3_parse(v3_text("[100]", "uint32", "[40]",
+                        SHARD("[5]", "[" LE "]", "[" LE "]", "middle"), "0"),
+                &z, &e);
+  CHECK(rc == FERRY_EFORMAT && strstr(e.msg, "index_location"),
+        "index location: rc %d (%s)", rc, e.msg);
+  /* Sizes whose products overflow: refused, never wrapped. */
+  rc = v3_parse(v3_text("[9223372036854775807, 9223372036854775807]", "int64",
+                        "[9223372036854775807, 9223372036854775807]",
+                        "[" LE "]", "0"),
+                &z, &e);
+  CHECK(rc == FERRY_EFORMAT && strstr(e.msg, "overflow"),
+        "overflowing chunk: rc %d (%s)", rc, e.msg);
+  rc =
+      v3_parse(v3_text("[4611686018427387904]", "int8", "[4611686018427387904]",
+                       SHARD("[1]", "[" LE "]", "[" LE "]", "end"), "0"),
+               &z, &e);
+  CHECK(rc == FERRY_ENOTSUP && strstr(e.msg, "index"),
+        "huge shard index: rc %d (%s)", rc, e.msg);
+}
+
 int main(void) {
+  test_v3();
+  test_v3_shard();
   test_dtypes();
   test_fill();
   test_codecs();

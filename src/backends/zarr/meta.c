@@ -1,6 +1,8 @@
 /*
  * meta.c - the zarr backend's metadata side, all on rank 0 but for the
- * .zarray check every rank makes when it opens a store: parsing .zarray
+ * .zarray (zarr.json) check every rank makes when it opens a store:
+ * parsing .zarray and v3 zarr.json (consolidated metadata when a v3 group
+ * has it)
  * (dtype, fill value, codecs; everything ferry cannot serve is refused
  * here, with FERRY_ENOTSUP naming array, reason and fix, before any reader
  * sees the store), the walk of a store's groups, and describe, which picks
@@ -22,6 +24,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,11 +211,11 @@ static int parse_fill(json_t *jf, zmeta *z) {
   if (json_is_string(jf)) {
     const char *s = json_string_value(jf);
     if (strcmp(s, "NaN") == 0)
-      d = 0.0 / 0.0;
+      d = (double)NAN; /* the quiet NaN numpy writes, sign bit clear */
     else if (strcmp(s, "Infinity") == 0)
-      d = 1.0 / 0.0;
+      d = (double)INFINITY;
     else if (strcmp(s, "-Infinity") == 0)
-      d = -1.0 / 0.0;
+      d = -(double)INFINITY;
     else
       return -1;
     isnum = 1;
@@ -473,8 +476,9 @@ static int zarray_fields(json_t *j, const char *path, const char *label,
   int rc;
   if (!json_is_integer(fmt) || json_integer_value(fmt) != 2)
     return ferry__seterr(err, FERRY_ENOTSUP,
-                         "%s: zarr_format is not 2: ferry reads Zarr v2 "
-                         "stores only",
+                         "%s: zarr_format is not 2 (a .zarray is Zarr v2 "
+                         "metadata; a v3 array keeps its metadata in "
+                         "zarr.json)",
                          path);
   if ((rc = parse_shape(j, path, z, err)) < 0 ||
       (rc = parse_dtype_field(j, label, z, err)) < 0 ||
@@ -504,20 +508,457 @@ int ferry__zarr_parse_zarray_text(const char *text, size_t len,
   return rc;
 }
 
-/* Parse ARRAYDIR/.zarray into z.  Errors name the store and the array. */
+/* ---- zarr.json (v3) ---------------------------------------------------- */
+
+/* A v3 data_type name -> dtype and itemsize; 0, or -1 with why. */
+static int v3_dtype(const char *s, zmeta *z, const char **why) {
+  static const struct {
+    const char *name;
+    ferry_dtype t;
+    size_t size;
+  } tab[] = {{"bool", FERRY_BOOL, 1},       {"int8", FERRY_INT8, 1},
+             {"int16", FERRY_INT16, 2},     {"int32", FERRY_INT32, 4},
+             {"int64", FERRY_INT64, 8},     {"uint8", FERRY_UINT8, 1},
+             {"uint16", FERRY_UINT16, 2},   {"uint32", FERRY_UINT32, 4},
+             {"uint64", FERRY_UINT64, 8},   {"float16", FERRY_FLOAT16, 2},
+             {"float32", FERRY_FLOAT32, 4}, {"float64", FERRY_FLOAT64, 8}};
+  for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
+    if (strcmp(s, tab[i].name) == 0) {
+      z->dtype = tab[i].t;
+      z->itemsize = tab[i].size;
+      return 0;
+    }
+  *why = strncmp(s, "complex", 7) == 0 ? "a complex type"
+         : s[0] == 'r'                 ? "a raw bits type"
+                                       : "a type ferry does not know";
+  return -1;
+}
+
+/* A codec entry: its name and configuration (NULL when absent). */
+static const char *v3_codec_name(json_t *c, json_t **conf) {
+  *conf = NULL;
+  if (json_is_string(c))
+    return json_string_value(c);
+  if (!json_is_object(c) || !json_is_string(json_object_get(c, "name")))
+    return NULL;
+  *conf = json_object_get(c, "configuration");
+  return json_string_value(json_object_get(c, "name"));
+}
+
+/* The "bytes" codec: its endian (absent only for one-byte types). */
+static int v3_bytes(json_t *conf, const char *path, size_t itemsize,
+                    int *swapped, ferry__err *err) {
+  json_t *e = conf ? json_object_get(conf, "endian") : NULL;
+  const char *s = json_is_string(e) ? json_string_value(e) : NULL;
+  if (!s && itemsize == 1) {
+    *swapped = 0;
+    return 0;
+  }
+  if (!s || (strcmp(s, "little") != 0 && strcmp(s, "big") != 0))
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s: corrupt metadata: codec bytes: endian must be "
+                         "\"little\" or \"big\"",
+                         path);
+  *swapped = itemsize > 1 && ((s[0] == 'l') != host_is_little());
+  return 0;
+}
+
+/* "transpose": only the identity order keeps each sample's bytes where
+ * ferry reads them; any other order is refused. */
+static int v3_transpose(json_t *conf, const char *path, const char *label,
+                        int ndim, ferry__err *err) {
+  json_t *o = conf ? json_object_get(conf, "order") : NULL;
+  if (!json_is_array(o) || (int)json_array_size(o) != ndim)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s: corrupt metadata: codec transpose: order must "
+                         "list the %d dimensions",
+                         path, ndim);
+  for (int d = 0; d < ndim; d++) {
+    json_t *x = json_array_get(o, (size_t)d);
+    if (!json_is_integer(x) || json_integer_value(x) != d)
+      return ferry__seterr(err, FERRY_ENOTSUP,
+                           "array %s: codec transpose with an order other "
+                           "than the identity moves the elements of a sample "
+                           "apart, which ferry does not read; rewrite the "
+                           "array without transpose (C order)",
+                           label);
+  }
+  return 0;
+}
+
+/* A compressor of the chain (gzip, zstd, blosc) into z->codec[]. */
+static int v3_compressor(const char *name, json_t *conf, const char *label,
+                         zmeta *z, ferry__err *err) {
+  int kind = ferry__codec_kind(name);
+  if (kind != FERRY__CODEC_GZIP && kind != FERRY__CODEC_ZSTD &&
+      kind != FERRY__CODEC_BLOSC)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "array %s: codec '%s' cannot be decoded by ferry (it "
+                         "decodes bytes, transpose (identity), blosc, gzip, "
+                         "zstd, crc32c and sharding_indexed in Zarr v3); "
+                         "rewrite the array with them",
+                         label, name);
+  if (!ferry__codec_available(kind))
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "array %s: codec '%s': this ferry was built without "
+                         "its library (install it, e.g. apt-get install "
+                         "lib%s-dev, and rebuild ferry)",
+                         label, name, kind == FERRY__CODEC_GZIP ? "z" : name);
+  if (z->ncodecs == Z_MAX_CODECS)
+    return ferry__seterr(err, FERRY_ENOTSUP, "array %s: more than %d codecs",
+                         label, Z_MAX_CODECS);
+  size_t used = strlen(z->codecs_text);
+  json_t *lv = conf ? json_object_get(conf, "level") : NULL;
+  json_t *cn = conf ? json_object_get(conf, "cname") : NULL;
+  char extra[48] = "";
+  if (json_is_string(cn))
+    snprintf(extra, sizeof extra, "(%s)", json_string_value(cn));
+  else if (json_is_integer(lv))
+    snprintf(extra, sizeof extra, "(%d)", (int)json_integer_value(lv));
+  snprintf(z->codecs_text + used, sizeof z->codecs_text - used, "%s%s%s",
+           used ? " + " : "", name, extra);
+  z->codec[z->ncodecs] = kind;
+  z->param[z->ncodecs] = 0;
+  z->ncodecs++;
+  return 0;
+}
+
+static int v3_sharding(json_t *conf, const char *path, const char *label,
+                       zmeta *z, ferry__err *err);
+
+/* A codec chain (an array's, or the inner chunks' of a shard: inner set):
+ * [transpose] bytes|sharding_indexed [gzip|zstd|blosc]... [crc32c]. */
+static int v3_chain(json_t *codecs, const char *path, const char *label,
+                    zmeta *z, int inner, ferry__err *err) {
+  int seen_bytes = 0, rc;
+  if (!json_is_array(codecs) || json_array_size(codecs) == 0)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s: corrupt metadata: codecs must be a non-empty "
+                         "list",
+                         path);
+  for (size_t i = 0; i < json_array_size(codecs); i++) {
+    json_t *conf = NULL;
+    const char *name = v3_codec_name(json_array_get(codecs, i), &conf);
+    int last = i + 1 == json_array_size(codecs);
+    if (!name)
+      return ferry__seterr(err, FERRY_EFORMAT,
+                           "%s: corrupt metadata: a codec without a name",
+                           path);
+    if (z->crc)
+      return ferry__seterr(err, FERRY_ENOTSUP,
+                           "array %s: codec '%s' after crc32c: ferry checks "
+                           "crc32c only as the last codec",
+                           label, name);
+    if (strcmp(name, "transpose") == 0 && !seen_bytes)
+      rc = v3_transpose(conf, path, label, z->ndim, err);
+    else if (strcmp(name, "bytes") == 0 && !seen_bytes) {
+      seen_bytes = 1;
+      rc = v3_bytes(conf, path, z->itemsize, &z->swapped, err);
+    } else if (strcmp(name, "sharding_indexed") == 0 && !seen_bytes && !inner) {
+      seen_bytes = 1;
+      if (!last)
+        return ferry__seterr(err, FERRY_ENOTSUP,
+                             "array %s: codecs after sharding_indexed "
+                             "(they would compress whole shards, which "
+                             "ferry does not read in parts)",
+                             label);
+      rc = v3_sharding(conf, path, label, z, err);
+    } else if (strcmp(name, "crc32c") == 0 && seen_bytes) {
+      z->crc = 1;
+      rc = 0;
+    } else if (seen_bytes)
+      rc = v3_compressor(name, conf, label, z, err);
+    else
+      return ferry__seterr(
+          err,
+          strcmp(name, "bytes") == 0 || strcmp(name, "transpose") == 0 ||
+                  strcmp(name, "crc32c") == 0
+              ? FERRY_EFORMAT
+              : FERRY_ENOTSUP,
+          "%s: codec '%s' %s (array %s)", path, name,
+          strcmp(name, "bytes") == 0 || strcmp(name, "transpose") == 0 ||
+                  strcmp(name, "crc32c") == 0
+              ? "is out of place in the codec chain"
+              : "cannot be decoded by ferry (it decodes bytes, transpose "
+                "(identity), blosc, gzip, zstd, crc32c and "
+                "sharding_indexed in Zarr v3)",
+          label);
+    if (rc < 0)
+      return rc;
+  }
+  if (!seen_bytes)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s: corrupt metadata: the codecs have no bytes "
+                         "codec",
+                         path);
+  return 0;
+}
+
+/* A list of ndim positive integers into out. */
+static int v3_dims(json_t *a, int ndim, int64_t min, int64_t *out) {
+  if (!json_is_array(a) || (int)json_array_size(a) != ndim)
+    return -1;
+  for (int d = 0; d < ndim; d++) {
+    json_t *x = json_array_get(a, (size_t)d);
+    if (!json_is_integer(x) || json_integer_value(x) < min)
+      return -1;
+    out[d] = (int64_t)json_integer_value(x);
+  }
+  return 0;
+}
+
+/* sharding_indexed: inner chunk shape (dividing the shard), the inner
+ * chain, index_codecs (bytes [+ crc32c]) and index_location. */
+static int v3_sharding(json_t *conf, const char *path, const char *label,
+                       zmeta *z, ferry__err *err) {
+  json_t *ix = conf ? json_object_get(conf, "index_codecs") : NULL;
+  json_t *loc = conf ? json_object_get(conf, "index_location") : NULL;
+  int64_t inner[Z_MAX_DIMS];
+  if (!conf ||
+      v3_dims(json_object_get(conf, "chunk_shape"), z->ndim, 1, inner) < 0)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s: corrupt metadata: sharding_indexed: "
+                         "chunk_shape must list %d sizes >= 1",
+                         path, z->ndim);
+  z->sharded = 1;
+  z->n_inner = 1;
+  for (int d = 0; d < z->ndim; d++) {
+    z->shard[d] = z->chunks[d];
+    if (z->shard[d] % inner[d] != 0)
+      return ferry__seterr(err, FERRY_EFORMAT,
+                           "%s: corrupt metadata: sharding_indexed: the "
+                           "inner chunk shape does not divide the shard "
+                           "shape (dimension %d)",
+                           path, d);
+    z->per_shard[d] = z->shard[d] / inner[d];
+    z->chunks[d] = inner[d];
+    if (mul_overflows(z->n_inner, z->per_shard[d], &z->n_inner))
+      return ferry__seterr(err, FERRY_EFORMAT,
+                           "%s: corrupt metadata: sharding_indexed: the "
+                           "number of inner chunks overflows 64 bits",
+                           path);
+  }
+  if (loc &&
+      !(json_is_string(loc) && (strcmp(json_string_value(loc), "end") == 0 ||
+                                strcmp(json_string_value(loc), "start") == 0)))
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s: corrupt metadata: sharding_indexed: "
+                         "index_location must be \"end\" or \"start\"",
+                         path);
+  z->index_start = loc && strcmp(json_string_value(loc), "start") == 0;
+  /* The index: bytes (either endian), then crc32c or nothing. */
+  size_t nix = json_is_array(ix) ? json_array_size(ix) : 0;
+  json_t *c0conf = NULL, *c1conf = NULL;
+  const char *c0 = nix ? v3_codec_name(json_array_get(ix, 0), &c0conf) : NULL;
+  const char *c1 =
+      nix > 1 ? v3_codec_name(json_array_get(ix, 1), &c1conf) : "crc32c";
+  if (!c0 || strcmp(c0, "bytes") != 0 || nix > 2 || !c1 ||
+      strcmp(c1, "crc32c") != 0)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "array %s: sharding_indexed: index_codecs other "
+                         "than bytes [+ crc32c] are not read by ferry",
+                         label);
+  int rc = v3_bytes(c0conf, path, 8, &z->index_swapped, err);
+  if (rc < 0)
+    return rc;
+  z->index_crc = nix == 2;
+  if (z->n_inner > (int64_t)(Z_SLOTS_BYTES * 16) / 16)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "array %s: a shard of %lld inner chunks: its index "
+                         "is larger than ferry reads (%zu MiB)",
+                         label, (long long)z->n_inner, Z_SLOTS_BYTES >> 16);
+  z->index_bytes = (size_t)z->n_inner * 16 + (z->index_crc ? 4 : 0);
+  return v3_chain(json_object_get(conf, "codecs"), path, label, z, 1, err);
+}
+
+/* fill_value of a v3 array: a number, a bool, "NaN", "Infinity",
+ * "-Infinity", or the raw bits "0x...". */
+static int v3_fill(json_t *jf, zmeta *z) {
+  const char *s = json_is_string(jf) ? json_string_value(jf) : NULL;
+  if (s && s[0] == '0' && s[1] == 'x' && strlen(s) == 2 + 2 * z->itemsize) {
+    char *end = NULL;
+    errno = 0;
+    unsigned long long bits = strtoull(s + 2, &end, 16);
+    if (errno || *end)
+      return -1;
+    for (size_t i = 0; i < z->itemsize; i++) { /* stored order */
+      int shift =
+          (int)(8 * (host_is_little() != z->swapped ? i : z->itemsize - 1 - i));
+      z->fill[i] = (unsigned char)(bits >> shift);
+    }
+    z->has_fill = 1;
+    return 0;
+  }
+  if (s && z->dtype == FERRY_FLOAT16 && strcmp(s, "NaN") == 0) {
+    uint16_t h = 0x7e00;
+    memcpy(z->fill, &h, 2);
+    if (z->swapped)
+      ferry__byteswap(z->fill, 1, 2);
+    z->has_fill = 1;
+    return 0;
+  }
+  return parse_fill(jf, z);
+}
+
+/* The v3 fields that are not codecs: node_type, shape, data_type, the
+ * chunk grid and the chunk key encoding. */
+static int v3_layout(json_t *j, const char *path, const char *label, zmeta *z,
+                     ferry__err *err) {
+  json_t *fmt = json_object_get(j, "zarr_format"),
+         *nt = json_object_get(j, "node_type"),
+         *shape = json_object_get(j, "shape"),
+         *dt = json_object_get(j, "data_type"),
+         *grid = json_object_get(j, "chunk_grid"),
+         *key = json_object_get(j, "chunk_key_encoding"),
+         *st = json_object_get(j, "storage_transformers");
+  const char *why = NULL;
+  if (!json_is_integer(fmt) || json_integer_value(fmt) != 3 ||
+      !json_is_string(nt) || strcmp(json_string_value(nt), "array") != 0)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s: corrupt metadata: not a Zarr v3 array "
+                         "(zarr_format 3, node_type \"array\")",
+                         path);
+  if (!json_is_array(shape) || json_array_size(shape) > Z_MAX_DIMS)
+    return ferry__seterr(
+        err, json_is_array(shape) ? FERRY_ENOTSUP : FERRY_EFORMAT, "%s: %s",
+        path,
+        json_is_array(shape) ? "too many dimensions for ferry"
+                             : "corrupt metadata: shape must be a list");
+  z->ndim = (int)json_array_size(shape);
+  if (v3_dims(shape, z->ndim, 0, z->shape) < 0)
+    return ferry__seterr(err, FERRY_EFORMAT, "%s: corrupt metadata: bad shape",
+                         path);
+  if (!json_is_string(dt))
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "array %s: a data_type that is not a name (an "
+                         "extension), which ferry cannot represent",
+                         label);
+  if (v3_dtype(json_string_value(dt), z, &why) < 0)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "array %s: data_type '%s' is %s, which ferry cannot "
+                         "represent (bool, integers and float16/32/64 only)",
+                         label, json_string_value(dt), why);
+  json_t *gconf =
+      json_is_object(grid) ? json_object_get(grid, "configuration") : NULL;
+  if (!json_is_object(grid) || !json_is_string(json_object_get(grid, "name")) ||
+      strcmp(json_string_value(json_object_get(grid, "name")), "regular") != 0)
+    return ferry__seterr(
+        err, json_is_object(grid) ? FERRY_ENOTSUP : FERRY_EFORMAT, "%s: %s",
+        path,
+        json_is_object(grid) ? "a chunk_grid other than \"regular\", which "
+                               "ferry does not read"
+                             : "corrupt metadata: chunk_grid is missing");
+  if (!gconf ||
+      v3_dims(json_object_get(gconf, "chunk_shape"), z->ndim, 1, z->chunks) < 0)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s: corrupt metadata: chunk_grid: chunk_shape must "
+                         "list %d sizes >= 1",
+                         path, z->ndim);
+  const char *kname =
+      json_is_object(key) && json_is_string(json_object_get(key, "name"))
+          ? json_string_value(json_object_get(key, "name"))
+          : NULL;
+  json_t *kconf = kname ? json_object_get(key, "configuration") : NULL;
+  json_t *sep =
+      json_is_object(kconf) ? json_object_get(kconf, "separator") : NULL;
+  if (!kname || (strcmp(kname, "default") != 0 && strcmp(kname, "v2") != 0) ||
+      (sep &&
+       !(json_is_string(sep) && (strcmp(json_string_value(sep), "/") == 0 ||
+                                 strcmp(json_string_value(sep), ".") == 0))))
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s: corrupt metadata: chunk_key_encoding must be "
+                         "\"default\" or \"v2\" with separator \"/\" or "
+                         "\".\"",
+                         path);
+  z->key_c = strcmp(kname, "default") == 0;
+  z->sep = sep ? json_string_value(sep)[0] : z->key_c ? '/' : '.';
+  if (st && !(json_is_array(st) && json_array_size(st) == 0))
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "array %s: storage_transformers, which ferry does "
+                         "not apply",
+                         label);
+  return 0;
+}
+
+int ferry__zarr_parse_v3(const void *jv, const char *path, const char *label,
+                         zmeta *z, ferry__err *err) {
+  json_t *j = (json_t *)(uintptr_t)jv;
+  int rc;
+  memset(z, 0, sizeof *z);
+  z->v3 = 1;
+  if ((rc = v3_layout(j, path, label, z, err)) < 0 ||
+      (rc = v3_chain(json_object_get(j, "codecs"), path, label, z, 0, err)) < 0)
+    return rc;
+  json_t *fill = json_object_get(j, "fill_value");
+  if (!fill || v3_fill(fill, z) < 0)
+    return ferry__seterr(err, fill ? FERRY_ENOTSUP : FERRY_EFORMAT,
+                         fill ? "array %s: fill_value cannot be represented "
+                                "in its data_type by ferry"
+                              : "array %s: corrupt metadata: no fill_value",
+                         label);
+  if ((rc = derive_sizes(path, z, err)) < 0)
+    return rc;
+  z->meta_size = (int64_t)ZMETA_HASHED;
+  z->hash = ferry__fnv1a(FERRY__FNV_INIT, z, ZMETA_HASHED) >> 1;
+  json_t *dn = json_object_get(j, "dimension_names"); /* not hashed */
+  if (json_is_array(dn) && json_is_string(json_array_get(dn, 0)))
+    snprintf(z->dim0, sizeof z->dim0, "%s",
+             json_string_value(json_array_get(dn, 0)));
+  return 0;
+}
+
+int ferry__zarr_parse_v3_text(const char *text, size_t len, const char *path,
+                              const char *label, zmeta *z, ferry__err *err) {
+  memset(z, 0, sizeof *z);
+  json_t *j = json_object_text(text, len, path, err);
+  if (!j)
+    return err ? err->code : FERRY_EFORMAT;
+  int rc = ferry__zarr_parse_v3(j, path, label, z, err);
+  json_decref(j);
+  return rc;
+}
+
+/* A v2 array without dimension_separator whose chunks are nested
+ * directories (zarr-python's NestedDirectoryStore, fixture/nested_legacy):
+ * the first chunk key is a directory, not a file.  Its chunks are read with
+ * '/' rather than served as fill values. */
+static void detect_nested(const char *adir, const char *text, zmeta *z) {
+  if (z->sep != '.' || z->ndim < 2 || strstr(text, "dimension_separator"))
+    return;
+  int64_t idx[Z_MAX_DIMS] = {0};
+  char *first = ferry__zarr_chunk_path(adir, z, idx);
+  struct stat st;
+  if (first && stat(first, &st) != 0) {
+    char *dir = ferry__join_path(adir, "0");
+    if (dir && stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+      z->sep = '/';
+      z->nested_legacy = 1;
+    }
+    free(dir);
+  }
+  free(first);
+}
+
+/* Parse ARRAYDIR/.zarray (or ARRAYDIR/zarr.json, Zarr v3) into z.  Errors
+ * name the store and the array. */
 int ferry__zarr_parse_zarray(const char *adir, const char *label, zmeta *z,
                              ferry__err *err) {
-  char *path = ferry__join_path(adir, ".zarray");
+  int v3 = !ferry__zarr_exists_in(adir, ".zarray", 0) &&
+           ferry__zarr_exists_in(adir, "zarr.json", 0);
+  char *path = ferry__join_path(adir, v3 ? "zarr.json" : ".zarray");
   memset(z, 0, sizeof *z);
   if (!path)
     return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
   size_t len = 0;
   char *text = read_meta(path,
-                         "the array has no .zarray (not written "
-                         "completely, or not a Zarr v2 array)",
+                         "the array has no .zarray (v2) nor zarr.json (v3) "
+                         "(not written completely, or not a Zarr array)",
                          &len, err);
-  int rc = text ? ferry__zarr_parse_zarray_text(text, len, path, label, z, err)
-                : (err ? err->code : FERRY_EFORMAT);
+  int rc = !text ? (err ? err->code : FERRY_EFORMAT)
+           : v3  ? ferry__zarr_parse_v3_text(text, len, path, label, z, err)
+                : ferry__zarr_parse_zarray_text(text, len, path, label, z, err);
+  if (rc == 0 && !v3)
+    detect_nested(adir, text, z);
   free(text);
   free(path);
   return rc;
@@ -557,7 +998,8 @@ char *ferry__zarr_store_dir(const char *spec) {
 typedef struct zarr_array {
   char *name; /* path inside the store; the store's stem for a root array */
   zmeta z;
-  int ok; /* metadata parsed; else err holds why  */
+  int ok;    /* metadata parsed; else err holds why  */
+  int coord; /* a 1-D coordinate of another dimension: not a variable */
   ferry__err err;
 } zarr_array;
 
@@ -576,7 +1018,10 @@ static int is_chunk_name(const char *s) {
   return 1;
 }
 
-static int add_array(zarr_walk *w, const char *dir, const char *name) {
+/* Append array name (its directory dir); its metadata is parsed from dir,
+ * or from meta (a v3 array's object of consolidated metadata) when given. */
+static int add_array_meta(zarr_walk *w, const char *dir, const char *name,
+                          json_t *meta) {
   if (w->n == w->cap) {
     int ncap = w->cap ? 2 * w->cap : 16;
     zarr_array *na = realloc(w->a, (size_t)ncap * sizeof *na);
@@ -590,8 +1035,51 @@ static int add_array(zarr_walk *w, const char *dir, const char *name) {
   if (!(x->name = strdup(name)))
     return -1;
   w->n++;
-  x->ok = ferry__zarr_parse_zarray(dir, name, &x->z, &x->err) == 0;
+  if (meta) {
+    char *p = ferry__join_path(dir, "zarr.json");
+    if (!p)
+      return -1;
+    x->ok = ferry__zarr_parse_v3(meta, p, name, &x->z, &x->err) == 0;
+    free(p);
+  } else {
+    x->ok = ferry__zarr_parse_zarray(dir, name, &x->z, &x->err) == 0;
+  }
+  if (x->ok && !x->z.v3 && ferry__zarr_exists_in(dir, ".zattrs", 0)) {
+    /* xarray's _ARRAY_DIMENSIONS; a .zattrs that cannot be read only
+     * loses the name. */
+    char *p = ferry__join_path(dir, ".zattrs");
+    ferry__err e;
+    memset(&e, 0, sizeof e);
+    json_t *j = p ? load_json(p, "", &e) : NULL;
+    json_t *ad = j ? json_object_get(j, "_ARRAY_DIMENSIONS") : NULL;
+    if (json_is_array(ad) && json_is_string(json_array_get(ad, 0)))
+      snprintf(x->z.dim0, sizeof x->z.dim0, "%s",
+               json_string_value(json_array_get(ad, 0)));
+    json_decref(j);
+    free(p);
+  }
   return 0;
+}
+
+static int add_array(zarr_walk *w, const char *dir, const char *name) {
+  return add_array_meta(w, dir, name, NULL);
+}
+
+/* node_type of dir/zarr.json: 1 array, 2 group, 0 unreadable or corrupt
+ * (then read as an array, whose parse reports why). */
+static int v3_node_type(const char *dir) {
+  char *p = ferry__join_path(dir, "zarr.json");
+  ferry__err e;
+  memset(&e, 0, sizeof e);
+  json_t *j = p ? load_json(p, "", &e) : NULL;
+  json_t *nt = j ? json_object_get(j, "node_type") : NULL;
+  int t = json_is_string(nt) && strcmp(json_string_value(nt), "group") == 0 ? 2
+          : json_is_string(nt) && strcmp(json_string_value(nt), "array") == 0
+              ? 1
+              : 0;
+  json_decref(j);
+  free(p);
+  return t;
 }
 
 /* Visit the group at dir (its path inside the store: prefix). */
@@ -651,10 +1139,10 @@ static int walk_group(zarr_walk *w, const char *store, const char *dir,
       } else if (ferry__zarr_exists_in(sub, ".zgroup", 0)) {
         rc = walk_group(w, store, sub, rel, depth + 1, err);
       } else if (ferry__zarr_exists_in(sub, "zarr.json", 0)) {
-        rc = ferry__seterr(err, FERRY_ENOTSUP,
-                           "store %s: %s is a Zarr v3 node (zarr.json); "
-                           "netCDF-C and ferry read Zarr v2 only",
-                           store, rel);
+        if (v3_node_type(sub) == 2)
+          rc = walk_group(w, store, sub, rel, depth + 1, err);
+        else if (add_array(w, sub, rel) < 0)
+          rc = ferry__seterr(err, FERRY_ENOMEM, "out of memory");
       } else {
         /* Chunk files without metadata: an array whose .zarray is lost. */
         DIR *sd = opendir(sub);
@@ -683,42 +1171,118 @@ cleanup:
   return rc;
 }
 
-static const char *v3_advice =
-    "Zarr v3 is not supported by netCDF-C yet (nor by ferry); convert the "
-    "store to v2, e.g. with zarr-python 3: "
-    "zarr.copy_store / zarr.create_array(..., zarr_format=2) and write the "
-    "arrays again";
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The arrays of a v3 group's consolidated metadata (sorted by path), when
+ * it has some: 1 when they were used, 0 when there are none. */
+static int walk_consolidated(zarr_walk *w, const char *store, json_t *root,
+                             ferry__err *err) {
+  json_t *cm = json_object_get(root, "consolidated_metadata");
+  json_t *md = json_is_object(cm) ? json_object_get(cm, "metadata") : NULL;
+  if (!json_is_object(md))
+    return 0;
+  size_t n = json_object_size(md), k = 0;
+  const char **keys = calloc(n ? n : 1, sizeof *keys);
+  const char *key;
+  json_t *val;
+  int rc = 1;
+  if (!keys)
+    return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+  json_object_foreach(md, key, val) keys[k++] = key;
+  qsort(keys, k, sizeof *keys, cmp_str);
+  for (size_t i = 0; i < k && rc == 1; i++) {
+    json_t *a = json_object_get(md, keys[i]);
+    json_t *nt = json_is_object(a) ? json_object_get(a, "node_type") : NULL;
+    if (json_is_string(nt) && strcmp(json_string_value(nt), "group") == 0)
+      continue;
+    char *dir = ferry__join_path(store, keys[i]);
+    if (!dir || add_array_meta(w, dir, keys[i], a) < 0)
+      rc = ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+    free(dir);
+  }
+  free(keys);
+  return rc;
+}
+
+/* A Zarr v3 store (zarr.json at its root): one array, or a group whose
+ * arrays come from its consolidated metadata (one read) or its tree. */
+static int walk_v3(const char *store, zarr_walk *w, ferry__err *err) {
+  char *zj = ferry__join_path(store, "zarr.json");
+  if (!zj)
+    return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+  json_t *j = load_json(zj, "not a Zarr v3 node", err);
+  json_t *nt = j ? json_object_get(j, "node_type") : NULL;
+  int rc = 0;
+  if (!j)
+    rc = err ? err->code : FERRY_EFORMAT;
+  else if (!json_is_integer(json_object_get(j, "zarr_format")) ||
+           json_integer_value(json_object_get(j, "zarr_format")) != 3 ||
+           !json_is_string(nt) ||
+           (strcmp(json_string_value(nt), "array") != 0 &&
+            strcmp(json_string_value(nt), "group") != 0))
+    rc = ferry__seterr(err, FERRY_EFORMAT,
+                       "%s: corrupt metadata: zarr_format must be 3 and "
+                       "node_type \"array\" or \"group\"",
+                       zj);
+  else if (strcmp(json_string_value(nt), "group") == 0) {
+    rc = walk_consolidated(w, store, j, err);
+    if (rc == 0)
+      rc = walk_group(w, store, store, "", 0, err);
+    else if (rc == 1)
+      rc = 0;
+  } else {
+    rc = 1; /* a root array */
+  }
+  json_decref(j);
+  free(zj);
+  return rc;
+}
+
+/* Add the store itself as its one array, named after the directory. */
+static int add_root_array(const char *store, zarr_walk *w, ferry__err *err) {
+  const char *base = strrchr(store, '/');
+  char *stem = strdup(base && base[1] ? base + 1 : store);
+  if (!stem)
+    return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+  char *slash = strchr(stem, '/');
+  if (slash)
+    *slash = '\0';
+  size_t n = strlen(stem);
+  if (n > 5 && strcmp(stem + n - 5, ".zarr") == 0)
+    stem[n - 5] = '\0';
+  int rc = add_array(w, store, stem) < 0
+               ? ferry__seterr(err, FERRY_ENOMEM, "out of memory")
+               : 0;
+  free(stem);
+  w->root_array = 1;
+  return rc;
+}
+
+int ferry__zarr_root_is_array(const char *store) {
+  if (ferry__zarr_exists_in(store, ".zarray", 0))
+    return 1;
+  return !ferry__zarr_exists_in(store, ".zgroup", 0) &&
+         ferry__zarr_exists_in(store, "zarr.json", 0) &&
+         v3_node_type(store) == 1;
+}
 
 /* Walk the store: its arrays, or the store itself when it is one array. */
 static int walk_store(const char *store, zarr_walk *w, ferry__err *err) {
   memset(w, 0, sizeof *w);
-  if (ferry__zarr_exists_in(store, "zarr.json", 0))
-    return ferry__seterr(err, FERRY_ENOTSUP,
-                         "store %s is a Zarr v3 store "
-                         "(zarr.json). %s",
-                         store, v3_advice);
-  if (ferry__zarr_exists_in(store, ".zarray", 0)) {
-    const char *base = strrchr(store, '/');
-    char *stem = strdup(base && base[1] ? base + 1 : store);
-    if (!stem)
-      return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
-    char *slash = strchr(stem, '/');
-    if (slash)
-      *slash = '\0';
-    size_t n = strlen(stem);
-    if (n > 5 && strcmp(stem + n - 5, ".zarr") == 0)
-      stem[n - 5] = '\0';
-    int rc = add_array(w, store, stem) < 0
-                 ? ferry__seterr(err, FERRY_ENOMEM, "out of memory")
-                 : 0;
-    free(stem);
-    w->root_array = 1;
-    return rc;
+  if (!ferry__zarr_exists_in(store, ".zarray", 0) &&
+      !ferry__zarr_exists_in(store, ".zgroup", 0) &&
+      ferry__zarr_exists_in(store, "zarr.json", 0)) {
+    int rc = walk_v3(store, w, err);
+    return rc == 1 ? add_root_array(store, w, err) : rc;
   }
+  if (ferry__zarr_exists_in(store, ".zarray", 0))
+    return add_root_array(store, w, err);
   if (!ferry__zarr_exists_in(store, ".zgroup", 0))
     return ferry__seterr(err, FERRY_EFORMAT,
-                         "%s is not a Zarr v2 store: it holds neither "
-                         ".zgroup nor .zarray",
+                         "%s is not a Zarr store: it holds neither "
+                         ".zgroup, .zarray nor zarr.json",
                          store);
   char *zg = ferry__join_path(store, ".zgroup");
   if (!zg)
@@ -729,8 +1293,10 @@ static int walk_store(const char *store, zarr_walk *w, ferry__err *err) {
     rc = err ? err->code : FERRY_EFORMAT;
   else if (!json_is_integer(json_object_get(j, "zarr_format")) ||
            json_integer_value(json_object_get(j, "zarr_format")) != 2)
-    rc = ferry__seterr(err, FERRY_ENOTSUP, "%s: zarr_format is not 2. %s", zg,
-                       v3_advice);
+    rc = ferry__seterr(err, FERRY_EFORMAT,
+                       "%s: zarr_format is not 2 (a .zgroup is Zarr v2 "
+                       "metadata)",
+                       zg);
   json_decref(j);
   free(zg);
   if (rc == 0)
@@ -755,6 +1321,13 @@ static int netcdf_can_open(const zarr_walk *w, const char **why) {
       return *why = "an array of the store has metadata netCDF-C cannot "
                     "read",
              0;
+    if (x->z.v3)
+      return *why = "a Zarr v3 store (netCDF-C reads v2 only)", 0;
+    if (x->z.nested_legacy)
+      return *why = "an array keeps its chunks in nested directories "
+                    "without a dimension_separator (netCDF-C would serve "
+                    "fill values)",
+             0;
     if (x->z.dtype == FERRY_BOOL)
       return *why = "the store holds a bool array (netCDF-C 4.9.0 crashes "
                     "on them)",
@@ -772,12 +1345,18 @@ static int netcdf_can_open(const zarr_walk *w, const char **why) {
 /* Path of the chunk file of chunk index idx (ndim entries). */
 char *ferry__zarr_chunk_path(const char *adir, const zmeta *z,
                              const int64_t *idx) {
-  char key[Z_MAX_DIMS * 21 + 1];
+  char key[Z_MAX_DIMS * 21 + 3];
+  const char *sep = z->sep == '/' ? "/" : ".";
   size_t used = 0;
-  for (int d = 0; d < z->ndim; d++)
+  if (z->key_c)
+    used += (size_t)snprintf(key, sizeof key, "c");
+  else if (z->ndim == 0)
+    used += (size_t)snprintf(key, sizeof key, "0");
+  for (int d = 0; d < z->ndim; d++) {
+    int64_t i = z->sharded ? idx[d] / z->per_shard[d] : idx[d];
     used += (size_t)snprintf(key + used, sizeof key - used, "%s%lld",
-                             d ? (z->sep == '/' ? "/" : ".") : "",
-                             (long long)idx[d]);
+                             d || z->key_c ? sep : "", (long long)i);
+  }
   return ferry__join_path(adir, key);
 }
 
@@ -789,10 +1368,12 @@ static size_t native_cache_bytes(const zmeta *z) {
   size_t n = z->chunk_bytes * (size_t)z->across;
   if (!zarr_chunk_is_rows(z))
     n += z->chunk_bytes;
-  if (z->ncodecs)
-    n += zarr_stored_bound(z->chunk_bytes);
+  if (z->ncodecs || z->crc)
+    n += zarr_stored_bound(z->chunk_bytes) + 4;
   if (z->ncodecs > 1)
     n += z->chunk_bytes;
+  if (z->sharded)
+    n += (size_t)zarr_nslots(z) * (size_t)z->n_inner * 16 + z->index_bytes;
   return n;
 }
 
@@ -810,19 +1391,31 @@ static char *storage_text(const char *adir, const zmeta *z, const char *reader,
   for (int d = 0; d < z->ndim; d++)
     used += (size_t)snprintf(buf + used, sizeof buf - used, "%s%lld",
                              d ? ", " : "", (long long)z->chunks[d]);
-  used += (size_t)snprintf(buf + used, sizeof buf - used, "%s), %s",
-                           z->ndim == 1 ? "," : "",
-                           z->ncodecs ? z->codecs_text : "uncompressed");
-  /* Compression ratio from the first chunks along dimension 0. */
+  used += (size_t)snprintf(
+      buf + used, sizeof buf - used, "%s), %s%s", z->ndim == 1 ? "," : "",
+      z->ncodecs ? z->codecs_text : "uncompressed", z->crc ? " + crc32c" : "");
+  if (z->sharded) {
+    used += (size_t)snprintf(buf + used, sizeof buf - used, ", in shards of (");
+    for (int d = 0; d < z->ndim && used < sizeof buf; d++)
+      used += (size_t)snprintf(buf + used, sizeof buf - used, "%s%lld",
+                               d ? ", " : "", (long long)z->shard[d]);
+    if (used < sizeof buf)
+      used += (size_t)snprintf(
+          buf + used, sizeof buf - used, "%s) with the index at the %s",
+          z->ndim == 1 ? "," : "", z->index_start ? "start" : "end");
+  }
+  /* Compression ratio from the first chunks (shards) along dimension 0. */
   int64_t idx[Z_MAX_DIMS] = {0}, nch = zarr_nchunks(z, 0);
+  int64_t step = z->sharded ? z->per_shard[0] : 1;
+  nch = nch / step + (nch % step != 0);
   long long stored = 0, raw = 0, missing = 0;
   for (int64_t c = 0; c < nch && c < Z_RATIO_SAMPLE; c++) {
-    idx[0] = c;
+    idx[0] = c * step;
     char *p = ferry__zarr_chunk_path(adir, z, idx);
     struct stat st;
     if (p && stat(p, &st) == 0) {
       stored += (long long)st.st_size;
-      raw += (long long)z->chunk_bytes;
+      raw += (long long)z->chunk_bytes * (z->sharded ? z->n_inner : 1);
     } else {
       missing++;
     }
@@ -834,8 +1427,9 @@ static char *storage_text(const char *adir, const zmeta *z, const char *reader,
   if (missing && used < sizeof buf)
     used += (size_t)snprintf(
         buf + used, sizeof buf - used,
-        ", %lld of the first %lld chunks absent (%s)", missing,
+        ", %lld of the first %lld %s absent (%s)", missing,
         (long long)(nch < Z_RATIO_SAMPLE ? nch : Z_RATIO_SAMPLE),
+        z->sharded ? "shards" : "chunks",
         z->has_fill ? "read as fill_value" : "an error: no fill_value");
   if (z->across > 1 && used < sizeof buf)
     used += (size_t)snprintf(buf + used, sizeof buf - used,
@@ -868,21 +1462,56 @@ static int check_store_dir(const char *store, ferry__err *err) {
   return 0;
 }
 
-/* 1 when array x is a variable: its dimension 0 is the longest. */
+/* 1 when array x is a variable: its dimension 0 is the longest, and it is
+ * not a coordinate of another dimension. */
 static int is_selected(const zarr_array *x, int64_t longest) {
-  return x->z.ndim >= 1 && x->z.shape[0] == longest;
+  return x->z.ndim >= 1 && x->z.shape[0] == longest && !x->coord;
+}
+
+/* With dimension names (xarray's _ARRAY_DIMENSIONS, v3 dimension_names):
+ * the sample dimension is the name of dimension 0 the most arrays of the
+ * longest length share (those of two or more dimensions first), and a 1-D
+ * array of that length named along another dimension (a coordinate, e.g.
+ * lat beside time when both have as many entries) is not a variable.
+ * Returns the sample dimension's name, or "" without names. */
+static const char *mark_coords(zarr_walk *w, int64_t longest) {
+  const char *best = "";
+  long best_score = 0;
+  for (int i = 0; i < w->n; i++) {
+    const zarr_array *x = &w->a[i];
+    if (!x->ok || x->z.ndim < 1 || x->z.shape[0] != longest || !x->z.dim0[0])
+      continue;
+    long score = 0;
+    for (int k = 0; k < w->n; k++) {
+      const zarr_array *y = &w->a[k];
+      if (y->ok && y->z.ndim >= 1 && y->z.shape[0] == longest &&
+          strcmp(y->z.dim0, x->z.dim0) == 0)
+        score += y->z.ndim >= 2 ? 1000 : 1;
+    }
+    if (score > best_score) {
+      best_score = score;
+      best = x->z.dim0;
+    }
+  }
+  for (int i = 0; i < w->n; i++) {
+    zarr_array *x = &w->a[i];
+    x->coord = best[0] && x->ok && x->z.ndim == 1 && x->z.shape[0] == longest &&
+               x->z.dim0[0] && strcmp(x->z.dim0, best) != 0;
+  }
+  return best;
 }
 
 /* The sample dimension (the longest dimension 0 of the arrays, *longest)
  * and the number of variables (*nsel); an error for an array whose
  * metadata failed, or when no array has a sample dimension. */
-static int pick_arrays(const char *store, const zarr_walk *w, int64_t *longest,
+static int pick_arrays(const char *store, zarr_walk *w, int64_t *longest,
                        int *nsel, ferry__err *err) {
   *longest = -1;
   *nsel = 0;
   for (int i = 0; i < w->n; i++)
     if (w->a[i].ok && w->a[i].z.ndim >= 1 && w->a[i].z.shape[0] > *longest)
       *longest = w->a[i].z.shape[0];
+  mark_coords(w, *longest);
   /* Arrays whose metadata could not be read at all are errors: they might
    * be the variables. */
   for (int i = 0; i < w->n; i++) {
@@ -907,9 +1536,10 @@ static int pick_arrays(const char *store, const zarr_walk *w, int64_t *longest,
   return 0;
 }
 
-/* The reader: netCDF-C where it can read the store (and was built in),
- * unless zarr_reader says native; zarr_reader=netcdf where it cannot is
- * FERRY_ENOTSUP. */
+/* The reader: ferry's own (auto, native), or netCDF-C when zarr_reader
+ * says netcdf and it can read the store (and was built in); netcdf where it
+ * cannot is FERRY_ENOTSUP.  The native reader is the default since it reads
+ * every store netCDF-C reads, v3 ones too, 5-10 times faster. */
 static int pick_reader(const char *store, const ferry_options *opts,
                        const zarr_walk *w, int *use_netcdf, ferry__err *err) {
   const char *why = NULL;
@@ -926,7 +1556,7 @@ static int pick_reader(const char *store, const ferry_options *opts,
                          "store %s: zarr_reader=netcdf, but netCDF-C cannot "
                          "read it: %s",
                          store, why);
-  if (strcmp(mode, "native") == 0)
+  if (strcmp(mode, "netcdf") != 0)
     *use_netcdf = 0;
   return 0;
 }
@@ -948,9 +1578,8 @@ static int alloc_desc(ferry__part_desc *out, int nsel, const char *store,
 
 /* What was chosen and what was skipped, and why (ferry info; the error of
  * a `vars` naming a skipped array), into out->notes. */
-static int describe_notes(const char *store, const zarr_walk *w,
-                          int64_t longest, ferry__part_desc *out,
-                          ferry__err *err) {
+static int describe_notes(const char *store, zarr_walk *w, int64_t longest,
+                          ferry__part_desc *out, ferry__err *err) {
   char chosen[512] = "", skipped[1536] = "";
   for (int i = 0; i < w->n; i++) {
     const zarr_array *x = &w->a[i];
@@ -959,6 +1588,11 @@ static int describe_notes(const char *store, const zarr_walk *w,
     size_t n = strlen(buf);
     if (buf == chosen)
       snprintf(buf + n, cap - n, "%s%s", n ? ", " : "", x->name);
+    else if (x->coord)
+      snprintf(buf + n, cap - n,
+               "%s%s (a coordinate of dimension %s, not of the sample "
+               "dimension)",
+               n ? "; " : "", x->name, x->z.dim0);
     else if (x->z.ndim < 1)
       snprintf(buf + n, cap - n, "%s%s (a scalar, no sample dimension)",
                n ? "; " : "", x->name);
@@ -968,11 +1602,13 @@ static int describe_notes(const char *store, const zarr_walk *w,
                n ? "; " : "", x->name, (long long)x->z.shape[0],
                (long long)longest);
   }
-  size_t len = strlen(chosen) + strlen(skipped) + 64;
+  const char *dim = mark_coords(w, longest);
+  size_t len = strlen(chosen) + strlen(skipped) + strlen(dim) + 64;
   if (!(out->notes = malloc(len)))
     return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", store);
-  snprintf(out->notes, len, "chose %s (%lld rows); skipped %s", chosen,
-           (long long)longest, skipped[0] ? skipped : "nothing");
+  snprintf(out->notes, len, "chose %s (%lld rows%s%s); skipped %s", chosen,
+           (long long)longest, dim[0] ? " along " : "", dim,
+           skipped[0] ? skipped : "nothing");
   return 0;
 }
 

@@ -7,7 +7,12 @@
  * allocated once per open store, never per chunk, and counted in
  * cache_bytes by describe (meta.c).  Every chunk file a read touches is
  * checked first (ferry__zarr_check_chunk): present, or absent with a
- * fill_value; of the exact size when uncompressed.
+ * fill_value; of the exact size when uncompressed.  Zarr v3: a chunk's
+ * crc32c is checked before decoding; a sharded array's unit is the inner
+ * chunk, found through its shard's index, which each rank reads once per
+ * shard (checked: crc32c, every entry inside the shard) and keeps in a few
+ * slots, so that reads are pread's of inner chunks' byte ranges, adjacent
+ * uncompressed ones coalesced, never whole shards.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -20,6 +25,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,83 +84,252 @@ int ferry__zarr_check_chunk(const zvar *zv, const char *p, const char *store,
   return 1;
 }
 
-/* Read and decode the chunk idx into out (chunk_bytes, the fill value when
- * the file is absent), through the variable's reused buffers: a chunk file
- * is read into raw, each codec but the last decodes into mid or raw, the
- * last into out.  No allocation once the buffers exist.  On failure out
- * holds unspecified bytes that the caller must not serve. */
-static int load_chunk(zvar *zv, const int64_t *idx, const char *store,
-                      const char *vname, int rank, int64_t row,
-                      unsigned char *out, ferry__err *err) {
-  const zmeta *z = &zv->z;
-  char *p = ferry__zarr_chunk_path(zv->adir, z, idx);
-  int rc = 0, fd = -1;
-  if (!p)
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d", rank);
+/* ---- CRC-32C ------------------------------------------------------------ */
+
+/* CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), as Zarr v3's
+ * crc32c codec appends it (little-endian) to a chunk or a shard index.  A
+ * table built once; bytewise, which is far faster than the disk. */
+static uint32_t crc_table[256];
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+static void crc_init(void) {
+  for (uint32_t i = 0; i < 256; i++) {
+    uint32_t c = i;
+    for (int k = 0; k < 8; k++)
+      c = c & 1 ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+    crc_table[i] = c;
+  }
+}
+
+uint32_t ferry__crc32c(const void *p, size_t n) {
+  const unsigned char *b = p;
+  uint32_t c = 0xFFFFFFFFu;
+  pthread_once(&crc_once, crc_init);
+  for (size_t i = 0; i < n; i++)
+    c = crc_table[(c ^ b[i]) & 0xFF] ^ (c >> 8);
+  return c ^ 0xFFFFFFFFu;
+}
+
+static uint32_t le32(const unsigned char *b) {
+  return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+         (uint32_t)b[3] << 24;
+}
+
+/* ---- Where a chunk's bytes are ------------------------------------------ */
+
+/* What the messages about one chunk name. */
+typedef struct zwhere {
+  const char *store, *vname;
+  int rank;
+  int64_t row;
+  char what[1024]; /* "chunk file P", "inner chunk N of shard file P" */
+} zwhere;
+
+#define WHERE_FMT "%s (store %s, array %s, rank %d, row %lld)"
+#define WHERE_ARGS(w)                                                          \
+  (w)->what, (w)->store, (w)->vname, (w)->rank, (long long)(w)->row
+
+/* The shard of inner chunk idx: its linear number (*key) and the inner
+ * chunk's number inside it (*inner). */
+static int64_t shard_of(const zmeta *z, const int64_t *idx, int64_t *inner) {
+  int64_t key = 0, in = 0;
+  for (int d = 0; d < z->ndim; d++) {
+    int64_t n = zarr_nchunks(z, d);
+    int64_t nshard = n / z->per_shard[d] + (n % z->per_shard[d] != 0);
+    key = key * nshard + idx[d] / z->per_shard[d];
+    in = in * z->per_shard[d] + idx[d] % z->per_shard[d];
+  }
+  *inner = in;
+  return key;
+}
+
+/* Open the shard file p (number key), keeping it open for the next inner
+ * chunks: 1 open, 0 absent (every inner chunk is the fill value). */
+static int open_shard(zvar *zv, const char *p, int64_t key, zwhere *w,
+                      ferry__err *err) {
+  if (zv->shard_fd >= 0 && zv->shard_key == key)
+    return 1;
+  if (zv->shard_fd >= 0)
+    close(zv->shard_fd);
+  zv->shard_fd = -1;
   const char *kind = "";
-  fd = ferry__open_regular(p, &kind); /* never blocks on a FIFO */
-  if (fd == -2) {
-    rc = ferry__seterr(err, FERRY_EFORMAT,
-                       "chunk file %s is %s, not a regular file: store %s, "
-                       "array %s, rank %d, row %lld",
-                       p, kind, store, vname, rank, (long long)row);
-    goto cleanup;
-  }
-  if (fd < 0 && errno == ENOENT) {
-    if (!z->has_fill) {
-      rc = ferry__seterr(err, FERRY_EFORMAT,
-                         "chunk file %s is missing and array %s has no "
-                         "fill_value (zarr-python would return "
-                         "uninitialised memory): store %s, rank %d, row "
-                         "%lld",
-                         p, vname, store, rank, (long long)row);
-      goto cleanup;
-    }
-    for (size_t i = 0; i < z->chunk_bytes; i += z->itemsize)
-      memcpy(out + i, z->fill, z->itemsize);
-    goto cleanup;
-  }
+  int fd = ferry__open_regular(p, &kind);
+  if (fd == -2)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "shard file %s is %s, not a regular file: store %s, "
+                         "array %s, rank %d, row %lld",
+                         p, kind, w->store, w->vname, w->rank,
+                         (long long)w->row);
+  if (fd < 0 && errno == ENOENT)
+    return 0;
   struct stat st;
   if (fd < 0 || fstat(fd, &st) != 0) {
-    rc = ferry__seterr(err, ferry__errno_code(errno),
-                       "chunk file %s (store %s, array %s, rank %d, row "
-                       "%lld): %s",
-                       p, store, vname, rank, (long long)row, strerror(errno));
-    goto cleanup;
+    int e = errno;
+    if (fd >= 0)
+      close(fd);
+    return ferry__seterr(err, ferry__errno_code(e), WHERE_FMT ": %s",
+                         WHERE_ARGS(w), strerror(e));
   }
-  size_t size = (size_t)st.st_size;
-  if (!z->ncodecs ? size != z->chunk_bytes
-                  : size > zarr_stored_bound(z->chunk_bytes)) {
-    rc = ferry__seterr(err, FERRY_EFORMAT,
-                       !z->ncodecs
-                           ? "chunk file %s is %lld bytes, not the %zu of an "
-                             "uncompressed chunk (truncated?): store %s, "
-                             "array %s, rank %d, row %lld"
-                           : "chunk file %s is %lld bytes, more than any "
-                             "codec stores for a chunk of %zu bytes "
-                             "(corrupt?): store %s, array %s, rank %d, row "
-                             "%lld",
-                       p, (long long)st.st_size, z->chunk_bytes, store, vname,
-                       rank, (long long)row);
-    goto cleanup;
+  zv->shard_fd = fd;
+  zv->shard_key = key;
+  zv->shard_size = (int64_t)st.st_size;
+  return 1;
+}
+
+/* Check entry i (offset o, n bytes) of a shard index: empty (all ones), or
+ * inside the shard's data, which the index does not overlap. */
+static int check_entry(const zvar *zv, uint64_t o, uint64_t n, int64_t i,
+                       zwhere *w, ferry__err *err) {
+  const zmeta *z = &zv->z;
+  uint64_t size = (uint64_t)zv->shard_size, ix = z->index_bytes;
+  uint64_t lo = z->index_start ? ix : 0, hi = z->index_start ? size : size - ix;
+  if (o == UINT64_MAX && n == UINT64_MAX)
+    return 0;
+  if (o < lo || o > hi || n > hi - o)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s: its index entry %lld (offset %llu, %llu bytes) "
+                         "points outside the shard's data (bytes %llu to "
+                         "%llu of %llu; corrupt shard): store %s, array %s, "
+                         "rank %d, row %lld",
+                         w->what, (long long)i, (unsigned long long)o,
+                         (unsigned long long)n, (unsigned long long)lo,
+                         (unsigned long long)hi, (unsigned long long)size,
+                         w->store, w->vname, w->rank, (long long)w->row);
+  return 0;
+}
+
+/* The index of the open shard (number key): from its slot, or read once,
+ * its crc32c checked and every entry checked; *ix its 2 * n_inner
+ * (offset, nbytes) pairs. */
+static int shard_index(zvar *zv, int64_t key, zwhere *w, const uint64_t **ix,
+                       ferry__err *err) {
+  const zmeta *z = &zv->z;
+  size_t nent = (size_t)z->n_inner * 2;
+  if (!zv->slot_key) {
+    zv->nslots = zarr_nslots(z);
+    zv->slot_key = malloc((size_t)zv->nslots * sizeof *zv->slot_key);
+    zv->slot_ix = malloc((size_t)zv->nslots * nent * sizeof *zv->slot_ix);
+    zv->ixraw = malloc(z->index_bytes);
+    if (!zv->slot_key || !zv->slot_ix || !zv->ixraw)
+      return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
+                           w->rank);
+    for (int s = 0; s < zv->nslots; s++)
+      zv->slot_key[s] = -1;
   }
-  if (z->ncodecs && !zv->raw &&
-      !(zv->raw = malloc(zarr_stored_bound(z->chunk_bytes)))) {
-    rc = ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d", rank);
-    goto cleanup;
-  }
-  if (z->ncodecs > 1 && !zv->mid && !(zv->mid = malloc(z->chunk_bytes))) {
-    rc = ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d", rank);
-    goto cleanup;
-  }
+  int slot = (int)(key % zv->nslots);
+  uint64_t *e = zv->slot_ix + (size_t)slot * nent;
+  *ix = e;
+  if (zv->slot_key[slot] == key)
+    return 0;
+  zv->slot_key[slot] = -1;
+  if ((uint64_t)zv->shard_size < z->index_bytes)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s is %lld bytes, shorter than its index (%zu "
+                         "bytes; truncated?): store %s, array %s, rank %d, "
+                         "row %lld",
+                         w->what, (long long)zv->shard_size, z->index_bytes,
+                         w->store, w->vname, w->rank, (long long)w->row);
+  off_t at = z->index_start ? 0 : (off_t)zv->shard_size - (off_t)z->index_bytes;
   errno = 0;
-  if (pread_exact(fd, z->ncodecs ? zv->raw : out, size, 0) < 0) {
-    rc = ferry__seterr(err, FERRY_EIO,
-                       "cannot read chunk file %s (store %s, array %s, rank "
-                       "%d, row %lld): %s",
-                       p, store, vname, rank, (long long)row,
-                       errno ? strerror(errno) : "shorter than it was");
-    goto cleanup;
+  if (pread_exact(zv->shard_fd, zv->ixraw, z->index_bytes, at) < 0)
+    return ferry__seterr(err, FERRY_EIO,
+                         "cannot read the index of %s at offset %lld: %s "
+                         "(store %s, array %s, rank %d, row %lld)",
+                         w->what, (long long)at,
+                         errno ? strerror(errno) : "shorter than it was",
+                         w->store, w->vname, w->rank, (long long)w->row);
+  if (z->index_crc) {
+    uint32_t want = le32(zv->ixraw + nent * 8),
+             got = ferry__crc32c(zv->ixraw, nent * 8);
+    if (want != got)
+      return ferry__seterr(err, FERRY_EFORMAT,
+                           "%s: its index fails its crc32c (stored %08x, "
+                           "computed %08x; corrupt or truncated shard): "
+                           "store %s, array %s, rank %d, row %lld",
+                           w->what, (unsigned)want, (unsigned)got, w->store,
+                           w->vname, w->rank, (long long)w->row);
+  }
+  memcpy(e, zv->ixraw, nent * 8);
+  if (z->index_swapped)
+    ferry__byteswap(e, nent, 8);
+  for (size_t i = 0; i < (size_t)z->n_inner; i++) {
+    int rc = check_entry(zv, e[2 * i], e[2 * i + 1], (int64_t)i, w, err);
+    if (rc < 0)
+      return rc;
+  }
+  zv->slot_key[slot] = key;
+  return 0;
+}
+
+/* Where inner chunk idx of a sharded array is: 1 at (*off, *n) in
+ * zv->shard_fd, 0 absent (its shard is, or its index entry is empty). */
+static int inner_where(zvar *zv, const int64_t *idx, zwhere *w, uint64_t *off,
+                       uint64_t *n, ferry__err *err) {
+  const zmeta *z = &zv->z;
+  int64_t inner = 0, key = shard_of(z, idx, &inner);
+  char *p = ferry__zarr_chunk_path(zv->adir, z, idx);
+  const uint64_t *ix = NULL;
+  if (!p)
+    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
+                         w->rank);
+  snprintf(w->what, sizeof w->what, "shard file %s", p);
+  int rc = open_shard(zv, p, key, w, err);
+  if (rc == 1 && (rc = shard_index(zv, key, w, &ix, err)) == 0) {
+    *off = ix[2 * inner];
+    *n = ix[2 * inner + 1];
+    rc = !(*off == UINT64_MAX && *n == UINT64_MAX);
+  }
+  snprintf(w->what, sizeof w->what, "inner chunk %lld of shard file %s",
+           (long long)inner, p);
+  free(p);
+  return rc;
+}
+
+/* Decode the n stored bytes at off in fd (a chunk, w names it) into out
+ * (chunk_bytes): uncompressed straight into out, else through raw (and
+ * mid); the crc32c checked first when the chain ends with one. */
+static int decode_stored(zvar *zv, int fd, uint64_t off, uint64_t n, zwhere *w,
+                         unsigned char *out, ferry__err *err) {
+  const zmeta *z = &zv->z;
+  size_t crc = z->crc ? 4 : 0;
+  int stored = z->ncodecs || z->crc;
+  if (!z->ncodecs ? n != z->chunk_bytes + crc
+                  : n > zarr_stored_bound(z->chunk_bytes) + crc)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         !z->ncodecs
+                             ? "%s is %llu bytes, not the %zu of an "
+                               "uncompressed chunk (truncated?): store %s, "
+                               "array %s, rank %d, row %lld"
+                             : "%s is %llu bytes, more than any codec stores "
+                               "for a chunk of %zu bytes (corrupt?): store "
+                               "%s, array %s, rank %d, row %lld",
+                         w->what, (unsigned long long)n, z->chunk_bytes + crc,
+                         w->store, w->vname, w->rank, (long long)w->row);
+  if (stored && !zv->raw &&
+      !(zv->raw = malloc(zarr_stored_bound(z->chunk_bytes) + 4)))
+    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
+                         w->rank);
+  if (z->ncodecs > 1 && !zv->mid && !(zv->mid = malloc(z->chunk_bytes)))
+    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
+                         w->rank);
+  errno = 0;
+  if (pread_exact(fd, stored ? zv->raw : out, (size_t)n, (off_t)off) < 0)
+    return ferry__seterr(err, FERRY_EIO, "cannot read " WHERE_FMT ": %s",
+                         WHERE_ARGS(w),
+                         errno ? strerror(errno) : "shorter than it was");
+  size_t size = (size_t)n;
+  if (z->crc) {
+    uint32_t want = size >= 4 ? le32(zv->raw + size - 4) : 0,
+             got = size >= 4 ? ferry__crc32c(zv->raw, size - 4) : 1;
+    if (want != got)
+      return ferry__seterr(err, FERRY_EFORMAT,
+                           "%s fails its crc32c (stored %08x, computed %08x; "
+                           "corrupt): store %s, array %s, rank %d, row %lld",
+                           w->what, (unsigned)want, (unsigned)got, w->store,
+                           w->vname, w->rank, (long long)w->row);
+    size -= 4;
+    if (!z->ncodecs)
+      memcpy(out, zv->raw, size);
   }
   /* Codecs in decode order: compressor first.  Every stage decodes to
    * chunk_bytes (the only filter ferry knows, shuffle, keeps the size). */
@@ -163,22 +338,118 @@ static int load_chunk(zvar *zv, const int64_t *idx, const char *store,
     unsigned char *dst = c == 0 ? out : src == zv->raw ? zv->mid : zv->raw;
     const char *why = NULL;
     if (ferry__codec_decode_into(z->codec[c], z->param[c], src, size, dst,
-                                 z->chunk_bytes, &why) < 0) {
-      rc = ferry__seterr(err, FERRY_EFORMAT,
-                         "chunk file %s cannot be decoded with %s: %s (store "
-                         "%s, array %s, rank %d, row %lld)",
-                         p, ferry__codec_name(z->codec[c]), why, store, vname,
-                         rank, (long long)row);
-      goto cleanup;
-    }
+                                 z->chunk_bytes, &why) < 0)
+      return ferry__seterr(err, FERRY_EFORMAT,
+                           "%s cannot be decoded with %s: %s (store %s, "
+                           "array %s, rank %d, row %lld)",
+                           w->what, ferry__codec_name(z->codec[c]), why,
+                           w->store, w->vname, w->rank, (long long)w->row);
     src = dst;
     size = z->chunk_bytes;
   }
-cleanup:
+  return 0;
+}
+
+/* The fill value into out (chunk_bytes), or an error when there is none. */
+static int fill_chunk(const zmeta *z, zwhere *w, unsigned char *out,
+                      ferry__err *err) {
+  if (!z->has_fill)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s is missing and array %s has no fill_value "
+                         "(zarr-python would return uninitialised memory): "
+                         "store %s, rank %d, row %lld",
+                         w->what, w->vname, w->store, w->rank,
+                         (long long)w->row);
+  for (size_t i = 0; i < z->chunk_bytes; i += z->itemsize)
+    memcpy(out + i, z->fill, z->itemsize);
+  return 0;
+}
+
+/* Read and decode the chunk idx into out (chunk_bytes, the fill value when
+ * it is absent), through the variable's reused buffers: a chunk file (or an
+ * inner chunk's byte range in its shard) is read into raw, each codec but
+ * the last decodes into mid or raw, the last into out.  No allocation once
+ * the buffers exist.  On failure out holds unspecified bytes that the
+ * caller must not serve. */
+static int load_chunk(zvar *zv, const int64_t *idx, const char *store,
+                      const char *vname, int rank, int64_t row,
+                      unsigned char *out, ferry__err *err) {
+  const zmeta *z = &zv->z;
+  zwhere w = {store, vname, rank, row, ""};
+  if (z->sharded) {
+    uint64_t off = 0, n = 0;
+    int rc = inner_where(zv, idx, &w, &off, &n, err);
+    if (rc < 0)
+      return rc;
+    return rc ? decode_stored(zv, zv->shard_fd, off, n, &w, out, err)
+              : fill_chunk(z, &w, out, err);
+  }
+  char *p = ferry__zarr_chunk_path(zv->adir, z, idx);
+  int rc = 0, fd = -1;
+  if (!p)
+    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d", rank);
+  snprintf(w.what, sizeof w.what, "chunk file %s", p);
+  const char *kind = "";
+  fd = ferry__open_regular(p, &kind); /* never blocks on a FIFO */
+  struct stat st;
+  if (fd == -2)
+    rc = ferry__seterr(err, FERRY_EFORMAT,
+                       "chunk file %s is %s, not a regular file: store %s, "
+                       "array %s, rank %d, row %lld",
+                       p, kind, store, vname, rank, (long long)row);
+  else if (fd < 0 && errno == ENOENT)
+    rc = fill_chunk(z, &w, out, err);
+  else if (fd < 0 || fstat(fd, &st) != 0)
+    rc = ferry__seterr(err, ferry__errno_code(errno), WHERE_FMT ": %s",
+                       WHERE_ARGS(&w), strerror(errno));
+  else
+    rc = decode_stored(zv, fd, 0, (uint64_t)st.st_size, &w, out, err);
   if (fd >= 0)
     close(fd);
   free(p);
   return rc;
+}
+
+/* Sharded, uncompressed and unchecked inner chunks of whole rows, from
+ * chunk ci on, that a read covers whole up to row end: those that follow
+ * each other in one shard file are read with one pread into dst.  *done
+ * receives how many chunks were read (0: none could be, the caller reads
+ * chunk ci by itself). */
+static int read_run(zvar *zv, int64_t ci, int64_t end, const char *store,
+                    const char *vname, int rank, unsigned char *dst,
+                    int64_t *done, ferry__err *err) {
+  const zmeta *z = &zv->z;
+  int64_t c0 = z->chunks[0], k = 0;
+  uint64_t start = 0, next = 0;
+  zwhere w = {store, vname, rank, ci * c0, ""};
+  *done = 0;
+  if (!z->sharded || z->ncodecs || z->crc || !zarr_chunk_is_rows(z))
+    return 0;
+  for (; (ci + k + 1) * c0 <= end; k++) {
+    int64_t idx[Z_MAX_DIMS] = {0};
+    uint64_t off = 0, n = 0;
+    idx[0] = ci + k;
+    if (k > 0 && idx[0] % z->per_shard[0] == 0)
+      break; /* the next shard */
+    int rc = inner_where(zv, idx, &w, &off, &n, err);
+    if (rc < 0)
+      return rc;
+    if (!rc || n != z->chunk_bytes || (k > 0 && off != next))
+      break;
+    if (k == 0)
+      start = off;
+    next = off + n;
+  }
+  if (k < 2)
+    return 0;
+  errno = 0;
+  if (pread_exact(zv->shard_fd, dst, (size_t)(next - start), (off_t)start) < 0)
+    return ferry__seterr(err, FERRY_EIO,
+                         "cannot read inner chunks %lld to %lld of %s: %s",
+                         (long long)ci, (long long)(ci + k - 1), w.what,
+                         errno ? strerror(errno) : "shorter than it was");
+  *done = k;
+  return 0;
 }
 
 /* Copy the part of chunk (decoded, idx) that lies in band rows into band
@@ -231,6 +502,15 @@ int ferry__zarr_native_read(zvar *zv, const char *store, const char *vname,
     }
     int64_t idx[Z_MAX_DIMS] = {0};
     idx[0] = ci;
+    int64_t run = 0;
+    if (rows_layout && r == bstart && take == c0 &&
+        (rc = read_run(zv, ci, row + nrows, store, vname, rank, dst, &run,
+                       err)) < 0)
+      return rc;
+    if (run > 0) {
+      r = bstart + run * c0;
+      continue;
+    }
     if (rows_layout && r == bstart && take == c0) {
       /* The read covers the whole chunk: decode it into its rows. */
       if ((rc = load_chunk(zv, idx, store, vname, rank, r, dst, err)) < 0)
@@ -238,7 +518,7 @@ int ferry__zarr_native_read(zvar *zv, const char *store, const char *vname,
       r = bend;
       continue;
     }
-    if (!z->ncodecs && rows_layout) {
+    if (!z->ncodecs && !z->crc && !z->sharded && rows_layout) {
       /* Part of an uncompressed chunk: pread just those rows. */
       char *p = ferry__zarr_chunk_path(zv->adir, z, idx);
       off_t size = 0;

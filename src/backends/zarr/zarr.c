@@ -1,19 +1,20 @@
 /*
- * zarr.c - the Zarr backend: Zarr v2 stores on a file system, as
- * zarr-python and xarray write them, read by ferry's own chunk reader or
- * through netCDF-C's NCZarr.  This file is the vtable (probe, the record,
- * io_open/io_read/io_close and the dispatch to a reader); meta.c parses
- * metadata and describes stores, native.c is the native reader, netcdf.c
- * the NCZarr reader (only in builds with netCDF-C; zarr.h holds what they
- * share).  Without netCDF-C the backend is still built: every store is read
- * natively and zarr_reader=netcdf is FERRY_ENOTSUP.
+ * zarr.c - the Zarr backend: Zarr v2 and v3 stores (sharded v3 arrays
+ * too) on a file system, as zarr-python and xarray write them, read by
+ * ferry's own chunk reader or (v2, on request) through netCDF-C's NCZarr.  This
+ * file is the vtable (probe, the record, io_open/io_read/io_close and the
+ * dispatch to a reader); meta.c parses metadata and describes stores, native.c
+ * is the native reader, netcdf.c the NCZarr reader (only in builds with
+ * netCDF-C; zarr.h holds what they share).  Without netCDF-C the backend is
+ * still built: every store is read natively and zarr_reader=netcdf is
+ * FERRY_ENOTSUP.
  *
- * A part is one store: a directory holding .zgroup (a group; its arrays,
- * and those of its sub-groups, are the variables, named by their path
- * "samples", "sub/x") or .zarray (a store that is one array, named after
- * the directory).  As with HDF5 the arrays whose first dimension is the
- * longest are the variables; shorter ones (coordinates of another axis)
- * are skipped.
+ * A part is one store: a directory holding .zgroup or a group's zarr.json
+ * (a group; its arrays, and those of its sub-groups, are the variables,
+ * named by their path "samples", "sub/x") or .zarray or an array's
+ * zarr.json (a store that is one array, named after the directory).  As with
+ * HDF5 the arrays whose first dimension is the longest are the variables;
+ * shorter ones (coordinates of another axis) are skipped.
  *
  * Rank 0 describes a store from its JSON metadata alone (jansson), before
  * netCDF-C sees it: netCDF-C 4.9.0 crashes (SIGSEGV in nc_open) on a store
@@ -22,8 +23,7 @@
  * plugin is missing (Unidata/netcdf-c#2449, #2234).  So describe refuses,
  * with FERRY_ENOTSUP naming array, reason and fix, every variable whose
  * dtype ferry cannot hold (complex, datetime, object, strings, structured),
- * that is Fortran-ordered, or compressed with a codec ferry does not decode;
- * a Zarr v3 store is refused the same way.
+ * that is Fortran-ordered, or compressed with a codec ferry does not decode.
  *
  * Reads.  Each rank opens the store itself (NCZarr has no MPI-IO) on the
  * loader's I/O thread, checks that every variable's .zarray is the one rank
@@ -32,22 +32,22 @@
  * readers, chosen by rank 0 (option zarr_reader) and kept in the same
  * record:
  *
- *   netcdf  (the default) nc_open("file://STORE#mode=zarr,file") and
- *           nc_get_vara; compressed chunks are decoded by ferry's NCZarr
- *           plugins (src/plugins), which netCDF-C finds through
+ *   netcdf  (zarr_reader=netcdf, v2 only)
+ * nc_open("file://STORE#mode=zarr,file") and nc_get_vara; compressed chunks are
+ * decoded by ferry's NCZarr plugins (src/plugins), which netCDF-C finds through
  *           HDF5_PLUGIN_PATH (set_plugin_path below).  After the open every
  *           variable's filter chain, as netCDF-C reports it
  *           (nc_inq_var_filter_ids), must have as many codecs as its
  *           .zarray, or nothing is read.  Its chunk cache is bounded with
  *           nc_set_var_chunk_cache and counted in cache_bytes.
- *   native  ferry's own chunk reader with the same decoders (codec.c): for
- *           stores netCDF-C cannot open (a bool or float16 array anywhere
- *           in the store, a store that is a single array), or when
- *           zarr_reader=native.  A chunk a read covers whole is
- *           decoded (or read, uncompressed) straight into the read buffer;
- *           other chunks through a band of rows kept per variable.  Its
- *           buffers are allocated once per open store, never per chunk,
- *           and counted in cache_bytes (native_cache_bytes).
+ *   native  (the default) ferry's own chunk reader with the same decoders
+ *           (codec.c), for every store, Zarr v3 and sharded arrays too
+ *           (each rank reads and keeps the indexes of the shards it
+ *           reads, then only the inner chunks' byte ranges).  A chunk a read
+ * covers whole is decoded (or read, uncompressed) straight into the read
+ * buffer; other chunks through a band of rows kept per variable.  Its buffers
+ * are allocated once per open store, never per chunk, and counted in
+ * cache_bytes (native_cache_bytes).
  *
  * Missing chunk files.  zarr-python does not write a chunk whose values all
  * equal the fill value (write_empty_chunks=False, its default) and reads a
@@ -78,6 +78,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- Probe ------------------------------------------------------------ */
 
@@ -141,6 +142,11 @@ static void part_close(ferry__io *io, zpart *p) {
     free(p->v[v].chunk_buf);
     free(p->v[v].raw);
     free(p->v[v].mid);
+    free(p->v[v].slot_key);
+    free(p->v[v].slot_ix);
+    free(p->v[v].ixraw);
+    if (p->v[v].shard_fd >= 0)
+      close(p->v[v].shard_fd);
   }
   free(p->v);
 #ifdef HAVE_NCZARR
@@ -159,6 +165,7 @@ static int var_open(const ferry__io *io, const ferry__part *pt,
   uint64_t hash = 0;
   int rc;
   zv->band = -1;
+  zv->shard_fd = -1;
   if ((rc = ferry__zarr_rec_get(m, pt, v, io->rank, reader, &hash, err)) < 0)
     return rc;
   if (!(zv->adir = ferry__zarr_array_dir(store, mv->name, root_array)))
@@ -201,8 +208,9 @@ static int part_open(ferry__io *io, int64_t part, zpart **out,
   }
   p->part = part;
   p->ncid = -1;
-  int root_array = ferry__zarr_exists_in(store, ".zarray", 0),
-      reader = ZREC_NATIVE;
+  int root_array = ferry__zarr_root_is_array(store), reader = ZREC_NATIVE;
+  for (int v = 0; v < m->nvars; v++)
+    p->v[v].shard_fd = -1;
   for (int v = 0; v < m->nvars && rc == 0; v++)
     rc = var_open(io, pt, store, root_array, v, &p->v[v], &reader, err);
   if (rc == 0 && reader == ZREC_NETCDF)

@@ -38,9 +38,31 @@ typedef struct zmeta {
   char codecs_text[160]; /* "blosc(lz4, shuffle) + shuffle(4)"     */
   size_t chunk_bytes;    /* bytes of one decoded chunk             */
   int64_t across;        /* chunks spanning one row band           */
-  uint64_t hash;         /* FNV-1a of the .zarray bytes            */
-  int64_t meta_size;
+  /* Zarr v3 (zarr.json).  With sharding, chunks[] is the inner chunk (the
+   * unit the reader decodes) and shard[] the chunk grid's chunk (one shard
+   * file); codec[] is then the inner chunks' chain. */
+  int nested_legacy; /* v2, no dimension_separator, nested chunks  */
+  int v3;
+  int key_c;                 /* chunk keys "c/0/1" (v3 default encoding)  */
+  int crc;                   /* each (inner) chunk ends with its crc32c   */
+  int sharded;               /* sharding_indexed                          */
+  int index_start;           /* the shard index is at the shard's start   */
+  int index_crc;             /* the shard index ends with its crc32c      */
+  int index_swapped;         /* the shard index is big-endian on this host */
+  int64_t shard[Z_MAX_DIMS]; /* shard shape                     */
+  int64_t per_shard[Z_MAX_DIMS]; /* inner chunks per shard, per dim  */
+  int64_t n_inner;               /* inner chunks per shard           */
+  size_t index_bytes;            /* bytes of one shard index         */
+  /* The fields above are hashed for v3 (ZMETA_HASHED). */
+  uint64_t hash;     /* FNV-1a of the .zarray bytes (v2), of the
+                        fields above (v3)                      */
+  int64_t meta_size; /* .zarray's size (v2), a constant (v3)   */
+  /* Not hashed: the name of dimension 0 (v3 dimension_names, v2
+   * _ARRAY_DIMENSIONS of .zattrs, read by describe), or "". */
+  char dim0[64];
 } zmeta;
+
+#define ZMETA_HASHED offsetof(zmeta, hash)
 
 /* ---- The record (zarr.c) ---------------------------------------------- */
 
@@ -73,6 +95,18 @@ int ferry__zarr_parse_zarray(const char *adir, const char *label, zmeta *z,
 int ferry__zarr_parse_zarray_text(const char *text, size_t len,
                                   const char *path, const char *label, zmeta *z,
                                   ferry__err *err);
+/** Parse one v3 array's metadata (a zarr.json object, j: a json_t *) into
+ *  z; the same errors as ferry__zarr_parse_zarray_text. */
+int ferry__zarr_parse_v3(const void *j, const char *path, const char *label,
+                         zmeta *z, ferry__err *err);
+/** Parse the text of a zarr.json (an array's) into z. */
+int ferry__zarr_parse_v3_text(const char *text, size_t len, const char *path,
+                              const char *label, zmeta *z, ferry__err *err);
+/** 1 when the store directory is itself one array (.zarray, or a zarr.json
+ *  whose node_type is "array"). */
+int ferry__zarr_root_is_array(const char *store);
+/** CRC-32C (Castagnoli) of n bytes, as Zarr v3's crc32c codec stores it. */
+uint32_t ferry__crc32c(const void *p, size_t n);
 /** 1 when dir/name exists and is a directory (want_dir) or a file. */
 int ferry__zarr_exists_in(const char *dir, const char *name, int want_dir);
 /** The store directory of a dataset string: a directory, or
@@ -81,7 +115,8 @@ char *ferry__zarr_store_dir(const char *spec);
 /** Directory of array name in store (the store itself for a root array). */
 char *ferry__zarr_array_dir(const char *store, const char *name,
                             int root_array);
-/** Path of the chunk file of chunk index idx (ndim entries). */
+/** Path of the chunk file of chunk index idx (ndim entries); for a sharded
+ *  array idx is an inner chunk's and the path is its shard's. */
 char *ferry__zarr_chunk_path(const char *adir, const zmeta *z,
                              const int64_t *idx);
 /** The vtable's describe (rank 0). */
@@ -126,7 +161,25 @@ typedef struct zvar {
   unsigned char *chunk_buf; /* one decoded chunk, when chunks are not rows */
   unsigned char *raw;       /* a chunk file's stored bytes (compressed) */
   unsigned char *mid;       /* a middle stage of a chain of codecs      */
+  /* Sharded arrays: the indexes of recently read shards (direct-mapped by
+   * the shard's linear number; nslots * index_bytes, counted in
+   * cache_bytes) and the shard file last opened. */
+  int nslots;
+  int64_t *slot_key;    /* [nslots], -1 empty                        */
+  uint64_t *slot_ix;    /* [nslots][2 * n_inner] offset, nbytes       */
+  unsigned char *ixraw; /* one index as stored                     */
+  int shard_fd;         /* -1 none                                   */
+  int64_t shard_key;    /* linear number of the shard of shard_fd    */
+  int64_t shard_size;   /* its size                                   */
 } zvar;
+
+/* Shard index slots kept per variable: a few MiB at most. */
+#define Z_SLOTS_BYTES ((size_t)16 << 20)
+#define Z_SLOTS_MAX 64
+static inline int zarr_nslots(const zmeta *z) {
+  size_t n = z->index_bytes ? Z_SLOTS_BYTES / z->index_bytes : 1;
+  return n < 1 ? 1 : n > Z_SLOTS_MAX ? Z_SLOTS_MAX : (int)n;
+}
 
 typedef struct zpart {
   int64_t part;
