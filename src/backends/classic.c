@@ -48,12 +48,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define CDF_NAME_MAX 256                     /* netCDF's NC_MAX_NAME */
-#define CDF_FIRST_READ ((size_t)1 << 20)     /* first header read    */
-#define CDF_HEADER_MAX ((size_t)64 << 20)    /* largest header read  */
-#define CDF_READ_MAX ((int64_t)1 << 30)      /* one independent read */
-#define SPAN_MAX ((int64_t)32 << 20)         /* record span buffer   */
-#define ROW_DIRECT ((int64_t)64 << 10)       /* rows read one by one */
+#define CDF_NAME_MAX 256                  /* netCDF's NC_MAX_NAME */
+#define CDF_FIRST_READ ((size_t)1 << 20)  /* first header read    */
+#define CDF_HEADER_MAX ((size_t)64 << 20) /* largest header read  */
+#define CDF_READ_MAX ((int64_t)1 << 30)   /* one independent read */
+#define SPAN_MAX ((int64_t)32 << 20)      /* record span buffer   */
+#define ROW_DIRECT ((int64_t)64 << 10)    /* rows read one by one */
 #define CDF_REC_VERSION 1
 #define CDF_REC_LEN 18
 
@@ -261,8 +261,9 @@ static int skip_atts(cur *c) {
       return rc;
     int64_t size = nc_types[type].size;
     if (count > (c->fsize - (int64_t)c->pos) / size)
-      return bad(c, c->pos, "attribute of %lld values of %s runs past the end "
-                            "of the file",
+      return bad(c, c->pos,
+                 "attribute of %lld values of %s runs past the end "
+                 "of the file",
                  (long long)count, nc_types[type].name);
     if ((rc = need(c, (size_t)pad4(count * size), "attribute values")) != 0)
       return rc;
@@ -525,8 +526,8 @@ static int read_header(const char *path, ferry__cdf **h, ferry__err *err) {
   for (size_t want = CDF_FIRST_READ; rc == 1; want *= 2) {
     if (want > CDF_HEADER_MAX) {
       rc = ferry__seterr(err, FERRY_ENOTSUP,
-                         "%s: netCDF classic header larger than %zu MiB",
-                         path, CDF_HEADER_MAX >> 20);
+                         "%s: netCDF classic header larger than %zu MiB", path,
+                         CDF_HEADER_MAX >> 20);
       break;
     }
     if ((int64_t)want > (int64_t)st.st_size)
@@ -726,12 +727,11 @@ static int choose(const ferry__cdf *h, int64_t sdim, const char *named,
                v->ndims, FERRY_MAX_DIMS + 1);
     else if (v->dimids[0] != sdim)
       snprintf(why, sizeof why, "along %s (%lld rows), not %s",
-               h->dims[v->dimids[0]].name,
-               (long long)dim_rows(h, v->dimids[0]), h->dims[sdim].name);
+               h->dims[v->dimids[0]].name, (long long)dim_rows(h, v->dimids[0]),
+               h->dims[sdim].name);
     if (why[0]) {
       size_t n = strlen(skipped);
-      snprintf(skipped + n, slen - n, "%s%s (%s)", n ? "; " : "", v->name,
-               why);
+      snprintf(skipped + n, slen - n, "%s%s (%s)", n ? "; " : "", v->name, why);
       continue;
     }
     size_t n = strlen(chosen);
@@ -854,8 +854,8 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
   int mrc = MPI_File_open(io->collective ? io->comm : MPI_COMM_SELF, path,
                           MPI_MODE_RDONLY, io->info, &fh);
   if (!out) {
-    code = ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
-                         io->rank);
+    code =
+        ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d", io->rank);
     opened = mrc == MPI_SUCCESS;
   } else if (mrc != MPI_SUCCESS) {
     code = mpi_fail(err, open_code(mrc), mrc,
@@ -932,8 +932,8 @@ static int rec_get(const ferry__io *io, const ferry__part *pt, int var,
                    int *is_rec, int64_t *recsize, int64_t *begin_rec,
                    ferry__err *err) {
   const ferry__blob *b = pt->rec ? &pt->rec[var] : NULL;
-  if (io->m->record_version != CDF_REC_VERSION || !b ||
-      b->len != CDF_REC_LEN || b->p[0] != CDF_REC_VERSION || b->p[1] > 1)
+  if (io->m->record_version != CDF_REC_VERSION || !b || b->len != CDF_REC_LEN ||
+      b->p[0] != CDF_REC_VERSION || b->p[1] > 1)
     return ferry__seterr(err, FERRY_EFORMAT,
                          "file %s, variable %s: the manifest's netCDF record "
                          "is missing or malformed (version %d, %zu bytes; "
@@ -972,8 +972,8 @@ static int read_flat(ferry__io *io, MPI_File fh, int64_t off, int64_t n,
                          "exceeds the 2 GiB one MPI call can read; use a "
                          "smaller chunk_samples",
                          (long long)n, where, (long long)off);
-    int rc2 = ferry__mpi_read(fh, 1, (MPI_Offset)off, buf,
-                              rc < 0 ? 0 : (int)n, where, rc < 0 ? NULL : err);
+    int rc2 = ferry__mpi_read(fh, 1, (MPI_Offset)off, buf, rc < 0 ? 0 : (int)n,
+                              where, rc < 0 ? NULL : err);
     return rc < 0 ? rc : rc2;
   }
   for (int64_t done = 0; rc == 0 && done < n;) {
@@ -1008,16 +1008,18 @@ static int read_rec_coll(ferry__io *io, MPI_File fh, int64_t off, int64_t n,
   if (tc != MPI_SUCCESS && rc == 0)
     rc = mpi_fail(err, FERRY_EMPI, tc, "MPI_Type_create_hvector failed: %s",
                   where);
-  int vc = MPI_File_set_view(fh, empty || tc != MPI_SUCCESS ? 0 : off,
-                             MPI_BYTE, tc == MPI_SUCCESS ? ft : MPI_BYTE,
-                             "native", io->info);
+  int vc =
+      MPI_File_set_view(fh, empty || tc != MPI_SUCCESS ? 0 : off, MPI_BYTE,
+                        tc == MPI_SUCCESS ? ft : MPI_BYTE, "native", io->info);
   if (vc != MPI_SUCCESS && rc == 0)
-    rc = mpi_fail(err, FERRY_EIO, vc, "MPI_File_set_view failed: %s, offset "
-                                      "%lld",
+    rc = mpi_fail(err, FERRY_EIO, vc,
+                  "MPI_File_set_view failed: %s, offset "
+                  "%lld",
                   where, (long long)off);
   int bad_view = rc < 0 || tc != MPI_SUCCESS;
-  int rc2 = ferry__mpi_read(fh, 1, 0, buf, bad_view || empty ? 0 : (int)(n * rb),
-                            where, rc < 0 ? NULL : err);
+  int rc2 =
+      ferry__mpi_read(fh, 1, 0, buf, bad_view || empty ? 0 : (int)(n * rb),
+                      where, rc < 0 ? NULL : err);
   MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", io->info);
   if (!empty && tc == MPI_SUCCESS)
     MPI_Type_free(&ft);
@@ -1098,8 +1100,8 @@ static int classic_io_read(ferry__io *io, int64_t part, int var, int64_t row,
     return rc;
   MPI_File fh = *(MPI_File *)h;
   char where[FERRY__MSG_MAX / 2];
-  snprintf(where, sizeof where, "file %s, variable %s, rank %d",
-           pt->paths[var], m->vars[var].name, io->rank);
+  snprintf(where, sizeof where, "file %s, variable %s, rank %d", pt->paths[var],
+           m->vars[var].name, io->rank);
   /* Local checks after the (possibly collective) open; a collective read
    * is joined with nothing to read when they fail. */
   int is_rec = 0;
@@ -1111,9 +1113,9 @@ static int classic_io_read(ferry__io *io, int64_t part, int var, int64_t row,
     nrows = 0;
   int64_t off = pt->data_offset[var] + row * (is_rec ? rs : rb);
   if (io->collective)
-    return is_rec ? read_rec_coll(io, fh, off, nrows, rb, rs, buf, where, rc,
-                                  err)
-                  : read_flat(io, fh, off, nrows * rb, buf, where, rc, err);
+    return is_rec
+               ? read_rec_coll(io, fh, off, nrows, rb, rs, buf, where, rc, err)
+               : read_flat(io, fh, off, nrows * rb, buf, where, rc, err);
   if (rc < 0)
     return rc;
   if (!is_rec)

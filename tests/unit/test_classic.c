@@ -219,8 +219,8 @@ static void fuzz_one(const unsigned char *b, size_t len, int64_t fsize,
     return;
   }
   CHECK(rc < 0 && h == NULL, "%s at %zu: rc %d", what, at, rc);
-  CHECK(rc == FERRY_EFORMAT || rc == FERRY_ENOMEM, "%s at %zu: rc %d: %s",
-        what, at, rc, e.msg);
+  CHECK(rc == FERRY_EFORMAT || rc == FERRY_ENOMEM, "%s at %zu: rc %d: %s", what,
+        at, rc, e.msg);
   CHECK(strstr(e.msg, PATH) != NULL, "%s at %zu: message '%s'", what, at,
         e.msg);
 }
@@ -275,8 +275,8 @@ static void refused(const wr *w, size_t fsize, int code, const char *w1,
   int rc = parse(w->b, w->n, (int64_t)fsize, &h, &e);
   CHECK(rc == code && strstr(e.msg, PATH) && strstr(e.msg, w1) &&
             (!w2 || strstr(e.msg, w2)),
-        "rc %d (want %d), message '%s' (want '%s', '%s')", rc, code, e.msg,
-        w1, w2 ? w2 : "");
+        "rc %d (want %d), message '%s' (want '%s', '%s')", rc, code, e.msg, w1,
+        w2 ? w2 : "");
   ferry__cdf_free(h);
 }
 
