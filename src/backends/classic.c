@@ -24,8 +24,11 @@
  * variables like .npy rows; record variables, independently, by reading
  * whole records once into a span buffer (at most SPAN_MAX bytes) that serves
  * every record variable of the same rows (the loader reads them one after
- * the other), or row by row when records are large; collectively, through a
- * strided file view (one MPI_File_read_at_all per call on every rank).
+ * the other), or row by row when records or rows are large.  With
+ * io=collective every call makes exactly one MPI_File_read_at_all on every
+ * rank: the records it needs, or 0 bytes when its rows are in the span
+ * buffer already or were read row by row (a strided file view, tried
+ * first, ran at a twentieth of the contiguous read's speed under OMPIO).
  * Data is big-endian on disk: variables are marked swapped, and the
  * loader's worker threads swap them to native order as they assemble
  * batches.  NC_CHAR variables are served as uint8 (their bytes as stored).
@@ -961,11 +964,11 @@ static int rec_get(const ferry__io *io, const ferry__part *pt, int var,
 }
 
 /* Contiguous bytes [off, off + n) into buf: split into 1 GiB calls
- * independently, one call collectively (refused over 2 GiB, joined with a
- * count of 0). */
-static int read_flat(ferry__io *io, MPI_File fh, int64_t off, int64_t n,
-                     void *buf, const char *where, int rc, ferry__err *err) {
-  if (io->collective) {
+ * independently, one call collectively when coll (refused over 2 GiB,
+ * joined with a count of 0 when rc says this rank already failed). */
+static int read_flat(MPI_File fh, int coll, int64_t off, int64_t n, void *buf,
+                     const char *where, int rc, ferry__err *err) {
+  if (coll) {
     if (rc == 0 && n > INT_MAX)
       rc = ferry__seterr(err, FERRY_ENOTSUP,
                          "collective read of %lld bytes (%s, offset %lld) "
@@ -985,60 +988,26 @@ static int read_flat(ferry__io *io, MPI_File fh, int64_t off, int64_t n,
   return rc;
 }
 
-/* Record variable, collective: a strided file view (n blocks of rb bytes,
- * rs apart) and one MPI_File_read_at_all, on every rank (a rank with
- * nothing to read, or whose checks failed, joins with an empty view). */
-static int read_rec_coll(ferry__io *io, MPI_File fh, int64_t off, int64_t n,
-                         int64_t rb, int64_t rs, void *buf, const char *where,
-                         int rc, ferry__err *err) {
-  if (rc == 0 && (n * rb > INT_MAX || rb > INT_MAX))
-    rc = ferry__seterr(err, FERRY_ENOTSUP,
-                       "collective read of %lld bytes (%s, offset %lld) "
-                       "exceeds the 2 GiB one MPI call can read; use a "
-                       "smaller chunk_samples",
-                       (long long)(n * rb), where, (long long)off);
-  int empty = rc < 0 || n == 0;
-  MPI_Datatype ft = MPI_BYTE;
-  int tc = MPI_SUCCESS;
-  if (!empty) {
-    tc = MPI_Type_create_hvector((int)n, (int)rb, (MPI_Aint)rs, MPI_BYTE, &ft);
-    if (tc == MPI_SUCCESS)
-      tc = MPI_Type_commit(&ft);
-  }
-  if (tc != MPI_SUCCESS && rc == 0)
-    rc = mpi_fail(err, FERRY_EMPI, tc, "MPI_Type_create_hvector failed: %s",
-                  where);
-  int vc =
-      MPI_File_set_view(fh, empty || tc != MPI_SUCCESS ? 0 : off, MPI_BYTE,
-                        tc == MPI_SUCCESS ? ft : MPI_BYTE, "native", io->info);
-  if (vc != MPI_SUCCESS && rc == 0)
-    rc = mpi_fail(err, FERRY_EIO, vc,
-                  "MPI_File_set_view failed: %s, offset "
-                  "%lld",
-                  where, (long long)off);
-  int bad_view = rc < 0 || tc != MPI_SUCCESS;
-  int rc2 =
-      ferry__mpi_read(fh, 1, 0, buf, bad_view || empty ? 0 : (int)(n * rb),
-                      where, rc < 0 ? NULL : err);
-  MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", io->info);
-  if (!empty && tc == MPI_SUCCESS)
-    MPI_Type_free(&ft);
-  return rc < 0 ? rc : rc2;
-}
+/* Where a record variable's rows are: record size, first record, the
+ * variable's offset in a record, its row bytes, its file's size. */
+typedef struct rec_layout {
+  int64_t rs, begin_rec, voff, rb, fsize;
+} rec_layout;
 
 /* Whole records [r, r + k) of part into the span buffer (the last one may
- * stop at the end of the file). */
-static int span_fill(ferry__io *io, MPI_File fh, int64_t part, int64_t r,
-                     int64_t k, int64_t rs, int64_t begin_rec, int64_t fsize,
-                     const char *where, ferry__err *err) {
-  if (!io->span && !(io->span = malloc((size_t)SPAN_MAX)))
-    return ferry__seterr(err, FERRY_ENOMEM,
-                         "out of memory on rank %d (record buffer)", io->rank);
-  int64_t start = begin_rec + r * rs, want = k * rs;
-  if (want > fsize - start)
-    want = fsize - start > 0 ? fsize - start : 0;
+ * stop at the end of the file); one collective call when coll, joined with
+ * a count of 0 when rc says this rank already failed. */
+static int span_fill(ferry__io *io, MPI_File fh, int coll, int64_t part,
+                     int64_t r, int64_t k, const rec_layout *L,
+                     const char *where, int rc, ferry__err *err) {
+  if (rc == 0 && !io->span && !(io->span = malloc((size_t)SPAN_MAX)))
+    rc = ferry__seterr(err, FERRY_ENOMEM,
+                       "out of memory on rank %d (record buffer)", io->rank);
+  int64_t start = L->begin_rec + r * L->rs, want = k * L->rs;
+  if (want > L->fsize - start)
+    want = L->fsize - start > 0 ? L->fsize - start : 0;
   io->span_part = -1;
-  int rc = read_flat(io, fh, start, want, io->span, where, 0, err);
+  rc = read_flat(fh, coll, start, want, io->span, where, rc, err);
   if (rc < 0)
     return rc;
   io->span_part = part;
@@ -1048,41 +1017,66 @@ static int span_fill(ferry__io *io, MPI_File fh, int64_t part, int64_t r,
   return 0;
 }
 
-/* Record variable, independent: rows through the span buffer, or one read
- * per row when records are larger than the buffer or rows large. */
-static int read_rec_indep(ferry__io *io, MPI_File fh, int64_t part, int var,
-                          int64_t row, int64_t n, void *buf, const char *where,
-                          ferry__err *err) {
-  const ferry__part *pt = &io->m->parts[part];
-  int is_rec = 0;
-  int64_t rs = 0, begin_rec = 0;
-  int rc = rec_get(io, pt, var, &is_rec, &rs, &begin_rec, err);
-  int64_t rb = (int64_t)io->m->vars[var].row_bytes;
-  int64_t begin = pt->data_offset[var], voff = begin - begin_rec;
+/* Rows [r, r + k) of the variable out of the span buffer into dst. */
+static int span_copy(const ferry__io *io, const rec_layout *L, int64_t r,
+                     int64_t k, unsigned char *dst, const char *where,
+                     ferry__err *err) {
+  for (int64_t i = 0; i < k; i++) {
+    size_t at = (size_t)((r + i - io->span_row) * L->rs + L->voff);
+    if (at + (size_t)L->rb > io->span_len)
+      return ferry__seterr(err, FERRY_EIO,
+                           "short read: %s, offset %lld: the file ends "
+                           "inside record %lld",
+                           where,
+                           (long long)(L->begin_rec + (r + i) * L->rs +
+                                       L->voff),
+                           (long long)(r + i));
+    memcpy(dst + i * L->rb, io->span + at, (size_t)L->rb);
+  }
+  return 0;
+}
+
+static int span_has(const ferry__io *io, int64_t part, int64_t r, int64_t k) {
+  return io->span_part == part && r >= io->span_row &&
+         r + k <= io->span_row + io->span_n;
+}
+
+/* Record variable: rows through the span buffer (whole records, read once
+ * for every record variable of the same rows), or one read per row when
+ * records are larger than the buffer or rows large.  With io=collective
+ * every call makes exactly one collective read, whatever each rank does:
+ * the span's read, or a read of 0 bytes when the rank's rows are in the
+ * span already, were read row by row, or its checks failed (rc). */
+static int read_rec(ferry__io *io, MPI_File fh, int64_t part,
+                    const rec_layout *L, int64_t row, int64_t n, void *buf,
+                    const char *where, int rc, ferry__err *err) {
+  int coll = io->collective;
   unsigned char *dst = buf;
-  if (rc == 0 && (rs > SPAN_MAX || rb >= ROW_DIRECT)) {
-    for (int64_t i = 0; rc == 0 && i < n; i++)
-      rc = read_flat(io, fh, begin + (row + i) * rs, rb, dst + i * rb, where, 0,
-                     err);
+  int direct = L->rs > SPAN_MAX || L->rb >= ROW_DIRECT ||
+               (coll && n > SPAN_MAX / (L->rs | 1));
+  if (rc < 0 || direct || (coll && span_has(io, part, row, n))) {
+    for (int64_t i = 0; rc == 0 && direct && i < n; i++)
+      rc = read_flat(fh, 0, L->begin_rec + L->voff + (row + i) * L->rs, L->rb,
+                     dst + i * L->rb, where, 0, err);
+    if (rc == 0 && !direct)
+      rc = span_copy(io, L, row, n, dst, where, err);
+    if (coll) {
+      int rc2 = ferry__mpi_read(fh, 1, 0, buf, 0, where, NULL);
+      (void)rc2; /* a 0-byte read is not checked (toolkit.c) */
+    }
     return rc;
   }
-  int64_t per = rs > 0 ? SPAN_MAX / rs : n;
+  if (coll) {
+    rc = span_fill(io, fh, 1, part, row, n, L, where, 0, err);
+    return rc < 0 ? rc : span_copy(io, L, row, n, dst, where, err);
+  }
+  int64_t per = L->rs > 0 ? SPAN_MAX / L->rs : n;
   for (int64_t r = row; rc == 0 && r < row + n;) {
     int64_t k = row + n - r < per ? row + n - r : per;
-    if (io->span_part != part || r < io->span_row ||
-        r + k > io->span_row + io->span_n)
-      rc = span_fill(io, fh, part, r, k, rs, begin_rec, pt->file_size[var],
-                     where, err);
-    for (int64_t i = 0; rc == 0 && i < k; i++) {
-      size_t at = (size_t)((r + i - io->span_row) * rs + voff);
-      if (at + (size_t)rb > io->span_len)
-        return ferry__seterr(err, FERRY_EIO,
-                             "short read: %s, offset %lld: the file ends "
-                             "inside record %lld",
-                             where, (long long)(begin + (r + i) * rs),
-                             (long long)(r + i));
-      memcpy(dst + (r + i - row) * rb, io->span + at, (size_t)rb);
-    }
+    if (!span_has(io, part, r, k))
+      rc = span_fill(io, fh, 0, part, r, k, L, where, 0, err);
+    if (rc == 0)
+      rc = span_copy(io, L, r, k, dst + (r - row) * L->rb, where, err);
     r += k;
   }
   return rc;
@@ -1105,22 +1099,21 @@ static int classic_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   /* Local checks after the (possibly collective) open; a collective read
    * is joined with nothing to read when they fail. */
   int is_rec = 0;
-  int64_t rs = 0, begin_rec = 0, rb = (int64_t)m->vars[var].row_bytes;
-  rc = rec_get(io, pt, var, &is_rec, &rs, &begin_rec, err);
+  rec_layout L = {0};
+  L.rb = (int64_t)m->vars[var].row_bytes;
+  L.fsize = pt->file_size[var];
+  rc = rec_get(io, pt, var, &is_rec, &L.rs, &L.begin_rec, err);
   if (rc == 0)
     rc = ferry__check_rows(m, part, var, row, nrows, io->rank, err);
   if (rc < 0)
     nrows = 0;
-  int64_t off = pt->data_offset[var] + row * (is_rec ? rs : rb);
-  if (io->collective)
-    return is_rec
-               ? read_rec_coll(io, fh, off, nrows, rb, rs, buf, where, rc, err)
-               : read_flat(io, fh, off, nrows * rb, buf, where, rc, err);
-  if (rc < 0)
+  L.voff = pt->data_offset[var] - L.begin_rec;
+  if (is_rec)
+    return read_rec(io, fh, part, &L, row, nrows, buf, where, rc, err);
+  if (rc < 0 && !io->collective)
     return rc;
-  if (!is_rec)
-    return read_flat(io, fh, off, nrows * rb, buf, where, 0, err);
-  return read_rec_indep(io, fh, part, var, row, nrows, buf, where, err);
+  return read_flat(fh, io->collective, pt->data_offset[var] + row * L.rb,
+                   nrows * L.rb, buf, where, rc, err);
 }
 
 static void classic_io_close(ferry__io *io) {
