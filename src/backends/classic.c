@@ -1024,13 +1024,12 @@ static int span_copy(const ferry__io *io, const rec_layout *L, int64_t r,
   for (int64_t i = 0; i < k; i++) {
     size_t at = (size_t)((r + i - io->span_row) * L->rs + L->voff);
     if (at + (size_t)L->rb > io->span_len)
-      return ferry__seterr(err, FERRY_EIO,
-                           "short read: %s, offset %lld: the file ends "
-                           "inside record %lld",
-                           where,
-                           (long long)(L->begin_rec + (r + i) * L->rs +
-                                       L->voff),
-                           (long long)(r + i));
+      return ferry__seterr(
+          err, FERRY_EIO,
+          "short read: %s, offset %lld: the file ends "
+          "inside record %lld",
+          where, (long long)(L->begin_rec + (r + i) * L->rs + L->voff),
+          (long long)(r + i));
     memcpy(dst + i * L->rb, io->span + at, (size_t)L->rb);
   }
   return 0;

@@ -11,7 +11,8 @@
  * never crash or read outside its buffer (each input is its own malloc'd
  * copy of exactly its length, so the ASan build and valgrind catch an
  * over-read).  Finally the specific refusals, each with its code and the
- * field and offset in its message.
+ * field and offset in its message.  Also ferry__byteswap, which every
+ * batch of big-endian netCDF data goes through.
  *
  * Exit status: 0 pass, 1 fail (each failure is printed).
  */
@@ -334,7 +335,27 @@ static void test_refusals(void) {
   refused(&b, b.n, FERRY_EFORMAT, "variable list is 4", "50 bytes left");
 }
 
+/* ferry__byteswap (util/bytes.c) against a byte-by-byte reversal, for
+ * every element size the vector and scalar loops handle and every length
+ * around their 16-byte steps, at an unaligned start. */
+static void test_byteswap(void) {
+  unsigned char buf[1 + 8 * 40], want[8 * 40];
+  for (size_t el = 2; el <= 8; el *= 2)
+    for (size_t n = 0; n <= 40; n++) {
+      unsigned char *p = buf + 1;
+      for (size_t i = 0; i < n * el; i++)
+        p[i] = (unsigned char)(i * 7 + 1);
+      for (size_t i = 0; i < n; i++)
+        for (size_t b = 0; b < el; b++)
+          want[i * el + b] = p[i * el + el - 1 - b];
+      ferry__byteswap(p, n, el);
+      CHECK(memcmp(p, want, n * el) == 0, "byteswap of %zu elements of %zu", n,
+            el);
+    }
+}
+
 int main(void) {
+  test_byteswap();
   for (int v = 1; v <= 5; v++) {
     if (v == 3 || v == 4)
       continue;
