@@ -9,18 +9,17 @@
 # contiguous) and WORK_DIR/nc/record.nc (CDF-5, samples(t, 256) and
 # labels(t) int32 record variables along the unlimited t: records of 1028
 # bytes, each variable's rows strided by the record), warms the page cache,
-# then measures in the same run, interleaved, 3 runs each (ferry bench, 2
-# ranks, shuffle=chunks, shuffle_buffer=4, batch 1024, 2 epochs,
-# io=independent):
+# then measures in the same run, interleaved, RUNS (default 3) runs each
+# (ferry bench, 2 ranks, shuffle=chunks, shuffle_buffer=4, batch 1024, 2
+# epochs), io=independent:
 #   npy           the .npy file
 #   fixed         fixed.nc (bytes/s against npy: the target is >= 0.8x)
 #   record        record.nc, both record variables (the span buffer reads
 #                 each record once for both)
 #   record_one    record.nc, vars=samples only (the labels are read and
 #                 dropped: 1028 bytes read per 1024 served)
-# plus one run of each netCDF file with io=collective (a strided file view
-# for the record variables).  Results go to WORK_DIR/nc-results.jsonl and a
-# table on stdout.  Every line is a ratio of runs made together; the
+# and npy, fixed and record (both variables) again with io=collective.
+# Results go to WORK_DIR/nc-results.jsonl and a table on stdout.  Every line is a ratio of runs made together; the
 # machine this ran on is shared and noisy.
 set -eu
 build=$(cd "$1" && pwd)
@@ -87,17 +86,19 @@ bench() { # label dataset extra-options...
   echo "$label: $(echo "$j" | $py -c 'import json,sys; j=json.load(sys.stdin); print("%.2f GB/s, %.0f samples/s" % (j["bytes_per_s"]/1e9, j["samples_per_s"]))')"
 }
 
-echo "== npy against netCDF classic, io=independent (interleaved, 3 runs each)"
-for i in 1 2 3; do
+runs=${RUNS:-3}
+echo "== npy against netCDF classic (interleaved, $runs runs each)"
+i=0
+while test "$i" -lt "$runs"; do
+  i=$((i + 1))
   bench npy "$work/data" --io independent
   bench fixed "$fixed" --io independent
   bench record "$record" --io independent
   bench record_one "$record" --io independent --vars samples
+  bench npy_coll "$work/data" --io collective
+  bench fixed_coll "$fixed" --io collective
+  bench record_coll "$record" --io collective
 done
-echo "== io=collective (one run each)"
-bench npy_coll "$work/data" --io collective
-bench fixed_coll "$fixed" --io collective
-bench record_coll "$record" --io collective
 
 $py - "$out" <<'PY'
 import json, sys
@@ -105,17 +106,18 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 def runs(kind):
     return [r["ferry"] for r in rows if r["kind"] == kind]
 n = runs("npy")
+nc = runs("npy_coll")
 print()
-print("| measure | run 1 | run 2 | run 3 |")
-print("|---|---|---|---|")
-print("| `.npy` | %s |" % " | ".join("%.2f GB/s" % (f["bytes_per_s"] / 1e9) for f in n))
-for k, what in (("fixed", "fixed-size variable"),
-                ("record", "record variables (samples + labels)"),
-                ("record_one", "record variable samples alone")):
+print("| measure | %s |" % " | ".join("run %d" % (i + 1) for i in range(len(n))))
+print("|---|%s" % ("---|" * len(n)))
+print("| `.npy`, io=independent | %s |" % " | ".join("%.2f GB/s" % (f["bytes_per_s"] / 1e9) for f in n))
+print("| `.npy`, io=collective | %s |" % " | ".join("%.2f GB/s" % (f["bytes_per_s"] / 1e9) for f in nc))
+for k, base, what in (("fixed", n, "fixed-size variable"),
+                      ("record", n, "record variables (samples + labels)"),
+                      ("record_one", n, "record variable samples alone"),
+                      ("fixed_coll", nc, "fixed-size variable, io=collective"),
+                      ("record_coll", nc, "record variables, io=collective")):
     print("| netCDF %s / `.npy` | %s |" % (what, " | ".join(
         "%.2f" % (b["bytes_per_s"] / a["bytes_per_s"])
-        for a, b in zip(n, runs(k)))))
-c = runs("npy_coll")[0]["bytes_per_s"]
-for k in ("fixed_coll", "record_coll"):
-    print("| %s / `.npy` io=collective | %.2f |||" % (k, runs(k)[0]["bytes_per_s"] / c))
+        for a, b in zip(base, runs(k)))))
 PY
