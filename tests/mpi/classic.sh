@@ -85,6 +85,18 @@ for io in independent collective; do
   dump "record_cdf5.nc:r_u8 with all io=$io" 3 spread "$fx/record_cdf5.nc" r_u8 \
     "--io $io --seed 11 --chunk-samples 3" "$fx/ref/record_cdf5.nc__r_u8.npy"
 done
+# Three parts (copies) with at most one file open: every switch of part
+# closes and reopens a file (collectively with io=collective), and the
+# span buffer must not serve one part's records for another's.
+mkdir -p "$fx/copies" || exit 1
+for i in 0 1 2; do
+  cp "$fx/record_offset.nc" "$fx/copies/p$i.nc" || exit 1
+done
+r=$fx/ref/record_offset.nc__r_i2.npy
+for io in independent collective; do
+  dump "copies/p*.nc:r_i2 io=$io max_open_files=1" 3 spread "$fx/copies/p*.nc" r_i2 \
+    "--io $io --max-open-files 1 --seed 3" "$r" "$r" "$r"
+done
 dump_run
 echo "checking $njobs dumps against netCDF4's values"
 "$PYTHON_NUMPY" "$top_srcdir/tests/fixtures/dump_compare.py" "$jobs" || fail=1
@@ -175,6 +187,30 @@ bad "$b/huge_name.nc" 'offset 16' 'dimension name length is 2147483632'
 bad "$b/bad_type.nc" 'offset 68' 'nc_type 99 is not a netCDF type'
 bad "$b/int64_in_cdf1.nc" 'nc_type 10 is not a netCDF type of CDF-1'
 bad "$b/huge_count.nc" 'offset 40' 'variable list is 2147483647'
+# vars naming what cannot be served: one message naming it and saying why.
+badvars() {
+  f=$1 vars=$2
+  shift 2
+  $RUN_MPI 2 "$FERRY" dump "$f" --vars "$vars" --epoch 0 \
+    >"$tmp/bad.out" 2>"$tmp/bad.err"
+  st=$?
+  why=
+  test "$st" = 1 || why="status $st, not 1"
+  test "`grep -c '^ferry' "$tmp/bad.err"`" = 1 || why="$why; not one ferry message"
+  for w in "$@"; do
+    grep -F -e "$w" "$tmp/bad.err" >/dev/null || why="$why; no '$w' in the message"
+  done
+  if test -z "$why"; then
+    echo "ok: vars=$vars: `grep '^ferry' "$tmp/bad.err"`"
+  else
+    echo "FAIL: vars=$vars on `basename "$f"`: $why"
+    sed 's/^/    /' "$tmp/bad.err"
+    fail=1
+  fi
+}
+badvars "$fx/fixed_classic.nc" scalar "'scalar' not found" 'scalar (a scalar, no sample dimension)'
+badvars "$fx/record_classic.nc" nothing "'nothing' not found" 'the dataset has: r_i1, r_c1'
+badvars "$fx/record_classic.nc" fm,r_i1 "'r_i1' not found" 'r_i1 (along t (97 rows), not m)'
 if $RUN_MPI 2 "$FERRY" dump "$b/good_hand.nc" --epoch 0 --batch-size 2 --tail partial >"$tmp/g.out" 2>&1 &&
    test "`grep -c '^[01] ' "$tmp/g.out"`" = 4; then
   echo "ok: the hand-made CDF-1 file the bad ones break is read (4 rows)"
