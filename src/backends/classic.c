@@ -620,36 +620,50 @@ static const char *version_name(int v) {
                   : "CDF-5 (64-bit data)";
 }
 
-/* "CDF-2 (64-bit offset); dimensions time = UNLIMITED (3 records), x = 4;
- * record size 24 bytes; chose a, b (3 rows along time); skipped c (...)". */
+/* Append to s (cap bytes, *n used) without ever moving past its end. */
+static void app(char *s, size_t cap, size_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void app(char *s, size_t cap, size_t *n, const char *fmt, ...) {
+  if (*n + 1 >= cap)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  int k = vsnprintf(s + *n, cap - *n, fmt, ap);
+  va_end(ap);
+  if (k > 0)
+    *n = *n + (size_t)k < cap ? *n + (size_t)k : cap - 1;
+}
+
+/* "netCDF CDF-2 (64-bit offset); dimensions t = UNLIMITED (3 records),
+ * x = 4; record size 24 bytes; chose a, b (3 rows along t); skipped c
+ * (...)". */
 static int make_notes(const ferry__cdf *h, int64_t sdim, const char *chosen,
                       const char *skipped, char **out) {
-  size_t cap = 512 + strlen(chosen) + strlen(skipped);
+  size_t cap = 512 + strlen(chosen) + strlen(skipped), n = 0;
   for (int i = 0; i < h->ndims; i++)
     cap += strlen(h->dims[i].name) + 48;
   char *s = malloc(cap);
   if (!s)
     return -1;
-  size_t n = (size_t)snprintf(s, cap, "netCDF %s%s; dimensions ",
-                              version_name(h->version),
-                              h->streaming ? ", numrecs STREAMING" : "");
+  s[0] = '\0';
+  app(s, cap, &n, "netCDF %s%s; dimensions ", version_name(h->version),
+      h->streaming ? ", numrecs STREAMING" : "");
   for (int i = 0; i < h->ndims; i++) {
     if (i == h->recdim)
-      n += (size_t)snprintf(s + n, cap - n, "%s%s = UNLIMITED (%lld records)",
-                            i ? ", " : "", h->dims[i].name,
-                            (long long)h->numrecs);
+      app(s, cap, &n, "%s%s = UNLIMITED (%lld records)", i ? ", " : "",
+          h->dims[i].name, (long long)h->numrecs);
     else
-      n += (size_t)snprintf(s + n, cap - n, "%s%s = %lld", i ? ", " : "",
-                            h->dims[i].name, (long long)h->dims[i].len);
+      app(s, cap, &n, "%s%s = %lld", i ? ", " : "", h->dims[i].name,
+          (long long)h->dims[i].len);
   }
   if (h->ndims == 0)
-    n += (size_t)snprintf(s + n, cap - n, "none");
+    app(s, cap, &n, "none");
   if (h->recdim >= 0)
-    n += (size_t)snprintf(s + n, cap - n, "; record size %lld bytes",
-                          (long long)h->recsize);
-  snprintf(s + n, cap - n, "; chose %s (%lld rows along %s); skipped %s",
-           chosen, (long long)dim_rows(h, sdim), h->dims[sdim].name,
-           skipped[0] ? skipped : "nothing");
+    app(s, cap, &n, "; record size %lld bytes", (long long)h->recsize);
+  app(s, cap, &n, "; chose %s (%lld rows along %s); skipped %s", chosen,
+      (long long)dim_rows(h, sdim), h->dims[sdim].name,
+      skipped[0] ? skipped : "nothing");
   *out = s;
   return 0;
 }
@@ -814,6 +828,7 @@ struct ferry__io {
   ferry__handle_cache files;
   int64_t span_part, span_row, span_n;
   size_t span_len; /* valid bytes (the last record may end at EOF) */
+  size_t span_cap; /* allocated bytes                               */
   unsigned char *span;
 };
 
@@ -1000,13 +1015,23 @@ typedef struct rec_layout {
 static int span_fill(ferry__io *io, MPI_File fh, int coll, int64_t part,
                      int64_t r, int64_t k, const rec_layout *L,
                      const char *where, int rc, ferry__err *err) {
-  if (rc == 0 && !io->span && !(io->span = malloc((size_t)SPAN_MAX)))
-    rc = ferry__seterr(err, FERRY_ENOMEM,
-                       "out of memory on rank %d (record buffer)", io->rank);
   int64_t start = L->begin_rec + r * L->rs, want = k * L->rs;
   if (want > L->fsize - start)
     want = L->fsize - start > 0 ? L->fsize - start : 0;
   io->span_part = -1;
+  /* Grown to what the reads need (at most SPAN_MAX), never shrunk. */
+  if (rc == 0 && (size_t)want > io->span_cap) {
+    unsigned char *nb = realloc(io->span, (size_t)want);
+    if (!nb)
+      rc = ferry__seterr(err, FERRY_ENOMEM,
+                         "out of memory on rank %d (record buffer of %lld "
+                         "bytes)",
+                         io->rank, (long long)want);
+    else {
+      io->span = nb;
+      io->span_cap = (size_t)want;
+    }
+  }
   rc = read_flat(fh, coll, start, want, io->span, where, rc, err);
   if (rc < 0)
     return rc;
