@@ -16,6 +16,7 @@ extern const ferry__backend ferry__backend_npy;
 #ifdef HAVE_HDF5
 extern const ferry__backend ferry__backend_hdf5;
 #endif
+extern const ferry__backend ferry__backend_classic;
 extern const ferry__backend ferry__backend_zarr;
 extern const ferry__backend ferry__backend_mem;
 
@@ -24,7 +25,7 @@ const ferry__backend *const ferry__backends[] = {
 #ifdef HAVE_HDF5
     &ferry__backend_hdf5,
 #endif
-    &ferry__backend_zarr, &ferry__backend_mem, NULL,
+    &ferry__backend_classic, &ferry__backend_zarr, &ferry__backend_mem, NULL,
 };
 
 const ferry__backend *ferry__backend_find(const char *name) {
