@@ -911,8 +911,8 @@ int ferry__npy_read_range(MPI_File fh, int collective, int64_t offset,
   for (int64_t done = 0; rc == 0 && done < nbytes;) {
     int count =
         (int)(nbytes - done < NPY_READ_MAX ? nbytes - done : NPY_READ_MAX);
-    rc = ferry__mpi_read(fh, 0, (MPI_Offset)(offset + done),
-                         (char *)buf + done, count, where, err);
+    rc = ferry__mpi_read(fh, 0, (MPI_Offset)(offset + done), (char *)buf + done,
+                         count, where, err);
     done += count;
   }
   return rc;

@@ -123,7 +123,6 @@ static void zarchive_free(zarchive *za) {
   za->n = 0;
 }
 
-
 /* "PATH: corrupt zip archive at offset O: WHAT" */
 static int bad_zip(const zarchive *za, int64_t off, const char *what,
                    ferry__err *err) {
@@ -177,8 +176,7 @@ static int read_zip64(zarchive *za, int64_t eocd, ferry__err *err) {
   uint64_t roff = le64(loc + 8);
   if (roff > (uint64_t)lpos || (uint64_t)lpos - roff < ZIP64_EOCD_LEN)
     return bad_zip(za, lpos,
-                   "the Zip64 locator points outside the archive's head",
-                   err);
+                   "the Zip64 locator points outside the archive's head", err);
   if ((rc = zread(za, (int64_t)roff, rec, sizeof rec, "Zip64 end record",
                   err)) < 0)
     return rc;
@@ -366,8 +364,7 @@ static int read_local(const zarchive *za, zmember *m, ferry__err *err) {
   return 0;
 }
 
-static int check_member(const zarchive *za, const zmember *m,
-                        ferry__err *err) {
+static int check_member(const zarchive *za, const zmember *m, ferry__err *err) {
   if (m->flags & 0x41u)
     return ferry__seterr(err, FERRY_ENOTSUP,
                          "%s, member %s: is encrypted (offset %lld); "
@@ -418,8 +415,7 @@ static int read_members(zarchive *za, ferry__err *err) {
     free(cd);
     return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", za->path);
   }
-  rc = zread(za, za->cd_off, cd, (size_t)za->cd_size, "central directory",
-             err);
+  rc = zread(za, za->cd_off, cd, (size_t)za->cd_size, "central directory", err);
   size_t pos = 0, len = (size_t)za->cd_size;
   for (int64_t i = 0; rc == 0 && i < za->nentries; i++) {
     if (len - pos < ZIP_CDH_LEN) {
@@ -461,8 +457,7 @@ static int inflate_head(const zarchive *za, const zmember *m,
                                                      : sizeof in;
       if (n == 0) {
         rc = bad_member(za, m->name, m->data + fed,
-                        "the deflate stream ends before the .npy header",
-                        err);
+                        "the deflate stream ends before the .npy header", err);
         break;
       }
       if ((rc = zread(za, m->data + fed, in, n, "member data", err)) < 0)
@@ -486,9 +481,8 @@ static int inflate_head(const zarchive *za, const zmember *m,
 #endif
 
 /* The first want bytes of member m (fewer when it is shorter). */
-static int member_head(const zarchive *za, const zmember *m,
-                       unsigned char *buf, size_t want, size_t *got,
-                       ferry__err *err) {
+static int member_head(const zarchive *za, const zmember *m, unsigned char *buf,
+                       size_t want, size_t *got, ferry__err *err) {
   if (m->usize < (int64_t)want)
     want = (size_t)m->usize;
   *got = 0;
@@ -563,8 +557,8 @@ static int rec_put(const npz_rec *r, ferry__blob *b) {
 
 /* The record of (part, var), checked against the variable and the file
  * size: the bounds describe checked, for a manifest loaded from disk. */
-static int rec_get(const ferry__manifest *m, int64_t part, int var,
-                   npz_rec *r, int rank, ferry__err *err) {
+static int rec_get(const ferry__manifest *m, int64_t part, int var, npz_rec *r,
+                   int rank, ferry__err *err) {
   const ferry__part *pt = &m->parts[part];
   const ferry__blob *b = pt->rec ? &pt->rec[var] : NULL;
   int64_t rb = (int64_t)m->vars[var].row_bytes, n = pt->num_samples;
@@ -578,10 +572,10 @@ static int rec_get(const ferry__manifest *m, int64_t part, int var,
     r->hlen = (int64_t)le64(b->p + 40);
     r->ck_rows = (int64_t)le64(b->p + 48);
     int64_t fs = pt->file_size[var];
-    ok = (r->method == 0 || r->method == 8) && r->data >= 0 &&
-         r->csize >= 0 && r->usize >= 0 && r->hlen >= 0 && r->ck_rows >= 1 &&
-         r->data <= fs && r->csize <= fs - r->data && r->hlen <= r->usize &&
-         rb > 0 && n <= (r->usize - r->hlen) / rb &&
+    ok = (r->method == 0 || r->method == 8) && r->data >= 0 && r->csize >= 0 &&
+         r->usize >= 0 && r->hlen >= 0 && r->ck_rows >= 1 && r->data <= fs &&
+         r->csize <= fs - r->data && r->hlen <= r->usize && rb > 0 &&
+         n <= (r->usize - r->hlen) / rb &&
          (r->method == 8 || r->csize == r->usize);
   }
   if (!ok)
@@ -647,7 +641,7 @@ static int describe_member(const zarchive *za, const zmember *m,
     v->row_shape[d - 1] = h.shape[d];
   v->row_bytes = (size_t)rb;
   npz_rec r = {(uint32_t)m->method, m->crc, m->data, m->csize, m->usize,
-               h.data_offset, 1};
+               h.data_offset,       1};
   char s1[32], s2[32], st[256];
   fmt_bytes(s1, sizeof s1, m->usize);
   fmt_bytes(s2, sizeof s2, m->csize);
@@ -663,8 +657,8 @@ static int describe_member(const zarchive *za, const zmember *m,
              "%lld rows",
              m->name, s1, s2, (unsigned)m->crc, (long long)r.ck_rows);
   } else {
-    snprintf(st, sizeof st, "member %s, stored, %s at offset %lld", m->name,
-             s1, (long long)m->data);
+    snprintf(st, sizeof st, "member %s, stored, %s at offset %lld", m->name, s1,
+             (long long)m->data);
   }
   if (!(v->storage = strdup(st)) || rec_put(&r, &out->rec[i]) < 0)
     return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", label);
@@ -697,9 +691,9 @@ static int describe_all(const zarchive *za, ferry__part_desc *out,
       return ferry__seterr(err, FERRY_ESHAPE,
                            "%s: members '%s' (%lld samples) and '%s' (%lld "
                            "samples) differ in length (offset %lld)",
-                           za->path, za->m[0].name,
-                           (long long)out->num_samples, za->m[i].name,
-                           (long long)nrows, (long long)za->m[i].lho);
+                           za->path, za->m[0].name, (long long)out->num_samples,
+                           za->m[i].name, (long long)nrows,
+                           (long long)za->m[i].lho);
   }
   return 0;
 }
@@ -775,7 +769,7 @@ typedef struct zcursor {
   int64_t every;    /* ck_rows * row_bytes */
   z_stream zs;
   int live, ended;
-  int verified; /* inflated whole once: length and CRC-32 checked */
+  int verified;    /* inflated whole once: length and CRC-32 checked */
   int64_t out;     /* uncompressed bytes produced (member offset) */
   int64_t in_next; /* compressed offset of the next byte to read */
   uint32_t crc;    /* CRC-32 of the out bytes produced */
@@ -933,8 +927,7 @@ static int npz_io_open(ferry__io **out, const ferry__manifest *m,
 /* The next compressed bytes of the member, through an independent MPI-IO
  * read (deflated members are read independently even with io=collective:
  * the ranks need different amounts). */
-static int z_fill(zcursor *z, MPI_File fh, const char *where,
-                  ferry__err *err) {
+static int z_fill(zcursor *z, MPI_File fh, const char *where, ferry__err *err) {
   int64_t left = z->r.csize - z->in_next;
   if (left <= 0)
     return ferry__seterr(err, FERRY_EFORMAT,
@@ -998,9 +991,8 @@ static void z_keep(zcursor *z) {
  * holds member offsets from start on) or, when dst is NULL, into scratch.
  * Each step stops on the next checkpoint boundary so that it can be kept. */
 static int z_advance(zcursor *z, MPI_File fh, int64_t target,
-                     unsigned char *dst, int64_t start,
-                     unsigned char *scratch, const char *where,
-                     ferry__err *err) {
+                     unsigned char *dst, int64_t start, unsigned char *scratch,
+                     const char *where, ferry__err *err) {
   while (z->out < target) {
     if (z->ended)
       return ferry__seterr(err, FERRY_EFORMAT,

@@ -257,8 +257,8 @@ static int read_all(const char *path, unsigned char *out, size_t cap,
         rc = ferry__backend_npz.io_read(io, 0, v, order[k], 1,
                                         out + at + (size_t)order[k] * rb, e);
       if (rc == 0)
-        rc = ferry__backend_npz.io_read(io, 0, v, 0, m.num_samples, out + at,
-                                        e);
+        rc =
+            ferry__backend_npz.io_read(io, 0, v, 0, m.num_samples, out + at, e);
       at += (size_t)m.num_samples * rb;
     }
     ferry__backend_npz.io_close(io);
@@ -287,9 +287,8 @@ static void check_good(const char *label, const bbuf *b, int method) {
           "%s: storage '%s'", label,
           d.vars[0].storage ? d.vars[0].storage : "(none)");
     if (method == 0) /* x's data: after the local header, name, header */
-      CHECK(d.data_offset[0] ==
-                (int64_t)(xlen_ - sizeof xs) + 30 + 5 +
-                    (strstr(label, "64") ? 20 : 0),
+      CHECK(d.data_offset[0] == (int64_t)(xlen_ - sizeof xs) + 30 + 5 +
+                                    (strstr(label, "64") ? 20 : 0),
             "%s: x's data at %lld", label, (long long)d.data_offset[0]);
     ferry__part_desc_free(&d);
   }
@@ -309,8 +308,10 @@ static void refuse(const char *label, const bbuf *b, int code,
   ferry__err e = {0};
   int rc = ferry__backend_npz.describe(path, NULL, &d, &e);
   CHECK(rc == code, "%s: got %d, want %d: %s", label, rc, code, e.msg);
-  CHECK(strstr(e.msg, want) && strstr(e.msg, path), "%s: message '%s' lacks "
-        "'%s' or the file name", label, e.msg, want);
+  CHECK(strstr(e.msg, want) && strstr(e.msg, path),
+        "%s: message '%s' lacks "
+        "'%s' or the file name",
+        label, e.msg, want);
 }
 
 static void test_refusals(void) {
@@ -380,8 +381,7 @@ static void mutate(const char *label, const bbuf *good) {
       break;
   }
   printf("%s: %zu variants, %d read without an error\n", label, variants, ok);
-  CHECK(ok > 0, "%s: no variant was read (the intact bytes should be)",
-        label);
+  CHECK(ok > 0, "%s: no variant was read (the intact bytes should be)", label);
 }
 
 int main(int argc, char **argv) {
