@@ -603,7 +603,7 @@ static void fmt_bytes(char *buf, size_t cap, int64_t n) {
  * at least 1 MiB of rows, at most NPZ_CKPT_MAX intervals. */
 static int64_t ckpt_rows(int64_t nrows, int64_t rb) {
   int64_t bytes = nrows * rb; /* bounded: the npy parser checked it */
-  int64_t every = bytes / NPZ_CKPT_MAX + 1;
+  int64_t every = bytes / NPZ_CKPT_MAX + (bytes % NPZ_CKPT_MAX != 0);
   if (every < NPZ_CKPT_MIN_BYTES)
     every = NPZ_CKPT_MIN_BYTES;
   int64_t rows = (every + rb - 1) / rb;
