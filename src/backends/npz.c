@@ -577,8 +577,7 @@ static int rec_get(const ferry__manifest *m, int64_t part, int var, npz_rec *r,
          r->csize <= fs - r->data && r->hlen <= r->usize && rb > 0 &&
          n <= (r->usize - r->hlen) / rb &&
          (r->method == 8 || r->csize == r->usize) &&
-         pt->data_offset[var] ==
-             (r->method == 0 ? r->data + r->hlen : r->data);
+         pt->data_offset[var] == (r->method == 0 ? r->data + r->hlen : r->data);
   }
   if (!ok)
     return ferry__seterr_on(err, rank, FERRY_EFORMAT,
