@@ -8,7 +8,8 @@
 # dump` over 1, 2 and 3 ranks, every served row checked by
 # tests/fixtures/dump_compare.py against numpy.load (first value and, with
 # --row-hash, the whole row).  Then bad archives: each a clear error, the
-# same on every rank, over 1 and 3 ranks, no hang.
+# same on every rank, over 1 and 3 ranks, no hang.  Also a saved manifest
+# read back, and one whose data offset was changed (refused).
 #
 # Bugs it pins: a member's data offset taken from the central directory's
 # name/extra lengths instead of the local header's; the .npy header length
@@ -102,6 +103,18 @@ for kind in s c; do
   yparts=`echo "$parts" | sed 's/::x/::y/g'`
   dump "dlio_$kind list y" 3 spread "@$d.list" y "--chunk-samples 1 --batch-size 1" $yparts
 done
+# ---- a saved manifest (the npz records travel as hex) read back ----------
+if "$FERRY" info "$fx/ck_c.npz" --save-manifest "$tmp/ck_c.json" >"$tmp/save.log" 2>&1; then
+  dump "ck_c --manifest" 2 spread "$fx/ck_c.npz" x "--manifest $tmp/ck_c.json --chunk-samples 900 --row-hash" "$fx/ck_c.npz::x"
+  # The same manifest with y's data offset changed: refused by the record
+  # check, never read at the wrong place.
+  sed 's/"data_offset": 4747[0-9]*/"data_offset": 100/' "$tmp/ck_c.json" >"$tmp/ck_c_bad.json"
+else
+  echo "FAIL: ferry info --save-manifest"
+  sed 's/^/    /' "$tmp/save.log"
+  fail=1
+fi
+
 # ---- Zip64 beyond 4 GiB: a sparse archive whose member x is 4.1 GiB -----
 # (stored, zeros but for its last rows) and whose member y lies after it,
 # past the 4 GiB offset.  make_npz.py checks it with zipfile (x's last rows
@@ -216,5 +229,6 @@ for np in 1 3; do
   expect $np "Fortran order" info "$fx/fortran.npz"
   expect $np "member readme.txt: is not a .npy array" info "$fx/notnpy.npz"
   expect $np "differ in length" info "$fx/ragged.npz"
+  expect $np "npz record is missing or inconsistent" dump "$fx/ck_c.npz" --manifest "$tmp/ck_c_bad.json" --epoch 0
 done
 exit $fail
