@@ -105,7 +105,9 @@ typedef struct zm {
 static void write_zip(bbuf *b, const zm *m, int k, int zip64, int disks) {
   uint64_t lho[8], csz[8];
   uint32_t crc[8];
+#ifdef HAVE_ZLIB
   static unsigned char comp[8][1 << 14];
+#endif
   b->n = 0;
   for (int i = 0; i < k; i++) {
     const unsigned char *d = m[i].data;
