@@ -8,7 +8,7 @@
  * data, to read stored members through MPI-IO exactly like .npy files, and
  * nothing else of zip (no writing, no names in other encodings, no
  * encryption).  libzip or minizip would read whole members through their own
- * file handles and add a dependency for the 300 lines below: the end of
+ * file handles and add a dependency for the 350 lines below: the end of
  * central directory (searched in the last 64 KiB + 22 bytes only), the Zip64
  * locator and record, the central directory entries with their Zip64 extra
  * fields (members over 4 GiB), and each member's local header, for its own
