@@ -253,8 +253,9 @@ FERRY_API int ferry_options_set_transform(ferry_options *opts,
  * Open DATASET for loading over COMM.  COLLECTIVE over comm.
  *
  * dataset: a directory of .npy files (one variable each), a single .npy file,
- *          an HDF5 file, a netCDF classic file (CDF-1, CDF-2, CDF-5), a
- *          Zarr v2 store (a directory), a glob such as
+ *          a NumPy .npz archive (one variable per NAME.npy member), an
+ *          HDF5 file, a netCDF classic file (CDF-1, CDF-2, CDF-5), a
+ *          Zarr v2 or v3 store (a directory), a glob such as
  *          data/train/part-*.npy (a path component that is exactly two
  *          stars matches any number of directories), '@list.txt' (one part
  *          per line), or a spec of a backend's scheme such as

@@ -248,5 +248,20 @@ int ferry__cdf_parse(const unsigned char *buf, size_t len, int64_t file_size,
 void ferry__cdf_free(ferry__cdf *h);
 void ferry__cdf_summary(const ferry__cdf *h, int *version, int *nvars,
                         int64_t *numrecs, int64_t *recsize);
+ * The npy backend's MPI-IO steps, shared with the npz backend (whose stored
+ * members are read exactly like .npy files).  ferry__npy_open opens path
+ * (collectively over comm when collective, the outcome agreed on every
+ * rank) and checks that it still is file_size bytes, as rank 0 saw it;
+ * vname names the variable in messages.  ferry__npy_read_range reads
+ * nbytes at offset: one collective call (rc < 0: a local failure found
+ * before; the rank joins with a count of 0 and returns rc), or independent
+ * calls of at most 1 GiB each.
+ */
+int ferry__npy_open(MPI_Comm comm, int collective, MPI_Info info, int rank,
+                    const char *path, const char *vname, int64_t file_size,
+                    MPI_File *out, ferry__err *err);
+int ferry__npy_read_range(MPI_File fh, int collective, int64_t offset,
+                          int64_t nbytes, void *buf, int rc, const char *where,
+                          ferry__err *err);
 
 #endif /* FERRY_BACKEND_H */

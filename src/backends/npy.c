@@ -39,6 +39,11 @@
  * file. */
 #define NPY_HEADER_MAX ((size_t)1 << 20)
 
+/* Independent MPI-IO reads (npz's stored members) are split into calls of
+ * at most this many bytes, so the int count of MPI_File_read_at never
+ * overflows. */
+#define NPY_READ_MAX ((int64_t)1 << 30)
+
 static const char *name_of(const char *path) {
   return path ? path : "<memory>";
 }
@@ -743,24 +748,23 @@ static int open_error_code(int mpirc) {
   return FERRY_EIO;
 }
 
-/* Open (part, var), collectively over io->comm when io->collective.  With
- * collective I/O the ranks agree on the outcome before anyone keeps or
- * closes the handle, so none is left waiting in a later collective call. */
-static int open_file(ferry__io *io, int64_t part, int var, MPI_File *out,
-                     ferry__err *err) {
-  const ferry__part *pt = &io->m->parts[part];
-  const char *path = pt->paths[var];
-  const char *vname = io->m->vars[var].name;
+/* Open path, collectively over comm when collective.  With collective I/O
+ * the ranks agree on the outcome before anyone keeps or closes the handle,
+ * so none is left waiting in a later collective call.  Shared with npz.c
+ * (backend.h). */
+int ferry__npy_open(MPI_Comm comm, int collective, MPI_Info info, int rank,
+                    const char *path, const char *vname, int64_t file_size,
+                    MPI_File *out, ferry__err *err) {
   MPI_File fh = MPI_FILE_NULL;
   MPI_Offset size = -1;
   int code = 0, opened = 0;
-  int mrc = MPI_File_open(io->collective ? io->comm : MPI_COMM_SELF, path,
-                          MPI_MODE_RDONLY, io->info, &fh);
+  int mrc = MPI_File_open(collective ? comm : MPI_COMM_SELF, path,
+                          MPI_MODE_RDONLY, info, &fh);
   if (mrc != MPI_SUCCESS) {
     code = mpi_fail(err, open_error_code(mrc), mrc,
                     "MPI_File_open failed: file %s, variable %s, rank %d, "
                     "offset 0",
-                    path, vname, io->rank);
+                    path, vname, rank);
   } else {
     opened = 1;
     MPI_File_set_errhandler(fh, MPI_ERRORS_RETURN);
@@ -769,22 +773,22 @@ static int open_file(ferry__io *io, int64_t part, int var, MPI_File *out,
       code = mpi_fail(err, FERRY_EIO, mrc,
                       "MPI_File_get_size failed: file %s, variable %s, rank "
                       "%d, offset 0",
-                      path, vname, io->rank);
-    else if ((int64_t)size != pt->file_size[var])
+                      path, vname, rank);
+    else if ((int64_t)size != file_size)
       code = ferry__seterr(err, FERRY_EMISMATCH,
                            "file %s is %lld bytes on rank %d but %lld bytes "
                            "when rank 0 scanned it (variable %s, offset 0)",
-                           path, (long long)size, io->rank,
-                           (long long)pt->file_size[var], vname);
+                           path, (long long)size, rank, (long long)file_size,
+                           vname);
   }
-  if (io->collective) {
+  if (collective) {
     /* Every rank reports the lowest failing rank's reason (util/agree.c). */
-    code = ferry__agree(io->comm, io->rank, code, err);
+    code = ferry__agree(comm, rank, code, err);
     if (code < 0) {
       /* Closing is collective: only when every rank holds the handle.  A
        * handle some ranks failed to open is left open (leaked) on purpose. */
       int all = 0;
-      if (MPI_Allreduce(&opened, &all, 1, MPI_INT, MPI_MIN, io->comm) ==
+      if (MPI_Allreduce(&opened, &all, 1, MPI_INT, MPI_MIN, comm) ==
               MPI_SUCCESS &&
           all == 1)
         MPI_File_close(&fh);
@@ -797,6 +801,14 @@ static int open_file(ferry__io *io, int64_t part, int var, MPI_File *out,
   }
   *out = fh;
   return 0;
+}
+
+static int open_file(ferry__io *io, int64_t part, int var, MPI_File *out,
+                     ferry__err *err) {
+  const ferry__part *pt = &io->m->parts[part];
+  return ferry__npy_open(io->comm, io->collective, io->info, io->rank,
+                         pt->paths[var], io->m->vars[var].name,
+                         pt->file_size[var], out, err);
 }
 
 /* Independent reads: a descriptor, checked like open_file checks. */
@@ -954,13 +966,29 @@ static int npy_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   char where[FERRY__MSG_MAX / 2];
   snprintf(where, sizeof where, "file %s, variable %s, rank %d", path, vname,
            io->rank);
-  if (io->collective) {
+  if (!io->collective)
+    return rc ? rc : read_fd(io, *(int *)h, offset, buf, nbytes, where, err);
+  return ferry__npy_read_range(*(MPI_File *)h, 1, offset, nbytes, buf, rc,
+                               where, err);
+}
+
+int ferry__npy_read_range(MPI_File fh, int collective, int64_t offset,
+                          int64_t nbytes, void *buf, int rc, const char *where,
+                          ferry__err *err) {
+  if (collective) {
     int rc2 =
-        ferry__mpi_read(*(MPI_File *)h, 1, (MPI_Offset)offset, buf,
+        ferry__mpi_read(fh, 1, (MPI_Offset)offset, buf,
                         rc < 0 ? 0 : (int)nbytes, where, rc < 0 ? NULL : err);
     return rc == 0 ? rc2 : rc;
   }
-  return rc ? rc : read_fd(io, *(int *)h, offset, buf, nbytes, where, err);
+  for (int64_t done = 0; rc == 0 && done < nbytes;) {
+    int count =
+        (int)(nbytes - done < NPY_READ_MAX ? nbytes - done : NPY_READ_MAX);
+    rc = ferry__mpi_read(fh, 0, (MPI_Offset)(offset + done), (char *)buf + done,
+                         count, where, err);
+    done += count;
+  }
+  return rc;
 }
 
 /* io=mmap: the rows' bytes mapped from the descriptor cache's file (the

@@ -13,6 +13,7 @@
 /* Each backend file exports one table; this is the only place that names
  * them.  A new format adds its line to each list. */
 extern const ferry__backend ferry__backend_npy;
+extern const ferry__backend ferry__backend_npz;
 #ifdef HAVE_HDF5
 extern const ferry__backend ferry__backend_hdf5;
 #endif
@@ -21,7 +22,7 @@ extern const ferry__backend ferry__backend_zarr;
 extern const ferry__backend ferry__backend_mem;
 
 const ferry__backend *const ferry__backends[] = {
-    &ferry__backend_npy,
+    &ferry__backend_npy,  &ferry__backend_npz,
 #ifdef HAVE_HDF5
     &ferry__backend_hdf5,
 #endif

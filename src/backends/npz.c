@@ -1,0 +1,1162 @@
+/*
+ * npz.c - the NumPy .npz backend: a zip archive of .npy members
+ * (numpy.savez, numpy.savez_compressed), each member NAME.npy a variable
+ * NAME.  A glob or @list of .npz files (DLIO's datasets: one file per
+ * sample or per few samples) is a dataset of parts, as for .npy files.
+ *
+ * Why a zip reader of our own: ferry needs the byte offset of each member's
+ * data, to read stored members through MPI-IO exactly like .npy files, and
+ * nothing else of zip (no writing, no names in other encodings, no
+ * encryption).  libzip or minizip would read whole members through their own
+ * file handles and add a dependency for the 350 lines below: the end of
+ * central directory (searched in the last 64 KiB + 22 bytes only), the Zip64
+ * locator and record, the central directory entries with their Zip64 extra
+ * fields (members over 4 GiB), and each member's local header, for its own
+ * name and extra lengths.  Every length read from the file is bounded by the
+ * file size before use and every sum is checked; a malformed archive is
+ * FERRY_EFORMAT naming file, member and offset.  Methods 0 (stored) and 8
+ * (deflate) are read; any other, encryption and archives split over several
+ * disks are refused by name.
+ *
+ * Stored members are read as byte ranges through MPI-IO (npy.c's open and
+ * read, collective or not): data offset = member data offset + .npy header
+ * length.  Deflated members cannot be entered in the middle: each open
+ * deflated member keeps an inflate cursor (zlib state, compressed bytes read
+ * through independent MPI-IO reads of 256 KiB) that moves forward, plus
+ * checkpoints (inflateCopy of the state) every chunk_rows rows, at most 64
+ * per member.  The first read of an open member inflates it whole, serving
+ * its rows on the way: that takes every checkpoint and checks the member's
+ * length and CRC-32 before any of its rows is served, so a corrupt member is
+ * an error, never data.  Later reads start from the nearest checkpoint at or
+ * before their first row (or from the cursor when it is closer); describe
+ * reports chunk_rows as the member's storage chunk, so the plan's automatic
+ * chunks start on checkpoints and inflate nothing they do not serve.
+ * Memory per open deflated member: 256 KiB of input plus about 40 KiB per
+ * checkpoint (reported as cache_bytes).  Inflation runs in io_read, on the
+ * loader's I/O thread: the backend contract has no decode stage on the
+ * workers (the Zarr backend decodes there too).  Stored members are read by
+ * ranges and their CRC-32 is not checked (that would read them whole).
+ */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+#if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include "backends/backend.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#ifdef HAVE_ZLIB
+#include <zlib.h>
+#endif
+
+#define ZIP_EOCD_LEN 22
+#define ZIP_COMMENT_MAX 65535
+#define ZIP_CDH_LEN 46
+#define ZIP_LFH_LEN 30
+#define ZIP64_LOC_LEN 20
+#define ZIP64_EOCD_LEN 56
+/* A central directory larger than this is refused (an .npz has a few
+ * entries of ~100 bytes each). */
+#define ZIP_CD_MAX ((int64_t)256 << 20)
+/* .npy headers: numpy refuses above 10000 bytes; npy.c allows 1 MiB. */
+#define NPY_HEAD_MAX (12 + ((size_t)1 << 20))
+#define NPZ_REC_VERSION 1
+#define NPZ_REC_LEN 56
+#define NPZ_IN_BUF ((size_t)256 << 10)
+#define NPZ_CKPT_MAX 64
+#define NPZ_CKPT_MIN_BYTES ((int64_t)1 << 20)
+/* zlib's inflate state plus its 32 KiB window, for the cache_bytes bound. */
+#define NPZ_CKPT_BYTES ((size_t)40 << 10)
+
+static uint16_t le16(const unsigned char *p) {
+  return (uint16_t)(p[0] | p[1] << 8);
+}
+static uint32_t le32(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+         (uint32_t)p[3] << 24;
+}
+static uint64_t le64(const unsigned char *p) {
+  return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
+}
+static void put32(unsigned char *p, uint32_t v) {
+  for (int i = 0; i < 4; i++)
+    p[i] = (unsigned char)(v >> (8 * i));
+}
+static void put64(unsigned char *p, uint64_t v) {
+  put32(p, (uint32_t)v);
+  put32(p + 4, (uint32_t)(v >> 32));
+}
+
+/* ---- The zip reader (rank 0, POSIX I/O) ------------------------------- */
+
+typedef struct zmember {
+  char *name; /* NUL-terminated; a NUL inside the stored name is refused */
+  int method;
+  unsigned flags;
+  uint32_t crc;
+  int64_t csize, usize, lho; /* lho: local header offset */
+  int64_t data;              /* the member's (compressed) data */
+} zmember;
+
+typedef struct zarchive {
+  const char *path;
+  int fd;
+  int64_t size;
+  int64_t cd_off, cd_size, nentries;
+  zmember *m;
+  int n;
+} zarchive;
+
+static void zarchive_free(zarchive *za) {
+  for (int i = 0; i < za->n; i++)
+    free(za->m[i].name);
+  free(za->m);
+  za->m = NULL;
+  za->n = 0;
+}
+
+/* "PATH: corrupt zip archive at offset O: WHAT" */
+static int bad_zip(const zarchive *za, int64_t off, const char *what,
+                   ferry__err *err) {
+  return ferry__seterr(err, FERRY_EFORMAT,
+                       "%s: corrupt zip archive at offset %lld: %s", za->path,
+                       (long long)off, what);
+}
+
+/* "PATH, member NAME: corrupt zip archive at offset O: WHAT" */
+static int bad_member(const zarchive *za, const char *name, int64_t off,
+                      const char *what, ferry__err *err) {
+  return ferry__seterr(err, FERRY_EFORMAT,
+                       "%s, member %s: corrupt zip archive at offset %lld: %s",
+                       za->path, name, (long long)off, what);
+}
+
+/* Exactly n bytes at off, which must lie inside the file. */
+static int zread(const zarchive *za, int64_t off, void *buf, size_t n,
+                 const char *what, ferry__err *err) {
+  size_t got = 0;
+  if (off < 0 || off > za->size || (int64_t)n > za->size - off)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s: corrupt zip archive at offset %lld: the %s "
+                         "(%zu bytes) lies outside the file (%lld bytes)",
+                         za->path, (long long)off, what, n,
+                         (long long)za->size);
+  if (ferry__pread_full(za->fd, buf, n, off, &got) != 0)
+    return ferry__seterr(err, FERRY_EIO, "%s: read failed at offset %lld: %s",
+                         za->path, (long long)off, strerror(errno));
+  if (got != n)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s: truncated zip archive: the %s at offset %lld "
+                         "needs %zu bytes, got %zu",
+                         za->path, what, (long long)off, n, got);
+  return 0;
+}
+
+/* The Zip64 end of central directory record, found through its locator
+ * (the 20 bytes before the end of central directory at eocd). */
+static int read_zip64(zarchive *za, int64_t eocd, ferry__err *err) {
+  unsigned char loc[ZIP64_LOC_LEN], rec[ZIP64_EOCD_LEN];
+  int64_t lpos = eocd - ZIP64_LOC_LEN;
+  int rc = zread(za, lpos, loc, sizeof loc, "Zip64 locator", err);
+  if (rc < 0)
+    return rc;
+  if (le32(loc + 4) != 0 || le32(loc + 16) > 1)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "%s: the zip archive spans %u disks (offset %lld); "
+                         "multi-disk archives are not read",
+                         za->path, (unsigned)le32(loc + 16), (long long)lpos);
+  uint64_t roff = le64(loc + 8);
+  if (roff > (uint64_t)lpos || (uint64_t)lpos - roff < ZIP64_EOCD_LEN)
+    return bad_zip(za, lpos,
+                   "the Zip64 locator points outside the archive's head", err);
+  if ((rc = zread(za, (int64_t)roff, rec, sizeof rec, "Zip64 end record",
+                  err)) < 0)
+    return rc;
+  if (memcmp(rec, "PK\6\6", 4) != 0)
+    return bad_zip(za, (int64_t)roff, "no Zip64 end record signature", err);
+  if (le32(rec + 16) != 0 || le32(rec + 20) != 0 ||
+      le64(rec + 24) != le64(rec + 32))
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "%s: the zip archive spans several disks (Zip64 "
+                         "record at offset %lld); multi-disk archives are "
+                         "not read",
+                         za->path, (long long)roff);
+  uint64_t n = le64(rec + 32), size = le64(rec + 40), off = le64(rec + 48);
+  if (off > roff || size > roff - off || n > size / ZIP_CDH_LEN)
+    return bad_zip(za, (int64_t)roff,
+                   "the Zip64 record's central directory lies outside the "
+                   "archive",
+                   err);
+  za->nentries = (int64_t)n;
+  za->cd_size = (int64_t)size;
+  za->cd_off = (int64_t)off;
+  return 0;
+}
+
+/* Find the end of central directory record in the last 64 KiB + 22 bytes
+ * (a comment is at most 65535 bytes), the last candidate whose comment
+ * length reaches no further than the file's end. */
+static int find_eocd(zarchive *za, ferry__err *err) {
+  if (za->size < ZIP_EOCD_LEN)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s: not a zip archive: %lld bytes is shorter than "
+                         "an end of central directory record (22)",
+                         za->path, (long long)za->size);
+  int64_t tail = za->size < ZIP_EOCD_LEN + ZIP_COMMENT_MAX
+                     ? za->size
+                     : ZIP_EOCD_LEN + ZIP_COMMENT_MAX;
+  unsigned char *t = malloc((size_t)tail);
+  if (!t)
+    return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", za->path);
+  int64_t base = za->size - tail, at = -1;
+  int rc = zread(za, base, t, (size_t)tail, "archive's tail", err);
+  for (int64_t p = tail - ZIP_EOCD_LEN; rc == 0 && p >= 0 && at < 0; p--)
+    if (memcmp(t + p, "PK\5\6", 4) == 0 &&
+        p + ZIP_EOCD_LEN + le16(t + p + 20) <= tail)
+      at = p;
+  if (rc == 0 && at < 0)
+    rc = ferry__seterr(err, FERRY_EFORMAT,
+                       "%s: not a zip archive (or truncated): no end of "
+                       "central directory record in its last %lld bytes",
+                       za->path, (long long)tail);
+  if (rc < 0) {
+    free(t);
+    return rc;
+  }
+  const unsigned char *e = t + at;
+  int64_t eocd = base + at;
+  unsigned disk = le16(e + 4), cddisk = le16(e + 6);
+  uint16_t here = le16(e + 8), total = le16(e + 10);
+  za->nentries = total;
+  za->cd_size = le32(e + 12);
+  za->cd_off = le32(e + 16);
+  free(t);
+  int zip64 = eocd >= ZIP64_LOC_LEN;
+  if (zip64) {
+    unsigned char sig[4];
+    if ((rc = zread(za, eocd - ZIP64_LOC_LEN, sig, 4, "Zip64 locator", err)) <
+        0)
+      return rc;
+    zip64 = memcmp(sig, "PK\6\7", 4) == 0;
+  }
+  if (zip64)
+    return read_zip64(za, eocd, err);
+  if ((disk != 0 && disk != 0xffff) || (cddisk != 0 && cddisk != 0xffff) ||
+      here != total)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "%s: the zip archive spans several disks (end of "
+                         "central directory at offset %lld); multi-disk "
+                         "archives are not read",
+                         za->path, (long long)eocd);
+  if (za->cd_off > eocd || za->cd_size > eocd - za->cd_off ||
+      za->nentries > za->cd_size / ZIP_CDH_LEN)
+    return bad_zip(za, eocd,
+                   "the end of central directory points outside the archive",
+                   err);
+  return 0;
+}
+
+/* The Zip64 extended information extra field (id 1) of a central directory
+ * entry: the 64-bit values of the fields that hold 0xffffffff, in the order
+ * uncompressed size, compressed size, local header offset. */
+static int zip64_extra(const zarchive *za, zmember *m, const unsigned char *x,
+                       size_t xlen, int64_t off, ferry__err *err) {
+  int need_u = m->usize == 0xffffffff, need_c = m->csize == 0xffffffff,
+      need_o = m->lho == 0xffffffff;
+  size_t i = 0;
+  while (i + 4 <= xlen) {
+    unsigned id = le16(x + i), len = le16(x + i + 2);
+    if (len > xlen - i - 4)
+      return bad_member(za, m->name, off, "an extra field overruns its entry",
+                        err);
+    if (id == 1) {
+      const unsigned char *f = x + i + 4;
+      size_t k = 0, want = 8u * (size_t)(need_u + need_c + need_o);
+      if (len < want)
+        return bad_member(za, m->name, off,
+                          "the Zip64 extra field is too short", err);
+      if (need_u)
+        m->usize = (int64_t)le64(f + 8 * k++);
+      if (need_c)
+        m->csize = (int64_t)le64(f + 8 * k++);
+      if (need_o)
+        m->lho = (int64_t)le64(f + 8 * k++);
+      need_u = need_c = need_o = 0;
+    }
+    i += 4 + len;
+  }
+  if (need_u || need_c || need_o)
+    return bad_member(za, m->name, off,
+                      "a size or offset is 0xffffffff but there is no "
+                      "Zip64 extra field",
+                      err);
+  if (m->usize < 0 || m->csize < 0 || m->lho < 0)
+    return bad_member(za, m->name, off, "a Zip64 size or offset overflows",
+                      err);
+  return 0;
+}
+
+/* One central directory entry at cd[pos] (pos + 46 <= len checked). */
+static int parse_entry(zarchive *za, const unsigned char *cd, size_t len,
+                       size_t *pos, zmember *m, ferry__err *err) {
+  const unsigned char *h = cd + *pos;
+  int64_t off = za->cd_off + (int64_t)*pos;
+  if (memcmp(h, "PK\1\2", 4) != 0)
+    return bad_zip(za, off, "no central directory entry signature", err);
+  size_t nlen = le16(h + 28), xlen = le16(h + 30), clen = le16(h + 32);
+  if (nlen + xlen + clen > len - *pos - ZIP_CDH_LEN)
+    return bad_zip(za, off, "a central directory entry overruns the directory",
+                   err);
+  const unsigned char *name = h + ZIP_CDH_LEN;
+  if (nlen == 0 || memchr(name, 0, nlen))
+    return bad_zip(za, off, "a member name is empty or holds a NUL byte", err);
+  if (!(m->name = malloc(nlen + 1)))
+    return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", za->path);
+  memcpy(m->name, name, nlen);
+  m->name[nlen] = '\0';
+  m->flags = le16(h + 8);
+  m->method = le16(h + 10);
+  m->crc = le32(h + 16);
+  m->csize = le32(h + 20);
+  m->usize = le32(h + 24);
+  m->lho = le32(h + 42);
+  int rc = zip64_extra(za, m, name + nlen, xlen, off, err);
+  if (rc < 0)
+    return rc;
+  if (le16(h + 34) != 0 && le16(h + 34) != 0xffff)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "%s, member %s: starts on disk %u (offset %lld); "
+                         "multi-disk archives are not read",
+                         za->path, m->name, (unsigned)le16(h + 34),
+                         (long long)off);
+  *pos += ZIP_CDH_LEN + nlen + xlen + clen;
+  return 0;
+}
+
+/* The local header of m: its own name and extra lengths place the data. */
+static int read_local(const zarchive *za, zmember *m, ferry__err *err) {
+  unsigned char h[ZIP_LFH_LEN];
+  if (m->lho > za->cd_off || za->cd_off - m->lho < ZIP_LFH_LEN)
+    return bad_member(za, m->name, m->lho,
+                      "the local header lies outside the archive's data", err);
+  int rc = zread(za, m->lho, h, sizeof h, "local header", err);
+  if (rc < 0)
+    return rc;
+  if (memcmp(h, "PK\3\4", 4) != 0)
+    return bad_member(za, m->name, m->lho, "no local header signature", err);
+  int64_t data = m->lho + ZIP_LFH_LEN + le16(h + 26) + le16(h + 28);
+  if (data > za->cd_off || m->csize > za->cd_off - data)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s, member %s: corrupt zip archive at offset %lld: "
+                         "the member's %lld bytes of data run past the end "
+                         "of its data (offset %lld)",
+                         za->path, m->name, (long long)data,
+                         (long long)m->csize, (long long)za->cd_off);
+  m->data = data;
+  return 0;
+}
+
+static int check_member(const zarchive *za, const zmember *m, ferry__err *err) {
+  if (m->flags & 0x41u)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "%s, member %s: is encrypted (offset %lld); "
+                         "encrypted archives are not read",
+                         za->path, m->name, (long long)m->lho);
+  if (m->method != 0 && m->method != 8)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "%s, member %s: compression method %d is not read "
+                         "(offset %lld); ferry reads stored (0) and deflated "
+                         "(8) members, as numpy.savez and savez_compressed "
+                         "write them",
+                         za->path, m->name, m->method, (long long)m->lho);
+  if (m->method == 0 && m->csize != m->usize)
+    return bad_member(za, m->name, m->lho,
+                      "a stored member's compressed and uncompressed sizes "
+                      "differ",
+                      err);
+  size_t n = strlen(m->name);
+  if (n <= 4 || strcmp(m->name + n - 4, ".npy") != 0)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s, member %s: is not a .npy array (offset %lld); "
+                         "an .npz archive holds NAME.npy members only",
+                         za->path, m->name, (long long)m->lho);
+  for (const zmember *o = za->m; o < m; o++)
+    if (strcmp(o->name, m->name) == 0)
+      return bad_member(za, m->name, m->lho, "the member name appears twice",
+                        err);
+  return 0;
+}
+
+/* Central directory, then every member's local header. */
+static int read_members(zarchive *za, ferry__err *err) {
+  int rc = find_eocd(za, err);
+  if (rc < 0)
+    return rc;
+  if (za->nentries == 0)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s: the zip archive holds no member", za->path);
+  if (za->cd_size > ZIP_CD_MAX || za->nentries > INT_MAX)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "%s: a central directory of %lld bytes (%lld "
+                         "members, offset %lld) is larger than ferry reads",
+                         za->path, (long long)za->cd_size,
+                         (long long)za->nentries, (long long)za->cd_off);
+  unsigned char *cd = malloc((size_t)za->cd_size);
+  za->m = calloc((size_t)za->nentries, sizeof *za->m);
+  if (!cd || !za->m) {
+    free(cd);
+    return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", za->path);
+  }
+  rc = zread(za, za->cd_off, cd, (size_t)za->cd_size, "central directory", err);
+  size_t pos = 0, len = (size_t)za->cd_size;
+  for (int64_t i = 0; rc == 0 && i < za->nentries; i++) {
+    if (len - pos < ZIP_CDH_LEN) {
+      rc = bad_zip(za, za->cd_off + (int64_t)pos,
+                   "the central directory ends before its last entry", err);
+      break;
+    }
+    zmember *m = &za->m[za->n];
+    rc = parse_entry(za, cd, len, &pos, m, err);
+    if (m->name)
+      za->n++;
+    if (rc == 0 && (rc = check_member(za, m, err)) == 0)
+      rc = read_local(za, m, err);
+  }
+  free(cd);
+  return rc;
+}
+
+/* ---- Members as .npy arrays (rank 0) ---------------------------------- */
+
+#ifdef HAVE_ZLIB
+/* The first want bytes of deflated member m, inflated from its start. */
+static int inflate_head(const zarchive *za, const zmember *m,
+                        unsigned char *buf, size_t want, size_t *got,
+                        ferry__err *err) {
+  unsigned char in[1 << 14];
+  z_stream zs;
+  memset(&zs, 0, sizeof zs);
+  if (inflateInit2(&zs, -MAX_WBITS) != Z_OK)
+    return ferry__seterr(err, FERRY_ENOMEM, "%s, member %s: zlib cannot start",
+                         za->path, m->name);
+  int64_t fed = 0;
+  int rc = 0, zrc = Z_OK;
+  zs.next_out = buf;
+  zs.avail_out = (uInt)want;
+  while (rc == 0 && zs.avail_out > 0 && zrc != Z_STREAM_END) {
+    if (zs.avail_in == 0) {
+      size_t n = m->csize - fed < (int64_t)sizeof in ? (size_t)(m->csize - fed)
+                                                     : sizeof in;
+      if (n == 0) {
+        rc = bad_member(za, m->name, m->data + fed,
+                        "the deflate stream ends before the .npy header", err);
+        break;
+      }
+      if ((rc = zread(za, m->data + fed, in, n, "member data", err)) < 0)
+        break;
+      fed += (int64_t)n;
+      zs.next_in = in;
+      zs.avail_in = (uInt)n;
+    }
+    zrc = inflate(&zs, Z_NO_FLUSH);
+    if (zrc != Z_OK && zrc != Z_STREAM_END)
+      rc = ferry__seterr(err, FERRY_EFORMAT,
+                         "%s, member %s: corrupt deflate data near offset "
+                         "%lld: %s",
+                         za->path, m->name, (long long)(m->data + fed),
+                         zs.msg ? zs.msg : "inflate failed");
+  }
+  *got = want - zs.avail_out;
+  inflateEnd(&zs);
+  return rc;
+}
+#endif
+
+/* The first want bytes of member m (fewer when it is shorter). */
+static int member_head(const zarchive *za, const zmember *m, unsigned char *buf,
+                       size_t want, size_t *got, ferry__err *err) {
+  if (m->usize < (int64_t)want)
+    want = (size_t)m->usize;
+  *got = 0;
+  if (want == 0)
+    return 0;
+  if (m->method == 0) {
+    *got = want;
+    return zread(za, m->data, buf, want, "member data", err);
+  }
+#ifdef HAVE_ZLIB
+  return inflate_head(za, m, buf, want, got, err);
+#else
+  return ferry__seterr(err, FERRY_ENOTSUP,
+                       "%s, member %s: is deflated (offset %lld) and this "
+                       "build of ferry has no zlib (configure --with-zlib)",
+                       za->path, m->name, (long long)m->lho);
+#endif
+}
+
+/* Parse member m's .npy header (label: "ARCHIVE, member NAME"). */
+static int member_header(const zarchive *za, const zmember *m,
+                         const char *label, ferry__npy_header *h,
+                         ferry__err *err) {
+  unsigned char pre[12];
+  size_t got = 0, want;
+  int rc = member_head(za, m, pre, sizeof pre, &got, err);
+  if (rc < 0)
+    return rc;
+  want = got;
+  if (got >= 10 && memcmp(pre, "\x93NUMPY", 6) == 0) {
+    if (pre[6] == 1)
+      want = 10 + le16(pre + 8);
+    else if (got == 12 && (pre[6] == 2 || pre[6] == 3))
+      want = 12 + (size_t)le32(pre + 8);
+    if (want > NPY_HEAD_MAX)
+      want = 12; /* the parser names the bad length */
+    if (want < got)
+      want = got;
+  }
+  unsigned char *buf = malloc(want ? want : 1);
+  if (!buf)
+    return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", label);
+  if ((rc = member_head(za, m, buf, want, &got, err)) == 0)
+    rc = ferry__npy_parse_header(buf, got, h, label, err);
+  free(buf);
+  return rc;
+}
+
+/* The record each variable carries in the manifest (little-endian):
+ * u32 version, u32 method, u32 crc, u32 0, i64 data (the member's data
+ * offset in the archive), csize, usize, hlen (the .npy header's length),
+ * ck_rows (rows between checkpoints of a deflated member). */
+typedef struct npz_rec {
+  uint32_t method, crc;
+  int64_t data, csize, usize, hlen, ck_rows;
+} npz_rec;
+
+static int rec_put(const npz_rec *r, ferry__blob *b) {
+  if (!(b->p = calloc(1, NPZ_REC_LEN)))
+    return -1;
+  b->len = NPZ_REC_LEN;
+  put32(b->p, NPZ_REC_VERSION);
+  put32(b->p + 4, r->method);
+  put32(b->p + 8, r->crc);
+  put64(b->p + 16, (uint64_t)r->data);
+  put64(b->p + 24, (uint64_t)r->csize);
+  put64(b->p + 32, (uint64_t)r->usize);
+  put64(b->p + 40, (uint64_t)r->hlen);
+  put64(b->p + 48, (uint64_t)r->ck_rows);
+  return 0;
+}
+
+/* The record of (part, var), checked against the variable and the file
+ * size: the bounds describe checked, for a manifest loaded from disk. */
+static int rec_get(const ferry__manifest *m, int64_t part, int var, npz_rec *r,
+                   int rank, ferry__err *err) {
+  const ferry__part *pt = &m->parts[part];
+  const ferry__blob *b = pt->rec ? &pt->rec[var] : NULL;
+  int64_t rb = (int64_t)m->vars[var].row_bytes, n = pt->num_samples;
+  int ok = b && b->len == NPZ_REC_LEN && le32(b->p) == NPZ_REC_VERSION;
+  if (ok) {
+    r->method = le32(b->p + 4);
+    r->crc = le32(b->p + 8);
+    r->data = (int64_t)le64(b->p + 16);
+    r->csize = (int64_t)le64(b->p + 24);
+    r->usize = (int64_t)le64(b->p + 32);
+    r->hlen = (int64_t)le64(b->p + 40);
+    r->ck_rows = (int64_t)le64(b->p + 48);
+    int64_t fs = pt->file_size[var];
+    ok = (r->method == 0 || r->method == 8) && r->data >= 0 && r->csize >= 0 &&
+         r->usize >= 0 && r->hlen >= 0 && r->ck_rows >= 1 && r->data <= fs &&
+         r->csize <= fs - r->data && r->hlen <= r->usize && rb > 0 &&
+         n <= (r->usize - r->hlen) / rb &&
+         (r->method == 8 || r->csize == r->usize) &&
+         pt->data_offset[var] == (r->method == 0 ? r->data + r->hlen : r->data);
+  }
+  if (!ok)
+    return ferry__seterr_on(err, rank, FERRY_EFORMAT,
+                            "file %s, variable %s: the manifest's npz record "
+                            "is missing or inconsistent (offset 0)",
+                            pt->paths[var], m->vars[var].name);
+  return 0;
+}
+
+static void fmt_bytes(char *buf, size_t cap, int64_t n) {
+  if (n >= (int64_t)1 << 30)
+    snprintf(buf, cap, "%.1f GiB", (double)n / (double)(1 << 30));
+  else if (n >= (int64_t)1 << 20)
+    snprintf(buf, cap, "%.1f MiB", (double)n / (double)(1 << 20));
+  else if (n >= 1024)
+    snprintf(buf, cap, "%.1f KiB", (double)n / 1024.0);
+  else
+    snprintf(buf, cap, "%lld B", (long long)n);
+}
+
+/* Rows between checkpoints of a deflated member of nrows rows of rb bytes:
+ * at least 1 MiB of rows, at most NPZ_CKPT_MAX intervals. */
+static int64_t ckpt_rows(int64_t nrows, int64_t rb) {
+  int64_t bytes = nrows * rb; /* bounded: the npy parser checked it */
+  int64_t every = bytes / NPZ_CKPT_MAX + (bytes % NPZ_CKPT_MAX != 0);
+  if (every < NPZ_CKPT_MIN_BYTES)
+    every = NPZ_CKPT_MIN_BYTES;
+  int64_t rows = (every + rb - 1) / rb;
+  return rows < 1 ? 1 : rows;
+}
+
+/* Variable i of out from member m; *nrows receives its first dimension. */
+static int describe_member(const zarchive *za, const zmember *m,
+                           ferry__part_desc *out, int i, int64_t *nrows,
+                           ferry__err *err) {
+  char label[FERRY__MSG_MAX / 2];
+  snprintf(label, sizeof label, "%s, member %s", za->path, m->name);
+  ferry__npy_header h;
+  int rc = member_header(za, m, label, &h, err);
+  if (rc < 0)
+    return rc;
+  ferry__var *v = &out->vars[i];
+  int64_t rb = (int64_t)ferry_dtype_size(h.dtype);
+  for (int d = 1; d < h.ndim; d++)
+    rb *= h.shape[d]; /* bounded: the parser checked the product */
+  int64_t need = h.shape[0] * rb, have = m->usize - h.data_offset;
+  if (need > have)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "truncated: %s holds %lld bytes of data, its .npy "
+                         "header says %lld (offset %lld)",
+                         label, (long long)(have < 0 ? 0 : have),
+                         (long long)need, (long long)m->data);
+  size_t nlen = strlen(m->name) - 4;
+  if (!(v->name = malloc(nlen + 1)) || !(out->paths[i] = strdup(za->path)))
+    return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", label);
+  memcpy(v->name, m->name, nlen);
+  v->name[nlen] = '\0';
+  v->dtype = h.dtype;
+  v->swapped = h.swapped;
+  v->row_ndim = h.ndim - 1;
+  for (int d = 1; d < h.ndim; d++)
+    v->row_shape[d - 1] = h.shape[d];
+  v->row_bytes = (size_t)rb;
+  npz_rec r = {(uint32_t)m->method, m->crc, m->data, m->csize, m->usize,
+               h.data_offset,       1};
+  char s1[32], s2[32], st[256];
+  fmt_bytes(s1, sizeof s1, m->usize);
+  fmt_bytes(s2, sizeof s2, m->csize);
+  if (m->method == 8 && rb > 0) {
+    r.ck_rows = ckpt_rows(h.shape[0], rb);
+    if (r.ck_rows > h.shape[0] && h.shape[0] > 0)
+      r.ck_rows = h.shape[0]; /* one interval: no checkpoint */
+    v->chunk_rows = r.ck_rows;
+    int64_t nck = (h.shape[0] + r.ck_rows - 1) / r.ck_rows;
+    v->cache_bytes = NPZ_IN_BUF + (size_t)nck * NPZ_CKPT_BYTES;
+    snprintf(st, sizeof st,
+             "member %s, deflate, %s -> %s, CRC-32 %08x, checkpoints every "
+             "%lld rows",
+             m->name, s1, s2, (unsigned)m->crc, (long long)r.ck_rows);
+  } else {
+    snprintf(st, sizeof st, "member %s, stored, %s at offset %lld", m->name, s1,
+             (long long)m->data);
+  }
+  if (!(v->storage = strdup(st)) || rec_put(&r, &out->rec[i]) < 0)
+    return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", label);
+  out->data_offset[i] = m->method == 0 ? m->data + h.data_offset : m->data;
+  out->file_size[i] = za->size;
+  *nrows = h.shape[0];
+  return 0;
+}
+
+static int describe_all(const zarchive *za, ferry__part_desc *out,
+                        ferry__err *err) {
+  size_t n = (size_t)za->n;
+  out->vars = calloc(n, sizeof *out->vars);
+  out->paths = calloc(n, sizeof *out->paths);
+  out->data_offset = calloc(n, sizeof *out->data_offset);
+  out->file_size = calloc(n, sizeof *out->file_size);
+  out->rec = calloc(n, sizeof *out->rec);
+  if (!out->vars || !out->paths || !out->data_offset || !out->file_size ||
+      !out->rec)
+    return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", za->path);
+  out->nvars = za->n;
+  for (int i = 0; i < za->n; i++) {
+    int64_t nrows = 0;
+    int rc = describe_member(za, &za->m[i], out, i, &nrows, err);
+    if (rc < 0)
+      return rc;
+    if (i == 0)
+      out->num_samples = nrows;
+    else if (nrows != out->num_samples)
+      return ferry__seterr(err, FERRY_ESHAPE,
+                           "%s: members '%s' (%lld samples) and '%s' (%lld "
+                           "samples) differ in length (offset %lld)",
+                           za->path, za->m[0].name, (long long)out->num_samples,
+                           za->m[i].name, (long long)nrows,
+                           (long long)za->m[i].lho);
+  }
+  return 0;
+}
+
+static int npz_describe(const char *path, const ferry_options *opts,
+                        ferry__part_desc *out, ferry__err *err) {
+  (void)opts; /* npz has no option of its own */
+  memset(out, 0, sizeof *out);
+  zarchive za;
+  memset(&za, 0, sizeof za);
+  za.path = path;
+  const char *kind = "";
+  za.fd = ferry__open_regular(path, &kind);
+  if (za.fd == -2)
+    return ferry__seterr(err, FERRY_EFORMAT, "%s: is %s, not a regular file",
+                         path, kind);
+  if (za.fd < 0)
+    return ferry__seterr(err, ferry__errno_code(errno), "%s: cannot open: %s",
+                         path, strerror(errno));
+  struct stat st;
+  int rc = 0;
+  if (fstat(za.fd, &st) != 0)
+    rc = ferry__seterr(err, ferry__errno_code(errno), "%s: cannot stat: %s",
+                       path, strerror(errno));
+  za.size = (int64_t)st.st_size;
+  if (rc == 0)
+    rc = read_members(&za, err);
+  if (rc == 0)
+    rc = describe_all(&za, out, err);
+  close(za.fd);
+  zarchive_free(&za);
+  if (rc < 0)
+    ferry__part_desc_free(out);
+  return rc;
+}
+
+/* A regular file named *.npz, or a zip whose first member is a .npy. */
+static int npz_probe(const char *path) {
+  struct stat st;
+  if (!path || stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+    return 0;
+  size_t n = strlen(path);
+  if (n > 4 && strcmp(path + n - 4, ".npz") == 0)
+    return 1;
+  int fd = ferry__open_regular(path, NULL);
+  if (fd < 0)
+    return 0;
+  unsigned char h[ZIP_LFH_LEN + 256];
+  size_t got = 0;
+  int ok = ferry__pread_full(fd, h, sizeof h, 0, &got) == 0 &&
+           got >= ZIP_LFH_LEN && memcmp(h, "PK\3\4", 4) == 0;
+  close(fd);
+  size_t nlen = ok ? le16(h + 26) : 0;
+  return ok && nlen > 4 && ZIP_LFH_LEN + nlen <= got &&
+         memcmp(h + ZIP_LFH_LEN + nlen - 4, ".npy", 4) == 0;
+}
+
+/* ---- Reads (I/O thread) ----------------------------------------------- */
+
+#ifdef HAVE_ZLIB
+/* A checkpoint: the inflate state as the cursor passed row j * ck_rows. */
+typedef struct zckpt {
+  int have;
+  uint32_t crc;
+  int64_t in; /* compressed bytes consumed */
+  z_stream zs;
+} zckpt;
+
+/* The inflate cursor of one open deflated member. */
+typedef struct zcursor {
+  npz_rec r;
+  int64_t data_end; /* hlen + num_samples * row_bytes */
+  int64_t every;    /* ck_rows * row_bytes */
+  z_stream zs;
+  int live, ended;
+  int verified;    /* inflated whole once: length and CRC-32 checked */
+  int64_t out;     /* uncompressed bytes produced (member offset) */
+  int64_t in_next; /* compressed offset of the next byte to read */
+  uint32_t crc;    /* CRC-32 of the out bytes produced */
+  unsigned char *in;
+  zckpt *ck; /* [nck]; ck[0] unused: the start */
+  int64_t nck;
+} zcursor;
+
+static void cursor_free(zcursor *z) {
+  if (!z)
+    return;
+  if (z->live)
+    inflateEnd(&z->zs);
+  for (int64_t j = 0; z->ck && j < z->nck; j++)
+    if (z->ck[j].have)
+      inflateEnd(&z->ck[j].zs);
+  free(z->ck);
+  free(z->in);
+  free(z);
+}
+#else
+typedef struct zcursor zcursor;
+static void cursor_free(zcursor *z) { (void)z; }
+#endif
+
+typedef struct npz_handle {
+  MPI_File fh;
+  zcursor *z; /* NULL for a stored member */
+} npz_handle;
+
+struct ferry__io {
+  const ferry__manifest *m; /* owned by the loader, outlives this state */
+  MPI_Comm comm;
+  int rank;
+  int collective;
+  MPI_Info info;
+  ferry__handle_cache files;
+  unsigned char *scratch; /* inflated bytes a read skips */
+};
+
+#define NPZ_SCRATCH ((size_t)64 << 10)
+
+#ifdef HAVE_ZLIB
+static int cursor_new(const ferry__manifest *m, int64_t part, int var,
+                      const npz_rec *r, zcursor **out) {
+  zcursor *z = calloc(1, sizeof *z);
+  if (!z)
+    return -1;
+  z->r = *r;
+  int64_t rb = (int64_t)m->vars[var].row_bytes;
+  z->data_end = r->hlen + m->parts[part].num_samples * rb;
+  z->every = r->ck_rows * rb;
+  z->nck = (m->parts[part].num_samples + r->ck_rows - 1) / r->ck_rows;
+  z->in = malloc(NPZ_IN_BUF);
+  z->ck = calloc((size_t)(z->nck ? z->nck : 1), sizeof *z->ck);
+  if (!z->in || !z->ck) {
+    cursor_free(z);
+    return -1;
+  }
+  *out = z;
+  return 0;
+}
+#endif
+
+static int cache_open(void *ctx, int64_t part, int var, void **handle,
+                      ferry__err *err) {
+  ferry__io *io = ctx;
+  const ferry__part *pt = &io->m->parts[part];
+  npz_rec r;
+  /* The record is checked before the (possibly collective) open: it is
+   * the same manifest on every rank, so every rank fails alike. */
+  int rc = rec_get(io->m, part, var, &r, io->rank, err);
+  if (rc < 0)
+    return rc;
+  npz_handle *h = calloc(1, sizeof *h);
+  if (!h)
+    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
+                         io->rank);
+#ifdef HAVE_ZLIB
+  if (r.method == 8 && cursor_new(io->m, part, var, &r, &h->z) < 0) {
+    free(h);
+    return ferry__seterr(err, FERRY_ENOMEM,
+                         "out of memory on rank %d for the inflate state of "
+                         "file %s, variable %s",
+                         io->rank, pt->paths[var], io->m->vars[var].name);
+  }
+#else
+  if (r.method == 8) {
+    free(h);
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "file %s, variable %s: the member is deflated and "
+                         "this build of ferry has no zlib (offset %lld)",
+                         pt->paths[var], io->m->vars[var].name,
+                         (long long)r.data);
+  }
+#endif
+  rc = ferry__npy_open(io->comm, io->collective, io->info, io->rank,
+                       pt->paths[var], io->m->vars[var].name,
+                       pt->file_size[var], &h->fh, err);
+  if (rc < 0) {
+    cursor_free(h->z);
+    free(h);
+    return rc;
+  }
+  *handle = h;
+  return 0;
+}
+
+static void cache_close(void *ctx, void *handle) {
+  (void)ctx;
+  npz_handle *h = handle;
+  MPI_File_close(&h->fh);
+  cursor_free(h->z);
+  free(h);
+}
+
+static void npz_io_close(ferry__io *io) {
+  if (!io)
+    return;
+  ferry__handle_cache_free(&io->files);
+  if (io->info != MPI_INFO_NULL)
+    MPI_Info_free(&io->info);
+  free(io->scratch);
+  free(io);
+}
+
+static int npz_io_open(ferry__io **out, const ferry__manifest *m,
+                       const ferry__io_params *p, ferry__err *err) {
+  *out = NULL;
+  ferry__io *io = calloc(1, sizeof *io);
+  if (!io || !(io->scratch = malloc(NPZ_SCRATCH))) {
+    free(io);
+    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
+                         p->rank);
+  }
+  io->m = m;
+  io->comm = p->comm;
+  io->rank = p->rank;
+  io->collective = p->collective;
+  ferry__handle_cache_init(&io->files, (size_t)p->max_open_files, io,
+                           cache_open, cache_close);
+  io->info = MPI_INFO_NULL;
+  if (MPI_Info_create(&io->info) == MPI_SUCCESS) {
+    MPI_Info_set(io->info, "access_style", "read_mostly");
+    if (io->collective)
+      MPI_Info_set(io->info, "collective_buffering", "true");
+  } else {
+    io->info = MPI_INFO_NULL;
+  }
+  *out = io;
+  return 0;
+}
+
+#ifdef HAVE_ZLIB
+/* The next compressed bytes of the member, through an independent MPI-IO
+ * read (deflated members are read independently even with io=collective:
+ * the ranks need different amounts). */
+static int z_fill(zcursor *z, MPI_File fh, const char *where, ferry__err *err) {
+  int64_t left = z->r.csize - z->in_next;
+  if (left <= 0)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "truncated deflate data: %s, offset %lld: the "
+                         "member's %lld compressed bytes end after %lld of "
+                         "its %lld bytes",
+                         where, (long long)(z->r.data + z->r.csize),
+                         (long long)z->r.csize, (long long)z->out,
+                         (long long)z->r.usize);
+  int n = left < (int64_t)NPZ_IN_BUF ? (int)left : (int)NPZ_IN_BUF;
+  int rc = ferry__mpi_read(fh, 0, (MPI_Offset)(z->r.data + z->in_next), z->in,
+                           n, where, err);
+  if (rc < 0)
+    return rc;
+  z->zs.next_in = z->in;
+  z->zs.avail_in = (uInt)n;
+  z->in_next += n;
+  return 0;
+}
+
+/* Start again at checkpoint j (0: the member's first byte). */
+static int z_restart(zcursor *z, int64_t j, const char *where,
+                     ferry__err *err) {
+  if (z->live)
+    inflateEnd(&z->zs);
+  z->live = 0;
+  memset(&z->zs, 0, sizeof z->zs);
+  int zrc = j > 0 ? inflateCopy(&z->zs, &z->ck[j].zs)
+                  : inflateInit2(&z->zs, -MAX_WBITS);
+  if (zrc != Z_OK)
+    return ferry__seterr(err, FERRY_ENOMEM,
+                         "zlib cannot start (out of memory?): %s, offset %lld",
+                         where, (long long)z->r.data);
+  z->live = 1;
+  z->ended = 0;
+  z->out = j > 0 ? z->r.hlen + j * z->every : 0;
+  z->in_next = j > 0 ? z->ck[j].in : 0;
+  z->crc = j > 0 ? z->ck[j].crc : (uint32_t)crc32(0L, Z_NULL, 0);
+  z->zs.next_in = z->in;
+  z->zs.avail_in = 0;
+  return 0;
+}
+
+/* After an inflate step: keep a checkpoint when the cursor sits on one. */
+static void z_keep(zcursor *z) {
+  if (z->every <= 0 || z->out <= z->r.hlen ||
+      (z->out - z->r.hlen) % z->every != 0)
+    return;
+  int64_t j = (z->out - z->r.hlen) / z->every;
+  if (j <= 0 || j >= z->nck || z->ck[j].have)
+    return;
+  memset(&z->ck[j].zs, 0, sizeof z->ck[j].zs);
+  if (inflateCopy(&z->ck[j].zs, &z->zs) != Z_OK)
+    return; /* no checkpoint: later reads start further back, that is all */
+  z->ck[j].have = 1;
+  z->ck[j].crc = z->crc;
+  z->ck[j].in = z->in_next - (int64_t)z->zs.avail_in;
+}
+
+/* Inflate until the cursor is at member offset target: into dst (which
+ * holds member offsets from start on) or, when dst is NULL, into scratch.
+ * Each step stops on the next checkpoint boundary so that it can be kept. */
+static int z_advance(zcursor *z, MPI_File fh, int64_t target,
+                     unsigned char *dst, int64_t start, unsigned char *scratch,
+                     const char *where, ferry__err *err) {
+  while (z->out < target) {
+    if (z->ended)
+      return ferry__seterr(err, FERRY_EFORMAT,
+                           "corrupt deflate data: %s, offset %lld: the "
+                           "stream ends after %lld bytes, the member is %lld",
+                           where, (long long)(z->r.data + z->in_next),
+                           (long long)z->out, (long long)z->r.usize);
+    int64_t limit = target;
+    if (z->every > 0) {
+      int64_t j = z->out < z->r.hlen ? 1 : (z->out - z->r.hlen) / z->every + 1;
+      int64_t b = z->r.hlen + j * z->every;
+      if (j < z->nck && b < limit)
+        limit = b;
+    }
+    int64_t n = limit - z->out;
+    unsigned char *o = dst ? dst + (z->out - start) : scratch;
+    int64_t cap = dst ? (int64_t)1 << 30 : (int64_t)NPZ_SCRATCH;
+    if (n > cap)
+      n = cap;
+    int rc = 0;
+    if (z->zs.avail_in == 0 && (rc = z_fill(z, fh, where, err)) < 0)
+      return rc;
+    z->zs.next_out = o;
+    z->zs.avail_out = (uInt)n;
+    int zrc = inflate(&z->zs, Z_NO_FLUSH);
+    int64_t made = n - (int64_t)z->zs.avail_out;
+    z->crc = (uint32_t)crc32(z->crc, o, (uInt)made);
+    z->out += made;
+    if (zrc == Z_STREAM_END)
+      z->ended = 1;
+    else if (zrc != Z_OK && zrc != Z_BUF_ERROR)
+      return ferry__seterr(err, FERRY_EFORMAT,
+                           "corrupt deflate data: %s, offset %lld: %s", where,
+                           (long long)(z->r.data + z->in_next),
+                           z->zs.msg ? z->zs.msg : "inflate failed");
+    z_keep(z);
+  }
+  return 0;
+}
+
+/* The cursor reached the member's data end: inflate the rest, check that
+ * the stream ends there and that the CRC-32 is the archive's. */
+static int z_finish(zcursor *z, MPI_File fh, unsigned char *scratch,
+                    const char *where, ferry__err *err) {
+  int rc = z_advance(z, fh, z->r.usize, NULL, 0, scratch, where, err);
+  for (int k = 0; rc == 0 && !z->ended; k++) {
+    if (z->zs.avail_in == 0 && (rc = z_fill(z, fh, where, err)) < 0)
+      break;
+    z->zs.next_out = scratch;
+    z->zs.avail_out = 1;
+    int zrc = inflate(&z->zs, Z_NO_FLUSH);
+    if (z->zs.avail_out == 0)
+      rc = ferry__seterr(err, FERRY_EFORMAT,
+                         "corrupt deflate data: %s, offset %lld: the stream "
+                         "holds more than the member's %lld bytes",
+                         where, (long long)(z->r.data + z->in_next),
+                         (long long)z->r.usize);
+    else if (zrc == Z_STREAM_END)
+      z->ended = 1;
+    else if (zrc != Z_OK && zrc != Z_BUF_ERROR)
+      rc = ferry__seterr(err, FERRY_EFORMAT,
+                         "corrupt deflate data: %s, offset %lld: %s", where,
+                         (long long)(z->r.data + z->in_next),
+                         z->zs.msg ? z->zs.msg : "inflate failed");
+  }
+  if (rc == 0 && z->crc != z->r.crc)
+    rc = ferry__seterr(err, FERRY_EFORMAT,
+                       "CRC-32 mismatch: %s, offset %lld: the member "
+                       "inflates to CRC %08x, the archive says %08x",
+                       where, (long long)z->r.data, (unsigned)z->crc,
+                       (unsigned)z->r.crc);
+  return rc;
+}
+
+/* Rows [row, row + nrows) of a deflated member into buf.  The first read
+ * of an open member inflates it whole (serving its rows on the way), which
+ * takes every checkpoint and checks the length and CRC-32 before any row of
+ * the member is served: a corrupt member is an error, never data. */
+static int z_read(ferry__io *io, npz_handle *h, int64_t rb, int64_t row,
+                  int64_t nrows, unsigned char *buf, const char *where,
+                  ferry__err *err) {
+  zcursor *z = h->z;
+  int64_t from = z->r.hlen + row * rb, to = from + nrows * rb;
+  int64_t j = z->every > 0 ? (from - z->r.hlen) / z->every : 0;
+  if (j >= z->nck)
+    j = z->nck - 1;
+  while (j > 0 && !z->ck[j].have)
+    j--;
+  if (!z->verified)
+    j = 0;
+  int64_t jpos = j > 0 ? z->r.hlen + j * z->every : 0;
+  int rc = 0;
+  if (!(z->live && !z->ended && z->out <= from && z->out >= jpos))
+    rc = z_restart(z, j, where, err);
+  if (rc == 0)
+    rc = z_advance(z, h->fh, from, NULL, 0, io->scratch, where, err);
+  if (rc == 0)
+    rc = z_advance(z, h->fh, to, buf, from, io->scratch, where, err);
+  if (rc == 0 && (to == z->data_end || !z->verified))
+    rc = z_finish(z, h->fh, io->scratch, where, err);
+  if (rc == 0)
+    z->verified = 1;
+  if (rc < 0 && z->live) {
+    inflateEnd(&z->zs); /* start afresh next time */
+    z->live = 0;
+  }
+  return rc;
+}
+#endif
+
+static int npz_io_read(ferry__io *io, int64_t part, int var, int64_t row,
+                       int64_t nrows, void *buf, ferry__err *err) {
+  const ferry__manifest *m = io->m;
+  int rc = ferry__check_part_var(m, part, var, io->rank, err);
+  if (rc)
+    return rc;
+  const ferry__part *pt = &m->parts[part];
+  const char *path = pt->paths[var], *vname = m->vars[var].name;
+  int64_t rb = (int64_t)m->vars[var].row_bytes;
+  void *hv = NULL;
+  if ((rc = ferry__handle_get(&io->files, part, var, io->rank, &hv, err)) < 0)
+    return rc;
+  npz_handle *h = hv;
+  /* Local checks after the (possibly collective) open, as in npy.c. */
+  rc = ferry__check_rows(m, part, var, row, nrows, io->rank, err);
+  char where[FERRY__MSG_MAX / 2];
+  snprintf(where, sizeof where, "file %s, variable %s, rank %d", path, vname,
+           io->rank);
+  if (h->z) {
+#ifdef HAVE_ZLIB
+    return rc < 0 || nrows == 0
+               ? rc
+               : z_read(io, h, rb, row, nrows, buf, where, err);
+#endif
+  }
+  int64_t offset = pt->data_offset[var], nbytes = 0;
+  if (rc == 0) {
+    offset += row * rb; /* bounded by the record rec_get checked */
+    nbytes = nrows * rb;
+    if (io->collective && nbytes > INT_MAX)
+      rc = ferry__seterr(err, FERRY_ENOTSUP,
+                         "collective read of %lld bytes from file %s "
+                         "(variable %s, rank %d, offset %lld) exceeds the "
+                         "2 GiB one MPI call can read; use a smaller "
+                         "chunk_samples",
+                         (long long)nbytes, path, vname, io->rank,
+                         (long long)offset);
+  }
+  return ferry__npy_read_range(h->fh, io->collective, offset, nbytes, buf, rc,
+                               where, err);
+}
+
+const ferry__backend ferry__backend_npz = {
+    .name = "npz",
+    .version = 1,
+    /* NOT_FLAT: a deflated member's rows are not data_offset-based bytes of
+     * the file; the npz records carry the bounds (rec_get). */
+    .caps = FERRY__CAP_COLLECTIVE | FERRY__CAP_THREADSAFE | FERRY__CAP_NOT_FLAT,
+    .record_version = NPZ_REC_VERSION,
+    .probe = npz_probe,
+    .accepts = "a NumPy .npz archive",
+    .describe = npz_describe,
+    .io_open = npz_io_open,
+    .io_read = npz_io_read,
+    .io_close = npz_io_close,
+};
