@@ -248,6 +248,8 @@ int ferry__cdf_parse(const unsigned char *buf, size_t len, int64_t file_size,
 void ferry__cdf_free(ferry__cdf *h);
 void ferry__cdf_summary(const ferry__cdf *h, int *version, int *nvars,
                         int64_t *numrecs, int64_t *recsize);
+
+/**
  * The npy backend's MPI-IO steps, shared with the npz backend (whose stored
  * members are read exactly like .npy files).  ferry__npy_open opens path
  * (collectively over comm when collective, the outcome agreed on every
