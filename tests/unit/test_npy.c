@@ -849,9 +849,9 @@ static void test_list_and_dirs(void) {
   EXPECT_CODE(
       ferry__manifest_scan(tpath("bad/table.parquet"), NULL, NULL, &m, &e),
       FERRY_EFORMAT, e, "looks like a Parquet file");
-  write_text("bad/classic.nc", "CDF\002 and more");
-  EXPECT_CODE(ferry__manifest_scan(tpath("bad/classic.nc"), NULL, NULL, &m, &e),
-              FERRY_EFORMAT, e, "CDF-2");
+  write_text("bad/old.hdf", "\016\003\023\001 and more");
+  EXPECT_CODE(ferry__manifest_scan(tpath("bad/old.hdf"), NULL, NULL, &m, &e),
+              FERRY_EFORMAT, e, "an HDF4 file");
   write_text("bad/hollow.bin", "");
   EXPECT_CODE(ferry__manifest_scan(tpath("bad/hollow.bin"), NULL, NULL, &m, &e),
               FERRY_EFORMAT, e, "it is empty (0 bytes)");
