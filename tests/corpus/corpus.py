@@ -70,7 +70,9 @@ ENTRY_TIMEOUT = int(os.environ.get("FERRY_CORPUS_ENTRY_TIMEOUT", "60"))
 # found in the message (messages get reworded; these words should stay).
 REASONS = ("Fortran", "0-d", "Python objects", "compound type",
            "string type", "string dtype", "variable-length", "opaque type",
-           "bitfield type", "plugin is not available", "codec '", "Zarr v3",
+           "bitfield type", "enum type", "array type", "unknown type",
+           "a scalar", "it is empty", "a netCDF dimension without data",
+           "plugin is not available", "codec '", "Zarr v3",
            "not a Zarr v2 store", "holds no array", "cannot open the file",
            "no dataset ferry can serve", "HDF4", "CDF-5", "CDF-2", "CDF-1",
            "gzip", "zip archive", "no backend reads")
