@@ -168,13 +168,16 @@ class Reference:
         if k == "hdf5":
             import h5py
             with h5py.File(self.path, "r") as f:
-                return np.asarray(f[name][()])
+                return unsigned(np.asarray(f[name][()]),
+                                f[name].attrs.get("_Unsigned"))
         if k == "netcdf3":
             import netCDF4
             with netCDF4.Dataset(self.path) as d:
                 v = d.variables[name]
                 v.set_auto_maskandscale(False)
-                return np.asarray(v[...])
+                v.set_auto_chartostring(False)
+                return unsigned(np.asarray(v[...]),
+                                getattr(v, "_Unsigned", None))
         if k == "zarr2":
             import zarr
             z = zarr.open(self.path, mode="r")
@@ -184,6 +187,20 @@ class Reference:
         if k == "zarr3":
             return read_zarr3(self.path, name, nvars)
         raise ValueError(self.error)
+
+
+class Flagged(np.ndarray):
+    """An array of signed integers marked _Unsigned = "true" (netCDF's
+    convention: they hold unsigned values); a reader may serve them signed
+    or unsigned, the bytes are the same."""
+
+
+def unsigned(a, flag):
+    if isinstance(flag, bytes):
+        flag = flag.decode(errors="replace")
+    if str(flag).lower() == "true" and a.dtype.kind == "i":
+        return a.view(Flagged)
+    return a
 
 
 def read_zarr3(store, name, nvars):
@@ -498,11 +515,17 @@ def check_entry(case, info, jobs_of, ref):
             notes.append("%s: %s cannot read it (%s: %s)" % (
                 name, ref.who, type(e).__name__, str(e)[:120]))
             continue
+        if a.dtype.kind == "S" and a.dtype.itemsize == 1 and \
+                v["dtype"] in ("int8", "uint8"):
+            a = a.view(v["dtype"])  # netCDF's char served as bytes
         if a.dtype.kind not in "biuf":
             problems.append("%s: served as %s, but %s reads %s (not numeric)"
                             % (name, v["dtype"], ref.who, a.dtype))
             continue
         want_dt = np.dtype("?" if v["dtype"] == "bool" else v["dtype"])
+        if isinstance(a, Flagged) and want_dt.kind in "iu" and \
+                want_dt.itemsize == a.dtype.itemsize:
+            a = np.asarray(a).view(want_dt.newbyteorder(a.dtype.byteorder))
         if a.dtype.newbyteorder("=") != want_dt.newbyteorder("="):
             problems.append("%s: served as %s, %s reads %s" % (
                 name, v["dtype"], ref.who, a.dtype))
