@@ -11,7 +11,8 @@
  * and writes exactly what `ferry dump` would have: OUT (rank 0's "rank
  * batch global_index first_value [fnv=HEX]" lines), OUT.err (the error
  * message, else empty) and OUT.status (0, or 1 on a library error), which
- * tests/fixtures/dump_compare.py checks as before.  src/tool/cmd_dump.c is
+ * tests/fixtures/dump_compare.py checks as before, and OUT.ranks (every
+ * rank's status, 0 or 1, in rank order).  src/tool/cmd_dump.c is
  * the reference for the output; `ferry dump` itself stays covered by the
  * cli_*.sh tests and by the error cases of the fixture scripts.
  *
@@ -318,10 +319,22 @@ int main(int argc, char **argv) {
     job_env(j.env, 1);
     int st = run_job(&j, comms[j.np], msg, sizeof msg);
     job_env(j.env, 0);
+    /* Every rank's status, in rank order: a job that failed on some ranks
+     * only is a bug the corpus test (tests/corpus) reports. */
+    int mine = st != 0, *all = calloc((size_t)j.np, sizeof *all);
+    MPI_Gather(&mine, 1, MPI_INT, all, 1, MPI_INT, 0, comms[j.np]);
     if (wrank == 0) {
+      char ranks[4096] = "";
+      size_t used = 0;
+      for (int r = 0; all && r < j.np && used + 4 < sizeof ranks; r++)
+        used += (size_t)snprintf(ranks + used, sizeof ranks - used, "%s%d",
+                                 r ? " " : "", all[r]);
       write_text(j.out, ".err", msg);
       write_text(j.out, ".status", st ? "1\n" : "0\n");
+      strcat(ranks, "\n");
+      write_text(j.out, ".ranks", ranks);
     }
+    free(all);
     nfailed += st != 0;
   }
   fclose(f);
