@@ -206,8 +206,16 @@ static int rd_name(cur *c, const char *field, char **out) {
                field, (long long)n, CDF_NAME_MAX);
   if ((rc = need(c, (size_t)pad4(n), field)) != 0)
     return rc;
-  if (memchr(c->b + c->pos, 0, (size_t)n))
-    return bad(c, c->pos, "%s holds a NUL byte", field);
+  /* Old writers (netCDF-C's own nctest reference files) padded names with
+   * NUL bytes inside their length; netCDF-C reads the name up to the first
+   * NUL.  A NUL followed by anything else is corrupt. */
+  const unsigned char *nm = c->b + c->pos;
+  const unsigned char *nul = memchr(nm, 0, (size_t)n);
+  if (nul == nm)
+    return bad(c, c->pos, "%s starts with a NUL byte", field);
+  for (const unsigned char *q = nul; q && q < nm + n; q++)
+    if (*q)
+      return bad(c, c->pos, "%s holds a NUL byte", field);
   if (!(*out = malloc((size_t)n + 1)))
     return ferry__seterr(c->err, FERRY_ENOMEM, "%s: out of memory", c->path);
   memcpy(*out, c->b + c->pos, (size_t)n);

@@ -180,13 +180,33 @@ class Reference:
                                 getattr(v, "_Unsigned", None))
         if k == "zarr2":
             import zarr
-            z = zarr.open(self.path, mode="r")
+            store = self.path
+            if nested_layout(self.path):
+                # chunks in nested directories (0/0) with no
+                # dimension_separator in the metadata (zarr-python's own
+                # fixture/nested_legacy): zarr-python reads them only
+                # through a nested store; a plain open serves fill values
+                store = zarr.storage.NestedDirectoryStore(self.path)
+            z = zarr.open(store, mode="r")
             if isinstance(z, zarr.Array):
                 return z[...]
             return z[name][...]
         if k == "zarr3":
             return read_zarr3(self.path, name, nvars)
         raise ValueError(self.error)
+
+
+def nested_layout(path):
+    """A v2 array store whose first chunk key is a directory."""
+    import json
+    import os
+    meta = os.path.join(path, ".zarray")
+    if not os.path.isfile(meta):
+        return False
+    with open(meta) as f:
+        if json.load(f).get("dimension_separator"):
+            return False
+    return os.path.isdir(os.path.join(path, "0"))
 
 
 class Flagged(np.ndarray):
