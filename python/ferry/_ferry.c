@@ -1172,9 +1172,25 @@ static PyObject *loader_enter(LoaderObject *self, PyObject *u) {
   return (PyObject *)self;
 }
 
+/* `with` left by an exception: the exception may be this rank's alone (a
+ * failed training step), while the other ranks wait in a collective of
+ * their own (the gradient all-reduce): a collective close would wait for
+ * them until collective_timeout.  The loader is abandoned instead: left
+ * open and unreachable (its memory and threads stay until the process
+ * ends, which an uncaught exception under srun/mpirun or `python -m
+ * mpi4py` brings about at once). */
+static PyObject *loader_abandon(LoaderObject *self) {
+  if (self->c) {
+    release_batch_objects(self);
+    self->c = NULL;
+  }
+  Py_RETURN_NONE;
+}
+
 static PyObject *loader_exit(LoaderObject *self, PyObject *args) {
   PyObject *et = PyTuple_Size(args) > 0 ? PyTuple_GetItem(args, 0) : Py_None;
-  PyObject *r = loader_close_impl(self, et != Py_None);
+  PyObject *r =
+      et != Py_None ? loader_abandon(self) : loader_close_impl(self, 0);
   if (!r)
     return NULL;
   Py_DECREF(r);

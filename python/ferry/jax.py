@@ -130,7 +130,13 @@ class Iterator:
         return self
 
     def __exit__(self, *exc):
-        self.close()
+        if exc and exc[0] is not None:
+            # left by an exception, maybe this rank's alone: abandon the
+            # loader rather than wait in a collective close for ranks that
+            # may be stuck elsewhere (ferry.Loader.__exit__)
+            self.loader.__exit__(*exc)
+        else:
+            self.close()
         return False
 
     def __iter__(self):

@@ -4,7 +4,9 @@ then leaves the ``with`` block, which closes the loader on rank 0 while
 ranks 1 and 2 are still iterating.  Rank 0's close and the other ranks'
 iteration raise ferry.PeerError naming rank 0, ferry_close and batch 10;
 nobody hangs (leave.sh runs it under a hard timeout).  Then every rank
-breaks at the same batch: a normal early stop, no error."""
+breaks at the same batch: a normal early stop, no error.  Then an exception
+on one rank inside `with` leaves it at once (the loader is abandoned, not
+closed collectively)."""
 import sys
 
 from mpi4py import MPI
@@ -54,5 +56,27 @@ with ferry.Loader(d, **opts) as loader:
     loader.set_epoch(1)  # every rank starts the next epoch together
     n = sum(1 for _ in loader)
     check(n == len(loader), "next epoch: %d of %d batches" % (n, len(loader)))
+# An exception on one rank inside `with` (a failed training step) while the
+# others wait in a collective of their own (the gradient all-reduce, here a
+# barrier that the failed rank joins once its exception is handled): the
+# `with` is left at once, abandoning the loader, not after a collective
+# close that would wait collective_timeout (20 s) for ranks stuck elsewhere.
+import time  # noqa: E402
+t0 = time.monotonic()
+try:
+    with ferry.Loader(d, collective_timeout=20, **opts) as loader:
+        for i, batch in enumerate(loader):
+            if i == 3:
+                if rank == 1:
+                    raise RuntimeError("training step failed")
+                comm.Barrier()  # the others' all-reduce
+                raise RuntimeError("a peer failed")
+except RuntimeError:
+    pass
+if rank == 1:
+    comm.Barrier()  # rank 1 reaches the all-reduce after its failure
+dt = time.monotonic() - t0
+check(dt < 10, "leaving `with` on an exception took %.1f s" % dt)
+check(loader.closed, "the abandoned loader counts as closed")
 if rank == 0:
     print("leave_check.py: passed")
