@@ -1182,7 +1182,14 @@ static PyObject *loader_enter(LoaderObject *self, PyObject *u) {
 static PyObject *loader_abandon(LoaderObject *self) {
   if (self->c) {
     release_batch_objects(self);
+    long held = (long)atomic_load(&self->c->held);
     self->c = NULL;
+    if (PyErr_WarnFormat(PyExc_ResourceWarning, 1,
+                         "ferry.Loader left by an exception: abandoned, not "
+                         "closed collectively (%ld batch(es) still viewed); "
+                         "its memory and threads stay until the process ends",
+                         held))
+      return NULL;
   }
   Py_RETURN_NONE;
 }

@@ -81,8 +81,8 @@ int ferry__map_range(int fd, const char *path, int64_t off, size_t n,
     page = 4096;
   int64_t start = off - off % page;
   size_t len = n + (size_t)(off - start);
-  void *p = mmap(NULL, len, PROT_READ, MAP_SHARED | MAP_POPULATE, fd,
-                 (off_t)start);
+  void *p =
+      mmap(NULL, len, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, (off_t)start);
   if (p == MAP_FAILED)
     return ferry__seterr(err, ferry__errno_code(errno),
                          "mmap failed: file %s, offset %lld, %zu bytes: %s",

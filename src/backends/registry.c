@@ -22,7 +22,7 @@ extern const ferry__backend ferry__backend_zarr;
 extern const ferry__backend ferry__backend_mem;
 
 const ferry__backend *const ferry__backends[] = {
-    &ferry__backend_npy,  &ferry__backend_npz,
+    &ferry__backend_npy,     &ferry__backend_npz,
 #ifdef HAVE_HDF5
     &ferry__backend_hdf5,
 #endif
