@@ -514,16 +514,16 @@ static int h5_select(const char *path, h5_visit *vis, hsize_t longest,
       snprintf(why, sizeof why, "a netCDF dimension without data");
     else if (ds->ndims < 1)
       snprintf(why, sizeof why, "a scalar, no sample dimension");
-    else if (ds->dims[0] != longest)
-      snprintf(why, sizeof why,
-               "%llu rows where the sample dimension has "
-               "%llu",
-               (unsigned long long)ds->dims[0], (unsigned long long)longest);
     else if (ds->why)
       snprintf(why, sizeof why,
                "%s, which ferry cannot read (integers, "
                "float16/32/64 and h5py bools only)",
                ds->why);
+    else if (ds->dims[0] != longest)
+      snprintf(why, sizeof why,
+               "%llu rows where the sample dimension has "
+               "%llu",
+               (unsigned long long)ds->dims[0], (unsigned long long)longest);
     if (why[0]) {
       size_t n = strlen(skipped);
       snprintf(skipped + n, sizeof skipped - n, "%s/%s (%s)", n ? "; " : "",
@@ -609,11 +609,15 @@ static int describe_locked(const char *path, const ferry_options *opts,
   if (stat(path, &st) != 0)
     return ferry__seterr(err, errno == ENOENT ? FERRY_ENOENT : FERRY_EIO,
                          "%s: %s", path, strerror(errno));
-  if ((f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT)) < 0)
-    return ferry__seterr(err, FERRY_EFORMAT,
-                         "%s: HDF5 cannot open the file (truncated or "
-                         "corrupt?)",
-                         path);
+  if ((f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT)) < 0) {
+    /* HDF5's own reason (a file left open for writing by a crashed writer,
+     * a truncated superblock, ...), not a guess */
+    char why[512];
+    h5_reason(why, sizeof why);
+    return ferry__seterr(err, FERRY_EFORMAT, "%s: HDF5 cannot open the file%s",
+                         path,
+                         why[0] ? why : " (truncated or corrupt?)");
+  }
   if (H5Lvisit(f, H5_INDEX_NAME, H5_ITER_INC, visit_cb, &vis) < 0 || vis.oom) {
     rc = vis.oom ? ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", path)
                  : ferry__seterr(err, FERRY_EFORMAT,
@@ -622,9 +626,15 @@ static int describe_locked(const char *path, const ferry_options *opts,
                                  path);
     goto cleanup;
   }
-  for (int i = 0; i < vis.n; i++)
-    if (!vis.v[i].dim_only && vis.v[i].ndims >= 1 && vis.v[i].dims[0] > longest)
-      longest = vis.v[i].dims[0];
+  /* The sample dimension is the longest first dimension of the datasets
+   * ferry can serve (a compound dataset that ferry skips must not make
+   * the numeric ones unreachable); of all, when none can be served, so the
+   * message lists them. */
+  for (int pass = 0; pass < 2 && longest == 0; pass++)
+    for (int i = 0; i < vis.n; i++)
+      if (!vis.v[i].dim_only && vis.v[i].ndims >= 1 &&
+          (pass == 1 || !vis.v[i].why) && vis.v[i].dims[0] > longest)
+        longest = vis.v[i].dims[0];
   hsize_t rows = named[0] ? named_rows(&vis, named) : 0;
   if (rows > 0)
     longest = rows;

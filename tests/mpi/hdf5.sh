@@ -215,6 +215,8 @@ bad "$fx/bad/text.h5" 'no backend'
 bad "$fx/bad/lzf.h5" /x 32000 HDF5_PLUGIN_PATH
 bad "$fx/bad/zerowidth.h5" "'z'" 'empty rows'
 bad "$fx/bad/badgzip.h5" H5Dread 'HDF5 says'
+bad "$fx/bad/openwrite.h5" 'HDF5 says' 'open for write'
+info_has "$fx/bad/longcompound.h5" 'notes          chose x (50 rows); skipped /records (a compound type'
 # Named datasets are served whatever the default would pick; an unselected
 # dataset never makes the open fail (issue 11).
 for case in "coords.h5 HT,DQF 300" "coords.h5 /DQF 300" "withlzf.h5 a 97"; do
