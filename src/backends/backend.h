@@ -127,6 +127,16 @@ int ferry__sniff_unread(const char *path, ferry__err *err);
  */
 int ferry__map_range(int fd, const char *path, int64_t off, size_t n,
                      ferry__mapping *out, ferry__err *err);
+/**
+ * The names of a `vars` list, one by one: *p walks the list; returns the
+ * next name (not terminated: *len bytes) with leading '/' and spaces taken
+ * off, or NULL at the end.  ferry__name_listed: 1 when name (leading '/'
+ * ignored) is one of the list's names, 0 otherwise (also for a NULL list).
+ * Every backend that selects by `vars` normalises names this way.
+ */
+const char *ferry__next_name(const char **p, size_t *len);
+int ferry__name_listed(const char *list, const char *name);
+
 /** Release a mapping (a zeroed one is a no-op). */
 void ferry__unmap(ferry__mapping *m);
 /**

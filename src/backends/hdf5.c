@@ -448,34 +448,6 @@ static int layout(const h5_dset *ds, ferry__var *v, const char *path) {
   return (v->storage = strdup(buf)) ? 0 : -1;
 }
 
-/* The next name of a comma-separated list at *p (spaces and a leading '/'
- * ignored, as the manifest's selection does): its start, *len its length;
- * NULL at the end. */
-static const char *next_name(const char **p, size_t *len) {
-  const char *s = *p;
-  while (*s == ' ' || *s == ',' || *s == '/')
-    s++;
-  if (!*s)
-    return NULL;
-  const char *e = s;
-  while (*e && *e != ',')
-    e++;
-  *p = e;
-  while (e > s && e[-1] == ' ')
-    e--;
-  *len = (size_t)(e - s);
-  return s;
-}
-
-/* 1 when name is one of the list's names. */
-static int name_in_list(const char *list, const char *name) {
-  size_t n = strlen(name), len;
-  for (const char *p = list, *s; (s = next_name(&p, &len)) != NULL;)
-    if (len == n && strncmp(s, name, n) == 0)
-      return 1;
-  return 0;
-}
-
 /* With vars, the sample dimension is the first named servable dataset's
  * first dimension (issue 11: a named dataset that is not the longest could
  * never be loaded); 0 when no named dataset can be served: the default
@@ -483,7 +455,7 @@ static int name_in_list(const char *list, const char *name) {
  * not there and why (the notes). */
 static hsize_t named_rows(const h5_visit *vis, const char *named) {
   size_t len;
-  for (const char *p = named, *s; (s = next_name(&p, &len)) != NULL;)
+  for (const char *p = named, *s; (s = ferry__next_name(&p, &len)) != NULL;)
     for (int i = 0; i < vis->n; i++) {
       const h5_dset *ds = &vis->v[i];
       if (strlen(ds->name) == len && strncmp(s, ds->name, len) == 0 &&
@@ -508,7 +480,7 @@ static int h5_select(const char *path, h5_visit *vis, hsize_t longest,
   for (int i = 0; i < vis->n; i++) {
     h5_dset *ds = &vis->v[i];
     char why[200] = "";
-    if (named && !name_in_list(named, ds->name))
+    if (named && !ferry__name_listed(named, ds->name))
       snprintf(why, sizeof why, "not named in vars");
     else if (ds->dim_only)
       snprintf(why, sizeof why, "a netCDF dimension without data");
@@ -615,8 +587,7 @@ static int describe_locked(const char *path, const ferry_options *opts,
     char why[512];
     h5_reason(why, sizeof why);
     return ferry__seterr(err, FERRY_EFORMAT, "%s: HDF5 cannot open the file%s",
-                         path,
-                         why[0] ? why : " (truncated or corrupt?)");
+                         path, why[0] ? why : " (truncated or corrupt?)");
   }
   if (H5Lvisit(f, H5_INDEX_NAME, H5_ITER_INC, visit_cb, &vis) < 0 || vis.oom) {
     rc = vis.oom ? ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", path)

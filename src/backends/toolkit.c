@@ -146,3 +146,33 @@ int ferry__open_regular(const char *path, const char **kind) {
     fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
   return fd;
 }
+
+/* ---- Variable lists --------------------------------------------------- */
+
+const char *ferry__next_name(const char **p, size_t *len) {
+  const char *s = *p;
+  while (*s == ' ' || *s == ',' || *s == '/')
+    s++;
+  if (!*s)
+    return NULL;
+  const char *e = s;
+  while (*e && *e != ',')
+    e++;
+  *p = e;
+  while (e > s && e[-1] == ' ')
+    e--;
+  *len = (size_t)(e - s);
+  return s;
+}
+
+int ferry__name_listed(const char *list, const char *name) {
+  size_t n, len;
+  while (*name == '/')
+    name++;
+  n = strlen(name);
+  for (const char *p = list ? list : "", *s;
+       (s = ferry__next_name(&p, &len)) != NULL;)
+    if (len == n && strncmp(s, name, n) == 0)
+      return 1;
+  return 0;
+}

@@ -1465,7 +1465,7 @@ static int check_store_dir(const char *store, ferry__err *err) {
 /* 1 when array x is a variable: its dimension 0 is the longest, and it is
  * not a coordinate of another dimension. */
 static int is_selected(const zarr_array *x, int64_t longest) {
-  return x->z.ndim >= 1 && x->z.shape[0] == longest && !x->coord;
+  return x->ok && x->z.ndim >= 1 && x->z.shape[0] == longest && !x->coord;
 }
 
 /* With dimension names (xarray's _ARRAY_DIMENSIONS, v3 dimension_names):
@@ -1502,10 +1502,15 @@ static const char *mark_coords(zarr_walk *w, int64_t longest) {
 }
 
 /* The sample dimension (the longest dimension 0 of the arrays, *longest)
- * and the number of variables (*nsel); an error for an array whose
- * metadata failed, or when no array has a sample dimension. */
-static int pick_arrays(const char *store, zarr_walk *w, int64_t *longest,
-                       int *nsel, ferry__err *err) {
+ * and the number of variables (*nsel).  Select, then validate (issue 11: a
+ * zarr-python group was refused for one bz2 array it also held): an array
+ * ferry cannot read (its dtype, order or codec, FERRY_ENOTSUP) is an error
+ * only when `vars` (named) names it; otherwise it is skipped and the notes
+ * say why.  Metadata that cannot be read at all is an error (the array
+ * might be a variable), and so is a store with no array to serve: the
+ * message then gives the first skipped array's reason. */
+static int pick_arrays(const char *store, zarr_walk *w, const char *named,
+                       int64_t *longest, int *nsel, ferry__err *err) {
   *longest = -1;
   *nsel = 0;
   for (int i = 0; i < w->n; i++)
@@ -1519,16 +1524,19 @@ static int pick_arrays(const char *store, zarr_walk *w, int64_t *longest,
     if (!x->ok && (x->err.code != FERRY_ENOTSUP || *longest < 0))
       return ferry__seterr(err, x->err.code, "store %s: %s", store, x->err.msg);
   }
+  const zarr_array *first_bad = NULL;
   for (int i = 0; i < w->n; i++) {
     const zarr_array *x = &w->a[i];
-    /* Unsupported (dtype, order, codec): an error if it could be a
-     * variable.  Its shape is unknown when its dtype failed, so any
-     * unsupported array of the store is reported. */
-    if (!x->ok)
+    if (!x->ok && named && named[0] && ferry__name_listed(named, x->name))
       return ferry__seterr(err, x->err.code, "store %s: %s", store, x->err.msg);
+    if (!x->ok && !first_bad)
+      first_bad = x;
     if (is_selected(x, *longest))
       (*nsel)++;
   }
+  if (*nsel == 0 && first_bad)
+    return ferry__seterr(err, first_bad->err.code, "store %s: %s", store,
+                         first_bad->err.msg);
   if (*nsel == 0)
     return ferry__seterr(err, FERRY_EEMPTY,
                          "store %s holds no array with a sample dimension",
@@ -1588,6 +1596,9 @@ static int describe_notes(const char *store, zarr_walk *w, int64_t longest,
     size_t n = strlen(buf);
     if (buf == chosen)
       snprintf(buf + n, cap - n, "%s%s", n ? ", " : "", x->name);
+    else if (!x->ok)
+      snprintf(buf + n, cap - n, "%s%s (%s)", n ? "; " : "", x->name,
+               x->err.msg);
     else if (x->coord)
       snprintf(buf + n, cap - n,
                "%s%s (a coordinate of dimension %s, not of the sample "
@@ -1651,6 +1662,9 @@ int ferry__zarr_describe(const char *path, const ferry_options *opts,
   zarr_walk w;
   int rc = 0, nsel = 0, use_netcdf = 0;
   int64_t longest = -1;
+  char named[4096] = "";
+  if (opts && ferry_options_get(opts, "vars", named, sizeof named) != 0)
+    named[0] = '\0';
   char *store = ferry__zarr_store_dir(path);
   memset(out, 0, sizeof *out);
   memset(&w, 0, sizeof w);
@@ -1658,7 +1672,7 @@ int ferry__zarr_describe(const char *path, const ferry_options *opts,
     return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
   if ((rc = check_store_dir(store, err)) < 0 ||
       (rc = walk_store(store, &w, err)) < 0 ||
-      (rc = pick_arrays(store, &w, &longest, &nsel, err)) < 0 ||
+      (rc = pick_arrays(store, &w, named, &longest, &nsel, err)) < 0 ||
       (rc = pick_reader(store, opts, &w, &use_netcdf, err)) < 0 ||
       (rc = alloc_desc(out, nsel, store, err)) < 0)
     goto cleanup;
