@@ -150,8 +150,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   nv[0] = (*argv)[0];
   for (size_t i = 0; i < n; i++)
     nv[i + 1] = list[i];
-  fprintf(stderr, "fuzz: %s: replaying %zu inputs of %s\n", (*argv)[0], n,
-          dir);
+  fprintf(stderr, "fuzz: %s: replaying %zu inputs of %s\n", (*argv)[0], n, dir);
   *argc = (int)n + 1;
   *argv = nv;
   free(list);
@@ -206,8 +205,9 @@ int main(int argc, char **argv) {
   if (!named) {
     dir = default_corpus(argv[0]);
     if (!dir) {
-      fprintf(stderr, "usage: %s FILE|DIR... (or set top_srcdir to replay "
-                      "tests/fuzz/corpus/NAME)\n",
+      fprintf(stderr,
+              "usage: %s FILE|DIR... (or set top_srcdir to replay "
+              "tests/fuzz/corpus/NAME)\n",
               argv[0]);
       return 2;
     }
@@ -225,8 +225,8 @@ int main(int argc, char **argv) {
   }
   free(list);
   if (status == 0)
-    printf("PASS: %s: replayed %zu inputs%s%s\n", argv[0], n,
-           dir ? " of " : "", dir ? dir : "");
+    printf("PASS: %s: replayed %zu inputs%s%s\n", argv[0], n, dir ? " of " : "",
+           dir ? dir : "");
   free(dir);
   return status;
 }

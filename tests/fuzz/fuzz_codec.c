@@ -62,9 +62,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   } else {
     FUZZ_CHECK(why != NULL && dec == NULL);
   }
-  if (expect &&
-      ferry__codec_decode(kind, param, stored, inlen, 0, &dec, &dlen, &why) ==
-          0)
+  if (expect && ferry__codec_decode(kind, param, stored, inlen, 0, &dec, &dlen,
+                                    &why) == 0)
     free(dec);
   free(stored);
   return 0;

@@ -20,9 +20,9 @@
 /* A state file holding body[0..n) with a correct header; malloc'd. */
 static char *with_header(const uint8_t *body, size_t n, size_t *len) {
   char head[128];
-  int hl = snprintf(head, sizeof head, "FERRY-STATE %d %016" PRIx64 " %zu\n",
-                    FERRY__STATE_VERSION,
-                    ferry__fnv1a(FERRY__FNV_INIT, body, n), n);
+  int hl =
+      snprintf(head, sizeof head, "FERRY-STATE %d %016" PRIx64 " %zu\n",
+               FERRY__STATE_VERSION, ferry__fnv1a(FERRY__FNV_INIT, body, n), n);
   char *buf = malloc((size_t)hl + n + 1);
   FUZZ_CHECK(buf != NULL);
   memcpy(buf, head, (size_t)hl);

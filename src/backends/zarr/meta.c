@@ -686,8 +686,8 @@ int ferry__zarr_parse_zgroup_text(const char *text, size_t len,
     rc = err ? err->code : FERRY_EFORMAT;
   else if (!json_is_integer(json_object_get(j, "zarr_format")) ||
            json_integer_value(json_object_get(j, "zarr_format")) != 2)
-    rc = ferry__seterr(err, FERRY_ENOTSUP, "%s: zarr_format is not 2. %s",
-                       path, v3_advice);
+    rc = ferry__seterr(err, FERRY_ENOTSUP, "%s: zarr_format is not 2. %s", path,
+                       v3_advice);
   json_decref(j);
   return rc;
 }
