@@ -15,38 +15,42 @@
 #   3. add its three lines here:
 #        FUZZ_HARNESSES += tests/fuzz/fuzz_NAME
 #        tests_fuzz_fuzz_NAME_SOURCES = tests/fuzz/fuzz_NAME.c $(FUZZ_DRIVER)
-#        tests_fuzz_fuzz_NAME_LDFLAGS = $(FUZZ_LDFLAGS)
+#        tests_fuzz_fuzz_NAME_LDFLAGS = $(FUZZ_LINK_FLAGS)
 #   A harness whose parser needs an optional dependency goes inside its
 #   "if HAVE_X" block.  make check, ./bootstrap check's ASan tree (every
 #   test under tests/fuzz/) and short.sh pick it up from this list.
 
 FUZZ_DRIVER = tests/fuzz/driver.c tests/fuzz/fuzz.h
-FUZZ_LDFLAGS = $(AM_LDFLAGS) $(FUZZ_LIBFUZZER_LDFLAGS)
+FUZZ_LINK_FLAGS = $(AM_LDFLAGS) $(FUZZ_LIBFUZZER_LDFLAGS)
 FUZZ_HARNESSES =
 
 FUZZ_HARNESSES += tests/fuzz/fuzz_npy
 tests_fuzz_fuzz_npy_SOURCES = tests/fuzz/fuzz_npy.c $(FUZZ_DRIVER)
-tests_fuzz_fuzz_npy_LDFLAGS = $(FUZZ_LDFLAGS)
+tests_fuzz_fuzz_npy_LDFLAGS = $(FUZZ_LINK_FLAGS)
 
 FUZZ_HARNESSES += tests/fuzz/fuzz_zarr_meta
 tests_fuzz_fuzz_zarr_meta_SOURCES = tests/fuzz/fuzz_zarr_meta.c $(FUZZ_DRIVER)
-tests_fuzz_fuzz_zarr_meta_LDFLAGS = $(FUZZ_LDFLAGS)
+tests_fuzz_fuzz_zarr_meta_LDFLAGS = $(FUZZ_LINK_FLAGS)
 
 FUZZ_HARNESSES += tests/fuzz/fuzz_manifest
 tests_fuzz_fuzz_manifest_SOURCES = tests/fuzz/fuzz_manifest.c $(FUZZ_DRIVER)
-tests_fuzz_fuzz_manifest_LDFLAGS = $(FUZZ_LDFLAGS)
+tests_fuzz_fuzz_manifest_LDFLAGS = $(FUZZ_LINK_FLAGS)
 
 FUZZ_HARNESSES += tests/fuzz/fuzz_manifest_pack
 tests_fuzz_fuzz_manifest_pack_SOURCES = tests/fuzz/fuzz_manifest_pack.c $(FUZZ_DRIVER)
-tests_fuzz_fuzz_manifest_pack_LDFLAGS = $(FUZZ_LDFLAGS)
+tests_fuzz_fuzz_manifest_pack_LDFLAGS = $(FUZZ_LINK_FLAGS)
 
 FUZZ_HARNESSES += tests/fuzz/fuzz_state
 tests_fuzz_fuzz_state_SOURCES = tests/fuzz/fuzz_state.c $(FUZZ_DRIVER)
-tests_fuzz_fuzz_state_LDFLAGS = $(FUZZ_LDFLAGS)
+tests_fuzz_fuzz_state_LDFLAGS = $(FUZZ_LINK_FLAGS)
 
 FUZZ_HARNESSES += tests/fuzz/fuzz_codec
 tests_fuzz_fuzz_codec_SOURCES = tests/fuzz/fuzz_codec.c $(FUZZ_DRIVER)
-tests_fuzz_fuzz_codec_LDFLAGS = $(FUZZ_LDFLAGS)
+tests_fuzz_fuzz_codec_LDFLAGS = $(FUZZ_LINK_FLAGS)
+
+FUZZ_HARNESSES += tests/fuzz/fuzz_options
+tests_fuzz_fuzz_options_SOURCES = tests/fuzz/fuzz_options.c $(FUZZ_DRIVER)
+tests_fuzz_fuzz_options_LDFLAGS = $(FUZZ_LINK_FLAGS)
 
 check_PROGRAMS += $(FUZZ_HARNESSES)
 TESTS += $(FUZZ_HARNESSES)
