@@ -13,7 +13,7 @@
  * With no argument it replays its own corpus, $top_srcdir/tests/fuzz/
  * corpus/NAME for the program fuzz_NAME (make check exports top_srcdir),
  * and fails when that holds no file: a harness that runs nothing must not
- * pass.
+ * pass.  Under ASan it turns leak detection on for itself (leaks_on).
  *
  * With configure --enable-fuzz (FERRY_LIBFUZZER), libFuzzer owns main();
  * LLVMFuzzerInitialize gives the same no-argument behaviour under make
@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* No corpus file is larger than this (libFuzzer's inputs are far
  * smaller). */
@@ -160,6 +161,37 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 
 #else /* the replay driver */
 
+#if defined(__SANITIZE_ADDRESS__)
+#define FUZZ_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FUZZ_ASAN 1
+#endif
+#endif
+
+/* Under ASan, make check turns leak detection off (Open MPI keeps its
+ * allocations until exit), but the harnesses never start MPI, so a leak is
+ * a finding: the program runs itself again with detection on.  Should the
+ * exec fail, it goes on without. */
+static void leaks_on(char **argv) {
+#ifdef FUZZ_ASAN
+  if (getenv("FERRY_FUZZ_LEAKS"))
+    return;
+  const char *old = getenv("ASAN_OPTIONS");
+  size_t n = (old ? strlen(old) : 0) + 32;
+  char *v = malloc(n);
+  if (!v)
+    return;
+  snprintf(v, n, "%s%sdetect_leaks=1", old ? old : "", old && *old ? ":" : "");
+  if (setenv("ASAN_OPTIONS", v, 1) == 0 &&
+      setenv("FERRY_FUZZ_LEAKS", "1", 1) == 0)
+    execv("/proc/self/exe", argv);
+  free(v);
+#else
+  (void)argv;
+#endif
+}
+
 /* Read path whole into a buffer of exactly its size; run it. */
 static int run_file(const char *path) {
   FILE *f = fopen(path, "rb");
@@ -191,6 +223,7 @@ static int run_file(const char *path) {
 }
 
 int main(int argc, char **argv) {
+  leaks_on(argv);
   char **list = NULL;
   size_t n = 0, cap = 0;
   int status = 0, named = 0;
