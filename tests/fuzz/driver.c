@@ -171,18 +171,21 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 
 /* Under ASan, make check turns leak detection off (Open MPI keeps its
  * allocations until exit), but the harnesses never start MPI, so a leak is
- * a finding: the program runs itself again with detection on.  Should the
- * exec fail, it goes on without. */
+ * a finding: the program runs itself again with detection on, and with
+ * any allocation above 2 GiB an error (as libFuzzer's malloc limit, which
+ * short.sh sets through -rss_limit_mb=2048).  Should the exec fail, it
+ * goes on without. */
 static void leaks_on(char **argv) {
 #ifdef FUZZ_ASAN
   if (getenv("FERRY_FUZZ_LEAKS"))
     return;
   const char *old = getenv("ASAN_OPTIONS");
-  size_t n = (old ? strlen(old) : 0) + 32;
+  size_t n = (old ? strlen(old) : 0) + 64;
   char *v = malloc(n);
   if (!v)
     return;
-  snprintf(v, n, "%s%sdetect_leaks=1", old ? old : "", old && *old ? ":" : "");
+  snprintf(v, n, "%s%sdetect_leaks=1:max_allocation_size_mb=2048",
+           old ? old : "", old && *old ? ":" : "");
   if (setenv("ASAN_OPTIONS", v, 1) == 0 &&
       setenv("FERRY_FUZZ_LEAKS", "1", 1) == 0)
     execv("/proc/self/exe", argv);
