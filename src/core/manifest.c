@@ -1738,22 +1738,12 @@ static int load_part(json_t *o, size_t p, const char *path, ferry__manifest *m,
   return 0;
 }
 
-int ferry__manifest_load_json(const char *path, const char *vars,
-                              ferry__manifest *m, ferry__err *err) {
-  json_error_t je;
+/* The parsed JSON of a saved manifest (path names it in errors) into m;
+ * takes root. */
+static int load_root(json_t *root, const char *path, const char *vars,
+                     ferry__manifest *m, ferry__err *err) {
   const ferry__backend *be = NULL;
   int rc = 0;
-  memset(m, 0, sizeof *m);
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return ferry__seterr(err, ferry__errno_code(errno), "manifest %s: %s", path,
-                         strerror(errno));
-  json_t *root = json_loadf(f, 0, &je);
-  fclose(f);
-  if (!root)
-    return ferry__seterr(err, FERRY_EFORMAT,
-                         "manifest %s: invalid JSON at line %d, column %d: %s",
-                         path, je.line, je.column, je.text);
   if ((rc = load_top(root, path, m, &be, err)) < 0)
     goto cleanup;
   json_t *jv = json_object_get(root, "vars");
@@ -1787,4 +1777,34 @@ cleanup:
   if (rc < 0)
     ferry__manifest_free(m);
   return rc;
+}
+
+int ferry__manifest_load_json(const char *path, const char *vars,
+                              ferry__manifest *m, ferry__err *err) {
+  json_error_t je;
+  memset(m, 0, sizeof *m);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return ferry__seterr(err, ferry__errno_code(errno), "manifest %s: %s", path,
+                         strerror(errno));
+  json_t *root = json_loadf(f, 0, &je);
+  fclose(f);
+  if (!root)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "manifest %s: invalid JSON at line %d, column %d: %s",
+                         path, je.line, je.column, je.text);
+  return load_root(root, path, vars, m, err);
+}
+
+int ferry__manifest_load_json_text(const char *text, size_t len,
+                                   const char *path, const char *vars,
+                                   ferry__manifest *m, ferry__err *err) {
+  json_error_t je;
+  memset(m, 0, sizeof *m);
+  json_t *root = json_loadb(text, len, 0, &je);
+  if (!root)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "manifest %s: invalid JSON at line %d, column %d: %s",
+                         path, je.line, je.column, je.text);
+  return load_root(root, path, vars, m, err);
 }

@@ -83,6 +83,11 @@ int ferry__manifest_save_json(const ferry__manifest *m, const char *path,
                               ferry__err *err);
 int ferry__manifest_load_json(const char *path, const char *vars,
                               ferry__manifest *m, ferry__err *err);
+/** The same from the len bytes of a saved manifest held in memory (path
+ *  names it in errors); the fuzz harness's entry point. */
+int ferry__manifest_load_json_text(const char *text, size_t len,
+                                   const char *path, const char *vars,
+                                   ferry__manifest *m, ferry__err *err);
 void ferry__manifest_free(ferry__manifest *m);
 /** For a backend's io_read: FERRY_EINTERNAL naming part, variable and rank
  *  when (part, var) is not in m (only a caller bug gets there), else 0. */

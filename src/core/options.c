@@ -581,6 +581,7 @@ int ferry_options_load(ferry_options *opts, const char *path) {
   if (rc == 0) {
     free(opts->vars);
     free(opts->manifest);
+    free(opts->devices);
     *opts = *tmp;
     free(tmp); /* fields now owned by opts */
     return 0;

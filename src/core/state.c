@@ -177,7 +177,9 @@ static int decode_header(const char *buf, size_t len, const char *path,
                          path, *version, ferry_version(), FERRY__STATE_VERSION);
   *body = nl + 1;
   size_t have = len - (size_t)(*body - buf);
-  if (have < *blen + 1 || (*body)[*blen] != '\n')
+  /* blen comes from the file: compared with what is there before it is
+   * added to or used as an index (a huge length must not wrap). */
+  if (*blen >= have || (*body)[*blen] != '\n')
     return ferry__seterr(err, FERRY_EFORMAT,
                          "state file %s is truncated: its header announces "
                          "%llu bytes of state, %zu follow",

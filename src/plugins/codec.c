@@ -343,6 +343,20 @@ int ferry__codec_decode_into(int kind, unsigned param, const void *in,
   return decode_exact(kind, param, in, inlen, out, outlen, why);
 }
 
+/* The most a codec can expand its stored bytes, rounded up: an LZ4 block
+ * gives at most 255 bytes per input byte (a run of 0xFF length bytes), a
+ * Zstandard RLE block 128 KiB from 4 bytes (32768), and a Blosc frame no
+ * more than its inner codec (lz4, zstd, zlib: 1032; the header and block
+ * offsets only add input).  0: the codec has no size header to bound. */
+static size_t max_ratio(int kind) {
+  switch (kind) {
+  case FERRY__CODEC_LZ4: return 256;
+  case FERRY__CODEC_ZSTD:
+  case FERRY__CODEC_BLOSC: return 65536;
+  default: return 0;
+  }
+}
+
 int ferry__codec_decode(int kind, unsigned param, const void *in, size_t inlen,
                         size_t expect, void **out, size_t *outlen,
                         const char **why) {
@@ -352,6 +366,13 @@ int ferry__codec_decode(int kind, unsigned param, const void *in, size_t inlen,
   *why = NULL;
   if (decoded_size(kind, in, inlen, expect, &n, why) < 0)
     return -1;
+  /* With the size unknown (the NCZarr plugins), the header's size is all
+   * there is: one that inlen bytes cannot hold is corrupt, refused before
+   * it is allocated (a 9-byte lz4 chunk must not ask for 4 GiB). */
+  size_t r = max_ratio(kind);
+  if (!expect && r && n > 4096 && (n - 4096) / r > inlen)
+    return fail(why, "the header gives a decoded size larger than its "
+                     "codec can produce from the stored bytes (corrupt)");
 #ifdef HAVE_ZLIB
   if ((kind == FERRY__CODEC_ZLIB || kind == FERRY__CODEC_GZIP) && n == 0) {
     /* Size unknown (a plugin called by netCDF-C): grow as needed. */

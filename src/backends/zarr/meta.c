@@ -129,18 +129,6 @@ static json_t *json_object_text(const char *text, size_t len, const char *path,
   return j;
 }
 
-/* Parse a JSON metadata file; NULL with err set (missing, unreadable,
- * corrupt). */
-static json_t *load_json(const char *path, const char *what, ferry__err *err) {
-  size_t len = 0;
-  char *text = read_meta(path, what, &len, err);
-  if (!text)
-    return NULL;
-  json_t *j = json_object_text(text, len, path, err);
-  free(text);
-  return j;
-}
-
 /* numpy typestr ("<f4") -> dtype; 0, or -1 with why. */
 static int parse_dtype(const char *s, zmeta *z, const char **why) {
   char order = s[0], kind = s[0] ? s[1] : 0;
@@ -1268,6 +1256,23 @@ int ferry__zarr_root_is_array(const char *store) {
          v3_node_type(store) == 1;
 }
 
+/* Check the text of a .zgroup (len bytes read from path). */
+int ferry__zarr_parse_zgroup_text(const char *text, size_t len,
+                                  const char *path, ferry__err *err) {
+  json_t *j = json_object_text(text, len, path, err);
+  int rc = 0;
+  if (!j)
+    rc = err ? err->code : FERRY_EFORMAT;
+  else if (!json_is_integer(json_object_get(j, "zarr_format")) ||
+           json_integer_value(json_object_get(j, "zarr_format")) != 2)
+    rc = ferry__seterr(err, FERRY_EFORMAT,
+                       "%s: zarr_format is not 2 (a .zgroup is Zarr v2 "
+                       "metadata)",
+                       path);
+  json_decref(j);
+  return rc;
+}
+
 /* Walk the store: its arrays, or the store itself when it is one array. */
 static int walk_store(const char *store, zarr_walk *w, ferry__err *err) {
   memset(w, 0, sizeof *w);
@@ -1287,17 +1292,11 @@ static int walk_store(const char *store, zarr_walk *w, ferry__err *err) {
   char *zg = ferry__join_path(store, ".zgroup");
   if (!zg)
     return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
-  json_t *j = load_json(zg, "not a Zarr group", err);
-  int rc = 0;
-  if (!j)
-    rc = err ? err->code : FERRY_EFORMAT;
-  else if (!json_is_integer(json_object_get(j, "zarr_format")) ||
-           json_integer_value(json_object_get(j, "zarr_format")) != 2)
-    rc = ferry__seterr(err, FERRY_EFORMAT,
-                       "%s: zarr_format is not 2 (a .zgroup is Zarr v2 "
-                       "metadata)",
-                       zg);
-  json_decref(j);
+  size_t len = 0;
+  char *text = read_meta(zg, "not a Zarr group", &len, err);
+  int rc = text ? ferry__zarr_parse_zgroup_text(text, len, zg, err)
+                : (err ? err->code : FERRY_EFORMAT);
+  free(text);
   free(zg);
   if (rc == 0)
     rc = walk_group(w, store, store, "", 0, err);

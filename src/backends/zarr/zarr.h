@@ -107,6 +107,11 @@ int ferry__zarr_parse_v3_text(const char *text, size_t len, const char *path,
 int ferry__zarr_root_is_array(const char *store);
 /** CRC-32C (Castagnoli) of n bytes, as Zarr v3's crc32c codec stores it. */
 uint32_t ferry__crc32c(const void *p, size_t n);
+/** Check the text of a .zgroup (len bytes; path names it in errors): a
+ *  JSON object whose zarr_format is 2; FERRY_EFORMAT for corrupt JSON,
+ *  FERRY_ENOTSUP for another format. */
+int ferry__zarr_parse_zgroup_text(const char *text, size_t len,
+                                  const char *path, ferry__err *err);
 /** 1 when dir/name exists and is a directory (want_dir) or a file. */
 int ferry__zarr_exists_in(const char *dir, const char *name, int want_dir);
 /** The store directory of a dataset string: a directory, or
