@@ -129,6 +129,17 @@ static json_t *json_object_text(const char *text, size_t len, const char *path,
   return j;
 }
 
+/* A metadata file parsed as a JSON object (NULL with err set). */
+static json_t *load_json(const char *path, const char *what, ferry__err *err) {
+  size_t len = 0;
+  char *text = read_meta(path, what, &len, err);
+  if (!text)
+    return NULL;
+  json_t *j = json_object_text(text, len, path, err);
+  free(text);
+  return j;
+}
+
 /* numpy typestr ("<f4") -> dtype; 0, or -1 with why. */
 static int parse_dtype(const char *s, zmeta *z, const char **why) {
   char order = s[0], kind = s[0] ? s[1] : 0;
