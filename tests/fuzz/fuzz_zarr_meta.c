@@ -4,7 +4,9 @@
  * (ferry__zarr_parse_zarray_text) and as a .zgroup
  * (ferry__zarr_parse_zgroup_text).  ferry reads nothing from .zattrs (the
  * probe only looks for the file), so there is no parser of it to fuzz.
- * What the .zarray parser accepts must have sizes whose products fit
+ * The same bytes also go to the Zarr v3 zarr.json parser
+ * (ferry__zarr_parse_v3_text).  What the parsers accept must have sizes
+ * whose products fit
  * (chunk bytes, the band of chunks), and every chunk path, including the
  * last chunk's, must be printable.
  */
@@ -55,6 +57,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_CHECK(err.code < 0 && err.msg[0]);
   memset(&err, 0, sizeof err);
   if (ferry__zarr_parse_zgroup_text(text, size, "/s/.zgroup", &err) != 0)
+    FUZZ_CHECK(err.code < 0 && err.msg[0]);
+  /* the same bytes as a Zarr v3 array's zarr.json */
+  memset(&err, 0, sizeof err);
+  if (ferry__zarr_parse_v3_text(text, size, "/s/a/zarr.json", "a", &z, &err) ==
+      0)
+    check_zarray(&z);
+  else
     FUZZ_CHECK(err.code < 0 && err.msg[0]);
   free(text);
   return 0;

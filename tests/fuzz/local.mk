@@ -52,6 +52,14 @@ FUZZ_HARNESSES += tests/fuzz/fuzz_options
 tests_fuzz_fuzz_options_SOURCES = tests/fuzz/fuzz_options.c $(FUZZ_DRIVER)
 tests_fuzz_fuzz_options_LDFLAGS = $(FUZZ_LINK_FLAGS)
 
+FUZZ_HARNESSES += tests/fuzz/fuzz_classic
+tests_fuzz_fuzz_classic_SOURCES = tests/fuzz/fuzz_classic.c $(FUZZ_DRIVER)
+tests_fuzz_fuzz_classic_LDFLAGS = $(FUZZ_LINK_FLAGS)
+
+FUZZ_HARNESSES += tests/fuzz/fuzz_npz
+tests_fuzz_fuzz_npz_SOURCES = tests/fuzz/fuzz_npz.c $(FUZZ_DRIVER)
+tests_fuzz_fuzz_npz_LDFLAGS = $(FUZZ_LINK_FLAGS)
+
 check_PROGRAMS += $(FUZZ_HARNESSES)
 TESTS += $(FUZZ_HARNESSES)
 # The short libFuzzer run (skips, 77, outside a --enable-fuzz build).
