@@ -346,6 +346,13 @@ static int epoch_plan(ferry_loader *L, epoch_state *ep,
                                           L->rank, &ep->plan, err);
   if (!rc && L->opts->io == FERRY__IO_COLLECTIVE)
     rc = plan_collective(ep, pp, err);
+  if (rc == FERRY_ENOMEM) { /* the plan's own message has the size */
+    char what[FERRY__MSG_MAX];
+    memcpy(what, err->msg, sizeof what);
+    what[sizeof what - 1] = '\0';
+    ferry__seterr_on(err, L->rank, rc, "dataset %s, epoch %lld: %.900s",
+                     L->m.spec, (long long)pp->epoch, what);
+  }
   return rc;
 }
 

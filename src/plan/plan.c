@@ -534,7 +534,11 @@ static int plan_slots(const build_ctx *c, ferry__rank_plan *out,
     out->slots_cap = out->nslots ? out->nslots : 1;
     out->slots = ferry__big_alloc((size_t)out->slots_cap * sizeof *out->slots);
     if (!out->slots)
-      return ferry__seterr(err, FERRY_ENOMEM, "plan: out of memory");
+      return ferry__seterr(err, FERRY_ENOMEM,
+                           "plan: out of memory for %zu bytes (%lld samples "
+                           "of this rank)",
+                           (size_t)out->slots_cap * sizeof *out->slots,
+                           (long long)out->slots_cap);
   }
   int64_t k = 0;
   uint64_t wkey = ferry__rand_key(c->pp->seed, FERRY__STREAM_WINDOW,
@@ -596,7 +600,9 @@ static int build(const ferry__chunk *pieces, int64_t np, const int64_t *perm,
   }
   c.start = malloc((size_t)(np + 1) * sizeof *c.start);
   if (!c.start) {
-    rc = ferry__seterr(err, FERRY_ENOMEM, "plan: out of memory");
+    rc = ferry__seterr(err, FERRY_ENOMEM,
+                       "plan: out of memory for %zu bytes (%lld pieces)",
+                       (size_t)(np + 1) * sizeof *c.start, (long long)np);
     goto cleanup;
   }
   c.start[0] = 0;
@@ -610,7 +616,10 @@ static int build(const ferry__chunk *pieces, int64_t np, const int64_t *perm,
   rc = plan_tail(&c, out, err);
   if (!rc &&
       (plan_segments(&c, out) || plan_extents(&c, out) || plan_needs(&c, out)))
-    rc = ferry__seterr(err, FERRY_ENOMEM, "plan: out of memory");
+    rc = ferry__seterr(err, FERRY_ENOMEM,
+                       "plan: out of memory for the extents and windows of "
+                       "%lld pieces",
+                       (long long)np);
   if (!rc && want_slots)
     rc = plan_slots(&c, out, err);
 cleanup:

@@ -211,8 +211,11 @@ static int shard_index(zvar *zv, int64_t key, zwhere *w, const uint64_t **ix,
     zv->slot_ix = malloc((size_t)zv->nslots * nent * sizeof *zv->slot_ix);
     zv->ixraw = malloc(z->index_bytes);
     if (!zv->slot_key || !zv->slot_ix || !zv->ixraw)
-      return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
-                           w->rank);
+      return ferry__seterr(err, FERRY_ENOMEM,
+                           "out of memory for %lld shard indexes of %zu "
+                           "bytes (store %s, array %s, rank %d)",
+                           (long long)zv->nslots, z->index_bytes, w->store,
+                           w->vname, w->rank);
     for (int s = 0; s < zv->nslots; s++)
       zv->slot_key[s] = -1;
   }
@@ -307,8 +310,11 @@ static int decode_stored(zvar *zv, int fd, uint64_t off, uint64_t n, zwhere *w,
                          w->store, w->vname, w->rank, (long long)w->row);
   if (stored && !zv->raw &&
       !(zv->raw = malloc(zarr_stored_bound(z->chunk_bytes) + 4)))
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
-                         w->rank);
+    return ferry__seterr(err, FERRY_ENOMEM,
+                         "out of memory for a stored chunk, %zu bytes (store "
+                         "%s, array %s, rank %d)",
+                         zarr_stored_bound(z->chunk_bytes) + 4, w->store,
+                         w->vname, w->rank);
   if (z->ncodecs > 1 && !zv->mid && !(zv->mid = malloc(z->chunk_bytes)))
     return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
                          w->rank);
@@ -554,7 +560,10 @@ int ferry__zarr_native_read(zvar *zv, const char *store, const char *vname,
     /* Decode the band of chunks holding rows [bstart, bstart+c0). */
     zv->band = -1;
     if (!zv->band_buf && !(zv->band_buf = malloc((size_t)c0 * row_bytes + 1)))
-      return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d", rank);
+      return ferry__seterr(err, FERRY_ENOMEM,
+                           "out of memory for a band of chunks, %zu bytes "
+                           "(store %s, array %s, rank %d)",
+                           (size_t)c0 * row_bytes + 1, store, vname, rank);
     if (rows_layout) {
       /* One chunk, laid out as the band's rows (the last chunk may
        * reach past the array's end: chunk_bytes is c0 rows). */
@@ -563,8 +572,10 @@ int ferry__zarr_native_read(zvar *zv, const char *store, const char *vname,
         return rc;
     } else {
       if (!zv->chunk_buf && !(zv->chunk_buf = malloc(z->chunk_bytes)))
-        return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
-                             rank);
+        return ferry__seterr(err, FERRY_ENOMEM,
+                             "out of memory for a decoded chunk, %zu bytes "
+                             "(store %s, array %s, rank %d)",
+                             z->chunk_bytes, store, vname, rank);
       for (int64_t a = 0; a < z->across; a++) {
         int64_t rest = a;
         for (int d = z->ndim - 1; d >= 1; d--) {
