@@ -17,6 +17,7 @@ extern const ferry__backend ferry__backend_npy;
 extern const ferry__backend ferry__backend_hdf5;
 #endif
 extern const ferry__backend ferry__backend_zarr;
+extern const ferry__backend ferry__backend_parquet;
 extern const ferry__backend ferry__backend_mem;
 
 const ferry__backend *const ferry__backends[] = {
@@ -24,7 +25,9 @@ const ferry__backend *const ferry__backends[] = {
 #ifdef HAVE_HDF5
     &ferry__backend_hdf5,
 #endif
-    &ferry__backend_zarr, &ferry__backend_mem, NULL,
+    &ferry__backend_zarr,
+    &ferry__backend_parquet,
+    &ferry__backend_mem, NULL,
 };
 
 const ferry__backend *ferry__backend_find(const char *name) {

@@ -1,0 +1,891 @@
+/*
+ * pages.c - decode one Parquet column chunk (the bytes of one column in one
+ * row group) into rows: page headers (Thrift, thrift.c), decompression
+ * (UNCOMPRESSED, SNAPPY with our own decoder below, GZIP with zlib, ZSTD,
+ * LZ4_RAW and the legacy Hadoop-framed LZ4 with liblz4), repetition and
+ * definition levels (the RLE/bit-packed hybrid), and values (PLAIN,
+ * PLAIN_DICTIONARY/RLE_DICTIONARY with a dictionary page, a chunk falling
+ * back from dictionary to PLAIN mid-way, RLE booleans, BYTE_STREAM_SPLIT,
+ * DELTA_BINARY_PACKED).  Values are written little-endian in the variable's
+ * dtype (narrowed from INT32 for 8- and 16-bit integers); describe marks
+ * the variable swapped on a big-endian host.
+ *
+ * Every size read from a page is checked: a page's compressed size against
+ * the bytes left in the chunk, its uncompressed size against the chunk's
+ * total_uncompressed_size and 1 GiB, decompressed bytes against the stated
+ * size, level and index streams against their bytes, dictionary indices
+ * against the dictionary, value counts against the rows.  A null (a
+ * definition level below the maximum) is refused naming the row; so is a
+ * list whose length is not the variable's k.  The decoder keeps no state
+ * between calls except the caller's scratch buffers, so chunks can be
+ * decoded on several threads at once (one scratch each).
+ */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include "backends/parquet/parquet.h"
+
+#include <stdlib.h>
+#include <string.h>
+#ifdef HAVE_ZLIB
+#include <zlib.h>
+#endif
+#ifdef HAVE_ZSTD
+#include <zstd.h>
+#endif
+#ifdef HAVE_LZ4
+#include <lz4.h>
+#endif
+
+#define PQ_MAX_PAGE (1u << 30)
+
+/* ---- Snappy ------------------------------------------------------------- */
+
+static uint32_t le32(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+         (uint32_t)p[3] << 24;
+}
+
+static uint32_t be32(const unsigned char *p) {
+  return (uint32_t)p[3] | (uint32_t)p[2] << 8 | (uint32_t)p[1] << 16 |
+         (uint32_t)p[0] << 24;
+}
+
+/* One snappy element at *ip: a literal or a copy.  0, or -1 with why. */
+static int snappy_elem(const unsigned char **ip, const unsigned char *end,
+                       unsigned char *out, size_t *op, size_t outlen,
+                       const char **why) {
+  const unsigned char *p = *ip;
+  unsigned tag = *p++;
+  size_t len, off = 0;
+  if ((tag & 3) == 0) {
+    len = (tag >> 2) + 1u;
+    if (len > 60) {
+      size_t nb = len - 60;
+      if ((size_t)(end - p) < nb)
+        goto trunc;
+      len = 0;
+      for (size_t i = 0; i < nb; i++)
+        len |= (size_t)p[i] << (8 * i);
+      len += 1;
+      p += nb;
+    }
+    if ((size_t)(end - p) < len || outlen - *op < len)
+      goto trunc;
+    memcpy(out + *op, p, len);
+    *op += len;
+    *ip = p + len;
+    return 0;
+  }
+  if ((tag & 3) == 1) {
+    if (end - p < 1)
+      goto trunc;
+    len = 4 + ((tag >> 2) & 7);
+    off = ((size_t)(tag >> 5) << 8) | *p++;
+  } else if ((tag & 3) == 2) {
+    if (end - p < 2)
+      goto trunc;
+    len = 1 + (tag >> 2);
+    off = (size_t)p[0] | (size_t)p[1] << 8;
+    p += 2;
+  } else {
+    if (end - p < 4)
+      goto trunc;
+    len = 1 + (tag >> 2);
+    off = le32(p);
+    p += 4;
+  }
+  if (off == 0 || off > *op || outlen - *op < len) {
+    *why = "corrupt snappy data (a copy before the start or past the end)";
+    return -1;
+  }
+  for (size_t i = 0; i < len; i++, (*op)++)
+    out[*op] = out[*op - off];
+  *ip = p;
+  return 0;
+trunc:
+  *why = "truncated or corrupt snappy data";
+  return -1;
+}
+
+int pq_snappy_decode(const unsigned char *in, size_t inlen, unsigned char *out,
+                     size_t outlen, const char **why) {
+  const unsigned char *p = in, *end = in + inlen;
+  uint64_t n = 0;
+  int shift = 0;
+  for (;;) {
+    if (p >= end || shift > 28) {
+      *why = "corrupt snappy length";
+      return -1;
+    }
+    unsigned b = *p++;
+    n |= (uint64_t)(b & 0x7f) << shift;
+    shift += 7;
+    if (!(b & 0x80))
+      break;
+  }
+  if (n != outlen) {
+    *why = "snappy data does not decompress to the page's stated size";
+    return -1;
+  }
+  size_t op = 0;
+  while (p < end)
+    if (snappy_elem(&p, end, out, &op, outlen, why) < 0)
+      return -1;
+  if (op != outlen) {
+    *why = "snappy data does not decompress to the page's stated size";
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- Codecs ------------------------------------------------------------- */
+
+int pq_codec_available(int codec) {
+  switch (codec) {
+  case PQ_CODEC_NONE:
+  case PQ_CODEC_SNAPPY: return 1;
+#ifdef HAVE_ZLIB
+  case PQ_CODEC_GZIP: return 1;
+#endif
+#ifdef HAVE_ZSTD
+  case PQ_CODEC_ZSTD: return 1;
+#endif
+#ifdef HAVE_LZ4
+  case PQ_CODEC_LZ4:
+  case PQ_CODEC_LZ4_RAW: return 1;
+#endif
+  default: return 0;
+  }
+}
+
+#ifdef HAVE_ZLIB
+static int gunzip(const unsigned char *in, size_t inlen, unsigned char *out,
+                  size_t outlen, const char **why) {
+  z_stream s;
+  memset(&s, 0, sizeof s);
+  if (inlen > UINT32_MAX || outlen > UINT32_MAX ||
+      inflateInit2(&s, 15 + 32) != Z_OK) {
+    *why = "zlib could not start";
+    return -1;
+  }
+  s.next_in = (unsigned char *)(uintptr_t)in;
+  s.avail_in = (uInt)inlen;
+  s.next_out = out;
+  s.avail_out = (uInt)outlen;
+  int zr = inflate(&s, Z_FINISH);
+  size_t got = outlen - s.avail_out;
+  inflateEnd(&s);
+  if (zr != Z_STREAM_END || got != outlen) {
+    *why = zr == Z_STREAM_END || zr == Z_BUF_ERROR
+               ? "gzip data does not decompress to the page's stated size"
+               : "corrupt gzip data";
+    return -1;
+  }
+  return 0;
+}
+#endif
+
+#ifdef HAVE_LZ4
+/* Legacy LZ4 (codec 5): Hadoop frames (big-endian decoded and compressed
+ * sizes, then an LZ4 block) when they fit exactly, else one raw block. */
+static int lz4_hadoop(const unsigned char *in, size_t inlen, unsigned char *out,
+                      size_t outlen) {
+  size_t ip = 0, op = 0;
+  while (ip < inlen) {
+    if (inlen - ip < 8)
+      return -1;
+    uint32_t dn = be32(in + ip), cn = be32(in + ip + 4);
+    ip += 8;
+    if (cn > inlen - ip || dn > outlen - op || cn > INT32_MAX || dn > INT32_MAX)
+      return -1;
+    int r = LZ4_decompress_safe((const char *)in + ip, (char *)out + op,
+                                (int)cn, (int)dn);
+    if (r < 0 || (uint32_t)r != dn)
+      return -1;
+    ip += cn;
+    op += dn;
+  }
+  return op == outlen ? 0 : -1;
+}
+#endif
+
+int pq_decompress(int codec, const unsigned char *in, size_t inlen,
+                  unsigned char *out, size_t outlen, const char **why) {
+  switch (codec) {
+  case PQ_CODEC_NONE:
+    if (inlen != outlen) {
+      *why = "an uncompressed page's two sizes differ";
+      return -1;
+    }
+    if (outlen)
+      memcpy(out, in, outlen);
+    return 0;
+  case PQ_CODEC_SNAPPY: return pq_snappy_decode(in, inlen, out, outlen, why);
+#ifdef HAVE_ZLIB
+  case PQ_CODEC_GZIP: return gunzip(in, inlen, out, outlen, why);
+#endif
+#ifdef HAVE_ZSTD
+  case PQ_CODEC_ZSTD: {
+    size_t r = ZSTD_decompress(out, outlen, in, inlen);
+    if (ZSTD_isError(r) || r != outlen) {
+      *why = ZSTD_isError(r) ? "corrupt zstd data"
+                             : "zstd data does not decompress to the page's "
+                               "stated size";
+      return -1;
+    }
+    return 0;
+  }
+#endif
+#ifdef HAVE_LZ4
+  case PQ_CODEC_LZ4:
+  case PQ_CODEC_LZ4_RAW: {
+    if (codec == PQ_CODEC_LZ4 && lz4_hadoop(in, inlen, out, outlen) == 0)
+      return 0; /* else a raw block */
+    if (inlen > INT32_MAX || outlen > INT32_MAX) {
+      *why = "an LZ4 page above 2 GiB";
+      return -1;
+    }
+    int r = LZ4_decompress_safe((const char *)in, (char *)out, (int)inlen,
+                                (int)outlen);
+    if (r < 0 || (size_t)r != outlen) {
+      *why = r < 0 ? "corrupt lz4 data"
+                   : "lz4 data does not decompress to the page's stated size";
+      return -1;
+    }
+    return 0;
+  }
+#endif
+  default: *why = "this build has no decoder for the codec"; return -1;
+  }
+}
+
+/* ---- Bit-level streams -------------------------------------------------- */
+
+typedef struct bits_in {
+  const unsigned char *p, *end;
+} bits_in;
+
+static int uvarint(bits_in *b, uint64_t *v) {
+  uint64_t x = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (b->p >= b->end)
+      return -1;
+    unsigned c = *b->p++;
+    x |= (uint64_t)(c & 0x7f) << shift;
+    if (!(c & 0x80)) {
+      *v = x;
+      return 0;
+    }
+  }
+  return -1;
+}
+
+/* n values of bw bits (LSB first) from p, which has avail bytes. */
+static int unpack(const unsigned char *p, size_t avail, int bw, uint64_t *out64,
+                  uint32_t *out32, size_t n) {
+  if (bw == 0) {
+    for (size_t i = 0; i < n; i++) {
+      if (out64)
+        out64[i] = 0;
+      else
+        out32[i] = 0;
+    }
+    return 0;
+  }
+  if ((n * (size_t)bw + 7) / 8 > avail)
+    return -1;
+  size_t bit = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t v = 0;
+    for (int got = 0; got < bw;) {
+      size_t byte = bit >> 3;
+      unsigned sh = (unsigned)(bit & 7);
+      int take = 8 - (int)sh;
+      if (take > bw - got)
+        take = bw - got;
+      v |= (uint64_t)((p[byte] >> sh) & ((1u << take) - 1u)) << got;
+      got += take;
+      bit += (size_t)take;
+    }
+    if (out64)
+      out64[i] = v;
+    else
+      out32[i] = (uint32_t)v;
+  }
+  return 0;
+}
+
+/* The RLE/bit-packed hybrid: exactly n values of bw bits (bw <= 32). */
+static int rle_decode(const unsigned char *p, size_t len, int bw,
+                      uint32_t *out, size_t n, const char **why) {
+  bits_in b = {p, p + len};
+  size_t done = 0, vbytes = ((size_t)bw + 7) / 8;
+  while (done < n) {
+    uint64_t h;
+    if (uvarint(&b, &h) < 0)
+      goto trunc;
+    if (h & 1) {
+      uint64_t groups = h >> 1;
+      if (groups == 0 || groups > (uint64_t)(b.end - b.p))
+        goto trunc;
+      size_t cnt = (size_t)groups * 8, take = cnt < n - done ? cnt : n - done;
+      size_t bytes = (size_t)groups * (size_t)bw;
+      size_t avail = (size_t)(b.end - b.p);
+      if (unpack(b.p, avail, bw, NULL, out + done, take) < 0)
+        goto trunc;
+      b.p += bytes < avail ? bytes : avail;
+      done += take;
+    } else {
+      uint64_t run = h >> 1;
+      if ((size_t)(b.end - b.p) < vbytes || run == 0)
+        goto trunc;
+      uint32_t v = 0;
+      for (size_t i = 0; i < vbytes; i++)
+        v |= (uint32_t)b.p[i] << (8 * i);
+      b.p += vbytes;
+      if (bw < 32 && (v >> bw) != 0) {
+        *why = "an RLE run's value is wider than its bit width";
+        return -1;
+      }
+      size_t take = run < n - done ? (size_t)run : n - done;
+      for (size_t i = 0; i < take; i++)
+        out[done + i] = v;
+      done += take;
+    }
+  }
+  return 0;
+trunc:
+  *why = "truncated or corrupt RLE/bit-packed data";
+  return -1;
+}
+
+static int bit_width(uint32_t max) {
+  int w = 0;
+  while (max) {
+    w++;
+    max >>= 1;
+  }
+  return w;
+}
+
+/* ---- Page headers ------------------------------------------------------- */
+
+typedef struct page_hdr {
+  int32_t type, usize, csize;
+  int32_t num_values, encoding, def_enc, rep_enc;
+  int32_t num_nulls, num_rows, def_len, rep_len;
+  int is_compressed, have_body;
+} page_hdr;
+
+static int parse_sub(pq_tr *t, int ftype, page_hdr *h, int kind) {
+  int16_t last = 0, id;
+  int ty, r;
+  if (pq_tr_enter(t, ftype) < 0)
+    return -1;
+  h->have_body = 1;
+  while ((r = pq_tr_field(t, &last, &id, &ty)) == 1) {
+    int32_t *dst = NULL;
+    if (id == 1)
+      dst = &h->num_values;
+    else if (kind == 0 && id == 2)
+      dst = &h->encoding;
+    else if (kind == 0 && id == 3)
+      dst = &h->def_enc;
+    else if (kind == 0 && id == 4)
+      dst = &h->rep_enc;
+    else if (kind == 1 && id == 2)
+      dst = &h->encoding;
+    else if (kind == 2 && id == 2)
+      dst = &h->num_nulls;
+    else if (kind == 2 && id == 3)
+      dst = &h->num_rows;
+    else if (kind == 2 && id == 4)
+      dst = &h->encoding;
+    else if (kind == 2 && id == 5)
+      dst = &h->def_len;
+    else if (kind == 2 && id == 6)
+      dst = &h->rep_len;
+    if (dst)
+      pq_tr_i32(t, ty, dst);
+    else if (kind == 2 && id == 7)
+      pq_tr_bool(t, ty, &h->is_compressed);
+    else
+      pq_tr_skip(t, ty);
+  }
+  pq_tr_leave(t);
+  return r < 0 || t->why ? -1 : 0;
+}
+
+static int parse_page_header(pq_tr *t, page_hdr *h) {
+  int16_t last = 0, id;
+  int ty, r;
+  memset(h, 0, sizeof *h);
+  h->type = h->usize = h->csize = -1;
+  h->is_compressed = 1;
+  h->def_enc = h->rep_enc = PQ_ENC_RLE;
+  if (pq_tr_enter(t, PQ_T_STRUCT) < 0)
+    return -1;
+  while ((r = pq_tr_field(t, &last, &id, &ty)) == 1) {
+    switch (id) {
+    case 1: pq_tr_i32(t, ty, &h->type); break;
+    case 2: pq_tr_i32(t, ty, &h->usize); break;
+    case 3: pq_tr_i32(t, ty, &h->csize); break;
+    case 5: parse_sub(t, ty, h, 0); break;
+    case 7: parse_sub(t, ty, h, 1); break;
+    case 8: parse_sub(t, ty, h, 2); break;
+    default: pq_tr_skip(t, ty);
+    }
+  }
+  pq_tr_leave(t);
+  if (r < 0 || t->why)
+    return -1;
+  if (h->type < 0 || h->usize < 0 || h->csize < 0 || h->num_values < 0 ||
+      h->def_len < 0 || h->rep_len < 0 || h->num_nulls < 0)
+    return pq_tr_fail(t, "a page header lacks its type or sizes, or has a "
+                         "negative one");
+  return 0;
+}
+
+/* ---- Chunk decoding ----------------------------------------------------- */
+
+typedef struct dec {
+  const pq_job *j;
+  pq_scratch *s;
+  ferry__err *err;
+  size_t phys;   /* bytes of one physical value (0: BOOLEAN bits)    */
+  size_t elem;   /* bytes of one output element                     */
+  int64_t want;  /* values the rows need: num_rows * k               */
+  int64_t got;   /* values written                                   */
+  int64_t row;   /* rows completed (lists)                           */
+  int64_t run;   /* elements of the current list row                 */
+  int64_t dict_n;
+  int64_t page_at; /* chunk offset of the current page               */
+} dec;
+
+static int grow(void **p, size_t *cap, size_t need) {
+  if (need <= *cap)
+    return 0;
+  size_t c = *cap ? *cap : 4096;
+  while (c < need)
+    c = c > SIZE_MAX / 2 ? need : c * 2;
+  void *n = realloc(*p, c);
+  if (!n)
+    return -1;
+  *p = n;
+  *cap = c;
+  return 0;
+}
+
+static int fail(dec *d, int code, const char *what) {
+  const pq_job *j = d->j;
+  return ferry__seterr(d->err, code,
+                       "file %s, column %s, row group %lld (page at offset "
+                       "%lld), rank %d: %s",
+                       j->file, j->var, (long long)j->rgi,
+                       (long long)(j->rg->offset + d->page_at), j->rank, what);
+}
+
+/* Little-endian output of the low elem bytes of v. */
+static void put_le(unsigned char *o, uint64_t v, size_t elem) {
+  for (size_t i = 0; i < elem; i++)
+    o[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* n PLAIN values of the physical type at p (bytes avail) to out. */
+static int plain_values(dec *d, const unsigned char *p, size_t avail, size_t n,
+                        unsigned char *out) {
+  if (d->phys == 0) {
+    if ((n + 7) / 8 > avail)
+      return -1;
+    for (size_t i = 0; i < n; i++)
+      out[i] = (unsigned char)((p[i >> 3] >> (i & 7)) & 1u);
+    return 0;
+  }
+  if (n > avail / d->phys)
+    return -1;
+  if (d->phys == d->elem) {
+    memcpy(out, p, n * d->elem);
+    return 0;
+  }
+  for (size_t i = 0; i < n; i++) /* INT32 narrowed: little-endian low bytes */
+    memcpy(out + i * d->elem, p + i * d->phys, d->elem);
+  return 0;
+}
+
+static int dict_page(dec *d, const unsigned char *body, size_t len,
+                     const page_hdr *h) {
+  if (h->encoding != PQ_ENC_PLAIN && h->encoding != PQ_ENC_PLAIN_DICT)
+    return fail(d, FERRY_ENOTSUP, "a dictionary page not PLAIN-encoded");
+  size_t n = (size_t)h->num_values;
+  if (n > len * 8)
+    return fail(d, FERRY_EFORMAT, "a dictionary page holds fewer bytes than "
+                                  "its values need");
+  if (grow((void **)&d->s->dict, &d->s->dict_cap, (n ? n : 1) * d->elem) < 0)
+    return fail(d, FERRY_ENOMEM, "out of memory for the dictionary");
+  if (plain_values(d, body, len, n, d->s->dict) < 0)
+    return fail(d, FERRY_EFORMAT, "a dictionary page holds fewer bytes than "
+                                  "its values need");
+  d->dict_n = (int64_t)n;
+  return 0;
+}
+
+static int dict_values(dec *d, const unsigned char *p, size_t len, size_t n,
+                       unsigned char *out) {
+  const char *why = "truncated dictionary indices";
+  if (d->dict_n < 0)
+    return fail(d, FERRY_EFORMAT, "dictionary-encoded values but no "
+                                  "dictionary page before them");
+  if (len < 1 || p[0] > 32)
+    return fail(d, FERRY_EFORMAT, "bad bit width of dictionary indices");
+  if (grow((void **)&d->s->idx, &d->s->idx_cap, (n ? n : 1) * 4) < 0)
+    return fail(d, FERRY_ENOMEM, "out of memory");
+  if (rle_decode(p + 1, len - 1, p[0], d->s->idx, n, &why) < 0)
+    return fail(d, FERRY_EFORMAT, why);
+  const unsigned char *dict = d->s->dict;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t k = d->s->idx[i];
+    if ((int64_t)k >= d->dict_n) {
+      char msg[160];
+      snprintf(msg, sizeof msg,
+               "dictionary index %u out of range (the dictionary holds %lld "
+               "values) at row %lld",
+               k, (long long)d->dict_n,
+               (long long)(d->j->row0 +
+                           (d->got + (int64_t)i) / d->j->rec->k));
+      return fail(d, FERRY_EFORMAT, msg);
+    }
+    memcpy(out + i * d->elem, dict + (size_t)k * d->elem, d->elem);
+  }
+  return 0;
+}
+
+static int bss_values(dec *d, const unsigned char *p, size_t len, size_t n,
+                      unsigned char *out) {
+  size_t w = d->phys;
+  if (w == 0 || w != d->elem || n > len / w)
+    return -1;
+  for (size_t i = 0; i < n; i++)
+    for (size_t b = 0; b < w; b++)
+      out[i * w + b] = p[b * n + i];
+  return 0;
+}
+
+/* DELTA_BINARY_PACKED: blocks of miniblocks of bit-packed deltas. */
+static int delta_values(dec *d, const unsigned char *p, size_t len, size_t n,
+                        unsigned char *out) {
+  bits_in b = {p, p + len};
+  uint64_t bs, nmb, total, first;
+  if (uvarint(&b, &bs) < 0 || uvarint(&b, &nmb) < 0 ||
+      uvarint(&b, &total) < 0 || uvarint(&b, &first) < 0 || nmb == 0 ||
+      bs == 0 || bs % nmb != 0 || (bs / nmb) % 8 != 0 || bs > (1u << 20) ||
+      total < n)
+    return -1;
+  uint64_t per = bs / nmb, v = (first >> 1) ^ (0 - (first & 1));
+  size_t done = 0;
+  uint64_t buf[64];
+  if (n > 0) {
+    put_le(out, v, d->elem);
+    done = 1;
+  }
+  while (done < n) {
+    uint64_t zmin;
+    if (uvarint(&b, &zmin) < 0 || (uint64_t)(b.end - b.p) < nmb)
+      return -1;
+    uint64_t mind = (zmin >> 1) ^ (0 - (zmin & 1));
+    const unsigned char *widths = b.p;
+    b.p += nmb;
+    for (uint64_t m = 0; m < nmb && done < n; m++) {
+      int bw = widths[m];
+      if (bw > 64)
+        return -1;
+      size_t mb_bytes = (size_t)(per * (uint64_t)bw / 8);
+      size_t avail = (size_t)(b.end - b.p);
+      for (uint64_t i = 0; i < per && done < n; i += 64) {
+        size_t take = per - i < 64 ? (size_t)(per - i) : 64;
+        if (take > n - done)
+          take = n - done;
+        size_t skip = (size_t)(i * (uint64_t)bw / 8);
+        if (skip > avail || unpack(b.p + skip, avail - skip, bw, buf, NULL,
+                                   take) < 0)
+          return -1;
+        for (size_t k = 0; k < take; k++, done++) {
+          v += mind + buf[k];
+          put_le(out + done * d->elem, v, d->elem);
+        }
+      }
+      b.p += mb_bytes < avail ? mb_bytes : avail;
+    }
+  }
+  return 0;
+}
+
+static int rle_bool_values(dec *d, const unsigned char *p, size_t len,
+                           size_t n, unsigned char *out) {
+  const char *why = "";
+  if (len < 4 || le32(p) > len - 4)
+    return -1;
+  if (grow((void **)&d->s->idx, &d->s->idx_cap, (n ? n : 1) * 4) < 0)
+    return fail(d, FERRY_ENOMEM, "out of memory");
+  if (rle_decode(p + 4, le32(p), 1, d->s->idx, n, &why) < 0)
+    return -1;
+  for (size_t i = 0; i < n; i++)
+    out[i] = (unsigned char)d->s->idx[i];
+  return 0;
+}
+
+static int values(dec *d, int enc, const unsigned char *p, size_t len,
+                  size_t n) {
+  int32_t type = d->j->rec->type;
+  if (n > (size_t)(d->want - d->got))
+    return fail(d, FERRY_EFORMAT, "the column chunk holds more values than "
+                                  "its rows");
+  unsigned char *out = d->j->out + (size_t)d->got * d->elem;
+  int rc;
+  char msg[200];
+  switch (enc) {
+  case PQ_ENC_PLAIN: rc = plain_values(d, p, len, n, out); break;
+  case PQ_ENC_PLAIN_DICT:
+  case PQ_ENC_RLE_DICT:
+    if ((rc = dict_values(d, p, len, n, out)) < 0)
+      return rc;
+    break;
+  case PQ_ENC_BYTE_STREAM_SPLIT: rc = bss_values(d, p, len, n, out); break;
+  case PQ_ENC_DELTA_BINARY:
+    if (type != PQ_INT32 && type != PQ_INT64)
+      goto unsupported;
+    rc = delta_values(d, p, len, n, out);
+    break;
+  case PQ_ENC_RLE:
+    if (type != PQ_BOOLEAN)
+      goto unsupported;
+    rc = rle_bool_values(d, p, len, n, out);
+    break;
+  default: goto unsupported;
+  }
+  if (rc < 0) {
+    snprintf(msg, sizeof msg, "truncated or corrupt %s values",
+             pq_encoding_name(enc));
+    return fail(d, FERRY_EFORMAT, msg);
+  }
+  d->got += (int64_t)n;
+  return 0;
+unsupported:
+  snprintf(msg, sizeof msg, "encoding %s (%d) of %s values is not supported",
+           pq_encoding_name(enc), enc, pq_type_name(type));
+  return fail(d, FERRY_ENOTSUP, msg);
+}
+
+/* Levels of one page: rep at lev[0..n), def at lev[n..2n). */
+static int levels(dec *d, const unsigned char *p, size_t len, int max,
+                  uint32_t *out, size_t n) {
+  const char *why = "truncated levels";
+  if (rle_decode(p, len, bit_width((uint32_t)max), out, n, &why) < 0)
+    return fail(d, FERRY_EFORMAT, why);
+  for (size_t i = 0; i < n; i++)
+    if (out[i] > (uint32_t)max)
+      return fail(d, FERRY_EFORMAT, "a level above its maximum");
+  return 0;
+}
+
+/* Check the levels: no null; for a list, every row k elements.  Returns the
+ * number of values (non-null) the page holds. */
+static int check_levels(dec *d, const uint32_t *rep, const uint32_t *def,
+                        size_t n) {
+  const pq_rec *r = d->j->rec;
+  char msg[240];
+  for (size_t i = 0; i < n; i++) {
+    if (r->max_rep > 0 && rep[i] == 0) {
+      if (d->got + (int64_t)i > 0 && d->run != r->k)
+        goto badlen;
+      d->row++;
+      d->run = 0;
+    }
+    if (def && def[i] < (uint32_t)r->max_def) {
+      int64_t row = r->max_rep > 0 ? d->row - 1 : (d->got + (int64_t)i);
+      snprintf(msg, sizeof msg,
+               "a null (or empty list) at row %lld of the file (row %lld of "
+               "the row group): ferry reads columns without nulls",
+               (long long)(d->j->row0 + row), (long long)row);
+      return fail(d, FERRY_ENOTSUP, msg);
+    }
+    d->run++;
+  }
+  return 0;
+badlen:
+  snprintf(msg, sizeof msg,
+           "list row %lld of the file holds %lld elements, not the %lld of "
+           "the rows before it",
+           (long long)(d->j->row0 + d->row - 1), (long long)d->run,
+           (long long)r->k);
+  return fail(d, FERRY_ESHAPE, msg);
+}
+
+static int page_levels(dec *d, const unsigned char *rp, size_t rl,
+                       const unsigned char *dp, size_t dl, size_t n) {
+  const pq_rec *r = d->j->rec;
+  if (r->max_rep == 0 && r->max_def == 0)
+    return 0;
+  if (grow((void **)&d->s->lev, &d->s->lev_cap, (2 * n + 1) * 4) < 0)
+    return fail(d, FERRY_ENOMEM, "out of memory for levels");
+  uint32_t *rep = d->s->lev, *def = d->s->lev + n;
+  if (r->max_rep > 0 && levels(d, rp, rl, r->max_rep, rep, n) < 0)
+    return -1;
+  if (r->max_def > 0 && levels(d, dp, dl, r->max_def, def, n) < 0)
+    return -1;
+  return check_levels(d, rep, r->max_def > 0 ? def : NULL, n);
+}
+
+static int data_v1(dec *d, const unsigned char *b, size_t len,
+                   const page_hdr *h) {
+  const pq_rec *r = d->j->rec;
+  const unsigned char *lv[2] = {NULL, NULL};
+  size_t ll[2] = {0, 0};
+  for (int k = 0; k < 2; k++) { /* repetition levels first */
+    int max = k == 0 ? r->max_rep : r->max_def;
+    int enc = k == 0 ? h->rep_enc : h->def_enc;
+    if (max == 0)
+      continue;
+    if (enc != PQ_ENC_RLE)
+      return fail(d, FERRY_ENOTSUP, "levels not RLE-encoded (the deprecated "
+                                    "BIT_PACKED levels are not read)");
+    if (len < 4 || le32(b) > len - 4)
+      return fail(d, FERRY_EFORMAT, "levels longer than their page");
+    lv[k] = b + 4;
+    ll[k] = le32(b);
+    b += 4 + ll[k];
+    len -= 4 + ll[k];
+  }
+  size_t n = (size_t)h->num_values;
+  if (page_levels(d, lv[0], ll[0], lv[1], ll[1], n) < 0)
+    return -1;
+  return values(d, h->encoding, b, len, n);
+}
+
+/* The body of a page in s->page (decompressed), or straight from the
+ * chunk when uncompressed. */
+static int page_body(dec *d, const unsigned char *in, size_t inlen,
+                     size_t outlen, int codec, const unsigned char **body) {
+  const char *why = "";
+  if (codec == PQ_CODEC_NONE) {
+    if (inlen != outlen)
+      return fail(d, FERRY_EFORMAT, "an uncompressed page's compressed and "
+                                    "uncompressed sizes differ");
+    *body = in;
+    return 0;
+  }
+  if (grow((void **)&d->s->page, &d->s->page_cap, outlen ? outlen : 1) < 0)
+    return fail(d, FERRY_ENOMEM, "out of memory for a page");
+  if (pq_decompress(codec, in, inlen, d->s->page, outlen, &why) < 0) {
+    char msg[200];
+    snprintf(msg, sizeof msg, "%s page: %s", pq_codec_name(codec), why);
+    return fail(d, FERRY_EFORMAT, msg);
+  }
+  *body = d->s->page;
+  return 0;
+}
+
+static int data_v2(dec *d, const unsigned char *in, const page_hdr *h,
+                   int codec) {
+  size_t rl = (size_t)h->rep_len, dl = (size_t)h->def_len;
+  size_t cs = (size_t)h->csize, us = (size_t)h->usize;
+  if (rl > cs || dl > cs - rl || rl + dl > us)
+    return fail(d, FERRY_EFORMAT, "a v2 page's level lengths exceed the "
+                                  "page");
+  size_t n = (size_t)h->num_values;
+  if (page_levels(d, in, rl, in + rl, dl, n) < 0)
+    return -1;
+  const unsigned char *body;
+  int c = h->is_compressed ? codec : PQ_CODEC_NONE;
+  if (page_body(d, in + rl + dl, cs - rl - dl, us - rl - dl, c, &body) < 0)
+    return -1;
+  return values(d, h->encoding, body, us - rl - dl, n);
+}
+
+static int one_page(dec *d, const unsigned char *in, const page_hdr *h) {
+  const pq_rg_rec *g = d->j->rg;
+  const unsigned char *body;
+  if (h->type == PQ_PAGE_DATA_V2)
+    return h->have_body ? data_v2(d, in, h, g->codec)
+                        : fail(d, FERRY_EFORMAT, "a v2 data page without its "
+                                                 "header");
+  if (h->type != PQ_PAGE_DATA && h->type != PQ_PAGE_DICT)
+    return 0; /* index pages and unknown kinds carry no values */
+  if (!h->have_body)
+    return fail(d, FERRY_EFORMAT, "a page without its data or dictionary "
+                                  "header");
+  if (page_body(d, in, (size_t)h->csize, (size_t)h->usize, g->codec, &body) <
+      0)
+    return -1;
+  if (h->type == PQ_PAGE_DICT)
+    return dict_page(d, body, (size_t)h->usize, h);
+  return data_v1(d, body, (size_t)h->usize, h);
+}
+
+int pq_decode_chunk(const pq_job *j, pq_scratch *s, ferry__err *err) {
+  dec d;
+  memset(&d, 0, sizeof d);
+  d.j = j;
+  d.s = s;
+  d.err = err;
+  d.elem = ferry_dtype_size((ferry_dtype)j->rec->dtype);
+  d.phys = j->rec->type == PQ_BOOLEAN ? 0
+           : j->rec->type == PQ_FLBA  ? (size_t)j->rec->type_length
+           : j->rec->type == PQ_INT32 || j->rec->type == PQ_FLOAT ? 4
+                                                                  : 8;
+  d.want = j->rg->num_rows * j->rec->k;
+  d.dict_n = -1;
+  size_t size = (size_t)j->rg->size;
+  size_t ubound = j->rg->usize > 0 && j->rg->usize < PQ_MAX_PAGE
+                      ? (size_t)j->rg->usize
+                      : PQ_MAX_PAGE;
+  size_t pos = 0;
+  while (pos < size && (d.got < d.want || d.want == 0)) {
+    pq_tr t;
+    page_hdr h;
+    d.page_at = (int64_t)pos;
+    pq_tr_init(&t, j->chunk + pos, size - pos);
+    if (parse_page_header(&t, &h) < 0) {
+      char msg[200];
+      snprintf(msg, sizeof msg, "corrupt page header: %s", t.why);
+      return fail(&d, FERRY_EFORMAT, msg);
+    }
+    size_t hl = pq_tr_offset(&t);
+    if ((size_t)h.csize > size - pos - hl) {
+      char msg[200];
+      snprintf(msg, sizeof msg,
+               "the page's compressed size %d runs past its column chunk "
+               "(%zu bytes left)",
+               h.csize, size - pos - hl);
+      return fail(&d, FERRY_EFORMAT, msg);
+    }
+    if ((size_t)h.usize > ubound)
+      return fail(&d, FERRY_EFORMAT, "the page's uncompressed size is above "
+                                     "its column chunk's");
+    if (one_page(&d, j->chunk + pos + hl, &h) < 0)
+      return -1;
+    pos += hl + (size_t)h.csize;
+    if (d.want == 0)
+      break;
+  }
+  if (d.got != d.want || (j->rec->max_rep > 0 && d.want > 0 &&
+                          (d.row != j->rg->num_rows || d.run != j->rec->k))) {
+    char msg[200];
+    snprintf(msg, sizeof msg,
+             "the column chunk holds %lld values in %lld rows; its %lld rows "
+             "of %lld need %lld",
+             (long long)d.got, (long long)d.row, (long long)j->rg->num_rows,
+             (long long)j->rec->k, (long long)d.want);
+    return fail(&d, FERRY_EFORMAT, msg);
+  }
+  return 0;
+}
+
+void pq_scratch_free(pq_scratch *s) {
+  free(s->page);
+  free(s->dict);
+  free(s->lev);
+  free(s->idx);
+  memset(s, 0, sizeof *s);
+}
