@@ -26,14 +26,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-const char *pq_codec_name(int codec) {
+const char *ferry__pq_codec_name(int codec) {
   static const char *const names[] = {"UNCOMPRESSED", "SNAPPY", "GZIP",
                                       "LZO",          "BROTLI", "LZ4",
                                       "ZSTD",         "LZ4_RAW"};
   return codec >= 0 && codec < 8 ? names[codec] : "unknown codec";
 }
 
-const char *pq_encoding_name(int enc) {
+const char *ferry__pq_encoding_name(int enc) {
   static const char *const names[] = {"PLAIN",
                                       "GROUP_VAR_INT",
                                       "PLAIN_DICTIONARY",
@@ -47,7 +47,7 @@ const char *pq_encoding_name(int enc) {
   return enc >= 0 && enc < 10 ? names[enc] : "unknown encoding";
 }
 
-const char *pq_type_name(int type) {
+const char *ferry__pq_type_name(int type) {
   static const char *const names[] = {
       "BOOLEAN", "INT32",      "INT64", "INT96", "FLOAT", "DOUBLE",
       "BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY"};
@@ -68,17 +68,17 @@ enum { CONV_LIST = 3, LOGICAL_LIST = 3, LOGICAL_INTEGER = 10 };
 static int parse_int_type(pq_tr *t, int ftype, pq_se *se) {
   int16_t last = 0, id;
   int ty, r;
-  if (pq_tr_enter(t, ftype) < 0)
+  if (ferry__pq_tr_enter(t, ftype) < 0)
     return -1;
-  while ((r = pq_tr_field(t, &last, &id, &ty)) == 1) {
+  while ((r = ferry__pq_tr_field(t, &last, &id, &ty)) == 1) {
     if (id == 1)
-      pq_tr_i32(t, ty, &se->int_bits);
+      ferry__pq_tr_i32(t, ty, &se->int_bits);
     else if (id == 2)
-      pq_tr_bool(t, ty, &se->int_signed);
+      ferry__pq_tr_bool(t, ty, &se->int_signed);
     else
-      pq_tr_skip(t, ty);
+      ferry__pq_tr_skip(t, ty);
   }
-  pq_tr_leave(t);
+  ferry__pq_tr_leave(t);
   return r < 0 || t->why ? -1 : 0;
 }
 
@@ -86,16 +86,16 @@ static int parse_int_type(pq_tr *t, int ftype, pq_se *se) {
 static int parse_logical(pq_tr *t, int ftype, pq_se *se) {
   int16_t last = 0, id;
   int ty, r;
-  if (pq_tr_enter(t, ftype) < 0)
+  if (ferry__pq_tr_enter(t, ftype) < 0)
     return -1;
-  while ((r = pq_tr_field(t, &last, &id, &ty)) == 1) {
+  while ((r = ferry__pq_tr_field(t, &last, &id, &ty)) == 1) {
     se->logical = id;
     if (id == LOGICAL_INTEGER)
       parse_int_type(t, ty, se);
     else
-      pq_tr_skip(t, ty);
+      ferry__pq_tr_skip(t, ty);
   }
-  pq_tr_leave(t);
+  ferry__pq_tr_leave(t);
   return r < 0 || t->why ? -1 : 0;
 }
 
@@ -106,36 +106,36 @@ static int parse_se(pq_tr *t, int ftype, pq_se *se) {
   size_t n;
   memset(se, 0, sizeof *se);
   se->type = -1;
-  if (pq_tr_enter(t, ftype) < 0)
+  if (ferry__pq_tr_enter(t, ftype) < 0)
     return -1;
-  while ((r = pq_tr_field(t, &last, &id, &ty)) == 1) {
+  while ((r = ferry__pq_tr_field(t, &last, &id, &ty)) == 1) {
     switch (id) {
-    case 1: pq_tr_i32(t, ty, &se->type); break;
-    case 2: pq_tr_i32(t, ty, &se->type_length); break;
-    case 3: pq_tr_i32(t, ty, &se->repetition); break;
+    case 1: ferry__pq_tr_i32(t, ty, &se->type); break;
+    case 2: ferry__pq_tr_i32(t, ty, &se->type_length); break;
+    case 3: ferry__pq_tr_i32(t, ty, &se->repetition); break;
     case 4:
-      if (pq_tr_binary(t, ty, &s, &n) == 0 && !se->name) {
+      if (ferry__pq_tr_binary(t, ty, &s, &n) == 0 && !se->name) {
         if (memchr(s, '\0', n))
-          return pq_tr_fail(t, "a schema name holds a NUL byte");
+          return ferry__pq_tr_fail(t, "a schema name holds a NUL byte");
         if ((se->name = malloc(n + 1)) == NULL)
-          return pq_tr_fail(t, "out of memory");
+          return ferry__pq_tr_fail(t, "out of memory");
         memcpy(se->name, s, n);
         se->name[n] = '\0';
       }
       break;
-    case 5: pq_tr_i32(t, ty, &se->num_children); break;
-    case 6: pq_tr_i32(t, ty, &se->converted); se->converted++; break;
+    case 5: ferry__pq_tr_i32(t, ty, &se->num_children); break;
+    case 6: ferry__pq_tr_i32(t, ty, &se->converted); se->converted++; break;
     case 10: parse_logical(t, ty, se); break;
-    default: pq_tr_skip(t, ty);
+    default: ferry__pq_tr_skip(t, ty);
     }
   }
-  pq_tr_leave(t);
+  ferry__pq_tr_leave(t);
   if (r < 0 || t->why)
     return -1;
   if (!se->name)
-    return pq_tr_fail(t, "a schema element has no name");
+    return ferry__pq_tr_fail(t, "a schema element has no name");
   if (se->num_children < 0 || se->repetition < 0 || se->repetition > 2)
-    return pq_tr_fail(t, "a schema element has a bad child count or "
+    return ferry__pq_tr_fail(t, "a schema element has a bad child count or "
                          "repetition");
   return 0;
 }
@@ -185,7 +185,7 @@ static int is_list_group(const walk *w, int64_t gi) {
 static int add_leaf(walk *w, const pq_se *se, const char *path,
                     const char *top, int def, int rep, int depth, int list) {
   if (w->ncols >= PQ_MAX_COLUMNS)
-    return pq_tr_fail(w->t, "more than 100000 columns");
+    return ferry__pq_tr_fail(w->t, "more than 100000 columns");
   pq_col *c = &w->cols[w->ncols];
   memset(c, 0, sizeof *c);
   c->name = strdup(path);
@@ -193,7 +193,7 @@ static int add_leaf(walk *w, const pq_se *se, const char *path,
   if (!c->name || !c->top) {
     free(c->name);
     free(c->top);
-    return pq_tr_fail(w->t, "out of memory");
+    return ferry__pq_tr_fail(w->t, "out of memory");
   }
   w->ncols++;
   c->type = se->type;
@@ -215,9 +215,9 @@ static int walk_children(walk *w, int32_t nchildren, const char *prefix,
                          const char *top, int def, int rep, int depth,
                          int list) {
   if (depth > PQ_MAX_DEPTH)
-    return pq_tr_fail(w->t, "schema nested too deep");
+    return ferry__pq_tr_fail(w->t, "schema nested too deep");
   if (nchildren > w->nse - w->next)
-    return pq_tr_fail(w->t, "schema child count past the schema's end");
+    return ferry__pq_tr_fail(w->t, "schema child count past the schema's end");
   for (int32_t i = 0; i < nchildren; i++) {
     int64_t me = w->next++;
     const pq_se *se = &w->se[me];
@@ -225,7 +225,7 @@ static int walk_children(walk *w, int32_t nchildren, const char *prefix,
     int r = rep + (se->repetition == REPEATED);
     char *path = join_dot(prefix, se->name);
     if (!path)
-      return pq_tr_fail(w->t, "out of memory");
+      return ferry__pq_tr_fail(w->t, "out of memory");
     const char *tp = depth == 1 ? se->name : top;
     int lst = list || (depth == 1 && se->num_children > 0 &&
                        is_list_group(w, me));
@@ -244,22 +244,22 @@ static int parse_schema(pq_tr *t, int ftype, pq_file *f) {
   int et;
   int64_t n;
   int rc = 0;
-  if (pq_tr_list(t, ftype, &et, &n) < 0)
+  if (ferry__pq_tr_list(t, ftype, &et, &n) < 0)
     return -1;
   if (n < 1)
-    return pq_tr_fail(t, "the schema is empty");
+    return ferry__pq_tr_fail(t, "the schema is empty");
   pq_se *se = calloc((size_t)n, sizeof *se);
   walk w = {se, n, 1, NULL, 0, t};
   if (!se)
-    return pq_tr_fail(t, "out of memory");
+    return ferry__pq_tr_fail(t, "out of memory");
   for (int64_t i = 0; rc == 0 && i < n; i++)
     rc = parse_se(t, et, &se[i]);
   if (rc == 0 && !(w.cols = calloc((size_t)n, sizeof *w.cols)))
-    rc = pq_tr_fail(t, "out of memory");
+    rc = ferry__pq_tr_fail(t, "out of memory");
   if (rc == 0)
     rc = walk_children(&w, se[0].num_children, NULL, NULL, 0, 0, 1, 0);
   if (rc == 0 && w.next != n)
-    rc = pq_tr_fail(t, "schema elements left after the tree");
+    rc = ferry__pq_tr_fail(t, "schema elements left after the tree");
   for (int64_t i = 0; i < n; i++)
     free(se[i].name);
   free(se);
@@ -273,26 +273,26 @@ static int parse_schema(pq_tr *t, int ftype, pq_file *f) {
 static int parse_stats(pq_tr *t, int ftype, pq_chunk *c) {
   int16_t last = 0, id;
   int ty, r;
-  if (pq_tr_enter(t, ftype) < 0)
+  if (ferry__pq_tr_enter(t, ftype) < 0)
     return -1;
-  while ((r = pq_tr_field(t, &last, &id, &ty)) == 1) {
+  while ((r = ferry__pq_tr_field(t, &last, &id, &ty)) == 1) {
     if (id == 3)
-      pq_tr_i64(t, ty, &c->null_count);
+      ferry__pq_tr_i64(t, ty, &c->null_count);
     else
-      pq_tr_skip(t, ty);
+      ferry__pq_tr_skip(t, ty);
   }
-  pq_tr_leave(t);
+  ferry__pq_tr_leave(t);
   return r < 0 || t->why ? -1 : 0;
 }
 
 static int parse_encodings(pq_tr *t, int ftype, pq_chunk *c) {
   int et;
   int64_t n;
-  if (pq_tr_list(t, ftype, &et, &n) < 0)
+  if (ferry__pq_tr_list(t, ftype, &et, &n) < 0)
     return -1;
   for (int64_t i = 0; i < n; i++) {
     int32_t e = 0;
-    if (pq_tr_i32(t, et, &e) < 0)
+    if (ferry__pq_tr_i32(t, et, &e) < 0)
       return -1;
     if (e >= 0 && e < 32)
       c->encodings |= 1u << e;
@@ -304,23 +304,23 @@ static int parse_colmeta(pq_tr *t, int ftype, pq_chunk *c) {
   int16_t last = 0, id;
   int ty, r;
   int64_t data_off = -1, dict_off = -1;
-  if (pq_tr_enter(t, ftype) < 0)
+  if (ferry__pq_tr_enter(t, ftype) < 0)
     return -1;
-  while ((r = pq_tr_field(t, &last, &id, &ty)) == 1) {
+  while ((r = ferry__pq_tr_field(t, &last, &id, &ty)) == 1) {
     switch (id) {
-    case 1: pq_tr_i32(t, ty, &c->type); break;
+    case 1: ferry__pq_tr_i32(t, ty, &c->type); break;
     case 2: parse_encodings(t, ty, c); break;
-    case 4: pq_tr_i32(t, ty, &c->codec); break;
-    case 5: pq_tr_i64(t, ty, &c->num_values); break;
-    case 6: pq_tr_i64(t, ty, &c->usize); break;
-    case 7: pq_tr_i64(t, ty, &c->size); break;
-    case 9: pq_tr_i64(t, ty, &data_off); break;
-    case 11: pq_tr_i64(t, ty, &dict_off); break;
+    case 4: ferry__pq_tr_i32(t, ty, &c->codec); break;
+    case 5: ferry__pq_tr_i64(t, ty, &c->num_values); break;
+    case 6: ferry__pq_tr_i64(t, ty, &c->usize); break;
+    case 7: ferry__pq_tr_i64(t, ty, &c->size); break;
+    case 9: ferry__pq_tr_i64(t, ty, &data_off); break;
+    case 11: ferry__pq_tr_i64(t, ty, &dict_off); break;
     case 12: parse_stats(t, ty, c); break;
-    default: pq_tr_skip(t, ty);
+    default: ferry__pq_tr_skip(t, ty);
     }
   }
-  pq_tr_leave(t);
+  ferry__pq_tr_leave(t);
   if (r < 0 || t->why)
     return -1;
   /* Some writers set dictionary_page_offset to 0 with no dictionary. */
@@ -339,24 +339,24 @@ static int parse_colchunk(pq_tr *t, int ftype, pq_chunk *c) {
   c->null_count = -1;
   c->offset = -1;
   c->type = -1;
-  if (pq_tr_enter(t, ftype) < 0)
+  if (ferry__pq_tr_enter(t, ftype) < 0)
     return -1;
-  while ((r = pq_tr_field(t, &last, &id, &ty)) == 1) {
+  while ((r = ferry__pq_tr_field(t, &last, &id, &ty)) == 1) {
     if (id == 1) {
-      if (pq_tr_binary(t, ty, &s, &n) == 0 && n > 0)
-        return pq_tr_fail(t, "a column chunk lives in another file "
+      if (ferry__pq_tr_binary(t, ty, &s, &n) == 0 && n > 0)
+        return ferry__pq_tr_fail(t, "a column chunk lives in another file "
                              "(file_path), which ferry does not read");
     } else if (id == 3) {
       have = parse_colmeta(t, ty, c) == 0;
     } else {
-      pq_tr_skip(t, ty);
+      ferry__pq_tr_skip(t, ty);
     }
   }
-  pq_tr_leave(t);
+  ferry__pq_tr_leave(t);
   if (r < 0 || t->why)
     return -1;
   if (!have)
-    return pq_tr_fail(t, "a column chunk has no ColumnMetaData");
+    return ferry__pq_tr_fail(t, "a column chunk has no ColumnMetaData");
   return 0;
 }
 
@@ -365,43 +365,43 @@ static int parse_rowgroup(pq_tr *t, int ftype, pq_rowgroup *g, int ncols) {
   int ty, r, et;
   int64_t n = -1;
   g->num_rows = -1;
-  if (pq_tr_enter(t, ftype) < 0)
+  if (ferry__pq_tr_enter(t, ftype) < 0)
     return -1;
-  while ((r = pq_tr_field(t, &last, &id, &ty)) == 1) {
+  while ((r = ferry__pq_tr_field(t, &last, &id, &ty)) == 1) {
     if (id == 1 && !g->chunks) {
-      if (pq_tr_list(t, ty, &et, &n) < 0)
+      if (ferry__pq_tr_list(t, ty, &et, &n) < 0)
         break;
       if (n != ncols)
-        return pq_tr_fail(t, "a row group's column count differs from the "
+        return ferry__pq_tr_fail(t, "a row group's column count differs from the "
                              "schema's");
       if (!(g->chunks = calloc((size_t)(n ? n : 1), sizeof *g->chunks)))
-        return pq_tr_fail(t, "out of memory");
+        return ferry__pq_tr_fail(t, "out of memory");
       for (int64_t i = 0; i < n; i++)
         if (parse_colchunk(t, et, &g->chunks[i]) < 0)
           break;
     } else if (id == 3) {
-      pq_tr_i64(t, ty, &g->num_rows);
+      ferry__pq_tr_i64(t, ty, &g->num_rows);
     } else {
-      pq_tr_skip(t, ty);
+      ferry__pq_tr_skip(t, ty);
     }
   }
-  pq_tr_leave(t);
+  ferry__pq_tr_leave(t);
   if (r < 0 || t->why)
     return -1;
   if (!g->chunks || g->num_rows < 0)
-    return pq_tr_fail(t, "a row group lacks its columns or its row count");
+    return ferry__pq_tr_fail(t, "a row group lacks its columns or its row count");
   return 0;
 }
 
 static int parse_rowgroups(pq_tr *t, int ftype, pq_file *f) {
   int et;
   int64_t n;
-  if (pq_tr_list(t, ftype, &et, &n) < 0)
+  if (ferry__pq_tr_list(t, ftype, &et, &n) < 0)
     return -1;
   if (n > PQ_MAX_ROW_GROUPS)
-    return pq_tr_fail(t, "too many row groups");
+    return ferry__pq_tr_fail(t, "too many row groups");
   if (!(f->rg = calloc((size_t)(n ? n : 1), sizeof *f->rg)))
-    return pq_tr_fail(t, "out of memory");
+    return ferry__pq_tr_fail(t, "out of memory");
   f->nrg = n;
   for (int64_t i = 0; i < n; i++)
     if (parse_rowgroup(t, et, &f->rg[i], f->ncols) < 0)
@@ -415,20 +415,20 @@ static int parse_filemeta(pq_tr *t, pq_file *f) {
   const unsigned char *s;
   size_t n;
   f->num_rows = -1;
-  if (pq_tr_enter(t, PQ_T_STRUCT) < 0)
+  if (ferry__pq_tr_enter(t, PQ_T_STRUCT) < 0)
     return -1;
-  while ((r = pq_tr_field(t, &last, &id, &ty)) == 1) {
+  while ((r = ferry__pq_tr_field(t, &last, &id, &ty)) == 1) {
     if (id == 2 && !have_schema) {
       have_schema = 1;
       parse_schema(t, ty, f);
     } else if (id == 3) {
-      pq_tr_i64(t, ty, &f->num_rows);
+      ferry__pq_tr_i64(t, ty, &f->num_rows);
     } else if (id == 4 && !have_rg) {
       if (!have_schema)
-        return pq_tr_fail(t, "row groups before the schema");
+        return ferry__pq_tr_fail(t, "row groups before the schema");
       have_rg = 1;
       parse_rowgroups(t, ty, f);
-    } else if (id == 6 && pq_tr_binary(t, ty, &s, &n) == 0 && !f->created_by) {
+    } else if (id == 6 && ferry__pq_tr_binary(t, ty, &s, &n) == 0 && !f->created_by) {
       if ((f->created_by = malloc(n + 1)) != NULL) {
         memcpy(f->created_by, s, n);
         f->created_by[n] = '\0';
@@ -437,27 +437,27 @@ static int parse_filemeta(pq_tr *t, pq_file *f) {
             f->created_by[i] = '?';
       }
     } else if (id != 6) {
-      pq_tr_skip(t, ty);
+      ferry__pq_tr_skip(t, ty);
     }
   }
-  pq_tr_leave(t);
+  ferry__pq_tr_leave(t);
   if (r < 0 || t->why)
     return -1;
   if (!have_schema || !have_rg || f->num_rows < 0)
-    return pq_tr_fail(t, "FileMetaData lacks its schema, row groups or row "
+    return ferry__pq_tr_fail(t, "FileMetaData lacks its schema, row groups or row "
                          "count");
   int64_t sum = 0;
   for (int64_t i = 0; i < f->nrg; i++) {
     if (f->rg[i].num_rows > INT64_MAX - sum)
-      return pq_tr_fail(t, "row counts overflow");
+      return ferry__pq_tr_fail(t, "row counts overflow");
     sum += f->rg[i].num_rows;
   }
   if (sum != f->num_rows)
-    return pq_tr_fail(t, "the row groups' rows do not add up to num_rows");
+    return ferry__pq_tr_fail(t, "the row groups' rows do not add up to num_rows");
   return 0;
 }
 
-void pq_file_free(pq_file *f) {
+void ferry__pq_file_free(pq_file *f) {
   if (!f)
     return;
   for (int i = 0; f->cols && i < f->ncols; i++) {
@@ -472,20 +472,20 @@ void pq_file_free(pq_file *f) {
   memset(f, 0, sizeof *f);
 }
 
-int pq_footer_parse(const unsigned char *buf, size_t len, int64_t file_size,
+int ferry__pq_footer_parse(const unsigned char *buf, size_t len, int64_t file_size,
                     const char *path, pq_file *f, ferry__err *err) {
   pq_tr t;
   memset(f, 0, sizeof *f);
   f->size = file_size;
-  pq_tr_init(&t, buf, len);
+  ferry__pq_tr_init(&t, buf, len);
   if (parse_filemeta(&t, f) < 0) {
-    int64_t at = file_size - 8 - (int64_t)len + (int64_t)pq_tr_offset(&t);
+    int64_t at = file_size - 8 - (int64_t)len + (int64_t)ferry__pq_tr_offset(&t);
     int rc = ferry__seterr(err, FERRY_EFORMAT,
                            "%s: corrupt Parquet footer: %s (footer byte %zu, "
                            "file offset %lld)",
-                           path, t.why ? t.why : "malformed", pq_tr_offset(&t),
+                           path, t.why ? t.why : "malformed", ferry__pq_tr_offset(&t),
                            (long long)at);
-    pq_file_free(f);
+    ferry__pq_file_free(f);
     return rc;
   }
   return 0;
@@ -535,7 +535,7 @@ static int read_tail(int fd, const char *path, int64_t size, unsigned char **out
   return 0;
 }
 
-int pq_file_read(const char *path, pq_file *f, ferry__err *err) {
+int ferry__pq_file_read(const char *path, pq_file *f, ferry__err *err) {
   const char *kind = NULL;
   memset(f, 0, sizeof *f);
   int fd = ferry__open_regular(path, &kind);
@@ -556,7 +556,7 @@ int pq_file_read(const char *path, pq_file *f, ferry__err *err) {
     rc = read_tail(fd, path, (int64_t)st.st_size, &buf, &len, err);
   close(fd);
   if (rc == 0)
-    rc = pq_footer_parse(buf, len, (int64_t)st.st_size, path, f, err);
+    rc = ferry__pq_footer_parse(buf, len, (int64_t)st.st_size, path, f, err);
   free(buf);
   return rc;
 }
@@ -584,8 +584,16 @@ static int conv_int(int conv, int *bits, int *sgn) {
   return 0;
 }
 
-int pq_col_dtype(const pq_col *c, ferry_dtype *dt, const char **why) {
+int ferry__pq_col_dtype(const pq_col *c, ferry_dtype *dt, const char **why) {
   int bits = 0, sgn = 1;
+  if (c->type == PQ_BYTE_ARRAY) {
+    *why = "byte arrays (strings, binary) are not a ferry dtype";
+    return -1;
+  }
+  if (c->type == PQ_INT96) {
+    *why = "INT96 timestamps are not a ferry dtype";
+    return -1;
+  }
   if (c->logical == LOGICAL_INTEGER) {
     bits = c->int_bits;
     sgn = c->int_signed;
@@ -627,9 +635,6 @@ int pq_col_dtype(const pq_col *c, ferry_dtype *dt, const char **why) {
     }
     *why = "fixed-length byte arrays are read only as FLOAT16";
     return -1;
-  case PQ_BYTE_ARRAY: *why = "byte arrays (strings, binary) are not a ferry "
-                             "dtype"; return -1;
-  case PQ_INT96: *why = "INT96 timestamps are not a ferry dtype"; return -1;
   default: break;
   }
   *why = "its physical and logical types do not map to a ferry dtype";

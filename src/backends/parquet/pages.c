@@ -109,7 +109,7 @@ trunc:
   return -1;
 }
 
-int pq_snappy_decode(const unsigned char *in, size_t inlen, unsigned char *out,
+int ferry__pq_snappy_decode(const unsigned char *in, size_t inlen, unsigned char *out,
                      size_t outlen, const char **why) {
   const unsigned char *p = in, *end = in + inlen;
   uint64_t n = 0;
@@ -142,7 +142,7 @@ int pq_snappy_decode(const unsigned char *in, size_t inlen, unsigned char *out,
 
 /* ---- Codecs ------------------------------------------------------------- */
 
-int pq_codec_available(int codec) {
+int ferry__pq_codec_available(int codec) {
   switch (codec) {
   case PQ_CODEC_NONE:
   case PQ_CODEC_SNAPPY: return 1;
@@ -211,7 +211,7 @@ static int lz4_hadoop(const unsigned char *in, size_t inlen, unsigned char *out,
 }
 #endif
 
-int pq_decompress(int codec, const unsigned char *in, size_t inlen,
+int ferry__pq_decompress(int codec, const unsigned char *in, size_t inlen,
                   unsigned char *out, size_t outlen, const char **why) {
   switch (codec) {
   case PQ_CODEC_NONE:
@@ -222,7 +222,7 @@ int pq_decompress(int codec, const unsigned char *in, size_t inlen,
     if (outlen)
       memcpy(out, in, outlen);
     return 0;
-  case PQ_CODEC_SNAPPY: return pq_snappy_decode(in, inlen, out, outlen, why);
+  case PQ_CODEC_SNAPPY: return ferry__pq_snappy_decode(in, inlen, out, outlen, why);
 #ifdef HAVE_ZLIB
   case PQ_CODEC_GZIP: return gunzip(in, inlen, out, outlen, why);
 #endif
@@ -382,10 +382,10 @@ typedef struct page_hdr {
 static int parse_sub(pq_tr *t, int ftype, page_hdr *h, int kind) {
   int16_t last = 0, id;
   int ty, r;
-  if (pq_tr_enter(t, ftype) < 0)
+  if (ferry__pq_tr_enter(t, ftype) < 0)
     return -1;
   h->have_body = 1;
-  while ((r = pq_tr_field(t, &last, &id, &ty)) == 1) {
+  while ((r = ferry__pq_tr_field(t, &last, &id, &ty)) == 1) {
     int32_t *dst = NULL;
     if (id == 1)
       dst = &h->num_values;
@@ -408,13 +408,13 @@ static int parse_sub(pq_tr *t, int ftype, page_hdr *h, int kind) {
     else if (kind == 2 && id == 6)
       dst = &h->rep_len;
     if (dst)
-      pq_tr_i32(t, ty, dst);
+      ferry__pq_tr_i32(t, ty, dst);
     else if (kind == 2 && id == 7)
-      pq_tr_bool(t, ty, &h->is_compressed);
+      ferry__pq_tr_bool(t, ty, &h->is_compressed);
     else
-      pq_tr_skip(t, ty);
+      ferry__pq_tr_skip(t, ty);
   }
-  pq_tr_leave(t);
+  ferry__pq_tr_leave(t);
   return r < 0 || t->why ? -1 : 0;
 }
 
@@ -425,25 +425,25 @@ static int parse_page_header(pq_tr *t, page_hdr *h) {
   h->type = h->usize = h->csize = -1;
   h->is_compressed = 1;
   h->def_enc = h->rep_enc = PQ_ENC_RLE;
-  if (pq_tr_enter(t, PQ_T_STRUCT) < 0)
+  if (ferry__pq_tr_enter(t, PQ_T_STRUCT) < 0)
     return -1;
-  while ((r = pq_tr_field(t, &last, &id, &ty)) == 1) {
+  while ((r = ferry__pq_tr_field(t, &last, &id, &ty)) == 1) {
     switch (id) {
-    case 1: pq_tr_i32(t, ty, &h->type); break;
-    case 2: pq_tr_i32(t, ty, &h->usize); break;
-    case 3: pq_tr_i32(t, ty, &h->csize); break;
+    case 1: ferry__pq_tr_i32(t, ty, &h->type); break;
+    case 2: ferry__pq_tr_i32(t, ty, &h->usize); break;
+    case 3: ferry__pq_tr_i32(t, ty, &h->csize); break;
     case 5: parse_sub(t, ty, h, 0); break;
     case 7: parse_sub(t, ty, h, 1); break;
     case 8: parse_sub(t, ty, h, 2); break;
-    default: pq_tr_skip(t, ty);
+    default: ferry__pq_tr_skip(t, ty);
     }
   }
-  pq_tr_leave(t);
+  ferry__pq_tr_leave(t);
   if (r < 0 || t->why)
     return -1;
   if (h->type < 0 || h->usize < 0 || h->csize < 0 || h->num_values < 0 ||
       h->def_len < 0 || h->rep_len < 0 || h->num_nulls < 0)
-    return pq_tr_fail(t, "a page header lacks its type or sizes, or has a "
+    return ferry__pq_tr_fail(t, "a page header lacks its type or sizes, or has a "
                          "negative one");
   return 0;
 }
@@ -666,14 +666,14 @@ static int values(dec *d, int enc, const unsigned char *p, size_t len,
   }
   if (rc < 0) {
     snprintf(msg, sizeof msg, "truncated or corrupt %s values",
-             pq_encoding_name(enc));
+             ferry__pq_encoding_name(enc));
     return fail(d, FERRY_EFORMAT, msg);
   }
   d->got += (int64_t)n;
   return 0;
 unsupported:
   snprintf(msg, sizeof msg, "encoding %s (%d) of %s values is not supported",
-           pq_encoding_name(enc), enc, pq_type_name(type));
+           ferry__pq_encoding_name(enc), enc, ferry__pq_type_name(type));
   return fail(d, FERRY_ENOTSUP, msg);
 }
 
@@ -777,9 +777,9 @@ static int page_body(dec *d, const unsigned char *in, size_t inlen,
   }
   if (grow((void **)&d->s->page, &d->s->page_cap, outlen ? outlen : 1) < 0)
     return fail(d, FERRY_ENOMEM, "out of memory for a page");
-  if (pq_decompress(codec, in, inlen, d->s->page, outlen, &why) < 0) {
+  if (ferry__pq_decompress(codec, in, inlen, d->s->page, outlen, &why) < 0) {
     char msg[200];
-    snprintf(msg, sizeof msg, "%s page: %s", pq_codec_name(codec), why);
+    snprintf(msg, sizeof msg, "%s page: %s", ferry__pq_codec_name(codec), why);
     return fail(d, FERRY_EFORMAT, msg);
   }
   *body = d->s->page;
@@ -823,7 +823,7 @@ static int one_page(dec *d, const unsigned char *in, const page_hdr *h) {
   return data_v1(d, body, (size_t)h->usize, h);
 }
 
-int pq_decode_chunk(const pq_job *j, pq_scratch *s, ferry__err *err) {
+int ferry__pq_decode_chunk(const pq_job *j, pq_scratch *s, ferry__err *err) {
   dec d;
   memset(&d, 0, sizeof d);
   d.j = j;
@@ -845,13 +845,13 @@ int pq_decode_chunk(const pq_job *j, pq_scratch *s, ferry__err *err) {
     pq_tr t;
     page_hdr h;
     d.page_at = (int64_t)pos;
-    pq_tr_init(&t, j->chunk + pos, size - pos);
+    ferry__pq_tr_init(&t, j->chunk + pos, size - pos);
     if (parse_page_header(&t, &h) < 0) {
       char msg[200];
       snprintf(msg, sizeof msg, "corrupt page header: %s", t.why);
       return fail(&d, FERRY_EFORMAT, msg);
     }
-    size_t hl = pq_tr_offset(&t);
+    size_t hl = ferry__pq_tr_offset(&t);
     if ((size_t)h.csize > size - pos - hl) {
       char msg[200];
       snprintf(msg, sizeof msg,
@@ -882,7 +882,7 @@ int pq_decode_chunk(const pq_job *j, pq_scratch *s, ferry__err *err) {
   return 0;
 }
 
-void pq_scratch_free(pq_scratch *s) {
+void ferry__pq_scratch_free(pq_scratch *s) {
   free(s->page);
   free(s->dict);
   free(s->lev);

@@ -67,7 +67,7 @@ static void w_bytes(wbuf *w, const void *p, size_t n) {
 static void w_i64(wbuf *w, int64_t v) { w_bytes(w, &v, 8); }
 static void w_i32(wbuf *w, int32_t v) { w_bytes(w, &v, 4); }
 
-int pq_rec_put(const pq_rec *r, ferry__blob *b) {
+int ferry__pq_rec_put(const pq_rec *r, ferry__blob *b) {
   wbuf w = {0};
   w_i32(&w, (int32_t)PQ_REC_MAGIC);
   int32_t hdr[6] = {r->type,    r->type_length, r->dtype,
@@ -125,7 +125,7 @@ static int32_t r_i32(rbuf *r) {
   return v;
 }
 
-void pq_rec_free(pq_rec *r) {
+void ferry__pq_rec_free(pq_rec *r) {
   for (int32_t i = 0; r->files && i < r->nfiles; i++)
     free(r->files[i]);
   free(r->files);
@@ -155,7 +155,7 @@ static int rec_files(rbuf *b, pq_rec *r) {
   return b->bad ? -1 : 0;
 }
 
-int pq_rec_get(const ferry__blob *blob, pq_rec *r, const char *where,
+int ferry__pq_rec_get(const ferry__blob *blob, pq_rec *r, const char *where,
                ferry__err *err) {
   rbuf b = {blob->p, blob->len, 0, 0};
   memset(r, 0, sizeof *r);
@@ -192,7 +192,7 @@ int pq_rec_get(const ferry__blob *blob, pq_rec *r, const char *where,
                                         r->rg[i - 1].num_rows);
   }
   if (!ok || b.at != b.n) {
-    pq_rec_free(r);
+    ferry__pq_rec_free(r);
     return ferry__seterr(err, FERRY_EFORMAT,
                          "%s: the manifest's parquet record is corrupt", where);
   }
@@ -359,7 +359,7 @@ static int pick_columns(desc *d, ferry__err *err) {
     int64_t k = 1;
     if (col->nested || col->repeated_leaf)
       why = "nested columns (structs, maps, lists of groups) are not read";
-    else if (pq_col_dtype(col, &dt, &why) < 0)
+    else if (ferry__pq_col_dtype(col, &dt, &why) < 0)
       ;
     else if (col->is_list && (col->max_rep != 1 || (k = list_k(f, i)) < 1))
       why = col->max_rep != 1 ? "lists of lists are not read"
@@ -396,9 +396,9 @@ static int same_schema(const desc *d, const pq_file *f, const char *file,
                            "%s: column %d is %s (%s) where %s has %s (%s): "
                            "the files of a dataset must share one schema",
                            file, i, y ? y->name : "missing",
-                           y ? pq_type_name(y->type) : "-", d->first_file,
+                           y ? ferry__pq_type_name(y->type) : "-", d->first_file,
                            x ? x->name : "nothing",
-                           x ? pq_type_name(x->type) : "-");
+                           x ? ferry__pq_type_name(x->type) : "-");
   }
   return 0;
 }
@@ -470,12 +470,12 @@ static char *storage_text(const cand *c, int nfiles) {
     if (c->codecs & (1u << i)) {
       n = strlen(codecs);
       snprintf(codecs + n, sizeof codecs - n, "%s%s%s", n ? "+" : "",
-               pq_codec_name(i), pq_codec_available(i) ? "" : " (no decoder)");
+               ferry__pq_codec_name(i), ferry__pq_codec_available(i) ? "" : " (no decoder)");
     }
     if (c->encodings & (1u << i)) {
       n = strlen(encs);
       snprintf(encs + n, sizeof encs - n, "%s%s", n ? "+" : "",
-               pq_encoding_name(i));
+               ferry__pq_encoding_name(i));
     }
   }
   fmt_bytes(a, sizeof a, (double)c->csize);
@@ -491,7 +491,7 @@ static char *storage_text(const cand *c, int nfiles) {
     snprintf(s, 640,
              "parquet %s%s, %lld row groups of %lld..%lld rows in %d file%s, "
              "%s, %s, %s stored, %s uncompressed",
-             pq_type_name(c->rec.type), c->rec.is_list ? " list" : "",
+             ferry__pq_type_name(c->rec.type), c->rec.is_list ? " list" : "",
              (long long)c->rec.nrg, (long long)(c->rec.nrg ? minr : 0),
              (long long)maxr, nfiles, nfiles == 1 ? "" : "s",
              codecs[0] ? codecs : "-", encs[0] ? encs : "-", a, b);
@@ -530,7 +530,7 @@ static int fill_out(desc *d, char **files, int nfiles, ferry__part_desc *out,
     ferry__var *x = &out->vars[v];
     pq_rec *r = &c->rec;
     size_t es = ferry_dtype_size(c->dtype);
-    r->files = files; /* borrowed for pq_rec_put */
+    r->files = files; /* borrowed for ferry__pq_rec_put */
     r->nfiles = nfiles;
     x->name = strdup(col->is_list ? col->top : col->name);
     x->dtype = c->dtype;
@@ -548,7 +548,7 @@ static int fill_out(desc *d, char **files, int nfiles, ferry__part_desc *out,
     x->cache_bytes = (size_t)maxc + (size_t)maxr * x->row_bytes;
     out->paths[v] = strdup(d->path);
     out->file_size[v] = nfiles == 1 ? r->fsize[0] : 0;
-    int rc = pq_rec_put(r, &out->rec[v]);
+    int rc = ferry__pq_rec_put(r, &out->rec[v]);
     r->files = NULL;
     r->nfiles = 0;
     if (rc < 0 || !x->name || !x->storage || !out->paths[v])
@@ -567,7 +567,7 @@ static int describe_files(desc *d, char **files, int nfiles,
   for (int i = 0; rc == 0 && i < nfiles; i++) {
     pq_file f;
     pq_file *fp = i == 0 ? &d->first : &f;
-    if ((rc = pq_file_read(files[i], fp, err)) < 0)
+    if ((rc = ferry__pq_file_read(files[i], fp, err)) < 0)
       break;
     fsize[i] = fp->size;
     if (i == 0)
@@ -577,7 +577,7 @@ static int describe_files(desc *d, char **files, int nfiles,
     if (rc == 0)
       rc = add_file(d, fp, i, files[i], err);
     if (i > 0)
-      pq_file_free(&f);
+      ferry__pq_file_free(&f);
   }
   for (int v = 0; rc == 0 && v < d->nc; v++) {
     d->c[v].rec.fsize = fsize;
@@ -595,13 +595,13 @@ static int describe_files(desc *d, char **files, int nfiles,
     rc = fill_out(d, files, nfiles, out, err);
   for (int v = 0; v < d->nc; v++) {
     d->c[v].rec.fsize = NULL;
-    pq_rec_free(&d->c[v].rec);
+    ferry__pq_rec_free(&d->c[v].rec);
   }
   free(fsize);
   return rc;
 }
 
-int pq_describe(const char *path, const ferry_options *opts,
+int ferry__pq_describe(const char *path, const ferry_options *opts,
                 ferry__part_desc *out, ferry__err *err) {
   (void)opts;
   desc d;
@@ -637,7 +637,7 @@ int pq_describe(const char *path, const ferry_options *opts,
   free(files);
   free(d.notes);
   free(d.c);
-  pq_file_free(&d.first);
+  ferry__pq_file_free(&d.first);
   return rc;
 }
 
@@ -713,12 +713,12 @@ static void pq_io_close(ferry__io *io) {
     return;
   ferry__handle_cache_free(&io->files);
   for (int v = 0; io->vs && v < io->m->nvars; v++) {
-    pq_rec_free(&io->vs[v].rec);
+    ferry__pq_rec_free(&io->vs[v].rec);
     free(io->vs[v].cache);
   }
   for (int t = 0; t < io->nthreads; t++) {
     if (io->scratch)
-      pq_scratch_free(&io->scratch[t]);
+      ferry__pq_scratch_free(&io->scratch[t]);
     if (io->cbuf)
       free(io->cbuf[t]);
   }
@@ -771,7 +771,7 @@ static int get_rec(ferry__io *io, int64_t part, int var, ferry__err *err) {
   var_state *vs = &io->vs[var];
   if (vs->rec_part == part)
     return 0;
-  pq_rec_free(&vs->rec);
+  ferry__pq_rec_free(&vs->rec);
   vs->rec_part = -1;
   const ferry__part *pt = &io->m->parts[part];
   char where[512];
@@ -780,7 +780,7 @@ static int get_rec(ferry__io *io, int64_t part, int var, ferry__err *err) {
   if (!pt->rec || io->m->record_version != 1)
     return ferry__seterr(err, FERRY_EFORMAT,
                          "%s: the manifest has no parquet record", where);
-  int rc = pq_rec_get(&pt->rec[var], &vs->rec, where, err);
+  int rc = ferry__pq_rec_get(&pt->rec[var], &vs->rec, where, err);
   if (rc < 0)
     return rc;
   if (vs->rec.k * (int64_t)ferry_dtype_size((ferry_dtype)vs->rec.dtype) !=
@@ -845,16 +845,16 @@ static int decode_one(ferry__io *io, int var, int64_t g,
   var_state *vs = &io->vs[var];
   const pq_rg_rec *rg = &vs->rec.rg[g];
   int64_t row0 = 0, gi = rg_in_file(&vs->rec, g, &row0);
-  if (!pq_codec_available(rg->codec))
+  if (!ferry__pq_codec_available(rg->codec))
     return ferry__seterr(err, FERRY_ENOTSUP,
                          "file %s, column %s, row group %lld, rank %d: codec "
                          "%s (%d) is not supported by this build",
                          vs->rec.files[rg->file], io->m->vars[var].name,
-                         (long long)gi, io->rank, pq_codec_name(rg->codec),
+                         (long long)gi, io->rank, ferry__pq_codec_name(rg->codec),
                          rg->codec);
   pq_job j = {&vs->rec, rg, chunk, out, vs->rec.files[rg->file],
               io->m->vars[var].name, io->rank, gi, row0};
-  return pq_decode_chunk(&j, s, err);
+  return ferry__pq_decode_chunk(&j, s, err);
 }
 
 /* Parallel decoding of row groups whose chunks are already read. */
@@ -1069,7 +1069,7 @@ const ferry__backend ferry__backend_parquet = {
     .scheme = NULL,
     .probe = probe,
     .accepts = "a .parquet file (PAR1 magic) or a directory of them",
-    .describe = pq_describe,
+    .describe = ferry__pq_describe,
     .io_open = pq_io_open,
     .io_read = pq_io_read,
     .io_close = pq_io_close,

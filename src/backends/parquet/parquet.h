@@ -43,22 +43,22 @@ typedef struct pq_tr {
   const char *why; /* NULL while good */
 } pq_tr;
 
-void pq_tr_init(pq_tr *t, const void *buf, size_t len);
+void ferry__pq_tr_init(pq_tr *t, const void *buf, size_t len);
 /* Next field of the current struct: 1 with *id and *type, 0 at its end
  * (STOP), -1 on error. *last is the previous field id (start at 0). */
-int pq_tr_field(pq_tr *t, int16_t *last, int16_t *id, int *type);
-int pq_tr_skip(pq_tr *t, int type);
-int pq_tr_i64(pq_tr *t, int type, int64_t *v);
-int pq_tr_i32(pq_tr *t, int type, int32_t *v);
-int pq_tr_bool(pq_tr *t, int type, int *v);
-int pq_tr_binary(pq_tr *t, int type, const unsigned char **p, size_t *n);
+int ferry__pq_tr_field(pq_tr *t, int16_t *last, int16_t *id, int *type);
+int ferry__pq_tr_skip(pq_tr *t, int type);
+int ferry__pq_tr_i64(pq_tr *t, int type, int64_t *v);
+int ferry__pq_tr_i32(pq_tr *t, int type, int32_t *v);
+int ferry__pq_tr_bool(pq_tr *t, int type, int *v);
+int ferry__pq_tr_binary(pq_tr *t, int type, const unsigned char **p, size_t *n);
 /* A list header: element type and count (bounded by the bytes left). */
-int pq_tr_list(pq_tr *t, int type, int *etype, int64_t *n);
+int ferry__pq_tr_list(pq_tr *t, int type, int *etype, int64_t *n);
 /* Enter/leave a nested struct (depth bounded). */
-int pq_tr_enter(pq_tr *t, int type);
-void pq_tr_leave(pq_tr *t);
-int pq_tr_fail(pq_tr *t, const char *why);
-size_t pq_tr_offset(const pq_tr *t);
+int ferry__pq_tr_enter(pq_tr *t, int type);
+void ferry__pq_tr_leave(pq_tr *t);
+int ferry__pq_tr_fail(pq_tr *t, const char *why);
+size_t ferry__pq_tr_offset(const pq_tr *t);
 
 /* ---- Parquet enums ---- */
 
@@ -100,11 +100,11 @@ enum {
   PQ_PAGE_DATA_V2 = 3
 };
 
-const char *pq_codec_name(int codec);
-const char *pq_encoding_name(int enc);
-const char *pq_type_name(int type);
+const char *ferry__pq_codec_name(int codec);
+const char *ferry__pq_encoding_name(int enc);
+const char *ferry__pq_type_name(int type);
 /* 1 when this build decodes codec. */
-int pq_codec_available(int codec);
+int ferry__pq_codec_available(int codec);
 
 /* ---- Footer (meta.c) ---- */
 
@@ -150,14 +150,14 @@ typedef struct pq_file {
 } pq_file;
 
 /* Read and decode the footer of path; messages name the file. */
-int pq_file_read(const char *path, pq_file *f, ferry__err *err);
+int ferry__pq_file_read(const char *path, pq_file *f, ferry__err *err);
 /* Decode a footer already in memory (the fuzz/unit test entry point). */
-int pq_footer_parse(const unsigned char *buf, size_t len, int64_t file_size,
+int ferry__pq_footer_parse(const unsigned char *buf, size_t len, int64_t file_size,
                     const char *path, pq_file *f, ferry__err *err);
-void pq_file_free(pq_file *f);
+void ferry__pq_file_free(pq_file *f);
 
 /* The ferry dtype of a column, or -1 with *why saying why not. */
-int pq_col_dtype(const pq_col *c, ferry_dtype *dt, const char **why);
+int ferry__pq_col_dtype(const pq_col *c, ferry_dtype *dt, const char **why);
 
 /* ---- The record: what every rank needs of one variable ---- */
 
@@ -180,12 +180,12 @@ typedef struct pq_rec {
   pq_rg_rec *rg; /* [nrg], first_row increasing          */
 } pq_rec;
 
-int pq_rec_put(const pq_rec *r, ferry__blob *b);
-int pq_rec_get(const ferry__blob *b, pq_rec *r, const char *where,
+int ferry__pq_rec_put(const pq_rec *r, ferry__blob *b);
+int ferry__pq_rec_get(const ferry__blob *b, pq_rec *r, const char *where,
                ferry__err *err);
-void pq_rec_free(pq_rec *r);
+void ferry__pq_rec_free(pq_rec *r);
 
-int pq_describe(const char *path, const ferry_options *opts,
+int ferry__pq_describe(const char *path, const ferry_options *opts,
                 ferry__part_desc *out, ferry__err *err);
 
 /* ---- Column chunk decoding (pages.c) ---- */
@@ -214,14 +214,14 @@ typedef struct pq_job {
   int64_t row0; /* file row of the row group's first row */
 } pq_job;
 
-int pq_decode_chunk(const pq_job *j, pq_scratch *s, ferry__err *err);
-void pq_scratch_free(pq_scratch *s);
+int ferry__pq_decode_chunk(const pq_job *j, pq_scratch *s, ferry__err *err);
+void ferry__pq_scratch_free(pq_scratch *s);
 
 /* Decompress in[0..inlen) into out[0..outlen) exactly; -1 with why. */
-int pq_decompress(int codec, const unsigned char *in, size_t inlen,
+int ferry__pq_decompress(int codec, const unsigned char *in, size_t inlen,
                   unsigned char *out, size_t outlen, const char **why);
 /* Snappy raw format (pages.c has no library for it). */
-int pq_snappy_decode(const unsigned char *in, size_t inlen, unsigned char *out,
+int ferry__pq_snappy_decode(const unsigned char *in, size_t inlen, unsigned char *out,
                      size_t outlen, const char **why);
 
 #endif /* FERRY_PARQUET_H */
