@@ -10,6 +10,7 @@ libferry_core_la_SOURCES += \
 	src/backends/parquet/pages.c \
 	src/backends/parquet/parquet.c
 
+UNIT_TESTS += tests/unit/test_parquet
 MPI_TESTS += tests/mpi/parquet.sh
 TEST_DATA_FILES += \
 	tests/parquet/make_parquet.mjs \

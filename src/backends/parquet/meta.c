@@ -219,6 +219,9 @@ static int walk_children(walk *w, int32_t nchildren, const char *prefix,
   if (nchildren > w->nse - w->next)
     return ferry__pq_tr_fail(w->t, "schema child count past the schema's end");
   for (int32_t i = 0; i < nchildren; i++) {
+    if (w->next >= w->nse) /* nested children used up the elements */
+      return ferry__pq_tr_fail(w->t, "schema child count past the schema's "
+                                     "end");
     int64_t me = w->next++;
     const pq_se *se = &w->se[me];
     int d = def + (se->repetition != REQUIRED);

@@ -863,8 +863,8 @@ int ferry__pq_decode_chunk(const pq_job *j, pq_scratch *s, ferry__err *err) {
     if ((size_t)h.usize > ubound)
       return fail(&d, FERRY_EFORMAT, "the page's uncompressed size is above "
                                      "its column chunk's");
-    if (one_page(&d, j->chunk + pos + hl, &h) < 0)
-      return -1;
+    if (one_page(&d, j->chunk + pos + hl, &h) < 0) /* err is set */
+      return err && err->code < 0 ? err->code : FERRY_EFORMAT;
     pos += hl + (size_t)h.csize;
     if (d.want == 0)
       break;
