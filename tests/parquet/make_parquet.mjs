@@ -147,6 +147,11 @@ async function duckdb() {
   const fv = path.join(out, 'bad', 'varlist.parquet');
   await c.run(`COPY (SELECT i::INTEGER AS a, CASE WHEN i < 10 THEN [1.0::FLOAT, 2.0] ELSE [1.0::FLOAT] END AS v FROM range(20) t(i)) TO '${fv}' (FORMAT parquet)`);
   bad.push([fv, 'v', 'v|not all of one length']);
+  // lengths 2 except rows 5 (3) and 6 (1): 2 values per row on average, so
+  // the footer cannot tell; the read names the row
+  const fv2 = path.join(out, 'bad', 'varlist2.parquet');
+  await c.run(`COPY (SELECT i::INTEGER AS a, CASE WHEN i = 5 THEN [1.0::FLOAT, 2.0, 3.0] WHEN i = 6 THEN [1.0::FLOAT] ELSE [1.0::FLOAT, 2.0] END AS v FROM range(20) t(i)) TO '${fv2}' (FORMAT parquet)`);
+  bad.push([fv2, 'v', 'list row 5|more than the 2 elements|column v']);
 }
 
 // ---- hyparquet-writer ----

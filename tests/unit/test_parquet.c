@@ -258,7 +258,7 @@ static int decode_var(const ferry__part_desc *d, int v, const unsigned char *fil
     pq_job j = {&r, &r.rg[g], file + r.rg[g].offset,
                 out + (size_t)r.rg[g].first_row * d->vars[v].row_bytes,
                 "test", d->vars[v].name, 0, g, r.rg[g].first_row};
-    rc = ferry__pq_decode_chunk(&j, &s, err);
+    rc = ferry__pq_decode_chunk(&j, &s, 1, err);
   }
   ferry__pq_scratch_free(&s);
   ferry__pq_rec_free(&r);
@@ -382,7 +382,7 @@ static void fuzz_chunks(const unsigned char *file, size_t n, const char *name) {
     gt.size = len;
     memcpy(c, file + g.offset, (size_t)len);
     pq_job j = {&r, &gt, c, out, "t", name, 0, 0, 0};
-    refused += ferry__pq_decode_chunk(&j, &s, &err) < 0;
+    refused += ferry__pq_decode_chunk(&j, &s, 1, &err) < 0;
   }
   CHECK(refused == g.size, "%s: %d of %lld truncations refused", name, refused,
         (long long)g.size);
@@ -390,7 +390,7 @@ static void fuzz_chunks(const unsigned char *file, size_t n, const char *name) {
     memcpy(c, file + g.offset, (size_t)g.size);
     c[bit / 8] ^= (unsigned char)(1u << (bit % 8));
     pq_job j = {&r, &g, c, out, "t", name, 0, 0, 0};
-    (void)ferry__pq_decode_chunk(&j, &s, &err);
+    (void)ferry__pq_decode_chunk(&j, &s, 1, &err);
   }
   free(out);
   free(c);
@@ -445,7 +445,7 @@ static void test_dict_range(void) {
   ferry__err err;
   memset(&s, 0, sizeof s);
   pq_job j = {&r, &g, chunk, (unsigned char *)out, "f", "x", 0, 0, 0};
-  int rc = ferry__pq_decode_chunk(&j, &s, &err);
+  int rc = ferry__pq_decode_chunk(&j, &s, 1, &err);
   CHECK(rc == FERRY_EFORMAT && strstr(err.msg, "dictionary index 3 out of "
                                                "range"),
         "%d %s", rc, err.msg);
@@ -454,7 +454,7 @@ static void test_dict_range(void) {
   memcpy(ok, chunk, sizeof chunk);
   ok[sizeof ok - 1] = 0x01;
   j.chunk = ok;
-  rc = ferry__pq_decode_chunk(&j, &s, &err);
+  rc = ferry__pq_decode_chunk(&j, &s, 1, &err);
   CHECK(rc == 0 && out[0] == 20 && out[3] == 20, "%d %s", rc, err.msg);
   ferry__pq_scratch_free(&s);
 }

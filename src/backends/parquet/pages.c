@@ -26,6 +26,8 @@
 
 #include "backends/parquet/parquet.h"
 
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef HAVE_ZLIB
@@ -282,6 +284,16 @@ static int uvarint(bits_in *b, uint64_t *v) {
   return -1;
 }
 
+/* 8 bytes at p, little-endian */
+static uint64_t load64(const unsigned char *p) {
+  uint64_t w;
+  memcpy(&w, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  w = __builtin_bswap64(w);
+#endif
+  return w;
+}
+
 /* n values of bw bits (LSB first) from p, which has avail bytes. */
 static int unpack(const unsigned char *p, size_t avail, int bw, uint64_t *out64,
                   uint32_t *out32, size_t n) {
@@ -296,8 +308,29 @@ static int unpack(const unsigned char *p, size_t avail, int bw, uint64_t *out64,
   }
   if ((n * (size_t)bw + 7) / 8 > avail)
     return -1;
-  size_t bit = 0;
-  for (size_t i = 0; i < n; i++) {
+  size_t i = 0;
+  if (bw <= 56) {
+    /* a 64-bit little-endian window per value, while 8 bytes remain */
+    const uint64_t mask = (UINT64_C(1) << bw) - 1;
+    if (bw <= 8 && out32) /* groups of 8 values in bw bytes: levels */
+      for (; i + 8 <= n && (i / 8 + 1) * (size_t)bw + 8 <= avail; i += 8) {
+        uint64_t w = load64(p + i / 8 * (size_t)bw);
+        for (int k = 0; k < 8; k++)
+          out32[i + (size_t)k] = (uint32_t)((w >> (k * bw)) & mask);
+      }
+    for (; i < n; i++) {
+      size_t bit = i * (size_t)bw, byte = bit >> 3;
+      if (byte + 8 > avail)
+        break;
+      uint64_t v = (load64(p + byte) >> (bit & 7)) & mask;
+      if (out64)
+        out64[i] = v;
+      else
+        out32[i] = (uint32_t)v;
+    }
+  }
+  for (; i < n; i++) { /* the tail, and widths above 56, bit by bit */
+    size_t bit = i * (size_t)bw;
     uint64_t v = 0;
     for (int got = 0; got < bw;) {
       size_t byte = bit >> 3;
@@ -458,9 +491,8 @@ typedef struct dec {
   size_t elem;   /* bytes of one output element                     */
   int64_t want;  /* values the rows need: num_rows * k               */
   int64_t got;   /* values written                                   */
-  int64_t row;   /* rows completed (lists)                           */
-  int64_t run;   /* elements of the current list row                 */
   int64_t dict_n;
+  const unsigned char *dict; /* dict_n decoded values (a scratch's)   */
   int64_t page_at; /* chunk offset of the current page               */
 } dec;
 
@@ -500,7 +532,7 @@ static int plain_values(dec *d, const unsigned char *p, size_t avail, size_t n,
     if ((n + 7) / 8 > avail)
       return -1;
     for (size_t i = 0; i < n; i++)
-      out[i] = (unsigned char)((p[i >> 3] >> (i & 7)) & 1u);
+      out[i] = (unsigned char)(((unsigned)p[i >> 3] >> (i & 7)) & 1u);
     return 0;
   }
   if (n > avail / d->phys)
@@ -528,6 +560,7 @@ static int dict_page(dec *d, const unsigned char *body, size_t len,
     return fail(d, FERRY_EFORMAT, "a dictionary page holds fewer bytes than "
                                   "its values need");
   d->dict_n = (int64_t)n;
+  d->dict = d->s->dict;
   return 0;
 }
 
@@ -543,7 +576,7 @@ static int dict_values(dec *d, const unsigned char *p, size_t len, size_t n,
     return fail(d, FERRY_ENOMEM, "out of memory");
   if (rle_decode(p + 1, len - 1, p[0], d->s->idx, n, &why) < 0)
     return fail(d, FERRY_EFORMAT, why);
-  const unsigned char *dict = d->s->dict;
+  const unsigned char *dict = d->dict;
   for (size_t i = 0; i < n; i++) {
     uint32_t k = d->s->idx[i];
     if ((int64_t)k >= d->dict_n) {
@@ -689,37 +722,43 @@ static int levels(dec *d, const unsigned char *p, size_t len, int max,
   return 0;
 }
 
-/* Check the levels: no null; for a list, every row k elements.  Returns the
- * number of values (non-null) the page holds. */
+/* Check the levels: no null; for a list, every row k elements.  A page
+ * starts at value d->got (nulls are refused, so values and levels count
+ * alike), so a row starts exactly where (d->got + i) % k == 0: the check
+ * needs nothing of the pages before, and pages can be decoded in any order
+ * on any thread. */
 static int check_levels(dec *d, const uint32_t *rep, const uint32_t *def,
                         size_t n) {
   const pq_rec *r = d->j->rec;
   char msg[240];
-  for (size_t i = 0; i < n; i++) {
-    if (r->max_rep > 0 && rep[i] == 0) {
-      if (d->got + (int64_t)i > 0 && d->run != r->k)
-        goto badlen;
-      d->row++;
-      d->run = 0;
-    }
-    if (def && def[i] < (uint32_t)r->max_def) {
-      int64_t row = r->max_rep > 0 ? d->row - 1 : (d->got + (int64_t)i);
+  const uint32_t maxd = (uint32_t)r->max_def;
+  for (size_t i = 0; def && i < n; i++)
+    if (def[i] < maxd) {
+      int64_t row = (d->got + (int64_t)i) / r->k;
       snprintf(msg, sizeof msg,
-               "a null (or empty list) at row %lld of the file (row %lld of "
-               "the row group): ferry reads columns without nulls",
+               "a null%s at row %lld of the file (row %lld of the row "
+               "group): ferry reads columns without nulls",
+               r->max_rep > 0 ? " (or an empty list)" : "",
                (long long)(d->j->row0 + row), (long long)row);
       return fail(d, FERRY_ENOTSUP, msg);
     }
-    d->run++;
+  if (r->max_rep == 0)
+    return 0;
+  int64_t k = r->k, at = d->got % k;
+  for (size_t i = 0; i < n; i++) {
+    if ((rep[i] == 0) != (at == 0)) {
+      int64_t row = (d->got + (int64_t)i) / k - (at == 0);
+      snprintf(msg, sizeof msg,
+               "list row %lld of the file holds %s than the %lld elements of "
+               "the rows before it",
+               (long long)(d->j->row0 + row), at == 0 ? "more" : "fewer",
+               (long long)k);
+      return fail(d, FERRY_ESHAPE, msg);
+    }
+    if (++at == k)
+      at = 0;
   }
   return 0;
-badlen:
-  snprintf(msg, sizeof msg,
-           "list row %lld of the file holds %lld elements, not the %lld of "
-           "the rows before it",
-           (long long)(d->j->row0 + d->row - 1), (long long)d->run,
-           (long long)r->k);
-  return fail(d, FERRY_ESHAPE, msg);
 }
 
 static int page_levels(dec *d, const unsigned char *rp, size_t rl,
@@ -823,61 +862,198 @@ static int one_page(dec *d, const unsigned char *in, const page_hdr *h) {
   return data_v1(d, body, (size_t)h->usize, h);
 }
 
-int ferry__pq_decode_chunk(const pq_job *j, pq_scratch *s, ferry__err *err) {
-  dec d;
-  memset(&d, 0, sizeof d);
-  d.j = j;
-  d.s = s;
-  d.err = err;
-  d.elem = ferry_dtype_size((ferry_dtype)j->rec->dtype);
-  d.phys = j->rec->type == PQ_BOOLEAN ? 0
-           : j->rec->type == PQ_FLBA  ? (size_t)j->rec->type_length
-           : j->rec->type == PQ_INT32 || j->rec->type == PQ_FLOAT ? 4
-                                                                  : 8;
-  d.want = j->rg->num_rows * j->rec->k;
-  d.dict_n = -1;
-  size_t size = (size_t)j->rg->size;
+/* One page found by the scan: where, its header, the value it starts at. */
+typedef struct page_ref {
+  size_t pos, hl;
+  page_hdr h;
+  int64_t first;
+} page_ref;
+
+typedef struct scan {
+  page_ref *pg;
+  size_t n, cap;
+} scan;
+
+static void dec_init(dec *d, const pq_job *j, pq_scratch *s, ferry__err *err) {
+  memset(d, 0, sizeof *d);
+  d->j = j;
+  d->s = s;
+  d->err = err;
+  d->elem = ferry_dtype_size((ferry_dtype)j->rec->dtype);
+  d->phys = j->rec->type == PQ_BOOLEAN ? 0
+            : j->rec->type == PQ_FLBA  ? (size_t)j->rec->type_length
+            : j->rec->type == PQ_INT32 || j->rec->type == PQ_FLOAT ? 4
+                                                                   : 8;
+  d->want = j->rg->num_rows * j->rec->k;
+  d->dict_n = -1;
+}
+
+static int code_of(const ferry__err *err) {
+  return err && err->code < 0 ? err->code : FERRY_EFORMAT;
+}
+
+/* Walk the page headers; decode the dictionary page on the way (into d's
+ * scratch); list the data pages with the value each starts at. */
+static int scan_pages(dec *d, scan *sc) {
+  const pq_job *j = d->j;
+  size_t size = (size_t)j->rg->size, pos = 0;
   size_t ubound = j->rg->usize > 0 && j->rg->usize < PQ_MAX_PAGE
                       ? (size_t)j->rg->usize
                       : PQ_MAX_PAGE;
-  size_t pos = 0;
-  while (pos < size && (d.got < d.want || d.want == 0)) {
+  int64_t vals = 0;
+  char msg[200];
+  while (pos < size && (vals < d->want || d->want == 0)) {
     pq_tr t;
-    page_hdr h;
-    d.page_at = (int64_t)pos;
+    page_ref pr;
+    d->page_at = (int64_t)pos;
     ferry__pq_tr_init(&t, j->chunk + pos, size - pos);
-    if (parse_page_header(&t, &h) < 0) {
-      char msg[200];
+    if (parse_page_header(&t, &pr.h) < 0) {
       snprintf(msg, sizeof msg, "corrupt page header: %s", t.why);
-      return fail(&d, FERRY_EFORMAT, msg);
+      return fail(d, FERRY_EFORMAT, msg);
     }
-    size_t hl = ferry__pq_tr_offset(&t);
-    if ((size_t)h.csize > size - pos - hl) {
-      char msg[200];
+    pr.pos = pos;
+    pr.hl = ferry__pq_tr_offset(&t);
+    if ((size_t)pr.h.csize > size - pos - pr.hl) {
       snprintf(msg, sizeof msg,
                "the page's compressed size %d runs past its column chunk "
                "(%zu bytes left)",
-               h.csize, size - pos - hl);
-      return fail(&d, FERRY_EFORMAT, msg);
+               pr.h.csize, size - pos - pr.hl);
+      return fail(d, FERRY_EFORMAT, msg);
     }
-    if ((size_t)h.usize > ubound)
-      return fail(&d, FERRY_EFORMAT, "the page's uncompressed size is above "
-                                     "its column chunk's");
-    if (one_page(&d, j->chunk + pos + hl, &h) < 0) /* err is set */
-      return err && err->code < 0 ? err->code : FERRY_EFORMAT;
-    pos += hl + (size_t)h.csize;
-    if (d.want == 0)
+    if ((size_t)pr.h.usize > ubound)
+      return fail(d, FERRY_EFORMAT, "the page's uncompressed size is above "
+                                    "its column chunk's");
+    pos += pr.hl + (size_t)pr.h.csize;
+    if (pr.h.type == PQ_PAGE_DICT) {
+      if (one_page(d, j->chunk + pr.pos + pr.hl, &pr.h) < 0)
+        return code_of(d->err);
+      continue;
+    }
+    if (pr.h.type != PQ_PAGE_DATA && pr.h.type != PQ_PAGE_DATA_V2)
+      continue;
+    if (pr.h.num_values > d->want - vals)
+      return fail(d, FERRY_EFORMAT, "the column chunk's pages hold more "
+                                    "values than its rows");
+    pr.first = vals;
+    vals += pr.h.num_values;
+    if (sc->n == sc->cap) {
+      size_t c = sc->cap ? sc->cap * 2 : 64;
+      page_ref *np = realloc(sc->pg, c * sizeof *np);
+      if (!np)
+        return fail(d, FERRY_ENOMEM, "out of memory");
+      sc->pg = np;
+      sc->cap = c;
+    }
+    sc->pg[sc->n++] = pr;
+    if (d->want == 0)
       break;
   }
-  if (d.got != d.want || (j->rec->max_rep > 0 && d.want > 0 &&
-                          (d.row != j->rg->num_rows || d.run != j->rec->k))) {
-    char msg[200];
+  if (vals != d->want) {
     snprintf(msg, sizeof msg,
-             "the column chunk holds %lld values in %lld rows; its %lld rows "
-             "of %lld need %lld",
-             (long long)d.got, (long long)d.row, (long long)j->rg->num_rows,
-             (long long)j->rec->k, (long long)d.want);
-    return fail(&d, FERRY_EFORMAT, msg);
+             "the column chunk holds %lld values; its %lld rows of %lld need "
+             "%lld",
+             (long long)vals, (long long)j->rg->num_rows, (long long)j->rec->k,
+             (long long)d->want);
+    return fail(d, FERRY_EFORMAT, msg);
+  }
+  return 0;
+}
+
+/* Decode pages of sc on several threads: each takes the next page. */
+typedef struct pwork {
+  const pq_job *j;
+  const scan *sc;
+  const dec *proto; /* the dictionary */
+  pq_scratch *s;
+  size_t next;
+  pthread_mutex_t lock;
+  size_t bad_page; /* lowest failing page, sc->n: none */
+  int rc;
+  ferry__err err;
+} pwork;
+
+typedef struct pthr {
+  pwork *w;
+  int t;
+} pthr;
+
+static void *page_worker(void *arg) {
+  pthr *me = arg;
+  pwork *w = me->w;
+  for (;;) {
+    pthread_mutex_lock(&w->lock);
+    size_t i = w->next < w->bad_page ? w->next++ : w->sc->n;
+    pthread_mutex_unlock(&w->lock);
+    if (i >= w->sc->n)
+      break;
+    const page_ref *pr = &w->sc->pg[i];
+    ferry__err e;
+    dec d;
+    memset(&e, 0, sizeof e);
+    dec_init(&d, w->j, &w->s[me->t], &e);
+    d.dict = w->proto->dict;
+    d.dict_n = w->proto->dict_n;
+    d.got = pr->first;
+    d.page_at = (int64_t)pr->pos;
+    if (one_page(&d, w->j->chunk + pr->pos + pr->hl, &pr->h) < 0) {
+      pthread_mutex_lock(&w->lock);
+      if (i < w->bad_page) { /* the first page's error, as serially */
+        w->bad_page = i;
+        w->rc = code_of(&e);
+        w->err = e;
+      }
+      pthread_mutex_unlock(&w->lock);
+    }
+  }
+  return NULL;
+}
+
+int ferry__pq_decode_chunk(const pq_job *j, pq_scratch *s, int nthreads,
+                           ferry__err *err) {
+  dec d;
+  scan sc = {NULL, 0, 0};
+  dec_init(&d, j, &s[0], err);
+  int rc = scan_pages(&d, &sc);
+  if (rc < 0) {
+    free(sc.pg);
+    return rc;
+  }
+  if (nthreads > 64)
+    nthreads = 64;
+  if ((size_t)nthreads > sc.n)
+    nthreads = (int)sc.n;
+  /* small chunks are not worth a thread */
+  if (j->rg->usize < (1 << 20))
+    nthreads = 1;
+  pwork w;
+  memset(&w, 0, sizeof w);
+  w.j = j;
+  w.sc = &sc;
+  w.proto = &d;
+  w.s = s;
+  w.bad_page = sc.n;
+  pthread_mutex_init(&w.lock, NULL);
+  pthread_t th[64];
+  pthr a[64];
+  int started = 0;
+  for (int t = 1; t < nthreads; t++) {
+    a[t].w = &w;
+    a[t].t = t;
+    if (pthread_create(&th[t], NULL, page_worker, &a[t]) != 0)
+      break;
+    started = t;
+  }
+  a[0].w = &w;
+  a[0].t = 0;
+  page_worker(&a[0]);
+  for (int t = 1; t <= started; t++)
+    pthread_join(th[t], NULL);
+  pthread_mutex_destroy(&w.lock);
+  free(sc.pg);
+  if (w.bad_page < sc.n) {
+    if (err)
+      *err = w.err;
+    return w.rc;
   }
   return 0;
 }

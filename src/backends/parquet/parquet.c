@@ -841,7 +841,7 @@ static int64_t rg_in_file(const pq_rec *r, int64_t g, int64_t *row0) {
 
 static int decode_one(ferry__io *io, int var, int64_t g,
                       const unsigned char *chunk, unsigned char *out,
-                      pq_scratch *s, ferry__err *err) {
+                      pq_scratch *s, int nt, ferry__err *err) {
   var_state *vs = &io->vs[var];
   const pq_rg_rec *rg = &vs->rec.rg[g];
   int64_t row0 = 0, gi = rg_in_file(&vs->rec, g, &row0);
@@ -854,7 +854,7 @@ static int decode_one(ferry__io *io, int var, int64_t g,
                          rg->codec);
   pq_job j = {&vs->rec, rg, chunk, out, vs->rec.files[rg->file],
               io->m->vars[var].name, io->rank, gi, row0};
-  return ferry__pq_decode_chunk(&j, s, err);
+  return ferry__pq_decode_chunk(&j, s, nt, err);
 }
 
 /* Parallel decoding of row groups whose chunks are already read. */
@@ -891,7 +891,8 @@ static void *decode_worker(void *arg) {
     memset(&e, 0, sizeof e);
     unsigned char *o =
         p->out + (size_t)(r->rg[g].first_row - r->rg[p->g0].first_row) * rb;
-    int rc = decode_one(io, p->var, g, p->chunks[i], o, &io->scratch[w->t], &e);
+    int rc =
+        decode_one(io, p->var, g, p->chunks[i], o, &io->scratch[w->t], 1, &e);
     if (rc < 0) {
       pthread_mutex_lock(&p->lock);
       if (p->rc == 0) {
@@ -925,7 +926,7 @@ static int whole_groups(ferry__io *io, int64_t part, int var, int64_t g0,
                         out + (size_t)(io->vs[var].rec.rg[g].first_row -
                                        io->vs[var].rec.rg[g0].first_row) *
                                   io->m->vars[var].row_bytes,
-                        &io->scratch[0], err);
+                        io->scratch, io->nthreads, err);
       if (rc < 0)
         return rc;
     }
@@ -997,8 +998,8 @@ static int partial_group(ferry__io *io, int64_t part, int var, int64_t g,
     }
     int rc = read_chunk(io, part, var, g, 0, err);
     if (rc == 0)
-      rc = decode_one(io, var, g, io->cbuf[0], vs->cache, &io->scratch[0],
-                      err);
+      rc = decode_one(io, var, g, io->cbuf[0], vs->cache, io->scratch,
+                      io->nthreads, err);
     if (rc < 0)
       return rc;
     vs->cache_part = part;

@@ -214,7 +214,11 @@ typedef struct pq_job {
   int64_t row0; /* file row of the row group's first row */
 } pq_job;
 
-int ferry__pq_decode_chunk(const pq_job *j, pq_scratch *s, ferry__err *err);
+/* Decode one column chunk into j->out.  s: nthreads scratches; pages are
+ * decoded on up to nthreads threads (the caller's among them) when the
+ * chunk is large enough.  Errors name file, column, row group and page. */
+int ferry__pq_decode_chunk(const pq_job *j, pq_scratch *s, int nthreads,
+                           ferry__err *err);
 void ferry__pq_scratch_free(pq_scratch *s);
 
 /* Decompress in[0..inlen) into out[0..outlen) exactly; -1 with why. */
