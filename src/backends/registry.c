@@ -25,9 +25,7 @@ const ferry__backend *const ferry__backends[] = {
 #ifdef HAVE_HDF5
     &ferry__backend_hdf5,
 #endif
-    &ferry__backend_zarr,
-    &ferry__backend_parquet,
-    &ferry__backend_mem, NULL,
+    &ferry__backend_zarr, &ferry__backend_parquet, &ferry__backend_mem, NULL,
 };
 
 const ferry__backend *ferry__backend_find(const char *name) {

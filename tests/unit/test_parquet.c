@@ -19,8 +19,8 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 
-#include "backends/parquet/parquet.h"
 #include "../ferry_test.h"
+#include "backends/parquet/parquet.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -248,16 +248,23 @@ static const char *write_tmp(const char *name, const unsigned char *b,
 
 /* Decode every row group of variable v of d from the file bytes into out
  * (num_samples rows); 0 or the error. */
-static int decode_var(const ferry__part_desc *d, int v, const unsigned char *file,
-                      unsigned char *out, ferry__err *err) {
+static int decode_var(const ferry__part_desc *d, int v,
+                      const unsigned char *file, unsigned char *out,
+                      ferry__err *err) {
   pq_rec r;
   pq_scratch s;
   memset(&s, 0, sizeof s);
   int rc = ferry__pq_rec_get(&d->rec[v], &r, "test", err);
   for (int64_t g = 0; rc == 0 && g < r.nrg; g++) {
-    pq_job j = {&r, &r.rg[g], file + r.rg[g].offset,
+    pq_job j = {&r,
+                &r.rg[g],
+                file + r.rg[g].offset,
                 out + (size_t)r.rg[g].first_row * d->vars[v].row_bytes,
-                "test", d->vars[v].name, 0, g, r.rg[g].first_row};
+                "test",
+                d->vars[v].name,
+                0,
+                g,
+                r.rg[g].first_row};
     rc = ferry__pq_decode_chunk(&j, &s, 1, err);
   }
   ferry__pq_scratch_free(&s);
@@ -315,11 +322,13 @@ static void test_good(void) {
   float fv[80];
   CHECK(vt >= 0 && decode_var(&d, vt, duck_file, (unsigned char *)t, &err) == 0,
         "decode t: %s", err.msg);
-  CHECK(vv >= 0 && decode_var(&d, vv, duck_file, (unsigned char *)fv, &err) == 0,
+  CHECK(vv >= 0 &&
+            decode_var(&d, vv, duck_file, (unsigned char *)fv, &err) == 0,
         "decode v: %s", err.msg);
   bad = 0;
   for (int i = 0; i < 40; i++)
-    bad += t[i] != i % 5 || fv[2 * i] != (float)i || fv[2 * i + 1] != (float)i + 0.5f;
+    bad += t[i] != i % 5 || fv[2 * i] != (float)i ||
+           fv[2 * i + 1] != (float)i + 0.5f;
   CHECK(bad == 0, "%d rows differ", bad);
   ferry__part_desc_free(&d);
 }
@@ -408,8 +417,8 @@ static void test_thrift(void) {
   CHECK(rc == FERRY_EFORMAT && strstr(err.msg, "deep"), "deep: %d %s", rc,
         err.msg);
   /* FileMetaData { 2: list<struct> of 2^62 elements } */
-  unsigned char big[] = {0x29, 0xfc, 0xff, 0xff, 0xff, 0xff, 0xff,
-                         0xff, 0xff, 0xff, 0x3f, 0x00};
+  unsigned char big[] = {0x29, 0xfc, 0xff, 0xff, 0xff, 0xff,
+                         0xff, 0xff, 0xff, 0xff, 0x3f, 0x00};
   rc = ferry__pq_footer_parse(big, sizeof big, 1000, "big", &f, &err);
   CHECK(rc == FERRY_EFORMAT && strstr(err.msg, "longer than the bytes left"),
         "big list: %d %s", rc, err.msg);
@@ -424,14 +433,14 @@ static void test_thrift(void) {
 static void test_dict_range(void) {
   static const unsigned char chunk[] = {
       /* PageHeader: DICTIONARY_PAGE, 8 bytes, 8 bytes; dict header */
-      0x15, 0x04, 0x15, 0x10, 0x15, 0x10, 0x4c, 0x15, 0x04, 0x15, 0x00,
-      0x00, 0x00,
+      0x15, 0x04, 0x15, 0x10, 0x15, 0x10, 0x4c, 0x15, 0x04, 0x15, 0x00, 0x00,
+      0x00,
       /* the dictionary: 10, 20 */
       0x0a, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00,
       /* PageHeader: DATA_PAGE, 3 bytes, 3 bytes; data header: 4 values,
        * RLE_DICTIONARY, levels RLE */
-      0x15, 0x00, 0x15, 0x06, 0x15, 0x06, 0x2c, 0x15, 0x08, 0x15, 0x10,
-      0x15, 0x06, 0x15, 0x06, 0x00, 0x00,
+      0x15, 0x00, 0x15, 0x06, 0x15, 0x06, 0x2c, 0x15, 0x08, 0x15, 0x10, 0x15,
+      0x06, 0x15, 0x06, 0x00, 0x00,
       /* bit width 2, a run of 4 times index 3 */
       0x02, 0x08, 0x03};
   pq_rec r;

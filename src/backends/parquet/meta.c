@@ -49,8 +49,8 @@ const char *ferry__pq_encoding_name(int enc) {
 
 const char *ferry__pq_type_name(int type) {
   static const char *const names[] = {
-      "BOOLEAN", "INT32",      "INT64", "INT96", "FLOAT", "DOUBLE",
-      "BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY"};
+      "BOOLEAN", "INT32",  "INT64",      "INT96",
+      "FLOAT",   "DOUBLE", "BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY"};
   return type >= 0 && type < 8 ? names[type] : "unknown type";
 }
 
@@ -124,7 +124,10 @@ static int parse_se(pq_tr *t, int ftype, pq_se *se) {
       }
       break;
     case 5: ferry__pq_tr_i32(t, ty, &se->num_children); break;
-    case 6: ferry__pq_tr_i32(t, ty, &se->converted); se->converted++; break;
+    case 6:
+      ferry__pq_tr_i32(t, ty, &se->converted);
+      se->converted++;
+      break;
     case 10: parse_logical(t, ty, se); break;
     default: ferry__pq_tr_skip(t, ty);
     }
@@ -136,7 +139,7 @@ static int parse_se(pq_tr *t, int ftype, pq_se *se) {
     return ferry__pq_tr_fail(t, "a schema element has no name");
   if (se->num_children < 0 || se->repetition < 0 || se->repetition > 2)
     return ferry__pq_tr_fail(t, "a schema element has a bad child count or "
-                         "repetition");
+                                "repetition");
   return 0;
 }
 
@@ -179,11 +182,12 @@ static int is_list_group(const walk *w, int64_t gi) {
   if (r->num_children == 0)
     return 1;
   return r->num_children == 1 && gi + 2 < w->nse &&
-         w->se[gi + 2].num_children == 0 && w->se[gi + 2].repetition != REPEATED;
+         w->se[gi + 2].num_children == 0 &&
+         w->se[gi + 2].repetition != REPEATED;
 }
 
-static int add_leaf(walk *w, const pq_se *se, const char *path,
-                    const char *top, int def, int rep, int depth, int list) {
+static int add_leaf(walk *w, const pq_se *se, const char *path, const char *top,
+                    int def, int rep, int depth, int list) {
   if (w->ncols >= PQ_MAX_COLUMNS)
     return ferry__pq_tr_fail(w->t, "more than 100000 columns");
   pq_col *c = &w->cols[w->ncols];
@@ -230,12 +234,11 @@ static int walk_children(walk *w, int32_t nchildren, const char *prefix,
     if (!path)
       return ferry__pq_tr_fail(w->t, "out of memory");
     const char *tp = depth == 1 ? se->name : top;
-    int lst = list || (depth == 1 && se->num_children > 0 &&
-                       is_list_group(w, me));
-    int rc = se->num_children == 0
-                 ? add_leaf(w, se, path, tp, d, r, depth, lst)
-                 : walk_children(w, se->num_children, path, tp, d, r,
-                                 depth + 1, lst);
+    int lst =
+        list || (depth == 1 && se->num_children > 0 && is_list_group(w, me));
+    int rc = se->num_children == 0 ? add_leaf(w, se, path, tp, d, r, depth, lst)
+                                   : walk_children(w, se->num_children, path,
+                                                   tp, d, r, depth + 1, lst);
     free(path);
     if (rc < 0)
       return -1;
@@ -327,9 +330,8 @@ static int parse_colmeta(pq_tr *t, int ftype, pq_chunk *c) {
   if (r < 0 || t->why)
     return -1;
   /* Some writers set dictionary_page_offset to 0 with no dictionary. */
-  c->offset =
-      dict_off > 0 && (data_off < 0 || dict_off < data_off) ? dict_off
-                                                            : data_off;
+  c->offset = dict_off > 0 && (data_off < 0 || dict_off < data_off) ? dict_off
+                                                                    : data_off;
   return 0;
 }
 
@@ -348,7 +350,7 @@ static int parse_colchunk(pq_tr *t, int ftype, pq_chunk *c) {
     if (id == 1) {
       if (ferry__pq_tr_binary(t, ty, &s, &n) == 0 && n > 0)
         return ferry__pq_tr_fail(t, "a column chunk lives in another file "
-                             "(file_path), which ferry does not read");
+                                    "(file_path), which ferry does not read");
     } else if (id == 3) {
       have = parse_colmeta(t, ty, c) == 0;
     } else {
@@ -375,8 +377,9 @@ static int parse_rowgroup(pq_tr *t, int ftype, pq_rowgroup *g, int ncols) {
       if (ferry__pq_tr_list(t, ty, &et, &n) < 0)
         break;
       if (n != ncols)
-        return ferry__pq_tr_fail(t, "a row group's column count differs from the "
-                             "schema's");
+        return ferry__pq_tr_fail(t,
+                                 "a row group's column count differs from the "
+                                 "schema's");
       if (!(g->chunks = calloc((size_t)(n ? n : 1), sizeof *g->chunks)))
         return ferry__pq_tr_fail(t, "out of memory");
       for (int64_t i = 0; i < n; i++)
@@ -392,7 +395,8 @@ static int parse_rowgroup(pq_tr *t, int ftype, pq_rowgroup *g, int ncols) {
   if (r < 0 || t->why)
     return -1;
   if (!g->chunks || g->num_rows < 0)
-    return ferry__pq_tr_fail(t, "a row group lacks its columns or its row count");
+    return ferry__pq_tr_fail(t,
+                             "a row group lacks its columns or its row count");
   return 0;
 }
 
@@ -431,7 +435,8 @@ static int parse_filemeta(pq_tr *t, pq_file *f) {
         return ferry__pq_tr_fail(t, "row groups before the schema");
       have_rg = 1;
       parse_rowgroups(t, ty, f);
-    } else if (id == 6 && ferry__pq_tr_binary(t, ty, &s, &n) == 0 && !f->created_by) {
+    } else if (id == 6 && ferry__pq_tr_binary(t, ty, &s, &n) == 0 &&
+               !f->created_by) {
       if ((f->created_by = malloc(n + 1)) != NULL) {
         memcpy(f->created_by, s, n);
         f->created_by[n] = '\0';
@@ -447,8 +452,9 @@ static int parse_filemeta(pq_tr *t, pq_file *f) {
   if (r < 0 || t->why)
     return -1;
   if (!have_schema || !have_rg || f->num_rows < 0)
-    return ferry__pq_tr_fail(t, "FileMetaData lacks its schema, row groups or row "
-                         "count");
+    return ferry__pq_tr_fail(t,
+                             "FileMetaData lacks its schema, row groups or row "
+                             "count");
   int64_t sum = 0;
   for (int64_t i = 0; i < f->nrg; i++) {
     if (f->rg[i].num_rows > INT64_MAX - sum)
@@ -456,7 +462,8 @@ static int parse_filemeta(pq_tr *t, pq_file *f) {
     sum += f->rg[i].num_rows;
   }
   if (sum != f->num_rows)
-    return ferry__pq_tr_fail(t, "the row groups' rows do not add up to num_rows");
+    return ferry__pq_tr_fail(t,
+                             "the row groups' rows do not add up to num_rows");
   return 0;
 }
 
@@ -475,27 +482,29 @@ void ferry__pq_file_free(pq_file *f) {
   memset(f, 0, sizeof *f);
 }
 
-int ferry__pq_footer_parse(const unsigned char *buf, size_t len, int64_t file_size,
-                    const char *path, pq_file *f, ferry__err *err) {
+int ferry__pq_footer_parse(const unsigned char *buf, size_t len,
+                           int64_t file_size, const char *path, pq_file *f,
+                           ferry__err *err) {
   pq_tr t;
   memset(f, 0, sizeof *f);
   f->size = file_size;
   ferry__pq_tr_init(&t, buf, len);
   if (parse_filemeta(&t, f) < 0) {
-    int64_t at = file_size - 8 - (int64_t)len + (int64_t)ferry__pq_tr_offset(&t);
+    int64_t at =
+        file_size - 8 - (int64_t)len + (int64_t)ferry__pq_tr_offset(&t);
     int rc = ferry__seterr(err, FERRY_EFORMAT,
                            "%s: corrupt Parquet footer: %s (footer byte %zu, "
                            "file offset %lld)",
-                           path, t.why ? t.why : "malformed", ferry__pq_tr_offset(&t),
-                           (long long)at);
+                           path, t.why ? t.why : "malformed",
+                           ferry__pq_tr_offset(&t), (long long)at);
     ferry__pq_file_free(f);
     return rc;
   }
   return 0;
 }
 
-static int read_tail(int fd, const char *path, int64_t size, unsigned char **out,
-                     size_t *outlen, ferry__err *err) {
+static int read_tail(int fd, const char *path, int64_t size,
+                     unsigned char **out, size_t *outlen, ferry__err *err) {
   unsigned char tail[8], head[4];
   size_t got = 0;
   if (size < 12)

@@ -111,8 +111,9 @@ trunc:
   return -1;
 }
 
-int ferry__pq_snappy_decode(const unsigned char *in, size_t inlen, unsigned char *out,
-                     size_t outlen, const char **why) {
+int ferry__pq_snappy_decode(const unsigned char *in, size_t inlen,
+                            unsigned char *out, size_t outlen,
+                            const char **why) {
   const unsigned char *p = in, *end = in + inlen;
   uint64_t n = 0;
   int shift = 0;
@@ -214,7 +215,7 @@ static int lz4_hadoop(const unsigned char *in, size_t inlen, unsigned char *out,
 #endif
 
 int ferry__pq_decompress(int codec, const unsigned char *in, size_t inlen,
-                  unsigned char *out, size_t outlen, const char **why) {
+                         unsigned char *out, size_t outlen, const char **why) {
   switch (codec) {
   case PQ_CODEC_NONE:
     if (inlen != outlen) {
@@ -224,7 +225,8 @@ int ferry__pq_decompress(int codec, const unsigned char *in, size_t inlen,
     if (outlen)
       memcpy(out, in, outlen);
     return 0;
-  case PQ_CODEC_SNAPPY: return ferry__pq_snappy_decode(in, inlen, out, outlen, why);
+  case PQ_CODEC_SNAPPY:
+    return ferry__pq_snappy_decode(in, inlen, out, outlen, why);
 #ifdef HAVE_ZLIB
   case PQ_CODEC_GZIP: return gunzip(in, inlen, out, outlen, why);
 #endif
@@ -351,8 +353,8 @@ static int unpack(const unsigned char *p, size_t avail, int bw, uint64_t *out64,
 }
 
 /* The RLE/bit-packed hybrid: exactly n values of bw bits (bw <= 32). */
-static int rle_decode(const unsigned char *p, size_t len, int bw,
-                      uint32_t *out, size_t n, const char **why) {
+static int rle_decode(const unsigned char *p, size_t len, int bw, uint32_t *out,
+                      size_t n, const char **why) {
   bits_in b = {p, p + len};
   size_t done = 0, vbytes = ((size_t)bw + 7) / 8;
   while (done < n) {
@@ -476,8 +478,9 @@ static int parse_page_header(pq_tr *t, page_hdr *h) {
     return -1;
   if (h->type < 0 || h->usize < 0 || h->csize < 0 || h->num_values < 0 ||
       h->def_len < 0 || h->rep_len < 0 || h->num_nulls < 0)
-    return ferry__pq_tr_fail(t, "a page header lacks its type or sizes, or has a "
-                         "negative one");
+    return ferry__pq_tr_fail(t,
+                             "a page header lacks its type or sizes, or has a "
+                             "negative one");
   return 0;
 }
 
@@ -487,10 +490,10 @@ typedef struct dec {
   const pq_job *j;
   pq_scratch *s;
   ferry__err *err;
-  size_t phys;   /* bytes of one physical value (0: BOOLEAN bits)    */
-  size_t elem;   /* bytes of one output element                     */
-  int64_t want;  /* values the rows need: num_rows * k               */
-  int64_t got;   /* values written                                   */
+  size_t phys;  /* bytes of one physical value (0: BOOLEAN bits)    */
+  size_t elem;  /* bytes of one output element                     */
+  int64_t want; /* values the rows need: num_rows * k               */
+  int64_t got;  /* values written                                   */
   int64_t dict_n;
   const unsigned char *dict; /* dict_n decoded values (a scratch's)   */
   int64_t page_at; /* chunk offset of the current page               */
@@ -552,13 +555,15 @@ static int dict_page(dec *d, const unsigned char *body, size_t len,
     return fail(d, FERRY_ENOTSUP, "a dictionary page not PLAIN-encoded");
   size_t n = (size_t)h->num_values;
   if (n > len * 8)
-    return fail(d, FERRY_EFORMAT, "a dictionary page holds fewer bytes than "
-                                  "its values need");
+    return fail(d, FERRY_EFORMAT,
+                "a dictionary page holds fewer bytes than "
+                "its values need");
   if (grow((void **)&d->s->dict, &d->s->dict_cap, (n ? n : 1) * d->elem) < 0)
     return fail(d, FERRY_ENOMEM, "out of memory for the dictionary");
   if (plain_values(d, body, len, n, d->s->dict) < 0)
-    return fail(d, FERRY_EFORMAT, "a dictionary page holds fewer bytes than "
-                                  "its values need");
+    return fail(d, FERRY_EFORMAT,
+                "a dictionary page holds fewer bytes than "
+                "its values need");
   d->dict_n = (int64_t)n;
   d->dict = d->s->dict;
   return 0;
@@ -568,8 +573,9 @@ static int dict_values(dec *d, const unsigned char *p, size_t len, size_t n,
                        unsigned char *out) {
   const char *why = "truncated dictionary indices";
   if (d->dict_n < 0)
-    return fail(d, FERRY_EFORMAT, "dictionary-encoded values but no "
-                                  "dictionary page before them");
+    return fail(d, FERRY_EFORMAT,
+                "dictionary-encoded values but no "
+                "dictionary page before them");
   if (len < 1 || p[0] > 32)
     return fail(d, FERRY_EFORMAT, "bad bit width of dictionary indices");
   if (grow((void **)&d->s->idx, &d->s->idx_cap, (n ? n : 1) * 4) < 0)
@@ -585,8 +591,7 @@ static int dict_values(dec *d, const unsigned char *p, size_t len, size_t n,
                "dictionary index %u out of range (the dictionary holds %lld "
                "values) at row %lld",
                k, (long long)d->dict_n,
-               (long long)(d->j->row0 +
-                           (d->got + (int64_t)i) / d->j->rec->k));
+               (long long)(d->j->row0 + (d->got + (int64_t)i) / d->j->rec->k));
       return fail(d, FERRY_EFORMAT, msg);
     }
     memcpy(out + i * d->elem, dict + (size_t)k * d->elem, d->elem);
@@ -640,8 +645,8 @@ static int delta_values(dec *d, const unsigned char *p, size_t len, size_t n,
         if (take > n - done)
           take = n - done;
         size_t skip = (size_t)(i * (uint64_t)bw / 8);
-        if (skip > avail || unpack(b.p + skip, avail - skip, bw, buf, NULL,
-                                   take) < 0)
+        if (skip > avail ||
+            unpack(b.p + skip, avail - skip, bw, buf, NULL, take) < 0)
           return -1;
         for (size_t k = 0; k < take; k++, done++) {
           v += mind + buf[k];
@@ -654,8 +659,8 @@ static int delta_values(dec *d, const unsigned char *p, size_t len, size_t n,
   return 0;
 }
 
-static int rle_bool_values(dec *d, const unsigned char *p, size_t len,
-                           size_t n, unsigned char *out) {
+static int rle_bool_values(dec *d, const unsigned char *p, size_t len, size_t n,
+                           unsigned char *out) {
   const char *why = "";
   if (len < 4 || le32(p) > len - 4)
     return -1;
@@ -672,8 +677,9 @@ static int values(dec *d, int enc, const unsigned char *p, size_t len,
                   size_t n) {
   int32_t type = d->j->rec->type;
   if (n > (size_t)(d->want - d->got))
-    return fail(d, FERRY_EFORMAT, "the column chunk holds more values than "
-                                  "its rows");
+    return fail(d, FERRY_EFORMAT,
+                "the column chunk holds more values than "
+                "its rows");
   unsigned char *out = d->j->out + (size_t)d->got * d->elem;
   int rc;
   char msg[200];
@@ -787,8 +793,9 @@ static int data_v1(dec *d, const unsigned char *b, size_t len,
     if (max == 0)
       continue;
     if (enc != PQ_ENC_RLE)
-      return fail(d, FERRY_ENOTSUP, "levels not RLE-encoded (the deprecated "
-                                    "BIT_PACKED levels are not read)");
+      return fail(d, FERRY_ENOTSUP,
+                  "levels not RLE-encoded (the deprecated "
+                  "BIT_PACKED levels are not read)");
     if (len < 4 || le32(b) > len - 4)
       return fail(d, FERRY_EFORMAT, "levels longer than their page");
     lv[k] = b + 4;
@@ -809,8 +816,9 @@ static int page_body(dec *d, const unsigned char *in, size_t inlen,
   const char *why = "";
   if (codec == PQ_CODEC_NONE) {
     if (inlen != outlen)
-      return fail(d, FERRY_EFORMAT, "an uncompressed page's compressed and "
-                                    "uncompressed sizes differ");
+      return fail(d, FERRY_EFORMAT,
+                  "an uncompressed page's compressed and "
+                  "uncompressed sizes differ");
     *body = in;
     return 0;
   }
@@ -830,8 +838,9 @@ static int data_v2(dec *d, const unsigned char *in, const page_hdr *h,
   size_t rl = (size_t)h->rep_len, dl = (size_t)h->def_len;
   size_t cs = (size_t)h->csize, us = (size_t)h->usize;
   if (rl > cs || dl > cs - rl || rl + dl > us)
-    return fail(d, FERRY_EFORMAT, "a v2 page's level lengths exceed the "
-                                  "page");
+    return fail(d, FERRY_EFORMAT,
+                "a v2 page's level lengths exceed the "
+                "page");
   size_t n = (size_t)h->num_values;
   if (page_levels(d, in, rl, in + rl, dl, n) < 0)
     return -1;
@@ -847,15 +856,16 @@ static int one_page(dec *d, const unsigned char *in, const page_hdr *h) {
   const unsigned char *body;
   if (h->type == PQ_PAGE_DATA_V2)
     return h->have_body ? data_v2(d, in, h, g->codec)
-                        : fail(d, FERRY_EFORMAT, "a v2 data page without its "
-                                                 "header");
+                        : fail(d, FERRY_EFORMAT,
+                               "a v2 data page without its "
+                               "header");
   if (h->type != PQ_PAGE_DATA && h->type != PQ_PAGE_DICT)
     return 0; /* index pages and unknown kinds carry no values */
   if (!h->have_body)
-    return fail(d, FERRY_EFORMAT, "a page without its data or dictionary "
-                                  "header");
-  if (page_body(d, in, (size_t)h->csize, (size_t)h->usize, g->codec, &body) <
-      0)
+    return fail(d, FERRY_EFORMAT,
+                "a page without its data or dictionary "
+                "header");
+  if (page_body(d, in, (size_t)h->csize, (size_t)h->usize, g->codec, &body) < 0)
     return -1;
   if (h->type == PQ_PAGE_DICT)
     return dict_page(d, body, (size_t)h->usize, h);
@@ -921,8 +931,9 @@ static int scan_pages(dec *d, scan *sc) {
       return fail(d, FERRY_EFORMAT, msg);
     }
     if ((size_t)pr.h.usize > ubound)
-      return fail(d, FERRY_EFORMAT, "the page's uncompressed size is above "
-                                    "its column chunk's");
+      return fail(d, FERRY_EFORMAT,
+                  "the page's uncompressed size is above "
+                  "its column chunk's");
     pos += pr.hl + (size_t)pr.h.csize;
     if (pr.h.type == PQ_PAGE_DICT) {
       if (one_page(d, j->chunk + pr.pos + pr.hl, &pr.h) < 0)
@@ -932,8 +943,9 @@ static int scan_pages(dec *d, scan *sc) {
     if (pr.h.type != PQ_PAGE_DATA && pr.h.type != PQ_PAGE_DATA_V2)
       continue;
     if (pr.h.num_values > d->want - vals)
-      return fail(d, FERRY_EFORMAT, "the column chunk's pages hold more "
-                                    "values than its rows");
+      return fail(d, FERRY_EFORMAT,
+                  "the column chunk's pages hold more "
+                  "values than its rows");
     pr.first = vals;
     vals += pr.h.num_values;
     if (sc->n == sc->cap) {

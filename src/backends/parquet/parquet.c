@@ -38,7 +38,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* ---- Record --------------------------------------------------------------- */
+/* ---- Record ---------------------------------------------------------------
+ */
 
 typedef struct wbuf {
   unsigned char *p;
@@ -156,7 +157,7 @@ static int rec_files(rbuf *b, pq_rec *r) {
 }
 
 int ferry__pq_rec_get(const ferry__blob *blob, pq_rec *r, const char *where,
-               ferry__err *err) {
+                      ferry__err *err) {
   rbuf b = {blob->p, blob->len, 0, 0};
   memset(r, 0, sizeof *r);
   int ok = (uint32_t)r_i32(&b) == PQ_REC_MAGIC;
@@ -188,8 +189,8 @@ int ferry__pq_rec_get(const ferry__blob *blob, pq_rec *r, const char *where,
     g->codec = r_i32(&b);
     ok = !b.bad && g->file >= 0 && g->file < r->nfiles && g->size >= 0 &&
          g->offset >= 0 && g->num_rows >= 0 &&
-         (i == 0 || g->first_row == r->rg[i - 1].first_row +
-                                        r->rg[i - 1].num_rows);
+         (i == 0 ||
+          g->first_row == r->rg[i - 1].first_row + r->rg[i - 1].num_rows);
   }
   if (!ok || b.at != b.n) {
     ferry__pq_rec_free(r);
@@ -396,8 +397,8 @@ static int same_schema(const desc *d, const pq_file *f, const char *file,
                            "%s: column %d is %s (%s) where %s has %s (%s): "
                            "the files of a dataset must share one schema",
                            file, i, y ? y->name : "missing",
-                           y ? ferry__pq_type_name(y->type) : "-", d->first_file,
-                           x ? x->name : "nothing",
+                           y ? ferry__pq_type_name(y->type) : "-",
+                           d->first_file, x ? x->name : "nothing",
                            x ? ferry__pq_type_name(x->type) : "-");
   }
   return 0;
@@ -423,8 +424,8 @@ static int add_file(desc *d, const pq_file *f, int fi, const char *file,
     for (int64_t g = 0; g < f->nrg; g++) {
       const pq_chunk *ch = &f->rg[g].chunks[c->col];
       if (ch->type != col->type || ch->offset < 4 || ch->size < 0 ||
-          ch->usize < 0 || ch->num_values < 0 ||
-          ch->offset > f->size - 8 || ch->size > f->size - 8 - ch->offset)
+          ch->usize < 0 || ch->num_values < 0 || ch->offset > f->size - 8 ||
+          ch->size > f->size - 8 - ch->offset)
         return ferry__seterr(err, FERRY_EFORMAT,
                              "%s: column %s, row group %lld: chunk at offset "
                              "%lld of %lld bytes lies outside the file's %lld "
@@ -433,8 +434,8 @@ static int add_file(desc *d, const pq_file *f, int fi, const char *file,
                              (long long)ch->offset, (long long)ch->size,
                              (long long)f->size);
       pq_rg_rec *o = &r->rg[r->nrg++];
-      o->first_row = d->rows + (g ? o[-1].first_row + o[-1].num_rows - d->rows
-                                  : 0);
+      o->first_row =
+          d->rows + (g ? o[-1].first_row + o[-1].num_rows - d->rows : 0);
       o->num_rows = f->rg[g].num_rows;
       o->offset = ch->offset;
       o->size = ch->size;
@@ -470,7 +471,8 @@ static char *storage_text(const cand *c, int nfiles) {
     if (c->codecs & (1u << i)) {
       n = strlen(codecs);
       snprintf(codecs + n, sizeof codecs - n, "%s%s%s", n ? "+" : "",
-               ferry__pq_codec_name(i), ferry__pq_codec_available(i) ? "" : " (no decoder)");
+               ferry__pq_codec_name(i),
+               ferry__pq_codec_available(i) ? "" : " (no decoder)");
     }
     if (c->encodings & (1u << i)) {
       n = strlen(encs);
@@ -566,6 +568,7 @@ static int describe_files(desc *d, char **files, int nfiles,
   d->first_file = files[0];
   for (int i = 0; rc == 0 && i < nfiles; i++) {
     pq_file f;
+    memset(&f, 0, sizeof f);
     pq_file *fp = i == 0 ? &d->first : &f;
     if ((rc = ferry__pq_file_read(files[i], fp, err)) < 0)
       break;
@@ -602,7 +605,7 @@ static int describe_files(desc *d, char **files, int nfiles,
 }
 
 int ferry__pq_describe(const char *path, const ferry_options *opts,
-                ferry__part_desc *out, ferry__err *err) {
+                       ferry__part_desc *out, ferry__err *err) {
   (void)opts;
   desc d;
   struct stat st;
@@ -775,8 +778,8 @@ static int get_rec(ferry__io *io, int64_t part, int var, ferry__err *err) {
   vs->rec_part = -1;
   const ferry__part *pt = &io->m->parts[part];
   char where[512];
-  snprintf(where, sizeof where, "file %s, variable %s, rank %d",
-           pt->paths[var], io->m->vars[var].name, io->rank);
+  snprintf(where, sizeof where, "file %s, variable %s, rank %d", pt->paths[var],
+           io->m->vars[var].name, io->rank);
   if (!pt->rec || io->m->record_version != 1)
     return ferry__seterr(err, FERRY_EFORMAT,
                          "%s: the manifest has no parquet record", where);
@@ -821,7 +824,8 @@ static int read_chunk(ferry__io *io, int64_t part, int var, int64_t g, int t,
            file, io->m->vars[var].name, (long long)g, io->rank);
   for (size_t done = 0; done < need;) {
     size_t n = need - done < (1u << 30) ? need - done : (1u << 30);
-    rc = ferry__mpi_read(((pq_fh *)h)->fh, 0, (MPI_Offset)(rg->offset + (int64_t)done),
+    rc = ferry__mpi_read(((pq_fh *)h)->fh, 0,
+                         (MPI_Offset)(rg->offset + (int64_t)done),
                          io->cbuf[t] + done, (int)n, where, err);
     if (rc < 0)
       return rc;
@@ -850,10 +854,11 @@ static int decode_one(ferry__io *io, int var, int64_t g,
                          "file %s, column %s, row group %lld, rank %d: codec "
                          "%s (%d) is not supported by this build",
                          vs->rec.files[rg->file], io->m->vars[var].name,
-                         (long long)gi, io->rank, ferry__pq_codec_name(rg->codec),
-                         rg->codec);
-  pq_job j = {&vs->rec, rg, chunk, out, vs->rec.files[rg->file],
-              io->m->vars[var].name, io->rank, gi, row0};
+                         (long long)gi, io->rank,
+                         ferry__pq_codec_name(rg->codec), rg->codec);
+  pq_job j = {
+      &vs->rec, rg, chunk, out, vs->rec.files[rg->file], io->m->vars[var].name,
+      io->rank, gi, row0};
   return ferry__pq_decode_chunk(&j, s, nt, err);
 }
 

@@ -152,8 +152,9 @@ typedef struct pq_file {
 /* Read and decode the footer of path; messages name the file. */
 int ferry__pq_file_read(const char *path, pq_file *f, ferry__err *err);
 /* Decode a footer already in memory (the fuzz/unit test entry point). */
-int ferry__pq_footer_parse(const unsigned char *buf, size_t len, int64_t file_size,
-                    const char *path, pq_file *f, ferry__err *err);
+int ferry__pq_footer_parse(const unsigned char *buf, size_t len,
+                           int64_t file_size, const char *path, pq_file *f,
+                           ferry__err *err);
 void ferry__pq_file_free(pq_file *f);
 
 /* The ferry dtype of a column, or -1 with *why saying why not. */
@@ -182,11 +183,11 @@ typedef struct pq_rec {
 
 int ferry__pq_rec_put(const pq_rec *r, ferry__blob *b);
 int ferry__pq_rec_get(const ferry__blob *b, pq_rec *r, const char *where,
-               ferry__err *err);
+                      ferry__err *err);
 void ferry__pq_rec_free(pq_rec *r);
 
 int ferry__pq_describe(const char *path, const ferry_options *opts,
-                ferry__part_desc *out, ferry__err *err);
+                       ferry__part_desc *out, ferry__err *err);
 
 /* ---- Column chunk decoding (pages.c) ---- */
 
@@ -223,9 +224,10 @@ void ferry__pq_scratch_free(pq_scratch *s);
 
 /* Decompress in[0..inlen) into out[0..outlen) exactly; -1 with why. */
 int ferry__pq_decompress(int codec, const unsigned char *in, size_t inlen,
-                  unsigned char *out, size_t outlen, const char **why);
+                         unsigned char *out, size_t outlen, const char **why);
 /* Snappy raw format (pages.c has no library for it). */
-int ferry__pq_snappy_decode(const unsigned char *in, size_t inlen, unsigned char *out,
-                     size_t outlen, const char **why);
+int ferry__pq_snappy_decode(const unsigned char *in, size_t inlen,
+                            unsigned char *out, size_t outlen,
+                            const char **why);
 
 #endif /* FERRY_PARQUET_H */

@@ -94,7 +94,7 @@ int ferry__pq_tr_field(pq_tr *t, int16_t *last, int16_t *id, int *type) {
 int ferry__pq_tr_i64(pq_tr *t, int type, int64_t *v) {
   if (type != PQ_T_I64 && type != PQ_T_I32 && type != PQ_T_I16)
     return ferry__pq_tr_fail(t, "Thrift field has the wrong type (expected an "
-                         "integer)");
+                                "integer)");
   uint64_t u;
   if (varint(t, &u) < 0)
     return -1;
@@ -123,16 +123,18 @@ int ferry__pq_tr_bool(pq_tr *t, int type, int *v) {
   if (t->why)
     return -1;
   if (type != PQ_T_TRUE && type != PQ_T_FALSE)
-    return ferry__pq_tr_fail(t, "Thrift field has the wrong type (expected a bool)");
+    return ferry__pq_tr_fail(
+        t, "Thrift field has the wrong type (expected a bool)");
   *v = type == PQ_T_TRUE;
   return 0;
 }
 
-int ferry__pq_tr_binary(pq_tr *t, int type, const unsigned char **p, size_t *n) {
+int ferry__pq_tr_binary(pq_tr *t, int type, const unsigned char **p,
+                        size_t *n) {
   uint64_t len;
   if (type != PQ_T_BINARY)
     return ferry__pq_tr_fail(t, "Thrift field has the wrong type (expected a "
-                         "binary)");
+                                "binary)");
   if (varint(t, &len) < 0)
     return -1;
   if (len > (uint64_t)(t->end - t->p))
@@ -146,7 +148,8 @@ int ferry__pq_tr_binary(pq_tr *t, int type, const unsigned char **p, size_t *n) 
 int ferry__pq_tr_list(pq_tr *t, int type, int *etype, int64_t *n) {
   unsigned b;
   if (type != PQ_T_LIST && type != PQ_T_SET)
-    return ferry__pq_tr_fail(t, "Thrift field has the wrong type (expected a list)");
+    return ferry__pq_tr_fail(
+        t, "Thrift field has the wrong type (expected a list)");
   if (get_byte(t, &b) < 0)
     return -1;
   uint64_t count = b >> 4;
@@ -167,7 +170,7 @@ int ferry__pq_tr_enter(pq_tr *t, int type) {
     return -1;
   if (type != PQ_T_STRUCT)
     return ferry__pq_tr_fail(t, "Thrift field has the wrong type (expected a "
-                         "struct)");
+                                "struct)");
   if (t->depth >= PQ_MAX_DEPTH)
     return ferry__pq_tr_fail(t, "Thrift structs nested too deep");
   t->depth++;
