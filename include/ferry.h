@@ -55,7 +55,8 @@ FERRY_API int ferry_version_number(void);
 
 /**
  * Name of the i-th storage backend compiled into this library ("npy",
- * "hdf5" with parallel HDF5, "zarr", "mem"), or NULL when i is out of range.
+ * "hdf5" with parallel HDF5, "zarr", "parquet", "mem"), or NULL when i is
+ * out of range.
  * LOCAL, thread-safe.
  */
 FERRY_API const char *ferry_backend_name(int i);
@@ -248,7 +249,8 @@ FERRY_API int ferry_options_set_transform(ferry_options *opts,
  * Open DATASET for loading over COMM.  COLLECTIVE over comm.
  *
  * dataset: a directory of .npy files (one variable each), a single .npy file,
- *          an HDF5 file, a Zarr v2 store (a directory), a glob such as
+ *          an HDF5 file, a Zarr v2 store (a directory), a Parquet file or
+ *          a directory of .parquet files, a glob such as
  *          data/train/part-*.npy (a path component that is exactly two
  *          stars matches any number of directories), '@list.txt' (one part
  *          per line), or a spec of a backend's scheme such as

@@ -845,10 +845,12 @@ static void test_list_and_dirs(void) {
             strstr(e.msg, "looks like text") != NULL &&
             strstr(e.msg, "tried: npy (") != NULL,
         "plain.txt described: %s", e.msg);
+  /* a Parquet file is read by the parquet backend, which names what is
+   * wrong with it */
   write_text("bad/table.parquet", "PAR1\025\004 not really");
   EXPECT_CODE(
       ferry__manifest_scan(tpath("bad/table.parquet"), NULL, NULL, &m, &e),
-      FERRY_EFORMAT, e, "looks like a Parquet file");
+      FERRY_EFORMAT, e, "no PAR1 magic at the end");
   write_text("bad/classic.nc", "CDF\002 and more");
   EXPECT_CODE(ferry__manifest_scan(tpath("bad/classic.nc"), NULL, NULL, &m, &e),
               FERRY_EFORMAT, e, "CDF-2");
@@ -857,12 +859,12 @@ static void test_list_and_dirs(void) {
               FERRY_EFORMAT, e, "it is empty (0 bytes)");
   /* a directory of files ferry does not read is not called empty */
   mkdirs("bad/shards");
-  write_text("bad/shards/p0.parquet", "PAR1");
-  write_text("bad/shards/p1.parquet", "PAR1");
+  write_text("bad/shards/p0.tfrecord", "x");
+  write_text("bad/shards/p1.tfrecord", "x");
   write_text("bad/shards/notes", "x");
   EXPECT_CODE(ferry__manifest_scan(tpath("bad/shards"), NULL, NULL, &m, &e),
               FERRY_EFORMAT, e,
-              "holds nothing ferry reads: 3 files (2 .parquet, 1 without "
+              "holds nothing ferry reads: 3 files (2 .tfrecord, 1 without "
               "extension)");
   write_text("bad/magicless.npy", "hello, this is not numpy\n");
   EXPECT_CODE(
