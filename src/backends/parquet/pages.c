@@ -716,70 +716,188 @@ unsupported:
   return fail(d, FERRY_ENOTSUP, msg);
 }
 
-/* Levels of one page: rep at lev[0..n), def at lev[n..2n). */
-static int levels(dec *d, const unsigned char *p, size_t len, int max,
-                  uint32_t *out, size_t n) {
-  const char *why = "truncated levels";
-  if (rle_decode(p, len, bit_width((uint32_t)max), out, n, &why) < 0)
-    return fail(d, FERRY_EFORMAT, why);
-  for (size_t i = 0; i < n; i++)
-    if (out[i] > (uint32_t)max)
-      return fail(d, FERRY_EFORMAT, "a level above its maximum");
+/* ---- Levels ---------------------------------------------------------- */
+
+/* The levels are checked run by run, never stored: a definition level
+ * below its maximum is a null (refused); a repetition level 0 must fall
+ * exactly where a row starts, at values (d->got + i) % k == 0.  Nulls are
+ * refused, so values and levels count alike and a page's first level is
+ * value d->got: the check needs nothing of the pages before, and pages can
+ * be decoded in any order on any thread.  An RLE run costs O(1), so a
+ * column without nulls (a run of the maximum) costs nothing per value. */
+typedef struct lvl {
+  dec *d;
+  int rep;      /* 1: repetition levels, 0: definition levels */
+  uint32_t max; /* the column's maximum level                 */
+  int64_t k;    /* elements per row                           */
+} lvl;
+
+static int null_at(const lvl *L, size_t i) {
+  char msg[240];
+  const pq_rec *r = L->d->j->rec;
+  int64_t row = (L->d->got + (int64_t)i) / L->k;
+  snprintf(msg, sizeof msg,
+           "a null%s at row %lld of the file (row %lld of the row group): "
+           "ferry reads columns without nulls",
+           r->max_rep > 0 ? " (or an empty list)" : "",
+           (long long)(L->d->j->row0 + row), (long long)row);
+  return fail(L->d, FERRY_ENOTSUP, msg);
+}
+
+static int bad_row(const lvl *L, size_t i) {
+  char msg[240];
+  int64_t v = L->d->got + (int64_t)i, at = v % L->k;
+  int64_t row = v / L->k - (at == 0);
+  snprintf(msg, sizeof msg,
+           "list row %lld of the file holds %s than the %lld elements of the "
+           "rows before it",
+           (long long)(L->d->j->row0 + row), at == 0 ? "more" : "fewer",
+           (long long)L->k);
+  return fail(L->d, FERRY_ESHAPE, msg);
+}
+
+/* c levels of value v from level index i, which is element at of its row
+ * (repetition levels). */
+static int check_run(const lvl *L, size_t i, int64_t at, uint32_t v,
+                     size_t c) {
+  if (v > L->max)
+    return fail(L->d, FERRY_EFORMAT, "a level above its maximum");
+  if (!L->rep)
+    return v < L->max ? null_at(L, i) : 0;
+  if (v == 0) { /* every one starts a row: k == 1, or one level at a start */
+    if (at != 0)
+      return bad_row(L, i);
+    return c > 1 && L->k > 1 ? bad_row(L, i + 1) : 0;
+  }
+  if (at == 0) /* continues a row where one must start */
+    return bad_row(L, i);
+  if ((int64_t)c > L->k - at) /* runs into the next row's start */
+    return bad_row(L, i + (size_t)(L->k - at));
   return 0;
 }
 
-/* Check the levels: no null; for a list, every row k elements.  A page
- * starts at value d->got (nulls are refused, so values and levels count
- * alike), so a row starts exactly where (d->got + i) % k == 0: the check
- * needs nothing of the pages before, and pages can be decoded in any order
- * on any thread. */
-static int check_levels(dec *d, const uint32_t *rep, const uint32_t *def,
-                        size_t n) {
-  const pq_rec *r = d->j->rec;
-  char msg[240];
-  const uint32_t maxd = (uint32_t)r->max_def;
-  for (size_t i = 0; def && i < n; i++)
-    if (def[i] < maxd) {
-      int64_t row = (d->got + (int64_t)i) / r->k;
-      snprintf(msg, sizeof msg,
-               "a null%s at row %lld of the file (row %lld of the row "
-               "group): ferry reads columns without nulls",
-               r->max_rep > 0 ? " (or an empty list)" : "",
-               (long long)(d->j->row0 + row), (long long)row);
-      return fail(d, FERRY_ENOTSUP, msg);
-    }
-  if (r->max_rep == 0)
+/* m bit-packed levels from index i; *at as in check_run, advanced. */
+static int check_some(const lvl *L, size_t i, int64_t *at, const uint32_t *v,
+                      size_t m) {
+  for (size_t q = 0; q < m; q++)
+    if (v[q] > L->max)
+      return fail(L->d, FERRY_EFORMAT, "a level above its maximum");
+  if (!L->rep) {
+    for (size_t q = 0; q < m; q++)
+      if (v[q] < L->max)
+        return null_at(L, i + q);
     return 0;
-  int64_t k = r->k, at = d->got % k;
-  for (size_t i = 0; i < n; i++) {
-    if ((rep[i] == 0) != (at == 0)) {
-      int64_t row = (d->got + (int64_t)i) / k - (at == 0);
-      snprintf(msg, sizeof msg,
-               "list row %lld of the file holds %s than the %lld elements of "
-               "the rows before it",
-               (long long)(d->j->row0 + row), at == 0 ? "more" : "fewer",
-               (long long)k);
-      return fail(d, FERRY_ESHAPE, msg);
+  }
+  int64_t a = *at;
+  for (size_t q = 0; q < m; q++) {
+    if ((v[q] == 0) != (a == 0))
+      return bad_row(L, i + q);
+    if (++a == L->k)
+      a = 0;
+  }
+  *at = a;
+  return 0;
+}
+
+/* The common bit-packed cases a byte at a time: definition levels all at
+ * the maximum (groups of 8 compared with the packed pattern), and
+ * repetition levels of width 1 inside rows (bytes 0xff).  Returns the levels
+ * done (a multiple of 8); the caller checks the rest one by one, which also
+ * finds the place of any error. */
+static size_t fast_groups(const lvl *L, const unsigned char *p, size_t avail,
+                          int bw, size_t o, size_t take, int64_t *at) {
+  if (!L->rep && bw >= 1 && bw <= 8) {
+    unsigned char pat[8];
+    uint64_t w = 0;
+    for (int q = 0; q < 8; q++)
+      w |= (uint64_t)L->max << (q * bw);
+    for (int q = 0; q < bw; q++)
+      pat[q] = (unsigned char)(w >> (8 * q));
+    for (; o + 8 <= take && (o / 8 + 1) * (size_t)bw <= avail; o += 8)
+      if (memcmp(p + o / 8 * (size_t)bw, pat, (size_t)bw) != 0)
+        break;
+    return o;
+  }
+  if (L->rep && bw == 1) {
+    int64_t a = *at;
+    for (; o + 8 <= take && o / 8 < avail; o += 8) {
+      if (a < 1 || a + 8 > L->k || p[o / 8] != 0xff)
+        break;
+      a += 8;
+      if (a == L->k)
+        a = 0;
     }
-    if (++at == k)
-      at = 0;
+    *at = a;
+  }
+  return o;
+}
+
+/* Walk n levels of the RLE/bit-packed hybrid at p (len bytes). */
+static int walk_levels(const lvl *L, const unsigned char *p, size_t len,
+                       size_t n) {
+  int bw = bit_width(L->max);
+  bits_in b = {p, p + len};
+  size_t done = 0, vbytes = ((size_t)bw + 7) / 8;
+  uint32_t buf[64];
+  int64_t at = L->rep ? L->d->got % L->k : 0;
+  while (done < n) {
+    uint64_t h;
+    if (uvarint(&b, &h) < 0)
+      goto trunc;
+    size_t avail = (size_t)(b.end - b.p);
+    if (h & 1) {
+      uint64_t groups = h >> 1;
+      if (groups == 0 || groups > avail)
+        goto trunc;
+      size_t cnt = (size_t)groups * 8, take = cnt < n - done ? cnt : n - done;
+      size_t bytes = (size_t)groups * (size_t)bw;
+      for (size_t o = 0; o < take;) {
+        o = fast_groups(L, b.p, avail, bw, o, take, &at);
+        if (o >= take)
+          break;
+        size_t m = take - o < 8 ? take - o : 8; /* one group, then fast */
+        size_t skip = o / 8 * (size_t)bw;
+        if (skip > avail || unpack(b.p + skip, avail - skip, bw, NULL, buf,
+                                   m) < 0)
+          goto trunc;
+        if (check_some(L, done + o, &at, buf, m) < 0)
+          return -1;
+        o += m;
+      }
+      b.p += bytes < avail ? bytes : avail;
+      done += take;
+    } else {
+      uint64_t run = h >> 1;
+      if (avail < vbytes || run == 0)
+        goto trunc;
+      uint32_t v = 0;
+      for (size_t i = 0; i < vbytes; i++)
+        v |= (uint32_t)b.p[i] << (8 * i);
+      b.p += vbytes;
+      size_t take = run < n - done ? (size_t)run : n - done;
+      if (check_run(L, done, at, v, take) < 0)
+        return -1;
+      if (L->rep)
+        at = (at + (int64_t)(take % (size_t)L->k)) % L->k;
+      done += take;
+    }
   }
   return 0;
+trunc:
+  return fail(L->d, FERRY_EFORMAT, "truncated or corrupt levels");
 }
 
 static int page_levels(dec *d, const unsigned char *rp, size_t rl,
                        const unsigned char *dp, size_t dl, size_t n) {
   const pq_rec *r = d->j->rec;
-  if (r->max_rep == 0 && r->max_def == 0)
-    return 0;
-  if (grow((void **)&d->s->lev, &d->s->lev_cap, (2 * n + 1) * 4) < 0)
-    return fail(d, FERRY_ENOMEM, "out of memory for levels");
-  uint32_t *rep = d->s->lev, *def = d->s->lev + n;
-  if (r->max_rep > 0 && levels(d, rp, rl, r->max_rep, rep, n) < 0)
+  lvl L = {d, 0, (uint32_t)r->max_def, r->k};
+  if (r->max_def > 0 && walk_levels(&L, dp, dl, n) < 0)
     return -1;
-  if (r->max_def > 0 && levels(d, dp, dl, r->max_def, def, n) < 0)
+  L.rep = 1;
+  L.max = (uint32_t)r->max_rep;
+  if (r->max_rep > 0 && walk_levels(&L, rp, rl, n) < 0)
     return -1;
-  return check_levels(d, rep, r->max_def > 0 ? def : NULL, n);
+  return 0;
 }
 
 static int data_v1(dec *d, const unsigned char *b, size_t len,
