@@ -758,8 +758,7 @@ static int bad_row(const lvl *L, size_t i) {
 
 /* c levels of value v from level index i, which is element at of its row
  * (repetition levels). */
-static int check_run(const lvl *L, size_t i, int64_t at, uint32_t v,
-                     size_t c) {
+static int check_run(const lvl *L, size_t i, int64_t at, uint32_t v, size_t c) {
   if (v > L->max)
     return fail(L->d, FERRY_EFORMAT, "a level above its maximum");
   if (!L->rep)
@@ -857,8 +856,8 @@ static int walk_levels(const lvl *L, const unsigned char *p, size_t len,
           break;
         size_t m = take - o < 8 ? take - o : 8; /* one group, then fast */
         size_t skip = o / 8 * (size_t)bw;
-        if (skip > avail || unpack(b.p + skip, avail - skip, bw, NULL, buf,
-                                   m) < 0)
+        if (skip > avail ||
+            unpack(b.p + skip, avail - skip, bw, NULL, buf, m) < 0)
           goto trunc;
         if (check_some(L, done + o, &at, buf, m) < 0)
           return -1;
