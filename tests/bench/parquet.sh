@@ -16,6 +16,10 @@
 #   polars         nodejs-polars reading the whole file (readParquet) in one
 #                  process, uncompressed and zstd: the Polars engine's
 #                  decoded bytes/s
+# and then, once, the MLPerf Storage / DLIO Parquet layout: 128 files of
+# 400 samples, 32 uncompressed FLOAT columns each (PLAIN, page v1, written
+# by DuckDB), read as a directory on 2 ranks with `ferry bench
+# --compute-ms 2 --batch-size 64 --shuffle chunks`: AU and samples/s.
 # Results: WORK_DIR/parquet-results.txt and the table on stdout.
 set -eu
 build=$(cd "$1" && pwd)
@@ -91,3 +95,24 @@ for i in $(seq 1 "$runs"); do
   pz=$(polars "$work/pq-zstd.parquet" 2>/dev/null || echo -)
   echo "$i $n $u $s $z | $t1 $t2 $t4 | $pu $pz" | tee -a "$out"
 done
+
+# MLPerf Storage layout: many small files of uncompressed float32 columns
+if ! test -f "$work/mlperf/part-00127.parquet"; then
+  mkdir -p "$work/mlperf"
+  (cd "$src/tests/parquet" && node -e '
+const { DuckDBInstance } = require("@duckdb/node-api");
+(async () => {
+  const db = await DuckDBInstance.create(":memory:");
+  const c = await db.connect();
+  const cols = Array.from({ length: 32 }, (_, k) => `((i + ${k}) % 16777216)::FLOAT AS c${k}`).join(", ");
+  for (let f = 0; f < 128; f++)
+    await c.run(`COPY (SELECT ${cols} FROM range(${f * 400}, ${(f + 1) * 400}) t(i))
+      TO '"'"'${process.argv[1]}/part-${String(f).padStart(5, "0")}.parquet'"'"'
+      (FORMAT parquet, COMPRESSION uncompressed)`);
+})();' "$work/mlperf")
+fi
+cat "$work"/mlperf/*.parquet >/dev/null
+j=$($mpirun -np 2 "$ferry" bench "$work/mlperf" --epochs 2 --batch-size 64 \
+  --shuffle chunks --seed 1 --compute-ms 2 --json | tail -1)
+echo "mlperf layout (128 files x 400 samples x 32 float32 columns, 2 ranks, compute 2 ms per batch of 64): $(echo "$j" |
+  /usr/bin/python3 -c 'import json,sys; j=json.load(sys.stdin); print("AU %.3f, %.0f samples/s, wait fraction %.3f" % (j["au"], j["samples_per_s"], j["wait_fraction"]))')" | tee -a "$out"
