@@ -6,7 +6,8 @@
 # "./bootstrap deps" runs): every codec each writer offers (uncompressed,
 # snappy, gzip, zstd, lz4_raw), data pages v1 and v2, PLAIN, dictionary,
 # DELTA_BINARY_PACKED and BYTE_STREAM_SPLIT encodings, every integer width
-# signed and unsigned, float32/64, bool, fixed-length list columns, several
+# signed and unsigned, float16/32/64, bool, fixed-length list columns, a
+# dictionary falling back to PLAIN pages mid-chunk (parquet-wasm), several
 # row groups with a short last one, prime row counts, and a directory of
 # parts read as a directory, a glob and a list file.  Each variable is dumped
 # with `ferry dump --row-hash` over 1 (in order), 2 and 3 ranks (shuffled)

@@ -30,6 +30,7 @@ const TYPES = {
   int32: [Int32Array, '<i4', 2000000000], uint32: [Uint32Array, '<u4', 4000000000],
   int64: [BigInt64Array, '<i8', 0], uint64: [BigUint64Array, '<u8', 0],
   float32: [Float32Array, '<f4', 0], float64: [Float64Array, '<f8', 0],
+  float16: [Uint16Array, '<f2', 0],
   bool: [Uint8Array, '|b1', 0],
 };
 function values(dtype, n, k = 1) {
@@ -41,6 +42,7 @@ function values(dtype, n, k = 1) {
       let v;
       if (dtype === 'int64') v = BigInt(x) * 1000003n - 5000000n;
       else if (dtype === 'uint64') v = BigInt(x) * 1000003n + (1n << 40n);
+      else if (dtype === 'float16') v = half(i + j / 4);
       else if (dtype.startsWith('float')) v = i + j / 4;
       else if (dtype === 'bool') v = (i + j) % 3 === 0 ? 1 : 0;
       else if (dtype.startsWith('int')) v = (x % M) - (dtype === 'int32' ? 0 : Math.floor(M / 2));
@@ -48,6 +50,16 @@ function values(dtype, n, k = 1) {
       a[i * k + j] = v;
     }
   return a;
+}
+// IEEE half bits of x, exact for the values used here (|x| < 2048, at most
+// 11 significant bits)
+function half(x) {
+  if (x === 0) return 0;
+  let e = Math.floor(Math.log2(x));
+  if (2 ** e > x) e--;
+  if (2 ** (e + 1) <= x) e++;
+  const m = Math.round((x / 2 ** e - 1) * 1024);
+  return ((e + 15) << 10) | m;
 }
 function npy(file, dtype, n, k, data) {
   const shape = k > 1 ? `(${n}, ${k})` : `(${n},)`;
@@ -164,9 +176,11 @@ async function hyparquet() {
     { name: 'f32', data: Array.from(values('float32', N)), type: 'FLOAT', nullable: false, encoding: enc.flt },
     { name: 'f64', data: Array.from(values('float64', N)), type: 'DOUBLE', nullable: false, encoding: enc.flt },
     { name: 'b', data: Array.from(values('bool', N), (v) => !!v), type: 'BOOLEAN', nullable: false },
+    { name: 'h', data: Array.from(values('float32', N)), type: 'FLOAT16', nullable: false },
     { name: 's', data: Array.from({ length: N }, (_, i) => `v${i}`), type: 'STRING' },
   ];
-  const cols = [['i32', 'int32'], ['i64', 'int64'], ['f32', 'float32'], ['f64', 'float64'], ['b', 'bool']];
+  const cols = [['i32', 'int32'], ['i64', 'int64'], ['f32', 'float32'], ['f64', 'float64'], ['b', 'bool'],
+    ['h', 'float16']];
   const encs = { plain: { int: 'PLAIN', flt: 'PLAIN' },
     delta: { int: 'DELTA_BINARY_PACKED', flt: 'BYTE_STREAM_SPLIT' } };
   for (const codec of ['SNAPPY', 'UNCOMPRESSED'])
@@ -224,6 +238,9 @@ async function parquetWasm() {
     let b = new pw.WriterPropertiesBuilder().setCompression(codec).setMaxRowGroupSize(250)
       .setDataPageSizeLimit(512).setDictionaryEnabled(true);
     if (v2) b = b.setWriterVersion(pw.WriterVersion.V2);
+    // a dictionary of at most 256 bytes: the columns of many distinct
+    // values fall back from dictionary to PLAIN pages mid-chunk
+    if (name === 'zstd' || name === 'snappy') b = b.setDictionaryPageSizeLimit(256);
     const f = path.join(out, `wasm_${name}.parquet`);
     // writeParquet consumes its table: one per file
     fs.writeFileSync(f, pw.writeParquet(pw.Table.fromIPCStream(ipc), b.build()));
