@@ -82,6 +82,14 @@ dump_queue "" "hyparquet whole:i64" 2 spread "$fx/hyparquet_SNAPPY_delta.parquet
   "--seed 4 --chunk-samples 1201 --threads 3" "$fx/ref/hyparquet_SNAPPY_delta__i64.npy"
 dump_queue "" "parts dir contiguous:x" 2 spread "$fx/parts" x \
   "--shuffle none --shuffle-buffer 0 --chunk-samples 37" "$fx/ref/parts__x.npy"
+# A saved manifest (the parquet records in hex) read back by every rank.
+if "$FERRY" info "$fx/parts" --save-manifest "$tmp/parts.manifest.json" >/dev/null 2>&1; then
+  dump_queue "" "parts dir saved manifest:x" 3 spread "$fx/parts" x \
+    "--seed 8 --manifest $tmp/parts.manifest.json" "$fx/ref/parts__x.npy"
+else
+  echo "FAIL: ferry info --save-manifest on $fx/parts"
+  fail=1
+fi
 dump_run
 echo "checking $njobs dumps against the values the writers were given"
 $PY "$top_srcdir/tests/fixtures/dump_compare.py" "$jobs" >"$tmp/compare.out" 2>&1 || fail=1

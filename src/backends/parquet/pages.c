@@ -1190,7 +1190,6 @@ int ferry__pq_decode_chunk(const pq_job *j, pq_scratch *s, int nthreads,
 void ferry__pq_scratch_free(pq_scratch *s) {
   free(s->page);
   free(s->dict);
-  free(s->lev);
   free(s->idx);
   memset(s, 0, sizeof *s);
 }

@@ -198,8 +198,6 @@ typedef struct pq_scratch {
   size_t page_cap;
   unsigned char *dict;
   size_t dict_cap;
-  uint32_t *lev;
-  size_t lev_cap;
   uint32_t *idx;
   size_t idx_cap;
 } pq_scratch;
