@@ -82,6 +82,14 @@ dump_queue "" "hyparquet whole:i64" 2 spread "$fx/hyparquet_SNAPPY_delta.parquet
   "--seed 4 --chunk-samples 1201 --threads 3" "$fx/ref/hyparquet_SNAPPY_delta__i64.npy"
 dump_queue "" "parts dir contiguous:x" 2 spread "$fx/parts" x \
   "--shuffle none --shuffle-buffer 0 --chunk-samples 37" "$fx/ref/parts__x.npy"
+# A row group of many pages, decoded on 4 threads (each page into its
+# place), whole and through the one-row-group cache.
+while IFS=$tab read -r ds var ref label; do
+  dump_queue "" "$label:$var threads" 2 spread "$ds" "$var" \
+    "--seed 2 --threads 4" "$ref"
+  dump_queue "" "$label:$var threads cut" 3 spread "$ds" "$var" \
+    "--seed 3 --threads 4 --chunk-samples 5000" "$ref"
+done <"$fx/big.txt"
 # A saved manifest (the parquet records in hex) read back by every rank.
 if "$FERRY" info "$fx/parts" --save-manifest "$tmp/parts.manifest.json" >/dev/null 2>&1; then
   dump_queue "" "parts dir saved manifest:x" 3 spread "$fx/parts" x \

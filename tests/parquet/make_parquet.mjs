@@ -22,6 +22,7 @@ fs.mkdirSync(path.join(out, 'ref'), { recursive: true });
 fs.mkdirSync(path.join(out, 'bad'), { recursive: true });
 const good = [];
 const bad = [];
+const bigs = []; // OUTDIR/big.txt: as good.txt, dumped with threads
 
 // ---- values and .npy references ----
 const TYPES = {
@@ -189,6 +190,13 @@ async function hyparquet() {
       parquetWriteFile({ filename: f, columnData: cd(codec, encs[e]), codec, rowGroupSize: 300, pageSize: 1000 });
       addGood(f, `hyparquet_${codec}_${e}`, cols, N);
     }
+  // one row group of 300007 rows in pages of 100 kB (1.2 MB, 12 pages):
+  // its pages are decoded on several threads
+  const NB = 300007;
+  const fb = path.join(out, 'hyparquet_big.parquet');
+  parquetWriteFile({ filename: fb, rowGroupSize: 400000, pageSize: 100000,
+    columnData: [{ name: 'big', data: Array.from(values('float32', NB)), type: 'FLOAT', nullable: false }] });
+  bigs.push([fb, 'big', ref('hyparquet_big', 'big', 'float32', NB), 'hyparquet_big']);
   // a directory of parts (sorted order), also reached by glob and list
   const dir = path.join(out, 'parts');
   fs.mkdirSync(dir, { recursive: true });
@@ -317,6 +325,7 @@ for (const [name, fn] of [['polars', polars], ['duckdb', duckdb], ['hyparquet', 
   }
 }
 fs.writeFileSync(path.join(out, 'good.txt'), good.map((r) => r.join('\t')).join('\n') + '\n');
+fs.writeFileSync(path.join(out, 'big.txt'), bigs.map((r) => r.join('\t')).join('\n') + '\n');
 fs.writeFileSync(path.join(out, 'bad.txt'), bad.map((r) => r.join('\t')).join('\n') + '\n');
 if (notes.length) {
   console.error(notes.join('\n'));
