@@ -871,6 +871,7 @@ typedef struct pool {
   unsigned char *out;     /* row group g0's first row */
   pthread_mutex_t lock;
   int rc;
+  int64_t bad; /* lowest failing row group index, n: none */
   ferry__err err;
 } pool;
 
@@ -887,7 +888,7 @@ static void *decode_worker(void *arg) {
   size_t rb = io->m->vars[p->var].row_bytes;
   for (;;) {
     pthread_mutex_lock(&p->lock);
-    int64_t i = p->rc < 0 ? p->n : p->next++;
+    int64_t i = p->next < p->bad ? p->next++ : p->n;
     pthread_mutex_unlock(&p->lock);
     if (i >= p->n)
       break;
@@ -900,7 +901,8 @@ static void *decode_worker(void *arg) {
         decode_one(io, p->var, g, p->chunks[i], o, &io->scratch[w->t], 1, &e);
     if (rc < 0) {
       pthread_mutex_lock(&p->lock);
-      if (p->rc == 0) {
+      if (i < p->bad) { /* the first row group's error, as serially */
+        p->bad = i;
         p->rc = rc;
         p->err = e;
       }
@@ -922,6 +924,7 @@ static int whole_groups(ferry__io *io, int64_t part, int var, int64_t g0,
   p.var = var;
   p.g0 = g0;
   p.n = n;
+  p.bad = n;
   p.out = out;
   if (n == 1 || io->nthreads == 1) {
     for (int64_t g = g0; g < g1; g++) {
