@@ -7,11 +7,13 @@
 # bytes, default 256MiB) and the same rows written by DuckDB
 # (tests/parquet/node_modules, tests/parquet/setup.sh) as one Parquet file
 # per codec, a FLOAT[256] column (a 3-level list of 256 elements per row:
-# DuckDB's fixed-size array), row groups of 16384 rows (16 MiB), data page
-# v1, PLAIN: uncompressed, snappy and zstd.  With the page cache warm, RUNS
-# times (default 3), in the same loop iteration:
+# DuckDB's fixed-size array), row groups of 2048 rows (2 MiB), data page
+# v1, PLAIN: uncompressed, snappy and zstd; and uncompressed again with row
+# groups of 16384 rows (16 MiB).  With the page cache warm, RUNS times
+# (default 3), in the same loop iteration:
 #   npy            mpirun -np 2 ferry bench DATA.npy (shuffle=chunks)
 #   parquet-CODEC  the same on each Parquet file (2 ranks)
+#   none-16k       the same on the file of 16384-row groups
 #   threads-T      ferry on 1 rank, zstd file, decode threads T = 1, 2, 4
 #   polars         nodejs-polars reading the whole file (readParquet) in one
 #                  process, uncompressed and zstd: the Polars engine's
@@ -41,9 +43,11 @@ if ! test -f "$work/npy/samples.npy"; then
   "$ferry" gen "$work/npy" --size "$size" --var samples:float32:256 >/dev/null
 fi
 rows=$(/usr/bin/python3 -c "import numpy as np; print(np.load('$work/npy/samples.npy', mmap_mode='r').shape[0])")
-for codec in uncompressed snappy zstd; do
+for codec in uncompressed snappy zstd uncompressed-16k; do
   f="$work/pq-$codec.parquet"
   test -f "$f" && continue
+  rg=2048
+  case $codec in *-16k) rg=16384 ;; esac
   (cd "$src/tests/parquet" && node -e '
 const { DuckDBInstance } = require("@duckdb/node-api");
 (async () => {
@@ -52,8 +56,8 @@ const { DuckDBInstance } = require("@duckdb/node-api");
   // element k of row i: (i + k) mod 2^24, as ferry gen writes it
   await c.run(`COPY (SELECT list_transform(range(256), k -> ((i + k) % 16777216)::FLOAT)::FLOAT[256] AS samples
     FROM range(${process.argv[1]}) t(i)) TO '"'"'${process.argv[2]}'"'"'
-    (FORMAT parquet, COMPRESSION ${process.argv[3]}, ROW_GROUP_SIZE 16384)`);
-})();' "$rows" "$f" "$codec")
+    (FORMAT parquet, COMPRESSION ${process.argv[3]}, ROW_GROUP_SIZE ${process.argv[4]})`);
+})();' "$rows" "$f" "${codec%-16k}" "$rg")
 done
 # the same values: first rows compared once
 "$ferry" dump "$work/pq-zstd.parquet" --shuffle none --batch-size 4 --row-hash 2>/dev/null | head -3 >"$work/a.txt"
@@ -81,19 +85,20 @@ for (let r = 0; r < 3; r++) {
 console.log((Number(process.argv[2]) * 1024 / best / 1e9).toFixed(3));' "$1" "$rows")
 }
 echo "rows $rows, $(ls -l "$work"/pq-*.parquet | awk '{printf "%s=%s ", $NF, $5}')" | tee -a "$out"
-echo "run npy pq-none pq-snappy pq-zstd | 1rank-zstd threads=1 2 4 | polars-none polars-zstd (GB/s)" | tee -a "$out"
+echo "run npy pq-none pq-snappy pq-zstd none-16k | 1rank-zstd threads=1 2 4 | polars-none polars-zstd (GB/s)" | tee -a "$out"
 for i in $(seq 1 "$runs"); do
   cat "$work"/npy/samples.npy "$work"/pq-*.parquet >/dev/null
   n=$(bench 2 "$work/npy/samples.npy")
   u=$(bench 2 "$work/pq-uncompressed.parquet")
   s=$(bench 2 "$work/pq-snappy.parquet")
   z=$(bench 2 "$work/pq-zstd.parquet")
+  b=$(bench 2 "$work/pq-uncompressed-16k.parquet")
   t1=$(bench 1 "$work/pq-zstd.parquet" --threads 1)
   t2=$(bench 1 "$work/pq-zstd.parquet" --threads 2)
   t4=$(bench 1 "$work/pq-zstd.parquet" --threads 4)
   pu=$(polars "$work/pq-uncompressed.parquet" 2>/dev/null || echo -)
   pz=$(polars "$work/pq-zstd.parquet" 2>/dev/null || echo -)
-  echo "$i $n $u $s $z | $t1 $t2 $t4 | $pu $pz" | tee -a "$out"
+  echo "$i $n $u $s $z $b | $t1 $t2 $t4 | $pu $pz" | tee -a "$out"
 done
 
 # MLPerf Storage layout: many small files of uncompressed float32 columns
