@@ -55,8 +55,8 @@ FERRY_API int ferry_version_number(void);
 
 /**
  * Name of the i-th storage backend compiled into this library ("npy",
- * "hdf5" with parallel HDF5, "netcdf-classic", "zarr", "mem"), or NULL when
- * i is out of range.
+ * "hdf5" with parallel HDF5, "netcdf-classic", "zarr", "parquet", "mem"),
+ * or NULL when i is out of range.
  * LOCAL, thread-safe.
  */
 FERRY_API const char *ferry_backend_name(int i);
@@ -255,7 +255,8 @@ FERRY_API int ferry_options_set_transform(ferry_options *opts,
  * dataset: a directory of .npy files (one variable each), a single .npy file,
  *          a NumPy .npz archive (one variable per NAME.npy member), an
  *          HDF5 file, a netCDF classic file (CDF-1, CDF-2, CDF-5), a
- *          Zarr v2 or v3 store (a directory), a glob such as
+ *          Zarr v2 or v3 store (a directory), a Parquet file or a
+ *          directory of .parquet files, a glob such as
  *          data/train/part-*.npy (a path component that is exactly two
  *          stars matches any number of directories), '@list.txt' (one part
  *          per line), or a spec of a backend's scheme such as

@@ -19,6 +19,7 @@ extern const ferry__backend ferry__backend_hdf5;
 #endif
 extern const ferry__backend ferry__backend_classic;
 extern const ferry__backend ferry__backend_zarr;
+extern const ferry__backend ferry__backend_parquet;
 extern const ferry__backend ferry__backend_mem;
 
 const ferry__backend *const ferry__backends[] = {
@@ -26,7 +27,8 @@ const ferry__backend *const ferry__backends[] = {
 #ifdef HAVE_HDF5
     &ferry__backend_hdf5,
 #endif
-    &ferry__backend_classic, &ferry__backend_zarr, &ferry__backend_mem, NULL,
+    &ferry__backend_classic, &ferry__backend_zarr, &ferry__backend_parquet,
+    &ferry__backend_mem, NULL,
 };
 
 const ferry__backend *ferry__backend_find(const char *name) {

@@ -9,7 +9,9 @@
  * zip/.npz, netCDF classic, HDF4, gzip, tar, ...), and the backends that
  * were tried with what each one reads (ferry__backend.accepts).  For a
  * directory: what it holds, counted by file extension, so that a directory
- * of Parquet shards is not called "empty".
+ * of Arrow shards is not called "empty".  (Parquet files are read by the
+ * parquet backend, which names what is wrong with a bad one; the PAR1
+ * signature stays for a build whose probe declined one.)
  *
  * The probes stay simple yes/no functions; this runs only on the error
  * path, on rank 0 (the manifest is scanned there), and reads at most 512

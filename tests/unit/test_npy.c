@@ -845,10 +845,12 @@ static void test_list_and_dirs(void) {
             strstr(e.msg, "looks like text") != NULL &&
             strstr(e.msg, "tried: npy (") != NULL,
         "plain.txt described: %s", e.msg);
+  /* a Parquet file is read by the parquet backend, which names what is
+   * wrong with it */
   write_text("bad/table.parquet", "PAR1\025\004 not really");
   EXPECT_CODE(
       ferry__manifest_scan(tpath("bad/table.parquet"), NULL, NULL, &m, &e),
-      FERRY_EFORMAT, e, "looks like a Parquet file");
+      FERRY_EFORMAT, e, "no PAR1 magic at the end");
   write_text("bad/old.hdf", "\016\003\023\001 and more");
   EXPECT_CODE(ferry__manifest_scan(tpath("bad/old.hdf"), NULL, NULL, &m, &e),
               FERRY_EFORMAT, e, "an HDF4 file");
@@ -856,22 +858,22 @@ static void test_list_and_dirs(void) {
   EXPECT_CODE(ferry__manifest_scan(tpath("bad/hollow.bin"), NULL, NULL, &m, &e),
               FERRY_EFORMAT, e, "it is empty (0 bytes)");
   /* a directory of files ferry does not read is not called empty */
-  mkdirs("bad/tables");
-  write_text("bad/tables/train.parquet", "PAR1");
-  write_text("bad/tables/valid.parquet", "PAR1");
-  write_text("bad/tables/notes", "x");
-  EXPECT_CODE(ferry__manifest_scan(tpath("bad/tables"), NULL, NULL, &m, &e),
+  mkdirs("bad/records");
+  write_text("bad/records/train.tfrecord", "x");
+  write_text("bad/records/valid.tfrecord", "x");
+  write_text("bad/records/notes", "x");
+  EXPECT_CODE(ferry__manifest_scan(tpath("bad/records"), NULL, NULL, &m, &e),
               FERRY_EFORMAT, e,
-              "holds nothing ferry reads: 3 files (2 .parquet, 1 without "
+              "holds nothing ferry reads: 3 files (2 .tfrecord, 1 without "
               "extension)");
   /* a directory of shards (names differing only in digits) is a directory
    * of parts: the first one that no backend reads is described */
   mkdirs("bad/shards");
-  write_text("bad/shards/p0.parquet", "PAR1");
-  write_text("bad/shards/p1.parquet", "PAR1");
+  write_text("bad/shards/p0.tfrecord", "xy");
+  write_text("bad/shards/p1.tfrecord", "xy");
   write_text("bad/shards/_SUCCESS", "");
   EXPECT_CODE(ferry__manifest_scan(tpath("bad/shards"), NULL, NULL, &m, &e),
-              FERRY_EFORMAT, e, "shards/p0.parquet: 4 bytes");
+              FERRY_EFORMAT, e, "shards/p0.tfrecord: 2 bytes");
   write_text("bad/magicless.npy", "hello, this is not numpy\n");
   EXPECT_CODE(
       ferry__manifest_scan(tpath("bad/magicless.npy"), NULL, NULL, &m, &e),

@@ -1,0 +1,18 @@
+# src/backends/parquet/local.mk - included by Makefile.am: the parquet
+# backend (no library of its own: snappy is decoded by pages.c; zlib, zstd
+# and lz4 come with the codec flags of src/plugins/local.mk), its unit test
+# (Thrift decoder and footer mutations, snappy, pages) and its end-to-end
+# test, whose fixtures are written by npm packages (tests/parquet/setup.sh).
+libferry_core_la_SOURCES += \
+	src/backends/parquet/parquet.h \
+	src/backends/parquet/thrift.c \
+	src/backends/parquet/meta.c \
+	src/backends/parquet/pages.c \
+	src/backends/parquet/parquet.c
+
+UNIT_TESTS += tests/unit/test_parquet
+MPI_TESTS += tests/mpi/parquet.sh
+TEST_DATA_FILES += \
+	tests/parquet/make_parquet.mjs \
+	tests/parquet/package.json \
+	tests/parquet/setup.sh

@@ -1,0 +1,1195 @@
+/*
+ * pages.c - decode one Parquet column chunk (the bytes of one column in one
+ * row group) into rows: page headers (Thrift, thrift.c), decompression
+ * (UNCOMPRESSED, SNAPPY with our own decoder below, GZIP with zlib, ZSTD,
+ * LZ4_RAW and the legacy Hadoop-framed LZ4 with liblz4), repetition and
+ * definition levels (the RLE/bit-packed hybrid), and values (PLAIN,
+ * PLAIN_DICTIONARY/RLE_DICTIONARY with a dictionary page, a chunk falling
+ * back from dictionary to PLAIN mid-way, RLE booleans, BYTE_STREAM_SPLIT,
+ * DELTA_BINARY_PACKED).  Values are written little-endian in the variable's
+ * dtype (narrowed from INT32 for 8- and 16-bit integers); describe marks
+ * the variable swapped on a big-endian host.
+ *
+ * Every size read from a page is checked: a page's compressed size against
+ * the bytes left in the chunk, its uncompressed size against the chunk's
+ * total_uncompressed_size and 1 GiB, decompressed bytes against the stated
+ * size, level and index streams against their bytes, dictionary indices
+ * against the dictionary, value counts against the rows.  A null (a
+ * definition level below the maximum) is refused naming the row; so is a
+ * list whose length is not the variable's k.  The decoder keeps no state
+ * between calls except the caller's scratch buffers, so chunks can be
+ * decoded on several threads at once (one scratch each).
+ */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+
+#include "backends/parquet/parquet.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef HAVE_ZLIB
+#include <zlib.h>
+#endif
+#ifdef HAVE_ZSTD
+#include <zstd.h>
+#endif
+#ifdef HAVE_LZ4
+#include <lz4.h>
+#endif
+
+#define PQ_MAX_PAGE (1u << 30)
+
+/* ---- Snappy ------------------------------------------------------------- */
+
+static uint32_t le32(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+         (uint32_t)p[3] << 24;
+}
+
+static uint32_t be32(const unsigned char *p) {
+  return (uint32_t)p[3] | (uint32_t)p[2] << 8 | (uint32_t)p[1] << 16 |
+         (uint32_t)p[0] << 24;
+}
+
+/* One snappy element at *ip: a literal or a copy.  0, or -1 with why. */
+static int snappy_elem(const unsigned char **ip, const unsigned char *end,
+                       unsigned char *out, size_t *op, size_t outlen,
+                       const char **why) {
+  const unsigned char *p = *ip;
+  unsigned tag = *p++;
+  size_t len, off = 0;
+  if ((tag & 3) == 0) {
+    len = (tag >> 2) + 1u;
+    if (len > 60) {
+      size_t nb = len - 60;
+      if ((size_t)(end - p) < nb)
+        goto trunc;
+      len = 0;
+      for (size_t i = 0; i < nb; i++)
+        len |= (size_t)p[i] << (8 * i);
+      len += 1;
+      p += nb;
+    }
+    if ((size_t)(end - p) < len || outlen - *op < len)
+      goto trunc;
+    memcpy(out + *op, p, len);
+    *op += len;
+    *ip = p + len;
+    return 0;
+  }
+  if ((tag & 3) == 1) {
+    if (end - p < 1)
+      goto trunc;
+    len = 4 + ((tag >> 2) & 7);
+    off = ((size_t)(tag >> 5) << 8) | *p++;
+  } else if ((tag & 3) == 2) {
+    if (end - p < 2)
+      goto trunc;
+    len = 1 + (tag >> 2);
+    off = (size_t)p[0] | (size_t)p[1] << 8;
+    p += 2;
+  } else {
+    if (end - p < 4)
+      goto trunc;
+    len = 1 + (tag >> 2);
+    off = le32(p);
+    p += 4;
+  }
+  if (off == 0 || off > *op || outlen - *op < len) {
+    *why = "corrupt snappy data (a copy before the start or past the end)";
+    return -1;
+  }
+  for (size_t i = 0; i < len; i++, (*op)++)
+    out[*op] = out[*op - off];
+  *ip = p;
+  return 0;
+trunc:
+  *why = "truncated or corrupt snappy data";
+  return -1;
+}
+
+int ferry__pq_snappy_decode(const unsigned char *in, size_t inlen,
+                            unsigned char *out, size_t outlen,
+                            const char **why) {
+  const unsigned char *p = in, *end = in + inlen;
+  uint64_t n = 0;
+  int shift = 0;
+  for (;;) {
+    if (p >= end || shift > 28) {
+      *why = "corrupt snappy length";
+      return -1;
+    }
+    unsigned b = *p++;
+    n |= (uint64_t)(b & 0x7f) << shift;
+    shift += 7;
+    if (!(b & 0x80))
+      break;
+  }
+  if (n != outlen) {
+    *why = "snappy data does not decompress to the page's stated size";
+    return -1;
+  }
+  size_t op = 0;
+  while (p < end)
+    if (snappy_elem(&p, end, out, &op, outlen, why) < 0)
+      return -1;
+  if (op != outlen) {
+    *why = "snappy data does not decompress to the page's stated size";
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- Codecs ------------------------------------------------------------- */
+
+int ferry__pq_codec_available(int codec) {
+  switch (codec) {
+  case PQ_CODEC_NONE:
+  case PQ_CODEC_SNAPPY: return 1;
+#ifdef HAVE_ZLIB
+  case PQ_CODEC_GZIP: return 1;
+#endif
+#ifdef HAVE_ZSTD
+  case PQ_CODEC_ZSTD: return 1;
+#endif
+#ifdef HAVE_LZ4
+  case PQ_CODEC_LZ4:
+  case PQ_CODEC_LZ4_RAW: return 1;
+#endif
+  default: return 0;
+  }
+}
+
+#ifdef HAVE_ZLIB
+static int gunzip(const unsigned char *in, size_t inlen, unsigned char *out,
+                  size_t outlen, const char **why) {
+  z_stream s;
+  memset(&s, 0, sizeof s);
+  if (inlen > UINT32_MAX || outlen > UINT32_MAX ||
+      inflateInit2(&s, 15 + 32) != Z_OK) {
+    *why = "zlib could not start";
+    return -1;
+  }
+  s.next_in = (unsigned char *)(uintptr_t)in;
+  s.avail_in = (uInt)inlen;
+  s.next_out = out;
+  s.avail_out = (uInt)outlen;
+  int zr = inflate(&s, Z_FINISH);
+  size_t got = outlen - s.avail_out;
+  inflateEnd(&s);
+  if (zr != Z_STREAM_END || got != outlen) {
+    *why = zr == Z_STREAM_END || zr == Z_BUF_ERROR
+               ? "gzip data does not decompress to the page's stated size"
+               : "corrupt gzip data";
+    return -1;
+  }
+  return 0;
+}
+#endif
+
+#ifdef HAVE_LZ4
+/* Legacy LZ4 (codec 5): Hadoop frames (big-endian decoded and compressed
+ * sizes, then an LZ4 block) when they fit exactly, else one raw block. */
+static int lz4_hadoop(const unsigned char *in, size_t inlen, unsigned char *out,
+                      size_t outlen) {
+  size_t ip = 0, op = 0;
+  while (ip < inlen) {
+    if (inlen - ip < 8)
+      return -1;
+    uint32_t dn = be32(in + ip), cn = be32(in + ip + 4);
+    ip += 8;
+    if (cn > inlen - ip || dn > outlen - op || cn > INT32_MAX || dn > INT32_MAX)
+      return -1;
+    int r = LZ4_decompress_safe((const char *)in + ip, (char *)out + op,
+                                (int)cn, (int)dn);
+    if (r < 0 || (uint32_t)r != dn)
+      return -1;
+    ip += cn;
+    op += dn;
+  }
+  return op == outlen ? 0 : -1;
+}
+#endif
+
+int ferry__pq_decompress(int codec, const unsigned char *in, size_t inlen,
+                         unsigned char *out, size_t outlen, const char **why) {
+  switch (codec) {
+  case PQ_CODEC_NONE:
+    if (inlen != outlen) {
+      *why = "an uncompressed page's two sizes differ";
+      return -1;
+    }
+    if (outlen)
+      memcpy(out, in, outlen);
+    return 0;
+  case PQ_CODEC_SNAPPY:
+    return ferry__pq_snappy_decode(in, inlen, out, outlen, why);
+#ifdef HAVE_ZLIB
+  case PQ_CODEC_GZIP: return gunzip(in, inlen, out, outlen, why);
+#endif
+#ifdef HAVE_ZSTD
+  case PQ_CODEC_ZSTD: {
+    size_t r = ZSTD_decompress(out, outlen, in, inlen);
+    if (ZSTD_isError(r) || r != outlen) {
+      *why = ZSTD_isError(r) ? "corrupt zstd data"
+                             : "zstd data does not decompress to the page's "
+                               "stated size";
+      return -1;
+    }
+    return 0;
+  }
+#endif
+#ifdef HAVE_LZ4
+  case PQ_CODEC_LZ4:
+  case PQ_CODEC_LZ4_RAW: {
+    if (codec == PQ_CODEC_LZ4 && lz4_hadoop(in, inlen, out, outlen) == 0)
+      return 0; /* else a raw block */
+    if (inlen > INT32_MAX || outlen > INT32_MAX) {
+      *why = "an LZ4 page above 2 GiB";
+      return -1;
+    }
+    int r = LZ4_decompress_safe((const char *)in, (char *)out, (int)inlen,
+                                (int)outlen);
+    if (r < 0 || (size_t)r != outlen) {
+      *why = r < 0 ? "corrupt lz4 data"
+                   : "lz4 data does not decompress to the page's stated size";
+      return -1;
+    }
+    return 0;
+  }
+#endif
+  default: *why = "this build has no decoder for the codec"; return -1;
+  }
+}
+
+/* ---- Bit-level streams -------------------------------------------------- */
+
+typedef struct bits_in {
+  const unsigned char *p, *end;
+} bits_in;
+
+static int uvarint(bits_in *b, uint64_t *v) {
+  uint64_t x = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (b->p >= b->end)
+      return -1;
+    unsigned c = *b->p++;
+    x |= (uint64_t)(c & 0x7f) << shift;
+    if (!(c & 0x80)) {
+      *v = x;
+      return 0;
+    }
+  }
+  return -1;
+}
+
+/* 8 bytes at p, little-endian */
+static uint64_t load64(const unsigned char *p) {
+  uint64_t w;
+  memcpy(&w, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  w = __builtin_bswap64(w);
+#endif
+  return w;
+}
+
+/* n values of bw bits (LSB first) from p, which has avail bytes. */
+static int unpack(const unsigned char *p, size_t avail, int bw, uint64_t *out64,
+                  uint32_t *out32, size_t n) {
+  if (bw == 0) {
+    for (size_t i = 0; i < n; i++) {
+      if (out64)
+        out64[i] = 0;
+      else
+        out32[i] = 0;
+    }
+    return 0;
+  }
+  if ((n * (size_t)bw + 7) / 8 > avail)
+    return -1;
+  size_t i = 0;
+  if (bw <= 56) {
+    /* a 64-bit little-endian window per value, while 8 bytes remain */
+    const uint64_t mask = (UINT64_C(1) << bw) - 1;
+    if (bw <= 8 && out32) /* groups of 8 values in bw bytes: levels */
+      for (; i + 8 <= n && (i / 8 + 1) * (size_t)bw + 8 <= avail; i += 8) {
+        uint64_t w = load64(p + i / 8 * (size_t)bw);
+        for (int k = 0; k < 8; k++)
+          out32[i + (size_t)k] = (uint32_t)((w >> (k * bw)) & mask);
+      }
+    for (; i < n; i++) {
+      size_t bit = i * (size_t)bw, byte = bit >> 3;
+      if (byte + 8 > avail)
+        break;
+      uint64_t v = (load64(p + byte) >> (bit & 7)) & mask;
+      if (out64)
+        out64[i] = v;
+      else
+        out32[i] = (uint32_t)v;
+    }
+  }
+  for (; i < n; i++) { /* the tail, and widths above 56, bit by bit */
+    size_t bit = i * (size_t)bw;
+    uint64_t v = 0;
+    for (int got = 0; got < bw;) {
+      size_t byte = bit >> 3;
+      unsigned sh = (unsigned)(bit & 7);
+      int take = 8 - (int)sh;
+      if (take > bw - got)
+        take = bw - got;
+      v |= (uint64_t)((p[byte] >> sh) & ((1u << take) - 1u)) << got;
+      got += take;
+      bit += (size_t)take;
+    }
+    if (out64)
+      out64[i] = v;
+    else
+      out32[i] = (uint32_t)v;
+  }
+  return 0;
+}
+
+/* The RLE/bit-packed hybrid: exactly n values of bw bits (bw <= 32). */
+static int rle_decode(const unsigned char *p, size_t len, int bw, uint32_t *out,
+                      size_t n, const char **why) {
+  bits_in b = {p, p + len};
+  size_t done = 0, vbytes = ((size_t)bw + 7) / 8;
+  while (done < n) {
+    uint64_t h;
+    if (uvarint(&b, &h) < 0)
+      goto trunc;
+    if (h & 1) {
+      uint64_t groups = h >> 1;
+      if (groups == 0 || groups > (uint64_t)(b.end - b.p))
+        goto trunc;
+      size_t cnt = (size_t)groups * 8, take = cnt < n - done ? cnt : n - done;
+      size_t bytes = (size_t)groups * (size_t)bw;
+      size_t avail = (size_t)(b.end - b.p);
+      if (unpack(b.p, avail, bw, NULL, out + done, take) < 0)
+        goto trunc;
+      b.p += bytes < avail ? bytes : avail;
+      done += take;
+    } else {
+      uint64_t run = h >> 1;
+      if ((size_t)(b.end - b.p) < vbytes || run == 0)
+        goto trunc;
+      uint32_t v = 0;
+      for (size_t i = 0; i < vbytes; i++)
+        v |= (uint32_t)b.p[i] << (8 * i);
+      b.p += vbytes;
+      if (bw < 32 && (v >> bw) != 0) {
+        *why = "an RLE run's value is wider than its bit width";
+        return -1;
+      }
+      size_t take = run < n - done ? (size_t)run : n - done;
+      for (size_t i = 0; i < take; i++)
+        out[done + i] = v;
+      done += take;
+    }
+  }
+  return 0;
+trunc:
+  *why = "truncated or corrupt RLE/bit-packed data";
+  return -1;
+}
+
+static int bit_width(uint32_t max) {
+  int w = 0;
+  while (max) {
+    w++;
+    max >>= 1;
+  }
+  return w;
+}
+
+/* ---- Page headers ------------------------------------------------------- */
+
+typedef struct page_hdr {
+  int32_t type, usize, csize;
+  int32_t num_values, encoding, def_enc, rep_enc;
+  int32_t num_nulls, num_rows, def_len, rep_len;
+  int is_compressed, have_body;
+} page_hdr;
+
+static int parse_sub(pq_tr *t, int ftype, page_hdr *h, int kind) {
+  int16_t last = 0, id;
+  int ty, r;
+  if (ferry__pq_tr_enter(t, ftype) < 0)
+    return -1;
+  h->have_body = 1;
+  while ((r = ferry__pq_tr_field(t, &last, &id, &ty)) == 1) {
+    int32_t *dst = NULL;
+    if (id == 1)
+      dst = &h->num_values;
+    else if (kind == 0 && id == 2)
+      dst = &h->encoding;
+    else if (kind == 0 && id == 3)
+      dst = &h->def_enc;
+    else if (kind == 0 && id == 4)
+      dst = &h->rep_enc;
+    else if (kind == 1 && id == 2)
+      dst = &h->encoding;
+    else if (kind == 2 && id == 2)
+      dst = &h->num_nulls;
+    else if (kind == 2 && id == 3)
+      dst = &h->num_rows;
+    else if (kind == 2 && id == 4)
+      dst = &h->encoding;
+    else if (kind == 2 && id == 5)
+      dst = &h->def_len;
+    else if (kind == 2 && id == 6)
+      dst = &h->rep_len;
+    if (dst)
+      ferry__pq_tr_i32(t, ty, dst);
+    else if (kind == 2 && id == 7)
+      ferry__pq_tr_bool(t, ty, &h->is_compressed);
+    else
+      ferry__pq_tr_skip(t, ty);
+  }
+  ferry__pq_tr_leave(t);
+  return r < 0 || t->why ? -1 : 0;
+}
+
+static int parse_page_header(pq_tr *t, page_hdr *h) {
+  int16_t last = 0, id;
+  int ty, r;
+  memset(h, 0, sizeof *h);
+  h->type = h->usize = h->csize = -1;
+  h->is_compressed = 1;
+  h->def_enc = h->rep_enc = PQ_ENC_RLE;
+  if (ferry__pq_tr_enter(t, PQ_T_STRUCT) < 0)
+    return -1;
+  while ((r = ferry__pq_tr_field(t, &last, &id, &ty)) == 1) {
+    switch (id) {
+    case 1: ferry__pq_tr_i32(t, ty, &h->type); break;
+    case 2: ferry__pq_tr_i32(t, ty, &h->usize); break;
+    case 3: ferry__pq_tr_i32(t, ty, &h->csize); break;
+    case 5: parse_sub(t, ty, h, 0); break;
+    case 7: parse_sub(t, ty, h, 1); break;
+    case 8: parse_sub(t, ty, h, 2); break;
+    default: ferry__pq_tr_skip(t, ty);
+    }
+  }
+  ferry__pq_tr_leave(t);
+  if (r < 0 || t->why)
+    return -1;
+  if (h->type < 0 || h->usize < 0 || h->csize < 0 || h->num_values < 0 ||
+      h->def_len < 0 || h->rep_len < 0 || h->num_nulls < 0)
+    return ferry__pq_tr_fail(t,
+                             "a page header lacks its type or sizes, or has a "
+                             "negative one");
+  return 0;
+}
+
+/* ---- Chunk decoding ----------------------------------------------------- */
+
+typedef struct dec {
+  const pq_job *j;
+  pq_scratch *s;
+  ferry__err *err;
+  size_t phys;  /* bytes of one physical value (0: BOOLEAN bits)    */
+  size_t elem;  /* bytes of one output element                     */
+  int64_t want; /* values the rows need: num_rows * k               */
+  int64_t got;  /* values written                                   */
+  int64_t dict_n;
+  const unsigned char *dict; /* dict_n decoded values (a scratch's)   */
+  int64_t page_at; /* chunk offset of the current page               */
+} dec;
+
+static int grow(void **p, size_t *cap, size_t need) {
+  if (need <= *cap)
+    return 0;
+  size_t c = *cap ? *cap : 4096;
+  while (c < need)
+    c = c > SIZE_MAX / 2 ? need : c * 2;
+  void *n = realloc(*p, c);
+  if (!n)
+    return -1;
+  *p = n;
+  *cap = c;
+  return 0;
+}
+
+static int fail(dec *d, int code, const char *what) {
+  const pq_job *j = d->j;
+  return ferry__seterr(d->err, code,
+                       "file %s, column %s, row group %lld (page at offset "
+                       "%lld), rank %d: %s",
+                       j->file, j->var, (long long)j->rgi,
+                       (long long)(j->rg->offset + d->page_at), j->rank, what);
+}
+
+/* Little-endian output of the low elem bytes of v. */
+static void put_le(unsigned char *o, uint64_t v, size_t elem) {
+  for (size_t i = 0; i < elem; i++)
+    o[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* n PLAIN values of the physical type at p (bytes avail) to out. */
+static int plain_values(dec *d, const unsigned char *p, size_t avail, size_t n,
+                        unsigned char *out) {
+  if (d->phys == 0) {
+    if ((n + 7) / 8 > avail)
+      return -1;
+    for (size_t i = 0; i < n; i++)
+      out[i] = (unsigned char)(((unsigned)p[i >> 3] >> (i & 7)) & 1u);
+    return 0;
+  }
+  if (n > avail / d->phys)
+    return -1;
+  if (d->phys == d->elem) {
+    memcpy(out, p, n * d->elem);
+    return 0;
+  }
+  for (size_t i = 0; i < n; i++) /* INT32 narrowed: little-endian low bytes */
+    memcpy(out + i * d->elem, p + i * d->phys, d->elem);
+  return 0;
+}
+
+static int dict_page(dec *d, const unsigned char *body, size_t len,
+                     const page_hdr *h) {
+  if (h->encoding != PQ_ENC_PLAIN && h->encoding != PQ_ENC_PLAIN_DICT)
+    return fail(d, FERRY_ENOTSUP, "a dictionary page not PLAIN-encoded");
+  size_t n = (size_t)h->num_values;
+  if (n > len * 8)
+    return fail(d, FERRY_EFORMAT,
+                "a dictionary page holds fewer bytes than "
+                "its values need");
+  if (grow((void **)&d->s->dict, &d->s->dict_cap, (n ? n : 1) * d->elem) < 0)
+    return fail(d, FERRY_ENOMEM, "out of memory for the dictionary");
+  if (plain_values(d, body, len, n, d->s->dict) < 0)
+    return fail(d, FERRY_EFORMAT,
+                "a dictionary page holds fewer bytes than "
+                "its values need");
+  d->dict_n = (int64_t)n;
+  d->dict = d->s->dict;
+  return 0;
+}
+
+static int dict_values(dec *d, const unsigned char *p, size_t len, size_t n,
+                       unsigned char *out) {
+  const char *why = "truncated dictionary indices";
+  if (d->dict_n < 0)
+    return fail(d, FERRY_EFORMAT,
+                "dictionary-encoded values but no "
+                "dictionary page before them");
+  if (len < 1 || p[0] > 32)
+    return fail(d, FERRY_EFORMAT, "bad bit width of dictionary indices");
+  if (grow((void **)&d->s->idx, &d->s->idx_cap, (n ? n : 1) * 4) < 0)
+    return fail(d, FERRY_ENOMEM, "out of memory");
+  if (rle_decode(p + 1, len - 1, p[0], d->s->idx, n, &why) < 0)
+    return fail(d, FERRY_EFORMAT, why);
+  const unsigned char *dict = d->dict;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t k = d->s->idx[i];
+    if ((int64_t)k >= d->dict_n) {
+      char msg[160];
+      snprintf(msg, sizeof msg,
+               "dictionary index %u out of range (the dictionary holds %lld "
+               "values) at row %lld",
+               k, (long long)d->dict_n,
+               (long long)(d->j->row0 + (d->got + (int64_t)i) / d->j->rec->k));
+      return fail(d, FERRY_EFORMAT, msg);
+    }
+    memcpy(out + i * d->elem, dict + (size_t)k * d->elem, d->elem);
+  }
+  return 0;
+}
+
+static int bss_values(dec *d, const unsigned char *p, size_t len, size_t n,
+                      unsigned char *out) {
+  size_t w = d->phys;
+  if (w == 0 || w != d->elem || n > len / w)
+    return -1;
+  for (size_t i = 0; i < n; i++)
+    for (size_t b = 0; b < w; b++)
+      out[i * w + b] = p[b * n + i];
+  return 0;
+}
+
+/* DELTA_BINARY_PACKED: blocks of miniblocks of bit-packed deltas. */
+static int delta_values(dec *d, const unsigned char *p, size_t len, size_t n,
+                        unsigned char *out) {
+  bits_in b = {p, p + len};
+  uint64_t bs, nmb, total, first;
+  if (uvarint(&b, &bs) < 0 || uvarint(&b, &nmb) < 0 ||
+      uvarint(&b, &total) < 0 || uvarint(&b, &first) < 0 || nmb == 0 ||
+      bs == 0 || bs % nmb != 0 || (bs / nmb) % 8 != 0 || bs > (1u << 20) ||
+      total < n)
+    return -1;
+  uint64_t per = bs / nmb, v = (first >> 1) ^ (0 - (first & 1));
+  size_t done = 0;
+  uint64_t buf[64];
+  if (n > 0) {
+    put_le(out, v, d->elem);
+    done = 1;
+  }
+  while (done < n) {
+    uint64_t zmin;
+    if (uvarint(&b, &zmin) < 0 || (uint64_t)(b.end - b.p) < nmb)
+      return -1;
+    uint64_t mind = (zmin >> 1) ^ (0 - (zmin & 1));
+    const unsigned char *widths = b.p;
+    b.p += nmb;
+    for (uint64_t m = 0; m < nmb && done < n; m++) {
+      int bw = widths[m];
+      if (bw > 64)
+        return -1;
+      size_t mb_bytes = (size_t)(per * (uint64_t)bw / 8);
+      size_t avail = (size_t)(b.end - b.p);
+      for (uint64_t i = 0; i < per && done < n; i += 64) {
+        size_t take = per - i < 64 ? (size_t)(per - i) : 64;
+        if (take > n - done)
+          take = n - done;
+        size_t skip = (size_t)(i * (uint64_t)bw / 8);
+        if (skip > avail ||
+            unpack(b.p + skip, avail - skip, bw, buf, NULL, take) < 0)
+          return -1;
+        for (size_t k = 0; k < take; k++, done++) {
+          v += mind + buf[k];
+          put_le(out + done * d->elem, v, d->elem);
+        }
+      }
+      b.p += mb_bytes < avail ? mb_bytes : avail;
+    }
+  }
+  return 0;
+}
+
+static int rle_bool_values(dec *d, const unsigned char *p, size_t len, size_t n,
+                           unsigned char *out) {
+  const char *why = "";
+  if (len < 4 || le32(p) > len - 4)
+    return -1;
+  if (grow((void **)&d->s->idx, &d->s->idx_cap, (n ? n : 1) * 4) < 0)
+    return fail(d, FERRY_ENOMEM, "out of memory");
+  if (rle_decode(p + 4, le32(p), 1, d->s->idx, n, &why) < 0)
+    return -1;
+  for (size_t i = 0; i < n; i++)
+    out[i] = (unsigned char)d->s->idx[i];
+  return 0;
+}
+
+static int values(dec *d, int enc, const unsigned char *p, size_t len,
+                  size_t n) {
+  int32_t type = d->j->rec->type;
+  if (n > (size_t)(d->want - d->got))
+    return fail(d, FERRY_EFORMAT,
+                "the column chunk holds more values than "
+                "its rows");
+  unsigned char *out = d->j->out + (size_t)d->got * d->elem;
+  int rc;
+  char msg[200];
+  switch (enc) {
+  case PQ_ENC_PLAIN: rc = plain_values(d, p, len, n, out); break;
+  case PQ_ENC_PLAIN_DICT:
+  case PQ_ENC_RLE_DICT:
+    if ((rc = dict_values(d, p, len, n, out)) < 0)
+      return rc;
+    break;
+  case PQ_ENC_BYTE_STREAM_SPLIT: rc = bss_values(d, p, len, n, out); break;
+  case PQ_ENC_DELTA_BINARY:
+    if (type != PQ_INT32 && type != PQ_INT64)
+      goto unsupported;
+    rc = delta_values(d, p, len, n, out);
+    break;
+  case PQ_ENC_RLE:
+    if (type != PQ_BOOLEAN)
+      goto unsupported;
+    rc = rle_bool_values(d, p, len, n, out);
+    break;
+  default: goto unsupported;
+  }
+  if (rc < 0) {
+    snprintf(msg, sizeof msg, "truncated or corrupt %s values",
+             ferry__pq_encoding_name(enc));
+    return fail(d, FERRY_EFORMAT, msg);
+  }
+  d->got += (int64_t)n;
+  return 0;
+unsupported:
+  snprintf(msg, sizeof msg, "encoding %s (%d) of %s values is not supported",
+           ferry__pq_encoding_name(enc), enc, ferry__pq_type_name(type));
+  return fail(d, FERRY_ENOTSUP, msg);
+}
+
+/* ---- Levels ---------------------------------------------------------- */
+
+/* The levels are checked run by run, never stored: a definition level
+ * below its maximum is a null (refused); a repetition level 0 must fall
+ * exactly where a row starts, at values (d->got + i) % k == 0.  Nulls are
+ * refused, so values and levels count alike and a page's first level is
+ * value d->got: the check needs nothing of the pages before, and pages can
+ * be decoded in any order on any thread.  An RLE run costs O(1), so a
+ * column without nulls (a run of the maximum) costs nothing per value. */
+typedef struct lvl {
+  dec *d;
+  int rep;      /* 1: repetition levels, 0: definition levels */
+  uint32_t max; /* the column's maximum level                 */
+  int64_t k;    /* elements per row                           */
+} lvl;
+
+static int null_at(const lvl *L, size_t i) {
+  char msg[240];
+  const pq_rec *r = L->d->j->rec;
+  int64_t row = (L->d->got + (int64_t)i) / L->k;
+  snprintf(msg, sizeof msg,
+           "a null%s at row %lld of the file (row %lld of the row group): "
+           "ferry reads columns without nulls",
+           r->max_rep > 0 ? " (or an empty list)" : "",
+           (long long)(L->d->j->row0 + row), (long long)row);
+  return fail(L->d, FERRY_ENOTSUP, msg);
+}
+
+static int bad_row(const lvl *L, size_t i) {
+  char msg[240];
+  int64_t v = L->d->got + (int64_t)i, at = v % L->k;
+  int64_t row = v / L->k - (at == 0);
+  snprintf(msg, sizeof msg,
+           "list row %lld of the file holds %s than the %lld elements of the "
+           "rows before it",
+           (long long)(L->d->j->row0 + row), at == 0 ? "more" : "fewer",
+           (long long)L->k);
+  return fail(L->d, FERRY_ESHAPE, msg);
+}
+
+/* c levels of value v from level index i, which is element at of its row
+ * (repetition levels). */
+static int check_run(const lvl *L, size_t i, int64_t at, uint32_t v, size_t c) {
+  if (v > L->max)
+    return fail(L->d, FERRY_EFORMAT, "a level above its maximum");
+  if (!L->rep)
+    return v < L->max ? null_at(L, i) : 0;
+  if (v == 0) { /* every one starts a row: k == 1, or one level at a start */
+    if (at != 0)
+      return bad_row(L, i);
+    return c > 1 && L->k > 1 ? bad_row(L, i + 1) : 0;
+  }
+  if (at == 0) /* continues a row where one must start */
+    return bad_row(L, i);
+  if ((int64_t)c > L->k - at) /* runs into the next row's start */
+    return bad_row(L, i + (size_t)(L->k - at));
+  return 0;
+}
+
+/* m bit-packed levels from index i; *at as in check_run, advanced. */
+static int check_some(const lvl *L, size_t i, int64_t *at, const uint32_t *v,
+                      size_t m) {
+  for (size_t q = 0; q < m; q++)
+    if (v[q] > L->max)
+      return fail(L->d, FERRY_EFORMAT, "a level above its maximum");
+  if (!L->rep) {
+    for (size_t q = 0; q < m; q++)
+      if (v[q] < L->max)
+        return null_at(L, i + q);
+    return 0;
+  }
+  int64_t a = *at;
+  for (size_t q = 0; q < m; q++) {
+    if ((v[q] == 0) != (a == 0))
+      return bad_row(L, i + q);
+    if (++a == L->k)
+      a = 0;
+  }
+  *at = a;
+  return 0;
+}
+
+/* The common bit-packed cases a byte at a time: definition levels all at
+ * the maximum (groups of 8 compared with the packed pattern), and
+ * repetition levels of width 1 inside rows (bytes 0xff).  Returns the levels
+ * done (a multiple of 8); the caller checks the rest one by one, which also
+ * finds the place of any error. */
+static size_t fast_groups(const lvl *L, const unsigned char *p, size_t avail,
+                          int bw, size_t o, size_t take, int64_t *at) {
+  if (!L->rep && bw >= 1 && bw <= 8) {
+    unsigned char pat[8];
+    uint64_t w = 0;
+    for (int q = 0; q < 8; q++)
+      w |= (uint64_t)L->max << (q * bw);
+    for (int q = 0; q < bw; q++)
+      pat[q] = (unsigned char)(w >> (8 * q));
+    for (; o + 8 <= take && (o / 8 + 1) * (size_t)bw <= avail; o += 8)
+      if (memcmp(p + o / 8 * (size_t)bw, pat, (size_t)bw) != 0)
+        break;
+    return o;
+  }
+  if (L->rep && bw == 1) {
+    int64_t a = *at;
+    for (; o + 8 <= take && o / 8 < avail; o += 8) {
+      if (a < 1 || a + 8 > L->k || p[o / 8] != 0xff)
+        break;
+      a += 8;
+      if (a == L->k)
+        a = 0;
+    }
+    *at = a;
+  }
+  return o;
+}
+
+/* Walk n levels of the RLE/bit-packed hybrid at p (len bytes). */
+static int walk_levels(const lvl *L, const unsigned char *p, size_t len,
+                       size_t n) {
+  int bw = bit_width(L->max);
+  bits_in b = {p, p + len};
+  size_t done = 0, vbytes = ((size_t)bw + 7) / 8;
+  uint32_t buf[64];
+  int64_t at = L->rep ? L->d->got % L->k : 0;
+  while (done < n) {
+    uint64_t h;
+    if (uvarint(&b, &h) < 0)
+      goto trunc;
+    size_t avail = (size_t)(b.end - b.p);
+    if (h & 1) {
+      uint64_t groups = h >> 1;
+      if (groups == 0 || groups > avail)
+        goto trunc;
+      size_t cnt = (size_t)groups * 8, take = cnt < n - done ? cnt : n - done;
+      size_t bytes = (size_t)groups * (size_t)bw;
+      for (size_t o = 0; o < take;) {
+        o = fast_groups(L, b.p, avail, bw, o, take, &at);
+        if (o >= take)
+          break;
+        size_t m = take - o < 8 ? take - o : 8; /* one group, then fast */
+        size_t skip = o / 8 * (size_t)bw;
+        if (skip > avail ||
+            unpack(b.p + skip, avail - skip, bw, NULL, buf, m) < 0)
+          goto trunc;
+        if (check_some(L, done + o, &at, buf, m) < 0)
+          return -1;
+        o += m;
+      }
+      b.p += bytes < avail ? bytes : avail;
+      done += take;
+    } else {
+      uint64_t run = h >> 1;
+      if (avail < vbytes || run == 0)
+        goto trunc;
+      uint32_t v = 0;
+      for (size_t i = 0; i < vbytes; i++)
+        v |= (uint32_t)b.p[i] << (8 * i);
+      b.p += vbytes;
+      size_t take = run < n - done ? (size_t)run : n - done;
+      if (check_run(L, done, at, v, take) < 0)
+        return -1;
+      if (L->rep)
+        at = (at + (int64_t)(take % (size_t)L->k)) % L->k;
+      done += take;
+    }
+  }
+  return 0;
+trunc:
+  return fail(L->d, FERRY_EFORMAT, "truncated or corrupt levels");
+}
+
+static int page_levels(dec *d, const unsigned char *rp, size_t rl,
+                       const unsigned char *dp, size_t dl, size_t n) {
+  const pq_rec *r = d->j->rec;
+  lvl L = {d, 0, (uint32_t)r->max_def, r->k};
+  if (r->max_def > 0 && walk_levels(&L, dp, dl, n) < 0)
+    return -1;
+  L.rep = 1;
+  L.max = (uint32_t)r->max_rep;
+  if (r->max_rep > 0 && walk_levels(&L, rp, rl, n) < 0)
+    return -1;
+  return 0;
+}
+
+static int data_v1(dec *d, const unsigned char *b, size_t len,
+                   const page_hdr *h) {
+  const pq_rec *r = d->j->rec;
+  const unsigned char *lv[2] = {NULL, NULL};
+  size_t ll[2] = {0, 0};
+  for (int k = 0; k < 2; k++) { /* repetition levels first */
+    int max = k == 0 ? r->max_rep : r->max_def;
+    int enc = k == 0 ? h->rep_enc : h->def_enc;
+    if (max == 0)
+      continue;
+    if (enc != PQ_ENC_RLE)
+      return fail(d, FERRY_ENOTSUP,
+                  "levels not RLE-encoded (the deprecated "
+                  "BIT_PACKED levels are not read)");
+    if (len < 4 || le32(b) > len - 4)
+      return fail(d, FERRY_EFORMAT, "levels longer than their page");
+    lv[k] = b + 4;
+    ll[k] = le32(b);
+    b += 4 + ll[k];
+    len -= 4 + ll[k];
+  }
+  size_t n = (size_t)h->num_values;
+  if (page_levels(d, lv[0], ll[0], lv[1], ll[1], n) < 0)
+    return -1;
+  return values(d, h->encoding, b, len, n);
+}
+
+/* The body of a page in s->page (decompressed), or straight from the
+ * chunk when uncompressed. */
+static int page_body(dec *d, const unsigned char *in, size_t inlen,
+                     size_t outlen, int codec, const unsigned char **body) {
+  const char *why = "";
+  if (codec == PQ_CODEC_NONE) {
+    if (inlen != outlen)
+      return fail(d, FERRY_EFORMAT,
+                  "an uncompressed page's compressed and "
+                  "uncompressed sizes differ");
+    *body = in;
+    return 0;
+  }
+  if (grow((void **)&d->s->page, &d->s->page_cap, outlen ? outlen : 1) < 0)
+    return fail(d, FERRY_ENOMEM, "out of memory for a page");
+  if (ferry__pq_decompress(codec, in, inlen, d->s->page, outlen, &why) < 0) {
+    char msg[200];
+    snprintf(msg, sizeof msg, "%s page: %s", ferry__pq_codec_name(codec), why);
+    return fail(d, FERRY_EFORMAT, msg);
+  }
+  *body = d->s->page;
+  return 0;
+}
+
+static int data_v2(dec *d, const unsigned char *in, const page_hdr *h,
+                   int codec) {
+  size_t rl = (size_t)h->rep_len, dl = (size_t)h->def_len;
+  size_t cs = (size_t)h->csize, us = (size_t)h->usize;
+  if (rl > cs || dl > cs - rl || rl + dl > us)
+    return fail(d, FERRY_EFORMAT,
+                "a v2 page's level lengths exceed the "
+                "page");
+  size_t n = (size_t)h->num_values;
+  if (page_levels(d, in, rl, in + rl, dl, n) < 0)
+    return -1;
+  const unsigned char *body;
+  int c = h->is_compressed ? codec : PQ_CODEC_NONE;
+  if (page_body(d, in + rl + dl, cs - rl - dl, us - rl - dl, c, &body) < 0)
+    return -1;
+  return values(d, h->encoding, body, us - rl - dl, n);
+}
+
+static int one_page(dec *d, const unsigned char *in, const page_hdr *h) {
+  const pq_rg_rec *g = d->j->rg;
+  const unsigned char *body;
+  if (h->type == PQ_PAGE_DATA_V2)
+    return h->have_body ? data_v2(d, in, h, g->codec)
+                        : fail(d, FERRY_EFORMAT,
+                               "a v2 data page without its "
+                               "header");
+  if (h->type != PQ_PAGE_DATA && h->type != PQ_PAGE_DICT)
+    return 0; /* index pages and unknown kinds carry no values */
+  if (!h->have_body)
+    return fail(d, FERRY_EFORMAT,
+                "a page without its data or dictionary "
+                "header");
+  if (page_body(d, in, (size_t)h->csize, (size_t)h->usize, g->codec, &body) < 0)
+    return -1;
+  if (h->type == PQ_PAGE_DICT)
+    return dict_page(d, body, (size_t)h->usize, h);
+  return data_v1(d, body, (size_t)h->usize, h);
+}
+
+/* One page found by the scan: where, its header, the value it starts at. */
+typedef struct page_ref {
+  size_t pos, hl;
+  page_hdr h;
+  int64_t first;
+} page_ref;
+
+typedef struct scan {
+  page_ref *pg;
+  size_t n, cap;
+} scan;
+
+static void dec_init(dec *d, const pq_job *j, pq_scratch *s, ferry__err *err) {
+  memset(d, 0, sizeof *d);
+  d->j = j;
+  d->s = s;
+  d->err = err;
+  d->elem = ferry_dtype_size((ferry_dtype)j->rec->dtype);
+  d->phys = j->rec->type == PQ_BOOLEAN ? 0
+            : j->rec->type == PQ_FLBA  ? (size_t)j->rec->type_length
+            : j->rec->type == PQ_INT32 || j->rec->type == PQ_FLOAT ? 4
+                                                                   : 8;
+  d->want = j->rg->num_rows * j->rec->k;
+  d->dict_n = -1;
+}
+
+static int code_of(const ferry__err *err) {
+  return err && err->code < 0 ? err->code : FERRY_EFORMAT;
+}
+
+/* Walk the page headers; decode the dictionary page on the way (into d's
+ * scratch); list the data pages with the value each starts at. */
+static int scan_pages(dec *d, scan *sc) {
+  const pq_job *j = d->j;
+  size_t size = (size_t)j->rg->size, pos = 0;
+  size_t ubound = j->rg->usize > 0 && j->rg->usize < PQ_MAX_PAGE
+                      ? (size_t)j->rg->usize
+                      : PQ_MAX_PAGE;
+  int64_t vals = 0;
+  char msg[200];
+  while (pos < size && (vals < d->want || d->want == 0)) {
+    pq_tr t;
+    page_ref pr;
+    d->page_at = (int64_t)pos;
+    ferry__pq_tr_init(&t, j->chunk + pos, size - pos);
+    if (parse_page_header(&t, &pr.h) < 0) {
+      snprintf(msg, sizeof msg, "corrupt page header: %s", t.why);
+      return fail(d, FERRY_EFORMAT, msg);
+    }
+    pr.pos = pos;
+    pr.hl = ferry__pq_tr_offset(&t);
+    if ((size_t)pr.h.csize > size - pos - pr.hl) {
+      snprintf(msg, sizeof msg,
+               "the page's compressed size %d runs past its column chunk "
+               "(%zu bytes left)",
+               pr.h.csize, size - pos - pr.hl);
+      return fail(d, FERRY_EFORMAT, msg);
+    }
+    if ((size_t)pr.h.usize > ubound)
+      return fail(d, FERRY_EFORMAT,
+                  "the page's uncompressed size is above "
+                  "its column chunk's");
+    pos += pr.hl + (size_t)pr.h.csize;
+    if (pr.h.type == PQ_PAGE_DICT) {
+      if (one_page(d, j->chunk + pr.pos + pr.hl, &pr.h) < 0)
+        return code_of(d->err);
+      continue;
+    }
+    if (pr.h.type != PQ_PAGE_DATA && pr.h.type != PQ_PAGE_DATA_V2)
+      continue;
+    if (pr.h.num_values > d->want - vals)
+      return fail(d, FERRY_EFORMAT,
+                  "the column chunk's pages hold more "
+                  "values than its rows");
+    pr.first = vals;
+    vals += pr.h.num_values;
+    if (sc->n == sc->cap) {
+      size_t c = sc->cap ? sc->cap * 2 : 64;
+      page_ref *np = realloc(sc->pg, c * sizeof *np);
+      if (!np)
+        return fail(d, FERRY_ENOMEM, "out of memory");
+      sc->pg = np;
+      sc->cap = c;
+    }
+    sc->pg[sc->n++] = pr;
+    if (d->want == 0)
+      break;
+  }
+  if (vals != d->want) {
+    snprintf(msg, sizeof msg,
+             "the column chunk holds %lld values; its %lld rows of %lld need "
+             "%lld",
+             (long long)vals, (long long)j->rg->num_rows, (long long)j->rec->k,
+             (long long)d->want);
+    return fail(d, FERRY_EFORMAT, msg);
+  }
+  return 0;
+}
+
+/* Decode pages of sc on several threads: each takes the next page. */
+typedef struct pwork {
+  const pq_job *j;
+  const scan *sc;
+  const dec *proto; /* the dictionary */
+  pq_scratch *s;
+  size_t next;
+  pthread_mutex_t lock;
+  size_t bad_page; /* lowest failing page, sc->n: none */
+  int rc;
+  ferry__err err;
+} pwork;
+
+typedef struct pthr {
+  pwork *w;
+  int t;
+} pthr;
+
+static void *page_worker(void *arg) {
+  pthr *me = arg;
+  pwork *w = me->w;
+  for (;;) {
+    pthread_mutex_lock(&w->lock);
+    size_t i = w->next < w->bad_page ? w->next++ : w->sc->n;
+    pthread_mutex_unlock(&w->lock);
+    if (i >= w->sc->n)
+      break;
+    const page_ref *pr = &w->sc->pg[i];
+    ferry__err e;
+    dec d;
+    memset(&e, 0, sizeof e);
+    dec_init(&d, w->j, &w->s[me->t], &e);
+    d.dict = w->proto->dict;
+    d.dict_n = w->proto->dict_n;
+    d.got = pr->first;
+    d.page_at = (int64_t)pr->pos;
+    if (one_page(&d, w->j->chunk + pr->pos + pr->hl, &pr->h) < 0) {
+      pthread_mutex_lock(&w->lock);
+      if (i < w->bad_page) { /* the first page's error, as serially */
+        w->bad_page = i;
+        w->rc = code_of(&e);
+        w->err = e;
+      }
+      pthread_mutex_unlock(&w->lock);
+    }
+  }
+  return NULL;
+}
+
+int ferry__pq_decode_chunk(const pq_job *j, pq_scratch *s, int nthreads,
+                           ferry__err *err) {
+  dec d;
+  scan sc = {NULL, 0, 0};
+  dec_init(&d, j, &s[0], err);
+  int rc = scan_pages(&d, &sc);
+  if (rc < 0) {
+    free(sc.pg);
+    return rc;
+  }
+  if (nthreads > 64)
+    nthreads = 64;
+  if ((size_t)nthreads > sc.n)
+    nthreads = (int)sc.n;
+  /* small chunks are not worth a thread */
+  if (j->rg->usize < (1 << 20))
+    nthreads = 1;
+  pwork w;
+  memset(&w, 0, sizeof w);
+  w.j = j;
+  w.sc = &sc;
+  w.proto = &d;
+  w.s = s;
+  w.bad_page = sc.n;
+  pthread_mutex_init(&w.lock, NULL);
+  pthread_t th[64];
+  pthr a[64];
+  int started = 0;
+  for (int t = 1; t < nthreads; t++) {
+    a[t].w = &w;
+    a[t].t = t;
+    if (pthread_create(&th[t], NULL, page_worker, &a[t]) != 0)
+      break;
+    started = t;
+  }
+  a[0].w = &w;
+  a[0].t = 0;
+  page_worker(&a[0]);
+  for (int t = 1; t <= started; t++)
+    pthread_join(th[t], NULL);
+  pthread_mutex_destroy(&w.lock);
+  free(sc.pg);
+  if (w.bad_page < sc.n) {
+    if (err)
+      *err = w.err;
+    return w.rc;
+  }
+  return 0;
+}
+
+void ferry__pq_scratch_free(pq_scratch *s) {
+  free(s->page);
+  free(s->dict);
+  free(s->idx);
+  memset(s, 0, sizeof *s);
+}

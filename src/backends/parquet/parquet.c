@@ -1,0 +1,1085 @@
+/*
+ * parquet.c - the parquet backend's vtable: probe, describe (rank 0 reads
+ * every footer once; meta.c), the per-variable record that carries what
+ * every rank needs to read (files and their sizes, row groups with their
+ * first row, column chunk offset and sizes, codec, physical type, levels,
+ * list length), and the reads.
+ *
+ * A part is one .parquet file or a directory of them (its *.parquet files
+ * in strcmp order, one schema).  A read of rows [row, row+nrows) reads the
+ * byte range of the selected column's chunk in each row group it touches
+ * with MPI-IO (independent: MPI_COMM_SELF) and decodes it (pages.c).  A row
+ * group the read covers whole is decoded straight into the read buffer;
+ * one it covers in part is decoded into a one-row-group buffer kept per
+ * variable, so the next read of the same row group copies from it.  The
+ * plan aligns its chunks on row groups (chunk_rows is the row-group size
+ * when all but the last row group of a part have it), so with the default
+ * plan every read covers whole row groups.  When one read covers several
+ * row groups their chunks are read first, then decoded by up to `threads`
+ * threads (one scratch each); memory is bounded by the read's own rows plus
+ * the compressed bytes of its chunks plus one decoded row group per
+ * variable (cache_bytes).
+ */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+#if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include "backends/parquet/parquet.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- Record ---------------------------------------------------------------
+ */
+
+typedef struct wbuf {
+  unsigned char *p;
+  size_t n, cap;
+  int bad;
+} wbuf;
+
+static void w_bytes(wbuf *w, const void *p, size_t n) {
+  if (w->bad)
+    return;
+  if (w->n + n > w->cap) {
+    size_t c = w->cap ? w->cap * 2 : 256;
+    while (c < w->n + n)
+      c *= 2;
+    unsigned char *q = realloc(w->p, c);
+    if (!q) {
+      w->bad = 1;
+      return;
+    }
+    w->p = q;
+    w->cap = c;
+  }
+  memcpy(w->p + w->n, p, n);
+  w->n += n;
+}
+static void w_i64(wbuf *w, int64_t v) { w_bytes(w, &v, 8); }
+static void w_i32(wbuf *w, int32_t v) { w_bytes(w, &v, 4); }
+
+int ferry__pq_rec_put(const pq_rec *r, ferry__blob *b) {
+  wbuf w = {0};
+  w_i32(&w, (int32_t)PQ_REC_MAGIC);
+  int32_t hdr[6] = {r->type,    r->type_length, r->dtype,
+                    r->max_def, r->max_rep,     r->is_list};
+  w_bytes(&w, hdr, sizeof hdr);
+  w_i64(&w, r->k);
+  w_i32(&w, r->nfiles);
+  for (int32_t i = 0; i < r->nfiles; i++) {
+    int32_t n = (int32_t)strlen(r->files[i]);
+    w_i32(&w, n);
+    w_bytes(&w, r->files[i], (size_t)n);
+    w_i64(&w, r->fsize[i]);
+  }
+  w_i64(&w, r->nrg);
+  for (int64_t i = 0; i < r->nrg; i++) {
+    const pq_rg_rec *g = &r->rg[i];
+    int64_t v[6] = {g->first_row, g->num_rows, g->offset,
+                    g->size,      g->usize,    g->num_values};
+    w_bytes(&w, v, sizeof v);
+    w_i32(&w, g->file);
+    w_i32(&w, g->codec);
+  }
+  if (w.bad) {
+    free(w.p);
+    return FERRY_ENOMEM;
+  }
+  b->p = w.p;
+  b->len = w.n;
+  return 0;
+}
+
+typedef struct rbuf {
+  const unsigned char *p;
+  size_t n, at;
+  int bad;
+} rbuf;
+
+static void r_bytes(rbuf *r, void *out, size_t n) {
+  if (r->bad || n > r->n - r->at) {
+    r->bad = 1;
+    memset(out, 0, n);
+    return;
+  }
+  memcpy(out, r->p + r->at, n);
+  r->at += n;
+}
+static int64_t r_i64(rbuf *r) {
+  int64_t v;
+  r_bytes(r, &v, 8);
+  return v;
+}
+static int32_t r_i32(rbuf *r) {
+  int32_t v;
+  r_bytes(r, &v, 4);
+  return v;
+}
+
+void ferry__pq_rec_free(pq_rec *r) {
+  for (int32_t i = 0; r->files && i < r->nfiles; i++)
+    free(r->files[i]);
+  free(r->files);
+  free(r->fsize);
+  free(r->rg);
+  memset(r, 0, sizeof *r);
+}
+
+static int rec_files(rbuf *b, pq_rec *r) {
+  r->nfiles = r_i32(b);
+  if (b->bad || r->nfiles < 1 || (size_t)r->nfiles > b->n)
+    return -1;
+  r->files = calloc((size_t)r->nfiles, sizeof *r->files);
+  r->fsize = calloc((size_t)r->nfiles, sizeof *r->fsize);
+  if (!r->files || !r->fsize)
+    return -1;
+  for (int32_t i = 0; i < r->nfiles; i++) {
+    int32_t n = r_i32(b);
+    if (b->bad || n < 0 || (size_t)n > b->n - b->at)
+      return -1;
+    if (!(r->files[i] = malloc((size_t)n + 1)))
+      return -1;
+    r_bytes(b, r->files[i], (size_t)n);
+    r->files[i][n] = '\0';
+    r->fsize[i] = r_i64(b);
+  }
+  return b->bad ? -1 : 0;
+}
+
+int ferry__pq_rec_get(const ferry__blob *blob, pq_rec *r, const char *where,
+                      ferry__err *err) {
+  rbuf b = {blob->p, blob->len, 0, 0};
+  memset(r, 0, sizeof *r);
+  int ok = (uint32_t)r_i32(&b) == PQ_REC_MAGIC;
+  int32_t hdr[6];
+  r_bytes(&b, hdr, sizeof hdr);
+  r->type = hdr[0];
+  r->type_length = hdr[1];
+  r->dtype = hdr[2];
+  r->max_def = hdr[3];
+  r->max_rep = hdr[4];
+  r->is_list = hdr[5];
+  r->k = r_i64(&b);
+  ok = ok && !b.bad && r->k >= 1 && rec_files(&b, r) == 0;
+  r->nrg = ok ? r_i64(&b) : 0;
+  ok = ok && !b.bad && r->nrg >= 0 && (uint64_t)r->nrg <= b.n / 56;
+  if (ok && !(r->rg = calloc((size_t)(r->nrg ? r->nrg : 1), sizeof *r->rg)))
+    ok = 0;
+  for (int64_t i = 0; ok && i < r->nrg; i++) {
+    pq_rg_rec *g = &r->rg[i];
+    int64_t v[6];
+    r_bytes(&b, v, sizeof v);
+    g->first_row = v[0];
+    g->num_rows = v[1];
+    g->offset = v[2];
+    g->size = v[3];
+    g->usize = v[4];
+    g->num_values = v[5];
+    g->file = r_i32(&b);
+    g->codec = r_i32(&b);
+    ok = !b.bad && g->file >= 0 && g->file < r->nfiles && g->size >= 0 &&
+         g->offset >= 0 && g->num_rows >= 0 &&
+         (i == 0 ||
+          g->first_row == r->rg[i - 1].first_row + r->rg[i - 1].num_rows);
+  }
+  if (!ok || b.at != b.n) {
+    ferry__pq_rec_free(r);
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s: the manifest's parquet record is corrupt", where);
+  }
+  return 0;
+}
+
+/* ---- Describe ------------------------------------------------------------ */
+
+static int has_suffix(const char *s, const char *suf) {
+  size_t n = strlen(s), m = strlen(suf);
+  return n > m && strcmp(s + n - m, suf) == 0;
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The *.parquet regular files of dir, sorted; *n may be 0. */
+static int list_dir(const char *dir, char ***out, int *n, ferry__err *err) {
+  DIR *d = opendir(dir);
+  char **v = NULL;
+  int cnt = 0, cap = 0, rc = 0;
+  *out = NULL;
+  *n = 0;
+  if (!d)
+    return ferry__seterr(err, ferry__errno_code(errno), "%s: %s", dir,
+                         strerror(errno));
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    struct stat st;
+    if (!has_suffix(e->d_name, ".parquet") || e->d_name[0] == '.')
+      continue;
+    char *p = ferry__join_path(dir, e->d_name);
+    if (!p) {
+      rc = ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+      break;
+    }
+    if (stat(p, &st) != 0 || !S_ISREG(st.st_mode)) {
+      free(p);
+      continue;
+    }
+    if (cnt == cap) {
+      cap = cap ? cap * 2 : 16;
+      char **nv = cnt < 10000000 ? realloc(v, (size_t)cap * sizeof *v) : NULL;
+      if (!nv) {
+        free(p);
+        rc = ferry__seterr(err, FERRY_ENOMEM, "%s: too many files", dir);
+        break;
+      }
+      v = nv;
+    }
+    v[cnt++] = p;
+  }
+  closedir(d);
+  if (rc < 0) {
+    for (int i = 0; i < cnt; i++)
+      free(v[i]);
+    free(v);
+    return rc;
+  }
+  if (cnt)
+    qsort(v, (size_t)cnt, sizeof *v, cmp_str);
+  *out = v;
+  *n = cnt;
+  return 0;
+}
+
+static int probe(const char *path) {
+  struct stat st;
+  if (stat(path, &st) != 0)
+    return 0;
+  if (S_ISDIR(st.st_mode)) {
+    char **v;
+    int n;
+    ferry__err e;
+    memset(&e, 0, sizeof e);
+    if (list_dir(path, &v, &n, &e) < 0)
+      return 0;
+    for (int i = 0; i < n; i++)
+      free(v[i]);
+    free(v);
+    return n > 0;
+  }
+  if (!S_ISREG(st.st_mode))
+    return 0;
+  if (has_suffix(path, ".parquet") || has_suffix(path, ".parq"))
+    return 1;
+  int fd = ferry__open_regular(path, NULL);
+  unsigned char m[4];
+  size_t got = 0;
+  if (fd < 0)
+    return 0;
+  int ok = ferry__pread_full(fd, m, 4, 0, &got) == 0 && got == 4 &&
+           memcmp(m, "PAR1", 4) == 0;
+  close(fd);
+  return ok;
+}
+
+/* One candidate variable of the first file: its column and what it is. */
+typedef struct cand {
+  int col; /* leaf index                */
+  ferry_dtype dtype;
+  int64_t k;
+  pq_rec rec;
+  /* for ferry info */
+  uint32_t encodings, codecs;
+  int64_t csize, usize;
+} cand;
+
+/* k of a list column from one file: values per row, the same in every
+ * row group; -1 when they differ. */
+static int64_t list_k(const pq_file *f, int col) {
+  int64_t k = 0;
+  for (int64_t g = 0; g < f->nrg; g++) {
+    const pq_chunk *c = &f->rg[g].chunks[col];
+    int64_t r = f->rg[g].num_rows;
+    if (r == 0)
+      continue;
+    if (c->num_values % r != 0 || (k && c->num_values / r != k))
+      return -1;
+    k = c->num_values / r;
+  }
+  return k ? k : -1;
+}
+
+typedef struct desc {
+  const char *path; /* the part */
+  char *notes;
+  size_t notes_len;
+  cand *c;
+  int nc;
+  pq_file first;
+  const char *first_file;
+  int64_t rows;
+} desc;
+
+static void note(desc *d, const char *fmt, const char *a, const char *b) {
+  char line[512];
+  int n = snprintf(line, sizeof line, fmt, a, b);
+  if (n < 0)
+    return;
+  size_t add = strlen(line) + 2;
+  char *p = realloc(d->notes, d->notes_len + add + 1);
+  if (!p)
+    return;
+  if (d->notes_len) {
+    memcpy(p + d->notes_len, "; ", 2);
+    d->notes_len += 2;
+  }
+  memcpy(p + d->notes_len, line, strlen(line) + 1);
+  d->notes_len += strlen(line);
+  d->notes = p;
+}
+
+/* Decide which columns of the first file are variables. */
+static int pick_columns(desc *d, ferry__err *err) {
+  const pq_file *f = &d->first;
+  if (!(d->c = calloc((size_t)(f->ncols ? f->ncols : 1), sizeof *d->c)))
+    return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+  for (int i = 0; i < f->ncols; i++) {
+    const pq_col *col = &f->cols[i];
+    const char *why = NULL;
+    ferry_dtype dt;
+    int64_t k = 1;
+    if (col->nested || col->repeated_leaf)
+      why = "nested columns (structs, maps, lists of groups) are not read";
+    else if (ferry__pq_col_dtype(col, &dt, &why) < 0)
+      ;
+    else if (col->is_list && (col->max_rep != 1 || (k = list_k(f, i)) < 1))
+      why = col->max_rep != 1 ? "lists of lists are not read"
+                              : "its lists are not all of one length (the "
+                                "values per row differ between row groups)";
+    if (why) {
+      note(d, "column %s skipped: %s", col->name, why);
+      continue;
+    }
+    cand *c = &d->c[d->nc++];
+    c->col = i;
+    c->dtype = dt;
+    c->k = k;
+  }
+  if (d->nc == 0)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "%s: no column ferry can read (%s)", d->path,
+                         d->notes ? d->notes : "the schema has no column");
+  return 0;
+}
+
+/* Same columns as the first file, or an error naming file and column. */
+static int same_schema(const desc *d, const pq_file *f, const char *file,
+                       ferry__err *err) {
+  const pq_file *a = &d->first;
+  for (int i = 0; i < a->ncols || i < f->ncols; i++) {
+    const pq_col *x = i < a->ncols ? &a->cols[i] : NULL;
+    const pq_col *y = i < f->ncols ? &f->cols[i] : NULL;
+    if (!x || !y || strcmp(x->name, y->name) != 0 || x->type != y->type ||
+        x->max_def != y->max_def || x->max_rep != y->max_rep ||
+        x->converted != y->converted || x->logical != y->logical ||
+        x->int_bits != y->int_bits)
+      return ferry__seterr(err, FERRY_EFORMAT,
+                           "%s: column %d is %s (%s) where %s has %s (%s): "
+                           "the files of a dataset must share one schema",
+                           file, i, y ? y->name : "missing",
+                           y ? ferry__pq_type_name(y->type) : "-",
+                           d->first_file, x ? x->name : "nothing",
+                           x ? ferry__pq_type_name(x->type) : "-");
+  }
+  return 0;
+}
+
+/* Check the chunks of file f (index fi) for every candidate and append its
+ * row groups to their records. */
+static int add_file(desc *d, const pq_file *f, int fi, const char *file,
+                    ferry__err *err) {
+  for (int v = 0; v < d->nc; v++) {
+    cand *c = &d->c[v];
+    const pq_col *col = &f->cols[c->col];
+    pq_rec *r = &c->rec;
+    if (col->is_list && list_k(f, c->col) != c->k)
+      return ferry__seterr(err, FERRY_ESHAPE,
+                           "%s: list column %s does not hold %lld values per "
+                           "row in every row group, as %s does",
+                           file, col->top, (long long)c->k, d->first_file);
+    pq_rg_rec *ng = realloc(r->rg, (size_t)(r->nrg + f->nrg + 1) * sizeof *ng);
+    if (!ng)
+      return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+    r->rg = ng;
+    for (int64_t g = 0; g < f->nrg; g++) {
+      const pq_chunk *ch = &f->rg[g].chunks[c->col];
+      if (ch->type != col->type || ch->offset < 4 || ch->size < 0 ||
+          ch->usize < 0 || ch->num_values < 0 || ch->offset > f->size - 8 ||
+          ch->size > f->size - 8 - ch->offset)
+        return ferry__seterr(err, FERRY_EFORMAT,
+                             "%s: column %s, row group %lld: chunk at offset "
+                             "%lld of %lld bytes lies outside the file's %lld "
+                             "bytes of data (or has a bad type or count)",
+                             file, col->name, (long long)g,
+                             (long long)ch->offset, (long long)ch->size,
+                             (long long)f->size);
+      pq_rg_rec *o = &r->rg[r->nrg++];
+      o->first_row =
+          d->rows + (g ? o[-1].first_row + o[-1].num_rows - d->rows : 0);
+      o->num_rows = f->rg[g].num_rows;
+      o->offset = ch->offset;
+      o->size = ch->size;
+      o->usize = ch->usize;
+      o->num_values = ch->num_values;
+      o->file = fi;
+      o->codec = ch->codec;
+      c->encodings |= ch->encodings;
+      if (ch->codec >= 0 && ch->codec < 32)
+        c->codecs |= 1u << ch->codec;
+      c->csize += ch->size;
+      c->usize += ch->usize;
+    }
+  }
+  d->rows += f->num_rows;
+  return 0;
+}
+
+static void fmt_bytes(char *b, size_t n, double v) {
+  const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int i = 0;
+  while (v >= 1024 && i < 4) {
+    v /= 1024;
+    i++;
+  }
+  snprintf(b, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
+}
+
+static char *storage_text(const cand *c, int nfiles) {
+  char codecs[160] = "", encs[256] = "", a[32], b[32];
+  size_t n;
+  for (int i = 0; i < 32; i++) {
+    if (c->codecs & (1u << i)) {
+      n = strlen(codecs);
+      snprintf(codecs + n, sizeof codecs - n, "%s%s%s", n ? "+" : "",
+               ferry__pq_codec_name(i),
+               ferry__pq_codec_available(i) ? "" : " (no decoder)");
+    }
+    if (c->encodings & (1u << i)) {
+      n = strlen(encs);
+      snprintf(encs + n, sizeof encs - n, "%s%s", n ? "+" : "",
+               ferry__pq_encoding_name(i));
+    }
+  }
+  fmt_bytes(a, sizeof a, (double)c->csize);
+  fmt_bytes(b, sizeof b, (double)c->usize);
+  int64_t minr = INT64_MAX, maxr = 0;
+  for (int64_t g = 0; g < c->rec.nrg; g++) {
+    int64_t r = c->rec.rg[g].num_rows;
+    minr = r < minr ? r : minr;
+    maxr = r > maxr ? r : maxr;
+  }
+  char *s = malloc(640);
+  if (s)
+    snprintf(s, 640,
+             "parquet %s%s, %lld row groups of %lld..%lld rows in %d file%s, "
+             "%s, %s, %s stored, %s uncompressed",
+             ferry__pq_type_name(c->rec.type), c->rec.is_list ? " list" : "",
+             (long long)c->rec.nrg, (long long)(c->rec.nrg ? minr : 0),
+             (long long)maxr, nfiles, nfiles == 1 ? "" : "s",
+             codecs[0] ? codecs : "-", encs[0] ? encs : "-", a, b);
+  return s;
+}
+
+/* chunk_rows: the size of every row group but the last, when they agree. */
+static int64_t uniform_rows(const pq_rec *r) {
+  if (r->nrg == 0)
+    return 0;
+  int64_t n = r->rg[0].num_rows;
+  for (int64_t g = 1; g + 1 < r->nrg; g++)
+    if (r->rg[g].num_rows != n)
+      return 0;
+  if (r->nrg > 1 && r->rg[r->nrg - 1].num_rows > n)
+    return 0;
+  return n;
+}
+
+static int fill_out(desc *d, char **files, int nfiles, ferry__part_desc *out,
+                    ferry__err *err) {
+  int nv = d->nc;
+  out->nvars = nv;
+  out->vars = calloc((size_t)nv, sizeof *out->vars);
+  out->paths = calloc((size_t)nv, sizeof *out->paths);
+  out->data_offset = calloc((size_t)nv, sizeof *out->data_offset);
+  out->file_size = calloc((size_t)nv, sizeof *out->file_size);
+  out->rec = calloc((size_t)nv, sizeof *out->rec);
+  if (!out->vars || !out->paths || !out->data_offset || !out->file_size ||
+      !out->rec)
+    return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+  out->num_samples = d->rows;
+  for (int v = 0; v < nv; v++) {
+    cand *c = &d->c[v];
+    const pq_col *col = &d->first.cols[c->col];
+    ferry__var *x = &out->vars[v];
+    pq_rec *r = &c->rec;
+    size_t es = ferry_dtype_size(c->dtype);
+    r->files = files; /* borrowed for ferry__pq_rec_put */
+    r->nfiles = nfiles;
+    x->name = strdup(col->is_list ? col->top : col->name);
+    x->dtype = c->dtype;
+    x->swapped = (*(const uint16_t *)"\1\0") != 1; /* big-endian host */
+    x->row_ndim = col->is_list ? 1 : 0;
+    x->row_shape[0] = c->k;
+    x->row_bytes = es * (size_t)c->k;
+    x->chunk_rows = uniform_rows(r);
+    x->storage = storage_text(c, nfiles);
+    int64_t maxc = 0, maxr = 0;
+    for (int64_t g = 0; g < r->nrg; g++) {
+      maxc = r->rg[g].size > maxc ? r->rg[g].size : maxc;
+      maxr = r->rg[g].num_rows > maxr ? r->rg[g].num_rows : maxr;
+    }
+    x->cache_bytes = (size_t)maxc + (size_t)maxr * x->row_bytes;
+    out->paths[v] = strdup(d->path);
+    out->file_size[v] = nfiles == 1 ? r->fsize[0] : 0;
+    int rc = ferry__pq_rec_put(r, &out->rec[v]);
+    r->files = NULL;
+    r->nfiles = 0;
+    if (rc < 0 || !x->name || !x->storage || !out->paths[v])
+      return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+  }
+  return 0;
+}
+
+static int describe_files(desc *d, char **files, int nfiles,
+                          ferry__part_desc *out, ferry__err *err) {
+  int rc = 0;
+  int64_t *fsize = calloc((size_t)nfiles, sizeof *fsize);
+  if (!fsize)
+    return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+  d->first_file = files[0];
+  for (int i = 0; rc == 0 && i < nfiles; i++) {
+    pq_file f;
+    memset(&f, 0, sizeof f);
+    pq_file *fp = i == 0 ? &d->first : &f;
+    if ((rc = ferry__pq_file_read(files[i], fp, err)) < 0)
+      break;
+    fsize[i] = fp->size;
+    if (i == 0)
+      rc = pick_columns(d, err);
+    else
+      rc = same_schema(d, fp, files[i], err);
+    if (rc == 0)
+      rc = add_file(d, fp, i, files[i], err);
+    if (i > 0)
+      ferry__pq_file_free(&f);
+  }
+  for (int v = 0; rc == 0 && v < d->nc; v++) {
+    d->c[v].rec.fsize = fsize;
+    pq_rec *r = &d->c[v].rec;
+    const pq_col *col = &d->first.cols[d->c[v].col];
+    r->type = col->type;
+    r->type_length = col->type_length;
+    r->dtype = (int32_t)d->c[v].dtype;
+    r->max_def = col->max_def;
+    r->max_rep = col->max_rep;
+    r->is_list = col->is_list;
+    r->k = d->c[v].k;
+  }
+  if (rc == 0)
+    rc = fill_out(d, files, nfiles, out, err);
+  for (int v = 0; v < d->nc; v++) {
+    d->c[v].rec.fsize = NULL;
+    ferry__pq_rec_free(&d->c[v].rec);
+  }
+  free(fsize);
+  return rc;
+}
+
+int ferry__pq_describe(const char *path, const ferry_options *opts,
+                       ferry__part_desc *out, ferry__err *err) {
+  (void)opts;
+  desc d;
+  struct stat st;
+  char **files = NULL, *one[1];
+  int nfiles = 0, rc = 0;
+  memset(&d, 0, sizeof d);
+  memset(out, 0, sizeof *out);
+  d.path = path;
+  if (stat(path, &st) != 0)
+    return ferry__seterr(err, ferry__errno_code(errno), "%s: %s", path,
+                         strerror(errno));
+  if (S_ISDIR(st.st_mode)) {
+    if ((rc = list_dir(path, &files, &nfiles, err)) < 0)
+      return rc;
+    if (nfiles == 0)
+      return ferry__seterr(err, FERRY_EEMPTY,
+                           "directory %s holds no .parquet file", path);
+  } else {
+    one[0] = (char *)(uintptr_t)path;
+  }
+  rc = describe_files(&d, files ? files : one, files ? nfiles : 1, out, err);
+  if (rc == 0 && d.first.created_by)
+    note(&d, "written by %s%s", d.first.created_by, "");
+  if (rc == 0) {
+    out->notes = d.notes;
+    d.notes = NULL;
+  } else {
+    ferry__part_desc_free(out);
+  }
+  for (int i = 0; i < nfiles; i++)
+    free(files[i]);
+  free(files);
+  free(d.notes);
+  free(d.c);
+  ferry__pq_file_free(&d.first);
+  return rc;
+}
+
+/* ---- Reads --------------------------------------------------------------- */
+
+typedef struct var_state {
+  int64_t rec_part; /* part whose record is parsed into rec, -1: none */
+  pq_rec rec;
+  int64_t cache_part, cache_rg; /* decoded row group held in cache     */
+  unsigned char *cache;
+  size_t cache_cap;
+} var_state;
+
+struct ferry__io {
+  const ferry__manifest *m;
+  int rank, nthreads;
+  ferry__handle_cache files; /* key (part, file index) */
+  var_state *vs;             /* [nvars] */
+  pq_scratch *scratch;       /* [nthreads] */
+  unsigned char **cbuf;      /* [nthreads] compressed chunk buffers */
+  size_t *ccap;
+  int64_t cur_part; /* for the handle cache's open callback */
+  var_state *cur_vs;
+};
+
+typedef struct pq_fh {
+  MPI_File fh;
+} pq_fh;
+
+static int open_cb(void *ctx, int64_t part, int fi, void **handle,
+                   ferry__err *err) {
+  ferry__io *io = ctx;
+  const pq_rec *r = &io->cur_vs->rec;
+  const char *path = r->files[fi];
+  pq_fh *h = malloc(sizeof *h);
+  MPI_Offset size = -1;
+  (void)part;
+  if (!h)
+    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
+                         io->rank);
+  int mrc = MPI_File_open(MPI_COMM_SELF, path, MPI_MODE_RDONLY, MPI_INFO_NULL,
+                          &h->fh);
+  if (mrc != MPI_SUCCESS) {
+    free(h);
+    return ferry__seterr(err, FERRY_EIO,
+                         "MPI_File_open failed: file %s, rank %d, offset 0",
+                         path, io->rank);
+  }
+  MPI_File_set_errhandler(h->fh, MPI_ERRORS_RETURN);
+  if (MPI_File_get_size(h->fh, &size) != MPI_SUCCESS ||
+      (int64_t)size != r->fsize[fi]) {
+    MPI_File_close(&h->fh);
+    free(h);
+    return ferry__seterr(err, FERRY_EMISMATCH,
+                         "file %s is %lld bytes on rank %d but %lld bytes "
+                         "when rank 0 scanned it (offset 0)",
+                         path, (long long)size, io->rank,
+                         (long long)r->fsize[fi]);
+  }
+  *handle = h;
+  return 0;
+}
+
+static void close_cb(void *ctx, void *handle) {
+  (void)ctx;
+  pq_fh *h = handle;
+  MPI_File_close(&h->fh);
+  free(h);
+}
+
+static void pq_io_close(ferry__io *io) {
+  if (!io)
+    return;
+  ferry__handle_cache_free(&io->files);
+  for (int v = 0; io->vs && v < io->m->nvars; v++) {
+    ferry__pq_rec_free(&io->vs[v].rec);
+    free(io->vs[v].cache);
+  }
+  for (int t = 0; t < io->nthreads; t++) {
+    if (io->scratch)
+      ferry__pq_scratch_free(&io->scratch[t]);
+    if (io->cbuf)
+      free(io->cbuf[t]);
+  }
+  free(io->scratch);
+  free(io->cbuf);
+  free(io->ccap);
+  free(io->vs);
+  free(io);
+}
+
+static int pq_io_open(ferry__io **out, const ferry__manifest *m,
+                      const ferry__io_params *p, ferry__err *err) {
+  *out = NULL;
+  if (p->collective)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "the parquet backend reads column chunks "
+                         "independently: io=collective is not supported "
+                         "(rank %d)",
+                         p->rank);
+  ferry__io *io = calloc(1, sizeof *io);
+  if (!io)
+    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
+                         p->rank);
+  io->m = m;
+  io->rank = p->rank;
+  char buf[32] = "";
+  long th = 0;
+  if (p->opts && ferry_options_get(p->opts, "threads", buf, sizeof buf) == 0)
+    th = strtol(buf, NULL, 10);
+  io->nthreads = th >= 1 && th <= 64 ? (int)th : 4;
+  ferry__handle_cache_init(&io->files, (size_t)p->max_open_files, io, open_cb,
+                           close_cb);
+  io->vs = calloc((size_t)(m->nvars ? m->nvars : 1), sizeof *io->vs);
+  io->scratch = calloc((size_t)io->nthreads, sizeof *io->scratch);
+  io->cbuf = calloc((size_t)io->nthreads, sizeof *io->cbuf);
+  io->ccap = calloc((size_t)io->nthreads, sizeof *io->ccap);
+  if (!io->vs || !io->scratch || !io->cbuf || !io->ccap) {
+    pq_io_close(io);
+    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
+                         p->rank);
+  }
+  for (int v = 0; v < m->nvars; v++)
+    io->vs[v].rec_part = io->vs[v].cache_part = -1;
+  *out = io;
+  return 0;
+}
+
+/* The record of (part, var), parsed once per part. */
+static int get_rec(ferry__io *io, int64_t part, int var, ferry__err *err) {
+  var_state *vs = &io->vs[var];
+  if (vs->rec_part == part)
+    return 0;
+  ferry__pq_rec_free(&vs->rec);
+  vs->rec_part = -1;
+  const ferry__part *pt = &io->m->parts[part];
+  char where[512];
+  snprintf(where, sizeof where, "file %s, variable %s, rank %d", pt->paths[var],
+           io->m->vars[var].name, io->rank);
+  if (!pt->rec || io->m->record_version != 1)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s: the manifest has no parquet record", where);
+  int rc = ferry__pq_rec_get(&pt->rec[var], &vs->rec, where, err);
+  if (rc < 0)
+    return rc;
+  if (vs->rec.k * (int64_t)ferry_dtype_size((ferry_dtype)vs->rec.dtype) !=
+      (int64_t)io->m->vars[var].row_bytes)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s: the parquet record disagrees with the "
+                         "variable's row size",
+                         where);
+  vs->rec_part = part;
+  return 0;
+}
+
+/* Read the column chunk of row group g into buffer t. */
+static int read_chunk(ferry__io *io, int64_t part, int var, int64_t g, int t,
+                      ferry__err *err) {
+  var_state *vs = &io->vs[var];
+  const pq_rg_rec *rg = &vs->rec.rg[g];
+  const char *file = vs->rec.files[rg->file];
+  void *h;
+  size_t need = (size_t)rg->size;
+  if (need > io->ccap[t]) {
+    unsigned char *nb = realloc(io->cbuf[t], need);
+    if (!nb)
+      return ferry__seterr(err, FERRY_ENOMEM,
+                           "out of memory for a %lld-byte column chunk: file "
+                           "%s, variable %s, rank %d",
+                           (long long)rg->size, file, io->m->vars[var].name,
+                           io->rank);
+    io->cbuf[t] = nb;
+    io->ccap[t] = need;
+  }
+  io->cur_vs = vs;
+  int rc = ferry__handle_get(&io->files, part, rg->file, io->rank, &h, err);
+  if (rc < 0)
+    return rc;
+  char where[512];
+  snprintf(where, sizeof where, "file %s, variable %s, row group %lld, rank %d",
+           file, io->m->vars[var].name, (long long)g, io->rank);
+  for (size_t done = 0; done < need;) {
+    size_t n = need - done < (1u << 30) ? need - done : (1u << 30);
+    rc = ferry__mpi_read(((pq_fh *)h)->fh, 0,
+                         (MPI_Offset)(rg->offset + (int64_t)done),
+                         io->cbuf[t] + done, (int)n, where, err);
+    if (rc < 0)
+      return rc;
+    done += n;
+  }
+  return 0;
+}
+
+/* Row group g's index in its file and the file row of its first row. */
+static int64_t rg_in_file(const pq_rec *r, int64_t g, int64_t *row0) {
+  int64_t a = g;
+  while (a > 0 && r->rg[a - 1].file == r->rg[g].file)
+    a--;
+  *row0 = r->rg[g].first_row - r->rg[a].first_row;
+  return g - a;
+}
+
+static int decode_one(ferry__io *io, int var, int64_t g,
+                      const unsigned char *chunk, unsigned char *out,
+                      pq_scratch *s, int nt, ferry__err *err) {
+  var_state *vs = &io->vs[var];
+  const pq_rg_rec *rg = &vs->rec.rg[g];
+  int64_t row0 = 0, gi = rg_in_file(&vs->rec, g, &row0);
+  if (!ferry__pq_codec_available(rg->codec))
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "file %s, column %s, row group %lld, rank %d: codec "
+                         "%s (%d) is not supported by this build",
+                         vs->rec.files[rg->file], io->m->vars[var].name,
+                         (long long)gi, io->rank,
+                         ferry__pq_codec_name(rg->codec), rg->codec);
+  pq_job j = {
+      &vs->rec, rg, chunk, out, vs->rec.files[rg->file], io->m->vars[var].name,
+      io->rank, gi, row0};
+  return ferry__pq_decode_chunk(&j, s, nt, err);
+}
+
+/* Parallel decoding of row groups whose chunks are already read. */
+typedef struct pool {
+  ferry__io *io;
+  int var;
+  int64_t g0, n, next;
+  unsigned char **chunks; /* [n] */
+  unsigned char *out;     /* row group g0's first row */
+  pthread_mutex_t lock;
+  int rc;
+  int64_t bad; /* lowest failing row group index, n: none */
+  ferry__err err;
+} pool;
+
+typedef struct worker {
+  pool *p;
+  int t;
+} worker;
+
+static void *decode_worker(void *arg) {
+  worker *w = arg;
+  pool *p = w->p;
+  ferry__io *io = p->io;
+  const pq_rec *r = &io->vs[p->var].rec;
+  size_t rb = io->m->vars[p->var].row_bytes;
+  for (;;) {
+    pthread_mutex_lock(&p->lock);
+    int64_t i = p->next < p->bad ? p->next++ : p->n;
+    pthread_mutex_unlock(&p->lock);
+    if (i >= p->n)
+      break;
+    int64_t g = p->g0 + i;
+    ferry__err e;
+    memset(&e, 0, sizeof e);
+    unsigned char *o =
+        p->out + (size_t)(r->rg[g].first_row - r->rg[p->g0].first_row) * rb;
+    int rc =
+        decode_one(io, p->var, g, p->chunks[i], o, &io->scratch[w->t], 1, &e);
+    if (rc < 0) {
+      pthread_mutex_lock(&p->lock);
+      if (i < p->bad) { /* the first row group's error, as serially */
+        p->bad = i;
+        p->rc = rc;
+        p->err = e;
+      }
+      pthread_mutex_unlock(&p->lock);
+    }
+  }
+  return NULL;
+}
+
+/* Read, then decode, the whole row groups [g0, g1) into out. */
+static int whole_groups(ferry__io *io, int64_t part, int var, int64_t g0,
+                        int64_t g1, unsigned char *out, ferry__err *err) {
+  int64_t n = g1 - g0;
+  if (n <= 0)
+    return 0;
+  pool p;
+  memset(&p, 0, sizeof p);
+  p.io = io;
+  p.var = var;
+  p.g0 = g0;
+  p.n = n;
+  p.bad = n;
+  p.out = out;
+  if (n == 1 || io->nthreads == 1) {
+    for (int64_t g = g0; g < g1; g++) {
+      int rc = read_chunk(io, part, var, g, 0, err);
+      if (rc == 0)
+        rc = decode_one(io, var, g, io->cbuf[0],
+                        out + (size_t)(io->vs[var].rec.rg[g].first_row -
+                                       io->vs[var].rec.rg[g0].first_row) *
+                                  io->m->vars[var].row_bytes,
+                        io->scratch, io->nthreads, err);
+      if (rc < 0)
+        return rc;
+    }
+    return 0;
+  }
+  int rc = 0;
+  if (!(p.chunks = calloc((size_t)n, sizeof *p.chunks)))
+    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
+                         io->rank);
+  for (int64_t i = 0; rc == 0 && i < n; i++) {
+    /* read into buffer 0, then keep it: the next read gets a fresh one */
+    rc = read_chunk(io, part, var, g0 + i, 0, err);
+    if (rc == 0) {
+      p.chunks[i] = io->cbuf[0];
+      io->cbuf[0] = NULL;
+      io->ccap[0] = 0;
+    }
+  }
+  if (rc == 0) {
+    int nt = io->nthreads < n ? io->nthreads : (int)n;
+    pthread_t th[64];
+    worker w[64];
+    int started = 0;
+    pthread_mutex_init(&p.lock, NULL);
+    for (int t = 1; t < nt; t++) {
+      w[t].p = &p;
+      w[t].t = t;
+      if (pthread_create(&th[t], NULL, decode_worker, &w[t]) != 0)
+        break;
+      started = t;
+    }
+    w[0].p = &p;
+    w[0].t = 0;
+    decode_worker(&w[0]);
+    for (int t = 1; t <= started; t++)
+      pthread_join(th[t], NULL);
+    pthread_mutex_destroy(&p.lock);
+    if (p.rc < 0) {
+      *err = p.err;
+      rc = p.rc;
+    }
+  }
+  for (int64_t i = 0; i < n; i++)
+    free(p.chunks[i]);
+  free(p.chunks);
+  return rc;
+}
+
+/* Rows [a, b) of row group g (part-relative rows) into dst, through the
+ * variable's one-row-group cache. */
+static int partial_group(ferry__io *io, int64_t part, int var, int64_t g,
+                         int64_t a, int64_t b, unsigned char *dst,
+                         ferry__err *err) {
+  var_state *vs = &io->vs[var];
+  const pq_rg_rec *rg = &vs->rec.rg[g];
+  size_t rb = io->m->vars[var].row_bytes;
+  if (vs->cache_part != part || vs->cache_rg != g) {
+    size_t need = (size_t)rg->num_rows * rb;
+    vs->cache_part = -1;
+    if (need > vs->cache_cap) {
+      unsigned char *nb = realloc(vs->cache, need);
+      if (!nb)
+        return ferry__seterr(err, FERRY_ENOMEM,
+                             "out of memory for a decoded row group on rank "
+                             "%d",
+                             io->rank);
+      vs->cache = nb;
+      vs->cache_cap = need;
+    }
+    int rc = read_chunk(io, part, var, g, 0, err);
+    if (rc == 0)
+      rc = decode_one(io, var, g, io->cbuf[0], vs->cache, io->scratch,
+                      io->nthreads, err);
+    if (rc < 0)
+      return rc;
+    vs->cache_part = part;
+    vs->cache_rg = g;
+  }
+  memcpy(dst, vs->cache + (size_t)(a - rg->first_row) * rb,
+         (size_t)(b - a) * rb);
+  return 0;
+}
+
+static int pq_io_read(ferry__io *io, int64_t part, int var, int64_t row,
+                      int64_t nrows, void *buf, ferry__err *err) {
+  const ferry__manifest *m = io->m;
+  int rc = ferry__check_part_var(m, part, var, io->rank, err);
+  if (rc == 0)
+    rc = ferry__check_rows(m, part, var, row, nrows, io->rank, err);
+  if (rc == 0)
+    rc = get_rec(io, part, var, err);
+  if (rc < 0 || nrows == 0)
+    return rc;
+  const pq_rec *r = &io->vs[var].rec;
+  size_t rb = m->vars[var].row_bytes;
+  int64_t end = row + nrows, lo = 0, hi = r->nrg;
+  while (hi - lo > 1) { /* last row group starting at or before row */
+    int64_t mid = lo + (hi - lo) / 2;
+    if (r->rg[mid].first_row <= row)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  unsigned char *out = buf;
+  int64_t g = lo;
+  while (row < end && g < r->nrg) {
+    const pq_rg_rec *rg = &r->rg[g];
+    int64_t a = row, b = rg->first_row + rg->num_rows < end
+                             ? rg->first_row + rg->num_rows
+                             : end;
+    if (a == rg->first_row && b == rg->first_row + rg->num_rows) {
+      int64_t g1 = g + 1; /* whole row groups [g, g1) */
+      while (g1 < r->nrg && r->rg[g1].first_row + r->rg[g1].num_rows <= end)
+        g1++;
+      b = r->rg[g1 - 1].first_row + r->rg[g1 - 1].num_rows;
+      rc = whole_groups(io, part, var, g, g1, out, err);
+      g = g1;
+    } else {
+      rc = b > a ? partial_group(io, part, var, g, a, b, out, err) : 0;
+      g++;
+    }
+    if (rc < 0)
+      return rc;
+    out += (size_t)(b - a) * rb;
+    row = b;
+  }
+  if (row < end)
+    return ferry__seterr(err, FERRY_EINTERNAL,
+                         "rows past the last row group: file %s, variable "
+                         "%s, rank %d",
+                         m->parts[part].paths[var], m->vars[var].name,
+                         io->rank);
+  return 0;
+}
+
+const ferry__backend ferry__backend_parquet = {
+    .name = "parquet",
+    .version = 1,
+    .caps = FERRY__CAP_NOT_FLAT,
+    .record_version = 1,
+    .scheme = NULL,
+    .probe = probe,
+    .accepts = "a .parquet file (PAR1 magic) or a directory of them",
+    .describe = ferry__pq_describe,
+    .io_open = pq_io_open,
+    .io_read = pq_io_read,
+    .io_close = pq_io_close,
+};

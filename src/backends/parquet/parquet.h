@@ -1,0 +1,231 @@
+/*
+ * backends/parquet/parquet.h - private to the parquet backend's folder.
+ * thrift.c decodes the Thrift compact protocol with bounds everywhere,
+ * meta.c turns a footer into columns and row groups and describes a part
+ * (rank 0), pages.c decodes one column chunk (pages, levels, encodings,
+ * codecs) into rows, parquet.c is the vtable: probe, the record every rank
+ * gets in the manifest, and the io_* calls.  Nothing outside this folder
+ * includes it.
+ */
+#ifndef FERRY_PARQUET_H
+#define FERRY_PARQUET_H
+
+#include "backends/backend.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- Thrift compact protocol (thrift.c) ---- */
+
+enum {
+  PQ_T_STOP = 0,
+  PQ_T_TRUE = 1,
+  PQ_T_FALSE = 2,
+  PQ_T_BYTE = 3,
+  PQ_T_I16 = 4,
+  PQ_T_I32 = 5,
+  PQ_T_I64 = 6,
+  PQ_T_DOUBLE = 7,
+  PQ_T_BINARY = 8,
+  PQ_T_LIST = 9,
+  PQ_T_SET = 10,
+  PQ_T_MAP = 11,
+  PQ_T_STRUCT = 12
+};
+
+#define PQ_MAX_DEPTH 32
+
+/* A cursor over bytes [p, end).  Every read checks the bytes left; the
+ * first failure sets why (and every later read fails). */
+typedef struct pq_tr {
+  const unsigned char *p, *end, *start;
+  int depth;
+  const char *why; /* NULL while good */
+} pq_tr;
+
+void ferry__pq_tr_init(pq_tr *t, const void *buf, size_t len);
+/* Next field of the current struct: 1 with *id and *type, 0 at its end
+ * (STOP), -1 on error. *last is the previous field id (start at 0). */
+int ferry__pq_tr_field(pq_tr *t, int16_t *last, int16_t *id, int *type);
+int ferry__pq_tr_skip(pq_tr *t, int type);
+int ferry__pq_tr_i64(pq_tr *t, int type, int64_t *v);
+int ferry__pq_tr_i32(pq_tr *t, int type, int32_t *v);
+int ferry__pq_tr_bool(pq_tr *t, int type, int *v);
+int ferry__pq_tr_binary(pq_tr *t, int type, const unsigned char **p, size_t *n);
+/* A list header: element type and count (bounded by the bytes left). */
+int ferry__pq_tr_list(pq_tr *t, int type, int *etype, int64_t *n);
+/* Enter/leave a nested struct (depth bounded). */
+int ferry__pq_tr_enter(pq_tr *t, int type);
+void ferry__pq_tr_leave(pq_tr *t);
+int ferry__pq_tr_fail(pq_tr *t, const char *why);
+size_t ferry__pq_tr_offset(const pq_tr *t);
+
+/* ---- Parquet enums ---- */
+
+enum {
+  PQ_BOOLEAN = 0,
+  PQ_INT32 = 1,
+  PQ_INT64 = 2,
+  PQ_INT96 = 3,
+  PQ_FLOAT = 4,
+  PQ_DOUBLE = 5,
+  PQ_BYTE_ARRAY = 6,
+  PQ_FLBA = 7
+};
+enum {
+  PQ_ENC_PLAIN = 0,
+  PQ_ENC_PLAIN_DICT = 2,
+  PQ_ENC_RLE = 3,
+  PQ_ENC_BIT_PACKED = 4,
+  PQ_ENC_DELTA_BINARY = 5,
+  PQ_ENC_DELTA_LENGTH = 6,
+  PQ_ENC_DELTA_BYTE_ARRAY = 7,
+  PQ_ENC_RLE_DICT = 8,
+  PQ_ENC_BYTE_STREAM_SPLIT = 9
+};
+enum {
+  PQ_CODEC_NONE = 0,
+  PQ_CODEC_SNAPPY = 1,
+  PQ_CODEC_GZIP = 2,
+  PQ_CODEC_LZO = 3,
+  PQ_CODEC_BROTLI = 4,
+  PQ_CODEC_LZ4 = 5,
+  PQ_CODEC_ZSTD = 6,
+  PQ_CODEC_LZ4_RAW = 7
+};
+enum {
+  PQ_PAGE_DATA = 0,
+  PQ_PAGE_INDEX = 1,
+  PQ_PAGE_DICT = 2,
+  PQ_PAGE_DATA_V2 = 3
+};
+
+const char *ferry__pq_codec_name(int codec);
+const char *ferry__pq_encoding_name(int enc);
+const char *ferry__pq_type_name(int type);
+/* 1 when this build decodes codec. */
+int ferry__pq_codec_available(int codec);
+
+/* ---- Footer (meta.c) ---- */
+
+#define PQ_MAX_FOOTER (64u << 20) /* bound on the footer we read    */
+#define PQ_MAX_COLUMNS 100000
+#define PQ_MAX_ROW_GROUPS 10000000
+
+/* One column chunk of one row group, as the footer gives it. */
+typedef struct pq_chunk {
+  int64_t offset; /* first page (dictionary page when there is one) */
+  int64_t size;   /* total_compressed_size                          */
+  int64_t usize;  /* total_uncompressed_size                        */
+  int64_t num_values;
+  int64_t null_count; /* -1: no statistics */
+  int32_t codec;
+  uint32_t encodings; /* bit e: encoding e is listed */
+  int32_t type;
+} pq_chunk;
+
+/* One leaf column of the schema. */
+typedef struct pq_col {
+  char *name; /* dotted path: "a", "v.list.element" */
+  char *top;  /* name of its top-level field        */
+  int32_t type, type_length, converted, logical, int_bits, int_signed;
+  int max_def, max_rep;
+  int is_list; /* 3-level LIST of a primitive element */
+  int repeated_leaf;
+  int nested; /* inside a group that is not a LIST   */
+} pq_col;
+
+typedef struct pq_rowgroup {
+  int64_t num_rows;
+  pq_chunk *chunks; /* [ncols] */
+} pq_rowgroup;
+
+typedef struct pq_file {
+  int64_t size, num_rows;
+  int ncols;
+  pq_col *cols;
+  int64_t nrg;
+  pq_rowgroup *rg;
+  char *created_by;
+} pq_file;
+
+/* Read and decode the footer of path; messages name the file. */
+int ferry__pq_file_read(const char *path, pq_file *f, ferry__err *err);
+/* Decode a footer already in memory (the fuzz/unit test entry point). */
+int ferry__pq_footer_parse(const unsigned char *buf, size_t len,
+                           int64_t file_size, const char *path, pq_file *f,
+                           ferry__err *err);
+void ferry__pq_file_free(pq_file *f);
+
+/* The ferry dtype of a column, or -1 with *why saying why not. */
+int ferry__pq_col_dtype(const pq_col *c, ferry_dtype *dt, const char **why);
+
+/* ---- The record: what every rank needs of one variable ---- */
+
+#define PQ_REC_MAGIC 0x31525150u /* "PQR1" */
+
+typedef struct pq_rg_rec {
+  int64_t first_row, num_rows;
+  int64_t offset, size, usize, num_values;
+  int32_t file; /* index into files */
+  int32_t codec;
+} pq_rg_rec;
+
+typedef struct pq_rec {
+  int32_t type, type_length, dtype, max_def, max_rep, is_list;
+  int64_t k; /* elements per row: 1, or the list length */
+  int32_t nfiles;
+  char **files;   /* as found by rank 0; [nfiles]         */
+  int64_t *fsize; /* their sizes when rank 0 read them     */
+  int64_t nrg;
+  pq_rg_rec *rg; /* [nrg], first_row increasing          */
+} pq_rec;
+
+int ferry__pq_rec_put(const pq_rec *r, ferry__blob *b);
+int ferry__pq_rec_get(const ferry__blob *b, pq_rec *r, const char *where,
+                      ferry__err *err);
+void ferry__pq_rec_free(pq_rec *r);
+
+int ferry__pq_describe(const char *path, const ferry_options *opts,
+                       ferry__part_desc *out, ferry__err *err);
+
+/* ---- Column chunk decoding (pages.c) ---- */
+
+/* What a chunk decode needs and where it writes.  Scratch buffers are
+ * owned by the caller (one set per worker) and grown as needed. */
+typedef struct pq_scratch {
+  unsigned char *page;
+  size_t page_cap;
+  unsigned char *dict;
+  size_t dict_cap;
+  uint32_t *idx;
+  size_t idx_cap;
+} pq_scratch;
+
+typedef struct pq_job {
+  const pq_rec *rec;
+  const pq_rg_rec *rg;
+  const unsigned char *chunk; /* the column chunk's bytes, rg->size */
+  unsigned char *out;         /* rg->num_rows * k * elem bytes       */
+  const char *file, *var;
+  int rank;
+  int64_t rgi;  /* row group index in its file   */
+  int64_t row0; /* file row of the row group's first row */
+} pq_job;
+
+/* Decode one column chunk into j->out.  s: nthreads scratches; pages are
+ * decoded on up to nthreads threads (the caller's among them) when the
+ * chunk is large enough.  Errors name file, column, row group and page. */
+int ferry__pq_decode_chunk(const pq_job *j, pq_scratch *s, int nthreads,
+                           ferry__err *err);
+void ferry__pq_scratch_free(pq_scratch *s);
+
+/* Decompress in[0..inlen) into out[0..outlen) exactly; -1 with why. */
+int ferry__pq_decompress(int codec, const unsigned char *in, size_t inlen,
+                         unsigned char *out, size_t outlen, const char **why);
+/* Snappy raw format (pages.c has no library for it). */
+int ferry__pq_snappy_decode(const unsigned char *in, size_t inlen,
+                            unsigned char *out, size_t outlen,
+                            const char **why);
+
+#endif /* FERRY_PARQUET_H */
