@@ -60,6 +60,10 @@ FUZZ_HARNESSES += tests/fuzz/fuzz_npz
 tests_fuzz_fuzz_npz_SOURCES = tests/fuzz/fuzz_npz.c $(FUZZ_DRIVER)
 tests_fuzz_fuzz_npz_LDFLAGS = $(FUZZ_LINK_FLAGS)
 
+FUZZ_HARNESSES += tests/fuzz/fuzz_parquet
+tests_fuzz_fuzz_parquet_SOURCES = tests/fuzz/fuzz_parquet.c $(FUZZ_DRIVER)
+tests_fuzz_fuzz_parquet_LDFLAGS = $(FUZZ_LINK_FLAGS)
+
 check_PROGRAMS += $(FUZZ_HARNESSES)
 TESTS += $(FUZZ_HARNESSES)
 # The short libFuzzer run (skips, 77, outside a --enable-fuzz build).
