@@ -137,6 +137,16 @@ int ferry__map_range(int fd, const char *path, int64_t off, size_t n,
 const char *ferry__next_name(const char **p, size_t *len);
 int ferry__name_listed(const char *list, const char *name);
 
+/**
+ * The process-wide lock around libraries that are not thread-safe (HDF5,
+ * netCDF-C): lock/unlock for a section in which no call waits for another
+ * process; trylock (1 when taken) for hdf5.c's collective form, which
+ * agrees with the other ranks before going on.
+ */
+void ferry__lib_lock(void);
+void ferry__lib_unlock(void);
+int ferry__lib_trylock(void);
+
 /** Release a mapping (a zeroed one is a no-op). */
 void ferry__unmap(ferry__mapping *m);
 /**

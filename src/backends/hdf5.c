@@ -85,11 +85,10 @@ static int h5_probe(const char *path) {
 
 /* ---- The process-wide HDF5 mutex -------------------------------------- */
 
-static pthread_mutex_t h5_mu = PTHREAD_MUTEX_INITIALIZER;
-
-/* A local section: no call inside waits for another process. */
-static void h5_lock(void) { pthread_mutex_lock(&h5_mu); }
-static void h5_unlock(void) { pthread_mutex_unlock(&h5_mu); }
+/* The toolkit's library lock (backends/toolkit.c), shared with netCDF-C's
+ * callers.  A local section: no call inside waits for another process. */
+static void h5_lock(void) { ferry__lib_lock(); }
+static void h5_unlock(void) { ferry__lib_unlock(); }
 
 /* A collective section over comm: every rank of comm holds its process's
  * mutex when this returns 0.  A rank never blocks on the mutex (trylock),
@@ -102,7 +101,7 @@ static void h5_unlock(void) { pthread_mutex_unlock(&h5_mu); }
 static int h5_lock_all(MPI_Comm comm, int rank, const void *who) {
   uint64_t x = (uint64_t)(uintptr_t)who ^ ((uint64_t)rank << 32);
   for (unsigned attempt = 0;; attempt++) {
-    int mine = pthread_mutex_trylock(&h5_mu) == 0, all = 0;
+    int mine = ferry__lib_trylock(), all = 0;
     if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
       if (mine)
         h5_unlock();

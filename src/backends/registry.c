@@ -23,12 +23,16 @@ extern const ferry__backend ferry__backend_parquet;
 extern const ferry__backend ferry__backend_mem;
 
 const ferry__backend *const ferry__backends[] = {
-    &ferry__backend_npy,     &ferry__backend_npz,
+    &ferry__backend_npy,
+    &ferry__backend_npz,
 #ifdef HAVE_HDF5
     &ferry__backend_hdf5,
 #endif
-    &ferry__backend_classic, &ferry__backend_zarr, &ferry__backend_parquet,
-    &ferry__backend_mem, NULL,
+    &ferry__backend_classic,
+    &ferry__backend_zarr,
+    &ferry__backend_parquet,
+    &ferry__backend_mem,
+    NULL,
 };
 
 const ferry__backend *ferry__backend_find(const char *name) {

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,3 +177,15 @@ int ferry__name_listed(const char *list, const char *name) {
       return 1;
   return 0;
 }
+
+/* ---- The process-wide lock of libraries that are not thread-safe ------ */
+
+/* HDF5 (Debian's parallel build has no thread-safety) and netCDF-C share
+ * one lock: netCDF-C may call HDF5, and two loaders of either kind may run
+ * on different threads of one process (issue 11).  docs/design.md, "Many
+ * loaders in one process", says why the collective form cannot deadlock. */
+static pthread_mutex_t lib_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void ferry__lib_lock(void) { pthread_mutex_lock(&lib_mu); }
+void ferry__lib_unlock(void) { pthread_mutex_unlock(&lib_mu); }
+int ferry__lib_trylock(void) { return pthread_mutex_trylock(&lib_mu) == 0; }

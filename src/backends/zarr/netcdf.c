@@ -9,7 +9,8 @@
  * and counted in cache_bytes.
  *
  * netCDF-C is not thread-safe: every netCDF call of this file holds
- * nc_mutex, so two loaders of one process never call it at once.  An
+ * the library lock (backends/toolkit.c) it shares with HDF5, so no two
+ * loaders of one process, of either backend, call them at once.  An
  * application that calls netCDF-C itself from another thread while ferry
  * reads is not protected.
  */
@@ -41,8 +42,6 @@
 /* The plugin every ferry build has: how the plugin directory is recognised. */
 #define Z_PLUGIN_PROBE "lib__nczferry_shuffle.so"
 
-static pthread_mutex_t nc_mutex = PTHREAD_MUTEX_INITIALIZER;
-
 /* ---- netCDF-C's plugin path ------------------------------------------- */
 
 static char plugin_dir[PATH_MAX];
@@ -59,7 +58,7 @@ static int dir_has_plugins(const char *dir) {
  * else the build tree's (make check before make install).  Entries of the
  * user's HDF5_PLUGIN_PATH that are not directories are dropped: netCDF-C
  * 4.9.0 gives up loading every plugin when one entry does not exist.
- * Called with nc_mutex held.
+ * Called with the library lock held.
  */
 static void set_plugin_path(void) {
   if (plugin_path_done)
@@ -194,7 +193,7 @@ int ferry__zarr_nc_open(zpart *p, const ferry__manifest *m, const char *store,
                          "store %s on rank %d: cannot resolve its path: %s",
                          store, rank, strerror(errno));
   int rc = 0;
-  pthread_mutex_lock(&nc_mutex);
+  ferry__lib_lock();
   set_plugin_path();
   int nrc = nc_open(url, NC_NOWRITE, &p->ncid);
   if (nrc != NC_NOERR) {
@@ -214,16 +213,16 @@ int ferry__zarr_nc_open(zpart *p, const ferry__manifest *m, const char *store,
         (rc = nc_check_codecs(zv, mv, store, rank, err)) == 0)
       rc = nc_bound_cache(zv, mv, store, rank, err);
   }
-  pthread_mutex_unlock(&nc_mutex);
+  ferry__lib_unlock();
   free(url);
   return rc;
 }
 
 void ferry__zarr_nc_close(zpart *p) {
   if (p->ncid >= 0) {
-    pthread_mutex_lock(&nc_mutex);
+    ferry__lib_lock();
     nc_close(p->ncid);
-    pthread_mutex_unlock(&nc_mutex);
+    ferry__lib_unlock();
     p->ncid = -1;
   }
 }
@@ -262,9 +261,9 @@ int ferry__zarr_nc_read(zvar *zv, const char *store, const char *vname,
   count[0] = (size_t)nrows;
   for (int d = 1; d < z->ndim; d++)
     count[d] = (size_t)z->shape[d];
-  pthread_mutex_lock(&nc_mutex);
+  ferry__lib_lock();
   int nrc = nc_get_vara(zv->gid, zv->varid, start, count, buf);
-  pthread_mutex_unlock(&nc_mutex);
+  ferry__lib_unlock();
   /* netCDF-C does not say which chunk failed: decode the same rows with
    * ferry's own reader, whose error names the chunk file.  The buffer's
    * contents do not matter any more: the read fails either way. */

@@ -60,7 +60,8 @@
  * never served.
  *
  * netCDF-C is not thread-safe: every netCDF call (netcdf.c) holds
- * nc_mutex, so two loaders of one process never call it at once.  caps is
+ * the library lock it shares with HDF5, so no two loaders of one process
+ * call netCDF-C or HDF5 at once.  caps is
  * FERRY__CAP_NOT_FLAT only: no collective I/O (io=collective is refused by
  * ferry_open), io_* calls come from the loader's single I/O thread, and
  * file_size is the .zarray's size, not the data's.
