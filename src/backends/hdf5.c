@@ -471,11 +471,43 @@ static hsize_t named_rows(const h5_visit *vis, const char *named) {
  * the reason in out->notes, which ferry info prints and a `vars` naming a
  * skipped dataset gets in its error.  Returns the number chosen (> 0) or a
  * negative code. */
+/* The other groups of datasets that could be served together (issue 11):
+ * servable datasets not of the sample dimension, grouped by their first
+ * dimension, as "; other selections: vars=a,b (300 rows); ...". */
+static void h5_other_groups(const h5_visit *vis, hsize_t longest, char *buf,
+                            size_t cap) {
+  for (int i = 0; i < vis->n; i++) {
+    const h5_dset *a = &vis->v[i];
+    if (a->dim_only || a->ndims < 1 || a->why || a->dims[0] == longest)
+      continue;
+    int first = 1; /* the first dataset of its length: one group */
+    for (int k = 0; k < i && first; k++) {
+      const h5_dset *b = &vis->v[k];
+      first = !(!b->dim_only && b->ndims >= 1 && !b->why &&
+                b->dims[0] == a->dims[0]);
+    }
+    if (!first)
+      continue;
+    size_t n = strlen(buf);
+    snprintf(buf + n, cap - n, "%svars=", n ? "; " : "; other selections: ");
+    for (int k = i, sep = 0; k < vis->n; k++) {
+      const h5_dset *b = &vis->v[k];
+      if (b->dim_only || b->ndims < 1 || b->why || b->dims[0] != a->dims[0])
+        continue;
+      n = strlen(buf);
+      snprintf(buf + n, cap - n, "%s%s", sep++ ? "," : "", b->name);
+    }
+    n = strlen(buf);
+    snprintf(buf + n, cap - n, " (%llu rows)", (unsigned long long)a->dims[0]);
+  }
+}
+
 static int h5_select(const char *path, h5_visit *vis, hsize_t longest,
                      const char *named, ferry__part_desc *out,
                      ferry__err *err) {
-  char chosen[512] = "", skipped[1536] = "";
+  char chosen[512] = "", skipped[1536] = "", others[1024] = "";
   int nsel = 0;
+  h5_other_groups(vis, longest, others, sizeof others);
   for (int i = 0; i < vis->n; i++) {
     h5_dset *ds = &vis->v[i];
     char why[200] = "";
@@ -522,11 +554,12 @@ static int h5_select(const char *path, h5_visit *vis, hsize_t longest,
                          "%s: the HDF5 file holds no dataset ferry can serve "
                          "(skipped: %s)",
                          path, skipped[0] ? skipped : "nothing, it is empty");
-  size_t len = strlen(chosen) + strlen(skipped) + 64;
+  size_t len = strlen(chosen) + strlen(skipped) + strlen(others) + 64;
   if (!(out->notes = malloc(len)))
     return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", path);
-  snprintf(out->notes, len, "chose %s (%llu rows); skipped %s", chosen,
-           (unsigned long long)longest, skipped[0] ? skipped : "nothing");
+  snprintf(out->notes, len, "chose %s (%llu rows); skipped %s%s", chosen,
+           (unsigned long long)longest, skipped[0] ? skipped : "nothing",
+           others);
   return nsel;
 }
 

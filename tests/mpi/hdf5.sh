@@ -158,7 +158,7 @@ info_has "$fx/shuffle_gzip.h5" 'storage        x: chunks (10, 3), shuffle+gzip(4
 info_has "$fx/chunked_f32.h5" 'storage        x: chunks (10, 3)' \
   'chunks         1 of at most 97 samples'
 info_has "$fx/contig_i64.h5" 'storage        x: contiguous'
-info_has "$fx/pair.h5" 'notes          chose group/targets, samples (97 rows); skipped /meta/classes (5 rows where the sample dimension has 97)'
+info_has "$fx/pair.h5" 'notes          chose group/targets, samples (97 rows); skipped /meta/classes (5 rows where the sample dimension has 97); other selections: vars=meta/classes (5 rows)'
 info_has "$fx/bad/mixed.h5" 'skipped /records (a compound type'
 if test -f "$fx/ncgen.nc"; then
   info_has "$fx/ncgen.nc" 'shuffle+gzip(1)' 'skipped /c (a netCDF dimension without data); /k (5 rows'

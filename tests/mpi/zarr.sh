@@ -132,6 +132,22 @@ else
   sed 's/^/    /' "$tmp/info.out"
   fail=1
 fi
+# The other groups of arrays that could be selected together are listed
+# (issue 11): a and b share 20 rows where the default chose x (50).
+if "$PYTHON_NUMPY" -c "
+import sys, zarr, numpy as np
+g = zarr.open_group(sys.argv[1], mode='w')
+g.create_dataset('x', data=np.zeros((50, 2), 'f4'))
+g.create_dataset('a', data=np.zeros((20, 3), 'f4'))
+g.create_dataset('b', data=np.zeros(20, 'i4'))" "$tmp/groups.zarr" &&
+   "$FERRY" info "$tmp/groups.zarr" >"$tmp/info.out" 2>&1 &&
+   grep 'other selections: vars=a,b (20 rows)' "$tmp/info.out" >/dev/null; then
+  echo "ok: ferry info lists the other selections: `grep -o 'other selections.*' "$tmp/info.out"`"
+else
+  echo "FAIL: ferry info should list vars=a,b (20 rows) as another selection"
+  sed 's/^/    /' "$tmp/info.out"
+  fail=1
+fi
 
 # zarr_reader=netcdf where netCDF-C cannot read: FERRY_ENOTSUP, one message
 # naming the store and why, on every rank (a bool array; or no netCDF-C).

@@ -1594,6 +1594,35 @@ static int alloc_desc(ferry__part_desc *out, int nsel, const char *store,
   return 0;
 }
 
+/* The other groups of arrays that could be served together (issue 11):
+ * readable arrays of another first-dimension length, grouped by it, as
+ * "; other selections: vars=a,b (300 rows); ...". */
+static void other_groups(const zarr_walk *w, int64_t longest, char *buf,
+                         size_t cap) {
+  for (int i = 0; i < w->n; i++) {
+    const zarr_array *a = &w->a[i];
+    if (!a->ok || a->z.ndim < 1 || a->z.shape[0] == longest)
+      continue;
+    int first = 1;
+    for (int k = 0; k < i && first; k++)
+      first = !(w->a[k].ok && w->a[k].z.ndim >= 1 &&
+                w->a[k].z.shape[0] == a->z.shape[0]);
+    if (!first)
+      continue;
+    size_t n = strlen(buf);
+    snprintf(buf + n, cap - n, "%svars=", n ? "; " : "; other selections: ");
+    for (int k = i, sep = 0; k < w->n; k++) {
+      const zarr_array *b = &w->a[k];
+      if (!b->ok || b->z.ndim < 1 || b->z.shape[0] != a->z.shape[0])
+        continue;
+      n = strlen(buf);
+      snprintf(buf + n, cap - n, "%s%s", sep++ ? "," : "", b->name);
+    }
+    n = strlen(buf);
+    snprintf(buf + n, cap - n, " (%lld rows)", (long long)a->z.shape[0]);
+  }
+}
+
 /* What was chosen and what was skipped, and why (ferry info; the error of
  * a `vars` naming a skipped array), into out->notes. */
 static int describe_notes(const char *store, zarr_walk *w, int64_t longest,
@@ -1624,12 +1653,15 @@ static int describe_notes(const char *store, zarr_walk *w, int64_t longest,
                (long long)longest);
   }
   const char *dim = mark_coords(w, longest);
-  size_t len = strlen(chosen) + strlen(skipped) + strlen(dim) + 64;
+  char others[1024] = "";
+  other_groups(w, longest, others, sizeof others);
+  size_t len =
+      strlen(chosen) + strlen(skipped) + strlen(dim) + strlen(others) + 64;
   if (!(out->notes = malloc(len)))
     return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", store);
-  snprintf(out->notes, len, "chose %s (%lld rows%s%s); skipped %s", chosen,
+  snprintf(out->notes, len, "chose %s (%lld rows%s%s); skipped %s%s", chosen,
            (long long)longest, dim[0] ? " along " : "", dim,
-           skipped[0] ? skipped : "nothing");
+           skipped[0] ? skipped : "nothing", others);
   return 0;
 }
 
