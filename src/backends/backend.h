@@ -147,6 +147,13 @@ void ferry__lib_lock(void);
 void ferry__lib_unlock(void);
 int ferry__lib_trylock(void);
 
+/** A failed MPI call as an error: the caller's context (printf-style) and
+ *  MPI's own words; returns code.  ferry__mpi_open_code: the FERRY_E* of a
+ *  failed MPI_File_open (ENOENT, EACCES, else EIO). */
+int ferry__mpi_fail(ferry__err *err, int code, int mpirc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+int ferry__mpi_open_code(int mpirc);
+
 /** Release a mapping (a zeroed one is a no-op). */
 void ferry__unmap(ferry__mapping *m);
 /**

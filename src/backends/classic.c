@@ -564,30 +564,6 @@ static int read_header(const char *path, ferry__cdf **h, ferry__err *err) {
   return rc;
 }
 
-static const char *next_name(const char **p, size_t *len) {
-  const char *s = *p;
-  while (*s == ' ' || *s == ',' || *s == '/')
-    s++;
-  if (!*s)
-    return NULL;
-  const char *e = s;
-  while (*e && *e != ',')
-    e++;
-  *p = e;
-  while (e > s && e[-1] == ' ')
-    e--;
-  *len = (size_t)(e - s);
-  return s;
-}
-
-static int name_in_list(const char *list, const char *name) {
-  size_t n = strlen(name), len;
-  for (const char *p = list, *s; (s = next_name(&p, &len)) != NULL;)
-    if (len == n && strncmp(s, name, n) == 0)
-      return 1;
-  return 0;
-}
-
 static int servable(const cdf_var *v) {
   return v->ndims >= 1 && v->ndims - 1 <= FERRY_MAX_DIMS;
 }
@@ -599,7 +575,7 @@ static int64_t dim_rows(const ferry__cdf *h, int64_t d) {
 /* The first named servable variable's first dimension, or -1. */
 static int64_t named_dim(const ferry__cdf *h, const char *named) {
   size_t len;
-  for (const char *p = named, *s; (s = next_name(&p, &len)) != NULL;)
+  for (const char *p = named, *s; (s = ferry__next_name(&p, &len)) != NULL;)
     for (int i = 0; i < h->nvars; i++)
       if (strlen(h->vars[i].name) == len &&
           strncmp(s, h->vars[i].name, len) == 0 && servable(&h->vars[i]))
@@ -743,7 +719,7 @@ static int choose(const ferry__cdf *h, int64_t sdim, const char *named,
   for (int i = 0; i < h->nvars; i++) {
     const cdf_var *v = &h->vars[i];
     char why[160] = "";
-    if (named && !name_in_list(named, v->name))
+    if (named && !ferry__name_listed(named, v->name))
       snprintf(why, sizeof why, "not named in vars");
     else if (v->ndims < 1)
       snprintf(why, sizeof why, "a scalar, no sample dimension");
@@ -840,31 +816,6 @@ struct ferry__io {
   unsigned char *span;
 };
 
-static int mpi_fail(ferry__err *err, int code, int mpirc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int mpi_fail(ferry__err *err, int code, int mpirc, const char *fmt,
-                    ...) {
-  char what[FERRY__MSG_MAX / 2], mpimsg[MPI_MAX_ERROR_STRING];
-  int mlen = 0;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(what, sizeof what, fmt, ap);
-  va_end(ap);
-  if (MPI_Error_string(mpirc, mpimsg, &mlen) != MPI_SUCCESS)
-    snprintf(mpimsg, sizeof mpimsg, "MPI error %d", mpirc);
-  return ferry__seterr(err, code, "%s: %s", what, mpimsg);
-}
-
-static int open_code(int mpirc) {
-  int cls = 0;
-  if (MPI_Error_class(mpirc, &cls) != MPI_SUCCESS)
-    return FERRY_EIO;
-  return cls == MPI_ERR_NO_SUCH_FILE ? FERRY_ENOENT
-         : cls == MPI_ERR_ACCESS     ? FERRY_EACCES
-                                     : FERRY_EIO;
-}
-
 /* Open part's file (collectively with io=collective: the ranks agree on
  * the outcome before any keeps the handle). */
 static int cache_open(void *ctx, int64_t part, int var, void **handle,
@@ -884,16 +835,17 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
         ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d", io->rank);
     opened = mrc == MPI_SUCCESS;
   } else if (mrc != MPI_SUCCESS) {
-    code = mpi_fail(err, open_code(mrc), mrc,
-                    "MPI_File_open failed: file %s, rank %d, offset 0", path,
-                    io->rank);
+    code = ferry__mpi_fail(err, ferry__mpi_open_code(mrc), mrc,
+                           "MPI_File_open failed: file %s, rank %d, offset 0",
+                           path, io->rank);
   } else {
     opened = 1;
     MPI_File_set_errhandler(fh, MPI_ERRORS_RETURN);
     if ((mrc = MPI_File_get_size(fh, &size)) != MPI_SUCCESS)
-      code = mpi_fail(err, FERRY_EIO, mrc,
-                      "MPI_File_get_size failed: file %s, rank %d, offset 0",
-                      path, io->rank);
+      code = ferry__mpi_fail(
+          err, FERRY_EIO, mrc,
+          "MPI_File_get_size failed: file %s, rank %d, offset 0", path,
+          io->rank);
     else if ((int64_t)size != pt->file_size[0])
       code = ferry__seterr(err, FERRY_EMISMATCH,
                            "file %s is %lld bytes on rank %d but %lld bytes "

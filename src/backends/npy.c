@@ -720,34 +720,6 @@ struct ferry__io {
   ferry__handle_cache files;
 };
 
-static int mpi_fail(ferry__err *err, int code, int mpirc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-/* Record a failed MPI call: the caller's context plus MPI's own words. */
-static int mpi_fail(ferry__err *err, int code, int mpirc, const char *fmt,
-                    ...) {
-  char what[FERRY__MSG_MAX / 2], mpimsg[MPI_MAX_ERROR_STRING];
-  int mlen = 0;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(what, sizeof what, fmt, ap);
-  va_end(ap);
-  if (MPI_Error_string(mpirc, mpimsg, &mlen) != MPI_SUCCESS)
-    snprintf(mpimsg, sizeof mpimsg, "MPI error %d", mpirc);
-  return ferry__seterr(err, code, "%s: %s", what, mpimsg);
-}
-
-static int open_error_code(int mpirc) {
-  int cls = 0;
-  if (MPI_Error_class(mpirc, &cls) != MPI_SUCCESS)
-    return FERRY_EIO;
-  if (cls == MPI_ERR_NO_SUCH_FILE)
-    return FERRY_ENOENT;
-  if (cls == MPI_ERR_ACCESS)
-    return FERRY_EACCES;
-  return FERRY_EIO;
-}
-
 /* Open path, collectively over comm when collective.  With collective I/O
  * the ranks agree on the outcome before anyone keeps or closes the handle,
  * so none is left waiting in a later collective call.  Shared with npz.c
@@ -761,19 +733,21 @@ int ferry__npy_open(MPI_Comm comm, int collective, MPI_Info info, int rank,
   int mrc = MPI_File_open(collective ? comm : MPI_COMM_SELF, path,
                           MPI_MODE_RDONLY, info, &fh);
   if (mrc != MPI_SUCCESS) {
-    code = mpi_fail(err, open_error_code(mrc), mrc,
-                    "MPI_File_open failed: file %s, variable %s, rank %d, "
-                    "offset 0",
-                    path, vname, rank);
+    code =
+        ferry__mpi_fail(err, ferry__mpi_open_code(mrc), mrc,
+                        "MPI_File_open failed: file %s, variable %s, rank %d, "
+                        "offset 0",
+                        path, vname, rank);
   } else {
     opened = 1;
     MPI_File_set_errhandler(fh, MPI_ERRORS_RETURN);
     mrc = MPI_File_get_size(fh, &size);
     if (mrc != MPI_SUCCESS)
-      code = mpi_fail(err, FERRY_EIO, mrc,
-                      "MPI_File_get_size failed: file %s, variable %s, rank "
-                      "%d, offset 0",
-                      path, vname, rank);
+      code = ferry__mpi_fail(
+          err, FERRY_EIO, mrc,
+          "MPI_File_get_size failed: file %s, variable %s, rank "
+          "%d, offset 0",
+          path, vname, rank);
     else if ((int64_t)size != file_size)
       code = ferry__seterr(err, FERRY_EMISMATCH,
                            "file %s is %lld bytes on rank %d but %lld bytes "

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,3 +190,27 @@ static pthread_mutex_t lib_mu = PTHREAD_MUTEX_INITIALIZER;
 void ferry__lib_lock(void) { pthread_mutex_lock(&lib_mu); }
 void ferry__lib_unlock(void) { pthread_mutex_unlock(&lib_mu); }
 int ferry__lib_trylock(void) { return pthread_mutex_trylock(&lib_mu) == 0; }
+
+/* ---- MPI errors ------------------------------------------------------- */
+
+int ferry__mpi_fail(ferry__err *err, int code, int mpirc, const char *fmt,
+                    ...) {
+  char what[FERRY__MSG_MAX / 2], mpimsg[MPI_MAX_ERROR_STRING];
+  int mlen = 0;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  if (MPI_Error_string(mpirc, mpimsg, &mlen) != MPI_SUCCESS)
+    snprintf(mpimsg, sizeof mpimsg, "MPI error %d", mpirc);
+  return ferry__seterr(err, code, "%s: %s", what, mpimsg);
+}
+
+int ferry__mpi_open_code(int mpirc) {
+  int cls = 0;
+  if (MPI_Error_class(mpirc, &cls) != MPI_SUCCESS)
+    return FERRY_EIO;
+  return cls == MPI_ERR_NO_SUCH_FILE ? FERRY_ENOENT
+         : cls == MPI_ERR_ACCESS     ? FERRY_EACCES
+                                     : FERRY_EIO;
+}
