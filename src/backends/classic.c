@@ -831,8 +831,9 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
   int mrc = MPI_File_open(io->collective ? io->comm : MPI_COMM_SELF, path,
                           MPI_MODE_RDONLY, io->info, &fh);
   if (!out) {
-    code =
-        ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d", io->rank);
+    code = ferry__seterr(err, FERRY_ENOMEM,
+                         "out of memory opening file %s (rank %d)", path,
+                         io->rank);
     opened = mrc == MPI_SUCCESS;
   } else if (mrc != MPI_SUCCESS) {
     code = ferry__mpi_fail(err, ferry__mpi_open_code(mrc), mrc,
@@ -885,8 +886,10 @@ static int classic_io_open(ferry__io **out, const ferry__manifest *m,
   *out = NULL;
   ferry__io *io = calloc(1, sizeof *io);
   if (!io)
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
-                         p->rank);
+    return ferry__seterr(
+        err, FERRY_ENOMEM,
+        "out of memory for the I/O state (%zu bytes; dataset %s, rank %d)",
+        sizeof *io, m->spec, p->rank);
   io->m = m;
   io->comm = p->comm;
   io->rank = p->rank;

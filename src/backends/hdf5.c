@@ -974,8 +974,10 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
       free(f->mtype);
       free(f);
     }
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
-                         io->rank);
+    return ferry__seterr(err, FERRY_ENOMEM,
+                         "out of memory opening file %s (%d datasets, "
+                         "rank %d)",
+                         io->m->parts[part].paths[0], io->m->nvars, io->rank);
   }
   for (int v = 0; v < io->m->nvars; v++)
     f->dset[v] = f->mtype[v] = -1;
@@ -1023,8 +1025,10 @@ static int h5_io_open(ferry__io **out, const ferry__manifest *m,
   quiet_errors();
   ferry__io *io = calloc(1, sizeof *io);
   if (!io)
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
-                         p->rank);
+    return ferry__seterr(
+        err, FERRY_ENOMEM,
+        "out of memory for the I/O state (%zu bytes; dataset %s, rank %d)",
+        sizeof *io, m->spec, p->rank);
   io->m = m;
   io->comm = p->comm;
   io->rank = p->rank;

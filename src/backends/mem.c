@@ -336,15 +336,19 @@ static int mem_io_open(ferry__io **out, const ferry__manifest *m,
   *out = NULL;
   ferry__io *io = calloc(1, sizeof *io);
   if (!io)
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
-                         p->rank);
+    return ferry__seterr(err, FERRY_ENOMEM,
+                         "out of memory for the I/O state (dataset %s, "
+                         "rank %d)",
+                         m->spec, p->rank);
   io->m = m;
   io->rank = p->rank;
   size_t n = m->nparts > 0 ? (size_t)m->nparts : 1;
   io->fail_at = calloc(n, sizeof *io->fail_at);
   io->fail_rank = calloc(n, sizeof *io->fail_rank);
   if (!io->fail_at || !io->fail_rank) {
-    rc = ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d", p->rank);
+    rc = ferry__seterr(err, FERRY_ENOMEM,
+                       "out of memory for the I/O state (dataset %s, rank %d)",
+                       m->spec, p->rank);
     goto cleanup;
   }
   for (int64_t i = 0; i < m->nparts; i++) {

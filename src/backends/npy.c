@@ -825,7 +825,10 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
   if (!io->collective) {
     int *fd = malloc(sizeof *fd);
     if (!fd)
-      return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
+      return ferry__seterr(err, FERRY_ENOMEM,
+                           "out of memory opening file %s (variable %s, "
+                           "rank %d)",
+                           io->m->parts[part].paths[var], io->m->vars[var].name,
                            io->rank);
     int rc = open_fd(io, part, var, fd, err);
     if (rc < 0) {
@@ -837,7 +840,10 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
   }
   MPI_File *fh = malloc(sizeof *fh);
   if (!fh)
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
+    return ferry__seterr(err, FERRY_ENOMEM,
+                         "out of memory opening file %s (variable %s, "
+                         "rank %d)",
+                         io->m->parts[part].paths[var], io->m->vars[var].name,
                          io->rank);
   int rc = open_file(io, part, var, fh, err);
   if (rc < 0) {
@@ -881,8 +887,10 @@ static int npy_io_open(ferry__io **out, const ferry__manifest *m,
   *out = NULL;
   ferry__io *io = calloc(1, sizeof *io);
   if (!io)
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
-                         p->rank);
+    return ferry__seterr(
+        err, FERRY_ENOMEM,
+        "out of memory for the I/O state (%zu bytes; dataset %s, rank %d)",
+        sizeof *io, m->spec, p->rank);
   io->m = m;
   io->comm = p->comm;
   io->rank = p->rank;

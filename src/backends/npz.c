@@ -847,7 +847,10 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
     return rc;
   npz_handle *h = calloc(1, sizeof *h);
   if (!h)
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
+    return ferry__seterr(err, FERRY_ENOMEM,
+                         "out of memory opening file %s (variable %s, "
+                         "rank %d)",
+                         io->m->parts[part].paths[var], io->m->vars[var].name,
                          io->rank);
 #ifdef HAVE_ZLIB
   if (r.method == 8 && cursor_new(io->m, part, var, &r, &h->z) < 0) {
@@ -903,8 +906,10 @@ static int npz_io_open(ferry__io **out, const ferry__manifest *m,
   ferry__io *io = calloc(1, sizeof *io);
   if (!io || !(io->scratch = malloc(NPZ_SCRATCH))) {
     free(io);
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
-                         p->rank);
+    return ferry__seterr(
+        err, FERRY_ENOMEM,
+        "out of memory for the I/O state (%zu bytes; dataset %s, rank %d)",
+        sizeof *io, m->spec, p->rank);
   }
   io->m = m;
   io->comm = p->comm;

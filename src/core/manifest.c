@@ -794,8 +794,17 @@ static int scan_parts(const char *spec, const strvec *parts,
       goto cleanup;
     }
     be = b;
-    if ((rc = b->describe(path, opts, &d, err)) < 0)
+    if ((rc = b->describe(path, opts, &d, err)) < 0) {
+      if (rc == FERRY_ENOMEM && err && !strstr(err->msg, path)) {
+        /* a parser's bare "out of memory": say which part it was reading */
+        char what[FERRY__MSG_MAX];
+        memcpy(what, err->msg, sizeof what);
+        what[sizeof what - 1] = '\0';
+        ferry__seterr(err, rc, "reading the metadata of part %s: %.700s", path,
+                      what);
+      }
       goto cleanup;
+    }
     if (d.nvars < 1 || d.num_samples < 0) {
       rc = ferry__seterr(err, FERRY_EFORMAT, "part %s holds no variable", path);
       goto cleanup;

@@ -679,8 +679,9 @@ static int open_cb(void *ctx, int64_t part, int fi, void **handle,
   MPI_Offset size = -1;
   (void)part;
   if (!h)
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
-                         io->rank);
+    return ferry__seterr(err, FERRY_ENOMEM,
+                         "out of memory opening file %s (%zu bytes; rank %d)",
+                         path, sizeof *h, io->rank);
   int mrc = MPI_File_open(MPI_COMM_SELF, path, MPI_MODE_RDONLY, MPI_INFO_NULL,
                           &h->fh);
   if (mrc != MPI_SUCCESS) {
@@ -743,8 +744,10 @@ static int pq_io_open(ferry__io **out, const ferry__manifest *m,
                          p->rank);
   ferry__io *io = calloc(1, sizeof *io);
   if (!io)
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
-                         p->rank);
+    return ferry__seterr(
+        err, FERRY_ENOMEM,
+        "out of memory for the I/O state (%zu bytes; dataset %s, rank %d)",
+        sizeof *io, m->spec, p->rank);
   io->m = m;
   io->rank = p->rank;
   char buf[32] = "";
@@ -760,7 +763,10 @@ static int pq_io_open(ferry__io **out, const ferry__manifest *m,
   io->ccap = calloc((size_t)io->nthreads, sizeof *io->ccap);
   if (!io->vs || !io->scratch || !io->cbuf || !io->ccap) {
     pq_io_close(io);
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
+    return ferry__seterr(err, FERRY_ENOMEM,
+                         "out of memory for the I/O state of %lld variables "
+                         "and %d decode threads (dataset %s, rank %d)",
+                         (long long)m->nvars, (int)io->nthreads, m->spec,
                          p->rank);
   }
   for (int v = 0; v < m->nvars; v++)
@@ -942,8 +948,11 @@ static int whole_groups(ferry__io *io, int64_t part, int var, int64_t g0,
   }
   int rc = 0;
   if (!(p.chunks = calloc((size_t)n, sizeof *p.chunks)))
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
-                         io->rank);
+    return ferry__seterr(err, FERRY_ENOMEM,
+                         "out of memory for %lld row groups' jobs, %zu bytes "
+                         "(dataset %s, variable %s, rank %d)",
+                         (long long)n, (size_t)n * sizeof *p.chunks,
+                         io->m->spec, io->m->vars[var].name, io->rank);
   for (int64_t i = 0; rc == 0 && i < n; i++) {
     /* read into buffer 0, then keep it: the next read gets a fresh one */
     rc = read_chunk(io, part, var, g0 + i, 0, err);

@@ -273,8 +273,10 @@ static int inner_where(zvar *zv, const int64_t *idx, zwhere *w, uint64_t *off,
   char *p = ferry__zarr_chunk_path(zv->adir, z, idx);
   const uint64_t *ix = NULL;
   if (!p)
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
-                         w->rank);
+    return ferry__seterr(err, FERRY_ENOMEM,
+                         "out of memory for a chunk path (store %s, array "
+                         "%s, rank %d)",
+                         w->store, w->vname, w->rank);
   snprintf(w->what, sizeof w->what, "shard file %s", p);
   int rc = open_shard(zv, p, key, w, err);
   if (rc == 1 && (rc = shard_index(zv, key, w, &ix, err)) == 0) {
@@ -316,8 +318,10 @@ static int decode_stored(zvar *zv, int fd, uint64_t off, uint64_t n, zwhere *w,
                          zarr_stored_bound(z->chunk_bytes) + 4, w->store,
                          w->vname, w->rank);
   if (z->ncodecs > 1 && !zv->mid && !(zv->mid = malloc(z->chunk_bytes)))
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
-                         w->rank);
+    return ferry__seterr(err, FERRY_ENOMEM,
+                         "out of memory for a chunk between codecs, %zu bytes "
+                         "(store %s, array %s, rank %d)",
+                         z->chunk_bytes, w->store, w->vname, w->rank);
   errno = 0;
   if (pread_exact(fd, stored ? zv->raw : out, (size_t)n, (off_t)off) < 0)
     return ferry__seterr(err, FERRY_EIO, "cannot read " WHERE_FMT ": %s",
@@ -393,7 +397,10 @@ static int load_chunk(zvar *zv, const int64_t *idx, const char *store,
   char *p = ferry__zarr_chunk_path(zv->adir, z, idx);
   int rc = 0, fd = -1;
   if (!p)
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d", rank);
+    return ferry__seterr(err, FERRY_ENOMEM,
+                         "out of memory for a chunk path (store %s, array "
+                         "%s, rank %d)",
+                         store, vname, rank);
   snprintf(w.what, sizeof w.what, "chunk file %s", p);
   const char *kind = "";
   fd = ferry__open_regular(p, &kind); /* never blocks on a FIFO */
@@ -529,8 +536,10 @@ int ferry__zarr_native_read(zvar *zv, const char *store, const char *vname,
       char *p = ferry__zarr_chunk_path(zv->adir, z, idx);
       off_t size = 0;
       if (!p)
-        return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
-                             rank);
+        return ferry__seterr(err, FERRY_ENOMEM,
+                             "out of memory for a chunk path (store %s, "
+                             "array %s, rank %d)",
+                             store, vname, rank);
       int present =
           ferry__zarr_check_chunk(zv, p, store, vname, rank, r, err, &size);
       if (present < 0) {

@@ -170,8 +170,10 @@ static int var_open(const ferry__io *io, const ferry__part *pt,
   if ((rc = ferry__zarr_rec_get(m, pt, v, io->rank, reader, &hash, err)) < 0)
     return rc;
   if (!(zv->adir = ferry__zarr_array_dir(store, mv->name, root_array)))
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
-                         io->rank);
+    return ferry__seterr(err, FERRY_ENOMEM,
+                         "out of memory for the path of array %s (store %s, "
+                         "rank %d)",
+                         mv->name, store, io->rank);
   if ((rc = ferry__zarr_parse_zarray(zv->adir, mv->name, &zv->z, err)) < 0) {
     char msg[FERRY__MSG_MAX];
     snprintf(msg, sizeof msg, "%s", err->msg);
@@ -204,8 +206,10 @@ static int part_open(ferry__io *io, int64_t part, zpart **out,
     if (p)
       free(p->v);
     free(p);
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
-                         io->rank);
+    return ferry__seterr(err, FERRY_ENOMEM,
+                         "out of memory opening store %s (%d arrays, "
+                         "rank %d)",
+                         spec, m->nvars, io->rank);
   }
   p->part = part;
   p->ncid = -1;
@@ -273,8 +277,10 @@ static int z_io_open(ferry__io **out, const ferry__manifest *m,
                          p->rank);
   ferry__io *io = calloc(1, sizeof *io);
   if (!io)
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
-                         p->rank);
+    return ferry__seterr(
+        err, FERRY_ENOMEM,
+        "out of memory for the I/O state (%zu bytes; dataset %s, rank %d)",
+        sizeof *io, m->spec, p->rank);
   io->m = m;
   io->rank = p->rank;
   ferry__handle_cache_init(&io->parts, (size_t)p->max_open_files, io,
@@ -300,8 +306,9 @@ static int z_io_read(ferry__io *io, int64_t part, int var, int64_t row,
     return rc;
   char *store = ferry__zarr_store_dir(pt->paths[var]);
   if (!store)
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory on rank %d",
-                         io->rank);
+    return ferry__seterr(err, FERRY_ENOMEM,
+                         "out of memory for the store path of %s (rank %d)",
+                         pt->paths[var], io->rank);
 #ifdef HAVE_NCZARR
   if (p->ncid >= 0)
     rc = ferry__zarr_nc_read(&p->v[var], store, v->name, io->rank, row, nrows,
