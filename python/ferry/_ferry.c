@@ -24,6 +24,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Python 3.8 and 3.9 (setup.py's python_requires) lack two calls used here. */
+#if PY_VERSION_HEX < 0x03090000
+static PyObject *PyObject_CallOneArg(PyObject *f, PyObject *arg) {
+  return PyObject_CallFunctionObjArgs(f, arg, NULL);
+}
+#endif
+#if PY_VERSION_HEX < 0x030A0000
+static int PyModule_AddObjectRef(PyObject *m, const char *name, PyObject *v) {
+  Py_XINCREF(v);
+  if (PyModule_AddObject(m, name, v) < 0) {
+    Py_XDECREF(v);
+    return -1;
+  }
+  return 0;
+}
+#endif
+
 /* ---- DLPack, written from the specification (dmlc/dlpack dlpack.h,
  * DLPACK_MAJOR_VERSION 1, DLPACK_MINOR_VERSION 0; the legacy
  * DLManagedTensor is the 0.x layout).  Only what ferry exports. ---------- */
@@ -328,13 +345,121 @@ static int array_sync_stream(ArrayObject *a, PyObject *stream) {
   return 0;
 }
 
-static PyObject *array_dlpack(ArrayObject *a, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"stream", "max_version", "dl_device", "copy", NULL};
-  PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None,
-           *copy = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OOOO", kwlist, &stream,
-                                   &max_version, &dl_device, &copy))
+/* A DLPack capsule viewing DATA of batch R (takes a reference on R, which
+ * the deleter drops): versioned ("dltensor_versioned", DLPack 1.0) or
+ * legacy ("dltensor").  C-contiguous strides. */
+static PyObject *capsule_new(batch_ref *r, void *data, int dev_type, int dev_id,
+                             ferry_dtype dtype, int ndim, const int64_t *shape,
+                             int versioned) {
+  manager *m = malloc(sizeof *m);
+  if (!m)
+    return PyErr_NoMemory();
+  int64_t st = 1;
+  for (int d = ndim - 1; d >= 0; d--) {
+    m->shape[d] = shape[d];
+    m->strides[d] = st;
+    st *= shape[d];
+  }
+  DLTensor t;
+  t.data = data;
+  t.device.device_type = dev_type;
+  t.device.device_id = dev_id;
+  t.ndim = ndim;
+  t.dtype = dl_dtype_of(dtype);
+  t.shape = m->shape;
+  t.strides = m->strides;
+  t.byte_offset = 0;
+  ref_take(r);
+  PyObject *cap;
+  if (versioned) {
+    m->m.versioned.version.major = 1;
+    m->m.versioned.version.minor = 0;
+    m->m.versioned.manager_ctx = r;
+    m->m.versioned.deleter = deleter_versioned;
+    m->m.versioned.flags = 0; /* writable, not a copy */
+    m->m.versioned.dl_tensor = t;
+    cap = PyCapsule_New(&m->m.versioned, "dltensor_versioned",
+                        capsule_versioned_destructor);
+  } else {
+    m->m.legacy.dl_tensor = t;
+    m->m.legacy.manager_ctx = r;
+    m->m.legacy.deleter = deleter_legacy;
+    cap = PyCapsule_New(&m->m.legacy, "dltensor", capsule_legacy_destructor);
+  }
+  if (!cap) {
+    free(m);
+    ref_drop(r);
+  }
+  return cap;
+}
+
+/* Keyword arguments of a METH_FASTCALL | METH_KEYWORDS method, without
+ * building a tuple and a dict per call (the per-batch path calls these
+ * thousands of times a second): at most NPOS positional ones, then the
+ * keywords of NAMES; OUT[i] is left as it was when argument i is absent. */
+static int fast_args(const char *fn, const char *const *names, int n,
+                     Py_ssize_t npos, PyObject *const *args, Py_ssize_t nargs,
+                     PyObject *kwnames, PyObject **out) {
+  if (nargs > npos) {
+    PyErr_Format(PyExc_TypeError,
+                 "%s() takes at most %zd positional argument(s) (%zd given)",
+                 fn, npos, nargs);
+    return -1;
+  }
+  for (Py_ssize_t i = 0; i < nargs; i++)
+    out[i] = args[i];
+  Py_ssize_t nk = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t k = 0; k < nk; k++) {
+    PyObject *key = PyTuple_GET_ITEM(kwnames, k);
+    int i = 0;
+    while (i < n && PyUnicode_CompareWithASCIIString(key, names[i]) != 0)
+      i++;
+    if (i == n) {
+      PyErr_Format(PyExc_TypeError,
+                   "%s() got an unexpected keyword argument '%U'", fn, key);
+      return -1;
+    }
+    if (i < nargs) {
+      PyErr_Format(PyExc_TypeError,
+                   "%s() got multiple values for argument '%s'", fn, names[i]);
+      return -1;
+    }
+    out[i] = args[nargs + k];
+  }
+  return 0;
+}
+
+/* DLPack's max_version: versioned capsule when major >= 1.  -1 on error. */
+static int want_versioned(PyObject *max_version) {
+  if (max_version == Py_None)
+    return 0;
+  long major = -1;
+  if (!PyTuple_Check(max_version) || PyTuple_GET_SIZE(max_version) < 1 ||
+      ((major = PyLong_AsLong(PyTuple_GET_ITEM(max_version, 0))) == -1 &&
+       PyErr_Occurred())) {
+    if (!PyErr_Occurred())
+      PyErr_SetString(PyExc_TypeError,
+                      "max_version must be a tuple (major, minor)");
+    return -1;
+  }
+  return major >= 1;
+}
+
+static PyObject *array_capsule(ArrayObject *a, int versioned) {
+  return capsule_new(a->r, a->data, a->device_type, a->device_id, a->dtype,
+                     a->ndim, a->shape, versioned);
+}
+
+static PyObject *array_dlpack(ArrayObject *a, PyObject *const *args,
+                              Py_ssize_t nargs, PyObject *kwnames) {
+  static const char *const names[] = {"stream", "max_version", "dl_device",
+                                      "copy"};
+  if (nargs == 0 && !kwnames && a->device_type == kDLCPU)
+    return array_capsule(a, 0); /* the common call: __dlpack__() */
+  PyObject *v[4] = {Py_None, Py_None, Py_None, Py_None};
+  if (fast_args("__dlpack__", names, 4, 0, args, nargs, kwnames, v))
     return NULL;
+  PyObject *stream = v[0], *dl_device = v[2], *copy = v[3];
   if (copy == Py_True) {
     PyErr_SetString(PyExc_BufferError,
                     "ferry.Array exports views of the batch buffer only "
@@ -353,65 +478,20 @@ static PyObject *array_dlpack(ArrayObject *a, PyObject *args, PyObject *kw) {
       return NULL;
     }
   }
-  int versioned = 0;
-  if (max_version != Py_None) {
-    long major = -1;
-    if (!PyTuple_Check(max_version) || PyTuple_GET_SIZE(max_version) < 1 ||
-        ((major = PyLong_AsLong(PyTuple_GET_ITEM(max_version, 0))) == -1 &&
-         PyErr_Occurred())) {
-      if (!PyErr_Occurred())
-        PyErr_SetString(PyExc_TypeError,
-                        "max_version must be a tuple (major, minor)");
-      return NULL;
-    }
-    versioned = major >= 1;
-  }
-  if (array_sync_stream(a, stream))
+  int versioned = want_versioned(v[1]);
+  if (versioned < 0 || array_sync_stream(a, stream))
     return NULL;
-  manager *m = calloc(1, sizeof *m);
-  if (!m)
-    return PyErr_NoMemory();
-  int64_t st = 1;
-  for (int d = a->ndim - 1; d >= 0; d--) {
-    m->shape[d] = a->shape[d];
-    m->strides[d] = st;
-    st *= a->shape[d];
-  }
-  DLTensor t;
-  memset(&t, 0, sizeof t);
-  t.data = a->data;
-  t.device.device_type = a->device_type;
-  t.device.device_id = a->device_id;
-  t.ndim = a->ndim;
-  t.dtype = dl_dtype_of(a->dtype);
-  t.shape = m->shape;
-  t.strides = m->strides;
-  ref_take(a->r);
-  PyObject *cap;
-  if (versioned) {
-    m->m.versioned.version.major = 1;
-    m->m.versioned.version.minor = 0;
-    m->m.versioned.manager_ctx = a->r;
-    m->m.versioned.deleter = deleter_versioned;
-    m->m.versioned.flags = 0; /* writable, not a copy */
-    m->m.versioned.dl_tensor = t;
-    cap = PyCapsule_New(&m->m.versioned, "dltensor_versioned",
-                        capsule_versioned_destructor);
-  } else {
-    m->m.legacy.dl_tensor = t;
-    m->m.legacy.manager_ctx = a->r;
-    m->m.legacy.deleter = deleter_legacy;
-    cap = PyCapsule_New(&m->m.legacy, "dltensor", capsule_legacy_destructor);
-  }
-  if (!cap) {
-    free(m);
-    ref_drop(a->r);
-  }
-  return cap;
+  return array_capsule(a, versioned);
 }
+
+static PyObject *host_device; /* (kDLCPU, 0), made once */
 
 static PyObject *array_dlpack_device(ArrayObject *a, PyObject *unused) {
   (void)unused;
+  if (a->device_type == kDLCPU && host_device) {
+    Py_INCREF(host_device);
+    return host_device;
+  }
   return Py_BuildValue("(ii)", a->device_type, a->device_id);
 }
 
@@ -498,7 +578,7 @@ static PyObject *array_repr(ArrayObject *a) {
 
 static PyMethodDef array_methods[] = {
     {"__dlpack__", (PyCFunction)(void (*)(void))array_dlpack,
-     METH_VARARGS | METH_KEYWORDS,
+     METH_FASTCALL | METH_KEYWORDS,
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, "
      "copy=None): a DLPack capsule viewing the batch buffer (versioned when "
      "max_version >= (1, 0))."},
@@ -539,6 +619,8 @@ typedef struct {
   int ended;             /* ferry_next returned FERRY_END */
   int64_t epoch;
   int cuda;
+  PyObject *names; /* tuple of the variables' names (interned str), in the
+                      order of ferry_batch.vars */
 } LoaderObject;
 
 typedef struct {
@@ -613,28 +695,42 @@ static PyObject *batch_var(BatchObject *b, int v) {
   return array_new(b->r, t->data, kDLCPU, 0, t->dtype, t->ndim, t->shape);
 }
 
-static PyObject *batch_getitem(BatchObject *b, PyObject *key) {
-  if (!batch_ok(b))
-    return NULL;
+/* The index of the variable KEY (a name or a position) names, or -1 with
+ * KeyError / IndexError set. */
+static int batch_lookup(const BatchObject *b, PyObject *key) {
   const ferry_batch *fb = b->r->b;
   if (PyLong_Check(key)) {
     long i = PyLong_AsLong(key);
+    if (i == -1 && PyErr_Occurred())
+      return -1;
     if (i < 0)
       i += fb->nvars;
     if (i < 0 || i >= fb->nvars) {
       PyErr_SetString(PyExc_IndexError, "variable index out of range");
-      return NULL;
+      return -1;
     }
-    return batch_var(b, (int)i);
+    return (int)i;
   }
+  PyObject *names = b->loader->names;
+  if (names && PyTuple_GET_SIZE(names) == fb->nvars)
+    for (int v = 0; v < fb->nvars; v++)
+      if (PyTuple_GET_ITEM(names, v) == key)
+        return v;
   const char *name = PyUnicode_AsUTF8(key);
   if (!name)
-    return NULL;
+    return -1;
   for (int v = 0; v < fb->nvars; v++)
     if (strcmp(fb->vars[v].name, name) == 0)
-      return batch_var(b, v);
+      return v;
   PyErr_SetObject(PyExc_KeyError, key);
-  return NULL;
+  return -1;
+}
+
+static PyObject *batch_getitem(BatchObject *b, PyObject *key) {
+  if (!batch_ok(b))
+    return NULL;
+  int v = batch_lookup(b, key);
+  return v < 0 ? NULL : batch_var(b, v);
 }
 
 static Py_ssize_t batch_len(BatchObject *b) {
@@ -643,14 +739,32 @@ static Py_ssize_t batch_len(BatchObject *b) {
   return b->r->b->nvars;
 }
 
+/* The name of variable v (a new reference): the loader's interned copy. */
+static PyObject *batch_name(const BatchObject *b, int v) {
+  PyObject *names = b->loader->names;
+  const ferry_batch *fb = b->r->b;
+  if (names && PyTuple_GET_SIZE(names) == fb->nvars) {
+    PyObject *n = PyTuple_GET_ITEM(names, v);
+    Py_INCREF(n);
+    return n;
+  }
+  return PyUnicode_FromString(fb->vars[v].name);
+}
+
 static PyObject *batch_keys(BatchObject *b, PyObject *u) {
   (void)u;
   if (!batch_ok(b))
     return NULL;
   const ferry_batch *fb = b->r->b;
   PyObject *l = PyList_New(fb->nvars);
-  for (int v = 0; l && v < fb->nvars; v++)
-    PyList_SET_ITEM(l, v, PyUnicode_FromString(fb->vars[v].name));
+  for (int v = 0; l && v < fb->nvars; v++) {
+    PyObject *n = batch_name(b, v);
+    if (!n) {
+      Py_CLEAR(l);
+      break;
+    }
+    PyList_SET_ITEM(l, v, n);
+  }
   return l;
 }
 
@@ -661,14 +775,114 @@ static PyObject *batch_items(BatchObject *b, PyObject *u) {
   const ferry_batch *fb = b->r->b;
   PyObject *l = PyList_New(fb->nvars);
   for (int v = 0; l && v < fb->nvars; v++) {
-    PyObject *a = batch_var(b, v);
-    if (!a) {
+    PyObject *a = batch_var(b, v), *n = a ? batch_name(b, v) : NULL;
+    PyObject *t = n ? PyTuple_New(2) : NULL;
+    if (!t) {
+      Py_XDECREF(a);
+      Py_XDECREF(n);
       Py_DECREF(l);
       return NULL;
     }
-    PyList_SET_ITEM(l, v, Py_BuildValue("(sN)", fb->vars[v].name, a));
+    PyTuple_SET_ITEM(t, 0, n);
+    PyTuple_SET_ITEM(t, 1, a);
+    PyList_SET_ITEM(l, v, t);
   }
   return l;
+}
+
+/* One value of to_dict: variable v (v >= 0), the indices (v == -1) or the
+ * padding mask (v == -2), as an Array, or as a legacy DLPack capsule when
+ * CAPSULE (made visible on STREAM for device memory, as __dlpack__ does),
+ * passed through FN when FN is not None. */
+static PyObject *batch_value(BatchObject *b, int v, PyObject *fn, int capsule,
+                             PyObject *stream) {
+  const ferry_batch *fb = b->r->b;
+  int64_t n = fb->size;
+  PyObject *x;
+  if (v < 0) {
+    void *p = v == -1 ? (void *)fb->sample_ids : (void *)fb->padded;
+    ferry_dtype dt = v == -1 ? FERRY_INT64 : FERRY_UINT8;
+    x = capsule ? capsule_new(b->r, p, kDLCPU, 0, dt, 1, &n, 0)
+                : array_new(b->r, p, kDLCPU, 0, dt, 1, &n);
+  } else if (capsule && fb->nshards == 0) { /* host: no Array needed */
+    const ferry_tensor *t = &fb->vars[v];
+    x = capsule_new(b->r, t->data, kDLCPU, 0, t->dtype, t->ndim, t->shape, 0);
+  } else {
+    x = batch_var(b, v);
+    if (x && capsule) {
+      ArrayObject *a = (ArrayObject *)x;
+      PyObject *c = array_sync_stream(a, stream) ? NULL : array_capsule(a, 0);
+      Py_DECREF(x);
+      x = c;
+    }
+  }
+  if (!x || fn == Py_None)
+    return x;
+  PyObject *y = PyObject_CallOneArg(fn, x);
+  Py_DECREF(x);
+  return y;
+}
+
+static int dict_put(PyObject *d, PyObject *key, PyObject *value) {
+  if (!value)
+    return -1;
+  int rc = PyDict_SetItem(d, key, value);
+  Py_DECREF(value);
+  return rc;
+}
+
+/* batch.to_dict(fn=None, keys=None, *, index_key=None, padded_key=None,
+ * capsule=False, stream=None): the batch as one dict, built in C (the
+ * per-batch path of ferry.torch). */
+static PyObject *batch_to_dict(BatchObject *b, PyObject *const *args,
+                               Py_ssize_t nargs, PyObject *kwnames) {
+  static const char *const names[] = {"fn",         "keys",    "index_key",
+                                      "padded_key", "capsule", "stream"};
+  PyObject *v[6] = {Py_None, Py_None, Py_None, Py_None, Py_False, Py_None};
+  if (fast_args("to_dict", names, 6, 2, args, nargs, kwnames, v))
+    return NULL;
+  if (!batch_ok(b))
+    return NULL;
+  PyObject *fn = v[0], *keys = v[1];
+  int capsule = PyObject_IsTrue(v[4]);
+  if (capsule < 0)
+    return NULL;
+  if (fn != Py_None && !PyCallable_Check(fn)) {
+    PyErr_SetString(PyExc_TypeError, "to_dict: fn must be callable or None");
+    return NULL;
+  }
+  PyObject *d = PyDict_New(), *seq = NULL;
+  if (!d)
+    return NULL;
+  int nv = b->r->b->nvars;
+  if (keys != Py_None) {
+    seq = PySequence_Fast(keys, "to_dict: keys must be a sequence of names");
+    if (!seq)
+      goto fail;
+    nv = (int)PySequence_Fast_GET_SIZE(seq);
+  }
+  for (int i = 0; i < nv; i++) {
+    PyObject *key = seq ? PySequence_Fast_GET_ITEM(seq, i) : NULL;
+    int var = key ? batch_lookup(b, key) : i;
+    PyObject *name = key ? (Py_INCREF(key), key) : batch_name(b, i);
+    int rc = var < 0 || !name
+                 ? -1
+                 : dict_put(d, name, batch_value(b, var, fn, capsule, v[5]));
+    Py_XDECREF(name);
+    if (rc)
+      goto fail;
+  }
+  if ((v[2] != Py_None &&
+       dict_put(d, v[2], batch_value(b, -1, fn, capsule, v[5]))) ||
+      (v[3] != Py_None &&
+       dict_put(d, v[3], batch_value(b, -2, fn, capsule, v[5]))))
+    goto fail;
+  Py_XDECREF(seq);
+  return d;
+fail:
+  Py_XDECREF(seq);
+  Py_DECREF(d);
+  return NULL;
 }
 
 /* batch.shards: None for a host batch, else one dict per device
@@ -778,6 +992,15 @@ static PyMethodDef batch_methods[] = {
     {"keys", (PyCFunction)batch_keys, METH_NOARGS, "variable names"},
     {"items", (PyCFunction)batch_items, METH_NOARGS,
      "[(name, Array)] in the dataset's variable order"},
+    {"to_dict", (PyCFunction)(void (*)(void))batch_to_dict,
+     METH_FASTCALL | METH_KEYWORDS,
+     "to_dict(fn=None, keys=None, *, index_key=None, padded_key=None, "
+     "capsule=False, stream=None): {name: fn(Array)} for the variables KEYS "
+     "(default all), plus the global indices under INDEX_KEY and the "
+     "padding mask (uint8) under PADDED_KEY when given; with capsule=True "
+     "FN gets each variable's DLPack capsule (legacy, made visible on "
+     "STREAM for device memory) instead of the Array; fn=None keeps the "
+     "Arrays (or capsules).  Built in C: the fast path of ferry.torch."},
     {"__enter__", (PyCFunction)batch_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)batch_exit, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL}};
@@ -887,6 +1110,28 @@ static int mpi_ready(void) {
   return 0;
 }
 
+/* self->names: the variables' names as interned str, made once, so that the
+ * per-batch path (items, to_dict, batch["x"]) creates no string. */
+static int loader_make_names(LoaderObject *self) {
+  int n = ferry_num_vars(self->c->L);
+  PyObject *t = PyTuple_New(n);
+  for (int i = 0; t && i < n; i++) {
+    ferry_var_info vi;
+    PyObject *s = ferry_var_info_get(self->c->L, i, &vi) == 0
+                      ? PyUnicode_InternFromString(vi.name)
+                      : NULL;
+    if (!s) {
+      if (!PyErr_Occurred())
+        raise_code(FERRY_EINTERNAL, "ferry_var_info_get failed");
+      Py_CLEAR(t);
+      break;
+    }
+    PyTuple_SET_ITEM(t, i, s);
+  }
+  Py_XSETREF(self->names, t);
+  return t ? 0 : -1;
+}
+
 /* Loader(dataset, fcomm, options): fcomm the Fortran handle of a
  * communicator (mpi4py's comm.py2f()) or None for MPI_COMM_WORLD; options a
  * dict of option names to values.  ferry.Loader (ferry/__init__.py) is the
@@ -961,7 +1206,7 @@ static int loader_init(LoaderObject *self, PyObject *args, PyObject *kw) {
   ferry_device_info di;
   if (ferry_device_info_get(L, &di) == 0)
     self->cuda = di.cuda;
-  return 0;
+  return loader_make_names(self);
 }
 
 /* Release every Batch object of this loader (they become released; the
@@ -1214,6 +1459,7 @@ static void loader_dealloc(LoaderObject *self) {
     Py_XDECREF(r);
     PyErr_Restore(et, ev, tb);
   }
+  Py_CLEAR(self->names);
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -1503,6 +1749,8 @@ PyMODINIT_FUNC PyInit__ferry(void) {
     return NULL;
   PyObject *m = PyModule_Create(&module_def);
   if (!m)
+    return NULL;
+  if (!host_device && !(host_device = Py_BuildValue("(ii)", kDLCPU, 0)))
     return NULL;
   Error = PyErr_NewExceptionWithDoc(
       "ferry.Error",

@@ -64,11 +64,38 @@ def _tensor(array):
     return torch.from_dlpack(array)
 
 
-def _mask(array):
-    """The padding mask as a bool tensor (older PyTorch has no DLPack bool:
-    read it through the array interface then)."""
+def _pick_from_capsule():
+    """The function making a tensor of a DLPack capsule: torch's own
+    converter (what torch.utils.dlpack.from_dlpack calls after its checks)
+    when it is there and does so without a copy, else the public one."""
+    fast = getattr(torch._C, "_from_dlpack", None)
+    if fast is not None:
+        try:
+            t = torch.arange(3)
+            if fast(torch.utils.dlpack.to_dlpack(t)).data_ptr() == \
+                    t.data_ptr():
+                return fast
+        except Exception:  # noqa: BLE001 - any failure: the public route
+            pass
+    return torch.utils.dlpack.from_dlpack
+
+
+_from_capsule = _pick_from_capsule()
+
+
+def _as_bool(t):
+    """The uint8 padding mask as a bool tensor over the same memory (DLPack
+    has no bool before PyTorch 2: reinterpret 0/1 bytes, else copy)."""
     try:
-        return _tensor(array).to(torch.bool)
+        return t.view(torch.bool)
+    except (RuntimeError, TypeError):
+        return t.to(torch.bool)
+
+
+def _mask(array):
+    """The padding mask as a bool tensor."""
+    try:
+        return _as_bool(_tensor(array))
     except (RuntimeError, TypeError, BufferError):
         import numpy
         return torch.from_numpy(numpy.array(array, dtype=bool))
@@ -126,6 +153,10 @@ class Dataset(IterableDataset):
             options["pin_memory"] = "yes"
         self.loader = _ferry.Loader(dataset, comm, **options)
         self.keys = list(keys) if keys is not None else list(self.loader.vars)
+        # host batches: the dict is built in C (Batch.to_dict), one call
+        # per batch; device batches go through torch.from_dlpack, which
+        # passes torch's current stream
+        self._host = self.loader.device == "cpu"
         self.transform = transform
         self.epoch_fn = epoch_fn
         self.index_key = index_key
@@ -184,6 +215,13 @@ class Dataset(IterableDataset):
         self._where = "done"
 
     def _convert(self, batch):
+        if self._host:
+            out = batch.to_dict(_from_capsule, self.keys,
+                                index_key=self.index_key,
+                                padded_key=self.padded_key, capsule=True)
+            if self.padded_key is not None:
+                out[self.padded_key] = _as_bool(out[self.padded_key])
+            return out
         out = {k: _tensor(batch[k]) for k in self.keys}
         if self.index_key is not None:
             out[self.index_key] = _tensor(batch.indices)

@@ -117,7 +117,57 @@ with ferry.Loader(d, batch_size=16, seed=5, tail="partial",
             pass
     check(a.shape == (16, 3) and a.dtype == "<f4" and a.nbytes == 192,
           "shape, dtype, nbytes")
-    del a, b
+    for args, kw in (((1,), {}), ((), {"strem": 1}),
+                     ((), {"copy": None, "stream": None, "bogus": 0})):
+        try:
+            a.__dlpack__(*args, **kw)
+            check(False, "__dlpack__(*%r, **%r) accepted" % (args, kw))
+        except TypeError:
+            pass
+    check(a.__dlpack__(copy=False, dl_device=(1, 0)) is not None,
+          "copy=False, dl_device=(1, 0)")
+    # batch.items() / keys() / b[i]: the loader's names, the same Arrays
+    check([k for k, _ in b.items()] == ["x", "y"] == b.keys() == b.vars,
+          "items(), keys(), vars")
+    check(b[0].ptr == a.ptr and b[-1].ptr == b["y"].ptr, "b[i]")
+    # Batch.to_dict, the one-call path of ferry.torch: values, zero copy,
+    # the keys asked for, the indices and the mask, capsules through fn
+    idx = np.from_dlpack(b.indices).copy()
+    dd = b.to_dict()
+    check(list(dd) == ["x", "y"] and dd["x"].ptr == a.ptr, "to_dict()")
+    td = b.to_dict(torch.from_dlpack, ["y", "x"], index_key="i",
+                   padded_key="p")
+    check(list(td) == ["y", "x", "i", "p"], "to_dict keys %r" % list(td))
+    check(td["x"].data_ptr() == a.ptr and
+          np.array_equal(td["x"].numpy(), X[idx]) and
+          np.array_equal(td["y"].numpy(), Y[idx]) and
+          np.array_equal(td["i"].numpy(), idx) and
+          td["p"].dtype == torch.uint8 and int(td["p"].sum()) == b.num_padded,
+          "to_dict(torch.from_dlpack, ...) values")
+    cd = b.to_dict(torch.utils.dlpack.from_dlpack, ("x",), capsule=True,
+                   index_key="i")
+    check(cd["x"].data_ptr() == a.ptr and
+          np.array_equal(cd["i"].numpy(), idx), "to_dict(capsule=True)")
+    caps = b.to_dict(None, [1], capsule=True)
+    check(list(caps) == [1] and '"dltensor"' in repr(caps[1]),
+          "to_dict(None, capsule=True) gives capsules: %r" % caps)
+    for args, kw, exc in ((("x",), {}, TypeError),
+                          ((None, ["z"]), {}, KeyError),
+                          ((None, [5]), {}, IndexError),
+                          ((None, None, "i"), {}, TypeError),
+                          ((), {"capsules": True}, TypeError)):
+        try:
+            b.to_dict(*args, **kw)
+            check(False, "to_dict(*%r, **%r) accepted" % (args, kw))
+        except exc:
+            pass
+    held_before = L.held
+    b.release()
+    del a, dd, caps
+    check(L.held == held_before, "the to_dict tensors hold the slot")
+    del td, cd
+    gc.collect()
+    check(L.held == 0, "the slot returned with the last to_dict tensor")
     for b in L:
         pass
 
