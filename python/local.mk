@@ -55,6 +55,7 @@ MPI_TESTS += \
 	tests/python/state.sh \
 	tests/python/errors.sh \
 	tests/python/leave.sh \
+	tests/python/interrupt.sh \
 	tests/python/pip_install.sh
 TEST_DATA_FILES += \
 	tests/python/common.sh \
@@ -62,4 +63,5 @@ TEST_DATA_FILES += \
 	tests/python/loader_check.py \
 	tests/python/state_check.py \
 	tests/python/errors_check.py \
-	tests/python/leave_check.py
+	tests/python/leave_check.py \
+	tests/python/interrupt_check.py
