@@ -17,6 +17,9 @@
 # builds the main branch of the git repository instead.  docs/install.md has
 # the whole walk-through.
 
+import glob
+import os
+
 from spack.package import *
 
 
@@ -41,6 +44,8 @@ class Ferry(AutotoolsPackage):
     variant("zarr", default=False, description="Read Zarr stores through netCDF-C's NCZarr")
     variant("cuda", default=False, description="CUDA stage: batches delivered in GPU memory")
     variant("nccl", default=False, description="NCCL for the CUDA stage")
+    variant("python", default=True,
+            description="The Python package (import ferry; ferry.torch, ferry.lightning, ferry.jax)")
 
     depends_on("c", type="build")
     depends_on("pkgconfig", type="build")
@@ -59,6 +64,9 @@ class Ferry(AutotoolsPackage):
     depends_on("zlib-api", when="+zarr")
     depends_on("cuda", when="+cuda")
     depends_on("nccl", when="+nccl")
+    # The package is a C extension built against this Python (its headers);
+    # mpi4py, numpy and torch are the user's choice, not dependencies.
+    depends_on("python@3.8:", when="+python", type=("build", "link", "run"))
     conflicts("+nccl", when="~cuda", msg="the NCCL stage needs +cuda")
 
     def configure_args(self):
@@ -70,6 +78,11 @@ class Ferry(AutotoolsPackage):
                                      activation_value=lambda _: spec["netcdf-c"].prefix)
         args += self.with_or_without("cuda", activation_value="prefix")
         args += self.with_or_without("nccl", activation_value="prefix")
+        # Spack's Python, not whatever python3 configure would find first.
+        if spec.satisfies("+python"):
+            args.append("--with-python=" + spec["python"].command.path)
+        else:
+            args.append("--without-python")
         return args
 
     def setup_run_environment(self, env):
@@ -77,6 +90,11 @@ class Ferry(AutotoolsPackage):
         # MANPATH and PKG_CONFIG_PATH (Spack's modules set those).
         env.set("FERRY_ROOT", self.prefix)
         env.prepend_path("HDF5_PLUGIN_PATH", join_path(self.prefix.lib, "ferry", "plugins"))
+        # The Python package: prefix/lib/pythonX.Y/site-packages/ferry (as
+        # ferry's own modulefiles add it to PYTHONPATH).
+        for site in glob.glob(join_path(self.prefix, "lib*", "python*", "*-packages")):
+            if os.path.isdir(join_path(site, "ferry")):
+                env.prepend_path("PYTHONPATH", site)
 
     @run_after("install")
     @on_package_attributes(run_tests=True)
