@@ -15,7 +15,11 @@
 # gives, per batch size and mode, the median of the per-repetition ratios
 # (python samples/s / ferry bench samples/s) with their range, and the
 # per-batch overhead of the Python layer, (python time - ferry bench time) /
-# batches per rank, in microseconds (median and range).
+# batches per rank, in microseconds (median and range), and the CPU time of
+# the Python training thread per batch (time.thread_time, mean of the ranks;
+# it includes the batches ferry_next assembles on the calling thread when no
+# worker has started them, so it is mostly not Python: the layer's own cost
+# is measured without I/O by tests/bench/python_overhead.py).
 #
 # usage: [EPOCHS=12] [REPEATS=5] [MODES="dlpack dataset"] [BATCHES="256 1024"]
 #        tests/bench/python.sh BUILD_DIR WORK_DIR [SIZE]   (SIZE default 1GiB)
@@ -70,7 +74,7 @@ for bs in sorted({b for b, _ in bench}):
           % (bs, statistics.median(bs_rates), len(bs_rates), min(bs_rates),
              max(bs_rates)))
     for m in modes:
-        ratios, over, rates = [], [], []
+        ratios, over, rates, cpu = [], [], [], []
         for r in rows:
             if r.get("kind") != "python" or r["mode"] != m or r["batch"] != bs:
                 continue
@@ -78,14 +82,17 @@ for bs in sorted({b for b, _ in bench}):
             if b is None:
                 continue
             rates.append(r["samples_per_s"])
+            cpu.append(r.get("cpu_us_per_batch", float("nan")))
             ratios.append(r["samples_per_s"] / b["samples_per_s"])
             over.append((r["elapsed_s"] - b["elapsed_s"])
                         / r["batches_per_rank"] * 1e6)
         if not ratios:
             continue
         print("  %-8s %.3g samples/s: ratio %.3fx (median of %d; %.3f-%.3f); "
-              "overhead %.1f us per batch (%.1f to %.1f)"
+              "overhead %.1f us per batch (%.1f to %.1f); training thread "
+              "CPU %.2f us per batch (%.2f-%.2f)"
               % (m, statistics.median(rates), statistics.median(ratios),
                  len(ratios), min(ratios), max(ratios),
-                 statistics.median(over), min(over), max(over)))
+                 statistics.median(over), min(over), max(over),
+                 statistics.median(cpu), min(cpu), max(cpu)))
 PYEOF

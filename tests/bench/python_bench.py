@@ -1,7 +1,10 @@
 """python_bench.py DATA BATCH EPOCHS [MODE] - run on N ranks by python.sh:
 the epochs through ferry from Python, timed like `ferry bench` times them
 (set_epoch inside the timed loop, from a barrier to the end of the last
-epoch); rank 0 prints one JSON line (the slowest rank's time).
+epoch); rank 0 prints one JSON line (the slowest rank's time, and the CPU
+time of the training thread per batch, time.thread_time averaged over the
+ranks: Python's work plus the batches ferry_next assembles on that thread
+when no worker has started them).
 
 MODE:
   dlpack   (default; the issue's pattern) for b in ferry.Loader: then
@@ -58,18 +61,20 @@ else:
     L = ferry.Loader(data, **opts)
     run = run_dlpack if mode == "dlpack" else run_iterate
 comm.Barrier()
-t0 = time.perf_counter()
+c0, t0 = time.thread_time(), time.perf_counter()
 samples = nb = 0
 for e in range(epochs):
     (ds or L).set_epoch(e)
     nb += len(L)
     samples += run(L)
-dt = time.perf_counter() - t0
+dt, cpu = time.perf_counter() - t0, time.thread_time() - c0
 (ds or L).close()
 dt = comm.allreduce(dt, op=MPI.MAX)
+cpu = comm.allreduce(cpu) / comm.Get_size()
 samples = comm.allreduce(samples)
 if comm.Get_rank() == 0:
     print(json.dumps({"kind": "python", "mode": mode, "batch": bs,
                       "elapsed_s": dt, "samples": samples,
                       "samples_per_s": samples / dt,
-                      "batches_per_rank": nb}))
+                      "batches_per_rank": nb,
+                      "cpu_us_per_batch": cpu / nb * 1e6}))
