@@ -856,13 +856,22 @@ static PyObject *batch_to_dict(BatchObject *b, PyObject *const *args,
     return NULL;
   int nv = b->r->b->nvars;
   if (keys != Py_None) {
-    seq = PySequence_Fast(keys, "to_dict: keys must be a sequence of names");
-    if (!seq)
+    /* a tuple of our own: FN may change the caller's list */
+    seq = PyUnicode_Check(keys) ? NULL : PySequence_Tuple(keys);
+    if (!seq) {
+      if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_TypeError,
+                        "to_dict: keys must be a sequence of names, not a "
+                        "str");
       goto fail;
-    nv = (int)PySequence_Fast_GET_SIZE(seq);
+    }
+    nv = (int)PyTuple_GET_SIZE(seq);
   }
   for (int i = 0; i < nv; i++) {
-    PyObject *key = seq ? PySequence_Fast_GET_ITEM(seq, i) : NULL;
+    /* FN may have released the batch (b.release(), the loader's close) */
+    if (!batch_ok(b))
+      goto fail;
+    PyObject *key = seq ? PyTuple_GET_ITEM(seq, i) : NULL;
     int var = key ? batch_lookup(b, key) : i;
     PyObject *name = key ? (Py_INCREF(key), key) : batch_name(b, i);
     int rc = var < 0 || !name
@@ -872,9 +881,12 @@ static PyObject *batch_to_dict(BatchObject *b, PyObject *const *args,
     if (rc)
       goto fail;
   }
-  if ((v[2] != Py_None &&
-       dict_put(d, v[2], batch_value(b, -1, fn, capsule, v[5]))) ||
-      (v[3] != Py_None &&
+  if (v[2] != Py_None &&
+      (!batch_ok(b) ||
+       dict_put(d, v[2], batch_value(b, -1, fn, capsule, v[5]))))
+    goto fail;
+  if (v[3] != Py_None &&
+      (!batch_ok(b) ||
        dict_put(d, v[3], batch_value(b, -2, fn, capsule, v[5]))))
     goto fail;
   Py_XDECREF(seq);

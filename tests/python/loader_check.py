@@ -155,6 +155,7 @@ with ferry.Loader(d, batch_size=16, seed=5, tail="partial",
                           ((None, ["z"]), {}, KeyError),
                           ((None, [5]), {}, IndexError),
                           ((None, None, "i"), {}, TypeError),
+                          ((None, "x"), {}, TypeError),
                           ((), {"capsules": True}, TypeError)):
         try:
             b.to_dict(*args, **kw)
@@ -168,6 +169,13 @@ with ferry.Loader(d, batch_size=16, seed=5, tail="partial",
     del td, cd
     gc.collect()
     check(L.held == 0, "the slot returned with the last to_dict tensor")
+    # a converter that releases the batch: an error, not a crash
+    b = next(iter(L))
+    try:
+        b.to_dict(lambda x: b.release() or x, index_key="i")
+        check(False, "to_dict went on after its fn released the batch")
+    except ferry.StateError:
+        pass
     for b in L:
         pass
 
