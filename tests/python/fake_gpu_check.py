@@ -63,7 +63,15 @@ for b in L:
     check(np.array_equal(host_copy(x, X), X[idx]), "x values, batch %d" % b.index)
     check(np.array_equal(host_copy(y, Y), Y[idx]), "y values, batch %d" % b.index)
     ids.extend(int(i) for i in idx)
-    del x, y
+    # Batch.to_dict on a device batch: Arrays on the device, capsules made
+    # visible on the stream asked for; the indices stay on the host
+    dd = b.to_dict(None, index_key="i")
+    check(dd["x"].__dlpack_device__() == (2, mine) and
+          dd["i"].__dlpack_device__() == (1, 0) and
+          np.array_equal(host_copy(dd["y"], Y), Y[idx]), "to_dict on CUDA")
+    cd = b.to_dict(None, ["x"], capsule=True, stream=2)
+    check('"dltensor"' in repr(cd["x"]), "to_dict(capsule=True) on CUDA")
+    del x, y, dd, cd
     b.release()
 every_once(ids)
 L.close()
