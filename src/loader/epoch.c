@@ -50,6 +50,9 @@ int ferry__epoch_stop(ferry_loader *L) {
   }
   for (int64_t e = 0; ep->ext_buf && e < ep->plan.nextents; e++)
     ferry__buf_put(L, ep->ext_buf[e]);
+  for (int64_t w = 0; ep->win_slots && w < ep->plan.nwindows; w++)
+    free(ep->win_slots[w]);
+  free(ep->win_slots);
   free(ep->ext_buf);
   size_t nmaps = (size_t)ep->plan.nextents * (size_t)L->m.nvars;
   for (size_t i = 0; ep->ext_map && i < nmaps; i++)
@@ -76,12 +79,8 @@ int ferry__epoch_stop(ferry_loader *L) {
   free(ep->all_reads);
   free(ep->round_admit);
   free(ep->steps);
-  ferry__big_free(L->spare_slots);
-  L->spare_slots = ep->plan.slots; /* the next epoch reuses it */
-  L->spare_cap = ep->plan.slots_cap;
-  ep->plan.slots = NULL;
   ferry__rank_plan_free(&ep->plan);
-  free(ep->pieces);
+  ferry__pieces_free(&ep->pieces);
   free(ep->perm);
   pthread_mutex_destroy(&ep->mu);
   pthread_cond_destroy(&ep->cv_io);
@@ -115,6 +114,7 @@ size_t ferry__cache_bound(const ferry_loader *L) {
   return per_file * (size_t)files;
 }
 
+/* The most samples resident at once (their rows and their slots). */
 static size_t read_bound(const ferry_loader *L, const ferry__rank_plan *p) {
   int64_t nb = p->num_batches, la = L->opts->prefetch;
   if (nb == 0)
@@ -130,7 +130,7 @@ static size_t read_bound(const ferry_loader *L, const ferry__rank_plan *p) {
         ferry__admit_of(p, w) - la < 0 ? 0 : ferry__admit_of(p, w) - la;
     if (last >= nb)
       last = nb - 1;
-    double bytes = (double)p->window_samples[w] * (double)L->row_total;
+    double bytes = (double)p->window_samples[w];
     diff[from] += bytes;
     diff[last + 1] -= bytes;
   }
@@ -153,16 +153,15 @@ static int plan_collective(epoch_state *ep, const ferry__plan_params *pp,
     return ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
   int64_t nr = 0;
   if (ep->nsteps) {
-    int rc =
-        ferry__plan_resume(ep->pieces, ep->npieces, ep->perm, pp, ep->steps,
-                           ep->nsteps, L->rank, NULL, ep->all_reads, err);
+    int rc = ferry__plan_resume(&ep->pieces, ep->perm, pp, ep->steps,
+                                ep->nsteps, L->rank, NULL, ep->all_reads, err);
     if (rc)
       return rc;
   }
   for (int r = 0; r < L->size; r++) {
     int rc = ep->nsteps ? 0
-                        : ferry__plan_reads(ep->pieces, ep->npieces, ep->perm,
-                                            pp, r, &ep->all_reads[r], err);
+                        : ferry__plan_reads(&ep->pieces, ep->perm, pp, r,
+                                            &ep->all_reads[r], err);
     if (rc)
       return rc;
     if (ep->all_reads[r].nwindows > nr)
@@ -187,25 +186,39 @@ static int plan_collective(epoch_state *ep, const ferry__plan_params *pp,
   return 0;
 }
 
-/* Plan epoch `epoch` and start its pipeline: the whole epoch (nsteps 0), or
- * the rest of it after the steps of a saved state.  COLLECTIVE. */
 /*
- * The memory budget, computed in one place: at open (p NULL) the reads are
+ * The memory budget, computed in one place: at open (ep NULL) the reads are
  * estimated as the lookahead plus two shuffle windows; once an epoch is
- * planned (p) they are the exact bound of read_bound and the plan's own
- * arrays are counted.
+ * planned (ep) they are the exact bound of read_bound.  The plan's memory
+ * (docs/design.md, "The plan's memory"): the permutation (8 bytes per
+ * piece), the pieces' and chunks' indexes (O(parts), or 8-16 bytes per kept
+ * chunk with max_chunks/fraction), the rank's extents and runs (O(pieces of
+ * the rank)), the pipeline's per-extent pointers, with io=collective every
+ * rank's extents, and the slots (sample order) of the windows alive at once
+ * -- the same count of samples as the reads: never a per-sample array of
+ * the epoch.
  */
-void ferry__budget_compute(ferry_loader *L, const ferry__rank_plan *p) {
+static size_t plan_static_bytes(const ferry_loader *L, const epoch_state *ep) {
+  const ferry__rank_plan *p = &ep->plan;
+  size_t bytes =
+      ferry__plan_bytes(p) + (size_t)ep->pieces.n * sizeof(int64_t) +
+      ep->pieces.bytes + (size_t)(L->m.nparts + 1) * sizeof(int64_t) +
+      (size_t)p->nextents * (size_t)(1 + L->m.nvars) * sizeof(void *) +
+      (size_t)p->nwindows * (sizeof(int64_t) + sizeof(void *));
+  for (int r = 0; ep->all_reads && r < L->size; r++)
+    bytes += ferry__plan_bytes(&ep->all_reads[r]);
+  return bytes;
+}
+
+void ferry__budget_compute(ferry_loader *L, const epoch_state *ep) {
   ferry_memory_budget *b = &L->budget;
   b->batch_bytes = (size_t)L->opts->batch_size * L->row_total;
   b->ring_bytes = b->batch_bytes * (size_t)L->opts->prefetch;
   b->cache_bytes = ferry__cache_bound(L);
-  if (p) {
-    b->read_bytes = read_bound(L, p);
-    b->plan_bytes =
-        (size_t)p->slots_cap * sizeof(ferry__slot) +
-        (size_t)p->nextents * (sizeof(ferry__extent) + sizeof(void *)) +
-        (size_t)(p->num_batches + 1) * 2 * sizeof(int64_t);
+  if (ep) {
+    size_t samples = read_bound(L, &ep->plan);
+    b->read_bytes = samples * L->row_total;
+    b->plan_bytes = plan_static_bytes(L, ep) + samples * sizeof(ferry__slot);
   } else {
     /* The windows alive at once (read_bound's exact count, for windows of
      * k chunks): those meeting the batches consumed next and the
@@ -220,15 +233,25 @@ void ferry__budget_compute(ferry_loader *L, const ferry__rank_plan *p) {
     size_t W = k * (size_t)L->chunk_samples,
            la1 = (size_t)L->opts->prefetch + 1;
     size_t rows = W ? ((la1 * B + W - 1) / W + 2) * W : share;
-    b->read_bytes = (rows < share ? rows : share) * L->row_total;
-    /* Before an epoch is planned, the plan's arrays for an even share: a
-     * slot per sample (plus a batch of pads), an extent per chunk, two
-     * indices per batch -- not 0 (issue 11: ferry info said "plan 0 B"
+    if (rows > share)
+      rows = share;
+    b->read_bytes = rows * L->row_total;
+    /* Before an epoch is planned, the plan for an even share: the
+     * permutation (a piece per chunk, or per block), an extent, a run and
+     * the pipeline's pointers per piece of the rank, the slots of the
+     * windows alive at once -- not 0 (issue 11: ferry info said "plan 0 B"
      * for a plan of 32 bytes per sample). */
-    size_t chunks = ((size_t)L->nchunks + P - 1) / P + 2;
-    b->plan_bytes = share * sizeof(ferry__slot) +
-                    chunks * (sizeof(ferry__extent) + sizeof(void *)) +
-                    (share / B + 2) * 2 * sizeof(int64_t);
+    size_t pieces = (size_t)L->nchunks;
+    if (L->opts->shuffle == FERRY__SHUFFLE_BLOCK && L->opts->block_size > 0)
+      pieces *= ((size_t)L->chunk_samples + (size_t)L->opts->block_size - 1) /
+                (size_t)L->opts->block_size;
+    size_t mine = (pieces + P - 1) / P + 2, windows = mine / k + 2;
+    b->plan_bytes = pieces * sizeof(int64_t) +
+                    (size_t)(L->m.nparts + 1) * sizeof(int64_t) +
+                    mine * (sizeof(ferry__extent) + sizeof(ferry__seg) +
+                            (size_t)(1 + L->m.nvars) * sizeof(void *)) +
+                    windows * (6 * sizeof(int64_t) + sizeof(void *)) +
+                    rows * sizeof(ferry__slot);
   }
   b->total_bytes =
       b->ring_bytes + b->read_bytes + b->plan_bytes + b->cache_bytes;
@@ -277,39 +300,48 @@ static int epoch_new(ferry_loader *L, int64_t epoch,
   return rc;
 }
 
+/* MPI_Bcast of n int64 from rank 0, in pieces (MPI counts are int). */
+static int bcast_i64(int64_t *v, int64_t n, MPI_Comm comm) {
+  for (int64_t at = 0; at < n; at += (int64_t)1 << 27) {
+    int64_t k = n - at < ((int64_t)1 << 27) ? n - at : (int64_t)1 << 27;
+    if (MPI_Bcast(v + at, (int)k, MPI_INT64_T, 0, comm) != MPI_SUCCESS)
+      return 1;
+  }
+  return 0;
+}
+
 /* Step 2: the permutation.  Rank 0 draws it and broadcasts it; every rank
  * also recomputes it, and the inputs and both permutations are compared
- * (min == max over ranks).  COLLECTIVE. */
+ * (min == max over ranks).  One array: a rank hashes its own permutation
+ * before the broadcast overwrites it.  COLLECTIVE. */
 static int epoch_permutation(ferry_loader *L, epoch_state *ep,
                              const ferry__plan_params *pp, ferry__err *err) {
-  int64_t np = ep->npieces, epoch = ep->epoch;
-  ep->perm = malloc((size_t)(np ? np : 1) * sizeof *ep->perm);
-  int64_t *mine = malloc((size_t)(np ? np : 1) * sizeof *mine);
+  int64_t np = ep->pieces.n, epoch = ep->epoch;
+  size_t bytes = (size_t)(np ? np : 1) * sizeof *ep->perm;
+  ep->perm = malloc(bytes);
   int rc = 0;
-  if (!ep->perm || !mine)
-    rc = ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
+  if (!ep->perm)
+    rc = ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
+                          "dataset %s: out of memory for the permutation of "
+                          "epoch %lld (%zu bytes, %lld pieces)",
+                          L->m.spec, (long long)epoch, bytes, (long long)np);
   else
-    ferry__plan_permutation(pp, np, mine);
+    ferry__plan_permutation(pp, np, ep->perm);
   rc = ferry__agree(L->comm, L->rank, rc, err);
-  if (rc) {
-    free(mine);
+  if (rc)
     return rc;
-  }
-  if (L->rank == 0)
-    memcpy(ep->perm, mine, (size_t)np * sizeof *mine);
-  if (MPI_Bcast(ep->perm, (int)np, MPI_INT64_T, 0, L->comm) != MPI_SUCCESS)
-    rc = ferry__seterr_on(err, L->rank, FERRY_EMPI, "MPI_Bcast failed");
   uint64_t v[8];
+  v[5] = ferry__fnv1a(FERRY__FNV_INIT, ep->perm, (size_t)np * 8);
+  if (bcast_i64(ep->perm, np, L->comm))
+    rc = ferry__seterr_on(err, L->rank, FERRY_EMPI, "MPI_Bcast failed");
   v[0] = ferry__fnv1a(FERRY__FNV_INIT, &epoch, sizeof epoch);
   v[1] = ferry__fnv1a(FERRY__FNV_INIT, &L->opts->seed, sizeof L->opts->seed);
   v[2] = L->m.hash;
   v[3] = (uint64_t)L->size;
   v[4] = ferry__fnv1a(FERRY__FNV_INIT, ep->perm, (size_t)np * 8);
-  v[5] = ferry__fnv1a(FERRY__FNV_INIT, mine, (size_t)np * 8);
   v[6] = (uint64_t)np;
   /* 0 on every rank whose own permutation equals the broadcast one. */
   v[7] = v[4] != v[5];
-  free(mine);
   static const char *const what[8] = {
       "the epoch number",
       "option 'seed'",
@@ -336,14 +368,11 @@ static int epoch_permutation(ferry_loader *L, epoch_state *ep,
  * is reused: fresh memory costs a page fault per 4 KiB. */
 static int epoch_plan(ferry_loader *L, epoch_state *ep,
                       const ferry__plan_params *pp, ferry__err *err) {
-  ep->plan.slots = L->spare_slots;
-  ep->plan.slots_cap = L->spare_cap;
-  L->spare_slots = NULL;
-  int rc = ep->nsteps ? ferry__plan_resume(ep->pieces, ep->npieces, ep->perm,
-                                           pp, ep->steps, ep->nsteps, L->rank,
-                                           &ep->plan, NULL, err)
-                      : ferry__plan_build(ep->pieces, ep->npieces, ep->perm, pp,
-                                          L->rank, &ep->plan, err);
+  int rc = ep->nsteps
+               ? ferry__plan_resume(&ep->pieces, ep->perm, pp, ep->steps,
+                                    ep->nsteps, L->rank, &ep->plan, NULL, err)
+               : ferry__plan_build(&ep->pieces, ep->perm, pp, L->rank,
+                                   &ep->plan, err);
   if (!rc && L->opts->io == FERRY__IO_COLLECTIVE)
     rc = plan_collective(ep, pp, err);
   if (rc == FERRY_ENOMEM) { /* the plan's own message has the size */
@@ -385,8 +414,10 @@ static int epoch_start(ferry_loader *L, epoch_state *ep, ferry__err *err) {
       L->maps = calloc((size_t)nmaps, sizeof *L->maps);
   }
   ep->win_remaining = calloc((size_t)p->nwindows + 1, sizeof(int64_t));
+  ep->win_slots = calloc((size_t)p->nwindows + 1, sizeof *ep->win_slots);
   ep->workers = calloc((size_t)L->nthreads, sizeof *ep->workers);
-  if (!ep->ext_buf || !ep->ext_src || !ep->win_remaining || !ep->workers ||
+  if (!ep->ext_buf || !ep->ext_src || !ep->win_remaining || !ep->win_slots ||
+      !ep->workers ||
       (L->opts->io == FERRY__IO_MMAP && L->be->io_map && !ep->ext_map))
     return ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
                             "out of memory for the epoch's %lld extents "
@@ -394,7 +425,7 @@ static int epoch_start(ferry_loader *L, epoch_state *ep, ferry__err *err) {
                             (long long)p->nextents, L->m.spec);
   for (int64_t w = 0; w < p->nwindows; w++)
     ep->win_remaining[w] = p->window_samples[w];
-  ferry__budget_compute(L, p);
+  ferry__budget_compute(L, ep);
   ferry__pool_drain(L, L->budget.read_bytes);
   L->ep = ep;
   if (pthread_create(&ep->io_thread, NULL, ferry__io_main, ep) != 0)
@@ -422,10 +453,14 @@ int ferry__epoch_begin(ferry_loader *L, int64_t epoch,
   int rc =
       epoch_new(L, epoch, steps, nsteps, index_base, samples_before, &ep, &err);
   if (!rc) {
-    rc = ferry__plan_pieces(L->chunks, L->nchunks, &pp, &ep->pieces,
-                            &ep->npieces);
+    rc = ferry__pieces_make(&L->chunks, &pp, &ep->pieces);
     if (rc)
-      ferry__seterr_on(&err, L->rank, rc, "out of memory for the plan");
+      ferry__seterr_on(&err, L->rank, rc,
+                       "dataset %s: out of memory for the pieces of epoch "
+                       "%lld (%zu bytes for %lld chunks)",
+                       L->m.spec, (long long)epoch,
+                       (size_t)L->nchunks * 2 * sizeof(int64_t),
+                       (long long)L->nchunks);
   }
   rc = ferry__agree(L->comm, L->rank, rc, &err);
   if (!rc) {

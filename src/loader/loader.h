@@ -84,9 +84,8 @@ typedef struct epoch_state {
   ferry_loader *L;
   int64_t epoch;
   ferry__rank_plan plan;
-  ferry__chunk *pieces;
-  int64_t npieces;
-  int64_t *perm;
+  ferry__pieces pieces; /* computed on demand from L->chunks           */
+  int64_t *perm;        /* [pieces.n]: the only O(chunks) array        */
   uint64_t checksum;
   /* collective I/O: every rank's reads */
   ferry__rank_plan *all_reads; /* [size] or NULL */
@@ -105,7 +104,11 @@ typedef struct epoch_state {
   const unsigned char **ext_src;
   ferry__mapping *ext_map;
   int64_t *win_remaining; /* (L) [nwindows] samples not assembled */
-  int io_rc;              /* (L) */
+  /* (L) [nwindows]: window w's slots (served order), made by the I/O thread
+   * when it admits the window and freed with its buffers (free_window), so
+   * only the windows alive in the pipeline have them. */
+  ferry__slot **win_slots;
+  int io_rc; /* (L) */
   ferry__err io_err;
   int64_t rounds_started; /* (L) collective: rounds entered */
   int64_t round_target;   /* (L) collective: finish rounds < target on stop */
@@ -135,7 +138,7 @@ struct ferry_loader {
   ferry_options *opts;
   ferry__manifest m;
   const ferry__backend *be;
-  ferry__chunk *chunks;
+  ferry__chunk_index chunks; /* chunk id -> part and row, O(parts)   */
   int64_t nchunks, chunk_samples;
   size_t row_total;   /* bytes of one sample, all variables     */
   size_t *var_prefix; /* [nvars] bytes of vars before v in a row */
@@ -149,8 +152,6 @@ struct ferry_loader {
    * fault; NULL when there are more than FERRY__MAX_MAPS of them (each
    * extent is then mapped and unmapped on its own) */
   ferry__mapping *maps;
-  ferry__slot *spare_slots; /* the last epoch's slot array, reused     */
-  int64_t spare_cap;
   epoch_state *ep;
   ferry_memory_budget budget;
   pthread_mutex_t stats_mu;
@@ -239,8 +240,8 @@ int ferry__epoch_begin(ferry_loader *L, int64_t epoch,
 void ferry__plan_params_of(const ferry_loader *L, int64_t epoch,
                            ferry__plan_params *pp);
 size_t ferry__cache_bound(const ferry_loader *L);
-/* The memory budget (L->budget): estimated at open (p NULL), exact once
+/* The memory budget (L->budget): estimated at open (ep NULL), exact once
  * the epoch is planned. */
-void ferry__budget_compute(ferry_loader *L, const ferry__rank_plan *p);
+void ferry__budget_compute(ferry_loader *L, const epoch_state *ep);
 
 #endif /* FERRY_LOADER_H */
