@@ -1,7 +1,7 @@
 /*
  * epoch.c - ferry_set_epoch as a sequence of named steps: stop the previous
- * epoch, set up the new one, the permutation (rank 0 draws, every rank
- * recomputes and compares), the rank's plan, equal batch counts, the memory
+ * epoch, set up the new one, the permutation (rank 0 draws it, every rank
+ * checks it), the rank's plan, equal batch counts, the memory
  * budget, the threads.  Each step is followed by ferry__agree.
  */
 #ifndef _GNU_SOURCE
@@ -310,10 +310,30 @@ static int bcast_i64(int64_t *v, int64_t n, MPI_Comm comm) {
   return 0;
 }
 
-/* Step 2: the permutation.  Rank 0 draws it and broadcasts it; every rank
- * also recomputes it, and the inputs and both permutations are compared
- * (min == max over ranks).  One array: a rank hashes its own permutation
- * before the broadcast overwrites it.  COLLECTIVE. */
+/* What every rank's generator says for these inputs, cheaply: the hash of
+ * the permutation of the first min(n, 4096) pieces (the same stream key
+ * and draws as the full one) and of draws bounded by n.  Ranks running
+ * another generator (another ferry, a miscompiled one) disagree on it. */
+static uint64_t generator_probe(const ferry__plan_params *pp, int64_t n) {
+  int64_t small[4096];
+  int64_t k = n < 4096 ? n : 4096;
+  ferry__plan_permutation(pp, k, small);
+  uint64_t h = ferry__fnv1a(FERRY__FNV_INIT, small, (size_t)k * sizeof *small);
+  uint64_t key = ferry__rand_key(pp->seed, FERRY__STREAM_CHUNKS,
+                                 (uint64_t)pp->epoch, 0);
+  for (uint64_t i = 0; i < 16; i++) {
+    uint64_t r = ferry__rand64(key, i) % (uint64_t)(n > 0 ? n : 1);
+    h = ferry__fnv1a(h, &r, sizeof r);
+  }
+  return h;
+}
+
+/* Step 2: the permutation.  Rank 0 draws it and broadcasts it (8 bytes per
+ * piece); every rank checks the inputs, the permutation's hash and its own
+ * generator on a probe (generator_probe) -- min == max over ranks.  Every
+ * rank used to draw the whole permutation too: with 10^6 chunks and 64
+ * ranks sharing two cores that alone cost seconds (docs/design.md).
+ * COLLECTIVE. */
 static int epoch_permutation(ferry_loader *L, epoch_state *ep,
                              const ferry__plan_params *pp, ferry__err *err) {
   int64_t np = ep->pieces.n, epoch = ep->epoch;
@@ -325,23 +345,26 @@ static int epoch_permutation(ferry_loader *L, epoch_state *ep,
                           "dataset %s: out of memory for the permutation of "
                           "epoch %lld (%zu bytes, %lld pieces)",
                           L->m.spec, (long long)epoch, bytes, (long long)np);
-  else
+  else if (L->rank == 0)
     ferry__plan_permutation(pp, np, ep->perm);
   rc = ferry__agree(L->comm, L->rank, rc, err);
   if (rc)
     return rc;
+  /* rank 0 hashes it: the other ranks received its very bytes (hashing 8
+   * bytes per piece on every rank cost as much as the broadcast) */
   uint64_t v[8];
-  v[5] = ferry__fnv1a(FERRY__FNV_INIT, ep->perm, (size_t)np * 8);
-  if (bcast_i64(ep->perm, np, L->comm))
+  v[4] = L->rank == 0 ? ferry__fnv1a(FERRY__FNV_INIT, ep->perm, (size_t)np * 8)
+                      : 0;
+  if (bcast_i64(ep->perm, np, L->comm) ||
+      MPI_Bcast(&v[4], 1, MPI_UINT64_T, 0, L->comm) != MPI_SUCCESS)
     rc = ferry__seterr_on(err, L->rank, FERRY_EMPI, "MPI_Bcast failed");
   v[0] = ferry__fnv1a(FERRY__FNV_INIT, &epoch, sizeof epoch);
   v[1] = ferry__fnv1a(FERRY__FNV_INIT, &L->opts->seed, sizeof L->opts->seed);
   v[2] = L->m.hash;
   v[3] = (uint64_t)L->size;
-  v[4] = ferry__fnv1a(FERRY__FNV_INIT, ep->perm, (size_t)np * 8);
+  v[5] = generator_probe(pp, np);
   v[6] = (uint64_t)np;
-  /* 0 on every rank whose own permutation equals the broadcast one. */
-  v[7] = v[4] != v[5];
+  v[7] = 0;
   static const char *const what[8] = {
       "the epoch number",
       "option 'seed'",

@@ -13,7 +13,8 @@
  * ferry_open (collective): rank 0 scans the dataset and broadcasts the
  * manifest; every rank checks that it was given the same dataset and options.
  * ferry_set_epoch (collective): rank 0 draws the permutation and broadcasts
- * it, every rank recomputes and compares it, builds its own plan (plan.c),
+ * it, every rank checks it (hash, generator probe), builds its own plan
+ * (plan.c),
  * and the batch counts are checked equal; then the threads start:
  *
  *   I/O thread   reads the plan's extents window by window, never more than

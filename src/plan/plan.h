@@ -85,6 +85,7 @@ int64_t ferry__chunk_of_sample(const ferry__chunk_index *ci, int64_t g);
  */
 typedef struct ferry__pieces {
   int64_t n;                 /* pieces                              */
+  int64_t samples;           /* in all pieces: the epoch's M        */
   const ferry__chunk *array; /* explicit pieces, or NULL            */
   const ferry__chunk_index *ci;
   int64_t *kept; /* [nkept] chunk ids ascending, NULL: every chunk */
@@ -120,7 +121,6 @@ typedef struct ferry__extent {
   int64_t count;
   int64_t global_first;
   int64_t window; /* window it belongs to                        */
-  int64_t chunk;  /* chunk id holding it (for ferry_epoch_chunks) */
 } ferry__extent;
 
 /** One served sample (materialised one window at a time). */
