@@ -760,9 +760,9 @@ void ferry__plan_window_slots(const ferry__rank_plan *p, int64_t w,
       out[k++] = (ferry__slot){first + j, s->extent, s->off + j,
                                (uint8_t)(s->padded != 0)};
   }
-  if (w < p->nmixed) {
-    uint64_t key =
-        ferry__rand_key(p->mix_key, FERRY__STREAM_WINDOW, (uint64_t)w, 0);
+  if (w >= p->mix_first && w < p->nmixed) {
+    uint64_t key = ferry__rand_key(p->mix_key, FERRY__STREAM_WINDOW,
+                                   (uint64_t)(w + p->mix_base), 0);
     uint64_t counter = 0;
     for (int64_t i = k - 1; i > 0; i--) {
       int64_t j = (int64_t)bounded(key, &counter, (uint64_t)i + 1);
@@ -786,7 +786,7 @@ int64_t ferry__plan_real_before(const ferry__rank_plan *p, int64_t n) {
   int64_t real = 0;
   for (int64_t w = 0; w < p->nwindows && p->window_first_slot[w] < n; w++) {
     int64_t left = n - p->window_first_slot[w];
-    if (w < p->nmixed) { /* own samples only: never a pad */
+    if (w >= p->mix_first && w < p->nmixed) { /* own samples: no pad */
       real += left < p->window_samples[w] ? left : p->window_samples[w];
       continue;
     }
@@ -1085,6 +1085,138 @@ static int redeal(ilist **lists, int P, int Pn, int64_t B, int tail,
   return 0;
 }
 
+/* Append p's extents [e0, e1) and runs [g0, g1) to q (arrays sized by the
+ * caller), extent indexes shifted by de and windows by dw. */
+static void append_reads(ferry__rank_plan *q, const ferry__rank_plan *p,
+                         int64_t e0, int64_t e1, int64_t g0, int64_t g1,
+                         int64_t de, int64_t dw) {
+  for (int64_t e = e0; e < e1; e++) {
+    q->extents[q->nextents] = p->extents[e];
+    q->extents[q->nextents++].window += dw;
+  }
+  for (int64_t g = g0; q->segs && g < g1; g++) {
+    q->segs[q->nsegs] = p->segs[g];
+    q->segs[q->nsegs++].extent += de;
+  }
+}
+
+/* The rest of p (a fresh plan, with runs) after its first K batches, as
+ * the sample-list path below would build it: the window holding the cut
+ * rebuilt from its unserved samples (plan_from_items), the later windows
+ * as they are, still mixed with their own keys.  O(plan + one window). */
+static int plan_cut(const ferry__rank_plan *p, int64_t K, int want_segs,
+                    ferry__rank_plan *q, ferry__err *err) {
+  const int64_t B = p->batch_size, nw = p->nwindows;
+  const int64_t S = K * B < p->nslots ? K * B : p->nslots;
+  int64_t w0 = S < p->nslots ? ferry__plan_window_of(p, S) : nw;
+  int64_t skip = w0 < nw ? S - p->window_first_slot[w0] : 0;
+  int64_t nrest = w0 < nw ? p->window_samples[w0] - skip : 0;
+  ferry__slot *ws = malloc((size_t)(nrest + skip + 1) * sizeof *ws);
+  item *list = malloc((size_t)(nrest + 1) * sizeof *list);
+  ferry__rank_plan first = {0};
+  int rc = 0;
+  memset(q, 0, sizeof *q);
+  if (!ws || !list) {
+    rc = FERRY_ENOMEM;
+    goto done;
+  }
+  if (w0 < nw)
+    ferry__plan_window_slots(p, w0, ws);
+  for (int64_t i = 0; i < nrest; i++) {
+    const ferry__slot *sl = &ws[skip + i];
+    const ferry__extent *x = &p->extents[sl->extent];
+    list[i] = (item){sl->sample, x->part, x->row + sl->row, 0, sl->padded};
+  }
+  rc = plan_from_items(list, nrest, p->num_batches - K, B, 1, &first, err);
+  if (rc)
+    goto done;
+  /* q: window 0 = first's, then p's windows w0+1 .. nw-1 */
+  int64_t later = w0 < nw ? nw - w0 - 1 : 0;
+  int64_t e1 = w0 < nw ? p->window_first_extent[w0 + 1] : p->nextents;
+  int64_t g1 = w0 < nw ? p->window_first_seg[w0 + 1] : p->nsegs;
+  int64_t nq = first.nwindows + later, ne = first.nextents + p->nextents - e1;
+  int64_t ng = first.nsegs + p->nsegs - g1;
+  q->extents = malloc((size_t)(ne + 1) * sizeof *q->extents);
+  q->segs = malloc((size_t)(ng + 1) * sizeof *q->segs);
+  q->window_first_extent = malloc((size_t)(nq + 1) * sizeof(int64_t));
+  q->window_need = malloc((size_t)(nq + 1) * sizeof(int64_t));
+  q->window_samples = malloc((size_t)(nq + 1) * sizeof(int64_t));
+  q->window_first_slot = malloc((size_t)(nq + 1) * sizeof(int64_t));
+  q->window_first_seg = malloc((size_t)(nq + 1) * sizeof(int64_t));
+  if (!q->extents || !q->segs || !q->window_first_extent || !q->window_need ||
+      !q->window_samples || !q->window_first_slot || !q->window_first_seg) {
+    rc = FERRY_ENOMEM;
+    goto done;
+  }
+  append_reads(q, &first, 0, first.nextents, 0, first.nsegs, 0, 0);
+  append_reads(q, p, e1, p->nextents, g1, p->nsegs, first.nextents - e1,
+               first.nwindows - w0 - 1);
+  int64_t pos = 0;
+  for (int64_t w = 0; w < nq; w++) {
+    int64_t o = w - first.nwindows + w0 + 1; /* p's window (later ones) */
+    int in_first = w < first.nwindows;
+    q->window_first_extent[w] =
+        in_first ? first.window_first_extent[w]
+                 : p->window_first_extent[o] - e1 + first.nextents;
+    q->window_first_seg[w] = in_first ? first.window_first_seg[w]
+                                      : p->window_first_seg[o] - g1 + first.nsegs;
+    q->window_samples[w] =
+        in_first ? first.window_samples[w] : p->window_samples[o];
+    q->window_first_slot[w] = pos;
+    q->window_need[w] = pos / B;
+    pos += q->window_samples[w];
+  }
+  q->window_first_extent[nq] = ne;
+  q->window_first_seg[nq] = ng;
+  q->window_first_slot[nq] = pos;
+  q->nwindows = nq;
+  q->num_batches = p->num_batches - K;
+  q->epoch_samples = p->epoch_samples;
+  q->dropped = p->dropped;
+  q->nslots = pos;
+  q->batch_size = B;
+  q->padded = p->padded - (S - ferry__plan_real_before(p, S));
+  q->mix_first = first.nwindows;
+  q->mix_base = w0 + 1 - first.nwindows;
+  q->nmixed = p->nmixed - q->mix_base > 0 ? p->nmixed - q->mix_base : 0;
+  q->mix_key = p->mix_key;
+  if (!want_segs) { /* reads only, as plan_from_items makes them */
+    free(q->segs);
+    free(q->window_first_seg);
+    q->segs = NULL;
+    q->window_first_seg = NULL;
+    q->nsegs = 0;
+  }
+done:
+  ferry__rank_plan_free(&first);
+  free(ws);
+  free(list);
+  if (rc)
+    ferry__rank_plan_free(q);
+  if (rc == FERRY_ENOMEM)
+    ferry__seterr(err, rc, "resume plan: out of memory");
+  return rc;
+}
+
+/* Every step kept the world size: each rank's plan is its fresh plan cut
+ * after the batches served (out, and with all every rank's reads). */
+static int resume_same_world(const ferry__pieces *ps, const int64_t *perm,
+                             const ferry__plan_params *pp, int64_t served,
+                             int rank, ferry__rank_plan *out,
+                             ferry__rank_plan *all, ferry__err *err) {
+  int rc = 0;
+  for (int r = -1; r < pp->world_size && !rc; r++) {
+    if ((r < 0 && !out) || (r >= 0 && !all))
+      continue;
+    ferry__rank_plan p = {0};
+    rc = ferry__plan_build(ps, perm, pp, r < 0 ? rank : r, &p, err);
+    if (!rc)
+      rc = plan_cut(&p, served, r < 0, r < 0 ? out : &all[r], err);
+    ferry__rank_plan_free(&p);
+  }
+  return rc;
+}
+
 int ferry__plan_resume(const ferry__pieces *ps, const int64_t *perm,
                        const ferry__plan_params *pp,
                        const ferry__resume_step *steps, int nsteps, int rank,
@@ -1103,6 +1235,34 @@ int ferry__plan_resume(const ferry__pieces *ps, const int64_t *perm,
                            steps[s].world_size, (long long)steps[s].batches);
   const int64_t B = pp->batch_size;
   int P = steps[0].world_size;
+  int same = 1;
+  for (int s = 0; s < nsteps; s++)
+    same &= steps[s].world_size == pp->world_size;
+  if (same) { /* the common restart: no sample list (O(plan + window)) */
+    ferry__rank_plan p = {0};
+    int rc = ferry__plan_build(ps, perm, pp, rank, &p, err);
+    int64_t nb = p.num_batches, served = 0;
+    ferry__rank_plan_free(&p);
+    for (int s = 0; !rc && s < nsteps; s++) {
+      if (steps[s].batches > nb - served)
+        return ferry__seterr(
+            err, FERRY_EFORMAT,
+            "resume step %d: %lld batches served over %d ranks, but that "
+            "part of the epoch has %lld batches over %d ranks",
+            s, (long long)steps[s].batches, steps[s].world_size,
+            (long long)(nb - served), P);
+      served += steps[s].batches;
+    }
+    if (!rc)
+      rc = resume_same_world(ps, perm, pp, served, rank, out, all, err);
+    if (rc) {
+      if (out)
+        ferry__rank_plan_free(out);
+      for (int r = 0; all && r < pp->world_size; r++)
+        ferry__rank_plan_free(&all[r]);
+    }
+    return rc;
+  }
   ilist *lists = calloc((size_t)P, sizeof *lists);
   if (!lists)
     return ferry__seterr(err, FERRY_ENOMEM, "resume plan: out of memory");

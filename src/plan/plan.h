@@ -163,7 +163,8 @@ typedef struct ferry__rank_plan {
   int64_t *window_first_seg;    /* [nwindows+1] (NULL: reads only)      */
   int64_t nsegs;
   ferry__seg *segs; /* [nsegs] in served order (NULL: reads only) */
-  int64_t nmixed;   /* windows [0, nmixed) are mixed (Fisher-Yates) */
+  int64_t mix_first, nmixed; /* windows [mix_first, nmixed) are mixed */
+  int64_t mix_base; /* window w's key is that of window w + mix_base  */
   uint64_t mix_key; /* (seed, epoch, rank): window w's key derives from it */
   int64_t padded;
 } ferry__rank_plan;
