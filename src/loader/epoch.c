@@ -319,8 +319,8 @@ static uint64_t generator_probe(const ferry__plan_params *pp, int64_t n) {
   int64_t k = n < 4096 ? n : 4096;
   ferry__plan_permutation(pp, k, small);
   uint64_t h = ferry__fnv1a(FERRY__FNV_INIT, small, (size_t)k * sizeof *small);
-  uint64_t key = ferry__rand_key(pp->seed, FERRY__STREAM_CHUNKS,
-                                 (uint64_t)pp->epoch, 0);
+  uint64_t key =
+      ferry__rand_key(pp->seed, FERRY__STREAM_CHUNKS, (uint64_t)pp->epoch, 0);
   for (uint64_t i = 0; i < 16; i++) {
     uint64_t r = ferry__rand64(key, i) % (uint64_t)(n > 0 ? n : 1);
     h = ferry__fnv1a(h, &r, sizeof r);

@@ -984,8 +984,7 @@ static int plan_from_items(const item *list, int64_t n, int64_t nb, int64_t B,
       if (last && last->part == t->part && last->row + last->count == t->row)
         last->count++;
       else
-        out->extents[ne++] =
-            (ferry__extent){t->part, t->row, 1, t->sample, w};
+        out->extents[ne++] = (ferry__extent){t->part, t->row, 1, t->sample, w};
     }
     if (want_slots)
       for (int64_t i = i0; i < i1; i++) {
@@ -1158,8 +1157,9 @@ static int plan_cut(const ferry__rank_plan *p, int64_t K, int want_segs,
     q->window_first_extent[w] =
         in_first ? first.window_first_extent[w]
                  : p->window_first_extent[o] - e1 + first.nextents;
-    q->window_first_seg[w] = in_first ? first.window_first_seg[w]
-                                      : p->window_first_seg[o] - g1 + first.nsegs;
+    q->window_first_seg[w] = in_first
+                                 ? first.window_first_seg[w]
+                                 : p->window_first_seg[o] - g1 + first.nsegs;
     q->window_samples[w] =
         in_first ? first.window_samples[w] : p->window_samples[o];
     q->window_first_slot[w] = pos;

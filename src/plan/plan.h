@@ -162,7 +162,7 @@ typedef struct ferry__rank_plan {
   int64_t *window_first_slot;   /* [nwindows+1] slot index of each window */
   int64_t *window_first_seg;    /* [nwindows+1] (NULL: reads only)      */
   int64_t nsegs;
-  ferry__seg *segs; /* [nsegs] in served order (NULL: reads only) */
+  ferry__seg *segs;          /* [nsegs] in served order (NULL: reads only) */
   int64_t mix_first, nmixed; /* windows [mix_first, nmixed) are mixed */
   int64_t mix_base; /* window w's key is that of window w + mix_base  */
   uint64_t mix_key; /* (seed, epoch, rank): window w's key derives from it */

@@ -47,13 +47,13 @@ int main(int argc, char **argv) {
   m.nparts = 1;
   m.parts = &part;
   m.num_samples = N;
-  ferry__plan_params pp = {64, 0,   FERRY__SHUFFLE_CHUNKS, 0, 4,
-                           0,  0,   0,                     1.0, 0,
-                           world};
+  ferry__plan_params pp = {64, 0,    FERRY__SHUFFLE_CHUNKS, 0, 4, 0, 0, 0, 1.0,
+                           0,  world};
   double t0 = now();
   ferry__chunk_index ci;
   ferry__pieces ps;
-  if (ferry__chunk_index_make(&m, C, &ci) || ferry__pieces_make(&ci, &pp, &ps)) {
+  if (ferry__chunk_index_make(&m, C, &ci) ||
+      ferry__pieces_make(&ci, &pp, &ps)) {
     fprintf(stderr, "plan_sim: out of memory\n");
     return 1;
   }
@@ -89,9 +89,8 @@ int main(int argc, char **argv) {
          (long long)N, (long long)ci.nchunks, rank, world,
          (long long)p.num_batches, (long long)p.nslots, (long long)p.nextents,
          (long long)p.nwindows, (long long)ferry__plan_window_max(&p), t1 - t0,
-         t2 - t1, t3 - t2, ferry__plan_bytes(&p),
-         (size_t)ps.n * sizeof *perm, (double)ru.ru_maxrss / 1024.0,
-         (unsigned long long)sum);
+         t2 - t1, t3 - t2, ferry__plan_bytes(&p), (size_t)ps.n * sizeof *perm,
+         (double)ru.ru_maxrss / 1024.0, (unsigned long long)sum);
   ferry__rank_plan_free(&p);
   free(perm);
   ferry__pieces_free(&ps);
