@@ -1217,6 +1217,38 @@ static int resume_same_world(const ferry__pieces *ps, const int64_t *perm,
   return rc;
 }
 
+/* plan_resume when every step kept the world size: the batches served are
+ * checked against the plan's count step by step, then each plan is cut. */
+static int resume_same(const ferry__pieces *ps, const int64_t *perm,
+                       const ferry__plan_params *pp,
+                       const ferry__resume_step *steps, int nsteps, int rank,
+                       ferry__rank_plan *out, ferry__rank_plan *all,
+                       ferry__err *err) {
+  ferry__rank_plan p = {0};
+  int rc = ferry__plan_build(ps, perm, pp, rank, &p, err);
+  int64_t nb = p.num_batches, served = 0;
+  ferry__rank_plan_free(&p);
+  for (int s = 0; !rc && s < nsteps; s++) {
+    if (steps[s].batches > nb - served)
+      return ferry__seterr(
+          err, FERRY_EFORMAT,
+          "resume step %d: %lld batches served over %d ranks, but that "
+          "part of the epoch has %lld batches over %d ranks",
+          s, (long long)steps[s].batches, steps[s].world_size,
+          (long long)(nb - served), pp->world_size);
+    served += steps[s].batches;
+  }
+  if (!rc)
+    rc = resume_same_world(ps, perm, pp, served, rank, out, all, err);
+  if (rc) {
+    if (out)
+      ferry__rank_plan_free(out);
+    for (int r = 0; all && r < pp->world_size; r++)
+      ferry__rank_plan_free(&all[r]);
+  }
+  return rc;
+}
+
 int ferry__plan_resume(const ferry__pieces *ps, const int64_t *perm,
                        const ferry__plan_params *pp,
                        const ferry__resume_step *steps, int nsteps, int rank,
@@ -1238,31 +1270,8 @@ int ferry__plan_resume(const ferry__pieces *ps, const int64_t *perm,
   int same = 1;
   for (int s = 0; s < nsteps; s++)
     same &= steps[s].world_size == pp->world_size;
-  if (same) { /* the common restart: no sample list (O(plan + window)) */
-    ferry__rank_plan p = {0};
-    int rc = ferry__plan_build(ps, perm, pp, rank, &p, err);
-    int64_t nb = p.num_batches, served = 0;
-    ferry__rank_plan_free(&p);
-    for (int s = 0; !rc && s < nsteps; s++) {
-      if (steps[s].batches > nb - served)
-        return ferry__seterr(
-            err, FERRY_EFORMAT,
-            "resume step %d: %lld batches served over %d ranks, but that "
-            "part of the epoch has %lld batches over %d ranks",
-            s, (long long)steps[s].batches, steps[s].world_size,
-            (long long)(nb - served), P);
-      served += steps[s].batches;
-    }
-    if (!rc)
-      rc = resume_same_world(ps, perm, pp, served, rank, out, all, err);
-    if (rc) {
-      if (out)
-        ferry__rank_plan_free(out);
-      for (int r = 0; all && r < pp->world_size; r++)
-        ferry__rank_plan_free(&all[r]);
-    }
-    return rc;
-  }
+  if (same) /* the common restart: no sample list (O(plan + window)) */
+    return resume_same(ps, perm, pp, steps, nsteps, rank, out, all, err);
   ilist *lists = calloc((size_t)P, sizeof *lists);
   if (!lists)
     return ferry__seterr(err, FERRY_ENOMEM, "resume plan: out of memory");
