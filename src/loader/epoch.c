@@ -74,8 +74,11 @@ int ferry__epoch_stop(ferry_loader *L) {
     L->dring[i].host = -1;
   }
   if (ep->all_reads)
-    for (int r = 0; r < L->size; r++)
-      ferry__rank_plan_free(&ep->all_reads[r]);
+    for (int r = 0; r < L->size; r++) {
+      free(ep->all_reads[r].first);
+      free(ep->all_reads[r].part);
+      free(ep->all_reads[r].count);
+    }
   free(ep->all_reads);
   free(ep->round_admit);
   free(ep->steps);
@@ -144,43 +147,89 @@ static size_t read_bound(const ferry_loader *L, const ferry__rank_plan *p) {
   return (size_t)best;
 }
 
-/* Every rank's reads, and the consumed count that admits each round. */
+/* Rank r's reads p, as collective I/O needs them (out), and its windows'
+ * admissions folded into ep->round_admit (grown to its windows). */
+static int round_reads_of(epoch_state *ep, const ferry__rank_plan *p,
+                          ferry__round_reads *out) {
+  int64_t nw = p->nwindows, pairs = 0;
+  for (int64_t e = 0; e < p->nextents; e++)
+    pairs += e == 0 || p->extents[e].window != p->extents[e - 1].window ||
+             p->extents[e].part != p->extents[e - 1].part;
+  out->first = malloc((size_t)(nw + 1) * sizeof(int64_t));
+  out->part = malloc((size_t)(pairs + 1) * sizeof(int64_t));
+  out->count = malloc((size_t)(pairs + 1) * sizeof(int64_t));
+  if (!out->first || !out->part || !out->count)
+    return FERRY_ENOMEM;
+  out->nwindows = nw;
+  int64_t k = 0;
+  for (int64_t w = 0; w < nw; w++) {
+    out->first[w] = k;
+    for (int64_t e = p->window_first_extent[w];
+         e < p->window_first_extent[w + 1]; e++) {
+      if (k > out->first[w] && out->part[k - 1] == p->extents[e].part) {
+        out->count[k - 1]++;
+        continue;
+      }
+      out->part[k] = p->extents[e].part;
+      out->count[k++] = 1;
+    }
+  }
+  out->first[nw] = k;
+  if (nw > ep->nrounds) {
+    int64_t *t = realloc(ep->round_admit, (size_t)nw * sizeof *t);
+    if (!t)
+      return FERRY_ENOMEM;
+    for (int64_t j = ep->nrounds; j < nw; j++)
+      t[j] = INT64_MAX;
+    ep->round_admit = t;
+    ep->nrounds = nw;
+  }
+  for (int64_t j = 0; j < nw; j++)
+    if (ferry__admit_of(p, j) < ep->round_admit[j])
+      ep->round_admit[j] = ferry__admit_of(p, j);
+  return 0;
+}
+
+/* Every rank's reads, and the consumed count that admits each round.  A
+ * fresh epoch builds the other ranks' plans one at a time (reads only) and
+ * keeps of each its round summary. */
 static int plan_collective(epoch_state *ep, const ferry__plan_params *pp,
                            ferry__err *err) {
   ferry_loader *L = ep->L;
   ep->all_reads = calloc((size_t)L->size, sizeof *ep->all_reads);
-  if (!ep->all_reads)
+  ferry__rank_plan *all =
+      ep->nsteps ? calloc((size_t)L->size, sizeof *all) : NULL;
+  int rc = 0;
+  if (!ep->all_reads || (ep->nsteps && !all))
+    rc = FERRY_ENOMEM;
+  if (!rc && ep->nsteps)
+    rc = ferry__plan_resume(&ep->pieces, ep->perm, pp, ep->steps, ep->nsteps,
+                            L->rank, NULL, all, err);
+  for (int r = 0; !rc && r < L->size; r++) {
+    ferry__rank_plan one = {0};
+    if (!ep->nsteps)
+      rc = ferry__plan_reads(&ep->pieces, ep->perm, pp, r, &one, err);
+    if (!rc &&
+        round_reads_of(ep, ep->nsteps ? &all[r] : &one, &ep->all_reads[r]))
+      rc = FERRY_ENOMEM;
+    ferry__rank_plan_free(&one);
+    if (all)
+      ferry__rank_plan_free(&all[r]);
+  }
+  for (int r = 0; all && r < L->size; r++)
+    ferry__rank_plan_free(&all[r]);
+  free(all);
+  if (rc == FERRY_ENOMEM)
+    return ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
+                            "dataset %s: out of memory for the other ranks' "
+                            "reads (io=collective, %d ranks)",
+                            L->m.spec, L->size);
+  if (rc)
+    return rc;
+  if (!ep->round_admit && !(ep->round_admit = malloc(sizeof(int64_t))))
     return ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
-  int64_t nr = 0;
-  if (ep->nsteps) {
-    int rc = ferry__plan_resume(&ep->pieces, ep->perm, pp, ep->steps,
-                                ep->nsteps, L->rank, NULL, ep->all_reads, err);
-    if (rc)
-      return rc;
-  }
-  for (int r = 0; r < L->size; r++) {
-    int rc = ep->nsteps ? 0
-                        : ferry__plan_reads(&ep->pieces, ep->perm, pp, r,
-                                            &ep->all_reads[r], err);
-    if (rc)
-      return rc;
-    if (ep->all_reads[r].nwindows > nr)
-      nr = ep->all_reads[r].nwindows;
-  }
-  ep->nrounds = nr;
-  ep->round_admit = malloc((size_t)(nr ? nr : 1) * sizeof(int64_t));
-  if (!ep->round_admit)
-    return ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
-  for (int64_t j = 0; j < nr; j++) {
-    int64_t g = INT64_MAX;
-    for (int r = 0; r < L->size; r++)
-      if (j < ep->all_reads[r].nwindows &&
-          ferry__admit_of(&ep->all_reads[r], j) < g)
-        g = ferry__admit_of(&ep->all_reads[r], j);
-    ep->round_admit[j] = g;
-  }
   /* suffix minimum: admission never decreases from one round to the next */
-  for (int64_t j = nr - 2; j >= 0; j--)
+  for (int64_t j = ep->nrounds - 2; j >= 0; j--)
     if (ep->round_admit[j + 1] < ep->round_admit[j])
       ep->round_admit[j] = ep->round_admit[j + 1];
   return 0;
@@ -206,7 +255,9 @@ static size_t plan_static_bytes(const ferry_loader *L, const epoch_state *ep) {
       (size_t)p->nextents * (size_t)(1 + L->m.nvars) * sizeof(void *) +
       (size_t)p->nwindows * (sizeof(int64_t) + sizeof(void *));
   for (int r = 0; ep->all_reads && r < L->size; r++)
-    bytes += ferry__plan_bytes(&ep->all_reads[r]);
+    bytes += (size_t)(ep->all_reads[r].nwindows + 1) * sizeof(int64_t) +
+             (size_t)ep->all_reads[r].first[ep->all_reads[r].nwindows] * 2 *
+                 sizeof(int64_t);
   return bytes;
 }
 

@@ -81,6 +81,17 @@ typedef struct ring_slot {
   ferry__err err;
 } ring_slot;
 
+/* io=collective: what a rank needs of another rank's reads -- per window
+ * (round), the parts it reads and how many extents on each (its extents
+ * are sorted by part): window j is pairs [first[j], first[j+1]).  16 bytes
+ * per (window, part), not the rank's extents (issue 12). */
+typedef struct ferry__round_reads {
+  int64_t nwindows;
+  int64_t *first; /* [nwindows + 1] */
+  int64_t *part;  /* [pairs] */
+  int64_t *count; /* [pairs] */
+} ferry__round_reads;
+
 typedef struct epoch_state {
   ferry_loader *L;
   int64_t epoch;
@@ -89,7 +100,7 @@ typedef struct epoch_state {
   int64_t *perm;        /* [pieces.n]: the only O(chunks) array        */
   uint64_t checksum;
   /* collective I/O: every rank's reads */
-  ferry__rank_plan *all_reads; /* [size] or NULL */
+  ferry__round_reads *all_reads; /* [size] or NULL */
   int64_t nrounds;
   int64_t *round_admit; /* [nrounds] consumed count that admits it */
 

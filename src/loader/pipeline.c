@@ -318,11 +318,10 @@ static int64_t round_parts(const epoch_state *ep, int64_t j, int64_t **parts,
                            int64_t *cap) {
   int64_t np = 0;
   for (int r = 0; r < ep->L->size; r++) {
-    const ferry__rank_plan *p = &ep->all_reads[r];
-    if (j >= p->nwindows)
+    const ferry__round_reads *rr = &ep->all_reads[r];
+    if (j >= rr->nwindows)
       continue;
-    for (int64_t e = p->window_first_extent[j];
-         e < p->window_first_extent[j + 1]; e++) {
+    for (int64_t k = rr->first[j]; k < rr->first[j + 1]; k++) {
       if (np == *cap) {
         int64_t ncap = *cap ? 2 * *cap : 16;
         int64_t *t = realloc(*parts, (size_t)ncap * sizeof *t);
@@ -331,7 +330,7 @@ static int64_t round_parts(const epoch_state *ep, int64_t j, int64_t **parts,
         *parts = t;
         *cap = ncap;
       }
-      (*parts)[np++] = p->extents[e].part;
+      (*parts)[np++] = rr->part[k];
     }
   }
   qsort(*parts, (size_t)np, sizeof **parts, cmp_i64);
@@ -347,13 +346,12 @@ static int64_t round_parts(const epoch_state *ep, int64_t j, int64_t **parts,
 static int64_t round_calls(const epoch_state *ep, int64_t j, int64_t part) {
   int64_t calls = 0;
   for (int r = 0; r < ep->L->size; r++) {
-    const ferry__rank_plan *p = &ep->all_reads[r];
-    if (j >= p->nwindows)
+    const ferry__round_reads *rr = &ep->all_reads[r];
+    if (j >= rr->nwindows)
       continue;
     int64_t c = 0;
-    for (int64_t e = p->window_first_extent[j];
-         e < p->window_first_extent[j + 1]; e++)
-      c += p->extents[e].part == part;
+    for (int64_t k = rr->first[j]; k < rr->first[j + 1]; k++)
+      c += rr->part[k] == part ? rr->count[k] : 0;
     if (c > calls)
       calls = c;
   }
