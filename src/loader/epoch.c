@@ -432,8 +432,11 @@ static int epoch_permutation(ferry_loader *L, epoch_state *ep,
     rc = ferry__seterr(err, FERRY_EMISMATCH,
                        "ranks disagree on %s in epoch %lld", what[which],
                        (long long)epoch);
-  if (!rc)
+  if (!rc) { /* the value of earlier versions, whose v[5] was the rank's
+              * own permutation's hash (equal to v[4] on success) */
+    v[5] = v[4];
     ep->checksum = ferry__fnv1a(v[4], v, 7 * sizeof *v);
+  }
   return rc;
 }
 
