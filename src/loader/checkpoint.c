@@ -113,8 +113,8 @@ static int state_save(ferry_loader *L, const char *what, const char *path,
   if (!rc) {
     const ferry__rank_plan *p = &ep->plan;
     pos = ep->consumed;
-    for (int64_t i = 0; i < p->batch_start[ep->consumed]; i++)
-      served += !p->slots[i].padded;
+    served =
+        ferry__plan_real_before(p, ferry__plan_batch_start(p, ep->consumed));
     if (MPI_Allreduce(&pos, &lo, 1, MPI_LONG_LONG, MPI_MIN, L->comm) ||
         MPI_Allreduce(&pos, &hi, 1, MPI_LONG_LONG, MPI_MAX, L->comm) ||
         MPI_Allreduce(&served, &total, 1, MPI_LONG_LONG, MPI_SUM, L->comm))

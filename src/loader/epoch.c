@@ -1,7 +1,7 @@
 /*
  * epoch.c - ferry_set_epoch as a sequence of named steps: stop the previous
- * epoch, set up the new one, the permutation (rank 0 draws, every rank
- * recomputes and compares), the rank's plan, equal batch counts, the memory
+ * epoch, set up the new one, the permutation (rank 0 draws it, every rank
+ * checks it), the rank's plan, equal batch counts, the memory
  * budget, the threads.  Each step is followed by ferry__agree.
  */
 #ifndef _GNU_SOURCE
@@ -50,6 +50,9 @@ int ferry__epoch_stop(ferry_loader *L) {
   }
   for (int64_t e = 0; ep->ext_buf && e < ep->plan.nextents; e++)
     ferry__buf_put(L, ep->ext_buf[e]);
+  for (int64_t w = 0; ep->win_slots && w < ep->plan.nwindows; w++)
+    free(ep->win_slots[w]);
+  free(ep->win_slots);
   free(ep->ext_buf);
   size_t nmaps = (size_t)ep->plan.nextents * (size_t)L->m.nvars;
   for (size_t i = 0; ep->ext_map && i < nmaps; i++)
@@ -71,17 +74,16 @@ int ferry__epoch_stop(ferry_loader *L) {
     L->dring[i].host = -1;
   }
   if (ep->all_reads)
-    for (int r = 0; r < L->size; r++)
-      ferry__rank_plan_free(&ep->all_reads[r]);
+    for (int r = 0; r < L->size; r++) {
+      free(ep->all_reads[r].first);
+      free(ep->all_reads[r].part);
+      free(ep->all_reads[r].count);
+    }
   free(ep->all_reads);
   free(ep->round_admit);
   free(ep->steps);
-  ferry__big_free(L->spare_slots);
-  L->spare_slots = ep->plan.slots; /* the next epoch reuses it */
-  L->spare_cap = ep->plan.slots_cap;
-  ep->plan.slots = NULL;
   ferry__rank_plan_free(&ep->plan);
-  free(ep->pieces);
+  ferry__pieces_free(&ep->pieces);
   free(ep->perm);
   pthread_mutex_destroy(&ep->mu);
   pthread_cond_destroy(&ep->cv_io);
@@ -115,6 +117,7 @@ size_t ferry__cache_bound(const ferry_loader *L) {
   return per_file * (size_t)files;
 }
 
+/* The most samples resident at once (their rows and their slots). */
 static size_t read_bound(const ferry_loader *L, const ferry__rank_plan *p) {
   int64_t nb = p->num_batches, la = L->opts->prefetch;
   if (nb == 0)
@@ -130,7 +133,7 @@ static size_t read_bound(const ferry_loader *L, const ferry__rank_plan *p) {
         ferry__admit_of(p, w) - la < 0 ? 0 : ferry__admit_of(p, w) - la;
     if (last >= nb)
       last = nb - 1;
-    double bytes = (double)p->window_samples[w] * (double)L->row_total;
+    double bytes = (double)p->window_samples[w];
     diff[from] += bytes;
     diff[last + 1] -= bytes;
   }
@@ -144,68 +147,129 @@ static size_t read_bound(const ferry_loader *L, const ferry__rank_plan *p) {
   return (size_t)best;
 }
 
-/* Every rank's reads, and the consumed count that admits each round. */
+/* Rank r's reads p, as collective I/O needs them (out), and its windows'
+ * admissions folded into ep->round_admit (grown to its windows). */
+static int round_reads_of(epoch_state *ep, const ferry__rank_plan *p,
+                          ferry__round_reads *out) {
+  int64_t nw = p->nwindows, pairs = 0;
+  for (int64_t e = 0; e < p->nextents; e++)
+    pairs += e == 0 || p->extents[e].window != p->extents[e - 1].window ||
+             p->extents[e].part != p->extents[e - 1].part;
+  out->first = malloc((size_t)(nw + 1) * sizeof(int64_t));
+  out->part = malloc((size_t)(pairs + 1) * sizeof(int64_t));
+  out->count = malloc((size_t)(pairs + 1) * sizeof(int64_t));
+  if (!out->first || !out->part || !out->count)
+    return FERRY_ENOMEM;
+  out->nwindows = nw;
+  int64_t k = 0;
+  for (int64_t w = 0; w < nw; w++) {
+    out->first[w] = k;
+    for (int64_t e = p->window_first_extent[w];
+         e < p->window_first_extent[w + 1]; e++) {
+      if (k > out->first[w] && out->part[k - 1] == p->extents[e].part) {
+        out->count[k - 1]++;
+        continue;
+      }
+      out->part[k] = p->extents[e].part;
+      out->count[k++] = 1;
+    }
+  }
+  out->first[nw] = k;
+  if (nw > ep->nrounds) {
+    int64_t *t = realloc(ep->round_admit, (size_t)nw * sizeof *t);
+    if (!t)
+      return FERRY_ENOMEM;
+    for (int64_t j = ep->nrounds; j < nw; j++)
+      t[j] = INT64_MAX;
+    ep->round_admit = t;
+    ep->nrounds = nw;
+  }
+  for (int64_t j = 0; j < nw; j++)
+    if (ferry__admit_of(p, j) < ep->round_admit[j])
+      ep->round_admit[j] = ferry__admit_of(p, j);
+  return 0;
+}
+
+/* Every rank's reads, and the consumed count that admits each round.  A
+ * fresh epoch builds the other ranks' plans one at a time (reads only) and
+ * keeps of each its round summary. */
 static int plan_collective(epoch_state *ep, const ferry__plan_params *pp,
                            ferry__err *err) {
   ferry_loader *L = ep->L;
   ep->all_reads = calloc((size_t)L->size, sizeof *ep->all_reads);
-  if (!ep->all_reads)
+  ferry__rank_plan *all =
+      ep->nsteps ? calloc((size_t)L->size, sizeof *all) : NULL;
+  int rc = 0;
+  if (!ep->all_reads || (ep->nsteps && !all))
+    rc = FERRY_ENOMEM;
+  if (!rc && ep->nsteps)
+    rc = ferry__plan_resume(&ep->pieces, ep->perm, pp, ep->steps, ep->nsteps,
+                            L->rank, NULL, all, err);
+  for (int r = 0; !rc && r < L->size; r++) {
+    ferry__rank_plan one = {0};
+    if (!ep->nsteps)
+      rc = ferry__plan_reads(&ep->pieces, ep->perm, pp, r, &one, err);
+    if (!rc &&
+        round_reads_of(ep, ep->nsteps ? &all[r] : &one, &ep->all_reads[r]))
+      rc = FERRY_ENOMEM;
+    ferry__rank_plan_free(&one);
+    if (all)
+      ferry__rank_plan_free(&all[r]);
+  }
+  for (int r = 0; all && r < L->size; r++)
+    ferry__rank_plan_free(&all[r]);
+  free(all);
+  if (rc == FERRY_ENOMEM)
+    return ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
+                            "dataset %s: out of memory for the other ranks' "
+                            "reads (io=collective, %d ranks)",
+                            L->m.spec, L->size);
+  if (rc)
+    return rc;
+  if (!ep->round_admit && !(ep->round_admit = malloc(sizeof(int64_t))))
     return ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
-  int64_t nr = 0;
-  if (ep->nsteps) {
-    int rc =
-        ferry__plan_resume(ep->pieces, ep->npieces, ep->perm, pp, ep->steps,
-                           ep->nsteps, L->rank, NULL, ep->all_reads, err);
-    if (rc)
-      return rc;
-  }
-  for (int r = 0; r < L->size; r++) {
-    int rc = ep->nsteps ? 0
-                        : ferry__plan_reads(ep->pieces, ep->npieces, ep->perm,
-                                            pp, r, &ep->all_reads[r], err);
-    if (rc)
-      return rc;
-    if (ep->all_reads[r].nwindows > nr)
-      nr = ep->all_reads[r].nwindows;
-  }
-  ep->nrounds = nr;
-  ep->round_admit = malloc((size_t)(nr ? nr : 1) * sizeof(int64_t));
-  if (!ep->round_admit)
-    return ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
-  for (int64_t j = 0; j < nr; j++) {
-    int64_t g = INT64_MAX;
-    for (int r = 0; r < L->size; r++)
-      if (j < ep->all_reads[r].nwindows &&
-          ferry__admit_of(&ep->all_reads[r], j) < g)
-        g = ferry__admit_of(&ep->all_reads[r], j);
-    ep->round_admit[j] = g;
-  }
   /* suffix minimum: admission never decreases from one round to the next */
-  for (int64_t j = nr - 2; j >= 0; j--)
+  for (int64_t j = ep->nrounds - 2; j >= 0; j--)
     if (ep->round_admit[j + 1] < ep->round_admit[j])
       ep->round_admit[j] = ep->round_admit[j + 1];
   return 0;
 }
 
-/* Plan epoch `epoch` and start its pipeline: the whole epoch (nsteps 0), or
- * the rest of it after the steps of a saved state.  COLLECTIVE. */
 /*
- * The memory budget, computed in one place: at open (p NULL) the reads are
+ * The memory budget, computed in one place: at open (ep NULL) the reads are
  * estimated as the lookahead plus two shuffle windows; once an epoch is
- * planned (p) they are the exact bound of read_bound and the plan's own
- * arrays are counted.
+ * planned (ep) they are the exact bound of read_bound.  The plan's memory
+ * (docs/design.md, "The plan's memory"): the permutation (8 bytes per
+ * piece), the pieces' and chunks' indexes (O(parts), or 8-16 bytes per kept
+ * chunk with max_chunks/fraction), the rank's extents and runs (O(pieces of
+ * the rank)), the pipeline's per-extent pointers, with io=collective every
+ * rank's extents, and the slots (sample order) of the windows alive at once
+ * -- the same count of samples as the reads: never a per-sample array of
+ * the epoch.
  */
-void ferry__budget_compute(ferry_loader *L, const ferry__rank_plan *p) {
+static size_t plan_static_bytes(const ferry_loader *L, const epoch_state *ep) {
+  const ferry__rank_plan *p = &ep->plan;
+  size_t bytes =
+      ferry__plan_bytes(p) + (size_t)ep->pieces.n * sizeof(int64_t) +
+      ep->pieces.bytes + (size_t)(L->m.nparts + 1) * sizeof(int64_t) +
+      (size_t)p->nextents * (size_t)(1 + L->m.nvars) * sizeof(void *) +
+      (size_t)p->nwindows * (sizeof(int64_t) + sizeof(void *));
+  for (int r = 0; ep->all_reads && r < L->size; r++)
+    bytes += (size_t)(ep->all_reads[r].nwindows + 1) * sizeof(int64_t) +
+             (size_t)ep->all_reads[r].first[ep->all_reads[r].nwindows] * 2 *
+                 sizeof(int64_t);
+  return bytes;
+}
+
+void ferry__budget_compute(ferry_loader *L, const epoch_state *ep) {
   ferry_memory_budget *b = &L->budget;
   b->batch_bytes = (size_t)L->opts->batch_size * L->row_total;
   b->ring_bytes = b->batch_bytes * (size_t)L->opts->prefetch;
   b->cache_bytes = ferry__cache_bound(L);
-  if (p) {
-    b->read_bytes = read_bound(L, p);
-    b->plan_bytes =
-        (size_t)p->slots_cap * sizeof(ferry__slot) +
-        (size_t)p->nextents * (sizeof(ferry__extent) + sizeof(void *)) +
-        (size_t)(p->num_batches + 1) * 2 * sizeof(int64_t);
+  if (ep) {
+    size_t samples = read_bound(L, &ep->plan);
+    b->read_bytes = samples * L->row_total;
+    b->plan_bytes = plan_static_bytes(L, ep) + samples * sizeof(ferry__slot);
   } else {
     /* The windows alive at once (read_bound's exact count, for windows of
      * k chunks): those meeting the batches consumed next and the
@@ -220,15 +284,25 @@ void ferry__budget_compute(ferry_loader *L, const ferry__rank_plan *p) {
     size_t W = k * (size_t)L->chunk_samples,
            la1 = (size_t)L->opts->prefetch + 1;
     size_t rows = W ? ((la1 * B + W - 1) / W + 2) * W : share;
-    b->read_bytes = (rows < share ? rows : share) * L->row_total;
-    /* Before an epoch is planned, the plan's arrays for an even share: a
-     * slot per sample (plus a batch of pads), an extent per chunk, two
-     * indices per batch -- not 0 (issue 11: ferry info said "plan 0 B"
+    if (rows > share)
+      rows = share;
+    b->read_bytes = rows * L->row_total;
+    /* Before an epoch is planned, the plan for an even share: the
+     * permutation (a piece per chunk, or per block), an extent, a run and
+     * the pipeline's pointers per piece of the rank, the slots of the
+     * windows alive at once -- not 0 (issue 11: ferry info said "plan 0 B"
      * for a plan of 32 bytes per sample). */
-    size_t chunks = ((size_t)L->nchunks + P - 1) / P + 2;
-    b->plan_bytes = share * sizeof(ferry__slot) +
-                    chunks * (sizeof(ferry__extent) + sizeof(void *)) +
-                    (share / B + 2) * 2 * sizeof(int64_t);
+    size_t pieces = (size_t)L->nchunks;
+    if (L->opts->shuffle == FERRY__SHUFFLE_BLOCK && L->opts->block_size > 0)
+      pieces *= ((size_t)L->chunk_samples + (size_t)L->opts->block_size - 1) /
+                (size_t)L->opts->block_size;
+    size_t mine = (pieces + P - 1) / P + 2, windows = mine / k + 2;
+    b->plan_bytes = pieces * sizeof(int64_t) +
+                    (size_t)(L->m.nparts + 1) * sizeof(int64_t) +
+                    mine * (sizeof(ferry__extent) + sizeof(ferry__seg) +
+                            (size_t)(1 + L->m.nvars) * sizeof(void *)) +
+                    windows * (6 * sizeof(int64_t) + sizeof(void *)) +
+                    rows * sizeof(ferry__slot);
   }
   b->total_bytes =
       b->ring_bytes + b->read_bytes + b->plan_bytes + b->cache_bytes;
@@ -277,39 +351,71 @@ static int epoch_new(ferry_loader *L, int64_t epoch,
   return rc;
 }
 
-/* Step 2: the permutation.  Rank 0 draws it and broadcasts it; every rank
- * also recomputes it, and the inputs and both permutations are compared
- * (min == max over ranks).  COLLECTIVE. */
+/* MPI_Bcast of n int64 from rank 0, in pieces (MPI counts are int). */
+static int bcast_i64(int64_t *v, int64_t n, MPI_Comm comm) {
+  for (int64_t at = 0; at < n; at += (int64_t)1 << 27) {
+    int64_t k = n - at < ((int64_t)1 << 27) ? n - at : (int64_t)1 << 27;
+    if (MPI_Bcast(v + at, (int)k, MPI_INT64_T, 0, comm) != MPI_SUCCESS)
+      return 1;
+  }
+  return 0;
+}
+
+/* What every rank's generator says for these inputs, cheaply: the hash of
+ * the permutation of the first min(n, 4096) pieces (the same stream key
+ * and draws as the full one) and of draws bounded by n.  Ranks running
+ * another generator (another ferry, a miscompiled one) disagree on it. */
+static uint64_t generator_probe(const ferry__plan_params *pp, int64_t n) {
+  int64_t small[4096];
+  int64_t k = n < 4096 ? n : 4096;
+  ferry__plan_permutation(pp, k, small);
+  uint64_t h = ferry__fnv1a(FERRY__FNV_INIT, small, (size_t)k * sizeof *small);
+  uint64_t key =
+      ferry__rand_key(pp->seed, FERRY__STREAM_CHUNKS, (uint64_t)pp->epoch, 0);
+  for (uint64_t i = 0; i < 16; i++) {
+    uint64_t r = ferry__rand64(key, i) % (uint64_t)(n > 0 ? n : 1);
+    h = ferry__fnv1a(h, &r, sizeof r);
+  }
+  return h;
+}
+
+/* Step 2: the permutation.  Rank 0 draws it and broadcasts it (8 bytes per
+ * piece); every rank checks the inputs, the permutation's hash and its own
+ * generator on a probe (generator_probe) -- min == max over ranks.  Every
+ * rank used to draw the whole permutation too: with 10^6 chunks and 64
+ * ranks sharing two cores that alone cost seconds (docs/design.md).
+ * COLLECTIVE. */
 static int epoch_permutation(ferry_loader *L, epoch_state *ep,
                              const ferry__plan_params *pp, ferry__err *err) {
-  int64_t np = ep->npieces, epoch = ep->epoch;
-  ep->perm = malloc((size_t)(np ? np : 1) * sizeof *ep->perm);
-  int64_t *mine = malloc((size_t)(np ? np : 1) * sizeof *mine);
+  int64_t np = ep->pieces.n, epoch = ep->epoch;
+  size_t bytes = (size_t)(np ? np : 1) * sizeof *ep->perm;
+  ep->perm = malloc(bytes);
   int rc = 0;
-  if (!ep->perm || !mine)
-    rc = ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
-  else
-    ferry__plan_permutation(pp, np, mine);
+  if (!ep->perm)
+    rc = ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
+                          "dataset %s: out of memory for the permutation of "
+                          "epoch %lld (%zu bytes, %lld pieces)",
+                          L->m.spec, (long long)epoch, bytes, (long long)np);
+  else if (L->rank == 0)
+    ferry__plan_permutation(pp, np, ep->perm);
   rc = ferry__agree(L->comm, L->rank, rc, err);
-  if (rc) {
-    free(mine);
+  if (rc)
     return rc;
-  }
-  if (L->rank == 0)
-    memcpy(ep->perm, mine, (size_t)np * sizeof *mine);
-  if (MPI_Bcast(ep->perm, (int)np, MPI_INT64_T, 0, L->comm) != MPI_SUCCESS)
-    rc = ferry__seterr_on(err, L->rank, FERRY_EMPI, "MPI_Bcast failed");
+  /* rank 0 hashes it: the other ranks received its very bytes (hashing 8
+   * bytes per piece on every rank cost as much as the broadcast) */
   uint64_t v[8];
+  v[4] = L->rank == 0 ? ferry__fnv1a(FERRY__FNV_INIT, ep->perm, (size_t)np * 8)
+                      : 0;
+  if (bcast_i64(ep->perm, np, L->comm) ||
+      MPI_Bcast(&v[4], 1, MPI_UINT64_T, 0, L->comm) != MPI_SUCCESS)
+    rc = ferry__seterr_on(err, L->rank, FERRY_EMPI, "MPI_Bcast failed");
   v[0] = ferry__fnv1a(FERRY__FNV_INIT, &epoch, sizeof epoch);
   v[1] = ferry__fnv1a(FERRY__FNV_INIT, &L->opts->seed, sizeof L->opts->seed);
   v[2] = L->m.hash;
   v[3] = (uint64_t)L->size;
-  v[4] = ferry__fnv1a(FERRY__FNV_INIT, ep->perm, (size_t)np * 8);
-  v[5] = ferry__fnv1a(FERRY__FNV_INIT, mine, (size_t)np * 8);
+  v[5] = generator_probe(pp, np);
   v[6] = (uint64_t)np;
-  /* 0 on every rank whose own permutation equals the broadcast one. */
-  v[7] = v[4] != v[5];
-  free(mine);
+  v[7] = 0;
   static const char *const what[8] = {
       "the epoch number",
       "option 'seed'",
@@ -326,8 +432,11 @@ static int epoch_permutation(ferry_loader *L, epoch_state *ep,
     rc = ferry__seterr(err, FERRY_EMISMATCH,
                        "ranks disagree on %s in epoch %lld", what[which],
                        (long long)epoch);
-  if (!rc)
+  if (!rc) { /* the value of earlier versions, whose v[5] was the rank's
+              * own permutation's hash (equal to v[4] on success) */
+    v[5] = v[4];
     ep->checksum = ferry__fnv1a(v[4], v, 7 * sizeof *v);
+  }
   return rc;
 }
 
@@ -336,14 +445,11 @@ static int epoch_permutation(ferry_loader *L, epoch_state *ep,
  * is reused: fresh memory costs a page fault per 4 KiB. */
 static int epoch_plan(ferry_loader *L, epoch_state *ep,
                       const ferry__plan_params *pp, ferry__err *err) {
-  ep->plan.slots = L->spare_slots;
-  ep->plan.slots_cap = L->spare_cap;
-  L->spare_slots = NULL;
-  int rc = ep->nsteps ? ferry__plan_resume(ep->pieces, ep->npieces, ep->perm,
-                                           pp, ep->steps, ep->nsteps, L->rank,
-                                           &ep->plan, NULL, err)
-                      : ferry__plan_build(ep->pieces, ep->npieces, ep->perm, pp,
-                                          L->rank, &ep->plan, err);
+  int rc = ep->nsteps
+               ? ferry__plan_resume(&ep->pieces, ep->perm, pp, ep->steps,
+                                    ep->nsteps, L->rank, &ep->plan, NULL, err)
+               : ferry__plan_build(&ep->pieces, ep->perm, pp, L->rank,
+                                   &ep->plan, err);
   if (!rc && L->opts->io == FERRY__IO_COLLECTIVE)
     rc = plan_collective(ep, pp, err);
   if (rc == FERRY_ENOMEM) { /* the plan's own message has the size */
@@ -385,8 +491,10 @@ static int epoch_start(ferry_loader *L, epoch_state *ep, ferry__err *err) {
       L->maps = calloc((size_t)nmaps, sizeof *L->maps);
   }
   ep->win_remaining = calloc((size_t)p->nwindows + 1, sizeof(int64_t));
+  ep->win_slots = calloc((size_t)p->nwindows + 1, sizeof *ep->win_slots);
   ep->workers = calloc((size_t)L->nthreads, sizeof *ep->workers);
-  if (!ep->ext_buf || !ep->ext_src || !ep->win_remaining || !ep->workers ||
+  if (!ep->ext_buf || !ep->ext_src || !ep->win_remaining || !ep->win_slots ||
+      !ep->workers ||
       (L->opts->io == FERRY__IO_MMAP && L->be->io_map && !ep->ext_map))
     return ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
                             "out of memory for the epoch's %lld extents "
@@ -394,7 +502,7 @@ static int epoch_start(ferry_loader *L, epoch_state *ep, ferry__err *err) {
                             (long long)p->nextents, L->m.spec);
   for (int64_t w = 0; w < p->nwindows; w++)
     ep->win_remaining[w] = p->window_samples[w];
-  ferry__budget_compute(L, p);
+  ferry__budget_compute(L, ep);
   ferry__pool_drain(L, L->budget.read_bytes);
   L->ep = ep;
   if (pthread_create(&ep->io_thread, NULL, ferry__io_main, ep) != 0)
@@ -422,10 +530,14 @@ int ferry__epoch_begin(ferry_loader *L, int64_t epoch,
   int rc =
       epoch_new(L, epoch, steps, nsteps, index_base, samples_before, &ep, &err);
   if (!rc) {
-    rc = ferry__plan_pieces(L->chunks, L->nchunks, &pp, &ep->pieces,
-                            &ep->npieces);
+    rc = ferry__pieces_make(&L->chunks, &pp, &ep->pieces);
     if (rc)
-      ferry__seterr_on(&err, L->rank, rc, "out of memory for the plan");
+      ferry__seterr_on(&err, L->rank, rc,
+                       "dataset %s: out of memory for the pieces of epoch "
+                       "%lld (%zu bytes for %lld chunks)",
+                       L->m.spec, (long long)epoch,
+                       (size_t)L->nchunks * 2 * sizeof(int64_t),
+                       (long long)L->nchunks);
   }
   rc = ferry__agree(L->comm, L->rank, rc, &err);
   if (!rc) {

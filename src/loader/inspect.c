@@ -61,7 +61,7 @@ int ferry_chunk_info_get(const ferry_loader *L, int64_t id,
                          ferry_chunk_info *out) {
   if (!L || !out || id < 0 || id >= L->nchunks)
     return FERRY_EINVAL;
-  const ferry__chunk *c = &L->chunks[id];
+  const ferry__chunk ch = ferry__chunk_get(&L->chunks, id), *c = &ch;
   *out = (ferry_chunk_info){id, c->part, c->global_first, c->count};
   return 0;
 }
@@ -78,17 +78,9 @@ int ferry_epoch_info_get(const ferry_loader *L, ferry_epoch_info *out) {
   return 0;
 }
 
-/* The chunk holding global sample g: chunks are sorted by global_first. */
+/* The chunk holding global sample g. */
 static int64_t chunk_of(const ferry_loader *L, int64_t g) {
-  int64_t lo = 0, hi = L->nchunks - 1;
-  while (lo < hi) {
-    int64_t mid = lo + (hi - lo + 1) / 2;
-    if (L->chunks[mid].global_first <= g)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  return lo;
+  return ferry__chunk_of_sample(&L->chunks, g);
 }
 
 int ferry_epoch_chunks(const ferry_loader *L, ferry_chunk_info *out,

@@ -13,7 +13,8 @@
  * ferry_open (collective): rank 0 scans the dataset and broadcasts the
  * manifest; every rank checks that it was given the same dataset and options.
  * ferry_set_epoch (collective): rank 0 draws the permutation and broadcasts
- * it, every rank recomputes and compares it, builds its own plan (plan.c),
+ * it, every rank checks it (hash, generator probe), builds its own plan
+ * (plan.c),
  * and the batch counts are checked equal; then the threads start:
  *
  *   I/O thread   reads the plan's extents window by window, never more than
@@ -80,16 +81,26 @@ typedef struct ring_slot {
   ferry__err err;
 } ring_slot;
 
+/* io=collective: what a rank needs of another rank's reads -- per window
+ * (round), the parts it reads and how many extents on each (its extents
+ * are sorted by part): window j is pairs [first[j], first[j+1]).  16 bytes
+ * per (window, part), not the rank's extents (issue 12). */
+typedef struct ferry__round_reads {
+  int64_t nwindows;
+  int64_t *first; /* [nwindows + 1] */
+  int64_t *part;  /* [pairs] */
+  int64_t *count; /* [pairs] */
+} ferry__round_reads;
+
 typedef struct epoch_state {
   ferry_loader *L;
   int64_t epoch;
   ferry__rank_plan plan;
-  ferry__chunk *pieces;
-  int64_t npieces;
-  int64_t *perm;
+  ferry__pieces pieces; /* computed on demand from L->chunks           */
+  int64_t *perm;        /* [pieces.n]: the only O(chunks) array        */
   uint64_t checksum;
   /* collective I/O: every rank's reads */
-  ferry__rank_plan *all_reads; /* [size] or NULL */
+  ferry__round_reads *all_reads; /* [size] or NULL */
   int64_t nrounds;
   int64_t *round_admit; /* [nrounds] consumed count that admits it */
 
@@ -105,7 +116,11 @@ typedef struct epoch_state {
   const unsigned char **ext_src;
   ferry__mapping *ext_map;
   int64_t *win_remaining; /* (L) [nwindows] samples not assembled */
-  int io_rc;              /* (L) */
+  /* (L) [nwindows]: window w's slots (served order), made by the I/O thread
+   * when it admits the window and freed with its buffers (free_window), so
+   * only the windows alive in the pipeline have them. */
+  ferry__slot **win_slots;
+  int io_rc; /* (L) */
   ferry__err io_err;
   int64_t rounds_started; /* (L) collective: rounds entered */
   int64_t round_target;   /* (L) collective: finish rounds < target on stop */
@@ -135,7 +150,7 @@ struct ferry_loader {
   ferry_options *opts;
   ferry__manifest m;
   const ferry__backend *be;
-  ferry__chunk *chunks;
+  ferry__chunk_index chunks; /* chunk id -> part and row, O(parts)   */
   int64_t nchunks, chunk_samples;
   size_t row_total;   /* bytes of one sample, all variables     */
   size_t *var_prefix; /* [nvars] bytes of vars before v in a row */
@@ -149,8 +164,6 @@ struct ferry_loader {
    * fault; NULL when there are more than FERRY__MAX_MAPS of them (each
    * extent is then mapped and unmapped on its own) */
   ferry__mapping *maps;
-  ferry__slot *spare_slots; /* the last epoch's slot array, reused     */
-  int64_t spare_cap;
   epoch_state *ep;
   ferry_memory_budget budget;
   pthread_mutex_t stats_mu;
@@ -239,8 +252,8 @@ int ferry__epoch_begin(ferry_loader *L, int64_t epoch,
 void ferry__plan_params_of(const ferry_loader *L, int64_t epoch,
                            ferry__plan_params *pp);
 size_t ferry__cache_bound(const ferry_loader *L);
-/* The memory budget (L->budget): estimated at open (p NULL), exact once
+/* The memory budget (L->budget): estimated at open (ep NULL), exact once
  * the epoch is planned. */
-void ferry__budget_compute(ferry_loader *L, const ferry__rank_plan *p);
+void ferry__budget_compute(ferry_loader *L, const epoch_state *ep);
 
 #endif /* FERRY_LOADER_H */

@@ -33,7 +33,7 @@ static int local_status(epoch_state *ep, int64_t b, int64_t *through, int *rc,
   if (L->gpu)
     return device_status(ep, b, through, rc, err);
   while (ep->io_through + 1 < p->num_batches &&
-         p->batch_need[ep->io_through + 1] <= ep->loaded)
+         ferry__plan_batch_need(p, ep->io_through + 1) <= ep->loaded)
     ep->io_through++;
   *rc = 0;
   *through = b - 1;
@@ -46,7 +46,7 @@ static int local_status(epoch_state *ep, int64_t b, int64_t *through, int *rc,
   }
   if (L->opts->transform) {
     if (s->state != SLOT_READY || s->bidx != b) {
-      if (ep->io_rc && p->batch_need[b] > ep->loaded) {
+      if (ep->io_rc && ferry__plan_batch_need(p, b) > ep->loaded) {
         *rc = ep->io_rc;
         *err = ep->io_err;
         return 1;
@@ -118,7 +118,7 @@ static int device_status(epoch_state *ep, int64_t b, int64_t *through, int *rc,
     return 1;
   ferry__dslot *d = &L->dring[b % L->ndring];
   if (d->state != SLOT_READY || d->bidx != b) {
-    if (ep->io_rc && p->batch_need[b] > ep->loaded) {
+    if (ep->io_rc && ferry__plan_batch_need(p, b) > ep->loaded) {
       *rc = ep->io_rc;
       *err = ep->io_err;
       return 1;
@@ -232,7 +232,8 @@ static int next_device(ferry_loader *L, epoch_state *ep, int64_t b, double t0,
   int rc = 0;
   pthread_mutex_lock(&ep->mu);
   if (ep->next_assign == b && s->state == SLOT_FREE && d->state == SLOT_FREE &&
-      d->expect == b && !ep->stop && ep->loaded >= ep->plan.batch_need[b]) {
+      d->expect == b && !ep->stop &&
+      ep->loaded >= ferry__plan_batch_need(&ep->plan, b)) {
     ep->next_assign++;
     s->state = SLOT_BUSY;
     s->bidx = b;
@@ -335,7 +336,7 @@ int ferry_next(ferry_loader *L, ferry_batch **out) {
     return next_device(L, ep, b, t0, out);
   pthread_mutex_lock(&ep->mu);
   if (ep->next_assign == b && s->state == SLOT_FREE && !ep->stop &&
-      ep->loaded >= ep->plan.batch_need[b]) {
+      ep->loaded >= ferry__plan_batch_need(&ep->plan, b)) {
     ep->next_assign++;
     s->state = SLOT_BUSY;
     s->bidx = b;

@@ -145,10 +145,9 @@ static void loader_free(ferry_loader *L) {
   free(L->maps);
   ferry__gpu_close(L->gpu);
   L->gpu = NULL;
-  ferry__big_free(L->spare_slots);
   ferry__pool_drain(L, 0);
   pthread_mutex_destroy(&L->pool_mu);
-  free(L->chunks);
+  ferry__chunk_index_free(&L->chunks);
   free(L->var_prefix);
   ferry__manifest_free(&L->m);
   ferry_options_free(L->opts);
@@ -383,9 +382,14 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
       L->chunk_samples = L->opts->chunk_samples;
       if (L->chunk_samples == 0)
         L->chunk_samples = ferry__auto_chunk_samples(&L->m, L->row_total);
-      rc = ferry__chunks_make(&L->m, L->chunk_samples, &L->chunks, &L->nchunks);
+      rc = ferry__chunk_index_make(&L->m, L->chunk_samples, &L->chunks);
+      L->nchunks = L->chunks.nchunks;
       if (rc)
-        ferry__seterr_on(&err, L->rank, rc, "out of memory for chunks");
+        ferry__seterr_on(&err, L->rank, rc,
+                         "dataset %s: out of memory for the chunk index "
+                         "(%zu bytes for %lld parts)",
+                         L->m.spec, (size_t)(L->m.nparts + 1) * sizeof(int64_t),
+                         (long long)L->m.nparts);
     }
     if (!rc) {
       ferry__budget_compute(L, NULL);

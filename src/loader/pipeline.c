@@ -113,6 +113,29 @@ static void free_window(epoch_state *ep, int64_t w) {
     for (int v = 0; ep->ext_map && v < ep->L->m.nvars; v++)
       ferry__unmap(&ep->ext_map[e * ep->L->m.nvars + v]);
   }
+  free(ep->win_slots[w]);
+  ep->win_slots[w] = NULL;
+}
+
+/* Window w's slots (its served order), made when the I/O thread admits the
+ * window, before any of its extents is published: a worker that sees a
+ * batch's data loaded sees the slots of every window the batch touches.
+ * I/O thread only. */
+static int make_window_slots(epoch_state *ep, int64_t w, ferry__err *err) {
+  const ferry__rank_plan *p = &ep->plan;
+  int64_t n = p->window_samples[w];
+  size_t bytes = (size_t)(n ? n : 1) * sizeof(ferry__slot);
+  ferry__slot *s = malloc(bytes);
+  if (!s)
+    return ferry__seterr_on(err, ep->L->rank, FERRY_ENOMEM,
+                            "dataset %s: out of memory for the sample order "
+                            "of window %lld (%zu bytes, %lld samples)",
+                            ep->L->m.spec, (long long)w, bytes, (long long)n);
+  ferry__plan_window_slots(p, w, s);
+  pthread_mutex_lock(&ep->mu);
+  ep->win_slots[w] = s;
+  pthread_mutex_unlock(&ep->mu);
+  return 0;
 }
 
 /* io=mmap: map extent e's rows of every variable into ep->ext_map (the
@@ -235,6 +258,11 @@ static void io_independent(epoch_state *ep, ferry__io *io) {
   for (int64_t w = 0; w < p->nwindows; w++) {
     if (!wait_admission(ep, ferry__admit_of(p, w)))
       return;
+    int src = make_window_slots(ep, w, &err);
+    if (src) {
+      publish_error(ep, src, &err);
+      return;
+    }
     for (int64_t e = p->window_first_extent[w];
          e < p->window_first_extent[w + 1]; e++) {
       unsigned char *buf = NULL;
@@ -290,11 +318,10 @@ static int64_t round_parts(const epoch_state *ep, int64_t j, int64_t **parts,
                            int64_t *cap) {
   int64_t np = 0;
   for (int r = 0; r < ep->L->size; r++) {
-    const ferry__rank_plan *p = &ep->all_reads[r];
-    if (j >= p->nwindows)
+    const ferry__round_reads *rr = &ep->all_reads[r];
+    if (j >= rr->nwindows)
       continue;
-    for (int64_t e = p->window_first_extent[j];
-         e < p->window_first_extent[j + 1]; e++) {
+    for (int64_t k = rr->first[j]; k < rr->first[j + 1]; k++) {
       if (np == *cap) {
         int64_t ncap = *cap ? 2 * *cap : 16;
         int64_t *t = realloc(*parts, (size_t)ncap * sizeof *t);
@@ -303,7 +330,7 @@ static int64_t round_parts(const epoch_state *ep, int64_t j, int64_t **parts,
         *parts = t;
         *cap = ncap;
       }
-      (*parts)[np++] = p->extents[e].part;
+      (*parts)[np++] = rr->part[k];
     }
   }
   qsort(*parts, (size_t)np, sizeof **parts, cmp_i64);
@@ -319,13 +346,12 @@ static int64_t round_parts(const epoch_state *ep, int64_t j, int64_t **parts,
 static int64_t round_calls(const epoch_state *ep, int64_t j, int64_t part) {
   int64_t calls = 0;
   for (int r = 0; r < ep->L->size; r++) {
-    const ferry__rank_plan *p = &ep->all_reads[r];
-    if (j >= p->nwindows)
+    const ferry__round_reads *rr = &ep->all_reads[r];
+    if (j >= rr->nwindows)
       continue;
     int64_t c = 0;
-    for (int64_t e = p->window_first_extent[j];
-         e < p->window_first_extent[j + 1]; e++)
-      c += p->extents[e].part == part;
+    for (int64_t k = rr->first[j]; k < rr->first[j + 1]; k++)
+      c += rr->part[k] == part ? rr->count[k] : 0;
     if (c > calls)
       calls = c;
   }
@@ -407,6 +433,13 @@ static void io_collective(epoch_state *ep, ferry__io *io) {
       publish_error(ep, FERRY_ENOMEM, &err);
       break;
     }
+    if (!dummy && j < ep->plan.nwindows) {
+      int src = make_window_slots(ep, j, &err);
+      if (src) { /* no data of this rank is published from now on */
+        publish_error(ep, src, &err);
+        dummy = 1;
+      }
+    }
     for (int64_t a = 0; a < np; a++)
       round_read_part(ep, io, j, parts[a], round_calls(ep, j, parts[a]), &dummy,
                       &err);
@@ -437,14 +470,25 @@ void *ferry__io_main(void *arg) {
 
 /* ---- Workers ----------------------------------------------------------- */
 
+/* Slot i of the epoch, in window *w or a later one (*w advances). */
+static const ferry__slot *slot_at(const epoch_state *ep, int64_t *w,
+                                  int64_t i) {
+  const int64_t *first = ep->plan.window_first_slot;
+  while (i >= first[*w + 1])
+    (*w)++;
+  return &ep->win_slots[*w][i - first[*w]];
+}
+
 static void assemble(epoch_state *ep, ring_slot *s, int64_t b) {
   ferry_loader *L = ep->L;
   const ferry__rank_plan *p = &ep->plan;
-  int64_t b0 = p->batch_start[b], b1 = p->batch_start[b + 1], n = b1 - b0;
-  int64_t npad = 0;
+  int64_t b0 = ferry__plan_batch_start(p, b),
+          b1 = ferry__plan_batch_start(p, b + 1), n = b1 - b0;
+  int64_t npad = 0, w0 = n > 0 ? ferry__plan_window_of(p, b0) : 0, w = w0;
   for (int64_t i = 0; i < n; i++) {
-    s->ids[i] = p->slots[b0 + i].sample;
-    s->padded[i] = p->slots[b0 + i].padded;
+    const ferry__slot *sl = slot_at(ep, &w, b0 + i);
+    s->ids[i] = sl->sample;
+    s->padded[i] = sl->padded;
     npad += s->padded[i];
   }
   int rc = 0;
@@ -452,14 +496,17 @@ static void assemble(epoch_state *ep, ring_slot *s, int64_t b) {
     const ferry__var *var = &L->m.vars[v];
     size_t rb = var->row_bytes;
     unsigned char *dst = s->bufs[v];
+    w = w0;
     for (int64_t i = b0; !rc && i < b1;) {
-      const ferry__slot *sl = &p->slots[i];
+      const ferry__slot *sl = slot_at(ep, &w, i);
       size_t at = (size_t)sl->extent * (size_t)L->m.nvars + (size_t)v;
       const unsigned char *src = ep->ext_src[at] + (size_t)sl->row * rb;
-      int64_t run = 1;
-      while (i + run < b1 && p->slots[i + run].extent == sl->extent &&
-             p->slots[i + run].row == sl->row + run)
-        run++;
+      int64_t run = 1, wr = w;
+      for (; i + run < b1; run++) {
+        const ferry__slot *nx = slot_at(ep, &wr, i + run);
+        if (nx->extent != sl->extent || nx->row != sl->row + run)
+          break;
+      }
       if (ep->ext_map)
         rc =
             ferry__mapped_copy(dst + (size_t)(i - b0) * rb, src,
@@ -547,9 +594,15 @@ void ferry__assemble_unlocked(epoch_state *ep, ring_slot *s, int64_t b) {
   pthread_mutex_unlock(&ep->mu);
   assemble(ep, s, b);
   pthread_mutex_lock(&ep->mu);
-  for (int64_t i = p->batch_start[b]; i < p->batch_start[b + 1]; i++) {
-    int64_t w = p->extents[p->slots[i].extent].window;
-    if (--ep->win_remaining[w] == 0)
+  int64_t b0 = ferry__plan_batch_start(p, b),
+          b1 = ferry__plan_batch_start(p, b + 1);
+  for (int64_t w = b0 < b1 ? ferry__plan_window_of(p, b0) : p->nwindows;
+       w < p->nwindows && p->window_first_slot[w] < b1; w++) {
+    int64_t lo = p->window_first_slot[w] > b0 ? p->window_first_slot[w] : b0;
+    int64_t hi =
+        p->window_first_slot[w + 1] < b1 ? p->window_first_slot[w + 1] : b1;
+    ep->win_remaining[w] -= hi - lo;
+    if (ep->win_remaining[w] == 0)
       free_window(ep, w);
   }
   if (ep->L->gpu) {
@@ -573,7 +626,7 @@ void *ferry__worker_main(void *arg) {
     if (ep->stop || b >= p->num_batches)
       break;
     ring_slot *s = &L->ring[b % L->nring];
-    int data_ok = ep->loaded >= p->batch_need[b];
+    int data_ok = ep->loaded >= ferry__plan_batch_need(p, b);
     if (s->state != SLOT_FREE || (!data_ok && !ep->io_rc)) {
       pthread_cond_wait(&ep->cv_work, &ep->mu);
       continue;

@@ -43,13 +43,30 @@ static uint64_t bounded(uint64_t key, uint64_t *counter, uint64_t bound) {
   }
 }
 
+/* Fisher-Yates, i from n-1 down to 1, j uniform in [0, i].  The draws do
+ * not depend on the array, so they are made AHEAD steps early and perm[j]
+ * is prefetched: the swaps of a large permutation are cache misses, and
+ * hiding them makes it about twice as fast -- with the very same draws, in
+ * the same order, so the same permutation. */
 void ferry__shuffle(int64_t *perm, int64_t n, uint64_t key) {
+  enum { AHEAD = 16 };
   uint64_t counter = 0;
-  for (int64_t i = n - 1; i > 0; i--) {
-    int64_t j = (int64_t)bounded(key, &counter, (uint64_t)i + 1);
-    int64_t t = perm[i];
+  int64_t js[AHEAD];
+  int64_t steps = n > 1 ? n - 1 : 0; /* step t swaps i = n-1-t */
+  for (int64_t t = 0; t < steps && t < AHEAD; t++) {
+    js[t] = (int64_t)bounded(key, &counter, (uint64_t)(n - t));
+    __builtin_prefetch(&perm[js[t]], 1);
+  }
+  for (int64_t t = 0; t < steps; t++) {
+    int64_t i = n - 1 - t, j = js[t % AHEAD];
+    if (t + AHEAD < steps) {
+      int64_t k = (int64_t)bounded(key, &counter, (uint64_t)(n - t - AHEAD));
+      js[t % AHEAD] = k;
+      __builtin_prefetch(&perm[k], 1);
+    }
+    int64_t x = perm[i];
     perm[i] = perm[j];
-    perm[j] = t;
+    perm[j] = x;
   }
 }
 
@@ -122,21 +139,84 @@ int ferry__chunks_make(const ferry__manifest *m, int64_t chunk_samples,
   return 0;
 }
 
+/* Largest i in [0, n) with v[i] <= x (v ascending, v[0] <= x). */
+static int64_t last_le(const int64_t *v, int64_t n, int64_t x) {
+  int64_t lo = 0, hi = n - 1;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo + 1) / 2;
+    if (v[mid] <= x)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+
+int ferry__chunk_index_make(const ferry__manifest *m, int64_t chunk_samples,
+                            ferry__chunk_index *out) {
+  memset(out, 0, sizeof *out);
+  if (chunk_samples < 1)
+    return FERRY_EINVAL;
+  out->part_chunk = malloc((size_t)(m->nparts + 1) * sizeof *out->part_chunk);
+  if (!out->part_chunk)
+    return FERRY_ENOMEM;
+  out->m = m;
+  out->chunk_samples = chunk_samples;
+  out->part_chunk[0] = 0;
+  for (int64_t p = 0; p < m->nparts; p++)
+    out->part_chunk[p + 1] =
+        out->part_chunk[p] + ceil_div(m->parts[p].num_samples, chunk_samples);
+  out->nchunks = out->part_chunk[m->nparts];
+  return 0;
+}
+
+void ferry__chunk_index_free(ferry__chunk_index *ci) {
+  if (!ci)
+    return;
+  free(ci->part_chunk);
+  memset(ci, 0, sizeof *ci);
+}
+
+ferry__chunk ferry__chunk_get(const ferry__chunk_index *ci, int64_t id) {
+  /* the part p with part_chunk[p] <= id < part_chunk[p+1] (empty parts
+   * share their value with the next part, and the last of equals wins) */
+  int64_t p = last_le(ci->part_chunk, ci->m->nparts, id);
+  const ferry__part *part = &ci->m->parts[p];
+  int64_t row = (id - ci->part_chunk[p]) * ci->chunk_samples;
+  int64_t cnt = part->num_samples - row;
+  if (cnt > ci->chunk_samples)
+    cnt = ci->chunk_samples;
+  return (ferry__chunk){p, row, cnt, part->first_sample + row};
+}
+
+int64_t ferry__chunk_of_sample(const ferry__chunk_index *ci, int64_t g) {
+  const ferry__manifest *m = ci->m;
+  int64_t lo = 0, hi = m->nparts - 1;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo + 1) / 2;
+    if (m->parts[mid].first_sample <= g)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return ci->part_chunk[lo] +
+         (g - m->parts[lo].first_sample) / ci->chunk_samples;
+}
+
 static int cmp_i64(const void *a, const void *b) {
   int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
   return (x > y) - (x < y);
 }
 
-int ferry__plan_pieces(const ferry__chunk *chunks, int64_t nchunks,
-                       const ferry__plan_params *pp, ferry__chunk **out,
-                       int64_t *n) {
-  *out = NULL;
-  *n = 0;
+/* The chunks kept by max_chunks/fraction: ceil(fraction * nchunks) in IEEE
+ * double (the same everywhere), at most max_chunks. */
+static int64_t kept_count(int64_t nchunks, const ferry__plan_params *pp) {
   int64_t keep = nchunks;
   if (pp->max_chunks > 0 && pp->max_chunks < keep)
     keep = pp->max_chunks;
   if (pp->fraction < 1.0) {
-    /* ceil(fraction * nchunks) in IEEE double: the same everywhere. */
     double want = pp->fraction * (double)nchunks;
     int64_t k = (int64_t)want;
     if ((double)k < want)
@@ -146,6 +226,15 @@ int ferry__plan_pieces(const ferry__chunk *chunks, int64_t nchunks,
     if (k < keep)
       keep = k;
   }
+  return keep;
+}
+
+int ferry__plan_pieces(const ferry__chunk *chunks, int64_t nchunks,
+                       const ferry__plan_params *pp, ferry__chunk **out,
+                       int64_t *n) {
+  *out = NULL;
+  *n = 0;
+  int64_t keep = kept_count(nchunks, pp);
   int64_t *sel = malloc((size_t)(nchunks ? nchunks : 1) * sizeof *sel);
   if (!sel)
     return FERRY_ENOMEM;
@@ -184,6 +273,105 @@ int ferry__plan_pieces(const ferry__chunk *chunks, int64_t nchunks,
   return 0;
 }
 
+int ferry__pieces_make(const ferry__chunk_index *ci,
+                       const ferry__plan_params *pp, ferry__pieces *out) {
+  memset(out, 0, sizeof *out);
+  out->ci = ci;
+  int64_t nchunks = ci->nchunks, keep = kept_count(nchunks, pp);
+  if (keep < nchunks) {
+    /* the subset: a Fisher-Yates of every chunk id (transient, 8 bytes per
+     * chunk), of which the first `keep` are kept, sorted */
+    int64_t *sel = malloc((size_t)nchunks * sizeof *sel);
+    if (!sel)
+      return FERRY_ENOMEM;
+    for (int64_t i = 0; i < nchunks; i++)
+      sel[i] = i;
+    ferry__shuffle(sel, nchunks,
+                   ferry__rand_key(pp->seed, FERRY__STREAM_SUBSET, 0, 0));
+    qsort(sel, (size_t)keep, sizeof *sel, cmp_i64);
+    int64_t *k = realloc(sel, (size_t)(keep ? keep : 1) * sizeof *k);
+    out->kept = k ? k : sel;
+    out->nkept = keep;
+    out->bytes += (size_t)keep * sizeof *k;
+  }
+  int64_t bs = pp->shuffle == FERRY__SHUFFLE_BLOCK ? pp->block_size : 0;
+  if (out->kept)
+    for (int64_t i = 0; i < out->nkept; i++)
+      out->samples += ferry__chunk_get(ci, out->kept[i]).count;
+  else
+    for (int64_t p = 0; p < ci->m->nparts; p++)
+      out->samples += ci->m->parts[p].num_samples;
+  if (bs <= 0) {
+    out->n = out->kept ? out->nkept : nchunks;
+    return 0;
+  }
+  out->block = bs;
+  out->per_chunk = ceil_div(ci->chunk_samples, bs);
+  int64_t nfp = out->kept ? out->nkept : ci->m->nparts;
+  out->first_piece = malloc((size_t)(nfp + 1) * sizeof *out->first_piece);
+  if (!out->first_piece) {
+    ferry__pieces_free(out);
+    return FERRY_ENOMEM;
+  }
+  out->bytes += (size_t)(nfp + 1) * sizeof *out->first_piece;
+  out->first_piece[0] = 0;
+  for (int64_t i = 0; i < nfp; i++) {
+    int64_t n;
+    if (out->kept) {
+      n = ceil_div(ferry__chunk_get(ci, out->kept[i]).count, bs);
+    } else {
+      int64_t rows = ci->m->parts[i].num_samples;
+      n = rows / ci->chunk_samples * out->per_chunk +
+          ceil_div(rows % ci->chunk_samples, bs);
+    }
+    out->first_piece[i + 1] = out->first_piece[i] + n;
+  }
+  out->n = out->first_piece[nfp];
+  return 0;
+}
+
+void ferry__pieces_wrap(ferry__pieces *out, const ferry__chunk *array,
+                        int64_t n) {
+  memset(out, 0, sizeof *out);
+  out->array = array;
+  out->n = n;
+  for (int64_t i = 0; i < n; i++)
+    out->samples += array[i].count;
+}
+
+void ferry__pieces_free(ferry__pieces *ps) {
+  if (!ps)
+    return;
+  free(ps->kept);
+  free(ps->first_piece);
+  memset(ps, 0, sizeof *ps);
+}
+
+ferry__chunk ferry__piece(const ferry__pieces *ps, int64_t i) {
+  if (ps->array)
+    return ps->array[i];
+  if (!ps->block)
+    return ferry__chunk_get(ps->ci, ps->kept ? ps->kept[i] : i);
+  const int64_t bs = ps->block;
+  if (ps->kept) {
+    int64_t j = last_le(ps->first_piece, ps->nkept, i);
+    ferry__chunk c = ferry__chunk_get(ps->ci, ps->kept[j]);
+    int64_t off = (i - ps->first_piece[j]) * bs;
+    int64_t cnt = c.count - off < bs ? c.count - off : bs;
+    return (ferry__chunk){c.part, c.row + off, cnt, c.global_first + off};
+  }
+  const ferry__manifest *m = ps->ci->m;
+  const int64_t cs = ps->ci->chunk_samples;
+  int64_t p = last_le(ps->first_piece, m->nparts, i);
+  int64_t k = i - ps->first_piece[p];
+  int64_t row = k / ps->per_chunk * cs + k % ps->per_chunk * bs;
+  int64_t end = (k / ps->per_chunk + 1) * cs;
+  if (end > m->parts[p].num_samples)
+    end = m->parts[p].num_samples;
+  int64_t cnt = end - row < bs ? end - row : bs;
+  return (ferry__chunk){p, row, cnt, m->parts[p].first_sample + row};
+}
+
 void ferry__plan_permutation(const ferry__plan_params *pp, int64_t npieces,
                              int64_t *perm) {
   for (int64_t i = 0; i < npieces; i++)
@@ -196,8 +384,7 @@ void ferry__plan_permutation(const ferry__plan_params *pp, int64_t npieces,
 
 /* A run of samples of one piece, before windows and extents. */
 typedef struct segment {
-  int64_t part, row, count, global_first, chunk;
-  int padded;
+  int64_t part, row, count, global_first, padded;
 } segment;
 
 typedef struct seglist {
@@ -221,30 +408,30 @@ static int seg_push(seglist *l, segment s) {
 }
 
 static segment seg_of(const ferry__chunk *pc, int64_t off, int64_t count) {
-  return (segment){pc->part, pc->row + off, count, pc->global_first + off, -1,
-                   0};
+  return (segment){pc->part, pc->row + off, count, pc->global_first + off, 0};
 }
 
-/* Append positions [a, a+len) of the sequence S (pieces in perm order, with
- * prefix sums start[]) as segments; positions wrap modulo M. */
-static int push_range(seglist *l, const ferry__chunk *pieces,
-                      const int64_t *perm, const int64_t *start, int64_t np,
+/* Append positions [a, a+len) of the sequence S (pieces in perm order) as
+ * segments; positions wrap modulo M.  The piece holding a is found by a
+ * scan of the pieces' counts (O(pieces) time, no prefix-sum array). */
+static int push_range(seglist *l, const ferry__pieces *ps, const int64_t *perm,
                       int64_t M, int64_t a, int64_t len, int padded) {
+  int64_t i = 0, pos = 0; /* piece i (perm order) starts at position pos */
+  a %= M;
   while (len > 0) {
-    a %= M;
-    /* last piece index i with start[i] <= a */
-    int64_t lo = 0, hi = np - 1;
-    while (lo < hi) {
-      int64_t mid = lo + (hi - lo + 1) / 2;
-      if (start[mid] <= a)
-        lo = mid;
-      else
-        hi = mid - 1;
+    if (a >= M) { /* wrap: start over at S's first piece */
+      a = 0;
+      i = 0;
+      pos = 0;
     }
-    const ferry__chunk *pc = &pieces[perm[lo]];
-    int64_t off = a - start[lo];
-    int64_t take = pc->count - off < len ? pc->count - off : len;
-    segment s = seg_of(pc, off, take);
+    ferry__chunk pc = ferry__piece(ps, perm[i]);
+    while (pos + pc.count <= a) {
+      pos += pc.count;
+      pc = ferry__piece(ps, perm[++i]);
+    }
+    int64_t off = a - pos;
+    int64_t take = pc.count - off < len ? pc.count - off : len;
+    segment s = seg_of(&pc, off, take);
     s.padded = padded;
     int rc = seg_push(l, s);
     if (rc)
@@ -265,13 +452,13 @@ static int cmp_seg_pos(const void *a, const void *b) {
 void ferry__rank_plan_free(ferry__rank_plan *p) {
   if (!p)
     return;
-  ferry__big_free(p->slots);
-  free(p->batch_start);
   free(p->extents);
   free(p->window_first_extent);
   free(p->window_need);
   free(p->window_samples);
-  free(p->batch_need);
+  free(p->window_first_slot);
+  free(p->window_first_seg);
+  free(p->segs);
   memset(p, 0, sizeof *p);
 }
 
@@ -283,12 +470,11 @@ static int64_t balanced_share(int64_t M, int P, int r) {
 /* The working state of one build: its inputs and the segment lists and
  * scratch arrays the steps below hand to each other. */
 typedef struct build_ctx {
-  const ferry__chunk *pieces;
+  const ferry__pieces *ps;
   int64_t np;
   const int64_t *perm;
   const ferry__plan_params *pp;
   int rank;
-  int64_t *start;     /* [np+1] position of each piece in S          */
   int64_t M;          /* samples in the epoch                         */
   int64_t n_me;       /* this rank's share                            */
   int64_t serve_own;  /* of which it serves                           */
@@ -321,7 +507,7 @@ static int plan_tail(build_ctx *c, ferry__rank_plan *out, ferry__err *err) {
       return ferry__seterr(err, FERRY_ENOMEM, "plan: out of memory");
     }
     for (int64_t i = 0; i < c->np; i++)
-      c->dealt[i % P] += c->pieces[c->perm[i]].count;
+      c->dealt[i % P] += ferry__piece(c->ps, c->perm[i]).count;
   }
   for (int r = 0; r < P; r++)
     shares[r] = balanced_share(M, P, r);
@@ -378,7 +564,7 @@ static int strided_borrow(build_ctx *c, int64_t left) {
     if (c->dealt[q] <= keep)
       continue;
     for (int64_t i = q; i < c->np && left > 0 && !rc; i += P) {
-      const ferry__chunk *pc = &c->pieces[c->perm[i]];
+      const ferry__chunk piece = ferry__piece(c->ps, c->perm[i]), *pc = &piece;
       int64_t off = keep < pc->count ? keep : pc->count;
       keep -= off;
       int64_t avail = pc->count - off;
@@ -403,21 +589,21 @@ static int plan_segments(build_ctx *c, ferry__rank_plan *out) {
   int rc = 0;
   if (c->pp->partition == FERRY__PART_CONTIGUOUS) {
     int64_t lo = c->M * c->rank / P;
-    rc = push_range(&c->own, c->pieces, c->perm, c->start, c->np, c->M, lo,
+    rc = push_range(&c->own, c->ps, c->perm, c->M, lo,
                     left < c->n_me ? left : c->n_me, 0);
   } else {
     for (int64_t i = c->rank; i < c->np && left > 0 && !rc; i += P) {
-      const ferry__chunk *pc = &c->pieces[c->perm[i]];
-      int64_t take = pc->count < left ? pc->count : left;
-      rc = seg_push(&c->own, seg_of(pc, 0, take));
+      const ferry__chunk pc = ferry__piece(c->ps, c->perm[i]);
+      int64_t take = pc.count < left ? pc.count : left;
+      rc = seg_push(&c->own, seg_of(&pc, 0, take));
       left -= take;
     }
     if (!rc && left > 0)
       rc = strided_borrow(c, left);
   }
   if (!rc && c->pp->tail == FERRY__TAIL_PAD && nb * B > c->n_me) {
-    rc = push_range(&c->pad, c->pieces, c->perm, c->start, c->np, c->M,
-                    c->pad_before % c->M, nb * B - c->n_me, 1);
+    rc = push_range(&c->pad, c->ps, c->perm, c->M, c->pad_before % c->M,
+                    nb * B - c->n_me, 1);
     out->padded = nb * B - c->n_me;
   }
   return rc;
@@ -483,7 +669,7 @@ static int plan_extents(build_ctx *c, ferry__rank_plan *out) {
         last->count += s->count;
       } else {
         out->extents[ne] =
-            (ferry__extent){s->part, s->row, s->count, s->global_first, w, -1};
+            (ferry__extent){s->part, s->row, s->count, s->global_first, w};
         c->seg_extent[gi] = ne;
         c->seg_off[gi] = 0;
         ne++;
@@ -498,99 +684,138 @@ static int plan_extents(build_ctx *c, ferry__rank_plan *out) {
   return 0;
 }
 
-/* Step 4: the first batch using each window, batch boundaries, and the
- * extents (in read order) each batch needs loaded: up to the last extent of
- * the last window it touches.  Returns 0 or FERRY_ENOMEM. */
-static int plan_needs(const build_ctx *c, ferry__rank_plan *out) {
-  const int64_t B = c->pp->batch_size, nb = out->num_batches;
-  int64_t pos = 0;
-  for (int64_t w = 0; w < out->nwindows; w++) {
-    out->window_need[w] = pos / B;
-    pos += out->window_samples[w];
-  }
-  out->batch_start = malloc((size_t)(nb + 1) * sizeof(int64_t));
-  out->batch_need = calloc((size_t)(nb ? nb : 1), sizeof(int64_t));
-  if (!out->batch_start || !out->batch_need)
+/* Step 4: the first batch using each window, the slot index of each window,
+ * and the runs the rank serves from (own, then pad segments, as extent and
+ * offset) -- the served order of a window is made from them on demand.
+ * want_segs 0: reads only.  Returns 0 or FERRY_ENOMEM. */
+static int plan_windows(const build_ctx *c, ferry__rank_plan *out,
+                        int want_segs) {
+  const int64_t B = c->pp->batch_size, nw = out->nwindows;
+  out->batch_size = B;
+  out->window_first_slot = malloc((size_t)(nw + 1) * sizeof(int64_t));
+  if (!out->window_first_slot)
     return FERRY_ENOMEM;
-  for (int64_t b = 0; b <= nb; b++)
-    out->batch_start[b] = b * B < out->nslots ? b * B : out->nslots;
-  pos = 0;
-  for (int64_t w = 0; w < out->nwindows; w++) {
-    int64_t first = pos, last = pos + out->window_samples[w] - 1;
+  int64_t pos = 0;
+  for (int64_t w = 0; w < nw; w++) {
+    out->window_need[w] = pos / B;
+    out->window_first_slot[w] = pos;
     pos += out->window_samples[w];
-    for (int64_t b = first / B; b <= last / B && b < nb; b++)
-      if (out->batch_need[b] < out->window_first_extent[w + 1])
-        out->batch_need[b] = out->window_first_extent[w + 1];
   }
+  out->window_first_slot[nw] = pos;
+  if (!want_segs)
+    return 0;
+  int64_t nseg = c->own.n + c->pad.n;
+  out->segs = malloc((size_t)(nseg ? nseg : 1) * sizeof *out->segs);
+  out->window_first_seg = malloc((size_t)(nw + 1) * sizeof(int64_t));
+  if (!out->segs || !out->window_first_seg)
+    return FERRY_ENOMEM;
+  for (int64_t g = 0; g < nseg; g++) {
+    const segment *sg = g < c->own.n ? &c->own.v[g] : &c->pad.v[g - c->own.n];
+    out->segs[g] =
+        (ferry__seg){c->seg_extent[g], c->seg_off[g], sg->count, sg->padded};
+  }
+  out->nsegs = nseg;
+  for (int64_t w = 0; w < nw; w++)
+    out->window_first_seg[w] = w < c->nown_w ? w * c->K : c->own.n;
+  out->window_first_seg[nw] = nseg;
+  out->nmixed = c->mix ? c->nown_w : 0;
+  out->mix_key = ferry__rand_key(c->pp->seed, FERRY__STREAM_WINDOW,
+                                 (uint64_t)c->pp->epoch, (uint64_t)c->rank);
   return 0;
 }
 
-/* Step 5: the served samples, window by window, each own window's slots
- * mixed by Fisher-Yates keyed by (seed, epoch, rank, window). */
-static int plan_slots(const build_ctx *c, ferry__rank_plan *out,
-                      ferry__err *err) {
-  if (out->slots_cap < out->nslots) {
-    ferry__big_free(out->slots);
-    out->slots_cap = out->nslots ? out->nslots : 1;
-    out->slots = ferry__big_alloc((size_t)out->slots_cap * sizeof *out->slots);
-    if (!out->slots)
-      return ferry__seterr(err, FERRY_ENOMEM,
-                           "plan: out of memory for %zu bytes (%lld samples "
-                           "of this rank)",
-                           (size_t)out->slots_cap * sizeof *out->slots,
-                           (long long)out->slots_cap);
-  }
+int64_t ferry__plan_batch_start(const ferry__rank_plan *p, int64_t b) {
+  return b * p->batch_size < p->nslots ? b * p->batch_size : p->nslots;
+}
+
+int64_t ferry__plan_window_of(const ferry__rank_plan *p, int64_t i) {
+  return last_le(p->window_first_slot, p->nwindows, i);
+}
+
+int64_t ferry__plan_batch_need(const ferry__rank_plan *p, int64_t b) {
+  int64_t b1 = ferry__plan_batch_start(p, b + 1);
+  if (b < 0 || b >= p->num_batches || ferry__plan_batch_start(p, b) >= b1)
+    return 0; /* an empty batch needs nothing */
+  return p->window_first_extent[ferry__plan_window_of(p, b1 - 1) + 1];
+}
+
+int64_t ferry__plan_window_max(const ferry__rank_plan *p) {
+  int64_t most = 0;
+  for (int64_t w = 0; w < p->nwindows; w++)
+    if (p->window_samples[w] > most)
+      most = p->window_samples[w];
+  return most;
+}
+
+/* Step 5, on demand: window w's served samples, its runs in order, an own
+ * window's mixed by Fisher-Yates keyed by (seed, epoch, rank, window). */
+void ferry__plan_window_slots(const ferry__rank_plan *p, int64_t w,
+                              ferry__slot *out) {
   int64_t k = 0;
-  uint64_t wkey = ferry__rand_key(c->pp->seed, FERRY__STREAM_WINDOW,
-                                  (uint64_t)c->pp->epoch, (uint64_t)c->rank);
-  for (int64_t w = 0; w < out->nwindows; w++) {
-    int64_t s0, s1, gbase;
-    segment *base;
-    window_segments(c, w, &base, &s0, &s1, &gbase);
-    int64_t first = k;
-    for (int64_t i = s0; i < s1; i++) {
-      segment *s = &base[i];
-      int64_t e = c->seg_extent[gbase + i], off = c->seg_off[gbase + i];
-      for (int64_t j = 0; j < s->count; j++)
-        out->slots[k++] =
-            (ferry__slot){s->global_first + j, e, off + j, (uint8_t)s->padded};
-    }
-    if (c->mix && w < c->nown_w) {
-      uint64_t key =
-          ferry__rand_key(wkey, FERRY__STREAM_WINDOW, (uint64_t)w, 0);
-      uint64_t counter = 0;
-      for (int64_t i = k - first - 1; i > 0; i--) {
-        int64_t j = (int64_t)bounded(key, &counter, (uint64_t)i + 1);
-        ferry__slot t = out->slots[first + i];
-        out->slots[first + i] = out->slots[first + j];
-        out->slots[first + j] = t;
-      }
+  for (int64_t g = p->window_first_seg[w]; g < p->window_first_seg[w + 1];
+       g++) {
+    const ferry__seg *s = &p->segs[g];
+    int64_t first = p->extents[s->extent].global_first + s->off;
+    for (int64_t j = 0; j < s->count; j++)
+      out[k++] = (ferry__slot){first + j, s->extent, s->off + j,
+                               (uint8_t)(s->padded != 0)};
+  }
+  if (w >= p->mix_first && w < p->nmixed) {
+    uint64_t key = ferry__rand_key(p->mix_key, FERRY__STREAM_WINDOW,
+                                   (uint64_t)(w + p->mix_base), 0);
+    uint64_t counter = 0;
+    for (int64_t i = k - 1; i > 0; i--) {
+      int64_t j = (int64_t)bounded(key, &counter, (uint64_t)i + 1);
+      ferry__slot t = out[i];
+      out[i] = out[j];
+      out[j] = t;
     }
   }
-  if (k != out->nslots)
-    return ferry__seterr(err, FERRY_EINTERNAL,
-                         "plan: %lld slots built, %lld expected", (long long)k,
-                         (long long)out->nslots);
+}
+
+int ferry__plan_slots(const ferry__rank_plan *p, ferry__slot **out) {
+  *out = malloc((size_t)(p->nslots ? p->nslots : 1) * sizeof **out);
+  if (!*out)
+    return FERRY_ENOMEM;
+  for (int64_t w = 0; w < p->nwindows; w++)
+    ferry__plan_window_slots(p, w, *out + p->window_first_slot[w]);
   return 0;
 }
 
-/* One rank's plan: the steps above in order.  want_slots 0: only the reads
- * (plan_reads).  out->slots is reused when large enough. */
-static int build(const ferry__chunk *pieces, int64_t np, const int64_t *perm,
-                 const ferry__plan_params *pp, int rank, int want_slots,
-                 ferry__rank_plan *out, ferry__err *err) {
-  ferry__slot *keep = out->slots;
-  int64_t keep_cap = out->slots_cap;
-  memset(out, 0, sizeof *out);
-  build_ctx c = {
-      .pieces = pieces, .np = np, .perm = perm, .pp = pp, .rank = rank};
-  int rc = 0;
-  if (!want_slots || (keep && keep_cap < 1)) {
-    ferry__big_free(keep);
-    keep = NULL;
+int64_t ferry__plan_real_before(const ferry__rank_plan *p, int64_t n) {
+  int64_t real = 0;
+  for (int64_t w = 0; w < p->nwindows && p->window_first_slot[w] < n; w++) {
+    int64_t left = n - p->window_first_slot[w];
+    if (w >= p->mix_first && w < p->nmixed) { /* own samples: no pad */
+      real += left < p->window_samples[w] ? left : p->window_samples[w];
+      continue;
+    }
+    for (int64_t g = p->window_first_seg[w];
+         g < p->window_first_seg[w + 1] && left > 0; g++) {
+      int64_t t = p->segs[g].count < left ? p->segs[g].count : left;
+      real += p->segs[g].padded ? 0 : t;
+      left -= t;
+    }
   }
-  out->slots = keep; /* freed with the plan on any error below */
-  out->slots_cap = keep ? keep_cap : 0;
+  return real;
+}
+
+size_t ferry__plan_bytes(const ferry__rank_plan *p) {
+  size_t per_window = 4 * sizeof(int64_t) + (p->segs ? sizeof(int64_t) : 0);
+  return (size_t)p->nextents * sizeof(ferry__extent) +
+         (size_t)p->nsegs * sizeof(ferry__seg) +
+         (size_t)(p->nwindows + 1) * per_window;
+}
+
+/* One rank's plan: the steps above in order.  want_segs 0: only the reads
+ * (plan_reads). */
+static int build(const ferry__pieces *ps, const int64_t *perm,
+                 const ferry__plan_params *pp, int rank, int want_segs,
+                 ferry__rank_plan *out, ferry__err *err) {
+  memset(out, 0, sizeof *out);
+  const int64_t np = ps->n;
+  build_ctx c = {.ps = ps, .np = np, .perm = perm, .pp = pp, .rank = rank};
+  int rc = 0;
   if (pp->world_size < 1 || rank < 0 || rank >= pp->world_size ||
       pp->batch_size < 1) {
     rc = ferry__seterr(err, FERRY_EINVAL,
@@ -598,32 +823,24 @@ static int build(const ferry__chunk *pieces, int64_t np, const int64_t *perm,
                        pp->world_size, rank, (long long)pp->batch_size);
     goto cleanup;
   }
-  c.start = malloc((size_t)(np + 1) * sizeof *c.start);
-  if (!c.start) {
-    rc = ferry__seterr(err, FERRY_ENOMEM,
-                       "plan: out of memory for %zu bytes (%lld pieces)",
-                       (size_t)(np + 1) * sizeof *c.start, (long long)np);
-    goto cleanup;
-  }
-  c.start[0] = 0;
-  for (int64_t i = 0; i < np; i++)
-    c.start[i + 1] = c.start[i] + pieces[perm[i]].count;
-  c.M = c.start[np];
+  c.M = ps->samples; /* a permutation keeps the sum */
   if (c.M == 0) {
     rc = ferry__seterr(err, FERRY_EEMPTY, "the epoch holds no sample");
     goto cleanup;
   }
   rc = plan_tail(&c, out, err);
-  if (!rc &&
-      (plan_segments(&c, out) || plan_extents(&c, out) || plan_needs(&c, out)))
+  if (!rc && (plan_segments(&c, out) || plan_extents(&c, out) ||
+              plan_windows(&c, out, want_segs)))
     rc = ferry__seterr(err, FERRY_ENOMEM,
-                       "plan: out of memory for the extents and windows of "
-                       "%lld pieces",
+                       "plan: out of memory for %zu bytes (the extents and "
+                       "runs of rank %d: about %lld of the epoch's %lld "
+                       "pieces)",
+                       (size_t)(np / pp->world_size + 1) *
+                           (sizeof(segment) + sizeof(ferry__extent) +
+                            sizeof(ferry__seg) + 2 * sizeof(int64_t)),
+                       rank, (long long)(np / pp->world_size + 1),
                        (long long)np);
-  if (!rc && want_slots)
-    rc = plan_slots(&c, out, err);
 cleanup:
-  free(c.start);
   free(c.dealt);
   free(c.own.v);
   free(c.pad.v);
@@ -634,28 +851,39 @@ cleanup:
   return rc;
 }
 
-int ferry__plan_build(const ferry__chunk *pieces, int64_t npieces,
-                      const int64_t *perm, const ferry__plan_params *pp,
-                      int rank, ferry__rank_plan *out, ferry__err *err) {
-  return build(pieces, npieces, perm, pp, rank, 1, out, err);
+int ferry__plan_build(const ferry__pieces *ps, const int64_t *perm,
+                      const ferry__plan_params *pp, int rank,
+                      ferry__rank_plan *out, ferry__err *err) {
+  return build(ps, perm, pp, rank, 1, out, err);
 }
 
-int ferry__plan_reads(const ferry__chunk *pieces, int64_t npieces,
-                      const int64_t *perm, const ferry__plan_params *pp,
-                      int rank, ferry__rank_plan *out, ferry__err *err) {
-  return build(pieces, npieces, perm, pp, rank, 0, out, err);
+int ferry__plan_reads(const ferry__pieces *ps, const int64_t *perm,
+                      const ferry__plan_params *pp, int rank,
+                      ferry__rank_plan *out, ferry__err *err) {
+  return build(ps, perm, pp, rank, 0, out, err);
 }
 
-uint64_t ferry__rank_plan_checksum(const ferry__rank_plan *p) {
+int ferry__rank_plan_checksum(const ferry__rank_plan *p, uint64_t *out) {
   uint64_t h = FERRY__FNV_INIT;
   h = ferry__fnv1a(h, &p->num_batches, sizeof p->num_batches);
-  for (int64_t i = 0; i < p->nslots && p->slots; i++) {
-    h = ferry__fnv1a(h, &p->slots[i].sample, sizeof p->slots[i].sample);
-    h = ferry__fnv1a(h, &p->slots[i].padded, 1);
+  int64_t most = p->segs ? ferry__plan_window_max(p) : 0;
+  ferry__slot *buf = malloc((size_t)(most ? most : 1) * sizeof *buf);
+  if (!buf)
+    return FERRY_ENOMEM;
+  for (int64_t w = 0; p->segs && w < p->nwindows; w++) {
+    ferry__plan_window_slots(p, w, buf);
+    for (int64_t i = 0; i < p->window_samples[w]; i++) {
+      h = ferry__fnv1a(h, &buf[i].sample, sizeof buf[i].sample);
+      h = ferry__fnv1a(h, &buf[i].padded, 1);
+    }
   }
-  for (int64_t b = 0; b <= p->num_batches && p->batch_start; b++)
-    h = ferry__fnv1a(h, &p->batch_start[b], sizeof p->batch_start[b]);
-  return h;
+  free(buf);
+  for (int64_t b = 0; b <= p->num_batches; b++) {
+    int64_t s = ferry__plan_batch_start(p, b);
+    h = ferry__fnv1a(h, &s, sizeof s);
+  }
+  *out = h;
+  return 0;
 }
 
 /* ---- Resuming an epoch ---------------------------------------------------
@@ -714,22 +942,22 @@ static int plan_from_items(const item *list, int64_t n, int64_t nb, int64_t B,
     if (i == 0 || list[i].group != list[i - 1].group)
       nw++;
   out->num_batches = nb;
+  out->batch_size = B;
   out->nslots = n;
   out->nwindows = nw;
   out->window_first_extent = calloc((size_t)nw + 1, sizeof(int64_t));
   out->window_need = calloc((size_t)nw + 1, sizeof(int64_t));
   out->window_samples = calloc((size_t)nw + 1, sizeof(int64_t));
-  out->batch_start = malloc((size_t)(nb + 1) * sizeof(int64_t));
-  out->batch_need = calloc((size_t)(nb ? nb : 1), sizeof(int64_t));
+  out->window_first_slot = calloc((size_t)nw + 1, sizeof(int64_t));
   out->extents = malloc((size_t)(n ? n : 1) * sizeof *out->extents);
   tmp = malloc((size_t)(n ? n : 1) * sizeof *tmp);
   if (!out->window_first_extent || !out->window_need || !out->window_samples ||
-      !out->batch_start || !out->batch_need || !out->extents || !tmp)
+      !out->window_first_slot || !out->extents || !tmp)
     goto nomem;
-  if (want_slots) {
-    out->slots_cap = n ? n : 1;
-    out->slots = ferry__big_alloc((size_t)out->slots_cap * sizeof *out->slots);
-    if (!out->slots)
+  if (want_slots) { /* runs of the list: at most one per sample */
+    out->segs = malloc((size_t)(n ? n : 1) * sizeof *out->segs);
+    out->window_first_seg = calloc((size_t)nw + 1, sizeof(int64_t));
+    if (!out->segs || !out->window_first_seg)
       goto nomem;
   }
   int64_t ne = 0, w = -1;
@@ -741,6 +969,9 @@ static int plan_from_items(const item *list, int64_t n, int64_t nb, int64_t B,
     out->window_first_extent[w] = ne;
     out->window_need[w] = i0 / B;
     out->window_samples[w] = i1 - i0;
+    out->window_first_slot[w] = i0;
+    if (want_slots)
+      out->window_first_seg[w] = out->nsegs;
     /* Extents: the window's distinct rows, sorted, runs merged. */
     memcpy(tmp, list + i0, (size_t)(i1 - i0) * sizeof *tmp);
     qsort(tmp, (size_t)(i1 - i0), sizeof *tmp, cmp_item_pos);
@@ -753,8 +984,7 @@ static int plan_from_items(const item *list, int64_t n, int64_t nb, int64_t B,
       if (last && last->part == t->part && last->row + last->count == t->row)
         last->count++;
       else
-        out->extents[ne++] =
-            (ferry__extent){t->part, t->row, 1, t->sample, w, -1};
+        out->extents[ne++] = (ferry__extent){t->part, t->row, 1, t->sample, w};
     }
     if (want_slots)
       for (int64_t i = i0; i < i1; i++) {
@@ -769,9 +999,15 @@ static int plan_from_items(const item *list, int64_t n, int64_t nb, int64_t B,
           else
             hi = mid - 1;
         }
-        out->slots[i] = (ferry__slot){list[i].sample, lo,
-                                      list[i].row - out->extents[lo].row,
-                                      (uint8_t)list[i].padded};
+        int64_t off = list[i].row - out->extents[lo].row;
+        ferry__seg *last = out->nsegs > out->window_first_seg[w]
+                               ? &out->segs[out->nsegs - 1]
+                               : NULL;
+        if (last && last->extent == lo && last->off + last->count == off &&
+            last->padded == list[i].padded)
+          last->count++;
+        else
+          out->segs[out->nsegs++] = (ferry__seg){lo, off, 1, list[i].padded};
       }
     for (int64_t i = i0; i < i1; i++)
       out->padded += list[i].padded != 0;
@@ -779,16 +1015,9 @@ static int plan_from_items(const item *list, int64_t n, int64_t nb, int64_t B,
   }
   out->nextents = ne;
   out->window_first_extent[nw] = ne;
-  for (int64_t b = 0; b <= nb; b++)
-    out->batch_start[b] = b * B < n ? b * B : n;
-  int64_t pos = 0;
-  for (int64_t k = 0; k < nw; k++) {
-    int64_t first = pos, last = pos + out->window_samples[k] - 1;
-    pos += out->window_samples[k];
-    for (int64_t b = first / B; b <= last / B && b < nb; b++)
-      if (out->batch_need[b] < out->window_first_extent[k + 1])
-        out->batch_need[b] = out->window_first_extent[k + 1];
-  }
+  out->window_first_slot[nw] = n;
+  if (want_slots)
+    out->window_first_seg[nw] = out->nsegs;
   free(tmp);
   return 0;
 nomem:
@@ -855,15 +1084,178 @@ static int redeal(ilist **lists, int P, int Pn, int64_t B, int tail,
   return 0;
 }
 
-int ferry__plan_resume(const ferry__chunk *pieces, int64_t npieces,
-                       const int64_t *perm, const ferry__plan_params *pp,
+/* Append p's extents [e0, e1) and runs [g0, g1) to q (arrays sized by the
+ * caller), extent indexes shifted by de and windows by dw. */
+static void append_reads(ferry__rank_plan *q, const ferry__rank_plan *p,
+                         int64_t e0, int64_t e1, int64_t g0, int64_t g1,
+                         int64_t de, int64_t dw) {
+  for (int64_t e = e0; e < e1; e++) {
+    q->extents[q->nextents] = p->extents[e];
+    q->extents[q->nextents++].window += dw;
+  }
+  for (int64_t g = g0; q->segs && g < g1; g++) {
+    q->segs[q->nsegs] = p->segs[g];
+    q->segs[q->nsegs++].extent += de;
+  }
+}
+
+/* The rest of p (a fresh plan, with runs) after its first K batches, as
+ * the sample-list path below would build it: the window holding the cut
+ * rebuilt from its unserved samples (plan_from_items), the later windows
+ * as they are, still mixed with their own keys.  O(plan + one window). */
+static int plan_cut(const ferry__rank_plan *p, int64_t K, int want_segs,
+                    ferry__rank_plan *q, ferry__err *err) {
+  const int64_t B = p->batch_size, nw = p->nwindows;
+  const int64_t S = K * B < p->nslots ? K * B : p->nslots;
+  int64_t w0 = S < p->nslots ? ferry__plan_window_of(p, S) : nw;
+  int64_t skip = w0 < nw ? S - p->window_first_slot[w0] : 0;
+  int64_t nrest = w0 < nw ? p->window_samples[w0] - skip : 0;
+  ferry__slot *ws = malloc((size_t)(nrest + skip + 1) * sizeof *ws);
+  item *list = malloc((size_t)(nrest + 1) * sizeof *list);
+  ferry__rank_plan first = {0};
+  int rc = 0;
+  memset(q, 0, sizeof *q);
+  if (!ws || !list) {
+    rc = FERRY_ENOMEM;
+    goto done;
+  }
+  if (w0 < nw)
+    ferry__plan_window_slots(p, w0, ws);
+  for (int64_t i = 0; i < nrest; i++) {
+    const ferry__slot *sl = &ws[skip + i];
+    const ferry__extent *x = &p->extents[sl->extent];
+    list[i] = (item){sl->sample, x->part, x->row + sl->row, 0, sl->padded};
+  }
+  rc = plan_from_items(list, nrest, p->num_batches - K, B, 1, &first, err);
+  if (rc)
+    goto done;
+  /* q: window 0 = first's, then p's windows w0+1 .. nw-1 */
+  int64_t later = w0 < nw ? nw - w0 - 1 : 0;
+  int64_t e1 = w0 < nw ? p->window_first_extent[w0 + 1] : p->nextents;
+  int64_t g1 = w0 < nw ? p->window_first_seg[w0 + 1] : p->nsegs;
+  int64_t nq = first.nwindows + later, ne = first.nextents + p->nextents - e1;
+  int64_t ng = first.nsegs + p->nsegs - g1;
+  q->extents = malloc((size_t)(ne + 1) * sizeof *q->extents);
+  q->segs = malloc((size_t)(ng + 1) * sizeof *q->segs);
+  q->window_first_extent = malloc((size_t)(nq + 1) * sizeof(int64_t));
+  q->window_need = malloc((size_t)(nq + 1) * sizeof(int64_t));
+  q->window_samples = malloc((size_t)(nq + 1) * sizeof(int64_t));
+  q->window_first_slot = malloc((size_t)(nq + 1) * sizeof(int64_t));
+  q->window_first_seg = malloc((size_t)(nq + 1) * sizeof(int64_t));
+  if (!q->extents || !q->segs || !q->window_first_extent || !q->window_need ||
+      !q->window_samples || !q->window_first_slot || !q->window_first_seg) {
+    rc = FERRY_ENOMEM;
+    goto done;
+  }
+  append_reads(q, &first, 0, first.nextents, 0, first.nsegs, 0, 0);
+  append_reads(q, p, e1, p->nextents, g1, p->nsegs, first.nextents - e1,
+               first.nwindows - w0 - 1);
+  int64_t pos = 0;
+  for (int64_t w = 0; w < nq; w++) {
+    int64_t o = w - first.nwindows + w0 + 1; /* p's window (later ones) */
+    int in_first = w < first.nwindows;
+    q->window_first_extent[w] =
+        in_first ? first.window_first_extent[w]
+                 : p->window_first_extent[o] - e1 + first.nextents;
+    q->window_first_seg[w] = in_first
+                                 ? first.window_first_seg[w]
+                                 : p->window_first_seg[o] - g1 + first.nsegs;
+    q->window_samples[w] =
+        in_first ? first.window_samples[w] : p->window_samples[o];
+    q->window_first_slot[w] = pos;
+    q->window_need[w] = pos / B;
+    pos += q->window_samples[w];
+  }
+  q->window_first_extent[nq] = ne;
+  q->window_first_seg[nq] = ng;
+  q->window_first_slot[nq] = pos;
+  q->nwindows = nq;
+  q->num_batches = p->num_batches - K;
+  q->epoch_samples = p->epoch_samples;
+  q->dropped = p->dropped;
+  q->nslots = pos;
+  q->batch_size = B;
+  q->padded = p->padded - (S - ferry__plan_real_before(p, S));
+  q->mix_first = first.nwindows;
+  q->mix_base = w0 + 1 - first.nwindows;
+  q->nmixed = p->nmixed - q->mix_base > 0 ? p->nmixed - q->mix_base : 0;
+  q->mix_key = p->mix_key;
+  if (!want_segs) { /* reads only, as plan_from_items makes them */
+    free(q->segs);
+    free(q->window_first_seg);
+    q->segs = NULL;
+    q->window_first_seg = NULL;
+    q->nsegs = 0;
+  }
+done:
+  ferry__rank_plan_free(&first);
+  free(ws);
+  free(list);
+  if (rc)
+    ferry__rank_plan_free(q);
+  if (rc == FERRY_ENOMEM)
+    ferry__seterr(err, rc, "resume plan: out of memory");
+  return rc;
+}
+
+/* Every step kept the world size: each rank's plan is its fresh plan cut
+ * after the batches served (out, and with all every rank's reads). */
+static int resume_same_world(const ferry__pieces *ps, const int64_t *perm,
+                             const ferry__plan_params *pp, int64_t served,
+                             int rank, ferry__rank_plan *out,
+                             ferry__rank_plan *all, ferry__err *err) {
+  int rc = 0;
+  for (int r = -1; r < pp->world_size && !rc; r++) {
+    if ((r < 0 && !out) || (r >= 0 && !all))
+      continue;
+    ferry__rank_plan p = {0};
+    rc = ferry__plan_build(ps, perm, pp, r < 0 ? rank : r, &p, err);
+    if (!rc)
+      rc = plan_cut(&p, served, r < 0, r < 0 ? out : &all[r], err);
+    ferry__rank_plan_free(&p);
+  }
+  return rc;
+}
+
+/* plan_resume when every step kept the world size: the batches served are
+ * checked against the plan's count step by step, then each plan is cut. */
+static int resume_same(const ferry__pieces *ps, const int64_t *perm,
+                       const ferry__plan_params *pp,
                        const ferry__resume_step *steps, int nsteps, int rank,
                        ferry__rank_plan *out, ferry__rank_plan *all,
                        ferry__err *err) {
-  if (out) {
-    ferry__big_free(out->slots); /* no reuse here: the plan is rebuilt */
-    memset(out, 0, sizeof *out);
+  ferry__rank_plan p = {0};
+  int rc = ferry__plan_build(ps, perm, pp, rank, &p, err);
+  int64_t nb = p.num_batches, served = 0;
+  ferry__rank_plan_free(&p);
+  for (int s = 0; !rc && s < nsteps; s++) {
+    if (steps[s].batches > nb - served)
+      return ferry__seterr(
+          err, FERRY_EFORMAT,
+          "resume step %d: %lld batches served over %d ranks, but that "
+          "part of the epoch has %lld batches over %d ranks",
+          s, (long long)steps[s].batches, steps[s].world_size,
+          (long long)(nb - served), pp->world_size);
+    served += steps[s].batches;
   }
+  if (!rc)
+    rc = resume_same_world(ps, perm, pp, served, rank, out, all, err);
+  if (rc) {
+    if (out)
+      ferry__rank_plan_free(out);
+    for (int r = 0; all && r < pp->world_size; r++)
+      ferry__rank_plan_free(&all[r]);
+  }
+  return rc;
+}
+
+int ferry__plan_resume(const ferry__pieces *ps, const int64_t *perm,
+                       const ferry__plan_params *pp,
+                       const ferry__resume_step *steps, int nsteps, int rank,
+                       ferry__rank_plan *out, ferry__rank_plan *all,
+                       ferry__err *err) {
+  if (out)
+    memset(out, 0, sizeof *out);
   if (nsteps < 1 || !steps || pp->world_size < 1 || rank < 0 ||
       rank >= pp->world_size || pp->batch_size < 1)
     return ferry__seterr(err, FERRY_EINVAL,
@@ -875,6 +1267,11 @@ int ferry__plan_resume(const ferry__chunk *pieces, int64_t npieces,
                            steps[s].world_size, (long long)steps[s].batches);
   const int64_t B = pp->batch_size;
   int P = steps[0].world_size;
+  int same = 1;
+  for (int s = 0; s < nsteps; s++)
+    same &= steps[s].world_size == pp->world_size;
+  if (same) /* the common restart: no sample list (O(plan + window)) */
+    return resume_same(ps, perm, pp, steps, nsteps, rank, out, all, err);
   ilist *lists = calloc((size_t)P, sizeof *lists);
   if (!lists)
     return ferry__seterr(err, FERRY_ENOMEM, "resume plan: out of memory");
@@ -882,39 +1279,38 @@ int ferry__plan_resume(const ferry__chunk *pieces, int64_t npieces,
   int64_t nb = 0, M = 0, dropped = 0, group = 0;
   ferry__plan_params p0 = *pp;
   p0.world_size = P;
-  ferry__slot *spare = NULL; /* one slot array for every old rank's plan */
-  int64_t spare_cap = 0;
   for (int r = 0; r < P; r++) {
     ferry__rank_plan rp = {0};
-    rp.slots = spare;
-    rp.slots_cap = spare_cap;
-    spare = NULL;
-    rc = ferry__plan_build(pieces, npieces, perm, &p0, r, &rp, err);
+    ferry__slot *slots = NULL;
+    rc = ferry__plan_build(ps, perm, &p0, r, &rp, err);
     if (rc)
       goto done;
+    if (ferry__plan_slots(&rp, &slots)) {
+      ferry__rank_plan_free(&rp);
+      rc = FERRY_ENOMEM;
+      goto done;
+    }
     nb = rp.num_batches;
     M = rp.epoch_samples;
     dropped = rp.dropped;
     lists[r].v = malloc((size_t)(rp.nslots ? rp.nslots : 1) * sizeof(item));
     if (!lists[r].v) {
+      free(slots);
       ferry__rank_plan_free(&rp);
       rc = FERRY_ENOMEM;
       goto done;
     }
     for (int64_t i = 0; i < rp.nslots; i++) {
-      const ferry__slot *s = &rp.slots[i];
+      const ferry__slot *s = &slots[i];
       const ferry__extent *x = &rp.extents[s->extent];
       lists[r].v[i] = (item){s->sample, x->part, x->row + s->row,
                              group + x->window, s->padded};
     }
     lists[r].n = rp.nslots;
     group += rp.nwindows;
-    spare = rp.slots;
-    spare_cap = rp.slots_cap;
-    rp.slots = NULL;
+    free(slots);
     ferry__rank_plan_free(&rp);
   }
-  ferry__big_free(spare);
   for (int s = 0; s < nsteps; s++) {
     int64_t K = steps[s].batches;
     if (steps[s].world_size != P || K > nb) {

@@ -49,15 +49,63 @@ typedef struct ferry__plan_params {
 int64_t ferry__auto_chunk_samples(const ferry__manifest *m, size_t row_total);
 #define FERRY__ALIGN_MAX 64
 
-/** Split parts into chunks of at most chunk_samples rows (malloc'd array). */
+/** Split parts into chunks of at most chunk_samples rows (malloc'd array;
+ *  tests and tools only: the loader computes chunks on demand). */
 int ferry__chunks_make(const ferry__manifest *m, int64_t chunk_samples,
                        ferry__chunk **out, int64_t *n);
 
 /**
+ * The chunks of a manifest without storing them: part_chunk[p] is the
+ * number of chunks before part p ([nparts + 1], O(parts) memory).  Chunk id
+ * -> (part, row) is a binary search over it.
+ */
+typedef struct ferry__chunk_index {
+  const ferry__manifest *m;
+  int64_t chunk_samples;
+  int64_t nchunks;
+  int64_t *part_chunk; /* [nparts + 1] */
+} ferry__chunk_index;
+/** Returns 0, FERRY_EINVAL (chunk_samples < 1), FERRY_ENOMEM. */
+int ferry__chunk_index_make(const ferry__manifest *m, int64_t chunk_samples,
+                            ferry__chunk_index *out);
+void ferry__chunk_index_free(ferry__chunk_index *ci);
+/** Chunk id (0 <= id < nchunks), as ferry__chunks_make would list it. */
+ferry__chunk ferry__chunk_get(const ferry__chunk_index *ci, int64_t id);
+/** The chunk holding global sample g (0 <= g < num_samples). */
+int64_t ferry__chunk_of_sample(const ferry__chunk_index *ci, int64_t g);
+
+/**
  * The pieces an epoch permutes: the chunks kept by max_chunks/fraction (a
  * subset drawn with the seed only, the same every epoch), split into blocks
- * of block_size with shuffle=block.  Sorted by global index.
+ * of block_size with shuffle=block.  Sorted by global index.  Computed on
+ * demand (ferry__piece): without a subset nothing is stored but O(parts)
+ * prefix sums; with a subset, the kept chunk ids (8 bytes per kept chunk)
+ * and with blocks too their prefix sums (8 more).  `array` instead holds
+ * explicit pieces (ferry__pieces_wrap: tests).
  */
+typedef struct ferry__pieces {
+  int64_t n;                 /* pieces                              */
+  int64_t samples;           /* in all pieces: the epoch's M        */
+  const ferry__chunk *array; /* explicit pieces, or NULL            */
+  const ferry__chunk_index *ci;
+  int64_t *kept; /* [nkept] chunk ids ascending, NULL: every chunk */
+  int64_t nkept;
+  int64_t block;        /* > 0: blocks of this many samples     */
+  int64_t per_chunk;    /* blocks of a whole chunk              */
+  int64_t *first_piece; /* blocks: [nparts + 1] or [nkept + 1]  */
+  size_t bytes;         /* allocated                            */
+} ferry__pieces;
+/** Returns 0 or FERRY_ENOMEM. */
+int ferry__pieces_make(const ferry__chunk_index *ci,
+                       const ferry__plan_params *pp, ferry__pieces *out);
+/** Explicit pieces (not copied, not freed). */
+void ferry__pieces_wrap(ferry__pieces *out, const ferry__chunk *array,
+                        int64_t n);
+void ferry__pieces_free(ferry__pieces *ps);
+/** Piece i (0 <= i < n). */
+ferry__chunk ferry__piece(const ferry__pieces *ps, int64_t i);
+
+/** The same pieces as an array (tests).  Returns 0 or FERRY_ENOMEM. */
 int ferry__plan_pieces(const ferry__chunk *chunks, int64_t nchunks,
                        const ferry__plan_params *pp, ferry__chunk **out,
                        int64_t *n);
@@ -73,10 +121,9 @@ typedef struct ferry__extent {
   int64_t count;
   int64_t global_first;
   int64_t window; /* window it belongs to                        */
-  int64_t chunk;  /* chunk id holding it (for ferry_epoch_chunks) */
 } ferry__extent;
 
-/** One served sample. */
+/** One served sample (materialised one window at a time). */
 typedef struct ferry__slot {
   int64_t sample; /* global index                                */
   int64_t extent; /* extent holding it                           */
@@ -84,45 +131,81 @@ typedef struct ferry__slot {
   uint8_t padded;
 } ferry__slot;
 
-/** One rank's plan for one epoch. */
+/** A run of served samples: rows [off, off+count) of one extent, served in
+ *  this order (before the window's mixing). */
+typedef struct ferry__seg {
+  int64_t extent;
+  int64_t off;
+  int64_t count;
+  int64_t padded;
+} ferry__seg;
+
+/**
+ * One rank's plan for one epoch, O(pieces of the rank) memory: its reads
+ * (extents, grouped in windows) and the runs (segs) its samples come from;
+ * the served order of window w (its slots) is computed on demand by
+ * ferry__plan_window_slots, so no per-sample array exists for the epoch.
+ * Batch b is slots [ferry__plan_batch_start(b), ferry__plan_batch_start(b+1)).
+ */
 typedef struct ferry__rank_plan {
   int64_t num_batches;   /* equal on every rank                  */
   int64_t epoch_samples; /* samples in the epoch (all ranks)     */
   int64_t dropped;       /* samples no rank serves (all ranks)   */
   int64_t nslots;        /* samples this rank serves             */
-  ferry__slot *slots;    /* [nslots] in served order             */
-  int64_t slots_cap;     /* allocated entries (reused by the next build) */
-  int64_t *batch_start;  /* [num_batches+1] slot index of each batch */
+  int64_t batch_size;
   int64_t nextents;
   ferry__extent *extents; /* [nextents] in read order, by window  */
   int64_t nwindows;
   int64_t *window_first_extent; /* [nwindows+1]                         */
   int64_t *window_need;         /* [nwindows] first batch using window  */
   int64_t *window_samples;      /* [nwindows] slots served from window  */
-  int64_t
-      *batch_need; /* [num_batches] extents (read order) that must be loaded */
+  int64_t *window_first_slot;   /* [nwindows+1] slot index of each window */
+  int64_t *window_first_seg;    /* [nwindows+1] (NULL: reads only)      */
+  int64_t nsegs;
+  ferry__seg *segs;          /* [nsegs] in served order (NULL: reads only) */
+  int64_t mix_first, nmixed; /* windows [mix_first, nmixed) are mixed */
+  int64_t mix_base; /* window w's key is that of window w + mix_base  */
+  uint64_t mix_key; /* (seed, epoch, rank): window w's key derives from it */
   int64_t padded;
 } ferry__rank_plan;
 
 /**
  * Build rank's plan from the pieces and their permutation.  Pure: the same
- * inputs give the same plan on every platform.  out must be zeroed, or hold
- * a plan whose slots array (slots, slots_cap) is reused when large enough:
- * fresh memory costs a page fault per 4 KiB, which dominated set_epoch. Returns
- * 0, FERRY_ENOMEM, FERRY_EEMPTY (no sample), FERRY_EINVAL (batch_size > a
- * rank's share with tail=drop_last; err names it).
+ * inputs give the same plan on every platform.  out is overwritten (not
+ * freed).  Returns 0, FERRY_ENOMEM (err names the bytes), FERRY_EEMPTY (no
+ * sample), FERRY_EINVAL (batch_size > a rank's share with tail=drop_last;
+ * err names it).
  */
-int ferry__plan_build(const ferry__chunk *pieces, int64_t npieces,
-                      const int64_t *perm, const ferry__plan_params *pp,
-                      int rank, ferry__rank_plan *out, ferry__err *err);
+int ferry__plan_build(const ferry__pieces *ps, const int64_t *perm,
+                      const ferry__plan_params *pp, int rank,
+                      ferry__rank_plan *out, ferry__err *err);
 /**
- * Only the reads of rank (extents and windows, no slots): what collective
+ * Only the reads of rank (extents and windows, no segs): what collective
  * I/O needs to know of the other ranks.  Same contract as plan_build.
  */
-int ferry__plan_reads(const ferry__chunk *pieces, int64_t npieces,
-                      const int64_t *perm, const ferry__plan_params *pp,
-                      int rank, ferry__rank_plan *out, ferry__err *err);
+int ferry__plan_reads(const ferry__pieces *ps, const int64_t *perm,
+                      const ferry__plan_params *pp, int rank,
+                      ferry__rank_plan *out, ferry__err *err);
 void ferry__rank_plan_free(ferry__rank_plan *p);
+
+/** Slot index of batch b's first sample (b = num_batches: nslots). */
+int64_t ferry__plan_batch_start(const ferry__rank_plan *p, int64_t b);
+/** Extents (read order) that must be loaded before batch b is assembled:
+ *  up to the last extent of the last window it touches. */
+int64_t ferry__plan_batch_need(const ferry__rank_plan *p, int64_t b);
+/** The window holding slot i (0 <= i < nslots). */
+int64_t ferry__plan_window_of(const ferry__rank_plan *p, int64_t i);
+/** Window w's slots in served order into out[window_samples[w]]. */
+void ferry__plan_window_slots(const ferry__rank_plan *p, int64_t w,
+                              ferry__slot *out);
+/** The most samples of any window. */
+int64_t ferry__plan_window_max(const ferry__rank_plan *p);
+/** Every slot (tests, tools; nslots entries malloc'd).  0 or FERRY_ENOMEM. */
+int ferry__plan_slots(const ferry__rank_plan *p, ferry__slot **out);
+/** Real (not padded) samples among the first n slots. */
+int64_t ferry__plan_real_before(const ferry__rank_plan *p, int64_t n);
+/** Bytes the plan holds. */
+size_t ferry__plan_bytes(const ferry__rank_plan *p);
 
 /** One stretch of an epoch: world_size ranks each served `batches` batches. */
 typedef struct ferry__resume_step {
@@ -145,12 +228,13 @@ typedef struct ferry__resume_step {
  * that does not belong to these inputs).  Returns 0, FERRY_ENOMEM,
  * FERRY_EINVAL, FERRY_EFORMAT.
  */
-int ferry__plan_resume(const ferry__chunk *pieces, int64_t npieces,
-                       const int64_t *perm, const ferry__plan_params *pp,
+int ferry__plan_resume(const ferry__pieces *ps, const int64_t *perm,
+                       const ferry__plan_params *pp,
                        const ferry__resume_step *steps, int nsteps, int rank,
                        ferry__rank_plan *out, ferry__rank_plan *all,
                        ferry__err *err);
-/** Checksum of a rank's plan (slots and batch boundaries). */
-uint64_t ferry__rank_plan_checksum(const ferry__rank_plan *p);
+/** Checksum of a rank's plan (slots and batch boundaries), computed window
+ *  by window (O(window) memory).  Returns 0 or FERRY_ENOMEM. */
+int ferry__rank_plan_checksum(const ferry__rank_plan *p, uint64_t *out);
 
 #endif /* FERRY_PLAN_H */

@@ -117,7 +117,9 @@ static int check_combo(const combo *c, int64_t epoch, uint64_t *sum_out) {
   for (int r = 0; r < c->P; r++) {
     ferry__rank_plan p = {0}, p2 = {0};
     ferry__err err = {0};
-    int rc = ferry__plan_build(pieces, npieces, perm, &pp, r, &p, &err);
+    ferry__pieces ps;
+    ferry__pieces_wrap(&ps, pieces, npieces);
+    int rc = ferry__plan_build(&ps, perm, &pp, r, &p, &err);
     if (c->tail == FERRY__TAIL_DROP && rc == FERRY_EINVAL) {
       /* only legal when some rank's share is below one batch */
       REQUIRE(M / c->P < c->B + c->nparts * 3 + c->chunk + c->block,
@@ -128,11 +130,16 @@ static int check_combo(const combo *c, int64_t epoch, uint64_t *sum_out) {
       break;
     }
     REQUIRE(rc == 0, "plan_build rank %d: %s", r, err.msg);
-    REQUIRE(ferry__plan_build(pieces, npieces, perm, &pp, r, &p2, &err) == 0,
-            "rebuild");
-    REQUIRE(ferry__rank_plan_checksum(&p) == ferry__rank_plan_checksum(&p2),
+    REQUIRE(ferry__plan_build(&ps, perm, &pp, r, &p2, &err) == 0, "rebuild");
+    uint64_t h1 = 0, h2 = 1;
+    REQUIRE(ferry__rank_plan_checksum(&p, &h1) == 0 &&
+                ferry__rank_plan_checksum(&p2, &h2) == 0 && h1 == h2,
             "same inputs, same plan");
     ferry__rank_plan_free(&p2);
+    /* the served order, materialised here only (the loader makes one
+     * window's at a time) */
+    ferry__slot *slots = NULL;
+    REQUIRE(ferry__plan_slots(&p, &slots) == 0, "slots");
     if (nb < 0)
       nb = p.num_batches;
     REQUIRE(p.num_batches == nb, "rank %d has %lld batches, rank 0 %lld", r,
@@ -141,21 +148,25 @@ static int check_combo(const combo *c, int64_t epoch, uint64_t *sum_out) {
       dropped = p.dropped;
     REQUIRE(p.dropped == dropped, "dropped agrees");
     REQUIRE(p.epoch_samples == M, "epoch_samples");
-    REQUIRE(p.batch_start[0] == 0 && p.batch_start[nb] == p.nslots,
+    REQUIRE(ferry__plan_batch_start(&p, 0) == 0 &&
+                ferry__plan_batch_start(&p, nb) == p.nslots,
             "batch bounds");
     for (int64_t b = 0; b < nb; b++) {
-      int64_t sz = p.batch_start[b + 1] - p.batch_start[b];
+      int64_t sz =
+          ferry__plan_batch_start(&p, b + 1) - ferry__plan_batch_start(&p, b);
       if (c->tail == FERRY__TAIL_PARTIAL)
         REQUIRE(sz >= 0 && sz <= c->B, "partial batch size %lld",
                 (long long)sz);
       else
         REQUIRE(sz == c->B, "batch %lld has %lld samples", (long long)b,
                 (long long)sz);
-      for (int64_t i = p.batch_start[b]; i < p.batch_start[b + 1]; i++)
-        REQUIRE(p.slots[i].extent < p.batch_need[b], "batch needs its extent");
+      for (int64_t i = ferry__plan_batch_start(&p, b);
+           i < ferry__plan_batch_start(&p, b + 1); i++)
+        REQUIRE(slots[i].extent < ferry__plan_batch_need(&p, b),
+                "batch needs its extent");
     }
     for (int64_t i = 0; i < p.nslots; i++) {
-      const ferry__slot *s = &p.slots[i];
+      const ferry__slot *s = &slots[i];
       REQUIRE(s->sample >= 0 && s->sample < N, "sample in range");
       REQUIRE(in_epoch[s->sample], "sample %lld not in the epoch subset",
               (long long)s->sample);
@@ -184,6 +195,7 @@ static int check_combo(const combo *c, int64_t epoch, uint64_t *sum_out) {
             (c->tail == FERRY__TAIL_PAD ? p.nslots - (p.nslots - p.padded) : 0),
         "padded count");
     served += p.nslots;
+    free(slots);
     ferry__rank_plan_free(&p);
   }
   if (!rc_all) {
@@ -343,12 +355,14 @@ static int test_drop_last_too_big(void) {
                            .world_size = 2};
   ferry__rank_plan p = {0};
   ferry__err err = {0};
-  int rc = ferry__plan_build(chunks, nc, perm, &pp, 0, &p, &err);
+  ferry__pieces ps;
+  ferry__pieces_wrap(&ps, chunks, nc);
+  int rc = ferry__plan_build(&ps, perm, &pp, 0, &p, &err);
   REQUIRE(rc == FERRY_EINVAL, "rc %d", rc);
   REQUIRE(strstr(err.msg, "'batch_size'") && strstr(err.msg, "drop_last"),
           "message: %s", err.msg);
   pp.batch_size = 0;
-  rc = ferry__plan_build(chunks, nc, perm, &pp, 0, &p, &err);
+  rc = ferry__plan_build(&ps, perm, &pp, 0, &p, &err);
   REQUIRE(rc == FERRY_EINVAL, "batch_size 0 rc %d", rc);
   free(chunks);
   ferry__manifest_free(&m);
@@ -406,8 +420,8 @@ static int test_auto_chunk(void) {
 
 /* Every rank's plan for the part of the epoch after steps[0..nsteps) over P
  * ranks (nsteps 0: the original plan). */
-static int level_plans(const ferry__chunk *pieces, int64_t np,
-                       const int64_t *perm, const ferry__plan_params *pp0,
+static int level_plans(const ferry__pieces *ps, const int64_t *perm,
+                       const ferry__plan_params *pp0,
                        const ferry__resume_step *steps, int nsteps, int P,
                        ferry__rank_plan *plans) {
   ferry__plan_params pp = *pp0;
@@ -415,18 +429,17 @@ static int level_plans(const ferry__chunk *pieces, int64_t np,
   for (int r = 0; r < P; r++) {
     ferry__err err = {0};
     memset(&plans[r], 0, sizeof plans[r]);
-    int rc = nsteps
-                 ? ferry__plan_resume(pieces, np, perm, &pp, steps, nsteps, r,
-                                      &plans[r], NULL, &err)
-                 : ferry__plan_build(pieces, np, perm, &pp, r, &plans[r], &err);
+    int rc = nsteps ? ferry__plan_resume(ps, perm, &pp, steps, nsteps, r,
+                                         &plans[r], NULL, &err)
+                    : ferry__plan_build(ps, perm, &pp, r, &plans[r], &err);
     REQUIRE(rc == 0, "level plan rank %d of %d: %s", r, P, err.msg);
   }
   /* the reads-only variant (collective I/O) agrees with each rank's plan */
   if (nsteps) {
     ferry__rank_plan *all = calloc((size_t)P, sizeof *all);
     ferry__err err = {0};
-    REQUIRE(ferry__plan_resume(pieces, np, perm, &pp, steps, nsteps, 0, NULL,
-                               all, &err) == 0,
+    REQUIRE(ferry__plan_resume(ps, perm, &pp, steps, nsteps, 0, NULL, all,
+                               &err) == 0,
             "reads of every rank: %s", err.msg);
     for (int r = 0; r < P; r++) {
       REQUIRE(all[r].nextents == plans[r].nextents &&
@@ -444,20 +457,27 @@ static int level_plans(const ferry__chunk *pieces, int64_t np,
  * data of each batch loaded before it. */
 static int check_structure(const ferry__rank_plan *p, const ferry__manifest *m,
                            int64_t B, int tail) {
-  REQUIRE(p->batch_start[0] == 0 && p->batch_start[p->num_batches] == p->nslots,
-          "batch bounds %lld..%lld of %lld slots", (long long)p->batch_start[0],
-          (long long)p->batch_start[p->num_batches], (long long)p->nslots);
+  ferry__slot *slots = NULL;
+  REQUIRE(ferry__plan_slots(p, &slots) == 0, "slots");
+  REQUIRE(ferry__plan_batch_start(p, 0) == 0 &&
+              ferry__plan_batch_start(p, p->num_batches) == p->nslots,
+          "batch bounds %lld..%lld of %lld slots",
+          (long long)ferry__plan_batch_start(p, 0),
+          (long long)ferry__plan_batch_start(p, p->num_batches),
+          (long long)p->nslots);
   int64_t pads = 0;
   for (int64_t b = 0; b < p->num_batches; b++) {
-    int64_t sz = p->batch_start[b + 1] - p->batch_start[b];
+    int64_t sz =
+        ferry__plan_batch_start(p, b + 1) - ferry__plan_batch_start(p, b);
     if (tail == FERRY__TAIL_PARTIAL)
       REQUIRE(sz >= 0 && sz <= B, "partial batch of %lld", (long long)sz);
     else
       REQUIRE(sz == B, "batch %lld has %lld samples, B %lld", (long long)b,
               (long long)sz, (long long)B);
-    for (int64_t i = p->batch_start[b]; i < p->batch_start[b + 1]; i++) {
-      const ferry__slot *s = &p->slots[i];
-      REQUIRE(s->extent >= 0 && s->extent < p->batch_need[b],
+    for (int64_t i = ferry__plan_batch_start(p, b);
+         i < ferry__plan_batch_start(p, b + 1); i++) {
+      const ferry__slot *s = &slots[i];
+      REQUIRE(s->extent >= 0 && s->extent < ferry__plan_batch_need(p, b),
               "batch %lld needs extent %lld", (long long)b,
               (long long)s->extent);
       const ferry__extent *x = &p->extents[s->extent];
@@ -477,6 +497,7 @@ static int check_structure(const ferry__rank_plan *p, const ferry__manifest *m,
   for (int64_t w = 0; w < p->nwindows; w++)
     tot += p->window_samples[w];
   REQUIRE(tot == p->nslots, "windows cover the slots");
+  free(slots);
   return 0;
 }
 
@@ -508,6 +529,8 @@ static int check_resume(const resume_case *c) {
           "pieces");
   int64_t *perm = malloc((size_t)np * sizeof *perm);
   ferry__plan_permutation(&pp, np, perm);
+  ferry__pieces ps;
+  ferry__pieces_wrap(&ps, pieces, np);
   int64_t N = m.num_samples;
   int *served = calloc((size_t)N, sizeof *served);
   int64_t nserved = 0, M = 0, dropped0 = 0;
@@ -521,7 +544,7 @@ static int check_resume(const resume_case *c) {
     p0.world_size = P;
     if (s == 0) {
       ferry__rank_plan t = {0};
-      if (ferry__plan_build(pieces, np, perm, &p0, 0, &t, &err) ==
+      if (ferry__plan_build(&ps, perm, &p0, 0, &t, &err) ==
           FERRY_EINVAL) { /* drop_last with too few samples: not resumable */
         free(perm), free(pieces), free(chunks), free(served);
         ferry__manifest_free(&m);
@@ -531,7 +554,7 @@ static int check_resume(const resume_case *c) {
       dropped0 = t.dropped;
       ferry__rank_plan_free(&t);
     }
-    if (level_plans(pieces, np, perm, &pp, steps, s, P, plans))
+    if (level_plans(&ps, perm, &pp, steps, s, P, plans))
       return 1;
     int64_t nb = plans[0].num_batches;
     int64_t K = c->K[s] == 0   ? 0
@@ -539,12 +562,14 @@ static int check_resume(const resume_case *c) {
                 : c->K[s] == 2 ? nb / 2
                 : c->K[s] == 3 ? (nb > 0 ? nb - 1 : 0)
                                : nb;
+    ferry__slot *pslots[MAX_WORLD];
     for (int r = 0; r < P; r++) {
       REQUIRE(plans[r].num_batches == nb, "equal batches at step %d", s);
       if (check_structure(&plans[r], &m, c->B, c->tail))
         return 1;
-      for (int64_t i = 0; i < plans[r].batch_start[K]; i++) {
-        const ferry__slot *sl = &plans[r].slots[i];
+      REQUIRE(ferry__plan_slots(&plans[r], &pslots[r]) == 0, "slots");
+      for (int64_t i = 0; i < ferry__plan_batch_start(&plans[r], K); i++) {
+        const ferry__slot *sl = &pslots[r][i];
         if (sl->padded)
           continue;
         REQUIRE(served[sl->sample] == 0, "step %d rank %d serves %lld again", s,
@@ -557,28 +582,33 @@ static int check_resume(const resume_case *c) {
     /* Same world size next: the resumed ranks continue their own plans. */
     int Pn = c->P[s + 1];
     ferry__rank_plan next[MAX_WORLD];
-    if (level_plans(pieces, np, perm, &pp, steps, s + 1, Pn, next))
+    if (level_plans(&ps, perm, &pp, steps, s + 1, Pn, next))
       return 1;
     for (int r = 0; r < Pn; r++) {
       if (Pn == P) {
-        int64_t cut = plans[r].batch_start[K];
+        int64_t cut = ferry__plan_batch_start(&plans[r], K);
         REQUIRE(next[r].nslots == plans[r].nslots - cut &&
                     next[r].num_batches == nb - K,
                 "same world size: rank %d continues its plan", r);
+        ferry__slot *ns = NULL;
+        REQUIRE(ferry__plan_slots(&next[r], &ns) == 0, "slots");
         for (int64_t i = 0; i < next[r].nslots; i++)
-          REQUIRE(next[r].slots[i].sample == plans[r].slots[cut + i].sample &&
-                      next[r].slots[i].padded == plans[r].slots[cut + i].padded,
+          REQUIRE(ns[i].sample == pslots[r][cut + i].sample &&
+                      ns[i].padded == pslots[r][cut + i].padded,
                   "same world size: slot %lld of rank %d", (long long)i, r);
+        free(ns);
       }
       ferry__rank_plan_free(&next[r]);
     }
-    for (int r = 0; r < P; r++)
+    for (int r = 0; r < P; r++) {
+      free(pslots[r]);
       ferry__rank_plan_free(&plans[r]);
+    }
   }
   /* The final part over P[nsteps] ranks: the rest, once. */
   int Pn = c->P[c->nsteps];
   ferry__rank_plan fin[32];
-  if (level_plans(pieces, np, perm, &pp, steps, c->nsteps, Pn, fin))
+  if (level_plans(&ps, perm, &pp, steps, c->nsteps, Pn, fin))
     return 1;
   int64_t nrest = 0;
   for (int r = 0; r < Pn; r++) {
@@ -587,8 +617,10 @@ static int check_resume(const resume_case *c) {
     REQUIRE(fin[r].dropped == fin[0].dropped, "dropped agrees");
     if (check_structure(&fin[r], &m, c->B, c->tail))
       return 1;
+    ferry__slot *fs = NULL;
+    REQUIRE(ferry__plan_slots(&fin[r], &fs) == 0, "slots");
     for (int64_t i = 0; i < fin[r].nslots; i++) {
-      const ferry__slot *sl = &fin[r].slots[i];
+      const ferry__slot *sl = &fs[i];
       if (sl->padded)
         continue; /* a repeat; check_structure checked its flag */
       REQUIRE(served[sl->sample] == 0,
@@ -597,6 +629,7 @@ static int check_resume(const resume_case *c) {
       served[sl->sample] = 2;
       nrest++;
     }
+    free(fs);
   }
   int64_t dropped = fin[0].dropped;
   REQUIRE(nserved + nrest + dropped == M,
@@ -663,10 +696,143 @@ static int test_resume(void) {
   return 0;
 }
 
+/* ---- The plan in O(window) memory (issue 12) ------------------------------
+ */
+
+/* Chunks and pieces computed on demand equal the arrays of chunks_make and
+ * plan_pieces, for parts of unequal and zero length, every subset and block
+ * option. */
+static int test_pieces_on_demand(void) {
+  static const int64_t layouts[][6] = {{5, 97, 0, 13, 1, 40},
+                                       {3, 0, 7, 0, 0, 0},
+                                       {1, 1000, 0, 0, 0, 0},
+                                       {5, 1, 2, 3, 0, 64}};
+  static const int64_t chunk_sizes[] = {1, 3, 10, 64, 5000};
+  int n = 0;
+  for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; l++)
+    for (size_t ci = 0; ci < sizeof chunk_sizes / sizeof chunk_sizes[0]; ci++)
+      for (int sh = 0; sh < 3; sh++)
+        for (int sub = 0; sub < 3; sub++)
+          for (int64_t bs = 1; bs <= 7; bs += 3) {
+            ferry__manifest m;
+            fake_manifest(&m, layouts[l][0], layouts[l] + 1);
+            ferry__plan_params pp = {.batch_size = 1,
+                                     .seed = 77,
+                                     .shuffle = sh,
+                                     .block_size = bs,
+                                     .max_chunks = sub == 1 ? 3 : 0,
+                                     .fraction = sub == 2 ? 0.3 : 1.0,
+                                     .world_size = 1};
+            ferry__chunk *chunks = NULL, *pieces = NULL;
+            int64_t nc = 0, np = 0;
+            ferry__chunk_index ci_ = {0};
+            ferry__pieces ps = {0};
+            REQUIRE(ferry__chunks_make(&m, chunk_sizes[ci], &chunks, &nc) == 0,
+                    "chunks: layout %zu, chunk_samples %lld", l,
+                    (long long)chunk_sizes[ci]);
+            REQUIRE(ferry__plan_pieces(chunks, nc, &pp, &pieces, &np) == 0,
+                    "pieces");
+            REQUIRE(ferry__chunk_index_make(&m, chunk_sizes[ci], &ci_) == 0,
+                    "chunk index");
+            REQUIRE(ferry__pieces_make(&ci_, &pp, &ps) == 0, "pieces index");
+            REQUIRE(ci_.nchunks == nc && ps.n == np,
+                    "%lld chunks, %lld pieces on demand; arrays %lld, %lld",
+                    (long long)ci_.nchunks, (long long)ps.n, (long long)nc,
+                    (long long)np);
+            for (int64_t i = 0; i < nc; i++) {
+              ferry__chunk c = ferry__chunk_get(&ci_, i);
+              REQUIRE(memcmp(&c, &chunks[i], sizeof c) == 0,
+                      "chunk %lld of layout %zu", (long long)i, l);
+              for (int64_t g = c.global_first; g < c.global_first + c.count;
+                   g++)
+                REQUIRE(ferry__chunk_of_sample(&ci_, g) == i,
+                        "sample %lld in chunk %lld", (long long)g,
+                        (long long)i);
+            }
+            for (int64_t i = 0; i < np; i++) {
+              ferry__chunk c = ferry__piece(&ps, i);
+              REQUIRE(memcmp(&c, &pieces[i], sizeof c) == 0,
+                      "piece %lld of layout %zu, chunk %lld, shuffle %d, "
+                      "subset %d, block %lld",
+                      (long long)i, l, (long long)chunk_sizes[ci], sh, sub,
+                      (long long)bs);
+            }
+            /* the index is O(parts), the subset 8-16 bytes per kept chunk */
+            REQUIRE(ps.bytes <= (size_t)(ps.nkept + m.nparts + 1) * 16,
+                    "pieces hold %zu bytes", ps.bytes);
+            ferry__pieces_free(&ps);
+            ferry__chunk_index_free(&ci_);
+            free(pieces);
+            free(chunks);
+            ferry__manifest_free(&m);
+            n++;
+          }
+  printf("checked %d on-demand chunk and piece layouts\n", n);
+  return 0;
+}
+
+/* The plan of a rank holds no per-sample array: for a fixed number of
+ * chunks its size is the same (to 1%) for N, 10 N and 100 N samples, for
+ * the rank's plan and for a rank's plan among 4,096. */
+static int test_plan_memory(void) {
+  static const int worlds[] = {4, 4096};
+  for (size_t wi = 0; wi < sizeof worlds / sizeof worlds[0]; wi++) {
+    size_t first = 0;
+    for (int64_t scale = 1; scale <= 100; scale *= 10) {
+      int64_t counts[3] = {40000 * scale, 30000 * scale, 30000 * scale};
+      ferry__manifest m;
+      fake_manifest(&m, 3, counts);
+      ferry__chunk_index ci = {0};
+      ferry__pieces ps = {0};
+      ferry__plan_params pp = {.batch_size = 32,
+                               .seed = 5,
+                               .shuffle = FERRY__SHUFFLE_CHUNKS,
+                               .shuffle_buffer = 4,
+                               .tail = FERRY__TAIL_PAD,
+                               .fraction = 1.0,
+                               .epoch = 1,
+                               .world_size = worlds[wi]};
+      REQUIRE(ferry__chunk_index_make(&m, 10 * scale, &ci) == 0 &&
+                  ferry__pieces_make(&ci, &pp, &ps) == 0 && ps.n == 10000,
+              "10,000 chunks at scale %lld", (long long)scale);
+      int64_t *perm = malloc((size_t)ps.n * sizeof *perm);
+      REQUIRE(perm, "out of memory");
+      ferry__plan_permutation(&pp, ps.n, perm);
+      ferry__rank_plan p = {0};
+      ferry__err err = {0};
+      int r = worlds[wi] - 1;
+      REQUIRE(ferry__plan_build(&ps, perm, &pp, r, &p, &err) == 0, "%s",
+              err.msg);
+      size_t bytes = ferry__plan_bytes(&p) + ps.bytes;
+      if (scale == 1)
+        first = bytes;
+      /* equal but for a few runs more or fewer where pads wrap */
+      REQUIRE(bytes + first / 100 + 256 >= first &&
+                  bytes <= first + first / 100 + 256,
+              "rank %d of %d: plan of %zu bytes for %lld samples, %zu for "
+              "%lld",
+              r, worlds[wi], bytes, (long long)m.num_samples, first,
+              (long long)(m.num_samples / scale));
+      /* per piece of the rank, nothing per sample */
+      REQUIRE(bytes <= (size_t)(p.nextents + p.nsegs + p.nwindows + 1) * 128,
+              "%zu bytes for %lld extents", bytes, (long long)p.nextents);
+      /* the served order of one window, on demand, is the window's size */
+      REQUIRE(ferry__plan_window_max(&p) <= 4 * 10 * scale + p.batch_size,
+              "window of %lld samples", (long long)ferry__plan_window_max(&p));
+      ferry__rank_plan_free(&p);
+      free(perm);
+      ferry__pieces_free(&ps);
+      ferry__chunk_index_free(&ci);
+      ferry__manifest_free(&m);
+    }
+  }
+  return 0;
+}
+
 int main(void) {
   int rc = test_golden() | test_combos() | test_epochs_differ() |
            test_subset_stable() | test_drop_last_too_big() | test_auto_chunk() |
-           test_resume();
+           test_resume() | test_pieces_on_demand() | test_plan_memory();
   if (rc && !ft_failures) /* a function gave up without a failed check */
     ft_failures++;
   return ft_summary("test_plan");

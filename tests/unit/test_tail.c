@@ -71,7 +71,9 @@ static int check_case(const tcase *t) {
     ferry__rank_plan p;
     memset(&p, 0, sizeof p);
     ferry__err err = {0};
-    int rc = ferry__plan_build(pieces, npieces, perm, &pp, r, &p, &err);
+    ferry__pieces ps;
+    ferry__pieces_wrap(&ps, pieces, npieces);
+    int rc = ferry__plan_build(&ps, perm, &pp, r, &p, &err);
     if (rc == FERRY_EINVAL && t->tail == FERRY__TAIL_DROP) {
       /* Only when the balanced share is below one batch. */
       CHECK(N / t->P < t->B,
@@ -92,18 +94,21 @@ static int check_case(const tcase *t) {
     CHECK(p.num_batches == nb, "rank %d: %lld batches, rank 0 %lld", r,
           (long long)p.num_batches, (long long)nb);
     int64_t own = 0;
+    ferry__slot *slots = NULL;
+    REQUIRE(ferry__plan_slots(&p, &slots) == 0, "out of memory");
     for (int64_t i = 0; i < p.nslots; i++) {
-      if (p.slots[i].padded) {
+      if (slots[i].padded) {
         pads++;
       } else {
         own++;
         real++;
-        seen[p.slots[i].sample]++;
+        seen[slots[i].sample]++;
       }
     }
     if (t->tail != FERRY__TAIL_PARTIAL && N >= t->P)
       CHECK(own > 0, "rank %d serves no sample of its own", r);
     fail |= p.num_batches != nb;
+    free(slots);
     ferry__rank_plan_free(&p);
   }
   if (!fail && nb >= 0) {
