@@ -64,8 +64,8 @@ static void choose(const ferry_loader *L, int *io, char *how, size_t n) {
       int kind = ferry__fs_classify(magic, &name);
       if (kind != FERRY__FS_LOCAL) {
         snprintf(how, n,
-                 "independent (io=auto: %.300s is on %s, f_type 0x%llx, %s)", path,
-                 name, (unsigned long long)magic,
+                 "independent (io=auto: %.300s is on %s, f_type 0x%llx, %s)",
+                 path, name, (unsigned long long)magic,
                  kind == FERRY__FS_REMOTE
                      ? "a parallel or network file system"
                      : "a file system ferry does not know: read, not mapped");
@@ -80,8 +80,10 @@ done:
     return;
   }
   *io = FERRY__IO_MMAP;
-  snprintf(how, n, "mmap (io=auto: %.300s is on %s, f_type 0x%llx, a local file "
-           "system%s)", first, name, (unsigned long long)magic,
+  snprintf(how, n,
+           "mmap (io=auto: %.300s is on %s, f_type 0x%llx, a local file "
+           "system%s)",
+           first, name, (unsigned long long)magic,
            asked > 1 ? ", as are the other directories" : "");
 }
 
@@ -93,8 +95,8 @@ int ferry__io_resolve(ferry_loader *L, ferry__err *err) {
                "independent (io=mmap, but backend %s cannot map: it reads)",
                L->be->name);
     else
-      snprintf(L->io_how, sizeof L->io_how, "%s (set by io=%s)",
-               mode_name(io), mode_name(io));
+      snprintf(L->io_how, sizeof L->io_how, "%s (set by io=%s)", mode_name(io),
+               mode_name(io));
     return 0;
   }
   struct {
@@ -108,8 +110,8 @@ int ferry__io_resolve(ferry_loader *L, ferry__err *err) {
     return ferry__seterr_on(err, L->rank, FERRY_EMPI,
                             "MPI_Bcast of the io=auto choice failed");
   msg.how[sizeof msg.how - 1] = '\0';
-  L->opts->io = msg.io == FERRY__IO_MMAP ? FERRY__IO_MMAP
-                                         : FERRY__IO_INDEPENDENT;
+  L->opts->io =
+      msg.io == FERRY__IO_MMAP ? FERRY__IO_MMAP : FERRY__IO_INDEPENDENT;
   memcpy(L->io_how, msg.how, sizeof L->io_how);
   return 0;
 }

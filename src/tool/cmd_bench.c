@@ -839,6 +839,12 @@ static void bench_print_text(const tool_ctx *ctx, const bench_cfg *cfg,
            "per batch without the first step of each epoch\n",
            s->swait, s->swait_ms, s->swait_steady_ms);
   }
+  if (cfg->compute_ms <= 0)
+    printf("what this means: with no compute step (--compute-ms 0) the "
+           "loader ran flat out, so AU (compute time over wall time) is 0 "
+           "by definition;\n  wait_fraction is the share of the run spent "
+           "in ferry_next waiting for data: with a real step in between, a "
+           "loader that keeps up brings it near 0 and AU near 1.\n");
   if (s->bmin != s->bmax)
     printf("warning: ranks got different batch counts (%.0f to %.0f)\n",
            s->bmin, s->bmax);
