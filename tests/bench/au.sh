@@ -5,7 +5,7 @@
 # would beside an accelerator) on 1, 2 and 4 ranks, REPEAT runs each; AU
 # mean, standard deviation and minimum per workload and rank count, a
 # Markdown table and a plot with error bars (AU_PLOT, default
-# docs/perf-au.png when run from the source tree).
+# docs/perf-au.png when run from the source tree; AU_PLOT= for none).
 #
 # usage: tests/bench/au.sh BUILD_DIR WORK_DIR [RESULTS_FILE]
 #
@@ -111,8 +111,16 @@ print("   %-9s np=%s run %s: AU %.3f (min over ranks %.3f), wait fraction %.3f, 
   done
 done
 
-plot=${AU_PLOT:-}
-if test -z "$plot" && test -d "$here/../../docs"; then
+plot=${AU_PLOT-}
+if test -z "${AU_PLOT+set}" && test -d "$here/../../docs"; then
   plot=$(cd "$here/../../docs" && pwd)/perf-au.png
+fi
+# the plot needs Debian's matplotlib (./bootstrap deps installs it)
+if test -n "$plot" && ! "$py" -c 'import matplotlib' 2>/dev/null; then
+  if test "$(id -u)" = 0 && command -v apt-get >/dev/null 2>&1; then
+    apt-get install -y -q python3-matplotlib >/dev/null 2>&1 || true
+  fi
+  "$py" -c 'import matplotlib' 2>/dev/null ||
+    { echo "note: no matplotlib for $py: table only"; plot=; }
 fi
 "$py" "$here/au_plot.py" "$out" "$plot" "$scale"
