@@ -639,6 +639,11 @@ FERRY_API const char *ferry_part_path(const ferry_loader *loader, int64_t part,
  *  where the sample dimension has 97)"), or NULL when it has nothing to say
  *  (owned by the loader).  LOCAL. */
 FERRY_API const char *ferry_dataset_notes(const ferry_loader *loader);
+/** How rows are read and why: the mode io resolved to, then the reason in
+ *  parentheses ("mmap (io=auto: data/x.npy is on ext2/3/4, f_type 0xef53,
+ *  a local file system)", "independent (set by io=independent)"); owned
+ *  by the loader.  LOCAL. */
+FERRY_API const char *ferry_io_choice(const ferry_loader *loader);
 /** Name of the backend serving this dataset ("npy").  LOCAL. */
 FERRY_API const char *ferry_backend(const ferry_loader *loader);
 

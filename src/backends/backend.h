@@ -121,6 +121,15 @@ int ferry__sniff_unread(const char *path, ferry__err *err);
 
 /* ---- Toolkit (toolkit.c) ---- */
 
+/* io=auto (fstype.c): the file system a path is on. */
+enum { FERRY__FS_UNKNOWN = 0, FERRY__FS_LOCAL, FERRY__FS_REMOTE };
+/** statfs(2)'s f_type of path into *magic (its low 32 bits). */
+int ferry__fs_of(const char *path, uint64_t *magic, ferry__err *err);
+/** FERRY__FS_LOCAL (a local disk or memory file system: io=auto maps),
+ *  FERRY__FS_REMOTE (parallel or network: io=auto reads) or
+ *  FERRY__FS_UNKNOWN (read); *name is the file system's (static). */
+int ferry__fs_classify(uint64_t magic, const char **name);
+
 /**
  * Map bytes [off, off+n) of fd read-only (page-aligned underneath) into
  * *out; path names the file in errors.  fd may be closed afterwards.
@@ -154,6 +163,14 @@ int ferry__mpi_fail(ferry__err *err, int code, int mpirc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 int ferry__mpi_open_code(int mpirc);
 
+/**
+ * Fill the page tables of bytes [data, data+n) of mapping m (part of it)
+ * before they are copied (MADV_POPULATE_READ; MADV_WILLNEED on kernels
+ * without it), so the copies take no page faults.  FERRY_EIO naming the
+ * file when the range is past the file's end now (it was truncated).
+ */
+int ferry__map_populate(const ferry__mapping *m, const void *data, size_t n,
+                        ferry__err *err);
 /** Release a mapping (a zeroed one is a no-op). */
 void ferry__unmap(ferry__mapping *m);
 /**

@@ -32,7 +32,7 @@ static const char *const shuffle_names[] = {"none", "chunks", "block", NULL};
 static const char *const partition_names[] = {"contiguous", "strided", NULL};
 static const char *const tail_names[] = {"drop_last", "pad", "partial", NULL};
 static const char *const io_names[] = {"independent", "collective", "mmap",
-                                       NULL};
+                                       "auto", NULL};
 static const char *const device_names[] = {"auto", "cpu", "cuda", NULL};
 /* Read by the zarr backend by name (backends/zarr). */
 static const char *const zarr_reader_names[] = {"auto", "native", "netcdf",
@@ -111,11 +111,14 @@ static const option_def defs[] = {
      0,
      0,
      NULL},
-    {{"io", "independent", "independent|collective|mmap",
+    {{"io", "independent", "independent|collective|mmap|auto",
       "How rows are read: independent reads (pread, or MPI-IO where a "
-      "backend needs it), collective MPI-IO reads matched across ranks, or "
+      "backend needs it), collective MPI-IO reads matched across ranks, "
       "mmap: rows copied straight from the page cache into the batch (one "
-      "copy instead of two; backends that cannot map read independently)."},
+      "copy instead of two; backends that cannot map read independently), "
+      "or auto: mmap for files on a local file system or tmpfs, independent "
+      "reads on parallel and network ones (Lustre, GPFS, BeeGFS, NFS...), "
+      "as statfs(2) tells."},
      K_ENUM,
      OFF(io),
      0,

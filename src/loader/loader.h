@@ -164,6 +164,8 @@ struct ferry_loader {
    * fault; NULL when there are more than FERRY__MAX_MAPS of them (each
    * extent is then mapped and unmapped on its own) */
   ferry__mapping *maps;
+  unsigned char **map_ready; /* [nparts * nvars]: per map, a byte per 2 MiB
+                                populated (pipeline.c), or NULL */
   epoch_state *ep;
   ferry_memory_budget budget;
   pthread_mutex_t stats_mu;
@@ -184,6 +186,7 @@ struct ferry_loader {
   int64_t ndring;
   int local_rank, local_size;
   char dev_how[256];
+  char io_how[512]; /* how rows are read and why (io_choice.c)       */
   /* The agreement every collective call starts with (vote.c).  peer_rc:
    * FERRY_EPEER once ranks were found in different calls or a rank did not
    * answer; the loader then makes no collective call any more.  vote_buf is
@@ -243,6 +246,10 @@ void ferry__assemble_unlocked(epoch_state *ep, ring_slot *s, int64_t b);
 /* The most whole-variable mappings a loader keeps (vm.max_map_count is
  * 65530 by default; MPI and the application map too). */
 #define FERRY__MAX_MAPS 16384
+
+/* io_choice.c: resolve io=auto (rank 0 decides, every rank learns the
+ * choice) into L->opts->io and say how in L->io_how.  COLLECTIVE. */
+int ferry__io_resolve(ferry_loader *L, ferry__err *err);
 
 /* epoch.c */
 int ferry__epoch_stop(ferry_loader *L);

@@ -140,9 +140,13 @@ static void loader_free(ferry_loader *L) {
     ferry__gpu_sync(L->gpu, &ignore);
   }
   ring_free(L);
-  for (int64_t i = 0; L->maps && i < L->m.nparts * L->m.nvars; i++)
+  for (int64_t i = 0; L->maps && i < L->m.nparts * L->m.nvars; i++) {
     ferry__unmap(&L->maps[i]);
+    if (L->map_ready)
+      free(L->map_ready[i]);
+  }
   free(L->maps);
+  free(L->map_ready);
   ferry__gpu_close(L->gpu);
   L->gpu = NULL;
   ferry__pool_drain(L, 0);
@@ -369,6 +373,8 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
       L->var_prefix[v] = L->row_total;
       L->row_total += L->m.vars[v].row_bytes;
     }
+    if (!rc)
+      rc = ferry__io_resolve(L, &err);
     if (!rc && L->opts->io == FERRY__IO_COLLECTIVE &&
         !(L->be->caps & FERRY__CAP_COLLECTIVE))
       rc = ferry__seterr(&err, FERRY_ENOTSUP,

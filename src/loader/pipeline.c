@@ -138,6 +138,42 @@ static int make_window_slots(epoch_state *ep, int64_t w, ferry__err *err) {
   return 0;
 }
 
+/* Whole-variable mappings are populated in regions of 2 MiB (a huge page),
+ * each once per loader: MADV_POPULATE_READ over a range already mapped
+ * still walks its page tables, a few percent of an epoch from page cache. */
+enum { READY_SHIFT = 21 };
+
+/* Fill the page tables of rows [row, row+n) of whole mapping i (variable
+ * v) unless an earlier extent did.  I/O thread. */
+static int populate_whole(ferry_loader *L, int64_t i, int v, int64_t row,
+                          int64_t n, ferry__err *err) {
+  const ferry__mapping *whole = &L->maps[i];
+  if (!whole->base || n <= 0)
+    return 0;
+  size_t rb = L->m.vars[v].row_bytes;
+  size_t lead = (size_t)(whole->data - (const unsigned char *)whole->base);
+  size_t first = (lead + (size_t)row * rb) >> READY_SHIFT;
+  size_t last = (lead + (size_t)(row + n) * rb - 1) >> READY_SHIFT;
+  if (!L->map_ready) /* freed with the mappings (open.c) */
+    L->map_ready = calloc((size_t)(L->m.nparts * L->m.nvars), sizeof(void *));
+  unsigned char **ready = L->map_ready ? &L->map_ready[i] : NULL;
+  if (ready && !*ready)
+    *ready = calloc((whole->len >> READY_SHIFT) + 1, 1);
+  for (size_t r = first; r <= last; r++) {
+    if (ready && *ready && (*ready)[r])
+      continue;
+    size_t a = r << READY_SHIFT, z = a + ((size_t)1 << READY_SHIFT);
+    z = z < whole->len ? z : whole->len;
+    int rc = ferry__map_populate(whole, (const unsigned char *)whole->base + a,
+                                 z - a, err);
+    if (rc)
+      return rc;
+    if (ready && *ready)
+      (*ready)[r] = 1;
+  }
+  return 0;
+}
+
 /* io=mmap: map extent e's rows of every variable into ep->ext_map (the
  * pipeline owns the mappings; free_window releases them).  I/O thread. */
 static int map_extent(epoch_state *ep, ferry__io *io, int64_t e,
@@ -157,9 +193,15 @@ static int map_extent(epoch_state *ep, ferry__io *io, int64_t e,
         memset(to, 0, sizeof *to);
         to->data = whole->data + (size_t)x->row * L->m.vars[v].row_bytes;
         to->path = whole->path;
+        /* the page faults here, not in the workers' copies */
+        rc = populate_whole(L, x->part * L->m.nvars + v, v, x->row, x->count,
+                            err);
       }
     } else {
       rc = L->be->io_map(io, x->part, v, x->row, x->count, to, err);
+      if (!rc)
+        rc = ferry__map_populate(
+            to, to->data, (size_t)x->count * L->m.vars[v].row_bytes, err);
     }
     if (rc)
       return rc;
@@ -479,6 +521,22 @@ static const ferry__slot *slot_at(const epoch_state *ep, int64_t *w,
   return &ep->win_slots[*w][i - first[*w]];
 }
 
+/* Shuffled rows are scattered over a window's reads (or, with io=mmap,
+ * over the page cache): each copy starts with cache misses the hardware
+ * prefetcher cannot guess.  The row PREFETCH_AHEAD slots on is asked for
+ * while this one is copied (its first PREFETCH_BYTES; the prefetcher
+ * follows a longer row by itself). */
+enum { PREFETCH_AHEAD = 2, PREFETCH_BYTES = 2048, CACHE_LINE = 64 };
+
+static void prefetch_row(const epoch_state *ep, const ferry__slot *sl, int v,
+                         size_t rb) {
+  size_t at = (size_t)sl->extent * (size_t)ep->L->m.nvars + (size_t)v;
+  const unsigned char *src = ep->ext_src[at] + (size_t)sl->row * rb;
+  size_t n = rb < PREFETCH_BYTES ? rb : PREFETCH_BYTES;
+  for (size_t off = 0; off < n; off += CACHE_LINE)
+    __builtin_prefetch(src + off, 0, 0);
+}
+
 static void assemble(epoch_state *ep, ring_slot *s, int64_t b) {
   ferry_loader *L = ep->L;
   const ferry__rank_plan *p = &ep->plan;
@@ -501,6 +559,10 @@ static void assemble(epoch_state *ep, ring_slot *s, int64_t b) {
       const ferry__slot *sl = slot_at(ep, &w, i);
       size_t at = (size_t)sl->extent * (size_t)L->m.nvars + (size_t)v;
       const unsigned char *src = ep->ext_src[at] + (size_t)sl->row * rb;
+      if (i + PREFETCH_AHEAD < b1) {
+        int64_t wp = w;
+        prefetch_row(ep, slot_at(ep, &wp, i + PREFETCH_AHEAD), v, rb);
+      }
       int64_t run = 1, wr = w;
       for (; i + run < b1; run++) {
         const ferry__slot *nx = slot_at(ep, &wr, i + run);

@@ -641,6 +641,7 @@ typedef struct bench_sum {
       steps_steady, batches;
   double h2d_bps, h2d_wall_bps, base_bps, h2d_ratio, swait_ms, swait_steady_ms;
   const char *mode;
+  const char *io; /* ferry_io_choice: how rows were read and why */
 } bench_sum;
 
 /* Throughput over the slowest rank's time; fractions as ratios of sums,
@@ -751,6 +752,11 @@ static void bench_print_json(const tool_ctx *ctx, const bench_cfg *cfg,
   json_num("wait_fraction", s->wait_frac);
   json_num("compute_ms", cfg->compute_ms);
   printf(", \"compute_mode\": \"%s\"", s->mode);
+  printf(", \"io\": ");
+  if (s->io)
+    tool_json_string(stdout, s->io);
+  else
+    printf("null");
   json_num("au", s->au);
   json_num("au_min", s->au_min);
   if (s->any_gpu) {
@@ -805,9 +811,10 @@ static void bench_print_text(const tool_ctx *ctx, const bench_cfg *cfg,
          ", %.0f batches per rank, elapsed %.3f s\n",
          s->sps, tool_fmt_bytes(s->bps, b1, sizeof b1), s->wait_frac, s->au,
          s->au_min, s->bmax, s->t);
-  printf("read: %s from storage (%.2fx the bytes handed out)\n",
+  printf("read: %s from storage (%.2fx the bytes handed out)%s%s\n",
          tool_fmt_bytes(s->bytes_read, b1, sizeof b1),
-         s->bytes > 0 ? s->bytes_read / s->bytes : 0);
+         s->bytes > 0 ? s->bytes_read / s->bytes : 0, s->io ? "; io " : "",
+         s->io ? s->io : "");
   printf("memory: budget %s per rank (batch %s, ring %s, reads %s, plan %s); "
          "loader buffers peak %s; peak RSS %s, %s over the RSS before "
          "ferry_open (max over ranks)\n",
@@ -832,6 +839,12 @@ static void bench_print_text(const tool_ctx *ctx, const bench_cfg *cfg,
            "per batch without the first step of each epoch\n",
            s->swait, s->swait_ms, s->swait_steady_ms);
   }
+  if (cfg->compute_ms <= 0)
+    printf("what this means: with no compute step (--compute-ms 0) the "
+           "loader ran flat out, so AU (compute time over wall time) is 0 "
+           "by definition;\n  wait_fraction is the share of the run spent "
+           "in ferry_next waiting for data: with a real step in between, a "
+           "loader that keeps up brings it near 0 and AU near 1.\n");
   if (s->bmin != s->bmax)
     printf("warning: ranks got different batch counts (%.0f to %.0f)\n",
            s->bmin, s->bmax);
@@ -863,6 +876,7 @@ static int run_bench(tool_ctx *ctx) {
   all = bench_gather(ctx, L, m, s.budget);
   if (ctx->rank == 0) {
     bench_aggregate(ctx, &cfg, all, &s);
+    s.io = ferry_io_choice(L);
     if (cfg.json)
       bench_print_json(ctx, &cfg, &s, all);
     else

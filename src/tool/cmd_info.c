@@ -146,6 +146,8 @@ static void print_text(const tool_ctx *ctx, const ferry_loader *L,
   printf("\n");
   if (ferry_dataset_notes(L))
     printf("notes          %s\n", ferry_dataset_notes(L));
+  if (ferry_io_choice(L))
+    printf("io             %s\n", ferry_io_choice(L));
   printf("options       ");
   const ferry_option_info *o;
   for (int i = 0; (o = ferry_option_info_get(i)) != NULL; i++) {
@@ -206,6 +208,11 @@ static void print_json(const tool_ctx *ctx, const ferry_loader *L,
   printf(", \"notes\": ");
   if (ferry_dataset_notes(L))
     tool_json_string(stdout, ferry_dataset_notes(L));
+  else
+    printf("null");
+  printf(", \"io\": ");
+  if (ferry_io_choice(L))
+    tool_json_string(stdout, ferry_io_choice(L));
   else
     printf("null");
   printf(", \"options\": {");

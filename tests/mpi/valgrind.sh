@@ -1,7 +1,7 @@
 #!/bin/sh
 # valgrind.sh - the pipeline under valgrind memcheck over 2 ranks, on the mem
 # backend (tests/mpi/test_loader) and on .npy parts read with collective
-# MPI-IO (ferry verify): no invalid access, no uninitialised use and no
+# MPI-IO and with io=auto (ferry verify): no invalid access, no uninitialised use and no
 # definite leak whose stack passes through ferry's own sources.  Open MPI's own start-up leaks are not ferry's and are
 # filtered by that rule rather than by suppressing whole libraries.
 command -v valgrind >/dev/null 2>&1 || { echo "SKIP: valgrind not installed"; exit 77; }
@@ -35,6 +35,19 @@ if test -n "${FERRY:-}" && test -x "$FERRY" && test -x "$top_builddir/libtool"; 
     exit 1
   fi
   echo "ran: ferry verify (npy, io=collective) under valgrind: `tail -1 "$tmp/verify.out"`"
+  # io=auto: mapped rows on a local file system (guarded copies, the
+  # I/O thread's page-table population), read ones elsewhere
+  $RUN_MPI 2 "$top_builddir/libtool" --mode=execute valgrind -q --leak-check=full \
+    --log-file="$tmp/vg.auto.%p" "$FERRY" verify "$tmp/data/part-*" --epochs 2 \
+    --batch-size 16 --io auto > "$tmp/verify.out" 2>&1
+  status=$?
+  if test $status -ne 0; then
+    echo "FAIL: ferry verify --io auto under valgrind exited $status"
+    tail -20 "$tmp/verify.out"
+    rm -rf "$tmp"
+    exit 1
+  fi
+  echo "ran: ferry verify (npy, io=auto) under valgrind: `tail -1 "$tmp/verify.out"`"
   ls "$tmp"/vg.npy.* >/dev/null 2>&1 || { echo "FAIL: valgrind wrote no log for ferry verify"; rm -rf "$tmp"; exit 1; }
 else
   echo "note: no ferry tool or libtool script: the .npy run is skipped"
@@ -56,5 +69,5 @@ if test -n "$bad"; then
   echo "$bad"
   exit 1
 fi
-echo "PASS: valgrind clean in ferry's sources over 2 ranks (mem backend, and .npy with collective MPI-IO)"
+echo "PASS: valgrind clean in ferry's sources over 2 ranks (mem backend, and .npy with collective MPI-IO and io=auto)"
 exit 0
