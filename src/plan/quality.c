@@ -16,9 +16,9 @@
 #include <string.h>
 
 int ferry__plan_order(const ferry__chunk *chunks, int64_t nchunks,
-                      const ferry__plan_params *pp, int rank,
-                      int64_t **samples, int64_t **batch_start,
-                      int64_t *nbatches, ferry__err *err) {
+                      const ferry__plan_params *pp, int rank, int64_t **samples,
+                      int64_t **batch_start, int64_t *nbatches,
+                      ferry__err *err) {
   *samples = NULL;
   *batch_start = NULL;
   *nbatches = 0;

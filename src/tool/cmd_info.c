@@ -39,7 +39,8 @@ const tool_cmd tool_cmd_info = {
         "'data/part-*', '@list.txt', or a 'mem:' spec) on every rank and print "
         "on rank 0 its backend, parts, variables (name, dtype, stored byte "
         "order, shape, row bytes, total bytes), number of samples, chunks "
-        "and chunk size, the memory budget of a loader with these options, "
+        "and chunk size, the chunk_samples in effect and the rule that chose "
+        "it, the memory budget of a loader with these options, "
         "and the options in effect.",
     .loader_options = 1,
     .opts = info_opts,

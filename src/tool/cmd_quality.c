@@ -9,8 +9,8 @@
  * orders, the labels, and prints.  Rank 0 does the work, the other ranks
  * help read the labels and wait for the exit status.
  */
-#include "tool.h"
 #include "measures.h"
+#include "tool.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -67,27 +67,18 @@ typedef struct qcfg {
 } qcfg;
 
 /* The measures, summed over epochs (or transitions) and counted. */
-enum {
-  M_CHUNKS,
-  M_CHUNKS_MIN,
-  M_STAY,
-  M_PAIRS,
-  M_DISP,
-  M_TAU,
-  M_KL,
-  M_COUNT
-};
-static const char *const m_keys[M_COUNT] = {
-    "chunks_per_batch_mean", "chunks_per_batch_min", "same_rank_next_epoch",
-    "pairs_together_again",  "displacement",         "kendall_tau",
-    "label_kl"};
+enum { M_CHUNKS, M_CHUNKS_MIN, M_STAY, M_PAIRS, M_DISP, M_TAU, M_KL, M_COUNT };
+static const char *const m_keys[M_COUNT] = {"chunks_per_batch_mean",
+                                            "chunks_per_batch_min",
+                                            "same_rank_next_epoch",
+                                            "pairs_together_again",
+                                            "displacement",
+                                            "kendall_tau",
+                                            "label_kl"};
 static const char *const m_text[M_COUNT] = {
-    "distinct chunks per batch (mean)",
-    "distinct chunks per batch (min)",
-    "same rank next epoch (fraction)",
-    "pairs sharing a batch again",
-    "displacement / N (mean)",
-    "Kendall tau, consecutive epochs",
+    "distinct chunks per batch (mean)", "distinct chunks per batch (min)",
+    "same rank next epoch (fraction)",  "pairs sharing a batch again",
+    "displacement / N (mean)",          "Kendall tau, consecutive epochs",
     "label KL per batch (nats)"};
 
 typedef struct acc {
@@ -130,8 +121,8 @@ static void epoch_free(epoch_ord *e) {
 }
 
 /* Append rank r's order (s, c, bs, nb) to e.  Returns 0 or -1 (memory). */
-static int epoch_append(epoch_ord *e, int r, const int64_t *s,
-                        const int64_t *c, const int64_t *bs, int64_t nb) {
+static int epoch_append(epoch_ord *e, int r, const int64_t *s, const int64_t *c,
+                        const int64_t *bs, int64_t nb) {
   int64_t n = bs[nb], n0 = e->o.n, b0 = e->o.nbatches;
   int64_t *ns = realloc(e->sample, (size_t)(n0 + n + 1) * sizeof *ns);
   if (ns)
@@ -173,8 +164,8 @@ static int epoch_build(const tool_ctx *ctx, const ferry_loader *L,
     int64_t *s = NULL, *c = NULL, *bs = NULL, nb = 0;
     int rc = ferry_plan_order(L, ep, cfg->world, r, &s, &c, &bs, &nb);
     if (rc) {
-      tool_error(ctx, "cannot plan epoch %" PRId64 " of rank %d of %d: %s",
-                 ep, r, cfg->world, ferry_last_error(NULL));
+      tool_error(ctx, "cannot plan epoch %" PRId64 " of rank %d of %d: %s", ep,
+                 r, cfg->world, ferry_last_error(NULL));
       return 1;
     }
     rc = epoch_append(e, r, s, c, bs, nb);
@@ -208,8 +199,7 @@ oom:
 /* The measures of one epoch (prev: the epoch before, or NULL) into plan
  * and ideal.  Returns 0 or -1 (memory). */
 static int epoch_measure(const epoch_ord *e, const epoch_ord *prev, int64_t N,
-                         const int32_t *cls, int ncls, acc *plan,
-                         acc *ideal) {
+                         const int32_t *cls, int ncls, acc *plan, acc *ideal) {
   for (int which = 0; which < 2; which++) {
     const qm_order *o = which ? &e->ideal : &e->o;
     const qm_order *p = prev ? (which ? &prev->ideal : &prev->o) : NULL;
@@ -222,9 +212,9 @@ static int epoch_measure(const epoch_ord *e, const epoch_ord *prev, int64_t N,
         qm_displacement(o, N, &v[M_DISP]))
       return -1;
     v[M_CHUNKS_MIN] = mn;
-    if (p && (qm_rank_stay(p, o, N, &v[M_STAY]) ||
-              qm_pair_again(p, o, N, &v[M_PAIRS]) ||
-              qm_kendall(p, o, N, &v[M_TAU])))
+    if (p &&
+        (qm_rank_stay(p, o, N, &v[M_STAY]) ||
+         qm_pair_again(p, o, N, &v[M_PAIRS]) || qm_kendall(p, o, N, &v[M_TAU])))
       return -1;
     if (cls && qm_label_kl(o, cls, N, ncls, &v[M_KL]))
       return -1;
@@ -245,16 +235,51 @@ static double row_value(ferry_dtype t, const unsigned char *p) {
   case FERRY_INT8: return (double)*(const int8_t *)p;
   case FERRY_UINT8: return (double)*p;
   case FERRY_BOOL: return (double)(*p != 0);
-  case FERRY_INT16: { int16_t v; memcpy(&v, p, sizeof v); return (double)v; }
-  case FERRY_UINT16: { uint16_t v; memcpy(&v, p, sizeof v); return (double)v; }
-  case FERRY_INT32: { int32_t v; memcpy(&v, p, sizeof v); return (double)v; }
-  case FERRY_UINT32: { uint32_t v; memcpy(&v, p, sizeof v); return (double)v; }
-  case FERRY_INT64: { int64_t v; memcpy(&v, p, sizeof v); return (double)v; }
-  case FERRY_UINT64: { uint64_t v; memcpy(&v, p, sizeof v); return (double)v; }
-  case FERRY_FLOAT16: { uint16_t v; memcpy(&v, p, sizeof v);
-                        return tool_half_to_double(v); }
-  case FERRY_FLOAT32: { float v; memcpy(&v, p, sizeof v); return (double)v; }
-  case FERRY_FLOAT64: { double v; memcpy(&v, p, sizeof v); return v; }
+  case FERRY_INT16: {
+    int16_t v;
+    memcpy(&v, p, sizeof v);
+    return (double)v;
+  }
+  case FERRY_UINT16: {
+    uint16_t v;
+    memcpy(&v, p, sizeof v);
+    return (double)v;
+  }
+  case FERRY_INT32: {
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return (double)v;
+  }
+  case FERRY_UINT32: {
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return (double)v;
+  }
+  case FERRY_INT64: {
+    int64_t v;
+    memcpy(&v, p, sizeof v);
+    return (double)v;
+  }
+  case FERRY_UINT64: {
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return (double)v;
+  }
+  case FERRY_FLOAT16: {
+    uint16_t v;
+    memcpy(&v, p, sizeof v);
+    return tool_half_to_double(v);
+  }
+  case FERRY_FLOAT32: {
+    float v;
+    memcpy(&v, p, sizeof v);
+    return (double)v;
+  }
+  case FERRY_FLOAT64: {
+    double v;
+    memcpy(&v, p, sizeof v);
+    return v;
+  }
   default: return NAN;
   }
 }
@@ -286,18 +311,22 @@ static int label_classes(const tool_ctx *ctx, const qcfg *cfg,
       sorted[nd++] = sorted[s];
   if (bad >= 0 || nd > MAX_CLASSES) {
     if (bad >= 0)
-      tool_error(ctx, "--label %s: sample %" PRId64 " has no label value "
-                 "(NaN, or not read)", cfg->label, bad);
+      tool_error(ctx,
+                 "--label %s: sample %" PRId64 " has no label value "
+                 "(NaN, or not read)",
+                 cfg->label, bad);
     else
-      tool_error(ctx, "--label %s: more than %d distinct values; --label "
-                 "wants a class label", cfg->label, MAX_CLASSES);
+      tool_error(ctx,
+                 "--label %s: more than %d distinct values; --label "
+                 "wants a class label",
+                 cfg->label, MAX_CLASSES);
     free(sorted);
     free(cls);
     return 1;
   }
   for (int64_t s = 0; s < N; s++) {
-    const double *hit = bsearch(&vals[s], sorted, (size_t)nd, sizeof *sorted,
-                                cmp_double);
+    const double *hit =
+        bsearch(&vals[s], sorted, (size_t)nd, sizeof *sorted, cmp_double);
     cls[s] = (int32_t)(hit - sorted);
   }
   free(sorted);
@@ -310,9 +339,8 @@ static int label_classes(const tool_ctx *ctx, const qcfg *cfg,
 static int label_options(const tool_ctx *ctx, const char *label,
                          ferry_options **out) {
   static const char *const set[][2] = {
-      {"shuffle", "none"},     {"tail", "partial"}, {"max_chunks", "0"},
-      {"fraction", "1"},       {"batch_size", "4096"},
-      {"partition", "contiguous"}};
+      {"shuffle", "none"}, {"tail", "partial"},    {"max_chunks", "0"},
+      {"fraction", "1"},   {"batch_size", "4096"}, {"partition", "contiguous"}};
   if (ferry_options_copy(ctx->opts, out) != 0)
     return -1;
   if (ferry_options_set(*out, "vars", label) != 0)
@@ -325,8 +353,8 @@ static int label_options(const tool_ctx *ctx, const char *label,
 
 /* Every rank reads its share of the label variable; rank 0 gets the
  * classes.  COLLECTIVE.  Returns 0 or an exit status, the same everywhere. */
-static int read_labels(tool_ctx *ctx, const qcfg *cfg, int64_t N,
-                       int32_t **cls, int *ncls) {
+static int read_labels(tool_ctx *ctx, const qcfg *cfg, int64_t N, int32_t **cls,
+                       int *ncls) {
   ferry_options *o = NULL;
   ferry_loader *LL = NULL;
   if (label_options(ctx, cfg->label, &o) != 0) {
@@ -342,7 +370,8 @@ static int read_labels(tool_ctx *ctx, const qcfg *cfg, int64_t N,
   int st = 0;
   if (ferry_var_info_get(LL, 0, &v) != 0 ||
       v.row_bytes != ferry_dtype_size(v.dtype))
-    st = tool_usage_error(ctx, "--label %s: a label is one value per "
+    st = tool_usage_error(ctx,
+                          "--label %s: a label is one value per "
                           "sample; %s has %zu bytes a sample",
                           cfg->label, cfg->label, v.row_bytes);
   int64_t n = 0, cap = 0, *ids = NULL, *bits = NULL;
@@ -359,8 +388,7 @@ static int read_labels(tool_ctx *ctx, const qcfg *cfg, int64_t N,
       if (nb)
         bits = nb;
       if (!ni || !nb)
-        tool_local_fatal(ctx, LL, "out of memory for the labels",
-                         FERRY_ENOMEM);
+        tool_local_fatal(ctx, LL, "out of memory for the labels", FERRY_ENOMEM);
     }
     const unsigned char *p = b->vars[0].data;
     for (int64_t i = 0; i < b->size; i++, n++) {
@@ -385,8 +413,7 @@ static int read_labels(tool_ctx *ctx, const qcfg *cfg, int64_t N,
   if (!st && ctx->rank == 0) {
     double *vals = malloc((size_t)(N > 0 ? N : 1) * sizeof *vals);
     if (!vals)
-      tool_local_fatal(ctx, NULL, "out of memory for the labels",
-                       FERRY_ENOMEM);
+      tool_local_fatal(ctx, NULL, "out of memory for the labels", FERRY_ENOMEM);
     for (int64_t s = 0; s < N; s++)
       vals[s] = NAN;
     for (int64_t i = 0; i < total; i++)
@@ -435,11 +462,8 @@ static int quality_args(const tool_ctx *ctx, qcfg *cfg) {
                                 v);
       cfg->label = v;
       break;
-    case OPT_JSON:
-      cfg->json = 1;
-      break;
-    default:
-      break;
+    case OPT_JSON: cfg->json = 1; break;
+    default: break;
     }
   }
   char buf[64];
@@ -466,7 +490,8 @@ static void quality_print(const tool_ctx *ctx, const ferry_loader *L,
   if (cfg->json) {
     printf("{\"dataset\": ");
     tool_json_string(stdout, ctx->target);
-    printf(", \"epochs\": %" PRId64 ", \"world_size\": %d, \"samples\": %" PRId64
+    printf(", \"epochs\": %" PRId64
+           ", \"world_size\": %d, \"samples\": %" PRId64
            ", \"batch_size\": %s, \"shuffle\": \"%s\", \"shuffle_buffer\": %s"
            ", \"block_size\": %s, \"seed\": %" PRIu64,
            cfg->epochs, cfg->world, N, bsz, shuffle, sb, bls, cfg->seed);

@@ -82,8 +82,7 @@ int qm_chunks_per_batch(const qm_order *o, const int64_t *chunk, double *mean,
   return 0;
 }
 
-int qm_rank_stay(const qm_order *a, const qm_order *b, int64_t N,
-                 double *out) {
+int qm_rank_stay(const qm_order *a, const qm_order *b, int64_t N, double *out) {
   *out = NAN;
   int64_t *fa = first_slots(a, N), *fb = first_slots(b, N);
   int64_t *ba = slot_batches(a), *bb = slot_batches(b);

@@ -34,8 +34,7 @@ int qm_chunks_per_batch(const qm_order *o, const int64_t *chunk, double *mean,
 int qm_rank_stay(const qm_order *a, const qm_order *b, int64_t N, double *out);
 /** Of the pairs of distinct samples sharing a batch in a (both served in
  *  b), the fraction sharing a batch again in b.  Exact: O(n log B). */
-int qm_pair_again(const qm_order *a, const qm_order *b, int64_t N,
-                  double *out);
+int qm_pair_again(const qm_order *a, const qm_order *b, int64_t N, double *out);
 /** Mean |position - sample index| / N over the samples served. */
 int qm_displacement(const qm_order *a, int64_t N, double *out);
 /** Kendall's tau between the positions in a and in b of the samples served
