@@ -486,7 +486,6 @@ static void quality_print(const tool_ctx *ctx, const ferry_loader *L,
   const char *why = "";
   int64_t cs = ferry_chunk_samples(L, &why);
   int same = cfg->world == ctx->size;
-  int64_t nchunks = 0;
   if (cfg->json) {
     printf("{\"dataset\": ");
     tool_json_string(stdout, ctx->target);
@@ -518,7 +517,6 @@ static void quality_print(const tool_ctx *ctx, const ferry_loader *L,
     fflush(stdout);
     return;
   }
-  (void)nchunks;
   printf("ferry quality: %s, %" PRId64 " samples, %d rank%s simulated, "
          "epochs 0..%" PRId64 ", batch_size %s, shuffle %s, shuffle_buffer "
          "%s, block_size %s\n",

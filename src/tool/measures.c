@@ -217,7 +217,8 @@ int qm_label_kl(const qm_order *a, const int32_t *cls, int64_t N, int ncls,
       continue;
     memset(p, 0, (size_t)ncls * sizeof *p);
     for (int64_t i = a->bstart[k]; i < a->bstart[k + 1]; i++)
-      p[cls[a->sample[i]]] += 1.0 / (double)m;
+      if (a->sample[i] >= 0 && a->sample[i] < N)
+        p[cls[a->sample[i]]] += 1.0 / (double)m;
     double kl = 0;
     for (int c = 0; c < ncls; c++)
       if (p[c] > 0)
