@@ -476,8 +476,8 @@ static int quality_args(const tool_ctx *ctx, qcfg *cfg) {
 
 /* Rank 0: the report. */
 static void quality_print(const tool_ctx *ctx, const ferry_loader *L,
-                          const qcfg *cfg, int64_t N, const acc *plan,
-                          const acc *ideal, int ncls) {
+                          const qcfg *cfg, int64_t N, int64_t nchunks,
+                          const acc *plan, const acc *ideal, int ncls) {
   char shuffle[64], sb[64], bsz[64], bls[64];
   tool_option(ctx, "shuffle", shuffle, sizeof shuffle);
   tool_option(ctx, "shuffle_buffer", sb, sizeof sb);
@@ -489,11 +489,11 @@ static void quality_print(const tool_ctx *ctx, const ferry_loader *L,
   if (cfg->json) {
     printf("{\"dataset\": ");
     tool_json_string(stdout, ctx->target);
-    printf(", \"epochs\": %" PRId64
-           ", \"world_size\": %d, \"samples\": %" PRId64
-           ", \"batch_size\": %s, \"shuffle\": \"%s\", \"shuffle_buffer\": %s"
-           ", \"block_size\": %s, \"seed\": %" PRIu64,
-           cfg->epochs, cfg->world, N, bsz, shuffle, sb, bls, cfg->seed);
+    printf(
+        ", \"epochs\": %" PRId64 ", \"world_size\": %d, \"samples\": %" PRId64
+        ", \"batch_size\": %s, \"shuffle\": \"%s\", \"shuffle_buffer\": %s"
+        ", \"block_size\": %s, \"seed\": %" PRIu64 ", \"chunks\": %" PRId64,
+        cfg->epochs, cfg->world, N, bsz, shuffle, sb, bls, cfg->seed, nchunks);
     if (same) {
       printf(", \"chunk_samples\": %" PRId64 ", \"chunk_samples_why\": ", cs);
       tool_json_string(stdout, why);
@@ -522,8 +522,11 @@ static void quality_print(const tool_ctx *ctx, const ferry_loader *L,
          "%s, block_size %s\n",
          ctx->target, N, cfg->world, cfg->world == 1 ? "" : "s",
          cfg->epochs - 1, bsz, shuffle, sb, bls);
+  printf("chunks: %" PRId64 " (as a job of %d ranks cuts them)", nchunks,
+         cfg->world);
   if (same)
-    printf("chunk_samples %" PRId64 " (%s)\n", cs, why);
+    printf(", chunk_samples %" PRId64 " (%s)", cs, why);
+  printf("\n");
   if (cfg->label)
     printf("label %s: %d classes\n", cfg->label, ncls);
   printf("%-34s %12s %12s\n", "measure", "this plan", "ideal");
@@ -555,8 +558,12 @@ static int quality_compute(const tool_ctx *ctx, const ferry_loader *L,
   memset(&prev, 0, sizeof prev);
   memset(&cur, 0, sizeof cur);
   int st = 0;
+  int64_t nchunks = 0;
   for (int64_t e = 0; !st && e < cfg->epochs; e++) {
     st = epoch_build(ctx, L, cfg, e, N, chunk_of, &cur);
+    for (int64_t i = 0; !st && e == 0 && i < cur.o.n; i++)
+      if (cur.chunk[i] + 1 > nchunks)
+        nchunks = cur.chunk[i] + 1; /* ids in storage order: the last + 1 */
     if (!st && epoch_measure(&cur, e ? &prev : NULL, N, cls, ncls, &plan,
                              &ideal) != 0) {
       tool_error(ctx, "out of memory for the measures");
@@ -570,7 +577,7 @@ static int quality_compute(const tool_ctx *ctx, const ferry_loader *L,
   epoch_free(&cur);
   free(chunk_of);
   if (!st)
-    quality_print(ctx, L, cfg, N, &plan, &ideal, ncls);
+    quality_print(ctx, L, cfg, N, nchunks, &plan, &ideal, ncls);
   return st;
 }
 

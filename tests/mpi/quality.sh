@@ -97,6 +97,10 @@ for k in r:
     check(sorted(m[k]) == sorted(keys), f"{k}: keys {sorted(m[k])}")
     check(r[k]["world_size"] == 3 and r[k]["samples"] == 50021
           and r[k]["classes"] == 10, f"{k}: header {r[k]}")
+# the chunks a 3-rank job cuts: 96 wanted with shuffle_buffer 4 (block), 64
+# with 1, and 1 MiB (3 chunks of 48-byte rows) with shuffle=none
+check([r[n]["chunks"] for n in ("block", "sb1", "none")] == [97, 65, 3],
+      f"chunks {[r[n]['chunks'] for n in ('block', 'sb1', 'none')]}")
 ideal = m["none"]
 def dist(name, key):
     return abs(m[name][key]["plan"] - m[name][key]["ideal"])
