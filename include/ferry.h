@@ -693,6 +693,39 @@ FERRY_API int ferry_epoch_chunks(const ferry_loader *loader,
                                  ferry_chunk_info *out, int64_t max,
                                  int64_t *count);
 
+/**
+ * The samples per chunk this loader cuts (the chunk_samples option, resolved
+ * when 0), and in *why (may be NULL; owned by the loader) one line saying
+ * which rule chose it.  LOCAL.  Returns FERRY_EINVAL for a NULL loader.
+ */
+FERRY_API int64_t ferry_chunk_samples(const ferry_loader *loader,
+                                      const char **why);
+
+/**
+ * The order a job with this loader's dataset and options over world_size
+ * ranks serves on rank `rank` in epoch `epoch`, computed from the plan alone
+ * (nothing is read; the plan is a pure function of the dataset, the
+ * options, the seed, the epoch, the world size and the rank, so one process
+ * can ask for every rank of any world size).  chunk_samples=0 is resolved
+ * for world_size, as such a job would.
+ *
+ * @param samples      receives a malloc'd array: the global sample index of
+ *                     every sample served, in order (pads included)
+ * @param chunks       (may be NULL) receives a malloc'd array: the chunk
+ *                     holding each of them, in such a job's numbering
+ * @param batch_start  receives a malloc'd array of *num_batches + 1 offsets
+ *                     into samples: batch b is [batch_start[b],
+ *                     batch_start[b+1])
+ * The caller frees the arrays with free().  LOCAL.  Returns 0, FERRY_EINVAL
+ * (a NULL argument, world_size < 1, rank outside [0, world_size), epoch < 0,
+ * or a plan the options refuse, as ferry_set_epoch would),
+ * FERRY_EEMPTY, FERRY_ENOMEM; the message is ferry_last_error(NULL).
+ */
+FERRY_API int ferry_plan_order(const ferry_loader *loader, int64_t epoch,
+                               int world_size, int rank, int64_t **samples,
+                               int64_t **chunks, int64_t **batch_start,
+                               int64_t *num_batches);
+
 /** Memory the loader may use, by component, known at ferry_open/set_epoch. */
 typedef struct ferry_memory_budget {
   size_t batch_bytes;  /**< one batch of every variable                     */

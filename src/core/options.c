@@ -98,7 +98,9 @@ static const option_def defs[] = {
      tail_names},
     {{"chunk_samples", "0", "integer >= 0",
       "Samples per chunk, the unit of reading; 0 picks about 1 MiB of rows, "
-      "a multiple of the storage chunks (HDF5, Zarr)."},
+      "a multiple of the storage chunks (HDF5, Zarr), cut smaller when "
+      "shuffling so that there are at least max(64, 8 x ranks x "
+      "shuffle_buffer) chunks (docs/shuffling.md)."},
      K_INT,
      OFF(chunk_samples),
      0,

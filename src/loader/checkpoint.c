@@ -173,10 +173,48 @@ int ferry_state_save_buffer(ferry_loader *L, void **buf, size_t *len) {
   return rc;
 }
 
+/* chunk_samples=0 (auto) depends on the world size (plan.h): a state saved
+ * on another number of ranks resolved it to another size, which this loader
+ * adopts (*adopt) so that the resumed plan cuts the same chunks.  1 when
+ * option NAME's saved value is such a size. */
+static int auto_chunks(const ferry_loader *L, const char *name,
+                       const char *saved, int64_t *adopt) {
+  if (strcmp(name, "chunk_samples") != 0 || L->opts->chunk_samples != 0)
+    return 0;
+  char *end = NULL;
+  long long v = strtoll(saved, &end, 10);
+  if (end == saved || *end != '\0' || v < 1)
+    return 0;
+  *adopt = (int64_t)v;
+  return 1;
+}
+
+/* Cut the chunks again with the chunk_samples a state recorded (see
+ * auto_chunks).  LOCAL; the same result on every rank but ENOMEM. */
+static int adopt_chunks(ferry_loader *L, int64_t cs, ferry__err *err) {
+  ferry__chunk_index ci;
+  int rc = ferry__chunk_index_make(&L->m, cs, &ci);
+  if (rc)
+    return ferry__seterr_on(err, L->rank, rc,
+                            "dataset %s: out of memory for the chunk index "
+                            "(%zu bytes for %lld parts)",
+                            L->m.spec,
+                            (size_t)(L->m.nparts + 1) * sizeof(int64_t),
+                            (long long)L->m.nparts);
+  ferry__chunk_index_free(&L->chunks);
+  L->chunks = ci;
+  L->nchunks = ci.nchunks;
+  L->chunk_samples = cs;
+  snprintf(L->chunk_why, sizeof L->chunk_why,
+           "auto, kept from the state loaded: %lld rows", (long long)cs);
+  ferry__budget_compute(L, NULL);
+  return 0;
+}
+
 /* Does the decoded state belong to this loader?  The same answer on every
  * rank: the bytes and the loader's inputs are the same everywhere. */
 static int state_check(const ferry_loader *L, const ferry__state *st,
-                       const char *path, ferry__err *err) {
+                       const char *path, int64_t *adopt, ferry__err *err) {
   if (st->dataset_hash != L->m.hash)
     return ferry__seterr(err, FERRY_EMISMATCH,
                          "state file %s was saved for dataset '%s' (%lld "
@@ -202,7 +240,8 @@ static int state_check(const ferry_loader *L, const ferry__state *st,
       rc = ferry__seterr(err, FERRY_EFORMAT,
                          "state file %s does not record option '%s'", path,
                          mine.opt_name[i]);
-    else if (strcmp(saved, mine.opt_value[i]) != 0)
+    else if (strcmp(saved, mine.opt_value[i]) != 0 &&
+             !auto_chunks(L, mine.opt_name[i], saved, adopt))
       rc = ferry__seterr(err, FERRY_EMISMATCH,
                          "state file %s was saved with option '%s' = '%s', "
                          "this loader has '%s'; a resume must keep every "
@@ -222,6 +261,7 @@ static int state_load(ferry_loader *L, const char *name, char *buf, size_t len,
                       int rc, ferry__err *err) {
   ferry__state st;
   memset(&st, 0, sizeof st);
+  int64_t adopt = 0;
   int vrc = L->peer_rc
                 ? ferry__peer_gone(L, "ferry_state_load", err)
                 : ferry__vote(L, FERRY__VOTE_STATE_LOAD, 0, 0, NULL, err);
@@ -235,7 +275,9 @@ static int state_load(ferry_loader *L, const char *name, char *buf, size_t len,
     if (!rc)
       rc = ferry__state_decode(buf, len, name, &st, err);
     if (!rc)
-      rc = state_check(L, &st, name, err);
+      rc = state_check(L, &st, name, &adopt, err);
+    if (!rc && adopt > 0 && adopt != L->chunk_samples)
+      rc = adopt_chunks(L, adopt, err);
     rc = ferry__agree(L->comm, L->rank, rc, err);
   }
   free(buf);

@@ -83,6 +83,79 @@ static int64_t chunk_of(const ferry_loader *L, int64_t g) {
   return ferry__chunk_of_sample(&L->chunks, g);
 }
 
+int64_t ferry_chunk_samples(const ferry_loader *L, const char **why) {
+  if (!L)
+    return FERRY_EINVAL;
+  if (why)
+    *why = L->chunk_why;
+  return L->chunk_samples;
+}
+
+/* The chunk of every sample in samples[0..n): chunks sorted by
+ * global_first, so a binary search each. */
+static int64_t *chunk_ids(const ferry__chunk *c, int64_t nc,
+                          const int64_t *samples, int64_t n) {
+  int64_t *ids = malloc((size_t)(n > 0 ? n : 1) * sizeof *ids);
+  for (int64_t i = 0; ids && i < n; i++) {
+    int64_t lo = 0, hi = nc - 1;
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo + 1) / 2;
+      if (c[mid].global_first <= samples[i])
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    ids[i] = lo;
+  }
+  return ids;
+}
+
+static int order_fail(int rc, const char *msg) {
+  ferry__set_thread_error(msg);
+  return rc;
+}
+
+int ferry_plan_order(const ferry_loader *L, int64_t epoch, int world_size,
+                     int rank, int64_t **samples, int64_t **chunks,
+                     int64_t **batch_start, int64_t *num_batches) {
+  if (!L || !samples || !batch_start || !num_batches)
+    return order_fail(FERRY_EINVAL, "ferry_plan_order: NULL argument");
+  if (world_size < 1 || rank < 0 || rank >= world_size || epoch < 0)
+    return order_fail(FERRY_EINVAL, "ferry_plan_order: needs world_size >= "
+                                    "1, 0 <= rank < world_size, epoch >= 0");
+  ferry__plan_params pp;
+  ferry__plan_params_of(L, epoch, &pp);
+  pp.world_size = world_size;
+  int64_t cs = L->opts->chunk_samples;
+  if (cs == 0)
+    cs = ferry__auto_chunk_samples(&L->m, L->row_total, &pp, NULL, 0);
+  ferry__chunk *c = NULL;
+  int64_t nc = 0;
+  ferry__err err = {0};
+  int rc = ferry__chunks_make(&L->m, cs, &c, &nc);
+  if (rc)
+    ferry__seterr(&err, rc, "out of memory for chunks");
+  else
+    rc = ferry__plan_order(c, nc, &pp, rank, samples, batch_start, num_batches,
+                           &err);
+  if (!rc && chunks) {
+    *chunks = chunk_ids(c, nc, *samples, (*batch_start)[*num_batches]);
+    if (!*chunks) {
+      free(*samples);
+      free(*batch_start);
+      *samples = *batch_start = NULL;
+      rc = ferry__seterr(&err, FERRY_ENOMEM, "out of memory for the order");
+    }
+  }
+  free(c);
+  if (rc) {
+    char text[FERRY__MSG_MAX];
+    ferry__err_text(&err, text, sizeof text);
+    return order_fail(rc, text);
+  }
+  return 0;
+}
+
 int ferry_epoch_chunks(const ferry_loader *L, ferry_chunk_info *out,
                        int64_t max, int64_t *count) {
   if (!L || !count)

@@ -152,9 +152,10 @@ struct ferry_loader {
   const ferry__backend *be;
   ferry__chunk_index chunks; /* chunk id -> part and row, O(parts)   */
   int64_t nchunks, chunk_samples;
-  size_t row_total;   /* bytes of one sample, all variables     */
-  size_t *var_prefix; /* [nvars] bytes of vars before v in a row */
-  int nthreads;       /* workers per epoch (the threads option, resolved) */
+  char chunk_why[256]; /* how chunk_samples was chosen (ferry_chunk_samples) */
+  size_t row_total;    /* bytes of one sample, all variables     */
+  size_t *var_prefix;  /* [nvars] bytes of vars before v in a row */
+  int nthreads;        /* workers per epoch (the threads option, resolved) */
   ring_slot *ring;
   int64_t nring;
   int ring_pinned; /* the ring's buffers come from cudaHostAlloc      */

@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -386,8 +387,15 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
       rc = resolve_threads(L, &err);
     if (!rc) {
       L->chunk_samples = L->opts->chunk_samples;
-      if (L->chunk_samples == 0)
-        L->chunk_samples = ferry__auto_chunk_samples(&L->m, L->row_total);
+      if (L->chunk_samples == 0) {
+        ferry__plan_params pp;
+        ferry__plan_params_of(L, 0, &pp);
+        L->chunk_samples = ferry__auto_chunk_samples(
+            &L->m, L->row_total, &pp, L->chunk_why, sizeof L->chunk_why);
+      } else {
+        snprintf(L->chunk_why, sizeof L->chunk_why, "chunk_samples=%lld",
+                 (long long)L->chunk_samples);
+      }
       rc = ferry__chunk_index_make(&L->m, L->chunk_samples, &L->chunks);
       L->nchunks = L->chunks.nchunks;
       if (rc)

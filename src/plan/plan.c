@@ -28,6 +28,7 @@
 #include "plan/plan.h"
 #include "core/options.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,11 +80,10 @@ static int64_t gcd64(int64_t a, int64_t b) {
   return a;
 }
 
-int64_t ferry__auto_chunk_samples(const ferry__manifest *m, size_t row_total) {
-  int64_t base =
-      (int64_t)(FERRY__AUTO_CHUNK_BYTES / (row_total ? row_total : 1));
-  if (base < 1)
-    base = 1;
+/* The storage alignment of the variables: the lcm of their storage chunk
+ * rows (the largest when that exceeds FERRY__ALIGN_MAX times the largest or
+ * overflows), 0 when no variable is chunked. */
+static int64_t storage_align(const ferry__manifest *m) {
   int64_t align = 0, largest = 0;
   for (int v = 0; v < m->nvars; v++) {
     int64_t c = m->vars[v].chunk_rows;
@@ -102,14 +102,57 @@ int64_t ferry__auto_chunk_samples(const ferry__manifest *m, size_t row_total) {
     else if (align > 0)
       align = align / g * c;
   }
-  if (align < 0)
-    align = largest;
-  if (align == 0)
+  return align < 0 ? largest : align;
+}
+
+int64_t ferry__auto_chunk_samples(const ferry__manifest *m, size_t row_total,
+                                  const ferry__plan_params *pp, char *why,
+                                  size_t why_len) {
+  int64_t base =
+      (int64_t)(FERRY__AUTO_CHUNK_BYTES / (row_total ? row_total : 1));
+  if (base < 1)
+    base = 1;
+  int64_t align = storage_align(m);
+  if (align > 0) {
+    int64_t k = (base + align / 2) / align; /* nearest multiple */
+    if (k < 1)
+      k = 1;
+    base = k > INT64_MAX / align ? align : k * align;
+  }
+  if (why && why_len)
+    snprintf(why, why_len, "auto: about %d KiB of rows%s%lld rows",
+             (int)(FERRY__AUTO_CHUNK_BYTES >> 10),
+             align > 0 ? ", whole storage chunks: " : ": ", (long long)base);
+  if (!pp || pp->shuffle == FERRY__SHUFFLE_NONE || m->num_samples <= 0)
     return base;
-  int64_t k = (base + align / 2) / align; /* nearest multiple */
-  if (k < 1)
-    k = 1;
-  return k > INT64_MAX / align ? align : k * align;
+  /* Enough chunks for every rank's shuffle window to mix several. */
+  int64_t sb = pp->shuffle_buffer > 1 ? pp->shuffle_buffer : 1;
+  int64_t ws = pp->world_size > 1 ? pp->world_size : 1;
+  int64_t target = FERRY__AUTO_MIN_CHUNKS;
+  if (sb > INT64_MAX / 8 / ws)
+    target = INT64_MAX;
+  else if (8 * ws * sb > target)
+    target = 8 * ws * sb;
+  int64_t n = m->num_samples;
+  if (n / base >= target)
+    return base;
+  int64_t cs = n / target, unit = align > 0 ? align : 1;
+  cs = cs / unit * unit;
+  if (cs < unit)
+    cs = unit; /* fewer storage chunks than target: one each, never cut */
+  if (cs >= base)
+    return base;
+  if (why && why_len)
+    snprintf(why, why_len,
+             "auto: %lld samples / %lld chunks (max(%d, 8 x %lld ranks x "
+             "shuffle_buffer %lld))%s: %lld rows",
+             (long long)n, (long long)target, FERRY__AUTO_MIN_CHUNKS,
+             (long long)ws, (long long)sb,
+             align > 0 ? (cs == align ? ", at least one storage chunk"
+                                      : ", whole storage chunks")
+                       : "",
+             (long long)cs);
+  return cs;
 }
 
 int ferry__chunks_make(const ferry__manifest *m, int64_t chunk_samples,

@@ -44,9 +44,19 @@ typedef struct ferry__plan_params {
  * a multiple of the storage chunk rows of the variables (their least common
  * multiple; the largest when that exceeds FERRY__ALIGN_MAX times the
  * largest), so that every plan chunk reads whole storage chunks.  Never
- * below one storage chunk, never below 1.
+ * below one storage chunk, never below 1.  Then, unless pp is NULL or
+ * shuffles nothing, the dataset is cut into at least T = max(
+ * FERRY__AUTO_MIN_CHUNKS, 8 x world_size x shuffle_buffer) chunks: the
+ * rows are num_samples / T, rounded down to whole storage chunks, and
+ * one storage chunk each when the dataset holds fewer than T of them.
+ * A pure function of the manifest, row_total and pp (shuffle,
+ * shuffle_buffer, world_size): every rank decides the same.  why (may be
+ * NULL) receives one line saying which rule decided.
  */
-int64_t ferry__auto_chunk_samples(const ferry__manifest *m, size_t row_total);
+int64_t ferry__auto_chunk_samples(const ferry__manifest *m, size_t row_total,
+                                  const ferry__plan_params *pp, char *why,
+                                  size_t why_len);
+#define FERRY__AUTO_MIN_CHUNKS 64
 #define FERRY__ALIGN_MAX 64
 
 /** Split parts into chunks of at most chunk_samples rows (malloc'd array;
@@ -236,5 +246,16 @@ int ferry__plan_resume(const ferry__pieces *ps, const int64_t *perm,
 /** Checksum of a rank's plan (slots and batch boundaries), computed window
  *  by window (O(window) memory).  Returns 0 or FERRY_ENOMEM. */
 int ferry__rank_plan_checksum(const ferry__rank_plan *p, uint64_t *out);
+/**
+ * The served order of rank (of pp->world_size) in epoch pp->epoch over
+ * these chunks (plan/quality.c): *samples the global sample index of every
+ * slot in served order (pads included), *batch_start the *nbatches + 1 slot
+ * offsets of the batches; both malloc'd.  Pure.  Returns the codes of
+ * ferry__plan_build.
+ */
+int ferry__plan_order(const ferry__chunk *chunks, int64_t nchunks,
+                      const ferry__plan_params *pp, int rank, int64_t **samples,
+                      int64_t **batch_start, int64_t *nbatches,
+                      ferry__err *err);
 
 #endif /* FERRY_PLAN_H */

@@ -39,7 +39,8 @@ const tool_cmd tool_cmd_info = {
         "'data/part-*', '@list.txt', or a 'mem:' spec) on every rank and print "
         "on rank 0 its backend, parts, variables (name, dtype, stored byte "
         "order, shape, row bytes, total bytes), number of samples, chunks "
-        "and chunk size, the memory budget of a loader with these options, "
+        "and chunk size, the chunk_samples in effect and the rule that chose "
+        "it, the memory budget of a loader with these options, "
         "and the options in effect.",
     .loader_options = 1,
     .opts = info_opts,
@@ -123,6 +124,9 @@ static void print_text(const tool_ctx *ctx, const ferry_loader *L,
   printf("chunks         %" PRId64 " of at most %" PRId64 " samples (%s)\n",
          ferry_num_chunks(L), max_chunk,
          tool_fmt_bytes((double)max_chunk * (double)row_total, b1, sizeof b1));
+  const char *why = "";
+  int64_t cs = ferry_chunk_samples(L, &why);
+  printf("chunk_samples  %" PRId64 " (%s)\n", cs, why);
   if (cut)
     printf("               not a multiple of %s's storage chunk of %" PRId64
            " rows: some storage chunks are read (and decoded) by two reads; "
@@ -200,6 +204,10 @@ static void print_json(const tool_ctx *ctx, const ferry_loader *L,
          ", \"chunk_samples\": %" PRId64 ", \"chunk_bytes\": %.0f",
          row_total, ferry_num_chunks(L), max_chunk,
          (double)max_chunk * (double)row_total);
+  const char *why = "";
+  ferry_chunk_samples(L, &why);
+  printf(", \"chunk_samples_why\": ");
+  tool_json_string(stdout, why);
   printf(", \"memory_budget\": {\"batch_bytes\": %zu, \"ring_bytes\": %zu, "
          "\"read_bytes\": %zu, \"plan_bytes\": %zu, \"cache_bytes\": %zu, "
          "\"total_bytes\": %zu}",

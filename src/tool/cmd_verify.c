@@ -14,7 +14,11 @@
  *   determinism   ferry_set_epoch again with the same epoch gives the same
  *                 batches (a hash of index, ids, padding and data per batch);
  *   order         consecutive epochs give different orders (a warning only,
- *                 and only when something is shuffled).
+ *                 and only when something is shuffled);
+ *   mixing        the plan of epoch 0 mixes at least 4 distinct chunks per
+ *                 batch on average (a warning only, when something is
+ *                 shuffled and 4 could be: batch_size and chunks >= 4);
+ *                 from ferry_plan_order, as `ferry quality` measures it.
  * Rank 0 prints one PASS/FAIL/WARN/SKIP line per check and epoch and a
  * summary.  Exit 0 when all hold, 3 when one failed, 1 on a library error.
  *
@@ -26,6 +30,7 @@
  * the interrupted and the resumed runs together.  At the end of every epoch
  * FILE.served holds that whole epoch's ids, a record a test can check alone.
  */
+#include "measures.h"
 #include "tool.h"
 
 #include <inttypes.h>
@@ -66,7 +71,8 @@ const tool_cmd tool_cmd_verify = {
         "every rank; every sample served exactly once as the tail option "
         "promises; the content of every element for datasets written by "
         "'ferry gen' (or mem: specs); identical batches when an epoch is "
-        "run again; different orders in different epochs (a warning).  "
+        "run again; different orders in different epochs (a warning); at "
+        "least 4 distinct chunks per batch on average (a warning).  "
         "Prints PASS/FAIL per check and a summary; exits 0 when all hold, 3 "
         "when one failed, 1 on a library error, 75 when it saved a "
         "checkpoint to --state FILE on the checkpoint signal (run it again, "
@@ -79,9 +85,17 @@ const tool_cmd tool_cmd_verify = {
 
 #define MSG_LEN 512
 
-enum { CK_BATCHES, CK_ONCE, CK_CONTENT, CK_DETERMINISM, CK_ORDER, CK_COUNT };
+enum {
+  CK_BATCHES,
+  CK_ONCE,
+  CK_CONTENT,
+  CK_DETERMINISM,
+  CK_ORDER,
+  CK_MIXING,
+  CK_COUNT
+};
 static const char *const check_names[CK_COUNT] = {
-    "batches", "exactly-once", "content", "determinism", "order"};
+    "batches", "exactly-once", "content", "determinism", "order", "mixing"};
 /* By severity: a check's summary is its worst result over the epochs. */
 enum { RES_NONE = -1, RES_SKIP, RES_PASS, RES_WARN, RES_FAIL };
 static const char *const res_names[] = {"SKIP", "PASS", "WARN", "FAIL"};
@@ -1001,6 +1015,58 @@ static int verify_epoch(tool_ctx *ctx, ferry_loader *L, const verify_cfg *cfg,
   return 0;
 }
 
+/* Distinct chunks per batch in epoch 0's plan, averaged over every batch
+ * of every rank: a warning below MIN_MIXING.  COLLECTIVE. */
+#define MIN_MIXING 4
+static void check_mixing(const tool_ctx *ctx, const ferry_loader *L,
+                         verify_run *v) {
+  int64_t *s = NULL, *c = NULL, *bs = NULL, nb = 0;
+  double mine[2] = {0, 0}, all[2] = {0, 0}; /* sum of distinct, batches */
+  int ok = ferry_plan_order(L, 0, ctx->size, ctx->rank, &s, &c, &bs, &nb) == 0;
+  if (ok) {
+    int *rk = calloc((size_t)(nb > 0 ? nb : 1), sizeof *rk);
+    qm_order o = {bs[nb], s, nb, bs, rk};
+    double mean = 0, mn = 0;
+    ok = rk && qm_chunks_per_batch(&o, c, &mean, &mn) == 0;
+    for (int64_t b = 0; ok && b < nb; b++)
+      mine[1] += bs[b + 1] > bs[b];
+    if (ok && mine[1] > 0)
+      mine[0] = mean * mine[1];
+    free(rk);
+  }
+  free(s);
+  free(c);
+  free(bs);
+  ok = tool_all(ok);
+  MPI_Allreduce(mine, all, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  if (ctx->rank != 0)
+    return;
+  report *rep = &v->rep;
+  int64_t nchunks = ferry_num_chunks(L);
+  double mean = all[1] > 0 ? all[0] / all[1] : 0;
+  if (!ok)
+    result(rep, CK_MIXING, RES_SKIP, -1, "cannot plan epoch 0 here: %s",
+           ferry_last_error(NULL));
+  else if (!v->su.shuffled)
+    result(rep, CK_MIXING, RES_SKIP, -1,
+           "shuffle=none: batches of neighbouring samples are expected");
+  else if (v->su.batch_size < MIN_MIXING || nchunks < MIN_MIXING)
+    result(rep, CK_MIXING, RES_SKIP, -1,
+           "batch_size %" PRId64 " and %" PRId64 " chunks: fewer than %d "
+           "chunks could share a batch",
+           v->su.batch_size, nchunks, MIN_MIXING);
+  else if (mean < MIN_MIXING)
+    result(rep, CK_MIXING, RES_WARN, -1,
+           "the plan mixes %.2f distinct chunks per batch on average (fewer "
+           "than %d): batches hold runs of neighbouring samples; raise "
+           "shuffle_buffer, lower chunk_samples or use shuffle=block "
+           "(ferry quality measures the order)",
+           mean, MIN_MIXING);
+  else
+    result(rep, CK_MIXING, RES_PASS, -1,
+           "the plan mixes %.2f distinct chunks per batch on average", mean);
+}
+
 /* Rank 0: the summary (text or JSON).  Returns the verdict on every rank:
  * TOOL_EXIT_OK or TOOL_EXIT_VERIFY.  COLLECTIVE. */
 static int verify_summary(const tool_ctx *ctx, const verify_cfg *cfg,
@@ -1090,6 +1156,7 @@ static int run_verify(tool_ctx *ctx) {
            v.su.n, v.su.batch_size, v.su.shuffle_name, v.su.tail_name);
     fflush(stdout);
   }
+  check_mixing(ctx, L, &v);
   if ((st = verify_epochs(ctx, L, &cfg, &v)) == 0)
     st = verify_summary(ctx, &cfg, &v);
 

@@ -11,8 +11,8 @@
 #include <string.h>
 
 static const tool_cmd *const commands[] = {
-    &tool_cmd_gen,  &tool_cmd_info,  &tool_cmd_plan,
-    &tool_cmd_dump, &tool_cmd_bench, &tool_cmd_verify,
+    &tool_cmd_gen,   &tool_cmd_info,   &tool_cmd_plan,    &tool_cmd_dump,
+    &tool_cmd_bench, &tool_cmd_verify, &tool_cmd_quality,
 };
 #define NCOMMANDS ((int)(sizeof commands / sizeof commands[0]))
 

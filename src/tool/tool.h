@@ -75,6 +75,7 @@ extern const tool_cmd tool_cmd_plan;
 extern const tool_cmd tool_cmd_dump;
 extern const tool_cmd tool_cmd_bench;
 extern const tool_cmd tool_cmd_verify;
+extern const tool_cmd tool_cmd_quality;
 
 /* ---- Command line (common.c) -------------------------------------------- */
 

@@ -62,8 +62,11 @@ printf '\377\377\377\377\377\377\377\377' |
 expect 3 'FAIL content' $RUN_MPI 2 "$FERRY" verify "$glob" $common --tail partial --epochs 1
 grep -F "sample 5 variable 'targets'" "$tmp/out" >/dev/null || bad "verify did not name the changed sample"
 
-# A library error: status 1 on every rank, the message printed once.
-expect 1 'injected read failure' $RUN_MPI 3 "$FERRY" verify 'mem:N=300,vars=x:int8,fail_at=150,fail_rank=1' --batch-size 8
+# A library error: status 1 on every rank, the message printed once.  One
+# chunk of 300 samples, so that rank 1 reads the middle third, sample 150
+# included (the automatic chunk_samples cuts a small dataset into many
+# chunks, and rank 1 might not be dealt the one holding sample 150).
+expect 1 'injected read failure' $RUN_MPI 3 "$FERRY" verify 'mem:N=300,vars=x:int8,fail_at=150,fail_rank=1' --batch-size 8 --chunk-samples 300
 n=`grep -c '^ferry: verify:' "$tmp/err"`
 test "$n" = 1 || bad "the library error was printed $n times, not once"
 

@@ -155,8 +155,11 @@ info_has() {
 }
 info_has "$fx/shuffle_gzip.h5" 'storage        x: chunks (10, 3), shuffle+gzip(4), ratio ' \
   'decode cache 240 B per open file' 'decode caches 240 B'
+# 97 rows in storage chunks of 10: the automatic chunk_samples wants 64
+# chunks, the file has 10 storage chunks: one each, never cut.
 info_has "$fx/chunked_f32.h5" 'storage        x: chunks (10, 3)' \
-  'chunks         1 of at most 97 samples'
+  'chunks         10 of at most 10 samples' \
+  'chunk_samples  10 (auto: 97 samples / 64 chunks (max(64, 8 x 1 ranks x shuffle_buffer 4)), at least one storage chunk: 10 rows)'
 info_has "$fx/contig_i64.h5" 'storage        x: contiguous'
 info_has "$fx/pair.h5" 'notes          chose group/targets, samples (97 rows); skipped /meta/classes (5 rows where the sample dimension has 97); other selections: vars=meta/classes (5 rows)'
 info_has "$fx/bad/mixed.h5" 'skipped /records (a compound type'

@@ -379,21 +379,27 @@ static int test_auto_chunk(void) {
   m.vars = vars;
   m.nvars = 1;
   /* no storage chunks: 1 MiB of rows */
-  REQUIRE(ferry__auto_chunk_samples(&m, 1024) == 1024, "plain 1 KiB rows");
-  REQUIRE(ferry__auto_chunk_samples(&m, 3 << 20) == 1, "rows above 1 MiB");
-  REQUIRE(ferry__auto_chunk_samples(&m, 0) == 1 << 20, "empty rows");
+  REQUIRE(ferry__auto_chunk_samples(&m, 1024, NULL, NULL, 0) == 1024,
+          "plain 1 KiB rows");
+  REQUIRE(ferry__auto_chunk_samples(&m, 3 << 20, NULL, NULL, 0) == 1,
+          "rows above 1 MiB");
+  REQUIRE(ferry__auto_chunk_samples(&m, 0, NULL, NULL, 0) == 1 << 20,
+          "empty rows");
   /* one chunked variable: nearest multiple, at least one chunk */
   vars[0].chunk_rows = 1000;
-  REQUIRE(ferry__auto_chunk_samples(&m, 1024) == 1000, "1024 -> 1000");
+  REQUIRE(ferry__auto_chunk_samples(&m, 1024, NULL, NULL, 0) == 1000,
+          "1024 -> 1000");
   vars[0].chunk_rows = 700;
-  REQUIRE(ferry__auto_chunk_samples(&m, 1024) == 700, "1024 -> 700 (nearest)");
+  REQUIRE(ferry__auto_chunk_samples(&m, 1024, NULL, NULL, 0) == 700,
+          "1024 -> 700 (nearest)");
   vars[0].chunk_rows = 600;
-  REQUIRE(ferry__auto_chunk_samples(&m, 1024) == 1200,
+  REQUIRE(ferry__auto_chunk_samples(&m, 1024, NULL, NULL, 0) == 1200,
           "1024 -> 1200 (nearest)");
   vars[0].chunk_rows = 100000;
-  REQUIRE(ferry__auto_chunk_samples(&m, 1024) == 100000, "one big chunk");
+  REQUIRE(ferry__auto_chunk_samples(&m, 1024, NULL, NULL, 0) == 100000,
+          "one big chunk");
   vars[0].chunk_rows = 7;
-  int64_t c = ferry__auto_chunk_samples(&m, 1024);
+  int64_t c = ferry__auto_chunk_samples(&m, 1024, NULL, NULL, 0);
   REQUIRE(c % 7 == 0 && c >= 1017 && c <= 1031, "multiple of 7 near 1024: %lld",
           (long long)c);
   /* two variables: the lcm */
@@ -401,18 +407,83 @@ static int test_auto_chunk(void) {
   vars[0].chunk_rows = 6;
   vars[1].chunk_rows = 0; /* contiguous: no constraint */
   vars[2].chunk_rows = 10;
-  c = ferry__auto_chunk_samples(&m, 1024);
+  c = ferry__auto_chunk_samples(&m, 1024, NULL, NULL, 0);
   REQUIRE(c % 30 == 0 && c >= 1000 && c <= 1050, "lcm 30: %lld", (long long)c);
   /* lcm above 64 x the largest: the largest alone */
   vars[0].chunk_rows = 1009;
   vars[2].chunk_rows = 1013;
-  c = ferry__auto_chunk_samples(&m, 1024);
+  c = ferry__auto_chunk_samples(&m, 1024, NULL, NULL, 0);
   REQUIRE(c == 1013, "coprime big chunks -> largest: %lld", (long long)c);
   /* overflow of the lcm is caught */
   vars[0].chunk_rows = INT64_MAX / 2 - 1;
   vars[2].chunk_rows = INT64_MAX / 3;
-  c = ferry__auto_chunk_samples(&m, 1024);
+  c = ferry__auto_chunk_samples(&m, 1024, NULL, NULL, 0);
   REQUIRE(c == INT64_MAX / 2 - 1, "huge chunks: %lld", (long long)c);
+  return 0;
+}
+
+/* chunk_samples=0 with a shuffle: at least max(64, 8 x ranks x
+ * shuffle_buffer) chunks when the dataset has that many storage chunks'
+ * worth of rows, whole storage chunks, never below one row. */
+static int test_auto_chunk_count(void) {
+  ferry__var vars[1];
+  memset(vars, 0, sizeof vars);
+  ferry__manifest m;
+  memset(&m, 0, sizeof m);
+  m.vars = vars;
+  m.nvars = 1;
+  ferry__plan_params pp = {
+      .shuffle = FERRY__SHUFFLE_CHUNKS, .shuffle_buffer = 4, .world_size = 3};
+  char why[256];
+  /* the case: 50,021 rows of 40 bytes, 3 ranks: 2 chunks before */
+  m.num_samples = 50021;
+  REQUIRE(ferry__auto_chunk_samples(&m, 40, NULL, NULL, 0) == 26214,
+          "old rule: 1 MiB of rows");
+  int64_t c = ferry__auto_chunk_samples(&m, 40, &pp, why, sizeof why);
+  REQUIRE(c == 50021 / 96, "3 ranks x 4: 96 chunks: %lld", (long long)c);
+  REQUIRE(strstr(why, "96 chunks") != NULL, "why: %s", why);
+  /* the rule depends on every input the same way on every rank */
+  pp.world_size = 1;
+  pp.shuffle_buffer = 1;
+  REQUIRE(ferry__auto_chunk_samples(&m, 40, &pp, NULL, 0) == 50021 / 64,
+          "at least 64 chunks");
+  pp.shuffle_buffer = 16;
+  pp.world_size = 4;
+  REQUIRE(ferry__auto_chunk_samples(&m, 40, &pp, NULL, 0) == 50021 / 512,
+          "8 x 4 x 16 = 512 chunks");
+  /* shuffle=none: reads only, the old rule */
+  pp.shuffle = FERRY__SHUFFLE_NONE;
+  REQUIRE(ferry__auto_chunk_samples(&m, 40, &pp, why, sizeof why) == 26214,
+          "shuffle=none keeps 1 MiB");
+  REQUIRE(strstr(why, "KiB") != NULL, "why: %s", why);
+  pp.shuffle = FERRY__SHUFFLE_BLOCK;
+  REQUIRE(ferry__auto_chunk_samples(&m, 40, &pp, NULL, 0) == 50021 / 512,
+          "shuffle=block cuts as chunks");
+  /* a large dataset keeps its 1 MiB chunks */
+  m.num_samples = 100000000;
+  REQUIRE(ferry__auto_chunk_samples(&m, 40, &pp, NULL, 0) == 26214,
+          "large dataset: 1 MiB");
+  /* storage chunks: whole ones; one each when there are too few */
+  vars[0].chunk_rows = 100;
+  m.num_samples = 50021;
+  pp.world_size = 1;
+  pp.shuffle_buffer = 4; /* 64 chunks: 781 rows -> 700 */
+  c = ferry__auto_chunk_samples(&m, 40, &pp, why, sizeof why);
+  REQUIRE(c == 700, "whole storage chunks: %lld", (long long)c);
+  REQUIRE(strstr(why, "storage") != NULL, "why: %s", why);
+  vars[0].chunk_rows = 1000; /* 51 storage chunks < 64: one each */
+  c = ferry__auto_chunk_samples(&m, 40, &pp, why, sizeof why);
+  REQUIRE(c == 1000, "one storage chunk each: %lld", (long long)c);
+  /* tiny dataset: one row each, never below */
+  vars[0].chunk_rows = 0;
+  m.num_samples = 10;
+  REQUIRE(ferry__auto_chunk_samples(&m, 40, &pp, NULL, 0) == 1, "1 row");
+  /* no overflow with huge options */
+  pp.shuffle_buffer = INT64_MAX / 2;
+  pp.world_size = 1 << 30;
+  m.num_samples = 50021;
+  REQUIRE(ferry__auto_chunk_samples(&m, 40, &pp, NULL, 0) == 1,
+          "huge window: 1 row");
   return 0;
 }
 
@@ -832,7 +903,8 @@ static int test_plan_memory(void) {
 int main(void) {
   int rc = test_golden() | test_combos() | test_epochs_differ() |
            test_subset_stable() | test_drop_last_too_big() | test_auto_chunk() |
-           test_resume() | test_pieces_on_demand() | test_plan_memory();
+           test_auto_chunk_count() | test_resume() | test_pieces_on_demand() |
+           test_plan_memory();
   if (rc && !ft_failures) /* a function gave up without a failed check */
     ft_failures++;
   return ft_summary("test_plan");
