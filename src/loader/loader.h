@@ -104,6 +104,8 @@ typedef struct epoch_state {
    * ext_buf[e], or mapped); ext_map [nextents * nvars] with io=mmap */
   const unsigned char **ext_src;
   ferry__mapping *ext_map;
+  int defer; /* I/O thread only: the backend's io_read may defer decodes
+              * until io_wait (ferry__io_params.defer) */
   int64_t *win_remaining; /* (L) [nwindows] samples not assembled */
   int io_rc;              /* (L) */
   ferry__err io_err;
