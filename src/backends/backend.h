@@ -289,7 +289,8 @@ int ferry__pool_pending(ferry__pool *p);
 void ferry__pool_free(ferry__pool *p);
 /** The decode lanes a variable's decode buffers are counted for at
  *  describe: the `threads` option of opts when positive (at most
- *  FERRY__POOL_MAX), else 8 (the most threads=0 resolves to). */
+ *  FERRY__POOL_MAX), else the most threads=0 can resolve to on this node
+ *  (its CPUs minus one, at most 8). */
 int ferry__pool_lanes_for(const ferry_options *opts);
 
 /* ---- Backend-specific entry points used by tests and the core ---- */

@@ -812,6 +812,7 @@ typedef struct npz_handle {
   zcursor *z;        /* NULL for a stored member */
   int fd;            /* deflated: the archive, for the cursors' pread */
   uint64_t busy_gen; /* io->gen + 1 while a job on z is queued */
+  int verified;      /* z->verified, as the I/O thread last saw it */
 } npz_handle;
 
 /* A job on the pool: a read through a member's own cursor (z), or a piece
@@ -1278,15 +1279,21 @@ static int queue(ferry__io *io, const npz_job *job, ferry__err *err) {
 /* A deflated read on the pool: through the member's own cursor (its first
  * read, which verifies it, or a read inside one checkpoint interval, which
  * may go on from where the cursor is), or cut at the checkpoints into
- * pieces inflated at once.  A queued job on the member's cursor is waited
- * for first (one job per cursor at a time). */
+ * pieces inflated at once, each from its checkpoint.  One job at a time
+ * uses a member's cursor: a read of a member whose cursor is queued goes
+ * as pieces once the member is verified, else waits for the queue. */
 static int z_read_par(ferry__io *io, npz_handle *h, int64_t rb, int64_t row,
                       int64_t nrows, unsigned char *buf, const char *where,
                       ferry__err *err) {
   zcursor *z = h->z;
-  int rc = 0;
-  if (h->busy_gen == io->gen + 1 && (rc = settle(io, 0, err)) < 0)
+  int rc = 0, busy = h->busy_gen == io->gen + 1;
+  /* z->verified is read only while no job uses the cursor; h->verified
+   * is this thread's copy. */
+  if (busy && !h->verified && (rc = settle(io, 0, err)) < 0)
     return rc;
+  busy = h->busy_gen == io->gen + 1;
+  if (!busy)
+    h->verified = z->verified;
   npz_job jb;
   memset(&jb, 0, sizeof jb);
   snprintf(jb.where, sizeof jb.where, "%s", where);
@@ -1294,9 +1301,9 @@ static int z_read_par(ferry__io *io, npz_handle *h, int64_t rb, int64_t row,
   /* The checkpoints strictly inside [from, to) cut the read. */
   int64_t j1 = z->every > 0 ? (from - z->r.hlen) / z->every + 1 : z->nck;
   int cut = 0;
-  for (int64_t j = j1; z->verified && j < z->nck && !cut; j++)
+  for (int64_t j = j1; h->verified && j < z->nck && !cut; j++)
     cut = z->r.hlen + j * z->every < to && z->ck[j].have;
-  if (!cut) {
+  if (!cut && !busy) {
     jb.z = z;
     jb.rb = rb;
     jb.row = row;

@@ -24,13 +24,18 @@
 #ifdef HAVE_CONFIG_H
 #include <config.h>
 #endif
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#endif
 
 #include "backends/backend.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct pool_job {
   ferry__job_fn fn;
@@ -209,7 +214,17 @@ int ferry__pool_lanes_for(const ferry_options *opts) {
   long th = 0;
   if (opts && ferry_options_get(opts, "threads", buf, sizeof buf) == 0)
     th = strtol(buf, NULL, 10);
-  if (th <= 0)
-    return 8;
-  return th > FERRY__POOL_MAX ? FERRY__POOL_MAX : (int)th;
+  if (th > 0)
+    return th > FERRY__POOL_MAX ? FERRY__POOL_MAX : (int)th;
+  /* threads=0 resolves (loader/open.c) to the CPUs this process may run
+   * on, shared with the other ranks of its node, minus one, at most 8:
+   * this process's CPUs minus one bound it. */
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+#ifdef __linux__
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    cpus = CPU_COUNT(&set);
+#endif
+  cpus -= 1;
+  return cpus < 1 ? 1 : cpus > 8 ? 8 : (int)cpus;
 }
