@@ -22,20 +22,31 @@
  * read, collective or not): data offset = member data offset + .npy header
  * length.  Deflated members cannot be entered in the middle: each open
  * deflated member keeps an inflate cursor (zlib state, compressed bytes read
- * through independent MPI-IO reads of 256 KiB) that moves forward, plus
- * checkpoints (inflateCopy of the state) every chunk_rows rows, at most 64
- * per member.  The first read of an open member inflates it whole, serving
+ * with pread, 256 KiB at a time, on a descriptor of the archive) that moves
+ * forward, plus checkpoints (inflateCopy of the state) every chunk_rows
+ * rows, at most 64 per member.  The first read of an open member inflates it whole, serving
  * its rows on the way: that takes every checkpoint and checks the member's
  * length and CRC-32 before any of its rows is served, so a corrupt member is
  * an error, never data.  Later reads start from the nearest checkpoint at or
  * before their first row (or from the cursor when it is closer); describe
  * reports chunk_rows as the member's storage chunk, so the plan's automatic
  * chunks start on checkpoints and inflate nothing they do not serve.
- * Memory per open deflated member: 256 KiB of input plus about 40 KiB per
- * checkpoint (reported as cache_bytes).  Inflation runs in io_read, on the
- * loader's I/O thread: the backend contract has no decode stage on the
- * workers (the Zarr backend decodes there too).  Stored members are read by
- * ranges and their CRC-32 is not checked (that would read them whole).
+ * Memory per open deflated member: 256 KiB of input, 64 KiB of scratch
+ * plus about 40 KiB per checkpoint (reported as cache_bytes).
+ *
+ * Inflation runs on the decode pool (pool.c; `threads` lanes, NULL pool:
+ * inline on the I/O thread, as before): a read through a member's cursor
+ * is one job, at most one queued per cursor, so the members of several
+ * parts (DLIO's one-sample files) inflate at once while each member's
+ * first, verifying read stays serial.  A verified member's checkpoints are
+ * read-only: a read that crosses checkpoints (or comes while its cursor is
+ * queued) is cut at them into pieces, each inflated from its checkpoint by
+ * a cursor of its own (64 KiB input, 64 KiB scratch, allocated while it
+ * runs).  With ferry__io_params.defer, io_read returns with its jobs
+ * queued and io_wait settles them; a handle the cache closes waits first.
+ * Errors are the first job's in read order (pool.c), kept across waits.
+ * Stored members are read by ranges and their CRC-32 is not checked (that
+ * would read them whole).
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -900,6 +911,38 @@ static int cursor_new(const ferry__manifest *m, int64_t part, int var,
 }
 #endif
 
+#ifdef HAVE_ZLIB
+/* The archive's descriptor for a deflated member's cursors, checked to be
+ * the size rank 0 saw. */
+static int open_deflated(const ferry__io *io, const ferry__part *pt, int var,
+                         npz_handle *h, ferry__err *err) {
+  const char *path = pt->paths[var], *vname = io->m->vars[var].name;
+  const char *kind = "";
+  struct stat st;
+  h->fd = ferry__open_regular(path, &kind);
+  if (h->fd == -2)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "file %s is %s, not a regular file (variable %s, "
+                         "rank %d, offset 0)",
+                         path, kind, vname, io->rank);
+  if (h->fd < 0 || fstat(h->fd, &st) != 0) {
+    int e = errno;
+    return ferry__seterr(err, ferry__errno_code(e),
+                         "cannot open file %s (variable %s, rank %d, offset "
+                         "0): %s",
+                         path, vname, io->rank, strerror(e));
+  }
+  if ((int64_t)st.st_size != pt->file_size[var])
+    return ferry__seterr(err, FERRY_EMISMATCH,
+                         "file %s is %lld bytes on rank %d but %lld bytes "
+                         "when rank 0 scanned it (variable %s, offset 0)",
+                         path, (long long)st.st_size, io->rank,
+                         (long long)pt->file_size[var], vname);
+  h->z->fd = h->fd;
+  return 0;
+}
+#endif
+
 static int cache_open(void *ctx, int64_t part, int var, void **handle,
                       ferry__err *err) {
   ferry__io *io = ctx;
@@ -936,30 +979,30 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
                          (long long)r.data);
   }
 #endif
-  rc = ferry__npy_open(io->comm, io->collective, io->info, io->rank,
-                       pt->paths[var], io->m->vars[var].name,
-                       pt->file_size[var], &h->fh, err);
+  h->fh = MPI_FILE_NULL;
+  /* A deflated member is read with pread only (from whichever thread
+   * inflates it); an MPI-IO handle is opened for stored members, and for
+   * every member with io=collective, where every rank opens alike. */
+  if (!h->z || io->collective)
+    rc = ferry__npy_open(io->comm, io->collective, io->info, io->rank,
+                         pt->paths[var], io->m->vars[var].name,
+                         pt->file_size[var], &h->fh, err);
+#ifdef HAVE_ZLIB
+  if (rc == 0 && h->z) {
+    rc = open_deflated(io, pt, var, h, err);
+    if (io->collective) /* every rank closes the MPI-IO handle, or none */
+      rc = ferry__agree(io->comm, io->rank, rc, err);
+  }
+#endif
   if (rc < 0) {
+    if (h->fh != MPI_FILE_NULL)
+      MPI_File_close(&h->fh);
+    if (h->fd >= 0)
+      close(h->fd);
     cursor_free(h->z);
     free(h);
     return rc;
   }
-#ifdef HAVE_ZLIB
-  /* Deflated members are read with pread, from whichever thread inflates
-   * them (after the open above, which every rank makes alike). */
-  if (h->z && (h->fd = ferry__open_regular(pt->paths[var], NULL)) < 0) {
-    int e = h->fd == -2 ? EINVAL : errno;
-    MPI_File_close(&h->fh);
-    cursor_free(h->z);
-    free(h);
-    return ferry__seterr(err, ferry__errno_code(e),
-                         "cannot open file %s (variable %s, rank %d): %s",
-                         pt->paths[var], io->m->vars[var].name, io->rank,
-                         strerror(e));
-  }
-  if (h->z)
-    h->z->fd = h->fd;
-#endif
   *handle = h;
   return 0;
 }
@@ -968,7 +1011,8 @@ static void cache_close(void *ctx, void *handle) {
   ferry__io *io = ctx;
   npz_handle *h = handle;
   park(io); /* queued jobs may use this handle's cursor or descriptor */
-  MPI_File_close(&h->fh);
+  if (h->fh != MPI_FILE_NULL)
+    MPI_File_close(&h->fh);
   if (h->fd >= 0)
     close(h->fd);
   cursor_free(h->z);

@@ -12,7 +12,11 @@
  * chunk, found through its shard's index, which each rank reads once per
  * shard (checked: crc32c, every entry inside the shard) and keeps in a few
  * slots, so that reads are pread's of inner chunks' byte ranges, adjacent
- * uncompressed ones coalesced, never whole shards.
+ * uncompressed ones coalesced, never whole shards.  The chunks a read
+ * covers whole are read here, in order, into a lane's buffer and decoded
+ * on the I/O state's decode pool (pool.c), straight into the read buffer;
+ * the chunk's lane is the number of chunks queued since the last wait, so
+ * no lane buffer is reused before its chunk is decoded.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>

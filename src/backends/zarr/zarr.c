@@ -45,9 +45,11 @@
  *           (each rank reads and keeps the indexes of the shards it
  *           reads, then only the inner chunks' byte ranges).  A chunk a read
  * covers whole is decoded (or read, uncompressed) straight into the read
- * buffer; other chunks through a band of rows kept per variable.  Its buffers
+ * buffer, on `threads` decode lanes (native.c, pool.c), reads returning
+ * with their chunks queued when the loader defers (z_io_wait settles);
+ * other chunks through a band of rows kept per variable.  Its buffers
  * are allocated once per open store, never per chunk, and counted in
- * cache_bytes (native_cache_bytes).
+ * cache_bytes (native_cache_bytes, each lane's too).
  *
  * Missing chunk files.  zarr-python does not write a chunk whose values all
  * equal the fill value (write_empty_chunks=False, its default) and reads a
