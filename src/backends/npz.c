@@ -24,14 +24,14 @@
  * deflated member keeps an inflate cursor (zlib state, compressed bytes read
  * with pread, 256 KiB at a time, on a descriptor of the archive) that moves
  * forward, plus checkpoints (inflateCopy of the state) every chunk_rows
- * rows, at most 64 per member.  The first read of an open member inflates it whole, serving
- * its rows on the way: that takes every checkpoint and checks the member's
- * length and CRC-32 before any of its rows is served, so a corrupt member is
- * an error, never data.  Later reads start from the nearest checkpoint at or
- * before their first row (or from the cursor when it is closer); describe
- * reports chunk_rows as the member's storage chunk, so the plan's automatic
- * chunks start on checkpoints and inflate nothing they do not serve.
- * Memory per open deflated member: 256 KiB of input, 64 KiB of scratch
+ * rows, at most 64 per member.  The first read of an open member inflates it
+ * whole, serving its rows on the way: that takes every checkpoint and checks
+ * the member's length and CRC-32 before any of its rows is served, so a corrupt
+ * member is an error, never data.  Later reads start from the nearest
+ * checkpoint at or before their first row (or from the cursor when it is
+ * closer); describe reports chunk_rows as the member's storage chunk, so the
+ * plan's automatic chunks start on checkpoints and inflate nothing they do not
+ * serve. Memory per open deflated member: 256 KiB of input, 64 KiB of scratch
  * plus about 40 KiB per checkpoint (reported as cache_bytes).
  *
  * Inflation runs on the decode pool (pool.c; `threads` lanes, NULL pool:

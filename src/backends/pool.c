@@ -138,9 +138,8 @@ int ferry__pool_submit(ferry__pool *p, ferry__job_fn fn, void *arg,
   pthread_mutex_lock(&p->mu);
   if (p->njobs == p->cap) {
     size_t cap = p->cap ? 2 * p->cap : 64;
-    pool_job *j = cap < SIZE_MAX / sizeof *j
-                      ? realloc(p->jobs, cap * sizeof *j)
-                      : NULL;
+    pool_job *j =
+        cap < SIZE_MAX / sizeof *j ? realloc(p->jobs, cap * sizeof *j) : NULL;
     if (!j) {
       /* Out of memory: settle the queued jobs, then run this one here. */
       pthread_mutex_unlock(&p->mu);
