@@ -823,6 +823,7 @@ typedef struct npz_handle {
   zcursor *z;        /* NULL for a stored member */
   int fd;            /* deflated: the archive, for the cursors' pread */
   uint64_t busy_gen; /* io->gen + 1 while a job on z is queued */
+  uint64_t ref_gen;  /* io->gen + 1 while any job (a piece too) uses it */
   int verified;      /* z->verified, as the I/O thread last saw it */
 } npz_handle;
 
@@ -898,8 +899,10 @@ static int cursor_new(const ferry__manifest *m, int64_t part, int var,
   z->nck = (m->parts[part].num_samples + r->ck_rows - 1) / r->ck_rows;
   z->keep = 1;
   z->fd = -1;
-  z->in = malloc(NPZ_IN_BUF);
-  z->in_cap = NPZ_IN_BUF;
+  /* no more input buffer than the member has (one-sample files) */
+  z->in_cap = r->csize > 0 && r->csize < (int64_t)NPZ_IN_BUF ? (size_t)r->csize
+                                                             : NPZ_IN_BUF;
+  z->in = malloc(z->in_cap);
   z->scratch = malloc(NPZ_SCRATCH);
   z->ck = calloc((size_t)(z->nck ? z->nck : 1), sizeof *z->ck);
   if (!z->in || !z->scratch || !z->ck) {
@@ -1010,7 +1013,8 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
 static void cache_close(void *ctx, void *handle) {
   ferry__io *io = ctx;
   npz_handle *h = handle;
-  park(io); /* queued jobs may use this handle's cursor or descriptor */
+  if (h->ref_gen == io->gen + 1)
+    park(io); /* queued jobs use this handle's cursor or descriptor */
   if (h->fh != MPI_FILE_NULL)
     MPI_File_close(&h->fh);
   if (h->fd >= 0)
@@ -1353,10 +1357,11 @@ static int z_read_par(ferry__io *io, npz_handle *h, int64_t rb, int64_t row,
     jb.row = row;
     jb.nrows = nrows;
     jb.buf = buf;
-    h->busy_gen = io->gen + 1;
+    h->busy_gen = h->ref_gen = io->gen + 1;
     return queue(io, &jb, err);
   }
   jb.m = z;
+  h->ref_gen = io->gen + 1;
   int64_t p = from, start = 0; /* start: the checkpoint p is reached from */
   for (int64_t j = 1; j < z->nck && z->r.hlen + j * z->every <= from; j++)
     if (z->ck[j].have)
