@@ -259,8 +259,17 @@ static int read_group(epoch_state *ep, ferry__io *io, int64_t e0, int64_t n,
     pthread_mutex_lock(&L->stats_mu);
     L->stats.read_seconds += ferry__now() - t0;
     pthread_mutex_unlock(&L->stats_mu);
+  } else if (rc && ep->defer) {
+    /* The group's decodes settle before its buffers go back (a failed
+     * buf_get leaves them queued); an earlier read's error wins. */
+    ferry__err early = {0};
+    int wrc = L->be->io_wait(io, &early);
+    if (wrc < 0) {
+      *err = early;
+      rc = wrc;
+    }
   }
-  if (rc) /* read_extent settled the pool before it failed */
+  if (rc)
     for (int64_t i = 0; i < k; i++)
       if (bufs[i])
         ferry__buf_put(L, bufs[i]);
