@@ -211,7 +211,9 @@ done
 FERRY_MPI_TIMEOUT=${FERRY_MPI_TIMEOUT:-60}
 export FERRY_MPI_TIMEOUT
 # same_error NP TEXT DATASET OPTIONS...: exit status 1 on every rank, and
-# rank 0's message holds TEXT and is the same with threads 1 and 4.
+# rank 0's message holds TEXT and is the same with threads 1 and 4; no
+# sanitizer report (in an ASan or TSan build, the dumps above fail on any
+# output on stderr).
 same_error() {
   e_np=$1 e_t=$2 e_ds=$3
   shift 3
@@ -226,6 +228,10 @@ same_error() {
   m4=`grep '^ferry:' "$tmp/e4.err"`
   if test "`cat "$tmp/e1.st"`" = 0 || test "`cat "$tmp/e4.st"`" = 0; then
     echo "FAIL: $e_what: exit status 0 (threads=1: `cat "$tmp/e1.st"`, threads=4: `cat "$tmp/e4.st"`)"
+    fail=1
+  elif grep -l -e 'Sanitizer' -e 'runtime error' "$tmp/e1.err" "$tmp/e4.err" >/dev/null; then
+    echo "FAIL: $e_what: a sanitizer reported (sanitizer build)"
+    grep -h -A5 -e 'Sanitizer' -e 'runtime error' "$tmp/e1.err" "$tmp/e4.err" | head -12 | sed 's/^/    /'
     fail=1
   elif ! printf '%s\n' "$m1" | grep -F -e "$e_t" >/dev/null; then
     echo "FAIL: $e_what: the message lacks '$e_t'"
