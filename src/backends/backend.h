@@ -57,6 +57,12 @@ typedef struct ferry__io_params {
   int64_t max_open_files;    /* bound on files open at once                  */
   const ferry_options *opts; /* the loader's options: a backend reads its
                               * own (zarr_reader) with ferry_options_get  */
+  int threads; /* the loader's worker threads (the `threads` option, 0
+                * resolved): the lanes of the backend's decode pool;
+                * 0 or 1: decode inline */
+  int defer;   /* 1: the caller calls io_wait (when the backend has one)
+                * before it reads, frees or reuses a buffer it gave io_read;
+                * io_read may then return with decode jobs still running */
 } ferry__io_params;
 
 typedef struct ferry__backend {
@@ -106,6 +112,17 @@ typedef struct ferry__backend {
    */
   int (*io_map)(ferry__io *io, int64_t part, int var, int64_t row,
                 int64_t nrows, struct ferry__mapping *out, ferry__err *err);
+  /**
+   * May be NULL.  With ferry__io_params.defer set, io_read may leave decode
+   * jobs on the backend's pool that still write into its buffer; io_wait
+   * returns when every io_read since the last io_wait is complete, with the
+   * error the first of them (in call order) would have returned serially.
+   * After an io_read that failed, the caller still calls io_wait before
+   * freeing the buffers of the reads before it; the error to report is
+   * io_wait's when it has one (an earlier read's), else io_read's.  I/O
+   * thread.
+   */
+  int (*io_wait)(ferry__io *io, ferry__err *err);
 } ferry__backend;
 
 /** NULL-terminated table of compiled-in backends. */
@@ -255,6 +272,43 @@ int ferry__handle_get(ferry__handle_cache *c, int64_t part, int var, int rank,
                       void **out, ferry__err *err);
 /** Close every handle (in the cache's order: the same on every rank). */
 void ferry__handle_cache_free(ferry__handle_cache *c);
+
+/*
+ * The decode pool (pool.c): threads - 1 persistent threads, created once per
+ * I/O state, plus the I/O thread, which runs jobs too while it waits.
+ * ferry__pool_new returns NULL when threads <= 1 or when no thread could be
+ * created (or out of memory): a NULL pool is valid everywhere and runs each
+ * job inline in ferry__pool_submit, as a serial backend would.  A job
+ * returns 0 or a negative FERRY_E* with its message in err; it may run on
+ * any thread, so it touches only memory given to it alone (no MPI, no
+ * handle cache).  ferry__pool_wait runs queued jobs on the calling thread
+ * until all are done and returns the error of the lowest-numbered failing
+ * job (jobs numbered in submission order; jobs after a failure may be
+ * skipped): the error a serial run returns.  ferry__pool_submit returns 0
+ * (queued), or for a NULL pool the job's own result; when the queue cannot
+ * grow it waits for the queued jobs and runs the job inline (a negative
+ * result then means nothing is pending).  ferry__pool_lanes: threads that
+ * decode at once (1 for NULL).  Not thread-safe between callers: one I/O
+ * thread submits and waits.  Usable by any backend (parquet's per-read
+ * threads could move onto it).
+ */
+#define FERRY__POOL_MAX 64
+typedef struct ferry__pool ferry__pool;
+typedef int (*ferry__job_fn)(void *arg, ferry__err *err);
+ferry__pool *ferry__pool_new(int threads);
+int ferry__pool_lanes(const ferry__pool *p);
+int ferry__pool_submit(ferry__pool *p, ferry__job_fn fn, void *arg,
+                       ferry__err *err);
+int ferry__pool_wait(ferry__pool *p, ferry__err *err);
+/** 1 while submitted jobs are not waited for. */
+int ferry__pool_pending(ferry__pool *p);
+/** Wait (errors dropped), stop the threads, free. */
+void ferry__pool_free(ferry__pool *p);
+/** The decode lanes a variable's decode buffers are counted for at
+ *  describe: the `threads` option of opts when positive (at most
+ *  FERRY__POOL_MAX), else the most threads=0 can resolve to on this node
+ *  (its CPUs minus one, at most 8). */
+int ferry__pool_lanes_for(const ferry_options *opts);
 
 /* ---- Backend-specific entry points used by tests and the core ---- */
 

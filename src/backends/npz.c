@@ -22,20 +22,31 @@
  * read, collective or not): data offset = member data offset + .npy header
  * length.  Deflated members cannot be entered in the middle: each open
  * deflated member keeps an inflate cursor (zlib state, compressed bytes read
- * through independent MPI-IO reads of 256 KiB) that moves forward, plus
- * checkpoints (inflateCopy of the state) every chunk_rows rows, at most 64
- * per member.  The first read of an open member inflates it whole, serving
- * its rows on the way: that takes every checkpoint and checks the member's
- * length and CRC-32 before any of its rows is served, so a corrupt member is
- * an error, never data.  Later reads start from the nearest checkpoint at or
- * before their first row (or from the cursor when it is closer); describe
- * reports chunk_rows as the member's storage chunk, so the plan's automatic
- * chunks start on checkpoints and inflate nothing they do not serve.
- * Memory per open deflated member: 256 KiB of input plus about 40 KiB per
- * checkpoint (reported as cache_bytes).  Inflation runs in io_read, on the
- * loader's I/O thread: the backend contract has no decode stage on the
- * workers (the Zarr backend decodes there too).  Stored members are read by
- * ranges and their CRC-32 is not checked (that would read them whole).
+ * with pread, 256 KiB at a time, on a descriptor of the archive) that moves
+ * forward, plus checkpoints (inflateCopy of the state) every chunk_rows
+ * rows, at most 64 per member.  The first read of an open member inflates it
+ * whole, serving its rows on the way: that takes every checkpoint and checks
+ * the member's length and CRC-32 before any of its rows is served, so a corrupt
+ * member is an error, never data.  Later reads start from the nearest
+ * checkpoint at or before their first row (or from the cursor when it is
+ * closer); describe reports chunk_rows as the member's storage chunk, so the
+ * plan's automatic chunks start on checkpoints and inflate nothing they do not
+ * serve. Memory per open deflated member: 256 KiB of input, 64 KiB of scratch
+ * plus about 40 KiB per checkpoint (reported as cache_bytes).
+ *
+ * Inflation runs on the decode pool (pool.c; `threads` lanes, NULL pool:
+ * inline on the I/O thread, as before): a read through a member's cursor
+ * is one job, at most one queued per cursor, so the members of several
+ * parts (DLIO's one-sample files) inflate at once while each member's
+ * first, verifying read stays serial.  A verified member's checkpoints are
+ * read-only: a read that crosses checkpoints (or comes while its cursor is
+ * queued) is cut at them into pieces, each inflated from its checkpoint by
+ * a cursor of its own (64 KiB input, 64 KiB scratch, allocated while it
+ * runs).  With ferry__io_params.defer, io_read returns with its jobs
+ * queued and io_wait settles them; a handle the cache closes waits first.
+ * Errors are the first job's in read order (pool.c), kept across waits.
+ * Stored members are read by ranges and their CRC-32 is not checked (that
+ * would read them whole).
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -73,6 +84,10 @@
 #define NPZ_IN_BUF ((size_t)256 << 10)
 #define NPZ_CKPT_MAX 64
 #define NPZ_CKPT_MIN_BYTES ((int64_t)1 << 20)
+/* Inflated bytes a read skips (per cursor), and a piece's own input buffer
+ * (pieces run on up to `threads` lanes at once). */
+#define NPZ_SCRATCH ((size_t)64 << 10)
+#define NPZ_PIECE_IN ((size_t)64 << 10)
 /* zlib's inflate state plus its 32 KiB window, for the cache_bytes bound. */
 #define NPZ_CKPT_BYTES ((size_t)40 << 10)
 
@@ -652,7 +667,7 @@ static int describe_member(const zarchive *za, const zmember *m,
       r.ck_rows = h.shape[0]; /* one interval: no checkpoint */
     v->chunk_rows = r.ck_rows;
     int64_t nck = (h.shape[0] + r.ck_rows - 1) / r.ck_rows;
-    v->cache_bytes = NPZ_IN_BUF + (size_t)nck * NPZ_CKPT_BYTES;
+    v->cache_bytes = NPZ_IN_BUF + NPZ_SCRATCH + (size_t)nck * NPZ_CKPT_BYTES;
     snprintf(st, sizeof st,
              "member %s, deflate, %s -> %s, CRC-32 %08x, checkpoints every "
              "%lld rows",
@@ -752,7 +767,7 @@ static int npz_probe(const char *path) {
          memcmp(h + ZIP_LFH_LEN + nlen - 4, ".npy", 4) == 0;
 }
 
-/* ---- Reads (I/O thread) ----------------------------------------------- */
+/* ---- Reads (I/O thread; inflating on the decode pool) ------------------ */
 
 #ifdef HAVE_ZLIB
 /* A checkpoint: the inflate state as the cursor passed row j * ck_rows. */
@@ -763,7 +778,9 @@ typedef struct zckpt {
   z_stream zs;
 } zckpt;
 
-/* The inflate cursor of one open deflated member. */
+/* An inflate cursor: the one of an open deflated member (keep: it takes
+ * checkpoints until the member is verified), or a piece's, which shares
+ * the member's checkpoints read-only and has its own state and buffers. */
 typedef struct zcursor {
   npz_rec r;
   int64_t data_end; /* hlen + num_samples * row_bytes */
@@ -771,11 +788,15 @@ typedef struct zcursor {
   z_stream zs;
   int live, ended;
   int verified;    /* inflated whole once: length and CRC-32 checked */
+  int keep;        /* takes checkpoints */
   int64_t out;     /* uncompressed bytes produced (member offset) */
   int64_t in_next; /* compressed offset of the next byte to read */
   uint32_t crc;    /* CRC-32 of the out bytes produced */
+  int fd;          /* the archive (the handle's), read with pread */
   unsigned char *in;
-  zckpt *ck; /* [nck]; ck[0] unused: the start */
+  size_t in_cap;
+  unsigned char *scratch; /* NPZ_SCRATCH: inflated bytes a read skips */
+  zckpt *ck;              /* [nck]; ck[0] unused: the start */
   int64_t nck;
 } zcursor;
 
@@ -789,6 +810,7 @@ static void cursor_free(zcursor *z) {
       inflateEnd(&z->ck[j].zs);
   free(z->ck);
   free(z->in);
+  free(z->scratch);
   free(z);
 }
 #else
@@ -798,8 +820,23 @@ static void cursor_free(zcursor *z) { (void)z; }
 
 typedef struct npz_handle {
   MPI_File fh;
-  zcursor *z; /* NULL for a stored member */
+  zcursor *z;        /* NULL for a stored member */
+  int fd;            /* deflated: the archive, for the cursors' pread */
+  uint64_t busy_gen; /* io->gen + 1 while a job on z is queued */
+  uint64_t ref_gen;  /* io->gen + 1 while any job (a piece too) uses it */
+  int verified;      /* z->verified, as the I/O thread last saw it */
 } npz_handle;
+
+/* A job on the pool: a read through a member's own cursor (z), or a piece
+ * of a read through a cursor of its own (from checkpoint j). */
+typedef struct npz_job {
+  zcursor *z;
+  int64_t rb, row, nrows;
+  const zcursor *m; /* a piece: the member's cursor, for its checkpoints */
+  int64_t j, from, to;
+  unsigned char *buf;
+  char where[FERRY__MSG_MAX / 2];
+} npz_job;
 
 struct ferry__io {
   const ferry__manifest *m; /* owned by the loader, outlives this state */
@@ -808,10 +845,46 @@ struct ferry__io {
   int collective;
   MPI_Info info;
   ferry__handle_cache files;
-  unsigned char *scratch; /* inflated bytes a read skips */
+  /* The decode pool (NULL: inflate inline, as with threads=1), the jobs
+   * queued since the last wait, and the error of a wait no read reported
+   * yet (a handle closed by the cache waits first). */
+  ferry__pool *pool;
+  int defer;
+  npz_job **jobs;
+  size_t njobs, cap;
+  uint64_t gen; /* waits so far */
+  int rc;
+  ferry__err err;
 };
 
-#define NPZ_SCRATCH ((size_t)64 << 10)
+/* Wait for the queued jobs; their first error (in queue order) is kept. */
+static void park(ferry__io *io) {
+  if (!io->njobs)
+    return;
+  ferry__err e;
+  memset(&e, 0, sizeof e);
+  int wrc = ferry__pool_wait(io->pool, &e);
+  for (size_t i = 0; i < io->njobs; i++)
+    free(io->jobs[i]);
+  io->njobs = 0;
+  io->gen++;
+  if (wrc < 0 && io->rc == 0) {
+    io->rc = wrc;
+    io->err = e;
+  }
+}
+
+/* Wait for the queued jobs: their first error, or one kept by an earlier
+ * wait, wins over rc (a later read's). */
+static int settle(ferry__io *io, int rc, ferry__err *err) {
+  park(io);
+  if (io->rc < 0) {
+    *err = io->err;
+    rc = io->rc;
+    io->rc = 0;
+  }
+  return rc;
+}
 
 #ifdef HAVE_ZLIB
 static int cursor_new(const ferry__manifest *m, int64_t part, int var,
@@ -824,13 +897,51 @@ static int cursor_new(const ferry__manifest *m, int64_t part, int var,
   z->data_end = r->hlen + m->parts[part].num_samples * rb;
   z->every = r->ck_rows * rb;
   z->nck = (m->parts[part].num_samples + r->ck_rows - 1) / r->ck_rows;
-  z->in = malloc(NPZ_IN_BUF);
+  z->keep = 1;
+  z->fd = -1;
+  /* no more input buffer than the member has (one-sample files) */
+  z->in_cap = r->csize > 0 && r->csize < (int64_t)NPZ_IN_BUF ? (size_t)r->csize
+                                                             : NPZ_IN_BUF;
+  z->in = malloc(z->in_cap);
+  z->scratch = malloc(NPZ_SCRATCH);
   z->ck = calloc((size_t)(z->nck ? z->nck : 1), sizeof *z->ck);
-  if (!z->in || !z->ck) {
+  if (!z->in || !z->scratch || !z->ck) {
     cursor_free(z);
     return -1;
   }
   *out = z;
+  return 0;
+}
+#endif
+
+#ifdef HAVE_ZLIB
+/* The archive's descriptor for a deflated member's cursors, checked to be
+ * the size rank 0 saw. */
+static int open_deflated(const ferry__io *io, const ferry__part *pt, int var,
+                         npz_handle *h, ferry__err *err) {
+  const char *path = pt->paths[var], *vname = io->m->vars[var].name;
+  const char *kind = "";
+  struct stat st;
+  h->fd = ferry__open_regular(path, &kind);
+  if (h->fd == -2)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "file %s is %s, not a regular file (variable %s, "
+                         "rank %d, offset 0)",
+                         path, kind, vname, io->rank);
+  if (h->fd < 0 || fstat(h->fd, &st) != 0) {
+    int e = errno;
+    return ferry__seterr(err, ferry__errno_code(e),
+                         "cannot open file %s (variable %s, rank %d, offset "
+                         "0): %s",
+                         path, vname, io->rank, strerror(e));
+  }
+  if ((int64_t)st.st_size != pt->file_size[var])
+    return ferry__seterr(err, FERRY_EMISMATCH,
+                         "file %s is %lld bytes on rank %d but %lld bytes "
+                         "when rank 0 scanned it (variable %s, offset 0)",
+                         path, (long long)st.st_size, io->rank,
+                         (long long)pt->file_size[var], vname);
+  h->z->fd = h->fd;
   return 0;
 }
 #endif
@@ -852,6 +963,7 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
                          "rank %d)",
                          io->m->parts[part].paths[var], io->m->vars[var].name,
                          io->rank);
+  h->fd = -1;
 #ifdef HAVE_ZLIB
   if (r.method == 8 && cursor_new(io->m, part, var, &r, &h->z) < 0) {
     free(h);
@@ -870,10 +982,26 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
                          (long long)r.data);
   }
 #endif
-  rc = ferry__npy_open(io->comm, io->collective, io->info, io->rank,
-                       pt->paths[var], io->m->vars[var].name,
-                       pt->file_size[var], &h->fh, err);
+  h->fh = MPI_FILE_NULL;
+  /* A deflated member is read with pread only (from whichever thread
+   * inflates it); an MPI-IO handle is opened for stored members, and for
+   * every member with io=collective, where every rank opens alike. */
+  if (!h->z || io->collective)
+    rc = ferry__npy_open(io->comm, io->collective, io->info, io->rank,
+                         pt->paths[var], io->m->vars[var].name,
+                         pt->file_size[var], &h->fh, err);
+#ifdef HAVE_ZLIB
+  if (rc == 0 && h->z) {
+    rc = open_deflated(io, pt, var, h, err);
+    if (io->collective) /* every rank closes the MPI-IO handle, or none */
+      rc = ferry__agree(io->comm, io->rank, rc, err);
+  }
+#endif
   if (rc < 0) {
+    if (h->fh != MPI_FILE_NULL)
+      MPI_File_close(&h->fh);
+    if (h->fd >= 0)
+      close(h->fd);
     cursor_free(h->z);
     free(h);
     return rc;
@@ -883,9 +1011,14 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
 }
 
 static void cache_close(void *ctx, void *handle) {
-  (void)ctx;
+  ferry__io *io = ctx;
   npz_handle *h = handle;
-  MPI_File_close(&h->fh);
+  if (h->ref_gen == io->gen + 1)
+    park(io); /* queued jobs use this handle's cursor or descriptor */
+  if (h->fh != MPI_FILE_NULL)
+    MPI_File_close(&h->fh);
+  if (h->fd >= 0)
+    close(h->fd);
   cursor_free(h->z);
   free(h);
 }
@@ -893,10 +1026,12 @@ static void cache_close(void *ctx, void *handle) {
 static void npz_io_close(ferry__io *io) {
   if (!io)
     return;
+  park(io);
   ferry__handle_cache_free(&io->files);
   if (io->info != MPI_INFO_NULL)
     MPI_Info_free(&io->info);
-  free(io->scratch);
+  ferry__pool_free(io->pool);
+  free(io->jobs);
   free(io);
 }
 
@@ -904,17 +1039,16 @@ static int npz_io_open(ferry__io **out, const ferry__manifest *m,
                        const ferry__io_params *p, ferry__err *err) {
   *out = NULL;
   ferry__io *io = calloc(1, sizeof *io);
-  if (!io || !(io->scratch = malloc(NPZ_SCRATCH))) {
-    free(io);
+  if (!io)
     return ferry__seterr(
         err, FERRY_ENOMEM,
         "out of memory for the I/O state (%zu bytes; dataset %s, rank %d)",
         sizeof *io, m->spec, p->rank);
-  }
   io->m = m;
   io->comm = p->comm;
   io->rank = p->rank;
   io->collective = p->collective;
+  io->defer = p->defer;
   ferry__handle_cache_init(&io->files, (size_t)p->max_open_files, io,
                            cache_open, cache_close);
   io->info = MPI_INFO_NULL;
@@ -925,32 +1059,48 @@ static int npz_io_open(ferry__io **out, const ferry__manifest *m,
   } else {
     io->info = MPI_INFO_NULL;
   }
+#ifdef HAVE_ZLIB
+  /* A decode pool when some member is deflated (NULL: inflate inline). */
+  int deflated = 0;
+  for (int64_t k = 0; k < m->nparts && !deflated; k++)
+    for (int v = 0; v < m->nvars && !deflated; v++) {
+      npz_rec r;
+      ferry__err e;
+      deflated = rec_get(m, k, v, &r, p->rank, &e) == 0 && r.method == 8;
+    }
+  if (deflated)
+    io->pool = ferry__pool_new(p->threads);
+#endif
   *out = io;
   return 0;
 }
 
 #ifdef HAVE_ZLIB
-/* The next compressed bytes of the member, through an independent MPI-IO
- * read (deflated members are read independently even with io=collective:
- * the ranks need different amounts). */
-static int z_fill(zcursor *z, MPI_File fh, const char *where, ferry__err *err) {
+/* The next compressed bytes of the member, through pread on the archive's
+ * descriptor (any thread: each cursor has its own buffer). */
+static int z_fill(zcursor *z, const char *where, ferry__err *err) {
   int64_t left = z->r.csize - z->in_next;
   if (left <= 0)
     return ferry__seterr(err, FERRY_EFORMAT,
                          "truncated deflate data: %s, offset %lld: the "
                          "member's %lld compressed bytes end after %lld of "
                          "its %lld bytes",
-                         where, (long long)(z->r.data + z->r.csize),
+                         where, (long long)(z->r.data + z->in_next),
                          (long long)z->r.csize, (long long)z->out,
                          (long long)z->r.usize);
-  int n = left < (int64_t)NPZ_IN_BUF ? (int)left : (int)NPZ_IN_BUF;
-  int rc = ferry__mpi_read(fh, 0, (MPI_Offset)(z->r.data + z->in_next), z->in,
-                           n, where, err);
-  if (rc < 0)
-    return rc;
+  size_t n = left < (int64_t)z->in_cap ? (size_t)left : z->in_cap, got = 0;
+  int64_t off = z->r.data + z->in_next;
+  if (ferry__pread_full(z->fd, z->in, n, off, &got) != 0)
+    return ferry__seterr(err, FERRY_EIO,
+                         "read failed: %s, offset %lld, %zu bytes: %s", where,
+                         (long long)off, n, strerror(errno));
+  if (got != n)
+    return ferry__seterr(err, FERRY_EIO,
+                         "short read: %s, offset %lld: got %zu of %zu bytes",
+                         where, (long long)off, got, n);
   z->zs.next_in = z->in;
   z->zs.avail_in = (uInt)n;
-  z->in_next += n;
+  z->in_next += (int64_t)n;
   return 0;
 }
 
@@ -979,7 +1129,7 @@ static int z_restart(zcursor *z, int64_t j, const char *where,
 
 /* After an inflate step: keep a checkpoint when the cursor sits on one. */
 static void z_keep(zcursor *z) {
-  if (z->every <= 0 || z->out <= z->r.hlen ||
+  if (!z->keep || z->every <= 0 || z->out <= z->r.hlen ||
       (z->out - z->r.hlen) % z->every != 0)
     return;
   int64_t j = (z->out - z->r.hlen) / z->every;
@@ -996,9 +1146,8 @@ static void z_keep(zcursor *z) {
 /* Inflate until the cursor is at member offset target: into dst (which
  * holds member offsets from start on) or, when dst is NULL, into scratch.
  * Each step stops on the next checkpoint boundary so that it can be kept. */
-static int z_advance(zcursor *z, MPI_File fh, int64_t target,
-                     unsigned char *dst, int64_t start, unsigned char *scratch,
-                     const char *where, ferry__err *err) {
+static int z_advance(zcursor *z, int64_t target, unsigned char *dst,
+                     int64_t start, const char *where, ferry__err *err) {
   while (z->out < target) {
     if (z->ended)
       return ferry__seterr(err, FERRY_EFORMAT,
@@ -1014,12 +1163,12 @@ static int z_advance(zcursor *z, MPI_File fh, int64_t target,
         limit = b;
     }
     int64_t n = limit - z->out;
-    unsigned char *o = dst ? dst + (z->out - start) : scratch;
+    unsigned char *o = dst ? dst + (z->out - start) : z->scratch;
     int64_t cap = dst ? (int64_t)1 << 30 : (int64_t)NPZ_SCRATCH;
     if (n > cap)
       n = cap;
     int rc = 0;
-    if (z->zs.avail_in == 0 && (rc = z_fill(z, fh, where, err)) < 0)
+    if (z->zs.avail_in == 0 && (rc = z_fill(z, where, err)) < 0)
       return rc;
     z->zs.next_out = o;
     z->zs.avail_out = (uInt)n;
@@ -1041,13 +1190,12 @@ static int z_advance(zcursor *z, MPI_File fh, int64_t target,
 
 /* The cursor reached the member's data end: inflate the rest, check that
  * the stream ends there and that the CRC-32 is the archive's. */
-static int z_finish(zcursor *z, MPI_File fh, unsigned char *scratch,
-                    const char *where, ferry__err *err) {
-  int rc = z_advance(z, fh, z->r.usize, NULL, 0, scratch, where, err);
+static int z_finish(zcursor *z, const char *where, ferry__err *err) {
+  int rc = z_advance(z, z->r.usize, NULL, 0, where, err);
   for (int k = 0; rc == 0 && !z->ended; k++) {
-    if (z->zs.avail_in == 0 && (rc = z_fill(z, fh, where, err)) < 0)
+    if (z->zs.avail_in == 0 && (rc = z_fill(z, where, err)) < 0)
       break;
-    z->zs.next_out = scratch;
+    z->zs.next_out = z->scratch;
     z->zs.avail_out = 1;
     int zrc = inflate(&z->zs, Z_NO_FLUSH);
     if (z->zs.avail_out == 0)
@@ -1073,14 +1221,14 @@ static int z_finish(zcursor *z, MPI_File fh, unsigned char *scratch,
   return rc;
 }
 
-/* Rows [row, row + nrows) of a deflated member into buf.  The first read
- * of an open member inflates it whole (serving its rows on the way), which
- * takes every checkpoint and checks the length and CRC-32 before any row of
- * the member is served: a corrupt member is an error, never data. */
-static int z_read(ferry__io *io, npz_handle *h, int64_t rb, int64_t row,
-                  int64_t nrows, unsigned char *buf, const char *where,
-                  ferry__err *err) {
-  zcursor *z = h->z;
+/* Rows [row, row + nrows) of a deflated member into buf, through its own
+ * cursor.  The first read of an open member inflates it whole (serving its
+ * rows on the way), which takes every checkpoint and checks the length and
+ * CRC-32 before any row of the member is served: a corrupt member is an
+ * error, never data.  Runs inline or as one job (one at a time per
+ * member). */
+static int z_read(zcursor *z, int64_t rb, int64_t row, int64_t nrows,
+                  unsigned char *buf, const char *where, ferry__err *err) {
   int64_t from = z->r.hlen + row * rb, to = from + nrows * rb;
   int64_t j = z->every > 0 ? (from - z->r.hlen) / z->every : 0;
   if (j >= z->nck)
@@ -1094,20 +1242,153 @@ static int z_read(ferry__io *io, npz_handle *h, int64_t rb, int64_t row,
   if (!(z->live && !z->ended && z->out <= from && z->out >= jpos))
     rc = z_restart(z, j, where, err);
   if (rc == 0)
-    rc = z_advance(z, h->fh, from, NULL, 0, io->scratch, where, err);
+    rc = z_advance(z, from, NULL, 0, where, err);
   if (rc == 0)
-    rc = z_advance(z, h->fh, to, buf, from, io->scratch, where, err);
+    rc = z_advance(z, to, buf, from, where, err);
   if (rc == 0 && (to == z->data_end || !z->verified))
-    rc = z_finish(z, h->fh, io->scratch, where, err);
-  if (rc == 0)
+    rc = z_finish(z, where, err);
+  if (rc == 0) {
     z->verified = 1;
+    z->keep = 0; /* its checkpoints are now read by pieces */
+  }
   if (rc < 0 && z->live) {
     inflateEnd(&z->zs); /* start afresh next time */
     z->live = 0;
   }
   return rc;
 }
+
+/* A piece of a read of a verified member: member bytes [from, to) into dst
+ * from checkpoint j, through a cursor of its own (the member's checkpoints
+ * are read, never written, once it is verified). */
+static int z_piece(const npz_job *jb, ferry__err *err) {
+  const zcursor *m = jb->m;
+  zcursor c;
+  memset(&c, 0, sizeof c);
+  c.r = m->r;
+  c.data_end = m->data_end;
+  c.every = m->every;
+  c.verified = 1;
+  c.fd = m->fd;
+  c.ck = m->ck;
+  c.nck = m->nck;
+  c.in_cap = NPZ_PIECE_IN;
+  c.in = malloc(NPZ_PIECE_IN);
+  c.scratch = malloc(NPZ_SCRATCH);
+  int rc = 0;
+  if (!c.in || !c.scratch)
+    rc = ferry__seterr(err, FERRY_ENOMEM,
+                       "out of memory for an inflate piece (%zu bytes): %s",
+                       NPZ_PIECE_IN + NPZ_SCRATCH, jb->where);
+  if (rc == 0)
+    rc = z_restart(&c, jb->j, jb->where, err);
+  if (rc == 0)
+    rc = z_advance(&c, jb->from, NULL, 0, jb->where, err);
+  if (rc == 0)
+    rc = z_advance(&c, jb->to, jb->buf, jb->from, jb->where, err);
+  if (rc == 0 && jb->to == c.data_end)
+    rc = z_finish(&c, jb->where, err);
+  if (c.live)
+    inflateEnd(&c.zs);
+  free(c.in);
+  free(c.scratch);
+  return rc;
+}
+
+static int npz_job_run(void *arg, ferry__err *err) {
+  const npz_job *jb = arg;
+  return jb->z ? z_read(jb->z, jb->rb, jb->row, jb->nrows, jb->buf, jb->where,
+                        err)
+               : z_piece(jb, err);
+}
+
+/* Queue job (copied), or, when it cannot be queued, run it here after the
+ * queued ones (out of memory: inline, still in order). */
+static int queue(ferry__io *io, const npz_job *job, ferry__err *err) {
+  npz_job *j = malloc(sizeof *j);
+  if (j && io->njobs == io->cap) {
+    size_t cap = io->cap ? 2 * io->cap : 16;
+    npz_job **v = realloc(io->jobs, cap * sizeof *v);
+    if (v) {
+      io->jobs = v;
+      io->cap = cap;
+    }
+  }
+  if (!j || io->njobs == io->cap) {
+    free(j);
+    int rc = settle(io, 0, err);
+    return rc < 0 ? rc : npz_job_run((void *)job, err);
+  }
+  *j = *job;
+  io->jobs[io->njobs++] = j;
+  return ferry__pool_submit(io->pool, npz_job_run, j, err);
+}
+
+/* A deflated read on the pool: through the member's own cursor (its first
+ * read, which verifies it, or a read inside one checkpoint interval, which
+ * may go on from where the cursor is), or cut at the checkpoints into
+ * pieces inflated at once, each from its checkpoint.  One job at a time
+ * uses a member's cursor: a read of a member whose cursor is queued goes
+ * as pieces once the member is verified, else waits for the queue. */
+static int z_read_par(ferry__io *io, npz_handle *h, int64_t rb, int64_t row,
+                      int64_t nrows, unsigned char *buf, const char *where,
+                      ferry__err *err) {
+  zcursor *z = h->z;
+  int rc = 0, busy = h->busy_gen == io->gen + 1;
+  /* z->verified is read only while no job uses the cursor; h->verified
+   * is this thread's copy. */
+  if (busy && !h->verified && (rc = settle(io, 0, err)) < 0)
+    return rc;
+  busy = h->busy_gen == io->gen + 1;
+  if (!busy)
+    h->verified = z->verified;
+  npz_job jb;
+  memset(&jb, 0, sizeof jb);
+  snprintf(jb.where, sizeof jb.where, "%s", where);
+  int64_t from = z->r.hlen + row * rb, to = from + nrows * rb;
+  /* The checkpoints strictly inside [from, to) cut the read. */
+  int64_t j1 = z->every > 0 ? (from - z->r.hlen) / z->every + 1 : z->nck;
+  int cut = 0;
+  for (int64_t j = j1; h->verified && j < z->nck && !cut; j++)
+    cut = z->r.hlen + j * z->every < to && z->ck[j].have;
+  if (!cut && !busy) {
+    jb.z = z;
+    jb.rb = rb;
+    jb.row = row;
+    jb.nrows = nrows;
+    jb.buf = buf;
+    h->busy_gen = h->ref_gen = io->gen + 1;
+    return queue(io, &jb, err);
+  }
+  jb.m = z;
+  h->ref_gen = io->gen + 1;
+  int64_t p = from, start = 0; /* start: the checkpoint p is reached from */
+  for (int64_t j = 1; j < z->nck && z->r.hlen + j * z->every <= from; j++)
+    if (z->ck[j].have)
+      start = j;
+  while (rc == 0 && p < to) {
+    int64_t q = to, next = -1;
+    for (int64_t j = start + 1; j < z->nck && next < 0; j++)
+      if (z->ck[j].have && z->r.hlen + j * z->every > p &&
+          z->r.hlen + j * z->every < to)
+        next = j;
+    if (next > 0)
+      q = z->r.hlen + next * z->every;
+    jb.j = start;
+    jb.from = p;
+    jb.to = q;
+    jb.buf = buf + (p - from);
+    rc = queue(io, &jb, err);
+    p = q;
+    start = next;
+  }
+  return rc;
+}
 #endif
+
+static int npz_io_wait(ferry__io *io, ferry__err *err) {
+  return settle(io, 0, err);
+}
 
 static int npz_io_read(ferry__io *io, int64_t part, int var, int64_t row,
                        int64_t nrows, void *buf, ferry__err *err) {
@@ -1120,7 +1401,7 @@ static int npz_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   int64_t rb = (int64_t)m->vars[var].row_bytes;
   void *hv = NULL;
   if ((rc = ferry__handle_get(&io->files, part, var, io->rank, &hv, err)) < 0)
-    return rc;
+    return settle(io, rc, err);
   npz_handle *h = hv;
   /* Local checks after the (possibly collective) open, as in npy.c. */
   rc = ferry__check_rows(m, part, var, row, nrows, io->rank, err);
@@ -1129,9 +1410,12 @@ static int npz_io_read(ferry__io *io, int64_t part, int var, int64_t row,
            io->rank);
   if (h->z) {
 #ifdef HAVE_ZLIB
-    return rc < 0 || nrows == 0
-               ? rc
-               : z_read(io, h, rb, row, nrows, buf, where, err);
+    if (rc < 0 || nrows == 0)
+      return settle(io, rc, err);
+    if (!io->pool)
+      return settle(io, z_read(h->z, rb, row, nrows, buf, where, err), err);
+    rc = z_read_par(io, h, rb, row, nrows, buf, where, err);
+    return io->defer && rc == 0 ? 0 : settle(io, rc, err);
 #endif
   }
   int64_t offset = pt->data_offset[var], nbytes = 0;
@@ -1147,8 +1431,9 @@ static int npz_io_read(ferry__io *io, int64_t part, int var, int64_t row,
                          (long long)nbytes, path, vname, io->rank,
                          (long long)offset);
   }
-  return ferry__npy_read_range(h->fh, io->collective, offset, nbytes, buf, rc,
-                               where, err);
+  rc = ferry__npy_read_range(h->fh, io->collective, offset, nbytes, buf, rc,
+                             where, err);
+  return io->defer && rc == 0 ? 0 : settle(io, rc, err);
 }
 
 const ferry__backend ferry__backend_npz = {
@@ -1164,4 +1449,5 @@ const ferry__backend ferry__backend_npz = {
     .io_open = npz_io_open,
     .io_read = npz_io_read,
     .io_close = npz_io_close,
+    .io_wait = npz_io_wait,
 };

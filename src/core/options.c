@@ -134,9 +134,10 @@ static const option_def defs[] = {
      4096,
      NULL},
     {{"threads", "0", "integer >= 0",
-      "Worker threads per rank that assemble batches; 0 picks the CPUs of "
-      "the rank's affinity mask shared among the ranks of its node, minus "
-      "one for the I/O thread (at least 1, at most 8)."},
+      "Worker threads per rank that assemble batches, and the lanes that "
+      "decode compressed Zarr chunks and deflated .npz members at once; 0 "
+      "picks the CPUs of the rank's affinity mask shared among the ranks of "
+      "its node, minus one for the I/O thread (at least 1, at most 8)."},
      K_INT,
      OFF(threads),
      0,

@@ -115,6 +115,8 @@ typedef struct epoch_state {
    * ext_buf[e], or mapped); ext_map [nextents * nvars] with io=mmap */
   const unsigned char **ext_src;
   ferry__mapping *ext_map;
+  int defer; /* I/O thread only: the backend's io_read may defer decodes
+              * until io_wait (ferry__io_params.defer) */
   int64_t *win_remaining; /* (L) [nwindows] samples not assembled */
   /* (L) [nwindows]: window w's slots (served order), made by the I/O thread
    * when it admits the window and freed with its buffers (free_window), so

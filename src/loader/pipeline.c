@@ -228,6 +228,14 @@ static int read_extent(epoch_state *ep, ferry__io *io, const ferry__extent *x,
     int rc = L->be->io_read(io, x->part, v, x->row, x->count,
                             buf + (size_t)x->count * L->var_prefix[v], err);
     if (rc) {
+      /* Deferred decodes of this buffer (and of the reads before) are
+       * settled first; an earlier read's error is the one to report. */
+      ferry__err early = {0};
+      int wrc = ep->defer ? L->be->io_wait(io, &early) : 0;
+      if (wrc < 0) {
+        *err = early;
+        rc = wrc;
+      }
       ferry__buf_put(L, buf);
       return rc;
     }
@@ -294,9 +302,52 @@ static int wait_admission(epoch_state *ep, int64_t admit) {
   return go;
 }
 
+/*
+ * A backend with io_wait decodes on its pool (backends/pool.c): the extents
+ * of a window are read in groups of up to `threads` (their decode jobs run
+ * at once, across parts: DLIO's one-sample files), then waited for and
+ * published in order.  The group's buffers belong to the window being read,
+ * which the budget counts whole.  Without io_wait, groups of one.
+ */
+static int read_group(epoch_state *ep, ferry__io *io, int64_t e0, int64_t n,
+                      unsigned char **bufs, ferry__err *err) {
+  const ferry__rank_plan *p = &ep->plan;
+  ferry_loader *L = ep->L;
+  int rc = 0;
+  int64_t k = 0;
+  for (; k < n && rc == 0; k++)
+    rc = ep->ext_map ? map_extent(ep, io, e0 + k, err)
+                     : read_extent(ep, io, &p->extents[e0 + k], &bufs[k], err);
+  if (rc == 0 && ep->defer) {
+    double t0 = ferry__now();
+    rc = L->be->io_wait(io, err);
+    pthread_mutex_lock(&L->stats_mu);
+    L->stats.read_seconds += ferry__now() - t0;
+    pthread_mutex_unlock(&L->stats_mu);
+  } else if (rc && ep->defer) {
+    /* The group's decodes settle before its buffers go back (a failed
+     * buf_get leaves them queued); an earlier read's error wins. */
+    ferry__err early = {0};
+    int wrc = L->be->io_wait(io, &early);
+    if (wrc < 0) {
+      *err = early;
+      rc = wrc;
+    }
+  }
+  if (rc)
+    for (int64_t i = 0; i < k; i++)
+      if (bufs[i])
+        ferry__buf_put(L, bufs[i]);
+  return rc;
+}
+
 static void io_independent(epoch_state *ep, ferry__io *io) {
   const ferry__rank_plan *p = &ep->plan;
   ferry__err err = {0};
+  int64_t g = ep->defer && ep->L->nthreads > 1 ? ep->L->nthreads : 1;
+  unsigned char *bufs[FERRY__POOL_MAX];
+  if (g > FERRY__POOL_MAX)
+    g = FERRY__POOL_MAX;
   for (int64_t w = 0; w < p->nwindows; w++) {
     if (!wait_admission(ep, ferry__admit_of(p, w)))
       return;
@@ -306,15 +357,19 @@ static void io_independent(epoch_state *ep, ferry__io *io) {
       return;
     }
     for (int64_t e = p->window_first_extent[w];
-         e < p->window_first_extent[w + 1]; e++) {
-      unsigned char *buf = NULL;
-      int rc = ep->ext_map ? map_extent(ep, io, e, &err)
-                           : read_extent(ep, io, &p->extents[e], &buf, &err);
+         e < p->window_first_extent[w + 1];) {
+      int64_t n = p->window_first_extent[w + 1] - e < g
+                      ? p->window_first_extent[w + 1] - e
+                      : g;
+      memset(bufs, 0, sizeof bufs);
+      int rc = read_group(ep, io, e, n, bufs, &err);
       if (rc) {
         publish_error(ep, rc, &err);
         return;
       }
-      publish_extent(ep, e, buf);
+      for (int64_t i = 0; i < n; i++)
+        publish_extent(ep, e + i, bufs[i]);
+      e += n;
       pthread_mutex_lock(&ep->mu);
       int stop = ep->stop;
       pthread_mutex_unlock(&ep->mu);
@@ -494,9 +549,17 @@ void *ferry__io_main(void *arg) {
   ferry_loader *L = ep->L;
   ferry__io *io = NULL;
   ferry__err err = {0};
-  ferry__io_params p = {L->io_comm, L->rank,
+  ferry__io_params p = {L->io_comm,
+                        L->rank,
                         L->opts->io == FERRY__IO_COLLECTIVE,
-                        L->opts->max_open_files, L->opts};
+                        L->opts->max_open_files,
+                        L->opts,
+                        L->nthreads,
+                        0};
+  /* Deferred decodes only in independent reads (a collective round's
+   * reads are waited for one by one) and never with io=mmap. */
+  p.defer = !p.collective && L->be->io_wait && !ep->ext_map;
+  ep->defer = p.defer;
   int rc = L->be->io_open(&io, &L->m, &p, &err);
   if (rc) {
     publish_error(ep, rc, &err);

@@ -1374,8 +1374,16 @@ char *ferry__zarr_chunk_path(const char *adir, const zmeta *z,
  * counts it in cache_bytes): the band (c0 rows; one band of chunks bounds
  * it), one decoded chunk when chunks are not rows, the stored bytes of one
  * chunk file when compressed, one intermediate stage of a chain of codecs. */
-static size_t native_cache_bytes(const zmeta *z) {
+static size_t native_cache_bytes(const zmeta *z, int lanes) {
   size_t n = z->chunk_bytes * (size_t)z->across;
+  /* Each further decode lane (the `threads` option, pool.c) holds its own
+   * stored bytes and middle stage while it decodes a chunk of a read. */
+  size_t lane = zarr_stored_bound(z->chunk_bytes) + 4 +
+                (z->ncodecs > 1 ? z->chunk_bytes : 0);
+  if ((z->ncodecs || z->crc) && lanes > 1)
+    n = lane > (SIZE_MAX / 4 - n) / (size_t)(lanes - 1)
+            ? SIZE_MAX / 4 /* past any budget: refused there */
+            : n + (size_t)(lanes - 1) * lane;
   if (!zarr_chunk_is_rows(z))
     n += z->chunk_bytes;
   if (z->ncodecs || z->crc)
@@ -1394,7 +1402,7 @@ char *ferry__zarr_array_dir(const char *store, const char *name,
 
 /* "chunks (10, 3), blosc(lz4, shuffle), 2.8:1; ..." for ferry info. */
 static char *storage_text(const char *adir, const zmeta *z, const char *reader,
-                          int64_t *cache) {
+                          int lanes, int64_t *cache) {
   char buf[512];
   size_t used = 0;
   used += (size_t)snprintf(buf, sizeof buf, "chunks (");
@@ -1450,7 +1458,7 @@ static char *storage_text(const char *adir, const zmeta *z, const char *reader,
     snprintf(buf + used, sizeof buf - used, "; reader %s", reader);
   *cache = strcmp(reader, "netcdf") == 0
                ? (int64_t)z->chunk_bytes * z->across * 2
-               : (int64_t)native_cache_bytes(z);
+               : (int64_t)native_cache_bytes(z, lanes);
   return strdup(buf);
 }
 
@@ -1667,7 +1675,7 @@ static int describe_notes(const char *store, zarr_walk *w, int64_t longest,
 
 /* Variable k of out from array x (its name moves to the variable). */
 static int describe_var(const char *store, const zarr_walk *w, zarr_array *x,
-                        int use_netcdf, ferry__part_desc *out, int k,
+                        int use_netcdf, int lanes, ferry__part_desc *out, int k,
                         ferry__err *err) {
   ferry__var *v = &out->vars[k];
   v->name = x->name;
@@ -1683,9 +1691,10 @@ static int describe_var(const char *store, const zarr_walk *w, zarr_array *x,
   v->chunk_rows = x->z.chunks[0];
   char *adir = ferry__zarr_array_dir(store, v->name, w->root_array);
   int64_t cache = 0;
-  v->storage =
-      adir ? storage_text(adir, &x->z, use_netcdf ? "netcdf" : "native", &cache)
-           : NULL;
+  v->storage = adir
+                   ? storage_text(adir, &x->z, use_netcdf ? "netcdf" : "native",
+                                  lanes, &cache)
+                   : NULL;
   v->cache_bytes = (size_t)cache;
   free(adir);
   /* Every rank checks its .zarray against its size and hash.  The path
@@ -1723,7 +1732,8 @@ int ferry__zarr_describe(const char *path, const ferry_options *opts,
     goto cleanup;
   for (int i = 0, k = 0; i < w.n && rc == 0; i++)
     if (is_selected(&w.a[i], longest))
-      rc = describe_var(store, &w, &w.a[i], use_netcdf, out, k++, err);
+      rc = describe_var(store, &w, &w.a[i], use_netcdf,
+                        ferry__pool_lanes_for(opts), out, k++, err);
 cleanup:
   walk_free(&w);
   free(store);

@@ -12,7 +12,11 @@
  * chunk, found through its shard's index, which each rank reads once per
  * shard (checked: crc32c, every entry inside the shard) and keeps in a few
  * slots, so that reads are pread's of inner chunks' byte ranges, adjacent
- * uncompressed ones coalesced, never whole shards.
+ * uncompressed ones coalesced, never whole shards.  The chunks a read
+ * covers whole are read here, in order, into a lane's buffer and decoded
+ * on the I/O state's decode pool (pool.c), straight into the read buffer;
+ * the chunk's lane is the number of chunks queued since the last wait, so
+ * no lane buffer is reused before its chunk is decoded.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -290,14 +294,91 @@ static int inner_where(zvar *zv, const int64_t *idx, zwhere *w, uint64_t *off,
   return rc;
 }
 
-/* Decode the n stored bytes at off in fd (a chunk, w names it) into out
- * (chunk_bytes): uncompressed straight into out, else through raw (and
- * mid); the crc32c checked first when the chain ends with one. */
-static int decode_stored(zvar *zv, int fd, uint64_t off, uint64_t n, zwhere *w,
-                         unsigned char *out, ferry__err *err) {
+/* One decode lane: its buffers (lane 0: the variable's raw and mid) and
+ * the chunk queued on it, whose stored bytes the I/O thread has read. */
+typedef struct zlane {
+  unsigned char *raw, *mid;
+  const zmeta *z;
+  zwhere w;
+  size_t size;
+  unsigned char *out;
+} zlane;
+
+/* A wait no read asked for (a store closing with chunks queued): its
+ * error is kept for the next settle. */
+static void park(zdecode *d) {
+  if (!d->busy)
+    return;
+  ferry__err e;
+  memset(&e, 0, sizeof e);
+  int wrc = ferry__pool_wait(d->pool, &e);
+  d->busy = 0;
+  if (wrc < 0 && d->rc == 0) {
+    d->rc = wrc;
+    d->err = e;
+  }
+}
+
+int ferry__zarr_settle(zdecode *d, int rc, ferry__err *err) {
+  park(d);
+  if (d->rc < 0) {
+    *err = d->err;
+    rc = d->rc;
+    d->rc = 0;
+  }
+  return rc;
+}
+
+void ferry__zarr_lanes_free(zvar *zv) {
+  if (zv->dec)
+    park(zv->dec);
+  for (int k = 1; zv->lane && k < zv->dec->nlanes; k++) {
+    free(zv->lane[k].raw);
+    free(zv->lane[k].mid);
+  }
+  free(zv->lane);
+  zv->lane = NULL;
+}
+
+/* The stored-bytes and middle buffers of lane k (0: zv->raw and zv->mid),
+ * allocated at first use; every lane but 0 is counted in cache_bytes
+ * (native_cache_bytes, by the threads option). */
+static int lane_bufs(zvar *zv, int k, const zwhere *w, unsigned char **raw,
+                     unsigned char **mid, ferry__err *err) {
   const zmeta *z = &zv->z;
+  unsigned char **r = &zv->raw, **m = &zv->mid;
+  if (k > 0) {
+    if (!zv->lane &&
+        !(zv->lane = calloc((size_t)zv->dec->nlanes, sizeof *zv->lane)))
+      return ferry__seterr(err, FERRY_ENOMEM,
+                           "out of memory for %d decode lanes (store %s, "
+                           "array %s, rank %d)",
+                           zv->dec->nlanes, w->store, w->vname, w->rank);
+    r = &zv->lane[k].raw;
+    m = &zv->lane[k].mid;
+  }
+  if ((z->ncodecs || z->crc) && !*r &&
+      !(*r = malloc(zarr_stored_bound(z->chunk_bytes) + 4)))
+    return ferry__seterr(err, FERRY_ENOMEM,
+                         "out of memory for a stored chunk, %zu bytes (store "
+                         "%s, array %s, rank %d)",
+                         zarr_stored_bound(z->chunk_bytes) + 4, w->store,
+                         w->vname, w->rank);
+  if (z->ncodecs > 1 && !*m && !(*m = malloc(z->chunk_bytes)))
+    return ferry__seterr(err, FERRY_ENOMEM,
+                         "out of memory for a chunk between codecs, %zu bytes "
+                         "(store %s, array %s, rank %d)",
+                         z->chunk_bytes, w->store, w->vname, w->rank);
+  *raw = *r;
+  *mid = *m;
+  return 0;
+}
+
+/* The n stored bytes of a chunk (w names it): of the exact size when
+ * uncompressed, else no more than any codec stores. */
+static int check_stored(const zmeta *z, uint64_t n, const zwhere *w,
+                        ferry__err *err) {
   size_t crc = z->crc ? 4 : 0;
-  int stored = z->ncodecs || z->crc;
   if (!z->ncodecs ? n != z->chunk_bytes + crc
                   : n > zarr_stored_bound(z->chunk_bytes) + crc)
     return ferry__seterr(err, FERRY_EFORMAT,
@@ -310,27 +391,18 @@ static int decode_stored(zvar *zv, int fd, uint64_t off, uint64_t n, zwhere *w,
                                "%s, array %s, rank %d, row %lld",
                          w->what, (unsigned long long)n, z->chunk_bytes + crc,
                          w->store, w->vname, w->rank, (long long)w->row);
-  if (stored && !zv->raw &&
-      !(zv->raw = malloc(zarr_stored_bound(z->chunk_bytes) + 4)))
-    return ferry__seterr(err, FERRY_ENOMEM,
-                         "out of memory for a stored chunk, %zu bytes (store "
-                         "%s, array %s, rank %d)",
-                         zarr_stored_bound(z->chunk_bytes) + 4, w->store,
-                         w->vname, w->rank);
-  if (z->ncodecs > 1 && !zv->mid && !(zv->mid = malloc(z->chunk_bytes)))
-    return ferry__seterr(err, FERRY_ENOMEM,
-                         "out of memory for a chunk between codecs, %zu bytes "
-                         "(store %s, array %s, rank %d)",
-                         z->chunk_bytes, w->store, w->vname, w->rank);
-  errno = 0;
-  if (pread_exact(fd, stored ? zv->raw : out, (size_t)n, (off_t)off) < 0)
-    return ferry__seterr(err, FERRY_EIO, "cannot read " WHERE_FMT ": %s",
-                         WHERE_ARGS(w),
-                         errno ? strerror(errno) : "shorter than it was");
-  size_t size = (size_t)n;
+  return 0;
+}
+
+/* Decode size stored bytes in raw (mid: the middle stage) into out
+ * (chunk_bytes): the crc32c checked first when the chain ends with one.
+ * Touches nothing but its arguments: runs on any decode lane. */
+static int decode_bytes(const zmeta *z, unsigned char *raw, unsigned char *mid,
+                        size_t size, const zwhere *w, unsigned char *out,
+                        ferry__err *err) {
   if (z->crc) {
-    uint32_t want = size >= 4 ? le32(zv->raw + size - 4) : 0,
-             got = size >= 4 ? ferry__crc32c(zv->raw, size - 4) : 1;
+    uint32_t want = size >= 4 ? le32(raw + size - 4) : 0,
+             got = size >= 4 ? ferry__crc32c(raw, size - 4) : 1;
     if (want != got)
       return ferry__seterr(err, FERRY_EFORMAT,
                            "%s fails its crc32c (stored %08x, computed %08x; "
@@ -339,13 +411,13 @@ static int decode_stored(zvar *zv, int fd, uint64_t off, uint64_t n, zwhere *w,
                            w->vname, w->rank, (long long)w->row);
     size -= 4;
     if (!z->ncodecs)
-      memcpy(out, zv->raw, size);
+      memcpy(out, raw, size);
   }
   /* Codecs in decode order: compressor first.  Every stage decodes to
    * chunk_bytes (the only filter ferry knows, shuffle, keeps the size). */
-  unsigned char *src = zv->raw;
+  unsigned char *src = raw;
   for (int c = z->ncodecs - 1; c >= 0; c--) {
-    unsigned char *dst = c == 0 ? out : src == zv->raw ? zv->mid : zv->raw;
+    unsigned char *dst = c == 0 ? out : src == raw ? mid : raw;
     const char *why = NULL;
     if (ferry__codec_decode_into(z->codec[c], z->param[c], src, size, dst,
                                  z->chunk_bytes, &why) < 0)
@@ -358,6 +430,57 @@ static int decode_stored(zvar *zv, int fd, uint64_t off, uint64_t n, zwhere *w,
     size = z->chunk_bytes;
   }
   return 0;
+}
+
+static int lane_job(void *arg, ferry__err *err) {
+  zlane *l = arg;
+  return decode_bytes(l->z, l->raw, l->mid, l->size, &l->w, l->out, err);
+}
+
+/* Decode the n stored bytes at off in fd (a chunk, w names it) into out
+ * (chunk_bytes): uncompressed straight into out, else through raw (and
+ * mid); the crc32c checked first when the chain ends with one.  With par
+ * (the chunk goes straight into a read's buffer) and several lanes, the
+ * bytes are read here and decoded on the pool: the caller settles. */
+static int decode_stored(zvar *zv, int fd, uint64_t off, uint64_t n, zwhere *w,
+                         unsigned char *out, int par, ferry__err *err) {
+  const zmeta *z = &zv->z;
+  int stored = z->ncodecs || z->crc;
+  int rc = check_stored(z, n, w, err);
+  if (rc < 0)
+    return rc;
+  zdecode *d = zv->dec;
+  par = par && stored && d->nlanes > 1;
+  if (par && d->busy == d->nlanes && (rc = ferry__zarr_settle(d, 0, err)) < 0)
+    return rc;
+  int k = par ? d->busy : 0;
+  unsigned char *raw = NULL, *mid = NULL;
+  if ((rc = lane_bufs(zv, k, w, &raw, &mid, err)) < 0)
+    return rc;
+  errno = 0;
+  if (pread_exact(fd, stored ? raw : out, (size_t)n, (off_t)off) < 0)
+    return ferry__seterr(err, FERRY_EIO, "cannot read " WHERE_FMT ": %s",
+                         WHERE_ARGS(w),
+                         errno ? strerror(errno) : "shorter than it was");
+  if (!stored)
+    return 0;
+  if (!par)
+    return decode_bytes(z, raw, mid, (size_t)n, w, out, err);
+  if (!zv->lane &&
+      !(zv->lane = calloc((size_t)zv->dec->nlanes, sizeof *zv->lane)))
+    return ferry__seterr(err, FERRY_ENOMEM,
+                         "out of memory for %d decode lanes (store %s, array "
+                         "%s, rank %d)",
+                         zv->dec->nlanes, w->store, w->vname, w->rank);
+  zlane *l = &zv->lane[k];
+  l->z = z;
+  l->w = *w;
+  l->size = (size_t)n;
+  l->out = out;
+  l->raw = raw; /* lane 0: the variable's own (freed with it) */
+  l->mid = mid;
+  d->busy++;
+  return ferry__pool_submit(d->pool, lane_job, l, err);
 }
 
 /* The fill value into out (chunk_bytes), or an error when there is none. */
@@ -383,7 +506,7 @@ static int fill_chunk(const zmeta *z, zwhere *w, unsigned char *out,
  * caller must not serve. */
 static int load_chunk(zvar *zv, const int64_t *idx, const char *store,
                       const char *vname, int rank, int64_t row,
-                      unsigned char *out, ferry__err *err) {
+                      unsigned char *out, int par, ferry__err *err) {
   const zmeta *z = &zv->z;
   zwhere w = {store, vname, rank, row, ""};
   if (z->sharded) {
@@ -391,7 +514,7 @@ static int load_chunk(zvar *zv, const int64_t *idx, const char *store,
     int rc = inner_where(zv, idx, &w, &off, &n, err);
     if (rc < 0)
       return rc;
-    return rc ? decode_stored(zv, zv->shard_fd, off, n, &w, out, err)
+    return rc ? decode_stored(zv, zv->shard_fd, off, n, &w, out, par, err)
               : fill_chunk(z, &w, out, err);
   }
   char *p = ferry__zarr_chunk_path(zv->adir, z, idx);
@@ -416,7 +539,7 @@ static int load_chunk(zvar *zv, const int64_t *idx, const char *store,
     rc = ferry__seterr(err, ferry__errno_code(errno), WHERE_FMT ": %s",
                        WHERE_ARGS(&w), strerror(errno));
   else
-    rc = decode_stored(zv, fd, 0, (uint64_t)st.st_size, &w, out, err);
+    rc = decode_stored(zv, fd, 0, (uint64_t)st.st_size, &w, out, par, err);
   if (fd >= 0)
     close(fd);
   free(p);
@@ -492,12 +615,12 @@ static void place(const zmeta *z, const unsigned char *chunk,
 
 /* Native reader: rows [row, row+nrows) of one variable.  A chunk of rows
  * that the read covers whole is decoded (or, uncompressed, read) straight
- * into buf; any other chunk goes through the band, which then serves the
- * following reads of the same rows. */
-int ferry__zarr_native_read(zvar *zv, const char *store, const char *vname,
-                            int rank, int64_t row, int64_t nrows,
-                            size_t row_bytes, unsigned char *buf,
-                            ferry__err *err) {
+ * into buf, on the pool when there are several lanes (its stored bytes read
+ * here, in chunk order); any other chunk goes through the band, which then
+ * serves the following reads of the same rows. */
+static int native_rows(zvar *zv, const char *store, const char *vname, int rank,
+                       int64_t row, int64_t nrows, size_t row_bytes,
+                       unsigned char *buf, ferry__err *err) {
   const zmeta *z = &zv->z;
   int64_t c0 = z->chunks[0];
   int rows_layout = zarr_chunk_is_rows(z);
@@ -526,7 +649,7 @@ int ferry__zarr_native_read(zvar *zv, const char *store, const char *vname,
     }
     if (rows_layout && r == bstart && take == c0) {
       /* The read covers the whole chunk: decode it into its rows. */
-      if ((rc = load_chunk(zv, idx, store, vname, rank, r, dst, err)) < 0)
+      if ((rc = load_chunk(zv, idx, store, vname, rank, r, dst, 1, err)) < 0)
         return rc;
       r = bend;
       continue;
@@ -566,7 +689,10 @@ int ferry__zarr_native_read(zvar *zv, const char *store, const char *vname,
       r = bend;
       continue;
     }
-    /* Decode the band of chunks holding rows [bstart, bstart+c0). */
+    /* Decode the band of chunks holding rows [bstart, bstart+c0), through
+     * lane 0's buffers: the queued chunks first. */
+    if ((rc = ferry__zarr_settle(zv->dec, 0, err)) < 0)
+      return rc;
     zv->band = -1;
     if (!zv->band_buf && !(zv->band_buf = malloc((size_t)c0 * row_bytes + 1)))
       return ferry__seterr(err, FERRY_ENOMEM,
@@ -576,8 +702,8 @@ int ferry__zarr_native_read(zvar *zv, const char *store, const char *vname,
     if (rows_layout) {
       /* One chunk, laid out as the band's rows (the last chunk may
        * reach past the array's end: chunk_bytes is c0 rows). */
-      if ((rc = load_chunk(zv, idx, store, vname, rank, r, zv->band_buf, err)) <
-          0)
+      if ((rc = load_chunk(zv, idx, store, vname, rank, r, zv->band_buf, 0,
+                           err)) < 0)
         return rc;
     } else {
       if (!zv->chunk_buf && !(zv->chunk_buf = malloc(z->chunk_bytes)))
@@ -592,7 +718,7 @@ int ferry__zarr_native_read(zvar *zv, const char *store, const char *vname,
           idx[d] = rest % nd;
           rest /= nd;
         }
-        if ((rc = load_chunk(zv, idx, store, vname, rank, r, zv->chunk_buf,
+        if ((rc = load_chunk(zv, idx, store, vname, rank, r, zv->chunk_buf, 0,
                              err)) < 0)
           return rc;
         /* Rows of the band, each placed across dimensions 1.. */
@@ -609,4 +735,12 @@ int ferry__zarr_native_read(zvar *zv, const char *store, const char *vname,
     r = bend;
   }
   return rc;
+}
+
+int ferry__zarr_native_read(zvar *zv, const char *store, const char *vname,
+                            int rank, int64_t row, int64_t nrows,
+                            size_t row_bytes, unsigned char *buf,
+                            ferry__err *err) {
+  int rc = native_rows(zv, store, vname, rank, row, nrows, row_bytes, buf, err);
+  return zv->dec->defer ? rc : ferry__zarr_settle(zv->dec, rc, err);
 }

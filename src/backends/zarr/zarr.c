@@ -45,9 +45,11 @@
  *           (each rank reads and keeps the indexes of the shards it
  *           reads, then only the inner chunks' byte ranges).  A chunk a read
  * covers whole is decoded (or read, uncompressed) straight into the read
- * buffer; other chunks through a band of rows kept per variable.  Its buffers
+ * buffer, on `threads` decode lanes (native.c, pool.c), reads returning
+ * with their chunks queued when the loader defers (z_io_wait settles);
+ * other chunks through a band of rows kept per variable.  Its buffers
  * are allocated once per open store, never per chunk, and counted in
- * cache_bytes (native_cache_bytes).
+ * cache_bytes (native_cache_bytes, each lane's too).
  *
  * Missing chunk files.  zarr-python does not write a chunk whose values all
  * equal the fill value (write_empty_chunks=False, its default) and reads a
@@ -138,6 +140,7 @@ int ferry__zarr_rec_get(const ferry__manifest *m, const ferry__part *pt, int v,
 
 static void part_close(ferry__io *io, zpart *p) {
   for (int v = 0; p->v && v < io->m->nvars; v++) {
+    ferry__zarr_lanes_free(&p->v[v]); /* first: queued chunks use raw */
     free(p->v[v].adir);
     free(p->v[v].band_buf);
     free(p->v[v].chunk_buf);
@@ -153,20 +156,22 @@ static void part_close(ferry__io *io, zpart *p) {
 #ifdef HAVE_NCZARR
   ferry__zarr_nc_close(p);
 #endif
+  free(p->store);
   free(p);
 }
 
 /* Variable v of part pt in store: its record (*reader), its array
  * directory, and its .zarray, which must be the one rank 0 described. */
-static int var_open(const ferry__io *io, const ferry__part *pt,
-                    const char *store, int root_array, int v, zvar *zv,
-                    int *reader, ferry__err *err) {
+static int var_open(ferry__io *io, const ferry__part *pt, const char *store,
+                    int root_array, int v, zvar *zv, int *reader,
+                    ferry__err *err) {
   const ferry__manifest *m = io->m;
   const ferry__var *mv = &m->vars[v];
   uint64_t hash = 0;
   int rc;
   zv->band = -1;
   zv->shard_fd = -1;
+  zv->dec = &io->dec;
   if ((rc = ferry__zarr_rec_get(m, pt, v, io->rank, reader, &hash, err)) < 0)
     return rc;
   if (!(zv->adir = ferry__zarr_array_dir(store, mv->name, root_array)))
@@ -228,7 +233,7 @@ static int part_open(ferry__io *io, int64_t part, zpart **out,
                        "(rank %d)",
                        store, io->rank);
 #endif
-  free(store);
+  p->store = store;
   if (rc < 0) {
     part_close(io, p);
     return rc;
@@ -265,6 +270,7 @@ static void z_io_close(ferry__io *io) {
   if (!io)
     return;
   ferry__handle_cache_free(&io->parts);
+  ferry__pool_free(io->dec.pool);
   free(io);
 }
 
@@ -285,6 +291,13 @@ static int z_io_open(ferry__io **out, const ferry__manifest *m,
   io->rank = p->rank;
   ferry__handle_cache_init(&io->parts, (size_t)p->max_open_files, io,
                            cache_open, cache_close);
+  /* Decode lanes: the loader's threads, no more than describe counted in
+   * cache_bytes (the threads option it was given). */
+  io->dec.pool = ferry__pool_new(p->threads);
+  io->dec.nlanes = ferry__pool_lanes(io->dec.pool);
+  if (io->dec.nlanes > ferry__pool_lanes_for(p->opts))
+    io->dec.nlanes = ferry__pool_lanes_for(p->opts);
+  io->dec.defer = p->defer;
   *out = io;
   return 0;
 }
@@ -302,23 +315,23 @@ static int z_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   if (nrows == 0)
     return 0;
   zpart *p = NULL;
+  (void)pt;
   if ((rc = acquire(io, part, &p, err)) < 0)
     return rc;
-  char *store = ferry__zarr_store_dir(pt->paths[var]);
-  if (!store)
-    return ferry__seterr(err, FERRY_ENOMEM,
-                         "out of memory for the store path of %s (rank %d)",
-                         pt->paths[var], io->rank);
 #ifdef HAVE_NCZARR
   if (p->ncid >= 0)
-    rc = ferry__zarr_nc_read(&p->v[var], store, v->name, io->rank, row, nrows,
-                             v->row_bytes, buf, err);
+    rc = ferry__zarr_nc_read(&p->v[var], p->store, v->name, io->rank, row,
+                             nrows, v->row_bytes, buf, err);
   else
 #endif
-    rc = ferry__zarr_native_read(&p->v[var], store, v->name, io->rank, row,
+    rc = ferry__zarr_native_read(&p->v[var], p->store, v->name, io->rank, row,
                                  nrows, v->row_bytes, buf, err);
-  free(store);
   return rc;
+}
+
+/* Deferred reads (ferry__io_params.defer): settle the queued chunks. */
+static int z_io_wait(ferry__io *io, ferry__err *err) {
+  return ferry__zarr_settle(&io->dec, 0, err);
 }
 
 const ferry__backend ferry__backend_zarr = {
@@ -333,4 +346,5 @@ const ferry__backend ferry__backend_zarr = {
     .io_open = z_io_open,
     .io_read = z_io_read,
     .io_close = z_io_close,
+    .io_wait = z_io_wait,
 };

@@ -155,6 +155,20 @@ static inline int zarr_chunk_is_rows(const zmeta *z) {
 
 /* ---- Reads (I/O thread) ----------------------------------------------- */
 
+/* The I/O state's decoding: chunks whose stored bytes the I/O thread read
+ * are decoded on the pool, lane k of a variable (its own buffers) taking
+ * the k-th chunk queued since the last wait, whatever the variable.  With
+ * defer (ferry__io_params.defer) a read returns with its chunks queued and
+ * io_wait settles them. */
+typedef struct zdecode {
+  ferry__pool *pool;
+  int nlanes;
+  int busy;       /* lanes holding a queued chunk                        */
+  int defer;      /* reads return with chunks queued                     */
+  int rc;         /* the error of a wait no read reported yet (a store    */
+  ferry__err err; /* closed by the handle cache waits first)        */
+} zdecode;
+
 typedef struct zvar {
   zmeta z;
   char *adir;     /* array directory                         */
@@ -176,6 +190,11 @@ typedef struct zvar {
   int shard_fd;         /* -1 none                                   */
   int64_t shard_key;    /* linear number of the shard of shard_fd    */
   int64_t shard_size;   /* its size                                   */
+  /* Parallel decoding (native.c): the I/O state's pool and the lanes this
+   * variable decodes on; lane 0 uses raw and mid above, lanes 1.. their
+   * own (allocated at first use, counted in cache_bytes by describe). */
+  struct zdecode *dec; /* the I/O state's                           */
+  struct zlane *lane;  /* [dec->nlanes]                              */
 } zvar;
 
 /* Shard index slots kept per variable: a few MiB at most. */
@@ -188,14 +207,16 @@ static inline int zarr_nslots(const zmeta *z) {
 
 typedef struct zpart {
   int64_t part;
-  int ncid; /* netCDF, -1 with the native reader   */
-  zvar *v;  /* [nvars]                              */
+  char *store; /* its directory, named in messages (queued chunks' too) */
+  int ncid;    /* netCDF, -1 with the native reader   */
+  zvar *v;     /* [nvars]                              */
 } zpart;
 
 struct ferry__io {
   const ferry__manifest *m;
   int rank;
   ferry__handle_cache parts; /* open stores (backends/toolkit.c), var -1 */
+  zdecode dec;
 };
 
 /* ---- The native reader (native.c) ------------------------------------- */
@@ -205,7 +226,14 @@ struct ferry__io {
 int ferry__zarr_check_chunk(const zvar *zv, const char *p, const char *store,
                             const char *vname, int rank, int64_t row,
                             ferry__err *err, off_t *size);
-/** Rows [row, row+nrows) of zv into buf (stored byte order). */
+/** Free zv's decode lanes (the queued chunks waited for first, an error
+ *  kept in zv->dec for the next read or io_wait). */
+void ferry__zarr_lanes_free(zvar *zv);
+/** Wait for the queued chunks: the first one's error (in queue order), or
+ *  one kept by an earlier wait, wins over rc. */
+int ferry__zarr_settle(zdecode *d, int rc, ferry__err *err);
+/** Rows [row, row+nrows) of zv into buf (stored byte order); the chunks a
+ *  read covers whole are decoded on zv->pool, waited for before return. */
 int ferry__zarr_native_read(zvar *zv, const char *store, const char *vname,
                             int rank, int64_t row, int64_t nrows,
                             size_t row_bytes, unsigned char *buf,
