@@ -8,7 +8,9 @@
 # DELTA_BINARY_PACKED and BYTE_STREAM_SPLIT encodings, every integer width
 # signed and unsigned, float16/32/64, bool, fixed-length list columns, a
 # dictionary falling back to PLAIN pages mid-chunk (parquet-wasm), several
-# row groups with a short last one, prime row counts, and a directory of
+# row groups with a short last one, prime row counts, large row groups
+# read in pieces at page starts (offset index, page headers, a dictionary
+# page read apart), and a directory of
 # parts read as a directory, a glob and a list file.  Each variable is dumped
 # with `ferry dump --row-hash` over 1 (in order), 2 and 3 ranks (shuffled)
 # and every row is compared by tests/fixtures/dump_compare.py with the .npy
@@ -113,6 +115,29 @@ if "$FERRY" info "$fx/duckdb_snappy_V1.parquet" >"$tmp/info.out" 2>&1 &&
 else
   echo "FAIL: ferry info should show the list column's row groups and codec and the skipped string column"
   sed 's/^/    /' "$tmp/info.out"
+  fail=1
+fi
+
+# Row groups of 2 MiB per column split into pieces of 16384 rows at page
+# starts (their dumps above): found from the offset index, and from the
+# page headers in the copies whose offset indexes are zeroed; the column
+# whose pages are irregular (dictionary fallback) is read whole.
+for c in "split_plain dl offset index" "split_plain_scan v page headers" \
+         "split_dict dl offset index" "split_dict_scan dl page headers"; do
+  set -- $c
+  f=$1 v=$2
+  shift 2
+  if "$FERRY" info "$fx/$f.parquet" >"$tmp/info.out" 2>&1 &&
+     grep "storage .*$v: parquet.*pieces of 16384 rows at page starts (from the $*)" "$tmp/info.out" >/dev/null; then
+    echo "ok: ferry info $f: $v read in pieces of 16384 rows (from the $*)"
+  else
+    echo "FAIL: ferry info $f should show $v read in pieces of 16384 rows (from the $*)"
+    sed 's/^/    /' "$tmp/info.out"
+    fail=1
+  fi
+done
+if grep "storage .* v: .*pieces" "$tmp/info.out" >/dev/null; then
+  echo "FAIL: v of split_dict_scan.parquet (irregular pages) should be read in whole row groups"
   fail=1
 fi
 

@@ -259,6 +259,61 @@ async function parquetWasm() {
   }
 }
 
+// ---- large row groups split at page starts (parquet-wasm) ----
+// Row groups of 32768 rows (2 MiB of v, 2 MiB of dl) in pages of 1024 or
+// 16384 rows, the last short: ferry reads them in pieces of 16384 rows at
+// page starts, found from the offset index parquet-wasm writes; the _scan
+// copies have their offset indexes zeroed, so ferry finds the pages from
+// their headers.  v and dl are Arrow FixedSizeList columns (the
+// ARROW:schema hint); in split_dict.parquet dl is dictionary-encoded
+// (pieces read the dictionary page apart), v falls back to PLAIN
+// mid-chunk at irregular pages (read whole).
+async function wasmSplit() {
+  const arrow = require('apache-arrow');
+  const pw = require('parquet-wasm');
+  const { parquetMetadata } = await import('hyparquet');
+  const N = 70001;
+  const fsl = (k, T, C, f) => {
+    const vals = new C(N * k);
+    for (let i = 0; i < N; i++) for (let j = 0; j < k; j++) vals[i * k + j] = f(i, j);
+    const child = new arrow.Field('item', new T(), false);
+    const flat = arrow.makeData({ type: new T(), length: N * k, data: vals });
+    return [vals, arrow.makeVector(arrow.makeData({ type: new arrow.FixedSizeList(k, child), length: N,
+      nullCount: 0, child: flat }))];
+  };
+  const [vv, v] = fsl(16, arrow.Float32, Float32Array, (i, j) => i + j / 4);
+  const [dv, dl] = fsl(8, arrow.Float64, Float64Array, (i, j) => ((i + j) % 5) / 2);
+  const x = values('int32', N);
+  const ipc = arrow.tableToIPC(new arrow.Table({ v, dl, x: arrow.makeVector(x) }), 'stream');
+  const refs = { v: path.join(out, 'ref', 'split__v.npy'), dl: path.join(out, 'ref', 'split__dl.npy'),
+    x: path.join(out, 'ref', 'split__x.npy') };
+  npy(refs.v, 'float32', N, 16, vv);
+  npy(refs.dl, 'float64', N, 8, dv);
+  npy(refs.x, 'int32', N, 1, x);
+  for (const [name, codec, dict] of [['split_plain', pw.Compression.ZSTD, false],
+    ['split_dict', pw.Compression.SNAPPY, true]]) {
+    const b = new pw.WriterPropertiesBuilder().setCompression(codec).setMaxRowGroupSize(32768)
+      .setDictionaryEnabled(dict).setDataPageSizeLimit(65536).build();
+    const f = path.join(out, `${name}.parquet`);
+    const buf = Buffer.from(pw.writeParquet(pw.Table.fromIPCStream(ipc), b));
+    fs.writeFileSync(f, buf);
+    // the same file without its offset indexes (zeroed: an empty struct)
+    const md = parquetMetadata(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.length));
+    const z = Buffer.from(buf);
+    for (const g of md.row_groups)
+      for (const c of g.columns)
+        if (c.offset_index_offset !== undefined)
+          z.fill(0, Number(c.offset_index_offset), Number(c.offset_index_offset) + Number(c.offset_index_length));
+    const fz = path.join(out, `${name}_scan.parquet`);
+    fs.writeFileSync(fz, z);
+    for (const [file, label] of [[f, name], [fz, `${name}_scan`]])
+      for (const col of ['v', 'dl', 'x']) {
+        good.push([file, col, refs[col], label]);
+        if (col === 'dl' || (col === 'v' && !dict)) bigs.push([file, col, refs[col], label]);
+      }
+  }
+}
+
 // ---- bad files cut from a good one ----
 function badFiles(src) {
   const buf = fs.readFileSync(src);
@@ -312,7 +367,8 @@ async function badPages() {
 
 const which = new Set((process.env.FERRY_PARQUET_WRITERS || 'polars,duckdb,hyparquet,wasm').split(','));
 const notes = [];
-for (const [name, fn] of [['polars', polars], ['duckdb', duckdb], ['hyparquet', hyparquet], ['wasm', parquetWasm]]) {
+for (const [name, fn] of [['polars', polars], ['duckdb', duckdb], ['hyparquet', hyparquet], ['wasm', parquetWasm],
+  ['wasm', wasmSplit]]) {
   if (!which.has(name)) continue;
   try {
     const r = await fn();

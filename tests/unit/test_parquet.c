@@ -264,7 +264,9 @@ static int decode_var(const ferry__part_desc *d, int v,
                 d->vars[v].name,
                 0,
                 g,
-                r.rg[g].first_row};
+                r.rg[g].first_row,
+                0,
+                NULL};
     rc = ferry__pq_decode_chunk(&j, &s, 1, err);
   }
   ferry__pq_scratch_free(&s);
@@ -390,7 +392,7 @@ static void fuzz_chunks(const unsigned char *file, size_t n, const char *name) {
     pq_rg_rec gt = g;
     gt.size = len;
     memcpy(c, file + g.offset, (size_t)len);
-    pq_job j = {&r, &gt, c, out, "t", name, 0, 0, 0};
+    pq_job j = {&r, &gt, c, out, "t", name, 0, 0, 0, 0, NULL};
     refused += ferry__pq_decode_chunk(&j, &s, 1, &err) < 0;
   }
   CHECK(refused == g.size, "%s: %d of %lld truncations refused", name, refused,
@@ -398,7 +400,7 @@ static void fuzz_chunks(const unsigned char *file, size_t n, const char *name) {
   for (int64_t bit = 0; out && c && bit < g.size * 8; bit++) {
     memcpy(c, file + g.offset, (size_t)g.size);
     c[bit / 8] ^= (unsigned char)(1u << (bit % 8));
-    pq_job j = {&r, &g, c, out, "t", name, 0, 0, 0};
+    pq_job j = {&r, &g, c, out, "t", name, 0, 0, 0, 0, NULL};
     (void)ferry__pq_decode_chunk(&j, &s, 1, &err);
   }
   free(out);
@@ -448,12 +450,12 @@ static void test_dict_range(void) {
   r.type = PQ_INT32;
   r.dtype = FERRY_INT32;
   r.k = 1;
-  pq_rg_rec g = {0, 4, 100, sizeof chunk, 100, 4, 0, PQ_CODEC_NONE};
+  pq_rg_rec g = {0, 4, 100, sizeof chunk, 100, 4, 0, PQ_CODEC_NONE, 0, 0, 0};
   int32_t out[4];
   pq_scratch s;
   ferry__err err;
   memset(&s, 0, sizeof s);
-  pq_job j = {&r, &g, chunk, (unsigned char *)out, "f", "x", 0, 0, 0};
+  pq_job j = {&r, &g, chunk, (unsigned char *)out, "f", "x", 0, 0, 0, 0, NULL};
   int rc = ferry__pq_decode_chunk(&j, &s, 1, &err);
   CHECK(rc == FERRY_EFORMAT && strstr(err.msg, "dictionary index 3 out of "
                                                "range"),

@@ -332,6 +332,7 @@ static int parse_colmeta(pq_tr *t, int ftype, pq_chunk *c) {
   /* Some writers set dictionary_page_offset to 0 with no dictionary. */
   c->offset = dict_off > 0 && (data_off < 0 || dict_off < data_off) ? dict_off
                                                                     : data_off;
+  c->data_off = data_off;
   return 0;
 }
 
@@ -344,10 +345,15 @@ static int parse_colchunk(pq_tr *t, int ftype, pq_chunk *c) {
   c->null_count = -1;
   c->offset = -1;
   c->type = -1;
+  c->oi_off = -1;
   if (ferry__pq_tr_enter(t, ftype) < 0)
     return -1;
   while ((r = ferry__pq_tr_field(t, &last, &id, &ty)) == 1) {
-    if (id == 1) {
+    if (id == 4) {
+      ferry__pq_tr_i64(t, ty, &c->oi_off);
+    } else if (id == 5) {
+      ferry__pq_tr_i32(t, ty, &c->oi_len);
+    } else if (id == 1) {
       if (ferry__pq_tr_binary(t, ty, &s, &n) == 0 && n > 0)
         return ferry__pq_tr_fail(t, "a column chunk lives in another file "
                                     "(file_path), which ferry does not read");

@@ -484,6 +484,23 @@ static int parse_page_header(pq_tr *t, page_hdr *h) {
   return 0;
 }
 
+int ferry__pq_page_info(const unsigned char *p, size_t len, pq_page_info *out,
+                        const char **why) {
+  pq_tr t;
+  page_hdr h;
+  ferry__pq_tr_init(&t, p, len);
+  if (parse_page_header(&t, &h) < 0) {
+    *why = t.why ? t.why : "corrupt page header";
+    return -1;
+  }
+  out->type = h.type;
+  out->csize = h.csize;
+  out->num_values = h.num_values;
+  out->num_rows = h.type == PQ_PAGE_DATA_V2 ? h.num_rows : -1;
+  out->hlen = ferry__pq_tr_offset(&t);
+  return 0;
+}
+
 /* ---- Chunk decoding ----------------------------------------------------- */
 
 typedef struct dec {
@@ -497,6 +514,7 @@ typedef struct dec {
   int64_t dict_n;
   const unsigned char *dict; /* dict_n decoded values (a scratch's)   */
   int64_t page_at; /* chunk offset of the current page               */
+  int64_t base;    /* file offset of the bytes page_at is relative to */
 } dec;
 
 static int grow(void **p, size_t *cap, size_t need) {
@@ -519,7 +537,7 @@ static int fail(dec *d, int code, const char *what) {
                        "file %s, column %s, row group %lld (page at offset "
                        "%lld), rank %d: %s",
                        j->file, j->var, (long long)j->rgi,
-                       (long long)(j->rg->offset + d->page_at), j->rank, what);
+                       (long long)(d->base + d->page_at), j->rank, what);
 }
 
 /* Little-endian output of the low elem bytes of v. */
@@ -740,7 +758,7 @@ static int null_at(const lvl *L, size_t i) {
            "a null%s at row %lld of the file (row %lld of the row group): "
            "ferry reads columns without nulls",
            r->max_rep > 0 ? " (or an empty list)" : "",
-           (long long)(L->d->j->row0 + row), (long long)row);
+           (long long)(L->d->j->row0 + row), (long long)(L->d->j->in_rg + row));
   return fail(L->d, FERRY_ENOTSUP, msg);
 }
 
@@ -1001,6 +1019,10 @@ typedef struct scan {
   size_t n, cap;
 } scan;
 
+static int code_of(const ferry__err *err) {
+  return err && err->code < 0 ? err->code : FERRY_EFORMAT;
+}
+
 static void dec_init(dec *d, const pq_job *j, pq_scratch *s, ferry__err *err) {
   memset(d, 0, sizeof *d);
   d->j = j;
@@ -1013,10 +1035,39 @@ static void dec_init(dec *d, const pq_job *j, pq_scratch *s, ferry__err *err) {
                                                                    : 8;
   d->want = j->rg->num_rows * j->rec->k;
   d->dict_n = -1;
+  d->base = j->rg->offset;
 }
 
-static int code_of(const ferry__err *err) {
-  return err && err->code < 0 ? err->code : FERRY_EFORMAT;
+/* The dictionary page of a piece of a column chunk (split.c), read apart:
+ * the pages before the chunk's first data page. */
+static int dict_pages(dec *d) {
+  const pq_job *j = d->j;
+  size_t size = (size_t)j->rg->dict_size, pos = 0;
+  char msg[200];
+  d->base = j->rg->dict_offset;
+  while (pos < size) {
+    pq_tr t;
+    page_hdr h;
+    d->page_at = (int64_t)pos;
+    ferry__pq_tr_init(&t, j->dict + pos, size - pos);
+    if (parse_page_header(&t, &h) < 0) {
+      snprintf(msg, sizeof msg, "corrupt page header: %s", t.why);
+      return fail(d, FERRY_EFORMAT, msg);
+    }
+    size_t hl = ferry__pq_tr_offset(&t);
+    if ((size_t)h.csize > size - pos - hl)
+      return fail(d, FERRY_EFORMAT,
+                  "the dictionary page's compressed size runs past the "
+                  "bytes before the first data page");
+    if ((uint32_t)h.usize > PQ_MAX_PAGE)
+      return fail(d, FERRY_EFORMAT, "the dictionary page is too large");
+    if (h.type == PQ_PAGE_DICT && one_page(d, j->dict + pos + hl, &h) < 0)
+      return code_of(d->err);
+    pos += hl + (size_t)h.csize;
+  }
+  d->base = j->rg->offset;
+  d->page_at = 0;
+  return 0;
 }
 
 /* Walk the page headers; decode the dictionary page on the way (into d's
@@ -1029,6 +1080,8 @@ static int scan_pages(dec *d, scan *sc) {
                       : PQ_MAX_PAGE;
   int64_t vals = 0;
   char msg[200];
+  if (j->dict && j->rg->dict_size > 0 && dict_pages(d) < 0)
+    return code_of(d->err);
   while (pos < size && (vals < d->want || d->want == 0)) {
     pq_tr t;
     page_ref pr;
