@@ -314,6 +314,59 @@ async function wasmSplit() {
   }
 }
 
+// ---- the ARROW:schema hint (parquet-wasm) ----
+// A FixedSizeList<float32, 13> column f: read as (N, 13), info says
+// "fixed_size_list<13> (from ARROW:schema)".  Two copies with the hint's
+// base64 changed in place (same length): listSize 13 made 14 (the rows
+// disagree with the hint: f is refused, naming both), and the flatbuffer's
+// root offset broken (the hint is a note; f is read by its value counts).
+async function wasmHint() {
+  const arrow = require('apache-arrow');
+  const pw = require('parquet-wasm');
+  const N = 101, K = 13;
+  const vals = values('float32', N, K);
+  const child = new arrow.Field('item', new arrow.Float32(), false);
+  const flat = arrow.makeData({ type: new arrow.Float32(), length: N * K, data: vals });
+  const f = arrow.makeVector(arrow.makeData({ type: new arrow.FixedSizeList(K, child), length: N,
+    nullCount: 0, child: flat }));
+  const x = values('int32', N);
+  const ipc = arrow.tableToIPC(new arrow.Table({ f, x: arrow.makeVector(x) }), 'stream');
+  const buf = Buffer.from(pw.writeParquet(pw.Table.fromIPCStream(ipc),
+    new pw.WriterPropertiesBuilder().setMaxRowGroupSize(40).build()));
+  const file = path.join(out, 'hint.parquet');
+  fs.writeFileSync(file, buf);
+  addGood(file, 'hint', [['f', 'float32', K], ['x', 'int32']], N);
+  // the base64 text of the hint, found in the footer
+  const flen = buf.readUInt32LE(buf.length - 8);
+  const footer = buf.subarray(buf.length - 8 - flen, buf.length - 8).toString('latin1');
+  const m = footer.match(/[A-Za-z0-9+/]{64,}={0,2}/);
+  if (!m) throw new Error('no ARROW:schema in the footer');
+  const at = buf.length - 8 - flen + m.index;
+  const raw = Buffer.from(m[0], 'base64');
+  const patch = (name, fn) => {
+    const r = Buffer.from(raw);
+    fn(r);
+    const b64 = r.toString('base64');
+    if (b64.length !== m[0].length) throw new Error('base64 length changed');
+    const c = Buffer.from(buf);
+    c.write(b64, at, 'latin1');
+    const p = path.join(out, 'bad', name);
+    fs.writeFileSync(p, c);
+    return p;
+  };
+  // listSize: the only int32 13 of the message
+  const hits = [];
+  for (let i = 8; i + 4 <= raw.length; i++) if (raw.readInt32LE(i) === K) hits.push(i);
+  if (hits.length !== 1) throw new Error(`listSize found ${hits.length} times`);
+  const f14 = patch('hint14.parquet', (r) => r.writeInt32LE(K + 1, hits[0]));
+  bad.push([f14, 'f', 'f|ARROW:schema|fixed_size_list<14>']);
+  // the root offset of the flatbuffer (after 0xFFFFFFFF and the length)
+  const fbad = patch('hintbad.parquet', (r) => r.writeUInt32LE(0x7ffffff0, 8));
+  const r = path.join(out, 'ref', 'hintbad__f.npy');
+  npy(r, 'float32', N, K, vals);
+  good.push([fbad, 'f', r, 'hintbad']);
+}
+
 // ---- bad files cut from a good one ----
 function badFiles(src) {
   const buf = fs.readFileSync(src);
@@ -368,7 +421,7 @@ async function badPages() {
 const which = new Set((process.env.FERRY_PARQUET_WRITERS || 'polars,duckdb,hyparquet,wasm').split(','));
 const notes = [];
 for (const [name, fn] of [['polars', polars], ['duckdb', duckdb], ['hyparquet', hyparquet], ['wasm', parquetWasm],
-  ['wasm', wasmSplit]]) {
+  ['wasm', wasmSplit], ['wasm', wasmHint]]) {
   if (!which.has(name)) continue;
   try {
     const r = await fn();

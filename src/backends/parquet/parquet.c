@@ -315,6 +315,7 @@ typedef struct cand {
   pq_pages *pg;
   int64_t npg;
   char *storage;
+  int from_hint;   /* k is the ARROW:schema FixedSizeList size */
   int64_t split_q; /* rows per piece, 0: row groups whole */
   int split_index; /* pieces found by the OffsetIndex (1) or a scan (0) */
 } cand;
@@ -365,23 +366,71 @@ static void note(desc *d, const char *fmt, const char *a, const char *b) {
 }
 
 /* Decide which columns of the first file are variables. */
+/* The row length of list column i: from the values per row of every row
+ * group, checked against the ARROW:schema hint's FixedSizeList size hk
+ * when there is one (0: none).  *why (in buf) when it is not read. */
+static int64_t list_len(const pq_file *f, int i, int64_t hk, char *buf,
+                        size_t len, const char **why) {
+  const pq_col *col = &f->cols[i];
+  int64_t k = col->max_rep == 1 ? list_k(f, i) : -1;
+  if (col->max_rep != 1)
+    *why = "lists of lists are not read";
+  else if (hk > 0 && k != hk) {
+    if (k > 0)
+      snprintf(buf, len,
+               "its rows hold %lld elements, not the %lld of its ARROW:schema "
+               "type fixed_size_list<%lld>",
+               (long long)k, (long long)hk, (long long)hk);
+    else
+      snprintf(buf, len,
+               "its rows do not all hold the %lld elements of its "
+               "ARROW:schema type fixed_size_list<%lld> (the values per row "
+               "differ between row groups)",
+               (long long)hk, (long long)hk);
+    *why = buf;
+  } else if (k < 1)
+    *why = "its lists are not all of one length (the values per row differ "
+           "between row groups)";
+  return k;
+}
+
+/* The FixedSizeList sizes of the first file's ARROW:schema, when it has a
+ * readable one (a note says why not). */
+static int read_hint(desc *d, pq_arrow_hint *h) {
+  const char *why = NULL;
+  if (!d->first.arrow_schema)
+    return 0;
+  if (ferry__pq_arrow_hint_parse(d->first.arrow_schema,
+                                 d->first.arrow_schema_len, h, &why) == 0)
+    return 1;
+  note(d, "the ARROW:schema hint is not read (%s)%s", why, "");
+  return 0;
+}
+
+/* Decide which columns of the first file are variables. */
 static int pick_columns(desc *d, ferry__err *err) {
   const pq_file *f = &d->first;
-  if (!(d->c = calloc((size_t)(f->ncols ? f->ncols : 1), sizeof *d->c)))
+  pq_arrow_hint h;
+  memset(&h, 0, sizeof h);
+  int hint = read_hint(d, &h);
+  if (!(d->c = calloc((size_t)(f->ncols ? f->ncols : 1), sizeof *d->c))) {
+    ferry__pq_arrow_hint_free(&h);
     return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+  }
   for (int i = 0; i < f->ncols; i++) {
     const pq_col *col = &f->cols[i];
     const char *why = NULL;
+    char buf[240];
     ferry_dtype dt;
-    int64_t k = 1;
+    int64_t k = 1, hk = hint && col->is_list
+                            ? ferry__pq_arrow_hint_k(&h, col->top)
+                            : 0;
     if (col->nested || col->repeated_leaf)
       why = "nested columns (structs, maps, lists of groups) are not read";
     else if (ferry__pq_col_dtype(col, &dt, &why) < 0)
       ;
-    else if (col->is_list && (col->max_rep != 1 || (k = list_k(f, i)) < 1))
-      why = col->max_rep != 1 ? "lists of lists are not read"
-                              : "its lists are not all of one length (the "
-                                "values per row differ between row groups)";
+    else if (col->is_list)
+      k = list_len(f, i, hk, buf, sizeof buf, &why);
     if (why) {
       note(d, "column %s skipped: %s", col->name, why);
       continue;
@@ -390,7 +439,9 @@ static int pick_columns(desc *d, ferry__err *err) {
     c->col = i;
     c->dtype = dt;
     c->k = k;
+    c->from_hint = hk > 0;
   }
+  ferry__pq_arrow_hint_free(&h);
   if (d->nc == 0)
     return ferry__seterr(err, FERRY_ENOTSUP,
                          "%s: no column ferry can read (%s)", d->path,
@@ -521,15 +572,20 @@ static char *storage_text(const cand *c, int nfiles) {
     minr = r < minr ? r : minr;
     maxr = r > maxr ? r : maxr;
   }
-  char *s = malloc(640);
+  char *s = malloc(640), list[80] = "";
+  if (c->rec.is_list && c->from_hint)
+    snprintf(list, sizeof list, " fixed_size_list<%lld> (from ARROW:schema)",
+             (long long)c->k);
+  else if (c->rec.is_list)
+    snprintf(list, sizeof list, " list");
   if (s)
     snprintf(s, 640,
              "parquet %s%s, %lld row groups of %lld..%lld rows in %d file%s, "
              "%s, %s, %s stored, %s uncompressed",
-             ferry__pq_type_name(c->rec.type), c->rec.is_list ? " list" : "",
-             (long long)c->rec.nrg, (long long)(c->rec.nrg ? minr : 0),
-             (long long)maxr, nfiles, nfiles == 1 ? "" : "s",
-             codecs[0] ? codecs : "-", encs[0] ? encs : "-", a, b);
+             ferry__pq_type_name(c->rec.type), list, (long long)c->rec.nrg,
+             (long long)(c->rec.nrg ? minr : 0), (long long)maxr, nfiles,
+             nfiles == 1 ? "" : "s", codecs[0] ? codecs : "-",
+             encs[0] ? encs : "-", a, b);
   return s;
 }
 

@@ -150,6 +150,8 @@ typedef struct pq_file {
   int64_t nrg;
   pq_rowgroup *rg;
   char *created_by;
+  char *arrow_schema; /* the ARROW:schema key-value, NULL: none */
+  size_t arrow_schema_len;
 } pq_file;
 
 /* Read and decode the footer of path; messages name the file. */
@@ -162,6 +164,23 @@ void ferry__pq_file_free(pq_file *f);
 
 /* The ferry dtype of a column, or -1 with *why saying why not. */
 int ferry__pq_col_dtype(const pq_col *c, ferry_dtype *dt, const char **why);
+
+/* ---- The ARROW:schema hint (arrow.c) ---- */
+
+/* The top-level FixedSizeList fields of an Arrow schema: name and size. */
+typedef struct pq_arrow_hint {
+  int n;
+  char **names;
+  int32_t *k;
+} pq_arrow_hint;
+
+/* Decode the ARROW:schema value (base64 of an IPC Schema message, a
+ * flatbuffer), bounded; -1 with *why (the hint is then not used). */
+int ferry__pq_arrow_hint_parse(const char *b64, size_t len, pq_arrow_hint *h,
+                               const char **why);
+/* listSize of the FixedSizeList field name, 0: not one. */
+int64_t ferry__pq_arrow_hint_k(const pq_arrow_hint *h, const char *name);
+void ferry__pq_arrow_hint_free(pq_arrow_hint *h);
 
 /* ---- The record: what every rank needs of one variable ---- */
 
