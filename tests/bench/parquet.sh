@@ -19,6 +19,8 @@
 #   parquet-CODEC  the same on each Parquet file (2 ranks)
 #   none-16k       the same on DuckDB's file of 16384-row groups
 #   wasm-16k       the same on parquet-wasm's file of 16384-row groups
+#   noindex        the same on a copy of it without offset indexes (ferry
+#                  reads the page headers instead)
 #   threads-T      ferry on 1 rank, zstd file, decode threads T = 1, 2, 4
 #   polars         nodejs-polars reading the whole file (readParquet) in one
 #                  process, uncompressed and zstd: the Polars engine's
@@ -27,14 +29,15 @@
 # 400 samples, 32 uncompressed FLOAT columns each (PLAIN, page v1, written
 # by DuckDB), read as a directory on 2 ranks with `ferry bench
 # --compute-ms 2 --batch-size 64 --shuffle chunks`: AU and samples/s.
-# Results: WORK_DIR/parquet-results.txt and the table on stdout.
+# Results: WORK_DIR/parquet-results.txt and the table on stdout.  FERRY, if
+# set, is the ferry program to run instead of BUILD_DIR/ferry.
 set -eu
 build=$(cd "$1" && pwd)
 work=$2
 size=${3:-256MiB}
 runs=${4:-3}
 src=$(cd "$(dirname "$0")/../.." && pwd)
-ferry="$build/ferry"
+ferry=${FERRY:-$build/ferry}
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
 out="$work/parquet-results.txt"
@@ -81,6 +84,20 @@ const props = new pw.WriterPropertiesBuilder().setCompression(pw.Compression.UNC
   .setMaxRowGroupSize(16384).setDictionaryEnabled(false).build();
 fs.writeFileSync(process.argv[2], pw.writeParquet(pw.Table.fromIPCStream(ipc), props));' "$rows" "$f")
 fi
+# the same file with its offset indexes zeroed: ferry finds the pages by
+# reading their headers
+f="$work/pq-wasm-16k-noindex.parquet"
+if ! test -f "$f"; then
+  (cd "$src/tests/parquet" && node --input-type=module -e '
+import fs from "node:fs";
+const { parquetMetadata } = await import("hyparquet");
+const buf = fs.readFileSync(process.argv[1]);
+const md = parquetMetadata(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.length));
+for (const g of md.row_groups) for (const c of g.columns)
+  if (c.offset_index_offset !== undefined)
+    buf.fill(0, Number(c.offset_index_offset), Number(c.offset_index_offset) + Number(c.offset_index_length));
+fs.writeFileSync(process.argv[2], buf);' "$work/pq-wasm-16k.parquet" "$f")
+fi
 # the same values: first rows compared once
 "$ferry" dump "$work/pq-zstd.parquet" --shuffle none --batch-size 4 --row-hash 2>/dev/null | head -3 >"$work/a.txt"
 "$ferry" dump "$work/npy/samples.npy" --shuffle none --batch-size 4 --row-hash 2>/dev/null | head -3 >"$work/b.txt"
@@ -109,7 +126,7 @@ for (let r = 0; r < 3; r++) {
 console.log((Number(process.argv[2]) * 1024 / best / 1e9).toFixed(3));' "$1" "$rows")
 }
 echo "rows $rows, $(ls -l "$work"/pq-*.parquet | awk '{printf "%s=%s ", $NF, $5}')" | tee -a "$out"
-echo "run npy pq-none pq-snappy pq-zstd none-16k wasm-16k | 1rank-zstd threads=1 2 4 | polars-none polars-zstd (GB/s)" | tee -a "$out"
+echo "run npy pq-none pq-snappy pq-zstd none-16k wasm-16k noindex | 1rank-zstd threads=1 2 4 | polars-none polars-zstd (GB/s)" | tee -a "$out"
 for i in $(seq 1 "$runs"); do
   cat "$work"/npy/samples.npy "$work"/pq-*.parquet >/dev/null
   n=$(bench 2 "$work/npy/samples.npy")
@@ -118,12 +135,13 @@ for i in $(seq 1 "$runs"); do
   z=$(bench 2 "$work/pq-zstd.parquet")
   b=$(bench 2 "$work/pq-uncompressed-16k.parquet")
   w=$(bench 2 "$work/pq-wasm-16k.parquet")
+  x=$(bench 2 "$work/pq-wasm-16k-noindex.parquet")
   t1=$(bench 1 "$work/pq-zstd.parquet" --threads 1)
   t2=$(bench 1 "$work/pq-zstd.parquet" --threads 2)
   t4=$(bench 1 "$work/pq-zstd.parquet" --threads 4)
   pu=$(polars "$work/pq-uncompressed.parquet" 2>/dev/null || echo -)
   pz=$(polars "$work/pq-zstd.parquet" 2>/dev/null || echo -)
-  echo "$i $n $u $s $z $b $w | $t1 $t2 $t4 | $pu $pz" | tee -a "$out"
+  echo "$i $n $u $s $z $b $w $x | $t1 $t2 $t4 | $pu $pz" | tee -a "$out"
 done
 
 # MLPerf Storage layout: many small files of uncompressed float32 columns
