@@ -125,6 +125,26 @@ async function polars() {
     (() => { const f = path.join(out, 'ref', 'nulls__y.npy');
       npy(f, 'int32', 50, 1, Int32Array.from({ length: 50 }, (_, i) => i)); return f; })(), 'nulls_unselected',
     '--vars y']);
+  // null_fill: the null of x served as -7, and columns with many nulls
+  // (every 7th float, every 11th int64) over 1009 rows, zstd
+  const fx = path.join(out, 'ref', 'nulls__x_fill.npy');
+  npy(fx, 'int32', 50, 1, Int32Array.from({ length: 50 }, (_, i) => (i === 37 ? -7 : i)));
+  good.push([path.join(out, 'bad', 'nulls.parquet'), 'x', fx, 'nulls_fill', '--null-fill -7']);
+  const fv = values('float32', N), iv = values('int64', N);
+  const nf = pl.DataFrame([
+    pl.Series('f', Array.from(fv, (v, i) => (i % 7 === 3 ? null : v)), pl.Float32),
+    pl.Series('l', Array.from(iv, (v, i) => (i % 11 === 0 ? null : Number(v))), pl.Int64)]);
+  const fnf = path.join(out, 'polars_nulls.parquet');
+  nf.writeParquet(fnf, { compression: 'zstd' });
+  const rf = path.join(out, 'ref', 'polars_nulls__f.npy');
+  npy(rf, 'float32', N, 1, Float32Array.from(fv, (v, i) => (i % 7 === 3 ? 0.5 : v)));
+  good.push([fnf, 'f', rf, 'polars_nulls', '--null-fill 0.5 --vars f']);
+  const rl = path.join(out, 'ref', 'polars_nulls__l.npy');
+  npy(rl, 'int64', N, 1, BigInt64Array.from(iv, (v, i) => (i % 11 === 0 ? -3n : v)));
+  good.push([fnf, 'l', rl, 'polars_nulls', '--null-fill -3 --vars l']);
+  bad.push([fnf, 'l', 'null|row 0|column l|row group 0|null_fill']);
+  // a fill value the column's dtype does not hold: its nulls refused
+  bad.push([fnf, 'l', 'null_fill=1.5|column l|int64|row 0', '--null-fill 1.5']);
   // a string column selected; a column that does not exist
   bad.push([path.join(out, 'polars_zstd.parquet'), 'name', 'name|byte arrays']);
   bad.push([path.join(out, 'polars_zstd.parquet'), 'nosuch', 'nosuch|i32']);
@@ -156,6 +176,14 @@ async function duckdb() {
     await c.run(`COPY (${sel}) TO '${f}' (FORMAT parquet, COMPRESSION ${codec}, ROW_GROUP_SIZE 2048, PARQUET_VERSION ${ver})`);
     addGood(f, `duckdb_${codec}_${ver}`, cols, N);
   }
+  // null_fill over data pages v2 and row groups of 2048 rows: every 13th
+  // double is null (served as 2.25)
+  const fn = path.join(out, 'duckdb_nulls_V2.parquet');
+  await c.run(`COPY (SELECT CASE WHEN i % 13 = 5 THEN NULL ELSE i::DOUBLE END AS d FROM range(${N}) t(i))
+    TO '${fn}' (FORMAT parquet, COMPRESSION snappy, ROW_GROUP_SIZE 2048, PARQUET_VERSION V2)`);
+  const dn = path.join(out, 'ref', 'duckdb_nulls__d.npy');
+  npy(dn, 'float64', N, 1, Float64Array.from({ length: N }, (_, i) => (i % 13 === 5 ? 2.25 : i)));
+  good.push([fn, 'd', dn, 'duckdb_nulls_V2', '--null-fill 2.25']);
   // lists of varying length: skipped, refused when selected
   const fv = path.join(out, 'bad', 'varlist.parquet');
   await c.run(`COPY (SELECT i::INTEGER AS a, CASE WHEN i < 10 THEN [1.0::FLOAT, 2.0] ELSE [1.0::FLOAT] END AS v FROM range(20) t(i)) TO '${fv}' (FORMAT parquet)`);

@@ -269,6 +269,8 @@ static int decode_var(const ferry__part_desc *d, int v,
                 g,
                 r.rg[g].first_row,
                 0,
+                NULL,
+                NULL,
                 NULL};
     rc = ferry__pq_decode_chunk(&j, &s, 1, err);
   }
@@ -395,7 +397,7 @@ static void fuzz_chunks(const unsigned char *file, size_t n, const char *name) {
     pq_rg_rec gt = g;
     gt.size = len;
     memcpy(c, file + g.offset, (size_t)len);
-    pq_job j = {&r, &gt, c, out, "t", name, 0, 0, 0, 0, NULL};
+    pq_job j = {&r, &gt, c, out, "t", name, 0, 0, 0, 0, NULL, NULL, NULL};
     refused += ferry__pq_decode_chunk(&j, &s, 1, &err) < 0;
   }
   CHECK(refused == g.size, "%s: %d of %lld truncations refused", name, refused,
@@ -403,7 +405,7 @@ static void fuzz_chunks(const unsigned char *file, size_t n, const char *name) {
   for (int64_t bit = 0; out && c && bit < g.size * 8; bit++) {
     memcpy(c, file + g.offset, (size_t)g.size);
     c[bit / 8] ^= (unsigned char)(1u << (bit % 8));
-    pq_job j = {&r, &g, c, out, "t", name, 0, 0, 0, 0, NULL};
+    pq_job j = {&r, &g, c, out, "t", name, 0, 0, 0, 0, NULL, NULL, NULL};
     (void)ferry__pq_decode_chunk(&j, &s, 1, &err);
   }
   free(out);
@@ -458,7 +460,8 @@ static void test_dict_range(void) {
   pq_scratch s;
   ferry__err err;
   memset(&s, 0, sizeof s);
-  pq_job j = {&r, &g, chunk, (unsigned char *)out, "f", "x", 0, 0, 0, 0, NULL};
+  pq_job j = {&r,   &g,   chunk, (unsigned char *)out, "f", "x", 0, 0, 0, 0,
+              NULL, NULL, NULL};
   int rc = ferry__pq_decode_chunk(&j, &s, 1, &err);
   CHECK(rc == FERRY_EFORMAT && strstr(err.msg, "dictionary index 3 out of "
                                                "range"),

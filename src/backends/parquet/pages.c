@@ -515,6 +515,8 @@ typedef struct dec {
   const unsigned char *dict; /* dict_n decoded values (a scratch's)   */
   int64_t page_at; /* chunk offset of the current page               */
   int64_t base;    /* file offset of the bytes page_at is relative to */
+  size_t nulls;    /* nulls of the current page (null_fill), its levels
+                    * in s->lv                                        */
 } dec;
 
 static int grow(void **p, size_t *cap, size_t need) {
@@ -751,14 +753,18 @@ typedef struct lvl {
 } lvl;
 
 static int null_at(const lvl *L, size_t i) {
-  char msg[240];
-  const pq_rec *r = L->d->j->rec;
+  char msg[400];
+  const pq_job *j = L->d->j;
   int64_t row = (L->d->got + (int64_t)i) / L->k;
+  const char *tail = j->rec->max_rep > 0 ? ""
+                     : j->nofill         ? j->nofill
+                                 : "null_fill=VALUE serves VALUE instead";
   snprintf(msg, sizeof msg,
            "a null%s at row %lld of the file (row %lld of the row group): "
-           "ferry reads columns without nulls",
-           r->max_rep > 0 ? " (or an empty list)" : "",
-           (long long)(L->d->j->row0 + row), (long long)(L->d->j->in_rg + row));
+           "ferry reads columns without nulls%s%s%s",
+           j->rec->max_rep > 0 ? " (or an empty list)" : "",
+           (long long)(j->row0 + row), (long long)(j->in_rg + row),
+           tail[0] ? " (" : "", tail, tail[0] ? ")" : "");
   return fail(L->d, FERRY_ENOTSUP, msg);
 }
 
@@ -904,16 +910,59 @@ trunc:
   return fail(L->d, FERRY_EFORMAT, "truncated or corrupt levels");
 }
 
+/* The definition levels of a page of a column that is not a list, with
+ * null_fill: decoded into s->lv, nulls counted (d->nulls). */
+static int fill_levels(dec *d, const unsigned char *p, size_t len, size_t n) {
+  const char *why = "truncated or corrupt levels";
+  uint32_t max = (uint32_t)d->j->rec->max_def;
+  if (grow((void **)&d->s->lv, &d->s->lv_cap, (n ? n : 1) * 4) < 0)
+    return fail(d, FERRY_ENOMEM, "out of memory for the levels");
+  if (rle_decode(p, len, bit_width(max), d->s->lv, n, &why) < 0)
+    return fail(d, FERRY_EFORMAT, why);
+  d->nulls = 0;
+  for (size_t i = 0; i < n; i++)
+    d->nulls += d->s->lv[i] != max;
+  return 0;
+}
+
 static int page_levels(dec *d, const unsigned char *rp, size_t rl,
                        const unsigned char *dp, size_t dl, size_t n) {
   const pq_rec *r = d->j->rec;
   lvl L = {d, 0, (uint32_t)r->max_def, r->k};
+  d->nulls = 0;
+  if (r->max_def > 0 && d->j->fill && r->max_rep == 0)
+    return fill_levels(d, dp, dl, n);
   if (r->max_def > 0 && walk_levels(&L, dp, dl, n) < 0)
     return -1;
   L.rep = 1;
   L.max = (uint32_t)r->max_rep;
   if (r->max_rep > 0 && walk_levels(&L, rp, rl, n) < 0)
     return -1;
+  return 0;
+}
+
+/* The n rows of a page: values, or with nulls (null_fill) its n - nulls
+ * values decoded to the front of its rows, then spread backwards over
+ * them (a value never moves forward), nulls given the fill value. */
+static int page_values(dec *d, int enc, const unsigned char *p, size_t len,
+                       size_t n) {
+  if (d->nulls == 0)
+    return values(d, enc, p, len, n);
+  if (d->nulls > n)
+    return fail(d, FERRY_EFORMAT, "more nulls than levels");
+  int64_t got0 = d->got;
+  size_t e = d->elem, v = n - d->nulls;
+  if (values(d, enc, p, len, v) < 0)
+    return -1;
+  unsigned char *o = d->j->out + (size_t)got0 * e;
+  uint32_t max = (uint32_t)d->j->rec->max_def;
+  for (size_t i = n; i-- > 0;) {
+    if (d->s->lv[i] == max)
+      memmove(o + i * e, o + --v * e, e);
+    else
+      memcpy(o + i * e, d->j->fill, e);
+  }
+  d->got = got0 + (int64_t)n;
   return 0;
 }
 
@@ -941,7 +990,7 @@ static int data_v1(dec *d, const unsigned char *b, size_t len,
   size_t n = (size_t)h->num_values;
   if (page_levels(d, lv[0], ll[0], lv[1], ll[1], n) < 0)
     return -1;
-  return values(d, h->encoding, b, len, n);
+  return page_values(d, h->encoding, b, len, n);
 }
 
 /* The body of a page in s->page (decompressed), or straight from the
@@ -983,7 +1032,7 @@ static int data_v2(dec *d, const unsigned char *in, const page_hdr *h,
   int c = h->is_compressed ? codec : PQ_CODEC_NONE;
   if (page_body(d, in + rl + dl, cs - rl - dl, us - rl - dl, c, &body) < 0)
     return -1;
-  return values(d, h->encoding, body, us - rl - dl, n);
+  return page_values(d, h->encoding, body, us - rl - dl, n);
 }
 
 static int one_page(dec *d, const unsigned char *in, const page_hdr *h) {
@@ -1244,5 +1293,6 @@ void ferry__pq_scratch_free(pq_scratch *s) {
   free(s->page);
   free(s->dict);
   free(s->idx);
+  free(s->lv);
   memset(s, 0, sizeof *s);
 }

@@ -32,6 +32,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -787,6 +788,9 @@ typedef struct var_state {
   int32_t dict_file;
   unsigned char *dict;
   size_t dict_cap;
+  int has_fill; /* null_fill given: nulls are served as fill */
+  unsigned char fill[8];
+  char nofill[200]; /* null_fill given but not of this dtype: why */
 } var_state;
 
 struct ferry__io {
@@ -869,6 +873,101 @@ static void pq_io_close(ferry__io *io) {
   free(io);
 }
 
+/* IEEE half of x when it is one exactly (normal or subnormal), else -1. */
+static int32_t half_of(double x) {
+  uint32_t sign = x < 0 ? 0x8000u : 0;
+  double a = x < 0 ? -x : x;
+  if (a == 0)
+    return (int32_t)sign;
+  int e = 0;
+  double f = frexp(a, &e); /* a = f * 2^e, f in [0.5, 1) */
+  if (e > 16)
+    return -1;
+  if (e < -13) { /* subnormal: a multiple of 2^-24 */
+    double m = ldexp(a, 24);
+    return m == floor(m) && m < 1024 ? (int32_t)(sign | (uint32_t)m) : -1;
+  }
+  double m = ldexp(f, 11); /* 11 significant bits */
+  if (m != floor(m))
+    return -1;
+  return (int32_t)(sign | (uint32_t)(e + 14) << 10 | ((uint32_t)m & 0x3ffu));
+}
+
+/* The null_fill text as one value of dtype (native byte order), exactly;
+ * -1 when it does not fit. */
+static int fill_value(const char *text, ferry_dtype dt, unsigned char *out) {
+  char *end = NULL;
+  double x = strtod(text, &end);
+  if (end == text || *end)
+    return -1;
+  int64_t i = (int64_t)x;
+  int whole = x == floor(x) && x >= -9.2e18 && x <= 1.8e19;
+  switch (dt) {
+  case FERRY_FLOAT64: memcpy(out, &x, 8); return 0;
+  case FERRY_FLOAT32: {
+    float f = (float)x;
+    memcpy(out, &f, 4);
+    return (double)f == x ? 0 : -1;
+  }
+  case FERRY_FLOAT16: {
+    int32_t h = half_of(x);
+    uint16_t v = (uint16_t)h;
+    memcpy(out, &v, 2);
+    return h < 0 ? -1 : 0;
+  }
+  case FERRY_BOOL: out[0] = x == 1; return x == 0 || x == 1 ? 0 : -1;
+  default: break;
+  }
+  if (!whole)
+    return -1;
+  int64_t lo = 0;
+  uint64_t hi = 0;
+  size_t n = ferry_dtype_size(dt);
+  int sgn = dt == FERRY_INT8 || dt == FERRY_INT16 || dt == FERRY_INT32 ||
+            dt == FERRY_INT64;
+  if (n == 0 || n > 8)
+    return -1;
+  if (sgn) {
+    lo = n == 8 ? INT64_MIN : -((int64_t)1 << (8 * n - 1));
+    hi = n == 8 ? (uint64_t)INT64_MAX : ((uint64_t)1 << (8 * n - 1)) - 1;
+    if (x < (double)lo || x > (double)hi || x >= 9.2e18)
+      return -1;
+  } else {
+    hi = n == 8 ? UINT64_MAX : ((uint64_t)1 << (8 * n)) - 1;
+    if (x < 0 || x > (double)hi || x >= 1.8e19)
+      return -1;
+  }
+  uint64_t u = sgn ? (uint64_t)i : (uint64_t)x;
+  for (size_t b = 0; b < n; b++) /* native order: the host's bytes */
+    out[b] = (unsigned char)(u >> (8 * b));
+  if (*(const unsigned char *)&(uint16_t){1} == 0) /* big-endian host */
+    for (size_t b = 0; b < n / 2; b++) {
+      unsigned char t = out[b];
+      out[b] = out[n - 1 - b];
+      out[n - 1 - b] = t;
+    }
+  return 0;
+}
+
+/* null_fill per variable; where the value does not fit the variable's
+ * dtype, why (a null read there is then refused, saying so). */
+static void fill_values(ferry__io *io, const ferry_options *opts) {
+  char text[128] = "";
+  if (!opts || ferry_options_get(opts, "null_fill", text, sizeof text) != 0 ||
+      !text[0])
+    return;
+  for (int v = 0; v < io->m->nvars; v++) {
+    const ferry__var *x = &io->m->vars[v];
+    var_state *vs = &io->vs[v];
+    if (fill_value(text, x->dtype, vs->fill) == 0)
+      vs->has_fill = 1;
+    else
+      snprintf(vs->nofill, sizeof vs->nofill,
+               "null_fill=%s is not a value of its dtype %s exactly", text,
+               ferry_dtype_name(x->dtype));
+  }
+}
+
 static int pq_io_open(ferry__io **out, const ferry__manifest *m,
                       const ferry__io_params *p, ferry__err *err) {
   *out = NULL;
@@ -907,6 +1006,7 @@ static int pq_io_open(ferry__io **out, const ferry__manifest *m,
   }
   for (int v = 0; v < m->nvars; v++)
     io->vs[v].rec_part = io->vs[v].cache_part = io->vs[v].dict_part = -1;
+  fill_values(io, p->opts);
   *out = io;
   return 0;
 }
@@ -1058,7 +1158,9 @@ static int decode_one(ferry__io *io, int var, int64_t g,
               .rank = io->rank,
               .rgi = rg->rgi,
               .row0 = row0,
-              .in_rg = in_rg};
+              .in_rg = in_rg,
+              .fill = vs->has_fill ? vs->fill : NULL,
+              .nofill = vs->nofill[0] ? vs->nofill : NULL};
   return ferry__pq_decode_chunk(&j, s, nt, err);
 }
 

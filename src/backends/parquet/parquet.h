@@ -227,6 +227,8 @@ typedef struct pq_scratch {
   size_t dict_cap;
   uint32_t *idx;
   size_t idx_cap;
+  uint32_t *lv; /* definition levels of a page with nulls (null_fill) */
+  size_t lv_cap;
 } pq_scratch;
 
 typedef struct pq_job {
@@ -240,6 +242,10 @@ typedef struct pq_job {
   int64_t row0;              /* file row of the chunk's (piece's) first row */
   int64_t in_rg;             /* rows of its row group before it (pieces)    */
   const unsigned char *dict; /* rg->dict_size bytes, or NULL   */
+  const unsigned char *fill; /* one element served for a null (null_fill;
+                              * columns that are not lists), NULL: a null
+                              * is an error */
+  const char *nofill;        /* why null_fill does not apply, or NULL */
 } pq_job;
 
 /* Decode one column chunk into j->out.  s: nthreads scratches; pages are
