@@ -31,6 +31,11 @@
 # --compute-ms 2 --batch-size 64 --shuffle chunks`: AU and samples/s.
 # Results: WORK_DIR/parquet-results.txt and the table on stdout.  FERRY, if
 # set, is the ferry program to run instead of BUILD_DIR/ferry.
+#
+# PARQUET_BENCH=split measures only the large row groups, RUNS times, each
+# line in the same iteration, 8 epochs each (EPOCHS): npy, wasm-16k,
+# noindex, none-16k and the 2 MiB row groups (pq-none), 2 ranks; no
+# Polars, threads or MLPerf layout.
 set -eu
 build=$(cd "$1" && pwd)
 work=$2
@@ -108,7 +113,7 @@ cmp -s "$work/a.txt" "$work/b.txt" || { echo "parquet.sh: the parquet-wasm rows 
 bench() { # np dataset extra...: bytes/s
   np=$1 ds=$2
   shift 2
-  $mpirun -np "$np" "$ferry" bench "$ds" --epochs 2 --batch-size 1024 \
+  $mpirun -np "$np" "$ferry" bench "$ds" --epochs "${EPOCHS:-2}" --batch-size 1024 \
     --shuffle chunks --seed 1 --json "$@" | tail -1 |
     /usr/bin/python3 -c 'import json,sys; j=json.load(sys.stdin); print("%.3f" % (j["bytes_per_s"] / 1e9))'
 }
@@ -125,6 +130,20 @@ for (let r = 0; r < 3; r++) {
 }
 console.log((Number(process.argv[2]) * 1024 / best / 1e9).toFixed(3));' "$1" "$rows")
 }
+if test "${PARQUET_BENCH:-}" = split; then
+  EPOCHS=${EPOCHS:-8}
+  echo "run npy wasm-16k noindex none-16k pq-none (GB/s, 2 ranks, $EPOCHS epochs)" | tee -a "$out"
+  for i in $(seq 1 "$runs"); do
+    line=$i
+    for s in npy/samples.npy pq-wasm-16k.parquet pq-wasm-16k-noindex.parquet \
+      pq-uncompressed-16k.parquet pq-uncompressed.parquet; do
+      cat "$work/$s" >/dev/null
+      line="$line $(bench 2 "$work/$s")"
+    done
+    echo "$line" | tee -a "$out"
+  done
+  exit 0
+fi
 echo "rows $rows, $(ls -l "$work"/pq-*.parquet | awk '{printf "%s=%s ", $NF, $5}')" | tee -a "$out"
 echo "run npy pq-none pq-snappy pq-zstd none-16k wasm-16k noindex | 1rank-zstd threads=1 2 4 | polars-none polars-zstd (GB/s)" | tee -a "$out"
 for i in $(seq 1 "$runs"); do

@@ -338,7 +338,8 @@ static int64_t list_k(const pq_file *f, int col) {
 }
 
 typedef struct desc {
-  const char *path; /* the part */
+  const char *path;    /* the part */
+  int64_t scan_budget; /* page headers rank 0 may still read in this file */
   char *notes;
   size_t notes_len;
   cand *c;
@@ -524,8 +525,9 @@ static int add_file(desc *d, const pq_file *f, int fi, const char *file,
               FERRY__AUTO_CHUNK_BYTES) {
         if (*fd == -1 && (*fd = ferry__open_regular(file, NULL)) < 0)
           *fd = -2; /* not again: the chunks are read whole */
-        if (*fd >= 0 && ferry__pq_chunk_pages(*fd, ch, o->num_rows, c->k,
-                                              &c->pg[r->nrg - 1]) < 0)
+        if (*fd >= 0 &&
+            ferry__pq_chunk_pages(*fd, ch, o->num_rows, c->k,
+                                  &c->pg[r->nrg - 1], &d->scan_budget) < 0)
           return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
       }
       c->encodings |= ch->encodings;
@@ -699,6 +701,7 @@ static int describe_files(desc *d, char **files, int nfiles,
     else
       rc = same_schema(d, fp, files[i], err);
     int fd = -1;
+    d->scan_budget = PQ_SCAN_BUDGET;
     if (rc == 0)
       rc = add_file(d, fp, i, files[i], &fd, err);
     if (fd >= 0)

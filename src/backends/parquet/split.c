@@ -6,7 +6,8 @@
  * speed of 2 MiB row groups.  Rank 0 therefore finds, at open, where the
  * pages of a column chunk larger than the plan's chunk target start (the
  * OffsetIndex of the Parquet page index when the file has one; else the
- * page headers, read one by one, at most PQ_MAX_SCAN_PAGES per chunk), and
+ * page headers, read one by one, at most PQ_MAX_SCAN_PAGES per chunk and
+ * PQ_SCAN_BUDGET per file), and
  * picks one piece size q for the column: a divisor of the row-group size
  * whose multiples all fall on page starts, about the chunk target.  The
  * record then lists pieces instead of row groups (each with its pages'
@@ -158,7 +159,8 @@ static int read_index(int fd, const pq_chunk *ch, pq_pages *out) {
 /* The page headers of the chunk, read one by one.  A v1 page of a list
  * column may start inside a row (its values are not a multiple of k from
  * the chunk's start): it is no piece start and is left out. */
-static int scan_headers(int fd, const pq_chunk *ch, int64_t k, pq_pages *out) {
+static int scan_headers(int fd, const pq_chunk *ch, int64_t k, pq_pages *out,
+                        int64_t *budget) {
   enum { SMALL = 256, LARGE = 1 << 16 };
   unsigned char *b = malloc(LARGE);
   int64_t pos = ch->offset, end = ch->offset + ch->size, vals = 0, cap = 0;
@@ -169,7 +171,7 @@ static int scan_headers(int fd, const pq_chunk *ch, int64_t k, pq_pages *out) {
     pq_page_info pi;
     const char *why = NULL;
     size_t got = 0, want = SMALL;
-    if (pages >= PQ_MAX_SCAN_PAGES) {
+    if (pages >= PQ_MAX_SCAN_PAGES || --*budget < 0) {
       rc = -1;
       break;
     }
@@ -205,7 +207,7 @@ static int scan_headers(int fd, const pq_chunk *ch, int64_t k, pq_pages *out) {
 }
 
 int ferry__pq_chunk_pages(int fd, const pq_chunk *ch, int64_t nrows, int64_t k,
-                          pq_pages *out) {
+                          pq_pages *out, int64_t *budget) {
   memset(out, 0, sizeof *out);
   if (k < 1 || ch->data_off < ch->offset ||
       ch->data_off >= ch->offset + ch->size ||
@@ -215,7 +217,8 @@ int ferry__pq_chunk_pages(int fd, const pq_chunk *ch, int64_t nrows, int64_t k,
       pages_ok(out, ch, nrows))
     return 0;
   ferry__pq_pages_free(out);
-  if (scan_headers(fd, ch, k, out) == 0 && pages_ok(out, ch, nrows))
+  if (*budget > 0 && scan_headers(fd, ch, k, out, budget) == 0 &&
+      pages_ok(out, ch, nrows))
     return 0;
   ferry__pq_pages_free(out);
   return 0;
