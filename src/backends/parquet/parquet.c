@@ -317,6 +317,8 @@ typedef struct cand {
   int64_t npg;
   char *storage;
   int from_hint;   /* k is the ARROW:schema FixedSizeList size */
+  int unsplit;     /* a large chunk of this column did not split: no more page
+                    * lookups for it */
   int64_t split_q; /* rows per piece, 0: row groups whole */
   int split_index; /* pieces found by the OffsetIndex (1) or a scan (0) */
 } cand;
@@ -339,7 +341,7 @@ static int64_t list_k(const pq_file *f, int col) {
 
 typedef struct desc {
   const char *path;    /* the part */
-  int64_t scan_budget; /* page headers rank 0 may still read in this file */
+  int64_t scan_budget; /* page headers rank 0 may still read in this part */
   char *notes;
   size_t notes_len;
   cand *c;
@@ -520,7 +522,7 @@ static int add_file(desc *d, const pq_file *f, int fi, const char *file,
       o->dict_offset = o->dict_size = 0;
       memset(&c->pg[r->nrg - 1], 0, sizeof *c->pg);
       c->npg = r->nrg;
-      if (fd &&
+      if (fd && !c->unsplit &&
           (size_t)o->num_rows * ferry_dtype_size(c->dtype) * (size_t)c->k >
               FERRY__AUTO_CHUNK_BYTES) {
         if (*fd == -1 && (*fd = ferry__open_regular(file, NULL)) < 0)
@@ -529,6 +531,9 @@ static int add_file(desc *d, const pq_file *f, int fi, const char *file,
             ferry__pq_chunk_pages(*fd, ch, o->num_rows, c->k,
                                   &c->pg[r->nrg - 1], &d->scan_budget) < 0)
           return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+        /* a chunk of one page (or none found): its writer's other chunks
+         * of this column will not split either; stop looking */
+        c->unsplit = c->pg[r->nrg - 1].n <= 1;
       }
       c->encodings |= ch->encodings;
       if (ch->codec >= 0 && ch->codec < 32)
@@ -689,6 +694,7 @@ static int describe_files(desc *d, char **files, int nfiles,
   if (!fsize)
     return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
   d->first_file = files[0];
+  d->scan_budget = PQ_SCAN_BUDGET; /* for the whole part */
   for (int i = 0; rc == 0 && i < nfiles; i++) {
     pq_file f;
     memset(&f, 0, sizeof f);
@@ -701,7 +707,6 @@ static int describe_files(desc *d, char **files, int nfiles,
     else
       rc = same_schema(d, fp, files[i], err);
     int fd = -1;
-    d->scan_budget = PQ_SCAN_BUDGET;
     if (rc == 0)
       rc = add_file(d, fp, i, files[i], &fd, err);
     if (fd >= 0)

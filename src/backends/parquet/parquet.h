@@ -276,7 +276,7 @@ typedef struct pq_pages {
 
 #define PQ_MAX_INDEX (16u << 20) /* bound on one OffsetIndex          */
 #define PQ_MAX_SCAN_PAGES 65536  /* bound on a header scan, per chunk */
-#define PQ_SCAN_BUDGET 1000000   /* page headers read per file, at most */
+#define PQ_SCAN_BUDGET 1000000   /* page headers read per part, at most */
 #define PQ_MAX_DICT (64u << 20)  /* bound on a piece's dictionary bytes */
 
 /* Decode an OffsetIndex (thrift) into out (data pages only); -1 with why.
@@ -285,7 +285,7 @@ int ferry__pq_offset_index_parse(const unsigned char *buf, size_t len,
                                  pq_pages *out, const char **why);
 /* The pages of chunk ch (nrows rows of k values) of the open file fd: from
  * its OffsetIndex when it has one, else by reading its page headers
- * (bounded by PQ_MAX_SCAN_PAGES, and by *budget, the headers this file may
+ * (bounded by PQ_MAX_SCAN_PAGES, and by *budget, the headers this part may
  * still have read, decremented).  0 with out->n == 0 when neither gives
  * usable row boundaries; never an error (the chunk is then read whole). */
 int ferry__pq_chunk_pages(int fd, const pq_chunk *ch, int64_t nrows, int64_t k,

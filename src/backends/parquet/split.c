@@ -7,7 +7,8 @@
  * pages of a column chunk larger than the plan's chunk target start (the
  * OffsetIndex of the Parquet page index when the file has one; else the
  * page headers, read one by one, at most PQ_MAX_SCAN_PAGES per chunk and
- * PQ_SCAN_BUDGET per file), and
+ * PQ_SCAN_BUDGET per part; none once a chunk of the column did not split),
+ * and
  * picks one piece size q for the column: a divisor of the row-group size
  * whose multiples all fall on page starts, about the chunk target.  The
  * record then lists pieces instead of row groups (each with its pages'
@@ -245,6 +246,8 @@ static int fits_all(const pq_rec *r, const pq_pages *pg, int64_t q) {
 
 int64_t ferry__pq_split_rows(const pq_rec *r, const pq_pages *pg,
                              size_t row_bytes, size_t target) {
+  if (row_bytes == 0)
+    return 0;
   /* row groups of one size but the last (which may be shorter): pieces of
    * a divisor of that size tile every row group on one grid */
   int64_t rows = r->nrg ? r->rg[0].num_rows : 0, any = 0;
@@ -253,6 +256,10 @@ int64_t ferry__pq_split_rows(const pq_rec *r, const pq_pages *pg,
         r->rg[g].num_rows > rows)
       return 0;
     any |= pg[g].n > 1;
+    /* a large row group whose pages are unknown stays whole: then all do,
+     * so that pieces and row groups never mix on one column's grid */
+    if (pg[g].n == 0 && (size_t)r->rg[g].num_rows > target / row_bytes)
+      return 0;
   }
   if (!any || rows < 2 || row_bytes == 0)
     return 0;
