@@ -228,6 +228,15 @@ static const option_def defs[] = {
      0,
      0,
      zarr_reader_names},
+    {{"null_fill", "", "empty, or a number",
+      "Parquet columns: the value served for a null (converted to the "
+      "column's dtype, which must hold it exactly); empty refuses a "
+      "selected column holding a null, naming column, row group and row."},
+     K_STR,
+     OFF(null_fill),
+     0,
+     0,
+     NULL},
     {{"checkpoint_signal", "USR1", "none|USR1|USR2|TERM|INT|HUP|XCPU",
       "Signal that asks for a checkpoint (sbatch --signal=B:USR1@120): its "
       "handler only sets a flag, and ferry_checkpoint_requested becomes true "
@@ -286,6 +295,16 @@ static int find_def(const char *name) {
       return i;
   }
   return -1;
+}
+
+/* Empty, or a whole finite number (strtod's syntax). */
+static int number_ok(const char *v) {
+  char *end = NULL;
+  if (!*v)
+    return 1;
+  errno = 0;
+  double x = strtod(v, &end);
+  return end != v && *end == '\0' && errno == 0 && isfinite(x);
 }
 
 /* "auto", "all", or a comma-separated list of distinct ordinals 0..1023
@@ -385,6 +404,8 @@ static int set_one(struct ferry_options *o, const option_def *d,
     char *copy = NULL;
     if (d->offset == OFF(devices) && !devices_ok(value))
       goto bad;
+    if (d->offset == OFF(null_fill) && !number_ok(value))
+      goto bad;
     if (*value) {
       copy = strdup(value);
       if (!copy)
@@ -428,6 +449,7 @@ void ferry_options_free(ferry_options *opts) {
   free(opts->vars);
   free(opts->manifest);
   free(opts->devices);
+  free(opts->null_fill);
   free(opts);
 }
 
@@ -443,8 +465,9 @@ int ferry_options_copy(const ferry_options *src, ferry_options **out) {
   o->vars = src->vars ? strdup(src->vars) : NULL;
   o->manifest = src->manifest ? strdup(src->manifest) : NULL;
   o->devices = src->devices ? strdup(src->devices) : NULL;
+  o->null_fill = src->null_fill ? strdup(src->null_fill) : NULL;
   if ((src->vars && !o->vars) || (src->manifest && !o->manifest) ||
-      (src->devices && !o->devices)) {
+      (src->devices && !o->devices) || (src->null_fill && !o->null_fill)) {
     ferry_options_free(o);
     return ferry__seterr(NULL, FERRY_ENOMEM, "out of memory");
   }
@@ -588,6 +611,7 @@ int ferry_options_load(ferry_options *opts, const char *path) {
     free(opts->vars);
     free(opts->manifest);
     free(opts->devices);
+    free(opts->null_fill);
     *opts = *tmp;
     free(tmp); /* fields now owned by opts */
     return 0;

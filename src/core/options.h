@@ -52,6 +52,8 @@ struct ferry_options {
   int zarr_reader;       /* index into zarr_reader_names; only the zarr
                           * backend gives it a meaning (it reads it by
                           * name, with ferry_options_get)               */
+  char *null_fill;       /* value for nulls; NULL or "": refused (the
+                          * parquet backend reads it by name)          */
   int checkpoint_signal; /* FERRY__SIG_* */
   int64_t verbose;       /* 0 silent, 1 notes, 2 also the GPU libraries    */
   int64_t collective_timeout; /* seconds in an agreement; 0: forever     */

@@ -9,11 +9,18 @@
 # per codec, a FLOAT[256] column (a 3-level list of 256 elements per row:
 # DuckDB's fixed-size array), row groups of 2048 rows (2 MiB), data page
 # v1, PLAIN: uncompressed, snappy and zstd; and uncompressed again with row
-# groups of 16384 rows (16 MiB).  With the page cache warm, RUNS times
-# (default 3), in the same loop iteration:
+# groups of 16384 rows (16 MiB), by DuckDB (which writes each 16 MiB column
+# chunk as one page: nothing to split it at) and by parquet-wasm (the Rust
+# parquet crate, from an Arrow FixedSizeList<float32, 256> column: pages
+# of 1 MiB and an offset index, so ferry reads the row groups in pieces of
+# 1024 rows).  With the page cache warm, RUNS times (default 3), in the
+# same loop iteration:
 #   npy            mpirun -np 2 ferry bench DATA.npy (shuffle=chunks)
 #   parquet-CODEC  the same on each Parquet file (2 ranks)
-#   none-16k       the same on the file of 16384-row groups
+#   none-16k       the same on DuckDB's file of 16384-row groups
+#   wasm-16k       the same on parquet-wasm's file of 16384-row groups
+#   noindex        the same on a copy of it without offset indexes (ferry
+#                  reads the page headers instead)
 #   threads-T      ferry on 1 rank, zstd file, decode threads T = 1, 2, 4
 #   polars         nodejs-polars reading the whole file (readParquet) in one
 #                  process, uncompressed and zstd: the Polars engine's
@@ -22,14 +29,20 @@
 # 400 samples, 32 uncompressed FLOAT columns each (PLAIN, page v1, written
 # by DuckDB), read as a directory on 2 ranks with `ferry bench
 # --compute-ms 2 --batch-size 64 --shuffle chunks`: AU and samples/s.
-# Results: WORK_DIR/parquet-results.txt and the table on stdout.
+# Results: WORK_DIR/parquet-results.txt and the table on stdout.  FERRY, if
+# set, is the ferry program to run instead of BUILD_DIR/ferry.
+#
+# PARQUET_BENCH=split measures only the large row groups, RUNS times, each
+# line in the same iteration, 8 epochs each (EPOCHS): npy, wasm-16k,
+# noindex, none-16k and the 2 MiB row groups (pq-none), 2 ranks; no
+# Polars, threads or MLPerf layout.
 set -eu
 build=$(cd "$1" && pwd)
 work=$2
 size=${3:-256MiB}
 runs=${4:-3}
 src=$(cd "$(dirname "$0")/../.." && pwd)
-ferry="$build/ferry"
+ferry=${FERRY:-$build/ferry}
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
 out="$work/parquet-results.txt"
@@ -59,15 +72,48 @@ const { DuckDBInstance } = require("@duckdb/node-api");
     (FORMAT parquet, COMPRESSION ${process.argv[3]}, ROW_GROUP_SIZE ${process.argv[4]})`);
 })();' "$rows" "$f" "${codec%-16k}" "$rg")
 done
+f="$work/pq-wasm-16k.parquet"
+if ! test -f "$f"; then
+  (cd "$src/tests/parquet" && node -e '
+const arrow = require("apache-arrow");
+const pw = require("parquet-wasm");
+const fs = require("fs");
+const rows = Number(process.argv[1]), k = 256;
+const vals = new Float32Array(rows * k);
+for (let i = 0; i < rows; i++) for (let j = 0; j < k; j++) vals[i * k + j] = (i + j) % 16777216;
+const flat = arrow.makeData({ type: new arrow.Float32(), length: rows * k, data: vals });
+const type = new arrow.FixedSizeList(k, new arrow.Field("item", new arrow.Float32(), false));
+const col = arrow.makeVector(arrow.makeData({ type, length: rows, nullCount: 0, child: flat }));
+const ipc = arrow.tableToIPC(new arrow.Table({ samples: col }), "stream");
+const props = new pw.WriterPropertiesBuilder().setCompression(pw.Compression.UNCOMPRESSED)
+  .setMaxRowGroupSize(16384).setDictionaryEnabled(false).build();
+fs.writeFileSync(process.argv[2], pw.writeParquet(pw.Table.fromIPCStream(ipc), props));' "$rows" "$f")
+fi
+# the same file with its offset indexes zeroed: ferry finds the pages by
+# reading their headers
+f="$work/pq-wasm-16k-noindex.parquet"
+if ! test -f "$f"; then
+  (cd "$src/tests/parquet" && node --input-type=module -e '
+import fs from "node:fs";
+const { parquetMetadata } = await import("hyparquet");
+const buf = fs.readFileSync(process.argv[1]);
+const md = parquetMetadata(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.length));
+for (const g of md.row_groups) for (const c of g.columns)
+  if (c.offset_index_offset !== undefined)
+    buf.fill(0, Number(c.offset_index_offset), Number(c.offset_index_offset) + Number(c.offset_index_length));
+fs.writeFileSync(process.argv[2], buf);' "$work/pq-wasm-16k.parquet" "$f")
+fi
 # the same values: first rows compared once
 "$ferry" dump "$work/pq-zstd.parquet" --shuffle none --batch-size 4 --row-hash 2>/dev/null | head -3 >"$work/a.txt"
 "$ferry" dump "$work/npy/samples.npy" --shuffle none --batch-size 4 --row-hash 2>/dev/null | head -3 >"$work/b.txt"
 cmp -s "$work/a.txt" "$work/b.txt" || { echo "parquet.sh: the Parquet rows differ from the .npy rows"; exit 1; }
+"$ferry" dump "$work/pq-wasm-16k.parquet" --shuffle none --batch-size 4 --row-hash 2>/dev/null | head -3 >"$work/a.txt"
+cmp -s "$work/a.txt" "$work/b.txt" || { echo "parquet.sh: the parquet-wasm rows differ from the .npy rows"; exit 1; }
 
 bench() { # np dataset extra...: bytes/s
   np=$1 ds=$2
   shift 2
-  $mpirun -np "$np" "$ferry" bench "$ds" --epochs 2 --batch-size 1024 \
+  $mpirun -np "$np" "$ferry" bench "$ds" --epochs "${EPOCHS:-2}" --batch-size 1024 \
     --shuffle chunks --seed 1 --json "$@" | tail -1 |
     /usr/bin/python3 -c 'import json,sys; j=json.load(sys.stdin); print("%.3f" % (j["bytes_per_s"] / 1e9))'
 }
@@ -84,8 +130,22 @@ for (let r = 0; r < 3; r++) {
 }
 console.log((Number(process.argv[2]) * 1024 / best / 1e9).toFixed(3));' "$1" "$rows")
 }
+if test "${PARQUET_BENCH:-}" = split; then
+  EPOCHS=${EPOCHS:-8}
+  echo "run npy wasm-16k noindex none-16k pq-none (GB/s, 2 ranks, $EPOCHS epochs)" | tee -a "$out"
+  for i in $(seq 1 "$runs"); do
+    line=$i
+    for s in npy/samples.npy pq-wasm-16k.parquet pq-wasm-16k-noindex.parquet \
+      pq-uncompressed-16k.parquet pq-uncompressed.parquet; do
+      cat "$work/$s" >/dev/null
+      line="$line $(bench 2 "$work/$s")"
+    done
+    echo "$line" | tee -a "$out"
+  done
+  exit 0
+fi
 echo "rows $rows, $(ls -l "$work"/pq-*.parquet | awk '{printf "%s=%s ", $NF, $5}')" | tee -a "$out"
-echo "run npy pq-none pq-snappy pq-zstd none-16k | 1rank-zstd threads=1 2 4 | polars-none polars-zstd (GB/s)" | tee -a "$out"
+echo "run npy pq-none pq-snappy pq-zstd none-16k wasm-16k noindex | 1rank-zstd threads=1 2 4 | polars-none polars-zstd (GB/s)" | tee -a "$out"
 for i in $(seq 1 "$runs"); do
   cat "$work"/npy/samples.npy "$work"/pq-*.parquet >/dev/null
   n=$(bench 2 "$work/npy/samples.npy")
@@ -93,12 +153,14 @@ for i in $(seq 1 "$runs"); do
   s=$(bench 2 "$work/pq-snappy.parquet")
   z=$(bench 2 "$work/pq-zstd.parquet")
   b=$(bench 2 "$work/pq-uncompressed-16k.parquet")
+  w=$(bench 2 "$work/pq-wasm-16k.parquet")
+  x=$(bench 2 "$work/pq-wasm-16k-noindex.parquet")
   t1=$(bench 1 "$work/pq-zstd.parquet" --threads 1)
   t2=$(bench 1 "$work/pq-zstd.parquet" --threads 2)
   t4=$(bench 1 "$work/pq-zstd.parquet" --threads 4)
   pu=$(polars "$work/pq-uncompressed.parquet" 2>/dev/null || echo -)
   pz=$(polars "$work/pq-zstd.parquet" 2>/dev/null || echo -)
-  echo "$i $n $u $s $z $b | $t1 $t2 $t4 | $pu $pz" | tee -a "$out"
+  echo "$i $n $u $s $z $b $w $x | $t1 $t2 $t4 | $pu $pz" | tee -a "$out"
 done
 
 # MLPerf Storage layout: many small files of uncompressed float32 columns

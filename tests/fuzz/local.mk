@@ -64,6 +64,10 @@ FUZZ_HARNESSES += tests/fuzz/fuzz_parquet
 tests_fuzz_fuzz_parquet_SOURCES = tests/fuzz/fuzz_parquet.c $(FUZZ_DRIVER)
 tests_fuzz_fuzz_parquet_LDFLAGS = $(FUZZ_LINK_FLAGS)
 
+FUZZ_HARNESSES += tests/fuzz/fuzz_parquet_index
+tests_fuzz_fuzz_parquet_index_SOURCES = tests/fuzz/fuzz_parquet_index.c $(FUZZ_DRIVER)
+tests_fuzz_fuzz_parquet_index_LDFLAGS = $(FUZZ_LINK_FLAGS)
+
 check_PROGRAMS += $(FUZZ_HARNESSES)
 TESTS += $(FUZZ_HARNESSES)
 # The short libFuzzer run (skips, 77, outside a --enable-fuzz build).

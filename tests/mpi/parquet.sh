@@ -8,7 +8,10 @@
 # DELTA_BINARY_PACKED and BYTE_STREAM_SPLIT encodings, every integer width
 # signed and unsigned, float16/32/64, bool, fixed-length list columns, a
 # dictionary falling back to PLAIN pages mid-chunk (parquet-wasm), several
-# row groups with a short last one, prime row counts, and a directory of
+# row groups with a short last one, prime row counts, nulls served as the
+# null_fill value (Polars, DuckDB page v2), large row groups
+# read in pieces at page starts (offset index, page headers, a dictionary
+# page read apart), and a directory of
 # parts read as a directory, a glob and a list file.  Each variable is dumped
 # with `ferry dump --row-hash` over 1 (in order), 2 and 3 ranks (shuffled)
 # and every row is compared by tests/fixtures/dump_compare.py with the .npy
@@ -16,7 +19,8 @@
 # file, bad magic at either end, footer length past the file, corrupt
 # footer, a page size past its column chunk, a page that does not
 # decompress to its stated size, nulls, a string column, a missing column,
-# lists of varying length, parts of different schemas) fail on 1 and 3 ranks
+# lists of varying length, parts of different schemas, a null_fill the
+# column's dtype cannot hold) fail on 1 and 3 ranks
 # with status 1 and one message naming what is wrong, without hanging.
 #
 # Environment (set by "make check"): FERRY, RUN_MPI, FERRY_TEST_TMPDIR,
@@ -116,14 +120,57 @@ else
   fail=1
 fi
 
+# Row groups of 2 MiB per column split into pieces of 16384 rows at page
+# starts (their dumps above): found from the offset index, and from the
+# page headers in the copies whose offset indexes are zeroed; the column
+# whose pages are irregular (dictionary fallback) is read whole.
+for c in "split_plain dl offset index" "split_plain_scan v page headers" \
+         "split_dict dl offset index" "split_dict_scan dl page headers"; do
+  set -- $c
+  f=$1 v=$2
+  shift 2
+  if "$FERRY" info "$fx/$f.parquet" >"$tmp/info.out" 2>&1 &&
+     grep "storage .*$v: parquet.*pieces of 16384 rows at page starts (from the $*)" "$tmp/info.out" >/dev/null; then
+    echo "ok: ferry info $f: $v read in pieces of 16384 rows (from the $*)"
+  else
+    echo "FAIL: ferry info $f should show $v read in pieces of 16384 rows (from the $*)"
+    sed 's/^/    /' "$tmp/info.out"
+    fail=1
+  fi
+done
+if grep "storage .* v: .*pieces" "$tmp/info.out" >/dev/null; then
+  echo "FAIL: v of split_dict_scan.parquet (irregular pages) should be read in whole row groups"
+  fail=1
+fi
+
+# The ARROW:schema hint: parquet-wasm's FixedSizeList<13> shown as such; a
+# broken hint is a note (the column is still read, dumped above); the
+# hints Polars and parquet-wasm write for other columns decode cleanly.
+if "$FERRY" info "$fx/hint.parquet" 2>&1 | grep 'storage .*f: parquet FLOAT fixed_size_list<13> (from ARROW:schema)' >/dev/null &&
+   "$FERRY" info "$fx/bad/hintbad.parquet" 2>&1 | grep 'notes .*the ARROW:schema hint is not read' >/dev/null; then
+  echo "ok: ferry info shows fixed_size_list<13> (from ARROW:schema), and a broken hint as a note"
+else
+  echo "FAIL: ferry info should show f as fixed_size_list<13> (from ARROW:schema) and the broken hint as a note"
+  "$FERRY" info "$fx/hint.parquet" 2>&1 | sed 's/^/    /'
+  "$FERRY" info "$fx/bad/hintbad.parquet" 2>&1 | sed 's/^/    /'
+  fail=1
+fi
+for f in polars_zstd polars_snappy wasm_zstd wasm_none split_plain; do
+  if "$FERRY" info "$fx/$f.parquet" 2>&1 | grep 'hint is not read' >/dev/null; then
+    echo "FAIL: $f.parquet: its ARROW:schema hint should decode"
+    fail=1
+  fi
+done
+
 # Bad inputs: status 1, one "ferry:" line holding every word, on 1 and 3
 # ranks, run at once in two lanes.
 bad_files() {
 np=$1
-while IFS=$tab read -r ds vars words; do
+while IFS=$tab read -r ds vars words opts; do
   vopt=
   test "$vars" != - && vopt="--vars $vars"
-  $RUN_MPI $np "$FERRY" dump "$ds" --epoch 0 --batch-size 5 $vopt \
+  # shellcheck disable=SC2086
+  $RUN_MPI $np "$FERRY" dump "$ds" --epoch 0 --batch-size 5 $vopt $opts \
     >"$tmp/bad.$np.out" 2>"$tmp/bad.$np.err"
   st=$?
   n=`grep -c '^ferry' "$tmp/bad.$np.err"`

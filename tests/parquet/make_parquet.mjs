@@ -125,6 +125,26 @@ async function polars() {
     (() => { const f = path.join(out, 'ref', 'nulls__y.npy');
       npy(f, 'int32', 50, 1, Int32Array.from({ length: 50 }, (_, i) => i)); return f; })(), 'nulls_unselected',
     '--vars y']);
+  // null_fill: the null of x served as -7, and columns with many nulls
+  // (every 7th float, every 11th int64) over 1009 rows, zstd
+  const fx = path.join(out, 'ref', 'nulls__x_fill.npy');
+  npy(fx, 'int32', 50, 1, Int32Array.from({ length: 50 }, (_, i) => (i === 37 ? -7 : i)));
+  good.push([path.join(out, 'bad', 'nulls.parquet'), 'x', fx, 'nulls_fill', '--null-fill -7']);
+  const fv = values('float32', N), iv = values('int64', N);
+  const nf = pl.DataFrame([
+    pl.Series('f', Array.from(fv, (v, i) => (i % 7 === 3 ? null : v)), pl.Float32),
+    pl.Series('l', Array.from(iv, (v, i) => (i % 11 === 0 ? null : Number(v))), pl.Int64)]);
+  const fnf = path.join(out, 'polars_nulls.parquet');
+  nf.writeParquet(fnf, { compression: 'zstd' });
+  const rf = path.join(out, 'ref', 'polars_nulls__f.npy');
+  npy(rf, 'float32', N, 1, Float32Array.from(fv, (v, i) => (i % 7 === 3 ? 0.5 : v)));
+  good.push([fnf, 'f', rf, 'polars_nulls', '--null-fill 0.5 --vars f']);
+  const rl = path.join(out, 'ref', 'polars_nulls__l.npy');
+  npy(rl, 'int64', N, 1, BigInt64Array.from(iv, (v, i) => (i % 11 === 0 ? -3n : v)));
+  good.push([fnf, 'l', rl, 'polars_nulls', '--null-fill -3 --vars l']);
+  bad.push([fnf, 'l', 'null|row 0|column l|row group 0|null_fill']);
+  // a fill value the column's dtype does not hold: its nulls refused
+  bad.push([fnf, 'l', 'null_fill=1.5|column l|int64|row 0', '--null-fill 1.5']);
   // a string column selected; a column that does not exist
   bad.push([path.join(out, 'polars_zstd.parquet'), 'name', 'name|byte arrays']);
   bad.push([path.join(out, 'polars_zstd.parquet'), 'nosuch', 'nosuch|i32']);
@@ -156,6 +176,14 @@ async function duckdb() {
     await c.run(`COPY (${sel}) TO '${f}' (FORMAT parquet, COMPRESSION ${codec}, ROW_GROUP_SIZE 2048, PARQUET_VERSION ${ver})`);
     addGood(f, `duckdb_${codec}_${ver}`, cols, N);
   }
+  // null_fill over data pages v2 and row groups of 2048 rows: every 13th
+  // double is null (served as 2.25)
+  const fn = path.join(out, 'duckdb_nulls_V2.parquet');
+  await c.run(`COPY (SELECT CASE WHEN i % 13 = 5 THEN NULL ELSE i::DOUBLE END AS d FROM range(${N}) t(i))
+    TO '${fn}' (FORMAT parquet, COMPRESSION snappy, ROW_GROUP_SIZE 2048, PARQUET_VERSION V2)`);
+  const dn = path.join(out, 'ref', 'duckdb_nulls__d.npy');
+  npy(dn, 'float64', N, 1, Float64Array.from({ length: N }, (_, i) => (i % 13 === 5 ? 2.25 : i)));
+  good.push([fn, 'd', dn, 'duckdb_nulls_V2', '--null-fill 2.25']);
   // lists of varying length: skipped, refused when selected
   const fv = path.join(out, 'bad', 'varlist.parquet');
   await c.run(`COPY (SELECT i::INTEGER AS a, CASE WHEN i < 10 THEN [1.0::FLOAT, 2.0] ELSE [1.0::FLOAT] END AS v FROM range(20) t(i)) TO '${fv}' (FORMAT parquet)`);
@@ -259,6 +287,114 @@ async function parquetWasm() {
   }
 }
 
+// ---- large row groups split at page starts (parquet-wasm) ----
+// Row groups of 32768 rows (2 MiB of v, 2 MiB of dl) in pages of 1024 or
+// 16384 rows, the last short: ferry reads them in pieces of 16384 rows at
+// page starts, found from the offset index parquet-wasm writes; the _scan
+// copies have their offset indexes zeroed, so ferry finds the pages from
+// their headers.  v and dl are Arrow FixedSizeList columns (the
+// ARROW:schema hint); in split_dict.parquet dl is dictionary-encoded
+// (pieces read the dictionary page apart), v falls back to PLAIN
+// mid-chunk at irregular pages (read whole).
+async function wasmSplit() {
+  const arrow = require('apache-arrow');
+  const pw = require('parquet-wasm');
+  const { parquetMetadata } = await import('hyparquet');
+  const N = 70001;
+  const fsl = (k, T, C, f) => {
+    const vals = new C(N * k);
+    for (let i = 0; i < N; i++) for (let j = 0; j < k; j++) vals[i * k + j] = f(i, j);
+    const child = new arrow.Field('item', new T(), false);
+    const flat = arrow.makeData({ type: new T(), length: N * k, data: vals });
+    return [vals, arrow.makeVector(arrow.makeData({ type: new arrow.FixedSizeList(k, child), length: N,
+      nullCount: 0, child: flat }))];
+  };
+  const [vv, v] = fsl(16, arrow.Float32, Float32Array, (i, j) => i + j / 4);
+  const [dv, dl] = fsl(8, arrow.Float64, Float64Array, (i, j) => ((i + j) % 5) / 2);
+  const x = values('int32', N);
+  const ipc = arrow.tableToIPC(new arrow.Table({ v, dl, x: arrow.makeVector(x) }), 'stream');
+  const refs = { v: path.join(out, 'ref', 'split__v.npy'), dl: path.join(out, 'ref', 'split__dl.npy'),
+    x: path.join(out, 'ref', 'split__x.npy') };
+  npy(refs.v, 'float32', N, 16, vv);
+  npy(refs.dl, 'float64', N, 8, dv);
+  npy(refs.x, 'int32', N, 1, x);
+  for (const [name, codec, dict] of [['split_plain', pw.Compression.ZSTD, false],
+    ['split_dict', pw.Compression.SNAPPY, true]]) {
+    const b = new pw.WriterPropertiesBuilder().setCompression(codec).setMaxRowGroupSize(32768)
+      .setDictionaryEnabled(dict).setDataPageSizeLimit(65536).build();
+    const f = path.join(out, `${name}.parquet`);
+    const buf = Buffer.from(pw.writeParquet(pw.Table.fromIPCStream(ipc), b));
+    fs.writeFileSync(f, buf);
+    // the same file without its offset indexes (zeroed: an empty struct)
+    const md = parquetMetadata(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.length));
+    const z = Buffer.from(buf);
+    for (const g of md.row_groups)
+      for (const c of g.columns)
+        if (c.offset_index_offset !== undefined)
+          z.fill(0, Number(c.offset_index_offset), Number(c.offset_index_offset) + Number(c.offset_index_length));
+    const fz = path.join(out, `${name}_scan.parquet`);
+    fs.writeFileSync(fz, z);
+    for (const [file, label] of [[f, name], [fz, `${name}_scan`]])
+      for (const col of ['v', 'dl', 'x']) {
+        good.push([file, col, refs[col], label]);
+        if (col === 'dl' || (col === 'v' && !dict)) bigs.push([file, col, refs[col], label]);
+      }
+  }
+}
+
+// ---- the ARROW:schema hint (parquet-wasm) ----
+// A FixedSizeList<float32, 13> column f: read as (N, 13), info says
+// "fixed_size_list<13> (from ARROW:schema)".  Two copies with the hint's
+// base64 changed in place (same length): listSize 13 made 14 (the rows
+// disagree with the hint: f is refused, naming both), and the flatbuffer's
+// root offset broken (the hint is a note; f is read by its value counts).
+async function wasmHint() {
+  const arrow = require('apache-arrow');
+  const pw = require('parquet-wasm');
+  const N = 101, K = 13;
+  const vals = values('float32', N, K);
+  const child = new arrow.Field('item', new arrow.Float32(), false);
+  const flat = arrow.makeData({ type: new arrow.Float32(), length: N * K, data: vals });
+  const f = arrow.makeVector(arrow.makeData({ type: new arrow.FixedSizeList(K, child), length: N,
+    nullCount: 0, child: flat }));
+  const x = values('int32', N);
+  const ipc = arrow.tableToIPC(new arrow.Table({ f, x: arrow.makeVector(x) }), 'stream');
+  const buf = Buffer.from(pw.writeParquet(pw.Table.fromIPCStream(ipc),
+    new pw.WriterPropertiesBuilder().setMaxRowGroupSize(40).build()));
+  const file = path.join(out, 'hint.parquet');
+  fs.writeFileSync(file, buf);
+  addGood(file, 'hint', [['f', 'float32', K], ['x', 'int32']], N);
+  // the base64 text of the hint, found in the footer
+  const flen = buf.readUInt32LE(buf.length - 8);
+  const footer = buf.subarray(buf.length - 8 - flen, buf.length - 8).toString('latin1');
+  const m = footer.match(/[A-Za-z0-9+/]{64,}={0,2}/);
+  if (!m) throw new Error('no ARROW:schema in the footer');
+  const at = buf.length - 8 - flen + m.index;
+  const raw = Buffer.from(m[0], 'base64');
+  const patch = (name, fn) => {
+    const r = Buffer.from(raw);
+    fn(r);
+    const b64 = r.toString('base64');
+    if (b64.length !== m[0].length) throw new Error('base64 length changed');
+    const c = Buffer.from(buf);
+    c.write(b64, at, 'latin1');
+    const p = path.join(out, 'bad', name);
+    fs.writeFileSync(p, c);
+    return p;
+  };
+  // listSize: the only int32 13 of the message
+  const hits = [];
+  for (let i = 8; i + 4 <= raw.length; i++) if (raw.readInt32LE(i) === K) hits.push(i);
+  if (hits.length !== 1) throw new Error(`listSize found ${hits.length} times`);
+  const f14 = patch('hint14.parquet', (r) => r.writeInt32LE(K + 1, hits[0]));
+  bad.push([f14, 'f', 'f|ARROW:schema|fixed_size_list<14>']);
+  // the root offset of the flatbuffer (after 0xFFFFFFFF and the length)
+  const fbad = patch('hintbad.parquet', (r) => r.writeUInt32LE(0x7ffffff0, 8));
+  const r = path.join(out, 'ref', 'hintbad__f.npy');
+  npy(r, 'float32', N, K, vals);
+  good.push([fbad, 'f', r, 'hintbad']);
+}
+
 // ---- bad files cut from a good one ----
 function badFiles(src) {
   const buf = fs.readFileSync(src);
@@ -312,7 +448,8 @@ async function badPages() {
 
 const which = new Set((process.env.FERRY_PARQUET_WRITERS || 'polars,duckdb,hyparquet,wasm').split(','));
 const notes = [];
-for (const [name, fn] of [['polars', polars], ['duckdb', duckdb], ['hyparquet', hyparquet], ['wasm', parquetWasm]]) {
+for (const [name, fn] of [['polars', polars], ['duckdb', duckdb], ['hyparquet', hyparquet], ['wasm', parquetWasm],
+  ['wasm', wasmSplit], ['wasm', wasmHint]]) {
   if (!which.has(name)) continue;
   try {
     const r = await fn();

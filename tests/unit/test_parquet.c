@@ -10,7 +10,10 @@
  * a result or an error, never a crash or an over-read (run it in the ASan
  * build); hand-made Thrift that nests too deep or claims huge lists; a
  * hand-made chunk whose dictionary index is out of range; snappy streams,
- * good, truncated and random.
+ * good, truncated and random; the ARROW:schema hint (a FixedSizeList
+ * found, every truncation and bit flip read or refused), a hand-made
+ * OffsetIndex (decoded, truncations refused, flips survived) and the
+ * choice of pieces of a split row group.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -264,7 +267,11 @@ static int decode_var(const ferry__part_desc *d, int v,
                 d->vars[v].name,
                 0,
                 g,
-                r.rg[g].first_row};
+                r.rg[g].first_row,
+                0,
+                NULL,
+                NULL,
+                NULL};
     rc = ferry__pq_decode_chunk(&j, &s, 1, err);
   }
   ferry__pq_scratch_free(&s);
@@ -390,7 +397,7 @@ static void fuzz_chunks(const unsigned char *file, size_t n, const char *name) {
     pq_rg_rec gt = g;
     gt.size = len;
     memcpy(c, file + g.offset, (size_t)len);
-    pq_job j = {&r, &gt, c, out, "t", name, 0, 0, 0};
+    pq_job j = {&r, &gt, c, out, "t", name, 0, 0, 0, 0, NULL, NULL, NULL};
     refused += ferry__pq_decode_chunk(&j, &s, 1, &err) < 0;
   }
   CHECK(refused == g.size, "%s: %d of %lld truncations refused", name, refused,
@@ -398,7 +405,7 @@ static void fuzz_chunks(const unsigned char *file, size_t n, const char *name) {
   for (int64_t bit = 0; out && c && bit < g.size * 8; bit++) {
     memcpy(c, file + g.offset, (size_t)g.size);
     c[bit / 8] ^= (unsigned char)(1u << (bit % 8));
-    pq_job j = {&r, &g, c, out, "t", name, 0, 0, 0};
+    pq_job j = {&r, &g, c, out, "t", name, 0, 0, 0, 0, NULL, NULL, NULL};
     (void)ferry__pq_decode_chunk(&j, &s, 1, &err);
   }
   free(out);
@@ -448,12 +455,13 @@ static void test_dict_range(void) {
   r.type = PQ_INT32;
   r.dtype = FERRY_INT32;
   r.k = 1;
-  pq_rg_rec g = {0, 4, 100, sizeof chunk, 100, 4, 0, PQ_CODEC_NONE};
+  pq_rg_rec g = {0, 4, 100, sizeof chunk, 100, 4, 0, PQ_CODEC_NONE, 0, 0, 0};
   int32_t out[4];
   pq_scratch s;
   ferry__err err;
   memset(&s, 0, sizeof s);
-  pq_job j = {&r, &g, chunk, (unsigned char *)out, "f", "x", 0, 0, 0};
+  pq_job j = {&r,   &g,   chunk, (unsigned char *)out, "f", "x", 0, 0, 0, 0,
+              NULL, NULL, NULL};
   int rc = ferry__pq_decode_chunk(&j, &s, 1, &err);
   CHECK(rc == FERRY_EFORMAT && strstr(err.msg, "dictionary index 3 out of "
                                                "range"),
@@ -493,6 +501,174 @@ static void test_snappy(void) {
   }
 }
 
+/* The ARROW:schema hint parquet-wasm wrote for a table of a
+ * FixedSizeList<float32, 13> column f and an int32 column x. */
+static const char arrow_hint[] =
+    "/////wQBAAAQAAAAAAAKAAwACgAJAAQACgAAABAAAAAAAQQACAAIAAAABAAIAAAA"
+    "BAAAAAIAAABcAAAAFAAAABAAFAAQAAAADwAEAAAACAAQAAAAGAAAACAAAAAAAAAC"
+    "HAAAAAgADAAEAAsACAAAACAAAAAAAAABAAAAAAEAAAB4AAAAEAAUABAADgAPAAQA"
+    "AAAIABAAAAAgAAAADAAAAAAAARBgAAAAAQAAACQAAAAAAAYACAAEAAYAAAANAAAA"
+    "EAAWABAAAAAPAAQAAAAIABAAAAAYAAAAHAAAAAAAAAMYAAAAAAAGAAgABgAGAAAA"
+    "AAABAAAAAAAEAAAAaXRlbQAAAAABAAAAZgAAAA==";
+
+static const char b64_alphabet[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static void b64_encode(const unsigned char *in, size_t n, char *out) {
+  size_t o = 0;
+  for (size_t i = 0; i < n; i += 3) {
+    uint32_t v = (uint32_t)in[i] << 16;
+    if (i + 1 < n)
+      v |= (uint32_t)in[i + 1] << 8;
+    if (i + 2 < n)
+      v |= in[i + 2];
+    out[o++] = b64_alphabet[v >> 18 & 63];
+    out[o++] = b64_alphabet[v >> 12 & 63];
+    out[o++] = i + 1 < n ? b64_alphabet[v >> 6 & 63] : '=';
+    out[o++] = i + 2 < n ? b64_alphabet[v & 63] : '=';
+  }
+  out[o] = '\0';
+}
+
+/* The hint read: f is a FixedSizeList of 13; then every truncation of its
+ * text and every bit flip of its bytes is read or refused, never a crash
+ * or an over-read (ASan). */
+static void test_arrow_hint(void) {
+  pq_arrow_hint h;
+  const char *why = NULL;
+  int rc = ferry__pq_arrow_hint_parse(arrow_hint, strlen(arrow_hint), &h, &why);
+  CHECK(rc == 0 && h.n == 1 && strcmp(h.names[0], "f") == 0 && h.k[0] == 13 &&
+            ferry__pq_arrow_hint_k(&h, "f") == 13 &&
+            ferry__pq_arrow_hint_k(&h, "x") == 0,
+        "hint: rc %d (%s), %d fields", rc, why ? why : "-", h.n);
+  ferry__pq_arrow_hint_free(&h);
+  int refused = 0;
+  for (size_t len = 0; len + 4 < strlen(arrow_hint); len++) {
+    refused += ferry__pq_arrow_hint_parse(arrow_hint, len, &h, &why) < 0;
+    ferry__pq_arrow_hint_free(&h);
+  }
+  CHECK(refused > 0, "truncated hints: none refused");
+  rc = ferry__pq_arrow_hint_parse("@@@@", 4, &h, &why);
+  CHECK(rc < 0 && why && strstr(why, "base64"), "not base64: %d", rc);
+  unsigned char raw[300], m[300];
+  char text[420];
+  size_t n = 0;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (const char *c = arrow_hint; *c && *c != '='; c++) {
+    acc = acc << 6 | (uint32_t)(strchr(b64_alphabet, *c) - b64_alphabet);
+    bits += 6;
+    if (bits >= 8 && n < sizeof raw) {
+      bits -= 8;
+      raw[n++] = (unsigned char)(acc >> bits);
+    }
+  }
+  for (size_t bit = 0; bit < n * 8; bit++) {
+    memcpy(m, raw, n);
+    m[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+    b64_encode(m, n, text);
+    if (ferry__pq_arrow_hint_parse(text, strlen(text), &h, &why) == 0)
+      CHECK(h.n >= 0 && h.n <= 1, "a flipped hint gives %d fields", h.n);
+    ferry__pq_arrow_hint_free(&h);
+  }
+}
+
+/* An OffsetIndex of three pages, hand-made: decoded, then every truncation
+ * refused and every bit flip read or refused. */
+static void test_offset_index(void) {
+  static const unsigned char oi[] = {
+      0x19, 0x3c,                                     /* 1: list of 3 structs */
+      0x16, 0x08, 0x15, 0x64, 0x16, 0x00, 0x00,       /* offset 4, row 0      */
+      0x16, 0x6c, 0x15, 0x64, 0x16, 0x28, 0x00,       /* offset 54, row 20    */
+      0x16, 0xd0, 0x01, 0x15, 0x64, 0x16, 0x50, 0x00, /* 104, row 40 */
+      0x00};
+  pq_pages p;
+  const char *why = NULL;
+  int rc = ferry__pq_offset_index_parse(oi, sizeof oi, &p, &why);
+  CHECK(rc == 0 && p.n == 3 && p.offset[1] == 54 && p.first_row[2] == 40 &&
+            p.from_index,
+        "offset index: %d (%s) %lld pages", rc, why ? why : "-",
+        (long long)p.n);
+  ferry__pq_pages_free(&p);
+  int refused = 0;
+  for (size_t len = 0; len < sizeof oi; len++) {
+    refused += ferry__pq_offset_index_parse(oi, len, &p, &why) < 0;
+    ferry__pq_pages_free(&p);
+  }
+  CHECK(refused == (int)sizeof oi, "truncated indexes: %d of %zu refused",
+        refused, sizeof oi);
+  unsigned char m[sizeof oi];
+  for (size_t bit = 0; bit < sizeof oi * 8; bit++) {
+    memcpy(m, oi, sizeof oi);
+    m[bit / 8] ^= (unsigned char)(1u << (bit % 8));
+    (void)ferry__pq_offset_index_parse(m, sizeof m, &p, &why);
+    ferry__pq_pages_free(&p);
+  }
+}
+
+/* Pieces: row groups of 32 rows (the last 8) in pages of 4 rows, each
+ * chunk with 100 bytes of dictionary first. */
+static void test_split(void) {
+  pq_rec r;
+  pq_rg_rec g[3];
+  pq_pages pg[3];
+  int64_t off[3][8], row[3][8];
+  memset(&r, 0, sizeof r);
+  memset(g, 0, sizeof g);
+  memset(pg, 0, sizeof pg);
+  for (int i = 0; i < 3; i++) {
+    g[i].first_row = 32 * i;
+    g[i].num_rows = i < 2 ? 32 : 8;
+    g[i].offset = 1000 * i + 4;
+    g[i].size = 900;
+    pg[i].n = i < 2 ? 8 : 2;
+    pg[i].offset = off[i];
+    pg[i].first_row = row[i];
+    for (int k = 0; k < 8; k++) {
+      off[i][k] = g[i].offset + 100 + 100 * k;
+      row[i][k] = 4 * k;
+    }
+  }
+  r.rg = g;
+  r.nrg = 3;
+  int64_t q = ferry__pq_split_rows(&r, pg, 1, 8);
+  CHECK(q == 8, "q for 8 bytes: %lld", (long long)q);
+  q = ferry__pq_split_rows(&r, pg, 1, 3);
+  CHECK(q == 4, "q above 3 bytes: %lld", (long long)q);
+  q = ferry__pq_split_rows(&r, pg, 1, 1000);
+  CHECK(q == 16, "q for 1000 bytes: %lld", (long long)q);
+  row[1][2] = 9; /* pages of other sizes: a coarser grid, then none */
+  q = ferry__pq_split_rows(&r, pg, 1, 8);
+  CHECK(q == 16, "a page at row 9: %lld", (long long)q);
+  row[1][4] = 17;
+  q = ferry__pq_split_rows(&r, pg, 1, 8);
+  CHECK(q == 0, "pages at rows 9 and 17: %lld", (long long)q);
+  row[1][2] = 8;
+  row[1][4] = 16;
+  pq_rg_rec *keep = malloc(sizeof g);
+  CHECK(keep != NULL, "out of memory");
+  if (!keep)
+    return;
+  memcpy(keep, g, sizeof g);
+  r.rg = keep;
+  int rc = ferry__pq_split_apply(&r, pg, 8);
+  CHECK(rc == 0 && r.nrg == 9, "split: %d, %lld pieces", rc, (long long)r.nrg);
+  if (rc == 0 && r.nrg == 9) {
+    const pq_rg_rec *a = &r.rg[1], *l = &r.rg[8];
+    CHECK(a->first_row == 8 && a->num_rows == 8 && a->offset == 304 &&
+              a->size == 200 && a->dict_offset == 4 && a->dict_size == 100 &&
+              r.rg[3].offset + r.rg[3].size == 904,
+          "piece 1 at %lld, %lld bytes, dictionary %lld+%lld",
+          (long long)a->offset, (long long)a->size, (long long)a->dict_offset,
+          (long long)a->dict_size);
+    CHECK(l->first_row == 64 && l->num_rows == 8 && l->offset == 2104 &&
+              l->size == 800,
+          "last piece: %lld rows at %lld", (long long)l->num_rows,
+          (long long)l->offset);
+  }
+  free(r.rg);
+}
+
 int main(void) {
   snprintf(tmpdir, sizeof tmpdir, "%s/test_parquet.XXXXXX",
            getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -510,6 +686,9 @@ int main(void) {
   test_thrift();
   test_dict_range();
   test_snappy();
+  test_arrow_hint();
+  test_offset_index();
+  test_split();
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
   if (system(cmd) != 0)

@@ -8,6 +8,8 @@ libferry_core_la_SOURCES += \
 	src/backends/parquet/thrift.c \
 	src/backends/parquet/meta.c \
 	src/backends/parquet/pages.c \
+	src/backends/parquet/split.c \
+	src/backends/parquet/arrow.c \
 	src/backends/parquet/parquet.c
 
 UNIT_TESTS += tests/unit/test_parquet

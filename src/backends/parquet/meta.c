@@ -332,6 +332,7 @@ static int parse_colmeta(pq_tr *t, int ftype, pq_chunk *c) {
   /* Some writers set dictionary_page_offset to 0 with no dictionary. */
   c->offset = dict_off > 0 && (data_off < 0 || dict_off < data_off) ? dict_off
                                                                     : data_off;
+  c->data_off = data_off;
   return 0;
 }
 
@@ -344,10 +345,15 @@ static int parse_colchunk(pq_tr *t, int ftype, pq_chunk *c) {
   c->null_count = -1;
   c->offset = -1;
   c->type = -1;
+  c->oi_off = -1;
   if (ferry__pq_tr_enter(t, ftype) < 0)
     return -1;
   while ((r = ferry__pq_tr_field(t, &last, &id, &ty)) == 1) {
-    if (id == 1) {
+    if (id == 4) {
+      ferry__pq_tr_i64(t, ty, &c->oi_off);
+    } else if (id == 5) {
+      ferry__pq_tr_i32(t, ty, &c->oi_len);
+    } else if (id == 1) {
       if (ferry__pq_tr_binary(t, ty, &s, &n) == 0 && n > 0)
         return ferry__pq_tr_fail(t, "a column chunk lives in another file "
                                     "(file_path), which ferry does not read");
@@ -416,6 +422,47 @@ static int parse_rowgroups(pq_tr *t, int ftype, pq_file *f) {
   return 0;
 }
 
+/* key_value_metadata: keep the value of ARROW:schema. */
+static int parse_kv(pq_tr *t, int ftype, pq_file *f) {
+  int et;
+  int64_t n;
+  if (ferry__pq_tr_list(t, ftype, &et, &n) < 0)
+    return -1;
+  for (int64_t i = 0; i < n; i++) {
+    int16_t last = 0, id;
+    int ty, r;
+    const unsigned char *k = NULL, *v = NULL, *s;
+    size_t kn = 0, vn = 0, sn;
+    if (ferry__pq_tr_enter(t, et) < 0)
+      return -1;
+    while ((r = ferry__pq_tr_field(t, &last, &id, &ty)) == 1) {
+      if ((id == 1 || id == 2) && ferry__pq_tr_binary(t, ty, &s, &sn) == 0) {
+        if (id == 1) {
+          k = s;
+          kn = sn;
+        } else {
+          v = s;
+          vn = sn;
+        }
+      } else if (id != 1 && id != 2) {
+        ferry__pq_tr_skip(t, ty);
+      }
+    }
+    ferry__pq_tr_leave(t);
+    if (r < 0 || t->why)
+      return -1;
+    if (k && v && kn == 12 && memcmp(k, "ARROW:schema", 12) == 0 &&
+        !f->arrow_schema) {
+      if (!(f->arrow_schema = malloc(vn + 1)))
+        return ferry__pq_tr_fail(t, "out of memory");
+      memcpy(f->arrow_schema, v, vn);
+      f->arrow_schema[vn] = '\0';
+      f->arrow_schema_len = vn;
+    }
+  }
+  return 0;
+}
+
 static int parse_filemeta(pq_tr *t, pq_file *f) {
   int16_t last = 0, id;
   int ty, r, have_schema = 0, have_rg = 0;
@@ -430,6 +477,8 @@ static int parse_filemeta(pq_tr *t, pq_file *f) {
       parse_schema(t, ty, f);
     } else if (id == 3) {
       ferry__pq_tr_i64(t, ty, &f->num_rows);
+    } else if (id == 5) {
+      parse_kv(t, ty, f);
     } else if (id == 4 && !have_rg) {
       if (!have_schema)
         return ferry__pq_tr_fail(t, "row groups before the schema");
@@ -479,6 +528,7 @@ void ferry__pq_file_free(pq_file *f) {
     free(f->rg[i].chunks);
   free(f->rg);
   free(f->created_by);
+  free(f->arrow_schema);
   memset(f, 0, sizeof *f);
 }
 

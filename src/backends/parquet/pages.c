@@ -484,6 +484,23 @@ static int parse_page_header(pq_tr *t, page_hdr *h) {
   return 0;
 }
 
+int ferry__pq_page_info(const unsigned char *p, size_t len, pq_page_info *out,
+                        const char **why) {
+  pq_tr t;
+  page_hdr h;
+  ferry__pq_tr_init(&t, p, len);
+  if (parse_page_header(&t, &h) < 0) {
+    *why = t.why ? t.why : "corrupt page header";
+    return -1;
+  }
+  out->type = h.type;
+  out->csize = h.csize;
+  out->num_values = h.num_values;
+  out->num_rows = h.type == PQ_PAGE_DATA_V2 ? h.num_rows : -1;
+  out->hlen = ferry__pq_tr_offset(&t);
+  return 0;
+}
+
 /* ---- Chunk decoding ----------------------------------------------------- */
 
 typedef struct dec {
@@ -497,6 +514,9 @@ typedef struct dec {
   int64_t dict_n;
   const unsigned char *dict; /* dict_n decoded values (a scratch's)   */
   int64_t page_at; /* chunk offset of the current page               */
+  int64_t base;    /* file offset of the bytes page_at is relative to */
+  size_t nulls;    /* nulls of the current page (null_fill), its levels
+                    * in s->lv                                        */
 } dec;
 
 static int grow(void **p, size_t *cap, size_t need) {
@@ -519,7 +539,7 @@ static int fail(dec *d, int code, const char *what) {
                        "file %s, column %s, row group %lld (page at offset "
                        "%lld), rank %d: %s",
                        j->file, j->var, (long long)j->rgi,
-                       (long long)(j->rg->offset + d->page_at), j->rank, what);
+                       (long long)(d->base + d->page_at), j->rank, what);
 }
 
 /* Little-endian output of the low elem bytes of v. */
@@ -733,14 +753,18 @@ typedef struct lvl {
 } lvl;
 
 static int null_at(const lvl *L, size_t i) {
-  char msg[240];
-  const pq_rec *r = L->d->j->rec;
+  char msg[400];
+  const pq_job *j = L->d->j;
   int64_t row = (L->d->got + (int64_t)i) / L->k;
+  const char *tail = j->rec->max_rep > 0 ? ""
+                     : j->nofill         ? j->nofill
+                                 : "null_fill=VALUE serves VALUE instead";
   snprintf(msg, sizeof msg,
            "a null%s at row %lld of the file (row %lld of the row group): "
-           "ferry reads columns without nulls",
-           r->max_rep > 0 ? " (or an empty list)" : "",
-           (long long)(L->d->j->row0 + row), (long long)row);
+           "ferry reads columns without nulls%s%s%s",
+           j->rec->max_rep > 0 ? " (or an empty list)" : "",
+           (long long)(j->row0 + row), (long long)(j->in_rg + row),
+           tail[0] ? " (" : "", tail, tail[0] ? ")" : "");
   return fail(L->d, FERRY_ENOTSUP, msg);
 }
 
@@ -886,16 +910,59 @@ trunc:
   return fail(L->d, FERRY_EFORMAT, "truncated or corrupt levels");
 }
 
+/* The definition levels of a page of a column that is not a list, with
+ * null_fill: decoded into s->lv, nulls counted (d->nulls). */
+static int fill_levels(dec *d, const unsigned char *p, size_t len, size_t n) {
+  const char *why = "truncated or corrupt levels";
+  uint32_t max = (uint32_t)d->j->rec->max_def;
+  if (grow((void **)&d->s->lv, &d->s->lv_cap, (n ? n : 1) * 4) < 0)
+    return fail(d, FERRY_ENOMEM, "out of memory for the levels");
+  if (rle_decode(p, len, bit_width(max), d->s->lv, n, &why) < 0)
+    return fail(d, FERRY_EFORMAT, why);
+  d->nulls = 0;
+  for (size_t i = 0; i < n; i++)
+    d->nulls += d->s->lv[i] != max;
+  return 0;
+}
+
 static int page_levels(dec *d, const unsigned char *rp, size_t rl,
                        const unsigned char *dp, size_t dl, size_t n) {
   const pq_rec *r = d->j->rec;
   lvl L = {d, 0, (uint32_t)r->max_def, r->k};
+  d->nulls = 0;
+  if (r->max_def > 0 && d->j->fill && r->max_rep == 0)
+    return fill_levels(d, dp, dl, n);
   if (r->max_def > 0 && walk_levels(&L, dp, dl, n) < 0)
     return -1;
   L.rep = 1;
   L.max = (uint32_t)r->max_rep;
   if (r->max_rep > 0 && walk_levels(&L, rp, rl, n) < 0)
     return -1;
+  return 0;
+}
+
+/* The n rows of a page: values, or with nulls (null_fill) its n - nulls
+ * values decoded to the front of its rows, then spread backwards over
+ * them (a value never moves forward), nulls given the fill value. */
+static int page_values(dec *d, int enc, const unsigned char *p, size_t len,
+                       size_t n) {
+  if (d->nulls == 0)
+    return values(d, enc, p, len, n);
+  if (d->nulls > n)
+    return fail(d, FERRY_EFORMAT, "more nulls than levels");
+  int64_t got0 = d->got;
+  size_t e = d->elem, v = n - d->nulls;
+  if (values(d, enc, p, len, v) < 0)
+    return -1;
+  unsigned char *o = d->j->out + (size_t)got0 * e;
+  uint32_t max = (uint32_t)d->j->rec->max_def;
+  for (size_t i = n; i-- > 0;) {
+    if (d->s->lv[i] == max)
+      memmove(o + i * e, o + --v * e, e);
+    else
+      memcpy(o + i * e, d->j->fill, e);
+  }
+  d->got = got0 + (int64_t)n;
   return 0;
 }
 
@@ -923,7 +990,7 @@ static int data_v1(dec *d, const unsigned char *b, size_t len,
   size_t n = (size_t)h->num_values;
   if (page_levels(d, lv[0], ll[0], lv[1], ll[1], n) < 0)
     return -1;
-  return values(d, h->encoding, b, len, n);
+  return page_values(d, h->encoding, b, len, n);
 }
 
 /* The body of a page in s->page (decompressed), or straight from the
@@ -965,7 +1032,7 @@ static int data_v2(dec *d, const unsigned char *in, const page_hdr *h,
   int c = h->is_compressed ? codec : PQ_CODEC_NONE;
   if (page_body(d, in + rl + dl, cs - rl - dl, us - rl - dl, c, &body) < 0)
     return -1;
-  return values(d, h->encoding, body, us - rl - dl, n);
+  return page_values(d, h->encoding, body, us - rl - dl, n);
 }
 
 static int one_page(dec *d, const unsigned char *in, const page_hdr *h) {
@@ -1001,6 +1068,10 @@ typedef struct scan {
   size_t n, cap;
 } scan;
 
+static int code_of(const ferry__err *err) {
+  return err && err->code < 0 ? err->code : FERRY_EFORMAT;
+}
+
 static void dec_init(dec *d, const pq_job *j, pq_scratch *s, ferry__err *err) {
   memset(d, 0, sizeof *d);
   d->j = j;
@@ -1013,10 +1084,39 @@ static void dec_init(dec *d, const pq_job *j, pq_scratch *s, ferry__err *err) {
                                                                    : 8;
   d->want = j->rg->num_rows * j->rec->k;
   d->dict_n = -1;
+  d->base = j->rg->offset;
 }
 
-static int code_of(const ferry__err *err) {
-  return err && err->code < 0 ? err->code : FERRY_EFORMAT;
+/* The dictionary page of a piece of a column chunk (split.c), read apart:
+ * the pages before the chunk's first data page. */
+static int dict_pages(dec *d) {
+  const pq_job *j = d->j;
+  size_t size = (size_t)j->rg->dict_size, pos = 0;
+  char msg[200];
+  d->base = j->rg->dict_offset;
+  while (pos < size) {
+    pq_tr t;
+    page_hdr h;
+    d->page_at = (int64_t)pos;
+    ferry__pq_tr_init(&t, j->dict + pos, size - pos);
+    if (parse_page_header(&t, &h) < 0) {
+      snprintf(msg, sizeof msg, "corrupt page header: %s", t.why);
+      return fail(d, FERRY_EFORMAT, msg);
+    }
+    size_t hl = ferry__pq_tr_offset(&t);
+    if ((size_t)h.csize > size - pos - hl)
+      return fail(d, FERRY_EFORMAT,
+                  "the dictionary page's compressed size runs past the "
+                  "bytes before the first data page");
+    if ((uint32_t)h.usize > PQ_MAX_PAGE)
+      return fail(d, FERRY_EFORMAT, "the dictionary page is too large");
+    if (h.type == PQ_PAGE_DICT && one_page(d, j->dict + pos + hl, &h) < 0)
+      return code_of(d->err);
+    pos += hl + (size_t)h.csize;
+  }
+  d->base = j->rg->offset;
+  d->page_at = 0;
+  return 0;
 }
 
 /* Walk the page headers; decode the dictionary page on the way (into d's
@@ -1029,6 +1129,8 @@ static int scan_pages(dec *d, scan *sc) {
                       : PQ_MAX_PAGE;
   int64_t vals = 0;
   char msg[200];
+  if (j->dict && j->rg->dict_size > 0 && dict_pages(d) < 0)
+    return code_of(d->err);
   while (pos < size && (vals < d->want || d->want == 0)) {
     pq_tr t;
     page_ref pr;
@@ -1191,5 +1293,6 @@ void ferry__pq_scratch_free(pq_scratch *s) {
   free(s->page);
   free(s->dict);
   free(s->idx);
+  free(s->lv);
   memset(s, 0, sizeof *s);
 }

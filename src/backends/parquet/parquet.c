@@ -28,9 +28,11 @@
 #endif
 
 #include "backends/parquet/parquet.h"
+#include "core/options.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +92,8 @@ int ferry__pq_rec_put(const pq_rec *r, ferry__blob *b) {
     w_bytes(&w, v, sizeof v);
     w_i32(&w, g->file);
     w_i32(&w, g->codec);
+    int64_t x[3] = {g->rgi, g->dict_offset, g->dict_size};
+    w_bytes(&w, x, sizeof x);
   }
   if (w.bad) {
     free(w.p);
@@ -172,7 +176,7 @@ int ferry__pq_rec_get(const ferry__blob *blob, pq_rec *r, const char *where,
   r->k = r_i64(&b);
   ok = ok && !b.bad && r->k >= 1 && rec_files(&b, r) == 0;
   r->nrg = ok ? r_i64(&b) : 0;
-  ok = ok && !b.bad && r->nrg >= 0 && (uint64_t)r->nrg <= b.n / 56;
+  ok = ok && !b.bad && r->nrg >= 0 && (uint64_t)r->nrg <= b.n / 80;
   if (ok && !(r->rg = calloc((size_t)(r->nrg ? r->nrg : 1), sizeof *r->rg)))
     ok = 0;
   for (int64_t i = 0; ok && i < r->nrg; i++) {
@@ -187,8 +191,15 @@ int ferry__pq_rec_get(const ferry__blob *blob, pq_rec *r, const char *where,
     g->num_values = v[5];
     g->file = r_i32(&b);
     g->codec = r_i32(&b);
+    int64_t x[3];
+    r_bytes(&b, x, sizeof x);
+    g->rgi = x[0];
+    g->dict_offset = x[1];
+    g->dict_size = x[2];
     ok = !b.bad && g->file >= 0 && g->file < r->nfiles && g->size >= 0 &&
-         g->offset >= 0 && g->num_rows >= 0 &&
+         g->offset >= 0 && g->num_rows >= 0 && g->rgi >= 0 &&
+         g->dict_offset >= 0 && g->dict_size >= 0 &&
+         g->dict_size <= (int64_t)PQ_MAX_DICT &&
          (i == 0 ||
           g->first_row == r->rg[i - 1].first_row + r->rg[i - 1].num_rows);
   }
@@ -301,6 +312,15 @@ typedef struct cand {
   /* for ferry info */
   uint32_t encodings, codecs;
   int64_t csize, usize;
+  /* pages of the row groups larger than the chunk target, [rec.nrg] */
+  pq_pages *pg;
+  int64_t npg;
+  char *storage;
+  int from_hint;   /* k is the ARROW:schema FixedSizeList size */
+  int unsplit;     /* a large chunk of this column did not split: no more page
+                    * lookups for it */
+  int64_t split_q; /* rows per piece, 0: row groups whole */
+  int split_index; /* pieces found by the OffsetIndex (1) or a scan (0) */
 } cand;
 
 /* k of a list column from one file: values per row, the same in every
@@ -320,7 +340,8 @@ static int64_t list_k(const pq_file *f, int col) {
 }
 
 typedef struct desc {
-  const char *path; /* the part */
+  const char *path;    /* the part */
+  int64_t scan_budget; /* page headers rank 0 may still read in this part */
   char *notes;
   size_t notes_len;
   cand *c;
@@ -349,23 +370,71 @@ static void note(desc *d, const char *fmt, const char *a, const char *b) {
 }
 
 /* Decide which columns of the first file are variables. */
+/* The row length of list column i: from the values per row of every row
+ * group, checked against the ARROW:schema hint's FixedSizeList size hk
+ * when there is one (0: none).  *why (in buf) when it is not read. */
+static int64_t list_len(const pq_file *f, int i, int64_t hk, char *buf,
+                        size_t len, const char **why) {
+  const pq_col *col = &f->cols[i];
+  int64_t k = col->max_rep == 1 ? list_k(f, i) : -1;
+  if (col->max_rep != 1)
+    *why = "lists of lists are not read";
+  else if (hk > 0 && k != hk) {
+    if (k > 0)
+      snprintf(buf, len,
+               "its rows hold %lld elements, not the %lld of its ARROW:schema "
+               "type fixed_size_list<%lld>",
+               (long long)k, (long long)hk, (long long)hk);
+    else
+      snprintf(buf, len,
+               "its rows do not all hold the %lld elements of its "
+               "ARROW:schema type fixed_size_list<%lld> (the values per row "
+               "differ between row groups)",
+               (long long)hk, (long long)hk);
+    *why = buf;
+  } else if (k < 1)
+    *why = "its lists are not all of one length (the values per row differ "
+           "between row groups)";
+  return k;
+}
+
+/* The FixedSizeList sizes of the first file's ARROW:schema, when it has a
+ * readable one (a note says why not). */
+static int read_hint(desc *d, pq_arrow_hint *h) {
+  const char *why = NULL;
+  if (!d->first.arrow_schema)
+    return 0;
+  if (ferry__pq_arrow_hint_parse(d->first.arrow_schema,
+                                 d->first.arrow_schema_len, h, &why) == 0)
+    return 1;
+  note(d, "the ARROW:schema hint is not read (%s)%s", why, "");
+  return 0;
+}
+
+/* Decide which columns of the first file are variables. */
 static int pick_columns(desc *d, ferry__err *err) {
   const pq_file *f = &d->first;
-  if (!(d->c = calloc((size_t)(f->ncols ? f->ncols : 1), sizeof *d->c)))
+  pq_arrow_hint h;
+  memset(&h, 0, sizeof h);
+  int hint = read_hint(d, &h);
+  if (!(d->c = calloc((size_t)(f->ncols ? f->ncols : 1), sizeof *d->c))) {
+    ferry__pq_arrow_hint_free(&h);
     return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+  }
   for (int i = 0; i < f->ncols; i++) {
     const pq_col *col = &f->cols[i];
     const char *why = NULL;
+    char buf[240];
     ferry_dtype dt;
-    int64_t k = 1;
+    int64_t k = 1, hk = hint && col->is_list
+                            ? ferry__pq_arrow_hint_k(&h, col->top)
+                            : 0;
     if (col->nested || col->repeated_leaf)
       why = "nested columns (structs, maps, lists of groups) are not read";
     else if (ferry__pq_col_dtype(col, &dt, &why) < 0)
       ;
-    else if (col->is_list && (col->max_rep != 1 || (k = list_k(f, i)) < 1))
-      why = col->max_rep != 1 ? "lists of lists are not read"
-                              : "its lists are not all of one length (the "
-                                "values per row differ between row groups)";
+    else if (col->is_list)
+      k = list_len(f, i, hk, buf, sizeof buf, &why);
     if (why) {
       note(d, "column %s skipped: %s", col->name, why);
       continue;
@@ -374,7 +443,9 @@ static int pick_columns(desc *d, ferry__err *err) {
     c->col = i;
     c->dtype = dt;
     c->k = k;
+    c->from_hint = hk > 0;
   }
+  ferry__pq_arrow_hint_free(&h);
   if (d->nc == 0)
     return ferry__seterr(err, FERRY_ENOTSUP,
                          "%s: no column ferry can read (%s)", d->path,
@@ -407,7 +478,7 @@ static int same_schema(const desc *d, const pq_file *f, const char *file,
 /* Check the chunks of file f (index fi) for every candidate and append its
  * row groups to their records. */
 static int add_file(desc *d, const pq_file *f, int fi, const char *file,
-                    ferry__err *err) {
+                    int *fd, ferry__err *err) {
   for (int v = 0; v < d->nc; v++) {
     cand *c = &d->c[v];
     const pq_col *col = &f->cols[c->col];
@@ -418,9 +489,13 @@ static int add_file(desc *d, const pq_file *f, int fi, const char *file,
                            "row in every row group, as %s does",
                            file, col->top, (long long)c->k, d->first_file);
     pq_rg_rec *ng = realloc(r->rg, (size_t)(r->nrg + f->nrg + 1) * sizeof *ng);
-    if (!ng)
+    if (ng)
+      r->rg = ng;
+    pq_pages *np =
+        ng ? realloc(c->pg, (size_t)(r->nrg + f->nrg + 1) * sizeof *np) : NULL;
+    if (!np)
       return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
-    r->rg = ng;
+    c->pg = np;
     for (int64_t g = 0; g < f->nrg; g++) {
       const pq_chunk *ch = &f->rg[g].chunks[c->col];
       if (ch->type != col->type || ch->offset < 4 || ch->size < 0 ||
@@ -443,6 +518,23 @@ static int add_file(desc *d, const pq_file *f, int fi, const char *file,
       o->num_values = ch->num_values;
       o->file = fi;
       o->codec = ch->codec;
+      o->rgi = g;
+      o->dict_offset = o->dict_size = 0;
+      memset(&c->pg[r->nrg - 1], 0, sizeof *c->pg);
+      c->npg = r->nrg;
+      if (fd && !c->unsplit &&
+          (size_t)o->num_rows * ferry_dtype_size(c->dtype) * (size_t)c->k >
+              FERRY__AUTO_CHUNK_BYTES) {
+        if (*fd == -1 && (*fd = ferry__open_regular(file, NULL)) < 0)
+          *fd = -2; /* not again: the chunks are read whole */
+        if (*fd >= 0 &&
+            ferry__pq_chunk_pages(*fd, ch, o->num_rows, c->k,
+                                  &c->pg[r->nrg - 1], &d->scan_budget) < 0)
+          return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+        /* a chunk of one page (or none found): its writer's other chunks
+         * of this column will not split either; stop looking */
+        c->unsplit = c->pg[r->nrg - 1].n <= 1;
+      }
       c->encodings |= ch->encodings;
       if (ch->codec >= 0 && ch->codec < 32)
         c->codecs |= 1u << ch->codec;
@@ -488,15 +580,20 @@ static char *storage_text(const cand *c, int nfiles) {
     minr = r < minr ? r : minr;
     maxr = r > maxr ? r : maxr;
   }
-  char *s = malloc(640);
+  char *s = malloc(640), list[80] = "";
+  if (c->rec.is_list && c->from_hint)
+    snprintf(list, sizeof list, " fixed_size_list<%lld> (from ARROW:schema)",
+             (long long)c->k);
+  else if (c->rec.is_list)
+    snprintf(list, sizeof list, " list");
   if (s)
     snprintf(s, 640,
              "parquet %s%s, %lld row groups of %lld..%lld rows in %d file%s, "
              "%s, %s, %s stored, %s uncompressed",
-             ferry__pq_type_name(c->rec.type), c->rec.is_list ? " list" : "",
-             (long long)c->rec.nrg, (long long)(c->rec.nrg ? minr : 0),
-             (long long)maxr, nfiles, nfiles == 1 ? "" : "s",
-             codecs[0] ? codecs : "-", encs[0] ? encs : "-", a, b);
+             ferry__pq_type_name(c->rec.type), list, (long long)c->rec.nrg,
+             (long long)(c->rec.nrg ? minr : 0), (long long)maxr, nfiles,
+             nfiles == 1 ? "" : "s", codecs[0] ? codecs : "-",
+             encs[0] ? encs : "-", a, b);
   return s;
 }
 
@@ -511,6 +608,35 @@ static int64_t uniform_rows(const pq_rec *r) {
   if (r->nrg > 1 && r->rg[r->nrg - 1].num_rows > n)
     return 0;
   return n;
+}
+
+/* ferry info's storage text (of the row groups), then the row groups
+ * larger than the chunk target split into pieces at page starts. */
+static int split_var(cand *c, int nfiles, ferry__err *err) {
+  char *s = storage_text(c, nfiles);
+  if (!s)
+    return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+  c->storage = s;
+  size_t rb = ferry_dtype_size(c->dtype) * (size_t)c->k;
+  int64_t q = ferry__pq_split_rows(&c->rec, c->pg, rb, FERRY__AUTO_CHUNK_BYTES);
+  if (q <= 0)
+    return 0;
+  int index = 1;
+  for (int64_t g = 0; g < c->rec.nrg; g++)
+    if (c->pg[g].n > 0 && !c->pg[g].from_index)
+      index = 0;
+  if (ferry__pq_split_apply(&c->rec, c->pg, q) < 0)
+    return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+  size_t n = strlen(s) + 200;
+  char *t = realloc(s, n);
+  if (!t)
+    return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+  c->storage = t;
+  snprintf(t + strlen(t), n - strlen(t),
+           "; large row groups read in pieces of %lld rows at page starts "
+           "(from the %s)",
+           (long long)q, index ? "offset index" : "page headers");
+  return 0;
 }
 
 static int fill_out(desc *d, char **files, int nfiles, ferry__part_desc *out,
@@ -541,13 +667,15 @@ static int fill_out(desc *d, char **files, int nfiles, ferry__part_desc *out,
     x->row_shape[0] = c->k;
     x->row_bytes = es * (size_t)c->k;
     x->chunk_rows = uniform_rows(r);
-    x->storage = storage_text(c, nfiles);
-    int64_t maxc = 0, maxr = 0;
+    x->storage = c->storage;
+    c->storage = NULL;
+    int64_t maxc = 0, maxr = 0, maxd = 0;
     for (int64_t g = 0; g < r->nrg; g++) {
       maxc = r->rg[g].size > maxc ? r->rg[g].size : maxc;
       maxr = r->rg[g].num_rows > maxr ? r->rg[g].num_rows : maxr;
+      maxd = r->rg[g].dict_size > maxd ? r->rg[g].dict_size : maxd;
     }
-    x->cache_bytes = (size_t)maxc + (size_t)maxr * x->row_bytes;
+    x->cache_bytes = (size_t)maxc + (size_t)maxr * x->row_bytes + (size_t)maxd;
     out->paths[v] = strdup(d->path);
     out->file_size[v] = nfiles == 1 ? r->fsize[0] : 0;
     int rc = ferry__pq_rec_put(r, &out->rec[v]);
@@ -566,6 +694,7 @@ static int describe_files(desc *d, char **files, int nfiles,
   if (!fsize)
     return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
   d->first_file = files[0];
+  d->scan_budget = PQ_SCAN_BUDGET; /* for the whole part */
   for (int i = 0; rc == 0 && i < nfiles; i++) {
     pq_file f;
     memset(&f, 0, sizeof f);
@@ -577,8 +706,11 @@ static int describe_files(desc *d, char **files, int nfiles,
       rc = pick_columns(d, err);
     else
       rc = same_schema(d, fp, files[i], err);
+    int fd = -1;
     if (rc == 0)
-      rc = add_file(d, fp, i, files[i], err);
+      rc = add_file(d, fp, i, files[i], &fd, err);
+    if (fd >= 0)
+      close(fd);
     if (i > 0)
       ferry__pq_file_free(&f);
   }
@@ -594,11 +726,18 @@ static int describe_files(desc *d, char **files, int nfiles,
     r->is_list = col->is_list;
     r->k = d->c[v].k;
   }
+  for (int v = 0; rc == 0 && v < d->nc; v++)
+    rc = split_var(&d->c[v], nfiles, err);
   if (rc == 0)
     rc = fill_out(d, files, nfiles, out, err);
   for (int v = 0; v < d->nc; v++) {
-    d->c[v].rec.fsize = NULL;
-    ferry__pq_rec_free(&d->c[v].rec);
+    cand *c = &d->c[v];
+    for (int64_t g = 0; c->pg && g < c->npg; g++)
+      ferry__pq_pages_free(&c->pg[g]);
+    free(c->pg);
+    free(c->storage);
+    c->rec.fsize = NULL;
+    ferry__pq_rec_free(&c->rec);
   }
   free(fsize);
   return rc;
@@ -652,6 +791,14 @@ typedef struct var_state {
   int64_t cache_part, cache_rg; /* decoded row group held in cache     */
   unsigned char *cache;
   size_t cache_cap;
+  /* the dictionary page of the pieces read last (split row groups) */
+  int64_t dict_part, dict_off;
+  int32_t dict_file;
+  unsigned char *dict;
+  size_t dict_cap;
+  int has_fill; /* null_fill given: nulls are served as fill */
+  unsigned char fill[8];
+  char nofill[200]; /* null_fill given but not of this dtype: why */
 } var_state;
 
 struct ferry__io {
@@ -719,6 +866,7 @@ static void pq_io_close(ferry__io *io) {
   for (int v = 0; io->vs && v < io->m->nvars; v++) {
     ferry__pq_rec_free(&io->vs[v].rec);
     free(io->vs[v].cache);
+    free(io->vs[v].dict);
   }
   for (int t = 0; t < io->nthreads; t++) {
     if (io->scratch)
@@ -731,6 +879,101 @@ static void pq_io_close(ferry__io *io) {
   free(io->ccap);
   free(io->vs);
   free(io);
+}
+
+/* IEEE half of x when it is one exactly (normal or subnormal), else -1. */
+static int32_t half_of(double x) {
+  uint32_t sign = x < 0 ? 0x8000u : 0;
+  double a = x < 0 ? -x : x;
+  if (a == 0)
+    return (int32_t)sign;
+  int e = 0;
+  double f = frexp(a, &e); /* a = f * 2^e, f in [0.5, 1) */
+  if (e > 16)
+    return -1;
+  if (e < -13) { /* subnormal: a multiple of 2^-24 */
+    double m = ldexp(a, 24);
+    return m == floor(m) && m < 1024 ? (int32_t)(sign | (uint32_t)m) : -1;
+  }
+  double m = ldexp(f, 11); /* 11 significant bits */
+  if (m != floor(m))
+    return -1;
+  return (int32_t)(sign | (uint32_t)(e + 14) << 10 | ((uint32_t)m & 0x3ffu));
+}
+
+/* The null_fill text as one value of dtype (native byte order), exactly;
+ * -1 when it does not fit. */
+static int fill_value(const char *text, ferry_dtype dt, unsigned char *out) {
+  char *end = NULL;
+  double x = strtod(text, &end);
+  if (end == text || *end)
+    return -1;
+  int64_t i = (int64_t)x;
+  int whole = x == floor(x) && x >= -9.2e18 && x <= 1.8e19;
+  switch (dt) {
+  case FERRY_FLOAT64: memcpy(out, &x, 8); return 0;
+  case FERRY_FLOAT32: {
+    float f = (float)x;
+    memcpy(out, &f, 4);
+    return (double)f == x ? 0 : -1;
+  }
+  case FERRY_FLOAT16: {
+    int32_t h = half_of(x);
+    uint16_t v = (uint16_t)h;
+    memcpy(out, &v, 2);
+    return h < 0 ? -1 : 0;
+  }
+  case FERRY_BOOL: out[0] = x == 1; return x == 0 || x == 1 ? 0 : -1;
+  default: break;
+  }
+  if (!whole)
+    return -1;
+  int64_t lo = 0;
+  uint64_t hi = 0;
+  size_t n = ferry_dtype_size(dt);
+  int sgn = dt == FERRY_INT8 || dt == FERRY_INT16 || dt == FERRY_INT32 ||
+            dt == FERRY_INT64;
+  if (n == 0 || n > 8)
+    return -1;
+  if (sgn) {
+    lo = n == 8 ? INT64_MIN : -((int64_t)1 << (8 * n - 1));
+    hi = n == 8 ? (uint64_t)INT64_MAX : ((uint64_t)1 << (8 * n - 1)) - 1;
+    if (x < (double)lo || x > (double)hi || x >= 9.2e18)
+      return -1;
+  } else {
+    hi = n == 8 ? UINT64_MAX : ((uint64_t)1 << (8 * n)) - 1;
+    if (x < 0 || x > (double)hi || x >= 1.8e19)
+      return -1;
+  }
+  uint64_t u = sgn ? (uint64_t)i : (uint64_t)x;
+  for (size_t b = 0; b < n; b++) /* native order: the host's bytes */
+    out[b] = (unsigned char)(u >> (8 * b));
+  if (*(const unsigned char *)&(uint16_t){1} == 0) /* big-endian host */
+    for (size_t b = 0; b < n / 2; b++) {
+      unsigned char t = out[b];
+      out[b] = out[n - 1 - b];
+      out[n - 1 - b] = t;
+    }
+  return 0;
+}
+
+/* null_fill per variable; where the value does not fit the variable's
+ * dtype, why (a null read there is then refused, saying so). */
+static void fill_values(ferry__io *io, const ferry_options *opts) {
+  char text[128] = "";
+  if (!opts || ferry_options_get(opts, "null_fill", text, sizeof text) != 0 ||
+      !text[0])
+    return;
+  for (int v = 0; v < io->m->nvars; v++) {
+    const ferry__var *x = &io->m->vars[v];
+    var_state *vs = &io->vs[v];
+    if (fill_value(text, x->dtype, vs->fill) == 0)
+      vs->has_fill = 1;
+    else
+      snprintf(vs->nofill, sizeof vs->nofill,
+               "null_fill=%s is not a value of its dtype %s exactly", text,
+               ferry_dtype_name(x->dtype));
+  }
 }
 
 static int pq_io_open(ferry__io **out, const ferry__manifest *m,
@@ -770,7 +1013,8 @@ static int pq_io_open(ferry__io **out, const ferry__manifest *m,
                          p->rank);
   }
   for (int v = 0; v < m->nvars; v++)
-    io->vs[v].rec_part = io->vs[v].cache_part = -1;
+    io->vs[v].rec_part = io->vs[v].cache_part = io->vs[v].dict_part = -1;
+  fill_values(io, p->opts);
   *out = io;
   return 0;
 }
@@ -786,7 +1030,7 @@ static int get_rec(ferry__io *io, int64_t part, int var, ferry__err *err) {
   char where[512];
   snprintf(where, sizeof where, "file %s, variable %s, rank %d", pt->paths[var],
            io->m->vars[var].name, io->rank);
-  if (!pt->rec || io->m->record_version != 1)
+  if (!pt->rec || io->m->record_version != 2)
     return ferry__seterr(err, FERRY_EFORMAT,
                          "%s: the manifest has no parquet record", where);
   int rc = ferry__pq_rec_get(&pt->rec[var], &vs->rec, where, err);
@@ -802,37 +1046,26 @@ static int get_rec(ferry__io *io, int64_t part, int var, ferry__err *err) {
   return 0;
 }
 
-/* Read the column chunk of row group g into buffer t. */
-static int read_chunk(ferry__io *io, int64_t part, int var, int64_t g, int t,
+/* size bytes at off of file fi into dst (what: for the message). */
+static int read_range(ferry__io *io, int64_t part, int var, int64_t g,
+                      int64_t off, int64_t size, unsigned char *dst,
                       ferry__err *err) {
   var_state *vs = &io->vs[var];
   const pq_rg_rec *rg = &vs->rec.rg[g];
-  const char *file = vs->rec.files[rg->file];
   void *h;
-  size_t need = (size_t)rg->size;
-  if (need > io->ccap[t]) {
-    unsigned char *nb = realloc(io->cbuf[t], need);
-    if (!nb)
-      return ferry__seterr(err, FERRY_ENOMEM,
-                           "out of memory for a %lld-byte column chunk: file "
-                           "%s, variable %s, rank %d",
-                           (long long)rg->size, file, io->m->vars[var].name,
-                           io->rank);
-    io->cbuf[t] = nb;
-    io->ccap[t] = need;
-  }
   io->cur_vs = vs;
   int rc = ferry__handle_get(&io->files, part, rg->file, io->rank, &h, err);
   if (rc < 0)
     return rc;
   char where[512];
   snprintf(where, sizeof where, "file %s, variable %s, row group %lld, rank %d",
-           file, io->m->vars[var].name, (long long)g, io->rank);
-  for (size_t done = 0; done < need;) {
-    size_t n = need - done < (1u << 30) ? need - done : (1u << 30);
-    rc = ferry__mpi_read(((pq_fh *)h)->fh, 0,
-                         (MPI_Offset)(rg->offset + (int64_t)done),
-                         io->cbuf[t] + done, (int)n, where, err);
+           vs->rec.files[rg->file], io->m->vars[var].name, (long long)rg->rgi,
+           io->rank);
+  for (size_t done = 0; done < (size_t)size;) {
+    size_t n =
+        (size_t)size - done < (1u << 30) ? (size_t)size - done : (1u << 30);
+    rc = ferry__mpi_read(((pq_fh *)h)->fh, 0, (MPI_Offset)(off + (int64_t)done),
+                         dst + done, (int)n, where, err);
     if (rc < 0)
       return rc;
     done += n;
@@ -840,31 +1073,102 @@ static int read_chunk(ferry__io *io, int64_t part, int var, int64_t g, int t,
   return 0;
 }
 
-/* Row group g's index in its file and the file row of its first row. */
-static int64_t rg_in_file(const pq_rec *r, int64_t g, int64_t *row0) {
-  int64_t a = g;
+/* Read the column chunk (or piece) of row group g into buffer t. */
+static int read_chunk(ferry__io *io, int64_t part, int var, int64_t g, int t,
+                      ferry__err *err) {
+  var_state *vs = &io->vs[var];
+  const pq_rg_rec *rg = &vs->rec.rg[g];
+  size_t need = (size_t)rg->size;
+  if (need > io->ccap[t]) {
+    unsigned char *nb = realloc(io->cbuf[t], need);
+    if (!nb)
+      return ferry__seterr(err, FERRY_ENOMEM,
+                           "out of memory for a %lld-byte column chunk: file "
+                           "%s, variable %s, rank %d",
+                           (long long)rg->size, vs->rec.files[rg->file],
+                           io->m->vars[var].name, io->rank);
+    io->cbuf[t] = nb;
+    io->ccap[t] = need;
+  }
+  return read_range(io, part, var, g, rg->offset, rg->size, io->cbuf[t], err);
+}
+
+/* The dictionary page of piece g (a split row group's), in the variable's
+ * one-dictionary cache: read unless it holds it already.  *out: NULL when
+ * the piece needs none. */
+static int get_dict(ferry__io *io, int64_t part, int var, int64_t g,
+                    const unsigned char **out, ferry__err *err) {
+  var_state *vs = &io->vs[var];
+  const pq_rg_rec *rg = &vs->rec.rg[g];
+  *out = NULL;
+  if (rg->dict_size == 0)
+    return 0;
+  if (vs->dict_part != part || vs->dict_file != rg->file ||
+      vs->dict_off != rg->dict_offset) {
+    vs->dict_part = -1;
+    if ((size_t)rg->dict_size > vs->dict_cap) {
+      unsigned char *nb = realloc(vs->dict, (size_t)rg->dict_size);
+      if (!nb)
+        return ferry__seterr(err, FERRY_ENOMEM,
+                             "out of memory for a %lld-byte dictionary page: "
+                             "file %s, variable %s, rank %d",
+                             (long long)rg->dict_size, vs->rec.files[rg->file],
+                             io->m->vars[var].name, io->rank);
+      vs->dict = nb;
+      vs->dict_cap = (size_t)rg->dict_size;
+    }
+    int rc = read_range(io, part, var, g, rg->dict_offset, rg->dict_size,
+                        vs->dict, err);
+    if (rc < 0)
+      return rc;
+    vs->dict_part = part;
+    vs->dict_file = rg->file;
+    vs->dict_off = rg->dict_offset;
+  }
+  *out = vs->dict;
+  return 0;
+}
+
+/* The file row of piece g's first row, and the rows of its row group
+ * before it. */
+static int64_t rows_before(const pq_rec *r, int64_t g, int64_t *in_rg) {
+  int64_t a = g, b = g;
   while (a > 0 && r->rg[a - 1].file == r->rg[g].file)
     a--;
-  *row0 = r->rg[g].first_row - r->rg[a].first_row;
-  return g - a;
+  while (b > 0 && r->rg[b - 1].file == r->rg[g].file &&
+         r->rg[b - 1].rgi == r->rg[g].rgi)
+    b--;
+  *in_rg = r->rg[g].first_row - r->rg[b].first_row;
+  return r->rg[g].first_row - r->rg[a].first_row;
 }
 
 static int decode_one(ferry__io *io, int var, int64_t g,
-                      const unsigned char *chunk, unsigned char *out,
-                      pq_scratch *s, int nt, ferry__err *err) {
+                      const unsigned char *chunk, const unsigned char *dict,
+                      unsigned char *out, pq_scratch *s, int nt,
+                      ferry__err *err) {
   var_state *vs = &io->vs[var];
   const pq_rg_rec *rg = &vs->rec.rg[g];
-  int64_t row0 = 0, gi = rg_in_file(&vs->rec, g, &row0);
+  int64_t in_rg = 0, row0 = rows_before(&vs->rec, g, &in_rg);
   if (!ferry__pq_codec_available(rg->codec))
     return ferry__seterr(err, FERRY_ENOTSUP,
                          "file %s, column %s, row group %lld, rank %d: codec "
                          "%s (%d) is not supported by this build",
                          vs->rec.files[rg->file], io->m->vars[var].name,
-                         (long long)gi, io->rank,
+                         (long long)rg->rgi, io->rank,
                          ferry__pq_codec_name(rg->codec), rg->codec);
-  pq_job j = {
-      &vs->rec, rg, chunk, out, vs->rec.files[rg->file], io->m->vars[var].name,
-      io->rank, gi, row0};
+  pq_job j = {.rec = &vs->rec,
+              .rg = rg,
+              .chunk = chunk,
+              .dict = dict,
+              .out = out,
+              .file = vs->rec.files[rg->file],
+              .var = io->m->vars[var].name,
+              .rank = io->rank,
+              .rgi = rg->rgi,
+              .row0 = row0,
+              .in_rg = in_rg,
+              .fill = vs->has_fill ? vs->fill : NULL,
+              .nofill = vs->nofill[0] ? vs->nofill : NULL};
   return ferry__pq_decode_chunk(&j, s, nt, err);
 }
 
@@ -873,8 +1177,10 @@ typedef struct pool {
   ferry__io *io;
   int var;
   int64_t g0, n, next;
-  unsigned char **chunks; /* [n] */
-  unsigned char *out;     /* row group g0's first row */
+  const unsigned char **chunks; /* [n], into own[] */
+  const unsigned char **dicts;  /* [n], NULL: none */
+  unsigned char **own;          /* [n] buffers read (runs, dictionaries) */
+  unsigned char *out;           /* row group g0's first row */
   pthread_mutex_t lock;
   int rc;
   int64_t bad; /* lowest failing row group index, n: none */
@@ -903,8 +1209,8 @@ static void *decode_worker(void *arg) {
     memset(&e, 0, sizeof e);
     unsigned char *o =
         p->out + (size_t)(r->rg[g].first_row - r->rg[p->g0].first_row) * rb;
-    int rc =
-        decode_one(io, p->var, g, p->chunks[i], o, &io->scratch[w->t], 1, &e);
+    int rc = decode_one(io, p->var, g, p->chunks[i], p->dicts[i], o,
+                        &io->scratch[w->t], 1, &e);
     if (rc < 0) {
       pthread_mutex_lock(&p->lock);
       if (i < p->bad) { /* the first row group's error, as serially */
@@ -916,6 +1222,99 @@ static void *decode_worker(void *arg) {
     }
   }
   return NULL;
+}
+
+/* Read the chunks of row groups (pieces) [g0, g0 + p->n): a run of
+ * adjacent ones in one read; the dictionary pages they need (a copy of
+ * each but the last, which stays in the variable's cache). */
+static int read_groups(ferry__io *io, int64_t part, int var, pool *p,
+                       ferry__err *err) {
+  const pq_rec *r = &io->vs[var].rec;
+  int64_t g0 = p->g0, n = p->n, nown = 0;
+  int rc = 0;
+  for (int64_t i = 0; rc == 0 && i < n;) {
+    const pq_rg_rec *a = &r->rg[g0 + i];
+    int64_t j = i + 1, end = a->offset + a->size;
+    while (j < n && r->rg[g0 + j].file == a->file &&
+           r->rg[g0 + j].offset == end &&
+           r->rg[g0 + j].size <= (int64_t)1 << 40 &&
+           end - a->offset <= ((int64_t)1 << 30)) {
+      end += r->rg[g0 + j].size;
+      j++;
+    }
+    unsigned char *b = malloc((size_t)(end - a->offset) + 1);
+    if (!b)
+      return ferry__seterr(err, FERRY_ENOMEM,
+                           "out of memory for %lld bytes of column chunks "
+                           "(dataset %s, variable %s, rank %d)",
+                           (long long)(end - a->offset), io->m->spec,
+                           io->m->vars[var].name, io->rank);
+    p->own[nown++] = b;
+    rc = read_range(io, part, var, g0 + i, a->offset, end - a->offset, b, err);
+    for (; i < j; i++)
+      p->chunks[i] = b + (r->rg[g0 + i].offset - a->offset);
+  }
+  int64_t last = -1; /* the last piece that needs a dictionary */
+  for (int64_t i = 0; i < n; i++)
+    if (r->rg[g0 + i].dict_size > 0)
+      last = i;
+  for (int64_t i = 0; rc == 0 && i < n; i++) {
+    const pq_rg_rec *a = &r->rg[g0 + i];
+    if (a->dict_size == 0)
+      continue;
+    if (i > 0 && p->dicts[i - 1] && r->rg[g0 + i - 1].file == a->file &&
+        r->rg[g0 + i - 1].dict_offset == a->dict_offset) {
+      p->dicts[i] = p->dicts[i - 1];
+      continue;
+    }
+    const unsigned char *d;
+    rc = get_dict(io, part, var, g0 + i, &d, err);
+    int later = 0; /* another dictionary after this one in this read */
+    for (int64_t k = i + 1; rc == 0 && k <= last; k++)
+      later |= r->rg[g0 + k].dict_size > 0 &&
+               (r->rg[g0 + k].file != a->file ||
+                r->rg[g0 + k].dict_offset != a->dict_offset);
+    if (rc == 0 && later) {
+      unsigned char *c = malloc((size_t)a->dict_size);
+      if (!c)
+        return ferry__seterr(err, FERRY_ENOMEM,
+                             "out of memory for a %lld-byte dictionary page "
+                             "(dataset %s, variable %s, rank %d)",
+                             (long long)a->dict_size, io->m->spec,
+                             io->m->vars[var].name, io->rank);
+      memcpy(c, d, (size_t)a->dict_size);
+      p->own[nown++] = c;
+      d = c;
+    }
+    p->dicts[i] = d;
+  }
+  return rc;
+}
+
+static int decode_pool(ferry__io *io, pool *p, ferry__err *err) {
+  int nt = io->nthreads < p->n ? io->nthreads : (int)p->n;
+  pthread_t th[64];
+  worker w[64];
+  int started = 0;
+  pthread_mutex_init(&p->lock, NULL);
+  for (int t = 1; t < nt; t++) {
+    w[t].p = p;
+    w[t].t = t;
+    if (pthread_create(&th[t], NULL, decode_worker, &w[t]) != 0)
+      break;
+    started = t;
+  }
+  w[0].p = p;
+  w[0].t = 0;
+  decode_worker(&w[0]);
+  for (int t = 1; t <= started; t++)
+    pthread_join(th[t], NULL);
+  pthread_mutex_destroy(&p->lock);
+  if (p->rc < 0) {
+    *err = p->err;
+    return p->rc;
+  }
+  return 0;
 }
 
 /* Read, then decode, the whole row groups [g0, g1) into out. */
@@ -934,9 +1333,12 @@ static int whole_groups(ferry__io *io, int64_t part, int var, int64_t g0,
   p.out = out;
   if (n == 1 || io->nthreads == 1) {
     for (int64_t g = g0; g < g1; g++) {
+      const unsigned char *d = NULL;
       int rc = read_chunk(io, part, var, g, 0, err);
       if (rc == 0)
-        rc = decode_one(io, var, g, io->cbuf[0],
+        rc = get_dict(io, part, var, g, &d, err);
+      if (rc == 0)
+        rc = decode_one(io, var, g, io->cbuf[0], d,
                         out + (size_t)(io->vs[var].rec.rg[g].first_row -
                                        io->vs[var].rec.rg[g0].first_row) *
                                   io->m->vars[var].row_bytes,
@@ -946,49 +1348,23 @@ static int whole_groups(ferry__io *io, int64_t part, int var, int64_t g0,
     }
     return 0;
   }
-  int rc = 0;
-  if (!(p.chunks = calloc((size_t)n, sizeof *p.chunks)))
-    return ferry__seterr(err, FERRY_ENOMEM,
-                         "out of memory for %lld row groups' jobs, %zu bytes "
-                         "(dataset %s, variable %s, rank %d)",
-                         (long long)n, (size_t)n * sizeof *p.chunks,
-                         io->m->spec, io->m->vars[var].name, io->rank);
-  for (int64_t i = 0; rc == 0 && i < n; i++) {
-    /* read into buffer 0, then keep it: the next read gets a fresh one */
-    rc = read_chunk(io, part, var, g0 + i, 0, err);
-    if (rc == 0) {
-      p.chunks[i] = io->cbuf[0];
-      io->cbuf[0] = NULL;
-      io->ccap[0] = 0;
-    }
-  }
-  if (rc == 0) {
-    int nt = io->nthreads < n ? io->nthreads : (int)n;
-    pthread_t th[64];
-    worker w[64];
-    int started = 0;
-    pthread_mutex_init(&p.lock, NULL);
-    for (int t = 1; t < nt; t++) {
-      w[t].p = &p;
-      w[t].t = t;
-      if (pthread_create(&th[t], NULL, decode_worker, &w[t]) != 0)
-        break;
-      started = t;
-    }
-    w[0].p = &p;
-    w[0].t = 0;
-    decode_worker(&w[0]);
-    for (int t = 1; t <= started; t++)
-      pthread_join(th[t], NULL);
-    pthread_mutex_destroy(&p.lock);
-    if (p.rc < 0) {
-      *err = p.err;
-      rc = p.rc;
-    }
-  }
-  for (int64_t i = 0; i < n; i++)
-    free(p.chunks[i]);
+  p.chunks = calloc((size_t)n, sizeof *p.chunks);
+  p.dicts = calloc((size_t)n, sizeof *p.dicts);
+  p.own = calloc((size_t)n * 2, sizeof *p.own);
+  int rc = p.chunks && p.dicts && p.own
+               ? read_groups(io, part, var, &p, err)
+               : ferry__seterr(err, FERRY_ENOMEM,
+                               "out of memory for %lld row groups' jobs "
+                               "(dataset %s, variable %s, rank %d)",
+                               (long long)n, io->m->spec, io->m->vars[var].name,
+                               io->rank);
+  if (rc == 0)
+    rc = decode_pool(io, &p, err);
+  for (int64_t i = 0; p.own && i < 2 * n; i++)
+    free(p.own[i]);
+  free(p.own);
   free(p.chunks);
+  free(p.dicts);
   return rc;
 }
 
@@ -1013,9 +1389,12 @@ static int partial_group(ferry__io *io, int64_t part, int var, int64_t g,
       vs->cache = nb;
       vs->cache_cap = need;
     }
+    const unsigned char *d = NULL;
     int rc = read_chunk(io, part, var, g, 0, err);
     if (rc == 0)
-      rc = decode_one(io, var, g, io->cbuf[0], vs->cache, io->scratch,
+      rc = get_dict(io, part, var, g, &d, err);
+    if (rc == 0)
+      rc = decode_one(io, var, g, io->cbuf[0], d, vs->cache, io->scratch,
                       io->nthreads, err);
     if (rc < 0)
       return rc;
@@ -1083,7 +1462,7 @@ const ferry__backend ferry__backend_parquet = {
     .name = "parquet",
     .version = 1,
     .caps = FERRY__CAP_NOT_FLAT,
-    .record_version = 1,
+    .record_version = 2,
     .scheme = NULL,
     .probe = probe,
     .accepts = "a .parquet file (PAR1 magic) or a directory of them",

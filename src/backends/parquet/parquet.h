@@ -122,6 +122,9 @@ typedef struct pq_chunk {
   int32_t codec;
   uint32_t encodings; /* bit e: encoding e is listed */
   int32_t type;
+  int64_t data_off; /* first data page (data_page_offset)        */
+  int64_t oi_off;   /* its OffsetIndex, -1: none                  */
+  int32_t oi_len;   /* the OffsetIndex's length in bytes          */
 } pq_chunk;
 
 /* One leaf column of the schema. */
@@ -147,6 +150,8 @@ typedef struct pq_file {
   int64_t nrg;
   pq_rowgroup *rg;
   char *created_by;
+  char *arrow_schema; /* the ARROW:schema key-value, NULL: none */
+  size_t arrow_schema_len;
 } pq_file;
 
 /* Read and decode the footer of path; messages name the file. */
@@ -160,15 +165,37 @@ void ferry__pq_file_free(pq_file *f);
 /* The ferry dtype of a column, or -1 with *why saying why not. */
 int ferry__pq_col_dtype(const pq_col *c, ferry_dtype *dt, const char **why);
 
+/* ---- The ARROW:schema hint (arrow.c) ---- */
+
+/* The top-level FixedSizeList fields of an Arrow schema: name and size. */
+typedef struct pq_arrow_hint {
+  int n;
+  char **names;
+  int32_t *k;
+} pq_arrow_hint;
+
+/* Decode the ARROW:schema value (base64 of an IPC Schema message, a
+ * flatbuffer), bounded; -1 with *why (the hint is then not used). */
+int ferry__pq_arrow_hint_parse(const char *b64, size_t len, pq_arrow_hint *h,
+                               const char **why);
+/* listSize of the FixedSizeList field name, 0: not one. */
+int64_t ferry__pq_arrow_hint_k(const pq_arrow_hint *h, const char *name);
+void ferry__pq_arrow_hint_free(pq_arrow_hint *h);
+
 /* ---- The record: what every rank needs of one variable ---- */
 
-#define PQ_REC_MAGIC 0x31525150u /* "PQR1" */
+#define PQ_REC_MAGIC 0x32525150u /* "PQR2" */
 
+/* A row group, or a piece of one split at page boundaries (split.c): its
+ * rows, the byte range of its pages, and for a piece of a column chunk
+ * that has a dictionary page, that page's byte range (read apart). */
 typedef struct pq_rg_rec {
   int64_t first_row, num_rows;
-  int64_t offset, size, usize, num_values;
-  int32_t file; /* index into files */
+  int64_t offset, size, usize, num_values; /* usize: the whole chunk's */
+  int32_t file;                            /* index into files */
   int32_t codec;
+  int64_t rgi;                    /* row group index in its file   */
+  int64_t dict_offset, dict_size; /* dict_size 0: none (or inside) */
 } pq_rg_rec;
 
 typedef struct pq_rec {
@@ -200,6 +227,8 @@ typedef struct pq_scratch {
   size_t dict_cap;
   uint32_t *idx;
   size_t idx_cap;
+  uint32_t *lv; /* definition levels of a page with nulls (null_fill) */
+  size_t lv_cap;
 } pq_scratch;
 
 typedef struct pq_job {
@@ -209,8 +238,14 @@ typedef struct pq_job {
   unsigned char *out;         /* rg->num_rows * k * elem bytes       */
   const char *file, *var;
   int rank;
-  int64_t rgi;  /* row group index in its file   */
-  int64_t row0; /* file row of the row group's first row */
+  int64_t rgi;               /* row group index in its file   */
+  int64_t row0;              /* file row of the chunk's (piece's) first row */
+  int64_t in_rg;             /* rows of its row group before it (pieces)    */
+  const unsigned char *dict; /* rg->dict_size bytes, or NULL   */
+  const unsigned char *fill; /* one element served for a null (null_fill;
+                              * columns that are not lists), NULL: a null
+                              * is an error */
+  const char *nofill;        /* why null_fill does not apply, or NULL */
 } pq_job;
 
 /* Decode one column chunk into j->out.  s: nthreads scratches; pages are
@@ -219,6 +254,52 @@ typedef struct pq_job {
 int ferry__pq_decode_chunk(const pq_job *j, pq_scratch *s, int nthreads,
                            ferry__err *err);
 void ferry__pq_scratch_free(pq_scratch *s);
+
+/* The page header at p (len bytes): kind, compressed size, values, rows
+ * (data page v2; -1 otherwise) and the header's length.  -1 with *why. */
+typedef struct pq_page_info {
+  int32_t type, csize, num_values, num_rows;
+  size_t hlen;
+} pq_page_info;
+int ferry__pq_page_info(const unsigned char *p, size_t len, pq_page_info *out,
+                        const char **why);
+
+/* ---- Splitting large row groups at page boundaries (split.c) ---- */
+
+/* The data pages of one column chunk: file offset and first row (row
+ * group relative), both increasing, the first at row 0. */
+typedef struct pq_pages {
+  int64_t *offset, *first_row;
+  int64_t n;
+  int from_index; /* 1: the OffsetIndex, 0: a scan of the page headers */
+} pq_pages;
+
+#define PQ_MAX_INDEX (16u << 20) /* bound on one OffsetIndex          */
+#define PQ_MAX_SCAN_PAGES 65536  /* bound on a header scan, per chunk */
+#define PQ_SCAN_BUDGET 1000000   /* page headers read per part, at most */
+#define PQ_MAX_DICT (64u << 20)  /* bound on a piece's dictionary bytes */
+
+/* Decode an OffsetIndex (thrift) into out (data pages only); -1 with why.
+ * The fuzz and unit tests' entry point. */
+int ferry__pq_offset_index_parse(const unsigned char *buf, size_t len,
+                                 pq_pages *out, const char **why);
+/* The pages of chunk ch (nrows rows of k values) of the open file fd: from
+ * its OffsetIndex when it has one, else by reading its page headers
+ * (bounded by PQ_MAX_SCAN_PAGES, and by *budget, the headers this part may
+ * still have read, decremented).  0 with out->n == 0 when neither gives
+ * usable row boundaries; never an error (the chunk is then read whole). */
+int ferry__pq_chunk_pages(int fd, const pq_chunk *ch, int64_t nrows, int64_t k,
+                          pq_pages *out, int64_t *budget);
+void ferry__pq_pages_free(pq_pages *p);
+/* Rows per piece for the record r (row groups as read from the footers)
+ * whose row groups have the pages pg[nrg] (n == 0: not split): the largest
+ * divisor q of the row-group size whose multiples all fall on page starts
+ * and whose q rows take at most target bytes (else the smallest above
+ * it); 0 when no such q below the row-group size exists. */
+int64_t ferry__pq_split_rows(const pq_rec *r, const pq_pages *pg,
+                             size_t row_bytes, size_t target);
+/* Replace r's row groups by pieces of q rows (split where pg[g].n > 0). */
+int ferry__pq_split_apply(pq_rec *r, const pq_pages *pg, int64_t q);
 
 /* Decompress in[0..inlen) into out[0..outlen) exactly; -1 with why. */
 int ferry__pq_decompress(int codec, const unsigned char *in, size_t inlen,
