@@ -1,0 +1,666 @@
+/*
+ * global.c - the plan of shuffle=global, window by window.
+ *
+ * Why this shape: a uniform deal of all samples to ranks needs either random
+ * reads (DistributedSampler) or moving samples between ranks.  Here ranks
+ * keep today's large sequential reads -- global window w is the run
+ * S[w*G, (w+1)*G) of the permuted sample sequence, rank q reads its
+ * balanced q-th part -- and the samples of the window are then dealt to
+ * ranks and serve positions by keyed permutations, so that one
+ * MPI_Alltoallv per window moves them.  With exchange=Q only ceil(Q * read)
+ * of a rank's samples enter the deal; the rest stay on the rank, mixed with
+ * what it receives.
+ *
+ * Why point-wise permutations: a table of the deal of a global window holds
+ * G = P * per_rank entries on every rank, 8 GiB at 1,024 ranks and 1 M
+ * samples per rank window.  A keyed Feistel permutation evaluated one point
+ * at a time (forward and inverse) lets a rank compute only its own sends
+ * and receives, in memory proportional to its own window.
+ *
+ * Pure: the same inputs give the same tables on every rank and platform
+ * (64-bit integer arithmetic only, apart from ceil(Q * read) in IEEE
+ * double, which is exact and the same everywhere).
+ */
+#include "config.h"
+#include "plan/global.h"
+#include "core/options.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- The keyed permutation ------------------------------------------------
+ *
+ * A balanced Feistel network on 2h bits (2^(2h) >= n > 2^(2h-2), so fewer
+ * than 4 walks on average), round function rand64(key, half * 8 + round);
+ * values >= n are walked through the network again until one lands inside
+ * [0, n), which keeps it a bijection of [0, n). */
+
+#define PRP_ROUNDS 6
+
+static int prp_half_bits(int64_t n) {
+  uint64_t v = (uint64_t)(n - 1);
+  int b = 0;
+  while (v) {
+    b++;
+    v >>= 1;
+  }
+  return (b + 1) / 2;
+}
+
+static uint64_t prp_f(uint64_t key, int round, uint64_t half) {
+  return ferry__rand64(key, half * 8 + (uint64_t)round);
+}
+
+int64_t ferry__prp(uint64_t key, int64_t n, int64_t x) {
+  if (n <= 1)
+    return x;
+  int h = prp_half_bits(n);
+  uint64_t mask = ((uint64_t)1 << h) - 1, v = (uint64_t)x;
+  do {
+    uint64_t l = v >> h, r = v & mask;
+    for (int i = 0; i < PRP_ROUNDS; i++) {
+      uint64_t t = l ^ (prp_f(key, i, r) & mask);
+      l = r;
+      r = t;
+    }
+    v = (l << h) | r;
+  } while (v >= (uint64_t)n);
+  return (int64_t)v;
+}
+
+int64_t ferry__prp_inv(uint64_t key, int64_t n, int64_t x) {
+  if (n <= 1)
+    return x;
+  int h = prp_half_bits(n);
+  uint64_t mask = ((uint64_t)1 << h) - 1, v = (uint64_t)x;
+  do {
+    uint64_t l = v >> h, r = v & mask;
+    for (int i = PRP_ROUNDS - 1; i >= 0; i--) {
+      uint64_t t = r ^ (prp_f(key, i, l) & mask);
+      r = l;
+      l = t;
+    }
+    v = (l << h) | r;
+  } while (v >= (uint64_t)n);
+  return (int64_t)v;
+}
+
+/* ---- The epoch's shape ----------------------------------------------------
+ */
+
+/* floor(n * q / P) without overflowing n * q. */
+static int64_t bal_lo(int64_t n, int P, int q) {
+  return (n / P) * q + (n % P) * q / P;
+}
+
+void ferry__global_free(ferry__global *g) {
+  if (!g)
+    return;
+  free(g->start);
+  memset(g, 0, sizeof *g);
+}
+
+/* The tail rule over the whole epoch: D, num_batches, dropped, padded. */
+static int global_tail(ferry__global *g, ferry__err *err) {
+  const int64_t PB = (int64_t)g->P * g->B;
+  if (g->B > INT64_MAX / g->P)
+    return ferry__seterr(err, FERRY_EINVAL,
+                         "option 'batch_size': %lld batches of %d ranks "
+                         "overflow",
+                         (long long)g->B, g->P);
+  if (g->tail == FERRY__TAIL_DROP) {
+    g->num_batches = g->M / PB;
+    if (g->num_batches == 0)
+      return ferry__seterr(err, FERRY_EINVAL,
+                           "option 'batch_size': %lld is larger than the "
+                           "smallest rank's share (%lld of %lld samples over "
+                           "%d ranks) with tail=drop_last; use a smaller "
+                           "batch_size or tail=pad or tail=partial",
+                           (long long)g->B, (long long)(g->M / g->P),
+                           (long long)g->M, g->P);
+    g->D = g->num_batches * PB;
+  } else {
+    g->num_batches = (g->M + PB - 1) / PB;
+    g->D = g->M;
+    if (g->tail == FERRY__TAIL_PAD)
+      g->padded = g->num_batches * PB - g->M;
+  }
+  g->dropped = g->M - g->D;
+  return 0;
+}
+
+int ferry__global_init(ferry__global *g, const ferry__chunk *pieces,
+                       int64_t npieces, const int64_t *perm,
+                       const ferry__plan_params *pp, double exchange,
+                       ferry__err *err) {
+  memset(g, 0, sizeof *g);
+  if (pp->world_size < 1 || pp->batch_size < 1 || !(exchange > 0.0) ||
+      exchange > 1.0)
+    return ferry__seterr(err, FERRY_EINVAL,
+                         "global plan: bad world size %d, batch size %lld or "
+                         "exchange %g (0 < exchange <= 1)",
+                         pp->world_size, (long long)pp->batch_size, exchange);
+  g->pieces = pieces;
+  g->perm = perm;
+  g->npieces = npieces;
+  g->P = pp->world_size;
+  g->B = pp->batch_size;
+  g->tail = pp->tail;
+  g->exchange = exchange;
+  g->seed = pp->seed;
+  g->epoch = pp->epoch;
+  g->start = malloc((size_t)(npieces + 1) * sizeof *g->start);
+  if (!g->start)
+    return ferry__seterr(err, FERRY_ENOMEM,
+                         "global plan: out of memory for %lld pieces",
+                         (long long)npieces);
+  int64_t largest = 1;
+  g->start[0] = 0;
+  for (int64_t i = 0; i < npieces; i++) {
+    int64_t c = pieces[perm[i]].count;
+    g->start[i + 1] = g->start[i] + c;
+    if (c > largest)
+      largest = c;
+  }
+  g->M = g->start[npieces];
+  int rc = 0;
+  if (g->M == 0)
+    rc = ferry__seterr(err, FERRY_EEMPTY, "the epoch holds no sample");
+  if (!rc)
+    rc = global_tail(g, err);
+  if (rc) {
+    ferry__global_free(g);
+    return rc;
+  }
+  /* per_rank = max(shuffle_buffer, 1) * largest piece; one window when
+   * that covers a rank's share (or overflows). */
+  int64_t K = pp->shuffle_buffer > 0 ? pp->shuffle_buffer : 1;
+  int64_t share = (g->D + g->P - 1) / g->P;
+  if (K > share / largest || K * largest >= share) {
+    g->per_rank = share;
+    g->G = g->D;
+    g->nwindows = 1;
+  } else {
+    g->per_rank = K * largest;
+    g->G = g->per_rank * g->P;
+    g->nwindows = (g->D + g->G - 1) / g->G;
+  }
+  return 0;
+}
+
+static int64_t sent_of(double Q, int64_t read) {
+  if (read <= 0)
+    return 0;
+  double want = Q * (double)read;
+  int64_t k = (int64_t)want;
+  if ((double)k < want)
+    k++;
+  return k < 1 ? 1 : k > read ? read : k;
+}
+
+void ferry__global_counts_of(const ferry__global *g, int64_t w, int q,
+                             ferry__global_counts *c) {
+  c->first = w * g->G;
+  c->n = g->D - c->first < g->G ? g->D - c->first : g->G;
+  c->read_lo = bal_lo(c->n, g->P, q);
+  c->read = bal_lo(c->n, g->P, q + 1) - c->read_lo;
+  c->sent = sent_of(g->exchange, c->read);
+  c->pads = 0;
+  if (g->tail == FERRY__TAIL_PAD && w == g->nwindows - 1)
+    c->pads = g->num_batches * g->B - ferry__global_serve_first(g, w) - c->read;
+}
+
+int64_t ferry__global_serve_first(const ferry__global *g, int64_t w) {
+  return w * g->per_rank;
+}
+
+int64_t ferry__global_rank_samples(const ferry__global *g, int q) {
+  ferry__global_counts c;
+  ferry__global_counts_of(g, g->nwindows - 1, q, &c);
+  return ferry__global_serve_first(g, g->nwindows - 1) + c.read + c.pads;
+}
+
+/* ---- One window -----------------------------------------------------------
+ */
+
+static uint64_t key_deal(const ferry__global *g, int64_t w) {
+  return ferry__rand_key(g->seed, FERRY__STREAM_GDEAL, (uint64_t)g->epoch,
+                         (uint64_t)w);
+}
+
+static uint64_t key_rank(const ferry__global *g, int stream, int64_t w, int q) {
+  uint64_t k = ferry__rand_key(g->seed, (uint64_t)stream, (uint64_t)g->epoch,
+                               (uint64_t)w);
+  return ferry__rand_key(k, (uint64_t)stream, (uint64_t)q, 0);
+}
+
+/* The window's counts for every rank: sent prefix xpre[P+1] and pad
+ * prefix ppre[P+1] (pads of ranks before q). */
+typedef struct wctx {
+  const ferry__global *g;
+  int64_t w;
+  ferry__global_counts *cnt; /* [P] */
+  int64_t *xpre, *ppre;      /* [P+1] */
+  uint64_t kdeal;
+  ferry__extent *ext; /* scratch: one rank's extents */
+  int64_t *extpre;    /* [cap+1] read items before each extent */
+  int64_t next, extcap;
+} wctx;
+
+/* Largest q with pre[q] <= k (pre nondecreasing, pre[0] = 0 <= k). */
+static int find_rank(const int64_t *pre, int P, int64_t k) {
+  int lo = 0, hi = P - 1;
+  while (lo < hi) {
+    int mid = lo + (hi - lo + 1) / 2;
+    if (pre[mid] <= k)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+static int cmp_ext_pos(const void *a, const void *b) {
+  const ferry__extent *x = a, *y = b;
+  if (x->part != y->part)
+    return (x->part > y->part) - (x->part < y->part);
+  return (x->row > y->row) - (x->row < y->row);
+}
+
+/* Rank q's extents in window w (sorted by position, adjacent ones merged)
+ * into c->ext / c->next, with c->extpre.  Returns 0 or FERRY_ENOMEM. */
+static int layout(wctx *c, int q) {
+  const ferry__global *g = c->g;
+  const ferry__global_counts *k = &c->cnt[q];
+  int64_t a = k->first + k->read_lo, len = k->read;
+  c->next = 0;
+  if (len == 0)
+    return 0;
+  /* the piece holding position a: last i with start[i] <= a */
+  int64_t lo = 0, hi = g->npieces - 1;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo + 1) / 2;
+    if (g->start[mid] <= a)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  for (int64_t i = lo; len > 0; i++) {
+    const ferry__chunk *pc = &g->pieces[g->perm[i]];
+    int64_t off = a - g->start[i];
+    int64_t take = pc->count - off < len ? pc->count - off : len;
+    if (c->next == c->extcap) {
+      int64_t cap = c->extcap ? 2 * c->extcap : 16;
+      ferry__extent *e = realloc(c->ext, (size_t)cap * sizeof *e);
+      if (!e)
+        return FERRY_ENOMEM;
+      c->ext = e;
+      int64_t *p = realloc(c->extpre, (size_t)(cap + 1) * sizeof *p);
+      if (!p)
+        return FERRY_ENOMEM;
+      c->extpre = p;
+      c->extcap = cap;
+    }
+    c->ext[c->next++] = (ferry__extent){
+        pc->part, pc->row + off, take, pc->global_first + off, c->w, -1};
+    a += take;
+    len -= take;
+  }
+  qsort(c->ext, (size_t)c->next, sizeof *c->ext, cmp_ext_pos);
+  int64_t m = 0;
+  for (int64_t i = 0; i < c->next; i++) {
+    ferry__extent *last = m ? &c->ext[m - 1] : NULL;
+    if (last && last->part == c->ext[i].part &&
+        last->row + last->count == c->ext[i].row)
+      last->count += c->ext[i].count;
+    else
+      c->ext[m++] = c->ext[i];
+  }
+  c->next = m;
+  c->extpre[0] = 0;
+  for (int64_t i = 0; i < m; i++)
+    c->extpre[i + 1] = c->extpre[i] + c->ext[i].count;
+  return 0;
+}
+
+/* Global index of read item i of the rank whose layout is in c. */
+static int64_t layout_sample(const wctx *c, int64_t i) {
+  int64_t lo = 0, hi = c->next - 1;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo + 1) / 2;
+    if (c->extpre[mid] <= i)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return c->ext[lo].global_first + (i - c->extpre[lo]);
+}
+
+static int wctx_init(wctx *c, const ferry__global *g, int64_t w) {
+  memset(c, 0, sizeof *c);
+  c->g = g;
+  c->w = w;
+  c->cnt = malloc((size_t)g->P * sizeof *c->cnt);
+  c->xpre = malloc((size_t)(g->P + 1) * sizeof *c->xpre);
+  c->ppre = malloc((size_t)(g->P + 1) * sizeof *c->ppre);
+  if (!c->cnt || !c->xpre || !c->ppre)
+    return FERRY_ENOMEM;
+  c->xpre[0] = c->ppre[0] = 0;
+  for (int q = 0; q < g->P; q++) {
+    ferry__global_counts_of(g, w, q, &c->cnt[q]);
+    c->xpre[q + 1] = c->xpre[q] + c->cnt[q].sent;
+    c->ppre[q + 1] = c->ppre[q] + c->cnt[q].pads;
+  }
+  c->kdeal = key_deal(g, w);
+  return 0;
+}
+
+static void wctx_free(wctx *c) {
+  free(c->cnt);
+  free(c->xpre);
+  free(c->ppre);
+  free(c->ext);
+  free(c->extpre);
+}
+
+/* Where read item i of rank q goes in the real deal: (rank, position).
+ * Returns 1 when it enters the global deal, 0 when it is kept. */
+static int deal_dest(const wctx *c, int q, int64_t i, int *dr, int64_t *dp) {
+  const ferry__global *g = c->g;
+  const ferry__global_counts *k = &c->cnt[q];
+  int64_t kept = k->read - k->sent;
+  int64_t t = ferry__prp(key_rank(g, FERRY__STREAM_GKEEP, c->w, q), k->read, i);
+  if (t < kept) {
+    *dr = q;
+    *dp = ferry__prp(key_rank(g, FERRY__STREAM_GSERVE, c->w, q), k->read, t);
+    return 0;
+  }
+  int64_t X = c->xpre[g->P];
+  int64_t slot = ferry__prp_inv(c->kdeal, X, c->xpre[q] + t - kept);
+  int r = find_rank(c->xpre, g->P, slot);
+  const ferry__global_counts *kr = &c->cnt[r];
+  int64_t m = kr->read - kr->sent + slot - c->xpre[r];
+  *dr = r;
+  *dp = ferry__prp(key_rank(g, FERRY__STREAM_GSERVE, c->w, r), kr->read, m);
+  return 1;
+}
+
+/* Where rank r's real serve position j comes from: *local = own read item
+ * (or -1), else (*sr, *si) = sending rank and its read item. */
+static void deal_src(const wctx *c, int r, int64_t j, int64_t *local, int *sr,
+                     int64_t *si) {
+  const ferry__global *g = c->g;
+  const ferry__global_counts *k = &c->cnt[r];
+  int64_t kept = k->read - k->sent;
+  int64_t m =
+      ferry__prp_inv(key_rank(g, FERRY__STREAM_GSERVE, c->w, r), k->read, j);
+  if (m < kept) {
+    *local =
+        ferry__prp_inv(key_rank(g, FERRY__STREAM_GKEEP, c->w, r), k->read, m);
+    *sr = -1;
+    *si = -1;
+    return;
+  }
+  int64_t X = c->xpre[g->P];
+  int64_t p = ferry__prp(c->kdeal, X, c->xpre[r] + m - kept);
+  int q = find_rank(c->xpre, g->P, p);
+  const ferry__global_counts *kq = &c->cnt[q];
+  int64_t t = kq->read - kq->sent + p - c->xpre[q];
+  *local = -1;
+  *sr = q;
+  *si = ferry__prp_inv(key_rank(g, FERRY__STREAM_GKEEP, c->w, q), kq->read, t);
+}
+
+/* Pad k of rank r repeats window item (ppre[r] + k) mod n: read by rank q,
+ * its read item *si. */
+static int pad_src(const wctx *c, int r, int64_t k, int64_t *si) {
+  const ferry__global *g = c->g;
+  int64_t n = c->cnt[0].n;
+  int64_t item = (c->ppre[r] + k) % n;
+  int lo = 0, hi = g->P - 1; /* last q with read_lo <= item: it reads it */
+  while (lo < hi) {
+    int mid = lo + (hi - lo + 1) / 2;
+    if (c->cnt[mid].read_lo <= item)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  *si = item - c->cnt[lo].read_lo;
+  return lo;
+}
+
+typedef struct sendent {
+  int rank;
+  int64_t pos, item;
+} sendent;
+
+static int cmp_sendent(const void *a, const void *b) {
+  const sendent *x = a, *y = b;
+  if (x->rank != y->rank)
+    return (x->rank > y->rank) - (x->rank < y->rank);
+  return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+void ferry__global_window_free(ferry__global_window *x) {
+  if (!x)
+    return;
+  free(x->extents);
+  free(x->read_sample);
+  free(x->dest_rank);
+  free(x->dest_pos);
+  free(x->send_item);
+  free(x->send_pos);
+  free(x->sendcounts);
+  free(x->sdispls);
+  free(x->recvcounts);
+  free(x->rdispls);
+  free(x->serve_sample);
+  free(x->serve_local);
+  free(x->src_rank);
+  free(x->src_off);
+  free(x->serve_padded);
+  memset(x, 0, sizeof *x);
+}
+
+static size_t n1(int64_t n) { return (size_t)(n > 0 ? n : 1); }
+
+static int window_alloc(ferry__global_window *x, int P) {
+  x->extents = malloc(n1(x->nextents) * sizeof *x->extents);
+  x->read_sample = malloc(n1(x->nread) * sizeof *x->read_sample);
+  x->dest_rank = malloc(n1(x->nread) * sizeof *x->dest_rank);
+  x->dest_pos = malloc(n1(x->nread) * sizeof *x->dest_pos);
+  x->sendcounts = calloc((size_t)P, sizeof *x->sendcounts);
+  x->sdispls = calloc((size_t)P, sizeof *x->sdispls);
+  x->recvcounts = calloc((size_t)P, sizeof *x->recvcounts);
+  x->rdispls = calloc((size_t)P, sizeof *x->rdispls);
+  x->serve_sample = malloc(n1(x->nserve) * sizeof *x->serve_sample);
+  x->serve_local = malloc(n1(x->nserve) * sizeof *x->serve_local);
+  x->src_rank = malloc(n1(x->nserve) * sizeof *x->src_rank);
+  x->src_off = malloc(n1(x->nserve) * sizeof *x->src_off);
+  x->serve_padded = calloc(n1(x->nserve), 1);
+  return x->extents && x->read_sample && x->dest_rank && x->dest_pos &&
+                 x->sendcounts && x->sdispls && x->recvcounts && x->rdispls &&
+                 x->serve_sample && x->serve_local && x->src_rank &&
+                 x->src_off && x->serve_padded
+             ? 0
+             : FERRY_ENOMEM;
+}
+
+/* The sending side: every read item's destination, the pad copies other
+ * ranks take from this one, sorted into the send buffer.  ENOMEM or 0. */
+static int build_sends(const wctx *c, ferry__global_window *x) {
+  const ferry__global *g = c->g;
+  const int r = x->rank;
+  int64_t npadsend = 0;
+  int64_t n = c->cnt[0].n;
+  /* pads this rank sends: window items it read, taken at ppre[P] slots */
+  const ferry__global_counts *k = &c->cnt[r];
+  int64_t tot = c->ppre[g->P];
+  if (tot > 0 && k->read > 0)
+    for (int64_t u = 0; u < tot; u++) {
+      int64_t item = u % n;
+      npadsend += item >= k->read_lo && item < k->read_lo + k->read;
+    }
+  int64_t cap = k->sent + npadsend;
+  sendent *e = malloc(n1(cap) * sizeof *e);
+  if (!e)
+    return FERRY_ENOMEM;
+  int64_t ne = 0;
+  for (int64_t i = 0; i < x->nread; i++)
+    if (deal_dest(c, r, i, &x->dest_rank[i], &x->dest_pos[i]))
+      e[ne++] = (sendent){x->dest_rank[i], x->dest_pos[i], i};
+  for (int q = 0; q < g->P && npadsend > 0; q++)
+    for (int64_t j = 0; j < c->cnt[q].pads; j++) {
+      int64_t si;
+      if (pad_src(c, q, j, &si) == r)
+        e[ne++] = (sendent){q, c->cnt[q].read + j, si};
+    }
+  qsort(e, (size_t)ne, sizeof *e, cmp_sendent);
+  x->nsend = ne;
+  x->send_item = malloc(n1(ne) * sizeof *x->send_item);
+  x->send_pos = malloc(n1(ne) * sizeof *x->send_pos);
+  if (!x->send_item || !x->send_pos) {
+    free(e);
+    return FERRY_ENOMEM;
+  }
+  for (int64_t i = 0; i < ne; i++) {
+    x->send_item[i] = e[i].item;
+    x->send_pos[i] = e[i].pos;
+    x->sendcounts[e[i].rank]++;
+  }
+  for (int q = 1; q < g->P; q++)
+    x->sdispls[q] = x->sdispls[q - 1] + x->sendcounts[q - 1];
+  free(e);
+  return 0;
+}
+
+/* The serving side: sources of every serve position, receive offsets and
+ * counts, and the global index served (from each source's layout). */
+static int build_serves(wctx *c, ferry__global_window *x) {
+  const ferry__global *g = c->g;
+  const int r = x->rank;
+  const ferry__global_counts *k = &c->cnt[r];
+  for (int64_t j = 0; j < x->nserve; j++) {
+    int64_t local = -1, si = -1;
+    int sr = -1;
+    if (j < k->read) {
+      deal_src(c, r, j, &local, &sr, &si);
+    } else {
+      sr = pad_src(c, r, j - k->read, &si);
+      x->serve_padded[j] = 1;
+    }
+    x->serve_local[j] = local;
+    x->src_rank[j] = sr;
+    x->serve_sample[j] = local >= 0 ? x->read_sample[local] : si;
+    x->src_off[j] = sr >= 0 ? x->recvcounts[sr]++ : -1;
+  }
+  for (int q = 1; q < g->P; q++)
+    x->rdispls[q] = x->rdispls[q - 1] + x->recvcounts[q - 1];
+  x->nrecv = x->rdispls[g->P - 1] + x->recvcounts[g->P - 1];
+  /* serve_sample holds the source's read item: map it through the
+   * source's layout, one source at a time. */
+  for (int q = 0; q < g->P; q++) {
+    if (!x->recvcounts[q])
+      continue;
+    if (layout(c, q))
+      return FERRY_ENOMEM;
+    for (int64_t j = 0; j < x->nserve; j++)
+      if (x->src_rank[j] == q)
+        x->serve_sample[j] = layout_sample(c, x->serve_sample[j]);
+  }
+  return 0;
+}
+
+int ferry__global_window_build(const ferry__global *g, int rank, int64_t w,
+                               ferry__global_window *out, ferry__err *err) {
+  ferry__global_window_free(out);
+  if (rank < 0 || rank >= g->P || w < 0 || w >= g->nwindows)
+    return ferry__seterr(err, FERRY_EINVAL,
+                         "global plan: rank %d or window %lld out of range "
+                         "(%d ranks, %lld windows)",
+                         rank, (long long)w, g->P, (long long)g->nwindows);
+  wctx c;
+  int rc = wctx_init(&c, g, w);
+  if (!rc)
+    rc = layout(&c, rank);
+  if (!rc) {
+    out->window = w;
+    out->rank = rank;
+    out->P = g->P;
+    out->serve_first = ferry__global_serve_first(g, w);
+    out->nread = c.cnt[rank].read;
+    out->npads = c.cnt[rank].pads;
+    out->nserve = out->nread + out->npads;
+    out->nextents = c.next;
+    rc = window_alloc(out, g->P);
+  }
+  if (!rc) {
+    memcpy(out->extents, c.ext, (size_t)c.next * sizeof *c.ext);
+    for (int64_t i = 0; i < out->nread; i++)
+      out->read_sample[i] = layout_sample(&c, i);
+    rc = build_sends(&c, out);
+  }
+  if (!rc)
+    rc = build_serves(&c, out);
+  wctx_free(&c);
+  if (rc) {
+    ferry__global_window_free(out);
+    return ferry__seterr(err, rc,
+                         "global plan: out of memory for window %lld of rank "
+                         "%d (%lld samples per rank window)",
+                         (long long)w, rank, (long long)g->per_rank);
+  }
+  return 0;
+}
+
+/* ---- Checksums ------------------------------------------------------------
+ */
+
+static uint64_t mix_in(uint64_t h, int64_t v) {
+  return ferry__fnv1a(h, &v, sizeof v);
+}
+
+uint64_t ferry__global_checksum(const ferry__global *g) {
+  uint64_t h = FERRY__FNV_INIT;
+  int64_t head[] = {g->P,        g->B,       g->tail,    g->M,
+                    g->D,        g->dropped, g->padded,  g->num_batches,
+                    g->per_rank, g->G,       g->nwindows};
+  for (size_t i = 0; i < sizeof head / sizeof head[0]; i++)
+    h = mix_in(h, head[i]);
+  h = ferry__fnv1a(h, &g->exchange, sizeof g->exchange);
+  for (int64_t w = 0; w < g->nwindows; w++) {
+    int64_t X = 0;
+    for (int q = 0; q < g->P; q++) {
+      ferry__global_counts c;
+      ferry__global_counts_of(g, w, q, &c);
+      X += c.sent;
+      h = mix_in(h, c.read);
+      h = mix_in(h, c.sent);
+      h = mix_in(h, c.pads);
+      if (c.read > 0) {
+        h = mix_in(h, ferry__prp(key_rank(g, FERRY__STREAM_GKEEP, w, q), c.read,
+                                 c.read - 1));
+        h = mix_in(
+            h, ferry__prp(key_rank(g, FERRY__STREAM_GSERVE, w, q), c.read, 0));
+      }
+    }
+    h = mix_in(h, ferry__prp(key_deal(g, w), X, X / 2));
+  }
+  return h;
+}
+
+uint64_t ferry__global_window_checksum(const ferry__global_window *x) {
+  uint64_t h = FERRY__FNV_INIT;
+  h = mix_in(h, x->window);
+  h = mix_in(h, x->nserve);
+  for (int64_t j = 0; j < x->nserve; j++) {
+    h = mix_in(h, x->serve_sample[j]);
+    h = mix_in(h, x->src_rank[j]);
+    h = mix_in(h, x->src_off[j]);
+  }
+  for (int64_t k = 0; k < x->nsend; k++)
+    h = mix_in(h, x->send_item[k]);
+  for (int q = 0; q < x->P; q++)
+    h = mix_in(h, x->sendcounts[q]);
+  return h;
+}

@@ -1,0 +1,138 @@
+/*
+ * plan/global.h - the plan of shuffle=global (docs/design.md, "Global
+ * shuffle"): which rows each rank reads in each global window, where each
+ * read sample goes (rank, position in that rank's serve order of the
+ * window), where each served sample comes from (rank, offset in what that
+ * rank sends it), and the send/receive counts of the MPI_Alltoallv that
+ * moves them.  A pure function of (pieces, permutation, options, exchange,
+ * world size, rank, window): no MPI, no I/O, no clock; memory O(the rank's
+ * window + world size), computed window by window on demand.
+ */
+#ifndef FERRY_PLAN_GLOBAL_H
+#define FERRY_PLAN_GLOBAL_H
+
+#include "plan/plan.h"
+
+/* Generator streams of the global deal (plan.h's enum has 1..3). */
+enum {
+  FERRY__STREAM_GDEAL = 4, /* (seed, epoch, window): pool -> open slots  */
+  FERRY__STREAM_GKEEP = 5, /* (seed, epoch, window, rank): kept / sent   */
+  FERRY__STREAM_GSERVE = 6 /* (seed, epoch, window, rank): serve order   */
+};
+
+/**
+ * A keyed pseudo-random permutation of [0, n), evaluated point by point in
+ * O(1) expected time and no memory: a six-round Feistel network over the
+ * smallest even number of bits covering n, cycle-walked into [0, n).
+ */
+int64_t ferry__prp(uint64_t key, int64_t n, int64_t x);
+/** The inverse of ferry__prp: ferry__prp_inv(k, n, ferry__prp(k, n, x)) == x.
+ */
+int64_t ferry__prp_inv(uint64_t key, int64_t n, int64_t x);
+
+/**
+ * The shape of one epoch under shuffle=global, the same on every rank:
+ * O(pieces) for the positions of the pieces in the sample sequence S, the
+ * rest scalars.  pieces and perm are borrowed (they must outlive it).
+ */
+typedef struct ferry__global {
+  const ferry__chunk *pieces;
+  const int64_t *perm;
+  int64_t npieces;
+  int64_t *start; /* [npieces+1] position in S of each permuted piece */
+  int P;
+  int64_t B;
+  int tail;
+  double exchange; /* Q in (0, 1]                                      */
+  uint64_t seed;
+  int64_t epoch;
+  int64_t M;           /* samples in the epoch                          */
+  int64_t D;           /* of which dealt: M, or P*nb*B with drop_last    */
+  int64_t dropped;     /* M - D                                          */
+  int64_t num_batches; /* equal on every rank                            */
+  int64_t per_rank;    /* samples a rank reads in a full window          */
+  int64_t G;           /* samples of a full window (P * per_rank)        */
+  int64_t nwindows;
+  int64_t padded; /* pads over all ranks (tail=pad)                        */
+} ferry__global;
+
+/**
+ * The epoch's shape.  Global windows are consecutive runs of G samples of
+ * S (the last one shorter); rank q reads the balanced q-th part of each.
+ * G = P * max(shuffle_buffer, 1) * (the largest piece).  Returns 0,
+ * FERRY_EINVAL (bad world size, batch size or exchange; batch_size larger
+ * than a rank's share with tail=drop_last), FERRY_EEMPTY, FERRY_ENOMEM.
+ */
+int ferry__global_init(ferry__global *g, const ferry__chunk *pieces,
+                       int64_t npieces, const int64_t *perm,
+                       const ferry__plan_params *pp, double exchange,
+                       ferry__err *err);
+void ferry__global_free(ferry__global *g);
+
+/** Rank q's counts in window w. */
+typedef struct ferry__global_counts {
+  int64_t n;       /* samples of the window (all ranks)                */
+  int64_t first;   /* position in S of the window's first sample       */
+  int64_t read_lo; /* q reads S[first + read_lo, first + read_lo + read) */
+  int64_t read;    /* samples q reads, = real samples q serves          */
+  int64_t sent;    /* of which enter the global deal (ceil(Q * read))   */
+  int64_t pads;    /* repeats q serves after them (last window, pad)    */
+} ferry__global_counts;
+void ferry__global_counts_of(const ferry__global *g, int64_t w, int q,
+                             ferry__global_counts *c);
+/** Rank q's served samples over the epoch (real + pads). */
+int64_t ferry__global_rank_samples(const ferry__global *g, int q);
+/** Serve index (in the rank's epoch order) of window w's first sample. */
+int64_t ferry__global_serve_first(const ferry__global *g, int64_t w);
+
+/**
+ * One rank's table for one window.  Read items are numbered in read-buffer
+ * order: the extents, sorted by (part, row) and merged, rows concatenated.
+ * Serve positions are the rank's order of the window (pads last).  The send
+ * buffer is grouped by destination rank (sdispls), each group sorted by
+ * destination position; a receiver finds the sample it serves at position j
+ * from rank src_rank[j] at recv offset rdispls[src_rank[j]] + src_off[j].
+ */
+typedef struct ferry__global_window {
+  int64_t window;
+  int rank;
+  int P;
+  int64_t serve_first; /* serve index of position 0 in the epoch   */
+  int64_t nread;       /* read items                                */
+  int64_t nserve;      /* serve positions (real, then pads)        */
+  int64_t npads;
+  int64_t nextents;
+  ferry__extent *extents; /* [nextents] read order                    */
+  int64_t *read_sample;   /* [nread] global index of read item i      */
+  int *dest_rank;         /* [nread] where item i is served (real deal) */
+  int64_t *dest_pos;      /* [nread] position there                    */
+  int64_t nsend;          /* entries of the send buffer                */
+  int64_t *send_item;     /* [nsend] read item packed at send slot k   */
+  int64_t *send_pos;      /* [nsend] its position at the destination   */
+  int64_t nrecv;
+  int64_t *sendcounts, *sdispls, *recvcounts, *rdispls; /* [P] samples */
+  int64_t *serve_sample; /* [nserve] global index served at j         */
+  int64_t *serve_local;  /* [nserve] own read item, or -1: received   */
+  int *src_rank;         /* [nserve] rank sending it, -1 when local   */
+  int64_t *src_off;      /* [nserve] offset in that rank's send to us */
+  uint8_t *serve_padded; /* [nserve]                                   */
+} ferry__global_window;
+
+/**
+ * Rank's table of window w (out zeroed or holding an earlier table, whose
+ * memory is freed).  Memory O(read + serve + sends + P); time O((read +
+ * serve) * PRP + pads + P * pieces of a window * log).  Returns 0,
+ * FERRY_EINVAL (rank or window out of range), FERRY_ENOMEM.
+ */
+int ferry__global_window_build(const ferry__global *g, int rank, int64_t w,
+                               ferry__global_window *out, ferry__err *err);
+void ferry__global_window_free(ferry__global_window *x);
+
+/** Checksum of the epoch's shape, every window's counts and probes of its
+ *  permutations: the same on every rank (rank-independent, O(nwindows *
+ *  P)), for the cross-rank check. */
+uint64_t ferry__global_checksum(const ferry__global *g);
+/** Checksum of one rank's window table (served samples, sources, sends). */
+uint64_t ferry__global_window_checksum(const ferry__global_window *x);
+
+#endif /* FERRY_PLAN_GLOBAL_H */
