@@ -52,7 +52,9 @@ static uint64_t prp_f(uint64_t key, int round, uint64_t half) {
 }
 
 int64_t ferry__prp(uint64_t key, int64_t n, int64_t x) {
-  if (n <= 1)
+  if (x < 0 || x >= n) /* a bug upstream: fail loudly, never walk forever */
+    return -1;
+  if (n == 1)
     return x;
   int h = prp_half_bits(n);
   uint64_t mask = ((uint64_t)1 << h) - 1, v = (uint64_t)x;
@@ -69,7 +71,9 @@ int64_t ferry__prp(uint64_t key, int64_t n, int64_t x) {
 }
 
 int64_t ferry__prp_inv(uint64_t key, int64_t n, int64_t x) {
-  if (n <= 1)
+  if (x < 0 || x >= n) /* a bug upstream: fail loudly, never walk forever */
+    return -1;
+  if (n == 1)
     return x;
   int h = prp_half_bits(n);
   uint64_t mask = ((uint64_t)1 << h) - 1, v = (uint64_t)x;
@@ -97,11 +101,12 @@ void ferry__global_free(ferry__global *g) {
   if (!g)
     return;
   free(g->start);
+  free(g->fpre);
   memset(g, 0, sizeof *g);
 }
 
 /* The tail rule over the whole epoch: D, num_batches, dropped, padded. */
-static int global_tail(ferry__global *g, ferry__err *err) {
+static int global_tail(ferry__global *g, int resumed, ferry__err *err) {
   const int64_t PB = (int64_t)g->P * g->B;
   if (g->B > INT64_MAX / g->P)
     return ferry__seterr(err, FERRY_EINVAL,
@@ -110,7 +115,7 @@ static int global_tail(ferry__global *g, ferry__err *err) {
                          (long long)g->B, g->P);
   if (g->tail == FERRY__TAIL_DROP) {
     g->num_batches = g->M / PB;
-    if (g->num_batches == 0)
+    if (g->num_batches == 0 && !resumed)
       return ferry__seterr(err, FERRY_EINVAL,
                            "option 'batch_size': %lld is larger than the "
                            "smallest rank's share (%lld of %lld samples over "
@@ -127,6 +132,23 @@ static int global_tail(ferry__global *g, ferry__err *err) {
   }
   g->dropped = g->M - g->D;
   return 0;
+}
+
+/* per_rank = K * largest piece; one window when that covers a rank's
+ * share (or overflows); none when nothing is dealt. */
+static void shape(ferry__global *g) {
+  int64_t share = (g->D + g->P - 1) / g->P;
+  if (g->D == 0) {
+    g->per_rank = g->G = g->nwindows = 0;
+  } else if (g->K > share / g->largest || g->K * g->largest >= share) {
+    g->per_rank = share;
+    g->G = g->D;
+    g->nwindows = 1;
+  } else {
+    g->per_rank = g->K * g->largest;
+    g->G = g->per_rank * g->P;
+    g->nwindows = (g->D + g->G - 1) / g->G;
+  }
 }
 
 int ferry__global_init(ferry__global *g, const ferry__chunk *pieces,
@@ -167,24 +189,14 @@ int ferry__global_init(ferry__global *g, const ferry__chunk *pieces,
   if (g->M == 0)
     rc = ferry__seterr(err, FERRY_EEMPTY, "the epoch holds no sample");
   if (!rc)
-    rc = global_tail(g, err);
+    rc = global_tail(g, 0, err);
   if (rc) {
     ferry__global_free(g);
     return rc;
   }
-  /* per_rank = max(shuffle_buffer, 1) * largest piece; one window when
-   * that covers a rank's share (or overflows). */
-  int64_t K = pp->shuffle_buffer > 0 ? pp->shuffle_buffer : 1;
-  int64_t share = (g->D + g->P - 1) / g->P;
-  if (K > share / largest || K * largest >= share) {
-    g->per_rank = share;
-    g->G = g->D;
-    g->nwindows = 1;
-  } else {
-    g->per_rank = K * largest;
-    g->G = g->per_rank * g->P;
-    g->nwindows = (g->D + g->G - 1) / g->G;
-  }
+  g->K = pp->shuffle_buffer > 0 ? pp->shuffle_buffer : 1;
+  g->largest = largest;
+  shape(g);
   return 0;
 }
 
@@ -215,9 +227,78 @@ int64_t ferry__global_serve_first(const ferry__global *g, int64_t w) {
 }
 
 int64_t ferry__global_rank_samples(const ferry__global *g, int q) {
+  if (g->nwindows == 0)
+    return 0;
   ferry__global_counts c;
   ferry__global_counts_of(g, g->nwindows - 1, q, &c);
   return ferry__global_serve_first(g, g->nwindows - 1) + c.read + c.pads;
+}
+
+/* ---- Resuming ----------------------------------------------------------- */
+
+void ferry__global_cut(const ferry__global *g, int64_t served, int64_t *w,
+                       int64_t *off) {
+  int64_t pos = served * g->B;
+  *w = 0;
+  *off = 0;
+  if (g->nwindows == 0)
+    return;
+  *w = pos / g->per_rank;
+  if (*w > g->nwindows - 1)
+    *w = g->nwindows - 1;
+  *off = pos - *w * g->per_rank;
+}
+
+int ferry__global_resume(ferry__global *ch, const ferry__global *pg,
+                         int64_t served, int world_size, ferry__err *err) {
+  memset(ch, 0, sizeof *ch);
+  if (world_size < 1)
+    return ferry__seterr(err, FERRY_EINVAL, "resume: world size %d",
+                         world_size);
+  if (served < 0 || served > pg->num_batches)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "resume: %lld batches served, but that part of the "
+                         "epoch has %lld batches over %d ranks",
+                         (long long)served, (long long)pg->num_batches, pg->P);
+  ch->pieces = pg->pieces;
+  ch->perm = pg->perm;
+  ch->npieces = pg->npieces;
+  ch->P = world_size;
+  ch->B = pg->B;
+  ch->tail = pg->tail;
+  ch->exchange = pg->exchange;
+  ch->epoch = pg->epoch;
+  ch->K = pg->K;
+  ch->largest = pg->largest;
+  ch->parent = pg;
+  ch->level = pg->level + 1;
+  /* fresh permutations for the rest, the same on every rank */
+  ch->seed =
+      ferry__rand_key(pg->seed, FERRY__STREAM_GDEAL,
+                      ~(uint64_t)0 - (uint64_t)ch->level, (uint64_t)served);
+  ferry__global_cut(pg, served, &ch->cut_window, &ch->cut_off);
+  ch->fpre = malloc((size_t)(pg->P + 1) * sizeof *ch->fpre);
+  if (!ch->fpre)
+    return ferry__seterr(err, FERRY_ENOMEM, "resume: out of memory");
+  ch->fpre[0] = 0;
+  for (int r = 0; r < pg->P; r++) {
+    ferry__global_counts c;
+    ferry__global_counts_of(pg, ch->cut_window, r, &c);
+    int64_t u = pg->nwindows ? c.read - ch->cut_off : 0;
+    ch->fpre[r + 1] = ch->fpre[r] + (u > 0 ? u : 0);
+  }
+  ch->nF = ch->fpre[pg->P];
+  int64_t rest = (ch->cut_window + 1) * pg->G;
+  ch->rest_lo = rest < pg->D ? rest : pg->D;
+  ch->M = ch->nF + pg->D - ch->rest_lo;
+  int rc = global_tail(ch, 1, err);
+  if (rc) {
+    ferry__global_free(ch);
+    return rc;
+  }
+  ch->dropped += pg->dropped;
+  shape(ch);
+  return 0;
 }
 
 /* ---- One window -----------------------------------------------------------
@@ -267,15 +348,33 @@ static int cmp_ext_pos(const void *a, const void *b) {
   return (x->row > y->row) - (x->row < y->row);
 }
 
-/* Rank q's extents in window w (sorted by position, adjacent ones merged)
- * into c->ext / c->next, with c->extpre.  Returns 0 or FERRY_ENOMEM. */
-static int layout(wctx *c, int q) {
-  const ferry__global *g = c->g;
-  const ferry__global_counts *k = &c->cnt[q];
-  int64_t a = k->first + k->read_lo, len = k->read;
-  c->next = 0;
-  if (len == 0)
-    return 0;
+static int wctx_init(wctx *c, const ferry__global *g, int64_t w);
+static void wctx_free(wctx *c);
+static void deal_src(const wctx *c, int r, int64_t j, int64_t *local, int *sr,
+                     int64_t *si);
+static int layout(wctx *c, int q);
+
+/* Append e to c's extents.  0 or FERRY_ENOMEM. */
+static int ext_push(wctx *c, ferry__extent e) {
+  if (c->next == c->extcap) {
+    int64_t cap = c->extcap ? 2 * c->extcap : 16;
+    ferry__extent *v = realloc(c->ext, (size_t)cap * sizeof *v);
+    if (!v)
+      return FERRY_ENOMEM;
+    c->ext = v;
+    int64_t *p = realloc(c->extpre, (size_t)(cap + 1) * sizeof *p);
+    if (!p)
+      return FERRY_ENOMEM;
+    c->extpre = p;
+    c->extcap = cap;
+  }
+  c->ext[c->next++] = e;
+  return 0;
+}
+
+/* The rows of S[a, a+len): runs of the permuted pieces. */
+static int collect_pieces(const ferry__global *g, int64_t a, int64_t len,
+                          wctx *out) {
   /* the piece holding position a: last i with start[i] <= a */
   int64_t lo = 0, hi = g->npieces - 1;
   while (lo < hi) {
@@ -289,27 +388,105 @@ static int layout(wctx *c, int q) {
     const ferry__chunk *pc = &g->pieces[g->perm[i]];
     int64_t off = a - g->start[i];
     int64_t take = pc->count - off < len ? pc->count - off : len;
-    if (c->next == c->extcap) {
-      int64_t cap = c->extcap ? 2 * c->extcap : 16;
-      ferry__extent *e = realloc(c->ext, (size_t)cap * sizeof *e);
-      if (!e)
-        return FERRY_ENOMEM;
-      c->ext = e;
-      int64_t *p = realloc(c->extpre, (size_t)(cap + 1) * sizeof *p);
-      if (!p)
-        return FERRY_ENOMEM;
-      c->extpre = p;
-      c->extcap = cap;
-    }
-    c->ext[c->next++] = (ferry__extent){
-        pc->part, pc->row + off, take, pc->global_first + off, c->w, -1};
+    if (ext_push(out, (ferry__extent){pc->part, pc->row + off, take,
+                                      pc->global_first + off, out->w, -1}))
+      return FERRY_ENOMEM;
     a += take;
     len -= take;
   }
+  return 0;
+}
+
+typedef struct src_item {
+  int q;
+  int64_t i;
+} src_item;
+
+static int cmp_src_item(const void *a, const void *b) {
+  const src_item *x = a, *y = b;
+  if (x->q != y->q)
+    return (x->q > y->q) - (x->q < y->q);
+  return (x->i > y->i) - (x->i < y->i);
+}
+
+static int collect_seq(const ferry__global *g, int64_t a, int64_t len,
+                       wctx *out);
+
+/* The rows of F[a, a+len) of a resumed plan: each position is (old rank r,
+ * old position j) of the parent's cut window; the parent's deal says which
+ * rank read it, that rank's layout which row it is. */
+static int collect_cut(const ferry__global *g, int64_t a, int64_t len,
+                       wctx *out) {
+  const ferry__global *pg = g->parent;
+  src_item *v = malloc((size_t)(len > 0 ? len : 1) * sizeof *v);
+  wctx pc;
+  int rc = v ? wctx_init(&pc, pg, g->cut_window) : FERRY_ENOMEM;
+  for (int64_t t = a; !rc && t < a + len; t++) {
+    int r = find_rank(g->fpre, pg->P, t);
+    int64_t j = g->cut_off + t - g->fpre[r], local, si;
+    int sr;
+    deal_src(&pc, r, j, &local, &sr, &si);
+    v[t - a] = local >= 0 ? (src_item){r, local} : (src_item){sr, si};
+  }
+  if (!rc)
+    qsort(v, (size_t)len, sizeof *v, cmp_src_item);
+  for (int64_t k = 0; !rc && k < len; k++) {
+    if (k == 0 || v[k].q != v[k - 1].q)
+      rc = layout(&pc, v[k].q);
+    if (rc)
+      break;
+    int64_t lo = 0, hi = pc.next - 1; /* the extent of item v[k].i */
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo + 1) / 2;
+      if (pc.extpre[mid] <= v[k].i)
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    const ferry__extent *e = &pc.ext[lo];
+    int64_t off = v[k].i - pc.extpre[lo];
+    rc = ext_push(out, (ferry__extent){e->part, e->row + off, 1,
+                                       e->global_first + off, out->w, -1});
+  }
+  if (v)
+    wctx_free(&pc);
+  free(v);
+  return rc;
+}
+
+/* The rows of g's sample sequence [a, a+len), in any order. */
+static int collect_seq(const ferry__global *g, int64_t a, int64_t len,
+                       wctx *out) {
+  if (len <= 0)
+    return 0;
+  if (!g->parent)
+    return collect_pieces(g, a, len, out);
+  int rc = 0;
+  if (a < g->nF) {
+    int64_t take = g->nF - a < len ? g->nF - a : len;
+    rc = collect_cut(g, a, take, out);
+    a += take;
+    len -= take;
+  }
+  if (!rc && len > 0)
+    rc = collect_seq(g->parent, g->rest_lo + (a - g->nF), len, out);
+  return rc;
+}
+
+/* Rank q's extents in window w (sorted by position, adjacent ones merged)
+ * into c->ext / c->next, with c->extpre.  Returns 0 or FERRY_ENOMEM. */
+static int layout(wctx *c, int q) {
+  const ferry__global_counts *k = &c->cnt[q];
+  c->next = 0;
+  if (k->read == 0)
+    return 0;
+  if (collect_seq(c->g, k->first + k->read_lo, k->read, c))
+    return FERRY_ENOMEM;
   qsort(c->ext, (size_t)c->next, sizeof *c->ext, cmp_ext_pos);
   int64_t m = 0;
   for (int64_t i = 0; i < c->next; i++) {
     ferry__extent *last = m ? &c->ext[m - 1] : NULL;
+    c->ext[i].window = c->w;
     if (last && last->part == c->ext[i].part &&
         last->row + last->count == c->ext[i].row)
       last->count += c->ext[i].count;
@@ -622,9 +799,10 @@ static uint64_t mix_in(uint64_t h, int64_t v) {
 
 uint64_t ferry__global_checksum(const ferry__global *g) {
   uint64_t h = FERRY__FNV_INIT;
-  int64_t head[] = {g->P,        g->B,       g->tail,    g->M,
-                    g->D,        g->dropped, g->padded,  g->num_batches,
-                    g->per_rank, g->G,       g->nwindows};
+  int64_t head[] = {g->P,          g->B,       g->tail,     g->M,
+                    g->D,          g->dropped, g->padded,   g->num_batches,
+                    g->per_rank,   g->G,       g->nwindows, g->level,
+                    g->cut_window, g->cut_off, g->nF,       g->rest_lo};
   for (size_t i = 0; i < sizeof head / sizeof head[0]; i++)
     h = mix_in(h, head[i]);
   h = ferry__fnv1a(h, &g->exchange, sizeof g->exchange);

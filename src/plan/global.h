@@ -24,6 +24,7 @@ enum {
  * A keyed pseudo-random permutation of [0, n), evaluated point by point in
  * O(1) expected time and no memory: a six-round Feistel network over the
  * smallest even number of bits covering n, cycle-walked into [0, n).
+ * x outside [0, n) gives -1.
  */
 int64_t ferry__prp(uint64_t key, int64_t n, int64_t x);
 /** The inverse of ferry__prp: ferry__prp_inv(k, n, ferry__prp(k, n, x)) == x.
@@ -54,6 +55,16 @@ typedef struct ferry__global {
   int64_t G;           /* samples of a full window (P * per_rank)        */
   int64_t nwindows;
   int64_t padded; /* pads over all ranks (tail=pad)                        */
+  int64_t K, largest; /* per_rank = K * largest piece, or a rank's share   */
+  /* A resumed epoch (ferry__global_resume): the samples not served by
+   * parent, in the order F (the cut window's unserved real samples, by old
+   * rank then old position) then parent's sequence from rest_lo on. */
+  const struct ferry__global *parent; /* NULL: the epoch's sequence S   */
+  int level;                          /* resumes so far                 */
+  int64_t cut_window, cut_off;        /* parent's window of the cut, and
+                                       * the position served up to in it */
+  int64_t *fpre;                      /* [parent->P + 1] F per old rank  */
+  int64_t nF, rest_lo;
 } ferry__global;
 
 /**
@@ -68,6 +79,25 @@ int ferry__global_init(ferry__global *g, const ferry__chunk *pieces,
                        const ferry__plan_params *pp, double exchange,
                        ferry__err *err);
 void ferry__global_free(ferry__global *g);
+
+/**
+ * The rest of an epoch after every rank of parent served `served` batches,
+ * over world_size ranks (another world size than parent's; with the same
+ * one every rank simply continues parent's order).  The unserved real
+ * samples (parent's pads dropped) are, in order, those of the cut window
+ * (ferry__global_cut) by old rank then old position, then parent's sequence
+ * after that window; they are dealt in global windows as an epoch is, with
+ * fresh keys, and the tail rule applied again to their count (drop_last
+ * may leave no batch).  Chains: a resumed plan may be resumed again.
+ * parent must outlive child.  Memory O(parent's world size).  Returns 0,
+ * FERRY_EINVAL (world size), FERRY_EFORMAT (served beyond parent's
+ * batches), FERRY_ENOMEM.
+ */
+int ferry__global_resume(ferry__global *child, const ferry__global *parent,
+                         int64_t served, int world_size, ferry__err *err);
+/** Where `served` batches end on every rank: window *w, position *off. */
+void ferry__global_cut(const ferry__global *g, int64_t served, int64_t *w,
+                       int64_t *off);
 
 /** Rank q's counts in window w. */
 typedef struct ferry__global_counts {

@@ -100,6 +100,19 @@ static void gplan_free(gplan *p) {
   memset(p, 0, sizeof *p);
 }
 
+/* Every rank's table of every window of p->g. */
+static int gplan_windows(gplan *p, ferry__err *err) {
+  const int P = p->g.P;
+  int rc = 0;
+  p->win = calloc((size_t)(p->g.nwindows * P + 1), sizeof *p->win);
+  if (!p->win)
+    rc = FERRY_ENOMEM;
+  for (int64_t w = 0; !rc && w < p->g.nwindows; w++)
+    for (int r = 0; !rc && r < P; r++)
+      rc = ferry__global_window_build(&p->g, r, w, &p->win[w * P + r], err);
+  return rc;
+}
+
 /* Build the plan of t; returns the plan's status (0, or the refusal). */
 static int gplan_make(const gcase *t, gplan *p, ferry__err *err) {
   memset(p, 0, sizeof *p);
@@ -133,14 +146,8 @@ static int gplan_make(const gcase *t, gplan *p, ferry__err *err) {
     rc = ferry__global_init(&p->g, p->pieces, p->npieces, p->perm, &pp, t->Q,
                             err);
   }
-  if (!rc) {
-    p->win = calloc((size_t)(p->g.nwindows * t->P), sizeof *p->win);
-    if (!p->win)
-      rc = FERRY_ENOMEM;
-  }
-  for (int64_t w = 0; !rc && w < p->g.nwindows; w++)
-    for (int r = 0; !rc && r < t->P; r++)
-      rc = ferry__global_window_build(&p->g, r, w, &p->win[w * t->P + r], err);
+  if (!rc)
+    rc = gplan_windows(p, err);
   if (rc && rc != FERRY_EINVAL && rc != FERRY_EEMPTY)
     gplan_free(p);
   return rc;
@@ -509,6 +516,118 @@ static int test_exchange_q(void) {
   return 0;
 }
 
+/* ---- Elastic resume --------------------------------------------------------
+ *
+ * An epoch served over Ps[0] ranks up to cut[0] batches, then resumed over
+ * Ps[1] ranks up to cut[1] batches of that plan, and so on; the last plan
+ * is served to its end.  Over all of it every sample at most once, never
+ * served exactly the dropped ones (none with tail=partial), equal batch
+ * counts in every plan, the exchange of every window of every plan adds
+ * up. */
+
+enum { MAX_LEVELS = 4 };
+
+static int resume_case(const gcase *t, const int *Ps, const int *quarter,
+                       int nlev) {
+  gplan lv[MAX_LEVELS];
+  memset(lv, 0, sizeof lv);
+  ferry__err err = {0};
+  gcase t0 = *t;
+  t0.P = Ps[0];
+  int rc = gplan_make(&t0, &lv[0], &err);
+  if (rc == FERRY_EINVAL && t->tail == FERRY__TAIL_DROP)
+    return 0; /* batch larger than a share: test_exactly_once covers it */
+  REQUIRE(rc == 0, "plan: %s", err.msg);
+  int64_t cut[MAX_LEVELS];
+  int *seen = calloc((size_t)t->N, sizeof *seen);
+  REQUIRE(seen != NULL, "out of memory");
+  int fail = ft_failures;
+  int64_t pads = 0, padded = 0;
+  for (int L = 0; L < nlev; L++) {
+    if (L > 0) {
+      rc =
+          ferry__global_resume(&lv[L].g, &lv[L - 1].g, cut[L - 1], Ps[L], &err);
+      if (!rc)
+        rc = gplan_windows(&lv[L], &err);
+      REQUIRE(rc == 0, "resume level %d: %s", L, err.msg);
+    }
+    const ferry__global *g = &lv[L].g;
+    cut[L] = L + 1 < nlev ? g->num_batches * quarter[L] / 4 : g->num_batches;
+    padded += g->padded;
+    for (int64_t w = 0; w < g->nwindows; w++)
+      if (!check_exchange(&lv[L], w))
+        break;
+    for (int r = 0; r < g->P; r++) {
+      int64_t n = ferry__global_rank_samples(g, r);
+      if (t->tail != FERRY__TAIL_PARTIAL)
+        CHECK(n == g->num_batches * t->B, "level %d rank %d: %lld samples", L,
+              r, (long long)n);
+      else
+        CHECK((n + t->B - 1) / t->B <= g->num_batches, "level %d rank %d", L,
+              r);
+      for (int64_t w = 0; w < g->nwindows; w++) {
+        const ferry__global_window *x = win_of(&lv[L], w, r);
+        for (int64_t j = 0; j < x->nserve; j++) {
+          if (x->serve_first + j >= cut[L] * t->B)
+            break;
+          if (x->serve_padded[j])
+            pads++;
+          else
+            seen[x->serve_sample[j]]++;
+        }
+      }
+    }
+  }
+  int64_t never = 0, twice = 0;
+  for (int64_t s = 0; s < t->N; s++) {
+    never += seen[s] == 0;
+    twice += seen[s] > 1;
+  }
+  const ferry__global *last = &lv[nlev - 1].g;
+  CHECK(twice == 0, "%lld samples served twice", (long long)twice);
+  CHECK(never == last->dropped, "%lld samples never served, %lld dropped",
+        (long long)never, (long long)last->dropped);
+  if (t->tail == FERRY__TAIL_PARTIAL)
+    CHECK(never == 0, "tail=partial left %lld samples", (long long)never);
+  CHECK(pads <= padded, "%lld pads served, plans pad %lld", (long long)pads,
+        (long long)padded);
+  if (ft_failures != fail) {
+    describe(t);
+    for (int L = 0; L < nlev; L++)
+      fprintf(stderr, "  level %d: %d ranks, cut %lld of %lld batches\n", L,
+              Ps[L], (long long)cut[L], (long long)lv[L].g.num_batches);
+  }
+  for (int L = nlev - 1; L >= 0; L--)
+    gplan_free(&lv[L]);
+  free(seen);
+  return 0;
+}
+
+static int test_resume(void) {
+  static const int chains[][MAX_LEVELS] = {
+      {3, 2}, {3, 4}, {1, 7}, {7, 3, 5}, {4, 2, 4, 3}, {2, 3}, {64, 5}};
+  static const int nlevs[] = {2, 2, 2, 3, 4, 2, 2};
+  const int64_t Ns[] = {13, 97, 1009, 4099};
+  const double Qs[] = {1.0, 0.5};
+  int64_t ncase = 0;
+  for (size_t c = 0; c < sizeof nlevs / sizeof nlevs[0]; c++)
+    for (size_t a = 0; a < sizeof Ns / sizeof Ns[0]; a++)
+      for (int tail = 0; tail < 3; tail++)
+        for (size_t q = 0; q < 2; q++) {
+          int64_t k = ncase++;
+          gcase t = {Ns[a],        1 + k % 2,   5 + 2 * (k % 3),
+                     1 + k % 4,    k % 3,       0,
+                     chains[c][0], tail,        FERRY__SHUFFLE_CHUNKS,
+                     Qs[q],        (uint64_t)k, 1};
+          int quarter[MAX_LEVELS] = {(int)(k % 5), (int)((k + 2) % 5),
+                                     (int)((k + 1) % 5), 2};
+          if (resume_case(&t, chains[c], quarter, nlevs[c]))
+            return 1;
+        }
+  printf("resume: %lld cases\n", (long long)ncase);
+  return 0;
+}
+
 /* ---- Determinism -----------------------------------------------------------
  */
 
@@ -561,6 +680,7 @@ int main(void) {
   test_exactly_once();
   test_uniform();
   test_exchange_q();
+  test_resume();
   test_determinism();
   return ft_summary("test_global");
 }
