@@ -30,25 +30,46 @@
 
 /* ---- The keyed permutation ------------------------------------------------
  *
- * A balanced Feistel network on 2h bits (2^(2h) >= n > 2^(2h-2), so fewer
- * than 4 walks on average), round function rand64(key, half * 8 + round);
- * values >= n are walked through the network again until one lands inside
- * [0, n), which keeps it a bijection of [0, n). */
+ * An unbalanced Feistel network on the b bits of n - 1 (2^b >= n > 2^(b-1),
+ * so fewer than 2 walks on average): x is split into a high part of b/2
+ * bits and a low part of b - b/2 bits, and the rounds alternately XOR the
+ * low part with F(high) and the high part with F(low), F(h) =
+ * rand64(key, h * 8 + round) cut to the part's width.  Each round is its
+ * own inverse, so the inverse runs them backwards.  Values >= n are walked
+ * through the network again until one lands inside [0, n), which keeps it
+ * a bijection of [0, n). */
 
 #define PRP_ROUNDS 6
 
-static int prp_half_bits(int64_t n) {
-  uint64_t v = (uint64_t)(n - 1);
-  int b = 0;
-  while (v) {
-    b++;
-    v >>= 1;
-  }
-  return (b + 1) / 2;
+typedef struct prp_shape {
+  int hb;                   /* bits of the low part */
+  uint64_t lmask, hmask, n; /* masks of the two parts */
+} prp_shape;
+
+static prp_shape prp_shape_of(int64_t n) {
+  int b = 64 - __builtin_clzll((unsigned long long)(n - 1));
+  int lb = b - b / 2;
+  prp_shape s = {lb, ((uint64_t)1 << lb) - 1, ((uint64_t)1 << (b / 2)) - 1,
+                 (uint64_t)n};
+  return s;
 }
 
-static uint64_t prp_f(uint64_t key, int round, uint64_t half) {
-  return ferry__rand64(key, half * 8 + (uint64_t)round);
+/* ferry__rand64(key, half * 8 + round), inlined: the hot loop of a plan. */
+static inline uint64_t prp_f(uint64_t key, int round, uint64_t half) {
+  uint64_t z = key + (half * 8 + (uint64_t)round + 1) * 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+static inline uint64_t prp_round(const prp_shape *s, uint64_t key, int i,
+                                 uint64_t v) {
+  uint64_t lo = v & s->lmask, hi = v >> s->hb;
+  if (i % 2 == 0)
+    lo ^= prp_f(key, i, hi) & s->lmask;
+  else
+    hi ^= prp_f(key, i, lo) & s->hmask;
+  return (hi << s->hb) | lo;
 }
 
 int64_t ferry__prp(uint64_t key, int64_t n, int64_t x) {
@@ -56,17 +77,12 @@ int64_t ferry__prp(uint64_t key, int64_t n, int64_t x) {
     return -1;
   if (n == 1)
     return x;
-  int h = prp_half_bits(n);
-  uint64_t mask = ((uint64_t)1 << h) - 1, v = (uint64_t)x;
+  prp_shape s = prp_shape_of(n);
+  uint64_t v = (uint64_t)x;
   do {
-    uint64_t l = v >> h, r = v & mask;
-    for (int i = 0; i < PRP_ROUNDS; i++) {
-      uint64_t t = l ^ (prp_f(key, i, r) & mask);
-      l = r;
-      r = t;
-    }
-    v = (l << h) | r;
-  } while (v >= (uint64_t)n);
+    for (int i = 0; i < PRP_ROUNDS; i++)
+      v = prp_round(&s, key, i, v);
+  } while (v >= s.n);
   return (int64_t)v;
 }
 
@@ -75,17 +91,12 @@ int64_t ferry__prp_inv(uint64_t key, int64_t n, int64_t x) {
     return -1;
   if (n == 1)
     return x;
-  int h = prp_half_bits(n);
-  uint64_t mask = ((uint64_t)1 << h) - 1, v = (uint64_t)x;
+  prp_shape s = prp_shape_of(n);
+  uint64_t v = (uint64_t)x;
   do {
-    uint64_t l = v >> h, r = v & mask;
-    for (int i = PRP_ROUNDS - 1; i >= 0; i--) {
-      uint64_t t = r ^ (prp_f(key, i, l) & mask);
-      r = l;
-      l = t;
-    }
-    v = (l << h) | r;
-  } while (v >= (uint64_t)n);
+    for (int i = PRP_ROUNDS - 1; i >= 0; i--)
+      v = prp_round(&s, key, i, v);
+  } while (v >= s.n);
   return (int64_t)v;
 }
 
@@ -323,8 +334,9 @@ typedef struct wctx {
   ferry__global_counts *cnt; /* [P] */
   int64_t *xpre, *ppre;      /* [P+1] */
   uint64_t kdeal;
-  ferry__extent *ext; /* scratch: one rank's extents */
-  int64_t *extpre;    /* [cap+1] read items before each extent */
+  uint64_t *kkeep, *kserve; /* [P] keys of each rank's permutations */
+  ferry__extent *ext;       /* scratch: one rank's extents */
+  int64_t *extpre;          /* [cap+1] read items before each extent */
   int64_t next, extcap;
 } wctx;
 
@@ -520,13 +532,17 @@ static int wctx_init(wctx *c, const ferry__global *g, int64_t w) {
   c->cnt = malloc((size_t)g->P * sizeof *c->cnt);
   c->xpre = malloc((size_t)(g->P + 1) * sizeof *c->xpre);
   c->ppre = malloc((size_t)(g->P + 1) * sizeof *c->ppre);
-  if (!c->cnt || !c->xpre || !c->ppre)
+  c->kkeep = malloc((size_t)g->P * sizeof *c->kkeep);
+  c->kserve = malloc((size_t)g->P * sizeof *c->kserve);
+  if (!c->cnt || !c->xpre || !c->ppre || !c->kkeep || !c->kserve)
     return FERRY_ENOMEM;
   c->xpre[0] = c->ppre[0] = 0;
   for (int q = 0; q < g->P; q++) {
     ferry__global_counts_of(g, w, q, &c->cnt[q]);
     c->xpre[q + 1] = c->xpre[q] + c->cnt[q].sent;
     c->ppre[q + 1] = c->ppre[q] + c->cnt[q].pads;
+    c->kkeep[q] = key_rank(g, FERRY__STREAM_GKEEP, w, q);
+    c->kserve[q] = key_rank(g, FERRY__STREAM_GSERVE, w, q);
   }
   c->kdeal = key_deal(g, w);
   return 0;
@@ -536,6 +552,8 @@ static void wctx_free(wctx *c) {
   free(c->cnt);
   free(c->xpre);
   free(c->ppre);
+  free(c->kkeep);
+  free(c->kserve);
   free(c->ext);
   free(c->extpre);
 }
@@ -546,10 +564,10 @@ static int deal_dest(const wctx *c, int q, int64_t i, int *dr, int64_t *dp) {
   const ferry__global *g = c->g;
   const ferry__global_counts *k = &c->cnt[q];
   int64_t kept = k->read - k->sent;
-  int64_t t = ferry__prp(key_rank(g, FERRY__STREAM_GKEEP, c->w, q), k->read, i);
+  int64_t t = ferry__prp(c->kkeep[q], k->read, i);
   if (t < kept) {
     *dr = q;
-    *dp = ferry__prp(key_rank(g, FERRY__STREAM_GSERVE, c->w, q), k->read, t);
+    *dp = ferry__prp(c->kserve[q], k->read, t);
     return 0;
   }
   int64_t X = c->xpre[g->P];
@@ -558,7 +576,7 @@ static int deal_dest(const wctx *c, int q, int64_t i, int *dr, int64_t *dp) {
   const ferry__global_counts *kr = &c->cnt[r];
   int64_t m = kr->read - kr->sent + slot - c->xpre[r];
   *dr = r;
-  *dp = ferry__prp(key_rank(g, FERRY__STREAM_GSERVE, c->w, r), kr->read, m);
+  *dp = ferry__prp(c->kserve[r], kr->read, m);
   return 1;
 }
 
@@ -569,11 +587,9 @@ static void deal_src(const wctx *c, int r, int64_t j, int64_t *local, int *sr,
   const ferry__global *g = c->g;
   const ferry__global_counts *k = &c->cnt[r];
   int64_t kept = k->read - k->sent;
-  int64_t m =
-      ferry__prp_inv(key_rank(g, FERRY__STREAM_GSERVE, c->w, r), k->read, j);
+  int64_t m = ferry__prp_inv(c->kserve[r], k->read, j);
   if (m < kept) {
-    *local =
-        ferry__prp_inv(key_rank(g, FERRY__STREAM_GKEEP, c->w, r), k->read, m);
+    *local = ferry__prp_inv(c->kkeep[r], k->read, m);
     *sr = -1;
     *si = -1;
     return;
@@ -585,7 +601,7 @@ static void deal_src(const wctx *c, int r, int64_t j, int64_t *local, int *sr,
   int64_t t = kq->read - kq->sent + p - c->xpre[q];
   *local = -1;
   *sr = q;
-  *si = ferry__prp_inv(key_rank(g, FERRY__STREAM_GKEEP, c->w, q), kq->read, t);
+  *si = ferry__prp_inv(c->kkeep[q], kq->read, t);
 }
 
 /* Pad k of rank r repeats window item (ppre[r] + k) mod n: read by rank q,
@@ -616,6 +632,48 @@ static int cmp_sendent(const void *a, const void *b) {
   if (x->rank != y->rank)
     return (x->rank > y->rank) - (x->rank < y->rank);
   return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* Sort e[0..n) by (rank, pos): an LSD radix sort, 11 bits a pass, on the
+ * key rank * span + pos (qsort cost a third of a window's plan).  Returns
+ * 0 or FERRY_ENOMEM. */
+static int sort_sends(sendent *e, int64_t n, int P) {
+  uint64_t span = 1;
+  for (int64_t i = 0; i < n; i++)
+    if ((uint64_t)e[i].pos >= span)
+      span = (uint64_t)e[i].pos + 1;
+  if (n < 64 || span > UINT64_MAX / (uint64_t)P) {
+    qsort(e, (size_t)n, sizeof *e, cmp_sendent);
+    return 0;
+  }
+  int bits = 64 - __builtin_clzll((unsigned long long)((uint64_t)P * span));
+  sendent *tmp = malloc((size_t)n * sizeof *tmp), *src = e, *dst = tmp;
+  int64_t *cnt = malloc(2049 * sizeof *cnt);
+  if (!tmp || !cnt) {
+    free(tmp);
+    free(cnt);
+    return FERRY_ENOMEM;
+  }
+  for (int shift = 0; shift < bits; shift += 11) {
+    memset(cnt, 0, 2049 * sizeof *cnt);
+    for (int64_t i = 0; i < n; i++)
+      cnt[(((uint64_t)src[i].rank * span + (uint64_t)src[i].pos) >> shift &
+           2047) +
+          1]++;
+    for (int d = 0; d < 2048; d++)
+      cnt[d + 1] += cnt[d];
+    for (int64_t i = 0; i < n; i++)
+      dst[cnt[((uint64_t)src[i].rank * span + (uint64_t)src[i].pos) >> shift &
+              2047]++] = src[i];
+    sendent *t = src;
+    src = dst;
+    dst = t;
+  }
+  if (src != e)
+    memcpy(e, src, (size_t)n * sizeof *e);
+  free(tmp);
+  free(cnt);
+  return 0;
 }
 
 void ferry__global_window_free(ferry__global_window *x) {
@@ -692,7 +750,10 @@ static int build_sends(const wctx *c, ferry__global_window *x) {
       if (pad_src(c, q, j, &si) == r)
         e[ne++] = (sendent){q, c->cnt[q].read + j, si};
     }
-  qsort(e, (size_t)ne, sizeof *e, cmp_sendent);
+  if (sort_sends(e, ne, g->P)) {
+    free(e);
+    return FERRY_ENOMEM;
+  }
   x->nsend = ne;
   x->send_item = malloc(n1(ne) * sizeof *x->send_item);
   x->send_pos = malloc(n1(ne) * sizeof *x->send_pos);
@@ -735,17 +796,25 @@ static int build_serves(wctx *c, ferry__global_window *x) {
     x->rdispls[q] = x->rdispls[q - 1] + x->recvcounts[q - 1];
   x->nrecv = x->rdispls[g->P - 1] + x->recvcounts[g->P - 1];
   /* serve_sample holds the source's read item: map it through the
-   * source's layout, one source at a time. */
-  for (int q = 0; q < g->P; q++) {
+   * source's layout, one source at a time (positions in receive order). */
+  int64_t *ord = malloc(n1(x->nrecv) * sizeof *ord);
+  if (!ord)
+    return FERRY_ENOMEM;
+  for (int64_t j = 0; j < x->nserve; j++)
+    if (x->src_rank[j] >= 0)
+      ord[x->rdispls[x->src_rank[j]] + x->src_off[j]] = j;
+  int rc = 0;
+  for (int q = 0; q < g->P && !rc; q++) {
     if (!x->recvcounts[q])
       continue;
-    if (layout(c, q))
-      return FERRY_ENOMEM;
-    for (int64_t j = 0; j < x->nserve; j++)
-      if (x->src_rank[j] == q)
-        x->serve_sample[j] = layout_sample(c, x->serve_sample[j]);
+    rc = layout(c, q);
+    for (int64_t o = 0; !rc && o < x->recvcounts[q]; o++) {
+      int64_t j = ord[x->rdispls[q] + o];
+      x->serve_sample[j] = layout_sample(c, x->serve_sample[j]);
+    }
   }
-  return 0;
+  free(ord);
+  return rc;
 }
 
 int ferry__global_window_build(const ferry__global *g, int rank, int64_t w,
