@@ -59,6 +59,29 @@ static int test_prp(void) {
     }
     CHECK(ok, "prp inverse on n = %lld", (long long)big[b]);
   }
+  /* Golden values of an independent Python model of docs/design.md's
+   * description (key = rand_key(2026, 4, 3, 7)): {n, x, prp, prp_inv}.
+   * A change here changes every global order: a breaking change. */
+  static const int64_t gold[][4] = {
+      {2LL, 0LL, 0LL, 0LL},
+      {3LL, 2LL, 0LL, 1LL},
+      {10LL, 7LL, 8LL, 9LL},
+      {1000LL, 999LL, 240LL, 556LL},
+      {1000003LL, 12345LL, 232457LL, 609608LL},
+      {1099511627776LL, 987654321LL, 56619319984LL, 176375080587LL},
+      {4611686018427387909LL, 2305843009213693952LL, 2882116033494126429LL,
+       3170166602337796635LL}};
+  uint64_t key = ferry__rand_key(2026, 4, 3, 7);
+  CHECK(key == 0xab9a54d1fee6490fULL, "rand_key: %llx",
+        (unsigned long long)key);
+  for (size_t i = 0; i < sizeof gold / sizeof gold[0]; i++) {
+    int64_t y = ferry__prp(key, gold[i][0], gold[i][1]);
+    int64_t z = ferry__prp_inv(key, gold[i][0], gold[i][1]);
+    CHECK(y == gold[i][2] && z == gold[i][3],
+          "prp(n=%lld, x=%lld) = %lld, inverse %lld; the model says %lld, %lld",
+          (long long)gold[i][0], (long long)gold[i][1], (long long)y,
+          (long long)z, (long long)gold[i][2], (long long)gold[i][3]);
+  }
   return 0;
 }
 
