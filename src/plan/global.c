@@ -859,6 +859,86 @@ int ferry__global_window_build(const ferry__global *g, int rank, int64_t w,
   return 0;
 }
 
+/* ---- Memory ------------------------------------------------------------- */
+
+static size_t sat_mul(int64_t rows, size_t bytes) {
+  if (rows <= 0)
+    return 0;
+  return (uint64_t)rows > SIZE_MAX / bytes ? SIZE_MAX : (size_t)rows * bytes;
+}
+
+static size_t sat_add(size_t a, size_t b) {
+  return a > SIZE_MAX - b ? SIZE_MAX : a + b;
+}
+
+/* The most pieces a run of len samples of S touches (two pointers over
+ * the pieces' starts); len itself for a resumed plan, whose reads of the
+ * cut window are single rows. */
+static int64_t max_pieces(const ferry__global *g, int64_t len) {
+  if (g->parent || len <= 0)
+    return len > 0 ? len : 0;
+  int64_t best = 0;
+  for (int64_t i = 0, j = 0; i < g->npieces; i++) {
+    if (j < i)
+      j = i;
+    /* pieces i..j-1 start inside [start[i], start[i] + len) */
+    while (j < g->npieces && g->start[j] < g->start[i] + len)
+      j++;
+    if (j - i + 1 > best)
+      best = j - i + 1; /* and the one a run starting inside i-1 reaches */
+  }
+  return best < len ? best : len;
+}
+
+void ferry__global_memory_of(const ferry__global *g, size_t row_bytes,
+                             ferry__global_memory *m) {
+  memset(m, 0, sizeof *m);
+  if (g->nwindows == 0)
+    return;
+  /* every full window is per_rank on every rank; the last one is looked at
+   * rank by rank (its pads, and the pad copies a rank sends) */
+  int64_t pads_all = 0, n_last = 0;
+  for (int q = 0; q < g->P; q++) {
+    ferry__global_counts c;
+    ferry__global_counts_of(g, g->nwindows - 1, q, &c);
+    pads_all += c.pads;
+    n_last = c.n;
+  }
+  for (int q = 0; q < g->P; q++) {
+    ferry__global_counts c;
+    ferry__global_counts_of(g, g->nwindows - 1, q, &c);
+    int64_t a = g->nwindows > 1 && g->per_rank > c.read ? g->per_rank : c.read;
+    int64_t x =
+        c.sent > sent_of(g->exchange, a) ? c.sent : sent_of(g->exchange, a);
+    /* pad copies sent: the rank's items, each taken at most
+     * ceil(pads / n) times */
+    int64_t padsend = c.read * ((pads_all + n_last - 1) / n_last);
+    if (padsend > pads_all)
+      padsend = pads_all;
+    if (a > m->read_rows)
+      m->read_rows = a;
+    if (x + padsend > m->send_rows)
+      m->send_rows = x + padsend;
+    if (x + c.pads > m->recv_rows)
+      m->recv_rows = x + c.pads;
+    if (a + c.pads > m->serve_rows)
+      m->serve_rows = a + c.pads;
+  }
+  m->read = sat_mul(m->read_rows, row_bytes);
+  m->send = sat_mul(m->send_rows, row_bytes);
+  m->recv = sat_mul(m->recv_rows, row_bytes);
+  m->serve = sat_mul(m->serve_rows, row_bytes);
+  /* per read item: sample, dest rank, dest pos; per send: item, pos; per
+   * serve position: sample, local, src rank, src off, padded; per rank:
+   * four counts; extents: one per piece a rank window touches */
+  size_t ext = sat_mul(max_pieces(g, m->read_rows), sizeof(ferry__extent));
+  m->tables = sat_add(
+      sat_add(sat_mul(m->read_rows, 20), sat_mul(m->send_rows, 16)),
+      sat_add(sat_add(sat_mul(m->serve_rows, 29), sat_mul(g->P, 32)), ext));
+  size_t one = sat_add(sat_add(m->read, m->send), sat_add(m->recv, m->serve));
+  m->total = sat_add(sat_add(m->serve, one), sat_mul(2, m->tables));
+}
+
 /* ---- Checksums ------------------------------------------------------------
  */
 

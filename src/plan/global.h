@@ -158,6 +158,21 @@ int ferry__global_window_build(const ferry__global *g, int rank, int64_t w,
                                ferry__global_window *out, ferry__err *err);
 void ferry__global_window_free(ferry__global_window *x);
 
+/**
+ * The most memory one rank holds for shuffle=global at any time, by part,
+ * bytes (docs/design.md "Global shuffle", Memory): window w being served
+ * while w+1 is read and exchanged.  An upper bound over every rank and
+ * window, the same on every rank; O(P).
+ */
+typedef struct ferry__global_memory {
+  int64_t read_rows, send_rows, recv_rows, serve_rows; /* one window, max */
+  size_t read, send, recv, serve; /* bytes of one window's buffers    */
+  size_t tables;                  /* bytes of one window's table      */
+  size_t total; /* serve + (read + send + recv + serve) + 2 tables        */
+} ferry__global_memory;
+void ferry__global_memory_of(const ferry__global *g, size_t row_bytes,
+                             ferry__global_memory *m);
+
 /** Checksum of the epoch's shape, every window's counts and probes of its
  *  permutations: the same on every rank (rank-independent, O(nwindows *
  *  P)), for the cross-rank check. */

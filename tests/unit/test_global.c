@@ -226,6 +226,28 @@ static int check_exchange(const gplan *p, int64_t w) {
   return ok;
 }
 
+/* ferry__global_memory_of bounds every window of every rank. */
+static void check_memory(const gplan *p) {
+  ferry__global_memory m;
+  ferry__global_memory_of(&p->g, 24, &m);
+  int ok = 1;
+  for (int64_t i = 0; i < p->g.nwindows * p->g.P; i++) {
+    const ferry__global_window *x = &p->win[i];
+    size_t tables = (size_t)x->nread * 20 + (size_t)x->nsend * 16 +
+                    (size_t)x->nserve * 29 + (size_t)p->g.P * 32 +
+                    (size_t)x->nextents * sizeof(ferry__extent);
+    ok &= x->nread <= m.read_rows && x->nsend <= m.send_rows &&
+          x->nrecv <= m.recv_rows && x->nserve <= m.serve_rows &&
+          tables <= m.tables;
+  }
+  ok &= m.total == 2 * m.serve + m.read + m.send + m.recv + 2 * m.tables;
+  CHECK(ok,
+        "the memory bound (%lld %lld %lld %lld rows, %zu table bytes) "
+        "is exceeded",
+        (long long)m.read_rows, (long long)m.send_rows, (long long)m.recv_rows,
+        (long long)m.serve_rows, m.tables);
+}
+
 /* Exactly once / the tail rule, equal batch counts, and the exchange. */
 static int check_case(const gcase *t) {
   gplan p;
@@ -296,6 +318,7 @@ static int check_case(const gcase *t) {
   for (int64_t w = 0; w < p.g.nwindows; w++)
     if (!check_exchange(&p, w))
       break;
+  check_memory(&p);
   if (ft_failures != fail)
     describe(t);
   free(seen);
@@ -580,6 +603,7 @@ static int resume_case(const gcase *t, const int *Ps, const int *quarter,
     for (int64_t w = 0; w < g->nwindows; w++)
       if (!check_exchange(&lv[L], w))
         break;
+    check_memory(&lv[L]);
     for (int r = 0; r < g->P; r++) {
       int64_t n = ferry__global_rank_samples(g, r);
       if (t->tail != FERRY__TAIL_PARTIAL)
