@@ -859,6 +859,36 @@ int ferry__global_window_build(const ferry__global *g, int rank, int64_t w,
   return 0;
 }
 
+int ferry__global_reads(const ferry__global *g, int q, int64_t w,
+                        ferry__extent **ext, int64_t *n, ferry__err *err) {
+  *ext = NULL;
+  *n = 0;
+  if (q < 0 || q >= g->P || w < 0 || w >= g->nwindows)
+    return ferry__seterr(err, FERRY_EINVAL,
+                         "global plan: rank %d or window %lld out of range "
+                         "(%d ranks, %lld windows)",
+                         q, (long long)w, g->P, (long long)g->nwindows);
+  wctx c;
+  int rc = wctx_init(&c, g, w);
+  if (!rc)
+    rc = layout(&c, q);
+  if (!rc) {
+    *ext = c.ext ? c.ext : malloc(sizeof **ext);
+    *n = c.next;
+    if (*ext == c.ext)
+      c.ext = NULL; /* handed over */
+    else if (!*ext)
+      rc = FERRY_ENOMEM;
+  }
+  wctx_free(&c);
+  if (rc)
+    return ferry__seterr(err, rc,
+                         "global plan: out of memory for the reads of rank %d "
+                         "in window %lld",
+                         q, (long long)w);
+  return 0;
+}
+
 /* ---- Memory ------------------------------------------------------------- */
 
 static size_t sat_mul(int64_t rows, size_t bytes) {

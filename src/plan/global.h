@@ -116,6 +116,15 @@ int64_t ferry__global_rank_samples(const ferry__global *g, int q);
 int64_t ferry__global_serve_first(const ferry__global *g, int64_t w);
 
 /**
+ * Rank q's reads in window w (any rank's: what collective I/O needs to know
+ * of the others): *ext (malloc'd, *n entries, sorted by position, merged),
+ * the extents of ferry__global_window_build.  Returns 0, FERRY_EINVAL,
+ * FERRY_ENOMEM.
+ */
+int ferry__global_reads(const ferry__global *g, int q, int64_t w,
+                        ferry__extent **ext, int64_t *n, ferry__err *err);
+
+/**
  * One rank's table for one window.  Read items are numbered in read-buffer
  * order: the extents, sorted by (part, row) and merged, rows concatenated.
  * Serve positions are the rank's order of the window (pads last).  The send

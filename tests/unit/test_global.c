@@ -215,6 +215,14 @@ static int check_exchange(const gplan *p, int64_t w) {
       ok &= x->dest_pos[i] < d->nread &&
             d->serve_sample[x->dest_pos[i]] == x->read_sample[i];
     }
+    /* any rank's reads, as that rank's table has them */
+    ferry__extent *ext = NULL;
+    int64_t next = 0;
+    ferry__err err = {0};
+    ok &= ferry__global_reads(&p->g, r, w, &ext, &next, &err) == 0 &&
+          next == x->nextents &&
+          (next == 0 || !memcmp(ext, x->extents, (size_t)next * sizeof *ext));
+    free(ext);
     /* read items follow the extents */
     int64_t i = 0;
     for (int64_t e = 0; e < x->nextents && ok; e++)
