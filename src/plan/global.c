@@ -100,8 +100,7 @@ int64_t ferry__prp_inv(uint64_t key, int64_t n, int64_t x) {
   return (int64_t)v;
 }
 
-/* ---- The epoch's shape ----------------------------------------------------
- */
+/* ---- The epoch's shape -------------------------------------------------- */
 
 /* floor(n * q / P) without overflowing n * q. */
 static int64_t bal_lo(int64_t n, int P, int q) {
@@ -312,8 +311,7 @@ int ferry__global_resume(ferry__global *ch, const ferry__global *pg,
   return 0;
 }
 
-/* ---- One window -----------------------------------------------------------
- */
+/* ---- One window --------------------------------------------------------- */
 
 static uint64_t key_deal(const ferry__global *g, int64_t w) {
   return ferry__rand_key(g->seed, FERRY__STREAM_GDEAL, (uint64_t)g->epoch,
@@ -969,8 +967,7 @@ void ferry__global_memory_of(const ferry__global *g, size_t row_bytes,
   m->total = sat_add(sat_add(m->serve, one), sat_mul(2, m->tables));
 }
 
-/* ---- Checksums ------------------------------------------------------------
- */
+/* ---- Checksums ---------------------------------------------------------- */
 
 static uint64_t mix_in(uint64_t h, int64_t v) {
   return ferry__fnv1a(h, &v, sizeof v);

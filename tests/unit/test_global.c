@@ -29,8 +29,7 @@
 
 #include "../ferry_test.h"
 
-/* ---- The keyed permutation ------------------------------------------------
- */
+/* ---- The keyed permutation ----------------------------------------------- */
 
 static int test_prp(void) {
   for (int64_t n = 1; n <= 300; n++) {
@@ -85,8 +84,7 @@ static int test_prp(void) {
   return 0;
 }
 
-/* ---- One configuration, every rank and window -----------------------------
- */
+/* ---- One configuration, every rank and window ---------------------------- */
 
 typedef struct gcase {
   int64_t N, nparts, chunk, B, K, block;
@@ -372,8 +370,7 @@ static int test_exactly_once(void) {
   return 0;
 }
 
-/* ---- Uniformity over seeds -------------------------------------------------
- */
+/* ---- Uniformity over seeds ----------------------------------------------- */
 
 enum { U_N = 240, U_P = 4, U_SEEDS = 2000, U_BUCKETS = 6 };
 
@@ -512,8 +509,7 @@ static int test_uniform(void) {
   return 0;
 }
 
-/* ---- exchange=Q ------------------------------------------------------------
- */
+/* ---- exchange=Q ---------------------------------------------------------- */
 
 static int moved_fraction(double Q, int P, double *frac, int64_t *sent_bound) {
   int64_t moved = 0, total = 0;
@@ -683,8 +679,7 @@ static int test_resume(void) {
   return 0;
 }
 
-/* ---- Determinism -----------------------------------------------------------
- */
+/* ---- Determinism --------------------------------------------------------- */
 
 static uint64_t plan_hash(const gcase *t) {
   gplan p;
