@@ -633,27 +633,22 @@ static int cmp_sendent(const void *a, const void *b) {
 }
 
 /* Sort e[0..n) by (rank, pos): an LSD radix sort, 11 bits a pass, on the
- * key rank * span + pos (qsort cost a third of a window's plan).  Returns
- * 0 or FERRY_ENOMEM. */
-static int sort_sends(sendent *e, int64_t n, int P) {
+ * key rank * span + pos, through tmp[0..n) (qsort cost a third of a
+ * window's plan). */
+static void sort_sends(sendent *e, sendent *tmp, int64_t n, int P) {
   uint64_t span = 1;
   for (int64_t i = 0; i < n; i++)
     if ((uint64_t)e[i].pos >= span)
       span = (uint64_t)e[i].pos + 1;
   if (n < 64 || span > UINT64_MAX / (uint64_t)P) {
     qsort(e, (size_t)n, sizeof *e, cmp_sendent);
-    return 0;
+    return;
   }
   int bits = 64 - __builtin_clzll((unsigned long long)((uint64_t)P * span));
-  sendent *tmp = malloc((size_t)n * sizeof *tmp), *src = e, *dst = tmp;
-  int64_t *cnt = malloc(2049 * sizeof *cnt);
-  if (!tmp || !cnt) {
-    free(tmp);
-    free(cnt);
-    return FERRY_ENOMEM;
-  }
+  sendent *src = e, *dst = tmp;
+  int64_t cnt[2049];
   for (int shift = 0; shift < bits; shift += 11) {
-    memset(cnt, 0, 2049 * sizeof *cnt);
+    memset(cnt, 0, sizeof cnt);
     for (int64_t i = 0; i < n; i++)
       cnt[(((uint64_t)src[i].rank * span + (uint64_t)src[i].pos) >> shift &
            2047) +
@@ -669,9 +664,6 @@ static int sort_sends(sendent *e, int64_t n, int P) {
   }
   if (src != e)
     memcpy(e, src, (size_t)n * sizeof *e);
-  free(tmp);
-  free(cnt);
-  return 0;
 }
 
 void ferry__global_window_free(ferry__global_window *x) {
@@ -692,31 +684,67 @@ void ferry__global_window_free(ferry__global_window *x) {
   free(x->src_rank);
   free(x->src_off);
   free(x->serve_padded);
+  free(x->scratch);
   memset(x, 0, sizeof *x);
 }
 
 static size_t n1(int64_t n) { return (size_t)(n > 0 ? n : 1); }
 
+/* Grow x->field to n entries (its old ones kept on failure). */
+#define GROW(x, field, n)                                                      \
+  do {                                                                         \
+    void *q_ = realloc((x)->field, (size_t)(n) * sizeof *(x)->field);          \
+    if (!q_)                                                                   \
+      return FERRY_ENOMEM;                                                     \
+    (x)->field = q_;                                                           \
+  } while (0)
+
+/* The table's arrays for nextents, nread, nserve and P, reusing what an
+ * earlier build left; counts and pad flags zeroed. */
 static int window_alloc(ferry__global_window *x, int P) {
-  x->extents = malloc(n1(x->nextents) * sizeof *x->extents);
-  x->read_sample = malloc(n1(x->nread) * sizeof *x->read_sample);
-  x->dest_rank = malloc(n1(x->nread) * sizeof *x->dest_rank);
-  x->dest_pos = malloc(n1(x->nread) * sizeof *x->dest_pos);
-  x->sendcounts = calloc((size_t)P, sizeof *x->sendcounts);
-  x->sdispls = calloc((size_t)P, sizeof *x->sdispls);
-  x->recvcounts = calloc((size_t)P, sizeof *x->recvcounts);
-  x->rdispls = calloc((size_t)P, sizeof *x->rdispls);
-  x->serve_sample = malloc(n1(x->nserve) * sizeof *x->serve_sample);
-  x->serve_local = malloc(n1(x->nserve) * sizeof *x->serve_local);
-  x->src_rank = malloc(n1(x->nserve) * sizeof *x->src_rank);
-  x->src_off = malloc(n1(x->nserve) * sizeof *x->src_off);
-  x->serve_padded = calloc(n1(x->nserve), 1);
-  return x->extents && x->read_sample && x->dest_rank && x->dest_pos &&
-                 x->sendcounts && x->sdispls && x->recvcounts && x->rdispls &&
-                 x->serve_sample && x->serve_local && x->src_rank &&
-                 x->src_off && x->serve_padded
-             ? 0
-             : FERRY_ENOMEM;
+  if (x->cap_ext < (int64_t)n1(x->nextents)) {
+    GROW(x, extents, n1(x->nextents));
+    x->cap_ext = (int64_t)n1(x->nextents);
+  }
+  if (x->cap_read < (int64_t)n1(x->nread)) {
+    GROW(x, read_sample, n1(x->nread));
+    GROW(x, dest_rank, n1(x->nread));
+    GROW(x, dest_pos, n1(x->nread));
+    x->cap_read = (int64_t)n1(x->nread);
+  }
+  if (x->cap_serve < (int64_t)n1(x->nserve)) {
+    GROW(x, serve_sample, n1(x->nserve));
+    GROW(x, serve_local, n1(x->nserve));
+    GROW(x, src_rank, n1(x->nserve));
+    GROW(x, src_off, n1(x->nserve));
+    GROW(x, serve_padded, n1(x->nserve));
+    x->cap_serve = (int64_t)n1(x->nserve);
+  }
+  if (x->cap_P < P) {
+    GROW(x, sendcounts, P);
+    GROW(x, sdispls, P);
+    GROW(x, recvcounts, P);
+    GROW(x, rdispls, P);
+    x->cap_P = P;
+  }
+  memset(x->sendcounts, 0, (size_t)P * sizeof *x->sendcounts);
+  memset(x->sdispls, 0, (size_t)P * sizeof *x->sdispls);
+  memset(x->recvcounts, 0, (size_t)P * sizeof *x->recvcounts);
+  memset(x->rdispls, 0, (size_t)P * sizeof *x->rdispls);
+  memset(x->serve_padded, 0, n1(x->nserve));
+  return 0;
+}
+
+/* The build's scratch, at least bytes. */
+static void *scratch(ferry__global_window *x, size_t bytes) {
+  if (x->scratch_bytes < bytes) {
+    void *p = realloc(x->scratch, bytes);
+    if (!p)
+      return NULL;
+    x->scratch = p;
+    x->scratch_bytes = bytes;
+  }
+  return x->scratch;
 }
 
 /* The sending side: every read item's destination, the pad copies other
@@ -735,7 +763,7 @@ static int build_sends(const wctx *c, ferry__global_window *x) {
       npadsend += item >= k->read_lo && item < k->read_lo + k->read;
     }
   int64_t cap = k->sent + npadsend;
-  sendent *e = malloc(n1(cap) * sizeof *e);
+  sendent *e = scratch(x, 2 * n1(cap) * sizeof *e); /* and the sort's */
   if (!e)
     return FERRY_ENOMEM;
   int64_t ne = 0;
@@ -748,16 +776,12 @@ static int build_sends(const wctx *c, ferry__global_window *x) {
       if (pad_src(c, q, j, &si) == r)
         e[ne++] = (sendent){q, c->cnt[q].read + j, si};
     }
-  if (sort_sends(e, ne, g->P)) {
-    free(e);
-    return FERRY_ENOMEM;
-  }
+  sort_sends(e, e + n1(cap), ne, g->P);
   x->nsend = ne;
-  x->send_item = malloc(n1(ne) * sizeof *x->send_item);
-  x->send_pos = malloc(n1(ne) * sizeof *x->send_pos);
-  if (!x->send_item || !x->send_pos) {
-    free(e);
-    return FERRY_ENOMEM;
+  if (x->cap_send < (int64_t)n1(ne)) {
+    GROW(x, send_item, n1(ne));
+    GROW(x, send_pos, n1(ne));
+    x->cap_send = (int64_t)n1(ne);
   }
   for (int64_t i = 0; i < ne; i++) {
     x->send_item[i] = e[i].item;
@@ -766,7 +790,6 @@ static int build_sends(const wctx *c, ferry__global_window *x) {
   }
   for (int q = 1; q < g->P; q++)
     x->sdispls[q] = x->sdispls[q - 1] + x->sendcounts[q - 1];
-  free(e);
   return 0;
 }
 
@@ -795,7 +818,7 @@ static int build_serves(wctx *c, ferry__global_window *x) {
   x->nrecv = x->rdispls[g->P - 1] + x->recvcounts[g->P - 1];
   /* serve_sample holds the source's read item: map it through the
    * source's layout, one source at a time (positions in receive order). */
-  int64_t *ord = malloc(n1(x->nrecv) * sizeof *ord);
+  int64_t *ord = scratch(x, n1(x->nrecv) * sizeof *ord);
   if (!ord)
     return FERRY_ENOMEM;
   for (int64_t j = 0; j < x->nserve; j++)
@@ -811,13 +834,11 @@ static int build_serves(wctx *c, ferry__global_window *x) {
       x->serve_sample[j] = layout_sample(c, x->serve_sample[j]);
     }
   }
-  free(ord);
   return rc;
 }
 
 int ferry__global_window_build(const ferry__global *g, int rank, int64_t w,
                                ferry__global_window *out, ferry__err *err) {
-  ferry__global_window_free(out);
   if (rank < 0 || rank >= g->P || w < 0 || w >= g->nwindows)
     return ferry__seterr(err, FERRY_EINVAL,
                          "global plan: rank %d or window %lld out of range "

@@ -155,11 +155,16 @@ typedef struct ferry__global_window {
   int *src_rank;         /* [nserve] rank sending it, -1 when local   */
   int64_t *src_off;      /* [nserve] offset in that rank's send to us */
   uint8_t *serve_padded; /* [nserve]                                   */
+  /* allocated entries, reused by the next build (fresh memory costs a
+   * page fault per 4 KiB), and scratch of the build */
+  int64_t cap_ext, cap_read, cap_serve, cap_send, cap_P;
+  void *scratch;
+  size_t scratch_bytes;
 } ferry__global_window;
 
 /**
  * Rank's table of window w (out zeroed or holding an earlier table, whose
- * memory is freed).  Memory O(read + serve + sends + P); time O((read +
+ * memory is reused).  Memory O(read + serve + sends + P); time O((read +
  * serve) * PRP + pads + P * pieces of a window * log).  Returns 0,
  * FERRY_EINVAL (rank or window out of range), FERRY_ENOMEM.
  */
