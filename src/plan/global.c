@@ -860,7 +860,8 @@ int ferry__global_window_build(const ferry__global *g, int rank, int64_t w,
     rc = window_alloc(out, g->P);
   }
   if (!rc) {
-    memcpy(out->extents, c.ext, (size_t)c.next * sizeof *c.ext);
+    if (c.next)
+      memcpy(out->extents, c.ext, (size_t)c.next * sizeof *c.ext);
     for (int64_t i = 0; i < out->nread; i++)
       out->read_sample[i] = layout_sample(&c, i);
     rc = build_sends(&c, out);
