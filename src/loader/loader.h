@@ -49,6 +49,8 @@
 #include "core/options.h"
 #include "core/state.h"
 #include "gpu/gpu.h"
+#include "loader/exchange.h"
+#include "plan/global.h"
 #include "plan/plan.h"
 #include "util/agree.h"
 
@@ -87,6 +89,12 @@ typedef struct epoch_state {
   ferry__rank_plan plan;
   ferry__pieces pieces; /* computed on demand from L->chunks           */
   int64_t *perm;        /* [pieces.n]: the only O(chunks) array        */
+  /* shuffle=global: the epoch's global plan (its pieces as an array, which
+   * it borrows); ep->plan then has one extent per window, the window's
+   * serve buffer, whose slots are its rows in order (pipeline.c) */
+  ferry__global *glob;
+  ferry__chunk *gpieces;
+  ferry__exchange *xch; /* the I/O thread's, made by set_epoch */
   uint64_t checksum;
   /* collective I/O: every rank's reads */
   ferry__rank_plan *all_reads; /* [size] or NULL */
@@ -135,6 +143,7 @@ typedef struct epoch_state {
 struct ferry_loader {
   MPI_Comm comm;    /* main-thread collectives (a dup)         */
   MPI_Comm io_comm; /* I/O-thread collectives (a dup)          */
+  MPI_Comm xcomm;   /* shuffle=global: the I/O thread's exchanges (a dup) */
   int rank, size;
   ferry_options *opts;
   ferry__manifest m;

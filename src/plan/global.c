@@ -399,7 +399,7 @@ static int collect_pieces(const ferry__global *g, int64_t a, int64_t len,
     int64_t off = a - g->start[i];
     int64_t take = pc->count - off < len ? pc->count - off : len;
     if (ext_push(out, (ferry__extent){pc->part, pc->row + off, take,
-                                      pc->global_first + off, out->w, -1}))
+                                      pc->global_first + off, out->w}))
       return FERRY_ENOMEM;
     a += take;
     len -= take;
@@ -456,7 +456,7 @@ static int collect_cut(const ferry__global *g, int64_t a, int64_t len,
     const ferry__extent *e = &pc.ext[lo];
     int64_t off = v[k].i - pc.extpre[lo];
     rc = ext_push(out, (ferry__extent){e->part, e->row + off, 1,
-                                       e->global_first + off, out->w, -1});
+                                       e->global_first + off, out->w});
   }
   if (v)
     wctx_free(&pc);

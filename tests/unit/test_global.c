@@ -456,14 +456,18 @@ static int collect_chunks(deal_stats *s) {
     ferry__plan_params pp = {
         5, seed, FERRY__SHUFFLE_CHUNKS, 0, 0, 0, FERRY__TAIL_PARTIAL, 0, 1.0,
         1, U_P};
+    ferry__pieces ps;
+    ferry__pieces_wrap(&ps, p.pieces, p.npieces);
     for (int r = 0; r < U_P; r++) {
       ferry__rank_plan rp;
+      ferry__slot *slots = NULL;
       memset(&rp, 0, sizeof rp);
-      REQUIRE(ferry__plan_build(p.pieces, p.npieces, p.perm, &pp, r, &rp,
-                                &err) == 0,
+      REQUIRE(ferry__plan_build(&ps, p.perm, &pp, r, &rp, &err) == 0,
               "plan_build: %s", err.msg);
+      REQUIRE(ferry__plan_slots(&rp, &slots) == 0, "out of memory");
       for (int64_t j = 0; j < rp.nslots; j++)
-        stats_add(s, rp.slots[j].sample, r, r, j, rp.nslots);
+        stats_add(s, slots[j].sample, r, r, j, rp.nslots);
+      free(slots);
       ferry__rank_plan_free(&rp);
     }
     gplan_free(&p);
