@@ -84,10 +84,9 @@ int ferry__epoch_stop(ferry_loader *L) {
     ferry__exchange_free(ep->xch);
     free(ep->xch);
   }
-  if (ep->glob) {
-    ferry__global_free(ep->glob);
-    free(ep->glob);
-  }
+  for (int i = ep->ngchain - 1; i >= 0; i--) /* children before parents */
+    ferry__global_free(&ep->gchain[i]);
+  free(ep->gchain);
   free(ep->gpieces);
   ferry__pieces_free(&ep->pieces);
   free(ep->perm);
@@ -414,39 +413,75 @@ static int epoch_permutation(ferry_loader *L, epoch_state *ep,
   return rc;
 }
 
+/* shuffle=global, a resumed epoch: the plans of its steps, each the rest
+ * of its parent over the next world size (steps of the same world size
+ * continue one plan); *served: the batches every rank already served of
+ * the last plan, whose world size is this loader's. */
+static int global_chain(ferry_loader *L, epoch_state *ep,
+                        const ferry__plan_params *pp, int64_t *served,
+                        ferry__err *err) {
+  ep->gchain = calloc((size_t)ep->nsteps + 1, sizeof *ep->gchain);
+  if (!ep->gchain)
+    return ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
+  ferry__plan_params p0 = *pp;
+  if (ep->nsteps)
+    p0.world_size = ep->steps[0].world_size;
+  int rc = ferry__global_init(&ep->gchain[0], ep->gpieces, ep->pieces.n,
+                              ep->perm, &p0, L->opts->exchange, err);
+  if (rc)
+    return rc;
+  ep->ngchain = 1;
+  *served = 0;
+  for (int i = 0; i < ep->nsteps; i++) {
+    const ferry__global *cur = &ep->gchain[ep->ngchain - 1];
+    *served += ep->steps[i].batches;
+    if (*served > cur->num_batches)
+      return ferry__seterr(err, FERRY_EFORMAT,
+                           "the state says %lld batches were served over "
+                           "%d ranks; that epoch has %lld",
+                           (long long)*served, cur->P,
+                           (long long)cur->num_batches);
+    int next = i + 1 < ep->nsteps ? ep->steps[i + 1].world_size : L->size;
+    if (next == cur->P)
+      continue;
+    rc = ferry__global_resume(&ep->gchain[ep->ngchain], cur, *served, next,
+                              err);
+    if (rc)
+      return rc;
+    ep->ngchain++;
+    *served = 0;
+  }
+  return 0;
+}
+
 /* shuffle=global (docs/design.md, "Global shuffle"): the epoch's global
  * plan, and this rank's plan as the pipeline sees it -- one extent per
  * global window, the window's serve buffer (what the exchange leaves on
  * this rank, its rows in serve order), so that the workers assemble
  * batches as they do for any plan.  The windows' tables are built by the
- * I/O thread when it admits them.  Resuming mid-epoch is not wired yet. */
+ * I/O thread when it admits them.  A resumed epoch starts at the window
+ * of the cut (ferry__global_cut), served from its position there. */
 static int global_plan(ferry_loader *L, epoch_state *ep,
                        const ferry__plan_params *pp, ferry__err *err) {
-  int64_t n = ep->pieces.n;
-  if (ep->nsteps)
-    return ferry__seterr(err, FERRY_ENOTSUP,
-                         "dataset %s: resuming an epoch of shuffle=global "
-                         "mid-epoch is not supported yet (epoch %lld); "
-                         "resume at an epoch boundary, or use shuffle=chunks",
-                         L->m.spec, (long long)pp->epoch);
+  int64_t n = ep->pieces.n, served = 0;
   ep->gpieces = malloc((size_t)(n ? n : 1) * sizeof *ep->gpieces);
-  ep->glob = calloc(1, sizeof *ep->glob);
-  if (!ep->gpieces || !ep->glob)
+  if (!ep->gpieces)
     return ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
                             "out of memory for the %lld pieces of epoch %lld",
                             (long long)n, (long long)pp->epoch);
   for (int64_t i = 0; i < n; i++)
     ep->gpieces[i] = ferry__piece(&ep->pieces, i);
-  int rc = ferry__global_init(ep->glob, ep->gpieces, n, ep->perm, pp,
-                              L->opts->exchange, err);
-  if (rc) {
-    free(ep->glob);
-    ep->glob = NULL;
+  int rc = global_chain(L, ep, pp, &served, err);
+  if (rc)
     return rc;
-  }
-  const ferry__global *g = ep->glob;
+  const ferry__global *g = ep->glob = &ep->gchain[ep->ngchain - 1];
+  int64_t w0 = g->nwindows, off = 0, B = pp->batch_size;
+  if (served < g->num_batches)
+    ferry__global_cut(g, served, &w0, &off);
+  ep->gbase = w0;
+  ep->gskip = off;
   ferry__rank_plan *p = &ep->plan;
-  int64_t nw = g->nwindows;
+  int64_t nw = g->nwindows - w0;
   memset(p, 0, sizeof *p);
   p->extents = calloc((size_t)nw + 1, sizeof *p->extents);
   p->window_first_extent = calloc((size_t)nw + 1, sizeof(int64_t));
@@ -458,22 +493,24 @@ static int global_plan(ferry_loader *L, epoch_state *ep,
     return ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
                             "out of memory for the %lld windows of epoch %lld",
                             (long long)nw, (long long)pp->epoch);
-  p->num_batches = g->num_batches;
+  p->num_batches = g->num_batches - served;
   p->epoch_samples = g->M;
   p->dropped = g->dropped;
-  p->batch_size = pp->batch_size;
+  p->batch_size = B;
   p->nextents = p->nwindows = nw;
-  for (int64_t w = 0; w < nw; w++) {
+  for (int64_t k = 0; k < nw; k++) {
     ferry__global_counts c;
-    ferry__global_counts_of(g, w, L->rank, &c);
-    int64_t first = ferry__global_serve_first(g, w);
-    p->window_samples[w] = c.read + c.pads;
-    p->window_first_slot[w] = first;
-    p->window_first_extent[w] = w;
-    p->window_need[w] = first / pp->batch_size;
-    p->extents[w] = (ferry__extent){-1, 0, c.read + c.pads, -1, w};
-    p->padded += c.pads;
-    p->nslots += c.read + c.pads;
+    ferry__global_counts_of(g, k + w0, L->rank, &c);
+    int64_t skip = k ? 0 : off, all = c.read + c.pads;
+    int64_t mine = all > skip ? all - skip : 0;
+    int64_t first = k ? ferry__global_serve_first(g, k + w0) - served * B : 0;
+    p->window_samples[k] = mine;
+    p->window_first_slot[k] = first;
+    p->window_first_extent[k] = k;
+    p->window_need[k] = first / B;
+    p->extents[k] = (ferry__extent){-1, 0, all, -1, k};
+    p->padded += c.pads < mine ? c.pads : mine;
+    p->nslots += mine;
   }
   p->window_first_extent[nw] = nw;
   p->window_first_slot[nw] = p->nslots;
@@ -485,6 +522,8 @@ static int global_plan(ferry_loader *L, epoch_state *ep,
  * the exchange of the I/O thread is ready.  COLLECTIVE. */
 static int global_check(ferry_loader *L, epoch_state *ep, ferry__err *err) {
   uint64_t v = ferry__global_checksum(ep->glob);
+  v = ferry__fnv1a(v, &ep->gbase, sizeof ep->gbase);
+  v = ferry__fnv1a(v, &ep->gskip, sizeof ep->gskip);
   int which = -1;
   int rc = ferry__agree_same(L->comm, L->rank, &v, 1, &which, err);
   if (rc == FERRY_EMISMATCH)

@@ -92,7 +92,12 @@ typedef struct epoch_state {
   /* shuffle=global: the epoch's global plan (its pieces as an array, which
    * it borrows); ep->plan then has one extent per window, the window's
    * serve buffer, whose slots are its rows in order (pipeline.c) */
-  ferry__global *glob;
+  ferry__global *glob;   /* the plan served: the last of gchain      */
+  ferry__global *gchain; /* [ngchain]: a resumed epoch's plans, each the
+                          * rest of its parent (ferry__global_resume)  */
+  int ngchain;
+  int64_t gbase, gskip; /* resumed: pipeline window k is global window
+                         * k + gbase, served from position gskip (k = 0) */
   ferry__chunk *gpieces;
   ferry__exchange *xch; /* the I/O thread's, made by set_epoch */
   uint64_t checksum;

@@ -467,7 +467,8 @@ static void io_collective(epoch_state *ep, ferry__io *io) {
 static int make_global_slots(epoch_state *ep, int64_t w,
                              const ferry__global_window *win,
                              ferry__err *err) {
-  int64_t n = win->nserve;
+  int64_t skip = w ? 0 : ep->gskip; /* a resumed epoch's first window */
+  int64_t n = win->nserve > skip ? win->nserve - skip : 0;
   size_t bytes = (size_t)(n ? n : 1) * sizeof(ferry__slot);
   ferry__slot *s = malloc(bytes);
   if (!s)
@@ -476,7 +477,8 @@ static int make_global_slots(epoch_state *ep, int64_t w,
                             "of global window %lld (%zu bytes)",
                             ep->L->m.spec, (long long)w, bytes);
   for (int64_t j = 0; j < n; j++)
-    s[j] = (ferry__slot){win->serve_sample[j], w, j, win->serve_padded[j]};
+    s[j] = (ferry__slot){win->serve_sample[skip + j], w, skip + j,
+                         win->serve_padded[skip + j]};
   pthread_mutex_lock(&ep->mu);
   ep->win_slots[w] = s;
   pthread_mutex_unlock(&ep->mu);
@@ -552,7 +554,8 @@ static int global_prepare(epoch_state *ep, ferry__io *io, int64_t w,
                           ferry__global_window *win, unsigned char **read,
                           unsigned char **serve, ferry__err *err) {
   ferry_loader *L = ep->L;
-  int rc = ferry__global_window_build(ep->glob, L->rank, w, win, err);
+  int rc = ferry__global_window_build(ep->glob, L->rank, w + ep->gbase, win,
+                                      err);
   if (!rc)
     rc = make_global_slots(ep, w, win, err);
   if (rc)

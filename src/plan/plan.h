@@ -202,7 +202,8 @@ void ferry__plan_window_slots(const ferry__rank_plan *p, int64_t w,
 int64_t ferry__plan_window_max(const ferry__rank_plan *p);
 /** Every slot (tests, tools; nslots entries malloc'd).  0 or FERRY_ENOMEM. */
 int ferry__plan_slots(const ferry__rank_plan *p, ferry__slot **out);
-/** Real (not padded) samples among the first n slots. */
+/** Real (not padded) samples among the first n slots (a plan without
+ *  runs, window_first_seg NULL: its padded slots are its last ones). */
 int64_t ferry__plan_real_before(const ferry__rank_plan *p, int64_t n);
 /** Bytes the plan holds. */
 size_t ferry__plan_bytes(const ferry__rank_plan *p);

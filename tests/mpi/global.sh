@@ -13,6 +13,8 @@
 #    rows by tests/fixtures/global_check.py (every sample as the tail says,
 #    equal batch counts, each row's hash); threads=1 and threads=4 give the
 #    same output byte for byte;
+#  - checkpoint mid-epoch on 3 ranks, resume on 3, 2 and 4
+#    (`test_state DIR global`);
 #  - the refusals: io=collective and io=mmap with shuffle=global, exchange
 #    without shuffle=global, exchange out of (0, 1].
 #
@@ -31,6 +33,18 @@ done
 echo "== test_loader global 0.5, 3 ranks"
 $RUN_MPI 3 "$prog" global 0.5 || {
   echo "FAIL: test_loader global 0.5 with 3 ranks"; fail=1; }
+
+# Checkpoint and resume (tests/mpi/test_state.c run as `test_state DIR
+# global`): saved mid-epoch by 3 ranks, resumed by 3 (the very batches of
+# the uninterrupted run), 2 and 4 (every sample not yet served, once).
+sprog="${top_builddir:-.}/tests/mpi/test_state"
+if test -x "$sprog"; then
+  echo "== test_state global, 4 ranks"
+  $RUN_MPI 4 "$sprog" "$tmp" global || {
+    echo "FAIL: test_state global"; fail=1; }
+else
+  echo "FAIL: $sprog not built"; fail=1
+fi
 
 # Refusals, on 2 ranks: the same clear message, no half-working mode.
 refuse() { # refuse WANT OPTIONS...: ferry dump fails, saying WANT
