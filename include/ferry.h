@@ -720,8 +720,8 @@ typedef struct ferry_stats {
   int64_t h2d_bytes;       /**< bytes copied to devices (device=cuda)       */
   double h2d_seconds;      /**< GPU time of those copies (CUDA events), summed
                                 over copies that completed                  */
-  int64_t exchange_bytes; /**< shuffle=global: bytes this rank sent to
-                               other ranks in the exchanges              */
+  int64_t exchange_bytes;  /**< shuffle=global: bytes this rank sent to
+                                other ranks in the exchanges              */
   double exchange_seconds; /**< shuffle=global: time the I/O thread spent
                                 exchanging (start to finish)            */
 } ferry_stats;

@@ -28,8 +28,8 @@ typedef struct option_def {
 } option_def;
 
 #define OFF(f) offsetof(struct ferry_options, f)
-static const char *const shuffle_names[] = {"none", "chunks", "block",
-                                            "global", NULL};
+static const char *const shuffle_names[] = {"none", "chunks", "block", "global",
+                                            NULL};
 static const char *const partition_names[] = {"contiguous", "strided", NULL};
 static const char *const tail_names[] = {"drop_last", "pad", "partial", NULL};
 static const char *const io_names[] = {"independent", "collective", "mmap",

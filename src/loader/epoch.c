@@ -260,8 +260,8 @@ void ferry__budget_compute(ferry_loader *L, const epoch_state *ep) {
     if (L->opts->shuffle == FERRY__SHUFFLE_GLOBAL) {
       /* and the window being read and exchanged: (1 + 2Q) W rows */
       size_t xw = W < share ? W : share;
-      b->read_bytes += (size_t)((1.0 + 2.0 * L->opts->exchange) * (double)xw) *
-                       L->row_total;
+      b->read_bytes +=
+          (size_t)((1.0 + 2.0 * L->opts->exchange) * (double)xw) * L->row_total;
     }
     /* Before an epoch is planned, the plan for an even share: the
      * permutation (a piece per chunk, or per block), an extent, a run and
@@ -444,8 +444,8 @@ static int global_chain(ferry_loader *L, epoch_state *ep,
     int next = i + 1 < ep->nsteps ? ep->steps[i + 1].world_size : L->size;
     if (next == cur->P)
       continue;
-    rc = ferry__global_resume(&ep->gchain[ep->ngchain], cur, *served, next,
-                              err);
+    rc =
+        ferry__global_resume(&ep->gchain[ep->ngchain], cur, *served, next, err);
     if (rc)
       return rc;
     ep->ngchain++;

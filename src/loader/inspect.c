@@ -94,15 +94,15 @@ static int global_chunks(const ferry_loader *L, ferry_chunk_info *out,
     ferry__extent *ext = NULL;
     int64_t next = 0;
     ferry__err err = {0};
-    int rc =
-        ferry__global_reads(ep->glob, L->rank, k + ep->gbase, &ext, &next, &err);
+    int rc = ferry__global_reads(ep->glob, L->rank, k + ep->gbase, &ext, &next,
+                                 &err);
     if (rc)
       return rc;
     for (int64_t e = 0; e < next; e++, n++)
       if (out && n < max)
-        out[n] = (ferry_chunk_info){chunk_of(L, ext[e].global_first),
-                                    ext[e].part, ext[e].global_first,
-                                    ext[e].count};
+        out[n] =
+            (ferry_chunk_info){chunk_of(L, ext[e].global_first), ext[e].part,
+                               ext[e].global_first, ext[e].count};
     free(ext);
   }
   *count = n;

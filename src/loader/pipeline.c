@@ -465,8 +465,7 @@ static void io_collective(epoch_state *ep, ferry__io *io) {
 
 /* Window w's served order: its serve buffer's rows in order. */
 static int make_global_slots(epoch_state *ep, int64_t w,
-                             const ferry__global_window *win,
-                             ferry__err *err) {
+                             const ferry__global_window *win, ferry__err *err) {
   int64_t skip = w ? 0 : ep->gskip; /* a resumed epoch's first window */
   int64_t n = win->nserve > skip ? win->nserve - skip : 0;
   size_t bytes = (size_t)(n ? n : 1) * sizeof(ferry__slot);
@@ -554,8 +553,8 @@ static int global_prepare(epoch_state *ep, ferry__io *io, int64_t w,
                           ferry__global_window *win, unsigned char **read,
                           unsigned char **serve, ferry__err *err) {
   ferry_loader *L = ep->L;
-  int rc = ferry__global_window_build(ep->glob, L->rank, w + ep->gbase, win,
-                                      err);
+  int rc =
+      ferry__global_window_build(ep->glob, L->rank, w + ep->gbase, win, err);
   if (!rc)
     rc = make_global_slots(ep, w, win, err);
   if (rc)
@@ -604,8 +603,8 @@ static void io_global(epoch_state *ep, ferry__io *io) {
     if (!rc)
       global_note(L, ep->xch, sent0, t0);
     if (!rc && L->m.nvars > 1) {
-      unsigned char *cols = buf_get(
-          L, (size_t)(win.nserve ? win.nserve : 1) * L->row_total);
+      unsigned char *cols =
+          buf_get(L, (size_t)(win.nserve ? win.nserve : 1) * L->row_total);
       if (!cols)
         rc = ferry__seterr_on(&err, L->rank, FERRY_ENOMEM,
                               "out of memory for global window %lld",

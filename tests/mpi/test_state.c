@@ -181,8 +181,8 @@ static void resume_case(const char *spec, const char *const *kv, int64_t K,
       /* 4 ranks load the file, 3 and 5 the buffer (rank 0's only) */
       int rc = P == save_P ? ferry_state_load(L, path)
                            : ferry_state_load_buffer(L, mem, mem_len);
-      CHECK(rc == 0, "load%s on %d ranks: %s", P == save_P ? "" : "_buffer",
-            P, ferry_last_error(L));
+      CHECK(rc == 0, "load%s on %d ranks: %s", P == save_P ? "" : "_buffer", P,
+            ferry_last_error(L));
       ferry_epoch_info info;
       memset(&info, 0, sizeof info);
       ferry_epoch_info_get(L, &info);
@@ -477,13 +477,30 @@ int main(int argc, char **argv) {
     static const char *const gpart[] = {
         "tail",          "partial", "batch_size",     "7", "shuffle", "global",
         "chunk_samples", "20",      "shuffle_buffer", "2", NULL};
-    static const char *const gpad[] = {
-        "tail",          "pad", "batch_size",     "8", "shuffle", "global",
-        "chunk_samples", "30",  "shuffle_buffer", "1", "exchange", "0.5",
-        NULL};
-    static const char *const gdrop[] = {
-        "tail",          "drop_last", "batch_size",     "16", "shuffle",
-        "global",        "chunk_samples", "25", "shuffle_buffer", "2", NULL};
+    static const char *const gpad[] = {"tail",
+                                       "pad",
+                                       "batch_size",
+                                       "8",
+                                       "shuffle",
+                                       "global",
+                                       "chunk_samples",
+                                       "30",
+                                       "shuffle_buffer",
+                                       "1",
+                                       "exchange",
+                                       "0.5",
+                                       NULL};
+    static const char *const gdrop[] = {"tail",
+                                        "drop_last",
+                                        "batch_size",
+                                        "16",
+                                        "shuffle",
+                                        "global",
+                                        "chunk_samples",
+                                        "25",
+                                        "shuffle_buffer",
+                                        "2",
+                                        NULL};
     save_P = 3;
     pmin = 2;
     pmax = 4;
