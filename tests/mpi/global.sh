@@ -20,6 +20,7 @@
 #
 # Environment (set by "make check"): FERRY, RUN_MPI, top_builddir,
 # PYTHON_NUMPY, top_srcdir.  Exit 0 pass, 1 fail, 77 skip.
+py_front=${FERRY_PYTHON:-} py_path=${FERRY_PYTHONPATH:-} # unset below
 . "`dirname "$0"`/common.sh"
 ferry_test_init global
 
@@ -44,6 +45,25 @@ if test -x "$sprog"; then
     echo "FAIL: test_state global"; fail=1; }
 else
   echo "FAIL: $sprog not built"; fail=1
+fi
+
+# The Python front passes the options through by name (one rank).
+if test -n "$py_front" && test -n "$py_path" &&
+   PYTHONPATH=$py_path "$py_front" -c 'import ferry' >/dev/null 2>&1; then
+  echo "== Python front"
+  cat >"$tmp/front.py" <<'PY'
+import ferry
+L = ferry.Loader("mem:N=1001,vars=x:int32", batch_size=10, shuffle="global",
+                 exchange=0.5, chunk_samples=20, shuffle_buffer=2)
+L.set_epoch(0)
+n = sum(1 for _ in L)
+assert n == 100, n
+print("python front: %d batches with shuffle=global, exchange=0.5" % n)
+PY
+  PYTHONPATH=$py_path $RUN_MPI 1 "$py_front" "$tmp/front.py" || {
+    echo "FAIL: the Python front with shuffle=global"; fail=1; }
+else
+  echo "skip (Python front): no extension (FERRY_PYTHON/FERRY_PYTHONPATH)"
 fi
 
 # Refusals, on 2 ranks: the same clear message, no half-working mode.
