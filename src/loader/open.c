@@ -440,11 +440,10 @@ static int check_global(ferry_loader *L, ferry__err *err) {
                                                                 : "chunks");
     return 0;
   }
-  if (o->io != FERRY__IO_INDEPENDENT)
+  if (o->io == FERRY__IO_MMAP)
     return ferry__seterr(err, FERRY_EINVAL,
-                         "option 'io' = '%s' with shuffle=global: global "
-                         "shuffle reads with io=independent only for now",
-                         o->io == FERRY__IO_COLLECTIVE ? "collective" : "mmap");
+                         "option 'io' = 'mmap' with shuffle=global: global "
+                         "shuffle reads with io=independent or collective");
   if (L->row_total > (size_t)INT_MAX)
     return ferry__seterr(err, FERRY_ENOTSUP,
                          "shuffle=global: a sample of %zu bytes exceeds the "

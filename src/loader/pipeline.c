@@ -568,7 +568,166 @@ static int global_prepare(epoch_state *ep, ferry__io *io, int64_t w,
                             "out of memory for %zu bytes of global window "
                             "%lld (dataset %s)",
                             rbytes + sbytes, (long long)w, L->m.spec);
+  if (L->opts->io == FERRY__IO_COLLECTIVE)
+    return 0; /* global_read_collective, which every rank calls */
   return global_read(ep, io, win, *read, err);
+}
+
+/* io=collective: every rank's reads of global window gw, and the parts
+ * they touch, ascending and unique (*parts, *nparts).  Returns 0 or
+ * FERRY_ENOMEM. */
+static int global_all_reads(epoch_state *ep, int64_t gw, ferry__extent **ext,
+                            int64_t *n, int64_t **parts, int64_t *nparts,
+                            ferry__err *err) {
+  int P = ep->L->size;
+  int64_t total = 0;
+  for (int q = 0; q < P; q++) {
+    int rc = ferry__global_reads(ep->glob, q, gw, &ext[q], &n[q], err);
+    if (rc)
+      return rc;
+    total += n[q];
+  }
+  *parts = malloc((size_t)(total ? total : 1) * sizeof **parts);
+  if (!*parts)
+    return FERRY_ENOMEM;
+  int64_t k = 0;
+  for (int q = 0; q < P; q++)
+    for (int64_t e = 0; e < n[q]; e++)
+      (*parts)[k++] = ext[q][e].part;
+  qsort(*parts, (size_t)k, sizeof **parts, cmp_i64);
+  int64_t u = 0;
+  for (int64_t a = 0; a < k; a++)
+    if (u == 0 || (*parts)[u - 1] != (*parts)[a])
+      (*parts)[u++] = (*parts)[a];
+  *nparts = u;
+  return 0;
+}
+
+/* io=collective, one part of global window: calls collective reads per
+ * variable (the most extents any rank reads from the part), this rank's
+ * extents on it first (into tmp, per extent its variables one after the
+ * other, then interleaved into read), then empty reads.  With *failed set
+ * every call is an empty one, so the collectives stay matched. */
+static void global_read_part(epoch_state *ep, ferry__io *io,
+                             const ferry__extent *mine, int64_t nmine,
+                             const int64_t *at, int64_t part, int64_t calls,
+                             unsigned char *read, int *failed,
+                             ferry__err *err) {
+  ferry_loader *L = ep->L;
+  static unsigned char scratch[1];
+  int64_t rows = 0, k0 = -1, nk = 0;
+  for (int64_t e = 0; e < nmine; e++)
+    if (mine[e].part == part) {
+      if (k0 < 0)
+        k0 = e;
+      nk++;
+      rows += mine[e].count;
+    }
+  unsigned char *tmp = NULL;
+  if (!*failed && nk > 0 && L->m.nvars > 1) {
+    tmp = malloc((size_t)rows * L->row_total);
+    if (!tmp) {
+      ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
+                       "out of memory for %zu bytes of part %lld",
+                       (size_t)rows * L->row_total, (long long)part);
+      *failed = FERRY_ENOMEM;
+    }
+  }
+  for (int v = 0; v < L->m.nvars; v++) {
+    size_t toff = 0;
+    for (int64_t k = 0; k < calls; k++) {
+      int64_t row = 0, count = 0;
+      unsigned char *dst = scratch;
+      if (k < nk) {
+        const ferry__extent *x = &mine[k0 + k];
+        if (!*failed) {
+          row = x->row;
+          count = x->count;
+          dst = L->m.nvars == 1
+                    ? read + (size_t)at[k0 + k] * L->row_total
+                    : tmp + toff + (size_t)x->count * L->var_prefix[v];
+        }
+        toff += (size_t)x->count * L->row_total;
+      }
+      int rc = L->be->io_read(io, part, v, row, count, dst, err);
+      if (rc && !*failed)
+        *failed = rc;
+    }
+  }
+  for (int64_t k = 0; tmp && !*failed && k < nk; k++) {
+    const ferry__extent *x = &mine[k0 + k];
+    const unsigned char *src = tmp;
+    for (int64_t j = 0; j < k; j++)
+      src += (size_t)mine[k0 + j].count * L->row_total;
+    for (int v = 0; v < L->m.nvars; v++) {
+      size_t rb = L->m.vars[v].row_bytes;
+      const unsigned char *sv = src + (size_t)x->count * L->var_prefix[v];
+      for (int64_t i = 0; i < x->count; i++)
+        memcpy(read + (size_t)(at[k0 + k] + i) * L->row_total +
+                   L->var_prefix[v],
+               sv + (size_t)i * rb, rb);
+    }
+  }
+  free(tmp);
+}
+
+/* io=collective: global window gw (pipeline window w) read with matched
+ * collective calls on every rank, dummies and failed ranks included (they
+ * read nothing).  Returns this rank's outcome: local_rc, or the first
+ * failure. */
+static int global_read_collective(epoch_state *ep, ferry__io *io, int64_t gw,
+                                  unsigned char *read, int local_rc,
+                                  ferry__err *err) {
+  ferry_loader *L = ep->L;
+  int P = L->size, failed = local_rc;
+  ferry__extent **ext = calloc((size_t)P, sizeof *ext);
+  int64_t *n = calloc((size_t)P, sizeof *n), *parts = NULL, nparts = 0;
+  int rc = ext && n ? global_all_reads(ep, gw, ext, n, &parts, &nparts, err)
+                    : FERRY_ENOMEM;
+  if (rc) { /* cannot stay matched without memory: stop reading */
+    if (!failed)
+      ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
+                       "out of memory for the reads of global window %lld",
+                       (long long)gw);
+    failed = failed ? failed : FERRY_ENOMEM;
+  }
+  const ferry__extent *mine = rc ? NULL : ext[L->rank];
+  int64_t nmine = rc ? 0 : n[L->rank];
+  int64_t *at = rc ? NULL : malloc((size_t)(nmine + 1) * sizeof *at);
+  if (!rc && !at && !failed) {
+    failed = ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
+    nmine = 0; /* still every call, empty */
+  }
+  for (int64_t e = 0, a = 0; at && e < nmine; a += mine[e].count, e++)
+    at[e] = a;
+  double t0 = ferry__now();
+  for (int64_t i = 0; !rc && i < nparts; i++) {
+    int64_t calls = 0;
+    for (int q = 0; q < P; q++) {
+      int64_t c = 0;
+      for (int64_t e = 0; e < n[q]; e++)
+        c += ext[q][e].part == parts[i];
+      calls = c > calls ? c : calls;
+    }
+    global_read_part(ep, io, mine, nmine, at, parts[i], calls, read, &failed,
+                     err);
+  }
+  if (!failed) {
+    int64_t rows = 0;
+    for (int64_t e = 0; e < nmine; e++)
+      rows += mine[e].count;
+    pthread_mutex_lock(&L->stats_mu);
+    L->stats.bytes_read += rows * (int64_t)L->row_total;
+    L->stats.read_seconds += ferry__now() - t0;
+    pthread_mutex_unlock(&L->stats_mu);
+  }
+  for (int q = 0; ext && q < P; q++)
+    free(ext[q]);
+  free(ext);
+  free(n);
+  free(parts);
+  free(at);
+  return failed;
 }
 
 /* The exchange's cost, for ferry_stats. */
@@ -594,6 +753,8 @@ static void io_global(epoch_state *ep, ferry__io *io) {
       lrc = global_prepare(ep, io, w, &win, &read, &serve, &err);
     else
       ferry__seterr_on(&err, L->rank, lrc, "the epoch was stopped");
+    if (L->opts->io == FERRY__IO_COLLECTIVE)
+      lrc = global_read_collective(ep, io, w + ep->gbase, read, lrc, &err);
     int64_t sent0 = ep->xch->bytes_sent;
     double t0 = ferry__now();
     int rc = ferry__exchange_start(ep->xch, &win, read, serve, lrc, tmo, &err);

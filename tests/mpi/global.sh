@@ -7,15 +7,16 @@
 #    batches for the same seed whatever threads/prefetch, an injected read
 #    failure on the rank that reads the row is FERRY_EIO with the same
 #    message on every rank, and no hang; `test_loader global 0.5` on 3
-#    ranks with exchange=0.5;
+#    ranks with exchange=0.5; `test_loader global 1 collective` on 2, 4 and
+#    7 ranks with io=collective;
 #  - files written by numpy (and h5py, zarr-python when present), served by
 #    `ferry dump --row-hash` on 1-4 and 7 ranks, checked against numpy's
 #    rows by tests/fixtures/global_check.py (every sample as the tail says,
 #    equal batch counts, each row's hash); threads=1 and threads=4 give the
-#    same output byte for byte;
+#    same output byte for byte, and io=collective too (npy, HDF5);
 #  - checkpoint mid-epoch on 3 ranks, resume on 3, 2 and 4
 #    (`test_state DIR global`);
-#  - the refusals: io=collective and io=mmap with shuffle=global, exchange
+#  - the refusals: io=mmap with shuffle=global, exchange
 #    without shuffle=global, exchange out of (0, 1].
 #
 # Environment (set by "make check"): FERRY, RUN_MPI, top_builddir,
@@ -34,6 +35,11 @@ done
 echo "== test_loader global 0.5, 3 ranks"
 $RUN_MPI 3 "$prog" global 0.5 || {
   echo "FAIL: test_loader global 0.5 with 3 ranks"; fail=1; }
+for np in 2 4 7; do
+  echo "== test_loader global 1 collective, $np ranks"
+  $RUN_MPI $np "$prog" global 1 collective || {
+    echo "FAIL: test_loader global 1 collective with $np ranks"; fail=1; }
+done
 
 # Checkpoint and resume (tests/mpi/test_state.c run as `test_state DIR
 # global`): saved mid-epoch by 3 ranks, resumed by 3 (the very batches of
@@ -76,8 +82,7 @@ refuse() { # refuse WANT OPTIONS...: ferry dump fails, saying WANT
     echo "FAIL: ferry dump $*: no '$want' in:"; cat "$tmp/refuse.out"; fail=1
   fi
 }
-refuse "io=independent only" --shuffle global --io collective
-refuse "io=independent only" --shuffle global --io mmap
+refuse "io=independent or collective" --shuffle global --io mmap
 refuse "applies only with shuffle=global" --exchange 0.5
 refuse "exchange" --shuffle global --exchange 0
 refuse "exchange" --shuffle global --exchange 1.5
@@ -119,6 +124,14 @@ check() { # check NP DATASET TAIL BATCH [OPTIONS...]
   cmp -s "$c_out.1" "$c_out.4" || {
     echo "FAIL: $c_ds, $c_np ranks, tail=$c_tail: threads=1 and 4 differ"
     fail=1; }
+  case $c_ds in *.zarr) ;; *) # io=collective: the very same batches
+    $RUN_MPI "$c_np" "$FERRY" dump "$c_ds" --row-hash --shuffle global \
+      --tail "$c_tail" --batch-size "$c_b" --chunk-samples 50 \
+      --shuffle-buffer 2 --seed 7 --io collective "$@" >"$c_out.c" 2>&1 &&
+    cmp -s "$c_out.1" "$c_out.c" || {
+      echo "FAIL: $c_ds, $c_np ranks, tail=$c_tail: io=collective differs"
+      head -3 "$c_out.c"; fail=1; } ;;
+  esac
   "$PYTHON_NUMPY" "$top_srcdir/tests/fixtures/global_check.py" "$c_out.1" \
     "$tmp/x.npy" "$c_np" "$c_b" "$c_tail" || {
     echo "FAIL: $c_ds on $c_np ranks, tail=$c_tail batch=$c_b $*"; fail=1; }

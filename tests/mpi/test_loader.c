@@ -15,7 +15,8 @@
  *
  * `test_loader global` runs the tails, determinism, read-failure and close
  * tests with shuffle=global (tests/mpi/global.sh), `test_loader global 0.5`
- * with exchange=0.5 too.
+ * with exchange=0.5 too, `test_loader global 1 collective` with
+ * io=collective.
  */
 #include "config.h"
 #include "backends/backend.h"
@@ -30,7 +31,7 @@
 #include "../ferry_test.h"
 
 static int rank, size;
-static const char *shuffle_mode, *exchange_q; /* argv: global [Q] */
+static const char *shuffle_mode, *exchange_q, *io_mode; /* global [Q [io]] */
 
 static ferry_options *opts_of(const char *const *kv) {
   ferry_options *o;
@@ -42,6 +43,8 @@ static ferry_options *opts_of(const char *const *kv) {
     fprintf(stderr, "bad test option shuffle=%s\n", shuffle_mode);
   if (exchange_q && ferry_options_set(o, "exchange", exchange_q))
     fprintf(stderr, "bad test option exchange=%s\n", exchange_q);
+  if (io_mode && ferry_options_set(o, "io", io_mode))
+    fprintf(stderr, "bad test option io=%s\n", io_mode);
   return o;
 }
 
@@ -413,6 +416,8 @@ int main(int argc, char **argv) {
     shuffle_mode = argv[1];
   if (argc > 2)
     exchange_q = argv[2];
+  if (argc > 3)
+    io_mode = argv[3];
   test_tails();
   test_determinism();
   test_read_failure();

@@ -500,6 +500,8 @@ int main(int argc, char **argv) {
                                         "25",
                                         "shuffle_buffer",
                                         "2",
+                                        "io",
+                                        "collective",
                                         NULL};
     save_P = 3;
     pmin = 2;
