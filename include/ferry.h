@@ -686,8 +686,10 @@ FERRY_API int ferry_epoch_info_get(const ferry_loader *loader,
 /**
  * This rank's reads for the current epoch, in plan order: up to max entries
  * of (chunk id, first sample, count) -- a chunk may be split between ranks,
- * or read in blocks with shuffle=block.  *count receives the total number of
- * entries.  Returns 0 or FERRY_ESTATE.  LOCAL.
+ * or read in blocks with shuffle=block (with shuffle=global: the reads of
+ * the global windows left to serve; the samples served come from every
+ * rank's reads).  *count receives the total number of entries.  Returns 0,
+ * FERRY_ESTATE or FERRY_ENOMEM.  LOCAL.
  */
 FERRY_API int ferry_epoch_chunks(const ferry_loader *loader,
                                  ferry_chunk_info *out, int64_t max,
@@ -758,6 +760,10 @@ typedef struct ferry_stats {
   int64_t h2d_bytes;       /**< bytes copied to devices (device=cuda)       */
   double h2d_seconds;      /**< GPU time of those copies (CUDA events), summed
                                 over copies that completed                  */
+  int64_t exchange_bytes;  /**< shuffle=global: bytes this rank sent to
+                                other ranks in the exchanges              */
+  double exchange_seconds; /**< shuffle=global: time the I/O thread spent
+                                exchanging (start to finish)            */
 } ferry_stats;
 
 /** Read the counters.  Returns 0 or FERRY_EINVAL.  LOCAL. */

@@ -28,7 +28,8 @@ typedef struct option_def {
 } option_def;
 
 #define OFF(f) offsetof(struct ferry_options, f)
-static const char *const shuffle_names[] = {"none", "chunks", "block", NULL};
+static const char *const shuffle_names[] = {"none", "chunks", "block", "global",
+                                            NULL};
 static const char *const partition_names[] = {"contiguous", "strided", NULL};
 static const char *const tail_names[] = {"drop_last", "pad", "partial", NULL};
 static const char *const io_names[] = {"independent", "collective", "mmap",
@@ -57,9 +58,10 @@ static const option_def defs[] = {
      0,
      0,
      NULL},
-    {{"shuffle", "chunks", "none|chunks|block",
-      "What is permuted each epoch: nothing, whole chunks, or blocks of "
-      "block_size samples."},
+    {{"shuffle", "chunks", "none|chunks|block|global",
+      "What is permuted each epoch: nothing, whole chunks, blocks of "
+      "block_size samples, or every sample (global: ranks read chunks "
+      "and exchange samples so that a uniform permutation deals them)."},
      K_ENUM,
      OFF(shuffle),
      0,
@@ -154,6 +156,15 @@ static const option_def defs[] = {
       "Use only this fraction of the chunks, drawn with the seed."},
      K_FRAC,
      OFF(fraction),
+     0,
+     0,
+     NULL},
+    {{"exchange", "1", "number in (0, 1]",
+      "With shuffle=global, the fraction of each rank's samples that is "
+      "exchanged between ranks each window; the rest stays on the rank "
+      "that read it (1: a uniform permutation)."},
+     K_FRAC,
+     OFF(exchange),
      0,
      0,
      NULL},

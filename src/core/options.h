@@ -7,7 +7,12 @@
 
 #include "util/util.h"
 
-enum { FERRY__SHUFFLE_NONE = 0, FERRY__SHUFFLE_CHUNKS, FERRY__SHUFFLE_BLOCK };
+enum {
+  FERRY__SHUFFLE_NONE = 0,
+  FERRY__SHUFFLE_CHUNKS,
+  FERRY__SHUFFLE_BLOCK,
+  FERRY__SHUFFLE_GLOBAL
+};
 enum { FERRY__PART_CONTIGUOUS = 0, FERRY__PART_STRIDED };
 enum { FERRY__TAIL_DROP = 0, FERRY__TAIL_PAD, FERRY__TAIL_PARTIAL };
 enum {
@@ -42,6 +47,7 @@ struct ferry_options {
   int64_t threads;
   int64_t max_chunks; /* 0: all */
   double fraction;    /* (0, 1] */
+  double exchange;    /* (0, 1]: shuffle=global's exchanged fraction */
   int device;
   char *devices;           /* "auto", "all" or "0,1" (validated)             */
   int64_t device_prefetch; /* device ring depth                              */

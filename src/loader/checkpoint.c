@@ -236,6 +236,9 @@ static int state_check(const ferry_loader *L, const ferry__state *st,
     for (int j = 0; j < st->nopts; j++)
       if (strcmp(st->opt_name[j], mine.opt_name[i]) == 0)
         saved = st->opt_value[j];
+    if (!saved && !strcmp(mine.opt_name[i], "exchange") &&
+        !strcmp(mine.opt_value[i], "1"))
+      continue; /* saved before the option existed: its default then */
     if (!saved)
       rc = ferry__seterr(err, FERRY_EFORMAT,
                          "state file %s does not record option '%s'", path,
@@ -247,7 +250,8 @@ static int state_check(const ferry_loader *L, const ferry__state *st,
                          "this loader has '%s'; a resume must keep every "
                          "option that shapes the plan (batch_size, seed, "
                          "shuffle, block_size, shuffle_buffer, partition, "
-                         "tail, chunk_samples, vars, max_chunks, fraction); "
+                         "tail, chunk_samples, vars, max_chunks, fraction, "
+                         "exchange); "
                          "the number of ranks may change",
                          path, mine.opt_name[i], saved, mine.opt_value[i]);
   }

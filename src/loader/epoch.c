@@ -32,7 +32,7 @@ int ferry__epoch_stop(ferry_loader *L) {
     pthread_cond_broadcast(&ep->cv_io);
     pthread_cond_broadcast(&ep->cv_work);
     pthread_mutex_unlock(&ep->mu);
-    if (L->opts->io == FERRY__IO_COLLECTIVE && !ep->halted) {
+    if ((L->opts->io == FERRY__IO_COLLECTIVE || ep->glob) && !ep->halted) {
       /* After stop no new round starts on its own; agree how far to go. */
       long long mine = started, target = 0;
       if (MPI_Allreduce(&mine, &target, 1, MPI_LONG_LONG, MPI_MAX, L->comm) !=
@@ -83,6 +83,14 @@ int ferry__epoch_stop(ferry_loader *L) {
   free(ep->round_admit);
   free(ep->steps);
   ferry__rank_plan_free(&ep->plan);
+  if (ep->xch) {
+    ferry__exchange_free(ep->xch);
+    free(ep->xch);
+  }
+  for (int i = ep->ngchain - 1; i >= 0; i--) /* children before parents */
+    ferry__global_free(&ep->gchain[i]);
+  free(ep->gchain);
+  free(ep->gpieces);
   ferry__pieces_free(&ep->pieces);
   free(ep->perm);
   pthread_mutex_destroy(&ep->mu);
@@ -266,7 +274,20 @@ void ferry__budget_compute(ferry_loader *L, const epoch_state *ep) {
   b->batch_bytes = (size_t)L->opts->batch_size * L->row_total;
   b->ring_bytes = b->batch_bytes * (size_t)L->opts->prefetch;
   b->cache_bytes = ferry__cache_bound(L);
-  if (ep) {
+  if (ep && ep->glob) {
+    /* shuffle=global: the serve buffers alive at once (read_bound, the
+     * same admission rule), plus one window being read and exchanged:
+     * its read buffer, the exchange's staging, and with several variables
+     * the rows turned into columns (docs/design.md "Global shuffle") */
+    ferry__global_memory gm;
+    ferry__global_memory_of(ep->glob, L->row_total, &gm);
+    size_t samples = read_bound(L, &ep->plan);
+    b->read_bytes = samples * L->row_total + gm.read + gm.send + gm.recv +
+                    (L->m.nvars > 1 ? gm.serve : 0);
+    b->plan_bytes = plan_static_bytes(L, ep) + samples * sizeof(ferry__slot) +
+                    2 * gm.tables +
+                    (size_t)ep->pieces.n * (sizeof(ferry__chunk) + 8);
+  } else if (ep) {
     size_t samples = read_bound(L, &ep->plan);
     b->read_bytes = samples * L->row_total;
     b->plan_bytes = plan_static_bytes(L, ep) + samples * sizeof(ferry__slot);
@@ -287,6 +308,12 @@ void ferry__budget_compute(ferry_loader *L, const epoch_state *ep) {
     if (rows > share)
       rows = share;
     b->read_bytes = rows * L->row_total;
+    if (L->opts->shuffle == FERRY__SHUFFLE_GLOBAL) {
+      /* and the window being read and exchanged: (1 + 2Q) W rows */
+      size_t xw = W < share ? W : share;
+      b->read_bytes +=
+          (size_t)((1.0 + 2.0 * L->opts->exchange) * (double)xw) * L->row_total;
+    }
     /* Before an epoch is planned, the plan for an even share: the
      * permutation (a piece per chunk, or per block), an extent, a run and
      * the pipeline's pointers per piece of the rank, the slots of the
@@ -440,11 +467,152 @@ static int epoch_permutation(ferry_loader *L, epoch_state *ep,
   return rc;
 }
 
+/* shuffle=global, a resumed epoch: the plans of its steps, each the rest
+ * of its parent over the next world size (steps of the same world size
+ * continue one plan); *served: the batches every rank already served of
+ * the last plan, whose world size is this loader's. */
+static int global_chain(ferry_loader *L, epoch_state *ep,
+                        const ferry__plan_params *pp, int64_t *served,
+                        ferry__err *err) {
+  ep->gchain = calloc((size_t)ep->nsteps + 1, sizeof *ep->gchain);
+  if (!ep->gchain)
+    return ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
+  ferry__plan_params p0 = *pp;
+  if (ep->nsteps)
+    p0.world_size = ep->steps[0].world_size;
+  int rc = ferry__global_init(&ep->gchain[0], ep->gpieces, ep->pieces.n,
+                              ep->perm, &p0, L->opts->exchange, err);
+  if (rc)
+    return rc;
+  ep->ngchain = 1;
+  *served = 0;
+  for (int i = 0; i < ep->nsteps; i++) {
+    const ferry__global *cur = &ep->gchain[ep->ngchain - 1];
+    *served += ep->steps[i].batches;
+    if (*served > cur->num_batches)
+      return ferry__seterr(err, FERRY_EFORMAT,
+                           "the state says %lld batches were served over "
+                           "%d ranks; that epoch has %lld",
+                           (long long)*served, cur->P,
+                           (long long)cur->num_batches);
+    int next = i + 1 < ep->nsteps ? ep->steps[i + 1].world_size : L->size;
+    if (next == cur->P)
+      continue;
+    rc =
+        ferry__global_resume(&ep->gchain[ep->ngchain], cur, *served, next, err);
+    if (rc)
+      return rc;
+    ep->ngchain++;
+    *served = 0;
+  }
+  return 0;
+}
+
+/* shuffle=global (docs/design.md, "Global shuffle"): the epoch's global
+ * plan, and this rank's plan as the pipeline sees it -- one extent per
+ * global window, the window's serve buffer (what the exchange leaves on
+ * this rank, its rows in serve order), so that the workers assemble
+ * batches as they do for any plan.  The windows' tables are built by the
+ * I/O thread when it admits them.  A resumed epoch starts at the window
+ * of the cut (ferry__global_cut), served from its position there. */
+static int global_plan(ferry_loader *L, epoch_state *ep,
+                       const ferry__plan_params *pp, ferry__err *err) {
+  int64_t n = ep->pieces.n, served = 0;
+  ep->gpieces = malloc((size_t)(n ? n : 1) * sizeof *ep->gpieces);
+  if (!ep->gpieces)
+    return ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
+                            "out of memory for the %lld pieces of epoch %lld",
+                            (long long)n, (long long)pp->epoch);
+  for (int64_t i = 0; i < n; i++)
+    ep->gpieces[i] = ferry__piece(&ep->pieces, i);
+  int rc = global_chain(L, ep, pp, &served, err);
+  if (rc)
+    return rc;
+  const ferry__global *g = ep->glob = &ep->gchain[ep->ngchain - 1];
+  int64_t w0 = g->nwindows, off = 0, B = pp->batch_size;
+  if (served < g->num_batches)
+    ferry__global_cut(g, served, &w0, &off);
+  ep->gbase = w0;
+  ep->gskip = off;
+  ferry__rank_plan *p = &ep->plan;
+  int64_t nw = g->nwindows - w0;
+  memset(p, 0, sizeof *p);
+  p->extents = calloc((size_t)nw + 1, sizeof *p->extents);
+  p->window_first_extent = calloc((size_t)nw + 1, sizeof(int64_t));
+  p->window_need = calloc((size_t)nw + 1, sizeof(int64_t));
+  p->window_samples = calloc((size_t)nw + 1, sizeof(int64_t));
+  p->window_first_slot = calloc((size_t)nw + 1, sizeof(int64_t));
+  if (!p->extents || !p->window_first_extent || !p->window_need ||
+      !p->window_samples || !p->window_first_slot)
+    return ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
+                            "out of memory for the %lld windows of epoch %lld",
+                            (long long)nw, (long long)pp->epoch);
+  p->num_batches = g->num_batches - served;
+  p->epoch_samples = g->M;
+  p->dropped = g->dropped;
+  p->batch_size = B;
+  p->nextents = p->nwindows = nw;
+  for (int64_t k = 0; k < nw; k++) {
+    ferry__global_counts c;
+    ferry__global_counts_of(g, k + w0, L->rank, &c);
+    int64_t skip = k ? 0 : off, all = c.read + c.pads;
+    int64_t mine = all > skip ? all - skip : 0;
+    int64_t first = k ? ferry__global_serve_first(g, k + w0) - served * B : 0;
+    p->window_samples[k] = mine;
+    p->window_first_slot[k] = first;
+    p->window_first_extent[k] = k;
+    p->window_need[k] = first / B;
+    p->extents[k] = (ferry__extent){-1, 0, all, -1, k};
+    p->padded += c.pads < mine ? c.pads : mine;
+    p->nslots += mine;
+  }
+  p->window_first_extent[nw] = nw;
+  p->window_first_slot[nw] = p->nslots;
+  return 0;
+}
+
+/* shuffle=global: every rank's global plan has the same checksum (the
+ * epoch's shape, every window's counts, probes of the permutations), and
+ * the exchange of the I/O thread is ready.  COLLECTIVE. */
+static int global_check(ferry_loader *L, epoch_state *ep, ferry__err *err) {
+  uint64_t v = ferry__global_checksum(ep->glob);
+  v = ferry__fnv1a(v, &ep->gbase, sizeof ep->gbase);
+  v = ferry__fnv1a(v, &ep->gskip, sizeof ep->gskip);
+  int which = -1;
+  int rc = ferry__agree_same(L->comm, L->rank, &v, 1, &which, err);
+  if (rc == FERRY_EMISMATCH)
+    return ferry__seterr(err, FERRY_EMISMATCH,
+                         "ranks disagree on the global shuffle plan of "
+                         "epoch %lld",
+                         (long long)ep->epoch);
+  if (rc)
+    return rc;
+  ep->checksum = ferry__fnv1a(ep->checksum, &v, sizeof v);
+  ep->xch = calloc(1, sizeof *ep->xch);
+  if (!ep->xch)
+    rc = ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
+  else if ((rc = ferry__exchange_init(ep->xch, L->xcomm, L->row_total, err))) {
+    free(ep->xch);
+    ep->xch = NULL;
+  }
+  if (!rc) { /* the I/O thread's rounds: one exchange per window */
+    ep->nrounds = ep->plan.nwindows;
+    ep->round_admit = malloc((size_t)(ep->nrounds + 1) * sizeof(int64_t));
+    if (!ep->round_admit)
+      rc = ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
+    for (int64_t w = 0; !rc && w < ep->nrounds; w++)
+      ep->round_admit[w] = ferry__admit_of(&ep->plan, w);
+  }
+  return ferry__agree(L->comm, L->rank, rc, err);
+}
+
 /* Step 3: this rank's plan (fresh, or the rest of a resumed epoch), and
  * with io=collective every rank's reads.  The slot array of the last epoch
  * is reused: fresh memory costs a page fault per 4 KiB. */
 static int epoch_plan(ferry_loader *L, epoch_state *ep,
                       const ferry__plan_params *pp, ferry__err *err) {
+  if (L->opts->shuffle == FERRY__SHUFFLE_GLOBAL)
+    return global_plan(L, ep, pp, err);
   int rc = ep->nsteps
                ? ferry__plan_resume(&ep->pieces, ep->perm, pp, ep->steps,
                                     ep->nsteps, L->rank, &ep->plan, NULL, err)
@@ -546,6 +714,8 @@ int ferry__epoch_begin(ferry_loader *L, int64_t epoch,
       rc = epoch_plan(L, ep, &pp, &err);
     rc = ferry__agree(L->comm, L->rank, rc, &err);
   }
+  if (!rc && ep->glob)
+    rc = global_check(L, ep, &err);
   if (!rc)
     rc = epoch_check_counts(L, ep, &err);
   if (!rc)

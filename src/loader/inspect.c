@@ -136,7 +136,7 @@ int ferry_plan_order(const ferry_loader *L, int64_t epoch, int world_size,
   if (rc)
     ferry__seterr(&err, rc, "out of memory for chunks");
   else
-    rc = ferry__plan_order(c, nc, &pp, rank, samples, batch_start, num_batches,
+    rc = ferry__plan_order(c, nc, &pp, L->opts->exchange, rank, samples, batch_start, num_batches,
                            &err);
   if (!rc && chunks) {
     *chunks = chunk_ids(c, nc, *samples, (*batch_start)[*num_batches]);
@@ -156,6 +156,32 @@ int ferry_plan_order(const ferry_loader *L, int64_t epoch, int world_size,
   return 0;
 }
 
+/* shuffle=global: the runs this rank reads in the windows left to serve
+ * (window by window, ferry__global_reads); the pipeline's extents are the
+ * windows' serve buffers. */
+static int global_chunks(const ferry_loader *L, ferry_chunk_info *out,
+                         int64_t max, int64_t *count) {
+  const epoch_state *ep = L->ep;
+  int64_t n = 0;
+  for (int64_t k = 0; k < ep->plan.nwindows; k++) {
+    ferry__extent *ext = NULL;
+    int64_t next = 0;
+    ferry__err err = {0};
+    int rc = ferry__global_reads(ep->glob, L->rank, k + ep->gbase, &ext, &next,
+                                 &err);
+    if (rc)
+      return rc;
+    for (int64_t e = 0; e < next; e++, n++)
+      if (out && n < max)
+        out[n] =
+            (ferry_chunk_info){chunk_of(L, ext[e].global_first), ext[e].part,
+                               ext[e].global_first, ext[e].count};
+    free(ext);
+  }
+  *count = n;
+  return 0;
+}
+
 int ferry_epoch_chunks(const ferry_loader *L, ferry_chunk_info *out,
                        int64_t max, int64_t *count) {
   if (!L || !count)
@@ -163,6 +189,8 @@ int ferry_epoch_chunks(const ferry_loader *L, ferry_chunk_info *out,
   if (!L->ep)
     return FERRY_ESTATE;
   const ferry__rank_plan *p = &L->ep->plan;
+  if (L->ep->glob)
+    return global_chunks(L, out, max, count);
   *count = p->nextents;
   for (int64_t e = 0; out && e < p->nextents && e < max; e++) {
     const ferry__extent *x = &p->extents[e];

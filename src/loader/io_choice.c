@@ -99,6 +99,13 @@ int ferry__io_resolve(ferry_loader *L, ferry__err *err) {
                mode_name(io));
     return 0;
   }
+  if (L->opts->shuffle == FERRY__SHUFFLE_GLOBAL) { /* mmap is refused there */
+    L->opts->io = FERRY__IO_INDEPENDENT;
+    snprintf(L->io_how, sizeof L->io_how,
+             "independent (io=auto: shuffle=global reads its windows, then "
+             "exchanges them)");
+    return 0;
+  }
   struct {
     int io;
     char how[sizeof L->io_how];

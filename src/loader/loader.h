@@ -49,6 +49,8 @@
 #include "core/options.h"
 #include "core/state.h"
 #include "gpu/gpu.h"
+#include "loader/exchange.h"
+#include "plan/global.h"
 #include "plan/plan.h"
 #include "util/agree.h"
 
@@ -98,6 +100,17 @@ typedef struct epoch_state {
   ferry__rank_plan plan;
   ferry__pieces pieces; /* computed on demand from L->chunks           */
   int64_t *perm;        /* [pieces.n]: the only O(chunks) array        */
+  /* shuffle=global: the epoch's global plan (its pieces as an array, which
+   * it borrows); ep->plan then has one extent per window, the window's
+   * serve buffer, whose slots are its rows in order (pipeline.c) */
+  ferry__global *glob;   /* the plan served: the last of gchain      */
+  ferry__global *gchain; /* [ngchain]: a resumed epoch's plans, each the
+                          * rest of its parent (ferry__global_resume)  */
+  int ngchain;
+  int64_t gbase, gskip; /* resumed: pipeline window k is global window
+                         * k + gbase, served from position gskip (k = 0) */
+  ferry__chunk *gpieces;
+  ferry__exchange *xch; /* the I/O thread's, made by set_epoch */
   uint64_t checksum;
   /* collective I/O: every rank's reads */
   ferry__round_reads *all_reads; /* [size] or NULL */
@@ -148,6 +161,7 @@ typedef struct epoch_state {
 struct ferry_loader {
   MPI_Comm comm;    /* main-thread collectives (a dup)         */
   MPI_Comm io_comm; /* I/O-thread collectives (a dup)          */
+  MPI_Comm xcomm;   /* shuffle=global: the I/O thread's exchanges (a dup) */
   int rank, size;
   ferry_options *opts;
   ferry__manifest m;

@@ -10,6 +10,7 @@
 #include "config.h"
 #include "loader/loader.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -17,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+static int check_global(ferry_loader *L, ferry__err *err);
 
 /* The edge where an error leaves the library: the loader's message (and
  * the thread's) is formatted here, rank included. */
@@ -159,6 +162,8 @@ static void loader_free(ferry_loader *L) {
   free(L->vote_buf);
   if (L->io_comm != MPI_COMM_NULL)
     MPI_Comm_free(&L->io_comm);
+  if (L->xcomm != MPI_COMM_NULL)
+    MPI_Comm_free(&L->xcomm);
   if (L->comm != MPI_COMM_NULL)
     MPI_Comm_free(&L->comm);
   pthread_mutex_destroy(&L->stats_mu);
@@ -324,7 +329,7 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
   ferry_loader *L = calloc(1, sizeof *L);
   if (!L)
     return ferry__seterr(NULL, FERRY_ENOMEM, "ferry_open: out of memory");
-  L->comm = L->io_comm = MPI_COMM_NULL;
+  L->comm = L->io_comm = L->xcomm = MPI_COMM_NULL;
   pthread_mutex_init(&L->stats_mu, NULL);
   pthread_mutex_init(&L->pool_mu, NULL);
   L->vote_buf = calloc(2 * FERRY__VOTE_N, sizeof *L->vote_buf);
@@ -374,6 +379,8 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
       L->var_prefix[v] = L->row_total;
       L->row_total += L->m.vars[v].row_bytes;
     }
+    if (!rc)
+      rc = check_global(L, &err);
     if (!rc)
       rc = ferry__io_resolve(L, &err);
     if (!rc && L->opts->io == FERRY__IO_COLLECTIVE &&
@@ -427,6 +434,38 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
     return rc;
   }
   *out = L;
+  return 0;
+}
+
+/* shuffle=global and exchange: what the wiring supports (issue 16), and
+ * the exchange's own communicator, used by the I/O thread only (a dup,
+ * made here: MPI_Comm_dup is collective, and every rank has the same
+ * options, checked above). */
+static int check_global(ferry_loader *L, ferry__err *err) {
+  const ferry_options *o = L->opts;
+  if (o->shuffle != FERRY__SHUFFLE_GLOBAL) {
+    if (o->exchange != 1.0)
+      return ferry__seterr(err, FERRY_EINVAL,
+                           "option 'exchange' = %g applies only with "
+                           "shuffle=global (shuffle is '%s')",
+                           o->exchange,
+                           o->shuffle == FERRY__SHUFFLE_NONE    ? "none"
+                           : o->shuffle == FERRY__SHUFFLE_BLOCK ? "block"
+                                                                : "chunks");
+    return 0;
+  }
+  if (o->io == FERRY__IO_MMAP)
+    return ferry__seterr(err, FERRY_EINVAL,
+                         "option 'io' = 'mmap' with shuffle=global: global "
+                         "shuffle reads with io=independent or collective");
+  if (L->row_total > (size_t)INT_MAX)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "shuffle=global: a sample of %zu bytes exceeds the "
+                         "exchange's limit of %d bytes",
+                         L->row_total, INT_MAX);
+  if (MPI_Comm_dup(L->comm, &L->xcomm) != MPI_SUCCESS)
+    return ferry__seterr_on(err, L->rank, FERRY_EMPI,
+                            "ferry_open: MPI_Comm_dup failed");
   return 0;
 }
 

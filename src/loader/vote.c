@@ -51,7 +51,8 @@ static const char *op_name(int64_t op) {
 /* The rounds of collective I/O this rank's I/O thread may enter without
  * the consumer moving: those admitted by the batches consumed so far. */
 static int64_t rounds_admitted(const ferry_loader *L, epoch_state *ep) {
-  if (!ep || L->opts->io != FERRY__IO_COLLECTIVE || !ep->round_admit)
+  if (!ep || (L->opts->io != FERRY__IO_COLLECTIVE && !ep->glob) ||
+      !ep->round_admit)
     return 0;
   int64_t la = L->opts->prefetch, a = 0;
   pthread_mutex_lock(&ep->mu);

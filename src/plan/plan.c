@@ -827,6 +827,11 @@ int ferry__plan_slots(const ferry__rank_plan *p, ferry__slot **out) {
 
 int64_t ferry__plan_real_before(const ferry__rank_plan *p, int64_t n) {
   int64_t real = 0;
+  if (!p->window_first_seg) { /* no runs (shuffle=global's plan, made by
+                                 the loader): its pads come last */
+    int64_t nreal = p->nslots - p->padded;
+    return n < nreal ? n : nreal;
+  }
   for (int64_t w = 0; w < p->nwindows && p->window_first_slot[w] < n; w++) {
     int64_t left = n - p->window_first_slot[w];
     if (w >= p->mix_first && w < p->nmixed) { /* own samples: no pad */

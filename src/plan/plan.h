@@ -212,7 +212,8 @@ void ferry__plan_window_slots(const ferry__rank_plan *p, int64_t w,
 int64_t ferry__plan_window_max(const ferry__rank_plan *p);
 /** Every slot (tests, tools; nslots entries malloc'd).  0 or FERRY_ENOMEM. */
 int ferry__plan_slots(const ferry__rank_plan *p, ferry__slot **out);
-/** Real (not padded) samples among the first n slots. */
+/** Real (not padded) samples among the first n slots (a plan without
+ *  runs, window_first_seg NULL: its padded slots are its last ones). */
 int64_t ferry__plan_real_before(const ferry__rank_plan *p, int64_t n);
 /** Bytes the plan holds. */
 size_t ferry__plan_bytes(const ferry__rank_plan *p);
@@ -254,7 +255,8 @@ int ferry__rank_plan_checksum(const ferry__rank_plan *p, uint64_t *out);
  * ferry__plan_build.
  */
 int ferry__plan_order(const ferry__chunk *chunks, int64_t nchunks,
-                      const ferry__plan_params *pp, int rank, int64_t **samples,
+                      const ferry__plan_params *pp, double exchange, int rank,
+                      int64_t **samples,
                       int64_t **batch_start, int64_t *nbatches,
                       ferry__err *err);
 

@@ -11,14 +11,62 @@
  */
 #include "config.h"
 #include "plan/plan.h"
+#include "core/options.h"
+#include "plan/global.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+/* shuffle=global: the rank's serve order, window by window (the global
+ * plan's tables), cut into batches of batch_size (the last one short). */
+static int global_order(const ferry__chunk *pieces, int64_t npieces,
+                        const int64_t *perm, const ferry__plan_params *pp,
+                        double exchange, int rank, int64_t **samples,
+                        int64_t **batch_start, int64_t *nbatches,
+                        ferry__err *err) {
+  ferry__global g;
+  ferry__global_window win;
+  memset(&g, 0, sizeof g);
+  memset(&win, 0, sizeof win);
+  int64_t *s = NULL, *b = NULL, n = 0, cap = 0;
+  int rc = ferry__global_init(&g, pieces, npieces, perm, pp, exchange, err);
+  for (int64_t w = 0; !rc && w < g.nwindows; w++) {
+    rc = ferry__global_window_build(&g, rank, w, &win, err);
+    if (!rc && n + win.nserve > cap) {
+      int64_t nc = 2 * (n + win.nserve) + 16;
+      int64_t *t = realloc(s, (size_t)nc * sizeof *s);
+      if (!t)
+        rc = ferry__seterr(err, FERRY_ENOMEM, "out of memory for the order");
+      else {
+        s = t;
+        cap = nc;
+      }
+    }
+    for (int64_t j = 0; !rc && j < win.nserve; j++)
+      s[n++] = win.serve_sample[j];
+  }
+  int64_t nb = g.num_batches, B = pp->batch_size;
+  if (!rc && !(b = malloc((size_t)(nb + 1) * sizeof *b)))
+    rc = ferry__seterr(err, FERRY_ENOMEM, "out of memory for the order");
+  for (int64_t i = 0; !rc && i <= nb; i++)
+    b[i] = i * B < n ? i * B : n;
+  ferry__global_window_free(&win);
+  ferry__global_free(&g);
+  if (rc) {
+    free(s);
+    free(b);
+    return rc;
+  }
+  *samples = s ? s : malloc(sizeof *s);
+  *batch_start = b;
+  *nbatches = nb;
+  return 0;
+}
+
 int ferry__plan_order(const ferry__chunk *chunks, int64_t nchunks,
-                      const ferry__plan_params *pp, int rank, int64_t **samples,
-                      int64_t **batch_start, int64_t *nbatches,
-                      ferry__err *err) {
+                      const ferry__plan_params *pp, double exchange, int rank,
+                      int64_t **samples, int64_t **batch_start,
+                      int64_t *nbatches, ferry__err *err) {
   *samples = NULL;
   *batch_start = NULL;
   *nbatches = 0;
@@ -33,6 +81,14 @@ int ferry__plan_order(const ferry__chunk *chunks, int64_t nchunks,
   }
   if (rc)
     ferry__seterr(err, rc, "out of memory for the plan");
+  if (!rc && pp->shuffle == FERRY__SHUFFLE_GLOBAL) {
+    ferry__plan_permutation(pp, npieces, perm);
+    rc = global_order(pieces, npieces, perm, pp, exchange, rank, samples,
+                      batch_start, nbatches, err);
+    free(pieces);
+    free(perm);
+    return rc;
+  }
   if (!rc) {
     ferry__pieces ps;
     ferry__pieces_wrap(&ps, pieces, npieces);

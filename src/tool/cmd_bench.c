@@ -120,6 +120,8 @@ enum {
   M_SWAIT,        /* consumer stream wait, every step (s)             */
   M_SWAIT_STEADY, /* the same without the first step of each epoch    */
   M_STEPS_STEADY, /* steps in M_SWAIT_STEADY                          */
+  M_XBYTES,       /* shuffle=global: bytes sent to other ranks        */
+  M_XSEC,         /* shuffle=global: seconds of the exchanges         */
   M_COUNT
 };
 
@@ -597,6 +599,8 @@ static void bench_measure(const ferry_loader *L, const ferry_stats *s0,
   m[M_LOADER_PEAK] = (double)s1.peak_resident_bytes;
   m[M_H2D_BYTES] = (double)(s1.h2d_bytes - s0->h2d_bytes);
   m[M_H2D_S] = s1.h2d_seconds - s0->h2d_seconds;
+  m[M_XBYTES] = (double)(s1.exchange_bytes - s0->exchange_bytes);
+  m[M_XSEC] = s1.exchange_seconds - s0->exchange_seconds;
   if (g->nshards > 0)
     m[M_SHARDS] = g->nshards;
 }
@@ -640,6 +644,8 @@ typedef struct bench_sum {
   double h2d_b, h2d_s, base_b, base_s, base_size, swait, swait_steady,
       steps_steady, batches;
   double h2d_bps, h2d_wall_bps, base_bps, h2d_ratio, swait_ms, swait_steady_ms;
+  double xbytes, xsec_max; /* shuffle=global: sent by all ranks; the
+                            * slowest rank's exchange time               */
   const char *mode;
   const char *io; /* ferry_io_choice: how rows were read and why */
 } bench_sum;
@@ -667,6 +673,8 @@ static void bench_aggregate(const tool_ctx *ctx, const bench_cfg *cfg,
         x[M_LOADER_PEAK] > s->loader_peak ? x[M_LOADER_PEAK] : s->loader_peak;
     s->bmin = r == 0 || x[M_BATCHES] < s->bmin ? x[M_BATCHES] : s->bmin;
     s->bmax = x[M_BATCHES] > s->bmax ? x[M_BATCHES] : s->bmax;
+    s->xbytes += x[M_XBYTES];
+    s->xsec_max = x[M_XSEC] > s->xsec_max ? x[M_XSEC] : s->xsec_max;
   }
   s->sps = s->t > 0 ? s->samples / s->t : 0;
   s->bps = s->t > 0 ? s->bytes / s->t : 0;
@@ -774,6 +782,11 @@ static void bench_print_json(const tool_ctx *ctx, const bench_cfg *cfg,
     json_num("stream_wait_fraction",
              s->sum_elapsed > 0 ? s->swait / s->sum_elapsed : 0);
   }
+  if (s->xbytes > 0 || s->xsec_max > 0) {
+    printf(", \"exchange_bytes\": %.0f, \"bytes_handed\": %.0f", s->xbytes,
+           s->bytes);
+    json_num("exchange_seconds_max", s->xsec_max);
+  }
   printf(", \"peak_rss_bytes\": %.0f, \"rss_growth_bytes\": %.0f"
          ", \"peak_loader_bytes\": %.0f"
          ", \"budget_bytes\": %llu, \"budget\": {\"batch_bytes\": %llu"
@@ -826,6 +839,12 @@ static void bench_print_text(const tool_ctx *ctx, const bench_cfg *cfg,
          tool_fmt_bytes(s->loader_peak, b6, sizeof b6),
          tool_fmt_bytes(s->rss, b7, sizeof b7),
          tool_fmt_bytes(s->growth, b8, sizeof b8));
+  if (s->xbytes > 0 || s->xsec_max > 0)
+    printf("exchange (shuffle=global): %s sent between ranks over the run "
+           "(%.2fx the bytes handed out), %.3f s on the slowest rank's I/O "
+           "thread (overlapped with serving)\n",
+           tool_fmt_bytes(s->xbytes, b1, sizeof b1),
+           s->bytes > 0 ? s->xbytes / s->bytes : 0, s->xsec_max);
   if (s->any_gpu) {
     printf("gpu: %d shard%s per batch; H2D %s/s (copy time, ferry_stats), "
            "%s/s over the run; plain pinned cudaMemcpyAsync of %s: %s/s; "

@@ -148,6 +148,23 @@ static void print_text(const tool_ctx *ctx, const ferry_loader *L,
     printf("; device memory %s",
            tool_fmt_bytes((double)mb->device_bytes, b1, sizeof b1));
   printf("\n");
+  char shuf[32], q[32], k[32];
+  if (!strcmp(tool_option(ctx, "shuffle", shuf, sizeof shuf), "global")) {
+    tool_option(ctx, "exchange", q, sizeof q);
+    tool_option(ctx, "shuffle_buffer", k, sizeof k);
+    double Q = atof(q), K = atof(k) > 0 ? atof(k) : 1;
+    double P = ferry_world_size(L), W = K * (double)max_chunk,
+           share = ((double)ferry_num_samples(L) + P - 1) / P;
+    if (W > share) /* a window never holds more than a rank's share */
+      W = (double)(int64_t)share;
+    printf("global shuffle reads = the serve buffers alive + one window read "
+           "and exchanged, at most about (3 + 2Q) x W rows, W = "
+           "min(shuffle_buffer x chunk_samples, a rank's share): "
+           "(3 + 2 x %s) x %.0f x %s = %s per rank; the exchange moves "
+           "Q (P-1)/P of the dataset per epoch\n",
+           q, W, tool_fmt_bytes((double)row_total, b2, sizeof b2),
+           tool_fmt_bytes((3 + 2 * Q) * W * (double)row_total, b1, sizeof b1));
+  }
   if (ferry_dataset_notes(L))
     printf("notes          %s\n", ferry_dataset_notes(L));
   if (ferry_io_choice(L))

@@ -12,6 +12,11 @@
  *  - a failing transform callback is FERRY_ECALLBACK on every rank;
  *  - ferry_close in the middle of an epoch, with batches held, is clean;
  *  - misuse: next before set_epoch, double release, holding every slot.
+ *
+ * `test_loader global` runs the tails, determinism, read-failure and close
+ * tests with shuffle=global (tests/mpi/global.sh), `test_loader global 0.5`
+ * with exchange=0.5 too, `test_loader global 1 collective` with
+ * io=collective.
  */
 #include "config.h"
 #include "backends/backend.h"
@@ -26,6 +31,7 @@
 #include "../ferry_test.h"
 
 static int rank, size;
+static const char *shuffle_mode, *exchange_q, *io_mode; /* global [Q [io]] */
 
 static ferry_options *opts_of(const char *const *kv) {
   ferry_options *o;
@@ -33,6 +39,12 @@ static ferry_options *opts_of(const char *const *kv) {
   for (int i = 0; kv && kv[i]; i += 2)
     if (ferry_options_set(o, kv[i], kv[i + 1]))
       fprintf(stderr, "bad test option %s=%s\n", kv[i], kv[i + 1]);
+  if (shuffle_mode && ferry_options_set(o, "shuffle", shuffle_mode))
+    fprintf(stderr, "bad test option shuffle=%s\n", shuffle_mode);
+  if (exchange_q && ferry_options_set(o, "exchange", exchange_q))
+    fprintf(stderr, "bad test option exchange=%s\n", exchange_q);
+  if (io_mode && ferry_options_set(o, "io", io_mode))
+    fprintf(stderr, "bad test option io=%s\n", io_mode);
   return o;
 }
 
@@ -246,6 +258,9 @@ static void test_read_failure(void) {
   /* a row inside the last rank's share (contiguous, no shuffle) */
   snprintf(spec, sizeof spec, "mem:N=400,vars=x:int32,fail_at=%d,fail_rank=%d",
            400 * (size - 1) / size + 10, size - 1);
+  if (shuffle_mode) /* global: the row fails on whichever rank reads it */
+    snprintf(spec, sizeof spec, "mem:N=400,vars=x:int32,fail_at=%d",
+             400 * (size - 1) / size + 10);
   const char *kv[] = {"batch_size", "4", "chunk_samples", "10", "shuffle",
                       "none",       NULL};
   ferry_options *o = opts_of(kv);
@@ -271,6 +286,8 @@ static void test_read_failure(void) {
   CHECK(lo == hi, "ranks stopped at different batches (%lld..%lld)", lo, hi);
   char want[32];
   snprintf(want, sizeof want, "rank %d", size - 1);
+  if (shuffle_mode)
+    snprintf(want, sizeof want, "injected read failure");
   CHECK(strstr(ferry_last_error(L), want) != NULL,
         "message does not name the failing rank: %s", ferry_last_error(L));
   /* the same message on every rank */
@@ -395,11 +412,19 @@ int main(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   ft_set_rank(rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (argc > 1)
+    shuffle_mode = argv[1];
+  if (argc > 2)
+    exchange_q = argv[2];
+  if (argc > 3)
+    io_mode = argv[3];
   test_tails();
   test_determinism();
   test_read_failure();
-  test_mismatch();
-  test_transform();
+  if (!shuffle_mode) {
+    test_mismatch();
+    test_transform();
+  }
   test_misuse_and_close();
   int status = ft_mpi_summary("test_loader", MPI_COMM_WORLD);
   MPI_Finalize();

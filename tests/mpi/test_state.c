@@ -31,6 +31,10 @@
 
 static int rank, size;
 static const char *dir;
+/* resume_case: saved over save_P ranks, resumed over pmin..pmax;
+ * `test_state DIR global` (tests/mpi/global.sh): shuffle=global, saved by
+ * 3 ranks, resumed by 2, 3 and 4 */
+static int save_P = 4, pmin = 3, pmax = 5;
 
 typedef struct idvec {
   int64_t *v;
@@ -120,7 +124,7 @@ static void resume_case(const char *spec, const char *const *kv, int64_t K,
   char path[4096];
   snprintf(path, sizeof path, "%s/state-%s-%lld", dir, kv[1], (long long)K);
   ferry_options *o = opts_of(kv);
-  MPI_Comm c4 = first(4);
+  MPI_Comm c4 = first(save_P);
   idvec ref = {0}, served = {0};
   int64_t nb_full = 0;
   void *mem = NULL;
@@ -166,7 +170,7 @@ static void resume_case(const char *spec, const char *const *kv, int64_t K,
   MPI_Bcast(&nb_full, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
   int64_t *all_served = NULL;
   int64_t nserved = gather(&served, &all_served);
-  for (int P = 3; P <= 5 && P <= size; P++) {
+  for (int P = pmin; P <= pmax && P <= size; P++) {
     MPI_Comm c = first(P);
     idvec seq = {0}, rest = {0}, next = {0};
     int64_t nb = -1, dropped = 0;
@@ -175,9 +179,9 @@ static void resume_case(const char *spec, const char *const *kv, int64_t K,
       CHECK(ferry_open(c, spec, o, &L) == 0, "open: %s",
             ferry_last_error(NULL));
       /* 4 ranks load the file, 3 and 5 the buffer (rank 0's only) */
-      int rc = P == 4 ? ferry_state_load(L, path)
-                      : ferry_state_load_buffer(L, mem, mem_len);
-      CHECK(rc == 0, "load%s on %d ranks: %s", P == 4 ? "" : "_buffer", P,
+      int rc = P == save_P ? ferry_state_load(L, path)
+                           : ferry_state_load_buffer(L, mem, mem_len);
+      CHECK(rc == 0, "load%s on %d ranks: %s", P == save_P ? "" : "_buffer", P,
             ferry_last_error(L));
       ferry_epoch_info info;
       memset(&info, 0, sizeof info);
@@ -188,7 +192,7 @@ static void resume_case(const char *spec, const char *const *kv, int64_t K,
       nb = ferry_num_batches(L);
       dropped = info.dropped_samples;
       CHECK(serve(L, -1, &seq, &rest) == nb, "batches of the resumed epoch");
-      if (P == 4) { /* the batches the interrupted run would have served */
+      if (P == save_P) { /* the batches the uninterrupted run serves */
         int64_t cut = ref.n - seq.n;
         CHECK(cut >= 0 && (seq.n == 0 || /* memcmp's NULL: UBSan */
                            memcmp(seq.v, ref.v + cut,
@@ -469,6 +473,48 @@ int main(int argc, char **argv) {
   static const char *const nosh[] = {"tail",    "pad",  "batch_size",    "9",
                                      "shuffle", "none", "chunk_samples", "100",
                                      NULL};
+  if (argc > 2 && !strcmp(argv[2], "global")) {
+    static const char *const gpart[] = {
+        "tail",          "partial", "batch_size",     "7", "shuffle", "global",
+        "chunk_samples", "20",      "shuffle_buffer", "2", NULL};
+    static const char *const gpad[] = {"tail",
+                                       "pad",
+                                       "batch_size",
+                                       "8",
+                                       "shuffle",
+                                       "global",
+                                       "chunk_samples",
+                                       "30",
+                                       "shuffle_buffer",
+                                       "1",
+                                       "exchange",
+                                       "0.5",
+                                       NULL};
+    static const char *const gdrop[] = {"tail",
+                                        "drop_last",
+                                        "batch_size",
+                                        "16",
+                                        "shuffle",
+                                        "global",
+                                        "chunk_samples",
+                                        "25",
+                                        "shuffle_buffer",
+                                        "2",
+                                        "io",
+                                        "collective",
+                                        NULL};
+    save_P = 3;
+    pmin = 2;
+    pmax = 4;
+    resume_case("mem:N=1009,vars=x:int32:3", gpart, 10, 1009, 0);
+    resume_case("mem:N=1009,vars=x:int32:3", gpart, 0, 1009, 0);
+    resume_case("mem:N=1009,vars=x:int32:3", gpart, -1, 1009, 0);
+    resume_case("mem:N=997,vars=x:int32:3", gpad, 7, 997, 0);
+    resume_case("mem:N=1000,vars=x:int32:3", gdrop, 3, 1000, 1);
+    int status = ft_mpi_summary("test_state global", MPI_COMM_WORLD);
+    MPI_Finalize();
+    return status;
+  }
   /* chunk_samples=0 on a small dataset depends on the world size (4 ranks:
    * 2003 / 128 = 15 rows, 3: 20, 5: 12): the resumed loaders keep the
    * saved size, so the rest of the epoch is exactly the unserved samples */
