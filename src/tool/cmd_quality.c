@@ -340,7 +340,8 @@ static int label_options(const tool_ctx *ctx, const char *label,
                          ferry_options **out) {
   static const char *const set[][2] = {
       {"shuffle", "none"}, {"tail", "partial"},    {"max_chunks", "0"},
-      {"fraction", "1"},   {"batch_size", "4096"}, {"partition", "contiguous"}};
+      {"fraction", "1"},   {"batch_size", "4096"}, {"partition", "contiguous"},
+      {"exchange", "1"}};
   if (ferry_options_copy(ctx->opts, out) != 0)
     return -1;
   if (ferry_options_set(*out, "vars", label) != 0)

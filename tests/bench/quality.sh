@@ -10,7 +10,8 @@
 # normal case of scientific files sorted by time, run or label.  Then
 # `ferry quality --json --label label --epochs 3 --world-size RANKS`
 # (default 4 ranks, batch_size 256, seed 0) for shuffle=none, chunks with
-# shuffle_buffer 1, 4, 16, 64, and block with block_size 1024, 256, 64
+# shuffle_buffer 1, 4, 16, 64, block with block_size 1024, 256, 64, and
+# global with exchange 1, 0.5, 0.1
 # (shuffle_buffer 4), chunk_samples automatic.  Nothing but the label is
 # read, so timing does not matter and the machine's load does not either:
 # the numbers are exact functions of the plan.  Results:
@@ -61,6 +62,9 @@ for sb in 1 4 16 64; do
 done
 for bs in 1024 256 64; do
   run "block, block_size $bs" --shuffle block --block-size "$bs"
+done
+for q in 1 0.5 0.1; do
+  run "global, exchange $q" --shuffle global --exchange "$q"
 done
 
 "$py" - "$out" "$work/shuffle-quality.png" <<'PY'

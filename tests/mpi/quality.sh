@@ -76,11 +76,13 @@ q none --shuffle none
 q sb1 --shuffle chunks --shuffle-buffer 1
 q sb16 --shuffle chunks --shuffle-buffer 16
 q block --shuffle block --block-size 16
+q sb4 --shuffle chunks --shuffle-buffer 4
+q global --shuffle global --shuffle-buffer 4
 "$py" - "$tmp" <<'PY' || fail=1
 import json, sys
 t = sys.argv[1]
 r = {}
-for name in ("none", "sb1", "sb16", "block"):
+for name in ("none", "sb1", "sb16", "block", "sb4", "global"):
     with open(f"{t}/{name}.json") as f:
         r[name] = json.load(f)  # --json parses
 bad = 0
@@ -116,6 +118,15 @@ for key in ("label_kl", "pairs_together_again"):
     d = [dist(n, key) for n in ("none", "sb1", "sb16")]
     check(d[0] >= d[1] > d[2], f"{key}: |plan - ideal| none {d[0]:.4g} "
           f">= sb1 {d[1]:.4g} > sb16 {d[2]:.4g}")
+# shuffle=global mixes the ranks' windows: nearer the ideal than chunks
+# with the same shuffle_buffer, on every batch-level measure
+for key in ("label_kl", "pairs_together_again"):
+    check(dist("global", key) < dist("sb4", key),
+          f"{key}: global {dist('global', key):.4g} nearer than chunks "
+          f"shuffle_buffer 4 {dist('sb4', key):.4g}")
+check(m["global"]["chunks_per_batch_mean"]["plan"]
+      > 2 * m["sb4"]["chunks_per_batch_mean"]["plan"],
+      "chunks per batch: global > 2 x chunks with shuffle_buffer 4")
 check(dist("block", "label_kl") < dist("sb1", "label_kl"),
       "label_kl: block_size 16 nearer than shuffle_buffer 1")
 # chunks per batch count each configuration's own chunks (their size
@@ -166,5 +177,5 @@ expect 0 'PASS mixing' "$FERRY" verify 'mem:N=20000,vars=x:int8' \
 expect 0 'SKIP mixing' "$FERRY" verify 'mem:N=2000,vars=x:int8' \
   --batch-size 64 --shuffle none --epochs 1
 
-test $fail = 0 && echo "PASS: ferry quality orders none > chunks sb1 > chunks sb16 > ideal; verify warns below 4 chunks a batch"
+test $fail = 0 && echo "PASS: ferry quality orders none > chunks sb1 > chunks sb16 > ideal, global nearer than chunks; verify warns below 4 chunks a batch"
 exit $fail
