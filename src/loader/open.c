@@ -312,6 +312,30 @@ static int open_device(ferry_loader *L, ferry__err *err) {
   return 0;
 }
 
+/* The chunk size (chunk_samples, or the automatic rule and why) and the
+ * chunk index.  LOCAL: the same on every rank but ENOMEM. */
+static int make_chunks(ferry_loader *L, ferry__err *err) {
+  L->chunk_samples = L->opts->chunk_samples;
+  if (L->chunk_samples == 0) {
+    ferry__plan_params pp;
+    ferry__plan_params_of(L, 0, &pp);
+    L->chunk_samples = ferry__auto_chunk_samples(
+        &L->m, L->row_total, &pp, L->chunk_why, sizeof L->chunk_why);
+  } else {
+    snprintf(L->chunk_why, sizeof L->chunk_why, "chunk_samples=%lld",
+             (long long)L->chunk_samples);
+  }
+  int rc = ferry__chunk_index_make(&L->m, L->chunk_samples, &L->chunks);
+  L->nchunks = L->chunks.nchunks;
+  if (rc)
+    ferry__seterr_on(err, L->rank, rc,
+                     "dataset %s: out of memory for the chunk index "
+                     "(%zu bytes for %lld parts)",
+                     L->m.spec, (size_t)(L->m.nparts + 1) * sizeof(int64_t),
+                     (long long)L->m.nparts);
+  return rc;
+}
+
 int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
                ferry_loader **out) {
   if (!out)
@@ -392,26 +416,8 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
       rc = open_device(L, &err);
     if (!rc)
       rc = resolve_threads(L, &err);
-    if (!rc) {
-      L->chunk_samples = L->opts->chunk_samples;
-      if (L->chunk_samples == 0) {
-        ferry__plan_params pp;
-        ferry__plan_params_of(L, 0, &pp);
-        L->chunk_samples = ferry__auto_chunk_samples(
-            &L->m, L->row_total, &pp, L->chunk_why, sizeof L->chunk_why);
-      } else {
-        snprintf(L->chunk_why, sizeof L->chunk_why, "chunk_samples=%lld",
-                 (long long)L->chunk_samples);
-      }
-      rc = ferry__chunk_index_make(&L->m, L->chunk_samples, &L->chunks);
-      L->nchunks = L->chunks.nchunks;
-      if (rc)
-        ferry__seterr_on(&err, L->rank, rc,
-                         "dataset %s: out of memory for the chunk index "
-                         "(%zu bytes for %lld parts)",
-                         L->m.spec, (size_t)(L->m.nparts + 1) * sizeof(int64_t),
-                         (long long)L->m.nparts);
-    }
+    if (!rc)
+      rc = make_chunks(L, &err);
     if (!rc) {
       ferry__budget_compute(L, NULL);
       rc = ring_alloc(L, &err);

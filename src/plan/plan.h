@@ -256,8 +256,7 @@ int ferry__rank_plan_checksum(const ferry__rank_plan *p, uint64_t *out);
  */
 int ferry__plan_order(const ferry__chunk *chunks, int64_t nchunks,
                       const ferry__plan_params *pp, double exchange, int rank,
-                      int64_t **samples,
-                      int64_t **batch_start, int64_t *nbatches,
-                      ferry__err *err);
+                      int64_t **samples, int64_t **batch_start,
+                      int64_t *nbatches, ferry__err *err);
 
 #endif /* FERRY_PLAN_H */

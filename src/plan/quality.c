@@ -10,9 +10,9 @@
  * one function to update here and none in the measures.
  */
 #include "config.h"
-#include "plan/plan.h"
 #include "core/options.h"
 #include "plan/global.h"
+#include "plan/plan.h"
 
 #include <stdlib.h>
 #include <string.h>
