@@ -686,12 +686,12 @@ static int fill_out(desc *d, char **files, int nfiles, ferry__part_desc *out,
      * uncompressed bytes. */
     if (d->lanes > 1) {
       size_t cap = SIZE_MAX / 4, lane = (size_t)maxu;
-      size_t room = x->cache_bytes < cap ? (cap - x->cache_bytes) /
-                                               (size_t)(d->lanes - 1) / 2
-                                         : 0;
-      x->cache_bytes = lane > room ? cap /* past any budget: refused there */
-                                   : x->cache_bytes +
-                                         (size_t)(d->lanes - 1) * 2 * lane;
+      size_t room = x->cache_bytes < cap
+                        ? (cap - x->cache_bytes) / (size_t)(d->lanes - 1) / 2
+                        : 0;
+      x->cache_bytes = lane > room
+                           ? cap /* past any budget: refused there */
+                           : x->cache_bytes + (size_t)(d->lanes - 1) * 2 * lane;
     }
     out->paths[v] = strdup(d->path);
     out->file_size[v] = nfiles == 1 ? r->fsize[0] : 0;
@@ -826,10 +826,10 @@ struct ferry__io {
   pq_scratch *scratch;       /* [nthreads] */
   unsigned char **cbuf;      /* [nthreads] compressed chunk buffers */
   size_t *ccap;
-  ferry__pool *pool;    /* decodes whole row groups (NULL: inline) */
-  int nscratch;         /* scratch[] entries: threads and lanes, the most */
+  ferry__pool *pool;     /* decodes whole row groups (NULL: inline) */
+  int nscratch;          /* scratch[] entries: threads and lanes, the most */
   pthread_mutex_t slock; /* guards sfree */
-  pq_scratch **sfree;   /* [nscratch] scratches no job holds */
+  pq_scratch **sfree;    /* [nscratch] scratches no job holds */
   int nfree;
   int64_t cur_part; /* for the handle cache's open callback */
   var_state *cur_vs;
