@@ -17,6 +17,13 @@
 #   blosc-lz4    Zarr v3, sharded: inner chunks of 1024 rows (blosc lz4,
 #                byte shuffle) in shards of 65,536 rows
 #   zstd         the same with zstd level 3
+#   parquet-zstd a Parquet file written by DuckDB (tests/parquet/
+#                node_modules; left out without them): a FLOAT[256] column
+#                of the same kind of rows (sin(k/16) plus uniform noise,
+#                rounded to 3 digits), zstd, row groups of 2048 rows, read
+#                with chunk_samples 8192 (4 row groups a read: 4 jobs on
+#                the pool; issue 15)
+# DATASETS (environment) picks some of them (default: all five).
 # shuffle=chunks, shuffle_buffer 4, 3 epochs (the first one of npz-member
 # inflates the member whole on one lane: it checks the CRC-32 and takes the
 # checkpoints).  RUNS rounds (default 3).  The machine may be shared: read
@@ -64,6 +71,24 @@ for name, cs in (
                        index_location="end")], write_empty=True)
 PY
   echo "$size" >"$work/made"
+  rm -f "$work/pq-zstd.parquet"
+fi
+nm=$here/../parquet/node_modules
+datasets=${DATASETS:-npz-member npz-files blosc-lz4 zstd parquet-zstd}
+if test ! -d "$nm/@duckdb/node-api"; then
+  datasets=$(echo "$datasets" | sed 's/parquet-zstd//')
+elif test ! -f "$work/pq-zstd.parquet"; then
+  rows=$("$py" -c 'import numpy as np, sys; print(np.load(sys.argv[1], mmap_mode="r").shape[0])' "$work/data/samples.npy")
+  (cd "$here/../parquet" && node -e '
+const { DuckDBInstance } = require("@duckdb/node-api");
+(async () => {
+  const db = await DuckDBInstance.create(":memory:");
+  const c = await db.connect();
+  await c.run("SELECT setseed(0.5)");
+  await c.run(`COPY (SELECT list_transform(range(256), k -> round(sin(k / 16.0) + (random() - 0.5) * 0.35, 3)::FLOAT)::FLOAT[256] AS samples
+    FROM range(${process.argv[1]}) t(i)) TO '"'"'${process.argv[2]}'"'"'
+    (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 2048)`);
+})();' "$rows" "$work/pq-zstd.parquet")
 fi
 
 bench() { # dataset threads [options]
@@ -76,14 +101,15 @@ bench() { # dataset threads [options]
 }
 
 for r in $(seq 1 "$runs"); do
-  for name in npz-member npz-files blosc-lz4 zstd; do
+  for name in $datasets; do
     case $name in
+    parquet-zstd) set -- "$work/pq-zstd.parquet" --batch-size 1024 --chunk-samples 8192 ;;
     npz-member) set -- "$work/member.npz" --batch-size 1024 ;;
     npz-files) set -- "$work/files/*.npz" --batch-size 16 ;;
     *) set -- "$work/$name.zarr" --batch-size 1024 ;;
     esac
     cat "$work"/*.npz "$work"/files/*.npz >/dev/null 2>&1 || true
-    find "$work"/*.zarr -type f -exec cat {} + >/dev/null
+    find "$work"/*.zarr "$work"/*.parquet -type f -exec cat {} + >/dev/null 2>&1 || true
     d=$1
     shift
     b1=$(bench "$d" 1 "$@")

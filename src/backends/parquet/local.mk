@@ -2,7 +2,7 @@
 # backend (no library of its own: snappy is decoded by pages.c; zlib, zstd
 # and lz4 come with the codec flags of src/plugins/local.mk), its unit test
 # (Thrift decoder and footer mutations, snappy, pages) and its end-to-end
-# test, whose fixtures are written by npm packages (tests/parquet/setup.sh).
+# tests, whose fixtures are written by npm packages (tests/parquet/setup.sh).
 libferry_core_la_SOURCES += \
 	src/backends/parquet/parquet.h \
 	src/backends/parquet/thrift.c \
@@ -13,8 +13,9 @@ libferry_core_la_SOURCES += \
 	src/backends/parquet/parquet.c
 
 UNIT_TESTS += tests/unit/test_parquet
-MPI_TESTS += tests/mpi/parquet.sh
+MPI_TESTS += tests/mpi/parquet.sh tests/mpi/parquet_pool.sh
 TEST_DATA_FILES += \
 	tests/parquet/make_parquet.mjs \
+	tests/parquet/bad_groups.mjs \
 	tests/parquet/package.json \
 	tests/parquet/setup.sh

@@ -15,10 +15,13 @@
  * plan aligns its chunks on row groups (chunk_rows is the row-group size
  * when all but the last row group of a part have it), so with the default
  * plan every read covers whole row groups.  When one read covers several
- * row groups their chunks are read first, then decoded by up to `threads`
- * threads (one scratch each); memory is bounded by the read's own rows plus
- * the compressed bytes of its chunks plus one decoded row group per
- * variable (cache_bytes).
+ * row groups their chunks are read first, then decoded as one job per row
+ * group on the I/O state's persistent decode pool (pool.c; `threads`
+ * lanes, the I/O thread among them), each job with a scratch of its own
+ * taken off a free stack; the first failing row group's error is returned,
+ * as serially.  Memory is bounded by the read's own rows plus the
+ * compressed bytes of its chunks plus one decoded row group per variable
+ * (cache_bytes) plus one scratch per lane.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -349,6 +352,7 @@ typedef struct desc {
   pq_file first;
   const char *first_file;
   int64_t rows;
+  int lanes; /* decode lanes counted in cache_bytes (pool.c) */
 } desc;
 
 static void note(desc *d, const char *fmt, const char *a, const char *b) {
@@ -669,13 +673,26 @@ static int fill_out(desc *d, char **files, int nfiles, ferry__part_desc *out,
     x->chunk_rows = uniform_rows(r);
     x->storage = c->storage;
     c->storage = NULL;
-    int64_t maxc = 0, maxr = 0, maxd = 0;
+    int64_t maxc = 0, maxr = 0, maxd = 0, maxu = 0;
     for (int64_t g = 0; g < r->nrg; g++) {
       maxc = r->rg[g].size > maxc ? r->rg[g].size : maxc;
+      maxu = r->rg[g].usize > maxu ? r->rg[g].usize : maxu;
       maxr = r->rg[g].num_rows > maxr ? r->rg[g].num_rows : maxr;
       maxd = r->rg[g].dict_size > maxd ? r->rg[g].dict_size : maxd;
     }
     x->cache_bytes = (size_t)maxc + (size_t)maxr * x->row_bytes + (size_t)maxd;
+    /* Each further decode lane holds a scratch of its own: a page
+     * decompressed and a dictionary decoded, each within a chunk's
+     * uncompressed bytes. */
+    if (d->lanes > 1) {
+      size_t cap = SIZE_MAX / 4, lane = (size_t)maxu;
+      size_t room = x->cache_bytes < cap
+                        ? (cap - x->cache_bytes) / (size_t)(d->lanes - 1) / 2
+                        : 0;
+      x->cache_bytes = lane > room
+                           ? cap /* past any budget: refused there */
+                           : x->cache_bytes + (size_t)(d->lanes - 1) * 2 * lane;
+    }
     out->paths[v] = strdup(d->path);
     out->file_size[v] = nfiles == 1 ? r->fsize[0] : 0;
     int rc = ferry__pq_rec_put(r, &out->rec[v]);
@@ -745,7 +762,6 @@ static int describe_files(desc *d, char **files, int nfiles,
 
 int ferry__pq_describe(const char *path, const ferry_options *opts,
                        ferry__part_desc *out, ferry__err *err) {
-  (void)opts;
   desc d;
   struct stat st;
   char **files = NULL, *one[1];
@@ -753,6 +769,7 @@ int ferry__pq_describe(const char *path, const ferry_options *opts,
   memset(&d, 0, sizeof d);
   memset(out, 0, sizeof *out);
   d.path = path;
+  d.lanes = ferry__pool_lanes_for(opts);
   if (stat(path, &st) != 0)
     return ferry__seterr(err, ferry__errno_code(errno), "%s: %s", path,
                          strerror(errno));
@@ -809,6 +826,11 @@ struct ferry__io {
   pq_scratch *scratch;       /* [nthreads] */
   unsigned char **cbuf;      /* [nthreads] compressed chunk buffers */
   size_t *ccap;
+  ferry__pool *pool;     /* decodes whole row groups (NULL: inline) */
+  int nscratch;          /* scratch[] entries: threads and lanes, the most */
+  pthread_mutex_t slock; /* guards sfree */
+  pq_scratch **sfree;    /* [nscratch] scratches no job holds */
+  int nfree;
   int64_t cur_part; /* for the handle cache's open callback */
   var_state *cur_vs;
 };
@@ -862,18 +884,22 @@ static void close_cb(void *ctx, void *handle) {
 static void pq_io_close(ferry__io *io) {
   if (!io)
     return;
+  ferry__pool_free(io->pool); /* no job runs past here */
   ferry__handle_cache_free(&io->files);
   for (int v = 0; io->vs && v < io->m->nvars; v++) {
     ferry__pq_rec_free(&io->vs[v].rec);
     free(io->vs[v].cache);
     free(io->vs[v].dict);
   }
-  for (int t = 0; t < io->nthreads; t++) {
+  for (int t = 0; t < io->nscratch; t++) {
     if (io->scratch)
       ferry__pq_scratch_free(&io->scratch[t]);
     if (io->cbuf)
       free(io->cbuf[t]);
   }
+  if (io->sfree)
+    pthread_mutex_destroy(&io->slock);
+  free(io->sfree);
   free(io->scratch);
   free(io->cbuf);
   free(io->ccap);
@@ -1001,10 +1027,18 @@ static int pq_io_open(ferry__io **out, const ferry__manifest *m,
   ferry__handle_cache_init(&io->files, (size_t)p->max_open_files, io, open_cb,
                            close_cb);
   io->vs = calloc((size_t)(m->nvars ? m->nvars : 1), sizeof *io->vs);
-  io->scratch = calloc((size_t)io->nthreads, sizeof *io->scratch);
-  io->cbuf = calloc((size_t)io->nthreads, sizeof *io->cbuf);
-  io->ccap = calloc((size_t)io->nthreads, sizeof *io->ccap);
-  if (!io->vs || !io->scratch || !io->cbuf || !io->ccap) {
+  io->pool = ferry__pool_new(p->threads);
+  int lanes = ferry__pool_lanes(io->pool);
+  io->nscratch = lanes > io->nthreads ? lanes : io->nthreads;
+  io->scratch = calloc((size_t)io->nscratch, sizeof *io->scratch);
+  io->cbuf = calloc((size_t)io->nscratch, sizeof *io->cbuf);
+  io->ccap = calloc((size_t)io->nscratch, sizeof *io->ccap);
+  io->sfree = calloc((size_t)io->nscratch, sizeof *io->sfree);
+  if (io->sfree && pthread_mutex_init(&io->slock, NULL) != 0) {
+    free(io->sfree);
+    io->sfree = NULL;
+  }
+  if (!io->vs || !io->scratch || !io->cbuf || !io->ccap || !io->sfree) {
     pq_io_close(io);
     return ferry__seterr(err, FERRY_ENOMEM,
                          "out of memory for the I/O state of %lld variables "
@@ -1012,6 +1046,8 @@ static int pq_io_open(ferry__io **out, const ferry__manifest *m,
                          (long long)m->nvars, (int)io->nthreads, m->spec,
                          p->rank);
   }
+  for (int t = 0; t < io->nscratch; t++)
+    io->sfree[io->nfree++] = &io->scratch[t];
   for (int v = 0; v < m->nvars; v++)
     io->vs[v].rec_part = io->vs[v].cache_part = io->vs[v].dict_part = -1;
   fill_values(io, p->opts);
@@ -1172,56 +1208,57 @@ static int decode_one(ferry__io *io, int var, int64_t g,
   return ferry__pq_decode_chunk(&j, s, nt, err);
 }
 
-/* Parallel decoding of row groups whose chunks are already read. */
+/* Decoding of row groups whose chunks are already read: one job per row
+ * group (piece) on the decode pool; each takes a scratch off the I/O
+ * state's free stack (at most one per lane is in use at once). */
 typedef struct pool {
   ferry__io *io;
   int var;
-  int64_t g0, n, next;
+  int64_t g0, n;
   const unsigned char **chunks; /* [n], into own[] */
   const unsigned char **dicts;  /* [n], NULL: none */
   unsigned char **own;          /* [n] buffers read (runs, dictionaries) */
   unsigned char *out;           /* row group g0's first row */
-  pthread_mutex_t lock;
-  int rc;
-  int64_t bad; /* lowest failing row group index, n: none */
-  ferry__err err;
 } pool;
 
-typedef struct worker {
+typedef struct rg_job {
   pool *p;
-  int t;
-} worker;
+  int64_t i;
+} rg_job;
 
-static void *decode_worker(void *arg) {
-  worker *w = arg;
-  pool *p = w->p;
+static pq_scratch *scratch_take(ferry__io *io) {
+  pq_scratch *s = NULL;
+  pthread_mutex_lock(&io->slock);
+  if (io->nfree > 0)
+    s = io->sfree[--io->nfree];
+  pthread_mutex_unlock(&io->slock);
+  return s;
+}
+
+static void scratch_give(ferry__io *io, pq_scratch *s) {
+  pthread_mutex_lock(&io->slock);
+  io->sfree[io->nfree++] = s;
+  pthread_mutex_unlock(&io->slock);
+}
+
+static int rg_job_run(void *arg, ferry__err *err) {
+  rg_job *j = arg;
+  pool *p = j->p;
   ferry__io *io = p->io;
   const pq_rec *r = &io->vs[p->var].rec;
   size_t rb = io->m->vars[p->var].row_bytes;
-  for (;;) {
-    pthread_mutex_lock(&p->lock);
-    int64_t i = p->next < p->bad ? p->next++ : p->n;
-    pthread_mutex_unlock(&p->lock);
-    if (i >= p->n)
-      break;
-    int64_t g = p->g0 + i;
-    ferry__err e;
-    memset(&e, 0, sizeof e);
-    unsigned char *o =
-        p->out + (size_t)(r->rg[g].first_row - r->rg[p->g0].first_row) * rb;
-    int rc = decode_one(io, p->var, g, p->chunks[i], p->dicts[i], o,
-                        &io->scratch[w->t], 1, &e);
-    if (rc < 0) {
-      pthread_mutex_lock(&p->lock);
-      if (i < p->bad) { /* the first row group's error, as serially */
-        p->bad = i;
-        p->rc = rc;
-        p->err = e;
-      }
-      pthread_mutex_unlock(&p->lock);
-    }
-  }
-  return NULL;
+  int64_t g = p->g0 + j->i;
+  unsigned char *o =
+      p->out + (size_t)(r->rg[g].first_row - r->rg[p->g0].first_row) * rb;
+  pq_scratch own, *s = scratch_take(io);
+  memset(&own, 0, sizeof own);
+  int rc = decode_one(io, p->var, g, p->chunks[j->i], p->dicts[j->i], o,
+                      s ? s : &own, 1, err);
+  if (s)
+    scratch_give(io, s);
+  else
+    ferry__pq_scratch_free(&own);
+  return rc;
 }
 
 /* Read the chunks of row groups (pieces) [g0, g0 + p->n): a run of
@@ -1291,30 +1328,23 @@ static int read_groups(ferry__io *io, int64_t part, int var, pool *p,
   return rc;
 }
 
-static int decode_pool(ferry__io *io, pool *p, ferry__err *err) {
-  int nt = io->nthreads < p->n ? io->nthreads : (int)p->n;
-  pthread_t th[64];
-  worker w[64];
-  int started = 0;
-  pthread_mutex_init(&p->lock, NULL);
-  for (int t = 1; t < nt; t++) {
-    w[t].p = p;
-    w[t].t = t;
-    if (pthread_create(&th[t], NULL, decode_worker, &w[t]) != 0)
-      break;
-    started = t;
+/* One job per row group on the pool, then wait: the first failing row
+ * group's error (in row-group order), as serially. */
+static int decode_pool(ferry__io *io, pool *p, rg_job *jobs, ferry__err *err) {
+  int rc = 0;
+  for (int64_t i = 0; rc == 0 && i < p->n; i++) {
+    jobs[i].p = p;
+    jobs[i].i = i;
+    rc = ferry__pool_submit(io->pool, rg_job_run, &jobs[i], err);
   }
-  w[0].p = p;
-  w[0].t = 0;
-  decode_worker(&w[0]);
-  for (int t = 1; t <= started; t++)
-    pthread_join(th[t], NULL);
-  pthread_mutex_destroy(&p->lock);
-  if (p->rc < 0) {
-    *err = p->err;
-    return p->rc;
+  ferry__err e;
+  memset(&e, 0, sizeof e);
+  int wrc = ferry__pool_wait(io->pool, &e);
+  if (wrc < 0) { /* an earlier job's error comes first */
+    *err = e;
+    return wrc;
   }
-  return 0;
+  return rc;
 }
 
 /* Read, then decode, the whole row groups [g0, g1) into out. */
@@ -1329,9 +1359,8 @@ static int whole_groups(ferry__io *io, int64_t part, int var, int64_t g0,
   p.var = var;
   p.g0 = g0;
   p.n = n;
-  p.bad = n;
   p.out = out;
-  if (n == 1 || io->nthreads == 1) {
+  if (n == 1 || ferry__pool_lanes(io->pool) == 1) {
     for (int64_t g = g0; g < g1; g++) {
       const unsigned char *d = NULL;
       int rc = read_chunk(io, part, var, g, 0, err);
@@ -1351,7 +1380,8 @@ static int whole_groups(ferry__io *io, int64_t part, int var, int64_t g0,
   p.chunks = calloc((size_t)n, sizeof *p.chunks);
   p.dicts = calloc((size_t)n, sizeof *p.dicts);
   p.own = calloc((size_t)n * 2, sizeof *p.own);
-  int rc = p.chunks && p.dicts && p.own
+  rg_job *jobs = calloc((size_t)n, sizeof *jobs);
+  int rc = p.chunks && p.dicts && p.own && jobs
                ? read_groups(io, part, var, &p, err)
                : ferry__seterr(err, FERRY_ENOMEM,
                                "out of memory for %lld row groups' jobs "
@@ -1359,10 +1389,11 @@ static int whole_groups(ferry__io *io, int64_t part, int var, int64_t g0,
                                (long long)n, io->m->spec, io->m->vars[var].name,
                                io->rank);
   if (rc == 0)
-    rc = decode_pool(io, &p, err);
+    rc = decode_pool(io, &p, jobs, err);
   for (int64_t i = 0; p.own && i < 2 * n; i++)
     free(p.own[i]);
   free(p.own);
+  free(jobs);
   free(p.chunks);
   free(p.dicts);
   return rc;

@@ -1,0 +1,22 @@
+// bad_groups.mjs SRC DST COLUMN GROUP... - a copy of SRC (written by
+// hyparquet-writer) whose column COLUMN has, in each row group GROUP, its
+// first data page's uncompressed_page_size changed by one, so that the page
+// does not decompress to its stated size (tests/mpi/parquet_pool.sh: the
+// error of the first bad row group, whatever the decode threads' timing).
+import fs from 'node:fs';
+import { parquetMetadata } from 'hyparquet';
+
+const [src, dst, column, ...groups] = process.argv.slice(2);
+const buf = fs.readFileSync(src);
+const md = parquetMetadata(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.length));
+const out = Buffer.from(buf);
+for (const g of groups.map(Number)) {
+  const rg = md.row_groups[g];
+  const col = rg && rg.columns.find((c) => c.meta_data.path_in_schema.join('.') === column);
+  if (!col) throw new Error(`no column ${column} in row group ${g}`);
+  const off = Number(col.meta_data.data_page_offset);
+  // PageHeader: field 1 type (i32), field 2 uncompressed_page_size (i32)
+  if (buf[off] !== 0x15 || buf[off + 2] !== 0x15) throw new Error('unexpected page header');
+  out[off + 3] ^= 0x02;
+}
+fs.writeFileSync(dst, out);
