@@ -193,8 +193,8 @@ static int share_manifest(ferry_loader *L, const char *dataset,
       ferry__seterr_on(err, 0, rc, "cannot build the manifest of %s", dataset);
   }
   /* only rank 0 worked so far: its result travels with the length */
-  rc = ferry__bcast_blob_rc(L->comm, L->rank, 0, rc, &buf, &len,
-                            "the manifest", err);
+  rc = ferry__bcast_blob_rc(L->comm, L->rank, 0, rc, &buf, &len, "the manifest",
+                            err);
   if (!rc && L->rank != 0)
     rc = ferry__manifest_unpack(buf, len, &L->m, err);
   rc = ferry__agree(L->comm, L->rank, rc, err);

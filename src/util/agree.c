@@ -91,7 +91,6 @@ static int agree_same_long(MPI_Comm comm, int rank, const uint64_t *v, int n,
   return rc;
 }
 
-
 /*
  * One round for both questions, "did some rank fail?" and "are the values
  * the same everywhere?": a single MPI_Allreduce(MIN) of
