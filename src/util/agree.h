@@ -2,7 +2,8 @@
  * util/agree.h - the collective toolkit: "the same outcome on every rank",
  * written once.  Every step that can fail on one rank before (or instead
  * of) a collective ends with ferry__agree; every cross-rank consistency check
- * is ferry__agree_same; every broadcast of a variable-size buffer is
+ * is ferry__agree_same (ferry__agree_check: both in one round); every
+ * broadcast of a variable-size buffer is
  * ferry__bcast_blob.  All functions here are COLLECTIVE over comm: every
  * rank calls them in the same order.
  */
