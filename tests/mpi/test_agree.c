@@ -36,8 +36,7 @@ static void case_lengths(int rank, int size, int n) {
   int which = 7;
   vec(v, n, rank, -1);
   int rc = ferry__agree_check(MPI_COMM_WORLD, rank, 0, v, n, &which,
-                              n <= 128 ? lo : NULL, n <= 128 ? hi : NULL,
-                              &err);
+                              n <= 128 ? lo : NULL, n <= 128 ? hi : NULL, &err);
   CHECK(rc == 0 && which == -1, "n %d equal: rc %d which %d", n, rc, which);
   for (int i = 0; n <= 128 && i < n; i++)
     CHECK(lo[i] == v[i] && hi[i] == v[i], "n %d: lo/hi at %d", n, i);
@@ -48,8 +47,8 @@ static void case_lengths(int rank, int size, int n) {
   rc = ferry__agree_check(MPI_COMM_WORLD, rank, 0, v, n, &which,
                           n <= 128 ? lo : NULL, n <= 128 ? hi : NULL, &err);
   if (size > 1) {
-    CHECK(rc == FERRY_EMISMATCH && which == 0, "n %d differ: rc %d which %d",
-          n, rc, which);
+    CHECK(rc == FERRY_EMISMATCH && which == 0, "n %d differ: rc %d which %d", n,
+          rc, which);
     if (n <= 128)
       CHECK(hi[0] - lo[0] == (n > 1 ? 5u : 1u), "n %d: lo %llu hi %llu", n,
             (unsigned long long)lo[0], (unsigned long long)hi[0]);
@@ -61,8 +60,8 @@ static void case_lengths(int rank, int size, int n) {
   if (rank == 1 || rank == 2)
     mine = ferry__seterr_on(&err, rank, rank == 1 ? FERRY_EIO : FERRY_ENOMEM,
                             "rank-%d failure", rank);
-  rc = ferry__agree_check(MPI_COMM_WORLD, rank, mine, v, n, &which, NULL,
-                          NULL, &err);
+  rc = ferry__agree_check(MPI_COMM_WORLD, rank, mine, v, n, &which, NULL, NULL,
+                          &err);
   if (size > 1) {
     char text[FERRY__MSG_MAX];
     ferry__err_text(&err, text, sizeof text);
@@ -91,8 +90,8 @@ static void case_blob(int rank, int size) {
   len = 0;
   int mine =
       rank == 0 ? ferry__seterr_on(&err, 0, FERRY_EFORMAT, "root failed") : 0;
-  rc = ferry__bcast_blob_rc(MPI_COMM_WORLD, rank, 0, mine, &buf, &len,
-                            "a blob", &err);
+  rc = ferry__bcast_blob_rc(MPI_COMM_WORLD, rank, 0, mine, &buf, &len, "a blob",
+                            &err);
   CHECK(rc == FERRY_EFORMAT && buf == NULL && strstr(err.msg, "root failed"),
         "blob failure: rc %d msg %s (size %d)", rc, err.msg, size);
 }
