@@ -406,36 +406,45 @@ static uint64_t generator_probe(const ferry__plan_params *pp, int64_t n) {
   return h;
 }
 
-/* Step 2: the permutation.  Rank 0 draws it and broadcasts it (8 bytes per
- * piece); every rank checks the inputs, the permutation's hash and its own
- * generator on a probe (generator_probe) -- min == max over ranks.  Every
+/* Step 2a, local: room for the permutation and, on rank 0, its draw and
+ * its hash in the extra last element (so that one broadcast carries both).
+ * Agreed on with step 1's result. */
+static int epoch_perm_draw(ferry_loader *L, epoch_state *ep,
+                           const ferry__plan_params *pp, ferry__err *err) {
+  int64_t np = ep->pieces.n;
+  size_t bytes = (size_t)(np + 1) * sizeof *ep->perm;
+  ep->perm = malloc(bytes);
+  if (!ep->perm)
+    return ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
+                            "dataset %s: out of memory for the permutation of "
+                            "epoch %lld (%zu bytes, %lld pieces)",
+                            L->m.spec, (long long)ep->epoch, bytes,
+                            (long long)np);
+  ep->perm[np] = 0;
+  if (L->rank == 0) {
+    ferry__plan_permutation(pp, np, ep->perm);
+    /* rank 0 hashes it: the other ranks receive its very bytes (hashing 8
+     * bytes per piece on every rank cost as much as the broadcast) */
+    ep->perm[np] = (int64_t)ferry__fnv1a(FERRY__FNV_INIT, ep->perm,
+                                         (size_t)np * sizeof *ep->perm);
+  }
+  return 0;
+}
+
+/* Step 2b: rank 0's permutation (and its hash) is broadcast; every rank
+ * checks the inputs, the hash and its own generator on a probe
+ * (generator_probe) -- min == max over ranks, one MPI_Allreduce.  Every
  * rank used to draw the whole permutation too: with 10^6 chunks and 64
  * ranks sharing two cores that alone cost seconds (docs/design.md).
  * COLLECTIVE. */
 static int epoch_permutation(ferry_loader *L, epoch_state *ep,
                              const ferry__plan_params *pp, ferry__err *err) {
   int64_t np = ep->pieces.n, epoch = ep->epoch;
-  size_t bytes = (size_t)(np ? np : 1) * sizeof *ep->perm;
-  ep->perm = malloc(bytes);
   int rc = 0;
-  if (!ep->perm)
-    rc = ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
-                          "dataset %s: out of memory for the permutation of "
-                          "epoch %lld (%zu bytes, %lld pieces)",
-                          L->m.spec, (long long)epoch, bytes, (long long)np);
-  else if (L->rank == 0)
-    ferry__plan_permutation(pp, np, ep->perm);
-  rc = ferry__agree(L->comm, L->rank, rc, err);
-  if (rc)
-    return rc;
-  /* rank 0 hashes it: the other ranks received its very bytes (hashing 8
-   * bytes per piece on every rank cost as much as the broadcast) */
   uint64_t v[8];
-  v[4] = L->rank == 0 ? ferry__fnv1a(FERRY__FNV_INIT, ep->perm, (size_t)np * 8)
-                      : 0;
-  if (bcast_i64(ep->perm, np, L->comm) ||
-      MPI_Bcast(&v[4], 1, MPI_UINT64_T, 0, L->comm) != MPI_SUCCESS)
+  if (bcast_i64(ep->perm, np + 1, L->comm))
     rc = ferry__seterr_on(err, L->rank, FERRY_EMPI, "MPI_Bcast failed");
+  v[4] = (uint64_t)ep->perm[np];
   v[0] = ferry__fnv1a(FERRY__FNV_INIT, &epoch, sizeof epoch);
   v[1] = ferry__fnv1a(FERRY__FNV_INIT, &L->opts->seed, sizeof L->opts->seed);
   v[2] = L->m.hash;
@@ -453,9 +462,8 @@ static int epoch_permutation(ferry_loader *L, epoch_state *ep,
       "the number of pieces",
       "the permutation each rank computes (generator differs)"};
   int which = -1;
-  if (!rc)
-    rc = ferry__agree_same(L->comm, L->rank, v, 8, &which, err);
-  if (rc == FERRY_EMISMATCH)
+  rc = ferry__agree_check(L->comm, L->rank, rc, v, 8, &which, NULL, NULL, err);
+  if (rc == FERRY_EMISMATCH && which >= 0)
     rc = ferry__seterr(err, FERRY_EMISMATCH,
                        "ranks disagree on %s in epoch %lld", what[which],
                        (long long)epoch);
@@ -630,19 +638,18 @@ static int epoch_plan(ferry_loader *L, epoch_state *ep,
   return rc;
 }
 
-/* Step 4: equal batch counts on every rank, checked before the first
- * batch.  COLLECTIVE. */
-static int epoch_check_counts(ferry_loader *L, epoch_state *ep,
+/* Step 4: the plan's outcome and equal batch counts on every rank, in one
+ * round, before the first batch.  COLLECTIVE. */
+static int epoch_check_counts(ferry_loader *L, epoch_state *ep, int rc,
                               ferry__err *err) {
-  long long nb = ep->plan.num_batches, lo, hi;
-  if (MPI_Allreduce(&nb, &lo, 1, MPI_LONG_LONG, MPI_MIN, L->comm) ||
-      MPI_Allreduce(&nb, &hi, 1, MPI_LONG_LONG, MPI_MAX, L->comm))
-    return ferry__seterr_on(err, L->rank, FERRY_EMPI, "MPI_Allreduce failed");
-  if (lo != hi)
+  uint64_t nb = rc ? 0 : (uint64_t)ep->plan.num_batches, lo, hi;
+  int which = -1;
+  rc = ferry__agree_check(L->comm, L->rank, rc, &nb, 1, &which, &lo, &hi, err);
+  if (rc == FERRY_EMISMATCH && which >= 0) /* not an error agreed on */
     return ferry__seterr(err, FERRY_EINTERNAL,
-                         "batch counts differ across ranks (%lld to %lld)", lo,
-                         hi);
-  return 0;
+                         "batch counts differ across ranks (%lld to %lld)",
+                         (long long)lo, (long long)hi);
+  return rc;
 }
 
 /* Step 5: the epoch's buffers, the memory budget, the I/O thread and the
@@ -707,17 +714,17 @@ int ferry__epoch_begin(ferry_loader *L, int64_t epoch,
                        (size_t)L->nchunks * 2 * sizeof(int64_t),
                        (long long)L->nchunks);
   }
+  if (!rc)
+    rc = epoch_perm_draw(L, ep, &pp, &err);
   rc = ferry__agree(L->comm, L->rank, rc, &err);
   if (!rc) {
     rc = epoch_permutation(L, ep, &pp, &err);
     if (!rc)
       rc = epoch_plan(L, ep, &pp, &err);
-    rc = ferry__agree(L->comm, L->rank, rc, &err);
+    rc = epoch_check_counts(L, ep, rc, &err);
   }
   if (!rc && ep->glob)
     rc = global_check(L, ep, &err);
-  if (!rc)
-    rc = epoch_check_counts(L, ep, &err);
   if (!rc)
     rc = epoch_start(L, ep, &err);
   rc = ferry__agree(L->comm, L->rank, rc, &err);

@@ -197,10 +197,9 @@ static int share_manifest(ferry_loader *L, const char *dataset,
     if (rc && !err->msg[0])
       ferry__seterr_on(err, 0, rc, "cannot build the manifest of %s", dataset);
   }
-  rc = ferry__agree(L->comm, L->rank, rc, err);
-  if (!rc)
-    rc =
-        ferry__bcast_blob(L->comm, L->rank, 0, &buf, &len, "the manifest", err);
+  /* only rank 0 worked so far: its result travels with the length */
+  rc = ferry__bcast_blob_rc(L->comm, L->rank, 0, rc, &buf, &len, "the manifest",
+                            err);
   if (!rc && L->rank != 0)
     rc = ferry__manifest_unpack(buf, len, &L->m, err);
   rc = ferry__agree(L->comm, L->rank, rc, err);
@@ -211,21 +210,16 @@ static int share_manifest(ferry_loader *L, const char *dataset,
 /*
  * threads=0: the CPUs this rank may run on, shared with the other ranks of
  * its node when the mask is the whole machine (an unbound launch), minus one
- * for the I/O thread; at least 1, at most 8.  COLLECTIVE (the node split).
+ * for the I/O thread; at least 1, at most 8.  Local: the node's size comes
+ * from open_device's split.
  */
 static int resolve_threads(ferry_loader *L, ferry__err *err) {
   if (L->opts->threads > 0) {
     L->nthreads = (int)L->opts->threads;
     return 0;
   }
-  MPI_Comm node;
-  int local = 1;
-  if (MPI_Comm_split_type(L->comm, MPI_COMM_TYPE_SHARED, L->rank, MPI_INFO_NULL,
-                          &node) != MPI_SUCCESS)
-    return ferry__seterr_on(err, L->rank, FERRY_EMPI,
-                            "MPI_Comm_split_type failed");
-  MPI_Comm_size(node, &local);
-  MPI_Comm_free(&node);
+  (void)err;
+  int local = L->local_size > 0 ? L->local_size : 1; /* open_device's split */
   long online = sysconf(_SC_NPROCESSORS_ONLN);
   long cpus = online > 0 ? online : 1;
 #ifdef __linux__
@@ -240,32 +234,36 @@ static int resolve_threads(ferry_loader *L, ferry__err *err) {
   return 0;
 }
 
-/* Every rank must pass the same dataset and options.  COLLECTIVE. */
-static int check_same_inputs(ferry_loader *L, const char *dataset,
+/* Every rank must pass the same dataset and options; rc is this rank's
+ * result so far (its options copy), agreed on in the same round (one
+ * MPI_Allreduce on success: ferry__agree_check).  COLLECTIVE. */
+static int check_same_inputs(ferry_loader *L, const char *dataset, int rc,
                              ferry__err *err) {
   int n = ferry__option_count() + 1, which = -1;
-  uint64_t *v = malloc((size_t)n * sizeof *v);
-  int rc =
-      v ? 0 : ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
-  rc = ferry__agree(L->comm, L->rank, rc, err);
+  uint64_t *v = calloc((size_t)n, sizeof *v);
+  if (!rc && !v)
+    rc = ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
   if (!rc) {
     v[0] = ferry__fnv1a(FERRY__FNV_INIT, dataset, strlen(dataset));
     for (int i = 1; i < n; i++)
       v[i] = ferry__option_hash(L->opts, i - 1);
-    rc = ferry__agree_same(L->comm, L->rank, v, n, &which, err);
   }
-  if (rc == FERRY_EMISMATCH && which == 0)
-    rc = ferry__seterr(err, FERRY_EMISMATCH,
-                       "ranks were given different datasets (rank %d has "
-                       "'%s')",
-                       L->rank, dataset);
-  else if (rc == FERRY_EMISMATCH)
-    rc = ferry__seterr(err, FERRY_EMISMATCH,
-                       "ranks were given different values of option '%s'",
-                       ferry_option_info_get(which - 1)->name);
+  rc = ferry__agree_check(L->comm, L->rank, rc, v, n, &which, NULL, NULL, err);
   free(v);
-  /* The message must be the same everywhere: rank 0's wording wins. */
-  return ferry__agree(L->comm, L->rank, rc, err);
+  if (rc != FERRY_EMISMATCH || which < 0) /* not a mismatch found here */
+    return rc;
+  if (which == 0)
+    ferry__seterr(err, FERRY_EMISMATCH,
+                  "ranks were given different datasets (rank %d has "
+                  "'%s')",
+                  L->rank, dataset);
+  else
+    ferry__seterr(err, FERRY_EMISMATCH,
+                  "ranks were given different values of option '%s'",
+                  ferry_option_info_get(which - 1)->name);
+  /* Every rank saw the mismatch; the message must be the same everywhere:
+   * rank 0's wording wins. */
+  return ferry__agree_share(L->comm, L->rank, 0, rc, err);
 }
 
 /* Where batches go: every rank decides (cuda.c), then they agree.  With
@@ -284,12 +282,14 @@ static int open_device(ferry_loader *L, ferry__err *err) {
   MPI_Comm_free(&node);
   rc = ferry__gpu_open(L->opts, L->rank, L->local_rank, &L->gpu, L->dev_how,
                        sizeof L->dev_how, err);
-  rc = ferry__agree(L->comm, L->rank, rc, err);
-  if (rc)
+  /* the outcome and "does every rank have a GPU?" in one round */
+  uint64_t mine = L->gpu != NULL, lo = 0;
+  int which = -1;
+  rc = ferry__agree_check(L->comm, L->rank, rc, &mine, 1, &which, &lo, NULL,
+                          err);
+  if (rc && which < 0) /* a failure, not "some rank has no GPU" */
     return rc;
-  int mine = L->gpu != NULL, all = 0;
-  if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, L->comm) != MPI_SUCCESS)
-    return ferry__seterr_on(err, L->rank, FERRY_EMPI, "MPI_Allreduce failed");
+  int all = lo != 0;
   if (mine && !all) {
     ferry__gpu_close(L->gpu);
     L->gpu = NULL;
@@ -386,9 +386,7 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
     rc = ferry_options_create(&L->opts);
   if (rc && !err.msg[0])
     ferry__seterr(&err, rc, "%s", ferry__thread_error());
-  rc = ferry__agree(L->comm, L->rank, rc, &err);
-  if (!rc)
-    rc = check_same_inputs(L, dataset, &err);
+  rc = check_same_inputs(L, dataset, rc, &err);
   if (!rc)
     rc = share_manifest(L, dataset, &err);
   if (!rc) {

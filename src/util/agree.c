@@ -11,6 +11,7 @@
 #include "config.h"
 #include "util/agree.h"
 
+#include <limits.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,8 +61,10 @@ int ferry__agree(MPI_Comm comm, int rank, int rc, ferry__err *err) {
   return ferry__agree_share(comm, rank, out[1], rc, err);
 }
 
-int ferry__agree_same(MPI_Comm comm, int rank, const uint64_t *v, int n,
-                      int *which, ferry__err *err) {
+/* The general case of ferry__agree_check: three rounds (allocation, min,
+ * max), for long vectors only. */
+static int agree_same_long(MPI_Comm comm, int rank, const uint64_t *v, int n,
+                           int *which, ferry__err *err) {
   *which = -1;
   uint64_t *lo = malloc(2 * (size_t)(n > 0 ? n : 1) * sizeof *lo);
   int rc = lo ? 0 : FERRY_ENOMEM;
@@ -88,12 +91,70 @@ int ferry__agree_same(MPI_Comm comm, int rank, const uint64_t *v, int n,
   return rc;
 }
 
+/*
+ * One round for both questions, "did some rank fail?" and "are the values
+ * the same everywhere?": a single MPI_Allreduce(MIN) of
+ * [failing rank or UINT64_MAX, v..., ~v...] (the minimum of ~v is the
+ * complement of the maximum of v).  On 64 processes sharing two cores each
+ * round costs milliseconds of scheduling, so ferry_open and ferry_set_epoch
+ * fuse their agreements here (docs/performance.md, plan-scale).
+ */
+#define AGREE_SHORT 128
+
+int ferry__agree_check(MPI_Comm comm, int rank, int rc, const uint64_t *v,
+                       int n, int *which, uint64_t *lo, uint64_t *hi,
+                       ferry__err *err) {
+  *which = -1;
+  if (n > AGREE_SHORT) {
+    rc = ferry__agree(comm, rank, rc, err);
+    return rc ? rc : agree_same_long(comm, rank, v, n, which, err);
+  }
+  uint64_t in[2 * AGREE_SHORT + 1], out[2 * AGREE_SHORT + 1];
+  in[0] = rc < 0 ? (uint64_t)rank : UINT64_MAX;
+  for (int i = 0; i < n; i++) {
+    in[1 + i] = rc < 0 ? 0 : v[i];
+    in[1 + n + i] = rc < 0 ? 0 : ~v[i];
+  }
+  if (MPI_Allreduce(in, out, 2 * n + 1, MPI_UINT64_T, MPI_MIN, comm) !=
+      MPI_SUCCESS)
+    return mpi_fail(err, rank, "MPI_Allreduce");
+  if (out[0] != UINT64_MAX)
+    return ferry__agree_share(comm, rank, (int)out[0], rc, err);
+  int bad = 0;
+  for (int i = 0; i < n; i++) {
+    if (lo)
+      lo[i] = out[1 + i];
+    if (hi)
+      hi[i] = ~out[1 + n + i];
+    if (!bad && out[1 + i] != ~out[1 + n + i]) {
+      *which = i;
+      bad = 1;
+    }
+  }
+  return bad ? FERRY_EMISMATCH : 0;
+}
+
+int ferry__agree_same(MPI_Comm comm, int rank, const uint64_t *v, int n,
+                      int *which, ferry__err *err) {
+  return ferry__agree_check(comm, rank, 0, v, n, which, NULL, NULL, err);
+}
+
 int ferry__bcast_blob(MPI_Comm comm, int rank, int root, void **buf,
                       size_t *len, const char *what, ferry__err *err) {
-  unsigned long long n = rank == root ? *len : 0;
+  return ferry__bcast_blob_rc(comm, rank, root, 0, buf, len, what, err);
+}
+
+/* root's failure travels as the length ULLONG_MAX: the round that sends
+ * the length is the agreement too. */
+int ferry__bcast_blob_rc(MPI_Comm comm, int rank, int root, int root_rc,
+                         void **buf, size_t *len, const char *what,
+                         ferry__err *err) {
+  unsigned long long n = rank != root ? 0 : root_rc < 0 ? ULLONG_MAX : *len;
   int rc = 0;
   if (MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, root, comm) != MPI_SUCCESS)
     return ferry__seterr(err, FERRY_EMPI, "MPI_Bcast of %s failed", what);
+  if (n == ULLONG_MAX)
+    return ferry__agree_share(comm, rank, root, root_rc, err);
   if (rank != root) {
     *buf = malloc(n ? n : 1);
     *len = (size_t)n;

@@ -2,7 +2,8 @@
  * util/agree.h - the collective toolkit: "the same outcome on every rank",
  * written once.  Every step that can fail on one rank before (or instead
  * of) a collective ends with ferry__agree; every cross-rank consistency check
- * is ferry__agree_same; every broadcast of a variable-size buffer is
+ * is ferry__agree_same (ferry__agree_check: both in one round); every
+ * broadcast of a variable-size buffer is
  * ferry__bcast_blob.  All functions here are COLLECTIVE over comm: every
  * rank calls them in the same order.
  */
@@ -38,6 +39,18 @@ int ferry__agree_same(MPI_Comm comm, int rank, const uint64_t *v, int n,
                       int *which, ferry__err *err);
 
 /**
+ * ferry__agree and ferry__agree_same in one collective round (one
+ * MPI_Allreduce when n <= 128): returns the lowest failing rank's error on
+ * every rank as ferry__agree does when some rank's rc < 0 (v is then not
+ * compared); otherwise 0, or FERRY_EMISMATCH with *which = the first index
+ * that differs (err not set).  lo and hi, when not NULL, receive the minimum
+ * and maximum of each value over ranks (n <= 128 only).
+ */
+int ferry__agree_check(MPI_Comm comm, int rank, int rc, const uint64_t *v,
+                       int n, int *which, uint64_t *lo, uint64_t *hi,
+                       ferry__err *err);
+
+/**
  * Broadcast root's *len bytes at *buf; the other ranks receive a malloc'd
  * copy in *buf (theirs must be NULL) and its length in *len.  Sent in
  * pieces of at most 1 GiB (MPI counts are int).  Failures (out of memory on
@@ -46,6 +59,15 @@ int ferry__agree_same(MPI_Comm comm, int rank, const uint64_t *v, int n,
  */
 int ferry__bcast_blob(MPI_Comm comm, int rank, int root, void **buf,
                       size_t *len, const char *what, ferry__err *err);
+
+/**
+ * ferry__bcast_blob with root's result root_rc (0, or a negative code with
+ * err set on root): when it failed every rank returns root's error (as
+ * ferry__agree would), in the same round as the length.
+ */
+int ferry__bcast_blob_rc(MPI_Comm comm, int rank, int root, int root_rc,
+                         void **buf, size_t *len, const char *what,
+                         ferry__err *err);
 
 /**
  * Wait for a non-blocking collective (MPI_Iallreduce ...) at most timeout
