@@ -1410,10 +1410,15 @@ static int redeal(rlist **lists, int P, int Pn, int64_t B, int tail,
   rlist *nl = calloc((size_t)Pn, sizeof *nl);
   int64_t *pre = NULL;
   int rc = nl ? 0 : FERRY_ENOMEM;
-  for (int r = 0; r < P && !rc; r++)
+  for (int r = 0; r < P && !rc; r++) {
     for (int64_t i = 0; i < old[r].n && !rc; i++)
       if (!old[r].v[i].padded)
         rc = range_push(&R, old[r].v[i]);
+    if (!rc) { /* not needed again: keep the peak near two lists, not three */
+      free(old[r].v);
+      old[r] = (rlist){0};
+    }
+  }
   if (!rc && !(pre = malloc((size_t)(R.n + 1) * sizeof *pre)))
     rc = FERRY_ENOMEM;
   int64_t n = 0;
@@ -1660,6 +1665,8 @@ static int resume_elastic(const ferry__pieces *ps, const int64_t *perm,
       group += p->nwindows;
     }
   }
+  ferry__rank_plan_free(&o.p); /* rebuilt as the ranges name them */
+  o.r = -1;
   for (int s = 0; s < nsteps && !rc; s++) {
     int64_t K = steps[s].batches;
     if (steps[s].world_size != P || K > nb) {
@@ -1681,6 +1688,11 @@ static int resume_elastic(const ferry__pieces *ps, const int64_t *perm,
         P = Pn;
     }
   }
+  for (int r = 0; !all && !rc && r < P; r++)
+    if (r != rank) { /* only this rank's ranges are needed */
+      free(lists[r].v);
+      lists[r] = (rlist){0};
+    }
   for (int r = -1; r < P && !rc; r++) {
     if ((r < 0 && !out) || (r >= 0 && !all))
       continue;

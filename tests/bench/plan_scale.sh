@@ -6,7 +6,8 @@
 # the peak RSS per rank (tests/bench/plan_scale.c, public API only).  Then
 # the plan of one rank of WORLD simulated ranks computed alone
 # (tests/bench/plan_sim.c, linked with the library's internals), time and
-# peak RSS, when the build has it.
+# peak RSS, when the build has it, and that of an elastic resume (4 ranks
+# to 3).
 #
 # usage: tests/bench/plan_scale.sh BUILD_DIR WORK_DIR [RANKS...]
 #        (default ranks: 4 16 64; N, WORLD (4096) from the environment;
@@ -42,5 +43,9 @@ if test -x "$build/tests/bench/plan_sim"; then
     "$build/tests/bench/plan_sim" "$n" 100 "$world" 0
   /usr/bin/time -f "plan_sim peak RSS %M KiB" \
     "$build/tests/bench/plan_sim" "$n" 100 "$world" $((world - 1))
+  # an elastic resume (ferry_state_load of a state saved on 4 ranks, loaded
+  # on 3): rank 0's plan after 1000 batches per rank
+  /usr/bin/time -f "plan_sim peak RSS %M KiB" \
+    "$build/tests/bench/plan_sim" "$n" 100 3 0 4 1000
 fi
 test "${KEEP:-0}" = 1 || rm -f "$f"
