@@ -1038,9 +1038,11 @@ int ferry__rank_plan_checksum(const ferry__rank_plan *p, uint64_t *out) {
  *                     again for equal batch counts (drop_last drops at most
  *                     P*B-1 more samples, pad repeats the first ones).
  *
- * The reads are rebuilt from the sample list: a window is a run of samples
- * that came from one window of the original plan (so memory stays within the
- * original windows), its extents the runs of consecutive rows it needs. */
+ * The reads are rebuilt window by window: a window is a run of samples that
+ * came from one window of the original plan (so memory stays within the
+ * original windows), its extents the runs of consecutive rows it needs; the
+ * samples are only ever listed one window at a time (plan_from_items for the
+ * window holding a cut, plan_from_ranges below for the elastic path). */
 
 typedef struct item {
   int64_t sample, part, row, group;
@@ -1099,7 +1101,7 @@ static int plan_from_items(const item *list, int64_t n, int64_t nb, int64_t B,
   if (!out->window_first_extent || !out->window_need || !out->window_samples ||
       !out->window_first_slot || !out->extents || !tmp)
     goto nomem;
-  if (want_slots) { /* runs of the list: at most one per sample */
+  if (want_slots) { /* runs of the list (one window: at most a sample each) */
     out->segs = malloc((size_t)(n ? n : 1) * sizeof *out->segs);
     out->window_first_seg = calloc((size_t)nw + 1, sizeof(int64_t));
     if (!out->segs || !out->window_first_seg)
