@@ -131,7 +131,15 @@ static int make_window_slots(epoch_state *ep, int64_t w, ferry__err *err) {
                             "dataset %s: out of memory for the sample order "
                             "of window %lld (%zu bytes, %lld samples)",
                             ep->L->m.spec, (long long)w, bytes, (long long)n);
-  ferry__plan_window_slots(p, w, s);
+  if (ferry__plan_window_slots(p, w, s)) {
+    free(s);
+    return ferry__seterr_on(err, ep->L->rank, FERRY_ENOMEM,
+                            "dataset %s: out of memory for the sample order "
+                            "of window %lld (the order of the windows it "
+                            "was cut from, after a resume over another "
+                            "world size)",
+                            ep->L->m.spec, (long long)w);
+  }
   pthread_mutex_lock(&ep->mu);
   ep->win_slots[w] = s;
   pthread_mutex_unlock(&ep->mu);

@@ -502,6 +502,9 @@ void ferry__rank_plan_free(ferry__rank_plan *p) {
   free(p->window_first_slot);
   free(p->window_first_seg);
   free(p->segs);
+  free(p->slices);
+  free(p->window_first_slice);
+  free(p->runs);
   memset(p, 0, sizeof *p);
 }
 
@@ -790,10 +793,76 @@ int64_t ferry__plan_window_max(const ferry__rank_plan *p) {
   return most;
 }
 
+/* Fisher-Yates of v[0..k) keyed by window key `key`. */
+static void mix_slots(ferry__slot *v, int64_t k, uint64_t key) {
+  uint64_t counter = 0;
+  for (int64_t i = k - 1; i > 0; i--) {
+    int64_t j = (int64_t)bounded(key, &counter, (uint64_t)i + 1);
+    ferry__slot t = v[i];
+    v[i] = v[j];
+    v[j] = t;
+  }
+}
+
+/* The extent of [e0, ne) holding (part, row) (extents sorted, e0 < ne). */
+static int64_t extent_at(const ferry__extent *x, int64_t e0, int64_t ne,
+                         int64_t part, int64_t row) {
+  int64_t lo = e0, hi = ne - 1;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo + 1) / 2;
+    if (x[mid].part < part || (x[mid].part == part && x[mid].row <= row))
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+/* A window of slices (elastic resume): each slice's old window remade from
+ * its runs and mixed as the old plan mixed it, then its stretch [a, b)
+ * mapped onto this plan's extents.  O(old window) scratch. */
+static int slice_window_slots(const ferry__rank_plan *p, int64_t w,
+                              ferry__slot *out) {
+  int64_t most = 1, k = 0;
+  for (int64_t i = p->window_first_slice[w]; i < p->window_first_slice[w + 1];
+       i++) {
+    int64_t n = 0;
+    for (int64_t r = 0; r < p->slices[i].nruns; r++)
+      n += p->runs[p->slices[i].run0 + r].count;
+    most = n > most ? n : most;
+  }
+  ferry__slot *tmp = malloc((size_t)most * sizeof *tmp);
+  if (!tmp)
+    return FERRY_ENOMEM;
+  const int64_t e0 = p->window_first_extent[w],
+                ne = p->window_first_extent[w + 1];
+  for (int64_t i = p->window_first_slice[w]; i < p->window_first_slice[w + 1];
+       i++) {
+    const ferry__slice *sl = &p->slices[i];
+    int64_t n = 0;
+    for (int64_t r = sl->run0; r < sl->run0 + sl->nruns; r++)
+      for (int64_t j = 0; j < p->runs[r].count; j++) /* run r, offset j */
+        tmp[n++] = (ferry__slot){p->runs[r].global_first + j, r, j, 0};
+    if (sl->mixed)
+      mix_slots(tmp, n, sl->key);
+    for (int64_t j = sl->a; j < sl->b; j++) {
+      const ferry__run *run = &p->runs[tmp[j].extent];
+      int64_t row = run->row + tmp[j].row;
+      int64_t e = extent_at(p->extents, e0, ne, run->part, row);
+      out[k++] = (ferry__slot){tmp[j].sample, e, row - p->extents[e].row,
+                               (uint8_t)(sl->padded != 0)};
+    }
+  }
+  free(tmp);
+  return 0;
+}
+
 /* Step 5, on demand: window w's served samples, its runs in order, an own
  * window's mixed by Fisher-Yates keyed by (seed, epoch, rank, window). */
-void ferry__plan_window_slots(const ferry__rank_plan *p, int64_t w,
-                              ferry__slot *out) {
+int ferry__plan_window_slots(const ferry__rank_plan *p, int64_t w,
+                             ferry__slot *out) {
+  if (p->window_first_slice)
+    return slice_window_slots(p, w, out);
   int64_t k = 0;
   for (int64_t g = p->window_first_seg[w]; g < p->window_first_seg[w + 1];
        g++) {
@@ -803,17 +872,11 @@ void ferry__plan_window_slots(const ferry__rank_plan *p, int64_t w,
       out[k++] = (ferry__slot){first + j, s->extent, s->off + j,
                                (uint8_t)(s->padded != 0)};
   }
-  if (w >= p->mix_first && w < p->nmixed) {
-    uint64_t key = ferry__rand_key(p->mix_key, FERRY__STREAM_WINDOW,
-                                   (uint64_t)(w + p->mix_base), 0);
-    uint64_t counter = 0;
-    for (int64_t i = k - 1; i > 0; i--) {
-      int64_t j = (int64_t)bounded(key, &counter, (uint64_t)i + 1);
-      ferry__slot t = out[i];
-      out[i] = out[j];
-      out[j] = t;
-    }
-  }
+  if (w >= p->mix_first && w < p->nmixed)
+    mix_slots(out, k,
+              ferry__rand_key(p->mix_key, FERRY__STREAM_WINDOW,
+                              (uint64_t)(w + p->mix_base), 0));
+  return 0;
 }
 
 int ferry__plan_slots(const ferry__rank_plan *p, ferry__slot **out) {
@@ -821,12 +884,29 @@ int ferry__plan_slots(const ferry__rank_plan *p, ferry__slot **out) {
   if (!*out)
     return FERRY_ENOMEM;
   for (int64_t w = 0; w < p->nwindows; w++)
-    ferry__plan_window_slots(p, w, *out + p->window_first_slot[w]);
+    if (ferry__plan_window_slots(p, w, *out + p->window_first_slot[w])) {
+      free(*out);
+      *out = NULL;
+      return FERRY_ENOMEM;
+    }
   return 0;
 }
 
 int64_t ferry__plan_real_before(const ferry__rank_plan *p, int64_t n) {
   int64_t real = 0;
+  if (p->window_first_slice) { /* slices: each all pad or all real */
+    for (int64_t w = 0; w < p->nwindows && p->window_first_slot[w] < n; w++) {
+      int64_t left = n - p->window_first_slot[w];
+      for (int64_t i = p->window_first_slice[w];
+           i < p->window_first_slice[w + 1] && left > 0; i++) {
+        int64_t len = p->slices[i].b - p->slices[i].a;
+        int64_t t = len < left ? len : left;
+        real += p->slices[i].padded ? 0 : t;
+        left -= t;
+      }
+    }
+    return real;
+  }
   if (!p->window_first_seg) { /* no runs (shuffle=global's plan, made by
                                  the loader): its pads come last */
     int64_t nreal = p->nslots - p->padded;
@@ -849,8 +929,11 @@ int64_t ferry__plan_real_before(const ferry__rank_plan *p, int64_t n) {
 }
 
 size_t ferry__plan_bytes(const ferry__rank_plan *p) {
-  size_t per_window = 4 * sizeof(int64_t) + (p->segs ? sizeof(int64_t) : 0);
+  size_t per_window = 4 * sizeof(int64_t) + (p->segs ? sizeof(int64_t) : 0) +
+                      (p->slices ? sizeof(int64_t) : 0);
   return (size_t)p->nextents * sizeof(ferry__extent) +
+         (size_t)p->nslices * sizeof(ferry__slice) +
+         (size_t)p->nruns * sizeof(ferry__run) +
          (size_t)p->nsegs * sizeof(ferry__seg) +
          (size_t)(p->nwindows + 1) * per_window;
 }
@@ -914,12 +997,16 @@ int ferry__plan_reads(const ferry__pieces *ps, const int64_t *perm,
 int ferry__rank_plan_checksum(const ferry__rank_plan *p, uint64_t *out) {
   uint64_t h = FERRY__FNV_INIT;
   h = ferry__fnv1a(h, &p->num_batches, sizeof p->num_batches);
-  int64_t most = p->segs ? ferry__plan_window_max(p) : 0;
+  int has = p->segs || p->slices;
+  int64_t most = has ? ferry__plan_window_max(p) : 0;
   ferry__slot *buf = malloc((size_t)(most ? most : 1) * sizeof *buf);
   if (!buf)
     return FERRY_ENOMEM;
-  for (int64_t w = 0; p->segs && w < p->nwindows; w++) {
-    ferry__plan_window_slots(p, w, buf);
+  for (int64_t w = 0; has && w < p->nwindows; w++) {
+    if (ferry__plan_window_slots(p, w, buf)) {
+      free(buf);
+      return FERRY_ENOMEM;
+    }
     for (int64_t i = 0; i < p->window_samples[w]; i++) {
       h = ferry__fnv1a(h, &buf[i].sample, sizeof buf[i].sample);
       h = ferry__fnv1a(h, &buf[i].padded, 1);
@@ -951,31 +1038,43 @@ int ferry__rank_plan_checksum(const ferry__rank_plan *p, uint64_t *out) {
  *                     again for equal batch counts (drop_last drops at most
  *                     P*B-1 more samples, pad repeats the first ones).
  *
- * The reads are rebuilt from the sample list: a window is a run of samples
- * that came from one window of the original plan (so memory stays within the
- * original windows), its extents the runs of consecutive rows it needs. */
+ * The reads are rebuilt window by window: a window is a run of samples that
+ * came from one window of the original plan (so memory stays within the
+ * original windows), its extents the runs of consecutive rows it needs; the
+ * samples are only ever listed one window at a time (plan_from_items for the
+ * window holding a cut, plan_from_ranges below for the elastic path). */
 
 typedef struct item {
   int64_t sample, part, row, group;
   int padded;
 } item;
 
-typedef struct ilist {
-  item *v;
-  int64_t n;
-} ilist;
-
-static void lists_free(ilist *l, int P) {
-  for (int r = 0; l && r < P; r++)
-    free(l[r].v);
-  free(l);
-}
-
 static int cmp_item_pos(const void *a, const void *b) {
   const item *x = a, *y = b;
   if (x->part != y->part)
     return (x->part > y->part) - (x->part < y->part);
   return (x->row > y->row) - (x->row < y->row);
+}
+
+/* Window w's extents from its items list[0..n) (tmp: n scratch items):
+ * the distinct rows, sorted, runs merged, appended to ext from ne.  Returns
+ * the new count. */
+static int64_t window_extents(const item *list, int64_t n, item *tmp, int64_t w,
+                              ferry__extent *ext, int64_t ne) {
+  memcpy(tmp, list, (size_t)n * sizeof *tmp);
+  qsort(tmp, (size_t)n, sizeof *tmp, cmp_item_pos);
+  const int64_t e0 = ne;
+  for (int64_t k = 0; k < n; k++) {
+    const item *t = &tmp[k];
+    ferry__extent *last = ne > e0 ? &ext[ne - 1] : NULL;
+    if (last && last->part == t->part && t->row < last->row + last->count)
+      continue; /* a repeat (pad) of a row already read */
+    if (last && last->part == t->part && last->row + last->count == t->row)
+      last->count++;
+    else
+      ext[ne++] = (ferry__extent){t->part, t->row, 1, t->sample, w};
+  }
+  return ne;
 }
 
 /* The rank plan serving list[0..n) in order, num_batches nb of B.  Windows
@@ -1002,7 +1101,7 @@ static int plan_from_items(const item *list, int64_t n, int64_t nb, int64_t B,
   if (!out->window_first_extent || !out->window_need || !out->window_samples ||
       !out->window_first_slot || !out->extents || !tmp)
     goto nomem;
-  if (want_slots) { /* runs of the list: at most one per sample */
+  if (want_slots) { /* runs of the list (one window: at most a sample each) */
     out->segs = malloc((size_t)(n ? n : 1) * sizeof *out->segs);
     out->window_first_seg = calloc((size_t)nw + 1, sizeof(int64_t));
     if (!out->segs || !out->window_first_seg)
@@ -1020,33 +1119,11 @@ static int plan_from_items(const item *list, int64_t n, int64_t nb, int64_t B,
     out->window_first_slot[w] = i0;
     if (want_slots)
       out->window_first_seg[w] = out->nsegs;
-    /* Extents: the window's distinct rows, sorted, runs merged. */
-    memcpy(tmp, list + i0, (size_t)(i1 - i0) * sizeof *tmp);
-    qsort(tmp, (size_t)(i1 - i0), sizeof *tmp, cmp_item_pos);
     int64_t e0 = ne;
-    for (int64_t k = 0; k < i1 - i0; k++) {
-      const item *t = &tmp[k];
-      ferry__extent *last = ne > e0 ? &out->extents[ne - 1] : NULL;
-      if (last && last->part == t->part && t->row < last->row + last->count)
-        continue; /* a repeat (pad) of a row already read */
-      if (last && last->part == t->part && last->row + last->count == t->row)
-        last->count++;
-      else
-        out->extents[ne++] = (ferry__extent){t->part, t->row, 1, t->sample, w};
-    }
+    ne = window_extents(list + i0, i1 - i0, tmp, w, out->extents, ne);
     if (want_slots)
       for (int64_t i = i0; i < i1; i++) {
-        /* the extent holding (part, row): binary search in [e0, ne) */
-        int64_t lo = e0, hi = ne - 1;
-        while (lo < hi) {
-          int64_t mid = lo + (hi - lo + 1) / 2;
-          const ferry__extent *x = &out->extents[mid];
-          if (x->part < list[i].part ||
-              (x->part == list[i].part && x->row <= list[i].row))
-            lo = mid;
-          else
-            hi = mid - 1;
-        }
+        int64_t lo = extent_at(out->extents, e0, ne, list[i].part, list[i].row);
         int64_t off = list[i].row - out->extents[lo].row;
         ferry__seg *last = out->nsegs > out->window_first_seg[w]
                                ? &out->segs[out->nsegs - 1]
@@ -1072,64 +1149,6 @@ nomem:
   free(tmp);
   ferry__rank_plan_free(out);
   return ferry__seterr(err, FERRY_ENOMEM, "resume plan: out of memory");
-}
-
-/* Deal the unserved real samples of lists[0..P) over Pn ranks with the tail
- * rule.  Replaces *lists (P entries) by Pn new ones; *nb becomes the new
- * batch count, *dropped grows by the samples the new deal cannot serve. */
-static int redeal(ilist **lists, int P, int Pn, int64_t B, int tail,
-                  int64_t *nb, int64_t *dropped, int64_t *next_group) {
-  ilist *old = *lists;
-  int64_t n = 0;
-  for (int r = 0; r < P; r++)
-    for (int64_t i = 0; i < old[r].n; i++)
-      n += !old[r].v[i].padded;
-  item *R = malloc((size_t)(n ? n : 1) * sizeof *R);
-  ilist *nl = calloc((size_t)Pn, sizeof *nl);
-  if (!R || !nl) {
-    free(R);
-    free(nl);
-    return FERRY_ENOMEM;
-  }
-  int64_t k = 0;
-  for (int r = 0; r < P; r++)
-    for (int64_t i = 0; i < old[r].n; i++)
-      if (!old[r].v[i].padded)
-        R[k++] = old[r].v[i];
-  int64_t nbn = 0;
-  if (n > 0) {
-    int64_t smin = n / Pn, smax = (n + Pn - 1) / Pn;
-    nbn = tail == FERRY__TAIL_DROP ? smin / B : (smax + B - 1) / B;
-  }
-  int64_t pad_before = 0, served = 0;
-  for (int r = 0; r < Pn; r++) {
-    int64_t lo = n * r / Pn, share = n * (r + 1) / Pn - lo;
-    int64_t take = tail == FERRY__TAIL_DROP ? nbn * B : share;
-    int64_t pads = tail == FERRY__TAIL_PAD && n > 0 ? nbn * B - share : 0;
-    nl[r].v = malloc((size_t)(take + pads ? take + pads : 1) * sizeof(item));
-    if (!nl[r].v) {
-      free(R);
-      lists_free(nl, Pn);
-      return FERRY_ENOMEM;
-    }
-    memcpy(nl[r].v, R + lo, (size_t)take * sizeof(item));
-    served += take;
-    int64_t g = (*next_group)++;
-    for (int64_t j = 0; j < pads; j++) {
-      item t = R[(pad_before + j) % n];
-      t.padded = 1;
-      t.group = g;
-      nl[r].v[take + j] = t;
-    }
-    pad_before += pads;
-    nl[r].n = take + pads;
-  }
-  *dropped += n - served;
-  free(R);
-  lists_free(old, P);
-  *lists = nl;
-  *nb = nbn;
-  return 0;
 }
 
 /* Append p's extents [e0, e1) and runs [g0, g1) to q (arrays sized by the
@@ -1168,7 +1187,9 @@ static int plan_cut(const ferry__rank_plan *p, int64_t K, int want_segs,
     goto done;
   }
   if (w0 < nw)
-    ferry__plan_window_slots(p, w0, ws);
+    rc = ferry__plan_window_slots(p, w0, ws);
+  if (rc)
+    goto done;
   for (int64_t i = 0; i < nrest; i++) {
     const ferry__slot *sl = &ws[skip + i];
     const ferry__extent *x = &p->extents[sl->extent];
@@ -1297,6 +1318,407 @@ static int resume_same(const ferry__pieces *ps, const int64_t *perm,
   return rc;
 }
 
+/* ---- Elastic resume: the unserved samples as ranges ----------------------
+ *
+ * Over another world size the rest of the epoch is a sequence of ranges:
+ * served slots [a, b) of window w of old rank r0's plan (the plan over
+ * steps[0]'s world size), real or served as pads, with a group (windows of
+ * the new plan break where it changes).  An old rank's unserved part is its
+ * remaining windows, so ranges are O(windows) (O(chunks) at worst), never
+ * O(samples); a share is found by prefix sums over ranges, and a window's
+ * samples are made from its old windows one window at a time. */
+
+typedef struct range {
+  int r0, padded;
+  int64_t w, a, b, group;
+} range;
+
+typedef struct rlist {
+  range *v;
+  int64_t n, cap;
+} rlist;
+
+static void rlists_free(rlist *l, int P) {
+  for (int r = 0; l && r < P; r++)
+    free(l[r].v);
+  free(l);
+}
+
+static int range_push(rlist *l, range x) {
+  if (x.b <= x.a)
+    return 0;
+  if (l->n == l->cap) {
+    int64_t cap = l->cap ? 2 * l->cap : 16;
+    range *v = realloc(l->v, (size_t)cap * sizeof *v);
+    if (!v)
+      return FERRY_ENOMEM;
+    l->v = v;
+    l->cap = cap;
+  }
+  l->v[l->n++] = x;
+  return 0;
+}
+
+/* Drop the first n samples of l. */
+static void rlist_drop(rlist *l, int64_t n) {
+  int64_t i = 0;
+  while (i < l->n && n > 0) {
+    int64_t len = l->v[i].b - l->v[i].a;
+    if (len <= n) {
+      n -= len;
+      i++;
+    } else {
+      l->v[i].a += n;
+      n = 0;
+    }
+  }
+  memmove(l->v, l->v + i, (size_t)(l->n - i) * sizeof *l->v);
+  l->n -= i;
+}
+
+/* Append positions [a, a+len) of R (pre: its ranges' first positions, then
+ * its length n) to l, wrapping modulo n; padded: as pads of group g. */
+static int rlist_slice(rlist *l, const rlist *R, const int64_t *pre, int64_t a,
+                       int64_t len, int padded, int64_t g) {
+  const int64_t n = pre[R->n];
+  int rc = 0;
+  while (len > 0 && !rc) {
+    if (a >= n)
+      a = 0;
+    int64_t i = last_le(pre, R->n, a);
+    range x = R->v[i];
+    x.a += a - pre[i];
+    int64_t take = x.b - x.a < len ? x.b - x.a : len;
+    x.b = x.a + take;
+    if (padded) {
+      x.padded = 1;
+      x.group = g;
+    }
+    rc = range_push(l, x);
+    a += take;
+    len -= take;
+  }
+  return rc;
+}
+
+/* Deal the unserved real samples of lists[0..P) over Pn ranks with the tail
+ * rule: contiguous shares of their concatenation (old rank order, then
+ * served order), pads repeating its first samples.  Replaces *lists (P
+ * entries) by Pn new ones; *nb becomes the new batch count, *dropped grows
+ * by the samples the new deal cannot serve. */
+static int redeal(rlist **lists, int P, int Pn, int64_t B, int tail,
+                  int64_t *nb, int64_t *dropped, int64_t *next_group) {
+  rlist *old = *lists, R = {0};
+  rlist *nl = calloc((size_t)Pn, sizeof *nl);
+  int64_t *pre = NULL;
+  int rc = nl ? 0 : FERRY_ENOMEM;
+  for (int r = 0; r < P && !rc; r++) {
+    for (int64_t i = 0; i < old[r].n && !rc; i++)
+      if (!old[r].v[i].padded)
+        rc = range_push(&R, old[r].v[i]);
+    if (!rc) { /* not needed again: keep the peak near two lists, not three */
+      free(old[r].v);
+      old[r] = (rlist){0};
+    }
+  }
+  if (!rc && !(pre = malloc((size_t)(R.n + 1) * sizeof *pre)))
+    rc = FERRY_ENOMEM;
+  int64_t n = 0;
+  for (int64_t i = 0; !rc && i < R.n; i++) {
+    pre[i] = n;
+    n += R.v[i].b - R.v[i].a;
+  }
+  if (!rc)
+    pre[R.n] = n;
+  int64_t nbn = 0;
+  if (n > 0) {
+    int64_t smin = n / Pn, smax = (n + Pn - 1) / Pn;
+    nbn = tail == FERRY__TAIL_DROP ? smin / B : (smax + B - 1) / B;
+  }
+  int64_t pad_before = 0, served = 0;
+  for (int r = 0; r < Pn && !rc; r++) {
+    int64_t lo = n * r / Pn, share = n * (r + 1) / Pn - lo;
+    int64_t take = tail == FERRY__TAIL_DROP ? nbn * B : share;
+    int64_t pads = tail == FERRY__TAIL_PAD && n > 0 ? nbn * B - share : 0;
+    rc = rlist_slice(&nl[r], &R, pre, lo, take, 0, 0);
+    served += take;
+    int64_t g = (*next_group)++;
+    if (!rc && pads > 0)
+      rc = rlist_slice(&nl[r], &R, pre, pad_before % n, pads, 1, g);
+    pad_before += pads;
+  }
+  free(R.v);
+  free(pre);
+  if (rc) {
+    rlists_free(nl, Pn);
+    return rc;
+  }
+  *dropped += n - served;
+  rlists_free(old, P);
+  *lists = nl;
+  *nb = nbn;
+  return 0;
+}
+
+/* The old plans (steps[0]'s world size), rebuilt one at a time as ranges
+ * name them: a new rank's ranges come in old rank order (its pads may wrap
+ * around once), so each is built about once per new plan. */
+typedef struct old_plans {
+  const ferry__pieces *ps;
+  const int64_t *perm;
+  ferry__plan_params pp;
+  int r; /* the rank held in p, -1: none */
+  ferry__rank_plan p;
+  ferry__slot *slots; /* scratch: one window of p */
+  int64_t cap;
+} old_plans;
+
+static int old_get(old_plans *o, int r, ferry__err *err) {
+  if (o->r == r)
+    return 0;
+  ferry__rank_plan_free(&o->p);
+  o->r = -1;
+  int rc = ferry__plan_build(o->ps, o->perm, &o->pp, r, &o->p, err);
+  if (!rc)
+    o->r = r;
+  return rc;
+}
+
+/* Grow *v (elements of size sz, capacity *cap) to hold need. */
+static int grow(void **v, int64_t *cap, int64_t need, size_t sz) {
+  if (need <= *cap)
+    return 0;
+  int64_t c = *cap ? *cap : 16;
+  while (c < need)
+    c *= 2;
+  void *nv = realloc(*v, (size_t)c * sz);
+  if (!nv)
+    return FERRY_ENOMEM;
+  *v = nv;
+  *cap = c;
+  return 0;
+}
+
+/* The state of plan_from_ranges: the plan it fills and its scratch. */
+typedef struct rbuild {
+  old_plans *o;
+  ferry__rank_plan *out;
+  int want_slices;
+  item *items, *tmp;
+  int64_t icap, tcap, ecap, rcap;
+  int last_r0;
+  int64_t last_w, last_run0, last_nruns;
+} rbuild;
+
+/* Append range x's samples to b->items from k on (the old window's served
+ * order, stretch [a, b)) and, with slices, its slice.  Returns the new k or
+ * a negative error. */
+static int64_t range_items(rbuild *b, const range *x, int64_t k,
+                           ferry__err *err) {
+  old_plans *o = b->o;
+  ferry__rank_plan *out = b->out;
+  int rc = old_get(o, x->r0, err);
+  if (rc)
+    return rc;
+  const ferry__rank_plan *p = &o->p;
+  if (grow((void **)&o->slots, &o->cap, p->window_samples[x->w],
+           sizeof *o->slots) ||
+      grow((void **)&b->items, &b->icap, k + x->b - x->a, sizeof(item)) ||
+      ferry__plan_window_slots(p, x->w, o->slots))
+    return FERRY_ENOMEM;
+  for (int64_t j = x->a; j < x->b; j++) {
+    const ferry__slot *s = &o->slots[j];
+    const ferry__extent *e = &p->extents[s->extent];
+    b->items[k++] =
+        (item){s->sample, e->part, e->row + s->row, x->group, x->padded};
+  }
+  if (!b->want_slices)
+    return k;
+  if (x->r0 != b->last_r0 || x->w != b->last_w) { /* copy the window's runs */
+    int64_t g0 = p->window_first_seg[x->w], g1 = p->window_first_seg[x->w + 1];
+    if (grow((void **)&out->runs, &b->rcap, out->nruns + g1 - g0,
+             sizeof *out->runs))
+      return FERRY_ENOMEM;
+    b->last_r0 = x->r0;
+    b->last_w = x->w;
+    b->last_run0 = out->nruns;
+    b->last_nruns = g1 - g0;
+    for (int64_t g = g0; g < g1; g++) {
+      const ferry__seg *sg = &p->segs[g];
+      const ferry__extent *e = &p->extents[sg->extent];
+      out->runs[out->nruns++] = (ferry__run){
+          e->part, e->row + sg->off, sg->count, e->global_first + sg->off};
+    }
+  }
+  int mixed = x->w >= p->mix_first && x->w < p->nmixed;
+  uint64_t key = mixed ? ferry__rand_key(p->mix_key, FERRY__STREAM_WINDOW,
+                                         (uint64_t)(x->w + p->mix_base), 0)
+                       : 0;
+  out->slices[out->nslices++] = (ferry__slice){
+      b->last_run0, b->last_nruns, x->a, x->b, key, mixed, x->padded};
+  return k;
+}
+
+/* The rank plan serving the ranges l in order, num_batches nb of B, windows
+ * breaking where the group changes (as plan_from_items would build it from
+ * the samples, but with slices for runs).  want_slices 0: reads only.
+ * O(ranges + extents + one window). */
+static int plan_from_ranges(old_plans *o, const rlist *l, int64_t nb, int64_t B,
+                            int want_slices, ferry__rank_plan *out,
+                            ferry__err *err) {
+  memset(out, 0, sizeof *out);
+  rbuild b = {.o = o, .out = out, .want_slices = want_slices, .last_r0 = -1};
+  int64_t nw = 0;
+  for (int64_t i = 0; i < l->n; i++)
+    nw += i == 0 || l->v[i].group != l->v[i - 1].group;
+  out->num_batches = nb;
+  out->batch_size = B;
+  out->nwindows = nw;
+  out->window_first_extent = calloc((size_t)nw + 1, sizeof(int64_t));
+  out->window_need = calloc((size_t)nw + 1, sizeof(int64_t));
+  out->window_samples = calloc((size_t)nw + 1, sizeof(int64_t));
+  out->window_first_slot = calloc((size_t)nw + 1, sizeof(int64_t));
+  int rc = 0;
+  if (!out->window_first_extent || !out->window_need || !out->window_samples ||
+      !out->window_first_slot)
+    rc = FERRY_ENOMEM;
+  if (!rc && want_slices) {
+    out->slices = malloc((size_t)(l->n + 1) * sizeof *out->slices);
+    out->window_first_slice = calloc((size_t)nw + 1, sizeof(int64_t));
+    if (!out->slices || !out->window_first_slice)
+      rc = FERRY_ENOMEM;
+  }
+  int64_t pos = 0, w = -1;
+  for (int64_t i0 = 0; i0 < l->n && !rc;) {
+    int64_t i1 = i0 + 1, k = 0;
+    while (i1 < l->n && l->v[i1].group == l->v[i0].group)
+      i1++;
+    w++;
+    if (want_slices)
+      out->window_first_slice[w] = out->nslices;
+    for (int64_t i = i0; i < i1 && k >= 0; i++)
+      k = range_items(&b, &l->v[i], k, err);
+    if (k < 0) {
+      rc = (int)k;
+      break;
+    }
+    if (grow((void **)&b.tmp, &b.tcap, k, sizeof(item)) ||
+        grow((void **)&out->extents, &b.ecap, out->nextents + k,
+             sizeof *out->extents)) {
+      rc = FERRY_ENOMEM;
+      break;
+    }
+    out->window_first_extent[w] = out->nextents;
+    out->window_need[w] = pos / B;
+    out->window_samples[w] = k;
+    out->window_first_slot[w] = pos;
+    out->nextents =
+        window_extents(b.items, k, b.tmp, w, out->extents, out->nextents);
+    for (int64_t i = 0; i < k; i++)
+      out->padded += b.items[i].padded != 0;
+    pos += k;
+    i0 = i1;
+  }
+  if (!rc) {
+    out->window_first_extent[nw] = out->nextents;
+    out->window_first_slot[nw] = pos;
+    out->nslots = pos;
+    if (want_slices)
+      out->window_first_slice[nw] = out->nslices;
+  }
+  free(b.items);
+  free(b.tmp);
+  if (rc) {
+    ferry__rank_plan_free(out);
+    if (rc == FERRY_ENOMEM)
+      ferry__seterr(err, rc, "resume plan: out of memory");
+  }
+  return rc;
+}
+
+/* plan_resume when a step changes the world size: the ranges of every old
+ * rank (its windows), cut and dealt step by step, then out and all built
+ * from them. */
+static int resume_elastic(const ferry__pieces *ps, const int64_t *perm,
+                          const ferry__plan_params *pp,
+                          const ferry__resume_step *steps, int nsteps, int rank,
+                          ferry__rank_plan *out, ferry__rank_plan *all,
+                          ferry__err *err) {
+  const int64_t B = pp->batch_size;
+  int P = steps[0].world_size;
+  old_plans o = {.ps = ps, .perm = perm, .pp = *pp, .r = -1};
+  o.pp.world_size = P;
+  rlist *lists = calloc((size_t)P, sizeof *lists);
+  int rc = lists ? 0 : FERRY_ENOMEM;
+  int64_t nb = 0, M = 0, dropped = 0, group = 0;
+  for (int r = 0; r < P && !rc; r++) {
+    rc = old_get(&o, r, err);
+    const ferry__rank_plan *p = &o.p;
+    for (int64_t w = 0; !rc && w < p->nwindows; w++) {
+      int padded = p->window_samples[w] > 0 &&
+                   p->segs[p->window_first_seg[w]].padded != 0;
+      rc = range_push(
+          &lists[r], (range){r, padded, w, 0, p->window_samples[w], group + w});
+    }
+    if (!rc) {
+      nb = p->num_batches;
+      M = p->epoch_samples;
+      dropped = p->dropped;
+      group += p->nwindows;
+    }
+  }
+  ferry__rank_plan_free(&o.p); /* rebuilt as the ranges name them */
+  o.r = -1;
+  for (int s = 0; s < nsteps && !rc; s++) {
+    int64_t K = steps[s].batches;
+    if (steps[s].world_size != P || K > nb) {
+      rc =
+          ferry__seterr(err, FERRY_EFORMAT,
+                        "resume step %d: %lld batches served over %d ranks, "
+                        "but that part of the epoch has %lld batches over "
+                        "%d ranks",
+                        s, (long long)K, steps[s].world_size, (long long)nb, P);
+      break;
+    }
+    for (int r = 0; r < P; r++)
+      rlist_drop(&lists[r], K * B);
+    nb -= K;
+    int Pn = s + 1 < nsteps ? steps[s + 1].world_size : pp->world_size;
+    if (Pn != P) {
+      rc = redeal(&lists, P, Pn, B, pp->tail, &nb, &dropped, &group);
+      if (!rc)
+        P = Pn;
+    }
+  }
+  for (int r = 0; !all && !rc && r < P; r++)
+    if (r != rank) { /* only this rank's ranges are needed */
+      free(lists[r].v);
+      lists[r] = (rlist){0};
+    }
+  for (int r = -1; r < P && !rc; r++) {
+    if ((r < 0 && !out) || (r >= 0 && !all))
+      continue;
+    ferry__rank_plan *q = r < 0 ? out : &all[r];
+    rc = plan_from_ranges(&o, &lists[r < 0 ? rank : r], nb, B, r < 0, q, err);
+    if (!rc) {
+      q->epoch_samples = M;
+      q->dropped = dropped;
+    }
+  }
+  if (rc == FERRY_ENOMEM)
+    ferry__seterr(err, rc, "resume plan: out of memory");
+  if (rc) {
+    if (out)
+      ferry__rank_plan_free(out);
+    for (int r = 0; all && r < pp->world_size; r++)
+      ferry__rank_plan_free(&all[r]);
+  }
+  ferry__rank_plan_free(&o.p);
+  free(o.slots);
+  rlists_free(lists, P);
+  return rc;
+}
+
 int ferry__plan_resume(const ferry__pieces *ps, const int64_t *perm,
                        const ferry__plan_params *pp,
                        const ferry__resume_step *steps, int nsteps, int rank,
@@ -1313,101 +1735,10 @@ int ferry__plan_resume(const ferry__pieces *ps, const int64_t *perm,
       return ferry__seterr(err, FERRY_EFORMAT,
                            "resume step %d: world size %d, %lld batches", s,
                            steps[s].world_size, (long long)steps[s].batches);
-  const int64_t B = pp->batch_size;
-  int P = steps[0].world_size;
   int same = 1;
   for (int s = 0; s < nsteps; s++)
     same &= steps[s].world_size == pp->world_size;
   if (same) /* the common restart: no sample list (O(plan + window)) */
     return resume_same(ps, perm, pp, steps, nsteps, rank, out, all, err);
-  ilist *lists = calloc((size_t)P, sizeof *lists);
-  if (!lists)
-    return ferry__seterr(err, FERRY_ENOMEM, "resume plan: out of memory");
-  int rc = 0;
-  int64_t nb = 0, M = 0, dropped = 0, group = 0;
-  ferry__plan_params p0 = *pp;
-  p0.world_size = P;
-  for (int r = 0; r < P; r++) {
-    ferry__rank_plan rp = {0};
-    ferry__slot *slots = NULL;
-    rc = ferry__plan_build(ps, perm, &p0, r, &rp, err);
-    if (rc)
-      goto done;
-    if (ferry__plan_slots(&rp, &slots)) {
-      ferry__rank_plan_free(&rp);
-      rc = FERRY_ENOMEM;
-      goto done;
-    }
-    nb = rp.num_batches;
-    M = rp.epoch_samples;
-    dropped = rp.dropped;
-    lists[r].v = malloc((size_t)(rp.nslots ? rp.nslots : 1) * sizeof(item));
-    if (!lists[r].v) {
-      free(slots);
-      ferry__rank_plan_free(&rp);
-      rc = FERRY_ENOMEM;
-      goto done;
-    }
-    for (int64_t i = 0; i < rp.nslots; i++) {
-      const ferry__slot *s = &slots[i];
-      const ferry__extent *x = &rp.extents[s->extent];
-      lists[r].v[i] = (item){s->sample, x->part, x->row + s->row,
-                             group + x->window, s->padded};
-    }
-    lists[r].n = rp.nslots;
-    group += rp.nwindows;
-    free(slots);
-    ferry__rank_plan_free(&rp);
-  }
-  for (int s = 0; s < nsteps; s++) {
-    int64_t K = steps[s].batches;
-    if (steps[s].world_size != P || K > nb) {
-      rc =
-          ferry__seterr(err, FERRY_EFORMAT,
-                        "resume step %d: %lld batches served over %d ranks, "
-                        "but that part of the epoch has %lld batches over "
-                        "%d ranks",
-                        s, (long long)K, steps[s].world_size, (long long)nb, P);
-      goto done;
-    }
-    for (int r = 0; r < P; r++) {
-      int64_t cut = K * B < lists[r].n ? K * B : lists[r].n;
-      memmove(lists[r].v, lists[r].v + cut,
-              (size_t)(lists[r].n - cut) * sizeof(item));
-      lists[r].n -= cut;
-    }
-    nb -= K;
-    int Pn = s + 1 < nsteps ? steps[s + 1].world_size : pp->world_size;
-    if (Pn != P) {
-      rc = redeal(&lists, P, Pn, B, pp->tail, &nb, &dropped, &group);
-      if (rc)
-        goto done;
-      P = Pn;
-    }
-  }
-  if (out) {
-    rc = plan_from_items(lists[rank].v, lists[rank].n, nb, B, 1, out, err);
-    if (rc)
-      goto done;
-    out->epoch_samples = M;
-    out->dropped = dropped;
-  }
-  for (int r = 0; all && r < P; r++) {
-    rc = plan_from_items(lists[r].v, lists[r].n, nb, B, 0, &all[r], err);
-    if (rc)
-      goto done;
-    all[r].epoch_samples = M;
-    all[r].dropped = dropped;
-  }
-done:
-  if (rc == FERRY_ENOMEM)
-    ferry__seterr(err, rc, "resume plan: out of memory");
-  if (rc) {
-    if (out)
-      ferry__rank_plan_free(out);
-    for (int r = 0; all && r < pp->world_size; r++)
-      ferry__rank_plan_free(&all[r]);
-  }
-  lists_free(lists, P);
-  return rc;
+  return resume_elastic(ps, perm, pp, steps, nsteps, rank, out, all, err);
 }

@@ -150,6 +150,21 @@ typedef struct ferry__seg {
   int64_t padded;
 } ferry__seg;
 
+/** One run of rows of an old plan's window, in its unmixed order (elastic
+ *  resume: the served order of the window is remade from its runs). */
+typedef struct ferry__run {
+  int64_t part, row, count, global_first;
+} ferry__run;
+
+/** Served slots [a, b) of an old plan's window (runs [run0, run0+nruns) of
+ *  the plan's runs, mixed with key when mixed); padded: served as pads. */
+typedef struct ferry__slice {
+  int64_t run0, nruns;
+  int64_t a, b;
+  uint64_t key;
+  int mixed, padded;
+} ferry__slice;
+
 /**
  * One rank's plan for one epoch, O(pieces of the rank) memory: its reads
  * (extents, grouped in windows) and the runs (segs) its samples come from;
@@ -177,6 +192,14 @@ typedef struct ferry__rank_plan {
   int64_t mix_base; /* window w's key is that of window w + mix_base  */
   uint64_t mix_key; /* (seed, epoch, rank): window w's key derives from it */
   int64_t padded;
+  /* Elastic resume (plan_resume over another world size): window w serves
+   * slices [window_first_slice[w], window_first_slice[w+1]) in order, each
+   * a stretch of an old window's served order; segs are then NULL. */
+  int64_t nslices;
+  ferry__slice *slices;
+  int64_t *window_first_slice; /* [nwindows+1] or NULL */
+  int64_t nruns;
+  ferry__run *runs; /* [nruns] the old windows' runs */
 } ferry__rank_plan;
 
 /**
@@ -205,15 +228,17 @@ int64_t ferry__plan_batch_start(const ferry__rank_plan *p, int64_t b);
 int64_t ferry__plan_batch_need(const ferry__rank_plan *p, int64_t b);
 /** The window holding slot i (0 <= i < nslots). */
 int64_t ferry__plan_window_of(const ferry__rank_plan *p, int64_t i);
-/** Window w's slots in served order into out[window_samples[w]]. */
-void ferry__plan_window_slots(const ferry__rank_plan *p, int64_t w,
-                              ferry__slot *out);
+/** Window w's slots in served order into out[window_samples[w]].  Returns
+ *  0, or FERRY_ENOMEM (a window of slices: the old window's order is remade
+ *  in a scratch array of its size). */
+int ferry__plan_window_slots(const ferry__rank_plan *p, int64_t w,
+                             ferry__slot *out);
 /** The most samples of any window. */
 int64_t ferry__plan_window_max(const ferry__rank_plan *p);
 /** Every slot (tests, tools; nslots entries malloc'd).  0 or FERRY_ENOMEM. */
 int ferry__plan_slots(const ferry__rank_plan *p, ferry__slot **out);
 /** Real (not padded) samples among the first n slots (a plan without
- *  runs, window_first_seg NULL: its padded slots are its last ones). */
+ *  runs or slices: its padded slots are its last ones). */
 int64_t ferry__plan_real_before(const ferry__rank_plan *p, int64_t n);
 /** Bytes the plan holds. */
 size_t ferry__plan_bytes(const ferry__rank_plan *p);
@@ -233,11 +258,13 @@ typedef struct ferry__resume_step {
  * rest of its own plan (the very batches an uninterrupted run serves); when
  * it changes, the unserved real samples (old rank order, then served order;
  * pads dropped) are cut into contiguous shares and the tail rule is applied
- * again.  Pure.  out (rank's plan with slots) and all ([pp->world_size]
- * zeroed plans receiving every rank's reads, for collective I/O) may each be
- * NULL.  A served count beyond a step's batches is FERRY_EFORMAT (a state
- * that does not belong to these inputs).  Returns 0, FERRY_ENOMEM,
- * FERRY_EINVAL, FERRY_EFORMAT.
+ * again; the unserved samples are then held as ranges of old windows' served
+ * orders (O(windows) memory, never a per-sample list), and out's windows are
+ * slices of old windows.  Pure.  out (rank's plan with slots) and all
+ * ([pp->world_size] zeroed plans receiving every rank's reads, for collective
+ * I/O) may each be NULL.  A served count beyond a step's batches is
+ * FERRY_EFORMAT (a state that does not belong to these inputs).  Returns 0,
+ * FERRY_ENOMEM, FERRY_EINVAL, FERRY_EFORMAT.
  */
 int ferry__plan_resume(const ferry__pieces *ps, const int64_t *perm,
                        const ferry__plan_params *pp,

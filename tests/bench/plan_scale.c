@@ -11,11 +11,17 @@
  * getrusage's ru_maxrss (peak resident set) over the ranks.
  *
  * usage: plan_scale DATASET [name=value ...]   (loader options)
+ *
+ * FERRY_BENCH_SAVE=PATH: after the first batch, serve 999 more and save the
+ * state to PATH; FERRY_BENCH_LOAD=PATH: ferry_state_load(PATH) instead of
+ * ferry_set_epoch (printed as state_load): run with another number of
+ * ranks than the save, the elastic resume.
  */
 #include <ferry.h>
 #include <mpi.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -66,9 +72,13 @@ int main(int argc, char **argv) {
     return fail("ferry_open", L, rc);
   MPI_Barrier(MPI_COMM_WORLD);
   t[1] = now();
-  rc = ferry_set_epoch(L, 0);
+  /* FERRY_BENCH_LOAD=PATH: resume from a state (elastic when it was saved
+   * on another number of ranks) instead of starting epoch 0. */
+  const char *load = getenv("FERRY_BENCH_LOAD");
+  const char *save = getenv("FERRY_BENCH_SAVE");
+  rc = load ? ferry_state_load(L, load) : ferry_set_epoch(L, 0);
   if (rc)
-    return fail("ferry_set_epoch", L, rc);
+    return fail(load ? "ferry_state_load" : "ferry_set_epoch", L, rc);
   MPI_Barrier(MPI_COMM_WORLD);
   t[2] = now();
   ferry_batch *b = NULL;
@@ -78,6 +88,15 @@ int main(int argc, char **argv) {
   ferry_release(L, b);
   MPI_Barrier(MPI_COMM_WORLD);
   t[3] = now();
+  /* FERRY_BENCH_SAVE=PATH: serve 1,000 batches and save the state. */
+  for (int i = 1; save && i < 1000; i++) {
+    rc = ferry_next(L, &b);
+    if (rc)
+      return fail("ferry_next", L, rc);
+    ferry_release(L, b);
+  }
+  if (save && (rc = ferry_state_save(L, save)))
+    return fail("ferry_state_save", L, rc);
   ferry_memory_budget mb;
   ferry_memory_budget_get(L, &mb);
   struct rusage ru;
@@ -86,10 +105,11 @@ int main(int argc, char **argv) {
   MPI_Reduce(&rss, &hi, 1, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
   MPI_Reduce(&rss, &lo, 1, MPI_LONG, MPI_MIN, 0, MPI_COMM_WORLD);
   if (rank == 0)
-    printf("ranks %d open %.3f set_epoch %.3f first_batch %.3f total %.3f "
+    printf("ranks %d open %.3f %s %.3f first_batch %.3f total %.3f "
            "rss_max %.1f MiB rss_min %.1f MiB plan_bytes %zu\n",
-           size, t[1] - t[0], t[2] - t[1], t[3] - t[2], t[3] - t[0],
-           (double)hi / 1024.0, (double)lo / 1024.0, mb.plan_bytes);
+           size, t[1] - t[0], load ? "state_load" : "set_epoch", t[2] - t[1],
+           t[3] - t[2], t[3] - t[0], (double)hi / 1024.0, (double)lo / 1024.0,
+           mb.plan_bytes);
   ferry_close(L);
   ferry_options_free(o);
   MPI_Finalize();

@@ -6,10 +6,12 @@
 # the peak RSS per rank (tests/bench/plan_scale.c, public API only).  Then
 # the plan of one rank of WORLD simulated ranks computed alone
 # (tests/bench/plan_sim.c, linked with the library's internals), time and
-# peak RSS, when the build has it.
+# peak RSS, when the build has it, and that of an elastic resume (4 ranks
+# to 3).
 #
 # usage: tests/bench/plan_scale.sh BUILD_DIR WORK_DIR [RANKS...]
 #        (default ranks: 4 16 64; N, WORLD (4096) from the environment;
+#        ELASTIC=1: also a state saved on 4 ranks loaded on 3;
 #        the data set is deleted at the end unless KEEP=1)
 set -e
 build=$(cd "${1:?usage: $0 BUILD_DIR WORK_DIR [RANKS...]}" && pwd)
@@ -37,10 +39,21 @@ mpicc -O2 -I"$src/include" -I"$build/include" "$src/tests/bench/plan_scale.c" \
 for p in $ranks; do
   mpirun --oversubscribe -np "$p" "$work/plan_scale" "$f" chunk_samples=100
 done
+if test "${ELASTIC:-0}" = 1; then # a state saved on 4 ranks, loaded on 3
+  FERRY_BENCH_SAVE=$work/scale.state mpirun --oversubscribe -np 4 \
+    "$work/plan_scale" "$f" chunk_samples=100
+  FERRY_BENCH_LOAD=$work/scale.state mpirun --oversubscribe -np 3 \
+    "$work/plan_scale" "$f" chunk_samples=100
+  rm -f "$work/scale.state"
+fi
 if test -x "$build/tests/bench/plan_sim"; then
   /usr/bin/time -f "plan_sim peak RSS %M KiB" \
     "$build/tests/bench/plan_sim" "$n" 100 "$world" 0
   /usr/bin/time -f "plan_sim peak RSS %M KiB" \
     "$build/tests/bench/plan_sim" "$n" 100 "$world" $((world - 1))
+  # an elastic resume (ferry_state_load of a state saved on 4 ranks, loaded
+  # on 3): rank 0's plan after 1000 batches per rank
+  /usr/bin/time -f "plan_sim peak RSS %M KiB" \
+    "$build/tests/bench/plan_sim" "$n" 100 3 0 4 1000
 fi
 test "${KEEP:-0}" = 1 || rm -f "$f"

@@ -10,7 +10,13 @@
  * and prints the peak RSS, the plan's bytes and the checksum.  Nothing here
  * is O(samples) in memory.
  *
- * usage: plan_sim N C WORLD R     (built with: make tests/bench/plan_sim)
+ * With OLD_WORLD and SERVED, the plan is instead that of an elastic resume
+ * (ferry__plan_resume, what ferry_state_load computes): the epoch started
+ * on OLD_WORLD ranks, each served SERVED batches, and the rest is dealt
+ * over WORLD ranks.
+ *
+ * usage: plan_sim N C WORLD R [OLD_WORLD SERVED]
+ *        (built with: make tests/bench/plan_sim)
  */
 #include "config.h"
 #include "core/options.h"
@@ -29,13 +35,17 @@ static double now(void) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 5) {
-    fprintf(stderr, "usage: plan_sim N CHUNK_SAMPLES WORLD RANK\n");
+  if (argc != 5 && argc != 7) {
+    fprintf(stderr,
+            "usage: plan_sim N CHUNK_SAMPLES WORLD RANK [OLD_WORLD SERVED]\n");
     return 2;
   }
   int64_t N = strtoll(argv[1], NULL, 10), C = strtoll(argv[2], NULL, 10);
   int world = atoi(argv[3]), rank = atoi(argv[4]);
-  if (N < 1 || C < 1 || world < 1 || rank < 0 || rank >= world) {
+  ferry__resume_step step = {argc == 7 ? atoi(argv[5]) : 0,
+                             argc == 7 ? strtoll(argv[6], NULL, 10) : 0};
+  if (N < 1 || C < 1 || world < 1 || rank < 0 || rank >= world ||
+      (argc == 7 && (step.world_size < 1 || step.batches < 0))) {
     fprintf(stderr, "plan_sim: bad arguments\n");
     return 2;
   }
@@ -67,7 +77,9 @@ int main(int argc, char **argv) {
   ferry__rank_plan p;
   ferry__err err;
   memset(&err, 0, sizeof err);
-  int rc = ferry__plan_build(&ps, perm, &pp, rank, &p, &err);
+  int rc = argc == 7 ? ferry__plan_resume(&ps, perm, &pp, &step, 1, rank, &p,
+                                          NULL, &err)
+                     : ferry__plan_build(&ps, perm, &pp, rank, &p, &err);
   if (rc) {
     fprintf(stderr, "plan_sim: %s\n", err.msg);
     return 1;
@@ -81,6 +93,9 @@ int main(int argc, char **argv) {
   double t3 = now();
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
+  if (argc == 7)
+    printf("plan_sim: resumed after %lld batches on %d ranks\n",
+           (long long)step.batches, step.world_size);
   printf("plan_sim: N %lld, %lld chunks, rank %d of %d: %lld batches, %lld "
          "samples, %lld extents, %lld windows (largest %lld samples); "
          "permutation %.3f s, rank plan %.3f s, every window's order %.3f s; "

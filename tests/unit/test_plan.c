@@ -844,9 +844,11 @@ static int test_pieces_on_demand(void) {
 
 /* The plan of a rank holds no per-sample array: for a fixed number of
  * chunks its size is the same (to 1%) for N, 10 N and 100 N samples, for
- * the rank's plan and for a rank's plan among 4,096. */
+ * the rank's plan and for a rank's plan among 4,096, and so are the slices
+ * and runs of an elastic resume's plan. */
 static int test_plan_memory(void) {
   static const int worlds[] = {4, 4096};
+  size_t first_sl[sizeof worlds / sizeof worlds[0]] = {0};
   for (size_t wi = 0; wi < sizeof worlds / sizeof worlds[0]; wi++) {
     size_t first = 0;
     for (int64_t scale = 1; scale <= 100; scale *= 10) {
@@ -890,6 +892,28 @@ static int test_plan_memory(void) {
       /* the served order of one window, on demand, is the window's size */
       REQUIRE(ferry__plan_window_max(&p) <= 4 * 10 * scale + p.batch_size,
               "window of %lld samples", (long long)ferry__plan_window_max(&p));
+      ferry__rank_plan_free(&p);
+      /* elastic resume (saved on one rank more after 3 batches each, 0 on
+       * 4,097 ranks, which serve one batch of 32 at the smallest scale): its
+       * slices and runs are per window, not per sample, and its extents
+       * per piece plus the windows cut at the shares' ends */
+      ferry__resume_step step = {worlds[wi] + 1, worlds[wi] < 100 ? 3 : 0};
+      REQUIRE(ferry__plan_resume(&ps, perm, &pp, &step, 1, r, &p, NULL, &err) ==
+                  0,
+              "elastic: %s", err.msg);
+      size_t sl = (size_t)p.nslices * sizeof(ferry__slice) +
+                  (size_t)p.nruns * sizeof(ferry__run);
+      if (scale == 1)
+        first_sl[wi] = sl;
+      REQUIRE(!p.segs && sl + first_sl[wi] / 100 + 256 >= first_sl[wi] &&
+                  sl <= first_sl[wi] + first_sl[wi] / 100 + 256,
+              "elastic rank %d of %d: %zu bytes of slices and runs for %lld "
+              "samples, %zu for %lld",
+              r, worlds[wi], sl, (long long)m.num_samples, first_sl[wi],
+              (long long)(m.num_samples / scale));
+      REQUIRE(p.nextents <= ps.n / worlds[wi] + 2 +
+                                (worlds[wi] + 3) * (4 * 10 * scale + 32),
+              "elastic: %lld extents", (long long)p.nextents);
       ferry__rank_plan_free(&p);
       free(perm);
       ferry__pieces_free(&ps);
