@@ -19,9 +19,12 @@
  * group on the I/O state's persistent decode pool (pool.c; `threads`
  * lanes, the I/O thread among them), each job with a scratch of its own
  * taken off a free stack; the first failing row group's error is returned,
- * as serially.  Memory is bounded by the read's own rows plus the
- * compressed bytes of its chunks plus one decoded row group per variable
- * (cache_bytes) plus one scratch per lane.
+ * as serially.  A read of one row group (or of part of one) has its data
+ * pages decoded as runs of pages on the same pool (pages.c), with the I/O
+ * thread's own scratch (the last) holding the dictionary and the others
+ * taken off the same stack.  Memory is bounded by the read's own rows plus
+ * the compressed bytes of its chunks plus one decoded row group per
+ * variable (cache_bytes) plus one scratch per lane, plus the I/O thread's.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -820,14 +823,14 @@ typedef struct var_state {
 
 struct ferry__io {
   const ferry__manifest *m;
-  int rank, nthreads;
+  int rank;
   ferry__handle_cache files; /* key (part, file index) */
   var_state *vs;             /* [nvars] */
-  pq_scratch *scratch;       /* [nthreads] */
-  unsigned char **cbuf;      /* [nthreads] compressed chunk buffers */
+  pq_scratch *scratch;       /* [nscratch] */
+  unsigned char **cbuf;      /* [nscratch] compressed chunk buffers */
   size_t *ccap;
-  ferry__pool *pool;     /* decodes whole row groups (NULL: inline) */
-  int nscratch;          /* scratch[] entries: threads and lanes, the most */
+  ferry__pool *pool;     /* decodes row groups or pages (NULL: inline) */
+  int nscratch;          /* scratch[] entries: one a lane, plus one */
   pthread_mutex_t slock; /* guards sfree */
   pq_scratch **sfree;    /* [nscratch] scratches no job holds */
   int nfree;
@@ -1019,17 +1022,12 @@ static int pq_io_open(ferry__io **out, const ferry__manifest *m,
         sizeof *io, m->spec, p->rank);
   io->m = m;
   io->rank = p->rank;
-  char buf[32] = "";
-  long th = 0;
-  if (p->opts && ferry_options_get(p->opts, "threads", buf, sizeof buf) == 0)
-    th = strtol(buf, NULL, 10);
-  io->nthreads = th >= 1 && th <= 64 ? (int)th : 4;
   ferry__handle_cache_init(&io->files, (size_t)p->max_open_files, io, open_cb,
                            close_cb);
   io->vs = calloc((size_t)(m->nvars ? m->nvars : 1), sizeof *io->vs);
   io->pool = ferry__pool_new(p->threads);
   int lanes = ferry__pool_lanes(io->pool);
-  io->nscratch = lanes > io->nthreads ? lanes : io->nthreads;
+  io->nscratch = lanes + 1; /* a lane each, plus a chunk's scan */
   io->scratch = calloc((size_t)io->nscratch, sizeof *io->scratch);
   io->cbuf = calloc((size_t)io->nscratch, sizeof *io->cbuf);
   io->ccap = calloc((size_t)io->nscratch, sizeof *io->ccap);
@@ -1043,10 +1041,9 @@ static int pq_io_open(ferry__io **out, const ferry__manifest *m,
     return ferry__seterr(err, FERRY_ENOMEM,
                          "out of memory for the I/O state of %lld variables "
                          "and %d decode threads (dataset %s, rank %d)",
-                         (long long)m->nvars, (int)io->nthreads, m->spec,
-                         p->rank);
+                         (long long)m->nvars, lanes, m->spec, p->rank);
   }
-  for (int t = 0; t < io->nscratch; t++)
+  for (int t = 0; t + 1 < io->nscratch; t++) /* the last: the I/O thread's */
     io->sfree[io->nfree++] = &io->scratch[t];
   for (int v = 0; v < m->nvars; v++)
     io->vs[v].rec_part = io->vs[v].cache_part = io->vs[v].dict_part = -1;
@@ -1180,7 +1177,7 @@ static int64_t rows_before(const pq_rec *r, int64_t g, int64_t *in_rg) {
 
 static int decode_one(ferry__io *io, int var, int64_t g,
                       const unsigned char *chunk, const unsigned char *dict,
-                      unsigned char *out, pq_scratch *s, int nt,
+                      unsigned char *out, pq_scratch *s, const pq_lanes *ln,
                       ferry__err *err) {
   var_state *vs = &io->vs[var];
   const pq_rg_rec *rg = &vs->rec.rg[g];
@@ -1205,7 +1202,7 @@ static int decode_one(ferry__io *io, int var, int64_t g,
               .in_rg = in_rg,
               .fill = vs->has_fill ? vs->fill : NULL,
               .nofill = vs->nofill[0] ? vs->nofill : NULL};
-  return ferry__pq_decode_chunk(&j, s, nt, err);
+  return ferry__pq_decode_chunk(&j, s, ln, err);
 }
 
 /* Decoding of row groups whose chunks are already read: one job per row
@@ -1241,6 +1238,19 @@ static void scratch_give(ferry__io *io, pq_scratch *s) {
   pthread_mutex_unlock(&io->slock);
 }
 
+static pq_scratch *lane_take(void *ctx) { return scratch_take(ctx); }
+static void lane_give(void *ctx, pq_scratch *s) { scratch_give(ctx, s); }
+
+/* One row group on the I/O thread: its pages as jobs on the pool (no
+ * other job is pending), with the I/O thread's own scratch for the scan. */
+static int decode_lanes(ferry__io *io, int var, int64_t g,
+                        const unsigned char *dict, unsigned char *out,
+                        ferry__err *err) {
+  pq_lanes ln = {io->pool, lane_take, lane_give, io};
+  return decode_one(io, var, g, io->cbuf[0], dict, out,
+                    &io->scratch[io->nscratch - 1], &ln, err);
+}
+
 static int rg_job_run(void *arg, ferry__err *err) {
   rg_job *j = arg;
   pool *p = j->p;
@@ -1253,7 +1263,7 @@ static int rg_job_run(void *arg, ferry__err *err) {
   pq_scratch own, *s = scratch_take(io);
   memset(&own, 0, sizeof own);
   int rc = decode_one(io, p->var, g, p->chunks[j->i], p->dicts[j->i], o,
-                      s ? s : &own, 1, err);
+                      s ? s : &own, NULL, err); /* its pages inline */
   if (s)
     scratch_give(io, s);
   else
@@ -1367,11 +1377,11 @@ static int whole_groups(ferry__io *io, int64_t part, int var, int64_t g0,
       if (rc == 0)
         rc = get_dict(io, part, var, g, &d, err);
       if (rc == 0)
-        rc = decode_one(io, var, g, io->cbuf[0], d,
-                        out + (size_t)(io->vs[var].rec.rg[g].first_row -
-                                       io->vs[var].rec.rg[g0].first_row) *
-                                  io->m->vars[var].row_bytes,
-                        io->scratch, io->nthreads, err);
+        rc = decode_lanes(io, var, g, d,
+                          out + (size_t)(io->vs[var].rec.rg[g].first_row -
+                                         io->vs[var].rec.rg[g0].first_row) *
+                                    io->m->vars[var].row_bytes,
+                          err);
       if (rc < 0)
         return rc;
     }
@@ -1425,8 +1435,7 @@ static int partial_group(ferry__io *io, int64_t part, int var, int64_t g,
     if (rc == 0)
       rc = get_dict(io, part, var, g, &d, err);
     if (rc == 0)
-      rc = decode_one(io, var, g, io->cbuf[0], d, vs->cache, io->scratch,
-                      io->nthreads, err);
+      rc = decode_lanes(io, var, g, d, vs->cache, err);
     if (rc < 0)
       return rc;
     vs->cache_part = part;
