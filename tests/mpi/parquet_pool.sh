@@ -6,7 +6,8 @@
 # 1 and 2 ranks, with chunks of many row groups, on fixtures of
 # tests/parquet/make_parquet.mjs: zstd (DuckDB page v2, parquet-wasm, and
 # large row groups split in pieces at page starts) and snappy
-# (hyparquet-writer, PLAIN and DELTA).  Every run's rows are checked
+# (hyparquet-writer, PLAIN and DELTA), and a directory of three files
+# (the loader's grouped, deferred reads across parts).  Every run's rows are checked
 # against the values the writer was given (tests/fixtures/dump_compare.py)
 # and the threads=4 output must equal the threads=1 output byte for byte.
 # Then a snappy file whose column i32 has a bad page in row groups 1 and 3
@@ -89,6 +90,7 @@ for np in 1 2; do
     wasm_zstd) cs=1000 ;;
     hyparquet_SNAPPY_plain | hyparquet_SNAPPY_delta) cs=1000 ;;
     split_plain) cs=65536 ;;
+    parts_dir) cs=100 ;; # deferred reads across the files of a directory
     *) continue ;;
     esac
     case $var in

@@ -25,6 +25,12 @@
  * taken off the same stack.  Memory is bounded by the read's own rows plus
  * the compressed bytes of its chunks plus one decoded row group per
  * variable (cache_bytes) plus one scratch per lane, plus the I/O thread's.
+ *
+ * With io_params.defer (the loader reads up to `threads` extents, then
+ * calls io_wait) a read of whole row groups leaves its jobs running, one a
+ * row group, decoding their pages inline: its buffers (compressed chunks,
+ * copies of dictionary pages) and the record they were read with stay
+ * until io_wait (pq_settle); a partial read decodes on the I/O thread.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -836,7 +842,19 @@ struct ferry__io {
   int nfree;
   int64_t cur_part; /* for the handle cache's open callback */
   var_state *cur_vs;
+  int defer;            /* io_params.defer: io_wait settles the jobs */
+  struct pool *pending; /* deferred reads whose jobs may still run */
+  struct retired *old;  /* records they use, replaced since */
 };
+
+/* A record replaced (get_rec, another part) while deferred jobs use it. */
+typedef struct retired {
+  pq_rec rec;
+  struct retired *next;
+} retired;
+
+static void settle_free(ferry__io *io);
+static int pq_settle(ferry__io *io, ferry__err *err);
 
 typedef struct pq_fh {
   MPI_File fh;
@@ -888,6 +906,7 @@ static void pq_io_close(ferry__io *io) {
   if (!io)
     return;
   ferry__pool_free(io->pool); /* no job runs past here */
+  settle_free(io);
   ferry__handle_cache_free(&io->files);
   for (int v = 0; io->vs && v < io->m->nvars; v++) {
     ferry__pq_rec_free(&io->vs[v].rec);
@@ -1022,6 +1041,7 @@ static int pq_io_open(ferry__io **out, const ferry__manifest *m,
         sizeof *io, m->spec, p->rank);
   io->m = m;
   io->rank = p->rank;
+  io->defer = p->defer;
   ferry__handle_cache_init(&io->files, (size_t)p->max_open_files, io, open_cb,
                            close_cb);
   io->vs = calloc((size_t)(m->nvars ? m->nvars : 1), sizeof *io->vs);
@@ -1057,6 +1077,17 @@ static int get_rec(ferry__io *io, int64_t part, int var, ferry__err *err) {
   var_state *vs = &io->vs[var];
   if (vs->rec_part == part)
     return 0;
+  retired *old = io->pending && vs->rec_part >= 0 ? malloc(sizeof *old) : NULL;
+  if (old) { /* deferred jobs may read it still: freed by io_wait */
+    old->rec = vs->rec;
+    old->next = io->old;
+    io->old = old;
+    memset(&vs->rec, 0, sizeof vs->rec);
+  } else if (io->pending && vs->rec_part >= 0) {
+    int rc = pq_settle(io, err); /* out of memory: settle them first */
+    if (rc < 0)
+      return rc;
+  }
   ferry__pq_rec_free(&vs->rec);
   vs->rec_part = -1;
   const ferry__part *pt = &io->m->parts[part];
@@ -1175,26 +1206,26 @@ static int64_t rows_before(const pq_rec *r, int64_t g, int64_t *in_rg) {
   return r->rg[g].first_row - r->rg[a].first_row;
 }
 
-static int decode_one(ferry__io *io, int var, int64_t g,
+static int decode_one(ferry__io *io, const pq_rec *r, int var, int64_t g,
                       const unsigned char *chunk, const unsigned char *dict,
                       unsigned char *out, pq_scratch *s, const pq_lanes *ln,
                       ferry__err *err) {
   var_state *vs = &io->vs[var];
-  const pq_rg_rec *rg = &vs->rec.rg[g];
-  int64_t in_rg = 0, row0 = rows_before(&vs->rec, g, &in_rg);
+  const pq_rg_rec *rg = &r->rg[g];
+  int64_t in_rg = 0, row0 = rows_before(r, g, &in_rg);
   if (!ferry__pq_codec_available(rg->codec))
     return ferry__seterr(err, FERRY_ENOTSUP,
                          "file %s, column %s, row group %lld, rank %d: codec "
                          "%s (%d) is not supported by this build",
-                         vs->rec.files[rg->file], io->m->vars[var].name,
+                         r->files[rg->file], io->m->vars[var].name,
                          (long long)rg->rgi, io->rank,
                          ferry__pq_codec_name(rg->codec), rg->codec);
-  pq_job j = {.rec = &vs->rec,
+  pq_job j = {.rec = r,
               .rg = rg,
               .chunk = chunk,
               .dict = dict,
               .out = out,
-              .file = vs->rec.files[rg->file],
+              .file = r->files[rg->file],
               .var = io->m->vars[var].name,
               .rank = io->rank,
               .rgi = rg->rgi,
@@ -1216,12 +1247,57 @@ typedef struct pool {
   const unsigned char **dicts;  /* [n], NULL: none */
   unsigned char **own;          /* [n] buffers read (runs, dictionaries) */
   unsigned char *out;           /* row group g0's first row */
+  pq_rec rec;          /* the record they were read with (a shallow copy: its
+                        * arrays outlive the jobs, vs->rec's or retired) */
+  struct rg_job *jobs; /* [n] */
+  struct pool *next;   /* deferred: another read's */
 } pool;
 
 typedef struct rg_job {
   pool *p;
   int64_t i;
 } rg_job;
+
+static void pool_free_one(pool *p) {
+  for (int64_t i = 0; p->own && i < 2 * p->n; i++)
+    free(p->own[i]);
+  free(p->own);
+  free(p->jobs);
+  free(p->chunks);
+  free(p->dicts);
+  free(p);
+}
+
+/* The deferred reads' buffers and retired records (no job runs). */
+static void settle_free(ferry__io *io) {
+  while (io->pending) {
+    pool *p = io->pending;
+    io->pending = p->next;
+    pool_free_one(p);
+  }
+  while (io->old) {
+    retired *o = io->old;
+    io->old = o->next;
+    ferry__pq_rec_free(&o->rec);
+    free(o);
+  }
+}
+
+/* Wait for the deferred reads' jobs: the first failing one's error (in
+ * submission order: the reads' order, then row-group order). */
+static int pq_settle(ferry__io *io, ferry__err *err) {
+  ferry__err e;
+  memset(&e, 0, sizeof e);
+  int rc = io->pending ? ferry__pool_wait(io->pool, &e) : 0;
+  settle_free(io);
+  if (rc < 0)
+    *err = e;
+  return rc;
+}
+
+static int pq_io_wait(ferry__io *io, ferry__err *err) {
+  return pq_settle(io, err);
+}
 
 static pq_scratch *scratch_take(ferry__io *io) {
   pq_scratch *s = NULL;
@@ -1247,22 +1323,23 @@ static int decode_lanes(ferry__io *io, int var, int64_t g,
                         const unsigned char *dict, unsigned char *out,
                         ferry__err *err) {
   pq_lanes ln = {io->pool, lane_take, lane_give, io};
-  return decode_one(io, var, g, io->cbuf[0], dict, out,
-                    &io->scratch[io->nscratch - 1], &ln, err);
+  return decode_one(io, &io->vs[var].rec, var, g, io->cbuf[0], dict, out,
+                    &io->scratch[io->nscratch - 1], io->pending ? NULL : &ln,
+                    err); /* jobs of deferred reads pending: inline */
 }
 
 static int rg_job_run(void *arg, ferry__err *err) {
   rg_job *j = arg;
   pool *p = j->p;
   ferry__io *io = p->io;
-  const pq_rec *r = &io->vs[p->var].rec;
+  const pq_rec *r = &p->rec;
   size_t rb = io->m->vars[p->var].row_bytes;
   int64_t g = p->g0 + j->i;
   unsigned char *o =
       p->out + (size_t)(r->rg[g].first_row - r->rg[p->g0].first_row) * rb;
   pq_scratch own, *s = scratch_take(io);
   memset(&own, 0, sizeof own);
-  int rc = decode_one(io, p->var, g, p->chunks[j->i], p->dicts[j->i], o,
+  int rc = decode_one(io, r, p->var, g, p->chunks[j->i], p->dicts[j->i], o,
                       s ? s : &own, NULL, err); /* its pages inline */
   if (s)
     scratch_give(io, s);
@@ -1274,7 +1351,7 @@ static int rg_job_run(void *arg, ferry__err *err) {
 /* Read the chunks of row groups (pieces) [g0, g0 + p->n): a run of
  * adjacent ones in one read; the dictionary pages they need (a copy of
  * each but the last, which stays in the variable's cache). */
-static int read_groups(ferry__io *io, int64_t part, int var, pool *p,
+static int read_groups(ferry__io *io, int64_t part, int var, pool *p, int keep,
                        ferry__err *err) {
   const pq_rec *r = &io->vs[var].rec;
   int64_t g0 = p->g0, n = p->n, nown = 0;
@@ -1321,7 +1398,7 @@ static int read_groups(ferry__io *io, int64_t part, int var, pool *p,
       later |= r->rg[g0 + k].dict_size > 0 &&
                (r->rg[g0 + k].file != a->file ||
                 r->rg[g0 + k].dict_offset != a->dict_offset);
-    if (rc == 0 && later) {
+    if (rc == 0 && (later || keep)) { /* keep: the cache may change */
       unsigned char *c = malloc((size_t)a->dict_size);
       if (!c)
         return ferry__seterr(err, FERRY_ENOMEM,
@@ -1338,15 +1415,17 @@ static int read_groups(ferry__io *io, int64_t part, int var, pool *p,
   return rc;
 }
 
-/* One job per row group on the pool, then wait: the first failing row
- * group's error (in row-group order), as serially. */
-static int decode_pool(ferry__io *io, pool *p, rg_job *jobs, ferry__err *err) {
+/* One job per row group on the pool, then wait (unless deferring): the
+ * first failing row group's error (in row-group order), as serially. */
+static int decode_pool(ferry__io *io, pool *p, int defer, ferry__err *err) {
   int rc = 0;
   for (int64_t i = 0; rc == 0 && i < p->n; i++) {
-    jobs[i].p = p;
-    jobs[i].i = i;
-    rc = ferry__pool_submit(io->pool, rg_job_run, &jobs[i], err);
+    p->jobs[i].p = p;
+    p->jobs[i].i = i;
+    rc = ferry__pool_submit(io->pool, rg_job_run, &p->jobs[i], err);
   }
+  if (defer)
+    return rc; /* io_wait reports an earlier job's error first */
   ferry__err e;
   memset(&e, 0, sizeof e);
   int wrc = ferry__pool_wait(io->pool, &e);
@@ -1357,20 +1436,17 @@ static int decode_pool(ferry__io *io, pool *p, rg_job *jobs, ferry__err *err) {
   return rc;
 }
 
-/* Read, then decode, the whole row groups [g0, g1) into out. */
+/* Read, then decode, the whole row groups [g0, g1) into out.  With
+ * deferred reads (io_params.defer and a pool) every row group is a job,
+ * left running for io_wait, with the buffers it reads from kept until
+ * then. */
 static int whole_groups(ferry__io *io, int64_t part, int var, int64_t g0,
                         int64_t g1, unsigned char *out, ferry__err *err) {
   int64_t n = g1 - g0;
+  int defer = io->defer && io->pool;
   if (n <= 0)
     return 0;
-  pool p;
-  memset(&p, 0, sizeof p);
-  p.io = io;
-  p.var = var;
-  p.g0 = g0;
-  p.n = n;
-  p.out = out;
-  if (n == 1 || ferry__pool_lanes(io->pool) == 1) {
+  if (!defer && (n == 1 || ferry__pool_lanes(io->pool) == 1)) {
     for (int64_t g = g0; g < g1; g++) {
       const unsigned char *d = NULL;
       int rc = read_chunk(io, part, var, g, 0, err);
@@ -1387,25 +1463,34 @@ static int whole_groups(ferry__io *io, int64_t part, int var, int64_t g0,
     }
     return 0;
   }
-  p.chunks = calloc((size_t)n, sizeof *p.chunks);
-  p.dicts = calloc((size_t)n, sizeof *p.dicts);
-  p.own = calloc((size_t)n * 2, sizeof *p.own);
-  rg_job *jobs = calloc((size_t)n, sizeof *jobs);
-  int rc = p.chunks && p.dicts && p.own && jobs
-               ? read_groups(io, part, var, &p, err)
+  pool *p = calloc(1, sizeof *p);
+  if (p) {
+    p->io = io;
+    p->var = var;
+    p->g0 = g0;
+    p->n = n;
+    p->out = out;
+    p->rec = io->vs[var].rec;
+    p->chunks = calloc((size_t)n, sizeof *p->chunks);
+    p->dicts = calloc((size_t)n, sizeof *p->dicts);
+    p->own = calloc((size_t)n * 2, sizeof *p->own);
+    p->jobs = calloc((size_t)n, sizeof *p->jobs);
+  }
+  int rc = p && p->chunks && p->dicts && p->own && p->jobs
+               ? read_groups(io, part, var, p, defer, err)
                : ferry__seterr(err, FERRY_ENOMEM,
                                "out of memory for %lld row groups' jobs "
                                "(dataset %s, variable %s, rank %d)",
                                (long long)n, io->m->spec, io->m->vars[var].name,
                                io->rank);
   if (rc == 0)
-    rc = decode_pool(io, &p, jobs, err);
-  for (int64_t i = 0; p.own && i < 2 * n; i++)
-    free(p.own[i]);
-  free(p.own);
-  free(jobs);
-  free(p.chunks);
-  free(p.dicts);
+    rc = decode_pool(io, p, defer, err);
+  if (p && defer) { /* its jobs may run: freed by io_wait */
+    p->next = io->pending;
+    io->pending = p;
+  } else if (p) {
+    pool_free_one(p);
+  }
   return rc;
 }
 
@@ -1510,4 +1595,5 @@ const ferry__backend ferry__backend_parquet = {
     .io_open = pq_io_open,
     .io_read = pq_io_read,
     .io_close = pq_io_close,
+    .io_wait = pq_io_wait,
 };
