@@ -22,7 +22,9 @@
 #                of the same kind of rows (sin(k/16) plus uniform noise,
 #                rounded to 3 digits), zstd, row groups of 2048 rows, read
 #                with chunk_samples 8192 (4 row groups a read: 4 jobs on
-#                the pool; issue 15)
+#                the pool; issue 15); PQ_CHUNK_SAMPLES (environment)
+#                sets another (2048: one row group a read, the loader's
+#                grouped reads: one job a read)
 # DATASETS (environment) picks some of them (default: all five).
 # shuffle=chunks, shuffle_buffer 4, 3 epochs (the first one of npz-member
 # inflates the member whole on one lane: it checks the CRC-32 and takes the
@@ -103,7 +105,7 @@ bench() { # dataset threads [options]
 for r in $(seq 1 "$runs"); do
   for name in $datasets; do
     case $name in
-    parquet-zstd) set -- "$work/pq-zstd.parquet" --batch-size 1024 --chunk-samples 8192 ;;
+    parquet-zstd) set -- "$work/pq-zstd.parquet" --batch-size 1024 --chunk-samples "${PQ_CHUNK_SAMPLES:-8192}" ;;
     npz-member) set -- "$work/member.npz" --batch-size 1024 ;;
     npz-files) set -- "$work/files/*.npz" --batch-size 16 ;;
     *) set -- "$work/$name.zarr" --batch-size 1024 ;;

@@ -272,7 +272,7 @@ static int decode_var(const ferry__part_desc *d, int v,
                 NULL,
                 NULL,
                 NULL};
-    rc = ferry__pq_decode_chunk(&j, &s, 1, err);
+    rc = ferry__pq_decode_chunk(&j, &s, NULL, err);
   }
   ferry__pq_scratch_free(&s);
   ferry__pq_rec_free(&r);
@@ -398,7 +398,7 @@ static void fuzz_chunks(const unsigned char *file, size_t n, const char *name) {
     gt.size = len;
     memcpy(c, file + g.offset, (size_t)len);
     pq_job j = {&r, &gt, c, out, "t", name, 0, 0, 0, 0, NULL, NULL, NULL};
-    refused += ferry__pq_decode_chunk(&j, &s, 1, &err) < 0;
+    refused += ferry__pq_decode_chunk(&j, &s, NULL, &err) < 0;
   }
   CHECK(refused == g.size, "%s: %d of %lld truncations refused", name, refused,
         (long long)g.size);
@@ -406,7 +406,7 @@ static void fuzz_chunks(const unsigned char *file, size_t n, const char *name) {
     memcpy(c, file + g.offset, (size_t)g.size);
     c[bit / 8] ^= (unsigned char)(1u << (bit % 8));
     pq_job j = {&r, &g, c, out, "t", name, 0, 0, 0, 0, NULL, NULL, NULL};
-    (void)ferry__pq_decode_chunk(&j, &s, 1, &err);
+    (void)ferry__pq_decode_chunk(&j, &s, NULL, &err);
   }
   free(out);
   free(c);
@@ -462,7 +462,7 @@ static void test_dict_range(void) {
   memset(&s, 0, sizeof s);
   pq_job j = {&r,   &g,   chunk, (unsigned char *)out, "f", "x", 0, 0, 0, 0,
               NULL, NULL, NULL};
-  int rc = ferry__pq_decode_chunk(&j, &s, 1, &err);
+  int rc = ferry__pq_decode_chunk(&j, &s, NULL, &err);
   CHECK(rc == FERRY_EFORMAT && strstr(err.msg, "dictionary index 3 out of "
                                                "range"),
         "%d %s", rc, err.msg);
@@ -471,7 +471,7 @@ static void test_dict_range(void) {
   memcpy(ok, chunk, sizeof chunk);
   ok[sizeof ok - 1] = 0x01;
   j.chunk = ok;
-  rc = ferry__pq_decode_chunk(&j, &s, 1, &err);
+  rc = ferry__pq_decode_chunk(&j, &s, NULL, &err);
   CHECK(rc == 0 && out[0] == 20 && out[3] == 20, "%d %s", rc, err.msg);
   ferry__pq_scratch_free(&s);
 }

@@ -18,7 +18,12 @@
  * definition level below the maximum) is refused naming the row; so is a
  * list whose length is not the variable's k.  The decoder keeps no state
  * between calls except the caller's scratch buffers, so chunks can be
- * decoded on several threads at once (one scratch each).
+ * decoded on several threads at once (one scratch each).  A large chunk's
+ * data pages are decoded as runs of pages, jobs on the I/O state's decode
+ * pool (backends/pool.c), not on threads created per call: each page
+ * writes its own values' place, so the values do not depend on which run
+ * ran where, and the pool returns the lowest-numbered failing job's error,
+ * the first bad page's.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -26,7 +31,6 @@
 
 #include "backends/parquet/parquet.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1190,103 +1194,88 @@ static int scan_pages(dec *d, scan *sc) {
   return 0;
 }
 
-/* Decode pages of sc on several threads: each takes the next page. */
-typedef struct pwork {
-  const pq_job *j;
-  const scan *sc;
-  const dec *proto; /* the dictionary */
-  pq_scratch *s;
-  size_t next;
-  pthread_mutex_t lock;
-  size_t bad_page; /* lowest failing page, sc->n: none */
-  int rc;
-  ferry__err err;
-} pwork;
-
-typedef struct pthr {
-  pwork *w;
-  int t;
-} pthr;
-
-static void *page_worker(void *arg) {
-  pthr *me = arg;
-  pwork *w = me->w;
-  for (;;) {
-    pthread_mutex_lock(&w->lock);
-    size_t i = w->next < w->bad_page ? w->next++ : w->sc->n;
-    pthread_mutex_unlock(&w->lock);
-    if (i >= w->sc->n)
-      break;
-    const page_ref *pr = &w->sc->pg[i];
-    ferry__err e;
+/* Data pages [a, b) of sc in order, with scratch s; the dictionary is
+ * proto's.  Stops at the first failing page (its error in err). */
+static int pages_run(const pq_job *j, const scan *sc, const dec *proto,
+                     pq_scratch *s, size_t a, size_t b, ferry__err *err) {
+  for (size_t i = a; i < b; i++) {
+    const page_ref *pr = &sc->pg[i];
     dec d;
-    memset(&e, 0, sizeof e);
-    dec_init(&d, w->j, &w->s[me->t], &e);
-    d.dict = w->proto->dict;
-    d.dict_n = w->proto->dict_n;
+    dec_init(&d, j, s, err);
+    d.dict = proto->dict;
+    d.dict_n = proto->dict_n;
     d.got = pr->first;
     d.page_at = (int64_t)pr->pos;
-    if (one_page(&d, w->j->chunk + pr->pos + pr->hl, &pr->h) < 0) {
-      pthread_mutex_lock(&w->lock);
-      if (i < w->bad_page) { /* the first page's error, as serially */
-        w->bad_page = i;
-        w->rc = code_of(&e);
-        w->err = e;
-      }
-      pthread_mutex_unlock(&w->lock);
-    }
-  }
-  return NULL;
-}
-
-int ferry__pq_decode_chunk(const pq_job *j, pq_scratch *s, int nthreads,
-                           ferry__err *err) {
-  dec d;
-  scan sc = {NULL, 0, 0};
-  dec_init(&d, j, &s[0], err);
-  int rc = scan_pages(&d, &sc);
-  if (rc < 0) {
-    free(sc.pg);
-    return rc;
-  }
-  if (nthreads > 64)
-    nthreads = 64;
-  if ((size_t)nthreads > sc.n)
-    nthreads = (int)sc.n;
-  /* small chunks are not worth a thread */
-  if (j->rg->usize < (1 << 20))
-    nthreads = 1;
-  pwork w;
-  memset(&w, 0, sizeof w);
-  w.j = j;
-  w.sc = &sc;
-  w.proto = &d;
-  w.s = s;
-  w.bad_page = sc.n;
-  pthread_mutex_init(&w.lock, NULL);
-  pthread_t th[64];
-  pthr a[64];
-  int started = 0;
-  for (int t = 1; t < nthreads; t++) {
-    a[t].w = &w;
-    a[t].t = t;
-    if (pthread_create(&th[t], NULL, page_worker, &a[t]) != 0)
-      break;
-    started = t;
-  }
-  a[0].w = &w;
-  a[0].t = 0;
-  page_worker(&a[0]);
-  for (int t = 1; t <= started; t++)
-    pthread_join(th[t], NULL);
-  pthread_mutex_destroy(&w.lock);
-  free(sc.pg);
-  if (w.bad_page < sc.n) {
-    if (err)
-      *err = w.err;
-    return w.rc;
+    if (one_page(&d, j->chunk + pr->pos + pr->hl, &pr->h) < 0)
+      return code_of(err);
   }
   return 0;
+}
+
+/* A run of pages decoded as one job on the decode pool, with a scratch
+ * taken off the caller's free stack (or one of its own when none is free).
+ * Each page writes only its own values' bytes of j->out. */
+typedef struct prange {
+  const pq_job *j;
+  const scan *sc;
+  const dec *proto;
+  const pq_lanes *ln;
+  size_t a, b;
+} prange;
+
+static int prange_run(void *arg, ferry__err *err) {
+  prange *r = arg;
+  pq_scratch own, *s = r->ln->take ? r->ln->take(r->ln->ctx) : NULL;
+  memset(&own, 0, sizeof own);
+  int rc = pages_run(r->j, r->sc, r->proto, s ? s : &own, r->a, r->b, err);
+  if (s)
+    r->ln->give(r->ln->ctx, s);
+  else
+    ferry__pq_scratch_free(&own);
+  return rc;
+}
+
+/* Pages in up to 4 runs a lane, submitted in page order, then waited for:
+ * the pool keeps the lowest-numbered failing job's error and skips the
+ * jobs after it, so the error is the first failing page's, as serially. */
+static int pages_pool(const pq_job *j, const scan *sc, const dec *proto,
+                      pq_scratch *s, const pq_lanes *ln, ferry__err *err) {
+  size_t lanes = (size_t)ferry__pool_lanes(ln->pool);
+  size_t nr = sc->n < 4 * lanes ? sc->n : 4 * lanes;
+  prange *r = calloc(nr, sizeof *r);
+  if (!r) /* out of memory for the jobs: decode here, serially */
+    return pages_run(j, sc, proto, s, 0, sc->n, err);
+  int rc = 0;
+  for (size_t k = 0; rc == 0 && k < nr; k++) {
+    r[k] = (prange){j, sc, proto, ln, sc->n * k / nr, sc->n * (k + 1) / nr};
+    rc = ferry__pool_submit(ln->pool, prange_run, &r[k], err);
+  }
+  ferry__err e;
+  memset(&e, 0, sizeof e);
+  int wrc = ferry__pool_wait(ln->pool, &e);
+  free(r);
+  if (wrc < 0) { /* an earlier run's error comes first */
+    if (err)
+      *err = e;
+    return wrc;
+  }
+  return rc;
+}
+
+int ferry__pq_decode_chunk(const pq_job *j, pq_scratch *s,
+                           const pq_lanes *lanes, ferry__err *err) {
+  dec d;
+  scan sc = {NULL, 0, 0};
+  dec_init(&d, j, s, err);
+  int rc = scan_pages(&d, &sc);
+  /* small chunks, or one page, are not worth a job each */
+  if (rc == 0 && lanes && ferry__pool_lanes(lanes->pool) > 1 && sc.n > 1 &&
+      j->rg->usize >= (1 << 20))
+    rc = pages_pool(j, &sc, &d, s, lanes, err);
+  else if (rc == 0)
+    rc = pages_run(j, &sc, &d, s, 0, sc.n, err);
+  free(sc.pg);
+  return rc;
 }
 
 void ferry__pq_scratch_free(pq_scratch *s) {

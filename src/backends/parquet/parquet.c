@@ -19,9 +19,18 @@
  * group on the I/O state's persistent decode pool (pool.c; `threads`
  * lanes, the I/O thread among them), each job with a scratch of its own
  * taken off a free stack; the first failing row group's error is returned,
- * as serially.  Memory is bounded by the read's own rows plus the
- * compressed bytes of its chunks plus one decoded row group per variable
- * (cache_bytes) plus one scratch per lane.
+ * as serially.  A read of one row group (or of part of one) has its data
+ * pages decoded as runs of pages on the same pool (pages.c), with the I/O
+ * thread's own scratch (the last) holding the dictionary and the others
+ * taken off the same stack.  Memory is bounded by the read's own rows plus
+ * the compressed bytes of its chunks plus one decoded row group per
+ * variable (cache_bytes) plus one scratch per lane, plus the I/O thread's.
+ *
+ * With io_params.defer (the loader reads up to `threads` extents, then
+ * calls io_wait) a read of whole row groups leaves its jobs running, one a
+ * row group, decoding their pages inline: its buffers (compressed chunks,
+ * copies of dictionary pages) and the record they were read with stay
+ * until io_wait (pq_settle); a partial read decodes on the I/O thread.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -820,20 +829,32 @@ typedef struct var_state {
 
 struct ferry__io {
   const ferry__manifest *m;
-  int rank, nthreads;
+  int rank;
   ferry__handle_cache files; /* key (part, file index) */
   var_state *vs;             /* [nvars] */
-  pq_scratch *scratch;       /* [nthreads] */
-  unsigned char **cbuf;      /* [nthreads] compressed chunk buffers */
+  pq_scratch *scratch;       /* [nscratch] */
+  unsigned char **cbuf;      /* [nscratch] compressed chunk buffers */
   size_t *ccap;
-  ferry__pool *pool;     /* decodes whole row groups (NULL: inline) */
-  int nscratch;          /* scratch[] entries: threads and lanes, the most */
+  ferry__pool *pool;     /* decodes row groups or pages (NULL: inline) */
+  int nscratch;          /* scratch[] entries: one a lane, plus one */
   pthread_mutex_t slock; /* guards sfree */
   pq_scratch **sfree;    /* [nscratch] scratches no job holds */
   int nfree;
   int64_t cur_part; /* for the handle cache's open callback */
   var_state *cur_vs;
+  int defer;            /* io_params.defer: io_wait settles the jobs */
+  struct pool *pending; /* deferred reads whose jobs may still run */
+  struct retired *old;  /* records they use, replaced since */
 };
+
+/* A record replaced (get_rec, another part) while deferred jobs use it. */
+typedef struct retired {
+  pq_rec rec;
+  struct retired *next;
+} retired;
+
+static void settle_free(ferry__io *io);
+static int pq_settle(ferry__io *io, ferry__err *err);
 
 typedef struct pq_fh {
   MPI_File fh;
@@ -885,6 +906,7 @@ static void pq_io_close(ferry__io *io) {
   if (!io)
     return;
   ferry__pool_free(io->pool); /* no job runs past here */
+  settle_free(io);
   ferry__handle_cache_free(&io->files);
   for (int v = 0; io->vs && v < io->m->nvars; v++) {
     ferry__pq_rec_free(&io->vs[v].rec);
@@ -1019,17 +1041,13 @@ static int pq_io_open(ferry__io **out, const ferry__manifest *m,
         sizeof *io, m->spec, p->rank);
   io->m = m;
   io->rank = p->rank;
-  char buf[32] = "";
-  long th = 0;
-  if (p->opts && ferry_options_get(p->opts, "threads", buf, sizeof buf) == 0)
-    th = strtol(buf, NULL, 10);
-  io->nthreads = th >= 1 && th <= 64 ? (int)th : 4;
+  io->defer = p->defer;
   ferry__handle_cache_init(&io->files, (size_t)p->max_open_files, io, open_cb,
                            close_cb);
   io->vs = calloc((size_t)(m->nvars ? m->nvars : 1), sizeof *io->vs);
   io->pool = ferry__pool_new(p->threads);
   int lanes = ferry__pool_lanes(io->pool);
-  io->nscratch = lanes > io->nthreads ? lanes : io->nthreads;
+  io->nscratch = lanes + 1; /* a lane each, plus a chunk's scan */
   io->scratch = calloc((size_t)io->nscratch, sizeof *io->scratch);
   io->cbuf = calloc((size_t)io->nscratch, sizeof *io->cbuf);
   io->ccap = calloc((size_t)io->nscratch, sizeof *io->ccap);
@@ -1043,10 +1061,9 @@ static int pq_io_open(ferry__io **out, const ferry__manifest *m,
     return ferry__seterr(err, FERRY_ENOMEM,
                          "out of memory for the I/O state of %lld variables "
                          "and %d decode threads (dataset %s, rank %d)",
-                         (long long)m->nvars, (int)io->nthreads, m->spec,
-                         p->rank);
+                         (long long)m->nvars, lanes, m->spec, p->rank);
   }
-  for (int t = 0; t < io->nscratch; t++)
+  for (int t = 0; t + 1 < io->nscratch; t++) /* the last: the I/O thread's */
     io->sfree[io->nfree++] = &io->scratch[t];
   for (int v = 0; v < m->nvars; v++)
     io->vs[v].rec_part = io->vs[v].cache_part = io->vs[v].dict_part = -1;
@@ -1060,6 +1077,17 @@ static int get_rec(ferry__io *io, int64_t part, int var, ferry__err *err) {
   var_state *vs = &io->vs[var];
   if (vs->rec_part == part)
     return 0;
+  retired *old = io->pending && vs->rec_part >= 0 ? malloc(sizeof *old) : NULL;
+  if (old) { /* deferred jobs may read it still: freed by io_wait */
+    old->rec = vs->rec;
+    old->next = io->old;
+    io->old = old;
+    memset(&vs->rec, 0, sizeof vs->rec);
+  } else if (io->pending && vs->rec_part >= 0) {
+    int rc = pq_settle(io, err); /* out of memory: settle them first */
+    if (rc < 0)
+      return rc;
+  }
   ferry__pq_rec_free(&vs->rec);
   vs->rec_part = -1;
   const ferry__part *pt = &io->m->parts[part];
@@ -1178,26 +1206,26 @@ static int64_t rows_before(const pq_rec *r, int64_t g, int64_t *in_rg) {
   return r->rg[g].first_row - r->rg[a].first_row;
 }
 
-static int decode_one(ferry__io *io, int var, int64_t g,
+static int decode_one(ferry__io *io, const pq_rec *r, int var, int64_t g,
                       const unsigned char *chunk, const unsigned char *dict,
-                      unsigned char *out, pq_scratch *s, int nt,
+                      unsigned char *out, pq_scratch *s, const pq_lanes *ln,
                       ferry__err *err) {
   var_state *vs = &io->vs[var];
-  const pq_rg_rec *rg = &vs->rec.rg[g];
-  int64_t in_rg = 0, row0 = rows_before(&vs->rec, g, &in_rg);
+  const pq_rg_rec *rg = &r->rg[g];
+  int64_t in_rg = 0, row0 = rows_before(r, g, &in_rg);
   if (!ferry__pq_codec_available(rg->codec))
     return ferry__seterr(err, FERRY_ENOTSUP,
                          "file %s, column %s, row group %lld, rank %d: codec "
                          "%s (%d) is not supported by this build",
-                         vs->rec.files[rg->file], io->m->vars[var].name,
+                         r->files[rg->file], io->m->vars[var].name,
                          (long long)rg->rgi, io->rank,
                          ferry__pq_codec_name(rg->codec), rg->codec);
-  pq_job j = {.rec = &vs->rec,
+  pq_job j = {.rec = r,
               .rg = rg,
               .chunk = chunk,
               .dict = dict,
               .out = out,
-              .file = vs->rec.files[rg->file],
+              .file = r->files[rg->file],
               .var = io->m->vars[var].name,
               .rank = io->rank,
               .rgi = rg->rgi,
@@ -1205,7 +1233,7 @@ static int decode_one(ferry__io *io, int var, int64_t g,
               .in_rg = in_rg,
               .fill = vs->has_fill ? vs->fill : NULL,
               .nofill = vs->nofill[0] ? vs->nofill : NULL};
-  return ferry__pq_decode_chunk(&j, s, nt, err);
+  return ferry__pq_decode_chunk(&j, s, ln, err);
 }
 
 /* Decoding of row groups whose chunks are already read: one job per row
@@ -1219,12 +1247,57 @@ typedef struct pool {
   const unsigned char **dicts;  /* [n], NULL: none */
   unsigned char **own;          /* [n] buffers read (runs, dictionaries) */
   unsigned char *out;           /* row group g0's first row */
+  pq_rec rec;          /* the record they were read with (a shallow copy: its
+                        * arrays outlive the jobs, vs->rec's or retired) */
+  struct rg_job *jobs; /* [n] */
+  struct pool *next;   /* deferred: another read's */
 } pool;
 
 typedef struct rg_job {
   pool *p;
   int64_t i;
 } rg_job;
+
+static void pool_free_one(pool *p) {
+  for (int64_t i = 0; p->own && i < 2 * p->n; i++)
+    free(p->own[i]);
+  free(p->own);
+  free(p->jobs);
+  free(p->chunks);
+  free(p->dicts);
+  free(p);
+}
+
+/* The deferred reads' buffers and retired records (no job runs). */
+static void settle_free(ferry__io *io) {
+  while (io->pending) {
+    pool *p = io->pending;
+    io->pending = p->next;
+    pool_free_one(p);
+  }
+  while (io->old) {
+    retired *o = io->old;
+    io->old = o->next;
+    ferry__pq_rec_free(&o->rec);
+    free(o);
+  }
+}
+
+/* Wait for the deferred reads' jobs: the first failing one's error (in
+ * submission order: the reads' order, then row-group order). */
+static int pq_settle(ferry__io *io, ferry__err *err) {
+  ferry__err e;
+  memset(&e, 0, sizeof e);
+  int rc = io->pending ? ferry__pool_wait(io->pool, &e) : 0;
+  settle_free(io);
+  if (rc < 0)
+    *err = e;
+  return rc;
+}
+
+static int pq_io_wait(ferry__io *io, ferry__err *err) {
+  return pq_settle(io, err);
+}
 
 static pq_scratch *scratch_take(ferry__io *io) {
   pq_scratch *s = NULL;
@@ -1241,19 +1314,33 @@ static void scratch_give(ferry__io *io, pq_scratch *s) {
   pthread_mutex_unlock(&io->slock);
 }
 
+static pq_scratch *lane_take(void *ctx) { return scratch_take(ctx); }
+static void lane_give(void *ctx, pq_scratch *s) { scratch_give(ctx, s); }
+
+/* One row group on the I/O thread: its pages as jobs on the pool (no
+ * other job is pending), with the I/O thread's own scratch for the scan. */
+static int decode_lanes(ferry__io *io, int var, int64_t g,
+                        const unsigned char *dict, unsigned char *out,
+                        ferry__err *err) {
+  pq_lanes ln = {io->pool, lane_take, lane_give, io};
+  return decode_one(io, &io->vs[var].rec, var, g, io->cbuf[0], dict, out,
+                    &io->scratch[io->nscratch - 1], io->pending ? NULL : &ln,
+                    err); /* jobs of deferred reads pending: inline */
+}
+
 static int rg_job_run(void *arg, ferry__err *err) {
   rg_job *j = arg;
   pool *p = j->p;
   ferry__io *io = p->io;
-  const pq_rec *r = &io->vs[p->var].rec;
+  const pq_rec *r = &p->rec;
   size_t rb = io->m->vars[p->var].row_bytes;
   int64_t g = p->g0 + j->i;
   unsigned char *o =
       p->out + (size_t)(r->rg[g].first_row - r->rg[p->g0].first_row) * rb;
   pq_scratch own, *s = scratch_take(io);
   memset(&own, 0, sizeof own);
-  int rc = decode_one(io, p->var, g, p->chunks[j->i], p->dicts[j->i], o,
-                      s ? s : &own, 1, err);
+  int rc = decode_one(io, r, p->var, g, p->chunks[j->i], p->dicts[j->i], o,
+                      s ? s : &own, NULL, err); /* its pages inline */
   if (s)
     scratch_give(io, s);
   else
@@ -1264,7 +1351,7 @@ static int rg_job_run(void *arg, ferry__err *err) {
 /* Read the chunks of row groups (pieces) [g0, g0 + p->n): a run of
  * adjacent ones in one read; the dictionary pages they need (a copy of
  * each but the last, which stays in the variable's cache). */
-static int read_groups(ferry__io *io, int64_t part, int var, pool *p,
+static int read_groups(ferry__io *io, int64_t part, int var, pool *p, int keep,
                        ferry__err *err) {
   const pq_rec *r = &io->vs[var].rec;
   int64_t g0 = p->g0, n = p->n, nown = 0;
@@ -1311,7 +1398,7 @@ static int read_groups(ferry__io *io, int64_t part, int var, pool *p,
       later |= r->rg[g0 + k].dict_size > 0 &&
                (r->rg[g0 + k].file != a->file ||
                 r->rg[g0 + k].dict_offset != a->dict_offset);
-    if (rc == 0 && later) {
+    if (rc == 0 && (later || keep)) { /* keep: the cache may change */
       unsigned char *c = malloc((size_t)a->dict_size);
       if (!c)
         return ferry__seterr(err, FERRY_ENOMEM,
@@ -1328,15 +1415,17 @@ static int read_groups(ferry__io *io, int64_t part, int var, pool *p,
   return rc;
 }
 
-/* One job per row group on the pool, then wait: the first failing row
- * group's error (in row-group order), as serially. */
-static int decode_pool(ferry__io *io, pool *p, rg_job *jobs, ferry__err *err) {
+/* One job per row group on the pool, then wait (unless deferring): the
+ * first failing row group's error (in row-group order), as serially. */
+static int decode_pool(ferry__io *io, pool *p, int defer, ferry__err *err) {
   int rc = 0;
   for (int64_t i = 0; rc == 0 && i < p->n; i++) {
-    jobs[i].p = p;
-    jobs[i].i = i;
-    rc = ferry__pool_submit(io->pool, rg_job_run, &jobs[i], err);
+    p->jobs[i].p = p;
+    p->jobs[i].i = i;
+    rc = ferry__pool_submit(io->pool, rg_job_run, &p->jobs[i], err);
   }
+  if (defer)
+    return rc; /* io_wait reports an earlier job's error first */
   ferry__err e;
   memset(&e, 0, sizeof e);
   int wrc = ferry__pool_wait(io->pool, &e);
@@ -1347,55 +1436,61 @@ static int decode_pool(ferry__io *io, pool *p, rg_job *jobs, ferry__err *err) {
   return rc;
 }
 
-/* Read, then decode, the whole row groups [g0, g1) into out. */
+/* Read, then decode, the whole row groups [g0, g1) into out.  With
+ * deferred reads (io_params.defer and a pool) every row group is a job,
+ * left running for io_wait, with the buffers it reads from kept until
+ * then. */
 static int whole_groups(ferry__io *io, int64_t part, int var, int64_t g0,
                         int64_t g1, unsigned char *out, ferry__err *err) {
   int64_t n = g1 - g0;
+  int defer = io->defer && io->pool;
   if (n <= 0)
     return 0;
-  pool p;
-  memset(&p, 0, sizeof p);
-  p.io = io;
-  p.var = var;
-  p.g0 = g0;
-  p.n = n;
-  p.out = out;
-  if (n == 1 || ferry__pool_lanes(io->pool) == 1) {
+  if (!defer && (n == 1 || ferry__pool_lanes(io->pool) == 1)) {
     for (int64_t g = g0; g < g1; g++) {
       const unsigned char *d = NULL;
       int rc = read_chunk(io, part, var, g, 0, err);
       if (rc == 0)
         rc = get_dict(io, part, var, g, &d, err);
       if (rc == 0)
-        rc = decode_one(io, var, g, io->cbuf[0], d,
-                        out + (size_t)(io->vs[var].rec.rg[g].first_row -
-                                       io->vs[var].rec.rg[g0].first_row) *
-                                  io->m->vars[var].row_bytes,
-                        io->scratch, io->nthreads, err);
+        rc = decode_lanes(io, var, g, d,
+                          out + (size_t)(io->vs[var].rec.rg[g].first_row -
+                                         io->vs[var].rec.rg[g0].first_row) *
+                                    io->m->vars[var].row_bytes,
+                          err);
       if (rc < 0)
         return rc;
     }
     return 0;
   }
-  p.chunks = calloc((size_t)n, sizeof *p.chunks);
-  p.dicts = calloc((size_t)n, sizeof *p.dicts);
-  p.own = calloc((size_t)n * 2, sizeof *p.own);
-  rg_job *jobs = calloc((size_t)n, sizeof *jobs);
-  int rc = p.chunks && p.dicts && p.own && jobs
-               ? read_groups(io, part, var, &p, err)
+  pool *p = calloc(1, sizeof *p);
+  if (p) {
+    p->io = io;
+    p->var = var;
+    p->g0 = g0;
+    p->n = n;
+    p->out = out;
+    p->rec = io->vs[var].rec;
+    p->chunks = calloc((size_t)n, sizeof *p->chunks);
+    p->dicts = calloc((size_t)n, sizeof *p->dicts);
+    p->own = calloc((size_t)n * 2, sizeof *p->own);
+    p->jobs = calloc((size_t)n, sizeof *p->jobs);
+  }
+  int rc = p && p->chunks && p->dicts && p->own && p->jobs
+               ? read_groups(io, part, var, p, defer, err)
                : ferry__seterr(err, FERRY_ENOMEM,
                                "out of memory for %lld row groups' jobs "
                                "(dataset %s, variable %s, rank %d)",
                                (long long)n, io->m->spec, io->m->vars[var].name,
                                io->rank);
   if (rc == 0)
-    rc = decode_pool(io, &p, jobs, err);
-  for (int64_t i = 0; p.own && i < 2 * n; i++)
-    free(p.own[i]);
-  free(p.own);
-  free(jobs);
-  free(p.chunks);
-  free(p.dicts);
+    rc = decode_pool(io, p, defer, err);
+  if (p && defer) { /* its jobs may run: freed by io_wait */
+    p->next = io->pending;
+    io->pending = p;
+  } else if (p) {
+    pool_free_one(p);
+  }
   return rc;
 }
 
@@ -1425,8 +1520,7 @@ static int partial_group(ferry__io *io, int64_t part, int var, int64_t g,
     if (rc == 0)
       rc = get_dict(io, part, var, g, &d, err);
     if (rc == 0)
-      rc = decode_one(io, var, g, io->cbuf[0], d, vs->cache, io->scratch,
-                      io->nthreads, err);
+      rc = decode_lanes(io, var, g, d, vs->cache, err);
     if (rc < 0)
       return rc;
     vs->cache_part = part;
@@ -1501,4 +1595,5 @@ const ferry__backend ferry__backend_parquet = {
     .io_open = pq_io_open,
     .io_read = pq_io_read,
     .io_close = pq_io_close,
+    .io_wait = pq_io_wait,
 };

@@ -248,11 +248,25 @@ typedef struct pq_job {
   const char *nofill;        /* why null_fill does not apply, or NULL */
 } pq_job;
 
-/* Decode one column chunk into j->out.  s: nthreads scratches; pages are
- * decoded on up to nthreads threads (the caller's among them) when the
- * chunk is large enough.  Errors name file, column, row group and page. */
-int ferry__pq_decode_chunk(const pq_job *j, pq_scratch *s, int nthreads,
-                           ferry__err *err);
+/* Where a chunk's pages may be decoded: the I/O state's decode pool
+ * (NULL: inline) and its free stack of scratches (take returns NULL when
+ * none is free; the job then uses one of its own). */
+typedef struct pq_lanes {
+  ferry__pool *pool;
+  pq_scratch *(*take)(void *ctx);
+  void (*give)(void *ctx, pq_scratch *s);
+  void *ctx;
+} pq_lanes;
+
+/* Decode one column chunk into j->out.  s: the scratch of the scan and
+ * the dictionary.  With lanes (NULL: serially, on s) whose pool has more
+ * than one lane and a chunk of 1 MiB or more, its data pages are decoded
+ * as runs of pages, jobs on the pool (the caller's thread among the
+ * lanes); ferry__pq_decode_chunk waits for them, so the pool must have no
+ * other jobs pending.  Errors name file, column, row group and page: the
+ * first failing page's, as serially. */
+int ferry__pq_decode_chunk(const pq_job *j, pq_scratch *s,
+                           const pq_lanes *lanes, ferry__err *err);
 void ferry__pq_scratch_free(pq_scratch *s);
 
 /* The page header at p (len bytes): kind, compressed size, values, rows
