@@ -15,7 +15,9 @@
  * ferry__exchange_start_into receives straight into the caller's buffer and
  * copies nothing, so that the pipeline serves kept samples from the read
  * buffer and received ones from where they landed: two passes over the
- * data fewer (docs/performance.md "Global shuffle").
+ * data fewer (docs/performance.md "Global shuffle"); nor does it move what
+ * a rank sends itself (1/P of the deal), which is served from the read
+ * buffer too.
  */
 #include "config.h"
 #include "loader/exchange.h"
@@ -128,10 +130,18 @@ static int prepare(ferry__exchange *x, const ferry__global_window *win,
       x->bytes_received += win->recvcounts[q] * (int64_t)rb;
     }
   }
+  /* start_into: the rank's own group stays where it was read */
+  int64_t self0 = win->sdispls[x->rank], self1 = self0;
+  if (x->into) {
+    self1 = self0 + win->sendcounts[x->rank];
+    sc[x->rank] = rc[x->rank] = 0;
+  }
   const unsigned char *in = read;
   unsigned char *out = serve;
   for (int64_t k = 0; k < win->nsend; k++)
-    memcpy(x->send + (size_t)k * rb, in + (size_t)win->send_item[k] * rb, rb);
+    if (k < self0 || k >= self1)
+      memcpy(x->send + (size_t)k * rb, in + (size_t)win->send_item[k] * rb,
+             rb);
   for (int64_t j = 0; out && j < win->nserve; j++)
     if (win->serve_local[j] >= 0)
       memcpy(out + (size_t)j * rb, in + (size_t)win->serve_local[j] * rb, rb);

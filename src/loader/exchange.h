@@ -60,9 +60,11 @@ int ferry__exchange_start(ferry__exchange *x, const ferry__global_window *win,
  * COLLECTIVE over comm.  ferry__exchange_start without copies: the received
  * samples land in recv (the caller's, at least win->nrecv rows; offset
  * rdispls[src_rank[j]] + src_off[j] is served at position j), kept samples
- * are served by the caller from read (serve_local).  read may be reused
- * when this returns; recv belongs to MPI until _finish returns 0 (after
- * FERRY_EPEER, forever: the caller must never free it then).
+ * are served by the caller from read (serve_local), and so are those this
+ * rank sends itself (src_rank[j] == rank: read item send_item[sdispls[rank]
+ * + src_off[j]]), which are neither packed nor moved (their part of recv
+ * stays unwritten).  read is not written; recv belongs to MPI until _finish
+ * returns 0 (after FERRY_EPEER, forever: the caller must never free it).
  */
 int ferry__exchange_start_into(ferry__exchange *x,
                                const ferry__global_window *win,

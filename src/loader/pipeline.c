@@ -563,8 +563,9 @@ static void io_collective(epoch_state *ep, ferry__io *io) {
  * outcome every rank sees, so the exchanges always match. */
 
 /* Window w's served order: rows of its one buffer, the read items (kept
- * samples, served where they were read) then the receive staging (sent
- * ones, served where MPI put them): no serve buffer, no unpacking. */
+ * samples and those the rank deals itself, served where they were read)
+ * then the receive staging (the others, served where MPI put them): no
+ * serve buffer, no unpacking. */
 static int make_global_slots(epoch_state *ep, int64_t w,
                              const ferry__global_window *win, ferry__err *err) {
   int64_t skip = w ? 0 : ep->gskip; /* a resumed epoch's first window */
@@ -578,8 +579,11 @@ static int make_global_slots(epoch_state *ep, int64_t w,
                             ep->L->m.spec, (long long)w, bytes);
   for (int64_t j = 0; j < n; j++) {
     int64_t k = skip + j, row = win->serve_local[k];
-    if (row < 0)
-      row = win->nread + win->rdispls[win->src_rank[k]] + win->src_off[k];
+    int src = win->src_rank[k];
+    if (row < 0 && src == win->rank) /* sent to itself: never moved */
+      row = win->send_item[win->sdispls[src] + win->src_off[k]];
+    else if (row < 0)
+      row = win->nread + win->rdispls[src] + win->src_off[k];
     s[j] = (ferry__slot){win->serve_sample[k], w, row, win->serve_padded[k]};
   }
   pthread_mutex_lock(&ep->mu);
