@@ -322,8 +322,8 @@ void ferry__budget_compute(ferry_loader *L, const epoch_state *ep) {
       /* and each window's receive staging (Q W rows, served from there)
        * and the send staging of the one being exchanged (Q W rows) */
       size_t xw = W < share ? W : share;
-      b->read_bytes += (size_t)(L->opts->exchange * (double)(rows + xw)) *
-                       L->row_total;
+      b->read_bytes +=
+          (size_t)(L->opts->exchange * (double)(rows + xw)) * L->row_total;
     }
     /* Before an epoch is planned, the plan for an even share: the
      * permutation (a piece per chunk, or per block), an extent, a run and

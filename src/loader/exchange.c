@@ -140,8 +140,7 @@ static int prepare(ferry__exchange *x, const ferry__global_window *win,
   unsigned char *out = serve;
   for (int64_t k = 0; k < win->nsend; k++)
     if (k < self0 || k >= self1)
-      memcpy(x->send + (size_t)k * rb, in + (size_t)win->send_item[k] * rb,
-             rb);
+      memcpy(x->send + (size_t)k * rb, in + (size_t)win->send_item[k] * rb, rb);
   for (int64_t j = 0; out && j < win->nserve; j++)
     if (win->serve_local[j] >= 0)
       memcpy(out + (size_t)j * rb, in + (size_t)win->serve_local[j] * rb, rb);

@@ -866,8 +866,8 @@ static void io_global(epoch_state *ep, ferry__io *io) {
     int64_t sent0 = ep->xch->bytes_sent, rows = win.nread + win.nrecv;
     double t0 = ferry__now();
     unsigned char *recv = buf ? buf + (size_t)win.nread * L->row_total : NULL;
-    int rc = ferry__exchange_start_into(ep->xch, &win, buf, recv, lrc, tmo,
-                                        &err);
+    int rc =
+        ferry__exchange_start_into(ep->xch, &win, buf, recv, lrc, tmo, &err);
     if (!rc)
       rc = ferry__exchange_finish(ep->xch, &win, NULL, tmo, &err);
     if (!rc)
