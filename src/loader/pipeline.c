@@ -655,15 +655,17 @@ static void rows_to_columns(const ferry_loader *L, const unsigned char *rows,
   }
 }
 
-/* Window w up to the start of its exchange: table, slots, buffer, reads.
+/* Window w up to the start of its exchange: table (unless built), slots,
+ * buffer, reads.
  * The buffer holds the read items, then room for the received samples.
  * Returns this rank's outcome (the exchange agrees on everyone's). */
 static int global_prepare(epoch_state *ep, ferry__io *io, int64_t w,
-                          ferry__global_window *win, unsigned char **read,
-                          ferry__err *err) {
+                          ferry__global_window *win, int built,
+                          unsigned char **read, ferry__err *err) {
   ferry_loader *L = ep->L;
-  int rc =
-      ferry__global_window_build(ep->glob, L->rank, w + ep->gbase, win, err);
+  int rc = built ? 0
+                 : ferry__global_window_build(ep->glob, L->rank, w + ep->gbase,
+                                              win, err);
   if (!rc)
     rc = make_global_slots(ep, w, win, err);
   if (rc)
@@ -850,26 +852,40 @@ static void global_note(ferry_loader *L, const ferry__exchange *x,
 static void io_global(epoch_state *ep, ferry__io *io) {
   ferry_loader *L = ep->L;
   ferry__err err = {0};
-  ferry__global_window win;
-  memset(&win, 0, sizeof win);
+  ferry__global_window wins[2]; /* window w's table is wins[w % 2] */
+  memset(wins, 0, sizeof wins);
+  int64_t built[2] = {-1, -1};
   int dummy = 0;
   double tmo = (double)L->opts->collective_timeout;
   for (int64_t w = 0; w < ep->nrounds && round_wait(ep, w, &dummy); w++) {
     unsigned char *buf = NULL;
+    ferry__global_window *win = &wins[w % 2];
     int lrc = FERRY_ESTATE;
     if (!dummy)
-      lrc = global_prepare(ep, io, w, &win, &buf, &err);
+      lrc = global_prepare(ep, io, w, win, built[w % 2] == w, &buf, &err);
     else
       ferry__seterr_on(&err, L->rank, lrc, "the epoch was stopped");
+    built[w % 2] = -1;
     if (L->opts->io == FERRY__IO_COLLECTIVE)
       lrc = global_read_collective(ep, io, w + ep->gbase, buf, lrc, &err);
-    int64_t sent0 = ep->xch->bytes_sent, rows = win.nread + win.nrecv;
+    int64_t sent0 = ep->xch->bytes_sent, rows = win->nread + win->nrecv;
     double t0 = ferry__now();
-    unsigned char *recv = buf ? buf + (size_t)win.nread * L->row_total : NULL;
+    unsigned char *recv = buf ? buf + (size_t)win->nread * L->row_total : NULL;
     int rc =
-        ferry__exchange_start_into(ep->xch, &win, buf, recv, lrc, tmo, &err);
+        ferry__exchange_start_into(ep->xch, win, buf, recv, lrc, tmo, &err);
+    /* the next window's table while this one is in flight: CPU work in
+     * place of waiting for the slowest rank in MPI_Test (a failure here is
+     * left for global_prepare to meet and report); not exchange time */
+    if (!rc && w + 1 < ep->nrounds) {
+      ferry__err e2 = {0};
+      double tb = ferry__now();
+      if (!ferry__global_window_build(ep->glob, L->rank, w + 1 + ep->gbase,
+                                      &wins[(w + 1) % 2], &e2))
+        built[(w + 1) % 2] = w + 1;
+      t0 += ferry__now() - tb;
+    }
     if (!rc)
-      rc = ferry__exchange_finish(ep->xch, &win, NULL, tmo, &err);
+      rc = ferry__exchange_finish(ep->xch, win, NULL, tmo, &err);
     if (!rc)
       global_note(L, ep->xch, sent0, t0);
     if (!rc && L->m.nvars > 1) {
@@ -896,7 +912,8 @@ static void io_global(epoch_state *ep, ferry__io *io) {
     }
     publish_rows(ep, w, buf, rows);
   }
-  ferry__global_window_free(&win);
+  ferry__global_window_free(&wins[0]);
+  ferry__global_window_free(&wins[1]);
 }
 
 void *ferry__io_main(void *arg) {
