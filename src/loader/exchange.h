@@ -1,9 +1,11 @@
 /*
  * loader/exchange.h - one global window's samples moved to the ranks that
  * serve them (shuffle=global, docs/design.md "Global shuffle"): pack from
- * the read buffer, MPI_Ialltoallv, unpack into the window's serve buffer,
- * from the tables of plan/global.h.  No plan, no file: the pipeline reads,
- * this moves.
+ * the read buffer, MPI_Ialltoallv, unpack into the window's serve buffer
+ * (ferry__exchange_start), or receive straight into the caller's buffer
+ * with no copy of kept samples (ferry__exchange_start_into, what the
+ * pipeline uses), from the tables of plan/global.h.  No plan, no file: the
+ * pipeline reads, this moves.
  */
 #ifndef FERRY_LOADER_EXCHANGE_H
 #define FERRY_LOADER_EXCHANGE_H
