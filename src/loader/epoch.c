@@ -125,8 +125,10 @@ size_t ferry__cache_bound(const ferry_loader *L) {
   return per_file * (size_t)files;
 }
 
-/* The most samples resident at once (their rows and their slots). */
-static size_t read_bound(const ferry_loader *L, const ferry__rank_plan *p) {
+/* The most rows resident at once: each window's samples plus extra rows
+ * (shuffle=global: its receive staging, in the same buffer). */
+static size_t read_bound_x(const ferry_loader *L, const ferry__rank_plan *p,
+                           int64_t extra) {
   int64_t nb = p->num_batches, la = L->opts->prefetch;
   if (nb == 0)
     return 0;
@@ -141,7 +143,7 @@ static size_t read_bound(const ferry_loader *L, const ferry__rank_plan *p) {
         ferry__admit_of(p, w) - la < 0 ? 0 : ferry__admit_of(p, w) - la;
     if (last >= nb)
       last = nb - 1;
-    double bytes = (double)p->window_samples[w];
+    double bytes = (double)(p->window_samples[w] + extra);
     diff[from] += bytes;
     diff[last + 1] -= bytes;
   }
@@ -153,6 +155,11 @@ static size_t read_bound(const ferry_loader *L, const ferry__rank_plan *p) {
   }
   free(diff);
   return (size_t)best;
+}
+
+/* The most samples resident at once (their rows and their slots). */
+static size_t read_bound(const ferry_loader *L, const ferry__rank_plan *p) {
+  return read_bound_x(L, p, 0);
 }
 
 /* Rank r's reads p, as collective I/O needs them (out), and its windows'
@@ -275,15 +282,18 @@ void ferry__budget_compute(ferry_loader *L, const epoch_state *ep) {
   b->ring_bytes = b->batch_bytes * (size_t)L->opts->prefetch;
   b->cache_bytes = ferry__cache_bound(L);
   if (ep && ep->glob) {
-    /* shuffle=global: the serve buffers alive at once (read_bound, the
-     * same admission rule), plus one window being read and exchanged:
-     * its read buffer, the exchange's staging, and with several variables
-     * the rows turned into columns (docs/design.md "Global shuffle") */
+    /* shuffle=global: the windows' buffers alive at once (read_bound, the
+     * same admission rule), each its read items and its receive staging
+     * (served from there: at most its served samples plus the most
+     * received in a window), plus the send staging of the window being
+     * exchanged, and with several variables the rows turned into columns
+     * (docs/design.md "Global shuffle") */
     ferry__global_memory gm;
     ferry__global_memory_of(ep->glob, L->row_total, &gm);
     size_t samples = read_bound(L, &ep->plan);
-    b->read_bytes = samples * L->row_total + gm.read + gm.send + gm.recv +
-                    (L->m.nvars > 1 ? gm.serve : 0);
+    size_t rows = read_bound_x(L, &ep->plan, gm.recv_rows);
+    b->read_bytes = rows * L->row_total + gm.send +
+                    (L->m.nvars > 1 ? gm.read + gm.recv : 0);
     b->plan_bytes = plan_static_bytes(L, ep) + samples * sizeof(ferry__slot) +
                     2 * gm.tables +
                     (size_t)ep->pieces.n * (sizeof(ferry__chunk) + 8);
@@ -309,10 +319,11 @@ void ferry__budget_compute(ferry_loader *L, const epoch_state *ep) {
       rows = share;
     b->read_bytes = rows * L->row_total;
     if (L->opts->shuffle == FERRY__SHUFFLE_GLOBAL) {
-      /* and the window being read and exchanged: (1 + 2Q) W rows */
+      /* and each window's receive staging (Q W rows, served from there)
+       * and the send staging of the one being exchanged (Q W rows) */
       size_t xw = W < share ? W : share;
       b->read_bytes +=
-          (size_t)((1.0 + 2.0 * L->opts->exchange) * (double)xw) * L->row_total;
+          (size_t)(L->opts->exchange * (double)(rows + xw)) * L->row_total;
     }
     /* Before an epoch is planned, the plan for an even share: the
      * permutation (a piece per chunk, or per block), an extent, a run and

@@ -9,8 +9,15 @@
  * flight.  Why agree first: a rank whose read failed must not leave the
  * others waiting in the all-to-all, so every rank's outcome is reduced
  * (bounded by collective_timeout) before anything is posted, and every rank
- * returns the same error.  Kept samples are copied to the serve buffer at
- * the start, so the read buffer is free as soon as the exchange is posted.
+ * returns the same error.  Two forms: ferry__exchange_start copies kept
+ * samples to a serve buffer and finish unpacks the received ones into it
+ * (the read buffer is free as soon as the exchange is posted);
+ * ferry__exchange_start_into receives straight into the caller's buffer and
+ * copies nothing, so that the pipeline serves kept samples from the read
+ * buffer and received ones from where they landed: two passes over the
+ * data fewer (docs/performance.md "Global shuffle"); nor does it move what
+ * a rank sends itself (1/P of the deal), which is served from the read
+ * buffer too.
  */
 #include "config.h"
 #include "loader/exchange.h"
@@ -105,7 +112,7 @@ static int prepare(ferry__exchange *x, const ferry__global_window *win,
                             (long long)win->window, (long long)win->nsend,
                             (long long)win->nrecv);
   if (grow(&x->send, &x->send_cap, win->nsend, rb) ||
-      grow(&x->recv, &x->recv_cap, win->nrecv, rb))
+      (!x->into && grow(&x->recv, &x->recv_cap, win->nrecv, rb)))
     return ferry__seterr_on(err, x->rank, FERRY_ENOMEM,
                             "exchange: out of memory for the staging of window "
                             "%lld (%lld + %lld samples of %zu bytes)",
@@ -123,11 +130,18 @@ static int prepare(ferry__exchange *x, const ferry__global_window *win,
       x->bytes_received += win->recvcounts[q] * (int64_t)rb;
     }
   }
+  /* start_into: the rank's own group stays where it was read */
+  int64_t self0 = win->sdispls[x->rank], self1 = self0;
+  if (x->into) {
+    self1 = self0 + win->sendcounts[x->rank];
+    sc[x->rank] = rc[x->rank] = 0;
+  }
   const unsigned char *in = read;
   unsigned char *out = serve;
   for (int64_t k = 0; k < win->nsend; k++)
-    memcpy(x->send + (size_t)k * rb, in + (size_t)win->send_item[k] * rb, rb);
-  for (int64_t j = 0; j < win->nserve; j++)
+    if (k < self0 || k >= self1)
+      memcpy(x->send + (size_t)k * rb, in + (size_t)win->send_item[k] * rb, rb);
+  for (int64_t j = 0; out && j < win->nserve; j++)
     if (win->serve_local[j] >= 0)
       memcpy(out + (size_t)j * rb, in + (size_t)win->serve_local[j] * rb, rb);
   return 0;
@@ -163,9 +177,11 @@ static int agree_timed(ferry__exchange *x, int rc, double timeout,
   return ferry__agree_share(x->comm, x->rank, out[1], rc, err);
 }
 
-int ferry__exchange_start(ferry__exchange *x, const ferry__global_window *win,
-                          const void *read, void *serve, int local_rc,
-                          double timeout, ferry__err *err) {
+/* Both forms: serve NULL copies nothing (the caller serves kept samples
+ * from read), into non-NULL receives there rather than in x->recv. */
+static int start(ferry__exchange *x, const ferry__global_window *win,
+                 const void *read, void *serve, unsigned char *into,
+                 int local_rc, double timeout, ferry__err *err) {
   if (x->abandoned)
     return ferry__seterr_on(err, x->rank, FERRY_EPEER,
                             "exchange: an earlier exchange timed out");
@@ -173,6 +189,7 @@ int ferry__exchange_start(ferry__exchange *x, const ferry__global_window *win,
     return ferry__seterr_on(err, x->rank, FERRY_ESTATE,
                             "exchange: window %lld is still in flight",
                             (long long)x->window);
+  x->into = into;
   int rc = local_rc;
   if (!rc)
     rc = prepare(x, win, read, serve, err);
@@ -181,13 +198,26 @@ int ferry__exchange_start(ferry__exchange *x, const ferry__global_window *win,
     return rc;
   int *sc = x->counts, *sd = sc + x->size, *rcv = sd + x->size,
       *rd = rcv + x->size;
-  int mrc = MPI_Ialltoallv(x->send, sc, sd, x->row, x->recv, rcv, rd, x->row,
-                           x->comm, &x->req);
+  int mrc = MPI_Ialltoallv(x->send, sc, sd, x->row, into ? into : x->recv, rcv,
+                           rd, x->row, x->comm, &x->req);
   if (mrc != MPI_SUCCESS)
     return mpi_err(err, x->rank, mrc, "exchange: MPI_Ialltoallv");
   x->pending = 1;
   x->window = win->window;
   return 0;
+}
+
+int ferry__exchange_start(ferry__exchange *x, const ferry__global_window *win,
+                          const void *read, void *serve, int local_rc,
+                          double timeout, ferry__err *err) {
+  return start(x, win, read, serve, NULL, local_rc, timeout, err);
+}
+
+int ferry__exchange_start_into(ferry__exchange *x,
+                               const ferry__global_window *win,
+                               const void *read, void *recv, int local_rc,
+                               double timeout, ferry__err *err) {
+  return start(x, win, read, NULL, recv, local_rc, timeout, err);
 }
 
 int ferry__exchange_finish(ferry__exchange *x, const ferry__global_window *win,
@@ -215,6 +245,8 @@ int ferry__exchange_finish(ferry__exchange *x, const ferry__global_window *win,
   x->pending = 0;
   const size_t rb = x->row_bytes;
   unsigned char *out = serve;
+  if (!out || x->into)
+    return 0; /* ferry__exchange_start_into: nothing to unpack */
   for (int64_t j = 0; j < win->nserve; j++) {
     if (win->serve_local[j] >= 0)
       continue;

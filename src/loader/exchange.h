@@ -1,9 +1,11 @@
 /*
  * loader/exchange.h - one global window's samples moved to the ranks that
  * serve them (shuffle=global, docs/design.md "Global shuffle"): pack from
- * the read buffer, MPI_Ialltoallv, unpack into the window's serve buffer,
- * from the tables of plan/global.h.  No plan, no file: the pipeline reads,
- * this moves.
+ * the read buffer, MPI_Ialltoallv, unpack into the window's serve buffer
+ * (ferry__exchange_start), or receive straight into the caller's buffer
+ * with no copy of kept samples (ferry__exchange_start_into, what the
+ * pipeline uses), from the tables of plan/global.h.  No plan, no file: the
+ * pipeline reads, this moves.
  */
 #ifndef FERRY_LOADER_EXCHANGE_H
 #define FERRY_LOADER_EXCHANGE_H
@@ -22,6 +24,7 @@ typedef struct ferry__exchange {
   MPI_Datatype row;
   int have_row;
   unsigned char *send, *recv; /* staging (ferry__big_alloc)           */
+  unsigned char *into;        /* the caller's receive buffer, or NULL */
   size_t send_cap, recv_cap;  /* bytes                                */
   int *counts; /* [4 * size + 4]: sc, sd, rc, rd, agreement     */
   MPI_Request req;
@@ -56,11 +59,27 @@ int ferry__exchange_start(ferry__exchange *x, const ferry__global_window *win,
                           double timeout, ferry__err *err);
 
 /**
+ * COLLECTIVE over comm.  ferry__exchange_start without copies: the received
+ * samples land in recv (the caller's, at least win->nrecv rows; offset
+ * rdispls[src_rank[j]] + src_off[j] is served at position j), kept samples
+ * are served by the caller from read (serve_local), and so are those this
+ * rank sends itself (src_rank[j] == rank: read item send_item[sdispls[rank]
+ * + src_off[j]]), which are neither packed nor moved (their part of recv
+ * stays unwritten).  read is not written; recv belongs to MPI until _finish
+ * returns 0 (after FERRY_EPEER, forever: the caller must never free it).
+ */
+int ferry__exchange_start_into(ferry__exchange *x,
+                               const ferry__global_window *win,
+                               const void *read, void *recv, int local_rc,
+                               double timeout, ferry__err *err);
+
+/**
  * Waits for the exchange started last (timeout seconds, 0: forever) and
  * unpacks the received samples into serve (position j at j * row_bytes;
  * the same serve buffer and table as the start).  Returns 0, FERRY_EPEER
  * (no answer in time: the exchange is abandoned), FERRY_EMPI, FERRY_ESTATE
- * (nothing started).
+ * (nothing started).  After ferry__exchange_start_into, serve is unused
+ * (may be NULL).
  */
 int ferry__exchange_finish(ferry__exchange *x, const ferry__global_window *win,
                            void *serve, double timeout, ferry__err *err);

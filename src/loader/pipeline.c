@@ -256,22 +256,26 @@ static int read_extent(epoch_state *ep, ferry__io *io, const ferry__extent *x,
   return 0;
 }
 
-/* Extent e is loaded: in buf (its variables one after the other), or, with
- * buf NULL, in ep->ext_map. */
-static void publish_extent(epoch_state *ep, int64_t e, unsigned char *buf) {
+/* Extent e is loaded: in buf (its variables one after the other, rows rows
+ * each), or, with buf NULL, in ep->ext_map. */
+static void publish_rows(epoch_state *ep, int64_t e, unsigned char *buf,
+                         int64_t rows) {
   ferry_loader *L = ep->L;
-  const ferry__extent *x = &ep->plan.extents[e];
   pthread_mutex_lock(&ep->mu);
   ep->ext_buf[e] = buf;
   for (int v = 0; v < L->m.nvars; v++)
     ep->ext_src[e * L->m.nvars + v] =
-        buf ? buf + (size_t)x->count * L->var_prefix[v]
+        buf ? buf + (size_t)rows * L->var_prefix[v]
             : ep->ext_map[e * L->m.nvars + v].data;
   ep->loaded = e + 1;
   pthread_cond_broadcast(&ep->cv_work);
   pthread_cond_broadcast(&ep->cv_ready);
   pthread_mutex_unlock(&ep->mu);
   note_resident(ep->L);
+}
+
+static void publish_extent(epoch_state *ep, int64_t e, unsigned char *buf) {
+  publish_rows(ep, e, buf, ep->plan.extents[e].count);
 }
 
 static void publish_error(epoch_state *ep, int rc, const ferry__err *err) {
@@ -566,7 +570,10 @@ static void io_collective(epoch_state *ep, ferry__io *io) {
  * keeps entering the rounds some rank entered, as dummies whose failed
  * outcome every rank sees, so the exchanges always match. */
 
-/* Window w's served order: its serve buffer's rows in order. */
+/* Window w's served order: rows of its one buffer, the read items (kept
+ * samples and those the rank deals itself, served where they were read)
+ * then the receive staging (the others, served where MPI put them): no
+ * serve buffer, no unpacking. */
 static int make_global_slots(epoch_state *ep, int64_t w,
                              const ferry__global_window *win, ferry__err *err) {
   int64_t skip = w ? 0 : ep->gskip; /* a resumed epoch's first window */
@@ -578,9 +585,15 @@ static int make_global_slots(epoch_state *ep, int64_t w,
                             "dataset %s: out of memory for the sample order "
                             "of global window %lld (%zu bytes)",
                             ep->L->m.spec, (long long)w, bytes);
-  for (int64_t j = 0; j < n; j++)
-    s[j] = (ferry__slot){win->serve_sample[skip + j], w, skip + j,
-                         win->serve_padded[skip + j]};
+  for (int64_t j = 0; j < n; j++) {
+    int64_t k = skip + j, row = win->serve_local[k];
+    int src = win->src_rank[k];
+    if (row < 0 && src == win->rank) /* sent to itself: never moved */
+      row = win->send_item[win->sdispls[src] + win->src_off[k]];
+    else if (row < 0)
+      row = win->nread + win->rdispls[src] + win->src_off[k];
+    s[j] = (ferry__slot){win->serve_sample[k], w, row, win->serve_padded[k]};
+  }
   pthread_mutex_lock(&ep->mu);
   ep->win_slots[w] = s;
   pthread_mutex_unlock(&ep->mu);
@@ -650,27 +663,29 @@ static void rows_to_columns(const ferry_loader *L, const unsigned char *rows,
   }
 }
 
-/* Window w up to the start of its exchange: table, slots, buffers, reads.
+/* Window w up to the start of its exchange: table (unless built), slots,
+ * buffer, reads.
+ * The buffer holds the read items, then room for the received samples.
  * Returns this rank's outcome (the exchange agrees on everyone's). */
 static int global_prepare(epoch_state *ep, ferry__io *io, int64_t w,
-                          ferry__global_window *win, unsigned char **read,
-                          unsigned char **serve, ferry__err *err) {
+                          ferry__global_window *win, int built,
+                          unsigned char **read, ferry__err *err) {
   ferry_loader *L = ep->L;
-  int rc =
-      ferry__global_window_build(ep->glob, L->rank, w + ep->gbase, win, err);
+  int rc = built ? 0
+                 : ferry__global_window_build(ep->glob, L->rank, w + ep->gbase,
+                                              win, err);
   if (!rc)
     rc = make_global_slots(ep, w, win, err);
   if (rc)
     return rc;
-  size_t rbytes = (size_t)(win->nread ? win->nread : 1) * L->row_total,
-         sbytes = (size_t)(win->nserve ? win->nserve : 1) * L->row_total;
+  int64_t rows = win->nread + win->nrecv;
+  size_t rbytes = (size_t)(rows ? rows : 1) * L->row_total;
   *read = buf_get(L, rbytes);
-  *serve = buf_get(L, sbytes);
-  if (!*read || !*serve)
+  if (!*read)
     return ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
                             "out of memory for %zu bytes of global window "
                             "%lld (dataset %s)",
-                            rbytes + sbytes, (long long)w, L->m.spec);
+                            rbytes, (long long)w, L->m.spec);
   if (L->opts->io == FERRY__IO_COLLECTIVE)
     return 0; /* global_read_collective, which every rank calls */
   return global_read(ep, io, win, *read, err);
@@ -845,41 +860,57 @@ static void global_note(ferry_loader *L, const ferry__exchange *x,
 static void io_global(epoch_state *ep, ferry__io *io) {
   ferry_loader *L = ep->L;
   ferry__err err = {0};
-  ferry__global_window win;
-  memset(&win, 0, sizeof win);
+  ferry__global_window wins[2]; /* window w's table is wins[w % 2] */
+  memset(wins, 0, sizeof wins);
+  int64_t built[2] = {-1, -1};
   int dummy = 0;
   double tmo = (double)L->opts->collective_timeout;
   for (int64_t w = 0; w < ep->nrounds && round_wait(ep, w, &dummy); w++) {
-    unsigned char *read = NULL, *serve = NULL;
+    unsigned char *buf = NULL;
+    ferry__global_window *win = &wins[w % 2];
     int lrc = FERRY_ESTATE;
     if (!dummy)
-      lrc = global_prepare(ep, io, w, &win, &read, &serve, &err);
+      lrc = global_prepare(ep, io, w, win, built[w % 2] == w, &buf, &err);
     else
       ferry__seterr_on(&err, L->rank, lrc, "the epoch was stopped");
+    built[w % 2] = -1;
     if (L->opts->io == FERRY__IO_COLLECTIVE)
-      lrc = global_read_collective(ep, io, w + ep->gbase, read, lrc, &err);
-    int64_t sent0 = ep->xch->bytes_sent;
+      lrc = global_read_collective(ep, io, w + ep->gbase, buf, lrc, &err);
+    int64_t sent0 = ep->xch->bytes_sent, rows = win->nread + win->nrecv;
     double t0 = ferry__now();
-    int rc = ferry__exchange_start(ep->xch, &win, read, serve, lrc, tmo, &err);
-    ferry__buf_put(L, read);
+    unsigned char *recv = buf ? buf + (size_t)win->nread * L->row_total : NULL;
+    int rc =
+        ferry__exchange_start_into(ep->xch, win, buf, recv, lrc, tmo, &err);
+    /* the next window's table while this one is in flight: CPU work in
+     * place of waiting for the slowest rank in MPI_Test (a failure here is
+     * left for global_prepare to meet and report); not exchange time */
+    if (!rc && w + 1 < ep->nrounds) {
+      ferry__err e2 = {0};
+      double tb = ferry__now();
+      if (!ferry__global_window_build(ep->glob, L->rank, w + 1 + ep->gbase,
+                                      &wins[(w + 1) % 2], &e2))
+        built[(w + 1) % 2] = w + 1;
+      t0 += ferry__now() - tb;
+    }
     if (!rc)
-      rc = ferry__exchange_finish(ep->xch, &win, serve, tmo, &err);
+      rc = ferry__exchange_finish(ep->xch, win, NULL, tmo, &err);
     if (!rc)
       global_note(L, ep->xch, sent0, t0);
     if (!rc && L->m.nvars > 1) {
       unsigned char *cols =
-          buf_get(L, (size_t)(win.nserve ? win.nserve : 1) * L->row_total);
+          buf_get(L, (size_t)(rows ? rows : 1) * L->row_total);
       if (!cols)
         rc = ferry__seterr_on(&err, L->rank, FERRY_ENOMEM,
                               "out of memory for global window %lld",
                               (long long)w);
       else
-        rows_to_columns(L, serve, cols, win.nserve);
-      ferry__buf_put(L, serve);
-      serve = cols;
+        rows_to_columns(L, buf, cols, rows);
+      ferry__buf_put(L, buf);
+      buf = cols;
     }
     if (rc) {
-      ferry__buf_put(L, serve);
+      if (!ep->xch->abandoned) /* else MPI may still write into it */
+        ferry__buf_put(L, buf);
       if (!dummy)
         publish_error(ep, rc, &err);
       dummy = 1;
@@ -887,9 +918,10 @@ static void io_global(epoch_state *ep, ferry__io *io) {
         break; /* the exchange is gone: no later round can match */
       continue;
     }
-    publish_extent(ep, w, serve);
+    publish_rows(ep, w, buf, rows);
   }
-  ferry__global_window_free(&win);
+  ferry__global_window_free(&wins[0]);
+  ferry__global_window_free(&wins[1]);
 }
 
 void *ferry__io_main(void *arg) {

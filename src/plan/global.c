@@ -100,6 +100,55 @@ int64_t ferry__prp_inv(uint64_t key, int64_t n, int64_t x) {
   return (int64_t)v;
 }
 
+/* Many points at once, the same values as ferry__prp (inv: _inv) of
+ * (key[i], n[i], x[i]) -- key and n one entry for all when !per.  One
+ * evaluation is a chain of dependent multiplies, bound by their latency:
+ * PRP_LANES chains interleaved keep the multiplier busy (about twice the
+ * throughput of one at a time, which cost a quarter of a rank's CPU under
+ * shuffle=global).  A lane that finishes (after its cycle walk) takes the
+ * next point.  out may be x. */
+enum { PRP_LANES = 4 };
+
+static void prp_batch(int inv, const uint64_t *key, const int64_t *n, int per,
+                      const int64_t *x, int64_t *out, int64_t cnt) {
+  prp_shape s[PRP_LANES];
+  uint64_t v[PRP_LANES] = {0}, k[PRP_LANES] = {0};
+  int64_t at[PRP_LANES], next = 0;
+  for (int l = 0; l < PRP_LANES; l++) {
+    s[l] = prp_shape_of(2);
+    at[l] = -1;
+  }
+  for (;;) {
+    int live = 0;
+    for (int l = 0; l < PRP_LANES; l++) {
+      while (at[l] < 0 && next < cnt) {
+        int64_t i = next++, nn = n[per ? i : 0];
+        if (x[i] < 0 || x[i] >= nn || nn == 1) {
+          out[i] = x[i] < 0 || x[i] >= nn ? -1 : x[i];
+          continue;
+        }
+        at[l] = i;
+        s[l] = prp_shape_of(nn);
+        k[l] = key[per ? i : 0];
+        v[l] = (uint64_t)x[i];
+      }
+      live += at[l] >= 0;
+    }
+    if (!live)
+      return;
+    for (int r = 0; r < PRP_ROUNDS; r++) {
+      int i = inv ? PRP_ROUNDS - 1 - r : r;
+      for (int l = 0; l < PRP_LANES; l++)
+        v[l] = prp_round(&s[l], k[l], i, v[l]);
+    }
+    for (int l = 0; l < PRP_LANES; l++)
+      if (at[l] >= 0 && v[l] < s[l].n) {
+        out[at[l]] = (int64_t)v[l];
+        at[l] = -1;
+      }
+  }
+}
+
 /* ---- The epoch's shape -------------------------------------------------- */
 
 /* floor(n * q / P) without overflowing n * q. */
@@ -556,28 +605,6 @@ static void wctx_free(wctx *c) {
   free(c->extpre);
 }
 
-/* Where read item i of rank q goes in the real deal: (rank, position).
- * Returns 1 when it enters the global deal, 0 when it is kept. */
-static int deal_dest(const wctx *c, int q, int64_t i, int *dr, int64_t *dp) {
-  const ferry__global *g = c->g;
-  const ferry__global_counts *k = &c->cnt[q];
-  int64_t kept = k->read - k->sent;
-  int64_t t = ferry__prp(c->kkeep[q], k->read, i);
-  if (t < kept) {
-    *dr = q;
-    *dp = ferry__prp(c->kserve[q], k->read, t);
-    return 0;
-  }
-  int64_t X = c->xpre[g->P];
-  int64_t slot = ferry__prp_inv(c->kdeal, X, c->xpre[q] + t - kept);
-  int r = find_rank(c->xpre, g->P, slot);
-  const ferry__global_counts *kr = &c->cnt[r];
-  int64_t m = kr->read - kr->sent + slot - c->xpre[r];
-  *dr = r;
-  *dp = ferry__prp(c->kserve[r], kr->read, m);
-  return 1;
-}
-
 /* Where rank r's real serve position j comes from: *local = own read item
  * (or -1), else (*sr, *si) = sending rank and its read item. */
 static void deal_src(const wctx *c, int r, int64_t j, int64_t *local, int *sr,
@@ -747,6 +774,43 @@ static void *scratch(ferry__global_window *x, size_t bytes) {
   return x->scratch;
 }
 
+/* Every read item's destination, deal_dest's values computed in three
+ * batched stages (prp_batch): dest_rank[i] is -1 - rank for an item that
+ * enters the deal (build_sends turns it back).  ENOMEM or 0. */
+static int batch_dests(const wctx *c, ferry__global_window *x) {
+  const ferry__global *g = c->g;
+  const int r = x->rank;
+  const ferry__global_counts *k = &c->cnt[r];
+  int64_t nr = x->nread, kept = k->read - k->sent, X = c->xpre[g->P], nsl = 0;
+  int64_t *a = scratch(x, 4 * n1(nr) * sizeof *a);
+  if (!a)
+    return FERRY_ENOMEM;
+  int64_t *sl = a + n1(nr), *ns = sl + n1(nr);
+  uint64_t *ks = (uint64_t *)(ns + n1(nr));
+  for (int64_t i = 0; i < nr; i++)
+    a[i] = i;
+  prp_batch(0, &c->kkeep[r], &k->read, 0, a, a, nr);
+  for (int64_t i = 0; i < nr; i++)
+    if (a[i] >= kept)
+      sl[nsl++] = c->xpre[r] + a[i] - kept;
+  prp_batch(1, &c->kdeal, &X, 0, sl, sl, nsl);
+  for (int64_t i = 0, u = 0; i < nr; i++) {
+    int d = r;
+    if (a[i] >= kept) {
+      int64_t slot = sl[u++];
+      d = find_rank(c->xpre, g->P, slot);
+      a[i] = c->cnt[d].read - c->cnt[d].sent + slot - c->xpre[d];
+      x->dest_rank[i] = -1 - d;
+    } else {
+      x->dest_rank[i] = d;
+    }
+    ks[i] = c->kserve[d];
+    ns[i] = c->cnt[d].read;
+  }
+  prp_batch(0, ks, ns, 1, a, x->dest_pos, nr);
+  return 0;
+}
+
 /* The sending side: every read item's destination, the pad copies other
  * ranks take from this one, sorted into the send buffer.  ENOMEM or 0. */
 static int build_sends(const wctx *c, ferry__global_window *x) {
@@ -763,13 +827,17 @@ static int build_sends(const wctx *c, ferry__global_window *x) {
       npadsend += item >= k->read_lo && item < k->read_lo + k->read;
     }
   int64_t cap = k->sent + npadsend;
+  if (batch_dests(c, x))
+    return FERRY_ENOMEM;
   sendent *e = scratch(x, 2 * n1(cap) * sizeof *e); /* and the sort's */
   if (!e)
     return FERRY_ENOMEM;
   int64_t ne = 0;
   for (int64_t i = 0; i < x->nread; i++)
-    if (deal_dest(c, r, i, &x->dest_rank[i], &x->dest_pos[i]))
+    if (x->dest_rank[i] < 0) {
+      x->dest_rank[i] = -1 - x->dest_rank[i];
       e[ne++] = (sendent){x->dest_rank[i], x->dest_pos[i], i};
+    }
   for (int q = 0; q < g->P && npadsend > 0; q++)
     for (int64_t j = 0; j < c->cnt[q].pads; j++) {
       int64_t si;
@@ -793,17 +861,65 @@ static int build_sends(const wctx *c, ferry__global_window *x) {
   return 0;
 }
 
+/* The sources of real serve positions j < read, deal_src's values
+ * computed in batched stages (prp_batch): serve_local[j], src_rank[j] and
+ * the source's read item in serve_sample[j].  ENOMEM or 0. */
+static int batch_srcs(const wctx *c, ferry__global_window *x) {
+  const ferry__global *g = c->g;
+  const int r = x->rank;
+  const ferry__global_counts *k = &c->cnt[r];
+  int64_t nr = k->read, kept = k->read - k->sent, X = c->xpre[g->P];
+  int64_t *a = scratch(x, 5 * n1(nr) * sizeof *a);
+  if (!a)
+    return FERRY_ENOMEM;
+  int64_t *kl = a + n1(nr), *sl = kl + n1(nr), *ns = sl + n1(nr);
+  uint64_t *ks = (uint64_t *)(ns + n1(nr));
+  int64_t nk = 0, nsl = 0;
+  for (int64_t j = 0; j < nr; j++)
+    a[j] = j;
+  prp_batch(1, &c->kserve[r], &k->read, 0, a, a, nr);
+  for (int64_t j = 0; j < nr; j++)
+    if (a[j] < kept)
+      kl[nk++] = a[j];
+    else
+      sl[nsl++] = c->xpre[r] + a[j] - kept;
+  prp_batch(1, &c->kkeep[r], &k->read, 0, kl, kl, nk);
+  prp_batch(0, &c->kdeal, &X, 0, sl, sl, nsl);
+  for (int64_t j = 0, u = 0, v = 0; j < nr; j++) {
+    if (a[j] < kept) {
+      x->serve_local[j] = kl[u++];
+      x->src_rank[j] = -1;
+      continue;
+    }
+    int64_t p = sl[v];
+    int q = find_rank(c->xpre, g->P, p);
+    x->serve_local[j] = -1;
+    x->src_rank[j] = q;
+    sl[v] = c->cnt[q].read - c->cnt[q].sent + p - c->xpre[q];
+    ks[v] = c->kkeep[q];
+    ns[v++] = c->cnt[q].read;
+  }
+  prp_batch(1, ks, ns, 1, sl, sl, nsl);
+  for (int64_t j = 0, v = 0; j < nr; j++)
+    x->serve_sample[j] = x->src_rank[j] >= 0 ? sl[v++] : -1;
+  return 0;
+}
+
 /* The serving side: sources of every serve position, receive offsets and
  * counts, and the global index served (from each source's layout). */
 static int build_serves(wctx *c, ferry__global_window *x) {
   const ferry__global *g = c->g;
   const int r = x->rank;
   const ferry__global_counts *k = &c->cnt[r];
+  if (batch_srcs(c, x))
+    return FERRY_ENOMEM;
   for (int64_t j = 0; j < x->nserve; j++) {
     int64_t local = -1, si = -1;
     int sr = -1;
     if (j < k->read) {
-      deal_src(c, r, j, &local, &sr, &si);
+      local = x->serve_local[j];
+      sr = x->src_rank[j];
+      si = x->serve_sample[j];
     } else {
       sr = pad_src(c, r, j - k->read, &si);
       x->serve_padded[j] = 1;

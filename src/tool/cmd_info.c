@@ -157,13 +157,14 @@ static void print_text(const tool_ctx *ctx, const ferry_loader *L,
            share = ((double)ferry_num_samples(L) + P - 1) / P;
     if (W > share) /* a window never holds more than a rank's share */
       W = (double)(int64_t)share;
-    printf("global shuffle reads = the serve buffers alive + one window read "
-           "and exchanged, at most about (3 + 2Q) x W rows, W = "
+    printf("global shuffle reads = the windows alive (read and receive "
+           "buffers, served from) + the send staging, at most about "
+           "(2 + 3Q) x W rows, W = "
            "min(shuffle_buffer x chunk_samples, a rank's share): "
-           "(3 + 2 x %s) x %.0f x %s = %s per rank; the exchange moves "
+           "(2 + 3 x %s) x %.0f x %s = %s per rank; the exchange moves "
            "Q (P-1)/P of the dataset per epoch\n",
            q, W, tool_fmt_bytes((double)row_total, b2, sizeof b2),
-           tool_fmt_bytes((3 + 2 * Q) * W * (double)row_total, b1, sizeof b1));
+           tool_fmt_bytes((2 + 3 * Q) * W * (double)row_total, b1, sizeof b1));
   }
   if (ferry_dataset_notes(L))
     printf("notes          %s\n", ferry_dataset_notes(L));
