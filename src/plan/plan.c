@@ -1372,6 +1372,8 @@ static void rlist_drop(rlist *l, int64_t n) {
       n = 0;
     }
   }
+  if (i == 0) /* nothing dropped whole (l->v may be NULL: no memmove) */
+    return;
   memmove(l->v, l->v + i, (size_t)(l->n - i) * sizeof *l->v);
   l->n -= i;
 }
