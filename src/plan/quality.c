@@ -28,8 +28,10 @@ static int global_order(const ferry__chunk *pieces, int64_t npieces,
   ferry__global_window win;
   memset(&g, 0, sizeof g);
   memset(&win, 0, sizeof win);
-  int64_t *s = NULL, *b = NULL, n = 0, cap = 0;
+  int64_t *s = NULL, *b = NULL, n = 0, cap = 16;
   int rc = ferry__global_init(&g, pieces, npieces, perm, pp, exchange, err);
+  if (!rc && !(s = malloc((size_t)cap * sizeof *s)))
+    rc = ferry__seterr(err, FERRY_ENOMEM, "out of memory for the order");
   for (int64_t w = 0; !rc && w < g.nwindows; w++) {
     rc = ferry__global_window_build(&g, rank, w, &win, err);
     if (!rc && n + win.nserve > cap) {
@@ -57,7 +59,7 @@ static int global_order(const ferry__chunk *pieces, int64_t npieces,
     free(b);
     return rc;
   }
-  *samples = s ? s : malloc(sizeof *s);
+  *samples = s;
   *batch_start = b;
   *nbatches = nb;
   return 0;
