@@ -34,6 +34,9 @@ static const char *const partition_names[] = {"contiguous", "strided", NULL};
 static const char *const tail_names[] = {"drop_last", "pad", "partial", NULL};
 static const char *const io_names[] = {"independent", "collective", "mmap",
                                        "auto", NULL};
+static const char *const mix_by_names[] = {"epoch", "batch", NULL};
+static const char *const exhaust_names[] = {"stop", "restart", "drop", NULL};
+static const char *const mix_resume_names[] = {"refuse", "new_mix", NULL};
 static const char *const device_names[] = {"auto", "cpu", "cuda", NULL};
 /* Read by the zarr backend by name (backends/zarr). */
 static const char *const zarr_reader_names[] = {"auto", "native", "netcdf",
@@ -68,7 +71,8 @@ static const option_def defs[] = {
      0,
      shuffle_names},
     {{"block_size", "64", "integer >= 1",
-      "Samples per block with shuffle=block."},
+      "Samples per block with shuffle=block, and per block read by "
+      "weighted, balanced and mixed sampling."},
      K_INT,
      OFF(block_size),
      1,
@@ -167,6 +171,93 @@ static const option_def defs[] = {
      OFF(exchange),
      0,
      0,
+     NULL},
+    {{"weights", "", "variable name, or path of a .npy",
+      "Weighted sampling: draw samples in proportion to a per-sample "
+      "weight, a variable of the dataset or a .npy of num_samples "
+      "weights (docs/sampling.md)."},
+     K_STR,
+     OFF(weights),
+     0,
+     0,
+     NULL},
+    {{"replacement", "yes", "yes|no",
+      "Weighted and balanced sampling: draw with replacement (each draw "
+      "independent of the others) or without (no sample twice in an "
+      "epoch)."},
+     K_BOOL,
+     OFF(replacement),
+     0,
+     0,
+     NULL},
+    {{"num_draws", "0", "integer >= 0",
+      "Weighted, balanced and mixed sampling: draws per epoch (all ranks); "
+      "0: the samples of the dataset (without replacement: those of "
+      "non-zero weight; a mix: its exhaustion rule)."},
+     K_INT,
+     OFF(num_draws),
+     0,
+     BIG,
+     NULL},
+    {{"balance", "", "variable name",
+      "Class-balanced sampling: an integer label variable; every class "
+      "gets the same expected share of the draws (or balance_shares)."},
+     K_STR,
+     OFF(balance),
+     0,
+     0,
+     NULL},
+    {{"balance_shares", "", "LABEL:SHARE,...",
+      "With balance: the share of each listed class (relative numbers; "
+      "classes not listed get none); empty: equal shares."},
+     K_STR,
+     OFF(balance_shares),
+     0,
+     0,
+     NULL},
+    {{"mix", "", "PATH=PROPORTION,... or @FILE",
+      "Mix several datasets in these proportions (a mix file also maps "
+      "variable names and sets each source's exhaustion rule); the "
+      "dataset argument is then empty or \"mix\" (docs/sampling.md)."},
+     K_STR,
+     OFF(mix),
+     0,
+     0,
+     NULL},
+    {{"mix_by", "epoch", "epoch|batch",
+      "A mix's proportions hold per draw window and epoch (batches vary "
+      "around them), or in every global batch (to the nearest sample)."},
+     K_ENUM,
+     OFF(mix_by),
+     0,
+     0,
+     mix_by_names},
+    {{"mix_exhaust", "stop", "stop|restart|drop",
+      "A mix source that runs out ends the epoch (stop), starts again in a "
+      "new order (restart), or leaves the mix, the others taking its share "
+      "(drop); a mix file may set it per source."},
+     K_ENUM,
+     OFF(mix_exhaust),
+     0,
+     0,
+     exhaust_names},
+    {{"mix_resume", "refuse", "refuse|new_mix",
+      "A checkpoint resumed with other mix proportions: refused, or the "
+      "new proportions apply from the saved position on (recorded in the "
+      "state)."},
+     K_ENUM,
+     OFF(mix_resume),
+     0,
+     0,
+     mix_resume_names},
+    {{"draw_window", "0", "integer >= 0",
+      "Weighted, balanced and mixed sampling: consecutive draws mixed "
+      "together before they are cut into batches; 0: 16 x block_size x "
+      "max(1, shuffle_buffer)."},
+     K_INT,
+     OFF(draw_window),
+     0,
+     BIG,
      NULL},
     {{"device", "auto", "auto|cpu|cuda",
       "Where batches are delivered: the GPU when usable (auto), host "
@@ -454,13 +545,36 @@ int ferry_options_create(ferry_options **out) {
   return 0;
 }
 
+/* The string options (K_STR) of the table, freed or duplicated together. */
+static char **str_field(struct ferry_options *o, int i) {
+  return (char **)(void *)((char *)o + defs[i].offset);
+}
+
+static void free_strings(struct ferry_options *o) {
+  for (int i = 0; i < (int)(sizeof defs / sizeof defs[0]); i++)
+    if (defs[i].kind == K_STR) {
+      free(*str_field(o, i));
+      *str_field(o, i) = NULL;
+    }
+}
+
+/* o's string fields (copied from another record) replaced by their own
+ * copies; 0, or -1 (out of memory: o's strings are then all NULL or own). */
+static int dup_strings(struct ferry_options *o) {
+  int bad = 0;
+  for (int i = 0; i < (int)(sizeof defs / sizeof defs[0]); i++)
+    if (defs[i].kind == K_STR && *str_field(o, i)) {
+      char *c = bad ? NULL : strdup(*str_field(o, i));
+      bad |= !c;
+      *str_field(o, i) = c;
+    }
+  return bad ? -1 : 0;
+}
+
 void ferry_options_free(ferry_options *opts) {
   if (!opts)
     return;
-  free(opts->vars);
-  free(opts->manifest);
-  free(opts->devices);
-  free(opts->null_fill);
+  free_strings(opts);
   free(opts);
 }
 
@@ -473,12 +587,7 @@ int ferry_options_copy(const ferry_options *src, ferry_options **out) {
   if (!o)
     return ferry__seterr(NULL, FERRY_ENOMEM, "out of memory");
   *o = *src;
-  o->vars = src->vars ? strdup(src->vars) : NULL;
-  o->manifest = src->manifest ? strdup(src->manifest) : NULL;
-  o->devices = src->devices ? strdup(src->devices) : NULL;
-  o->null_fill = src->null_fill ? strdup(src->null_fill) : NULL;
-  if ((src->vars && !o->vars) || (src->manifest && !o->manifest) ||
-      (src->devices && !o->devices) || (src->null_fill && !o->null_fill)) {
+  if (dup_strings(o)) {
     ferry_options_free(o);
     return ferry__seterr(NULL, FERRY_ENOMEM, "out of memory");
   }
@@ -619,10 +728,7 @@ int ferry_options_load(ferry_options *opts, const char *path) {
   }
   fclose(f);
   if (rc == 0) {
-    free(opts->vars);
-    free(opts->manifest);
-    free(opts->devices);
-    free(opts->null_fill);
+    free_strings(opts);
     *opts = *tmp;
     free(tmp); /* fields now owned by opts */
     return 0;

@@ -21,6 +21,9 @@ enum {
   FERRY__IO_MMAP,
   FERRY__IO_AUTO /* resolved at ferry_open (loader/io_choice.c) */
 };
+enum { FERRY__MIX_BY_EPOCH = 0, FERRY__MIX_BY_BATCH };
+enum { FERRY__EXHAUST_STOP = 0, FERRY__EXHAUST_RESTART, FERRY__EXHAUST_DROP };
+enum { FERRY__MIX_RESUME_REFUSE = 0, FERRY__MIX_RESUME_NEW };
 enum { FERRY__DEV_AUTO = 0, FERRY__DEV_CPU, FERRY__DEV_CUDA };
 enum {
   FERRY__SIG_NONE = 0,
@@ -48,6 +51,17 @@ struct ferry_options {
   int64_t max_chunks; /* 0: all */
   double fraction;    /* (0, 1] */
   double exchange;    /* (0, 1]: shuffle=global's exchanged fraction */
+  /* Sampling (plan/draw.c, docs/sampling.md) */
+  char *weights;        /* variable name or path of a .npy; "": none      */
+  int replacement;      /* weighted draws with replacement (yes)         */
+  int64_t num_draws;    /* draws per epoch, 0: the default               */
+  char *balance;        /* label variable; "": none                      */
+  char *balance_shares; /* "LABEL:SHARE,..."; "": equal shares          */
+  char *mix;            /* "PATH=P,..." or "@FILE"; "": no mix          */
+  int mix_by;           /* FERRY__MIX_BY_*                              */
+  int mix_exhaust;      /* FERRY__EXHAUST_*: default for the sources    */
+  int mix_resume;       /* FERRY__MIX_RESUME_*                          */
+  int64_t draw_window;  /* draws mixed together, 0: auto                */
   int device;
   char *devices;           /* "auto", "all" or "0,1" (validated)             */
   int64_t device_prefetch; /* device ring depth                              */

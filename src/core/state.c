@@ -45,7 +45,9 @@ static const char *const plan_options[] = {
     "block_size", "shuffle_buffer", "partition",
     "tail",       "chunk_samples",  "vars",
     "max_chunks", "fraction",       "exchange",
-    NULL};
+    "weights",    "replacement",    "num_draws",
+    "balance",    "balance_shares", "mix_by",
+    "mix_exhaust", "draw_window",   NULL};
 
 const char *const *ferry__state_plan_options(void) { return plan_options; }
 
