@@ -26,6 +26,7 @@
  */
 #include "config.h"
 #include "plan/plan.h"
+#include "plan/draw.h"
 #include "core/options.h"
 
 #include <stdio.h>
@@ -861,6 +862,8 @@ static int slice_window_slots(const ferry__rank_plan *p, int64_t w,
  * window's mixed by Fisher-Yates keyed by (seed, epoch, rank, window). */
 int ferry__plan_window_slots(const ferry__rank_plan *p, int64_t w,
                              ferry__slot *out) {
+  if (p->draw)
+    return ferry__draw_window_slots(p, w, out);
   if (p->window_first_slice)
     return slice_window_slots(p, w, out);
   int64_t k = 0;
@@ -997,7 +1000,7 @@ int ferry__plan_reads(const ferry__pieces *ps, const int64_t *perm,
 int ferry__rank_plan_checksum(const ferry__rank_plan *p, uint64_t *out) {
   uint64_t h = FERRY__FNV_INIT;
   h = ferry__fnv1a(h, &p->num_batches, sizeof p->num_batches);
-  int has = p->segs || p->slices;
+  int has = p->segs || p->slices || p->draw;
   int64_t most = has ? ferry__plan_window_max(p) : 0;
   ferry__slot *buf = malloc((size_t)(most ? most : 1) * sizeof *buf);
   if (!buf)

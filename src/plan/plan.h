@@ -200,6 +200,12 @@ typedef struct ferry__rank_plan {
   int64_t *window_first_slice; /* [nwindows+1] or NULL */
   int64_t nruns;
   ferry__run *runs; /* [nruns] the old windows' runs */
+  /* Sampling (plan/draw.c): the slots of window w are global batches
+   * [w * draw_nbw, ...) of the stretch from position draw_pos0, remade by
+   * ferry__draw_window_slots; segs are then NULL and pads come last. */
+  const struct ferry__draw *draw;
+  int64_t draw_pos0, draw_gb, draw_last, draw_nbw;
+  int draw_P, draw_rank;
 } ferry__rank_plan;
 
 /**

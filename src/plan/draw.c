@@ -1,0 +1,982 @@
+/*
+ * plan/draw.c - weighted, class-balanced and mixed sampling as pure
+ * functions (plan/draw.h).  Why this shape:
+ *
+ * - The epoch is ONE sequence of draws for all ranks, so a global batch
+ *   (B x P draws) is the same whatever P is: the promise of equal gradients
+ *   when a job is resumed on another number of ranks, and an elastic resume
+ *   is then just "continue at the position served so far".
+ * - Draws come block by block (block_size consecutive rows), so reads stay
+ *   long: a weighted draw picks a block by its total weight (Walker's alias
+ *   table, O(1)) and then a sample inside it by its weight -- which keeps
+ *   every draw's distribution exact -- and the block's other draws follow.
+ *   A draw window (draw_window draws) is then permuted so a batch mixes
+ *   many blocks, and each global batch is cut among ranks by premix
+ *   position: rank r serves the r-th stretch, i.e. mostly the blocks of
+ *   "its" part of the window, and reads little more than it serves.
+ * - Nothing per sample is stored but the weights (4 bytes, read once by
+ *   rank 0 and broadcast): the blocks' weights and alias table, or their
+ *   drawn order, are O(blocks); a mix's per-window counts O(windows x
+ *   sources).
+ */
+#include "config.h"
+#include "plan/draw.h"
+#include "plan/global.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_EXTENT_BLOCKS 16
+#define MAX_WINDOWS (INT64_C(1) << 24)
+
+static double unit(uint64_t r) { /* (0, 1] */
+  return ((double)(r >> 11) + 1.0) * (1.0 / 9007199254740992.0);
+}
+
+static uint64_t below(uint64_t r, uint64_t n) { /* [0, n), bias < 2^-40 */
+  return (uint64_t)(((unsigned __int128)r * n) >> 64);
+}
+
+static int64_t last_le(const int64_t *v, int64_t n, int64_t x) {
+  int64_t lo = 0, hi = n - 1;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo + 1) / 2;
+    if (v[mid] <= x)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* ---- Weighted ------------------------------------------------------------ */
+
+/* Walker's alias table (Vose's construction) over the blocks' weights. */
+static int alias_make(ferry__draw *d, int64_t nb) {
+  d->alias_p = malloc((size_t)nb * sizeof *d->alias_p);
+  d->alias_a = malloc((size_t)nb * sizeof *d->alias_a);
+  int64_t *small = malloc((size_t)nb * sizeof *small);
+  int64_t *large = malloc((size_t)nb * sizeof *large);
+  double *q = malloc((size_t)nb * sizeof *q);
+  int rc = (!d->alias_p || !d->alias_a || !small || !large || !q)
+               ? FERRY_ENOMEM
+               : 0;
+  if (!rc) {
+    int64_t ns = 0, nl = 0;
+    for (int64_t b = 0; b < nb; b++) {
+      q[b] = d->bweight[b] * (double)nb / d->total;
+      d->alias_a[b] = b;
+      if (q[b] < 1.0)
+        small[ns++] = b;
+      else
+        large[nl++] = b;
+    }
+    while (ns && nl) {
+      int64_t s = small[--ns], l = large[nl - 1];
+      d->alias_p[s] = q[s];
+      d->alias_a[s] = l;
+      q[l] = (q[l] + q[s]) - 1.0;
+      if (q[l] < 1.0) {
+        nl--;
+        small[ns++] = l;
+      }
+    }
+    while (nl)
+      d->alias_p[large[--nl]] = 1.0;
+    while (ns) { /* rounding leftovers: weight 1 of their own */
+      int64_t s = small[--ns];
+      d->alias_p[s] = 1.0;
+    }
+    int64_t some = 0; /* a block of non-zero weight */
+    while (some < nb - 1 && !(d->bweight[some] > 0))
+      some++;
+    for (int64_t b = 0; b < nb; b++) /* a zero block is never kept */
+      if (!(d->bweight[b] > 0)) {
+        d->alias_p[b] = 0.0;
+        if (!(d->bweight[d->alias_a[b]] > 0))
+          d->alias_a[b] = some;
+      }
+  }
+  free(small);
+  free(large);
+  free(q);
+  return rc;
+}
+
+typedef struct keyed {
+  double k;
+  int64_t id;
+} keyed;
+
+static int cmp_keyed(const void *a, const void *b) {
+  const keyed *x = a, *y = b;
+  if (x->k != y->k)
+    return x->k < y->k ? -1 : 1;
+  return (x->id > y->id) - (x->id < y->id);
+}
+
+/* Efraimidis-Spirakis: item i of weight w_i gets key -log(u_i) / w_i; the
+ * items in ascending key order are a weighted draw without replacement. */
+static double es_key(uint64_t key, int64_t id, double wt) {
+  return -log(unit(ferry__rand64(key, (uint64_t)id))) / wt;
+}
+
+static int64_t block_nonzero(const ferry__draw *d, ferry__chunk c) {
+  int64_t nz = 0;
+  for (int64_t r = 0; r < c.count; r++)
+    nz += d->p.w[c.global_first + r] > 0;
+  return nz;
+}
+
+static int order_make(ferry__draw *d, int64_t nb, ferry__err *err) {
+  keyed *k = malloc((size_t)(nb ? nb : 1) * sizeof *k);
+  if (!k)
+    return FERRY_ENOMEM;
+  uint64_t key = ferry__rand_key(d->p.seed, FERRY__STREAM_DORDER,
+                                 (uint64_t)d->p.epoch, 0);
+  int64_t n = 0;
+  for (int64_t b = 0; b < nb; b++)
+    if (d->bweight[b] > 0)
+      k[n++] = (keyed){es_key(key, b, d->bweight[b]), b};
+  qsort(k, (size_t)n, sizeof *k, cmp_keyed);
+  d->nord = n;
+  d->order = malloc((size_t)(n ? n : 1) * sizeof *d->order);
+  d->ord_first = malloc((size_t)(n + 1) * sizeof *d->ord_first);
+  if (!d->order || !d->ord_first) {
+    free(k);
+    return FERRY_ENOMEM;
+  }
+  int64_t at = 0;
+  for (int64_t q = 0; q < n; q++) {
+    d->order[q] = k[q].id;
+    d->ord_first[q] = at;
+    at += block_nonzero(d, ferry__chunk_get(&d->blocks, k[q].id));
+  }
+  d->ord_first[n] = at;
+  free(k);
+  if (d->p.num_draws > at)
+    return ferry__seterr(err, FERRY_EINVAL,
+                         "num_draws=%lld without replacement, but only %lld "
+                         "samples have a non-zero weight",
+                         (long long)d->p.num_draws, (long long)at);
+  d->D = d->p.num_draws ? d->p.num_draws : at;
+  return 0;
+}
+
+static int weighted_init(ferry__draw *d, ferry__err *err) {
+  int64_t nb = d->blocks.nchunks;
+  d->bweight = calloc((size_t)(nb ? nb : 1), sizeof *d->bweight);
+  if (!d->bweight)
+    return FERRY_ENOMEM;
+  d->total = 0;
+  for (int64_t b = 0; b < nb; b++) {
+    ferry__chunk c = ferry__chunk_get(&d->blocks, b);
+    double s = 0;
+    for (int64_t r = 0; r < c.count; r++)
+      s += (double)d->p.w[c.global_first + r];
+    d->bweight[b] = s;
+    d->total += s;
+  }
+  if (!(d->total > 0) || !isfinite(d->total))
+    return ferry__seterr(err, FERRY_EINVAL,
+                         "weighted sampling: the weights sum to %g (every "
+                         "weight zero, or their sum overflows)",
+                         d->total);
+  d->bytes += (size_t)nb * sizeof(double);
+  if (!d->p.replacement)
+    return order_make(d, nb, err);
+  d->D = d->p.num_draws ? d->p.num_draws : d->p.m->num_samples;
+  return alias_make(d, nb);
+}
+
+/* Weighted, with replacement: block draw j = i / block picks a block from
+ * the alias table; draw i then picks a row inside it by weight. */
+static int64_t weighted_rep(const ferry__draw *d, int64_t i) {
+  const int64_t nb = d->blocks.nchunks, j = i / d->p.block;
+  uint64_t kb = ferry__rand_key(d->p.seed, FERRY__STREAM_DBLOCK,
+                                (uint64_t)d->p.epoch, 0);
+  int64_t b = (int64_t)below(ferry__rand64(kb, 2 * (uint64_t)j), (uint64_t)nb);
+  if (unit(ferry__rand64(kb, 2 * (uint64_t)j + 1)) > d->alias_p[b])
+    b = d->alias_a[b];
+  ferry__chunk c = ferry__chunk_get(&d->blocks, b);
+  uint64_t kw = ferry__rand_key(d->p.seed, FERRY__STREAM_DWITHIN,
+                                (uint64_t)d->p.epoch, (uint64_t)j);
+  double target = (1.0 - unit(ferry__rand64(kw, (uint64_t)(i % d->p.block)))) *
+                  d->bweight[b];
+  double acc = 0;
+  int64_t last = -1;
+  for (int64_t r = 0; r < c.count; r++) {
+    double wt = (double)d->p.w[c.global_first + r];
+    if (wt <= 0)
+      continue;
+    acc += wt;
+    last = r;
+    if (target < acc)
+      break;
+  }
+  return c.global_first + (last < 0 ? 0 : last);
+}
+
+/* Weighted, without replacement: the non-zero rows of the q-th block of the
+ * drawn order, in their own weighted order (cached per block). */
+static int64_t weighted_norep(const ferry__draw *d, ferry__draw_ctx *c,
+                              int64_t i) {
+  int64_t q = last_le(d->ord_first, d->nord + 1, i);
+  if (q >= d->nord)
+    q = d->nord - 1;
+  int64_t b = d->order[q], k = i - d->ord_first[q];
+  ferry__chunk ch = ferry__chunk_get(&d->blocks, b);
+  if (c->blk != b) {
+    if (c->cap_rows < ch.count) {
+      free(c->rows);
+      c->rows = malloc((size_t)ch.count * 2 * sizeof *c->rows);
+      if (!c->rows) {
+        c->cap_rows = 0;
+        c->blk = -1;
+        return FERRY_ENOMEM;
+      }
+      c->cap_rows = ch.count * 2;
+    }
+    keyed *kk = malloc((size_t)ch.count * sizeof *kk);
+    if (!kk)
+      return FERRY_ENOMEM;
+    uint64_t key = ferry__rand_key(d->p.seed, FERRY__STREAM_DWITHIN,
+                                   (uint64_t)d->p.epoch, (uint64_t)b);
+    int64_t n = 0;
+    for (int64_t r = 0; r < ch.count; r++) {
+      double wt = (double)d->p.w[ch.global_first + r];
+      if (wt > 0)
+        kk[n++] = (keyed){es_key(key, r, wt), ch.global_first + r};
+    }
+    qsort(kk, (size_t)n, sizeof *kk, cmp_keyed);
+    for (int64_t r = 0; r < n; r++)
+      c->rows[r] = kk[r].id;
+    free(kk);
+    c->nrows = n;
+    c->blk = b;
+  }
+  return k < c->nrows ? c->rows[k] : c->rows[c->nrows - 1];
+}
+
+/* ---- Mix ----------------------------------------------------------------- */
+
+/* Source s's c-th draw: pass c / n (restart), each pass its own order of
+ * the source's blocks (a keyed permutation; its one short block, the last,
+ * wherever the permutation puts it). */
+static int64_t source_draw(const ferry__draw *d, int s, int64_t c) {
+  const ferry__draw_source *src = &d->src[s];
+  const int64_t nblk = d->src_nblocks[s], B = d->p.block;
+  int64_t pass = c / src->n, r = c % src->n;
+  uint64_t key =
+      ferry__rand_key(d->p.seed, FERRY__STREAM_DSOURCE, (uint64_t)d->p.epoch,
+                      ((uint64_t)s << 32) ^ (uint64_t)pass);
+  int64_t ls = src->n - (nblk - 1) * B; /* the short block's rows */
+  int64_t qs = ferry__prp_inv(key, nblk, nblk - 1), q, off;
+  if (r < qs * B) {
+    q = r / B;
+    off = r % B;
+  } else if (r < qs * B + ls) {
+    q = qs;
+    off = r - qs * B;
+  } else {
+    int64_t t = r - qs * B - ls;
+    q = qs + 1 + t / B;
+    off = t % B;
+  }
+  int64_t blk = d->src_block0[s] + ferry__prp(key, nblk, q);
+  return ferry__chunk_get(&d->blocks, blk).global_first + off;
+}
+
+/* Window w's pieces (runs of at most a block of one source's draws), in
+ * their drawn order: piece_pos[k] is the premix offset of the k-th. */
+static int mix_pieces(const ferry__draw *d, ferry__draw_ctx *c, int64_t w) {
+  if (c->win == w)
+    return 0;
+  const int S = d->p.nsources;
+  const int64_t B = d->p.block;
+  int64_t n = 0;
+  for (int s = 0; s < S; s++) {
+    int64_t a = d->cum[w * S + s], e = a + d->cnt[w * S + s];
+    if (e > a)
+      n += (e - 1) / B - a / B + 1;
+  }
+  if (c->cap_pieces < n + 1) {
+    free(c->piece_pos);
+    free(c->piece_src);
+    free(c->piece_c);
+    c->piece_pos = malloc((size_t)(n + 1) * sizeof *c->piece_pos);
+    c->piece_src = malloc((size_t)(n + 1) * sizeof *c->piece_src);
+    c->piece_c = malloc((size_t)(n + 1) * sizeof *c->piece_c);
+    c->cap_pieces = n + 1;
+    if (!c->piece_pos || !c->piece_src || !c->piece_c) {
+      c->cap_pieces = 0;
+      c->win = -1;
+      return FERRY_ENOMEM;
+    }
+  }
+  /* piece k (by source, then position) goes to slot prp(k) */
+  uint64_t key = ferry__rand_key(d->p.seed, FERRY__STREAM_DPIECE,
+                                 (uint64_t)d->p.epoch, (uint64_t)w);
+  int64_t k = 0;
+  for (int s = 0; s < S; s++) {
+    int64_t a = d->cum[w * S + s], e = a + d->cnt[w * S + s];
+    while (a < e) {
+      int64_t stop = (a / B + 1) * B < e ? (a / B + 1) * B : e;
+      int64_t slot = ferry__prp(key, n, k++);
+      c->piece_src[slot] = s;
+      c->piece_c[slot] = a;
+      c->piece_pos[slot] = stop - a; /* length, made offsets below */
+      a = stop;
+    }
+  }
+  int64_t at = 0;
+  for (int64_t j = 0; j < n; j++) {
+    int64_t len = c->piece_pos[j];
+    c->piece_pos[j] = at;
+    at += len;
+  }
+  c->piece_pos[n] = at;
+  c->npieces = n;
+  c->win = w;
+  return 0;
+}
+
+static int64_t win_of(const ferry__draw *d, int64_t x) {
+  int64_t lo = 0, hi = d->nwin - 1;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo + 1) / 2;
+    if (d->win[mid].first <= x)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+static int64_t mix_sample(const ferry__draw *d, ferry__draw_ctx *c,
+                          int64_t i) {
+  int64_t w = win_of(d, i);
+  int rc = mix_pieces(d, c, w);
+  if (rc)
+    return rc;
+  int64_t off = i - d->win[w].first;
+  int64_t k = last_le(c->piece_pos, c->npieces + 1, off);
+  if (k >= c->npieces)
+    k = c->npieces - 1;
+  int s = (int)c->piece_src[k];
+  return source_draw(d, s, c->piece_c[k] + off - c->piece_pos[k]);
+}
+
+/* The draws owed to each active source in a window of len: carried
+ * largest-remainder apportionment (the cumulative count of every source
+ * stays within one draw of len x its share). */
+static void apportion(int S, const double *q, double *owed, int64_t len,
+                      int64_t *n) {
+  int64_t given = 0;
+  for (int s = 0; s < S; s++) {
+    owed[s] += (double)len * q[s];
+    n[s] = q[s] > 0 ? (int64_t)floor(owed[s]) : 0;
+    if (n[s] < 0)
+      n[s] = 0;
+    given += n[s];
+  }
+  while (given < len) { /* the largest fractional parts take the rest */
+    int best = -1;
+    double most = -1;
+    for (int s = 0; s < S; s++)
+      if (q[s] > 0 && owed[s] - (double)n[s] > most) {
+        most = owed[s] - (double)n[s];
+        best = s;
+      }
+    if (best < 0)
+      break;
+    n[best]++;
+    given++;
+  }
+  for (int s = 0; s < S; s++)
+    owed[s] -= (double)n[s];
+}
+
+typedef struct mix_state {
+  int S;
+  double *q, *owed;
+  int64_t *n, *used;
+  int *active;
+} mix_state;
+
+static void renormalise(const ferry__draw *d, mix_state *ms) {
+  double sum = 0;
+  for (int s = 0; s < ms->S; s++)
+    sum += ms->active[s] ? d->src[s].proportion : 0;
+  for (int s = 0; s < ms->S; s++) {
+    ms->q[s] = ms->active[s] && sum > 0 ? d->src[s].proportion / sum : 0;
+    ms->owed[s] = 0;
+  }
+}
+
+/* One window's counts after the exhaustion rules: a stop source that runs
+ * out shortens the window (every count scaled) and ends the epoch; a drop
+ * source gives what it lacks to the others that can take it.  Returns the
+ * window's length; *end set when the epoch ends after it. */
+static int64_t window_counts(const ferry__draw *d, mix_state *ms, int64_t len,
+                             int *end) {
+  const int S = ms->S;
+  apportion(S, ms->q, ms->owed, len, ms->n);
+  double f = 1.0;
+  for (int s = 0; s < S; s++) {
+    int64_t left = d->src[s].n - ms->used[s];
+    if (d->src[s].exhaust == FERRY__XH_STOP && ms->n[s] > left) {
+      double g = (double)left / (double)ms->n[s];
+      f = g < f ? g : f;
+      *end = 1;
+    }
+  }
+  if (*end) {
+    int64_t total = 0;
+    for (int s = 0; s < S; s++) {
+      int64_t left = d->src[s].n - ms->used[s];
+      ms->n[s] = (int64_t)floor((double)ms->n[s] * f);
+      if (d->src[s].exhaust != FERRY__XH_RESTART && ms->n[s] > left)
+        ms->n[s] = left;
+      total += ms->n[s];
+    }
+    return total;
+  }
+  int64_t short_by = 0;
+  for (int s = 0; s < S; s++) {
+    int64_t left = d->src[s].n - ms->used[s];
+    if (d->src[s].exhaust == FERRY__XH_DROP && ms->n[s] >= left) {
+      short_by += ms->n[s] - left;
+      ms->n[s] = left;
+      ms->active[s] = 0; /* leaves after this window */
+    }
+  }
+  while (short_by > 0) { /* the others take it, in turn, if they can */
+    int took = 0;
+    for (int s = 0; s < S && short_by > 0; s++) {
+      int64_t room = d->src[s].exhaust == FERRY__XH_RESTART
+                         ? short_by
+                         : d->src[s].n - ms->used[s] - ms->n[s];
+      if (!ms->active[s] || room <= 0)
+        continue;
+      ms->n[s]++;
+      short_by--;
+      took = 1;
+    }
+    if (!took)
+      break;
+  }
+  return len - short_by;
+}
+
+static int mix_grow(ferry__draw *d, int64_t *cap) {
+  int64_t c = *cap ? 2 * *cap : 64;
+  const int S = d->p.nsources;
+  ferry__draw_win *w = realloc(d->win, (size_t)c * sizeof *w);
+  if (w)
+    d->win = w;
+  int64_t *a = realloc(d->cnt, (size_t)(c * S) * sizeof *a);
+  if (a)
+    d->cnt = a;
+  int64_t *b = realloc(d->cum, (size_t)(c * S) * sizeof *b);
+  if (b)
+    d->cum = b;
+  if (!w || !a || !b)
+    return FERRY_ENOMEM;
+  *cap = c;
+  return 0;
+}
+
+/* Default epoch length: num_draws; else a mix of restart sources only
+ * serves their total; else it runs until a stop source runs out or every
+ * drop source did. */
+static int mix_table(ferry__draw *d, mix_state *ms, ferry__err *err) {
+  const int S = ms->S;
+  int all_restart = 1;
+  int64_t total = 0;
+  for (int s = 0; s < S; s++) {
+    all_restart &= d->src[s].exhaust == FERRY__XH_RESTART;
+    total += d->src[s].n;
+  }
+  int64_t limit = d->p.num_draws ? d->p.num_draws
+                                 : (all_restart ? total : INT64_MAX / 4);
+  int64_t x = 0, cap = 0;
+  int end = 0;
+  renormalise(d, ms);
+  while (x < limit && !end) {
+    int any = 0; /* a source that can still run out keeps the epoch going */
+    for (int s = 0; s < S; s++)
+      any |= ms->active[s] && (d->src[s].exhaust != FERRY__XH_RESTART ||
+                               d->p.num_draws || all_restart);
+    if (!any)
+      break;
+    if (d->nwin >= MAX_WINDOWS)
+      return ferry__seterr(err, FERRY_EINVAL,
+                           "mix: the epoch would take more than %lld draw "
+                           "windows of %lld draws (set num_draws, or give "
+                           "the sources larger proportions)",
+                           (long long)MAX_WINDOWS, (long long)d->window);
+    if (d->nwin == cap && mix_grow(d, &cap))
+      return FERRY_ENOMEM;
+    int64_t want = limit - x < d->window ? limit - x : d->window;
+    int was[1024];
+    for (int s = 0; s < S && s < 1024; s++)
+      was[s] = ms->active[s];
+    int64_t len = window_counts(d, ms, want, &end);
+    for (int s = 0; s < S; s++) {
+      d->cum[d->nwin * S + s] = ms->used[s];
+      d->cnt[d->nwin * S + s] = ms->n[s];
+      ms->used[s] += ms->n[s];
+    }
+    d->win[d->nwin++] = (ferry__draw_win){x, len};
+    x += len;
+    int changed = 0;
+    for (int s = 0; s < S && s < 1024; s++)
+      changed |= was[s] != ms->active[s];
+    if (changed)
+      renormalise(d, ms);
+    if (len == 0)
+      break;
+  }
+  d->D = x;
+  if (d->D == 0)
+    return ferry__seterr(err, FERRY_EEMPTY, "mix: the epoch holds no draw");
+  return 0;
+}
+
+static int mix_init(ferry__draw *d, ferry__err *err) {
+  const int S = d->p.nsources;
+  if (S < 1 || S > 1024)
+    return ferry__seterr(err, FERRY_EINVAL, "mix: %d sources (1 to 1024)", S);
+  d->src = malloc((size_t)S * sizeof *d->src);
+  d->src_block0 = malloc((size_t)S * sizeof *d->src_block0);
+  d->src_nblocks = malloc((size_t)S * sizeof *d->src_nblocks);
+  mix_state ms = {S,
+                  calloc((size_t)S, sizeof(double)),
+                  calloc((size_t)S, sizeof(double)),
+                  calloc((size_t)S, sizeof(int64_t)),
+                  calloc((size_t)S, sizeof(int64_t)),
+                  calloc((size_t)S, sizeof(int))};
+  int rc = (!d->src || !d->src_block0 || !d->src_nblocks || !ms.q ||
+            !ms.owed || !ms.n || !ms.used || !ms.active)
+               ? FERRY_ENOMEM
+               : 0;
+  double sum = 0;
+  for (int s = 0; !rc && s < S; s++) {
+    d->src[s] = d->p.sources[s];
+    const ferry__draw_source *x = &d->src[s];
+    if (x->n < 1 || x->first < 0 || x->first + x->n > d->p.m->num_samples ||
+        !(x->proportion > 0) || !isfinite(x->proportion))
+      rc = ferry__seterr(err, FERRY_EINVAL,
+                         "mix: source %d holds %lld samples at %lld with "
+                         "proportion %g",
+                         s, (long long)x->n, (long long)x->first,
+                         x->proportion);
+    else {
+      d->src_block0[s] = ferry__chunk_of_sample(&d->blocks, x->first);
+      d->src_nblocks[s] =
+          ferry__chunk_of_sample(&d->blocks, x->first + x->n - 1) -
+          d->src_block0[s] + 1;
+      if (ferry__chunk_get(&d->blocks, d->src_block0[s]).global_first !=
+              x->first ||
+          d->src_nblocks[s] != (x->n + d->p.block - 1) / d->p.block)
+        rc = ferry__seterr(err, FERRY_EINTERNAL,
+                           "mix: source %d is not one part of the manifest",
+                           s);
+      sum += x->proportion;
+      ms.active[s] = 1;
+    }
+  }
+  for (int s = 0; !rc && s < S; s++)
+    d->src[s].proportion /= sum;
+  if (!rc)
+    rc = mix_table(d, &ms, err);
+  free(ms.q);
+  free(ms.owed);
+  free(ms.n);
+  free(ms.used);
+  free(ms.active);
+  d->bytes += (size_t)d->nwin * (sizeof(ferry__draw_win) +
+                                 2 * (size_t)S * sizeof(int64_t));
+  return rc;
+}
+
+/* ---- The sequence -------------------------------------------------------- */
+
+int ferry__draw_init(ferry__draw *d, const ferry__draw_params *p,
+                     ferry__err *err) {
+  memset(d, 0, sizeof *d);
+  d->p = *p;
+  if (p->block < 1 || !p->m || p->m->num_samples < 1)
+    return ferry__seterr(err, FERRY_EINVAL,
+                         "sampling: block_size %lld or an empty dataset",
+                         (long long)p->block);
+  int rc = ferry__chunk_index_make(p->m, p->block, &d->blocks);
+  if (rc)
+    return ferry__seterr(err, rc, "sampling: out of memory for the blocks");
+  d->window = p->window ? p->window
+                        : 16 * p->block *
+                              (p->shuffle_buffer > 1 ? p->shuffle_buffer : 1);
+  if (p->mode == FERRY__DRAW_MIX && p->mix_by_batch)
+    d->window = p->global_batch;
+  if (d->window < 1)
+    d->window = 1;
+  if (p->mode == FERRY__DRAW_WEIGHTED && p->w)
+    rc = weighted_init(d, err);
+  else if (p->mode == FERRY__DRAW_MIX && p->sources)
+    rc = mix_init(d, err);
+  else
+    rc = ferry__seterr(err, FERRY_EINVAL, "sampling: no weights or sources");
+  if (rc == FERRY_ENOMEM)
+    ferry__seterr(err, rc, "sampling: out of memory for the tables of %lld "
+                  "blocks",
+                  (long long)d->blocks.nchunks);
+  if (!rc && d->D < 1)
+    rc = ferry__seterr(err, FERRY_EEMPTY, "sampling: the epoch holds no draw");
+  d->bytes += (size_t)d->blocks.nchunks * 2 * sizeof(int64_t);
+  if (rc)
+    ferry__draw_free(d);
+  return rc;
+}
+
+void ferry__draw_free(ferry__draw *d) {
+  if (!d)
+    return;
+  ferry__chunk_index_free(&d->blocks);
+  free(d->bweight);
+  free(d->alias_p);
+  free(d->alias_a);
+  free(d->order);
+  free(d->ord_first);
+  free(d->src);
+  free(d->win);
+  free(d->cnt);
+  free(d->cum);
+  free(d->src_block0);
+  free(d->src_nblocks);
+  memset(d, 0, sizeof *d);
+}
+
+void ferry__draw_ctx_init(ferry__draw_ctx *c) {
+  memset(c, 0, sizeof *c);
+  c->blk = -1;
+  c->win = -1;
+}
+
+void ferry__draw_ctx_free(ferry__draw_ctx *c) {
+  free(c->rows);
+  free(c->piece_pos);
+  free(c->piece_src);
+  free(c->piece_c);
+  ferry__draw_ctx_init(c);
+}
+
+int64_t ferry__draw_sample(const ferry__draw *d, ferry__draw_ctx *c,
+                           int64_t i) {
+  if (d->p.mode == FERRY__DRAW_MIX)
+    return mix_sample(d, c, i);
+  return d->p.replacement ? weighted_rep(d, i) : weighted_norep(d, c, i);
+}
+
+int64_t ferry__draw_premix(const ferry__draw *d, int64_t x) {
+  int64_t w, first, len;
+  if (d->p.mode == FERRY__DRAW_MIX) {
+    w = win_of(d, x);
+    first = d->win[w].first;
+    len = d->win[w].len;
+  } else {
+    w = x / d->window;
+    first = w * d->window;
+    len = d->D - first < d->window ? d->D - first : d->window;
+  }
+  uint64_t key = ferry__rand_key(d->p.seed, FERRY__STREAM_DWINDOW,
+                                 (uint64_t)d->p.epoch, (uint64_t)w);
+  return first + ferry__prp(key, len, x - first);
+}
+
+/* ---- Batches and the rank plan ------------------------------------------- */
+
+int ferry__draw_cut_make(const ferry__draw *d, int64_t pos0, int64_t B, int P,
+                         int tail, ferry__draw_cut *out, ferry__err *err) {
+  memset(out, 0, sizeof *out);
+  if (P < 1 || B < 1 || pos0 < 0 || pos0 > d->D)
+    return ferry__seterr(err, FERRY_EINVAL,
+                         "sampling: bad world size %d, batch size %lld or "
+                         "position %lld of %lld draws",
+                         P, (long long)B, (long long)pos0, (long long)d->D);
+  const int64_t gb = B * P, R = d->D - pos0;
+  *out = (ferry__draw_cut){pos0, gb, P, tail, B, 0, gb};
+  if (tail == 0) { /* drop_last */
+    out->num_batches = R / gb;
+    if (out->num_batches == 0 && R > 0 && pos0 == 0)
+      return ferry__seterr(err, FERRY_EINVAL,
+                           "batch_size %lld x %d ranks is more than the "
+                           "epoch's %lld draws with tail=drop_last",
+                           (long long)B, P, (long long)d->D);
+  } else {
+    out->num_batches = (R + gb - 1) / gb;
+    if (tail == 2 && out->num_batches) /* partial */
+      out->last = R - (out->num_batches - 1) * gb;
+  }
+  return 0;
+}
+
+/* Batch g's premix positions (pads: D + k) of rank r into out; scratch
+ * holds cut->gb entries.  Returns the count. */
+static int64_t batch_slice(const ferry__draw *d, const ferry__draw_cut *cut,
+                           int64_t g, int r, int64_t *scratch, int64_t *out) {
+  const int64_t x0 = cut->pos0 + g * cut->gb;
+  const int64_t n = g == cut->num_batches - 1 ? cut->last : cut->gb;
+  for (int64_t t = 0; t < n; t++) {
+    int64_t x = x0 + t;
+    scratch[t] = x < d->D ? ferry__draw_premix(d, x) : x;
+  }
+  qsort(scratch, (size_t)n, sizeof *scratch, cmp_i64);
+  int64_t a = n * r / cut->P, b = n * (r + 1) / cut->P;
+  memcpy(out, scratch + a, (size_t)(b - a) * sizeof *out);
+  return b - a;
+}
+
+int64_t ferry__draw_batch(const ferry__draw *d, const ferry__draw_cut *cut,
+                          int64_t g, int rank, int64_t *out) {
+  int64_t *scratch = malloc((size_t)cut->gb * sizeof *scratch);
+  if (!scratch)
+    return FERRY_ENOMEM;
+  int64_t n = batch_slice(d, cut, g, rank, scratch, out);
+  free(scratch);
+  return n;
+}
+
+/* The sample of premix position i (pads repeat the epoch's first draws). */
+static int64_t sample_of(const ferry__draw *d, ferry__draw_ctx *c, int64_t i) {
+  return ferry__draw_sample(d, c, i < d->D ? i : (i - d->D) % d->D);
+}
+
+typedef struct plan_ctx {
+  const ferry__draw *d;
+  const ferry__draw_cut *cut;
+  int rank;
+  ferry__draw_ctx dc;
+  int64_t *scratch, *pos, *blk;
+} plan_ctx;
+
+/* Rank window k's draws: their samples into pc->blk (as block ids when
+ * blocks), premix positions into pc->pos.  Returns the count or < 0. */
+static int64_t window_draws(plan_ctx *pc, const ferry__rank_plan *p,
+                            int64_t k, int blocks) {
+  int64_t n = 0;
+  int64_t g1 = (k + 1) * p->draw_nbw;
+  if (g1 > p->num_batches)
+    g1 = p->num_batches;
+  for (int64_t g = k * p->draw_nbw; g < g1; g++)
+    n += batch_slice(pc->d, pc->cut, g, pc->rank, pc->scratch, pc->pos + n);
+  for (int64_t t = 0; t < n; t++) {
+    int64_t s = sample_of(pc->d, &pc->dc, pc->pos[t]);
+    if (s < 0)
+      return s;
+    pc->blk[t] = blocks ? ferry__chunk_of_sample(&pc->d->blocks, s) : s;
+  }
+  return n;
+}
+
+static int plan_grow(ferry__rank_plan *p, int64_t *cap, int64_t need) {
+  if (need <= *cap)
+    return 0;
+  int64_t c = *cap * 2 > need ? *cap * 2 : need + 64;
+  ferry__extent *e = realloc(p->extents, (size_t)c * sizeof *e);
+  if (!e)
+    return FERRY_ENOMEM;
+  p->extents = e;
+  *cap = c;
+  return 0;
+}
+
+/* Window k's extents: its distinct blocks, adjacent ones of a part merged
+ * (at most MAX_EXTENT_BLOCKS in one read). */
+static int window_extents(plan_ctx *pc, ferry__rank_plan *p, int64_t k,
+                          int64_t n, int64_t *cap) {
+  qsort(pc->blk, (size_t)n, sizeof *pc->blk, cmp_i64);
+  int64_t prev = -1, merged = 0;
+  for (int64_t t = 0; t < n; t++) {
+    if (pc->blk[t] == prev)
+      continue;
+    ferry__chunk c = ferry__chunk_get(&pc->d->blocks, pc->blk[t]);
+    ferry__extent *last = p->nextents ? &p->extents[p->nextents - 1] : NULL;
+    if (last && last->window == k && prev == pc->blk[t] - 1 &&
+        last->part == c.part && last->row + last->count == c.row &&
+        merged < MAX_EXTENT_BLOCKS) {
+      last->count += c.count;
+      merged++;
+    } else {
+      if (plan_grow(p, cap, p->nextents + 1))
+        return FERRY_ENOMEM;
+      p->extents[p->nextents++] =
+          (ferry__extent){c.part, c.row, c.count, c.global_first, k};
+      merged = 1;
+    }
+    prev = pc->blk[t];
+  }
+  return 0;
+}
+
+static int plan_alloc(ferry__rank_plan *p, int64_t nw) {
+  p->window_first_extent = calloc((size_t)nw + 1, sizeof(int64_t));
+  p->window_need = calloc((size_t)nw + 1, sizeof(int64_t));
+  p->window_samples = calloc((size_t)nw + 1, sizeof(int64_t));
+  p->window_first_slot = calloc((size_t)nw + 1, sizeof(int64_t));
+  return (!p->window_first_extent || !p->window_need || !p->window_samples ||
+          !p->window_first_slot)
+             ? FERRY_ENOMEM
+             : 0;
+}
+
+static int64_t rank_pads(const ferry__draw *d, const ferry__draw_cut *cut,
+                         int r) {
+  if (!cut->num_batches)
+    return 0;
+  int64_t g = cut->num_batches - 1, x0 = cut->pos0 + g * cut->gb;
+  int64_t n = cut->last, real = d->D - x0;
+  real = real < 0 ? 0 : (real > n ? n : real);
+  int64_t a = n * r / cut->P, b = n * (r + 1) / cut->P;
+  int64_t lo = a > real ? a : real;
+  return b > lo ? b - lo : 0;
+}
+
+int ferry__draw_plan(const ferry__draw *d, const ferry__draw_cut *cut,
+                     int rank, ferry__rank_plan *out, ferry__err *err) {
+  memset(out, 0, sizeof *out);
+  ferry__rank_plan *p = out;
+  p->draw = d;
+  p->draw_pos0 = cut->pos0;
+  p->draw_gb = cut->gb;
+  p->draw_last = cut->last;
+  p->draw_P = cut->P;
+  p->draw_rank = rank;
+  p->batch_size = cut->batch_size;
+  p->num_batches = cut->num_batches;
+  p->draw_nbw = d->window / cut->gb > 1 ? d->window / cut->gb : 1;
+  p->epoch_samples = d->D;
+  int64_t served = cut->num_batches
+                       ? (cut->num_batches - 1) * cut->gb + cut->last
+                       : 0;
+  p->dropped = d->D - cut->pos0 - served > 0 ? d->D - cut->pos0 - served : 0;
+  const int64_t nw = (p->num_batches + p->draw_nbw - 1) / p->draw_nbw;
+  p->nwindows = nw;
+  plan_ctx pc = {.d = d, .cut = cut, .rank = rank};
+  ferry__draw_ctx_init(&pc.dc);
+  const int64_t most = p->draw_nbw * cut->gb + 1;
+  pc.scratch = malloc((size_t)cut->gb * sizeof *pc.scratch);
+  pc.pos = malloc((size_t)most * sizeof *pc.pos);
+  pc.blk = malloc((size_t)most * sizeof *pc.blk);
+  int64_t cap = 0;
+  int rc = (!pc.scratch || !pc.pos || !pc.blk || plan_alloc(p, nw))
+               ? FERRY_ENOMEM
+               : 0;
+  for (int64_t k = 0; !rc && k < nw; k++) {
+    int64_t n = window_draws(&pc, p, k, 1);
+    if (n < 0) {
+      rc = (int)n;
+      break;
+    }
+    p->window_first_extent[k] = p->nextents;
+    p->window_need[k] = k * p->draw_nbw;
+    p->window_samples[k] = n;
+    p->window_first_slot[k + 1] = p->window_first_slot[k] + n;
+    rc = window_extents(&pc, p, k, n, &cap);
+  }
+  if (!rc) {
+    p->window_first_extent[nw] = p->nextents;
+    p->nslots = p->window_first_slot[nw];
+    p->padded = rank_pads(d, cut, rank);
+  }
+  ferry__draw_ctx_free(&pc.dc);
+  free(pc.scratch);
+  free(pc.pos);
+  free(pc.blk);
+  if (rc) {
+    ferry__rank_plan_free(p);
+    return ferry__seterr(err, rc,
+                         "sampling: out of memory for the plan of rank %d "
+                         "(%lld draw windows)",
+                         rank, (long long)nw);
+  }
+  return 0;
+}
+
+int ferry__draw_window_slots(const ferry__rank_plan *p, int64_t w,
+                             ferry__slot *out) {
+  const ferry__draw *d = p->draw;
+  ferry__draw_cut cut = {p->draw_pos0, p->draw_gb, p->draw_P, 0,
+                         p->batch_size, p->num_batches, p->draw_last};
+  plan_ctx pc = {.d = d, .cut = &cut, .rank = p->draw_rank};
+  ferry__draw_ctx_init(&pc.dc);
+  const int64_t most = p->draw_nbw * p->draw_gb + 1;
+  pc.scratch = malloc((size_t)p->draw_gb * sizeof *pc.scratch);
+  pc.pos = malloc((size_t)most * sizeof *pc.pos);
+  pc.blk = malloc((size_t)most * sizeof *pc.blk);
+  int64_t n = (!pc.scratch || !pc.pos || !pc.blk) ? FERRY_ENOMEM
+                                                  : window_draws(&pc, p, w, 0);
+  const int64_t e0 = p->window_first_extent[w],
+                ne = p->window_first_extent[w + 1];
+  for (int64_t t = 0; t < n; t++) {
+    int64_t s = pc.blk[t], lo = e0, hi = ne - 1;
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo + 1) / 2;
+      if (p->extents[mid].global_first <= s)
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    out[t] = (ferry__slot){s, lo, s - p->extents[lo].global_first,
+                           (uint8_t)(pc.pos[t] >= d->D)};
+  }
+  ferry__draw_ctx_free(&pc.dc);
+  free(pc.scratch);
+  free(pc.pos);
+  free(pc.blk);
+  return n < 0 ? (int)n : 0;
+}
+
+uint64_t ferry__draw_checksum(const ferry__draw *d) {
+  uint64_t h = FERRY__FNV_INIT;
+  h = ferry__fnv1a(h, &d->D, sizeof d->D);
+  h = ferry__fnv1a(h, &d->window, sizeof d->window);
+  h = ferry__fnv1a(h, &d->total, sizeof d->total);
+  h = ferry__fnv1a(h, &d->nord, sizeof d->nord);
+  if (d->nwin) {
+    h = ferry__fnv1a(h, d->win, (size_t)d->nwin * sizeof *d->win);
+    h = ferry__fnv1a(h, d->cnt,
+                     (size_t)(d->nwin * d->p.nsources) * sizeof *d->cnt);
+  }
+  ferry__draw_ctx c;
+  ferry__draw_ctx_init(&c);
+  for (int k = 0; k < 16; k++) { /* probes of the sequence */
+    int64_t i = (int64_t)((uint64_t)d->D * (uint64_t)k / 16);
+    int64_t s = ferry__draw_sample(d, &c, i);
+    h = ferry__fnv1a(h, &s, sizeof s);
+  }
+  ferry__draw_ctx_free(&c);
+  return h;
+}
+
+double ferry__draw_blocking_tv(const ferry__draw *d) {
+  if (d->p.mode != FERRY__DRAW_WEIGHTED || d->p.replacement)
+    return 0;
+  double tv = 0;
+  for (int64_t b = 0; b < d->blocks.nchunks; b++) {
+    ferry__chunk c = ferry__chunk_get(&d->blocks, b);
+    int64_t nz = block_nonzero(d, c);
+    for (int64_t r = 0; nz && r < c.count; r++) {
+      double wt = (double)d->p.w[c.global_first + r];
+      if (wt > 0)
+        tv += fabs(wt - d->bweight[b] / (double)nz);
+    }
+  }
+  return 0.5 * tv / d->total;
+}

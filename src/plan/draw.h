@@ -1,0 +1,182 @@
+/*
+ * plan/draw.h - the plan of weighted, class-balanced and mixed sampling
+ * (docs/sampling.md, docs/design.md "Sampling"): an epoch is a sequence of
+ * D draws, defined once for all ranks -- a pure function of (blocks,
+ * weights or sources, seed, epoch, options), never of the world size --
+ * cut into global batches of B x P draws, of which each rank serves a
+ * contiguous stretch.  No MPI, no I/O, no clock.
+ *
+ *   S(i), i in [0, D)   the i-th draw (a global sample index), made block
+ *                       by block for locality: weighted -- a block drawn by
+ *                       its total weight, then samples inside it by their
+ *                       weights; a mix -- each source's own order of its
+ *                       blocks, the sources' draws interleaved by pieces.
+ *   premix(x)           the draws of a draw window (draw_window positions)
+ *                       permuted by a keyed permutation (plan/global.h's
+ *                       ferry__prp), so a batch takes draws of many blocks.
+ *   global batch g      positions [x0 + g GB, x0 + (g+1) GB); their premix
+ *                       positions sorted, rank r serves the r-th B of them:
+ *                       the same batch for every P with the same GB, and a
+ *                       rank reads mostly its own blocks.
+ */
+#ifndef FERRY_PLAN_DRAW_H
+#define FERRY_PLAN_DRAW_H
+
+#include "plan/plan.h"
+
+/* Generator streams of sampling (plan.h has 1..3, global.h 4..6). */
+enum {
+  FERRY__STREAM_DBLOCK = 7,  /* (seed, epoch, j): block of block draw j  */
+  FERRY__STREAM_DWITHIN = 8, /* (seed, epoch, j / block): inside it      */
+  FERRY__STREAM_DORDER = 9,  /* (seed, epoch): blocks' weighted order    */
+  FERRY__STREAM_DWINDOW = 10, /* (seed, epoch, window): premix            */
+  FERRY__STREAM_DSOURCE = 11, /* (seed, epoch, source, pass): its order   */
+  FERRY__STREAM_DPIECE = 12   /* (seed, epoch, window): pieces' order     */
+};
+
+enum { FERRY__DRAW_WEIGHTED = 1, FERRY__DRAW_MIX = 2 };
+enum { FERRY__XH_STOP = 0, FERRY__XH_RESTART, FERRY__XH_DROP };
+
+/** One source of a mix: global samples [first, first + n). */
+typedef struct ferry__draw_source {
+  int64_t first, n;
+  double proportion; /* > 0; normalised by ferry__draw_init */
+  int exhaust;       /* FERRY__XH_*                            */
+} ferry__draw_source;
+
+/** What the epoch's draws are made of (borrowed by ferry__draw_init). */
+typedef struct ferry__draw_params {
+  int mode;                 /* FERRY__DRAW_*                          */
+  const ferry__manifest *m; /* the dataset                            */
+  int64_t block;            /* samples per block (>= 1)               */
+  uint64_t seed;
+  int64_t epoch;
+  int replacement;   /* weighted: with replacement              */
+  int64_t num_draws; /* 0: the default                          */
+  int64_t window;    /* draws per draw window, 0: auto          */
+  const float *w;    /* weighted: [num_samples] >= 0            */
+  int nsources;      /* mix                                     */
+  const ferry__draw_source *sources;
+  int mix_by_batch;   /* mix: a draw window is one global batch   */
+  int64_t global_batch; /* batch_size x the epoch's first world size */
+  int64_t shuffle_buffer;
+} ferry__draw_params;
+
+/** A mix's counts in one draw window. */
+typedef struct ferry__draw_win {
+  int64_t first, len; /* positions [first, first + len)        */
+} ferry__draw_win;
+
+/** The epoch's sequence, the same on every rank. */
+typedef struct ferry__draw {
+  ferry__draw_params p;
+  ferry__chunk_index blocks; /* chunk_samples = block              */
+  int64_t D;                 /* draws in the epoch                  */
+  int64_t window;            /* draws per draw window (last: less)  */
+  /* weighted, replacement: Walker's alias table over the blocks */
+  double *bweight; /* [nblocks] total weight                 */
+  double total;
+  double *alias_p;
+  int64_t *alias_a;
+  /* weighted, no replacement: blocks of non-zero weight in their drawn
+   * order, each giving its non-zero samples: ord_first[q] is the draw at
+   * which block order[q] starts */
+  int64_t nord;
+  int64_t *order, *ord_first;
+  /* mix: windows [nwin], counts [nwin * nsources] and the draws of each
+   * source before each window [nwin * nsources] */
+  ferry__draw_source *src;
+  int64_t nwin;
+  ferry__draw_win *win;
+  int64_t *cnt, *cum;
+  int64_t *src_block0; /* [nsources] first block of the source     */
+  int64_t *src_nblocks;
+  size_t bytes;
+} ferry__draw;
+
+/**
+ * The epoch's sequence.  Returns 0, FERRY_EINVAL (err says why: no weight,
+ * num_draws beyond the non-zero weights without replacement, a bad source,
+ * an epoch too long), FERRY_ENOMEM.  O(blocks) memory (a mix: O(windows x
+ * sources) too).
+ */
+int ferry__draw_init(ferry__draw *d, const ferry__draw_params *p,
+                     ferry__err *err);
+void ferry__draw_free(ferry__draw *d);
+
+/** Scratch of the evaluation of draws (a cache of the last block and the
+ *  last mix window); zeroed before use, freed with ferry__draw_ctx_free. */
+typedef struct ferry__draw_ctx {
+  int64_t blk; /* cached block, -1: none */
+  int64_t nrows;
+  int64_t *rows; /* no replacement: the block's rows in drawn order */
+  int64_t cap_rows;
+  int64_t win; /* cached mix window, -1: none */
+  int64_t npieces, cap_pieces;
+  int64_t *piece_pos; /* [npieces + 1] premix offset of each piece */
+  int64_t *piece_src, *piece_c;
+} ferry__draw_ctx;
+void ferry__draw_ctx_init(ferry__draw_ctx *c);
+void ferry__draw_ctx_free(ferry__draw_ctx *c);
+
+/** S(i): the global sample index of draw i (0 <= i < D), or a negative
+ *  code (FERRY_ENOMEM). */
+int64_t ferry__draw_sample(const ferry__draw *d, ferry__draw_ctx *c,
+                           int64_t i);
+/** premix(x): the draw served at position x (0 <= x < D). */
+int64_t ferry__draw_premix(const ferry__draw *d, int64_t x);
+
+/**
+ * One stretch of the epoch served by P ranks in global batches of gb
+ * draws, from position pos0 (draws served before).  tail: FERRY__TAIL_*
+ * (options.h's values, drop 0, pad 1, partial 2).
+ */
+typedef struct ferry__draw_cut {
+  int64_t pos0, gb;
+  int P;
+  int tail;
+  int64_t batch_size; /* gb / P */
+  int64_t num_batches;
+  int64_t last; /* positions of the last batch (gb unless partial) */
+} ferry__draw_cut;
+/** Returns 0 or FERRY_EINVAL (gb not batch_size x P, pos0 beyond D). */
+int ferry__draw_cut_make(const ferry__draw *d, int64_t pos0, int64_t B, int P,
+                         int tail, ferry__draw_cut *out, ferry__err *err);
+
+/**
+ * Rank r's plan of the stretch: its reads (the blocks its draws need,
+ * window by window) and the draws' order, computed again by
+ * ferry__plan_window_slots.  d and cut must outlive out.  Returns 0,
+ * FERRY_ENOMEM.
+ */
+int ferry__draw_plan(const ferry__draw *d, const ferry__draw_cut *cut,
+                     int rank, ferry__rank_plan *out, ferry__err *err);
+
+/**
+ * The draws of global batch g of the stretch served by rank r (n of them,
+ * into out[ cut->batch_size ] as premix positions, D + k for pad k) --
+ * exposed for tests and ferry verify.  Returns the count or a negative
+ * code.
+ */
+int64_t ferry__draw_batch(const ferry__draw *d, const ferry__draw_cut *cut,
+                          int64_t g, int rank, int64_t *out);
+
+/** Window w's slots of a draw plan (plan.c calls it). */
+int ferry__draw_window_slots(const ferry__rank_plan *p, int64_t w,
+                             ferry__slot *out);
+
+/** Checksum of the sequence (its shape and probes of it): the same on
+ *  every rank. */
+uint64_t ferry__draw_checksum(const ferry__draw *d);
+
+/**
+ * What the blocking does to the requested distribution (weighted): the
+ * total variation distance between the requested per-sample shares w/W and
+ * what is served -- 0 with replacement (a block drawn by its total weight,
+ * then a sample inside by its weight: exact); without replacement every
+ * non-zero sample of a drawn block is taken, so a sample's share is its
+ * block's W_B / (n_B W).  O(samples).
+ */
+double ferry__draw_blocking_tv(const ferry__draw *d);
+
+#endif /* FERRY_PLAN_DRAW_H */
