@@ -3,7 +3,8 @@
 # sampling (src/loader/weights.c) on 1 and 3 ranks: tests/mpi/test_weights
 # loads every case of tests/fixtures/make_weights.py (weight variables of
 # every dtype in an .npy dataset directory, in a dataset of two parts and
-# in an HDF5 file; weights and labels .npy files; int32, uint8, int16 and
+# in an HDF5 file, an .npz, Zarr v2 and v3 stores and a netCDF classic
+# file, each when built; weights and labels .npy files; int32, uint8, int16 and
 # int64 labels with and without balance_shares) and compares the weights
 # with NumPy's, and the hash across ranks; every bad input (negative, NaN,
 # infinite or all-zero weights, a wrong length, rows of several values, a
@@ -26,13 +27,15 @@ if test -z "${PYTHON_NUMPY:-}"; then
   exit 77
 fi
 h5=
+backends=`"$FERRY" --version 2>/dev/null | sed -n 's/^backends: //p'`
 if "$FERRY" --version 2>/dev/null | grep '^backends:.* hdf5' >/dev/null &&
   "$PYTHON_NUMPY" -c 'import h5py' >/dev/null 2>&1; then
   h5=--hdf5
 else
   echo "note: no hdf5 backend or no h5py: the HDF5 cases are left out"
 fi
-"$PYTHON_NUMPY" "$top_srcdir/tests/fixtures/make_weights.py" "$tmp/fx" $h5 ||
+"$PYTHON_NUMPY" "$top_srcdir/tests/fixtures/make_weights.py" "$tmp/fx" $h5 \
+  "--backends=$backends" ||
   { echo "FAIL: make_weights.py"; exit 1; }
 for n in 1 3; do
   $RUN_MPI $n "$prog" "$tmp/fx/jobs.txt" >"$tmp/out.$n" 2>&1 ||
