@@ -114,7 +114,7 @@ static int as_int64(const unsigned char *p, ferry_dtype dt, int64_t *out) {
   } u;
   memcpy(&u, p, ferry_dtype_size(dt));
   switch (dt) {
-  case FERRY_INT8: *out = u.i8; break;
+  case FERRY_INT8: *out = (int64_t)u.i8; break;
   case FERRY_INT16: *out = u.i16; break;
   case FERRY_INT32: *out = u.i32; break;
   case FERRY_INT64: *out = u.i64; break;
@@ -182,8 +182,8 @@ static int scan_source(const ferry__manifest *m, const ferry_options *opts,
                             s->opt, s->name, m->spec ? m->spec : "?",
                             ferry_last_error(NULL));
   const char *spec = s->is_file ? s->name : m->spec;
-  int rc = ferry__manifest_scan(spec, s->is_file ? NULL : s->name, *o2, m2,
-                                err);
+  int rc =
+      ferry__manifest_scan(spec, s->is_file ? NULL : s->name, *o2, m2, err);
   if (rc < 0) {
     char why[FERRY__MSG_MAX];
     ferry__err_text(err, why, sizeof why);
@@ -246,15 +246,15 @@ static int read_rows(const ferry__manifest *m2, const ferry_options *o2,
   unsigned char *buf = malloc((size_t)(piece > 0 ? piece : 1) * v->row_bytes);
   if (!buf)
     return oom(s, err);
-  ferry__io_params p = {MPI_COMM_SELF, s->rank, 0, o2->max_open_files,
-                        o2,            0,       0};
+  ferry__io_params p = {
+      MPI_COMM_SELF, s->rank, 0, o2->max_open_files, o2, 0, 0};
   ferry__io *io = NULL;
   int rc = be->io_open(&io, m2, &p, err);
   for (int64_t pt = 0; rc == 0 && pt < m2->nparts; pt++) {
     const ferry__part *part = &m2->parts[pt];
     for (int64_t row = 0; rc == 0 && row < part->num_samples; row += piece) {
-      int64_t k = part->num_samples - row < piece ? part->num_samples - row
-                                                  : piece;
+      int64_t k =
+          part->num_samples - row < piece ? part->num_samples - row : piece;
       rc = be->io_read(io, pt, 0, row, k, buf, err);
       if (rc == 0 && v->swapped)
         ferry__byteswap(buf, (size_t)k, ferry_dtype_size(v->dtype));
@@ -442,7 +442,7 @@ static int set_shares(const char *text, ferry__class_share *c, int64_t nc,
   double sum = 0;
   for (int64_t i = 0; rc == 0 && i < nc; i++)
     sum += c[i].share;
-  if (rc == 0 && !(sum > 0) )
+  if (rc == 0 && !(sum > 0))
     rc = ferry__seterr_on(err, s->rank, FERRY_EINVAL,
                           "balance_shares: every class of %s has share 0 "
                           "(balance_shares=%.200s); no sample could be drawn",
@@ -533,8 +533,9 @@ static void describe(const source *s, int balance, const ferry_options *opts,
     snprintf(shares, sizeof shares, "shares %.80s", opts->balance_shares);
   else
     snprintf(shares, sizeof shares, "equal shares");
-  snprintf(out->what, sizeof out->what, "balance: labels %.120s (%s, %lld %s, %s)",
-           s->label, ferry_dtype_name(s->dtype), (long long)out->nclasses,
+  snprintf(out->what, sizeof out->what,
+           "balance: labels %.120s (%s, %lld %s, %s)", s->label,
+           ferry_dtype_name(s->dtype), (long long)out->nclasses,
            out->nclasses == 1 ? "class" : "classes", shares);
 }
 

@@ -22,15 +22,15 @@ typedef struct ferry__class_share {
 } ferry__class_share;
 
 typedef struct ferry__weights {
-  int64_t n;       /* samples (= m->num_samples) */
-  float *w;        /* [n], finite, >= 0; NULL when no sampling option is set */
-  double total;    /* sum of w (double accumulation) */
-  int64_t nonzero; /* samples with w > 0 (>= 1, else an error) */
-  int64_t nclasses;            /* balance: classes present; 0 otherwise */
+  int64_t n;        /* samples (= m->num_samples) */
+  float *w;         /* [n], finite, >= 0; NULL when no sampling option is set */
+  double total;     /* sum of w (double accumulation) */
+  int64_t nonzero;  /* samples with w > 0 (>= 1, else an error) */
+  int64_t nclasses; /* balance: classes present; 0 otherwise */
   ferry__class_share *classes; /* [nclasses] sorted by label, or NULL */
-  uint64_t hash; /* FNV-1a (util/util.h's ferry__fnv1a) of n, w's bytes and
-                  * the classes: the same on every rank, recorded in
-                  * checkpoints */
+  uint64_t hash;  /* FNV-1a (util/util.h's ferry__fnv1a) of n, w's bytes and
+                   * the classes: the same on every rank, recorded in
+                   * checkpoints */
   char what[256]; /* one line for ferry info and messages, e.g. "weights:
                    * variable 'w' of data/ (float32)", "weights: file w.npy
                    * (float64)", "balance: labels 'y' (12 classes, equal

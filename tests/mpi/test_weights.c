@@ -149,8 +149,8 @@ static void check_err(int rank, int rc, const ferry__err *err,
   const char *want = colon ? colon + 1 : "";
   CHECK(rc < 0, "%s: rc %d, expected an error", line, rc);
   if (spec[0] != '*')
-    CHECK(rc == atoi(spec), "%s: rc %d, expected %d (%s)", line, rc,
-          atoi(spec), text);
+    CHECK(rc == atoi(spec), "%s: rc %d, expected %d (%s)", line, rc, atoi(spec),
+          text);
   CHECK(strstr(text, want) != NULL, "%s: message '%s' lacks '%s'", line, text,
         want);
   CHECK(w->w == NULL && w->classes == NULL && w->n == 0,
@@ -163,13 +163,14 @@ static void check_err(int rank, int rc, const ferry__err *err,
 }
 
 static void run_case(int rank, char *line) {
+  line[strcspn(line, "\n")] = '\0';
   char copy[4096];
   snprintf(copy, sizeof copy, "%s", line);
   char *save = NULL;
   char *ds = strtok_r(line, "\t", &save);
   char *expect = strtok_r(NULL, "\t", &save);
   char *ncl = strtok_r(NULL, "\t", &save);
-  char *optlist = strtok_r(NULL, "\n", &save);
+  char *optlist = strtok_r(NULL, "", &save);
   CHECK(ds && expect && ncl && optlist, "bad job line '%s'", copy);
   if (!ds || !expect || !ncl || !optlist)
     return;
