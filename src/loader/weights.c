@@ -185,8 +185,9 @@ static int scan_source(const ferry__manifest *m, const ferry_options *opts,
   int rc =
       ferry__manifest_scan(spec, s->is_file ? NULL : s->name, *o2, m2, err);
   if (rc < 0) {
+    /* the scan runs here, on this rank: its message carries no rank */
     char why[FERRY__MSG_MAX];
-    ferry__err_text(err, why, sizeof why);
+    snprintf(why, sizeof why, "%s", err->msg);
     return ferry__seterr_on(err, s->rank, rc, "%s: %s: %.900s", s->opt,
                             s->label, why);
   }
