@@ -728,6 +728,45 @@ FERRY_API int ferry_plan_order(const ferry_loader *loader, int64_t epoch,
                                int64_t **chunks, int64_t **batch_start,
                                int64_t *num_batches);
 
+/**
+ * Sampling (docs/sampling.md): weighted (the weights option), class-balanced
+ * (balance) or a mix of datasets (mix).  An epoch is then a sequence of
+ * draws, the same for every world size; each global batch (batch_size x
+ * ranks draws) is cut among the ranks.
+ */
+typedef struct ferry_sampling_info {
+  int mode;            /**< 0 none, 1 weighted (weights or balance), 2 a mix */
+  int replacement;     /**< weighted: draws with replacement                 */
+  int64_t draws;       /**< draws of the current epoch (0 before set_epoch)  */
+  int64_t block;       /**< samples per block (draws come a block at a time) */
+  int64_t nonzero;     /**< weighted: samples of non-zero weight             */
+  int64_t nclasses;    /**< balance: classes present                         */
+  int64_t ngroups;     /**< groups ferry_sampling_group describes            */
+  double blocking_tv;  /**< weighted without replacement: total variation
+                          distance between the requested per-sample shares
+                          and those the blocks give (0 with replacement) */
+  char what[256];      /**< one line: where the weights or the mix come from */
+} ferry_sampling_info;
+
+/** The loader's sampling.  LOCAL.  Returns 0 or FERRY_EINVAL. */
+FERRY_API int ferry_sampling_info_get(const ferry_loader *loader,
+                                      ferry_sampling_info *out);
+
+/**
+ * Group g (0 <= g < ngroups) of the samples, for reports of requested vs
+ * observed shares: global indices [*first, *first + *count) (weighted: ten
+ * equal ranges of the dataset; a mix: its sources), *requested the share of
+ * the draws asked for (the weights' sum over the group / their total; a
+ * mix's normalised proportion), *planned the share the current epoch's
+ * draws give it (a mix after its exhaustion rules; weighted with
+ * replacement: the requested one; without: the group's non-zero samples
+ * over all).  LOCAL, after ferry_set_epoch.  Returns 0, FERRY_EINVAL,
+ * FERRY_ESTATE (no epoch yet).
+ */
+FERRY_API int ferry_sampling_group(const ferry_loader *loader, int64_t g,
+                                   int64_t *first, int64_t *count,
+                                   double *requested, double *planned);
+
 /** Memory the loader may use, by component, known at ferry_open/set_epoch. */
 typedef struct ferry_memory_budget {
   size_t batch_bytes;  /**< one batch of every variable                     */

@@ -83,6 +83,10 @@ int ferry__epoch_stop(ferry_loader *L) {
   free(ep->round_admit);
   free(ep->steps);
   ferry__rank_plan_free(&ep->plan);
+  if (ep->draw) { /* after the plan, which points to it */
+    ferry__draw_free(ep->draw);
+    free(ep->draw);
+  }
   if (ep->xch) {
     ferry__exchange_free(ep->xch);
     free(ep->xch);
@@ -301,6 +305,10 @@ void ferry__budget_compute(ferry_loader *L, const epoch_state *ep) {
     size_t samples = read_bound(L, &ep->plan);
     b->read_bytes = samples * L->row_total;
     b->plan_bytes = plan_static_bytes(L, ep) + samples * sizeof(ferry__slot);
+    if (ep->draw) /* its tables, and a window's draws while it is made */
+      b->plan_bytes += ep->draw->bytes +
+                       (size_t)(ep->plan.draw_nbw * ep->plan.draw_gb) * 3 *
+                           sizeof(int64_t);
   } else {
     /* The windows alive at once (read_bound's exact count, for windows of
      * k chunks): those meeting the batches consumed next and the
@@ -317,6 +325,18 @@ void ferry__budget_compute(ferry_loader *L, const epoch_state *ep) {
     size_t rows = W ? ((la1 * B + W - 1) / W + 2) * W : share;
     if (rows > share)
       rows = share;
+    if (L->sampling) {
+      /* a draw window's share (its draws, a block of rows each at the
+       * batches' cuts), two windows alive and the lookahead's batches */
+      size_t blk = (size_t)L->opts->block_size, GB = B * P;
+      size_t dw = L->opts->draw_window
+                      ? (size_t)L->opts->draw_window
+                      : 16 * blk * (k > 1 ? k : 1);
+      size_t nbw = dw / GB > 1 ? dw / GB : 1;
+      size_t N = (size_t)L->m.num_samples;
+      rows = 2 * (nbw * B + 2 * nbw * blk);
+      rows = (rows < 2 * N ? rows : 2 * N) + la1 * B;
+    }
     b->read_bytes = rows * L->row_total;
     if (L->opts->shuffle == FERRY__SHUFFLE_GLOBAL) {
       /* and each window's receive staging (Q W rows, served from there)
@@ -342,6 +362,7 @@ void ferry__budget_compute(ferry_loader *L, const epoch_state *ep) {
                     windows * (6 * sizeof(int64_t) + sizeof(void *)) +
                     rows * sizeof(ferry__slot);
   }
+  b->plan_bytes += (size_t)L->wts.n * sizeof(float); /* the weights */
   b->total_bytes =
       b->ring_bytes + b->read_bytes + b->plan_bytes + b->cache_bytes;
   b->pinned_bytes = L->gpu || L->opts->pin_memory ? b->ring_bytes : 0;
@@ -715,7 +736,12 @@ int ferry__epoch_begin(ferry_loader *L, int64_t epoch,
   ferry__plan_params_of(L, epoch, &pp);
   int rc =
       epoch_new(L, epoch, steps, nsteps, index_base, samples_before, &ep, &err);
-  if (!rc) {
+  if (L->sampling) { /* weights, balance, mix: a sequence of draws */
+    rc = ferry__agree(L->comm, L->rank, rc, &err);
+    if (!rc)
+      rc = epoch_check_counts(L, ep, ferry__sampling_epoch(L, ep, &pp, &err),
+                              &err);
+  } else if (!rc) {
     rc = ferry__pieces_make(&L->chunks, &pp, &ep->pieces);
     if (rc)
       ferry__seterr_on(&err, L->rank, rc,
@@ -725,14 +751,16 @@ int ferry__epoch_begin(ferry_loader *L, int64_t epoch,
                        (size_t)L->nchunks * 2 * sizeof(int64_t),
                        (long long)L->nchunks);
   }
-  if (!rc)
-    rc = epoch_perm_draw(L, ep, &pp, &err);
-  rc = ferry__agree(L->comm, L->rank, rc, &err);
-  if (!rc) {
-    rc = epoch_permutation(L, ep, &pp, &err);
+  if (!L->sampling) {
     if (!rc)
-      rc = epoch_plan(L, ep, &pp, &err);
-    rc = epoch_check_counts(L, ep, rc, &err);
+      rc = epoch_perm_draw(L, ep, &pp, &err);
+    rc = ferry__agree(L->comm, L->rank, rc, &err);
+    if (!rc) {
+      rc = epoch_permutation(L, ep, &pp, &err);
+      if (!rc)
+        rc = epoch_plan(L, ep, &pp, &err);
+      rc = epoch_check_counts(L, ep, rc, &err);
+    }
   }
   if (!rc && ep->glob)
     rc = global_check(L, ep, &err);

@@ -135,6 +135,9 @@ int ferry_plan_order(const ferry_loader *L, int64_t epoch, int world_size,
   int rc = ferry__chunks_make(&L->m, cs, &c, &nc);
   if (rc)
     ferry__seterr(&err, rc, "out of memory for chunks");
+  else if (L->sampling)
+    rc = ferry__sampling_order(L, epoch, world_size, rank, samples,
+                               batch_start, num_batches, &err);
   else
     rc = ferry__plan_order(c, nc, &pp, L->opts->exchange, rank, samples,
                            batch_start, num_batches, &err);

@@ -50,6 +50,8 @@
 #include "core/state.h"
 #include "gpu/gpu.h"
 #include "loader/exchange.h"
+#include "loader/weights.h"
+#include "plan/draw.h"
 #include "plan/global.h"
 #include "plan/plan.h"
 #include "util/agree.h"
@@ -110,6 +112,9 @@ typedef struct epoch_state {
   int64_t gbase, gskip; /* resumed: pipeline window k is global window
                          * k + gbase, served from position gskip (k = 0) */
   ferry__chunk *gpieces;
+  /* Sampling (loader/sampling.c): the epoch's sequence of draws; ep->plan
+   * is then a draw plan (plan/draw.h) */
+  ferry__draw *draw;
   ferry__exchange *xch; /* the I/O thread's, made by set_epoch */
   uint64_t checksum;
   /* collective I/O: every rank's reads */
@@ -213,9 +218,27 @@ struct ferry_loader {
   int peer_rc;
   int vote_pending;
   int64_t *vote_buf; /* [2 * FERRY__VOTE_N] */
+  /* Sampling (loader/sampling.c): 0, FERRY__DRAW_WEIGHTED (weights or
+   * balance) or FERRY__DRAW_MIX; the weights (read once, broadcast) or the
+   * mix's sources (from the manifest) */
+  int sampling;
+  ferry__weights wts;
+  ferry__draw_source *mix_src;
+  int nmix;
 };
 
 /* ---- Shared between the loader's files ------------------------------- */
+
+/* sampling.c: weights/balance/mix at ferry_open (collective, after the
+ * open's agreement), the epoch's draw plan, and the loader's share freed */
+int ferry__sampling_open(ferry_loader *L, ferry__err *err);
+int ferry__sampling_epoch(ferry_loader *L, epoch_state *ep,
+                          const ferry__plan_params *pp, ferry__err *err);
+void ferry__sampling_free(ferry_loader *L);
+/* ferry_plan_order under sampling: the order of rank of P in epoch. */
+int ferry__sampling_order(const ferry_loader *L, int64_t epoch, int P,
+                          int rank, int64_t **samples, int64_t **batch_start,
+                          int64_t *nb, ferry__err *err);
 
 /* vote.c: which collective call a rank is in (the order matters: the
  * lowest op wins the report of a mismatch, so the rank that left is named

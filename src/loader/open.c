@@ -156,6 +156,7 @@ static void loader_free(ferry_loader *L) {
   ferry__pool_drain(L, 0);
   pthread_mutex_destroy(&L->pool_mu);
   ferry__chunk_index_free(&L->chunks);
+  ferry__sampling_free(L);
   free(L->var_prefix);
   ferry__manifest_free(&L->m);
   ferry_options_free(L->opts);
@@ -429,6 +430,10 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
         L->ckpt_sig = sig;
     }
     rc = ferry__agree(L->comm, L->rank, rc, &err);
+    if (!rc) /* collective: rank 0 reads the weights and broadcasts them */
+      rc = ferry__agree(L->comm, L->rank, ferry__sampling_open(L, &err), &err);
+    if (!rc && L->sampling) /* the weights and the draws' windows */
+      ferry__budget_compute(L, NULL);
   }
   if (rc) {
     char text[FERRY__MSG_MAX];

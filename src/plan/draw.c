@@ -192,35 +192,56 @@ static int weighted_init(ferry__draw *d, ferry__err *err) {
   if (!d->p.replacement)
     return order_make(d, nb, err);
   d->D = d->p.num_draws ? d->p.num_draws : d->p.m->num_samples;
+  d->kblock = ferry__rand_key(d->p.seed, FERRY__STREAM_DBLOCK,
+                              (uint64_t)d->p.epoch, 0);
   return alias_make(d, nb);
 }
 
 /* Weighted, with replacement: block draw j = i / block picks a block from
- * the alias table; draw i then picks a row inside it by weight. */
-static int64_t weighted_rep(const ferry__draw *d, int64_t i) {
+ * the alias table; draw i then picks a row inside it by weight, a binary
+ * search in the block's cumulative weights (cached: the draws of one block
+ * draw are evaluated one after the other). */
+static int64_t weighted_rep(const ferry__draw *d, ferry__draw_ctx *c,
+                            int64_t i) {
   const int64_t nb = d->blocks.nchunks, j = i / d->p.block;
-  uint64_t kb = ferry__rand_key(d->p.seed, FERRY__STREAM_DBLOCK,
-                                (uint64_t)d->p.epoch, 0);
-  int64_t b = (int64_t)below(ferry__rand64(kb, 2 * (uint64_t)j), (uint64_t)nb);
-  if (unit(ferry__rand64(kb, 2 * (uint64_t)j + 1)) > d->alias_p[b])
-    b = d->alias_a[b];
-  ferry__chunk c = ferry__chunk_get(&d->blocks, b);
-  uint64_t kw = ferry__rand_key(d->p.seed, FERRY__STREAM_DWITHIN,
-                                (uint64_t)d->p.epoch, (uint64_t)j);
-  double target = (1.0 - unit(ferry__rand64(kw, (uint64_t)(i % d->p.block)))) *
-                  d->bweight[b];
-  double acc = 0;
-  int64_t last = -1;
-  for (int64_t r = 0; r < c.count; r++) {
-    double wt = (double)d->p.w[c.global_first + r];
-    if (wt <= 0)
-      continue;
-    acc += wt;
-    last = r;
-    if (target < acc)
-      break;
+  if (c->rep_j != j) {
+    int64_t b = (int64_t)below(ferry__rand64(d->kblock, 2 * (uint64_t)j),
+                               (uint64_t)nb);
+    if (unit(ferry__rand64(d->kblock, 2 * (uint64_t)j + 1)) > d->alias_p[b])
+      b = d->alias_a[b];
+    ferry__chunk ch = ferry__chunk_get(&d->blocks, b);
+    if (c->cap_cum < ch.count) {
+      free(c->cum);
+      c->cum = malloc((size_t)ch.count * sizeof *c->cum);
+      c->cap_cum = c->cum ? ch.count : 0;
+      if (!c->cum) {
+        c->rep_j = -1;
+        return FERRY_ENOMEM;
+      }
+    }
+    double acc = 0;
+    for (int64_t r = 0; r < ch.count; r++)
+      c->cum[r] = acc += (double)d->p.w[ch.global_first + r];
+    c->rep_first = ch.global_first;
+    c->rep_n = ch.count;
+    c->rep_key = ferry__rand_key(d->p.seed, FERRY__STREAM_DWITHIN,
+                                 (uint64_t)d->p.epoch, (uint64_t)j);
+    c->rep_j = j;
   }
-  return c.global_first + (last < 0 ? 0 : last);
+  double target =
+      (1.0 - unit(ferry__rand64(c->rep_key, (uint64_t)(i % d->p.block)))) *
+      c->cum[c->rep_n - 1];
+  int64_t lo = 0, hi = c->rep_n - 1; /* the first row with cum > target */
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (c->cum[mid] > target)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  while (lo > 0 && !(d->p.w[c->rep_first + lo] > 0)) /* never a zero */
+    lo--;
+  return c->rep_first + lo;
 }
 
 /* Weighted, without replacement: the non-zero rows of the q-th block of the
@@ -667,10 +688,12 @@ void ferry__draw_ctx_init(ferry__draw_ctx *c) {
   memset(c, 0, sizeof *c);
   c->blk = -1;
   c->win = -1;
+  c->rep_j = -1;
 }
 
 void ferry__draw_ctx_free(ferry__draw_ctx *c) {
   free(c->rows);
+  free(c->cum);
   free(c->piece_pos);
   free(c->piece_src);
   free(c->piece_c);
@@ -681,7 +704,7 @@ int64_t ferry__draw_sample(const ferry__draw *d, ferry__draw_ctx *c,
                            int64_t i) {
   if (d->p.mode == FERRY__DRAW_MIX)
     return mix_sample(d, c, i);
-  return d->p.replacement ? weighted_rep(d, i) : weighted_norep(d, c, i);
+  return d->p.replacement ? weighted_rep(d, c, i) : weighted_norep(d, c, i);
 }
 
 int64_t ferry__draw_premix(const ferry__draw *d, int64_t x) {
@@ -727,29 +750,116 @@ int ferry__draw_cut_make(const ferry__draw *d, int64_t pos0, int64_t B, int P,
   return 0;
 }
 
-/* Batch g's premix positions (pads: D + k) of rank r into out; scratch
- * holds cut->gb entries.  Returns the count. */
+/* The draw window holding position x (< D): its first position, length
+ * and key. */
+static void window_at(const ferry__draw *d, int64_t x, int64_t *first,
+                      int64_t *len, uint64_t *key) {
+  int64_t w;
+  if (d->p.mode == FERRY__DRAW_MIX) {
+    w = win_of(d, x);
+    *first = d->win[w].first;
+    *len = d->win[w].len;
+  } else {
+    w = x / d->window;
+    *first = w * d->window;
+    *len = d->D - *first < d->window ? d->D - *first : d->window;
+  }
+  *key = ferry__rand_key(d->p.seed, FERRY__STREAM_DWINDOW,
+                         (uint64_t)d->p.epoch, (uint64_t)w);
+}
+
+/* Scratch of batch_slice: a bitmap over the premix positions a batch can
+ * take, and the points of the permutation. */
+typedef struct slicer {
+  uint64_t *bits;
+  int64_t cap_words;
+  int64_t *x;
+  int64_t cap_x;
+} slicer;
+
+static void slicer_free(slicer *sc) {
+  free(sc->bits);
+  free(sc->x);
+  memset(sc, 0, sizeof *sc);
+}
+
+static int slicer_fit(slicer *sc, int64_t words, int64_t points) {
+  if (words > sc->cap_words) {
+    free(sc->bits);
+    sc->bits = malloc((size_t)words * sizeof *sc->bits);
+    sc->cap_words = sc->bits ? words : 0;
+  }
+  if (points > sc->cap_x) {
+    free(sc->x);
+    sc->x = malloc((size_t)points * sizeof *sc->x);
+    sc->cap_x = sc->x ? points : 0;
+  }
+  return sc->bits && sc->x ? 0 : FERRY_ENOMEM;
+}
+
+/* Batch g's premix positions (pads: D + k) of rank r into out, in order:
+ * the batch's positions permuted by their windows' keys (batched PRP) are
+ * marked in a bitmap, which, read in order, is the batch sorted -- O(n +
+ * window / 64), no sort.  Returns the count or FERRY_ENOMEM. */
 static int64_t batch_slice(const ferry__draw *d, const ferry__draw_cut *cut,
-                           int64_t g, int r, int64_t *scratch, int64_t *out) {
+                           int64_t g, int r, slicer *sc, int64_t *out) {
   const int64_t x0 = cut->pos0 + g * cut->gb;
   const int64_t n = g == cut->num_batches - 1 ? cut->last : cut->gb;
-  for (int64_t t = 0; t < n; t++) {
-    int64_t x = x0 + t;
-    scratch[t] = x < d->D ? ferry__draw_premix(d, x) : x;
+  const int64_t xe = x0 + n, real_end = xe < d->D ? xe : d->D;
+  int64_t lo = x0, hi = xe, first, len;
+  uint64_t key;
+  if (x0 < d->D) {
+    window_at(d, x0, &first, &len, &key);
+    lo = first;
+    window_at(d, real_end - 1, &first, &len, &key);
+    hi = first + len > xe ? first + len : xe;
   }
-  qsort(scratch, (size_t)n, sizeof *scratch, cmp_i64);
-  int64_t a = n * r / cut->P, b = n * (r + 1) / cut->P;
-  memcpy(out, scratch + a, (size_t)(b - a) * sizeof *out);
-  return b - a;
+  const int64_t words = (hi - lo + 63) / 64;
+  if (slicer_fit(sc, words, n))
+    return FERRY_ENOMEM;
+  memset(sc->bits, 0, (size_t)words * sizeof *sc->bits);
+  for (int64_t x = x0; x < real_end;) {
+    window_at(d, x, &first, &len, &key);
+    int64_t stop = first + len < real_end ? first + len : real_end;
+    int64_t cnt = stop - x;
+    for (int64_t k = 0; k < cnt; k++)
+      sc->x[k] = x - first + k;
+    ferry__prp_many(key, len, sc->x, sc->x, cnt);
+    for (int64_t k = 0; k < cnt; k++) {
+      uint64_t bit = (uint64_t)(first + sc->x[k] - lo);
+      sc->bits[bit >> 6] |= UINT64_C(1) << (bit & 63);
+    }
+    x = stop;
+  }
+  for (int64_t x = real_end > x0 ? real_end : x0; x < xe; x++) {
+    uint64_t bit = (uint64_t)(x - lo); /* pads: themselves, after all */
+    sc->bits[bit >> 6] |= UINT64_C(1) << (bit & 63);
+  }
+  const int64_t a = n * r / cut->P, b = n * (r + 1) / cut->P;
+  int64_t seen = 0, k = 0;
+  for (int64_t wd = 0; wd < words && seen < b; wd++) {
+    uint64_t v = sc->bits[wd];
+    int c = __builtin_popcountll(v);
+    if (seen + c <= a) {
+      seen += c;
+      continue;
+    }
+    while (v && seen < b) {
+      int t = __builtin_ctzll(v);
+      if (seen >= a)
+        out[k++] = lo + wd * 64 + t;
+      seen++;
+      v &= v - 1;
+    }
+  }
+  return k;
 }
 
 int64_t ferry__draw_batch(const ferry__draw *d, const ferry__draw_cut *cut,
                           int64_t g, int rank, int64_t *out) {
-  int64_t *scratch = malloc((size_t)cut->gb * sizeof *scratch);
-  if (!scratch)
-    return FERRY_ENOMEM;
-  int64_t n = batch_slice(d, cut, g, rank, scratch, out);
-  free(scratch);
+  slicer sc = {0};
+  int64_t n = batch_slice(d, cut, g, rank, &sc, out);
+  slicer_free(&sc);
   return n;
 }
 
@@ -763,8 +873,75 @@ typedef struct plan_ctx {
   const ferry__draw_cut *cut;
   int rank;
   ferry__draw_ctx dc;
-  int64_t *scratch, *pos, *blk;
+  slicer sc;
+  int64_t *pos, *blk;
+  /* the window's positions in order: a bitmap, its words' prefix counts,
+   * and the samples of the positions in that order */
+  uint64_t *bits;
+  int64_t *before, *val;
+  int64_t cap_words, cap_val;
 } plan_ctx;
+
+static void plan_ctx_free(plan_ctx *pc) {
+  ferry__draw_ctx_free(&pc->dc);
+  slicer_free(&pc->sc);
+  free(pc->pos);
+  free(pc->blk);
+  free(pc->bits);
+  free(pc->before);
+  free(pc->val);
+}
+
+/* The samples of the n positions pos[] into out[], evaluated in position
+ * order (consecutive draws of one block follow each other, so the draw
+ * context's caches hit), then put back in pos[]'s order. */
+static int samples_in_order(plan_ctx *pc, const int64_t *pos, int64_t n,
+                            int64_t *out) {
+  if (n == 0)
+    return 0;
+  int64_t lo = pos[0], hi = pos[0];
+  for (int64_t t = 1; t < n; t++) {
+    lo = pos[t] < lo ? pos[t] : lo;
+    hi = pos[t] > hi ? pos[t] : hi;
+  }
+  const int64_t words = (hi - lo) / 64 + 1;
+  if (words > pc->cap_words) {
+    free(pc->bits);
+    free(pc->before);
+    pc->bits = malloc((size_t)words * sizeof *pc->bits);
+    pc->before = malloc((size_t)words * sizeof *pc->before);
+    pc->cap_words = pc->bits && pc->before ? words : 0;
+  }
+  if (n > pc->cap_val) {
+    free(pc->val);
+    pc->val = malloc((size_t)n * sizeof *pc->val);
+    pc->cap_val = pc->val ? n : 0;
+  }
+  if (!pc->cap_words || !pc->cap_val)
+    return FERRY_ENOMEM;
+  memset(pc->bits, 0, (size_t)words * sizeof *pc->bits);
+  for (int64_t t = 0; t < n; t++) {
+    uint64_t bit = (uint64_t)(pos[t] - lo);
+    pc->bits[bit >> 6] |= UINT64_C(1) << (bit & 63);
+  }
+  int64_t k = 0;
+  for (int64_t w = 0; w < words; w++) {
+    pc->before[w] = k;
+    for (uint64_t v = pc->bits[w]; v; v &= v - 1) {
+      int64_t s = sample_of(pc->d, &pc->dc, lo + w * 64 + __builtin_ctzll(v));
+      if (s < 0)
+        return (int)s;
+      pc->val[k++] = s;
+    }
+  }
+  for (int64_t t = 0; t < n; t++) {
+    uint64_t bit = (uint64_t)(pos[t] - lo);
+    uint64_t below_bits =
+        pc->bits[bit >> 6] & ((UINT64_C(1) << (bit & 63)) - 1);
+    out[t] = pc->val[pc->before[bit >> 6] + __builtin_popcountll(below_bits)];
+  }
+  return 0;
+}
 
 /* Rank window k's draws: their samples into pc->blk (as block ids when
  * blocks), premix positions into pc->pos.  Returns the count or < 0. */
@@ -774,14 +951,18 @@ static int64_t window_draws(plan_ctx *pc, const ferry__rank_plan *p,
   int64_t g1 = (k + 1) * p->draw_nbw;
   if (g1 > p->num_batches)
     g1 = p->num_batches;
-  for (int64_t g = k * p->draw_nbw; g < g1; g++)
-    n += batch_slice(pc->d, pc->cut, g, pc->rank, pc->scratch, pc->pos + n);
-  for (int64_t t = 0; t < n; t++) {
-    int64_t s = sample_of(pc->d, &pc->dc, pc->pos[t]);
-    if (s < 0)
-      return s;
-    pc->blk[t] = blocks ? ferry__chunk_of_sample(&pc->d->blocks, s) : s;
+  for (int64_t g = k * p->draw_nbw; g < g1; g++) {
+    int64_t got =
+        batch_slice(pc->d, pc->cut, g, pc->rank, &pc->sc, pc->pos + n);
+    if (got < 0)
+      return got;
+    n += got;
   }
+  int rc = samples_in_order(pc, pc->pos, n, pc->blk);
+  if (rc)
+    return rc;
+  for (int64_t t = 0; blocks && t < n; t++)
+    pc->blk[t] = ferry__chunk_of_sample(&pc->d->blocks, pc->blk[t]);
   return n;
 }
 
@@ -871,11 +1052,10 @@ int ferry__draw_plan(const ferry__draw *d, const ferry__draw_cut *cut,
   plan_ctx pc = {.d = d, .cut = cut, .rank = rank};
   ferry__draw_ctx_init(&pc.dc);
   const int64_t most = p->draw_nbw * cut->gb + 1;
-  pc.scratch = malloc((size_t)cut->gb * sizeof *pc.scratch);
   pc.pos = malloc((size_t)most * sizeof *pc.pos);
   pc.blk = malloc((size_t)most * sizeof *pc.blk);
   int64_t cap = 0;
-  int rc = (!pc.scratch || !pc.pos || !pc.blk || plan_alloc(p, nw))
+  int rc = (!pc.pos || !pc.blk || plan_alloc(p, nw))
                ? FERRY_ENOMEM
                : 0;
   for (int64_t k = 0; !rc && k < nw; k++) {
@@ -895,10 +1075,7 @@ int ferry__draw_plan(const ferry__draw *d, const ferry__draw_cut *cut,
     p->nslots = p->window_first_slot[nw];
     p->padded = rank_pads(d, cut, rank);
   }
-  ferry__draw_ctx_free(&pc.dc);
-  free(pc.scratch);
-  free(pc.pos);
-  free(pc.blk);
+  plan_ctx_free(&pc);
   if (rc) {
     ferry__rank_plan_free(p);
     return ferry__seterr(err, rc,
@@ -917,11 +1094,9 @@ int ferry__draw_window_slots(const ferry__rank_plan *p, int64_t w,
   plan_ctx pc = {.d = d, .cut = &cut, .rank = p->draw_rank};
   ferry__draw_ctx_init(&pc.dc);
   const int64_t most = p->draw_nbw * p->draw_gb + 1;
-  pc.scratch = malloc((size_t)p->draw_gb * sizeof *pc.scratch);
   pc.pos = malloc((size_t)most * sizeof *pc.pos);
   pc.blk = malloc((size_t)most * sizeof *pc.blk);
-  int64_t n = (!pc.scratch || !pc.pos || !pc.blk) ? FERRY_ENOMEM
-                                                  : window_draws(&pc, p, w, 0);
+  int64_t n = (!pc.pos || !pc.blk) ? FERRY_ENOMEM : window_draws(&pc, p, w, 0);
   const int64_t e0 = p->window_first_extent[w],
                 ne = p->window_first_extent[w + 1];
   for (int64_t t = 0; t < n; t++) {
@@ -936,10 +1111,7 @@ int ferry__draw_window_slots(const ferry__rank_plan *p, int64_t w,
     out[t] = (ferry__slot){s, lo, s - p->extents[lo].global_first,
                            (uint8_t)(pc.pos[t] >= d->D)};
   }
-  ferry__draw_ctx_free(&pc.dc);
-  free(pc.scratch);
-  free(pc.pos);
-  free(pc.blk);
+  plan_ctx_free(&pc);
   return n < 0 ? (int)n : 0;
 }
 

@@ -91,6 +91,7 @@ typedef struct ferry__draw {
   int64_t *cnt, *cum;
   int64_t *src_block0; /* [nsources] first block of the source     */
   int64_t *src_nblocks;
+  uint64_t kblock; /* the stream key of the block draws */
   size_t bytes;
 } ferry__draw;
 
@@ -111,6 +112,11 @@ typedef struct ferry__draw_ctx {
   int64_t nrows;
   int64_t *rows; /* no replacement: the block's rows in drawn order */
   int64_t cap_rows;
+  int64_t rep_j; /* with replacement: cached block draw, -1: none */
+  int64_t rep_first, rep_n;
+  uint64_t rep_key;
+  double *cum; /* [rep_n] the block's cumulative weights */
+  int64_t cap_cum;
   int64_t win; /* cached mix window, -1: none */
   int64_t npieces, cap_pieces;
   int64_t *piece_pos; /* [npieces + 1] premix offset of each piece */

@@ -149,6 +149,11 @@ static void prp_batch(int inv, const uint64_t *key, const int64_t *n, int per,
   }
 }
 
+void ferry__prp_many(uint64_t key, int64_t n, const int64_t *x, int64_t *out,
+                     int64_t cnt) {
+  prp_batch(0, &key, &n, 0, x, out, cnt);
+}
+
 /* ---- The epoch's shape -------------------------------------------------- */
 
 /* floor(n * q / P) without overflowing n * q. */

@@ -69,6 +69,26 @@ static int cuts_storage_chunks(const ferry_loader *L, int64_t chunk_rows) {
   return 0;
 }
 
+/* Weighted or balanced sampling: where the weights come from, the draws,
+ * and what the blocks do to the distribution (docs/sampling.md). */
+static void print_sampling(const ferry_loader *L) {
+  ferry_sampling_info si;
+  if (ferry_sampling_info_get(L, &si) || si.mode != 1)
+    return;
+  printf("sampling       %s; %" PRId64 " non-zero of %" PRId64
+         " samples; %" PRId64 " draws per epoch %s replacement, a block of "
+         "%" PRId64 " at a time",
+         si.what, si.nonzero, ferry_num_samples(L), si.draws,
+         si.replacement ? "with" : "without", si.block);
+  if (si.replacement)
+    printf(" (each draw exact: a block by its total weight, then a sample "
+           "by its weight)\n");
+  else
+    printf(" (whole blocks: total variation %.4f from the requested "
+           "per-sample shares)\n",
+           si.blocking_tv);
+}
+
 static void print_text(const tool_ctx *ctx, const ferry_loader *L,
                        int64_t max_chunk, const ferry_memory_budget *mb) {
   char b1[32], b2[32], b3[32], b4[32], b5[32];
@@ -170,6 +190,7 @@ static void print_text(const tool_ctx *ctx, const ferry_loader *L,
     printf("notes          %s\n", ferry_dataset_notes(L));
   if (ferry_io_choice(L))
     printf("io             %s\n", ferry_io_choice(L));
+  print_sampling(L);
   printf("options       ");
   const ferry_option_info *o;
   for (int i = 0; (o = ferry_option_info_get(i)) != NULL; i++) {

@@ -34,6 +34,7 @@
 #include "tool.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,10 +93,12 @@ enum {
   CK_DETERMINISM,
   CK_ORDER,
   CK_MIXING,
+  CK_SAMPLING,
   CK_COUNT
 };
 static const char *const check_names[CK_COUNT] = {
-    "batches", "exactly-once", "content", "determinism", "order", "mixing"};
+    "batches", "exactly-once", "content", "determinism",
+    "order",   "mixing",       "sampling"};
 /* By severity: a check's summary is its worst result over the epochs. */
 enum { RES_NONE = -1, RES_SKIP, RES_PASS, RES_WARN, RES_FAIL };
 static const char *const res_names[] = {"SKIP", "PASS", "WARN", "FAIL"};
@@ -114,6 +117,7 @@ typedef struct setup {
   unsigned char *expect;                /* scratch row for the content check */
   char tail_name[64], shuffle_name[64]; /* the options, as text */
   char why[1024];                       /* why content is (not) checked */
+  ferry_sampling_info si;               /* weights, balance, mix        */
 } setup;
 
 /* One run of one epoch on this rank. */
@@ -660,6 +664,12 @@ static void check_once(tool_ctx *ctx, report *rep, const setup *su, int64_t e,
            total);
     return;
   }
+  if (su->si.mode) {
+    result(rep, CK_ONCE, RES_SKIP, e,
+           "sampling serves draws, not each sample once (the sampling "
+           "check)");
+    return;
+  }
   if (es_min != es_max || dr_min != dr_max) {
     result(rep, CK_ONCE, RES_FAIL, e,
            "ranks disagree on the epoch: "
@@ -694,6 +704,76 @@ static void check_once(tool_ctx *ctx, report *rep, const setup *su, int64_t e,
            c.distinct, es, c.padded, dropped);
   else
     result(rep, CK_ONCE, RES_FAIL, e, "%s", why + 2);
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Sampling, rank 0, over the epoch's real draws (ids, pad: total): none
+ * outside the dataset; without replacement none twice; each group's
+ * observed share of the draws within a tolerance of what the plan asks:
+ * with replacement 6 standard deviations of draws that come a block at a
+ * time (at most block times the variance of independent ones), a mix the
+ * draws the tail dropped. */
+static void check_sampling(const ferry_loader *L, report *rep, const setup *su,
+                           int64_t e, const int64_t *ids, const int64_t *pad,
+                           int64_t total) {
+  int64_t *real = malloc((size_t)(total ? total : 1) * sizeof *real), n = 0;
+  if (!real) {
+    result(rep, CK_SAMPLING, RES_FAIL, e, "out of memory on rank 0");
+    return;
+  }
+  for (int64_t i = 0; i < total; i++)
+    if (!pad[i])
+      real[n++] = ids[i];
+  qsort(real, (size_t)n, sizeof *real, cmp_i64);
+  int64_t twice = 0;
+  for (int64_t i = 1; i < n; i++)
+    twice += real[i] == real[i - 1];
+  char msg[2 * MSG_LEN] = "", part[160];
+  int bad = n == 0 || real[0] < 0 || real[n - 1] >= su->n ||
+            (su->si.mode == 1 && !su->si.replacement && twice);
+  if (bad)
+    snprintf(msg, sizeof msg,
+             "%" PRId64 " draws, ids %" PRId64 "..%" PRId64 ", %" PRId64
+             " repeats; ",
+             n, n ? real[0] : -1, n ? real[n - 1] : -1, twice);
+  ferry_sampling_info si;
+  ferry_sampling_info_get(L, &si);
+  int64_t at = 0;
+  for (int64_t g = 0; g < si.ngroups; g++) {
+    int64_t first, count, obs = 0;
+    double req, plan;
+    if (ferry_sampling_group(L, g, &first, &count, &req, &plan))
+      break;
+    while (at < n && real[at] < first)
+      at++;
+    while (at < n && real[at] < first + count)
+      at++, obs++;
+    double o = n ? (double)obs / (double)n : 0;
+    double tol = si.mode == 2 ? ((double)(si.draws - n) + 2) / (double)n
+                 : si.replacement
+                     ? 6 * sqrt((double)si.block * plan * (1 - plan) /
+                                (double)n) +
+                           1.0 / (double)n
+                     : 1.0; /* no-replacement shares: repeats checked above */
+    int off = fabs(o - plan) > tol;
+    bad |= off;
+    char planned[48] = "";
+    if (fabs(plan - req) > 1e-9)
+      snprintf(planned, sizeof planned, " planned %.4f", plan);
+    snprintf(part, sizeof part,
+             "%s[%" PRId64 ",%" PRId64 ") requested %.4f%s observed %.4f%s",
+             g ? "; " : "", first, first + count, req, planned, o,
+             off ? " (off)" : "");
+    if (strlen(msg) + strlen(part) < sizeof msg)
+      strcat(msg, part);
+  }
+  result(rep, CK_SAMPLING, bad ? RES_FAIL : RES_PASS, e,
+         "%" PRId64 " draws of %s: %s", n, si.what, msg);
+  free(real);
 }
 
 /* ---- --state: the ids earlier runs of an epoch served ------------------- */
@@ -820,6 +900,7 @@ static void setup_init(tool_ctx *ctx, ferry_loader *L, setup *su) {
                                                      : TAIL_DROP;
   su->shuffled = strcmp(su->shuffle_name, "none") != 0;
   su->content = decide_content(ctx, L, su->why, sizeof su->why);
+  ferry_sampling_info_get(L, &su->si);
 }
 
 /* Everything run_verify keeps from one epoch to the next. */
@@ -1009,6 +1090,8 @@ static int verify_epoch(tool_ctx *ctx, ferry_loader *L, const verify_cfg *cfg,
   if (cfg->state && (st = verify_epoch_saved(ctx, L, cfg, v, e, prev, nprev,
                                              total, gathered)) != 0)
     return st;
+  if (v->su.si.mode && ctx->rank == 0 && gathered)
+    check_sampling(L, &v->rep, &v->su, e, v->ids, v->pad, total);
   check_content_all(ctx, &v->rep, &v->su, e, &v->r1);
   check_determinism(ctx, &v->rep, e, &v->r1, &v->r2, cfg->state != NULL);
   check_order(ctx, v, e, total, gathered, resumed);

@@ -6,7 +6,11 @@ numpy's memmap, as such datasets usually do), a DistributedSampler gives
 this process its share, and a DataLoader batches it.  It runs for a fixed
 time and prints one JSON line: {"rank", "samples", "seconds"}.
 
-usage: torch_peer.py FILE.npy RANK WORLD BATCH WORKERS SECONDS
+usage: torch_peer.py FILE.npy RANK WORLD BATCH WORKERS SECONDS [WEIGHTS.npy]
+
+With WEIGHTS.npy the sampler is PyTorch's WeightedRandomSampler (with
+replacement, num_samples = rows / WORLD per process, seeded by RANK): the
+weighted-sampling user's alternative (tests/bench/weighted.sh).
 """
 import json
 import sys
@@ -14,7 +18,8 @@ import time
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset, DistributedSampler
+from torch.utils.data import (DataLoader, Dataset, DistributedSampler,
+                              WeightedRandomSampler)
 
 
 class NpyRows(Dataset):
@@ -37,8 +42,14 @@ def main():
     rank, world, batch, workers = int(rank), int(world), int(batch), int(workers)
     seconds = float(seconds)
     ds = NpyRows(path)
-    sampler = DistributedSampler(ds, num_replicas=world, rank=rank,
-                                 shuffle=True, seed=0, drop_last=True)
+    if len(sys.argv) > 7:  # weighted: PyTorch has no distributed form
+        w = torch.from_numpy(np.load(sys.argv[7]).astype(np.float64))
+        sampler = WeightedRandomSampler(w, num_samples=len(ds) // world,
+                                        replacement=True,
+                                        generator=torch.Generator().manual_seed(rank))
+    else:
+        sampler = DistributedSampler(ds, num_replicas=world, rank=rank,
+                                     shuffle=True, seed=0, drop_last=True)
     loader = DataLoader(ds, batch_size=batch, sampler=sampler,
                         num_workers=workers, drop_last=True)
     torch.set_num_threads(1)

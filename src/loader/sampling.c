@@ -1,0 +1,313 @@
+/*
+ * loader/sampling.c - weighted, class-balanced and mixed sampling in the
+ * loader (docs/sampling.md).  At ferry_open: which mode the options and the
+ * manifest ask for, the combinations refused (each the same error on every
+ * rank: the options and the manifest are already agreed), and the weights,
+ * read once by rank 0 and broadcast (loader/weights.c), or the mix's
+ * sources, which travel in the manifest (core/mix.c).  At each epoch: the
+ * epoch's sequence of draws (plan/draw.c, a pure function every rank
+ * computes, checked equal by checksum) and this rank's plan of the stretch
+ * left to serve -- after a checkpoint, from the position the ranks of every
+ * earlier step reached, whatever their number: the sequence does not
+ * depend on it.  The pipeline then reads and assembles the plan as any
+ * other (its windows' slots come from ferry__draw_window_slots).
+ */
+#include "config.h"
+#include "core/mix.h"
+#include "loader/loader.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int refuse(const ferry_loader *L, ferry__err *err) {
+  const ferry_options *o = L->opts;
+  const char *what = L->sampling == FERRY__DRAW_MIX ? "a mix"
+                     : (o->balance && *o->balance)  ? "balance"
+                                                    : "weights";
+  if (o->weights && *o->weights && o->balance && *o->balance)
+    return ferry__seterr(err, FERRY_EINVAL,
+                         "options 'weights' and 'balance' exclude each other "
+                         "(balance makes the weights from the labels)");
+  if (L->sampling == FERRY__DRAW_MIX &&
+      ((o->weights && *o->weights) || (o->balance && *o->balance)))
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "a mix with weights or balance is not supported: "
+                         "mix sources are drawn uniformly, in proportion");
+  if (o->shuffle == FERRY__SHUFFLE_GLOBAL)
+    return ferry__seterr(err, FERRY_EINVAL,
+                         "%s with shuffle=global: sampling draws its own "
+                         "order (use shuffle=chunks, the default)",
+                         what);
+  if (o->io == FERRY__IO_COLLECTIVE)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "%s with io=collective: sampling reads with "
+                         "io=independent, mmap or auto",
+                         what);
+  if (o->max_chunks || o->fraction != 1.0)
+    return ferry__seterr(err, FERRY_EINVAL,
+                         "%s with max_chunks or fraction: use num_draws to "
+                         "serve fewer draws",
+                         what);
+  return 0;
+}
+
+static int mode_of(const ferry_loader *L) {
+  const ferry_options *o = L->opts;
+  if (!strcmp(L->m.backend, "mix"))
+    return FERRY__DRAW_MIX;
+  if ((o->weights && *o->weights) || (o->balance && *o->balance))
+    return FERRY__DRAW_WEIGHTED;
+  return 0;
+}
+
+int ferry__sampling_open(ferry_loader *L, ferry__err *err) {
+  L->sampling = mode_of(L);
+  const ferry_options *o = L->opts;
+  if (!L->sampling) {
+    if (o->num_draws || !o->replacement || o->draw_window ||
+        (o->balance_shares && *o->balance_shares))
+      return ferry__seterr(err, FERRY_EINVAL,
+                           "options num_draws, replacement, draw_window and "
+                           "balance_shares apply with weights, balance or a "
+                           "mix only");
+    return 0;
+  }
+  int rc = refuse(L, err);
+  if (rc)
+    return rc;
+  if (L->sampling == FERRY__DRAW_WEIGHTED)
+    return ferry__weights_load(&L->m, o, L->comm, L->rank, &L->wts, err);
+  ferry__mix_source *ms = NULL;
+  int n = 0;
+  rc = ferry__mix_sources(&L->m, &ms, &n, err);
+  if (!rc && n > 0) {
+    L->mix_src = calloc((size_t)n, sizeof *L->mix_src);
+    if (!L->mix_src)
+      rc = ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
+    for (int i = 0; !rc && i < n; i++)
+      L->mix_src[i] = (ferry__draw_source){ms[i].first, ms[i].n,
+                                           ms[i].proportion, ms[i].exhaust};
+    L->nmix = rc ? 0 : n;
+  }
+  free(ms);
+  return rc;
+}
+
+void ferry__sampling_free(ferry_loader *L) {
+  ferry__weights_free(&L->wts);
+  free(L->mix_src);
+  L->mix_src = NULL;
+  L->nmix = 0;
+}
+
+/* The draws served before this stretch: every earlier step's batches on
+ * every rank of it. */
+static int64_t served_before(const epoch_state *ep, int64_t B) {
+  int64_t pos = 0;
+  for (int i = 0; i < ep->nsteps; i++)
+    pos += ep->steps[i].batches * ep->steps[i].world_size * B;
+  return pos;
+}
+
+/* Every rank's sequence has the same checksum (inputs, generator).
+ * COLLECTIVE. */
+static int draw_check(ferry_loader *L, epoch_state *ep, int rc,
+                      ferry__err *err) {
+  uint64_t v[2] = {rc ? 0 : ferry__draw_checksum(ep->draw), L->wts.hash};
+  int which = -1;
+  rc = ferry__agree_check(L->comm, L->rank, rc, v, 2, &which, NULL, NULL, err);
+  if (rc == FERRY_EMISMATCH && which >= 0)
+    rc = ferry__seterr(err, FERRY_EMISMATCH,
+                       "ranks disagree on the %s of epoch %lld",
+                       which ? "sampling weights" : "sequence of draws",
+                       (long long)ep->epoch);
+  if (!rc)
+    ep->checksum = v[0];
+  return rc;
+}
+
+int ferry__sampling_epoch(ferry_loader *L, epoch_state *ep,
+                          const ferry__plan_params *pp, ferry__err *err) {
+  const ferry_options *o = L->opts;
+  int first_world = ep->nsteps ? ep->steps[0].world_size : L->size;
+  ferry__draw_params dp = {
+      .mode = L->sampling,
+      .m = &L->m,
+      .block = o->block_size,
+      .seed = o->seed,
+      .epoch = pp->epoch,
+      .replacement = o->replacement,
+      .num_draws = o->num_draws,
+      .window = o->draw_window,
+      .w = L->wts.w,
+      .nsources = L->nmix,
+      .sources = L->mix_src,
+      .mix_by_batch = o->mix_by == FERRY__MIX_BY_BATCH,
+      .global_batch = o->batch_size * first_world,
+      .shuffle_buffer = o->shuffle_buffer};
+  int rc = 0;
+  ep->draw = calloc(1, sizeof *ep->draw);
+  if (!ep->draw)
+    rc = ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
+  if (!rc)
+    rc = ferry__draw_init(ep->draw, &dp, err);
+  ferry__draw_cut cut;
+  if (!rc)
+    rc = ferry__draw_cut_make(ep->draw, served_before(ep, o->batch_size),
+                              o->batch_size, L->size, o->tail, &cut, err);
+  if (!rc)
+    rc = ferry__draw_plan(ep->draw, &cut, L->rank, &ep->plan, err);
+  if (rc && rc != FERRY_EMISMATCH) {
+    char what[FERRY__MSG_MAX];
+    memcpy(what, err->msg, sizeof what);
+    what[sizeof what - 1] = '\0';
+    ferry__seterr_on(err, L->rank, rc, "dataset %s, epoch %lld: %.900s",
+                     L->m.spec, (long long)pp->epoch, what);
+  }
+  return draw_check(L, ep, rc, err);
+}
+
+/* ---- Accessors ----------------------------------------------------------- */
+
+enum { WEIGHT_GROUPS = 10 };
+
+/* The blocks' effect without replacement: from the epoch's draws, or from
+ * a sequence made for it (ferry info has no epoch). */
+static double blocking_tv(const ferry_loader *L) {
+  if (L->ep && L->ep->draw)
+    return ferry__draw_blocking_tv(L->ep->draw);
+  if (L->opts->replacement || !L->wts.w)
+    return 0;
+  ferry__draw d;
+  ferry__err err = {0};
+  ferry__draw_params dp = {.mode = FERRY__DRAW_WEIGHTED,
+                           .m = &L->m,
+                           .block = L->opts->block_size,
+                           .w = L->wts.w};
+  if (ferry__draw_init(&d, &dp, &err))
+    return 0;
+  double tv = ferry__draw_blocking_tv(&d);
+  ferry__draw_free(&d);
+  return tv;
+}
+
+int ferry_sampling_info_get(const ferry_loader *L, ferry_sampling_info *out) {
+  if (!L || !out)
+    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_sampling_info_get: NULL");
+  memset(out, 0, sizeof *out);
+  out->mode = L->sampling;
+  if (!L->sampling)
+    return 0;
+  out->replacement = L->opts->replacement;
+  out->block = L->opts->block_size;
+  out->draws = L->ep && L->ep->draw ? L->ep->draw->D : L->opts->num_draws;
+  if (!out->draws && L->sampling == FERRY__DRAW_WEIGHTED)
+    out->draws = L->opts->replacement ? L->m.num_samples : L->wts.nonzero;
+  if (L->sampling == FERRY__DRAW_WEIGHTED) {
+    out->nonzero = L->wts.nonzero;
+    out->nclasses = L->wts.nclasses;
+    out->ngroups = L->m.num_samples < WEIGHT_GROUPS ? L->m.num_samples
+                                                     : WEIGHT_GROUPS;
+    out->blocking_tv = blocking_tv(L);
+    snprintf(out->what, sizeof out->what, "%s", L->wts.what);
+  } else {
+    out->ngroups = L->nmix;
+    snprintf(out->what, sizeof out->what, "a mix of %d sources", L->nmix);
+  }
+  return 0;
+}
+
+static void weight_group(const ferry_loader *L, int64_t g, int64_t *first,
+                         int64_t *count, double *requested, double *planned) {
+  const int64_t N = L->m.num_samples, k = N < WEIGHT_GROUPS ? N : WEIGHT_GROUPS;
+  int64_t a = N * g / k, b = N * (g + 1) / k, nz = 0;
+  double s = 0;
+  for (int64_t i = a; i < b; i++) {
+    s += (double)L->wts.w[i];
+    nz += L->wts.w[i] > 0;
+  }
+  *first = a;
+  *count = b - a;
+  *requested = s / L->wts.total;
+  *planned = L->opts->replacement
+                 ? *requested
+                 : (double)nz / (double)(L->wts.nonzero ? L->wts.nonzero : 1);
+}
+
+int ferry_sampling_group(const ferry_loader *L, int64_t g, int64_t *first,
+                         int64_t *count, double *requested, double *planned) {
+  if (!L || !first || !count || !requested || !planned)
+    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_sampling_group: NULL");
+  ferry_sampling_info info;
+  ferry_sampling_info_get(L, &info);
+  if (g < 0 || g >= info.ngroups)
+    return ferry__seterr(NULL, FERRY_EINVAL,
+                         "ferry_sampling_group: group %lld of %lld",
+                         (long long)g, (long long)info.ngroups);
+  if (!L->ep || !L->ep->draw)
+    return ferry__seterr(NULL, FERRY_ESTATE,
+                         "ferry_sampling_group: call ferry_set_epoch first");
+  if (L->sampling == FERRY__DRAW_WEIGHTED) {
+    weight_group(L, g, first, count, requested, planned);
+    return 0;
+  }
+  const ferry__draw *d = L->ep->draw;
+  int64_t got = 0;
+  for (int64_t w = 0; w < d->nwin; w++)
+    got += d->cnt[w * d->p.nsources + g];
+  *first = d->src[g].first;
+  *count = d->src[g].n;
+  *requested = d->src[g].proportion;
+  *planned = (double)got / (double)d->D;
+  return 0;
+}
+
+int ferry__sampling_order(const ferry_loader *L, int64_t epoch, int P,
+                          int rank, int64_t **samples, int64_t **batch_start,
+                          int64_t *nb, ferry__err *err) {
+  const ferry_options *o = L->opts;
+  ferry__draw d;
+  ferry__draw_params dp = {.mode = L->sampling,
+                           .m = &L->m,
+                           .block = o->block_size,
+                           .seed = o->seed,
+                           .epoch = epoch,
+                           .replacement = o->replacement,
+                           .num_draws = o->num_draws,
+                           .window = o->draw_window,
+                           .w = L->wts.w,
+                           .nsources = L->nmix,
+                           .sources = L->mix_src,
+                           .mix_by_batch = o->mix_by == FERRY__MIX_BY_BATCH,
+                           .global_batch = o->batch_size * P,
+                           .shuffle_buffer = o->shuffle_buffer};
+  int rc = ferry__draw_init(&d, &dp, err);
+  if (rc)
+    return rc;
+  ferry__draw_cut cut;
+  ferry__rank_plan p;
+  ferry__slot *sl = NULL;
+  rc = ferry__draw_cut_make(&d, 0, o->batch_size, P, o->tail, &cut, err);
+  if (!rc)
+    rc = ferry__draw_plan(&d, &cut, rank, &p, err);
+  if (!rc) {
+    *nb = p.num_batches;
+    *samples = malloc((size_t)(p.nslots + 1) * sizeof **samples);
+    *batch_start = malloc((size_t)(p.num_batches + 1) * sizeof **batch_start);
+    if (!*samples || !*batch_start || ferry__plan_slots(&p, &sl))
+      rc = ferry__seterr(err, FERRY_ENOMEM, "out of memory for the order");
+    for (int64_t i = 0; !rc && i < p.nslots; i++)
+      (*samples)[i] = sl[i].sample;
+    for (int64_t b = 0; !rc && b <= p.num_batches; b++)
+      (*batch_start)[b] = ferry__plan_batch_start(&p, b);
+    free(sl);
+    ferry__rank_plan_free(&p);
+  }
+  if (rc) {
+    free(*samples);
+    free(*batch_start);
+    *samples = *batch_start = NULL;
+  }
+  ferry__draw_free(&d);
+  return rc;
+}

@@ -1,0 +1,66 @@
+#!/bin/sh
+# sampling.sh - weighted sampling end to end (issue 17).
+#
+#  - tests/mpi/test_sampling.c on 7 ranks: the same global batches on 1, 2,
+#    3, 4 and 7 ranks for a fixed global batch, with and without
+#    replacement; the same batches whatever threads and prefetch; a
+#    checkpoint on 3 ranks resumed on 2 serves exactly the uninterrupted
+#    run's draws; the refusals;
+#  - the tool on an .npy dataset written by `ferry gen` with a weights .npy
+#    written by numpy: `ferry dump --weights` on 1 and 3 ranks serves the
+#    same multiset of samples, no zero-weight sample, and the share of the
+#    heavy half within 6 standard deviations of what the weights ask
+#    (computed here from the weights); `ferry verify --weights` passes and
+#    reports requested vs observed shares.
+#
+# Environment (set by "make check"): FERRY, RUN_MPI, top_builddir,
+# PYTHON_NUMPY.  Exit 0 pass, 1 fail, 77 skip.
+. "`dirname "$0"`/common.sh"
+ferry_test_init sampling
+
+prog="${top_builddir:-.}/tests/mpi/test_sampling"
+test -x "$prog" || { echo "SKIP: $prog not built"; exit 77; }
+$RUN_MPI 7 "$prog" "$tmp" || { echo "FAIL: test_sampling"; fail=1; }
+
+py=${PYTHON_NUMPY:-/usr/bin/python3}
+if ! "$py" -c 'import numpy' 2>/dev/null; then
+  echo "SKIP: the tool part (no python3 with numpy)"
+  exit $fail
+fi
+"$FERRY" gen "$tmp/data" --samples 2000 --var x:float32:4 >/dev/null || fail=1
+"$py" - "$tmp/w.npy" <<'PY' || fail=1
+import sys, numpy as np
+w = np.ones(2000, np.float32)
+w[1000:] = 4.0
+w[::9] = 0.0
+np.save(sys.argv[1], w)
+PY
+for np in 1 3; do
+  $RUN_MPI $np "$FERRY" dump "$tmp/data" --weights "$tmp/w.npy" \
+    --batch-size $((12 / np)) --num-draws 60000 --block-size 8 \
+    >"$tmp/dump$np" 2>"$tmp/err$np" || {
+    echo "FAIL: dump on $np ranks"; cat "$tmp/err$np"; fail=1; }
+  awk '{print $3}' "$tmp/dump$np" | sort -n >"$tmp/ids$np"
+done
+cmp -s "$tmp/ids1" "$tmp/ids3" && echo "ok: 1 and 3 ranks serve the same draws" ||
+  { echo "FAIL: 1 and 3 ranks serve other draws"; fail=1; }
+"$py" - "$tmp/w.npy" "$tmp/ids3" <<'PY' || fail=1
+import sys, numpy as np
+w = np.load(sys.argv[1]).astype(np.float64)
+ids = np.loadtxt(sys.argv[2], dtype=np.int64)
+assert len(ids) == 60000, len(ids)
+assert (w[ids] > 0).all(), "a zero-weight sample was served"
+p = w[1000:].sum() / w.sum()
+obs = (ids >= 1000).mean()
+# draws come 8 at a time from a block: the variance is at most 8 times the
+# independent draws'
+sd = np.sqrt(8 * p * (1 - p) / len(ids))
+print("heavy half: requested %.4f, observed %.4f (sd %.4f)" % (p, obs, sd))
+sys.exit(0 if abs(obs - p) < 6 * sd else 1)
+PY
+test $? = 0 || { echo "FAIL: the shares of the draws"; fail=1; }
+$RUN_MPI 2 "$FERRY" verify "$tmp/data" --weights "$tmp/w.npy" --batch-size 16 \
+  >"$tmp/verify" 2>&1 || { echo "FAIL: verify"; cat "$tmp/verify"; fail=1; }
+grep -q "requested" "$tmp/verify" && echo "ok: verify reports the shares" ||
+  { echo "FAIL: verify says nothing of the shares"; cat "$tmp/verify"; fail=1; }
+exit $fail
