@@ -185,8 +185,9 @@ static int parse_list(const char *list, int dflt, ferry__mix_spec *s,
     comma = strchr(it, ',');
     if (comma)
       *comma = '\0';
-    char *item = trim(it);
-    where w = {NULL, 0, item};
+    char *item = trim(it), shown[320];
+    snprintf(shown, sizeof shown, "%s", item);
+    where w = {NULL, 0, shown};
     char *eq = strrchr(item, '=');
     if (!eq) {
       rc = bad(err, &w, "no '=PROPORTION' after the path in", item);

@@ -82,6 +82,18 @@ static void print_text(const tool_ctx *ctx, const ferry_loader *L,
     printf("  %s\n", ferry_part_path(L, p, 0));
   if (nparts > 8)
     printf("  ... (%" PRId64 " more)\n", nparts - 8);
+  int nmix = ferry_mix_count(L);
+  if (nmix > 0) {
+    printf("mix            %d sources\n", nmix);
+    printf("  %-10s %12s %10s %-8s %s\n", "backend", "samples", "proportion",
+           "exhaust", "path");
+  }
+  for (int i = 0; i < nmix; i++) {
+    ferry_mix_info x;
+    if (ferry_mix_source(L, i, &x) == 0)
+      printf("  %-10s %12" PRId64 " %10.4g %-8s %s\n", x.backend, x.samples,
+             x.proportion, x.exhaust, x.path);
+  }
   printf("samples        %" PRId64 "\n", n);
   printf("variables      %d\n", nvars);
   printf("  %-16s %-8s %-6s %-22s %12s %16s\n", "name", "dtype", "order",
