@@ -37,6 +37,7 @@ if test $have_h5 = 0; then
   exit 77
 fi
 
+prog=`cd "${top_builddir:-.}" && pwd`/tests/mpi/test_mix_errors
 cd "$tmp" || exit 1
 "$FERRY" gen a --samples 50 --var x:float32:4 --var y:int64 >gen.log 2>&1 &&
   "$FERRY" gen b --samples 30 --var x:float32:4 --var y:int64 --parts 3 \
@@ -202,6 +203,26 @@ for np in 1 3; do
   expect $np "exhaust is not stop, restart or drop: 'never'" mix:@rule.mix
   expect $np "mix list item 'b': no '=PROPORTION'" "mix:a=1,b"
 done
+# The same code and message on every rank, compared across ranks by
+# tests/mpi/test_mix_errors (the tool prints rank 0's only).
+if test -x "$prog"; then
+  for np in 1 3; do
+    if $RUN_MPI $np "$prog" \
+        mix:@dtype.mix "is float32 (4,) in a but float64 (4,) in c.h5" \
+        mix:@shape.mix "is float32 (4,) in a but float32 (5,) in c.h5" \
+        mix:@missing.mix "variable 'nothere' not found" \
+        mix:@zero.mix "line 2: the proportion" \
+        mix:@line.mix "line 2: expected" \
+        mix:@key.mix "line 2: unknown or repeated key" \
+        mix:@nested.mix "nested mix" >errs.$np 2>&1; then
+      ok "np=$np: every bad mix fails with the same message on every rank"
+    else
+      bad "np=$np: test_mix_errors:"; sed 's/^/    /' errs.$np
+    fi
+  done
+else
+  bad "no test program $prog (make check builds it)"
+fi
 # A mix cannot be read collectively (its sources read independently).
 expect 1 "backend 'mix' has no collective reads" "mix:@good.mix" --io collective
 exit $fail
