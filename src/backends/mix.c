@@ -166,8 +166,9 @@ int ferry__mix_record_parse(const ferry__blob *b, ferry__mix_record *out,
   memcpy(&out->proportion, &bits, sizeof bits);
   uint64_t ex = get_u(&r, 4);
   out->exhaust = (int)(ex & 0xff);
-  if (!r.bad && (ex > 2 /* FERRY__EXHAUST_DROP */ || !isfinite(out->proportion) ||
-                 !(out->proportion > 0) || out->proportion > 1))
+  if (!r.bad &&
+      (ex > 2 /* FERRY__EXHAUST_DROP */ || !isfinite(out->proportion) ||
+       !(out->proportion > 0) || out->proportion > 1))
     r.bad = 1;
   if (!r.bad)
     out->path = get_str(&r);
@@ -194,8 +195,8 @@ int ferry__mix_record_parse(const ferry__blob *b, ferry__mix_record *out,
     return ferry__seterr(err, FERRY_ENOMEM,
                          "out of memory reading the mix record of %s", where);
   return ferry__seterr(err, FERRY_EFORMAT,
-                       "mix source %s: its record (%zu bytes) is corrupt", where,
-                       b ? b->len : 0);
+                       "mix source %s: its record (%zu bytes) is corrupt",
+                       where, b ? b->len : 0);
 }
 
 /* ---- The backend ------------------------------------------------------ */
@@ -222,7 +223,7 @@ typedef struct mix_src {
 struct ferry__io {
   const ferry__manifest *m; /* owned by the loader, outlives this state */
   ferry__io_params p;       /* the children's parameters                */
-  mix_src *src; /* [m->nparts] */
+  mix_src *src;             /* [m->nparts] */
 };
 
 static void mix_io_close(ferry__io *io) {
@@ -323,9 +324,9 @@ static int mix_io_open(ferry__io **out, const ferry__manifest *m,
   int64_t files = p->max_open_files > 0 ? p->max_open_files : 64;
   io->p.max_open_files = files / n > 0 ? files / n : 1;
   if (n > 4 && p->threads > 1)
-    io->p.threads = (int)(4 * (int64_t)p->threads / n > 0
-                              ? 4 * (int64_t)p->threads / n
-                              : 1);
+    io->p.threads =
+        (int)(4 * (int64_t)p->threads / n > 0 ? 4 * (int64_t)p->threads / n
+                                              : 1);
   for (int64_t s = 0; s < m->nparts; s++) {
     int rc = src_load(io, s, err);
     if (rc < 0) {

@@ -33,6 +33,7 @@ const ferry__backend *const ferry__backends[] = {
     &ferry__backend_zarr,
     &ferry__backend_parquet,
     &ferry__backend_mem,
+    /* a mix of datasets: reached by its scheme, built by core/mix.c */
     &ferry__backend_mix,
     NULL,
 };

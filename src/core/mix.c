@@ -22,8 +22,8 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 
-#include "core/mix.h"
 #include "backends/backend.h"
+#include "core/mix.h"
 #include "core/options.h"
 
 #include <errno.h>
@@ -92,8 +92,9 @@ typedef struct where {
 static int bad(ferry__err *err, const where *w, const char *what,
                const char *val) {
   if (w->file)
-    return ferry__seterr(err, FERRY_EINVAL, "mix file %s, line %ld: %s '%.300s'",
-                         w->file, w->line, what, val);
+    return ferry__seterr(err, FERRY_EINVAL,
+                         "mix file %s, line %ld: %s '%.300s'", w->file, w->line,
+                         what, val);
   return ferry__seterr(err, FERRY_EINVAL, "mix list item '%.300s': %s '%.300s'",
                        w->item, what, val);
 }
@@ -114,8 +115,8 @@ static int check_map(const char *map, const where *w, ferry__err *err) {
         memchr(colon + 1, ':', (size_t)(s + len - colon - 1)))
       return bad(err, w, "a map entry is not COMMON:NAME in", map);
     for (int k = 0; k < np; k++) {
-      size_t ck = (size_t)((const char *)memchr(pairs[k], ':', plen[k]) -
-                           pairs[k]);
+      size_t ck =
+          (size_t)((const char *)memchr(pairs[k], ':', plen[k]) - pairs[k]);
       if (ck == (size_t)(colon - s) && memcmp(pairs[k], s, ck) == 0)
         return bad(err, w, "a common name is mapped twice in", map);
     }
@@ -156,8 +157,7 @@ static int check_path(const char *path, const where *w, ferry__err *err) {
   if (!*path)
     return bad(err, w, "an empty path", path);
   if (is_mix(path) || strcmp(path, "mix") == 0)
-    return bad(err, w, "a mix cannot be a source of a mix (nested mix):",
-               path);
+    return bad(err, w, "a mix cannot be a source of a mix (nested mix):", path);
   return 0;
 }
 
@@ -230,8 +230,8 @@ static char *source_path(const char *dir, const char *path) {
 }
 
 /* One line of a mix file: PATH PROPORTION [exhaust=RULE] [map=...]. */
-static int parse_line(char *line, const char *dir, int dflt,
-                      ferry__mix_spec *s, const where *w, ferry__err *err) {
+static int parse_line(char *line, const char *dir, int dflt, ferry__mix_spec *s,
+                      const where *w, ferry__err *err) {
   char *tok[8];
   int nt = 0;
   for (char *t = strtok(line, " \t"); t; t = strtok(NULL, " \t")) {
@@ -240,8 +240,9 @@ static int parse_line(char *line, const char *dir, int dflt,
     tok[nt++] = t;
   }
   if (nt < 2)
-    return bad(err, w, "expected 'PATH PROPORTION [exhaust=stop|restart|drop] "
-                       "[map=COMMON:NAME,...]', got",
+    return bad(err, w,
+               "expected 'PATH PROPORTION [exhaust=stop|restart|drop] "
+               "[map=COMMON:NAME,...]', got",
                tok[0]);
   double p = 0;
   int exhaust = dflt, rc, seen_ex = 0, seen_map = 0;
@@ -258,8 +259,9 @@ static int parse_line(char *line, const char *dir, int dflt,
       if ((rc = check_map(map, w, err)) < 0)
         return rc;
     } else {
-      return bad(err, w, "unknown or repeated key (exhaust= and map= are "
-                         "known):",
+      return bad(err, w,
+                 "unknown or repeated key (exhaust= and map= are "
+                 "known):",
                  tok[i]);
     }
   }
@@ -387,8 +389,7 @@ static int list_add(char **buf, size_t *len, const char *name, size_t n) {
 
 /* The common names served by source 0 (its variables, mapped; a variable
  * whose own name another variable is mapped onto is hidden) as a list. */
-static int commons_of(const ferry__manifest *sub, const char *map,
-                      char **out) {
+static int commons_of(const ferry__manifest *sub, const char *map, char **out) {
   size_t len = 0;
   *out = NULL;
   for (int v = 0; v < sub->nvars; v++) {
@@ -437,8 +438,8 @@ static void shape_text(char *buf, size_t len, const ferry__var *v) {
 
 /* Source s's variables must be source 0's, in dtype and row shape. */
 static int check_source(const ferry__manifest *a, const char *pa,
-                        const ferry__manifest *b, const char *pb,
-                        char **names, ferry__err *err) {
+                        const ferry__manifest *b, const char *pb, char **names,
+                        ferry__err *err) {
   for (int v = 0; v < a->nvars; v++) {
     const ferry__var *x = &a->vars[v], *y = &b->vars[v];
     int same = x->dtype == y->dtype && x->row_ndim == y->row_ndim;
@@ -479,8 +480,7 @@ static int scan_source(const ferry__mix_spec_source *src, int i,
 }
 
 /* The names of commons as an array [n] (pointers into a copy *buf). */
-static int split_names(const char *commons, char ***names, int *n,
-                       char **buf) {
+static int split_names(const char *commons, char ***names, int *n, char **buf) {
   *buf = strdup(commons);
   *names = calloc(strlen(commons) + 1, sizeof **names);
   *n = 0;
@@ -666,10 +666,10 @@ int ferry__mix_sources(const ferry__manifest *m, ferry__mix_source **out,
   for (int64_t p = 0; p < m->nparts; p++) {
     const ferry__part *pt = &m->parts[p];
     ferry__mix_record r;
-    int rc = pt->rec ? ferry__mix_record_parse(&pt->rec[0], &r, pt->paths[0],
-                                               err)
-                     : ferry__seterr(err, FERRY_EFORMAT,
-                                     "mix source %s: no record", pt->paths[0]);
+    int rc = pt->rec
+                 ? ferry__mix_record_parse(&pt->rec[0], &r, pt->paths[0], err)
+                 : ferry__seterr(err, FERRY_EFORMAT, "mix source %s: no record",
+                                 pt->paths[0]);
     if (rc < 0) {
       free(s);
       return rc;

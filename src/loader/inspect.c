@@ -6,8 +6,8 @@
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #endif
 #include "config.h"
-#include "loader/loader.h"
 #include "core/mix.h"
+#include "loader/loader.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -66,9 +66,9 @@ int ferry_mix_source(const ferry_loader *L, int i, ferry_mix_info *out) {
   ferry__mix_record r;
   ferry__manifest sub;
   ferry__err err = {0};
-  int rc = pt->rec ? ferry__mix_record_parse(&pt->rec[0], &r, pt->paths[0],
-                                             &err)
-                   : FERRY_EFORMAT;
+  int rc = pt->rec
+               ? ferry__mix_record_parse(&pt->rec[0], &r, pt->paths[0], &err)
+               : FERRY_EFORMAT;
   if (rc < 0)
     return rc;
   rc = ferry__manifest_unpack(r.sub, r.sublen, &sub, &err);

@@ -8,8 +8,8 @@
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #endif
 #include "config.h"
-#include "loader/loader.h"
 #include "core/mix.h"
+#include "loader/loader.h"
 
 #include <limits.h>
 #include <pthread.h>

@@ -166,8 +166,8 @@ static int check_good(void) {
   put("map.mix", "mem:N=7,vars=x:float32:2,y:int64 1\n"
                  "mem:N=3,vars=x:float32:2,z:int64 1 map=y:z\n");
   rc = scan("map.mix", "y", &m, &err);
-  CHECK(rc == 0 && m.nvars == 1 && strcmp(m.vars[0].name, "y") == 0,
-        "map: %s", err.msg);
+  CHECK(rc == 0 && m.nvars == 1 && strcmp(m.vars[0].name, "y") == 0, "map: %s",
+        err.msg);
   if (rc == 0)
     ferry__manifest_free(&m);
   return 0;
@@ -203,8 +203,9 @@ static void check_bad(void) {
   refused(spec, FERRY_EINVAL, "names no source");
   put("dt.mix", "mem:N=3,vars=x:int8 1\nmem:N=3,vars=x:int16 1\n");
   snprintf(spec, sizeof spec, "mix:@%s/dt.mix", dir);
-  refused(spec, FERRY_EINVAL, "mix: variable 'x' is int8 () in mem:N=3,vars=x:int8 "
-                              "but int16 () in mem:N=3,vars=x:int16");
+  refused(spec, FERRY_EINVAL,
+          "mix: variable 'x' is int8 () in mem:N=3,vars=x:int8 "
+          "but int16 () in mem:N=3,vars=x:int16");
   /* 1025 sources: refused before any is scanned */
   size_t cap = 1025 * 8 + 8;
   char *big = malloc(cap);
