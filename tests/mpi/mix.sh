@@ -4,7 +4,8 @@
 #
 # Sources of different formats and sizes: a .npy directory written by
 # `ferry gen` (50 samples), a big-endian glob of 3 .npy parts (30), and an
-# HDF5 file written by h5py (23) whose variables have other names (map=).
+# HDF5 file written by h5py (23) whose variables have other names (map=),
+# and a compressed Zarr store (41, decoded on 4 lanes, when zarr is there).
 # Until the sampling plan draws by proportion, a mix is the concatenation
 # of its sources: `ferry dump --shuffle none --row-hash` of the mix must be
 # the sources' own dumps one after the other (every row's bytes, by hash),
@@ -109,6 +110,32 @@ for i, (idx, val) in enumerate(got):
 ' && ok "np=$np: map=y:label serves h5py's label values as y" ||
     bad "np=$np: the mapped HDF5 values differ from h5py's"
 done
+
+# A compressed Zarr source read on decode lanes (threads=4: the zarr
+# backend defers its decodes, the mix backend waits on them in io_wait):
+# the mix's rows 50.. are the store's own rows, shuffled or not.
+if "$PYTHON_NUMPY" -c 'import zarr' >/dev/null 2>&1; then
+  "$PYTHON_NUMPY" - <<'EOF2' || bad "zarr fixture"
+import numpy as np, zarr
+g = zarr.open_group('e.zarr', mode='w')
+g.create_dataset('x', data=(np.arange(41 * 4).reshape(41, 4) % 13).astype('float32'), chunks=(5, 4))
+g.create_dataset('y', data=np.arange(41, dtype='int64') * 7, chunks=(7,))
+EOF2
+  dump 1 e.zarr src_e_x --var x --threads 4 || bad "dump e.zarr"
+  awk '{print $1 + 50, $2, $3}' src_e_x >e_x.off
+  cat src_a_x e_x.off >want_ae
+  for np in 1 3; do
+    for sh in none chunks; do
+      dump $np "mix:a=1,e.zarr=1" mix_ae.$np.$sh --var x --threads 4 \
+        --shuffle $sh --seed 9 &&
+        cmp -s mix_ae.$np.$sh want_ae &&
+        ok "np=$np shuffle=$sh: a compressed Zarr source decoded on 4 lanes serves its own rows" ||
+        bad "np=$np shuffle=$sh: the mix of a and e.zarr differs from their own rows: `cat mix_ae.$np.$sh.err`"
+    done
+  done
+else
+  echo "note: no zarr module in $PYTHON_NUMPY: the Zarr source is not tested"
+fi
 
 # The list, the file and the option give the same manifest: the saved
 # manifests are the same but for the spec (which the hash leaves out; the
