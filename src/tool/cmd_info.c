@@ -191,6 +191,29 @@ static void print_text(const tool_ctx *ctx, const ferry_loader *L,
   printf("\nranks          %d\n", ctx->size);
 }
 
+/* A mix's sources: ", \"mix\": [{...}, ...]" (nothing for other datasets). */
+static void print_json_mix(const ferry_loader *L) {
+  int nmix = ferry_mix_count(L);
+  if (nmix == 0)
+    return;
+  printf(", \"mix\": [");
+  for (int i = 0; i < nmix; i++) {
+    ferry_mix_info x;
+    if (ferry_mix_source(L, i, &x) != 0)
+      continue;
+    printf("%s{\"path\": ", i ? ", " : "");
+    tool_json_string(stdout, x.path);
+    printf(", \"backend\": ");
+    tool_json_string(stdout, x.backend);
+    printf(", \"first\": %" PRId64 ", \"samples\": %" PRId64
+           ", \"proportion\": %.17g, \"exhaust\": ",
+           x.first, x.samples, x.proportion);
+    tool_json_string(stdout, x.exhaust);
+    printf("}");
+  }
+  printf("]");
+}
+
 static void print_json(const tool_ctx *ctx, const ferry_loader *L,
                        int64_t max_chunk, const ferry_memory_budget *mb) {
   int nvars = ferry_num_vars(L);
@@ -207,7 +230,9 @@ static void print_json(const tool_ctx *ctx, const ferry_loader *L,
       printf(", ");
     tool_json_string(stdout, ferry_part_path(L, p, 0));
   }
-  printf("], \"samples\": %" PRId64 ", \"vars\": [", n);
+  printf("]");
+  print_json_mix(L);
+  printf(", \"samples\": %" PRId64 ", \"vars\": [", n);
   for (int i = 0; i < nvars; i++) {
     ferry_var_info v;
     if (ferry_var_info_get(L, i, &v) != 0)

@@ -183,6 +183,18 @@ else
   bad "ferry info does not show the mix:"; sed 's/^/    /' info.txt
 fi
 
+"$FERRY" info "mix:@good.mix" --json >info.json 2>&1
+"$PYTHON_NUMPY" -c '
+import json
+d = json.load(open("info.json"))["mix"]
+assert [s["path"] for s in d] == ["a", "b/part-*", "c.h5"], d
+assert [s["backend"] for s in d] == ["npy", "npy", "hdf5"], d
+assert [s["samples"] for s in d] == [50, 30, 23] and [s["first"] for s in d] == [0, 50, 80], d
+assert [s["exhaust"] for s in d] == ["stop", "restart", "drop"], d
+assert all(abs(s["proportion"] - p) < 1e-12 for s, p in zip(d, [1 / 6, 2 / 6, 3 / 6])), d
+' && ok "ferry info --json lists the sources (key mix)" ||
+  bad "ferry info --json of the mix: `cat info.json`"
+
 # expect NP TEXT DATASET [ARGS]: every rank exits 1 (status files), rank 0
 # prints one 'ferry:' message holding TEXT.
 cat >rank.sh <<'EOF'
