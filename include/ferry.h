@@ -634,6 +634,24 @@ FERRY_API int64_t ferry_num_parts(const ferry_loader *loader);
  * LOCAL. */
 FERRY_API const char *ferry_part_path(const ferry_loader *loader, int64_t part,
                                       int var);
+/** One source of a mix (a dataset opened as "mix:LIST" or "mix:@FILE",
+ *  or with the mix option; docs/sampling.md): strings owned by the
+ *  loader. */
+typedef struct ferry_mix_info {
+  const char *path;    /**< the source's dataset string                  */
+  const char *backend; /**< the backend that reads it ("npy", "hdf5")    */
+  const char *exhaust; /**< what happens when it runs out: "stop",
+                        *   "restart" or "drop"                          */
+  int64_t first;       /**< its first sample in the mix's sample order   */
+  int64_t samples;     /**< its samples                                  */
+  double proportion;   /**< requested proportion, normalised to sum 1    */
+} ferry_mix_info;
+/** Number of sources of a mix, 0 when the dataset is not a mix.  LOCAL. */
+FERRY_API int ferry_mix_count(const ferry_loader *loader);
+/** Describe source i of a mix.  Returns 0, FERRY_EINVAL (no such source),
+ *  FERRY_EFORMAT (a corrupt manifest record).  LOCAL. */
+FERRY_API int ferry_mix_source(const ferry_loader *loader, int i,
+                               ferry_mix_info *out);
 /** What the backend chose as variables and what it skipped, and why
  *  ("chose samples, group/targets (97 rows); skipped /meta/classes (5 rows
  *  where the sample dimension has 97)"), or NULL when it has nothing to say

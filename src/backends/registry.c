@@ -21,6 +21,7 @@ extern const ferry__backend ferry__backend_classic;
 extern const ferry__backend ferry__backend_zarr;
 extern const ferry__backend ferry__backend_parquet;
 extern const ferry__backend ferry__backend_mem;
+extern const ferry__backend ferry__backend_mix;
 
 const ferry__backend *const ferry__backends[] = {
     &ferry__backend_npy,
@@ -32,6 +33,8 @@ const ferry__backend *const ferry__backends[] = {
     &ferry__backend_zarr,
     &ferry__backend_parquet,
     &ferry__backend_mem,
+    /* a mix of datasets: reached by its scheme, built by core/mix.c */
+    &ferry__backend_mix,
     NULL,
 };
 

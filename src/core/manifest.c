@@ -22,6 +22,7 @@
 
 #include "backends/backend.h"
 #include "core/manifest.h"
+#include "core/mix.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -690,8 +691,16 @@ static int select_vars(ferry__manifest *m, const char *vars, ferry__err *err) {
       free(m->vars[v].name);
       free(m->vars[v].storage);
     }
+  /* A mix keeps its source's record in the first variable's slot: it
+   * moves to the first variable selected. */
+  int first_rec = m->backend && strcmp(m->backend, "mix") == 0;
   for (int64_t p = 0; p < m->nparts; p++) {
     ferry__part *pt = &m->parts[p];
+    if (first_rec && pt->rec) {
+      ferry__blob t = pt->rec[0];
+      pt->rec[0] = pt->rec[sel[0]];
+      pt->rec[sel[0]] = t;
+    }
     for (int k = 0; k < nsel; k++) {
       na[p].paths[k] = pt->paths[sel[k]];
       na[p].offset[k] = pt->data_offset[sel[k]];
@@ -869,6 +878,14 @@ int ferry__manifest_scan(const char *spec, const char *vars,
   char *note = NULL;
   int rc = 0, disagree = 0;
   memset(m, 0, sizeof *m);
+  char *mix = NULL;
+  if (ferry__mix_dataset(spec, opts, &mix) < 0)
+    return oom(err);
+  if (mix) { /* several datasets as one (core/mix.c) */
+    rc = ferry__mix_scan(mix, vars, opts, m, err);
+    free(mix);
+    return rc;
+  }
   if (!spec || !*spec)
     return ferry__seterr(err, FERRY_EINVAL, "the dataset string is empty");
   if ((rc = resolve(spec, &parts, &note, err)) < 0)

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #endif
 #include "config.h"
+#include "core/mix.h"
 #include "loader/loader.h"
 
 #include <stdlib.h>
@@ -52,6 +53,40 @@ const char *ferry_part_path(const ferry_loader *L, int64_t part, int var) {
     return NULL;
   return L->m.parts[part].paths[var];
 }
+int ferry_mix_count(const ferry_loader *L) {
+  return L && L->m.backend && strcmp(L->m.backend, "mix") == 0
+             ? (int)L->m.nparts
+             : 0;
+}
+
+int ferry_mix_source(const ferry_loader *L, int i, ferry_mix_info *out) {
+  if (!out || i < 0 || i >= ferry_mix_count(L))
+    return FERRY_EINVAL;
+  const ferry__part *pt = &L->m.parts[i];
+  ferry__mix_record r;
+  ferry__manifest sub;
+  ferry__err err = {0};
+  int rc = pt->rec
+               ? ferry__mix_record_parse(&pt->rec[0], &r, pt->paths[0], &err)
+               : FERRY_EFORMAT;
+  if (rc < 0)
+    return rc;
+  rc = ferry__manifest_unpack(r.sub, r.sublen, &sub, &err);
+  memset(out, 0, sizeof *out);
+  if (rc == 0) {
+    const ferry__backend *be = ferry__backend_find(sub.backend);
+    out->backend = be ? be->name : "?";
+    ferry__manifest_free(&sub);
+  }
+  out->path = pt->paths[0];
+  out->exhaust = ferry__mix_exhaust_name(r.exhaust);
+  out->first = pt->first_sample;
+  out->samples = pt->num_samples;
+  out->proportion = r.proportion;
+  ferry__mix_record_free(&r);
+  return rc;
+}
+
 const char *ferry_backend(const ferry_loader *L) {
   return L ? L->m.backend : NULL;
 }

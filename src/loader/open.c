@@ -8,6 +8,7 @@
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #endif
 #include "config.h"
+#include "core/mix.h"
 #include "loader/loader.h"
 
 #include <limits.h>
@@ -379,14 +380,21 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
     rc = ferry__seterr(&err, FERRY_EMPI,
                        "ferry needs MPI_THREAD_MULTIPLE (its I/O thread calls "
                        "MPI-IO): initialise MPI with MPI_Init_thread");
-  else if (!dataset || !*dataset)
-    rc = ferry__seterr(&err, FERRY_EINVAL, "ferry_open: no dataset given");
   else if (opts)
     rc = ferry_options_copy(opts, &L->opts);
   else
     rc = ferry_options_create(&L->opts);
   if (rc && !err.msg[0])
     ferry__seterr(&err, rc, "%s", ferry__thread_error());
+  /* the mix option names the dataset when none (or "mix") is given: the
+   * mix string is the dataset string from here on (core/mix.c) */
+  char *mix = NULL;
+  if (!rc && ferry__mix_dataset(dataset, L->opts, &mix) < 0)
+    rc = ferry__seterr(&err, FERRY_ENOMEM, "ferry_open: out of memory");
+  if (mix)
+    dataset = mix;
+  if (!rc && (!dataset || !*dataset))
+    rc = ferry__seterr(&err, FERRY_EINVAL, "ferry_open: no dataset given");
   rc = check_same_inputs(L, dataset, rc, &err);
   if (!rc)
     rc = share_manifest(L, dataset, &err);
@@ -435,6 +443,7 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
     if (!rc && L->sampling) /* the weights and the draws' windows */
       ferry__budget_compute(L, NULL);
   }
+  free(mix);
   if (rc) {
     char text[FERRY__MSG_MAX];
     ferry__err_text(&err, text, sizeof text);

@@ -102,6 +102,18 @@ static void print_text(const tool_ctx *ctx, const ferry_loader *L,
     printf("  %s\n", ferry_part_path(L, p, 0));
   if (nparts > 8)
     printf("  ... (%" PRId64 " more)\n", nparts - 8);
+  int nmix = ferry_mix_count(L);
+  if (nmix > 0) {
+    printf("mix            %d sources\n", nmix);
+    printf("  %-10s %12s %10s %-8s %s\n", "backend", "samples", "proportion",
+           "exhaust", "path");
+  }
+  for (int i = 0; i < nmix; i++) {
+    ferry_mix_info x;
+    if (ferry_mix_source(L, i, &x) == 0)
+      printf("  %-10s %12" PRId64 " %10.4g %-8s %s\n", x.backend, x.samples,
+             x.proportion, x.exhaust, x.path);
+  }
   printf("samples        %" PRId64 "\n", n);
   printf("variables      %d\n", nvars);
   printf("  %-16s %-8s %-6s %-22s %12s %16s\n", "name", "dtype", "order",
@@ -200,6 +212,29 @@ static void print_text(const tool_ctx *ctx, const ferry_loader *L,
   printf("\nranks          %d\n", ctx->size);
 }
 
+/* A mix's sources: ", \"mix\": [{...}, ...]" (nothing for other datasets). */
+static void print_json_mix(const ferry_loader *L) {
+  int nmix = ferry_mix_count(L);
+  if (nmix == 0)
+    return;
+  printf(", \"mix\": [");
+  for (int i = 0; i < nmix; i++) {
+    ferry_mix_info x;
+    if (ferry_mix_source(L, i, &x) != 0)
+      continue;
+    printf("%s{\"path\": ", i ? ", " : "");
+    tool_json_string(stdout, x.path);
+    printf(", \"backend\": ");
+    tool_json_string(stdout, x.backend);
+    printf(", \"first\": %" PRId64 ", \"samples\": %" PRId64
+           ", \"proportion\": %.17g, \"exhaust\": ",
+           x.first, x.samples, x.proportion);
+    tool_json_string(stdout, x.exhaust);
+    printf("}");
+  }
+  printf("]");
+}
+
 static void print_json(const tool_ctx *ctx, const ferry_loader *L,
                        int64_t max_chunk, const ferry_memory_budget *mb) {
   int nvars = ferry_num_vars(L);
@@ -216,7 +251,9 @@ static void print_json(const tool_ctx *ctx, const ferry_loader *L,
       printf(", ");
     tool_json_string(stdout, ferry_part_path(L, p, 0));
   }
-  printf("], \"samples\": %" PRId64 ", \"vars\": [", n);
+  printf("]");
+  print_json_mix(L);
+  printf(", \"samples\": %" PRId64 ", \"vars\": [", n);
   for (int i = 0; i < nvars; i++) {
     ferry_var_info v;
     if (ferry_var_info_get(L, i, &v) != 0)
