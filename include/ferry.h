@@ -753,17 +753,17 @@ FERRY_API int ferry_plan_order(const ferry_loader *loader, int64_t epoch,
  * ranks draws) is cut among the ranks.
  */
 typedef struct ferry_sampling_info {
-  int mode;            /**< 0 none, 1 weighted (weights or balance), 2 a mix */
-  int replacement;     /**< weighted: draws with replacement                 */
-  int64_t draws;       /**< draws of the current epoch (0 before set_epoch)  */
-  int64_t block;       /**< samples per block (draws come a block at a time) */
-  int64_t nonzero;     /**< weighted: samples of non-zero weight             */
-  int64_t nclasses;    /**< balance: classes present                         */
-  int64_t ngroups;     /**< groups ferry_sampling_group describes            */
-  double blocking_tv;  /**< weighted without replacement: total variation
-                          distance between the requested per-sample shares
-                          and those the blocks give (0 with replacement) */
-  char what[256];      /**< one line: where the weights or the mix come from */
+  int mode;           /**< 0 none, 1 weighted (weights or balance), 2 a mix */
+  int replacement;    /**< weighted: draws with replacement                 */
+  int64_t draws;      /**< draws of the current epoch (0 before set_epoch)  */
+  int64_t block;      /**< samples per block (draws come a block at a time) */
+  int64_t nonzero;    /**< weighted: samples of non-zero weight             */
+  int64_t nclasses;   /**< balance: classes present                         */
+  int64_t ngroups;    /**< groups ferry_sampling_group describes            */
+  double blocking_tv; /**< weighted without replacement: total variation
+                         distance between the requested per-sample shares
+                         and those the blocks give (0 with replacement) */
+  char what[256];     /**< one line: where the weights or the mix come from */
 } ferry_sampling_info;
 
 /** The loader's sampling.  LOCAL.  Returns 0 or FERRY_EINVAL. */

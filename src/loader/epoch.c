@@ -306,9 +306,9 @@ void ferry__budget_compute(ferry_loader *L, const epoch_state *ep) {
     b->read_bytes = samples * L->row_total;
     b->plan_bytes = plan_static_bytes(L, ep) + samples * sizeof(ferry__slot);
     if (ep->draw) /* its tables, and a window's draws while it is made */
-      b->plan_bytes += ep->draw->bytes +
-                       (size_t)(ep->plan.draw_nbw * ep->plan.draw_gb) * 3 *
-                           sizeof(int64_t);
+      b->plan_bytes +=
+          ep->draw->bytes +
+          (size_t)(ep->plan.draw_nbw * ep->plan.draw_gb) * 3 * sizeof(int64_t);
   } else {
     /* The windows alive at once (read_bound's exact count, for windows of
      * k chunks): those meeting the batches consumed next and the
@@ -329,9 +329,8 @@ void ferry__budget_compute(ferry_loader *L, const epoch_state *ep) {
       /* a draw window's share (its draws, a block of rows each at the
        * batches' cuts), two windows alive and the lookahead's batches */
       size_t blk = (size_t)L->opts->block_size, GB = B * P;
-      size_t dw = L->opts->draw_window
-                      ? (size_t)L->opts->draw_window
-                      : 16 * blk * (k > 1 ? k : 1);
+      size_t dw = L->opts->draw_window ? (size_t)L->opts->draw_window
+                                       : 16 * blk * (k > 1 ? k : 1);
       size_t nbw = dw / GB > 1 ? dw / GB : 1;
       size_t N = (size_t)L->m.num_samples;
       rows = 2 * (nbw * B + 2 * nbw * blk);

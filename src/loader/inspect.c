@@ -171,8 +171,8 @@ int ferry_plan_order(const ferry_loader *L, int64_t epoch, int world_size,
   if (rc)
     ferry__seterr(&err, rc, "out of memory for chunks");
   else if (L->sampling)
-    rc = ferry__sampling_order(L, epoch, world_size, rank, samples,
-                               batch_start, num_batches, &err);
+    rc = ferry__sampling_order(L, epoch, world_size, rank, samples, batch_start,
+                               num_batches, &err);
   else
     rc = ferry__plan_order(c, nc, &pp, L->opts->exchange, rank, samples,
                            batch_start, num_batches, &err);

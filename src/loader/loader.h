@@ -236,9 +236,9 @@ int ferry__sampling_epoch(ferry_loader *L, epoch_state *ep,
                           const ferry__plan_params *pp, ferry__err *err);
 void ferry__sampling_free(ferry_loader *L);
 /* ferry_plan_order under sampling: the order of rank of P in epoch. */
-int ferry__sampling_order(const ferry_loader *L, int64_t epoch, int P,
-                          int rank, int64_t **samples, int64_t **batch_start,
-                          int64_t *nb, ferry__err *err);
+int ferry__sampling_order(const ferry_loader *L, int64_t epoch, int P, int rank,
+                          int64_t **samples, int64_t **batch_start, int64_t *nb,
+                          ferry__err *err);
 
 /* vote.c: which collective call a rank is in (the order matters: the
  * lowest op wins the report of a mismatch, so the rank that left is named

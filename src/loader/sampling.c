@@ -117,10 +117,9 @@ static int draw_check(ferry_loader *L, epoch_state *ep, int rc,
   int which = -1;
   rc = ferry__agree_check(L->comm, L->rank, rc, v, 2, &which, NULL, NULL, err);
   if (rc == FERRY_EMISMATCH && which >= 0)
-    rc = ferry__seterr(err, FERRY_EMISMATCH,
-                       "ranks disagree on the %s of epoch %lld",
-                       which ? "sampling weights" : "sequence of draws",
-                       (long long)ep->epoch);
+    rc = ferry__seterr(
+        err, FERRY_EMISMATCH, "ranks disagree on the %s of epoch %lld",
+        which ? "sampling weights" : "sequence of draws", (long long)ep->epoch);
   if (!rc)
     ep->checksum = v[0];
   return rc;
@@ -130,21 +129,20 @@ int ferry__sampling_epoch(ferry_loader *L, epoch_state *ep,
                           const ferry__plan_params *pp, ferry__err *err) {
   const ferry_options *o = L->opts;
   int first_world = ep->nsteps ? ep->steps[0].world_size : L->size;
-  ferry__draw_params dp = {
-      .mode = L->sampling,
-      .m = &L->m,
-      .block = o->block_size,
-      .seed = o->seed,
-      .epoch = pp->epoch,
-      .replacement = o->replacement,
-      .num_draws = o->num_draws,
-      .window = o->draw_window,
-      .w = L->wts.w,
-      .nsources = L->nmix,
-      .sources = L->mix_src,
-      .mix_by_batch = o->mix_by == FERRY__MIX_BY_BATCH,
-      .global_batch = o->batch_size * first_world,
-      .shuffle_buffer = o->shuffle_buffer};
+  ferry__draw_params dp = {.mode = L->sampling,
+                           .m = &L->m,
+                           .block = o->block_size,
+                           .seed = o->seed,
+                           .epoch = pp->epoch,
+                           .replacement = o->replacement,
+                           .num_draws = o->num_draws,
+                           .window = o->draw_window,
+                           .w = L->wts.w,
+                           .nsources = L->nmix,
+                           .sources = L->mix_src,
+                           .mix_by_batch = o->mix_by == FERRY__MIX_BY_BATCH,
+                           .global_batch = o->batch_size * first_world,
+                           .shuffle_buffer = o->shuffle_buffer};
   int rc = 0;
   ep->draw = calloc(1, sizeof *ep->draw);
   if (!ep->draw)
@@ -206,8 +204,8 @@ int ferry_sampling_info_get(const ferry_loader *L, ferry_sampling_info *out) {
   if (L->sampling == FERRY__DRAW_WEIGHTED) {
     out->nonzero = L->wts.nonzero;
     out->nclasses = L->wts.nclasses;
-    out->ngroups = L->m.num_samples < WEIGHT_GROUPS ? L->m.num_samples
-                                                     : WEIGHT_GROUPS;
+    out->ngroups =
+        L->m.num_samples < WEIGHT_GROUPS ? L->m.num_samples : WEIGHT_GROUPS;
     out->blocking_tv = blocking_tv(L);
     snprintf(out->what, sizeof out->what, "%s", L->wts.what);
   } else {
@@ -262,9 +260,9 @@ int ferry_sampling_group(const ferry_loader *L, int64_t g, int64_t *first,
   return 0;
 }
 
-int ferry__sampling_order(const ferry_loader *L, int64_t epoch, int P,
-                          int rank, int64_t **samples, int64_t **batch_start,
-                          int64_t *nb, ferry__err *err) {
+int ferry__sampling_order(const ferry_loader *L, int64_t epoch, int P, int rank,
+                          int64_t **samples, int64_t **batch_start, int64_t *nb,
+                          ferry__err *err) {
   const ferry_options *o = L->opts;
   ferry__draw d;
   ferry__draw_params dp = {.mode = L->sampling,

@@ -50,9 +50,29 @@ static int64_t last_le(const int64_t *v, int64_t n, int64_t x) {
   return lo;
 }
 
-static int cmp_i64(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return (x > y) - (x < y);
+/* Sort v[0..n) of non-negative values: LSD radix, 11 bits a pass, as many
+ * passes as the largest value needs (a window's block ids: two passes up
+ * to 4 million blocks); tmp holds n.  qsort's comparator calls cost a
+ * fifth of the plan. */
+static void radix_sort(int64_t *v, int64_t *tmp, int64_t n) {
+  int64_t most = 0;
+  for (int64_t i = 0; i < n; i++)
+    most = v[i] > most ? v[i] : most;
+  int64_t *src = v, *dst = tmp;
+  for (int shift = 0; shift < 63 && (most >> shift) > 0; shift += 11) {
+    int64_t count[2049] = {0};
+    for (int64_t i = 0; i < n; i++)
+      count[((src[i] >> shift) & 2047) + 1]++;
+    for (int k = 0; k < 2048; k++)
+      count[k + 1] += count[k];
+    for (int64_t i = 0; i < n; i++)
+      dst[count[(src[i] >> shift) & 2047]++] = src[i];
+    int64_t *t = src;
+    src = dst;
+    dst = t;
+  }
+  if (src != v)
+    memcpy(v, src, (size_t)n * sizeof *v);
 }
 
 /* ---- Weighted ------------------------------------------------------------ */
@@ -64,9 +84,8 @@ static int alias_make(ferry__draw *d, int64_t nb) {
   int64_t *small = malloc((size_t)nb * sizeof *small);
   int64_t *large = malloc((size_t)nb * sizeof *large);
   double *q = malloc((size_t)nb * sizeof *q);
-  int rc = (!d->alias_p || !d->alias_a || !small || !large || !q)
-               ? FERRY_ENOMEM
-               : 0;
+  int rc =
+      (!d->alias_p || !d->alias_a || !small || !large || !q) ? FERRY_ENOMEM : 0;
   if (!rc) {
     int64_t ns = 0, nl = 0;
     for (int64_t b = 0; b < nb; b++) {
@@ -138,8 +157,8 @@ static int order_make(ferry__draw *d, int64_t nb, ferry__err *err) {
   keyed *k = malloc((size_t)(nb ? nb : 1) * sizeof *k);
   if (!k)
     return FERRY_ENOMEM;
-  uint64_t key = ferry__rand_key(d->p.seed, FERRY__STREAM_DORDER,
-                                 (uint64_t)d->p.epoch, 0);
+  uint64_t key =
+      ferry__rand_key(d->p.seed, FERRY__STREAM_DORDER, (uint64_t)d->p.epoch, 0);
   int64_t n = 0;
   for (int64_t b = 0; b < nb; b++)
     if (d->bweight[b] > 0)
@@ -192,8 +211,8 @@ static int weighted_init(ferry__draw *d, ferry__err *err) {
   if (!d->p.replacement)
     return order_make(d, nb, err);
   d->D = d->p.num_draws ? d->p.num_draws : d->p.m->num_samples;
-  d->kblock = ferry__rand_key(d->p.seed, FERRY__STREAM_DBLOCK,
-                              (uint64_t)d->p.epoch, 0);
+  d->kblock =
+      ferry__rand_key(d->p.seed, FERRY__STREAM_DBLOCK, (uint64_t)d->p.epoch, 0);
   return alias_make(d, nb);
 }
 
@@ -205,8 +224,8 @@ static int64_t weighted_rep(const ferry__draw *d, ferry__draw_ctx *c,
                             int64_t i) {
   const int64_t nb = d->blocks.nchunks, j = i / d->p.block;
   if (c->rep_j != j) {
-    int64_t b = (int64_t)below(ferry__rand64(d->kblock, 2 * (uint64_t)j),
-                               (uint64_t)nb);
+    int64_t b =
+        (int64_t)below(ferry__rand64(d->kblock, 2 * (uint64_t)j), (uint64_t)nb);
     if (unit(ferry__rand64(d->kblock, 2 * (uint64_t)j + 1)) > d->alias_p[b])
       b = d->alias_a[b];
     ferry__chunk ch = ferry__chunk_get(&d->blocks, b);
@@ -231,14 +250,15 @@ static int64_t weighted_rep(const ferry__draw *d, ferry__draw_ctx *c,
   double target =
       (1.0 - unit(ferry__rand64(c->rep_key, (uint64_t)(i % d->p.block)))) *
       c->cum[c->rep_n - 1];
-  int64_t lo = 0, hi = c->rep_n - 1; /* the first row with cum > target */
-  while (lo < hi) {
-    int64_t mid = lo + (hi - lo) / 2;
-    if (c->cum[mid] > target)
-      hi = mid;
-    else
-      lo = mid + 1;
+  /* the first row with cum > target: a branch-free binary search (the
+   * branches of a plain one mispredict half the time) */
+  const double *at = c->cum;
+  for (int64_t len = c->rep_n; len > 1;) {
+    int64_t half = len / 2;
+    at += (int64_t)(at[half - 1] <= target) * half;
+    len -= half;
   }
+  int64_t lo = at - c->cum;
   while (lo > 0 && !(d->p.w[c->rep_first + lo] > 0)) /* never a zero */
     lo--;
   return c->rep_first + lo;
@@ -380,8 +400,7 @@ static int64_t win_of(const ferry__draw *d, int64_t x) {
   return lo;
 }
 
-static int64_t mix_sample(const ferry__draw *d, ferry__draw_ctx *c,
-                          int64_t i) {
+static int64_t mix_sample(const ferry__draw *d, ferry__draw_ctx *c, int64_t i) {
   int64_t w = win_of(d, i);
   int rc = mix_pieces(d, c, w);
   if (rc)
@@ -525,8 +544,8 @@ static int mix_table(ferry__draw *d, mix_state *ms, ferry__err *err) {
     all_restart &= d->src[s].exhaust == FERRY__XH_RESTART;
     total += d->src[s].n;
   }
-  int64_t limit = d->p.num_draws ? d->p.num_draws
-                                 : (all_restart ? total : INT64_MAX / 4);
+  int64_t limit =
+      d->p.num_draws ? d->p.num_draws : (all_restart ? total : INT64_MAX / 4);
   int64_t x = 0, cap = 0;
   int end = 0;
   renormalise(d, ms);
@@ -584,8 +603,8 @@ static int mix_init(ferry__draw *d, ferry__err *err) {
                   calloc((size_t)S, sizeof(int64_t)),
                   calloc((size_t)S, sizeof(int64_t)),
                   calloc((size_t)S, sizeof(int))};
-  int rc = (!d->src || !d->src_block0 || !d->src_nblocks || !ms.q ||
-            !ms.owed || !ms.n || !ms.used || !ms.active)
+  int rc = (!d->src || !d->src_block0 || !d->src_nblocks || !ms.q || !ms.owed ||
+            !ms.n || !ms.used || !ms.active)
                ? FERRY_ENOMEM
                : 0;
   double sum = 0;
@@ -594,11 +613,11 @@ static int mix_init(ferry__draw *d, ferry__err *err) {
     const ferry__draw_source *x = &d->src[s];
     if (x->n < 1 || x->first < 0 || x->first + x->n > d->p.m->num_samples ||
         !(x->proportion > 0) || !isfinite(x->proportion))
-      rc = ferry__seterr(err, FERRY_EINVAL,
-                         "mix: source %d holds %lld samples at %lld with "
-                         "proportion %g",
-                         s, (long long)x->n, (long long)x->first,
-                         x->proportion);
+      rc =
+          ferry__seterr(err, FERRY_EINVAL,
+                        "mix: source %d holds %lld samples at %lld with "
+                        "proportion %g",
+                        s, (long long)x->n, (long long)x->first, x->proportion);
     else {
       d->src_block0[s] = ferry__chunk_of_sample(&d->blocks, x->first);
       d->src_nblocks[s] =
@@ -608,8 +627,7 @@ static int mix_init(ferry__draw *d, ferry__err *err) {
               x->first ||
           d->src_nblocks[s] != (x->n + d->p.block - 1) / d->p.block)
         rc = ferry__seterr(err, FERRY_EINTERNAL,
-                           "mix: source %d is not one part of the manifest",
-                           s);
+                           "mix: source %d is not one part of the manifest", s);
       sum += x->proportion;
       ms.active[s] = 1;
     }
@@ -623,8 +641,8 @@ static int mix_init(ferry__draw *d, ferry__err *err) {
   free(ms.n);
   free(ms.used);
   free(ms.active);
-  d->bytes += (size_t)d->nwin * (sizeof(ferry__draw_win) +
-                                 2 * (size_t)S * sizeof(int64_t));
+  d->bytes += (size_t)d->nwin *
+              (sizeof(ferry__draw_win) + 2 * (size_t)S * sizeof(int64_t));
   return rc;
 }
 
@@ -641,13 +659,16 @@ int ferry__draw_init(ferry__draw *d, const ferry__draw_params *p,
   int rc = ferry__chunk_index_make(p->m, p->block, &d->blocks);
   if (rc)
     return ferry__seterr(err, rc, "sampling: out of memory for the blocks");
-  d->window = p->window ? p->window
-                        : 16 * p->block *
-                              (p->shuffle_buffer > 1 ? p->shuffle_buffer : 1);
+  /* a whole number of global batches (the epoch's first): its strata */
+  int64_t gb = p->global_batch > 0 ? p->global_batch : 1;
+  int64_t want =
+      p->window
+          ? p->window
+          : 16 * p->block * (p->shuffle_buffer > 1 ? p->shuffle_buffer : 1);
   if (p->mode == FERRY__DRAW_MIX && p->mix_by_batch)
-    d->window = p->global_batch;
-  if (d->window < 1)
-    d->window = 1;
+    want = gb;
+  d->gb = gb;
+  d->window = (want + gb / 2) / gb > 1 ? (want + gb / 2) / gb * gb : gb;
   if (p->mode == FERRY__DRAW_WEIGHTED && p->w)
     rc = weighted_init(d, err);
   else if (p->mode == FERRY__DRAW_MIX && p->sources)
@@ -655,7 +676,8 @@ int ferry__draw_init(ferry__draw *d, const ferry__draw_params *p,
   else
     rc = ferry__seterr(err, FERRY_EINVAL, "sampling: no weights or sources");
   if (rc == FERRY_ENOMEM)
-    ferry__seterr(err, rc, "sampling: out of memory for the tables of %lld "
+    ferry__seterr(err, rc,
+                  "sampling: out of memory for the tables of %lld "
                   "blocks",
                   (long long)d->blocks.nchunks);
   if (!rc && d->D < 1)
@@ -707,20 +729,54 @@ int64_t ferry__draw_sample(const ferry__draw *d, ferry__draw_ctx *c,
   return d->p.replacement ? weighted_rep(d, c, i) : weighted_norep(d, c, i);
 }
 
-int64_t ferry__draw_premix(const ferry__draw *d, int64_t x) {
-  int64_t w, first, len;
+/* The draw window holding position x (< D): its index, first position
+ * and length. */
+static int64_t window_at(const ferry__draw *d, int64_t x, int64_t *first,
+                         int64_t *len) {
+  int64_t w;
   if (d->p.mode == FERRY__DRAW_MIX) {
     w = win_of(d, x);
-    first = d->win[w].first;
-    len = d->win[w].len;
+    *first = d->win[w].first;
+    *len = d->win[w].len;
   } else {
     w = x / d->window;
-    first = w * d->window;
-    len = d->D - first < d->window ? d->D - first : d->window;
+    *first = w * d->window;
+    *len = d->D - *first < d->window ? d->D - *first : d->window;
   }
-  uint64_t key = ferry__rand_key(d->p.seed, FERRY__STREAM_DWINDOW,
-                                 (uint64_t)d->p.epoch, (uint64_t)w);
-  return first + ferry__prp(key, len, x - first);
+  return w;
+}
+
+/* A full window of m x gb draws is cut in gb strata of m consecutive
+ * draws; the window's k-th batch of gb positions takes one draw of each
+ * stratum: stratum t's draw (k + shift_t) mod m, shift_t drawn for the
+ * stratum.  Every batch mixes draws of the whole window, and the t-th
+ * position of every batch comes from stratum t -- so a stretch of a
+ * batch's positions (a rank's share, for any number of ranks) reads a
+ * stretch of the window's draws.  One generator value per position (a
+ * keyed permutation per stratum cost three times as much, and the plan is
+ * made on every rank for every epoch).  A shorter window (the epoch's
+ * last) is permuted whole. */
+static int64_t premix_in(const ferry__draw *d, int64_t first, int64_t len,
+                         uint64_t key, int64_t x) {
+  const int64_t off = x - first;
+  if (len == d->window && d->window > d->gb) {
+    const int64_t m = d->window / d->gb, k = off / d->gb, t = off % d->gb;
+    int64_t shift =
+        (int64_t)below(ferry__rand64(key, (uint64_t)t), (uint64_t)m);
+    return first + t * m + (k + shift) % m;
+  }
+  return first + ferry__prp(key, len, off);
+}
+
+static uint64_t window_key(const ferry__draw *d, int64_t w) {
+  return ferry__rand_key(d->p.seed, FERRY__STREAM_DWINDOW, (uint64_t)d->p.epoch,
+                         (uint64_t)w);
+}
+
+int64_t ferry__draw_premix(const ferry__draw *d, int64_t x) {
+  int64_t first, len;
+  int64_t w = window_at(d, x, &first, &len);
+  return premix_in(d, first, len, window_key(d, w), x);
 }
 
 /* ---- Batches and the rank plan ------------------------------------------- */
@@ -750,117 +806,31 @@ int ferry__draw_cut_make(const ferry__draw *d, int64_t pos0, int64_t B, int P,
   return 0;
 }
 
-/* The draw window holding position x (< D): its first position, length
- * and key. */
-static void window_at(const ferry__draw *d, int64_t x, int64_t *first,
-                      int64_t *len, uint64_t *key) {
-  int64_t w;
-  if (d->p.mode == FERRY__DRAW_MIX) {
-    w = win_of(d, x);
-    *first = d->win[w].first;
-    *len = d->win[w].len;
-  } else {
-    w = x / d->window;
-    *first = w * d->window;
-    *len = d->D - *first < d->window ? d->D - *first : d->window;
-  }
-  *key = ferry__rand_key(d->p.seed, FERRY__STREAM_DWINDOW,
-                         (uint64_t)d->p.epoch, (uint64_t)w);
-}
-
-/* Scratch of batch_slice: a bitmap over the premix positions a batch can
- * take, and the points of the permutation. */
-typedef struct slicer {
-  uint64_t *bits;
-  int64_t cap_words;
-  int64_t *x;
-  int64_t cap_x;
-} slicer;
-
-static void slicer_free(slicer *sc) {
-  free(sc->bits);
-  free(sc->x);
-  memset(sc, 0, sizeof *sc);
-}
-
-static int slicer_fit(slicer *sc, int64_t words, int64_t points) {
-  if (words > sc->cap_words) {
-    free(sc->bits);
-    sc->bits = malloc((size_t)words * sizeof *sc->bits);
-    sc->cap_words = sc->bits ? words : 0;
-  }
-  if (points > sc->cap_x) {
-    free(sc->x);
-    sc->x = malloc((size_t)points * sizeof *sc->x);
-    sc->cap_x = sc->x ? points : 0;
-  }
-  return sc->bits && sc->x ? 0 : FERRY_ENOMEM;
-}
-
-/* Batch g's premix positions (pads: D + k) of rank r into out, in order:
- * the batch's positions permuted by their windows' keys (batched PRP) are
- * marked in a bitmap, which, read in order, is the batch sorted -- O(n +
- * window / 64), no sort.  Returns the count or FERRY_ENOMEM. */
+/* Batch g's positions of rank r -- the r-th stretch of the global batch
+ * -- mapped to their draws (premix; pads: themselves, D and beyond) into
+ * out.  Returns the count. */
 static int64_t batch_slice(const ferry__draw *d, const ferry__draw_cut *cut,
-                           int64_t g, int r, slicer *sc, int64_t *out) {
+                           int64_t g, int r, int64_t *out) {
   const int64_t x0 = cut->pos0 + g * cut->gb;
   const int64_t n = g == cut->num_batches - 1 ? cut->last : cut->gb;
-  const int64_t xe = x0 + n, real_end = xe < d->D ? xe : d->D;
-  int64_t lo = x0, hi = xe, first, len;
-  uint64_t key;
-  if (x0 < d->D) {
-    window_at(d, x0, &first, &len, &key);
-    lo = first;
-    window_at(d, real_end - 1, &first, &len, &key);
-    hi = first + len > xe ? first + len : xe;
-  }
-  const int64_t words = (hi - lo + 63) / 64;
-  if (slicer_fit(sc, words, n))
-    return FERRY_ENOMEM;
-  memset(sc->bits, 0, (size_t)words * sizeof *sc->bits);
-  for (int64_t x = x0; x < real_end;) {
-    window_at(d, x, &first, &len, &key);
-    int64_t stop = first + len < real_end ? first + len : real_end;
-    int64_t cnt = stop - x;
-    for (int64_t k = 0; k < cnt; k++)
-      sc->x[k] = x - first + k;
-    ferry__prp_many(key, len, sc->x, sc->x, cnt);
-    for (int64_t k = 0; k < cnt; k++) {
-      uint64_t bit = (uint64_t)(first + sc->x[k] - lo);
-      sc->bits[bit >> 6] |= UINT64_C(1) << (bit & 63);
-    }
-    x = stop;
-  }
-  for (int64_t x = real_end > x0 ? real_end : x0; x < xe; x++) {
-    uint64_t bit = (uint64_t)(x - lo); /* pads: themselves, after all */
-    sc->bits[bit >> 6] |= UINT64_C(1) << (bit & 63);
-  }
   const int64_t a = n * r / cut->P, b = n * (r + 1) / cut->P;
-  int64_t seen = 0, k = 0;
-  for (int64_t wd = 0; wd < words && seen < b; wd++) {
-    uint64_t v = sc->bits[wd];
-    int c = __builtin_popcountll(v);
-    if (seen + c <= a) {
-      seen += c;
+  int64_t first = 0, len = 0;
+  uint64_t key = 0;
+  for (int64_t x = x0 + a; x < x0 + b; x++) {
+    if (x >= d->D) {
+      out[x - x0 - a] = x;
       continue;
     }
-    while (v && seen < b) {
-      int t = __builtin_ctzll(v);
-      if (seen >= a)
-        out[k++] = lo + wd * 64 + t;
-      seen++;
-      v &= v - 1;
-    }
+    if (x >= first + len || x < first) /* the window's key, once */
+      key = window_key(d, window_at(d, x, &first, &len));
+    out[x - x0 - a] = premix_in(d, first, len, key, x);
   }
-  return k;
+  return b - a;
 }
 
 int64_t ferry__draw_batch(const ferry__draw *d, const ferry__draw_cut *cut,
                           int64_t g, int rank, int64_t *out) {
-  slicer sc = {0};
-  int64_t n = batch_slice(d, cut, g, rank, &sc, out);
-  slicer_free(&sc);
-  return n;
+  return batch_slice(d, cut, g, rank, out);
 }
 
 /* The sample of premix position i (pads repeat the epoch's first draws). */
@@ -873,7 +843,6 @@ typedef struct plan_ctx {
   const ferry__draw_cut *cut;
   int rank;
   ferry__draw_ctx dc;
-  slicer sc;
   int64_t *pos, *blk;
   /* the window's positions in order: a bitmap, its words' prefix counts,
    * and the samples of the positions in that order */
@@ -884,7 +853,6 @@ typedef struct plan_ctx {
 
 static void plan_ctx_free(plan_ctx *pc) {
   ferry__draw_ctx_free(&pc->dc);
-  slicer_free(&pc->sc);
   free(pc->pos);
   free(pc->blk);
   free(pc->bits);
@@ -895,8 +863,29 @@ static void plan_ctx_free(plan_ctx *pc) {
 /* The samples of the n positions pos[] into out[], evaluated in position
  * order (consecutive draws of one block follow each other, so the draw
  * context's caches hit), then put back in pos[]'s order. */
+/* The block draw i reads: weighted, the block drawn (no draw inside it is
+ * needed to plan the reads); a mix, its sample's block. */
+static int64_t block_of(const ferry__draw *d, ferry__draw_ctx *c, int64_t i) {
+  if (i >= d->D)
+    i = (i - d->D) % d->D;
+  if (d->p.mode == FERRY__DRAW_WEIGHTED && d->p.replacement) {
+    const int64_t j = i / d->p.block;
+    int64_t b = (int64_t)below(ferry__rand64(d->kblock, 2 * (uint64_t)j),
+                               (uint64_t)d->blocks.nchunks);
+    if (unit(ferry__rand64(d->kblock, 2 * (uint64_t)j + 1)) > d->alias_p[b])
+      b = d->alias_a[b];
+    return b;
+  }
+  if (d->p.mode == FERRY__DRAW_WEIGHTED) {
+    int64_t q = last_le(d->ord_first, d->nord + 1, i);
+    return d->order[q < d->nord ? q : d->nord - 1];
+  }
+  int64_t s = ferry__draw_sample(d, c, i);
+  return s < 0 ? s : ferry__chunk_of_sample(&d->blocks, s);
+}
+
 static int samples_in_order(plan_ctx *pc, const int64_t *pos, int64_t n,
-                            int64_t *out) {
+                            int64_t *out, int blocks) {
   if (n == 0)
     return 0;
   int64_t lo = pos[0], hi = pos[0];
@@ -928,7 +917,9 @@ static int samples_in_order(plan_ctx *pc, const int64_t *pos, int64_t n,
   for (int64_t w = 0; w < words; w++) {
     pc->before[w] = k;
     for (uint64_t v = pc->bits[w]; v; v &= v - 1) {
-      int64_t s = sample_of(pc->d, &pc->dc, lo + w * 64 + __builtin_ctzll(v));
+      int64_t i = lo + w * 64 + __builtin_ctzll(v);
+      int64_t s =
+          blocks ? block_of(pc->d, &pc->dc, i) : sample_of(pc->d, &pc->dc, i);
       if (s < 0)
         return (int)s;
       pc->val[k++] = s;
@@ -945,25 +936,17 @@ static int samples_in_order(plan_ctx *pc, const int64_t *pos, int64_t n,
 
 /* Rank window k's draws: their samples into pc->blk (as block ids when
  * blocks), premix positions into pc->pos.  Returns the count or < 0. */
-static int64_t window_draws(plan_ctx *pc, const ferry__rank_plan *p,
-                            int64_t k, int blocks) {
+static int64_t window_draws(plan_ctx *pc, const ferry__rank_plan *p, int64_t k,
+                            int blocks) {
   int64_t n = 0;
   int64_t g1 = (k + 1) * p->draw_nbw;
   if (g1 > p->num_batches)
     g1 = p->num_batches;
   for (int64_t g = k * p->draw_nbw; g < g1; g++) {
-    int64_t got =
-        batch_slice(pc->d, pc->cut, g, pc->rank, &pc->sc, pc->pos + n);
-    if (got < 0)
-      return got;
-    n += got;
+    n += batch_slice(pc->d, pc->cut, g, pc->rank, pc->pos + n);
   }
-  int rc = samples_in_order(pc, pc->pos, n, pc->blk);
-  if (rc)
-    return rc;
-  for (int64_t t = 0; blocks && t < n; t++)
-    pc->blk[t] = ferry__chunk_of_sample(&pc->d->blocks, pc->blk[t]);
-  return n;
+  int rc = samples_in_order(pc, pc->pos, n, pc->blk, blocks);
+  return rc ? rc : n;
 }
 
 static int plan_grow(ferry__rank_plan *p, int64_t *cap, int64_t need) {
@@ -982,7 +965,7 @@ static int plan_grow(ferry__rank_plan *p, int64_t *cap, int64_t need) {
  * (at most MAX_EXTENT_BLOCKS in one read). */
 static int window_extents(plan_ctx *pc, ferry__rank_plan *p, int64_t k,
                           int64_t n, int64_t *cap) {
-  qsort(pc->blk, (size_t)n, sizeof *pc->blk, cmp_i64);
+  radix_sort(pc->blk, pc->pos, n); /* pos is free once blk is made */
   int64_t prev = -1, merged = 0;
   for (int64_t t = 0; t < n; t++) {
     if (pc->blk[t] == prev)
@@ -1029,8 +1012,8 @@ static int64_t rank_pads(const ferry__draw *d, const ferry__draw_cut *cut,
   return b > lo ? b - lo : 0;
 }
 
-int ferry__draw_plan(const ferry__draw *d, const ferry__draw_cut *cut,
-                     int rank, ferry__rank_plan *out, ferry__err *err) {
+int ferry__draw_plan(const ferry__draw *d, const ferry__draw_cut *cut, int rank,
+                     ferry__rank_plan *out, ferry__err *err) {
   memset(out, 0, sizeof *out);
   ferry__rank_plan *p = out;
   p->draw = d;
@@ -1043,9 +1026,8 @@ int ferry__draw_plan(const ferry__draw *d, const ferry__draw_cut *cut,
   p->num_batches = cut->num_batches;
   p->draw_nbw = d->window / cut->gb > 1 ? d->window / cut->gb : 1;
   p->epoch_samples = d->D;
-  int64_t served = cut->num_batches
-                       ? (cut->num_batches - 1) * cut->gb + cut->last
-                       : 0;
+  int64_t served =
+      cut->num_batches ? (cut->num_batches - 1) * cut->gb + cut->last : 0;
   p->dropped = d->D - cut->pos0 - served > 0 ? d->D - cut->pos0 - served : 0;
   const int64_t nw = (p->num_batches + p->draw_nbw - 1) / p->draw_nbw;
   p->nwindows = nw;
@@ -1055,9 +1037,7 @@ int ferry__draw_plan(const ferry__draw *d, const ferry__draw_cut *cut,
   pc.pos = malloc((size_t)most * sizeof *pc.pos);
   pc.blk = malloc((size_t)most * sizeof *pc.blk);
   int64_t cap = 0;
-  int rc = (!pc.pos || !pc.blk || plan_alloc(p, nw))
-               ? FERRY_ENOMEM
-               : 0;
+  int rc = (!pc.pos || !pc.blk || plan_alloc(p, nw)) ? FERRY_ENOMEM : 0;
   for (int64_t k = 0; !rc && k < nw; k++) {
     int64_t n = window_draws(&pc, p, k, 1);
     if (n < 0) {
@@ -1089,7 +1069,7 @@ int ferry__draw_plan(const ferry__draw *d, const ferry__draw_cut *cut,
 int ferry__draw_window_slots(const ferry__rank_plan *p, int64_t w,
                              ferry__slot *out) {
   const ferry__draw *d = p->draw;
-  ferry__draw_cut cut = {p->draw_pos0, p->draw_gb, p->draw_P, 0,
+  ferry__draw_cut cut = {p->draw_pos0,  p->draw_gb,     p->draw_P,   0,
                          p->batch_size, p->num_batches, p->draw_last};
   plan_ctx pc = {.d = d, .cut = &cut, .rank = p->draw_rank};
   ferry__draw_ctx_init(&pc.dc);

@@ -26,9 +26,9 @@
 
 /* Generator streams of sampling (plan.h has 1..3, global.h 4..6). */
 enum {
-  FERRY__STREAM_DBLOCK = 7,  /* (seed, epoch, j): block of block draw j  */
-  FERRY__STREAM_DWITHIN = 8, /* (seed, epoch, j / block): inside it      */
-  FERRY__STREAM_DORDER = 9,  /* (seed, epoch): blocks' weighted order    */
+  FERRY__STREAM_DBLOCK = 7,   /* (seed, epoch, j): block of block draw j  */
+  FERRY__STREAM_DWITHIN = 8,  /* (seed, epoch, j / block): inside it      */
+  FERRY__STREAM_DORDER = 9,   /* (seed, epoch): blocks' weighted order    */
   FERRY__STREAM_DWINDOW = 10, /* (seed, epoch, window): premix            */
   FERRY__STREAM_DSOURCE = 11, /* (seed, epoch, source, pass): its order   */
   FERRY__STREAM_DPIECE = 12   /* (seed, epoch, window): pieces' order     */
@@ -57,8 +57,9 @@ typedef struct ferry__draw_params {
   const float *w;    /* weighted: [num_samples] >= 0            */
   int nsources;      /* mix                                     */
   const ferry__draw_source *sources;
-  int mix_by_batch;   /* mix: a draw window is one global batch   */
-  int64_t global_batch; /* batch_size x the epoch's first world size */
+  int mix_by_batch;     /* mix: a draw window is one global batch   */
+  int64_t global_batch; /* batch_size x the epoch's first world size: the
+                         * draw window is a whole number of them */
   int64_t shuffle_buffer;
 } ferry__draw_params;
 
@@ -92,6 +93,8 @@ typedef struct ferry__draw {
   int64_t *src_block0; /* [nsources] first block of the source     */
   int64_t *src_nblocks;
   uint64_t kblock; /* the stream key of the block draws */
+  int64_t gb;      /* global batch of the windows' strata (the epoch's
+                    * first); window is a multiple of it */
   size_t bytes;
 } ferry__draw;
 
@@ -127,8 +130,7 @@ void ferry__draw_ctx_free(ferry__draw_ctx *c);
 
 /** S(i): the global sample index of draw i (0 <= i < D), or a negative
  *  code (FERRY_ENOMEM). */
-int64_t ferry__draw_sample(const ferry__draw *d, ferry__draw_ctx *c,
-                           int64_t i);
+int64_t ferry__draw_sample(const ferry__draw *d, ferry__draw_ctx *c, int64_t i);
 /** premix(x): the draw served at position x (0 <= x < D). */
 int64_t ferry__draw_premix(const ferry__draw *d, int64_t x);
 
@@ -155,8 +157,8 @@ int ferry__draw_cut_make(const ferry__draw *d, int64_t pos0, int64_t B, int P,
  * ferry__plan_window_slots.  d and cut must outlive out.  Returns 0,
  * FERRY_ENOMEM.
  */
-int ferry__draw_plan(const ferry__draw *d, const ferry__draw_cut *cut,
-                     int rank, ferry__rank_plan *out, ferry__err *err);
+int ferry__draw_plan(const ferry__draw *d, const ferry__draw_cut *cut, int rank,
+                     ferry__rank_plan *out, ferry__err *err);
 
 /**
  * The draws of global batch g of the stretch served by rank r (n of them,

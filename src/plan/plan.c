@@ -26,8 +26,8 @@
  */
 #include "config.h"
 #include "plan/plan.h"
-#include "plan/draw.h"
 #include "core/options.h"
+#include "plan/draw.h"
 
 #include <stdio.h>
 #include <stdlib.h>

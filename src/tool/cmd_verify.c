@@ -34,8 +34,8 @@
 #include "tool.h"
 
 #include <inttypes.h>
-#include <math.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -753,12 +753,12 @@ static void check_sampling(const ferry_loader *L, report *rep, const setup *su,
     while (at < n && real[at] < first + count)
       at++, obs++;
     double o = n ? (double)obs / (double)n : 0;
-    double tol = si.mode == 2 ? ((double)(si.draws - n) + 2) / (double)n
-                 : si.replacement
-                     ? 6 * sqrt((double)si.block * plan * (1 - plan) /
-                                (double)n) +
-                           1.0 / (double)n
-                     : 1.0; /* no-replacement shares: repeats checked above */
+    double tol =
+        si.mode == 2 ? ((double)(si.draws - n) + 2) / (double)n
+        : si.replacement
+            ? 6 * sqrt((double)si.block * plan * (1 - plan) / (double)n) +
+                  1.0 / (double)n
+            : 1.0; /* no-replacement shares: repeats checked above */
     int off = fabs(o - plan) > tol;
     bad |= off;
     char planned[48] = "";

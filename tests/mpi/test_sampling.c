@@ -59,9 +59,9 @@ static void write_weights(void) {
   snprintf(wpath, sizeof wpath, "%s/w.npy", dir);
   FILE *f = fopen(wpath, "wb");
   char hdr[118];
-  int n = snprintf(hdr, sizeof hdr,
-                   "{'descr': '<f4', 'fortran_order': False, 'shape': (%d,), }",
-                   N);
+  int n =
+      snprintf(hdr, sizeof hdr,
+               "{'descr': '<f4', 'fortran_order': False, 'shape': (%d,), }", N);
   memset(hdr + n, ' ', sizeof hdr - (size_t)n);
   hdr[sizeof hdr - 1] = '\n';
   unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 118, 0};
@@ -190,8 +190,7 @@ static void ranks_case(const char *rep) {
     for (int64_t i = 0; i < nb * GB; i++)
       seen[ref[i]]++;
     for (int i = 0; i < N; i++)
-      CHECK(seen[i] <= 1, "sample %d served %lld times", i,
-            (long long)seen[i]);
+      CHECK(seen[i] <= 1, "sample %d served %lld times", i, (long long)seen[i]);
     free(seen);
   }
   const int Ps[4] = {2, 3, 4, 7};
@@ -200,8 +199,8 @@ static void ranks_case(const char *rep) {
       continue;
     int64_t *got = NULL;
     int64_t n = global_batches(Ps[k], kv, &got);
-    CHECK(n == nb, "%d ranks: %lld batches, 1 rank: %lld", Ps[k],
-          (long long)n, (long long)nb);
+    CHECK(n == nb, "%d ranks: %lld batches, 1 rank: %lld", Ps[k], (long long)n,
+          (long long)nb);
     for (int64_t g = 0; g < n && g < nb; g++)
       CHECK(!memcmp(ref + g * GB, got + g * GB, GB * sizeof *got),
             "replacement=%s: global batch %lld differs on %d ranks", rep,

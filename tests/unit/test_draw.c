@@ -329,8 +329,8 @@ static int test_mix(void) {
     memset(sc, 0, sizeof sc);
     memset(per, 0, sizeof per);
     mix_count(&d, per, sc, g * 20, g * 20 + 20);
-    CHECK(sc[0] == 10 && sc[1] == 10, "batch %lld: %lld + %lld",
-          (long long)g, (long long)sc[0], (long long)sc[1]);
+    CHECK(sc[0] == 10 && sc[1] == 10, "batch %lld: %lld + %lld", (long long)g,
+          (long long)sc[0], (long long)sc[1]);
   }
   ferry__draw_free(&d);
   /* a proportion of zero, a source out of the dataset */
@@ -396,8 +396,7 @@ static int test_ranks(void) {
       qsort(dst + g * GB, (size_t)GB, sizeof *dst, cmp64);
     for (int64_t g = 0; k && g < nb; g++)
       CHECK(!memcmp(ref + g * GB, got + g * GB, (size_t)GB * sizeof *got),
-            "P=%d: global batch %lld differs from one rank's", P,
-            (long long)g);
+            "P=%d: global batch %lld differs from one rank's", P, (long long)g);
   }
   ferry__draw_ctx_free(&c);
   free(ref);
