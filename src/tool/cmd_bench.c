@@ -504,6 +504,68 @@ static int bench_gpu_setup(tool_ctx *ctx, ferry_loader *L, const bench_cfg *cfg,
   return 0;
 }
 
+/* Sampling (weights, balance, mix): the draws served per group of samples
+ * (ferry_sampling_group), to report requested vs observed shares. */
+#define SHARE_MAX 1024
+static struct {
+  int64_t n;
+  int64_t first[SHARE_MAX + 1];
+  double requested[SHARE_MAX], planned[SHARE_MAX], observed[SHARE_MAX];
+} shares;
+
+static void shares_setup(const ferry_loader *L) {
+  ferry_sampling_info si;
+  if (shares.n || ferry_sampling_info_get(L, &si) || !si.mode)
+    return;
+  int64_t n = si.ngroups < SHARE_MAX ? si.ngroups : SHARE_MAX, count = 0;
+  for (int64_t g = 0; g < n; g++)
+    if (ferry_sampling_group(L, g, &shares.first[g], &count,
+                             &shares.requested[g], &shares.planned[g]))
+      return;
+  shares.first[n] = n ? shares.first[n - 1] + count : 0;
+  shares.n = n;
+}
+
+static void shares_count(const ferry_batch *b) {
+  for (int64_t i = 0; shares.n && b->sample_ids && i < b->size; i++) {
+    int64_t id = b->sample_ids[i], lo = 0, hi = shares.n - 1;
+    if ((b->padded && b->padded[i]) || id < shares.first[0] ||
+        id >= shares.first[shares.n])
+      continue;
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo + 1) / 2;
+      if (shares.first[mid] <= id)
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    shares.observed[lo] += 1;
+  }
+}
+
+/* Rank 0: one line of the groups' shares (text) or a JSON array. */
+static void shares_print(int json) {
+  double total = 0;
+  for (int64_t g = 0; g < shares.n; g++)
+    total += shares.observed[g];
+  printf(json ? ", \"sampling\": ["
+              : "sampling: requested vs observed "
+                "shares of the draws served:");
+  for (int64_t g = 0; g < shares.n; g++) {
+    double o = total > 0 ? shares.observed[g] / total : 0;
+    if (json)
+      printf("%s{\"first\": %" PRId64 ", \"end\": %" PRId64
+             ", \"requested\": %.6f, \"planned\": %.6f, \"observed\": "
+             "%.6f}",
+             g ? ", " : "", shares.first[g], shares.first[g + 1],
+             shares.requested[g], shares.planned[g], o);
+    else
+      printf("%s [%" PRId64 ",%" PRId64 ") %.4f/%.4f", g ? ";" : "",
+             shares.first[g], shares.first[g + 1], shares.requested[g], o);
+  }
+  printf(json ? "]" : "\n");
+}
+
 /*
  * Epoch e, step by step (started: tool_state_begin set it already).
  * Returns 0, or an exit status the same on every rank: a library error,
@@ -516,6 +578,7 @@ static int bench_epoch(tool_ctx *ctx, ferry_loader *L, gpu_bench *g,
   if (!started && (rc = ferry_set_epoch(L, e)) != 0)
     return tool_lib_error(ctx, L, rc);
   *per_epoch = ferry_num_batches(L);
+  shares_setup(L);
   double first_step_end = 0;
   for (int64_t step = 0;; step++) {
     ferry_batch *b = NULL;
@@ -526,6 +589,7 @@ static int bench_epoch(tool_ctx *ctx, ferry_loader *L, gpu_bench *g,
       return tool_lib_error(ctx, L, rc);
     double c = 0;
     int on_gpu = b->nshards > 0;
+    shares_count(b);
     if (on_gpu) {
       /* waits on the GPU, the kernel, ferry_release; compute time and
        * stream waits are accounted when the step is waited for */
@@ -795,7 +859,10 @@ static void bench_print_json(const tool_ctx *ctx, const bench_cfg *cfg,
          s->rss, s->growth, s->loader_peak, s->budget[4], s->budget[0],
          s->budget[1], s->budget[2], s->budget[3], s->budget[4]);
   bench_json_ranks(ctx, s, all);
-  printf("]}\n");
+  printf("]");
+  if (shares.n)
+    shares_print(1);
+  printf("}\n");
   fflush(stdout);
 }
 
@@ -864,6 +931,8 @@ static void bench_print_text(const tool_ctx *ctx, const bench_cfg *cfg,
            "by definition;\n  wait_fraction is the share of the run spent "
            "in ferry_next waiting for data: with a real step in between, a "
            "loader that keeps up brings it near 0 and AU near 1.\n");
+  if (shares.n)
+    shares_print(0);
   if (s->bmin != s->bmax)
     printf("warning: ranks got different batch counts (%.0f to %.0f)\n",
            s->bmin, s->bmax);
@@ -892,6 +961,9 @@ static int run_bench(tool_ctx *ctx) {
       (st = bench_epochs(ctx, L, &g, &cfg, m, &s.per_epoch)) != 0)
     goto cleanup;
   bench_measure(L, &s0, &g, m);
+  if (shares.n) /* every rank has the same groups */
+    MPI_Reduce(ctx->rank ? shares.observed : MPI_IN_PLACE, shares.observed,
+               (int)shares.n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
   all = bench_gather(ctx, L, m, s.budget);
   if (ctx->rank == 0) {
     bench_aggregate(ctx, &cfg, all, &s);
