@@ -53,6 +53,7 @@ endif
 MPI_TESTS += \
 	tests/python/loader.sh \
 	tests/python/state.sh \
+	tests/python/sampling.sh \
 	tests/python/errors.sh \
 	tests/python/leave.sh \
 	tests/python/interrupt.sh \
@@ -62,6 +63,7 @@ TEST_DATA_FILES += \
 	tests/python/make_npy.py \
 	tests/python/loader_check.py \
 	tests/python/state_check.py \
+	tests/python/sampling_check.py \
 	tests/python/errors_check.py \
 	tests/python/leave_check.py \
 	tests/python/interrupt_check.py
