@@ -27,6 +27,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -51,6 +52,14 @@ static const char *const plan_options[] = {
 
 const char *const *ferry__state_plan_options(void) { return plan_options; }
 
+void ferry__mix_changes_free(ferry__draw_change *c, int n) {
+  for (int i = 0; c && i < n; i++) {
+    free(c[i].proportion);
+    free(c[i].exhaust);
+  }
+  free(c);
+}
+
 void ferry__state_free(ferry__state *s) {
   if (!s)
     return;
@@ -63,6 +72,7 @@ void ferry__state_free(ferry__state *s) {
   free(s->opt_name);
   free(s->opt_value);
   free(s->steps);
+  ferry__mix_changes_free(s->mix_changes, s->nmix_changes);
   memset(s, 0, sizeof *s);
 }
 
@@ -79,6 +89,37 @@ static json_t *hex64(uint64_t v) {
   char b[32];
   snprintf(b, sizeof b, "%016" PRIx64, v);
   return json_string(b);
+}
+
+/* "mix": {"sources_hash": HEX, "changes": [[position, [p...], [rule...]]]}
+ * (NULL on out of memory: the caller's set fails). */
+static json_t *encode_mix(const ferry__state *s) {
+  json_t *m = json_object(), *ch = json_array();
+  int bad = !m || !ch;
+  for (int i = 0; !bad && i < s->nmix_changes; i++) {
+    const ferry__draw_change *c = &s->mix_changes[i];
+    json_t *p = json_array(), *e = json_array();
+    bad |= !p || !e;
+    for (int k = 0; !bad && k < c->n; k++) {
+      bad |= json_array_append_new(p, json_real(c->proportion[k]));
+      bad |= json_array_append_new(e, json_integer(c->exhaust[k]));
+    }
+    json_t *one =
+        bad ? NULL : json_pack("[IOO]", (json_int_t)c->position, p, e);
+    json_decref(p);
+    json_decref(e);
+    bad |= !one || json_array_append_new(ch, one);
+  }
+  if (!bad) {
+    bad |= json_object_set_new(m, "sources_hash", hex64(s->mix_sources));
+    bad |= json_object_set(m, "changes", ch);
+  }
+  json_decref(ch);
+  if (bad) {
+    json_decref(m);
+    return NULL;
+  }
+  return m;
 }
 
 int ferry__state_encode(const ferry__state *s, char **out, size_t *len,
@@ -110,6 +151,8 @@ int ferry__state_encode(const ferry__state *s, char **out, size_t *len,
       bad |= !st || json_array_append_new(steps, st);
     }
     bad |= json_object_set(root, "steps", steps);
+    if (s->mix_sources)
+      bad |= json_object_set_new(root, "mix", encode_mix(s));
     bad |= json_object_set_new(root, "library", json_string(ferry_version()));
   }
   char *body = bad ? NULL : json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
@@ -238,6 +281,53 @@ static int decode_options(json_t *opts, const char *path, ferry__state *s,
 }
 
 /* The JSON body's fields into s. */
+/* The optional "mix" object (encode_mix), bounded: at most 4096 changes
+ * of at most 1024 sources, positions >= 0, finite proportions > 0, rules
+ * 0..2. */
+static int decode_mix(json_t *m, const char *path, ferry__state *s,
+                      ferry__err *err) {
+  json_t *ch = json_object_get(m, "changes");
+  if (!json_is_object(m) || hex_field(m, "sources_hash", &s->mix_sources) ||
+      !json_is_array(ch) || json_array_size(ch) > 4096)
+    return ferry__seterr(err, FERRY_EFORMAT, "state file %s: a bad 'mix'",
+                         path);
+  size_t n = json_array_size(ch);
+  s->mix_changes = calloc(n + 1, sizeof *s->mix_changes);
+  if (!s->mix_changes)
+    return ferry__seterr(err, FERRY_ENOMEM, "state: out of memory");
+  for (size_t i = 0; i < n; i++) {
+    json_t *c = json_array_get(ch, i), *pos = json_array_get(c, 0),
+           *p = json_array_get(c, 1), *e = json_array_get(c, 2);
+    size_t k = json_array_size(p);
+    if (!json_is_array(c) || !json_is_integer(pos) || !json_is_array(p) ||
+        !json_is_array(e) || k < 1 || k > 1024 || json_array_size(e) != k ||
+        json_integer_value(pos) < 0)
+      return ferry__seterr(err, FERRY_EFORMAT,
+                           "state file %s: mix change %zu is malformed", path,
+                           i);
+    ferry__draw_change *d = &s->mix_changes[s->nmix_changes++];
+    d->position = json_integer_value(pos);
+    d->n = (int)k;
+    d->proportion = calloc(k, sizeof *d->proportion);
+    d->exhaust = calloc(k, sizeof *d->exhaust);
+    if (!d->proportion || !d->exhaust)
+      return ferry__seterr(err, FERRY_ENOMEM, "state: out of memory");
+    for (size_t j = 0; j < k; j++) {
+      json_t *pj = json_array_get(p, j), *ej = json_array_get(e, j);
+      d->proportion[j] = json_number_value(pj);
+      json_int_t r = json_integer_value(ej);
+      if (!json_is_number(pj) || !(d->proportion[j] > 0) ||
+          !isfinite(d->proportion[j]) || !json_is_integer(ej) || r < 0 || r > 2)
+        return ferry__seterr(err, FERRY_EFORMAT,
+                             "state file %s: mix change %zu, source %zu: a "
+                             "bad proportion or rule",
+                             path, i, j);
+      d->exhaust[j] = (int)r;
+    }
+  }
+  return 0;
+}
+
 static int decode_body(json_t *root, const char *path, int version,
                        ferry__state *s, ferry__err *err) {
   s->version = version;
@@ -278,6 +368,8 @@ static int decode_body(json_t *root, const char *path, int version,
   int rc = decode_steps(steps, path, s, err);
   if (!rc)
     rc = decode_options(opts, path, s, err);
+  if (!rc && json_object_get(root, "mix"))
+    rc = decode_mix(json_object_get(root, "mix"), path, s, err);
   if (!rc && (s->epoch < 0 || s->world_size < 1 || s->batches < 0))
     rc = ferry__seterr(err, FERRY_EFORMAT,
                        "state file %s: negative epoch or position", path);

@@ -5,6 +5,7 @@
 #ifndef FERRY_STATE_H
 #define FERRY_STATE_H
 
+#include "plan/draw.h"
 #include "plan/plan.h"
 
 #define FERRY__STATE_VERSION 1
@@ -24,7 +25,16 @@ typedef struct ferry__state {
   int nsteps;
   ferry__resume_step *steps;
   char *library;
+  /* A mix (0 otherwise): the hash of its sources (paths and sizes, not
+   * proportions), and the changes of its proportions at resumes in this
+   * epoch (mix_resume=new_mix), by position */
+  uint64_t mix_sources;
+  int nmix_changes;
+  ferry__draw_change *mix_changes;
 } ferry__state;
+
+/** Free the arrays of n changes (and the array). */
+void ferry__mix_changes_free(ferry__draw_change *c, int n);
 
 /** NULL-terminated names of the options a resume must not change. */
 const char *const *ferry__state_plan_options(void);

@@ -63,9 +63,34 @@ static int state_encode_pos(ferry_loader *L, long long pos, long long total,
       st.steps[st.nsteps - 1].batches += pos;
     else
       st.steps[st.nsteps++] = (ferry__resume_step){L->size, pos};
-    rc = ferry__state_encode(&st, buf, len, err);
+    /* a mix: the proportions in effect from draw 0 on, and any change
+     * since, so that a resume with another mix can remake this epoch */
+    ferry__draw_change first = {0, L->nmix, NULL, NULL};
+    st.mix_sources = ferry__mix_sources_hash(L);
+    st.mix_changes = ep->mixch; /* borrowed */
+    st.nmix_changes = ep->nmixch;
+    if (L->nmix && !ep->nmixch) {
+      first.proportion = malloc((size_t)L->nmix * sizeof(double));
+      first.exhaust = malloc((size_t)L->nmix * sizeof(int));
+      for (int i = 0; first.proportion && first.exhaust && i < L->nmix; i++) {
+        first.proportion[i] = L->mix_src[i].proportion;
+        first.exhaust[i] = L->mix_src[i].exhaust;
+      }
+      st.mix_changes = &first;
+      st.nmix_changes = 1;
+      if (!first.proportion || !first.exhaust)
+        rc = FERRY_ENOMEM;
+    }
+    if (!rc)
+      rc = ferry__state_encode(&st, buf, len, err);
+    else
+      ferry__seterr(err, rc, "rank 0: out of memory for the state");
+    free(first.proportion);
+    free(first.exhaust);
   } else
     ferry__seterr(err, rc, "rank 0: out of memory for the state");
+  st.mix_changes = NULL;
+  st.nmix_changes = 0;
   st.dataset = NULL; /* borrowed */
   ferry__state_free(&st);
   return rc;
@@ -214,8 +239,23 @@ static int adopt_chunks(ferry_loader *L, int64_t cs, ferry__err *err) {
 /* Does the decoded state belong to this loader?  The same answer on every
  * rank: the bytes and the loader's inputs are the same everywhere. */
 static int state_check(const ferry_loader *L, const ferry__state *st,
-                       const char *path, int64_t *adopt, ferry__err *err) {
-  if (st->dataset_hash != L->m.hash)
+                       const char *path, int64_t *adopt, int *newmix,
+                       ferry__err *err) {
+  *newmix = 0;
+  uint64_t sources = ferry__mix_sources_hash(L);
+  if (st->dataset_hash != L->m.hash && sources &&
+      st->mix_sources == sources) { /* the same sources, another mix */
+    if (L->opts->mix_resume != FERRY__MIX_RESUME_NEW)
+      return ferry__seterr(err, FERRY_EMISMATCH,
+                           "state file %s was saved with other proportions "
+                           "or exhaustion rules for the same mix sources; "
+                           "resume with the saved mix, or set "
+                           "mix_resume=new_mix to apply this loader's from "
+                           "the saved position on (the change is recorded "
+                           "in the next state)",
+                           path);
+    *newmix = 1;
+  } else if (st->dataset_hash != L->m.hash)
     return ferry__seterr(err, FERRY_EMISMATCH,
                          "state file %s was saved for dataset '%s' (%lld "
                          "samples, manifest hash %016llx); this loader reads "
@@ -239,6 +279,8 @@ static int state_check(const ferry_loader *L, const ferry__state *st,
     if (!saved && !strcmp(mine.opt_name[i], "exchange") &&
         !strcmp(mine.opt_value[i], "1"))
       continue; /* saved before the option existed: its default then */
+    if (*newmix && !strcmp(mine.opt_name[i], "mix_exhaust"))
+      continue; /* part of the new mix */
     if (!saved)
       rc = ferry__seterr(err, FERRY_EFORMAT,
                          "state file %s does not record option '%s'", path,
@@ -278,8 +320,11 @@ static int state_load(ferry_loader *L, const char *name, char *buf, size_t len,
     rc = bcast_bytes(L, &buf, &len, err);
     if (!rc)
       rc = ferry__state_decode(buf, len, name, &st, err);
+    int newmix = 0;
     if (!rc)
-      rc = state_check(L, &st, name, &adopt, err);
+      rc = state_check(L, &st, name, &adopt, &newmix, err);
+    if (!rc && L->sampling == FERRY__DRAW_MIX)
+      rc = ferry__mix_resume_changes(L, &st, newmix, err);
     if (!rc && adopt > 0 && adopt != L->chunk_samples)
       rc = adopt_chunks(L, adopt, err);
     rc = ferry__agree(L->comm, L->rank, rc, err);

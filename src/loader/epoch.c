@@ -87,6 +87,7 @@ int ferry__epoch_stop(ferry_loader *L) {
     ferry__draw_free(ep->draw);
     free(ep->draw);
   }
+  ferry__mix_changes_free(ep->mixch, ep->nmixch);
   if (ep->xch) {
     ferry__exchange_free(ep->xch);
     free(ep->xch);

@@ -115,6 +115,8 @@ typedef struct epoch_state {
   /* Sampling (loader/sampling.c): the epoch's sequence of draws; ep->plan
    * is then a draw plan (plan/draw.h) */
   ferry__draw *draw;
+  ferry__draw_change *mixch; /* a mix's changes at resumes (owned) */
+  int nmixch;
   ferry__exchange *xch; /* the I/O thread's, made by set_epoch */
   uint64_t checksum;
   /* collective I/O: every rank's reads */
@@ -225,6 +227,9 @@ struct ferry_loader {
   ferry__weights wts;
   ferry__draw_source *mix_src;
   int nmix;
+  /* the mix's changes a state load hands to the epoch it begins */
+  ferry__draw_change *pending_mixch;
+  int npending_mixch;
 };
 
 /* ---- Shared between the loader's files ------------------------------- */
@@ -235,6 +240,14 @@ int ferry__sampling_open(ferry_loader *L, ferry__err *err);
 int ferry__sampling_epoch(ferry_loader *L, epoch_state *ep,
                           const ferry__plan_params *pp, ferry__err *err);
 void ferry__sampling_free(ferry_loader *L);
+/* A mix's sources (paths and sizes, not proportions): what a state with
+ * another mix must share for mix_resume=new_mix; 0 when not a mix. */
+uint64_t ferry__mix_sources_hash(const ferry_loader *L);
+/* The changes a resume of st over this loader's mix starts with: st's, and
+ * with a changed mix (newmix) this loader's proportions from the first
+ * draw window after st's position.  0 or FERRY_ENOMEM. */
+int ferry__mix_resume_changes(ferry_loader *L, const ferry__state *st,
+                              int newmix, ferry__err *err);
 /* ferry_plan_order under sampling: the order of rank of P in epoch. */
 int ferry__sampling_order(const ferry_loader *L, int64_t epoch, int P, int rank,
                           int64_t **samples, int64_t **batch_start, int64_t *nb,

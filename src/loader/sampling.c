@@ -94,6 +94,9 @@ int ferry__sampling_open(ferry_loader *L, ferry__err *err) {
 }
 
 void ferry__sampling_free(ferry_loader *L) {
+  ferry__mix_changes_free(L->pending_mixch, L->npending_mixch);
+  L->pending_mixch = NULL;
+  L->npending_mixch = 0;
   ferry__weights_free(&L->wts);
   free(L->mix_src);
   L->mix_src = NULL;
@@ -143,6 +146,12 @@ int ferry__sampling_epoch(ferry_loader *L, epoch_state *ep,
                            .mix_by_batch = o->mix_by == FERRY__MIX_BY_BATCH,
                            .global_batch = o->batch_size * first_world,
                            .shuffle_buffer = o->shuffle_buffer};
+  ep->mixch = L->pending_mixch; /* a state load's (else none) */
+  ep->nmixch = L->npending_mixch;
+  L->pending_mixch = NULL;
+  L->npending_mixch = 0;
+  dp.nchanges = ep->nmixch;
+  dp.changes = ep->mixch;
   int rc = 0;
   ep->draw = calloc(1, sizeof *ep->draw);
   if (!ep->draw)
@@ -308,4 +317,82 @@ int ferry__sampling_order(const ferry_loader *L, int64_t epoch, int P, int rank,
   }
   ferry__draw_free(&d);
   return rc;
+}
+
+/* ---- A mix across resumes ------------------------------------------------ */
+
+uint64_t ferry__mix_sources_hash(const ferry_loader *L) {
+  if (L->sampling != FERRY__DRAW_MIX)
+    return 0;
+  uint64_t h = FERRY__FNV_INIT;
+  h = ferry__fnv1a(h, &L->m.nparts, sizeof L->m.nparts);
+  for (int64_t p = 0; p < L->m.nparts; p++) {
+    const ferry__part *pt = &L->m.parts[p];
+    h = ferry__fnv1a(h, &pt->num_samples, sizeof pt->num_samples);
+    if (L->m.nvars > 0 && pt->paths && pt->paths[0])
+      h = ferry__fnv1a(h, pt->paths[0], strlen(pt->paths[0]));
+  }
+  return h ? h : 1;
+}
+
+static int change_copy(ferry__draw_change *dst, const ferry__draw_change *src) {
+  *dst = (ferry__draw_change){src->position, src->n, NULL, NULL};
+  dst->proportion = malloc((size_t)src->n * sizeof *dst->proportion);
+  dst->exhaust = malloc((size_t)src->n * sizeof *dst->exhaust);
+  if (!dst->proportion || !dst->exhaust)
+    return FERRY_ENOMEM;
+  memcpy(dst->proportion, src->proportion,
+         (size_t)src->n * sizeof *dst->proportion);
+  memcpy(dst->exhaust, src->exhaust, (size_t)src->n * sizeof *dst->exhaust);
+  return 0;
+}
+
+int ferry__mix_resume_changes(ferry_loader *L, const ferry__state *st,
+                              int newmix, ferry__err *err) {
+  ferry__mix_changes_free(L->pending_mixch, L->npending_mixch);
+  L->pending_mixch = NULL;
+  L->npending_mixch = 0;
+  int n = st->nmix_changes + (newmix ? 1 : 0), rc = 0;
+  if (n == 0)
+    return 0;
+  ferry__draw_change *c = calloc((size_t)n, sizeof *c);
+  if (!c)
+    return ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
+  int k = 0;
+  for (; !rc && k < st->nmix_changes; k++)
+    rc = change_copy(&c[k], &st->mix_changes[k]);
+  if (!rc && newmix) {
+    /* from the first draw window at or after the saved position: the
+     * windows before it are the saved run's, so nothing repeats */
+    const ferry_options *o = L->opts;
+    int64_t pos = 0;
+    for (int i = 0; i < st->nsteps; i++)
+      pos += st->steps[i].batches * st->steps[i].world_size * o->batch_size;
+    ferry__draw_params dp = {.mode = FERRY__DRAW_MIX,
+                             .block = o->block_size,
+                             .window = o->draw_window,
+                             .mix_by_batch = o->mix_by == FERRY__MIX_BY_BATCH,
+                             .global_batch =
+                                 o->batch_size * st->steps[0].world_size,
+                             .shuffle_buffer = o->shuffle_buffer};
+    int64_t W = ferry__draw_window_size(&dp);
+    ferry__draw_change one = {(pos + W - 1) / W * W, L->nmix, NULL, NULL};
+    one.proportion = malloc((size_t)L->nmix * sizeof *one.proportion);
+    one.exhaust = malloc((size_t)L->nmix * sizeof *one.exhaust);
+    if (one.proportion && one.exhaust)
+      for (int s = 0; s < L->nmix; s++) {
+        one.proportion[s] = L->mix_src[s].proportion;
+        one.exhaust[s] = L->mix_src[s].exhaust;
+      }
+    else
+      rc = FERRY_ENOMEM;
+    c[k++] = one;
+  }
+  if (rc) {
+    ferry__mix_changes_free(c, k);
+    return ferry__seterr_on(err, L->rank, rc, "out of memory");
+  }
+  L->pending_mixch = c;
+  L->npending_mixch = n;
+  return 0;
 }

@@ -533,6 +533,20 @@ static int mix_grow(ferry__draw *d, int64_t *cap) {
   return 0;
 }
 
+/* A change of the mix at a resume: the new proportions (normalised) and
+ * rules from here on; a source that left stays out. */
+static void apply_change(ferry__draw *d, mix_state *ms,
+                         const ferry__draw_change *c) {
+  double sum = 0;
+  for (int s = 0; s < ms->S && s < c->n; s++)
+    sum += c->proportion[s];
+  for (int s = 0; s < ms->S && s < c->n && sum > 0; s++) {
+    d->src[s].proportion = c->proportion[s] / sum;
+    d->src[s].exhaust = c->exhaust[s];
+  }
+  renormalise(d, ms);
+}
+
 /* Default epoch length: num_draws; else a mix of restart sources only
  * serves their total; else it runs until a stop source runs out or every
  * drop source did. */
@@ -549,7 +563,10 @@ static int mix_table(ferry__draw *d, mix_state *ms, ferry__err *err) {
   int64_t x = 0, cap = 0;
   int end = 0;
   renormalise(d, ms);
+  int ch = 0;
   while (x < limit && !end) {
+    while (ch < d->p.nchanges && d->p.changes[ch].position <= x)
+      apply_change(d, ms, &d->p.changes[ch++]);
     int any = 0; /* a source that can still run out keeps the epoch going */
     for (int s = 0; s < S; s++)
       any |= ms->active[s] && (d->src[s].exhaust != FERRY__XH_RESTART ||
@@ -648,6 +665,18 @@ static int mix_init(ferry__draw *d, ferry__err *err) {
 
 /* ---- The sequence -------------------------------------------------------- */
 
+int64_t ferry__draw_window_size(const ferry__draw_params *p) {
+  /* a whole number of global batches (the epoch's first): its strata */
+  int64_t gb = p->global_batch > 0 ? p->global_batch : 1;
+  int64_t want =
+      p->window
+          ? p->window
+          : 16 * p->block * (p->shuffle_buffer > 1 ? p->shuffle_buffer : 1);
+  if (p->mode == FERRY__DRAW_MIX && p->mix_by_batch)
+    want = gb;
+  return (want + gb / 2) / gb > 1 ? (want + gb / 2) / gb * gb : gb;
+}
+
 int ferry__draw_init(ferry__draw *d, const ferry__draw_params *p,
                      ferry__err *err) {
   memset(d, 0, sizeof *d);
@@ -659,16 +688,8 @@ int ferry__draw_init(ferry__draw *d, const ferry__draw_params *p,
   int rc = ferry__chunk_index_make(p->m, p->block, &d->blocks);
   if (rc)
     return ferry__seterr(err, rc, "sampling: out of memory for the blocks");
-  /* a whole number of global batches (the epoch's first): its strata */
-  int64_t gb = p->global_batch > 0 ? p->global_batch : 1;
-  int64_t want =
-      p->window
-          ? p->window
-          : 16 * p->block * (p->shuffle_buffer > 1 ? p->shuffle_buffer : 1);
-  if (p->mode == FERRY__DRAW_MIX && p->mix_by_batch)
-    want = gb;
-  d->gb = gb;
-  d->window = (want + gb / 2) / gb > 1 ? (want + gb / 2) / gb * gb : gb;
+  d->gb = p->global_batch > 0 ? p->global_batch : 1;
+  d->window = ferry__draw_window_size(p);
   if (p->mode == FERRY__DRAW_WEIGHTED && p->w)
     rc = weighted_init(d, err);
   else if (p->mode == FERRY__DRAW_MIX && p->sources)

@@ -44,6 +44,16 @@ typedef struct ferry__draw_source {
   int exhaust;       /* FERRY__XH_*                            */
 } ferry__draw_source;
 
+/** A mix changed at a resume (mix_resume=new_mix): from draw `position`
+ *  of the epoch on (a draw window's start), these proportions (n of them,
+ *  one per source) and exhaustion rules (FERRY__XH_*). */
+typedef struct ferry__draw_change {
+  int64_t position;
+  int n;
+  double *proportion;
+  int *exhaust;
+} ferry__draw_change;
+
 /** What the epoch's draws are made of (borrowed by ferry__draw_init). */
 typedef struct ferry__draw_params {
   int mode;                 /* FERRY__DRAW_*                          */
@@ -57,7 +67,9 @@ typedef struct ferry__draw_params {
   const float *w;    /* weighted: [num_samples] >= 0            */
   int nsources;      /* mix                                     */
   const ferry__draw_source *sources;
-  int mix_by_batch;     /* mix: a draw window is one global batch   */
+  int mix_by_batch; /* mix: a draw window is one global batch   */
+  int nchanges;     /* mix: changes at resumes, by position     */
+  const ferry__draw_change *changes;
   int64_t global_batch; /* batch_size x the epoch's first world size: the
                          * draw window is a whole number of them */
   int64_t shuffle_buffer;
@@ -107,6 +119,10 @@ typedef struct ferry__draw {
 int ferry__draw_init(ferry__draw *d, const ferry__draw_params *p,
                      ferry__err *err);
 void ferry__draw_free(ferry__draw *d);
+
+/** The draw window draw_init makes for p: a whole number of global
+ *  batches, near draw_window (0: 16 x block x max(1, shuffle_buffer)). */
+int64_t ferry__draw_window_size(const ferry__draw_params *p);
 
 /** Scratch of the evaluation of draws (a cache of the last block and the
  *  last mix window); zeroed before use, freed with ferry__draw_ctx_free. */

@@ -127,6 +127,62 @@ if rank == 0:
           "mix: %d draws, share %.3f" % (len(ids), share))
     print("ok: a mix serves its proportions", flush=True)
 
+# a mix resumed with other proportions: refused without mix_resume=new_mix;
+# with it, the batches up to the next draw window (504 draws: 16 x 8 x 4
+# rounded to global batches of 24) are the saved mix's very batches, then
+# the new proportions apply; a state saved after the change resumes that
+# changed sequence exactly
+old = "mix:%s=0.75,%s/small=0.25" % (data, tmp)
+new = "mix:%s=0.5,%s/small=0.5" % (data, tmp)
+mopts = dict(batch_size=8, vars="x", mix_exhaust="restart", num_draws=2400,
+             seed=2, block_size=8)
+
+
+def batches(L, stop=None):
+    out = []
+    for k, b in enumerate(L):
+        with b:
+            out.append(np.from_dlpack(b.indices).astype(np.int64).tolist())
+        if stop is not None and k + 1 == stop:
+            break
+    return out
+
+
+with ferry.Loader(old, **mopts) as L:
+    L.set_epoch(4)
+    ref = batches(L)
+with ferry.Loader(old, **mopts) as L:
+    L.set_epoch(4)
+    batches(L, stop=5)
+    sd = L.state_dict()
+msg = None
+try:
+    with ferry.Loader(new, **mopts) as L:
+        L.load_state_dict(sd)
+except ferry.Error as e:
+    msg = str(e)
+check(msg is not None and "mix_resume=new_mix" in msg,
+      "another mix without mix_resume: %r" % msg)
+with ferry.Loader(new, mix_resume="new_mix", **mopts) as L:
+    L.load_state_dict(sd)
+    rest = batches(L, stop=10)
+    sd2 = L.state_dict()
+    rest += batches(L)
+check(rest[:16] == ref[5:21], "the saved mix's batches up to the change")
+got = comm.gather(sum(rest[16:], []), root=0)
+if rank == 0:
+    ids = np.array(sum(got, []))
+    share = (ids >= 600).mean()
+    check(abs(share - 0.5) < 0.02, "the new mix's share %.3f" % share)
+    print("ok: a changed mix applies from the next draw window (share %.3f)"
+          % share, flush=True)
+with ferry.Loader(new, **mopts) as L:
+    L.load_state_dict(sd2)
+    again = batches(L)
+check(again == rest[10:], "a state saved after the change resumes it")
+if rank == 0:
+    print("ok: the change is recorded in the state", flush=True)
+
 # a negative weight: the same ferry.Error on every rank
 msg = None
 try:
