@@ -103,6 +103,27 @@ void ferry__sampling_free(ferry_loader *L) {
   L->nmix = 0;
 }
 
+/* The draw parameters of epoch, the strata's global batch that of
+ * first_world ranks (the epoch's first step). */
+static ferry__draw_params draw_params_of(const ferry_loader *L, int64_t epoch,
+                                         int first_world) {
+  const ferry_options *o = L->opts;
+  return (ferry__draw_params){.mode = L->sampling,
+                              .m = &L->m,
+                              .block = o->block_size,
+                              .seed = o->seed,
+                              .epoch = epoch,
+                              .replacement = o->replacement,
+                              .num_draws = o->num_draws,
+                              .window = o->draw_window,
+                              .w = L->wts.w,
+                              .nsources = L->nmix,
+                              .sources = L->mix_src,
+                              .mix_by_batch = o->mix_by == FERRY__MIX_BY_BATCH,
+                              .global_batch = o->batch_size * first_world,
+                              .shuffle_buffer = o->shuffle_buffer};
+}
+
 /* The draws served before this stretch: every earlier step's batches on
  * every rank of it. */
 static int64_t served_before(const epoch_state *ep, int64_t B) {
@@ -130,22 +151,9 @@ static int draw_check(ferry_loader *L, epoch_state *ep, int rc,
 
 int ferry__sampling_epoch(ferry_loader *L, epoch_state *ep,
                           const ferry__plan_params *pp, ferry__err *err) {
-  const ferry_options *o = L->opts;
   int first_world = ep->nsteps ? ep->steps[0].world_size : L->size;
-  ferry__draw_params dp = {.mode = L->sampling,
-                           .m = &L->m,
-                           .block = o->block_size,
-                           .seed = o->seed,
-                           .epoch = pp->epoch,
-                           .replacement = o->replacement,
-                           .num_draws = o->num_draws,
-                           .window = o->draw_window,
-                           .w = L->wts.w,
-                           .nsources = L->nmix,
-                           .sources = L->mix_src,
-                           .mix_by_batch = o->mix_by == FERRY__MIX_BY_BATCH,
-                           .global_batch = o->batch_size * first_world,
-                           .shuffle_buffer = o->shuffle_buffer};
+  const ferry_options *o = L->opts;
+  ferry__draw_params dp = draw_params_of(L, pp->epoch, first_world);
   ep->mixch = L->pending_mixch; /* a state load's (else none) */
   ep->nmixch = L->npending_mixch;
   L->pending_mixch = NULL;
@@ -274,20 +282,7 @@ int ferry__sampling_order(const ferry_loader *L, int64_t epoch, int P, int rank,
                           ferry__err *err) {
   const ferry_options *o = L->opts;
   ferry__draw d;
-  ferry__draw_params dp = {.mode = L->sampling,
-                           .m = &L->m,
-                           .block = o->block_size,
-                           .seed = o->seed,
-                           .epoch = epoch,
-                           .replacement = o->replacement,
-                           .num_draws = o->num_draws,
-                           .window = o->draw_window,
-                           .w = L->wts.w,
-                           .nsources = L->nmix,
-                           .sources = L->mix_src,
-                           .mix_by_batch = o->mix_by == FERRY__MIX_BY_BATCH,
-                           .global_batch = o->batch_size * P,
-                           .shuffle_buffer = o->shuffle_buffer};
+  ferry__draw_params dp = draw_params_of(L, epoch, P);
   int rc = ferry__draw_init(&d, &dp, err);
   if (rc)
     return rc;
@@ -368,13 +363,7 @@ int ferry__mix_resume_changes(ferry_loader *L, const ferry__state *st,
     int64_t pos = 0;
     for (int i = 0; i < st->nsteps; i++)
       pos += st->steps[i].batches * st->steps[i].world_size * o->batch_size;
-    ferry__draw_params dp = {.mode = FERRY__DRAW_MIX,
-                             .block = o->block_size,
-                             .window = o->draw_window,
-                             .mix_by_batch = o->mix_by == FERRY__MIX_BY_BATCH,
-                             .global_batch =
-                                 o->batch_size * st->steps[0].world_size,
-                             .shuffle_buffer = o->shuffle_buffer};
+    ferry__draw_params dp = draw_params_of(L, 0, st->steps[0].world_size);
     int64_t W = ferry__draw_window_size(&dp);
     ferry__draw_change one = {(pos + W - 1) / W * W, L->nmix, NULL, NULL};
     one.proportion = malloc((size_t)L->nmix * sizeof *one.proportion);

@@ -38,18 +38,6 @@ static uint64_t below(uint64_t r, uint64_t n) { /* [0, n), bias < 2^-40 */
   return (uint64_t)(((unsigned __int128)r * n) >> 64);
 }
 
-static int64_t last_le(const int64_t *v, int64_t n, int64_t x) {
-  int64_t lo = 0, hi = n - 1;
-  while (lo < hi) {
-    int64_t mid = lo + (hi - lo + 1) / 2;
-    if (v[mid] <= x)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  return lo;
-}
-
 /* Sort v[0..n) of non-negative values: LSD radix, 11 bits a pass, as many
  * passes as the largest value needs (a window's block ids: two passes up
  * to 4 million blocks); tmp holds n.  qsort's comparator calls cost a
@@ -268,7 +256,7 @@ static int64_t weighted_rep(const ferry__draw *d, ferry__draw_ctx *c,
  * drawn order, in their own weighted order (cached per block). */
 static int64_t weighted_norep(const ferry__draw *d, ferry__draw_ctx *c,
                               int64_t i) {
-  int64_t q = last_le(d->ord_first, d->nord + 1, i);
+  int64_t q = ferry__last_le(d->ord_first, d->nord + 1, i);
   if (q >= d->nord)
     q = d->nord - 1;
   int64_t b = d->order[q], k = i - d->ord_first[q];
@@ -406,7 +394,7 @@ static int64_t mix_sample(const ferry__draw *d, ferry__draw_ctx *c, int64_t i) {
   if (rc)
     return rc;
   int64_t off = i - d->win[w].first;
-  int64_t k = last_le(c->piece_pos, c->npieces + 1, off);
+  int64_t k = ferry__last_le(c->piece_pos, c->npieces + 1, off);
   if (k >= c->npieces)
     k = c->npieces - 1;
   int s = (int)c->piece_src[k];
@@ -898,7 +886,7 @@ static int64_t block_of(const ferry__draw *d, ferry__draw_ctx *c, int64_t i) {
     return b;
   }
   if (d->p.mode == FERRY__DRAW_WEIGHTED) {
-    int64_t q = last_le(d->ord_first, d->nord + 1, i);
+    int64_t q = ferry__last_le(d->ord_first, d->nord + 1, i);
     return d->order[q < d->nord ? q : d->nord - 1];
   }
   int64_t s = ferry__draw_sample(d, c, i);

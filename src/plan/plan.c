@@ -183,8 +183,7 @@ int ferry__chunks_make(const ferry__manifest *m, int64_t chunk_samples,
   return 0;
 }
 
-/* Largest i in [0, n) with v[i] <= x (v ascending, v[0] <= x). */
-static int64_t last_le(const int64_t *v, int64_t n, int64_t x) {
+int64_t ferry__last_le(const int64_t *v, int64_t n, int64_t x) {
   int64_t lo = 0, hi = n - 1;
   while (lo < hi) {
     int64_t mid = lo + (hi - lo + 1) / 2;
@@ -226,7 +225,7 @@ void ferry__chunk_index_free(ferry__chunk_index *ci) {
 ferry__chunk ferry__chunk_get(const ferry__chunk_index *ci, int64_t id) {
   /* the part p with part_chunk[p] <= id < part_chunk[p+1] (empty parts
    * share their value with the next part, and the last of equals wins) */
-  int64_t p = last_le(ci->part_chunk, ci->m->nparts, id);
+  int64_t p = ferry__last_le(ci->part_chunk, ci->m->nparts, id);
   const ferry__part *part = &ci->m->parts[p];
   int64_t row = (id - ci->part_chunk[p]) * ci->chunk_samples;
   int64_t cnt = part->num_samples - row;
@@ -398,7 +397,7 @@ ferry__chunk ferry__piece(const ferry__pieces *ps, int64_t i) {
     return ferry__chunk_get(ps->ci, ps->kept ? ps->kept[i] : i);
   const int64_t bs = ps->block;
   if (ps->kept) {
-    int64_t j = last_le(ps->first_piece, ps->nkept, i);
+    int64_t j = ferry__last_le(ps->first_piece, ps->nkept, i);
     ferry__chunk c = ferry__chunk_get(ps->ci, ps->kept[j]);
     int64_t off = (i - ps->first_piece[j]) * bs;
     int64_t cnt = c.count - off < bs ? c.count - off : bs;
@@ -406,7 +405,7 @@ ferry__chunk ferry__piece(const ferry__pieces *ps, int64_t i) {
   }
   const ferry__manifest *m = ps->ci->m;
   const int64_t cs = ps->ci->chunk_samples;
-  int64_t p = last_le(ps->first_piece, m->nparts, i);
+  int64_t p = ferry__last_le(ps->first_piece, m->nparts, i);
   int64_t k = i - ps->first_piece[p];
   int64_t row = k / ps->per_chunk * cs + k % ps->per_chunk * bs;
   int64_t end = (k / ps->per_chunk + 1) * cs;
@@ -776,7 +775,7 @@ int64_t ferry__plan_batch_start(const ferry__rank_plan *p, int64_t b) {
 }
 
 int64_t ferry__plan_window_of(const ferry__rank_plan *p, int64_t i) {
-  return last_le(p->window_first_slot, p->nwindows, i);
+  return ferry__last_le(p->window_first_slot, p->nwindows, i);
 }
 
 int64_t ferry__plan_batch_need(const ferry__rank_plan *p, int64_t b) {
@@ -1390,7 +1389,7 @@ static int rlist_slice(rlist *l, const rlist *R, const int64_t *pre, int64_t a,
   while (len > 0 && !rc) {
     if (a >= n)
       a = 0;
-    int64_t i = last_le(pre, R->n, a);
+    int64_t i = ferry__last_le(pre, R->n, a);
     range x = R->v[i];
     x.a += a - pre[i];
     int64_t take = x.b - x.a < len ? x.b - x.a : len;
