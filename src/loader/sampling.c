@@ -287,7 +287,7 @@ int ferry__sampling_order(const ferry_loader *L, int64_t epoch, int P, int rank,
   if (rc)
     return rc;
   ferry__draw_cut cut;
-  ferry__rank_plan p;
+  ferry__rank_plan p = {0};
   ferry__slot *sl = NULL;
   rc = ferry__draw_cut_make(&d, 0, o->batch_size, P, o->tail, &cut, err);
   if (!rc)
