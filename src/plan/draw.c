@@ -128,6 +128,25 @@ static int cmp_keyed(const void *a, const void *b) {
   return (x->id > y->id) - (x->id < y->id);
 }
 
+/* A block's rows by key: insertion sort for a block's few rows (qsort's
+ * comparator calls were a quarter of the plan without replacement). */
+static void sort_keyed(keyed *v, int64_t n) {
+  if (n > 256) {
+    qsort(v, (size_t)n, sizeof *v, cmp_keyed);
+    return;
+  }
+  for (int64_t i = 1; i < n; i++) {
+    keyed x = v[i];
+    int64_t j = i;
+    while (j > 0 &&
+           (v[j - 1].k > x.k || (v[j - 1].k == x.k && v[j - 1].id > x.id))) {
+      v[j] = v[j - 1];
+      j--;
+    }
+    v[j] = x;
+  }
+}
+
 /* Efraimidis-Spirakis: item i of weight w_i gets key -log(u_i) / w_i; the
  * items in ascending key order are a weighted draw without replacement. */
 static double es_key(uint64_t key, int64_t id, double wt) {
@@ -254,14 +273,25 @@ static int64_t weighted_rep(const ferry__draw *d, ferry__draw_ctx *c,
 
 /* Weighted, without replacement: the non-zero rows of the q-th block of the
  * drawn order, in their own weighted order (cached per block). */
+/* The q of draw i in the blocks' drawn order (the last one cached: draws
+ * are evaluated in order, so most fall in it). */
+static int64_t order_index(const ferry__draw *d, ferry__draw_ctx *c,
+                           int64_t i) {
+  if (c->oq >= 0 && i >= d->ord_first[c->oq] && i < d->ord_first[c->oq + 1])
+    return c->oq;
+  int64_t q = ferry__last_le(d->ord_first, d->nord + 1, i);
+  c->oq = q < d->nord ? q : d->nord - 1;
+  return c->oq;
+}
+
 static int64_t weighted_norep(const ferry__draw *d, ferry__draw_ctx *c,
                               int64_t i) {
-  int64_t q = ferry__last_le(d->ord_first, d->nord + 1, i);
-  if (q >= d->nord)
-    q = d->nord - 1;
+  int64_t q = order_index(d, c, i);
   int64_t b = d->order[q], k = i - d->ord_first[q];
+  if (c->blk == b)
+    return k < c->nrows ? c->rows[k] : c->rows[c->nrows - 1];
   ferry__chunk ch = ferry__chunk_get(&d->blocks, b);
-  if (c->blk != b) {
+  {
     if (c->cap_rows < ch.count) {
       free(c->rows);
       c->rows = malloc((size_t)ch.count * 2 * sizeof *c->rows);
@@ -283,7 +313,7 @@ static int64_t weighted_norep(const ferry__draw *d, ferry__draw_ctx *c,
       if (wt > 0)
         kk[n++] = (keyed){es_key(key, r, wt), ch.global_first + r};
     }
-    qsort(kk, (size_t)n, sizeof *kk, cmp_keyed);
+    sort_keyed(kk, n);
     for (int64_t r = 0; r < n; r++)
       c->rows[r] = kk[r].id;
     free(kk);
@@ -720,6 +750,7 @@ void ferry__draw_ctx_init(ferry__draw_ctx *c) {
   c->blk = -1;
   c->win = -1;
   c->rep_j = -1;
+  c->oq = -1;
 }
 
 void ferry__draw_ctx_free(ferry__draw_ctx *c) {
@@ -885,10 +916,8 @@ static int64_t block_of(const ferry__draw *d, ferry__draw_ctx *c, int64_t i) {
       b = d->alias_a[b];
     return b;
   }
-  if (d->p.mode == FERRY__DRAW_WEIGHTED) {
-    int64_t q = ferry__last_le(d->ord_first, d->nord + 1, i);
-    return d->order[q < d->nord ? q : d->nord - 1];
-  }
+  if (d->p.mode == FERRY__DRAW_WEIGHTED)
+    return d->order[order_index(d, c, i)];
   int64_t s = ferry__draw_sample(d, c, i);
   return s < 0 ? s : ferry__chunk_of_sample(&d->blocks, s);
 }

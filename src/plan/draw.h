@@ -136,6 +136,7 @@ typedef struct ferry__draw_ctx {
   uint64_t rep_key;
   double *cum; /* [rep_n] the block's cumulative weights */
   int64_t cap_cum;
+  int64_t oq;  /* no replacement: cached place in the blocks' order */
   int64_t win; /* cached mix window, -1: none */
   int64_t npieces, cap_pieces;
   int64_t *piece_pos; /* [npieces + 1] premix offset of each piece */
