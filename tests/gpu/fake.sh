@@ -29,6 +29,16 @@ gpu_run npy 2 values "$npy" devices=all batch_size=16 tail=partial
 gpu_run npy 1 values "$npy" devices=1,0 batch_size=10 tail=partial keep_host=yes
 FAKECUDA_DEVICES=1; export FAKECUDA_DEVICES
 
+# Weighted sampling and a mix: the same batches on the device as on the
+# host (the pipeline after the plan is the same).
+"${PYTHON_NUMPY:-/usr/bin/python3}" -c "
+import numpy as np, sys
+w = np.arange(1003, dtype=np.float32) % 7
+np.save(sys.argv[1], w)" "$tmp/w.npy" 2>/dev/null &&
+  gpu_run npy 2 values "$npy" weights=$tmp/w.npy batch_size=16 block_size=8
+gpu_run mix 2 values "mix:$npy=0.6,$npy=0.4" vars=x,y batch_size=12 \
+  mix_exhaust=restart tail=partial
+
 gpu_run mem 2 teardown "$mem" batch_size=8 device_prefetch=3
 gpu_run mem 2 misuse "$mem" batch_size=8 device_prefetch=2
 gpu_run mem 2 nccl "$mem" batch_size=8
