@@ -71,8 +71,8 @@ static const option_def defs[] = {
      0,
      shuffle_names},
     {{"block_size", "64", "integer >= 1",
-      "Samples per block with shuffle=block, and per block read by "
-      "weighted, balanced and mixed sampling."},
+      "Samples per block with shuffle=block (and the least rows of a "
+      "sampling block, draw_block)."},
      K_INT,
      OFF(block_size),
      1,
@@ -252,10 +252,19 @@ static const option_def defs[] = {
      mix_resume_names},
     {{"draw_window", "0", "integer >= 0",
       "Weighted, balanced and mixed sampling: consecutive draws mixed "
-      "together before they are cut into batches; 0: 16 x block_size x "
-      "max(1, shuffle_buffer)."},
+      "together before they are cut into batches, rounded to whole global "
+      "batches; 0: 16 x draw_block x max(1, shuffle_buffer)."},
      K_INT,
      OFF(draw_window),
+     0,
+     BIG,
+     NULL},
+    {{"draw_block", "0", "integer >= 0",
+      "Weighted, balanced and mixed sampling: rows of a block, read whole, "
+      "whose draws come one block at a time; 0: block_size rows, and at "
+      "least 256 KiB of rows (long reads on cold or parallel storage)."},
+     K_INT,
+     OFF(draw_block),
      0,
      BIG,
      NULL},

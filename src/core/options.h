@@ -62,6 +62,7 @@ struct ferry_options {
   int mix_exhaust;      /* FERRY__EXHAUST_*: default for the sources    */
   int mix_resume;       /* FERRY__MIX_RESUME_*                          */
   int64_t draw_window;  /* draws mixed together, 0: auto                */
+  int64_t draw_block;   /* rows of a sampling block, 0: auto            */
   int device;
   char *devices;           /* "auto", "all" or "0,1" (validated)             */
   int64_t device_prefetch; /* device ring depth                              */

@@ -48,7 +48,7 @@ static const char *const plan_options[] = {
     "max_chunks",  "fraction",       "exchange",
     "weights",     "replacement",    "num_draws",
     "balance",     "balance_shares", "mix_by",
-    "mix_exhaust", "draw_window",    NULL};
+    "mix_exhaust", "draw_window", "draw_block",    NULL};
 
 const char *const *ferry__state_plan_options(void) { return plan_options; }
 

@@ -329,7 +329,7 @@ void ferry__budget_compute(ferry_loader *L, const epoch_state *ep) {
     if (L->sampling) {
       /* a draw window's share (its draws, a block of rows each at the
        * batches' cuts), two windows alive and the lookahead's batches */
-      size_t blk = (size_t)L->opts->block_size, GB = B * P;
+      size_t blk = (size_t)L->draw_block, GB = B * P;
       size_t dw = L->opts->draw_window ? (size_t)L->opts->draw_window
                                        : 16 * blk * (k > 1 ? k : 1);
       size_t nbw = dw / GB > 1 ? dw / GB : 1;

@@ -224,6 +224,7 @@ struct ferry_loader {
    * balance) or FERRY__DRAW_MIX; the weights (read once, broadcast) or the
    * mix's sources (from the manifest) */
   int sampling;
+  int64_t draw_block; /* rows of a sampling block (draw_block, resolved) */
   ferry__weights wts;
   ferry__draw_source *mix_src;
   int nmix;

@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define FERRY__DRAW_BLOCK_BYTES ((size_t)256 << 10)
+
 static int refuse(const ferry_loader *L, ferry__err *err) {
   const ferry_options *o = L->opts;
   const char *what = L->sampling == FERRY__DRAW_MIX ? "a mix"
@@ -64,17 +66,24 @@ int ferry__sampling_open(ferry_loader *L, ferry__err *err) {
   L->sampling = mode_of(L);
   const ferry_options *o = L->opts;
   if (!L->sampling) {
-    if (o->num_draws || !o->replacement || o->draw_window ||
+    if (o->num_draws || !o->replacement || o->draw_window || o->draw_block ||
         (o->balance_shares && *o->balance_shares))
       return ferry__seterr(err, FERRY_EINVAL,
-                           "options num_draws, replacement, draw_window and "
-                           "balance_shares apply with weights, balance or a "
-                           "mix only");
+                           "options num_draws, replacement, draw_window, "
+                           "draw_block and balance_shares apply with weights, "
+                           "balance or a mix only");
     return 0;
   }
   int rc = refuse(L, err);
   if (rc)
     return rc;
+  /* long reads: at least 256 KiB of rows (64 KiB reads of a cold file
+   * ran at a tenth of 256 KiB ones on the development VM) */
+  int64_t least = (int64_t)((FERRY__DRAW_BLOCK_BYTES + L->row_total - 1) /
+                            (L->row_total ? L->row_total : 1));
+  L->draw_block = o->draw_block ? o->draw_block
+                  : o->block_size > least ? o->block_size
+                                          : least;
   if (L->sampling == FERRY__DRAW_WEIGHTED)
     return ferry__weights_load(&L->m, o, L->comm, L->rank, &L->wts, err);
   ferry__mix_source *ms = NULL;
@@ -110,7 +119,7 @@ static ferry__draw_params draw_params_of(const ferry_loader *L, int64_t epoch,
   const ferry_options *o = L->opts;
   return (ferry__draw_params){.mode = L->sampling,
                               .m = &L->m,
-                              .block = o->block_size,
+                              .block = L->draw_block,
                               .seed = o->seed,
                               .epoch = epoch,
                               .replacement = o->replacement,
@@ -197,7 +206,7 @@ static double blocking_tv(const ferry_loader *L) {
   ferry__err err = {0};
   ferry__draw_params dp = {.mode = FERRY__DRAW_WEIGHTED,
                            .m = &L->m,
-                           .block = L->opts->block_size,
+                           .block = L->draw_block,
                            .w = L->wts.w};
   if (ferry__draw_init(&d, &dp, &err))
     return 0;
@@ -214,7 +223,7 @@ int ferry_sampling_info_get(const ferry_loader *L, ferry_sampling_info *out) {
   if (!L->sampling)
     return 0;
   out->replacement = L->opts->replacement;
-  out->block = L->opts->block_size;
+  out->block = L->draw_block;
   out->draws = L->ep && L->ep->draw ? L->ep->draw->D : L->opts->num_draws;
   if (!out->draws && L->sampling == FERRY__DRAW_WEIGHTED)
     out->draws = L->opts->replacement ? L->m.num_samples : L->wts.nonzero;

@@ -10,7 +10,7 @@
 # numpy, a weight per row (log-normal, one in ten zero) in WORK_DIR/w.npy
 # and a label variable DATA/label.npy (int32, 10 classes of very different
 # sizes); page cache warm; then in the same run, alternating (3 rounds),
-# 2 ranks, batch 1024, block_size 64:
+# 2 ranks, batch 1024, draw_block auto (256 rows):
 #   chunks    shuffle=chunks, shuffle_buffer=4 (the reference)
 #   weighted  weights=w.npy (with replacement, N draws per epoch)
 #   norep     weights=w.npy, replacement=no
@@ -56,7 +56,7 @@ cat "$file" > /dev/null   # page cache warm
 run() { # label options...
   label=$1; shift
   j=$($mpirun -np 2 "$ferry" bench "$data" --vars samples --epochs 2 \
-      --batch-size 1024 --shuffle-buffer 4 --block-size 64 --seed 1 \
+      --batch-size 1024 --shuffle-buffer 4 --seed 1 \
       --device cpu --json "$@" | tail -1)
   echo "{\"kind\":\"$label\",\"ferry\":$j}" >> "$out"
   echo "$label: $(echo "$j" | $py -c 'import json,sys; d=json.load(sys.stdin); print("%.1f MiB/s" % (d["bytes_per_s"]/2**20))')"

@@ -35,7 +35,7 @@ FAKECUDA_DEVICES=1; export FAKECUDA_DEVICES
 import numpy as np, sys
 w = np.arange(1003, dtype=np.float32) % 7
 np.save(sys.argv[1], w)" "$tmp/w.npy" 2>/dev/null &&
-  gpu_run npy 2 values "$npy" weights=$tmp/w.npy batch_size=16 block_size=8
+  gpu_run npy 2 values "$npy" weights=$tmp/w.npy batch_size=16 draw_block=8
 gpu_run mix 2 values "mix:$npy=0.6,$npy=0.4" vars=x,y batch_size=12 \
   mix_exhaust=restart tail=partial
 

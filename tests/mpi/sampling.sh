@@ -42,7 +42,7 @@ np.save(sys.argv[1], w)
 PY
 for np in 1 3; do
   $RUN_MPI $np "$FERRY" dump "$tmp/data" --weights "$tmp/w.npy" \
-    --batch-size $((12 / np)) --num-draws 60000 --block-size 8 \
+    --batch-size $((12 / np)) --num-draws 60000 --draw-block 8 \
     >"$tmp/dump$np" 2>"$tmp/err$np" || {
     echo "FAIL: dump on $np ranks"; cat "$tmp/err$np"; fail=1; }
   awk '{print $3}' "$tmp/dump$np" | sort -n >"$tmp/ids$np"
@@ -80,7 +80,7 @@ y[1999] = 7
 np.save(sys.argv[1], y)
 PY
 $RUN_MPI 2 "$FERRY" dump "$tmp/data" --vars x --balance label --batch-size 16 \
-  --num-draws 64000 --block-size 4 >"$tmp/bal" 2>"$tmp/bal.err" || {
+  --num-draws 64000 --draw-block 4 >"$tmp/bal" 2>"$tmp/bal.err" || {
   echo "FAIL: dump --balance"; cat "$tmp/bal.err"; fail=1; }
 "$py" - "$tmp/data/label.npy" "$tmp/bal" <<'PY' || { echo "FAIL: balanced shares"; fail=1; }
 import sys, numpy as np

@@ -85,7 +85,7 @@ static ferry_options *opts_of(const char *const *kv, int64_t B) {
   ferry_options_set(o, "batch_size", b);
   ferry_options_set(o, "weights", wpath);
   ferry_options_set(o, "seed", "5");
-  ferry_options_set(o, "block_size", "16");
+  ferry_options_set(o, "draw_block", "16");
   ferry_options_set(o, "threads", "2");
   for (int i = 0; kv && kv[i]; i += 2)
     if (ferry_options_set(o, kv[i], kv[i + 1]))

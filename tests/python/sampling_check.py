@@ -33,7 +33,7 @@ if rank == 0:
     np.save(data + "/label.npy", lab)
 comm.Barrier()
 W = np.load(tmp + "/w.npy")
-opts = dict(weights=tmp + "/w.npy", seed=3, block_size=8, vars="x,y")
+opts = dict(weights=tmp + "/w.npy", seed=3, draw_block=8, vars="x,y")
 
 
 def serve(c, batch, epoch, stop=None, **extra):
@@ -101,7 +101,7 @@ if rank == 0:
 
 # balance: classes of 500, 90 and 10 samples, a third of the draws each
 with ferry.Loader(data, batch_size=20, balance="label", vars="x",
-                  num_draws=30000, block_size=2, seed=1) as L:
+                  num_draws=30000, draw_block=2, seed=1) as L:
     L.set_epoch(0)
     ids = real_ids(L)
 allids = comm.gather(ids, root=0)
@@ -135,7 +135,7 @@ if rank == 0:
 old = "mix:%s=0.75,%s/small=0.25" % (data, tmp)
 new = "mix:%s=0.5,%s/small=0.5" % (data, tmp)
 mopts = dict(batch_size=8, vars="x", mix_exhaust="restart", num_draws=2400,
-             seed=2, block_size=8)
+             seed=2, draw_block=8)
 
 
 def batches(L, stop=None):
