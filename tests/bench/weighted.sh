@@ -18,7 +18,8 @@
 # and PyTorch: WeightedRandomSampler + DataLoader reading rows one by one
 # (2 processes, num_workers=0, tests/bench/torch_peer.py; skipped without
 # torch).  Prints the ratios weighted/chunks and weighted/torch (bytes/s);
-# results in WORK_DIR/weighted.jsonl.
+# results in WORK_DIR/weighted.jsonl.  COLD=1 adds the cold-file rounds
+# (below).
 set -eu
 build=$(cd "$1" && pwd)
 work=$2
@@ -68,6 +69,38 @@ for i in 1 2 3; do
   run balanced --balance label
 done
 
+# COLD=1: the same again with the file's pages evicted before every reader
+# (`dd iflag=nocache count=0`: POSIX_FADV_DONTNEED on this one file, not the
+# machine's cache), one epoch each, and the PyTorch peer cold too.
+if test "${COLD:-0}" = 1; then
+  evict() { dd if="$file" iflag=nocache count=0 2>/dev/null; }
+  cold() { # label options...
+    label=$1; shift
+    evict
+    j=$($mpirun -np 2 "$ferry" bench "$data" --vars samples --epochs 1 \
+        --batch-size 1024 --shuffle-buffer 4 --seed 1 --device cpu --json "$@" | tail -1)
+    echo "{\"kind\":\"$label\",\"ferry\":$j}" >> "$out"
+    echo "$label: $(echo "$j" | $py -c 'import json,sys; d=json.load(sys.stdin); print("%.1f MiB/s" % (d["bytes_per_s"]/2**20))')"
+  }
+  for i in 1 2 3; do
+    cold cold_chunks --shuffle chunks
+    cold cold_weighted --weights "$work/w.npy"
+    cold cold_weighted64 --weights "$work/w.npy" --draw-block 64
+  done
+  if $py -c 'import torch' >/dev/null 2>&1; then
+    evict
+    for r in 0 1; do
+      $py "$here/torch_peer.py" "$file" $r 2 1024 0 "$tsec" "$work/w.npy" > "$work/torch.$r" &
+    done
+    wait
+    cat "$work"/torch.0 "$work"/torch.1 | $py -c '
+import json, sys
+rows = [json.loads(l) for l in sys.stdin if l.strip()]
+sps = sum(r["samples"] / r["seconds"] for r in rows)
+print(json.dumps({"kind": "cold_torch", "samples_per_s": sps, "bytes_per_s": sps * 1024}))' | tee -a "$out"
+  fi
+fi
+
 if $py -c 'import torch' >/dev/null 2>&1; then
   echo "== torch WeightedRandomSampler + DataLoader (2 processes, num_workers=0, $tsec s)"
   for r in 0 1; do
@@ -97,4 +130,11 @@ for k in ("weighted", "norep", "balanced"):
 t = [r for r in rows if r["kind"] == "torch"]
 if t:
     print("weighted/torch: %.1f" % (med["weighted"] / t[0]["bytes_per_s"]))
+cold = {k: bps(k) for k in ("cold_chunks", "cold_weighted", "cold_weighted64")}
+if cold["cold_chunks"]:
+    for k in ("cold_weighted", "cold_weighted64"):
+        print("%s/cold_chunks (median of 3): %.2f" % (k, cold[k] / cold["cold_chunks"]))
+    ct = [r for r in rows if r["kind"] == "cold_torch"]
+    if ct:
+        print("cold_weighted/cold_torch: %.1f" % (cold["cold_weighted"] / ct[0]["bytes_per_s"]))
 PY
