@@ -11,13 +11,18 @@
  *                       its total weight, then samples inside it by their
  *                       weights; a mix -- each source's own order of its
  *                       blocks, the sources' draws interleaved by pieces.
- *   premix(x)           the draws of a draw window (draw_window positions)
- *                       permuted by a keyed permutation (plan/global.h's
- *                       ferry__prp), so a batch takes draws of many blocks.
- *   global batch g      positions [x0 + g GB, x0 + (g+1) GB); their premix
- *                       positions sorted, rank r serves the r-th B of them:
- *                       the same batch for every P with the same GB, and a
- *                       rank reads mostly its own blocks.
+ *   premix(x)           the draw served at position x: a full draw
+ *                       window of m x GB0 draws (GB0 the epoch's first
+ *                       global batch) is cut into GB0 strata of m draws, and
+ *                       its k-th batch takes draw (k + shift_t) mod m of
+ *                       stratum t for its t-th position -- a batch mixes
+ *                       the whole window; the epoch's last, shorter window
+ *                       is a keyed permutation (plan/global.h's ferry__prp).
+ *   global batch g      positions [x0 + g GB, x0 + (g+1) GB); rank r serves
+ *                       positions [rB, (r+1)B) of it, which come from the
+ *                       r-th stretch of the window's strata: the same batch
+ *                       for every P with the same GB, and a rank reads
+ *                       mostly its own blocks, with no sort.
  */
 #ifndef FERRY_PLAN_DRAW_H
 #define FERRY_PLAN_DRAW_H
@@ -180,7 +185,7 @@ int ferry__draw_plan(const ferry__draw *d, const ferry__draw_cut *cut, int rank,
 /**
  * The draws of global batch g of the stretch served by rank r (n of them,
  * into out[ cut->batch_size ] as premix positions, D + k for pad k) --
- * exposed for tests and ferry verify.  Returns the count or a negative
+ * exposed for tests.  Returns the count or a negative
  * code.
  */
 int64_t ferry__draw_batch(const ferry__draw *d, const ferry__draw_cut *cut,
