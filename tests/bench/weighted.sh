@@ -69,6 +69,19 @@ for i in 1 2 3; do
   run balanced --balance label
 done
 
+# torch_run KIND: the PyTorch peer on 2 processes, its samples/s summed.
+torch_run() {
+  for r in 0 1; do
+    $py "$here/torch_peer.py" "$file" $r 2 1024 0 "$tsec" "$work/w.npy" > "$work/torch.$r" &
+  done
+  wait
+  cat "$work"/torch.0 "$work"/torch.1 | $py -c '
+import json, sys
+rows = [json.loads(l) for l in sys.stdin if l.strip()]
+sps = sum(r["samples"] / r["seconds"] for r in rows)
+print(json.dumps({"kind": sys.argv[1], "samples_per_s": sps, "bytes_per_s": sps * 1024}))' "$1" | tee -a "$out"
+}
+
 # COLD=1: the same again with the file's pages evicted before every reader
 # (`dd iflag=nocache count=0`: POSIX_FADV_DONTNEED on this one file, not the
 # machine's cache), one epoch each, and the PyTorch peer cold too.
@@ -89,29 +102,13 @@ if test "${COLD:-0}" = 1; then
   done
   if $py -c 'import torch' >/dev/null 2>&1; then
     evict
-    for r in 0 1; do
-      $py "$here/torch_peer.py" "$file" $r 2 1024 0 "$tsec" "$work/w.npy" > "$work/torch.$r" &
-    done
-    wait
-    cat "$work"/torch.0 "$work"/torch.1 | $py -c '
-import json, sys
-rows = [json.loads(l) for l in sys.stdin if l.strip()]
-sps = sum(r["samples"] / r["seconds"] for r in rows)
-print(json.dumps({"kind": "cold_torch", "samples_per_s": sps, "bytes_per_s": sps * 1024}))' | tee -a "$out"
+    torch_run cold_torch
   fi
 fi
 
 if $py -c 'import torch' >/dev/null 2>&1; then
   echo "== torch WeightedRandomSampler + DataLoader (2 processes, num_workers=0, $tsec s)"
-  for r in 0 1; do
-    $py "$here/torch_peer.py" "$file" $r 2 1024 0 "$tsec" "$work/w.npy" > "$work/torch.$r" &
-  done
-  wait
-  cat "$work"/torch.0 "$work"/torch.1 | $py -c '
-import json, sys
-rows = [json.loads(l) for l in sys.stdin if l.strip()]
-sps = sum(r["samples"] / r["seconds"] for r in rows)
-print(json.dumps({"kind": "torch", "samples_per_s": sps, "bytes_per_s": sps * 1024}))' | tee -a "$out"
+  torch_run torch
 else
   echo "skip torch: $py has no torch"
 fi
