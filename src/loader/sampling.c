@@ -81,7 +81,7 @@ int ferry__sampling_open(ferry_loader *L, ferry__err *err) {
    * ran at a tenth of 256 KiB ones on the development VM) */
   int64_t least = (int64_t)((FERRY__DRAW_BLOCK_BYTES + L->row_total - 1) /
                             (L->row_total ? L->row_total : 1));
-  L->draw_block = o->draw_block ? o->draw_block
+  L->draw_block = o->draw_block           ? o->draw_block
                   : o->block_size > least ? o->block_size
                                           : least;
   if (L->sampling == FERRY__DRAW_WEIGHTED)
