@@ -265,7 +265,11 @@ static int decide_content(const tool_ctx *ctx, const ferry_loader *L, char *why,
   } else if (ctx->rank == 0) {
     char dir[4096], path[4200];
     FILE *f = NULL;
-    if (marker_dir(ctx->target, dir, sizeof dir) != 0) {
+    if (ferry_mix_count(L) > 0) {
+      snprintf(why, len,
+               "a mix of datasets; content is checked for one 'ferry gen' "
+               "directory or a mem: spec");
+    } else if (marker_dir(ctx->target, dir, sizeof dir) != 0) {
       snprintf(why, len,
                "a list dataset; content is checked for 'ferry gen' "
                "directories and mem: specs");

@@ -115,4 +115,10 @@ $RUN_MPI 2 "$FERRY" bench "$mix" --vars x --mix-exhaust restart --batch-size 16 
   >"$tmp/mixbench" 2>&1 && grep -q "^sampling: requested vs observed" "$tmp/mixbench" &&
   echo "ok: ferry bench reports the mix's shares" ||
   { echo "FAIL: ferry bench on a mix"; cat "$tmp/mixbench"; fail=1; }
+$RUN_MPI 2 "$FERRY" verify "$mix" --vars x --mix-exhaust restart --batch-size 16 \
+  --epochs 1 >"$tmp/mixverify" 2>&1 &&
+  grep -q "^PASS sampling .*a mix of 2 sources" "$tmp/mixverify" &&
+  grep -q "^SKIP content .*a mix of datasets" "$tmp/mixverify" &&
+  echo "ok: ferry verify checks a mix's shares" ||
+  { echo "FAIL: ferry verify on a mix"; cat "$tmp/mixverify"; fail=1; }
 exit $fail
