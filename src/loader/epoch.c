@@ -392,6 +392,7 @@ static int epoch_new(ferry_loader *L, int64_t epoch,
   ep->epoch = epoch;
   ep->round_target = -1;
   ep->certified = -1;
+  ep->early_at = -1;
   ep->io_through = -1;
   pthread_mutex_init(&ep->mu, NULL);
   pthread_cond_init(&ep->cv_io, NULL);

@@ -128,6 +128,9 @@ typedef struct epoch_state {
   pthread_cond_t cv_io, cv_work, cv_ready;
   int stop;                /* (L) */
   int64_t consumed;        /* (L) batches handed out */
+  int64_t io_wake;         /* (L) the consumed count the I/O thread sleeps
+                            * for: ferry_next wakes it only on reaching it
+                            * (not on every batch: a context switch each) */
   int64_t loaded;          /* (L) extents loaded, in read order */
   int64_t next_assign;     /* (L) next batch for a worker */
   unsigned char **ext_buf; /* (L) [nextents] */
@@ -156,6 +159,8 @@ typedef struct epoch_state {
   int nsteps;
   int64_t index_base;
   int64_t samples_before;
+  int64_t early_at; /* consumer side: the batch at which the next vote is
+                       posted early (next.c), -1: none */
   double cert_time; /* consumer side: last certification */
   int64_t cert_batch;
   int halted; /* a failed vote agreed round_target (vote.c) */
@@ -220,6 +225,10 @@ struct ferry_loader {
   int peer_rc;
   int vote_pending;
   int64_t *vote_buf; /* [2 * FERRY__VOTE_N] */
+  /* A ferry_next vote posted early (next.c): early_pending while it is in
+   * flight, so the ranks need not meet at the batch it certifies. */
+  int early_pending;
+  MPI_Request early_req;
   /* Sampling (loader/sampling.c): 0, FERRY__DRAW_WEIGHTED (weights or
    * balance) or FERRY__DRAW_MIX; the weights (read once, broadcast) or the
    * mix's sources (from the manifest) */
@@ -279,6 +288,14 @@ typedef struct ferry__vote_out {
  * when collective_timeout ran out.  Either way L->peer_rc is set. */
 int ferry__vote(ferry_loader *L, int op, int64_t through, int asked,
                 ferry__vote_out *out, ferry__err *err);
+/* ferry_next's vote posted before it is needed (next.c): every rank posts
+ * it at the same batch (agreed values only), and finishes it when it needs
+ * the certification, or first thing in its next vote of any call.  Either
+ * way the votes pair in the same order on every rank. */
+int ferry__vote_early(ferry_loader *L, int64_t through, int asked,
+                      ferry__err *err);
+int ferry__vote_early_finish(ferry_loader *L, ferry__vote_out *out,
+                             ferry__err *err);
 /* The error a collective call returns once L->peer_rc is set. */
 int ferry__peer_gone(ferry_loader *L, const char *call, ferry__err *err);
 

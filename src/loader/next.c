@@ -159,6 +159,63 @@ static void warn_if_replaced(ferry_loader *L) {
             L->ckpt_sig);
 }
 
+/* With a checkpoint signal, certify no more than about a quarter of a
+ * second of batches at a time from batch b, so a signal is agreed on soon
+ * after it arrives; the minimum over ranks keeps the decision common. */
+static int64_t cap_through(ferry_loader *L, epoch_state *ep, int64_t b,
+                           int64_t through) {
+  if (L->ckpt_sig && through > b) {
+    double dt = ferry__now() - ep->cert_time;
+    int64_t done = b - ep->cert_batch, ahead = 0;
+    if (b > 0 && dt > 0 && done > 0)
+      ahead = (int64_t)(0.25 * (double)done / dt);
+    if (through > b + ahead)
+      through = b + ahead;
+  }
+  return through;
+}
+
+/* A vote's result for batch b (agreed values only, so every rank decides
+ * alike): 1 when it certifies b (and maybe more), 0 when some rank could
+ * not vouch for b.  When certified batches remain, the next vote is posted
+ * early, three quarters of the way through them (ep->early_at): by the time a
+ * rank needs it, the other ranks have usually posted theirs, so ranks no longer
+ * meet at every window.  Not with collective rounds (io=collective,
+ * shuffle=global): a vote carries the rounds a rank may have entered, which
+ * must be current when the ranks disagree. */
+static int certified_by(ferry_loader *L, epoch_state *ep, int64_t b,
+                        const ferry__vote_out *out) {
+  if (out->asked)
+    L->ckpt_agreed = 1;
+  if (out->through < b)
+    return 0;
+  ep->cert_time = ferry__now();
+  ep->cert_batch = b;
+  ep->certified = out->through;
+  ep->early_at = -1;
+  if (!ep->round_admit && ep->certified - b >= 2 &&
+      ep->certified + 1 < ep->plan.num_batches)
+    ep->early_at = b + 3 * (ep->certified - b + 1) / 4;
+  return 1;
+}
+
+/* At batch ep->early_at (ferry_next, b certified): post the vote for the
+ * batches after ep->certified with what this rank can vouch for now,
+ * without waiting. */
+static int vote_early(ferry_loader *L, epoch_state *ep, ferry__err *err) {
+  int64_t t = ep->certified + 1, through;
+  int rc = 0;
+  ferry__err lerr = {0};
+  pthread_mutex_lock(&ep->mu);
+  if (!local_status(ep, t, &through, &rc, &lerr))
+    through = t - 1;
+  pthread_mutex_unlock(&ep->mu);
+  if (rc) /* a failure is reported by the vote at t, made in full */
+    through = t - 1;
+  int asked = L->ckpt_asked || (L->ckpt_sig && ferry__signal_pending());
+  return ferry__vote_early(L, cap_through(L, ep, t, through), asked, err);
+}
+
 /* Agree how far every rank can vouch for: the lowest local "through" and
  * its rank.  If some rank cannot vouch for b it failed there, and its error
  * goes to every rank.  The all-reduce is the loader's vote (vote.c): it
@@ -176,14 +233,8 @@ static int certify(ferry_loader *L, epoch_state *ep, int64_t b, int64_t through,
     *err = verr;
     return vrc;
   }
-  if (out.asked)
-    L->ckpt_agreed = 1;
-  ep->cert_time = ferry__now();
-  ep->cert_batch = b;
-  if (out.through >= b) {
-    ep->certified = out.through;
+  if (certified_by(L, ep, b, &out))
     return 0;
-  }
   /* out.rank failed at b: it broadcasts its code and message. */
   return ferry__agree_share(L->comm, L->rank, out.rank, rc, err);
 }
@@ -212,7 +263,8 @@ static int hand_out(ferry_loader *L, epoch_state *ep, int64_t b, int *state,
   if (!rc) {
     *state = SLOT_HELD;
     ep->consumed = b + 1;
-    pthread_cond_broadcast(&ep->cv_io);
+    if (ep->consumed >= ep->io_wake)
+      pthread_cond_broadcast(&ep->cv_io);
   }
   pthread_mutex_unlock(&ep->mu);
   if (rc)
@@ -285,6 +337,26 @@ static int release_device(ferry_loader *L, epoch_state *ep, ferry__dslot *d) {
   return rc;
 }
 
+/* While a worker assembles batch b, the consumer assembles the next batch
+ * nobody has claimed (its data loaded, its slot free) rather than sleep:
+ * with a rank's threads sharing one core, a sleep and a wake-up per batch
+ * cost more than the copy.  ep->mu held.  Returns 1 if it assembled one. */
+static int help_assemble(epoch_state *ep) {
+  ferry_loader *L = ep->L;
+  int64_t c = ep->next_assign;
+  if (ep->stop || c >= ep->plan.num_batches ||
+      ep->loaded < ferry__plan_batch_need(&ep->plan, c))
+    return 0;
+  ring_slot *t = &L->ring[c % L->nring];
+  if (t->state != SLOT_FREE)
+    return 0;
+  ep->next_assign++;
+  t->state = SLOT_BUSY;
+  t->bidx = c;
+  ferry__assemble_unlocked(ep, t, c);
+  return 1;
+}
+
 int ferry_next(ferry_loader *L, ferry_batch **out) {
   if (!L || !out)
     return ferry__seterr(NULL, FERRY_EINVAL, "ferry_next: NULL argument");
@@ -305,24 +377,31 @@ int ferry_next(ferry_loader *L, ferry_batch **out) {
   ferry__err err = {0};
   int rc = 0;
   double t0 = ferry__now();
+  if (b > ep->certified && L->early_pending) {
+    /* the vote posted early: if every rank could vouch for b then, no wait
+     * for the slowest rank here; else the full vote below */
+    ferry__vote_out eo;
+    rc = ferry__vote_early_finish(L, &eo, &err);
+    if (rc) {
+      ep->failed = rc;
+      return ferry__loader_fail(L, &err);
+    }
+    certified_by(L, ep, b, &eo);
+  }
   if (b > ep->certified) {
     int64_t through;
     pthread_mutex_lock(&ep->mu);
     while (!local_status(ep, b, &through, &rc, &err))
       pthread_cond_wait(&ep->cv_ready, &ep->mu);
     pthread_mutex_unlock(&ep->mu);
-    /* With a checkpoint signal, certify no more than about a quarter of a
-     * second of batches at a time, so a signal is agreed on soon after it
-     * arrives; the minimum over ranks keeps the decision common. */
-    if (L->ckpt_sig && through > b) {
-      double dt = ferry__now() - ep->cert_time;
-      int64_t done = b - ep->cert_batch, ahead = 0;
-      if (b > 0 && dt > 0 && done > 0)
-        ahead = (int64_t)(0.25 * (double)done / dt);
-      if (through > b + ahead)
-        through = b + ahead;
+    rc = certify(L, ep, b, cap_through(L, ep, b, through), rc, &err);
+    if (rc) {
+      ep->failed = rc;
+      return ferry__loader_fail(L, &err);
     }
-    rc = certify(L, ep, b, through, rc, &err);
+  }
+  if (b == ep->early_at && !L->early_pending) {
+    rc = vote_early(L, ep, &err);
     if (rc) {
       ep->failed = rc;
       return ferry__loader_fail(L, &err);
@@ -351,7 +430,8 @@ int ferry_next(ferry_loader *L, ferry_batch **out) {
                            (long long)L->nring);
       break;
     }
-    pthread_cond_wait(&ep->cv_ready, &ep->mu);
+    if (!help_assemble(ep))
+      pthread_cond_wait(&ep->cv_ready, &ep->mu);
   }
   return hand_out(L, ep, b, &s->state, s->rc, &s->err, rc, &err, &s->batch, t0,
                   out);
@@ -373,11 +453,11 @@ int ferry_release(ferry_loader *L, ferry_batch *batch) {
                          "ferry_release: not a batch of this loader's epoch");
   pthread_mutex_lock(&ep->mu);
   int held = s->state == SLOT_HELD;
-  if (held) {
+  if (held)
     s->state = SLOT_FREE;
-    pthread_cond_broadcast(&ep->cv_work);
-  }
   pthread_mutex_unlock(&ep->mu);
+  if (held) /* after the unlock: the woken worker does not block on it */
+    pthread_cond_broadcast(&ep->cv_work);
   if (!held)
     return ferry__seterr(NULL, FERRY_EINVAL,
                          "ferry_release: batch released twice");

@@ -268,9 +268,11 @@ static void publish_rows(epoch_state *ep, int64_t e, unsigned char *buf,
         buf ? buf + (size_t)rows * L->var_prefix[v]
             : ep->ext_map[e * L->m.nvars + v].data;
   ep->loaded = e + 1;
+  pthread_mutex_unlock(&ep->mu);
+  /* woken after the unlock: a thread woken on this core would otherwise
+   * preempt this one only to block on the mutex it still holds */
   pthread_cond_broadcast(&ep->cv_work);
   pthread_cond_broadcast(&ep->cv_ready);
-  pthread_mutex_unlock(&ep->mu);
   note_resident(ep->L);
 }
 
@@ -307,8 +309,11 @@ int64_t ferry__admit_of(const ferry__rank_plan *p, int64_t w) {
 static int wait_admission(epoch_state *ep, int64_t admit) {
   int64_t la = ep->L->opts->prefetch;
   pthread_mutex_lock(&ep->mu);
-  while (!ep->stop && admit > ep->consumed + la)
+  while (!ep->stop && admit > ep->consumed + la) {
+    ep->io_wake = admit - la;
     pthread_cond_wait(&ep->cv_io, &ep->mu);
+  }
+  ep->io_wake = 0;
   int go = !ep->stop;
   pthread_mutex_unlock(&ep->mu);
   return go;
@@ -404,8 +409,11 @@ static void io_independent(epoch_state *ep, ferry__io *io) {
 static int round_wait(epoch_state *ep, int64_t j, int *dummy) {
   pthread_mutex_lock(&ep->mu);
   int64_t la = ep->L->opts->prefetch;
-  while (!ep->stop && ep->round_admit[j] > ep->consumed + la)
+  while (!ep->stop && ep->round_admit[j] > ep->consumed + la) {
+    ep->io_wake = ep->round_admit[j] - la;
     pthread_cond_wait(&ep->cv_io, &ep->mu);
+  }
+  ep->io_wake = 0;
   if (ep->stop) {
     while (ep->round_target < 0)
       pthread_cond_wait(&ep->cv_io, &ep->mu);
@@ -1117,7 +1125,10 @@ void ferry__assemble_unlocked(epoch_state *ep, ring_slot *s, int64_t b) {
     return;
   }
   s->state = SLOT_READY;
+  /* the consumer is woken with the mutex released (see publish_rows) */
+  pthread_mutex_unlock(&ep->mu);
   pthread_cond_broadcast(&ep->cv_ready);
+  pthread_mutex_lock(&ep->mu);
 }
 
 /* A worker allocates nothing: once a batch's data is loaded, assembling it

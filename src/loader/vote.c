@@ -102,8 +102,9 @@ static int mismatch(ferry_loader *L, int root, int64_t lo, int64_t hi,
       op_name(lo), where, op_name(hi), at);
 }
 
-int ferry__vote(ferry_loader *L, int op, int64_t through, int asked,
-                ferry__vote_out *out, ferry__err *err) {
+/* Post the vote (MPI's buffers are L->vote_buf: one vote at a time). */
+static int vote_post(ferry_loader *L, int op, int64_t through, int asked,
+                     MPI_Request *req, ferry__err *err) {
   epoch_state *ep = L->ep;
   int64_t *in = L->vote_buf, *res = L->vote_buf + FERRY__VOTE_N;
   int64_t who = (int64_t)op * L->size + L->rank;
@@ -117,12 +118,20 @@ int ferry__vote(ferry_loader *L, int op, int64_t through, int asked,
       op == FERRY__VOTE_NEXT ? (through + 1) * L->size + L->rank : INT64_MAX;
   in[3] = asked ? -1 : 0;
   in[4] = -rounds_admitted(L, ep);
-  MPI_Request req;
   if (MPI_Iallreduce(in, res, FERRY__VOTE_N, MPI_INT64_T, MPI_MIN, L->comm,
-                     &req) != MPI_SUCCESS)
+                     req) != MPI_SUCCESS)
     return ferry__seterr_on(err, L->rank, FERRY_EMPI,
                             "MPI_Iallreduce failed in %s", op_name(op));
-  int w = ferry__coll_wait(&req, (double)L->opts->collective_timeout);
+  return 0;
+}
+
+/* Wait for a posted vote (bounded by collective_timeout) and read it. */
+static int vote_finish(ferry_loader *L, int op, MPI_Request *req,
+                       ferry__vote_out *out, ferry__err *err) {
+  epoch_state *ep = L->ep;
+  int64_t *res = L->vote_buf + FERRY__VOTE_N;
+  int pack = L->size < PACK_MAX_SIZE;
+  int w = ferry__coll_wait(req, (double)L->opts->collective_timeout);
   if (w < 0)
     return ferry__seterr_on(err, L->rank, FERRY_EMPI, "MPI_Test failed in %s",
                             op_name(op));
@@ -160,6 +169,40 @@ int ferry__vote(ferry_loader *L, int op, int64_t through, int asked,
     out->asked = res[3] < 0;
   }
   return 0;
+}
+
+int ferry__vote_early(ferry_loader *L, int64_t through, int asked,
+                      ferry__err *err) {
+  int rc = vote_post(L, FERRY__VOTE_NEXT, through, asked, &L->early_req, err);
+  if (!rc)
+    L->early_pending = 1;
+  return rc;
+}
+
+int ferry__vote_early_finish(ferry_loader *L, ferry__vote_out *out,
+                             ferry__err *err) {
+  L->early_pending = 0;
+  return vote_finish(L, FERRY__VOTE_NEXT, &L->early_req, out, err);
+}
+
+int ferry__vote(ferry_loader *L, int op, int64_t through, int asked,
+                ferry__vote_out *out, ferry__err *err) {
+  /* A ferry_next vote posted early is the one every rank made next: it is
+   * finished first (another call's vote pairs with the ranks' next ones) */
+  if (L->early_pending) {
+    ferry__vote_out skip;
+    int rc = ferry__vote_early_finish(L, &skip, err);
+    if (rc)
+      return rc;
+    if (skip.asked)
+      L->ckpt_agreed = 1;
+    /* what it certified is agreed: the ranks' messages name the same batch */
+    if (L->ep && skip.through > L->ep->certified)
+      L->ep->certified = skip.through;
+  }
+  MPI_Request req;
+  int rc = vote_post(L, op, through, asked, &req, err);
+  return rc ? rc : vote_finish(L, op, &req, out, err);
 }
 
 int ferry__peer_gone(ferry_loader *L, const char *call, ferry__err *err) {
