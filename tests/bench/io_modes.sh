@@ -1,7 +1,8 @@
 #!/bin/sh
 # io_modes.sh - the .npy benchmark's reads against dd (issue 12): SIZE
 # (default 2 GiB) of 1 KiB rows (float32[256]) in one .npy, page cache warm,
-# 2 ranks, shuffle=chunks, shuffle_buffer 4, batch 256, 3 epochs.  ROUNDS
+# 2 ranks, shuffle=chunks, shuffle_buffer 4, batch BATCH (default 256; the
+# .npy benchmark of docs/performance.md uses 1024), 3 epochs.  ROUNDS
 # (default 5) interleaved rounds of: dd of the file (bs=4M, as many passes
 # as ferry's epochs), then ferry bench
 # with each of MODES (default "independent mmap auto collective").  Prints
@@ -24,6 +25,7 @@ size=${3:-2GiB}
 rounds=${ROUNDS:-5}
 modes=${MODES:-independent mmap auto collective}
 np=${NP:-2}
+batch=${BATCH:-256}
 direct=${DIRECT:-0}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p "$work"
@@ -71,7 +73,7 @@ for r in $(seq "$rounds"); do
   for io in $modes; do
     cold
     bps=$($timer mpirun --oversubscribe -np "$np" "$build/ferry" bench "$work/data" --io "$io" \
-            --epochs "$ep" --shuffle chunks --shuffle-buffer 4 --batch-size 256 --json |
+            --epochs "$ep" --shuffle chunks --shuffle-buffer 4 --batch-size "$batch" --json |
           grep -o '"bytes_per_s": [0-9.e+]*' | head -n 1 | sed 's/.*: //')
     ratio=$(awk -v b="$bps" -v d="$dd" 'BEGIN {printf "%.3f", b / 1073741824 / d}')
     cpu=$(cpu_per_gib $ep)
