@@ -56,6 +56,19 @@ int ferry__seterr_on(ferry__err *err, int rank, int code, const char *fmt,
   return code;
 }
 
+int ferry__oom(ferry__err *err, int rank, size_t bytes, const char *fmt, ...) {
+  char what[FERRY__MSG_MAX - 64];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  if (rank < 0)
+    return ferry__seterr(err, FERRY_ENOMEM, "out of memory: %zu bytes for %s",
+                         bytes, what);
+  return ferry__seterr_on(err, rank, FERRY_ENOMEM,
+                          "out of memory: %zu bytes for %s", bytes, what);
+}
+
 void ferry__err_text(const ferry__err *err, char *out, size_t len) {
   if (err->has_rank)
     snprintf(out, len, "rank %d: %.1000s", err->rank, err->msg);

@@ -40,6 +40,12 @@ int ferry__seterr(ferry__err *err, int code, const char *fmt, ...)
  *  where, never "rank N:" itself. */
 int ferry__seterr_on(ferry__err *err, int rank, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/** Out of memory (FERRY_ENOMEM), the message naming the size and what the
+ *  memory was for: "out of memory: 1280000128 bytes for <what>", where what
+ *  (printf-style) names the dataset, file or variable.  rank < 0: no rank
+ *  (as ferry__seterr), else as ferry__seterr_on.  Returns FERRY_ENOMEM. */
+int ferry__oom(ferry__err *err, int rank, size_t bytes, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /** The message as the user sees it: "rank R: msg" when the rank is known. */
 void ferry__err_text(const ferry__err *err, char *out, size_t len);
 /** Set the calling thread's last-error message (ferry_last_error(NULL)). */
