@@ -131,34 +131,37 @@ size_t ferry__cache_bound(const ferry_loader *L) {
 }
 
 /* The most rows resident at once: each window's samples plus extra rows
- * (shuffle=global: its receive staging, in the same buffer). */
+ * (shuffle=global: its receive staging, in the same buffer).  Window w is
+ * resident from consumption from(w) (its admission less the lookahead)
+ * through its last batch; both are non-decreasing in w, so the windows
+ * still resident when w is admitted are the latest ones admitted before it,
+ * and two cursors find the most at once in O(windows) time and no memory
+ * (an array per batch used to be allocated here, and its failure went
+ * unreported). */
 static size_t read_bound_x(const ferry_loader *L, const ferry__rank_plan *p,
                            int64_t extra) {
   int64_t nb = p->num_batches, la = L->opts->prefetch;
+  int64_t bs = L->opts->batch_size;
   if (nb == 0)
     return 0;
-  double *diff = calloc((size_t)nb + 1, sizeof *diff);
-  if (!diff)
-    return 0;
-  int64_t pos = 0;
+  double run = 0, best = 0;
+  int64_t e = 0, epos = 0;
   for (int64_t w = 0; w < p->nwindows; w++) {
-    int64_t last = (pos + p->window_samples[w] - 1) / L->opts->batch_size;
-    pos += p->window_samples[w];
     int64_t from =
         ferry__admit_of(p, w) - la < 0 ? 0 : ferry__admit_of(p, w) - la;
-    if (last >= nb)
-      last = nb - 1;
-    double bytes = (double)(p->window_samples[w] + extra);
-    diff[from] += bytes;
-    diff[last + 1] -= bytes;
-  }
-  double run = 0, best = 0;
-  for (int64_t c = 0; c < nb; c++) {
-    run += diff[c];
+    for (; e < w; e++) { /* windows whose last batch is before from */
+      int64_t last = (epos + p->window_samples[e] - 1) / bs;
+      if (last >= nb)
+        last = nb - 1;
+      if (last + 1 > from)
+        break;
+      run -= (double)(p->window_samples[e] + extra);
+      epos += p->window_samples[e];
+    }
+    run += (double)(p->window_samples[w] + extra);
     if (run > best)
       best = run;
   }
-  free(diff);
   return (size_t)best;
 }
 

@@ -132,9 +132,12 @@ static int dispatch(tool_ctx *ctx, int argc, char **argv) {
   if (cmd == NULL)
     return tool_usage_error(ctx, "unknown command '%s'", a);
   int status = tool_parse(ctx, cmd, argc - 1, argv + 1);
-  if (status == TOOL_CONTINUE)
-    status = cmd->run(ctx);
-  return status;
+  /* Parsing decides alike on every rank, except when it fails on one rank
+   * only (out of memory building the options): then no rank may go on to
+   * the collective calls of the command, or the others would wait for it. */
+  if (!tool_all(status == TOOL_CONTINUE))
+    return status == TOOL_CONTINUE ? TOOL_EXIT_ERROR : status;
+  return cmd->run(ctx);
 }
 
 int main(int argc, char **argv) {
