@@ -127,6 +127,7 @@ typedef struct rbuf {
   const unsigned char *p;
   size_t n, at;
   int bad;
+  size_t oom; /* out of memory: the bytes that could not be had */
 } rbuf;
 
 static void r_bytes(rbuf *r, void *out, size_t n) {
@@ -164,14 +165,18 @@ static int rec_files(rbuf *b, pq_rec *r) {
     return -1;
   r->files = calloc((size_t)r->nfiles, sizeof *r->files);
   r->fsize = calloc((size_t)r->nfiles, sizeof *r->fsize);
-  if (!r->files || !r->fsize)
+  if (!r->files || !r->fsize) {
+    b->oom = (size_t)r->nfiles * (sizeof *r->files + sizeof *r->fsize);
     return -1;
+  }
   for (int32_t i = 0; i < r->nfiles; i++) {
     int32_t n = r_i32(b);
     if (b->bad || n < 0 || (size_t)n > b->n - b->at)
       return -1;
-    if (!(r->files[i] = malloc((size_t)n + 1)))
+    if (!(r->files[i] = malloc((size_t)n + 1))) {
+      b->oom = (size_t)n + 1;
       return -1;
+    }
     r_bytes(b, r->files[i], (size_t)n);
     r->files[i][n] = '\0';
     r->fsize[i] = r_i64(b);
@@ -181,7 +186,7 @@ static int rec_files(rbuf *b, pq_rec *r) {
 
 int ferry__pq_rec_get(const ferry__blob *blob, pq_rec *r, const char *where,
                       ferry__err *err) {
-  rbuf b = {blob->p, blob->len, 0, 0};
+  rbuf b = {blob->p, blob->len, 0, 0, 0};
   memset(r, 0, sizeof *r);
   int ok = (uint32_t)r_i32(&b) == PQ_REC_MAGIC;
   int32_t hdr[6];
@@ -196,8 +201,10 @@ int ferry__pq_rec_get(const ferry__blob *blob, pq_rec *r, const char *where,
   ok = ok && !b.bad && r->k >= 1 && rec_files(&b, r) == 0;
   r->nrg = ok ? r_i64(&b) : 0;
   ok = ok && !b.bad && r->nrg >= 0 && (uint64_t)r->nrg <= b.n / 80;
-  if (ok && !(r->rg = calloc((size_t)(r->nrg ? r->nrg : 1), sizeof *r->rg)))
+  if (ok && !(r->rg = calloc((size_t)(r->nrg ? r->nrg : 1), sizeof *r->rg))) {
     ok = 0;
+    b.oom = (size_t)(r->nrg ? r->nrg : 1) * sizeof *r->rg;
+  }
   for (int64_t i = 0; ok && i < r->nrg; i++) {
     pq_rg_rec *g = &r->rg[i];
     int64_t v[6];
@@ -221,6 +228,10 @@ int ferry__pq_rec_get(const ferry__blob *blob, pq_rec *r, const char *where,
          g->dict_size <= (int64_t)PQ_MAX_DICT &&
          (i == 0 ||
           g->first_row == r->rg[i - 1].first_row + r->rg[i - 1].num_rows);
+  }
+  if (b.oom) {
+    ferry__pq_rec_free(r);
+    return ferry__oom(err, -1, b.oom, "the parquet record of %s", where);
   }
   if (!ok || b.at != b.n) {
     ferry__pq_rec_free(r);
