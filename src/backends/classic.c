@@ -551,7 +551,8 @@ static int read_header(const char *path, ferry__cdf **h, ferry__err *err) {
     size_t got = 0;
     unsigned char *nb = realloc(buf, want ? want : 1);
     if (!nb) {
-      rc = ferry__oom(err, -1, want ? want : 1, "the netCDF header of %s", path);
+      rc =
+          ferry__oom(err, -1, want ? want : 1, "the netCDF header of %s", path);
       break;
     }
     buf = nb;
@@ -800,11 +801,10 @@ static int classic_describe(const char *path, const ferry_options *opts,
       make_notes(h, sdim, chosen, skipped, &out->notes, &notes) < 0) {
     rc = ferry__oom(err, -1,
                     notes ? notes
-                          : (size_t)nsel * (sizeof *out->vars +
-                                            sizeof *out->paths +
-                                            sizeof *out->data_offset +
-                                            sizeof *out->file_size +
-                                            sizeof *out->rec),
+                          : (size_t)nsel *
+                                (sizeof *out->vars + sizeof *out->paths +
+                                 sizeof *out->data_offset +
+                                 sizeof *out->file_size + sizeof *out->rec),
                     "the description of %d variables of %s", nsel, path);
     goto cleanup;
   }
@@ -907,8 +907,8 @@ static int classic_io_open(ferry__io **out, const ferry__manifest *m,
   *out = NULL;
   ferry__io *io = calloc(1, sizeof *io);
   if (!io)
-    return ferry__oom(err, -1, sizeof *io, "the I/O state (dataset %s, rank %d)",
-                      m->spec, p->rank);
+    return ferry__oom(err, -1, sizeof *io,
+                      "the I/O state (dataset %s, rank %d)", m->spec, p->rank);
   io->m = m;
   io->comm = p->comm;
   io->rank = p->rank;
@@ -1005,8 +1005,7 @@ static int span_fill(ferry__io *io, MPI_File fh, int coll, int64_t part,
   if (rc == 0 && (size_t)want > io->span_cap) {
     unsigned char *nb = realloc(io->span, (size_t)want);
     if (!nb)
-      rc = ferry__oom(err, -1, (size_t)want,
-                      "the record buffer (%s)", where);
+      rc = ferry__oom(err, -1, (size_t)want, "the record buffer (%s)", where);
     else {
       io->span = nb;
       io->span_cap = (size_t)want;

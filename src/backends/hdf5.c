@@ -630,12 +630,12 @@ static int describe_locked(const char *path, const ferry_options *opts,
                          path, why[0] ? why : " (truncated or corrupt?)");
   }
   if (H5Lvisit(f, H5_INDEX_NAME, H5_ITER_INC, visit_cb, &vis) < 0 || vis.oom) {
-    rc = vis.oom ? ferry__oom(err, -1, vis.oom, "the list of datasets of %s",
-                              path)
-                 : ferry__seterr(err, FERRY_EFORMAT,
-                                 "%s: cannot list the file's datasets "
-                                 "(truncated or corrupt?)",
-                                 path);
+    rc = vis.oom
+             ? ferry__oom(err, -1, vis.oom, "the list of datasets of %s", path)
+             : ferry__seterr(err, FERRY_EFORMAT,
+                             "%s: cannot list the file's datasets "
+                             "(truncated or corrupt?)",
+                             path);
     goto cleanup;
   }
   /* The sample dimension is the longest first dimension of the datasets
@@ -1037,8 +1037,8 @@ static int h5_io_open(ferry__io **out, const ferry__manifest *m,
   quiet_errors();
   ferry__io *io = calloc(1, sizeof *io);
   if (!io)
-    return ferry__oom(err, -1, sizeof *io, "the I/O state (dataset %s, rank %d)",
-                      m->spec, p->rank);
+    return ferry__oom(err, -1, sizeof *io,
+                      "the I/O state (dataset %s, rank %d)", m->spec, p->rank);
   io->m = m;
   io->comm = p->comm;
   io->rank = p->rank;

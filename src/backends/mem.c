@@ -303,16 +303,16 @@ static int mem_describe(const char *path, const ferry_options *opts,
   out->file_size = calloc((size_t)s.nvars, sizeof *out->file_size);
   if (!out->paths || !out->data_offset || !out->file_size) {
     rc = ferry__oom(err, -1,
-                    (size_t)s.nvars * (sizeof *out->paths +
-                                       sizeof *out->data_offset +
-                                       sizeof *out->file_size),
+                    (size_t)s.nvars *
+                        (sizeof *out->paths + sizeof *out->data_offset +
+                         sizeof *out->file_size),
                     "the description of %d variables of %s", s.nvars, path);
     goto cleanup;
   }
   for (int i = 0; i < s.nvars; i++)
     if (!(out->paths[i] = strdup(path))) {
-      rc = ferry__oom(err, -1, strlen(path) + 1, "the path of variable %s of %s",
-                      out->vars[i].name, path);
+      rc = ferry__oom(err, -1, strlen(path) + 1,
+                      "the path of variable %s of %s", out->vars[i].name, path);
       goto cleanup;
     }
 cleanup:

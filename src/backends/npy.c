@@ -593,9 +593,9 @@ static int list_vars(const char *dir, char ***out, int *n, ferry__err *err) {
       size_t ncap = cap ? 2 * cap : 8;
       char **nn = realloc(names, ncap * sizeof *nn);
       if (!nn) {
-        rc = ferry__oom(err, -1, ncap * sizeof *nn,
-                        "the list of %zu file names in directory %s", ncap,
-                        dir);
+        rc =
+            ferry__oom(err, -1, ncap * sizeof *nn,
+                       "the list of %zu file names in directory %s", ncap, dir);
         goto cleanup;
       }
       names = nn;
@@ -684,8 +684,8 @@ static int npy_describe(const char *path, const ferry_options *opts,
       size_t want = out->paths[i] ? strlen(out->paths[i]) + 1
                     : is_dir      ? strlen(path) + strlen(files[i]) + 2
                                   : strlen(path) + 1;
-      rc = ferry__oom(err, -1, want, "the path or name of variable %d of %s",
-                      i, path);
+      rc = ferry__oom(err, -1, want, "the path or name of variable %d of %s", i,
+                      path);
       goto cleanup;
     }
     int64_t n = 0;
@@ -836,10 +836,9 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
   if (!io->collective) {
     int *fd = malloc(sizeof *fd);
     if (!fd)
-      return ferry__oom(err, -1, sizeof *fd,
-                        "opening file %s (variable %s, rank %d)",
-                        io->m->parts[part].paths[var], io->m->vars[var].name,
-                        io->rank);
+      return ferry__oom(
+          err, -1, sizeof *fd, "opening file %s (variable %s, rank %d)",
+          io->m->parts[part].paths[var], io->m->vars[var].name, io->rank);
     int rc = open_fd(io, part, var, fd, err);
     if (rc < 0) {
       free(fd);
@@ -850,10 +849,9 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
   }
   MPI_File *fh = malloc(sizeof *fh);
   if (!fh)
-    return ferry__oom(err, -1, sizeof *fh,
-                      "opening file %s (variable %s, rank %d)",
-                      io->m->parts[part].paths[var], io->m->vars[var].name,
-                      io->rank);
+    return ferry__oom(
+        err, -1, sizeof *fh, "opening file %s (variable %s, rank %d)",
+        io->m->parts[part].paths[var], io->m->vars[var].name, io->rank);
   int rc = open_file(io, part, var, fh, err);
   if (rc < 0) {
     free(fh);
@@ -896,8 +894,8 @@ static int npy_io_open(ferry__io **out, const ferry__manifest *m,
   *out = NULL;
   ferry__io *io = calloc(1, sizeof *io);
   if (!io)
-    return ferry__oom(err, -1, sizeof *io, "the I/O state (dataset %s, rank %d)",
-                      m->spec, p->rank);
+    return ferry__oom(err, -1, sizeof *io,
+                      "the I/O state (dataset %s, rank %d)", m->spec, p->rank);
   io->m = m;
   io->comm = p->comm;
   io->rank = p->rank;

@@ -337,8 +337,8 @@ static int parse_entry(zarchive *za, const unsigned char *cd, size_t len,
     return bad_zip(za, off, "a member name is empty or holds a NUL byte", err);
   if (!(m->name = malloc(nlen + 1)))
     return ferry__oom(err, -1, nlen + 1,
-                      "a member name in zip archive %s (offset %lld)",
-                      za->path, (long long)off);
+                      "a member name in zip archive %s (offset %lld)", za->path,
+                      (long long)off);
   memcpy(m->name, name, nlen);
   m->name[nlen] = '\0';
   m->flags = le16(h + 8);
@@ -550,8 +550,7 @@ static int member_header(const zarchive *za, const zmember *m,
   }
   unsigned char *buf = malloc(want ? want : 1);
   if (!buf)
-    return ferry__oom(err, -1, want ? want : 1, "the .npy header of %s",
-                      label);
+    return ferry__oom(err, -1, want ? want : 1, "the .npy header of %s", label);
   if ((rc = member_head(za, m, buf, want, &got, err)) == 0)
     rc = ferry__npy_parse_header(buf, got, h, label, err);
   free(buf);
@@ -925,8 +924,8 @@ static int cursor_new(const ferry__manifest *m, int64_t part, int var,
   z->scratch = malloc(NPZ_SCRATCH);
   z->ck = calloc((size_t)(z->nck ? z->nck : 1), sizeof *z->ck);
   if (!z->in || !z->scratch || !z->ck) {
-    *want = z->in_cap + NPZ_SCRATCH +
-            (size_t)(z->nck ? z->nck : 1) * sizeof *z->ck;
+    *want =
+        z->in_cap + NPZ_SCRATCH + (size_t)(z->nck ? z->nck : 1) * sizeof *z->ck;
     cursor_free(z);
     return -1;
   }
@@ -979,9 +978,9 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
     return rc;
   npz_handle *h = calloc(1, sizeof *h);
   if (!h)
-    return ferry__oom(err, -1, sizeof *h, "opening file %s (variable %s, rank %d)",
-                      io->m->parts[part].paths[var], io->m->vars[var].name,
-                      io->rank);
+    return ferry__oom(
+        err, -1, sizeof *h, "opening file %s (variable %s, rank %d)",
+        io->m->parts[part].paths[var], io->m->vars[var].name, io->rank);
   h->fd = -1;
 #ifdef HAVE_ZLIB
   size_t want = 0;
@@ -1059,8 +1058,8 @@ static int npz_io_open(ferry__io **out, const ferry__manifest *m,
   *out = NULL;
   ferry__io *io = calloc(1, sizeof *io);
   if (!io)
-    return ferry__oom(err, -1, sizeof *io, "the I/O state (dataset %s, rank %d)",
-                      m->spec, p->rank);
+    return ferry__oom(err, -1, sizeof *io,
+                      "the I/O state (dataset %s, rank %d)", m->spec, p->rank);
   io->m = m;
   io->comm = p->comm;
   io->rank = p->rank;
@@ -1294,8 +1293,8 @@ static int z_piece(const npz_job *jb, ferry__err *err) {
   c.scratch = malloc(NPZ_SCRATCH);
   int rc = 0;
   if (!c.in || !c.scratch)
-    rc = ferry__oom(err, -1, NPZ_PIECE_IN + NPZ_SCRATCH, "an inflate piece of %s",
-                    jb->where);
+    rc = ferry__oom(err, -1, NPZ_PIECE_IN + NPZ_SCRATCH,
+                    "an inflate piece of %s", jb->where);
   if (rc == 0)
     rc = z_restart(&c, jb->j, jb->where, err);
   if (rc == 0)

@@ -544,15 +544,17 @@ int ferry__pq_footer_parse(const unsigned char *buf, size_t len,
   if (parse_filemeta(&t, f) < 0) {
     int64_t at =
         file_size - 8 - (int64_t)len + (int64_t)ferry__pq_tr_offset(&t);
-    int rc = t.oom ? ferry__oom(err, -1, t.oom,
-                                "the Parquet footer of %s (footer byte %zu, "
-                                "file offset %lld)",
-                                path, ferry__pq_tr_offset(&t), (long long)at)
-                   : ferry__seterr(err, FERRY_EFORMAT,
-                           "%s: corrupt Parquet footer: %s (footer byte %zu, "
-                           "file offset %lld)",
-                           path, t.why ? t.why : "malformed",
-                           ferry__pq_tr_offset(&t), (long long)at);
+    int rc =
+        t.oom
+            ? ferry__oom(err, -1, t.oom,
+                         "the Parquet footer of %s (footer byte %zu, "
+                         "file offset %lld)",
+                         path, ferry__pq_tr_offset(&t), (long long)at)
+            : ferry__seterr(err, FERRY_EFORMAT,
+                            "%s: corrupt Parquet footer: %s (footer byte %zu, "
+                            "file offset %lld)",
+                            path, t.why ? t.why : "malformed",
+                            ferry__pq_tr_offset(&t), (long long)at);
     ferry__pq_file_free(f);
     return rc;
   }

@@ -593,7 +593,8 @@ static int dict_page(dec *d, const unsigned char *body, size_t len,
     return fail(d, FERRY_EFORMAT,
                 "a dictionary page holds fewer bytes than "
                 "its values need");
-  size_t want = grow((void **)&d->s->dict, &d->s->dict_cap, (n ? n : 1) * d->elem);
+  size_t want =
+      grow((void **)&d->s->dict, &d->s->dict_cap, (n ? n : 1) * d->elem);
   if (want)
     return oom(d, want, "the dictionary");
   if (plain_values(d, body, len, n, d->s->dict) < 0)
@@ -1025,7 +1026,8 @@ static int page_body(dec *d, const unsigned char *in, size_t inlen,
     *body = in;
     return 0;
   }
-  size_t want = grow((void **)&d->s->page, &d->s->page_cap, outlen ? outlen : 1);
+  size_t want =
+      grow((void **)&d->s->page, &d->s->page_cap, outlen ? outlen : 1);
   if (want)
     return oom(d, want, "a page");
   if (ferry__pq_decompress(codec, in, inlen, d->s->page, outlen, &why) < 0) {

@@ -672,8 +672,7 @@ static int split_var(cand *c, const char *name, int nfiles, ferry__err *err) {
   size_t n = strlen(s) + 200;
   char *t = realloc(s, n);
   if (!t)
-    return ferry__oom(err, -1, n, "the storage description of column %s",
-                      name);
+    return ferry__oom(err, -1, n, "the storage description of column %s", name);
   c->storage = t;
   snprintf(t + strlen(t), n - strlen(t),
            "; large row groups read in pieces of %lld rows at page starts "
@@ -742,14 +741,14 @@ static int fill_out(desc *d, char **files, int nfiles, ferry__part_desc *out,
     r->files = NULL;
     r->nfiles = 0;
     if (rc < 0 || !x->name || !x->storage || !out->paths[v])
-      return ferry__oom(
-          err, -1,
-          rc < 0       ? out->rec[v].len /* what the record wanted */
-          : !x->name   ? strlen(col->is_list ? col->top : col->name) + 1
-          : !x->storage ? PQ_STORAGE_LEN
-                       : strlen(d->path) + 1,
-          "the description of column %s of %s",
-          col->is_list ? col->top : col->name, d->path);
+      return ferry__oom(err, -1,
+                        rc < 0 ? out->rec[v].len /* what the record wanted */
+                        : !x->name
+                            ? strlen(col->is_list ? col->top : col->name) + 1
+                        : !x->storage ? PQ_STORAGE_LEN
+                                      : strlen(d->path) + 1,
+                        "the description of column %s of %s",
+                        col->is_list ? col->top : col->name, d->path);
   }
   return 0;
 }
@@ -1076,8 +1075,8 @@ static int pq_io_open(ferry__io **out, const ferry__manifest *m,
                          p->rank);
   ferry__io *io = calloc(1, sizeof *io);
   if (!io)
-    return ferry__oom(err, -1, sizeof *io, "the I/O state (dataset %s, rank %d)",
-                      m->spec, p->rank);
+    return ferry__oom(err, -1, sizeof *io,
+                      "the I/O state (dataset %s, rank %d)", m->spec, p->rank);
   io->m = m;
   io->rank = p->rank;
   io->defer = p->defer;
@@ -1097,10 +1096,9 @@ static int pq_io_open(ferry__io **out, const ferry__manifest *m,
   }
   if (!io->vs || !io->scratch || !io->cbuf || !io->ccap || !io->sfree) {
     size_t ns = (size_t)io->nscratch;
-    size_t want =
-        (size_t)(m->nvars ? m->nvars : 1) * sizeof *io->vs +
-        ns * (sizeof *io->scratch + sizeof *io->cbuf + sizeof *io->ccap +
-              sizeof *io->sfree);
+    size_t want = (size_t)(m->nvars ? m->nvars : 1) * sizeof *io->vs +
+                  ns * (sizeof *io->scratch + sizeof *io->cbuf +
+                        sizeof *io->ccap + sizeof *io->sfree);
     pq_io_close(io);
     return ferry__oom(err, -1, want,
                       "the I/O state of %lld variables and %d decode threads "
@@ -1190,10 +1188,9 @@ static int read_chunk(ferry__io *io, int64_t part, int var, int64_t g, int t,
   if (need > io->ccap[t]) {
     unsigned char *nb = realloc(io->cbuf[t], need);
     if (!nb)
-      return ferry__oom(err, -1, need,
-                        "a column chunk: file %s, variable %s, rank %d",
-                        vs->rec.files[rg->file], io->m->vars[var].name,
-                        io->rank);
+      return ferry__oom(
+          err, -1, need, "a column chunk: file %s, variable %s, rank %d",
+          vs->rec.files[rg->file], io->m->vars[var].name, io->rank);
     io->cbuf[t] = nb;
     io->ccap[t] = need;
   }
@@ -1446,8 +1443,8 @@ static int read_groups(ferry__io *io, int64_t part, int var, pool *p, int keep,
         return ferry__oom(err, -1, (size_t)a->dict_size,
                           "a dictionary page (file %s, dataset %s, variable "
                           "%s, rank %d)",
-                          r->files[a->file], io->m->spec,
-                          io->m->vars[var].name, io->rank);
+                          r->files[a->file], io->m->spec, io->m->vars[var].name,
+                          io->rank);
       memcpy(c, d, (size_t)a->dict_size);
       p->own[nown++] = c;
       d = c;
@@ -1518,18 +1515,17 @@ static int whole_groups(ferry__io *io, int64_t part, int var, int64_t g0,
     p->own = calloc((size_t)n * 2, sizeof *p->own);
     p->jobs = calloc((size_t)n, sizeof *p->jobs);
   }
-  int rc = p && p->chunks && p->dicts && p->own && p->jobs
-               ? read_groups(io, part, var, p, defer, err)
-               : ferry__oom(err, -1,
-                            !p ? sizeof *p
-                               : (size_t)n * (sizeof *p->chunks +
-                                              sizeof *p->dicts +
-                                              2 * sizeof *p->own +
-                                              sizeof *p->jobs),
-                            "%lld row groups' jobs (dataset %s, variable %s, "
-                            "rank %d)",
-                            (long long)n, io->m->spec, io->m->vars[var].name,
-                            io->rank);
+  int rc =
+      p && p->chunks && p->dicts && p->own && p->jobs
+          ? read_groups(io, part, var, p, defer, err)
+          : ferry__oom(err, -1,
+                       !p ? sizeof *p
+                          : (size_t)n * (sizeof *p->chunks + sizeof *p->dicts +
+                                         2 * sizeof *p->own + sizeof *p->jobs),
+                       "%lld row groups' jobs (dataset %s, variable %s, "
+                       "rank %d)",
+                       (long long)n, io->m->spec, io->m->vars[var].name,
+                       io->rank);
   if (rc == 0)
     rc = decode_pool(io, p, defer, err);
   if (p && defer) { /* its jobs may run: freed by io_wait */

@@ -1135,10 +1135,9 @@ static int walk_group(zarr_walk *w, const char *store, const char *dir,
     struct stat st;
     size_t want = 0;
     if (!sub || !rel) {
-      rc = ferry__oom(err, -1,
-                      (!sub ? strlen(dir) : strlen(prefix)) + strlen(names[i]) +
-                          2,
-                      "the path of %s in %s (store %s)", names[i], dir, store);
+      rc = ferry__oom(
+          err, -1, (!sub ? strlen(dir) : strlen(prefix)) + strlen(names[i]) + 2,
+          "the path of %s in %s (store %s)", names[i], dir, store);
     } else if (stat(sub, &st) == 0 && S_ISDIR(st.st_mode)) {
       if (ferry__zarr_exists_in(sub, ".zarray", 0)) {
         if ((want = add_array(w, sub, rel)) != 0)
@@ -1222,8 +1221,8 @@ static int walk_consolidated(zarr_walk *w, const char *store, json_t *root,
 static int walk_v3(const char *store, zarr_walk *w, ferry__err *err) {
   char *zj = ferry__join_path(store, "zarr.json");
   if (!zj)
-    return ferry__oom(err, -1, strlen(store) + 11,
-                      "the path of %s/zarr.json", store);
+    return ferry__oom(err, -1, strlen(store) + 11, "the path of %s/zarr.json",
+                      store);
   json_t *j = load_json(zj, "not a Zarr v3 node", err);
   json_t *nt = j ? json_object_get(j, "node_type") : NULL;
   int rc = 0;
@@ -1266,8 +1265,8 @@ static int add_root_array(const char *store, zarr_walk *w, ferry__err *err) {
   if (n > 5 && strcmp(stem + n - 5, ".zarr") == 0)
     stem[n - 5] = '\0';
   size_t want = add_array(w, store, stem);
-  int rc = want ? ferry__oom(err, -1, want, "the root array of store %s", store)
-                : 0;
+  int rc =
+      want ? ferry__oom(err, -1, want, "the root array of store %s", store) : 0;
   free(stem);
   w->root_array = 1;
   return rc;
@@ -1630,10 +1629,10 @@ static int alloc_desc(ferry__part_desc *out, int nsel, const char *store,
   if (!out->vars || !out->paths || !out->data_offset || !out->file_size ||
       !out->rec)
     return ferry__oom(err, -1,
-                      (size_t)nsel * (sizeof *out->vars + sizeof *out->paths +
-                                      sizeof *out->data_offset +
-                                      sizeof *out->file_size +
-                                      sizeof *out->rec),
+                      (size_t)nsel *
+                          (sizeof *out->vars + sizeof *out->paths +
+                           sizeof *out->data_offset + sizeof *out->file_size +
+                           sizeof *out->rec),
                       "the description of %d arrays of store %s", nsel, store);
   out->nvars = nsel;
   return 0;
@@ -1729,7 +1728,8 @@ static int describe_var(const char *store, const zarr_walk *w, zarr_array *x,
   char *adir = ferry__zarr_array_dir(store, v->name, w->root_array);
   /* what a failed storage text wanted: its directory's path, or (a bound)
    * the text itself */
-  size_t storage_want = adir ? Z_STORAGE_MAX : strlen(store) + strlen(v->name) + 2;
+  size_t storage_want =
+      adir ? Z_STORAGE_MAX : strlen(store) + strlen(v->name) + 2;
   int64_t cache = 0;
   v->storage = adir
                    ? storage_text(adir, &x->z, use_netcdf ? "netcdf" : "native",

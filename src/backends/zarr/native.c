@@ -217,7 +217,8 @@ static int shard_index(zvar *zv, int64_t key, zwhere *w, const uint64_t **ix,
     if (!zv->slot_key || !zv->slot_ix || !zv->ixraw)
       return ferry__oom(
           err, -1,
-          (size_t)zv->nslots * (sizeof *zv->slot_key + nent * sizeof *zv->slot_ix) +
+          (size_t)zv->nslots *
+                  (sizeof *zv->slot_key + nent * sizeof *zv->slot_ix) +
               z->index_bytes,
           "%lld shard indexes of %zu bytes (store %s, array %s, rank %d)",
           (long long)zv->nslots, z->index_bytes, w->store, w->vname, w->rank);
@@ -653,10 +654,9 @@ static int native_rows(zvar *zv, const char *store, const char *vname, int rank,
       char *p = ferry__zarr_chunk_path(zv->adir, z, idx);
       off_t size = 0;
       if (!p)
-        return ferry__oom(err, -1,
-                          ferry__zarr_chunk_path_bytes(zv->adir, z, idx),
-                          "a chunk path (store %s, array %s, rank %d)", store,
-                          vname, rank);
+        return ferry__oom(
+            err, -1, ferry__zarr_chunk_path_bytes(zv->adir, z, idx),
+            "a chunk path (store %s, array %s, rank %d)", store, vname, rank);
       int present =
           ferry__zarr_check_chunk(zv, p, store, vname, rank, r, err, &size);
       if (present < 0) {

@@ -175,11 +175,9 @@ static int var_open(ferry__io *io, const ferry__part *pt, const char *store,
   if ((rc = ferry__zarr_rec_get(m, pt, v, io->rank, reader, &hash, err)) < 0)
     return rc;
   if (!(zv->adir = ferry__zarr_array_dir(store, mv->name, root_array)))
-    return ferry__oom(err, -1,
-                      strlen(store) + (root_array ? 0 : strlen(mv->name) + 1) +
-                          1,
-                      "the path of array %s (store %s, rank %d)", mv->name,
-                      store, io->rank);
+    return ferry__oom(
+        err, -1, strlen(store) + (root_array ? 0 : strlen(mv->name) + 1) + 1,
+        "the path of array %s (store %s, rank %d)", mv->name, store, io->rank);
   if ((rc = ferry__zarr_parse_zarray(zv->adir, mv->name, &zv->z, err)) < 0) {
     char msg[FERRY__MSG_MAX];
     snprintf(msg, sizeof msg, "%s", err->msg);
@@ -285,8 +283,8 @@ static int z_io_open(ferry__io **out, const ferry__manifest *m,
                          p->rank);
   ferry__io *io = calloc(1, sizeof *io);
   if (!io)
-    return ferry__oom(err, -1, sizeof *io, "the I/O state (dataset %s, rank %d)",
-                      m->spec, p->rank);
+    return ferry__oom(err, -1, sizeof *io,
+                      "the I/O state (dataset %s, rank %d)", m->spec, p->rank);
   io->m = m;
   io->rank = p->rank;
   ferry__handle_cache_init(&io->parts, (size_t)p->max_open_files, io,
