@@ -41,6 +41,7 @@ typedef struct wb {
   unsigned char *p;
   size_t len, cap;
   int failed;
+  size_t want; /* failed: the bytes it could not have (SIZE_MAX: too many) */
 } wb;
 
 static void put(wb *w, const void *src, size_t n) {
@@ -51,6 +52,7 @@ static void put(wb *w, const void *src, size_t n) {
     while (n > ncap - w->len) {
       if (ncap > SIZE_MAX / 2) {
         w->failed = 1;
+        w->want = SIZE_MAX;
         return;
       }
       ncap *= 2;
@@ -58,6 +60,7 @@ static void put(wb *w, const void *src, size_t n) {
     unsigned char *np = realloc(w->p, ncap);
     if (!np) {
       w->failed = 1;
+      w->want = ncap;
       return;
     }
     w->p = np;
@@ -85,6 +88,7 @@ static void put_str(wb *w, const char *s) {
   size_t n = s ? strlen(s) : 0;
   if (n > UINT32_MAX) {
     w->failed = 1;
+    w->want = n;
     return;
   }
   put_u32(w, (uint32_t)n);
@@ -106,6 +110,8 @@ int ferry__mix_record_pack(const ferry__mix_record *r, ferry__blob *out) {
   put(&w, r->sub, r->sublen);
   if (w.failed) {
     free(w.p);
+    out->p = NULL;
+    out->len = w.want; /* for the caller's message */
     return FERRY_ENOMEM;
   }
   out->p = w.p;
