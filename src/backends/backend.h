@@ -371,7 +371,9 @@ int ferry__npy_read_range(MPI_File fh, int collective, int64_t offset,
  * normalised proportion, the exhaust rule (FERRY__EXHAUST_*), the source's
  * dataset string, the common names its variables are served as (the
  * source's variable i is common[i]) and its packed manifest
- * (ferry__manifest_pack).  pack: out->p malloc'd, 0 or FERRY_ENOMEM.
+ * (ferry__manifest_pack).  pack: out->p malloc'd, 0 or FERRY_ENOMEM (then
+ * out->p is NULL and out->len the bytes it could not have, for the
+ * caller's out-of-memory message).
  * parse: path and common malloc'd (ferry__mix_record_free), sub borrowed
  * from b; FERRY_EFORMAT naming where when b is malformed.
  */

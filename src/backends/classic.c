@@ -217,7 +217,8 @@ static int rd_name(cur *c, const char *field, char **out) {
     if (*q)
       return bad(c, c->pos, "%s holds a NUL byte", field);
   if (!(*out = malloc((size_t)n + 1)))
-    return ferry__seterr(c->err, FERRY_ENOMEM, "%s: out of memory", c->path);
+    return ferry__oom(c->err, -1, (size_t)n + 1, "a %s in %s (offset %zu)",
+                      field, c->path, c->pos);
   memcpy(*out, c->b + c->pos, (size_t)n);
   (*out)[n] = '\0';
   c->pos += (size_t)pad4(n);
@@ -288,7 +289,8 @@ static int rd_dims(cur *c, ferry__cdf *h) {
   if (rc)
     return rc;
   if (h->ndims && !(h->dims = calloc((size_t)h->ndims, sizeof *h->dims)))
-    return ferry__seterr(c->err, FERRY_ENOMEM, "%s: out of memory", c->path);
+    return ferry__oom(c->err, -1, (size_t)h->ndims * sizeof *h->dims,
+                      "the %d dimensions of %s", h->ndims, c->path);
   for (int i = 0; i < h->ndims; i++) {
     if ((rc = rd_name(c, "dimension name", &h->dims[i].name)) != 0 ||
         (rc = rd_nonneg(c, "dimension length", &h->dims[i].len)) != 0)
@@ -311,7 +313,9 @@ static int rd_var(cur *c, ferry__cdf *h, cdf_var *v) {
                      &v->ndims)) != 0)
     return rc;
   if (v->ndims && !(v->dimids = calloc((size_t)v->ndims, sizeof *v->dimids)))
-    return ferry__seterr(c->err, FERRY_ENOMEM, "%s: out of memory", c->path);
+    return ferry__oom(c->err, -1, (size_t)v->ndims * sizeof *v->dimids,
+                      "the dimension ids of variable %s in %s", v->name,
+                      c->path);
   for (int d = 0; d < v->ndims; d++) {
     size_t at = c->pos;
     if ((rc = rd_nonneg(c, "dimension id", &v->dimids[d])) != 0)
@@ -457,7 +461,8 @@ static int parse_body(cur *c, ferry__cdf *h) {
       (rc = rd_list(c, TAG_VAR, "variable list", 24, &h->nvars)) != 0)
     return rc;
   if (h->nvars && !(h->vars = calloc((size_t)h->nvars, sizeof *h->vars)))
-    return ferry__seterr(c->err, FERRY_ENOMEM, "%s: out of memory", c->path);
+    return ferry__oom(c->err, -1, (size_t)h->nvars * sizeof *h->vars,
+                      "the %d variables of %s", h->nvars, c->path);
   for (int i = 0; i < h->nvars; i++)
     if ((rc = rd_var(c, h, &h->vars[i])) != 0)
       return rc;
@@ -480,7 +485,7 @@ int ferry__cdf_parse(const unsigned char *buf, size_t len, int64_t file_size,
                                path);
   ferry__cdf *h = calloc(1, sizeof *h);
   if (!h)
-    return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", path);
+    return ferry__oom(err, -1, sizeof *h, "the netCDF header of %s", path);
   h->version = buf[3];
   h->recdim = -1;
   h->file_size = file_size;
@@ -546,7 +551,8 @@ static int read_header(const char *path, ferry__cdf **h, ferry__err *err) {
     size_t got = 0;
     unsigned char *nb = realloc(buf, want ? want : 1);
     if (!nb) {
-      rc = ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", path);
+      rc =
+          ferry__oom(err, -1, want ? want : 1, "the netCDF header of %s", path);
       break;
     }
     buf = nb;
@@ -623,10 +629,11 @@ static void app(char *s, size_t cap, size_t *n, const char *fmt, ...) {
  * x = 4; record size 24 bytes; chose a, b (3 rows along t); skipped c
  * (...)". */
 static int make_notes(const ferry__cdf *h, int64_t sdim, const char *chosen,
-                      const char *skipped, char **out) {
+                      const char *skipped, char **out, size_t *want) {
   size_t cap = 512 + strlen(chosen) + strlen(skipped), n = 0;
   for (int i = 0; i < h->ndims; i++)
     cap += strlen(h->dims[i].name) + 48;
+  *want = cap;
   char *s = malloc(cap);
   if (!s)
     return -1;
@@ -704,7 +711,12 @@ static int fill_var(const char *path, const ferry__cdf *h, const cdf_var *v,
   if (!(fv->name = strdup(v->name)) || !(fv->storage = strdup(st)) ||
       !(out->paths[k] = strdup(path)) ||
       rec_put(&out->rec[k], v->is_rec, h->recsize, h->begin_rec) < 0)
-    return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", path);
+    return ferry__oom(err, -1,
+                      !fv->name        ? strlen(v->name) + 1
+                      : !fv->storage   ? strlen(st) + 1
+                      : !out->paths[k] ? strlen(path) + 1
+                                       : CDF_REC_LEN,
+                      "the description of variable %s in %s", v->name, path);
   out->data_offset[k] = v->begin;
   out->file_size[k] = h->file_size;
   return 0;
@@ -756,7 +768,9 @@ static int classic_describe(const char *path, const ferry_options *opts,
   char chosen[1024] = "", skipped[2048] = "";
   char *sel = calloc((size_t)h->nvars + 1, 1);
   if (!sel) {
-    rc = ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", path);
+    rc = ferry__oom(err, -1, (size_t)h->nvars + 1,
+                    "the variable selection of %s (%d variables)", path,
+                    h->nvars);
     goto cleanup;
   }
   /* With vars, the sample dimension is the first named servable variable's;
@@ -781,9 +795,17 @@ static int classic_describe(const char *path, const ferry_options *opts,
   out->data_offset = calloc((size_t)nsel, sizeof *out->data_offset);
   out->file_size = calloc((size_t)nsel, sizeof *out->file_size);
   out->rec = calloc((size_t)nsel, sizeof *out->rec);
+  size_t notes = 0;
   if (!out->vars || !out->paths || !out->data_offset || !out->file_size ||
-      !out->rec || make_notes(h, sdim, chosen, skipped, &out->notes) < 0) {
-    rc = ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", path);
+      !out->rec ||
+      make_notes(h, sdim, chosen, skipped, &out->notes, &notes) < 0) {
+    rc = ferry__oom(err, -1,
+                    notes ? notes
+                          : (size_t)nsel *
+                                (sizeof *out->vars + sizeof *out->paths +
+                                 sizeof *out->data_offset +
+                                 sizeof *out->file_size + sizeof *out->rec),
+                    "the description of %d variables of %s", nsel, path);
     goto cleanup;
   }
   out->nvars = nsel;
@@ -831,9 +853,8 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
   int mrc = MPI_File_open(io->collective ? io->comm : MPI_COMM_SELF, path,
                           MPI_MODE_RDONLY, io->info, &fh);
   if (!out) {
-    code = ferry__seterr(err, FERRY_ENOMEM,
-                         "out of memory opening file %s (rank %d)", path,
-                         io->rank);
+    code = ferry__oom(err, -1, sizeof *out, "opening file %s (rank %d)", path,
+                      io->rank);
     opened = mrc == MPI_SUCCESS;
   } else if (mrc != MPI_SUCCESS) {
     code = ferry__mpi_fail(err, ferry__mpi_open_code(mrc), mrc,
@@ -886,10 +907,8 @@ static int classic_io_open(ferry__io **out, const ferry__manifest *m,
   *out = NULL;
   ferry__io *io = calloc(1, sizeof *io);
   if (!io)
-    return ferry__seterr(
-        err, FERRY_ENOMEM,
-        "out of memory for the I/O state (%zu bytes; dataset %s, rank %d)",
-        sizeof *io, m->spec, p->rank);
+    return ferry__oom(err, -1, sizeof *io,
+                      "the I/O state (dataset %s, rank %d)", m->spec, p->rank);
   io->m = m;
   io->comm = p->comm;
   io->rank = p->rank;
@@ -986,10 +1005,7 @@ static int span_fill(ferry__io *io, MPI_File fh, int coll, int64_t part,
   if (rc == 0 && (size_t)want > io->span_cap) {
     unsigned char *nb = realloc(io->span, (size_t)want);
     if (!nb)
-      rc = ferry__seterr(err, FERRY_ENOMEM,
-                         "out of memory on rank %d (record buffer of %lld "
-                         "bytes)",
-                         io->rank, (long long)want);
+      rc = ferry__oom(err, -1, (size_t)want, "the record buffer (%s)", where);
     else {
       io->span = nb;
       io->span_cap = (size_t)want;

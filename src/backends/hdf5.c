@@ -282,7 +282,7 @@ typedef struct h5_dset {
 typedef struct h5_visit {
   h5_dset *v;
   int n, cap;
-  int oom;
+  size_t oom; /* the bytes that could not be had; 0: none */
 } h5_visit;
 
 /* netCDF-4 stores a dimension without a coordinate variable as an empty
@@ -379,7 +379,7 @@ static herr_t visit_cb(hid_t g, const char *name, const h5_link_info *info,
       int ncap = vis->cap ? 2 * vis->cap : 16;
       h5_dset *nv = realloc(vis->v, (size_t)ncap * sizeof *nv);
       if (!nv) {
-        vis->oom = 1;
+        vis->oom = (size_t)ncap * sizeof *nv;
         H5Oclose(o);
         return 1;
       }
@@ -389,7 +389,7 @@ static herr_t visit_cb(hid_t g, const char *name, const h5_link_info *info,
     h5_dset *ds = &vis->v[vis->n];
     memset(ds, 0, sizeof *ds);
     if (!(ds->name = strdup(name))) {
-      vis->oom = 1;
+      vis->oom = strlen(name) + 1;
       H5Oclose(o);
       return 1;
     }
@@ -408,8 +408,8 @@ static herr_t visit_cb(hid_t g, const char *name, const h5_link_info *info,
 
 /* Fill v's storage fields from ds: the chunk rows the plan aligns on, the
  * decode cache (none when unfiltered: see open_dataset), and ferry info's
- * description.  Returns 0 or -1 (out of memory). */
-static int layout(const h5_dset *ds, ferry__var *v, const char *path) {
+ * description.  Returns 0, or the bytes it could not have (out of memory). */
+static size_t layout(const h5_dset *ds, ferry__var *v, const char *path) {
   char buf[320];
   (void)path;
   v->chunk_rows = ds->chunked ? (int64_t)ds->chunk[0] : 0;
@@ -444,7 +444,7 @@ static int layout(const h5_dset *ds, ferry__var *v, const char *path) {
              "of whole rows touches %llu chunks per row block",
              (unsigned long long)(v->row_bytes / (chunk_bytes / ds->chunk[0])));
   free(v->storage);
-  return (v->storage = strdup(buf)) ? 0 : -1;
+  return (v->storage = strdup(buf)) ? 0 : strlen(buf) + 1;
 }
 
 /* With vars, the sample dimension is the first named servable dataset's
@@ -556,7 +556,7 @@ static int h5_select(const char *path, h5_visit *vis, hsize_t longest,
                          path, skipped[0] ? skipped : "nothing, it is empty");
   size_t len = strlen(chosen) + strlen(skipped) + strlen(others) + 64;
   if (!(out->notes = malloc(len)))
-    return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", path);
+    return ferry__oom(err, -1, len, "the selection notes of %s", path);
   snprintf(out->notes, len, "chose %s (%llu rows); skipped %s%s", chosen,
            (unsigned long long)longest, skipped[0] ? skipped : "nothing",
            others);
@@ -571,7 +571,11 @@ static int h5_fill(const char *path, h5_visit *vis, int nsel, hsize_t longest,
   out->data_offset = calloc((size_t)nsel, sizeof *out->data_offset);
   out->file_size = calloc((size_t)nsel, sizeof *out->file_size);
   if (!out->vars || !out->paths || !out->data_offset || !out->file_size)
-    return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", path);
+    return ferry__oom(err, -1,
+                      (size_t)nsel *
+                          (sizeof *out->vars + sizeof *out->paths +
+                           sizeof *out->data_offset + sizeof *out->file_size),
+                      "the description of %d datasets of %s", nsel, path);
   out->nvars = nsel;
   out->num_samples = (int64_t)longest;
   for (int i = 0, k = 0; i < vis->n; i++) {
@@ -590,8 +594,12 @@ static int h5_fill(const char *path, h5_visit *vis, int nsel, hsize_t longest,
       v->row_bytes *= (size_t)ds->dims[j];
     }
     out->file_size[k] = file_size;
-    if (layout(ds, v, path) < 0 || !(out->paths[k] = strdup(path)))
-      return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", path);
+    size_t want = layout(ds, v, path);
+    if (!want && !(out->paths[k] = strdup(path)))
+      want = strlen(path) + 1;
+    if (want)
+      return ferry__oom(err, -1, want, "the description of dataset /%s of %s",
+                        v->name, path);
     k++;
   }
   return 0;
@@ -622,11 +630,12 @@ static int describe_locked(const char *path, const ferry_options *opts,
                          path, why[0] ? why : " (truncated or corrupt?)");
   }
   if (H5Lvisit(f, H5_INDEX_NAME, H5_ITER_INC, visit_cb, &vis) < 0 || vis.oom) {
-    rc = vis.oom ? ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", path)
-                 : ferry__seterr(err, FERRY_EFORMAT,
-                                 "%s: cannot list the file's datasets "
-                                 "(truncated or corrupt?)",
-                                 path);
+    rc = vis.oom
+             ? ferry__oom(err, -1, vis.oom, "the list of datasets of %s", path)
+             : ferry__seterr(err, FERRY_EFORMAT,
+                             "%s: cannot list the file's datasets "
+                             "(truncated or corrupt?)",
+                             path);
     goto cleanup;
   }
   /* The sample dimension is the longest first dimension of the datasets
@@ -738,11 +747,12 @@ static void file_close(ferry__io *io, h5_file *f) {
 }
 
 /* The raw layout of dataset d (see h5_raw), in *out (NULL: not eligible).
- * Returns 0, or -1 when out of memory. */
+ * Returns 0, or -1 when out of memory (*want: the bytes it could not have). */
 static int raw_layout(hid_t d, hid_t dcpl, hid_t ftype, hid_t mtype,
                       const hsize_t *dims, int nd, size_t row_bytes,
-                      h5_raw **out) {
+                      h5_raw **out, size_t *want) {
   *out = NULL;
+  *want = sizeof(h5_raw);
   if (dcpl < 0 || H5Pget_nfilters(dcpl) != 0 || H5Tequal(ftype, mtype) <= 0)
     return 0;
   H5D_layout_t lay = H5Pget_layout(dcpl);
@@ -751,6 +761,7 @@ static int raw_layout(hid_t d, hid_t dcpl, hid_t ftype, hid_t mtype,
     return -1;
   if (lay == H5D_CONTIGUOUS) {
     haddr_t a = H5Dget_offset(d);
+    *want = sizeof *r->addr;
     if (a == HADDR_UNDEF || !(r->addr = malloc(sizeof *r->addr))) {
       int oom = a != HADDR_UNDEF;
       free(r);
@@ -772,8 +783,8 @@ static int raw_layout(hid_t d, hid_t dcpl, hid_t ftype, hid_t mtype,
   }
   r->chunk_rows = (int64_t)cd[0];
   r->nchunks = (int64_t)((dims[0] + cd[0] - 1) / cd[0]);
-  if (!(r->addr =
-            malloc((size_t)(r->nchunks ? r->nchunks : 1) * sizeof *r->addr))) {
+  *want = (size_t)(r->nchunks ? r->nchunks : 1) * sizeof *r->addr;
+  if (!(r->addr = malloc(*want))) {
     free(r);
     return -1;
   }
@@ -921,6 +932,7 @@ static int open_dataset(ferry__io *io, h5_file *f, int var, ferry__err *err) {
                (int64_t)dims[0] == pt->num_samples;
     for (int i = 1; same && i < nd; i++)
       same = (int64_t)dims[i] == v->row_shape[i - 1];
+    size_t want = 0;
     if (!same)
       code = ferry__seterr(err, FERRY_EMISMATCH,
                            "file %s, dataset /%s: the shape on rank %d "
@@ -932,11 +944,10 @@ static int open_dataset(ferry__io *io, h5_file *f, int var, ferry__err *err) {
                            "memory type (offset 0)",
                            path, v->name, io->rank);
     else if (f->mfh && raw_layout(d, dcpl, t, f->mtype[var], dims, nd,
-                                  v->row_bytes, &f->raw[var]) < 0)
-      code = ferry__seterr(err, FERRY_ENOMEM,
-                           "file %s, dataset /%s: out of memory on rank %d "
-                           "for its chunk offsets",
-                           path, v->name, io->rank);
+                                  v->row_bytes, &f->raw[var], &want) < 0)
+      code = ferry__oom(err, -1, want,
+                        "the chunk offsets of file %s, dataset /%s on rank %d",
+                        path, v->name, io->rank);
   }
 agree_open:
   if (dcpl >= 0)
@@ -966,6 +977,9 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
   ferry__io *io = ctx;
   (void)var;
   h5_file *f = calloc(1, sizeof *f);
+  size_t nv = (size_t)io->m->nvars;
+  size_t want = !f ? sizeof *f
+                   : nv * (sizeof *f->dset + sizeof *f->mtype + sizeof *f->raw);
   if (!f || !(f->dset = malloc((size_t)io->m->nvars * sizeof *f->dset)) ||
       !(f->mtype = malloc((size_t)io->m->nvars * sizeof *f->mtype)) ||
       !(f->raw = calloc((size_t)io->m->nvars, sizeof *f->raw))) {
@@ -974,10 +988,8 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
       free(f->mtype);
       free(f);
     }
-    return ferry__seterr(err, FERRY_ENOMEM,
-                         "out of memory opening file %s (%d datasets, "
-                         "rank %d)",
-                         io->m->parts[part].paths[0], io->m->nvars, io->rank);
+    return ferry__oom(err, -1, want, "opening file %s (%d datasets, rank %d)",
+                      io->m->parts[part].paths[0], io->m->nvars, io->rank);
   }
   for (int v = 0; v < io->m->nvars; v++)
     f->dset[v] = f->mtype[v] = -1;
@@ -1025,10 +1037,8 @@ static int h5_io_open(ferry__io **out, const ferry__manifest *m,
   quiet_errors();
   ferry__io *io = calloc(1, sizeof *io);
   if (!io)
-    return ferry__seterr(
-        err, FERRY_ENOMEM,
-        "out of memory for the I/O state (%zu bytes; dataset %s, rank %d)",
-        sizeof *io, m->spec, p->rank);
+    return ferry__oom(err, -1, sizeof *io,
+                      "the I/O state (dataset %s, rank %d)", m->spec, p->rank);
   io->m = m;
   io->comm = p->comm;
   io->rank = p->rank;

@@ -180,12 +180,14 @@ static int parse_var(const char *spec, char *tok, mem_spec *s,
   for (int i = 0; i < s->nvars; i++)
     if (strcmp(s->vars[i].name, name) == 0)
       return bad(spec, name, "variable named twice", err);
-  ferry__var *nv = realloc(s->vars, (size_t)(s->nvars + 1) * sizeof *nv);
+  size_t vbytes = (size_t)(s->nvars + 1) * sizeof(ferry__var);
+  ferry__var *nv = realloc(s->vars, vbytes);
   if (!nv)
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+    return ferry__oom(err, -1, vbytes, "the variables of %s", spec);
   s->vars = nv;
   if (!(v.name = strdup(name)))
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+    return ferry__oom(err, -1, strlen(name) + 1,
+                      "the name of variable %s of %s", name, spec);
   s->vars[s->nvars++] = v;
   return 0;
 }
@@ -200,7 +202,7 @@ static int spec_parse(const char *spec, mem_spec *s, ferry__err *err) {
                          "'%s' is not a mem dataset (no 'mem:' prefix)", spec);
   char *copy = strdup(spec + 4);
   if (!copy)
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+    return ferry__oom(err, -1, strlen(spec + 4) + 1, "a copy of %s", spec);
   int rc = 0, in_vars = 0;
   char *save = NULL;
   for (char *p = copy;; p = NULL) {
@@ -300,12 +302,17 @@ static int mem_describe(const char *path, const ferry_options *opts,
   out->data_offset = calloc((size_t)s.nvars, sizeof *out->data_offset);
   out->file_size = calloc((size_t)s.nvars, sizeof *out->file_size);
   if (!out->paths || !out->data_offset || !out->file_size) {
-    rc = ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+    rc = ferry__oom(err, -1,
+                    (size_t)s.nvars *
+                        (sizeof *out->paths + sizeof *out->data_offset +
+                         sizeof *out->file_size),
+                    "the description of %d variables of %s", s.nvars, path);
     goto cleanup;
   }
   for (int i = 0; i < s.nvars; i++)
     if (!(out->paths[i] = strdup(path))) {
-      rc = ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+      rc = ferry__oom(err, -1, strlen(path) + 1,
+                      "the path of variable %s of %s", out->vars[i].name, path);
       goto cleanup;
     }
 cleanup:
@@ -336,19 +343,16 @@ static int mem_io_open(ferry__io **out, const ferry__manifest *m,
   *out = NULL;
   ferry__io *io = calloc(1, sizeof *io);
   if (!io)
-    return ferry__seterr(err, FERRY_ENOMEM,
-                         "out of memory for the I/O state (dataset %s, "
-                         "rank %d)",
-                         m->spec, p->rank);
+    return ferry__oom(err, -1, sizeof *io,
+                      "the I/O state (dataset %s, rank %d)", m->spec, p->rank);
   io->m = m;
   io->rank = p->rank;
   size_t n = m->nparts > 0 ? (size_t)m->nparts : 1;
   io->fail_at = calloc(n, sizeof *io->fail_at);
   io->fail_rank = calloc(n, sizeof *io->fail_rank);
   if (!io->fail_at || !io->fail_rank) {
-    rc = ferry__seterr(err, FERRY_ENOMEM,
-                       "out of memory for the I/O state (dataset %s, rank %d)",
-                       m->spec, p->rank);
+    rc = ferry__oom(err, -1, n * (sizeof *io->fail_at + sizeof *io->fail_rank),
+                    "the I/O state (dataset %s, rank %d)", m->spec, p->rank);
     goto cleanup;
   }
   for (int64_t i = 0; i < m->nparts; i++) {

@@ -41,6 +41,7 @@ typedef struct wb {
   unsigned char *p;
   size_t len, cap;
   int failed;
+  size_t want; /* failed: the bytes it could not have (SIZE_MAX: too many) */
 } wb;
 
 static void put(wb *w, const void *src, size_t n) {
@@ -51,6 +52,7 @@ static void put(wb *w, const void *src, size_t n) {
     while (n > ncap - w->len) {
       if (ncap > SIZE_MAX / 2) {
         w->failed = 1;
+        w->want = SIZE_MAX;
         return;
       }
       ncap *= 2;
@@ -58,6 +60,7 @@ static void put(wb *w, const void *src, size_t n) {
     unsigned char *np = realloc(w->p, ncap);
     if (!np) {
       w->failed = 1;
+      w->want = ncap;
       return;
     }
     w->p = np;
@@ -85,6 +88,7 @@ static void put_str(wb *w, const char *s) {
   size_t n = s ? strlen(s) : 0;
   if (n > UINT32_MAX) {
     w->failed = 1;
+    w->want = n;
     return;
   }
   put_u32(w, (uint32_t)n);
@@ -106,6 +110,8 @@ int ferry__mix_record_pack(const ferry__mix_record *r, ferry__blob *out) {
   put(&w, r->sub, r->sublen);
   if (w.failed) {
     free(w.p);
+    out->p = NULL;
+    out->len = w.want; /* for the caller's message */
     return FERRY_ENOMEM;
   }
   out->p = w.p;
@@ -116,7 +122,8 @@ int ferry__mix_record_pack(const ferry__mix_record *r, ferry__blob *out) {
 typedef struct rb {
   const unsigned char *p;
   size_t len, pos;
-  int bad;
+  int bad;     /* 1 corrupt, 2 out of memory */
+  size_t want; /* bad == 2: the bytes that could not be had */
 } rb;
 
 static uint64_t get_u(rb *r, int n) {
@@ -140,6 +147,7 @@ static char *get_str(rb *r) {
   char *s = malloc((size_t)n + 1);
   if (!s) {
     r->bad = 2;
+    r->want = (size_t)n + 1;
     return NULL;
   }
   memcpy(s, r->p + r->pos, (size_t)n);
@@ -160,7 +168,7 @@ void ferry__mix_record_free(ferry__mix_record *r) {
 
 int ferry__mix_record_parse(const ferry__blob *b, ferry__mix_record *out,
                             const char *where, ferry__err *err) {
-  rb r = {b ? b->p : NULL, b ? b->len : 0, 0, 0};
+  rb r = {b ? b->p : NULL, b ? b->len : 0, 0, 0, 0};
   memset(out, 0, sizeof *out);
   uint64_t bits = get_u(&r, 8);
   memcpy(&out->proportion, &bits, sizeof bits);
@@ -176,8 +184,10 @@ int ferry__mix_record_parse(const ferry__blob *b, ferry__mix_record *out,
   /* every name takes at least 4 bytes: bounded by the record */
   if (!r.bad && (nc < 1 || nc > INT_MAX || nc > (r.len - r.pos) / 4))
     r.bad = 1;
-  if (!r.bad && !(out->common = calloc((size_t)nc, sizeof *out->common)))
+  if (!r.bad && !(out->common = calloc((size_t)nc, sizeof *out->common))) {
     r.bad = 2;
+    r.want = (size_t)nc * sizeof *out->common;
+  }
   for (uint64_t i = 0; !r.bad && i < nc; i++) {
     out->common[i] = get_str(&r);
     out->ncommon = (int)i + 1;
@@ -192,8 +202,7 @@ int ferry__mix_record_parse(const ferry__blob *b, ferry__mix_record *out,
   }
   ferry__mix_record_free(out);
   if (r.bad == 2)
-    return ferry__seterr(err, FERRY_ENOMEM,
-                         "out of memory reading the mix record of %s", where);
+    return ferry__oom(err, -1, r.want, "the mix record of %s", where);
   return ferry__seterr(err, FERRY_EFORMAT,
                        "mix source %s: its record (%zu bytes) is corrupt",
                        where, b ? b->len : 0);
@@ -283,7 +292,9 @@ static int src_load(ferry__io *io, int64_t s, ferry__err *err) {
     goto cleanup;
   }
   if (!(x->var_of = calloc((size_t)m->nvars, sizeof *x->var_of))) {
-    rc = ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+    rc = ferry__oom(err, -1, (size_t)m->nvars * sizeof *x->var_of,
+                    "the variable map of mix source %s (dataset %s)",
+                    pt->paths[0], m->spec);
     goto cleanup;
   }
   for (int v = 0; v < m->nvars; v++) {
@@ -310,11 +321,10 @@ static int mix_io_open(ferry__io **out, const ferry__manifest *m,
   *out = NULL;
   ferry__io *io = calloc(1, sizeof *io);
   if (!io || !(io->src = calloc((size_t)m->nparts, sizeof *io->src))) {
+    size_t want = io ? (size_t)m->nparts * sizeof *io->src : sizeof *io;
     free(io);
-    return ferry__seterr(err, FERRY_ENOMEM,
-                         "out of memory for the I/O state (dataset %s, "
-                         "rank %d)",
-                         m->spec, p->rank);
+    return ferry__oom(err, -1, want, "the I/O state (dataset %s, rank %d)",
+                      m->spec, p->rank);
   }
   io->m = m;
   io->p = *p;

@@ -512,8 +512,7 @@ static int read_var(const char *path, const char *name, ferry__var *v,
   }
   buf = malloc(want ? want : 1);
   if (!buf) {
-    rc = ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory for the header",
-                       path);
+    rc = ferry__oom(err, -1, want ? want : 1, "the .npy header of %s", path);
     goto cleanup;
   }
   if (ferry__pread_full(fd, buf, want, 0, &got) != 0) {
@@ -594,14 +593,17 @@ static int list_vars(const char *dir, char ***out, int *n, ferry__err *err) {
       size_t ncap = cap ? 2 * cap : 8;
       char **nn = realloc(names, ncap * sizeof *nn);
       if (!nn) {
-        rc = ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", dir);
+        rc =
+            ferry__oom(err, -1, ncap * sizeof *nn,
+                       "the list of %zu file names in directory %s", ncap, dir);
         goto cleanup;
       }
       names = nn;
       cap = ncap;
     }
     if (!(names[count] = strdup(e->d_name))) {
-      rc = ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", dir);
+      rc = ferry__oom(err, -1, strlen(e->d_name) + 1,
+                      "the name of file %s in directory %s", e->d_name, dir);
       goto cleanup;
     }
     count++;
@@ -666,7 +668,11 @@ static int npy_describe(const char *path, const ferry_options *opts,
   out->data_offset = calloc((size_t)nfiles, sizeof *out->data_offset);
   out->file_size = calloc((size_t)nfiles, sizeof *out->file_size);
   if (!out->vars || !out->paths || !out->data_offset || !out->file_size) {
-    rc = ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", path);
+    rc = ferry__oom(err, -1,
+                    (size_t)nfiles *
+                        (sizeof *out->vars + sizeof *out->paths +
+                         sizeof *out->data_offset + sizeof *out->file_size),
+                    "the description of %d variables of %s", nfiles, path);
     goto cleanup;
   }
   out->nvars = nfiles;
@@ -674,7 +680,12 @@ static int npy_describe(const char *path, const ferry_options *opts,
     out->paths[i] = is_dir ? ferry__join_path(path, files[i]) : strdup(path);
     out->vars[i].name = stem_of(out->paths[i] ? out->paths[i] : "");
     if (!out->paths[i] || !out->vars[i].name) {
-      rc = ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", path);
+      /* the joined path, or (when that was had) its stem */
+      size_t want = out->paths[i] ? strlen(out->paths[i]) + 1
+                    : is_dir      ? strlen(path) + strlen(files[i]) + 2
+                                  : strlen(path) + 1;
+      rc = ferry__oom(err, -1, want, "the path or name of variable %d of %s", i,
+                      path);
       goto cleanup;
     }
     int64_t n = 0;
@@ -825,11 +836,9 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
   if (!io->collective) {
     int *fd = malloc(sizeof *fd);
     if (!fd)
-      return ferry__seterr(err, FERRY_ENOMEM,
-                           "out of memory opening file %s (variable %s, "
-                           "rank %d)",
-                           io->m->parts[part].paths[var], io->m->vars[var].name,
-                           io->rank);
+      return ferry__oom(
+          err, -1, sizeof *fd, "opening file %s (variable %s, rank %d)",
+          io->m->parts[part].paths[var], io->m->vars[var].name, io->rank);
     int rc = open_fd(io, part, var, fd, err);
     if (rc < 0) {
       free(fd);
@@ -840,11 +849,9 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
   }
   MPI_File *fh = malloc(sizeof *fh);
   if (!fh)
-    return ferry__seterr(err, FERRY_ENOMEM,
-                         "out of memory opening file %s (variable %s, "
-                         "rank %d)",
-                         io->m->parts[part].paths[var], io->m->vars[var].name,
-                         io->rank);
+    return ferry__oom(
+        err, -1, sizeof *fh, "opening file %s (variable %s, rank %d)",
+        io->m->parts[part].paths[var], io->m->vars[var].name, io->rank);
   int rc = open_file(io, part, var, fh, err);
   if (rc < 0) {
     free(fh);
@@ -887,10 +894,8 @@ static int npy_io_open(ferry__io **out, const ferry__manifest *m,
   *out = NULL;
   ferry__io *io = calloc(1, sizeof *io);
   if (!io)
-    return ferry__seterr(
-        err, FERRY_ENOMEM,
-        "out of memory for the I/O state (%zu bytes; dataset %s, rank %d)",
-        sizeof *io, m->spec, p->rank);
+    return ferry__oom(err, -1, sizeof *io,
+                      "the I/O state (dataset %s, rank %d)", m->spec, p->rank);
   io->m = m;
   io->comm = p->comm;
   io->rank = p->rank;

@@ -230,7 +230,9 @@ static int find_eocd(zarchive *za, ferry__err *err) {
                      : ZIP_EOCD_LEN + ZIP_COMMENT_MAX;
   unsigned char *t = malloc((size_t)tail);
   if (!t)
-    return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", za->path);
+    return ferry__oom(err, -1, (size_t)tail,
+                      "the tail of zip archive %s (end of central directory)",
+                      za->path);
   int64_t base = za->size - tail, at = -1;
   int rc = zread(za, base, t, (size_t)tail, "archive's tail", err);
   for (int64_t p = tail - ZIP_EOCD_LEN; rc == 0 && p >= 0 && at < 0; p--)
@@ -334,7 +336,9 @@ static int parse_entry(zarchive *za, const unsigned char *cd, size_t len,
   if (nlen == 0 || memchr(name, 0, nlen))
     return bad_zip(za, off, "a member name is empty or holds a NUL byte", err);
   if (!(m->name = malloc(nlen + 1)))
-    return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", za->path);
+    return ferry__oom(err, -1, nlen + 1,
+                      "a member name in zip archive %s (offset %lld)", za->path,
+                      (long long)off);
   memcpy(m->name, name, nlen);
   m->name[nlen] = '\0';
   m->flags = le16(h + 8);
@@ -428,7 +432,11 @@ static int read_members(zarchive *za, ferry__err *err) {
   za->m = calloc((size_t)za->nentries, sizeof *za->m);
   if (!cd || !za->m) {
     free(cd);
-    return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", za->path);
+    return ferry__oom(err, -1,
+                      !cd ? (size_t)za->cd_size
+                          : (size_t)za->nentries * sizeof *za->m,
+                      "the central directory of zip archive %s (%lld members)",
+                      za->path, (long long)za->nentries);
   }
   rc = zread(za, za->cd_off, cd, (size_t)za->cd_size, "central directory", err);
   size_t pos = 0, len = (size_t)za->cd_size;
@@ -459,6 +467,9 @@ static int inflate_head(const zarchive *za, const zmember *m,
   unsigned char in[1 << 14];
   z_stream zs;
   memset(&zs, 0, sizeof zs);
+  /* zlib sizes its own state and does not say how much it wanted: the
+   * message cannot name the bytes (nor is every failure here a lack of
+   * memory). */
   if (inflateInit2(&zs, -MAX_WBITS) != Z_OK)
     return ferry__seterr(err, FERRY_ENOMEM, "%s, member %s: zlib cannot start",
                          za->path, m->name);
@@ -539,7 +550,7 @@ static int member_header(const zarchive *za, const zmember *m,
   }
   unsigned char *buf = malloc(want ? want : 1);
   if (!buf)
-    return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", label);
+    return ferry__oom(err, -1, want ? want : 1, "the .npy header of %s", label);
   if ((rc = member_head(za, m, buf, want, &got, err)) == 0)
     rc = ferry__npy_parse_header(buf, got, h, label, err);
   free(buf);
@@ -647,7 +658,8 @@ static int describe_member(const zarchive *za, const zmember *m,
                          (long long)need, (long long)m->data);
   size_t nlen = strlen(m->name) - 4;
   if (!(v->name = malloc(nlen + 1)) || !(out->paths[i] = strdup(za->path)))
-    return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", label);
+    return ferry__oom(err, -1, !v->name ? nlen + 1 : strlen(za->path) + 1,
+                      "the name and path of %s", label);
   memcpy(v->name, m->name, nlen);
   v->name[nlen] = '\0';
   v->dtype = h.dtype;
@@ -677,7 +689,8 @@ static int describe_member(const zarchive *za, const zmember *m,
              (long long)m->data);
   }
   if (!(v->storage = strdup(st)) || rec_put(&r, &out->rec[i]) < 0)
-    return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", label);
+    return ferry__oom(err, -1, !v->storage ? strlen(st) + 1 : NPZ_REC_LEN,
+                      "the storage description and record of %s", label);
   out->data_offset[i] = m->method == 0 ? m->data + h.data_offset : m->data;
   out->file_size[i] = za->size;
   *nrows = h.shape[0];
@@ -694,7 +707,11 @@ static int describe_all(const zarchive *za, ferry__part_desc *out,
   out->rec = calloc(n, sizeof *out->rec);
   if (!out->vars || !out->paths || !out->data_offset || !out->file_size ||
       !out->rec)
-    return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", za->path);
+    return ferry__oom(err, -1,
+                      n * (sizeof *out->vars + sizeof *out->paths +
+                           sizeof *out->data_offset + sizeof *out->file_size +
+                           sizeof *out->rec),
+                      "the description of %zu members of %s", n, za->path);
   out->nvars = za->n;
   for (int i = 0; i < za->n; i++) {
     int64_t nrows = 0;
@@ -888,8 +905,9 @@ static int settle(ferry__io *io, int rc, ferry__err *err) {
 
 #ifdef HAVE_ZLIB
 static int cursor_new(const ferry__manifest *m, int64_t part, int var,
-                      const npz_rec *r, zcursor **out) {
+                      const npz_rec *r, zcursor **out, size_t *want) {
   zcursor *z = calloc(1, sizeof *z);
+  *want = sizeof *z;
   if (!z)
     return -1;
   z->r = *r;
@@ -906,6 +924,8 @@ static int cursor_new(const ferry__manifest *m, int64_t part, int var,
   z->scratch = malloc(NPZ_SCRATCH);
   z->ck = calloc((size_t)(z->nck ? z->nck : 1), sizeof *z->ck);
   if (!z->in || !z->scratch || !z->ck) {
+    *want =
+        z->in_cap + NPZ_SCRATCH + (size_t)(z->nck ? z->nck : 1) * sizeof *z->ck;
     cursor_free(z);
     return -1;
   }
@@ -958,19 +978,17 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
     return rc;
   npz_handle *h = calloc(1, sizeof *h);
   if (!h)
-    return ferry__seterr(err, FERRY_ENOMEM,
-                         "out of memory opening file %s (variable %s, "
-                         "rank %d)",
-                         io->m->parts[part].paths[var], io->m->vars[var].name,
-                         io->rank);
+    return ferry__oom(
+        err, -1, sizeof *h, "opening file %s (variable %s, rank %d)",
+        io->m->parts[part].paths[var], io->m->vars[var].name, io->rank);
   h->fd = -1;
 #ifdef HAVE_ZLIB
-  if (r.method == 8 && cursor_new(io->m, part, var, &r, &h->z) < 0) {
+  size_t want = 0;
+  if (r.method == 8 && cursor_new(io->m, part, var, &r, &h->z, &want) < 0) {
     free(h);
-    return ferry__seterr(err, FERRY_ENOMEM,
-                         "out of memory on rank %d for the inflate state of "
-                         "file %s, variable %s",
-                         io->rank, pt->paths[var], io->m->vars[var].name);
+    return ferry__oom(err, -1, want,
+                      "the inflate state on rank %d of file %s, variable %s",
+                      io->rank, pt->paths[var], io->m->vars[var].name);
   }
 #else
   if (r.method == 8) {
@@ -1040,10 +1058,8 @@ static int npz_io_open(ferry__io **out, const ferry__manifest *m,
   *out = NULL;
   ferry__io *io = calloc(1, sizeof *io);
   if (!io)
-    return ferry__seterr(
-        err, FERRY_ENOMEM,
-        "out of memory for the I/O state (%zu bytes; dataset %s, rank %d)",
-        sizeof *io, m->spec, p->rank);
+    return ferry__oom(err, -1, sizeof *io,
+                      "the I/O state (dataset %s, rank %d)", m->spec, p->rank);
   io->m = m;
   io->comm = p->comm;
   io->rank = p->rank;
@@ -1113,7 +1129,7 @@ static int z_restart(zcursor *z, int64_t j, const char *where,
   memset(&z->zs, 0, sizeof z->zs);
   int zrc = j > 0 ? inflateCopy(&z->zs, &z->ck[j].zs)
                   : inflateInit2(&z->zs, -MAX_WBITS);
-  if (zrc != Z_OK)
+  if (zrc != Z_OK) /* zlib does not say how much it wanted (see above) */
     return ferry__seterr(err, FERRY_ENOMEM,
                          "zlib cannot start (out of memory?): %s, offset %lld",
                          where, (long long)z->r.data);
@@ -1277,9 +1293,8 @@ static int z_piece(const npz_job *jb, ferry__err *err) {
   c.scratch = malloc(NPZ_SCRATCH);
   int rc = 0;
   if (!c.in || !c.scratch)
-    rc = ferry__seterr(err, FERRY_ENOMEM,
-                       "out of memory for an inflate piece (%zu bytes): %s",
-                       NPZ_PIECE_IN + NPZ_SCRATCH, jb->where);
+    rc = ferry__oom(err, -1, NPZ_PIECE_IN + NPZ_SCRATCH,
+                    "an inflate piece of %s", jb->where);
   if (rc == 0)
     rc = z_restart(&c, jb->j, jb->where, err);
   if (rc == 0)

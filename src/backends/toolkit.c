@@ -99,10 +99,10 @@ int ferry__handle_get(ferry__handle_cache *c, int64_t part, int var, int rank,
     size_t ncap = c->cap ? 2 * c->cap : 16;
     ferry__handle_entry *ne = realloc(c->e, ncap * sizeof *ne);
     if (!ne)
-      return ferry__seterr(err, FERRY_ENOMEM,
-                           "out of memory on rank %d (cache of %zu open "
-                           "files)",
-                           rank, ncap);
+      return ferry__oom(err, -1, ncap * sizeof *ne,
+                        "the cache of %zu open files on rank %d (part %lld, "
+                        "variable %d)",
+                        ncap, rank, (long long)part, var);
     c->e = ne;
     c->cap = ncap;
   }

@@ -651,6 +651,9 @@ static void test_split(void) {
     return;
   memcpy(keep, g, sizeof g);
   r.rg = keep;
+  /* the size an out-of-memory message would name: the 9 pieces' records */
+  size_t want = ferry__pq_split_bytes(&r, pg, 8);
+  CHECK(want == 9 * sizeof(pq_rg_rec), "split bytes: %zu", want);
   int rc = ferry__pq_split_apply(&r, pg, 8);
   CHECK(rc == 0 && r.nrg == 9, "split: %d, %lld pieces", rc, (long long)r.nrg);
   if (rc == 0 && r.nrg == 9) {

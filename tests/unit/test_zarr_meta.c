@@ -269,6 +269,17 @@ static void test_layout(void) {
   f.sep = "\"/\"";
   ACCEPT(&f, &z);
   CHECK(z.sep == '/', "separator '/': '%c'", z.sep);
+  /* The size a chunk path's out-of-memory message names is what the path
+   * takes, with or without a trailing slash on the directory. */
+  const char *dirs[2] = {"/data/s.zarr/a", "/data/s.zarr/a/"};
+  int64_t idx[Z_MAX_DIMS] = {123, 4};
+  for (int i = 0; i < 2; i++) {
+    char *cp = ferry__zarr_chunk_path(dirs[i], &z, idx);
+    size_t want = ferry__zarr_chunk_path_bytes(dirs[i], &z, idx);
+    CHECK(cp && want == strlen(cp) + 1, "chunk path %s: %zu bytes named",
+          cp ? cp : "(null)", want);
+    free(cp);
+  }
   f.sep = "\".\"";
   ACCEPT(&f, &z);
   CHECK(z.sep == '.', "separator '.': '%c'", z.sep);

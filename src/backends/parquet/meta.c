@@ -118,7 +118,7 @@ static int parse_se(pq_tr *t, int ftype, pq_se *se) {
         if (memchr(s, '\0', n))
           return ferry__pq_tr_fail(t, "a schema name holds a NUL byte");
         if ((se->name = malloc(n + 1)) == NULL)
-          return ferry__pq_tr_fail(t, "out of memory");
+          return ferry__pq_tr_oom(t, n + 1);
         memcpy(se->name, s, n);
         se->name[n] = '\0';
       }
@@ -195,9 +195,10 @@ static int add_leaf(walk *w, const pq_se *se, const char *path, const char *top,
   c->name = strdup(path);
   c->top = strdup(top);
   if (!c->name || !c->top) {
+    size_t want = !c->name ? strlen(path) + 1 : strlen(top) + 1;
     free(c->name);
     free(c->top);
-    return ferry__pq_tr_fail(w->t, "out of memory");
+    return ferry__pq_tr_oom(w->t, want);
   }
   w->ncols++;
   c->type = se->type;
@@ -232,7 +233,8 @@ static int walk_children(walk *w, int32_t nchildren, const char *prefix,
     int r = rep + (se->repetition == REPEATED);
     char *path = join_dot(prefix, se->name);
     if (!path)
-      return ferry__pq_tr_fail(w->t, "out of memory");
+      return ferry__pq_tr_oom(w->t, (prefix ? strlen(prefix) : 0) +
+                                        strlen(se->name) + 2);
     const char *tp = depth == 1 ? se->name : top;
     int lst =
         list || (depth == 1 && se->num_children > 0 && is_list_group(w, me));
@@ -257,11 +259,11 @@ static int parse_schema(pq_tr *t, int ftype, pq_file *f) {
   pq_se *se = calloc((size_t)n, sizeof *se);
   walk w = {se, n, 1, NULL, 0, t};
   if (!se)
-    return ferry__pq_tr_fail(t, "out of memory");
+    return ferry__pq_tr_oom(t, (size_t)n * sizeof *se);
   for (int64_t i = 0; rc == 0 && i < n; i++)
     rc = parse_se(t, et, &se[i]);
   if (rc == 0 && !(w.cols = calloc((size_t)n, sizeof *w.cols)))
-    rc = ferry__pq_tr_fail(t, "out of memory");
+    rc = ferry__pq_tr_oom(t, (size_t)n * sizeof *w.cols);
   if (rc == 0)
     rc = walk_children(&w, se[0].num_children, NULL, NULL, 0, 0, 1, 0);
   if (rc == 0 && w.next != n)
@@ -387,7 +389,7 @@ static int parse_rowgroup(pq_tr *t, int ftype, pq_rowgroup *g, int ncols) {
                                  "a row group's column count differs from the "
                                  "schema's");
       if (!(g->chunks = calloc((size_t)(n ? n : 1), sizeof *g->chunks)))
-        return ferry__pq_tr_fail(t, "out of memory");
+        return ferry__pq_tr_oom(t, (size_t)(n ? n : 1) * sizeof *g->chunks);
       for (int64_t i = 0; i < n; i++)
         if (parse_colchunk(t, et, &g->chunks[i]) < 0)
           break;
@@ -414,7 +416,7 @@ static int parse_rowgroups(pq_tr *t, int ftype, pq_file *f) {
   if (n > PQ_MAX_ROW_GROUPS)
     return ferry__pq_tr_fail(t, "too many row groups");
   if (!(f->rg = calloc((size_t)(n ? n : 1), sizeof *f->rg)))
-    return ferry__pq_tr_fail(t, "out of memory");
+    return ferry__pq_tr_oom(t, (size_t)(n ? n : 1) * sizeof *f->rg);
   f->nrg = n;
   for (int64_t i = 0; i < n; i++)
     if (parse_rowgroup(t, et, &f->rg[i], f->ncols) < 0)
@@ -454,7 +456,7 @@ static int parse_kv(pq_tr *t, int ftype, pq_file *f) {
     if (k && v && kn == 12 && memcmp(k, "ARROW:schema", 12) == 0 &&
         !f->arrow_schema) {
       if (!(f->arrow_schema = malloc(vn + 1)))
-        return ferry__pq_tr_fail(t, "out of memory");
+        return ferry__pq_tr_oom(t, vn + 1);
       memcpy(f->arrow_schema, v, vn);
       f->arrow_schema[vn] = '\0';
       f->arrow_schema_len = vn;
@@ -542,11 +544,17 @@ int ferry__pq_footer_parse(const unsigned char *buf, size_t len,
   if (parse_filemeta(&t, f) < 0) {
     int64_t at =
         file_size - 8 - (int64_t)len + (int64_t)ferry__pq_tr_offset(&t);
-    int rc = ferry__seterr(err, FERRY_EFORMAT,
-                           "%s: corrupt Parquet footer: %s (footer byte %zu, "
-                           "file offset %lld)",
-                           path, t.why ? t.why : "malformed",
-                           ferry__pq_tr_offset(&t), (long long)at);
+    int rc =
+        t.oom
+            ? ferry__oom(err, -1, t.oom,
+                         "the Parquet footer of %s (footer byte %zu, "
+                         "file offset %lld)",
+                         path, ferry__pq_tr_offset(&t), (long long)at)
+            : ferry__seterr(err, FERRY_EFORMAT,
+                            "%s: corrupt Parquet footer: %s (footer byte %zu, "
+                            "file offset %lld)",
+                            path, t.why ? t.why : "malformed",
+                            ferry__pq_tr_offset(&t), (long long)at);
     ferry__pq_file_free(f);
     return rc;
   }
@@ -584,7 +592,7 @@ static int read_tail(int fd, const char *path, int64_t size,
                                               : "");
   unsigned char *buf = malloc(flen);
   if (!buf)
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+    return ferry__oom(err, -1, flen, "the Parquet footer of %s", path);
   if (ferry__pread_full(fd, buf, flen, size - 8 - flen, &got) < 0 ||
       got != flen) {
     free(buf);

@@ -523,7 +523,8 @@ typedef struct dec {
                     * in s->lv                                        */
 } dec;
 
-static int grow(void **p, size_t *cap, size_t need) {
+/* 0, or (out of memory) the bytes it could not have. */
+static size_t grow(void **p, size_t *cap, size_t need) {
   if (need <= *cap)
     return 0;
   size_t c = *cap ? *cap : 4096;
@@ -531,7 +532,7 @@ static int grow(void **p, size_t *cap, size_t need) {
     c = c > SIZE_MAX / 2 ? need : c * 2;
   void *n = realloc(*p, c);
   if (!n)
-    return -1;
+    return c;
   *p = n;
   *cap = c;
   return 0;
@@ -544,6 +545,16 @@ static int fail(dec *d, int code, const char *what) {
                        "%lld), rank %d: %s",
                        j->file, j->var, (long long)j->rgi,
                        (long long)(d->base + d->page_at), j->rank, what);
+}
+
+/* Out of memory: bytes for what, where fail says. */
+static int oom(dec *d, size_t bytes, const char *what) {
+  const pq_job *j = d->j;
+  return ferry__oom(d->err, -1, bytes,
+                    "%s of file %s, column %s, row group %lld (page at offset "
+                    "%lld), rank %d",
+                    what, j->file, j->var, (long long)j->rgi,
+                    (long long)(d->base + d->page_at), j->rank);
 }
 
 /* Little-endian output of the low elem bytes of v. */
@@ -582,8 +593,10 @@ static int dict_page(dec *d, const unsigned char *body, size_t len,
     return fail(d, FERRY_EFORMAT,
                 "a dictionary page holds fewer bytes than "
                 "its values need");
-  if (grow((void **)&d->s->dict, &d->s->dict_cap, (n ? n : 1) * d->elem) < 0)
-    return fail(d, FERRY_ENOMEM, "out of memory for the dictionary");
+  size_t want =
+      grow((void **)&d->s->dict, &d->s->dict_cap, (n ? n : 1) * d->elem);
+  if (want)
+    return oom(d, want, "the dictionary");
   if (plain_values(d, body, len, n, d->s->dict) < 0)
     return fail(d, FERRY_EFORMAT,
                 "a dictionary page holds fewer bytes than "
@@ -602,8 +615,9 @@ static int dict_values(dec *d, const unsigned char *p, size_t len, size_t n,
                 "dictionary page before them");
   if (len < 1 || p[0] > 32)
     return fail(d, FERRY_EFORMAT, "bad bit width of dictionary indices");
-  if (grow((void **)&d->s->idx, &d->s->idx_cap, (n ? n : 1) * 4) < 0)
-    return fail(d, FERRY_ENOMEM, "out of memory");
+  size_t want = grow((void **)&d->s->idx, &d->s->idx_cap, (n ? n : 1) * 4);
+  if (want)
+    return oom(d, want, "the dictionary indices");
   if (rle_decode(p + 1, len - 1, p[0], d->s->idx, n, &why) < 0)
     return fail(d, FERRY_EFORMAT, why);
   const unsigned char *dict = d->dict;
@@ -688,8 +702,9 @@ static int rle_bool_values(dec *d, const unsigned char *p, size_t len, size_t n,
   const char *why = "";
   if (len < 4 || le32(p) > len - 4)
     return -1;
-  if (grow((void **)&d->s->idx, &d->s->idx_cap, (n ? n : 1) * 4) < 0)
-    return fail(d, FERRY_ENOMEM, "out of memory");
+  size_t want = grow((void **)&d->s->idx, &d->s->idx_cap, (n ? n : 1) * 4);
+  if (want)
+    return oom(d, want, "the boolean values");
   if (rle_decode(p + 4, le32(p), 1, d->s->idx, n, &why) < 0)
     return -1;
   for (size_t i = 0; i < n; i++)
@@ -919,8 +934,9 @@ trunc:
 static int fill_levels(dec *d, const unsigned char *p, size_t len, size_t n) {
   const char *why = "truncated or corrupt levels";
   uint32_t max = (uint32_t)d->j->rec->max_def;
-  if (grow((void **)&d->s->lv, &d->s->lv_cap, (n ? n : 1) * 4) < 0)
-    return fail(d, FERRY_ENOMEM, "out of memory for the levels");
+  size_t want = grow((void **)&d->s->lv, &d->s->lv_cap, (n ? n : 1) * 4);
+  if (want)
+    return oom(d, want, "the levels");
   if (rle_decode(p, len, bit_width(max), d->s->lv, n, &why) < 0)
     return fail(d, FERRY_EFORMAT, why);
   d->nulls = 0;
@@ -1010,8 +1026,10 @@ static int page_body(dec *d, const unsigned char *in, size_t inlen,
     *body = in;
     return 0;
   }
-  if (grow((void **)&d->s->page, &d->s->page_cap, outlen ? outlen : 1) < 0)
-    return fail(d, FERRY_ENOMEM, "out of memory for a page");
+  size_t want =
+      grow((void **)&d->s->page, &d->s->page_cap, outlen ? outlen : 1);
+  if (want)
+    return oom(d, want, "a page");
   if (ferry__pq_decompress(codec, in, inlen, d->s->page, outlen, &why) < 0) {
     char msg[200];
     snprintf(msg, sizeof msg, "%s page: %s", ferry__pq_codec_name(codec), why);
@@ -1175,7 +1193,7 @@ static int scan_pages(dec *d, scan *sc) {
       size_t c = sc->cap ? sc->cap * 2 : 64;
       page_ref *np = realloc(sc->pg, c * sizeof *np);
       if (!np)
-        return fail(d, FERRY_ENOMEM, "out of memory");
+        return oom(d, c * sizeof *np, "the page list");
       sc->pg = np;
       sc->cap = c;
     }

@@ -52,6 +52,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The bytes of a column's storage text (ferry info). */
+#define PQ_STORAGE_LEN 640
+
 /* ---- Record ---------------------------------------------------------------
  */
 
@@ -59,6 +62,7 @@ typedef struct wbuf {
   unsigned char *p;
   size_t n, cap;
   int bad;
+  size_t want; /* bad: the bytes that could not be had */
 } wbuf;
 
 static void w_bytes(wbuf *w, const void *p, size_t n) {
@@ -71,6 +75,7 @@ static void w_bytes(wbuf *w, const void *p, size_t n) {
     unsigned char *q = realloc(w->p, c);
     if (!q) {
       w->bad = 1;
+      w->want = c;
       return;
     }
     w->p = q;
@@ -109,6 +114,8 @@ int ferry__pq_rec_put(const pq_rec *r, ferry__blob *b) {
   }
   if (w.bad) {
     free(w.p);
+    b->p = NULL;
+    b->len = w.want; /* for the caller's message */
     return FERRY_ENOMEM;
   }
   b->p = w.p;
@@ -120,6 +127,7 @@ typedef struct rbuf {
   const unsigned char *p;
   size_t n, at;
   int bad;
+  size_t oom; /* out of memory: the bytes that could not be had */
 } rbuf;
 
 static void r_bytes(rbuf *r, void *out, size_t n) {
@@ -157,14 +165,18 @@ static int rec_files(rbuf *b, pq_rec *r) {
     return -1;
   r->files = calloc((size_t)r->nfiles, sizeof *r->files);
   r->fsize = calloc((size_t)r->nfiles, sizeof *r->fsize);
-  if (!r->files || !r->fsize)
+  if (!r->files || !r->fsize) {
+    b->oom = (size_t)r->nfiles * (sizeof *r->files + sizeof *r->fsize);
     return -1;
+  }
   for (int32_t i = 0; i < r->nfiles; i++) {
     int32_t n = r_i32(b);
     if (b->bad || n < 0 || (size_t)n > b->n - b->at)
       return -1;
-    if (!(r->files[i] = malloc((size_t)n + 1)))
+    if (!(r->files[i] = malloc((size_t)n + 1))) {
+      b->oom = (size_t)n + 1;
       return -1;
+    }
     r_bytes(b, r->files[i], (size_t)n);
     r->files[i][n] = '\0';
     r->fsize[i] = r_i64(b);
@@ -174,7 +186,7 @@ static int rec_files(rbuf *b, pq_rec *r) {
 
 int ferry__pq_rec_get(const ferry__blob *blob, pq_rec *r, const char *where,
                       ferry__err *err) {
-  rbuf b = {blob->p, blob->len, 0, 0};
+  rbuf b = {blob->p, blob->len, 0, 0, 0};
   memset(r, 0, sizeof *r);
   int ok = (uint32_t)r_i32(&b) == PQ_REC_MAGIC;
   int32_t hdr[6];
@@ -189,8 +201,10 @@ int ferry__pq_rec_get(const ferry__blob *blob, pq_rec *r, const char *where,
   ok = ok && !b.bad && r->k >= 1 && rec_files(&b, r) == 0;
   r->nrg = ok ? r_i64(&b) : 0;
   ok = ok && !b.bad && r->nrg >= 0 && (uint64_t)r->nrg <= b.n / 80;
-  if (ok && !(r->rg = calloc((size_t)(r->nrg ? r->nrg : 1), sizeof *r->rg)))
+  if (ok && !(r->rg = calloc((size_t)(r->nrg ? r->nrg : 1), sizeof *r->rg))) {
     ok = 0;
+    b.oom = (size_t)(r->nrg ? r->nrg : 1) * sizeof *r->rg;
+  }
   for (int64_t i = 0; ok && i < r->nrg; i++) {
     pq_rg_rec *g = &r->rg[i];
     int64_t v[6];
@@ -214,6 +228,10 @@ int ferry__pq_rec_get(const ferry__blob *blob, pq_rec *r, const char *where,
          g->dict_size <= (int64_t)PQ_MAX_DICT &&
          (i == 0 ||
           g->first_row == r->rg[i - 1].first_row + r->rg[i - 1].num_rows);
+  }
+  if (b.oom) {
+    ferry__pq_rec_free(r);
+    return ferry__oom(err, -1, b.oom, "the parquet record of %s", where);
   }
   if (!ok || b.at != b.n) {
     ferry__pq_rec_free(r);
@@ -251,7 +269,8 @@ static int list_dir(const char *dir, char ***out, int *n, ferry__err *err) {
       continue;
     char *p = ferry__join_path(dir, e->d_name);
     if (!p) {
-      rc = ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+      rc = ferry__oom(err, -1, strlen(dir) + strlen(e->d_name) + 2,
+                      "the path of %s in directory %s", e->d_name, dir);
       break;
     }
     if (stat(p, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -263,7 +282,11 @@ static int list_dir(const char *dir, char ***out, int *n, ferry__err *err) {
       char **nv = cnt < 10000000 ? realloc(v, (size_t)cap * sizeof *v) : NULL;
       if (!nv) {
         free(p);
-        rc = ferry__seterr(err, FERRY_ENOMEM, "%s: too many files", dir);
+        rc = ferry__oom(err, -1, (size_t)cap * sizeof *v,
+                        "the list of %d files in directory %s%s", cap, dir,
+                        cnt < 10000000 ? ""
+                                       : " (too many files: ferry lists at "
+                                         "most 10000000)");
         break;
       }
       v = nv;
@@ -432,7 +455,8 @@ static int pick_columns(desc *d, ferry__err *err) {
   int hint = read_hint(d, &h);
   if (!(d->c = calloc((size_t)(f->ncols ? f->ncols : 1), sizeof *d->c))) {
     ferry__pq_arrow_hint_free(&h);
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+    return ferry__oom(err, -1, (size_t)(f->ncols ? f->ncols : 1) * sizeof *d->c,
+                      "the %d columns of %s", f->ncols, d->first_file);
   }
   for (int i = 0; i < f->ncols; i++) {
     const pq_col *col = &f->cols[i];
@@ -501,13 +525,14 @@ static int add_file(desc *d, const pq_file *f, int fi, const char *file,
                            "%s: list column %s does not hold %lld values per "
                            "row in every row group, as %s does",
                            file, col->top, (long long)c->k, d->first_file);
-    pq_rg_rec *ng = realloc(r->rg, (size_t)(r->nrg + f->nrg + 1) * sizeof *ng);
+    size_t ngroups = (size_t)(r->nrg + f->nrg + 1);
+    pq_rg_rec *ng = realloc(r->rg, ngroups * sizeof *ng);
     if (ng)
       r->rg = ng;
-    pq_pages *np =
-        ng ? realloc(c->pg, (size_t)(r->nrg + f->nrg + 1) * sizeof *np) : NULL;
+    pq_pages *np = ng ? realloc(c->pg, ngroups * sizeof *np) : NULL;
     if (!np)
-      return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+      return ferry__oom(err, -1, ngroups * (ng ? sizeof *np : sizeof *ng),
+                        "the row groups of column %s (%s)", col->name, file);
     c->pg = np;
     for (int64_t g = 0; g < f->nrg; g++) {
       const pq_chunk *ch = &f->rg[g].chunks[c->col];
@@ -543,7 +568,8 @@ static int add_file(desc *d, const pq_file *f, int fi, const char *file,
         if (*fd >= 0 &&
             ferry__pq_chunk_pages(*fd, ch, o->num_rows, c->k,
                                   &c->pg[r->nrg - 1], &d->scan_budget) < 0)
-          return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+          return ferry__seterr(err, FERRY_ENOMEM, /* never: see parquet.h */
+                               "out of memory");
         /* a chunk of one page (or none found): its writer's other chunks
          * of this column will not split either; stop looking */
         c->unsplit = c->pg[r->nrg - 1].n <= 1;
@@ -593,14 +619,14 @@ static char *storage_text(const cand *c, int nfiles) {
     minr = r < minr ? r : minr;
     maxr = r > maxr ? r : maxr;
   }
-  char *s = malloc(640), list[80] = "";
+  char *s = malloc(PQ_STORAGE_LEN), list[80] = "";
   if (c->rec.is_list && c->from_hint)
     snprintf(list, sizeof list, " fixed_size_list<%lld> (from ARROW:schema)",
              (long long)c->k);
   else if (c->rec.is_list)
     snprintf(list, sizeof list, " list");
   if (s)
-    snprintf(s, 640,
+    snprintf(s, PQ_STORAGE_LEN,
              "parquet %s%s, %lld row groups of %lld..%lld rows in %d file%s, "
              "%s, %s, %s stored, %s uncompressed",
              ferry__pq_type_name(c->rec.type), list, (long long)c->rec.nrg,
@@ -625,10 +651,11 @@ static int64_t uniform_rows(const pq_rec *r) {
 
 /* ferry info's storage text (of the row groups), then the row groups
  * larger than the chunk target split into pieces at page starts. */
-static int split_var(cand *c, int nfiles, ferry__err *err) {
+static int split_var(cand *c, const char *name, int nfiles, ferry__err *err) {
   char *s = storage_text(c, nfiles);
   if (!s)
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+    return ferry__oom(err, -1, PQ_STORAGE_LEN,
+                      "the storage description of column %s", name);
   c->storage = s;
   size_t rb = ferry_dtype_size(c->dtype) * (size_t)c->k;
   int64_t q = ferry__pq_split_rows(&c->rec, c->pg, rb, FERRY__AUTO_CHUNK_BYTES);
@@ -639,11 +666,13 @@ static int split_var(cand *c, int nfiles, ferry__err *err) {
     if (c->pg[g].n > 0 && !c->pg[g].from_index)
       index = 0;
   if (ferry__pq_split_apply(&c->rec, c->pg, q) < 0)
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+    return ferry__oom(err, -1, ferry__pq_split_bytes(&c->rec, c->pg, q),
+                      "the pieces of %lld rows of column %s", (long long)q,
+                      name);
   size_t n = strlen(s) + 200;
   char *t = realloc(s, n);
   if (!t)
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+    return ferry__oom(err, -1, n, "the storage description of column %s", name);
   c->storage = t;
   snprintf(t + strlen(t), n - strlen(t),
            "; large row groups read in pieces of %lld rows at page starts "
@@ -663,7 +692,11 @@ static int fill_out(desc *d, char **files, int nfiles, ferry__part_desc *out,
   out->rec = calloc((size_t)nv, sizeof *out->rec);
   if (!out->vars || !out->paths || !out->data_offset || !out->file_size ||
       !out->rec)
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+    return ferry__oom(err, -1,
+                      (size_t)nv * (sizeof *out->vars + sizeof *out->paths +
+                                    sizeof *out->data_offset +
+                                    sizeof *out->file_size + sizeof *out->rec),
+                      "the description of %d columns of %s", nv, d->path);
   out->num_samples = d->rows;
   for (int v = 0; v < nv; v++) {
     cand *c = &d->c[v];
@@ -708,7 +741,14 @@ static int fill_out(desc *d, char **files, int nfiles, ferry__part_desc *out,
     r->files = NULL;
     r->nfiles = 0;
     if (rc < 0 || !x->name || !x->storage || !out->paths[v])
-      return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+      return ferry__oom(err, -1,
+                        rc < 0 ? out->rec[v].len /* what the record wanted */
+                        : !x->name
+                            ? strlen(col->is_list ? col->top : col->name) + 1
+                        : !x->storage ? PQ_STORAGE_LEN
+                                      : strlen(d->path) + 1,
+                        "the description of column %s of %s",
+                        col->is_list ? col->top : col->name, d->path);
   }
   return 0;
 }
@@ -718,7 +758,8 @@ static int describe_files(desc *d, char **files, int nfiles,
   int rc = 0;
   int64_t *fsize = calloc((size_t)nfiles, sizeof *fsize);
   if (!fsize)
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+    return ferry__oom(err, -1, (size_t)nfiles * sizeof *fsize,
+                      "the sizes of %d files of %s", nfiles, d->path);
   d->first_file = files[0];
   d->scan_budget = PQ_SCAN_BUDGET; /* for the whole part */
   for (int i = 0; rc == 0 && i < nfiles; i++) {
@@ -753,7 +794,7 @@ static int describe_files(desc *d, char **files, int nfiles,
     r->k = d->c[v].k;
   }
   for (int v = 0; rc == 0 && v < d->nc; v++)
-    rc = split_var(&d->c[v], nfiles, err);
+    rc = split_var(&d->c[v], d->first.cols[d->c[v].col].name, nfiles, err);
   if (rc == 0)
     rc = fill_out(d, files, nfiles, out, err);
   for (int v = 0; v < d->nc; v++) {
@@ -869,9 +910,8 @@ static int open_cb(void *ctx, int64_t part, int fi, void **handle,
   MPI_Offset size = -1;
   (void)part;
   if (!h)
-    return ferry__seterr(err, FERRY_ENOMEM,
-                         "out of memory opening file %s (%zu bytes; rank %d)",
-                         path, sizeof *h, io->rank);
+    return ferry__oom(err, -1, sizeof *h, "opening file %s (rank %d)", path,
+                      io->rank);
   int mrc = MPI_File_open(MPI_COMM_SELF, path, MPI_MODE_RDONLY, MPI_INFO_NULL,
                           &h->fh);
   if (mrc != MPI_SUCCESS) {
@@ -1035,10 +1075,8 @@ static int pq_io_open(ferry__io **out, const ferry__manifest *m,
                          p->rank);
   ferry__io *io = calloc(1, sizeof *io);
   if (!io)
-    return ferry__seterr(
-        err, FERRY_ENOMEM,
-        "out of memory for the I/O state (%zu bytes; dataset %s, rank %d)",
-        sizeof *io, m->spec, p->rank);
+    return ferry__oom(err, -1, sizeof *io,
+                      "the I/O state (dataset %s, rank %d)", m->spec, p->rank);
   io->m = m;
   io->rank = p->rank;
   io->defer = p->defer;
@@ -1057,11 +1095,15 @@ static int pq_io_open(ferry__io **out, const ferry__manifest *m,
     io->sfree = NULL;
   }
   if (!io->vs || !io->scratch || !io->cbuf || !io->ccap || !io->sfree) {
+    size_t ns = (size_t)io->nscratch;
+    size_t want = (size_t)(m->nvars ? m->nvars : 1) * sizeof *io->vs +
+                  ns * (sizeof *io->scratch + sizeof *io->cbuf +
+                        sizeof *io->ccap + sizeof *io->sfree);
     pq_io_close(io);
-    return ferry__seterr(err, FERRY_ENOMEM,
-                         "out of memory for the I/O state of %lld variables "
-                         "and %d decode threads (dataset %s, rank %d)",
-                         (long long)m->nvars, lanes, m->spec, p->rank);
+    return ferry__oom(err, -1, want,
+                      "the I/O state of %lld variables and %d decode threads "
+                      "(dataset %s, rank %d)",
+                      (long long)m->nvars, lanes, m->spec, p->rank);
   }
   for (int t = 0; t + 1 < io->nscratch; t++) /* the last: the I/O thread's */
     io->sfree[io->nfree++] = &io->scratch[t];
@@ -1146,11 +1188,9 @@ static int read_chunk(ferry__io *io, int64_t part, int var, int64_t g, int t,
   if (need > io->ccap[t]) {
     unsigned char *nb = realloc(io->cbuf[t], need);
     if (!nb)
-      return ferry__seterr(err, FERRY_ENOMEM,
-                           "out of memory for a %lld-byte column chunk: file "
-                           "%s, variable %s, rank %d",
-                           (long long)rg->size, vs->rec.files[rg->file],
-                           io->m->vars[var].name, io->rank);
+      return ferry__oom(
+          err, -1, need, "a column chunk: file %s, variable %s, rank %d",
+          vs->rec.files[rg->file], io->m->vars[var].name, io->rank);
     io->cbuf[t] = nb;
     io->ccap[t] = need;
   }
@@ -1173,11 +1213,10 @@ static int get_dict(ferry__io *io, int64_t part, int var, int64_t g,
     if ((size_t)rg->dict_size > vs->dict_cap) {
       unsigned char *nb = realloc(vs->dict, (size_t)rg->dict_size);
       if (!nb)
-        return ferry__seterr(err, FERRY_ENOMEM,
-                             "out of memory for a %lld-byte dictionary page: "
-                             "file %s, variable %s, rank %d",
-                             (long long)rg->dict_size, vs->rec.files[rg->file],
-                             io->m->vars[var].name, io->rank);
+        return ferry__oom(err, -1, (size_t)rg->dict_size,
+                          "a dictionary page: file %s, variable %s, rank %d",
+                          vs->rec.files[rg->file], io->m->vars[var].name,
+                          io->rank);
       vs->dict = nb;
       vs->dict_cap = (size_t)rg->dict_size;
     }
@@ -1368,11 +1407,11 @@ static int read_groups(ferry__io *io, int64_t part, int var, pool *p, int keep,
     }
     unsigned char *b = malloc((size_t)(end - a->offset) + 1);
     if (!b)
-      return ferry__seterr(err, FERRY_ENOMEM,
-                           "out of memory for %lld bytes of column chunks "
-                           "(dataset %s, variable %s, rank %d)",
-                           (long long)(end - a->offset), io->m->spec,
-                           io->m->vars[var].name, io->rank);
+      return ferry__oom(err, -1, (size_t)(end - a->offset) + 1,
+                        "column chunks (file %s, dataset %s, variable %s, "
+                        "rank %d)",
+                        r->files[a->file], io->m->spec, io->m->vars[var].name,
+                        io->rank);
     p->own[nown++] = b;
     rc = read_range(io, part, var, g0 + i, a->offset, end - a->offset, b, err);
     for (; i < j; i++)
@@ -1401,11 +1440,11 @@ static int read_groups(ferry__io *io, int64_t part, int var, pool *p, int keep,
     if (rc == 0 && (later || keep)) { /* keep: the cache may change */
       unsigned char *c = malloc((size_t)a->dict_size);
       if (!c)
-        return ferry__seterr(err, FERRY_ENOMEM,
-                             "out of memory for a %lld-byte dictionary page "
-                             "(dataset %s, variable %s, rank %d)",
-                             (long long)a->dict_size, io->m->spec,
-                             io->m->vars[var].name, io->rank);
+        return ferry__oom(err, -1, (size_t)a->dict_size,
+                          "a dictionary page (file %s, dataset %s, variable "
+                          "%s, rank %d)",
+                          r->files[a->file], io->m->spec, io->m->vars[var].name,
+                          io->rank);
       memcpy(c, d, (size_t)a->dict_size);
       p->own[nown++] = c;
       d = c;
@@ -1476,13 +1515,17 @@ static int whole_groups(ferry__io *io, int64_t part, int var, int64_t g0,
     p->own = calloc((size_t)n * 2, sizeof *p->own);
     p->jobs = calloc((size_t)n, sizeof *p->jobs);
   }
-  int rc = p && p->chunks && p->dicts && p->own && p->jobs
-               ? read_groups(io, part, var, p, defer, err)
-               : ferry__seterr(err, FERRY_ENOMEM,
-                               "out of memory for %lld row groups' jobs "
-                               "(dataset %s, variable %s, rank %d)",
-                               (long long)n, io->m->spec, io->m->vars[var].name,
-                               io->rank);
+  int rc =
+      p && p->chunks && p->dicts && p->own && p->jobs
+          ? read_groups(io, part, var, p, defer, err)
+          : ferry__oom(err, -1,
+                       !p ? sizeof *p
+                          : (size_t)n * (sizeof *p->chunks + sizeof *p->dicts +
+                                         2 * sizeof *p->own + sizeof *p->jobs),
+                       "%lld row groups' jobs (dataset %s, variable %s, "
+                       "rank %d)",
+                       (long long)n, io->m->spec, io->m->vars[var].name,
+                       io->rank);
   if (rc == 0)
     rc = decode_pool(io, p, defer, err);
   if (p && defer) { /* its jobs may run: freed by io_wait */
@@ -1508,10 +1551,11 @@ static int partial_group(ferry__io *io, int64_t part, int var, int64_t g,
     if (need > vs->cache_cap) {
       unsigned char *nb = realloc(vs->cache, need);
       if (!nb)
-        return ferry__seterr(err, FERRY_ENOMEM,
-                             "out of memory for a decoded row group on rank "
-                             "%d",
-                             io->rank);
+        return ferry__oom(err, -1, need,
+                          "a decoded row group (row group %lld of file %s, "
+                          "variable %s, rank %d)",
+                          (long long)rg->rgi, vs->rec.files[rg->file],
+                          io->m->vars[var].name, io->rank);
       vs->cache = nb;
       vs->cache_cap = need;
     }

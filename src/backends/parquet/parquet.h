@@ -41,6 +41,7 @@ typedef struct pq_tr {
   const unsigned char *p, *end, *start;
   int depth;
   const char *why; /* NULL while good */
+  size_t oom;      /* why is out of memory: the bytes it could not have */
 } pq_tr;
 
 void ferry__pq_tr_init(pq_tr *t, const void *buf, size_t len);
@@ -58,6 +59,8 @@ int ferry__pq_tr_list(pq_tr *t, int type, int *etype, int64_t *n);
 int ferry__pq_tr_enter(pq_tr *t, int type);
 void ferry__pq_tr_leave(pq_tr *t);
 int ferry__pq_tr_fail(pq_tr *t, const char *why);
+/* The same for an allocation of bytes that failed (why: out of memory). */
+int ferry__pq_tr_oom(pq_tr *t, size_t bytes);
 size_t ferry__pq_tr_offset(const pq_tr *t);
 
 /* ---- Parquet enums ---- */
@@ -208,6 +211,8 @@ typedef struct pq_rec {
   pq_rg_rec *rg; /* [nrg], first_row increasing          */
 } pq_rec;
 
+/* 0, or FERRY_ENOMEM with b->p NULL and b->len the bytes it could not have
+ * (for the caller's message). */
 int ferry__pq_rec_put(const pq_rec *r, ferry__blob *b);
 int ferry__pq_rec_get(const ferry__blob *b, pq_rec *r, const char *where,
                       ferry__err *err);
@@ -314,6 +319,8 @@ int64_t ferry__pq_split_rows(const pq_rec *r, const pq_pages *pg,
                              size_t row_bytes, size_t target);
 /* Replace r's row groups by pieces of q rows (split where pg[g].n > 0). */
 int ferry__pq_split_apply(pq_rec *r, const pq_pages *pg, int64_t q);
+/* The bytes ferry__pq_split_apply allocates (its out-of-memory message). */
+size_t ferry__pq_split_bytes(const pq_rec *r, const pq_pages *pg, int64_t q);
 
 /* Decompress in[0..inlen) into out[0..outlen) exactly; -1 with why. */
 int ferry__pq_decompress(int codec, const unsigned char *in, size_t inlen,

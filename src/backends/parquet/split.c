@@ -295,12 +295,23 @@ static int64_t page_at_row(const pq_pages *p, int64_t at) {
   return lo;
 }
 
-int ferry__pq_split_apply(pq_rec *r, const pq_pages *pg, int64_t q) {
+/* The pieces of q rows r's row groups become. */
+static int64_t pieces(const pq_rec *r, const pq_pages *pg, int64_t q) {
   int64_t n = 0;
-  if (q < 1)
-    return 0;
   for (int64_t g = 0; g < r->nrg; g++)
     n += pg[g].n > 0 ? (r->rg[g].num_rows + q - 1) / q : 1;
+  return n;
+}
+
+size_t ferry__pq_split_bytes(const pq_rec *r, const pq_pages *pg, int64_t q) {
+  int64_t n = q < 1 ? 0 : pieces(r, pg, q);
+  return (size_t)(n ? n : 1) * sizeof(pq_rg_rec);
+}
+
+int ferry__pq_split_apply(pq_rec *r, const pq_pages *pg, int64_t q) {
+  if (q < 1)
+    return 0;
+  int64_t n = pieces(r, pg, q);
   pq_rg_rec *v = calloc((size_t)(n ? n : 1), sizeof *v);
   if (!v)
     return FERRY_ENOMEM;

@@ -23,11 +23,20 @@ void ferry__pq_tr_init(pq_tr *t, const void *buf, size_t len) {
   t->end = t->p + len;
   t->depth = 0;
   t->why = NULL;
+  t->oom = 0;
 }
 
 int ferry__pq_tr_fail(pq_tr *t, const char *why) {
   if (!t->why)
     t->why = why;
+  return -1;
+}
+
+int ferry__pq_tr_oom(pq_tr *t, size_t bytes) {
+  if (!t->why) {
+    t->why = "out of memory";
+    t->oom = bytes;
+  }
   return -1;
 }
 

@@ -947,7 +947,8 @@ int ferry__zarr_parse_zarray(const char *adir, const char *label, zmeta *z,
   char *path = ferry__join_path(adir, v3 ? "zarr.json" : ".zarray");
   memset(z, 0, sizeof *z);
   if (!path)
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+    return ferry__oom(err, -1, strlen(adir) + 11,
+                      "the metadata path of array %s (%s)", label, adir);
   size_t len = 0;
   char *text = read_meta(path,
                          "the array has no .zarray (v2) nor zarr.json (v3) "
@@ -1019,25 +1020,25 @@ static int is_chunk_name(const char *s) {
 
 /* Append array name (its directory dir); its metadata is parsed from dir,
  * or from meta (a v3 array's object of consolidated metadata) when given. */
-static int add_array_meta(zarr_walk *w, const char *dir, const char *name,
-                          json_t *meta) {
+static size_t add_array_meta(zarr_walk *w, const char *dir, const char *name,
+                             json_t *meta) {
   if (w->n == w->cap) {
     int ncap = w->cap ? 2 * w->cap : 16;
     zarr_array *na = realloc(w->a, (size_t)ncap * sizeof *na);
     if (!na)
-      return -1;
+      return (size_t)ncap * sizeof *na;
     w->a = na;
     w->cap = ncap;
   }
   zarr_array *x = &w->a[w->n];
   memset(x, 0, sizeof *x);
   if (!(x->name = strdup(name)))
-    return -1;
+    return strlen(name) + 1;
   w->n++;
   if (meta) {
     char *p = ferry__join_path(dir, "zarr.json");
     if (!p)
-      return -1;
+      return strlen(dir) + 11;
     x->ok = ferry__zarr_parse_v3(meta, p, name, &x->z, &x->err) == 0;
     free(p);
   } else {
@@ -1060,7 +1061,7 @@ static int add_array_meta(zarr_walk *w, const char *dir, const char *name,
   return 0;
 }
 
-static int add_array(zarr_walk *w, const char *dir, const char *name) {
+static size_t add_array(zarr_walk *w, const char *dir, const char *name) {
   return add_array_meta(w, dir, name, NULL);
 }
 
@@ -1107,14 +1108,17 @@ static int walk_group(zarr_walk *w, const char *store, const char *dir,
       size_t ncap = cap ? 2 * cap : 32;
       char **nv = realloc(names, ncap * sizeof *nv);
       if (!nv) {
-        rc = ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+        rc = ferry__oom(err, -1, ncap * sizeof *nv,
+                        "the list of %zu names in %s (store %s)", ncap, dir,
+                        store);
         goto cleanup;
       }
       names = nv;
       cap = ncap;
     }
     if (!(names[nn] = strdup(e->d_name))) {
-      rc = ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+      rc = ferry__oom(err, -1, strlen(e->d_name) + 1,
+                      "the name %s in %s (store %s)", e->d_name, dir, store);
       goto cleanup;
     }
     nn++;
@@ -1129,19 +1133,22 @@ static int walk_group(zarr_walk *w, const char *store, const char *dir,
     char *sub = ferry__join_path(dir, names[i]);
     char *rel = *prefix ? ferry__join_path(prefix, names[i]) : strdup(names[i]);
     struct stat st;
+    size_t want = 0;
     if (!sub || !rel) {
-      rc = ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+      rc = ferry__oom(
+          err, -1, (!sub ? strlen(dir) : strlen(prefix)) + strlen(names[i]) + 2,
+          "the path of %s in %s (store %s)", names[i], dir, store);
     } else if (stat(sub, &st) == 0 && S_ISDIR(st.st_mode)) {
       if (ferry__zarr_exists_in(sub, ".zarray", 0)) {
-        if (add_array(w, sub, rel) < 0)
-          rc = ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+        if ((want = add_array(w, sub, rel)) != 0)
+          rc = ferry__oom(err, -1, want, "array %s of store %s", rel, store);
       } else if (ferry__zarr_exists_in(sub, ".zgroup", 0)) {
         rc = walk_group(w, store, sub, rel, depth + 1, err);
       } else if (ferry__zarr_exists_in(sub, "zarr.json", 0)) {
         if (v3_node_type(sub) == 2)
           rc = walk_group(w, store, sub, rel, depth + 1, err);
-        else if (add_array(w, sub, rel) < 0)
-          rc = ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+        else if ((want = add_array(w, sub, rel)) != 0)
+          rc = ferry__oom(err, -1, want, "array %s of store %s", rel, store);
       } else {
         /* Chunk files without metadata: an array whose .zarray is lost. */
         DIR *sd = opendir(sub);
@@ -1188,7 +1195,9 @@ static int walk_consolidated(zarr_walk *w, const char *store, json_t *root,
   json_t *val;
   int rc = 1;
   if (!keys)
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+    return ferry__oom(err, -1, (n ? n : 1) * sizeof *keys,
+                      "the %zu consolidated metadata keys of store %s", n,
+                      store);
   json_object_foreach(md, key, val) keys[k++] = key;
   qsort(keys, k, sizeof *keys, cmp_str);
   for (size_t i = 0; i < k && rc == 1; i++) {
@@ -1197,8 +1206,10 @@ static int walk_consolidated(zarr_walk *w, const char *store, json_t *root,
     if (json_is_string(nt) && strcmp(json_string_value(nt), "group") == 0)
       continue;
     char *dir = ferry__join_path(store, keys[i]);
-    if (!dir || add_array_meta(w, dir, keys[i], a) < 0)
-      rc = ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+    size_t want = !dir ? strlen(store) + strlen(keys[i]) + 2
+                       : add_array_meta(w, dir, keys[i], a);
+    if (want)
+      rc = ferry__oom(err, -1, want, "array %s of store %s", keys[i], store);
     free(dir);
   }
   free(keys);
@@ -1210,7 +1221,8 @@ static int walk_consolidated(zarr_walk *w, const char *store, json_t *root,
 static int walk_v3(const char *store, zarr_walk *w, ferry__err *err) {
   char *zj = ferry__join_path(store, "zarr.json");
   if (!zj)
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+    return ferry__oom(err, -1, strlen(store) + 11, "the path of %s/zarr.json",
+                      store);
   json_t *j = load_json(zj, "not a Zarr v3 node", err);
   json_t *nt = j ? json_object_get(j, "node_type") : NULL;
   int rc = 0;
@@ -1244,16 +1256,17 @@ static int add_root_array(const char *store, zarr_walk *w, ferry__err *err) {
   const char *base = strrchr(store, '/');
   char *stem = strdup(base && base[1] ? base + 1 : store);
   if (!stem)
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+    return ferry__oom(err, -1, strlen(base && base[1] ? base + 1 : store) + 1,
+                      "the array name of store %s", store);
   char *slash = strchr(stem, '/');
   if (slash)
     *slash = '\0';
   size_t n = strlen(stem);
   if (n > 5 && strcmp(stem + n - 5, ".zarr") == 0)
     stem[n - 5] = '\0';
-  int rc = add_array(w, store, stem) < 0
-               ? ferry__seterr(err, FERRY_ENOMEM, "out of memory")
-               : 0;
+  size_t want = add_array(w, store, stem);
+  int rc =
+      want ? ferry__oom(err, -1, want, "the root array of store %s", store) : 0;
   free(stem);
   w->root_array = 1;
   return rc;
@@ -1302,7 +1315,8 @@ static int walk_store(const char *store, zarr_walk *w, ferry__err *err) {
                          store);
   char *zg = ferry__join_path(store, ".zgroup");
   if (!zg)
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+    return ferry__oom(err, -1, strlen(store) + 9, "the path of %s/.zgroup",
+                      store);
   size_t len = 0;
   char *text = read_meta(zg, "not a Zarr group", &len, err);
   int rc = text ? ferry__zarr_parse_zgroup_text(text, len, zg, err)
@@ -1353,21 +1367,36 @@ static int netcdf_can_open(const zarr_walk *w, const char **why) {
 /* ---- Describe (rank 0) ------------------------------------------------ */
 
 /* Path of the chunk file of chunk index idx (ndim entries). */
-char *ferry__zarr_chunk_path(const char *adir, const zmeta *z,
-                             const int64_t *idx) {
-  char key[Z_MAX_DIMS * 21 + 3];
+#define Z_KEY_MAX (Z_MAX_DIMS * 21 + 3)
+
+/* The chunk key of idx in key[Z_KEY_MAX]; returns its length. */
+static size_t chunk_key(const zmeta *z, const int64_t *idx, char *key) {
   const char *sep = z->sep == '/' ? "/" : ".";
   size_t used = 0;
   if (z->key_c)
-    used += (size_t)snprintf(key, sizeof key, "c");
+    used += (size_t)snprintf(key, Z_KEY_MAX, "c");
   else if (z->ndim == 0)
-    used += (size_t)snprintf(key, sizeof key, "0");
+    used += (size_t)snprintf(key, Z_KEY_MAX, "0");
   for (int d = 0; d < z->ndim; d++) {
     int64_t i = z->sharded ? idx[d] / z->per_shard[d] : idx[d];
-    used += (size_t)snprintf(key + used, sizeof key - used, "%s%lld",
+    used += (size_t)snprintf(key + used, Z_KEY_MAX - used, "%s%lld",
                              d || z->key_c ? sep : "", (long long)i);
   }
+  return used;
+}
+
+char *ferry__zarr_chunk_path(const char *adir, const zmeta *z,
+                             const int64_t *idx) {
+  char key[Z_KEY_MAX];
+  chunk_key(z, idx, key);
   return ferry__join_path(adir, key);
+}
+
+size_t ferry__zarr_chunk_path_bytes(const char *adir, const zmeta *z,
+                                    const int64_t *idx) {
+  char key[Z_KEY_MAX];
+  size_t a = strlen(adir);
+  return a + (size_t)(a > 0 && adir[a - 1] != '/') + chunk_key(z, idx, key) + 1;
 }
 
 /* What the native reader keeps per variable and open store (describe
@@ -1401,9 +1430,11 @@ char *ferry__zarr_array_dir(const char *store, const char *name,
 }
 
 /* "chunks (10, 3), blosc(lz4, shuffle), 2.8:1; ..." for ferry info. */
+#define Z_STORAGE_MAX 512 /* the most storage_text (or its directory) takes */
+
 static char *storage_text(const char *adir, const zmeta *z, const char *reader,
                           int lanes, int64_t *cache) {
-  char buf[512];
+  char buf[Z_STORAGE_MAX];
   size_t used = 0;
   used += (size_t)snprintf(buf, sizeof buf, "chunks (");
   for (int d = 0; d < z->ndim; d++)
@@ -1597,7 +1628,12 @@ static int alloc_desc(ferry__part_desc *out, int nsel, const char *store,
   out->rec = calloc((size_t)nsel, sizeof *out->rec);
   if (!out->vars || !out->paths || !out->data_offset || !out->file_size ||
       !out->rec)
-    return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", store);
+    return ferry__oom(err, -1,
+                      (size_t)nsel *
+                          (sizeof *out->vars + sizeof *out->paths +
+                           sizeof *out->data_offset + sizeof *out->file_size +
+                           sizeof *out->rec),
+                      "the description of %d arrays of store %s", nsel, store);
   out->nvars = nsel;
   return 0;
 }
@@ -1666,7 +1702,7 @@ static int describe_notes(const char *store, zarr_walk *w, int64_t longest,
   size_t len =
       strlen(chosen) + strlen(skipped) + strlen(dim) + strlen(others) + 64;
   if (!(out->notes = malloc(len)))
-    return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", store);
+    return ferry__oom(err, -1, len, "the selection notes of store %s", store);
   snprintf(out->notes, len, "chose %s (%lld rows%s%s); skipped %s%s", chosen,
            (long long)longest, dim[0] ? " along " : "", dim,
            skipped[0] ? skipped : "nothing", others);
@@ -1690,6 +1726,10 @@ static int describe_var(const char *store, const zarr_walk *w, zarr_array *x,
   }
   v->chunk_rows = x->z.chunks[0];
   char *adir = ferry__zarr_array_dir(store, v->name, w->root_array);
+  /* what a failed storage text wanted: its directory's path, or (a bound)
+   * the text itself */
+  size_t storage_want =
+      adir ? Z_STORAGE_MAX : strlen(store) + strlen(v->name) + 2;
   int64_t cache = 0;
   v->storage = adir
                    ? storage_text(adir, &x->z, use_netcdf ? "netcdf" : "native",
@@ -1704,7 +1744,12 @@ static int describe_var(const char *store, const zarr_walk *w, zarr_array *x,
   if (!(out->paths[k] = strdup(store)) || !v->storage ||
       ferry__zarr_rec_put(&out->rec[k], use_netcdf ? ZREC_NETCDF : ZREC_NATIVE,
                           x->z.hash) < 0)
-    return ferry__seterr(err, FERRY_ENOMEM, "%s: out of memory", store);
+    return ferry__oom(err, -1,
+                      !out->paths[k] ? strlen(store) + 1
+                      : !v->storage  ? storage_want
+                                     : ZREC_LEN,
+                      "the description of array %s of store %s", v->name,
+                      store);
   return 0;
 }
 
@@ -1720,7 +1765,7 @@ int ferry__zarr_describe(const char *path, const ferry_options *opts,
   memset(out, 0, sizeof *out);
   memset(&w, 0, sizeof w);
   if (!store)
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+    return ferry__oom(err, -1, strlen(path) + 1, "the store path of %s", path);
   if ((rc = check_store_dir(store, err)) < 0 ||
       (rc = walk_store(store, &w, err)) < 0 ||
       (rc = pick_arrays(store, &w, named, &longest, &nsel, err)) < 0 ||

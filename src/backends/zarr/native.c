@@ -215,11 +215,13 @@ static int shard_index(zvar *zv, int64_t key, zwhere *w, const uint64_t **ix,
     zv->slot_ix = malloc((size_t)zv->nslots * nent * sizeof *zv->slot_ix);
     zv->ixraw = malloc(z->index_bytes);
     if (!zv->slot_key || !zv->slot_ix || !zv->ixraw)
-      return ferry__seterr(err, FERRY_ENOMEM,
-                           "out of memory for %lld shard indexes of %zu "
-                           "bytes (store %s, array %s, rank %d)",
-                           (long long)zv->nslots, z->index_bytes, w->store,
-                           w->vname, w->rank);
+      return ferry__oom(
+          err, -1,
+          (size_t)zv->nslots *
+                  (sizeof *zv->slot_key + nent * sizeof *zv->slot_ix) +
+              z->index_bytes,
+          "%lld shard indexes of %zu bytes (store %s, array %s, rank %d)",
+          (long long)zv->nslots, z->index_bytes, w->store, w->vname, w->rank);
     for (int s = 0; s < zv->nslots; s++)
       zv->slot_key[s] = -1;
   }
@@ -277,10 +279,9 @@ static int inner_where(zvar *zv, const int64_t *idx, zwhere *w, uint64_t *off,
   char *p = ferry__zarr_chunk_path(zv->adir, z, idx);
   const uint64_t *ix = NULL;
   if (!p)
-    return ferry__seterr(err, FERRY_ENOMEM,
-                         "out of memory for a chunk path (store %s, array "
-                         "%s, rank %d)",
-                         w->store, w->vname, w->rank);
+    return ferry__oom(err, -1, ferry__zarr_chunk_path_bytes(zv->adir, z, idx),
+                      "a chunk path (store %s, array %s, rank %d)", w->store,
+                      w->vname, w->rank);
   snprintf(w->what, sizeof w->what, "shard file %s", p);
   int rc = open_shard(zv, p, key, w, err);
   if (rc == 1 && (rc = shard_index(zv, key, w, &ix, err)) == 0) {
@@ -350,25 +351,21 @@ static int lane_bufs(zvar *zv, int k, const zwhere *w, unsigned char **raw,
   if (k > 0) {
     if (!zv->lane &&
         !(zv->lane = calloc((size_t)zv->dec->nlanes, sizeof *zv->lane)))
-      return ferry__seterr(err, FERRY_ENOMEM,
-                           "out of memory for %d decode lanes (store %s, "
-                           "array %s, rank %d)",
-                           zv->dec->nlanes, w->store, w->vname, w->rank);
+      return ferry__oom(err, -1, (size_t)zv->dec->nlanes * sizeof *zv->lane,
+                        "%d decode lanes (store %s, array %s, rank %d)",
+                        zv->dec->nlanes, w->store, w->vname, w->rank);
     r = &zv->lane[k].raw;
     m = &zv->lane[k].mid;
   }
   if ((z->ncodecs || z->crc) && !*r &&
       !(*r = malloc(zarr_stored_bound(z->chunk_bytes) + 4)))
-    return ferry__seterr(err, FERRY_ENOMEM,
-                         "out of memory for a stored chunk, %zu bytes (store "
-                         "%s, array %s, rank %d)",
-                         zarr_stored_bound(z->chunk_bytes) + 4, w->store,
-                         w->vname, w->rank);
+    return ferry__oom(err, -1, zarr_stored_bound(z->chunk_bytes) + 4,
+                      "a stored chunk (store %s, array %s, rank %d)", w->store,
+                      w->vname, w->rank);
   if (z->ncodecs > 1 && !*m && !(*m = malloc(z->chunk_bytes)))
-    return ferry__seterr(err, FERRY_ENOMEM,
-                         "out of memory for a chunk between codecs, %zu bytes "
-                         "(store %s, array %s, rank %d)",
-                         z->chunk_bytes, w->store, w->vname, w->rank);
+    return ferry__oom(err, -1, z->chunk_bytes,
+                      "a chunk between codecs (store %s, array %s, rank %d)",
+                      w->store, w->vname, w->rank);
   *raw = *r;
   *mid = *m;
   return 0;
@@ -468,10 +465,9 @@ static int decode_stored(zvar *zv, int fd, uint64_t off, uint64_t n, zwhere *w,
     return decode_bytes(z, raw, mid, (size_t)n, w, out, err);
   if (!zv->lane &&
       !(zv->lane = calloc((size_t)zv->dec->nlanes, sizeof *zv->lane)))
-    return ferry__seterr(err, FERRY_ENOMEM,
-                         "out of memory for %d decode lanes (store %s, array "
-                         "%s, rank %d)",
-                         zv->dec->nlanes, w->store, w->vname, w->rank);
+    return ferry__oom(err, -1, (size_t)zv->dec->nlanes * sizeof *zv->lane,
+                      "%d decode lanes (store %s, array %s, rank %d)",
+                      zv->dec->nlanes, w->store, w->vname, w->rank);
   zlane *l = &zv->lane[k];
   l->z = z;
   l->w = *w;
@@ -520,10 +516,9 @@ static int load_chunk(zvar *zv, const int64_t *idx, const char *store,
   char *p = ferry__zarr_chunk_path(zv->adir, z, idx);
   int rc = 0, fd = -1;
   if (!p)
-    return ferry__seterr(err, FERRY_ENOMEM,
-                         "out of memory for a chunk path (store %s, array "
-                         "%s, rank %d)",
-                         store, vname, rank);
+    return ferry__oom(err, -1, ferry__zarr_chunk_path_bytes(zv->adir, z, idx),
+                      "a chunk path (store %s, array %s, rank %d)", store,
+                      vname, rank);
   snprintf(w.what, sizeof w.what, "chunk file %s", p);
   const char *kind = "";
   fd = ferry__open_regular(p, &kind); /* never blocks on a FIFO */
@@ -659,10 +654,9 @@ static int native_rows(zvar *zv, const char *store, const char *vname, int rank,
       char *p = ferry__zarr_chunk_path(zv->adir, z, idx);
       off_t size = 0;
       if (!p)
-        return ferry__seterr(err, FERRY_ENOMEM,
-                             "out of memory for a chunk path (store %s, "
-                             "array %s, rank %d)",
-                             store, vname, rank);
+        return ferry__oom(
+            err, -1, ferry__zarr_chunk_path_bytes(zv->adir, z, idx),
+            "a chunk path (store %s, array %s, rank %d)", store, vname, rank);
       int present =
           ferry__zarr_check_chunk(zv, p, store, vname, rank, r, err, &size);
       if (present < 0) {
@@ -695,10 +689,9 @@ static int native_rows(zvar *zv, const char *store, const char *vname, int rank,
       return rc;
     zv->band = -1;
     if (!zv->band_buf && !(zv->band_buf = malloc((size_t)c0 * row_bytes + 1)))
-      return ferry__seterr(err, FERRY_ENOMEM,
-                           "out of memory for a band of chunks, %zu bytes "
-                           "(store %s, array %s, rank %d)",
-                           (size_t)c0 * row_bytes + 1, store, vname, rank);
+      return ferry__oom(err, -1, (size_t)c0 * row_bytes + 1,
+                        "a band of chunks (store %s, array %s, rank %d)", store,
+                        vname, rank);
     if (rows_layout) {
       /* One chunk, laid out as the band's rows (the last chunk may
        * reach past the array's end: chunk_bytes is c0 rows). */
@@ -707,10 +700,9 @@ static int native_rows(zvar *zv, const char *store, const char *vname, int rank,
         return rc;
     } else {
       if (!zv->chunk_buf && !(zv->chunk_buf = malloc(z->chunk_bytes)))
-        return ferry__seterr(err, FERRY_ENOMEM,
-                             "out of memory for a decoded chunk, %zu bytes "
-                             "(store %s, array %s, rank %d)",
-                             z->chunk_bytes, store, vname, rank);
+        return ferry__oom(err, -1, z->chunk_bytes,
+                          "a decoded chunk (store %s, array %s, rank %d)",
+                          store, vname, rank);
       for (int64_t a = 0; a < z->across; a++) {
         int64_t rest = a;
         for (int d = z->ndim - 1; d >= 1; d--) {

@@ -246,10 +246,9 @@ int ferry__zarr_nc_read(zvar *zv, const char *store, const char *vname,
       char *cp = ferry__zarr_chunk_path(zv->adir, z, idx);
       off_t size = 0;
       if (!cp)
-        return ferry__seterr(err, FERRY_ENOMEM,
-                             "out of memory for a chunk path (store %s, "
-                             "array %s, rank %d)",
-                             store, vname, rank);
+        return ferry__oom(
+            err, -1, ferry__zarr_chunk_path_bytes(zv->adir, z, idx),
+            "a chunk path (store %s, array %s, rank %d)", store, vname, rank);
       int rc = ferry__zarr_check_chunk(
           zv, cp, store, vname, rank,
           ci * z->chunks[0] > row ? ci * z->chunks[0] : row, err, &size);

@@ -175,10 +175,9 @@ static int var_open(ferry__io *io, const ferry__part *pt, const char *store,
   if ((rc = ferry__zarr_rec_get(m, pt, v, io->rank, reader, &hash, err)) < 0)
     return rc;
   if (!(zv->adir = ferry__zarr_array_dir(store, mv->name, root_array)))
-    return ferry__seterr(err, FERRY_ENOMEM,
-                         "out of memory for the path of array %s (store %s, "
-                         "rank %d)",
-                         mv->name, store, io->rank);
+    return ferry__oom(
+        err, -1, strlen(store) + (root_array ? 0 : strlen(mv->name) + 1) + 1,
+        "the path of array %s (store %s, rank %d)", mv->name, store, io->rank);
   if ((rc = ferry__zarr_parse_zarray(zv->adir, mv->name, &zv->z, err)) < 0) {
     char msg[FERRY__MSG_MAX];
     snprintf(msg, sizeof msg, "%s", err->msg);
@@ -207,14 +206,15 @@ static int part_open(ferry__io *io, int64_t part, zpart **out,
   zpart *p = calloc(1, sizeof *p);
   char *store = ferry__zarr_store_dir(spec);
   if (!p || !store || !(p->v = calloc((size_t)m->nvars, sizeof *p->v))) {
+    size_t want = !p       ? sizeof *p
+                  : !store ? strlen(spec) + 1
+                           : (size_t)m->nvars * sizeof *p->v;
     free(store);
     if (p)
       free(p->v);
     free(p);
-    return ferry__seterr(err, FERRY_ENOMEM,
-                         "out of memory opening store %s (%d arrays, "
-                         "rank %d)",
-                         spec, m->nvars, io->rank);
+    return ferry__oom(err, -1, want, "opening store %s (%d arrays, rank %d)",
+                      spec, m->nvars, io->rank);
   }
   p->part = part;
   p->ncid = -1;
@@ -283,10 +283,8 @@ static int z_io_open(ferry__io **out, const ferry__manifest *m,
                          p->rank);
   ferry__io *io = calloc(1, sizeof *io);
   if (!io)
-    return ferry__seterr(
-        err, FERRY_ENOMEM,
-        "out of memory for the I/O state (%zu bytes; dataset %s, rank %d)",
-        sizeof *io, m->spec, p->rank);
+    return ferry__oom(err, -1, sizeof *io,
+                      "the I/O state (dataset %s, rank %d)", m->spec, p->rank);
   io->m = m;
   io->rank = p->rank;
   ferry__handle_cache_init(&io->parts, (size_t)p->max_open_files, io,

@@ -124,6 +124,10 @@ char *ferry__zarr_array_dir(const char *store, const char *name,
  *  array idx is an inner chunk's and the path is its shard's. */
 char *ferry__zarr_chunk_path(const char *adir, const zmeta *z,
                              const int64_t *idx);
+/** The bytes ferry__zarr_chunk_path allocates for idx (for its
+ *  out-of-memory message). */
+size_t ferry__zarr_chunk_path_bytes(const char *adir, const zmeta *z,
+                                    const int64_t *idx);
 /** The vtable's describe (rank 0). */
 int ferry__zarr_describe(const char *path, const ferry_options *opts,
                          ferry__part_desc *out, ferry__err *err);
