@@ -227,7 +227,8 @@ static int read_dir(glob_state *g, const char *dir, strvec *names) {
       continue;
     size_t need = sv_need(names, strlen(e->d_name));
     if (sv_push(names, strdup(e->d_name)) < 0) {
-      rc = ferry__oom(g->err, -1, need, "the names in directory %s (matching '%s')",
+      rc = ferry__oom(g->err, -1, need,
+                      "the names in directory %s (matching '%s')",
                       *dir ? dir : ".", g->pattern);
       break;
     }
@@ -390,8 +391,7 @@ static int read_list(const char *list, strvec *out, ferry__err *err) {
   size_t cap = 0;
   int rc = 0;
   if (!(dir = malloc(dirlen + 1))) {
-    rc = ferry__oom(err, -1, dirlen + 1, "the directory of list file %s",
-                    list);
+    rc = ferry__oom(err, -1, dirlen + 1, "the directory of list file %s", list);
     goto cleanup;
   }
   memcpy(dir, list, dirlen);
@@ -531,8 +531,8 @@ static int dir_parts(const char *dir, strvec *out, char **note,
         rc = ferry__oom(err, -1, sv_need(out, join_need(dir, names.v[i]) - 1),
                         "the part %s/%s", dir, names.v[i]);
     if (rc == 0 && !(*note = strdup(buf)))
-      rc = ferry__oom(err, -1, strlen(buf) + 1, "the note on directory %s",
-                      dir);
+      rc =
+          ferry__oom(err, -1, strlen(buf) + 1, "the note on directory %s", dir);
     if (rc == 0)
       rc = 1;
   }
@@ -701,11 +701,12 @@ static int select_vars(ferry__manifest *m, const char *vars, ferry__err *err) {
   keep = calloc((size_t)m->nvars, sizeof *keep);
   na = calloc((size_t)m->nparts + 1, sizeof *na);
   if (!nv || !keep || !na) {
-    rc = ferry__oom(err, -1,
-                    (size_t)nsel * sizeof *nv + (size_t)m->nvars * sizeof *keep +
-                        ((size_t)m->nparts + 1) * sizeof *na,
-                    "the %d selected variables of dataset %s", nsel,
-                    m->spec ? m->spec : "?");
+    rc =
+        ferry__oom(err, -1,
+                   (size_t)nsel * sizeof *nv + (size_t)m->nvars * sizeof *keep +
+                       ((size_t)m->nparts + 1) * sizeof *na,
+                   "the %d selected variables of dataset %s", nsel,
+                   m->spec ? m->spec : "?");
     goto cleanup;
   }
   for (int64_t p = 0; p < m->nparts; p++) {
@@ -713,11 +714,11 @@ static int select_vars(ferry__manifest *m, const char *vars, ferry__err *err) {
     na[p].offset = calloc((size_t)nsel, sizeof *na[p].offset);
     na[p].size = calloc((size_t)nsel, sizeof *na[p].size);
     if (!na[p].paths || !na[p].offset || !na[p].size) {
-      rc = ferry__oom(err, -1,
-                      (size_t)nsel * (sizeof *na[p].paths + sizeof *na[p].offset +
-                                      sizeof *na[p].size),
-                      "the %d selected variables of part %s", nsel,
-                      m->parts[p].paths[0]);
+      rc = ferry__oom(
+          err, -1,
+          (size_t)nsel *
+              (sizeof *na[p].paths + sizeof *na[p].offset + sizeof *na[p].size),
+          "the %d selected variables of part %s", nsel, m->parts[p].paths[0]);
       goto cleanup;
     }
     if (m->parts[p].rec &&
@@ -1694,12 +1695,11 @@ static int load_top(json_t *root, const char *path, ferry__manifest *m,
   if (!(m->backend = strdup(json_string_value(jb))) ||
       !(m->spec = strdup(json_string_value(js))) ||
       !(m->vars = calloc(json_array_size(jv), sizeof *m->vars)))
-    return ferry__oom(err, -1,
-                      strlen(json_string_value(jb)) +
-                          strlen(json_string_value(js)) + 2 +
-                          json_array_size(jv) * sizeof *m->vars,
-                      "the %zu variables of manifest %s", json_array_size(jv),
-                      path);
+    return ferry__oom(
+        err, -1,
+        strlen(json_string_value(jb)) + strlen(json_string_value(js)) + 2 +
+            json_array_size(jv) * sizeof *m->vars,
+        "the %zu variables of manifest %s", json_array_size(jv), path);
   m->nvars = (int)json_array_size(jv);
   return 0;
 }

@@ -269,10 +269,10 @@ static int parse_line(char *line, const char *dir, int dflt, ferry__mix_spec *s,
   x->proportion = p;
   x->exhaust = exhaust;
   if (!(x->path = source_path(dir, tok[0])) || (map && !(x->map = strdup(map))))
-    return ferry__oom(err, -1, /* freed with s: n counts it below */
-                      strlen(dir) + strlen(tok[0]) + 3 + (map ? strlen(map) + 1 : 0),
-                      "mix source %s of mix file %s", tok[0],
-                      w->file ? w->file : "?");
+    return ferry__oom(
+        err, -1, /* freed with s: n counts it below */
+        strlen(dir) + strlen(tok[0]) + 3 + (map ? strlen(map) + 1 : 0),
+        "mix source %s of mix file %s", tok[0], w->file ? w->file : "?");
   s->n++;
   return 0;
 }
@@ -468,9 +468,9 @@ static int scan_source(const ferry__mix_spec_source *src, int i,
   char *names = NULL;
   int rc = commons ? source_names(commons, src->map, &names) : 0;
   if (rc < 0) /* about the list of names, grown name by name */
-    return ferry__oom(err, -1, strlen(commons) + 1 + (src->map ? strlen(src->map) : 0),
-                      "the variable names of mix source %d (%s)", i,
-                      src->path);
+    return ferry__oom(err, -1,
+                      strlen(commons) + 1 + (src->map ? strlen(src->map) : 0),
+                      "the variable names of mix source %d (%s)", i, src->path);
   rc = ferry__manifest_scan(src->path, names, opts, sub, err);
   free(names);
   if (rc < 0 && err) {
@@ -545,12 +545,11 @@ static int build_parts(ferry__manifest *m, const ferry__mix_spec *spec,
     pt->file_size = calloc((size_t)m->nvars, sizeof *pt->file_size);
     pt->rec = calloc((size_t)m->nvars, sizeof *pt->rec);
     if (!pt->paths || !pt->data_offset || !pt->file_size || !pt->rec)
-      return ferry__oom(err, -1,
-                        (size_t)m->nvars *
-                            (sizeof *pt->paths + sizeof *pt->data_offset +
-                             sizeof *pt->file_size + sizeof *pt->rec),
-                        "the %d variables of mix source %d (%s)", m->nvars, s,
-                        src->path);
+      return ferry__oom(
+          err, -1,
+          (size_t)m->nvars * (sizeof *pt->paths + sizeof *pt->data_offset +
+                              sizeof *pt->file_size + sizeof *pt->rec),
+          "the %d variables of mix source %d (%s)", m->nvars, s, src->path);
     for (int v = 0; v < m->nvars; v++)
       if (!(pt->paths[v] = strdup(src->path)))
         return ferry__oom(err, -1, strlen(src->path) + 1,
@@ -599,8 +598,8 @@ int ferry__mix_scan(const char *spec, const char *vars,
     goto cleanup;
   }
   if (vars && *vars && !(commons = strdup(vars))) {
-    rc = ferry__oom(err, -1, strlen(vars) + 1, "the variables '%s' of %s",
-                    vars, spec);
+    rc = ferry__oom(err, -1, strlen(vars) + 1, "the variables '%s' of %s", vars,
+                    spec);
     goto cleanup;
   }
   /* Source 0 first: without vars, its variables (mapped) are the common

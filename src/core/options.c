@@ -520,8 +520,8 @@ static int set_one(struct ferry_options *o, const option_def *d,
     if (*value) {
       copy = strdup(value);
       if (!copy)
-        return ferry__oom(NULL, -1, strlen(value) + 1, "the value of option '%s'",
-                          d->info.name);
+        return ferry__oom(NULL, -1, strlen(value) + 1,
+                          "the value of option '%s'", d->info.name);
     }
     free(*(char **)field);
     *(char **)field = copy;

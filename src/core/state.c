@@ -124,8 +124,8 @@ static json_t *encode_mix(const ferry__state *s) {
 /* About the bytes of s's JSON body (an out-of-memory message; jansson's
  * own objects take a few times more while it is built). */
 static size_t body_bytes(const ferry__state *s) {
-  size_t n = 512 + (s->dataset ? strlen(s->dataset) : 0) +
-             (size_t)s->nsteps * 32;
+  size_t n =
+      512 + (s->dataset ? strlen(s->dataset) : 0) + (size_t)s->nsteps * 32;
   for (int i = 0; i < s->nopts; i++)
     n += strlen(s->opt_name[i]) + strlen(s->opt_value[i]) + 8;
   for (int i = 0; i < s->nmix_changes; i++)
@@ -181,8 +181,8 @@ int ferry__state_encode(const ferry__state *s, char **out, size_t *len,
   char *buf = malloc((size_t)hl + blen + 2);
   if (!buf) {
     free(body);
-    return ferry__oom(err, -1, (size_t)hl + blen + 2,
-                      "the state of dataset %s", s->dataset ? s->dataset : "?");
+    return ferry__oom(err, -1, (size_t)hl + blen + 2, "the state of dataset %s",
+                      s->dataset ? s->dataset : "?");
   }
   memcpy(buf, head, (size_t)hl);
   memcpy(buf + hl, body, blen);
@@ -384,8 +384,8 @@ static int decode_body(json_t *root, const char *path, int version,
     return ferry__oom(err, -1,
                       strlen(ds) + strlen(lib ? lib : "?") + 2 +
                           (size_t)s->nsteps * sizeof *s->steps +
-                          (no + 1) * (sizeof *s->opt_name +
-                                      sizeof *s->opt_value),
+                          (no + 1) *
+                              (sizeof *s->opt_name + sizeof *s->opt_value),
                       "state file %s (dataset %s)", path, ds);
   int rc = decode_steps(steps, path, s, err);
   if (!rc)

@@ -26,10 +26,9 @@ static int state_options(const ferry_loader *L, ferry__state *st, int rank,
   st->opt_name = calloc((size_t)n, sizeof *st->opt_name);
   st->opt_value = calloc((size_t)n, sizeof *st->opt_value);
   if (!st->opt_name || !st->opt_value)
-    return ferry__oom(err, rank,
-                      (size_t)n * (sizeof *st->opt_name + sizeof *st->opt_value),
-                      "the %d options of the state of dataset %s", n,
-                      L->m.spec);
+    return ferry__oom(
+        err, rank, (size_t)n * (sizeof *st->opt_name + sizeof *st->opt_value),
+        "the %d options of the state of dataset %s", n, L->m.spec);
   for (int i = 0; i < n; i++) {
     char buf[4096];
     if (strcmp(names[i], "chunk_samples") == 0)
@@ -92,7 +91,8 @@ static int state_encode_pos(ferry_loader *L, long long pos, long long total,
       st.mix_changes = &first;
       st.nmix_changes = 1;
       if (!first.proportion || !first.exhaust)
-        rc = ferry__oom(err, -1, (size_t)L->nmix * (sizeof(double) + sizeof(int)),
+        rc = ferry__oom(err, -1,
+                        (size_t)L->nmix * (sizeof(double) + sizeof(int)),
                         "the mix of %d sources in the state of dataset %s on "
                         "rank 0",
                         L->nmix, L->m.spec);
@@ -102,7 +102,10 @@ static int state_encode_pos(ferry_loader *L, long long pos, long long total,
     free(first.proportion);
     free(first.exhaust);
   } else if (rc != FERRY_ENOMEM) /* err names the bytes of an ENOMEM */
-    ferry__seterr(err, rc, "rank 0: out of memory for the state");
+    ferry__seterr(err, rc,
+                  "rank 0: cannot read the plan-shaping options for the "
+                  "state of dataset %s",
+                  L->m.spec);
   st.mix_changes = NULL;
   st.nmix_changes = 0;
   st.dataset = NULL; /* borrowed */
@@ -280,9 +283,12 @@ static int state_check(const ferry_loader *L, const ferry__state *st,
   int rc = state_options(L, &mine, L->rank, err);
   if (rc) {
     ferry__state_free(&mine);
-    return rc == FERRY_ENOMEM ? rc
-                              : ferry__seterr_on(err, L->rank, rc,
-                                                 "out of memory");
+    return rc == FERRY_ENOMEM
+               ? rc
+               : ferry__seterr_on(err, L->rank, rc,
+                                  "cannot read the plan-shaping options of "
+                                  "dataset %s",
+                                  L->m.spec);
   }
   for (int i = 0; !rc && i < mine.nopts; i++) {
     const char *saved = NULL;

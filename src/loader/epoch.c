@@ -227,11 +227,11 @@ static int plan_collective(epoch_state *ep, const ferry__plan_params *pp,
       ep->nsteps ? calloc((size_t)L->size, sizeof *all) : NULL;
   int rc = 0;
   if (!ep->all_reads || (ep->nsteps && !all))
-    rc = ferry__oom(err, L->rank,
-                    (size_t)L->size * (sizeof *ep->all_reads +
-                                       (ep->nsteps ? sizeof *all : 0)),
-                    "the other ranks' reads (io=collective, %d ranks)",
-                    L->size);
+    rc =
+        ferry__oom(err, L->rank,
+                   (size_t)L->size *
+                       (sizeof *ep->all_reads + (ep->nsteps ? sizeof *all : 0)),
+                   "the other ranks' reads (io=collective, %d ranks)", L->size);
   if (!rc && ep->nsteps)
     rc = ferry__plan_resume(&ep->pieces, ep->perm, pp, ep->steps, ep->nsteps,
                             L->rank, NULL, all, err);
@@ -240,8 +240,8 @@ static int plan_collective(epoch_state *ep, const ferry__plan_params *pp,
     if (!ep->nsteps)
       rc = ferry__plan_reads(&ep->pieces, ep->perm, pp, r, &one, err);
     if (!rc)
-      rc = round_reads_of(ep, ep->nsteps ? &all[r] : &one, r,
-                          &ep->all_reads[r], err);
+      rc = round_reads_of(ep, ep->nsteps ? &all[r] : &one, r, &ep->all_reads[r],
+                          err);
     ferry__rank_plan_free(&one);
     if (all)
       ferry__rank_plan_free(&all[r]);
@@ -652,8 +652,7 @@ static int global_check(ferry_loader *L, epoch_state *ep, ferry__err *err) {
     ep->nrounds = ep->plan.nwindows;
     ep->round_admit = malloc((size_t)(ep->nrounds + 1) * sizeof(int64_t));
     if (!ep->round_admit)
-      rc = ferry__oom(err, L->rank,
-                      (size_t)(ep->nrounds + 1) * sizeof(int64_t),
+      rc = ferry__oom(err, L->rank, (size_t)(ep->nrounds + 1) * sizeof(int64_t),
                       "the admissions of the global plan's %lld windows",
                       (long long)ep->nrounds);
     for (int64_t w = 0; !rc && w < ep->nrounds; w++)
@@ -719,18 +718,18 @@ static int epoch_start(ferry_loader *L, epoch_state *ep, ferry__err *err) {
   if (!ep->ext_buf || !ep->ext_src || !ep->win_remaining || !ep->win_slots ||
       !ep->workers ||
       (L->opts->io == FERRY__IO_MMAP && L->be->io_map && !ep->ext_map))
-    return ferry__oom(
-        err, L->rank,
-        ((size_t)p->nextents + 1) * sizeof *ep->ext_buf +
-            nsrc * (sizeof *ep->ext_src +
-                    (L->opts->io == FERRY__IO_MMAP && L->be->io_map
-                         ? sizeof *ep->ext_map
-                         : 0)) +
-            ((size_t)p->nwindows + 1) *
-                (sizeof(int64_t) + sizeof *ep->win_slots) +
-            (size_t)L->nthreads * sizeof *ep->workers,
-        "dataset %s: the epoch's %lld extents", L->m.spec,
-        (long long)p->nextents);
+    return ferry__oom(err, L->rank,
+                      ((size_t)p->nextents + 1) * sizeof *ep->ext_buf +
+                          nsrc *
+                              (sizeof *ep->ext_src +
+                               (L->opts->io == FERRY__IO_MMAP && L->be->io_map
+                                    ? sizeof *ep->ext_map
+                                    : 0)) +
+                          ((size_t)p->nwindows + 1) *
+                              (sizeof(int64_t) + sizeof *ep->win_slots) +
+                          (size_t)L->nthreads * sizeof *ep->workers,
+                      "dataset %s: the epoch's %lld extents", L->m.spec,
+                      (long long)p->nextents);
   for (int64_t w = 0; w < p->nwindows; w++)
     ep->win_remaining[w] = p->window_samples[w];
   ferry__budget_compute(L, ep);

@@ -169,10 +169,9 @@ int ferry_plan_order(const ferry_loader *L, int64_t epoch, int world_size,
   ferry__err err = {0};
   int rc = ferry__chunks_make(&L->m, cs, &c, &nc);
   if (rc) /* at most a chunk per sample (and one) */
-    ferry__oom(&err, -1,
-               (size_t)(L->m.num_samples / cs + L->m.nparts + 1) * sizeof *c,
-               "dataset %s: the chunks of %lld samples", L->m.spec,
-               (long long)cs);
+    ferry__oom(
+        &err, -1, (size_t)(L->m.num_samples / cs + L->m.nparts + 1) * sizeof *c,
+        "dataset %s: the chunks of %lld samples", L->m.spec, (long long)cs);
   else if (L->sampling)
     rc = ferry__sampling_order(L, epoch, world_size, rank, samples, batch_start,
                                num_batches, &err);

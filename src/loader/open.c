@@ -399,12 +399,11 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
    * mix string is the dataset string from here on (core/mix.c) */
   char *mix = NULL;
   if (!rc && ferry__mix_dataset(dataset, L->opts, &mix) < 0)
-    rc = ferry__oom(&err, -1,
-                    dataset && strncmp(dataset, "mix:", 4) == 0
-                        ? strlen(dataset) + 1
-                        : strlen(L->opts->mix) + 5,
-                    "ferry_open's mix string (dataset %s)",
-                    dataset ? dataset : "mix");
+    rc = ferry__oom(
+        &err, -1,
+        dataset && strncmp(dataset, "mix:", 4) == 0 ? strlen(dataset) + 1
+                                                    : strlen(L->opts->mix) + 5,
+        "ferry_open's mix string (dataset %s)", dataset ? dataset : "mix");
   if (mix)
     dataset = mix;
   if (!rc && (!dataset || !*dataset))

@@ -401,8 +401,8 @@ int ferry__mix_resume_changes(ferry_loader *L, const ferry__state *st,
   if (rc) {
     ferry__mix_changes_free(c, k);
     return ferry__oom(err, L->rank, need,
-                      "dataset %s: a change of the mix's %d sources",
-                      L->m.spec, L->nmix);
+                      "dataset %s: a change of the mix's %d sources", L->m.spec,
+                      L->nmix);
   }
   L->pending_mixch = c;
   L->npending_mixch = n;

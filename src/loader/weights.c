@@ -667,7 +667,8 @@ int ferry__weights_load(const ferry__manifest *m, const ferry_options *opts,
     rc = load_root(m, opts, rank, out, err);
     if (rc == 0 && !(sum = pack_summary(out, &len)))
       rc = ferry__oom(err, rank,
-                      sizeof(summary) + (size_t)out->nclasses * sizeof *out->classes,
+                      sizeof(summary) +
+                          (size_t)out->nclasses * sizeof *out->classes,
                       "the sampling weights' summary of dataset %s", m->spec);
   }
   out->n = m->num_samples;

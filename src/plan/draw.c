@@ -72,15 +72,15 @@ static int alias_make(ferry__draw *d, int64_t nb, ferry__err *err) {
   int64_t *small = malloc((size_t)nb * sizeof *small);
   int64_t *large = malloc((size_t)nb * sizeof *large);
   double *q = malloc((size_t)nb * sizeof *q);
-  int rc = (!d->alias_p || !d->alias_a || !small || !large || !q)
-               ? ferry__oom(err, -1,
-                            (size_t)nb * (sizeof *d->alias_p +
-                                          sizeof *d->alias_a + sizeof *small +
-                                          sizeof *large + sizeof *q),
-                            "weighted sampling: the alias table of %lld "
-                            "blocks",
-                            (long long)nb)
-               : 0;
+  int rc =
+      (!d->alias_p || !d->alias_a || !small || !large || !q)
+          ? ferry__oom(err, -1,
+                       (size_t)nb * (sizeof *d->alias_p + sizeof *d->alias_a +
+                                     sizeof *small + sizeof *large + sizeof *q),
+                       "weighted sampling: the alias table of %lld "
+                       "blocks",
+                       (long long)nb)
+          : 0;
   if (!rc) {
     int64_t ns = 0, nl = 0;
     for (int64_t b = 0; b < nb; b++) {
@@ -660,10 +660,10 @@ static int mix_init(ferry__draw *d, ferry__err *err) {
   int rc = (!d->src || !d->src_block0 || !d->src_nblocks || !ms.q || !ms.owed ||
             !ms.n || !ms.used || !ms.active)
                ? ferry__oom(err, -1,
-                            (size_t)S * (sizeof *d->src + sizeof *d->src_block0 +
-                                         sizeof *d->src_nblocks +
-                                         2 * sizeof(double) +
-                                         2 * sizeof(int64_t) + sizeof(int)),
+                            (size_t)S *
+                                (sizeof *d->src + sizeof *d->src_block0 +
+                                 sizeof *d->src_nblocks + 2 * sizeof(double) +
+                                 2 * sizeof(int64_t) + sizeof(int)),
                             "mix: the tables of %d sources", S)
                : 0;
   double sum = 0;
@@ -1122,8 +1122,8 @@ int ferry__draw_plan(const ferry__draw *d, const ferry__draw_cut *cut, int rank,
                       (size_t)most * (sizeof *pc.pos + sizeof *pc.blk) +
                           ((size_t)nw + 1) * 4 * sizeof(int64_t) +
                           (size_t)cap * sizeof *p->extents,
-                      "sampling: the plan of rank %d (%lld draw windows)",
-                      rank, (long long)nw);
+                      "sampling: the plan of rank %d (%lld draw windows)", rank,
+                      (long long)nw);
   }
   return 0;
 }

@@ -1150,14 +1150,13 @@ static int plan_from_items(const item *list, int64_t n, int64_t nb, int64_t B,
 nomem:
   free(tmp);
   ferry__rank_plan_free(out);
-  return ferry__oom(
-      err, -1,
-      ((size_t)nw + 1) * (want_slots ? 5 : 4) * sizeof(int64_t) +
-          (size_t)(n ? n : 1) *
-              (sizeof *out->extents + sizeof *tmp +
-               (want_slots ? sizeof *out->segs : 0)),
-      "the resumed plan of %lld samples in %lld windows", (long long)n,
-      (long long)nw);
+  return ferry__oom(err, -1,
+                    ((size_t)nw + 1) * (want_slots ? 5 : 4) * sizeof(int64_t) +
+                        (size_t)(n ? n : 1) *
+                            (sizeof *out->extents + sizeof *tmp +
+                             (want_slots ? sizeof *out->segs : 0)),
+                    "the resumed plan of %lld samples in %lld windows",
+                    (long long)n, (long long)nw);
 }
 
 /* Append p's extents [e0, e1) and runs [g0, g1) to q (arrays sized by the
@@ -1566,10 +1565,9 @@ static int64_t range_items(rbuild *b, const range *x, int64_t k,
     int64_t g0 = p->window_first_seg[x->w], g1 = p->window_first_seg[x->w + 1];
     if (grow((void **)&out->runs, &b->rcap, out->nruns + g1 - g0,
              sizeof *out->runs))
-      return ferry__oom(err, -1,
-                        (size_t)(out->nruns + g1 - g0) * sizeof *out->runs,
-                        "the resumed plan's %lld runs",
-                        (long long)(out->nruns + g1 - g0));
+      return ferry__oom(
+          err, -1, (size_t)(out->nruns + g1 - g0) * sizeof *out->runs,
+          "the resumed plan's %lld runs", (long long)(out->nruns + g1 - g0));
     b->last_r0 = x->r0;
     b->last_w = x->w;
     b->last_run0 = out->nruns;
@@ -1640,11 +1638,11 @@ static int plan_from_ranges(old_plans *o, const rlist *l, int64_t nb, int64_t B,
     if (grow((void **)&b.tmp, &b.tcap, k, sizeof(item)) ||
         grow((void **)&out->extents, &b.ecap, out->nextents + k,
              sizeof *out->extents)) {
-      rc = ferry__oom(err, -1,
-                      (size_t)k * sizeof(item) +
-                          (size_t)(out->nextents + k) * sizeof *out->extents,
-                      "the resumed plan's extents of window %lld",
-                      (long long)w);
+      rc =
+          ferry__oom(err, -1,
+                     (size_t)k * sizeof(item) +
+                         (size_t)(out->nextents + k) * sizeof *out->extents,
+                     "the resumed plan's extents of window %lld", (long long)w);
       break;
     }
     out->window_first_extent[w] = out->nextents;
@@ -1698,8 +1696,9 @@ static int resume_elastic(const ferry__pieces *ps, const int64_t *perm,
       rc = range_push(
           &lists[r], (range){r, padded, w, 0, p->window_samples[w], group + w});
       if (rc)
-        rc = ferry__oom(err, -1, (size_t)(lists[r].cap ? 2 * lists[r].cap : 16) *
-                                    sizeof(range),
+        rc = ferry__oom(err, -1,
+                        (size_t)(lists[r].cap ? 2 * lists[r].cap : 16) *
+                            sizeof(range),
                         "the resumed plan's ranges of old rank %d", r);
     }
     if (!rc) {
@@ -1732,11 +1731,11 @@ static int resume_elastic(const ferry__pieces *ps, const int64_t *perm,
         nr += lists[r].n;
       rc = redeal(&lists, P, Pn, B, pp->tail, &nb, &dropped, &group);
       if (rc)
-        rc = ferry__oom(err, -1,
-                        (size_t)(nr + 1) * (2 * sizeof(range) + sizeof(int64_t)),
-                        "the resumed plan's %lld ranges dealt from %d to %d "
-                        "ranks",
-                        (long long)nr, P, Pn);
+        rc = ferry__oom(
+            err, -1, (size_t)(nr + 1) * (2 * sizeof(range) + sizeof(int64_t)),
+            "the resumed plan's %lld ranges dealt from %d to %d "
+            "ranks",
+            (long long)nr, P, Pn);
       else
         P = Pn;
     }

@@ -31,16 +31,16 @@ static int global_order(const ferry__chunk *pieces, int64_t npieces,
   int64_t *s = NULL, *b = NULL, n = 0, cap = 16;
   int rc = ferry__global_init(&g, pieces, npieces, perm, pp, exchange, err);
   if (!rc && !(s = malloc((size_t)cap * sizeof *s)))
-    rc = ferry__oom(err, -1, (size_t)cap * sizeof *s,
-                    "the order of rank %d", rank);
+    rc = ferry__oom(err, -1, (size_t)cap * sizeof *s, "the order of rank %d",
+                    rank);
   for (int64_t w = 0; !rc && w < g.nwindows; w++) {
     rc = ferry__global_window_build(&g, rank, w, &win, err);
     if (!rc && n + win.nserve > cap) {
       int64_t nc = 2 * (n + win.nserve) + 16;
       int64_t *t = realloc(s, (size_t)nc * sizeof *s);
       if (!t)
-        rc = ferry__oom(err, -1, (size_t)nc * sizeof *s,
-                        "the order of rank %d", rank);
+        rc = ferry__oom(err, -1, (size_t)nc * sizeof *s, "the order of rank %d",
+                        rank);
       else {
         s = t;
         cap = nc;
@@ -109,10 +109,9 @@ int ferry__plan_order(const ferry__chunk *chunks, int64_t nchunks,
   int64_t *s = NULL, *b = NULL;
   ferry__slot *slots = NULL;
   if (!rc && ferry__plan_slots(&plan, &slots))
-    rc = ferry__oom(err, -1,
-                    (size_t)(plan.nslots ? plan.nslots : 1) * sizeof *slots,
-                    "the order of rank %d (%lld samples)", rank,
-                    (long long)plan.nslots);
+    rc = ferry__oom(
+        err, -1, (size_t)(plan.nslots ? plan.nslots : 1) * sizeof *slots,
+        "the order of rank %d (%lld samples)", rank, (long long)plan.nslots);
   if (!rc) {
     s = malloc((size_t)(plan.nslots > 0 ? plan.nslots : 1) * sizeof *s);
     b = malloc((size_t)(plan.num_batches + 1) * sizeof *b);

@@ -67,8 +67,8 @@ typedef struct dump_recs {
 } dump_recs;
 
 /* Batch b's samples of variable vi (elements of elsize bytes) onto d. */
-static void dump_batch(const tool_ctx *ctx, const ferry_batch *b, int vi, size_t elsize,
-                       int row_hash, dump_recs *d) {
+static void dump_batch(const tool_ctx *ctx, const ferry_batch *b, int vi,
+                       size_t elsize, int row_hash, dump_recs *d) {
   if (d->nrecs + b->size > d->cap) {
     d->cap = (d->nrecs + b->size) * 2 + 64;
     int64_t *grown =

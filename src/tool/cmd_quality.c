@@ -169,9 +169,10 @@ static int epoch_build(const tool_ctx *ctx, const ferry_loader *L,
                  r, cfg->world, ferry_last_error(NULL));
       return 1;
     }
-    want = (size_t)(e->o.n + bs[nb] + 1) * (sizeof *e->sample + sizeof *e->chunk) +
-           (size_t)(e->o.nbatches + nb + 1) *
-               (sizeof *e->bstart + sizeof *e->brank);
+    want =
+        (size_t)(e->o.n + bs[nb] + 1) * (sizeof *e->sample + sizeof *e->chunk) +
+        (size_t)(e->o.nbatches + nb + 1) *
+            (sizeof *e->bstart + sizeof *e->brank);
     rc = epoch_append(e, r, s, c, bs, nb);
     free(s);
     free(c);

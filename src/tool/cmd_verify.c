@@ -465,7 +465,8 @@ static int run_epoch(tool_ctx *ctx, ferry_loader *L, const setup *su, int64_t e,
     if (first_pass && ok && b->size > 0) {
       if (grow((void **)&run->ids, &run->cap_ids, run->nids + b->size,
                sizeof(int64_t), 2, (void **)&run->padded) != 0)
-        tool_oom(ctx, (size_t)(2 * (run->nids + b->size) + 64) * sizeof(int64_t),
+        tool_oom(ctx,
+                 (size_t)(2 * (run->nids + b->size) + 64) * sizeof(int64_t),
                  "the ids of %lld samples of dataset %s",
                  (long long)(run->nids + b->size), ctx->target);
       for (int64_t j = 0; j < b->size; j++) {

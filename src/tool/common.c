@@ -390,8 +390,8 @@ static int option_table(const tool_ctx *ctx, const tool_cmd *cmd, int nloader,
     char buf[128];
     dashed(ferry_option_info_get(i)->name, buf, sizeof buf);
     if ((names[i] = strdup(buf)) == NULL) {
-      tool_error(ctx, "out of memory: %zu bytes for option --%s", strlen(buf) + 1,
-                 buf);
+      tool_error(ctx, "out of memory: %zu bytes for option --%s",
+                 strlen(buf) + 1, buf);
       return TOOL_EXIT_ERROR;
     }
     lo[n++] =
@@ -481,7 +481,8 @@ int tool_parse(tool_ctx *ctx, const tool_cmd *cmd, int argc, char **argv) {
   ctx->args = calloc((size_t)argc + 1, sizeof *ctx->args);
   if (!lo || !names || !sc.set || !ctx->args) {
     tool_error(ctx, "out of memory: %zu bytes for the table of %d options",
-               (size_t)ntab * sizeof *lo + ((size_t)nloader + 1) * sizeof *names +
+               (size_t)ntab * sizeof *lo +
+                   ((size_t)nloader + 1) * sizeof *names +
                    ((size_t)argc + 1) * (sizeof *sc.set + sizeof *ctx->args),
                ntab);
     status = TOOL_EXIT_ERROR;

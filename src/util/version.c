@@ -351,9 +351,9 @@ int ferry_build_info(char *buf, size_t len, int json) {
   char *s = json ? json_report(rows) : text_report(rows);
   free(rows);
   if (s == NULL) /* the text report's buffer (jansson's: about as much) */
-    return ferry__oom(NULL, -1,
-                      512 + NROWS * (sizeof rows[0].built + sizeof rows[0].found),
-                      "ferry_build_info's report");
+    return ferry__oom(
+        NULL, -1, 512 + NROWS * (sizeof rows[0].built + sizeof rows[0].found),
+        "ferry_build_info's report");
   size_t n = strlen(s);
   if (len > 0)
     snprintf(buf, len, "%s", s);
