@@ -23,7 +23,6 @@
 #include "backends/backend.h"
 #include "core/manifest.h"
 #include "core/mix.h"
-#include "core/options.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -930,10 +929,7 @@ int ferry__manifest_scan(const char *spec, const char *vars,
   memset(m, 0, sizeof *m);
   char *mix = NULL;
   if (ferry__mix_dataset(spec, opts, &mix) < 0)
-    return ferry__oom(err, -1,
-                      spec && strncmp(spec, "mix:", 4) == 0
-                          ? strlen(spec) + 1
-                          : strlen(opts->mix) + 5,
+    return ferry__oom(err, -1, ferry__mix_dataset_bytes(spec, opts),
                       "the mix string of dataset %s", spec ? spec : "mix");
   if (mix) { /* several datasets as one (core/mix.c) */
     rc = ferry__mix_scan(mix, vars, opts, m, err);

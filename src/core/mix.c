@@ -42,6 +42,13 @@ const char *ferry__mix_exhaust_name(int exhaust) {
 
 static int is_mix(const char *s) { return s && strncmp(s, "mix:", 4) == 0; }
 
+size_t ferry__mix_dataset_bytes(const char *dataset,
+                                const ferry_options *opts) {
+  if (is_mix(dataset))
+    return strlen(dataset) + 1;
+  return opts && opts->mix ? strlen(opts->mix) + 5 : 0;
+}
+
 int ferry__mix_dataset(const char *dataset, const ferry_options *opts,
                        char **out) {
   *out = NULL;

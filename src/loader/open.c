@@ -360,8 +360,7 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
   ferry__err err = {0};
   ferry_loader *L = calloc(1, sizeof *L);
   if (!L)
-    return ferry__oom(NULL, -1, sizeof *L, "ferry_open's loader (dataset %s)",
-                      dataset ? dataset : "?");
+    return ferry__oom(NULL, -1, sizeof *L, "ferry_open's loader");
   L->comm = L->io_comm = L->xcomm = MPI_COMM_NULL;
   pthread_mutex_init(&L->stats_mu, NULL);
   pthread_mutex_init(&L->pool_mu, NULL);
@@ -369,8 +368,7 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
   if (!L->vote_buf) {
     loader_free(L);
     return ferry__oom(NULL, -1, 2 * FERRY__VOTE_N * sizeof *L->vote_buf,
-                      "ferry_open's votes (dataset %s)",
-                      dataset ? dataset : "?");
+                      "ferry_open's votes");
   }
   if (MPI_Comm_dup(comm, &L->comm) != MPI_SUCCESS) {
     loader_free(L);
@@ -399,11 +397,8 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
    * mix string is the dataset string from here on (core/mix.c) */
   char *mix = NULL;
   if (!rc && ferry__mix_dataset(dataset, L->opts, &mix) < 0)
-    rc = ferry__oom(
-        &err, -1,
-        dataset && strncmp(dataset, "mix:", 4) == 0 ? strlen(dataset) + 1
-                                                    : strlen(L->opts->mix) + 5,
-        "ferry_open's mix string (dataset %s)", dataset ? dataset : "mix");
+    rc = ferry__oom(&err, -1, ferry__mix_dataset_bytes(dataset, L->opts),
+                    "the mix string of dataset %s", dataset ? dataset : "mix");
   if (mix)
     dataset = mix;
   if (!rc && (!dataset || !*dataset))
