@@ -666,21 +666,25 @@ static int global_check(ferry_loader *L, epoch_state *ep, ferry__err *err) {
  * is reused: fresh memory costs a page fault per 4 KiB. */
 static int epoch_plan(ferry_loader *L, epoch_state *ep,
                       const ferry__plan_params *pp, ferry__err *err) {
+  int rc = 0;
   if (L->opts->shuffle == FERRY__SHUFFLE_GLOBAL)
-    return global_plan(L, ep, pp, err);
-  int rc = ep->nsteps
-               ? ferry__plan_resume(&ep->pieces, ep->perm, pp, ep->steps,
-                                    ep->nsteps, L->rank, &ep->plan, NULL, err)
-               : ferry__plan_build(&ep->pieces, ep->perm, pp, L->rank,
-                                   &ep->plan, err);
-  if (!rc && L->opts->io == FERRY__IO_COLLECTIVE)
+    rc = global_plan(L, ep, pp, err);
+  else if (ep->nsteps)
+    rc = ferry__plan_resume(&ep->pieces, ep->perm, pp, ep->steps, ep->nsteps,
+                            L->rank, &ep->plan, NULL, err);
+  else
+    rc = ferry__plan_build(&ep->pieces, ep->perm, pp, L->rank, &ep->plan, err);
+  if (!rc && L->opts->shuffle != FERRY__SHUFFLE_GLOBAL &&
+      L->opts->io == FERRY__IO_COLLECTIVE)
     rc = plan_collective(ep, pp, err);
-  if (rc == FERRY_ENOMEM) { /* the plan's own message has the size */
+  if (rc == FERRY_ENOMEM) { /* the plan's own message has the size; the
+                             * rank that failed (global_plan agrees) */
     char what[FERRY__MSG_MAX];
     memcpy(what, err->msg, sizeof what);
     what[sizeof what - 1] = '\0';
-    ferry__seterr_on(err, L->rank, rc, "dataset %s, epoch %lld: %.900s",
-                     L->m.spec, (long long)pp->epoch, what);
+    ferry__seterr_on(err, err->has_rank ? err->rank : L->rank, rc,
+                     "dataset %s, epoch %lld: %.900s", L->m.spec,
+                     (long long)pp->epoch, what);
   }
   return rc;
 }
