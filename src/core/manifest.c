@@ -159,8 +159,16 @@ int ferry__check_rows(const ferry__manifest *m, int64_t part, int var,
                        m->vars[var].name, (long long)pt->num_samples, rank);
 }
 
-static int oom(ferry__err *err) {
-  return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+/* What sv_push(s, a copy of a len-byte string) asks for: the copy, and
+ * the list's growth when it is full (an out-of-memory message). */
+static size_t sv_need(const strvec *s, size_t len) {
+  return len + 1 +
+         (s->n == s->cap ? (s->cap ? 2 * s->cap : 16) * sizeof(char *) : 0);
+}
+
+/* The bytes of ferry__join_path(a, b). */
+static size_t join_need(const char *a, const char *b) {
+  return strlen(a) + strlen(b) + 2;
 }
 
 static void format_shape(char *buf, size_t len, const int64_t *shape, int n) {
@@ -216,8 +224,11 @@ static int read_dir(glob_state *g, const char *dir, strvec *names) {
   while ((e = readdir(d)) != NULL) {
     if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
       continue;
+    size_t need = sv_need(names, strlen(e->d_name));
     if (sv_push(names, strdup(e->d_name)) < 0) {
-      rc = oom(g->err);
+      rc = ferry__oom(g->err, -1, need,
+                      "the names in directory %s (matching '%s')",
+                      *dir ? dir : ".", g->pattern);
       break;
     }
   }
@@ -237,8 +248,10 @@ static int glob_rec(glob_state *g, size_t i, const char *base) {
   strvec names = {0};
   int rc = 0;
   if (i == g->ncomps) {
+    size_t need = sv_need(g->out, strlen(base));
     if (*base && stat(base, &st) == 0 && sv_push(g->out, strdup(base)) < 0)
-      return oom(g->err);
+      return ferry__oom(g->err, -1, need, "the match %s of '%s'", base,
+                        g->pattern);
     return 0;
   }
   const char *comp = g->comps[i];
@@ -263,7 +276,9 @@ static int glob_rec(glob_state *g, size_t i, const char *base) {
         continue;
       char *sub = ferry__join_path(base, names.v[k]);
       if (!sub) {
-        rc = oom(g->err);
+        rc = ferry__oom(g->err, -1, join_need(base, names.v[k]),
+                        "the path %s/%s (matching '%s')", base, names.v[k],
+                        g->pattern);
         goto cleanup;
       }
       if (stat(sub, &st) == 0 && S_ISDIR(st.st_mode) && !on_chain(g, &st))
@@ -281,7 +296,9 @@ static int glob_rec(glob_state *g, size_t i, const char *base) {
   if (!has_magic(comp)) {
     char *next = ferry__join_path(base, comp);
     if (!next)
-      return oom(g->err);
+      return ferry__oom(g->err, -1, join_need(base, comp),
+                        "the path %s/%s (matching '%s')", base, comp,
+                        g->pattern);
     rc = glob_rec(g, i + 1, next);
     free(next);
     return rc;
@@ -293,7 +310,9 @@ static int glob_rec(glob_state *g, size_t i, const char *base) {
       continue;
     char *next = ferry__join_path(base, names.v[k]);
     if (!next) {
-      rc = oom(g->err);
+      rc = ferry__oom(g->err, -1, join_need(base, names.v[k]),
+                      "the path %s/%s (matching '%s')", base, names.v[k],
+                      g->pattern);
       break;
     }
     if (i + 1 == g->ncomps || (stat(next, &st) == 0 && S_ISDIR(st.st_mode)))
@@ -309,12 +328,14 @@ static int glob_expand(const char *pattern, strvec *out, ferry__err *err) {
   char *copy = strdup(pattern);
   int rc = 0;
   if (!g || !copy) {
-    rc = oom(err);
+    rc = ferry__oom(err, -1, sizeof *g + strlen(pattern) + 1,
+                    "matching the pattern '%s'", pattern);
     goto cleanup;
   }
   g->comps = calloc(strlen(pattern) + 1, sizeof *g->comps);
   if (!g->comps) {
-    rc = oom(err);
+    rc = ferry__oom(err, -1, (strlen(pattern) + 1) * sizeof *g->comps,
+                    "the components of the pattern '%s'", pattern);
     goto cleanup;
   }
   g->out = out;
@@ -369,7 +390,7 @@ static int read_list(const char *list, strvec *out, ferry__err *err) {
   size_t cap = 0;
   int rc = 0;
   if (!(dir = malloc(dirlen + 1))) {
-    rc = oom(err);
+    rc = ferry__oom(err, -1, dirlen + 1, "the directory of list file %s", list);
     goto cleanup;
   }
   memcpy(dir, list, dirlen);
@@ -380,9 +401,10 @@ static int read_list(const char *list, strvec *out, ferry__err *err) {
     if (!*s || *s == '#')
       continue;
     int as_is = s[0] == '/' || !*dir || ferry__backend_for_scheme(s);
+    size_t need = sv_need(out, as_is ? strlen(s) : join_need(dir, s) - 1);
     char *path = as_is ? strdup(s) : ferry__join_path(dir, s);
     if (sv_push(out, path) < 0) {
-      rc = oom(err);
+      rc = ferry__oom(err, -1, need, "the part %s of list file %s", s, list);
       goto cleanup;
     }
   }
@@ -451,11 +473,12 @@ static int dir_files(const char *dir, strvec *names, int *store,
       continue;
     char *full = ferry__join_path(dir, n);
     struct stat st;
+    size_t need = sv_need(names, strlen(n));
     if (!full)
-      rc = oom(err);
+      rc = ferry__oom(err, -1, join_need(dir, n), "the path %s/%s", dir, n);
     else if (stat(full, &st) == 0 && S_ISREG(st.st_mode) &&
              sv_push(names, strdup(n)) < 0)
-      rc = oom(err);
+      rc = ferry__oom(err, -1, need, "the names in directory %s", dir);
     free(full);
   }
   closedir(d);
@@ -504,9 +527,11 @@ static int dir_parts(const char *dir, strvec *out, char **note,
     for (size_t i = 0; rc == 0 && i < names.n; i++)
       if (strcmp(ext_of(names.v[i]), ext) == 0 &&
           sv_push(out, ferry__join_path(dir, names.v[i])) < 0)
-        rc = oom(err);
+        rc = ferry__oom(err, -1, sv_need(out, join_need(dir, names.v[i]) - 1),
+                        "the part %s/%s", dir, names.v[i]);
     if (rc == 0 && !(*note = strdup(buf)))
-      rc = oom(err);
+      rc =
+          ferry__oom(err, -1, strlen(buf) + 1, "the note on directory %s", dir);
     if (rc == 0)
       rc = 1;
   }
@@ -518,8 +543,11 @@ static int resolve(const char *spec, strvec *parts, char **note,
                    ferry__err *err) {
   /* A backend's scheme ("mem:") and URLs (file://STORE#mode=zarr,file) are
    * not file names: the backend that reads them says whether they exist. */
+  const size_t need = sv_need(parts, strlen(spec));
   if (ferry__backend_for_scheme(spec) || strstr(spec, "://") != NULL)
-    return sv_push(parts, strdup(spec)) < 0 ? oom(err) : 0;
+    return sv_push(parts, strdup(spec)) < 0
+               ? ferry__oom(err, -1, need, "dataset %s", spec)
+               : 0;
   if (spec[0] == '@')
     return read_list(spec + 1, parts, err);
   struct stat st;
@@ -527,7 +555,9 @@ static int resolve(const char *spec, strvec *parts, char **note,
     int rc = glob_expand(spec, parts, err);
     /* A name that merely contains '[' or '?' is still reachable. */
     if (rc == FERRY_ENOENT && stat(spec, &st) == 0)
-      return sv_push(parts, strdup(spec)) < 0 ? oom(err) : 0;
+      return sv_push(parts, strdup(spec)) < 0
+                 ? ferry__oom(err, -1, need, "dataset %s", spec)
+                 : 0;
     return rc;
   }
   if (stat(spec, &st) != 0)
@@ -538,7 +568,10 @@ static int resolve(const char *spec, strvec *parts, char **note,
     if (rc != 0)
       return rc < 0 ? rc : 0;
   }
-  return sv_push(parts, strdup(spec)) < 0 ? oom(err) : 0;
+  return sv_push(parts, strdup(spec)) < 0
+             ? ferry__oom(err, -1, sv_need(parts, strlen(spec)), "dataset %s",
+                          spec)
+             : 0;
 }
 
 /* ---- Scan ------------------------------------------------------------- */
@@ -655,7 +688,9 @@ static int select_vars(ferry__manifest *m, const char *vars, ferry__err *err) {
   ferry__var *nv = NULL;
   part_arrays *na = NULL;
   if (!copy || !sel) {
-    rc = oom(err);
+    rc = ferry__oom(err, -1, (strlen(vars) + 1) * (1 + sizeof *sel),
+                    "the selection vars '%s' of dataset %s", vars,
+                    m->spec ? m->spec : "?");
     goto cleanup;
   }
   if ((rc = parse_selection(m, vars, copy, sel, &nsel, err)) < 0)
@@ -665,7 +700,12 @@ static int select_vars(ferry__manifest *m, const char *vars, ferry__err *err) {
   keep = calloc((size_t)m->nvars, sizeof *keep);
   na = calloc((size_t)m->nparts + 1, sizeof *na);
   if (!nv || !keep || !na) {
-    rc = oom(err);
+    rc =
+        ferry__oom(err, -1,
+                   (size_t)nsel * sizeof *nv + (size_t)m->nvars * sizeof *keep +
+                       ((size_t)m->nparts + 1) * sizeof *na,
+                   "the %d selected variables of dataset %s", nsel,
+                   m->spec ? m->spec : "?");
     goto cleanup;
   }
   for (int64_t p = 0; p < m->nparts; p++) {
@@ -673,12 +713,18 @@ static int select_vars(ferry__manifest *m, const char *vars, ferry__err *err) {
     na[p].offset = calloc((size_t)nsel, sizeof *na[p].offset);
     na[p].size = calloc((size_t)nsel, sizeof *na[p].size);
     if (!na[p].paths || !na[p].offset || !na[p].size) {
-      rc = oom(err);
+      rc = ferry__oom(
+          err, -1,
+          (size_t)nsel *
+              (sizeof *na[p].paths + sizeof *na[p].offset + sizeof *na[p].size),
+          "the %d selected variables of part %s", nsel, m->parts[p].paths[0]);
       goto cleanup;
     }
     if (m->parts[p].rec &&
         !(na[p].rec = calloc((size_t)nsel, sizeof *na[p].rec))) {
-      rc = oom(err);
+      rc = ferry__oom(err, -1, (size_t)nsel * sizeof *na[p].rec,
+                      "the records of the %d selected variables of part %s",
+                      nsel, m->parts[p].paths[0]);
       goto cleanup;
     }
   }
@@ -774,7 +820,8 @@ static int scan_parts(const char *spec, const strvec *parts,
   memset(&d, 0, sizeof d);
   if (!(m->spec = strdup(spec)) ||
       !(m->parts = calloc(parts->n, sizeof *m->parts))) {
-    rc = oom(err);
+    rc = ferry__oom(err, -1, strlen(spec) + 1 + parts->n * sizeof *m->parts,
+                    "the %zu parts of dataset %s", parts->n, spec);
     goto cleanup;
   }
   m->nparts = (int64_t)parts->n; /* unfilled parts are zeroed: free is safe */
@@ -852,7 +899,8 @@ static int scan_parts(const char *spec, const strvec *parts,
   m->num_samples = total;
   m->record_version = be ? be->record_version : 0;
   if (!(m->backend = strdup(be ? be->name : "none")))
-    rc = oom(err);
+    rc = ferry__oom(err, -1, strlen(be ? be->name : "none") + 1,
+                    "the backend name of dataset %s", spec);
 cleanup:
   ferry__part_desc_free(&d);
   return rc;
@@ -863,7 +911,8 @@ static int add_note(ferry__manifest *m, const char *note, ferry__err *err) {
   size_t a = m->notes ? strlen(m->notes) : 0, b = strlen(note);
   char *n = malloc(a + b + 3);
   if (!n)
-    return oom(err);
+    return ferry__oom(err, -1, a + b + 3, "the notes of dataset %s",
+                      m->spec ? m->spec : "?");
   snprintf(n, a + b + 3, "%s%s%s", m->notes ? m->notes : "", a ? "; " : "",
            note);
   free(m->notes);
@@ -880,7 +929,8 @@ int ferry__manifest_scan(const char *spec, const char *vars,
   memset(m, 0, sizeof *m);
   char *mix = NULL;
   if (ferry__mix_dataset(spec, opts, &mix) < 0)
-    return oom(err);
+    return ferry__oom(err, -1, ferry__mix_dataset_bytes(spec, opts),
+                      "the mix string of dataset %s", spec ? spec : "mix");
   if (mix) { /* several datasets as one (core/mix.c) */
     rc = ferry__mix_scan(mix, vars, opts, m, err);
     free(mix);
@@ -900,7 +950,10 @@ int ferry__manifest_scan(const char *spec, const char *vars,
     sv_free(&parts);
     free(note);
     note = NULL;
-    rc = sv_push(&parts, strdup(spec)) < 0 ? oom(err) : 0;
+    rc = sv_push(&parts, strdup(spec)) < 0
+             ? ferry__oom(err, -1, sv_need(&parts, strlen(spec)), "dataset %s",
+                          spec)
+             : 0;
     if (rc == 0)
       rc = scan_parts(spec, &parts, opts, m, &disagree, err);
   }
@@ -1077,6 +1130,14 @@ uint64_t ferry__manifest_hash(const ferry__manifest *m) {
   return w.h;
 }
 
+size_t ferry__manifest_packed_size(const ferry__manifest *m) {
+  wbuf w;
+  memset(&w, 0, sizeof w);
+  w.hash_only = 1; /* counts the bytes, writes nothing */
+  pack_body(&w, m, 1);
+  return w.len + 16 + 8; /* the header, then the checksum */
+}
+
 int ferry__manifest_pack(const ferry__manifest *m, void **buf, size_t *len) {
   wbuf w;
   memset(&w, 0, sizeof w);
@@ -1111,6 +1172,7 @@ typedef struct rbuf {
   const char *bad; /* what was wrong, NULL while all is well */
   size_t bad_pos;
   int oom;
+  size_t oom_bytes; /* what the failed allocation asked for */
 } rbuf;
 
 static int r_fail(rbuf *r, const char *what) {
@@ -1119,6 +1181,15 @@ static int r_fail(rbuf *r, const char *what) {
     r->bad_pos = r->pos;
   }
   return -1;
+}
+
+/* Out of memory for bytes bytes of what. */
+static int r_oom(rbuf *r, size_t bytes, const char *what) {
+  if (!r->bad) {
+    r->oom = 1;
+    r->oom_bytes = bytes;
+  }
+  return r_fail(r, what);
 }
 
 static int r_bytes(rbuf *r, void *dst, size_t n) {
@@ -1177,8 +1248,7 @@ static char *r_str(rbuf *r) {
   }
   char *s = malloc((size_t)n + 1);
   if (!s) {
-    r->oom = 1;
-    r_fail(r, "out of memory");
+    r_oom(r, (size_t)n + 1, "a string");
     return NULL;
   }
   memcpy(s, r->p + r->pos, n);
@@ -1196,10 +1266,8 @@ static int r_blob(rbuf *r, ferry__blob *b) {
     return r_fail(r, "record runs past the end");
   if (n && !b)
     return r_fail(r, "a record but no record version");
-  if (n && !(b->p = malloc(n))) {
-    r->oom = 1;
-    return r_fail(r, "out of memory");
-  }
+  if (n && !(b->p = malloc(n)))
+    return r_oom(r, n, "a record");
   if (n)
     memcpy(b->p, r->p + r->pos, n);
   if (b)
@@ -1229,10 +1297,8 @@ static int unpack_body(rbuf *r, ferry__manifest *m) {
    * buffer could describe. */
   if (nvars < 1 || nvars > INT_MAX || nvars > (r->len - r->pos) / 17)
     return r_fail(r, "bad variable count");
-  if (!(m->vars = calloc(nvars, sizeof *m->vars))) {
-    r->oom = 1;
-    return r_fail(r, "out of memory");
-  }
+  if (!(m->vars = calloc(nvars, sizeof *m->vars)))
+    return r_oom(r, nvars * sizeof *m->vars, "the variables");
   m->nvars = (int)nvars;
   for (int v = 0; v < m->nvars; v++) {
     ferry__var *x = &m->vars[v];
@@ -1289,10 +1355,8 @@ static int unpack_body(rbuf *r, ferry__manifest *m) {
   uint64_t per_part = 16 + (uint64_t)m->nvars * 24;
   if ((uint64_t)nparts > (r->len - r->pos) / per_part)
     return r_fail(r, "bad part count");
-  if (nparts > 0 && !(m->parts = calloc((size_t)nparts, sizeof *m->parts))) {
-    r->oom = 1;
-    return r_fail(r, "out of memory");
-  }
+  if (nparts > 0 && !(m->parts = calloc((size_t)nparts, sizeof *m->parts)))
+    return r_oom(r, (size_t)nparts * sizeof *m->parts, "the parts");
   m->nparts = nparts;
   int64_t sum = 0;
   for (int64_t p = 0; p < nparts; p++) {
@@ -1309,10 +1373,13 @@ static int unpack_body(rbuf *r, ferry__manifest *m) {
     pt->file_size = calloc((size_t)m->nvars, sizeof *pt->file_size);
     if (!pt->paths || !pt->data_offset || !pt->file_size ||
         (m->record_version &&
-         !(pt->rec = calloc((size_t)m->nvars, sizeof *pt->rec)))) {
-      r->oom = 1;
-      return r_fail(r, "out of memory");
-    }
+         !(pt->rec = calloc((size_t)m->nvars, sizeof *pt->rec))))
+      return r_oom(r,
+                   (size_t)m->nvars *
+                       (sizeof *pt->paths + sizeof *pt->data_offset +
+                        sizeof *pt->file_size +
+                        (m->record_version ? sizeof *pt->rec : 0)),
+                   "a part's files");
     for (int v = 0; v < m->nvars; v++) {
       if (!(pt->paths[v] = r_str(r)))
         return -1;
@@ -1360,10 +1427,14 @@ int ferry__manifest_unpack(const void *buf, size_t len, ferry__manifest *m,
   if (rc == 0 && r.pos != r.len)
     rc = r_fail(&r, "unexpected bytes after the last part");
   if (rc < 0) {
-    int code = r.oom ? FERRY_ENOMEM : FERRY_EFORMAT;
     ferry__manifest_free(m);
-    return ferry__seterr(err, code, "manifest buffer corrupt at byte %zu: %s",
-                         r.bad_pos, r.bad ? r.bad : "?");
+    if (r.oom)
+      return ferry__oom(err, -1, r.oom_bytes,
+                        "%s of the manifest buffer (at byte %zu of %zu)",
+                        r.bad ? r.bad : "?", r.bad_pos, len);
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "manifest buffer corrupt at byte %zu: %s", r.bad_pos,
+                         r.bad ? r.bad : "?");
   }
   m->hash = ferry__manifest_hash(m);
   return 0;
@@ -1592,7 +1663,8 @@ static int load_top(json_t *root, const char *path, ferry__manifest *m,
   if (jn && !json_is_string(jn))
     return missing(err, path, "notes");
   if (jn && !(m->notes = strdup(json_string_value(jn))))
-    return oom(err);
+    return ferry__oom(err, -1, strlen(json_string_value(jn)) + 1,
+                      "the notes of manifest %s", path);
   if (!json_is_array(jv) || json_array_size(jv) < 1 ||
       json_array_size(jv) > INT_MAX)
     return missing(err, path, "vars");
@@ -1619,7 +1691,11 @@ static int load_top(json_t *root, const char *path, ferry__manifest *m,
   if (!(m->backend = strdup(json_string_value(jb))) ||
       !(m->spec = strdup(json_string_value(js))) ||
       !(m->vars = calloc(json_array_size(jv), sizeof *m->vars)))
-    return oom(err);
+    return ferry__oom(
+        err, -1,
+        strlen(json_string_value(jb)) + strlen(json_string_value(js)) + 2 +
+            json_array_size(jv) * sizeof *m->vars,
+        "the %zu variables of manifest %s", json_array_size(jv), path);
   m->nvars = (int)json_array_size(jv);
   return 0;
 }
@@ -1637,7 +1713,8 @@ static int load_var(json_t *o, int v, const char *path, ferry__manifest *m,
   if (!json_is_string(jn) || !*json_string_value(jn))
     return missing(err, path, key);
   if (!(x->name = strdup(json_string_value(jn))))
-    return oom(err);
+    return ferry__oom(err, -1, strlen(json_string_value(jn)) + 1,
+                      "%s of manifest %s", key, path);
   for (int k = 0; k < v; k++)
     if (strcmp(m->vars[k].name, x->name) == 0)
       return ferry__seterr(err, FERRY_EFORMAT,
@@ -1683,7 +1760,8 @@ static int load_var(json_t *o, int v, const char *path, ferry__manifest *m,
   x->chunk_rows = jc ? (int64_t)json_integer_value(jc) : 0;
   x->cache_bytes = jcache ? (size_t)json_integer_value(jcache) : 0;
   if (jstore && !(x->storage = strdup(json_string_value(jstore))))
-    return oom(err);
+    return ferry__oom(err, -1, strlen(json_string_value(jstore)) + 1,
+                      "vars[%d].storage of manifest %s", v, path);
   return 0;
 }
 
@@ -1699,7 +1777,8 @@ static int load_file(json_t *fo, size_t p, int v, const char *path,
   if (!json_is_string(jpath))
     return missing(err, path, key);
   if (!(pt->paths[v] = strdup(json_string_value(jpath))))
-    return oom(err);
+    return ferry__oom(err, -1, strlen(json_string_value(jpath)) + 1,
+                      "%s of manifest %s", key, path);
   snprintf(key, sizeof key, "parts[%zu].files[%d].data_offset", p, v);
   if ((rc = get_int(fo, "data_offset", 0, &pt->data_offset[v], path, key,
                     err)) < 0)
@@ -1714,7 +1793,8 @@ static int load_file(json_t *fo, size_t p, int v, const char *path,
                (hx = get_hex(json_string_value(jrec), &pt->rec[v])) == -1))
     return missing(err, path, key);
   if (hx == -2)
-    return oom(err);
+    return ferry__oom(err, -1, strlen(json_string_value(jrec)) / 2,
+                      "%s of manifest %s", key, path);
   /* num_samples * row_bytes fits: both bounded, checked as a quotient. */
   int64_t rb = (int64_t)m->vars[v].row_bytes;
   if (check_sizes &&
@@ -1756,7 +1836,12 @@ static int load_part(json_t *o, size_t p, const char *path, ferry__manifest *m,
   if (!pt->paths || !pt->data_offset || !pt->file_size ||
       (m->record_version &&
        !(pt->rec = calloc((size_t)m->nvars, sizeof *pt->rec))))
-    return oom(err);
+    return ferry__oom(err, -1,
+                      (size_t)m->nvars *
+                          (sizeof *pt->paths + sizeof *pt->data_offset +
+                           sizeof *pt->file_size +
+                           (m->record_version ? sizeof *pt->rec : 0)),
+                      "the files of parts[%zu] of manifest %s", p, path);
   for (int v = 0; v < m->nvars; v++)
     if ((rc = load_file(json_array_get(jf, (size_t)v), p, v, path, m,
                         check_sizes, err)) < 0)
@@ -1779,7 +1864,8 @@ static int load_root(json_t *root, const char *path, const char *vars,
   json_t *jp = json_object_get(root, "parts");
   size_t nparts = json_array_size(jp);
   if (nparts > 0 && !(m->parts = calloc(nparts, sizeof *m->parts))) {
-    rc = oom(err);
+    rc = ferry__oom(err, -1, nparts * sizeof *m->parts,
+                    "the %zu parts of manifest %s", nparts, path);
     goto cleanup;
   }
   m->nparts = (int64_t)nparts;

@@ -74,6 +74,8 @@ int ferry__manifest_scan(const char *spec, const char *vars,
                          ferry__err *err);
 /** Serialise to a flat buffer (malloc'd) for MPI_Bcast, and back. */
 int ferry__manifest_pack(const ferry__manifest *m, void **buf, size_t *len);
+/** The bytes ferry__manifest_pack makes of m (an out-of-memory message). */
+size_t ferry__manifest_packed_size(const ferry__manifest *m);
 int ferry__manifest_unpack(const void *buf, size_t len, ferry__manifest *m,
                            ferry__err *err);
 /** Hash of everything that identifies the data (paths, sizes, shapes). */

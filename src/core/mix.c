@@ -32,10 +32,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int oom(ferry__err *err) {
-  return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
-}
-
 const char *ferry__mix_exhaust_name(int exhaust) {
   switch (exhaust) {
   case FERRY__EXHAUST_RESTART: return "restart";
@@ -45,6 +41,13 @@ const char *ferry__mix_exhaust_name(int exhaust) {
 }
 
 static int is_mix(const char *s) { return s && strncmp(s, "mix:", 4) == 0; }
+
+size_t ferry__mix_dataset_bytes(const char *dataset,
+                                const ferry_options *opts) {
+  if (is_mix(dataset))
+    return strlen(dataset) + 1;
+  return opts && opts->mix ? strlen(opts->mix) + 5 : 0;
+}
 
 int ferry__mix_dataset(const char *dataset, const ferry_options *opts,
                        char **out) {
@@ -168,7 +171,8 @@ static int grow(ferry__mix_spec *s, const where *w, ferry__err *err) {
                w->file ? "this line" : w->item);
   ferry__mix_spec_source *n = realloc(s->src, (size_t)(s->n + 1) * sizeof *n);
   if (!n)
-    return oom(err);
+    return ferry__oom(err, -1, (size_t)(s->n + 1) * sizeof *n,
+                      "mix: the table of %d sources", s->n + 1);
   s->src = n;
   memset(&s->src[s->n], 0, sizeof *n);
   return 0;
@@ -180,7 +184,7 @@ static int parse_list(const char *list, int dflt, ferry__mix_spec *s,
   char *copy = strdup(list);
   int rc = 0;
   if (!copy)
-    return oom(err);
+    return ferry__oom(err, -1, strlen(list) + 1, "the mix list '%s'", list);
   for (char *it = copy, *comma; it && rc == 0; it = comma ? comma + 1 : NULL) {
     comma = strchr(it, ',');
     if (comma)
@@ -204,7 +208,8 @@ static int parse_list(const char *list, int dflt, ferry__mix_spec *s,
     x->proportion = p;
     x->exhaust = dflt;
     if (!(x->path = strdup(path)))
-      rc = oom(err);
+      rc = ferry__oom(err, -1, strlen(path) + 1, "the path of mix source %s",
+                      path);
     else
       s->n++;
   }
@@ -271,7 +276,10 @@ static int parse_line(char *line, const char *dir, int dflt, ferry__mix_spec *s,
   x->proportion = p;
   x->exhaust = exhaust;
   if (!(x->path = source_path(dir, tok[0])) || (map && !(x->map = strdup(map))))
-    return oom(err); /* freed with s: n counts it below */
+    return ferry__oom(
+        err, -1, /* freed with s: n counts it below */
+        strlen(dir) + strlen(tok[0]) + 3 + (map ? strlen(map) + 1 : 0),
+        "mix source %s of mix file %s", tok[0], w->file ? w->file : "?");
   s->n++;
   return 0;
 }
@@ -290,7 +298,8 @@ static int parse_file(const char *file, int dflt, ferry__mix_spec *s,
   long lineno = 0;
   if (!dir) {
     fclose(f);
-    return oom(err);
+    return ferry__oom(err, -1, dirlen + 1, "the directory of mix file %s",
+                      file);
   }
   memcpy(dir, file, dirlen);
   dir[dirlen] = '\0';
@@ -465,8 +474,10 @@ static int scan_source(const ferry__mix_spec_source *src, int i,
                        ferry__manifest *sub, ferry__err *err) {
   char *names = NULL;
   int rc = commons ? source_names(commons, src->map, &names) : 0;
-  if (rc < 0)
-    return oom(err);
+  if (rc < 0) /* about the list of names, grown name by name */
+    return ferry__oom(err, -1,
+                      strlen(commons) + 1 + (src->map ? strlen(src->map) : 0),
+                      "the variable names of mix source %d (%s)", i, src->path);
   rc = ferry__manifest_scan(src->path, names, opts, sub, err);
   free(names);
   if (rc < 0 && err) {
@@ -504,7 +515,8 @@ static int build_vars(ferry__manifest *m, const ferry__manifest *subs, int ns,
   snprintf(storage, sizeof storage, "mix of %d source%s", ns,
            ns == 1 ? "" : "s");
   if (!(m->vars = calloc((size_t)nnames, sizeof *m->vars)))
-    return oom(err);
+    return ferry__oom(err, -1, (size_t)nnames * sizeof *m->vars,
+                      "the %d variables of a mix of %d sources", nnames, ns);
   m->nvars = nnames;
   for (int v = 0; v < nnames; v++) {
     ferry__var *x = &m->vars[v];
@@ -518,7 +530,8 @@ static int build_vars(ferry__manifest *m, const ferry__manifest *subs, int ns,
     x->name = strdup(names[v]);
     x->storage = strdup(storage);
     if (!x->name || !x->storage)
-      return oom(err);
+      return ferry__oom(err, -1, strlen(names[v]) + strlen(storage) + 2,
+                        "variable %s of a mix of %d sources", names[v], ns);
   }
   return 0;
 }
@@ -527,7 +540,8 @@ static int build_parts(ferry__manifest *m, const ferry__mix_spec *spec,
                        const ferry__manifest *subs, char **names,
                        ferry__err *err) {
   if (!(m->parts = calloc((size_t)spec->n, sizeof *m->parts)))
-    return oom(err);
+    return ferry__oom(err, -1, (size_t)spec->n * sizeof *m->parts,
+                      "the parts of a mix of %d sources", spec->n);
   m->nparts = spec->n;
   int64_t total = 0;
   for (int s = 0; s < spec->n; s++) {
@@ -538,10 +552,15 @@ static int build_parts(ferry__manifest *m, const ferry__mix_spec *spec,
     pt->file_size = calloc((size_t)m->nvars, sizeof *pt->file_size);
     pt->rec = calloc((size_t)m->nvars, sizeof *pt->rec);
     if (!pt->paths || !pt->data_offset || !pt->file_size || !pt->rec)
-      return oom(err);
+      return ferry__oom(
+          err, -1,
+          (size_t)m->nvars * (sizeof *pt->paths + sizeof *pt->data_offset +
+                              sizeof *pt->file_size + sizeof *pt->rec),
+          "the %d variables of mix source %d (%s)", m->nvars, s, src->path);
     for (int v = 0; v < m->nvars; v++)
       if (!(pt->paths[v] = strdup(src->path)))
-        return oom(err);
+        return ferry__oom(err, -1, strlen(src->path) + 1,
+                          "the path of mix source %d (%s)", s, src->path);
     if (subs[s].num_samples > INT64_MAX - total)
       return ferry__seterr(err, FERRY_EFORMAT,
                            "mix: the sample count overflows 64 bits at "
@@ -561,8 +580,9 @@ static int build_parts(ferry__manifest *m, const ferry__mix_spec *spec,
     if (rc == 0)
       rc = ferry__mix_record_pack(&r, &pt->rec[0]);
     free(r.sub);
-    if (rc < 0)
-      return oom(err);
+    if (rc < 0) /* the packed manifest, then the record that holds it */
+      return ferry__oom(err, -1, 2 * ferry__manifest_packed_size(&subs[s]),
+                        "the record of mix source %d (%s)", s, src->path);
   }
   m->num_samples = total;
   return 0;
@@ -580,11 +600,13 @@ int ferry__mix_scan(const char *spec, const char *vars,
   if ((rc = ferry__mix_parse(spec, dflt, &sp, err)) < 0)
     return rc;
   if (!(subs = calloc((size_t)sp.n, sizeof *subs))) {
-    rc = oom(err);
+    rc = ferry__oom(err, -1, (size_t)sp.n * sizeof *subs,
+                    "the manifests of the %d sources of %s", sp.n, spec);
     goto cleanup;
   }
   if (vars && *vars && !(commons = strdup(vars))) {
-    rc = oom(err);
+    rc = ferry__oom(err, -1, strlen(vars) + 1, "the variables '%s' of %s", vars,
+                    spec);
     goto cleanup;
   }
   /* Source 0 first: without vars, its variables (mapped) are the common
@@ -593,7 +615,9 @@ int ferry__mix_scan(const char *spec, const char *vars,
     goto cleanup;
   if (!commons) {
     if (commons_of(&subs[0], sp.src[0].map, &commons) < 0 || !commons) {
-      rc = commons ? oom(err)
+      rc = commons ? ferry__oom(err, -1, strlen(commons) + 1,
+                                "the variable names of mix source 0 (%s)",
+                                sp.src[0].path)
                    : ferry__seterr(err, FERRY_EINVAL,
                                    "mix source 0 (%s): its map hides every "
                                    "variable",
@@ -610,7 +634,8 @@ int ferry__mix_scan(const char *spec, const char *vars,
     }
   }
   if ((rc = split_names(commons, &names, &nnames, &namebuf)) < 0) {
-    rc = oom(err);
+    rc = ferry__oom(err, -1, (strlen(commons) + 1) * (1 + sizeof *names),
+                    "the common variables of %s", spec);
     goto cleanup;
   }
   if (nnames != subs[0].nvars) {
@@ -628,7 +653,8 @@ int ferry__mix_scan(const char *spec, const char *vars,
   }
   const ferry__backend *be = ferry__backend_find("mix");
   if (!(m->backend = strdup("mix")) || !(m->spec = strdup(spec))) {
-    rc = oom(err);
+    rc = ferry__oom(err, -1, sizeof "mix" + strlen(spec) + 1, "dataset %s",
+                    spec);
     goto cleanup;
   }
   m->record_version = be ? be->record_version : 1;
@@ -662,7 +688,9 @@ int ferry__mix_sources(const ferry__manifest *m, ferry__mix_source **out,
                          (long long)m->nparts);
   ferry__mix_source *s = calloc((size_t)m->nparts, sizeof *s);
   if (!s)
-    return oom(err);
+    return ferry__oom(err, -1, (size_t)m->nparts * sizeof *s,
+                      "the %lld sources of dataset %s", (long long)m->nparts,
+                      m->spec ? m->spec : "mix");
   for (int64_t p = 0; p < m->nparts; p++) {
     const ferry__part *pt = &m->parts[p];
     ferry__mix_record r;

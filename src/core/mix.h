@@ -32,6 +32,9 @@ typedef struct ferry__mix_spec {
  *  returns 0).  Returns 0 or FERRY_ENOMEM; *out malloc'd. */
 int ferry__mix_dataset(const char *dataset, const ferry_options *opts,
                        char **out);
+/** The bytes ferry__mix_dataset allocates for dataset and opts (an
+ *  out-of-memory message). */
+size_t ferry__mix_dataset_bytes(const char *dataset, const ferry_options *opts);
 
 /** Parse a mix string ("mix:LIST" or "mix:@FILE"); default_exhaust is the
  *  rule of sources that name none.  FERRY_EINVAL naming the file and line

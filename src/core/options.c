@@ -520,7 +520,8 @@ static int set_one(struct ferry_options *o, const option_def *d,
     if (*value) {
       copy = strdup(value);
       if (!copy)
-        return ferry__seterr(NULL, FERRY_ENOMEM, "out of memory");
+        return ferry__oom(NULL, -1, strlen(value) + 1,
+                          "the value of option '%s'", d->info.name);
     }
     free(*(char **)field);
     *(char **)field = copy;
@@ -540,7 +541,7 @@ int ferry_options_create(ferry_options **out) {
   *out = NULL;
   struct ferry_options *o = calloc(1, sizeof *o);
   if (!o)
-    return ferry__seterr(NULL, FERRY_ENOMEM, "out of memory");
+    return ferry__oom(NULL, -1, sizeof *o, "ferry_options_create's options");
   for (int i = 0; i < NDEFS; i++) {
     int rc = set_one(o, &defs[i], defs[i].info.default_value);
     if (rc) { /* a broken default table is a bug, not a user error */
@@ -568,16 +569,20 @@ static void free_strings(struct ferry_options *o) {
 }
 
 /* o's string fields (copied from another record) replaced by their own
- * copies; 0, or -1 (out of memory: o's strings are then all NULL or own). */
-static int dup_strings(struct ferry_options *o) {
-  int bad = 0;
+ * copies; 0, or the bytes of the copy that failed (out of memory: o's
+ * strings are then all NULL or own; *which names its option). */
+static size_t dup_strings(struct ferry_options *o, const char **which) {
+  size_t bad = 0;
   for (int i = 0; i < (int)(sizeof defs / sizeof defs[0]); i++)
     if (defs[i].kind == K_STR && *str_field(o, i)) {
       char *c = bad ? NULL : strdup(*str_field(o, i));
-      bad |= !c;
+      if (!c && !bad) {
+        bad = strlen(*str_field(o, i)) + 1;
+        *which = defs[i].info.name;
+      }
       *str_field(o, i) = c;
     }
-  return bad ? -1 : 0;
+  return bad;
 }
 
 void ferry_options_free(ferry_options *opts) {
@@ -594,11 +599,13 @@ int ferry_options_copy(const ferry_options *src, ferry_options **out) {
   *out = NULL;
   struct ferry_options *o = malloc(sizeof *o);
   if (!o)
-    return ferry__seterr(NULL, FERRY_ENOMEM, "out of memory");
+    return ferry__oom(NULL, -1, sizeof *o, "ferry_options_copy's options");
   *o = *src;
-  if (dup_strings(o)) {
+  const char *which = "?";
+  size_t bad = dup_strings(o, &which);
+  if (bad) {
     ferry_options_free(o);
-    return ferry__seterr(NULL, FERRY_ENOMEM, "out of memory");
+    return ferry__oom(NULL, -1, bad, "ferry_options_copy's option '%s'", which);
   }
   *out = o;
   return 0;

@@ -121,6 +121,18 @@ static json_t *encode_mix(const ferry__state *s) {
   return m;
 }
 
+/* About the bytes of s's JSON body (an out-of-memory message; jansson's
+ * own objects take a few times more while it is built). */
+static size_t body_bytes(const ferry__state *s) {
+  size_t n =
+      512 + (s->dataset ? strlen(s->dataset) : 0) + (size_t)s->nsteps * 32;
+  for (int i = 0; i < s->nopts; i++)
+    n += strlen(s->opt_name[i]) + strlen(s->opt_value[i]) + 8;
+  for (int i = 0; i < s->nmix_changes; i++)
+    n += 32 + (size_t)s->mix_changes[i].n * 32;
+  return n;
+}
+
 int ferry__state_encode(const ferry__state *s, char **out, size_t *len,
                         ferry__err *err) {
   *out = NULL;
@@ -159,7 +171,8 @@ int ferry__state_encode(const ferry__state *s, char **out, size_t *len,
   json_decref(steps);
   json_decref(root);
   if (!body)
-    return ferry__seterr(err, FERRY_ENOMEM, "state: out of memory");
+    return ferry__oom(err, -1, body_bytes(s), "the state of dataset %s",
+                      s->dataset ? s->dataset : "?");
   size_t blen = strlen(body);
   uint64_t sum = ferry__fnv1a(FERRY__FNV_INIT, body, blen);
   char head[128];
@@ -168,7 +181,8 @@ int ferry__state_encode(const ferry__state *s, char **out, size_t *len,
   char *buf = malloc((size_t)hl + blen + 2);
   if (!buf) {
     free(body);
-    return ferry__seterr(err, FERRY_ENOMEM, "state: out of memory");
+    return ferry__oom(err, -1, (size_t)hl + blen + 2, "the state of dataset %s",
+                      s->dataset ? s->dataset : "?");
   }
   memcpy(buf, head, (size_t)hl);
   memcpy(buf + hl, body, blen);
@@ -274,7 +288,8 @@ static int decode_options(json_t *opts, const char *path, ferry__state *s,
     s->opt_value[s->nopts] = strdup(v);
     s->nopts++;
     if (!s->opt_name[s->nopts - 1] || !s->opt_value[s->nopts - 1])
-      return ferry__seterr(err, FERRY_ENOMEM, "state: out of memory");
+      return ferry__oom(err, -1, strlen(key) + strlen(v) + 2,
+                        "state file %s: option '%s'", path, key);
   }
   return 0;
 }
@@ -293,7 +308,8 @@ static int decode_mix(json_t *m, const char *path, ferry__state *s,
   size_t n = json_array_size(ch);
   s->mix_changes = calloc(n + 1, sizeof *s->mix_changes);
   if (!s->mix_changes)
-    return ferry__seterr(err, FERRY_ENOMEM, "state: out of memory");
+    return ferry__oom(err, -1, (n + 1) * sizeof *s->mix_changes,
+                      "state file %s: %zu mix changes", path, n);
   for (size_t i = 0; i < n; i++) {
     json_t *c = json_array_get(ch, i), *pos = json_array_get(c, 0),
            *p = json_array_get(c, 1), *e = json_array_get(c, 2);
@@ -310,7 +326,9 @@ static int decode_mix(json_t *m, const char *path, ferry__state *s,
     d->proportion = calloc(k, sizeof *d->proportion);
     d->exhaust = calloc(k, sizeof *d->exhaust);
     if (!d->proportion || !d->exhaust)
-      return ferry__seterr(err, FERRY_ENOMEM, "state: out of memory");
+      return ferry__oom(err, -1,
+                        k * (sizeof *d->proportion + sizeof *d->exhaust),
+                        "state file %s: mix change %zu", path, i);
     for (size_t j = 0; j < k; j++) {
       json_t *pj = json_array_get(p, j), *ej = json_array_get(e, j);
       d->proportion[j] = json_number_value(pj);
@@ -363,7 +381,12 @@ static int decode_body(json_t *root, const char *path, int version,
   s->opt_name = calloc(no + 1, sizeof *s->opt_name);
   s->opt_value = calloc(no + 1, sizeof *s->opt_value);
   if (!s->dataset || !s->library || !s->steps || !s->opt_name || !s->opt_value)
-    return ferry__seterr(err, FERRY_ENOMEM, "state: out of memory");
+    return ferry__oom(err, -1,
+                      strlen(ds) + strlen(lib ? lib : "?") + 2 +
+                          (size_t)s->nsteps * sizeof *s->steps +
+                          (no + 1) *
+                              (sizeof *s->opt_name + sizeof *s->opt_value),
+                      "state file %s (dataset %s)", path, ds);
   int rc = decode_steps(steps, path, s, err);
   if (!rc)
     rc = decode_options(opts, path, s, err);
@@ -410,7 +433,8 @@ int ferry__state_read_file(const char *path, char **out, size_t *len,
   char *buf = malloc(MAX_STATE_BYTES + 1);
   if (!buf) {
     fclose(f);
-    return ferry__seterr(err, FERRY_ENOMEM, "state: out of memory");
+    return ferry__oom(err, -1, (size_t)MAX_STATE_BYTES + 1, "state file %s",
+                      path);
   }
   size_t n = fread(buf, 1, MAX_STATE_BYTES + 1, f);
   int rerr = ferror(f);
@@ -436,7 +460,8 @@ int ferry__state_write_file(const char *path, const char *buf, size_t len,
   size_t pl = strlen(path);
   char *tmp = malloc(pl + 64);
   if (!tmp)
-    return ferry__seterr(err, FERRY_ENOMEM, "state: out of memory");
+    return ferry__oom(err, -1, pl + 64, "the temporary name of state file %s",
+                      path);
   snprintf(tmp, pl + 64, "%s.tmp.%ld", path, (long)getpid());
   int rc = 0;
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);

@@ -219,7 +219,8 @@ int ferry__gpu_open(const ferry_options *o, int rank, int local_rank,
   }
   ferry__gpu *g = calloc(1, sizeof *g);
   if (!g)
-    return ferry__seterr_on(err, rank, FERRY_ENOMEM, "out of memory");
+    return ferry__oom(err, rank, sizeof *g, "the GPU state (devices '%s')",
+                      o->devices ? o->devices : "");
   g->rank = rank;
   int rc =
       parse_devices(o->devices, visible, local_rank, rank, g, how, howlen, err);
@@ -340,7 +341,12 @@ static int dslot_init_on(ferry__gpu *g, ferry__dslot *d,
   d->ids = malloc((size_t)batch_size * sizeof *d->ids);
   d->padded = malloc((size_t)batch_size);
   if (!d->tensors || !d->ptrs || !d->ids || !d->padded)
-    return ferry__seterr_on(err, rank, FERRY_ENOMEM, "out of memory");
+    return ferry__oom(err, rank,
+                      (size_t)nv * sizeof *d->tensors +
+                          (size_t)nv * (size_t)g->ndev * sizeof *d->ptrs +
+                          (size_t)batch_size * (sizeof *d->ids + 1),
+                      "a device batch slot (%d variables of dataset %s)", nv,
+                      m->spec ? m->spec : "?");
   int64_t per = batch_size / g->ndev;
   d->per = per;
   for (int i = 0; i < g->ndev; i++) {
@@ -668,7 +674,9 @@ int ferry__gpu_nccl_attach(ferry__gpu *g, void *comm, ferry__err *err) {
   nccl_reg *r = &g->comms[g->ncomms];
   r->handles = calloc((size_t)g->nring, sizeof *r->handles);
   if (!r->handles)
-    return ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+    return ferry__oom(err, -1, (size_t)g->nring * sizeof *r->handles,
+                      "ferry_attach_nccl's handles of %lld device batches",
+                      (long long)g->nring);
   r->comm = comm;
   r->device = dev;
   r->n = g->nring;

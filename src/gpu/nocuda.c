@@ -58,7 +58,8 @@ int ferry__gpu_sync(ferry__gpu *g, ferry__err *err) {
 int ferry__gpu_host_alloc(int rank, size_t bytes, void **out, ferry__err *err) {
   (void)rank;
   *out = malloc(bytes ? bytes : 1);
-  return *out ? 0 : ferry__seterr(err, FERRY_ENOMEM, "out of memory");
+  return *out ? 0
+              : ferry__oom(err, -1, bytes ? bytes : 1, "a host batch buffer");
 }
 void ferry__gpu_host_free(void *p) { free(p); }
 void ferry__gpu_set_ring(ferry__gpu *g, ferry__dslot *ring, int64_t n) {

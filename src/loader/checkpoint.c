@@ -14,8 +14,11 @@
 #include <string.h>
 
 /* The plan-shaping options as a state records them (chunk_samples
- * resolved, so that "auto" cannot silently mean another size later). */
-static int state_options(const ferry_loader *L, ferry__state *st) {
+ * resolved, so that "auto" cannot silently mean another size later).
+ * FERRY_ENOMEM with err set (rank: as the caller reports), or
+ * FERRY_EINTERNAL with err untouched. */
+static int state_options(const ferry_loader *L, ferry__state *st, int rank,
+                         ferry__err *err) {
   const char *const *names = ferry__state_plan_options();
   int n = 0;
   while (names[n])
@@ -23,7 +26,9 @@ static int state_options(const ferry_loader *L, ferry__state *st) {
   st->opt_name = calloc((size_t)n, sizeof *st->opt_name);
   st->opt_value = calloc((size_t)n, sizeof *st->opt_value);
   if (!st->opt_name || !st->opt_value)
-    return FERRY_ENOMEM;
+    return ferry__oom(
+        err, rank, (size_t)n * (sizeof *st->opt_name + sizeof *st->opt_value),
+        "the %d options of the state of dataset %s", n, L->m.spec);
   for (int i = 0; i < n; i++) {
     char buf[4096];
     if (strcmp(names[i], "chunk_samples") == 0)
@@ -34,7 +39,9 @@ static int state_options(const ferry_loader *L, ferry__state *st) {
     st->opt_value[i] = strdup(buf);
     st->nopts = i + 1;
     if (!st->opt_name[i] || !st->opt_value[i])
-      return FERRY_ENOMEM;
+      return ferry__oom(err, rank, strlen(names[i]) + strlen(buf) + 2,
+                        "option '%s' of the state of dataset %s", names[i],
+                        L->m.spec);
   }
   return 0;
 }
@@ -54,7 +61,12 @@ static int state_encode_pos(ferry_loader *L, long long pos, long long total,
   st.batches = ep->index_base + pos;
   st.samples_served = ep->samples_before + total;
   st.steps = malloc(((size_t)ep->nsteps + 1) * sizeof *st.steps);
-  int rc = st.steps ? state_options(L, &st) : FERRY_ENOMEM;
+  int rc = st.steps ? state_options(L, &st, -1, err)
+                    : ferry__oom(err, -1,
+                                 ((size_t)ep->nsteps + 1) * sizeof *st.steps,
+                                 "the %d resume steps of the state of dataset "
+                                 "%s on rank 0",
+                                 ep->nsteps + 1, L->m.spec);
   if (!rc) {
     if (ep->nsteps) /* a fresh epoch has no step yet (and steps NULL) */
       memcpy(st.steps, ep->steps, (size_t)ep->nsteps * sizeof *st.steps);
@@ -79,16 +91,21 @@ static int state_encode_pos(ferry_loader *L, long long pos, long long total,
       st.mix_changes = &first;
       st.nmix_changes = 1;
       if (!first.proportion || !first.exhaust)
-        rc = FERRY_ENOMEM;
+        rc = ferry__oom(err, -1,
+                        (size_t)L->nmix * (sizeof(double) + sizeof(int)),
+                        "the mix of %d sources in the state of dataset %s on "
+                        "rank 0",
+                        L->nmix, L->m.spec);
     }
     if (!rc)
       rc = ferry__state_encode(&st, buf, len, err);
-    else
-      ferry__seterr(err, rc, "rank 0: out of memory for the state");
     free(first.proportion);
     free(first.exhaust);
-  } else
-    ferry__seterr(err, rc, "rank 0: out of memory for the state");
+  } else if (rc != FERRY_ENOMEM) /* err names the bytes of an ENOMEM */
+    ferry__seterr(err, rc,
+                  "rank 0: cannot read the plan-shaping options for the "
+                  "state of dataset %s",
+                  L->m.spec);
   st.mix_changes = NULL;
   st.nmix_changes = 0;
   st.dataset = NULL; /* borrowed */
@@ -220,12 +237,9 @@ static int adopt_chunks(ferry_loader *L, int64_t cs, ferry__err *err) {
   ferry__chunk_index ci;
   int rc = ferry__chunk_index_make(&L->m, cs, &ci);
   if (rc)
-    return ferry__seterr_on(err, L->rank, rc,
-                            "dataset %s: out of memory for the chunk index "
-                            "(%zu bytes for %lld parts)",
-                            L->m.spec,
-                            (size_t)(L->m.nparts + 1) * sizeof(int64_t),
-                            (long long)L->m.nparts);
+    return ferry__oom(err, L->rank, (size_t)(L->m.nparts + 1) * sizeof(int64_t),
+                      "dataset %s: the chunk index of %lld parts", L->m.spec,
+                      (long long)L->m.nparts);
   ferry__chunk_index_free(&L->chunks);
   L->chunks = ci;
   L->nchunks = ci.nchunks;
@@ -266,10 +280,15 @@ static int state_check(const ferry_loader *L, const ferry__state *st,
                          (unsigned long long)L->m.hash);
   ferry__state mine;
   memset(&mine, 0, sizeof mine);
-  int rc = state_options(L, &mine);
+  int rc = state_options(L, &mine, L->rank, err);
   if (rc) {
     ferry__state_free(&mine);
-    return ferry__seterr_on(err, L->rank, rc, "out of memory");
+    return rc == FERRY_ENOMEM
+               ? rc
+               : ferry__seterr_on(err, L->rank, rc,
+                                  "cannot read the plan-shaping options of "
+                                  "dataset %s",
+                                  L->m.spec);
   }
   for (int i = 0; !rc && i < mine.nopts; i++) {
     const char *saved = NULL;
@@ -375,7 +394,8 @@ int ferry_state_load_buffer(ferry_loader *L, const void *buf, size_t len) {
       rc = ferry__seterr_on(&err, L->rank, FERRY_EINVAL,
                             "ferry_state_load_buffer: buf is NULL on rank 0");
     else if (!(copy = malloc(len ? len : 1)))
-      rc = ferry__seterr_on(&err, L->rank, FERRY_ENOMEM, "out of memory");
+      rc = ferry__oom(&err, L->rank, len ? len : 1,
+                      "a copy of the state buffer (dataset %s)", L->m.spec);
     else
       memcpy(copy, buf, len);
   }

@@ -172,8 +172,8 @@ static size_t read_bound(const ferry_loader *L, const ferry__rank_plan *p) {
 
 /* Rank r's reads p, as collective I/O needs them (out), and its windows'
  * admissions folded into ep->round_admit (grown to its windows). */
-static int round_reads_of(epoch_state *ep, const ferry__rank_plan *p,
-                          ferry__round_reads *out) {
+static int round_reads_of(epoch_state *ep, const ferry__rank_plan *p, int r,
+                          ferry__round_reads *out, ferry__err *err) {
   int64_t nw = p->nwindows, pairs = 0;
   for (int64_t e = 0; e < p->nextents; e++)
     pairs += e == 0 || p->extents[e].window != p->extents[e - 1].window ||
@@ -182,7 +182,11 @@ static int round_reads_of(epoch_state *ep, const ferry__rank_plan *p,
   out->part = malloc((size_t)(pairs + 1) * sizeof(int64_t));
   out->count = malloc((size_t)(pairs + 1) * sizeof(int64_t));
   if (!out->first || !out->part || !out->count)
-    return FERRY_ENOMEM;
+    return ferry__oom(err, ep->L->rank,
+                      (size_t)(nw + 1 + 2 * (pairs + 1)) * sizeof(int64_t),
+                      "the reads of rank %d (io=collective: %lld windows, "
+                      "%lld runs of a part)",
+                      r, (long long)nw, (long long)pairs);
   out->nwindows = nw;
   int64_t k = 0;
   for (int64_t w = 0; w < nw; w++) {
@@ -201,7 +205,9 @@ static int round_reads_of(epoch_state *ep, const ferry__rank_plan *p,
   if (nw > ep->nrounds) {
     int64_t *t = realloc(ep->round_admit, (size_t)nw * sizeof *t);
     if (!t)
-      return FERRY_ENOMEM;
+      return ferry__oom(err, ep->L->rank, (size_t)nw * sizeof *t,
+                        "the admissions of %lld rounds (io=collective)",
+                        (long long)nw);
     for (int64_t j = ep->nrounds; j < nw; j++)
       t[j] = INT64_MAX;
     ep->round_admit = t;
@@ -224,7 +230,11 @@ static int plan_collective(epoch_state *ep, const ferry__plan_params *pp,
       ep->nsteps ? calloc((size_t)L->size, sizeof *all) : NULL;
   int rc = 0;
   if (!ep->all_reads || (ep->nsteps && !all))
-    rc = FERRY_ENOMEM;
+    rc =
+        ferry__oom(err, L->rank,
+                   (size_t)L->size *
+                       (sizeof *ep->all_reads + (ep->nsteps ? sizeof *all : 0)),
+                   "the other ranks' reads (io=collective, %d ranks)", L->size);
   if (!rc && ep->nsteps)
     rc = ferry__plan_resume(&ep->pieces, ep->perm, pp, ep->steps, ep->nsteps,
                             L->rank, NULL, all, err);
@@ -232,9 +242,9 @@ static int plan_collective(epoch_state *ep, const ferry__plan_params *pp,
     ferry__rank_plan one = {0};
     if (!ep->nsteps)
       rc = ferry__plan_reads(&ep->pieces, ep->perm, pp, r, &one, err);
-    if (!rc &&
-        round_reads_of(ep, ep->nsteps ? &all[r] : &one, &ep->all_reads[r]))
-      rc = FERRY_ENOMEM;
+    if (!rc)
+      rc = round_reads_of(ep, ep->nsteps ? &all[r] : &one, r, &ep->all_reads[r],
+                          err);
     ferry__rank_plan_free(&one);
     if (all)
       ferry__rank_plan_free(&all[r]);
@@ -242,15 +252,11 @@ static int plan_collective(epoch_state *ep, const ferry__plan_params *pp,
   for (int r = 0; all && r < L->size; r++)
     ferry__rank_plan_free(&all[r]);
   free(all);
-  if (rc == FERRY_ENOMEM)
-    return ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
-                            "dataset %s: out of memory for the other ranks' "
-                            "reads (io=collective, %d ranks)",
-                            L->m.spec, L->size);
-  if (rc)
+  if (rc) /* the set_epoch step that called adds the dataset and epoch */
     return rc;
   if (!ep->round_admit && !(ep->round_admit = malloc(sizeof(int64_t))))
-    return ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
+    return ferry__oom(err, L->rank, sizeof(int64_t),
+                      "the admissions of the rounds (io=collective)");
   /* suffix minimum: admission never decreases from one round to the next */
   for (int64_t j = ep->nrounds - 2; j >= 0; j--)
     if (ep->round_admit[j + 1] < ep->round_admit[j])
@@ -385,7 +391,9 @@ static int epoch_new(ferry_loader *L, int64_t epoch,
   epoch_state *ep = calloc(1, sizeof *ep);
   *out = ep;
   if (!ep && !rc)
-    rc = ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
+    rc = ferry__oom(err, L->rank, sizeof *ep,
+                    "dataset %s: the state of epoch %lld", L->m.spec,
+                    (long long)epoch);
   if (epoch < 0 && !rc)
     rc = ferry__seterr(err, FERRY_EINVAL, "epoch %lld is negative",
                        (long long)epoch);
@@ -409,7 +417,9 @@ static int epoch_new(ferry_loader *L, int64_t epoch,
       memcpy(ep->steps, steps, (size_t)nsteps * sizeof *steps);
       ep->nsteps = nsteps;
     } else if (!rc)
-      rc = ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
+      rc = ferry__oom(err, L->rank, (size_t)nsteps * sizeof *ep->steps,
+                      "dataset %s: the %d resume steps of epoch %lld",
+                      L->m.spec, nsteps, (long long)epoch);
   }
   return rc;
 }
@@ -451,11 +461,10 @@ static int epoch_perm_draw(ferry_loader *L, epoch_state *ep,
   size_t bytes = (size_t)(np + 1) * sizeof *ep->perm;
   ep->perm = malloc(bytes);
   if (!ep->perm)
-    return ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
-                            "dataset %s: out of memory for the permutation of "
-                            "epoch %lld (%zu bytes, %lld pieces)",
-                            L->m.spec, (long long)ep->epoch, bytes,
-                            (long long)np);
+    return ferry__oom(err, L->rank, bytes,
+                      "dataset %s: the permutation of epoch %lld (%lld "
+                      "pieces)",
+                      L->m.spec, (long long)ep->epoch, (long long)np);
   ep->perm[np] = 0;
   if (L->rank == 0) {
     ferry__plan_permutation(pp, np, ep->perm);
@@ -519,8 +528,10 @@ static int global_chain(ferry_loader *L, epoch_state *ep,
                         const ferry__plan_params *pp, int64_t *served,
                         ferry__err *err) {
   ep->gchain = calloc((size_t)ep->nsteps + 1, sizeof *ep->gchain);
-  if (!ep->gchain)
-    return ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
+  if (!ep->gchain) /* epoch_plan's caller adds the dataset and epoch */
+    return ferry__oom(err, L->rank,
+                      ((size_t)ep->nsteps + 1) * sizeof *ep->gchain,
+                      "the global plans of %d resume steps", ep->nsteps);
   ferry__plan_params p0 = *pp;
   if (ep->nsteps)
     p0.world_size = ep->steps[0].world_size;
@@ -563,10 +574,9 @@ static int global_plan(ferry_loader *L, epoch_state *ep,
                        const ferry__plan_params *pp, ferry__err *err) {
   int64_t n = ep->pieces.n, served = 0;
   ep->gpieces = malloc((size_t)(n ? n : 1) * sizeof *ep->gpieces);
-  if (!ep->gpieces)
-    return ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
-                            "out of memory for the %lld pieces of epoch %lld",
-                            (long long)n, (long long)pp->epoch);
+  if (!ep->gpieces) /* epoch_plan's caller adds the dataset and epoch */
+    return ferry__oom(err, L->rank, (size_t)(n ? n : 1) * sizeof *ep->gpieces,
+                      "the %lld pieces of the global plan", (long long)n);
   for (int64_t i = 0; i < n; i++)
     ep->gpieces[i] = ferry__piece(&ep->pieces, i);
   int rc = global_chain(L, ep, pp, &served, err);
@@ -588,9 +598,10 @@ static int global_plan(ferry_loader *L, epoch_state *ep,
   p->window_first_slot = calloc((size_t)nw + 1, sizeof(int64_t));
   if (!p->extents || !p->window_first_extent || !p->window_need ||
       !p->window_samples || !p->window_first_slot)
-    return ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
-                            "out of memory for the %lld windows of epoch %lld",
-                            (long long)nw, (long long)pp->epoch);
+    return ferry__oom(err, L->rank,
+                      ((size_t)nw + 1) *
+                          (sizeof *p->extents + 4 * sizeof(int64_t)),
+                      "the %lld windows of the global plan", (long long)nw);
   p->num_batches = g->num_batches - served;
   p->epoch_samples = g->M;
   p->dropped = g->dropped;
@@ -634,7 +645,8 @@ static int global_check(ferry_loader *L, epoch_state *ep, ferry__err *err) {
   ep->checksum = ferry__fnv1a(ep->checksum, &v, sizeof v);
   ep->xch = calloc(1, sizeof *ep->xch);
   if (!ep->xch)
-    rc = ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
+    rc = ferry__oom(err, L->rank, sizeof *ep->xch,
+                    "the exchange of the global plan");
   else if ((rc = ferry__exchange_init(ep->xch, L->xcomm, L->row_total, err))) {
     free(ep->xch);
     ep->xch = NULL;
@@ -643,7 +655,9 @@ static int global_check(ferry_loader *L, epoch_state *ep, ferry__err *err) {
     ep->nrounds = ep->plan.nwindows;
     ep->round_admit = malloc((size_t)(ep->nrounds + 1) * sizeof(int64_t));
     if (!ep->round_admit)
-      rc = ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
+      rc = ferry__oom(err, L->rank, (size_t)(ep->nrounds + 1) * sizeof(int64_t),
+                      "the admissions of the global plan's %lld windows",
+                      (long long)ep->nrounds);
     for (int64_t w = 0; !rc && w < ep->nrounds; w++)
       ep->round_admit[w] = ferry__admit_of(&ep->plan, w);
   }
@@ -655,21 +669,25 @@ static int global_check(ferry_loader *L, epoch_state *ep, ferry__err *err) {
  * is reused: fresh memory costs a page fault per 4 KiB. */
 static int epoch_plan(ferry_loader *L, epoch_state *ep,
                       const ferry__plan_params *pp, ferry__err *err) {
+  int rc = 0;
   if (L->opts->shuffle == FERRY__SHUFFLE_GLOBAL)
-    return global_plan(L, ep, pp, err);
-  int rc = ep->nsteps
-               ? ferry__plan_resume(&ep->pieces, ep->perm, pp, ep->steps,
-                                    ep->nsteps, L->rank, &ep->plan, NULL, err)
-               : ferry__plan_build(&ep->pieces, ep->perm, pp, L->rank,
-                                   &ep->plan, err);
-  if (!rc && L->opts->io == FERRY__IO_COLLECTIVE)
+    rc = global_plan(L, ep, pp, err);
+  else if (ep->nsteps)
+    rc = ferry__plan_resume(&ep->pieces, ep->perm, pp, ep->steps, ep->nsteps,
+                            L->rank, &ep->plan, NULL, err);
+  else
+    rc = ferry__plan_build(&ep->pieces, ep->perm, pp, L->rank, &ep->plan, err);
+  if (!rc && L->opts->shuffle != FERRY__SHUFFLE_GLOBAL &&
+      L->opts->io == FERRY__IO_COLLECTIVE)
     rc = plan_collective(ep, pp, err);
-  if (rc == FERRY_ENOMEM) { /* the plan's own message has the size */
+  if (rc == FERRY_ENOMEM) { /* the plan's own message has the size; the
+                             * rank that failed (global_plan agrees) */
     char what[FERRY__MSG_MAX];
     memcpy(what, err->msg, sizeof what);
     what[sizeof what - 1] = '\0';
-    ferry__seterr_on(err, L->rank, rc, "dataset %s, epoch %lld: %.900s",
-                     L->m.spec, (long long)pp->epoch, what);
+    ferry__seterr_on(err, err->has_rank ? err->rank : L->rank, rc,
+                     "dataset %s, epoch %lld: %.900s", L->m.spec,
+                     (long long)pp->epoch, what);
   }
   return rc;
 }
@@ -707,10 +725,18 @@ static int epoch_start(ferry_loader *L, epoch_state *ep, ferry__err *err) {
   if (!ep->ext_buf || !ep->ext_src || !ep->win_remaining || !ep->win_slots ||
       !ep->workers ||
       (L->opts->io == FERRY__IO_MMAP && L->be->io_map && !ep->ext_map))
-    return ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
-                            "out of memory for the epoch's %lld extents "
-                            "(dataset %s)",
-                            (long long)p->nextents, L->m.spec);
+    return ferry__oom(err, L->rank,
+                      ((size_t)p->nextents + 1) * sizeof *ep->ext_buf +
+                          nsrc *
+                              (sizeof *ep->ext_src +
+                               (L->opts->io == FERRY__IO_MMAP && L->be->io_map
+                                    ? sizeof *ep->ext_map
+                                    : 0)) +
+                          ((size_t)p->nwindows + 1) *
+                              (sizeof(int64_t) + sizeof *ep->win_slots) +
+                          (size_t)L->nthreads * sizeof *ep->workers,
+                      "dataset %s: the epoch's %lld extents", L->m.spec,
+                      (long long)p->nextents);
   for (int64_t w = 0; w < p->nwindows; w++)
     ep->win_remaining[w] = p->window_samples[w];
   ferry__budget_compute(L, ep);
@@ -748,12 +774,9 @@ int ferry__epoch_begin(ferry_loader *L, int64_t epoch,
   } else if (!rc) {
     rc = ferry__pieces_make(&L->chunks, &pp, &ep->pieces);
     if (rc)
-      ferry__seterr_on(&err, L->rank, rc,
-                       "dataset %s: out of memory for the pieces of epoch "
-                       "%lld (%zu bytes for %lld chunks)",
-                       L->m.spec, (long long)epoch,
-                       (size_t)L->nchunks * 2 * sizeof(int64_t),
-                       (long long)L->nchunks);
+      ferry__oom(&err, L->rank, (size_t)L->nchunks * 2 * sizeof(int64_t),
+                 "dataset %s: the pieces of epoch %lld (%lld chunks)",
+                 L->m.spec, (long long)epoch, (long long)L->nchunks);
   }
   if (!L->sampling) {
     if (!rc)

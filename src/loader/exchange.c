@@ -52,9 +52,8 @@ int ferry__exchange_init(ferry__exchange *x, MPI_Comm comm, size_t row_bytes,
   x->row_bytes = row_bytes;
   x->counts = calloc(4 * (size_t)x->size + 4, sizeof *x->counts);
   if (!x->counts)
-    return ferry__seterr(err, FERRY_ENOMEM,
-                         "exchange: out of memory for the counts of %d ranks",
-                         x->size);
+    return ferry__oom(err, -1, (4 * (size_t)x->size + 4) * sizeof *x->counts,
+                      "exchange: the counts of %d ranks", x->size);
   rc = MPI_Type_contiguous((int)row_bytes, MPI_BYTE, &x->row);
   if (rc == MPI_SUCCESS)
     rc = MPI_Type_commit(&x->row);
@@ -111,13 +110,14 @@ static int prepare(ferry__exchange *x, const ferry__global_window *win,
                             "shuffle_buffer or chunk_samples",
                             (long long)win->window, (long long)win->nsend,
                             (long long)win->nrecv);
-  if (grow(&x->send, &x->send_cap, win->nsend, rb) ||
-      (!x->into && grow(&x->recv, &x->recv_cap, win->nrecv, rb)))
-    return ferry__seterr_on(err, x->rank, FERRY_ENOMEM,
-                            "exchange: out of memory for the staging of window "
-                            "%lld (%lld + %lld samples of %zu bytes)",
-                            (long long)win->window, (long long)win->nsend,
-                            (long long)win->nrecv, rb);
+  int sent = grow(&x->send, &x->send_cap, win->nsend, rb);
+  if (sent || (!x->into && grow(&x->recv, &x->recv_cap, win->nrecv, rb)))
+    return ferry__oom(err, x->rank,
+                      (size_t)(sent ? win->nsend : win->nrecv) * rb,
+                      "exchange: the %s staging of window %lld (%lld + %lld "
+                      "samples of %zu bytes)",
+                      sent ? "send" : "receive", (long long)win->window,
+                      (long long)win->nsend, (long long)win->nrecv, rb);
   int *sc = x->counts, *sd = sc + x->size, *rc = sd + x->size,
       *rd = rc + x->size;
   for (int q = 0; q < x->size; q++) {

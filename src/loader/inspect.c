@@ -168,8 +168,10 @@ int ferry_plan_order(const ferry_loader *L, int64_t epoch, int world_size,
   int64_t nc = 0;
   ferry__err err = {0};
   int rc = ferry__chunks_make(&L->m, cs, &c, &nc);
-  if (rc)
-    ferry__seterr(&err, rc, "out of memory for chunks");
+  if (rc) /* at most a chunk per sample (and one) */
+    ferry__oom(
+        &err, -1, (size_t)(L->m.num_samples / cs + L->m.nparts + 1) * sizeof *c,
+        "dataset %s: the chunks of %lld samples", L->m.spec, (long long)cs);
   else if (L->sampling)
     rc = ferry__sampling_order(L, epoch, world_size, rank, samples, batch_start,
                                num_batches, &err);
@@ -177,12 +179,15 @@ int ferry_plan_order(const ferry_loader *L, int64_t epoch, int world_size,
     rc = ferry__plan_order(c, nc, &pp, L->opts->exchange, rank, samples,
                            batch_start, num_batches, &err);
   if (!rc && chunks) {
-    *chunks = chunk_ids(c, nc, *samples, (*batch_start)[*num_batches]);
+    int64_t n = (*batch_start)[*num_batches];
+    *chunks = chunk_ids(c, nc, *samples, n);
     if (!*chunks) {
       free(*samples);
       free(*batch_start);
       *samples = *batch_start = NULL;
-      rc = ferry__seterr(&err, FERRY_ENOMEM, "out of memory for the order");
+      rc = ferry__oom(&err, -1, (size_t)(n > 0 ? n : 1) * sizeof **chunks,
+                      "dataset %s: the chunk ids of rank %d in epoch %lld",
+                      L->m.spec, rank, (long long)epoch);
     }
   }
   free(c);

@@ -74,6 +74,7 @@ static int ring_alloc(ferry_loader *L, ferry__err *err) {
                                  : "no usable CUDA device; ",
         ferry__gpu_visible() < 0 ? "" : ferry__gpu_library_status());
   L->nring = L->opts->prefetch;
+  size_t want = (size_t)L->nring * sizeof *L->ring; /* what failed */
   L->ring = calloc((size_t)L->nring, sizeof *L->ring);
   if (!L->ring)
     goto nomem;
@@ -84,6 +85,8 @@ static int ring_alloc(ferry_loader *L, ferry__err *err) {
     s->tensors = calloc((size_t)nv, sizeof *s->tensors);
     s->ids = malloc((size_t)B * sizeof *s->ids);
     s->padded = malloc((size_t)B);
+    want = (size_t)nv * (sizeof *s->bufs + sizeof *s->tensors) +
+           (size_t)B * (sizeof *s->ids + 1);
     if (!s->bufs || !s->tensors || !s->ids || !s->padded)
       goto nomem;
     for (int v = 0; v < nv; v++) {
@@ -97,6 +100,7 @@ static int ring_alloc(ferry_loader *L, ferry__err *err) {
           return rc;
       } else if (!(s->bufs[v] = aligned_alloc(FERRY__BATCH_ALIGN,
                                               batch_alloc_size(bytes)))) {
+        want = batch_alloc_size(bytes);
         goto nomem;
       }
       ferry_tensor *t = &s->tensors[v];
@@ -116,6 +120,7 @@ static int ring_alloc(ferry_loader *L, ferry__err *err) {
   if (L->gpu) {
     L->ndring = L->opts->device_prefetch;
     L->dring = calloc((size_t)L->ndring, sizeof *L->dring);
+    want = (size_t)L->ndring * sizeof *L->dring;
     if (!L->dring)
       goto nomem;
     for (int64_t i = 0; i < L->ndring; i++) {
@@ -128,11 +133,11 @@ static int ring_alloc(ferry_loader *L, ferry__err *err) {
   }
   return 0;
 nomem:
-  return ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
-                          "out of memory for %lld batches of %lld "
-                          "samples (prefetch x batch_size x %zu bytes)",
-                          (long long)L->opts->prefetch, (long long)B,
-                          L->row_total);
+  return ferry__oom(err, L->rank, want,
+                    "dataset %s: the ring of %lld batches of %lld samples "
+                    "(prefetch x batch_size x %zu bytes)",
+                    L->m.spec, (long long)L->opts->prefetch, (long long)B,
+                    L->row_total);
 }
 
 static void loader_free(ferry_loader *L) {
@@ -194,8 +199,9 @@ static int share_manifest(ferry_loader *L, const char *dataset,
                            dataset);
     } else
       rc = ferry__manifest_scan(dataset, L->opts->vars, L->opts, &L->m, err);
-    if (!rc)
-      rc = ferry__manifest_pack(&L->m, &buf, &len);
+    if (!rc && (rc = ferry__manifest_pack(&L->m, &buf, &len)) == FERRY_ENOMEM)
+      ferry__oom(err, 0, ferry__manifest_packed_size(&L->m),
+                 "the packed manifest of dataset %s", dataset);
     if (rc && !err->msg[0])
       ferry__seterr_on(err, 0, rc, "cannot build the manifest of %s", dataset);
   }
@@ -244,7 +250,9 @@ static int check_same_inputs(ferry_loader *L, const char *dataset, int rc,
   int n = ferry__option_count() + 1, which = -1;
   uint64_t *v = calloc((size_t)n, sizeof *v);
   if (!rc && !v)
-    rc = ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
+    rc = ferry__oom(err, L->rank, (size_t)n * sizeof *v,
+                    "the hashes of %d options (dataset %s)", n,
+                    dataset ? dataset : "?");
   if (!rc) {
     v[0] = ferry__fnv1a(FERRY__FNV_INIT, dataset, strlen(dataset));
     for (int i = 1; i < n; i++)
@@ -330,11 +338,9 @@ static int make_chunks(ferry_loader *L, ferry__err *err) {
   int rc = ferry__chunk_index_make(&L->m, L->chunk_samples, &L->chunks);
   L->nchunks = L->chunks.nchunks;
   if (rc)
-    ferry__seterr_on(err, L->rank, rc,
-                     "dataset %s: out of memory for the chunk index "
-                     "(%zu bytes for %lld parts)",
-                     L->m.spec, (size_t)(L->m.nparts + 1) * sizeof(int64_t),
-                     (long long)L->m.nparts);
+    ferry__oom(err, L->rank, (size_t)(L->m.nparts + 1) * sizeof(int64_t),
+               "dataset %s: the chunk index of %lld parts", L->m.spec,
+               (long long)L->m.nparts);
   return rc;
 }
 
@@ -354,14 +360,15 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
   ferry__err err = {0};
   ferry_loader *L = calloc(1, sizeof *L);
   if (!L)
-    return ferry__seterr(NULL, FERRY_ENOMEM, "ferry_open: out of memory");
+    return ferry__oom(NULL, -1, sizeof *L, "ferry_open's loader");
   L->comm = L->io_comm = L->xcomm = MPI_COMM_NULL;
   pthread_mutex_init(&L->stats_mu, NULL);
   pthread_mutex_init(&L->pool_mu, NULL);
   L->vote_buf = calloc(2 * FERRY__VOTE_N, sizeof *L->vote_buf);
   if (!L->vote_buf) {
     loader_free(L);
-    return ferry__seterr(NULL, FERRY_ENOMEM, "ferry_open: out of memory");
+    return ferry__oom(NULL, -1, 2 * FERRY__VOTE_N * sizeof *L->vote_buf,
+                      "ferry_open's votes");
   }
   if (MPI_Comm_dup(comm, &L->comm) != MPI_SUCCESS) {
     loader_free(L);
@@ -390,7 +397,8 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
    * mix string is the dataset string from here on (core/mix.c) */
   char *mix = NULL;
   if (!rc && ferry__mix_dataset(dataset, L->opts, &mix) < 0)
-    rc = ferry__seterr(&err, FERRY_ENOMEM, "ferry_open: out of memory");
+    rc = ferry__oom(&err, -1, ferry__mix_dataset_bytes(dataset, L->opts),
+                    "the mix string of dataset %s", dataset ? dataset : "mix");
   if (mix)
     dataset = mix;
   if (!rc && (!dataset || !*dataset))
@@ -405,7 +413,9 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
       rc = ferry__seterr_on(&err, L->rank, FERRY_ENOTSUP,
                             "backend '%s' is not built in", L->m.backend);
     else if (!L->var_prefix)
-      rc = ferry__seterr_on(&err, L->rank, FERRY_ENOMEM, "out of memory");
+      rc = ferry__oom(&err, L->rank,
+                      ((size_t)L->m.nvars + 1) * sizeof *L->var_prefix,
+                      "the %d variables of dataset %s", L->m.nvars, L->m.spec);
     for (int v = 0; !rc && v < L->m.nvars; v++) {
       L->var_prefix[v] = L->row_total;
       L->row_total += L->m.vars[v].row_bytes;

@@ -117,6 +117,12 @@ static void free_window(epoch_state *ep, int64_t w) {
   ep->win_slots[w] = NULL;
 }
 
+/* Part p's file (its first variable's), for messages. */
+static const char *part_path(const ferry_loader *L, int64_t p) {
+  const ferry__part *pt = &L->m.parts[p];
+  return L->m.nvars > 0 && pt->paths && pt->paths[0] ? pt->paths[0] : "?";
+}
+
 /* Window w's slots (its served order), made when the I/O thread admits the
  * window, before any of its extents is published: a worker that sees a
  * batch's data loaded sees the slots of every window the batch touches.
@@ -127,18 +133,19 @@ static int make_window_slots(epoch_state *ep, int64_t w, ferry__err *err) {
   size_t bytes = (size_t)(n ? n : 1) * sizeof(ferry__slot);
   ferry__slot *s = malloc(bytes);
   if (!s)
-    return ferry__seterr_on(err, ep->L->rank, FERRY_ENOMEM,
-                            "dataset %s: out of memory for the sample order "
-                            "of window %lld (%zu bytes, %lld samples)",
-                            ep->L->m.spec, (long long)w, bytes, (long long)n);
+    return ferry__oom(err, ep->L->rank, bytes,
+                      "dataset %s: the sample order of window %lld (%lld "
+                      "samples)",
+                      ep->L->m.spec, (long long)w, (long long)n);
   if (ferry__plan_window_slots(p, w, s)) {
     free(s);
-    return ferry__seterr_on(err, ep->L->rank, FERRY_ENOMEM,
-                            "dataset %s: out of memory for the sample order "
-                            "of window %lld (the order of the windows it "
-                            "was cut from, after a resume over another "
-                            "world size)",
-                            ep->L->m.spec, (long long)w);
+    /* at most the window's samples again: the order of one of the old
+     * windows it was cut from, after a resume over another world size */
+    return ferry__oom(err, ep->L->rank, bytes,
+                      "dataset %s: the sample order of window %lld (the "
+                      "order of the windows it was cut from, after a resume "
+                      "over another world size)",
+                      ep->L->m.spec, (long long)w);
   }
   pthread_mutex_lock(&ep->mu);
   ep->win_slots[w] = s;
@@ -228,9 +235,10 @@ static int read_extent(epoch_state *ep, ferry__io *io, const ferry__extent *x,
   size_t bytes = (size_t)x->count * L->row_total;
   unsigned char *buf = buf_get(L, bytes);
   if (!buf)
-    return ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
-                            "out of memory for %zu bytes of part %lld", bytes,
-                            (long long)x->part);
+    return ferry__oom(err, L->rank, bytes,
+                      "%lld rows of part %lld (%s) of dataset %s",
+                      (long long)x->count, (long long)x->part,
+                      part_path(L, x->part), L->m.spec);
   double t0 = ferry__now();
   for (int v = 0; v < L->m.nvars; v++) {
     int rc = L->be->io_read(io, x->part, v, x->row, x->count,
@@ -495,7 +503,10 @@ static void round_read_part(epoch_state *ep, ferry__io *io, int64_t j,
       }
   unsigned char **bufs = calloc((size_t)(nmine ? nmine : 1), sizeof *bufs);
   if (!bufs && !*dummy) {
-    ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
+    ferry__oom(err, L->rank, (size_t)(nmine ? nmine : 1) * sizeof *bufs,
+               "the %lld reads of part %lld (%s) of dataset %s",
+               (long long)nmine, (long long)part, part_path(L, part),
+               L->m.spec);
     publish_error(ep, FERRY_ENOMEM, err);
     *dummy = 1;
   }
@@ -503,7 +514,10 @@ static void round_read_part(epoch_state *ep, ferry__io *io, int64_t j,
     size_t bytes = (size_t)me->extents[mine0 + k].count * L->row_total;
     bufs[k] = buf_get(L, bytes);
     if (!bufs[k]) {
-      ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
+      ferry__oom(err, L->rank, bytes,
+                 "%lld rows of part %lld (%s) of dataset %s",
+                 (long long)me->extents[mine0 + k].count, (long long)part,
+                 part_path(L, part), L->m.spec);
       publish_error(ep, FERRY_ENOMEM, err);
       *dummy = 1;
     }
@@ -546,7 +560,10 @@ static void io_collective(epoch_state *ep, ferry__io *io) {
   for (int64_t j = 0; j < ep->nrounds && round_wait(ep, j, &dummy); j++) {
     int64_t np = round_parts(ep, j, &parts, &cap);
     if (np < 0) { /* cannot stay matched without memory: stop reading */
-      ferry__seterr_on(&err, ep->L->rank, FERRY_ENOMEM, "out of memory");
+      ferry__oom(&err, ep->L->rank,
+                 (size_t)(cap ? 2 * cap : 16) * sizeof *parts,
+                 "the parts read in round %lld of dataset %s", (long long)j,
+                 ep->L->m.spec);
       publish_error(ep, FERRY_ENOMEM, &err);
       break;
     }
@@ -589,10 +606,9 @@ static int make_global_slots(epoch_state *ep, int64_t w,
   size_t bytes = (size_t)(n ? n : 1) * sizeof(ferry__slot);
   ferry__slot *s = malloc(bytes);
   if (!s)
-    return ferry__seterr_on(err, ep->L->rank, FERRY_ENOMEM,
-                            "dataset %s: out of memory for the sample order "
-                            "of global window %lld (%zu bytes)",
-                            ep->L->m.spec, (long long)w, bytes);
+    return ferry__oom(err, ep->L->rank, bytes,
+                      "dataset %s: the sample order of global window %lld",
+                      ep->L->m.spec, (long long)w);
   for (int64_t j = 0; j < n; j++) {
     int64_t k = skip + j, row = win->serve_local[k];
     int src = win->src_rank[k];
@@ -631,9 +647,10 @@ static int global_read(epoch_state *ep, ferry__io *io,
         tmp = malloc(bytes);
         tcap = tmp ? bytes : 0;
         if (!tmp)
-          rc = ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
-                                "out of memory for %zu bytes of part %lld",
-                                bytes, (long long)x->part);
+          rc = ferry__oom(err, L->rank, bytes,
+                          "%lld rows of part %lld (%s) of dataset %s",
+                          (long long)x->count, (long long)x->part,
+                          part_path(L, x->part), L->m.spec);
       }
       for (int v = 0; !rc && v < L->m.nvars; v++)
         rc = L->be->io_read(io, x->part, v, x->row, x->count,
@@ -690,10 +707,9 @@ static int global_prepare(epoch_state *ep, ferry__io *io, int64_t w,
   size_t rbytes = (size_t)(rows ? rows : 1) * L->row_total;
   *read = buf_get(L, rbytes);
   if (!*read)
-    return ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
-                            "out of memory for %zu bytes of global window "
-                            "%lld (dataset %s)",
-                            rbytes, (long long)w, L->m.spec);
+    return ferry__oom(err, L->rank, rbytes,
+                      "the %lld rows of global window %lld of dataset %s",
+                      (long long)rows, (long long)w, L->m.spec);
   if (L->opts->io == FERRY__IO_COLLECTIVE)
     return 0; /* global_read_collective, which every rank calls */
   return global_read(ep, io, win, *read, err);
@@ -715,7 +731,10 @@ static int global_all_reads(epoch_state *ep, int64_t gw, ferry__extent **ext,
   }
   *parts = malloc((size_t)(total ? total : 1) * sizeof **parts);
   if (!*parts)
-    return FERRY_ENOMEM;
+    return ferry__oom(err, ep->L->rank,
+                      (size_t)(total ? total : 1) * sizeof **parts,
+                      "dataset %s: the %lld reads of global window %lld",
+                      ep->L->m.spec, (long long)total, (long long)gw);
   int64_t k = 0;
   for (int q = 0; q < P; q++)
     for (int64_t e = 0; e < n[q]; e++)
@@ -753,9 +772,9 @@ static void global_read_part(epoch_state *ep, ferry__io *io,
   if (!*failed && nk > 0 && L->m.nvars > 1) {
     tmp = malloc((size_t)rows * L->row_total);
     if (!tmp) {
-      ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
-                       "out of memory for %zu bytes of part %lld",
-                       (size_t)rows * L->row_total, (long long)part);
+      ferry__oom(err, L->rank, (size_t)rows * L->row_total,
+                 "%lld rows of part %lld (%s) of dataset %s", (long long)rows,
+                 (long long)part, part_path(L, part), L->m.spec);
       *failed = FERRY_ENOMEM;
     }
   }
@@ -810,18 +829,27 @@ static int global_read_collective(epoch_state *ep, ferry__io *io, int64_t gw,
   int64_t *n = calloc((size_t)P, sizeof *n), *parts = NULL, nparts = 0;
   int rc = ext && n ? global_all_reads(ep, gw, ext, n, &parts, &nparts, err)
                     : FERRY_ENOMEM;
-  if (rc) { /* cannot stay matched without memory: stop reading */
-    if (!failed)
-      ferry__seterr_on(err, L->rank, FERRY_ENOMEM,
-                       "out of memory for the reads of global window %lld",
-                       (long long)gw);
-    failed = failed ? failed : FERRY_ENOMEM;
+  if (rc && !failed && (!ext || !n)) /* else err names what failed */
+    ferry__oom(err, L->rank, (size_t)P * (sizeof *ext + sizeof *n),
+               "dataset %s: the reads of global window %lld by %d ranks",
+               L->m.spec, (long long)gw, P);
+  else if (rc && !failed && !strstr(err->msg, L->m.spec)) {
+    char what[FERRY__MSG_MAX];
+    memcpy(what, err->msg, sizeof what);
+    what[sizeof what - 1] = '\0';
+    ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "dataset %s: %.900s",
+                     L->m.spec, what);
   }
+  if (rc) /* cannot stay matched without memory: stop reading */
+    failed = failed ? failed : FERRY_ENOMEM;
   const ferry__extent *mine = rc ? NULL : ext[L->rank];
   int64_t nmine = rc ? 0 : n[L->rank];
   int64_t *at = rc ? NULL : malloc((size_t)(nmine + 1) * sizeof *at);
   if (!rc && !at && !failed) {
-    failed = ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
+    failed = ferry__oom(err, L->rank, (size_t)(nmine + 1) * sizeof *at,
+                        "dataset %s: the %lld reads of rank %d in global "
+                        "window %lld",
+                        L->m.spec, (long long)nmine, L->rank, (long long)gw);
     nmine = 0; /* still every call, empty */
   }
   for (int64_t e = 0, a = 0; at && e < nmine; a += mine[e].count, e++)
@@ -908,9 +936,9 @@ static void io_global(epoch_state *ep, ferry__io *io) {
       unsigned char *cols =
           buf_get(L, (size_t)(rows ? rows : 1) * L->row_total);
       if (!cols)
-        rc = ferry__seterr_on(&err, L->rank, FERRY_ENOMEM,
-                              "out of memory for global window %lld",
-                              (long long)w);
+        rc = ferry__oom(&err, L->rank, (size_t)(rows ? rows : 1) * L->row_total,
+                        "the columns of global window %lld of dataset %s",
+                        (long long)w, L->m.spec);
       else
         rows_to_columns(L, buf, cols, rows);
       ferry__buf_put(L, buf);

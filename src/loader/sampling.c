@@ -92,7 +92,8 @@ int ferry__sampling_open(ferry_loader *L, ferry__err *err) {
   if (!rc && n > 0) {
     L->mix_src = calloc((size_t)n, sizeof *L->mix_src);
     if (!L->mix_src)
-      rc = ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
+      rc = ferry__oom(err, L->rank, (size_t)n * sizeof *L->mix_src,
+                      "dataset %s: the %d sources of the mix", L->m.spec, n);
     for (int i = 0; !rc && i < n; i++)
       L->mix_src[i] = (ferry__draw_source){ms[i].first, ms[i].n,
                                            ms[i].proportion, ms[i].exhaust};
@@ -171,8 +172,8 @@ int ferry__sampling_epoch(ferry_loader *L, epoch_state *ep,
   dp.changes = ep->mixch;
   int rc = 0;
   ep->draw = calloc(1, sizeof *ep->draw);
-  if (!ep->draw)
-    rc = ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
+  if (!ep->draw) /* the message gains the dataset and epoch below */
+    rc = ferry__oom(err, L->rank, sizeof *ep->draw, "the sampling tables");
   if (!rc)
     rc = ferry__draw_init(ep->draw, &dp, err);
   ferry__draw_cut cut;
@@ -306,7 +307,12 @@ int ferry__sampling_order(const ferry_loader *L, int64_t epoch, int P, int rank,
     *samples = malloc((size_t)(p.nslots + 1) * sizeof **samples);
     *batch_start = malloc((size_t)(p.num_batches + 1) * sizeof **batch_start);
     if (!*samples || !*batch_start || ferry__plan_slots(&p, &sl))
-      rc = ferry__seterr(err, FERRY_ENOMEM, "out of memory for the order");
+      rc = ferry__oom(err, -1,
+                      (size_t)(p.nslots + 1) * (sizeof **samples + sizeof *sl) +
+                          (size_t)(p.num_batches + 1) * sizeof **batch_start,
+                      "dataset %s: the order of rank %d in epoch %lld (%lld "
+                      "samples)",
+                      L->m.spec, rank, (long long)epoch, (long long)p.nslots);
     for (int64_t i = 0; !rc && i < p.nslots; i++)
       (*samples)[i] = sl[i].sample;
     for (int64_t b = 0; !rc && b <= p.num_batches; b++)
@@ -361,10 +367,15 @@ int ferry__mix_resume_changes(ferry_loader *L, const ferry__state *st,
     return 0;
   ferry__draw_change *c = calloc((size_t)n, sizeof *c);
   if (!c)
-    return ferry__seterr_on(err, L->rank, FERRY_ENOMEM, "out of memory");
+    return ferry__oom(err, L->rank, (size_t)n * sizeof *c,
+                      "dataset %s: the %d changes of the mix", L->m.spec, n);
   int k = 0;
-  for (; !rc && k < st->nmix_changes; k++)
+  size_t need = 0; /* what failed */
+  for (; !rc && k < st->nmix_changes; k++) {
     rc = change_copy(&c[k], &st->mix_changes[k]);
+    need = (size_t)st->mix_changes[k].n *
+           (sizeof *c->proportion + sizeof *c->exhaust);
+  }
   if (!rc && newmix) {
     /* from the first draw window at or after the saved position: the
      * windows before it are the saved run's, so nothing repeats */
@@ -384,11 +395,14 @@ int ferry__mix_resume_changes(ferry_loader *L, const ferry__state *st,
       }
     else
       rc = FERRY_ENOMEM;
+    need = (size_t)L->nmix * (sizeof *one.proportion + sizeof *one.exhaust);
     c[k++] = one;
   }
   if (rc) {
     ferry__mix_changes_free(c, k);
-    return ferry__seterr_on(err, L->rank, rc, "out of memory");
+    return ferry__oom(err, L->rank, need,
+                      "dataset %s: a change of the mix's %d sources", L->m.spec,
+                      L->nmix);
   }
   L->pending_mixch = c;
   L->npending_mixch = n;

@@ -53,9 +53,10 @@ static int names_npy_file(const char *name) {
          S_ISREG(st.st_mode);
 }
 
-static int oom(const source *s, ferry__err *err) {
-  return ferry__seterr_on(err, s->rank, FERRY_ENOMEM,
-                          "%s: out of memory reading %s", s->opt, s->label);
+static int oom(const source *s, size_t bytes, const char *what,
+               ferry__err *err) {
+  return ferry__oom(err, s->rank, bytes, "%s: %s of %s", s->opt, what,
+                    s->label);
 }
 
 /* ---- Values ----------------------------------------------------------- */
@@ -246,7 +247,8 @@ static int read_rows(const ferry__manifest *m2, const ferry_options *o2,
   int64_t piece = m2->num_samples < PIECE_ROWS ? m2->num_samples : PIECE_ROWS;
   unsigned char *buf = malloc((size_t)(piece > 0 ? piece : 1) * v->row_bytes);
   if (!buf)
-    return oom(s, err);
+    return oom(s, (size_t)(piece > 0 ? piece : 1) * v->row_bytes,
+               "a read buffer", err);
   ferry__io_params p = {
       MPI_COMM_SELF, s->rank, 0, o2->max_open_files, o2, 0, 0};
   ferry__io *io = NULL;
@@ -339,7 +341,7 @@ static int ct_grow(ctable *t) {
 static int count_classes(const source *s, int64_t n, ctable *t,
                          ferry__err *err) {
   if (ct_grow(t) < 0)
-    return oom(s, err);
+    return oom(s, 1024 * sizeof *t->s, "the table of classes", err);
   for (int64_t i = 0; i < n; i++) {
     size_t k = slot_of(t, s->lab[i]);
     if (t->s[k].count) {
@@ -356,7 +358,7 @@ static int count_classes(const source *s, int64_t n, ctable *t,
     t->s[k].count = 1;
     t->n++;
     if ((size_t)t->n * 2 >= t->cap && ct_grow(t) < 0)
-      return oom(s, err);
+      return oom(s, 2 * t->cap * sizeof *t->s, "the table of classes", err);
   }
   return 0;
 }
@@ -431,7 +433,7 @@ static int set_shares(const char *text, ferry__class_share *c, int64_t nc,
   if (is_set(text)) {
     char *given = calloc((size_t)nc, 1);
     if (!given)
-      return oom(s, err);
+      return oom(s, (size_t)nc, "the shares of the classes", err);
     const char *p = text;
     while (rc == 0 && *p) {
       while (*p == ' ')
@@ -469,7 +471,7 @@ static int balance_weights(source *s, int64_t n, const char *shares,
   int rc = count_classes(s, n, &t, err);
   ferry__class_share *c = NULL;
   if (rc == 0 && !(c = calloc((size_t)t.n, sizeof *c)))
-    rc = oom(s, err);
+    rc = oom(s, (size_t)t.n * sizeof *c, "the classes", err);
   int64_t k = 0;
   for (size_t i = 0; rc == 0 && i < t.cap; i++)
     if (t.s[i].count) {
@@ -554,10 +556,10 @@ static int load_root(const ferry__manifest *m, const ferry_options *opts,
                             s.opt, (long long)out->n);
   out->w = malloc(n * sizeof *out->w);
   if (!out->w)
-    return oom(&s, err);
+    return oom(&s, n * sizeof *out->w, "the weights", err);
   s.w = out->w;
   if (balance && !(s.lab = malloc(n * sizeof *s.lab)))
-    return oom(&s, err);
+    return oom(&s, n * sizeof *s.lab, "the labels", err);
   int rc = read_source(m, opts, &s, err);
   if (rc == 0 && balance)
     rc = balance_weights(&s, out->n, opts->balance_shares, out, err);
@@ -635,9 +637,9 @@ static int unpack_summary(const void *buf, size_t len, int rank,
                             "(%lld samples here, %lld on rank 0)",
                             (long long)w->n, (long long)h.n);
   if (cl && !(w->classes = malloc(cl)))
-    return ferry__seterr_on(err, rank, FERRY_ENOMEM,
-                            "out of memory for %lld classes",
-                            (long long)h.nclasses);
+    return ferry__oom(err, rank, cl,
+                      "the %lld classes of the sampling weights' summary",
+                      (long long)h.nclasses);
   if (cl)
     memcpy(w->classes, (const unsigned char *)buf + sizeof h, cl);
   w->total = h.total;
@@ -664,8 +666,10 @@ int ferry__weights_load(const ferry__manifest *m, const ferry_options *opts,
   if (rank == 0) {
     rc = load_root(m, opts, rank, out, err);
     if (rc == 0 && !(sum = pack_summary(out, &len)))
-      rc = ferry__seterr_on(err, rank, FERRY_ENOMEM,
-                            "out of memory for the sampling weights' summary");
+      rc = ferry__oom(err, rank,
+                      sizeof(summary) +
+                          (size_t)out->nclasses * sizeof *out->classes,
+                      "the sampling weights' summary of dataset %s", m->spec);
   }
   out->n = m->num_samples;
   /* rank 0's failure reaches every rank here, in the length's round */

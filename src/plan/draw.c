@@ -66,14 +66,21 @@ static void radix_sort(int64_t *v, int64_t *tmp, int64_t n) {
 /* ---- Weighted ------------------------------------------------------------ */
 
 /* Walker's alias table (Vose's construction) over the blocks' weights. */
-static int alias_make(ferry__draw *d, int64_t nb) {
+static int alias_make(ferry__draw *d, int64_t nb, ferry__err *err) {
   d->alias_p = malloc((size_t)nb * sizeof *d->alias_p);
   d->alias_a = malloc((size_t)nb * sizeof *d->alias_a);
   int64_t *small = malloc((size_t)nb * sizeof *small);
   int64_t *large = malloc((size_t)nb * sizeof *large);
   double *q = malloc((size_t)nb * sizeof *q);
   int rc =
-      (!d->alias_p || !d->alias_a || !small || !large || !q) ? FERRY_ENOMEM : 0;
+      (!d->alias_p || !d->alias_a || !small || !large || !q)
+          ? ferry__oom(err, -1,
+                       (size_t)nb * (sizeof *d->alias_p + sizeof *d->alias_a +
+                                     sizeof *small + sizeof *large + sizeof *q),
+                       "weighted sampling: the alias table of %lld "
+                       "blocks",
+                       (long long)nb)
+          : 0;
   if (!rc) {
     int64_t ns = 0, nl = 0;
     for (int64_t b = 0; b < nb; b++) {
@@ -163,7 +170,9 @@ static int64_t block_nonzero(const ferry__draw *d, ferry__chunk c) {
 static int order_make(ferry__draw *d, int64_t nb, ferry__err *err) {
   keyed *k = malloc((size_t)(nb ? nb : 1) * sizeof *k);
   if (!k)
-    return FERRY_ENOMEM;
+    return ferry__oom(err, -1, (size_t)(nb ? nb : 1) * sizeof *k,
+                      "weighted sampling: the order of %lld blocks",
+                      (long long)nb);
   uint64_t key =
       ferry__rand_key(d->p.seed, FERRY__STREAM_DORDER, (uint64_t)d->p.epoch, 0);
   int64_t n = 0;
@@ -176,7 +185,11 @@ static int order_make(ferry__draw *d, int64_t nb, ferry__err *err) {
   d->ord_first = malloc((size_t)(n + 1) * sizeof *d->ord_first);
   if (!d->order || !d->ord_first) {
     free(k);
-    return FERRY_ENOMEM;
+    return ferry__oom(err, -1,
+                      (size_t)(n ? n : 1) * sizeof *d->order +
+                          (size_t)(n + 1) * sizeof *d->ord_first,
+                      "weighted sampling: the order of %lld blocks",
+                      (long long)n);
   }
   int64_t at = 0;
   for (int64_t q = 0; q < n; q++) {
@@ -199,7 +212,9 @@ static int weighted_init(ferry__draw *d, ferry__err *err) {
   int64_t nb = d->blocks.nchunks;
   d->bweight = calloc((size_t)(nb ? nb : 1), sizeof *d->bweight);
   if (!d->bweight)
-    return FERRY_ENOMEM;
+    return ferry__oom(err, -1, (size_t)(nb ? nb : 1) * sizeof *d->bweight,
+                      "weighted sampling: the weights of %lld blocks",
+                      (long long)nb);
   d->total = 0;
   for (int64_t b = 0; b < nb; b++) {
     ferry__chunk c = ferry__chunk_get(&d->blocks, b);
@@ -220,7 +235,7 @@ static int weighted_init(ferry__draw *d, ferry__err *err) {
   d->D = d->p.num_draws ? d->p.num_draws : d->p.m->num_samples;
   d->kblock =
       ferry__rand_key(d->p.seed, FERRY__STREAM_DBLOCK, (uint64_t)d->p.epoch, 0);
-  return alias_make(d, nb);
+  return alias_make(d, nb, err);
 }
 
 /* Weighted, with replacement: block draw j = i / block picks a block from
@@ -598,7 +613,11 @@ static int mix_table(ferry__draw *d, mix_state *ms, ferry__err *err) {
                            "the sources larger proportions)",
                            (long long)MAX_WINDOWS, (long long)d->window);
     if (d->nwin == cap && mix_grow(d, &cap))
-      return FERRY_ENOMEM;
+      return ferry__oom(err, -1,
+                        (size_t)(cap ? 2 * cap : 64) *
+                            (sizeof *d->win + 2 * (size_t)S * sizeof(int64_t)),
+                        "mix: the table of %lld draw windows of %d sources",
+                        (long long)(cap ? 2 * cap : 64), S);
     int64_t want = limit - x < d->window ? limit - x : d->window;
     int was[1024];
     for (int s = 0; s < S && s < 1024; s++)
@@ -640,7 +659,12 @@ static int mix_init(ferry__draw *d, ferry__err *err) {
                   calloc((size_t)S, sizeof(int))};
   int rc = (!d->src || !d->src_block0 || !d->src_nblocks || !ms.q || !ms.owed ||
             !ms.n || !ms.used || !ms.active)
-               ? FERRY_ENOMEM
+               ? ferry__oom(err, -1,
+                            (size_t)S *
+                                (sizeof *d->src + sizeof *d->src_block0 +
+                                 sizeof *d->src_nblocks + 2 * sizeof(double) +
+                                 2 * sizeof(int64_t) + sizeof(int)),
+                            "mix: the tables of %d sources", S)
                : 0;
   double sum = 0;
   for (int s = 0; !rc && s < S; s++) {
@@ -705,7 +729,9 @@ int ferry__draw_init(ferry__draw *d, const ferry__draw_params *p,
                          (long long)p->block);
   int rc = ferry__chunk_index_make(p->m, p->block, &d->blocks);
   if (rc)
-    return ferry__seterr(err, rc, "sampling: out of memory for the blocks");
+    return ferry__oom(err, -1, (size_t)(p->m->nparts + 1) * sizeof(int64_t),
+                      "sampling: the blocks of %lld parts",
+                      (long long)p->m->nparts);
   d->gb = p->global_batch > 0 ? p->global_batch : 1;
   d->window = ferry__draw_window_size(p);
   if (p->mode == FERRY__DRAW_WEIGHTED && p->w)
@@ -714,11 +740,6 @@ int ferry__draw_init(ferry__draw *d, const ferry__draw_params *p,
     rc = mix_init(d, err);
   else
     rc = ferry__seterr(err, FERRY_EINVAL, "sampling: no weights or sources");
-  if (rc == FERRY_ENOMEM)
-    ferry__seterr(err, rc,
-                  "sampling: out of memory for the tables of %lld "
-                  "blocks",
-                  (long long)d->blocks.nchunks);
   if (!rc && d->D < 1)
     rc = ferry__seterr(err, FERRY_EEMPTY, "sampling: the epoch holds no draw");
   d->bytes += (size_t)d->blocks.nchunks * 2 * sizeof(int64_t);
@@ -1096,10 +1117,13 @@ int ferry__draw_plan(const ferry__draw *d, const ferry__draw_cut *cut, int rank,
   plan_ctx_free(&pc);
   if (rc) {
     ferry__rank_plan_free(p);
-    return ferry__seterr(err, rc,
-                         "sampling: out of memory for the plan of rank %d "
-                         "(%lld draw windows)",
-                         rank, (long long)nw);
+    /* the window buffers, the window tables and the extents so far */
+    return ferry__oom(err, -1,
+                      (size_t)most * (sizeof *pc.pos + sizeof *pc.blk) +
+                          ((size_t)nw + 1) * 4 * sizeof(int64_t) +
+                          (size_t)cap * sizeof *p->extents,
+                      "sampling: the plan of rank %d (%lld draw windows)", rank,
+                      (long long)nw);
   }
   return 0;
 }

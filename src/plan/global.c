@@ -237,9 +237,8 @@ int ferry__global_init(ferry__global *g, const ferry__chunk *pieces,
   g->epoch = pp->epoch;
   g->start = malloc((size_t)(npieces + 1) * sizeof *g->start);
   if (!g->start)
-    return ferry__seterr(err, FERRY_ENOMEM,
-                         "global plan: out of memory for %lld pieces",
-                         (long long)npieces);
+    return ferry__oom(err, -1, (size_t)(npieces + 1) * sizeof *g->start,
+                      "the global plan's %lld pieces", (long long)npieces);
   int64_t largest = 1;
   g->start[0] = 0;
   for (int64_t i = 0; i < npieces; i++) {
@@ -343,7 +342,8 @@ int ferry__global_resume(ferry__global *ch, const ferry__global *pg,
   ferry__global_cut(pg, served, &ch->cut_window, &ch->cut_off);
   ch->fpre = malloc((size_t)(pg->P + 1) * sizeof *ch->fpre);
   if (!ch->fpre)
-    return ferry__seterr(err, FERRY_ENOMEM, "resume: out of memory");
+    return ferry__oom(err, -1, (size_t)(pg->P + 1) * sizeof *ch->fpre,
+                      "the resumed global plan's %d ranks", pg->P);
   ch->fpre[0] = 0;
   for (int r = 0; r < pg->P; r++) {
     ferry__global_counts c;
@@ -958,6 +958,16 @@ static int build_serves(wctx *c, ferry__global_window *x) {
   return rc;
 }
 
+/* About what one rank's window table takes (an out-of-memory message): a
+ * window's per_rank rows read, sent and served, and the counts of P ranks. */
+static size_t window_bytes(const ferry__global *g) {
+  const size_t row = sizeof(ferry__extent) + 2 * sizeof(int64_t) + sizeof(int) +
+                     2 * sizeof(int64_t) + 3 * sizeof(int64_t) + sizeof(int) +
+                     sizeof(uint8_t);
+  return (size_t)(g->per_rank > 0 ? g->per_rank : 1) * row +
+         (size_t)g->P * 4 * sizeof(int64_t);
+}
+
 int ferry__global_window_build(const ferry__global *g, int rank, int64_t w,
                                ferry__global_window *out, ferry__err *err) {
   if (rank < 0 || rank >= g->P || w < 0 || w >= g->nwindows)
@@ -992,10 +1002,10 @@ int ferry__global_window_build(const ferry__global *g, int rank, int64_t w,
   wctx_free(&c);
   if (rc) {
     ferry__global_window_free(out);
-    return ferry__seterr(err, rc,
-                         "global plan: out of memory for window %lld of rank "
-                         "%d (%lld samples per rank window)",
-                         (long long)w, rank, (long long)g->per_rank);
+    return ferry__oom(err, -1, window_bytes(g),
+                      "the global plan's window %lld of rank %d (%lld "
+                      "samples per rank window)",
+                      (long long)w, rank, (long long)g->per_rank);
   }
   return 0;
 }
@@ -1023,10 +1033,9 @@ int ferry__global_reads(const ferry__global *g, int q, int64_t w,
   }
   wctx_free(&c);
   if (rc)
-    return ferry__seterr(err, rc,
-                         "global plan: out of memory for the reads of rank %d "
-                         "in window %lld",
-                         q, (long long)w);
+    return ferry__oom(
+        err, -1, (size_t)(g->per_rank > 0 ? g->per_rank : 1) * sizeof **ext,
+        "the global plan's reads of rank %d in window %lld", q, (long long)w);
   return 0;
 }
 

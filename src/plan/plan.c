@@ -540,7 +540,8 @@ static int plan_tail(build_ctx *c, ferry__rank_plan *out, ferry__err *err) {
   int64_t nmin = INT64_MAX, nmax = 0;
   int64_t *shares = malloc((size_t)P * sizeof *shares);
   if (!shares)
-    return ferry__seterr(err, FERRY_ENOMEM, "plan: out of memory");
+    return ferry__oom(err, -1, (size_t)P * sizeof *shares,
+                      "the plan's shares of %d ranks", P);
   /* Both partitions give every rank its balanced share (to one sample), so
    * the tail rule drops or pads fewer than P * B samples.  Strided deals
    * whole pieces round-robin first (dealt[]) and then evens the shares out
@@ -550,7 +551,8 @@ static int plan_tail(build_ctx *c, ferry__rank_plan *out, ferry__err *err) {
     c->dealt = calloc((size_t)P, sizeof *c->dealt);
     if (!c->dealt) {
       free(shares);
-      return ferry__seterr(err, FERRY_ENOMEM, "plan: out of memory");
+      return ferry__oom(err, -1, (size_t)P * sizeof *c->dealt,
+                        "the plan's strided deal over %d ranks", P);
     }
     for (int64_t i = 0; i < c->np; i++)
       c->dealt[i % P] += ferry__piece(c->ps, c->perm[i]).count;
@@ -964,15 +966,13 @@ static int build(const ferry__pieces *ps, const int64_t *perm,
   rc = plan_tail(&c, out, err);
   if (!rc && (plan_segments(&c, out) || plan_extents(&c, out) ||
               plan_windows(&c, out, want_segs)))
-    rc = ferry__seterr(err, FERRY_ENOMEM,
-                       "plan: out of memory for %zu bytes (the extents and "
-                       "runs of rank %d: about %lld of the epoch's %lld "
-                       "pieces)",
-                       (size_t)(np / pp->world_size + 1) *
-                           (sizeof(segment) + sizeof(ferry__extent) +
-                            sizeof(ferry__seg) + 2 * sizeof(int64_t)),
-                       rank, (long long)(np / pp->world_size + 1),
-                       (long long)np);
+    rc = ferry__oom(err, -1,
+                    (size_t)(np / pp->world_size + 1) *
+                        (sizeof(segment) + sizeof(ferry__extent) +
+                         sizeof(ferry__seg) + 2 * sizeof(int64_t)),
+                    "the plan's extents and runs of rank %d (about %lld of "
+                    "the epoch's %lld pieces)",
+                    rank, (long long)(np / pp->world_size + 1), (long long)np);
 cleanup:
   free(c.dealt);
   free(c.own.v);
@@ -1150,7 +1150,13 @@ static int plan_from_items(const item *list, int64_t n, int64_t nb, int64_t B,
 nomem:
   free(tmp);
   ferry__rank_plan_free(out);
-  return ferry__seterr(err, FERRY_ENOMEM, "resume plan: out of memory");
+  return ferry__oom(err, -1,
+                    ((size_t)nw + 1) * (want_slots ? 5 : 4) * sizeof(int64_t) +
+                        (size_t)(n ? n : 1) *
+                            (sizeof *out->extents + sizeof *tmp +
+                             (want_slots ? sizeof *out->segs : 0)),
+                    "the resumed plan of %lld samples in %lld windows",
+                    (long long)n, (long long)nw);
 }
 
 /* Append p's extents [e0, e1) and runs [g0, g1) to q (arrays sized by the
@@ -1185,13 +1191,21 @@ static int plan_cut(const ferry__rank_plan *p, int64_t K, int want_segs,
   int rc = 0;
   memset(q, 0, sizeof *q);
   if (!ws || !list) {
-    rc = FERRY_ENOMEM;
+    rc = ferry__oom(err, -1,
+                    (size_t)(nrest + skip + 1) * sizeof *ws +
+                        (size_t)(nrest + 1) * sizeof *list,
+                    "the resumed plan's window %lld of %lld samples",
+                    (long long)w0, (long long)(nrest + skip));
     goto done;
   }
   if (w0 < nw)
     rc = ferry__plan_window_slots(p, w0, ws);
-  if (rc)
+  if (rc) { /* a window of slices: its largest slice's order */
+    rc = ferry__oom(err, -1, (size_t)(nrest + skip) * sizeof *ws,
+                    "the order of the resumed plan's window %lld",
+                    (long long)w0);
     goto done;
+  }
   for (int64_t i = 0; i < nrest; i++) {
     const ferry__slot *sl = &ws[skip + i];
     const ferry__extent *x = &p->extents[sl->extent];
@@ -1215,7 +1229,13 @@ static int plan_cut(const ferry__rank_plan *p, int64_t K, int want_segs,
   q->window_first_seg = malloc((size_t)(nq + 1) * sizeof(int64_t));
   if (!q->extents || !q->segs || !q->window_first_extent || !q->window_need ||
       !q->window_samples || !q->window_first_slot || !q->window_first_seg) {
-    rc = FERRY_ENOMEM;
+    rc = ferry__oom(err, -1,
+                    (size_t)(ne + 1) * sizeof *q->extents +
+                        (size_t)(ng + 1) * sizeof *q->segs +
+                        (size_t)(nq + 1) * 5 * sizeof(int64_t),
+                    "the resumed plan's %lld extents and %lld runs in %lld "
+                    "windows",
+                    (long long)ne, (long long)ng, (long long)nq);
     goto done;
   }
   append_reads(q, &first, 0, first.nextents, 0, first.nsegs, 0, 0);
@@ -1264,8 +1284,6 @@ done:
   free(list);
   if (rc)
     ferry__rank_plan_free(q);
-  if (rc == FERRY_ENOMEM)
-    ferry__seterr(err, rc, "resume plan: out of memory");
   return rc;
 }
 
@@ -1529,7 +1547,12 @@ static int64_t range_items(rbuild *b, const range *x, int64_t k,
            sizeof *o->slots) ||
       grow((void **)&b->items, &b->icap, k + x->b - x->a, sizeof(item)) ||
       ferry__plan_window_slots(p, x->w, o->slots))
-    return FERRY_ENOMEM;
+    return ferry__oom(err, -1,
+                      (size_t)p->window_samples[x->w] * sizeof *o->slots +
+                          (size_t)(k + x->b - x->a) * sizeof(item),
+                      "the resumed plan's samples from window %lld of old "
+                      "rank %d",
+                      (long long)x->w, x->r0);
   for (int64_t j = x->a; j < x->b; j++) {
     const ferry__slot *s = &o->slots[j];
     const ferry__extent *e = &p->extents[s->extent];
@@ -1542,7 +1565,9 @@ static int64_t range_items(rbuild *b, const range *x, int64_t k,
     int64_t g0 = p->window_first_seg[x->w], g1 = p->window_first_seg[x->w + 1];
     if (grow((void **)&out->runs, &b->rcap, out->nruns + g1 - g0,
              sizeof *out->runs))
-      return FERRY_ENOMEM;
+      return ferry__oom(
+          err, -1, (size_t)(out->nruns + g1 - g0) * sizeof *out->runs,
+          "the resumed plan's %lld runs", (long long)(out->nruns + g1 - g0));
     b->last_r0 = x->r0;
     b->last_w = x->w;
     b->last_run0 = out->nruns;
@@ -1585,12 +1610,16 @@ static int plan_from_ranges(old_plans *o, const rlist *l, int64_t nb, int64_t B,
   int rc = 0;
   if (!out->window_first_extent || !out->window_need || !out->window_samples ||
       !out->window_first_slot)
-    rc = FERRY_ENOMEM;
+    rc = ferry__oom(err, -1, ((size_t)nw + 1) * 4 * sizeof(int64_t),
+                    "the resumed plan's %lld windows", (long long)nw);
   if (!rc && want_slices) {
     out->slices = malloc((size_t)(l->n + 1) * sizeof *out->slices);
     out->window_first_slice = calloc((size_t)nw + 1, sizeof(int64_t));
     if (!out->slices || !out->window_first_slice)
-      rc = FERRY_ENOMEM;
+      rc = ferry__oom(err, -1,
+                      (size_t)(l->n + 1) * sizeof *out->slices +
+                          ((size_t)nw + 1) * sizeof(int64_t),
+                      "the resumed plan's %lld slices", (long long)l->n);
   }
   int64_t pos = 0, w = -1;
   for (int64_t i0 = 0; i0 < l->n && !rc;) {
@@ -1609,7 +1638,11 @@ static int plan_from_ranges(old_plans *o, const rlist *l, int64_t nb, int64_t B,
     if (grow((void **)&b.tmp, &b.tcap, k, sizeof(item)) ||
         grow((void **)&out->extents, &b.ecap, out->nextents + k,
              sizeof *out->extents)) {
-      rc = FERRY_ENOMEM;
+      rc =
+          ferry__oom(err, -1,
+                     (size_t)k * sizeof(item) +
+                         (size_t)(out->nextents + k) * sizeof *out->extents,
+                     "the resumed plan's extents of window %lld", (long long)w);
       break;
     }
     out->window_first_extent[w] = out->nextents;
@@ -1632,11 +1665,8 @@ static int plan_from_ranges(old_plans *o, const rlist *l, int64_t nb, int64_t B,
   }
   free(b.items);
   free(b.tmp);
-  if (rc) {
+  if (rc)
     ferry__rank_plan_free(out);
-    if (rc == FERRY_ENOMEM)
-      ferry__seterr(err, rc, "resume plan: out of memory");
-  }
   return rc;
 }
 
@@ -1653,7 +1683,9 @@ static int resume_elastic(const ferry__pieces *ps, const int64_t *perm,
   old_plans o = {.ps = ps, .perm = perm, .pp = *pp, .r = -1};
   o.pp.world_size = P;
   rlist *lists = calloc((size_t)P, sizeof *lists);
-  int rc = lists ? 0 : FERRY_ENOMEM;
+  int rc = lists ? 0
+                 : ferry__oom(err, -1, (size_t)P * sizeof *lists,
+                              "the resumed plan's ranges of %d ranks", P);
   int64_t nb = 0, M = 0, dropped = 0, group = 0;
   for (int r = 0; r < P && !rc; r++) {
     rc = old_get(&o, r, err);
@@ -1663,6 +1695,11 @@ static int resume_elastic(const ferry__pieces *ps, const int64_t *perm,
                    p->segs[p->window_first_seg[w]].padded != 0;
       rc = range_push(
           &lists[r], (range){r, padded, w, 0, p->window_samples[w], group + w});
+      if (rc)
+        rc = ferry__oom(err, -1,
+                        (size_t)(lists[r].cap ? 2 * lists[r].cap : 16) *
+                            sizeof(range),
+                        "the resumed plan's ranges of old rank %d", r);
     }
     if (!rc) {
       nb = p->num_batches;
@@ -1689,8 +1726,17 @@ static int resume_elastic(const ferry__pieces *ps, const int64_t *perm,
     nb -= K;
     int Pn = s + 1 < nsteps ? steps[s + 1].world_size : pp->world_size;
     if (Pn != P) {
+      int64_t nr = 0;
+      for (int r = 0; r < P; r++)
+        nr += lists[r].n;
       rc = redeal(&lists, P, Pn, B, pp->tail, &nb, &dropped, &group);
-      if (!rc)
+      if (rc)
+        rc = ferry__oom(
+            err, -1, (size_t)(nr + 1) * (2 * sizeof(range) + sizeof(int64_t)),
+            "the resumed plan's %lld ranges dealt from %d to %d "
+            "ranks",
+            (long long)nr, P, Pn);
+      else
         P = Pn;
     }
   }
@@ -1709,8 +1755,6 @@ static int resume_elastic(const ferry__pieces *ps, const int64_t *perm,
       q->dropped = dropped;
     }
   }
-  if (rc == FERRY_ENOMEM)
-    ferry__seterr(err, rc, "resume plan: out of memory");
   if (rc) {
     if (out)
       ferry__rank_plan_free(out);

@@ -31,14 +31,16 @@ static int global_order(const ferry__chunk *pieces, int64_t npieces,
   int64_t *s = NULL, *b = NULL, n = 0, cap = 16;
   int rc = ferry__global_init(&g, pieces, npieces, perm, pp, exchange, err);
   if (!rc && !(s = malloc((size_t)cap * sizeof *s)))
-    rc = ferry__seterr(err, FERRY_ENOMEM, "out of memory for the order");
+    rc = ferry__oom(err, -1, (size_t)cap * sizeof *s, "the order of rank %d",
+                    rank);
   for (int64_t w = 0; !rc && w < g.nwindows; w++) {
     rc = ferry__global_window_build(&g, rank, w, &win, err);
     if (!rc && n + win.nserve > cap) {
       int64_t nc = 2 * (n + win.nserve) + 16;
       int64_t *t = realloc(s, (size_t)nc * sizeof *s);
       if (!t)
-        rc = ferry__seterr(err, FERRY_ENOMEM, "out of memory for the order");
+        rc = ferry__oom(err, -1, (size_t)nc * sizeof *s, "the order of rank %d",
+                        rank);
       else {
         s = t;
         cap = nc;
@@ -49,7 +51,8 @@ static int global_order(const ferry__chunk *pieces, int64_t npieces,
   }
   int64_t nb = g.num_batches, B = pp->batch_size;
   if (!rc && !(b = malloc((size_t)(nb + 1) * sizeof *b)))
-    rc = ferry__seterr(err, FERRY_ENOMEM, "out of memory for the order");
+    rc = ferry__oom(err, -1, (size_t)(nb + 1) * sizeof *b,
+                    "the %lld batches of rank %d", (long long)nb, rank);
   for (int64_t i = 0; !rc && i <= nb; i++)
     b[i] = i * B < n ? i * B : n;
   ferry__global_window_free(&win);
@@ -77,12 +80,18 @@ int ferry__plan_order(const ferry__chunk *chunks, int64_t nchunks,
   ferry__rank_plan plan;
   memset(&plan, 0, sizeof plan);
   int rc = ferry__plan_pieces(chunks, nchunks, pp, &pieces, &npieces);
+  if (rc) /* the selection, then the pieces: at least a chunk each */
+    ferry__oom(err, -1,
+               (size_t)(nchunks ? nchunks : 1) *
+                   (sizeof(int64_t) + sizeof *pieces),
+               "the pieces of %lld chunks", (long long)nchunks);
   if (!rc) {
     perm = malloc((size_t)(npieces > 0 ? npieces : 1) * sizeof *perm);
-    rc = perm ? 0 : FERRY_ENOMEM;
+    if (!perm)
+      rc = ferry__oom(err, -1,
+                      (size_t)(npieces > 0 ? npieces : 1) * sizeof *perm,
+                      "the permutation of %lld pieces", (long long)npieces);
   }
-  if (rc)
-    ferry__seterr(err, rc, "out of memory for the plan");
   if (!rc && pp->shuffle == FERRY__SHUFFLE_GLOBAL) {
     ferry__plan_permutation(pp, npieces, perm);
     rc = global_order(pieces, npieces, perm, pp, exchange, rank, samples,
@@ -100,12 +109,18 @@ int ferry__plan_order(const ferry__chunk *chunks, int64_t nchunks,
   int64_t *s = NULL, *b = NULL;
   ferry__slot *slots = NULL;
   if (!rc && ferry__plan_slots(&plan, &slots))
-    rc = ferry__seterr(err, FERRY_ENOMEM, "out of memory for the order");
+    rc = ferry__oom(
+        err, -1, (size_t)(plan.nslots ? plan.nslots : 1) * sizeof *slots,
+        "the order of rank %d (%lld samples)", rank, (long long)plan.nslots);
   if (!rc) {
     s = malloc((size_t)(plan.nslots > 0 ? plan.nslots : 1) * sizeof *s);
     b = malloc((size_t)(plan.num_batches + 1) * sizeof *b);
     if (!s || !b)
-      rc = ferry__seterr(err, FERRY_ENOMEM, "out of memory for the order");
+      rc = ferry__oom(err, -1,
+                      (size_t)(plan.nslots > 0 ? plan.nslots : 1) * sizeof *s +
+                          (size_t)(plan.num_batches + 1) * sizeof *b,
+                      "the order of rank %d (%lld samples)", rank,
+                      (long long)plan.nslots);
   }
   if (!rc) {
     for (int64_t i = 0; i < plan.nslots; i++)

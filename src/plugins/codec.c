@@ -21,6 +21,7 @@
 #include "codec.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,6 +78,15 @@ int ferry__codec_available(int kind) {
 
 static int fail(const char **why, const char *msg) {
   *why = msg;
+  return -1;
+}
+
+/* Out of memory for bytes bytes of what: the reason in a per-thread buffer
+ * (valid until this thread's next decode; the caller names the chunk). */
+static int fail_oom(const char **why, size_t bytes, const char *what) {
+  static _Thread_local char text[128];
+  snprintf(text, sizeof text, "out of memory: %zu bytes for %s", bytes, what);
+  *why = text;
   return -1;
 }
 
@@ -139,11 +149,11 @@ static int inflate_run(int gzip, const void *in, size_t inlen,
   if (grow && !*buf) {
     *cap = inlen < 4096 ? 16384 : 4 * inlen;
     if (!(*buf = malloc(*cap)))
-      return fail(why, "out of memory");
+      return fail_oom(why, *cap, "the decoded data");
   }
   if (inflateInit2(&zs, gzip ? 15 + 16 : 15) != Z_OK)
     return fail(why, "zlib cannot start");
-  size_t done = 0, used = 0;
+  size_t done = 0, used = 0, want = 0; /* want: a failed growth's bytes */
   int zrc = Z_OK, overflow = 0;
   while (zrc != Z_STREAM_END) {
     unsigned char probe;
@@ -154,6 +164,7 @@ static int inflate_run(int gzip, const void *in, size_t inlen,
         unsigned char *nb = realloc(*buf, *cap * 2);
         if (!nb) {
           zrc = Z_MEM_ERROR;
+          want = *cap * 2;
           break;
         }
         *buf = nb;
@@ -188,8 +199,10 @@ static int inflate_run(int gzip, const void *in, size_t inlen,
   inflateEnd(&zs);
   if (overflow || zrc != Z_STREAM_END || used != inlen ||
       (!grow && done != *cap)) {
-    if (zrc == Z_MEM_ERROR)
-      return fail(why, "out of memory");
+    if (zrc == Z_MEM_ERROR && want)
+      return fail_oom(why, want, "the decoded data");
+    if (zrc == Z_MEM_ERROR) /* zlib's state: its 32 KiB window and ~7 KiB */
+      return fail_oom(why, 32768 + 7168, "zlib's inflate state");
     if (overflow || (zrc == Z_STREAM_END && used == inlen))
       return fail(why, "the decoded size differs from the chunk's size");
     return fail(why, zrc == Z_STREAM_END
@@ -390,7 +403,7 @@ int ferry__codec_decode(int kind, unsigned param, const void *in, size_t inlen,
 #endif
   void *buf = malloc(n ? n : 1);
   if (!buf)
-    return fail(why, "out of memory");
+    return fail_oom(why, n ? n : 1, "the decoded data");
   if (n && decode_exact(kind, param, in, inlen, buf, n, why) < 0) {
     free(buf);
     return -1;

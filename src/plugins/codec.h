@@ -45,7 +45,8 @@ int ferry__codec_available(int kind);
  * (the chunk's bytes), or 0 when unknown: the output then grows as needed.
  * On success *out is a malloc'd buffer of *outlen bytes (the caller frees)
  * and 0 is returned; otherwise -1 and why holds a short reason ("truncated
- * or corrupt blosc data").  Thread-safe.
+ * or corrupt blosc data"; out of memory names the bytes, in a per-thread
+ * buffer valid until the thread's next decode).  Thread-safe.
  */
 int ferry__codec_decode(int kind, unsigned param, const void *in, size_t inlen,
                         size_t expect, void **out, size_t *outlen,

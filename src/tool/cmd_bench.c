@@ -687,7 +687,8 @@ static double *bench_gather(const tool_ctx *ctx, const ferry_loader *L,
   double *all = NULL;
   if (ctx->rank == 0 &&
       (all = malloc((size_t)ctx->size * M_COUNT * sizeof *all)) == NULL)
-    tool_local_fatal(ctx, L, "out of memory", FERRY_ENOMEM);
+    tool_oom(ctx, (size_t)ctx->size * M_COUNT * sizeof *all,
+             "the measures of %d ranks (dataset %s)", ctx->size, ctx->target);
   MPI_Gather(m, M_COUNT, MPI_DOUBLE, all, M_COUNT, MPI_DOUBLE, 0,
              MPI_COMM_WORLD);
   return all;

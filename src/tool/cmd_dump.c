@@ -67,15 +67,16 @@ typedef struct dump_recs {
 } dump_recs;
 
 /* Batch b's samples of variable vi (elements of elsize bytes) onto d. */
-static void dump_batch(const tool_ctx *ctx, const ferry_loader *L,
-                       const ferry_batch *b, int vi, size_t elsize,
-                       int row_hash, dump_recs *d) {
+static void dump_batch(const tool_ctx *ctx, const ferry_batch *b, int vi,
+                       size_t elsize, int row_hash, dump_recs *d) {
   if (d->nrecs + b->size > d->cap) {
     d->cap = (d->nrecs + b->size) * 2 + 64;
     int64_t *grown =
         realloc(d->recs, (size_t)d->cap * D_FIELDS * sizeof *d->recs);
     if (grown == NULL)
-      tool_local_fatal(ctx, L, "out of memory", FERRY_ENOMEM);
+      tool_oom(ctx, (size_t)d->cap * D_FIELDS * sizeof *d->recs,
+               "the records of %lld samples of dataset %s", (long long)d->cap,
+               ctx->target);
     d->recs = grown;
   }
   const ferry_tensor *t = &b->vars[vi];
@@ -170,7 +171,7 @@ static int run_dump(tool_ctx *ctx) {
       st = tool_lib_error(ctx, L, rc);
       goto cleanup;
     }
-    dump_batch(ctx, L, b, vi, elsize, row_hash, &d);
+    dump_batch(ctx, b, vi, elsize, row_hash, &d);
     if ((rc = ferry_release(L, b)) != 0)
       tool_local_fatal(ctx, L, "ferry_release", rc);
   }

@@ -415,7 +415,9 @@ static int write_npy(const tool_ctx *ctx, const gen_params *p, const gen_var *v,
       v->row_bytes ? malloc((size_t)block * v->row_bytes) : NULL;
   int rc = 0;
   if (v->row_bytes && buf == NULL) {
-    tool_rank_error(ctx, "%s: out of memory", path);
+    tool_rank_error(ctx,
+                    "%s: out of memory: %zu bytes for a block of %lld rows",
+                    path, (size_t)block * v->row_bytes, (long long)block);
     rc = -1;
   } else if (fwrite(header, 1, hlen, f) != hlen) {
     tool_rank_error(ctx, "cannot write %s: %s", path, strerror(errno));

@@ -62,7 +62,8 @@ static int64_t plan_reads(const tool_ctx *ctx, const ferry_loader *L,
   ferry_chunk_info *chunks =
       malloc((size_t)(nreads > 0 ? nreads : 1) * sizeof *chunks);
   if (chunks == NULL)
-    tool_local_fatal(ctx, L, "out of memory", FERRY_ENOMEM);
+    tool_oom(ctx, (size_t)(nreads > 0 ? nreads : 1) * sizeof *chunks,
+             "the %lld chunks of dataset %s", (long long)nreads, ctx->target);
   if ((rc = ferry_epoch_chunks(L, chunks, nreads, &got)) != 0)
     tool_local_fatal(ctx, L, "ferry_epoch_chunks", rc);
   if (got < nreads)
@@ -70,7 +71,8 @@ static int64_t plan_reads(const tool_ctx *ctx, const ferry_loader *L,
   int64_t *reads =
       malloc((size_t)(nreads > 0 ? nreads : 1) * C_FIELDS * sizeof *reads);
   if (reads == NULL)
-    tool_local_fatal(ctx, L, "out of memory", FERRY_ENOMEM);
+    tool_oom(ctx, (size_t)(nreads > 0 ? nreads : 1) * C_FIELDS * sizeof *reads,
+             "the %lld reads of dataset %s", (long long)nreads, ctx->target);
   for (int64_t c = 0; c < nreads; c++) {
     reads[c * C_FIELDS + C_ID] = chunks[c].id;
     reads[c * C_FIELDS + C_PART] = chunks[c].part;

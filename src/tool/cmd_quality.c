@@ -157,6 +157,7 @@ static int epoch_build(const tool_ctx *ctx, const ferry_loader *L,
                        const qcfg *cfg, int64_t ep, int64_t N,
                        int64_t *chunk_of, epoch_ord *e) {
   memset(e, 0, sizeof *e);
+  size_t want = sizeof *e->bstart; /* what failed */
   if (!(e->bstart = malloc(sizeof *e->bstart)))
     goto oom;
   e->bstart[0] = 0;
@@ -168,6 +169,10 @@ static int epoch_build(const tool_ctx *ctx, const ferry_loader *L,
                  r, cfg->world, ferry_last_error(NULL));
       return 1;
     }
+    want =
+        (size_t)(e->o.n + bs[nb] + 1) * (sizeof *e->sample + sizeof *e->chunk) +
+        (size_t)(e->o.nbatches + nb + 1) *
+            (sizeof *e->bstart + sizeof *e->brank);
     rc = epoch_append(e, r, s, c, bs, nb);
     free(s);
     free(c);
@@ -182,6 +187,7 @@ static int epoch_build(const tool_ctx *ctx, const ferry_loader *L,
     if (e->sample[i] >= 0 && e->sample[i] < N)
       chunk_of[e->sample[i]] = e->chunk[i];
   size_t bytes = (size_t)(e->o.n + 1) * sizeof(int64_t);
+  want = 2 * bytes;
   if (!(e->isample = malloc(bytes)) || !(e->ichunk = malloc(bytes)))
     goto oom;
   qm_ideal(&e->o, cfg->seed * 0x9e3779b97f4a7c15ULL + (uint64_t)ep + 1,
@@ -192,7 +198,10 @@ static int epoch_build(const tool_ctx *ctx, const ferry_loader *L,
   e->ideal.sample = e->isample;
   return 0;
 oom:
-  tool_error(ctx, "out of memory for the orders of epoch %" PRId64, ep);
+  tool_error(ctx,
+             "out of memory: %zu bytes for the orders of epoch %" PRId64
+             " of dataset %s",
+             want, ep, ctx->target);
   return 1;
 }
 
@@ -295,7 +304,9 @@ static int label_classes(const tool_ctx *ctx, const qcfg *cfg,
   if (!sorted || !cls) {
     free(sorted);
     free(cls);
-    tool_error(ctx, "out of memory for the labels");
+    tool_error(ctx, "out of memory: %zu bytes for the labels of dataset %s",
+               (size_t)(N > 0 ? N : 1) * (sizeof *sorted + sizeof *cls),
+               ctx->target);
     return 1;
   }
   int64_t bad = -1;
@@ -389,7 +400,9 @@ static int read_labels(tool_ctx *ctx, const qcfg *cfg, int64_t N, int32_t **cls,
       if (nb)
         bits = nb;
       if (!ni || !nb)
-        tool_local_fatal(ctx, LL, "out of memory for the labels", FERRY_ENOMEM);
+        tool_oom(ctx, (size_t)cap * (sizeof *ni + sizeof *nb),
+                 "the labels of %lld samples of dataset %s", (long long)cap,
+                 ctx->target);
     }
     const unsigned char *p = b->vars[0].data;
     for (int64_t i = 0; i < b->size; i++, n++) {
@@ -414,7 +427,8 @@ static int read_labels(tool_ctx *ctx, const qcfg *cfg, int64_t N, int32_t **cls,
   if (!st && ctx->rank == 0) {
     double *vals = malloc((size_t)(N > 0 ? N : 1) * sizeof *vals);
     if (!vals)
-      tool_local_fatal(ctx, NULL, "out of memory for the labels", FERRY_ENOMEM);
+      tool_oom(ctx, (size_t)(N > 0 ? N : 1) * sizeof *vals,
+               "the labels of dataset %s", ctx->target);
     for (int64_t s = 0; s < N; s++)
       vals[s] = NAN;
     for (int64_t i = 0; i < total; i++)
@@ -549,7 +563,10 @@ static int quality_compute(const tool_ctx *ctx, const ferry_loader *L,
   int64_t N = ferry_num_samples(L);
   int64_t *chunk_of = calloc((size_t)(N > 0 ? N : 1), sizeof *chunk_of);
   if (!chunk_of) {
-    tool_error(ctx, "out of memory for %" PRId64 " samples", N);
+    tool_error(ctx,
+               "out of memory: %zu bytes for the chunks of the %" PRId64
+               " samples of dataset %s",
+               (size_t)(N > 0 ? N : 1) * sizeof *chunk_of, N, ctx->target);
     return 1;
   }
   acc plan, ideal;
@@ -567,7 +584,12 @@ static int quality_compute(const tool_ctx *ctx, const ferry_loader *L,
         nchunks = cur.chunk[i] + 1; /* ids in storage order: the last + 1 */
     if (!st && epoch_measure(&cur, e ? &prev : NULL, N, cls, ncls, &plan,
                              &ideal) != 0) {
-      tool_error(ctx, "out of memory for the measures");
+      /* about the largest of them: a table per sample, two per draw */
+      tool_error(ctx,
+                 "out of memory: %zu bytes for the measures of epoch "
+                 "%" PRId64 " of dataset %s",
+                 (size_t)(N + 2 * cur.o.n + 2) * sizeof(int64_t), e,
+                 ctx->target);
       st = 1;
     }
     epoch_free(&prev);

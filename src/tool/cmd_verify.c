@@ -445,7 +445,9 @@ static int run_epoch(tool_ctx *ctx, ferry_loader *L, const setup *su, int64_t e,
       return tool_lib_error(ctx, L, rc);
     if (grow((void **)&run->hash, &run->cap_hash, run->received + 1,
              sizeof(uint64_t), 2, (void **)&run->sizes) != 0)
-      tool_local_fatal(ctx, L, "out of memory", FERRY_ENOMEM);
+      tool_oom(ctx, (size_t)(2 * (run->received + 1) + 64) * sizeof(uint64_t),
+               "the hashes of %lld batches of dataset %s",
+               (long long)run->received + 1, ctx->target);
     int64_t before = run->malformed;
     check_batch(su, b, e, run->info.first_batch + run->received, nvars, run);
     int ok = run->malformed == before;
@@ -463,7 +465,10 @@ static int run_epoch(tool_ctx *ctx, ferry_loader *L, const setup *su, int64_t e,
     if (first_pass && ok && b->size > 0) {
       if (grow((void **)&run->ids, &run->cap_ids, run->nids + b->size,
                sizeof(int64_t), 2, (void **)&run->padded) != 0)
-        tool_local_fatal(ctx, L, "out of memory", FERRY_ENOMEM);
+        tool_oom(ctx,
+                 (size_t)(2 * (run->nids + b->size) + 64) * sizeof(int64_t),
+                 "the ids of %lld samples of dataset %s",
+                 (long long)(run->nids + b->size), ctx->target);
       for (int64_t j = 0; j < b->size; j++) {
         run->ids[run->nids] = b->sample_ids[j];
         run->padded[run->nids++] = b->padded[j] != 0;
@@ -661,13 +666,17 @@ static void check_once(tool_ctx *ctx, report *rep, const setup *su, int64_t e,
   *ids_out = ids;
   *pad_out = pad;
   *total_out = total;
+  int64_t want = 0; /* how many there were (the same outcome on every rank) */
+  if (!*gather_ok)
+    MPI_Allreduce(&r->nids, &want, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
   if (ctx->rank != 0)
     return;
   if (!*gather_ok) {
     result(rep, CK_ONCE, RES_FAIL, e,
-           "cannot gather the %" PRId64 " sample "
-           "ids on rank 0 (more than one MPI_Gatherv holds, or out of memory)",
-           total);
+           "cannot gather the %" PRId64 " sample ids on rank 0 (more than "
+           "one MPI_Gatherv holds, or out of memory: %zu bytes for them and "
+           "their pad flags)",
+           want, (size_t)want * 2 * sizeof(int64_t));
     return;
   }
   if (su->si.mode) {
@@ -691,7 +700,9 @@ static void check_once(tool_ctx *ctx, report *rep, const setup *su, int64_t e,
   once_tally c;
   if (once_count(su, ids, pad, total, prev, nprev, es_min, &c) != 0) {
     result(rep, CK_ONCE, RES_FAIL, e,
-           "out of memory for %" PRId64 " samples on rank 0", su->n);
+           "out of memory: %zu bytes for the %" PRId64 " samples of dataset "
+           "%s on rank 0",
+           (size_t)(su->n > 0 ? su->n : 1), su->n, ctx->target);
     return;
   }
   int64_t es = es_min, dropped = dr_min;
@@ -728,7 +739,9 @@ static void check_sampling(const ferry_loader *L, report *rep, const setup *su,
                            int64_t total) {
   int64_t *real = malloc((size_t)(total ? total : 1) * sizeof *real), n = 0;
   if (!real) {
-    result(rep, CK_SAMPLING, RES_FAIL, e, "out of memory on rank 0");
+    result(rep, CK_SAMPLING, RES_FAIL, e,
+           "out of memory: %zu bytes for the %" PRId64 " draws on rank 0",
+           (size_t)(total ? total : 1) * sizeof *real, total);
     return;
   }
   for (int64_t i = 0; i < total; i++)
@@ -785,8 +798,10 @@ static void check_sampling(const ferry_loader *L, report *rep, const setup *su,
 /* ---- --state: the ids earlier runs of an epoch served ------------------- */
 
 /* Rank 0: the ids FILE.served holds for epoch e (none when it is missing or
- * for another epoch).  Returns the count, -1 when out of memory. */
-static int64_t served_read(const char *state, int64_t e, int64_t **out) {
+ * for another epoch).  Returns the count, -1 when out of memory (*want:
+ * the bytes asked for). */
+static int64_t served_read(const char *state, int64_t e, int64_t **out,
+                           size_t *want) {
   char path[4200];
   *out = NULL;
   snprintf(path, sizeof path, "%s.served", state);
@@ -805,6 +820,7 @@ static int64_t served_read(const char *state, int64_t e, int64_t **out) {
       cap = cap ? 2 * cap : 1024;
       int64_t *t = realloc(*out, (size_t)cap * sizeof *t);
       if (t == NULL) {
+        *want = (size_t)cap * sizeof *t;
         fclose(f);
         free(*out);
         *out = NULL;
@@ -896,7 +912,10 @@ static void setup_init(tool_ctx *ctx, ferry_loader *L, setup *su) {
   }
   su->expect = malloc(max_row);
   if (su->vars == NULL || su->expect == NULL)
-    tool_local_fatal(ctx, L, "out of memory", FERRY_ENOMEM);
+    tool_oom(ctx,
+             (size_t)(su->nvars > 0 ? su->nvars : 1) * sizeof *su->vars +
+                 max_row,
+             "the %d variables of dataset %s", su->nvars, ctx->target);
   tool_parse_i64(tool_option(ctx, "batch_size", buf, sizeof buf), 1, INT64_MAX,
                  &su->batch_size);
   tool_option(ctx, "tail", su->tail_name, sizeof su->tail_name);
@@ -1209,9 +1228,10 @@ static int verify_epochs(tool_ctx *ctx, ferry_loader *L, const verify_cfg *cfg,
   if (cfg->state &&
       (st = tool_state_begin(ctx, L, cfg->state, cfg->json, &e0, &resumed)))
     return st;
+  size_t want = 0;
   if (resumed && ctx->rank == 0 &&
-      (v->nprev = served_read(cfg->state, e0, &v->prev)) < 0)
-    tool_local_fatal(ctx, L, "out of memory", FERRY_ENOMEM);
+      (v->nprev = served_read(cfg->state, e0, &v->prev, &want)) < 0)
+    tool_oom(ctx, want, "the ids %s.served holds", cfg->state);
   for (int64_t e = e0; e < cfg->epochs; e++) {
     int started = cfg->state != NULL && e == e0;
     if ((st = verify_epoch(ctx, L, cfg, v, e, started, resumed && e == e0)))

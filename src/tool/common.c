@@ -99,6 +99,15 @@ void tool_rank_fatal(const tool_ctx *ctx, const char *fmt, ...) {
   exit(TOOL_EXIT_ERROR); /* MPI_Abort does not return */
 }
 
+void tool_oom(const tool_ctx *ctx, size_t bytes, const char *fmt, ...) {
+  char what[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  tool_rank_fatal(ctx, "out of memory: %zu bytes for %s", bytes, what);
+}
+
 int tool_all(int ok) {
   int in = ok ? 1 : 0, out = 0;
   MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
@@ -381,7 +390,8 @@ static int option_table(const tool_ctx *ctx, const tool_cmd *cmd, int nloader,
     char buf[128];
     dashed(ferry_option_info_get(i)->name, buf, sizeof buf);
     if ((names[i] = strdup(buf)) == NULL) {
-      tool_error(ctx, "out of memory");
+      tool_error(ctx, "out of memory: %zu bytes for option --%s",
+                 strlen(buf) + 1, buf);
       return TOOL_EXIT_ERROR;
     }
     lo[n++] =
@@ -470,7 +480,11 @@ int tool_parse(tool_ctx *ctx, const tool_cmd *cmd, int argc, char **argv) {
   scanned sc = {calloc((size_t)argc + 1, sizeof *sc.set), 0, NULL, 0};
   ctx->args = calloc((size_t)argc + 1, sizeof *ctx->args);
   if (!lo || !names || !sc.set || !ctx->args) {
-    tool_error(ctx, "out of memory");
+    tool_error(ctx, "out of memory: %zu bytes for the table of %d options",
+               (size_t)ntab * sizeof *lo +
+                   ((size_t)nloader + 1) * sizeof *names +
+                   ((size_t)argc + 1) * (sizeof *sc.set + sizeof *ctx->args),
+               ntab);
     status = TOOL_EXIT_ERROR;
     goto cleanup;
   }

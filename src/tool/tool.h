@@ -136,6 +136,10 @@ void tool_local_fatal(const tool_ctx *ctx, const ferry_loader *loader,
  * (MPI_Abort): for failures the ranks cannot get past together. */
 void tool_rank_fatal(const tool_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3), noreturn));
+/* Out of memory on this rank (a LOCAL failure, as tool_local_fatal):
+ * "out of memory: BYTES bytes for WHAT" from this rank, then MPI_Abort. */
+void tool_oom(const tool_ctx *ctx, size_t bytes, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4), noreturn));
 /** 1 on every rank when ok is true on every rank. */
 int tool_all(int ok);
 

@@ -73,9 +73,9 @@ static int agree_same_long(MPI_Comm comm, int rank, const uint64_t *v, int n,
   int ok[2] = {lo != NULL, 0};
   if (MPI_Allreduce(&ok[0], &ok[1], 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
     rc = mpi_fail(err, rank, "MPI_Allreduce");
-  else if (!ok[1])
-    rc = ferry__seterr_on(err, rank, FERRY_ENOMEM,
-                          "out of memory comparing %d values across ranks", n);
+  else if (!ok[1]) /* here, or on another rank */
+    rc = ferry__oom(err, rank, 2 * (size_t)(n > 0 ? n : 1) * sizeof *lo,
+                    "comparing %d values across ranks", n);
   else {
     uint64_t *hi = lo + n;
     if (MPI_Allreduce(v, lo, n, MPI_UINT64_T, MPI_MIN, comm) != MPI_SUCCESS ||
@@ -159,8 +159,7 @@ int ferry__bcast_blob_rc(MPI_Comm comm, int rank, int root, int root_rc,
     *buf = malloc(n ? n : 1);
     *len = (size_t)n;
     if (!*buf)
-      rc = ferry__seterr_on(err, rank, FERRY_ENOMEM,
-                            "out of memory (%llu bytes for %s)", n, what);
+      rc = ferry__oom(err, rank, (size_t)(n ? n : 1), "%s", what);
   }
   rc = ferry__agree(comm, rank, rc, err);
   const size_t piece = (size_t)1 << 30;

@@ -345,13 +345,15 @@ int ferry_build_info(char *buf, size_t len, int json) {
                          "ferry_build_info: buf is NULL but len is %zu", len);
   lib_row *rows = calloc(NROWS, sizeof *rows);
   if (rows == NULL)
-    return ferry__seterr(NULL, FERRY_ENOMEM, "ferry_build_info: out of memory");
+    return ferry__oom(NULL, -1, NROWS * sizeof *rows,
+                      "ferry_build_info's %d libraries", (int)NROWS);
   collect(rows);
   char *s = json ? json_report(rows) : text_report(rows);
   free(rows);
-  if (s == NULL)
-    return ferry__seterr(NULL, FERRY_ENOMEM,
-                         "ferry_build_info: out of memory building the report");
+  if (s == NULL) /* the text report's buffer (jansson's: about as much) */
+    return ferry__oom(
+        NULL, -1, 512 + NROWS * (sizeof rows[0].built + sizeof rows[0].found),
+        "ferry_build_info's report");
   size_t n = strlen(s);
   if (len > 0)
     snprintf(buf, len, "%s", s);

@@ -62,7 +62,7 @@ if "$FERRY" gen "$tmp/oom" --samples 40000000 --var x:uint8 >/dev/null; then
   ( ulimit -v 1000000 && "$FERRY" bench "$tmp/oom" --chunk-samples 1 --epochs 1 ) \
     >"$tmp/oom.out" 2>&1
   st=$?
-  if test $st = 1 && grep "dataset $tmp/oom, epoch 0: plan: out of memory for [0-9]* bytes" "$tmp/oom.out" >/dev/null; then
+  if test $st = 1 && grep "dataset $tmp/oom, epoch 0: out of memory: [0-9]* bytes for the plan's extents" "$tmp/oom.out" >/dev/null; then
     echo "ok: out of memory names the dataset and the size: `tail -n 1 "$tmp/oom.out"`"
   else
     echo "FAIL: out of memory under ulimit -v: status $st, message:"
