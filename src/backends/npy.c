@@ -431,10 +431,8 @@ static int dir_has_npy(const char *dir) {
   while (!found && (e = readdir(d)) != NULL) {
     if (!is_var_name(e->d_name))
       continue;
-    char *full = ferry__join_path(dir, e->d_name);
     struct stat st;
-    found = full && stat(full, &st) == 0 && S_ISREG(st.st_mode);
-    free(full);
+    found = fstatat(dirfd(d), e->d_name, &st, 0) == 0 && S_ISREG(st.st_mode);
   }
   closedir(d);
   return found;
@@ -573,10 +571,9 @@ static int list_vars(const char *dir, char ***out, int *n, ferry__err *err) {
   while ((e = readdir(d)) != NULL) {
     if (!is_var_name(e->d_name))
       continue;
-    char *full = ferry__join_path(dir, e->d_name);
-    struct stat st;
-    int have = full && stat(full, &st) == 0;
-    free(full);
+    struct stat st; /* relative to the open directory: no path to allocate
+                     * (a failed one used to read as a missing file) */
+    int have = fstatat(dirfd(d), e->d_name, &st, 0) == 0;
     /* A FIFO, socket or device named like a variable would block or feed
      * garbage: refuse it by name (a subdirectory is not a variable). */
     if (have && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {

@@ -354,15 +354,28 @@ static int unknown_option(const tool_ctx *ctx, const struct option *lo,
   return tool_usage_error(ctx, "unknown option '--%s'", name);
 }
 
+/* A failure that may be this rank's alone (out of memory): said by every
+ * rank it happened on, with its rank; others as tool_lib_error (rank 0). */
+static int options_error(const tool_ctx *ctx, int rc) {
+  if (rc != FERRY_ENOMEM || ctx->size < 2)
+    return tool_lib_error(ctx, NULL, rc);
+  const char *msg = ferry_last_error(NULL);
+  fprintf(stderr, "ferry: %s: rank %d: %s\n",
+          ctx->cmd ? ctx->cmd->name : "main", ctx->rank,
+          msg && msg[0] ? msg : ferry_strerror(rc));
+  fflush(stderr);
+  return TOOL_EXIT_ERROR;
+}
+
 static int build_options(tool_ctx *ctx, const char *config,
                          const loader_setting *set, int nset) {
   int rc = ferry_options_create(&ctx->opts);
   if (rc != 0)
-    return tool_lib_error(ctx, NULL, rc);
+    return options_error(ctx, rc);
   if (config != NULL && (rc = ferry_options_load(ctx->opts, config)) != 0)
-    return tool_lib_error(ctx, NULL, rc);
+    return options_error(ctx, rc);
   if ((rc = ferry_options_from_env(ctx->opts)) != 0)
-    return tool_lib_error(ctx, NULL, rc);
+    return options_error(ctx, rc);
   for (int i = 0; i < nset; i++) {
     const ferry_option_info *info = ferry_option_info_get(set[i].index);
     rc = ferry_options_set(ctx->opts, info->name, set[i].value);

@@ -34,7 +34,7 @@ GPU_TEST_NCCL = -DHAVE_NCCL_TEST
 endif
 
 # A shared library for LD_PRELOAD, built by "make check" only.
-check_LTLIBRARIES = tests/gpu/libfakecuda.la
+check_LTLIBRARIES += tests/gpu/libfakecuda.la
 tests_gpu_libfakecuda_la_SOURCES = tests/gpu/fakecuda.c tests/gpu/fakecuda.h
 tests_gpu_libfakecuda_la_CPPFLAGS = $(CUDA_CPPFLAGS) $(NCCL_CPPFLAGS)
 tests_gpu_libfakecuda_la_LDFLAGS = -module -avoid-version -shared \
