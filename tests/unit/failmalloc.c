@@ -23,8 +23,8 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <execinfo.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
