@@ -408,19 +408,13 @@ int ferry_next(ferry_loader *L, ferry_batch **out) {
     }
   }
   /* Certified: every rank will hand out batch b; only wait for assembly.
-   * Rather than sleep while no worker has started b, the calling thread
-   * assembles it itself: it would idle anyway, and on busy cores the
-   * sleep/wake handoff per batch costs more than the copy. */
+   * Rather than sleep while b (or, once a worker has b, the next unclaimed
+   * batch) waits for a thread, the calling thread assembles it itself
+   * (help_assemble): it would idle anyway, and on busy cores the sleep/wake
+   * handoff per batch costs more than the copy. */
   if (L->gpu)
     return next_device(L, ep, b, t0, out);
   pthread_mutex_lock(&ep->mu);
-  if (ep->next_assign == b && s->state == SLOT_FREE && !ep->stop &&
-      ep->loaded >= ferry__plan_batch_need(&ep->plan, b)) {
-    ep->next_assign++;
-    s->state = SLOT_BUSY;
-    s->bidx = b;
-    ferry__assemble_unlocked(ep, s, b);
-  }
   while (!(s->state == SLOT_READY && s->bidx == b)) {
     if (s->state == SLOT_HELD) { /* the caller's misuse, on this rank only */
       rc =
