@@ -57,9 +57,65 @@ case $(basename "${MPIRUN%% *}") in
   *) npflag=-np ;;
 esac
 
+# The processes under pid $1 (its children, theirs, ...), one per line.
+descendants() {
+  for c in $(pgrep -P "$1" 2>/dev/null); do
+    echo "$c"
+    descendants "$c"
+  done
+}
+
+# A job that hangs is worth more with its stacks: the hang seen once on a
+# CI machine and never again is mended only from them.  With gdb on PATH
+# (FERRY_MPI_STACKS=no to skip), print every thread's stack of every process
+# under the launcher to standard error, then stop the job as timeout would.
+stacks() {
+  echo "run-mpi.sh: the stacks of the job's processes at ${limit}s:" >&2
+  for p in $(descendants "$1"); do
+    case $(cat "/proc/$p/comm" 2>/dev/null) in
+      mpirun|orted|prterun|prted|hydra_pmi_proxy|srun|timeout|"") continue ;;
+    esac
+    echo "--- pid $p ($(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-200))" >&2
+    $TIMEOUT 30 gdb -p "$p" -batch -nx -ex "set pagination off" \
+      -ex "thread apply all bt 30" </dev/null 2>/dev/null |
+      grep -E '^(Thread|#)' >&2
+  done
+}
+
 # MPIRUN and MPIRUN_FLAGS are lists of words: split them on purpose.
 # shellcheck disable=SC2086
-if test -n "$TIMEOUT"; then
+if test -n "$TIMEOUT" && test "${FERRY_MPI_STACKS:-yes}" != no &&
+  command -v gdb >/dev/null 2>&1 && command -v pgrep >/dev/null 2>&1; then
+  # The job in the background, a watchdog beside it: at the limit it
+  # prints the stacks, then TERM, and KILL 5 s later (timeout -k 5).
+  fired=${TMPDIR:-/tmp}/run-mpi.$$.fired
+  rm -f "$fired"
+  $MPIRUN $MPIRUN_FLAGS $npflag "$np" "$@" </dev/null &
+  job=$!
+  (
+    trap 'kill "$s" 2>/dev/null; exit 0' TERM
+    sleep "$limit" &
+    s=$!
+    wait "$s"
+    : >"$fired"
+    stacks "$job"
+    kill -TERM "$job" 2>/dev/null
+    sleep 5 &
+    s=$!
+    wait "$s"
+    kill -KILL "$job" 2>/dev/null
+    for p in $(descendants "$job"); do kill -KILL "$p" 2>/dev/null; done
+  ) &
+  watch=$!
+  wait "$job"
+  status=$?
+  kill -TERM "$watch" 2>/dev/null
+  wait "$watch" 2>/dev/null
+  if test -e "$fired"; then
+    status=124 # the watchdog ended the job
+    rm -f "$fired"
+  fi
+elif test -n "$TIMEOUT"; then
   $TIMEOUT -k 5 "$limit" $MPIRUN $MPIRUN_FLAGS $npflag "$np" "$@" </dev/null
   status=$?
 else
