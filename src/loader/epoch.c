@@ -73,13 +73,8 @@ int ferry__epoch_stop(ferry_loader *L) {
     L->dring[i].expect = i;
     L->dring[i].host = -1;
   }
-  if (ep->all_reads)
-    for (int r = 0; r < L->size; r++) {
-      free(ep->all_reads[r].first);
-      free(ep->all_reads[r].part);
-      free(ep->all_reads[r].count);
-    }
-  free(ep->all_reads);
+  free(ep->all_reads); /* its arrays point into all_reads_buf */
+  free(ep->all_reads_buf);
   free(ep->round_admit);
   free(ep->steps);
   ferry__rank_plan_free(&ep->plan);
@@ -170,98 +165,149 @@ static size_t read_bound(const ferry_loader *L, const ferry__rank_plan *p) {
   return read_bound_x(L, p, 0);
 }
 
-/* Rank r's reads p, as collective I/O needs them (out), and its windows'
- * admissions folded into ep->round_admit (grown to its windows). */
-static int round_reads_of(epoch_state *ep, const ferry__rank_plan *p, int r,
-                          ferry__round_reads *out, ferry__err *err) {
+/* This rank's reads, as the other ranks' collective I/O needs them, packed
+ * in one array of int64: [nwindows, pairs, first[nwindows + 1],
+ * part[pairs], count[pairs], admit[nwindows]] (admit: the consumed count
+ * that admits each window, ferry__admit_of).  *out is malloc'ed. */
+static int pack_round_reads(const ferry_loader *L, const ferry__rank_plan *p,
+                            int64_t **out, int64_t *len, ferry__err *err) {
   int64_t nw = p->nwindows, pairs = 0;
   for (int64_t e = 0; e < p->nextents; e++)
     pairs += e == 0 || p->extents[e].window != p->extents[e - 1].window ||
              p->extents[e].part != p->extents[e - 1].part;
-  out->first = malloc((size_t)(nw + 1) * sizeof(int64_t));
-  out->part = malloc((size_t)(pairs + 1) * sizeof(int64_t));
-  out->count = malloc((size_t)(pairs + 1) * sizeof(int64_t));
-  if (!out->first || !out->part || !out->count)
-    return ferry__oom(err, ep->L->rank,
-                      (size_t)(nw + 1 + 2 * (pairs + 1)) * sizeof(int64_t),
+  *len = 2 + (nw + 1) + 2 * pairs + nw;
+  int64_t *a = malloc((size_t)*len * sizeof *a);
+  if (!a)
+    return ferry__oom(err, L->rank, (size_t)*len * sizeof *a,
                       "the reads of rank %d (io=collective: %lld windows, "
                       "%lld runs of a part)",
-                      r, (long long)nw, (long long)pairs);
-  out->nwindows = nw;
-  int64_t k = 0;
+                      L->rank, (long long)nw, (long long)pairs);
+  int64_t *first = a + 2, *part = first + nw + 1, *count = part + pairs,
+          *admit = count + pairs, k = 0;
+  a[0] = nw;
+  a[1] = pairs;
   for (int64_t w = 0; w < nw; w++) {
-    out->first[w] = k;
+    first[w] = k;
+    admit[w] = ferry__admit_of(p, w);
     for (int64_t e = p->window_first_extent[w];
          e < p->window_first_extent[w + 1]; e++) {
-      if (k > out->first[w] && out->part[k - 1] == p->extents[e].part) {
-        out->count[k - 1]++;
+      if (k > first[w] && part[k - 1] == p->extents[e].part) {
+        count[k - 1]++;
         continue;
       }
-      out->part[k] = p->extents[e].part;
-      out->count[k++] = 1;
+      part[k] = p->extents[e].part;
+      count[k++] = 1;
     }
   }
-  out->first[nw] = k;
-  if (nw > ep->nrounds) {
-    int64_t *t = realloc(ep->round_admit, (size_t)nw * sizeof *t);
-    if (!t)
-      return ferry__oom(err, ep->L->rank, (size_t)nw * sizeof *t,
-                        "the admissions of %lld rounds (io=collective)",
-                        (long long)nw);
-    for (int64_t j = ep->nrounds; j < nw; j++)
-      t[j] = INT64_MAX;
-    ep->round_admit = t;
-    ep->nrounds = nw;
-  }
-  for (int64_t j = 0; j < nw; j++)
-    if (ferry__admit_of(p, j) < ep->round_admit[j])
-      ep->round_admit[j] = ferry__admit_of(p, j);
+  first[nw] = k;
+  *out = a;
   return 0;
 }
 
-/* Every rank's reads, and the consumed count that admits each round.  A
- * fresh epoch builds the other ranks' plans one at a time (reads only) and
- * keeps of each its round summary. */
-static int plan_collective(epoch_state *ep, const ferry__plan_params *pp,
-                           ferry__err *err) {
+/* Every rank's reads (ep->all_reads, pointing into ep->all_reads_buf) and
+ * the consumed count that admits each round.  Each rank packs the summary
+ * of its own plan and an all-gather gives every rank all of them: no rank
+ * builds another rank's plan (it did: O(chunks) time on every rank, and one
+ * other rank's whole plan in memory at a time).  COLLECTIVE. */
+static int plan_collective(epoch_state *ep, ferry__err *err) {
   ferry_loader *L = ep->L;
-  ep->all_reads = calloc((size_t)L->size, sizeof *ep->all_reads);
-  ferry__rank_plan *all =
-      ep->nsteps ? calloc((size_t)L->size, sizeof *all) : NULL;
-  int rc = 0;
-  if (!ep->all_reads || (ep->nsteps && !all))
-    rc =
-        ferry__oom(err, L->rank,
-                   (size_t)L->size *
-                       (sizeof *ep->all_reads + (ep->nsteps ? sizeof *all : 0)),
-                   "the other ranks' reads (io=collective, %d ranks)", L->size);
-  if (!rc && ep->nsteps)
-    rc = ferry__plan_resume(&ep->pieces, ep->perm, pp, ep->steps, ep->nsteps,
-                            L->rank, NULL, all, err);
-  for (int r = 0; !rc && r < L->size; r++) {
-    ferry__rank_plan one = {0};
-    if (!ep->nsteps)
-      rc = ferry__plan_reads(&ep->pieces, ep->perm, pp, r, &one, err);
-    if (!rc)
-      rc = round_reads_of(ep, ep->nsteps ? &all[r] : &one, r, &ep->all_reads[r],
-                          err);
-    ferry__rank_plan_free(&one);
-    if (all)
-      ferry__rank_plan_free(&all[r]);
+  int64_t *mine = NULL, len = 0;
+  int rc = pack_round_reads(L, &ep->plan, &mine, &len, err);
+  int64_t *lens = NULL, total = 0;
+  int *counts = NULL, *displs = NULL;
+  if (!rc) {
+    lens = malloc((size_t)L->size * sizeof *lens);
+    counts = malloc((size_t)L->size * sizeof *counts);
+    displs = malloc((size_t)L->size * sizeof *displs);
+    ep->all_reads = calloc((size_t)L->size, sizeof *ep->all_reads);
+    if (!lens || !counts || !displs || !ep->all_reads)
+      rc = ferry__oom(err, L->rank,
+                      (size_t)L->size * (sizeof *lens + 2 * sizeof(int) +
+                                         sizeof *ep->all_reads),
+                      "the other ranks' reads (io=collective, %d ranks)",
+                      L->size);
   }
-  for (int r = 0; all && r < L->size; r++)
-    ferry__rank_plan_free(&all[r]);
-  free(all);
-  if (rc) /* the set_epoch step that called adds the dataset and epoch */
-    return rc;
-  if (!ep->round_admit && !(ep->round_admit = malloc(sizeof(int64_t))))
-    return ferry__oom(err, L->rank, sizeof(int64_t),
-                      "the admissions of the rounds (io=collective)");
-  /* suffix minimum: admission never decreases from one round to the next */
-  for (int64_t j = ep->nrounds - 2; j >= 0; j--)
-    if (ep->round_admit[j + 1] < ep->round_admit[j])
-      ep->round_admit[j] = ep->round_admit[j + 1];
-  return 0;
+  if ((rc = ferry__agree(L->comm, L->rank, rc, err)) != 0)
+    goto out;
+  if (MPI_Allgather(&len, 1, MPI_INT64_T, lens, 1, MPI_INT64_T, L->comm) !=
+      MPI_SUCCESS) {
+    rc = ferry__seterr_on(err, L->rank, FERRY_EMPI,
+                          "MPI_Allgather failed sharing the sizes of the "
+                          "ranks' reads (io=collective)");
+    goto out;
+  }
+  for (int r = 0; r < L->size; r++)
+    total += lens[r];
+  if (total > INT_MAX) { /* the same sizes on every rank: all refuse */
+    rc = ferry__seterr_on(
+        err, L->rank, FERRY_ENOTSUP,
+        "the ranks' reads of one epoch take %lld numbers, more than one "
+        "MPI all-gather carries (io=collective): use io=independent or a "
+        "larger chunk_samples",
+        (long long)total);
+    goto out;
+  }
+  ep->all_reads_buf = malloc((size_t)(total ? total : 1) * sizeof(int64_t));
+  rc = ep->all_reads_buf
+           ? 0
+           : ferry__oom(err, L->rank, (size_t)total * sizeof(int64_t),
+                        "the %d ranks' reads (io=collective)", L->size);
+  if ((rc = ferry__agree(L->comm, L->rank, rc, err)) != 0)
+    goto out;
+  for (int r = 0, at = 0; r < L->size; r++) {
+    counts[r] = (int)lens[r];
+    displs[r] = at;
+    at += counts[r];
+  }
+  if (MPI_Allgatherv(mine, (int)len, MPI_INT64_T, ep->all_reads_buf, counts,
+                     displs, MPI_INT64_T, L->comm) != MPI_SUCCESS) {
+    rc = ferry__seterr_on(err, L->rank, FERRY_EMPI,
+                          "MPI_Allgatherv failed sharing the ranks' reads "
+                          "(io=collective)");
+    goto out;
+  }
+  /* Unpack (made by pack_round_reads on every rank: trusted); round j is
+   * admitted when the first rank could admit its window j, and admission
+   * never decreases from one round to the next (suffix minimum). */
+  int64_t nrounds = 0;
+  for (int r = 0; r < L->size; r++) {
+    int64_t *a = ep->all_reads_buf + displs[r];
+    if (a[0] > nrounds)
+      nrounds = a[0];
+  }
+  int64_t *t = realloc(ep->round_admit,
+                       (size_t)(nrounds ? nrounds : 1) * sizeof(int64_t));
+  rc = t ? 0
+         : ferry__oom(err, L->rank, (size_t)nrounds * sizeof(int64_t),
+                      "the admissions of %lld rounds (io=collective)",
+                      (long long)nrounds);
+  if ((rc = ferry__agree(L->comm, L->rank, rc, err)) != 0)
+    goto out;
+  ep->round_admit = t;
+  ep->nrounds = nrounds;
+  for (int64_t j = 0; j < nrounds; j++)
+    t[j] = INT64_MAX;
+  for (int r = 0; r < L->size; r++) {
+    int64_t *a = ep->all_reads_buf + displs[r], nw = a[0], pairs = a[1];
+    ferry__round_reads *rr = &ep->all_reads[r];
+    rr->nwindows = nw;
+    rr->first = a + 2;
+    rr->part = rr->first + nw + 1;
+    rr->count = rr->part + pairs;
+    const int64_t *admit = rr->count + pairs;
+    for (int64_t j = 0; j < nw; j++)
+      if (admit[j] < t[j])
+        t[j] = admit[j];
+  }
+  for (int64_t j = nrounds - 2; j >= 0; j--)
+    if (t[j + 1] < t[j])
+      t[j] = t[j + 1];
+out:
+  free(mine);
+  free(lens);
+  free(counts);
+  free(displs);
+  return rc; /* the set_epoch step that called adds the dataset and epoch */
 }
 
 /*
@@ -284,9 +330,9 @@ static size_t plan_static_bytes(const ferry_loader *L, const epoch_state *ep) {
       (size_t)p->nextents * (size_t)(1 + L->m.nvars) * sizeof(void *) +
       (size_t)p->nwindows * (sizeof(int64_t) + sizeof(void *));
   for (int r = 0; ep->all_reads && r < L->size; r++)
-    bytes += (size_t)(ep->all_reads[r].nwindows + 1) * sizeof(int64_t) +
-             (size_t)ep->all_reads[r].first[ep->all_reads[r].nwindows] * 2 *
-                 sizeof(int64_t);
+    bytes += (size_t)(2 + 2 * ep->all_reads[r].nwindows + 1 +
+                      2 * ep->all_reads[r].first[ep->all_reads[r].nwindows]) *
+             sizeof(int64_t);
   return bytes;
 }
 
@@ -679,7 +725,7 @@ static int epoch_plan(ferry_loader *L, epoch_state *ep,
     rc = ferry__plan_build(&ep->pieces, ep->perm, pp, L->rank, &ep->plan, err);
   if (!rc && L->opts->shuffle != FERRY__SHUFFLE_GLOBAL &&
       L->opts->io == FERRY__IO_COLLECTIVE)
-    rc = plan_collective(ep, pp, err);
+    rc = plan_collective(ep, err);
   if (rc == FERRY_ENOMEM) { /* the plan's own message has the size; the
                              * rank that failed (global_plan agrees) */
     char what[FERRY__MSG_MAX];

@@ -120,7 +120,8 @@ typedef struct epoch_state {
   ferry__exchange *xch; /* the I/O thread's, made by set_epoch */
   uint64_t checksum;
   /* collective I/O: every rank's reads */
-  ferry__round_reads *all_reads; /* [size] or NULL */
+  ferry__round_reads *all_reads; /* [size] or NULL; into all_reads_buf */
+  int64_t *all_reads_buf;        /* every rank's packed reads (epoch.c) */
   int64_t nrounds;
   int64_t *round_admit; /* [nrounds] consumed count that admits it */
 

@@ -735,9 +735,8 @@ static int plan_extents(build_ctx *c, ferry__rank_plan *out) {
 /* Step 4: the first batch using each window, the slot index of each window,
  * and the runs the rank serves from (own, then pad segments, as extent and
  * offset) -- the served order of a window is made from them on demand.
- * want_segs 0: reads only.  Returns 0 or FERRY_ENOMEM. */
-static int plan_windows(const build_ctx *c, ferry__rank_plan *out,
-                        int want_segs) {
+ * Returns 0 or FERRY_ENOMEM. */
+static int plan_windows(const build_ctx *c, ferry__rank_plan *out) {
   const int64_t B = c->pp->batch_size, nw = out->nwindows;
   out->batch_size = B;
   out->window_first_slot = malloc((size_t)(nw + 1) * sizeof(int64_t));
@@ -750,8 +749,6 @@ static int plan_windows(const build_ctx *c, ferry__rank_plan *out,
     pos += out->window_samples[w];
   }
   out->window_first_slot[nw] = pos;
-  if (!want_segs)
-    return 0;
   int64_t nseg = c->own.n + c->pad.n;
   out->segs = malloc((size_t)(nseg ? nseg : 1) * sizeof *out->segs);
   out->window_first_seg = malloc((size_t)(nw + 1) * sizeof(int64_t));
@@ -942,11 +939,10 @@ size_t ferry__plan_bytes(const ferry__rank_plan *p) {
          (size_t)(p->nwindows + 1) * per_window;
 }
 
-/* One rank's plan: the steps above in order.  want_segs 0: only the reads
- * (plan_reads). */
+/* One rank's plan: the steps above in order. */
 static int build(const ferry__pieces *ps, const int64_t *perm,
-                 const ferry__plan_params *pp, int rank, int want_segs,
-                 ferry__rank_plan *out, ferry__err *err) {
+                 const ferry__plan_params *pp, int rank, ferry__rank_plan *out,
+                 ferry__err *err) {
   memset(out, 0, sizeof *out);
   const int64_t np = ps->n;
   build_ctx c = {.ps = ps, .np = np, .perm = perm, .pp = pp, .rank = rank};
@@ -965,7 +961,7 @@ static int build(const ferry__pieces *ps, const int64_t *perm,
   }
   rc = plan_tail(&c, out, err);
   if (!rc && (plan_segments(&c, out) || plan_extents(&c, out) ||
-              plan_windows(&c, out, want_segs)))
+              plan_windows(&c, out)))
     rc = ferry__oom(err, -1,
                     (size_t)(np / pp->world_size + 1) *
                         (sizeof(segment) + sizeof(ferry__extent) +
@@ -987,13 +983,7 @@ cleanup:
 int ferry__plan_build(const ferry__pieces *ps, const int64_t *perm,
                       const ferry__plan_params *pp, int rank,
                       ferry__rank_plan *out, ferry__err *err) {
-  return build(ps, perm, pp, rank, 1, out, err);
-}
-
-int ferry__plan_reads(const ferry__pieces *ps, const int64_t *perm,
-                      const ferry__plan_params *pp, int rank,
-                      ferry__rank_plan *out, ferry__err *err) {
-  return build(ps, perm, pp, rank, 0, out, err);
+  return build(ps, perm, pp, rank, out, err);
 }
 
 int ferry__rank_plan_checksum(const ferry__rank_plan *p, uint64_t *out) {

@@ -221,13 +221,6 @@ typedef struct ferry__rank_plan {
 int ferry__plan_build(const ferry__pieces *ps, const int64_t *perm,
                       const ferry__plan_params *pp, int rank,
                       ferry__rank_plan *out, ferry__err *err);
-/**
- * Only the reads of rank (extents and windows, no segs): what collective
- * I/O needs to know of the other ranks.  Same contract as plan_build.
- */
-int ferry__plan_reads(const ferry__pieces *ps, const int64_t *perm,
-                      const ferry__plan_params *pp, int rank,
-                      ferry__rank_plan *out, ferry__err *err);
 void ferry__rank_plan_free(ferry__rank_plan *p);
 
 /** Slot index of batch b's first sample (b = num_batches: nslots). */
