@@ -1,16 +1,18 @@
 #!/bin/sh
-# bootstrap_build_dir.sh - ./bootstrap check and demo do not silently
-# reconfigure a build directory that an earlier run configured with another
-# prefix or other configure flags.  The test sources ./bootstrap (functions
-# only) and asks build_dir_matches about fake build directories (a
-# config.status answering --config, a Makefile with its prefix):
+# bootstrap_build_dir.sh - the README's two commands, ./bootstrap demo and
+# ./bootstrap check, run one after the other in the same clone (either
+# order, each twice), and neither silently reconfigures a build directory
+# that another run configured with another prefix or other flags.
 #
-#  - not configured, or configured with the same prefix and options (in any
-#    order, VAR=VALUE words aside): goes on;
-#  - another prefix (check's BUILD/prefix, then demo's default), another
-#    option, or FERRY_CONFIGURE_FLAGS added: stops, and the message names
-#    the prefix the build has and the three ways on (FERRY_BUILD_DIR=,
-#    rm -rf, FERRY_RECONFIGURE=yes).
+#  - demo and check configure the tree one way (configure_tree): the test
+#    runs configure_tree with a stub configure that records its arguments,
+#    in the orders demo, check, check, demo, demo: each goes on;
+#  - build_dir_matches on fake build directories (a config.status answering
+#    --config, a Makefile with its prefix): not configured, or the same
+#    prefix and options (in any order, VAR=VALUE words aside): goes on;
+#    another prefix, another option, or FERRY_CONFIGURE_FLAGS added: stops,
+#    and the message names the prefix the build has and the three ways on
+#    (FERRY_BUILD_DIR=, rm -rf, FERRY_RECONFIGURE=yes).
 #
 # Environment: top_srcdir, FERRY_TEST_TMPDIR.  Exit 0 pass, 1 fail, 77 skip
 # (no bash).
@@ -61,31 +63,61 @@ expect() {
 BUILD_DIR=$tmp/none
 expect yes "a build directory not configured yet" demo
 
+# The newcomer's path: configure_tree for demo and check in turn, with a
+# stub configure that writes what a real one would (the prefix into the
+# Makefile, its arguments into config.status --config).
+mkdir -p "$tmp/src"
+cat >"$tmp/src/configure" <<'STUB'
+#!/bin/sh
+ac_default_prefix=/usr/local
+prefix=/usr/local args=
+for a in "$@"; do
+  case $a in --prefix=*) prefix=${a#--prefix=} ;; esac
+  args="$args '$a'"
+done
+printf 'prefix = %s\nVERSION = 0\n' "$prefix" >Makefile
+printf '#!/bin/sh\ntest "$1" = --config && echo "%s"\n' "$args" >config.status
+chmod +x config.status
+STUB
+chmod +x "$tmp/src/configure"
+saved_srcdir=$SRCDIR
+SRCDIR=$tmp/src BUILD_DIR=$tmp/tree
+for cmd in demo check check demo demo; do
+  if (configure_tree "$cmd") >"$tmp/out" 2>&1; then
+    echo "ok: configure_tree $cmd goes on"
+  else
+    echo "FAIL: ./bootstrap $cmd stops on the tree the one before configured:"
+    sed 's/^/    /' "$tmp/out"
+    fail=1
+  fi
+done
+grep -F "prefix = $tmp/tree/prefix" "$tmp/tree/Makefile" >/dev/null || {
+  echo "FAIL: configure_tree did not give the build's own scratch prefix:"
+  sed 's/^/    /' "$tmp/tree/Makefile"; fail=1; }
+SRCDIR=$saved_srcdir
+
 BUILD_DIR=$tmp/check
-fake "$BUILD_DIR" "$BUILD_DIR/prefix" "--enable-werror '--prefix=$BUILD_DIR/prefix' 'MPICC=mpicc'"
+fake "$BUILD_DIR" "$BUILD_DIR/prefix" "'--prefix=$BUILD_DIR/prefix' 'MPICC=mpicc'"
 expect yes "check again on check's build (same prefix and options)" \
-  check --enable-werror --prefix="$BUILD_DIR/prefix"
-expect yes "the same options in another order" \
-  check --prefix="$BUILD_DIR/prefix" --enable-werror
-expect no "demo on check's build (default prefix, no --enable-werror)" demo
+  check --prefix="$BUILD_DIR/prefix"
+expect no "demo with the default prefix on check's build" demo
 for s in "configured with: prefix $BUILD_DIR/prefix" "this run wants:  prefix $default_prefix" \
          "FERRY_BUILD_DIR=build-demo ./bootstrap demo" "rm -rf $BUILD_DIR" \
          "FERRY_RECONFIGURE=yes ./bootstrap demo"; do
   grep -F -e "$s" "$tmp/err" >/dev/null || {
     echo "FAIL: the message lacks '$s':"; sed 's/^/    /' "$tmp/err"; fail=1; }
 done
-expect no "check with another prefix" check --enable-werror --prefix="$tmp/elsewhere"
+expect no "check with another prefix" check --prefix="$tmp/elsewhere"
 FERRY_CONFIGURE_FLAGS=--without-cuda
 expect no "check with FERRY_CONFIGURE_FLAGS=--without-cuda added" \
-  check --enable-werror --prefix="$BUILD_DIR/prefix"
+  check --prefix="$BUILD_DIR/prefix"
 unset FERRY_CONFIGURE_FLAGS
 
-BUILD_DIR=$tmp/demo
-fake "$BUILD_DIR" "$default_prefix" ""
-expect yes "demo again on demo's build" demo
-expect no "check on demo's build" check --enable-werror --prefix="$BUILD_DIR/prefix"
-grep -F -e "configured with: prefix $default_prefix" "$tmp/err" >/dev/null || {
-  echo "FAIL: the message does not name the build's prefix $default_prefix"; fail=1; }
+BUILD_DIR=$tmp/opts
+fake "$BUILD_DIR" "$BUILD_DIR/prefix" "--enable-werror '--prefix=$BUILD_DIR/prefix'"
+expect yes "the same options in another order" \
+  check --prefix="$BUILD_DIR/prefix" --enable-werror
+expect no "an option the build lacks (--enable-werror)" check --prefix="$BUILD_DIR/prefix"
 
 BUILD_DIR=$tmp/flags
 fake "$BUILD_DIR" "$default_prefix" "'--with-module-deps=openmpi/4.1.5 hdf5' --without-cuda"
