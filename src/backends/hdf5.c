@@ -1029,16 +1029,21 @@ static int acquire(ferry__io *io, int64_t part, int var, h5_file **out,
 
 static void io_free(ferry__io *io);
 
-/* Property lists only: a local section. */
+/* Property lists only: a local section.  One exit, so the library lock
+ * taken here is released on every path (a return that skipped the unlock
+ * would leave the next HDF5 or netCDF call of the process blocked). */
 static int h5_io_open(ferry__io **out, const ferry__manifest *m,
                       const ferry__io_params *p, ferry__err *err) {
+  int rc = 0;
   *out = NULL;
   h5_lock();
   quiet_errors();
   ferry__io *io = calloc(1, sizeof *io);
-  if (!io)
-    return ferry__oom(err, -1, sizeof *io,
-                      "the I/O state (dataset %s, rank %d)", m->spec, p->rank);
+  if (!io) {
+    rc = ferry__oom(err, -1, sizeof *io, "the I/O state (dataset %s, rank %d)",
+                    m->spec, p->rank);
+    goto cleanup;
+  }
   io->m = m;
   io->comm = p->comm;
   io->rank = p->rank;
@@ -1052,15 +1057,17 @@ static int h5_io_open(ferry__io **out, const ferry__manifest *m,
       (io->collective &&
        H5Pset_dxpl_mpio_chunk_opt(io->dxpl, H5FD_MPIO_CHUNK_ONE_IO) < 0)) {
     io_free(io);
-    h5_unlock();
-    return ferry__seterr(err, FERRY_EIO,
-                         "cannot create the HDF5 transfer property list on "
-                         "rank %d",
-                         p->rank);
+    io = NULL;
+    rc = ferry__seterr(err, FERRY_EIO,
+                       "cannot create the HDF5 transfer property list on "
+                       "rank %d",
+                       p->rank);
+    goto cleanup;
   }
-  h5_unlock();
   *out = io;
-  return 0;
+cleanup:
+  h5_unlock();
+  return rc;
 }
 
 /* Enter the section of an io call: collective over the loader's
