@@ -41,6 +41,8 @@
 #endif
 
 #include "backends/backend.h"
+#include "backends/classic.h"
+#include "backends/toolkit.h"
 
 #include <errno.h>
 #include <limits.h>

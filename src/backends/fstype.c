@@ -14,6 +14,7 @@
  */
 #include "config.h"
 #include "backends/backend.h"
+#include "backends/toolkit.h"
 
 #include <errno.h>
 #include <stdio.h>

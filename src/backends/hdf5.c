@@ -45,6 +45,7 @@
 #endif
 
 #include "backends/backend.h"
+#include "backends/toolkit.h"
 
 #include <errno.h>
 #include <fcntl.h>

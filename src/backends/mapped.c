@@ -24,6 +24,7 @@
  */
 #include "config.h"
 #include "backends/backend.h"
+#include "backends/toolkit.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -40,6 +40,7 @@
 #endif
 
 #include "backends/backend.h"
+#include "backends/gen.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -415,7 +416,7 @@ static int mem_io_read(ferry__io *io, int64_t part, int var, int64_t row,
 const ferry__backend ferry__backend_mem = {
     .name = "mem",
     .version = 1,
-    .caps = FERRY__CAP_COLLECTIVE | FERRY__CAP_THREADSAFE | FERRY__CAP_NOT_FLAT,
+    .caps = FERRY__CAP_COLLECTIVE | FERRY__CAP_NOT_FLAT,
     .scheme = "mem",
     .probe = NULL, /* reached through its scheme only */
     .describe = mem_describe,

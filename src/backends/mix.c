@@ -23,6 +23,7 @@
 #endif
 
 #include "backends/backend.h"
+#include "backends/mixrec.h"
 
 #include <limits.h>
 #include <math.h>

@@ -24,6 +24,8 @@
 #endif
 
 #include "backends/backend.h"
+#include "backends/npy.h"
+#include "backends/toolkit.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -1013,7 +1015,7 @@ static void npy_io_close(ferry__io *io) {
 const ferry__backend ferry__backend_npy = {
     .name = "npy",
     .version = 1,
-    .caps = FERRY__CAP_COLLECTIVE | FERRY__CAP_THREADSAFE,
+    .caps = FERRY__CAP_COLLECTIVE,
     .probe = npy_probe,
     .accepts = "a .npy file, or a directory of them",
     .describe = npy_describe,

@@ -56,6 +56,8 @@
 #endif
 
 #include "backends/backend.h"
+#include "backends/npy.h"
+#include "backends/toolkit.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -1456,7 +1458,7 @@ const ferry__backend ferry__backend_npz = {
     .version = 1,
     /* NOT_FLAT: a deflated member's rows are not data_offset-based bytes of
      * the file; the npz records carry the bounds (rec_get). */
-    .caps = FERRY__CAP_COLLECTIVE | FERRY__CAP_THREADSAFE | FERRY__CAP_NOT_FLAT,
+    .caps = FERRY__CAP_COLLECTIVE | FERRY__CAP_NOT_FLAT,
     .record_version = NPZ_REC_VERSION,
     .probe = npz_probe,
     .accepts = "a NumPy .npz archive",

@@ -29,6 +29,7 @@
 #endif
 
 #include "backends/backend.h"
+#include "backends/toolkit.h"
 
 #include <pthread.h>
 #include <sched.h>

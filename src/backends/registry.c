@@ -8,6 +8,7 @@
 #include "config.h"
 #include "backends/backend.h"
 
+#include <pthread.h>
 #include <string.h>
 
 /* Each backend file exports one table; this is the only place that names
@@ -37,6 +38,51 @@ const ferry__backend *const ferry__backends[] = {
     &ferry__backend_mix,
     NULL,
 };
+
+int ferry__backend_check(const ferry__backend *b, ferry__err *err) {
+  const char *name = b && b->name && b->name[0] ? b->name : "(unnamed)";
+  const char *why = NULL;
+  if (!b || !b->name || !b->name[0])
+    why = "it has no name";
+  else if (b->version != FERRY__BACKEND_VERSION)
+    why = "its version is not this contract's (FERRY__BACKEND_VERSION)";
+  else if (!b->describe || !b->io_open || !b->io_read || !b->io_close)
+    why = "describe, io_open, io_read and io_close are mandatory";
+  else if (!b->probe && !(b->scheme && b->scheme[0]))
+    why = "it has neither a probe nor a scheme: no dataset reaches it";
+  else if (b->probe && !b->accepts)
+    why = "it has a probe but does not say what it accepts";
+  else if (b->caps & ~(unsigned)FERRY__CAP_ALL)
+    why = "it declares a capability the core does not know";
+  if (!why)
+    return 0;
+  return ferry__seterr(err, FERRY_EINTERNAL,
+                       "backend %s breaks the backend contract: %s "
+                       "(src/backends/backend.h)",
+                       name, why);
+}
+
+static pthread_once_t checked_once = PTHREAD_ONCE_INIT;
+static int checked_rc;
+static ferry__err checked_err;
+
+static void check_all(void) {
+  for (int i = 0; ferry__backends[i] && !checked_rc; i++) {
+    checked_rc = ferry__backend_check(ferry__backends[i], &checked_err);
+    for (int j = 0; j < i && !checked_rc; j++)
+      if (strcmp(ferry__backends[j]->name, ferry__backends[i]->name) == 0)
+        checked_rc = ferry__seterr(&checked_err, FERRY_EINTERNAL,
+                                   "two backends are named %s",
+                                   ferry__backends[i]->name);
+  }
+}
+
+int ferry__backend_registry_check(ferry__err *err) {
+  pthread_once(&checked_once, check_all);
+  if (checked_rc && err)
+    *err = checked_err;
+  return checked_rc;
+}
 
 const ferry__backend *ferry__backend_find(const char *name) {
   for (int i = 0; name && ferry__backends[i]; i++)

@@ -6,6 +6,7 @@
  * "same sequence on every rank" rule keeps collective opens matched.
  */
 #include "config.h"
+#include "backends/toolkit.h"
 #include "backends/backend.h"
 
 #include <errno.h>

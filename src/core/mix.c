@@ -23,6 +23,8 @@
 #endif
 
 #include "backends/backend.h"
+#include "backends/mixrec.h"
+#include "backends/toolkit.h"
 #include "core/mix.h"
 #include "core/options.h"
 

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #endif
 #include "config.h"
+#include "backends/mixrec.h"
 #include "core/mix.h"
 #include "loader/loader.h"
 

@@ -46,6 +46,7 @@
 #define FERRY_LOADER_H
 
 #include "backends/backend.h"
+#include "backends/toolkit.h"
 #include "core/options.h"
 #include "core/state.h"
 #include "gpu/gpu.h"

@@ -358,6 +358,9 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
                          "ferry_open: MPI is not initialised (call "
                          "MPI_Init_thread with MPI_THREAD_MULTIPLE first)");
   ferry__err err = {0};
+  /* The registry's tables are the same on every rank: a local check. */
+  if (ferry__backend_registry_check(&err) != 0)
+    return ferry__seterr(NULL, err.code, "%s", err.msg);
   ferry_loader *L = calloc(1, sizeof *L);
   if (!L)
     return ferry__oom(NULL, -1, sizeof *L, "ferry_open's loader");

@@ -10,6 +10,7 @@
 #endif
 
 #include "backends/backend.h"
+#include "backends/classic.h"
 #include "fuzz.h"
 
 #include <string.h>

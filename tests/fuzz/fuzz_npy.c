@@ -9,6 +9,7 @@
 #endif
 
 #include "backends/backend.h"
+#include "backends/npy.h"
 #include "fuzz.h"
 
 #include <string.h>

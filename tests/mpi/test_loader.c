@@ -20,6 +20,7 @@
  */
 #include "config.h"
 #include "backends/backend.h"
+#include "backends/gen.h"
 #include "core/options.h"
 #include "plan/plan.h"
 

@@ -18,6 +18,7 @@
  */
 #include "config.h"
 #include "backends/backend.h"
+#include "backends/gen.h"
 #include "core/options.h"
 
 #include <stdio.h>

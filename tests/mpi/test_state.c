@@ -19,6 +19,7 @@
  */
 #include "config.h"
 #include "backends/backend.h"
+#include "backends/gen.h"
 #include "core/options.h"
 #include "core/state.h"
 

@@ -24,6 +24,7 @@
 #endif
 
 #include "backends/backend.h"
+#include "backends/classic.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -8,6 +8,7 @@
  */
 #include "config.h"
 #include "backends/backend.h"
+#include "backends/toolkit.h"
 
 #include <string.h>
 #include <unistd.h>

@@ -23,6 +23,8 @@
 #endif
 
 #include "backends/backend.h"
+#include "backends/gen.h"
+#include "backends/npy.h"
 #include "core/options.h"
 #include "plan/plan.h"
 

@@ -11,6 +11,7 @@
 #define FERRY_PARQUET_H
 
 #include "backends/backend.h"
+#include "backends/toolkit.h"
 
 #include <stddef.h>
 #include <stdint.h>

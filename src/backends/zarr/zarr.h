@@ -11,6 +11,7 @@
 #define FERRY_ZARR_H
 
 #include "backends/backend.h"
+#include "backends/toolkit.h"
 #include "plugins/codec.h"
 
 #include <stddef.h>
