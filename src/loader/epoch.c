@@ -318,9 +318,10 @@ out:
  * piece), the pieces' and chunks' indexes (O(parts), or 8-16 bytes per kept
  * chunk with max_chunks/fraction), the rank's extents and runs (O(pieces of
  * the rank)), the pipeline's per-extent pointers, with io=collective every
- * rank's extents, and the slots (sample order) of the windows alive at once
- * -- the same count of samples as the reads: never a per-sample array of
- * the epoch.
+ * rank's extents; a sampling plan also stores the slots (sample order) of
+ * the windows alive at once -- the same count of samples as the reads --
+ * while a plan with runs computes its order per batch (plan/order.c): no
+ * per-sample array at all (issue 30).
  */
 static size_t plan_static_bytes(const ferry_loader *L, const epoch_state *ep) {
   const ferry__rank_plan *p = &ep->plan;
@@ -360,10 +361,12 @@ void ferry__budget_compute(ferry_loader *L, const epoch_state *ep) {
   } else if (ep) {
     size_t samples = read_bound(L, &ep->plan);
     b->read_bytes = samples * L->row_total;
-    b->plan_bytes = plan_static_bytes(L, ep) + samples * sizeof(ferry__slot);
-    if (ep->draw) /* its tables, and a window's draws while it is made */
+    b->plan_bytes = plan_static_bytes(L, ep);
+    if (ep->draw) /* the windows' draws as slots (a plan with runs computes
+                     its slots per batch: nothing per sample, issue 30), its
+                     tables, and a window's draws while it is made */
       b->plan_bytes +=
-          ep->draw->bytes +
+          samples * sizeof(ferry__slot) + ep->draw->bytes +
           (size_t)(ep->plan.draw_nbw * ep->plan.draw_gb) * 3 * sizeof(int64_t);
   } else {
     /* The windows alive at once (read_bound's exact count, for windows of
@@ -414,8 +417,13 @@ void ferry__budget_compute(ferry_loader *L, const epoch_state *ep) {
                     (size_t)(L->m.nparts + 1) * sizeof(int64_t) +
                     mine * (sizeof(ferry__extent) + sizeof(ferry__seg) +
                             (size_t)(1 + L->m.nvars) * sizeof(void *)) +
-                    windows * (6 * sizeof(int64_t) + sizeof(void *)) +
-                    rows * sizeof(ferry__slot);
+                    windows * (6 * sizeof(int64_t) + sizeof(void *));
+    /* the windows' stored orders: a sampling plan's and shuffle=global's
+     * only; a plan with runs computes its order (plan/order.c, issue 30:
+     * 32 B per sample of the windows alive was 1.5 GiB for chunks of 4 Mi
+     * one-byte samples) */
+    if (L->sampling || L->opts->shuffle == FERRY__SHUFFLE_GLOBAL)
+      b->plan_bytes += rows * sizeof(ferry__slot);
   }
   b->plan_bytes += (size_t)L->wts.n * sizeof(float); /* the weights */
   b->total_bytes =

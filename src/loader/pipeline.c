@@ -129,6 +129,8 @@ static const char *part_path(const ferry_loader *L, int64_t p) {
  * I/O thread only. */
 static int make_window_slots(epoch_state *ep, int64_t w, ferry__err *err) {
   const ferry__rank_plan *p = &ep->plan;
+  if (ferry__plan_slots_computed(p))
+    return 0; /* the workers compute each batch's slots (plan/order.c) */
   int64_t n = p->window_samples[w];
   size_t bytes = (size_t)(n ? n : 1) * sizeof(ferry__slot);
   ferry__slot *s = malloc(bytes);
@@ -993,21 +995,37 @@ void *ferry__io_main(void *arg) {
 
 /* ---- Workers ----------------------------------------------------------- */
 
-/* Slot i of the epoch, in window *w or a later one (*w advances). */
-static const ferry__slot *slot_at(const epoch_state *ep, int64_t *w,
-                                  int64_t i) {
-  const int64_t *first = ep->plan.window_first_slot;
-  while (i >= first[*w + 1])
-    (*w)++;
-  return &ep->win_slots[*w][i - first[*w]];
+/* Slots [i0, i0 + n) of the epoch into out: computed from the plan
+ * (plan/order.c), or copied from the windows' stored orders (a sampling
+ * plan, shuffle=global).  The range lies in the plan: it cannot fail. */
+static void batch_slots(const epoch_state *ep, int64_t i0, int64_t n,
+                        ferry__slot *out) {
+  const ferry__rank_plan *p = &ep->plan;
+  if (ferry__plan_slots_computed(p)) {
+    (void)ferry__plan_slots_get(p, i0, n, out);
+    return;
+  }
+  const int64_t *first = p->window_first_slot;
+  int64_t w = n > 0 ? ferry__plan_window_of(p, i0) : 0;
+  for (int64_t k = 0; k < n; k++) {
+    while (i0 + k >= first[w + 1])
+      w++;
+    out[k] = ep->win_slots[w][i0 + k - first[w]];
+  }
 }
 
 /* Shuffled rows are scattered over a window's reads (or, with io=mmap,
  * over the page cache): each copy starts with cache misses the hardware
  * prefetcher cannot guess.  The row PREFETCH_AHEAD slots on is asked for
  * while this one is copied (its first PREFETCH_BYTES; the prefetcher
- * follows a longer row by itself). */
-enum { PREFETCH_AHEAD = 2, PREFETCH_BYTES = 2048, CACHE_LINE = 64 };
+ * follows a longer row by itself).  A batch's slots are computed
+ * SLOT_BLOCK at a time into the worker's stack (8 KiB). */
+enum {
+  PREFETCH_AHEAD = 2,
+  PREFETCH_BYTES = 2048,
+  CACHE_LINE = 64,
+  SLOT_BLOCK = 256
+};
 
 static void prefetch_row(const epoch_state *ep, const ferry__slot *sl, int v,
                          size_t rb) {
@@ -1018,49 +1036,58 @@ static void prefetch_row(const epoch_state *ep, const ferry__slot *sl, int v,
     __builtin_prefetch(src + off, 0, 0);
 }
 
+/* Rows of variable v for slots sl[0, n) into dst, one copy per run of
+ * consecutive rows of an extent. */
+static int copy_rows(epoch_state *ep, ring_slot *s, const ferry__slot *sl,
+                     int64_t n, int v, unsigned char *dst) {
+  ferry_loader *L = ep->L;
+  size_t rb = L->m.vars[v].row_bytes;
+  int rc = 0;
+  for (int64_t i = 0; !rc && i < n;) {
+    size_t at = (size_t)sl[i].extent * (size_t)L->m.nvars + (size_t)v;
+    const unsigned char *src = ep->ext_src[at] + (size_t)sl[i].row * rb;
+    if (i + PREFETCH_AHEAD < n)
+      prefetch_row(ep, &sl[i + PREFETCH_AHEAD], v, rb);
+    int64_t run = 1;
+    while (i + run < n && sl[i + run].extent == sl[i].extent &&
+           sl[i + run].row == sl[i].row + run)
+      run++;
+    if (ep->ext_map)
+      rc = ferry__mapped_copy(dst + (size_t)i * rb, src, (size_t)run * rb,
+                              ep->ext_map[at].path, &s->err);
+    else
+      memcpy(dst + (size_t)i * rb, src, (size_t)run * rb);
+    i += run;
+  }
+  return rc;
+}
+
 static void assemble(epoch_state *ep, ring_slot *s, int64_t b) {
   ferry_loader *L = ep->L;
   const ferry__rank_plan *p = &ep->plan;
   int64_t b0 = ferry__plan_batch_start(p, b),
           b1 = ferry__plan_batch_start(p, b + 1), n = b1 - b0;
-  int64_t npad = 0, w0 = n > 0 ? ferry__plan_window_of(p, b0) : 0, w = w0;
-  for (int64_t i = 0; i < n; i++) {
-    const ferry__slot *sl = slot_at(ep, &w, b0 + i);
-    s->ids[i] = sl->sample;
-    s->padded[i] = sl->padded;
-    npad += s->padded[i];
-  }
+  int64_t npad = 0;
   int rc = 0;
+  ferry__slot sl[SLOT_BLOCK];
+  for (int64_t i0 = b0; !rc && i0 < b1; i0 += SLOT_BLOCK) {
+    int64_t k = b1 - i0 < SLOT_BLOCK ? b1 - i0 : SLOT_BLOCK;
+    batch_slots(ep, i0, k, sl);
+    for (int64_t j = 0; j < k; j++) {
+      s->ids[i0 - b0 + j] = sl[j].sample;
+      s->padded[i0 - b0 + j] = sl[j].padded;
+      npad += sl[j].padded;
+    }
+    for (int v = 0; !rc && v < L->m.nvars; v++)
+      rc = copy_rows(ep, s, sl, k, v,
+                     s->bufs[v] + (size_t)(i0 - b0) * L->m.vars[v].row_bytes);
+  }
   for (int v = 0; !rc && v < L->m.nvars; v++) {
     const ferry__var *var = &L->m.vars[v];
     size_t rb = var->row_bytes;
-    unsigned char *dst = s->bufs[v];
-    w = w0;
-    for (int64_t i = b0; !rc && i < b1;) {
-      const ferry__slot *sl = slot_at(ep, &w, i);
-      size_t at = (size_t)sl->extent * (size_t)L->m.nvars + (size_t)v;
-      const unsigned char *src = ep->ext_src[at] + (size_t)sl->row * rb;
-      if (i + PREFETCH_AHEAD < b1) {
-        int64_t wp = w;
-        prefetch_row(ep, slot_at(ep, &wp, i + PREFETCH_AHEAD), v, rb);
-      }
-      int64_t run = 1, wr = w;
-      for (; i + run < b1; run++) {
-        const ferry__slot *nx = slot_at(ep, &wr, i + run);
-        if (nx->extent != sl->extent || nx->row != sl->row + run)
-          break;
-      }
-      if (ep->ext_map)
-        rc =
-            ferry__mapped_copy(dst + (size_t)(i - b0) * rb, src,
-                               (size_t)run * rb, ep->ext_map[at].path, &s->err);
-      else
-        memcpy(dst + (size_t)(i - b0) * rb, src, (size_t)run * rb);
-      i += run;
-    }
     if (var->swapped) {
       size_t el = ferry_dtype_size(var->dtype);
-      ferry__byteswap(dst, (size_t)n * rb / el, el);
+      ferry__byteswap(s->bufs[v], (size_t)n * rb / el, el);
     }
     ferry_tensor *t = &s->tensors[v];
     t->shape[0] = n;

@@ -754,15 +754,17 @@ static int plan_windows(const build_ctx *c, ferry__rank_plan *out) {
   out->window_first_seg = malloc((size_t)(nw + 1) * sizeof(int64_t));
   if (!out->segs || !out->window_first_seg)
     return FERRY_ENOMEM;
-  for (int64_t g = 0; g < nseg; g++) {
-    const segment *sg = g < c->own.n ? &c->own.v[g] : &c->pad.v[g - c->own.n];
-    out->segs[g] =
-        (ferry__seg){c->seg_extent[g], c->seg_off[g], sg->count, sg->padded};
-  }
-  out->nsegs = nseg;
   for (int64_t w = 0; w < nw; w++)
     out->window_first_seg[w] = w < c->nown_w ? w * c->K : c->own.n;
   out->window_first_seg[nw] = nseg;
+  for (int64_t w = 0, g = 0; w < nw; w++)
+    for (int64_t at = 0; g < out->window_first_seg[w + 1]; g++) {
+      const segment *sg = g < c->own.n ? &c->own.v[g] : &c->pad.v[g - c->own.n];
+      out->segs[g] = (ferry__seg){c->seg_extent[g], c->seg_off[g], sg->count,
+                                  sg->padded, at};
+      at += sg->count;
+    }
+  out->nsegs = nseg;
   out->nmixed = c->mix ? c->nown_w : 0;
   out->mix_key = ferry__rand_key(c->pp->seed, FERRY__STREAM_WINDOW,
                                  (uint64_t)c->pp->epoch, (uint64_t)c->rank);
@@ -790,107 +792,6 @@ int64_t ferry__plan_window_max(const ferry__rank_plan *p) {
     if (p->window_samples[w] > most)
       most = p->window_samples[w];
   return most;
-}
-
-/* Fisher-Yates of v[0..k) keyed by window key `key`. */
-static void mix_slots(ferry__slot *v, int64_t k, uint64_t key) {
-  uint64_t counter = 0;
-  for (int64_t i = k - 1; i > 0; i--) {
-    int64_t j = (int64_t)bounded(key, &counter, (uint64_t)i + 1);
-    ferry__slot t = v[i];
-    v[i] = v[j];
-    v[j] = t;
-  }
-}
-
-/* The extent of [e0, ne) holding (part, row) (extents sorted, e0 < ne). */
-static int64_t extent_at(const ferry__extent *x, int64_t e0, int64_t ne,
-                         int64_t part, int64_t row) {
-  int64_t lo = e0, hi = ne - 1;
-  while (lo < hi) {
-    int64_t mid = lo + (hi - lo + 1) / 2;
-    if (x[mid].part < part || (x[mid].part == part && x[mid].row <= row))
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  return lo;
-}
-
-/* A window of slices (elastic resume): each slice's old window remade from
- * its runs and mixed as the old plan mixed it, then its stretch [a, b)
- * mapped onto this plan's extents.  O(old window) scratch. */
-static int slice_window_slots(const ferry__rank_plan *p, int64_t w,
-                              ferry__slot *out) {
-  int64_t most = 1, k = 0;
-  for (int64_t i = p->window_first_slice[w]; i < p->window_first_slice[w + 1];
-       i++) {
-    int64_t n = 0;
-    for (int64_t r = 0; r < p->slices[i].nruns; r++)
-      n += p->runs[p->slices[i].run0 + r].count;
-    most = n > most ? n : most;
-  }
-  ferry__slot *tmp = malloc((size_t)most * sizeof *tmp);
-  if (!tmp)
-    return FERRY_ENOMEM;
-  const int64_t e0 = p->window_first_extent[w],
-                ne = p->window_first_extent[w + 1];
-  for (int64_t i = p->window_first_slice[w]; i < p->window_first_slice[w + 1];
-       i++) {
-    const ferry__slice *sl = &p->slices[i];
-    int64_t n = 0;
-    for (int64_t r = sl->run0; r < sl->run0 + sl->nruns; r++)
-      for (int64_t j = 0; j < p->runs[r].count; j++) /* run r, offset j */
-        tmp[n++] = (ferry__slot){p->runs[r].global_first + j, r, j, 0};
-    if (sl->mixed)
-      mix_slots(tmp, n, sl->key);
-    for (int64_t j = sl->a; j < sl->b; j++) {
-      const ferry__run *run = &p->runs[tmp[j].extent];
-      int64_t row = run->row + tmp[j].row;
-      int64_t e = extent_at(p->extents, e0, ne, run->part, row);
-      out[k++] = (ferry__slot){tmp[j].sample, e, row - p->extents[e].row,
-                               (uint8_t)(sl->padded != 0)};
-    }
-  }
-  free(tmp);
-  return 0;
-}
-
-/* Step 5, on demand: window w's served samples, its runs in order, an own
- * window's mixed by Fisher-Yates keyed by (seed, epoch, rank, window). */
-int ferry__plan_window_slots(const ferry__rank_plan *p, int64_t w,
-                             ferry__slot *out) {
-  if (p->draw)
-    return ferry__draw_window_slots(p, w, out);
-  if (p->window_first_slice)
-    return slice_window_slots(p, w, out);
-  int64_t k = 0;
-  for (int64_t g = p->window_first_seg[w]; g < p->window_first_seg[w + 1];
-       g++) {
-    const ferry__seg *s = &p->segs[g];
-    int64_t first = p->extents[s->extent].global_first + s->off;
-    for (int64_t j = 0; j < s->count; j++)
-      out[k++] = (ferry__slot){first + j, s->extent, s->off + j,
-                               (uint8_t)(s->padded != 0)};
-  }
-  if (w >= p->mix_first && w < p->nmixed)
-    mix_slots(out, k,
-              ferry__rand_key(p->mix_key, FERRY__STREAM_WINDOW,
-                              (uint64_t)(w + p->mix_base), 0));
-  return 0;
-}
-
-int ferry__plan_slots(const ferry__rank_plan *p, ferry__slot **out) {
-  *out = malloc((size_t)(p->nslots ? p->nslots : 1) * sizeof **out);
-  if (!*out)
-    return FERRY_ENOMEM;
-  for (int64_t w = 0; w < p->nwindows; w++)
-    if (ferry__plan_window_slots(p, w, *out + p->window_first_slot[w])) {
-      free(*out);
-      *out = NULL;
-      return FERRY_ENOMEM;
-    }
-  return 0;
 }
 
 int64_t ferry__plan_real_before(const ferry__rank_plan *p, int64_t n) {
@@ -984,33 +885,6 @@ int ferry__plan_build(const ferry__pieces *ps, const int64_t *perm,
                       const ferry__plan_params *pp, int rank,
                       ferry__rank_plan *out, ferry__err *err) {
   return build(ps, perm, pp, rank, out, err);
-}
-
-int ferry__rank_plan_checksum(const ferry__rank_plan *p, uint64_t *out) {
-  uint64_t h = FERRY__FNV_INIT;
-  h = ferry__fnv1a(h, &p->num_batches, sizeof p->num_batches);
-  int has = p->segs || p->slices || p->draw;
-  int64_t most = has ? ferry__plan_window_max(p) : 0;
-  ferry__slot *buf = malloc((size_t)(most ? most : 1) * sizeof *buf);
-  if (!buf)
-    return FERRY_ENOMEM;
-  for (int64_t w = 0; has && w < p->nwindows; w++) {
-    if (ferry__plan_window_slots(p, w, buf)) {
-      free(buf);
-      return FERRY_ENOMEM;
-    }
-    for (int64_t i = 0; i < p->window_samples[w]; i++) {
-      h = ferry__fnv1a(h, &buf[i].sample, sizeof buf[i].sample);
-      h = ferry__fnv1a(h, &buf[i].padded, 1);
-    }
-  }
-  free(buf);
-  for (int64_t b = 0; b <= p->num_batches; b++) {
-    int64_t s = ferry__plan_batch_start(p, b);
-    h = ferry__fnv1a(h, &s, sizeof s);
-  }
-  *out = h;
-  return 0;
 }
 
 /* ---- Resuming an epoch ---------------------------------------------------
@@ -1115,7 +989,8 @@ static int plan_from_items(const item *list, int64_t n, int64_t nb, int64_t B,
     ne = window_extents(list + i0, i1 - i0, tmp, w, out->extents, ne);
     if (want_slots)
       for (int64_t i = i0; i < i1; i++) {
-        int64_t lo = extent_at(out->extents, e0, ne, list[i].part, list[i].row);
+        int64_t lo =
+            ferry__extent_at(out->extents, e0, ne, list[i].part, list[i].row);
         int64_t off = list[i].row - out->extents[lo].row;
         ferry__seg *last = out->nsegs > out->window_first_seg[w]
                                ? &out->segs[out->nsegs - 1]
@@ -1124,7 +999,8 @@ static int plan_from_items(const item *list, int64_t n, int64_t nb, int64_t B,
             last->padded == list[i].padded)
           last->count++;
         else
-          out->segs[out->nsegs++] = (ferry__seg){lo, off, 1, list[i].padded};
+          out->segs[out->nsegs++] =
+              (ferry__seg){lo, off, 1, list[i].padded, i - i0};
       }
     for (int64_t i = i0; i < i1; i++)
       out->padded += list[i].padded != 0;

@@ -13,6 +13,23 @@ int64_t ferry__last_le(const int64_t *v, int64_t n, int64_t x);
 /** Fisher-Yates shuffle of perm[0..n) with stream key; unbiased (rejection). */
 void ferry__shuffle(int64_t *perm, int64_t n, uint64_t key);
 
+/**
+ * A keyed bijection of [0, n) computed one index at a time (plan/order.c):
+ * a 4-round balanced Feistel network over the smallest even number of bits
+ * holding n - 1 (round function: the SplitMix64 finaliser of a round key
+ * xor the right half), walked along its cycle until the value falls in
+ * [0, n) -- at most 4n / n = 4 network evaluations expected, 2 on average.
+ * A window's served order is slot i -> unmixed position ferry__order_at(i),
+ * so no window stores a per-sample order (issue 30).  Pure.
+ */
+typedef struct ferry__order {
+  uint64_t n;
+  unsigned half; /* bits of each half */
+  uint64_t key[4];
+} ferry__order;
+void ferry__order_init(ferry__order *o, uint64_t n, uint64_t key);
+uint64_t ferry__order_at(const ferry__order *o, uint64_t i);
+
 enum {
   FERRY__STREAM_CHUNKS = 1, /* (seed, epoch): permutation of pieces     */
   FERRY__STREAM_WINDOW = 2, /* (seed, epoch, rank, window): sample mix  */
@@ -151,6 +168,7 @@ typedef struct ferry__seg {
   int64_t off;
   int64_t count;
   int64_t padded;
+  int64_t pos; /* its first sample's place in the window's unmixed order */
 } ferry__seg;
 
 /** One run of rows of an old plan's window, in its unmixed order (elastic
@@ -231,10 +249,25 @@ int64_t ferry__plan_batch_need(const ferry__rank_plan *p, int64_t b);
 /** The window holding slot i (0 <= i < nslots). */
 int64_t ferry__plan_window_of(const ferry__rank_plan *p, int64_t i);
 /** Window w's slots in served order into out[window_samples[w]].  Returns
- *  0, or FERRY_ENOMEM (a window of slices: the old window's order is remade
- *  in a scratch array of its size). */
+ *  0, FERRY_EINVAL (a plan without runs, slices or draws), or a sampling
+ *  plan's codes (ferry__draw_window_slots). */
 int ferry__plan_window_slots(const ferry__rank_plan *p, int64_t w,
                              ferry__slot *out);
+/** 1 when slot i of p is computed from the plan alone (a plan with runs or
+ *  slices, plan/order.c): ferry__plan_slots_get then serves any range and
+ *  no window's order is ever stored; 0 for a sampling plan or the
+ *  loader's shuffle=global plan (their windows' orders are arrays). */
+int ferry__plan_slots_computed(const ferry__rank_plan *p);
+/** Slots [i0, i0 + n) of a computed plan (0 <= i0, i0 + n <= nslots) into
+ *  out[n], in served order, without materialising any window: O(1) memory
+ *  (an elastic window's slot scans its slice's runs).  Returns 0 or
+ *  FERRY_EINVAL (a plan that is not computed, a range outside it). */
+int ferry__plan_slots_get(const ferry__rank_plan *p, int64_t i0, int64_t n,
+                          ferry__slot *out);
+/** The extent of x[e0, ne) holding (part, row) (extents sorted by part and
+ *  row, e0 < ne): a binary search. */
+int64_t ferry__extent_at(const ferry__extent *x, int64_t e0, int64_t ne,
+                         int64_t part, int64_t row);
 /** The most samples of any window. */
 int64_t ferry__plan_window_max(const ferry__rank_plan *p);
 /** Every slot (tests, tools; nslots entries malloc'd).  0 or FERRY_ENOMEM. */
@@ -273,8 +306,9 @@ int ferry__plan_resume(const ferry__pieces *ps, const int64_t *perm,
                        const ferry__resume_step *steps, int nsteps, int rank,
                        ferry__rank_plan *out, ferry__rank_plan *all,
                        ferry__err *err);
-/** Checksum of a rank's plan (slots and batch boundaries), computed window
- *  by window (O(window) memory).  Returns 0 or FERRY_ENOMEM. */
+/** Checksum of a rank's plan (slots and batch boundaries), computed in
+ *  blocks of slots (O(1) memory; O(window) for a sampling plan).  Returns
+ *  0 or FERRY_ENOMEM. */
 int ferry__rank_plan_checksum(const ferry__rank_plan *p, uint64_t *out);
 /**
  * The served order of rank (of pp->world_size) in epoch pp->epoch over

@@ -6,7 +6,11 @@
  * rank keeps fixed-size records of what it received and rank 0 gathers them
  * (MPI_Gatherv) and prints them in rank order, so the output is a deterministic
  * text that can be diffed between runs, world sizes and options, never the
- * interleaving of several ranks' stdout.
+ * interleaving of several ranks' stdout.  The records are gathered in
+ * rounds of a bounded number of batches (DUMP_ROUND_BYTES of records on
+ * rank 0), so dump holds O(round) memory whatever the epoch's size (issue
+ * 30: the whole epoch's records, 40 bytes a sample, grew to 12 GB a rank
+ * on 2^31 samples); an epoch that fits one round prints as it always did.
  */
 #include "tool.h"
 
@@ -16,12 +20,17 @@
 
 enum { OPT_VAR = 1, OPT_EPOCH, OPT_ROW_HASH };
 
+/* The records rank 0 gathers in one round, all ranks together: the round is
+ * the most whole batches (at least one) whose records fit. */
+#define DUMP_ROUND_BYTES ((size_t)32 << 20)
+
 static int run_dump(tool_ctx *ctx);
 
 static const tool_opt dump_opts[] = {
     {"var", 1, OPT_VAR, "NAME",
      "Variable whose first element is printed.  Default: the first "
-     "variable."},
+     "variable.  A variable outside the selection (--vars, or the default "
+     "one) is added to it."},
     {"epoch", 1, OPT_EPOCH, "E", "Epoch to run (>= 0).  Default: 0."},
     {"row-hash", 0, OPT_ROW_HASH, NULL,
      "Add a fifth field, fnv=HEX: the FNV-1a 64-bit hash of the whole row's "
@@ -37,7 +46,12 @@ const tool_cmd tool_cmd_dump = {
     .description =
         "Run epoch E and print one line per sample served: 'rank batch "
         "global_index first_value', rank 0's lines first, then rank 1's, and "
-        "so on, each rank's in the order it received them.  first_value is "
+        "so on, each rank's in the order it received them.  A large epoch "
+        "is printed in rounds of batches, each round as above (rank 0's "
+        "lines of the round, then rank 1's, ...), so that dump holds at most "
+        "32 MiB of records whatever the epoch's size; an epoch of fewer than "
+        "about 800,000 samples (divided by the ranks) is one round.  "
+        "first_value is "
         "the first element of the sample's row of variable NAME as a number: "
         "integers exactly, floats (float16 converted) with 17 significant "
         "digits, bool as 0 or 1; '-' when the row is empty.  The batches are "
@@ -113,6 +127,93 @@ static void dump_print(const tool_ctx *ctx, ferry_dtype dtype, int row_hash,
   fflush(stdout);
 }
 
+/* The index of variable var among the loader's (var NULL: the first), or
+ * -1.  A leading '/' is accepted as everywhere else ("--vars /data/x"). */
+static int find_var(ferry_loader *L, const char *var, ferry_var_info *vinfo) {
+  while (var && *var == '/')
+    var++;
+  for (int i = 0; i < ferry_num_vars(L); i++)
+    if (ferry_var_info_get(L, i, vinfo) == 0 &&
+        (var == NULL || strcmp(vinfo->name, var) == 0))
+      return i;
+  return -1;
+}
+
+/* Open the dataset with variable var among the loaded ones: when the
+ * selection (--vars, or the default one) lacks it, the loader is opened
+ * again with the selection plus var (issue 30: a variable outside the
+ * default selection was "not found").  Every rank has the same manifest,
+ * so every rank decides the same.  Returns 0 (*vi set) or an exit status. */
+static int open_with_var(tool_ctx *ctx, const char *var, ferry_loader **L,
+                         int *vi, ferry_var_info *vinfo) {
+  int st = tool_open(ctx, L);
+  if (st != 0)
+    return st;
+  if ((*vi = find_var(*L, var, vinfo)) >= 0 || var == NULL)
+    goto check;
+  size_t len = strlen(var) + 1;
+  for (int i = 0; i < ferry_num_vars(*L); i++)
+    if (ferry_var_info_get(*L, i, vinfo) == 0)
+      len += strlen(vinfo->name) + 1;
+  char *list = malloc(len);
+  if (!list)
+    tool_oom(ctx, len, "the variable list of dataset %s", ctx->target);
+  list[0] = '\0';
+  for (int i = 0; i < ferry_num_vars(*L); i++)
+    if (ferry_var_info_get(*L, i, vinfo) == 0) {
+      strcat(list, vinfo->name);
+      strcat(list, ",");
+    }
+  strcat(list, var);
+  int rc = ferry_close(*L);
+  *L = NULL;
+  if (rc == 0)
+    rc = ferry_options_set(ctx->opts, "vars", list);
+  free(list);
+  if (rc != 0)
+    return tool_lib_error(ctx, NULL, rc);
+  if ((st = tool_open(ctx, L)) != 0)
+    return st;
+  *vi = find_var(*L, var, vinfo);
+check:
+  if (*vi < 0) {
+    tool_error(ctx, "%s has no variable '%s'", ctx->target, var ? var : "");
+    return TOOL_EXIT_ERROR;
+  }
+  return 0;
+}
+
+/* Batches per round: the most whole batches of every rank whose records
+ * fit DUMP_ROUND_BYTES on rank 0 (at least one).  The same on every rank:
+ * batch_size and the world size are. */
+static int64_t round_batches(const tool_ctx *ctx) {
+  char buf[64];
+  int64_t B = 1;
+  if (tool_parse_i64(tool_option(ctx, "batch_size", buf, sizeof buf), 1,
+                     INT64_MAX, &B) != 0)
+    B = 1;
+  size_t per = (size_t)ctx->size * (size_t)B * D_FIELDS * sizeof(int64_t);
+  return per >= DUMP_ROUND_BYTES ? 1 : (int64_t)(DUMP_ROUND_BYTES / per);
+}
+
+/* Gather the round's records on rank 0, print them, and empty d.
+ * Collective.  Returns 0 or an exit status. */
+static int flush_round(const tool_ctx *ctx, ferry_dtype dtype, int row_hash,
+                       dump_recs *d) {
+  int64_t *all = NULL, *counts = NULL;
+  if (tool_gather_i64(d->recs, d->nrecs * D_FIELDS, &all, &counts) < 0) {
+    tool_error(ctx, "too many samples to gather on rank 0; dump fewer "
+                    "(--max-chunks, --fraction, --batch-size)");
+    return TOOL_EXIT_ERROR;
+  }
+  if (ctx->rank == 0)
+    dump_print(ctx, dtype, row_hash, all, counts);
+  free(all);
+  free(counts);
+  d->nrecs = 0;
+  return 0;
+}
+
 static int run_dump(tool_ctx *ctx) {
   const char *var = NULL;
   int64_t epoch = 0;
@@ -134,35 +235,19 @@ static int run_dump(tool_ctx *ctx) {
   if (st != TOOL_CONTINUE)
     return st;
   ferry_loader *L = NULL;
-  if ((st = tool_open(ctx, &L)) != 0)
-    return st;
-  dump_recs d = {NULL, 0, 0};
-  int64_t *all = NULL, *counts = NULL;
-
-  /* Every rank has the same manifest, so they all agree on the variable.
-   * A leading '/' is accepted as everywhere else ("--vars /data/x"). */
-  while (var && *var == '/')
-    var++;
-  int vi = -1;
   ferry_var_info vinfo;
-  for (int i = 0; i < ferry_num_vars(L); i++)
-    if (ferry_var_info_get(L, i, &vinfo) == 0 &&
-        (var == NULL || strcmp(vinfo.name, var) == 0)) {
-      vi = i;
-      break;
-    }
-  if (vi < 0) {
-    tool_error(ctx, "%s has no variable '%s'", ctx->target, var ? var : "");
-    st = TOOL_EXIT_ERROR;
+  int vi = -1;
+  dump_recs d = {NULL, 0, 0};
+  if ((st = open_with_var(ctx, var, &L, &vi, &vinfo)) != 0)
     goto cleanup;
-  }
   size_t elsize = ferry_dtype_size(vinfo.dtype);
+  const int64_t per_round = round_batches(ctx);
 
   if ((rc = ferry_set_epoch(L, epoch)) != 0) {
     st = tool_lib_error(ctx, L, rc);
     goto cleanup;
   }
-  for (;;) {
+  for (int64_t nb = 0;; nb++) {
     ferry_batch *b = NULL;
     rc = ferry_next(L, &b);
     if (rc == FERRY_END)
@@ -174,22 +259,16 @@ static int run_dump(tool_ctx *ctx) {
     dump_batch(ctx, b, vi, elsize, row_hash, &d);
     if ((rc = ferry_release(L, b)) != 0)
       tool_local_fatal(ctx, L, "ferry_release", rc);
+    /* every rank has served the same number of batches here */
+    if ((nb + 1) % per_round == 0 &&
+        (st = flush_round(ctx, vinfo.dtype, row_hash, &d)) != 0)
+      goto cleanup;
   }
-
-  if (tool_gather_i64(d.recs, d.nrecs * D_FIELDS, &all, &counts) < 0) {
-    tool_error(ctx, "too many samples to gather on rank 0; dump fewer "
-                    "(--max-chunks, --fraction)");
-    st = TOOL_EXIT_ERROR;
-    goto cleanup;
-  }
-  if (ctx->rank == 0)
-    dump_print(ctx, vinfo.dtype, row_hash, all, counts);
+  st = flush_round(ctx, vinfo.dtype, row_hash, &d);
 
 cleanup:
   free(d.recs);
-  free(all);
-  free(counts);
-  rc = ferry_close(L);
+  rc = L ? ferry_close(L) : 0;
   if (rc != 0 && st == 0)
     st = tool_lib_error(ctx, NULL, rc);
   return st;

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_EPOCHS = 1, OPT_LABEL, OPT_JSON, OPT_WORLD };
+enum { OPT_EPOCHS = 1, OPT_LABEL, OPT_JSON, OPT_WORLD, OPT_MAX_MEMORY };
 
 static int run_quality(tool_ctx *ctx);
 
@@ -32,6 +32,11 @@ static const tool_opt quality_opts[] = {
     {"json", 0, OPT_JSON, NULL, "Print one JSON object instead of text."},
     {"world-size", 1, OPT_WORLD, "W",
      "Ranks of the job to simulate.  Default: the ranks of this run."},
+    {"max-memory", 1, OPT_MAX_MEMORY, "SIZE",
+     "Refuse to start when rank 0's arrays would need more than SIZE: about "
+     "112 bytes per sample of the dataset (two epochs' orders and their "
+     "chunks, the ideal permutation's, each sample's chunk, the measures' "
+     "scratch).  Default: " TOOL_MAX_MEMORY_DEFAULT "."},
     {NULL, 0, 0, NULL, NULL},
 };
 
@@ -64,6 +69,7 @@ typedef struct qcfg {
   int json;
   const char *label;
   uint64_t seed;
+  uint64_t max_memory; /* --max-memory: the arrays' bound */
 } qcfg;
 
 /* The measures, summed over epochs (or transitions) and counted. */
@@ -449,6 +455,7 @@ static int quality_args(const tool_ctx *ctx, qcfg *cfg) {
   memset(cfg, 0, sizeof *cfg);
   cfg->epochs = 3;
   cfg->world = ctx->size;
+  (void)tool_parse_size(TOOL_MAX_MEMORY_DEFAULT, &cfg->max_memory);
   for (int i = 0; i < ctx->nargs; i++) {
     const char *v = ctx->args[i].value;
     int64_t x;
@@ -478,6 +485,10 @@ static int quality_args(const tool_ctx *ctx, qcfg *cfg) {
       cfg->label = v;
       break;
     case OPT_JSON: cfg->json = 1; break;
+    case OPT_MAX_MEMORY:
+      if (tool_max_memory_arg(ctx, v, &cfg->max_memory))
+        return TOOL_EXIT_USAGE;
+      break;
     default: break;
     }
   }
@@ -614,6 +625,14 @@ static int run_quality(tool_ctx *ctx) {
   ferry_loader *L = NULL;
   if ((st = tool_open(ctx, &L)) != 0)
     return st;
+  /* bounded: refuse before anything per sample is held (issue 30) */
+  if ((st = tool_memory_check(ctx, L,
+                              "every rank's order of two epochs and the "
+                              "ideal one's",
+                              112, 0, cfg.max_memory)) != 0) {
+    ferry_close(L);
+    return st;
+  }
   int32_t *cls = NULL;
   int ncls = 0;
   if (cfg.label)

@@ -41,7 +41,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-enum { OPT_EPOCHS = 1, OPT_JSON, OPT_STATE, OPT_COMPUTE_MS };
+enum { OPT_EPOCHS = 1, OPT_JSON, OPT_STATE, OPT_COMPUTE_MS, OPT_MAX_MEMORY };
 
 static int run_verify(tool_ctx *ctx);
 
@@ -56,6 +56,12 @@ static const tool_opt verify_opts[] = {
      "checkpoint_signal save to FILE, the ids served so far to FILE.served, "
      "and exit 75 (requeue me); exactly-once is then checked over all the "
      "runs of the epoch.  Each epoch runs once (no determinism rerun)."},
+    {"max-memory", 1, OPT_MAX_MEMORY, "SIZE",
+     "Refuse to start when the exactly-once check's arrays would need more "
+     "than SIZE: about 25 bytes per sample of the dataset on rank 0 (every "
+     "rank's ids gathered, a seen-mark each) plus 72 per sample of a rank's "
+     "share (its ids twice, and the plan's order for the mixing check).  "
+     "Default: " TOOL_MAX_MEMORY_DEFAULT "."},
     {"compute-ms", 1, OPT_COMPUTE_MS, "X",
      "Sleep X milliseconds per batch, standing for a training step (to "
      "test checkpoints mid-epoch).  Default: 0."},
@@ -869,12 +875,14 @@ typedef struct verify_cfg {
   int json;
   const char *state; /* --state FILE, or NULL */
   double compute_ms;
+  uint64_t max_memory; /* --max-memory: the arrays' bound */
 } verify_cfg;
 
 /* Returns 0, or TOOL_EXIT_USAGE after a message. */
 static int verify_args(const tool_ctx *ctx, verify_cfg *cfg) {
   memset(cfg, 0, sizeof *cfg);
   cfg->epochs = 2;
+  (void)tool_parse_size(TOOL_MAX_MEMORY_DEFAULT, &cfg->max_memory);
   for (int i = 0; i < ctx->nargs; i++) {
     if (ctx->args[i].id == OPT_STATE)
       cfg->state = ctx->args[i].value;
@@ -886,6 +894,9 @@ static int verify_args(const tool_ctx *ctx, verify_cfg *cfg) {
                               ctx->args[i].value);
     else if (ctx->args[i].id == OPT_JSON)
       cfg->json = 1;
+    else if (ctx->args[i].id == OPT_MAX_MEMORY &&
+             tool_max_memory_arg(ctx, ctx->args[i].value, &cfg->max_memory))
+      return TOOL_EXIT_USAGE;
     else if (ctx->args[i].id == OPT_EPOCHS &&
              tool_parse_i64(ctx->args[i].value, 1, INT64_C(1) << 40,
                             &cfg->epochs) != 0)
@@ -1252,6 +1263,14 @@ static int run_verify(tool_ctx *ctx) {
   ferry_loader *L = NULL;
   if ((st = tool_open(ctx, &L)) != 0)
     return st;
+  /* bounded: refuse before anything per sample is held (issue 30) */
+  if ((st = tool_memory_check(ctx, L,
+                              "every rank's ids gathered for the "
+                              "exactly-once check",
+                              25, 72, cfg.max_memory)) != 0) {
+    ferry_close(L);
+    return st;
+  }
   verify_run v;
   memset(&v, 0, sizeof v);
   v.rep.json = cfg.json;

@@ -121,6 +121,47 @@ int tool_open(tool_ctx *ctx, ferry_loader **out) {
   return 0;
 }
 
+int tool_memory_check(const tool_ctx *ctx, ferry_loader *L, const char *what,
+                      double per_sample, double per_share, uint64_t limit) {
+  double n = (double)ferry_num_samples(L), P = ctx->size > 0 ? ctx->size : 1;
+  /* the epoch's samples with max_chunks/fraction: at most the kept chunks
+   * of chunk_samples each (the bound the advice below relies on) */
+  char buf[64];
+  double kept = (double)ferry_num_chunks(L), frac = 1;
+  int64_t maxc = 0;
+  if (tool_parse_i64(tool_option(ctx, "max_chunks", buf, sizeof buf), 1,
+                     INT64_MAX, &maxc) == 0 &&
+      (double)maxc < kept)
+    kept = (double)maxc;
+  if (tool_parse_double(tool_option(ctx, "fraction", buf, sizeof buf), &frac) ==
+          0 &&
+      frac < 1 && ceil(frac * (double)ferry_num_chunks(L)) < kept)
+    kept = ceil(frac * (double)ferry_num_chunks(L));
+  double cs = (double)ferry_chunk_samples(L, NULL);
+  if (cs > 0 && kept * cs < n)
+    n = kept * cs;
+  double need = n * per_sample + ceil(n / P) * per_share;
+  if (need <= (double)limit)
+    return 0;
+  char a[32], b[32];
+  tool_error(ctx,
+             "%s %s needs about %s on rank 0 for up to %.0f samples (%s), more "
+             "than --max-memory %s: check a subset (--max-chunks N, "
+             "--fraction F) or raise --max-memory",
+             ctx->cmd->name, ctx->target, tool_fmt_bytes(need, a, sizeof a), n,
+             what, tool_fmt_bytes((double)limit, b, sizeof b));
+  return TOOL_EXIT_ERROR;
+}
+
+int tool_max_memory_arg(const tool_ctx *ctx, const char *value, uint64_t *out) {
+  if (tool_parse_size(value, out) != 0)
+    return tool_usage_error(ctx,
+                            "bad value '%s' for --max-memory: expected a "
+                            "size (4GiB, 512M, 1e9)",
+                            value);
+  return 0;
+}
+
 int tool_host_batches(tool_ctx *ctx) {
   char dev[64];
   if (strstr(ferry_features(), "cuda") == NULL)

@@ -146,6 +146,20 @@ int tool_all(int ok);
 /** ferry_open over MPI_COMM_WORLD with ctx->opts.  Returns 0 or an exit status.
  */
 int tool_open(tool_ctx *ctx, ferry_loader **out);
+
+/** The default of --max-memory (verify, quality): the most the command's
+ *  own per-sample arrays may need before it refuses to start. */
+#define TOOL_MAX_MEMORY_DEFAULT "4GiB"
+/** Refuse up front (issue 30) when a command's per-sample arrays need more
+ *  than limit bytes: per_sample bytes for each of the dataset's samples on
+ *  rank 0 plus per_share for each sample of a rank's share.  Prints, on
+ *  rank 0, the size needed, the limit and the options that change either,
+ *  and returns TOOL_EXIT_ERROR; else 0.  Every rank decides the same (the
+ *  same sample count, world size and options). */
+int tool_memory_check(const tool_ctx *ctx, ferry_loader *L, const char *what,
+                      double per_sample, double per_share, uint64_t limit);
+/** Parse --max-memory's value into *out; returns 0 or a usage error. */
+int tool_max_memory_arg(const tool_ctx *ctx, const char *value, uint64_t *out);
 /**
  * For commands that read batch data on the host (dump, verify): in a build
  * with CUDA, device=auto becomes device=cpu, and device=cuda is a usage
