@@ -21,7 +21,6 @@ int ferry__npy_parse_header(const unsigned char *buf, size_t len,
                             ferry__npy_header *h, const char *path,
                             ferry__err *err);
 
-
 /**
  * The npy backend's MPI-IO steps, shared with the npz backend (whose stored
  * members are read exactly like .npy files).  ferry__npy_open opens path

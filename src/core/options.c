@@ -41,7 +41,7 @@ static const char *const device_names[] = {"auto", "cpu", "cuda", NULL};
 /* Read by the zarr backend by name (backends/zarr). */
 static const char *const zarr_reader_names[] = {"auto", "native", "netcdf",
                                                 NULL};
-/* Index = FERRY__SIG_* (loader.c maps it to the signal number). */
+/* Index = FERRY__SIG_* (src/loader/open.c maps it to the signal number). */
 static const char *const signal_names[] = {"none", "USR1", "USR2", "TERM",
                                            "INT",  "HUP",  "XCPU", NULL};
 

@@ -17,7 +17,8 @@
  *
  * The signal handler only sets a volatile sig_atomic_t; the loader turns it
  * into a decision all ranks share inside ferry_next's certification
- * all-reduce (loader.c), so every rank stops at the same batch.
+ * all-reduce (src/loader/next.c and vote.c), so every rank stops at the same
+ * batch.
  */
 #include "config.h"
 #include "core/state.h"

@@ -1,8 +1,8 @@
 /*
  * cuda.c - the GPU stage: where batches go (device=auto|cpu|cuda, devices),
  * the device ring's buffers and copies, ferry_batch_wait, NCCL
- * registration.  loader.c owns the ring's states and threads; every CUDA
- * and NCCL call of the library is in this file.
+ * registration.  The loader (src/loader/) owns the ring's states and threads;
+ * every CUDA and NCCL call of the library is in this file.
  *
  * The copy of batch b, on the worker thread that assembled it into a pinned
  * host slot (ferry__dslot_copy):

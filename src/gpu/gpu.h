@@ -18,9 +18,9 @@ typedef struct ferry__gpu ferry__gpu;
 /**
  * One slot of the device ring: a batch's buffers on every device of the
  * rank, the events of its copies, and the ferry_batch handed out for it.
- * State fields marked (L) are guarded by the epoch mutex of loader.c; the
- * CUDA fields are used by one thread at a time (the worker that copies,
- * then the consumer that waits and releases).
+ * State fields marked (L) are guarded by the epoch mutex of the loader
+ * (src/loader/loader.h); the CUDA fields are used by one thread at a time (the
+ * worker that copies, then the consumer that waits and releases).
  */
 typedef struct ferry__dslot {
   ferry_batch batch; /* handed out; must stay the first member  */
@@ -40,7 +40,7 @@ typedef struct ferry__dslot {
   int timing_pending; /* copies whose time is not counted yet   */
   int64_t *ids;
   uint8_t *padded;
-  int state;      /* (L) SLOT_* of loader.c                  */
+  int state;      /* (L) SLOT_* of src/loader/loader.h      */
   int64_t bidx;   /* (L) batch held                          */
   int64_t expect; /* (L) the batch it serves next            */
   int host;       /* (L) keep_host: paired host ring slot, -1 */
@@ -49,9 +49,9 @@ typedef struct ferry__dslot {
 } ferry__dslot;
 
 /**
- * Decide where batches go.  LOCAL (loader.c agrees on the result).  *out is
- * NULL for host delivery, with how saying why (device=cpu; device=auto and
- * no usable GPU; built without CUDA); else how says which devices and why.
+ * Decide where batches go.  LOCAL (the loader's open.c agrees on the result).
+ * *out is NULL for host delivery, with how saying why (device=cpu; device=auto
+ * and no usable GPU; built without CUDA); else how says which devices and why.
  * FERRY_ENOTSUP: device=cuda in a build without CUDA; FERRY_ENODEV:
  * device=cuda without a usable GPU (no device, or the CUDA runtime could
  * not be loaded: the message names it and why), or a devices list naming

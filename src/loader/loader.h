@@ -4,11 +4,17 @@
  *
  *   open.c        ferry_open / ferry_close
  *   epoch.c       ferry_set_epoch: plan, checks, memory budget, threads
- *   pipeline.c    read-buffer pool, I/O thread, worker threads
+ *   pipeline.c    read-buffer pool, I/O thread, worker threads, the copy
+ *                 of a batch to the device
  *   next.c        ferry_next / ferry_release and batch certification
+ *   vote.c        the agreement every collective call starts with
  *   checkpoint.c  ferry_state_save / ferry_state_load
  *   inspect.c     accessors, NCCL attach
- *
+ *   io_choice.c   io=auto: map files on local file systems, read the others
+ *   sampling.c    weighted, class-balanced and mixed sampling (the draws)
+ *   weights.c     the per-sample weights and labels (weights.h)
+ *   exchange.c    shuffle=global's exchange of a window's samples
+ *                 (exchange.h)
  *
  * ferry_open (collective): rank 0 scans the dataset and broadcasts the
  * manifest; every rank checks that it was given the same dataset and options.
