@@ -847,51 +847,15 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
   ferry__io *io = ctx;
   (void)var;
   const ferry__part *pt = &io->m->parts[part];
-  const char *path = pt->paths[0];
-  MPI_File fh = MPI_FILE_NULL;
-  MPI_Offset size = -1;
-  int code = 0, opened = 0;
-  MPI_File *out = malloc(sizeof *out);
-  int mrc = MPI_File_open(io->collective ? io->comm : MPI_COMM_SELF, path,
-                          MPI_MODE_RDONLY, io->info, &fh);
-  if (!out) {
-    code = ferry__oom(err, -1, sizeof *out, "opening file %s (rank %d)", path,
-                      io->rank);
-    opened = mrc == MPI_SUCCESS;
-  } else if (mrc != MPI_SUCCESS) {
-    code = ferry__mpi_fail(err, ferry__mpi_open_code(mrc), mrc,
-                           "MPI_File_open failed: file %s, rank %d, offset 0",
-                           path, io->rank);
-  } else {
-    opened = 1;
-    MPI_File_set_errhandler(fh, MPI_ERRORS_RETURN);
-    if ((mrc = MPI_File_get_size(fh, &size)) != MPI_SUCCESS)
-      code = ferry__mpi_fail(
-          err, FERRY_EIO, mrc,
-          "MPI_File_get_size failed: file %s, rank %d, offset 0", path,
-          io->rank);
-    else if ((int64_t)size != pt->file_size[0])
-      code = ferry__seterr(err, FERRY_EMISMATCH,
-                           "file %s is %lld bytes on rank %d but %lld bytes "
-                           "when rank 0 scanned it (offset 0)",
-                           path, (long long)size, io->rank,
-                           (long long)pt->file_size[0]);
-  }
-  if (io->collective) {
-    code = ferry__agree(io->comm, io->rank, code, err);
-    if (code < 0) {
-      int all = 0;
-      if (MPI_Allreduce(&opened, &all, 1, MPI_INT, MPI_MIN, io->comm) ==
-              MPI_SUCCESS &&
-          all == 1)
-        MPI_File_close(&fh);
-    }
-  } else if (code < 0 && opened) {
-    MPI_File_close(&fh);
-  }
-  if (code < 0) {
+  MPI_File *out = malloc(sizeof *out), fh = MPI_FILE_NULL;
+  int rc = out ? 0
+               : ferry__oom(err, -1, sizeof *out, "opening file %s (rank %d)",
+                            pt->paths[0], io->rank);
+  rc = ferry__mpiio_open(io->comm, io->collective, io->info, io->rank,
+                         pt->paths[0], NULL, pt->file_size[0], rc, &fh, err);
+  if (rc < 0) {
     free(out);
-    return code;
+    return rc;
   }
   *out = fh;
   *handle = out;
@@ -918,13 +882,7 @@ static int classic_io_open(ferry__io **out, const ferry__manifest *m,
   io->span_part = -1;
   ferry__handle_cache_init(&io->files, (size_t)p->max_open_files, io,
                            cache_open, cache_close);
-  if (MPI_Info_create(&io->info) == MPI_SUCCESS) {
-    MPI_Info_set(io->info, "access_style", "read_mostly");
-    if (io->collective)
-      MPI_Info_set(io->info, "collective_buffering", "true");
-  } else {
-    io->info = MPI_INFO_NULL;
-  }
+  io->info = ferry__mpiio_hints(io->collective);
   *out = io;
   return 0;
 }

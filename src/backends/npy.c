@@ -44,7 +44,6 @@
 /* Independent MPI-IO reads (npz's stored members) are split into calls of
  * at most this many bytes, so the int count of MPI_File_read_at never
  * overflows. */
-#define NPY_READ_MAX ((int64_t)1 << 30)
 
 static const char *name_of(const char *path) {
   return path ? path : "<memory>";
@@ -730,69 +729,12 @@ struct ferry__io {
   ferry__handle_cache files;
 };
 
-/* Open path, collectively over comm when collective.  With collective I/O
- * the ranks agree on the outcome before anyone keeps or closes the handle,
- * so none is left waiting in a later collective call.  Shared with npz.c
- * (backend.h). */
-int ferry__npy_open(MPI_Comm comm, int collective, MPI_Info info, int rank,
-                    const char *path, const char *vname, int64_t file_size,
-                    MPI_File *out, ferry__err *err) {
-  MPI_File fh = MPI_FILE_NULL;
-  MPI_Offset size = -1;
-  int code = 0, opened = 0;
-  int mrc = MPI_File_open(collective ? comm : MPI_COMM_SELF, path,
-                          MPI_MODE_RDONLY, info, &fh);
-  if (mrc != MPI_SUCCESS) {
-    code =
-        ferry__mpi_fail(err, ferry__mpi_open_code(mrc), mrc,
-                        "MPI_File_open failed: file %s, variable %s, rank %d, "
-                        "offset 0",
-                        path, vname, rank);
-  } else {
-    opened = 1;
-    MPI_File_set_errhandler(fh, MPI_ERRORS_RETURN);
-    mrc = MPI_File_get_size(fh, &size);
-    if (mrc != MPI_SUCCESS)
-      code = ferry__mpi_fail(
-          err, FERRY_EIO, mrc,
-          "MPI_File_get_size failed: file %s, variable %s, rank "
-          "%d, offset 0",
-          path, vname, rank);
-    else if ((int64_t)size != file_size)
-      code = ferry__seterr(err, FERRY_EMISMATCH,
-                           "file %s is %lld bytes on rank %d but %lld bytes "
-                           "when rank 0 scanned it (variable %s, offset 0)",
-                           path, (long long)size, rank, (long long)file_size,
-                           vname);
-  }
-  if (collective) {
-    /* Every rank reports the lowest failing rank's reason (util/agree.c). */
-    code = ferry__agree(comm, rank, code, err);
-    if (code < 0) {
-      /* Closing is collective: only when every rank holds the handle.  A
-       * handle some ranks failed to open is left open (leaked) on purpose. */
-      int all = 0;
-      if (MPI_Allreduce(&opened, &all, 1, MPI_INT, MPI_MIN, comm) ==
-              MPI_SUCCESS &&
-          all == 1)
-        MPI_File_close(&fh);
-      return code;
-    }
-  } else if (code < 0) {
-    if (opened)
-      MPI_File_close(&fh);
-    return code;
-  }
-  *out = fh;
-  return 0;
-}
-
 static int open_file(ferry__io *io, int64_t part, int var, MPI_File *out,
                      ferry__err *err) {
   const ferry__part *pt = &io->m->parts[part];
-  return ferry__npy_open(io->comm, io->collective, io->info, io->rank,
-                         pt->paths[var], io->m->vars[var].name,
-                         pt->file_size[var], out, err);
+  return ferry__mpiio_open(io->comm, io->collective, io->info, io->rank,
+                           pt->paths[var], io->m->vars[var].name,
+                           pt->file_size[var], 0, out, err);
 }
 
 /* Independent reads: a descriptor, checked like open_file checks. */
@@ -901,16 +843,7 @@ static int npy_io_open(ferry__io **out, const ferry__manifest *m,
   io->collective = p->collective;
   ferry__handle_cache_init(&io->files, (size_t)p->max_open_files, io,
                            cache_open, cache_close);
-  io->info = MPI_INFO_NULL;
-  /* Reserved MPI hints: the files are only read; collective buffering lets
-   * a few aggregators read large contiguous extents for everyone. */
-  if (MPI_Info_create(&io->info) == MPI_SUCCESS) {
-    MPI_Info_set(io->info, "access_style", "read_mostly");
-    if (io->collective)
-      MPI_Info_set(io->info, "collective_buffering", "true");
-  } else {
-    io->info = MPI_INFO_NULL;
-  }
+  io->info = ferry__mpiio_hints(io->collective);
   *out = io;
   return 0;
 }
@@ -954,27 +887,8 @@ static int npy_io_read(ferry__io *io, int64_t part, int var, int64_t row,
            io->rank);
   if (!io->collective)
     return rc ? rc : read_fd(io, *(int *)h, offset, buf, nbytes, where, err);
-  return ferry__npy_read_range(*(MPI_File *)h, 1, offset, nbytes, buf, rc,
-                               where, err);
-}
-
-int ferry__npy_read_range(MPI_File fh, int collective, int64_t offset,
-                          int64_t nbytes, void *buf, int rc, const char *where,
-                          ferry__err *err) {
-  if (collective) {
-    int rc2 =
-        ferry__mpi_read(fh, 1, (MPI_Offset)offset, buf,
-                        rc < 0 ? 0 : (int)nbytes, where, rc < 0 ? NULL : err);
-    return rc == 0 ? rc2 : rc;
-  }
-  for (int64_t done = 0; rc == 0 && done < nbytes;) {
-    int count =
-        (int)(nbytes - done < NPY_READ_MAX ? nbytes - done : NPY_READ_MAX);
-    rc = ferry__mpi_read(fh, 0, (MPI_Offset)(offset + done), (char *)buf + done,
-                         count, where, err);
-    done += count;
-  }
-  return rc;
+  return ferry__mpiio_read_range(*(MPI_File *)h, 1, offset, nbytes, buf, rc,
+                                 where, err);
 }
 
 /* io=mmap: the rows' bytes mapped from the descriptor cache's file (the

@@ -1007,9 +1007,9 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
    * inflates it); an MPI-IO handle is opened for stored members, and for
    * every member with io=collective, where every rank opens alike. */
   if (!h->z || io->collective)
-    rc = ferry__npy_open(io->comm, io->collective, io->info, io->rank,
-                         pt->paths[var], io->m->vars[var].name,
-                         pt->file_size[var], &h->fh, err);
+    rc = ferry__mpiio_open(io->comm, io->collective, io->info, io->rank,
+                           pt->paths[var], io->m->vars[var].name,
+                           pt->file_size[var], 0, &h->fh, err);
 #ifdef HAVE_ZLIB
   if (rc == 0 && h->z) {
     rc = open_deflated(io, pt, var, h, err);
@@ -1069,14 +1069,7 @@ static int npz_io_open(ferry__io **out, const ferry__manifest *m,
   io->defer = p->defer;
   ferry__handle_cache_init(&io->files, (size_t)p->max_open_files, io,
                            cache_open, cache_close);
-  io->info = MPI_INFO_NULL;
-  if (MPI_Info_create(&io->info) == MPI_SUCCESS) {
-    MPI_Info_set(io->info, "access_style", "read_mostly");
-    if (io->collective)
-      MPI_Info_set(io->info, "collective_buffering", "true");
-  } else {
-    io->info = MPI_INFO_NULL;
-  }
+  io->info = ferry__mpiio_hints(io->collective);
 #ifdef HAVE_ZLIB
   /* A decode pool when some member is deflated (NULL: inflate inline). */
   int deflated = 0;
@@ -1448,8 +1441,8 @@ static int npz_io_read(ferry__io *io, int64_t part, int var, int64_t row,
                          (long long)nbytes, path, vname, io->rank,
                          (long long)offset);
   }
-  rc = ferry__npy_read_range(h->fh, io->collective, offset, nbytes, buf, rc,
-                             where, err);
+  rc = ferry__mpiio_read_range(h->fh, io->collective, offset, nbytes, buf, rc,
+                               where, err);
   return io->defer && rc == 0 ? 0 : settle(io, rc, err);
 }
 

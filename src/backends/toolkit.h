@@ -84,6 +84,29 @@ int ferry__mpi_read(MPI_File fh, int coll, MPI_Offset off, void *buf, int n,
                     const char *where, ferry__err *err);
 
 /**
+ * The MPI-IO steps of every backend that reads through MPI-IO (mpiio.c).
+ * ferry__mpiio_hints: a new MPI_Info with the read-only hints (and
+ * collective buffering when collective), or MPI_INFO_NULL; the caller
+ * frees it.  ferry__mpiio_open opens path (collectively over comm when
+ * collective, the outcome agreed on every rank) and checks that it still
+ * is file_size bytes, as rank 0 saw it; vname (NULL: none) names the
+ * variable in messages; rc < 0 is a local failure found before (its
+ * message already in err): the rank still joins a collective open and the
+ * agreement, and every call returns the lowest failing rank's error.
+ * ferry__mpiio_read_range reads nbytes at offset:
+ * one collective call (rc < 0: a local failure found before; the rank
+ * joins with a count of 0 and returns rc), or independent calls of at
+ * most 1 GiB each.
+ */
+MPI_Info ferry__mpiio_hints(int collective);
+int ferry__mpiio_open(MPI_Comm comm, int collective, MPI_Info info, int rank,
+                      const char *path, const char *vname, int64_t file_size,
+                      int rc, MPI_File *out, ferry__err *err);
+int ferry__mpiio_read_range(MPI_File fh, int collective, int64_t offset,
+                            int64_t nbytes, void *buf, int rc,
+                            const char *where, ferry__err *err);
+
+/**
  * open(path, O_RDONLY) that never blocks: the file is opened non-blocking
  * (a FIFO would otherwise wait for a writer forever) and must be a regular
  * file.  Returns the descriptor (blocking again, close-on-exec), or -1 with
