@@ -781,8 +781,8 @@ FERRY_API int ferry_sampling_info_get(const ferry_loader *loader,
  * draws give it (a mix after its exhaustion rules; weighted with
  * replacement: the requested one; without: the group's share of the
  * inclusion probabilities of the epoch's draws -- its non-zero samples over
- * all in a full epoch).  LOCAL, after ferry_set_epoch.  Returns 0, FERRY_EINVAL,
- * FERRY_ESTATE (no epoch yet).
+ * all in a full epoch).  LOCAL, after ferry_set_epoch.  Returns 0,
+ * FERRY_EINVAL, FERRY_ESTATE (no epoch yet).
  */
 FERRY_API int ferry_sampling_group(const ferry_loader *loader, int64_t g,
                                    int64_t *first, int64_t *count,

@@ -108,8 +108,8 @@ typedef struct ferry__draw {
   double total;
   int64_t nruns;
   int64_t *run_blk, *run_first;
-  double tau; /* without replacement and D < the non-zero samples: a
-               * sample's inclusion is 1 - exp(-tau w); 0: every one */
+  double tau;      /* without replacement and D < the non-zero samples: a
+                    * sample's inclusion is 1 - exp(-tau w); 0: every one */
   double expected; /* without replacement: the sum of the inclusions */
   /* mix: windows [nwin], counts [nwin * nsources] and the draws of each
    * source before each window [nwin * nsources] */
@@ -120,8 +120,8 @@ typedef struct ferry__draw {
   int64_t *src_block0; /* [nsources] first block of the source     */
   int64_t *src_nblocks;
   uint64_t kwithin; /* with replacement: the key of the in-block draws */
-  int64_t gb;      /* global batch of the windows' strata (the epoch's
-                    * first); window is a multiple of it */
+  int64_t gb;       /* global batch of the windows' strata (the epoch's
+                     * first); window is a multiple of it */
   size_t bytes;
 } ferry__draw;
 

@@ -145,8 +145,9 @@ static int runs_make(ferry__draw *d, const int64_t *cnt, int64_t nb,
     }
   }
   if (!rc) {
-    ferry__shuffle(perm, P, ferry__rand_key(d->p.seed, FERRY__STREAM_DORDER,
-                                            (uint64_t)d->p.epoch, 1));
+    ferry__shuffle(perm, P,
+                   ferry__rand_key(d->p.seed, FERRY__STREAM_DORDER,
+                                   (uint64_t)d->p.epoch, 1));
     int64_t at = 0;
     for (int64_t q = 0; q < P; q++) {
       d->run_blk[q] = blk[perm[q]];
@@ -165,8 +166,8 @@ static int runs_make(ferry__draw *d, const int64_t *cnt, int64_t nb,
 static int rep_init(ferry__draw *d, ferry__err *err) {
   const int64_t nb = d->blocks.nchunks;
   d->D = d->p.num_draws ? d->p.num_draws : d->p.m->num_samples;
-  d->kwithin =
-      ferry__rand_key(d->p.seed, FERRY__STREAM_DWITHIN, (uint64_t)d->p.epoch, 0);
+  d->kwithin = ferry__rand_key(d->p.seed, FERRY__STREAM_DWITHIN,
+                               (uint64_t)d->p.epoch, 0);
   int64_t *cnt = malloc((size_t)nb * sizeof *cnt);
   int64_t *perm = malloc((size_t)nb * sizeof *perm);
   int rc = 0;
@@ -418,8 +419,8 @@ static int64_t weighted_rep(const ferry__draw *d, ferry__draw_ctx *c,
     c->rep_n = ch.count;
     c->rep_b = b;
   }
-  double target =
-      (1.0 - unit(ferry__rand64(d->kwithin, (uint64_t)i))) * c->cum[c->rep_n - 1];
+  double target = (1.0 - unit(ferry__rand64(d->kwithin, (uint64_t)i))) *
+                  c->cum[c->rep_n - 1];
   /* the first row with cum > target: a branch-free binary search (the
    * branches of a plain one mispredict half the time) */
   const double *at = c->cum;

@@ -774,9 +774,9 @@ static void check_sampling(const ferry_loader *L, report *rep, const setup *su,
       at++, obs++;
     double o = n ? (double)obs / (double)n : 0;
     double dropped = ((double)(si.draws - n) + 2) / (double)n;
-    double tol = si.mode == 2 ? dropped
-                              : 6 * sqrt(plan * (1 - plan) / (double)n) +
-                                    dropped;
+    double tol = si.mode == 2
+                     ? dropped
+                     : 6 * sqrt(plan * (1 - plan) / (double)n) + dropped;
     int off = fabs(o - plan) > tol;
     bad |= off;
     char planned[48] = "";

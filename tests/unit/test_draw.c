@@ -3,7 +3,8 @@
  * plan/draw_weighted.c): every block's count of an epoch's draws within
  * one draw of its weight's share (issue 30: systematic, not drawn block by
  * block), the draws inside blocks within chi-square bounds computed here
- * (a wrong in-block draw fails them by far), zero weights never drawn, without replacement every non-zero sample once, a mix's counts and
+ * (a wrong in-block draw fails them by far), zero weights never drawn,
+ * without replacement every non-zero sample once, a mix's counts and
  * exhaustion rules, the same global batches on 1-4 and 7 ranks, and an
  * epoch resumed on 3 then 2 ranks serving every draw exactly once.
  */

@@ -203,15 +203,15 @@ static int test_sizes(void) {
     int *cls = malloc((size_t)N * sizeof *cls);
     REQUIRE(w && cls, "memory");
     /* K, random layout, balance */
-    const int kinds[6][3] = {{2, 0, 0}, {2, 1, 0},  {10, 0, 0},
+    const int kinds[6][3] = {{2, 0, 0},  {2, 1, 0}, {10, 0, 0},
                              {10, 1, 0}, {2, 0, 1}, {50, 0, 1}};
     double worst = 0;
     for (int k = 0; k < 6; k++)
       for (int rep = 1; rep >= 0; rep--) {
         if (kinds[k][2] && !rep)
           continue; /* balance: with replacement */
-        epoch_case e = {N, 0, rep ? 0 : N / 2, kinds[k][0], kinds[k][1],
-                        rep,  kinds[k][2], 0};
+        epoch_case e = {N,           0,   rep ? 0 : N / 2, kinds[k][0],
+                        kinds[k][1], rep, kinds[k][2],     0};
         int64_t count[MAXC];
         make_weights(&e, cls, w, count);
         double share[MAXC];
@@ -298,8 +298,7 @@ static int test_mix_bound(void) {
     double obs = (double)first / (double)d.D;
     double sd = sqrt(0.75 * 0.25 / (double)d.D);
     CHECK(fabs(obs - 0.75) <= 6 * sd + 1.0 / (double)d.D,
-          "mix of %lld: source 0 share %.5f of 0.75", (long long)sizes[z],
-          obs);
+          "mix of %lld: source 0 share %.5f of 0.75", (long long)sizes[z], obs);
     ferry__draw_ctx_free(&c);
     ferry__draw_free(&d);
   }
