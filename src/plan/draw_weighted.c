@@ -115,12 +115,15 @@ static int64_t block_nonzero(const ferry__draw *d, ferry__chunk c) {
 
 /* ---- With replacement ---------------------------------------------------- */
 
-/* Runs: block b's cnt[b] draws in max(1, cnt[b] / block) runs of equal
- * length (one to two blocks' worth: a count just over a block is one read,
- * not two), the runs in a keyed random order over the epoch. */
+/* Runs: block b's cnt[b] draws in max(1, cnt[b] / L) runs of equal
+ * length (one to two L's worth: a count just over L is one read, not two),
+ * the runs in a keyed random order over the epoch.  L is the block, or
+ * longer when num_draws is so large that the runs would outnumber
+ * max(4 x blocks, 2^20): the tables stay O(blocks) whatever num_draws. */
 static int runs_make(ferry__draw *d, const int64_t *cnt, int64_t nb,
                      ferry__err *err) {
-  const int64_t B = d->p.block;
+  const int64_t most = 4 * nb > (INT64_C(1) << 20) ? 4 * nb : INT64_C(1) << 20;
+  const int64_t B = d->D / most + 1 > d->p.block ? d->D / most + 1 : d->p.block;
   int64_t P = 0;
   for (int64_t b = 0; b < nb; b++)
     P += cnt[b] > 0 ? (cnt[b] / B > 1 ? cnt[b] / B : 1) : 0;

@@ -453,8 +453,42 @@ static int test_resume(void) {
   return 0;
 }
 
+/* num_draws far beyond the samples: the runs of draws stay O(blocks) (at
+ * most max(4 x blocks, 2^20) plus one a block), not one per draw_block
+ * draws, and the blocks still get their shares to within a run. */
+static int test_many_draws(void) {
+  int64_t counts[1] = {1000};
+  ferry__manifest m;
+  fake_manifest(&m, 1, counts);
+  float *w = weights_of(m.num_samples, 13);
+  const int64_t D = INT64_C(1) << 25; /* 2^22 runs of 8 without the cap */
+  ferry__draw d;
+  ferry__err err = {0};
+  ferry__draw_params p = wparams(&m, w, 8, 5, 1, D);
+  REQUIRE(ferry__draw_init(&d, &p, &err) == 0, "init: %s", err.msg);
+  CHECK(d.D == D && d.nruns <= (INT64_C(1) << 20) + d.blocks.nchunks,
+        "%lld runs for %lld draws of %lld blocks", (long long)d.nruns,
+        (long long)D, (long long)d.blocks.nchunks);
+  CHECK(d.bytes < ((size_t)64 << 20), "tables of %zu bytes", d.bytes);
+  ferry__draw_ctx c;
+  ferry__draw_ctx_init(&c);
+  int64_t bad = 0;
+  for (int64_t i = 0; i < D; i += 4099) {
+    int64_t s = ferry__draw_sample(&d, &c, i);
+    bad += s < 0 || s >= m.num_samples || !(w[s] > 0);
+  }
+  CHECK(bad == 0, "%lld draws outside the dataset or of zero weight",
+        (long long)bad);
+  ferry__draw_ctx_free(&c);
+  ferry__draw_free(&d);
+  free(w);
+  free(m.parts);
+  return 0;
+}
+
 int main(void) {
   test_weighted_rep();
+  test_many_draws();
   test_weighted_norep();
   test_balanced();
   test_mix();
