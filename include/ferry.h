@@ -756,13 +756,15 @@ typedef struct ferry_sampling_info {
   int mode;           /**< 0 none, 1 weighted (weights or balance), 2 a mix */
   int replacement;    /**< weighted: draws with replacement                 */
   int64_t draws;      /**< draws of the current epoch (0 before set_epoch)  */
-  int64_t block;      /**< samples per block (draws come a block at a time) */
+  int64_t block;      /**< rows of a sampling block (the unit of reading) */
   int64_t nonzero;    /**< weighted: samples of non-zero weight             */
   int64_t nclasses;   /**< balance: classes present                         */
   int64_t ngroups;    /**< groups ferry_sampling_group describes            */
-  double blocking_tv; /**< weighted without replacement: total variation
-                         distance between the requested per-sample shares
-                         and those the blocks give (0 with replacement) */
+  double blocking_tv; /**< total variation distance between the requested
+                         per-sample expected draws and the plan's: 0 (since
+                         issue 30 a block's count of an epoch's draws is
+                         its expected one and samples inside it are drawn
+                         by weight; kept for compatibility) */
   char what[256];     /**< one line: where the weights or the mix come from */
 } ferry_sampling_info;
 
@@ -777,9 +779,10 @@ FERRY_API int ferry_sampling_info_get(const ferry_loader *loader,
  * the draws asked for (the weights' sum over the group / their total; a
  * mix's normalised proportion), *planned the share the current epoch's
  * draws give it (a mix after its exhaustion rules; weighted with
- * replacement: the requested one; without: the group's non-zero samples
- * over all).  LOCAL, after ferry_set_epoch.  Returns 0, FERRY_EINVAL,
- * FERRY_ESTATE (no epoch yet).
+ * replacement: the requested one; without: the group's share of the
+ * inclusion probabilities of the epoch's draws -- its non-zero samples over
+ * all in a full epoch).  LOCAL, after ferry_set_epoch.  Returns 0,
+ * FERRY_EINVAL, FERRY_ESTATE (no epoch yet).
  */
 FERRY_API int ferry_sampling_group(const ferry_loader *loader, int64_t g,
                                    int64_t *first, int64_t *count,

@@ -260,9 +260,10 @@ static const option_def defs[] = {
      BIG,
      NULL},
     {{"draw_block", "0", "integer >= 0",
-      "Weighted, balanced and mixed sampling: rows of a block, read whole, "
-      "whose draws come one block at a time; 0: block_size rows, and at "
-      "least 256 KiB of rows (long reads on cold or parallel storage)."},
+      "Weighted, balanced and mixed sampling: rows of a block, read whole; "
+      "each block gets its share of an epoch's draws, in runs of about a "
+      "block; 0: block_size rows, and at least 256 KiB of rows (long reads "
+      "on cold or parallel storage)."},
      K_INT,
      OFF(draw_block),
      0,

@@ -196,24 +196,11 @@ int ferry__sampling_epoch(ferry_loader *L, epoch_state *ep,
 
 enum { WEIGHT_GROUPS = 10 };
 
-/* The blocks' effect without replacement: from the epoch's draws, or from
- * a sequence made for it (ferry info has no epoch). */
+/* The blocks' effect on the per-sample shares: none since issue 30 (a
+ * block's count of the draws is its expected one, the samples inside it
+ * are drawn by weight); kept for ferry_sampling_info. */
 static double blocking_tv(const ferry_loader *L) {
-  if (L->ep && L->ep->draw)
-    return ferry__draw_blocking_tv(L->ep->draw);
-  if (L->opts->replacement || !L->wts.w)
-    return 0;
-  ferry__draw d;
-  ferry__err err = {0};
-  ferry__draw_params dp = {.mode = FERRY__DRAW_WEIGHTED,
-                           .m = &L->m,
-                           .block = L->draw_block,
-                           .w = L->wts.w};
-  if (ferry__draw_init(&d, &dp, &err))
-    return 0;
-  double tv = ferry__draw_blocking_tv(&d);
-  ferry__draw_free(&d);
-  return tv;
+  return L->ep && L->ep->draw ? ferry__draw_blocking_tv(L->ep->draw) : 0;
 }
 
 int ferry_sampling_info_get(const ferry_loader *L, ferry_sampling_info *out) {
@@ -245,18 +232,18 @@ int ferry_sampling_info_get(const ferry_loader *L, ferry_sampling_info *out) {
 static void weight_group(const ferry_loader *L, int64_t g, int64_t *first,
                          int64_t *count, double *requested, double *planned) {
   const int64_t N = L->m.num_samples, k = N < WEIGHT_GROUPS ? N : WEIGHT_GROUPS;
-  int64_t a = N * g / k, b = N * (g + 1) / k, nz = 0;
+  int64_t a = N * g / k, b = N * (g + 1) / k;
   double s = 0;
-  for (int64_t i = a; i < b; i++) {
+  for (int64_t i = a; i < b; i++)
     s += (double)L->wts.w[i];
-    nz += L->wts.w[i] > 0;
-  }
   *first = a;
   *count = b - a;
   *requested = s / L->wts.total;
+  /* without replacement: the group's share of the inclusions of the
+   * epoch's D draws (every non-zero sample once in a full epoch) */
   *planned = L->opts->replacement
                  ? *requested
-                 : (double)nz / (double)(L->wts.nonzero ? L->wts.nonzero : 1);
+                 : ferry__draw_planned_share(L->ep->draw, a, b - a);
 }
 
 int ferry_sampling_group(const ferry_loader *L, int64_t g, int64_t *first,

@@ -6,18 +6,18 @@
  *   (B x P draws) is the same whatever P is: the promise of equal gradients
  *   when a job is resumed on another number of ranks, and an elastic resume
  *   is then just "continue at the position served so far".
- * - Draws come block by block (block_size consecutive rows), so reads stay
- *   long: a weighted draw picks a block by its total weight (Walker's alias
- *   table, O(1)) and then a sample inside it by its weight -- which keeps
- *   every draw's distribution exact -- and the block's other draws follow.
- *   A draw window (draw_window draws) is then permuted so a batch mixes
- *   many blocks, and each global batch is cut among ranks by premix
- *   position: rank r serves the r-th stretch, i.e. mostly the blocks of
- *   "its" part of the window, and reads little more than it serves.
+ * - Draws come block by block (draw_block consecutive rows), so reads stay
+ *   long: weighted, a block's share of the epoch's draws is fixed by
+ *   systematic sampling and cut into runs of about a block of draws
+ *   (plan/draw_weighted.c: an epoch is then a weighted sample in itself,
+ *   issue 30); a mix, each source's blocks in a keyed order.  A draw
+ *   window (draw_window draws) is then permuted so a batch mixes many
+ *   blocks, and each global batch is cut among ranks by premix position:
+ *   rank r serves the r-th stretch, i.e. mostly the blocks of "its" part
+ *   of the window, and reads little more than it serves.
  * - Nothing per sample is stored but the weights (4 bytes, read once by
- *   rank 0 and broadcast): the blocks' weights and alias table, or their
- *   drawn order, are O(blocks); a mix's per-window counts O(windows x
- *   sources).
+ *   rank 0 and broadcast): the blocks' weights and runs are O(blocks); a
+ *   mix's per-window counts O(windows x sources).
  */
 #include "config.h"
 #include "plan/draw.h"
@@ -29,10 +29,6 @@
 
 #define MAX_EXTENT_BLOCKS 16
 #define MAX_WINDOWS (INT64_C(1) << 24)
-
-static double unit(uint64_t r) { /* (0, 1] */
-  return ((double)(r >> 11) + 1.0) * (1.0 / 9007199254740992.0);
-}
 
 static uint64_t below(uint64_t r, uint64_t n) { /* [0, n), bias < 2^-40 */
   return (uint64_t)(((unsigned __int128)r * n) >> 64);
@@ -61,281 +57,6 @@ static void radix_sort(int64_t *v, int64_t *tmp, int64_t n) {
   }
   if (src != v)
     memcpy(v, src, (size_t)n * sizeof *v);
-}
-
-/* ---- Weighted ------------------------------------------------------------ */
-
-/* Walker's alias table (Vose's construction) over the blocks' weights. */
-static int alias_make(ferry__draw *d, int64_t nb, ferry__err *err) {
-  d->alias_p = malloc((size_t)nb * sizeof *d->alias_p);
-  d->alias_a = malloc((size_t)nb * sizeof *d->alias_a);
-  int64_t *small = malloc((size_t)nb * sizeof *small);
-  int64_t *large = malloc((size_t)nb * sizeof *large);
-  double *q = malloc((size_t)nb * sizeof *q);
-  int rc =
-      (!d->alias_p || !d->alias_a || !small || !large || !q)
-          ? ferry__oom(err, -1,
-                       (size_t)nb * (sizeof *d->alias_p + sizeof *d->alias_a +
-                                     sizeof *small + sizeof *large + sizeof *q),
-                       "weighted sampling: the alias table of %lld "
-                       "blocks",
-                       (long long)nb)
-          : 0;
-  if (!rc) {
-    int64_t ns = 0, nl = 0;
-    for (int64_t b = 0; b < nb; b++) {
-      q[b] = d->bweight[b] * (double)nb / d->total;
-      d->alias_a[b] = b;
-      if (q[b] < 1.0)
-        small[ns++] = b;
-      else
-        large[nl++] = b;
-    }
-    while (ns && nl) {
-      int64_t s = small[--ns], l = large[nl - 1];
-      d->alias_p[s] = q[s];
-      d->alias_a[s] = l;
-      q[l] = (q[l] + q[s]) - 1.0;
-      if (q[l] < 1.0) {
-        nl--;
-        small[ns++] = l;
-      }
-    }
-    while (nl)
-      d->alias_p[large[--nl]] = 1.0;
-    while (ns) { /* rounding leftovers: weight 1 of their own */
-      int64_t s = small[--ns];
-      d->alias_p[s] = 1.0;
-    }
-    int64_t some = 0; /* a block of non-zero weight */
-    while (some < nb - 1 && !(d->bweight[some] > 0))
-      some++;
-    for (int64_t b = 0; b < nb; b++) /* a zero block is never kept */
-      if (!(d->bweight[b] > 0)) {
-        d->alias_p[b] = 0.0;
-        if (!(d->bweight[d->alias_a[b]] > 0))
-          d->alias_a[b] = some;
-      }
-  }
-  free(small);
-  free(large);
-  free(q);
-  return rc;
-}
-
-typedef struct keyed {
-  double k;
-  int64_t id;
-} keyed;
-
-static int cmp_keyed(const void *a, const void *b) {
-  const keyed *x = a, *y = b;
-  if (x->k != y->k)
-    return x->k < y->k ? -1 : 1;
-  return (x->id > y->id) - (x->id < y->id);
-}
-
-/* A block's rows by key: insertion sort for a block's few rows (qsort's
- * comparator calls were a quarter of the plan without replacement). */
-static void sort_keyed(keyed *v, int64_t n) {
-  if (n > 256) {
-    qsort(v, (size_t)n, sizeof *v, cmp_keyed);
-    return;
-  }
-  for (int64_t i = 1; i < n; i++) {
-    keyed x = v[i];
-    int64_t j = i;
-    while (j > 0 &&
-           (v[j - 1].k > x.k || (v[j - 1].k == x.k && v[j - 1].id > x.id))) {
-      v[j] = v[j - 1];
-      j--;
-    }
-    v[j] = x;
-  }
-}
-
-/* Efraimidis-Spirakis: item i of weight w_i gets key -log(u_i) / w_i; the
- * items in ascending key order are a weighted draw without replacement. */
-static double es_key(uint64_t key, int64_t id, double wt) {
-  return -log(unit(ferry__rand64(key, (uint64_t)id))) / wt;
-}
-
-static int64_t block_nonzero(const ferry__draw *d, ferry__chunk c) {
-  int64_t nz = 0;
-  for (int64_t r = 0; r < c.count; r++)
-    nz += d->p.w[c.global_first + r] > 0;
-  return nz;
-}
-
-static int order_make(ferry__draw *d, int64_t nb, ferry__err *err) {
-  keyed *k = malloc((size_t)(nb ? nb : 1) * sizeof *k);
-  if (!k)
-    return ferry__oom(err, -1, (size_t)(nb ? nb : 1) * sizeof *k,
-                      "weighted sampling: the order of %lld blocks",
-                      (long long)nb);
-  uint64_t key =
-      ferry__rand_key(d->p.seed, FERRY__STREAM_DORDER, (uint64_t)d->p.epoch, 0);
-  int64_t n = 0;
-  for (int64_t b = 0; b < nb; b++)
-    if (d->bweight[b] > 0)
-      k[n++] = (keyed){es_key(key, b, d->bweight[b]), b};
-  qsort(k, (size_t)n, sizeof *k, cmp_keyed);
-  d->nord = n;
-  d->order = malloc((size_t)(n ? n : 1) * sizeof *d->order);
-  d->ord_first = malloc((size_t)(n + 1) * sizeof *d->ord_first);
-  if (!d->order || !d->ord_first) {
-    free(k);
-    return ferry__oom(err, -1,
-                      (size_t)(n ? n : 1) * sizeof *d->order +
-                          (size_t)(n + 1) * sizeof *d->ord_first,
-                      "weighted sampling: the order of %lld blocks",
-                      (long long)n);
-  }
-  int64_t at = 0;
-  for (int64_t q = 0; q < n; q++) {
-    d->order[q] = k[q].id;
-    d->ord_first[q] = at;
-    at += block_nonzero(d, ferry__chunk_get(&d->blocks, k[q].id));
-  }
-  d->ord_first[n] = at;
-  free(k);
-  if (d->p.num_draws > at)
-    return ferry__seterr(err, FERRY_EINVAL,
-                         "num_draws=%lld without replacement, but only %lld "
-                         "samples have a non-zero weight",
-                         (long long)d->p.num_draws, (long long)at);
-  d->D = d->p.num_draws ? d->p.num_draws : at;
-  return 0;
-}
-
-static int weighted_init(ferry__draw *d, ferry__err *err) {
-  int64_t nb = d->blocks.nchunks;
-  d->bweight = calloc((size_t)(nb ? nb : 1), sizeof *d->bweight);
-  if (!d->bweight)
-    return ferry__oom(err, -1, (size_t)(nb ? nb : 1) * sizeof *d->bweight,
-                      "weighted sampling: the weights of %lld blocks",
-                      (long long)nb);
-  d->total = 0;
-  for (int64_t b = 0; b < nb; b++) {
-    ferry__chunk c = ferry__chunk_get(&d->blocks, b);
-    double s = 0;
-    for (int64_t r = 0; r < c.count; r++)
-      s += (double)d->p.w[c.global_first + r];
-    d->bweight[b] = s;
-    d->total += s;
-  }
-  if (!(d->total > 0) || !isfinite(d->total))
-    return ferry__seterr(err, FERRY_EINVAL,
-                         "weighted sampling: the weights sum to %g (every "
-                         "weight zero, or their sum overflows)",
-                         d->total);
-  d->bytes += (size_t)nb * sizeof(double);
-  if (!d->p.replacement)
-    return order_make(d, nb, err);
-  d->D = d->p.num_draws ? d->p.num_draws : d->p.m->num_samples;
-  d->kblock =
-      ferry__rand_key(d->p.seed, FERRY__STREAM_DBLOCK, (uint64_t)d->p.epoch, 0);
-  return alias_make(d, nb, err);
-}
-
-/* Weighted, with replacement: block draw j = i / block picks a block from
- * the alias table; draw i then picks a row inside it by weight, a binary
- * search in the block's cumulative weights (cached: the draws of one block
- * draw are evaluated one after the other). */
-static int64_t weighted_rep(const ferry__draw *d, ferry__draw_ctx *c,
-                            int64_t i) {
-  const int64_t nb = d->blocks.nchunks, j = i / d->p.block;
-  if (c->rep_j != j) {
-    int64_t b =
-        (int64_t)below(ferry__rand64(d->kblock, 2 * (uint64_t)j), (uint64_t)nb);
-    if (unit(ferry__rand64(d->kblock, 2 * (uint64_t)j + 1)) > d->alias_p[b])
-      b = d->alias_a[b];
-    ferry__chunk ch = ferry__chunk_get(&d->blocks, b);
-    if (c->cap_cum < ch.count) {
-      free(c->cum);
-      c->cum = malloc((size_t)ch.count * sizeof *c->cum);
-      c->cap_cum = c->cum ? ch.count : 0;
-      if (!c->cum) {
-        c->rep_j = -1;
-        return FERRY_ENOMEM;
-      }
-    }
-    double acc = 0;
-    for (int64_t r = 0; r < ch.count; r++)
-      c->cum[r] = acc += (double)d->p.w[ch.global_first + r];
-    c->rep_first = ch.global_first;
-    c->rep_n = ch.count;
-    c->rep_key = ferry__rand_key(d->p.seed, FERRY__STREAM_DWITHIN,
-                                 (uint64_t)d->p.epoch, (uint64_t)j);
-    c->rep_j = j;
-  }
-  double target =
-      (1.0 - unit(ferry__rand64(c->rep_key, (uint64_t)(i % d->p.block)))) *
-      c->cum[c->rep_n - 1];
-  /* the first row with cum > target: a branch-free binary search (the
-   * branches of a plain one mispredict half the time) */
-  const double *at = c->cum;
-  for (int64_t len = c->rep_n; len > 1;) {
-    int64_t half = len / 2;
-    at += (int64_t)(at[half - 1] <= target) * half;
-    len -= half;
-  }
-  int64_t lo = at - c->cum;
-  while (lo > 0 && !(d->p.w[c->rep_first + lo] > 0)) /* never a zero */
-    lo--;
-  return c->rep_first + lo;
-}
-
-/* Weighted, without replacement: the non-zero rows of the q-th block of the
- * drawn order, in their own weighted order (cached per block). */
-/* The q of draw i in the blocks' drawn order (the last one cached: draws
- * are evaluated in order, so most fall in it). */
-static int64_t order_index(const ferry__draw *d, ferry__draw_ctx *c,
-                           int64_t i) {
-  if (c->oq >= 0 && i >= d->ord_first[c->oq] && i < d->ord_first[c->oq + 1])
-    return c->oq;
-  int64_t q = ferry__last_le(d->ord_first, d->nord + 1, i);
-  c->oq = q < d->nord ? q : d->nord - 1;
-  return c->oq;
-}
-
-static int64_t weighted_norep(const ferry__draw *d, ferry__draw_ctx *c,
-                              int64_t i) {
-  int64_t q = order_index(d, c, i);
-  int64_t b = d->order[q], k = i - d->ord_first[q];
-  if (c->blk == b)
-    return k < c->nrows ? c->rows[k] : c->rows[c->nrows - 1];
-  ferry__chunk ch = ferry__chunk_get(&d->blocks, b);
-  {
-    if (c->cap_rows < ch.count) {
-      free(c->rows);
-      c->rows = malloc((size_t)ch.count * 2 * sizeof *c->rows);
-      if (!c->rows) {
-        c->cap_rows = 0;
-        c->blk = -1;
-        return FERRY_ENOMEM;
-      }
-      c->cap_rows = ch.count * 2;
-    }
-    keyed *kk = malloc((size_t)ch.count * sizeof *kk);
-    if (!kk)
-      return FERRY_ENOMEM;
-    uint64_t key = ferry__rand_key(d->p.seed, FERRY__STREAM_DWITHIN,
-                                   (uint64_t)d->p.epoch, (uint64_t)b);
-    int64_t n = 0;
-    for (int64_t r = 0; r < ch.count; r++) {
-      double wt = (double)d->p.w[ch.global_first + r];
-      if (wt > 0)
-        kk[n++] = (keyed){es_key(key, r, wt), ch.global_first + r};
-    }
-    sort_keyed(kk, n);
-    for (int64_t r = 0; r < n; r++)
-      c->rows[r] = kk[r].id;
-    free(kk);
-    c->nrows = n;
-    c->blk = b;
-  }
-  return k < c->nrows ? c->rows[k] : c->rows[c->nrows - 1];
 }
 
 /* ---- Mix ----------------------------------------------------------------- */
@@ -735,7 +456,7 @@ int ferry__draw_init(ferry__draw *d, const ferry__draw_params *p,
   d->gb = p->global_batch > 0 ? p->global_batch : 1;
   d->window = ferry__draw_window_size(p);
   if (p->mode == FERRY__DRAW_WEIGHTED && p->w)
-    rc = weighted_init(d, err);
+    rc = ferry__draw_weighted_init(d, err);
   else if (p->mode == FERRY__DRAW_MIX && p->sources)
     rc = mix_init(d, err);
   else
@@ -753,10 +474,8 @@ void ferry__draw_free(ferry__draw *d) {
     return;
   ferry__chunk_index_free(&d->blocks);
   free(d->bweight);
-  free(d->alias_p);
-  free(d->alias_a);
-  free(d->order);
-  free(d->ord_first);
+  free(d->run_blk);
+  free(d->run_first);
   free(d->src);
   free(d->win);
   free(d->cnt);
@@ -770,7 +489,7 @@ void ferry__draw_ctx_init(ferry__draw_ctx *c) {
   memset(c, 0, sizeof *c);
   c->blk = -1;
   c->win = -1;
-  c->rep_j = -1;
+  c->rep_b = -1;
   c->oq = -1;
 }
 
@@ -787,7 +506,7 @@ int64_t ferry__draw_sample(const ferry__draw *d, ferry__draw_ctx *c,
                            int64_t i) {
   if (d->p.mode == FERRY__DRAW_MIX)
     return mix_sample(d, c, i);
-  return d->p.replacement ? weighted_rep(d, c, i) : weighted_norep(d, c, i);
+  return ferry__draw_weighted_sample(d, c, i);
 }
 
 /* The draw window holding position x (< D): its index, first position
@@ -924,21 +643,13 @@ static void plan_ctx_free(plan_ctx *pc) {
 /* The samples of the n positions pos[] into out[], evaluated in position
  * order (consecutive draws of one block follow each other, so the draw
  * context's caches hit), then put back in pos[]'s order. */
-/* The block draw i reads: weighted, the block drawn (no draw inside it is
- * needed to plan the reads); a mix, its sample's block. */
+/* The block draw i reads: weighted, the block of its run (no draw inside
+ * it is needed to plan the reads); a mix, its sample's block. */
 static int64_t block_of(const ferry__draw *d, ferry__draw_ctx *c, int64_t i) {
   if (i >= d->D)
     i = (i - d->D) % d->D;
-  if (d->p.mode == FERRY__DRAW_WEIGHTED && d->p.replacement) {
-    const int64_t j = i / d->p.block;
-    int64_t b = (int64_t)below(ferry__rand64(d->kblock, 2 * (uint64_t)j),
-                               (uint64_t)d->blocks.nchunks);
-    if (unit(ferry__rand64(d->kblock, 2 * (uint64_t)j + 1)) > d->alias_p[b])
-      b = d->alias_a[b];
-    return b;
-  }
   if (d->p.mode == FERRY__DRAW_WEIGHTED)
-    return d->order[order_index(d, c, i)];
+    return ferry__draw_weighted_block(d, c, i);
   int64_t s = ferry__draw_sample(d, c, i);
   return s < 0 ? s : ferry__chunk_of_sample(&d->blocks, s);
 }
@@ -1162,7 +873,7 @@ uint64_t ferry__draw_checksum(const ferry__draw *d) {
   h = ferry__fnv1a(h, &d->D, sizeof d->D);
   h = ferry__fnv1a(h, &d->window, sizeof d->window);
   h = ferry__fnv1a(h, &d->total, sizeof d->total);
-  h = ferry__fnv1a(h, &d->nord, sizeof d->nord);
+  h = ferry__fnv1a(h, &d->nruns, sizeof d->nruns);
   if (d->nwin) {
     h = ferry__fnv1a(h, d->win, (size_t)d->nwin * sizeof *d->win);
     h = ferry__fnv1a(h, d->cnt,
@@ -1177,20 +888,4 @@ uint64_t ferry__draw_checksum(const ferry__draw *d) {
   }
   ferry__draw_ctx_free(&c);
   return h;
-}
-
-double ferry__draw_blocking_tv(const ferry__draw *d) {
-  if (d->p.mode != FERRY__DRAW_WEIGHTED || d->p.replacement)
-    return 0;
-  double tv = 0;
-  for (int64_t b = 0; b < d->blocks.nchunks; b++) {
-    ferry__chunk c = ferry__chunk_get(&d->blocks, b);
-    int64_t nz = block_nonzero(d, c);
-    for (int64_t r = 0; nz && r < c.count; r++) {
-      double wt = (double)d->p.w[c.global_first + r];
-      if (wt > 0)
-        tv += fabs(wt - d->bweight[b] / (double)nz);
-    }
-  }
-  return 0.5 * tv / d->total;
 }

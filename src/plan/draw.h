@@ -7,10 +7,14 @@
  * contiguous stretch.  No MPI, no I/O, no clock.
  *
  *   S(i), i in [0, D)   the i-th draw (a global sample index), made block
- *                       by block for locality: weighted -- a block drawn by
- *                       its total weight, then samples inside it by their
- *                       weights; a mix -- each source's own order of its
- *                       blocks, the sources' draws interleaved by pieces.
+ *                       by block for locality: weighted -- each block's
+ *                       count of the epoch's draws fixed by systematic
+ *                       sampling over the blocks' weights (within one draw
+ *                       of D W_b / W), cut into runs of about a block of
+ *                       draws spread over the epoch, samples inside a
+ *                       block drawn by their weights (plan/draw_weighted.c);
+ *                       a mix -- each source's own order of its blocks, the
+ *                       sources' draws interleaved by pieces.
  *   premix(x)           the draw served at position x: a full draw
  *                       window of m x GB0 draws (GB0 the epoch's first
  *                       global batch) is cut into GB0 strata of m draws, and
@@ -31,9 +35,9 @@
 
 /* Generator streams of sampling (plan.h has 1..3, global.h 4..6). */
 enum {
-  FERRY__STREAM_DBLOCK = 7,   /* (seed, epoch, j): block of block draw j  */
-  FERRY__STREAM_DWITHIN = 8,  /* (seed, epoch, j / block): inside it      */
-  FERRY__STREAM_DORDER = 9,   /* (seed, epoch): blocks' weighted order    */
+  FERRY__STREAM_DBLOCK = 7,   /* (seed, epoch, 0): systematic allocation  */
+  FERRY__STREAM_DWITHIN = 8,  /* (seed, epoch, 0 or block): inside one    */
+  FERRY__STREAM_DORDER = 9,   /* (seed, epoch, 0|1): the runs' order      */
   FERRY__STREAM_DWINDOW = 10, /* (seed, epoch, window): premix            */
   FERRY__STREAM_DSOURCE = 11, /* (seed, epoch, source, pass): its order   */
   FERRY__STREAM_DPIECE = 12   /* (seed, epoch, window): pieces' order     */
@@ -91,16 +95,22 @@ typedef struct ferry__draw {
   ferry__chunk_index blocks; /* chunk_samples = block              */
   int64_t D;                 /* draws in the epoch                  */
   int64_t window;            /* draws per draw window (last: less)  */
-  /* weighted, replacement: Walker's alias table over the blocks */
+  /* weighted: each block's count of the epoch's draws (systematic over
+   * the blocks' weights: within one draw of D W_b / W, or without
+   * replacement of the expected count of successive sampling) cut into
+   * runs of draws of one block; run q (in the epoch's order) is of block
+   * run_blk[q] and holds draws [run_first[q], run_first[q + 1]).  With
+   * replacement the runs (about a block of draws each) are in a keyed
+   * random order; without, a block is one run, in the blocks' weighted
+   * random order (Efraimidis-Spirakis), and gives its first draws in its
+   * own weighted order. */
   double *bweight; /* [nblocks] total weight                 */
   double total;
-  double *alias_p;
-  int64_t *alias_a;
-  /* weighted, no replacement: blocks of non-zero weight in their drawn
-   * order, each giving its non-zero samples: ord_first[q] is the draw at
-   * which block order[q] starts */
-  int64_t nord;
-  int64_t *order, *ord_first;
+  int64_t nruns;
+  int64_t *run_blk, *run_first;
+  double tau;      /* without replacement and D < the non-zero samples: a
+                    * sample's inclusion is 1 - exp(-tau w); 0: every one */
+  double expected; /* without replacement: the sum of the inclusions */
   /* mix: windows [nwin], counts [nwin * nsources] and the draws of each
    * source before each window [nwin * nsources] */
   ferry__draw_source *src;
@@ -109,9 +119,9 @@ typedef struct ferry__draw {
   int64_t *cnt, *cum;
   int64_t *src_block0; /* [nsources] first block of the source     */
   int64_t *src_nblocks;
-  uint64_t kblock; /* the stream key of the block draws */
-  int64_t gb;      /* global batch of the windows' strata (the epoch's
-                    * first); window is a multiple of it */
+  uint64_t kwithin; /* with replacement: the key of the in-block draws */
+  int64_t gb;       /* global batch of the windows' strata (the epoch's
+                     * first); window is a multiple of it */
   size_t bytes;
 } ferry__draw;
 
@@ -129,19 +139,18 @@ void ferry__draw_free(ferry__draw *d);
  *  batches, near draw_window (0: 16 x block x max(1, shuffle_buffer)). */
 int64_t ferry__draw_window_size(const ferry__draw_params *p);
 
-/** Scratch of the evaluation of draws (a cache of the last block and the
- *  last mix window); zeroed before use, freed with ferry__draw_ctx_free. */
+/** Scratch of the evaluation of draws (a cache of the last block, run and
+ *  mix window); zeroed before use, freed with ferry__draw_ctx_free. */
 typedef struct ferry__draw_ctx {
-  int64_t blk; /* cached block, -1: none */
+  int64_t blk; /* no replacement: cached block, -1: none */
   int64_t nrows;
   int64_t *rows; /* no replacement: the block's rows in drawn order */
   int64_t cap_rows;
-  int64_t rep_j; /* with replacement: cached block draw, -1: none */
+  int64_t rep_b; /* with replacement: block of cum, -1: none */
   int64_t rep_first, rep_n;
-  uint64_t rep_key;
   double *cum; /* [rep_n] the block's cumulative weights */
   int64_t cap_cum;
-  int64_t oq;  /* no replacement: cached place in the blocks' order */
+  int64_t oq;  /* weighted: cached run, -1: none */
   int64_t win; /* cached mix window, -1: none */
   int64_t npieces, cap_pieces;
   int64_t *piece_pos; /* [npieces + 1] premix offset of each piece */
@@ -200,13 +209,29 @@ int ferry__draw_window_slots(const ferry__rank_plan *p, int64_t w,
 uint64_t ferry__draw_checksum(const ferry__draw *d);
 
 /**
- * What the blocking does to the requested distribution (weighted): the
- * total variation distance between the requested per-sample shares w/W and
- * what is served -- 0 with replacement (a block drawn by its total weight,
- * then a sample inside by its weight: exact); without replacement every
- * non-zero sample of a drawn block is taken, so a sample's share is its
- * block's W_B / (n_B W).  O(samples).
+ * What the blocking does to the requested per-sample distribution
+ * (weighted): the total variation distance between the requested
+ * per-sample expected draws and those of the plan -- 0 since issue 30:
+ * a block's count of the epoch's draws is its expected one (to within a
+ * draw, unbiased) and the samples inside it are drawn by their weights.
  */
 double ferry__draw_blocking_tv(const ferry__draw *d);
+
+/**
+ * Weighted: the share of the epoch's draws that samples [first, first +
+ * count) get in expectation -- with replacement their weights' share;
+ * without, their share of the inclusion probabilities (every non-zero
+ * sample once when D is the non-zero samples).  O(count).
+ */
+double ferry__draw_planned_share(const ferry__draw *d, int64_t first,
+                                 int64_t count);
+
+/* plan/draw_weighted.c, for draw.c: the weighted sequence's tables, S(i)
+ * and the block draw i reads. */
+int ferry__draw_weighted_init(ferry__draw *d, ferry__err *err);
+int64_t ferry__draw_weighted_sample(const ferry__draw *d, ferry__draw_ctx *c,
+                                    int64_t i);
+int64_t ferry__draw_weighted_block(const ferry__draw *d, ferry__draw_ctx *c,
+                                   int64_t i);
 
 #endif /* FERRY_PLAN_DRAW_H */

@@ -70,23 +70,25 @@ static int cuts_storage_chunks(const ferry_loader *L, int64_t chunk_rows) {
 }
 
 /* Weighted or balanced sampling: where the weights come from, the draws,
- * and what the blocks do to the distribution (docs/sampling.md). */
+ * and how the blocks are drawn (docs/sampling.md, issue 30: every epoch a
+ * weighted sample in itself, not only on average). */
 static void print_sampling(const ferry_loader *L) {
   ferry_sampling_info si;
   if (ferry_sampling_info_get(L, &si) || si.mode != 1)
     return;
   printf("sampling       %s; %" PRId64 " non-zero of %" PRId64
-         " samples; %" PRId64 " draws per epoch %s replacement, a block of "
-         "%" PRId64 " at a time",
+         " samples; %" PRId64 " draws per epoch %s replacement, read in "
+         "blocks of %" PRId64 " rows",
          si.what, si.nonzero, ferry_num_samples(L), si.draws,
          si.replacement ? "with" : "without", si.block);
   if (si.replacement)
-    printf(" (each draw exact: a block by its total weight, then a sample "
-           "by its weight)\n");
+    printf(" (every block gets its weight's share of each epoch's draws to "
+           "within one draw, in runs of about a block; the samples inside "
+           "a block drawn by their weights)\n");
   else
-    printf(" (whole blocks: total variation %.4f from the requested "
-           "per-sample shares)\n",
-           si.blocking_tv);
+    printf(" (every block gets its expected share of each epoch's draws to "
+           "within one draw; a block's samples taken in their weighted "
+           "order)\n");
 }
 
 static void print_text(const tool_ctx *ctx, const ferry_loader *L,

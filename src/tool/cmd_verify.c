@@ -737,9 +737,10 @@ static int cmp_i64(const void *a, const void *b) {
 /* Sampling, rank 0, over the epoch's real draws (ids, pad: total): none
  * outside the dataset; without replacement none twice; each group's
  * observed share of the draws within a tolerance of what the plan asks:
- * with replacement 6 standard deviations of draws that come a block at a
- * time (at most block times the variance of independent ones), a mix the
- * draws the tail dropped. */
+ * weighted, 6 standard deviations of as many INDEPENDENT draws (issue 30:
+ * an epoch is a weighted sample in itself; the old bound allowed draw_block
+ * times the variance, and epochs far off passed) plus the draws the tail
+ * dropped; a mix, the draws the tail dropped. */
 static void check_sampling(const ferry_loader *L, report *rep, const setup *su,
                            int64_t e, const int64_t *ids, const int64_t *pad,
                            int64_t total) {
@@ -778,12 +779,10 @@ static void check_sampling(const ferry_loader *L, report *rep, const setup *su,
     while (at < n && real[at] < first + count)
       at++, obs++;
     double o = n ? (double)obs / (double)n : 0;
-    double tol =
-        si.mode == 2 ? ((double)(si.draws - n) + 2) / (double)n
-        : si.replacement
-            ? 6 * sqrt((double)si.block * plan * (1 - plan) / (double)n) +
-                  1.0 / (double)n
-            : 1.0; /* no-replacement shares: repeats checked above */
+    double dropped = ((double)(si.draws - n) + 2) / (double)n;
+    double tol = si.mode == 2
+                     ? dropped
+                     : 6 * sqrt(plan * (1 - plan) / (double)n) + dropped;
     int off = fabs(o - plan) > tol;
     bad |= off;
     char planned[48] = "";
