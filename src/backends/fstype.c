@@ -9,7 +9,7 @@
  * at once, the client may drop or revoke cached pages under a lock another
  * node takes, and a server error on a mapped page is a SIGBUS; there ferry
  * keeps its reads.  statfs(2)'s f_type magic names the file system; the
- * table below is the rule (docs/options.md, docs/design.md).  A file system
+ * table below is the rule (docs/options.md, docs/design/io.md).  A file system
  * the table does not know is read, not mapped: the safe side.
  */
 #include "config.h"

@@ -27,8 +27,8 @@
  * HDF5 is usually built without thread safety (Debian's parallel build
  * is), and a process may hold several loaders (training and validation),
  * each with its own I/O thread.  So every HDF5 call of this file runs under
- * one process-wide mutex, taken in one of two ways (docs/design.md, "Many
- * HDF5 loaders in one process", says why this cannot deadlock):
+ * one process-wide mutex, taken in one of two ways (docs/design/backends.md,
+ * "Many HDF5 loaders in one process", says why this cannot deadlock):
  *   - a LOCAL section (describe, io_open, independent I/O: no call in it
  *     waits for another process) takes it with pthread_mutex_lock;
  *   - a COLLECTIVE section (io=collective: H5Fopen, H5Dopen, H5Dread,

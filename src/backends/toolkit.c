@@ -184,8 +184,9 @@ int ferry__name_listed(const char *list, const char *name) {
 
 /* HDF5 (Debian's parallel build has no thread-safety) and netCDF-C share
  * one lock: netCDF-C may call HDF5, and two loaders of either kind may run
- * on different threads of one process (issue 11).  docs/design.md, "Many
- * loaders in one process", says why the collective form cannot deadlock. */
+ * on different threads of one process (issue 11).  docs/design/backends.md,
+ * "Many HDF5 loaders in one process", says why the collective form cannot
+ * deadlock. */
 static pthread_mutex_t lib_mu = PTHREAD_MUTEX_INITIALIZER;
 
 void ferry__lib_lock(void) { pthread_mutex_lock(&lib_mu); }

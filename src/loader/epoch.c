@@ -314,7 +314,7 @@ out:
  * The memory budget, computed in one place: at open (ep NULL) the reads are
  * estimated as the lookahead plus two shuffle windows; once an epoch is
  * planned (ep) they are the exact bound of read_bound.  The plan's memory
- * (docs/design.md, "The plan's memory"): the permutation (8 bytes per
+ * (docs/design/plan.md, "The plan's memory"): the permutation (8 bytes per
  * piece), the pieces' and chunks' indexes (O(parts), or 8-16 bytes per kept
  * chunk with max_chunks/fraction), the rank's extents and runs (O(pieces of
  * the rank)), the pipeline's per-extent pointers, with io=collective every
@@ -348,7 +348,7 @@ void ferry__budget_compute(ferry_loader *L, const epoch_state *ep) {
      * (served from there: at most its served samples plus the most
      * received in a window), plus the send staging of the window being
      * exchanged, and with several variables the rows turned into columns
-     * (docs/design.md "Global shuffle") */
+     * (docs/design/global-shuffle.md) */
     ferry__global_memory gm;
     ferry__global_memory_of(ep->glob, L->row_total, &gm);
     size_t samples = read_bound(L, &ep->plan);
@@ -534,7 +534,8 @@ static int epoch_perm_draw(ferry_loader *L, epoch_state *ep,
  * checks the inputs, the hash and its own generator on a probe
  * (generator_probe) -- min == max over ranks, one MPI_Allreduce.  Every
  * rank used to draw the whole permutation too: with 10^6 chunks and 64
- * ranks sharing two cores that alone cost seconds (docs/design.md).
+ * ranks sharing two cores that alone cost seconds
+ * (docs/decisions/0001-generator-probe.md).
  * COLLECTIVE. */
 static int epoch_permutation(ferry_loader *L, epoch_state *ep,
                              const ferry__plan_params *pp, ferry__err *err) {
@@ -617,7 +618,7 @@ static int global_chain(ferry_loader *L, epoch_state *ep,
   return 0;
 }
 
-/* shuffle=global (docs/design.md, "Global shuffle"): the epoch's global
+/* shuffle=global (docs/design/global-shuffle.md): the epoch's global
  * plan, and this rank's plan as the pipeline sees it -- one extent per
  * global window, the window's serve buffer (what the exchange leaves on
  * this rank, its rows in serve order), so that the workers assemble

@@ -1,6 +1,6 @@
 /*
  * loader/exchange.h - one global window's samples moved to the ranks that
- * serve them (shuffle=global, docs/design.md "Global shuffle"): pack from
+ * serve them (shuffle=global, docs/design/global-shuffle.md): pack from
  * the read buffer, MPI_Ialltoallv, unpack into the window's serve buffer
  * (ferry__exchange_start), or receive straight into the caller's buffer
  * with no copy of kept samples (ferry__exchange_start_into, what the

@@ -1,6 +1,6 @@
 /*
  * plan/draw.h - the plan of weighted, class-balanced and mixed sampling
- * (docs/sampling.md, docs/design.md "Sampling"): an epoch is a sequence of
+ * (docs/sampling.md, docs/design/sampling.md): an epoch is a sequence of
  * D draws, defined once for all ranks -- a pure function of (blocks,
  * weights or sources, seed, epoch, options), never of the world size --
  * cut into global batches of B x P draws, of which each rank serves a

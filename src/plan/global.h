@@ -1,6 +1,6 @@
 /*
- * plan/global.h - the plan of shuffle=global (docs/design.md, "Global
- * shuffle"): which rows each rank reads in each global window, where each
+ * plan/global.h - the plan of shuffle=global (docs/design/global-shuffle.md):
+ * which rows each rank reads in each global window, where each
  * read sample goes (rank, position in that rank's serve order of the
  * window), where each served sample comes from (rank, offset in what that
  * rank sends it), and the send/receive counts of the MPI_Alltoallv that
@@ -178,7 +178,7 @@ void ferry__global_window_free(ferry__global_window *x);
 
 /**
  * The most memory one rank holds for shuffle=global at any time, by part,
- * bytes (docs/design.md "Global shuffle", Memory): window w being served
+ * bytes (docs/design/global-shuffle.md, "Memory"): window w being served
  * while w+1 is read and exchanged.  An upper bound over every rank and
  * window, the same on every rank; O(P).
  */

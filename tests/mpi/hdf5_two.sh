@@ -3,8 +3,8 @@
 # validation), their I/O threads calling HDF5 at the same time: HDF5 is not
 # thread-safe in Debian's parallel build, so src/backends/hdf5.c serialises
 # its calls with a process-wide mutex that collective sections take on every
-# rank at once (docs/design.md).  tests/mpi/test_two_loaders.c on 1, 2 and
-# 3 ranks, io=independent and io=collective, one thread alternating
+# rank at once (docs/design/backends.md).  tests/mpi/test_two_loaders.c on
+# 1, 2 and 3 ranks, io=independent and io=collective, one thread alternating
 # ferry_next between the loaders and one thread per loader; every value is
 # checked against the formula the h5py writer used, every sample served
 # exactly once per epoch.  Gzip-compressed and contiguous datasets, so both

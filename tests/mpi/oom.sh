@@ -7,7 +7,7 @@
 #
 #  - one process: the run must end (no crash, no hang under the timeout);
 #    when it fails, its message says "out of memory: <N> bytes for <what>"
-#    (docs/design.md, "Out of memory"); a failure the library absorbs (an
+#    (docs/design/errors.md, "Out of memory"); a failure the library absorbs (an
 #    optional cache) must still give a correct run;
 #  - 2 ranks, only rank 1 short of memory: every rank must end, with the
 #    error, and none may wait for rank 1 in a collective call.

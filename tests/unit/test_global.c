@@ -58,8 +58,9 @@ static int test_prp(void) {
     }
     CHECK(ok, "prp inverse on n = %lld", (long long)big[b]);
   }
-  /* Golden values of an independent Python model of docs/design.md's
-   * description (key = rand_key(2026, 4, 3, 7)): {n, x, prp, prp_inv}.
+  /* Golden values of an independent Python model of
+   * docs/design/global-shuffle.md's description (key = rand_key(2026, 4, 3,
+   * 7)): {n, x, prp, prp_inv}.
    * A change here changes every global order: a breaking change. */
   static const int64_t gold[][4] = {
       {2LL, 0LL, 0LL, 0LL},

@@ -4,8 +4,9 @@
  * chunks of 4 Mi one-byte samples).
  *
  * 1. Golden values of ferry__order_at, from an independent Python
- *    implementation of the documented network (docs/design.md, "The
- *    plan's memory"): a change of the order fails here.
+ *    implementation of the documented network (docs/design/plan.md, "The
+ *    window's order is computed, not stored"): a change of the order fails
+ *    here.
  * 2. ferry__order_at is a bijection of [0, n) for every n up to 300 and a
  *    few larger ones, with several keys.
  * 3. ferry__plan_slots_get over any range equals the windows' orders (the

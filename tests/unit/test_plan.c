@@ -3,8 +3,8 @@
  *
  * 1. Golden values pin the generator and the permutation: they were computed
  *    by an independent Python implementation of the documented algorithm
- *    (docs/design.md), so a change of compiler, platform or code that alters
- *    the order fails here.
+ *    (docs/design/plan.md), so a change of compiler, platform or code that
+ *    alters the order fails here.
  * 2. For many (parts, N, world size, batch size, tail, partition, shuffle,
  *    shuffle_buffer, subset) combinations, including N prime and N smaller
  *    than world size x batch size, every rank's plan is built and checked:
