@@ -25,8 +25,7 @@ MPI_Info ferry__mpiio_hints(int collective) {
 
 /* Checks of a freshly opened handle: errors returned, size as rank 0 saw. */
 static int check_opened(MPI_File fh, int rank, const char *path,
-                        const char *vname, int64_t file_size,
-                        ferry__err *err) {
+                        const char *vname, int64_t file_size, ferry__err *err) {
   MPI_Offset size = -1;
   MPI_File_set_errhandler(fh, MPI_ERRORS_RETURN);
   int mrc = MPI_File_get_size(fh, &size);
@@ -41,17 +40,17 @@ static int check_opened(MPI_File fh, int rank, const char *path,
                                    path, rank);
   if ((int64_t)size == file_size)
     return 0;
-  return vname ? ferry__seterr(err, FERRY_EMISMATCH,
-                               "file %s is %lld bytes on rank %d but %lld "
-                               "bytes when rank 0 scanned it (variable %s, "
-                               "offset 0)",
-                               path, (long long)size, rank,
-                               (long long)file_size, vname)
-               : ferry__seterr(err, FERRY_EMISMATCH,
-                               "file %s is %lld bytes on rank %d but %lld "
-                               "bytes when rank 0 scanned it (offset 0)",
-                               path, (long long)size, rank,
-                               (long long)file_size);
+  return vname
+             ? ferry__seterr(err, FERRY_EMISMATCH,
+                             "file %s is %lld bytes on rank %d but %lld "
+                             "bytes when rank 0 scanned it (variable %s, "
+                             "offset 0)",
+                             path, (long long)size, rank, (long long)file_size,
+                             vname)
+             : ferry__seterr(err, FERRY_EMISMATCH,
+                             "file %s is %lld bytes on rank %d but %lld "
+                             "bytes when rank 0 scanned it (offset 0)",
+                             path, (long long)size, rank, (long long)file_size);
 }
 
 int ferry__mpiio_open(MPI_Comm comm, int collective, MPI_Info info, int rank,

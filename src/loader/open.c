@@ -344,12 +344,11 @@ static int make_chunks(ferry_loader *L, ferry__err *err) {
   return rc;
 }
 
-int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
-               ferry_loader **out) {
-  if (!out)
-    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_open: out is NULL");
-  *out = NULL;
-  int inited = 0, finalized = 0, level = 0;
+/* What ferry_open needs before it allocates anything: MPI initialised and
+ * not finalised, and the backend registry sound (its tables are the same on
+ * every rank: a local check).  0, or the error (set for ferry_last_error). */
+static int open_preflight(void) {
+  int inited = 0, finalized = 0;
   MPI_Initialized(&inited);
   if (inited)
     MPI_Finalized(&finalized);
@@ -358,9 +357,20 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
                          "ferry_open: MPI is not initialised (call "
                          "MPI_Init_thread with MPI_THREAD_MULTIPLE first)");
   ferry__err err = {0};
-  /* The registry's tables are the same on every rank: a local check. */
   if (ferry__backend_registry_check(&err) != 0)
     return ferry__seterr(NULL, err.code, "%s", err.msg);
+  return 0;
+}
+
+int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
+               ferry_loader **out) {
+  if (!out)
+    return ferry__seterr(NULL, FERRY_EINVAL, "ferry_open: out is NULL");
+  *out = NULL;
+  int level = 0, rc0 = open_preflight();
+  if (rc0)
+    return rc0;
+  ferry__err err = {0};
   ferry_loader *L = calloc(1, sizeof *L);
   if (!L)
     return ferry__oom(NULL, -1, sizeof *L, "ferry_open's loader");
