@@ -13,7 +13,9 @@
 #   samples; 2^60 bytes), and a shape of 2^47 rows, which is served, answers
 #   at once (ferry info walked its 2^29 chunks one by one);
 # - an N5 container or dataset (attributes.json) was called a directory that
-#   holds nothing ferry reads: it must say N5.
+#   holds nothing ferry reads: it must say N5; a store of a pre-1.0 draft of
+#   Zarr v3 (zarr_implementations' zarrita.zr3: its root zarr.json copied
+#   here) was called corrupt metadata: it must say draft.
 #
 # Each refusal must be the same code and message on every rank
 # (tests/mpi/test_mix_errors compares them), and `ferry info` must answer
@@ -65,7 +67,10 @@ zarray "$d/rows47.zarr" '[140737488355328]' '[1]' '<f4'
 mkdir -p "$d/c.n5/raw/0" &&
   echo '{"n5": "2.0.0"}' >"$d/c.n5/attributes.json" &&
   echo '{"dimensions": [4, 3], "blockSize": [2, 2], "dataType": "uint8", "compression": {"type": "raw"}}' >"$d/c.n5/raw/attributes.json" &&
-  printf 'xx' >"$d/c.n5/raw/0/0" || { echo "FAIL: cannot write the fixtures in $d"; exit 1; }
+  printf 'xx' >"$d/c.n5/raw/0/0" &&
+  mkdir -p "$d/draft.zr3/meta/root" &&
+  echo '{"zarr_format": "https://purl.org/zarr/spec/protocol/core/3.0", "metadata_encoding": "https://purl.org/zarr/spec/protocol/core/3.0", "metadata_key_suffix": ".json", "extensions": []}' >"$d/draft.zr3/zarr.json" ||
+  { echo "FAIL: cannot write the fixtures in $d"; exit 1; }
 
 # DATASET<TAB>TEXT: each refusal and a word of its message.
 cat >"$tmp/bad.txt" <<EOF
@@ -78,6 +83,7 @@ $d/rowsmax3.zarr	9223372036854775807 samples, more than ferry serves (2^48
 $d/bytes61.zarr	samples of 2097152 bytes, more than the 2^60 bytes
 $d/c.n5	is an N5 container
 $d/c.n5/raw	is an N5 dataset
+$d/draft.zr3	is a draft of Zarr v3 older than its 1.0
 EOF
 tab=`printf '\t'`
 

@@ -40,8 +40,7 @@ static int mul_overflows(int64_t a, int64_t b, int64_t *out) {
 static const char *chunks_field(const zmeta *z) {
   if (!z->v3)
     return "chunks";
-  return z->sharded ? "sharding_indexed chunk_shape"
-                    : "chunk_grid chunk_shape";
+  return z->sharded ? "sharding_indexed chunk_shape" : "chunk_grid chunk_shape";
 }
 
 /* "(a, b, c)" of n sizes into buf. */

@@ -1191,12 +1191,13 @@ static int walk_v3(const char *store, zarr_walk *w, ferry__err *err) {
   if (!j)
     rc = err ? err->code : FERRY_EFORMAT;
   else if (json_is_string(json_object_get(j, "zarr_format")))
-    rc = ferry__seterr(err, FERRY_ENOTSUP, /* zarr_implementations' .zr3 */
-                       "%s: zarr_format \"%.200s\" is a draft of Zarr v3 "
-                       "older than its 1.0 (meta/ and data/ trees), which "
-                       "ferry does not read; rewrite the store with a Zarr "
-                       "v3 writer (zarr-python 3, zarrita, zarrs)",
-                       zj, json_string_value(json_object_get(j, "zarr_format")));
+    rc =
+        ferry__seterr(err, FERRY_ENOTSUP, /* zarr_implementations' .zr3 */
+                      "%s: zarr_format \"%.200s\" is a draft of Zarr v3 "
+                      "older than its 1.0 (meta/ and data/ trees), which "
+                      "ferry does not read; rewrite the store with a Zarr "
+                      "v3 writer (zarr-python 3, zarrita, zarrs)",
+                      zj, json_string_value(json_object_get(j, "zarr_format")));
   else if (!json_is_integer(json_object_get(j, "zarr_format")) ||
            json_integer_value(json_object_get(j, "zarr_format")) != 3 ||
            !json_is_string(nt) ||
