@@ -75,7 +75,14 @@ REASONS = ("Fortran", "0-d", "Python objects", "compound type",
            "plugin is not available", "codec '", "Zarr v3",
            "not a Zarr v2 store", "holds no array", "cannot open the file",
            "no dataset ferry can serve", "HDF4", "CDF-5", "CDF-2", "CDF-1",
-           "gzip", "zip archive", "no backend reads")
+           "gzip", "zip archive", "no backend reads",
+           # the second corpus (Parquet, Zarr v3, .npz, netCDF classic)
+           "differ in length", "no PAR1 magic", "corrupt Parquet footer",
+           "without nulls", "byte arrays", "logical type", "nested columns",
+           "encrypted", "corrupt netCDF classic header",
+           "no variable ferry can serve", "holds no sample", "BROTLI",
+           "draft of Zarr v3", "N5", "transpose", "data_type", "corrupt",
+           "truncated")
 DUMP_OPTS = "--batch-size 5 --tail partial"
 FNV_OFFSET = np.uint64(0xcbf29ce484222325)
 FNV_PRIME = np.uint64(0x100000001b3)
