@@ -13,6 +13,10 @@
  * parquet backend, which names what is wrong with a bad one; the PAR1
  * signature stays for a build whose probe declined one.)
  *
+ * An N5 container (attributes.json and chunk directories, the format
+ * zarr_implementations tests beside Zarr) is named as such: issue 30 found
+ * it called a directory that holds nothing ferry reads.
+ *
  * The probes stay simple yes/no functions; this runs only on the error
  * path, on rank 0 (the manifest is scanned there), and reads at most 512
  * bytes of the file.
@@ -24,6 +28,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -204,6 +209,52 @@ static void describe_dir(const char *path, char *msg, size_t cap) {
     add(msg, cap, " and %ld subdirector%s", dirs, dirs == 1 ? "y" : "ies");
 }
 
+/* What an N5 attributes.json (file) says: 1 the root of a container (an
+ * "n5" version), 2 a dataset (dimensions, blockSize and dataType), 0
+ * neither or unreadable.  A file above 1 MiB is not looked into. */
+#define N5_ATTRS_MAX ((off_t)1 << 20)
+static int n5_kind(const char *file) {
+  struct stat st;
+  if (stat(file, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > N5_ATTRS_MAX)
+    return 0;
+  json_t *j = json_load_file(file, 0, NULL);
+  int kind = 0;
+  if (json_is_object(j)) {
+    if (json_object_get(j, "n5"))
+      kind = 1;
+    else if (json_is_array(json_object_get(j, "dimensions")) &&
+             json_is_array(json_object_get(j, "blockSize")) &&
+             json_is_string(json_object_get(j, "dataType")))
+      kind = 2;
+  }
+  json_decref(j);
+  return kind;
+}
+
+/* FERRY_ENOTSUP naming an N5 container or dataset at path (a directory,
+ * or its attributes.json); 0 when it is not one. */
+static int refuse_n5(const char *path, int is_dir, ferry__err *err) {
+  char file[4096];
+  if (is_dir)
+    snprintf(file, sizeof file, "%s/attributes.json", path);
+  else if (strcmp(strrchr(path, '/') ? strrchr(path, '/') + 1 : path,
+                  "attributes.json") == 0)
+    snprintf(file, sizeof file, "%s", path);
+  else
+    return 0;
+  int kind = n5_kind(file);
+  if (!kind)
+    return 0;
+  return ferry__seterr(err, FERRY_ENOTSUP,
+                       "%s is an N5 %s (%s in attributes.json): N5 is not a "
+                       "format ferry reads; convert it to Zarr (e.g. "
+                       "zarr.copy_all(zarr.N5Store(PATH), zarr.open(OUT, "
+                       "'w')) with zarr-python 2) or to HDF5",
+                       path, kind == 1 ? "container" : "dataset",
+                       kind == 1 ? "an \"n5\" version"
+                                 : "dimensions, blockSize and dataType");
+}
+
 int ferry__sniff_unread(const char *path, ferry__err *err) {
   char msg[1024];
   struct stat st;
@@ -211,6 +262,9 @@ int ferry__sniff_unread(const char *path, ferry__err *err) {
   if (stat(path, &st) != 0)
     return ferry__seterr(err, ferry__errno_code(errno), "part %s: %s", path,
                          strerror(errno));
+  int rc = refuse_n5(path, S_ISDIR(st.st_mode), err);
+  if (rc < 0)
+    return rc;
   if (S_ISDIR(st.st_mode)) {
     snprintf(msg, sizeof msg, "directory %s", path);
     describe_dir(path, msg, sizeof msg);

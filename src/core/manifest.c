@@ -792,22 +792,6 @@ cleanup:
   return rc;
 }
 
-/* Selected, then validated: a variable of empty rows (shape (N, 0)) would
- * make a batch of no bytes, and every rank must decide the same (issue 11:
- * such a dataset opened on 1 rank and failed on 2 with "manifest buffer
- * corrupt"). */
-static int check_nonempty_rows(const ferry__manifest *m, const char *spec,
-                               ferry__err *err) {
-  for (int v = 0; v < m->nvars; v++)
-    if (m->vars[v].row_bytes == 0)
-      return ferry__seterr(err, FERRY_ENOTSUP,
-                           "dataset %s: variable '%s' has empty rows (a "
-                           "dimension after the first is 0); select other "
-                           "variables with vars",
-                           spec, m->vars[v].name);
-  return 0;
-}
-
 /* Describe every part into m (spec, parts, variables, backend, samples);
  * *disagree is set when a part's variables differ from the first's. */
 static int scan_parts(const char *spec, const strvec *parts,
@@ -967,7 +951,7 @@ int ferry__manifest_scan(const char *spec, const char *vars,
   }
   if ((rc = select_vars(m, vars, err)) < 0)
     goto cleanup;
-  if ((rc = check_nonempty_rows(m, spec, err)) < 0)
+  if ((rc = ferry__manifest_check_servable(m, spec, err)) < 0)
     goto cleanup;
   m->hash = ferry__manifest_hash(m);
 cleanup:
@@ -1881,7 +1865,8 @@ static int load_root(json_t *root, const char *path, const char *vars,
                        "manifest %s: the dataset holds no sample", path);
     goto cleanup;
   }
-  if ((rc = select_vars(m, vars, err)) < 0)
+  if ((rc = select_vars(m, vars, err)) < 0 ||
+      (rc = ferry__manifest_check_servable(m, path, err)) < 0)
     goto cleanup;
   m->hash = ferry__manifest_hash(m);
 cleanup:

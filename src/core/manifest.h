@@ -72,6 +72,20 @@ typedef struct ferry__manifest {
 int ferry__manifest_scan(const char *spec, const char *vars,
                          const ferry_options *opts, ferry__manifest *m,
                          ferry__err *err);
+/* The most samples (2^48) and bytes (2^60: every selected variable) of a
+ * dataset ferry serves: larger counts come from corrupt metadata, and every
+ * loop over chunks ends below them (issue 30). */
+#define FERRY__MAX_SAMPLES ((int64_t)1 << 48)
+#define FERRY__MAX_DATASET_BYTES ((int64_t)1 << 60)
+/**
+ * Rank 0, after the variables are selected (core/limits.c): FERRY_ENOTSUP
+ * naming spec (the dataset or saved manifest) when a selected variable has
+ * empty rows, or when the dataset holds more than FERRY__MAX_SAMPLES
+ * samples or FERRY__MAX_DATASET_BYTES bytes (the count and the limit in
+ * the message); else 0.
+ */
+int ferry__manifest_check_servable(const ferry__manifest *m, const char *spec,
+                                   ferry__err *err);
 /** Serialise to a flat buffer (malloc'd) for MPI_Bcast, and back. */
 int ferry__manifest_pack(const ferry__manifest *m, void **buf, size_t *len);
 /** The bytes ferry__manifest_pack makes of m (an out-of-memory message). */

@@ -56,17 +56,49 @@ static const char *byte_order(const ferry_var_info *v) {
   return little ? "little" : "big";
 }
 
+/* The last chunk of the part of chunk `first` (chunks are listed part by
+ * part), by binary search: the walks below cost O(parts x log chunks), not
+ * O(chunks) (issue 30: a Zarr shape of 2^47 rows made 2^29 chunks, and
+ * ferry info looped over them for many seconds). */
+static int64_t part_last_chunk(const ferry_loader *L, int64_t first,
+                               int64_t part) {
+  int64_t lo = first, hi = ferry_num_chunks(L) - 1;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo + 1) / 2;
+    ferry_chunk_info c;
+    if (ferry_chunk_info_get(L, mid, &c) == 0 && c.part == part)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
 /* 1 when a plan chunk other than the last of its part does not end on a
- * storage chunk boundary of chunk_rows rows. */
+ * storage chunk boundary of chunk_rows rows.  Every chunk but the last of
+ * a part has chunk_samples rows, so the first of each part tells. */
 static int cuts_storage_chunks(const ferry_loader *L, int64_t chunk_rows) {
   int64_t nc = ferry_num_chunks(L);
-  ferry_chunk_info c, next;
-  for (int64_t i = 0; i + 1 < nc; i++)
-    if (ferry_chunk_info_get(L, i, &c) == 0 &&
-        ferry_chunk_info_get(L, i + 1, &next) == 0 && next.part == c.part &&
-        c.num_samples % chunk_rows != 0)
+  ferry_chunk_info c;
+  for (int64_t i = 0; i < nc && ferry_chunk_info_get(L, i, &c) == 0;) {
+    int64_t last = part_last_chunk(L, i, c.part);
+    if (last > i && c.num_samples % chunk_rows != 0)
       return 1;
+    i = last + 1;
+  }
   return 0;
+}
+
+/* The samples of the largest plan chunk: the first of some part. */
+static int64_t largest_chunk(const ferry_loader *L) {
+  int64_t nc = ferry_num_chunks(L), best = 0;
+  ferry_chunk_info c;
+  for (int64_t i = 0; i < nc && ferry_chunk_info_get(L, i, &c) == 0;) {
+    if (c.num_samples > best)
+      best = c.num_samples;
+    i = part_last_chunk(L, i, c.part) + 1;
+  }
+  return best;
 }
 
 /* Weighted or balanced sampling: where the weights come from, the draws,
@@ -361,12 +393,7 @@ static int run_info(tool_ctx *ctx) {
     }
   }
   if (ctx->rank == 0) {
-    int64_t max_chunk = 0;
-    for (int64_t c = 0; c < ferry_num_chunks(L); c++) {
-      ferry_chunk_info ci;
-      if (ferry_chunk_info_get(L, c, &ci) == 0 && ci.num_samples > max_chunk)
-        max_chunk = ci.num_samples;
-    }
+    int64_t max_chunk = largest_chunk(L);
     ferry_memory_budget mb;
     memset(&mb, 0, sizeof mb);
     ferry_memory_budget_get(L, &mb);

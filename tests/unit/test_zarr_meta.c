@@ -573,6 +573,50 @@ static void test_v3_shard(void) {
         "huge shard index: rc %d (%s)", rc, e.msg);
 }
 
+/* Issue 30: a .zarray whose chunks were [2^40, 10] for an array of 10 x 10
+ * floats was accepted, and the first read failed with "out of memory:
+ * 43980465111041 bytes for a band of chunks".  A chunk that reaches past
+ * its array and would decode to more than 1 GiB is corrupt metadata,
+ * refused naming the field (chunks; chunk_grid chunk_shape and the inner
+ * chunk_shape of sharding_indexed in v3); a chunk reaching past its array
+ * up to 1 GiB, or any chunk inside it, is accepted. */
+static void test_padding(void) {
+  zmeta z;
+  ferry__err e;
+  fields f = BASE;
+  f.shape = "[10, 10]";
+  f.chunks = "[1099511627776, 10]";
+  REFUSE(&f, FERRY_EFORMAT, PATH, "chunks (1099511627776, 10) reaches past");
+  REFUSE(&f, FERRY_EFORMAT, PATH, "43980465111040 bytes");
+  f.chunks = "[10, 1099511627776]"; /* past on another dimension */
+  REFUSE(&f, FERRY_EFORMAT, PATH, "corrupt metadata: chunks");
+  f.dtype = "\"|u1\"";
+  f.shape = "[3]";
+  f.chunks = "[1073741824]"; /* exactly 1 GiB past the array: accepted */
+  ACCEPT(&f, &z);
+  CHECK(z.chunk_bytes == 1073741824u, "1 GiB chunk: %zu", z.chunk_bytes);
+  f.chunks = "[1073741825]";
+  REFUSE(&f, FERRY_EFORMAT, PATH, "1073741825 bytes");
+  f.shape = "[0]"; /* an empty array has no chunk to read */
+  ACCEPT(&f, &z);
+  f.shape = "[4398046511104]"; /* a large chunk inside its array */
+  f.chunks = "[2199023255552]";
+  ACCEPT(&f, &z);
+  int rc = v3_parse(
+      v3_text("[10, 10]", "float32", "[1099511627776, 10]", "[" LE "]", "0"),
+      &z, &e);
+  CHECK(rc == FERRY_EFORMAT && strstr(e.msg, V3PATH) &&
+            strstr(e.msg, "chunk_grid chunk_shape (1099511627776, 10)"),
+        "v3 padded chunk: rc %d (%s)", rc, e.msg);
+  rc = v3_parse(v3_text("[10]", "float32", "[2199023255552]",
+                        SHARD("[1099511627776]", "[" LE "]", "[" LE "]", "end"),
+                        "0"),
+                &z, &e);
+  CHECK(rc == FERRY_EFORMAT && strstr(e.msg, V3PATH) &&
+            strstr(e.msg, "sharding_indexed chunk_shape (1099511627776,)"),
+        "v3 padded inner chunk: rc %d (%s)", rc, e.msg);
+}
+
 int main(void) {
   test_v3();
   test_v3_shard();
@@ -581,6 +625,7 @@ int main(void) {
   test_codecs();
   test_layout();
   test_sizes();
+  test_padding();
   test_document();
   test_file();
   return ft_summary("test_zarr_meta");

@@ -425,48 +425,6 @@ static int mul_overflows(int64_t a, int64_t b, int64_t *out) {
   return __builtin_mul_overflow(a, b, out);
 }
 
-/* The largest band of chunks (one chunk along dimension 0, every chunk
- * along the others) ferry accepts: the native reader keeps about four of
- * its size per variable (native_cache_bytes), and that sum must fit. */
-#define Z_BAND_MAX (INT64_MAX / 8)
-
-/* chunk_bytes and across, with every product of sizes read from the
- * metadata checked before use: the bytes of one chunk, of one sample (a
- * row of dimension 0), of a band of chunks, and the number of chunks must
- * all fit in 64 bits, or the store is refused naming the field. */
-static int derive_sizes(const char *path, zmeta *z, ferry__err *err) {
-  int64_t chunk = (int64_t)z->itemsize, row = (int64_t)z->itemsize;
-  int64_t across = 1, nchunks = 1, band = 0;
-  for (int d = 0; d < z->ndim; d++) {
-    if (mul_overflows(chunk, z->chunks[d], &chunk))
-      return ferry__seterr(err, FERRY_EFORMAT,
-                           "%s: corrupt metadata: chunks: the bytes of one "
-                           "chunk overflow 64 bits",
-                           path);
-    if (d > 0 && (mul_overflows(row, z->shape[d], &row) ||
-                  mul_overflows(across, zarr_nchunks(z, d), &across)))
-      return ferry__seterr(err, FERRY_EFORMAT,
-                           "%s: corrupt metadata: shape: the bytes or chunks "
-                           "of one sample (a row of dimension 0) overflow 64 "
-                           "bits",
-                           path);
-  }
-  if (z->ndim > 0 && mul_overflows(zarr_nchunks(z, 0), across, &nchunks))
-    return ferry__seterr(err, FERRY_EFORMAT,
-                         "%s: corrupt metadata: shape and chunks: the number "
-                         "of chunks overflows 64 bits",
-                         path);
-  if (mul_overflows(chunk, across, &band) || band > Z_BAND_MAX)
-    return ferry__seterr(err, FERRY_EFORMAT,
-                         "%s: corrupt metadata: chunks: one band of chunks "
-                         "(one along dimension 0, all along the others) "
-                         "holds more than 2^60 bytes",
-                         path);
-  z->chunk_bytes = (size_t)chunk;
-  z->across = across;
-  return 0;
-}
-
 /* The fields of a parsed .zarray, in the order they are checked. */
 static int zarray_fields(json_t *j, const char *path, const char *label,
                          zmeta *z, ferry__err *err) {
@@ -489,7 +447,7 @@ static int zarray_fields(json_t *j, const char *path, const char *label,
                          "array %s: fill_value cannot be represented in its "
                          "dtype by ferry",
                          label);
-  return derive_sizes(path, z, err);
+  return ferry__zarr_derive_sizes(path, z, err);
 }
 
 /* Parse the text of a .zarray (len bytes read from path) into z. */
@@ -895,7 +853,7 @@ int ferry__zarr_parse_v3(const void *jv, const char *path, const char *label,
                                 "in its data_type by ferry"
                               : "array %s: corrupt metadata: no fill_value",
                          label);
-  if ((rc = derive_sizes(path, z, err)) < 0)
+  if ((rc = ferry__zarr_derive_sizes(path, z, err)) < 0)
     return rc;
   z->meta_size = (int64_t)ZMETA_HASHED;
   z->hash = ferry__fnv1a(FERRY__FNV_INIT, z, ZMETA_HASHED) >> 1;
@@ -1232,6 +1190,14 @@ static int walk_v3(const char *store, zarr_walk *w, ferry__err *err) {
   int rc = 0;
   if (!j)
     rc = err ? err->code : FERRY_EFORMAT;
+  else if (json_is_string(json_object_get(j, "zarr_format")))
+    rc =
+        ferry__seterr(err, FERRY_ENOTSUP, /* zarr_implementations' .zr3 */
+                      "%s: zarr_format \"%.200s\" is a draft of Zarr v3 "
+                      "older than its 1.0 (meta/ and data/ trees), which "
+                      "ferry does not read; rewrite the store with a Zarr "
+                      "v3 writer (zarr-python 3, zarrita, zarrs)",
+                      zj, json_string_value(json_object_get(j, "zarr_format")));
   else if (!json_is_integer(json_object_get(j, "zarr_format")) ||
            json_integer_value(json_object_get(j, "zarr_format")) != 3 ||
            !json_is_string(nt) ||
@@ -1461,14 +1427,15 @@ static char *storage_text(const char *adir, const zmeta *z, const char *reader,
   int64_t idx[Z_MAX_DIMS] = {0}, nch = zarr_nchunks(z, 0);
   int64_t step = z->sharded ? z->per_shard[0] : 1;
   nch = nch / step + (nch % step != 0);
-  long long stored = 0, raw = 0, missing = 0;
+  long long stored = 0, missing = 0;
+  double raw = 0; /* up to 16 chunks of 2^60 bytes: no integer overflow */
   for (int64_t c = 0; c < nch && c < Z_RATIO_SAMPLE; c++) {
     idx[0] = c * step;
     char *p = ferry__zarr_chunk_path(adir, z, idx);
     struct stat st;
     if (p && stat(p, &st) == 0) {
       stored += (long long)st.st_size;
-      raw += (long long)z->chunk_bytes * (z->sharded ? z->n_inner : 1);
+      raw += (double)z->chunk_bytes * (double)(z->sharded ? z->n_inner : 1);
     } else {
       missing++;
     }
@@ -1476,7 +1443,7 @@ static char *storage_text(const char *adir, const zmeta *z, const char *reader,
   }
   if (z->ncodecs && stored > 0 && used < sizeof buf)
     used += (size_t)snprintf(buf + used, sizeof buf - used, ", %.1f:1",
-                             (double)raw / (double)stored);
+                             raw / (double)stored);
   if (missing && used < sizeof buf)
     used += (size_t)snprintf(
         buf + used, sizeof buf - used,

@@ -2,10 +2,10 @@
  * backends/zarr/zarr.h - private to the zarr backend's folder: the types
  * its files share (an array's .zarray, the record, the per-loader I/O
  * state) and the functions one file offers the others.  meta.c parses the
- * metadata and describes a store (rank 0), native.c is ferry's own chunk
- * reader, netcdf.c the NCZarr reader (built with netCDF-C only), zarr.c the
- * vtable: probe and the io_* dispatch.  Nothing outside this folder
- * includes it.
+ * metadata and describes a store (rank 0), bounds.c judges the sizes it
+ * derives from it, native.c is ferry's own chunk reader, netcdf.c the
+ * NCZarr reader (built with netCDF-C only), zarr.c the vtable: probe and
+ * the io_* dispatch.  Nothing outside this folder includes it.
  */
 #ifndef FERRY_ZARR_H
 #define FERRY_ZARR_H
@@ -96,6 +96,11 @@ int ferry__zarr_parse_zarray(const char *adir, const char *label, zmeta *z,
 int ferry__zarr_parse_zarray_text(const char *text, size_t len,
                                   const char *path, const char *label, zmeta *z,
                                   ferry__err *err);
+/** chunk_bytes and across of z from its shape, chunks and itemsize
+ *  (bounds.c): FERRY_EFORMAT naming path and the field when a product of
+ *  sizes overflows, a band of chunks exceeds 2^60 bytes, or a chunk that
+ *  reaches past a non-empty array would decode to more than 1 GiB. */
+int ferry__zarr_derive_sizes(const char *path, zmeta *z, ferry__err *err);
 /** Parse one v3 array's metadata (a zarr.json object, j: a json_t *) into
  *  z; the same errors as ferry__zarr_parse_zarray_text. */
 int ferry__zarr_parse_v3(const void *j, const char *path, const char *label,
