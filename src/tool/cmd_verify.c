@@ -31,7 +31,7 @@
  * FILE.served holds that whole epoch's ids, a record a test can check alone.
  */
 #include "measures.h"
-#include "tool.h"
+#include "verify.h"
 
 #include <inttypes.h>
 #include <limits.h>
@@ -40,6 +40,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+
+const char *const verify_check_names[CK_COUNT] = {
+    "batches", "exactly-once", "content", "determinism",
+    "order",   "mixing",       "sampling"};
+const char *const verify_res_names[4] = {"SKIP", "PASS", "WARN", "FAIL"};
 
 enum { OPT_EPOCHS = 1, OPT_JSON, OPT_STATE, OPT_COMPUTE_MS, OPT_MAX_MEMORY };
 
@@ -92,72 +97,7 @@ const tool_cmd tool_cmd_verify = {
     .run = run_verify,
 };
 
-#define MSG_LEN 512
-
-enum {
-  CK_BATCHES,
-  CK_ONCE,
-  CK_CONTENT,
-  CK_DETERMINISM,
-  CK_ORDER,
-  CK_MIXING,
-  CK_SAMPLING,
-  CK_COUNT
-};
-static const char *const check_names[CK_COUNT] = {
-    "batches", "exactly-once", "content", "determinism",
-    "order",   "mixing",       "sampling"};
-/* By severity: a check's summary is its worst result over the epochs. */
-enum { RES_NONE = -1, RES_SKIP, RES_PASS, RES_WARN, RES_FAIL };
-static const char *const res_names[] = {"SKIP", "PASS", "WARN", "FAIL"};
-
-enum { TAIL_DROP, TAIL_PAD, TAIL_PARTIAL };
-
-/* What every epoch needs to know, the same on every rank. */
-typedef struct setup {
-  int64_t n; /* samples in the dataset */
-  int nvars;
-  ferry_var_info *vars; /* [nvars] */
-  int64_t batch_size;
-  int tail;
-  int shuffled;                         /* shuffle != none */
-  int content;                          /* the values encode the index */
-  unsigned char *expect;                /* scratch row for the content check */
-  char tail_name[64], shuffle_name[64]; /* the options, as text */
-  char why[1024];                       /* why content is (not) checked */
-  ferry_sampling_info si;               /* weights, balance, mix        */
-} setup;
-
-/* One run of one epoch on this rank. */
-typedef struct epoch_run {
-  ferry_epoch_info info;
-  int64_t num_batches; /* ferry_num_batches */
-  int64_t received;    /* batches before FERRY_END */
-  int64_t nhash, cap_hash;
-  uint64_t *hash; /* [received] */
-  int64_t *sizes; /* [received] */
-  int64_t nids, cap_ids;
-  int64_t *ids;    /* [nids] served ids in order */
-  int64_t *padded; /* [nids] 0/1 */
-  int64_t malformed;
-  char malformed_msg[MSG_LEN];
-  int64_t bad_values, checked;
-  char content_msg[MSG_LEN];
-} epoch_run;
-
-/* Rank 0's tally and output. */
-typedef struct report {
-  int json;
-  int worst[CK_COUNT];
-  int counts[4];
-  char **lines;
-  int nlines, cap;
-} report;
-
-static void result(report *rep, int check, int res, int64_t epoch,
-                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-
-static void result(report *rep, int check, int res, int64_t epoch,
+void verify_result(report *rep, int check, int res, int64_t epoch,
                    const char *fmt, ...) {
   char msg[2 * MSG_LEN], line[3 * MSG_LEN];
   va_list ap;
@@ -166,10 +106,10 @@ static void result(report *rep, int check, int res, int64_t epoch,
   va_end(ap);
   if (epoch >= 0)
     snprintf(line, sizeof line, "%-4s %-12s epoch %" PRId64 ": %s",
-             res_names[res], check_names[check], epoch, msg);
+             verify_res_names[res], verify_check_names[check], epoch, msg);
   else
-    snprintf(line, sizeof line, "%-4s %-12s %s", res_names[res],
-             check_names[check], msg);
+    snprintf(line, sizeof line, "%-4s %-12s %s", verify_res_names[res],
+             verify_check_names[check], msg);
   if (res > rep->worst[check])
     rep->worst[check] = res;
   rep->counts[res]++;
@@ -191,7 +131,7 @@ static void result(report *rep, int check, int res, int64_t epoch,
 }
 
 /* The first message of the lowest rank that has one, onto rank 0's out. */
-static void first_message(const tool_ctx *ctx, int has, const char *msg,
+void verify_first_message(const tool_ctx *ctx, int has, const char *msg,
                           char *out) {
   int cand = has ? ctx->rank : INT_MAX, lowest = INT_MAX;
   MPI_Allreduce(&cand, &lowest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
@@ -210,13 +150,13 @@ static void first_message(const tool_ctx *ctx, int has, const char *msg,
   }
 }
 
-static int64_t sum_i64(int64_t v) {
+int64_t verify_sum_i64(int64_t v) {
   int64_t out = 0;
   MPI_Allreduce(&v, &out, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
   return out;
 }
 
-static void minmax_i64(int64_t v, int64_t *mn, int64_t *mx) {
+void verify_minmax_i64(int64_t v, int64_t *mn, int64_t *mx) {
   MPI_Allreduce(&v, mn, 1, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD);
   MPI_Allreduce(&v, mx, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
 }
@@ -529,277 +469,6 @@ static void epoch_run_reset(epoch_run *r) {
   memset(r, 0, sizeof *r);
 }
 
-/* ---- The checks -----------------------------------------------------------
- */
-
-static void check_batches(const tool_ctx *ctx, report *rep, int64_t e,
-                          const epoch_run *r) {
-  int64_t nb_min, nb_max, rc_min, rc_max, bad;
-  minmax_i64(r->num_batches, &nb_min, &nb_max);
-  minmax_i64(r->received, &rc_min, &rc_max);
-  bad = sum_i64(r->malformed);
-  char msg[MSG_LEN];
-  first_message(ctx, r->malformed > 0, r->malformed_msg, msg);
-  if (ctx->rank != 0)
-    return;
-  if (nb_min == nb_max && rc_min == rc_max && nb_min == rc_min && bad == 0)
-    result(rep, CK_BATCHES, RES_PASS, e,
-           "%" PRId64 " batches on every rank, "
-           "all well-formed",
-           nb_min);
-  else
-    result(rep, CK_BATCHES, RES_FAIL, e,
-           "ferry_num_batches %" PRId64 "..%" PRId64 ", received %" PRId64
-           "..%" PRId64 " over the ranks, %" PRId64 " malformed%s%s",
-           nb_min, nb_max, rc_min, rc_max, bad, msg[0] ? ": " : "", msg);
-}
-
-/* What rank 0 finds in the gathered ids of an epoch. */
-typedef struct once_tally {
-  int64_t oor, dups, distinct, padded, pad_new;
-  int64_t first_oor, first_dup, first_pad_new, first_missing;
-} once_tally;
-
-/* Rank 0: count the ids of an epoch: the nprev ids served by earlier runs
- * of it (--state) first, then this run's total ids (pad: padding flags).
- * es: the epoch's samples (the first missing id is looked for when it is
- * the whole dataset).  Returns 0, or -1 when out of memory. */
-static int once_count(const setup *su, const int64_t *ids, const int64_t *pad,
-                      int64_t total, const int64_t *prev, int64_t nprev,
-                      int64_t es, once_tally *c) {
-  unsigned char *seen = calloc((size_t)(su->n > 0 ? su->n : 1), 1);
-  if (seen == NULL)
-    return -1;
-  memset(c, 0, sizeof *c);
-  c->first_dup = c->first_pad_new = c->first_missing = -1;
-  for (int64_t i = -nprev; i < total; i++) {
-    if (i >= 0 && pad[i])
-      continue;
-    int64_t id = i < 0 ? prev[nprev + i] : ids[i];
-    if (id < 0 || id >= su->n) {
-      if (c->oor++ == 0)
-        c->first_oor = id;
-    } else if (seen[id]) {
-      if (c->dups++ == 0)
-        c->first_dup = id;
-    } else {
-      seen[id] = 1;
-      c->distinct++;
-    }
-  }
-  for (int64_t i = 0; i < total; i++) {
-    if (!pad[i])
-      continue;
-    int64_t id = ids[i];
-    c->padded++;
-    if (id < 0 || id >= su->n) {
-      if (c->oor++ == 0)
-        c->first_oor = id;
-    } else if (!seen[id] && c->pad_new++ == 0) {
-      c->first_pad_new = id;
-    }
-  }
-  if (es == su->n)
-    for (int64_t id = 0; id < su->n && c->first_missing < 0; id++)
-      if (!seen[id])
-        c->first_missing = id;
-  free(seen);
-  return 0;
-}
-
-/* What breaks the tail option's promise, as "; reason" pieces in why
- * (empty when it holds). */
-static void once_why(const setup *su, const once_tally *c, int64_t es,
-                     int64_t dropped, char *why, size_t len) {
-  int64_t want = su->tail == TAIL_DROP ? es - dropped : es;
-  size_t w = 0;
-  why[0] = '\0';
-#define WHY(...)                                                               \
-  w += (size_t)snprintf(why + w, w < len ? len - w : 0, __VA_ARGS__)
-  if (c->oor)
-    WHY("; %" PRId64 " ids outside [0, %" PRId64 ") (first %" PRId64 ")",
-        c->oor, su->n, c->first_oor);
-  if (c->dups)
-    WHY("; %" PRId64 " samples served more than once (first %" PRId64 ")",
-        c->dups, c->first_dup);
-  if (su->tail != TAIL_PAD && c->padded)
-    WHY("; %" PRId64 " padded samples with tail=%s", c->padded,
-        su->tail == TAIL_DROP ? "drop_last" : "partial");
-  if (su->tail == TAIL_PAD && c->pad_new)
-    WHY("; %" PRId64 " padded samples repeat nothing served (first %" PRId64
-        ")",
-        c->pad_new, c->first_pad_new);
-  if (su->tail != TAIL_DROP && dropped)
-    WHY("; %" PRId64 " samples dropped with tail=%s", dropped,
-        su->tail == TAIL_PAD ? "pad" : "partial");
-  if (c->distinct != want) {
-    WHY("; %" PRId64 " distinct samples served, expected %" PRId64, c->distinct,
-        want);
-    if (c->first_missing >= 0)
-      WHY(" (first missing %" PRId64 ")", c->first_missing);
-  }
-#undef WHY
-}
-
-/* Exactly-once for epoch e: the ranks agree on the epoch, their counts
- * match their epoch info, and the ids gathered on rank 0 (*ids_out,
- * *pad_out: *total_out of them, *gather_ok) cover it as the tail option
- * promises.  COLLECTIVE. */
-static void check_once(tool_ctx *ctx, report *rep, const setup *su, int64_t e,
-                       const epoch_run *r, const int64_t *prev, int64_t nprev,
-                       int64_t **ids_out, int64_t **pad_out, int64_t *total_out,
-                       int *gather_ok) {
-  int64_t es_min, es_max, dr_min, dr_max;
-  minmax_i64(r->info.epoch_samples, &es_min, &es_max);
-  minmax_i64(r->info.dropped_samples, &dr_min, &dr_max);
-  int64_t pads = 0;
-  for (int64_t i = 0; i < r->nids; i++)
-    pads += r->padded[i];
-  char local[MSG_LEN] = "";
-  if (r->nids != r->info.served_samples || pads != r->info.padded_samples)
-    snprintf(local, sizeof local,
-             "rank %d received %" PRId64 " samples (%" PRId64
-             " padded), its epoch info says %" PRId64 " (%" PRId64 ")",
-             ctx->rank, r->nids, pads, r->info.served_samples,
-             r->info.padded_samples);
-  char msg[MSG_LEN];
-  first_message(ctx, local[0] != '\0', local, msg);
-
-  int64_t *ids = NULL, *pad = NULL;
-  int64_t total = tool_gather_i64(r->ids, r->nids, &ids, NULL);
-  int64_t total2 = tool_gather_i64(r->padded, r->nids, &pad, NULL);
-  *gather_ok = total >= 0 && total2 >= 0;
-  *ids_out = ids;
-  *pad_out = pad;
-  *total_out = total;
-  int64_t want = 0; /* how many there were (the same outcome on every rank) */
-  if (!*gather_ok)
-    MPI_Allreduce(&r->nids, &want, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-  if (ctx->rank != 0)
-    return;
-  if (!*gather_ok) {
-    result(rep, CK_ONCE, RES_FAIL, e,
-           "cannot gather the %" PRId64 " sample ids on rank 0 (more than "
-           "one MPI_Gatherv holds, or out of memory: %zu bytes for them and "
-           "their pad flags)",
-           want, (size_t)want * 2 * sizeof(int64_t));
-    return;
-  }
-  if (su->si.mode) {
-    result(rep, CK_ONCE, RES_SKIP, e,
-           "sampling serves draws, not each sample once (the sampling "
-           "check)");
-    return;
-  }
-  if (es_min != es_max || dr_min != dr_max) {
-    result(rep, CK_ONCE, RES_FAIL, e,
-           "ranks disagree on the epoch: "
-           "epoch_samples %" PRId64 "..%" PRId64 ", dropped %" PRId64
-           "..%" PRId64,
-           es_min, es_max, dr_min, dr_max);
-    return;
-  }
-  if (msg[0] != '\0') {
-    result(rep, CK_ONCE, RES_FAIL, e, "%s", msg);
-    return;
-  }
-  once_tally c;
-  if (once_count(su, ids, pad, total, prev, nprev, es_min, &c) != 0) {
-    result(rep, CK_ONCE, RES_FAIL, e,
-           "out of memory: %zu bytes for the %" PRId64 " samples of dataset "
-           "%s on rank 0",
-           (size_t)(su->n > 0 ? su->n : 1), su->n, ctx->target);
-    return;
-  }
-  int64_t es = es_min, dropped = dr_min;
-  char why[MSG_LEN];
-  once_why(su, &c, es, dropped, why, sizeof why);
-  if (why[0] == '\0' && nprev > 0)
-    result(rep, CK_ONCE, RES_PASS, e,
-           "%" PRId64 " of %" PRId64 " samples served once each over the "
-           "runs of this epoch (%" PRId64 " before the checkpoint, %" PRId64
-           " after it; %" PRId64 " padded repeats, %" PRId64 " dropped)",
-           c.distinct, es, nprev, c.distinct - nprev, c.padded, dropped);
-  else if (why[0] == '\0')
-    result(rep, CK_ONCE, RES_PASS, e,
-           "%" PRId64 " of %" PRId64 " samples "
-           "served once each (%" PRId64 " padded repeats, %" PRId64 " dropped)",
-           c.distinct, es, c.padded, dropped);
-  else
-    result(rep, CK_ONCE, RES_FAIL, e, "%s", why + 2);
-}
-
-static int cmp_i64(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return (x > y) - (x < y);
-}
-
-/* Sampling, rank 0, over the epoch's real draws (ids, pad: total): none
- * outside the dataset; without replacement none twice; each group's
- * observed share of the draws within a tolerance of what the plan asks:
- * weighted, 6 standard deviations of as many INDEPENDENT draws (issue 30:
- * an epoch is a weighted sample in itself; the old bound allowed draw_block
- * times the variance, and epochs far off passed) plus the draws the tail
- * dropped; a mix, the draws the tail dropped. */
-static void check_sampling(const ferry_loader *L, report *rep, const setup *su,
-                           int64_t e, const int64_t *ids, const int64_t *pad,
-                           int64_t total) {
-  int64_t *real = malloc((size_t)(total ? total : 1) * sizeof *real), n = 0;
-  if (!real) {
-    result(rep, CK_SAMPLING, RES_FAIL, e,
-           "out of memory: %zu bytes for the %" PRId64 " draws on rank 0",
-           (size_t)(total ? total : 1) * sizeof *real, total);
-    return;
-  }
-  for (int64_t i = 0; i < total; i++)
-    if (!pad[i])
-      real[n++] = ids[i];
-  qsort(real, (size_t)n, sizeof *real, cmp_i64);
-  int64_t twice = 0;
-  for (int64_t i = 1; i < n; i++)
-    twice += real[i] == real[i - 1];
-  char msg[2 * MSG_LEN] = "", part[160];
-  int bad = n == 0 || real[0] < 0 || real[n - 1] >= su->n ||
-            (su->si.mode == 1 && !su->si.replacement && twice);
-  if (bad)
-    snprintf(msg, sizeof msg,
-             "%" PRId64 " draws, ids %" PRId64 "..%" PRId64 ", %" PRId64
-             " repeats; ",
-             n, n ? real[0] : -1, n ? real[n - 1] : -1, twice);
-  ferry_sampling_info si;
-  ferry_sampling_info_get(L, &si);
-  int64_t at = 0;
-  for (int64_t g = 0; g < si.ngroups; g++) {
-    int64_t first, count, obs = 0;
-    double req, plan;
-    if (ferry_sampling_group(L, g, &first, &count, &req, &plan))
-      break;
-    while (at < n && real[at] < first)
-      at++;
-    while (at < n && real[at] < first + count)
-      at++, obs++;
-    double o = n ? (double)obs / (double)n : 0;
-    double dropped = ((double)(si.draws - n) + 2) / (double)n;
-    double tol = si.mode == 2
-                     ? dropped
-                     : 6 * sqrt(plan * (1 - plan) / (double)n) + dropped;
-    int off = fabs(o - plan) > tol;
-    bad |= off;
-    char planned[48] = "";
-    if (fabs(plan - req) > 1e-9)
-      snprintf(planned, sizeof planned, " planned %.4f", plan);
-    snprintf(part, sizeof part,
-             "%s[%" PRId64 ",%" PRId64 ") requested %.4f%s observed %.4f%s",
-             g ? "; " : "", first, first + count, req, planned, o,
-             off ? " (off)" : "");
-    if (strlen(msg) + strlen(part) < sizeof msg)
-      strcat(msg, part);
-  }
-  result(rep, CK_SAMPLING, bad ? RES_FAIL : RES_PASS, e,
-         "%" PRId64 " draws of %s: %s", n, si.what, msg);
-  free(real);
-}
-
 /* ---- --state: the ids earlier runs of an epoch served ------------------- */
 
 /* Rank 0: the ids FILE.served holds for epoch e (none when it is missing or
@@ -1001,22 +670,23 @@ static int verify_epoch_saved(tool_ctx *ctx, ferry_loader *L,
 static void check_content_all(const tool_ctx *ctx, report *rep, const setup *su,
                               int64_t e, const epoch_run *r) {
   char msg[MSG_LEN];
-  int64_t bad = sum_i64(r->bad_values), checked = sum_i64(r->checked);
-  first_message(ctx, r->bad_values > 0, r->content_msg, msg);
+  int64_t bad = verify_sum_i64(r->bad_values),
+          checked = verify_sum_i64(r->checked);
+  verify_first_message(ctx, r->bad_values > 0, r->content_msg, msg);
   if (ctx->rank != 0)
     return;
   if (!su->content)
-    result(rep, CK_CONTENT, RES_SKIP, e, "%s", su->why);
+    verify_result(rep, CK_CONTENT, RES_SKIP, e, "%s", su->why);
   else if (bad == 0)
-    result(rep, CK_CONTENT, RES_PASS, e,
-           "%" PRId64 " samples x %d "
-           "variables hold the values of their index",
-           checked, su->nvars);
+    verify_result(rep, CK_CONTENT, RES_PASS, e,
+                  "%" PRId64 " samples x %d "
+                  "variables hold the values of their index",
+                  checked, su->nvars);
   else
-    result(rep, CK_CONTENT, RES_FAIL, e,
-           "%" PRId64 " sample rows differ "
-           "from the values of their index; first: %s",
-           bad, msg);
+    verify_result(rep, CK_CONTENT, RES_FAIL, e,
+                  "%" PRId64 " sample rows differ "
+                  "from the values of their index; first: %s",
+                  bad, msg);
 }
 
 /* Determinism for epoch e: r1 and its rerun r2 (once: --state, no rerun).
@@ -1040,21 +710,22 @@ static void check_determinism(const tool_ctx *ctx, report *rep, int64_t e,
                "rank %d batch %" PRId64 " differs when "
                "the epoch is run again",
                ctx->rank, i);
-  int64_t differ_all = sum_i64(differ);
-  first_message(ctx, differ > 0, dmsg, msg);
+  int64_t differ_all = verify_sum_i64(differ);
+  verify_first_message(ctx, differ > 0, dmsg, msg);
   if (ctx->rank != 0)
     return;
   if (once)
-    result(rep, CK_DETERMINISM, RES_SKIP, e, "--state runs each epoch once");
+    verify_result(rep, CK_DETERMINISM, RES_SKIP, e,
+                  "--state runs each epoch once");
   else if (differ_all == 0)
-    result(rep, CK_DETERMINISM, RES_PASS, e,
-           "the rerun gave identical "
-           "batches (ids, padding and data)");
+    verify_result(rep, CK_DETERMINISM, RES_PASS, e,
+                  "the rerun gave identical "
+                  "batches (ids, padding and data)");
   else
-    result(rep, CK_DETERMINISM, RES_FAIL, e,
-           "%" PRId64 " batches differ "
-           "in the rerun; first: %s",
-           differ_all, msg);
+    verify_result(rep, CK_DETERMINISM, RES_FAIL, e,
+                  "%" PRId64 " batches differ "
+                  "in the rerun; first: %s",
+                  differ_all, msg);
 }
 
 /* Order for epoch e against the epoch before (total ids gathered on rank 0
@@ -1063,31 +734,32 @@ static void check_determinism(const tool_ctx *ctx, report *rep, int64_t e,
 static void check_order(const tool_ctx *ctx, verify_run *v, int64_t e,
                         int64_t total, int gathered, int resumed) {
   report *rep = &v->rep;
-  int64_t pieces = sum_i64(v->r1.info.num_chunks);
+  int64_t pieces = verify_sum_i64(v->r1.info.num_chunks);
   if (ctx->rank != 0 || !gathered)
     return;
   uint64_t h = hash_bytes(1, v->ids, (size_t)total * sizeof *v->ids);
   h = hash_bytes(h, v->pad, (size_t)total * sizeof *v->pad);
   if (resumed || !v->prev_valid) {
     if (e > 0)
-      result(rep, CK_ORDER, RES_SKIP, e,
-             "the previous or this epoch was served in more than one run");
+      verify_result(
+          rep, CK_ORDER, RES_SKIP, e,
+          "the previous or this epoch was served in more than one run");
   } else {
     if (!v->su.shuffled)
-      result(rep, CK_ORDER, RES_SKIP, e,
-             "shuffle=none: the same order "
-             "every epoch is expected");
+      verify_result(rep, CK_ORDER, RES_SKIP, e,
+                    "shuffle=none: the same order "
+                    "every epoch is expected");
     else if (pieces <= 1)
-      result(rep, CK_ORDER, RES_SKIP, e,
-             "the epoch has one piece: "
-             "nothing to permute");
+      verify_result(rep, CK_ORDER, RES_SKIP, e,
+                    "the epoch has one piece: "
+                    "nothing to permute");
     else if (h == v->prev_order)
-      result(rep, CK_ORDER, RES_WARN, e,
-             "the same order as epoch %" PRId64 " although shuffle is on",
-             e - 1);
+      verify_result(
+          rep, CK_ORDER, RES_WARN, e,
+          "the same order as epoch %" PRId64 " although shuffle is on", e - 1);
     else
-      result(rep, CK_ORDER, RES_PASS, e,
-             "the order differs from epoch %" PRId64, e - 1);
+      verify_result(rep, CK_ORDER, RES_PASS, e,
+                    "the order differs from epoch %" PRId64, e - 1);
   }
   v->prev_order = h;
   v->prev_valid = !resumed;
@@ -1115,18 +787,18 @@ static int verify_epoch(tool_ctx *ctx, ferry_loader *L, const verify_cfg *cfg,
       (st = run_epoch(ctx, L, &v->su, e, 0, &v->r2, 0, NULL, 0, &ckpt)) != 0)
     return st;
 
-  check_batches(ctx, &v->rep, e, &v->r1);
+  verify_check_batches(ctx, &v->rep, e, &v->r1);
   int64_t total = 0;
   int gathered = 0;
   free(v->ids);
   free(v->pad);
-  check_once(ctx, &v->rep, &v->su, e, &v->r1, prev, nprev, &v->ids, &v->pad,
-             &total, &gathered);
+  verify_check_once(ctx, &v->rep, &v->su, e, &v->r1, prev, nprev, &v->ids,
+                    &v->pad, &total, &gathered);
   if (cfg->state && (st = verify_epoch_saved(ctx, L, cfg, v, e, prev, nprev,
                                              total, gathered)) != 0)
     return st;
   if (v->su.si.mode && ctx->rank == 0 && gathered)
-    check_sampling(L, &v->rep, &v->su, e, v->ids, v->pad, total);
+    verify_check_sampling(L, &v->rep, &v->su, e, v->ids, v->pad, total);
   check_content_all(ctx, &v->rep, &v->su, e, &v->r1);
   check_determinism(ctx, &v->rep, e, &v->r1, &v->r2, cfg->state != NULL);
   check_order(ctx, v, e, total, gathered, resumed);
@@ -1163,26 +835,29 @@ static void check_mixing(const tool_ctx *ctx, const ferry_loader *L,
   int64_t nchunks = ferry_num_chunks(L);
   double mean = all[1] > 0 ? all[0] / all[1] : 0;
   if (!ok)
-    result(rep, CK_MIXING, RES_SKIP, -1, "cannot plan epoch 0 here: %s",
-           ferry_last_error(NULL));
+    verify_result(rep, CK_MIXING, RES_SKIP, -1, "cannot plan epoch 0 here: %s",
+                  ferry_last_error(NULL));
   else if (!v->su.shuffled)
-    result(rep, CK_MIXING, RES_SKIP, -1,
-           "shuffle=none: batches of neighbouring samples are expected");
+    verify_result(rep, CK_MIXING, RES_SKIP, -1,
+                  "shuffle=none: batches of neighbouring samples are expected");
   else if (v->su.batch_size < MIN_MIXING || nchunks < MIN_MIXING)
-    result(rep, CK_MIXING, RES_SKIP, -1,
-           "batch_size %" PRId64 " and %" PRId64 " chunks: fewer than %d "
-           "chunks could share a batch",
-           v->su.batch_size, nchunks, MIN_MIXING);
+    verify_result(rep, CK_MIXING, RES_SKIP, -1,
+                  "batch_size %" PRId64 " and %" PRId64
+                  " chunks: fewer than %d "
+                  "chunks could share a batch",
+                  v->su.batch_size, nchunks, MIN_MIXING);
   else if (mean < MIN_MIXING)
-    result(rep, CK_MIXING, RES_WARN, -1,
-           "the plan mixes %.2f distinct chunks per batch on average (fewer "
-           "than %d): batches hold runs of neighbouring samples; raise "
-           "shuffle_buffer, lower chunk_samples or use shuffle=block "
-           "(ferry quality measures the order)",
-           mean, MIN_MIXING);
+    verify_result(
+        rep, CK_MIXING, RES_WARN, -1,
+        "the plan mixes %.2f distinct chunks per batch on average (fewer "
+        "than %d): batches hold runs of neighbouring samples; raise "
+        "shuffle_buffer, lower chunk_samples or use shuffle=block "
+        "(ferry quality measures the order)",
+        mean, MIN_MIXING);
   else
-    result(rep, CK_MIXING, RES_PASS, -1,
-           "the plan mixes %.2f distinct chunks per batch on average", mean);
+    verify_result(rep, CK_MIXING, RES_PASS, -1,
+                  "the plan mixes %.2f distinct chunks per batch on average",
+                  mean);
 }
 
 /* Rank 0: the summary (text or JSON).  Returns the verdict on every rank:
@@ -1202,8 +877,8 @@ static int verify_summary(const tool_ctx *ctx, const verify_cfg *cfg,
              verdict ? "fail" : "pass", ctx->size, cfg->epochs, v->su.n,
              v->su.batch_size, v->su.tail_name);
       for (int c = 0; c < CK_COUNT; c++)
-        printf("%s\"%s\": \"%s\"", c ? ", " : "", check_names[c],
-               rep->worst[c] >= 0 ? res_names[rep->worst[c]] : "SKIP");
+        printf("%s\"%s\": \"%s\"", c ? ", " : "", verify_check_names[c],
+               rep->worst[c] >= 0 ? verify_res_names[rep->worst[c]] : "SKIP");
       printf("}, \"failed\": %d, \"warnings\": %d, \"lines\": [",
              rep->counts[RES_FAIL], rep->counts[RES_WARN]);
       for (int i = 0; i < rep->nlines; i++) {
@@ -1214,8 +889,8 @@ static int verify_summary(const tool_ctx *ctx, const verify_cfg *cfg,
     } else {
       printf("summary:");
       for (int c = 0; c < CK_COUNT; c++)
-        printf(" %s %s%s", check_names[c],
-               rep->worst[c] >= 0 ? res_names[rep->worst[c]] : "SKIP",
+        printf(" %s %s%s", verify_check_names[c],
+               rep->worst[c] >= 0 ? verify_res_names[rep->worst[c]] : "SKIP",
                c + 1 < CK_COUNT ? "," : "\n");
       printf("ferry verify: %s (%d checks passed, %d failed, %d warnings, %d "
              "skipped)\n",
@@ -1248,7 +923,7 @@ static int verify_epochs(tool_ctx *ctx, ferry_loader *L, const verify_cfg *cfg,
       return st;
   }
   if (ctx->rank == 0 && cfg->epochs < 2)
-    result(&v->rep, CK_ORDER, RES_SKIP, -1, "needs --epochs 2 or more");
+    verify_result(&v->rep, CK_ORDER, RES_SKIP, -1, "needs --epochs 2 or more");
   return 0;
 }
 

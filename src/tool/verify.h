@@ -1,0 +1,94 @@
+/*
+ * verify.h - private to `ferry verify` (cmd_verify.c: the run, its
+ * options and report; verify_checks.c: the collective checks of an epoch's
+ * batches, exactly-once and sampling): the state both share.
+ */
+#ifndef FERRY_TOOL_VERIFY_H
+#define FERRY_TOOL_VERIFY_H
+
+#include "tool.h"
+
+#define MSG_LEN 512
+
+enum {
+  CK_BATCHES,
+  CK_ONCE,
+  CK_CONTENT,
+  CK_DETERMINISM,
+  CK_ORDER,
+  CK_MIXING,
+  CK_SAMPLING,
+  CK_COUNT
+};
+extern const char *const verify_check_names[CK_COUNT];
+/* By severity: a check's summary is its worst result over the epochs. */
+enum { RES_NONE = -1, RES_SKIP, RES_PASS, RES_WARN, RES_FAIL };
+extern const char *const verify_res_names[4];
+
+enum { TAIL_DROP, TAIL_PAD, TAIL_PARTIAL };
+
+/* What every epoch needs to know, the same on every rank. */
+typedef struct setup {
+  int64_t n; /* samples in the dataset */
+  int nvars;
+  ferry_var_info *vars; /* [nvars] */
+  int64_t batch_size;
+  int tail;
+  int shuffled;                         /* shuffle != none */
+  int content;                          /* the values encode the index */
+  unsigned char *expect;                /* scratch row for the content check */
+  char tail_name[64], shuffle_name[64]; /* the options, as text */
+  char why[1024];                       /* why content is (not) checked */
+  ferry_sampling_info si;               /* weights, balance, mix        */
+} setup;
+
+/* One run of one epoch on this rank. */
+typedef struct epoch_run {
+  ferry_epoch_info info;
+  int64_t num_batches; /* ferry_num_batches */
+  int64_t received;    /* batches before FERRY_END */
+  int64_t nhash, cap_hash;
+  uint64_t *hash; /* [received] */
+  int64_t *sizes; /* [received] */
+  int64_t nids, cap_ids;
+  int64_t *ids;    /* [nids] served ids in order */
+  int64_t *padded; /* [nids] 0/1 */
+  int64_t malformed;
+  char malformed_msg[MSG_LEN];
+  int64_t bad_values, checked;
+  char content_msg[MSG_LEN];
+} epoch_run;
+
+/* Rank 0's tally and output. */
+typedef struct report {
+  int json;
+  int worst[CK_COUNT];
+  int counts[4];
+  char **lines;
+  int nlines, cap;
+} report;
+
+/* Rank 0 records one check's result for an epoch (a line of the report,
+ * the check's worst result). */
+void verify_result(report *rep, int check, int res, int64_t epoch,
+                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Collective: the message of the lowest rank that has one, into out
+ * (MSG_LEN bytes) on rank 0. */
+void verify_first_message(const tool_ctx *ctx, int has, const char *msg,
+                          char *out);
+/* Collective: the sum, and the minimum and maximum, over the ranks. */
+int64_t verify_sum_i64(int64_t v);
+void verify_minmax_i64(int64_t v, int64_t *mn, int64_t *mx);
+
+/* The checks (verify_checks.c), each collective. */
+void verify_check_batches(const tool_ctx *ctx, report *rep, int64_t e,
+                          const epoch_run *r);
+void verify_check_once(tool_ctx *ctx, report *rep, const setup *su, int64_t e,
+                       const epoch_run *r, const int64_t *prev, int64_t nprev,
+                       int64_t **ids_out, int64_t **pad_out, int64_t *total_out,
+                       int *gather_ok);
+void verify_check_sampling(const ferry_loader *L, report *rep, const setup *su,
+                           int64_t e, const int64_t *ids, const int64_t *pad,
+                           int64_t total);
+
+#endif /* FERRY_TOOL_VERIFY_H */
