@@ -67,12 +67,13 @@ int ferry__epoch_stop(ferry_loader *L) {
       rc = FERRY_ENODEV;
   }
   for (int64_t i = 0; i < L->nring; i++)
-    L->ring[i].state = SLOT_FREE;
+    L->ring[i]->state = SLOT_FREE;
   for (int64_t i = 0; i < L->ndring; i++) {
-    L->dring[i].state = SLOT_FREE;
-    L->dring[i].expect = i;
-    L->dring[i].host = -1;
+    L->dring[i]->state = SLOT_FREE;
+    L->dring[i]->expect = i;
+    L->dring[i]->host = -1;
   }
+  ferry__held_reset(L);
   free(ep->all_reads); /* its arrays point into all_reads_buf */
   free(ep->all_reads_buf);
   free(ep->round_admit);
@@ -418,11 +419,17 @@ void ferry__budget_compute(ferry_loader *L, const epoch_state *ep) {
                     rows * sizeof(ferry__slot);
   }
   b->plan_bytes += (size_t)L->wts.n * sizeof(float); /* the weights */
-  b->total_bytes =
-      b->ring_bytes + b->read_bytes + b->plan_bytes + b->cache_bytes;
-  b->pinned_bytes = L->gpu || L->opts->pin_memory ? b->ring_bytes : 0;
+  /* held batches get slots beyond the rings (slots.c): host slots, device
+   * slots, or with keep_host both */
+  b->held_bytes = (size_t)ferry__held_max(L) * b->batch_bytes;
+  size_t held_host = !L->gpu || L->opts->keep_host ? b->held_bytes : 0;
+  b->total_bytes = b->ring_bytes + b->read_bytes + b->plan_bytes +
+                   b->cache_bytes + held_host;
+  b->pinned_bytes =
+      L->gpu || L->opts->pin_memory ? b->ring_bytes + held_host : 0;
   if (L->gpu) {
-    b->device_bytes = (size_t)L->opts->device_prefetch * b->batch_bytes;
+    b->device_bytes =
+        (size_t)L->opts->device_prefetch * b->batch_bytes + b->held_bytes;
   }
 }
 
