@@ -1093,8 +1093,12 @@ static void copy_to_device(epoch_state *ep, ring_slot *s, int64_t b) {
   ferry_loader *L = ep->L;
   ferry__dslot *d = L->dring[b % L->ndring];
   int keep = L->opts->keep_host;
-  while (!ep->stop && !(d->state == SLOT_FREE && d->expect == b))
+  /* re-read after each wait: ferry_next may have swapped a slot the caller
+   * still holds out of the ring for a free one (slots.c) */
+  while (!ep->stop && !(d->state == SLOT_FREE && d->expect == b)) {
     pthread_cond_wait(&ep->cv_work, &ep->mu);
+    d = L->dring[b % L->ndring];
+  }
   if (ep->stop) {
     s->state = SLOT_FREE;
     return;
