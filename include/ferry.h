@@ -796,13 +796,13 @@ typedef struct ferry_memory_budget {
                           cache_bytes times the files open at once */
   size_t total_bytes;  /**< the sum: the bound on host memory               */
   size_t pinned_bytes; /**< of which page-locked (the ring, device=cuda)    */
-  size_t device_bytes; /**< device memory, all devices: device_prefetch batches,
-                            and with device=cuda held_bytes */
-  size_t held_bytes;   /**< batches the caller may hold beyond the rings:
-                            held_memory in whole batches; host memory
-                            (counted in total_bytes; pinned with device=cuda or
-                            pin_memory), or device memory with device=cuda
-                            (counted in device_bytes; with keep_host in both) */
+  size_t
+      device_bytes;  /**< device memory, all devices: device_prefetch batches */
+  size_t held_bytes; /**< on top of total_bytes (device=cuda: of
+                          device_bytes, and with keep_host of both): the
+                          most memory for batches the caller holds longer
+                          than the ring lasts, held_memory in whole batches;
+                          used only while it does (see ferry_next) */
 } ferry_memory_budget;
 
 /** The memory bound of this loader.  Returns 0 or FERRY_EINVAL.  LOCAL. */

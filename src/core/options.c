@@ -147,7 +147,7 @@ static const option_def defs[] = {
       "ring (device=cuda: the device ring): when ferry_next needs the slot "
       "of a batch still held, that batch keeps its memory and the ring gets "
       "a new slot, up to this much in whole batches; past it ferry_next "
-      "fails on that rank.  Counted in the memory budget."},
+      "fails on that rank. Counted in the memory budget."},
      K_SIZE,
      OFF(held_memory),
      0,

@@ -179,6 +179,11 @@ static void print_text(const tool_ctx *ctx, const ferry_loader *L,
   if (mb->device_bytes)
     printf("; device memory %s",
            tool_fmt_bytes((double)mb->device_bytes, b1, sizeof b1));
+  if (mb->held_bytes) /* slots for batches the caller holds (held_memory) */
+    printf("; and up to %s %s for batches the caller holds past the ring "
+           "(held_memory)",
+           tool_fmt_bytes((double)mb->held_bytes, b1, sizeof b1),
+           mb->device_bytes ? "more device memory" : "more");
   printf("\n");
   char shuf[32], q[32], k[32];
   if (!strcmp(tool_option(ctx, "shuffle", shuf, sizeof shuf), "global")) {
@@ -286,9 +291,9 @@ static void print_json(const tool_ctx *ctx, const ferry_loader *L,
   tool_json_string(stdout, why);
   printf(", \"memory_budget\": {\"batch_bytes\": %zu, \"ring_bytes\": %zu, "
          "\"read_bytes\": %zu, \"plan_bytes\": %zu, \"cache_bytes\": %zu, "
-         "\"total_bytes\": %zu}",
+         "\"held_bytes\": %zu, \"total_bytes\": %zu}",
          mb->batch_bytes, mb->ring_bytes, mb->read_bytes, mb->plan_bytes,
-         mb->cache_bytes, mb->total_bytes);
+         mb->cache_bytes, mb->held_bytes, mb->total_bytes);
   printf(", \"notes\": ");
   if (ferry_dataset_notes(L))
     tool_json_string(stdout, ferry_dataset_notes(L));

@@ -328,7 +328,7 @@ static int check_values(ferry_loader *D, const ref_batch *refs, int64_t nrefs,
           "%ld copies from pageable host memory",
           c1.h2d_from_pageable - c0.h2d_from_pageable);
     /* holding more than the ring gives held batches pinned slots of their
-     * own with keep_host (slots.c), within held_memory */
+     * own (slots.c), within held_memory */
     CHECK(c1.host_allocs == c0.host_allocs || hold >= depth,
           "%ld pinned allocations during the epochs (want 0: pinned once at "
           "open)",
