@@ -392,9 +392,19 @@ struct ferry_batch {
  * and a rank that does not answer within collective_timeout seconds
  * (FERRY_EPEER: killed, stuck, or gone without a call).
  *
+ * Batches handed out stay valid until ferry_release, in any number: when
+ * the slot of the batch to assemble next (prefetch slots, device_prefetch
+ * with device=cuda) still holds a batch the caller has not released, that
+ * batch keeps its buffers and the pipeline takes a new slot, as long as the
+ * slots added stay within held_memory (in whole batches; the first time a
+ * loader does this it prints one note on stderr).  Nothing is allocated
+ * while batches are released before their slot's next turn.
+ *
  * Returns 0 (*out set), FERRY_END (*out NULL), FERRY_ESTATE (no epoch set),
- * FERRY_EINVAL (every prefetch slot is still held by the caller: release
- * one; this misuse is reported on the calling rank only),
+ * FERRY_EINVAL (the caller holds so many batches that the slot needed is
+ * held and held_memory allows no more: release one, or raise held_memory;
+ * the message says how many batches and bytes are held; with
+ * held_memory=0, as soon as the slot needed is held),
  * FERRY_EIO, FERRY_EFORMAT, FERRY_EMISMATCH, FERRY_ECALLBACK, FERRY_ENOMEM,
  * FERRY_EPEER.  After an error the epoch is over: call ferry_set_epoch or
  * ferry_close (after FERRY_EPEER only ferry_close: every other collective
@@ -404,7 +414,9 @@ FERRY_API int ferry_next(ferry_loader *loader, ferry_batch **out);
 
 /**
  * Give a batch's buffers back to the pipeline.  LOCAL.  The batch must not be
- * used afterwards.  Batches may be released in any order.  Thread-safe
+ * used afterwards.  Batches may be released in any order, and at any time
+ * before the next ferry_set_epoch, ferry_state_load or ferry_close (which
+ * make the batches still held invalid).  Thread-safe
  * against ferry_next: it may be called from any thread (a DLPack deleter)
  * while another thread waits in ferry_next; not concurrently with
  * ferry_set_epoch, ferry_state_load or ferry_close on the same loader.
@@ -800,7 +812,12 @@ typedef struct ferry_memory_budget {
   size_t total_bytes;  /**< the sum: the bound on host memory               */
   size_t pinned_bytes; /**< of which page-locked (the ring, device=cuda)    */
   size_t
-      device_bytes; /**< device memory, all devices: device_prefetch batches */
+      device_bytes;  /**< device memory, all devices: device_prefetch batches */
+  size_t held_bytes; /**< on top of total_bytes (device=cuda: of
+                          device_bytes, and with keep_host of both): the
+                          most memory for batches the caller holds longer
+                          than the ring lasts, held_memory in whole batches;
+                          used only while it does (see ferry_next) */
 } ferry_memory_budget;
 
 /** The memory bound of this loader.  Returns 0 or FERRY_EINVAL.  LOCAL. */

@@ -57,6 +57,7 @@ MPI_TESTS += \
 	tests/python/errors.sh \
 	tests/python/leave.sh \
 	tests/python/interrupt.sh \
+	tests/python/held.sh \
 	tests/python/pip_install.sh
 TEST_DATA_FILES += \
 	tests/python/common.sh \
@@ -66,4 +67,5 @@ TEST_DATA_FILES += \
 	tests/python/sampling_check.py \
 	tests/python/errors_check.py \
 	tests/python/leave_check.py \
-	tests/python/interrupt_check.py
+	tests/python/interrupt_check.py \
+	tests/python/held_check.py

@@ -1343,11 +1343,11 @@ static PyObject *loader_next(LoaderObject *self) {
       return NULL;
     }
     if (rc == FERRY_EINVAL && atomic_load(&self->c->held) > 0) {
-      /* every slot held: a misuse on this rank; the epoch goes on */
+      /* held_memory reached: a misuse on this rank; the epoch goes on */
       PyObject *msg = PyUnicode_FromFormat(
           "%s (here %ld batches are held by ferry.Batch objects, Arrays or "
           "tensors taken from them: drop some, or open the loader with a "
-          "larger prefetch=)",
+          "larger held_memory=)",
           ferry_last_error(self->c->L), (long)atomic_load(&self->c->held));
       if (msg) {
         raise_code(rc, PyUnicode_AsUTF8(msg));
@@ -1554,16 +1554,14 @@ static PyObject *loader_stats(LoaderObject *self, PyObject *u) {
   int rc = ferry_stats_get(self->c->L, &s);
   if (rc)
     return loader_raise(self, rc);
-  return Py_BuildValue("{s:L,s:L,s:L,s:L,s:d,s:d,s:n,s:L,s:d,s:L,s:d}",
-                       "batches",
-                       (long long)s.batches, "samples", (long long)s.samples,
-                       "bytes", (long long)s.bytes, "bytes_read",
-                       (long long)s.bytes_read, "wait_seconds", s.wait_seconds,
-                       "read_seconds", s.read_seconds, "peak_resident_bytes",
-                       (Py_ssize_t)s.peak_resident_bytes, "h2d_bytes",
-                       (long long)s.h2d_bytes, "h2d_seconds", s.h2d_seconds,
-                       "exchange_bytes", (long long)s.exchange_bytes,
-                       "exchange_seconds", s.exchange_seconds);
+  return Py_BuildValue(
+      "{s:L,s:L,s:L,s:L,s:d,s:d,s:n,s:L,s:d,s:L,s:d}", "batches",
+      (long long)s.batches, "samples", (long long)s.samples, "bytes",
+      (long long)s.bytes, "bytes_read", (long long)s.bytes_read, "wait_seconds",
+      s.wait_seconds, "read_seconds", s.read_seconds, "peak_resident_bytes",
+      (Py_ssize_t)s.peak_resident_bytes, "h2d_bytes", (long long)s.h2d_bytes,
+      "h2d_seconds", s.h2d_seconds, "exchange_bytes",
+      (long long)s.exchange_bytes, "exchange_seconds", s.exchange_seconds);
 }
 
 static PyObject *loader_memory_budget(LoaderObject *self, PyObject *u) {
@@ -1575,12 +1573,13 @@ static PyObject *loader_memory_budget(LoaderObject *self, PyObject *u) {
   if (rc)
     return loader_raise(self, rc);
   return Py_BuildValue(
-      "{s:n,s:n,s:n,s:n,s:n,s:n,s:n,s:n}", "batch_bytes",
+      "{s:n,s:n,s:n,s:n,s:n,s:n,s:n,s:n,s:n}", "batch_bytes",
       (Py_ssize_t)m.batch_bytes, "ring_bytes", (Py_ssize_t)m.ring_bytes,
       "read_bytes", (Py_ssize_t)m.read_bytes, "plan_bytes",
       (Py_ssize_t)m.plan_bytes, "cache_bytes", (Py_ssize_t)m.cache_bytes,
       "total_bytes", (Py_ssize_t)m.total_bytes, "pinned_bytes",
-      (Py_ssize_t)m.pinned_bytes, "device_bytes", (Py_ssize_t)m.device_bytes);
+      (Py_ssize_t)m.pinned_bytes, "device_bytes", (Py_ssize_t)m.device_bytes,
+      "held_bytes", (Py_ssize_t)m.held_bytes);
 }
 
 static PyObject *loader_get_vars(LoaderObject *self, void *u) {

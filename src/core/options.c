@@ -16,8 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
-enum kind { K_INT, K_UINT, K_FRAC, K_ENUM, K_STR, K_BOOL };
+/* K_SIZE: bytes, an integer with an optional binary suffix (K, M, G, T, or
+ * KiB, MiB, GiB, TiB), stored as an int64_t in [min, max]. */
+enum kind { K_INT, K_UINT, K_FRAC, K_ENUM, K_STR, K_BOOL, K_SIZE };
 
 typedef struct option_def {
   ferry_option_info info;
@@ -138,6 +141,17 @@ static const option_def defs[] = {
      OFF(prefetch),
      1,
      4096,
+     NULL},
+    {{"held_memory", "1GiB", "bytes (e.g. 512MiB, 4GiB; 0: none)",
+      "Memory per rank for batches the caller holds beyond the prefetch "
+      "ring (device=cuda: the device ring): when ferry_next needs the slot "
+      "of a batch still held, that batch keeps its memory and the ring gets "
+      "a new slot, up to this much in whole batches; past it ferry_next "
+      "fails on that rank. Counted in the memory budget."},
+     K_SIZE,
+     OFF(held_memory),
+     0,
+     INT64_C(1) << 50,
      NULL},
     {{"threads", "0", "integer >= 0",
       "Worker threads per rank that assemble batches, and the lanes that "
@@ -464,6 +478,30 @@ static int parse_int(const char *s, int64_t *out) {
   return 0;
 }
 
+/* A K_SIZE value: digits, then nothing or a binary unit. */
+static int parse_size(const char *s, int64_t *out) {
+  static const struct {
+    const char *unit;
+    int shift;
+  } units[] = {{"", 0},     {"B", 0},  {"K", 10},   {"KiB", 10}, {"M", 20},
+               {"MiB", 20}, {"G", 30}, {"GiB", 30}, {"T", 40},   {"TiB", 40}};
+  if (!isdigit((unsigned char)*s))
+    return -1;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno)
+    return -1;
+  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+    if (!strcasecmp(end, units[i].unit)) {
+      if (v > (unsigned long long)INT64_MAX >> units[i].shift)
+        return -1;
+      *out = (int64_t)(v << units[i].shift);
+      return 0;
+    }
+  return -1;
+}
+
 static int set_one(struct ferry_options *o, const option_def *d,
                    const char *value) {
   char *field = (char *)o + d->offset;
@@ -471,6 +509,13 @@ static int set_one(struct ferry_options *o, const option_def *d,
   case K_INT: {
     int64_t v;
     if (parse_int(value, &v) || v < d->min || v > d->max)
+      goto bad;
+    *(int64_t *)field = v;
+    return 0;
+  }
+  case K_SIZE: {
+    int64_t v;
+    if (parse_size(value, &v) || v < d->min || v > d->max)
       goto bad;
     *(int64_t *)field = v;
     return 0;
@@ -631,6 +676,15 @@ static void format_value(const struct ferry_options *o, const option_def *d,
   switch (d->kind) {
   case K_INT: snprintf(buf, len, "%" PRId64, *(const int64_t *)field); break;
   case K_UINT: snprintf(buf, len, "%" PRIu64, *(const uint64_t *)field); break;
+  case K_SIZE: { /* the largest binary unit that divides it */
+    int64_t v = *(const int64_t *)field;
+    static const char *const unit[] = {"", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (u < 4 && v != 0 && v % 1024 == 0)
+      v /= 1024, u++;
+    snprintf(buf, len, "%" PRId64 "%s", v, unit[u]);
+    break;
+  }
   case K_FRAC:
     /* cppcheck-suppress invalidPointerCast ; field is a double member */
     snprintf(buf, len, "%.17g", *(const double *)field);

@@ -47,6 +47,7 @@ struct ferry_options {
   char *vars;            /* comma-separated names, NULL or "": all          */
   int io;
   int64_t prefetch;
+  int64_t held_memory; /* bytes for held batches beyond the rings */
   int64_t threads;
   int64_t max_chunks; /* 0: all */
   double fraction;    /* (0, 1] */

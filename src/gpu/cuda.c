@@ -66,7 +66,7 @@ struct ferry__gpu {
   int ndev;
   int dev[FERRY_MAX_DEVICES];
   cudaStream_t stream[FERRY_MAX_DEVICES];
-  ferry__dslot *ring;
+  ferry__dslot **ring; /* the loader's device ring (slot pointers) */
   int64_t nring;
   int ncomms;
   nccl_reg comms[MAX_COMMS];
@@ -292,7 +292,7 @@ void ferry__gpu_host_free(void *p) {
     rt.cudaFreeHost(p);
 }
 
-void ferry__gpu_set_ring(ferry__gpu *g, ferry__dslot *ring, int64_t n) {
+void ferry__gpu_set_ring(ferry__gpu *g, ferry__dslot **ring, int64_t n) {
   if (g) {
     g->ring = ring;
     g->nring = n;
@@ -685,7 +685,7 @@ int ferry__gpu_nccl_attach(ferry__gpu *g, void *comm, ferry__err *err) {
   rt.cudaSetDevice(dev);
   int rc = 0;
   for (int64_t k = 0; k < g->nring && !rc; k++) {
-    ferry__dslot *d = &g->ring[k];
+    ferry__dslot *d = g->ring[k];
     nr = rt.ncclCommRegister((ncclComm_t)comm, d->mem[i], d->mem_bytes[i],
                              &r->handles[k]);
     if (nr != ncclSuccess) {

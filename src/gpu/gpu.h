@@ -85,8 +85,9 @@ int ferry__gpu_sync(ferry__gpu *g, ferry__err *err);
  *  (ferry__gpu_open, or ferry__gpu_visible() > 0). */
 int ferry__gpu_host_alloc(int rank, size_t bytes, void **out, ferry__err *err);
 void ferry__gpu_host_free(void *p);
-/** Tell g which ring to register with NCCL (after the slots are built). */
-void ferry__gpu_set_ring(ferry__gpu *g, ferry__dslot *ring, int64_t n);
+/** Tell g which ring to register with NCCL (after the slots are built):
+ *  the array of slot pointers, read at ferry_attach_nccl. */
+void ferry__gpu_set_ring(ferry__gpu *g, ferry__dslot **ring, int64_t n);
 /** Build one slot for batches of batch_size samples (device memory per
  *  shard, events); fini frees what init built (also after a failed init). */
 int ferry__dslot_init(ferry__gpu *g, ferry__dslot *d, const ferry__manifest *m,

@@ -62,7 +62,7 @@ int ferry__gpu_host_alloc(int rank, size_t bytes, void **out, ferry__err *err) {
               : ferry__oom(err, -1, bytes ? bytes : 1, "a host batch buffer");
 }
 void ferry__gpu_host_free(void *p) { free(p); }
-void ferry__gpu_set_ring(ferry__gpu *g, ferry__dslot *ring, int64_t n) {
+void ferry__gpu_set_ring(ferry__gpu *g, ferry__dslot **ring, int64_t n) {
   (void)g;
   (void)ring;
   (void)n;

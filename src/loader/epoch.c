@@ -67,12 +67,13 @@ int ferry__epoch_stop(ferry_loader *L) {
       rc = FERRY_ENODEV;
   }
   for (int64_t i = 0; i < L->nring; i++)
-    L->ring[i].state = SLOT_FREE;
+    L->ring[i]->state = SLOT_FREE;
   for (int64_t i = 0; i < L->ndring; i++) {
-    L->dring[i].state = SLOT_FREE;
-    L->dring[i].expect = i;
-    L->dring[i].host = -1;
+    L->dring[i]->state = SLOT_FREE;
+    L->dring[i]->expect = i;
+    L->dring[i]->host = -1;
   }
+  ferry__held_reset(L);
   free(ep->all_reads); /* its arrays point into all_reads_buf */
   free(ep->all_reads_buf);
   free(ep->round_admit);
@@ -432,6 +433,11 @@ void ferry__budget_compute(ferry_loader *L, const epoch_state *ep) {
   if (L->gpu) {
     b->device_bytes = (size_t)L->opts->device_prefetch * b->batch_bytes;
   }
+  /* Held batches get slots beyond the rings (slots.c): a bound of its own,
+   * on top of total_bytes (or device_bytes), spent only while the caller
+   * holds batches -- in the total it would hide the bound of a loop that
+   * holds none behind held_memory's default (docs/design.md). */
+  b->held_bytes = (size_t)ferry__held_max(L) * b->batch_bytes;
 }
 
 /* Step 1: a fresh epoch state (the previous epoch is stopped first). */

@@ -68,8 +68,18 @@
 /* Host ring slots: FREE -> BUSY (assembling) -> READY -> HELD -> FREE.
  * With device=cuda a host slot goes BUSY -> (copied) FREE, or with
  * keep_host PAIRED with the device slot until its batch is released;
- * device slots go FREE -> BUSY (copying) -> READY -> HELD -> FREE. */
-enum { SLOT_FREE = 0, SLOT_BUSY, SLOT_READY, SLOT_HELD, SLOT_PAIRED };
+ * device slots go FREE -> BUSY (copying) -> READY -> HELD -> (RELEASING,
+ * while ferry_release records its events) -> FREE.  A HELD slot the
+ * pipeline needs again is swapped out of the ring for a spare one
+ * (slots.c): it stays HELD in L->held until released. */
+enum {
+  SLOT_FREE = 0,
+  SLOT_BUSY,
+  SLOT_READY,
+  SLOT_HELD,
+  SLOT_PAIRED,
+  SLOT_RELEASING
+};
 
 /* Read buffers are reused through a small pool: freeing and allocating
  * megabytes per chunk makes glibc hand the heap top back to the kernel and
@@ -91,6 +101,31 @@ typedef struct ring_slot {
   int rc;       /* (L) assembly result                  */
   ferry__err err;
 } ring_slot;
+
+/* A batch the caller holds outside the rings (slots.c): its host slot, its
+ * device slot (device=cuda), or both (keep_host). */
+typedef struct ferry__held_batch {
+  ring_slot *s;
+  ferry__dslot *d;
+} ferry__held_batch;
+
+/* The slots beyond the rings that held batches were given (slots.c), all
+ * (L) of the running epoch's mutex: held[] the batches swapped out of the
+ * rings and not yet released, spare_s/spare_d the slots of those released
+ * since, kept for the next swap (a loop that holds k batches allocates k
+ * slots once).  nextra slots exist beyond the rings, at most max_extra
+ * (held_memory / batch bytes); each holds a batch. */
+typedef struct ferry__held {
+  ferry__held_batch *held; /* [max_extra] */
+  int64_t nheld;
+  ring_slot **spare_s; /* [max_extra] */
+  int64_t nspare_s;
+  ferry__dslot **spare_d; /* [max_extra] */
+  int64_t nspare_d;
+  int64_t nextra, max_extra;
+  int64_t cap; /* of each list */
+  int noted;   /* the note of the first swap was printed */
+} ferry__held;
 
 /* io=collective: what a rank needs of another rank's reads -- per window
  * (round), the parts it reads and how many extents on each (its extents
@@ -192,9 +227,10 @@ struct ferry_loader {
   size_t row_total;    /* bytes of one sample, all variables     */
   size_t *var_prefix;  /* [nvars] bytes of vars before v in a row */
   int nthreads;        /* workers per epoch (the threads option, resolved) */
-  ring_slot *ring;
+  ring_slot **ring;    /* [nring]: position b % nring serves batch b */
   int64_t nring;
-  int ring_pinned; /* the ring's buffers come from cudaHostAlloc      */
+  ferry__held held; /* slots beyond the rings for held batches (slots.c) */
+  int ring_pinned;  /* the ring's buffers come from cudaHostAlloc      */
   /* io=mmap: each (part, variable)'s rows mapped once for the loader's
    * life ([nparts * nvars], made by the I/O thread on first use, unmapped
    * at close), so later epochs copy from resident mappings without a page
@@ -219,7 +255,7 @@ struct ferry_loader {
   int ckpt_warned;        /* said that the signal handler was replaced */
   /* The GPU stage (cuda.c): NULL when batches stay in host memory. */
   ferry__gpu *gpu;
-  ferry__dslot *dring; /* [ndring] the device ring                 */
+  ferry__dslot **dring; /* [ndring] the device ring                */
   int64_t ndring;
   int local_rank, local_size;
   char dev_how[256];
@@ -325,6 +361,28 @@ void ferry__assemble_unlocked(epoch_state *ep, ring_slot *s, int64_t b);
 /* The most whole-variable mappings a loader keeps (vm.max_map_count is
  * 65530 by default; MPI and the application map too). */
 #define FERRY__MAX_MAPS 16384
+
+/* slots.c: the ring slots, and the slots beyond the rings that batches
+ * the caller holds are given. */
+int ferry__ring_alloc(ferry_loader *L, ferry__err *err);
+void ferry__ring_free(ferry_loader *L);
+/* The consumer (ferry_next, ep->mu held) needs the slot of batch b (host or
+ * device) and finds it held by an earlier batch: swap every slot the caller
+ * holds with a batch before b out of the rings for a spare one, so that
+ * the pipeline goes on.  0 when done; FERRY_EINVAL past held_memory (the
+ * message says how much is held and which option raises it) or
+ * FERRY_ENOMEM, on this rank. */
+int ferry__held_make_room(epoch_state *ep, int64_t b, ferry__err *err);
+/* ferry_release (ep->mu held): 1 when batch was swapped out of the rings
+ * and is held (*out its entry), 2 when it was and is released, 0 when
+ * not; ferry__held_drop makes its slots spares. */
+int ferry__held_find(const ferry_loader *L, const ferry_batch *batch,
+                     ferry__held_batch *out);
+void ferry__held_drop(ferry_loader *L, const ferry__held_batch *hb);
+/* Epoch stop: the held batches become invalid, their slots spares. */
+void ferry__held_reset(ferry_loader *L);
+/* held_memory in whole batches: the most slots beyond the rings. */
+int64_t ferry__held_max(const ferry_loader *L);
 
 /* io_choice.c: resolve io=auto (rank 0 decides, every rank learns the
  * choice) into L->opts->io and say how in L->io_how.  COLLECTIVE. */

@@ -14,36 +14,35 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int device_status(epoch_state *ep, int64_t b, int64_t *through, int *rc,
-                         ferry__err *err);
-static int held_error(ferry_loader *L, int64_t b, ferry__err *err);
+static int device_status(epoch_state *ep, int64_t b, int room, int64_t *through,
+                         int *rc, ferry__err *err);
+static int held_check(epoch_state *ep, int64_t b, int room, ferry__err *err);
 
 /*
  * What this rank knows about batch b, with ep->mu held: 1 when decided, with
  * *through the last batch it can vouch for (>= b), or *through = b - 1 and
  * *rc, *err the failure at b; 0 when it must wait.  Without a transform a
  * batch is good once its data is loaded, so the I/O thread's progress (a
- * window ahead of the consumer) certifies many batches at once.
+ * window ahead of the consumer) certifies many batches at once.  room: the
+ * consumer is at b, so a slot the caller still holds with an earlier batch
+ * is swapped out of the ring (slots.c); else (a vote posted early) b is
+ * not vouched for while it is held.
  */
-static int local_status(epoch_state *ep, int64_t b, int64_t *through, int *rc,
-                        ferry__err *err) {
+static int local_status(epoch_state *ep, int64_t b, int room, int64_t *through,
+                        int *rc, ferry__err *err) {
   ferry_loader *L = ep->L;
   const ferry__rank_plan *p = &ep->plan;
-  ring_slot *s = &L->ring[b % L->nring];
   if (L->gpu)
-    return device_status(ep, b, through, rc, err);
+    return device_status(ep, b, room, through, rc, err);
   while (ep->io_through + 1 < p->num_batches &&
          ferry__plan_batch_need(p, ep->io_through + 1) <= ep->loaded)
     ep->io_through++;
   *rc = 0;
   *through = b - 1;
-  if (s->state == SLOT_HELD) {
-    *rc = ferry__seterr_on(err, L->rank, FERRY_EINVAL,
-                           "all %lld prefetch batches are still held by "
-                           "the caller; ferry_release one before ferry_next",
-                           (long long)L->nring);
+  if ((*rc = held_check(ep, b, room, err)) != 0 ||
+      L->ring[b % L->nring]->state == SLOT_HELD)
     return 1;
-  }
+  const ring_slot *s = L->ring[b % L->nring];
   if (L->opts->transform) {
     if (s->state != SLOT_READY || s->bidx != b) {
       if (ep->io_rc && ferry__plan_batch_need(p, b) > ep->loaded) {
@@ -54,7 +53,7 @@ static int local_status(epoch_state *ep, int64_t b, int64_t *through, int *rc,
       return 0;
     }
     for (int64_t k = 0; k < L->nring; k++) {
-      ring_slot *t = &L->ring[(b + k) % L->nring];
+      ring_slot *t = L->ring[(b + k) % L->nring];
       if (t->state != SLOT_READY || t->bidx != b + k)
         break;
       if (t->rc) {
@@ -82,41 +81,40 @@ static int local_status(epoch_state *ep, int64_t b, int64_t *through, int *rc,
   return 0;
 }
 
-/* The misuse of holding every slot: the device slot of b, or with
- * keep_host the host slot of b, still holds a batch handed out earlier. */
-static int held_error(ferry_loader *L, int64_t b, ferry__err *err) {
-  ferry__dslot *d = &L->dring[b % L->ndring];
-  ring_slot *s = &L->ring[b % L->nring];
-  if (d->state == SLOT_HELD)
-    return ferry__seterr_on(err, L->rank, FERRY_EINVAL,
-                            "all %lld device batches (device_prefetch) "
-                            "are still held by the caller; ferry_release one "
-                            "before ferry_next",
-                            (long long)L->ndring);
-  if (s->state == SLOT_PAIRED && s->bidx != b) {
-    for (int64_t i = 0; i < L->ndring; i++)
-      if (L->dring[i].host == (int)(s - L->ring) &&
-          L->dring[i].state == SLOT_HELD)
-        return ferry__seterr_on(err, L->rank, FERRY_EINVAL,
-                                "all %lld prefetch batches are still "
-                                "held by the caller (keep_host=yes); "
-                                "ferry_release one before ferry_next",
-                                (long long)L->nring);
+/* Whether a batch handed out earlier and still held by the caller keeps
+ * batch b from its slot (the host slot of b; with device=cuda the device
+ * slot of b, or with keep_host the device slot paired with b's host slot).
+ * With room (the consumer is at b) such slots are swapped out of the rings
+ * (slots.c), and the error is the bound of held_memory reached; without,
+ * 0 (the caller may release it before it reaches b).  ep->mu held. */
+static int held_check(epoch_state *ep, int64_t b, int room, ferry__err *err) {
+  ferry_loader *L = ep->L;
+  const ring_slot *s = L->ring[b % L->nring];
+  int held;
+  if (L->gpu) {
+    const ferry__dslot *d = L->dring[b % L->ndring];
+    held = (d->state == SLOT_HELD && d->bidx < b) ||
+           (s->state == SLOT_PAIRED && s->bidx != b);
+  } else {
+    held = s->state == SLOT_HELD && s->bidx < b;
   }
-  return 0;
+  if (!held || !room)
+    return 0;
+  return ferry__held_make_room(ep, b, err);
 }
 
 /* local_status for device delivery: a copy can fail, so a batch is vouched
  * for once it is on the device (or its copy failed), as with a transform. */
-static int device_status(epoch_state *ep, int64_t b, int64_t *through, int *rc,
-                         ferry__err *err) {
+static int device_status(epoch_state *ep, int64_t b, int room, int64_t *through,
+                         int *rc, ferry__err *err) {
   ferry_loader *L = ep->L;
   const ferry__rank_plan *p = &ep->plan;
   *rc = 0;
   *through = b - 1;
-  if ((*rc = held_error(L, b, err)) != 0)
+  if ((*rc = held_check(ep, b, room, err)) != 0 ||
+      L->dring[b % L->ndring]->state == SLOT_HELD)
     return 1;
-  ferry__dslot *d = &L->dring[b % L->ndring];
+  ferry__dslot *d = L->dring[b % L->ndring];
   if (d->state != SLOT_READY || d->bidx != b) {
     if (ep->io_rc && ferry__plan_batch_need(p, b) > ep->loaded) {
       *rc = ep->io_rc;
@@ -126,7 +124,7 @@ static int device_status(epoch_state *ep, int64_t b, int64_t *through, int *rc,
     return 0;
   }
   for (int64_t k = 0; k < L->ndring && b + k < p->num_batches; k++) {
-    ferry__dslot *t = &L->dring[(b + k) % L->ndring];
+    ferry__dslot *t = L->dring[(b + k) % L->ndring];
     if (t->state != SLOT_READY || t->bidx != b + k)
       break;
     if (t->rc) {
@@ -207,7 +205,7 @@ static int vote_early(ferry_loader *L, epoch_state *ep, ferry__err *err) {
   int rc = 0;
   ferry__err lerr = {0};
   pthread_mutex_lock(&ep->mu);
-  if (!local_status(ep, t, &through, &rc, &lerr))
+  if (!local_status(ep, t, 0, &through, &rc, &lerr))
     through = t - 1;
   pthread_mutex_unlock(&ep->mu);
   if (rc) /* a failure is reported by the vote at t, made in full */
@@ -278,8 +276,8 @@ static int hand_out(ferry_loader *L, epoch_state *ep, int64_t b, int *state,
  * same as on the host, with the device slot as the batch. */
 static int next_device(ferry_loader *L, epoch_state *ep, int64_t b, double t0,
                        ferry_batch **out) {
-  ring_slot *s = &L->ring[b % L->nring];
-  ferry__dslot *d = &L->dring[b % L->ndring];
+  ring_slot *s = L->ring[b % L->nring];
+  ferry__dslot *d = L->dring[b % L->ndring];
   ferry__err err = {0};
   int rc = 0;
   pthread_mutex_lock(&ep->mu);
@@ -292,28 +290,34 @@ static int next_device(ferry_loader *L, epoch_state *ep, int64_t b, double t0,
     ferry__assemble_unlocked(ep, s, b);
   }
   while (!(d->state == SLOT_READY && d->bidx == b)) {
-    if ((rc = held_error(L, b, &err)) != 0)
+    if ((rc = held_check(ep, b, 1, &err)) != 0)
       break;
-    pthread_cond_wait(&ep->cv_ready, &ep->mu);
+    d = L->dring[b % L->ndring]; /* swapped, maybe */
+    if (!(d->state == SLOT_READY && d->bidx == b))
+      pthread_cond_wait(&ep->cv_ready, &ep->mu);
   }
   return hand_out(L, ep, b, &d->state, d->rc, &d->err, rc, &err, &d->batch, t0,
                   out);
 }
 
-/* ferry_release of a device batch: order the buffers' reuse after the
- * consumer's stream, and with keep_host free the host slot once the copy
- * from it is done. */
-static int release_device(ferry_loader *L, epoch_state *ep, ferry__dslot *d) {
+/* ferry_release of a device batch d, entered with ep->mu held (hb: its
+ * entry when it was swapped out of the ring, else NULL): order the
+ * buffers' reuse after the consumer's stream, and with keep_host free the
+ * host slot once the copy from it is done.  RELEASING keeps ferry_next from
+ * swapping d out meanwhile. */
+static int release_device(ferry_loader *L, epoch_state *ep, ferry__dslot *d,
+                          const ferry__held_batch *hb) {
   ferry__err err = {0};
-  pthread_mutex_lock(&ep->mu);
   int held = d->state == SLOT_HELD;
+  if (held)
+    d->state = SLOT_RELEASING;
   pthread_mutex_unlock(&ep->mu);
   if (!held)
     return ferry__seterr(NULL, FERRY_EINVAL,
                          "ferry_release: batch released twice");
   int rc = ferry__dslot_release(d, L->rank, &err);
   double secs = 0;
-  if (d->host >= 0) {
+  if (d->host >= 0 || (hb && hb->s)) {
     int r2 = ferry__dslot_sync(d, &secs, L->rank, &err);
     if (!rc)
       rc = r2;
@@ -322,11 +326,15 @@ static int release_device(ferry_loader *L, epoch_state *ep, ferry__dslot *d) {
   L->stats.h2d_seconds += secs;
   pthread_mutex_unlock(&L->stats_mu);
   pthread_mutex_lock(&ep->mu);
-  d->state = SLOT_FREE;
-  d->expect = d->bidx + L->ndring;
-  if (d->host >= 0)
-    L->ring[d->host].state = SLOT_FREE;
-  d->host = -1;
+  if (hb) {
+    ferry__held_drop(L, hb);
+  } else {
+    d->state = SLOT_FREE;
+    d->expect = d->bidx + L->ndring;
+    if (d->host >= 0)
+      L->ring[d->host]->state = SLOT_FREE;
+    d->host = -1;
+  }
   pthread_cond_broadcast(&ep->cv_work);
   pthread_mutex_unlock(&ep->mu);
   if (rc) {
@@ -347,7 +355,7 @@ static int help_assemble(epoch_state *ep) {
   if (ep->stop || c >= ep->plan.num_batches ||
       ep->loaded < ferry__plan_batch_need(&ep->plan, c))
     return 0;
-  ring_slot *t = &L->ring[c % L->nring];
+  ring_slot *t = L->ring[c % L->nring];
   if (t->state != SLOT_FREE)
     return 0;
   ep->next_assign++;
@@ -373,7 +381,7 @@ int ferry_next(ferry_loader *L, ferry_batch **out) {
   int64_t b = ep->consumed; /* only this thread writes it */
   if (b >= ep->plan.num_batches)
     return FERRY_END;
-  ring_slot *s = &L->ring[b % L->nring];
+  ring_slot *s = L->ring[b % L->nring];
   ferry__err err = {0};
   int rc = 0;
   double t0 = ferry__now();
@@ -391,7 +399,7 @@ int ferry_next(ferry_loader *L, ferry_batch **out) {
   if (b > ep->certified) {
     int64_t through;
     pthread_mutex_lock(&ep->mu);
-    while (!local_status(ep, b, &through, &rc, &err))
+    while (!local_status(ep, b, 1, &through, &rc, &err))
       pthread_cond_wait(&ep->cv_ready, &ep->mu);
     pthread_mutex_unlock(&ep->mu);
     rc = certify(L, ep, b, cap_through(L, ep, b, through), rc, &err);
@@ -415,14 +423,13 @@ int ferry_next(ferry_loader *L, ferry_batch **out) {
   if (L->gpu)
     return next_device(L, ep, b, t0, out);
   pthread_mutex_lock(&ep->mu);
+  s = L->ring[b % L->nring];
   while (!(s->state == SLOT_READY && s->bidx == b)) {
-    if (s->state == SLOT_HELD) { /* the caller's misuse, on this rank only */
-      rc =
-          ferry__seterr_on(&err, L->rank, FERRY_EINVAL,
-                           "all %lld prefetch batches are still held "
-                           "by the caller; ferry_release one before ferry_next",
-                           (long long)L->nring);
-      break;
+    if (s->state == SLOT_HELD) { /* still held by the caller, from b - nring */
+      if ((rc = held_check(ep, b, 1, &err)) != 0)
+        break; /* held_memory reached: the caller's misuse, on this rank */
+      s = L->ring[b % L->nring];
+      continue;
     }
     if (!help_assemble(ep))
       pthread_cond_wait(&ep->cv_ready, &ep->mu);
@@ -431,27 +438,41 @@ int ferry_next(ferry_loader *L, ferry_batch **out) {
                   out);
 }
 
+/* The slots move between the rings and L->held under ep->mu (slots.c), so
+ * the batch is looked up with it held. */
 int ferry_release(ferry_loader *L, ferry_batch *batch) {
   if (!L || !batch)
     return ferry__seterr(NULL, FERRY_EINVAL, "ferry_release: NULL argument");
-  ring_slot *s = NULL;
   epoch_state *ep = L->ep;
-  for (int64_t i = 0; ep && i < L->ndring; i++)
-    if (&L->dring[i].batch == batch)
-      return release_device(L, ep, &L->dring[i]);
-  for (int64_t i = 0; i < L->nring; i++)
-    if (&L->ring[i].batch == batch)
-      s = &L->ring[i];
-  if (!s || !ep)
+  if (!ep)
     return ferry__seterr(NULL, FERRY_EINVAL,
                          "ferry_release: not a batch of this loader's epoch");
+  ring_slot *s = NULL;
+  ferry__held_batch hb = {0};
+  int where = 0;
   pthread_mutex_lock(&ep->mu);
-  int held = s->state == SLOT_HELD;
-  if (held)
+  for (int64_t i = 0; i < L->ndring; i++)
+    if (&L->dring[i]->batch == batch)
+      return release_device(L, ep, L->dring[i], NULL);
+  for (int64_t i = 0; i < L->nring && !s; i++)
+    if (&L->ring[i]->batch == batch)
+      s = L->ring[i];
+  if (!s && (where = ferry__held_find(L, batch, &hb)) == 1) {
+    if (hb.d)
+      return release_device(L, ep, hb.d, &hb);
+    s = hb.s;
+  }
+  int held = s && s->state == SLOT_HELD;
+  if (held && s != hb.s)
     s->state = SLOT_FREE;
+  else if (held)
+    ferry__held_drop(L, &hb);
   pthread_mutex_unlock(&ep->mu);
   if (held) /* after the unlock: the woken worker does not block on it */
     pthread_cond_broadcast(&ep->cv_work);
+  if (!s && where != 2)
+    return ferry__seterr(NULL, FERRY_EINVAL,
+                         "ferry_release: not a batch of this loader's epoch");
   if (!held)
     return ferry__seterr(NULL, FERRY_EINVAL,
                          "ferry_release: batch released twice");

@@ -32,114 +32,6 @@ int ferry__loader_fail(ferry_loader *L, const ferry__err *err) {
 
 /* ---- Open and close ------------------------------------------------------ */
 
-static void ring_free(ferry_loader *L) {
-  for (int64_t i = 0; L->ring && i < L->nring; i++) {
-    ring_slot *s = &L->ring[i];
-    for (int v = 0; s->bufs && v < L->m.nvars; v++)
-      if (L->ring_pinned)
-        ferry__gpu_host_free(s->bufs[v]);
-      else
-        free(s->bufs[v]);
-    free(s->bufs);
-    free(s->tensors);
-    free(s->ids);
-    free(s->padded);
-  }
-  free(L->ring);
-  L->ring = NULL;
-  for (int64_t i = 0; L->dring && i < L->ndring; i++)
-    ferry__dslot_fini(&L->dring[i]);
-  free(L->dring);
-  L->dring = NULL;
-  L->ndring = 0;
-}
-
-/* Host batch buffers are FERRY__BATCH_ALIGN-byte aligned: JAX and other
- * DLPack consumers copy a less-aligned buffer instead of viewing it.
- * aligned_alloc wants a multiple of the alignment (and at least one). */
-static size_t batch_alloc_size(size_t bytes) {
-  size_t a = FERRY__BATCH_ALIGN;
-  return bytes ? (bytes + a - 1) / a * a : a;
-}
-
-static int ring_alloc(ferry_loader *L, ferry__err *err) {
-  int64_t B = L->opts->batch_size;
-  L->ring_pinned = L->gpu != NULL || L->opts->pin_memory;
-  if (!L->gpu && L->opts->pin_memory && ferry__gpu_visible() < 1)
-    return ferry__seterr_on(
-        err, L->rank, FERRY_ENODEV,
-        "pin_memory=yes needs a CUDA runtime and a device to pin host "
-        "batches: %s%s",
-        ferry__gpu_visible() < 0 ? "this library was built without CUDA"
-                                 : "no usable CUDA device; ",
-        ferry__gpu_visible() < 0 ? "" : ferry__gpu_library_status());
-  L->nring = L->opts->prefetch;
-  size_t want = (size_t)L->nring * sizeof *L->ring; /* what failed */
-  L->ring = calloc((size_t)L->nring, sizeof *L->ring);
-  if (!L->ring)
-    goto nomem;
-  for (int64_t i = 0; i < L->nring; i++) {
-    ring_slot *s = &L->ring[i];
-    int nv = L->m.nvars;
-    s->bufs = calloc((size_t)nv, sizeof *s->bufs);
-    s->tensors = calloc((size_t)nv, sizeof *s->tensors);
-    s->ids = malloc((size_t)B * sizeof *s->ids);
-    s->padded = malloc((size_t)B);
-    want = (size_t)nv * (sizeof *s->bufs + sizeof *s->tensors) +
-           (size_t)B * (sizeof *s->ids + 1);
-    if (!s->bufs || !s->tensors || !s->ids || !s->padded)
-      goto nomem;
-    for (int v = 0; v < nv; v++) {
-      const ferry__var *var = &L->m.vars[v];
-      size_t bytes = (size_t)B * var->row_bytes;
-      if (L->ring_pinned) { /* pinned once here, never per batch */
-        void *p = NULL;
-        int rc = ferry__gpu_host_alloc(L->rank, bytes, &p, err);
-        s->bufs[v] = p;
-        if (rc)
-          return rc;
-      } else if (!(s->bufs[v] = aligned_alloc(FERRY__BATCH_ALIGN,
-                                              batch_alloc_size(bytes)))) {
-        want = batch_alloc_size(bytes);
-        goto nomem;
-      }
-      ferry_tensor *t = &s->tensors[v];
-      t->name = var->name;
-      t->dtype = var->dtype;
-      t->ndim = var->row_ndim + 1;
-      for (int d = 0; d < var->row_ndim; d++)
-        t->shape[d + 1] = var->row_shape[d];
-      t->data = s->bufs[v];
-      t->row_bytes = var->row_bytes;
-    }
-    s->batch.sample_ids = s->ids;
-    s->batch.padded = s->padded;
-    s->batch.nvars = nv;
-    s->batch.vars = s->tensors;
-  }
-  if (L->gpu) {
-    L->ndring = L->opts->device_prefetch;
-    L->dring = calloc((size_t)L->ndring, sizeof *L->dring);
-    want = (size_t)L->ndring * sizeof *L->dring;
-    if (!L->dring)
-      goto nomem;
-    for (int64_t i = 0; i < L->ndring; i++) {
-      int rc = ferry__dslot_init(L->gpu, &L->dring[i], &L->m, B, L->rank, err);
-      L->dring[i].expect = i;
-      if (rc)
-        return rc;
-    }
-    ferry__gpu_set_ring(L->gpu, L->dring, L->ndring);
-  }
-  return 0;
-nomem:
-  return ferry__oom(err, L->rank, want,
-                    "dataset %s: the ring of %lld batches of %lld samples "
-                    "(prefetch x batch_size x %zu bytes)",
-                    L->m.spec, (long long)L->opts->prefetch, (long long)B,
-                    L->row_total);
-}
-
 static void loader_free(ferry_loader *L) {
   if (!L)
     return;
@@ -149,7 +41,7 @@ static void loader_free(ferry_loader *L) {
     ferry__err ignore;
     ferry__gpu_sync(L->gpu, &ignore);
   }
-  ring_free(L);
+  ferry__ring_free(L);
   for (int64_t i = 0; L->maps && i < L->m.nparts * L->m.nvars; i++) {
     ferry__unmap(&L->maps[i]);
     if (L->map_ready)
@@ -450,7 +342,7 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
       rc = make_chunks(L, &err);
     if (!rc) {
       ferry__budget_compute(L, NULL);
-      rc = ring_alloc(L, &err);
+      rc = ferry__ring_alloc(L, &err);
     }
     if (!rc && L->opts->checkpoint_signal != FERRY__SIG_NONE) {
       static const int signo[] = {0,      SIGUSR1, SIGUSR2, SIGTERM,

@@ -1118,10 +1118,14 @@ static void assemble(epoch_state *ep, ring_slot *s, int64_t b) {
  * slot's result, certified like a failed read. */
 static void copy_to_device(epoch_state *ep, ring_slot *s, int64_t b) {
   ferry_loader *L = ep->L;
-  ferry__dslot *d = &L->dring[b % L->ndring];
+  ferry__dslot *d = L->dring[b % L->ndring];
   int keep = L->opts->keep_host;
-  while (!ep->stop && !(d->state == SLOT_FREE && d->expect == b))
+  /* re-read after each wait: ferry_next may have swapped a slot the caller
+   * still holds out of the ring for a free one (slots.c) */
+  while (!ep->stop && !(d->state == SLOT_FREE && d->expect == b)) {
     pthread_cond_wait(&ep->cv_work, &ep->mu);
+    d = L->dring[b % L->ndring];
+  }
   if (ep->stop) {
     s->state = SLOT_FREE;
     return;
@@ -1146,7 +1150,7 @@ static void copy_to_device(epoch_state *ep, ring_slot *s, int64_t b) {
   d->rc = rc;
   if (keep && !rc) {
     s->state = SLOT_PAIRED;
-    d->host = (int)(s - L->ring);
+    d->host = (int)(b % L->nring);
   } else {
     s->state = SLOT_FREE;
     d->host = -1;
@@ -1198,7 +1202,7 @@ void *ferry__worker_main(void *arg) {
     int64_t b = ep->next_assign;
     if (ep->stop || b >= p->num_batches)
       break;
-    ring_slot *s = &L->ring[b % L->nring];
+    ring_slot *s = L->ring[b % L->nring];
     int data_ok = ep->loaded >= ferry__plan_batch_need(p, b);
     if (s->state != SLOT_FREE || (!data_ok && !ep->io_rc)) {
       pthread_cond_wait(&ep->cv_work, &ep->mu);

@@ -123,9 +123,35 @@ static void print_sampling(const ferry_loader *L) {
            "order)\n");
 }
 
+/* The memory budget line: each term, and the held batches' bound on top. */
+static void print_budget(const ferry_memory_budget *mb) {
+  char b1[32], b2[32], b3[32], b4[32], b5[32];
+  printf("memory budget  %s per rank: batch %s, ring %s, reads %s, plan %s",
+         tool_fmt_bytes((double)mb->total_bytes, b1, sizeof b1),
+         tool_fmt_bytes((double)mb->batch_bytes, b2, sizeof b2),
+         tool_fmt_bytes((double)mb->ring_bytes, b3, sizeof b3),
+         tool_fmt_bytes((double)mb->read_bytes, b4, sizeof b4),
+         tool_fmt_bytes((double)mb->plan_bytes, b5, sizeof b5));
+  if (mb->cache_bytes)
+    printf(", decode caches %s",
+           tool_fmt_bytes((double)mb->cache_bytes, b1, sizeof b1));
+  if (mb->pinned_bytes)
+    printf(" (pinned %s)",
+           tool_fmt_bytes((double)mb->pinned_bytes, b1, sizeof b1));
+  if (mb->device_bytes)
+    printf("; device memory %s",
+           tool_fmt_bytes((double)mb->device_bytes, b1, sizeof b1));
+  if (mb->held_bytes) /* slots for batches the caller holds (held_memory) */
+    printf("; and up to %s %s for batches the caller holds past the ring "
+           "(held_memory)",
+           tool_fmt_bytes((double)mb->held_bytes, b1, sizeof b1),
+           mb->device_bytes ? "more device memory" : "more");
+  printf("\n");
+}
+
 static void print_text(const tool_ctx *ctx, const ferry_loader *L,
                        int64_t max_chunk, const ferry_memory_budget *mb) {
-  char b1[32], b2[32], b3[32], b4[32], b5[32];
+  char b1[32], b2[32];
   int nvars = ferry_num_vars(L);
   int64_t n = ferry_num_samples(L), nparts = ferry_num_parts(L);
   size_t row_total = 0;
@@ -198,22 +224,7 @@ static void print_text(const tool_ctx *ctx, const ferry_loader *L,
            " rows: some storage chunks are read (and decoded) by two reads; "
            "chunk_samples=0 aligns them\n",
            cut, cut_rows);
-  printf("memory budget  %s per rank: batch %s, ring %s, reads %s, plan %s",
-         tool_fmt_bytes((double)mb->total_bytes, b1, sizeof b1),
-         tool_fmt_bytes((double)mb->batch_bytes, b2, sizeof b2),
-         tool_fmt_bytes((double)mb->ring_bytes, b3, sizeof b3),
-         tool_fmt_bytes((double)mb->read_bytes, b4, sizeof b4),
-         tool_fmt_bytes((double)mb->plan_bytes, b5, sizeof b5));
-  if (mb->cache_bytes)
-    printf(", decode caches %s",
-           tool_fmt_bytes((double)mb->cache_bytes, b1, sizeof b1));
-  if (mb->pinned_bytes)
-    printf(" (pinned %s)",
-           tool_fmt_bytes((double)mb->pinned_bytes, b1, sizeof b1));
-  if (mb->device_bytes)
-    printf("; device memory %s",
-           tool_fmt_bytes((double)mb->device_bytes, b1, sizeof b1));
-  printf("\n");
+  print_budget(mb);
   char shuf[32], q[32], k[32];
   if (!strcmp(tool_option(ctx, "shuffle", shuf, sizeof shuf), "global")) {
     tool_option(ctx, "exchange", q, sizeof q);
@@ -320,9 +331,9 @@ static void print_json(const tool_ctx *ctx, const ferry_loader *L,
   tool_json_string(stdout, why);
   printf(", \"memory_budget\": {\"batch_bytes\": %zu, \"ring_bytes\": %zu, "
          "\"read_bytes\": %zu, \"plan_bytes\": %zu, \"cache_bytes\": %zu, "
-         "\"total_bytes\": %zu}",
+         "\"held_bytes\": %zu, \"total_bytes\": %zu}",
          mb->batch_bytes, mb->ring_bytes, mb->read_bytes, mb->plan_bytes,
-         mb->cache_bytes, mb->total_bytes);
+         mb->cache_bytes, mb->held_bytes, mb->total_bytes);
   printf(", \"notes\": ");
   if (ferry_dataset_notes(L))
     tool_json_string(stdout, ferry_dataset_notes(L));

@@ -40,7 +40,19 @@ gpu_run mix 2 values "mix:$npy=0.6,$npy=0.4" vars=x,y batch_size=12 \
   mix_exhaust=restart tail=partial
 
 gpu_run mem 2 teardown "$mem" batch_size=8 device_prefetch=3
-gpu_run mem 2 misuse "$mem" batch_size=8 device_prefetch=2
+gpu_run mem 2 misuse "$mem" batch_size=8 device_prefetch=2 held_memory=0
+
+# Held batches do not stop training (issue 30): holding 3, 8 and 64
+# device batches (more than device_prefetch) gives them slots of their own;
+# each is re-checked against the host loader's batch just before its
+# release, with and without keep_host (whose host slot is held too).
+for k in 3 8 64; do
+  FERRY_TEST_HOLD=$k; export FERRY_TEST_HOLD
+  gpu_run npy 2 values "$npy" batch_size=16 device_prefetch=2 tail=partial
+  gpu_run npy 1 values "$npy" batch_size=16 device_prefetch=2 keep_host=yes \
+    prefetch=3
+done
+unset FERRY_TEST_HOLD
 gpu_run mem 2 nccl "$mem" batch_size=8
 
 # Errors, the same code and message on every rank.

@@ -11,7 +11,8 @@
  *  - ranks with different options or datasets fail together, no hang;
  *  - a failing transform callback is FERRY_ECALLBACK on every rank;
  *  - ferry_close in the middle of an epoch, with batches held, is clean;
- *  - misuse: next before set_epoch, double release, holding every slot.
+ *  - misuse: next before set_epoch, double release, holding every slot
+ *    with held_memory=0 (test_held.c holds more).
  *
  * `test_loader global` runs the tails, determinism, read-failure and close
  * tests with shuffle=global (tests/mpi/global.sh), `test_loader global 0.5`
@@ -383,6 +384,7 @@ static void test_misuse_and_close(void) {
   ferry_options_create(&o);
   ferry_options_set(o, "prefetch", "2");
   ferry_options_set(o, "batch_size", "3");
+  ferry_options_set(o, "held_memory", "0"); /* no slot beyond the ring */
   ferry_loader *L;
   int rc = ferry_open(MPI_COMM_WORLD, "mem:N=500,vars=x:float32:8", o, &L);
   ferry_options_free(o);
@@ -394,9 +396,11 @@ static void test_misuse_and_close(void) {
   CHECK(ferry_num_batches(L) == FERRY_ESTATE, "num_batches before epoch");
   CHECK(ferry_set_epoch(L, 0) == 0, "set_epoch");
   CHECK(ferry_next(L, &b) == 0 && ferry_next(L, &b2) == 0, "two batches");
-  /* both prefetch slots held: the third call is a clear error, not a hang */
+  /* both prefetch slots held and held_memory=0: the third call is a clear
+   * error, not a hang (tests/mpi/test_held.c: with held_memory, no error) */
   rc = ferry_next(L, &b3);
-  CHECK(rc == FERRY_EINVAL && strstr(ferry_last_error(L), "release"),
+  CHECK(rc == FERRY_EINVAL && strstr(ferry_last_error(L), "release") &&
+            strstr(ferry_last_error(L), "held_memory"),
         "holding every slot: rc %d %s", rc, ferry_last_error(L));
   CHECK(ferry_release(L, b) == 0, "release");
   CHECK(ferry_release(L, b) == FERRY_EINVAL, "double release");
