@@ -25,14 +25,15 @@ void verify_check_batches(const tool_ctx *ctx, report *rep, int64_t e,
     return;
   if (nb_min == nb_max && rc_min == rc_max && nb_min == rc_min && bad == 0)
     verify_result(rep, CK_BATCHES, RES_PASS, e,
-           "%" PRId64 " batches on every rank, "
-           "all well-formed",
-           nb_min);
+                  "%" PRId64 " batches on every rank, "
+                  "all well-formed",
+                  nb_min);
   else
     verify_result(rep, CK_BATCHES, RES_FAIL, e,
-           "ferry_num_batches %" PRId64 "..%" PRId64 ", received %" PRId64
-           "..%" PRId64 " over the ranks, %" PRId64 " malformed%s%s",
-           nb_min, nb_max, rc_min, rc_max, bad, msg[0] ? ": " : "", msg);
+                  "ferry_num_batches %" PRId64 "..%" PRId64
+                  ", received %" PRId64 "..%" PRId64 " over the ranks, %" PRId64
+                  " malformed%s%s",
+                  nb_min, nb_max, rc_min, rc_max, bad, msg[0] ? ": " : "", msg);
 }
 
 /* What rank 0 finds in the gathered ids of an epoch. */
@@ -159,25 +160,26 @@ void verify_check_once(tool_ctx *ctx, report *rep, const setup *su, int64_t e,
   if (ctx->rank != 0)
     return;
   if (!*gather_ok) {
-    verify_result(rep, CK_ONCE, RES_FAIL, e,
-           "cannot gather the %" PRId64 " sample ids on rank 0 (more than "
-           "one MPI_Gatherv holds, or out of memory: %zu bytes for them and "
-           "their pad flags)",
-           want, (size_t)want * 2 * sizeof(int64_t));
+    verify_result(
+        rep, CK_ONCE, RES_FAIL, e,
+        "cannot gather the %" PRId64 " sample ids on rank 0 (more than "
+        "one MPI_Gatherv holds, or out of memory: %zu bytes for them and "
+        "their pad flags)",
+        want, (size_t)want * 2 * sizeof(int64_t));
     return;
   }
   if (su->si.mode) {
     verify_result(rep, CK_ONCE, RES_SKIP, e,
-           "sampling serves draws, not each sample once (the sampling "
-           "check)");
+                  "sampling serves draws, not each sample once (the sampling "
+                  "check)");
     return;
   }
   if (es_min != es_max || dr_min != dr_max) {
     verify_result(rep, CK_ONCE, RES_FAIL, e,
-           "ranks disagree on the epoch: "
-           "epoch_samples %" PRId64 "..%" PRId64 ", dropped %" PRId64
-           "..%" PRId64,
-           es_min, es_max, dr_min, dr_max);
+                  "ranks disagree on the epoch: "
+                  "epoch_samples %" PRId64 "..%" PRId64 ", dropped %" PRId64
+                  "..%" PRId64,
+                  es_min, es_max, dr_min, dr_max);
     return;
   }
   if (msg[0] != '\0') {
@@ -187,25 +189,28 @@ void verify_check_once(tool_ctx *ctx, report *rep, const setup *su, int64_t e,
   once_tally c;
   if (once_count(su, ids, pad, total, prev, nprev, es_min, &c) != 0) {
     verify_result(rep, CK_ONCE, RES_FAIL, e,
-           "out of memory: %zu bytes for the %" PRId64 " samples of dataset "
-           "%s on rank 0",
-           (size_t)(su->n > 0 ? su->n : 1), su->n, ctx->target);
+                  "out of memory: %zu bytes for the %" PRId64
+                  " samples of dataset "
+                  "%s on rank 0",
+                  (size_t)(su->n > 0 ? su->n : 1), su->n, ctx->target);
     return;
   }
   int64_t es = es_min, dropped = dr_min;
   char why[MSG_LEN];
   once_why(su, &c, es, dropped, why, sizeof why);
   if (why[0] == '\0' && nprev > 0)
-    verify_result(rep, CK_ONCE, RES_PASS, e,
-           "%" PRId64 " of %" PRId64 " samples served once each over the "
-           "runs of this epoch (%" PRId64 " before the checkpoint, %" PRId64
-           " after it; %" PRId64 " padded repeats, %" PRId64 " dropped)",
-           c.distinct, es, nprev, c.distinct - nprev, c.padded, dropped);
+    verify_result(
+        rep, CK_ONCE, RES_PASS, e,
+        "%" PRId64 " of %" PRId64 " samples served once each over the "
+        "runs of this epoch (%" PRId64 " before the checkpoint, %" PRId64
+        " after it; %" PRId64 " padded repeats, %" PRId64 " dropped)",
+        c.distinct, es, nprev, c.distinct - nprev, c.padded, dropped);
   else if (why[0] == '\0')
     verify_result(rep, CK_ONCE, RES_PASS, e,
-           "%" PRId64 " of %" PRId64 " samples "
-           "served once each (%" PRId64 " padded repeats, %" PRId64 " dropped)",
-           c.distinct, es, c.padded, dropped);
+                  "%" PRId64 " of %" PRId64 " samples "
+                  "served once each (%" PRId64 " padded repeats, %" PRId64
+                  " dropped)",
+                  c.distinct, es, c.padded, dropped);
   else
     verify_result(rep, CK_ONCE, RES_FAIL, e, "%s", why + 2);
 }
@@ -228,8 +233,9 @@ void verify_check_sampling(const ferry_loader *L, report *rep, const setup *su,
   int64_t *real = malloc((size_t)(total ? total : 1) * sizeof *real), n = 0;
   if (!real) {
     verify_result(rep, CK_SAMPLING, RES_FAIL, e,
-           "out of memory: %zu bytes for the %" PRId64 " draws on rank 0",
-           (size_t)(total ? total : 1) * sizeof *real, total);
+                  "out of memory: %zu bytes for the %" PRId64
+                  " draws on rank 0",
+                  (size_t)(total ? total : 1) * sizeof *real, total);
     return;
   }
   for (int64_t i = 0; i < total; i++)
@@ -277,7 +283,6 @@ void verify_check_sampling(const ferry_loader *L, report *rep, const setup *su,
       strcat(msg, part);
   }
   verify_result(rep, CK_SAMPLING, bad ? RES_FAIL : RES_PASS, e,
-         "%" PRId64 " draws of %s: %s", n, si.what, msg);
+                "%" PRId64 " draws of %s: %s", n, si.what, msg);
   free(real);
 }
-

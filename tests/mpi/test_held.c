@@ -20,6 +20,7 @@
  */
 #include "config.h"
 #include "backends/backend.h"
+#include "backends/gen.h"
 #include "loader/loader.h" /* L->held: the slots given to held batches */
 
 #include <inttypes.h>
