@@ -30,17 +30,17 @@
 
 /* Decode chunk (n bytes, codec) of one INT64 column of rows rows into out;
  * the scratch is left to the caller to inspect. */
-static int decode(const unsigned char *chunk, size_t n, int codec,
-                  int64_t rows, int64_t usize, int64_t *out, pq_scratch *s,
-                  ferry__err *err) {
+static int decode(const unsigned char *chunk, size_t n, int codec, int64_t rows,
+                  int64_t usize, int64_t *out, pq_scratch *s, ferry__err *err) {
   pq_rec r;
   memset(&r, 0, sizeof r);
   r.type = PQ_INT64;
   r.dtype = FERRY_INT64;
   r.k = 1;
   pq_rg_rec g = {0, rows, 100, (int64_t)n, usize, rows, 0, codec, 0, 0, 0};
-  pq_job j = {&r,   &g,   chunk, (unsigned char *)out, "f.parquet", "x", 0, 0,
-              0,    0,    NULL,  NULL,                 NULL};
+  pq_job j = {
+      &r,   &g,   chunk, (unsigned char *)out, "f.parquet", "x", 0, 0, 0, 0,
+      NULL, NULL, NULL};
   memset(err, 0, sizeof *err);
   return ferry__pq_decode_chunk(&j, s, NULL, err);
 }
@@ -153,8 +153,8 @@ static void test_page_size_judged(void) {
   memset(&s, 0, sizeof s);
   ferry__err err;
   int64_t out[1];
-  int rc = decode(chunk, h + 20, PQ_CODEC_GZIP, 1, (1 << 30) - 1, out, &s,
-                  &err);
+  int rc =
+      decode(chunk, h + 20, PQ_CODEC_GZIP, 1, (1 << 30) - 1, out, &s, &err);
   CHECK(rc == FERRY_EFORMAT && strstr(err.msg, "uncompressed_page_size") &&
             strstr(err.msg, "page at offset 100"),
         "512 MiB from 20 bytes: %d %s", rc, err.msg);
@@ -173,8 +173,8 @@ static void test_page_size_judged(void) {
 static void test_dict_count_judged(void) {
   static const unsigned char chunk[] = {
       /* PageHeader: DICTIONARY_PAGE, 8 bytes, 8 bytes; 60 values, PLAIN */
-      0x15, 0x04, 0x15, 0x10, 0x15, 0x10, 0x4c, 0x15, 0x78, 0x15, 0x00, 0x00,
-      0x00, 1, 0, 0, 0, 0, 0, 0, 0};
+      0x15, 0x04, 0x15, 0x10, 0x15, 0x10, 0x4c, 0x15, 0x78, 0x15, 0x00,
+      0x00, 0x00, 1,    0,    0,    0,    0,    0,    0,    0};
   pq_scratch s;
   memset(&s, 0, sizeof s);
   ferry__err err;

@@ -15,7 +15,7 @@ libferry_core_la_SOURCES += \
 
 UNIT_TESTS += tests/unit/test_parquet tests/unit/test_parquet_sizes
 tests_unit_test_parquet_sizes_LDADD = $(LDADD) $(CODEC_LIBS)
-MPI_TESTS += tests/mpi/parquet.sh tests/mpi/parquet_pool.sh
+MPI_TESTS += tests/mpi/parquet.sh tests/mpi/parquet_pool.sh tests/mpi/parquet_real.sh
 TEST_DATA_FILES += \
 	tests/parquet/make_parquet.mjs \
 	tests/parquet/bad_groups.mjs \

@@ -800,8 +800,9 @@ static int page_body(dec *d, const unsigned char *in, size_t inlen,
     return 0;
   }
   if (outlen > ferry__pq_max_decoded(codec, inlen))
-    return fail(d, FERRY_EFORMAT, "the page header's uncompressed_page_size is "
-                                  "more than its codec can make of its bytes");
+    return fail(d, FERRY_EFORMAT,
+                "the page header's uncompressed_page_size is "
+                "more than its codec can make of its bytes");
   size_t want =
       grow((void **)&d->s->page, &d->s->page_cap, outlen ? outlen : 1);
   if (want)
