@@ -78,7 +78,9 @@ int ferry__manifest_check_names(const ferry__manifest *m, ferry__err *err) {
 int ferry__manifest_unpack_agree(MPI_Comm comm, int rank, const void *buf,
                                  size_t len, ferry__manifest *m,
                                  ferry__err *err) {
-  ferry__manifest scratch, *into = rank == 0 ? &scratch : m;
+  ferry__manifest scratch;
+  memset(&scratch, 0, sizeof scratch);
+  ferry__manifest *into = rank == 0 ? &scratch : m;
   int rc = ferry__manifest_unpack(buf, len, into, err);
   if (rc == 0 && rank == 0) {
     /* what rank 0 serves must be what the others unpacked */
