@@ -675,7 +675,7 @@ int ferry__pq_check_chunks(const pq_file *f, int i, const char *file,
                            "%s: column %s, row group %lld: the column chunk at "
                            "offset %lld of %lld bytes (total_compressed_size) "
                            "lies outside the file's data, offsets 4 to %lld "
-                           "(the footer follows)",
+                           "(the footer follows): the footer is corrupt",
                            file, col->name, (long long)g, (long long)ch->offset,
                            (long long)ch->size, (long long)f->data_end);
     sum += ch->size; /* no overflow: each is at most data */
