@@ -634,7 +634,6 @@ typedef struct part_arrays {
   ferry__blob *rec;
 } part_arrays;
 
-/* Keep only the variables named in vars (comma-separated), in that order. */
 /* The names of vars (comma-separated, a leading '/' ignored) as indices of
  * m's variables in sel[], in the order given; *nsel receives their number.
  * An unknown name lists the variables there are (and the notes on what was
@@ -652,10 +651,15 @@ static int parse_selection(const ferry__manifest *m, const char *vars,
     if (!*name)
       return ferry__seterr(err, FERRY_EINVAL,
                            "vars '%s': an empty variable name", vars);
-    int found = -1;
-    for (int v = 0; v < m->nvars && found < 0; v++)
+    int found = -1, also = -1; /* also: a second of that name */
+    for (int v = 0; v < m->nvars && also < 0; v++)
       if (strcmp(m->vars[v].name, name) == 0)
-        found = v;
+        *(found < 0 ? &found : &also) = v;
+    if (also >= 0)
+      return ferry__seterr(err, FERRY_EINVAL,
+                           "vars '%s': variables %d and %d of dataset %s are "
+                           "both named '%s'",
+                           vars, found + 1, also + 1, m->spec, name);
     if (found < 0) {
       char have[FERRY__MSG_MAX / 2];
       size_t used = 0;
@@ -949,7 +953,8 @@ int ferry__manifest_scan(const char *spec, const char *vars,
     rc = ferry__seterr(err, FERRY_EEMPTY, "dataset %s holds no sample", spec);
     goto cleanup;
   }
-  if ((rc = select_vars(m, vars, err)) < 0)
+  if ((rc = select_vars(m, vars, err)) < 0 ||
+      (rc = ferry__manifest_check_names(m, err)) < 0)
     goto cleanup;
   if ((rc = ferry__manifest_check_servable(m, spec, err)) < 0)
     goto cleanup;

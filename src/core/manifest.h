@@ -86,6 +86,32 @@ int ferry__manifest_scan(const char *spec, const char *vars,
  */
 int ferry__manifest_check_servable(const ferry__manifest *m, const char *spec,
                                    ferry__err *err);
+/**
+ * FERRY_EFORMAT when two of m's variables share a name or one has an empty
+ * name (what ferry__manifest_unpack refuses), naming the dataset, the part
+ * and both variables; else 0.  ferry__manifest_scan calls it after the
+ * vars selection, so selecting the other variables serves them.
+ * (core/manifest_share.c)
+ */
+int ferry__manifest_check_names(const ferry__manifest *m, ferry__err *err);
+/**
+ * COLLECTIVE.  Every rank unpacks buf (len bytes, rank 0's packed m) --
+ * rank 0 into a scratch copy, checked against m's hash, the others into m
+ * -- and the ranks agree: 0 everywhere, or the lowest failing rank's error
+ * on every rank (m then freed on the ranks that unpacked into it).
+ */
+int ferry__manifest_unpack_agree(MPI_Comm comm, int rank, const void *buf,
+                                 size_t len, ferry__manifest *m,
+                                 ferry__err *err);
+/**
+ * COLLECTIVE.  Rank 0 passes rc, its result of building m (0, or a negative
+ * code with err set); it packs m and broadcasts it with rc, and every rank
+ * (rank 0 too) unpacks it and agrees (ferry__manifest_unpack_agree): the
+ * manifest every rank holds is one every rank accepts, with one outcome
+ * on one rank and on many.  The other ranks' m must be empty (zeroed).
+ */
+int ferry__manifest_share(MPI_Comm comm, int rank, int rc, ferry__manifest *m,
+                          const char *dataset, ferry__err *err);
 /** Serialise to a flat buffer (malloc'd) for MPI_Bcast, and back. */
 int ferry__manifest_pack(const ferry__manifest *m, void **buf, size_t *len);
 /** The bytes ferry__manifest_pack makes of m (an out-of-memory message). */

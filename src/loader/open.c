@@ -73,8 +73,6 @@ static void loader_free(ferry_loader *L) {
 static int share_manifest(ferry_loader *L, const char *dataset,
                           ferry__err *err) {
   int rc = 0;
-  void *buf = NULL;
-  size_t len = 0;
   if (L->rank == 0) {
     if (L->opts->manifest) {
       rc = ferry__manifest_load_json(L->opts->manifest, L->opts->vars, &L->m,
@@ -91,20 +89,9 @@ static int share_manifest(ferry_loader *L, const char *dataset,
                            dataset);
     } else
       rc = ferry__manifest_scan(dataset, L->opts->vars, L->opts, &L->m, err);
-    if (!rc && (rc = ferry__manifest_pack(&L->m, &buf, &len)) == FERRY_ENOMEM)
-      ferry__oom(err, 0, ferry__manifest_packed_size(&L->m),
-                 "the packed manifest of dataset %s", dataset);
-    if (rc && !err->msg[0])
-      ferry__seterr_on(err, 0, rc, "cannot build the manifest of %s", dataset);
   }
-  /* only rank 0 worked so far: its result travels with the length */
-  rc = ferry__bcast_blob_rc(L->comm, L->rank, 0, rc, &buf, &len, "the manifest",
-                            err);
-  if (!rc && L->rank != 0)
-    rc = ferry__manifest_unpack(buf, len, &L->m, err);
-  rc = ferry__agree(L->comm, L->rank, rc, err);
-  free(buf);
-  return rc;
+  /* every rank, rank 0 too, unpacks what rank 0 sends (manifest_share.c) */
+  return ferry__manifest_share(L->comm, L->rank, rc, &L->m, dataset, err);
 }
 
 /*

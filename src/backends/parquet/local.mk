@@ -1,5 +1,5 @@
 # src/backends/parquet/local.mk - included by Makefile.am: the parquet
-# backend (no library of its own: snappy is decoded by pages.c; zlib, zstd
+# backend (no library of its own: snappy is decoded by codecs.c; zlib, zstd
 # and lz4 come with the codec flags of src/plugins/local.mk), its unit test
 # (Thrift decoder and footer mutations, snappy, pages) and its end-to-end
 # tests, whose fixtures are written by npm packages (tests/parquet/setup.sh).
@@ -7,13 +7,15 @@ libferry_core_la_SOURCES += \
 	src/backends/parquet/parquet.h \
 	src/backends/parquet/thrift.c \
 	src/backends/parquet/meta.c \
+	src/backends/parquet/codecs.c \
 	src/backends/parquet/pages.c \
 	src/backends/parquet/split.c \
 	src/backends/parquet/arrow.c \
 	src/backends/parquet/parquet.c
 
-UNIT_TESTS += tests/unit/test_parquet
-MPI_TESTS += tests/mpi/parquet.sh tests/mpi/parquet_pool.sh
+UNIT_TESTS += tests/unit/test_parquet tests/unit/test_parquet_sizes
+tests_unit_test_parquet_sizes_LDADD = $(LDADD) $(CODEC_LIBS)
+MPI_TESTS += tests/mpi/parquet.sh tests/mpi/parquet_pool.sh tests/mpi/parquet_real.sh
 TEST_DATA_FILES += \
 	tests/parquet/make_parquet.mjs \
 	tests/parquet/bad_groups.mjs \

@@ -7,8 +7,9 @@
  * primitive, a 3-level (or legacy 2-level) LIST of a primitive, or nested
  * in something ferry does not read.  Only the fields a reader needs are
  * kept; every other field is skipped by structure.  Sizes and offsets are
- * checked against the file where a column is used (parquet.c), not here, so
- * that a column nobody selects never makes an open fail.
+ * checked against the file where a column is used (parquet.c calls
+ * ferry__pq_check_chunks for its variables), so that a column nobody
+ * selects never makes an open fail.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -518,6 +519,20 @@ static int parse_filemeta(pq_tr *t, pq_file *f) {
   return 0;
 }
 
+/* An OffsetIndex is optional (split.c reads it to cut large row groups at
+ * page starts): one whose stated place is not inside the file's data is
+ * forgotten, so that its length is never allocated. */
+static void drop_bad_indexes(pq_file *f) {
+  for (int64_t g = 0; g < f->nrg; g++)
+    for (int i = 0; i < f->ncols; i++) {
+      pq_chunk *c = &f->rg[g].chunks[i];
+      if (c->oi_off >= 0 &&
+          (c->oi_off < 4 || c->oi_len <= 0 || c->oi_off > f->data_end ||
+           c->oi_len > f->data_end - c->oi_off))
+        c->oi_off = -1;
+    }
+}
+
 void ferry__pq_file_free(pq_file *f) {
   if (!f)
     return;
@@ -540,6 +555,7 @@ int ferry__pq_footer_parse(const unsigned char *buf, size_t len,
   pq_tr t;
   memset(f, 0, sizeof *f);
   f->size = file_size;
+  f->data_end = file_size - 8 - (int64_t)len;
   ferry__pq_tr_init(&t, buf, len);
   if (parse_filemeta(&t, f) < 0) {
     int64_t at =
@@ -558,6 +574,7 @@ int ferry__pq_footer_parse(const unsigned char *buf, size_t len,
     ferry__pq_file_free(f);
     return rc;
   }
+  drop_bad_indexes(f);
   return 0;
 }
 
@@ -629,6 +646,52 @@ int ferry__pq_file_read(const char *path, pq_file *f, ferry__err *err) {
     rc = ferry__pq_footer_parse(buf, len, (int64_t)st.st_size, path, f, err);
   free(buf);
   return rc;
+}
+
+/* The column chunks of column i of f, judged by the file's own sizes
+ * before anything is allocated or read for them: each lies in the file's
+ * data (between the leading magic and the footer), and they do not add up
+ * to more bytes than the data holds -- column chunks never share bytes, so
+ * row groups that claim more (DuckDB's broken_structure.parquet: three row
+ * groups of 2^31 - 1 rows, each pointing at the same 49 bytes) are a
+ * corrupt footer, not 48 GiB of rows to allocate (issue 30). */
+int ferry__pq_check_chunks(const pq_file *f, int i, const char *file,
+                           ferry__err *err) {
+  const pq_col *col = &f->cols[i];
+  int64_t data = f->data_end - 4, sum = 0;
+  for (int64_t g = 0; g < f->nrg; g++) {
+    const pq_chunk *ch = &f->rg[g].chunks[i];
+    if (ch->type != col->type || ch->usize < 0 || ch->num_values < 0)
+      return ferry__seterr(err, FERRY_EFORMAT,
+                           "%s: column %s, row group %lld: the column chunk's "
+                           "type, total_uncompressed_size or num_values is "
+                           "corrupt (%s, %lld, %lld)",
+                           file, col->name, (long long)g,
+                           ferry__pq_type_name(ch->type), (long long)ch->usize,
+                           (long long)ch->num_values);
+    if (ch->offset < 4 || ch->size < 0 || ch->offset > f->data_end ||
+        ch->size > f->data_end - ch->offset)
+      return ferry__seterr(err, FERRY_EFORMAT,
+                           "%s: column %s, row group %lld: the column chunk at "
+                           "offset %lld of %lld bytes (total_compressed_size) "
+                           "lies outside the file's data, offsets 4 to %lld "
+                           "(the footer follows): the footer is corrupt",
+                           file, col->name, (long long)g, (long long)ch->offset,
+                           (long long)ch->size, (long long)f->data_end);
+    sum += ch->size; /* no overflow: each is at most data */
+    if (sum > data)
+      return ferry__seterr(err, FERRY_EFORMAT,
+                           "%s: column %s: the column chunks of row groups 0 "
+                           "to %lld add up to %lld bytes "
+                           "(total_compressed_size), more than the file's %lld "
+                           "bytes of data: they overlap, the footer is corrupt "
+                           "(row group %lld's chunk: offset %lld, %lld bytes, "
+                           "%lld rows)",
+                           file, col->name, (long long)g, (long long)sum,
+                           (long long)data, (long long)g, (long long)ch->offset,
+                           (long long)ch->size, (long long)f->rg[g].num_rows);
+  }
+  return 0;
 }
 
 /* ---- Types -------------------------------------------------------------- */

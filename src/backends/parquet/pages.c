@@ -1,8 +1,7 @@
 /*
  * pages.c - decode one Parquet column chunk (the bytes of one column in one
  * row group) into rows: page headers (Thrift, thrift.c), decompression
- * (UNCOMPRESSED, SNAPPY with our own decoder below, GZIP with zlib, ZSTD,
- * LZ4_RAW and the legacy Hadoop-framed LZ4 with liblz4), repetition and
+ * (codecs.c), repetition and
  * definition levels (the RLE/bit-packed hybrid), and values (PLAIN,
  * PLAIN_DICTIONARY/RLE_DICTIONARY with a dictionary page, a chunk falling
  * back from dictionary to PLAIN mid-way, RLE booleans, BYTE_STREAM_SPLIT,
@@ -12,7 +11,8 @@
  *
  * Every size read from a page is checked: a page's compressed size against
  * the bytes left in the chunk, its uncompressed size against the chunk's
- * total_uncompressed_size and 1 GiB, decompressed bytes against the stated
+ * total_uncompressed_size, 1 GiB and what its codec can make of its bytes
+ * (before the page buffer is allocated), decompressed bytes against the stated
  * size, level and index streams against their bytes, dictionary indices
  * against the dictionary, value counts against the rows.  A null (a
  * definition level below the maximum) is refused naming the row; so is a
@@ -34,239 +34,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef HAVE_ZLIB
-#include <zlib.h>
-#endif
-#ifdef HAVE_ZSTD
-#include <zstd.h>
-#endif
-#ifdef HAVE_LZ4
-#include <lz4.h>
-#endif
 
 #define PQ_MAX_PAGE (1u << 30)
-
-/* ---- Snappy ------------------------------------------------------------- */
 
 static uint32_t le32(const unsigned char *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
          (uint32_t)p[3] << 24;
-}
-
-static uint32_t be32(const unsigned char *p) {
-  return (uint32_t)p[3] | (uint32_t)p[2] << 8 | (uint32_t)p[1] << 16 |
-         (uint32_t)p[0] << 24;
-}
-
-/* One snappy element at *ip: a literal or a copy.  0, or -1 with why. */
-static int snappy_elem(const unsigned char **ip, const unsigned char *end,
-                       unsigned char *out, size_t *op, size_t outlen,
-                       const char **why) {
-  const unsigned char *p = *ip;
-  unsigned tag = *p++;
-  size_t len, off = 0;
-  if ((tag & 3) == 0) {
-    len = (tag >> 2) + 1u;
-    if (len > 60) {
-      size_t nb = len - 60;
-      if ((size_t)(end - p) < nb)
-        goto trunc;
-      len = 0;
-      for (size_t i = 0; i < nb; i++)
-        len |= (size_t)p[i] << (8 * i);
-      len += 1;
-      p += nb;
-    }
-    if ((size_t)(end - p) < len || outlen - *op < len)
-      goto trunc;
-    memcpy(out + *op, p, len);
-    *op += len;
-    *ip = p + len;
-    return 0;
-  }
-  if ((tag & 3) == 1) {
-    if (end - p < 1)
-      goto trunc;
-    len = 4 + ((tag >> 2) & 7);
-    off = ((size_t)(tag >> 5) << 8) | *p++;
-  } else if ((tag & 3) == 2) {
-    if (end - p < 2)
-      goto trunc;
-    len = 1 + (tag >> 2);
-    off = (size_t)p[0] | (size_t)p[1] << 8;
-    p += 2;
-  } else {
-    if (end - p < 4)
-      goto trunc;
-    len = 1 + (tag >> 2);
-    off = le32(p);
-    p += 4;
-  }
-  if (off == 0 || off > *op || outlen - *op < len) {
-    *why = "corrupt snappy data (a copy before the start or past the end)";
-    return -1;
-  }
-  for (size_t i = 0; i < len; i++, (*op)++)
-    out[*op] = out[*op - off];
-  *ip = p;
-  return 0;
-trunc:
-  *why = "truncated or corrupt snappy data";
-  return -1;
-}
-
-int ferry__pq_snappy_decode(const unsigned char *in, size_t inlen,
-                            unsigned char *out, size_t outlen,
-                            const char **why) {
-  const unsigned char *p = in, *end = in + inlen;
-  uint64_t n = 0;
-  int shift = 0;
-  for (;;) {
-    if (p >= end || shift > 28) {
-      *why = "corrupt snappy length";
-      return -1;
-    }
-    unsigned b = *p++;
-    n |= (uint64_t)(b & 0x7f) << shift;
-    shift += 7;
-    if (!(b & 0x80))
-      break;
-  }
-  if (n != outlen) {
-    *why = "snappy data does not decompress to the page's stated size";
-    return -1;
-  }
-  size_t op = 0;
-  while (p < end)
-    if (snappy_elem(&p, end, out, &op, outlen, why) < 0)
-      return -1;
-  if (op != outlen) {
-    *why = "snappy data does not decompress to the page's stated size";
-    return -1;
-  }
-  return 0;
-}
-
-/* ---- Codecs ------------------------------------------------------------- */
-
-int ferry__pq_codec_available(int codec) {
-  switch (codec) {
-  case PQ_CODEC_NONE:
-  case PQ_CODEC_SNAPPY: return 1;
-#ifdef HAVE_ZLIB
-  case PQ_CODEC_GZIP: return 1;
-#endif
-#ifdef HAVE_ZSTD
-  case PQ_CODEC_ZSTD: return 1;
-#endif
-#ifdef HAVE_LZ4
-  case PQ_CODEC_LZ4:
-  case PQ_CODEC_LZ4_RAW: return 1;
-#endif
-  default: return 0;
-  }
-}
-
-#ifdef HAVE_ZLIB
-static int gunzip(const unsigned char *in, size_t inlen, unsigned char *out,
-                  size_t outlen, const char **why) {
-  z_stream s;
-  memset(&s, 0, sizeof s);
-  if (inlen > UINT32_MAX || outlen > UINT32_MAX ||
-      inflateInit2(&s, 15 + 32) != Z_OK) {
-    *why = "zlib could not start";
-    return -1;
-  }
-  s.next_in = (unsigned char *)(uintptr_t)in;
-  s.avail_in = (uInt)inlen;
-  s.next_out = out;
-  s.avail_out = (uInt)outlen;
-  int zr = inflate(&s, Z_FINISH);
-  size_t got = outlen - s.avail_out;
-  inflateEnd(&s);
-  if (zr != Z_STREAM_END || got != outlen) {
-    *why = zr == Z_STREAM_END || zr == Z_BUF_ERROR
-               ? "gzip data does not decompress to the page's stated size"
-               : "corrupt gzip data";
-    return -1;
-  }
-  return 0;
-}
-#endif
-
-#ifdef HAVE_LZ4
-/* Legacy LZ4 (codec 5): Hadoop frames (big-endian decoded and compressed
- * sizes, then an LZ4 block) when they fit exactly, else one raw block. */
-static int lz4_hadoop(const unsigned char *in, size_t inlen, unsigned char *out,
-                      size_t outlen) {
-  size_t ip = 0, op = 0;
-  while (ip < inlen) {
-    if (inlen - ip < 8)
-      return -1;
-    uint32_t dn = be32(in + ip), cn = be32(in + ip + 4);
-    ip += 8;
-    if (cn > inlen - ip || dn > outlen - op || cn > INT32_MAX || dn > INT32_MAX)
-      return -1;
-    int r = LZ4_decompress_safe((const char *)in + ip, (char *)out + op,
-                                (int)cn, (int)dn);
-    if (r < 0 || (uint32_t)r != dn)
-      return -1;
-    ip += cn;
-    op += dn;
-  }
-  return op == outlen ? 0 : -1;
-}
-#endif
-
-int ferry__pq_decompress(int codec, const unsigned char *in, size_t inlen,
-                         unsigned char *out, size_t outlen, const char **why) {
-  switch (codec) {
-  case PQ_CODEC_NONE:
-    if (inlen != outlen) {
-      *why = "an uncompressed page's two sizes differ";
-      return -1;
-    }
-    if (outlen)
-      memcpy(out, in, outlen);
-    return 0;
-  case PQ_CODEC_SNAPPY:
-    return ferry__pq_snappy_decode(in, inlen, out, outlen, why);
-#ifdef HAVE_ZLIB
-  case PQ_CODEC_GZIP: return gunzip(in, inlen, out, outlen, why);
-#endif
-#ifdef HAVE_ZSTD
-  case PQ_CODEC_ZSTD: {
-    size_t r = ZSTD_decompress(out, outlen, in, inlen);
-    if (ZSTD_isError(r) || r != outlen) {
-      *why = ZSTD_isError(r) ? "corrupt zstd data"
-                             : "zstd data does not decompress to the page's "
-                               "stated size";
-      return -1;
-    }
-    return 0;
-  }
-#endif
-#ifdef HAVE_LZ4
-  case PQ_CODEC_LZ4:
-  case PQ_CODEC_LZ4_RAW: {
-    if (codec == PQ_CODEC_LZ4 && lz4_hadoop(in, inlen, out, outlen) == 0)
-      return 0; /* else a raw block */
-    if (inlen > INT32_MAX || outlen > INT32_MAX) {
-      *why = "an LZ4 page above 2 GiB";
-      return -1;
-    }
-    int r = LZ4_decompress_safe((const char *)in, (char *)out, (int)inlen,
-                                (int)outlen);
-    if (r < 0 || (size_t)r != outlen) {
-      *why = r < 0 ? "corrupt lz4 data"
-                   : "lz4 data does not decompress to the page's stated size";
-      return -1;
-    }
-    return 0;
-  }
-#endif
-  default: *why = "this build has no decoder for the codec"; return -1;
-  }
 }
 
 /* ---- Bit-level streams -------------------------------------------------- */
@@ -588,8 +361,8 @@ static int dict_page(dec *d, const unsigned char *body, size_t len,
                      const page_hdr *h) {
   if (h->encoding != PQ_ENC_PLAIN && h->encoding != PQ_ENC_PLAIN_DICT)
     return fail(d, FERRY_ENOTSUP, "a dictionary page not PLAIN-encoded");
-  size_t n = (size_t)h->num_values;
-  if (n > len * 8)
+  size_t n = (size_t)h->num_values; /* judged before its buffer exists */
+  if (d->phys ? n > len / d->phys : n > len * 8)
     return fail(d, FERRY_EFORMAT,
                 "a dictionary page holds fewer bytes than "
                 "its values need");
@@ -1026,6 +799,10 @@ static int page_body(dec *d, const unsigned char *in, size_t inlen,
     *body = in;
     return 0;
   }
+  if (outlen > ferry__pq_max_decoded(codec, inlen))
+    return fail(d, FERRY_EFORMAT,
+                "the page header's uncompressed_page_size is "
+                "more than its codec can make of its bytes");
   size_t want =
       grow((void **)&d->s->page, &d->s->page_cap, outlen ? outlen : 1);
   if (want)

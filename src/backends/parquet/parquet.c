@@ -525,6 +525,9 @@ static int add_file(desc *d, const pq_file *f, int fi, const char *file,
                            "%s: list column %s does not hold %lld values per "
                            "row in every row group, as %s does",
                            file, col->top, (long long)c->k, d->first_file);
+    int rc = ferry__pq_check_chunks(f, c->col, file, err);
+    if (rc < 0)
+      return rc;
     size_t ngroups = (size_t)(r->nrg + f->nrg + 1);
     pq_rg_rec *ng = realloc(r->rg, ngroups * sizeof *ng);
     if (ng)
@@ -536,16 +539,6 @@ static int add_file(desc *d, const pq_file *f, int fi, const char *file,
     c->pg = np;
     for (int64_t g = 0; g < f->nrg; g++) {
       const pq_chunk *ch = &f->rg[g].chunks[c->col];
-      if (ch->type != col->type || ch->offset < 4 || ch->size < 0 ||
-          ch->usize < 0 || ch->num_values < 0 || ch->offset > f->size - 8 ||
-          ch->size > f->size - 8 - ch->offset)
-        return ferry__seterr(err, FERRY_EFORMAT,
-                             "%s: column %s, row group %lld: chunk at offset "
-                             "%lld of %lld bytes lies outside the file's %lld "
-                             "bytes of data (or has a bad type or count)",
-                             file, col->name, (long long)g,
-                             (long long)ch->offset, (long long)ch->size,
-                             (long long)f->size);
       pq_rg_rec *o = &r->rg[r->nrg++];
       o->first_row =
           d->rows + (g ? o[-1].first_row + o[-1].num_rows - d->rows : 0);

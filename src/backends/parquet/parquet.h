@@ -2,8 +2,9 @@
  * backends/parquet/parquet.h - private to the parquet backend's folder.
  * thrift.c decodes the Thrift compact protocol with bounds everywhere,
  * meta.c turns a footer into columns and row groups and describes a part
- * (rank 0), pages.c decodes one column chunk (pages, levels, encodings,
- * codecs) into rows, parquet.c is the vtable: probe, the record every rank
+ * (rank 0), pages.c decodes one column chunk (pages, levels, encodings)
+ * into rows, codecs.c decompresses its pages, parquet.c is the vtable:
+ * probe, the record every rank
  * gets in the manifest, and the io_* calls.  Nothing outside this folder
  * includes it.
  */
@@ -149,6 +150,8 @@ typedef struct pq_rowgroup {
 
 typedef struct pq_file {
   int64_t size, num_rows;
+  int64_t data_end; /* where the footer starts: column chunks lie in
+                     * [4, data_end) */
   int ncols;
   pq_col *cols;
   int64_t nrg;
@@ -165,6 +168,12 @@ int ferry__pq_footer_parse(const unsigned char *buf, size_t len,
                            int64_t file_size, const char *path, pq_file *f,
                            ferry__err *err);
 void ferry__pq_file_free(pq_file *f);
+
+/* Judge the column chunks of leaf column i of f by the file's own sizes
+ * (rank 0, before anything is allocated for them): 0, or FERRY_EFORMAT
+ * naming file, column, row group, field and offset. */
+int ferry__pq_check_chunks(const pq_file *f, int i, const char *file,
+                           ferry__err *err);
 
 /* The ferry dtype of a column, or -1 with *why saying why not. */
 int ferry__pq_col_dtype(const pq_col *c, ferry_dtype *dt, const char **why);
@@ -326,7 +335,12 @@ size_t ferry__pq_split_bytes(const pq_rec *r, const pq_pages *pg, int64_t q);
 /* Decompress in[0..inlen) into out[0..outlen) exactly; -1 with why. */
 int ferry__pq_decompress(int codec, const unsigned char *in, size_t inlen,
                          unsigned char *out, size_t outlen, const char **why);
-/* Snappy raw format (pages.c has no library for it). */
+/* The most bytes inlen bytes of codec can decompress to (the format's
+ * largest expansion: deflate 1032:1, zstd 32768:1 ...; SIZE_MAX for a codec
+ * this build does not decode): a stated size above it is corruption,
+ * refused before a buffer of that size is allocated. */
+size_t ferry__pq_max_decoded(int codec, size_t inlen);
+/* Snappy raw format (codecs.c: no library for it). */
 int ferry__pq_snappy_decode(const unsigned char *in, size_t inlen,
                             unsigned char *out, size_t outlen,
                             const char **why);

@@ -45,7 +45,8 @@ static int host_is_little(void) {
 
 /* ---- .zarray ---------------------------------------------------------- */
 
-/* Read a whole small file; *len receives its size.  NULL with errno. */
+/* Read a whole small file; *len receives its size.  NULL with errno (with
+ * ENOMEM, *len is the bytes it could not have). */
 static char *slurp(const char *path, size_t *len) {
   int fd = ferry__open_regular(path, NULL); /* never blocks on a FIFO */
   if (fd == -2)
@@ -60,8 +61,8 @@ static char *slurp(const char *path, size_t *len) {
     errno = S_ISREG(st.st_mode) ? EFBIG : EISDIR;
     goto fail;
   }
-  buf = malloc((size_t)st.st_size + 1);
-  if (!buf)
+  *len = (size_t)st.st_size + 1;
+  if (!(buf = malloc(*len)))
     goto fail;
   size_t done = 0;
   while (done < (size_t)st.st_size) {
@@ -95,7 +96,9 @@ static char *read_meta(const char *path, const char *what, size_t *len,
   char *text = slurp(path, len);
   if (!text) {
     int e = errno;
-    if (e == EINVAL) /* slurp: not a regular file (a FIFO would block) */
+    if (e == ENOMEM)
+      ferry__oom(err, -1, *len, "the metadata file %s", path);
+    else if (e == EINVAL) /* slurp: not a regular file (a FIFO would block) */
       ferry__seterr(err, FERRY_EFORMAT,
                     "%s: is not a regular file (a FIFO, socket or device)",
                     path);
