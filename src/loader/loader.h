@@ -15,6 +15,7 @@
  *   weights.c     the per-sample weights and labels (weights.h)
  *   exchange.c    shuffle=global's exchange of a window's samples
  *                 (exchange.h)
+ *   global_io.c   the I/O thread's loop for shuffle=global
  *
  * ferry_open (collective): rank 0 scans the dataset and broadcasts the
  * manifest; every rank checks that it was given the same dataset and options.
@@ -349,10 +350,24 @@ int ferry__loader_fail(ferry_loader *L, const ferry__err *err);
 
 /* pipeline.c */
 double ferry__now(void);
+unsigned char *ferry__buf_get(ferry_loader *L, size_t bytes);
 void ferry__buf_put(ferry_loader *L, unsigned char *p);
+/* The I/O thread's hand-offs to the workers (ep->mu taken inside): rows of
+ * extent e now in buf, or the first error of the epoch's reads. */
+void ferry__publish_rows(epoch_state *ep, int64_t e, unsigned char *buf,
+                         int64_t rows);
+void ferry__publish_error(epoch_state *ep, int rc, const ferry__err *err);
+/* The path of part p, for messages. */
+const char *ferry__part_path(const ferry_loader *L, int64_t p);
+/* Collective rounds: wait until round j may start (its window admitted);
+ * 1 to enter it (as a dummy, *dummy set, after a stop), 0 when the I/O
+ * thread is done. */
+int ferry__round_wait(epoch_state *ep, int64_t j, int *dummy);
 void ferry__pool_drain(ferry_loader *L, size_t keep);
 int64_t ferry__admit_of(const ferry__rank_plan *p, int64_t w);
 void *ferry__io_main(void *arg);
+/* global_io.c: the I/O thread's loop for shuffle=global. */
+void ferry__io_global(epoch_state *ep, ferry__io *io);
 void *ferry__worker_main(void *arg);
 /* Assemble batch b into slot s on the calling thread (ep->mu held; it is
  * released while copying): the consumer works instead of sleeping. */

@@ -248,11 +248,6 @@ int64_t ferry__chunk_of_sample(const ferry__chunk_index *ci, int64_t g) {
          (g - m->parts[lo].first_sample) / ci->chunk_samples;
 }
 
-static int cmp_i64(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return (x > y) - (x < y);
-}
-
 /* The chunks kept by max_chunks/fraction: ceil(fraction * nchunks) in IEEE
  * double (the same everywhere), at most max_chunks. */
 static int64_t kept_count(int64_t nchunks, const ferry__plan_params *pp) {
@@ -286,7 +281,7 @@ int ferry__plan_pieces(const ferry__chunk *chunks, int64_t nchunks,
   if (keep < nchunks) {
     ferry__shuffle(sel, nchunks,
                    ferry__rand_key(pp->seed, FERRY__STREAM_SUBSET, 0, 0));
-    qsort(sel, (size_t)keep, sizeof *sel, cmp_i64);
+    qsort(sel, (size_t)keep, sizeof *sel, ferry__cmp_i64);
   }
   int64_t bs = pp->shuffle == FERRY__SHUFFLE_BLOCK ? pp->block_size : 0;
   int64_t total = 0;
@@ -331,7 +326,7 @@ int ferry__pieces_make(const ferry__chunk_index *ci,
       sel[i] = i;
     ferry__shuffle(sel, nchunks,
                    ferry__rand_key(pp->seed, FERRY__STREAM_SUBSET, 0, 0));
-    qsort(sel, (size_t)keep, sizeof *sel, cmp_i64);
+    qsort(sel, (size_t)keep, sizeof *sel, ferry__cmp_i64);
     int64_t *k = realloc(sel, (size_t)(keep ? keep : 1) * sizeof *k);
     out->kept = k ? k : sel;
     out->nkept = keep;

@@ -88,3 +88,8 @@ char *ferry__join_path(const char *dir, const char *name) {
   memcpy(s + a + slash, name, b + 1);
   return s;
 }
+
+int ferry__cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}

@@ -62,6 +62,8 @@ int ferry__dtype_from_name(const char *name, ferry_dtype *out);
 
 /** FNV-1a 64 of len bytes, continuing from h (start with FERRY__FNV_INIT). */
 #define FERRY__FNV_INIT 0xcbf29ce484222325ULL
+/** qsort comparator of int64_t values, ascending (bytes.c). */
+int ferry__cmp_i64(const void *a, const void *b);
 uint64_t ferry__fnv1a(uint64_t h, const void *data, size_t len);
 /** SplitMix64 finaliser: a bijective 64-bit mix. */
 uint64_t ferry__mix64(uint64_t x);
