@@ -334,7 +334,8 @@ void ferry__io_global(epoch_state *ep, ferry__io *io) {
   int64_t built[2] = {-1, -1};
   int dummy = 0;
   double tmo = (double)L->opts->collective_timeout;
-  for (int64_t w = 0; w < ep->nrounds && ferry__round_wait(ep, w, &dummy); w++) {
+  for (int64_t w = 0; w < ep->nrounds && ferry__round_wait(ep, w, &dummy);
+       w++) {
     unsigned char *buf = NULL;
     ferry__global_window *win = &wins[w % 2];
     int lrc = FERRY_ESTATE;
@@ -392,4 +393,3 @@ void ferry__io_global(epoch_state *ep, ferry__io *io) {
   ferry__global_window_free(&wins[0]);
   ferry__global_window_free(&wins[1]);
 }
-

@@ -1031,19 +1031,27 @@ static size_t add_array(zarr_walk *w, const char *dir, const char *name) {
 }
 
 /* node_type of dir/zarr.json: 1 array, 2 group, 0 unreadable or corrupt
- * (then read as an array, whose parse reports why). */
+ * (then read as an array, whose parse reports why).  Memory that runs out
+ * here is not taken for an answer (tests/mpi/oom.sh): the path needs no
+ * allocation, and a zarr.json that cannot be held is 1, so the array's own
+ * parse reads it again and reports what it finds (out of memory included),
+ * never "the array has no zarr.json". */
 static int v3_node_type(const char *dir) {
-  char *p = ferry__join_path(dir, "zarr.json");
+  char p[PATH_MAX];
+  int n = snprintf(p, sizeof p, "%s/zarr.json", dir[0] ? dir : ".");
+  if (n < 0 || (size_t)n >= sizeof p)
+    return 0;
   ferry__err e;
   memset(&e, 0, sizeof e);
-  json_t *j = p ? load_json(p, "", &e) : NULL;
+  json_t *j = load_json(p, "", &e);
+  if (!j && e.code == FERRY_ENOMEM)
+    return 1;
   json_t *nt = j ? json_object_get(j, "node_type") : NULL;
   int t = json_is_string(nt) && strcmp(json_string_value(nt), "group") == 0 ? 2
           : json_is_string(nt) && strcmp(json_string_value(nt), "array") == 0
               ? 1
               : 0;
   json_decref(j);
-  free(p);
   return t;
 }
 
