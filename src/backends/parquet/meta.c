@@ -127,7 +127,9 @@ static int parse_se(pq_tr *t, int ftype, pq_se *se) {
     case 5: ferry__pq_tr_i32(t, ty, &se->num_children); break;
     case 6:
       ferry__pq_tr_i32(t, ty, &se->converted);
-      se->converted++;
+      /* stored + 1 (0: absent); INT32_MAX stays (no signed overflow) */
+      if (se->converted < INT32_MAX)
+        se->converted++;
       break;
     case 10: parse_logical(t, ty, se); break;
     default: ferry__pq_tr_skip(t, ty);
