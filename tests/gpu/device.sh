@@ -38,23 +38,48 @@ ML=usr/lib/x86_64-linux-gnu
 status=0
 
 setup() {
+  # A machine with its own Open MPI 4 (Ubuntu's, say: its plugins in
+  # /usr/lib/x86_64-linux-gnu/openmpi, which Debian's mpirun would load
+  # against Debian's PMIx and fail) runs with its own: same libmpi.so.40 ABI.
+  own_mpi=no
+  if test -d "/$ML/openmpi/lib/openmpi3" && test ! -L "/$ML/openmpi" &&
+     ldconfig -p | grep -q 'libmpi\.so\.40 ' && command -v mpirun >/dev/null; then
+    own_mpi=yes
+  fi
   if test ! -d "$R/$ML"; then
     mkdir -p "$R"
     for d in "$debs"/*.deb; do dpkg -x "$d" "$R" || return 1; done
+    # the libraries tests/gpu/gather.sh collected (the build's closure)
+    if test -f "$debs/root.tar.xz"; then tar -C "$R" -xJf "$debs/root.tar.xz" || return 1; fi
     # The machine's own copy of a general library wins (newer); Open MPI's,
     # HDF5's and netCDF's stay ours.
     for f in "$R/$ML"/lib*.so.*; do
       test -f "$f" || continue
+      case $own_mpi:$(basename "$f") in
+        no:libmpi*|no:libopen-*|no:libmca_*|no:liboshmem*|no:libpmix*|*:libhdf5*|*:libnetcdf*) continue ;;
+      esac
       so=$(basename "$f" | sed 's/\(\.so\.[0-9]*\).*/\1/')
       if ldconfig -p | grep -q "/$so\$"; then rm -f "$f"; fi
     done
-    for d in "$ML/openmpi" "$ML/pmix2" usr/share/openmpi usr/share/pmix etc/openmpi; do
-      test -e "/$d" || test ! -e "$R/$d" || ln -s "$R/$d" "/$d"
-    done
-    ln -sf orterun "$R/usr/bin/mpirun"
+    if test $own_mpi = yes; then
+      # the machine's mpirun and plugins; Debian's headers and libmpi.so
+      # (soname libmpi.so.40) stay for building the Python extension
+      rm -f "$R"/usr/bin/mpi* "$R"/usr/bin/orte* "$R"/usr/bin/orted "$R/$ML"/libmpi.so.*
+    else
+      for d in "$ML/openmpi" "$ML/pmix2" usr/share/openmpi usr/share/pmix etc/openmpi; do
+        test -e "/$d" || test ! -e "$R/$d" || ln -s "$R/$d" "/$d"
+      done
+      ln -sf orterun "$R/usr/bin/mpirun"
+    fi
   fi
-  export PATH="$R/usr/bin:$PATH"
-  export LD_LIBRARY_PATH="$R/$ML/openmpi/lib:$R/$ML/hdf5/openmpi:$R/$ML${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  echo "device.sh: Open MPI: $(test $own_mpi = yes && echo "the machine's" || echo "Debian's, carried")"
+  export PATH="$PATH:$R/usr/bin"
+  if test $own_mpi = yes; then
+    export LD_LIBRARY_PATH="$R/$ML/hdf5/openmpi:$R/$ML${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  else
+    export PATH="$R/usr/bin:$PATH" OPAL_PREFIX="$R/usr"
+    export LD_LIBRARY_PATH="$R/$ML/openmpi/lib:$R/$ML/hdf5/openmpi:$R/$ML${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  fi
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   export OMPI_MCA_btl_vader_single_copy_mechanism=none
   # libtool's wrappers and run paths name the build's absolute path.
@@ -66,7 +91,8 @@ setup() {
   if test -n "$madesrc" && test ! -e "$madesrc/include/ferry.h"; then
     test -e "$madesrc" || { mkdir -p "$(dirname "$madesrc")" && ln -s "$src" "$madesrc"; }
   fi
-  PY=${PYTHON:-python3}
+  # absolute: mpirun may put its own bin folder (and /usr/bin/python3) first
+  PY=$(command -v "${PYTHON:-python3}")
   site=$("$PY" -c 'import site; print(site.getsitepackages()[0])' 2>/dev/null)
   if ! ldconfig -p | grep -q 'libnccl\.so\.2'; then
     f=$(ls "$site"/nvidia/nccl/lib/libnccl.so.2 2>/dev/null | head -1)
@@ -77,6 +103,10 @@ setup() {
           "$site"/nvidia/cuda_runtime/lib/libcudart.so.13 2>/dev/null | head -1)
     test -n "$f" && export FERRY_CUDART="$f"
   fi
+  # test_device links the CUDA runtime and NCCL: their folders on the path
+  for f in "${FERRY_NCCL:-}" "${FERRY_CUDART:-}" /usr/local/cuda/lib64/x; do
+    test -n "$f" && test -d "$(dirname "$f")" && LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(dirname "$f")"
+  done
   export FERRY="$build/ferry" top_builddir="$build" top_srcdir="$src"
   export RUN_MPI="sh $src/tests/run-mpi.sh" PYTHON_NUMPY="$PY"
 }
@@ -137,7 +167,7 @@ build_ext() {
 step_python() {
   echo "== Python on the GPU"
   build_ext || { status=1; return; }
-  for t in test_gpu test_torch_front test_lightning test_jax loader state errors; do
+  for t in ${PY_TESTS:-test_gpu test_torch_front test_lightning test_jax loader state errors}; do
     sh "$src/tests/python/$t.sh" >"$out/py-$t.log" 2>&1
     rc=$?
     echo "tests/python/$t.sh exit $rc"

@@ -44,4 +44,5 @@ tests_gpu_libfakecuda_la_LIBADD = $(PTHREAD_LIBS)
 MPI_TESTS += tests/gpu/fake.sh tests/gpu/real.sh
 endif
 
-TEST_DATA_FILES += tests/gpu/local.mk tests/gpu/common.sh tests/gpu/device.sh
+TEST_DATA_FILES += tests/gpu/local.mk tests/gpu/common.sh tests/gpu/device.sh \
+	tests/gpu/gather.sh

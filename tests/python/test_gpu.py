@@ -109,6 +109,7 @@ if jax is not None and any(dv.platform == "gpu" for dv in jax.local_devices()):
         check(list(b["x"].devices())[0].platform == "gpu", "jax x on the GPU")
         check(np.array_equal(np.asarray(b["x"]), X[idx]), "jax x values")
         ids.extend(int(i) for i in idx)
+    b = None  # views of ferry's device buffers: dropped before close
     it.close()
     every = sorted(i for r in comm.allgather(ids) for i in r)
     check(every == list(range(n)), "jax: not every sample once")

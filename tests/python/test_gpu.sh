@@ -3,6 +3,9 @@
 # 1 and 2 ranks; skips (77) without the extension, torch or a CUDA device
 # (CI; tests/gpu/device.sh runs it on a GPU machine).
 . "$top_srcdir/tests/python/common.sh"
+# several ranks share one GPU here: JAX must not take 75% of it per process
+XLA_PYTHON_CLIENT_PREALLOCATE=false
+export XLA_PYTHON_CLIENT_PREALLOCATE
 if ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" >/dev/null 2>&1; then
   echo "SKIP: torch sees no CUDA device"
   exit 77

@@ -2,6 +2,9 @@
 # test_jax.sh - ferry.jax (tests/python/test_jax.py) on 2 ranks; skips (77)
 # when jax is not installed for the configured Python.
 . "$top_srcdir/tests/python/common.sh"
+# several ranks share one GPU here: JAX must not take 75% of it per process
+XLA_PYTHON_CLIENT_PREALLOCATE=false
+export XLA_PYTHON_CLIENT_PREALLOCATE
 if ! "$PY" -c "import jax" >/dev/null 2>&1; then
   echo "SKIP: jax not installed (the GPU machine has it)"
   exit 77

@@ -1,6 +1,7 @@
 """test_torch_front.py DIR N - ferry.torch under mpirun (test_torch_front.sh
 runs it on 1 to 3 ranks).  Exits non-zero with a message on the first
-failed check."""
+failed check.  Batches in host memory (device="cpu", so that the checks
+read them with .numpy() on a GPU machine too); test_gpu.py is the GPU's."""
 import sys
 import warnings
 
@@ -18,7 +19,8 @@ d, n = sys.argv[1], int(sys.argv[2])
 X = np.load(d + "/x.npy")
 Y = np.load(d + "/y.npy")
 warnings.filterwarnings("ignore", "This DataLoader will create")
-OPTS = dict(batch_size=16, seed=3, chunk_samples=32, tail="partial")
+OPTS = dict(batch_size=16, seed=3, chunk_samples=32, tail="partial",
+            device="cpu")
 
 
 def check(cond, what):
@@ -100,7 +102,7 @@ dl2.dataset.close()
 
 # tail="pad": every rank the same full batches, the padding marked.
 with ft.Dataset(d, comm, batch_size=16, seed=3, chunk_samples=32,
-                tail="pad") as pds:
+                tail="pad", device="cpu") as pds:
     shapes = set()
     ids = []
     for b in pds:
@@ -148,7 +150,7 @@ torch.manual_seed(0)
 model = torch.nn.Linear(X.shape[1], int(Y.max()) + 1)
 opt = torch.optim.SGD(model.parameters(), lr=0.5)
 tr = ft.Dataset(d, comm, batch_size=32, seed=7, chunk_samples=32,
-                tail="drop_last")
+                tail="drop_last", device="cpu")
 losses = []
 for epoch in range(4):
     tr.set_epoch(epoch)
