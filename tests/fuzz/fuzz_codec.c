@@ -24,8 +24,8 @@
 #include <config.h>
 #endif
 
-#include "fuzz.h"
 #include "codecs/codec.h"
+#include "fuzz.h"
 
 #include <string.h>
 

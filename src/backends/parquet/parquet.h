@@ -336,5 +336,4 @@ int ferry__pq_split_apply(pq_rec *r, const pq_pages *pg, int64_t q);
 /* The bytes ferry__pq_split_apply allocates (its out-of-memory message). */
 size_t ferry__pq_split_bytes(const pq_rec *r, const pq_pages *pg, int64_t q);
 
-
 #endif /* FERRY_PARQUET_H */
