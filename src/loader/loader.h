@@ -16,7 +16,13 @@
  *   exchange.c    shuffle=global's exchange of a window's samples
  *                 (exchange.h)
  *   global_io.c   the I/O thread's loop for shuffle=global
+ *   slots.c       the ring's slots, and the spare slots held batches get
+ *   state.c       the checkpoint state (encode, decode, file) and the
+ *                 checkpoint signal (state.h; no MPI)
+ *   version.c     ferry_version, ferry_features, ferry_build_info
  *
+ * The dataset string becomes the manifest in the dataset layer
+ * (dataset/dataset.h): open.c asks it to scan on rank 0 and share.
  * ferry_open (collective): rank 0 scans the dataset and broadcasts the
  * manifest; every rank checks that it was given the same dataset and options.
  * ferry_set_epoch (collective): rank 0 draws the permutation and broadcasts
@@ -55,9 +61,10 @@
 #include "backends/backend.h"
 #include "backends/toolkit.h"
 #include "core/options.h"
-#include "core/state.h"
+#include "dataset/dataset.h"
 #include "gpu/gpu.h"
 #include "loader/exchange.h"
+#include "loader/state.h"
 #include "loader/weights.h"
 #include "plan/draw.h"
 #include "plan/global.h"

@@ -8,7 +8,7 @@
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #endif
 #include "config.h"
-#include "core/mix.h"
+#include "dataset/mix.h"
 #include "loader/loader.h"
 
 #include <limits.h>
@@ -286,7 +286,7 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
   if (rc && !err.msg[0])
     ferry__seterr(&err, rc, "%s", ferry__thread_error());
   /* the mix option names the dataset when none (or "mix") is given: the
-   * mix string is the dataset string from here on (core/mix.c) */
+   * mix string is the dataset string from here on (dataset/mix.c) */
   char *mix = NULL;
   if (!rc && ferry__mix_dataset(dataset, L->opts, &mix) < 0)
     rc = ferry__oom(&err, -1, ferry__mix_dataset_bytes(dataset, L->opts),

@@ -10,7 +10,7 @@
 #include <config.h>
 #endif
 
-#include "core/manifest.h"
+#include "dataset/dataset.h"
 #include "fuzz.h"
 
 #include <string.h>

@@ -19,6 +19,7 @@
 #endif
 
 #include "backends/backend.h"
+#include "dataset/dataset.h"
 
 #include <stdio.h>
 #include <stdlib.h>
