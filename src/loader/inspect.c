@@ -16,10 +16,6 @@
 /* ---- Inspection -----------------------------------------------------------
  */
 
-const char *ferry_last_error(const ferry_loader *L) {
-  return L ? L->errmsg : ferry__thread_error();
-}
-
 int ferry_num_vars(const ferry_loader *L) { return L ? L->m.nvars : 0; }
 
 int ferry_var_info_get(const ferry_loader *L, int i, ferry_var_info *out) {

@@ -3,7 +3,10 @@
  * state and the ring slots, shared by the loader's files (one per stage):
  *
  *   open.c        ferry_open / ferry_close
- *   epoch.c       ferry_set_epoch: plan, checks, memory budget, threads
+ *   epoch.c       ferry_set_epoch: plan, checks, threads
+ *   budget.c      the memory budget, at open and at each epoch
+ *   fail.c        ferry__loader_fail, ferry_last_error: where an error
+ *                 leaves the library
  *   pipeline.c    read-buffer pool, I/O thread, worker threads, the copy
  *                 of a batch to the device
  *   next.c        ferry_next / ferry_release and batch certification
@@ -351,7 +354,7 @@ int ferry__vote_early_finish(ferry_loader *L, ferry__vote_out *out,
 /* The error a collective call returns once L->peer_rc is set. */
 int ferry__peer_gone(ferry_loader *L, const char *call, ferry__err *err);
 
-/* open.c: the edge where an error leaves the library (loader message and
+/* fail.c: the edge where an error leaves the library (loader message and
  * thread error formatted with the rank). */
 int ferry__loader_fail(ferry_loader *L, const ferry__err *err);
 
@@ -417,6 +420,7 @@ int ferry__epoch_begin(ferry_loader *L, int64_t epoch,
                        int64_t index_base, int64_t samples_before);
 void ferry__plan_params_of(const ferry_loader *L, int64_t epoch,
                            ferry__plan_params *pp);
+/* budget.c */
 size_t ferry__cache_bound(const ferry_loader *L);
 /* The memory budget (L->budget): estimated at open (ep NULL), exact once
  * the epoch is planned. */

@@ -22,14 +22,6 @@
 
 static int check_global(ferry_loader *L, ferry__err *err);
 
-/* The edge where an error leaves the library: the loader's message (and
- * the thread's) is formatted here, rank included. */
-int ferry__loader_fail(ferry_loader *L, const ferry__err *err) {
-  ferry__err_text(err, L->errmsg, sizeof L->errmsg);
-  ferry__set_thread_error(L->errmsg);
-  return err->code;
-}
-
 /* ---- Open and close ------------------------------------------------------ */
 
 static void loader_free(ferry_loader *L) {
