@@ -82,7 +82,7 @@ static int share_manifest(ferry_loader *L, const char *dataset,
     } else
       rc = ferry__manifest_scan(dataset, L->opts->vars, L->opts, &L->m, err);
   }
-  /* every rank, rank 0 too, unpacks what rank 0 sends (manifest_share.c) */
+  /* every rank, rank 0 too, unpacks what rank 0 sends (dataset/share.c) */
   return ferry__manifest_share(L->comm, L->rank, rc, &L->m, dataset, err);
 }
 
