@@ -19,6 +19,7 @@
 #include "loader/weights.h"
 
 #include "backends/backend.h"
+#include "dataset/dataset.h"
 #include "util/agree.h"
 #include "util/dtype.h"
 

@@ -2,7 +2,7 @@
  * error.c - the small, stateless services every other file leans on: error
  * codes and their messages, the per-thread "last error" used by calls that
  * have no loader yet, dtype sizes and names.  (Version queries and the
- * build report are in version.c.)
+ * build report are in loader/version.c.)
  */
 #include "config.h"
 #include "util/util.h"

@@ -207,7 +207,7 @@ while IFS=$tab read -r store vars words; do
     why=
     test "$st" = 1 || why="status $st, not 1"
     test "$n" = 1 || why="$why; $n ferry messages, not 1"
-    # A selection error comes from the manifest (src/core/manifest.c), which
+    # A selection error comes from the scan (src/dataset/scan.c), which
     # names the variable, not the store.
     test "$vars" != - || grep -F "$store" "$tmp/bad.$np.err" >/dev/null ||
       why="$why; the message does not name $store"
