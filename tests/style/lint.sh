@@ -26,7 +26,7 @@ have HAVE_HDF5 || skip="$skip src/backends/hdf5.c src/backends/hdf5_describe.c"
 have HAVE_NETCDF || skip="$skip src/backends/zarr/netcdf.c src/plugins/nczplugin.c"
 have HAVE_CUDA || skip="$skip src/gpu/cuda.c src/gpu/cudalib.c"
 have HAVE_CUDA && skip="$skip src/gpu/nocuda.c"
-[ -n "$(mkvar PYTHON_CPPFLAGS)" ] || skip="$skip python/ferry/_ferry.c"
+[ -n "$(mkvar PYTHON_CPPFLAGS)" ] || skip="$skip python/ferry/_ferry.c python/ferry/_ferry_array.c python/ferry/_ferry_batch.c python/ferry/_ferry_loader.c"
 sel=""
 for f in $files; do
   case " $skip " in *" $f "*) continue ;; esac
