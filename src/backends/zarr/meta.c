@@ -4,9 +4,10 @@
  * reading a small metadata file as JSON (bounded, never from a FIFO), and
  * parsing a v2 .zarray (dtype, fill value, codecs; everything ferry cannot
  * serve is refused here, with FERRY_ENOTSUP naming array, reason and fix,
- * before any reader sees the store).  ferry__zarr_parse_zarray reads an
- * array's metadata, v2 here or v3 (v3.c).  The walk of a store's groups is
- * store.c, describe describe.c.  It needs jansson only, never netCDF-C.
+ * before any reader sees the store).  v3's zarr.json is v3.c; reading an
+ * array's metadata from its directory, either version, and the walk of a
+ * store's groups are store.c, describe describe.c.  It needs jansson only,
+ * never netCDF-C.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -454,53 +455,5 @@ int ferry__zarr_parse_zarray_text(const char *text, size_t len,
     return err ? err->code : FERRY_EFORMAT;
   int rc = zarray_fields(j, path, label, z, err);
   json_decref(j);
-  return rc;
-}
-
-/* A v2 array without dimension_separator whose chunks are nested
- * directories (zarr-python's NestedDirectoryStore, fixture/nested_legacy):
- * the first chunk key is a directory, not a file.  Its chunks are read with
- * '/' rather than served as fill values. */
-static void detect_nested(const char *adir, const char *text, zmeta *z) {
-  if (z->sep != '.' || z->ndim < 2 || strstr(text, "dimension_separator"))
-    return;
-  int64_t idx[Z_MAX_DIMS] = {0};
-  char *first = ferry__zarr_chunk_path(adir, z, idx);
-  struct stat st;
-  if (first && stat(first, &st) != 0) {
-    char *dir = ferry__join_path(adir, "0");
-    if (dir && stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
-      z->sep = '/';
-      z->nested_legacy = 1;
-    }
-    free(dir);
-  }
-  free(first);
-}
-
-/* Parse ARRAYDIR/.zarray (or ARRAYDIR/zarr.json, Zarr v3) into z.  Errors
- * name the store and the array. */
-int ferry__zarr_parse_zarray(const char *adir, const char *label, zmeta *z,
-                             ferry__err *err) {
-  int v3 = !ferry__zarr_exists_in(adir, ".zarray", 0) &&
-           ferry__zarr_exists_in(adir, "zarr.json", 0);
-  char *path = ferry__join_path(adir, v3 ? "zarr.json" : ".zarray");
-  memset(z, 0, sizeof *z);
-  if (!path)
-    return ferry__oom(err, -1, strlen(adir) + 11,
-                      "the metadata path of array %s (%s)", label, adir);
-  size_t len = 0;
-  char *text =
-      ferry__zarr_read_meta(path,
-                            "the array has no .zarray (v2) nor zarr.json (v3) "
-                            "(not written completely, or not a Zarr array)",
-                            &len, err);
-  int rc = !text ? (err ? err->code : FERRY_EFORMAT)
-           : v3  ? ferry__zarr_parse_v3_text(text, len, path, label, z, err)
-                : ferry__zarr_parse_zarray_text(text, len, path, label, z, err);
-  if (rc == 0 && !v3)
-    detect_nested(adir, text, z);
-  free(text);
-  free(path);
   return rc;
 }

@@ -1,10 +1,11 @@
 /*
  * store.c - the layout of a Zarr store on disk: whether a metadata file
  * exists, the store's directory, an array's directory and chunk file
- * paths, and the walk of a store's groups (v2 .zgroup trees, v3 zarr.json
- * trees, consolidated metadata) that lists its arrays with their parsed
- * metadata for describe (describe.c).  Rank 0, but for the chunk paths the
- * readers use.
+ * paths, an array's metadata read from its directory (.zarray parsed by
+ * meta.c, zarr.json by v3.c), and the walk of a store's groups (v2 .zgroup
+ * trees, v3 zarr.json trees, consolidated metadata) that lists its arrays with
+ * their parsed metadata for describe (describe.c).  Rank 0, but for the chunk
+ * paths the readers use.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -439,4 +440,52 @@ size_t ferry__zarr_chunk_path_bytes(const char *adir, const zmeta *z,
 char *ferry__zarr_array_dir(const char *store, const char *name,
                             int root_array) {
   return root_array ? strdup(store) : ferry__join_path(store, name);
+}
+
+/* A v2 array without dimension_separator whose chunks are nested
+ * directories (zarr-python's NestedDirectoryStore, fixture/nested_legacy):
+ * the first chunk key is a directory, not a file.  Its chunks are read with
+ * '/' rather than served as fill values. */
+static void detect_nested(const char *adir, const char *text, zmeta *z) {
+  if (z->sep != '.' || z->ndim < 2 || strstr(text, "dimension_separator"))
+    return;
+  int64_t idx[Z_MAX_DIMS] = {0};
+  char *first = ferry__zarr_chunk_path(adir, z, idx);
+  struct stat st;
+  if (first && stat(first, &st) != 0) {
+    char *dir = ferry__join_path(adir, "0");
+    if (dir && stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+      z->sep = '/';
+      z->nested_legacy = 1;
+    }
+    free(dir);
+  }
+  free(first);
+}
+
+/* Parse ARRAYDIR/.zarray (or ARRAYDIR/zarr.json, Zarr v3) into z.  Errors
+ * name the store and the array. */
+int ferry__zarr_parse_zarray(const char *adir, const char *label, zmeta *z,
+                             ferry__err *err) {
+  int v3 = !ferry__zarr_exists_in(adir, ".zarray", 0) &&
+           ferry__zarr_exists_in(adir, "zarr.json", 0);
+  char *path = ferry__join_path(adir, v3 ? "zarr.json" : ".zarray");
+  memset(z, 0, sizeof *z);
+  if (!path)
+    return ferry__oom(err, -1, strlen(adir) + 11,
+                      "the metadata path of array %s (%s)", label, adir);
+  size_t len = 0;
+  char *text =
+      ferry__zarr_read_meta(path,
+                            "the array has no .zarray (v2) nor zarr.json (v3) "
+                            "(not written completely, or not a Zarr array)",
+                            &len, err);
+  int rc = !text ? (err ? err->code : FERRY_EFORMAT)
+           : v3  ? ferry__zarr_parse_v3_text(text, len, path, label, z, err)
+                : ferry__zarr_parse_zarray_text(text, len, path, label, z, err);
+  if (rc == 0 && !v3)
+    detect_nested(adir, text, z);
+  free(text);
+  free(path);
+  return rc;
 }

@@ -3,7 +3,8 @@
  * its files share (an array's .zarray, the record, the per-loader I/O
  * state) and the functions one file offers the others.  meta.c reads the
  * metadata files and parses v2 .zarray, v3.c v3 zarr.json, store.c walks
- * a store's layout and names its chunk files, describe.c describes a store
+ * a store's layout, names its chunk files and reads an array's metadata
+ * from its directory, describe.c describes a store
  * (rank 0; meta.h is shared by those four), bounds.c judges the sizes
  * derived from the metadata, native.c is ferry's own chunk reader, netcdf.c the
  * NCZarr reader (built with netCDF-C only), zarr.c the vtable: probe and
@@ -87,7 +88,9 @@ int ferry__zarr_rec_get(const ferry__manifest *m, const ferry__part *pt, int v,
                         int rank, int *reader, uint64_t *hash, ferry__err *err);
 
 /* ---- Metadata: meta.c (v2 .zarray), v3.c (zarr.json), store.c (layout,
- * chunk paths), describe.c (the vtable's describe) ------------------------ */
+ * chunk paths, an array's metadata from its directory), describe.c (the
+ * vtable's describe).  Calls run describe.c -> store.c -> v3.c -> meta.c,
+ * never back. --------------------------------------------------------- */
 
 /** Parse ADIR/.zarray into z; errors name label (the array). */
 int ferry__zarr_parse_zarray(const char *adir, const char *label, zmeta *z,
