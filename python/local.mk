@@ -20,7 +20,11 @@ ferrypyexecdir = $(pyexecdir)/ferry
 # refuses for a module linked against an uninstalled libferry.la) and
 # DESTDIR both work.
 noinst_LTLIBRARIES += python/ferry/_ferry.la
-python_ferry__ferry_la_SOURCES = python/ferry/_ferry.c
+# LIST: the extension's sources, compiled into the one module _ferry (also
+# in python/setup.py and tests/gpu/device.sh's build_ext).
+python_ferry__ferry_la_SOURCES = python/ferry/_ferry.h python/ferry/_ferry.c \
+	python/ferry/_ferry_array.c python/ferry/_ferry_batch.c \
+	python/ferry/_ferry_loader.c
 python_ferry__ferry_la_CPPFLAGS = -I$(top_srcdir)/include $(PYTHON_CPPFLAGS)
 python_ferry__ferry_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared \
 	-rpath '$(ferrypyexecdir)'
@@ -44,7 +48,8 @@ install-exec-hook:
 	$(MKDIR_P) '$(DESTDIR)$(ferrypyexecdir)'
 	$(CCLD) $(AM_CFLAGS) $(CFLAGS) $(LDFLAGS) -shared \
 	  -o '$(DESTDIR)$(ferrypyexecdir)/_ferry$(PYTHON_EXT_SUFFIX)' \
-	  python/ferry/.libs/_ferry_la-_ferry.o -L'$(DESTDIR)$(libdir)' -lferry \
+	  $(python_ferry__ferry_la_OBJECTS:python/ferry/%.lo=python/ferry/.libs/%.o) \
+	  -L'$(DESTDIR)$(libdir)' -lferry \
 	  -Wl,-rpath,'$(libdir)' $(PTHREAD_LIBS)
 endif
 

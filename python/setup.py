@@ -52,7 +52,13 @@ setup(
     ext_modules=[
         Extension(
             "ferry._ferry",
-            sources=["ferry/_ferry.c"],
+            sources=[
+                "ferry/_ferry.c",
+                "ferry/_ferry_array.c",
+                "ferry/_ferry_batch.c",
+                "ferry/_ferry_loader.c",
+            ],
+            depends=["ferry/_ferry.h"],
             include_dirs=include_dirs,
             library_dirs=library_dirs,
             runtime_library_dirs=library_dirs,

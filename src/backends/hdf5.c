@@ -12,7 +12,8 @@
  * FERRY_ENOTSUP when rank 0 describes the file.  The empty datasets by which
  * netCDF-4 records a dimension that has no coordinate variable are skipped.
  *
- * Rank 0 describes with a serial H5Fopen; the loader's I/O thread then reads
+ * Rank 0 describes with a serial H5Fopen (hdf5_describe.c; hdf5.h holds
+ * what the two files share); the loader's I/O thread then reads
  * hyperslabs through the MPI-IO driver, independently (MPI_COMM_SELF) or
  * collectively over the loader's communicator (collective metadata reads,
  * H5FD_MPIO_COLLECTIVE transfers, and an empty selection when a rank has no
@@ -44,8 +45,7 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 
-#include "backends/backend.h"
-#include "backends/toolkit.h"
+#include "backends/hdf5.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -86,11 +86,6 @@ static int h5_probe(const char *path) {
 
 /* ---- The process-wide HDF5 mutex -------------------------------------- */
 
-/* The toolkit's library lock (backends/toolkit.c), shared with netCDF-C's
- * callers.  A local section: no call inside waits for another process. */
-static void h5_lock(void) { ferry__lib_lock(); }
-static void h5_unlock(void) { ferry__lib_unlock(); }
-
 /* A collective section over comm: every rank of comm holds its process's
  * mutex when this returns 0.  A rank never blocks on the mutex (trylock),
  * so a rank holding it while it waits in the agreement is waiting only for
@@ -105,13 +100,13 @@ static int h5_lock_all(MPI_Comm comm, int rank, const void *who) {
     int mine = ferry__lib_trylock(), all = 0;
     if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
       if (mine)
-        h5_unlock();
+        ferry__h5_unlock();
       return FERRY_EMPI;
     }
     if (all)
       return 0;
     if (mine)
-      h5_unlock();
+      ferry__h5_unlock();
     /* xorshift: a pause of 0 to about 2^min(attempt, 10) * 20 us */
     x ^= x << 13;
     x ^= x >> 7;
@@ -125,13 +120,13 @@ static int h5_lock_all(MPI_Comm comm, int rank, const void *who) {
 
 /* ---- Types ------------------------------------------------------------ */
 
-static void quiet_errors(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
+void ferry__h5_quiet_errors(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
 
 /* HDF5's own reason for the last failure, from its error stack (printing
- * is off: quiet_errors): the innermost few descriptions, innermost first,
- * e.g. "filter returned failure during read; ... can't read data"
- * (issue 11: a corrupted gzip chunk, a fletcher32 mismatch and a missing
- * external file all said only "H5Dread failed"). */
+ * is off: ferry__h5_quiet_errors): the innermost few descriptions, innermost
+ * first, e.g. "filter returned failure during read; ... can't read data" (issue
+ * 11: a corrupted gzip chunk, a fletcher32 mismatch and a missing external file
+ * all said only "H5Dread failed"). */
 typedef struct h5_why {
   char *buf;
   size_t len, used;
@@ -152,7 +147,7 @@ static herr_t why_cb(unsigned n, const H5E_error2_t *e, void *data) {
 }
 
 /* ": HDF5 says: REASON" (or "" when the stack is empty), into buf. */
-static const char *h5_reason(char *buf, size_t len) {
+const char *ferry__h5_reason(char *buf, size_t len) {
   char inner[400] = "";
   h5_why w = {inner, sizeof inner, 0, 0};
   buf[0] = '\0';
@@ -160,79 +155,6 @@ static const char *h5_reason(char *buf, size_t len) {
     snprintf(buf, len, ": HDF5 says: %s", inner);
   H5Eclear2(H5E_DEFAULT);
   return buf;
-}
-
-/* A 2-member enum of 1 byte, FALSE = 0 and TRUE = 1: h5py's bool. */
-static int is_h5py_bool(hid_t t) {
-  int ok = 0;
-  if (H5Tget_class(t) != H5T_ENUM || H5Tget_size(t) != 1 ||
-      H5Tget_nmembers(t) != 2)
-    return 0;
-  for (unsigned i = 0; i < 2; i++) {
-    char *name = H5Tget_member_name(t, i);
-    signed char v = -1;
-    if (name && H5Tget_member_value(t, i, &v) >= 0)
-      ok += (v == 0 && strcmp(name, "FALSE") == 0) ||
-            (v == 1 && strcmp(name, "TRUE") == 0);
-    H5free_memory(name);
-  }
-  return ok == 2;
-}
-
-/* An IEEE half: 1 sign, 5 exponent, 10 mantissa bits. */
-static int is_ieee_half(hid_t t) {
-  size_t spos, epos, esize, mpos, msize;
-  if (H5Tget_fields(t, &spos, &epos, &esize, &mpos, &msize) < 0)
-    return 0;
-  return spos == 15 && epos == 10 && esize == 5 && mpos == 0 && msize == 10 &&
-         H5Tget_ebias(t) == 15;
-}
-
-/* ferry dtype of an HDF5 file type; 0, or -1 with why set. */
-static int dtype_of(hid_t t, ferry_dtype *out, const char **why) {
-  size_t size = H5Tget_size(t);
-  switch (H5Tget_class(t)) {
-  case H5T_INTEGER: {
-    int sgn = H5Tget_sign(t) == H5T_SGN_2;
-    switch (size) {
-    case 1: *out = sgn ? FERRY_INT8 : FERRY_UINT8; return 0;
-    case 2: *out = sgn ? FERRY_INT16 : FERRY_UINT16; return 0;
-    case 4: *out = sgn ? FERRY_INT32 : FERRY_UINT32; return 0;
-    case 8: *out = sgn ? FERRY_INT64 : FERRY_UINT64; return 0;
-    default: *why = "an integer of unusual width"; return -1;
-    }
-  }
-  case H5T_FLOAT:
-    if (size == 4) {
-      *out = FERRY_FLOAT32;
-      return 0;
-    }
-    if (size == 8) {
-      *out = FERRY_FLOAT64;
-      return 0;
-    }
-    if (size == 2 && is_ieee_half(t)) {
-      *out = FERRY_FLOAT16;
-      return 0;
-    }
-    *why = "a floating-point type other than IEEE float16/32/64";
-    return -1;
-  case H5T_ENUM:
-    if (is_h5py_bool(t)) {
-      *out = FERRY_BOOL;
-      return 0;
-    }
-    *why = "an enum type (only h5py's bool enum is read)";
-    return -1;
-  case H5T_COMPOUND: *why = "a compound type"; return -1;
-  case H5T_STRING: *why = "a string type"; return -1;
-  case H5T_VLEN: *why = "a variable-length type"; return -1;
-  case H5T_REFERENCE: *why = "a reference type"; return -1;
-  case H5T_ARRAY: *why = "an array type"; return -1;
-  case H5T_OPAQUE: *why = "an opaque type"; return -1;
-  case H5T_BITFIELD: *why = "a bitfield type"; return -1;
-  default: *why = "an unknown type"; return -1;
-  }
 }
 
 /* The memory type H5Dread converts to (caller closes): the native type of
@@ -261,417 +183,6 @@ static hid_t mem_type_of(ferry_dtype dt, hid_t ftype) {
     return t;
   default: return -1;
   }
-}
-
-/* ---- Describe (rank 0) ------------------------------------------------ */
-
-typedef struct h5_dset {
-  char *name; /* path without the leading '/' */
-  int ndims;
-  hsize_t dims[H5S_MAX_RANK];
-  ferry_dtype dtype;
-  const char *why;  /* unsupported type: why, else NULL */
-  int dim_only;     /* a netCDF-4 dimension, not a variable */
-  char filter[128]; /* missing filter plugin, else ""  */
-  int chunked;
-  hsize_t chunk[H5S_MAX_RANK]; /* storage chunk shape when chunked */
-  int nfilters;
-  char filters[192]; /* "shuffle+gzip(1)", "" when none */
-  hsize_t stored;    /* bytes on disk (H5Dget_storage_size) */
-} h5_dset;
-
-typedef struct h5_visit {
-  h5_dset *v;
-  int n, cap;
-  size_t oom; /* the bytes that could not be had; 0: none */
-} h5_visit;
-
-/* netCDF-4 stores a dimension without a coordinate variable as an empty
- * dimension-scale dataset whose NAME attribute starts with this text; it is
- * not data and must not become a variable. */
-#define NC_DIM_ONLY "This is a netCDF dimension but not a netCDF variable"
-
-static int is_nc_dim_only(hid_t d) {
-  int yes = 0;
-  if (H5Aexists(d, "NAME") <= 0)
-    return 0;
-  hid_t a = H5Aopen(d, "NAME", H5P_DEFAULT);
-  hid_t t = a >= 0 ? H5Aget_type(a) : -1, mt = -1;
-  size_t n = t >= 0 ? H5Tget_size(t) : 0;
-  if (t >= 0 && H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t) == 0 &&
-      n > 0 && n < 4096 && (mt = H5Tcopy(H5T_C_S1)) >= 0 &&
-      H5Tset_size(mt, n + 1) >= 0) {
-    char *buf = calloc(1, n + 1);
-    if (buf && H5Aread(a, mt, buf) >= 0)
-      yes = strncmp(buf, NC_DIM_ONLY, strlen(NC_DIM_ONLY)) == 0;
-    free(buf);
-  }
-  if (mt >= 0)
-    H5Tclose(mt);
-  if (t >= 0)
-    H5Tclose(t);
-  if (a >= 0)
-    H5Aclose(a);
-  return yes;
-}
-
-/* Inspect one dataset: shape, type, filters. */
-static void inspect(hid_t d, h5_dset *out) {
-  hid_t s = H5Dget_space(d), t = H5Dget_type(d), pl = H5Dget_create_plist(d);
-  out->dim_only = is_nc_dim_only(d);
-  out->ndims = s >= 0 ? H5Sget_simple_extent_ndims(s) : -1;
-  if (out->ndims > H5S_MAX_RANK || out->ndims < 0 ||
-      H5Sget_simple_extent_dims(s, out->dims, NULL) < 0)
-    out->ndims = -1;
-  if (t < 0 || dtype_of(t, &out->dtype, &out->why) < 0)
-    out->why = out->why ? out->why : "an unreadable type";
-  out->chunked = pl >= 0 && H5Pget_layout(pl) == H5D_CHUNKED &&
-                 out->ndims >= 1 &&
-                 H5Pget_chunk(pl, H5S_MAX_RANK, out->chunk) == out->ndims;
-  out->stored = H5Dget_storage_size(d);
-  int nf = pl >= 0 ? H5Pget_nfilters(pl) : 0;
-  out->nfilters = nf > 0 ? nf : 0;
-  for (int i = 0; i < nf; i++) {
-    unsigned flags = 0, cd[16];
-    size_t ncd = 16, len = strlen(out->filters);
-    char fname[64] = "";
-    H5Z_filter_t id = H5Pget_filter2(pl, (unsigned)i, &flags, &ncd, cd,
-                                     sizeof fname, fname, NULL);
-    if (!out->filter[0] && (id < 0 || H5Zfilter_avail(id) <= 0))
-      snprintf(out->filter, sizeof out->filter, "%d%s%s%s", (int)id,
-               fname[0] ? " (" : "", fname, fname[0] ? ")" : "");
-    const char *sep = len ? "+" : "";
-    char *at = out->filters + len;
-    size_t room = sizeof out->filters - len;
-    if (id == H5Z_FILTER_DEFLATE && ncd >= 1)
-      snprintf(at, room, "%sgzip(%u)", sep, cd[0]);
-    else if (id == H5Z_FILTER_SHUFFLE)
-      snprintf(at, room, "%sshuffle", sep);
-    else if (id == H5Z_FILTER_FLETCHER32)
-      snprintf(at, room, "%sfletcher32", sep);
-    else
-      snprintf(at, room, "%sfilter %d%s%s%s", sep, (int)id,
-               fname[0] ? " (" : "", fname, fname[0] ? ")" : "");
-  }
-  if (pl >= 0)
-    H5Pclose(pl);
-  if (t >= 0)
-    H5Tclose(t);
-  if (s >= 0)
-    H5Sclose(s);
-}
-
-#if H5_VERSION_GE(1, 12, 0)
-typedef H5L_info2_t h5_link_info;
-#else
-typedef H5L_info_t h5_link_info;
-#endif
-
-static herr_t visit_cb(hid_t g, const char *name, const h5_link_info *info,
-                       void *data) {
-  h5_visit *vis = data;
-  if (info->type != H5L_TYPE_HARD)
-    return 0;
-  hid_t o = H5Oopen(g, name, H5P_DEFAULT);
-  if (o < 0)
-    return 0;
-  if (H5Iget_type(o) == H5I_DATASET) {
-    if (vis->n == vis->cap) {
-      int ncap = vis->cap ? 2 * vis->cap : 16;
-      h5_dset *nv = realloc(vis->v, (size_t)ncap * sizeof *nv);
-      if (!nv) {
-        vis->oom = (size_t)ncap * sizeof *nv;
-        H5Oclose(o);
-        return 1;
-      }
-      vis->v = nv;
-      vis->cap = ncap;
-    }
-    h5_dset *ds = &vis->v[vis->n];
-    memset(ds, 0, sizeof *ds);
-    if (!(ds->name = strdup(name))) {
-      vis->oom = strlen(name) + 1;
-      H5Oclose(o);
-      return 1;
-    }
-    vis->n++;
-    inspect(o, ds);
-  }
-  H5Oclose(o);
-  return 0;
-}
-
-/* Storage chunks a filtered dataset's cache holds: a read that ends inside
- * a storage chunk and the next read that starts in it decode it once, and
- * a plan chunk aligned on storage chunks (the auto rule) never needs more
- * than one. */
-#define H5_CACHE_CHUNKS 4
-
-/* Fill v's storage fields from ds: the chunk rows the plan aligns on, the
- * decode cache (none when unfiltered: see open_dataset), and ferry info's
- * description.  Returns 0, or the bytes it could not have (out of memory). */
-static size_t layout(const h5_dset *ds, ferry__var *v, const char *path) {
-  char buf[320];
-  (void)path;
-  v->chunk_rows = ds->chunked ? (int64_t)ds->chunk[0] : 0;
-  v->cache_bytes = 0;
-  size_t chunk_bytes = ferry_dtype_size(v->dtype);
-  size_t n = 0;
-  if (ds->chunked) {
-    n += (size_t)snprintf(buf, sizeof buf, "chunks (");
-    for (int j = 0; j < ds->ndims && n < sizeof buf; j++) {
-      chunk_bytes *= (size_t)ds->chunk[j];
-      n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%llu", j ? ", " : "",
-                            (unsigned long long)ds->chunk[j]);
-    }
-    if (n < sizeof buf)
-      n += (size_t)snprintf(buf + n, sizeof buf - n, ")");
-    if (ds->nfilters > 0)
-      v->cache_bytes = H5_CACHE_CHUNKS * chunk_bytes;
-  } else {
-    n += (size_t)snprintf(buf, sizeof buf, "contiguous");
-  }
-  if (n < sizeof buf && ds->nfilters > 0) {
-    double logical = (double)v->row_bytes * (double)ds->dims[0];
-    n += (size_t)snprintf(buf + n, sizeof buf - n, ", %s", ds->filters);
-    if (ds->stored > 0 && n < sizeof buf)
-      n += (size_t)snprintf(buf + n, sizeof buf - n, ", ratio %.2f:1",
-                            logical / (double)ds->stored);
-  }
-  if (n < sizeof buf && ds->chunked &&
-      chunk_bytes / ds->chunk[0] != (size_t)v->row_bytes)
-    snprintf(buf + n, sizeof buf - n,
-             "; chunked across rows too: a read "
-             "of whole rows touches %llu chunks per row block",
-             (unsigned long long)(v->row_bytes / (chunk_bytes / ds->chunk[0])));
-  free(v->storage);
-  return (v->storage = strdup(buf)) ? 0 : strlen(buf) + 1;
-}
-
-/* With vars, the sample dimension is the first named servable dataset's
- * first dimension (issue 11: a named dataset that is not the longest could
- * never be loaded); 0 when no named dataset can be served: the default
- * selection then stands, and the manifest's selection says which name is
- * not there and why (the notes). */
-static hsize_t named_rows(const h5_visit *vis, const char *named) {
-  size_t len;
-  for (const char *p = named, *s; (s = ferry__next_name(&p, &len)) != NULL;)
-    for (int i = 0; i < vis->n; i++) {
-      const h5_dset *ds = &vis->v[i];
-      if (strlen(ds->name) == len && strncmp(s, ds->name, len) == 0 &&
-          !ds->dim_only && ds->ndims >= 1 && !ds->why)
-        return ds->dims[0];
-    }
-  return 0;
-}
-
-/* The selection: the datasets named by vars (select, then validate: an
- * unnamed dataset never makes the open fail), or by default the datasets
- * along the longest first dimension
- * that ferry can read.  The others are marked (ndims -1) and listed with
- * the reason in out->notes, which ferry info prints and a `vars` naming a
- * skipped dataset gets in its error.  Returns the number chosen (> 0) or a
- * negative code. */
-/* The other groups of datasets that could be served together (issue 11):
- * servable datasets not of the sample dimension, grouped by their first
- * dimension, as "; other selections: vars=a,b (300 rows); ...". */
-static void h5_other_groups(const h5_visit *vis, hsize_t longest, char *buf,
-                            size_t cap) {
-  for (int i = 0; i < vis->n; i++) {
-    const h5_dset *a = &vis->v[i];
-    if (a->dim_only || a->ndims < 1 || a->why || a->dims[0] == longest)
-      continue;
-    int first = 1; /* the first dataset of its length: one group */
-    for (int k = 0; k < i && first; k++) {
-      const h5_dset *b = &vis->v[k];
-      first = !(!b->dim_only && b->ndims >= 1 && !b->why &&
-                b->dims[0] == a->dims[0]);
-    }
-    if (!first)
-      continue;
-    size_t n = strlen(buf);
-    snprintf(buf + n, cap - n, "%svars=", n ? "; " : "; other selections: ");
-    for (int k = i, sep = 0; k < vis->n; k++) {
-      const h5_dset *b = &vis->v[k];
-      if (b->dim_only || b->ndims < 1 || b->why || b->dims[0] != a->dims[0])
-        continue;
-      n = strlen(buf);
-      snprintf(buf + n, cap - n, "%s%s", sep++ ? "," : "", b->name);
-    }
-    n = strlen(buf);
-    snprintf(buf + n, cap - n, " (%llu rows)", (unsigned long long)a->dims[0]);
-  }
-}
-
-static int h5_select(const char *path, h5_visit *vis, hsize_t longest,
-                     const char *named, ferry__part_desc *out,
-                     ferry__err *err) {
-  char chosen[512] = "", skipped[1536] = "", others[1024] = "";
-  int nsel = 0;
-  h5_other_groups(vis, longest, others, sizeof others);
-  for (int i = 0; i < vis->n; i++) {
-    h5_dset *ds = &vis->v[i];
-    char why[200] = "";
-    if (named && !ferry__name_listed(named, ds->name))
-      snprintf(why, sizeof why, "not named in vars");
-    else if (ds->dim_only)
-      snprintf(why, sizeof why, "a netCDF dimension without data");
-    else if (ds->ndims < 1)
-      snprintf(why, sizeof why, "a scalar, no sample dimension");
-    else if (ds->why)
-      snprintf(why, sizeof why,
-               "%s, which ferry cannot read (integers, "
-               "float16/32/64 and h5py bools only)",
-               ds->why);
-    else if (ds->dims[0] != longest)
-      snprintf(why, sizeof why,
-               "%llu rows where the sample dimension has "
-               "%llu",
-               (unsigned long long)ds->dims[0], (unsigned long long)longest);
-    if (why[0]) {
-      size_t n = strlen(skipped);
-      snprintf(skipped + n, sizeof skipped - n, "%s/%s (%s)", n ? "; " : "",
-               ds->name, why);
-      ds->ndims = -1; /* not a variable */
-      continue;
-    }
-    if (ds->filter[0])
-      return ferry__seterr(err, FERRY_ENOTSUP,
-                           "%s: dataset /%s is compressed with filter %s, "
-                           "whose plugin is not available: set "
-                           "HDF5_PLUGIN_PATH or install hdf5-filter-plugin",
-                           path, ds->name, ds->filter);
-    if (ds->ndims - 1 > FERRY_MAX_DIMS)
-      return ferry__seterr(err, FERRY_ENOTSUP,
-                           "%s: dataset /%s has %d dimensions; ferry reads at "
-                           "most %d after the sample dimension",
-                           path, ds->name, ds->ndims, FERRY_MAX_DIMS);
-    size_t n = strlen(chosen);
-    snprintf(chosen + n, sizeof chosen - n, "%s%s", n ? ", " : "", ds->name);
-    nsel++;
-  }
-  if (nsel == 0)
-    return ferry__seterr(err, FERRY_EEMPTY,
-                         "%s: the HDF5 file holds no dataset ferry can serve "
-                         "(skipped: %s)",
-                         path, skipped[0] ? skipped : "nothing, it is empty");
-  size_t len = strlen(chosen) + strlen(skipped) + strlen(others) + 64;
-  if (!(out->notes = malloc(len)))
-    return ferry__oom(err, -1, len, "the selection notes of %s", path);
-  snprintf(out->notes, len, "chose %s (%llu rows); skipped %s%s", chosen,
-           (unsigned long long)longest, skipped[0] ? skipped : "nothing",
-           others);
-  return nsel;
-}
-
-/* The chosen datasets (ndims >= 1) as the part's variables. */
-static int h5_fill(const char *path, h5_visit *vis, int nsel, hsize_t longest,
-                   int64_t file_size, ferry__part_desc *out, ferry__err *err) {
-  out->vars = calloc((size_t)nsel, sizeof *out->vars);
-  out->paths = calloc((size_t)nsel, sizeof *out->paths);
-  out->data_offset = calloc((size_t)nsel, sizeof *out->data_offset);
-  out->file_size = calloc((size_t)nsel, sizeof *out->file_size);
-  if (!out->vars || !out->paths || !out->data_offset || !out->file_size)
-    return ferry__oom(err, -1,
-                      (size_t)nsel *
-                          (sizeof *out->vars + sizeof *out->paths +
-                           sizeof *out->data_offset + sizeof *out->file_size),
-                      "the description of %d datasets of %s", nsel, path);
-  out->nvars = nsel;
-  out->num_samples = (int64_t)longest;
-  for (int i = 0, k = 0; i < vis->n; i++) {
-    h5_dset *ds = &vis->v[i];
-    if (ds->ndims < 1)
-      continue;
-    ferry__var *v = &out->vars[k];
-    v->name = ds->name;
-    ds->name = NULL;
-    v->dtype = ds->dtype;
-    v->swapped = 0;
-    v->row_ndim = ds->ndims - 1;
-    v->row_bytes = ferry_dtype_size(ds->dtype);
-    for (int j = 1; j < ds->ndims; j++) {
-      v->row_shape[j - 1] = (int64_t)ds->dims[j];
-      v->row_bytes *= (size_t)ds->dims[j];
-    }
-    out->file_size[k] = file_size;
-    size_t want = layout(ds, v, path);
-    if (!want && !(out->paths[k] = strdup(path)))
-      want = strlen(path) + 1;
-    if (want)
-      return ferry__oom(err, -1, want, "the description of dataset /%s of %s",
-                        v->name, path);
-    k++;
-  }
-  return 0;
-}
-
-static int describe_locked(const char *path, const ferry_options *opts,
-                           ferry__part_desc *out, ferry__err *err) {
-  /* The loader's vars: what is selected is validated, nothing else. */
-  char named[1024] = "";
-  if (opts && ferry_options_get(opts, "vars", named, sizeof named) != 0)
-    named[0] = '\0';
-  h5_visit vis = {0};
-  hid_t f = -1;
-  int rc = 0;
-  hsize_t longest = 0;
-  struct stat st;
-  memset(out, 0, sizeof *out);
-  quiet_errors();
-  if (stat(path, &st) != 0)
-    return ferry__seterr(err, errno == ENOENT ? FERRY_ENOENT : FERRY_EIO,
-                         "%s: %s", path, strerror(errno));
-  if ((f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT)) < 0) {
-    /* HDF5's own reason (a file left open for writing by a crashed writer,
-     * a truncated superblock, ...), not a guess */
-    char why[512];
-    h5_reason(why, sizeof why);
-    return ferry__seterr(err, FERRY_EFORMAT, "%s: HDF5 cannot open the file%s",
-                         path, why[0] ? why : " (truncated or corrupt?)");
-  }
-  if (H5Lvisit(f, H5_INDEX_NAME, H5_ITER_INC, visit_cb, &vis) < 0 || vis.oom) {
-    rc = vis.oom
-             ? ferry__oom(err, -1, vis.oom, "the list of datasets of %s", path)
-             : ferry__seterr(err, FERRY_EFORMAT,
-                             "%s: cannot list the file's datasets "
-                             "(truncated or corrupt?)",
-                             path);
-    goto cleanup;
-  }
-  /* The sample dimension is the longest first dimension of the datasets
-   * ferry can serve (a compound dataset that ferry skips must not make
-   * the numeric ones unreachable); of all, when none can be served, so the
-   * message lists them. */
-  for (int pass = 0; pass < 2 && longest == 0; pass++)
-    for (int i = 0; i < vis.n; i++)
-      if (!vis.v[i].dim_only && vis.v[i].ndims >= 1 &&
-          (pass == 1 || !vis.v[i].why) && vis.v[i].dims[0] > longest)
-        longest = vis.v[i].dims[0];
-  hsize_t rows = named[0] ? named_rows(&vis, named) : 0;
-  if (rows > 0)
-    longest = rows;
-  rc = h5_select(path, &vis, longest, rows > 0 ? named : NULL, out, err);
-  if (rc > 0)
-    rc = h5_fill(path, &vis, rc, longest, (int64_t)st.st_size, out, err);
-cleanup:
-  for (int i = 0; i < vis.n; i++)
-    free(vis.v[i].name);
-  free(vis.v);
-  if (f >= 0)
-    H5Fclose(f);
-  if (rc < 0)
-    ferry__part_desc_free(out);
-  return rc;
-}
-
-/* Rank 0, serial H5Fopen: a local section. */
-static int h5_describe(const char *path, const ferry_options *opts,
-                       ferry__part_desc *out, ferry__err *err) {
-  h5_lock();
-  int rc = describe_locked(path, opts, out, err);
-  h5_unlock();
-  return rc;
 }
 
 /* ---- Reads (I/O thread) ----------------------------------------------- */
@@ -866,7 +377,8 @@ static int open_h5file(ferry__io *io, int64_t part, const char *vname,
       code = ferry__seterr(err, FERRY_EIO,
                            "H5Fopen failed: file %s, dataset /%s, rank %d, "
                            "offset 0%s",
-                           path, vname, io->rank, h5_reason(why, sizeof why));
+                           path, vname, io->rank,
+                           ferry__h5_reason(why, sizeof why));
     int c2 = agree(io, code, err);
     if (c2 < 0 && fid >= 0 && !io->collective)
       H5Fclose(fid);
@@ -1037,8 +549,8 @@ static int h5_io_open(ferry__io **out, const ferry__manifest *m,
                       const ferry__io_params *p, ferry__err *err) {
   int rc = 0;
   *out = NULL;
-  h5_lock();
-  quiet_errors();
+  ferry__h5_lock();
+  ferry__h5_quiet_errors();
   ferry__io *io = calloc(1, sizeof *io);
   if (!io) {
     rc = ferry__oom(err, -1, sizeof *io, "the I/O state (dataset %s, rank %d)",
@@ -1067,7 +579,7 @@ static int h5_io_open(ferry__io **out, const ferry__manifest *m,
   }
   *out = io;
 cleanup:
-  h5_unlock();
+  ferry__h5_unlock();
   return rc;
 }
 
@@ -1076,7 +588,7 @@ cleanup:
  * local otherwise. */
 static int io_enter(ferry__io *io, ferry__err *err) {
   if (!io->collective) {
-    h5_lock();
+    ferry__h5_lock();
     return 0;
   }
   if (h5_lock_all(io->comm, io->rank, io) != 0)
@@ -1187,7 +699,7 @@ static int h5_io_read(ferry__io *io, int64_t part, int var, int64_t row,
     return rc;
   rc = read_locked(io, part, var, row, nrows, buf, &locked, err);
   if (locked)
-    h5_unlock();
+    ferry__h5_unlock();
   return rc;
 }
 
@@ -1206,7 +718,7 @@ static int read_locked(ferry__io *io, int64_t part, int var, int64_t row,
     return 0;
   rc = ferry__check_rows(m, part, var, row, nrows, io->rank, err);
   if (f->raw[var]) { /* MPI-IO only: outside the HDF5 section */
-    h5_unlock();
+    ferry__h5_unlock();
     *locked = 0;
     return raw_read(io, f, var, rc < 0 ? 0 : row, rc < 0 ? 0 : nrows, buf, rc,
                     err);
@@ -1264,7 +776,8 @@ static int read_locked(ferry__io *io, int64_t part, int var, int64_t row,
                        "H5Dread failed: file %s, dataset /%s, rank %d, rows "
                        "[%lld, %lld)%s",
                        path, v->name, io->rank, (long long)row,
-                       (long long)(row + nrows), h5_reason(why, sizeof why));
+                       (long long)(row + nrows),
+                       ferry__h5_reason(why, sizeof why));
 cleanup:
   if (ms >= 0)
     H5Sclose(ms);
@@ -1290,7 +803,7 @@ static void h5_io_close(ferry__io *io) {
   if (!io || io_enter(io, &ignore) != 0)
     return;
   io_free(io);
-  h5_unlock();
+  ferry__h5_unlock();
 }
 
 const ferry__backend ferry__backend_hdf5 = {
@@ -1299,7 +812,7 @@ const ferry__backend ferry__backend_hdf5 = {
     .caps = FERRY__CAP_COLLECTIVE,
     .probe = h5_probe,
     .accepts = "an HDF5 or netCDF-4 file",
-    .describe = h5_describe,
+    .describe = ferry__h5_describe,
     .io_open = h5_io_open,
     .io_read = h5_io_read,
     .io_close = h5_io_close,

@@ -1,7 +1,7 @@
 /*
  * checkpoint.c - ferry_state_save and ferry_state_load: the state records
  * how many batches every rank was handed, and a load restarts the epoch
- * from there with ferry__plan_resume's plan (plan/plan.c).
+ * from there with ferry__plan_resume's plan (plan/resume.c).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */

@@ -52,7 +52,7 @@
  * checkpoint-signal flag (state.c), so ferry_checkpoint_requested turns true
  * on every rank at the same batch; ferry_state_save records how many batches
  * were handed out, and ferry_state_load restarts an epoch from there with
- * the plan of plan.c's ferry__plan_resume -- the pipeline is the same.
+ * the plan of plan/resume.c's ferry__plan_resume -- the pipeline is the same.
  *
  * Locking: one mutex per epoch guards every field marked (L); three
  * condition variables wake the I/O thread (consumer moved), the workers

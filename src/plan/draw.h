@@ -200,7 +200,8 @@ int ferry__draw_plan(const ferry__draw *d, const ferry__draw_cut *cut, int rank,
 int64_t ferry__draw_batch(const ferry__draw *d, const ferry__draw_cut *cut,
                           int64_t g, int rank, int64_t *out);
 
-/** Window w's slots of a draw plan (plan.c calls it). */
+/** Window w's slots of a draw plan (plan/order.c's ferry__plan_window_slots
+ *  calls it). */
 int ferry__draw_window_slots(const ferry__rank_plan *p, int64_t w,
                              ferry__slot *out);
 

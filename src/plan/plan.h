@@ -1,6 +1,12 @@
 /*
  * plan/plan.h - the epoch plan: a pure function of (chunks, options, seed,
- * epoch, world size).  No MPI, no I/O, no clock (plan/plan.c).
+ * epoch, world size).  No MPI, no I/O, no clock.  Its files, lowest first:
+ *   plan/chunks.c   chunks, chunk index, subset, pieces, their permutation
+ *   plan/plan.c     one rank's plan (extents, windows, runs), its accessors
+ *   plan/order.c    a window's served order, slot by slot; checksums
+ *   plan/resume.c   the rest of an epoch after a saved position
+ *   plan/quality.c  the served order for ferry quality
+ * Sampling (plan/draw.h) and shuffle=global (plan/global.h) build on them.
  */
 #ifndef FERRY_PLAN_H
 #define FERRY_PLAN_H

@@ -158,7 +158,9 @@ build_ext() {
     return 1
   fi
   cc -O2 -shared -fPIC -I"$inc" -I"$src/include" -I"$build" \
-    -I"$R/$ML/openmpi/include" "$src/python/ferry/_ferry.c" \
+    -I"$R/$ML/openmpi/include" "$src"/python/ferry/_ferry.c \
+    "$src"/python/ferry/_ferry_array.c "$src"/python/ferry/_ferry_batch.c \
+    "$src"/python/ferry/_ferry_loader.c \
     -L"$build/.libs" -lferry -L"$R/$ML/openmpi/lib" -lmpi -lpthread \
     -Wl,-rpath,"$build/.libs" -o "$pyd/_ferry$ext" || return 1
   export FERRY_PYTHON="$PY" FERRY_PY_EXT="$ext" FERRY_PYTHONPATH=/tmp/ferry-py

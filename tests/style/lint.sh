@@ -22,11 +22,11 @@ files=$(git ls-files 'src/*.c' 'python/*.c' 2>/dev/null)
 # Sources of backends and stages this build left out are not compiled.
 have() { grep -q "^#define $1 1" "$build/config.h"; }
 skip=""
-have HAVE_HDF5 || skip="$skip src/backends/hdf5.c"
+have HAVE_HDF5 || skip="$skip src/backends/hdf5.c src/backends/hdf5_describe.c"
 have HAVE_NETCDF || skip="$skip src/backends/zarr/netcdf.c src/plugins/nczplugin.c"
 have HAVE_CUDA || skip="$skip src/gpu/cuda.c src/gpu/cudalib.c"
 have HAVE_CUDA && skip="$skip src/gpu/nocuda.c"
-[ -n "$(mkvar PYTHON_CPPFLAGS)" ] || skip="$skip python/ferry/_ferry.c"
+[ -n "$(mkvar PYTHON_CPPFLAGS)" ] || skip="$skip python/ferry/_ferry.c python/ferry/_ferry_array.c python/ferry/_ferry_batch.c python/ferry/_ferry_loader.c"
 sel=""
 for f in $files; do
   case " $skip " in *" $f "*) continue ;; esac

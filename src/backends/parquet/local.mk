@@ -10,6 +10,8 @@ libferry_core_la_SOURCES += \
 	src/backends/parquet/pages.c \
 	src/backends/parquet/split.c \
 	src/backends/parquet/arrow.c \
+	src/backends/parquet/record.c \
+	src/backends/parquet/describe.c \
 	src/backends/parquet/parquet.c
 
 UNIT_TESTS += tests/unit/test_parquet tests/unit/test_parquet_sizes

@@ -1,12 +1,11 @@
 /*
  * backends/parquet/parquet.h - private to the parquet backend's folder.
  * thrift.c decodes the Thrift compact protocol with bounds everywhere,
- * meta.c turns a footer into columns and row groups and describes a part
- * (rank 0), pages.c decodes one column chunk (pages, levels, encodings)
- * into rows (its pages decompressed by src/codecs/), parquet.c is the vtable:
- * probe, the record every rank
- * gets in the manifest, and the io_* calls.  Nothing outside this folder
- * includes it.
+ * meta.c turns a footer into columns and row groups, pages.c decodes one column
+ * chunk (pages, levels, encodings) into rows (its pages decompressed by
+ * src/codecs/), describe.c probes and describes a part (rank 0), record.c
+ * writes and reads the record every rank gets in the manifest, parquet.c is
+ * the vtable and the io_* calls. Nothing outside this folder includes it.
  */
 #ifndef FERRY_PARQUET_H
 #define FERRY_PARQUET_H
@@ -225,13 +224,16 @@ typedef struct pq_rec {
   pq_rg_rec *rg; /* [nrg], first_row increasing          */
 } pq_rec;
 
-/* 0, or FERRY_ENOMEM with b->p NULL and b->len the bytes it could not have
- * (for the caller's message). */
+/* The record (record.c): 0, or FERRY_ENOMEM with b->p NULL and b->len the
+ * bytes it could not have (for the caller's message). */
 int ferry__pq_rec_put(const pq_rec *r, ferry__blob *b);
 int ferry__pq_rec_get(const ferry__blob *b, pq_rec *r, const char *where,
                       ferry__err *err);
 void ferry__pq_rec_free(pq_rec *r);
 
+/* The vtable's probe and describe (describe.c): 1 when path looks like a
+ * .parquet file (suffix or PAR1 magic) or a directory holding some. */
+int ferry__pq_probe(const char *path);
 int ferry__pq_describe(const char *path, const ferry_options *opts,
                        ferry__part_desc *out, ferry__err *err);
 

@@ -5,7 +5,7 @@
  * whole is decoded (or read, uncompressed) straight into the read buffer;
  * other chunks through a band of rows kept per variable.  Its buffers are
  * allocated once per open store, never per chunk, and counted in
- * cache_bytes by describe (meta.c).  Every chunk file a read touches is
+ * cache_bytes by describe (describe.c).  Every chunk file a read touches is
  * checked first (ferry__zarr_check_chunk): present, or absent with a
  * fill_value; of the exact size when uncompressed.  Zarr v3: a chunk's
  * crc32c is checked before decoding; a sharded array's unit is the inner

@@ -3,11 +3,11 @@
  * too) on a file system, as zarr-python and xarray write them, read by
  * ferry's own chunk reader or (v2, on request) through netCDF-C's NCZarr.  This
  * file is the vtable (probe, the record, io_open/io_read/io_close and the
- * dispatch to a reader); meta.c parses metadata and describes stores, native.c
- * is the native reader, netcdf.c the NCZarr reader (only in builds with
- * netCDF-C; zarr.h holds what they share).  Without netCDF-C the backend is
- * still built: every store is read natively and zarr_reader=netcdf is
- * FERRY_ENOTSUP.
+ * dispatch to a reader); meta.c and v3.c parse metadata, store.c walks
+ * stores, describe.c describes them, native.c is the native reader, netcdf.c
+ * the NCZarr reader (only in builds with netCDF-C; zarr.h holds what they
+ * share).  Without netCDF-C the backend is still built: every store is read
+ * natively and zarr_reader=netcdf is FERRY_ENOTSUP.
  *
  * A part is one store: a directory holding .zgroup or a group's zarr.json
  * (a group; its arrays, and those of its sub-groups, are the variables,

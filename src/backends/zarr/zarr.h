@@ -1,9 +1,12 @@
 /*
  * backends/zarr/zarr.h - private to the zarr backend's folder: the types
  * its files share (an array's .zarray, the record, the per-loader I/O
- * state) and the functions one file offers the others.  meta.c parses the
- * metadata and describes a store (rank 0), bounds.c judges the sizes it
- * derives from it, native.c is ferry's own chunk reader, netcdf.c the
+ * state) and the functions one file offers the others.  meta.c reads the
+ * metadata files and parses v2 .zarray, v3.c v3 zarr.json, store.c walks
+ * a store's layout, names its chunk files and reads an array's metadata
+ * from its directory, describe.c describes a store
+ * (rank 0; meta.h is shared by those four), bounds.c judges the sizes
+ * derived from the metadata, native.c is ferry's own chunk reader, netcdf.c the
  * NCZarr reader (built with netCDF-C only), zarr.c the vtable: probe and
  * the io_* dispatch.  Nothing outside this folder includes it.
  */
@@ -84,7 +87,10 @@ int ferry__zarr_rec_put(ferry__blob *b, int reader, uint64_t hash);
 int ferry__zarr_rec_get(const ferry__manifest *m, const ferry__part *pt, int v,
                         int rank, int *reader, uint64_t *hash, ferry__err *err);
 
-/* ---- Metadata (meta.c) ------------------------------------------------ */
+/* ---- Metadata: meta.c (v2 .zarray), v3.c (zarr.json), store.c (layout,
+ * chunk paths, an array's metadata from its directory), describe.c (the
+ * vtable's describe).  Calls run describe.c -> store.c -> v3.c -> meta.c,
+ * never back. --------------------------------------------------------- */
 
 /** Parse ADIR/.zarray into z; errors name label (the array). */
 int ferry__zarr_parse_zarray(const char *adir, const char *label, zmeta *z,
