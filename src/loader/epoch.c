@@ -617,7 +617,7 @@ static int epoch_start(ferry_loader *L, epoch_state *ep, ferry__err *err) {
   for (int64_t w = 0; w < p->nwindows; w++)
     ep->win_remaining[w] = p->window_samples[w];
   ferry__budget_compute(L, ep);
-  ferry__pool_drain(L, L->budget.read_bytes);
+  ferry__buf_drain(L, L->budget.read_bytes);
   L->ep = ep;
   if (pthread_create(&ep->io_thread, NULL, ferry__io_main, ep) != 0)
     return ferry__seterr_on(err, L->rank, FERRY_ENOMEM,

@@ -373,7 +373,7 @@ const char *ferry__part_path(const ferry_loader *L, int64_t p);
  * 1 to enter it (as a dummy, *dummy set, after a stop), 0 when the I/O
  * thread is done. */
 int ferry__round_wait(epoch_state *ep, int64_t j, int *dummy);
-void ferry__pool_drain(ferry_loader *L, size_t keep);
+void ferry__buf_drain(ferry_loader *L, size_t keep);
 int64_t ferry__admit_of(const ferry__rank_plan *p, int64_t w);
 void *ferry__io_main(void *arg);
 /* global_io.c: the I/O thread's loop for shuffle=global. */

@@ -43,7 +43,7 @@ static void loader_free(ferry_loader *L) {
   free(L->map_ready);
   ferry__gpu_close(L->gpu);
   L->gpu = NULL;
-  ferry__pool_drain(L, 0);
+  ferry__buf_drain(L, 0);
   pthread_mutex_destroy(&L->pool_mu);
   ferry__chunk_index_free(&L->chunks);
   ferry__sampling_free(L);

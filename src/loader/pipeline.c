@@ -76,7 +76,7 @@ void ferry__buf_put(ferry_loader *L, unsigned char *p) {
   ferry__big_free(p);
 }
 
-void ferry__pool_drain(ferry_loader *L, size_t keep) {
+void ferry__buf_drain(ferry_loader *L, size_t keep) {
   pthread_mutex_lock(&L->pool_mu);
   while (L->npool > 0 && L->pool_bytes > keep) {
     unsigned char *p = L->pool[--L->npool];

@@ -5,7 +5,7 @@
  *   plan/plan.c     one rank's plan (extents, windows, runs), its accessors
  *   plan/order.c    a window's served order, slot by slot; checksums
  *   plan/resume.c   the rest of an epoch after a saved position
- *   plan/quality.c  the served order for ferry quality
+ *   plan/served.c  the served order for ferry quality
  * Sampling (plan/draw.h) and shuffle=global (plan/global.h) build on them.
  */
 #ifndef FERRY_PLAN_H
@@ -318,7 +318,7 @@ int ferry__plan_resume(const ferry__pieces *ps, const int64_t *perm,
 int ferry__rank_plan_checksum(const ferry__rank_plan *p, uint64_t *out);
 /**
  * The served order of rank (of pp->world_size) in epoch pp->epoch over
- * these chunks (plan/quality.c): *samples the global sample index of every
+ * these chunks (plan/served.c): *samples the global sample index of every
  * slot in served order (pads included), *batch_start the *nbatches + 1 slot
  * offsets of the batches; both malloc'd.  Pure.  Returns the codes of
  * ferry__plan_build.

@@ -3,7 +3,7 @@
  * Kept apart from the command so they are pure and unit-tested
  * (tests/unit/test_quality.c), and so they see orders only as arrays: how
  * an order is obtained from the plan is the library's business
- * (ferry_plan_order, src/plan/quality.c).  Everything exact: pair
+ * (ferry_plan_order, src/plan/served.c).  Everything exact: pair
  * co-occurrence groups each batch's members by their next-epoch batch
  * (a sort per batch), Kendall's tau counts inversions by merge sort.
  */

@@ -1,5 +1,5 @@
 /*
- * quality.c - the one place that reads a served order out of the plan for
+ * served.c - the one place that reads a served order out of the plan for
  * tools that study it (`ferry quality`, the chunk-mixing warning of `ferry
  * verify`): for rank r of W ranks in epoch e, the global sample index of
  * every slot, cut into batches.  The plan is a pure function of the chunks,
