@@ -12,6 +12,8 @@
 
 here=`dirname "$0"`
 top_srcdir=${top_srcdir:-$here/../..}
+# ok, failed, expect_refusal, in_lanes (tests/lib/check.sh).
+. "$top_srcdir/tests/lib/check.sh"
 
 ferry_test_init() {
   if test -z "${FERRY:-}" || test ! -x "$FERRY"; then
@@ -90,4 +92,26 @@ dump_run() {
     }
     rm -f "$d_jobs" "${d_jobs%.jobs}.env"
   done
+}
+
+# bad_stores NP: every entry of $bad_list (lines "STORE<TAB>VARS<TAB>WORDS":
+# VARS "-" or a --vars list, WORDS '|'-separated), dumped on NP ranks, is
+# refused: status 1, one "ferry:" line holding every word and naming the
+# store (a selection error comes from the manifest, src/core/manifest.c,
+# which names the variable instead).  zarr.sh and zarr3.sh run it on 1 and
+# 3 ranks at once: in_lanes bad_stores 1 3.
+bad_stores() {
+  b_np=$1
+  b_tab=`printf '\t'`
+  while IFS=$b_tab read -r b_store b_vars b_words; do
+    b_label="`basename "$b_store"` np=$b_np"
+    if test "$b_vars" = -; then
+      expect_refusal -l "$b_label" -n "$b_store" 1 "$b_words" \
+        $RUN_MPI "$b_np" "$FERRY" dump "$b_store" --epoch 0 --batch-size 5
+    else
+      expect_refusal -l "$b_label" 1 "$b_words" \
+        $RUN_MPI "$b_np" "$FERRY" dump "$b_store" --epoch 0 --batch-size 5 \
+        --vars "$b_vars"
+    fi
+  done <"$bad_list"
 }
