@@ -142,9 +142,22 @@ FERRY_REGISTERED_TESTS = $(UNIT_TESTS) $(MPI_TESTS) $(FUZZ_HARNESSES)
 TESTS = $(FERRY_REGISTERED_TESTS)
 
 # LIST: the slow tier, left out of "make check" (in make check-all and
-# ./bootstrap check).
+# ./bootstrap check): the most CPU of the suite (tests/summary.sh's list;
+# docs/performance.md, "The test suite"), each with quicker tests of its
+# subject in the quick tier.
+#   corpus.sh   332 real files, every one dumped on 1 and 2 ranks (the
+#               readers' own tests: npy_fixtures.sh, zarr.sh, hdf5.sh, ...)
+#   oom.sh      every allocation site of 7 datasets fails in turn (the
+#               unit tests' allocation failures, bad_inputs.sh)
+#   reopen.sh   every allocation of an HDF5 open fails, then a second open
+#               (hdf5.sh, hdf5_two.sh)
+#   valgrind.sh the loader under valgrind (the same loader in loader.sh;
+#               ASan in ./bootstrap check)
 SLOW_TESTS = \
-	tests/corpus/corpus.sh
+	tests/corpus/corpus.sh \
+	tests/mpi/oom.sh \
+	tests/mpi/reopen.sh \
+	tests/mpi/valgrind.sh
 
 # LIST: the asan tier, run again in ./bootstrap check's ASan+UBSan tree:
 # the unit tests, the pipeline, ferry's own readers, every fuzz harness.
@@ -170,6 +183,9 @@ TSAN_TESTS = \
 FUZZ_TESTS = tests/fuzz/
 
 TIER = quick
+# Tests run at once when make was given no -j (make check uses both cores;
+# make -jN check runs N).
+FERRY_CHECK_JOBS = 2
 
 # The tests of TIER, from the registered list (tests/lib/tier.sh).
 ferry_tier_list = FERRY_REGISTERED='$(FERRY_REGISTERED_TESTS)' FERRY_TIER_slow='$(SLOW_TESTS)' \
