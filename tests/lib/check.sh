@@ -38,7 +38,7 @@ failed() {
 # are left in $tmp/refusal.LANE.out and .err (LANE: $lane, set by
 # in_lanes), for the caller to look at further.
 expect_refusal() {
-  r_label= r_name=
+  r_label='' r_name=''
   while :; do
     case $1 in
       -l) r_label=$2; shift 2 ;;

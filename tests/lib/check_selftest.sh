@@ -57,7 +57,7 @@ fi
 tier() {
   FERRY_REGISTERED='tests/unit/a tests/mpi/b.sh tests/corpus/c.sh tests/fuzz/d' \
     FERRY_TIER_slow='tests/corpus/c.sh tests/mpi/gone.sh' \
-    FERRY_TIER_asan='tests/unit/a tests/fuzz/' FERRY_TIER_tsan= FERRY_TIER_fuzz=tests/fuzz/ \
+    FERRY_TIER_asan='tests/unit/a tests/fuzz/' FERRY_TIER_tsan='' FERRY_TIER_fuzz=tests/fuzz/ \
     sh "$top_srcdir/tests/lib/tier.sh" "$@"
 }
 tier_is() {
