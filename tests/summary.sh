@@ -36,6 +36,7 @@ for trs in "$@"; do
   done
 done
 
+srcdir_top=`dirname "$0"`/..
 n=${FERRY_SLOWEST:-10}
 case $n in ''|*[!0-9]*) n=10 ;; esac
 if test "$n" -gt 0; then
@@ -44,7 +45,10 @@ if test "$n" -gt 0; then
     test -f "$log" || continue
     sed -n 's/^ferry-test-time: \([0-9.]*\) wall, \([0-9.]*\) cpu$/\1 \2/p' "$log" |
       tail -n 1 | while read -r wall cpu; do
-        printf '%8.1f %8.1f  %s\n' "$wall" "$cpu" "${trs%.trs}"
+        # The name as registered: a script's .sh is not in its .trs name.
+        name=${trs%.trs}
+        test -f "$srcdir_top/$name.sh" && name=$name.sh
+        printf '%8.1f %8.1f  %s\n' "$wall" "$cpu" "$name"
       done
   done | sort -rn | head -n "$n")
   if test -n "$times"; then
