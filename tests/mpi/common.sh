@@ -115,3 +115,18 @@ bad_stores() {
     fi
   done <"$bad_list"
 }
+
+# write_fixtures WRITER FILE: run tests/fixtures/WRITER (a NumPy fixture
+# writer) into $fx ($tmp/fx); it must exit 0 and leave $fx/FILE.  Reports
+# "ok:", or "FAIL:" with the writer's output and exits 1 (nothing else of
+# the test can run without its fixtures).
+write_fixtures() {
+  fx=$tmp/fx
+  if "$PYTHON_NUMPY" "$top_srcdir/tests/fixtures/$1" "$fx" >"$tmp/make.log" 2>&1 &&
+     test -f "$fx/$2"; then
+    ok "$1 wrote the fixtures"
+  else
+    failed "$1 did not write the fixtures" "$tmp/make.log"
+    exit 1
+  fi
+}
