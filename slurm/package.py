@@ -56,6 +56,8 @@ class Ferry(AutotoolsPackage):
         depends_on("libtool", type="build")
     depends_on("mpi")
     depends_on("jansson")
+    # Parquet's SNAPPY pages (src/codecs/page.c): without it they are refused
+    depends_on("snappy")
     depends_on("hdf5+mpi", when="+hdf5")
     depends_on("netcdf-c+mpi", when="+zarr")
     depends_on("c-blosc", when="+zarr")

@@ -33,6 +33,7 @@ UNIT_TESTS = \
 	tests/unit/test_mix \
 	tests/unit/test_state_file \
 	tests/unit/test_zarr_meta \
+	tests/unit/test_dtype \
 	tests/unit/test_classic \
 	tests/unit/test_fstype \
 	tests/unit/test_registry \
@@ -100,6 +101,7 @@ MPI_TESTS += \
 	tests/style/format-check.sh \
 	tests/style/lint.sh \
 	tests/style/docs-paths.sh \
+	tests/style/layers.sh \
 	tests/lib/check_selftest.sh
 # The GPU stage (tests/gpu/local.mk builds its programs).
 MPI_TESTS += tests/gpu/nogpu.sh tests/gpu/noneeded.sh
@@ -164,6 +166,7 @@ SLOW_TESTS = \
 ASAN_TESTS = \
 	tests/unit/test_plan tests/unit/test_global tests/unit/test_quality \
 	tests/unit/test_draw tests/unit/test_mix tests/mpi/sampling.sh tests/mpi/mix.sh \
+	tests/unit/test_dtype \
 	tests/unit/test_options tests/unit/test_npy \
 	tests/unit/test_state_file tests/unit/test_codec tests/unit/test_nocuda \
 	tests/unit/test_manifest tests/mpi/loader.sh tests/mpi/state.sh \

@@ -4,9 +4,10 @@
  * it (the registry).  A backend also uses the shared I/O toolkit
  * (backends/toolkit.h), and a large one keeps its private declarations in
  * its own header (backends/npy.h, classic.h, mixrec.h, gen.h; zarr/zarr.h,
- * parquet/parquet.h).  It never includes a core or loader header beyond
- * the manifest types; the core reaches a backend only through its vtable,
- * found in the registry (backends/registry.c).
+ * parquet/parquet.h).  It includes nothing above it (tests/style/layers.sh)
+ * beyond the manifest types of core/; the dataset layer (describe, on
+ * rank 0) and the loader (the reads) reach a backend only through its
+ * vtable, found in the registry (backends/registry.c).
  */
 #ifndef FERRY_BACKEND_H
 #define FERRY_BACKEND_H
@@ -28,7 +29,7 @@ enum {
                                     * (loader/open.c refuses it otherwise) */
   /* data_offset and file_size do not bound the rows (synthetic, chunked or
    * compressed data): loading a saved manifest skips the check that
-   * data_offset + num_samples * row_bytes <= file_size (core/manifest.c). */
+   * data_offset + num_samples * row_bytes <= file_size (dataset/json.c). */
   FERRY__CAP_NOT_FLAT = 1u << 2,
   FERRY__CAP_ALL = FERRY__CAP_COLLECTIVE | FERRY__CAP_NOT_FLAT
 };

@@ -41,6 +41,7 @@
 
 #include "backends/backend.h"
 #include "backends/gen.h"
+#include "util/dtype.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -49,16 +50,6 @@
 
 /* Every modulus is a power of two, so unsigned wrap-around of sample + k
  * keeps the residue right even past 2^63. */
-static uint16_t half_of_int(uint32_t v) {
-  if (v == 0)
-    return 0;
-  int e = 0;
-  while ((v >> (e + 1)) != 0)
-    e++;
-  /* v < 2^11, so e <= 10 and the mantissa shift is exact. */
-  return (uint16_t)(((uint32_t)(e + 15) << 10) | ((v << (10 - e)) & 0x3ffu));
-}
-
 int ferry__gen_value(ferry_dtype dtype, int64_t sample, int64_t k, void *out) {
   const uint64_t v = (uint64_t)sample + (uint64_t)k;
   const uint64_t low62 = v & ((UINT64_C(1) << 62) - 1);
@@ -84,7 +75,7 @@ int ferry__gen_value(ferry_dtype dtype, int64_t sample, int64_t k, void *out) {
   case FERRY_UINT32: x.u32 = (uint32_t)(v & 0xffffffffu); break;
   case FERRY_INT64: x.i64 = (int64_t)low62; break;
   case FERRY_UINT64: x.u64 = low62; break;
-  case FERRY_FLOAT16: x.u16 = half_of_int((uint32_t)(v & 0x7ffu)); break;
+  case FERRY_FLOAT16: x.u16 = ferry__half_of_int((uint32_t)(v & 0x7ffu)); break;
   case FERRY_FLOAT32: x.f32 = (float)(v & ((UINT64_C(1) << 24) - 1)); break;
   case FERRY_FLOAT64: x.f64 = (double)(v & ((UINT64_C(1) << 53) - 1)); break;
   default: return FERRY_EINVAL;

@@ -1,6 +1,6 @@
 /*
- * backends/mixrec.h - the mix backend's record of one source (mix.c), built
- * and read by the dataset's mix (core/mix.c).
+ * backends/mixrec.h - the mix backend's record of one source (mixread.c), built
+ * and read by the dataset's mix (dataset/mix.c).
  */
 #ifndef FERRY_MIXREC_H
 #define FERRY_MIXREC_H
@@ -8,9 +8,9 @@
 #include "backends/backend.h"
 
 /**
- * The mix backend's record of one source (backends/mix.c), kept in the
+ * The mix backend's record of one source (backends/mixread.c), kept in the
  * first variable's record of the source's part of a mix manifest (the core
- * builds it in core/mix.c and reads it in ferry__mix_sources): the
+ * builds it in dataset/mix.c and reads it in ferry__mix_sources): the
  * normalised proportion, the exhaust rule (FERRY__EXHAUST_*), the source's
  * dataset string, the common names its variables are served as (the
  * source's variable i is common[i]) and its packed manifest

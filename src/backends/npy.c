@@ -527,7 +527,7 @@ static int read_var(const char *path, const char *name, ferry__var *v,
   for (int d = 1; d < h.ndim; d++)
     row_bytes *= h.shape[d]; /* bounded: the parser checked the product */
   /* Empty rows (shape (N, 0)) are refused by the manifest once selected,
-   * the same for every backend (core/manifest.c, check_nonempty_rows). */
+   * the same for every backend (dataset/limits.c, check_nonempty_rows). */
   int64_t need = h.shape[0] * row_bytes;
   int64_t have = (int64_t)st.st_size - h.data_offset;
   if (have < 0)

@@ -9,6 +9,7 @@
 #include "backends/backend.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Each backend file exports one table; this is the only place that names
@@ -34,7 +35,7 @@ const ferry__backend *const ferry__backends[] = {
     &ferry__backend_zarr,
     &ferry__backend_parquet,
     &ferry__backend_mem,
-    /* a mix of datasets: reached by its scheme, built by core/mix.c */
+    /* a mix of datasets: reached by its scheme, built by dataset/mix.c */
     &ferry__backend_mix,
     NULL,
 };
@@ -108,4 +109,28 @@ const char *ferry_backend_name(int i) {
     if (k == i)
       return ferry__backends[k]->name;
   return NULL;
+}
+
+/* A describe()'s result, freed by the scan (dataset/scan.c) and by the
+ * backends on their error paths. */
+void ferry__part_desc_free(ferry__part_desc *d) {
+  if (!d)
+    return;
+  for (int i = 0; i < d->nvars; i++) {
+    if (d->vars) {
+      free(d->vars[i].name);
+      free(d->vars[i].storage);
+    }
+    if (d->paths)
+      free(d->paths[i]);
+    if (d->rec)
+      free(d->rec[i].p);
+  }
+  free(d->rec);
+  free(d->vars);
+  free(d->notes);
+  free(d->paths);
+  free(d->data_offset);
+  free(d->file_size);
+  memset(d, 0, sizeof *d);
 }

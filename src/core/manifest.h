@@ -1,7 +1,9 @@
 /*
- * core/manifest.h - the dataset manifest: variables and parts, built on rank
- * 0 by scanning the dataset with the backends, broadcast packed, saved and
- * loaded as JSON (core/manifest.c).
+ * core/manifest.h - the dataset manifest: variables and parts, and its
+ * records: packed for the broadcast, hashed, freed, and the checks a
+ * backend's io_read makes against it (core/manifest.c).  Built on rank 0
+ * by the scan and saved and loaded as JSON one layer up, above the
+ * backends (dataset/dataset.h).
  */
 #ifndef FERRY_MANIFEST_H
 #define FERRY_MANIFEST_H
@@ -62,56 +64,12 @@ typedef struct ferry__manifest {
                        * records were made; 0: no record            */
 } ferry__manifest;
 
-/**
- * Rank 0 only: resolve spec (directory, .npy file, glob, @list) into parts,
- * describe every part with its backend, check that they agree, select the
- * variables named in vars (NULL/"": all) and fill m.  opts (NULL: defaults)
- * is handed to every describe, for the backends' own options.  Returns 0 or a
- * negative code with err set.
- */
-int ferry__manifest_scan(const char *spec, const char *vars,
-                         const ferry_options *opts, ferry__manifest *m,
-                         ferry__err *err);
 /* The most samples (2^48) and bytes (2^60: every selected variable) of a
  * dataset ferry serves: larger counts come from corrupt metadata, and every
  * loop over chunks ends below them (issue 30). */
 #define FERRY__MAX_SAMPLES ((int64_t)1 << 48)
 #define FERRY__MAX_DATASET_BYTES ((int64_t)1 << 60)
-/**
- * Rank 0, after the variables are selected (core/limits.c): FERRY_ENOTSUP
- * naming spec (the dataset or saved manifest) when a selected variable has
- * empty rows, or when the dataset holds more than FERRY__MAX_SAMPLES
- * samples or FERRY__MAX_DATASET_BYTES bytes (the count and the limit in
- * the message); else 0.
- */
-int ferry__manifest_check_servable(const ferry__manifest *m, const char *spec,
-                                   ferry__err *err);
-/**
- * FERRY_EFORMAT when two of m's variables share a name or one has an empty
- * name (what ferry__manifest_unpack refuses), naming the dataset, the part
- * and both variables; else 0.  ferry__manifest_scan calls it after the
- * vars selection, so selecting the other variables serves them.
- * (core/manifest_share.c)
- */
-int ferry__manifest_check_names(const ferry__manifest *m, ferry__err *err);
-/**
- * COLLECTIVE.  Every rank unpacks buf (len bytes, rank 0's packed m) --
- * rank 0 into a scratch copy, checked against m's hash, the others into m
- * -- and the ranks agree: 0 everywhere, or the lowest failing rank's error
- * on every rank (m then freed on the ranks that unpacked into it).
- */
-int ferry__manifest_unpack_agree(MPI_Comm comm, int rank, const void *buf,
-                                 size_t len, ferry__manifest *m,
-                                 ferry__err *err);
-/**
- * COLLECTIVE.  Rank 0 passes rc, its result of building m (0, or a negative
- * code with err set); it packs m and broadcasts it with rc, and every rank
- * (rank 0 too) unpacks it and agrees (ferry__manifest_unpack_agree): the
- * manifest every rank holds is one every rank accepts, with one outcome
- * on one rank and on many.  The other ranks' m must be empty (zeroed).
- */
-int ferry__manifest_share(MPI_Comm comm, int rank, int rc, ferry__manifest *m,
-                          const char *dataset, ferry__err *err);
+
 /** Serialise to a flat buffer (malloc'd) for MPI_Bcast, and back. */
 int ferry__manifest_pack(const ferry__manifest *m, void **buf, size_t *len);
 /** The bytes ferry__manifest_pack makes of m (an out-of-memory message). */
@@ -120,16 +78,6 @@ int ferry__manifest_unpack(const void *buf, size_t len, ferry__manifest *m,
                            ferry__err *err);
 /** Hash of everything that identifies the data (paths, sizes, shapes). */
 uint64_t ferry__manifest_hash(const ferry__manifest *m);
-/** JSON save/load (jansson); load re-applies the vars selection. */
-int ferry__manifest_save_json(const ferry__manifest *m, const char *path,
-                              ferry__err *err);
-int ferry__manifest_load_json(const char *path, const char *vars,
-                              ferry__manifest *m, ferry__err *err);
-/** The same from the len bytes of a saved manifest held in memory (path
- *  names it in errors); the fuzz harness's entry point. */
-int ferry__manifest_load_json_text(const char *text, size_t len,
-                                   const char *path, const char *vars,
-                                   ferry__manifest *m, ferry__err *err);
 void ferry__manifest_free(ferry__manifest *m);
 /** For a backend's io_read: FERRY_EINTERNAL naming part, variable and rank
  *  when (part, var) is not in m (only a caller bug gets there), else 0. */

@@ -7,7 +7,7 @@
 #endif
 #include "config.h"
 #include "backends/mixrec.h"
-#include "core/mix.h"
+#include "dataset/mix.h"
 #include "loader/loader.h"
 
 #include <stdlib.h>
@@ -15,10 +15,6 @@
 
 /* ---- Inspection -----------------------------------------------------------
  */
-
-const char *ferry_last_error(const ferry_loader *L) {
-  return L ? L->errmsg : ferry__thread_error();
-}
 
 int ferry_num_vars(const ferry_loader *L) { return L ? L->m.nvars : 0; }
 
@@ -55,9 +51,7 @@ const char *ferry_part_path(const ferry_loader *L, int64_t part, int var) {
   return L->m.parts[part].paths[var];
 }
 int ferry_mix_count(const ferry_loader *L) {
-  return L && L->m.backend && strcmp(L->m.backend, "mix") == 0
-             ? (int)L->m.nparts
-             : 0;
+  return L && ferry__mix_is_manifest(&L->m) ? (int)L->m.nparts : 0;
 }
 
 int ferry_mix_source(const ferry_loader *L, int i, ferry_mix_info *out) {

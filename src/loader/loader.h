@@ -3,7 +3,10 @@
  * state and the ring slots, shared by the loader's files (one per stage):
  *
  *   open.c        ferry_open / ferry_close
- *   epoch.c       ferry_set_epoch: plan, checks, memory budget, threads
+ *   epoch.c       ferry_set_epoch: plan, checks, threads
+ *   budget.c      the memory budget, at open and at each epoch
+ *   fail.c        ferry__loader_fail, ferry_last_error: where an error
+ *                 leaves the library
  *   pipeline.c    read-buffer pool, I/O thread, worker threads, the copy
  *                 of a batch to the device
  *   next.c        ferry_next / ferry_release and batch certification
@@ -16,7 +19,13 @@
  *   exchange.c    shuffle=global's exchange of a window's samples
  *                 (exchange.h)
  *   global_io.c   the I/O thread's loop for shuffle=global
+ *   slots.c       the ring's slots, and the spare slots held batches get
+ *   state.c       the checkpoint state (encode, decode, file) and the
+ *                 checkpoint signal (state.h; no MPI)
+ *   version.c     ferry_version, ferry_features, ferry_build_info
  *
+ * The dataset string becomes the manifest in the dataset layer
+ * (dataset/dataset.h): open.c asks it to scan on rank 0 and share.
  * ferry_open (collective): rank 0 scans the dataset and broadcasts the
  * manifest; every rank checks that it was given the same dataset and options.
  * ferry_set_epoch (collective): rank 0 draws the permutation and broadcasts
@@ -55,9 +64,10 @@
 #include "backends/backend.h"
 #include "backends/toolkit.h"
 #include "core/options.h"
-#include "core/state.h"
+#include "dataset/dataset.h"
 #include "gpu/gpu.h"
 #include "loader/exchange.h"
+#include "loader/state.h"
 #include "loader/weights.h"
 #include "plan/draw.h"
 #include "plan/global.h"
@@ -344,7 +354,7 @@ int ferry__vote_early_finish(ferry_loader *L, ferry__vote_out *out,
 /* The error a collective call returns once L->peer_rc is set. */
 int ferry__peer_gone(ferry_loader *L, const char *call, ferry__err *err);
 
-/* open.c: the edge where an error leaves the library (loader message and
+/* fail.c: the edge where an error leaves the library (loader message and
  * thread error formatted with the rank). */
 int ferry__loader_fail(ferry_loader *L, const ferry__err *err);
 
@@ -410,6 +420,7 @@ int ferry__epoch_begin(ferry_loader *L, int64_t epoch,
                        int64_t index_base, int64_t samples_before);
 void ferry__plan_params_of(const ferry_loader *L, int64_t epoch,
                            ferry__plan_params *pp);
+/* budget.c */
 size_t ferry__cache_bound(const ferry_loader *L);
 /* The memory budget (L->budget): estimated at open (ep NULL), exact once
  * the epoch is planned. */

@@ -8,7 +8,7 @@
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #endif
 #include "config.h"
-#include "core/mix.h"
+#include "dataset/mix.h"
 #include "loader/loader.h"
 
 #include <limits.h>
@@ -21,14 +21,6 @@
 #include <unistd.h>
 
 static int check_global(ferry_loader *L, ferry__err *err);
-
-/* The edge where an error leaves the library: the loader's message (and
- * the thread's) is formatted here, rank included. */
-int ferry__loader_fail(ferry_loader *L, const ferry__err *err) {
-  ferry__err_text(err, L->errmsg, sizeof L->errmsg);
-  ferry__set_thread_error(L->errmsg);
-  return err->code;
-}
 
 /* ---- Open and close ------------------------------------------------------ */
 
@@ -90,7 +82,7 @@ static int share_manifest(ferry_loader *L, const char *dataset,
     } else
       rc = ferry__manifest_scan(dataset, L->opts->vars, L->opts, &L->m, err);
   }
-  /* every rank, rank 0 too, unpacks what rank 0 sends (manifest_share.c) */
+  /* every rank, rank 0 too, unpacks what rank 0 sends (dataset/share.c) */
   return ferry__manifest_share(L->comm, L->rank, rc, &L->m, dataset, err);
 }
 
@@ -286,7 +278,7 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
   if (rc && !err.msg[0])
     ferry__seterr(&err, rc, "%s", ferry__thread_error());
   /* the mix option names the dataset when none (or "mix") is given: the
-   * mix string is the dataset string from here on (core/mix.c) */
+   * mix string is the dataset string from here on (dataset/mix.c) */
   char *mix = NULL;
   if (!rc && ferry__mix_dataset(dataset, L->opts, &mix) < 0)
     rc = ferry__oom(&err, -1, ferry__mix_dataset_bytes(dataset, L->opts),

@@ -4,7 +4,7 @@
  * manifest ask for, the combinations refused (each the same error on every
  * rank: the options and the manifest are already agreed), and the weights,
  * read once by rank 0 and broadcast (loader/weights.c), or the mix's
- * sources, which travel in the manifest (core/mix.c).  At each epoch: the
+ * sources, which travel in the manifest (dataset/mix.c).  At each epoch: the
  * epoch's sequence of draws (plan/draw.c, a pure function every rank
  * computes, checked equal by checksum) and this rank's plan of the stretch
  * left to serve -- after a checkpoint, from the position the ranks of every
@@ -13,7 +13,7 @@
  * other (its windows' slots come from ferry__draw_window_slots).
  */
 #include "config.h"
-#include "core/mix.h"
+#include "dataset/mix.h"
 #include "loader/loader.h"
 
 #include <stdlib.h>
@@ -55,7 +55,7 @@ static int refuse(const ferry_loader *L, ferry__err *err) {
 
 static int mode_of(const ferry_loader *L) {
   const ferry_options *o = L->opts;
-  if (!strcmp(L->m.backend, "mix"))
+  if (ferry__mix_is_manifest(&L->m))
     return FERRY__DRAW_MIX;
   if ((o->weights && *o->weights) || (o->balance && *o->balance))
     return FERRY__DRAW_WEIGHTED;

@@ -19,7 +19,9 @@
 #include "loader/weights.h"
 
 #include "backends/backend.h"
+#include "dataset/dataset.h"
 #include "util/agree.h"
+#include "util/dtype.h"
 
 #include <errno.h>
 #include <float.h>
@@ -61,14 +63,6 @@ static int oom(const source *s, size_t bytes, const char *what,
 
 /* ---- Values ----------------------------------------------------------- */
 
-static double half_to_double(uint16_t h) {
-  int e = (h >> 10) & 0x1f, f = h & 0x3ff;
-  double v = e == 0    ? ldexp((double)f, -24)
-             : e == 31 ? (f ? NAN : INFINITY)
-                       : ldexp((double)(f + 1024), e - 25);
-  return (h & 0x8000) ? -v : v;
-}
-
 /* Element p of dtype dt as a double (weights). */
 static double as_double(const unsigned char *p, ferry_dtype dt) {
   union {
@@ -94,7 +88,7 @@ static double as_double(const unsigned char *p, ferry_dtype dt) {
   case FERRY_UINT16: return (double)u.u16;
   case FERRY_UINT32: return (double)u.u32;
   case FERRY_UINT64: return (double)u.u64;
-  case FERRY_FLOAT16: return half_to_double(u.u16);
+  case FERRY_FLOAT16: return ferry__half_to_double(u.u16);
   case FERRY_FLOAT32: return (double)u.f32;
   default: return u.f64;
   }

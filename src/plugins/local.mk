@@ -1,10 +1,11 @@
-# src/plugins/local.mk - included by Makefile.am: the zarr backend's codecs.
+# src/plugins/local.mk - included by Makefile.am: the zarr backend's NCZarr
+# filter plugins.
 #
 # With netCDF-C, one NCZarr filter plugin per codec whose library configure
 # found (m4/ferry_codecs.m4), each a libtool module lib__nczferry_NAME.so
 # installed in $(pkglibdir)/plugins, built from src/plugins/nczplugin.c with
-# FERRY_PLUGIN_KIND naming the codec (src/plugins/codec.h).  libferry always
-# gets the same decoders (src/plugins/codec.c) for the backend's own chunk
+# FERRY_PLUGIN_KIND naming the codec (src/codecs/codec.h).  libferry always
+# gets the same decoders (src/codecs/local.mk) for the backend's own chunk
 # reader and, with netCDF-C, the two directories where it looks for the
 # plugins: the installed one and, for "make check" before "make install",
 # the build tree's.  The .la
@@ -17,15 +18,10 @@ FERRY_PLUGIN_CFLAGS = $(AM_CFLAGS) $(VISIBILITY_CFLAGS)
 FERRY_PLUGIN_CPPFLAGS = $(AM_CPPFLAGS) $(CODEC_CPPFLAGS)
 FERRY_PLUGIN_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -shared -no-undefined
 FERRY_PLUGIN_LIBADD = $(CODEC_LIBS) $(JANSSON_LIBS)
-FERRY_PLUGIN_SOURCES = src/plugins/nczplugin.c src/plugins/codec.c src/plugins/codec.h
+FERRY_PLUGIN_SOURCES = src/plugins/nczplugin.c src/codecs/codec.c \
+	src/codecs/page.c src/codecs/codec.h
 
 ferryplugin_LTLIBRARIES =
-
-# The decoders are always part of libferry: the zarr backend's native reader
-# needs them, with or without netCDF-C.
-libferry_core_la_SOURCES += src/plugins/codec.c src/plugins/codec.h
-libferry_core_la_CPPFLAGS += $(CODEC_CPPFLAGS)
-libferry_core_la_LIBADD += $(CODEC_LIBS)
 
 # The plugins only with netCDF-C: nothing else loads them.
 if HAVE_NETCDF

@@ -36,7 +36,7 @@
 #include <config.h>
 #endif
 
-#include "codec.h"
+#include "codecs/codec.h"
 
 #include <jansson.h>
 #include <stdint.h>

@@ -2,7 +2,7 @@
  * error.c - the small, stateless services every other file leans on: error
  * codes and their messages, the per-thread "last error" used by calls that
  * have no loader yet, dtype sizes and names.  (Version queries and the
- * build report are in version.c.)
+ * build report are in loader/version.c.)
  */
 #include "config.h"
 #include "util/util.h"
@@ -110,37 +110,4 @@ int ferry__errno_code(int e) {
   if (e == ENOMEM)
     return FERRY_ENOMEM;
   return FERRY_EIO;
-}
-
-static const struct {
-  const char *name;
-  size_t size;
-} dtypes[FERRY_DTYPE_COUNT] = {
-    [FERRY_BOOL] = {"bool", 1},       [FERRY_INT8] = {"int8", 1},
-    [FERRY_INT16] = {"int16", 2},     [FERRY_INT32] = {"int32", 4},
-    [FERRY_INT64] = {"int64", 8},     [FERRY_UINT8] = {"uint8", 1},
-    [FERRY_UINT16] = {"uint16", 2},   [FERRY_UINT32] = {"uint32", 4},
-    [FERRY_UINT64] = {"uint64", 8},   [FERRY_FLOAT16] = {"float16", 2},
-    [FERRY_FLOAT32] = {"float32", 4}, [FERRY_FLOAT64] = {"float64", 8},
-};
-
-size_t ferry_dtype_size(ferry_dtype dtype) {
-  if ((int)dtype < 0 || dtype >= FERRY_DTYPE_COUNT)
-    return 0;
-  return dtypes[dtype].size;
-}
-
-const char *ferry_dtype_name(ferry_dtype dtype) {
-  if ((int)dtype < 0 || dtype >= FERRY_DTYPE_COUNT)
-    return "?";
-  return dtypes[dtype].name;
-}
-
-int ferry__dtype_from_name(const char *name, ferry_dtype *out) {
-  for (int i = 0; i < FERRY_DTYPE_COUNT; i++)
-    if (strcmp(name, dtypes[i].name) == 0) {
-      *out = (ferry_dtype)i;
-      return 0;
-    }
-  return FERRY_EINVAL;
 }

@@ -36,6 +36,14 @@
 # line in the same iteration, 8 epochs each (EPOCHS): npy, wasm-16k,
 # noindex, none-16k and the 2 MiB row groups (pq-none), 2 ranks; no
 # Polars, threads or MLPerf layout.
+#
+# PARQUET_BENCH=codec FERRY_BASE=OTHER/ferry compares two builds' page
+# decoders (decision 0042: libsnappy for the hand-written snappy), RUNS
+# times, the two programs alternated in each iteration (which goes first
+# alternates from one iteration to the next): the snappy file on
+# 2 ranks, then on 1 rank with 1 decode thread (where decoding is most of
+# the time), and the zstd file on 1 rank, 1 thread, as the control (its
+# decoder is the same in both).
 set -eu
 build=$(cd "$1" && pwd)
 work=$2
@@ -139,6 +147,29 @@ if test "${PARQUET_BENCH:-}" = split; then
       pq-uncompressed-16k.parquet pq-uncompressed.parquet; do
       cat "$work/$s" >/dev/null
       line="$line $(bench 2 "$work/$s")"
+    done
+    echo "$line" | tee -a "$out"
+  done
+  exit 0
+fi
+if test "${PARQUET_BENCH:-}" = codec; then
+  base=${FERRY_BASE:?PARQUET_BENCH=codec needs FERRY_BASE, the other ferry}
+  echo "run | snappy 2 ranks: new base | snappy 1 rank 1 thread: new base | zstd 1 rank 1 thread: new base (GB/s)" | tee -a "$out"
+  for i in $(seq 1 "$runs"); do
+    cat "$work"/pq-snappy.parquet "$work"/pq-zstd.parquet >/dev/null
+    line="$i |"
+    for args in "2 $work/pq-snappy.parquet" "1 $work/pq-snappy.parquet --threads 1" \
+      "1 $work/pq-zstd.parquet --threads 1"; do
+      # shellcheck disable=SC2086 # args: np, file, options
+      # the order alternates too: odd runs new first, even runs base first
+      if test $((i % 2)) = 1; then
+        a=$(bench $args)
+        b=$(ferry=$base bench $args)
+      else
+        b=$(ferry=$base bench $args)
+        a=$(bench $args)
+      fi
+      line="$line $a $b |"
     done
     echo "$line" | tee -a "$out"
   done

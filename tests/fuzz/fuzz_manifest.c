@@ -1,6 +1,6 @@
 /*
  * fuzz_manifest.c - the saved-manifest loader (the "manifest" option,
- * ferry__manifest_load_json_text, core/manifest.c) on arbitrary bytes.  An
+ * ferry__manifest_load_json_text, dataset/json.c) on arbitrary bytes.  An
  * input may start with a line "vars=LIST" (the vars option the load
  * applies); the rest is the JSON.  A manifest it accepts must survive the
  * trip every open makes, packed on rank 0 and unpacked on the others, to
@@ -10,7 +10,7 @@
 #include <config.h>
 #endif
 
-#include "core/manifest.h"
+#include "dataset/dataset.h"
 #include "fuzz.h"
 
 #include <string.h>

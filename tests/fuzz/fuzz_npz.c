@@ -1,5 +1,5 @@
 /*
- * fuzz_npz.c - the .npz reader's zip parsing (backends/npz.c: end of
+ * fuzz_npz.c - the .npz reader's zip parsing (backends/zip.c: end of
  * central directory, Zip64 records, central directory entries, local
  * headers, the members' .npy headers) on arbitrary bytes taken as a whole
  * archive.  The backend reads files, so the bytes go to an anonymous file

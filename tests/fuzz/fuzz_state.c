@@ -1,6 +1,6 @@
 /*
  * fuzz_state.c - the checkpoint state decoder (ferry__state_decode,
- * core/state.c) on arbitrary bytes.  A state file carries its body's
+ * loader/state.c) on arbitrary bytes.  A state file carries its body's
  * length and an FNV-1a checksum in its header line, which random bytes
  * never match: an input that starts with 'F' is decoded as it is (the
  * header parser), any other is taken as a body and given a correct header
@@ -11,8 +11,8 @@
 #include <config.h>
 #endif
 
-#include "core/state.h"
 #include "fuzz.h"
+#include "loader/state.h"
 
 #include <inttypes.h>
 #include <string.h>

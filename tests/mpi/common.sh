@@ -97,8 +97,8 @@ dump_run() {
 # bad_stores NP: every entry of $bad_list (lines "STORE<TAB>VARS<TAB>WORDS":
 # VARS "-" or a --vars list, WORDS '|'-separated), dumped on NP ranks, is
 # refused: status 1, one "ferry:" line holding every word and naming the
-# store (a selection error comes from the manifest, src/core/manifest.c,
-# which names the variable instead).  zarr.sh and zarr3.sh run it on 1 and
+# store (a selection error comes from the scan, src/dataset/scan.c, which
+# names the variable instead).  zarr.sh and zarr3.sh run it on 1 and
 # 3 ranks at once: in_lanes bad_stores 1 3.
 bad_stores() {
   b_np=$1

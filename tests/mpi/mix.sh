@@ -1,5 +1,5 @@
 #!/bin/sh
-# mix.sh - several datasets read as one (src/core/mix.c, src/backends/mix.c,
+# mix.sh - several datasets read as one (src/dataset/mix.c, src/backends/mixread.c,
 # docs/sampling.md "Mixing datasets: the specification"), on 1 and 3 ranks.
 #
 # Sources of different formats and sizes: a .npy directory written by

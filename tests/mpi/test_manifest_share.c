@@ -1,6 +1,6 @@
 /*
  * test_manifest_share.c - the manifest broadcast of ferry_open
- * (src/core/manifest_share.c) gives one outcome on every rank, and the same
+ * (src/dataset/share.c) gives one outcome on every rank, and the same
  * on one rank as on several.  Issue 30: a Parquet file with two columns
  * named `column` was served on one rank; on two, rank 1 refused the
  * broadcast manifest ("manifest buffer corrupt at byte 436: variable named
@@ -16,7 +16,7 @@
  *    every rank returns its error, naming it (ferry__manifest_unpack_agree).
  */
 #include "config.h"
-#include "core/manifest.h"
+#include "dataset/dataset.h"
 #include "util/agree.h"
 
 #include <stdio.h>

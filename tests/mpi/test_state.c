@@ -21,7 +21,7 @@
 #include "backends/backend.h"
 #include "backends/gen.h"
 #include "core/options.h"
-#include "core/state.h"
+#include "loader/state.h"
 
 #include <signal.h>
 #include <stdio.h>

@@ -16,8 +16,8 @@
  * prints each case's one line (what, or the message).
  */
 #include "config.h"
-#include "core/manifest.h"
 #include "core/options.h"
+#include "dataset/dataset.h"
 #include "loader/weights.h"
 #include "util/agree.h"
 

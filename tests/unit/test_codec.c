@@ -1,5 +1,6 @@
 /*
- * test_codec.c - the Zarr codec decoders (src/plugins/codec.c) against data
+ * test_codec.c - the decoders of src/codecs/ (codec.c's Zarr chunks, and
+ * page.c's Parquet pages in test_pages) against data
  * compressed here by the real libraries, for every codec this build has
  * (zlib and gzip with zlib, zstd, lz4 in numcodecs' framing, blosc with
  * byte shuffle, and ferry's own shuffle filter):
@@ -11,13 +12,17 @@
  *    (zlib's and gzip's) they never give other bytes than the original;
  *    when a decoder accepts a flipped frame it hands back exactly the
  *    chunk's size;
- *  - names and kinds map both ways; an unknown kind is refused.
+ *  - names and kinds map both ways; an unknown kind is refused;
+ *  - Parquet pages (issue 24's codecs folder): snappy (libsnappy), gzip,
+ *    zstd and bare LZ4 round trips with every truncation and a stated size
+ *    one off refused; a page of two gzip members, of two zstd frames, an
+ *    empty zstd page, Hadoop-framed and unframed legacy LZ4 accepted.
  * Each input is a malloc'd copy of exactly its length, so that an
  * AddressSanitizer build (configure --enable-sanitize=address,undefined)
  * catches any read past its end.
  */
 #include "config.h"
-#include "plugins/codec.h"
+#include "codecs/codec.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -35,6 +40,9 @@
 #endif
 #ifdef HAVE_LZ4
 #include <lz4.h>
+#endif
+#ifdef HAVE_SNAPPY
+#include <snappy-c.h>
 #endif
 
 #include "../ferry_test.h"
@@ -292,10 +300,17 @@ static void test_codec(const char *name, int kind, unsigned param, blob b,
 }
 
 static void test_names(void) {
-  for (int k = 0; k < FERRY__CODEC_COUNT; k++) {
+  for (int k = 0; k < FERRY__CODEC_NUMCODECS; k++) {
     const char *n = ferry__codec_name(k);
     CHECK(n != NULL && ferry__codec_kind(n) == k, "kind %d <-> name %s", k,
           n ? n : "(null)");
+  }
+  /* The Parquet page formats share the folder, not the numcodecs ids: a
+   * .zarray naming "snappy" must stay unknown to the zarr backend. */
+  for (int k = FERRY__CODEC_NUMCODECS; k < FERRY__CODEC_COUNT; k++) {
+    const char *n = ferry__codec_name(k);
+    CHECK(n != NULL && ferry__codec_kind(n) == FERRY__CODEC_NONE,
+          "Parquet kind %d (%s) taken for a numcodecs id", k, n ? n : "(null)");
   }
   CHECK(ferry__codec_kind("bz2") == FERRY__CODEC_NONE, "bz2 is not known");
   CHECK(ferry__codec_name(FERRY__CODEC_COUNT) == NULL, "name past the end");
@@ -317,9 +332,148 @@ static void test_names(void) {
         "shuffle of 8 bytes in elements of 3");
 }
 
+/* ---- Parquet pages (page.c) ------------------------------------------- */
+
+/* Decode a page of stored bytes b into exactly outlen bytes; 0 when it
+ * gave raw[0..outlen). */
+static int page_ok(int kind, const unsigned char *b, size_t n, size_t outlen,
+                   const char **why) {
+  unsigned char *in = malloc(n ? n : 1), *out = malloc(outlen ? outlen : 1);
+  int rc = -2;
+  if (in && out) {
+    if (n)
+      memcpy(in, b, n);
+    rc = ferry__codec_decode_page(kind, in, n, out, outlen, why);
+    if (rc == 0 && memcmp(out, raw, outlen) != 0)
+      rc = -3;
+  }
+  free(in);
+  free(out);
+  return rc;
+}
+
+/* A page of kind whose stored bytes are b (decoding to all of raw): it
+ * decodes, one byte more or less is refused, and every truncation is
+ * refused (with a reason). */
+static void page_round_trip(const char *name, int kind, blob b) {
+  const char *why = NULL;
+  if (!b.p || !b.n) {
+    CHECK(0, "%s: no encoded page", name);
+    free(b.p);
+    return;
+  }
+  int rc = page_ok(kind, b.p, b.n, N, &why);
+  CHECK(rc == 0, "%s page: rc %d %s", name, rc, why ? why : "");
+  CHECK(page_ok(kind, b.p, b.n, N - 1, &why) < 0 && why,
+        "%s: a stated size one short accepted", name);
+  CHECK(page_ok(kind, b.p, b.n, N + 1, &why) < 0 && why,
+        "%s: a stated size one long accepted", name);
+  for (size_t len = 0; len < b.n; len += 1 + len / 8)
+    CHECK(page_ok(kind, b.p, len, N, &why) < 0 && why,
+          "%s: truncated to %zu of %zu accepted", name, len, b.n);
+  free(b.p);
+}
+
+/* What a Parquet page may hold that a Zarr chunk may not: several gzip
+ * members or zstd frames one after another (Arrow writes and reads them),
+ * and nothing at all (a page of 0 bytes). */
+static void test_pages(void) {
+  const char *why = NULL;
+  CHECK(ferry__codec_decode_page(FERRY__CODEC_SHUFFLE, raw, N, raw, N, &why) <
+                0 &&
+            why,
+        "shuffle is not a page format");
+#ifdef HAVE_SNAPPY
+  {
+    blob b = {malloc(snappy_max_compressed_length(N)), 0};
+    b.n = b.p ? snappy_max_compressed_length(N) : 0;
+    if (b.p &&
+        snappy_compress((const char *)raw, N, (char *)b.p, &b.n) != SNAPPY_OK)
+      b.n = 0;
+    CHECK(ferry__codec_max_decoded(FERRY__CODEC_SNAPPY, b.n) >= N,
+          "snappy's bound below what it made");
+    page_round_trip("snappy", FERRY__CODEC_SNAPPY, b);
+  }
+#endif
+#ifdef HAVE_ZLIB
+  {
+    /* two gzip members: raw[0..N/2) and raw[N/2..N) */
+    blob a = enc_zlib(1);
+    page_round_trip("gzip", FERRY__CODEC_GZIP, a);
+    unsigned char two[2 * (N + 1024)];
+    size_t n = 0;
+    for (int h = 0; h < 2; h++) {
+      z_stream zs;
+      memset(&zs, 0, sizeof zs);
+      if (deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
+          Z_OK)
+        break;
+      zs.next_in = raw + h * (N / 2);
+      zs.avail_in = N / 2;
+      zs.next_out = two + n;
+      zs.avail_out = (uInt)(sizeof two - n);
+      if (deflate(&zs, Z_FINISH) == Z_STREAM_END)
+        n += zs.total_out;
+      deflateEnd(&zs);
+    }
+    int rc = page_ok(FERRY__CODEC_GZIP, two, n, N, &why);
+    CHECK(rc == 0, "a page of two gzip members: rc %d %s", rc, why ? why : "");
+  }
+#endif
+#ifdef HAVE_ZSTD
+  {
+    page_round_trip("zstd", FERRY__CODEC_ZSTD, enc_zstd());
+    size_t cap = ZSTD_compressBound(N);
+    unsigned char *two = malloc(2 * cap);
+    size_t n = 0;
+    for (int h = 0; two && h < 2; h++) {
+      size_t r =
+          ZSTD_compress(two + n, 2 * cap - n, raw + h * (N / 2), N / 2, 3);
+      n += ZSTD_isError(r) ? 0 : r;
+    }
+    int rc = two ? page_ok(FERRY__CODEC_ZSTD, two, n, N, &why) : -2;
+    CHECK(rc == 0, "a page of two zstd frames: rc %d %s", rc, why ? why : "");
+    unsigned char empty[64];
+    size_t e = ZSTD_compress(empty, sizeof empty, raw, 0, 3);
+    CHECK(!ZSTD_isError(e) &&
+              page_ok(FERRY__CODEC_ZSTD, empty, e, 0, &why) == 0,
+          "an empty zstd page refused: %s", why ? why : "");
+    free(two);
+  }
+#endif
+#ifdef HAVE_LZ4
+  {
+    int cap = LZ4_compressBound(N);
+    blob b = {malloc((size_t)cap + 8), 0};
+    int r =
+        b.p ? LZ4_compress_default((const char *)raw, (char *)b.p + 8, N, cap)
+            : 0;
+    if (r > 0) {
+      /* Hadoop framing: big-endian decoded and compressed sizes */
+      const uint32_t sz[2] = {N, (uint32_t)r};
+      for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 4; i++)
+          b.p[4 * k + i] = (unsigned char)(sz[k] >> (24 - 8 * i));
+      int rc = page_ok(FERRY__CODEC_LZ4_HADOOP, b.p, (size_t)r + 8, N, &why);
+      CHECK(rc == 0, "a Hadoop LZ4 page: rc %d %s", rc, why ? why : "");
+      /* the bare block, as LZ4_RAW and as a legacy LZ4 without framing */
+      rc = page_ok(FERRY__CODEC_LZ4_HADOOP, b.p + 8, (size_t)r, N, &why);
+      CHECK(rc == 0, "a legacy LZ4 page without framing: rc %d %s", rc,
+            why ? why : "");
+      blob raw_blk = {malloc((size_t)r), (size_t)r};
+      if (raw_blk.p)
+        memcpy(raw_blk.p, b.p + 8, (size_t)r);
+      page_round_trip("lz4_raw", FERRY__CODEC_LZ4_RAW, raw_blk);
+    }
+    free(b.p);
+  }
+#endif
+}
+
 int main(void) {
   make_raw();
   test_names();
+  test_pages();
   int tested = 0;
   test_codec("shuffle(4)", FERRY__CODEC_SHUFFLE, 4, enc_shuffle(4), 0);
   test_codec("shuffle(8)", FERRY__CODEC_SHUFFLE, 8, enc_shuffle(8), 0);

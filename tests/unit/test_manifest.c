@@ -1,6 +1,6 @@
 /*
  * test_manifest.c - unit tests of the backend records of the manifest
- * (core/manifest.c): a manifest whose parts carry per-variable records
+ * (core/manifest.c, dataset/json.c): a manifest whose parts carry records
  * (ferry__blob) survives pack -> unpack and JSON save -> load byte for byte,
  * its hash covers the records, a packed record whose length runs past the
  * buffer is refused as a corrupt buffer, and a saved manifest whose record
@@ -19,6 +19,7 @@
 #endif
 
 #include "backends/backend.h"
+#include "dataset/dataset.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /*
  * test_mix.c - the mix specification, scan, record and reads
- * (src/core/mix.c, src/backends/mix.c) on in-memory sources ("mem:").
+ * (src/dataset/mix.c, src/backends/mixread.c) on in-memory sources ("mem:").
  *
  * Checks: a mix file of two mem sources (one an @list of three parts) scans
  * into one part per source with prefix-sum first samples; proportions are
@@ -21,8 +21,8 @@
 #endif
 
 #include "backends/backend.h"
-#include "core/mix.h"
 #include "core/options.h"
+#include "dataset/mix.h"
 
 #include <math.h>
 #include <stdio.h>

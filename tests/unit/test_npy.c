@@ -26,6 +26,7 @@
 #include "backends/gen.h"
 #include "backends/npy.h"
 #include "core/options.h"
+#include "dataset/dataset.h"
 #include "plan/plan.h"
 
 #include <ftw.h>

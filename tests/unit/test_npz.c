@@ -20,6 +20,7 @@
 #endif
 
 #include "backends/backend.h"
+#include "dataset/dataset.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /*
- * test_state_file.c - the checkpoint state file (src/core/state.c) without
+ * test_state_file.c - the checkpoint state file (src/loader/state.c) without
  * MPI or a loader: encode/decode round trip (every field, byte-identical
  * re-encoding), the file helpers (write, read back, missing file, a file
  * over the 1 MiB limit), and damage: every truncation length is
@@ -12,7 +12,7 @@
  * tests/mpi/test_state.c covers the loader's use of the file over MPI.
  */
 #include "config.h"
-#include "core/state.h"
+#include "loader/state.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -19,6 +19,7 @@
 #endif
 
 #include "backends/parquet/parquet.h"
+#include "codecs/codec.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -32,6 +33,23 @@ const char *ferry__pq_codec_name(int codec) {
                                       "LZO",          "BROTLI", "LZ4",
                                       "ZSTD",         "LZ4_RAW"};
   return codec >= 0 && codec < 8 ? names[codec] : "unknown codec";
+}
+
+int ferry__pq_codec_kind(int codec) {
+  switch (codec) {
+  case PQ_CODEC_SNAPPY: return FERRY__CODEC_SNAPPY;
+  case PQ_CODEC_GZIP: return FERRY__CODEC_GZIP;
+  case PQ_CODEC_ZSTD: return FERRY__CODEC_ZSTD;
+  case PQ_CODEC_LZ4: return FERRY__CODEC_LZ4_HADOOP;
+  case PQ_CODEC_LZ4_RAW: return FERRY__CODEC_LZ4_RAW;
+  default: return FERRY__CODEC_NONE;
+  }
+}
+
+int ferry__pq_codec_available(int codec) {
+  int kind = ferry__pq_codec_kind(codec);
+  return codec == PQ_CODEC_NONE ||
+         (kind != FERRY__CODEC_NONE && ferry__codec_available(kind));
 }
 
 const char *ferry__pq_encoding_name(int enc) {

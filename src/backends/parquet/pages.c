@@ -1,7 +1,7 @@
 /*
  * pages.c - decode one Parquet column chunk (the bytes of one column in one
  * row group) into rows: page headers (Thrift, thrift.c), decompression
- * (codecs.c), repetition and
+ * (src/codecs/page.c), repetition and
  * definition levels (the RLE/bit-packed hybrid), and values (PLAIN,
  * PLAIN_DICTIONARY/RLE_DICTIONARY with a dictionary page, a chunk falling
  * back from dictionary to PLAIN mid-way, RLE booleans, BYTE_STREAM_SPLIT,
@@ -30,6 +30,7 @@
 #endif
 
 #include "backends/parquet/parquet.h"
+#include "codecs/codec.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -799,7 +800,8 @@ static int page_body(dec *d, const unsigned char *in, size_t inlen,
     *body = in;
     return 0;
   }
-  if (outlen > ferry__pq_max_decoded(codec, inlen))
+  int kind = ferry__pq_codec_kind(codec);
+  if (outlen > ferry__codec_max_decoded(kind, inlen))
     return fail(d, FERRY_EFORMAT,
                 "the page header's uncompressed_page_size is "
                 "more than its codec can make of its bytes");
@@ -807,7 +809,7 @@ static int page_body(dec *d, const unsigned char *in, size_t inlen,
       grow((void **)&d->s->page, &d->s->page_cap, outlen ? outlen : 1);
   if (want)
     return oom(d, want, "a page");
-  if (ferry__pq_decompress(codec, in, inlen, d->s->page, outlen, &why) < 0) {
+  if (ferry__codec_decode_page(kind, in, inlen, d->s->page, outlen, &why) < 0) {
     char msg[200];
     snprintf(msg, sizeof msg, "%s page: %s", ferry__pq_codec_name(codec), why);
     return fail(d, FERRY_EFORMAT, msg);

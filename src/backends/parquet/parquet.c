@@ -41,6 +41,7 @@
 
 #include "backends/parquet/parquet.h"
 #include "core/options.h"
+#include "util/dtype.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -962,26 +963,6 @@ static void pq_io_close(ferry__io *io) {
   free(io);
 }
 
-/* IEEE half of x when it is one exactly (normal or subnormal), else -1. */
-static int32_t half_of(double x) {
-  uint32_t sign = x < 0 ? 0x8000u : 0;
-  double a = x < 0 ? -x : x;
-  if (a == 0)
-    return (int32_t)sign;
-  int e = 0;
-  double f = frexp(a, &e); /* a = f * 2^e, f in [0.5, 1) */
-  if (e > 16)
-    return -1;
-  if (e < -13) { /* subnormal: a multiple of 2^-24 */
-    double m = ldexp(a, 24);
-    return m == floor(m) && m < 1024 ? (int32_t)(sign | (uint32_t)m) : -1;
-  }
-  double m = ldexp(f, 11); /* 11 significant bits */
-  if (m != floor(m))
-    return -1;
-  return (int32_t)(sign | (uint32_t)(e + 14) << 10 | ((uint32_t)m & 0x3ffu));
-}
-
 /* The null_fill text as one value of dtype (native byte order), exactly;
  * -1 when it does not fit. */
 static int fill_value(const char *text, ferry_dtype dt, unsigned char *out) {
@@ -999,7 +980,7 @@ static int fill_value(const char *text, ferry_dtype dt, unsigned char *out) {
     return (double)f == x ? 0 : -1;
   }
   case FERRY_FLOAT16: {
-    int32_t h = half_of(x);
+    int32_t h = ferry__half_of_double(x);
     uint16_t v = (uint16_t)h;
     memcpy(out, &v, 2);
     return h < 0 ? -1 : 0;

@@ -3,7 +3,7 @@
  * thrift.c decodes the Thrift compact protocol with bounds everywhere,
  * meta.c turns a footer into columns and row groups and describes a part
  * (rank 0), pages.c decodes one column chunk (pages, levels, encodings)
- * into rows, codecs.c decompresses its pages, parquet.c is the vtable:
+ * into rows (its pages decompressed by src/codecs/), parquet.c is the vtable:
  * probe, the record every rank
  * gets in the manifest, and the io_* calls.  Nothing outside this folder
  * includes it.
@@ -110,6 +110,10 @@ const char *ferry__pq_encoding_name(int enc);
 const char *ferry__pq_type_name(int type);
 /* 1 when this build decodes codec. */
 int ferry__pq_codec_available(int codec);
+/* The kind of src/codecs/codec.h that decodes the pages of Parquet codec
+ * (FERRY__CODEC_SNAPPY ...); FERRY__CODEC_NONE for UNCOMPRESSED and for the
+ * codecs ferry has no decoder for (LZO, BROTLI, unknown). */
+int ferry__pq_codec_kind(int codec);
 
 /* ---- Footer (meta.c) ---- */
 
@@ -331,18 +335,5 @@ int64_t ferry__pq_split_rows(const pq_rec *r, const pq_pages *pg,
 int ferry__pq_split_apply(pq_rec *r, const pq_pages *pg, int64_t q);
 /* The bytes ferry__pq_split_apply allocates (its out-of-memory message). */
 size_t ferry__pq_split_bytes(const pq_rec *r, const pq_pages *pg, int64_t q);
-
-/* Decompress in[0..inlen) into out[0..outlen) exactly; -1 with why. */
-int ferry__pq_decompress(int codec, const unsigned char *in, size_t inlen,
-                         unsigned char *out, size_t outlen, const char **why);
-/* The most bytes inlen bytes of codec can decompress to (the format's
- * largest expansion: deflate 1032:1, zstd 32768:1 ...; SIZE_MAX for a codec
- * this build does not decode): a stated size above it is corruption,
- * refused before a buffer of that size is allocated. */
-size_t ferry__pq_max_decoded(int codec, size_t inlen);
-/* Snappy raw format (codecs.c: no library for it). */
-int ferry__pq_snappy_decode(const unsigned char *in, size_t inlen,
-                            unsigned char *out, size_t outlen,
-                            const char **why);
 
 #endif /* FERRY_PARQUET_H */

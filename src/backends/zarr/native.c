@@ -1,6 +1,6 @@
 /*
  * native.c - ferry's own Zarr chunk reader: reads chunk files with pread
- * and decodes them with the codecs of src/plugins/codec.c (the same
+ * and decodes them with the codecs of src/codecs/codec.c (the same
  * decoders as the NCZarr plugins), without netCDF-C.  A chunk a read covers
  * whole is decoded (or read, uncompressed) straight into the read buffer;
  * other chunks through a band of rows kept per variable.  Its buffers are

@@ -12,7 +12,7 @@
 
 #include "backends/backend.h"
 #include "backends/toolkit.h"
-#include "plugins/codec.h"
+#include "codecs/codec.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,14 +1,14 @@
 /*
- * core/mix.h - several datasets read as one (docs/sampling.md, "Mixing
+ * dataset/mix.h - several datasets read as one (docs/sampling.md, "Mixing
  * datasets: the specification"): the mix specification, the scan that
  * builds one manifest whose parts are the sources, and the accessor the
- * sampling plan reads the sources through (core/mix.c).  The reads go
- * through the "mix" backend (backends/mix.c).
+ * sampling plan reads the sources through (dataset/mix.c).  The reads go
+ * through the "mix" backend (backends/mixread.c).
  */
 #ifndef FERRY_MIX_H
 #define FERRY_MIX_H
 
-#include "core/manifest.h"
+#include "dataset/dataset.h"
 
 /** The most sources a mix may have. */
 #define FERRY__MIX_MAX_SOURCES 1024
@@ -25,6 +25,13 @@ typedef struct ferry__mix_spec {
   int n;
   ferry__mix_spec_source *src;
 } ferry__mix_spec;
+
+/** Whether a dataset string is a mix ("mix:LIST" or "mix:@FILE"), and
+ *  whether a manifest is a mix's (its backend is "mix"): the one place
+ *  each is decided (issue 24; the loader, the scan, the selection of
+ *  variables, the sampling plan and ferry info all ask here). */
+int ferry__mix_is(const char *dataset);
+int ferry__mix_is_manifest(const ferry__manifest *m);
 
 /** The mix string that dataset (and the mix option) name: "mix:LIST" or
  *  "mix:@FILE" as given, or "mix:" + opts->mix when dataset is NULL, ""
@@ -43,7 +50,7 @@ int ferry__mix_parse(const char *mix, int default_exhaust, ferry__mix_spec *out,
                      ferry__err *err);
 void ferry__mix_spec_free(ferry__mix_spec *s);
 
-/** Rank 0: the manifest of the mix string spec (see ferry__mix_dataset):
+/** Rank 0: the manifest of the mix string spec (ferry__mix_is(spec)):
  *  every source scanned with the requested common variables vars (NULL or
  *  "": the first source's), checked to agree, one part per source.
  *  Called by ferry__manifest_scan. */

@@ -1,6 +1,6 @@
 /*
- * core/state.h - the checkpoint state (encode, decode, files) and the
- * checkpoint signal (core/state.c).
+ * loader/state.h - the checkpoint state (encode, decode, files) and the
+ * checkpoint signal (loader/state.c).
  */
 #ifndef FERRY_STATE_H
 #define FERRY_STATE_H

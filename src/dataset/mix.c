@@ -9,7 +9,7 @@
  * common variables under its own names, in the common order), checks that
  * the sources agree on dtype and row shape, and builds one manifest whose
  * parts are the sources.  Each part's first record carries the source's
- * packed manifest, proportion, exhaust rule and path (backends/mix.c
+ * packed manifest, proportion, exhaust rule and path (backends/mixread.c
  * defines the record and reads the sources through their own backends), so
  * the manifest that rank 0 broadcasts, hashes and saves holds everything:
  * a changed proportion or rule changes the hash.  The sampling plan reads
@@ -25,8 +25,8 @@
 #include "backends/backend.h"
 #include "backends/mixrec.h"
 #include "backends/toolkit.h"
-#include "core/mix.h"
 #include "core/options.h"
+#include "dataset/mix.h"
 
 #include <errno.h>
 #include <math.h>
@@ -42,11 +42,17 @@ const char *ferry__mix_exhaust_name(int exhaust) {
   }
 }
 
-static int is_mix(const char *s) { return s && strncmp(s, "mix:", 4) == 0; }
+int ferry__mix_is(const char *dataset) {
+  return dataset && strncmp(dataset, "mix:", 4) == 0;
+}
+
+int ferry__mix_is_manifest(const ferry__manifest *m) {
+  return m && m->backend && strcmp(m->backend, "mix") == 0;
+}
 
 size_t ferry__mix_dataset_bytes(const char *dataset,
                                 const ferry_options *opts) {
-  if (is_mix(dataset))
+  if (ferry__mix_is(dataset))
     return strlen(dataset) + 1;
   return opts && opts->mix ? strlen(opts->mix) + 5 : 0;
 }
@@ -54,7 +60,7 @@ size_t ferry__mix_dataset_bytes(const char *dataset,
 int ferry__mix_dataset(const char *dataset, const ferry_options *opts,
                        char **out) {
   *out = NULL;
-  if (is_mix(dataset))
+  if (ferry__mix_is(dataset))
     return (*out = strdup(dataset)) ? 0 : FERRY_ENOMEM;
   int plain = !dataset || !*dataset || strcmp(dataset, "mix") == 0;
   if (!plain || !opts || !opts->mix || !*opts->mix)
@@ -161,7 +167,7 @@ static int parse_exhaust(const char *s, int *out, const where *w,
 static int check_path(const char *path, const where *w, ferry__err *err) {
   if (!*path)
     return bad(err, w, "an empty path", path);
-  if (is_mix(path) || strcmp(path, "mix") == 0)
+  if (ferry__mix_is(path) || strcmp(path, "mix") == 0)
     return bad(err, w, "a mix cannot be a source of a mix (nested mix):", path);
   return 0;
 }
@@ -331,7 +337,7 @@ static int parse_file(const char *file, int dflt, ferry__mix_spec *s,
 int ferry__mix_parse(const char *mix, int default_exhaust, ferry__mix_spec *out,
                      ferry__err *err) {
   memset(out, 0, sizeof *out);
-  const char *body = is_mix(mix) ? mix + 4 : mix ? mix : "";
+  const char *body = ferry__mix_is(mix) ? mix + 4 : mix ? mix : "";
   int rc;
   if (body[0] == '@')
     rc = parse_file(body + 1, default_exhaust, out, err);
@@ -683,7 +689,7 @@ int ferry__mix_sources(const ferry__manifest *m, ferry__mix_source **out,
                        int *n, ferry__err *err) {
   *out = NULL;
   *n = 0;
-  if (!m->backend || strcmp(m->backend, "mix") != 0)
+  if (!ferry__mix_is_manifest(m))
     return 0;
   if (m->nparts < 1 || m->nparts > FERRY__MIX_MAX_SOURCES)
     return ferry__seterr(err, FERRY_EFORMAT, "mix: %lld sources",

@@ -1,5 +1,6 @@
 /*
- * codec.c - decoders for the numcodecs codecs ferry reads (see codec.h).
+ * codec.c - decoders for the numcodecs codecs ferry reads (see codec.h;
+ * the Parquet page formats are page.c's).
  *
  * The byte formats are numcodecs' (0.11):
  *   blosc    a Blosc-1 frame; its header gives the decoded and the stored
@@ -18,7 +19,7 @@
 #include <config.h>
 #endif
 
-#include "codec.h"
+#include "codecs/codec.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -37,20 +38,25 @@
 #ifdef HAVE_LZ4
 #include <lz4.h>
 #endif
+#ifdef HAVE_SNAPPY
+#include <snappy-c.h>
+#endif
 
 /* No chunk decodes to more than this (a corrupt header must not make us
  * allocate terabytes). */
 #define CODEC_MAX_OUT ((size_t)1 << 36)
 
 static const char *const codec_names[FERRY__CODEC_COUNT] = {
-    "blosc", "zlib", "gzip", "zstd", "lz4", "shuffle"};
+    "blosc", "zlib", "gzip", "zstd", "lz4", "shuffle",
+    /* Parquet's page formats (not numcodecs ids) */
+    "snappy", "lz4_raw", "lz4_hadoop"};
 
 const char *ferry__codec_name(int kind) {
   return kind >= 0 && kind < FERRY__CODEC_COUNT ? codec_names[kind] : NULL;
 }
 
 int ferry__codec_kind(const char *id) {
-  for (int k = 0; id && k < FERRY__CODEC_COUNT; k++)
+  for (int k = 0; id && k < FERRY__CODEC_NUMCODECS; k++)
     if (strcmp(id, codec_names[k]) == 0)
       return k;
   return FERRY__CODEC_NONE;
@@ -69,7 +75,12 @@ int ferry__codec_available(int kind) {
   case FERRY__CODEC_ZSTD: return 1;
 #endif
 #ifdef HAVE_LZ4
-  case FERRY__CODEC_LZ4: return 1;
+  case FERRY__CODEC_LZ4:
+  case FERRY__CODEC_LZ4_RAW:
+  case FERRY__CODEC_LZ4_HADOOP: return 1;
+#endif
+#ifdef HAVE_SNAPPY
+  case FERRY__CODEC_SNAPPY: return 1;
 #endif
   case FERRY__CODEC_SHUFFLE: return 1;
   default: return 0;
@@ -349,6 +360,8 @@ int ferry__codec_decode_into(int kind, unsigned param, const void *in,
                              const char **why) {
   size_t n = 0;
   *why = NULL;
+  if (kind >= FERRY__CODEC_NUMCODECS) /* a Parquet page format */
+    return ferry__codec_decode_page(kind, in, inlen, out, outlen, why);
   if (outlen == 0)
     return fail(why, "a chunk of zero bytes");
   if (decoded_size(kind, in, inlen, outlen, &n, why) < 0)
@@ -370,6 +383,37 @@ static size_t max_ratio(int kind) {
   }
 }
 
+/* A Parquet page format through ferry__codec_decode: its size is expect,
+ * or snappy's own header (judged against what the stored bytes can make
+ * before it is allocated); the other page formats record no size. */
+static int decode_page_alloc(int kind, const void *in, size_t inlen,
+                             size_t expect, void **out, size_t *outlen,
+                             const char **why) {
+  size_t n = expect;
+#ifdef HAVE_SNAPPY
+  if (!n && kind == FERRY__CODEC_SNAPPY &&
+      snappy_uncompressed_length(in, inlen, &n) != SNAPPY_OK)
+    return fail(why, "corrupt snappy length");
+#endif
+  if (!ferry__codec_available(kind))
+    return fail(why, "this codec is not built into ferry");
+  if (!n)
+    return fail(why, "the decoded size is neither known nor recorded");
+  if (n > CODEC_MAX_OUT || n > ferry__codec_max_decoded(kind, inlen))
+    return fail(why, "the decoded size is larger than its codec can produce "
+                     "from the stored bytes (corrupt)");
+  void *buf = malloc(n);
+  if (!buf)
+    return fail_oom(why, n, "the decoded data");
+  if (ferry__codec_decode_page(kind, in, inlen, buf, n, why) < 0) {
+    free(buf);
+    return -1;
+  }
+  *out = buf;
+  *outlen = n;
+  return 0;
+}
+
 int ferry__codec_decode(int kind, unsigned param, const void *in, size_t inlen,
                         size_t expect, void **out, size_t *outlen,
                         const char **why) {
@@ -377,6 +421,8 @@ int ferry__codec_decode(int kind, unsigned param, const void *in, size_t inlen,
   *out = NULL;
   *outlen = 0;
   *why = NULL;
+  if (kind >= FERRY__CODEC_NUMCODECS)
+    return decode_page_alloc(kind, in, inlen, expect, out, outlen, why);
   if (decoded_size(kind, in, inlen, expect, &n, why) < 0)
     return -1;
   /* With the size unknown (the NCZarr plugins), the header's size is all

@@ -14,7 +14,7 @@
 #include <config.h>
 #endif
 
-#include "core/manifest.h"
+#include "dataset/dataset.h"
 
 /* A variable of empty rows (shape (N, 0)) would make a batch of no bytes,
  * and every rank must decide the same (issue 11: such a dataset opened on 1

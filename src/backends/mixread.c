@@ -1,10 +1,10 @@
 /*
- * mix.c - the mix backend: several datasets read as one (docs/sampling.md,
+ * mixread.c - the mix backend: several datasets read as one (docs/sampling.md,
  * "Mixing datasets: the specification").
  *
  * Why a backend: the loader reads a part's rows through its backend, and a
  * mix's parts are whole datasets of other formats.  Each part of a mix
- * manifest (built by core/mix.c, never by describe: a backend describes
+ * manifest (built by dataset/mix.c, never by describe: a backend describes
  * one part, a mix is many datasets) is one source; its first record holds
  * the source's own packed manifest.  io_read maps the source's rows onto
  * the parts of that manifest and asks the source's own backend for them,
@@ -444,7 +444,7 @@ const ferry__backend ferry__backend_mix = {
     .caps = FERRY__CAP_NOT_FLAT,
     .record_version = 1,
     .scheme = "mix",
-    .probe = NULL, /* reached through its scheme, built by core/mix.c */
+    .probe = NULL, /* reached through its scheme, built by dataset/mix.c */
     .accepts = "mix:LIST or mix:@FILE (several datasets read as one)",
     .describe = mix_describe,
     .io_open = mix_io_open,

@@ -21,7 +21,7 @@
  * batch.
  */
 #include "config.h"
-#include "core/state.h"
+#include "loader/state.h"
 #include "core/options.h"
 
 #include <errno.h>

@@ -1,5 +1,5 @@
 /*
- * core/manifest_share.c - the manifest every rank holds is one every rank
+ * dataset/share.c - the manifest every rank holds is one every rank
  * accepts.  Rank 0 builds the manifest (scan or saved JSON) and the others
  * unpack the packed copy it broadcasts, with the checks of
  * ferry__manifest_unpack.  Two things kept those in step, and issue 30
@@ -22,7 +22,7 @@
 #include <config.h>
 #endif
 
-#include "core/manifest.h"
+#include "dataset/dataset.h"
 #include "util/agree.h"
 
 #include <stdio.h>

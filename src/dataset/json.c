@@ -1,0 +1,504 @@
+/*
+ * json.c - a manifest saved to and loaded from JSON (the manifest option,
+ * ferry info --json), so a later run can skip the scan.  Loading names the
+ * backend (its record version, whether its parts are flat files), checks
+ * what a scan checks and re-applies the vars selection (dataset/scan.c).
+ */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+#if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include "backends/backend.h"
+#include "dataset/dataset.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- JSON ------------------------------------------------------------- */
+
+/*
+ * The saved manifest (written by ferry_manifest_save, read back with the
+ * manifest option):
+ *
+ *   {"ferry_manifest": 1, "backend": "npy", "spec": "data/train",
+ *    "num_samples": 97,
+ *    "vars": [{"name": "x", "dtype": "float32", "swapped": false,
+ *              "row_shape": [4]}],
+ *    "parts": [{"num_samples": 97,
+ *               "files": [{"path": "data/train/x.npy", "data_offset": 128,
+ *                          "file_size": 1680}]}]}
+ *
+ * "files" lists one entry per variable, in the order of "vars".  A backend
+ * that keeps records (the zarr backend) adds "record_version": N at the top
+ * and "record": "HEX" (its bytes, two lowercase hex digits each) to each
+ * file; a manifest whose record version is not the backend's is refused.
+ * "num_samples" at the top is informational; loading recomputes it.
+ */
+/* o[key] = the bytes of b in lowercase hex; nonzero on failure. */
+static int set_hex(json_t *o, const char *key, const ferry__blob *b) {
+  static const char digit[] = "0123456789abcdef";
+  if (b->len > (SIZE_MAX - 1) / 2)
+    return -1;
+  char *t = malloc(2 * b->len + 1);
+  if (!t)
+    return -1;
+  for (size_t i = 0; i < b->len; i++) {
+    t[2 * i] = digit[b->p[i] >> 4];
+    t[2 * i + 1] = digit[b->p[i] & 15];
+  }
+  t[2 * b->len] = '\0';
+  int rc = json_object_set_new(o, key, json_string(t));
+  free(t);
+  return rc;
+}
+
+/* The hex string s into b; -1 when it is not an even run of hex digits,
+ * -2 out of memory. */
+static int get_hex(const char *s, ferry__blob *b) {
+  size_t n = strlen(s);
+  if (n == 0 || n % 2)
+    return -1;
+  if (!(b->p = malloc(n / 2)))
+    return -2;
+  b->len = n / 2;
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    int x = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : -1;
+    if (x < 0)
+      return -1; /* b is freed with the manifest */
+    if (i % 2 == 0)
+      b->p[i / 2] = (unsigned char)(x << 4);
+    else
+      b->p[i / 2] |= (unsigned char)x;
+  }
+  return 0;
+}
+
+int ferry__manifest_save_json(const ferry__manifest *m, const char *path,
+                              ferry__err *err) {
+  int bad = 0, rc = 0;
+  char *text = NULL;
+  FILE *f = NULL;
+  json_t *root = json_object(), *vars = json_array(), *parts = json_array();
+  bad |= !root || !vars || !parts;
+  if (!bad) {
+    bad |= json_object_set_new(root, "ferry_manifest", json_integer(1));
+    bad |= json_object_set_new(root, "backend", json_string(m->backend));
+    bad |= json_object_set_new(root, "spec", json_string(m->spec));
+    if (m->notes)
+      bad |= json_object_set_new(root, "notes", json_string(m->notes));
+    bad |= json_object_set_new(root, "num_samples",
+                               json_integer((json_int_t)m->num_samples));
+    if (m->record_version)
+      bad |= json_object_set_new(root, "record_version",
+                                 json_integer(m->record_version));
+  }
+  for (int v = 0; !bad && v < m->nvars; v++) {
+    const ferry__var *x = &m->vars[v];
+    json_t *o = json_object(), *shape = json_array();
+    bad |= !o || !shape;
+    for (int k = 0; !bad && k < x->row_ndim; k++)
+      bad |= json_array_append_new(shape,
+                                   json_integer((json_int_t)x->row_shape[k]));
+    if (!bad) {
+      bad |= json_object_set_new(o, "name", json_string(x->name));
+      bad |= json_object_set_new(o, "dtype",
+                                 json_string(ferry_dtype_name(x->dtype)));
+      bad |= json_object_set_new(o, "swapped", json_boolean(x->swapped));
+      bad |= json_object_set_new(o, "row_shape", shape);
+      shape = NULL;
+      bad |= json_object_set_new(o, "chunk_rows",
+                                 json_integer((json_int_t)x->chunk_rows));
+      bad |= json_object_set_new(o, "cache_bytes",
+                                 json_integer((json_int_t)x->cache_bytes));
+      if (x->storage)
+        bad |= json_object_set_new(o, "storage", json_string(x->storage));
+      bad |= json_array_append_new(vars, o);
+      o = NULL;
+    }
+    json_decref(o);
+    json_decref(shape);
+  }
+  for (int64_t p = 0; !bad && p < m->nparts; p++) {
+    const ferry__part *pt = &m->parts[p];
+    json_t *o = json_object(), *files = json_array();
+    bad |= !o || !files;
+    for (int v = 0; !bad && v < m->nvars; v++) {
+      json_t *fo = json_object();
+      bad |= !fo;
+      if (!bad) {
+        bad |= json_object_set_new(fo, "path", json_string(pt->paths[v]));
+        bad |= json_object_set_new(
+            fo, "data_offset", json_integer((json_int_t)pt->data_offset[v]));
+        bad |= json_object_set_new(fo, "file_size",
+                                   json_integer((json_int_t)pt->file_size[v]));
+        if (pt->rec && pt->rec[v].len)
+          bad |= set_hex(fo, "record", &pt->rec[v]);
+        bad |= json_array_append_new(files, fo);
+      } else {
+        json_decref(fo);
+      }
+    }
+    if (!bad) {
+      bad |= json_object_set_new(o, "num_samples",
+                                 json_integer((json_int_t)pt->num_samples));
+      bad |= json_object_set_new(o, "files", files);
+      files = NULL;
+      bad |= json_array_append_new(parts, o);
+      o = NULL;
+    }
+    json_decref(o);
+    json_decref(files);
+  }
+  if (!bad) {
+    bad |= json_object_set_new(root, "vars", vars);
+    vars = NULL;
+    bad |= json_object_set_new(root, "parts", parts);
+    parts = NULL;
+  }
+  /* Strings that are not UTF-8 (a path in another encoding) make
+   * json_string return NULL too; say so rather than "out of memory". */
+  if (bad || !(text = json_dumps(root, JSON_INDENT(2)))) {
+    rc = ferry__seterr(err, FERRY_EIO,
+                       "manifest %s: cannot encode the manifest as JSON "
+                       "(out of memory, or a name or path is not UTF-8)",
+                       path);
+    goto cleanup;
+  }
+  if (!(f = fopen(path, "w"))) {
+    rc = ferry__seterr(err,
+                       errno == EACCES || errno == EPERM || errno == EROFS
+                           ? FERRY_EACCES
+                           : FERRY_EIO,
+                       "manifest %s: cannot create: %s", path, strerror(errno));
+    goto cleanup;
+  }
+  size_t n = strlen(text);
+  int wrote = fwrite(text, 1, n, f) == n && fputc('\n', f) != EOF;
+  int closed = fclose(f) == 0;
+  f = NULL;
+  if (!wrote || !closed)
+    rc = ferry__seterr(err, FERRY_EIO, "manifest %s: write failed: %s", path,
+                       strerror(errno));
+cleanup:
+  free(text);
+  json_decref(root);
+  json_decref(vars);
+  json_decref(parts);
+  return rc;
+}
+
+static int missing(ferry__err *err, const char *file, const char *key) {
+  return ferry__seterr(err, FERRY_EFORMAT,
+                       "manifest %s: key '%s' is missing or invalid", file,
+                       key);
+}
+
+/* An integer member >= min; FERRY_EFORMAT naming the key otherwise. */
+static int get_int(json_t *o, const char *k, int64_t min, int64_t *out,
+                   const char *file, const char *key, ferry__err *err) {
+  json_t *v = json_object_get(o, k);
+  if (!json_is_integer(v) || json_integer_value(v) < min)
+    return missing(err, file, key);
+  *out = (int64_t)json_integer_value(v);
+  return 0;
+}
+
+/* The top level: format version, backend (compiled in, same record
+ * version), spec, notes; the arrays of variables and parts are checked to
+ * be arrays.  *be receives the backend. */
+static int load_top(json_t *root, const char *path, ferry__manifest *m,
+                    const ferry__backend **be, ferry__err *err) {
+  int64_t version = 0, rv = 0;
+  int rc;
+  if (!json_is_object(root))
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "manifest %s: the top level is not a JSON object",
+                         path);
+  if ((rc = get_int(root, "ferry_manifest", 0, &version, path, "ferry_manifest",
+                    err)) < 0)
+    return rc;
+  if (version != 1)
+    return ferry__seterr(
+        err, FERRY_ENOTSUP,
+        "manifest %s: version %lld; this ferry reads version 1", path,
+        (long long)version);
+  json_t *jb = json_object_get(root, "backend");
+  json_t *js = json_object_get(root, "spec");
+  json_t *jv = json_object_get(root, "vars");
+  json_t *jn = json_object_get(root, "notes"); /* optional */
+  if (!json_is_string(jb))
+    return missing(err, path, "backend");
+  if (!json_is_string(js))
+    return missing(err, path, "spec");
+  if (jn && !json_is_string(jn))
+    return missing(err, path, "notes");
+  if (jn && !(m->notes = strdup(json_string_value(jn))))
+    return ferry__oom(err, -1, strlen(json_string_value(jn)) + 1,
+                      "the notes of manifest %s", path);
+  if (!json_is_array(jv) || json_array_size(jv) < 1 ||
+      json_array_size(jv) > INT_MAX)
+    return missing(err, path, "vars");
+  if (!json_is_array(json_object_get(root, "parts")))
+    return missing(err, path, "parts");
+  if (!(*be = ferry__backend_find(json_string_value(jb))))
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "manifest %s: backend '%s' is not compiled into this "
+                         "ferry",
+                         path, json_string_value(jb));
+  if (json_object_get(root, "record_version") &&
+      (rc = get_int(root, "record_version", 0, &rv, path, "record_version",
+                    err)) < 0)
+    return rc;
+  if (rv != (*be)->record_version)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "manifest %s: its %s records are version %lld but "
+                         "this ferry's %s backend reads version %d (the "
+                         "manifest was saved by another ferry): scan the "
+                         "dataset again and save a new manifest",
+                         path, (*be)->name, (long long)rv, (*be)->name,
+                         (*be)->record_version);
+  m->record_version = (int)rv;
+  if (!(m->backend = strdup(json_string_value(jb))) ||
+      !(m->spec = strdup(json_string_value(js))) ||
+      !(m->vars = calloc(json_array_size(jv), sizeof *m->vars)))
+    return ferry__oom(
+        err, -1,
+        strlen(json_string_value(jb)) + strlen(json_string_value(js)) + 2 +
+            json_array_size(jv) * sizeof *m->vars,
+        "the %zu variables of manifest %s", json_array_size(jv), path);
+  m->nvars = (int)json_array_size(jv);
+  return 0;
+}
+
+/* vars[v]: name (unique), dtype, byte order, row shape (its byte count
+ * checked for overflow), and the optional storage layout. */
+static int load_var(json_t *o, int v, const char *path, ferry__manifest *m,
+                    ferry__err *err) {
+  char key[128];
+  ferry__var *x = &m->vars[v];
+  json_t *jn = json_object_get(o, "name"), *jd = json_object_get(o, "dtype");
+  json_t *jw = json_object_get(o, "swapped");
+  json_t *jr = json_object_get(o, "row_shape");
+  snprintf(key, sizeof key, "vars[%d].name", v);
+  if (!json_is_string(jn) || !*json_string_value(jn))
+    return missing(err, path, key);
+  if (!(x->name = strdup(json_string_value(jn))))
+    return ferry__oom(err, -1, strlen(json_string_value(jn)) + 1,
+                      "%s of manifest %s", key, path);
+  for (int k = 0; k < v; k++)
+    if (strcmp(m->vars[k].name, x->name) == 0)
+      return ferry__seterr(err, FERRY_EFORMAT,
+                           "manifest %s: variable '%s' is listed twice", path,
+                           x->name);
+  snprintf(key, sizeof key, "vars[%d].dtype", v);
+  if (!json_is_string(jd) ||
+      ferry__dtype_from_name(json_string_value(jd), &x->dtype) != 0)
+    return missing(err, path, key);
+  snprintf(key, sizeof key, "vars[%d].swapped", v);
+  if (json_is_boolean(jw))
+    x->swapped = json_is_true(jw);
+  else if (json_is_integer(jw) &&
+           (json_integer_value(jw) == 0 || json_integer_value(jw) == 1))
+    x->swapped = (int)json_integer_value(jw);
+  else
+    return missing(err, path, key);
+  snprintf(key, sizeof key, "vars[%d].row_shape", v);
+  if (!json_is_array(jr) || json_array_size(jr) > FERRY_MAX_DIMS - 1)
+    return missing(err, path, key);
+  x->row_ndim = (int)json_array_size(jr);
+  int64_t bytes = (int64_t)ferry_dtype_size(x->dtype);
+  for (int k = 0; k < x->row_ndim; k++) {
+    json_t *d = json_array_get(jr, (size_t)k);
+    if (!json_is_integer(d) || json_integer_value(d) < 1 ||
+        bytes > INT64_MAX / json_integer_value(d))
+      return missing(err, path, key);
+    x->row_shape[k] = (int64_t)json_integer_value(d);
+    bytes *= x->row_shape[k];
+  }
+  x->row_bytes = (size_t)bytes;
+  /* Storage layout: optional (manifests saved before it was recorded). */
+  json_t *jc = json_object_get(o, "chunk_rows"),
+         *jcache = json_object_get(o, "cache_bytes"),
+         *jstore = json_object_get(o, "storage");
+  if ((jc && (!json_is_integer(jc) || json_integer_value(jc) < 0)) ||
+      (jcache &&
+       (!json_is_integer(jcache) || json_integer_value(jcache) < 0)) ||
+      (jstore && !json_is_string(jstore))) {
+    snprintf(key, sizeof key, "vars[%d].chunk_rows/cache_bytes/storage", v);
+    return missing(err, path, key);
+  }
+  x->chunk_rows = jc ? (int64_t)json_integer_value(jc) : 0;
+  x->cache_bytes = jcache ? (size_t)json_integer_value(jcache) : 0;
+  if (jstore && !(x->storage = strdup(json_string_value(jstore))))
+    return ferry__oom(err, -1, strlen(json_string_value(jstore)) + 1,
+                      "vars[%d].storage of manifest %s", v, path);
+  return 0;
+}
+
+/* parts[p].files[v]: path, data offset, file size, the optional backend
+ * record; with check_sizes, the rows must fit in the file. */
+static int load_file(json_t *fo, size_t p, int v, const char *path,
+                     ferry__manifest *m, int check_sizes, ferry__err *err) {
+  char key[128];
+  ferry__part *pt = &m->parts[p];
+  json_t *jpath = json_object_get(fo, "path");
+  int rc;
+  snprintf(key, sizeof key, "parts[%zu].files[%d].path", p, v);
+  if (!json_is_string(jpath))
+    return missing(err, path, key);
+  if (!(pt->paths[v] = strdup(json_string_value(jpath))))
+    return ferry__oom(err, -1, strlen(json_string_value(jpath)) + 1,
+                      "%s of manifest %s", key, path);
+  snprintf(key, sizeof key, "parts[%zu].files[%d].data_offset", p, v);
+  if ((rc = get_int(fo, "data_offset", 0, &pt->data_offset[v], path, key,
+                    err)) < 0)
+    return rc;
+  snprintf(key, sizeof key, "parts[%zu].files[%d].file_size", p, v);
+  if ((rc = get_int(fo, "file_size", 0, &pt->file_size[v], path, key, err)) < 0)
+    return rc;
+  json_t *jrec = json_object_get(fo, "record"); /* optional */
+  snprintf(key, sizeof key, "parts[%zu].files[%d].record", p, v);
+  int hx = 0;
+  if (jrec && (!json_is_string(jrec) || !pt->rec ||
+               (hx = get_hex(json_string_value(jrec), &pt->rec[v])) == -1))
+    return missing(err, path, key);
+  if (hx == -2)
+    return ferry__oom(err, -1, strlen(json_string_value(jrec)) / 2,
+                      "%s of manifest %s", key, path);
+  /* num_samples * row_bytes fits: both bounded, checked as a quotient. */
+  int64_t rb = (int64_t)m->vars[v].row_bytes;
+  if (check_sizes &&
+      (pt->num_samples > (INT64_MAX - pt->data_offset[v]) / rb ||
+       pt->data_offset[v] + pt->num_samples * rb > pt->file_size[v]))
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "manifest %s: %s: %lld rows of %lld bytes at "
+                         "offset %lld do not fit in its %lld bytes "
+                         "(variable %s)",
+                         path, pt->paths[v], (long long)pt->num_samples,
+                         (long long)rb, (long long)pt->data_offset[v],
+                         (long long)pt->file_size[v], m->vars[v].name);
+  return 0;
+}
+
+/* parts[p]: its sample count (the running total checked for overflow in
+ * *total) and one file per variable. */
+static int load_part(json_t *o, size_t p, const char *path, ferry__manifest *m,
+                     int check_sizes, int64_t *total, ferry__err *err) {
+  char key[128];
+  json_t *jf = json_object_get(o, "files");
+  ferry__part *pt = &m->parts[p];
+  int rc;
+  snprintf(key, sizeof key, "parts[%zu].num_samples", p);
+  if ((rc = get_int(o, "num_samples", 0, &pt->num_samples, path, key, err)) < 0)
+    return rc;
+  if (pt->num_samples > INT64_MAX - *total)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "manifest %s: the sample count overflows at part %zu",
+                         path, p);
+  pt->first_sample = *total;
+  *total += pt->num_samples;
+  snprintf(key, sizeof key, "parts[%zu].files", p);
+  if (!json_is_array(jf) || json_array_size(jf) != (size_t)m->nvars)
+    return missing(err, path, key);
+  pt->paths = calloc((size_t)m->nvars, sizeof *pt->paths);
+  pt->data_offset = calloc((size_t)m->nvars, sizeof *pt->data_offset);
+  pt->file_size = calloc((size_t)m->nvars, sizeof *pt->file_size);
+  if (!pt->paths || !pt->data_offset || !pt->file_size ||
+      (m->record_version &&
+       !(pt->rec = calloc((size_t)m->nvars, sizeof *pt->rec))))
+    return ferry__oom(err, -1,
+                      (size_t)m->nvars *
+                          (sizeof *pt->paths + sizeof *pt->data_offset +
+                           sizeof *pt->file_size +
+                           (m->record_version ? sizeof *pt->rec : 0)),
+                      "the files of parts[%zu] of manifest %s", p, path);
+  for (int v = 0; v < m->nvars; v++)
+    if ((rc = load_file(json_array_get(jf, (size_t)v), p, v, path, m,
+                        check_sizes, err)) < 0)
+      return rc;
+  return 0;
+}
+
+/* The parsed JSON of a saved manifest (path names it in errors) into m;
+ * takes root. */
+static int load_root(json_t *root, const char *path, const char *vars,
+                     ferry__manifest *m, ferry__err *err) {
+  const ferry__backend *be = NULL;
+  int rc = 0;
+  if ((rc = load_top(root, path, m, &be, err)) < 0)
+    goto cleanup;
+  json_t *jv = json_object_get(root, "vars");
+  for (int v = 0; v < m->nvars; v++)
+    if ((rc = load_var(json_array_get(jv, (size_t)v), v, path, m, err)) < 0)
+      goto cleanup;
+  json_t *jp = json_object_get(root, "parts");
+  size_t nparts = json_array_size(jp);
+  if (nparts > 0 && !(m->parts = calloc(nparts, sizeof *m->parts))) {
+    rc = ferry__oom(err, -1, nparts * sizeof *m->parts,
+                    "the %zu parts of manifest %s", nparts, path);
+    goto cleanup;
+  }
+  m->nparts = (int64_t)nparts;
+  int check_sizes = !(be->caps & FERRY__CAP_NOT_FLAT);
+  int64_t total = 0;
+  for (size_t p = 0; p < nparts; p++)
+    if ((rc = load_part(json_array_get(jp, p), p, path, m, check_sizes, &total,
+                        err)) < 0)
+      goto cleanup;
+  m->num_samples = total;
+  if (total == 0) {
+    rc = ferry__seterr(err, FERRY_EEMPTY,
+                       "manifest %s: the dataset holds no sample", path);
+    goto cleanup;
+  }
+  if ((rc = ferry__manifest_select_vars(m, vars, err)) < 0 ||
+      (rc = ferry__manifest_check_servable(m, path, err)) < 0)
+    goto cleanup;
+  m->hash = ferry__manifest_hash(m);
+cleanup:
+  json_decref(root);
+  if (rc < 0)
+    ferry__manifest_free(m);
+  return rc;
+}
+
+int ferry__manifest_load_json(const char *path, const char *vars,
+                              ferry__manifest *m, ferry__err *err) {
+  json_error_t je;
+  memset(m, 0, sizeof *m);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return ferry__seterr(err, ferry__errno_code(errno), "manifest %s: %s", path,
+                         strerror(errno));
+  json_t *root = json_loadf(f, 0, &je);
+  fclose(f);
+  if (!root)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "manifest %s: invalid JSON at line %d, column %d: %s",
+                         path, je.line, je.column, je.text);
+  return load_root(root, path, vars, m, err);
+}
+
+int ferry__manifest_load_json_text(const char *text, size_t len,
+                                   const char *path, const char *vars,
+                                   ferry__manifest *m, ferry__err *err) {
+  json_error_t je;
+  memset(m, 0, sizeof *m);
+  json_t *root = json_loadb(text, len, 0, &je);
+  if (!root)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "manifest %s: invalid JSON at line %d, column %d: %s",
+                         path, je.line, je.column, je.text);
+  return load_root(root, path, vars, m, err);
+}

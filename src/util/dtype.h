@@ -1,0 +1,29 @@
+/*
+ * util/dtype.h - the library's one place for dtypes (dtype.c): names and
+ * sizes (ferry_dtype_name, ferry_dtype_size of ferry.h and
+ * ferry__dtype_from_name of util.h are defined there) and the IEEE half
+ * (float16) conversions every backend and the loader share.  The tool
+ * (src/tool/common.c) and the tests keep their own half conversions: they
+ * see only include/ferry.h.
+ */
+#ifndef FERRY_UTIL_DTYPE_H
+#define FERRY_UTIL_DTYPE_H
+
+#include <stdint.h>
+
+/** The value of IEEE half h: normals, subnormals, signed zeros, +-inf and
+ * NaN (any mantissa with the exponent all ones). */
+double ferry__half_to_double(uint16_t h);
+
+/** The IEEE half that is exactly x (normal, subnormal or signed zero, and
+ * +-inf), as 0..0xffff; -1 when x has no exact half (too large, too many
+ * significant bits, below the smallest subnormal, or NaN, whose payload no
+ * text names). */
+int32_t ferry__half_of_double(double x);
+
+/** The IEEE half of the integer n, exact for n < 2048 (11 significant bits:
+ * the implicit one and the 10-bit mantissa); larger n are rounded towards
+ * zero.  The generator's float16 values (gen.h). */
+uint16_t ferry__half_of_int(uint32_t n);
+
+#endif /* FERRY_UTIL_DTYPE_H */
