@@ -53,17 +53,6 @@ install-exec-hook:
 	  -Wl,-rpath,'$(libdir)' $(PTHREAD_LIBS)
 endif
 
-# LIST: the Python tests (tests/python; each skips, 77, without the
-# extension or without numpy, torch and mpi4py for its interpreter).
-MPI_TESTS += \
-	tests/python/loader.sh \
-	tests/python/state.sh \
-	tests/python/sampling.sh \
-	tests/python/errors.sh \
-	tests/python/leave.sh \
-	tests/python/interrupt.sh \
-	tests/python/held.sh \
-	tests/python/pip_install.sh
 TEST_DATA_FILES += \
 	tests/python/common.sh \
 	tests/python/make_npy.py \

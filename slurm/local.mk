@@ -112,14 +112,6 @@ recipes: dist-sha256
 	echo "recipes/package.py and recipes/$(FERRY_EASYCONFIG): sha256 $$sum of $(FERRY_TARBALL)"
 .PHONY: dist-sha256 recipes
 
-# The Slurm tests (tests/slurm/*.sh) run against the one-node cluster of
-# tests/slurm/cluster.sh that ./bootstrap check starts; without it they skip.
-MPI_TESTS += \
-	tests/slurm/srun.sh \
-	tests/slurm/sbatch.sh \
-	tests/slurm/python.sh \
-	tests/slurm/checkpoint.sh \
-	tests/slurm/install.sh
 
 TEST_DATA_FILES += \
 	tests/slurm/common.sh \

@@ -10,6 +10,11 @@
 # test that left no .trs file did not produce a result and counts as failed.
 # Exits 1 when a test failed or when no test passed or failed, so that a
 # harness that runs nothing fails rather than passes.
+#
+# Before the count line it lists the slowest tests (FERRY_SLOWEST, default
+# 10; 0 for none) with the wall and CPU seconds tests/lib/timed.sh wrote
+# at the end of each TEST.log: the tests worth making cheaper, or moving
+# to the slow tier (tests/local.mk).
 
 passed=0
 failed=0
@@ -30,6 +35,27 @@ for trs in "$@"; do
     esac
   done
 done
+
+srcdir_top=`dirname "$0"`/..
+n=${FERRY_SLOWEST:-10}
+case $n in ''|*[!0-9]*) n=10 ;; esac
+if test "$n" -gt 0; then
+  times=$(for trs in "$@"; do
+    log=${trs%.trs}.log
+    test -f "$log" || continue
+    sed -n 's/^ferry-test-time: \([0-9.]*\) wall, \([0-9.]*\) cpu$/\1 \2/p' "$log" |
+      tail -n 1 | while read -r wall cpu; do
+        # The name as registered: a script's .sh is not in its .trs name.
+        name=${trs%.trs}
+        test -f "$srcdir_top/$name.sh" && name=$name.sh
+        printf '%8.1f %8.1f  %s\n' "$wall" "$cpu" "$name"
+      done
+  done | sort -rn | head -n "$n")
+  if test -n "$times"; then
+    echo "slowest tests:   wall s    cpu s"
+    echo "$times"
+  fi
+fi
 
 status=0
 if test -n "$missing"; then

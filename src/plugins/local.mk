@@ -79,13 +79,6 @@ endif
 
 endif
 
-# The zarr backend end to end (skips without zarr-python; the netCDF reader
-# only with netCDF-C).
-MPI_TESTS += tests/mpi/zarr.sh
-# Zarr v3 and sharding, checked with zarrita (skips without node/zarrita).
-MPI_TESTS += tests/mpi/zarr3.sh
-# Sizes in Zarr metadata no store honours, and N5 containers (issue 30).
-MPI_TESTS += tests/mpi/zarr_bounds.sh
 TEST_DATA_FILES += tests/fixtures/zarr3_writer.py \
 	tests/fixtures/make_zarr3.py \
 	tests/fixtures/zarrita_read.mjs \

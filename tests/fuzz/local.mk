@@ -69,9 +69,6 @@ tests_fuzz_fuzz_parquet_index_SOURCES = tests/fuzz/fuzz_parquet_index.c $(FUZZ_D
 tests_fuzz_fuzz_parquet_index_LDFLAGS = $(FUZZ_LINK_FLAGS)
 
 check_PROGRAMS += $(FUZZ_HARNESSES)
-TESTS += $(FUZZ_HARNESSES)
-# The short libFuzzer run (skips, 77, outside a --enable-fuzz build).
-MPI_TESTS += tests/fuzz/short.sh
 TEST_DATA_FILES += tests/fuzz/README.md
 FERRY_DIST_DIRS += tests/fuzz/corpus
 AM_TESTS_ENVIRONMENT += FERRY_FUZZ='$(FERRY_FUZZ)'; export FERRY_FUZZ; \

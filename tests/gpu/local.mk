@@ -12,16 +12,15 @@
 #   tests/unit/test_nocuda  the fallback of a build without CUDA
 #                           (src/gpu/nocuda.c, linked in any build)
 #   tests/unit/test_cudalib a CUDA build where the runtime cannot be loaded
+#
+# The tests are registered in tests/local.mk; this file builds their programs.
 
-MPI_TESTS += tests/gpu/nogpu.sh tests/gpu/noneeded.sh
-UNIT_TESTS += tests/unit/test_nocuda
 tests_unit_test_nocuda_SOURCES = tests/unit/test_nocuda.c src/gpu/nocuda.c
 tests_unit_test_nocuda_CPPFLAGS = $(AM_CPPFLAGS) -DFERRY_BUILDING
 
 if HAVE_CUDA
 # The CUDA build's stage when the runtime cannot be loaded (FERRY_CUDART
 # names a missing file): no GPU, device=cuda fails saying why.
-UNIT_TESTS += tests/unit/test_cudalib
 tests_unit_test_cudalib_CPPFLAGS = $(AM_CPPFLAGS) -DFERRY_BUILDING
 
 check_PROGRAMS += tests/gpu/test_device
@@ -41,7 +40,6 @@ tests_gpu_libfakecuda_la_LDFLAGS = -module -avoid-version -shared \
 	-rpath $(abs_builddir)/tests/gpu
 tests_gpu_libfakecuda_la_LIBADD = $(PTHREAD_LIBS)
 
-MPI_TESTS += tests/gpu/fake.sh tests/gpu/real.sh
 endif
 
 TEST_DATA_FILES += tests/gpu/local.mk tests/gpu/common.sh tests/gpu/device.sh \

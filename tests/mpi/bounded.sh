@@ -62,7 +62,9 @@ if $RUN_MPI 2 sh -c "$rank_rss" "$tmp/rss" "$FERRY" dump "$tmp/huge.npy" \
     fi
   done
   lines=`wc -l <"$tmp/dump"`
-  distinct=`cut -d' ' -f3 "$tmp/dump" | sort -u | wc -l`
+  # Byte order (LC_ALL=C): the count of distinct indices is the same, and
+  # sorting 4 Mi lines takes about half the time of the locale's collation.
+  distinct=`cut -d' ' -f3 "$tmp/dump" | LC_ALL=C sort -u | wc -l`
   if test "$lines" -eq 4194304 && test "$distinct" -eq 4194304; then
     echo "ok: ferry dump: 4194304 samples, each once"
   else

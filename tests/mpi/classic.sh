@@ -40,15 +40,7 @@ if ! command -v ncgen >/dev/null 2>&1; then
   echo "SKIP: no ncgen (apt-get install netcdf-bin; ./bootstrap deps installs it)"
   exit 77
 fi
-fx=$tmp/fx
-if "$PYTHON_NUMPY" "$top_srcdir/tests/fixtures/make_classic.py" "$fx" >"$tmp/make.log" 2>&1 &&
-   test -f "$fx/good.txt"; then
-  echo "ok: make_classic.py wrote the fixtures"
-else
-  echo "FAIL: make_classic.py did not write the fixtures"
-  sed 's/^/    /' "$tmp/make.log"
-  exit 1
-fi
+write_fixtures make_classic.py good.txt
 
 BATCH=7
 common="--epoch 0 --tail partial --chunk-samples 10 --batch-size $BATCH --row-hash"

@@ -12,6 +12,8 @@
 
 here=`dirname "$0"`
 top_srcdir=${top_srcdir:-$here/../..}
+# ok, failed, expect_refusal, in_lanes (tests/lib/check.sh).
+. "$top_srcdir/tests/lib/check.sh"
 
 ferry_test_init() {
   if test -z "${FERRY:-}" || test ! -x "$FERRY"; then
@@ -90,4 +92,41 @@ dump_run() {
     }
     rm -f "$d_jobs" "${d_jobs%.jobs}.env"
   done
+}
+
+# bad_stores NP: every entry of $bad_list (lines "STORE<TAB>VARS<TAB>WORDS":
+# VARS "-" or a --vars list, WORDS '|'-separated), dumped on NP ranks, is
+# refused: status 1, one "ferry:" line holding every word and naming the
+# store (a selection error comes from the scan, src/dataset/scan.c, which
+# names the variable instead).  zarr.sh and zarr3.sh run it on 1 and
+# 3 ranks at once: in_lanes bad_stores 1 3.
+bad_stores() {
+  b_np=$1
+  b_tab=`printf '\t'`
+  while IFS=$b_tab read -r b_store b_vars b_words; do
+    b_label="`basename "$b_store"` np=$b_np"
+    if test "$b_vars" = -; then
+      expect_refusal -l "$b_label" -n "$b_store" 1 "$b_words" \
+        $RUN_MPI "$b_np" "$FERRY" dump "$b_store" --epoch 0 --batch-size 5
+    else
+      expect_refusal -l "$b_label" 1 "$b_words" \
+        $RUN_MPI "$b_np" "$FERRY" dump "$b_store" --epoch 0 --batch-size 5 \
+        --vars "$b_vars"
+    fi
+  done <"$bad_list"
+}
+
+# write_fixtures WRITER FILE: run tests/fixtures/WRITER (a NumPy fixture
+# writer) into $fx ($tmp/fx); it must exit 0 and leave $fx/FILE.  Reports
+# "ok:", or "FAIL:" with the writer's output and exits 1 (nothing else of
+# the test can run without its fixtures).
+write_fixtures() {
+  fx=$tmp/fx
+  if "$PYTHON_NUMPY" "$top_srcdir/tests/fixtures/$1" "$fx" >"$tmp/make.log" 2>&1 &&
+     test -f "$fx/$2"; then
+    ok "$1 wrote the fixtures"
+  else
+    failed "$1 did not write the fixtures" "$tmp/make.log"
+    exit 1
+  fi
 }

@@ -37,15 +37,7 @@ if ! "$PYTHON_NUMPY" -c 'import h5py' >/dev/null 2>&1; then
   echo "SKIP: $PYTHON_NUMPY has no h5py (apt-get install python3-h5py): the fixtures are written by h5py"
   exit 77
 fi
-fx=$tmp/fx
-if "$PYTHON_NUMPY" "$top_srcdir/tests/fixtures/make_h5.py" "$fx" >"$tmp/make.log" 2>&1 &&
-   test -f "$fx/good.txt"; then
-  echo "ok: make_h5.py wrote the fixtures"
-else
-  echo "FAIL: make_h5.py did not write the fixtures"
-  sed 's/^/    /' "$tmp/make.log"
-  exit 1
-fi
+write_fixtures make_h5.py good.txt
 
 BATCH=7
 common="--epoch 0 --tail partial --chunk-samples 10 --batch-size $BATCH --row-hash"

@@ -25,15 +25,7 @@ if test -z "${PYTHON_NUMPY:-}"; then
   echo "SKIP: no Python with NumPy (PYTHON_NUMPY is empty): the fixtures are written by NumPy"
   exit 77
 fi
-fx=$tmp/fx
-if "$PYTHON_NUMPY" "$top_srcdir/tests/fixtures/make_npy.py" "$fx" >"$tmp/make.log" 2>&1 &&
-   test -f "$fx/index.json"; then
-  echo "ok: make_npy.py wrote the fixtures"
-else
-  echo "FAIL: make_npy.py did not write the fixtures"
-  sed 's/^/    /' "$tmp/make.log"
-  exit 1
-fi
+write_fixtures make_npy.py index.json
 
 # Small chunks and batches so that every rank reads several chunks, parts
 # are split between chunks and batches end in the middle of chunks.

@@ -37,15 +37,7 @@ if ! "$FERRY" --version | grep '^zlib ' >/dev/null; then
   echo "SKIP: this build has no zlib (configure --with-zlib): savez_compressed's deflated members cannot be read"
   exit 77
 fi
-fx=$tmp/fx
-if "$PYTHON_NUMPY" "$top_srcdir/tests/fixtures/make_npz.py" "$fx" >"$tmp/make.log" 2>&1 &&
-   test -f "$fx/z64.npz"; then
-  echo "ok: make_npz.py wrote the fixtures"
-else
-  echo "FAIL: make_npz.py did not write the fixtures"
-  sed 's/^/    /' "$tmp/make.log"
-  exit 1
-fi
+write_fixtures make_npz.py z64.npz
 
 BATCH=7
 common="--epoch 0 --tail partial --chunk-samples 10 --batch-size $BATCH"

@@ -55,11 +55,14 @@ count_allocs() {
     tail -n 1 # the largest: MPI's helper processes count none
 }
 
-for d in $sets; do
+# one_set DATASET: every step-th allocation of a bench of DATASET fails in
+# turn; status 1 when a run crashed, hung or said something else.
+one_set() {
+  d=$1
   name=`echo "$d" | sed "s|$tmp/||; s|$corpus/||"`
   total=`count_allocs "$d"`
   if test -z "$total" || test "$total" -lt 1; then
-    echo "FAIL: $name: the shim counted no allocation"; status=1; continue
+    echo "FAIL: $name: the shim counted no allocation"; return 1
   fi
   step=$(( (total + 23) / 24 ))
   failed=0 absorbed=0 bad=0
@@ -89,11 +92,12 @@ for d in $sets; do
     n=$((n + step))
   done
   echo "$name: $total allocations, every ${step}th failed in turn: $failed runs failed with the message, $absorbed absorbed, $bad bad"
-  test "$failed" -gt 0 || { echo "FAIL: $name: no run failed"; status=1; }
-  test "$bad" = 0 || status=1
-done
-
-# Two ranks, rank 1 alone out of memory: nobody waits for it.
+  test "$failed" -gt 0 || { echo "FAIL: $name: no run failed"; return 1; }
+  test "$bad" = 0
+}
+# two_ranks: rank 1 alone out of memory: nobody waits for it.
+two_ranks() {
+status=0
 d="$tmp/npy"
 total=`count_allocs "$d"`
 step=$(( (total + 15) / 16 ))
@@ -117,4 +121,36 @@ while test $n -le "$total"; do
 done
 echo "2 ranks: $ended runs where rank 1 ran out of memory, every one ended"
 test "$ended" -gt 0 || { echo "FAIL: rank 1 never ran out of memory"; status=1; }
+return $status
+}
+# The datasets, and the 2-rank runs, in lanes at once (each run is a
+# process of its own, mostly start-up and waiting): the same runs as one
+# after the other, the lanes' reports printed in order.
+lanes=${FERRY_TEST_LANES:-4}
+i=0
+for d in $sets; do
+  i=$((i + 1))
+  echo "$d" >"$tmp/set.$i"
+done
+k=1
+while test $k -le $lanes; do
+  (
+    st=0
+    j=$k
+    while test -f "$tmp/set.$j"; do
+      one_set "`cat "$tmp/set.$j"`" || st=1
+      j=$((j + lanes))
+    done
+    test $k = $lanes && { two_ranks || st=1; }
+    exit $st
+  ) >"$tmp/lane.$k" 2>&1 &
+  eval "pid_$k=\$!"
+  k=$((k + 1))
+done
+k=1
+while test $k -le $lanes; do
+  eval "wait \$pid_$k" || status=1
+  cat "$tmp/lane.$k"
+  k=$((k + 1))
+done
 exit $status

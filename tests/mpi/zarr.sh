@@ -189,49 +189,10 @@ else
 fi
 fi
 
-# Bad inputs: status 1, one "ferry:" line naming the store and holding
-# every word, on 1 and 3 ranks.  The two world sizes run at once, in lanes
-# of their own files (most of each job is MPI start-up time); each lane's
-# report is printed whole.
-# bad_stores NP: every bad store on NP ranks.
-bad_stores() {
-np=$1
-while IFS=$tab read -r store vars words; do
-  vopt=
-  test "$vars" != - && vopt="--vars $vars"
-  {
-    $RUN_MPI $np "$FERRY" dump "$store" --epoch 0 --batch-size 5 $vopt \
-      >"$tmp/bad.$np.out" 2>"$tmp/bad.$np.err"
-    st=$?
-    n=`grep -c '^ferry' "$tmp/bad.$np.err"`
-    why=
-    test "$st" = 1 || why="status $st, not 1"
-    test "$n" = 1 || why="$why; $n ferry messages, not 1"
-    # A selection error comes from the scan (src/dataset/scan.c), which
-    # names the variable, not the store.
-    test "$vars" != - || grep -F "$store" "$tmp/bad.$np.err" >/dev/null ||
-      why="$why; the message does not name $store"
-    rest=$words
-    while test -n "$rest"; do
-      w=${rest%%|*}
-      case $rest in *'|'*) rest=${rest#*|} ;; *) rest= ;; esac
-      grep -i -F -e "$w" "$tmp/bad.$np.err" >/dev/null || why="$why; no '$w' in the message"
-    done
-    if test -z "$why"; then
-      echo "ok: `basename "$store"` np=$np: `grep '^ferry' "$tmp/bad.$np.err" | cut -c1-220`"
-    else
-      echo "FAIL: `basename "$store"` np=$np: $why"
-      sed 's/^/    /' "$tmp/bad.$np.err" | head -20
-      fail=1
-    fi
-  }
-done <"$fx/bad.txt"
-}
-( bad_stores 1; exit $fail ) >"$tmp/lane.1" 2>&1 &
-pid1=$!
-( bad_stores 3; exit $fail ) >"$tmp/lane.3" 2>&1 &
-pid3=$!
-wait $pid1 || fail=1
-wait $pid3 || fail=1
-cat "$tmp/lane.1" "$tmp/lane.3"
+# Bad inputs: status 1, one "ferry:" line naming the store (or, for a
+# selection, the variable) and holding every word, on 1 and 3 ranks at
+# once (bad_stores in tests/mpi/common.sh; most of each job is MPI start-up
+# time, so the two lanes take the time of one).
+bad_list=$fx/bad.txt
+in_lanes bad_stores 1 3
 exit $fail

@@ -14,11 +14,11 @@ libferry_core_la_SOURCES += \
 	src/backends/parquet/describe.c \
 	src/backends/parquet/parquet.c
 
-UNIT_TESTS += tests/unit/test_parquet tests/unit/test_parquet_sizes
+# Its tests (tests/unit/test_parquet, test_parquet_sizes, tests/mpi/parquet*.sh)
+# are registered in tests/local.mk.
 tests_unit_test_parquet_sizes_LDADD = $(LDADD) $(CODEC_LIBS)
 tests_unit_test_parquet_CPPFLAGS = $(AM_CPPFLAGS) $(CODEC_CPPFLAGS)
 tests_unit_test_parquet_LDADD = $(LDADD) $(CODEC_LIBS)
-MPI_TESTS += tests/mpi/parquet.sh tests/mpi/parquet_pool.sh tests/mpi/parquet_real.sh
 TEST_DATA_FILES += \
 	tests/parquet/make_parquet.mjs \
 	tests/parquet/bad_groups.mjs \

@@ -1,0 +1,101 @@
+# check.sh - the reporting and refusal checks shared by the test scripts
+# (tests/README.md, "The shell library").  Source it (tests/mpi/common.sh
+# does); it needs $tmp, a scratch directory of the test's own, and keeps
+# the test's verdict in $fail (0 or 1).
+#
+#   ok "ferry info: 3 variables"            # "ok: ..."
+#   failed "ferry info lists no b" "$out"  # "FAIL: ...", FILE indented; fail=1
+#   expect_refusal -l "bad.zarr np=3" -n "$store" 1 'dtype|<f9' \
+#     $RUN_MPI 3 "$FERRY" dump "$store"
+#   in_lanes bad_stores 1 3                 # bad_stores 1 and 3 at once
+#
+# Every check prints one line that starts "ok:" or "FAIL:", so that a log
+# says what was checked as well as what failed.
+
+fail=${fail:-0}
+
+# ok MESSAGE: a check that passed.
+ok() {
+  echo "ok: $*"
+}
+
+# failed MESSAGE [FILE]: a check that failed; FILE (the command's output)
+# follows, indented, its first 20 lines.
+failed() {
+  echo "FAIL: $1"
+  if test $# -gt 1 && test -f "$2"; then
+    sed 's/^/    /' "$2" | head -20
+  fi
+  fail=1
+}
+
+# expect_refusal [-l LABEL] [-n NAME] STATUS WORDS COMMAND...: COMMAND must
+# refuse: exit STATUS, print exactly one "ferry..." line on standard error,
+# name NAME there (a path: the message says which file) and hold every
+# word of WORDS, a '|'-separated list matched without case ("dtype|<f9").
+# LABEL names the check in the report (default: the command).  Returns 0
+# when it did, else 1 with fail=1.  The command's standard output and error
+# are left in $tmp/refusal.LANE.out and .err (LANE: $lane, set by
+# in_lanes), for the caller to look at further.
+expect_refusal() {
+  r_label='' r_name=''
+  while :; do
+    case $1 in
+      -l) r_label=$2; shift 2 ;;
+      -n) r_name=$2; shift 2 ;;
+      *) break ;;
+    esac
+  done
+  r_want=$1 r_words=$2
+  shift 2
+  test -n "$r_label" || r_label="$*"
+  r_out=$tmp/refusal.${lane:-0}.out
+  r_err=$tmp/refusal.${lane:-0}.err
+  "$@" >"$r_out" 2>"$r_err"
+  r_st=$?
+  r_n=$(grep -c '^ferry' "$r_err")
+  r_why=
+  test "$r_st" = "$r_want" || r_why="status $r_st, not $r_want"
+  test "$r_n" = 1 || r_why="$r_why; $r_n ferry messages, not 1"
+  test -z "$r_name" || grep -F -e "$r_name" "$r_err" >/dev/null ||
+    r_why="$r_why; the message does not name $r_name"
+  r_rest=$r_words
+  while test -n "$r_rest"; do
+    r_w=${r_rest%%|*}
+    case $r_rest in *'|'*) r_rest=${r_rest#*|} ;; *) r_rest= ;; esac
+    grep -i -F -e "$r_w" "$r_err" >/dev/null || r_why="$r_why; no '$r_w' in the message"
+  done
+  if test -z "$r_why"; then
+    ok "$r_label: $(grep '^ferry' "$r_err" | cut -c1-220)"
+    return 0
+  fi
+  failed "$r_label: ${r_why#; }" "$r_err"
+  return 1
+}
+
+# in_lanes FUNCTION ARG...: run "FUNCTION ARG" for every ARG at once, each
+# in a subshell writing to a file of its own ($lane is ARG there), then
+# print the reports in the order of the ARGs; fail=1 when one failed.  For
+# checks whose time is mostly MPI start-up (each job waits, the CPU does
+# not), two lanes take the time of one.
+in_lanes() {
+  l_fn=$1
+  shift
+  l_pids=
+  for l_arg in "$@"; do
+    (
+      lane=$l_arg
+      fail=0
+      "$l_fn" "$l_arg"
+      exit $fail
+    ) >"$tmp/lane.$l_arg" 2>&1 &
+    l_pids="$l_pids $!"
+  done
+  for l_pid in $l_pids; do
+    wait "$l_pid" || fail=1
+  done
+  for l_arg in "$@"; do
+    cat "$tmp/lane.$l_arg"
+    rm -f "$tmp/lane.$l_arg"
+  done
+}

@@ -1,0 +1,83 @@
+#!/bin/sh
+# check_selftest.sh - the test library checks what it says it checks:
+# tests/lib/check.sh's expect_refusal fails a command that is served, exits
+# with another status, prints two messages, lacks a word or does not name
+# its file, and in_lanes reports a failed lane (a check that cannot fail
+# would pass every refusal test built on it); tests/lib/tier.sh leaves the
+# slow tier out of quick, expands folder entries, keeps only registered
+# tests and refuses an unknown tier (a typo in TIER= must not run nothing).
+#
+# Environment: top_srcdir, FERRY_TEST_TMPDIR.  Exit 0 pass, 1 fail.
+
+top_srcdir=${top_srcdir:-`dirname "$0"`/../..}
+tmp=${FERRY_TEST_TMPDIR:-${TMPDIR:-/tmp}}/check_selftest.$$
+rm -rf "$tmp" && mkdir -p "$tmp" || exit 1
+trap 'rm -rf "$tmp"' 0
+. "$top_srcdir/tests/lib/check.sh"
+
+errors=0
+# want VERDICT LABEL COMMAND...: COMMAND (a check) leaves fail=VERDICT.
+want() {
+  w_want=$1 w_label=$2
+  shift 2
+  fail=0
+  "$@" >"$tmp/want.out" 2>&1
+  if test "$fail" = "$w_want"; then
+    echo "ok: $w_label -> fail=$fail"
+  else
+    echo "FAIL: $w_label: fail=$fail, expected $w_want"
+    sed 's/^/    /' "$tmp/want.out"
+    errors=1
+  fi
+}
+
+refuses() { echo "ferry: dump: rank 0: /x/bad.zarr: corrupt JSON at line 2" >&2; return 1; }
+twice() { refuses; refuses; }
+status2() { refuses; return 2; }
+
+want 0 "a refusal as expected" expect_refusal -n /x/bad.zarr 1 'corrupt|json' refuses
+want 1 "a word the message lacks" expect_refusal 1 'corrupt|zstd' refuses
+want 1 "another exit status" expect_refusal 1 corrupt status2
+want 1 "a message without the file" expect_refusal -n /y/other.zarr 1 corrupt refuses
+want 1 "two messages" expect_refusal 1 corrupt twice
+want 1 "served, not refused" expect_refusal 1 corrupt true
+
+lane_fn() { if test "$1" = 2; then failed "lane $1"; else ok "lane $1"; fi; }
+want 0 "lanes that pass" in_lanes lane_fn 1 3
+want 1 "a lane that fails" in_lanes lane_fn 1 2 3
+in_lanes lane_fn 3 1 >"$tmp/order.out"
+if test "`cat "$tmp/order.out"`" = "ok: lane 3
+ok: lane 1"; then
+  echo "ok: in_lanes prints the lanes in the order given"
+else
+  echo "FAIL: in_lanes printed:"; sed 's/^/    /' "$tmp/order.out"; errors=1
+fi
+
+# tier.sh on a registered list of four tests.
+tier() {
+  FERRY_REGISTERED='tests/unit/a tests/mpi/b.sh tests/corpus/c.sh tests/fuzz/d' \
+    FERRY_TIER_slow='tests/corpus/c.sh tests/mpi/gone.sh' \
+    FERRY_TIER_asan='tests/unit/a tests/fuzz/' FERRY_TIER_tsan='' FERRY_TIER_fuzz=tests/fuzz/ \
+    sh "$top_srcdir/tests/lib/tier.sh" "$@"
+}
+tier_is() {
+  t_got=`tier "$1" 2>/dev/null`
+  if test "$t_got" = "$2"; then
+    echo "ok: tier $1: $t_got"
+  else
+    echo "FAIL: tier $1: '$t_got', expected '$2'"
+    errors=1
+  fi
+}
+tier_is quick 'tests/unit/a tests/mpi/b.sh tests/fuzz/d'
+tier_is slow 'tests/corpus/c.sh'
+tier_is all 'tests/unit/a tests/mpi/b.sh tests/corpus/c.sh tests/fuzz/d'
+tier_is asan 'tests/unit/a tests/fuzz/d'
+tier_is fuzz 'tests/fuzz/d'
+if tier quikc >/dev/null 2>&1; then
+  echo "FAIL: tier.sh accepted the tier 'quikc'"
+  errors=1
+else
+  echo "ok: tier.sh refuses an unknown tier"
+fi
+exit $errors

@@ -1,0 +1,196 @@
+# tests/local.mk - every test "make check" runs, in one place, by subject,
+# and the tiers (included by Makefile.am; tests/README.md, "Tiers").
+#
+# A test is registered here and only here: the local.mk files of the other
+# folders build programs (check_PROGRAMS, their _SOURCES and flags) and list
+# the files the tests read (TEST_DATA_FILES), but name no test.  A test
+# found nowhere else is found here by its name.
+#
+# Tiers (make check TIER=NAME; make check-all is TIER=all):
+#   quick  every registered test but the slow ones: "make check"
+#   slow   SLOW_TESTS below: minutes each, or a whole tree (corpus, every
+#          allocation site, valgrind)
+#   all    quick + slow: "make check-all", ./bootstrap check
+#   asan, tsan, fuzz  the subsets ./bootstrap check runs again in its
+#          sanitizer and libFuzzer trees (an entry ending in '/' is every
+#          registered test under that folder)
+# A new test is in the quick tier unless it is added to SLOW_TESTS; keep
+# "make check" under 5 minutes (tests/summary.sh prints the 10 slowest).
+# make check TESTS='...' runs the tests named, whatever their tier.
+
+# LIST: unit tests, one program per tests/unit/test_*.c, run without mpirun
+# (their programs: check_PROGRAMS in Makefile.am, flags beside them).
+UNIT_TESTS = \
+	tests/unit/test_plan \
+	tests/unit/test_order \
+	tests/unit/test_tail \
+	tests/unit/test_global \
+	tests/unit/test_draw \
+	tests/unit/test_draw_bound \
+	tests/unit/test_options \
+	tests/unit/test_npy \
+	tests/unit/test_manifest \
+	tests/unit/test_mix \
+	tests/unit/test_state_file \
+	tests/unit/test_zarr_meta \
+	tests/unit/test_dtype \
+	tests/unit/test_classic \
+	tests/unit/test_fstype \
+	tests/unit/test_registry \
+	tests/unit/test_quality \
+	tests/unit/test_codec \
+	tests/unit/test_npz \
+	tests/unit/test_parquet \
+	tests/unit/test_parquet_sizes \
+	tests/unit/test_nocuda
+
+# LIST: test scripts, by subject, run by the harness with /bin/sh.
+# The loader on several ranks (tests/mpi/test_*.c through run-mpi.sh).
+MPI_TESTS = \
+	tests/mpi/loader.sh \
+	tests/mpi/held.sh \
+	tests/mpi/state.sh \
+	tests/mpi/sampling.sh \
+	tests/mpi/leave.sh \
+	tests/mpi/exchange.sh \
+	tests/mpi/global.sh \
+	tests/mpi/agree.sh \
+	tests/mpi/budget.sh \
+	tests/mpi/bounded.sh \
+	tests/mpi/many_parts.sh \
+	tests/mpi/mmap.sh \
+	tests/mpi/io_auto.sh \
+	tests/mpi/quality.sh \
+	tests/mpi/weights.sh \
+	tests/mpi/weights_epoch.sh \
+	tests/mpi/mix.sh \
+	tests/mpi/manifest_share.sh \
+	tests/mpi/reopen.sh \
+	tests/mpi/oom.sh \
+	tests/mpi/valgrind.sh \
+	tests/mpi/tsan.sh
+# The ferry tool's command line, its manual, the build and install.
+MPI_TESTS += \
+	tests/mpi/cli_args.sh \
+	tests/mpi/cli_commands.sh \
+	tests/mpi/cli_manpage.sh \
+	tests/mpi/cli_version.sh \
+	tests/mpi/install_prefix.sh \
+	tests/mpi/bootstrap_build_dir.sh \
+	tests/mpi/example.sh \
+	tests/mpi/docs_example.sh
+# The readers, format by format, and the real-file corpus.
+MPI_TESTS += \
+	tests/mpi/npy_fixtures.sh \
+	tests/mpi/npz.sh \
+	tests/mpi/decode_pool.sh \
+	tests/mpi/bad_inputs.sh \
+	tests/mpi/datasets.sh \
+	tests/mpi/hdf5.sh \
+	tests/mpi/hdf5_two.sh \
+	tests/mpi/classic.sh \
+	tests/mpi/zarr.sh \
+	tests/mpi/zarr3.sh \
+	tests/mpi/zarr_bounds.sh \
+	tests/mpi/parquet.sh \
+	tests/mpi/parquet_pool.sh \
+	tests/mpi/parquet_real.sh \
+	tests/corpus/corpus.sh
+# The tree's style: formatting, static checks, the paths the docs name.
+MPI_TESTS += \
+	tests/style/format-check.sh \
+	tests/style/lint.sh \
+	tests/style/docs-paths.sh \
+	tests/style/layers.sh \
+	tests/lib/check_selftest.sh
+# The GPU stage (tests/gpu/local.mk builds its programs).
+MPI_TESTS += tests/gpu/nogpu.sh tests/gpu/noneeded.sh
+if HAVE_CUDA
+UNIT_TESTS += tests/unit/test_cudalib
+MPI_TESTS += tests/gpu/fake.sh tests/gpu/real.sh
+endif
+# The Python package and its front ends (each skips, 77, without the
+# extension or the framework it tests).
+MPI_TESTS += \
+	tests/python/loader.sh \
+	tests/python/state.sh \
+	tests/python/sampling.sh \
+	tests/python/errors.sh \
+	tests/python/leave.sh \
+	tests/python/interrupt.sh \
+	tests/python/held.sh \
+	tests/python/pip_install.sh \
+	tests/python/test_torch_front.sh \
+	tests/python/test_lightning.sh \
+	tests/python/test_jax.sh \
+	tests/python/test_gpu.sh \
+	tests/python/fake_gpu.sh \
+	tests/python/mmap.sh \
+	tests/python/test_examples.sh
+# Slurm (skip without the test cluster ./bootstrap check starts).
+MPI_TESTS += \
+	tests/slurm/srun.sh \
+	tests/slurm/sbatch.sh \
+	tests/slurm/python.sh \
+	tests/slurm/checkpoint.sh \
+	tests/slurm/install.sh
+# The fuzz harnesses replay their corpora (tests/fuzz/local.mk builds
+# FUZZ_HARNESSES); the short libFuzzer run skips outside --enable-fuzz.
+MPI_TESTS += tests/fuzz/short.sh
+
+# Every registered test; TESTS is what this "make check" runs (automake's
+# harness writes a .log rule for each), a tier of it unless TESTS is given.
+FERRY_REGISTERED_TESTS = $(UNIT_TESTS) $(MPI_TESTS) $(FUZZ_HARNESSES)
+TESTS = $(FERRY_REGISTERED_TESTS)
+
+# LIST: the slow tier, left out of "make check" (in make check-all and
+# ./bootstrap check): the most CPU of the suite (tests/summary.sh's list;
+# docs/performance.md, "The test suite"), each with quicker tests of its
+# subject in the quick tier.
+#   corpus.sh   332 real files, every one dumped on 1 and 2 ranks (the
+#               readers' own tests: npy_fixtures.sh, zarr.sh, hdf5.sh, ...)
+#   oom.sh      every allocation site of 7 datasets fails in turn (the
+#               unit tests' allocation failures, bad_inputs.sh)
+#   reopen.sh   every allocation of an HDF5 open fails, then a second open
+#               (hdf5.sh, hdf5_two.sh)
+#   valgrind.sh the loader under valgrind (the same loader in loader.sh;
+#               ASan in ./bootstrap check)
+SLOW_TESTS = \
+	tests/corpus/corpus.sh \
+	tests/mpi/oom.sh \
+	tests/mpi/reopen.sh \
+	tests/mpi/valgrind.sh
+
+# LIST: the asan tier, run again in ./bootstrap check's ASan+UBSan tree:
+# the unit tests, the pipeline, ferry's own readers, every fuzz harness.
+ASAN_TESTS = \
+	tests/unit/test_plan tests/unit/test_global tests/unit/test_quality \
+	tests/unit/test_draw tests/unit/test_mix tests/mpi/sampling.sh tests/mpi/mix.sh \
+	tests/unit/test_dtype \
+	tests/unit/test_options tests/unit/test_npy \
+	tests/unit/test_state_file tests/unit/test_codec tests/unit/test_nocuda \
+	tests/unit/test_manifest tests/mpi/loader.sh tests/mpi/state.sh \
+	tests/mpi/npy_fixtures.sh tests/mpi/zarr.sh tests/mpi/zarr3.sh \
+	tests/unit/test_classic tests/mpi/classic.sh tests/unit/test_npz \
+	tests/mpi/npz.sh tests/mpi/decode_pool.sh tests/unit/test_parquet \
+	tests/mpi/parquet.sh tests/mpi/parquet_pool.sh tests/mpi/weights.sh \
+	tests/fuzz/
+
+# LIST: the tsan tier, run again in ./bootstrap check's TSan tree.
+TSAN_TESTS = \
+	tests/mpi/tsan.sh tests/mpi/loader.sh tests/mpi/state.sh \
+	tests/mpi/npy_fixtures.sh tests/mpi/parquet.sh tests/mpi/decode_pool.sh \
+	tests/mpi/parquet_pool.sh tests/mpi/sampling.sh
+
+# LIST: the fuzz tier, run in ./bootstrap check's libFuzzer tree.
+FUZZ_TESTS = tests/fuzz/
+
+TIER = quick
+# Tests run at once when make was given no -j (make check uses both cores;
+# make -jN check runs N).
+FERRY_CHECK_JOBS = 2
+
+# The tests of TIER, from the registered list (tests/lib/tier.sh).
+ferry_tier_list = FERRY_REGISTERED='$(FERRY_REGISTERED_TESTS)' FERRY_TIER_slow='$(SLOW_TESTS)' \
+	FERRY_TIER_asan='$(ASAN_TESTS)' FERRY_TIER_tsan='$(TSAN_TESTS)' \
+	FERRY_TIER_fuzz='$(FUZZ_TESTS)' $(SHELL) $(srcdir)/tests/lib/tier.sh
