@@ -87,16 +87,29 @@ static int h5_probe(const char *path) {
 /* ---- The process-wide HDF5 mutex -------------------------------------- */
 
 /* A collective section over comm: every rank of comm holds its process's
- * mutex when this returns 0.  A rank never blocks on the mutex (trylock),
- * so a rank holding it while it waits in the agreement is waiting only for
- * ranks that will reach the agreement too; when some rank could not take it
- * (another loader's section holds it there), every rank lets go and tries
- * again after a pause drawn from the rank, the attempt and the caller, so
- * two loaders contending for the same processes do not retry in step.
- * COLLECTIVE over comm; returns 0 or FERRY_EMPI (the mutex not held). */
+ * mutex when this returns 0.  Two agreements per attempt:
+ *  1. arrival, holding nothing: every rank of comm is in this function, not
+ *     blocked on the mutex somewhere else (a local section of this loader,
+ *     its io_open say, waits for the mutex with a plain lock);
+ *  2. a trylock on every rank, then the minimum: every rank got it, or every
+ *     rank lets go and tries again after a pause drawn from the rank, the
+ *     attempt and the caller (two loaders contending for the same processes
+ *     do not retry in step).
+ * A rank holds the mutex only inside agreement 2, which every rank of comm
+ * has reached without blocking (they all passed agreement 1 and a trylock
+ * never waits), so it ends at once.  With one agreement (a rank holding the
+ * mutex while it waited for the others to arrive) two loaders over the same
+ * processes deadlocked: loader A's section held the mutex on ranks 0 and 1
+ * waiting for rank 2, where loader B's section held it waiting for ranks 0
+ * and 1, where B's io_open was blocked on the mutex A held
+ * (tests/mpi/hdf5_two.sh, 3 ranks, io=collective, one thread per loader,
+ * about one run in ten under load).  COLLECTIVE over comm; returns 0 or
+ * FERRY_EMPI (the mutex not held). */
 static int h5_lock_all(MPI_Comm comm, int rank, const void *who) {
   uint64_t x = (uint64_t)(uintptr_t)who ^ ((uint64_t)rank << 32);
   for (unsigned attempt = 0;; attempt++) {
+    if (MPI_Barrier(comm) != MPI_SUCCESS)
+      return FERRY_EMPI;
     int mine = ferry__lib_trylock(), all = 0;
     if (MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
       if (mine)

@@ -52,4 +52,36 @@ for np in 1 2 3; do
     done
   done
 done
+# The deadlock of the one-agreement lock (hdf5.c's h5_lock_all): loader
+# A's collective section held the mutex on two ranks waiting for the third,
+# where B's section held it waiting for those two, whose B was blocked on
+# the mutex in its io_open.  It needs the loaders' ranks at different
+# stages: with the old lock, 1 run in 45 hung on the idle machine (three
+# such jobs at once) and 2 in 6 while other builds loaded it, so this
+# catches it often, not always: 3 lanes of 8 runs, each bounded at 30 s.
+stress_lane() {
+  k=0
+  while test $k -lt 8; do
+    if ! FERRY_MPI_TIMEOUT=30 $RUN_MPI 3 "$prog" "$tmp/train.h5" "$tmp/val.h5" \
+         collective threads >"$tmp/stress.$1.$k" 2>&1; then
+      echo "lane $1 run $k" >"$tmp/stress.$1.failed"
+      return 1
+    fi
+    k=$((k + 1))
+  done
+}
+stress_lane 1 & p1=$!
+stress_lane 2 & p2=$!
+stress_lane 3 & p3=$!
+wait $p1; wait $p2; wait $p3
+if ls "$tmp"/stress.*.failed >/dev/null 2>&1; then
+  for f in "$tmp"/stress.*.failed; do
+    l=$(cat "$f")
+    echo "FAIL: two loaders, 3 ranks, io=collective, threads, 3 jobs at once: $l hung or failed"
+    sed 's/^/    /' "$tmp/stress.$(echo "$l" | awk '{print $2 "." $4}')" | grep -v '^    #[0-9]' | head -20
+  done
+  status=1
+else
+  echo "ok: two loaders, 3 ranks, io=collective, threads, 3 jobs at once, 24 runs: no hang"
+fi
 exit $status
