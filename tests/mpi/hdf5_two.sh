@@ -63,25 +63,16 @@ stress_lane() {
   k=0
   while test $k -lt 8; do
     if ! FERRY_MPI_TIMEOUT=30 $RUN_MPI 3 "$prog" "$tmp/train.h5" "$tmp/val.h5" \
-         collective threads >"$tmp/stress.$1.$k" 2>&1; then
-      echo "lane $1 run $k" >"$tmp/stress.$1.failed"
-      return 1
+         collective threads >"$tmp/stress.$1" 2>&1; then
+      grep -v '^#[0-9]' "$tmp/stress.$1" >"$tmp/stress.$1.short"
+      failed "two loaders, 3 ranks, io=collective, threads, 3 jobs at once: lane $1 run $k hung or failed" \
+        "$tmp/stress.$1.short"
+      return
     fi
     k=$((k + 1))
   done
+  ok "two loaders, 3 ranks, io=collective, threads, 3 jobs at once: lane $1, 8 runs, no hang"
 }
-stress_lane 1 & p1=$!
-stress_lane 2 & p2=$!
-stress_lane 3 & p3=$!
-wait $p1; wait $p2; wait $p3
-if ls "$tmp"/stress.*.failed >/dev/null 2>&1; then
-  for f in "$tmp"/stress.*.failed; do
-    l=$(cat "$f")
-    echo "FAIL: two loaders, 3 ranks, io=collective, threads, 3 jobs at once: $l hung or failed"
-    sed 's/^/    /' "$tmp/stress.$(echo "$l" | awk '{print $2 "." $4}')" | grep -v '^    #[0-9]' | head -20
-  done
-  status=1
-else
-  echo "ok: two loaders, 3 ranks, io=collective, threads, 3 jobs at once, 24 runs: no hang"
-fi
+in_lanes stress_lane 1 2 3
+test "$fail" = 0 || status=1
 exit $status
