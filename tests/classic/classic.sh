@@ -24,7 +24,7 @@
 # PYTHON_NUMPY, FERRY_TEST_TMPDIR, top_srcdir.
 # Exit 0 pass, 1 fail, 77 skip (no netCDF4 for Python, no ncgen).
 
-. "`dirname "$0"`/common.sh"
+. "`dirname "$0"`/../lib/common.sh"
 ferry_test_init classic
 FERRY_MPI_TIMEOUT=${FERRY_MPI_TIMEOUT:-60}
 export FERRY FERRY_MPI_TIMEOUT

@@ -8,7 +8,7 @@
 #
 # Environment (set by "make check"; see tests/README.md): FERRY (the tool),
 # RUN_MPI, PYTHON_NUMPY, FERRY_TEST_TMPDIR.  Run by hand:
-#   FERRY=/path/to/ferry sh tests/mpi/cli_args.sh
+#   FERRY=/path/to/ferry sh tests/cli/cli_args.sh
 # Exit 0 pass, 1 fail, 77 skip (no ferry program).
 
 if test -z "${FERRY:-}" || test ! -x "$FERRY"; then

@@ -11,10 +11,10 @@
 # one loaded; a JSON form that does not parse or disagrees with the table;
 # a library compiled in whose run-time version is missing.
 #
-# Environment: as tests/mpi/*.sh (FERRY, RUN_MPI, MPIRUN).
+# Environment: as the scripts of tests/lib/common.sh (FERRY, RUN_MPI, MPIRUN).
 # Exit 0 pass, 1 fail, 77 skip (no ferry program, no python3).
 
-. "`dirname "$0"`/common.sh"
+. "`dirname "$0"`/../lib/common.sh"
 ferry_test_init cli_version
 py=/usr/bin/python3
 test -x "$py" || py=`command -v python3 2>/dev/null`

@@ -1,7 +1,7 @@
 #!/bin/sh
 # docs_example.sh - the C example shown in README.md and docs/user-guide.md
 # is tests/example.c, letter for letter, so the example users copy is the one
-# `make check` compiles and runs (tests/mpi/example.sh).  Pins the bug of a
+# `make check` compiles and runs (tests/cli/example.sh).  Pins the bug of a
 # README example that no longer compiles after an API change.
 src="$top_srcdir/tests/example.c"
 status=0

@@ -19,7 +19,7 @@ if test ! -x "$prog"; then
   echo "SKIP: $prog not built"
   exit 77
 fi
-. "`dirname "$0"`/common.sh"
+. "`dirname "$0"`/../lib/common.sh"
 ferry_test_init example
 
 # N is prime and not a multiple of the example's batch_size 32 nor of 3

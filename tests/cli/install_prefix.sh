@@ -19,10 +19,10 @@
 # dependencies or the site file; make install overwriting the site's edits.
 #
 # Parts whose tool is missing (cmake, Lmod) say SKIP; with neither the test
-# skips.  Environment: as tests/mpi/*.sh (FERRY, RUN_MPI, top_builddir,
+# skips.  Environment: as the scripts of tests/lib/common.sh (FERRY, RUN_MPI, top_builddir,
 # top_srcdir).  Exit 0 pass, 1 fail, 77 skip.
 
-. "`dirname "$0"`/common.sh"
+. "`dirname "$0"`/../lib/common.sh"
 ferry_test_init install_prefix
 show() {
   for f in "$@"; do

@@ -17,7 +17,7 @@
 # Environment (set by "make check"; see tests/README.md): FERRY, RUN_MPI,
 # FERRY_TEST_TMPDIR.  Exit 0 pass, 1 fail, 77 skip (no ferry program).
 
-. "`dirname "$0"`/common.sh"
+. "`dirname "$0"`/../lib/common.sh"
 ferry_test_init bad_inputs
 # A bad input fails at once: a job still running after 30 s hangs.
 FERRY_MPI_TIMEOUT=${FERRY_MPI_TIMEOUT:-30}

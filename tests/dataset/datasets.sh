@@ -19,7 +19,7 @@
 # Environment (set by "make check"; see tests/README.md): FERRY, RUN_MPI,
 # FERRY_TEST_TMPDIR.  Exit 0 pass, 1 fail, 77 skip (no ferry program).
 
-. "`dirname "$0"`/common.sh"
+. "`dirname "$0"`/../lib/common.sh"
 ferry_test_init datasets
 
 # expect STATUS TEXT COMMAND...: COMMAND exits STATUS and its stdout or

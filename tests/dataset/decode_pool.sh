@@ -33,7 +33,7 @@
 # FERRY_TEST_TMPDIR, top_srcdir, top_builddir.  Exit 0 pass, 1 fail, 77
 # skip (no ferry, no NumPy, no zlib).
 
-. "`dirname "$0"`/common.sh"
+. "`dirname "$0"`/../lib/common.sh"
 ferry_test_init decode_pool
 PY=${PYTHON_NUMPY:-}
 if test -z "$PY"; then

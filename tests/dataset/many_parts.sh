@@ -7,7 +7,7 @@
 # same batches as the glob of its files; files named like parts that do not
 # agree (dtype, row shape) stay the directory's variables, as do files with
 # unrelated names.
-. "`dirname "$0"`/common.sh"
+. "`dirname "$0"`/../lib/common.sh"
 ferry_test_init many_parts
 py=${PYTHON_NUMPY:-}
 if test -z "$py" || ! "$py" -c "import numpy" >/dev/null 2>&1; then

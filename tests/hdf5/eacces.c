@@ -1,5 +1,5 @@
 /*
- * eacces.c - an LD_PRELOAD shim for tests/mpi/hdf5.sh: on the one MPI rank
+ * eacces.c - an LD_PRELOAD shim for tests/hdf5/hdf5.sh: on the one MPI rank
  * named by FERRY_TEST_EACCES_RANK, opening a path that ends with
  * FERRY_TEST_EACCES_PATH fails with EACCES, as if that rank's node lacked
  * the permission; every other open goes through.  Root ignores file

@@ -21,7 +21,7 @@
 # PYTHON_NUMPY, FERRY_TEST_TMPDIR, top_srcdir.
 # Exit 0 pass, 1 fail, 77 skip (no hdf5 backend, no h5py).
 
-. "`dirname "$0"`/common.sh"
+. "`dirname "$0"`/../lib/common.sh"
 ferry_test_init hdf5
 FERRY_MPI_TIMEOUT=${FERRY_MPI_TIMEOUT:-60}
 export FERRY FERRY_MPI_TIMEOUT
@@ -262,12 +262,12 @@ badvars "$fx/pair.h5" samples,meta/classes "'meta/classes' not found" \
 badvars "$fx/pair.h5" nothing "'nothing' not found" "the dataset has: group/targets, samples"
 
 # A file that one rank cannot open (permissions) while the others can: as
-# root a chmod changes nothing, so tests/mpi/eacces.c, preloaded, makes
+# root a chmod changes nothing, so tests/hdf5/eacces.c, preloaded, makes
 # open() of it fail with EACCES on rank 1 only.  Every rank must stop with
 # rank 1's reason, in both I/O modes, without hanging.
 cc=${CC:-cc}
 command -v "$cc" >/dev/null 2>&1 || cc=gcc
-if "$cc" -shared -fPIC -o "$tmp/eacces.so" "$top_srcdir/tests/mpi/eacces.c" -ldl \
+if "$cc" -shared -fPIC -o "$tmp/eacces.so" "$top_srcdir/tests/hdf5/eacces.c" -ldl \
      2>"$tmp/cc.err"; then
   cp "$fx/pair.h5" "$tmp/denied.h5" || exit 1
   for io in independent collective; do
@@ -287,7 +287,7 @@ if "$cc" -shared -fPIC -o "$tmp/eacces.so" "$top_srcdir/tests/mpi/eacces.c" -ldl
     fi
   done
 else
-  echo "FAIL: cannot build the LD_PRELOAD shim tests/mpi/eacces.c"
+  echo "FAIL: cannot build the LD_PRELOAD shim tests/hdf5/eacces.c"
   sed 's/^/    /' "$tmp/cc.err"
   fail=1
 fi

@@ -3,15 +3,15 @@
 # validation), their I/O threads calling HDF5 at the same time: HDF5 is not
 # thread-safe in Debian's parallel build, so src/backends/hdf5.c serialises
 # its calls with a process-wide mutex that collective sections take on every
-# rank at once (docs/design/backends.md).  tests/mpi/test_two_loaders.c on
+# rank at once (docs/design/backends.md).  tests/hdf5/test_two_loaders.c on
 # 1, 2 and 3 ranks, io=independent and io=collective, one thread alternating
 # ferry_next between the loaders and one thread per loader; every value is
 # checked against the formula the h5py writer used, every sample served
 # exactly once per epoch.  Gzip-compressed and contiguous datasets, so both
 # H5Dread and the raw MPI-IO path run.  Each job under a hard timeout.
-. "`dirname "$0"`/common.sh"
+. "`dirname "$0"`/../lib/common.sh"
 ferry_test_init hdf5_two
-prog="$top_builddir/tests/mpi/test_two_loaders"
+prog="$top_builddir/tests/hdf5/test_two_loaders"
 test -x "$prog" || { echo "SKIP: $prog not built"; exit 77; }
 if ! "$FERRY" --version 2>/dev/null | grep '^backends:.* hdf5' >/dev/null; then
   echo "SKIP: this ferry has no hdf5 backend (configure did not find parallel HDF5)"

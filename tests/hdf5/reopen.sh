@@ -5,7 +5,7 @@
 # backend's io_open returned after a failed calloc with the lock held, so
 # the next HDF5 call of the process (the second open) blocked for ever.
 #
-# tests/mpi/test_reopen (public API, linked against libferry.so) runs under
+# tests/hdf5/test_reopen (public API, linked against libferry.so) runs under
 # the LD_PRELOAD shim tests/unit/failmalloc.c: for every N from 1 to the
 # number of libferry allocations the first dataset's open and epoch make,
 # the N-th fails; the second dataset must then be read whole (300 samples)
@@ -14,8 +14,8 @@
 #
 # Exit 0 pass, 1 fail, 77 skip (no hdf5 backend, no h5py, no shim).
 shim="$top_builddir/tests/unit/.libs/libfailmalloc.so"
-prog="$top_builddir/tests/mpi/.libs/test_reopen"
-test -x "$prog" || prog="$top_builddir/tests/mpi/test_reopen"
+prog="$top_builddir/tests/hdf5/.libs/test_reopen"
+test -x "$prog" || prog="$top_builddir/tests/hdf5/test_reopen"
 test -f "$shim" || { echo "SKIP: $shim not built"; exit 77; }
 case `uname -s` in Linux) ;; *) echo "SKIP: the shim needs glibc"; exit 77 ;; esac
 "$top_builddir/ferry" --version 2>/dev/null | grep '^backends:.*hdf5' >/dev/null ||

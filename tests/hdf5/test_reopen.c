@@ -1,5 +1,5 @@
 /* test_reopen.c - after a failed open, the process can still open and read
- * another dataset (tests/mpi/reopen.sh runs it with every libferry
+ * another dataset (tests/hdf5/reopen.sh runs it with every libferry
  * allocation of the first open failing in turn).  A failure path that
  * leaves a process-wide resource held -- the HDF5/netCDF library lock
  * taken by the hdf5 backend's io_open, returned from after a failed

@@ -2,7 +2,7 @@
  * test_two_loaders.c TRAIN VAL IO MODE - two loaders over HDF5 files in one
  * process (a training and a validation loader, as every Lightning script
  * has), each with its own I/O thread calling HDF5 at the same time as the
- * other's.  Run by tests/mpi/hdf5_two.sh on 1 to 3 ranks with IO
+ * other's.  Run by tests/hdf5/hdf5_two.sh on 1 to 3 ranks with IO
  * independent or collective.  MODE interleave: one thread alternates
  * ferry_next between the loaders; MODE threads: each loader is iterated by
  * its own thread (ferry_next of different loaders from different threads).

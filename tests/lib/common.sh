@@ -1,7 +1,7 @@
-# common.sh - the preamble shared by the tests/mpi/*.sh scripts that drive
-# the ferry tool.  Source it, then call ferry_test_init NAME:
+# common.sh - the preamble shared by the test scripts that drive the ferry
+# tool (tests/SUBJECT/*.sh).  Source it, then call ferry_test_init NAME:
 #
-#   . "`dirname "$0"`/common.sh"
+#   . "`dirname "$0"`/../lib/common.sh"
 #   ferry_test_init datasets
 #
 # It skips the test (exit 77) when $FERRY is not the ferry program, defaults
@@ -35,7 +35,7 @@ ferry_test_init() {
 # Batched `ferry dump` jobs checked by tests/fixtures/dump_compare.py (used
 # by npy_fixtures.sh, hdf5.sh, zarr.sh).  The caller sets jobs (the job
 # list file for dump_compare.py, emptied), njobs=0, BATCH and common (the
-# dump options of every job).  The jobs run in tests/mpi/test_dump: one MPI
+# dump options of every job).  The jobs run in tests/lib/test_dump: one MPI
 # job of 3 ranks runs them all, each on its first NP ranks, and writes
 # what `ferry dump` would (output, stderr, status); most of a short MPI job
 # was start-up time.  Only jobs whose ENV sets something else than FERRY_*
@@ -75,7 +75,7 @@ dump_queue() {
 }
 # dump_run: run the queued jobs, one MPI job of 3 ranks per environment.
 dump_run() {
-  d_prog=${top_builddir:-.}/tests/mpi/test_dump
+  d_prog=${top_builddir:-.}/tests/lib/test_dump
   if test ! -x "$d_prog"; then
     echo "FAIL: $d_prog not built"
     fail=1

@@ -4,7 +4,7 @@
  *   test_dump JOBS
  *
  * The fixture tests (npy_fixtures.sh, hdf5.sh, zarr.sh, through
- * dump_queue/dump_run of tests/mpi/common.sh) check dozens of arrays over
+ * dump_queue/dump_run of tests/lib/common.sh) check dozens of arrays over
  * 1, 2 and 3 ranks.  One mpirun per array spent most of the suite's time
  * starting jobs; this program runs every job of the list JOBS in one
  * launch, each on the first NP ranks of the world (a sub-communicator),

@@ -14,7 +14,7 @@
 #     they would need and --max-memory.
 # And issue 30 item 5: `ferry dump --var NAME` with NAME outside --vars
 # prints NAME's values (it said "has no variable").
-. "`dirname "$0"`/common.sh"
+. "`dirname "$0"`/../lib/common.sh"
 ferry_test_init bounded
 py=${PYTHON_NUMPY:-}
 test -n "$py" || { echo "SKIP: no Python with NumPy (PYTHON_NUMPY)"; exit 77; }

@@ -9,7 +9,7 @@
 # does not overstate); `ferry info`'s figure, computed at open before any
 # epoch, is within 10% of the budget of the planned epoch.  docs/options.md
 # states the margin.
-. "`dirname "$0"`/common.sh"
+. "`dirname "$0"`/../lib/common.sh"
 ferry_test_init budget
 py=${PYTHON_NUMPY:-/usr/bin/python3}
 test -x "$py" || py=python3

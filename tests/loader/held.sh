@@ -1,11 +1,11 @@
 #!/bin/sh
 # held.sh - holding batches does not stop training (issue 30, item 2):
-# tests/mpi/test_held.c on 1 and 2 ranks, and the note of the first time a
+# tests/loader/test_held.c on 1 and 2 ranks, and the note of the first time a
 # held batch gets a slot of its own, printed once per loader (each loader
 # of test_held that holds more than its ring says it once).
-. "`dirname "$0"`/common.sh"
+. "`dirname "$0"`/../lib/common.sh"
 ferry_test_init held
-prog="$top_builddir/tests/mpi/test_held"
+prog="$top_builddir/tests/loader/test_held"
 test -x "$prog" || { echo "SKIP: $prog not built"; exit 77; }
 status=0
 for np in 1 2; do

@@ -6,7 +6,7 @@
 # FERRY_IO are kept and said so; `ferry info` (text and JSON) and `ferry
 # bench` say which mode and why; batches with io=auto are byte-identical
 # to io=independent's on 2 ranks.
-. "`dirname "$0"`/common.sh"
+. "`dirname "$0"`/../lib/common.sh"
 ferry_test_init io_auto
 shm=
 if test -d /dev/shm && test -w /dev/shm &&

@@ -2,9 +2,9 @@
 # leave.sh - a rank that leaves the loop early (ferry_close or
 # ferry_set_epoch while the others call ferry_next), a rank that stops
 # answering (collective_timeout) and a rank killed mid-epoch:
-# tests/mpi/test_leave.c on 3 ranks.  Each
+# tests/loader/test_leave.c on 3 ranks.  Each
 # job runs under run-mpi.sh's hard timeout: a hang is a failure.
-prog="$top_builddir/tests/mpi/test_leave"
+prog="$top_builddir/tests/loader/test_leave"
 test -x "$prog" || { echo "SKIP: $prog not built"; exit 77; }
 status=0
 tmpout=${FERRY_TEST_TMPDIR:-${TMPDIR:-/tmp}}/leave.$$

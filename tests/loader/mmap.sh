@@ -5,7 +5,7 @@
 # and a directory of 300 parts; `ferry verify` passes; a backend without
 # io_map (mem:) reads independently.  The truncation race is
 # tests/python/mmap.sh's.
-. "`dirname "$0"`/common.sh"
+. "`dirname "$0"`/../lib/common.sh"
 ferry_test_init mmap
 "$FERRY" gen "$tmp/a" --samples 5003 --var x:float32:7 --var y:int64 --var b:bool >/dev/null &&
   "$FERRY" gen "$tmp/be" --samples 999 --var x:float64:3 --big-endian >/dev/null &&

@@ -1,10 +1,10 @@
 #!/bin/sh
-# state.sh - checkpoint and exact resume (tests/mpi/test_state.c) with 5
+# state.sh - checkpoint and exact resume (tests/loader/test_state.c) with 5
 # ranks: saved by 4, resumed by 3, 4 and 5; checkpoint signals; bad state
 # files.  Then the tool: `ferry verify --state` interrupted by SIGUSR1 on
 # one rank of 4 exits 75, a rerun on 3 ranks finishes the epoch, and the
 # ids of both runs (FILE.served) cover the dataset exactly once.
-prog="$top_builddir/tests/mpi/test_state"
+prog="$top_builddir/tests/loader/test_state"
 test -x "$prog" || { echo "SKIP: $prog not built"; exit 77; }
 tmp=${FERRY_TEST_TMPDIR:-${TMPDIR:-/tmp}}/state.$$
 rm -rf "$tmp" && mkdir -p "$tmp" || exit 1

@@ -2,7 +2,7 @@
  * test_held.c - holding batches does not stop training (issue 30, item 2:
  * with prefetch=4 a loop that kept its first three batches failed at the
  * fifth with "all 4 prefetch batches are still held by the caller").  On
- * the mem backend, run by tests/mpi/held.sh on 1 and 2 ranks:
+ * the mem backend, run by tests/loader/held.sh on 1 and 2 ranks:
  *
  *  - a loop holding 3, 8 and 64 batches (the first k kept to the end, or k
  *    at a time as gradient accumulation does) runs to the end of the epoch

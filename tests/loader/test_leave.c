@@ -1,6 +1,6 @@
 /*
  * test_leave.c - a rank that leaves the loop early, and a rank that stops
- * answering.  Run by tests/mpi/leave.sh on 3 ranks under a hard timeout, so
+ * answering.  Run by tests/loader/leave.sh on 3 ranks under a hard timeout, so
  * a hang fails the test.  On the mem backend (io=independent and
  * io=collective):
  *

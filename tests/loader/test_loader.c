@@ -1,7 +1,7 @@
 /*
  * test_loader.c - the loader's promises over MPI, on the in-memory `mem`
  * backend so that only the pipeline is under test.  Run by
- * tests/mpi/loader.sh with 1, 2, 3, 4 and 7 ranks under a hard timeout.
+ * tests/loader/loader.sh with 1, 2, 3, 4 and 7 ranks under a hard timeout.
  *
  *  - every tail mode serves what it promises across ranks, with equal
  *    batch counts, for awkward N (prime, smaller than ranks x batch);
@@ -15,9 +15,9 @@
  *    with held_memory=0 (test_held.c holds more).
  *
  * `test_loader global` runs the tails, determinism, read-failure and close
- * tests with shuffle=global (tests/mpi/global.sh), `test_loader global 0.5`
- * with exchange=0.5 too, `test_loader global 1 collective` with
- * io=collective.
+ * tests with shuffle=global (tests/sampling/global.sh);
+ * `test_loader global 0.5` with exchange=0.5 too, and
+ * `test_loader global 1 collective` with io=collective.
  */
 #include "config.h"
 #include "backends/backend.h"
@@ -397,7 +397,7 @@ static void test_misuse_and_close(void) {
   CHECK(ferry_set_epoch(L, 0) == 0, "set_epoch");
   CHECK(ferry_next(L, &b) == 0 && ferry_next(L, &b2) == 0, "two batches");
   /* both prefetch slots held and held_memory=0: the third call is a clear
-   * error, not a hang (tests/mpi/test_held.c: with held_memory, no error) */
+   * error, not a hang (tests/loader/test_held.c: with held_memory, no error) */
   rc = ferry_next(L, &b3);
   CHECK(rc == FERRY_EINVAL && strstr(ferry_last_error(L), "release") &&
             strstr(ferry_last_error(L), "held_memory"),

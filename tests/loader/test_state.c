@@ -1,6 +1,6 @@
 /*
  * test_state.c - checkpoint and exact resume over MPI, on the mem backend.
- * Run by tests/mpi/state.sh with 5 ranks; sub-communicators of 3, 4 and 5
+ * Run by tests/loader/state.sh with 5 ranks; sub-communicators of 3, 4 and 5
  * ranks stand for jobs of different sizes, so one launch covers a save by 4
  * ranks and resumes by 3, 4 and 5.
  *
@@ -33,7 +33,7 @@
 static int rank, size;
 static const char *dir;
 /* resume_case: saved over save_P ranks, resumed over pmin..pmax;
- * `test_state DIR global` (tests/mpi/global.sh): shuffle=global, saved by
+ * `test_state DIR global` (tests/sampling/global.sh): shuffle=global, saved by
  * 3 ranks, resumed by 2, 3 and 4 */
 static int save_P = 4, pmin = 3, pmax = 5;
 

@@ -1,7 +1,7 @@
 #!/bin/sh
 # tsan.sh - the pipeline under ThreadSanitizer over 2 ranks: in a build
 # configured with --enable-sanitize=thread (the library and
-# tests/mpi/test_loader are instrumented by the build itself), run
+# tests/loader/test_loader are instrumented by the build itself), run
 # test_loader and fail on any data race, lock-order inversion or thread
 # leak whose report passes through ferry's own sources (src/...).  Open
 # MPI's internals are not instrumented and its own reports (its TCP
@@ -14,7 +14,7 @@ case ",${FERRY_SANITIZE:-}," in
   *) echo "SKIP: not a ThreadSanitizer build (configure with --enable-sanitize=thread)"
      exit 77 ;;
 esac
-prog="$top_builddir/tests/mpi/test_loader"
+prog="$top_builddir/tests/loader/test_loader"
 test -x "$prog" || { echo "SKIP: $prog not built"; exit 77; }
 tmp="${FERRY_TEST_TMPDIR:-/tmp}/tsan.$$"
 rm -rf "$tmp" && mkdir -p "$tmp" || exit 1

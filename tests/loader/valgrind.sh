@@ -1,11 +1,11 @@
 #!/bin/sh
 # valgrind.sh - the pipeline under valgrind memcheck over 2 ranks, on the mem
-# backend (tests/mpi/test_loader) and on .npy parts read with collective
+# backend (tests/loader/test_loader) and on .npy parts read with collective
 # MPI-IO and with io=auto (ferry verify): no invalid access, no uninitialised use and no
 # definite leak whose stack passes through ferry's own sources.  Open MPI's own start-up leaks are not ferry's and are
 # filtered by that rule rather than by suppressing whole libraries.
 command -v valgrind >/dev/null 2>&1 || { echo "SKIP: valgrind not installed"; exit 77; }
-prog="$top_builddir/tests/mpi/test_loader"
+prog="$top_builddir/tests/loader/test_loader"
 test -x "$prog" || { echo "SKIP: $prog not built"; exit 77; }
 tmp="${FERRY_TEST_TMPDIR:-/tmp}/valgrind.$$"
 mkdir -p "$tmp"

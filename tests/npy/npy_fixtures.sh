@@ -19,7 +19,7 @@
 # PYTHON_NUMPY, FERRY_TEST_TMPDIR, top_srcdir.
 # Exit 0 pass, 1 fail, 77 skip (no ferry program, no NumPy).
 
-. "`dirname "$0"`/common.sh"
+. "`dirname "$0"`/../lib/common.sh"
 ferry_test_init npy_fixtures
 if test -z "${PYTHON_NUMPY:-}"; then
   echo "SKIP: no Python with NumPy (PYTHON_NUMPY is empty): the fixtures are written by NumPy"
@@ -34,7 +34,7 @@ common="--epoch 0 --tail partial --chunk-samples 10 --batch-size $BATCH"
 jobs=$tmp/jobs
 : >"$jobs"
 # The dumps are queued, then dump_run runs them all in one MPI job
-# (tests/mpi/test_dump, see common.sh): most of a short MPI job is start-up
+# (tests/lib/test_dump, see common.sh): most of a short MPI job is start-up
 # time.
 njobs=0
 export FERRY

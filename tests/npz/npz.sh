@@ -23,7 +23,7 @@
 # PYTHON_NUMPY, FERRY_TEST_TMPDIR, top_srcdir.
 # Exit 0 pass, 1 fail, 77 skip (no ferry program, no NumPy).
 
-. "`dirname "$0"`/common.sh"
+. "`dirname "$0"`/../lib/common.sh"
 ferry_test_init npz
 if test -z "${PYTHON_NUMPY:-}"; then
   echo "SKIP: no Python with NumPy (PYTHON_NUMPY is empty): the fixtures are written by NumPy"

@@ -27,7 +27,7 @@
 # top_srcdir, top_builddir.  Exit 0 pass, 1 fail, 77 skip (no node, or the
 # writers are not installed: run tests/parquet/setup.sh).
 
-. "`dirname "$0"`/common.sh"
+. "`dirname "$0"`/../lib/common.sh"
 ferry_test_init parquet
 FERRY_MPI_TIMEOUT=${FERRY_MPI_TIMEOUT:-60}
 export FERRY FERRY_MPI_TIMEOUT

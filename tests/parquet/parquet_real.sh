@@ -16,7 +16,7 @@
 #    same 49 bytes, running into the footer): refused at open naming the
 #    column chunk's offset and total_compressed_size (it ran out of memory
 #    asking for 96 GiB).
-. "$top_srcdir/tests/mpi/common.sh"
+. "$top_srcdir/tests/lib/common.sh"
 ferry_test_init parquet_real
 files="$top_srcdir/tests/corpus/files"
 dup=$files/duckdb/bug13053-2.parquet

@@ -1,7 +1,7 @@
 #!/bin/sh
 # global.sh - shuffle=global (issue 16) end to end.
 #
-#  - the pipeline's promises (tests/mpi/test_loader.c run as
+#  - the pipeline's promises (tests/loader/test_loader.c run as
 #    `test_loader global`, on the mem backend) on 1, 2, 3, 4 and 7 ranks:
 #    every tail serves what it promises with equal batch counts, the same
 #    batches for the same seed whatever threads/prefetch, an injected read
@@ -22,10 +22,10 @@
 # Environment (set by "make check"): FERRY, RUN_MPI, top_builddir,
 # PYTHON_NUMPY, top_srcdir.  Exit 0 pass, 1 fail, 77 skip.
 py_front=${FERRY_PYTHON:-} py_path=${FERRY_PYTHONPATH:-} # unset below
-. "`dirname "$0"`/common.sh"
+. "`dirname "$0"`/../lib/common.sh"
 ferry_test_init global
 
-prog="${top_builddir:-.}/tests/mpi/test_loader"
+prog="${top_builddir:-.}/tests/loader/test_loader"
 test -x "$prog" || { echo "SKIP: $prog not built"; exit 77; }
 for np in 1 2 3 4 7; do
   echo "== test_loader global, $np ranks"
@@ -41,10 +41,10 @@ for np in 2 4 7; do
     echo "FAIL: test_loader global 1 collective with $np ranks"; fail=1; }
 done
 
-# Checkpoint and resume (tests/mpi/test_state.c run as `test_state DIR
+# Checkpoint and resume (tests/loader/test_state.c run as `test_state DIR
 # global`): saved mid-epoch by 3 ranks, resumed by 3 (the very batches of
 # the uninterrupted run), 2 and 4 (every sample not yet served, once).
-sprog="${top_builddir:-.}/tests/mpi/test_state"
+sprog="${top_builddir:-.}/tests/loader/test_state"
 if test -x "$sprog"; then
   echo "== test_state global, 4 ranks"
   $RUN_MPI 4 "$sprog" "$tmp" global || {

@@ -6,7 +6,7 @@
 # `ferry gen` (50 samples), a big-endian glob of 3 .npy parts (30), and an
 # HDF5 file written by h5py (23) whose variables have other names (map=),
 # and a compressed Zarr store (41, decoded on 4 lanes, when zarr is there).
-# A mix draws from its sources by proportion (tests/mpi/sampling.sh checks
+# A mix draws from its sources by proportion (tests/sampling/sampling.sh checks
 # the proportions): every row `ferry dump --row-hash` of the mix serves must
 # be the row of its source's own dump at that offset (every row's bytes, by
 # hash),
@@ -22,7 +22,7 @@
 # Environment (set by "make check"): FERRY, RUN_MPI, PYTHON_NUMPY.
 # Exit 0 pass, 1 fail, 77 skip (no h5py: the HDF5 source is written by it).
 
-. "`dirname "$0"`/common.sh"
+. "`dirname "$0"`/../lib/common.sh"
 ferry_test_init mix
 FERRY_MPI_TIMEOUT=${FERRY_MPI_TIMEOUT:-60}
 export FERRY FERRY_MPI_TIMEOUT
@@ -39,7 +39,7 @@ if test $have_h5 = 0; then
   exit 77
 fi
 
-prog=`cd "${top_builddir:-.}" && pwd`/tests/mpi/test_mix_errors
+prog=`cd "${top_builddir:-.}" && pwd`/tests/sampling/test_mix_errors
 cd "$tmp" || exit 1
 "$FERRY" gen a --samples 50 --var x:float32:4 --var y:int64 >gen.log 2>&1 &&
   "$FERRY" gen b --samples 30 --var x:float32:4 --var y:int64 --parts 3 \
@@ -255,7 +255,7 @@ for np in 1 3; do
   expect $np "mix list item 'b': no '=PROPORTION'" "mix:a=1,b"
 done
 # The same code and message on every rank, compared across ranks by
-# tests/mpi/test_mix_errors (the tool prints rank 0's only).
+# tests/sampling/test_mix_errors (the tool prints rank 0's only).
 if test -x "$prog"; then
   for np in 1 3; do
     if $RUN_MPI $np "$prog" \

@@ -14,7 +14,7 @@
 # Environment (set by "make check"): FERRY, RUN_MPI, PYTHON_NUMPY,
 # FERRY_TEST_TMPDIR.  Exit 0 pass, 1 fail, 77 skip (no numpy).
 
-. "`dirname "$0"`/common.sh"
+. "`dirname "$0"`/../lib/common.sh"
 ferry_test_init quality
 
 py=${PYTHON_NUMPY:-}

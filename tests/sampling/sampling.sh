@@ -1,7 +1,7 @@
 #!/bin/sh
 # sampling.sh - weighted sampling end to end (issue 17).
 #
-#  - tests/mpi/test_sampling.c on 7 ranks: the same global batches on 1, 2,
+#  - tests/sampling/test_sampling.c on 7 ranks: the same global batches on 1, 2,
 #    3, 4 and 7 ranks for a fixed global batch, with and without
 #    replacement; the same batches whatever threads and prefetch; a
 #    checkpoint on 3 ranks resumed on 2 serves exactly the uninterrupted
@@ -21,10 +21,10 @@
 #
 # Environment (set by "make check"): FERRY, RUN_MPI, top_builddir,
 # PYTHON_NUMPY.  Exit 0 pass, 1 fail, 77 skip.
-. "`dirname "$0"`/common.sh"
+. "`dirname "$0"`/../lib/common.sh"
 ferry_test_init sampling
 
-prog="${top_builddir:-.}/tests/mpi/test_sampling"
+prog="${top_builddir:-.}/tests/sampling/test_sampling"
 test -x "$prog" || { echo "SKIP: $prog not built"; exit 77; }
 $RUN_MPI 7 "$prog" "$tmp" || { echo "FAIL: test_sampling"; fail=1; }
 

@@ -9,7 +9,7 @@
  * is checked, as the pipeline will overlap them.  A read failure injected
  * on the last rank must give every rank the same error (its code, its
  * message, its rank) without a hang, and the next exchange must work.
- * Run by tests/mpi/exchange.sh on 1, 2, 3, 4 and 7 ranks.
+ * Run by tests/sampling/exchange.sh on 1, 2, 3, 4 and 7 ranks.
  */
 #include "config.h"
 #include "core/options.h"

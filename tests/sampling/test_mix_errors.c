@@ -4,7 +4,7 @@
  * rank with the same code and the same message (compared across ranks
  * here; the tool prints only rank 0's), holding the text given after the
  * dataset.  Usage: test_mix_errors DATASET TEXT [DATASET TEXT]...  Run by
- * tests/mpi/mix.sh on 1 and 3 ranks.
+ * tests/sampling/mix.sh on 1 and 3 ranks.
  */
 #include "config.h"
 #include "ferry.h"

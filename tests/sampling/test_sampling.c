@@ -1,7 +1,7 @@
 /*
  * test_sampling.c - weighted sampling through the whole loader (issue 17),
  * on the mem backend with a weights .npy written here.  Run by
- * tests/mpi/sampling.sh with 7 ranks; sub-communicators of 1, 2, 3, 4 and
+ * tests/sampling/sampling.sh with 7 ranks; sub-communicators of 1, 2, 3, 4 and
  * 7 ranks stand for jobs of different sizes.
  *
  *  - a fixed global batch (84) gives the same global batches (as multisets

@@ -1,6 +1,6 @@
 #!/bin/sh
 # weights.sh - the per-sample weights of weighted and class-balanced
-# sampling (src/loader/weights.c) on 1 and 3 ranks: tests/mpi/test_weights
+# sampling (src/loader/weights.c) on 1 and 3 ranks: tests/sampling/test_weights
 # loads every case of tests/fixtures/make_weights.py (weight variables of
 # every dtype in an .npy dataset directory, in a dataset of two parts and
 # in an HDF5 file, an .npz, Zarr v2 and v3 stores and a netCDF classic
@@ -18,9 +18,9 @@
 # Exit 0 pass, 1 fail, 77 skip (no NumPy).  The HDF5 cases need the hdf5
 # backend and h5py; without them they are left out (said below).
 
-. "`dirname "$0"`/common.sh"
+. "`dirname "$0"`/../lib/common.sh"
 ferry_test_init weights
-prog="$top_builddir/tests/mpi/test_weights"
+prog="$top_builddir/tests/sampling/test_weights"
 test -x "$prog" || { echo "SKIP: $prog not built"; exit 77; }
 if test -z "${PYTHON_NUMPY:-}"; then
   echo "SKIP: no Python with NumPy (PYTHON_NUMPY is empty): the fixtures are written by NumPy"

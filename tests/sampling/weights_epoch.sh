@@ -14,7 +14,7 @@
 #
 # Environment (set by "make check"): FERRY, RUN_MPI, PYTHON_NUMPY.
 # Exit 0 pass, 1 fail, 77 skip (no NumPy to write the dataset).
-. "`dirname "$0"`/common.sh"
+. "`dirname "$0"`/../lib/common.sh"
 ferry_test_init weights_epoch
 
 py=${PYTHON_NUMPY:-}

@@ -28,7 +28,7 @@
 # top_srcdir, top_builddir.  Exit 0 pass, 1 fail, 77 skip (no zarr backend,
 # no numpy/numcodecs, no node or zarrita).
 
-. "`dirname "$0"`/common.sh"
+. "`dirname "$0"`/../lib/common.sh"
 ferry_test_init zarr3
 FERRY_MPI_TIMEOUT=${FERRY_MPI_TIMEOUT:-60}
 export FERRY FERRY_MPI_TIMEOUT
@@ -159,7 +159,7 @@ fi
 
 # Bad inputs: status 1, one "ferry:" line naming the store (or, for a
 # selection, the variable) and holding every word, on 1 and 3 ranks at
-# once (bad_stores in tests/mpi/common.sh; most of each job is MPI start-up
+# once (bad_stores in tests/lib/common.sh; most of each job is MPI start-up
 # time, so the two lanes take the time of one).
 bad_list=$fx/bad.txt
 in_lanes bad_stores 1 3

@@ -18,7 +18,7 @@
 #   here) was called corrupt metadata: it must say draft.
 #
 # Each refusal must be the same code and message on every rank
-# (tests/mpi/test_mix_errors compares them), and `ferry info` must answer
+# (tests/sampling/test_mix_errors compares them), and `ferry info` must answer
 # as fast as it refuses a .zarray that is not JSON (a served store as fast
 # as a small good one), within FERRY_BOUNDS_SLACK_MS (3000 ms by default,
 # on a shared machine).
@@ -27,7 +27,7 @@
 # FERRY_TEST_TMPDIR, top_builddir.  Exit 0 pass, 1 fail, 77 skip (no zarr
 # backend).
 
-. "`dirname "$0"`/common.sh"
+. "`dirname "$0"`/../lib/common.sh"
 ferry_test_init zarr_bounds
 FERRY_MPI_TIMEOUT=${FERRY_MPI_TIMEOUT:-30}
 export FERRY_MPI_TIMEOUT
@@ -35,7 +35,7 @@ if ! "$FERRY" --version 2>/dev/null | grep '^backends:.* zarr' >/dev/null; then
   echo "SKIP: this ferry has no zarr backend"
   exit 77
 fi
-prog=`cd "${top_builddir:-.}" && pwd`/tests/mpi/test_mix_errors
+prog=`cd "${top_builddir:-.}" && pwd`/tests/sampling/test_mix_errors
 test -x "$prog" || { echo "SKIP: $prog not built"; exit 77; }
 slack=${FERRY_BOUNDS_SLACK_MS:-3000}
 
