@@ -18,7 +18,10 @@ for m in numpy torch mpi4py; do
   fi
 done
 PYTHONPATH=$FERRY_PYTHONPATH${PYTHONPATH:+:$PYTHONPATH}
-export PYTHONPATH
+# The checks import tests/python/helpers.py from the source tree: no
+# __pycache__ there (read-only under make distcheck, and not the test's).
+PYTHONDONTWRITEBYTECODE=1
+export PYTHONPATH PYTHONDONTWRITEBYTECODE
 tmp=${FERRY_TEST_TMPDIR:-${TMPDIR:-/tmp}}/py.$$
 rm -rf "$tmp" && mkdir -p "$tmp" || exit 1
 trap 'rm -rf "$tmp"' 0
