@@ -9,7 +9,7 @@
 # check never fails because of the sanitizer runtime).  thread cannot be
 # combined with address (or leak): the runtimes exclude each other.
 # FERRY_SANITIZE (substituted) holds the list, empty without the option;
-# "make check" exports it so that tests know (tests/mpi/tsan.sh).
+# "make check" exports it so that tests know (tests/loader/tsan.sh).
 AC_DEFUN([FERRY_ENABLE_SANITIZE], [
   AC_ARG_ENABLE([sanitize],
     [AS_HELP_STRING([--enable-sanitize=LIST],

@@ -55,6 +55,7 @@ endif
 
 TEST_DATA_FILES += \
 	tests/python/common.sh \
+	tests/python/helpers.py \
 	tests/python/make_npy.py \
 	tests/python/loader_check.py \
 	tests/python/state_check.py \

@@ -1,5 +1,5 @@
 /* The C example of README.md and docs/user-guide.md, built and run by
- * `make check` (tests/mpi/example.sh runs it over 3 ranks).
+ * `make check` (tests/cli/example.sh runs it over 3 ranks).
  * Usage: mpirun -np 4 ./example DATASET */
 #include <ferry.h>
 #include <mpi.h>

@@ -1,7 +1,7 @@
 /*
  * ferry_test.h - the checks every test program of ferry uses (tests/unit,
- * tests/mpi, tests/gpu), so that a failure reads the same everywhere and a
- * test ends with one summary line and the exit status the harness wants.
+ * tests/SUBJECT, tests/gpu), so that a failure reads the same everywhere and
+ * a test ends with one summary line and the exit status the harness wants.
  *
  *   #include "ferry_test.h"       (AM_CPPFLAGS has -I$(top_srcdir)/tests)
  *

@@ -44,57 +44,67 @@ UNIT_TESTS = \
 	tests/unit/test_parquet_sizes \
 	tests/unit/test_nocuda
 
-# LIST: test scripts, by subject, run by the harness with /bin/sh.
-# The loader on several ranks (tests/mpi/test_*.c through run-mpi.sh).
+# LIST: test scripts, by subject, run by the harness with /bin/sh; each
+# subject is a folder of tests/, its MPI programs beside its scripts
+# (tests/README.md, "Layout").
+# tests/loader/: the pipeline on several ranks, its threads, I/O modes,
+# memory, checkpoints, ranks that leave (the programs run through run-mpi.sh).
 MPI_TESTS = \
-	tests/mpi/loader.sh \
-	tests/mpi/held.sh \
-	tests/mpi/state.sh \
-	tests/mpi/sampling.sh \
-	tests/mpi/leave.sh \
-	tests/mpi/exchange.sh \
-	tests/mpi/global.sh \
-	tests/mpi/agree.sh \
-	tests/mpi/budget.sh \
-	tests/mpi/bounded.sh \
-	tests/mpi/many_parts.sh \
-	tests/mpi/mmap.sh \
-	tests/mpi/io_auto.sh \
-	tests/mpi/quality.sh \
-	tests/mpi/weights.sh \
-	tests/mpi/weights_epoch.sh \
-	tests/mpi/mix.sh \
-	tests/mpi/manifest_share.sh \
-	tests/mpi/reopen.sh \
-	tests/mpi/oom.sh \
-	tests/mpi/valgrind.sh \
-	tests/mpi/tsan.sh
-# The ferry tool's command line, its manual, the build and install.
+	tests/loader/loader.sh \
+	tests/loader/held.sh \
+	tests/loader/state.sh \
+	tests/loader/leave.sh \
+	tests/loader/agree.sh \
+	tests/loader/budget.sh \
+	tests/loader/bounded.sh \
+	tests/loader/mmap.sh \
+	tests/loader/io_auto.sh \
+	tests/loader/oom.sh \
+	tests/loader/valgrind.sh \
+	tests/loader/tsan.sh
+# tests/sampling/: the order of samples: shuffling, shuffle=global's
+# exchange, weighted and balanced sampling, mixing datasets.
 MPI_TESTS += \
-	tests/mpi/cli_args.sh \
-	tests/mpi/cli_commands.sh \
-	tests/mpi/cli_manpage.sh \
-	tests/mpi/cli_version.sh \
-	tests/mpi/install_prefix.sh \
-	tests/mpi/bootstrap_build_dir.sh \
-	tests/mpi/example.sh \
-	tests/mpi/docs_example.sh
-# The readers, format by format, and the real-file corpus.
+	tests/sampling/sampling.sh \
+	tests/sampling/exchange.sh \
+	tests/sampling/global.sh \
+	tests/sampling/quality.sh \
+	tests/sampling/weights.sh \
+	tests/sampling/weights_epoch.sh \
+	tests/sampling/mix.sh
+# tests/cli/: the ferry tool's command line, its manual, the build and
+# install, the README's example.
 MPI_TESTS += \
-	tests/mpi/npy_fixtures.sh \
-	tests/mpi/npz.sh \
-	tests/mpi/decode_pool.sh \
-	tests/mpi/bad_inputs.sh \
-	tests/mpi/datasets.sh \
-	tests/mpi/hdf5.sh \
-	tests/mpi/hdf5_two.sh \
-	tests/mpi/classic.sh \
-	tests/mpi/zarr.sh \
-	tests/mpi/zarr3.sh \
-	tests/mpi/zarr_bounds.sh \
-	tests/mpi/parquet.sh \
-	tests/mpi/parquet_pool.sh \
-	tests/mpi/parquet_real.sh \
+	tests/cli/cli_args.sh \
+	tests/cli/cli_commands.sh \
+	tests/cli/cli_manpage.sh \
+	tests/cli/cli_version.sh \
+	tests/cli/install_prefix.sh \
+	tests/cli/bootstrap_build_dir.sh \
+	tests/cli/example.sh \
+	tests/cli/docs_example.sh
+# tests/dataset/: datasets of several parts and formats (globs, lists,
+# manifests), bad inputs, the decode pool every compressed reader uses.
+MPI_TESTS += \
+	tests/dataset/datasets.sh \
+	tests/dataset/many_parts.sh \
+	tests/dataset/manifest_share.sh \
+	tests/dataset/bad_inputs.sh \
+	tests/dataset/decode_pool.sh
+# The readers, one folder a format, and the real-file corpus.
+MPI_TESTS += \
+	tests/npy/npy_fixtures.sh \
+	tests/npz/npz.sh \
+	tests/hdf5/hdf5.sh \
+	tests/hdf5/hdf5_two.sh \
+	tests/hdf5/reopen.sh \
+	tests/classic/classic.sh \
+	tests/zarr/zarr.sh \
+	tests/zarr/zarr3.sh \
+	tests/zarr/zarr_bounds.sh \
+	tests/parquet/parquet.sh \
+	tests/parquet/parquet_pool.sh \
+	tests/parquet/parquet_real.sh \
 	tests/corpus/corpus.sh
 # The tree's style: formatting, static checks, the paths the docs name.
 MPI_TESTS += \
@@ -157,30 +167,30 @@ TESTS = $(FERRY_REGISTERED_TESTS)
 #               ASan in ./bootstrap check)
 SLOW_TESTS = \
 	tests/corpus/corpus.sh \
-	tests/mpi/oom.sh \
-	tests/mpi/reopen.sh \
-	tests/mpi/valgrind.sh
+	tests/loader/oom.sh \
+	tests/hdf5/reopen.sh \
+	tests/loader/valgrind.sh
 
 # LIST: the asan tier, run again in ./bootstrap check's ASan+UBSan tree:
 # the unit tests, the pipeline, ferry's own readers, every fuzz harness.
 ASAN_TESTS = \
 	tests/unit/test_plan tests/unit/test_global tests/unit/test_quality \
-	tests/unit/test_draw tests/unit/test_mix tests/mpi/sampling.sh tests/mpi/mix.sh \
+	tests/unit/test_draw tests/unit/test_mix tests/sampling/sampling.sh tests/sampling/mix.sh \
 	tests/unit/test_dtype \
 	tests/unit/test_options tests/unit/test_npy \
 	tests/unit/test_state_file tests/unit/test_codec tests/unit/test_nocuda \
-	tests/unit/test_manifest tests/mpi/loader.sh tests/mpi/state.sh \
-	tests/mpi/npy_fixtures.sh tests/mpi/zarr.sh tests/mpi/zarr3.sh \
-	tests/unit/test_classic tests/mpi/classic.sh tests/unit/test_npz \
-	tests/mpi/npz.sh tests/mpi/decode_pool.sh tests/unit/test_parquet \
-	tests/mpi/parquet.sh tests/mpi/parquet_pool.sh tests/mpi/weights.sh \
+	tests/unit/test_manifest tests/loader/loader.sh tests/loader/state.sh \
+	tests/npy/npy_fixtures.sh tests/zarr/zarr.sh tests/zarr/zarr3.sh \
+	tests/unit/test_classic tests/classic/classic.sh tests/unit/test_npz \
+	tests/npz/npz.sh tests/dataset/decode_pool.sh tests/unit/test_parquet \
+	tests/parquet/parquet.sh tests/parquet/parquet_pool.sh tests/sampling/weights.sh \
 	tests/fuzz/
 
 # LIST: the tsan tier, run again in ./bootstrap check's TSan tree.
 TSAN_TESTS = \
-	tests/mpi/tsan.sh tests/mpi/loader.sh tests/mpi/state.sh \
-	tests/mpi/npy_fixtures.sh tests/mpi/parquet.sh tests/mpi/decode_pool.sh \
-	tests/mpi/parquet_pool.sh tests/mpi/sampling.sh
+	tests/loader/tsan.sh tests/loader/loader.sh tests/loader/state.sh \
+	tests/npy/npy_fixtures.sh tests/parquet/parquet.sh tests/dataset/decode_pool.sh \
+	tests/parquet/parquet_pool.sh tests/sampling/sampling.sh
 
 # LIST: the fuzz tier, run in ./bootstrap check's libFuzzer tree.
 FUZZ_TESTS = tests/fuzz/

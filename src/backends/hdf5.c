@@ -102,7 +102,7 @@ static int h5_probe(const char *path) {
  * processes deadlocked: loader A's section held the mutex on ranks 0 and 1
  * waiting for rank 2, where loader B's section held it waiting for ranks 0
  * and 1, where B's io_open was blocked on the mutex A held
- * (tests/mpi/hdf5_two.sh, 3 ranks, io=collective, one thread per loader,
+ * (tests/hdf5/hdf5_two.sh, 3 ranks, io=collective, one thread per loader,
  * about one run in ten under load).  COLLECTIVE over comm; returns 0 or
  * FERRY_EMPI (the mutex not held). */
 static int h5_lock_all(MPI_Comm comm, int rank, const void *who) {

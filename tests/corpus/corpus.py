@@ -6,7 +6,7 @@ it and a reason -- never a crash, a hang or different values.
 Usage: /usr/bin/python3 corpus.py [--update] [ENTRY...]
 
 Run by tests/corpus/corpus.sh (make check), which sets the environment:
-FERRY (the tool), TEST_DUMP (tests/mpi/test_dump), RUN_MPI, FERRY_TEST_TMPDIR.
+FERRY (the tool), TEST_DUMP (tests/lib/test_dump), RUN_MPI, FERRY_TEST_TMPDIR.
 
 An entry is a regular file under files/, or a directory that is a Zarr store
 (it holds .zarray, .zgroup, .zattrs or zarr.json, or is named *.zarr); a
@@ -20,7 +20,7 @@ chunk reader (the case "ENTRY|zarr_reader=native").  For every case:
    naming the entry (its file name) and a reason: not empty, not "Success".
 2. Every served variable is dumped (`--row-hash`, tail=partial) on 1 and on 2
    ranks; a refused entry is opened on 2 ranks too.  All the jobs run in one
-   MPI job of tests/mpi/test_dump (starting mpirun costs seconds); when that
+   MPI job of tests/lib/test_dump (starting mpirun costs seconds); when that
    job crashes or hangs, each entry left is run again in an MPI job of its
    own, so that the report names the entry.  Every rank of a job must end
    with the same status.  A served variable must give every index exactly

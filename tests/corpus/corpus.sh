@@ -8,7 +8,7 @@
 #   tests/corpus/corpus.sh [ENTRY...]      check (all entries, or these)
 #   tests/corpus/corpus.sh --update        rewrite expect.txt from this run
 #
-# By hand it uses build/ferry and build/tests/mpi/test_dump unless FERRY and
+# By hand it uses build/ferry and build/tests/lib/test_dump unless FERRY and
 # top_builddir say otherwise.  Exit 0 pass, 1 fail, 77 skip (no numpy).
 here=$(cd "$(dirname "$0")" && pwd)
 top_srcdir=${top_srcdir:-$here/../..}
@@ -18,7 +18,7 @@ if test ! -x "$FERRY"; then
   echo "SKIP: FERRY is not set to the ferry program (build it, or set FERRY)"
   exit 77
 fi
-TEST_DUMP=${TEST_DUMP:-$top_builddir/tests/mpi/test_dump}
+TEST_DUMP=${TEST_DUMP:-$top_builddir/tests/lib/test_dump}
 if test ! -x "$TEST_DUMP"; then
   echo "FAIL: $TEST_DUMP not built (make check builds it)"
   exit 1

@@ -1,6 +1,6 @@
 # tests/gpu/common.sh - shared by tests/gpu/fake.sh and real.sh: the
 # datasets every backend serves, and the runs of tests/gpu/test_device on
-# them.  Source it after tests/mpi/common.sh's ferry_test_init.
+# them.  Source it after tests/lib/common.sh's ferry_test_init.
 #
 #   gpu_datasets          fills $datasets: "NAME SPEC" lines (npy, mem, and
 #                         hdf5/zarr when built in and their writers exist)

@@ -7,7 +7,7 @@
 # teardown mid-epoch; misuse; NCCL registration; and the errors: a batch
 # size that does not split over the devices, an absent device, a failed
 # copy or pinned allocation on one rank (the same error on every rank).
-. "`dirname "$0"`/../mpi/common.sh"
+. "`dirname "$0"`/../lib/common.sh"
 ferry_test_init gpu-fake
 . "$top_srcdir/tests/gpu/common.sh"
 fake="$top_builddir/tests/gpu/.libs/libfakecuda.so"

@@ -7,7 +7,7 @@
 # or FERRY_ENOTSUP in a build without CUDA, saying so); ferry info --ranks
 # shows each rank's choice.  Skipped where a GPU is usable (real.sh covers
 # that machine).
-. "`dirname "$0"`/../mpi/common.sh"
+. "`dirname "$0"`/../lib/common.sh"
 ferry_test_init gpu-nogpu
 unset LD_PRELOAD
 mem='mem:N=3000,vars=x:float32:4,y:int64'

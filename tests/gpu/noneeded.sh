@@ -8,7 +8,7 @@
 # CUDA build that program loads the runtime (verbose=2 names it), and
 # FERRY_CUDART chooses it.  Skipped without readelf or without a shared
 # libferry (--disable-shared).
-. "`dirname "$0"`/../mpi/common.sh"
+. "`dirname "$0"`/../lib/common.sh"
 ferry_test_init gpu-noneeded
 lib="$top_builddir/.libs/libferry.so"
 example="$top_builddir/tests/.libs/example"

@@ -4,7 +4,7 @@
 # the middle of an epoch when compute-sanitizer is installed.  Without a
 # usable CUDA device test_device exits 77 and so does this script (CI has
 # no GPU; docs/gpu.md says how to run it on a GPU machine).
-. "`dirname "$0"`/../mpi/common.sh"
+. "`dirname "$0"`/../lib/common.sh"
 ferry_test_init gpu-real
 . "$top_srcdir/tests/gpu/common.sh"
 test -x "$prog" || { echo "SKIP: $prog not built"; exit 77; }

@@ -1,5 +1,5 @@
 # check.sh - the reporting and refusal checks shared by the test scripts
-# (tests/README.md, "The shell library").  Source it (tests/mpi/common.sh
+# (tests/README.md, "The shell library").  Source it (tests/lib/common.sh
 # does); it needs $tmp, a scratch directory of the test's own, and keeps
 # the test's verdict in $fail (0 or 1).
 #

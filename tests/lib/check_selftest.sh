@@ -55,8 +55,8 @@ fi
 
 # tier.sh on a registered list of four tests.
 tier() {
-  FERRY_REGISTERED='tests/unit/a tests/mpi/b.sh tests/corpus/c.sh tests/fuzz/d' \
-    FERRY_TIER_slow='tests/corpus/c.sh tests/mpi/gone.sh' \
+  FERRY_REGISTERED='tests/unit/a tests/cli/b.sh tests/corpus/c.sh tests/fuzz/d' \
+    FERRY_TIER_slow='tests/corpus/c.sh tests/cli/gone.sh' \
     FERRY_TIER_asan='tests/unit/a tests/fuzz/' FERRY_TIER_tsan='' FERRY_TIER_fuzz=tests/fuzz/ \
     sh "$top_srcdir/tests/lib/tier.sh" "$@"
 }
@@ -69,9 +69,9 @@ tier_is() {
     errors=1
   fi
 }
-tier_is quick 'tests/unit/a tests/mpi/b.sh tests/fuzz/d'
+tier_is quick 'tests/unit/a tests/cli/b.sh tests/fuzz/d'
 tier_is slow 'tests/corpus/c.sh'
-tier_is all 'tests/unit/a tests/mpi/b.sh tests/corpus/c.sh tests/fuzz/d'
+tier_is all 'tests/unit/a tests/cli/b.sh tests/corpus/c.sh tests/fuzz/d'
 tier_is asan 'tests/unit/a tests/fuzz/d'
 tier_is fuzz 'tests/fuzz/d'
 if tier quikc >/dev/null 2>&1; then

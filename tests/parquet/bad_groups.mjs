@@ -1,7 +1,7 @@
 // bad_groups.mjs SRC DST COLUMN GROUP... - a copy of SRC (written by
 // hyparquet-writer) whose column COLUMN has, in each row group GROUP, its
 // first data page's uncompressed_page_size changed by one, so that the page
-// does not decompress to its stated size (tests/mpi/parquet_pool.sh: the
+// does not decompress to its stated size (tests/parquet/parquet_pool.sh: the
 // error of the first bad row group, whatever the decode threads' timing).
 // A GROUP written G:P changes data page P (0-based, in chunk order) of row
 // group G instead: the error of the first bad page of one row group.

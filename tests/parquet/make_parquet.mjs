@@ -1,4 +1,4 @@
-// make_parquet.mjs - Parquet fixtures for tests/mpi/parquet.sh, written by
+// make_parquet.mjs - Parquet fixtures for tests/parquet/parquet.sh, written by
 // the writers users have (installed by tests/parquet/setup.sh into
 // tests/parquet/node_modules): nodejs-polars, @duckdb/node-api,
 // hyparquet-writer and parquet-wasm (the Rust parquet crate, fed through

@@ -1,5 +1,5 @@
 #!/bin/sh
-# setup.sh - install the Parquet writers that tests/mpi/parquet.sh writes
+# setup.sh - install the Parquet writers that tests/parquet/parquet.sh writes
 # its fixtures with (nodejs-polars and its Linux binary, @duckdb/node-api,
 # hyparquet-writer, hyparquet, parquet-wasm, apache-arrow; package.json)
 # into tests/parquet/node_modules, ignored by git.  "./bootstrap deps" runs

@@ -18,8 +18,19 @@ for m in numpy torch mpi4py; do
   fi
 done
 PYTHONPATH=$FERRY_PYTHONPATH${PYTHONPATH:+:$PYTHONPATH}
-export PYTHONPATH
+# The checks import tests/python/helpers.py from the source tree: no
+# __pycache__ there (read-only under make distcheck, and not the test's).
+PYTHONDONTWRITEBYTECODE=1
+export PYTHONPATH PYTHONDONTWRITEBYTECODE
 tmp=${FERRY_TEST_TMPDIR:-${TMPDIR:-/tmp}}/py.$$
 rm -rf "$tmp" && mkdir -p "$tmp" || exit 1
 trap 'rm -rf "$tmp"' 0
 pydir=$top_srcdir/tests/python
+
+# need_module MODULE WHY: skip (77) unless $PY imports MODULE (a framework
+# the test is about: jax, lightning), saying why it may be missing.
+need_module() {
+  "$PY" -c "import $1" >/dev/null 2>&1 && return 0
+  echo "SKIP: $1 not installed ($2)"
+  exit 77
+}

@@ -3,19 +3,11 @@ an unknown option and a missing dataset raise the ferry.Error subclass with
 the C message, the same on every rank."""
 import sys
 
-from mpi4py import MPI
+from helpers import check, rank, same_everywhere
 
 import ferry
 
-comm = MPI.COMM_WORLD
-rank = comm.Get_rank()
 d = sys.argv[1]
-
-
-def check(cond, what):
-    if not cond:
-        print("rank %d: FAIL: %s" % (rank, what), flush=True)
-        comm.Abort(1)
 
 
 cases = [
@@ -30,13 +22,13 @@ for opts, cls, word in cases:
     except ferry.Error as e:
         check(type(e) is cls and e.code == cls.code < 0, "%r: %r" % (opts, e))
         check(word in str(e) and e.message == str(e), "message %r" % str(e))
-        check(len(set(comm.allgather(str(e)))) == 1, "messages differ")
+        same_everywhere(str(e), "the message")
 try:
     ferry.Loader(d + "/missing")
     check(False, "a missing dataset opened")
 except ferry.NotFound as e:
     check("missing" in str(e) and e.code == -4, "message %r" % str(e))
-    check(len(set(comm.allgather(str(e)))) == 1, "messages differ")
+    same_everywhere(str(e), "the message")
 names = [o["name"] for o in ferry.options()]
 check("batch_size" in names and "seed" in names, "options() table")
 if rank == 0:

@@ -12,24 +12,13 @@ split batch is a clear ValueError; every sample is served once;
 pin_memory="yes" gives pinned host batches (memory_budget's pinned_bytes)
 with the file's values."""
 import ctypes
-import sys
 
 import numpy as np
-from mpi4py import MPI
+from helpers import check, comm, dataset, every_once, rank
 
 import ferry
 
-comm = MPI.COMM_WORLD
-rank = comm.Get_rank()
-d, n = sys.argv[1], int(sys.argv[2])
-X = np.load(d + "/x.npy")
-Y = np.load(d + "/y.npy")
-
-
-def check(cond, what):
-    if not cond:
-        print("rank %d: FAIL: %s" % (rank, what), flush=True)
-        comm.Abort(1)
+d, n, X, Y = dataset()
 
 
 def host_copy(arr, like):
@@ -39,12 +28,6 @@ def host_copy(arr, like):
     ptr, nbytes = cai["data"][0], arr.nbytes
     raw = ctypes.string_at(ptr, nbytes) if nbytes else b""
     return np.frombuffer(raw, dtype=like.dtype).reshape(tuple(cai["shape"]))
-
-
-def every_once(ids):
-    every = sorted(i for r in comm.allgather(ids) for i in r)
-    check(every == list(range(n)), "not every sample once: %d of %d"
-          % (len(set(every)), n))
 
 
 # One device per rank: whole-batch Arrays on the rank's device (local rank
@@ -73,7 +56,7 @@ for b in L:
     check('"dltensor"' in repr(cd["x"]), "to_dict(capsule=True) on CUDA")
     del x, y, dd, cd
     b.release()
-every_once(ids)
+every_once(ids, n, "one device per rank")
 L.close()
 
 # Two devices per rank: one shard each, batch[name] refused.
@@ -104,7 +87,7 @@ for b in L:
     ids.extend(int(i) for i in idx)
     del sh
     b.release()
-every_once(ids)
+every_once(ids, n, "two devices per rank")
 L.close()
 # Host batches from pinned memory (pin_memory="yes"): counted as pinned,
 # values right; the default is pageable.

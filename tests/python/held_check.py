@@ -4,25 +4,13 @@ that kept the targets of its first three batches failed at the fifth with
 "ferry.InvalidArgument: all 4 prefetch batches are still held by the
 caller", where a PyTorch DataLoader never fails.  Exits non-zero with a
 message on the first failed check."""
-import sys
-
 import numpy as np
 import torch
-from mpi4py import MPI
+from helpers import check, dataset, rank
 
 import ferry
 
-comm = MPI.COMM_WORLD
-rank = comm.Get_rank()
-d, n = sys.argv[1], int(sys.argv[2])
-X = np.load(d + "/x.npy")
-Y = np.load(d + "/y.npy")
-
-
-def check(cond, what):
-    if not cond:
-        print("rank %d: FAIL: %s" % (rank, what), flush=True)
-        comm.Abort(1)
+d, n, X, Y = dataset()
 
 
 def reference(L, epoch):

@@ -9,19 +9,11 @@ on one rank inside `with` leaves it at once (the loader is abandoned, not
 closed collectively)."""
 import sys
 
-from mpi4py import MPI
+from helpers import check, comm, rank, same_everywhere
 
 import ferry
 
-comm = MPI.COMM_WORLD
-rank = comm.Get_rank()
 d = sys.argv[1]
-
-
-def check(cond, what):
-    if not cond:
-        print("rank %d: FAIL: %s" % (rank, what), flush=True)
-        comm.Abort(1)
 
 
 opts = dict(batch_size=4, chunk_samples=8, shuffle_buffer=1, prefetch=2,
@@ -45,7 +37,7 @@ if rank != 0:
     check(seen >= 10 and "other ranks called ferry_next (for batch %d)"
           % seen in msg, "rank %d stopped after %d batches: %r"
           % (rank, seen, msg))
-check(len(set(comm.allgather(msg))) == 1, "messages differ")
+same_everywhere(msg, "the message")
 
 # Every rank leaves the loop at the same batch: nothing to report.
 with ferry.Loader(d, **opts) as loader:

@@ -1,27 +1,17 @@
 """loader_check.py DIR N - run under mpirun by loader.sh (any number of
 ranks).  Exits non-zero with a message on the first failed check."""
 import gc
-import sys
 import threading
 import warnings
 
 import numpy as np
 import torch
-from mpi4py import MPI
+from helpers import (check, comm, dataset, every_once, rank, same_everywhere,
+                     size)
 
 import ferry
 
-comm = MPI.COMM_WORLD
-rank, size = comm.Get_rank(), comm.Get_size()
-d, n = sys.argv[1], int(sys.argv[2])
-X = np.load(d + "/x.npy")
-Y = np.load(d + "/y.npy")
-
-
-def check(cond, what):
-    if not cond:
-        print("rank %d: FAIL: %s" % (rank, what), flush=True)
-        comm.Abort(1)
+d, n, X, Y = dataset()
 
 
 def epoch_ids(loader, epoch):
@@ -52,12 +42,10 @@ with ferry.Loader(d, batch_size=16, seed=5, tail="partial",
     check(L.device == "cpu" and L.checkpoint_requested() is False,
           "device, checkpoint_requested")
     check(L.memory_budget()["total_bytes"] > 0, "memory_budget()")
-    lens = comm.allgather(len(L))
-    check(len(set(lens)) == 1, "len() differs across ranks: %r" % lens)
+    same_everywhere(len(L), "len()")
     for e in (0, 1):
         ids = epoch_ids(L, e)
-        every = sorted(i for r in comm.allgather(ids) for i in r)
-        check(every == list(range(n)), "epoch %d: not every sample once" % e)
+        every_once(ids, n, "epoch %d" % e)
     st = L.stats()
     check(st["batches"] == 2 * len(L) and st["samples"] >= len(ids),
           "stats(): %r" % st)
@@ -185,8 +173,7 @@ with ferry.Loader(d, comm=sub, batch_size=10, tail="partial") as L:
     check(L.world_size == sub.Get_size() and L.rank == sub.Get_rank(),
           "sub-communicator")
     ids = [int(i) for b in L for i in np.from_dlpack(b.indices)]
-    every = sorted(i for r in sub.allgather(ids) for i in r)
-    check(every == list(range(n)), "sub-communicator epoch")
+    every_once(ids, n, "sub-communicator epoch", sub)
 sub.Free()
 
 # a small torch model trained on the batches (loss goes down; the tensors

@@ -3,16 +3,13 @@ gives a ferry error naming the file on every rank (each rank whose own
 copy faulted names itself), never a SIGBUS that kills the process; before the truncation the batches hold the file's
 values."""
 import os
-import sys
 
 import numpy as np
-from mpi4py import MPI
+from helpers import comm, dataset
 
 import ferry
 
-comm = MPI.COMM_WORLD
-d = sys.argv[1]
-X = np.load(d + "/x.npy")
+d, _, X, _ = dataset()
 L = ferry.Loader(d, comm, io="mmap", batch_size=32, seed=2, prefetch=1,
                  vars="x")
 it = iter(L)

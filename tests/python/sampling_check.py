@@ -3,20 +3,13 @@ samples of make_npy.py, TMP/small: 40)."""
 import sys
 
 import numpy as np
+from helpers import check, comm, rank
 from mpi4py import MPI
 
 import ferry
 
-comm = MPI.COMM_WORLD
-rank, size = comm.Get_rank(), comm.Get_size()
 tmp = sys.argv[1]
 data = tmp + "/data"
-
-
-def check(cond, what):
-    if not cond:
-        print("rank %d: FAIL: %s" % (rank, what), flush=True)
-        comm.Abort(1)
 
 
 if rank == 0:

@@ -6,21 +6,14 @@ import pickle
 import sys
 
 import numpy as np
+from helpers import check, comm, every_once, rank, same_everywhere
 from mpi4py import MPI
 
 import ferry
 
-comm = MPI.COMM_WORLD
-rank, size = comm.Get_rank(), comm.Get_size()
 d, n, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 opts = dict(batch_size=8, seed=11, tail="partial", shuffle="block",
             block_size=16, chunk_samples=50)
-
-
-def check(cond, what):
-    if not cond:
-        print("rank %d: FAIL: %s" % (rank, what), flush=True)
-        comm.Abort(1)
 
 
 first = comm.Split(0 if rank < 2 else MPI.UNDEFINED, rank)
@@ -35,8 +28,7 @@ if first != MPI.COMM_NULL:
         sd = L.state_dict()
         check(sd["format"] == "ferry-state" and sd["version"] == 1,
               "state_dict keys")
-        check(len(set(first.allgather(sd["state"]))) == 1,
-              "state bytes differ across ranks")
+        same_everywhere(sd["state"], "the state bytes", first)
         if rank == 0:
             with open(path, "wb") as f:
                 pickle.dump(sd, f)
@@ -48,16 +40,13 @@ after = []
 with ferry.Loader(d, **opts) as L:
     L.load_state_dict(sd if rank != 1 else sd["state"])  # dict or bytes
     check(L.epoch == 1, "resumed epoch %r" % L.epoch)
-    lens = comm.allgather(len(L))
-    check(len(set(lens)) == 1, "len() after resume differs: %r" % lens)
+    same_everywhere(len(L), "len() after resume")
     after = [int(i) for b in L for i in np.from_dlpack(b.indices)]
     try:
         L.load_state_dict({"format": "something else"})
         check(False, "a foreign dict accepted")
     except ferry.FormatError:
         pass
-every = sorted(i for r in comm.allgather(before + after) for i in r)
-check(every == list(range(n)), "saved on 2 + resumed on 3 is not the epoch "
-      "once (%d ids)" % len(every))
+every_once(before + after, n, "saved on 2 + resumed on 3")
 if rank == 0:
     print("state_check.py: passed")

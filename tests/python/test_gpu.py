@@ -5,27 +5,17 @@ torch's current stream (a kernel queued right after reading the batch sees
 the data); a non-default torch stream too; the same batches as device="cpu"
 for the same seed; ferry.jax on the GPU through DLPack.  Prints the rates of
 device="cuda" and of device="cpu" + .cuda() (not a check: a report)."""
-import sys
 import time
 
 import numpy as np
 import torch
+from helpers import check, comm, dataset, every_once, rank, size
 from mpi4py import MPI
 
 import ferry.torch as ft
 
-comm = MPI.COMM_WORLD
-rank, size = comm.Get_rank(), comm.Get_size()
-d, n = sys.argv[1], int(sys.argv[2])
-X = np.load(d + "/x.npy")
-Y = np.load(d + "/y.npy")
+d, n, X, Y = dataset()
 OPTS = dict(batch_size=64, seed=11, chunk_samples=32, tail="partial")
-
-
-def check(cond, what):
-    if not cond:
-        print("rank %d/%d: FAIL: %s" % (rank, size, what), flush=True)
-        comm.Abort(1)
 
 
 gpu = rank % torch.cuda.device_count()
@@ -58,11 +48,9 @@ def one_epoch(ds, stream=None):
 
 ds = ft.Dataset(d, comm, device="cuda", **OPTS)
 ids, order_cuda = one_epoch(ds)
-every = sorted(i for r in comm.allgather(ids) for i in r)
-check(every == list(range(n)), "epoch 0 on cuda: not every sample once")
+every_once(ids, n, "epoch 0 on cuda")
 ids, _ = one_epoch(ds, torch.cuda.Stream())
-every = sorted(i for r in comm.allgather(ids) for i in r)
-check(every == list(range(n)), "epoch 1 on a side stream: not every sample once")
+every_once(ids, n, "epoch 1 on a side stream")
 ds.close()
 
 host = ft.Dataset(d, comm, device="cpu", **OPTS)
@@ -111,8 +99,7 @@ if jax is not None and any(dv.platform == "gpu" for dv in jax.local_devices()):
         ids.extend(int(i) for i in idx)
     b = None  # views of ferry's device buffers: dropped before close
     it.close()
-    every = sorted(i for r in comm.allgather(ids) for i in r)
-    check(every == list(range(n)), "jax: not every sample once")
+    every_once(ids, n, "jax")
     if rank == 0:
         print("jax on the GPU: ok", flush=True)
 if rank == 0:

@@ -5,9 +5,6 @@
 # several ranks share one GPU here: JAX must not take 75% of it per process
 XLA_PYTHON_CLIENT_PREALLOCATE=false
 export XLA_PYTHON_CLIENT_PREALLOCATE
-if ! "$PY" -c "import jax" >/dev/null 2>&1; then
-  echo "SKIP: jax not installed (the GPU machine has it)"
-  exit 77
-fi
+need_module jax "the GPU machine has it"
 "$PY" "$top_srcdir/examples/make_data.py" npy "$tmp/data" 1024 || exit 1
 $RUN_MPI 2 "$PY" "$pydir/test_jax.py" "$tmp/data" 1024

@@ -2,35 +2,22 @@
 runs it on 1 to 3 ranks).  Exits non-zero with a message on the first
 failed check.  Batches in host memory (device="cpu", so that the checks
 read them with .numpy() on a GPU machine too); test_gpu.py is the GPU's."""
-import sys
 import warnings
 
 import numpy as np
 import torch
+from helpers import (check, comm, dataset, gathered, rank, same_everywhere,
+                     size)
 from mpi4py import MPI
 from torch.utils.data import DataLoader
 
 import ferry
 import ferry.torch as ft
 
-comm = MPI.COMM_WORLD
-rank, size = comm.Get_rank(), comm.Get_size()
-d, n = sys.argv[1], int(sys.argv[2])
-X = np.load(d + "/x.npy")
-Y = np.load(d + "/y.npy")
+d, n, X, Y = dataset()
 warnings.filterwarnings("ignore", "This DataLoader will create")
 OPTS = dict(batch_size=16, seed=3, chunk_samples=32, tail="partial",
             device="cpu")
-
-
-def check(cond, what):
-    if not cond:
-        print("rank %d/%d: FAIL: %s" % (rank, size, what), flush=True)
-        comm.Abort(1)
-
-
-def all_ids(local):
-    return sorted(i for r in comm.allgather(local) for i in r)
 
 
 def served(iterable, expect_len=None):
@@ -55,20 +42,19 @@ def served(iterable, expect_len=None):
 # len() exact and equal on every rank; epochs differ; zero copy.
 ds = ft.Dataset(d, comm, **OPTS)
 check(ds.keys == ["x", "y"], "keys default to the loader's vars")
-lens = comm.allgather(len(ds))
-check(len(set(lens)) == 1, "len() differs across ranks: %r" % lens)
-first = served(ds, lens[0])
-check(all_ids(first) == list(range(n)), "epoch 0: not every sample once")
+same_everywhere(len(ds), "len()")
+first = served(ds, len(ds))
+check(gathered(first) == list(range(n)), "epoch 0: not every sample once")
 check(ds.epoch == 0, "epoch 0 after the first pass")
 dl = DataLoader(ds, batch_size=None, num_workers=0)
 ds.set_epoch(1)
 second = served(dl, len(ds))
-check(all_ids(second) == list(range(n)), "epoch 1 via DataLoader")
+check(gathered(second) == list(range(n)), "epoch 1 via DataLoader")
 check(comm.allreduce(int(first != second), op=MPI.SUM) > 0,
       "epochs 0 and 1 have the same order")
 # An ended epoch goes on to the next one, like ferry.Loader.
 third = served(ds)
-check(ds.epoch == 2 and all_ids(third) == list(range(n)),
+check(ds.epoch == 2 and gathered(third) == list(range(n)),
       "iterating again after an ended epoch serves epoch 2")
 # An early stop restarts the epoch; the same seed gives the same batches.
 ds.set_epoch(2)
@@ -110,7 +96,7 @@ with ft.Dataset(d, comm, batch_size=16, seed=3, chunk_samples=32,
         ids.extend(int(i) for i, p in zip(b["index"], b["padded"]) if not p)
     del b
     check(shapes == {(16, 16)}, "tail=pad: full batches only: %r" % shapes)
-    check(all_ids(ids) == list(range(n)), "tail=pad: every sample once")
+    check(gathered(ids) == list(range(n)), "tail=pad: every sample once")
 
 # num_workers > 0 is refused, clearly, never duplicating data.
 try:
@@ -140,7 +126,7 @@ r = ft.Dataset(d, comm, **OPTS)
 r.load_state_dict(states[0])  # rank 0's copy, as a checkpoint holds it
 resumed = served(r)
 check(resumed == after, "the resumed run serves what the saved one had left")
-check(all_ids(before + resumed) == list(range(n)),
+check(gathered(before + resumed) == list(range(n)),
       "resume: every sample of the epoch exactly once")
 check(r.epoch == 4, "resumed in the saved epoch")
 r.close()

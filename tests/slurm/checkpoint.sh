@@ -15,7 +15,7 @@
 # 3. FILE.served then holds the whole epoch: every sample id exactly once,
 #    some served by the first job and the rest by the second.
 #
-# Environment: as tests/mpi/*.sh, plus FERRY_TEST_SLURM_DIR (unset: skip).
+# Environment: as tests/lib/common.sh's scripts, plus FERRY_TEST_SLURM_DIR (unset: skip).
 # Exit 0 pass, 1 fail, 77 skip.  About half a minute.
 
 . "`dirname "$0"`/common.sh"

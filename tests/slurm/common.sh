@@ -8,7 +8,7 @@
 # It skips the test (exit 77) when no test cluster is up, that is when
 # FERRY_TEST_SLURM_DIR is unset (a plain "make check"); when it is set, the
 # cluster must answer, or the test fails.  Then it does what
-# tests/mpi/common.sh does (FERRY, $tmp, fail=0) and defines:
+# tests/lib/common.sh does (FERRY, $tmp, fail=0) and defines:
 #
 #   slurm_run LIMIT CMD...   CMD (srun, sbatch, ...) under timeout -k 5 LIMIT;
 #                            a hang fails with 124 and says which command
@@ -19,7 +19,7 @@
 # on to the job).
 
 slurm_dir=${FERRY_TEST_SLURM_DIR:-}
-. "`dirname "$0"`/../mpi/common.sh"
+. "`dirname "$0"`/../lib/common.sh"
 
 slurm_test_init() {
   if test -z "$slurm_dir"; then

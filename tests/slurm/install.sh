@@ -21,7 +21,7 @@
 # build or does not start); a ferry.pc that needs the source tree; a
 # module that leaves PATH changed after unload.
 #
-# Environment: as tests/mpi/*.sh, plus FERRY_TEST_SLURM_DIR (unset: skip).
+# Environment: as tests/lib/common.sh's scripts, plus FERRY_TEST_SLURM_DIR (unset: skip).
 # Exit 0 pass, 1 fail, 77 skip.
 
 . "`dirname "$0"`/common.sh"

@@ -26,7 +26,7 @@
 # batch shell only and never to the tasks; a requeue loop without a bound; a
 # requeued job that restarts from the beginning with RESTART_COUNT unread.
 #
-# Environment: as tests/mpi/*.sh, plus FERRY_TEST_SLURM_DIR (unset: skip).
+# Environment: as tests/lib/common.sh's scripts, plus FERRY_TEST_SLURM_DIR (unset: skip).
 # Exit 0 pass, 1 fail, 77 skip.  It takes about a minute (a requeued job
 # waits cred_expire, 10 s in cluster.sh, before it may start again).
 

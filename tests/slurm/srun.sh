@@ -16,7 +16,7 @@
 # Bugs it pins: a ferry that needs mpirun (rank and size taken from
 # OMPI_* variables instead of MPI); a job step that hangs in MPI_Init.
 #
-# Environment: as tests/mpi/*.sh, plus FERRY_TEST_SLURM_DIR (the cluster of
+# Environment: as tests/lib/common.sh's scripts, plus FERRY_TEST_SLURM_DIR (the cluster of
 # tests/slurm/cluster.sh; unset: skip).  Exit 0 pass, 1 fail, 77 skip.
 
 . "`dirname "$0"`/common.sh"

@@ -6,7 +6,7 @@
 #   - repository paths (src/ tests/ docs/ python/ slurm/ examples/ include/
 #     m4/ cmake/) in code spans, code blocks and prose: each must exist in
 #     the source tree, as a file, a directory, the source of a program the
-#     build makes (PATH.c), or, for a glob such as tests/mpi/*.sh, match
+#     build makes (PATH.c), or, for a glob such as tests/zarr/*.sh, match
 #     something;
 #   - relative links [text](file#anchor), resolved from the doc's folder:
 #     the file must exist and the anchor match a heading of it (GitHub's
@@ -167,7 +167,7 @@ def check_paths(doc, n, text):
         p = m.group(1).rstrip(".,:;)")
         while p.startswith("../"):
             p = p[3:]
-        # Placeholders (tests/mpi/test_NAME.c, tests/<subject>/) name a pattern.
+        # Placeholders (tests/SUBJECT/test_NAME.c, tests/<subject>/) name a pattern.
         if re.search(r"[A-Z]{3,}|<", p) and not os.path.exists(os.path.join(top, p)):
             continue
         counts["paths"] += 1

@@ -1,5 +1,5 @@
 /*
- * failmalloc.c - an LD_PRELOAD shim for tests/mpi/oom.sh: makes ferry's own
+ * failmalloc.c - an LD_PRELOAD shim for tests/loader/oom.sh: makes ferry's own
  * allocations fail as if memory had run out, so that its out-of-memory
  * paths run without exhausting the machine.
  *

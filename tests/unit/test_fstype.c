@@ -3,7 +3,7 @@
  * magic numbers of the documented table classify as local (mapped) or
  * parallel/network (read), an unknown one is read, and the f_type of this
  * machine's /dev/shm (tmpfs) and of the test's own directory come back
- * from ferry__fs_of as `stat -f` reports them (tests/mpi/io_auto.sh checks
+ * from ferry__fs_of as `stat -f` reports them (tests/loader/io_auto.sh checks
  * the choice the loader makes from them).
  */
 #include "config.h"

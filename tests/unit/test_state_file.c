@@ -9,7 +9,7 @@
  * and a newer format version is FERRY_ENOTSUP naming the file.  Each
  * decode gets a buffer of exactly the file's length, so that an
  * AddressSanitizer build catches any read past its end.
- * tests/mpi/test_state.c covers the loader's use of the file over MPI.
+ * tests/loader/test_state.c covers the loader's use of the file over MPI.
  */
 #include "config.h"
 #include "loader/state.h"

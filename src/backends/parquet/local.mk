@@ -14,7 +14,7 @@ libferry_core_la_SOURCES += \
 	src/backends/parquet/describe.c \
 	src/backends/parquet/parquet.c
 
-# Its tests (tests/unit/test_parquet, test_parquet_sizes, tests/mpi/parquet*.sh)
+# Its tests (tests/unit/test_parquet, test_parquet_sizes, tests/parquet/parquet*.sh)
 # are registered in tests/local.mk.
 tests_unit_test_parquet_sizes_LDADD = $(LDADD) $(CODEC_LIBS)
 tests_unit_test_parquet_CPPFLAGS = $(AM_CPPFLAGS) $(CODEC_CPPFLAGS)

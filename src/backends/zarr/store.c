@@ -35,7 +35,7 @@
  * than calling it missing. */
 int ferry__zarr_exists_in(const char *dir, const char *name, int want_dir) {
   /* No allocation: a path that could not be allocated used to read as
-   * "absent" (tests/mpi/oom.sh), which may pick another layout. */
+   * "absent" (tests/loader/oom.sh), which may pick another layout. */
   struct stat st;
   int dfd = open(dir[0] ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0)
@@ -120,7 +120,7 @@ static size_t add_array(zarr_walk *w, const char *dir, const char *name) {
 
 /* node_type of dir/zarr.json: 1 array, 2 group, 0 unreadable or corrupt
  * (then read as an array, whose parse reports why).  Memory that runs out
- * here is not taken for an answer (tests/mpi/oom.sh): the path needs no
+ * here is not taken for an answer (tests/loader/oom.sh): the path needs no
  * allocation, and a zarr.json that cannot be held is 1, so the array's own
  * parse reads it again and reports what it finds (out of memory included),
  * never "the array has no zarr.json". */
