@@ -2,6 +2,17 @@
  * test_record.c - the record writer and reader of src/util/record.c (issue
  * 24, "one record writer/reader") and the bytes of its three users.
  *
+ * The toolkit: every type round-trips in both byte orders with the bytes
+ * the layout says; the hash-only writer's hash and length are those of
+ * the whole buffer; an allocation that fails (a realloc_fn that fails the
+ * N-th call, for every N a record makes) makes every later put a no-op and
+ * finish FERRY_ENOMEM with the size it wanted, and a string too long for
+ * its length field is refused the same way; the reader refuses the record
+ * cut at every length and with every byte set to 0xff or 0x00 with a
+ * FERRY_E* code and the offset, never reading past the end (each prefix is
+ * a malloc of its own size: ASan sees a byte too far), and its first
+ * failure sticks.
+ *
  * The users' bytes (issue 24: the move must not change a byte): a packed
  * manifest (core/manifest.c) and its hash, with and without backend
  * records, a mix source's record (backends/mixread.c) and a parquet
@@ -24,6 +35,7 @@
 #include "backends/backend.h"
 #include "backends/mixrec.h"
 #include "backends/parquet/parquet.h"
+#include "util/record.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,7 +243,304 @@ static void test_parquet_bytes(void) {
   free(b.p);
 }
 
+/* ---- The toolkit ---------------------------------------------------- */
+
+/* One record of every type, as the reader checks it back (read_sample). */
+static void put_sample(ferry__rec_w *w) {
+  static const unsigned char bin[] = {0, 0xff, 0, 7};
+  ferry__rec_put(w, "AB", 2);
+  ferry__rec_put_u8(w, 0xfe);
+  ferry__rec_put_u32(w, 0x01020304u);
+  ferry__rec_put_u64(w, 0x1122334455667788ULL);
+  ferry__rec_put_i32(w, -2);
+  ferry__rec_put_i64(w, INT64_MIN);
+  ferry__rec_put_str(w, "path/x.npy");
+  ferry__rec_put_str(w, NULL);
+  ferry__rec_put_blob(w, bin, sizeof bin);
+  ferry__rec_put_blob(w, NULL, 0);
+  ferry__rec_put_u64(w, 42); /* a count read with get_nonneg */
+}
+
+/* Read the sample back; 1 when every value is what put_sample wrote (on a
+ * failed read the values are 0 and NULL, and this says 0). */
+static int read_sample(ferry__rec_r *r) {
+  char ab[2];
+  ferry__rec_get(r, ab, 2);
+  unsigned u8 = ferry__rec_get_u8(r);
+  uint32_t u32 = ferry__rec_get_u32(r);
+  uint64_t u64 = ferry__rec_get_u64(r);
+  int32_t i32 = ferry__rec_get_i32(r);
+  int64_t i64 = ferry__rec_get_i64(r);
+  char *s1 = ferry__rec_get_str(r), *s2 = ferry__rec_get_str(r);
+  size_t n1 = 9, n2 = 9;
+  const unsigned char *b1 = ferry__rec_get_blob(r, &n1);
+  const void *b2 = ferry__rec_get_blob(r, &n2);
+  int64_t count = ferry__rec_get_nonneg(r, "bad count");
+  int ok = memcmp(ab, "AB", 2) == 0 && u8 == 0xfe && u32 == 0x01020304u &&
+           u64 == 0x1122334455667788ULL && i32 == -2 && i64 == INT64_MIN &&
+           s1 && strcmp(s1, "path/x.npy") == 0 && s2 && *s2 == '\0' && b1 &&
+           n1 == 4 && b1[0] == 0 && b1[1] == 0xff && b1[3] == 7 && b2 &&
+           n2 == 0 && count == 42;
+  free(s1);
+  free(s2);
+  return ok;
+}
+
+/* The sample's bytes in one order, malloc'd. */
+static unsigned char *sample(int big_endian, size_t *len) {
+  ferry__rec_w w;
+  ferry__rec_w_init(&w);
+  w.big_endian = big_endian;
+  put_sample(&w);
+  void *p = NULL;
+  if (ferry__rec_finish(&w, &p, len) != 0) {
+    fprintf(stderr, "out of memory\n");
+    exit(FT_HARD_ERROR);
+  }
+  return p;
+}
+
+static void test_round_trip(void) {
+  for (int big = 0; big < 2; big++) {
+    size_t len;
+    unsigned char *p = sample(big, &len);
+    CHECK(len == 2 + 1 + 4 + 8 + 4 + 8 + 14 + 4 + 8 + 4 + 8,
+          "sample: %zu bytes", len);
+    /* the layout: "AB", 0xfe, then the u32 in the order asked for */
+    static const unsigned char le[4] = {4, 3, 2, 1}, be[4] = {1, 2, 3, 4};
+    CHECK(memcmp(p + 3, big ? be : le, 4) == 0, "u32 bytes, big_endian %d",
+          big);
+    CHECK(p[15] == (big ? 0xff : 0xfe) && p[18] == (big ? 0xfe : 0xff),
+          "i32 -2 in order %d", big);
+    ferry__rec_r r;
+    ferry__rec_r_init(&r, p, len);
+    r.big_endian = big;
+    CHECK(read_sample(&r) && r.rc == 0, "round trip, big_endian %d: rc %d %s",
+          big, r.rc, r.why ? r.why : "");
+    CHECK(ferry__rec_end(&r, "extra") == 0, "bytes left after the sample");
+    /* read in the other order, the integers come out swapped */
+    ferry__rec_r_init(&r, p + 3, 4);
+    r.big_endian = !big;
+    CHECK(ferry__rec_get_u32(&r) == 0x04030201u, "other order");
+    free(p);
+  }
+  unsigned char b[8];
+  ferry__le64_store(b, 0x0102030405060708ULL);
+  CHECK(b[0] == 8 && b[7] == 1 && ferry__le64_load(b) == 0x0102030405060708ULL,
+        "le64 store/load");
+  /* growth past the first 256 bytes, many times over */
+  ferry__rec_w w;
+  ferry__rec_w_init(&w);
+  for (uint32_t i = 0; i < 5000; i++)
+    ferry__rec_put_u32(&w, i * 2654435761u);
+  void *p;
+  size_t len;
+  CHECK(ferry__rec_finish(&w, &p, &len) == 0 && len == 20000, "5000 u32");
+  ferry__rec_r r;
+  ferry__rec_r_init(&r, p, len);
+  uint32_t bad = 0;
+  for (uint32_t i = 0; i < 5000; i++)
+    bad += ferry__rec_get_u32(&r) != i * 2654435761u;
+  CHECK(bad == 0 && ferry__rec_end(&r, "extra") == 0, "%u of 5000 differ", bad);
+  free(p);
+}
+
+static void test_hash_only(void) {
+  for (int big = 0; big < 2; big++) {
+    size_t len;
+    unsigned char *p = sample(big, &len);
+    ferry__rec_w h;
+    ferry__rec_w_init_hash(&h, FERRY__FNV_INIT);
+    h.big_endian = big;
+    put_sample(&h);
+    CHECK(h.h == ferry__fnv1a(FERRY__FNV_INIT, p, len) && h.len == len,
+          "hash-only writer: hash %016llx, %zu bytes; the buffer's %016llx, "
+          "%zu bytes",
+          (unsigned long long)h.h, h.len,
+          (unsigned long long)ferry__fnv1a(FERRY__FNV_INIT, p, len), len);
+    CHECK(h.p == NULL && h.cap == 0, "the hash-only writer kept bytes");
+    free(p);
+  }
+}
+
+/* A realloc that fails its fail_at-th call (counted in calls). */
+static long calls, fail_at;
+static void *failing_realloc(void *p, size_t n) {
+  if (++calls == fail_at)
+    return NULL;
+  return realloc(p, n);
+}
+
+static void test_alloc_failure(void) {
+  /* 3000 bytes: reallocs at 256, 512, 1024, 2048, 4096 bytes */
+  for (fail_at = 1; fail_at <= 5; fail_at++) {
+    ferry__rec_w w;
+    ferry__rec_w_init(&w);
+    w.realloc_fn = failing_realloc;
+    calls = 0;
+    size_t kept = 0;
+    for (int i = 0; i < 375; i++) {
+      ferry__rec_put_u64(&w, (uint64_t)i);
+      if (w.rc && !kept)
+        kept = w.len;
+    }
+    ferry__rec_put_str(&w, "after the failure");
+    CHECK(w.rc == FERRY_ENOMEM && w.len == kept && calls == fail_at,
+          "failure %ld: rc %d, %zu bytes kept of %zu, %ld calls", fail_at, w.rc,
+          w.len, kept, calls);
+    void *p = (void *)1;
+    size_t len = 0;
+    int rc = ferry__rec_finish(&w, &p, &len);
+    CHECK(rc == FERRY_ENOMEM && p == NULL && len == ((size_t)128 << fail_at),
+          "failure %ld: finish rc %d, %zu bytes wanted", fail_at, rc, len);
+  }
+  /* a length the u32 field cannot say, or more than size_t can double to:
+   * refused before any byte is read or allocated */
+  ferry__rec_w w;
+  ferry__rec_w_init(&w);
+  ferry__rec_put_u32(&w, 7);
+#if SIZE_MAX > UINT32_MAX
+  ferry__rec_put_blob(&w, "x", (size_t)UINT32_MAX + 1);
+  CHECK(w.rc == FERRY_ENOMEM && w.want == (size_t)UINT32_MAX + 1 && w.len == 4,
+        "a 4 GiB blob: rc %d want %zu", w.rc, w.want);
+  ferry__rec_w_free(&w);
+#endif
+  ferry__rec_put(&w, "x", SIZE_MAX - 8);
+  CHECK(w.rc == FERRY_ENOMEM && w.want == SIZE_MAX, "SIZE_MAX bytes: rc %d",
+        w.rc);
+  ferry__rec_w_free(&w);
+  /* the reader's string */
+  size_t len;
+  unsigned char *s = sample(0, &len);
+  ferry__rec_r r;
+  ferry__rec_r_init(&r, s, len);
+  r.realloc_fn = failing_realloc;
+  calls = 0;
+  fail_at = 1;
+  CHECK(!read_sample(&r) && r.rc == FERRY_ENOMEM && r.want == 11 &&
+            strcmp(r.why, "a string") == 0,
+        "reader's string: rc %d want %zu", r.rc, r.want);
+  free(s);
+}
+
+/* Read the first k bytes of s (a buffer of exactly k bytes, so ASan sees a
+ * read past it). */
+static int read_prefix(const unsigned char *s, size_t k, int big,
+                       ferry__rec_r *r) {
+  unsigned char *c = k ? malloc(k) : NULL;
+  if (k && !c)
+    return -1;
+  if (k)
+    memcpy(c, s, k);
+  ferry__rec_r_init(r, c, k);
+  r->big_endian = big;
+  int ok = read_sample(r);
+  ferry__rec_end(r, "extra");
+  free(c);
+  return ok;
+}
+
+static void test_truncated(void) {
+  for (int big = 0; big < 2; big++) {
+    size_t len;
+    unsigned char *s = sample(big, &len);
+    for (size_t k = 0; k < len; k++) {
+      ferry__rec_r r;
+      int ok = read_prefix(s, k, big, &r);
+      CHECK(!ok && r.rc == FERRY_EFORMAT && r.at <= k && r.pos <= k && r.why,
+            "cut at %zu of %zu: ok %d rc %d at %zu", k, len, ok, r.rc, r.at);
+    }
+    ferry__rec_r r;
+    CHECK(read_prefix(s, len, big, &r) == 1 && r.rc == 0, "whole record");
+    free(s);
+  }
+}
+
+static void test_corrupt(void) {
+  size_t len;
+  unsigned char *s = sample(0, &len);
+  /* every byte as 0xff and as 0: read to the end or refused with a code */
+  for (size_t i = 0; i < len; i++)
+    for (int v = 0; v < 256; v += 255) {
+      unsigned char keep = s[i];
+      s[i] = (unsigned char)v;
+      ferry__rec_r r;
+      int ok = read_prefix(s, len, 0, &r);
+      CHECK(r.rc == 0 || r.rc == FERRY_EFORMAT, "byte %zu = %d: rc %d", i, v,
+            r.rc);
+      /* 0xff in a length field or the count's top byte is refused */
+      int length = (i >= 27 && i < 31) || (i >= 41 && i < 49) ||
+                   (i >= 53 && i < 57) || i == 64;
+      CHECK(!(v == 255 && length) || (!ok && r.rc == FERRY_EFORMAT),
+            "byte %zu = 0xff: read as good", i);
+      s[i] = keep;
+    }
+  /* the first failure sticks: what and where */
+  s[27] = 0xff; /* the string's length (offset 27) beyond the record */
+  ferry__rec_r r;
+  read_prefix(s, len, 0, &r);
+  CHECK(r.rc == FERRY_EFORMAT && r.at == 31 &&
+            strcmp(r.why, "string runs past the end") == 0,
+        "long string: rc %d at %zu why %s", r.rc, r.at, r.why);
+  CHECK(ferry__rec_get_u8(&r) == 0 && ferry__rec_take(&r, 0) == NULL &&
+            ferry__rec_left(&r) == 0 &&
+            ferry__rec_fail(&r, "later") == FERRY_EFORMAT &&
+            strcmp(r.why, "string runs past the end") == 0,
+        "the failure did not stick");
+  s[27] = 10;
+  s[33] = 0; /* inside "path/x.npy" */
+  read_prefix(s, len, 0, &r);
+  CHECK(r.rc == FERRY_EFORMAT && strcmp(r.why, "string holds a NUL byte") == 0,
+        "NUL in a string: rc %d why %s", r.rc, r.why);
+  s[33] = 'h';
+  s[len - 1] = 0x80; /* the count's top bit */
+  read_prefix(s, len, 0, &r);
+  CHECK(r.rc == FERRY_EFORMAT && strcmp(r.why, "bad count") == 0,
+        "negative count: rc %d why %s", r.rc, r.why);
+  free(s);
+}
+
+/* A parquet record written on a big-endian host (before issue 24 and
+ * after, the host's order) reads back on any host. */
+static void test_parquet_orders(void) {
+  char *files[] = {"f.parquet"};
+  int64_t fsize[] = {((int64_t)1 << 40) + 3};
+  pq_rg_rec rg[1] = {{0, 4, 8, 16, 32, 4, 0, 2, 0, 0, 0}};
+  pq_rec r = {5, 0, FERRY_FLOAT64, 1, 0, 0, 1, 1, files, fsize, 1, rg};
+  ferry__blob b[2] = {{0}, {0}};
+  for (int big = 0; big < 2; big++) {
+    CHECK(ferry__pq_rec_put_order(&r, big, &b[big]) == 0, "put %d", big);
+    pq_rec back;
+    ferry__err e = {0};
+    int rc = ferry__pq_rec_get(&b[big], &back, "t", &e);
+    CHECK(rc == 0 && back.nfiles == 1 && strcmp(back.files[0], files[0]) == 0 &&
+              back.fsize[0] == fsize[0] && back.nrg == 1 &&
+              back.rg[0].usize == 32 && back.rg[0].codec == 2 &&
+              back.dtype == FERRY_FLOAT64,
+          "parquet record, big_endian %d: rc %d %s", big, rc, e.msg);
+    if (rc == 0)
+      ferry__pq_rec_free(&back);
+  }
+  CHECK(b[0].len == b[1].len && memcmp(b[0].p, b[1].p, b[0].len) != 0,
+        "the two orders wrote the same bytes");
+  b[0].p[0] ^= 1; /* neither magic */
+  pq_rec back;
+  ferry__err e = {0};
+  int rc = ferry__pq_rec_get(&b[0], &back, "t.parquet", &e);
+  CHECK(rc == FERRY_EFORMAT && strstr(e.msg, "t.parquet") &&
+            strstr(e.msg, "bad magic"),
+        "bad magic: rc %d %s", rc, e.msg);
+  free(b[0].p);
+  free(b[1].p);
+}
+
 int main(void) {
+  test_round_trip();
+  test_hash_only();
+  test_alloc_failure();
+  test_truncated();
+  test_corrupt();
+  test_parquet_orders();
   test_manifest_bytes();
   test_mix_bytes();
   test_parquet_bytes();
