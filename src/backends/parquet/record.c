@@ -57,10 +57,12 @@ int ferry__pq_rec_put_order(const pq_rec *r, int big_endian, ferry__blob *b) {
   ferry__rec_w_init(&w);
   w.big_endian = big_endian;
   ferry__rec_put_u32(&w, PQ_REC_MAGIC);
-  const int32_t hdr[6] = {r->type,    r->type_length, r->dtype,
-                          r->max_def, r->max_rep,     r->is_list};
-  for (int i = 0; i < 6; i++)
-    ferry__rec_put_i32(&w, hdr[i]);
+  ferry__rec_put_i32(&w, r->type);
+  ferry__rec_put_i32(&w, r->type_length);
+  ferry__rec_put_i32(&w, r->dtype);
+  ferry__rec_put_i32(&w, r->max_def);
+  ferry__rec_put_i32(&w, r->max_rep);
+  ferry__rec_put_i32(&w, r->is_list);
   ferry__rec_put_i64(&w, r->k);
   ferry__rec_put_i32(&w, r->nfiles);
   for (int32_t i = 0; i < r->nfiles; i++) {
@@ -70,10 +72,12 @@ int ferry__pq_rec_put_order(const pq_rec *r, int big_endian, ferry__blob *b) {
   ferry__rec_put_i64(&w, r->nrg);
   for (int64_t i = 0; i < r->nrg; i++) {
     const pq_rg_rec *g = &r->rg[i];
-    const int64_t v[6] = {g->first_row, g->num_rows, g->offset,
-                          g->size,      g->usize,    g->num_values};
-    for (int k = 0; k < 6; k++)
-      ferry__rec_put_i64(&w, v[k]);
+    ferry__rec_put_i64(&w, g->first_row);
+    ferry__rec_put_i64(&w, g->num_rows);
+    ferry__rec_put_i64(&w, g->offset);
+    ferry__rec_put_i64(&w, g->size);
+    ferry__rec_put_i64(&w, g->usize);
+    ferry__rec_put_i64(&w, g->num_values);
     ferry__rec_put_i32(&w, g->file);
     ferry__rec_put_i32(&w, g->codec);
     ferry__rec_put_i64(&w, g->rgi);
@@ -128,15 +132,12 @@ static int rec_rg_check(ferry__rec_r *b, const pq_rec *r, int64_t i) {
 }
 
 static void rec_rg(ferry__rec_r *b, pq_rg_rec *g) {
-  int64_t v[6];
-  for (int k = 0; k < 6; k++)
-    v[k] = ferry__rec_get_i64(b);
-  g->first_row = v[0];
-  g->num_rows = v[1];
-  g->offset = v[2];
-  g->size = v[3];
-  g->usize = v[4];
-  g->num_values = v[5];
+  g->first_row = ferry__rec_get_i64(b);
+  g->num_rows = ferry__rec_get_i64(b);
+  g->offset = ferry__rec_get_i64(b);
+  g->size = ferry__rec_get_i64(b);
+  g->usize = ferry__rec_get_i64(b);
+  g->num_values = ferry__rec_get_i64(b);
   g->file = ferry__rec_get_i32(b);
   g->codec = ferry__rec_get_i32(b);
   g->rgi = ferry__rec_get_i64(b);
@@ -154,15 +155,12 @@ int ferry__pq_rec_get(const ferry__blob *blob, pq_rec *r, const char *where,
     b.big_endian = 1; /* written on a big-endian host (see the layout) */
   else if (magic != PQ_REC_MAGIC)
     ferry__rec_fail(&b, "bad magic");
-  int32_t hdr[6];
-  for (int i = 0; i < 6; i++)
-    hdr[i] = ferry__rec_get_i32(&b);
-  r->type = hdr[0];
-  r->type_length = hdr[1];
-  r->dtype = hdr[2];
-  r->max_def = hdr[3];
-  r->max_rep = hdr[4];
-  r->is_list = hdr[5];
+  r->type = ferry__rec_get_i32(&b);
+  r->type_length = ferry__rec_get_i32(&b);
+  r->dtype = ferry__rec_get_i32(&b);
+  r->max_def = ferry__rec_get_i32(&b);
+  r->max_rep = ferry__rec_get_i32(&b);
+  r->is_list = ferry__rec_get_i32(&b);
   r->k = ferry__rec_get_i64(&b);
   if (r->k < 1)
     ferry__rec_fail(&b, "bad list length");
