@@ -11,7 +11,7 @@
  * Layout rules: fixed-width integers little-endian (big-endian only where
  * a writer or reader sets big_endian, for a format that has always been in
  * the host's order: the parquet record), a string or blob is a u32 length
- * then its bytes (a string holds no NUL and has none after it).
+ * then its bytes (a string: no NUL inside, none stored after it).
  *
  * Errors are sticky on both sides, so a user writes or reads a whole
  * record and checks once: after the first failure every put and get is a
