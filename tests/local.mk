@@ -30,6 +30,7 @@ UNIT_TESTS = \
 	tests/unit/test_options \
 	tests/unit/test_npy \
 	tests/unit/test_manifest \
+	tests/unit/test_record \
 	tests/unit/test_mix \
 	tests/unit/test_state_file \
 	tests/unit/test_zarr_meta \
@@ -174,6 +175,7 @@ SLOW_TESTS = \
 # LIST: the asan tier, run again in ./bootstrap check's ASan+UBSan tree:
 # the unit tests, the pipeline, ferry's own readers, every fuzz harness.
 ASAN_TESTS = \
+	tests/unit/test_record \
 	tests/unit/test_plan tests/unit/test_global tests/unit/test_quality \
 	tests/unit/test_draw tests/unit/test_mix tests/sampling/sampling.sh tests/sampling/mix.sh \
 	tests/unit/test_dtype \

@@ -24,6 +24,7 @@
 
 #include "backends/backend.h"
 #include "backends/mixrec.h"
+#include "util/record.h"
 
 #include <limits.h>
 #include <math.h>
@@ -35,126 +36,27 @@
 /*
  * Layout (little-endian): u64 proportion (IEEE double bits)  u32 exhaust
  * str path  u32 ncommon  ncommon x str  u64 sublen  sublen bytes (the
- * packed manifest), where str is u32 length + bytes (no NUL).  A change of
- * layout or meaning bumps record_version below.
+ * packed manifest), where str is u32 length + bytes (no NUL), written and
+ * read with util/record.h (tests/unit/test_record pins the bytes).  A
+ * change of layout or meaning bumps record_version below.
  */
-typedef struct wb {
-  unsigned char *p;
-  size_t len, cap;
-  int failed;
-  size_t want; /* failed: the bytes it could not have (SIZE_MAX: too many) */
-} wb;
-
-static void put(wb *w, const void *src, size_t n) {
-  if (w->failed)
-    return;
-  if (n > w->cap - w->len) {
-    size_t ncap = w->cap ? w->cap : 256;
-    while (n > ncap - w->len) {
-      if (ncap > SIZE_MAX / 2) {
-        w->failed = 1;
-        w->want = SIZE_MAX;
-        return;
-      }
-      ncap *= 2;
-    }
-    unsigned char *np = realloc(w->p, ncap);
-    if (!np) {
-      w->failed = 1;
-      w->want = ncap;
-      return;
-    }
-    w->p = np;
-    w->cap = ncap;
-  }
-  memcpy(w->p + w->len, src, n);
-  w->len += n;
-}
-
-static void put_u64(wb *w, uint64_t v) {
-  unsigned char b[8];
-  for (int i = 0; i < 8; i++)
-    b[i] = (unsigned char)(v >> (8 * i));
-  put(w, b, 8);
-}
-
-static void put_u32(wb *w, uint32_t v) {
-  unsigned char b[4];
-  for (int i = 0; i < 4; i++)
-    b[i] = (unsigned char)(v >> (8 * i));
-  put(w, b, 4);
-}
-
-static void put_str(wb *w, const char *s) {
-  size_t n = s ? strlen(s) : 0;
-  if (n > UINT32_MAX) {
-    w->failed = 1;
-    w->want = n;
-    return;
-  }
-  put_u32(w, (uint32_t)n);
-  put(w, s ? s : "", n);
-}
-
 int ferry__mix_record_pack(const ferry__mix_record *r, ferry__blob *out) {
-  wb w;
+  ferry__rec_w w;
   uint64_t bits;
-  memset(&w, 0, sizeof w);
+  ferry__rec_w_init(&w);
   memcpy(&bits, &r->proportion, sizeof bits);
-  put_u64(&w, bits);
-  put_u32(&w, (uint32_t)r->exhaust);
-  put_str(&w, r->path);
-  put_u32(&w, (uint32_t)r->ncommon);
+  ferry__rec_put_u64(&w, bits);
+  ferry__rec_put_u32(&w, (uint32_t)r->exhaust);
+  ferry__rec_put_str(&w, r->path);
+  ferry__rec_put_u32(&w, (uint32_t)r->ncommon);
   for (int i = 0; i < r->ncommon; i++)
-    put_str(&w, r->common[i]);
-  put_u64(&w, (uint64_t)r->sublen);
-  put(&w, r->sub, r->sublen);
-  if (w.failed) {
-    free(w.p);
-    out->p = NULL;
-    out->len = w.want; /* for the caller's message */
-    return FERRY_ENOMEM;
-  }
-  out->p = w.p;
-  out->len = w.len;
-  return 0;
-}
-
-typedef struct rb {
-  const unsigned char *p;
-  size_t len, pos;
-  int bad;     /* 1 corrupt, 2 out of memory */
-  size_t want; /* bad == 2: the bytes that could not be had */
-} rb;
-
-static uint64_t get_u(rb *r, int n) {
-  uint64_t v = 0;
-  if (r->bad || (size_t)n > r->len - r->pos) {
-    r->bad = 1;
-    return 0;
-  }
-  for (int i = 0; i < n; i++)
-    v |= (uint64_t)r->p[r->pos + (size_t)i] << (8 * i);
-  r->pos += (size_t)n;
-  return v;
-}
-
-static char *get_str(rb *r) {
-  uint64_t n = get_u(r, 4);
-  if (r->bad || n > r->len - r->pos || memchr(r->p + r->pos, 0, n)) {
-    r->bad = 1;
-    return NULL;
-  }
-  char *s = malloc((size_t)n + 1);
-  if (!s) {
-    r->bad = 2;
-    r->want = (size_t)n + 1;
-    return NULL;
-  }
-  memcpy(s, r->p + r->pos, (size_t)n);
-  s[n] = '\0';
-  r->pos += (size_t)n;
-  return s;
+    ferry__rec_put_str(&w, r->common[i]);
+  ferry__rec_put_u64(&w, (uint64_t)r->sublen);
+  ferry__rec_put(&w, r->sub, r->sublen);
+  void *p;
+  int rc = ferry__rec_finish(&w, &p, &out->len); /* failed: len is the want */
+  out->p = p;
+  return rc;
 }
 
 void ferry__mix_record_free(ferry__mix_record *r) {
@@ -169,44 +71,46 @@ void ferry__mix_record_free(ferry__mix_record *r) {
 
 int ferry__mix_record_parse(const ferry__blob *b, ferry__mix_record *out,
                             const char *where, ferry__err *err) {
-  rb r = {b ? b->p : NULL, b ? b->len : 0, 0, 0, 0};
+  ferry__rec_r r;
+  ferry__rec_r_init(&r, b ? b->p : NULL, b ? b->len : 0);
   memset(out, 0, sizeof *out);
-  uint64_t bits = get_u(&r, 8);
+  uint64_t bits = ferry__rec_get_u64(&r);
   memcpy(&out->proportion, &bits, sizeof bits);
-  uint64_t ex = get_u(&r, 4);
+  uint32_t ex = ferry__rec_get_u32(&r);
   out->exhaust = (int)(ex & 0xff);
-  if (!r.bad &&
-      (ex > 2 /* FERRY__EXHAUST_DROP */ || !isfinite(out->proportion) ||
-       !(out->proportion > 0) || out->proportion > 1))
-    r.bad = 1;
-  if (!r.bad)
-    out->path = get_str(&r);
-  uint64_t nc = get_u(&r, 4);
+  if (ex > 2 /* FERRY__EXHAUST_DROP */)
+    ferry__rec_fail(&r, "bad exhaust rule");
+  if (!isfinite(out->proportion) || !(out->proportion > 0) ||
+      out->proportion > 1)
+    ferry__rec_fail(&r, "bad proportion");
+  if (!r.rc)
+    out->path = ferry__rec_get_str(&r);
+  uint32_t nc = ferry__rec_get_u32(&r);
   /* every name takes at least 4 bytes: bounded by the record */
-  if (!r.bad && (nc < 1 || nc > INT_MAX || nc > (r.len - r.pos) / 4))
-    r.bad = 1;
-  if (!r.bad && !(out->common = calloc((size_t)nc, sizeof *out->common))) {
-    r.bad = 2;
-    r.want = (size_t)nc * sizeof *out->common;
-  }
-  for (uint64_t i = 0; !r.bad && i < nc; i++) {
-    out->common[i] = get_str(&r);
+  if (nc < 1 || nc > INT_MAX || nc > ferry__rec_left(&r) / 4)
+    ferry__rec_fail(&r, "bad name count");
+  if (!r.rc && !(out->common = calloc(nc, sizeof *out->common)))
+    ferry__rec_oom(&r, (size_t)nc * sizeof *out->common, "the names");
+  for (uint32_t i = 0; !r.rc && i < nc; i++) {
+    out->common[i] = ferry__rec_get_str(&r);
     out->ncommon = (int)i + 1;
   }
-  uint64_t sl = get_u(&r, 8);
-  if (!r.bad && sl != r.len - r.pos)
-    r.bad = 1;
-  if (!r.bad) {
-    out->sub = (void *)(r.p + r.pos);
+  uint64_t sl = ferry__rec_get_u64(&r);
+  if (sl != ferry__rec_left(&r))
+    ferry__rec_fail(&r, "the packed manifest's length is not the rest");
+  if (!r.rc) {
+    out->sub = (void *)ferry__rec_take(&r, (size_t)sl);
     out->sublen = (size_t)sl;
     return 0;
   }
   ferry__mix_record_free(out);
-  if (r.bad == 2)
-    return ferry__oom(err, -1, r.want, "the mix record of %s", where);
+  if (r.rc == FERRY_ENOMEM)
+    return ferry__oom(err, -1, r.want, "%s of the mix record of %s", r.why,
+                      where);
   return ferry__seterr(err, FERRY_EFORMAT,
-                       "mix source %s: its record (%zu bytes) is corrupt",
-                       where, b ? b->len : 0);
+                       "mix source %s: its record (%zu bytes) is corrupt at "
+                       "byte %zu: %s",
+                       where, b ? b->len : 0, r.at, r.why);
 }
 
 /* ---- The backend ------------------------------------------------------ */

@@ -68,6 +68,10 @@ FUZZ_HARNESSES += tests/fuzz/fuzz_parquet_index
 tests_fuzz_fuzz_parquet_index_SOURCES = tests/fuzz/fuzz_parquet_index.c $(FUZZ_DRIVER)
 tests_fuzz_fuzz_parquet_index_LDFLAGS = $(FUZZ_LINK_FLAGS)
 
+FUZZ_HARNESSES += tests/fuzz/fuzz_record
+tests_fuzz_fuzz_record_SOURCES = tests/fuzz/fuzz_record.c $(FUZZ_DRIVER)
+tests_fuzz_fuzz_record_LDFLAGS = $(FUZZ_LINK_FLAGS)
+
 check_PROGRAMS += $(FUZZ_HARNESSES)
 TEST_DATA_FILES += tests/fuzz/README.md
 FERRY_DIST_DIRS += tests/fuzz/corpus

@@ -225,8 +225,11 @@ typedef struct pq_rec {
 } pq_rec;
 
 /* The record (record.c): 0, or FERRY_ENOMEM with b->p NULL and b->len the
- * bytes it could not have (for the caller's message). */
+ * bytes it could not have (for the caller's message).  put writes the
+ * host's byte order, put_order the one named (the tests' other order);
+ * get reads either (the magic says which). */
 int ferry__pq_rec_put(const pq_rec *r, ferry__blob *b);
+int ferry__pq_rec_put_order(const pq_rec *r, int big_endian, ferry__blob *b);
 int ferry__pq_rec_get(const ferry__blob *b, pq_rec *r, const char *where,
                       ferry__err *err);
 void ferry__pq_rec_free(pq_rec *r);

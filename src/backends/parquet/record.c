@@ -14,100 +14,80 @@
 #endif
 
 #include "backends/parquet/parquet.h"
+#include "util/record.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct wbuf {
-  unsigned char *p;
-  size_t n, cap;
-  int bad;
-  size_t want; /* bad: the bytes that could not be had */
-} wbuf;
+/*
+ * Layout: u32 PQ_REC_MAGIC  i32 type, type_length, dtype, max_def,
+ * max_rep, is_list  i64 k  i32 nfiles  nfiles x (str path  i64 size)
+ * i64 nrg  nrg x (i64 first_row, num_rows, offset, size, usize,
+ * num_values  i32 file, codec  i64 rgi, dict_offset, dict_size), where str
+ * is u32 length + bytes, written with util/record.h.
+ *
+ * Byte order: the host's, as this record has always been written (the
+ * magic says which: a reader finds it swapped in a record of the other
+ * order and reads that too).  The record is not only passed between the
+ * ranks of one job: it is saved (hex) in manifest JSON files and hashed
+ * into the manifest hash (state files, the plan certificate), so writing
+ * another order on a big-endian host would refuse its saved checkpoints
+ * (docs/decisions/0044-one-record-writer.md).  On little-endian hosts it
+ * is little-endian, like every other record; tests/unit/test_record pins
+ * the bytes.
+ */
 
-static void w_bytes(wbuf *w, const void *p, size_t n) {
-  if (w->bad)
-    return;
-  if (w->n + n > w->cap) {
-    size_t c = w->cap ? w->cap * 2 : 256;
-    while (c < w->n + n)
-      c *= 2;
-    unsigned char *q = realloc(w->p, c);
-    if (!q) {
-      w->bad = 1;
-      w->want = c;
-      return;
-    }
-    w->p = q;
-    w->cap = c;
-  }
-  memcpy(w->p + w->n, p, n);
-  w->n += n;
+static int host_big_endian(void) {
+  const uint32_t one = 1;
+  unsigned char b;
+  memcpy(&b, &one, 1);
+  return b == 0;
 }
-static void w_i64(wbuf *w, int64_t v) { w_bytes(w, &v, 8); }
-static void w_i32(wbuf *w, int32_t v) { w_bytes(w, &v, 4); }
+
+static uint32_t swap32(uint32_t v) {
+  return v >> 24 | (v >> 8 & 0xff00u) | (v << 8 & 0xff0000u) | v << 24;
+}
 
 int ferry__pq_rec_put(const pq_rec *r, ferry__blob *b) {
-  wbuf w = {0};
-  w_i32(&w, (int32_t)PQ_REC_MAGIC);
-  int32_t hdr[6] = {r->type,    r->type_length, r->dtype,
-                    r->max_def, r->max_rep,     r->is_list};
-  w_bytes(&w, hdr, sizeof hdr);
-  w_i64(&w, r->k);
-  w_i32(&w, r->nfiles);
+  return ferry__pq_rec_put_order(r, host_big_endian(), b);
+}
+
+int ferry__pq_rec_put_order(const pq_rec *r, int big_endian, ferry__blob *b) {
+  ferry__rec_w w;
+  ferry__rec_w_init(&w);
+  w.big_endian = big_endian;
+  ferry__rec_put_u32(&w, PQ_REC_MAGIC);
+  ferry__rec_put_i32(&w, r->type);
+  ferry__rec_put_i32(&w, r->type_length);
+  ferry__rec_put_i32(&w, r->dtype);
+  ferry__rec_put_i32(&w, r->max_def);
+  ferry__rec_put_i32(&w, r->max_rep);
+  ferry__rec_put_i32(&w, r->is_list);
+  ferry__rec_put_i64(&w, r->k);
+  ferry__rec_put_i32(&w, r->nfiles);
   for (int32_t i = 0; i < r->nfiles; i++) {
-    int32_t n = (int32_t)strlen(r->files[i]);
-    w_i32(&w, n);
-    w_bytes(&w, r->files[i], (size_t)n);
-    w_i64(&w, r->fsize[i]);
+    ferry__rec_put_str(&w, r->files[i]);
+    ferry__rec_put_i64(&w, r->fsize[i]);
   }
-  w_i64(&w, r->nrg);
+  ferry__rec_put_i64(&w, r->nrg);
   for (int64_t i = 0; i < r->nrg; i++) {
     const pq_rg_rec *g = &r->rg[i];
-    int64_t v[6] = {g->first_row, g->num_rows, g->offset,
-                    g->size,      g->usize,    g->num_values};
-    w_bytes(&w, v, sizeof v);
-    w_i32(&w, g->file);
-    w_i32(&w, g->codec);
-    int64_t x[3] = {g->rgi, g->dict_offset, g->dict_size};
-    w_bytes(&w, x, sizeof x);
+    ferry__rec_put_i64(&w, g->first_row);
+    ferry__rec_put_i64(&w, g->num_rows);
+    ferry__rec_put_i64(&w, g->offset);
+    ferry__rec_put_i64(&w, g->size);
+    ferry__rec_put_i64(&w, g->usize);
+    ferry__rec_put_i64(&w, g->num_values);
+    ferry__rec_put_i32(&w, g->file);
+    ferry__rec_put_i32(&w, g->codec);
+    ferry__rec_put_i64(&w, g->rgi);
+    ferry__rec_put_i64(&w, g->dict_offset);
+    ferry__rec_put_i64(&w, g->dict_size);
   }
-  if (w.bad) {
-    free(w.p);
-    b->p = NULL;
-    b->len = w.want; /* for the caller's message */
-    return FERRY_ENOMEM;
-  }
-  b->p = w.p;
-  b->len = w.n;
-  return 0;
-}
-
-typedef struct rbuf {
-  const unsigned char *p;
-  size_t n, at;
-  int bad;
-  size_t oom; /* out of memory: the bytes that could not be had */
-} rbuf;
-
-static void r_bytes(rbuf *r, void *out, size_t n) {
-  if (r->bad || n > r->n - r->at) {
-    r->bad = 1;
-    memset(out, 0, n);
-    return;
-  }
-  memcpy(out, r->p + r->at, n);
-  r->at += n;
-}
-static int64_t r_i64(rbuf *r) {
-  int64_t v;
-  r_bytes(r, &v, 8);
-  return v;
-}
-static int32_t r_i32(rbuf *r) {
-  int32_t v;
-  r_bytes(r, &v, 4);
-  return v;
+  void *p;
+  int rc = ferry__rec_finish(&w, &p, &b->len); /* failed: len is the want */
+  b->p = p;
+  return rc;
 }
 
 void ferry__pq_rec_free(pq_rec *r) {
@@ -119,84 +99,92 @@ void ferry__pq_rec_free(pq_rec *r) {
   memset(r, 0, sizeof *r);
 }
 
-static int rec_files(rbuf *b, pq_rec *r) {
-  r->nfiles = r_i32(b);
-  if (b->bad || r->nfiles < 1 || (size_t)r->nfiles > b->n)
-    return -1;
+static int rec_files(ferry__rec_r *b, pq_rec *r) {
+  r->nfiles = ferry__rec_get_i32(b);
+  /* a file takes at least 12 bytes (length, size): bounded by the record */
+  if (r->nfiles < 1 || (size_t)r->nfiles > ferry__rec_left(b) / 12)
+    return ferry__rec_fail(b, "bad file count");
   r->files = calloc((size_t)r->nfiles, sizeof *r->files);
   r->fsize = calloc((size_t)r->nfiles, sizeof *r->fsize);
-  if (!r->files || !r->fsize) {
-    b->oom = (size_t)r->nfiles * (sizeof *r->files + sizeof *r->fsize);
-    return -1;
+  if (!r->files || !r->fsize)
+    return ferry__rec_oom(
+        b, (size_t)r->nfiles * (sizeof *r->files + sizeof *r->fsize),
+        "the file list");
+  for (int32_t i = 0; i < r->nfiles && !b->rc; i++) {
+    r->files[i] = ferry__rec_get_str(b);
+    r->fsize[i] = ferry__rec_get_i64(b);
   }
-  for (int32_t i = 0; i < r->nfiles; i++) {
-    int32_t n = r_i32(b);
-    if (b->bad || n < 0 || (size_t)n > b->n - b->at)
-      return -1;
-    if (!(r->files[i] = malloc((size_t)n + 1))) {
-      b->oom = (size_t)n + 1;
-      return -1;
-    }
-    r_bytes(b, r->files[i], (size_t)n);
-    r->files[i][n] = '\0';
-    r->fsize[i] = r_i64(b);
-  }
-  return b->bad ? -1 : 0;
+  return b->rc;
+}
+
+/* Row group i of r, read: 0, or fails b naming what is wrong. */
+static int rec_rg_check(ferry__rec_r *b, const pq_rec *r, int64_t i) {
+  const pq_rg_rec *g = &r->rg[i];
+  if (b->rc)
+    return b->rc;
+  if (g->file < 0 || g->file >= r->nfiles || g->size < 0 || g->offset < 0 ||
+      g->num_rows < 0 || g->rgi < 0 || g->dict_offset < 0 || g->dict_size < 0 ||
+      g->dict_size > (int64_t)PQ_MAX_DICT)
+    return ferry__rec_fail(b, "bad row group");
+  if (i > 0 && g->first_row != r->rg[i - 1].first_row + r->rg[i - 1].num_rows)
+    return ferry__rec_fail(b, "row groups do not follow each other");
+  return 0;
+}
+
+static void rec_rg(ferry__rec_r *b, pq_rg_rec *g) {
+  g->first_row = ferry__rec_get_i64(b);
+  g->num_rows = ferry__rec_get_i64(b);
+  g->offset = ferry__rec_get_i64(b);
+  g->size = ferry__rec_get_i64(b);
+  g->usize = ferry__rec_get_i64(b);
+  g->num_values = ferry__rec_get_i64(b);
+  g->file = ferry__rec_get_i32(b);
+  g->codec = ferry__rec_get_i32(b);
+  g->rgi = ferry__rec_get_i64(b);
+  g->dict_offset = ferry__rec_get_i64(b);
+  g->dict_size = ferry__rec_get_i64(b);
 }
 
 int ferry__pq_rec_get(const ferry__blob *blob, pq_rec *r, const char *where,
                       ferry__err *err) {
-  rbuf b = {blob->p, blob->len, 0, 0, 0};
+  ferry__rec_r b;
+  ferry__rec_r_init(&b, blob->p, blob->len);
   memset(r, 0, sizeof *r);
-  int ok = (uint32_t)r_i32(&b) == PQ_REC_MAGIC;
-  int32_t hdr[6];
-  r_bytes(&b, hdr, sizeof hdr);
-  r->type = hdr[0];
-  r->type_length = hdr[1];
-  r->dtype = hdr[2];
-  r->max_def = hdr[3];
-  r->max_rep = hdr[4];
-  r->is_list = hdr[5];
-  r->k = r_i64(&b);
-  ok = ok && !b.bad && r->k >= 1 && rec_files(&b, r) == 0;
-  r->nrg = ok ? r_i64(&b) : 0;
-  ok = ok && !b.bad && r->nrg >= 0 && (uint64_t)r->nrg <= b.n / 80;
-  if (ok && !(r->rg = calloc((size_t)(r->nrg ? r->nrg : 1), sizeof *r->rg))) {
-    ok = 0;
-    b.oom = (size_t)(r->nrg ? r->nrg : 1) * sizeof *r->rg;
+  uint32_t magic = ferry__rec_get_u32(&b);
+  if (magic == swap32(PQ_REC_MAGIC))
+    b.big_endian = 1; /* written on a big-endian host (see the layout) */
+  else if (magic != PQ_REC_MAGIC)
+    ferry__rec_fail(&b, "bad magic");
+  r->type = ferry__rec_get_i32(&b);
+  r->type_length = ferry__rec_get_i32(&b);
+  r->dtype = ferry__rec_get_i32(&b);
+  r->max_def = ferry__rec_get_i32(&b);
+  r->max_rep = ferry__rec_get_i32(&b);
+  r->is_list = ferry__rec_get_i32(&b);
+  r->k = ferry__rec_get_i64(&b);
+  if (r->k < 1)
+    ferry__rec_fail(&b, "bad list length");
+  if (!b.rc)
+    rec_files(&b, r);
+  r->nrg = b.rc ? 0 : ferry__rec_get_i64(&b);
+  /* a row group takes 80 bytes: bounded by the record */
+  if (r->nrg < 0 || (uint64_t)r->nrg > ferry__rec_left(&b) / 80)
+    ferry__rec_fail(&b, "bad row group count");
+  if (!b.rc && !(r->rg = calloc((size_t)(r->nrg ? r->nrg : 1), sizeof *r->rg)))
+    ferry__rec_oom(&b, (size_t)(r->nrg ? r->nrg : 1) * sizeof *r->rg,
+                   "the row groups");
+  for (int64_t i = 0; !b.rc && i < r->nrg; i++) {
+    rec_rg(&b, &r->rg[i]);
+    rec_rg_check(&b, r, i);
   }
-  for (int64_t i = 0; ok && i < r->nrg; i++) {
-    pq_rg_rec *g = &r->rg[i];
-    int64_t v[6];
-    r_bytes(&b, v, sizeof v);
-    g->first_row = v[0];
-    g->num_rows = v[1];
-    g->offset = v[2];
-    g->size = v[3];
-    g->usize = v[4];
-    g->num_values = v[5];
-    g->file = r_i32(&b);
-    g->codec = r_i32(&b);
-    int64_t x[3];
-    r_bytes(&b, x, sizeof x);
-    g->rgi = x[0];
-    g->dict_offset = x[1];
-    g->dict_size = x[2];
-    ok = !b.bad && g->file >= 0 && g->file < r->nfiles && g->size >= 0 &&
-         g->offset >= 0 && g->num_rows >= 0 && g->rgi >= 0 &&
-         g->dict_offset >= 0 && g->dict_size >= 0 &&
-         g->dict_size <= (int64_t)PQ_MAX_DICT &&
-         (i == 0 ||
-          g->first_row == r->rg[i - 1].first_row + r->rg[i - 1].num_rows);
-  }
-  if (b.oom) {
-    ferry__pq_rec_free(r);
-    return ferry__oom(err, -1, b.oom, "the parquet record of %s", where);
-  }
-  if (!ok || b.at != b.n) {
-    ferry__pq_rec_free(r);
-    return ferry__seterr(err, FERRY_EFORMAT,
-                         "%s: the manifest's parquet record is corrupt", where);
-  }
-  return 0;
+  if (ferry__rec_end(&b, "bytes after the last row group") == 0)
+    return 0;
+  ferry__pq_rec_free(r);
+  if (b.rc == FERRY_ENOMEM)
+    return ferry__oom(err, -1, b.want, "%s of the parquet record of %s", b.why,
+                      where);
+  return ferry__seterr(err, FERRY_EFORMAT,
+                       "%s: the manifest's parquet record is corrupt at byte "
+                       "%zu of %zu: %s",
+                       where, b.at, blob->len, b.why);
 }
