@@ -10,6 +10,7 @@
 #include "config.h"
 #include "backends/toolkit.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +72,29 @@ static void refusal(const ferry__manifest *m) {
   CHECK(strcmp(err.msg, "the test backend has no collective reads (rank 3)") ==
             0,
         "message: %s", err.msg);
+}
+
+/* A state that cannot be allocated: FERRY_ENOMEM, the size and the words
+ * every backend used ("the I/O state (dataset D, rank R)"), nothing left
+ * (tests/mpi/oom.sh's stride may step over this allocation). */
+static void no_memory(const ferry__manifest *m) {
+  static const ferry__io_base_spec spec = {
+      .size = SIZE_MAX / 2,
+      .open = fake_open,
+      .close = fake_close,
+      .hints = 1,
+  };
+  ferry__io_params p = params(0, 4);
+  ferry__err err = {0};
+  void *io = &err;
+  int rc = ferry__io_base_open(&spec, m, &p, &io, &err);
+  char want[200];
+  snprintf(want, sizeof want,
+           "out of memory: %zu bytes for the I/O state (dataset test.dataset, "
+           "rank 4)",
+           (size_t)(SIZE_MAX / 2));
+  CHECK(rc == FERRY_ENOMEM && io == NULL, "no memory: rc %d", rc);
+  CHECK(strstr(err.msg, want) != NULL, "message: %s", err.msg);
 }
 
 /* Parquet's vtable, through the base: the message it gave before. */
@@ -179,6 +203,7 @@ int main(int argc, char **argv) {
   memset(&m, 0, sizeof m);
   m.spec = (char *)"test.dataset";
   refusal(&m);
+  no_memory(&m);
   parquet_refusal(&m);
   filled(&m, 0);
   filled(&m, 1);
