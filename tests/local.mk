@@ -38,6 +38,7 @@ UNIT_TESTS = \
 	tests/unit/test_classic \
 	tests/unit/test_fstype \
 	tests/unit/test_registry \
+	tests/unit/test_io_base \
 	tests/unit/test_quality \
 	tests/unit/test_codec \
 	tests/unit/test_npz \

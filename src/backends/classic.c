@@ -828,12 +828,7 @@ cleanup:
 /* One MPI_File per part (handle cache key var -1); the span buffer holds
  * whole records [span_row, span_row + span_n) of part span_part. */
 struct ferry__io {
-  const ferry__manifest *m;
-  MPI_Comm comm;
-  int rank;
-  int collective;
-  MPI_Info info;
-  ferry__handle_cache files;
+  ferry__io_base b; /* manifest, rank, mode, hints, files (io_base.c) */
   int64_t span_part, span_row, span_n;
   size_t span_len; /* valid bytes (the last record may end at EOF) */
   size_t span_cap; /* allocated bytes                               */
@@ -841,50 +836,31 @@ struct ferry__io {
 };
 
 /* Open part's file (collectively with io=collective: the ranks agree on
- * the outcome before any keeps the handle). */
+ * the outcome before any keeps the handle); the handle serves every
+ * variable (key var -1). */
 static int cache_open(void *ctx, int64_t part, int var, void **handle,
                       ferry__err *err) {
   ferry__io *io = ctx;
   (void)var;
-  const ferry__part *pt = &io->m->parts[part];
-  MPI_File *out = malloc(sizeof *out), fh = MPI_FILE_NULL;
-  int rc = out ? 0
-               : ferry__oom(err, -1, sizeof *out, "opening file %s (rank %d)",
-                            pt->paths[0], io->rank);
-  rc = ferry__mpiio_open(io->comm, io->collective, io->info, io->rank,
-                         pt->paths[0], NULL, pt->file_size[0], rc, &fh, err);
-  if (rc < 0) {
-    free(out);
-    return rc;
-  }
-  *out = fh;
-  *handle = out;
-  return 0;
-}
-
-static void cache_close(void *ctx, void *handle) {
-  (void)ctx;
-  MPI_File_close((MPI_File *)handle);
-  free(handle);
+  const ferry__part *pt = &io->b.m->parts[part];
+  return ferry__io_base_mpi_open(&io->b, pt->paths[0], NULL, pt->file_size[0],
+                                 handle, err);
 }
 
 static int classic_io_open(ferry__io **out, const ferry__manifest *m,
                            const ferry__io_params *p, ferry__err *err) {
-  *out = NULL;
-  ferry__io *io = calloc(1, sizeof *io);
-  if (!io)
-    return ferry__oom(err, -1, sizeof *io,
-                      "the I/O state (dataset %s, rank %d)", m->spec, p->rank);
-  io->m = m;
-  io->comm = p->comm;
-  io->rank = p->rank;
-  io->collective = p->collective;
-  io->span_part = -1;
-  ferry__handle_cache_init(&io->files, (size_t)p->max_open_files, io,
-                           cache_open, cache_close);
-  io->info = ferry__mpiio_hints(io->collective);
+  static const ferry__io_base_spec spec = {
+      .size = sizeof(ferry__io),
+      .open = cache_open,
+      .close = ferry__io_base_mpi_close,
+      .hints = 1,
+  };
+  void *io = NULL;
+  int rc = ferry__io_base_open(&spec, m, p, &io, err);
   *out = io;
-  return 0;
+  if (rc == 0)
+    (*out)->span_part = -1;
+  return rc;
 }
 
 /* The record of (part, var), checked. */
@@ -892,14 +868,14 @@ static int rec_get(const ferry__io *io, const ferry__part *pt, int var,
                    int *is_rec, int64_t *recsize, int64_t *begin_rec,
                    ferry__err *err) {
   const ferry__blob *b = pt->rec ? &pt->rec[var] : NULL;
-  if (io->m->record_version != CDF_REC_VERSION || !b || b->len != CDF_REC_LEN ||
-      b->p[0] != CDF_REC_VERSION || b->p[1] > 1)
+  if (io->b.m->record_version != CDF_REC_VERSION || !b ||
+      b->len != CDF_REC_LEN || b->p[0] != CDF_REC_VERSION || b->p[1] > 1)
     return ferry__seterr(err, FERRY_EFORMAT,
                          "file %s, variable %s: the manifest's netCDF record "
                          "is missing or malformed (version %d, %zu bytes; "
                          "rank %d): scan the dataset again",
-                         pt->paths[var], io->m->vars[var].name,
-                         io->m->record_version, b ? b->len : 0, io->rank);
+                         pt->paths[var], io->b.m->vars[var].name,
+                         io->b.m->record_version, b ? b->len : 0, io->b.rank);
   uint64_t rs = 0, br = 0;
   for (int i = 0; i < 8; i++) {
     rs |= (uint64_t)b->p[2 + i] << (8 * i);
@@ -908,15 +884,15 @@ static int rec_get(const ferry__io *io, const ferry__part *pt, int var,
   *is_rec = b->p[1];
   *recsize = (int64_t)rs;
   *begin_rec = (int64_t)br;
-  int64_t rb = (int64_t)io->m->vars[var].row_bytes;
+  int64_t rb = (int64_t)io->b.m->vars[var].row_bytes;
   int64_t voff = pt->data_offset[var] - *begin_rec;
   if (rs > (uint64_t)INT64_MAX || br > (uint64_t)INT64_MAX ||
       (*is_rec && (voff < 0 || rb > *recsize || voff > *recsize - rb)))
     return ferry__seterr(err, FERRY_EFORMAT,
                          "file %s, variable %s: the manifest's netCDF record "
                          "is inconsistent (record size %lld, rank %d)",
-                         pt->paths[var], io->m->vars[var].name,
-                         (long long)*recsize, io->rank);
+                         pt->paths[var], io->b.m->vars[var].name,
+                         (long long)*recsize, io->b.rank);
   return 0;
 }
 
@@ -1013,7 +989,7 @@ static int span_has(const ferry__io *io, int64_t part, int64_t r, int64_t k) {
 static int read_rec(ferry__io *io, MPI_File fh, int64_t part,
                     const rec_layout *L, int64_t row, int64_t n, void *buf,
                     const char *where, int rc, ferry__err *err) {
-  int coll = io->collective;
+  int coll = io->b.collective;
   unsigned char *dst = buf;
   int direct = L->rs > SPAN_MAX || L->rb >= ROW_DIRECT ||
                (coll && n > SPAN_MAX / (L->rs | 1));
@@ -1047,18 +1023,18 @@ static int read_rec(ferry__io *io, MPI_File fh, int64_t part,
 
 static int classic_io_read(ferry__io *io, int64_t part, int var, int64_t row,
                            int64_t nrows, void *buf, ferry__err *err) {
-  const ferry__manifest *m = io->m;
-  int rc = ferry__check_part_var(m, part, var, io->rank, err);
+  const ferry__manifest *m = io->b.m;
+  int rc = ferry__check_part_var(m, part, var, io->b.rank, err);
   if (rc)
     return rc;
   const ferry__part *pt = &m->parts[part];
   void *h = NULL;
-  if ((rc = ferry__handle_get(&io->files, part, -1, io->rank, &h, err)) < 0)
+  if ((rc = ferry__handle_get(&io->b.files, part, -1, io->b.rank, &h, err)) < 0)
     return rc;
   MPI_File fh = *(MPI_File *)h;
   char where[FERRY__MSG_MAX / 2];
   snprintf(where, sizeof where, "file %s, variable %s, rank %d", pt->paths[var],
-           m->vars[var].name, io->rank);
+           m->vars[var].name, io->b.rank);
   /* Local checks after the (possibly collective) open; a collective read
    * is joined with nothing to read when they fail. */
   int is_rec = 0;
@@ -1067,24 +1043,22 @@ static int classic_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   L.fsize = pt->file_size[var];
   rc = rec_get(io, pt, var, &is_rec, &L.rs, &L.begin_rec, err);
   if (rc == 0)
-    rc = ferry__check_rows(m, part, var, row, nrows, io->rank, err);
+    rc = ferry__check_rows(m, part, var, row, nrows, io->b.rank, err);
   if (rc < 0)
     nrows = 0;
   L.voff = pt->data_offset[var] - L.begin_rec;
   if (is_rec)
     return read_rec(io, fh, part, &L, row, nrows, buf, where, rc, err);
-  if (rc < 0 && !io->collective)
+  if (rc < 0 && !io->b.collective)
     return rc;
-  return read_flat(fh, io->collective, pt->data_offset[var] + row * L.rb,
+  return read_flat(fh, io->b.collective, pt->data_offset[var] + row * L.rb,
                    nrows * L.rb, buf, where, rc, err);
 }
 
 static void classic_io_close(ferry__io *io) {
   if (!io)
     return;
-  ferry__handle_cache_free(&io->files);
-  if (io->info != MPI_INFO_NULL)
-    MPI_Info_free(&io->info);
+  ferry__io_base_close(&io->b);
   free(io->span);
   free(io);
 }

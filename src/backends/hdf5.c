@@ -237,14 +237,11 @@ typedef struct h5_file {
 } h5_file;
 
 struct ferry__io {
-  const ferry__manifest *m;
-  MPI_Comm comm;
-  int rank;
-  int collective;
+  ferry__io_base b; /* manifest, rank, mode; files: one h5_file per part
+                     * (var -1) (io_base.c) */
   hid_t dxpl;
-  ferry__handle_cache files; /* one h5_file per part (var -1) */
-  int opening_var;           /* the variable whose read opens a file: its
-                              * name goes into the open's messages */
+  int opening_var; /* the variable whose read opens a file: its
+                    * name goes into the open's messages */
 };
 
 static void raw_free(h5_raw *r) {
@@ -255,7 +252,7 @@ static void raw_free(h5_raw *r) {
 }
 
 static void file_close(ferry__io *io, h5_file *f) {
-  for (int v = 0; v < io->m->nvars; v++) {
+  for (int v = 0; v < io->b.m->nvars; v++) {
     if (f->dset[v] >= 0)
       H5Dclose(f->dset[v]);
     if (f->mtype[v] >= 0)
@@ -333,35 +330,35 @@ static int raw_layout(hid_t d, hid_t dcpl, hid_t ftype, hid_t mtype,
 /* With collective I/O the ranks agree on the outcome of a local step: every
  * rank reports the lowest failing rank's reason (util/agree.c). */
 static int agree(ferry__io *io, int code, ferry__err *err) {
-  if (!io->collective)
+  if (!io->b.collective)
     return code;
-  return ferry__agree(io->comm, io->rank, code, err);
+  return ferry__agree(io->b.comm, io->b.rank, code, err);
 }
 
 static int open_h5file(ferry__io *io, int64_t part, const char *vname,
                        hid_t *out, ferry__err *err) {
-  const ferry__part *pt = &io->m->parts[part];
+  const ferry__part *pt = &io->b.m->parts[part];
   const char *path = pt->paths[0];
   int code = 0;
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), fid = -1;
   struct stat st;
   if (fapl < 0 ||
-      H5Pset_fapl_mpio(fapl, io->collective ? io->comm : MPI_COMM_SELF,
+      H5Pset_fapl_mpio(fapl, io->b.collective ? io->b.comm : MPI_COMM_SELF,
                        MPI_INFO_NULL) < 0 ||
-      (io->collective && H5Pset_all_coll_metadata_ops(fapl, 1) < 0))
+      (io->b.collective && H5Pset_all_coll_metadata_ops(fapl, 1) < 0))
     code = ferry__seterr(err, FERRY_EIO,
                          "cannot set up the MPI-IO file access of %s "
                          "(dataset /%s, rank %d, offset 0)",
-                         path, vname, io->rank);
+                         path, vname, io->b.rank);
   else if (stat(path, &st) != 0)
     code = ferry__seterr(err, errno == ENOENT ? FERRY_ENOENT : FERRY_EIO,
                          "file %s (dataset /%s) on rank %d: %s", path, vname,
-                         io->rank, strerror(errno));
+                         io->b.rank, strerror(errno));
   else if ((int64_t)st.st_size != pt->file_size[0])
     code = ferry__seterr(err, FERRY_EMISMATCH,
                          "file %s is %lld bytes on rank %d but %lld bytes "
                          "when rank 0 scanned it (dataset /%s, offset 0)",
-                         path, (long long)st.st_size, io->rank,
+                         path, (long long)st.st_size, io->b.rank,
                          (long long)pt->file_size[0], vname);
   else {
     /* stat passes without read permission: try an open, so that a rank
@@ -373,11 +370,11 @@ static int open_h5file(ferry__io *io, int64_t part, const char *vname,
       code = ferry__seterr(err, FERRY_EFORMAT,
                            "file %s (dataset /%s) on rank %d is no longer a "
                            "regular file",
-                           path, vname, io->rank);
+                           path, vname, io->b.rank);
     else if (fd < 0)
       code = ferry__seterr(err, errno == ENOENT ? FERRY_ENOENT : FERRY_EIO,
                            "cannot open file %s (dataset /%s) on rank %d: %s",
-                           path, vname, io->rank, strerror(errno));
+                           path, vname, io->b.rank, strerror(errno));
     else
       close(fd);
   }
@@ -390,10 +387,10 @@ static int open_h5file(ferry__io *io, int64_t part, const char *vname,
       code = ferry__seterr(err, FERRY_EIO,
                            "H5Fopen failed: file %s, dataset /%s, rank %d, "
                            "offset 0%s",
-                           path, vname, io->rank,
+                           path, vname, io->b.rank,
                            ferry__h5_reason(why, sizeof why));
     int c2 = agree(io, code, err);
-    if (c2 < 0 && fid >= 0 && !io->collective)
+    if (c2 < 0 && fid >= 0 && !io->b.collective)
       H5Fclose(fid);
     /* A file some ranks failed to open cannot be closed collectively:
      * leak it rather than hang. */
@@ -408,16 +405,16 @@ static int open_h5file(ferry__io *io, int64_t part, const char *vname,
 
 /* Open dataset var in f with a chunk cache of a few of its chunks. */
 static int open_dataset(ferry__io *io, h5_file *f, int var, ferry__err *err) {
-  const ferry__part *pt = &io->m->parts[f->part];
-  const ferry__var *v = &io->m->vars[var];
+  const ferry__part *pt = &io->b.m->parts[f->part];
+  const ferry__var *v = &io->b.m->vars[var];
   const char *path = pt->paths[var];
   int code = 0;
   hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS), d = -1, s = -1, t = -1;
   hid_t dcpl = -1;
   hsize_t dims[H5S_MAX_RANK];
   if (dapl < 0) {
-    code =
-        ferry__seterr(err, FERRY_EIO, "H5Pcreate failed on rank %d", io->rank);
+    code = ferry__seterr(err, FERRY_EIO, "H5Pcreate failed on rank %d",
+                         io->b.rank);
     goto agree_open;
   }
   /* Size the cache from the chunk shape: open once to read it. */
@@ -426,7 +423,7 @@ static int open_dataset(ferry__io *io, h5_file *f, int var, ferry__err *err) {
     code = ferry__seterr(err, FERRY_EIO,
                          "H5Dopen failed: file %s, dataset /%s, rank %d, "
                          "offset 0",
-                         path, v->name, io->rank);
+                         path, v->name, io->b.rank);
     goto agree_open;
   }
   dcpl = H5Dget_create_plist(d);
@@ -446,7 +443,7 @@ static int open_dataset(ferry__io *io, h5_file *f, int var, ferry__err *err) {
         code = ferry__seterr(err, FERRY_EIO,
                              "H5Dopen failed: file %s, dataset /%s, rank %d, "
                              "offset 0",
-                             path, v->name, io->rank);
+                             path, v->name, io->b.rank);
     }
   }
   if (code == 0) {
@@ -463,17 +460,17 @@ static int open_dataset(ferry__io *io, h5_file *f, int var, ferry__err *err) {
       code = ferry__seterr(err, FERRY_EMISMATCH,
                            "file %s, dataset /%s: the shape on rank %d "
                            "differs from the one rank 0 scanned (offset 0)",
-                           path, v->name, io->rank);
+                           path, v->name, io->b.rank);
     else if (t < 0 || (f->mtype[var] = mem_type_of(v->dtype, t)) < 0)
       code = ferry__seterr(err, FERRY_EIO,
                            "file %s, dataset /%s, rank %d: cannot build the "
                            "memory type (offset 0)",
-                           path, v->name, io->rank);
+                           path, v->name, io->b.rank);
     else if (f->mfh && raw_layout(d, dcpl, t, f->mtype[var], dims, nd,
                                   v->row_bytes, &f->raw[var], &want) < 0)
       code = ferry__oom(err, -1, want,
                         "the chunk offsets of file %s, dataset /%s on rank %d",
-                        path, v->name, io->rank);
+                        path, v->name, io->b.rank);
   }
 agree_open:
   if (dcpl >= 0)
@@ -488,7 +485,7 @@ agree_open:
   if (code < 0) {
     /* A collective dataset handle is closed only when all ranks agree;
      * a failed one may leak. */
-    if (d >= 0 && !io->collective)
+    if (d >= 0 && !io->b.collective)
       H5Dclose(d);
     return code;
   }
@@ -503,25 +500,26 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
   ferry__io *io = ctx;
   (void)var;
   h5_file *f = calloc(1, sizeof *f);
-  size_t nv = (size_t)io->m->nvars;
+  size_t nv = (size_t)io->b.m->nvars;
   size_t want = !f ? sizeof *f
                    : nv * (sizeof *f->dset + sizeof *f->mtype + sizeof *f->raw);
-  if (!f || !(f->dset = malloc((size_t)io->m->nvars * sizeof *f->dset)) ||
-      !(f->mtype = malloc((size_t)io->m->nvars * sizeof *f->mtype)) ||
-      !(f->raw = calloc((size_t)io->m->nvars, sizeof *f->raw))) {
+  if (!f || !(f->dset = malloc((size_t)io->b.m->nvars * sizeof *f->dset)) ||
+      !(f->mtype = malloc((size_t)io->b.m->nvars * sizeof *f->mtype)) ||
+      !(f->raw = calloc((size_t)io->b.m->nvars, sizeof *f->raw))) {
     if (f) {
       free(f->dset);
       free(f->mtype);
       free(f);
     }
     return ferry__oom(err, -1, want, "opening file %s (%d datasets, rank %d)",
-                      io->m->parts[part].paths[0], io->m->nvars, io->rank);
+                      io->b.m->parts[part].paths[0], io->b.m->nvars,
+                      io->b.rank);
   }
-  for (int v = 0; v < io->m->nvars; v++)
+  for (int v = 0; v < io->b.m->nvars; v++)
     f->dset[v] = f->mtype[v] = -1;
   f->part = part;
   int rc =
-      open_h5file(io, part, io->m->vars[io->opening_var].name, &f->fid, err);
+      open_h5file(io, part, io->b.m->vars[io->opening_var].name, &f->fid, err);
   if (rc < 0) {
     free(f->dset);
     free(f->mtype);
@@ -543,7 +541,7 @@ static int acquire(ferry__io *io, int64_t part, int var, h5_file **out,
                    ferry__err *err) {
   void *h = NULL;
   io->opening_var = var;
-  int rc = ferry__handle_get(&io->files, part, -1, io->rank, &h, err);
+  int rc = ferry__handle_get(&io->b.files, part, -1, io->b.rank, &h, err);
   if (rc < 0)
     return rc;
   h5_file *f = h;
@@ -560,27 +558,25 @@ static void io_free(ferry__io *io);
  * would leave the next HDF5 or netCDF call of the process blocked). */
 static int h5_io_open(ferry__io **out, const ferry__manifest *m,
                       const ferry__io_params *p, ferry__err *err) {
-  int rc = 0;
+  static const ferry__io_base_spec spec = {
+      .size = sizeof(ferry__io),
+      .open = cache_open,
+      .close = cache_close,
+  };
+  void *b = NULL;
   *out = NULL;
   ferry__h5_lock();
   ferry__h5_quiet_errors();
-  ferry__io *io = calloc(1, sizeof *io);
-  if (!io) {
-    rc = ferry__oom(err, -1, sizeof *io, "the I/O state (dataset %s, rank %d)",
-                    m->spec, p->rank);
+  int rc = ferry__io_base_open(&spec, m, p, &b, err);
+  if (rc < 0)
     goto cleanup;
-  }
-  io->m = m;
-  io->comm = p->comm;
-  io->rank = p->rank;
-  io->collective = p->collective;
-  ferry__handle_cache_init(&io->files, (size_t)p->max_open_files, io,
-                           cache_open, cache_close);
+  ferry__io *io = b;
   io->dxpl = H5Pcreate(H5P_DATASET_XFER);
   if (io->dxpl < 0 ||
-      H5Pset_dxpl_mpio(io->dxpl, io->collective ? H5FD_MPIO_COLLECTIVE
-                                                : H5FD_MPIO_INDEPENDENT) < 0 ||
-      (io->collective &&
+      H5Pset_dxpl_mpio(io->dxpl, io->b.collective
+                                     ? H5FD_MPIO_COLLECTIVE
+                                     : H5FD_MPIO_INDEPENDENT) < 0 ||
+      (io->b.collective &&
        H5Pset_dxpl_mpio_chunk_opt(io->dxpl, H5FD_MPIO_CHUNK_ONE_IO) < 0)) {
     io_free(io);
     io = NULL;
@@ -600,15 +596,15 @@ cleanup:
  * communicator with io=collective (the calls are matched on every rank),
  * local otherwise. */
 static int io_enter(ferry__io *io, ferry__err *err) {
-  if (!io->collective) {
+  if (!io->b.collective) {
     ferry__h5_lock();
     return 0;
   }
-  if (h5_lock_all(io->comm, io->rank, io) != 0)
+  if (h5_lock_all(io->b.comm, io->b.rank, io) != 0)
     return ferry__seterr(err, FERRY_EMPI,
                          "MPI_Allreduce failed on rank %d taking the HDF5 "
                          "lock",
-                         io->rank);
+                         io->b.rank);
   return 0;
 }
 
@@ -617,8 +613,8 @@ static int raw_io(ferry__io *io, h5_file *f, int var, int coll, int64_t row,
                   MPI_Offset off, void *dst, int n, ferry__err *err) {
   char where[FERRY__MSG_MAX / 2];
   snprintf(where, sizeof where, "file %s, dataset /%s, rank %d, row %lld",
-           io->m->parts[f->part].paths[var], io->m->vars[var].name, io->rank,
-           (long long)row);
+           io->b.m->parts[f->part].paths[var], io->b.m->vars[var].name,
+           io->b.rank, (long long)row);
   return ferry__mpi_read(*f->mfh, coll, off, dst, n, where, err);
 }
 
@@ -632,8 +628,8 @@ static int raw_io(ferry__io *io, h5_file *f, int var, int coll, int64_t row,
 static int raw_read(ferry__io *io, h5_file *f, int var, int64_t row,
                     int64_t nrows, void *buf, int rc0, ferry__err *err) {
   const h5_raw *r = f->raw[var];
-  const int64_t rb = (int64_t)io->m->vars[var].row_bytes;
-  int coll = io->collective, rc = rc0;
+  const int64_t rb = (int64_t)io->b.m->vars[var].row_bytes;
+  int coll = io->b.collective, rc = rc0;
   char *dst = buf;
   int64_t done = 0;
   if (coll && (rc < 0 || nrows == 0)) {
@@ -679,7 +675,7 @@ static int read_locked(ferry__io *io, int64_t part, int var, int64_t row,
  * cache's use count is bumped the same way).  The answer is the same on
  * every rank with io=collective, whose opens are matched. */
 static h5_file *ready_raw(ferry__io *io, int64_t part, int var) {
-  ferry__handle_cache *c = &io->files;
+  ferry__handle_cache *c = &io->b.files;
   for (size_t i = 0; i < c->n; i++)
     if (c->e[i].part == part && c->e[i].var == -1) {
       h5_file *f = c->e[i].handle;
@@ -696,14 +692,14 @@ static h5_file *ready_raw(ferry__io *io, int64_t part, int var) {
  * HDF5 call, and with io=collective no agreement for the mutex). */
 static int h5_io_read(ferry__io *io, int64_t part, int var, int64_t row,
                       int64_t nrows, void *buf, ferry__err *err) {
-  int rc0 = ferry__check_part_var(io->m, part, var, io->rank, err);
+  int rc0 = ferry__check_part_var(io->b.m, part, var, io->b.rank, err);
   if (rc0)
     return rc0;
   h5_file *f = ready_raw(io, part, var);
   if (f) {
-    if (nrows == 0 && !io->collective)
+    if (nrows == 0 && !io->b.collective)
       return 0;
-    rc0 = ferry__check_rows(io->m, part, var, row, nrows, io->rank, err);
+    rc0 = ferry__check_rows(io->b.m, part, var, row, nrows, io->b.rank, err);
     return raw_read(io, f, var, rc0 < 0 ? 0 : row, rc0 < 0 ? 0 : nrows, buf,
                     rc0, err);
   }
@@ -718,7 +714,7 @@ static int h5_io_read(ferry__io *io, int64_t part, int var, int64_t row,
 
 static int read_locked(ferry__io *io, int64_t part, int var, int64_t row,
                        int64_t nrows, void *buf, int *locked, ferry__err *err) {
-  const ferry__manifest *m = io->m;
+  const ferry__manifest *m = io->b.m;
   const ferry__part *pt = &m->parts[part];
   const ferry__var *v = &m->vars[var];
   const char *path = pt->paths[var];
@@ -727,9 +723,9 @@ static int read_locked(ferry__io *io, int64_t part, int var, int64_t row,
   int rc = acquire(io, part, var, &f, err);
   if (rc < 0)
     return rc;
-  if (nrows == 0 && !io->collective)
+  if (nrows == 0 && !io->b.collective)
     return 0;
-  rc = ferry__check_rows(m, part, var, row, nrows, io->rank, err);
+  rc = ferry__check_rows(m, part, var, row, nrows, io->b.rank, err);
   if (f->raw[var]) { /* MPI-IO only: outside the HDF5 section */
     ferry__h5_unlock();
     *locked = 0;
@@ -749,7 +745,7 @@ static int read_locked(ferry__io *io, int64_t part, int var, int64_t row,
     rc = ferry__seterr(err, FERRY_EIO,
                        "H5Dget_space failed: file %s, dataset /%s, rank %d, "
                        "row %lld",
-                       path, v->name, io->rank, (long long)row);
+                       path, v->name, io->b.rank, (long long)row);
   int sel = rc == 0 && nrows > 0;
   if (sel) {
     start[0] = (hsize_t)row;
@@ -762,11 +758,11 @@ static int read_locked(ferry__io *io, int64_t part, int var, int64_t row,
                          "cannot select rows [%lld, %lld): file %s, dataset "
                          "/%s, rank %d",
                          (long long)row, (long long)(row + nrows), path,
-                         v->name, io->rank);
+                         v->name, io->b.rank);
       sel = 0;
     }
   }
-  if (!io->collective && rc < 0)
+  if (!io->b.collective && rc < 0)
     goto cleanup;
   if (!sel) {
     if (ms < 0)
@@ -778,7 +774,7 @@ static int read_locked(ferry__io *io, int64_t part, int var, int64_t row,
         rc = ferry__seterr(err, FERRY_EIO,
                            "cannot build an empty selection: file %s, "
                            "dataset /%s, rank %d, row %lld",
-                           path, v->name, io->rank, (long long)row);
+                           path, v->name, io->b.rank, (long long)row);
       goto cleanup;
     }
   }
@@ -788,7 +784,7 @@ static int read_locked(ferry__io *io, int64_t part, int var, int64_t row,
     rc = ferry__seterr(err, FERRY_EIO,
                        "H5Dread failed: file %s, dataset /%s, rank %d, rows "
                        "[%lld, %lld)%s",
-                       path, v->name, io->rank, (long long)row,
+                       path, v->name, io->b.rank, (long long)row,
                        (long long)(row + nrows),
                        ferry__h5_reason(why, sizeof why));
 cleanup:
@@ -801,7 +797,7 @@ cleanup:
 
 /* With the section held. */
 static void io_free(ferry__io *io) {
-  ferry__handle_cache_free(&io->files);
+  ferry__io_base_close(&io->b);
   if (io->dxpl >= 0)
     H5Pclose(io->dxpl);
   free(io);

@@ -721,40 +721,27 @@ cleanup:
  * small parts an order of magnitude slower than numpy.load on each
  * (issue 12); open + fstat cost what the file system costs. */
 struct ferry__io {
-  const ferry__manifest *m; /* owned by the loader, outlives this state */
-  MPI_Comm comm;
-  int rank;
-  int collective;
-  MPI_Info info;
-  ferry__handle_cache files;
+  ferry__io_base b; /* manifest, rank, mode, hints, files (io_base.c) */
 };
-
-static int open_file(ferry__io *io, int64_t part, int var, MPI_File *out,
-                     ferry__err *err) {
-  const ferry__part *pt = &io->m->parts[part];
-  return ferry__mpiio_open(io->comm, io->collective, io->info, io->rank,
-                           pt->paths[var], io->m->vars[var].name,
-                           pt->file_size[var], 0, out, err);
-}
 
 /* Independent reads: a descriptor, checked like open_file checks. */
 static int open_fd(ferry__io *io, int64_t part, int var, int *out,
                    ferry__err *err) {
-  const ferry__part *pt = &io->m->parts[part];
+  const ferry__part *pt = &io->b.m->parts[part];
   const char *path = pt->paths[var];
-  const char *vname = io->m->vars[var].name;
+  const char *vname = io->b.m->vars[var].name;
   const char *kind = "not a regular file";
   int fd = ferry__open_regular(path, &kind);
   if (fd == -2)
     return ferry__seterr(err, FERRY_EFORMAT,
                          "file %s (variable %s, rank %d) is %s, not a "
                          "regular file",
-                         path, vname, io->rank, kind);
+                         path, vname, io->b.rank, kind);
   if (fd < 0)
     return ferry__seterr(err, ferry__errno_code(errno),
                          "open failed: file %s, variable %s, rank %d, "
                          "offset 0: %s",
-                         path, vname, io->rank, strerror(errno));
+                         path, vname, io->b.rank, strerror(errno));
   struct stat st;
   if (fstat(fd, &st) != 0 || (int64_t)st.st_size != pt->file_size[var]) {
     long long size = fstat(fd, &st) == 0 ? (long long)st.st_size : -1;
@@ -762,7 +749,7 @@ static int open_fd(ferry__io *io, int64_t part, int var, int *out,
     return ferry__seterr(err, FERRY_EMISMATCH,
                          "file %s is %lld bytes on rank %d but %lld bytes "
                          "when rank 0 scanned it (variable %s, offset 0)",
-                         path, size, io->rank, (long long)pt->file_size[var],
+                         path, size, io->b.rank, (long long)pt->file_size[var],
                          vname);
   }
   *out = fd;
@@ -774,12 +761,12 @@ static int open_fd(ferry__io *io, int64_t part, int var, int *out,
 static int cache_open(void *ctx, int64_t part, int var, void **handle,
                       ferry__err *err) {
   ferry__io *io = ctx;
-  if (!io->collective) {
+  if (!io->b.collective) {
     int *fd = malloc(sizeof *fd);
     if (!fd)
       return ferry__oom(
           err, -1, sizeof *fd, "opening file %s (variable %s, rank %d)",
-          io->m->parts[part].paths[var], io->m->vars[var].name, io->rank);
+          io->b.m->parts[part].paths[var], io->b.m->vars[var].name, io->b.rank);
     int rc = open_fd(io, part, var, fd, err);
     if (rc < 0) {
       free(fd);
@@ -788,23 +775,15 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
     *handle = fd;
     return 0;
   }
-  MPI_File *fh = malloc(sizeof *fh);
-  if (!fh)
-    return ferry__oom(
-        err, -1, sizeof *fh, "opening file %s (variable %s, rank %d)",
-        io->m->parts[part].paths[var], io->m->vars[var].name, io->rank);
-  int rc = open_file(io, part, var, fh, err);
-  if (rc < 0) {
-    free(fh);
-    return rc;
-  }
-  *handle = fh;
-  return 0;
+  const ferry__part *pt = &io->b.m->parts[part];
+  return ferry__io_base_mpi_open(&io->b, pt->paths[var],
+                                 io->b.m->vars[var].name, pt->file_size[var],
+                                 handle, err);
 }
 
 static void cache_close(void *ctx, void *handle) {
   ferry__io *io = ctx;
-  if (io->collective)
+  if (io->b.collective)
     MPI_File_close((MPI_File *)handle);
   else
     close(*(int *)handle);
@@ -828,30 +807,24 @@ static int read_fd(ferry__io *io, int fd, int64_t offset, void *buf,
   return 0;
 }
 
-static void npy_io_close(ferry__io *io);
-
 static int npy_io_open(ferry__io **out, const ferry__manifest *m,
                        const ferry__io_params *p, ferry__err *err) {
-  *out = NULL;
-  ferry__io *io = calloc(1, sizeof *io);
-  if (!io)
-    return ferry__oom(err, -1, sizeof *io,
-                      "the I/O state (dataset %s, rank %d)", m->spec, p->rank);
-  io->m = m;
-  io->comm = p->comm;
-  io->rank = p->rank;
-  io->collective = p->collective;
-  ferry__handle_cache_init(&io->files, (size_t)p->max_open_files, io,
-                           cache_open, cache_close);
-  io->info = ferry__mpiio_hints(io->collective);
+  static const ferry__io_base_spec spec = {
+      .size = sizeof(ferry__io),
+      .open = cache_open,
+      .close = cache_close,
+      .hints = 1,
+  };
+  void *io = NULL;
+  int rc = ferry__io_base_open(&spec, m, p, &io, err);
   *out = io;
-  return 0;
+  return rc;
 }
 
 static int npy_io_read(ferry__io *io, int64_t part, int var, int64_t row,
                        int64_t nrows, void *buf, ferry__err *err) {
-  const ferry__manifest *m = io->m;
-  int rc0 = ferry__check_part_var(m, part, var, io->rank, err);
+  const ferry__manifest *m = io->b.m;
+  int rc0 = ferry__check_part_var(m, part, var, io->b.rank, err);
   if (rc0)
     return rc0;
   const ferry__part *pt = &m->parts[part];
@@ -859,7 +832,7 @@ static int npy_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   const char *vname = m->vars[var].name;
   int64_t row_bytes = (int64_t)m->vars[var].row_bytes;
   void *h = NULL;
-  int rc = ferry__handle_get(&io->files, part, var, io->rank, &h, err);
+  int rc = ferry__handle_get(&io->b.files, part, var, io->b.rank, &h, err);
   if (rc < 0)
     return rc;
 
@@ -868,24 +841,24 @@ static int npy_io_read(ferry__io *io, int64_t part, int var, int64_t row,
    * cannot read still joins the read with a count of 0. */
   int64_t offset = pt->data_offset[var];
   int64_t nbytes = 0;
-  rc = ferry__check_rows(m, part, var, row, nrows, io->rank, err);
+  rc = ferry__check_rows(m, part, var, row, nrows, io->b.rank, err);
   if (rc == 0) {
     offset += row * row_bytes; /* bounded by the file size describe checked */
     nbytes = nrows * row_bytes;
-    if (io->collective && nbytes > INT_MAX)
+    if (io->b.collective && nbytes > INT_MAX)
       rc = ferry__seterr(err, FERRY_ENOTSUP,
                          "collective read of %lld bytes from file %s "
                          "(variable %s, rank %d, offset %lld) exceeds the "
                          "2 GiB one MPI call can read; use a smaller "
                          "chunk_samples",
-                         (long long)nbytes, path, vname, io->rank,
+                         (long long)nbytes, path, vname, io->b.rank,
                          (long long)offset);
   }
 
   char where[FERRY__MSG_MAX / 2];
   snprintf(where, sizeof where, "file %s, variable %s, rank %d", path, vname,
-           io->rank);
-  if (!io->collective)
+           io->b.rank);
+  if (!io->b.collective)
     return rc ? rc : read_fd(io, *(int *)h, offset, buf, nbytes, where, err);
   return ferry__mpiio_read_range(*(MPI_File *)h, 1, offset, nbytes, buf, rc,
                                  where, err);
@@ -896,17 +869,18 @@ static int npy_io_read(ferry__io *io, int64_t part, int var, int64_t row,
 static int npy_io_map(ferry__io *io, int64_t part, int var, int64_t row,
                       int64_t nrows, ferry__mapping *out, ferry__err *err) {
   memset(out, 0, sizeof *out);
-  const ferry__manifest *m = io->m;
-  int rc = ferry__check_part_var(m, part, var, io->rank, err);
+  const ferry__manifest *m = io->b.m;
+  int rc = ferry__check_part_var(m, part, var, io->b.rank, err);
   if (rc)
     return rc;
-  if (io->collective)
+  if (io->b.collective)
     return ferry__seterr(err, FERRY_EINVAL,
                          "io=mmap with files opened for collective I/O");
   void *h = NULL;
-  if ((rc = ferry__handle_get(&io->files, part, var, io->rank, &h, err)) < 0)
+  if ((rc = ferry__handle_get(&io->b.files, part, var, io->b.rank, &h, err)) <
+      0)
     return rc;
-  if ((rc = ferry__check_rows(m, part, var, row, nrows, io->rank, err)))
+  if ((rc = ferry__check_rows(m, part, var, row, nrows, io->b.rank, err)))
     return rc;
   const ferry__part *pt = &m->parts[part];
   int64_t rb = (int64_t)m->vars[var].row_bytes;
@@ -920,9 +894,7 @@ static int npy_io_map(ferry__io *io, int64_t part, int var, int64_t row,
 static void npy_io_close(ferry__io *io) {
   if (!io)
     return;
-  ferry__handle_cache_free(&io->files);
-  if (io->info != MPI_INFO_NULL)
-    MPI_Info_free(&io->info);
+  ferry__io_base_close(&io->b);
   free(io);
 }
 

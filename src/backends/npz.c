@@ -415,12 +415,7 @@ typedef struct npz_job {
 } npz_job;
 
 struct ferry__io {
-  const ferry__manifest *m; /* owned by the loader, outlives this state */
-  MPI_Comm comm;
-  int rank;
-  int collective;
-  MPI_Info info;
-  ferry__handle_cache files;
+  ferry__io_base b; /* manifest, rank, mode, hints, files (io_base.c) */
   /* The decode pool (NULL: inflate inline, as with threads=1), the jobs
    * queued since the last wait, and the error of a wait no read reported
    * yet (a handle closed by the cache waits first). */
@@ -498,7 +493,7 @@ static int cursor_new(const ferry__manifest *m, int64_t part, int var,
  * the size rank 0 saw. */
 static int open_deflated(const ferry__io *io, const ferry__part *pt, int var,
                          npz_handle *h, ferry__err *err) {
-  const char *path = pt->paths[var], *vname = io->m->vars[var].name;
+  const char *path = pt->paths[var], *vname = io->b.m->vars[var].name;
   const char *kind = "";
   struct stat st;
   h->fd = ferry__open_regular(path, &kind);
@@ -506,19 +501,19 @@ static int open_deflated(const ferry__io *io, const ferry__part *pt, int var,
     return ferry__seterr(err, FERRY_EFORMAT,
                          "file %s is %s, not a regular file (variable %s, "
                          "rank %d, offset 0)",
-                         path, kind, vname, io->rank);
+                         path, kind, vname, io->b.rank);
   if (h->fd < 0 || fstat(h->fd, &st) != 0) {
     int e = errno;
     return ferry__seterr(err, ferry__errno_code(e),
                          "cannot open file %s (variable %s, rank %d, offset "
                          "0): %s",
-                         path, vname, io->rank, strerror(e));
+                         path, vname, io->b.rank, strerror(e));
   }
   if ((int64_t)st.st_size != pt->file_size[var])
     return ferry__seterr(err, FERRY_EMISMATCH,
                          "file %s is %lld bytes on rank %d but %lld bytes "
                          "when rank 0 scanned it (variable %s, offset 0)",
-                         path, (long long)st.st_size, io->rank,
+                         path, (long long)st.st_size, io->b.rank,
                          (long long)pt->file_size[var], vname);
   h->z->fd = h->fd;
   return 0;
@@ -528,26 +523,26 @@ static int open_deflated(const ferry__io *io, const ferry__part *pt, int var,
 static int cache_open(void *ctx, int64_t part, int var, void **handle,
                       ferry__err *err) {
   ferry__io *io = ctx;
-  const ferry__part *pt = &io->m->parts[part];
+  const ferry__part *pt = &io->b.m->parts[part];
   npz_rec r;
   /* The record is checked before the (possibly collective) open: it is
    * the same manifest on every rank, so every rank fails alike. */
-  int rc = rec_get(io->m, part, var, &r, io->rank, err);
+  int rc = rec_get(io->b.m, part, var, &r, io->b.rank, err);
   if (rc < 0)
     return rc;
   npz_handle *h = calloc(1, sizeof *h);
   if (!h)
     return ferry__oom(
         err, -1, sizeof *h, "opening file %s (variable %s, rank %d)",
-        io->m->parts[part].paths[var], io->m->vars[var].name, io->rank);
+        io->b.m->parts[part].paths[var], io->b.m->vars[var].name, io->b.rank);
   h->fd = -1;
 #ifdef HAVE_ZLIB
   size_t want = 0;
-  if (r.method == 8 && cursor_new(io->m, part, var, &r, &h->z, &want) < 0) {
+  if (r.method == 8 && cursor_new(io->b.m, part, var, &r, &h->z, &want) < 0) {
     free(h);
     return ferry__oom(err, -1, want,
                       "the inflate state on rank %d of file %s, variable %s",
-                      io->rank, pt->paths[var], io->m->vars[var].name);
+                      io->b.rank, pt->paths[var], io->b.m->vars[var].name);
   }
 #else
   if (r.method == 8) {
@@ -555,7 +550,7 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
     return ferry__seterr(err, FERRY_ENOTSUP,
                          "file %s, variable %s: the member is deflated and "
                          "this build of ferry has no zlib (offset %lld)",
-                         pt->paths[var], io->m->vars[var].name,
+                         pt->paths[var], io->b.m->vars[var].name,
                          (long long)r.data);
   }
 #endif
@@ -563,15 +558,15 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
   /* A deflated member is read with pread only (from whichever thread
    * inflates it); an MPI-IO handle is opened for stored members, and for
    * every member with io=collective, where every rank opens alike. */
-  if (!h->z || io->collective)
-    rc = ferry__mpiio_open(io->comm, io->collective, io->info, io->rank,
-                           pt->paths[var], io->m->vars[var].name,
+  if (!h->z || io->b.collective)
+    rc = ferry__mpiio_open(io->b.comm, io->b.collective, io->b.info, io->b.rank,
+                           pt->paths[var], io->b.m->vars[var].name,
                            pt->file_size[var], 0, &h->fh, err);
 #ifdef HAVE_ZLIB
   if (rc == 0 && h->z) {
     rc = open_deflated(io, pt, var, h, err);
-    if (io->collective) /* every rank closes the MPI-IO handle, or none */
-      rc = ferry__agree(io->comm, io->rank, rc, err);
+    if (io->b.collective) /* every rank closes the MPI-IO handle, or none */
+      rc = ferry__agree(io->b.comm, io->b.rank, rc, err);
   }
 #endif
   if (rc < 0) {
@@ -604,9 +599,7 @@ static void npz_io_close(ferry__io *io) {
   if (!io)
     return;
   park(io);
-  ferry__handle_cache_free(&io->files);
-  if (io->info != MPI_INFO_NULL)
-    MPI_Info_free(&io->info);
+  ferry__io_base_close(&io->b);
   ferry__pool_free(io->pool);
   free(io->jobs);
   free(io);
@@ -614,19 +607,19 @@ static void npz_io_close(ferry__io *io) {
 
 static int npz_io_open(ferry__io **out, const ferry__manifest *m,
                        const ferry__io_params *p, ferry__err *err) {
+  static const ferry__io_base_spec spec = {
+      .size = sizeof(ferry__io),
+      .open = cache_open,
+      .close = cache_close,
+      .hints = 1,
+  };
+  void *b = NULL;
   *out = NULL;
-  ferry__io *io = calloc(1, sizeof *io);
-  if (!io)
-    return ferry__oom(err, -1, sizeof *io,
-                      "the I/O state (dataset %s, rank %d)", m->spec, p->rank);
-  io->m = m;
-  io->comm = p->comm;
-  io->rank = p->rank;
-  io->collective = p->collective;
+  int rc = ferry__io_base_open(&spec, m, p, &b, err);
+  if (rc < 0)
+    return rc;
+  ferry__io *io = b;
   io->defer = p->defer;
-  ferry__handle_cache_init(&io->files, (size_t)p->max_open_files, io,
-                           cache_open, cache_close);
-  io->info = ferry__mpiio_hints(io->collective);
 #ifdef HAVE_ZLIB
   /* A decode pool when some member is deflated (NULL: inflate inline). */
   int deflated = 0;
@@ -959,22 +952,23 @@ static int npz_io_wait(ferry__io *io, ferry__err *err) {
 
 static int npz_io_read(ferry__io *io, int64_t part, int var, int64_t row,
                        int64_t nrows, void *buf, ferry__err *err) {
-  const ferry__manifest *m = io->m;
-  int rc = ferry__check_part_var(m, part, var, io->rank, err);
+  const ferry__manifest *m = io->b.m;
+  int rc = ferry__check_part_var(m, part, var, io->b.rank, err);
   if (rc)
     return rc;
   const ferry__part *pt = &m->parts[part];
   const char *path = pt->paths[var], *vname = m->vars[var].name;
   int64_t rb = (int64_t)m->vars[var].row_bytes;
   void *hv = NULL;
-  if ((rc = ferry__handle_get(&io->files, part, var, io->rank, &hv, err)) < 0)
+  if ((rc = ferry__handle_get(&io->b.files, part, var, io->b.rank, &hv, err)) <
+      0)
     return settle(io, rc, err);
   npz_handle *h = hv;
   /* Local checks after the (possibly collective) open, as in npy.c. */
-  rc = ferry__check_rows(m, part, var, row, nrows, io->rank, err);
+  rc = ferry__check_rows(m, part, var, row, nrows, io->b.rank, err);
   char where[FERRY__MSG_MAX / 2];
   snprintf(where, sizeof where, "file %s, variable %s, rank %d", path, vname,
-           io->rank);
+           io->b.rank);
   if (h->z) {
 #ifdef HAVE_ZLIB
     if (rc < 0 || nrows == 0)
@@ -989,16 +983,16 @@ static int npz_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   if (rc == 0) {
     offset += row * rb; /* bounded by the record rec_get checked */
     nbytes = nrows * rb;
-    if (io->collective && nbytes > INT_MAX)
+    if (io->b.collective && nbytes > INT_MAX)
       rc = ferry__seterr(err, FERRY_ENOTSUP,
                          "collective read of %lld bytes from file %s "
                          "(variable %s, rank %d, offset %lld) exceeds the "
                          "2 GiB one MPI call can read; use a smaller "
                          "chunk_samples",
-                         (long long)nbytes, path, vname, io->rank,
+                         (long long)nbytes, path, vname, io->b.rank,
                          (long long)offset);
   }
-  rc = ferry__mpiio_read_range(h->fh, io->collective, offset, nbytes, buf, rc,
+  rc = ferry__mpiio_read_range(h->fh, io->b.collective, offset, nbytes, buf, rc,
                                where, err);
   return io->defer && rc == 0 ? 0 : settle(io, rc, err);
 }

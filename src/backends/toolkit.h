@@ -2,8 +2,9 @@
  * backends/toolkit.h - the shared I/O toolkit every backend may use: the
  * file system of a path, mappings (io=mmap), MPI-IO reads and opens, POSIX
  * reads, the process-wide lock of non-thread-safe libraries, the cache of
- * open handles and the decode pool (toolkit.c, fstype.c, mapped.c,
- * pool.c).  docs/hacking.md, "Helpers a backend may use".
+ * open handles, the I/O base every io_open starts from and the decode pool
+ * (toolkit.c, fstype.c, mapped.c, mpiio.c, io_base.c, pool.c). docs/hacking.md,
+ * "Helpers a backend may use".
  */
 #ifndef FERRY_TOOLKIT_H
 #define FERRY_TOOLKIT_H
@@ -167,6 +168,55 @@ int ferry__handle_get(ferry__handle_cache *c, int64_t part, int var, int rank,
                       void **out, ferry__err *err);
 /** Close every handle (in the cache's order: the same on every rank). */
 void ferry__handle_cache_free(ferry__handle_cache *c);
+
+/**
+ * The I/O base (io_base.c): what every file backend's io_open fills alike.
+ * A backend's struct ferry__io starts with a ferry__io_base (the first
+ * member, so the handle cache's ctx, the base, is the whole state).
+ */
+typedef struct ferry__io_base {
+  const ferry__manifest *m;  /* owned by the loader, outlives the state */
+  MPI_Comm comm;             /* the I/O communicator (io_params) */
+  int rank;                  /* this rank in comm */
+  int collective;            /* io=collective */
+  MPI_Info info;             /* MPI-IO hints; MPI_INFO_NULL: none */
+  ferry__handle_cache files; /* the open files */
+} ferry__io_base;
+
+/** What a backend's io_open asks of ferry__io_base_open. */
+typedef struct ferry__io_base_spec {
+  size_t size;                /* sizeof the backend's struct ferry__io */
+  ferry__handle_open_fn open; /* the handle cache's callbacks */
+  ferry__handle_close_fn close;
+  int hints; /* 1: create the MPI-IO hints (ferry__mpiio_hints) */
+  /* NULL: io=collective is served; else it is refused with FERRY_ENOTSUP
+   * and this text, " (rank N)" appended */
+  const char *no_collective;
+} ferry__io_base_spec;
+
+/**
+ * Allocate (zeroed) s->size bytes of I/O state for manifest m and fill its
+ * base from p; *out receives it (NULL on error).  Returns 0, FERRY_ENOTSUP
+ * (io=collective refused), FERRY_ENOMEM ("the I/O state (dataset D, rank
+ * R)").  Local; the I/O thread.  ferry__io_base_close closes the cached
+ * handles (collectively when opened so) and frees the hints, not the
+ * state itself: the backend frees its own members, then the state.
+ */
+int ferry__io_base_open(const ferry__io_base_spec *s, const ferry__manifest *m,
+                        const ferry__io_params *p, void **out, ferry__err *err);
+void ferry__io_base_close(ferry__io_base *b);
+
+/**
+ * A handle cache entry that is one MPI_File: ferry__io_base_mpi_open opens
+ * path through ferry__mpiio_open with the base's communicator, mode and
+ * hints (vname NULL: a file of every variable); collective with
+ * io=collective, a failed allocation included.  ferry__io_base_mpi_close
+ * is the matching close callback.
+ */
+int ferry__io_base_mpi_open(const ferry__io_base *b, const char *path,
+                            const char *vname, int64_t file_size, void **handle,
+                            ferry__err *err);
+void ferry__io_base_mpi_close(void *ctx, void *handle);
 
 /*
  * The decode pool (pool.c): threads - 1 persistent threads, created once per

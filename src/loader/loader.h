@@ -358,7 +358,7 @@ int ferry__peer_gone(ferry_loader *L, const char *call, ferry__err *err);
  * thread error formatted with the rank). */
 int ferry__loader_fail(ferry_loader *L, const ferry__err *err);
 
-/* pipeline.c */
+/* iostage.c: what both I/O loops (pipeline.c, global_io.c) use. */
 double ferry__now(void);
 unsigned char *ferry__buf_get(ferry_loader *L, size_t bytes);
 void ferry__buf_put(ferry_loader *L, unsigned char *p);
@@ -374,6 +374,7 @@ const char *ferry__part_path(const ferry_loader *L, int64_t p);
  * thread is done. */
 int ferry__round_wait(epoch_state *ep, int64_t j, int *dummy);
 void ferry__buf_drain(ferry_loader *L, size_t keep);
+/* pipeline.c */
 int64_t ferry__admit_of(const ferry__rank_plan *p, int64_t w);
 void *ferry__io_main(void *arg);
 /* global_io.c: the I/O thread's loop for shuffle=global. */

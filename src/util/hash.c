@@ -18,12 +18,6 @@ uint64_t ferry__fnv1a(uint64_t h, const void *data, size_t len) {
   return h;
 }
 
-uint64_t ferry__mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 uint64_t ferry__rand64(uint64_t key, uint64_t counter) {
   return ferry__mix64(key + (counter + 1) * GOLDEN);
 }

@@ -65,8 +65,15 @@ int ferry__dtype_from_name(const char *name, ferry_dtype *out);
 /** qsort comparator of int64_t values, ascending (bytes.c). */
 int ferry__cmp_i64(const void *a, const void *b);
 uint64_t ferry__fnv1a(uint64_t h, const void *data, size_t len);
-/** SplitMix64 finaliser: a bijective 64-bit mix. */
-uint64_t ferry__mix64(uint64_t x);
+/** SplitMix64 finaliser: a bijective 64-bit mix.  Inline: the window
+ *  order (plan/order.c) calls it about eight times per sample served; as
+ *  a call into hash.c it cost 3 % more instructions in an uncompressed
+ *  Parquet epoch (callgrind; docs/performance.md, "refactor check"). */
+static inline uint64_t ferry__mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
 /** Counter-based generator: the counter-th 64-bit value of stream key. */
 uint64_t ferry__rand64(uint64_t key, uint64_t counter);
 /** Key for (seed, stream, a, b): independent streams of the generator. */

@@ -68,12 +68,11 @@ typedef struct var_state {
 } var_state;
 
 struct ferry__io {
-  const ferry__manifest *m;
-  int rank;
-  ferry__handle_cache files; /* key (part, file index) */
-  var_state *vs;             /* [nvars] */
-  pq_scratch *scratch;       /* [nscratch] */
-  unsigned char **cbuf;      /* [nscratch] compressed chunk buffers */
+  ferry__io_base b;     /* manifest, rank; files: key (part, file index)
+                         * (io_base.c) */
+  var_state *vs;        /* [nvars] */
+  pq_scratch *scratch;  /* [nscratch] */
+  unsigned char **cbuf; /* [nscratch] compressed chunk buffers */
   size_t *ccap;
   ferry__pool *pool;     /* decodes row groups or pages (NULL: inline) */
   int nscratch;          /* scratch[] entries: one a lane, plus one */
@@ -110,14 +109,14 @@ static int open_cb(void *ctx, int64_t part, int fi, void **handle,
   (void)part;
   if (!h)
     return ferry__oom(err, -1, sizeof *h, "opening file %s (rank %d)", path,
-                      io->rank);
+                      io->b.rank);
   int mrc = MPI_File_open(MPI_COMM_SELF, path, MPI_MODE_RDONLY, MPI_INFO_NULL,
                           &h->fh);
   if (mrc != MPI_SUCCESS) {
     free(h);
     return ferry__seterr(err, FERRY_EIO,
                          "MPI_File_open failed: file %s, rank %d, offset 0",
-                         path, io->rank);
+                         path, io->b.rank);
   }
   MPI_File_set_errhandler(h->fh, MPI_ERRORS_RETURN);
   if (MPI_File_get_size(h->fh, &size) != MPI_SUCCESS ||
@@ -127,7 +126,7 @@ static int open_cb(void *ctx, int64_t part, int fi, void **handle,
     return ferry__seterr(err, FERRY_EMISMATCH,
                          "file %s is %lld bytes on rank %d but %lld bytes "
                          "when rank 0 scanned it (offset 0)",
-                         path, (long long)size, io->rank,
+                         path, (long long)size, io->b.rank,
                          (long long)r->fsize[fi]);
   }
   *handle = h;
@@ -146,8 +145,8 @@ static void pq_io_close(ferry__io *io) {
     return;
   ferry__pool_free(io->pool); /* no job runs past here */
   settle_free(io);
-  ferry__handle_cache_free(&io->files);
-  for (int v = 0; io->vs && v < io->m->nvars; v++) {
+  ferry__io_base_close(&io->b);
+  for (int v = 0; io->vs && v < io->b.m->nvars; v++) {
     ferry__pq_rec_free(&io->vs[v].rec);
     free(io->vs[v].cache);
     free(io->vs[v].dict);
@@ -231,8 +230,8 @@ static void fill_values(ferry__io *io, const ferry_options *opts) {
   if (!opts || ferry_options_get(opts, "null_fill", text, sizeof text) != 0 ||
       !text[0])
     return;
-  for (int v = 0; v < io->m->nvars; v++) {
-    const ferry__var *x = &io->m->vars[v];
+  for (int v = 0; v < io->b.m->nvars; v++) {
+    const ferry__var *x = &io->b.m->vars[v];
     var_state *vs = &io->vs[v];
     if (fill_value(text, x->dtype, vs->fill) == 0)
       vs->has_fill = 1;
@@ -245,22 +244,20 @@ static void fill_values(ferry__io *io, const ferry_options *opts) {
 
 static int pq_io_open(ferry__io **out, const ferry__manifest *m,
                       const ferry__io_params *p, ferry__err *err) {
+  static const ferry__io_base_spec spec = {
+      .size = sizeof(ferry__io),
+      .open = open_cb,
+      .close = close_cb,
+      .no_collective = "the parquet backend reads column chunks "
+                       "independently: io=collective is not supported",
+  };
+  void *b = NULL;
   *out = NULL;
-  if (p->collective)
-    return ferry__seterr(err, FERRY_ENOTSUP,
-                         "the parquet backend reads column chunks "
-                         "independently: io=collective is not supported "
-                         "(rank %d)",
-                         p->rank);
-  ferry__io *io = calloc(1, sizeof *io);
-  if (!io)
-    return ferry__oom(err, -1, sizeof *io,
-                      "the I/O state (dataset %s, rank %d)", m->spec, p->rank);
-  io->m = m;
-  io->rank = p->rank;
+  int rc = ferry__io_base_open(&spec, m, p, &b, err);
+  if (rc < 0)
+    return rc;
+  ferry__io *io = b;
   io->defer = p->defer;
-  ferry__handle_cache_init(&io->files, (size_t)p->max_open_files, io, open_cb,
-                           close_cb);
   io->vs = calloc((size_t)(m->nvars ? m->nvars : 1), sizeof *io->vs);
   io->pool = ferry__pool_new(p->threads);
   int lanes = ferry__pool_lanes(io->pool);
@@ -311,18 +308,18 @@ static int get_rec(ferry__io *io, int64_t part, int var, ferry__err *err) {
   }
   ferry__pq_rec_free(&vs->rec);
   vs->rec_part = -1;
-  const ferry__part *pt = &io->m->parts[part];
+  const ferry__part *pt = &io->b.m->parts[part];
   char where[512];
   snprintf(where, sizeof where, "file %s, variable %s, rank %d", pt->paths[var],
-           io->m->vars[var].name, io->rank);
-  if (!pt->rec || io->m->record_version != 2)
+           io->b.m->vars[var].name, io->b.rank);
+  if (!pt->rec || io->b.m->record_version != 2)
     return ferry__seterr(err, FERRY_EFORMAT,
                          "%s: the manifest has no parquet record", where);
   int rc = ferry__pq_rec_get(&pt->rec[var], &vs->rec, where, err);
   if (rc < 0)
     return rc;
   if (vs->rec.k * (int64_t)ferry_dtype_size((ferry_dtype)vs->rec.dtype) !=
-      (int64_t)io->m->vars[var].row_bytes)
+      (int64_t)io->b.m->vars[var].row_bytes)
     return ferry__seterr(err, FERRY_EFORMAT,
                          "%s: the parquet record disagrees with the "
                          "variable's row size",
@@ -339,13 +336,13 @@ static int read_range(ferry__io *io, int64_t part, int var, int64_t g,
   const pq_rg_rec *rg = &vs->rec.rg[g];
   void *h;
   io->cur_vs = vs;
-  int rc = ferry__handle_get(&io->files, part, rg->file, io->rank, &h, err);
+  int rc = ferry__handle_get(&io->b.files, part, rg->file, io->b.rank, &h, err);
   if (rc < 0)
     return rc;
   char where[512];
   snprintf(where, sizeof where, "file %s, variable %s, row group %lld, rank %d",
-           vs->rec.files[rg->file], io->m->vars[var].name, (long long)rg->rgi,
-           io->rank);
+           vs->rec.files[rg->file], io->b.m->vars[var].name, (long long)rg->rgi,
+           io->b.rank);
   for (size_t done = 0; done < (size_t)size;) {
     size_t n =
         (size_t)size - done < (1u << 30) ? (size_t)size - done : (1u << 30);
@@ -369,7 +366,7 @@ static int read_chunk(ferry__io *io, int64_t part, int var, int64_t g, int t,
     if (!nb)
       return ferry__oom(
           err, -1, need, "a column chunk: file %s, variable %s, rank %d",
-          vs->rec.files[rg->file], io->m->vars[var].name, io->rank);
+          vs->rec.files[rg->file], io->b.m->vars[var].name, io->b.rank);
     io->cbuf[t] = nb;
     io->ccap[t] = need;
   }
@@ -394,8 +391,8 @@ static int get_dict(ferry__io *io, int64_t part, int var, int64_t g,
       if (!nb)
         return ferry__oom(err, -1, (size_t)rg->dict_size,
                           "a dictionary page: file %s, variable %s, rank %d",
-                          vs->rec.files[rg->file], io->m->vars[var].name,
-                          io->rank);
+                          vs->rec.files[rg->file], io->b.m->vars[var].name,
+                          io->b.rank);
       vs->dict = nb;
       vs->dict_cap = (size_t)rg->dict_size;
     }
@@ -435,8 +432,8 @@ static int decode_one(ferry__io *io, const pq_rec *r, int var, int64_t g,
     return ferry__seterr(err, FERRY_ENOTSUP,
                          "file %s, column %s, row group %lld, rank %d: codec "
                          "%s (%d) is not supported by this build",
-                         r->files[rg->file], io->m->vars[var].name,
-                         (long long)rg->rgi, io->rank,
+                         r->files[rg->file], io->b.m->vars[var].name,
+                         (long long)rg->rgi, io->b.rank,
                          ferry__pq_codec_name(rg->codec), rg->codec);
   pq_job j = {.rec = r,
               .rg = rg,
@@ -444,8 +441,8 @@ static int decode_one(ferry__io *io, const pq_rec *r, int var, int64_t g,
               .dict = dict,
               .out = out,
               .file = r->files[rg->file],
-              .var = io->m->vars[var].name,
-              .rank = io->rank,
+              .var = io->b.m->vars[var].name,
+              .rank = io->b.rank,
               .rgi = rg->rgi,
               .row0 = row0,
               .in_rg = in_rg,
@@ -551,7 +548,7 @@ static int rg_job_run(void *arg, ferry__err *err) {
   pool *p = j->p;
   ferry__io *io = p->io;
   const pq_rec *r = &p->rec;
-  size_t rb = io->m->vars[p->var].row_bytes;
+  size_t rb = io->b.m->vars[p->var].row_bytes;
   int64_t g = p->g0 + j->i;
   unsigned char *o =
       p->out + (size_t)(r->rg[g].first_row - r->rg[p->g0].first_row) * rb;
@@ -589,8 +586,8 @@ static int read_groups(ferry__io *io, int64_t part, int var, pool *p, int keep,
       return ferry__oom(err, -1, (size_t)(end - a->offset) + 1,
                         "column chunks (file %s, dataset %s, variable %s, "
                         "rank %d)",
-                        r->files[a->file], io->m->spec, io->m->vars[var].name,
-                        io->rank);
+                        r->files[a->file], io->b.m->spec,
+                        io->b.m->vars[var].name, io->b.rank);
     p->own[nown++] = b;
     rc = read_range(io, part, var, g0 + i, a->offset, end - a->offset, b, err);
     for (; i < j; i++)
@@ -622,8 +619,8 @@ static int read_groups(ferry__io *io, int64_t part, int var, pool *p, int keep,
         return ferry__oom(err, -1, (size_t)a->dict_size,
                           "a dictionary page (file %s, dataset %s, variable "
                           "%s, rank %d)",
-                          r->files[a->file], io->m->spec, io->m->vars[var].name,
-                          io->rank);
+                          r->files[a->file], io->b.m->spec,
+                          io->b.m->vars[var].name, io->b.rank);
       memcpy(c, d, (size_t)a->dict_size);
       p->own[nown++] = c;
       d = c;
@@ -674,7 +671,7 @@ static int whole_groups(ferry__io *io, int64_t part, int var, int64_t g0,
         rc = decode_lanes(io, var, g, d,
                           out + (size_t)(io->vs[var].rec.rg[g].first_row -
                                          io->vs[var].rec.rg[g0].first_row) *
-                                    io->m->vars[var].row_bytes,
+                                    io->b.m->vars[var].row_bytes,
                           err);
       if (rc < 0)
         return rc;
@@ -703,8 +700,8 @@ static int whole_groups(ferry__io *io, int64_t part, int var, int64_t g0,
                                          2 * sizeof *p->own + sizeof *p->jobs),
                        "%lld row groups' jobs (dataset %s, variable %s, "
                        "rank %d)",
-                       (long long)n, io->m->spec, io->m->vars[var].name,
-                       io->rank);
+                       (long long)n, io->b.m->spec, io->b.m->vars[var].name,
+                       io->b.rank);
   if (rc == 0)
     rc = decode_pool(io, p, defer, err);
   if (p && defer) { /* its jobs may run: freed by io_wait */
@@ -723,7 +720,7 @@ static int partial_group(ferry__io *io, int64_t part, int var, int64_t g,
                          ferry__err *err) {
   var_state *vs = &io->vs[var];
   const pq_rg_rec *rg = &vs->rec.rg[g];
-  size_t rb = io->m->vars[var].row_bytes;
+  size_t rb = io->b.m->vars[var].row_bytes;
   if (vs->cache_part != part || vs->cache_rg != g) {
     size_t need = (size_t)rg->num_rows * rb;
     vs->cache_part = -1;
@@ -734,7 +731,7 @@ static int partial_group(ferry__io *io, int64_t part, int var, int64_t g,
                           "a decoded row group (row group %lld of file %s, "
                           "variable %s, rank %d)",
                           (long long)rg->rgi, vs->rec.files[rg->file],
-                          io->m->vars[var].name, io->rank);
+                          io->b.m->vars[var].name, io->b.rank);
       vs->cache = nb;
       vs->cache_cap = need;
     }
@@ -756,10 +753,10 @@ static int partial_group(ferry__io *io, int64_t part, int var, int64_t g,
 
 static int pq_io_read(ferry__io *io, int64_t part, int var, int64_t row,
                       int64_t nrows, void *buf, ferry__err *err) {
-  const ferry__manifest *m = io->m;
-  int rc = ferry__check_part_var(m, part, var, io->rank, err);
+  const ferry__manifest *m = io->b.m;
+  int rc = ferry__check_part_var(m, part, var, io->b.rank, err);
   if (rc == 0)
-    rc = ferry__check_rows(m, part, var, row, nrows, io->rank, err);
+    rc = ferry__check_rows(m, part, var, row, nrows, io->b.rank, err);
   if (rc == 0)
     rc = get_rec(io, part, var, err);
   if (rc < 0 || nrows == 0)
@@ -802,7 +799,7 @@ static int pq_io_read(ferry__io *io, int64_t part, int var, int64_t row,
                          "rows past the last row group: file %s, variable "
                          "%s, rank %d",
                          m->parts[part].paths[var], m->vars[var].name,
-                         io->rank);
+                         io->b.rank);
   return 0;
 }
 
