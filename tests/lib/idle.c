@@ -6,7 +6,7 @@
  * with mpi_yield_when_idle=1, which tests/run-mpi.sh sets) it calls
  * sched_yield() between polls.  sched_yield() returns at once when no
  * other thread wants the core, so every waiting rank burned a whole core
- * in system time (284 s of sys in the quick tier, 2026-11-27): a
+ * in system time (a part of the quick tier's 284 s, 2026-11-27): a
  * job of 3 ranks whose rank 0 works for 2 s cost 4 s CPU (0.7 s with
  * this shim).  The first 5 ms of a wait still yield (a reply that comes
  * soon is seen at once: the many short waits of a loader test cost no
