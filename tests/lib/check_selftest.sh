@@ -5,9 +5,11 @@
 # its file, and in_lanes reports a failed lane (a check that cannot fail
 # would pass every refusal test built on it); tests/lib/tier.sh leaves the
 # slow tier out of quick, expands folder entries, keeps only registered
-# tests and refuses an unknown tier (a typo in TIER= must not run nothing).
+# tests and refuses an unknown tier (a typo in TIER= must not run nothing);
+# tests/run-mpi.sh preloads the idle shim (tests/lib/idle.c), which sleeps.
 #
-# Environment: top_srcdir, FERRY_TEST_TMPDIR.  Exit 0 pass, 1 fail.
+# Environment: top_srcdir, FERRY_TEST_TMPDIR; RUN_MPI, FERRY_MPI_IDLE (the
+# shim is checked only with both).  Exit 0 pass, 1 fail.
 
 top_srcdir=${top_srcdir:-`dirname "$0"`/../..}
 tmp=${FERRY_TEST_TMPDIR:-${TMPDIR:-/tmp}}/check_selftest.$$
@@ -74,6 +76,51 @@ tier_is slow 'tests/corpus/c.sh'
 tier_is all 'tests/unit/a tests/cli/b.sh tests/corpus/c.sh tests/fuzz/d'
 tier_is asan 'tests/unit/a tests/fuzz/d'
 tier_is fuzz 'tests/fuzz/d'
+# The idle shim (issue 24): run-mpi.sh preloads it into the ranks with
+# yield_when_idle on, and a thread that keeps calling sched_yield() sleeps
+# once it has yielded for 5 ms: 50 calls then take at least 50 x 100 us
+# (without the shim, on an idle core, about 50 us).  Three tries: a thread
+# descheduled for a millisecond starts a new wait, which yields at once.
+# On a busy machine a plain sched_yield() may be slow too: then the
+# timing cannot tell, the preload check still can.
+idle=${FERRY_MPI_IDLE:-}
+case ${FERRY_SANITIZE-}:${ASAN_OPTIONS-} in
+  *address*verify_asan_link_order=0*) ;;
+  *address*) idle= ;;
+esac
+if test -n "$idle" && test -r "$idle" && test -n "${RUN_MPI:-}"; then
+  got=`$RUN_MPI 1 sh -c 'echo "$LD_PRELOAD|$OMPI_MCA_mpi_yield_when_idle"' 2>&1`
+  case $got in
+    *"$idle"*"|1") echo "ok: run-mpi.sh preloads the idle shim, yield_when_idle=1" ;;
+    *) echo "FAIL: run-mpi.sh: a rank's LD_PRELOAD|yield_when_idle is '$got'"
+       errors=1 ;;
+  esac
+  slept=`LD_PRELOAD=$idle python3 -c '
+import os, time
+for attempt in range(3):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 0.01:  # past the 5 ms of yields
+        os.sched_yield()
+    t1 = time.monotonic()
+    for i in range(50):
+        os.sched_yield()
+    us = (time.monotonic() - t1) * 1e6
+    if us >= 5000:
+        break
+print(int(us))' 2>&1`
+  case $slept in
+    ''|*[!0-9]*) echo "FAIL: the idle shim timing did not run: $slept"; errors=1 ;;
+    *) if test "$slept" -ge 5000; then
+         echo "ok: the idle shim sleeps: 50 yields after 10 ms took $slept us"
+       else
+         echo "FAIL: the idle shim does not sleep: 50 yields took $slept us (< 5000)"
+         errors=1
+       fi ;;
+  esac
+else
+  echo "note: FERRY_MPI_IDLE not set or not built (make check sets it): the idle shim is not checked"
+fi
+
 if tier quikc >/dev/null 2>&1; then
   echo "FAIL: tier.sh accepted the tier 'quikc'"
   errors=1
