@@ -76,7 +76,7 @@ static void refusal(const ferry__manifest *m) {
 
 /* A state that cannot be allocated: FERRY_ENOMEM, the size and the words
  * every backend used ("the I/O state (dataset D, rank R)"), nothing left
- * (tests/mpi/oom.sh's stride may step over this allocation). */
+ * (tests/loader/oom.sh's stride may step over this allocation). */
 static void no_memory(const ferry__manifest *m) {
   static const ferry__io_base_spec spec = {
       .size = SIZE_MAX / 2,
