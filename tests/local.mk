@@ -114,6 +114,7 @@ MPI_TESTS += \
 	tests/style/lint.sh \
 	tests/style/docs-paths.sh \
 	tests/style/layers.sh \
+	tests/style/circles.sh \
 	tests/lib/check_selftest.sh
 # The GPU stage (tests/gpu/local.mk builds its programs).
 MPI_TESTS += tests/gpu/nogpu.sh tests/gpu/noneeded.sh
