@@ -122,9 +122,13 @@ static int rec_rg_check(ferry__rec_r *b, const pq_rec *r, int64_t i) {
   const pq_rg_rec *g = &r->rg[i];
   if (b->rc)
     return b->rc;
+  /* first_row and num_rows bounded by the most samples ferry serves, so
+   * that their sum below cannot overflow (fuzz_record found a corrupt
+   * record adding two int64 past INT64_MAX, 2026-11-27). */
   if (g->file < 0 || g->file >= r->nfiles || g->size < 0 || g->offset < 0 ||
-      g->num_rows < 0 || g->rgi < 0 || g->dict_offset < 0 || g->dict_size < 0 ||
-      g->dict_size > (int64_t)PQ_MAX_DICT)
+      g->num_rows < 0 || g->num_rows > FERRY__MAX_SAMPLES || g->first_row < 0 ||
+      g->first_row > FERRY__MAX_SAMPLES || g->rgi < 0 || g->dict_offset < 0 ||
+      g->dict_size < 0 || g->dict_size > (int64_t)PQ_MAX_DICT)
     return ferry__rec_fail(b, "bad row group");
   if (i > 0 && g->first_row != r->rg[i - 1].first_row + r->rg[i - 1].num_rows)
     return ferry__rec_fail(b, "row groups do not follow each other");
