@@ -14,11 +14,12 @@
  */
 #include "tool.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_VAR = 1, OPT_EPOCH, OPT_ROW_HASH };
+enum { OPT_VAR = 1, OPT_EPOCH, OPT_ROW_HASH, OPT_OUTPUT };
 
 /* The records rank 0 gathers in one round, all ranks together: the round is
  * the most whole batches (at least one) whose records fit. */
@@ -36,12 +37,19 @@ static const tool_opt dump_opts[] = {
      "Add a fifth field, fnv=HEX: the FNV-1a 64-bit hash of the whole row's "
      "bytes as served (native byte order), so a test can check every "
      "element, not only the first."},
+    {"output", 1, OPT_OUTPUT, "FILE",
+     "Write the lines to FILE (rank 0 writes it; '-': standard output) "
+     "instead of standard output.  Under mpirun, a rank's standard output "
+     "is forwarded through the launcher, which costs far more than the "
+     "dump itself for millions of lines (Open MPI 4: 4 M lines, 14 s "
+     "through mpirun, 1.5 s into a file)."},
     {NULL, 0, 0, NULL, NULL},
 };
 
 const tool_cmd tool_cmd_dump = {
     .name = "dump",
-    .args = "DATASET [--var NAME] [--epoch E] [--row-hash] [loader options]",
+    .args = "DATASET [--var NAME] [--epoch E] [--row-hash] [--output FILE] "
+            "[loader options]",
     .summary = "print every sample served in an epoch, by rank and batch",
     .description =
         "Run epoch E and print one line per sample served: 'rank batch "
@@ -110,21 +118,21 @@ static void dump_batch(const tool_ctx *ctx, const ferry_batch *b, int vi,
 
 /* Rank 0: every rank's records (all; counts[r] values for rank r), one
  * line per sample. */
-static void dump_print(const tool_ctx *ctx, ferry_dtype dtype, int row_hash,
-                       const int64_t *all, const int64_t *counts) {
+static int dump_print(const tool_ctx *ctx, FILE *out, ferry_dtype dtype,
+                      int row_hash, const int64_t *all, const int64_t *counts) {
   const int64_t *r = all;
   for (int rank = 0; rank < ctx->size; rank++)
     for (int64_t k = 0; k < counts[rank] / D_FIELDS; k++, r += D_FIELDS) {
       char val[64] = "-";
       if (r[D_HAS])
         tool_format_value(dtype, &r[D_VALUE], val, sizeof val);
-      printf("%d %" PRId64 " %" PRId64 " %s", rank, r[D_BATCH], r[D_SAMPLE],
-             val);
+      fprintf(out, "%d %" PRId64 " %" PRId64 " %s", rank, r[D_BATCH],
+              r[D_SAMPLE], val);
       if (row_hash)
-        printf(" fnv=%016" PRIx64, (uint64_t)r[D_HASH]);
-      printf("\n");
+        fprintf(out, " fnv=%016" PRIx64, (uint64_t)r[D_HASH]);
+      fputc('\n', out);
     }
-  fflush(stdout);
+  return fflush(out) == 0 && !ferror(out) ? 0 : -1;
 }
 
 /* The index of variable var among the loader's (var NULL: the first), or
@@ -196,33 +204,91 @@ static int64_t round_batches(const tool_ctx *ctx) {
   return per >= DUMP_ROUND_BYTES ? 1 : (int64_t)(DUMP_ROUND_BYTES / per);
 }
 
-/* Gather the round's records on rank 0, print them, and empty d.
- * Collective.  Returns 0 or an exit status. */
-static int flush_round(const tool_ctx *ctx, ferry_dtype dtype, int row_hash,
-                       dump_recs *d) {
+/* Where dump writes: out on rank 0 (NULL elsewhere), named path. */
+typedef struct dump_out {
+  FILE *f;
+  const char *path;
+} dump_out;
+
+/* Gather the round's records on rank 0, print them to out, and empty d.
+ * Collective.  Returns 0 or an exit status (a failed write on rank 0 is
+ * agreed, so every rank stops at the same round). */
+static int flush_round(const tool_ctx *ctx, const dump_out *out,
+                       ferry_dtype dtype, int row_hash, dump_recs *d) {
   int64_t *all = NULL, *counts = NULL;
   if (tool_gather_i64(d->recs, d->nrecs * D_FIELDS, &all, &counts) < 0) {
     tool_error(ctx, "too many samples to gather on rank 0; dump fewer "
                     "(--max-chunks, --fraction, --batch-size)");
     return TOOL_EXIT_ERROR;
   }
-  if (ctx->rank == 0)
-    dump_print(ctx, dtype, row_hash, all, counts);
+  int wrote = 0, werr = 0;
+  if (ctx->rank == 0) {
+    errno = 0;
+    wrote = dump_print(ctx, out->f, dtype, row_hash, all, counts);
+    werr = errno;
+  }
   free(all);
   free(counts);
   d->nrecs = 0;
+  if (!tool_all(wrote == 0)) {
+    tool_error(ctx, "cannot write to %s: %s", out->path,
+               werr ? strerror(werr) : "failed on rank 0");
+    return TOOL_EXIT_ERROR;
+  }
   return 0;
+}
+
+/* Open --output FILE on rank 0 (path NULL or "-": standard output); the
+ * result agreed by every rank.  Returns 0 or an exit status. */
+static int dump_open_out(const tool_ctx *ctx, const char *path,
+                         dump_out *out) {
+  out->f = NULL;
+  out->path = path && strcmp(path, "-") != 0 ? path : "standard output";
+  int ok = 1, err = 0;
+  if (ctx->rank == 0) {
+    out->f = path && strcmp(path, "-") != 0 ? fopen(path, "w") : stdout;
+    if (out->f == NULL) {
+      ok = 0;
+      err = errno;
+    }
+  }
+  if (!tool_all(ok)) {
+    tool_error(ctx, "cannot open --output %s: %s", path,
+               err ? strerror(err) : "failed on rank 0");
+    out->path = NULL; /* nothing to close */
+    return TOOL_EXIT_ERROR;
+  }
+  return 0;
+}
+
+/* Close what dump_open_out opened; a failed close fails the dump.  Every
+ * rank calls it.  Returns 0 or an exit status. */
+static int dump_close_out(const tool_ctx *ctx, dump_out *out, int st) {
+  int ok = 1;
+  if (out->path == NULL) /* never opened: nothing agreed, nothing to close */
+    return st;
+  if (out->f != NULL && out->f != stdout && fclose(out->f) != 0)
+    ok = 0;
+  out->f = NULL;
+  if (!tool_all(ok) && st == 0) {
+    tool_error(ctx, "cannot write to %s (closing it)", out->path);
+    return TOOL_EXIT_ERROR;
+  }
+  return st;
 }
 
 static int run_dump(tool_ctx *ctx) {
   const char *var = NULL;
   int64_t epoch = 0;
   int row_hash = 0;
+  const char *output = NULL;
   for (int i = 0; i < ctx->nargs; i++) {
     if (ctx->args[i].id == OPT_ROW_HASH) {
       row_hash = 1;
     } else if (ctx->args[i].id == OPT_VAR) {
       var = ctx->args[i].value;
+    } else if (ctx->args[i].id == OPT_OUTPUT) {
+      output = ctx->args[i].value;
     } else if (ctx->args[i].id == OPT_EPOCH &&
                tool_parse_i64(ctx->args[i].value, 0, INT64_MAX, &epoch) != 0) {
       return tool_usage_error(ctx,
@@ -238,7 +304,10 @@ static int run_dump(tool_ctx *ctx) {
   ferry_var_info vinfo;
   int vi = -1;
   dump_recs d = {NULL, 0, 0};
+  dump_out out = {NULL, NULL};
   if ((st = open_with_var(ctx, var, &L, &vi, &vinfo)) != 0)
+    goto cleanup;
+  if ((st = dump_open_out(ctx, output, &out)) != 0)
     goto cleanup;
   size_t elsize = ferry_dtype_size(vinfo.dtype);
   const int64_t per_round = round_batches(ctx);
@@ -261,12 +330,13 @@ static int run_dump(tool_ctx *ctx) {
       tool_local_fatal(ctx, L, "ferry_release", rc);
     /* every rank has served the same number of batches here */
     if ((nb + 1) % per_round == 0 &&
-        (st = flush_round(ctx, vinfo.dtype, row_hash, &d)) != 0)
+        (st = flush_round(ctx, &out, vinfo.dtype, row_hash, &d)) != 0)
       goto cleanup;
   }
-  st = flush_round(ctx, vinfo.dtype, row_hash, &d);
+  st = flush_round(ctx, &out, vinfo.dtype, row_hash, &d);
 
 cleanup:
+  st = dump_close_out(ctx, &out, st);
   free(d.recs);
   rc = L ? ferry_close(L) : 0;
   if (rc != 0 && st == 0)

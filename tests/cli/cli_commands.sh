@@ -82,6 +82,22 @@ awk 'BEGIN { for (i = 0; i < 999; i++) print i }' >"$tmp/all"
 cmp -s "$tmp/ids3" "$tmp/all" || bad "dump on 3 ranks does not serve every sample once"
 expect 0 '' $RUN_MPI 3 "$FERRY" dump "$m" --batch-size 10 --tail partial --var y --epoch 2
 cmp -s "$tmp/out" "$tmp/dump3a" || bad "dump of the same epoch differs between runs"
+# --output FILE: the same lines in FILE (rank 0 writes it), nothing on
+# standard output; '-' is standard output; a file that cannot be opened or
+# written fails every rank with one message.
+rm -f "$tmp/dump3o"
+expect 0 '' $RUN_MPI 3 "$FERRY" dump "$m" --batch-size 10 --tail partial --var y --epoch 2 --output "$tmp/dump3o"
+cmp -s "$tmp/dump3o" "$tmp/dump3a" || bad "dump --output FILE differs from dump's standard output"
+test -s "$tmp/out" && bad "dump --output FILE also printed on standard output"
+expect 0 '' $RUN_MPI 3 "$FERRY" dump "$m" --batch-size 10 --tail partial --var y --epoch 2 --output -
+cmp -s "$tmp/out" "$tmp/dump3a" || bad "dump --output - differs from dump's standard output"
+expect 1 "cannot open --output $tmp/no/such/dir: No such file or directory" \
+  $RUN_MPI 3 "$FERRY" dump "$m" --batch-size 10 --output "$tmp/no/such/dir"
+test `grep -c "cannot open --output" "$tmp/err"` = 1 || bad "dump --output: not one message"
+if test -w /dev/full; then
+  expect 1 "cannot write to /dev/full: No space left on device" \
+    $RUN_MPI 3 "$FERRY" dump "$m" --batch-size 10 --output /dev/full
+fi
 # --var accepts a leading '/' as --vars does (issue 11: "--vars /labels" was
 # accepted but "dump --var /labels" said there is no such variable).
 expect 0 '' $RUN_MPI 3 "$FERRY" dump "$m" --batch-size 10 --tail partial --var /y --epoch 2
