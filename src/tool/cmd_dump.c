@@ -240,8 +240,7 @@ static int flush_round(const tool_ctx *ctx, const dump_out *out,
 
 /* Open --output FILE on rank 0 (path NULL or "-": standard output); the
  * result agreed by every rank.  Returns 0 or an exit status. */
-static int dump_open_out(const tool_ctx *ctx, const char *path,
-                         dump_out *out) {
+static int dump_open_out(const tool_ctx *ctx, const char *path, dump_out *out) {
   out->f = NULL;
   out->path = path && strcmp(path, "-") != 0 ? path : "standard output";
   int ok = 1, err = 0;
