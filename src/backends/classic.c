@@ -43,6 +43,7 @@
 #include "backends/backend.h"
 #include "backends/classic.h"
 #include "backends/toolkit.h"
+#include "util/record.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -665,15 +666,18 @@ static int make_notes(const ferry__cdf *h, int64_t sdim, const char *chosen,
  * record size and the offset of the first record (little-endian). */
 static int rec_put(ferry__blob *b, int is_rec, int64_t recsize,
                    int64_t begin_rec) {
-  if (!(b->p = malloc(CDF_REC_LEN)))
+  ferry__rec_w w;
+  ferry__rec_w_init(&w);
+  ferry__rec_put_u8(&w, CDF_REC_VERSION);
+  ferry__rec_put_u8(&w, (unsigned)is_rec);
+  ferry__rec_put_i64(&w, recsize);
+  ferry__rec_put_i64(&w, begin_rec);
+  void *p = NULL;
+  size_t len = 0;
+  if (ferry__rec_finish(&w, &p, &len) < 0)
     return -1;
-  b->len = CDF_REC_LEN;
-  b->p[0] = CDF_REC_VERSION;
-  b->p[1] = (unsigned char)is_rec;
-  for (int i = 0; i < 8; i++) {
-    b->p[2 + i] = (unsigned char)((uint64_t)recsize >> (8 * i));
-    b->p[10 + i] = (unsigned char)((uint64_t)begin_rec >> (8 * i));
-  }
+  b->p = p;
+  b->len = len;
   return 0;
 }
 
@@ -876,12 +880,11 @@ static int rec_get(const ferry__io *io, const ferry__part *pt, int var,
                          "rank %d): scan the dataset again",
                          pt->paths[var], io->b.m->vars[var].name,
                          io->b.m->record_version, b ? b->len : 0, io->b.rank);
-  uint64_t rs = 0, br = 0;
-  for (int i = 0; i < 8; i++) {
-    rs |= (uint64_t)b->p[2 + i] << (8 * i);
-    br |= (uint64_t)b->p[10 + i] << (8 * i);
-  }
-  *is_rec = b->p[1];
+  ferry__rec_r rd; /* its length was checked: every get succeeds */
+  ferry__rec_r_init(&rd, b->p, b->len);
+  (void)ferry__rec_get_u8(&rd); /* the version, checked */
+  *is_rec = (int)ferry__rec_get_u8(&rd);
+  uint64_t rs = ferry__rec_get_u64(&rd), br = ferry__rec_get_u64(&rd);
   *recsize = (int64_t)rs;
   *begin_rec = (int64_t)br;
   int64_t rb = (int64_t)io->b.m->vars[var].row_bytes;

@@ -41,6 +41,7 @@
 
 #include "backends/backend.h"
 #include "backends/gen.h"
+#include "backends/toolkit.h"
 #include "util/dtype.h"
 
 #include <errno.h>
@@ -315,8 +316,7 @@ cleanup:
 
 /* Per part, only the failure injection is needed at read time. */
 struct ferry__io {
-  const ferry__manifest *m; /* owned by the loader, outlives this state */
-  int rank;
+  ferry__io_base b; /* manifest, rank (io_base.c); no file is opened */
   int64_t *fail_at; /* [nparts] */
   int *fail_rank;   /* [nparts] */
 };
@@ -324,6 +324,7 @@ struct ferry__io {
 static void mem_io_close(ferry__io *io) {
   if (!io)
     return;
+  ferry__io_base_close(&io->b);
   free(io->fail_at);
   free(io->fail_rank);
   free(io);
@@ -331,14 +332,13 @@ static void mem_io_close(ferry__io *io) {
 
 static int mem_io_open(ferry__io **out, const ferry__manifest *m,
                        const ferry__io_params *p, ferry__err *err) {
-  int rc = 0;
+  static const ferry__io_base_spec spec = {.size = sizeof(ferry__io)};
+  void *state = NULL;
+  int rc = ferry__io_base_open(&spec, m, p, &state, err);
   *out = NULL;
-  ferry__io *io = calloc(1, sizeof *io);
-  if (!io)
-    return ferry__oom(err, -1, sizeof *io,
-                      "the I/O state (dataset %s, rank %d)", m->spec, p->rank);
-  io->m = m;
-  io->rank = p->rank;
+  if (rc < 0)
+    return rc;
+  ferry__io *io = state;
   size_t n = m->nparts > 0 ? (size_t)m->nparts : 1;
   io->fail_at = calloc(n, sizeof *io->fail_at);
   io->fail_rank = calloc(n, sizeof *io->fail_rank);
@@ -370,22 +370,22 @@ cleanup:
 
 static int mem_io_read(ferry__io *io, int64_t part, int var, int64_t row,
                        int64_t nrows, void *buf, ferry__err *err) {
-  const ferry__manifest *m = io->m;
-  int rc0 = ferry__check_part_var(m, part, var, io->rank, err);
+  const ferry__manifest *m = io->b.m;
+  int rc0 = ferry__check_part_var(m, part, var, io->b.rank, err);
   if (rc0)
     return rc0;
   const ferry__part *pt = &m->parts[part];
   const ferry__var *v = &m->vars[var];
-  if ((rc0 = ferry__check_rows(m, part, var, row, nrows, io->rank, err)))
+  if ((rc0 = ferry__check_rows(m, part, var, row, nrows, io->b.rank, err)))
     return rc0;
   int64_t f = io->fail_at[part];
   if (f >= row && f < row + nrows &&
-      (io->fail_rank[part] < 0 || io->fail_rank[part] == io->rank))
+      (io->fail_rank[part] < 0 || io->fail_rank[part] == io->b.rank))
     return ferry__seterr(err, FERRY_EIO,
                          "injected read failure (fail_at=%lld): file %s, "
                          "variable %s, rank %d, offset %lld (rows [%lld, "
                          "%lld))",
-                         (long long)f, pt->paths[var], v->name, io->rank,
+                         (long long)f, pt->paths[var], v->name, io->b.rank,
                          (long long)(f * (int64_t)v->row_bytes), (long long)row,
                          (long long)(row + nrows));
   size_t elsize = ferry_dtype_size(v->dtype);

@@ -49,6 +49,7 @@
 #include "backends/npy.h"
 #include "backends/toolkit.h"
 #include "backends/zip.h"
+#include "util/record.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -74,15 +75,6 @@
 #define NPZ_PIECE_IN ((size_t)64 << 10)
 /* zlib's inflate state plus its 32 KiB window, for the cache_bytes bound. */
 #define NPZ_CKPT_BYTES ((size_t)40 << 10)
-
-static void put32(unsigned char *p, uint32_t v) {
-  for (int i = 0; i < 4; i++)
-    p[i] = (unsigned char)(v >> (8 * i));
-}
-static void put64(unsigned char *p, uint64_t v) {
-  put32(p, (uint32_t)v);
-  put32(p + 4, (uint32_t)(v >> 32));
-}
 
 /* ---- Members as .npy arrays (rank 0) ---------------------------------- */
 
@@ -125,17 +117,23 @@ typedef struct npz_rec {
 } npz_rec;
 
 static int rec_put(const npz_rec *r, ferry__blob *b) {
-  if (!(b->p = calloc(1, NPZ_REC_LEN)))
+  ferry__rec_w w;
+  ferry__rec_w_init(&w);
+  ferry__rec_put_u32(&w, NPZ_REC_VERSION);
+  ferry__rec_put_u32(&w, r->method);
+  ferry__rec_put_u32(&w, r->crc);
+  ferry__rec_put_u32(&w, 0);
+  ferry__rec_put_i64(&w, r->data);
+  ferry__rec_put_i64(&w, r->csize);
+  ferry__rec_put_i64(&w, r->usize);
+  ferry__rec_put_i64(&w, r->hlen);
+  ferry__rec_put_i64(&w, r->ck_rows);
+  void *p = NULL;
+  size_t len = 0;
+  if (ferry__rec_finish(&w, &p, &len) < 0)
     return -1;
-  b->len = NPZ_REC_LEN;
-  put32(b->p, NPZ_REC_VERSION);
-  put32(b->p + 4, r->method);
-  put32(b->p + 8, r->crc);
-  put64(b->p + 16, (uint64_t)r->data);
-  put64(b->p + 24, (uint64_t)r->csize);
-  put64(b->p + 32, (uint64_t)r->usize);
-  put64(b->p + 40, (uint64_t)r->hlen);
-  put64(b->p + 48, (uint64_t)r->ck_rows);
+  b->p = p;
+  b->len = len;
   return 0;
 }
 
@@ -146,16 +144,22 @@ static int rec_get(const ferry__manifest *m, int64_t part, int var, npz_rec *r,
   const ferry__part *pt = &m->parts[part];
   const ferry__blob *b = pt->rec ? &pt->rec[var] : NULL;
   int64_t rb = (int64_t)m->vars[var].row_bytes, n = pt->num_samples;
-  int ok =
-      b && b->len == NPZ_REC_LEN && ferry__zip_le32(b->p) == NPZ_REC_VERSION;
+  int ok = b && b->len == NPZ_REC_LEN;
   if (ok) {
-    r->method = ferry__zip_le32(b->p + 4);
-    r->crc = ferry__zip_le32(b->p + 8);
-    r->data = (int64_t)ferry__zip_le64(b->p + 16);
-    r->csize = (int64_t)ferry__zip_le64(b->p + 24);
-    r->usize = (int64_t)ferry__zip_le64(b->p + 32);
-    r->hlen = (int64_t)ferry__zip_le64(b->p + 40);
-    r->ck_rows = (int64_t)ferry__zip_le64(b->p + 48);
+    ferry__rec_r rd;
+    ferry__rec_r_init(&rd, b->p, b->len);
+    ok = ferry__rec_get_u32(&rd) == NPZ_REC_VERSION;
+    r->method = ferry__rec_get_u32(&rd);
+    r->crc = ferry__rec_get_u32(&rd);
+    (void)ferry__rec_get_u32(&rd); /* 0 */
+    r->data = ferry__rec_get_i64(&rd);
+    r->csize = ferry__rec_get_i64(&rd);
+    r->usize = ferry__rec_get_i64(&rd);
+    r->hlen = ferry__rec_get_i64(&rd);
+    r->ck_rows = ferry__rec_get_i64(&rd);
+    ok = ok && ferry__rec_end(&rd, "npz record longer than its fields") == 0;
+  }
+  if (ok) {
     int64_t fs = pt->file_size[var];
     ok = (r->method == 0 || r->method == 8) && r->data >= 0 && r->csize >= 0 &&
          r->usize >= 0 && r->hlen >= 0 && r->ck_rows >= 1 && r->data <= fs &&

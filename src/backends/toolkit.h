@@ -170,7 +170,7 @@ int ferry__handle_get(ferry__handle_cache *c, int64_t part, int var, int rank,
 void ferry__handle_cache_free(ferry__handle_cache *c);
 
 /**
- * The I/O base (io_base.c): what every file backend's io_open fills alike.
+ * The I/O base (io_base.c): what every backend's io_open fills alike.
  * A backend's struct ferry__io starts with a ferry__io_base (the first
  * member, so the handle cache's ctx, the base, is the whole state).
  */

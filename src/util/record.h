@@ -1,9 +1,10 @@
 /*
  * util/record.h - one writer and one reader of flat binary records: the
- * packed manifest rank 0 broadcasts (core/manifest.c), a mix source's
- * record (backends/mixread.c) and a parquet variable's record
- * (backends/parquet/record.c).  These bytes travel over MPI, are saved in
- * manifest JSON files and hashed into the plan certificate and state files,
+ * packed manifest rank 0 broadcasts (core/manifest.c) and every record a
+ * backend keeps per variable: a mix source's (backends/mixread.c), a
+ * parquet variable's (backends/parquet/record.c), npz, netCDF classic and
+ * zarr (npz.c, classic.c, zarr/zarr.c).  These bytes travel over MPI, are saved
+ * in manifest JSON files and hashed into the plan certificate and state files,
  * so the reader never trusts them: every length it reads is bounded by the
  * bytes that remain, and a short or corrupt record is a negative FERRY_E*
  * code with the offset and what was wrong, never a read past the end.

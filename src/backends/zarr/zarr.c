@@ -76,6 +76,7 @@
 #endif
 
 #include "backends/zarr/zarr.h"
+#include "util/record.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,12 +107,16 @@ static int z_probe(const char *path) {
 /* ---- The record ------------------------------------------------------- */
 
 int ferry__zarr_rec_put(ferry__blob *b, int reader, uint64_t hash) {
-  if (!(b->p = malloc(ZREC_LEN)))
+  ferry__rec_w w;
+  ferry__rec_w_init(&w);
+  ferry__rec_put_u8(&w, (unsigned)reader);
+  ferry__rec_put_u64(&w, hash);
+  void *p = NULL;
+  size_t len = 0;
+  if (ferry__rec_finish(&w, &p, &len) < 0)
     return -1;
-  b->len = ZREC_LEN;
-  b->p[0] = (unsigned char)reader;
-  for (int i = 0; i < 8; i++)
-    b->p[1 + i] = (unsigned char)(hash >> (8 * i));
+  b->p = p;
+  b->len = len;
   return 0;
 }
 
@@ -129,17 +134,17 @@ int ferry__zarr_rec_get(const ferry__manifest *m, const ferry__part *pt, int v,
                          "%d): scan the dataset again",
                          pt->paths[v], m->vars[v].name, m->record_version,
                          b ? b->len : 0, rank);
-  *reader = b->p[0];
-  *hash = 0;
-  for (int i = 0; i < 8; i++)
-    *hash |= (uint64_t)b->p[1 + i] << (8 * i);
-  return 0;
+  ferry__rec_r rd;
+  ferry__rec_r_init(&rd, b->p, b->len);
+  *reader = (int)ferry__rec_get_u8(&rd);
+  *hash = ferry__rec_get_u64(&rd);
+  return 0; /* the length was checked: every get succeeded */
 }
 
 /* ---- Reads (I/O thread) ----------------------------------------------- */
 
 static void part_close(ferry__io *io, zpart *p) {
-  for (int v = 0; p->v && v < io->m->nvars; v++) {
+  for (int v = 0; p->v && v < io->b.m->nvars; v++) {
     ferry__zarr_lanes_free(&p->v[v]); /* first: queued chunks use raw */
     free(p->v[v].adir);
     free(p->v[v].band_buf);
@@ -165,24 +170,25 @@ static void part_close(ferry__io *io, zpart *p) {
 static int var_open(ferry__io *io, const ferry__part *pt, const char *store,
                     int root_array, int v, zvar *zv, int *reader,
                     ferry__err *err) {
-  const ferry__manifest *m = io->m;
+  const ferry__manifest *m = io->b.m;
   const ferry__var *mv = &m->vars[v];
   uint64_t hash = 0;
   int rc;
   zv->band = -1;
   zv->shard_fd = -1;
   zv->dec = &io->dec;
-  if ((rc = ferry__zarr_rec_get(m, pt, v, io->rank, reader, &hash, err)) < 0)
+  if ((rc = ferry__zarr_rec_get(m, pt, v, io->b.rank, reader, &hash, err)) < 0)
     return rc;
   if (!(zv->adir = ferry__zarr_array_dir(store, mv->name, root_array)))
     return ferry__oom(
         err, -1, strlen(store) + (root_array ? 0 : strlen(mv->name) + 1) + 1,
-        "the path of array %s (store %s, rank %d)", mv->name, store, io->rank);
+        "the path of array %s (store %s, rank %d)", mv->name, store,
+        io->b.rank);
   if ((rc = ferry__zarr_parse_zarray(zv->adir, mv->name, &zv->z, err)) < 0) {
     char msg[FERRY__MSG_MAX];
     snprintf(msg, sizeof msg, "%s", err->msg);
     return ferry__seterr(err, rc, "store %s on rank %d (offset 0): %s", store,
-                         io->rank, msg);
+                         io->b.rank, msg);
   }
   if (zv->z.hash != hash || zv->z.meta_size != pt->file_size[v] ||
       zv->z.shape[0] != pt->num_samples)
@@ -190,7 +196,8 @@ static int var_open(ferry__io *io, const ferry__part *pt, const char *store,
                          "store %s, array %s: its .zarray on rank %d differs "
                          "from the one rank 0 described (%lld against %lld "
                          "bytes; offset 0)",
-                         store, mv->name, io->rank, (long long)zv->z.meta_size,
+                         store, mv->name, io->b.rank,
+                         (long long)zv->z.meta_size,
                          (long long)pt->file_size[v]);
   return 0;
 }
@@ -199,7 +206,7 @@ static int var_open(ferry__io *io, const ferry__part *pt, const char *store,
  * open the store with netCDF-C when that is its reader. */
 static int part_open(ferry__io *io, int64_t part, zpart **out,
                      ferry__err *err) {
-  const ferry__manifest *m = io->m;
+  const ferry__manifest *m = io->b.m;
   const ferry__part *pt = &m->parts[part];
   const char *spec = pt->paths[0];
   int rc = 0;
@@ -214,7 +221,7 @@ static int part_open(ferry__io *io, int64_t part, zpart **out,
       free(p->v);
     free(p);
     return ferry__oom(err, -1, want, "opening store %s (%d arrays, rank %d)",
-                      spec, m->nvars, io->rank);
+                      spec, m->nvars, io->b.rank);
   }
   p->part = part;
   p->ncid = -1;
@@ -225,13 +232,13 @@ static int part_open(ferry__io *io, int64_t part, zpart **out,
     rc = var_open(io, pt, store, root_array, v, &p->v[v], &reader, err);
   if (rc == 0 && reader == ZREC_NETCDF)
 #ifdef HAVE_NCZARR
-    rc = ferry__zarr_nc_open(p, m, store, io->rank, err);
+    rc = ferry__zarr_nc_open(p, m, store, io->b.rank, err);
 #else
     rc = ferry__seterr(err, FERRY_ENOTSUP,
                        "store %s: the manifest names the netcdf reader, but "
                        "this ferry was built without netCDF-C (NCZarr) "
                        "(rank %d)",
-                       store, io->rank);
+                       store, io->b.rank);
 #endif
   p->store = store;
   if (rc < 0) {
@@ -259,7 +266,7 @@ static void cache_close(void *ctx, void *handle) { part_close(ctx, handle); }
 
 static int acquire(ferry__io *io, int64_t part, zpart **out, ferry__err *err) {
   void *h = NULL;
-  int rc = ferry__handle_get(&io->parts, part, -1, io->rank, &h, err);
+  int rc = ferry__handle_get(&io->b.files, part, -1, io->b.rank, &h, err);
   if (rc < 0)
     return rc;
   *out = h;
@@ -269,26 +276,25 @@ static int acquire(ferry__io *io, int64_t part, zpart **out, ferry__err *err) {
 static void z_io_close(ferry__io *io) {
   if (!io)
     return;
-  ferry__handle_cache_free(&io->parts);
+  ferry__io_base_close(&io->b); /* closes the open stores */
   ferry__pool_free(io->dec.pool);
   free(io);
 }
 
 static int z_io_open(ferry__io **out, const ferry__manifest *m,
                      const ferry__io_params *p, ferry__err *err) {
+  static const ferry__io_base_spec spec = {
+      .size = sizeof(ferry__io),
+      .open = cache_open,
+      .close = cache_close,
+      .no_collective = "the zarr backend has no collective reads",
+  };
+  void *state = NULL;
+  int rc = ferry__io_base_open(&spec, m, p, &state, err);
   *out = NULL;
-  if (p->collective)
-    return ferry__seterr(err, FERRY_ENOTSUP,
-                         "the zarr backend has no collective reads (rank %d)",
-                         p->rank);
-  ferry__io *io = calloc(1, sizeof *io);
-  if (!io)
-    return ferry__oom(err, -1, sizeof *io,
-                      "the I/O state (dataset %s, rank %d)", m->spec, p->rank);
-  io->m = m;
-  io->rank = p->rank;
-  ferry__handle_cache_init(&io->parts, (size_t)p->max_open_files, io,
-                           cache_open, cache_close);
+  if (rc < 0)
+    return rc;
+  ferry__io *io = state;
   /* Decode lanes: the loader's threads, no more than describe counted in
    * cache_bytes (the threads option it was given). */
   io->dec.pool = ferry__pool_new(p->threads);
@@ -302,13 +308,13 @@ static int z_io_open(ferry__io **out, const ferry__manifest *m,
 
 static int z_io_read(ferry__io *io, int64_t part, int var, int64_t row,
                      int64_t nrows, void *buf, ferry__err *err) {
-  const ferry__manifest *m = io->m;
-  int rc = ferry__check_part_var(m, part, var, io->rank, err);
+  const ferry__manifest *m = io->b.m;
+  int rc = ferry__check_part_var(m, part, var, io->b.rank, err);
   if (rc)
     return rc;
   const ferry__part *pt = &m->parts[part];
   const ferry__var *v = &m->vars[var];
-  if ((rc = ferry__check_rows(m, part, var, row, nrows, io->rank, err)))
+  if ((rc = ferry__check_rows(m, part, var, row, nrows, io->b.rank, err)))
     return rc;
   if (nrows == 0)
     return 0;
@@ -318,11 +324,11 @@ static int z_io_read(ferry__io *io, int64_t part, int var, int64_t row,
     return rc;
 #ifdef HAVE_NCZARR
   if (p->ncid >= 0)
-    rc = ferry__zarr_nc_read(&p->v[var], p->store, v->name, io->rank, row,
+    rc = ferry__zarr_nc_read(&p->v[var], p->store, v->name, io->b.rank, row,
                              nrows, v->row_bytes, buf, err);
   else
 #endif
-    rc = ferry__zarr_native_read(&p->v[var], p->store, v->name, io->rank, row,
+    rc = ferry__zarr_native_read(&p->v[var], p->store, v->name, io->b.rank, row,
                                  nrows, v->row_bytes, buf, err);
   return rc;
 }

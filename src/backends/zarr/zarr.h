@@ -229,9 +229,8 @@ typedef struct zpart {
 } zpart;
 
 struct ferry__io {
-  const ferry__manifest *m;
-  int rank;
-  ferry__handle_cache parts; /* open stores (backends/toolkit.c), var -1 */
+  ferry__io_base b; /* manifest, rank; b.files: the open stores, var -1
+                       (io_base.c, backends/toolkit.c) */
   zdecode dec;
 };
 
