@@ -10,8 +10,9 @@
 # (see AM_TESTS_ENVIRONMENT in Makefile.am); test scripts call it as
 # "$RUN_MPI 4 ./prog".  Run by hand it falls back to mpirun (with
 # --oversubscribe for Open MPI) and timeout from PATH.
-# FERRY_MPI_TIMEOUT (seconds, default 100) bounds one job; it is shorter
-# than the per-test limit so that this script can say which job hung.
+# FERRY_MPI_TIMEOUT (seconds, default 100) bounds one job (5 times that in
+# a TSan build, 3 times in another sanitizer build); it is shorter than the
+# per-test limit so that this script can say which job hung.
 # Standard input is /dev/null: mpirun would otherwise forward the
 # terminal to rank 0.  The exit status is the job's; 124 means timed out.
 
@@ -43,6 +44,14 @@ if test -z "${TIMEOUT+set}"; then
   TIMEOUT=$(command -v timeout)
 fi
 limit=${FERRY_MPI_TIMEOUT:-100}
+# The limit catches hangs, not slowness: in a sanitizer build (make check
+# exports FERRY_SANITIZE) every rank runs several times slower, more so
+# while ./bootstrap check runs the asan, tsan and fuzz tiers at once (a
+# 60 s batch of Parquet dumps timed out under both, 2026-11-27).
+case ${FERRY_SANITIZE-} in
+  *thread*) limit=$((limit * 5)) ;;
+  ?*) limit=$((limit * 3)) ;;
+esac
 
 # Open MPI refuses to start as root without these (CI containers run as root).
 if test "$(id -u 2>/dev/null)" = 0; then
