@@ -35,7 +35,7 @@ if test "`id -u 2>/dev/null`" = 0; then
 fi
 # The loader options of the caller's environment would change the results.
 for v in `env | sed -n 's/^\(FERRY_[A-Z_]*\)=.*/\1/p'`; do
-  case $v in FERRY_TEST_*|FERRY_MPI_TIMEOUT) ;; *) unset "$v" ;; esac
+  case $v in FERRY_TEST_*|FERRY_MPI_*|FERRY_SANITIZE|FERRY_PY*) ;; *) unset "$v" ;; esac
 done
 
 tmp=${FERRY_TEST_TMPDIR:-${TMPDIR:-/tmp}}/cli_args.$$

@@ -38,7 +38,7 @@ for m in h5py netCDF4 zarr numcodecs; do
 done
 # Loader options from the caller's environment would change the results.
 for v in $(env | sed -n 's/^\(FERRY_[A-Z_]*\)=.*/\1/p'); do
-  case $v in FERRY_TEST_*|FERRY_MPI_TIMEOUT|FERRY_CORPUS_*) ;; *) unset "$v" ;; esac
+  case $v in FERRY_TEST_*|FERRY_MPI_*|FERRY_SANITIZE|FERRY_PY*|FERRY_CORPUS_*) ;; *) unset "$v" ;; esac
 done
 # The codec plugins of this build tree, not an installed ferry's.
 if test -d "$top_builddir/src/plugins/.libs"; then

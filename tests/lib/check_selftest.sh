@@ -121,6 +121,23 @@ else
   echo "note: FERRY_MPI_IDLE not set or not built (make check sets it): the idle shim is not checked"
 fi
 
+# ferry_test_init (tests/lib/common.sh) unsets the caller's loader options
+# but keeps the harness's own settings: the idle shim, the MPI time limit,
+# the sanitizer list (it once unset them all, so no test using it had the
+# shim or the sanitizer time limits).
+kept=`FERRY=/bin/true FERRY_MPI_IDLE=/x.so FERRY_MPI_TIMEOUT=7 \
+  FERRY_SANITIZE=thread FERRY_BATCH_SIZE=3 FERRY_SEED=9 \
+  FERRY_TEST_TMPDIR=$tmp top_srcdir=$top_srcdir sh -c '
+  . "$top_srcdir/tests/lib/common.sh"
+  ferry_test_init selftest_env
+  echo "${FERRY_MPI_IDLE-}|${FERRY_MPI_TIMEOUT-}|${FERRY_SANITIZE-}|${FERRY_BATCH_SIZE-}|${FERRY_SEED-}"'`
+if test "$kept" = "/x.so|7|thread||"; then
+  echo "ok: ferry_test_init keeps FERRY_MPI_*, FERRY_SANITIZE; unsets loader options"
+else
+  echo "FAIL: ferry_test_init left '$kept' (want '/x.so|7|thread||')"
+  errors=1
+fi
+
 if tier quikc >/dev/null 2>&1; then
   echo "FAIL: tier.sh accepted the tier 'quikc'"
   errors=1

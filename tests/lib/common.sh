@@ -6,8 +6,11 @@
 #
 # It skips the test (exit 77) when $FERRY is not the ferry program, defaults
 # RUN_MPI to tests/run-mpi.sh (make check sets it), unsets the caller's
-# FERRY_* loader options (they would change the results; FERRY_TEST_* and
-# FERRY_MPI_TIMEOUT stay), makes the scratch directory $tmp (removed on exit)
+# FERRY_* loader options (they would change the results; the harness's own
+# FERRY_TEST_*, FERRY_MPI_* (run-mpi.sh's limit, idle shim, stacks),
+# FERRY_SANITIZE and FERRY_PY* stay: unsetting them had taken the idle shim
+# and the sanitizer time limits from every test using this file), makes the
+# scratch directory $tmp (removed on exit)
 # and sets fail=0.
 
 here=`dirname "$0"`
@@ -24,7 +27,7 @@ ferry_test_init() {
     RUN_MPI="sh $top_srcdir/tests/run-mpi.sh"
   fi
   for v in `env | sed -n 's/^\(FERRY_[A-Z_]*\)=.*/\1/p'`; do
-    case $v in FERRY_TEST_*|FERRY_MPI_TIMEOUT) ;; *) unset "$v" ;; esac
+    case $v in FERRY_TEST_*|FERRY_MPI_*|FERRY_SANITIZE|FERRY_PY*) ;; *) unset "$v" ;; esac
   done
   tmp=${FERRY_TEST_TMPDIR:-${TMPDIR:-/tmp}}/$1.$$
   rm -rf "$tmp" && mkdir -p "$tmp" || exit 1
