@@ -43,7 +43,6 @@
 #include "backends/backend.h"
 #include "backends/classic.h"
 #include "backends/toolkit.h"
-#include "util/record.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -672,13 +671,7 @@ static int rec_put(ferry__blob *b, int is_rec, int64_t recsize,
   ferry__rec_put_u8(&w, (unsigned)is_rec);
   ferry__rec_put_i64(&w, recsize);
   ferry__rec_put_i64(&w, begin_rec);
-  void *p = NULL;
-  size_t len = 0;
-  if (ferry__rec_finish(&w, &p, &len) < 0)
-    return -1;
-  b->p = p;
-  b->len = len;
-  return 0;
+  return ferry__rec_blob(&w, b);
 }
 
 /* Fill out's variable k from v: its layout, checked against the file. */

@@ -24,7 +24,7 @@
 
 #include "backends/backend.h"
 #include "backends/mixrec.h"
-#include "util/record.h"
+#include "backends/toolkit.h"
 
 #include <limits.h>
 #include <math.h>
@@ -53,10 +53,7 @@ int ferry__mix_record_pack(const ferry__mix_record *r, ferry__blob *out) {
     ferry__rec_put_str(&w, r->common[i]);
   ferry__rec_put_u64(&w, (uint64_t)r->sublen);
   ferry__rec_put(&w, r->sub, r->sublen);
-  void *p;
-  int rc = ferry__rec_finish(&w, &p, &out->len); /* failed: len is the want */
-  out->p = p;
-  return rc;
+  return ferry__rec_blob(&w, out);
 }
 
 void ferry__mix_record_free(ferry__mix_record *r) {

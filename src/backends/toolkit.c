@@ -63,6 +63,13 @@ int ferry__pread_full(int fd, void *buf, size_t n, int64_t off, size_t *got) {
   return 0;
 }
 
+int ferry__rec_blob(ferry__rec_w *w, ferry__blob *b) {
+  void *p = NULL;
+  int rc = ferry__rec_finish(w, &p, &b->len);
+  b->p = p;
+  return rc;
+}
+
 void ferry__handle_cache_init(ferry__handle_cache *c, size_t max, void *ctx,
                               ferry__handle_open_fn open,
                               ferry__handle_close_fn close) {

@@ -10,6 +10,14 @@
 #define FERRY_TOOLKIT_H
 
 #include "backends/backend.h"
+#include "util/record.h"
+
+/**
+ * A backend's per-variable record (toolkit.c): hand the bytes of writer w
+ * (util/record.h) to blob b.  0, or FERRY_ENOMEM with b->p NULL and b->len
+ * the bytes it could not have (for the caller's out-of-memory message).
+ */
+int ferry__rec_blob(ferry__rec_w *w, ferry__blob *b);
 
 /* io=auto (fstype.c): the file system a path is on. */
 enum { FERRY__FS_UNKNOWN = 0, FERRY__FS_LOCAL, FERRY__FS_REMOTE };

@@ -84,10 +84,7 @@ int ferry__pq_rec_put_order(const pq_rec *r, int big_endian, ferry__blob *b) {
     ferry__rec_put_i64(&w, g->dict_offset);
     ferry__rec_put_i64(&w, g->dict_size);
   }
-  void *p;
-  int rc = ferry__rec_finish(&w, &p, &b->len); /* failed: len is the want */
-  b->p = p;
-  return rc;
+  return ferry__rec_blob(&w, b);
 }
 
 void ferry__pq_rec_free(pq_rec *r) {

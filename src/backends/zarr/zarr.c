@@ -76,7 +76,6 @@
 #endif
 
 #include "backends/zarr/zarr.h"
-#include "util/record.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,13 +110,7 @@ int ferry__zarr_rec_put(ferry__blob *b, int reader, uint64_t hash) {
   ferry__rec_w_init(&w);
   ferry__rec_put_u8(&w, (unsigned)reader);
   ferry__rec_put_u64(&w, hash);
-  void *p = NULL;
-  size_t len = 0;
-  if (ferry__rec_finish(&w, &p, &len) < 0)
-    return -1;
-  b->p = p;
-  b->len = len;
-  return 0;
+  return ferry__rec_blob(&w, b);
 }
 
 /* Variable v's record in part pt; FERRY_EFORMAT naming the store when it
