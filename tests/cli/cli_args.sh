@@ -34,9 +34,8 @@ if test "`id -u 2>/dev/null`" = 0; then
   export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
 fi
 # The loader options of the caller's environment would change the results.
-for v in `env | sed -n 's/^\(FERRY_[A-Z_]*\)=.*/\1/p'`; do
-  case $v in FERRY_TEST_*|FERRY_MPI_*|FERRY_SANITIZE|FERRY_PY*) ;; *) unset "$v" ;; esac
-done
+. "$here/../lib/common.sh"
+ferry_clear_options
 
 tmp=${FERRY_TEST_TMPDIR:-${TMPDIR:-/tmp}}/cli_args.$$
 rm -rf "$tmp" && mkdir -p "$tmp" || exit 1

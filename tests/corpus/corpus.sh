@@ -37,9 +37,8 @@ for m in h5py netCDF4 zarr numcodecs; do
     echo "note: $PY lacks $m: the entries it reads are served unchecked"
 done
 # Loader options from the caller's environment would change the results.
-for v in $(env | sed -n 's/^\(FERRY_[A-Z_]*\)=.*/\1/p'); do
-  case $v in FERRY_TEST_*|FERRY_MPI_*|FERRY_SANITIZE|FERRY_PY*|FERRY_CORPUS_*) ;; *) unset "$v" ;; esac
-done
+. "$top_srcdir/tests/lib/common.sh"
+ferry_clear_options FERRY_CORPUS_
 # The codec plugins of this build tree, not an installed ferry's.
 if test -d "$top_builddir/src/plugins/.libs"; then
   FERRY_PLUGIN_DIR=$top_builddir/src/plugins/.libs

@@ -6,17 +6,31 @@
 #
 # It skips the test (exit 77) when $FERRY is not the ferry program, defaults
 # RUN_MPI to tests/run-mpi.sh (make check sets it), unsets the caller's
-# FERRY_* loader options (they would change the results; the harness's own
-# FERRY_TEST_*, FERRY_MPI_* (run-mpi.sh's limit, idle shim, stacks),
-# FERRY_SANITIZE and FERRY_PY* stay: unsetting them had taken the idle shim
-# and the sanitizer time limits from every test using this file), makes the
+# FERRY_* loader options (ferry_clear_options below), makes the
 # scratch directory $tmp (removed on exit)
 # and sets fail=0.
 
-here=`dirname "$0"`
+here=${here:-`dirname "$0"`}
 top_srcdir=${top_srcdir:-$here/../..}
 # ok, failed, expect_refusal, in_lanes (tests/lib/check.sh).
 . "$top_srcdir/tests/lib/check.sh"
+
+# ferry_clear_options [PREFIX...]: unset the caller's FERRY_* loader options
+# (they would change the results).  The harness's own settings stay:
+# FERRY_TEST_*, FERRY_MPI_* (run-mpi.sh's limit, idle shim, stacks),
+# FERRY_SANITIZE and FERRY_PY* (unsetting them once took the idle shim and
+# the sanitizer time limits from every test), and every variable starting
+# with one of the PREFIXes (a test's own settings).
+ferry_clear_options() {
+  for v in `env | sed -n 's/^\(FERRY_[A-Z_]*\)=.*/\1/p'`; do
+    case $v in FERRY_TEST_*|FERRY_MPI_*|FERRY_SANITIZE|FERRY_PY*) continue ;; esac
+    keep=no
+    for p in "$@"; do
+      case $v in "$p"*) keep=yes ;; esac
+    done
+    test $keep = yes || unset "$v"
+  done
+}
 
 ferry_test_init() {
   if test -z "${FERRY:-}" || test ! -x "$FERRY"; then
@@ -26,9 +40,7 @@ ferry_test_init() {
   if test -z "${RUN_MPI:-}"; then
     RUN_MPI="sh $top_srcdir/tests/run-mpi.sh"
   fi
-  for v in `env | sed -n 's/^\(FERRY_[A-Z_]*\)=.*/\1/p'`; do
-    case $v in FERRY_TEST_*|FERRY_MPI_*|FERRY_SANITIZE|FERRY_PY*) ;; *) unset "$v" ;; esac
-  done
+  ferry_clear_options
   tmp=${FERRY_TEST_TMPDIR:-${TMPDIR:-/tmp}}/$1.$$
   rm -rf "$tmp" && mkdir -p "$tmp" || exit 1
   trap 'rm -rf "$tmp"' 0
