@@ -326,12 +326,19 @@ FERRY_API int ferry_set_epoch(ferry_loader *loader, int64_t epoch);
  *  ferry_set_epoch.  LOCAL. */
 FERRY_API int64_t ferry_num_batches(const ferry_loader *loader);
 
-/** One variable of a batch. */
+/**
+ * One variable of a batch.  A dense variable holds batch->size rows:
+ * shape[0] == batch->size.  A ragged variable (samples of different
+ * lengths, docs/ragged.md) holds its samples' values one after the other:
+ * shape[0] == nvalues (the sum of the lengths), shape[1..] the inner
+ * shape, and sample i of the batch is values [offsets[i], offsets[i+1]).
+ */
 typedef struct ferry_tensor {
   const char *name;              /**< variable name ("samples")              */
   ferry_dtype dtype;             /**< element type, native byte order         */
-  int ndim;                      /**< dimensions including the batch one     */
-  int64_t shape[FERRY_MAX_DIMS]; /**< shape[0] == batch->size                */
+  int ndim;                      /**< dimensions including the first one     */
+  int64_t shape[FERRY_MAX_DIMS]; /**< shape[0] == batch->size (dense) or
+                                      nvalues (ragged)                       */
   void *data;                    /**< C-order data in host memory, owned by
                                       the loader; with device=cuda the pinned
                                       host copy when keep_host=yes, else NULL */
@@ -340,6 +347,10 @@ typedef struct ferry_tensor {
   void *device_data;             /**< device=cuda with one device: the batch
                                       in device memory (== shards[0].data[v]);
                                       NULL otherwise                         */
+  const int64_t *offsets; /**< ragged: [batch->size + 1], offsets[0] == 0,
+                               in rows of the inner shape; NULL: dense    */
+  int64_t nvalues;        /**< ragged: offsets[batch->size]; dense: 0     */
+  int64_t max_len;        /**< ragged: the longest sample of the batch    */
 } ferry_tensor;
 
 /**
@@ -630,6 +641,13 @@ typedef struct ferry_var_info {
   const char
       *storage; /**< layout for people: "chunks (1024, 256), shuffle+gzip(1),
                    ratio 3.10:1"; NULL if the backend says nothing */
+  int ragged;   /**< 1: samples of different lengths (docs/ragged.md): ndim
+                     and shape[1..] are then the inner shape, row_bytes one
+                     inner row, and the lengths are below               */
+  int64_t min_len, max_len; /**< ragged: shortest and longest sample      */
+  int64_t total_rows;       /**< ragged: rows of all samples (the values) */
+  int64_t batch_rows;       /**< ragged: rows a batch slot holds (the batch_size
+                               longest samples: no batch can need more)       */
 } ferry_var_info;
 
 /** Number of variables selected.  LOCAL. */

@@ -42,6 +42,9 @@ typedef struct ferry__part_desc {
   int64_t *data_offset; /* [nvars]                                      */
   int64_t *file_size;   /* [nvars]                                      */
   ferry__blob *rec;     /* [nvars] the backend's records, or NULL       */
+  int64_t **roff;       /* [nvars] or NULL: a ragged variable's offsets
+                         * (ferry__part.roff; var.ragged set), malloc'd
+                         * num_samples + 1, NULL for a dense one       */
   int64_t num_samples;  /* common first dimension (checked by describe) */
   char *notes;          /* malloc'd or NULL: what the backend chose and
                          * skipped, and why (ferry info, vars errors)    */

@@ -22,6 +22,7 @@ extern const ferry__backend ferry__backend_hdf5;
 extern const ferry__backend ferry__backend_classic;
 extern const ferry__backend ferry__backend_zarr;
 extern const ferry__backend ferry__backend_parquet;
+extern const ferry__backend ferry__backend_megatron;
 extern const ferry__backend ferry__backend_mem;
 extern const ferry__backend ferry__backend_mix;
 
@@ -34,6 +35,7 @@ const ferry__backend *const ferry__backends[] = {
     &ferry__backend_classic,
     &ferry__backend_zarr,
     &ferry__backend_parquet,
+    &ferry__backend_megatron,
     &ferry__backend_mem,
     /* a mix of datasets: reached by its scheme, built by dataset/mix.c */
     &ferry__backend_mix,
@@ -125,8 +127,11 @@ void ferry__part_desc_free(ferry__part_desc *d) {
       free(d->paths[i]);
     if (d->rec)
       free(d->rec[i].p);
+    if (d->roff)
+      free(d->roff[i]);
   }
   free(d->rec);
+  free(d->roff);
   free(d->vars);
   free(d->notes);
   free(d->paths);

@@ -35,6 +35,9 @@ void ferry__manifest_free(ferry__manifest *m) {
     for (int v = 0; pt->rec && v < m->nvars; v++)
       free(pt->rec[v].p);
     free(pt->rec);
+    for (int v = 0; pt->roff && v < m->nvars; v++)
+      free(pt->roff[v]);
+    free(pt->roff);
     free(pt->paths);
     free(pt->data_offset);
     free(pt->file_size);
@@ -49,6 +52,13 @@ void ferry__manifest_free(ferry__manifest *m) {
   free(m->spec);
   free(m->notes);
   memset(m, 0, sizeof *m);
+}
+
+int ferry__manifest_ragged(const ferry__manifest *m) {
+  for (int v = 0; m && v < m->nvars; v++)
+    if (m->vars[v].ragged)
+      return 1;
+  return 0;
 }
 
 int ferry__check_part_var(const ferry__manifest *m, int64_t part, int var,
@@ -82,22 +92,24 @@ int ferry__check_rows(const ferry__manifest *m, int64_t part, int var,
  * Layout (all integers little-endian):
  *   "FRYM"  u8 version=3  3 zero bytes  u64 total length
  *   str backend  str spec  str notes  u32 record_version  u32 nvars
- *   per variable: str name  u8 dtype  u8 swapped  u8 row_ndim  u8 0
+ *   per variable: str name  u8 dtype  u8 swapped  u8 row_ndim  u8 ragged
  *                 i64 row_shape[row_ndim]  u64 row_bytes
  *                 i64 chunk_rows  u64 cache_bytes  str storage
  *   i64 nparts  i64 num_samples
  *   per part: i64 num_samples  i64 first_sample
  *             per variable: str path  i64 data_offset  i64 file_size
  *                           str record (the backend's bytes, may be empty)
+ *                           ragged variables only: i64 roff[num_samples+1]
  *   u64 FNV-1a of every byte before it
  * where str is u32 length + bytes (no NUL in a string; a record may hold
  * any byte).  The hash is FNV-1a over the same body with the spec left
  * empty (the spec is how the user spelled the dataset, the rest is what
  * identifies the data), led by HASH_VERSION; the record fields enter it
- * only when the backend keeps records, so the hash of a manifest without
- * records is the one ferry computed before records existed (checkpoints
- * taken then still resume).  Written and read with util/record.h (the
- * hash by its hash-only writer, which keeps no bytes); the bytes and both
+ * only when the backend keeps records, and a ragged variable's flag is
+ * the byte that was always 0 and its offsets follow only it, so the hash of a
+ * manifest without records is the one ferry computed before records existed
+ * (checkpoints taken then still resume).  Written and read with util/record.h
+ * (the hash by its hash-only writer, which keeps no bytes); the bytes and both
  * hashes are pinned by tests/unit/test_record.
  */
 #define PACK_VERSION 3
@@ -119,7 +131,7 @@ static void pack_body(ferry__rec_w *w, const ferry__manifest *m, int full) {
     ferry__rec_put_u8(w, (unsigned)x->dtype);
     ferry__rec_put_u8(w, (unsigned)x->swapped);
     ferry__rec_put_u8(w, (unsigned)x->row_ndim);
-    ferry__rec_put_u8(w, 0);
+    ferry__rec_put_u8(w, (unsigned)x->ragged);
     for (int k = 0; k < x->row_ndim; k++)
       ferry__rec_put_u64(w, (uint64_t)x->row_shape[k]);
     ferry__rec_put_u64(w, (uint64_t)x->row_bytes);
@@ -140,6 +152,9 @@ static void pack_body(ferry__rec_w *w, const ferry__manifest *m, int full) {
       if (recs)
         ferry__rec_put_blob(w, pt->rec ? pt->rec[v].p : NULL,
                             pt->rec ? pt->rec[v].len : 0);
+      if (m->vars[v].ragged)
+        for (int64_t i = 0; i <= pt->num_samples; i++)
+          ferry__rec_put_u64(w, (uint64_t)pt->roff[v][i]);
     }
   }
 }
@@ -199,6 +214,35 @@ static int r_blob(ferry__rec_r *r, ferry__blob *b) {
   return 0;
 }
 
+/* Ragged variable v's offsets of part pt: num_samples + 1 of them, from
+ * 0, never decreasing, the last within the file (bytes from data_offset
+ * to file_size): a buffer that says otherwise is corrupt. */
+static int unpack_roff(ferry__rec_r *r, const ferry__manifest *m,
+                       ferry__part *pt, int v) {
+  uint64_t n = (uint64_t)pt->num_samples + 1;
+  if (n > ferry__rec_left(r) / 8)
+    return ferry__rec_fail(r, "ragged offsets run past the end");
+  if (!pt->roff && !(pt->roff = calloc((size_t)m->nvars, sizeof *pt->roff)))
+    return ferry__rec_oom(r, (size_t)m->nvars * sizeof *pt->roff,
+                          "the ragged offsets");
+  int64_t *o = malloc((size_t)n * sizeof *o);
+  if (!o)
+    return ferry__rec_oom(r, (size_t)n * sizeof *o, "the ragged offsets");
+  pt->roff[v] = o;
+  int64_t room = pt->file_size[v] - pt->data_offset[v];
+  int64_t rows = room > 0 ? room / (int64_t)m->vars[v].row_bytes : 0;
+  for (uint64_t i = 0; i < n; i++) {
+    o[i] = (int64_t)ferry__rec_get_u64(r);
+    if (r->rc)
+      return -1;
+    if (i == 0 ? o[i] != 0 : o[i] < o[i - 1])
+      return ferry__rec_fail(r, "ragged offsets not increasing from 0");
+  }
+  if (o[n - 1] > rows)
+    return ferry__rec_fail(r, "ragged offsets past the end of the file");
+  return 0;
+}
+
 static int unpack_body(ferry__rec_r *r, ferry__manifest *m) {
   if (!(m->backend = ferry__rec_get_str(r)) ||
       !(m->spec = ferry__rec_get_str(r)) || !(m->notes = ferry__rec_get_str(r)))
@@ -233,10 +277,12 @@ static int unpack_body(ferry__rec_r *r, ferry__manifest *m) {
       if (strcmp(m->vars[k].name, x->name) == 0)
         return ferry__rec_fail(r, "variable named twice");
     unsigned dt = ferry__rec_get_u8(r), sw = ferry__rec_get_u8(r),
-             nd = ferry__rec_get_u8(r);
-    ferry__rec_get_u8(r);
+             nd = ferry__rec_get_u8(r), rg = ferry__rec_get_u8(r);
     if (r->rc)
       return -1;
+    if (rg > 1)
+      return ferry__rec_fail(r, "bad ragged flag");
+    x->ragged = (int)rg;
     if (dt >= FERRY_DTYPE_COUNT)
       return ferry__rec_fail(r, "bad dtype");
     if (sw > 1)
@@ -310,6 +356,8 @@ static int unpack_body(ferry__rec_r *r, ferry__manifest *m) {
       pt->data_offset[v] = ferry__rec_get_nonneg(r, "bad data offset");
       pt->file_size[v] = ferry__rec_get_nonneg(r, "bad file size");
       if (r_blob(r, pt->rec ? &pt->rec[v] : NULL) < 0)
+        return -1;
+      if (m->vars[v].ragged && unpack_roff(r, m, pt, v) < 0)
         return -1;
     }
   }

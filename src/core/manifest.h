@@ -18,6 +18,10 @@ typedef struct ferry__var {
   int row_ndim; /* dims after the sample dimension    */
   int64_t row_shape[FERRY_MAX_DIMS];
   size_t row_bytes;
+  /* 1: a ragged variable (docs/ragged.md): sample i of a part is rows
+   * [roff[i], roff[i+1]) of its values, each row of row_shape (the inner
+   * shape, row_ndim may be 0) and row_bytes; 0: every sample is one row. */
+  int ragged;
   /* Storage layout, as the backend's describe() saw it in the first part
    * (later parts may differ; only the plan's chunk alignment and ferry info
    * use these, never the reads). */
@@ -48,6 +52,13 @@ typedef struct ferry__part {
   int64_t *data_offset; /* [nvars] byte offset of row 0 in that file     */
   int64_t *file_size;   /* [nvars] size seen by rank 0 (checked on open) */
   ferry__blob *rec;     /* [nvars] backend records, or NULL: none        */
+  /* [nvars], NULL when no variable is ragged: for a ragged variable v,
+   * roff[v][i] (i in [0, num_samples]) is the first value row of sample
+   * i, counted from the part's first value (roff[v][0] == 0); the values
+   * are contiguous from data_offset[v] in sample order.  NULL for a dense
+   * variable.  Read from the format's index by describe on rank 0 and
+   * broadcast with the manifest (never the payload). */
+  int64_t **roff;
 } ferry__part;
 
 typedef struct ferry__manifest {
@@ -69,6 +80,16 @@ typedef struct ferry__manifest {
  * loop over chunks ends below them (issue 30). */
 #define FERRY__MAX_SAMPLES ((int64_t)1 << 48)
 #define FERRY__MAX_DATASET_BYTES ((int64_t)1 << 60)
+
+/** Value rows of samples [row, row+n) of ragged variable var of part
+ *  (n when var is dense). */
+static inline int64_t ferry__part_rows(const ferry__part *pt, int var,
+                                       int64_t row, int64_t n) {
+  return pt->roff && pt->roff[var] ? pt->roff[var][row + n] - pt->roff[var][row]
+                                   : n;
+}
+/** 1 when a variable of m is ragged. */
+int ferry__manifest_ragged(const ferry__manifest *m);
 
 /** Serialise to a flat buffer (malloc'd) for MPI_Bcast, and back. */
 int ferry__manifest_pack(const ferry__manifest *m, void **buf, size_t *len);

@@ -44,6 +44,9 @@ static const char *const device_names[] = {"auto", "cpu", "cuda", NULL};
 /* Read by the zarr backend by name (backends/zarr). */
 static const char *const zarr_reader_names[] = {"auto", "native", "netcdf",
                                                 NULL};
+/* Read by the megatron backend by name (backends/megatron.c). */
+static const char *const megatron_sample_names[] = {"sequence", "document",
+                                                    NULL};
 /* Index = FERRY__SIG_* (src/loader/open.c maps it to the signal number). */
 static const char *const signal_names[] = {"none", "USR1", "USR2", "TERM",
                                            "INT",  "HUP",  "XCPU", NULL};
@@ -354,6 +357,16 @@ static const option_def defs[] = {
      0,
      0,
      zarr_reader_names},
+    {{"megatron_sample", "sequence", "sequence|document",
+      "Megatron-LM indexed datasets (.bin/.idx): what one sample is; "
+      "sequence: one sequence of the index (Megatron's own unit); "
+      "document: the tokens of one document (its sequences, one after "
+      "the other)."},
+     K_ENUM,
+     OFF(megatron_sample),
+     0,
+     0,
+     megatron_sample_names},
     {{"null_fill", "", "empty, or a number",
       "Parquet columns: the value served for a null (converted to the "
       "column's dtype, which must hold it exactly); empty refuses a "

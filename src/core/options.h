@@ -74,6 +74,8 @@ struct ferry_options {
   int zarr_reader;       /* index into zarr_reader_names; only the zarr
                           * backend gives it a meaning (it reads it by
                           * name, with ferry_options_get)               */
+  int megatron_sample;   /* index into megatron_sample_names (the megatron
+                          * backend reads it by name)                  */
   char *null_fill;       /* value for nulls; NULL or "": refused (the
                           * parquet backend reads it by name)          */
   int checkpoint_signal; /* FERRY__SIG_* */

@@ -86,6 +86,15 @@ static int get_hex(const char *s, ferry__blob *b) {
 
 int ferry__manifest_save_json(const ferry__manifest *m, const char *path,
                               ferry__err *err) {
+  for (int v = 0; v < m->nvars; v++)
+    if (m->vars[v].ragged)
+      return ferry__seterr(err, FERRY_ENOTSUP,
+                           "dataset %s: variable '%s' is ragged, and a saved "
+                           "manifest does not hold the samples' lengths yet "
+                           "(its format's own index is read at each open "
+                           "instead); save without it, or select dense "
+                           "variables with vars",
+                           m->spec, m->vars[v].name);
   int bad = 0, rc = 0;
   char *text = NULL;
   FILE *f = NULL;

@@ -459,6 +459,11 @@ static int check_source(const ferry__manifest *a, const char *pa,
                         ferry__err *err) {
   for (int v = 0; v < a->nvars; v++) {
     const ferry__var *x = &a->vars[v], *y = &b->vars[v];
+    if (x->ragged || y->ragged)
+      return ferry__seterr(err, FERRY_ENOTSUP,
+                           "mix: variable '%s' is ragged in %s: a mix of "
+                           "ragged variables is not served yet",
+                           names[v], x->ragged ? pa : pb);
     int same = x->dtype == y->dtype && x->row_ndim == y->row_ndim;
     for (int k = 0; same && k < x->row_ndim; k++)
       same = x->row_shape[k] == y->row_shape[k];
@@ -529,6 +534,11 @@ static int build_vars(ferry__manifest *m, const ferry__manifest *subs, int ns,
   for (int v = 0; v < nnames; v++) {
     ferry__var *x = &m->vars[v];
     const ferry__var *y = &subs[0].vars[v];
+    if (y->ragged)
+      return ferry__seterr(err, FERRY_ENOTSUP,
+                           "mix: variable '%s' is ragged: a mix of ragged "
+                           "variables is not served yet",
+                           names[v]);
     *x = *y;
     x->swapped = 0; /* the mix backend swaps a source's rows itself */
     x->cache_bytes = 0;

@@ -530,6 +530,11 @@ static int check_part(const ferry__manifest *m, const ferry__part_desc *d,
                            "part %s",
                            path, a->name, ferry_dtype_name(b->dtype),
                            ferry_dtype_name(a->dtype), first);
+    if (a->ragged != b->ragged)
+      return ferry__seterr(err, FERRY_EFORMAT,
+                           "part %s: variable '%s' is %s but %s in part %s",
+                           path, a->name, b->ragged ? "ragged" : "dense",
+                           a->ragged ? "ragged" : "dense", first);
     if (a->swapped != b->swapped)
       return ferry__seterr(err, FERRY_EFORMAT,
                            "part %s: variable '%s' is stored %s-endian but "
@@ -555,6 +560,7 @@ typedef struct part_arrays {
   char **paths;
   int64_t *offset, *size;
   ferry__blob *rec;
+  int64_t **roff;
 } part_arrays;
 
 /* The names of vars (comma-separated, a leading '/' ignored) as indices of
@@ -648,6 +654,13 @@ int ferry__manifest_select_vars(ferry__manifest *m, const char *vars,
           "the %d selected variables of part %s", nsel, m->parts[p].paths[0]);
       goto cleanup;
     }
+    if (m->parts[p].roff &&
+        !(na[p].roff = calloc((size_t)nsel, sizeof *na[p].roff))) {
+      rc = ferry__oom(err, -1, (size_t)nsel * sizeof *na[p].roff,
+                      "the offsets of the %d selected variables of part %s",
+                      nsel, m->parts[p].paths[0]);
+      goto cleanup;
+    }
     if (m->parts[p].rec &&
         !(na[p].rec = calloc((size_t)nsel, sizeof *na[p].rec))) {
       rc = ferry__oom(err, -1, (size_t)nsel * sizeof *na[p].rec,
@@ -681,16 +694,23 @@ int ferry__manifest_select_vars(ferry__manifest *m, const char *vars,
       na[p].size[k] = pt->file_size[sel[k]];
       if (pt->rec)
         na[p].rec[k] = pt->rec[sel[k]];
+      if (pt->roff)
+        na[p].roff[k] = pt->roff[sel[k]];
     }
     for (int v = 0; v < m->nvars; v++)
       if (!keep[v]) {
         free(pt->paths[v]);
         if (pt->rec)
           free(pt->rec[v].p);
+        if (pt->roff)
+          free(pt->roff[v]);
       }
     free(pt->rec);
     pt->rec = na[p].rec;
     na[p].rec = NULL;
+    free(pt->roff);
+    pt->roff = na[p].roff;
+    na[p].roff = NULL;
     free(pt->paths);
     free(pt->data_offset);
     free(pt->file_size);
@@ -711,6 +731,7 @@ cleanup:
     free(na[p].offset);
     free(na[p].size);
     free(na[p].rec);
+    free(na[p].roff);
   }
   free(na);
   free(keep);
@@ -795,6 +816,8 @@ static int scan_parts(const char *spec, const strvec *parts,
     pt->file_size = d.file_size;
     pt->rec = d.rec;
     d.rec = NULL;
+    pt->roff = d.roff;
+    d.roff = NULL;
     d.paths = NULL;
     d.data_offset = NULL;
     d.file_size = NULL;

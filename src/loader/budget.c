@@ -93,7 +93,7 @@ static size_t plan_static_bytes(const ferry_loader *L, const epoch_state *ep) {
 
 void ferry__budget_compute(ferry_loader *L, const epoch_state *ep) {
   ferry_memory_budget *b = &L->budget;
-  b->batch_bytes = (size_t)L->opts->batch_size * L->row_total;
+  b->batch_bytes = L->batch_bytes; /* B * row_total, or ragged.c's bound */
   b->ring_bytes = b->batch_bytes * (size_t)L->opts->prefetch;
   b->cache_bytes = ferry__cache_bound(L);
   if (ep && ep->glob) {
@@ -114,7 +114,7 @@ void ferry__budget_compute(ferry_loader *L, const epoch_state *ep) {
                     (size_t)ep->pieces.n * (sizeof(ferry__chunk) + 8);
   } else if (ep) {
     size_t samples = read_bound(L, &ep->plan);
-    b->read_bytes = samples * L->row_total;
+    b->read_bytes = samples * L->sample_bound; /* row_total unless ragged */
     b->plan_bytes = plan_static_bytes(L, ep);
     if (ep->draw) /* the windows' draws as slots (a plan with runs computes
                      its slots per batch: nothing per sample, issue 30), its
@@ -149,7 +149,7 @@ void ferry__budget_compute(ferry_loader *L, const epoch_state *ep) {
       rows = 2 * (nbw * B + 2 * nbw * blk);
       rows = (rows < 2 * N ? rows : 2 * N) + la1 * B;
     }
-    b->read_bytes = rows * L->row_total;
+    b->read_bytes = rows * L->sample_bound;
     if (L->opts->shuffle == FERRY__SHUFFLE_GLOBAL) {
       /* and each window's receive staging (Q W rows, served from there)
        * and the send staging of the one being exchanged (Q W rows) */

@@ -112,8 +112,9 @@ void ferry__publish_rows(epoch_state *ep, int64_t e, unsigned char *buf,
   ep->ext_buf[e] = buf;
   for (int v = 0; v < L->m.nvars; v++)
     ep->ext_src[e * L->m.nvars + v] =
-        buf ? buf + (size_t)rows * L->var_prefix[v]
-            : ep->ext_map[e * L->m.nvars + v].data;
+        !buf        ? ep->ext_map[e * L->m.nvars + v].data
+        : L->ragged ? buf + ferry__extent_var_off(L, &ep->plan.extents[e], v)
+                    : buf + (size_t)rows * L->var_prefix[v];
   ep->loaded = e + 1;
   pthread_mutex_unlock(&ep->mu);
   /* woken after the unlock: a thread woken on this core would otherwise

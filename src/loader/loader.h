@@ -104,7 +104,10 @@ enum { POOL_MAX = 256, BUF_HDR = FERRY__BIG_HDR };
 typedef struct ring_slot {
   ferry_batch batch;
   ferry_tensor *tensors; /* [nvars]                              */
-  unsigned char **bufs;  /* [nvars] batch_size * row_bytes each  */
+  unsigned char **bufs;  /* [nvars] batch_size * row_bytes each (a ragged
+                          * variable: ragged_cap[v] * row_bytes) */
+  int64_t **offs;        /* [nvars] a ragged variable's batch_size + 1
+                          * offsets, NULL for a dense one         */
   int64_t *ids;
   uint8_t *padded;
   int state;    /* (L) SLOT_*                           */
@@ -237,8 +240,17 @@ struct ferry_loader {
   char chunk_why[256]; /* how chunk_samples was chosen (ferry_chunk_samples) */
   size_t row_total;    /* bytes of one sample, all variables     */
   size_t *var_prefix;  /* [nvars] bytes of vars before v in a row */
-  int nthreads;        /* workers per epoch (the threads option, resolved) */
-  ring_slot **ring;    /* [nring]: position b % nring serves batch b */
+  /* Ragged variables (ragged.c): ragged is 1 when one is; ragged_cap[v]
+   * the value rows a batch slot holds for ragged variable v (0: dense);
+   * batch_bytes a slot's bytes, every variable and offsets included
+   * (batch_size * row_total without ragged variables); sample_mean the
+   * mean bytes of a sample and sample_bound the most bytes per sample of
+   * any chunk (both row_total without ragged variables). */
+  int ragged;
+  int64_t *ragged_cap;
+  size_t batch_bytes, sample_mean, sample_bound;
+  int nthreads;     /* workers per epoch (the threads option, resolved) */
+  ring_slot **ring; /* [nring]: position b % nring serves batch b */
   int64_t nring;
   ferry__held held; /* slots beyond the rings for held batches (slots.c) */
   int ring_pinned;  /* the ring's buffers come from cudaHostAlloc      */
@@ -364,6 +376,12 @@ unsigned char *ferry__buf_get(ferry_loader *L, size_t bytes);
 void ferry__buf_put(ferry_loader *L, unsigned char *p);
 /* The I/O thread's hand-offs to the workers (ep->mu taken inside): rows of
  * extent e now in buf, or the first error of the epoch's reads. */
+/* ragged.c */
+int ferry__ragged_open(ferry_loader *L, ferry__err *err);
+void ferry__ragged_bound(ferry_loader *L);
+/** Bytes of extent x's buffer before variable v (v == nvars: all of it). */
+size_t ferry__extent_var_off(const ferry_loader *L, const ferry__extent *x,
+                             int v);
 void ferry__publish_rows(epoch_state *ep, int64_t e, unsigned char *buf,
                          int64_t rows);
 void ferry__publish_error(epoch_state *ep, int rc, const ferry__err *err);

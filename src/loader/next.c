@@ -242,7 +242,13 @@ static void count_batch(ferry_loader *L, const ferry_batch *batch,
   pthread_mutex_lock(&L->stats_mu);
   L->stats.batches++;
   L->stats.samples += batch->size;
-  L->stats.bytes += (int64_t)((size_t)batch->size * L->row_total);
+  size_t bytes = (size_t)batch->size * L->row_total;
+  if (L->ragged) { /* the values served, not rows of row_total */
+    bytes = 0;
+    for (int v = 0; v < batch->nvars; v++)
+      bytes += batch->vars[v].nbytes;
+  }
+  L->stats.bytes += (int64_t)bytes;
   L->stats.wait_seconds += waited;
   pthread_mutex_unlock(&L->stats_mu);
 }

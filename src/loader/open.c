@@ -48,6 +48,7 @@ static void loader_free(ferry_loader *L) {
   ferry__chunk_index_free(&L->chunks);
   ferry__sampling_free(L);
   free(L->var_prefix);
+  free(L->ragged_cap);
   ferry__manifest_free(&L->m);
   ferry_options_free(L->opts);
   free(L->vote_buf);
@@ -201,7 +202,7 @@ static int make_chunks(ferry_loader *L, ferry__err *err) {
     ferry__plan_params pp;
     ferry__plan_params_of(L, 0, &pp);
     L->chunk_samples = ferry__auto_chunk_samples(
-        &L->m, L->row_total, &pp, L->chunk_why, sizeof L->chunk_why);
+        &L->m, L->sample_mean, &pp, L->chunk_why, sizeof L->chunk_why);
   } else {
     snprintf(L->chunk_why, sizeof L->chunk_why, "chunk_samples=%lld",
              (long long)L->chunk_samples);
@@ -318,7 +319,11 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
     if (!rc)
       rc = resolve_threads(L, &err);
     if (!rc)
+      rc = ferry__ragged_open(L, &err);
+    if (!rc)
       rc = make_chunks(L, &err);
+    if (!rc)
+      ferry__ragged_bound(L);
     if (!rc) {
       ferry__budget_compute(L, NULL);
       rc = ferry__ring_alloc(L, &err);

@@ -147,8 +147,8 @@ static int map_extent(epoch_state *ep, ferry__io *io, int64_t e,
 static int read_extent(epoch_state *ep, ferry__io *io, const ferry__extent *x,
                        unsigned char **out, ferry__err *err) {
   ferry_loader *L = ep->L;
-  size_t bytes = (size_t)x->count * L->row_total;
-  unsigned char *buf = ferry__buf_get(L, bytes);
+  size_t bytes = ferry__extent_var_off(L, x, L->m.nvars);
+  unsigned char *buf = ferry__buf_get(L, bytes ? bytes : 1);
   if (!buf)
     return ferry__oom(err, L->rank, bytes,
                       "%lld rows of part %lld (%s) of dataset %s",
@@ -157,7 +157,7 @@ static int read_extent(epoch_state *ep, ferry__io *io, const ferry__extent *x,
   double t0 = ferry__now();
   for (int v = 0; v < L->m.nvars; v++) {
     int rc = L->be->io_read(io, x->part, v, x->row, x->count,
-                            buf + (size_t)x->count * L->var_prefix[v], err);
+                            buf + ferry__extent_var_off(L, x, v), err);
     if (rc) {
       /* Deferred decodes of this buffer (and of the reads before) are
        * settled first; an earlier read's error is the one to report. */
@@ -536,6 +536,37 @@ static int copy_rows(epoch_state *ep, ring_slot *s, const ferry__slot *sl,
   return rc;
 }
 
+/* Samples sl[0, n) of ragged variable v, batch positions [at, at+n):
+ * their values after those of the positions before (s->offs[v][at] is
+ * set), their offsets, the longest into *max_len.  The slot holds
+ * ragged_cap[v] rows, the batch_size longest samples' (ragged.c), so a
+ * batch past it is a bug, never a bigger allocation. */
+static int copy_ragged(epoch_state *ep, ring_slot *s, const ferry__slot *sl,
+                       int64_t n, int v, int64_t at, int64_t *max_len) {
+  ferry_loader *L = ep->L;
+  size_t rb = L->m.vars[v].row_bytes;
+  int64_t *o = s->offs[v];
+  for (int64_t i = 0; i < n; i++) {
+    const ferry__extent *x = &ep->plan.extents[sl[i].extent];
+    const int64_t *ro = L->m.parts[x->part].roff[v];
+    int64_t first = ro[x->row + sl[i].row] - ro[x->row];
+    int64_t len = ro[x->row + sl[i].row + 1] - ro[x->row + sl[i].row];
+    if (len > L->ragged_cap[v] - o[at + i])
+      return ferry__seterr_on(&s->err, L->rank, FERRY_EINTERNAL,
+                              "variable %s: sample %lld (%lld rows) does not "
+                              "fit the batch slot of %lld rows",
+                              L->m.vars[v].name, (long long)sl[i].sample,
+                              (long long)len, (long long)L->ragged_cap[v]);
+    size_t src_at = (size_t)sl[i].extent * (size_t)L->m.nvars + (size_t)v;
+    memcpy(s->bufs[v] + (size_t)o[at + i] * rb,
+           ep->ext_src[src_at] + (size_t)first * rb, (size_t)len * rb);
+    o[at + i + 1] = o[at + i] + len;
+    if (len > *max_len)
+      *max_len = len;
+  }
+  return 0;
+}
+
 static void assemble(epoch_state *ep, ring_slot *s, int64_t b) {
   ferry_loader *L = ep->L;
   const ferry__rank_plan *p = &ep->plan;
@@ -544,6 +575,11 @@ static void assemble(epoch_state *ep, ring_slot *s, int64_t b) {
   int64_t npad = 0;
   int rc = 0;
   ferry__slot sl[SLOT_BLOCK];
+  for (int v = 0; L->ragged && v < L->m.nvars; v++)
+    if (s->offs[v]) {
+      s->offs[v][0] = 0;
+      s->tensors[v].max_len = 0;
+    }
   for (int64_t i0 = b0; !rc && i0 < b1; i0 += SLOT_BLOCK) {
     int64_t k = b1 - i0 < SLOT_BLOCK ? b1 - i0 : SLOT_BLOCK;
     batch_slots(ep, i0, k, sl);
@@ -553,19 +589,25 @@ static void assemble(epoch_state *ep, ring_slot *s, int64_t b) {
       npad += sl[j].padded;
     }
     for (int v = 0; !rc && v < L->m.nvars; v++)
-      rc = copy_rows(ep, s, sl, k, v,
-                     s->bufs[v] + (size_t)(i0 - b0) * L->m.vars[v].row_bytes);
+      rc = L->m.vars[v].ragged
+               ? copy_ragged(ep, s, sl, k, v, i0 - b0, &s->tensors[v].max_len)
+               : copy_rows(ep, s, sl, k, v,
+                           s->bufs[v] +
+                               (size_t)(i0 - b0) * L->m.vars[v].row_bytes);
   }
   for (int v = 0; !rc && v < L->m.nvars; v++) {
     const ferry__var *var = &L->m.vars[v];
     size_t rb = var->row_bytes;
+    int64_t rows = var->ragged ? s->offs[v][n] : n;
     if (var->swapped) {
       size_t el = ferry_dtype_size(var->dtype);
-      ferry__byteswap(s->bufs[v], (size_t)n * rb / el, el);
+      ferry__byteswap(s->bufs[v], (size_t)rows * rb / el, el);
     }
     ferry_tensor *t = &s->tensors[v];
-    t->shape[0] = n;
-    t->nbytes = (size_t)n * rb;
+    t->shape[0] = rows;
+    t->nbytes = (size_t)rows * rb;
+    if (var->ragged)
+      t->nvalues = rows;
   }
   s->batch.epoch = ep->epoch;
   s->batch.index = ep->index_base + b;
@@ -618,6 +660,7 @@ static void copy_to_device(epoch_state *ep, ring_slot *s, int64_t b) {
   pthread_mutex_lock(&L->stats_mu);
   if (!rc)
     L->stats.h2d_bytes += (int64_t)((size_t)s->batch.size * L->row_total);
+  /* (device=cuda never serves ragged variables: ragged.c refuses it) */
   L->stats.h2d_seconds += secs;
   pthread_mutex_unlock(&L->stats_mu);
   pthread_mutex_lock(&ep->mu);

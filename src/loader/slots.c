@@ -47,6 +47,9 @@ static void host_slot_free(ferry_loader *L, ring_slot *s) {
       ferry__gpu_host_free(s->bufs[v]);
     else
       free(s->bufs[v]);
+  for (int v = 0; s->offs && v < L->m.nvars; v++)
+    free(s->offs[v]);
+  free(s->offs);
   free(s->bufs);
   free(s->tensors);
   free(s->ids);
@@ -74,9 +77,18 @@ static int host_slot_new(ferry_loader *L, ring_slot **out, size_t *want,
           (size_t)B * (sizeof *s->ids + 1);
   if (!s->bufs || !s->tensors || !s->ids || !s->padded)
     goto fail;
+  if (L->ragged && !(s->offs = calloc((size_t)nv, sizeof *s->offs))) {
+    *want = (size_t)nv * sizeof *s->offs;
+    goto fail;
+  }
   for (int v = 0; v < nv; v++) {
     const ferry__var *var = &L->m.vars[v];
-    size_t bytes = (size_t)B * var->row_bytes;
+    size_t bytes =
+        (size_t)(var->ragged ? L->ragged_cap[v] : B) * var->row_bytes;
+    if (var->ragged && !(s->offs[v] = calloc((size_t)B + 1, sizeof(int64_t)))) {
+      *want = ((size_t)B + 1) * sizeof(int64_t);
+      goto fail;
+    }
     if (L->ring_pinned) {
       void *p = NULL;
       int rc = ferry__gpu_host_alloc(L->rank, bytes, &p, err);
@@ -99,6 +111,7 @@ static int host_slot_new(ferry_loader *L, ring_slot **out, size_t *want,
       t->shape[d + 1] = var->row_shape[d];
     t->data = s->bufs[v];
     t->row_bytes = var->row_bytes;
+    t->offsets = var->ragged ? s->offs[v] : NULL;
   }
   s->batch.sample_ids = s->ids;
   s->batch.padded = s->padded;
@@ -209,7 +222,7 @@ void ferry__ring_free(ferry_loader *L) {
 /* ---- Held batches ------------------------------------------------------ */
 
 int64_t ferry__held_max(const ferry_loader *L) {
-  size_t batch = (size_t)L->opts->batch_size * L->row_total;
+  size_t batch = L->batch_bytes;
   int64_t n = (int64_t)((size_t)L->opts->held_memory / (batch ? batch : 1));
   return n < HELD_MAX_SLOTS ? n : HELD_MAX_SLOTS;
 }
@@ -265,7 +278,7 @@ static int held_full(ferry_loader *L, int64_t b, ferry__err *err) {
   char lim[64], one[32], all[32];
   ferry_options_get(L->opts, "held_memory", lim, sizeof lim);
   int64_t n = held_count(L);
-  double bytes = (double)((size_t)L->opts->batch_size * L->row_total);
+  double bytes = (double)L->batch_bytes;
   fmt_bytes(one, sizeof one, bytes);
   fmt_bytes(all, sizeof all, (double)n * bytes);
   return ferry__seterr_on(

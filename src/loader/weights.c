@@ -199,6 +199,12 @@ static int check_source(const ferry__manifest *m, const ferry__manifest *m2,
                             s->label, m2->nvars);
   const ferry__var *v = &m2->vars[0];
   s->dtype = v->dtype;
+  if (v->ragged)
+    return ferry__seterr_on(err, s->rank, FERRY_EINVAL,
+                            "%s: %s is a ragged variable (samples of "
+                            "different lengths); one value per sample is "
+                            "needed",
+                            s->opt, s->label);
   if (m2->num_samples != m->num_samples)
     return ferry__seterr_on(err, s->rank, FERRY_EINVAL,
                             "%s: %s holds %lld values, the dataset %s %lld "

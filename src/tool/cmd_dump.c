@@ -62,15 +62,17 @@ const tool_cmd tool_cmd_dump = {
         "first_value is "
         "the first element of the sample's row of variable NAME as a number: "
         "integers exactly, floats (float16 converted) with 17 significant "
-        "digits, bool as 0 or 1; '-' when the row is empty.  The batches are "
-        "read on the host (device=auto means cpu here).",
+        "digits, bool as 0 or 1; '-' when the row is empty.  A ragged "
+        "variable (samples of different lengths) adds len=N after it, the "
+        "sample's length, and --row-hash hashes all of its values.  The "
+        "batches are read on the host (device=auto means cpu here).",
     .loader_options = 1,
     .opts = dump_opts,
     .run = run_dump,
 };
 
 /* One served sample: batch, global index, has a value, the value's bytes. */
-enum { D_BATCH, D_SAMPLE, D_HAS, D_VALUE, D_HASH, D_FIELDS };
+enum { D_BATCH, D_SAMPLE, D_HAS, D_VALUE, D_HASH, D_LEN, D_FIELDS };
 
 /* FNV-1a 64 of a row's bytes (tests/fixtures/dump_compare.py computes the
  * same from NumPy's row). */
@@ -106,13 +108,19 @@ static void dump_batch(const tool_ctx *ctx, const ferry_batch *b, int vi,
     int64_t *r = d->recs + d->nrecs * D_FIELDS;
     r[D_BATCH] = b->index;
     r[D_SAMPLE] = b->sample_ids[j];
-    r[D_HAS] = t->row_bytes >= elsize && elsize > 0;
+    /* a ragged sample: its values, offsets[j] to offsets[j+1] */
+    size_t at = t->offsets ? (size_t)t->offsets[j] : (size_t)j;
+    size_t bytes =
+        t->offsets ? (size_t)(t->offsets[j + 1] - t->offsets[j]) * t->row_bytes
+                   : t->row_bytes;
+    r[D_LEN] = t->offsets ? t->offsets[j + 1] - t->offsets[j] : -1;
+    r[D_HAS] = bytes >= elsize && elsize > 0;
     r[D_VALUE] = 0;
     const unsigned char *row =
-        (const unsigned char *)t->data + (size_t)j * t->row_bytes;
+        (const unsigned char *)t->data + at * t->row_bytes;
     if (r[D_HAS])
       memcpy(&r[D_VALUE], row, elsize);
-    r[D_HASH] = row_hash ? (int64_t)fnv1a64(row, t->row_bytes) : 0;
+    r[D_HASH] = row_hash ? (int64_t)fnv1a64(row, bytes) : 0;
   }
 }
 
@@ -128,6 +136,8 @@ static int dump_print(const tool_ctx *ctx, FILE *out, ferry_dtype dtype,
         tool_format_value(dtype, &r[D_VALUE], val, sizeof val);
       fprintf(out, "%d %" PRId64 " %" PRId64 " %s", rank, r[D_BATCH],
               r[D_SAMPLE], val);
+      if (r[D_LEN] >= 0) /* a ragged variable */
+        fprintf(out, " len=%" PRId64, r[D_LEN]);
       if (row_hash)
         fprintf(out, " fnv=%016" PRIx64, (uint64_t)r[D_HASH]);
       fputc('\n', out);

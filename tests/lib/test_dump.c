@@ -37,7 +37,7 @@
 #include <string.h>
 
 enum { MAX_FIELDS = 7, MAX_WORDS = 64 };
-enum { D_BATCH, D_SAMPLE, D_HAS, D_VALUE, D_HASH, D_FIELDS };
+enum { D_BATCH, D_SAMPLE, D_HAS, D_VALUE, D_HASH, D_LEN, D_FIELDS };
 
 typedef struct job {
   char *out, *env, *dataset, *var, *opts;
@@ -198,15 +198,21 @@ static int run_job(job *j, MPI_Comm comm, char *msg, size_t mlen) {
     const ferry_tensor *t = &b->vars[vi];
     for (int64_t k = 0; k < b->size; k++, nrecs++) {
       int64_t *r = recs + nrecs * D_FIELDS;
+      /* a ragged sample: values offsets[k] to offsets[k+1] */
+      size_t at = t->offsets ? (size_t)t->offsets[k] : (size_t)k;
+      size_t bytes = t->offsets ? (size_t)(t->offsets[k + 1] - t->offsets[k]) *
+                                      t->row_bytes
+                                : t->row_bytes;
       const unsigned char *row =
-          (const unsigned char *)t->data + (size_t)k * t->row_bytes;
+          (const unsigned char *)t->data + at * t->row_bytes;
       r[D_BATCH] = b->index;
       r[D_SAMPLE] = b->sample_ids[k];
-      r[D_HAS] = t->row_bytes >= elsize && elsize > 0;
+      r[D_LEN] = t->offsets ? t->offsets[k + 1] - t->offsets[k] : -1;
+      r[D_HAS] = bytes >= elsize && elsize > 0;
       r[D_VALUE] = 0;
       if (r[D_HAS])
         memcpy(&r[D_VALUE], row, elsize);
-      r[D_HASH] = j->row_hash ? (int64_t)fnv1a64(row, t->row_bytes) : 0;
+      r[D_HASH] = j->row_hash ? (int64_t)fnv1a64(row, bytes) : 0;
     }
     if ((rc = ferry_release(L, b)) != 0) {
       snprintf(msg, mlen, "ferry dump: error: %s\n", ferry_last_error(L));
@@ -241,6 +247,8 @@ static int run_job(job *j, MPI_Comm comm, char *msg, size_t mlen) {
             format_value(vinfo.dtype, &r[D_VALUE], val, sizeof val);
           fprintf(f, "%d %" PRId64 " %" PRId64 " %s", rk, r[D_BATCH],
                   r[D_SAMPLE], val);
+          if (r[D_LEN] >= 0)
+            fprintf(f, " len=%" PRId64, r[D_LEN]);
           if (j->row_hash)
             fprintf(f, " fnv=%016" PRIx64, (uint64_t)r[D_HASH]);
           fputc('\n', f);

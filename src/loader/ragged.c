@@ -1,0 +1,165 @@
+/*
+ * ragged.c - ragged variables in the loader (docs/ragged.md): samples of
+ * different lengths, whose offsets the manifest holds (ferry__part.roff,
+ * read by rank 0 from the format's own index and broadcast).
+ *
+ * Every size is known at ferry_open, from the offsets, so nothing grows
+ * at run time: a batch slot holds the batch_size longest samples of the
+ * dataset (no batch of any epoch, rank or resume can need more), an
+ * extent's read buffer holds exactly its samples' values, and the budget
+ * counts a window's reads at the most bytes per sample of any chunk (a
+ * window is whole chunks).  The automatic chunk size uses the mean bytes
+ * of a sample.  What is not wired for ragged variables yet is refused here
+ * with the option to change: shuffle=global, io=mmap, device=cuda.
+ */
+#include "config.h"
+#include "loader/loader.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Sum of the k largest lengths of ragged variable v over every part
+ * (a min-heap of k). */
+static int top_sum(const ferry__manifest *m, int v, int64_t k, int64_t *out,
+                   ferry__err *err, int rank) {
+  int64_t *h = malloc((size_t)(k > 0 ? k : 1) * sizeof *h), n = 0;
+  if (!h)
+    return ferry__oom(err, rank, (size_t)k * sizeof *h,
+                      "the %lld longest samples of variable %s", (long long)k,
+                      m->vars[v].name);
+  for (int64_t p = 0; p < m->nparts; p++) {
+    const int64_t *o = m->parts[p].roff[v];
+    for (int64_t i = 0; i < m->parts[p].num_samples; i++) {
+      int64_t len = o[i + 1] - o[i];
+      if (n < k) { /* sift up */
+        int64_t j = n++;
+        while (j > 0 && h[(j - 1) / 2] > len) {
+          h[j] = h[(j - 1) / 2];
+          j = (j - 1) / 2;
+        }
+        h[j] = len;
+      } else if (len > h[0]) { /* replace the least, sift down */
+        int64_t j = 0;
+        for (;;) {
+          int64_t c = 2 * j + 1;
+          if (c >= n)
+            break;
+          if (c + 1 < n && h[c + 1] < h[c])
+            c++;
+          if (h[c] >= len)
+            break;
+          h[j] = h[c];
+          j = c;
+        }
+        h[j] = len;
+      }
+    }
+  }
+  int64_t s = 0;
+  for (int64_t i = 0; i < n; i++)
+    s += h[i];
+  free(h);
+  *out = s;
+  return 0;
+}
+
+static int refuse(ferry_loader *L, const char *what, ferry__err *err) {
+  const char *name = "?";
+  for (int v = 0; v < L->m.nvars; v++)
+    if (L->m.vars[v].ragged) {
+      name = L->m.vars[v].name;
+      break;
+    }
+  return ferry__seterr(err, FERRY_ENOTSUP,
+                       "dataset %s: variable '%s' is ragged (samples of "
+                       "different lengths), and %s",
+                       L->m.spec, name, what);
+}
+
+int ferry__ragged_open(ferry_loader *L, ferry__err *err) {
+  const ferry__manifest *m = &L->m;
+  int64_t B = L->opts->batch_size;
+  L->ragged = ferry__manifest_ragged(m);
+  L->batch_bytes = (size_t)B * L->row_total;
+  L->sample_mean = L->row_total;
+  L->sample_bound = L->row_total;
+  if (!L->ragged)
+    return 0;
+  if (L->opts->shuffle == FERRY__SHUFFLE_GLOBAL)
+    return refuse(L,
+                  "shuffle=global does not serve ragged variables yet: use "
+                  "shuffle=chunks or block",
+                  err);
+  if (L->opts->io == FERRY__IO_MMAP)
+    return refuse(L, "io=mmap does not serve them yet: use io=posix or auto",
+                  err);
+  if (L->gpu && L->opts->device == FERRY__DEV_CUDA)
+    return refuse(L,
+                  "device=cuda does not carry ragged batches yet: use "
+                  "device=cpu (and copy values and offsets yourself)",
+                  err);
+  if (L->gpu) { /* device=auto: the batches stay in host memory */
+    ferry__gpu_close(L->gpu);
+    L->gpu = NULL;
+    snprintf(L->dev_how, sizeof L->dev_how,
+             "host memory: device=auto and the dataset has ragged variables "
+             "(device=cuda does not carry them yet)");
+  }
+  if (!(L->ragged_cap = calloc((size_t)m->nvars, sizeof *L->ragged_cap)))
+    return ferry__oom(err, L->rank, (size_t)m->nvars * sizeof *L->ragged_cap,
+                      "the ragged variables of dataset %s", m->spec);
+  size_t bytes = 0, mean = 0;
+  for (int v = 0; v < m->nvars; v++) {
+    const ferry__var *x = &m->vars[v];
+    if (!x->ragged) {
+      bytes += (size_t)B * x->row_bytes;
+      mean += x->row_bytes;
+      continue;
+    }
+    int rc = top_sum(m, v, B, &L->ragged_cap[v], err, L->rank);
+    if (rc)
+      return rc;
+    int64_t rows = 0;
+    for (int64_t p = 0; p < m->nparts; p++)
+      rows += m->parts[p].roff[v][m->parts[p].num_samples];
+    bytes += (size_t)L->ragged_cap[v] * x->row_bytes +
+             (size_t)(B + 1) * sizeof(int64_t);
+    mean += (size_t)((double)rows / (double)(m->num_samples ? m->num_samples
+                                                            : 1) *
+                     (double)x->row_bytes) +
+            sizeof(int64_t);
+  }
+  L->batch_bytes = bytes;
+  L->sample_mean = mean ? mean : 1;
+  return 0;
+}
+
+/* After the chunks are made: the most bytes per sample of any chunk (every
+ * variable), which bounds the bytes of any set of whole chunks. */
+void ferry__ragged_bound(ferry_loader *L) {
+  if (!L->ragged)
+    return;
+  size_t most = 1;
+  for (int64_t c = 0; c < L->nchunks; c++) {
+    ferry__chunk k = ferry__chunk_get(&L->chunks, c);
+    ferry__extent x = {.part = k.part, .row = k.row, .count = k.count};
+    size_t b = ferry__extent_var_off(L, &x, L->m.nvars);
+    size_t per = k.count ? (b + (size_t)k.count - 1) / (size_t)k.count : 0;
+    if (per > most)
+      most = per;
+  }
+  L->sample_bound = most;
+}
+
+size_t ferry__extent_var_off(const ferry_loader *L, const ferry__extent *x,
+                             int v) {
+  if (!L->ragged)
+    return (size_t)x->count *
+           (v < L->m.nvars ? L->var_prefix[v] : L->row_total);
+  const ferry__part *pt = &L->m.parts[x->part];
+  size_t off = 0;
+  for (int u = 0; u < v; u++)
+    off += (size_t)ferry__part_rows(pt, u, x->row, x->count) *
+           L->m.vars[u].row_bytes;
+  return off;
+}
