@@ -74,6 +74,10 @@ MPI_TESTS += \
 	tests/sampling/weights.sh \
 	tests/sampling/weights_epoch.sh \
 	tests/sampling/mix.sh
+# tests/ragged/: variables whose samples differ in length (docs/ragged.md):
+# the batch layout, the promises, the formats that store them.
+MPI_TESTS += \
+	tests/ragged/megatron.sh
 # tests/cli/: the ferry tool's command line, its manual, the build and
 # install, the README's example.
 MPI_TESTS += \

@@ -81,28 +81,17 @@ static char *with_suffix(const char *prefix, const char *suf) {
   return p;
 }
 
-static int idx_magic_ok(const char *idx) {
-  int fd = ferry__open_regular(idx, NULL);
-  if (fd < 0)
-    return 0;
-  unsigned char b[MEG_MAGIC_LEN];
-  size_t got = 0;
-  int ok = ferry__pread_full(fd, b, sizeof b, 0, &got) == 0 &&
-           got == sizeof b && memcmp(b, MEG_MAGIC, MEG_MAGIC_LEN) == 0;
-  close(fd);
-  return ok;
-}
-
-/* PREFIX.idx (with the index's magic) or PREFIX.bin, with both files
- * there. */
+/* PREFIX.idx or PREFIX.bin, with both files there (describe then says
+ * what is wrong with an index that is not one Megatron wrote; a lone
+ * index is named by sniff.c from its magic). */
 static int megatron_probe(const char *path) {
   char *prefix = prefix_of(path);
   if (!prefix)
     return 0;
   char *idx = with_suffix(prefix, ".idx"), *bin = with_suffix(prefix, ".bin");
-  struct stat st;
-  int ok = idx && bin && stat(bin, &st) == 0 && S_ISREG(st.st_mode) &&
-           idx_magic_ok(idx);
+  struct stat a, b;
+  int ok = idx && bin && stat(bin, &b) == 0 && S_ISREG(b.st_mode) &&
+           stat(idx, &a) == 0 && S_ISREG(a.st_mode);
   free(prefix);
   free(idx);
   free(bin);
@@ -126,8 +115,8 @@ static int64_t le64(const unsigned char *p) {
 }
 
 static int32_t le32(const unsigned char *p) {
-  return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 |
-                   (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+  return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                   (uint32_t)p[3] << 24);
 }
 
 /* The header and the sizes: S and D bounded by the index's size. */
@@ -204,8 +193,7 @@ static int read_array(const meg_index *x, int64_t off, uint64_t n, int w,
                          "bytes",
                          x->idx, (long long)at, got, want);
     for (uint64_t j = 0; rc == 0 && j < k; j++)
-      out[i + j] = w == 4 ? le32(b + j * 4)
-                          : le64(b + j * 8);
+      out[i + j] = w == 4 ? le32(b + j * 4) : le64(b + j * 8);
   }
   free(b);
   return rc;
@@ -240,7 +228,8 @@ static int check_sequences(const meg_index *x, const int64_t *len,
           "but the sequences before it end at %lld (ferry reads indexes "
           "whose sequences follow one another, as Megatron writes them)",
           x->idx, (long long)(ptrs_at + (int64_t)i * 8), (unsigned long long)i,
-          (long long)ptr[i], x->bin, (long long)(*first + at * (int64_t)x->item));
+          (long long)ptr[i], x->bin,
+          (long long)(*first + at * (int64_t)x->item));
     if (len[i] > room - at)
       return ferry__seterr(err, FERRY_EFORMAT,
                            "file %s: sequence %llu (%lld tokens at byte "

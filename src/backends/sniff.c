@@ -56,6 +56,8 @@ static const sig signatures[] = {
      "an HDF4 file (HDF4 is not HDF5: convert it with h4toh5)"},
     {0, "\x93NUMPY", 6, "a .npy file"},
     {0, "ARROW1", 6, "an Arrow IPC (Feather v2) file"},
+    {0, "MMIDIDX\0\0", 9,
+     "a Megatron-LM index (PREFIX.idx: its PREFIX.bin must be beside it)"},
     {0, "\x1f\x8b", 2, "a gzip-compressed file (decompress it first)"},
     {0, "\x28\xb5\x2f\xfd", 4, "a zstd-compressed file (decompress it first)"},
     {0, "BZh", 3, "a bzip2-compressed file (decompress it first)"},

@@ -124,10 +124,10 @@ int ferry__ragged_open(ferry_loader *L, ferry__err *err) {
       rows += m->parts[p].roff[v][m->parts[p].num_samples];
     bytes += (size_t)L->ragged_cap[v] * x->row_bytes +
              (size_t)(B + 1) * sizeof(int64_t);
-    mean += (size_t)((double)rows / (double)(m->num_samples ? m->num_samples
-                                                            : 1) *
-                     (double)x->row_bytes) +
-            sizeof(int64_t);
+    mean +=
+        (size_t)((double)rows / (double)(m->num_samples ? m->num_samples : 1) *
+                 (double)x->row_bytes) +
+        sizeof(int64_t);
   }
   L->batch_bytes = bytes;
   L->sample_mean = mean ? mean : 1;

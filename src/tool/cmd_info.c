@@ -149,12 +149,21 @@ static void print_budget(const ferry_memory_budget *mb) {
   printf("\n");
 }
 
+/* The batch_size option (for the ragged line). */
+static int64_t info_batch_size(const tool_ctx *ctx) {
+  char v[32] = "0";
+  if (ctx->opts)
+    ferry_options_get(ctx->opts, "batch_size", v, sizeof v);
+  return (int64_t)strtoll(v, NULL, 10);
+}
+
 static void print_text(const tool_ctx *ctx, const ferry_loader *L,
                        int64_t max_chunk, const ferry_memory_budget *mb) {
   char b1[32], b2[32];
   int nvars = ferry_num_vars(L);
   int64_t n = ferry_num_samples(L), nparts = ferry_num_parts(L);
   size_t row_total = 0;
+  double ragged_bytes = 0;
   printf("dataset        %s\n", ctx->target);
   printf("backend        %s\n", ferry_backend(L));
   printf("parts          %" PRId64 "\n", nparts);
@@ -183,19 +192,42 @@ static void print_text(const tool_ctx *ctx, const ferry_loader *L,
     if (ferry_var_info_get(L, i, &v) != 0)
       continue;
     char shape[256];
-    int len = snprintf(shape, sizeof shape, "(%" PRId64, v.shape[0]);
+    /* a ragged variable: (N, *, inner...), '*' the sample's length */
+    int len = snprintf(shape, sizeof shape, "(%" PRId64 "%s", v.shape[0],
+                       v.ragged ? ", *" : "");
     for (int d = 1; d < v.ndim && len < (int)sizeof shape; d++)
       len += snprintf(shape + len, sizeof shape - (size_t)len, ", %" PRId64,
                       v.shape[d]);
     snprintf(shape + len, sizeof shape - (size_t)len, "%s)",
-             v.ndim == 1 ? "," : "");
+             v.ndim == 1 && !v.ragged ? "," : "");
+    double rows = v.ragged ? (double)v.total_rows : (double)n;
     printf("  %-16s %-8s %-6s %-22s %12zu %16.0f\n", v.name,
            ferry_dtype_name(v.dtype), byte_order(&v), shape, v.row_bytes,
-           (double)v.row_bytes * (double)n);
-    row_total += v.row_bytes;
+           (double)v.row_bytes * rows);
+    if (v.ragged)
+      ragged_bytes += (double)v.row_bytes * rows;
+    else
+      row_total += v.row_bytes;
   }
-  printf("sample bytes   %zu (all variables), dataset %s\n", row_total,
-         tool_fmt_bytes((double)row_total * (double)n, b1, sizeof b1));
+  for (int i = 0; i < nvars; i++) {
+    ferry_var_info v;
+    if (ferry_var_info_get(L, i, &v) != 0 || !v.ragged)
+      continue;
+    printf("ragged         %s: lengths %" PRId64 " to %" PRId64
+           " (mean %.1f), %" PRId64 " rows of %zu bytes; a batch slot holds "
+           "%" PRId64 " rows (the %" PRId64 " longest samples)\n",
+           v.name, v.min_len, v.max_len,
+           n ? (double)v.total_rows / (double)n : 0.0, v.total_rows,
+           v.row_bytes, v.batch_rows, info_batch_size(ctx));
+  }
+  if (ragged_bytes > 0)
+    printf("sample bytes   %.1f on average (all variables), dataset %s\n",
+           (double)row_total + ragged_bytes / (double)(n ? n : 1),
+           tool_fmt_bytes((double)row_total * (double)n + ragged_bytes, b1,
+                          sizeof b1));
+  else
+    printf("sample bytes   %zu (all variables), dataset %s\n", row_total,
+           tool_fmt_bytes((double)row_total * (double)n, b1, sizeof b1));
   /* Storage layout, when the backend describes it (HDF5, Zarr). */
   const char *cut = NULL;
   int64_t cut_rows = 0;
@@ -213,9 +245,12 @@ static void print_text(const tool_ctx *ctx, const ferry_loader *L,
       cut_rows = v.chunk_rows;
     }
   }
-  printf("chunks         %" PRId64 " of at most %" PRId64 " samples (%s)\n",
-         ferry_num_chunks(L), max_chunk,
-         tool_fmt_bytes((double)max_chunk * (double)row_total, b1, sizeof b1));
+  printf(
+      "chunks         %" PRId64 " of at most %" PRId64 " samples (%s%s)\n",
+      ferry_num_chunks(L), max_chunk, ragged_bytes > 0 ? "on average " : "",
+      tool_fmt_bytes((double)max_chunk * ((double)row_total +
+                                          ragged_bytes / (double)(n ? n : 1)),
+                     b1, sizeof b1));
   const char *why = "";
   int64_t cs = ferry_chunk_samples(L, &why);
   printf("chunk_samples  %" PRId64 " (%s)\n", cs, why);
@@ -310,10 +345,15 @@ static void print_json(const tool_ctx *ctx, const ferry_loader *L,
     for (int d = 0; d < v.ndim; d++)
       printf("%s%" PRId64, d ? ", " : "", v.shape[d]);
     printf("], \"row_bytes\": %zu, \"total_bytes\": %.0f, "
-           "\"chunk_rows\": %" PRId64 ", \"cache_bytes\": %zu, "
-           "\"storage\": ",
-           v.row_bytes, (double)v.row_bytes * (double)n, v.chunk_rows,
-           v.cache_bytes);
+           "\"chunk_rows\": %" PRId64 ", \"cache_bytes\": %zu, ",
+           v.row_bytes,
+           (double)v.row_bytes * (v.ragged ? (double)v.total_rows : (double)n),
+           v.chunk_rows, v.cache_bytes);
+    if (v.ragged)
+      printf("\"ragged\": true, \"min_len\": %" PRId64 ", \"max_len\": %" PRId64
+             ", \"total_rows\": %" PRId64 ", \"batch_rows\": %" PRId64 ", ",
+             v.min_len, v.max_len, v.total_rows, v.batch_rows);
+    printf("\"storage\": ");
     if (v.storage)
       tool_json_string(stdout, v.storage);
     else

@@ -1,0 +1,150 @@
+#!/bin/sh
+# megatron.sh - ragged variables end to end on Megatron-LM indexed datasets
+# (src/backends/megatron.c, docs/ragged.md), written by
+# tests/fixtures/make_megatron.py (Megatron's bytes, read back the way
+# Megatron's own reader reads them): int32 tokens with empty sequences,
+# uint16, uint8, int64 with a multimodal index, float32, a directory of
+# three parts, a dataset whose every sample is empty, one huge sequence.
+#
+#  - `ferry dump --row-hash` over 1 (in order), 2 and 3 ranks (shuffled),
+#    sequences and documents (megatron_sample=document): every sample's
+#    length (len=N) and all of its values checked against the values the
+#    writer drew (tests/fixtures/dump_compare.py, FILE.npz::ragged);
+#  - tests/ragged/test_ragged on 7 ranks: the batch layout (offsets,
+#    nvalues, max_len), exactly once for each tail, equal batch counts on
+#    1, 2, 3, 4 and 7 ranks, the same batches with 1 and 4 threads, and a
+#    checkpoint resumed on 2, 3, 4 and 7 ranks;
+#  - `ferry info` names the ragged variable, its lengths and the slot;
+#  - corrupt indexes (bad magic, version, dtype code, counts, sizes, a
+#    negative length, a gap between sequences, a .bin shorter than the
+#    index says, bad document indices) and what is not served for ragged
+#    variables yet (shuffle=global, io=mmap, a mix, a saved manifest) are
+#    refused with one message on 1 and 3 ranks, no hang.
+#
+# Environment (set by "make check"; tests/README.md): FERRY, RUN_MPI,
+# PYTHON_NUMPY, FERRY_TEST_TMPDIR, top_srcdir, top_builddir.
+# Exit 0 pass, 1 fail, 77 skip (no NumPy).
+
+. "`dirname "$0"`/../lib/common.sh"
+ferry_test_init megatron
+if test -z "${PYTHON_NUMPY:-}"; then
+  echo "SKIP: no Python with NumPy (PYTHON_NUMPY is empty): the fixtures are written by NumPy"
+  exit 77
+fi
+if ! "$FERRY" --version | grep '^backends:.* megatron' >/dev/null; then
+  echo "FAIL: ferry --version does not list the megatron backend"
+  exit 1
+fi
+fx=$tmp/fx
+mkdir -p "$fx/parts"
+mk() {
+  "$PYTHON_NUMPY" "$top_srcdir/tests/fixtures/make_megatron.py" "$@" \
+    >>"$tmp/make.log" 2>&1 || {
+    failed "make_megatron.py $*" "$tmp/make.log"
+    exit 1
+  }
+}
+mk "$fx/i32" --docs 60 --empty 4 --seed 1
+mk "$fx/u16" --dtype uint16 --docs 80 --mean 20 --seed 2
+mk "$fx/u8" --dtype uint8 --docs 40 --mean 100 --seed 3
+mk "$fx/i64" --dtype int64 --docs 30 --multimodal --seed 4
+mk "$fx/f32" --dtype float32 --docs 25 --sigma 0.3 --seed 5
+mkdir -p "$fx/ref"
+for k in 0 1 2; do
+  mk "$fx/parts/shard_0$k" --docs `expr 10 + 7 \* $k` --seed `expr 10 + $k`
+  mv "$fx/parts/shard_0$k.seq.npz" "$fx/parts/shard_0$k.doc.npz" "$fx/ref/"
+done
+mk "$fx/empty" --docs 5 --seqs-per-doc 1 --empty 100 --seed 6
+mk "$fx/huge" --docs 3 --seqs-per-doc 1 --mean 200000 --sigma 0.01 --seed 7
+mk "$fx/bad" --bad --seed 8
+ok "make_megatron.py wrote `grep -c tokens "$tmp/make.log"` datasets and `wc -l <"$fx/bad.bad.txt"` corrupt ones"
+
+# ---- dumps against the writer's values ------------------------------------
+BATCH=6
+common="--epoch 0 --tail partial --batch-size $BATCH --row-hash"
+jobs=$tmp/jobs
+: >"$jobs"
+njobs=0
+export FERRY
+i=0
+for name in i32 u16 u8 i64 f32 empty huge; do
+  for unit in seq doc; do
+    i=`expr $i + 1`
+    opts="--megatron-sample `test $unit = seq && echo sequence || echo document`"
+    ref=$fx/$name.$unit.npz::ragged
+    dump_queue "" "$name $unit ordered" 1 ordered "$fx/$name.idx" tokens \
+      "$opts --shuffle none --shuffle-buffer 0 --chunk-samples 7" "$ref"
+    np=`expr 2 + $i % 2`
+    flags=spread
+    case $name in huge|empty) flags=- ;; esac
+    dump_queue "" "$name $unit shuffled" $np $flags "$fx/$name.idx" tokens \
+      "$opts --seed $i --chunk-samples 5 --threads 3" "$ref"
+  done
+done
+dump_queue "" "parts dir" 3 spread "$fx/parts" tokens \
+  "--seed 4 --chunk-samples 9" "$fx/ref/shard_00.seq.npz::ragged" \
+  "$fx/ref/shard_01.seq.npz::ragged" "$fx/ref/shard_02.seq.npz::ragged"
+dump_queue "" "parts glob, documents" 2 spread "$fx/parts/shard_0*.bin" tokens \
+  "--seed 5 --megatron-sample document" "$fx/ref/shard_00.doc.npz::ragged" \
+  "$fx/ref/shard_01.doc.npz::ragged" "$fx/ref/shard_02.doc.npz::ragged"
+dump_run
+echo "checking $njobs dumps against the values make_megatron.py drew"
+"$PYTHON_NUMPY" "$top_srcdir/tests/fixtures/dump_compare.py" "$jobs" \
+  >"$tmp/compare.out" 2>&1 || fail=1
+grep -c '^ok' "$tmp/compare.out" | sed 's/^/ok: dumps equal to the writer'"'"'s values: /'
+grep -v '^ok' "$tmp/compare.out"
+
+# ---- the promises, on 1 to 7 ranks ---------------------------------------
+if $RUN_MPI 7 "$top_builddir/tests/ragged/test_ragged" "$fx/i32" "$tmp" \
+     >"$tmp/test_ragged.out" 2>&1; then
+  ok "`tail -1 "$tmp/test_ragged.out"`"
+else
+  failed "test_ragged on 7 ranks" "$tmp/test_ragged.out"
+fi
+
+# ---- ferry info -----------------------------------------------------------
+if "$FERRY" info "$fx/i32.idx" --batch-size 4 >"$tmp/info.out" 2>&1 &&
+   grep '^  tokens  *int32  *little (.*, \*)' "$tmp/info.out" >/dev/null &&
+   grep '^ragged  *tokens: lengths 0 to [0-9]* (mean [0-9.]*), [0-9]* rows of 4 bytes; a batch slot holds [0-9]* rows (the 4 longest samples)' \
+     "$tmp/info.out" >/dev/null; then
+  ok "ferry info: `grep '^ragged' "$tmp/info.out"`"
+else
+  failed "ferry info should show the ragged variable and its lengths" "$tmp/info.out"
+fi
+# the slot: the 4 longest sequences, from the writer's own lengths
+want=`"$PYTHON_NUMPY" -c "
+import numpy as np, sys
+o = np.load(sys.argv[1])['offsets']
+print(int(np.sort(np.diff(o))[-4:].sum()))" "$fx/i32.seq.npz"`
+if grep "a batch slot holds $want rows" "$tmp/info.out" >/dev/null; then
+  ok "the batch slot holds the 4 longest samples' $want rows"
+else
+  failed "the batch slot should hold $want rows" "$tmp/info.out"
+fi
+
+# ---- refusals -------------------------------------------------------------
+refusals() {
+  np=$1
+  run="$RUN_MPI $np"
+  test "$np" = 1 && run= # a singleton: no launcher to start
+  tab=`printf '\t'`
+  while IFS=$tab read -r path opts words; do
+    test "$opts" = - && opts=
+    # $opts: loader options, split on purpose
+    expect_refusal -l "`basename "$path"` np=$np" -n "$path" 1 "$words" \
+      $run "$FERRY" dump "$path" --batch-size 3 $opts
+  done <"$fx/bad.bad.txt"
+  expect_refusal -l "shuffle=global np=$np" 1 "ragged|shuffle=global" \
+    $run "$FERRY" dump "$fx/u16.idx" --shuffle global
+  expect_refusal -l "io=mmap np=$np" 1 "ragged|io=mmap" \
+    $run "$FERRY" dump "$fx/u16.idx" --io mmap
+  expect_refusal -l "mix np=$np" 1 "ragged|mix" \
+    $run "$FERRY" dump "mix:$fx/u16.idx=0.5,$fx/i32.idx=0.5"
+}
+in_lanes refusals 1 3
+expect_refusal -l "save-manifest" 1 "ragged|manifest" \
+  "$FERRY" info "$fx/u16.idx" --save-manifest "$tmp/m.json"
+expect_refusal -l "a lone index" -n "$tmp/lone.idx" 1 "Megatron-LM index|PREFIX.bin" \
+  sh -c "cp '$fx/u16.idx' '$tmp/lone.idx' && '$FERRY' dump '$tmp/lone.idx'"
+
+exit $fail

@@ -1,0 +1,443 @@
+/*
+ * test_ragged.c - the promises of ferry for a ragged variable (a Megatron
+ * indexed dataset written by tests/fixtures/make_megatron.py), over MPI:
+ *
+ *   test_ragged PREFIX DIR     (7 ranks; tests/ragged/megatron.sh)
+ *
+ * The test reads PREFIX.idx and PREFIX.bin itself (the layout of
+ * make_megatron.py's docstring) for the reference: every sequence's
+ * FNV-1a hash and length.  Then, over sub-communicators of 1, 2, 3, 4 and
+ * 7 ranks and several option sets (tail partial, pad and drop_last;
+ * shuffle chunks, block and none; megatron_sample sequence and document):
+ *
+ *  - every batch's offsets start at 0, never decrease, end at nvalues =
+ *    shape[0], nbytes = nvalues * row_bytes, max_len is the longest;
+ *  - every sample's values hash as the reference says;
+ *  - every sample once per epoch (tail=partial), or as tail promises
+ *    (pad: the repeats marked padded; drop_last: fewer than ranks x
+ *    batch_size dropped), and the same batch count on every rank;
+ *  - the same seed gives the same batches with threads=1 and threads=4;
+ *  - a checkpoint after k batches on 4 ranks resumes on 2, 3, 4 and 7
+ *    ranks: the samples served before and after are the epoch, once, and
+ *    on 4 ranks the batches are those of the uninterrupted run.
+ */
+#include <ferry.h>
+
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ferry_test.h"
+
+static int rank, size;
+static const char *prefix, *dir;
+/* The reference, sequence by sequence, and document by document. */
+static int64_t nseq, ndoc, *seq_len, *doc_len;
+static uint64_t *seq_hash, *doc_hash;
+
+typedef struct rec { /* one served sample */
+  int64_t id, batch;
+  uint64_t hash;
+  int padded;
+} rec;
+typedef struct recs {
+  rec *v;
+  int64_t n, cap;
+} recs;
+
+static void push(recs *x, rec r) {
+  if (x->n == x->cap) {
+    x->cap = x->cap ? 2 * x->cap : 1024;
+    x->v = realloc(x->v, (size_t)x->cap * sizeof *x->v);
+  }
+  x->v[x->n++] = r;
+}
+
+static uint64_t fnv(const unsigned char *p, size_t n) {
+  uint64_t h = UINT64_C(0xcbf29ce484222325);
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ p[i]) * UINT64_C(0x100000001b3);
+  return h;
+}
+
+static int64_t le(const unsigned char *p, int n) {
+  uint64_t v = 0;
+  for (int i = n - 1; i >= 0; i--)
+    v = v << 8 | p[i];
+  return n == 4 ? (int64_t)(int32_t)v : (int64_t)v;
+}
+
+static unsigned char *slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  fseek(f, 0, SEEK_END);
+  *len = (size_t)ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *b = malloc(*len + 1);
+  if (b && fread(b, 1, *len, f) != *len) {
+    free(b);
+    b = NULL;
+  }
+  fclose(f);
+  return b;
+}
+
+/* Every sequence's and document's length and hash, from the files. */
+static int reference(void) {
+  char p[4096];
+  size_t ilen = 0, blen = 0;
+  snprintf(p, sizeof p, "%s.idx", prefix);
+  unsigned char *idx = slurp(p, &ilen);
+  snprintf(p, sizeof p, "%s.bin", prefix);
+  unsigned char *bin = slurp(p, &blen);
+  if (!idx || !bin || ilen < 34)
+    return -1;
+  static const int size_of[9] = {0, 1, 1, 2, 4, 8, 8, 4, 2};
+  int item = idx[17] <= 8 ? size_of[idx[17]] : 0;
+  nseq = le(idx + 18, 8);
+  int64_t nd = le(idx + 26, 8);
+  ndoc = nd - 1;
+  seq_len = calloc((size_t)nseq + 1, sizeof *seq_len);
+  seq_hash = calloc((size_t)nseq + 1, sizeof *seq_hash);
+  doc_len = calloc((size_t)nd, sizeof *doc_len);
+  doc_hash = calloc((size_t)nd, sizeof *doc_hash);
+  for (int64_t i = 0; i < nseq; i++) {
+    seq_len[i] = le(idx + 34 + i * 4, 4);
+    int64_t ptr = le(idx + 34 + nseq * 4 + i * 8, 8);
+    seq_hash[i] = fnv(bin + ptr, (size_t)(seq_len[i] * item));
+  }
+  const unsigned char *di = idx + 34 + nseq * 12;
+  for (int64_t d = 0; d < ndoc; d++) {
+    int64_t a = le(di + d * 8, 8), b = le(di + (d + 1) * 8, 8);
+    int64_t ptr = a < nseq ? le(idx + 34 + nseq * 4 + a * 8, 8) : 0;
+    for (int64_t s = a; s < b; s++)
+      doc_len[d] += seq_len[s];
+    doc_hash[d] = fnv(bin + ptr, (size_t)(doc_len[d] * item));
+  }
+  free(idx);
+  free(bin);
+  return 0;
+}
+
+static MPI_Comm first(int n) {
+  MPI_Comm c;
+  MPI_Comm_split(MPI_COMM_WORLD, rank < n ? 0 : MPI_UNDEFINED, rank, &c);
+  return c;
+}
+
+static ferry_options *opts_of(const char *const *kv, const char *threads) {
+  ferry_options *o;
+  ferry_options_create(&o);
+  for (int i = 0; kv && kv[i]; i += 2)
+    if (ferry_options_set(o, kv[i], kv[i + 1]))
+      fprintf(stderr, "bad test option %s=%s\n", kv[i], kv[i + 1]);
+  if (threads)
+    ferry_options_set(o, "threads", threads);
+  return o;
+}
+
+/* One batch's layout, and its samples' hashes onto out. */
+static void take(const ferry_batch *b, int docs, recs *out) {
+  const ferry_tensor *t = &b->vars[0];
+  const int64_t *o = t->offsets;
+  if (!o) {
+    CHECK(0, "variable %s has no offsets", t->name);
+    return;
+  }
+  int64_t most = 0;
+  CHECK(o[0] == 0, "batch %lld: offsets[0] = %lld", (long long)b->index,
+        (long long)o[0]);
+  for (int64_t i = 0; i < b->size; i++) {
+    int64_t len = o[i + 1] - o[i];
+    CHECK(len >= 0, "batch %lld: offsets decrease at %lld", (long long)b->index,
+          (long long)i);
+    most = len > most ? len : most;
+    int64_t id = b->sample_ids[i];
+    uint64_t h = fnv((const unsigned char *)t->data + (size_t)o[i] * t->row_bytes,
+                     (size_t)len * t->row_bytes);
+    int64_t want_len = docs ? doc_len[id] : seq_len[id];
+    uint64_t want_h = docs ? doc_hash[id] : seq_hash[id];
+    CHECK(len == want_len && h == want_h,
+          "sample %lld: %lld values hashing %016llx, the files say %lld, "
+          "%016llx",
+          (long long)id, (long long)len, (unsigned long long)h,
+          (long long)want_len, (unsigned long long)want_h);
+    push(out, (rec){id, b->index, h, b->padded[i]});
+  }
+  CHECK(t->nvalues == o[b->size] && t->shape[0] == t->nvalues &&
+            t->nbytes == (size_t)t->nvalues * t->row_bytes &&
+            t->max_len == most,
+        "batch %lld: nvalues %lld shape[0] %lld nbytes %zu max_len %lld; "
+        "offsets end at %lld, longest %lld",
+        (long long)b->index, (long long)t->nvalues, (long long)t->shape[0],
+        t->nbytes, (long long)t->max_len, (long long)o[b->size],
+        (long long)most);
+}
+
+/* Serve up to stop batches (-1: all); returns the batches served. */
+static int64_t serve(ferry_loader *L, int64_t stop, int docs, recs *out) {
+  ferry_batch *b;
+  int64_t got = 0;
+  int rc = 0;
+  while ((stop < 0 || got < stop) && (rc = ferry_next(L, &b)) == 0) {
+    take(b, docs, out);
+    ferry_release(L, b);
+    got++;
+  }
+  CHECK(rc == 0 || rc == FERRY_END, "ferry_next: %s", ferry_last_error(L));
+  return got;
+}
+
+/* The ids of every rank of c on its rank 0 (sorted, padded ones apart). */
+static int64_t gather_ids(MPI_Comm c, const recs *x, int64_t **ids,
+                          int64_t *npad) {
+  int me, n = 0, cr = 0;
+  MPI_Comm_rank(c, &me);
+  MPI_Comm_size(c, &cr);
+  int64_t *mine = malloc((size_t)(x->n + 1) * sizeof *mine);
+  int64_t pads = 0;
+  for (int64_t i = 0; i < x->n; i++)
+    if (x->v[i].padded)
+      pads++;
+    else
+      mine[n++] = x->v[i].id;
+  int *counts = calloc((size_t)cr, sizeof *counts),
+      *displs = calloc((size_t)cr, sizeof *displs), total = 0;
+  MPI_Gather(&n, 1, MPI_INT, counts, 1, MPI_INT, 0, c);
+  for (int r = 0; r < cr; r++) {
+    displs[r] = total;
+    total += counts[r];
+  }
+  *ids = malloc((size_t)(total + 1) * sizeof **ids);
+  MPI_Gatherv(mine, n, MPI_INT64_T, *ids, counts, displs, MPI_INT64_T, 0, c);
+  MPI_Reduce(&pads, npad, 1, MPI_INT64_T, MPI_SUM, 0, c);
+  free(mine);
+  free(counts);
+  free(displs);
+  return me == 0 ? total : 0;
+}
+
+static int cmp64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* On c's rank 0: ids hold each of 0..N-1 at most once, and all of them
+ * but fewer than `dropped_max`. */
+static void check_once(const char *what, int64_t *ids, int64_t n, int64_t N,
+                       int64_t dropped_max) {
+  qsort(ids, (size_t)n, sizeof *ids, cmp64);
+  int64_t dup = 0;
+  for (int64_t i = 1; i < n; i++)
+    dup += ids[i] == ids[i - 1];
+  CHECK(dup == 0 && n <= N && N - n <= dropped_max,
+        "%s: %lld ids served for %lld samples, %lld repeated (at most %lld "
+        "may be dropped)",
+        what, (long long)n, (long long)N, (long long)dup,
+        (long long)dropped_max);
+}
+
+/* One option set over P ranks: layout, values, exactly-once, equal batch
+ * counts, and the same batches with threads=1 and threads=4. */
+static void epoch_case(const char *label, const char *const *kv, int P,
+                       int docs) {
+  MPI_Comm c = first(P);
+  if (c == MPI_COMM_NULL)
+    return;
+  char spec[4096];
+  snprintf(spec, sizeof spec, "%s.idx", prefix);
+  recs a = {0}, b = {0};
+  int64_t nb[2] = {0, 0};
+  const char *thr[2] = {"1", "4"};
+  for (int k = 0; k < 2; k++) {
+    ferry_options *o = opts_of(kv, thr[k]);
+    ferry_loader *L = NULL;
+    int rc = ferry_open(c, spec, o, &L);
+    CHECK(rc == 0, "%s: open on %d ranks: %s", label, P,
+          ferry_last_error(NULL));
+    if (rc == 0) {
+      CHECK(ferry_set_epoch(L, 1) == 0, "%s: set_epoch: %s", label,
+            ferry_last_error(L));
+      nb[k] = ferry_num_batches(L);
+      CHECK(serve(L, -1, docs, k ? &b : &a) == nb[k], "%s: batches served",
+            label);
+      ferry_close(L);
+    }
+    ferry_options_free(o);
+  }
+  CHECK(a.n == b.n, "%s: %lld samples with threads=1, %lld with threads=4",
+        label, (long long)a.n, (long long)b.n);
+  for (int64_t i = 0; i < a.n && i < b.n; i++)
+    if (a.v[i].id != b.v[i].id || a.v[i].batch != b.v[i].batch) {
+      CHECK(0, "%s: threads=4 serves sample %lld in batch %lld where "
+               "threads=1 serves %lld in %lld",
+            label, (long long)b.v[i].id, (long long)b.v[i].batch,
+            (long long)a.v[i].id, (long long)a.v[i].batch);
+      break;
+    }
+  int64_t lo = 0, hi = 0;
+  MPI_Allreduce(&nb[0], &lo, 1, MPI_INT64_T, MPI_MIN, c);
+  MPI_Allreduce(&nb[0], &hi, 1, MPI_INT64_T, MPI_MAX, c);
+  CHECK(lo == hi, "%s: batch counts from %lld to %lld over %d ranks", label,
+        (long long)lo, (long long)hi, P);
+  int64_t *ids = NULL, npad = 0;
+  int64_t n = gather_ids(c, &a, &ids, &npad);
+  int me;
+  MPI_Comm_rank(c, &me);
+  if (me == 0) {
+    int64_t N = docs ? ndoc : nseq, B = 0;
+    for (int i = 0; kv[i]; i += 2)
+      if (!strcmp(kv[i], "batch_size"))
+        B = atoll(kv[i + 1]);
+    int drop = 0;
+    for (int i = 0; kv[i]; i += 2)
+      drop |= !strcmp(kv[i], "tail") && !strcmp(kv[i + 1], "drop_last");
+    char what[256];
+    snprintf(what, sizeof what, "%s on %d ranks", label, P);
+    check_once(what, ids, n, N, drop ? (int64_t)P * B : 1);
+    CHECK(drop || n == N, "%s: %lld of %lld samples served", what,
+          (long long)n, (long long)N);
+  }
+  free(ids);
+  free(a.v);
+  free(b.v);
+  MPI_Comm_free(&c);
+}
+
+/* Saved after K batches by 4 ranks, resumed by 2, 3, 4 and 7. */
+static void resume_case(const char *const *kv, int64_t K) {
+  char spec[4096], path[4096];
+  snprintf(spec, sizeof spec, "%s.idx", prefix);
+  snprintf(path, sizeof path, "%s/state-%lld", dir, (long long)K);
+  ferry_options *o = opts_of(kv, NULL);
+  recs ref = {0}, before = {0};
+  MPI_Comm c4 = first(4);
+  if (c4 != MPI_COMM_NULL) {
+    ferry_loader *L = NULL;
+    CHECK(ferry_open(c4, spec, o, &L) == 0, "open: %s", ferry_last_error(NULL));
+    if (L) {
+      CHECK(ferry_set_epoch(L, 2) == 0, "set_epoch: %s", ferry_last_error(L));
+      serve(L, -1, 0, &ref);
+      CHECK(ferry_set_epoch(L, 2) == 0, "set_epoch: %s", ferry_last_error(L));
+      CHECK(serve(L, K, 0, &before) == K, "served %lld batches", (long long)K);
+      CHECK(ferry_state_save(L, path) == 0, "save: %s", ferry_last_error(L));
+      ferry_close(L);
+    }
+    MPI_Comm_free(&c4);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  static const int worlds[] = {2, 3, 4, 7};
+  for (size_t w = 0; w < sizeof worlds / sizeof *worlds; w++) {
+    int P = worlds[w];
+    if (P > size)
+      continue;
+    MPI_Comm c = first(P);
+    recs after = {0};
+    if (c != MPI_COMM_NULL) {
+      ferry_loader *L = NULL;
+      CHECK(ferry_open(c, spec, o, &L) == 0, "open: %s",
+            ferry_last_error(NULL));
+      if (L) {
+        CHECK(ferry_state_load(L, path) == 0, "load on %d ranks: %s", P,
+              ferry_last_error(L));
+        serve(L, -1, 0, &after);
+        ferry_close(L);
+      }
+      MPI_Comm_free(&c);
+    }
+    if (P == 4) { /* each rank: the same batches as the uninterrupted run */
+      CHECK(before.n + after.n == ref.n,
+            "4 ranks: %lld + %lld samples, the uninterrupted run %lld",
+            (long long)before.n, (long long)after.n, (long long)ref.n);
+      for (int64_t i = 0; i < after.n && before.n + i < ref.n; i++)
+        if (after.v[i].id != ref.v[before.n + i].id) {
+          CHECK(0, "4 ranks: resumed sample %lld differs from the "
+                   "uninterrupted run's %lld",
+                (long long)after.v[i].id, (long long)ref.v[before.n + i].id);
+          break;
+        }
+    }
+    /* before (world ranks 0..3) and after (ranks 0..P-1): the epoch, once */
+    recs both = {0};
+    for (int64_t i = 0; i < after.n; i++)
+      push(&both, after.v[i]);
+    for (int64_t i = 0; i < before.n; i++)
+      push(&both, before.v[i]);
+    MPI_Comm all = first(P > 4 ? P : 4);
+    if (all != MPI_COMM_NULL) {
+      int64_t *ids = NULL, npad = 0;
+      int64_t n = gather_ids(all, &both, &ids, &npad);
+      if (rank == 0) {
+        char what[128];
+        snprintf(what, sizeof what, "resume after %lld batches on %d ranks",
+                 (long long)K, P);
+        check_once(what, ids, n, nseq, 1);
+        CHECK(n == nseq, "%s: %lld of %lld samples", what, (long long)n,
+              (long long)nseq);
+      }
+      free(ids);
+      MPI_Comm_free(&all);
+    }
+    free(both.v);
+    free(after.v);
+  }
+  free(ref.v);
+  free(before.v);
+  ferry_options_free(o);
+}
+
+int main(int argc, char **argv) {
+  int provided;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  ft_set_rank(rank);
+  if (argc < 3) {
+    if (rank == 0)
+      fprintf(stderr, "usage: test_ragged PREFIX DIR\n");
+    MPI_Finalize();
+    return FT_HARD_ERROR;
+  }
+  prefix = argv[1];
+  dir = argv[2];
+  if (reference() < 0) {
+    if (rank == 0)
+      fprintf(stderr, "test_ragged: cannot read %s.idx/.bin\n", prefix);
+    MPI_Finalize();
+    return FT_HARD_ERROR;
+  }
+  static const char *const partial[] = {
+      "tail", "partial", "batch_size", "7", "chunk_samples", "11", NULL};
+  static const char *const pad[] = {"tail",          "pad",   "batch_size",
+                                    "8",             "shuffle", "block",
+                                    "block_size",    "5",     "chunk_samples",
+                                    "20",            NULL};
+  static const char *const drop[] = {
+      "tail",          "drop_last", "batch_size",     "6",
+      "chunk_samples", "9",         "shuffle_buffer", "2",
+      NULL};
+  static const char *const nosh[] = {
+      "tail",          "partial", "batch_size", "5", "shuffle", "none",
+      "chunk_samples", "13",      NULL};
+  static const char *const docs[] = {
+      "tail",          "partial", "batch_size",      "4",       "seed", "3",
+      "chunk_samples", "6",       "megatron_sample", "document", NULL};
+  static const int worlds[] = {1, 2, 3, 4, 7};
+  for (size_t w = 0; w < sizeof worlds / sizeof *worlds; w++) {
+    if (worlds[w] > size)
+      continue;
+    epoch_case("partial", partial, worlds[w], 0);
+    epoch_case("pad", pad, worlds[w], 0);
+    epoch_case("drop_last", drop, worlds[w], 0);
+    epoch_case("shuffle=none", nosh, worlds[w], 0);
+    epoch_case("documents", docs, worlds[w], 1);
+  }
+  resume_case(partial, 3);
+  resume_case(pad, 1);
+  int status = ft_mpi_summary("test_ragged", MPI_COMM_WORLD);
+  MPI_Finalize();
+  return status;
+}
