@@ -31,6 +31,7 @@
 
 #include "backends/toolkit.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -58,8 +59,48 @@ static int has_suffix(const char *s, const char *suf) {
   return a >= b && strcmp(s + a - b, suf) == 0;
 }
 
-/* PREFIX of PREFIX.idx or PREFIX.bin (malloc'd), or NULL. */
+static char *with_suffix(const char *prefix, const char *suf);
+
+/* DIR/PREFIX when directory dir holds exactly one PREFIX.idx with its
+ * PREFIX.bin (what `ferry gen --format megatron` writes), else NULL. */
+static char *dir_prefix(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d)
+    return NULL;
+  char *found = NULL;
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL && n < 2;) {
+    if (!has_suffix(e->d_name, ".idx") || e->d_name[0] == '.')
+      continue;
+    char *p = ferry__join_path(dir, e->d_name);
+    if (!p)
+      continue;
+    p[strlen(p) - 4] = '\0';
+    char *bin = with_suffix(p, ".bin");
+    struct stat st;
+    if (bin && stat(bin, &st) == 0 && S_ISREG(st.st_mode)) {
+      n++;
+      free(found);
+      found = p;
+      p = NULL;
+    }
+    free(p);
+    free(bin);
+  }
+  closedir(d);
+  if (n != 1) {
+    free(found);
+    return NULL;
+  }
+  return found;
+}
+
+/* PREFIX of PREFIX.idx or PREFIX.bin, or of the one pair in a directory
+ * (malloc'd), or NULL. */
 static char *prefix_of(const char *path) {
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+    return dir_prefix(path);
   if (!has_suffix(path, ".idx") && !has_suffix(path, ".bin"))
     return NULL;
   size_t n = strlen(path) - 4;
@@ -81,7 +122,8 @@ static char *with_suffix(const char *prefix, const char *suf) {
   return p;
 }
 
-/* PREFIX.idx or PREFIX.bin, with both files there (describe then says
+/* PREFIX.idx or PREFIX.bin, with both files there, or a directory of one
+ * such pair (describe then says
  * what is wrong with an index that is not one Megatron wrote; a lone
  * index is named by sniff.c from its magic). */
 static int megatron_probe(const char *path) {
@@ -524,7 +566,8 @@ const ferry__backend ferry__backend_megatron = {
     .version = FERRY__BACKEND_VERSION,
     .caps = 0,
     .probe = megatron_probe,
-    .accepts = "a Megatron-LM indexed dataset (PREFIX.idx with PREFIX.bin)",
+    .accepts = "a Megatron-LM indexed dataset (PREFIX.idx with PREFIX.bin, "
+               "or a directory of one such pair)",
     .describe = megatron_describe,
     .io_open = megatron_io_open,
     .io_read = megatron_io_read,

@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -25,7 +26,11 @@ enum {
   OPT_VAR,
   OPT_NPY_VERSION,
   OPT_PARTS,
-  OPT_BIG_ENDIAN
+  OPT_BIG_ENDIAN,
+  OPT_FORMAT,
+  OPT_MEAN_LEN,
+  OPT_LEN_SIGMA,
+  OPT_SEED
 };
 
 static int run_gen(tool_ctx *ctx);
@@ -49,13 +54,31 @@ static const tool_opt gen_opts[] = {
      "as the glob 'DIR/part-*').  Default: 1 (the files directly in DIR)."},
     {"big-endian", 0, OPT_BIG_ENDIAN, NULL,
      "Store multi-byte elements big-endian ('>' in the header)."},
+    {"format", 1, OPT_FORMAT, "npy|megatron",
+     "npy (default): .npy files.  megatron: a Megatron-LM indexed dataset "
+     "DIR/corpus.bin + DIR/corpus.idx of N sequences (one document each) "
+     "of one ragged variable, tokens (--var tokens:DTYPE picks its dtype: "
+     "uint8, int8, int16, uint16, int32 (default), int64, float32, "
+     "float64); token k of sequence i is (i + k) mod M, as for .npy."},
+    {"mean-len", 1, OPT_MEAN_LEN, "L",
+     "--format megatron: the mean sequence length.  Lengths are drawn "
+     "log-normal with that mean (at least 1), from --seed and the "
+     "sequence's index alone.  Default: 256."},
+    {"len-sigma", 1, OPT_LEN_SIGMA, "S",
+     "--format megatron: sigma of the lengths' log-normal (0: every "
+     "sequence L long).  Default: 0.6."},
+    {"seed", 1, OPT_SEED, "S",
+     "--format megatron: the lengths' seed.  "
+     "Default: 0."},
     {NULL, 0, 0, NULL, NULL},
 };
 
 const tool_cmd tool_cmd_gen = {
     .name = "gen",
     .args = "DIR (--samples N | --size SIZE) [--var NAME:DTYPE[:SHAPE]]... "
-            "[--npy-version 1|2|3] [--parts K] [--big-endian]",
+            "[--npy-version 1|2|3] [--parts K] [--big-endian] "
+            "[--format npy|megatron [--mean-len L] [--len-sigma S] "
+            "[--seed S]]",
     .summary = "write a synthetic .npy dataset whose values encode the index",
     .description =
         "Write a synthetic dataset into DIR (created if needed; refused if it "
@@ -89,6 +112,10 @@ typedef struct gen_params {
   int64_t parts;
   int npy_version;
   int big_endian;
+  int megatron;    /* --format megatron */
+  double mean_len; /* its lengths' log-normal: mean and sigma */
+  double sigma;
+  uint64_t seed;
 } gen_params;
 
 static int parse_var(const tool_ctx *ctx, const char *spec, gen_var *v) {
@@ -139,12 +166,39 @@ static int parse_var(const tool_ctx *ctx, const char *spec, gen_var *v) {
   return TOOL_CONTINUE;
 }
 
+/* --format megatron: one variable, tokens, of a dtype Megatron writes. */
+static int megatron_params(const tool_ctx *ctx, gen_params *p) {
+  if (p->nvars == 0) {
+    parse_var(ctx, "tokens:int32", &p->vars[0]);
+    p->nvars = 1;
+  }
+  const gen_var *v = &p->vars[0];
+  ferry_dtype d = v->dtype;
+  if (p->nvars != 1 || strcmp(v->name, "tokens") != 0 || v->row_ndim != 0)
+    return tool_usage_error(ctx, "--format megatron writes one variable, "
+                                 "tokens: give at most --var tokens:DTYPE");
+  if (d == FERRY_BOOL || d == FERRY_UINT32 || d == FERRY_UINT64 ||
+      d == FERRY_FLOAT16)
+    return tool_usage_error(ctx,
+                            "--format megatron: Megatron has no %s tokens "
+                            "(uint8, int8, int16, uint16, int32, int64, "
+                            "float32, float64)",
+                            ferry_dtype_name(d));
+  if (p->parts != 1 || p->big_endian || p->npy_version != 1)
+    return tool_usage_error(ctx, "--format megatron writes one little-endian "
+                                 "corpus: no --parts, --big-endian or "
+                                 "--npy-version");
+  return TOOL_CONTINUE;
+}
+
 static int parse_gen(const tool_ctx *ctx, gen_params *p) {
   uint64_t size = 0;
-  int have_samples = 0, have_size = 0;
+  int have_samples = 0, have_size = 0, st_megatron;
   memset(p, 0, sizeof *p);
   p->parts = 1;
   p->npy_version = 1;
+  p->mean_len = 256;
+  p->sigma = 0.6;
   for (int i = 0; i < ctx->nargs; i++) {
     const char *val = ctx->args[i].value;
     int st;
@@ -194,8 +248,38 @@ static int parse_gen(const tool_ctx *ctx, gen_params *p) {
                                 val);
       break;
     case OPT_BIG_ENDIAN: p->big_endian = 1; break;
+    case OPT_FORMAT:
+      if (strcmp(val, "npy") != 0 && strcmp(val, "megatron") != 0)
+        return tool_usage_error(ctx,
+                                "bad value '%s' for --format: expected npy "
+                                "or megatron",
+                                val);
+      p->megatron = strcmp(val, "megatron") == 0;
+      break;
+    case OPT_MEAN_LEN:
+    case OPT_LEN_SIGMA: {
+      char *end = NULL;
+      double x = strtod(val, &end);
+      int mean = ctx->args[i].id == OPT_MEAN_LEN;
+      if (!end || *end || !(x >= (mean ? 1 : 0)) || x > (mean ? 1e9 : 4))
+        return tool_usage_error(ctx, "bad value '%s' for --%s: expected %s",
+                                val, mean ? "mean-len" : "len-sigma",
+                                mean ? "a number from 1 to 1e9"
+                                     : "a number from 0 to 4");
+      *(mean ? &p->mean_len : &p->sigma) = x;
+      break;
+    }
+    case OPT_SEED: {
+      int64_t v;
+      if (tool_parse_i64(val, 0, INT64_MAX, &v) != 0)
+        return tool_usage_error(ctx, "bad value '%s' for --seed", val);
+      p->seed = (uint64_t)v;
+      break;
+    }
     }
   }
+  if (p->megatron && (st_megatron = megatron_params(ctx, p)) != TOOL_CONTINUE)
+    return st_megatron;
   if (p->nvars == 0) {
     parse_var(ctx, "samples:float32:256", &p->vars[0]);
     parse_var(ctx, "targets:int64", &p->vars[1]);
@@ -208,6 +292,8 @@ static int parse_gen(const tool_ctx *ctx, gen_params *p) {
     uint64_t row = 0;
     for (int i = 0; i < p->nvars; i++)
       row += p->vars[i].row_bytes;
+    if (p->megatron) /* a sequence: mean_len tokens on average */
+      row = (uint64_t)(p->mean_len * (double)row);
     if (row == 0)
       return tool_usage_error(ctx, "--size needs variables with non-empty "
                                    "rows; use --samples");
@@ -327,6 +413,14 @@ static int prepare_dir(const tool_ctx *ctx, const gen_params *p) {
   if (previous) {
     if (remove_npy_files(ctx, dir, 0) != 0)
       return -1;
+    static const char *const corpus[] = {"corpus.bin", "corpus.idx"};
+    for (int k = 0; k < 2; k++) {
+      snprintf(path, sizeof path, "%s/%s", dir, corpus[k]);
+      if (unlink(path) != 0 && errno != ENOENT) {
+        tool_error(ctx, "cannot remove %s: %s", path, strerror(errno));
+        return -1;
+      }
+    }
     snprintf(path, sizeof path, "%s/FERRY_GEN", dir);
     if (unlink(path) != 0) {
       tool_error(ctx, "cannot remove %s: %s", path, strerror(errno));
@@ -443,6 +537,129 @@ static int write_npy(const tool_ctx *ctx, const gen_params *p, const gen_var *v,
   return rc;
 }
 
+/* ---- --format megatron ----------------------------------------------------
+ */
+
+static uint64_t mix64(uint64_t x) { /* splitmix64's finaliser */
+  x += UINT64_C(0x9e3779b97f4a7c15);
+  x = (x ^ (x >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+  x = (x ^ (x >> 27)) * UINT64_C(0x94d049bb133111eb);
+  return x ^ (x >> 31);
+}
+
+/* Sequence i's length: log-normal with mean mean_len and sigma (Box-Muller
+ * on two draws of (seed, i)), at least 1, at most 2^31 - 1: a function of
+ * the seed and i alone. */
+static int64_t gen_len(const gen_params *p, int64_t i) {
+  double x = p->mean_len;
+  if (p->sigma > 0) {
+    uint64_t a = mix64(p->seed ^ mix64((uint64_t)i * 2)),
+             b = mix64(p->seed ^ mix64((uint64_t)i * 2 + 1));
+    double u1 = ((double)(a >> 11) + 0.5) / 9007199254740992.0,
+           u2 = (double)(b >> 11) / 9007199254740992.0;
+    double z = sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
+    x = exp(log(p->mean_len) - p->sigma * p->sigma / 2 + p->sigma * z);
+  }
+  x = floor(x + 0.5);
+  return x < 1 ? 1 : x > 2147483647.0 ? 2147483647 : (int64_t)x;
+}
+
+static void put_le(unsigned char *b, uint64_t v, int n) {
+  for (int k = 0; k < n; k++)
+    b[k] = (unsigned char)(v >> (8 * k));
+}
+
+/* Megatron's DType code of d (backends/megatron.c reads them). */
+static int megatron_code(ferry_dtype d) {
+  switch (d) {
+  case FERRY_UINT8: return 1;
+  case FERRY_INT8: return 2;
+  case FERRY_INT16: return 3;
+  case FERRY_INT32: return 4;
+  case FERRY_INT64: return 5;
+  case FERRY_FLOAT64: return 6;
+  case FERRY_FLOAT32: return 7;
+  case FERRY_UINT16: return 8;
+  default: return 0;
+  }
+}
+
+/* Rank 0: DIR/corpus.bin, then DIR/corpus.idx (lengths drawn again). */
+static int write_megatron(const tool_ctx *ctx, const gen_params *p,
+                          double *bytes) {
+  const gen_var *v = &p->vars[0];
+  size_t el = ferry_dtype_size(v->dtype);
+  char path[4096];
+  unsigned char *buf = malloc(GEN_BLOCK_BYTES + 64);
+  if (!buf) {
+    tool_error(ctx, "out of memory (%zu bytes)", GEN_BLOCK_BYTES);
+    return -1;
+  }
+  int64_t cap = (int64_t)(GEN_BLOCK_BYTES / el), total = 0;
+  snprintf(path, sizeof path, "%s/corpus.bin", ctx->target);
+  FILE *f = fopen(path, "wb");
+  int rc = f ? 0 : -1;
+  size_t at = 0;
+  for (int64_t i = 0; rc == 0 && i < p->samples; i++) {
+    int64_t len = gen_len(p, i);
+    for (int64_t k = 0; rc == 0 && k < len;) {
+      int64_t n = len - k < cap - (int64_t)(at / el) ? len - k
+                                                     : cap - (int64_t)(at / el);
+      tool_fill_rows(v->dtype, i + k, 1, n, buf + at); /* (i + k) mod M */
+      at += (size_t)n * el;
+      k += n;
+      if (at == (size_t)cap * el) {
+        rc = fwrite(buf, 1, at, f) == at ? 0 : -1;
+        at = 0;
+      }
+    }
+    total += len;
+  }
+  if (rc == 0 && at)
+    rc = fwrite(buf, 1, at, f) == at ? 0 : -1;
+  if (f && fclose(f) != 0)
+    rc = -1;
+  if (rc == 0) { /* the index: header, lengths, pointers, documents */
+    snprintf(path, sizeof path, "%s/corpus.idx", ctx->target);
+    f = fopen(path, "wb");
+    rc = f ? 0 : -1;
+    unsigned char h[34];
+    memcpy(h, "MMIDIDX\0\0", 9);
+    put_le(h + 9, 1, 8);
+    h[17] = (unsigned char)megatron_code(v->dtype);
+    put_le(h + 18, (uint64_t)p->samples, 8);
+    put_le(h + 26, (uint64_t)p->samples + 1, 8);
+    rc = rc == 0 && fwrite(h, 1, sizeof h, f) == sizeof h ? 0 : -1;
+    for (int pass = 0; rc == 0 && pass < 3; pass++) {
+      int w = pass == 0 ? 4 : 8;
+      int64_t ptr = 0, n = pass == 2 ? p->samples + 1 : p->samples;
+      at = 0;
+      for (int64_t i = 0; rc == 0 && i < n; i++) {
+        int64_t len = pass < 2 ? gen_len(p, i) : 0;
+        uint64_t x = pass == 0   ? (uint64_t)len
+                     : pass == 1 ? (uint64_t)ptr
+                                 : (uint64_t)i;
+        ptr += len * (int64_t)el;
+        put_le(buf + at, x, w);
+        at += (size_t)w;
+        if (at + 8 > GEN_BLOCK_BYTES) {
+          rc = fwrite(buf, 1, at, f) == at ? 0 : -1;
+          at = 0;
+        }
+      }
+      if (rc == 0 && at)
+        rc = fwrite(buf, 1, at, f) == at ? 0 : -1;
+    }
+    if (f && fclose(f) != 0)
+      rc = -1;
+  }
+  if (rc != 0)
+    tool_error(ctx, "cannot write %s: %s", path, strerror(errno));
+  free(buf);
+  *bytes = (double)total * (double)el;
+  return rc;
+}
+
 static int write_marker(const tool_ctx *ctx, const gen_params *p) {
   char tmp[4096], path[4096];
   snprintf(tmp, sizeof tmp, "%s/FERRY_GEN.tmp", ctx->target);
@@ -458,6 +675,12 @@ static int write_marker(const tool_ctx *ctx, const gen_params *p) {
           p->samples, p->parts);
   fprintf(f, "  \"npy_version\": %d,\n  \"byte_order\": \"%s\",\n",
           p->npy_version, p->big_endian ? "big" : "little");
+  if (p->megatron)
+    fprintf(f,
+            "  \"format\": \"megatron\",\n  \"files\": [\"corpus.bin\", "
+            "\"corpus.idx\"],\n  \"lengths\": \"log-normal, mean %g, "
+            "sigma %g, seed %llu\",\n",
+            p->mean_len, p->sigma, (unsigned long long)p->seed);
   fprintf(f, "  \"encoding\": \"element k of row i = (i + k) mod M(dtype)\",\n"
              "  \"vars\": [");
   for (int i = 0; i < p->nvars; i++) {
@@ -493,7 +716,11 @@ static int run_gen(tool_ctx *ctx) {
   /* Part k holds samples [k*base + min(k, rem), ...): contiguous shares that
    * differ by at most one sample. */
   int64_t base = p.samples / p.parts, rem = p.samples % p.parts;
-  for (int64_t k = ctx->rank; ok && k < p.parts; k += ctx->size) {
+  double mbytes = 0;
+  if (p.megatron && ctx->rank == 0)
+    ok = write_megatron(ctx, &p, &mbytes) == 0;
+  for (int64_t k = ctx->rank; ok && !p.megatron && k < p.parts;
+       k += ctx->size) {
     int64_t first = k * base + (k < rem ? k : rem);
     int64_t count = base + (k < rem ? 1 : 0);
     for (int i = 0; ok && i < p.nvars; i++) {
@@ -517,10 +744,22 @@ static int run_gen(tool_ctx *ctx) {
 
   double secs = MPI_Wtime() - t0;
   if (ctx->rank == 0) {
-    double bytes = 0;
-    for (int i = 0; i < p.nvars; i++)
+    double bytes = mbytes;
+    for (int i = 0; !p.megatron && i < p.nvars; i++)
       bytes += (double)p.vars[i].row_bytes * (double)p.samples;
     char b1[32], b2[32];
+    if (p.megatron) {
+      printf("ferry gen: wrote %" PRId64 " sequences of %s tokens (%s, "
+             "lengths log-normal, mean %g, sigma %g, seed %llu), a "
+             "Megatron-LM indexed dataset, to %s/corpus.bin and .idx in "
+             "%.2f s (%s/s)\n",
+             p.samples, ferry_dtype_name(p.vars[0].dtype),
+             tool_fmt_bytes(bytes, b1, sizeof b1), p.mean_len, p.sigma,
+             (unsigned long long)p.seed, ctx->target, secs,
+             tool_fmt_bytes(secs > 0 ? bytes / secs : 0, b2, sizeof b2));
+      fflush(stdout);
+      return TOOL_EXIT_OK;
+    }
     printf("ferry gen: wrote %" PRId64 " samples, %s, %" PRId64
            " part%s, .npy v%d %s-endian, to %s in %.2f s (%s/s)\n",
            p.samples, tool_fmt_bytes(bytes, b1, sizeof b1), p.parts,

@@ -303,10 +303,23 @@ static void check_batch(const setup *su, const ferry_batch *b, int64_t epoch,
   for (int v = 0; msg[0] == '\0' && v < nvars; v++) {
     const ferry_tensor *t = &b->vars[v];
     const ferry_var_info *vi = &su->vars[v];
-    if (strcmp(t->name, vi->name) != 0 || t->dtype != vi->dtype ||
-        t->row_bytes != vi->row_bytes || t->shape[0] != b->size ||
-        t->nbytes != (size_t)b->size * vi->row_bytes ||
-        (t->nbytes > 0 && t->data == NULL))
+    /* a ragged variable: nvalues rows, its offsets from 0 up to them */
+    int64_t rows = vi->ragged ? t->nvalues : b->size;
+    int bad_offsets = vi->ragged && (!t->offsets || t->offsets[0] != 0 ||
+                                     t->offsets[b->size] != t->nvalues);
+    for (int64_t j = 0; vi->ragged && !bad_offsets && j < b->size; j++)
+      bad_offsets = t->offsets[j + 1] < t->offsets[j] ||
+                    t->offsets[j + 1] - t->offsets[j] > t->max_len;
+    if (bad_offsets)
+      snprintf(msg, sizeof msg,
+               "batch %" PRId64 " variable '%s': its offsets do not run "
+               "from 0 to nvalues %" PRId64 " in steps of at most max_len "
+               "%" PRId64,
+               b->index, t->name, t->nvalues, t->max_len);
+    else if (strcmp(t->name, vi->name) != 0 || t->dtype != vi->dtype ||
+             t->row_bytes != vi->row_bytes || t->shape[0] != rows ||
+             t->nbytes != (size_t)rows * vi->row_bytes ||
+             (t->nbytes > 0 && t->data == NULL))
       snprintf(msg, sizeof msg,
                "batch %" PRId64 " variable %d ('%s' %s, "
                "%" PRId64 " rows, %zu bytes) does not match '%s' %s with %zu "
@@ -331,16 +344,22 @@ static void check_content(const setup *su, const ferry_batch *b, int64_t epoch,
       int64_t id = b->sample_ids[j];
       if (id < 0 || id >= su->n)
         continue; /* exactly-once reports it */
-      const unsigned char *got =
-          (const unsigned char *)t->data + (size_t)j * rb;
-      tool_fill_rows(t->dtype, id, 1, (int64_t)(rb / el), su->expect);
+      /* a ragged sample (ferry gen --format megatron): element k of its
+       * values is (id + k) mod M, as one row of len * row elements */
+      size_t at = t->offsets ? (size_t)t->offsets[j] : (size_t)j;
+      size_t n =
+          t->offsets ? (size_t)(t->offsets[j + 1] - t->offsets[j]) * rb : rb;
+      if (n == 0 || n > su->expect_bytes)
+        continue; /* the layout check reports a bad length */
+      const unsigned char *got = (const unsigned char *)t->data + at * rb;
+      tool_fill_rows(t->dtype, id, 1, (int64_t)(n / el), su->expect);
       run->checked += v == 0;
-      if (memcmp(got, su->expect, rb) == 0)
+      if (memcmp(got, su->expect, n) == 0)
         continue;
       if (run->bad_values++ > 0)
         continue;
       size_t k = 0;
-      while (k + 1 < rb / el &&
+      while (k + 1 < n / el &&
              memcmp(got + k * el, su->expect + k * el, el) == 0)
         k++;
       char want[64], have[64];
@@ -586,9 +605,11 @@ static void setup_init(tool_ctx *ctx, ferry_loader *L, setup *su) {
   size_t max_row = 1;
   for (int v = 0; su->vars && v < su->nvars; v++) {
     ferry_var_info_get(L, v, &su->vars[v]);
-    if (su->vars[v].row_bytes > max_row)
-      max_row = su->vars[v].row_bytes;
+    size_t rows = su->vars[v].ragged ? (size_t)su->vars[v].max_len : 1;
+    if (su->vars[v].row_bytes * rows > max_row)
+      max_row = su->vars[v].row_bytes * rows;
   }
+  su->expect_bytes = max_row;
   su->expect = malloc(max_row);
   if (su->vars == NULL || su->expect == NULL)
     tool_oom(ctx,

@@ -34,9 +34,10 @@ typedef struct setup {
   ferry_var_info *vars; /* [nvars] */
   int64_t batch_size;
   int tail;
-  int shuffled;                         /* shuffle != none */
-  int content;                          /* the values encode the index */
-  unsigned char *expect;                /* scratch row for the content check */
+  int shuffled;          /* shuffle != none */
+  int content;           /* the values encode the index */
+  unsigned char *expect; /* scratch row for the content check */
+  size_t expect_bytes;   /* its size: the longest sample of any variable */
   char tail_name[64], shuffle_name[64]; /* the options, as text */
   char why[1024];                       /* why content is (not) checked */
   ferry_sampling_info si;               /* weights, balance, mix        */

@@ -122,6 +122,32 @@ else
   failed "the batch slot should hold $want rows" "$tmp/info.out"
 fi
 
+# ---- ferry gen --format megatron, checked by ferry verify -----------------
+if "$FERRY" gen "$tmp/gen" --format megatron --samples 3000 --mean-len 40 \
+     --var tokens:uint16 --seed 5 >"$tmp/gen.out" 2>&1 &&
+   $RUN_MPI 3 "$FERRY" verify "$tmp/gen" --batch-size 16 --tail pad \
+     --shuffle block --block-size 8 --epochs 1 >"$tmp/verify.out" 2>&1 &&
+   grep '^PASS content .*3024 samples' "$tmp/verify.out" >/dev/null &&
+   grep '^ferry verify: PASS' "$tmp/verify.out" >/dev/null; then
+  ok "ferry gen --format megatron, ferry verify on 3 ranks: `grep '^PASS content' "$tmp/verify.out"`"
+else
+  failed "ferry gen --format megatron then ferry verify" "$tmp/verify.out"
+  cat "$tmp/gen.out"
+fi
+# a token changed in the .bin: verify names the sample and the element
+"$PYTHON_NUMPY" -c "
+import sys
+p = sys.argv[1] + '/corpus.bin'
+b = bytearray(open(p, 'rb').read()); b[2 * 1001] ^= 1
+open(p, 'wb').write(b)" "$tmp/gen"
+$RUN_MPI 2 "$FERRY" verify "$tmp/gen" --batch-size 16 --epochs 1 >"$tmp/verify2.out" 2>&1
+st=$?
+if test $st = 3 && grep '^FAIL content .*element' "$tmp/verify2.out" >/dev/null; then
+  ok "a changed token: `grep '^FAIL content' "$tmp/verify2.out" | cut -c1-150`"
+else
+  failed "ferry verify should find the changed token (status $st, not 3)" "$tmp/verify2.out"
+fi
+
 # ---- refusals -------------------------------------------------------------
 refusals() {
   np=$1

@@ -156,8 +156,9 @@ static void take(const ferry_batch *b, int docs, recs *out) {
           (long long)i);
     most = len > most ? len : most;
     int64_t id = b->sample_ids[i];
-    uint64_t h = fnv((const unsigned char *)t->data + (size_t)o[i] * t->row_bytes,
-                     (size_t)len * t->row_bytes);
+    uint64_t h =
+        fnv((const unsigned char *)t->data + (size_t)o[i] * t->row_bytes,
+            (size_t)len * t->row_bytes);
     int64_t want_len = docs ? doc_len[id] : seq_len[id];
     uint64_t want_h = docs ? doc_hash[id] : seq_hash[id];
     CHECK(len == want_len && h == want_h,
@@ -167,14 +168,13 @@ static void take(const ferry_batch *b, int docs, recs *out) {
           (long long)want_len, (unsigned long long)want_h);
     push(out, (rec){id, b->index, h, b->padded[i]});
   }
-  CHECK(t->nvalues == o[b->size] && t->shape[0] == t->nvalues &&
-            t->nbytes == (size_t)t->nvalues * t->row_bytes &&
-            t->max_len == most,
-        "batch %lld: nvalues %lld shape[0] %lld nbytes %zu max_len %lld; "
-        "offsets end at %lld, longest %lld",
-        (long long)b->index, (long long)t->nvalues, (long long)t->shape[0],
-        t->nbytes, (long long)t->max_len, (long long)o[b->size],
-        (long long)most);
+  CHECK(
+      t->nvalues == o[b->size] && t->shape[0] == t->nvalues &&
+          t->nbytes == (size_t)t->nvalues * t->row_bytes && t->max_len == most,
+      "batch %lld: nvalues %lld shape[0] %lld nbytes %zu max_len %lld; "
+      "offsets end at %lld, longest %lld",
+      (long long)b->index, (long long)t->nvalues, (long long)t->shape[0],
+      t->nbytes, (long long)t->max_len, (long long)o[b->size], (long long)most);
 }
 
 /* Serve up to stop batches (-1: all); returns the batches served. */
@@ -272,8 +272,9 @@ static void epoch_case(const char *label, const char *const *kv, int P,
         label, (long long)a.n, (long long)b.n);
   for (int64_t i = 0; i < a.n && i < b.n; i++)
     if (a.v[i].id != b.v[i].id || a.v[i].batch != b.v[i].batch) {
-      CHECK(0, "%s: threads=4 serves sample %lld in batch %lld where "
-               "threads=1 serves %lld in %lld",
+      CHECK(0,
+            "%s: threads=4 serves sample %lld in batch %lld where "
+            "threads=1 serves %lld in %lld",
             label, (long long)b.v[i].id, (long long)b.v[i].batch,
             (long long)a.v[i].id, (long long)a.v[i].batch);
       break;
@@ -298,8 +299,8 @@ static void epoch_case(const char *label, const char *const *kv, int P,
     char what[256];
     snprintf(what, sizeof what, "%s on %d ranks", label, P);
     check_once(what, ids, n, N, drop ? (int64_t)P * B : 1);
-    CHECK(drop || n == N, "%s: %lld of %lld samples served", what,
-          (long long)n, (long long)N);
+    CHECK(drop || n == N, "%s: %lld of %lld samples served", what, (long long)n,
+          (long long)N);
   }
   free(ids);
   free(a.v);
@@ -354,8 +355,9 @@ static void resume_case(const char *const *kv, int64_t K) {
             (long long)before.n, (long long)after.n, (long long)ref.n);
       for (int64_t i = 0; i < after.n && before.n + i < ref.n; i++)
         if (after.v[i].id != ref.v[before.n + i].id) {
-          CHECK(0, "4 ranks: resumed sample %lld differs from the "
-                   "uninterrupted run's %lld",
+          CHECK(0,
+                "4 ranks: resumed sample %lld differs from the "
+                "uninterrupted run's %lld",
                 (long long)after.v[i].id, (long long)ref.v[before.n + i].id);
           break;
         }
@@ -411,19 +413,17 @@ int main(int argc, char **argv) {
   }
   static const char *const partial[] = {
       "tail", "partial", "batch_size", "7", "chunk_samples", "11", NULL};
-  static const char *const pad[] = {"tail",          "pad",   "batch_size",
-                                    "8",             "shuffle", "block",
-                                    "block_size",    "5",     "chunk_samples",
-                                    "20",            NULL};
+  static const char *const pad[] = {"tail",          "pad",   "batch_size", "8",
+                                    "shuffle",       "block", "block_size", "5",
+                                    "chunk_samples", "20",    NULL};
   static const char *const drop[] = {
-      "tail",          "drop_last", "batch_size",     "6",
-      "chunk_samples", "9",         "shuffle_buffer", "2",
-      NULL};
+      "tail", "drop_last",      "batch_size", "6", "chunk_samples",
+      "9",    "shuffle_buffer", "2",          NULL};
   static const char *const nosh[] = {
-      "tail",          "partial", "batch_size", "5", "shuffle", "none",
-      "chunk_samples", "13",      NULL};
+      "tail", "partial",       "batch_size", "5", "shuffle",
+      "none", "chunk_samples", "13",         NULL};
   static const char *const docs[] = {
-      "tail",          "partial", "batch_size",      "4",       "seed", "3",
+      "tail",          "partial", "batch_size",      "4",        "seed", "3",
       "chunk_samples", "6",       "megatron_sample", "document", NULL};
   static const int worlds[] = {1, 2, 3, 4, 7};
   for (size_t w = 0; w < sizeof worlds / sizeof *worlds; w++) {
