@@ -19,7 +19,7 @@
 #    negative length, a gap between sequences, a .bin shorter than the
 #    index says, bad document indices) and what is not served for ragged
 #    variables yet (shuffle=global, io=mmap, a mix, a saved manifest) are
-#    refused with one message on 1 and 3 ranks, no hang.
+#    refused with one message on 1 rank, and a few of them on 3, no hang.
 #
 # Environment (set by "make check"; tests/README.md): FERRY, RUN_MPI,
 # PYTHON_NUMPY, FERRY_TEST_TMPDIR, top_srcdir, top_builddir.
@@ -55,7 +55,7 @@ for k in 0 1 2; do
   mv "$fx/parts/shard_0$k.seq.npz" "$fx/parts/shard_0$k.doc.npz" "$fx/ref/"
 done
 mk "$fx/empty" --docs 5 --seqs-per-doc 1 --empty 100 --seed 6
-mk "$fx/huge" --docs 3 --seqs-per-doc 1 --mean 200000 --sigma 0.01 --seed 7
+mk "$fx/huge" --docs 3 --seqs-per-doc 1 --mean 30000 --sigma 0.01 --seed 7
 mk "$fx/bad" --bad --seed 8
 ok "make_megatron.py wrote `grep -c tokens "$tmp/make.log"` datasets and `wc -l <"$fx/bad.bad.txt"` corrupt ones"
 
@@ -155,6 +155,11 @@ refusals() {
   test "$np" = 1 && run= # a singleton: no launcher to start
   tab=`printf '\t'`
   while IFS=$tab read -r path opts words; do
+    # on 3 ranks, one index of each kind of check (rank 0 reads the index
+    # and every rank fails with its message: the same path for all)
+    case $np:$path in 3:*_magic.idx|3:*_truncated.idx|3:*_docs.idx|1:*) ;;
+      *) continue ;;
+    esac
     test "$opts" = - && opts=
     # $opts: loader options, split on purpose
     expect_refusal -l "`basename "$path"` np=$np" -n "$path" 1 "$words" \
