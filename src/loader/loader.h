@@ -249,6 +249,7 @@ struct ferry_loader {
   int ragged;
   int64_t *ragged_cap;
   size_t batch_bytes, sample_mean, sample_bound;
+  size_t buf_quantum; /* ragged: read buffers are multiples of it (ragged.c) */
   int nthreads;     /* workers per epoch (the threads option, resolved) */
   ring_slot **ring; /* [nring]: position b % nring serves batch b */
   int64_t nring;
@@ -382,6 +383,9 @@ void ferry__ragged_bound(ferry_loader *L);
 /** Bytes of extent x's buffer before variable v (v == nvars: all of it). */
 size_t ferry__extent_var_off(const ferry_loader *L, const ferry__extent *x,
                              int v);
+/** The read buffer of extent x: its bytes (at least 1), rounded up to
+ *  buf_quantum with ragged variables so that the pool reuses buffers. */
+size_t ferry__extent_buf_bytes(const ferry_loader *L, const ferry__extent *x);
 void ferry__publish_rows(epoch_state *ep, int64_t e, unsigned char *buf,
                          int64_t rows);
 void ferry__publish_error(epoch_state *ep, int rc, const ferry__err *err);

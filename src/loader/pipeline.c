@@ -148,7 +148,7 @@ static int read_extent(epoch_state *ep, ferry__io *io, const ferry__extent *x,
                        unsigned char **out, ferry__err *err) {
   ferry_loader *L = ep->L;
   size_t bytes = ferry__extent_var_off(L, x, L->m.nvars);
-  unsigned char *buf = ferry__buf_get(L, bytes ? bytes : 1);
+  unsigned char *buf = ferry__buf_get(L, ferry__extent_buf_bytes(L, x));
   if (!buf)
     return ferry__oom(err, L->rank, bytes,
                       "%lld rows of part %lld (%s) of dataset %s",
@@ -547,6 +547,27 @@ static int copy_ragged(epoch_state *ep, ring_slot *s, const ferry__slot *sl,
   size_t rb = L->m.vars[v].row_bytes;
   int64_t *o = s->offs[v];
   for (int64_t i = 0; i < n; i++) {
+    /* The samples' offsets and values are scattered over the part's
+     * offsets and the window's reads: the offsets of the sample 4 on are
+     * asked for, and the first values of the one 2 on (its offsets are
+     * in cache by then). */
+    if (i + 2 * PREFETCH_AHEAD < n) {
+      const ferry__slot *f = &sl[i + 2 * PREFETCH_AHEAD];
+      const ferry__extent *fx = &ep->plan.extents[f->extent];
+      __builtin_prefetch(&L->m.parts[fx->part].roff[v][fx->row + f->row], 0,
+                         0);
+    }
+    if (i + PREFETCH_AHEAD < n) {
+      const ferry__slot *f = &sl[i + PREFETCH_AHEAD];
+      const ferry__extent *fx = &ep->plan.extents[f->extent];
+      const int64_t *fo = L->m.parts[fx->part].roff[v];
+      size_t fa = (size_t)f->extent * (size_t)L->m.nvars + (size_t)v;
+      const unsigned char *src =
+          ep->ext_src[fa] + (size_t)(fo[fx->row + f->row] - fo[fx->row]) * rb;
+      size_t nb = (size_t)(fo[fx->row + f->row + 1] - fo[fx->row + f->row]) * rb;
+      for (size_t off = 0; off < nb && off < PREFETCH_BYTES; off += CACHE_LINE)
+        __builtin_prefetch(src + off, 0, 0);
+    }
     const ferry__extent *x = &ep->plan.extents[sl[i].extent];
     const int64_t *ro = L->m.parts[x->part].roff[v];
     int64_t first = ro[x->row + sl[i].row] - ro[x->row];

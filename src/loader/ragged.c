@@ -91,7 +91,7 @@ int ferry__ragged_open(ferry_loader *L, ferry__err *err) {
                   "shuffle=chunks or block",
                   err);
   if (L->opts->io == FERRY__IO_MMAP)
-    return refuse(L, "io=mmap does not serve them yet: use io=posix or auto",
+    return refuse(L, "io=mmap does not serve them yet: use io=independent or auto",
                   err);
   if (L->gpu && L->opts->device == FERRY__DEV_CUDA)
     return refuse(L,
@@ -139,7 +139,7 @@ int ferry__ragged_open(ferry_loader *L, ferry__err *err) {
 void ferry__ragged_bound(ferry_loader *L) {
   if (!L->ragged)
     return;
-  size_t most = 1;
+  size_t most = 1, cap = 1;
   for (int64_t c = 0; c < L->nchunks; c++) {
     ferry__chunk k = ferry__chunk_get(&L->chunks, c);
     ferry__extent x = {.part = k.part, .row = k.row, .count = k.count};
@@ -147,8 +147,21 @@ void ferry__ragged_bound(ferry_loader *L) {
     size_t per = k.count ? (b + (size_t)k.count - 1) / (size_t)k.count : 0;
     if (per > most)
       most = per;
+    if (b > cap)
+      cap = b;
   }
   L->sample_bound = most;
+  /* read buffers in 16 sizes up to the largest chunk's: the pool reuses a
+   * buffer of the exact size only, and every extent of a ragged variable
+   * has its own (a malloc and fresh pages per extent) */
+  L->buf_quantum = cap / 16 > 4096 ? cap / 16 : 4096;
+}
+
+size_t ferry__extent_buf_bytes(const ferry_loader *L, const ferry__extent *x) {
+  size_t b = ferry__extent_var_off(L, x, L->m.nvars);
+  if (!L->ragged || !L->buf_quantum)
+    return b ? b : 1;
+  return (b + L->buf_quantum - 1) / L->buf_quantum * L->buf_quantum;
 }
 
 size_t ferry__extent_var_off(const ferry_loader *L, const ferry__extent *x,
