@@ -836,6 +836,9 @@ typedef struct ferry_memory_budget {
                           most memory for batches the caller holds longer
                           than the ring lasts, held_memory in whole batches;
                           used only while it does (see ferry_next) */
+  size_t index_bytes; /**< in total_bytes: the offsets of ragged variables
+                           (8 bytes per sample of each), held on every rank
+                           for the loader's life (docs/ragged.md)      */
 } ferry_memory_budget;
 
 /** The memory bound of this loader.  Returns 0 or FERRY_EINVAL.  LOCAL. */

@@ -136,6 +136,7 @@ MPI_TESTS += \
 	tests/python/leave.sh \
 	tests/python/interrupt.sh \
 	tests/python/held.sh \
+	tests/python/ragged.sh \
 	tests/python/pip_install.sh \
 	tests/python/test_torch_front.sh \
 	tests/python/test_lightning.sh \

@@ -43,12 +43,66 @@ from ferry import _ferry
 features = tuple(_ferry.features.split())
 
 __all__ = [
-    "Loader", "Batch", "Array", "Error", "options", "features", "__version__",
+    "Loader", "Batch", "Array", "Ragged", "Error", "options", "features", "__version__",
     "InvalidArgument", "OutOfMemory", "IOFailure", "NotFound", "FormatError",
     "NotSupported", "Mismatch", "MPIError", "StateError", "ShapeError",
     "EmptyError", "CallbackError", "PermissionDenied", "NoDevice",
     "InternalError", "PeerError",
 ]
+
+
+class Ragged:
+    """A ragged variable of a batch (docs/ragged.md): its samples differ in
+    length.  ``values`` holds them one after the other (shape
+    ``[nvalues, *inner]``), ``offsets`` (int64, ``[size + 1]``, from 0)
+    where each starts: sample ``i`` is ``values[offsets[i]:offsets[i+1]]``.
+    ``max_len`` is the longest sample of the batch, known without reading
+    the offsets.  ``batch["tokens"]`` gives ferry Arrays (zero-copy, DLPack:
+    ``numpy.from_dlpack(r.values)``); ``ferry.torch`` gives torch tensors,
+    and its ``padded`` and ``nested`` build the usual forms from them."""
+
+    __slots__ = ("values", "offsets", "max_len")
+
+    def __init__(self, values, offsets, max_len):
+        self.values, self.offsets, self.max_len = values, offsets, int(max_len)
+
+    def __len__(self):
+        return int(self.offsets.shape[0]) - 1
+
+    @property
+    def nvalues(self):
+        """Rows of values: the sum of the lengths."""
+        return int(self.values.shape[0])
+
+    def lengths(self):
+        """The samples' lengths, offsets[1:] - offsets[:-1], in the
+        offsets' array type (a ferry Array goes through NumPy)."""
+        o = self.offsets
+        if not hasattr(o, "__sub__"):
+            import numpy
+            o = numpy.from_dlpack(o)
+        return o[1:] - o[:-1]
+
+    def __getitem__(self, i):
+        """Sample i's values (a view where the array type makes one)."""
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("sample %d of a batch of %d" % (i, n))
+        v = self.values
+        if not hasattr(v, "__getitem__"):
+            import numpy
+            v = numpy.from_dlpack(v)
+        o = self.offsets
+        if not hasattr(o, "__getitem__"):
+            import numpy
+            o = numpy.from_dlpack(o)
+        return v[int(o[i]):int(o[i + 1])]
+
+    def __repr__(self):
+        return "Ragged(%d samples, %d values, max_len %d)" % (
+            len(self), self.nvalues, self.max_len)
 
 
 def options():

@@ -51,10 +51,61 @@ static PyObject *batch_exit(BatchObject *b, PyObject *args) {
   return ferry__py_batch_release(b, NULL);
 }
 
-/* The Array of variable v. */
+/* ferry.Ragged(values, offsets, max_len) (python/ferry/__init__.py): a
+ * ragged variable's two arrays, each passed through fn first unless fn is
+ * None (to_dict's converter); the references to values and offsets are
+ * stolen. */
+static PyObject *ragged_new(PyObject *values, PyObject *offsets,
+                            int64_t max_len, PyObject *fn) {
+  PyObject *mod = NULL, *cls = NULL, *r = NULL;
+  if (!values || !offsets)
+    goto done;
+  if (fn && fn != Py_None) {
+    PyObject *a = PyObject_CallOneArg(fn, values);
+    Py_SETREF(values, a);
+    if (!values)
+      goto done;
+    a = PyObject_CallOneArg(fn, offsets);
+    Py_SETREF(offsets, a);
+    if (!offsets)
+      goto done;
+  }
+  if ((mod = PyImport_ImportModule("ferry")) &&
+      (cls = PyObject_GetAttrString(mod, "Ragged")))
+    r = PyObject_CallFunction(cls, "OOL", values, offsets, (long long)max_len);
+done:
+  Py_XDECREF(values);
+  Py_XDECREF(offsets);
+  Py_XDECREF(mod);
+  Py_XDECREF(cls);
+  return r;
+}
+
+/* A ragged variable's values and offsets (host memory: device=cuda does
+ * not serve ragged variables yet), as Arrays or as capsules. */
+static PyObject *batch_ragged(BatchObject *b, const ferry_tensor *t,
+                              PyObject *fn, int capsule) {
+  const ferry_batch *fb = b->r->b;
+  int64_t n1 = fb->size + 1;
+  void *offs = (void *)t->offsets;
+  PyObject *values =
+      capsule ? ferry__py_capsule_new(b->r, t->data, kDLCPU, 0, t->dtype,
+                                      t->ndim, t->shape, 0)
+              : ferry__py_array_new(b->r, t->data, kDLCPU, 0, t->dtype,
+                                    t->ndim, t->shape);
+  PyObject *offsets =
+      capsule ? ferry__py_capsule_new(b->r, offs, kDLCPU, 0, FERRY_INT64, 1,
+                                      &n1, 0)
+              : ferry__py_array_new(b->r, offs, kDLCPU, 0, FERRY_INT64, 1, &n1);
+  return ragged_new(values, offsets, t->max_len, fn);
+}
+
+/* The Array of variable v (a ferry.Ragged of two for a ragged one). */
 static PyObject *batch_var(BatchObject *b, int v) {
   const ferry_batch *fb = b->r->b;
   const ferry_tensor *t = &fb->vars[v];
+  if (t->offsets)
+    return batch_ragged(b, t, NULL, 0);
   if (fb->nshards > 1) {
     PyErr_SetString(PyExc_ValueError,
                     "batch[name]: this batch is split over several devices "
@@ -179,6 +230,8 @@ static PyObject *batch_value(BatchObject *b, int v, PyObject *fn, int capsule,
     ferry_dtype dt = v == -1 ? FERRY_INT64 : FERRY_UINT8;
     x = capsule ? ferry__py_capsule_new(b->r, p, kDLCPU, 0, dt, 1, &n, 0)
                 : ferry__py_array_new(b->r, p, kDLCPU, 0, dt, 1, &n);
+  } else if (fb->vars[v].offsets) { /* ragged: fn applies to each array */
+    return batch_ragged(b, &fb->vars[v], fn, capsule && fb->nshards == 0);
   } else if (capsule && fb->nshards == 0) { /* host: no Array needed */
     const ferry_tensor *t = &fb->vars[v];
     x = ferry__py_capsule_new(b->r, t->data, kDLCPU, 0, t->dtype, t->ndim,

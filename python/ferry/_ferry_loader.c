@@ -511,13 +511,14 @@ static PyObject *loader_memory_budget(LoaderObject *self, PyObject *u) {
   if (rc)
     return loader_raise(self, rc);
   return Py_BuildValue(
-      "{s:n,s:n,s:n,s:n,s:n,s:n,s:n,s:n,s:n}", "batch_bytes",
+      "{s:n,s:n,s:n,s:n,s:n,s:n,s:n,s:n,s:n,s:n}", "batch_bytes",
       (Py_ssize_t)m.batch_bytes, "ring_bytes", (Py_ssize_t)m.ring_bytes,
       "read_bytes", (Py_ssize_t)m.read_bytes, "plan_bytes",
       (Py_ssize_t)m.plan_bytes, "cache_bytes", (Py_ssize_t)m.cache_bytes,
       "total_bytes", (Py_ssize_t)m.total_bytes, "pinned_bytes",
       (Py_ssize_t)m.pinned_bytes, "device_bytes", (Py_ssize_t)m.device_bytes,
-      "held_bytes", (Py_ssize_t)m.held_bytes);
+      "held_bytes", (Py_ssize_t)m.held_bytes, "index_bytes",
+      (Py_ssize_t)m.index_bytes);
 }
 
 static PyObject *loader_get_vars(LoaderObject *self, void *u) {

@@ -22,6 +22,15 @@ that each read the whole share again, so it is refused with a clear error.
 
 Launch with ``srun python train.py`` or ``mpirun -n N python train.py`` (not
 torchrun: ferry shares the dataset between MPI ranks).
+
+A ragged variable (samples of different lengths: token sequences of a
+Megatron corpus, docs/ragged.md) arrives as a :class:`ferry.Ragged` of two
+tensors, ``values`` and ``offsets`` (int64, FlashAttention's ``cu_seqlens``
+once cast to int32), both zero-copy; :func:`padded` and :func:`nested` make
+the other usual forms from it:
+
+    r = batch["tokens"]                     # ferry.Ragged
+    x, lengths = ferry.torch.padded(r, pad_value=0)   # [B, max_len], [B]
 """
 
 try:
@@ -36,7 +45,7 @@ except ImportError as _e:  # pragma: no cover - depends on the installation
 
 import ferry as _ferry
 
-__all__ = ["Dataset", "loader", "WorkerError"]
+__all__ = ["Dataset", "loader", "WorkerError", "padded", "nested"]
 
 
 class WorkerError(RuntimeError):
@@ -276,6 +285,55 @@ class Dataset(IterableDataset):
         return "ferry.torch.Dataset(%d samples, vars=%s, rank %d of %d)" % (
             self.loader.num_samples, self.keys, self.loader.rank,
             self.loader.world_size)
+
+
+def padded(r, pad_value=0, length=None, truncate=False):
+    """A ragged variable as a padded tensor and its lengths:
+    ``(x, lengths)`` with ``x`` of shape ``[size, L, *inner]`` (L: the
+    batch's max_len, or ``length``) and ``lengths`` int64 ``[size]``; the
+    rows past a sample's length hold ``pad_value``.  A sample longer than
+    ``length`` is cut to it with ``truncate=True`` (lengths then say the
+    rows kept) and refused otherwise (ValueError naming it).  One scatter of
+    the values, no Python loop over samples."""
+    values, offsets = r.values, r.offsets
+    if not isinstance(values, torch.Tensor):
+        values, offsets = torch.from_dlpack(values), torch.from_dlpack(offsets)
+    lengths = offsets[1:] - offsets[:-1]
+    n = int(lengths.shape[0])
+    width = int(r.max_len) if length is None else int(length)
+    if length is not None and int(r.max_len) > width and not truncate:
+        i = int(torch.argmax(lengths))
+        raise ValueError("sample %d of the batch has %d rows, more than "
+                         "length=%d (truncate=True cuts it)"
+                         % (i, int(lengths[i]), width))
+    out = torch.full((n, width) + tuple(values.shape[1:]), pad_value,
+                     dtype=values.dtype, device=values.device)
+    if values.shape[0] == 0 or n == 0:
+        return out, torch.clamp(lengths, max=width)
+    row = torch.repeat_interleave(torch.arange(n, device=values.device),
+                                  lengths)
+    col = torch.arange(values.shape[0], device=values.device) - offsets[row]
+    keep = col < width
+    out[row[keep], col[keep]] = values[keep]
+    return out, torch.clamp(lengths, max=width)
+
+
+def nested(r):
+    """A ragged variable as a nested tensor (``torch.nested``): a view of
+    the values with PyTorch 2.2's ``nested_tensor_from_jagged``, else
+    (older PyTorch) a copy through ``torch.nested.nested_tensor``."""
+    values, offsets = r.values, r.offsets
+    if not isinstance(values, torch.Tensor):
+        values, offsets = torch.from_dlpack(values), torch.from_dlpack(offsets)
+    jagged = getattr(torch.nested, "nested_tensor_from_jagged", None)
+    if jagged is not None:
+        return jagged(values, offsets)
+    o = offsets.tolist()
+    import warnings
+    with warnings.catch_warnings():  # "prototype stage" (PyTorch < 2.2)
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.nested.nested_tensor(
+            [values[o[i]:o[i + 1]] for i in range(len(o) - 1)])
 
 
 def loader(dataset, comm=None, *, keys=None, transform=None, **options):

@@ -506,8 +506,9 @@ static int megatron_io_open(ferry__io **out, const ferry__manifest *m,
       .size = sizeof(ferry__io),
       .open = cache_open,
       .close = cache_close,
-      .no_collective = "io=collective with a Megatron dataset: its "
-                       "samples are read independently (io=auto or independent)",
+      .no_collective =
+          "io=collective with a Megatron dataset: its "
+          "samples are read independently (io=auto or independent)",
   };
   void *io = NULL;
   int rc = ferry__io_base_open(&spec, m, p, &io, err);

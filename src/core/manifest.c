@@ -243,6 +243,60 @@ static int unpack_roff(ferry__rec_r *r, const ferry__manifest *m,
   return 0;
 }
 
+/* Variable v of the body. */
+static int unpack_var(ferry__rec_r *r, ferry__manifest *m, int v) {
+  ferry__var *x = &m->vars[v];
+  if (!(x->name = ferry__rec_get_str(r)))
+    return -1;
+  if (!*x->name)
+    return ferry__rec_fail(r, "empty variable name");
+  for (int k = 0; k < v; k++)
+    if (strcmp(m->vars[k].name, x->name) == 0)
+      return ferry__rec_fail(r, "variable named twice");
+  unsigned dt = ferry__rec_get_u8(r), sw = ferry__rec_get_u8(r),
+           nd = ferry__rec_get_u8(r), rg = ferry__rec_get_u8(r);
+  if (r->rc)
+    return -1;
+  if (rg > 1)
+    return ferry__rec_fail(r, "bad ragged flag");
+  x->ragged = (int)rg;
+  if (dt >= FERRY_DTYPE_COUNT)
+    return ferry__rec_fail(r, "bad dtype");
+  if (sw > 1)
+    return ferry__rec_fail(r, "bad swapped flag");
+  if (nd > FERRY_MAX_DIMS - 1)
+    return ferry__rec_fail(r, "too many row dimensions");
+  x->dtype = (ferry_dtype)dt;
+  x->swapped = (int)sw;
+  x->row_ndim = (int)nd;
+  uint64_t bytes = ferry_dtype_size(x->dtype);
+  for (unsigned k = 0; k < nd; k++) {
+    int64_t d = ferry__rec_get_nonneg(r, "bad row dimension");
+    if (r->rc)
+      return -1;
+    if (d < 1 || bytes > (uint64_t)INT64_MAX / (uint64_t)d)
+      return ferry__rec_fail(r, "bad row dimension");
+    x->row_shape[k] = d;
+    bytes *= (uint64_t)d;
+  }
+  uint64_t rb = ferry__rec_get_u64(r);
+  if (r->rc)
+    return -1;
+  if (rb != bytes || rb == 0)
+    return ferry__rec_fail(r, "row size does not match dtype and shape");
+  x->row_bytes = (size_t)rb;
+  x->chunk_rows = ferry__rec_get_nonneg(r, "bad storage chunk");
+  uint64_t cb = ferry__rec_get_u64(r);
+  if (r->rc)
+    return -1;
+  if (cb > SIZE_MAX)
+    return ferry__rec_fail(r, "bad cache size");
+  x->cache_bytes = (size_t)cb;
+  if (!(x->storage = ferry__rec_get_str(r)))
+    return -1;
+  return 0;
+}
+
 static int unpack_body(ferry__rec_r *r, ferry__manifest *m) {
   if (!(m->backend = ferry__rec_get_str(r)) ||
       !(m->spec = ferry__rec_get_str(r)) || !(m->notes = ferry__rec_get_str(r)))
@@ -267,57 +321,9 @@ static int unpack_body(ferry__rec_r *r, ferry__manifest *m) {
   if (!(m->vars = calloc(nvars, sizeof *m->vars)))
     return ferry__rec_oom(r, nvars * sizeof *m->vars, "the variables");
   m->nvars = (int)nvars;
-  for (int v = 0; v < m->nvars; v++) {
-    ferry__var *x = &m->vars[v];
-    if (!(x->name = ferry__rec_get_str(r)))
+  for (int v = 0; v < m->nvars; v++)
+    if (unpack_var(r, m, v) < 0)
       return -1;
-    if (!*x->name)
-      return ferry__rec_fail(r, "empty variable name");
-    for (int k = 0; k < v; k++)
-      if (strcmp(m->vars[k].name, x->name) == 0)
-        return ferry__rec_fail(r, "variable named twice");
-    unsigned dt = ferry__rec_get_u8(r), sw = ferry__rec_get_u8(r),
-             nd = ferry__rec_get_u8(r), rg = ferry__rec_get_u8(r);
-    if (r->rc)
-      return -1;
-    if (rg > 1)
-      return ferry__rec_fail(r, "bad ragged flag");
-    x->ragged = (int)rg;
-    if (dt >= FERRY_DTYPE_COUNT)
-      return ferry__rec_fail(r, "bad dtype");
-    if (sw > 1)
-      return ferry__rec_fail(r, "bad swapped flag");
-    if (nd > FERRY_MAX_DIMS - 1)
-      return ferry__rec_fail(r, "too many row dimensions");
-    x->dtype = (ferry_dtype)dt;
-    x->swapped = (int)sw;
-    x->row_ndim = (int)nd;
-    uint64_t bytes = ferry_dtype_size(x->dtype);
-    for (unsigned k = 0; k < nd; k++) {
-      int64_t d = ferry__rec_get_nonneg(r, "bad row dimension");
-      if (r->rc)
-        return -1;
-      if (d < 1 || bytes > (uint64_t)INT64_MAX / (uint64_t)d)
-        return ferry__rec_fail(r, "bad row dimension");
-      x->row_shape[k] = d;
-      bytes *= (uint64_t)d;
-    }
-    uint64_t rb = ferry__rec_get_u64(r);
-    if (r->rc)
-      return -1;
-    if (rb != bytes || rb == 0)
-      return ferry__rec_fail(r, "row size does not match dtype and shape");
-    x->row_bytes = (size_t)rb;
-    x->chunk_rows = ferry__rec_get_nonneg(r, "bad storage chunk");
-    uint64_t cb = ferry__rec_get_u64(r);
-    if (r->rc)
-      return -1;
-    if (cb > SIZE_MAX)
-      return ferry__rec_fail(r, "bad cache size");
-    x->cache_bytes = (size_t)cb;
-    if (!(x->storage = ferry__rec_get_str(r)))
-      return -1;
-  }
   int64_t nparts = ferry__rec_get_nonneg(r, "bad part count");
   int64_t total = ferry__rec_get_nonneg(r, "bad sample count");
   if (r->rc)

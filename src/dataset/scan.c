@@ -611,6 +611,49 @@ static int parse_selection(const ferry__manifest *m, const char *vars,
   return 0;
 }
 
+/* Part pt keeps the selected variables sel[0..nsel) of its nvars, in
+ * that order, in the arrays of na (allocated: nothing here fails). */
+static void select_part(ferry__part *pt, part_arrays *na, const int *sel,
+                        int nsel, const int *keep, int nvars, int first_rec) {
+  if (first_rec && pt->rec) {
+    ferry__blob t = pt->rec[0];
+    pt->rec[0] = pt->rec[sel[0]];
+    pt->rec[sel[0]] = t;
+  }
+  for (int k = 0; k < nsel; k++) {
+    na->paths[k] = pt->paths[sel[k]];
+    na->offset[k] = pt->data_offset[sel[k]];
+    na->size[k] = pt->file_size[sel[k]];
+    if (pt->rec)
+      na->rec[k] = pt->rec[sel[k]];
+    if (pt->roff)
+      na->roff[k] = pt->roff[sel[k]];
+  }
+  for (int v = 0; v < nvars; v++)
+    if (!keep[v]) {
+      free(pt->paths[v]);
+      if (pt->rec)
+        free(pt->rec[v].p);
+      if (pt->roff)
+        free(pt->roff[v]);
+    }
+  free(pt->rec);
+  pt->rec = na->rec;
+  na->rec = NULL;
+  free(pt->roff);
+  pt->roff = na->roff;
+  na->roff = NULL;
+  free(pt->paths);
+  free(pt->data_offset);
+  free(pt->file_size);
+  pt->paths = na->paths;
+  pt->data_offset = na->offset;
+  pt->file_size = na->size;
+  na->paths = NULL;
+  na->offset = NULL;
+  na->size = NULL;
+}
+
 int ferry__manifest_select_vars(ferry__manifest *m, const char *vars,
                                 ferry__err *err) {
   if (!vars || !*vars)
@@ -681,46 +724,8 @@ int ferry__manifest_select_vars(ferry__manifest *m, const char *vars,
   /* A mix keeps its source's record in the first variable's slot: it
    * moves to the first variable selected. */
   int first_rec = ferry__mix_is_manifest(m);
-  for (int64_t p = 0; p < m->nparts; p++) {
-    ferry__part *pt = &m->parts[p];
-    if (first_rec && pt->rec) {
-      ferry__blob t = pt->rec[0];
-      pt->rec[0] = pt->rec[sel[0]];
-      pt->rec[sel[0]] = t;
-    }
-    for (int k = 0; k < nsel; k++) {
-      na[p].paths[k] = pt->paths[sel[k]];
-      na[p].offset[k] = pt->data_offset[sel[k]];
-      na[p].size[k] = pt->file_size[sel[k]];
-      if (pt->rec)
-        na[p].rec[k] = pt->rec[sel[k]];
-      if (pt->roff)
-        na[p].roff[k] = pt->roff[sel[k]];
-    }
-    for (int v = 0; v < m->nvars; v++)
-      if (!keep[v]) {
-        free(pt->paths[v]);
-        if (pt->rec)
-          free(pt->rec[v].p);
-        if (pt->roff)
-          free(pt->roff[v]);
-      }
-    free(pt->rec);
-    pt->rec = na[p].rec;
-    na[p].rec = NULL;
-    free(pt->roff);
-    pt->roff = na[p].roff;
-    na[p].roff = NULL;
-    free(pt->paths);
-    free(pt->data_offset);
-    free(pt->file_size);
-    pt->paths = na[p].paths;
-    pt->data_offset = na[p].offset;
-    pt->file_size = na[p].size;
-    na[p].paths = NULL;
-    na[p].offset = NULL;
-    na[p].size = NULL;
-  }
+  for (int64_t p = 0; p < m->nparts; p++)
+    select_part(&m->parts[p], &na[p], sel, nsel, keep, m->nvars, first_rec);
   free(m->vars);
   m->vars = nv;
   m->nvars = nsel;

@@ -180,8 +180,13 @@ void ferry__budget_compute(ferry_loader *L, const epoch_state *ep) {
       b->plan_bytes += rows * sizeof(ferry__slot);
   }
   b->plan_bytes += (size_t)L->wts.n * sizeof(float); /* the weights */
-  b->total_bytes =
-      b->ring_bytes + b->read_bytes + b->plan_bytes + b->cache_bytes;
+  b->index_bytes = 0;
+  for (int v = 0; v < L->m.nvars; v++)
+    if (L->m.vars[v].ragged)
+      b->index_bytes +=
+          ((size_t)L->m.num_samples + (size_t)L->m.nparts) * sizeof(int64_t);
+  b->total_bytes = b->ring_bytes + b->read_bytes + b->plan_bytes +
+                   b->cache_bytes + b->index_bytes;
   b->pinned_bytes = L->gpu || L->opts->pin_memory ? b->ring_bytes : 0;
   if (L->gpu) {
     b->device_bytes = (size_t)L->opts->device_prefetch * b->batch_bytes;

@@ -250,8 +250,8 @@ struct ferry_loader {
   int64_t *ragged_cap;
   size_t batch_bytes, sample_mean, sample_bound;
   size_t buf_quantum; /* ragged: read buffers are multiples of it (ragged.c) */
-  int nthreads;     /* workers per epoch (the threads option, resolved) */
-  ring_slot **ring; /* [nring]: position b % nring serves batch b */
+  int nthreads;       /* workers per epoch (the threads option, resolved) */
+  ring_slot **ring;   /* [nring]: position b % nring serves batch b */
   int64_t nring;
   ferry__held held; /* slots beyond the rings for held batches (slots.c) */
   int ring_pinned;  /* the ring's buffers come from cudaHostAlloc      */

@@ -554,8 +554,7 @@ static int copy_ragged(epoch_state *ep, ring_slot *s, const ferry__slot *sl,
     if (i + 2 * PREFETCH_AHEAD < n) {
       const ferry__slot *f = &sl[i + 2 * PREFETCH_AHEAD];
       const ferry__extent *fx = &ep->plan.extents[f->extent];
-      __builtin_prefetch(&L->m.parts[fx->part].roff[v][fx->row + f->row], 0,
-                         0);
+      __builtin_prefetch(&L->m.parts[fx->part].roff[v][fx->row + f->row], 0, 0);
     }
     if (i + PREFETCH_AHEAD < n) {
       const ferry__slot *f = &sl[i + PREFETCH_AHEAD];
@@ -564,7 +563,8 @@ static int copy_ragged(epoch_state *ep, ring_slot *s, const ferry__slot *sl,
       size_t fa = (size_t)f->extent * (size_t)L->m.nvars + (size_t)v;
       const unsigned char *src =
           ep->ext_src[fa] + (size_t)(fo[fx->row + f->row] - fo[fx->row]) * rb;
-      size_t nb = (size_t)(fo[fx->row + f->row + 1] - fo[fx->row + f->row]) * rb;
+      size_t nb =
+          (size_t)(fo[fx->row + f->row + 1] - fo[fx->row + f->row]) * rb;
       for (size_t off = 0; off < nb && off < PREFETCH_BYTES; off += CACHE_LINE)
         __builtin_prefetch(src + off, 0, 0);
     }

@@ -91,8 +91,8 @@ int ferry__ragged_open(ferry_loader *L, ferry__err *err) {
                   "shuffle=chunks or block",
                   err);
   if (L->opts->io == FERRY__IO_MMAP)
-    return refuse(L, "io=mmap does not serve them yet: use io=independent or auto",
-                  err);
+    return refuse(
+        L, "io=mmap does not serve them yet: use io=independent or auto", err);
   if (L->gpu && L->opts->device == FERRY__DEV_CUDA)
     return refuse(L,
                   "device=cuda does not carry ragged batches yet: use "

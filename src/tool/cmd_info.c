@@ -135,6 +135,9 @@ static void print_budget(const ferry_memory_budget *mb) {
   if (mb->cache_bytes)
     printf(", decode caches %s",
            tool_fmt_bytes((double)mb->cache_bytes, b1, sizeof b1));
+  if (mb->index_bytes)
+    printf(", ragged offsets %s",
+           tool_fmt_bytes((double)mb->index_bytes, b1, sizeof b1));
   if (mb->pinned_bytes)
     printf(" (pinned %s)",
            tool_fmt_bytes((double)mb->pinned_bytes, b1, sizeof b1));
@@ -157,33 +160,15 @@ static int64_t info_batch_size(const tool_ctx *ctx) {
   return (int64_t)strtoll(v, NULL, 10);
 }
 
-static void print_text(const tool_ctx *ctx, const ferry_loader *L,
-                       int64_t max_chunk, const ferry_memory_budget *mb) {
-  char b1[32], b2[32];
+/* The variables' table and the ragged variables' lengths: *row_total
+ * gets the bytes of a sample's dense variables, *ragged_bytes all the
+ * ragged values' bytes. */
+static void print_vars(const tool_ctx *ctx, const ferry_loader *L,
+                       size_t *row_total_out, double *ragged_out) {
   int nvars = ferry_num_vars(L);
-  int64_t n = ferry_num_samples(L), nparts = ferry_num_parts(L);
+  int64_t n = ferry_num_samples(L);
   size_t row_total = 0;
   double ragged_bytes = 0;
-  printf("dataset        %s\n", ctx->target);
-  printf("backend        %s\n", ferry_backend(L));
-  printf("parts          %" PRId64 "\n", nparts);
-  for (int64_t p = 0; p < nparts && p < 8; p++)
-    printf("  %s\n", ferry_part_path(L, p, 0));
-  if (nparts > 8)
-    printf("  ... (%" PRId64 " more)\n", nparts - 8);
-  int nmix = ferry_mix_count(L);
-  if (nmix > 0) {
-    printf("mix            %d sources\n", nmix);
-    printf("  %-10s %12s %10s %-8s %s\n", "backend", "samples", "proportion",
-           "exhaust", "path");
-  }
-  for (int i = 0; i < nmix; i++) {
-    ferry_mix_info x;
-    if (ferry_mix_source(L, i, &x) == 0)
-      printf("  %-10s %12" PRId64 " %10.4g %-8s %s\n", x.backend, x.samples,
-             x.proportion, x.exhaust, x.path);
-  }
-  printf("samples        %" PRId64 "\n", n);
   printf("variables      %d\n", nvars);
   printf("  %-16s %-8s %-6s %-22s %12s %16s\n", "name", "dtype", "order",
          "shape", "row_bytes", "total_bytes");
@@ -220,6 +205,38 @@ static void print_text(const tool_ctx *ctx, const ferry_loader *L,
            n ? (double)v.total_rows / (double)n : 0.0, v.total_rows,
            v.row_bytes, v.batch_rows, info_batch_size(ctx));
   }
+  *row_total_out = row_total;
+  *ragged_out = ragged_bytes;
+}
+
+static void print_text(const tool_ctx *ctx, const ferry_loader *L,
+                       int64_t max_chunk, const ferry_memory_budget *mb) {
+  char b1[32], b2[32];
+  int nvars = ferry_num_vars(L);
+  int64_t n = ferry_num_samples(L), nparts = ferry_num_parts(L);
+  size_t row_total = 0;
+  double ragged_bytes = 0;
+  printf("dataset        %s\n", ctx->target);
+  printf("backend        %s\n", ferry_backend(L));
+  printf("parts          %" PRId64 "\n", nparts);
+  for (int64_t p = 0; p < nparts && p < 8; p++)
+    printf("  %s\n", ferry_part_path(L, p, 0));
+  if (nparts > 8)
+    printf("  ... (%" PRId64 " more)\n", nparts - 8);
+  int nmix = ferry_mix_count(L);
+  if (nmix > 0) {
+    printf("mix            %d sources\n", nmix);
+    printf("  %-10s %12s %10s %-8s %s\n", "backend", "samples", "proportion",
+           "exhaust", "path");
+  }
+  for (int i = 0; i < nmix; i++) {
+    ferry_mix_info x;
+    if (ferry_mix_source(L, i, &x) == 0)
+      printf("  %-10s %12" PRId64 " %10.4g %-8s %s\n", x.backend, x.samples,
+             x.proportion, x.exhaust, x.path);
+  }
+  printf("samples        %" PRId64 "\n", n);
+  print_vars(ctx, L, &row_total, &ragged_bytes);
   if (ragged_bytes > 0)
     printf("sample bytes   %.1f on average (all variables), dataset %s\n",
            (double)row_total + ragged_bytes / (double)(n ? n : 1),
@@ -371,9 +388,10 @@ static void print_json(const tool_ctx *ctx, const ferry_loader *L,
   tool_json_string(stdout, why);
   printf(", \"memory_budget\": {\"batch_bytes\": %zu, \"ring_bytes\": %zu, "
          "\"read_bytes\": %zu, \"plan_bytes\": %zu, \"cache_bytes\": %zu, "
+         "\"index_bytes\": %zu, "
          "\"held_bytes\": %zu, \"total_bytes\": %zu}",
          mb->batch_bytes, mb->ring_bytes, mb->read_bytes, mb->plan_bytes,
-         mb->cache_bytes, mb->held_bytes, mb->total_bytes);
+         mb->cache_bytes, mb->index_bytes, mb->held_bytes, mb->total_bytes);
   printf(", \"notes\": ");
   if (ferry_dataset_notes(L))
     tool_json_string(stdout, ferry_dataset_notes(L));

@@ -1,0 +1,69 @@
+#!/bin/sh
+# megatron.sh - the ragged-variable benchmark of docs/performance.md
+# (issue 25): a Megatron-LM corpus read by ferry against the dense .npy path
+# of the same bytes, and against the Megatron user's own loop.
+#
+# usage: tests/bench/megatron.sh BUILD_DIR WORK_DIR [SEQUENCES]
+#
+# Writes (once) WORK_DIR/meg, `ferry gen --format megatron` of SEQUENCES
+# (default 10^7) int32 sequences of log-normal lengths (mean 16, sigma 0.6),
+# and WORK_DIR/npy, a .npy of the same bytes (rows of 16 int32), reads both
+# once to warm the page cache, then measures in the same run:
+#   ragged/npy  ferry bench on the corpus and on the .npy, alternated, 3 runs
+#               each (2 ranks, io=independent, batch 256, shuffle=chunks):
+#               bytes handed out per second, the ratio of the medians
+#   peer        2 processes of tests/bench/megatron_peer.py (numpy.memmap
+#               indexed by the .idx, as Megatron's IndexedDataset.get
+#               reads, the same batches of 256), 10 s, against ferry's
+#               samples/s of the runs above
+# Results go to WORK_DIR/megatron-results.jsonl and a table on stdout.
+# Run it on a quiet machine: every line is a ratio of runs made together.
+set -eu
+build=$(cd "$1" && pwd)
+work=$2
+seqs=${3:-10000000}
+ferry="$build/ferry"
+py=/usr/bin/python3
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$work"
+work=$(cd "$work" && pwd)
+out="$work/megatron-results.jsonl"
+: >"$out"
+if test "$(id -u)" = 0; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+mpirun="mpirun --oversubscribe --bind-to none"
+if ! test -f "$work/meg/corpus.idx"; then
+  "$ferry" gen "$work/meg" --format megatron --samples "$seqs" --mean-len 16 \
+    --len-sigma 0.6
+fi
+if ! test -f "$work/npy/x.npy"; then
+  "$ferry" gen "$work/npy" --var x:int32:16 --samples "$seqs"
+fi
+cat "$work/meg/corpus.bin" "$work/meg/corpus.idx" "$work/npy/x.npy" >/dev/null
+opts="--batch-size 256 --io independent --json"
+for run in 1 2 3; do
+  for ds in meg npy; do
+    $mpirun -np 2 "$ferry" bench "$work/$ds" $opts |
+      $py -c "import json,sys; d=json.load(sys.stdin); print(json.dumps({'what': '$ds', 'run': $run, 'samples_per_s': d['samples_per_s'], 'bytes_per_s': d['bytes_per_s']}))" >>"$out"
+  done
+done
+for r in 0 1; do
+  $py "$here/megatron_peer.py" "$work/meg/corpus" $r 2 256 10 >"$work/peer.$r" &
+done
+wait
+$py - "$out" "$work/peer.0" "$work/peer.1" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+med = lambda what, k: statistics.median(r[k] for r in rows if r["what"] == what)
+peer = [json.loads(open(p).read()) for p in sys.argv[2:4]]
+peer_sps = sum(p["samples"] / p["seconds"] for p in peer)
+meg_b, npy_b = med("meg", "bytes_per_s"), med("npy", "bytes_per_s")
+meg_s = med("meg", "samples_per_s")
+print("ragged .bin/.idx  %8.1f MiB/s   .npy %8.1f MiB/s   ratio %.2f (target >= 0.8)"
+      % (meg_b / 2**20, npy_b / 2**20, meg_b / npy_b))
+print("ferry %12.0f samples/s   Megatron's memmap loop %10.0f samples/s   ratio %.1f (target >= 5)"
+      % (meg_s, peer_sps, meg_s / peer_sps))
+with open(sys.argv[1], "a") as f:
+    f.write(json.dumps({"what": "peer", "samples_per_s": peer_sps}) + "\n")
+PY
