@@ -108,7 +108,9 @@ typedef struct ferry__backend {
                  const ferry__io_params *p, ferry__err *err);
   /**
    * Read rows [row, row+nrows) of variable var of part into buf (nrows *
-   * row_bytes bytes, stored byte order).  With collective set, every rank
+   * row_bytes bytes, stored byte order; a ragged variable: the samples'
+   * values one after the other, (roff[row+nrows] - roff[row]) * row_bytes
+   * bytes, ferry__part.roff).  With collective set, every rank
    * calls it for the same (part, var) sequence and nrows may be 0.  A short
    * read is FERRY_EIO, never zeros.  Runs on the I/O thread.
    */
