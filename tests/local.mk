@@ -77,7 +77,8 @@ MPI_TESTS += \
 # tests/ragged/: variables whose samples differ in length (docs/ragged.md):
 # the batch layout, the promises, the formats that store them.
 MPI_TESTS += \
-	tests/ragged/megatron.sh
+	tests/ragged/megatron.sh \
+	tests/ragged/arrow.sh
 # tests/cli/: the ferry tool's command line, its manual, the build and
 # install, the README's example.
 MPI_TESTS += \

@@ -56,6 +56,10 @@ FUZZ_HARNESSES += tests/fuzz/fuzz_classic
 tests_fuzz_fuzz_classic_SOURCES = tests/fuzz/fuzz_classic.c $(FUZZ_DRIVER)
 tests_fuzz_fuzz_classic_LDFLAGS = $(FUZZ_LINK_FLAGS)
 
+FUZZ_HARNESSES += tests/fuzz/fuzz_arrow
+tests_fuzz_fuzz_arrow_SOURCES = tests/fuzz/fuzz_arrow.c $(FUZZ_DRIVER)
+tests_fuzz_fuzz_arrow_LDFLAGS = $(FUZZ_LINK_FLAGS)
+
 FUZZ_HARNESSES += tests/fuzz/fuzz_megatron
 tests_fuzz_fuzz_megatron_SOURCES = tests/fuzz/fuzz_megatron.c $(FUZZ_DRIVER)
 tests_fuzz_fuzz_megatron_LDFLAGS = $(FUZZ_LINK_FLAGS)

@@ -17,6 +17,7 @@
 #endif
 
 #include "backends/parquet/parquet.h"
+#include "util/flatbuf.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -64,70 +65,6 @@ static unsigned char *b64_decode(const char *s, size_t n, size_t *outlen) {
   return o;
 }
 
-/* ---- flatbuffers -------------------------------------------------------- */
-
-typedef struct fb {
-  const unsigned char *p;
-  size_t n;
-} fb;
-
-static int fb_u32(const fb *b, size_t at, uint32_t *v) {
-  if (at > b->n || b->n - at < 4)
-    return -1;
-  *v = (uint32_t)b->p[at] | (uint32_t)b->p[at + 1] << 8 |
-       (uint32_t)b->p[at + 2] << 16 | (uint32_t)b->p[at + 3] << 24;
-  return 0;
-}
-
-static int fb_u16(const fb *b, size_t at, uint16_t *v) {
-  if (at > b->n || b->n - at < 2)
-    return -1;
-  *v = (uint16_t)(b->p[at] | b->p[at + 1] << 8);
-  return 0;
-}
-
-/* The position of field id of the table at t, 0 when absent; -1: bad. */
-static int64_t fb_field(const fb *b, size_t t, int id) {
-  uint32_t so;
-  uint16_t vlen, off;
-  if (fb_u32(b, t, &so) < 0)
-    return -1;
-  int64_t vt = (int64_t)t - (int64_t)(int32_t)so;
-  if (vt < 0 || (uint64_t)vt >= b->n || fb_u16(b, (size_t)vt, &vlen) < 0 ||
-      vlen < 4 || (vlen & 1))
-    return -1;
-  if ((size_t)(4 + 2 * id) + 2 > vlen)
-    return 0; /* past the vtable: absent */
-  if (fb_u16(b, (size_t)vt + 4 + 2 * (size_t)id, &off) < 0)
-    return -1;
-  if (off == 0)
-    return 0;
-  if ((uint64_t)t + off >= b->n)
-    return -1;
-  return (int64_t)t + off;
-}
-
-/* Follow the uoffset at position at. */
-static int64_t fb_deref(const fb *b, size_t at) {
-  uint32_t o;
-  if (fb_u32(b, at, &o) < 0 || (uint64_t)at + o >= b->n)
-    return -1;
-  return (int64_t)(at + o);
-}
-
-/* The table (or vector, string) that field id of table t points to: its
- * position, 0 when absent, -1 when bad. */
-static int64_t fb_ref(const fb *b, size_t t, int id) {
-  int64_t f = fb_field(b, t, id);
-  return f <= 0 ? f : fb_deref(b, (size_t)f);
-}
-
-static int fb_vector(const fb *b, size_t v, uint32_t *n) {
-  if (fb_u32(b, v, n) < 0 || *n > (b->n - v - 4) / 4)
-    return -1;
-  return 0;
-}
-
 /* ---- Schema ------------------------------------------------------------- */
 
 enum { ARROW_TYPE_FIXED_SIZE_LIST = 16, ARROW_HEADER_SCHEMA = 1 };
@@ -141,9 +78,9 @@ void ferry__pq_arrow_hint_free(pq_arrow_hint *h) {
 }
 
 /* One top-level Field: when it is a FixedSizeList, add its name and size. */
-static int one_field(const fb *b, size_t f, pq_arrow_hint *h,
+static int one_field(const ferry__fb *b, size_t f, pq_arrow_hint *h,
                      const char **why) {
-  int64_t name = fb_ref(b, f, 0), tt = fb_field(b, f, 2);
+  int64_t name = ferry__fb_ref(b, f, 0), tt = ferry__fb_field(b, f, 2);
   uint32_t len;
   if (name < 0 || tt < 0) {
     *why = "a field's name or type is out of bounds";
@@ -151,13 +88,16 @@ static int one_field(const fb *b, size_t f, pq_arrow_hint *h,
   }
   if (name == 0 || tt == 0 || b->p[tt] != ARROW_TYPE_FIXED_SIZE_LIST)
     return 0;
-  int64_t ty = fb_ref(b, f, 3), ls = ty > 0 ? fb_field(b, (size_t)ty, 0) : -1;
+  int64_t ty = ferry__fb_ref(b, f, 3),
+          ls = ty > 0 ? ferry__fb_field(b, (size_t)ty, 0) : -1;
   uint32_t k;
-  if (ty <= 0 || ls <= 0 || fb_u32(b, (size_t)ls, &k) < 0 || (int32_t)k < 1) {
+  if (ty <= 0 || ls <= 0 || ferry__fb_u32(b, (size_t)ls, &k) < 0 ||
+      (int32_t)k < 1) {
     *why = "a FixedSizeList without a positive listSize";
     return -1;
   }
-  if (fb_u32(b, (size_t)name, &len) < 0 || len > b->n - (size_t)name - 4) {
+  if (ferry__fb_u32(b, (size_t)name, &len) < 0 ||
+      len > b->n - (size_t)name - 4) {
     *why = "a field name runs past the schema";
     return -1;
   }
@@ -181,19 +121,20 @@ static int one_field(const fb *b, size_t f, pq_arrow_hint *h,
   return 0;
 }
 
-static int parse_message(const fb *b, pq_arrow_hint *h, const char **why) {
-  int64_t msg = fb_deref(b, 0);
+static int parse_message(const ferry__fb *b, pq_arrow_hint *h,
+                         const char **why) {
+  int64_t msg = ferry__fb_deref(b, 0);
   if (msg < 0) {
     *why = "no root table";
     return -1;
   }
-  int64_t ht = fb_field(b, (size_t)msg, 1);
+  int64_t ht = ferry__fb_field(b, (size_t)msg, 1);
   if (ht <= 0 || b->p[ht] != ARROW_HEADER_SCHEMA) {
     *why = "the IPC message is not a Schema";
     return -1;
   }
-  int64_t schema = fb_ref(b, (size_t)msg, 2);
-  int64_t fields = schema > 0 ? fb_ref(b, (size_t)schema, 1) : -1;
+  int64_t schema = ferry__fb_ref(b, (size_t)msg, 2);
+  int64_t fields = schema > 0 ? ferry__fb_ref(b, (size_t)schema, 1) : -1;
   uint32_t n;
   if (schema <= 0 || fields < 0) {
     *why = "the Schema or its fields are out of bounds";
@@ -201,12 +142,12 @@ static int parse_message(const fb *b, pq_arrow_hint *h, const char **why) {
   }
   if (fields == 0)
     return 0;
-  if (fb_vector(b, (size_t)fields, &n) < 0) {
+  if (ferry__fb_vector(b, (size_t)fields, 4, &n) < 0) {
     *why = "the fields vector runs past the schema";
     return -1;
   }
   for (uint32_t i = 0; i < n; i++) {
-    int64_t f = fb_deref(b, (size_t)fields + 4 + 4 * (size_t)i);
+    int64_t f = ferry__fb_deref(b, (size_t)fields + 4 + 4 * (size_t)i);
     if (f < 0) {
       *why = "a field is out of bounds";
       return -1;
@@ -232,14 +173,14 @@ int ferry__pq_arrow_hint_parse(const char *b64, size_t len, pq_arrow_hint *h,
     return -1;
   }
   /* an encapsulated IPC message: [0xFFFFFFFF] int32 length, flatbuffer */
-  fb whole = {raw, n}, b;
+  ferry__fb whole = {raw, n}, b;
   uint32_t a = 0, mlen = 0;
   size_t at = 0;
-  int rc = fb_u32(&whole, 0, &a);
+  int rc = ferry__fb_u32(&whole, 0, &a);
   if (rc == 0 && a == 0xFFFFFFFFu)
     at = 4;
   if (rc == 0)
-    rc = fb_u32(&whole, at, &mlen);
+    rc = ferry__fb_u32(&whole, at, &mlen);
   at += 4;
   if (rc < 0 || mlen < 8 || mlen > n - at) {
     free(raw);

@@ -1,0 +1,1106 @@
+/*
+ * arrow.c - Arrow IPC files: the stream format Hugging Face `datasets`
+ * writes (`save_to_disk`: data-NNNNN-of-NNNNN.arrow) and the file format
+ * (Feather v2, "ARROW1"), docs/ragged.md.  One part per file; its
+ * top-level columns are the variables:
+ *   - Int, FloatingPoint: dense, one element per sample;
+ *   - FixedSizeList<numeric>: dense rows of listSize elements;
+ *   - List / LargeList<numeric>: ragged (offsets of 32 / 64 bits);
+ *   - Binary, Utf8, LargeBinary, LargeUtf8: ragged uint8.
+ * Other columns (Bool, bit-packed; structs, nested lists, dictionaries,
+ * dates, ...) are skipped with a note, a column holding nulls too.
+ *
+ * Rank 0 (describe) walks the messages: the Schema, then every
+ * RecordBatch's metadata (its FieldNodes and Buffers), without reading a
+ * body but for the offsets buffers of the ragged columns; every buffer is
+ * checked to lie inside its body and the body inside the file, every
+ * offsets buffer to start at 0 or more, never decrease and end inside its
+ * values buffer.  A record batch is where its values are: the variable's
+ * record (broadcast with the manifest) lists, per record batch, its rows,
+ * the file position of its values and its first offset; reads cut at the
+ * record batches' bounds.  Record batches are the storage chunks
+ * (chunk_rows: the first one's rows).  Not read yet: compressed bodies
+ * (LZ4 frame, zstd), big-endian files, dictionary batches.
+ */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+#if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include "backends/toolkit.h"
+#include "util/flatbuf.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Arrow's Type union (Schema.fbs) and MessageHeader (Message.fbs). */
+enum {
+  T_INT = 2,
+  T_FLOAT = 3,
+  T_BINARY = 4,
+  T_UTF8 = 5,
+  T_BOOL = 6,
+  T_DECIMAL = 7,
+  T_DATE = 8,
+  T_TIME = 9,
+  T_TIMESTAMP = 10,
+  T_INTERVAL = 11,
+  T_LIST = 12,
+  T_STRUCT = 13,
+  T_FIXED_BINARY = 15,
+  T_FIXED_LIST = 16,
+  T_MAP = 17,
+  T_DURATION = 18,
+  T_LARGE_BINARY = 19,
+  T_LARGE_UTF8 = 20,
+  T_LARGE_LIST = 21,
+  H_SCHEMA = 1,
+  H_DICTIONARY = 2,
+  H_RECORD_BATCH = 3
+};
+
+#define ARROW_MAX_META ((int64_t)64 << 20) /* one message's metadata */
+#define ARROW_MAX_FIELDS 4096              /* columns, nested ones too */
+#define ARROW_REC_VERSION 1
+
+/* ---- The schema: one entry per field, depth first ---------------------- */
+
+/* What a variable of a column is (kind), and how to find its values among
+ * the field's buffers. */
+enum { K_SKIP = 0, K_DENSE, K_RAGGED };
+
+typedef struct afield {
+  char *name;     /* top-level fields only            */
+  int type, top;  /* Type union id; 1: a top-level one */
+  int nbuf;       /* buffers of this field alone       */
+  int nchild;     /* direct children (depth first)     */
+  int kind;       /* K_* (top-level fields)            */
+  int off64;      /* ragged: 64-bit offsets            */
+  ferry_dtype dtype;
+  int64_t k;      /* FixedSizeList: listSize           */
+  const char *why; /* K_SKIP: why, for the note        */
+} afield;
+
+typedef struct aschema {
+  afield f[ARROW_MAX_FIELDS];
+  int n;
+} aschema;
+
+/* The ferry dtype of an Int or FloatingPoint type table; -1: other. */
+static int numeric_dtype(const ferry__fb *b, int type, int64_t t,
+                         ferry_dtype *out) {
+  int64_t bits = 0, sign = 0, prec = 0;
+  if (t <= 0)
+    return -1;
+  if (type == T_INT) {
+    if (ferry__fb_scalar(b, (size_t)t, 0, 4, 0, &bits) < 0 ||
+        ferry__fb_scalar(b, (size_t)t, 1, 1, 0, &sign) < 0)
+      return -1;
+    switch (bits) {
+    case 8: *out = sign ? FERRY_INT8 : FERRY_UINT8; return 0;
+    case 16: *out = sign ? FERRY_INT16 : FERRY_UINT16; return 0;
+    case 32: *out = sign ? FERRY_INT32 : FERRY_UINT32; return 0;
+    case 64: *out = sign ? FERRY_INT64 : FERRY_UINT64; return 0;
+    default: return -1;
+    }
+  }
+  if (type == T_FLOAT) {
+    if (ferry__fb_scalar(b, (size_t)t, 0, 2, 0, &prec) < 0 || prec < 0 ||
+        prec > 2)
+      return -1;
+    *out = prec == 0 ? FERRY_FLOAT16 : prec == 1 ? FERRY_FLOAT32 : FERRY_FLOAT64;
+    return 0;
+  }
+  return -1;
+}
+
+/* Buffers of a field of type t alone (its children add theirs); -1: a
+ * type whose layout ferry does not know (the file is refused). */
+static int buffers_of(int type) {
+  switch (type) {
+  case 1: return 0; /* Null */
+  case T_INT: case T_FLOAT: case T_BOOL: case T_DECIMAL: case T_DATE:
+  case T_TIME: case T_TIMESTAMP: case T_INTERVAL: case T_FIXED_BINARY:
+  case T_DURATION:
+    return 2;
+  case T_BINARY: case T_UTF8: case T_LARGE_BINARY: case T_LARGE_UTF8:
+    return 3;
+  case T_LIST: case T_LARGE_LIST: case T_MAP: return 2;
+  case T_STRUCT: case T_FIXED_LIST: return 1;
+  default: return -1;
+  }
+}
+
+static int fb_string(const ferry__fb *b, int64_t s, char **out) {
+  uint32_t len;
+  if (s <= 0 || ferry__fb_u32(b, (size_t)s, &len) < 0 ||
+      len > b->n - (size_t)s - 4)
+    return -1;
+  if (!(*out = malloc((size_t)len + 1)))
+    return -2;
+  memcpy(*out, b->p + s + 4, len);
+  (*out)[len] = '\0';
+  return 0;
+}
+
+/* How a top-level field with its first child c (or none) is served. */
+static void classify(const ferry__fb *b, int64_t field, afield *a,
+                     int64_t child, int child_type) {
+  int64_t t = ferry__fb_ref(b, (size_t)field, 3), dict = 0;
+  dict = ferry__fb_field(b, (size_t)field, 4);
+  a->why = "its type is not served";
+  if (dict > 0) {
+    a->why = "dictionary-encoded";
+    return;
+  }
+  switch (a->type) {
+  case T_INT:
+  case T_FLOAT:
+    if (numeric_dtype(b, a->type, t, &a->dtype) == 0)
+      a->kind = K_DENSE;
+    return;
+  case T_BOOL: a->why = "bool (bit-packed)"; return;
+  case T_BINARY: case T_UTF8: case T_LARGE_BINARY: case T_LARGE_UTF8:
+    a->kind = K_RAGGED;
+    a->dtype = FERRY_UINT8;
+    a->off64 = a->type == T_LARGE_BINARY || a->type == T_LARGE_UTF8;
+    return;
+  default: break;
+  }
+  if (a->type != T_LIST && a->type != T_LARGE_LIST && a->type != T_FIXED_LIST)
+    return;
+  int64_t ct = child > 0 ? ferry__fb_ref(b, (size_t)child, 3) : -1;
+  if (a->nchild != 1 || numeric_dtype(b, child_type, ct, &a->dtype) < 0) {
+    a->why = "a list of something other than numbers";
+    return;
+  }
+  if (a->type == T_FIXED_LIST) {
+    if (t <= 0 || ferry__fb_scalar(b, (size_t)t, 0, 4, 0, &a->k) < 0 ||
+        a->k < 1) {
+      a->why = "a FixedSizeList without a positive listSize";
+      return;
+    }
+    a->kind = K_DENSE;
+    return;
+  }
+  a->kind = K_RAGGED;
+  a->off64 = a->type == T_LARGE_LIST;
+}
+
+/* Field f (a Field table) and its children, depth first, into s. */
+static int walk_field(const ferry__fb *b, int64_t f, int top, aschema *s,
+                      int depth, const char **why) {
+  if (depth > 32 || s->n >= ARROW_MAX_FIELDS) {
+    *why = "fields nested too deep, or too many";
+    return -1;
+  }
+  int64_t tt = 0, kids = 0;
+  afield *a = &s->f[s->n++];
+  memset(a, 0, sizeof *a);
+  a->top = top;
+  if (f <= 0 || ferry__fb_scalar(b, (size_t)f, 2, 1, 0, &tt) < 0 ||
+      (kids = ferry__fb_ref(b, (size_t)f, 5)) < 0) {
+    *why = "a field is out of bounds";
+    return -1;
+  }
+  a->type = (int)(uint8_t)tt;
+  if ((a->nbuf = buffers_of(a->type)) < 0) {
+    *why = "a field of a type whose buffers ferry does not know (union, "
+           "view or run-end encoded)";
+    return -1;
+  }
+  uint32_t nk = 0;
+  if (kids > 0 && ferry__fb_vector(b, (size_t)kids, 4, &nk) < 0) {
+    *why = "a field's children run past the schema";
+    return -1;
+  }
+  a->nchild = (int)nk;
+  int64_t first_child = 0;
+  int first_type = 0;
+  for (uint32_t i = 0; i < nk; i++) {
+    int64_t c = ferry__fb_deref(b, (size_t)kids + 4 + 4 * (size_t)i);
+    if (i == 0 && c > 0) {
+      int64_t ct = 0;
+      first_child = c;
+      if (ferry__fb_scalar(b, (size_t)c, 2, 1, 0, &ct) == 0)
+        first_type = (int)(uint8_t)ct;
+    }
+    if (walk_field(b, c, 0, s, depth + 1, why) < 0)
+      return -1;
+  }
+  if (top) {
+    int r = fb_string(b, ferry__fb_ref(b, (size_t)f, 0), &a->name);
+    if (r == -2) {
+      *why = "out of memory";
+      return -1;
+    }
+    if (r < 0 || !a->name[0]) {
+      *why = "a column without a name";
+      return -1;
+    }
+    classify(b, f, a, first_child, first_type);
+  }
+  return 0;
+}
+
+static void schema_free(aschema *s) {
+  for (int i = 0; i < s->n; i++)
+    free(s->f[i].name);
+  s->n = 0;
+}
+
+/* A Schema table into s. */
+static int parse_schema(const ferry__fb *b, int64_t schema, aschema *s,
+                        const char **why) {
+  int64_t endian = 0, fields;
+  if (schema <= 0 || ferry__fb_scalar(b, (size_t)schema, 0, 2, 0, &endian) < 0 ||
+      (fields = ferry__fb_ref(b, (size_t)schema, 1)) < 0) {
+    *why = "the Schema is out of bounds";
+    return -1;
+  }
+  if (endian != 0) {
+    *why = "a big-endian file (not read yet)";
+    return -1;
+  }
+  uint32_t n = 0;
+  if (fields > 0 && ferry__fb_vector(b, (size_t)fields, 4, &n) < 0) {
+    *why = "the fields run past the Schema";
+    return -1;
+  }
+  for (uint32_t i = 0; i < n; i++)
+    if (walk_field(b, ferry__fb_deref(b, (size_t)fields + 4 + 4 * (size_t)i), 1,
+                   s, 0, why) < 0)
+      return -1;
+  return 0;
+}
+
+/* ---- Messages ---------------------------------------------------------- */
+
+/* One record batch as describe keeps it, per served top-level field. */
+typedef struct abatch {
+  int64_t rows;
+  int64_t *pos;  /* [nfields of s] file position of the values, -1: none */
+  int64_t *off0; /* [..] ragged: the first offset                      */
+  int64_t *vlen; /* [..] bytes of the values buffer                    */
+} abatch;
+
+typedef struct afile {
+  const char *path;
+  int fd;
+  int64_t size;
+  aschema s;
+  abatch *rb;
+  int64_t nrb, caprb;
+  int64_t **roff; /* [nfields] ragged: offsets over the file's rows  */
+  int64_t *rcap;  /* [nfields] their capacity                        */
+  int64_t rows;
+} afile;
+
+static int rd(afile *a, int64_t at, void *buf, size_t n, ferry__err *err) {
+  size_t got = 0;
+  if (at < 0 || at > a->size || (uint64_t)(a->size - at) < n)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "file %s: %zu bytes at offset %lld run past its end "
+                         "(%lld bytes)",
+                         a->path, n, (long long)at, (long long)a->size);
+  if (ferry__pread_full(a->fd, buf, n, at, &got) != 0)
+    return ferry__seterr(err, ferry__errno_code(errno),
+                         "read failed: file %s, offset %lld: %s", a->path,
+                         (long long)at, strerror(errno));
+  if (got != n)
+    return ferry__seterr(err, FERRY_EIO,
+                         "short read: file %s, offset %lld: got %zu of %zu",
+                         a->path, (long long)at, got, n);
+  return 0;
+}
+
+/* The message at *at: its metadata (malloc'd into *meta, *mlen bytes, the
+ * flatbuffer) and its body's position and length; *at moves past it.
+ * Returns 1 at the end of the stream, 0, or an error. */
+static int read_message(afile *a, int64_t *at, unsigned char **meta,
+                        uint32_t *mlen, int64_t *body, ferry__err *err) {
+  unsigned char h[8];
+  *meta = NULL;
+  if (*at == a->size)
+    return 1; /* a stream may end without its end marker */
+  if (a->size - *at < 4)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "file %s, offset %lld: a message runs past the end",
+                         a->path, (long long)*at);
+  int rc = rd(a, *at, h, a->size - *at >= 8 ? 8 : 4, err);
+  if (rc)
+    return rc;
+  uint32_t first = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 |
+                   (uint32_t)h[3] << 24;
+  int64_t lenat = first == 0xFFFFFFFFu ? *at + 4 : *at;
+  if (first == 0xFFFFFFFFu && a->size - *at < 8)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "file %s, offset %lld: a message runs past the end",
+                         a->path, (long long)*at);
+  const unsigned char *l = first == 0xFFFFFFFFu ? h + 4 : h;
+  uint32_t n = (uint32_t)l[0] | (uint32_t)l[1] << 8 | (uint32_t)l[2] << 16 |
+               (uint32_t)l[3] << 24;
+  if (n == 0)
+    return 1; /* the end-of-stream marker */
+  if ((int64_t)n > ARROW_MAX_META || (int64_t)n > a->size - lenat - 4)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "file %s, offset %lld: a message's metadata of %u "
+                         "bytes runs past the end of the file",
+                         a->path, (long long)lenat, n);
+  if (!(*meta = malloc(n)))
+    return ferry__oom(err, -1, n, "a message of file %s", a->path);
+  if ((rc = rd(a, lenat + 4, *meta, n, err))) {
+    free(*meta);
+    *meta = NULL;
+    return rc;
+  }
+  *mlen = n;
+  *body = lenat + 4 + n;
+  ferry__fb b = {*meta, n};
+  int64_t msg = ferry__fb_deref(&b, 0), blen = 0;
+  if (msg < 0 || ferry__fb_scalar(&b, (size_t)msg, 3, 8, 0, &blen) < 0 ||
+      blen < 0 || blen > a->size - *body) {
+    free(*meta);
+    *meta = NULL;
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "file %s, offset %lld: a message whose body (%lld "
+                         "bytes) runs past the end of the file, or a bad "
+                         "flatbuffer",
+                         a->path, (long long)lenat, (long long)blen);
+  }
+  *at = *body + blen;
+  return 0;
+}
+
+/* ---- Record batches ---------------------------------------------------- */
+
+/* Buffer i of the record batch (flatbuffer b, vector at bufs, n of them),
+ * as a file position and length inside the body [body, body+blen). */
+static int buffer_at(const ferry__fb *b, int64_t bufs, uint32_t n, int i,
+                     int64_t body, int64_t blen, int64_t *pos, int64_t *len) {
+  int64_t o = 0, l = 0;
+  if (i < 0 || (uint32_t)i >= n ||
+      ferry__fb_i64(b, (size_t)bufs + 4 + 16 * (size_t)i, &o) < 0 ||
+      ferry__fb_i64(b, (size_t)bufs + 12 + 16 * (size_t)i, &l) < 0 || o < 0 ||
+      l < 0 || o > blen || l > blen - o)
+    return -1;
+  *pos = body + o;
+  *len = l;
+  return 0;
+}
+
+static int node_at(const ferry__fb *b, int64_t nodes, uint32_t n, int i,
+                   int64_t *len, int64_t *nulls) {
+  if (i < 0 || (uint32_t)i >= n ||
+      ferry__fb_i64(b, (size_t)nodes + 4 + 16 * (size_t)i, len) < 0 ||
+      ferry__fb_i64(b, (size_t)nodes + 12 + 16 * (size_t)i, nulls) < 0 ||
+      *len < 0 || *nulls < 0)
+    return -1;
+  return 0;
+}
+
+static int grow_roff(afile *a, int f, int64_t need, ferry__err *err) {
+  if (need <= a->rcap[f])
+    return 0;
+  int64_t cap = a->rcap[f] ? a->rcap[f] : 1024;
+  while (cap < need)
+    cap *= 2;
+  int64_t *r = realloc(a->roff[f], (size_t)cap * sizeof *r);
+  if (!r)
+    return ferry__oom(err, -1, (size_t)cap * sizeof *r,
+                      "the offsets of column %s of %s", a->s.f[f].name,
+                      a->path);
+  if (!a->rcap[f])
+    r[0] = 0;
+  a->roff[f] = r;
+  a->rcap[f] = cap;
+  return 0;
+}
+
+/* A ragged column's offsets buffer (rows + 1 of 4 or 8 bytes at opos)
+ * appended to its file offsets; *off0 its first offset; checked against
+ * the values' vlen bytes (item bytes each). */
+static int take_offsets(afile *a, int f, int64_t rows, int64_t opos,
+                        int64_t olen, int64_t vlen, size_t item,
+                        int64_t *off0, int64_t r, ferry__err *err) {
+  const afield *x = &a->s.f[f];
+  int w = x->off64 ? 8 : 4;
+  if (olen / w < rows + 1)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "file %s, record batch %lld, column %s: an offsets "
+                         "buffer of %lld bytes for %lld rows",
+                         a->path, (long long)r, x->name, (long long)olen,
+                         (long long)rows);
+  int rc = grow_roff(a, f, a->rows + rows + 1, err);
+  unsigned char *buf = rc ? NULL : malloc((size_t)(rows + 1) * (size_t)w);
+  if (!rc && !buf)
+    rc = ferry__oom(err, -1, (size_t)(rows + 1) * (size_t)w,
+                    "the offsets of column %s of %s", x->name, a->path);
+  if (!rc)
+    rc = rd(a, opos, buf, (size_t)(rows + 1) * (size_t)w, err);
+  int64_t base = a->roff[f][a->rows], prev = 0;
+  for (int64_t i = 0; !rc && i <= rows; i++) {
+    const unsigned char *p = buf + i * w;
+    int64_t o = w == 8 ? (int64_t)ferry__le64_load(p)
+                       : (int64_t)(int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 |
+                                            (uint32_t)p[2] << 16 |
+                                            (uint32_t)p[3] << 24);
+    if (i == 0)
+      *off0 = prev = o;
+    if (o < prev || o < 0 || o > vlen / (int64_t)item)
+      rc = ferry__seterr(err, FERRY_EFORMAT,
+                         "file %s, record batch %lld, column %s, offset "
+                         "%lld: offset %lld of row %lld is %s",
+                         a->path, (long long)r, x->name,
+                         (long long)(opos + i * w), (long long)o, (long long)i,
+                         o < prev ? "less than the one before it"
+                                  : "outside its values buffer");
+    a->roff[f][a->rows + i] = base + o - *off0;
+    prev = o;
+  }
+  free(buf);
+  return rc;
+}
+
+/* Column f of record batch r: where its values are.  bi: its first
+ * buffer, ni: its node. */
+static int take_column(afile *a, const ferry__fb *b, int64_t nodes,
+                       uint32_t nn, int64_t bufs, uint32_t nb, int f, int ni,
+                       int bi, int64_t body, int64_t blen, abatch *rb,
+                       int64_t r, ferry__err *err) {
+  afield *x = &a->s.f[f];
+  int64_t len = 0, nulls = 0, clen = 0, cnulls = 0, pos, vlen, opos = 0,
+          olen = 0;
+  size_t item = ferry_dtype_size(x->dtype);
+  int child = x->type == T_LIST || x->type == T_LARGE_LIST ||
+              x->type == T_FIXED_LIST;
+  int vbuf = child ? bi + (x->type == T_FIXED_LIST ? 1 : 2) + 1
+                   : bi + (x->kind == K_RAGGED ? 2 : 1);
+  if (node_at(b, nodes, nn, ni, &len, &nulls) < 0 ||
+      (child && node_at(b, nodes, nn, ni + 1, &clen, &cnulls) < 0) ||
+      buffer_at(b, bufs, nb, vbuf, body, blen, &pos, &vlen) < 0 ||
+      (x->kind == K_RAGGED &&
+       buffer_at(b, bufs, nb, bi + 1, body, blen, &opos, &olen) < 0))
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "file %s, record batch %lld, column %s: a node or "
+                         "buffer outside the message or its body",
+                         a->path, (long long)r, x->name);
+  if (len != rb->rows)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "file %s, record batch %lld, column %s: %lld rows "
+                         "in a batch of %lld",
+                         a->path, (long long)r, x->name, (long long)len,
+                         (long long)rb->rows);
+  if (nulls || cnulls) {
+    x->kind = K_SKIP; /* every batch's, from now on */
+    x->why = "it holds nulls";
+    return 0;
+  }
+  rb->pos[f] = pos;
+  rb->vlen[f] = vlen;
+  if (x->kind == K_DENSE) {
+    int64_t row = (int64_t)item * (x->type == T_FIXED_LIST ? x->k : 1);
+    if (vlen / row < rb->rows)
+      return ferry__seterr(err, FERRY_EFORMAT,
+                           "file %s, record batch %lld, column %s: %lld bytes "
+                           "of values for %lld rows of %lld bytes",
+                           a->path, (long long)r, x->name, (long long)vlen,
+                           (long long)rb->rows, (long long)row);
+    return 0;
+  }
+  return take_offsets(a, f, rb->rows, opos, olen, vlen, item, &rb->off0[f], r,
+                      err);
+}
+
+/* A RecordBatch message: its rows and, for each served column, where its
+ * values are. */
+static int take_batch(afile *a, const unsigned char *meta, uint32_t mlen,
+                      int64_t body, ferry__err *err) {
+  ferry__fb b = {meta, mlen};
+  int64_t msg = ferry__fb_deref(&b, 0), h = -1, rows = -1, blen = -1, nodes = -1,
+          bufs = -1, comp = -1;
+  if (msg > 0 && (h = ferry__fb_ref(&b, (size_t)msg, 2)) > 0 &&
+      ferry__fb_scalar(&b, (size_t)msg, 3, 8, 0, &blen) == 0 &&
+      ferry__fb_scalar(&b, (size_t)h, 0, 8, 0, &rows) == 0) {
+    nodes = ferry__fb_ref(&b, (size_t)h, 1);
+    bufs = ferry__fb_ref(&b, (size_t)h, 2);
+    comp = ferry__fb_field(&b, (size_t)h, 3);
+  }
+  uint32_t nn = 0, nb = 0;
+  int64_t r = a->nrb;
+  if (rows < 0 || nodes < 0 || bufs < 0 || comp < 0 ||
+      (nodes > 0 && ferry__fb_vector(&b, (size_t)nodes, 16, &nn) < 0) ||
+      (bufs > 0 && ferry__fb_vector(&b, (size_t)bufs, 16, &nb) < 0))
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "file %s, record batch %lld (body at offset %lld): "
+                         "a bad flatbuffer",
+                         a->path, (long long)r, (long long)body);
+  if (comp > 0)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "file %s, record batch %lld: its buffers are "
+                         "compressed (LZ4 frame or zstd), which ferry does "
+                         "not read yet: write it uncompressed",
+                         a->path, (long long)r);
+  if ((int64_t)nn < a->s.n || rows > FERRY__MAX_SAMPLES - a->rows)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "file %s, record batch %lld: %u nodes for %d fields, "
+                         "or %lld rows",
+                         a->path, (long long)r, nn, a->s.n, (long long)rows);
+  if (a->nrb == a->caprb) {
+    int64_t cap = a->caprb ? 2 * a->caprb : 16;
+    abatch *nr = realloc(a->rb, (size_t)cap * sizeof *nr);
+    if (!nr)
+      return ferry__oom(err, -1, (size_t)cap * sizeof *nr,
+                        "the record batches of %s", a->path);
+    a->rb = nr;
+    a->caprb = cap;
+  }
+  abatch *rb = &a->rb[a->nrb];
+  memset(rb, 0, sizeof *rb);
+  rb->rows = rows;
+  rb->pos = calloc((size_t)a->s.n, sizeof *rb->pos);
+  rb->off0 = calloc((size_t)a->s.n, sizeof *rb->off0);
+  rb->vlen = calloc((size_t)a->s.n, sizeof *rb->vlen);
+  a->nrb++;
+  if (!rb->pos || !rb->off0 || !rb->vlen)
+    return ferry__oom(err, -1, (size_t)a->s.n * 24,
+                      "record batch %lld of %s", (long long)r, a->path);
+  int rc = 0;
+  for (int f = 0, bi = 0; !rc && f < a->s.n; bi += a->s.f[f].nbuf, f++)
+    if (a->s.f[f].top && a->s.f[f].kind != K_SKIP)
+      rc = take_column(a, &b, nodes, nn, bufs, nb, f, f, bi, body, blen, rb, r,
+                       err);
+  a->rows += rows;
+  return rc;
+}
+
+static int has_ext(const char *s, const char *ext) {
+  size_t a = strlen(s), b = strlen(ext);
+  return a > b && strcmp(s + a - b, ext) == 0;
+}
+
+static int is_arrow_name(const char *s) {
+  return has_ext(s, ".arrow") || has_ext(s, ".feather") || has_ext(s, ".ipc");
+}
+
+/* The one .arrow file of directory dir (Hugging Face's save_to_disk of one
+ * shard: data-00000-of-00001.arrow beside state.json), malloc'd, or
+ * NULL. */
+static char *dir_file(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d)
+    return NULL;
+  char *found = NULL;
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;)
+    if (e->d_name[0] != '.' && is_arrow_name(e->d_name) && n++ == 0)
+      found = ferry__join_path(dir, e->d_name);
+  closedir(d);
+  if (n != 1) {
+    free(found);
+    return NULL;
+  }
+  return found;
+}
+
+/* The file a part path names (itself, or a directory's one .arrow). */
+static char *file_of(const char *path) {
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+    return dir_file(path);
+  return strdup(path);
+}
+
+static int arrow_probe(const char *path) {
+  char *f = file_of(path);
+  int ok = 0;
+  if (f && is_arrow_name(f)) {
+    int fd = ferry__open_regular(f, NULL);
+    unsigned char h[6];
+    size_t got = 0;
+    if (fd >= 0) {
+      ok = ferry__pread_full(fd, h, sizeof h, 0, &got) == 0 && got == 6 &&
+           (memcmp(h, "ARROW1", 6) == 0 ||
+            memcmp(h, "\xff\xff\xff\xff", 4) == 0);
+      close(fd);
+    }
+  }
+  free(f);
+  return ok;
+}
+
+static void afile_free(afile *a) {
+  for (int64_t r = 0; r < a->nrb; r++) {
+    free(a->rb[r].pos);
+    free(a->rb[r].off0);
+    free(a->rb[r].vlen);
+  }
+  free(a->rb);
+  for (int f = 0; a->roff && f < a->s.n; f++)
+    free(a->roff[f]);
+  free(a->roff);
+  free(a->rcap);
+  schema_free(&a->s);
+  if (a->fd >= 0)
+    close(a->fd);
+}
+
+static int schema_arrays(afile *a, ferry__err *err) {
+  if (!(a->roff = calloc((size_t)a->s.n + 1, sizeof *a->roff)) ||
+      !(a->rcap = calloc((size_t)a->s.n + 1, sizeof *a->rcap)))
+    return ferry__oom(err, -1, (size_t)a->s.n * 16, "the schema of %s",
+                      a->path);
+  return 0;
+}
+
+/* Walk the messages from *at (to limit): the schema (unless the file's
+ * footer gave it: have_schema), then the batches. */
+static int walk(afile *a, int64_t at, int64_t limit, int have_schema,
+                ferry__err *err) {
+  int rc = 0;
+  while (!rc && at < limit) {
+    unsigned char *meta = NULL;
+    uint32_t mlen = 0;
+    int64_t body = 0, start = at;
+    rc = read_message(a, &at, &meta, &mlen, &body, err);
+    if (rc == 1) {
+      rc = 0;
+      break;
+    }
+    if (rc)
+      break;
+    ferry__fb b = {meta, mlen};
+    int64_t msg = ferry__fb_deref(&b, 0), ht = 0;
+    const char *why = NULL;
+    if (msg < 0 || ferry__fb_scalar(&b, (size_t)msg, 1, 1, 0, &ht) < 0)
+      why = "a bad flatbuffer";
+    else if ((uint8_t)ht == H_SCHEMA && !have_schema) {
+      have_schema = 1;
+      if (parse_schema(&b, ferry__fb_ref(&b, (size_t)msg, 2), &a->s, &why) == 0)
+        rc = schema_arrays(a, err);
+    } else if ((uint8_t)ht == H_RECORD_BATCH && have_schema)
+      rc = take_batch(a, meta, mlen, body, err);
+    else if ((uint8_t)ht != H_DICTIONARY)
+      why = have_schema ? "a message that is neither a record batch nor a "
+                          "dictionary after the schema"
+                        : "the first message is not a schema";
+    if (why && !rc)
+      rc = ferry__seterr(err, FERRY_EFORMAT, "file %s, offset %lld: %s",
+                         a->path, (long long)start, why);
+    free(meta);
+  }
+  if (!rc && !have_schema)
+    rc = ferry__seterr(err, FERRY_EFORMAT, "file %s: no schema message",
+                       a->path);
+  return rc;
+}
+
+/* Where the messages are: a stream from 0, or a file's from 8 up to its
+ * footer ("ARROW1", 2 bytes, messages, footer, int32 length, "ARROW1"). */
+static int message_range(afile *a, int64_t *from, int64_t *to,
+                         ferry__err *err) {
+  unsigned char h[6], t[10];
+  *from = 0;
+  *to = a->size;
+  if (a->size < 6 || rd(a, 0, h, 6, err))
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "file %s: too short for an Arrow IPC file (%lld "
+                         "bytes)",
+                         a->path, (long long)a->size);
+  if (memcmp(h, "ARROW1", 6) != 0)
+    return 0; /* a stream: the schema is its first message */
+  int rc = a->size >= 18 ? rd(a, a->size - 10, t, 10, err) : -1;
+  uint32_t flen = rc ? 0
+                     : (uint32_t)t[0] | (uint32_t)t[1] << 8 |
+                           (uint32_t)t[2] << 16 | (uint32_t)t[3] << 24;
+  if (rc || memcmp(t + 4, "ARROW1", 6) != 0 || (int64_t)flen > a->size - 18)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "file %s: starts with ARROW1 but does not end with "
+                         "a footer and ARROW1 (truncated?)",
+                         a->path);
+  *from = 8;
+  *to = a->size - 10 - flen;
+  /* the schema is the footer's (writers need not repeat it as a message) */
+  unsigned char *foot = malloc(flen ? flen : 1);
+  if (!foot)
+    return ferry__oom(err, -1, flen, "the footer of %s", a->path);
+  const char *why = NULL;
+  rc = rd(a, *to, foot, flen, err);
+  if (!rc) {
+    ferry__fb b = {foot, flen};
+    int64_t root = ferry__fb_deref(&b, 0);
+    if (root < 0 ||
+        parse_schema(&b, ferry__fb_ref(&b, (size_t)root, 1), &a->s, &why) < 0)
+      rc = ferry__seterr(err, FERRY_EFORMAT,
+                         "file %s, offset %lld: its footer: %s", a->path,
+                         (long long)*to, why ? why : "a bad flatbuffer");
+  }
+  free(foot);
+  if (!rc)
+    rc = schema_arrays(a, err);
+  return rc ? rc : 1; /* 1: the schema is read */
+}
+
+/* Variable v's record: the record batches' rows, value positions and
+ * first offsets. */
+static int make_record(const afile *a, int f, ferry__blob *out) {
+  ferry__rec_w w;
+  ferry__rec_w_init(&w);
+  ferry__rec_put_u64(&w, (uint64_t)a->nrb);
+  for (int64_t r = 0; r < a->nrb; r++) {
+    ferry__rec_put_u64(&w, (uint64_t)a->rb[r].rows);
+    ferry__rec_put_u64(&w, (uint64_t)a->rb[r].pos[f]);
+    ferry__rec_put_u64(&w, (uint64_t)a->rb[r].off0[f]);
+  }
+  return ferry__rec_blob(&w, out);
+}
+
+/* The served columns into out; the skipped ones into its notes. */
+static int fill_desc(afile *a, const char *file, ferry__part_desc *out,
+                     ferry__err *err) {
+  int n = 0;
+  char notes[1024] = "";
+  size_t used = 0;
+  for (int f = 0; f < a->s.n; f++)
+    if (a->s.f[f].top) {
+      if (a->s.f[f].kind != K_SKIP)
+        n++;
+      else if (used < sizeof notes - 1)
+        used += (size_t)snprintf(notes + used, sizeof notes - used,
+                                 "%scolumn %s skipped: %s", used ? "; " : "",
+                                 a->s.f[f].name, a->s.f[f].why);
+    }
+  if (n == 0)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "file %s: no column ferry serves (numbers, fixed-size "
+                         "lists of numbers, lists of numbers, binary, "
+                         "strings)%s%s",
+                         file, used ? ": " : "", notes);
+  out->vars = calloc((size_t)n, sizeof *out->vars);
+  out->paths = calloc((size_t)n, sizeof *out->paths);
+  out->data_offset = calloc((size_t)n, sizeof *out->data_offset);
+  out->file_size = calloc((size_t)n, sizeof *out->file_size);
+  out->rec = calloc((size_t)n, sizeof *out->rec);
+  out->roff = calloc((size_t)n, sizeof *out->roff);
+  if (!out->vars || !out->paths || !out->data_offset || !out->file_size ||
+      !out->rec || !out->roff || (used && !(out->notes = strdup(notes))))
+    return ferry__oom(err, -1, (size_t)n * 64, "the columns of %s", file);
+  out->nvars = n;
+  out->num_samples = a->rows;
+  for (int f = 0, v = 0; f < a->s.n; f++) {
+    afield *x = &a->s.f[f];
+    if (!x->top || x->kind == K_SKIP)
+      continue;
+    ferry__var *var = &out->vars[v];
+    var->name = x->name;
+    x->name = NULL;
+    var->dtype = x->dtype;
+    var->ragged = x->kind == K_RAGGED;
+    var->row_ndim = x->type == T_FIXED_LIST ? 1 : 0;
+    var->row_shape[0] = x->k;
+    var->row_bytes = ferry_dtype_size(x->dtype) *
+                     (size_t)(x->type == T_FIXED_LIST ? x->k : 1);
+    var->chunk_rows = a->nrb > 1 ? a->rb[0].rows : 0;
+    char st[200];
+    snprintf(st, sizeof st, "arrow %s, %lld record batches",
+             x->type == T_FIXED_LIST    ? "fixed-size list"
+             : x->type == T_LIST        ? "list"
+             : x->type == T_LARGE_LIST  ? "large list"
+             : x->type == T_BINARY      ? "binary"
+             : x->type == T_UTF8        ? "utf8"
+             : x->type == T_LARGE_BINARY ? "large binary"
+             : x->type == T_LARGE_UTF8  ? "large utf8"
+                                        : ferry_dtype_name(x->dtype),
+             (long long)a->nrb);
+    out->paths[v] = strdup(file);
+    var->storage = strdup(st);
+    out->file_size[v] = a->size;
+    if (var->ragged) {
+      if (grow_roff(a, f, 1, err))
+        return FERRY_ENOMEM;
+      out->roff[v] = a->roff[f];
+      a->roff[f] = NULL;
+    }
+    if (!var->name || !out->paths[v] || !var->storage ||
+        make_record(a, f, &out->rec[v]) < 0)
+      return ferry__oom(err, -1, 256 + (size_t)a->nrb * 24,
+                        "column %s of %s", var->name ? var->name : "?", file);
+    v++;
+  }
+  return 0;
+}
+
+static int arrow_describe(const char *path, const ferry_options *opts,
+                          ferry__part_desc *out, ferry__err *err) {
+  (void)opts;
+  memset(out, 0, sizeof *out);
+  afile a;
+  memset(&a, 0, sizeof a);
+  a.fd = -1;
+  char *file = file_of(path);
+  struct stat st;
+  int rc = 0;
+  if (!file)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s: a directory without exactly one .arrow file",
+                         path);
+  a.path = file;
+  if (stat(file, &st) != 0 || (a.fd = ferry__open_regular(file, NULL)) < 0)
+    rc = ferry__seterr(err, ferry__errno_code(errno), "open failed: %s: %s",
+                       file, strerror(errno));
+  a.size = rc ? 0 : (int64_t)st.st_size;
+  int64_t from = 0, to = 0;
+  int footer = 0;
+  if (!rc && (rc = message_range(&a, &from, &to, err)) == 1) {
+    footer = 1;
+    rc = 0;
+  }
+  if (!rc)
+    rc = walk(&a, from, to, footer, err);
+  if (!rc)
+    rc = fill_desc(&a, file, out, err);
+  afile_free(&a);
+  free(file);
+  if (rc < 0)
+    ferry__part_desc_free(out);
+  return rc;
+}
+
+/* ---- Reads (I/O thread) ----------------------------------------------- */
+
+/* The last k in [0, n) with first[k] <= row (first is increasing). */
+static int64_t last_le(const int64_t *first, int64_t n,
+                                   int64_t row) {
+  int64_t lo = 0, hi = n - 1;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo + 1) / 2;
+    if (first[mid] <= row)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+/* A variable's record batches, decoded from its record on first use. */
+typedef struct atab {
+  int64_t n;
+  int64_t *first; /* [n+1] first row of each (the part's rows) */
+  int64_t *pos, *off0;
+} atab;
+
+struct ferry__io {
+  ferry__io_base b;
+  atab *t; /* [nparts * nvars] */
+};
+
+static int cache_open(void *ctx, int64_t part, int var, void **handle,
+                      ferry__err *err) {
+  ferry__io *io = ctx;
+  (void)var;
+  const char *path = io->b.m->parts[part].paths[0];
+  int *fd = malloc(sizeof *fd);
+  if (!fd)
+    return ferry__oom(err, -1, sizeof *fd, "opening %s (rank %d)", path,
+                      io->b.rank);
+  const char *kind = "not a regular file";
+  struct stat st;
+  *fd = ferry__open_regular(path, &kind);
+  int rc = 0;
+  if (*fd < 0)
+    rc = ferry__seterr(err, *fd == -2 ? FERRY_EFORMAT : ferry__errno_code(errno),
+                       "open failed: file %s, rank %d: %s", path, io->b.rank,
+                       *fd == -2 ? kind : strerror(errno));
+  else if (fstat(*fd, &st) != 0 ||
+           (int64_t)st.st_size != io->b.m->parts[part].file_size[0])
+    rc = ferry__seterr(err, FERRY_EMISMATCH,
+                       "file %s is %lld bytes on rank %d but %lld bytes when "
+                       "rank 0 read it",
+                       path, (long long)st.st_size, io->b.rank,
+                       (long long)io->b.m->parts[part].file_size[0]);
+  if (rc) {
+    if (*fd >= 0)
+      close(*fd);
+    free(fd);
+    return rc;
+  }
+  *handle = fd;
+  return 0;
+}
+
+static void cache_close(void *ctx, void *handle) {
+  (void)ctx;
+  close(*(int *)handle);
+  free(handle);
+}
+
+static void tab_free(atab *t) {
+  free(t->first);
+  free(t->pos);
+  free(t->off0);
+  memset(t, 0, sizeof *t);
+}
+
+/* The record of (part, var) decoded into *t: checked (rows adding up to
+ * the part's, positions inside the file). */
+static int tab_get(ferry__io *io, int64_t part, int var, atab **out,
+                   ferry__err *err) {
+  const ferry__manifest *m = io->b.m;
+  atab *t = &io->t[part * m->nvars + var];
+  *out = t;
+  if (t->first)
+    return 0;
+  const ferry__part *pt = &m->parts[part];
+  ferry__rec_r r;
+  ferry__rec_r_init(&r, pt->rec ? pt->rec[var].p : NULL,
+                    pt->rec ? pt->rec[var].len : 0);
+  int64_t n = ferry__rec_get_nonneg(&r, "bad record batch count");
+  if (!r.rc && (uint64_t)n > ferry__rec_left(&r) / 24)
+    ferry__rec_fail(&r, "bad record batch count");
+  if (!r.rc) {
+    t->first = calloc((size_t)n + 1, sizeof *t->first);
+    t->pos = calloc((size_t)n + 1, sizeof *t->pos);
+    t->off0 = calloc((size_t)n + 1, sizeof *t->off0);
+    if (!t->first || !t->pos || !t->off0)
+      ferry__rec_oom(&r, (size_t)(n + 1) * 24, "the record batches");
+  }
+  for (int64_t k = 0; !r.rc && k < n; k++) {
+    int64_t rows = ferry__rec_get_nonneg(&r, "bad rows");
+    t->pos[k] = ferry__rec_get_nonneg(&r, "bad position");
+    t->off0[k] = ferry__rec_get_nonneg(&r, "bad offset");
+    if (!r.rc && (rows > pt->num_samples - t->first[k] ||
+                  t->pos[k] > pt->file_size[var]))
+      ferry__rec_fail(&r, "record batches past the part");
+    t->first[k + 1] = t->first[k] + rows;
+  }
+  if (!r.rc && t->first[n] != pt->num_samples)
+    ferry__rec_fail(&r, "record batches do not add up to the part's rows");
+  if (!r.rc)
+    ferry__rec_end(&r, "bytes after the record batches");
+  if (r.rc) {
+    tab_free(t);
+    return ferry__seterr(err, r.rc == FERRY_ENOMEM ? FERRY_ENOMEM : FERRY_EFORMAT,
+                         "file %s, variable %s, rank %d: its record: %s",
+                         pt->paths[var], m->vars[var].name, io->b.rank,
+                         r.why ? r.why : "?");
+  }
+  t->n = n;
+  return 0;
+}
+
+static int arrow_io_open(ferry__io **out, const ferry__manifest *m,
+                         const ferry__io_params *p, ferry__err *err) {
+  static const ferry__io_base_spec spec = {
+      .size = sizeof(ferry__io),
+      .open = cache_open,
+      .close = cache_close,
+      .no_collective = "io=collective with Arrow IPC files: their record "
+                       "batches are read independently (io=auto or "
+                       "independent)",
+  };
+  void *v = NULL;
+  int rc = ferry__io_base_open(&spec, m, p, &v, err);
+  ferry__io *io = v;
+  if (!rc && !(io->t = calloc((size_t)(m->nparts * m->nvars), sizeof *io->t))) {
+    rc = ferry__oom(err, p->rank, (size_t)(m->nparts * m->nvars) * sizeof *io->t,
+                    "the record batch tables of dataset %s", m->spec);
+    ferry__io_base_close(&io->b);
+    free(io);
+    io = NULL;
+  }
+  *out = io;
+  return rc;
+}
+
+static int pread_at(ferry__io *io, int fd, int64_t part, int var, int64_t at,
+                    void *buf, int64_t n, ferry__err *err) {
+  const ferry__part *pt = &io->b.m->parts[part];
+  size_t got = 0;
+  if (at < 0 || n < 0 || at > pt->file_size[var] || n > pt->file_size[var] - at)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "file %s, variable %s, rank %d: %lld bytes at offset "
+                         "%lld are past the end of the file",
+                         pt->paths[var], io->b.m->vars[var].name, io->b.rank,
+                         (long long)n, (long long)at);
+  if (ferry__pread_full(fd, buf, (size_t)n, at, &got) != 0)
+    return ferry__seterr(err, ferry__errno_code(errno),
+                         "pread failed: file %s, variable %s, rank %d, offset "
+                         "%lld: %s",
+                         pt->paths[var], io->b.m->vars[var].name, io->b.rank,
+                         (long long)at, strerror(errno));
+  if ((int64_t)got != n)
+    return ferry__seterr(err, FERRY_EIO,
+                         "short read: file %s, variable %s, rank %d, offset "
+                         "%lld: got %zu of %lld bytes",
+                         pt->paths[var], io->b.m->vars[var].name, io->b.rank,
+                         (long long)at, got, (long long)n);
+  return 0;
+}
+
+static int arrow_io_read(ferry__io *io, int64_t part, int var, int64_t row,
+                         int64_t nrows, void *buf, ferry__err *err) {
+  const ferry__manifest *m = io->b.m;
+  int rc = ferry__check_part_var(m, part, var, io->b.rank, err);
+  if (!rc)
+    rc = ferry__check_rows(m, part, var, row, nrows, io->b.rank, err);
+  atab *t = NULL;
+  void *h = NULL;
+  if (!rc && nrows > 0)
+    rc = tab_get(io, part, var, &t, err);
+  if (!rc && nrows > 0)
+    rc = ferry__handle_get(&io->b.files, part, -1, io->b.rank, &h, err);
+  if (rc || nrows == 0)
+    return rc;
+  const ferry__part *pt = &m->parts[part];
+  const int64_t *ro = pt->roff ? pt->roff[var] : NULL;
+  int64_t rb = (int64_t)m->vars[var].row_bytes;
+  int64_t k = last_le(t->first, t->n, row);
+  unsigned char *dst = buf;
+  for (; !rc && k < t->n && t->first[k] < row + nrows; k++) {
+    int64_t g = t->first[k];
+    int64_t a = (row > g ? row : g) - g;
+    int64_t z = (row + nrows < t->first[k + 1] ? row + nrows : t->first[k + 1]) - g;
+    int64_t at, n;
+    if (ro) {
+      at = t->pos[k] + (t->off0[k] + ro[g + a] - ro[g]) * rb;
+      n = (ro[g + z] - ro[g + a]) * rb;
+    } else {
+      at = t->pos[k] + a * rb;
+      n = (z - a) * rb;
+    }
+    rc = pread_at(io, *(int *)h, part, var, at, dst, n, err);
+    dst += n;
+  }
+  return rc;
+}
+
+static void arrow_io_close(ferry__io *io) {
+  if (!io)
+    return;
+  for (int64_t i = 0; io->t && i < io->b.m->nparts * io->b.m->nvars; i++)
+    tab_free(&io->t[i]);
+  free(io->t);
+  ferry__io_base_close(&io->b);
+  free(io);
+}
+
+const ferry__backend ferry__backend_arrow = {
+    .name = "arrow",
+    .version = FERRY__BACKEND_VERSION,
+    .caps = FERRY__CAP_NOT_FLAT,
+    .record_version = ARROW_REC_VERSION,
+    .probe = arrow_probe,
+    .accepts = "an Arrow IPC stream or file (.arrow, .feather: Hugging "
+               "Face save_to_disk shards), or a directory of one",
+    .describe = arrow_describe,
+    .io_open = arrow_io_open,
+    .io_read = arrow_io_read,
+    .io_close = arrow_io_close,
+};
