@@ -16,6 +16,10 @@
 #               indexed by the .idx, as Megatron's IndexedDataset.get
 #               reads, the same batches of 256), 10 s, against ferry's
 #               samples/s of the runs above
+#   arrow/bin   (with node and apache-arrow) the same 2*10^6 sequences as
+#               a Hugging Face shard (list<int32> input_ids, record batches
+#               of 1000) and as a .bin/.idx (tests/bench/
+#               make_arrow_corpus.mjs), ferry bench on each, alternated
 # Results go to WORK_DIR/megatron-results.jsonl and a table on stdout.
 # Run it on a quiet machine: every line is a ratio of runs made together.
 set -eu
@@ -52,6 +56,18 @@ for r in 0 1; do
   $py "$here/megatron_peer.py" "$work/meg/corpus" $r 2 256 10 >"$work/peer.$r" &
 done
 wait
+if command -v node >/dev/null 2>&1 &&
+   test -d "$here/../parquet/node_modules/apache-arrow"; then
+  test -f "$work/arb/hf/data-00000-of-00001.arrow" ||
+    node "$here/make_arrow_corpus.mjs" "$work/arb" 2000000
+  cat "$work/arb/hf/"*.arrow "$work/arb/meg/corpus."* >/dev/null
+  for run in 1 2 3; do
+    for ds in hf meg; do
+      $mpirun -np 2 "$ferry" bench "$work/arb/$ds" $opts |
+        $py -c "import json,sys; d=json.load(sys.stdin); print(json.dumps({'what': 'arrow-$ds', 'run': $run, 'samples_per_s': d['samples_per_s'], 'bytes_per_s': d['bytes_per_s']}))" >>"$out"
+    done
+  done
+fi
 $py - "$out" "$work/peer.0" "$work/peer.1" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
@@ -64,6 +80,10 @@ print("ragged .bin/.idx  %8.1f MiB/s   .npy %8.1f MiB/s   ratio %.2f (target >= 
       % (meg_b / 2**20, npy_b / 2**20, meg_b / npy_b))
 print("ferry %12.0f samples/s   Megatron's memmap loop %10.0f samples/s   ratio %.1f (target >= 5)"
       % (meg_s, peer_sps, meg_s / peer_sps))
+if any(r["what"] == "arrow-hf" for r in rows):
+    a, b = med("arrow-hf", "bytes_per_s"), med("arrow-meg", "bytes_per_s")
+    print("Hugging Face Arrow %8.1f MiB/s   .bin/.idx %8.1f MiB/s   ratio %.2f (target >= 0.8)"
+          % (a / 2**20, b / 2**20, a / b))
 with open(sys.argv[1], "a") as f:
     f.write(json.dumps({"what": "peer", "samples_per_s": peer_sps}) + "\n")
 PY
