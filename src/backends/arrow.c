@@ -77,14 +77,14 @@ enum {
 enum { K_SKIP = 0, K_DENSE, K_RAGGED };
 
 typedef struct afield {
-  char *name;     /* top-level fields only            */
-  int type, top;  /* Type union id; 1: a top-level one */
-  int nbuf;       /* buffers of this field alone       */
-  int nchild;     /* direct children (depth first)     */
-  int kind;       /* K_* (top-level fields)            */
-  int off64;      /* ragged: 64-bit offsets            */
+  char *name;    /* top-level fields only            */
+  int type, top; /* Type union id; 1: a top-level one */
+  int nbuf;      /* buffers of this field alone       */
+  int nchild;    /* direct children (depth first)     */
+  int kind;      /* K_* (top-level fields)            */
+  int off64;     /* ragged: 64-bit offsets            */
   ferry_dtype dtype;
-  int64_t k;      /* FixedSizeList: listSize           */
+  int64_t k;       /* FixedSizeList: listSize           */
   const char *why; /* K_SKIP: why, for the note        */
 } afield;
 
@@ -115,7 +115,9 @@ static int numeric_dtype(const ferry__fb *b, int type, int64_t t,
     if (ferry__fb_scalar(b, (size_t)t, 0, 2, 0, &prec) < 0 || prec < 0 ||
         prec > 2)
       return -1;
-    *out = prec == 0 ? FERRY_FLOAT16 : prec == 1 ? FERRY_FLOAT32 : FERRY_FLOAT64;
+    *out = prec == 0   ? FERRY_FLOAT16
+           : prec == 1 ? FERRY_FLOAT32
+                       : FERRY_FLOAT64;
     return 0;
   }
   return -1;
@@ -126,14 +128,25 @@ static int numeric_dtype(const ferry__fb *b, int type, int64_t t,
 static int buffers_of(int type) {
   switch (type) {
   case 1: return 0; /* Null */
-  case T_INT: case T_FLOAT: case T_BOOL: case T_DECIMAL: case T_DATE:
-  case T_TIME: case T_TIMESTAMP: case T_INTERVAL: case T_FIXED_BINARY:
-  case T_DURATION:
-    return 2;
-  case T_BINARY: case T_UTF8: case T_LARGE_BINARY: case T_LARGE_UTF8:
-    return 3;
-  case T_LIST: case T_LARGE_LIST: case T_MAP: return 2;
-  case T_STRUCT: case T_FIXED_LIST: return 1;
+  case T_INT:
+  case T_FLOAT:
+  case T_BOOL:
+  case T_DECIMAL:
+  case T_DATE:
+  case T_TIME:
+  case T_TIMESTAMP:
+  case T_INTERVAL:
+  case T_FIXED_BINARY:
+  case T_DURATION: return 2;
+  case T_BINARY:
+  case T_UTF8:
+  case T_LARGE_BINARY:
+  case T_LARGE_UTF8: return 3;
+  case T_LIST:
+  case T_LARGE_LIST:
+  case T_MAP: return 2;
+  case T_STRUCT:
+  case T_FIXED_LIST: return 1;
   default: return -1;
   }
 }
@@ -167,7 +180,10 @@ static void classify(const ferry__fb *b, int64_t field, afield *a,
       a->kind = K_DENSE;
     return;
   case T_BOOL: a->why = "bool (bit-packed)"; return;
-  case T_BINARY: case T_UTF8: case T_LARGE_BINARY: case T_LARGE_UTF8:
+  case T_BINARY:
+  case T_UTF8:
+  case T_LARGE_BINARY:
+  case T_LARGE_UTF8:
     a->kind = K_RAGGED;
     a->dtype = FERRY_UINT8;
     a->off64 = a->type == T_LARGE_BINARY || a->type == T_LARGE_UTF8;
@@ -217,6 +233,10 @@ static int walk_field(const ferry__fb *b, int64_t f, int top, aschema *s,
     return -1;
   }
   uint32_t nk = 0;
+  if (ferry__fb_field(b, (size_t)f, 4) > 0) {
+    a->nbuf = 2; /* dictionary-encoded: a batch holds its indices alone */
+    kids = 0;
+  }
   if (kids > 0 && ferry__fb_vector(b, (size_t)kids, 4, &nk) < 0) {
     *why = "a field's children run past the schema";
     return -1;
@@ -260,7 +280,8 @@ static void schema_free(aschema *s) {
 static int parse_schema(const ferry__fb *b, int64_t schema, aschema *s,
                         const char **why) {
   int64_t endian = 0, fields;
-  if (schema <= 0 || ferry__fb_scalar(b, (size_t)schema, 0, 2, 0, &endian) < 0 ||
+  if (schema <= 0 ||
+      ferry__fb_scalar(b, (size_t)schema, 0, 2, 0, &endian) < 0 ||
       (fields = ferry__fb_ref(b, (size_t)schema, 1)) < 0) {
     *why = "the Schema is out of bounds";
     return -1;
@@ -428,8 +449,8 @@ static int grow_roff(afile *a, int f, int64_t need, ferry__err *err) {
  * appended to its file offsets; *off0 its first offset; checked against
  * the values' vlen bytes (item bytes each). */
 static int take_offsets(afile *a, int f, int64_t rows, int64_t opos,
-                        int64_t olen, int64_t vlen, size_t item,
-                        int64_t *off0, int64_t r, ferry__err *err) {
+                        int64_t olen, int64_t vlen, size_t item, int64_t *off0,
+                        int64_t r, ferry__err *err) {
   const afield *x = &a->s.f[f];
   int w = x->off64 ? 8 : 4;
   if (olen / w < rows + 1)
@@ -448,10 +469,11 @@ static int take_offsets(afile *a, int f, int64_t rows, int64_t opos,
   int64_t base = a->roff[f][a->rows], prev = 0;
   for (int64_t i = 0; !rc && i <= rows; i++) {
     const unsigned char *p = buf + i * w;
-    int64_t o = w == 8 ? (int64_t)ferry__le64_load(p)
-                       : (int64_t)(int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 |
-                                            (uint32_t)p[2] << 16 |
-                                            (uint32_t)p[3] << 24);
+    int64_t o =
+        w == 8
+            ? (int64_t)ferry__le64_load(p)
+            : (int64_t)(int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 |
+                                 (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
     if (i == 0)
       *off0 = prev = o;
     if (o < prev || o < 0 || o > vlen / (int64_t)item)
@@ -471,16 +493,16 @@ static int take_offsets(afile *a, int f, int64_t rows, int64_t opos,
 
 /* Column f of record batch r: where its values are.  bi: its first
  * buffer, ni: its node. */
-static int take_column(afile *a, const ferry__fb *b, int64_t nodes,
-                       uint32_t nn, int64_t bufs, uint32_t nb, int f, int ni,
-                       int bi, int64_t body, int64_t blen, abatch *rb,
-                       int64_t r, ferry__err *err) {
+static int take_column(afile *a, const ferry__fb *b, int64_t nodes, uint32_t nn,
+                       int64_t bufs, uint32_t nb, int f, int ni, int bi,
+                       int64_t body, int64_t blen, abatch *rb, int64_t r,
+                       ferry__err *err) {
   afield *x = &a->s.f[f];
   int64_t len = 0, nulls = 0, clen = 0, cnulls = 0, pos, vlen, opos = 0,
           olen = 0;
   size_t item = ferry_dtype_size(x->dtype);
-  int child = x->type == T_LIST || x->type == T_LARGE_LIST ||
-              x->type == T_FIXED_LIST;
+  int child =
+      x->type == T_LIST || x->type == T_LARGE_LIST || x->type == T_FIXED_LIST;
   int vbuf = child ? bi + (x->type == T_FIXED_LIST ? 1 : 2) + 1
                    : bi + (x->kind == K_RAGGED ? 2 : 1);
   if (node_at(b, nodes, nn, ni, &len, &nulls) < 0 ||
@@ -524,8 +546,8 @@ static int take_column(afile *a, const ferry__fb *b, int64_t nodes,
 static int take_batch(afile *a, const unsigned char *meta, uint32_t mlen,
                       int64_t body, ferry__err *err) {
   ferry__fb b = {meta, mlen};
-  int64_t msg = ferry__fb_deref(&b, 0), h = -1, rows = -1, blen = -1, nodes = -1,
-          bufs = -1, comp = -1;
+  int64_t msg = ferry__fb_deref(&b, 0), h = -1, rows = -1, blen = -1,
+          nodes = -1, bufs = -1, comp = -1;
   if (msg > 0 && (h = ferry__fb_ref(&b, (size_t)msg, 2)) > 0 &&
       ferry__fb_scalar(&b, (size_t)msg, 3, 8, 0, &blen) == 0 &&
       ferry__fb_scalar(&b, (size_t)h, 0, 8, 0, &rows) == 0) {
@@ -570,8 +592,8 @@ static int take_batch(afile *a, const unsigned char *meta, uint32_t mlen,
   rb->vlen = calloc((size_t)a->s.n, sizeof *rb->vlen);
   a->nrb++;
   if (!rb->pos || !rb->off0 || !rb->vlen)
-    return ferry__oom(err, -1, (size_t)a->s.n * 24,
-                      "record batch %lld of %s", (long long)r, a->path);
+    return ferry__oom(err, -1, (size_t)a->s.n * 24, "record batch %lld of %s",
+                      (long long)r, a->path);
   int rc = 0;
   for (int f = 0, bi = 0; !rc && f < a->s.n; bi += a->s.f[f].nbuf, f++)
     if (a->s.f[f].top && a->s.f[f].kind != K_SKIP)
@@ -586,8 +608,11 @@ static int has_ext(const char *s, const char *ext) {
   return a > b && strcmp(s + a - b, ext) == 0;
 }
 
+/* Names Arrow streams go by (a file of the file format is known by its
+ * magic whatever its name). */
 static int is_arrow_name(const char *s) {
-  return has_ext(s, ".arrow") || has_ext(s, ".feather") || has_ext(s, ".ipc");
+  return has_ext(s, ".arrow") || has_ext(s, ".arrows") ||
+         has_ext(s, ".feather") || has_ext(s, ".ipc") || has_ext(s, ".stream");
 }
 
 /* The one .arrow file of directory dir (Hugging Face's save_to_disk of one
@@ -621,16 +646,14 @@ static char *file_of(const char *path) {
 static int arrow_probe(const char *path) {
   char *f = file_of(path);
   int ok = 0;
-  if (f && is_arrow_name(f)) {
-    int fd = ferry__open_regular(f, NULL);
-    unsigned char h[6];
-    size_t got = 0;
-    if (fd >= 0) {
-      ok = ferry__pread_full(fd, h, sizeof h, 0, &got) == 0 && got == 6 &&
-           (memcmp(h, "ARROW1", 6) == 0 ||
-            memcmp(h, "\xff\xff\xff\xff", 4) == 0);
-      close(fd);
-    }
+  int fd = f ? ferry__open_regular(f, NULL) : -1;
+  unsigned char h[6];
+  size_t got = 0;
+  if (fd >= 0) {
+    ok = ferry__pread_full(fd, h, sizeof h, 0, &got) == 0 && got == 6 &&
+         (memcmp(h, "ARROW1", 6) == 0 ||
+          (is_arrow_name(f) && memcmp(h, "\xff\xff\xff\xff", 4) == 0));
+    close(fd);
   }
   free(f);
   return ok;
@@ -685,6 +708,8 @@ static int walk(afile *a, int64_t at, int64_t limit, int have_schema,
       have_schema = 1;
       if (parse_schema(&b, ferry__fb_ref(&b, (size_t)msg, 2), &a->s, &why) == 0)
         rc = schema_arrays(a, err);
+    } else if ((uint8_t)ht == H_SCHEMA) {
+      /* a file's copy of its footer's schema (C++ and Java write one) */
     } else if ((uint8_t)ht == H_RECORD_BATCH && have_schema)
       rc = take_batch(a, meta, mlen, body, err);
     else if ((uint8_t)ht != H_DICTIONARY)
@@ -810,14 +835,14 @@ static int fill_desc(afile *a, const char *file, ferry__part_desc *out,
     var->chunk_rows = a->nrb > 1 ? a->rb[0].rows : 0;
     char st[200];
     snprintf(st, sizeof st, "arrow %s, %lld record batches",
-             x->type == T_FIXED_LIST    ? "fixed-size list"
-             : x->type == T_LIST        ? "list"
-             : x->type == T_LARGE_LIST  ? "large list"
-             : x->type == T_BINARY      ? "binary"
-             : x->type == T_UTF8        ? "utf8"
+             x->type == T_FIXED_LIST     ? "fixed-size list"
+             : x->type == T_LIST         ? "list"
+             : x->type == T_LARGE_LIST   ? "large list"
+             : x->type == T_BINARY       ? "binary"
+             : x->type == T_UTF8         ? "utf8"
              : x->type == T_LARGE_BINARY ? "large binary"
-             : x->type == T_LARGE_UTF8  ? "large utf8"
-                                        : ferry_dtype_name(x->dtype),
+             : x->type == T_LARGE_UTF8   ? "large utf8"
+                                         : ferry_dtype_name(x->dtype),
              (long long)a->nrb);
     out->paths[v] = strdup(file);
     var->storage = strdup(st);
@@ -830,8 +855,8 @@ static int fill_desc(afile *a, const char *file, ferry__part_desc *out,
     }
     if (!var->name || !out->paths[v] || !var->storage ||
         make_record(a, f, &out->rec[v]) < 0)
-      return ferry__oom(err, -1, 256 + (size_t)a->nrb * 24,
-                        "column %s of %s", var->name ? var->name : "?", file);
+      return ferry__oom(err, -1, 256 + (size_t)a->nrb * 24, "column %s of %s",
+                        var->name ? var->name : "?", file);
     v++;
   }
   return 0;
@@ -876,8 +901,7 @@ static int arrow_describe(const char *path, const ferry_options *opts,
 /* ---- Reads (I/O thread) ----------------------------------------------- */
 
 /* The last k in [0, n) with first[k] <= row (first is increasing). */
-static int64_t last_le(const int64_t *first, int64_t n,
-                                   int64_t row) {
+static int64_t last_le(const int64_t *first, int64_t n, int64_t row) {
   int64_t lo = 0, hi = n - 1;
   while (lo < hi) {
     int64_t mid = lo + (hi - lo + 1) / 2;
@@ -915,9 +939,10 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
   *fd = ferry__open_regular(path, &kind);
   int rc = 0;
   if (*fd < 0)
-    rc = ferry__seterr(err, *fd == -2 ? FERRY_EFORMAT : ferry__errno_code(errno),
-                       "open failed: file %s, rank %d: %s", path, io->b.rank,
-                       *fd == -2 ? kind : strerror(errno));
+    rc =
+        ferry__seterr(err, *fd == -2 ? FERRY_EFORMAT : ferry__errno_code(errno),
+                      "open failed: file %s, rank %d: %s", path, io->b.rank,
+                      *fd == -2 ? kind : strerror(errno));
   else if (fstat(*fd, &st) != 0 ||
            (int64_t)st.st_size != io->b.m->parts[part].file_size[0])
     rc = ferry__seterr(err, FERRY_EMISMATCH,
@@ -986,10 +1011,10 @@ static int tab_get(ferry__io *io, int64_t part, int var, atab **out,
     ferry__rec_end(&r, "bytes after the record batches");
   if (r.rc) {
     tab_free(t);
-    return ferry__seterr(err, r.rc == FERRY_ENOMEM ? FERRY_ENOMEM : FERRY_EFORMAT,
-                         "file %s, variable %s, rank %d: its record: %s",
-                         pt->paths[var], m->vars[var].name, io->b.rank,
-                         r.why ? r.why : "?");
+    return ferry__seterr(
+        err, r.rc == FERRY_ENOMEM ? FERRY_ENOMEM : FERRY_EFORMAT,
+        "file %s, variable %s, rank %d: its record: %s", pt->paths[var],
+        m->vars[var].name, io->b.rank, r.why ? r.why : "?");
   }
   t->n = n;
   return 0;
@@ -1009,8 +1034,9 @@ static int arrow_io_open(ferry__io **out, const ferry__manifest *m,
   int rc = ferry__io_base_open(&spec, m, p, &v, err);
   ferry__io *io = v;
   if (!rc && !(io->t = calloc((size_t)(m->nparts * m->nvars), sizeof *io->t))) {
-    rc = ferry__oom(err, p->rank, (size_t)(m->nparts * m->nvars) * sizeof *io->t,
-                    "the record batch tables of dataset %s", m->spec);
+    rc =
+        ferry__oom(err, p->rank, (size_t)(m->nparts * m->nvars) * sizeof *io->t,
+                   "the record batch tables of dataset %s", m->spec);
     ferry__io_base_close(&io->b);
     free(io);
     io = NULL;
@@ -1066,7 +1092,8 @@ static int arrow_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   for (; !rc && k < t->n && t->first[k] < row + nrows; k++) {
     int64_t g = t->first[k];
     int64_t a = (row > g ? row : g) - g;
-    int64_t z = (row + nrows < t->first[k + 1] ? row + nrows : t->first[k + 1]) - g;
+    int64_t z =
+        (row + nrows < t->first[k + 1] ? row + nrows : t->first[k + 1]) - g;
     int64_t at, n;
     if (ro) {
       at = t->pos[k] + (t->off0[k] + ro[g + a] - ro[g]) * rb;
@@ -1097,8 +1124,9 @@ const ferry__backend ferry__backend_arrow = {
     .caps = FERRY__CAP_NOT_FLAT,
     .record_version = ARROW_REC_VERSION,
     .probe = arrow_probe,
-    .accepts = "an Arrow IPC stream or file (.arrow, .feather: Hugging "
-               "Face save_to_disk shards), or a directory of one",
+    .accepts = "an Arrow IPC file (ARROW1), an Arrow IPC stream named "
+               ".arrow, .arrows, .stream, .ipc or .feather (Hugging Face "
+               "save_to_disk shards), or a directory of one",
     .describe = arrow_describe,
     .io_open = arrow_io_open,
     .io_read = arrow_io_read,

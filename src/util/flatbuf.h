@@ -47,8 +47,8 @@ static inline int64_t ferry__fb_field(const ferry__fb *b, size_t t, int id) {
   if (ferry__fb_u32(b, t, &so) < 0)
     return -1;
   int64_t vt = (int64_t)t - (int64_t)(int32_t)so;
-  if (vt < 0 || (uint64_t)vt >= b->n || ferry__fb_u16(b, (size_t)vt, &vlen) < 0 ||
-      vlen < 4 || (vlen & 1))
+  if (vt < 0 || (uint64_t)vt >= b->n ||
+      ferry__fb_u16(b, (size_t)vt, &vlen) < 0 || vlen < 4 || (vlen & 1))
     return -1;
   if ((size_t)(4 + 2 * id) + 2 > vlen)
     return 0; /* past the vtable: absent */
@@ -80,8 +80,7 @@ static inline int64_t ferry__fb_ref(const ferry__fb *b, size_t t, int id) {
  * them inside the buffer. */
 static inline int ferry__fb_vector(const ferry__fb *b, size_t v, size_t elem,
                                    uint32_t *n) {
-  if (ferry__fb_u32(b, v, n) < 0 || elem == 0 ||
-      *n > (b->n - v - 4) / elem)
+  if (ferry__fb_u32(b, v, n) < 0 || elem == 0 || *n > (b->n - v - 4) / elem)
     return -1;
   return 0;
 }
