@@ -348,9 +348,13 @@ typedef struct ferry_tensor {
                                       in device memory (== shards[0].data[v]);
                                       NULL otherwise                         */
   const int64_t *offsets; /**< ragged: [batch->size + 1], offsets[0] == 0,
-                               in rows of the inner shape; NULL: dense    */
-  int64_t nvalues;        /**< ragged: offsets[batch->size]; dense: 0     */
-  int64_t max_len;        /**< ragged: the longest sample of the batch    */
+                               in rows of the inner shape, in host memory
+                               (device=cuda too); NULL: dense             */
+  const int64_t *device_offsets; /**< ragged with device=cuda: the same
+                               offsets in device memory, copied with the
+                               values in one transfer; else NULL          */
+  int64_t nvalues; /**< ragged: offsets[batch->size]; dense: 0     */
+  int64_t max_len; /**< ragged: the longest sample of the batch    */
 } ferry_tensor;
 
 /**

@@ -81,13 +81,22 @@ done:
   return r;
 }
 
-/* A ragged variable's values and offsets (host memory: device=cuda does
- * not serve ragged variables yet), as Arrays or as capsules. */
+/* A ragged variable's values and offsets, as Arrays or (host batches) as
+ * capsules; a device batch's are in device memory (one device). */
 static PyObject *batch_ragged(BatchObject *b, const ferry_tensor *t,
                               PyObject *fn, int capsule) {
   const ferry_batch *fb = b->r->b;
   int64_t n1 = fb->size + 1;
   void *offs = (void *)t->offsets;
+  if (fb->nshards == 1) {
+    int dev = fb->shards[0].device;
+    PyObject *values = ferry__py_array_new(b->r, t->device_data, kDLCUDA, dev,
+                                           t->dtype, t->ndim, t->shape);
+    PyObject *offsets =
+        ferry__py_array_new(b->r, (void *)t->device_offsets, kDLCUDA, dev,
+                            FERRY_INT64, 1, &n1);
+    return ragged_new(values, offsets, t->max_len, fn);
+  }
   PyObject *values =
       capsule ? ferry__py_capsule_new(b->r, t->data, kDLCPU, 0, t->dtype,
                                       t->ndim, t->shape, 0)

@@ -329,9 +329,20 @@ static void dev_free(void *p) {
   rt.cudaFree(p);
 }
 
+/* Bytes of variable v in a shard of per samples: a dense one's rows, a
+ * ragged one's offsets then its values (cap rows: one device only). */
+static size_t var_bytes(const ferry__manifest *m, int v, int64_t per,
+                        const int64_t *cap) {
+  const ferry__var *x = &m->vars[v];
+  size_t b = x->ragged && cap
+                 ? FERRY__RAGGED_HEAD(per) + (size_t)cap[v] * x->row_bytes
+                 : (size_t)per * x->row_bytes;
+  return (b + ALIGN_DEV - 1) / ALIGN_DEV * ALIGN_DEV;
+}
+
 static int dslot_init_on(ferry__gpu *g, ferry__dslot *d,
-                         const ferry__manifest *m, int64_t batch_size, int rank,
-                         ferry__err *err) {
+                         const ferry__manifest *m, int64_t batch_size,
+                         const int64_t *cap, int rank, ferry__err *err) {
   int nv = m->nvars;
   d->magic = FERRY__DSLOT_MAGIC;
   d->gpu = g;
@@ -349,11 +360,25 @@ static int dslot_init_on(ferry__gpu *g, ferry__dslot *d,
                       m->spec ? m->spec : "?");
   int64_t per = batch_size / g->ndev;
   d->per = per;
+  if (cap) { /* the host copies of the ragged variables' offsets */
+    if (g->ndev != 1)
+      return ferry__seterr_on(err, rank, FERRY_ENOTSUP,
+                              "ragged variables on %d devices per rank: a "
+                              "ragged batch goes to one device",
+                              g->ndev);
+    if (!(d->hoffs = calloc((size_t)nv, sizeof *d->hoffs)))
+      return ferry__oom(err, rank, (size_t)nv * sizeof *d->hoffs,
+                        "a device batch slot");
+    for (int v = 0; v < nv; v++)
+      if (m->vars[v].ragged &&
+          !(d->hoffs[v] = malloc(((size_t)batch_size + 1) * sizeof(int64_t))))
+        return ferry__oom(err, rank, ((size_t)batch_size + 1) * 8,
+                          "the offsets of a device batch slot");
+  }
   for (int i = 0; i < g->ndev; i++) {
     size_t bytes = 0;
     for (int v = 0; v < nv; v++)
-      bytes += ((size_t)per * m->vars[v].row_bytes + ALIGN_DEV - 1) /
-               ALIGN_DEV * ALIGN_DEV;
+      bytes += var_bytes(m, v, per, cap);
     CU(rt.cudaSetDevice(g->dev[i]), "cudaSetDevice");
     const char *why = dev_alloc(&d->mem[i], bytes ? bytes : ALIGN_DEV);
     if (why) {
@@ -368,8 +393,7 @@ static int dslot_init_on(ferry__gpu *g, ferry__dslot *d,
     for (int v = 0; v < nv; v++) {
       d->ptrs[(size_t)i * (size_t)nv + (size_t)v] =
           (unsigned char *)d->mem[i] + off;
-      off += ((size_t)per * m->vars[v].row_bytes + ALIGN_DEV - 1) / ALIGN_DEV *
-             ALIGN_DEV;
+      off += var_bytes(m, v, per, cap);
     }
     CU(rt.cudaEventCreateWithFlags((cudaEvent_t *)&d->ev_start[i],
                                    cudaEventDefault),
@@ -406,9 +430,10 @@ static int dslot_init_on(ferry__gpu *g, ferry__dslot *d,
 
 /* The caller's current device is left as it was. */
 int ferry__dslot_init(ferry__gpu *g, ferry__dslot *d, const ferry__manifest *m,
-                      int64_t batch_size, int rank, ferry__err *err) {
+                      int64_t batch_size, const int64_t *ragged_cap, int rank,
+                      ferry__err *err) {
   int prev = -1, had = rt.cudaGetDevice(&prev) == cudaSuccess;
-  int rc = dslot_init_on(g, d, m, batch_size, rank, err);
+  int rc = dslot_init_on(g, d, m, batch_size, ragged_cap, rank, err);
   if (had)
     rt.cudaSetDevice(prev);
   return rc;
@@ -430,6 +455,9 @@ void ferry__dslot_fini(ferry__dslot *d) {
   }
   if (had)
     rt.cudaSetDevice(prev);
+  for (int v = 0; d->hoffs && v < d->batch.nvars; v++)
+    free(d->hoffs[v]);
+  free(d->hoffs);
   free(d->tensors);
   free(d->ptrs);
   free(d->ids);
@@ -450,10 +478,20 @@ static int dslot_copy_on(ferry__dslot *d, const ferry_batch *host,
   d->batch.num_padded = host->num_padded;
   for (int v = 0; v < nv; v++) {
     ferry_tensor *t = &d->tensors[v];
-    t->shape[0] = n;
-    t->nbytes = host->vars[v].nbytes;
-    t->data = host_data ? host->vars[v].data : NULL;
+    const ferry_tensor *h = &host->vars[v];
+    t->shape[0] = h->shape[0]; /* n, or a ragged variable's values */
+    t->nbytes = h->nbytes;
+    t->data = host_data ? h->data : NULL;
     t->device_data = g->ndev == 1 ? d->ptrs[v] : NULL;
+    if (h->offsets) { /* one device (init refused more) */
+      size_t head = FERRY__RAGGED_HEAD(per);
+      memcpy(d->hoffs[v], h->offsets, ((size_t)n + 1) * sizeof(int64_t));
+      t->offsets = d->hoffs[v];
+      t->device_offsets = d->ptrs[v];
+      t->device_data = (unsigned char *)d->ptrs[v] + head;
+      t->nvalues = h->nvalues;
+      t->max_len = h->max_len;
+    }
   }
   int64_t first = 0;
   for (int i = 0; i < g->ndev; i++) {
@@ -472,19 +510,24 @@ static int dslot_copy_on(ferry__dslot *d, const ferry_batch *host,
     }
     CU(rt.cudaEventRecord(d->ev_start[i], st), "cudaEventRecord");
     for (int v = 0; v < nv && take > 0; v++) {
-      size_t rb = host->vars[v].row_bytes;
+      size_t rb = host->vars[v].row_bytes, bytes = (size_t)take * rb;
       const unsigned char *src =
           (const unsigned char *)host->vars[v].data + (size_t)first * rb;
+      if (host->vars[v].offsets) { /* offsets and values: one copy */
+        size_t head = FERRY__RAGGED_HEAD(per);
+        src = (const unsigned char *)host->vars[v].data - head;
+        bytes = head + host->vars[v].nbytes;
+      }
       cudaError_t e =
           rt.cudaMemcpyAsync(d->ptrs[(size_t)i * (size_t)nv + (size_t)v], src,
-                             (size_t)take * rb, cudaMemcpyHostToDevice, st);
+                             bytes, cudaMemcpyHostToDevice, st);
       if (e != cudaSuccess)
         return ferry__seterr_on(
             err, rank, FERRY_ENODEV,
             "cudaMemcpyAsync of variable '%s' of "
             "batch %lld (%zu bytes) to device %d failed: %s",
-            host->vars[v].name, (long long)host->index, (size_t)take * rb,
-            g->dev[i], rt.cudaGetErrorString(e));
+            host->vars[v].name, (long long)host->index, bytes, g->dev[i],
+            rt.cudaGetErrorString(e));
     }
     CU(rt.cudaEventRecord(d->ev_done[i], st), "cudaEventRecord");
     first += take;

@@ -22,6 +22,12 @@ typedef struct ferry__gpu ferry__gpu;
  * (src/loader/loader.h); the CUDA fields are used by one thread at a time (the
  * worker that copies, then the consumer that waits and releases).
  */
+/* A ragged variable's slot (host and device alike): its batch_size + 1
+ * offsets, padded to 256 bytes, then its values, so that one copy carries
+ * both (docs/ragged.md). */
+#define FERRY__RAGGED_HEAD(B)                                                  \
+  ((((size_t)(B) + 1) * sizeof(int64_t) + 255) / 256 * 256)
+
 typedef struct ferry__dslot {
   ferry_batch batch; /* handed out; must stay the first member  */
   uint64_t magic;    /* FERRY__DSLOT_MAGIC                      */
@@ -40,11 +46,14 @@ typedef struct ferry__dslot {
   int timing_pending; /* copies whose time is not counted yet   */
   int64_t *ids;
   uint8_t *padded;
-  int state;      /* (L) SLOT_* of src/loader/loader.h      */
-  int64_t bidx;   /* (L) batch held                          */
-  int64_t expect; /* (L) the batch it serves next            */
-  int host;       /* (L) keep_host: paired host ring slot, -1 */
-  int rc;         /* (L) copy result                         */
+  int64_t **hoffs; /* [nvars] a ragged variable's offsets (host copy), or
+                    * NULL; its device region starts with them too
+                    * (FERRY__RAGGED_HEAD)                               */
+  int state;       /* (L) SLOT_* of src/loader/loader.h      */
+  int64_t bidx;    /* (L) batch held                          */
+  int64_t expect;  /* (L) the batch it serves next            */
+  int host;        /* (L) keep_host: paired host ring slot, -1 */
+  int rc;          /* (L) copy result                         */
   ferry__err err;
 } ferry__dslot;
 
@@ -89,9 +98,12 @@ void ferry__gpu_host_free(void *p);
  *  the array of slot pointers, read at ferry_attach_nccl. */
 void ferry__gpu_set_ring(ferry__gpu *g, ferry__dslot **ring, int64_t n);
 /** Build one slot for batches of batch_size samples (device memory per
- *  shard, events); fini frees what init built (also after a failed init). */
+ *  shard, events); ragged_cap (NULL: no ragged variable) gives a ragged
+ *  variable's value rows (one device only); fini frees what init built
+ *  (also after a failed init). */
 int ferry__dslot_init(ferry__gpu *g, ferry__dslot *d, const ferry__manifest *m,
-                      int64_t batch_size, int rank, ferry__err *err);
+                      int64_t batch_size, const int64_t *ragged_cap, int rank,
+                      ferry__err *err);
 void ferry__dslot_fini(ferry__dslot *d);
 /**
  * Copy the assembled host batch into the slot: per shard, wait on the GPU

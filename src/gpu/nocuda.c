@@ -68,8 +68,9 @@ void ferry__gpu_set_ring(ferry__gpu *g, ferry__dslot **ring, int64_t n) {
   (void)n;
 }
 int ferry__dslot_init(ferry__gpu *g, ferry__dslot *d, const ferry__manifest *m,
-                      int64_t batch_size, int rank, ferry__err *err) {
-  (void)g, (void)d, (void)m, (void)batch_size;
+                      int64_t batch_size, const int64_t *ragged_cap, int rank,
+                      ferry__err *err) {
+  (void)g, (void)d, (void)m, (void)batch_size, (void)ragged_cap;
   return ferry__seterr_on(err, rank, FERRY_EINTERNAL, "no CUDA");
 }
 void ferry__dslot_fini(ferry__dslot *d) { (void)d; }

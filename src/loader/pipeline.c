@@ -679,9 +679,12 @@ static void copy_to_device(epoch_state *ep, ring_slot *s, int64_t b) {
   if (!rc && !keep)
     rc = ferry__dslot_sync(d, &secs, L->rank, &d->err);
   pthread_mutex_lock(&L->stats_mu);
-  if (!rc)
-    L->stats.h2d_bytes += (int64_t)((size_t)s->batch.size * L->row_total);
-  /* (device=cuda never serves ragged variables: ragged.c refuses it) */
+  if (!rc) { /* the bytes handed out (a ragged variable's values) */
+    size_t bytes = L->ragged ? 0 : (size_t)s->batch.size * L->row_total;
+    for (int v = 0; L->ragged && v < s->batch.nvars; v++)
+      bytes += s->batch.vars[v].nbytes;
+    L->stats.h2d_bytes += (int64_t)bytes;
+  }
   L->stats.h2d_seconds += secs;
   pthread_mutex_unlock(&L->stats_mu);
   pthread_mutex_lock(&ep->mu);

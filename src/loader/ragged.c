@@ -9,8 +9,10 @@
  * extent's read buffer holds exactly its samples' values, and the budget
  * counts a window's reads at the most bytes per sample of any chunk (a
  * window is whole chunks).  The automatic chunk size uses the mean bytes
- * of a sample.  What is not wired for ragged variables yet is refused here
- * with the option to change: shuffle=global, io=mmap, device=cuda.
+ * of a sample.  With device=cuda a slot holds the offsets, then the values
+ * (FERRY__RAGGED_HEAD), on the host and on the device alike: one copy.
+ * What is not wired for ragged variables yet is refused here with the
+ * option to change: shuffle=global, io=mmap, several devices per rank.
  */
 #include "config.h"
 #include "loader/loader.h"
@@ -93,18 +95,15 @@ int ferry__ragged_open(ferry_loader *L, ferry__err *err) {
   if (L->opts->io == FERRY__IO_MMAP)
     return refuse(
         L, "io=mmap does not serve them yet: use io=independent or auto", err);
-  if (L->gpu && L->opts->device == FERRY__DEV_CUDA)
+  ferry_device_info di;
+  memset(&di, 0, sizeof di);
+  if (L->gpu)
+    ferry__gpu_info(L->gpu, &di);
+  if (L->gpu && di.ndevices > 1)
     return refuse(L,
-                  "device=cuda does not carry ragged batches yet: use "
-                  "device=cpu (and copy values and offsets yourself)",
+                  "a ragged batch goes to one device: use one device per "
+                  "rank (devices=auto or a single device)",
                   err);
-  if (L->gpu) { /* device=auto: the batches stay in host memory */
-    ferry__gpu_close(L->gpu);
-    L->gpu = NULL;
-    snprintf(L->dev_how, sizeof L->dev_how,
-             "host memory: device=auto and the dataset has ragged variables "
-             "(device=cuda does not carry them yet)");
-  }
   if (!(L->ragged_cap = calloc((size_t)m->nvars, sizeof *L->ragged_cap)))
     return ferry__oom(err, L->rank, (size_t)m->nvars * sizeof *L->ragged_cap,
                       "the ragged variables of dataset %s", m->spec);
@@ -122,8 +121,7 @@ int ferry__ragged_open(ferry_loader *L, ferry__err *err) {
     int64_t rows = 0;
     for (int64_t p = 0; p < m->nparts; p++)
       rows += m->parts[p].roff[v][m->parts[p].num_samples];
-    bytes += (size_t)L->ragged_cap[v] * x->row_bytes +
-             (size_t)(B + 1) * sizeof(int64_t);
+    bytes += (size_t)L->ragged_cap[v] * x->row_bytes + FERRY__RAGGED_HEAD(B);
     mean +=
         (size_t)((double)rows / (double)(m->num_samples ? m->num_samples : 1) *
                  (double)x->row_bytes) +

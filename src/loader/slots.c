@@ -42,13 +42,14 @@ static size_t batch_alloc_size(size_t bytes) {
 static void host_slot_free(ferry_loader *L, ring_slot *s) {
   if (!s)
     return;
-  for (int v = 0; s->bufs && v < L->m.nvars; v++)
+  for (int v = 0; s->bufs && v < L->m.nvars; v++) {
+    /* a ragged variable's one allocation starts with its offsets */
+    void *base = s->offs && s->offs[v] ? (void *)s->offs[v] : s->bufs[v];
     if (L->ring_pinned)
-      ferry__gpu_host_free(s->bufs[v]);
+      ferry__gpu_host_free(base);
     else
-      free(s->bufs[v]);
-  for (int v = 0; s->offs && v < L->m.nvars; v++)
-    free(s->offs[v]);
+      free(base);
+  }
   free(s->offs);
   free(s->bufs);
   free(s->tensors);
@@ -83,26 +84,27 @@ static int host_slot_new(ferry_loader *L, ring_slot **out, size_t *want,
   }
   for (int v = 0; v < nv; v++) {
     const ferry__var *var = &L->m.vars[v];
+    /* a ragged variable: its offsets, then its values, in one allocation
+     * (one copy to the device carries both) */
+    size_t head = var->ragged ? FERRY__RAGGED_HEAD(B) : 0;
     size_t bytes =
-        (size_t)(var->ragged ? L->ragged_cap[v] : B) * var->row_bytes;
-    if (var->ragged && !(s->offs[v] = calloc((size_t)B + 1, sizeof(int64_t)))) {
-      *want = ((size_t)B + 1) * sizeof(int64_t);
-      goto fail;
-    }
+        head + (size_t)(var->ragged ? L->ragged_cap[v] : B) * var->row_bytes;
+    unsigned char *p = NULL;
     if (L->ring_pinned) {
-      void *p = NULL;
-      int rc = ferry__gpu_host_alloc(L->rank, bytes, &p, err);
-      s->bufs[v] = p;
+      int rc = ferry__gpu_host_alloc(L->rank, bytes, (void **)&p, err);
       if (rc) { /* err says why */
         *want = 0;
         host_slot_free(L, s);
         return rc;
       }
-    } else if (!(s->bufs[v] = aligned_alloc(FERRY__BATCH_ALIGN,
-                                            batch_alloc_size(bytes)))) {
+    } else if (!(p = aligned_alloc(FERRY__BATCH_ALIGN,
+                                   batch_alloc_size(bytes)))) {
       *want = batch_alloc_size(bytes);
       goto fail;
     }
+    s->bufs[v] = p + head;
+    if (var->ragged)
+      s->offs[v] = (int64_t *)(void *)p;
     ferry_tensor *t = &s->tensors[v];
     t->name = var->name;
     t->dtype = var->dtype;
@@ -136,8 +138,8 @@ static int dev_slot_new(ferry_loader *L, ferry__dslot **out, ferry__err *err) {
   *out = NULL;
   if (!d)
     return ferry__oom(err, L->rank, sizeof *d, "a device batch slot");
-  int rc =
-      ferry__dslot_init(L->gpu, d, &L->m, L->opts->batch_size, L->rank, err);
+  int rc = ferry__dslot_init(L->gpu, d, &L->m, L->opts->batch_size,
+                             L->ragged_cap, L->rank, err);
   if (rc) {
     dev_slot_free(d);
     return rc;

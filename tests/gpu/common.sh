@@ -15,6 +15,15 @@ gpu_datasets() {
     --var m:uint8:7 >/dev/null || { echo "FAIL: ferry gen"; fail=1; return; }
   datasets="npy $tmp/npy
 mem mem:N=777,vars=a:float64:3,b:int16:2x2"
+  # a ragged variable: its offsets and values go to the device in one copy
+  if "$FERRY" gen "$tmp/meg" --format megatron --samples 613 --mean-len 20 \
+       --var tokens:uint16 >/dev/null; then
+    datasets="$datasets
+megatron $tmp/meg"
+  else
+    echo "FAIL: ferry gen --format megatron"
+    fail=1
+  fi
   py=${PYTHON_NUMPY:-/usr/bin/python3}
   features=`"$FERRY" --version 2>/dev/null`
   case $features in

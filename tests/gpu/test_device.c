@@ -134,6 +134,11 @@ static ref_batch *collect(const char *dataset, ferry_options *o, int epochs,
         r->vars[v] = h->vars[v];
         r->vars[v].data = malloc(h->vars[v].nbytes + 1);
         memcpy(r->vars[v].data, h->vars[v].data, h->vars[v].nbytes);
+        if (h->vars[v].offsets) { /* a ragged variable's offsets too */
+          int64_t *off = malloc(((size_t)h->size + 1) * sizeof *off);
+          memcpy(off, h->vars[v].offsets, ((size_t)h->size + 1) * sizeof *off);
+          r->vars[v].offsets = off;
+        }
       }
       ferry_release(H, h);
     }
@@ -148,10 +153,50 @@ static void free_refs(ref_batch *refs, int64_t n) {
   for (int64_t i = 0; i < n; i++) {
     free((void *)refs[i].b.sample_ids);
     free((void *)refs[i].b.padded);
-    for (int v = 0; v < refs[i].b.nvars; v++)
+    for (int v = 0; v < refs[i].b.nvars; v++) {
       free(refs[i].vars[v].data);
+      free((void *)refs[i].vars[v].offsets);
+    }
   }
   free(refs);
+}
+
+/* A ragged variable of a device batch (one device): its host offsets,
+ * its device offsets (the start of its region, shards[0].data[v]) and
+ * its values (device_data) equal the host loader's. */
+static void compare_ragged(const ferry_batch *d, const ferry_batch *h, int v,
+                           cudaStream_t st) {
+  const ferry_tensor *t = &d->vars[v], *w = &h->vars[v];
+  size_t no = ((size_t)d->size + 1) * sizeof(int64_t);
+  CHECK(d->nshards == 1 && t->offsets && t->device_offsets &&
+            t->device_offsets == d->shards[0].data[v] &&
+            t->nvalues == w->nvalues && t->max_len == w->max_len &&
+            t->nbytes == w->nbytes && t->shape[0] == w->shape[0],
+        "batch %lld var %s: the ragged layout differs from the host's "
+        "(nvalues %lld/%lld, max_len %lld/%lld)",
+        (long long)d->index, t->name, (long long)t->nvalues,
+        (long long)w->nvalues, (long long)t->max_len, (long long)w->max_len);
+  if (!t->offsets || !t->device_offsets || t->nbytes != w->nbytes)
+    return;
+  CHECK(!memcmp(t->offsets, w->offsets, no),
+        "batch %lld var %s: host offsets differ", (long long)d->index, t->name);
+  unsigned char *buf = malloc(no + t->nbytes + 1);
+  if (!buf)
+    return;
+  if (cudaMemcpyAsync(buf, t->device_offsets, no, cudaMemcpyDeviceToHost, st) !=
+          cudaSuccess ||
+      (t->nbytes &&
+       cudaMemcpyAsync(buf + no, t->device_data, t->nbytes,
+                       cudaMemcpyDeviceToHost, st) != cudaSuccess) ||
+      cudaStreamSynchronize(st) != cudaSuccess)
+    CHECK(0, "copying batch %lld var %s back failed", (long long)d->index,
+          t->name);
+  else
+    CHECK(!memcmp(buf, w->offsets, no) && !memcmp(buf + no, w->data, t->nbytes),
+          "epoch %lld batch %lld var %s: device offsets or values differ "
+          "from the host loader's",
+          (long long)d->epoch, (long long)d->index, t->name);
+  free(buf);
 }
 
 /* Copy every shard of a device batch back and compare with the host batch
@@ -178,6 +223,10 @@ static void compare(const ferry_batch *d, const ferry_batch *h,
     for (int v = 0; v < d->nvars; v++) {
       const ferry_tensor *t = &d->vars[v];
       size_t n = (size_t)sh->size * t->row_bytes;
+      if (h->vars[v].offsets) { /* ragged: its own checks */
+        compare_ragged(d, h, v, streams[i]);
+        continue;
+      }
       struct cudaPointerAttributes pa;
       CUDA_OK(cudaPointerGetAttributes(&pa, sh->data[v]));
       CHECK(pa.type == cudaMemoryTypeDevice && pa.device == sh->device,
@@ -230,11 +279,14 @@ static void release_checked(ferry_loader *D, const ferry_batch *d,
     const ferry_shard *sh = &d->shards[i];
     cudaSetDevice(sh->device);
     for (int v = 0; v < d->nvars && v < 16; v++) {
-      size_t n = (size_t)sh->size * d->vars[v].row_bytes;
+      /* a ragged variable: its values (its offsets start the region) */
+      const void *src =
+          d->vars[v].offsets ? d->vars[v].device_data : sh->data[v];
+      size_t n = d->vars[v].offsets ? d->vars[v].nbytes
+                                    : (size_t)sh->size * d->vars[v].row_bytes;
       bufs[i][v] = malloc(n + 1);
-      if (n &&
-          cudaMemcpyAsync(bufs[i][v], sh->data[v], n, cudaMemcpyDeviceToHost,
-                          streams[i]) != cudaSuccess)
+      if (n && cudaMemcpyAsync(bufs[i][v], src, n, cudaMemcpyDeviceToHost,
+                               streams[i]) != cudaSuccess)
         CHECK(0, "cudaMemcpyAsync D2H before release");
     }
   }
@@ -245,10 +297,12 @@ static void release_checked(ferry_loader *D, const ferry_batch *d,
     cudaSetDevice(sh->device);
     CHECK(cudaStreamSynchronize(streams[i]) == cudaSuccess, "sync");
     for (int v = 0; v < d->nvars && v < 16; v++) {
-      size_t n = (size_t)sh->size * d->vars[v].row_bytes;
+      int rg = h->vars[v].offsets != NULL;
+      size_t n =
+          rg ? h->vars[v].nbytes : (size_t)sh->size * d->vars[v].row_bytes;
       CHECK(!memcmp(bufs[i][v],
                     (const unsigned char *)h->vars[v].data +
-                        (size_t)sh->first * d->vars[v].row_bytes,
+                        (rg ? 0 : (size_t)sh->first * d->vars[v].row_bytes),
                     n),
             "batch %lld shard %d var %s: overwritten before the work queued "
             "before ferry_release ran",

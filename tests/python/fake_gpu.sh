@@ -7,6 +7,11 @@
 fake="$top_builddir/tests/gpu/.libs/libfakecuda.so"
 test -f "$fake" || { echo "SKIP: $fake not built (a build without CUDA)"; exit 77; }
 "$PY" "$top_srcdir/examples/make_data.py" npy "$tmp/data" 777 || exit 1
+# a ragged variable (fake_gpu_check.py's last section)
+"$PY" "$top_srcdir/tests/fixtures/make_megatron.py" "$tmp/meg" --docs 40 \
+  --empty 2 --seed 4 >/dev/null || exit 1
+FERRY_TEST_MEGATRON=$tmp/meg
+export FERRY_TEST_MEGATRON
 LD_PRELOAD=$fake FAKECUDA_DEVICES=2 FAKECUDA_DELAY_US=20000
 export LD_PRELOAD FAKECUDA_DEVICES FAKECUDA_DELAY_US
 status=0

@@ -103,5 +103,41 @@ for pin, want in (("yes", True), ("no", False)):
         del idx
         b.release()
     L.close()
+
+
+# A ragged variable on the device: values and offsets both in device
+# memory (one copy), equal to the writer's; max_len known on the host.
+meg = __import__("os").environ.get("FERRY_TEST_MEGATRON")
+if meg:
+    with np.load(meg + ".seq.npz") as z:
+        V, O = z["values"], z["offsets"]
+    # devices named: after the devices="all" loader above, ferry's device 0
+    # is current, which devices="auto" takes for the application's choice
+    L = ferry.Loader(meg + ".idx", comm, device="cuda", devices=str(mine),
+                     batch_size=6, seed=2, device_prefetch=2, tail="partial")
+    ids = []
+    for b in L:
+        idx = np.asarray(b.indices).copy()
+        r = b["tokens"]
+        check(isinstance(r, ferry.Ragged), "ragged on CUDA: %r" % (r,))
+        check(r.values.__dlpack_device__() == (2, mine) and
+              r.offsets.__dlpack_device__() == (2, mine),
+              "values and offsets on CUDA device %d: %r, %r" % (
+                  mine, r.values.__dlpack_device__(),
+                  r.offsets.__dlpack_device__()))
+        o = host_copy(r.offsets, np.zeros(0, dtype=np.int64))
+        v = host_copy(r.values, V)
+        lens = np.diff(o)
+        check(o[0] == 0 and len(o) == len(idx) + 1 and r.nvalues == o[-1] and
+              r.max_len == (int(lens.max()) if len(lens) else 0),
+              "device offsets %r, max_len %d" % (o, r.max_len))
+        for k, i in enumerate(idx):
+            check(np.array_equal(v[o[k]:o[k + 1]], V[O[i]:O[i + 1]]),
+                  "sample %d on the device differs from the writer's" % i)
+        ids.extend(int(i) for i in idx)
+        del r, v, o
+        b.release()
+    every_once(ids, len(O) - 1, "ragged on CUDA")
+    L.close()
 if rank == 0:
     print("fake_gpu_check: OK", flush=True)
