@@ -332,6 +332,8 @@ FERRY_API int64_t ferry_num_batches(const ferry_loader *loader);
  * lengths, docs/ragged.md) holds its samples' values one after the other:
  * shape[0] == nvalues (the sum of the lengths), shape[1..] the inner
  * shape, and sample i of the batch is values [offsets[i], offsets[i+1]).
+ * With the pad option a ragged variable is padded instead: shape [size, W,
+ * inner...], sample i's first lengths[i] rows, then pad_value.
  */
 typedef struct ferry_tensor {
   const char *name;              /**< variable name ("samples")              */
@@ -353,8 +355,12 @@ typedef struct ferry_tensor {
   const int64_t *device_offsets; /**< ragged with device=cuda: the same
                                offsets in device memory, copied with the
                                values in one transfer; else NULL          */
-  int64_t nvalues; /**< ragged: offsets[batch->size]; dense: 0     */
-  int64_t max_len; /**< ragged: the longest sample of the batch    */
+  int64_t nvalues;        /**< ragged: offsets[batch->size]; dense: 0     */
+  int64_t max_len;        /**< ragged: the longest sample of the batch    */
+  const int64_t *lengths; /**< ragged with the pad option: [batch->size]
+                               rows of each sample (offsets is then NULL,
+                               shape [size, W, inner...], rows past a
+                               sample's length hold pad_value)          */
 } ferry_tensor;
 
 /**

@@ -437,7 +437,33 @@ static PyObject *batch_repr(BatchObject *b) {
                               (long long)b->r->b->size, b->r->b->nvars);
 }
 
+/* batch.lengths(name): a padded ragged variable's lengths (the pad
+ * option), an int64 Array of the batch's size; ValueError otherwise. */
+static PyObject *batch_lengths(BatchObject *b, PyObject *key) {
+  if (!batch_ok(b))
+    return NULL;
+  int v = batch_lookup(b, key);
+  if (v < 0)
+    return NULL;
+  const ferry_batch *fb = b->r->b;
+  const ferry_tensor *t = &fb->vars[v];
+  if (!t->lengths) {
+    PyErr_Format(PyExc_ValueError,
+                 "batch.lengths('%s'): not a padded ragged variable (set "
+                 "the pad option; without it batch['%s'] is a ferry.Ragged "
+                 "with its offsets)",
+                 t->name, t->name);
+    return NULL;
+  }
+  int64_t n = fb->size;
+  return ferry__py_array_new(b->r, (void *)t->lengths, kDLCPU, 0, FERRY_INT64,
+                             1, &n);
+}
+
 static PyMethodDef batch_methods[] = {
+    {"lengths", (PyCFunction)batch_lengths, METH_O,
+     "lengths(name): with the pad option, the rows of each sample of ragged "
+     "variable NAME (batch[name] is then padded, [size, W, ...])"},
     {"release", (PyCFunction)ferry__py_batch_release, METH_NOARGS,
      "Drop the Batch's hold on its slot (Arrays and tensors exported from it "
      "keep theirs)."},

@@ -367,6 +367,32 @@ static const option_def defs[] = {
      0,
      0,
      megatron_sample_names},
+    {{"pad", "none", "none|max|integer >= 1",
+      "Ragged variables (samples of different lengths, docs/ragged.md): "
+      "none serves values and offsets; max pads every sample of a batch to "
+      "the batch's longest, an integer L to L rows (static shapes, JAX), "
+      "with pad_value, and gives each sample's length."},
+     K_STR,
+     OFF(pad),
+     0,
+     0,
+     NULL},
+    {{"truncate", "no", "yes|no",
+      "With pad=L: yes cuts a longer sample to L rows; no refuses a dataset "
+      "holding one at ferry_open, naming the sample."},
+     K_BOOL,
+     OFF(truncate),
+     0,
+     0,
+     NULL},
+    {{"pad_value", "0", "a number",
+      "With pad: the value of the rows past a sample's length (converted "
+      "to the variable's dtype, which must hold it exactly)."},
+     K_STR,
+     OFF(pad_value),
+     0,
+     0,
+     NULL},
     {{"null_fill", "", "empty, or a number",
       "Parquet columns: the value served for a null (converted to the "
       "column's dtype, which must hold it exactly); empty refuses a "
@@ -444,6 +470,16 @@ static int number_ok(const char *v) {
   errno = 0;
   double x = strtod(v, &end);
   return end != v && *end == '\0' && errno == 0 && isfinite(x);
+}
+
+/* "none", "max" or an integer L >= 1 (at most 2^40 rows). */
+static int pad_ok(const char *v) {
+  if (!*v || !strcmp(v, "none") || !strcmp(v, "max"))
+    return 1;
+  char *end = NULL;
+  errno = 0;
+  long long x = strtoll(v, &end, 10);
+  return end != v && *end == '\0' && errno == 0 && x >= 1 && x <= (1LL << 40);
 }
 
 /* "auto", "all", or a comma-separated list of distinct ordinals 0..1023
@@ -575,6 +611,10 @@ static int set_one(struct ferry_options *o, const option_def *d,
     if (d->offset == OFF(devices) && !devices_ok(value))
       goto bad;
     if (d->offset == OFF(null_fill) && !number_ok(value))
+      goto bad;
+    if (d->offset == OFF(pad_value) && (!*value || !number_ok(value)))
+      goto bad;
+    if (d->offset == OFF(pad) && !pad_ok(value))
       goto bad;
     if (*value) {
       copy = strdup(value);

@@ -76,6 +76,9 @@ struct ferry_options {
                           * name, with ferry_options_get)               */
   int megatron_sample;   /* index into megatron_sample_names (the megatron
                           * backend reads it by name)                  */
+  char *pad;             /* ragged variables: "none", "max" or L (ragged.c) */
+  int truncate;          /* pad=L: cut longer samples (1) or refuse (0)  */
+  char *pad_value;       /* the padding rows' value, a number            */
   char *null_fill;       /* value for nulls; NULL or "": refused (the
                           * parquet backend reads it by name)          */
   int checkpoint_signal; /* FERRY__SIG_* */

@@ -250,8 +250,15 @@ struct ferry_loader {
   int64_t *ragged_cap;
   size_t batch_bytes, sample_mean, sample_bound;
   size_t buf_quantum; /* ragged: read buffers are multiples of it (ragged.c) */
-  int nthreads;       /* workers per epoch (the threads option, resolved) */
-  ring_slot **ring;   /* [nring]: position b % nring serves batch b */
+  /* pad (ragged.c): 0 none, 1 max (the batch's longest), 2 fixed (pad_len
+   * rows, truncated or refused); pad_elem: a ragged variable's pad value,
+   * one element ([nvars * 8], native order) */
+  int pad;
+  int64_t pad_len;
+  unsigned char *pad_elem;
+#define FERRY__MAX_PAD_VARS 64 /* ragged.c refuses pad with more variables */
+  int nthreads;     /* workers per epoch (the threads option, resolved) */
+  ring_slot **ring; /* [nring]: position b % nring serves batch b */
   int64_t nring;
   ferry__held held; /* slots beyond the rings for held batches (slots.c) */
   int ring_pinned;  /* the ring's buffers come from cudaHostAlloc      */

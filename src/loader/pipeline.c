@@ -588,6 +588,54 @@ static int copy_ragged(epoch_state *ep, ring_slot *s, const ferry__slot *sl,
   return 0;
 }
 
+/* With pad: the rows each sample of the batch gets (pad=max: the longest
+ * of the batch, a pass over its slots first; pad=L: L). */
+static int64_t pad_width(epoch_state *ep, int v, int64_t b0, int64_t b1) {
+  ferry_loader *L = ep->L;
+  if (L->pad == 2)
+    return L->pad_len;
+  int64_t w = 0;
+  ferry__slot sl[SLOT_BLOCK];
+  for (int64_t i0 = b0; i0 < b1; i0 += SLOT_BLOCK) {
+    int64_t k = b1 - i0 < SLOT_BLOCK ? b1 - i0 : SLOT_BLOCK;
+    batch_slots(ep, i0, k, sl);
+    for (int64_t j = 0; j < k; j++) {
+      const ferry__extent *x = &ep->plan.extents[sl[j].extent];
+      const int64_t *ro = L->m.parts[x->part].roff[v] + x->row + sl[j].row;
+      w = ro[1] - ro[0] > w ? ro[1] - ro[0] : w;
+    }
+  }
+  return w;
+}
+
+/* pad: samples sl[0, n) of ragged variable v at batch positions [at,
+ * at+n), each in its w rows (cut to w: ragged.c refused a longer one
+ * unless truncate=yes), the rest pad_value; lengths into s->offs[v]. */
+static void copy_padded(epoch_state *ep, ring_slot *s, const ferry__slot *sl,
+                        int64_t n, int v, int64_t at, int64_t w,
+                        ferry_tensor *t) {
+  ferry_loader *L = ep->L;
+  size_t rb = L->m.vars[v].row_bytes, el = ferry_dtype_size(L->m.vars[v].dtype);
+  const unsigned char *pv = L->pad_elem + 8 * v;
+  for (int64_t i = 0; i < n; i++) {
+    const ferry__extent *x = &ep->plan.extents[sl[i].extent];
+    const int64_t *ro = L->m.parts[x->part].roff[v];
+    int64_t first = ro[x->row + sl[i].row] - ro[x->row];
+    int64_t len = ro[x->row + sl[i].row + 1] - ro[x->row + sl[i].row];
+    int64_t keep = len < w ? len : w;
+    unsigned char *dst = s->bufs[v] + (size_t)(at + i) * (size_t)w * rb;
+    size_t src_at = (size_t)sl[i].extent * (size_t)L->m.nvars + (size_t)v;
+    memcpy(dst, ep->ext_src[src_at] + (size_t)first * rb, (size_t)keep * rb);
+    if (L->m.vars[v].swapped)
+      ferry__byteswap(dst, (size_t)keep * rb / el, el);
+    for (size_t b = (size_t)keep * rb; b < (size_t)w * rb; b += el)
+      memcpy(dst + b, pv, el);
+    s->offs[v][at + i] = keep;
+    t->nvalues += keep;
+    t->max_len = keep > t->max_len ? keep : t->max_len;
+  }
+}
+
 static void assemble(epoch_state *ep, ring_slot *s, int64_t b) {
   ferry_loader *L = ep->L;
   const ferry__rank_plan *p = &ep->plan;
@@ -596,10 +644,14 @@ static void assemble(epoch_state *ep, ring_slot *s, int64_t b) {
   int64_t npad = 0;
   int rc = 0;
   ferry__slot sl[SLOT_BLOCK];
+  int64_t pw[FERRY__MAX_PAD_VARS] = {0}; /* pad: each variable's width */
   for (int v = 0; L->ragged && v < L->m.nvars; v++)
     if (s->offs[v]) {
       s->offs[v][0] = 0;
       s->tensors[v].max_len = 0;
+      s->tensors[v].nvalues = 0;
+      if (L->pad && v < FERRY__MAX_PAD_VARS)
+        pw[v] = pad_width(ep, v, b0, b1);
     }
   for (int64_t i0 = b0; !rc && i0 < b1; i0 += SLOT_BLOCK) {
     int64_t k = b1 - i0 < SLOT_BLOCK ? b1 - i0 : SLOT_BLOCK;
@@ -609,26 +661,35 @@ static void assemble(epoch_state *ep, ring_slot *s, int64_t b) {
       s->padded[i0 - b0 + j] = sl[j].padded;
       npad += sl[j].padded;
     }
-    for (int v = 0; !rc && v < L->m.nvars; v++)
-      rc = L->m.vars[v].ragged
-               ? copy_ragged(ep, s, sl, k, v, i0 - b0, &s->tensors[v].max_len)
-               : copy_rows(ep, s, sl, k, v,
-                           s->bufs[v] +
-                               (size_t)(i0 - b0) * L->m.vars[v].row_bytes);
+    for (int v = 0; !rc && v < L->m.nvars; v++) {
+      if (L->m.vars[v].ragged && L->pad)
+        copy_padded(ep, s, sl, k, v, i0 - b0, pw[v], &s->tensors[v]);
+      else
+        rc = L->m.vars[v].ragged
+                 ? copy_ragged(ep, s, sl, k, v, i0 - b0, &s->tensors[v].max_len)
+                 : copy_rows(ep, s, sl, k, v,
+                             s->bufs[v] +
+                                 (size_t)(i0 - b0) * L->m.vars[v].row_bytes);
+    }
   }
   for (int v = 0; !rc && v < L->m.nvars; v++) {
     const ferry__var *var = &L->m.vars[v];
     size_t rb = var->row_bytes;
-    int64_t rows = var->ragged ? s->offs[v][n] : n;
-    if (var->swapped) {
+    int64_t rows = var->ragged ? (L->pad ? n * pw[v] : s->offs[v][n]) : n;
+    if (var->swapped && !(var->ragged && L->pad)) { /* padded: swapped per
+                                                       sample, before the pad */
       size_t el = ferry_dtype_size(var->dtype);
       ferry__byteswap(s->bufs[v], (size_t)rows * rb / el, el);
     }
     ferry_tensor *t = &s->tensors[v];
     t->shape[0] = rows;
     t->nbytes = (size_t)rows * rb;
-    if (var->ragged)
+    if (var->ragged && L->pad) { /* [n, W, inner...] */
+      t->shape[0] = n;
+      t->shape[1] = pw[v];
+    } else if (var->ragged) {
       t->nvalues = rows;
+    }
   }
   s->batch.epoch = ep->epoch;
   s->batch.index = ep->index_base + b;

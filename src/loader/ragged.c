@@ -17,6 +17,8 @@
 #include "config.h"
 #include "loader/loader.h"
 
+#include "util/dtype.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,6 +80,68 @@ static int refuse(ferry_loader *L, const char *what, ferry__err *err) {
                        L->m.spec, name, what);
 }
 
+/* The pad options: the mode, and each ragged variable's pad element. */
+static int pad_open(ferry_loader *L, ferry__err *err) {
+  const char *p = L->opts->pad;
+  L->pad = !p || !*p || !strcmp(p, "none") ? 0 : !strcmp(p, "max") ? 1 : 2;
+  L->pad_len = L->pad == 2 ? strtoll(p, NULL, 10) : 0; /* checked: >= 1 */
+  if (!L->pad)
+    return 0;
+  if (L->m.nvars > FERRY__MAX_PAD_VARS)
+    return refuse(L, "pad serves at most 64 variables: select fewer with vars",
+                  err);
+  if (L->gpu)
+    return refuse(L,
+                  "pad does not go to the GPU yet: use device=cpu, or no "
+                  "pad (values and offsets on the device)",
+                  err);
+  if (!(L->pad_elem = calloc((size_t)L->m.nvars, 8)))
+    return ferry__oom(err, L->rank, (size_t)L->m.nvars * 8,
+                      "the pad values of dataset %s", L->m.spec);
+  const char *text = L->opts->pad_value ? L->opts->pad_value : "0";
+  for (int v = 0; v < L->m.nvars; v++) {
+    const ferry__var *x = &L->m.vars[v];
+    if (x->ragged &&
+        ferry__value_of_text(text, x->dtype, L->pad_elem + 8 * v) < 0)
+      return ferry__seterr(err, FERRY_EINVAL,
+                           "option 'pad_value': %s is not a value of "
+                           "variable '%s' (%s) exactly",
+                           text, x->name, ferry_dtype_name(x->dtype));
+  }
+  return 0;
+}
+
+/* With pad: the rows a slot holds (batch_size x the widest a batch gets:
+ * pad_len, or the longest sample with pad=max); with pad=L and
+ * truncate=no, a longer sample is refused here, on every rank alike. */
+static int pad_cap(ferry_loader *L, int v, int64_t *cap, ferry__err *err) {
+  const ferry__manifest *m = &L->m;
+  int64_t most = 0;
+  for (int64_t p = 0; p < m->nparts; p++) {
+    const int64_t *o = m->parts[p].roff[v];
+    for (int64_t i = 0; i < m->parts[p].num_samples; i++) {
+      int64_t len = o[i + 1] - o[i];
+      if (L->pad == 2 && len > L->pad_len && !L->opts->truncate)
+        return ferry__seterr(err, FERRY_EINVAL,
+                             "dataset %s: sample %lld of variable '%s' has "
+                             "%lld rows, more than pad=%lld (truncate=yes "
+                             "cuts it)",
+                             m->spec, (long long)(m->parts[p].first_sample + i),
+                             m->vars[v].name, (long long)len,
+                             (long long)L->pad_len);
+      most = len > most ? len : most;
+    }
+  }
+  int64_t w = L->pad == 2 ? L->pad_len : most;
+  if (w > 0 && L->opts->batch_size > ((int64_t)1 << 40) / w)
+    return ferry__seterr(err, FERRY_EINVAL,
+                         "dataset %s: a padded batch of %lld samples of %lld "
+                         "rows is too large",
+                         m->spec, (long long)L->opts->batch_size, (long long)w);
+  *cap = L->opts->batch_size * w;
+  return 0;
+}
+
 int ferry__ragged_open(ferry_loader *L, ferry__err *err) {
   const ferry__manifest *m = &L->m;
   int64_t B = L->opts->batch_size;
@@ -104,6 +168,9 @@ int ferry__ragged_open(ferry_loader *L, ferry__err *err) {
                   "a ragged batch goes to one device: use one device per "
                   "rank (devices=auto or a single device)",
                   err);
+  int rc = pad_open(L, err);
+  if (rc)
+    return rc;
   if (!(L->ragged_cap = calloc((size_t)m->nvars, sizeof *L->ragged_cap)))
     return ferry__oom(err, L->rank, (size_t)m->nvars * sizeof *L->ragged_cap,
                       "the ragged variables of dataset %s", m->spec);
@@ -115,7 +182,8 @@ int ferry__ragged_open(ferry_loader *L, ferry__err *err) {
       mean += x->row_bytes;
       continue;
     }
-    int rc = top_sum(m, v, B, &L->ragged_cap[v], err, L->rank);
+    rc = L->pad ? pad_cap(L, v, &L->ragged_cap[v], err)
+                : top_sum(m, v, B, &L->ragged_cap[v], err, L->rank);
     if (rc)
       return rc;
     int64_t rows = 0;

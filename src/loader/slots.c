@@ -113,7 +113,13 @@ static int host_slot_new(ferry_loader *L, ring_slot **out, size_t *want,
       t->shape[d + 1] = var->row_shape[d];
     t->data = s->bufs[v];
     t->row_bytes = var->row_bytes;
-    t->offsets = var->ragged ? s->offs[v] : NULL;
+    t->offsets = var->ragged && !L->pad ? s->offs[v] : NULL;
+    if (var->ragged && L->pad) { /* [size, W, inner...] and the lengths */
+      t->lengths = s->offs[v];
+      t->ndim = var->row_ndim + 2;
+      for (int d = 0; d < var->row_ndim; d++)
+        t->shape[d + 2] = var->row_shape[d];
+    }
   }
   s->batch.sample_ids = s->ids;
   s->batch.padded = s->padded;

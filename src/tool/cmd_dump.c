@@ -109,11 +109,17 @@ static void dump_batch(const tool_ctx *ctx, const ferry_batch *b, int vi,
     r[D_BATCH] = b->index;
     r[D_SAMPLE] = b->sample_ids[j];
     /* a ragged sample: its values, offsets[j] to offsets[j+1] */
-    size_t at = t->offsets ? (size_t)t->offsets[j] : (size_t)j;
+    /* pad: sample j is its lengths[j] rows of shape[1] (the rest pad) */
+    size_t at = t->offsets   ? (size_t)t->offsets[j]
+                : t->lengths ? (size_t)j * (size_t)t->shape[1]
+                             : (size_t)j;
     size_t bytes =
         t->offsets ? (size_t)(t->offsets[j + 1] - t->offsets[j]) * t->row_bytes
-                   : t->row_bytes;
-    r[D_LEN] = t->offsets ? t->offsets[j + 1] - t->offsets[j] : -1;
+        : t->lengths ? (size_t)t->lengths[j] * t->row_bytes
+                     : t->row_bytes;
+    r[D_LEN] = t->offsets   ? t->offsets[j + 1] - t->offsets[j]
+               : t->lengths ? t->lengths[j]
+                            : -1;
     r[D_HAS] = bytes >= elsize && elsize > 0;
     r[D_VALUE] = 0;
     const unsigned char *row =

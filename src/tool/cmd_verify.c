@@ -304,12 +304,22 @@ static void check_batch(const setup *su, const ferry_batch *b, int64_t epoch,
     const ferry_tensor *t = &b->vars[v];
     const ferry_var_info *vi = &su->vars[v];
     /* a ragged variable: nvalues rows, its offsets from 0 up to them */
-    int64_t rows = vi->ragged ? t->nvalues : b->size;
-    int bad_offsets = vi->ragged && (!t->offsets || t->offsets[0] != 0 ||
-                                     t->offsets[b->size] != t->nvalues);
-    for (int64_t j = 0; vi->ragged && !bad_offsets && j < b->size; j++)
+    /* ragged: nvalues rows, offsets from 0 up to them; padded (the pad
+     * option): [size, W, ...], lengths within W */
+    int padded = vi->ragged && t->lengths;
+    int64_t rows = padded       ? b->size * t->shape[1]
+                   : vi->ragged ? t->nvalues
+                                : b->size;
+    int bad_offsets = vi->ragged && !padded &&
+                      (!t->offsets || t->offsets[0] != 0 ||
+                       t->offsets[b->size] != t->nvalues);
+    for (int64_t j = 0; vi->ragged && !padded && !bad_offsets && j < b->size;
+         j++)
       bad_offsets = t->offsets[j + 1] < t->offsets[j] ||
                     t->offsets[j + 1] - t->offsets[j] > t->max_len;
+    for (int64_t j = 0; padded && !bad_offsets && j < b->size; j++)
+      bad_offsets = t->lengths[j] < 0 || t->lengths[j] > t->shape[1] ||
+                    t->lengths[j] > t->max_len;
     if (bad_offsets)
       snprintf(msg, sizeof msg,
                "batch %" PRId64 " variable '%s': its offsets do not run "
@@ -317,7 +327,8 @@ static void check_batch(const setup *su, const ferry_batch *b, int64_t epoch,
                "%" PRId64,
                b->index, t->name, t->nvalues, t->max_len);
     else if (strcmp(t->name, vi->name) != 0 || t->dtype != vi->dtype ||
-             t->row_bytes != vi->row_bytes || t->shape[0] != rows ||
+             t->row_bytes != vi->row_bytes ||
+             t->shape[0] != (padded ? b->size : rows) ||
              t->nbytes != (size_t)rows * vi->row_bytes ||
              (t->nbytes > 0 && t->data == NULL))
       snprintf(msg, sizeof msg,
@@ -346,9 +357,12 @@ static void check_content(const setup *su, const ferry_batch *b, int64_t epoch,
         continue; /* exactly-once reports it */
       /* a ragged sample (ferry gen --format megatron): element k of its
        * values is (id + k) mod M, as one row of len * row elements */
-      size_t at = t->offsets ? (size_t)t->offsets[j] : (size_t)j;
-      size_t n =
-          t->offsets ? (size_t)(t->offsets[j + 1] - t->offsets[j]) * rb : rb;
+      size_t at = t->offsets   ? (size_t)t->offsets[j]
+                  : t->lengths ? (size_t)j * (size_t)t->shape[1]
+                               : (size_t)j;
+      size_t n = t->offsets   ? (size_t)(t->offsets[j + 1] - t->offsets[j]) * rb
+                 : t->lengths ? (size_t)t->lengths[j] * rb
+                              : rb;
       if (n == 0 || n > su->expect_bytes)
         continue; /* the layout check reports a bad length */
       const unsigned char *got = (const unsigned char *)t->data + at * rb;

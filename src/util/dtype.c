@@ -13,6 +13,7 @@
 #include "util/util.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const struct {
@@ -90,4 +91,60 @@ uint16_t ferry__half_of_int(uint32_t n) {
   /* e <= 10 for n < 2048: the mantissa shift is exact. */
   uint32_t mant = e <= 10 ? (n << (10 - e)) : (n >> (e - 10));
   return (uint16_t)(((uint32_t)(e + 15) << 10) | (mant & 0x3ffu));
+}
+
+/* A number written as text as one element of dtype dt (native byte
+ * order) into out (8 bytes at most), 0; -1 when dt cannot hold it exactly. */
+int ferry__value_of_text(const char *text, ferry_dtype dt, unsigned char *out) {
+  char *end = NULL;
+  double x = strtod(text, &end);
+  if (end == text || *end)
+    return -1;
+  int whole = x == floor(x) && x >= -9.2e18 && x <= 1.8e19;
+  switch (dt) {
+  case FERRY_FLOAT64: memcpy(out, &x, 8); return 0;
+  case FERRY_FLOAT32: {
+    float f = (float)x;
+    memcpy(out, &f, 4);
+    return (double)f == x ? 0 : -1;
+  }
+  case FERRY_FLOAT16: {
+    int32_t h = ferry__half_of_double(x);
+    uint16_t v = (uint16_t)h;
+    memcpy(out, &v, 2);
+    return h < 0 ? -1 : 0;
+  }
+  case FERRY_BOOL: out[0] = x == 1; return x == 0 || x == 1 ? 0 : -1;
+  default: break;
+  }
+  if (!whole)
+    return -1;
+  int64_t lo = 0;
+  uint64_t hi = 0;
+  size_t n = ferry_dtype_size(dt);
+  int sgn = dt == FERRY_INT8 || dt == FERRY_INT16 || dt == FERRY_INT32 ||
+            dt == FERRY_INT64;
+  if (n == 0 || n > 8)
+    return -1;
+  if (sgn) {
+    lo = n == 8 ? INT64_MIN : -((int64_t)1 << (8 * n - 1));
+    hi = n == 8 ? (uint64_t)INT64_MAX : ((uint64_t)1 << (8 * n - 1)) - 1;
+    if (x < (double)lo || x > (double)hi || x >= 9.2e18)
+      return -1;
+  } else {
+    hi = n == 8 ? UINT64_MAX : ((uint64_t)1 << (8 * n)) - 1;
+    if (x < 0 || x > (double)hi || x >= 1.8e19)
+      return -1;
+  }
+  /* in range: the casts are defined */
+  uint64_t u = sgn ? (uint64_t)(int64_t)x : (uint64_t)x;
+  for (size_t b = 0; b < n; b++) /* native order: the host's bytes */
+    out[b] = (unsigned char)(u >> (8 * b));
+  if (*(const unsigned char *)&(uint16_t){1} == 0) /* big-endian host */
+    for (size_t b = 0; b < n / 2; b++) {
+      unsigned char t = out[b];
+      out[b] = out[n - 1 - b];
+      out[n - 1 - b] = t;
+    }
+  return 0;
 }

@@ -11,6 +11,8 @@
 
 #include <stdint.h>
 
+#include "ferry.h"
+
 /** The value of IEEE half h: normals, subnormals, signed zeros, +-inf and
  * NaN (any mantissa with the exponent all ones). */
 double ferry__half_to_double(uint16_t h);
@@ -25,5 +27,12 @@ int32_t ferry__half_of_double(double x);
  * the implicit one and the 10-bit mantissa); larger n are rounded towards
  * zero.  The generator's float16 values (gen.h). */
 uint16_t ferry__half_of_int(uint32_t n);
+
+/** The number TEXT as one element of dtype dt, exactly, in native byte
+ *  order into out (at most 8 bytes): 0, or -1 when it is not a number or
+ *  dt cannot hold it exactly (a fraction for an integer dtype, out of
+ *  range, too many digits for a float).  Parquet's null_fill and the
+ *  loader's pad_value. */
+int ferry__value_of_text(const char *text, ferry_dtype dt, unsigned char *out);
 
 #endif /* FERRY_UTIL_DTYPE_H */

@@ -199,15 +199,21 @@ static int run_job(job *j, MPI_Comm comm, char *msg, size_t mlen) {
     for (int64_t k = 0; k < b->size; k++, nrecs++) {
       int64_t *r = recs + nrecs * D_FIELDS;
       /* a ragged sample: values offsets[k] to offsets[k+1] */
-      size_t at = t->offsets ? (size_t)t->offsets[k] : (size_t)k;
+      /* pad: sample k is its lengths[k] rows of shape[1] (the rest pad) */
+      size_t at = t->offsets   ? (size_t)t->offsets[k]
+                  : t->lengths ? (size_t)k * (size_t)t->shape[1]
+                               : (size_t)k;
       size_t bytes = t->offsets ? (size_t)(t->offsets[k + 1] - t->offsets[k]) *
                                       t->row_bytes
-                                : t->row_bytes;
+                     : t->lengths ? (size_t)t->lengths[k] * t->row_bytes
+                                  : t->row_bytes;
       const unsigned char *row =
           (const unsigned char *)t->data + at * t->row_bytes;
       r[D_BATCH] = b->index;
       r[D_SAMPLE] = b->sample_ids[k];
-      r[D_LEN] = t->offsets ? t->offsets[k + 1] - t->offsets[k] : -1;
+      r[D_LEN] = t->offsets   ? t->offsets[k + 1] - t->offsets[k]
+                 : t->lengths ? t->lengths[k]
+                              : -1;
       r[D_HAS] = bytes >= elsize && elsize > 0;
       r[D_VALUE] = 0;
       if (r[D_HAS])

@@ -34,8 +34,10 @@
 static int rank, size;
 static const char *prefix, *dir;
 /* The reference, sequence by sequence, and document by document. */
-static int64_t nseq, ndoc, *seq_len, *doc_len;
+static int64_t nseq, ndoc, *seq_len, *doc_len, *seq_ptr;
 static uint64_t *seq_hash, *doc_hash;
+static unsigned char *bin; /* the .bin, for the padded checks */
+static int item;
 
 typedef struct rec { /* one served sample */
   int64_t id, batch;
@@ -92,21 +94,23 @@ static int reference(void) {
   snprintf(p, sizeof p, "%s.idx", prefix);
   unsigned char *idx = slurp(p, &ilen);
   snprintf(p, sizeof p, "%s.bin", prefix);
-  unsigned char *bin = slurp(p, &blen);
+  bin = slurp(p, &blen);
   if (!idx || !bin || ilen < 34)
     return -1;
   static const int size_of[9] = {0, 1, 1, 2, 4, 8, 8, 4, 2};
-  int item = idx[17] <= 8 ? size_of[idx[17]] : 0;
+  item = idx[17] <= 8 ? size_of[idx[17]] : 0;
   nseq = le(idx + 18, 8);
   int64_t nd = le(idx + 26, 8);
   ndoc = nd - 1;
   seq_len = calloc((size_t)nseq + 1, sizeof *seq_len);
   seq_hash = calloc((size_t)nseq + 1, sizeof *seq_hash);
+  seq_ptr = calloc((size_t)nseq + 1, sizeof *seq_ptr);
   doc_len = calloc((size_t)nd, sizeof *doc_len);
   doc_hash = calloc((size_t)nd, sizeof *doc_hash);
   for (int64_t i = 0; i < nseq; i++) {
     seq_len[i] = le(idx + 34 + i * 4, 4);
     int64_t ptr = le(idx + 34 + nseq * 4 + i * 8, 8);
+    seq_ptr[i] = ptr;
     seq_hash[i] = fnv(bin + ptr, (size_t)(seq_len[i] * item));
   }
   const unsigned char *di = idx + 34 + nseq * 12;
@@ -118,8 +122,7 @@ static int reference(void) {
     doc_hash[d] = fnv(bin + ptr, (size_t)(doc_len[d] * item));
   }
   free(idx);
-  free(bin);
-  return 0;
+  return 0; /* bin stays: the padded checks read prefixes of it */
 }
 
 static MPI_Comm first(int n) {
@@ -308,6 +311,97 @@ static void epoch_case(const char *label, const char *const *kv, int P,
   MPI_Comm_free(&c);
 }
 
+/* pad (int32 tokens, pad_value -7): width (pad=max: the batch's longest;
+ * pad=L: L), lengths (cut to L with truncate=yes), the kept tokens, the
+ * pad rows; every sample once, equal batch counts.  With pad=L,
+ * truncate=no and a longer sample: the same refusal on every rank. */
+static void pad_case(const char *pad, const char *truncate, int P) {
+  MPI_Comm c = first(P);
+  if (c == MPI_COMM_NULL)
+    return;
+  char spec[4096];
+  snprintf(spec, sizeof spec, "%s.idx", prefix);
+  const char *kv[] = {
+      "tail", "partial",  "batch_size", "5",         "seed", "4", "pad",
+      pad,    "truncate", truncate,     "pad_value", "-7",   NULL};
+  ferry_options *o = opts_of(kv, NULL);
+  ferry_loader *L = NULL;
+  int64_t fixed = strcmp(pad, "max") ? atoll(pad) : 0, longest = 0;
+  for (int64_t i = 0; i < nseq; i++)
+    longest = seq_len[i] > longest ? seq_len[i] : longest;
+  int rc = ferry_open(c, spec, o, &L), lo = 0, hi = 0;
+  MPI_Allreduce(&rc, &lo, 1, MPI_INT, MPI_MIN, c);
+  MPI_Allreduce(&rc, &hi, 1, MPI_INT, MPI_MAX, c);
+  if (fixed && fixed < longest && !strcmp(truncate, "no")) {
+    CHECK(lo == FERRY_EINVAL && hi == FERRY_EINVAL &&
+              strstr(ferry_last_error(NULL), "more than pad="),
+          "pad=%s truncate=no with a longer sample: rc %d..%d, '%s'", pad, lo,
+          hi, ferry_last_error(NULL));
+    ferry_options_free(o);
+    MPI_Comm_free(&c);
+    return;
+  }
+  CHECK(rc == 0, "pad=%s open: %s", pad, ferry_last_error(NULL));
+  recs got = {0};
+  int64_t nb = 0;
+  if (L && ferry_set_epoch(L, 0) == 0) {
+    nb = ferry_num_batches(L);
+    ferry_batch *b;
+    while (ferry_next(L, &b) == 0) {
+      const ferry_tensor *t = &b->vars[0];
+      int64_t w = b->size ? t->shape[1] : 0, most = 0;
+      CHECK(
+          t->lengths && !t->offsets && t->ndim == 2 && t->shape[0] == b->size &&
+              t->nbytes == (size_t)(b->size * w) * t->row_bytes,
+          "pad=%s batch %lld: shape (%lld, %lld), %zu bytes", pad,
+          (long long)b->index, (long long)t->shape[0], (long long)w, t->nbytes);
+      for (int64_t i = 0; t->lengths && i < b->size; i++) {
+        int64_t id = b->sample_ids[i], want = seq_len[id];
+        if (fixed && want > fixed)
+          want = fixed;
+        most = want > most ? want : most;
+        const int32_t *row = (const int32_t *)t->data + i * w;
+        CHECK(t->lengths[i] == want &&
+                  !memcmp(row, bin + seq_ptr[id], (size_t)want * 4),
+              "pad=%s sample %lld: length %lld (want %lld) or tokens differ",
+              pad, (long long)id, (long long)t->lengths[i], (long long)want);
+        for (int64_t k = want; k < w; k++)
+          if (row[k] != -7) {
+            CHECK(0, "pad=%s sample %lld row %lld: %d, not the pad -7", pad,
+                  (long long)id, (long long)k, row[k]);
+            break;
+          }
+        push(&got, (rec){id, b->index, 0, b->padded[i]});
+      }
+      CHECK(w == (fixed ? fixed : most) && t->max_len == most,
+            "pad=%s batch %lld: width %lld, max_len %lld, longest %lld", pad,
+            (long long)b->index, (long long)w, (long long)t->max_len,
+            (long long)most);
+      ferry_release(L, b);
+    }
+  }
+  int64_t nlo = 0, nhi = 0;
+  MPI_Allreduce(&nb, &nlo, 1, MPI_INT64_T, MPI_MIN, c);
+  MPI_Allreduce(&nb, &nhi, 1, MPI_INT64_T, MPI_MAX, c);
+  CHECK(nlo == nhi, "pad=%s: batch counts %lld..%lld", pad, (long long)nlo,
+        (long long)nhi);
+  int64_t *ids = NULL, npad = 0, n = gather_ids(c, &got, &ids, &npad);
+  int me;
+  MPI_Comm_rank(c, &me);
+  if (me == 0) {
+    char what[64];
+    snprintf(what, sizeof what, "pad=%s on %d ranks", pad, P);
+    check_once(what, ids, n, nseq, 1);
+    CHECK(n == nseq, "%s: %lld of %lld", what, (long long)n, (long long)nseq);
+  }
+  free(ids);
+  free(got.v);
+  if (L)
+    ferry_close(L);
+  ferry_options_free(o);
+  MPI_Comm_free(&c);
+}
+
 /* Saved after K batches by 4 ranks, resumed by 2, 3, 4 and 7. */
 static void resume_case(const char *const *kv, int64_t K) {
   char spec[4096], path[4096];
@@ -434,6 +528,12 @@ int main(int argc, char **argv) {
     epoch_case("drop_last", drop, worlds[w], 0);
     epoch_case("shuffle=none", nosh, worlds[w], 0);
     epoch_case("documents", docs, worlds[w], 1);
+  }
+  if (item == 4) { /* the padded checks read int32 tokens */
+    pad_case("max", "no", 3);
+    pad_case("16", "yes", 2);
+    pad_case("16", "no", 3);
+    pad_case("100000", "no", 1);
   }
   resume_case(partial, 3);
   resume_case(pad, 1);

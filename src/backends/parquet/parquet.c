@@ -169,59 +169,6 @@ static void pq_io_close(ferry__io *io) {
 
 /* The null_fill text as one value of dtype (native byte order), exactly;
  * -1 when it does not fit. */
-static int fill_value(const char *text, ferry_dtype dt, unsigned char *out) {
-  char *end = NULL;
-  double x = strtod(text, &end);
-  if (end == text || *end)
-    return -1;
-  int64_t i = (int64_t)x;
-  int whole = x == floor(x) && x >= -9.2e18 && x <= 1.8e19;
-  switch (dt) {
-  case FERRY_FLOAT64: memcpy(out, &x, 8); return 0;
-  case FERRY_FLOAT32: {
-    float f = (float)x;
-    memcpy(out, &f, 4);
-    return (double)f == x ? 0 : -1;
-  }
-  case FERRY_FLOAT16: {
-    int32_t h = ferry__half_of_double(x);
-    uint16_t v = (uint16_t)h;
-    memcpy(out, &v, 2);
-    return h < 0 ? -1 : 0;
-  }
-  case FERRY_BOOL: out[0] = x == 1; return x == 0 || x == 1 ? 0 : -1;
-  default: break;
-  }
-  if (!whole)
-    return -1;
-  int64_t lo = 0;
-  uint64_t hi = 0;
-  size_t n = ferry_dtype_size(dt);
-  int sgn = dt == FERRY_INT8 || dt == FERRY_INT16 || dt == FERRY_INT32 ||
-            dt == FERRY_INT64;
-  if (n == 0 || n > 8)
-    return -1;
-  if (sgn) {
-    lo = n == 8 ? INT64_MIN : -((int64_t)1 << (8 * n - 1));
-    hi = n == 8 ? (uint64_t)INT64_MAX : ((uint64_t)1 << (8 * n - 1)) - 1;
-    if (x < (double)lo || x > (double)hi || x >= 9.2e18)
-      return -1;
-  } else {
-    hi = n == 8 ? UINT64_MAX : ((uint64_t)1 << (8 * n)) - 1;
-    if (x < 0 || x > (double)hi || x >= 1.8e19)
-      return -1;
-  }
-  uint64_t u = sgn ? (uint64_t)i : (uint64_t)x;
-  for (size_t b = 0; b < n; b++) /* native order: the host's bytes */
-    out[b] = (unsigned char)(u >> (8 * b));
-  if (*(const unsigned char *)&(uint16_t){1} == 0) /* big-endian host */
-    for (size_t b = 0; b < n / 2; b++) {
-      unsigned char t = out[b];
-      out[b] = out[n - 1 - b];
-      out[n - 1 - b] = t;
-    }
-  return 0;
-}
 
 /* null_fill per variable; where the value does not fit the variable's
  * dtype, why (a null read there is then refused, saying so). */
@@ -233,7 +180,7 @@ static void fill_values(ferry__io *io, const ferry_options *opts) {
   for (int v = 0; v < io->b.m->nvars; v++) {
     const ferry__var *x = &io->b.m->vars[v];
     var_state *vs = &io->vs[v];
-    if (fill_value(text, x->dtype, vs->fill) == 0)
+    if (ferry__value_of_text(text, x->dtype, vs->fill) == 0)
       vs->has_fill = 1;
     else
       snprintf(vs->nofill, sizeof vs->nofill,
