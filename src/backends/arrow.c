@@ -925,45 +925,14 @@ struct ferry__io {
   atab *t; /* [nparts * nvars] */
 };
 
+/* One descriptor per file (the part's), whatever the variable. */
 static int cache_open(void *ctx, int64_t part, int var, void **handle,
                       ferry__err *err) {
   ferry__io *io = ctx;
+  const ferry__part *pt = &io->b.m->parts[part];
   (void)var;
-  const char *path = io->b.m->parts[part].paths[0];
-  int *fd = malloc(sizeof *fd);
-  if (!fd)
-    return ferry__oom(err, -1, sizeof *fd, "opening %s (rank %d)", path,
-                      io->b.rank);
-  const char *kind = "not a regular file";
-  struct stat st;
-  *fd = ferry__open_regular(path, &kind);
-  int rc = 0;
-  if (*fd < 0)
-    rc =
-        ferry__seterr(err, *fd == -2 ? FERRY_EFORMAT : ferry__errno_code(errno),
-                      "open failed: file %s, rank %d: %s", path, io->b.rank,
-                      *fd == -2 ? kind : strerror(errno));
-  else if (fstat(*fd, &st) != 0 ||
-           (int64_t)st.st_size != io->b.m->parts[part].file_size[0])
-    rc = ferry__seterr(err, FERRY_EMISMATCH,
-                       "file %s is %lld bytes on rank %d but %lld bytes when "
-                       "rank 0 read it",
-                       path, (long long)st.st_size, io->b.rank,
-                       (long long)io->b.m->parts[part].file_size[0]);
-  if (rc) {
-    if (*fd >= 0)
-      close(*fd);
-    free(fd);
-    return rc;
-  }
-  *handle = fd;
-  return 0;
-}
-
-static void cache_close(void *ctx, void *handle) {
-  (void)ctx;
-  close(*(int *)handle);
-  free(handle);
+  return ferry__io_base_fd_open(&io->b, pt->paths[0], NULL, pt->file_size[0],
+                                handle, err);
 }
 
 static void tab_free(atab *t) {
@@ -1025,7 +994,7 @@ static int arrow_io_open(ferry__io **out, const ferry__manifest *m,
   static const ferry__io_base_spec spec = {
       .size = sizeof(ferry__io),
       .open = cache_open,
-      .close = cache_close,
+      .close = ferry__io_base_fd_close,
       .no_collective = "io=collective with Arrow IPC files: their record "
                        "batches are read independently (io=auto or "
                        "independent)",
@@ -1045,29 +1014,19 @@ static int arrow_io_open(ferry__io **out, const ferry__manifest *m,
   return rc;
 }
 
+/* n bytes at at (inside the file, as the record says) into buf. */
 static int pread_at(ferry__io *io, int fd, int64_t part, int var, int64_t at,
                     void *buf, int64_t n, ferry__err *err) {
   const ferry__part *pt = &io->b.m->parts[part];
-  size_t got = 0;
+  char where[FERRY__MSG_MAX / 2];
+  snprintf(where, sizeof where, "file %s, variable %s, rank %d", pt->paths[var],
+           io->b.m->vars[var].name, io->b.rank);
   if (at < 0 || n < 0 || at > pt->file_size[var] || n > pt->file_size[var] - at)
     return ferry__seterr(err, FERRY_EFORMAT,
-                         "file %s, variable %s, rank %d: %lld bytes at offset "
-                         "%lld are past the end of the file",
-                         pt->paths[var], io->b.m->vars[var].name, io->b.rank,
-                         (long long)n, (long long)at);
-  if (ferry__pread_full(fd, buf, (size_t)n, at, &got) != 0)
-    return ferry__seterr(err, ferry__errno_code(errno),
-                         "pread failed: file %s, variable %s, rank %d, offset "
-                         "%lld: %s",
-                         pt->paths[var], io->b.m->vars[var].name, io->b.rank,
-                         (long long)at, strerror(errno));
-  if ((int64_t)got != n)
-    return ferry__seterr(err, FERRY_EIO,
-                         "short read: file %s, variable %s, rank %d, offset "
-                         "%lld: got %zu of %lld bytes",
-                         pt->paths[var], io->b.m->vars[var].name, io->b.rank,
-                         (long long)at, got, (long long)n);
-  return 0;
+                         "%s: %lld bytes at offset %lld are past the end of "
+                         "the file",
+                         where, (long long)n, (long long)at);
+  return ferry__pread_exact(fd, buf, n, at, where, err);
 }
 
 static int arrow_io_read(ferry__io *io, int64_t part, int var, int64_t row,

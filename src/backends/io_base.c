@@ -10,7 +10,11 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "backends/toolkit.h"
 
@@ -91,4 +95,66 @@ void ferry__io_base_mpi_close(void *ctx, void *handle) {
   (void)ctx;
   MPI_File_close((MPI_File *)handle);
   free(handle);
+}
+
+int ferry__io_base_fd_open(const ferry__io_base *b, const char *path,
+                           const char *vname, int64_t file_size, void **handle,
+                           ferry__err *err) {
+  int *fd = malloc(sizeof *fd);
+  if (!fd)
+    return ferry__oom(err, -1, sizeof *fd,
+                      "opening file %s (variable %s, rank %d)", path,
+                      vname ? vname : "-", b->rank);
+  const char *kind = "not a regular file";
+  struct stat st;
+  int rc = 0;
+  *fd = ferry__open_regular(path, &kind);
+  if (*fd == -2)
+    rc = ferry__seterr(err, FERRY_EFORMAT,
+                       "file %s (variable %s, rank %d) is %s, not a regular "
+                       "file",
+                       path, vname ? vname : "-", b->rank, kind);
+  else if (*fd < 0)
+    rc = ferry__seterr(err, ferry__errno_code(errno),
+                       "open failed: file %s, variable %s, rank %d, offset "
+                       "0: %s",
+                       path, vname ? vname : "-", b->rank, strerror(errno));
+  else if (fstat(*fd, &st) != 0 || (int64_t)st.st_size != file_size)
+    rc =
+        ferry__seterr(err, FERRY_EMISMATCH,
+                      "file %s is %lld bytes on rank %d but %lld bytes when "
+                      "rank 0 scanned it (variable %s, offset 0)",
+                      path, fstat(*fd, &st) == 0 ? (long long)st.st_size : -1LL,
+                      b->rank, (long long)file_size, vname ? vname : "-");
+  if (rc < 0) {
+    if (*fd >= 0)
+      close(*fd);
+    free(fd);
+    return rc;
+  }
+  *handle = fd;
+  return 0;
+}
+
+void ferry__io_base_fd_close(void *ctx, void *handle) {
+  (void)ctx;
+  close(*(int *)handle);
+  free(handle);
+}
+
+int ferry__pread_exact(int fd, void *buf, int64_t n, int64_t off,
+                       const char *where, ferry__err *err) {
+  size_t got = 0;
+  if (n <= 0)
+    return 0;
+  if (ferry__pread_full(fd, buf, (size_t)n, off, &got) != 0)
+    return ferry__seterr(err, ferry__errno_code(errno),
+                         "pread failed: %s, offset %lld, %lld bytes: %s", where,
+                         (long long)off, (long long)n, strerror(errno));
+  if ((int64_t)got != n)
+    return ferry__seterr(err, FERRY_EIO,
+                         "short read: %s, offset %lld: got %zu of %lld bytes "
+                         "(the file shrank after it was opened?)",
+                         where, (long long)off, got, (long long)n);
+  return 0;
 }

@@ -462,42 +462,8 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
                       ferry__err *err) {
   ferry__io *io = ctx;
   const ferry__part *pt = &io->b.m->parts[part];
-  const char *path = pt->paths[var];
-  int *fd = malloc(sizeof *fd);
-  if (!fd)
-    return ferry__oom(err, -1, sizeof *fd, "opening file %s (rank %d)", path,
-                      io->b.rank);
-  const char *kind = "not a regular file";
-  *fd = ferry__open_regular(path, &kind);
-  struct stat st;
-  int rc = 0;
-  if (*fd == -2)
-    rc = ferry__seterr(err, FERRY_EFORMAT, "file %s (rank %d) is %s", path,
-                       io->b.rank, kind);
-  else if (*fd < 0)
-    rc = ferry__seterr(err, ferry__errno_code(errno),
-                       "open failed: file %s, variable %s, rank %d: %s", path,
-                       io->b.m->vars[var].name, io->b.rank, strerror(errno));
-  else if (fstat(*fd, &st) != 0 || (int64_t)st.st_size != pt->file_size[var])
-    rc = ferry__seterr(err, FERRY_EMISMATCH,
-                       "file %s is %lld bytes on rank %d but %lld bytes when "
-                       "rank 0 read its index (variable %s, offset 0)",
-                       path, (long long)st.st_size, io->b.rank,
-                       (long long)pt->file_size[var], io->b.m->vars[var].name);
-  if (rc < 0) {
-    if (*fd >= 0)
-      close(*fd);
-    free(fd);
-    return rc;
-  }
-  *handle = fd;
-  return 0;
-}
-
-static void cache_close(void *ctx, void *handle) {
-  (void)ctx;
-  close(*(int *)handle);
-  free(handle);
+  return ferry__io_base_fd_open(&io->b, pt->paths[var], io->b.m->vars[var].name,
+                                pt->file_size[var], handle, err);
 }
 
 static int megatron_io_open(ferry__io **out, const ferry__manifest *m,
@@ -505,7 +471,7 @@ static int megatron_io_open(ferry__io **out, const ferry__manifest *m,
   static const ferry__io_base_spec spec = {
       .size = sizeof(ferry__io),
       .open = cache_open,
-      .close = cache_close,
+      .close = ferry__io_base_fd_close,
       .no_collective =
           "io=collective with a Megatron dataset: its "
           "samples are read independently (io=auto or independent)",
@@ -538,21 +504,10 @@ static int megatron_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   if ((rc = ferry__handle_get(&io->b.files, part, var, io->b.rank, &h, err)) <
       0)
     return rc;
-  size_t got = 0;
-  if (ferry__pread_full(*(int *)h, buf, (size_t)nbytes, off, &got) != 0)
-    return ferry__seterr(err, ferry__errno_code(errno),
-                         "pread failed: file %s, variable %s, rank %d, offset "
-                         "%lld, %lld bytes: %s",
-                         pt->paths[var], m->vars[var].name, io->b.rank,
-                         (long long)off, (long long)nbytes, strerror(errno));
-  if ((int64_t)got != nbytes)
-    return ferry__seterr(err, FERRY_EIO,
-                         "short read: file %s, variable %s, rank %d, offset "
-                         "%lld: got %zu of %lld bytes (the file shrank after "
-                         "it was opened?)",
-                         pt->paths[var], m->vars[var].name, io->b.rank,
-                         (long long)off, got, (long long)nbytes);
-  return 0;
+  char where[FERRY__MSG_MAX / 2];
+  snprintf(where, sizeof where, "file %s, variable %s, rank %d", pt->paths[var],
+           m->vars[var].name, io->b.rank);
+  return ferry__pread_exact(*(int *)h, buf, nbytes, off, where, err);
 }
 
 static void megatron_io_close(ferry__io *io) {

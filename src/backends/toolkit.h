@@ -225,6 +225,22 @@ int ferry__io_base_mpi_open(const ferry__io_base *b, const char *path,
                             const char *vname, int64_t file_size, void **handle,
                             ferry__err *err);
 void ferry__io_base_mpi_close(void *ctx, void *handle);
+/**
+ * A handle cache entry that is one POSIX descriptor (an int, malloc'd):
+ * ferry__io_base_fd_open opens path with ferry__open_regular and checks
+ * that it is still file_size bytes, as rank 0 saw it (FERRY_EMISMATCH);
+ * messages name file, variable (vname, NULL: "-") and rank.
+ * ferry__io_base_fd_close is the matching close callback.  Independent
+ * reads only (megatron, arrow).
+ */
+int ferry__io_base_fd_open(const ferry__io_base *b, const char *path,
+                           const char *vname, int64_t file_size, void **handle,
+                           ferry__err *err);
+void ferry__io_base_fd_close(void *ctx, void *handle);
+/** pread exactly n bytes at off into buf: 0, or the errno's code / FERRY_EIO
+ *  ("short read") naming where ("file F, variable V, rank R"). */
+int ferry__pread_exact(int fd, void *buf, int64_t n, int64_t off,
+                       const char *where, ferry__err *err);
 
 /*
  * The decode pool (pool.c): threads - 1 persistent threads, created once per
