@@ -724,58 +724,16 @@ struct ferry__io {
   ferry__io_base b; /* manifest, rank, mode, hints, files (io_base.c) */
 };
 
-/* Independent reads: a descriptor, checked like open_file checks. */
-static int open_fd(ferry__io *io, int64_t part, int var, int *out,
-                   ferry__err *err) {
-  const ferry__part *pt = &io->b.m->parts[part];
-  const char *path = pt->paths[var];
-  const char *vname = io->b.m->vars[var].name;
-  const char *kind = "not a regular file";
-  int fd = ferry__open_regular(path, &kind);
-  if (fd == -2)
-    return ferry__seterr(err, FERRY_EFORMAT,
-                         "file %s (variable %s, rank %d) is %s, not a "
-                         "regular file",
-                         path, vname, io->b.rank, kind);
-  if (fd < 0)
-    return ferry__seterr(err, ferry__errno_code(errno),
-                         "open failed: file %s, variable %s, rank %d, "
-                         "offset 0: %s",
-                         path, vname, io->b.rank, strerror(errno));
-  struct stat st;
-  if (fstat(fd, &st) != 0 || (int64_t)st.st_size != pt->file_size[var]) {
-    long long size = fstat(fd, &st) == 0 ? (long long)st.st_size : -1;
-    close(fd);
-    return ferry__seterr(err, FERRY_EMISMATCH,
-                         "file %s is %lld bytes on rank %d but %lld bytes "
-                         "when rank 0 scanned it (variable %s, offset 0)",
-                         path, size, io->b.rank, (long long)pt->file_size[var],
-                         vname);
-  }
-  *out = fd;
-  return 0;
-}
-
 /* The handle cache's callbacks: one MPI_File (io=collective) or one
  * descriptor per (part, var). */
 static int cache_open(void *ctx, int64_t part, int var, void **handle,
                       ferry__err *err) {
   ferry__io *io = ctx;
-  if (!io->b.collective) {
-    int *fd = malloc(sizeof *fd);
-    if (!fd)
-      return ferry__oom(
-          err, -1, sizeof *fd, "opening file %s (variable %s, rank %d)",
-          io->b.m->parts[part].paths[var], io->b.m->vars[var].name, io->b.rank);
-    int rc = open_fd(io, part, var, fd, err);
-    if (rc < 0) {
-      free(fd);
-      return rc;
-    }
-    *handle = fd;
-    return 0;
-  }
   const ferry__part *pt = &io->b.m->parts[part];
+  if (!io->b.collective)
+    return ferry__io_base_fd_open(&io->b, pt->paths[var],
+                                  io->b.m->vars[var].name, pt->file_size[var],
+                                  handle, err);
   return ferry__io_base_mpi_open(&io->b, pt->paths[var],
                                  io->b.m->vars[var].name, pt->file_size[var],
                                  handle, err);
@@ -784,27 +742,9 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
 static void cache_close(void *ctx, void *handle) {
   ferry__io *io = ctx;
   if (io->b.collective)
-    MPI_File_close((MPI_File *)handle);
+    ferry__io_base_mpi_close(ctx, handle);
   else
-    close(*(int *)handle);
-  free(handle);
-}
-
-/* An independent read of nbytes at offset with pread. */
-static int read_fd(ferry__io *io, int fd, int64_t offset, void *buf,
-                   int64_t nbytes, const char *where, ferry__err *err) {
-  size_t got = 0;
-  if (ferry__pread_full(fd, buf, (size_t)nbytes, offset, &got) != 0)
-    return ferry__seterr(err, ferry__errno_code(errno),
-                         "pread failed: %s, offset %lld, %lld bytes: %s", where,
-                         (long long)offset, (long long)nbytes, strerror(errno));
-  if ((int64_t)got != nbytes)
-    return ferry__seterr(err, FERRY_EIO,
-                         "short read: %s, offset %lld: got %zu of %lld bytes "
-                         "(the file shrank after it was opened?)",
-                         where, (long long)offset, got, (long long)nbytes);
-  (void)io;
-  return 0;
+    ferry__io_base_fd_close(ctx, handle);
 }
 
 static int npy_io_open(ferry__io **out, const ferry__manifest *m,
@@ -859,7 +799,8 @@ static int npy_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   snprintf(where, sizeof where, "file %s, variable %s, rank %d", path, vname,
            io->b.rank);
   if (!io->b.collective)
-    return rc ? rc : read_fd(io, *(int *)h, offset, buf, nbytes, where, err);
+    return rc ? rc
+              : ferry__pread_exact(*(int *)h, buf, nbytes, offset, where, err);
   return ferry__mpiio_read_range(*(MPI_File *)h, 1, offset, nbytes, buf, rc,
                                  where, err);
 }
