@@ -206,7 +206,8 @@ ASAN_TESTS = \
 TSAN_TESTS = \
 	tests/loader/tsan.sh tests/loader/loader.sh tests/loader/state.sh \
 	tests/npy/npy_fixtures.sh tests/dataset/decode_pool.sh \
-	tests/parquet/parquet_pool.sh tests/sampling/sampling.sh
+	tests/parquet/parquet_pool.sh tests/sampling/sampling.sh \
+	tests/ragged/megatron.sh
 
 # LIST: the fuzz tier, run in ./bootstrap check's libFuzzer tree.
 FUZZ_TESTS = tests/fuzz/
