@@ -15,6 +15,9 @@
 #    1, 2, 3, 4 and 7 ranks, the same batches with 1 and 4 threads, and a
 #    checkpoint resumed on 2, 3, 4 and 7 ranks;
 #  - `ferry info` names the ragged variable, its lengths and the slot;
+#  - `ferry gen --format megatron` checked by `ferry verify` on 3 ranks,
+#    with weighted sampling and a subset of chunks too, and a changed
+#    token caught;
 #  - corrupt indexes (bad magic, version, dtype code, counts, sizes, a
 #    negative length, a gap between sequences, a .bin shorter than the
 #    index says, bad document indices) and what is not served for ragged
@@ -134,6 +137,21 @@ else
   failed "ferry gen --format megatron then ferry verify" "$tmp/verify.out"
   cat "$tmp/gen.out"
 fi
+# weighted sampling (weights from a .npy) and a subset of the chunks over a
+# ragged corpus: every served sample's tokens checked by verify
+"$PYTHON_NUMPY" -c "
+import numpy as np, sys
+np.save(sys.argv[1], (np.arange(3000) % 5).astype(np.float32))" "$tmp/w.npy"
+for o in "--weights $tmp/w.npy --draw-block 8" "--max-chunks 5 --chunk-samples 64"; do
+  # $o: loader options, split on purpose
+  if $RUN_MPI 2 "$FERRY" verify "$tmp/gen" --batch-size 8 --epochs 1 $o \
+       >"$tmp/verify3.out" 2>&1 &&
+     grep '^PASS content' "$tmp/verify3.out" >/dev/null; then
+    ok "ferry verify $o on 2 ranks: `grep '^PASS content' "$tmp/verify3.out"`"
+  else
+    failed "ferry verify $o of a ragged corpus" "$tmp/verify3.out"
+  fi
+done
 # a token changed in the .bin: verify names the sample and the element
 "$PYTHON_NUMPY" -c "
 import sys
