@@ -111,6 +111,13 @@ void ferry__gpu_versions(int *runtime, int *driver, int *nccl) {
 #endif
 }
 
+/* The device an earlier loader of this thread left current when the
+ * application had not chosen one (-1: none): it is ferry's choice, not
+ * the application's, and devices=auto does not take it for one (a
+ * devices=all loader left device 0 current, and every rank's next
+ * devices=auto loader took device 0). */
+static __thread int ferry_left_current = -1;
+
 /* 1 when the calling thread has a current CUDA context: the application
  * chose its device (cudaSetDevice, or any runtime call that created the
  * context).  cuCtxGetCurrent is reached through the runtime, so libferry
@@ -139,7 +146,8 @@ static int parse_devices(const char *spec, int visible, int local_rank,
                          ferry__err *err) {
   if (!spec || !*spec || !strcmp(spec, "auto")) {
     int d;
-    if (app_chose_device() && rt.cudaGetDevice(&d) == cudaSuccess) {
+    if (app_chose_device() && rt.cudaGetDevice(&d) == cudaSuccess &&
+        d != ferry_left_current) {
       snprintf(how, howlen, "device %d (the application's current device)", d);
     } else {
       d = local_rank % visible;
@@ -231,7 +239,12 @@ int ferry__gpu_open(const ferry_options *o, int rank, int local_rank,
                           (long long)o->batch_size, g->ndev,
                           o->devices ? o->devices : "auto", g->ndev);
   /* Streams are created on each device; the first device stays current
-   * on this thread (the application's choice, or ours when it had none). */
+   * on this thread (the application's choice, or ours when it had none:
+   * remembered, so that a later devices=auto does not take it for the
+   * application's). */
+  int cur = -1, app = app_chose_device() &&
+                      rt.cudaGetDevice(&cur) == cudaSuccess &&
+                      cur != ferry_left_current;
   for (int i = g->ndev - 1; !rc && i >= 0; i--) {
     cudaError_t ce = rt.cudaSetDevice(g->dev[i]);
     if (ce == cudaSuccess)
@@ -245,6 +258,8 @@ int ferry__gpu_open(const ferry_options *o, int rank, int local_rank,
     ferry__gpu_close(g);
     return rc;
   }
+  if (!app)
+    ferry_left_current = g->dev[0];
   *out = g;
   return 0;
 }

@@ -111,10 +111,11 @@ meg = __import__("os").environ.get("FERRY_TEST_MEGATRON")
 if meg:
     with np.load(meg + ".seq.npz") as z:
         V, O = z["values"], z["offsets"]
-    # devices named: after the devices="all" loader above, ferry's device 0
-    # is current, which devices="auto" takes for the application's choice
-    L = ferry.Loader(meg + ".idx", comm, device="cuda", devices=str(mine),
-                     batch_size=6, seed=2, device_prefetch=2, tail="partial")
+    # devices="auto" after the devices="all" loader above, which left its
+    # device 0 current: still the local rank's device, not device 0 (it
+    # took ferry's leftover for the application's choice)
+    L = ferry.Loader(meg + ".idx", comm, device="cuda", batch_size=6, seed=2,
+                     device_prefetch=2, tail="partial")
     ids = []
     for b in L:
         idx = np.asarray(b.indices).copy()
