@@ -900,19 +900,6 @@ static int arrow_describe(const char *path, const ferry_options *opts,
 
 /* ---- Reads (I/O thread) ----------------------------------------------- */
 
-/* The last k in [0, n) with first[k] <= row (first is increasing). */
-static int64_t last_le(const int64_t *first, int64_t n, int64_t row) {
-  int64_t lo = 0, hi = n - 1;
-  while (lo < hi) {
-    int64_t mid = lo + (hi - lo + 1) / 2;
-    if (first[mid] <= row)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  return lo;
-}
-
 /* A variable's record batches, decoded from its record on first use. */
 typedef struct atab {
   int64_t n;
@@ -1046,7 +1033,7 @@ static int arrow_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   const ferry__part *pt = &m->parts[part];
   const int64_t *ro = pt->roff ? pt->roff[var] : NULL;
   int64_t rb = (int64_t)m->vars[var].row_bytes;
-  int64_t k = last_le(t->first, t->n, row);
+  int64_t k = ferry__last_le(t->first, t->n, row);
   unsigned char *dst = buf;
   for (; !rc && k < t->n && t->first[k] < row + nrows; k++) {
     int64_t g = t->first[k];

@@ -167,18 +167,6 @@ int ferry__chunks_make(const ferry__manifest *m, int64_t chunk_samples,
   return 0;
 }
 
-int64_t ferry__last_le(const int64_t *v, int64_t n, int64_t x) {
-  int64_t lo = 0, hi = n - 1;
-  while (lo < hi) {
-    int64_t mid = lo + (hi - lo + 1) / 2;
-    if (v[mid] <= x)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  return lo;
-}
-
 static int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 
 int ferry__chunk_index_make(const ferry__manifest *m, int64_t chunk_samples,

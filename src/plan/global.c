@@ -392,19 +392,6 @@ typedef struct wctx {
   int64_t next, extcap;
 } wctx;
 
-/* Largest q with pre[q] <= k (pre nondecreasing, pre[0] = 0 <= k). */
-static int find_rank(const int64_t *pre, int P, int64_t k) {
-  int lo = 0, hi = P - 1;
-  while (lo < hi) {
-    int mid = lo + (hi - lo + 1) / 2;
-    if (pre[mid] <= k)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  return lo;
-}
-
 static int cmp_ext_pos(const void *a, const void *b) {
   const ferry__extent *x = a, *y = b;
   if (x->part != y->part)
@@ -486,7 +473,7 @@ static int collect_cut(const ferry__global *g, int64_t a, int64_t len,
   wctx pc;
   int rc = v ? wctx_init(&pc, pg, g->cut_window) : FERRY_ENOMEM;
   for (int64_t t = a; !rc && t < a + len; t++) {
-    int r = find_rank(g->fpre, pg->P, t);
+    int r = (int)ferry__last_le(g->fpre, pg->P, t);
     int64_t j = g->cut_off + t - g->fpre[r], local, si;
     int sr;
     deal_src(&pc, r, j, &local, &sr, &si);
@@ -626,7 +613,7 @@ static void deal_src(const wctx *c, int r, int64_t j, int64_t *local, int *sr,
   }
   int64_t X = c->xpre[g->P];
   int64_t p = ferry__prp(c->kdeal, X, c->xpre[r] + m - kept);
-  int q = find_rank(c->xpre, g->P, p);
+  int q = (int)ferry__last_le(c->xpre, g->P, p);
   const ferry__global_counts *kq = &c->cnt[q];
   int64_t t = kq->read - kq->sent + p - c->xpre[q];
   *local = -1;
@@ -803,7 +790,7 @@ static int batch_dests(const wctx *c, ferry__global_window *x) {
     int d = r;
     if (a[i] >= kept) {
       int64_t slot = sl[u++];
-      d = find_rank(c->xpre, g->P, slot);
+      d = (int)ferry__last_le(c->xpre, g->P, slot);
       a[i] = c->cnt[d].read - c->cnt[d].sent + slot - c->xpre[d];
       x->dest_rank[i] = -1 - d;
     } else {
@@ -897,7 +884,7 @@ static int batch_srcs(const wctx *c, ferry__global_window *x) {
       continue;
     }
     int64_t p = sl[v];
-    int q = find_rank(c->xpre, g->P, p);
+    int q = (int)ferry__last_le(c->xpre, g->P, p);
     x->serve_local[j] = -1;
     x->src_rank[j] = q;
     sl[v] = c->cnt[q].read - c->cnt[q].sent + p - c->xpre[q];

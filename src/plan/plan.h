@@ -13,9 +13,6 @@
 
 #include "core/manifest.h"
 
-/** Largest i in [0, n) with v[i] <= x (v ascending, v[0] <= x). */
-int64_t ferry__last_le(const int64_t *v, int64_t n, int64_t x);
-
 /** Fisher-Yates shuffle of perm[0..n) with stream key; unbiased (rejection). */
 void ferry__shuffle(int64_t *perm, int64_t n, uint64_t key);
 

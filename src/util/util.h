@@ -62,6 +62,10 @@ int ferry__dtype_from_name(const char *name, ferry_dtype *out);
 
 /** FNV-1a 64 of len bytes, continuing from h (start with FERRY__FNV_INIT). */
 #define FERRY__FNV_INIT 0xcbf29ce484222325ULL
+/** Largest i in [0, n) with v[i] <= x (v ascending, v[0] <= x), by
+ *  bisection (bytes.c): the plan's chunk, piece and window lookups, a
+ *  record batch of an Arrow file. */
+int64_t ferry__last_le(const int64_t *v, int64_t n, int64_t x);
 /** qsort comparator of int64_t values, ascending (bytes.c). */
 int ferry__cmp_i64(const void *a, const void *b);
 uint64_t ferry__fnv1a(uint64_t h, const void *data, size_t len);
