@@ -35,19 +35,10 @@ int ferry_var_info_get(const ferry_loader *L, int i, ferry_var_info *out) {
   out->cache_bytes = v->cache_bytes;
   out->storage = v->storage;
   out->ragged = v->ragged;
-  if (v->ragged) { /* one pass over the offsets (ferry info) */
-    out->min_len = INT64_MAX;
-    for (int64_t p = 0; p < L->m.nparts; p++) {
-      const ferry__part *pt = &L->m.parts[p];
-      for (int64_t r = 0; r < pt->num_samples; r++) {
-        int64_t len = pt->roff[i][r + 1] - pt->roff[i][r];
-        out->min_len = len < out->min_len ? len : out->min_len;
-        out->max_len = len > out->max_len ? len : out->max_len;
-      }
-      out->total_rows += pt->roff[i][pt->num_samples];
-    }
-    if (out->min_len == INT64_MAX)
-      out->min_len = 0;
+  if (v->ragged && L->rstat) { /* counted once, at open (ragged.c) */
+    out->min_len = L->rstat[i].min;
+    out->max_len = L->rstat[i].max;
+    out->total_rows = L->rstat[i].total;
     out->batch_rows = L->ragged_cap ? L->ragged_cap[i] : 0;
   }
   return 0;

@@ -101,6 +101,11 @@ enum { POOL_MAX = 256, BUF_HDR = FERRY__BIG_HDR };
 /* Alignment of every host batch buffer (cudaHostAlloc gives pages). */
 #define FERRY__BATCH_ALIGN 64
 
+/* A ragged variable's lengths, from its offsets (ragged.c). */
+typedef struct ferry__lenstat {
+  int64_t min, max, total;
+} ferry__lenstat;
+
 typedef struct ring_slot {
   ferry_batch batch;
   ferry_tensor *tensors; /* [nvars]                              */
@@ -248,6 +253,8 @@ struct ferry_loader {
    * any chunk (both row_total without ragged variables). */
   int ragged;
   int64_t *ragged_cap;
+  ferry__lenstat *rstat; /* [nvars] a ragged variable's lengths: shortest,
+                          * longest, all rows (one pass at open) */
   size_t batch_bytes, sample_mean, sample_bound;
   size_t buf_quantum; /* ragged: read buffers are multiples of it (ragged.c) */
   /* pad (ragged.c): 0 none, 1 max (the batch's longest), 2 fixed (pad_len

@@ -22,19 +22,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Sum of the k largest lengths of ragged variable v over every part
- * (a min-heap of k). */
-static int top_sum(const ferry__manifest *m, int v, int64_t k, int64_t *out,
-                   ferry__err *err, int rank) {
+/* One pass over ragged variable v's lengths: the shortest, the longest,
+ * the rows of all, and (k > 0) the sum of the k largest (a min-heap of
+ * k) into *top.  The loader keeps the first three (ferry_var_info_get). */
+static int scan_lengths(const ferry__manifest *m, int v, int64_t k,
+                        ferry__lenstat *st, int64_t *top, ferry__err *err,
+                        int rank) {
   int64_t *h = malloc((size_t)(k > 0 ? k : 1) * sizeof *h), n = 0;
   if (!h)
     return ferry__oom(err, rank, (size_t)k * sizeof *h,
                       "the %lld longest samples of variable %s", (long long)k,
                       m->vars[v].name);
+  st->min = INT64_MAX;
+  st->max = st->total = 0;
   for (int64_t p = 0; p < m->nparts; p++) {
     const int64_t *o = m->parts[p].roff[v];
+    st->total += o[m->parts[p].num_samples];
     for (int64_t i = 0; i < m->parts[p].num_samples; i++) {
       int64_t len = o[i + 1] - o[i];
+      st->min = len < st->min ? len : st->min;
+      st->max = len > st->max ? len : st->max;
       if (n < k) { /* sift up */
         int64_t j = n++;
         while (j > 0 && h[(j - 1) / 2] > len) {
@@ -42,7 +49,7 @@ static int top_sum(const ferry__manifest *m, int v, int64_t k, int64_t *out,
           j = (j - 1) / 2;
         }
         h[j] = len;
-      } else if (len > h[0]) { /* replace the least, sift down */
+      } else if (k > 0 && len > h[0]) { /* replace the least, sift down */
         int64_t j = 0;
         for (;;) {
           int64_t c = 2 * j + 1;
@@ -59,11 +66,13 @@ static int top_sum(const ferry__manifest *m, int v, int64_t k, int64_t *out,
       }
     }
   }
-  int64_t s = 0;
+  if (st->min == INT64_MAX)
+    st->min = 0;
+  int64_t sum = 0;
   for (int64_t i = 0; i < n; i++)
-    s += h[i];
+    sum += h[i];
   free(h);
-  *out = s;
+  *top = sum;
   return 0;
 }
 
@@ -113,24 +122,24 @@ static int pad_open(ferry_loader *L, ferry__err *err) {
 
 /* With pad: the rows a slot holds (batch_size x the widest a batch gets:
  * pad_len, or the longest sample with pad=max); with pad=L and
- * truncate=no, a longer sample is refused here, on every rank alike. */
+ * truncate=no, a longer sample (the first) is refused here, on every rank
+ * alike. */
 static int pad_cap(ferry_loader *L, int v, int64_t *cap, ferry__err *err) {
   const ferry__manifest *m = &L->m;
-  int64_t most = 0;
-  for (int64_t p = 0; p < m->nparts; p++) {
+  int64_t most = L->rstat[v].max;
+  for (int64_t p = 0;
+       L->pad == 2 && most > L->pad_len && !L->opts->truncate && p < m->nparts;
+       p++) {
     const int64_t *o = m->parts[p].roff[v];
-    for (int64_t i = 0; i < m->parts[p].num_samples; i++) {
-      int64_t len = o[i + 1] - o[i];
-      if (L->pad == 2 && len > L->pad_len && !L->opts->truncate)
+    for (int64_t i = 0; i < m->parts[p].num_samples; i++)
+      if (o[i + 1] - o[i] > L->pad_len)
         return ferry__seterr(err, FERRY_EINVAL,
                              "dataset %s: sample %lld of variable '%s' has "
                              "%lld rows, more than pad=%lld (truncate=yes "
                              "cuts it)",
                              m->spec, (long long)(m->parts[p].first_sample + i),
-                             m->vars[v].name, (long long)len,
+                             m->vars[v].name, (long long)(o[i + 1] - o[i]),
                              (long long)L->pad_len);
-      most = len > most ? len : most;
-    }
   }
   int64_t w = L->pad == 2 ? L->pad_len : most;
   if (w > 0 && L->opts->batch_size > ((int64_t)1 << 40) / w)
@@ -171,8 +180,12 @@ int ferry__ragged_open(ferry_loader *L, ferry__err *err) {
   int rc = pad_open(L, err);
   if (rc)
     return rc;
-  if (!(L->ragged_cap = calloc((size_t)m->nvars, sizeof *L->ragged_cap)))
-    return ferry__oom(err, L->rank, (size_t)m->nvars * sizeof *L->ragged_cap,
+  L->ragged_cap = calloc((size_t)m->nvars, sizeof *L->ragged_cap);
+  L->rstat = calloc((size_t)m->nvars, sizeof *L->rstat);
+  if (!L->ragged_cap || !L->rstat)
+    return ferry__oom(err, L->rank,
+                      (size_t)m->nvars *
+                          (sizeof *L->ragged_cap + sizeof *L->rstat),
                       "the ragged variables of dataset %s", m->spec);
   size_t bytes = 0, mean = 0;
   for (int v = 0; v < m->nvars; v++) {
@@ -182,13 +195,15 @@ int ferry__ragged_open(ferry_loader *L, ferry__err *err) {
       mean += x->row_bytes;
       continue;
     }
-    rc = L->pad ? pad_cap(L, v, &L->ragged_cap[v], err)
-                : top_sum(m, v, B, &L->ragged_cap[v], err, L->rank);
+    /* without pad a slot holds the B longest samples (their sum, in the
+     * same pass); with pad, B x the width */
+    rc = scan_lengths(m, v, L->pad ? 0 : B, &L->rstat[v], &L->ragged_cap[v],
+                      err, L->rank);
+    if (!rc && L->pad)
+      rc = pad_cap(L, v, &L->ragged_cap[v], err);
     if (rc)
       return rc;
-    int64_t rows = 0;
-    for (int64_t p = 0; p < m->nparts; p++)
-      rows += m->parts[p].roff[v][m->parts[p].num_samples];
+    int64_t rows = L->rstat[v].total;
     bytes += (size_t)L->ragged_cap[v] * x->row_bytes + FERRY__RAGGED_HEAD(B);
     mean +=
         (size_t)((double)rows / (double)(m->num_samples ? m->num_samples : 1) *
