@@ -358,16 +358,14 @@ static int read_message(afile *a, int64_t *at, unsigned char **meta,
   int rc = rd(a, *at, h, a->size - *at >= 8 ? 8 : 4, err);
   if (rc)
     return rc;
-  uint32_t first = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 |
-                   (uint32_t)h[3] << 24;
+  uint32_t first = ferry__le32_load(h);
   int64_t lenat = first == 0xFFFFFFFFu ? *at + 4 : *at;
   if (first == 0xFFFFFFFFu && a->size - *at < 8)
     return ferry__seterr(err, FERRY_EFORMAT,
                          "file %s, offset %lld: a message runs past the end",
                          a->path, (long long)*at);
   const unsigned char *l = first == 0xFFFFFFFFu ? h + 4 : h;
-  uint32_t n = (uint32_t)l[0] | (uint32_t)l[1] << 8 | (uint32_t)l[2] << 16 |
-               (uint32_t)l[3] << 24;
+  uint32_t n = ferry__le32_load(l);
   if (n == 0)
     return 1; /* the end-of-stream marker */
   if ((int64_t)n > ARROW_MAX_META || (int64_t)n > a->size - lenat - 4)
@@ -469,11 +467,8 @@ static int take_offsets(afile *a, int f, int64_t rows, int64_t opos,
   int64_t base = a->roff[f][a->rows], prev = 0;
   for (int64_t i = 0; !rc && i <= rows; i++) {
     const unsigned char *p = buf + i * w;
-    int64_t o =
-        w == 8
-            ? (int64_t)ferry__le64_load(p)
-            : (int64_t)(int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 |
-                                 (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+    int64_t o = w == 8 ? (int64_t)ferry__le64_load(p)
+                       : (int64_t)(int32_t)ferry__le32_load(p);
     if (i == 0)
       *off0 = prev = o;
     if (o < prev || o < 0 || o > vlen / (int64_t)item)
@@ -742,9 +737,7 @@ static int message_range(afile *a, int64_t *from, int64_t *to,
   if (memcmp(h, "ARROW1", 6) != 0)
     return 0; /* a stream: the schema is its first message */
   int rc = a->size >= 18 ? rd(a, a->size - 10, t, 10, err) : -1;
-  uint32_t flen = rc ? 0
-                     : (uint32_t)t[0] | (uint32_t)t[1] << 8 |
-                           (uint32_t)t[2] << 16 | (uint32_t)t[3] << 24;
+  uint32_t flen = rc ? 0 : ferry__le32_load(t);
   if (rc || memcmp(t + 4, "ARROW1", 6) != 0 || (int64_t)flen > a->size - 18)
     return ferry__seterr(err, FERRY_EFORMAT,
                          "file %s: starts with ARROW1 but does not end with "

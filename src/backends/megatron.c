@@ -156,11 +156,6 @@ static int64_t le64(const unsigned char *p) {
   return (int64_t)ferry__le64_load(p);
 }
 
-static int32_t le32(const unsigned char *p) {
-  return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-                   (uint32_t)p[3] << 24);
-}
-
 /* The header and the sizes: S and D bounded by the index's size. */
 static int read_header(meg_index *x, ferry__err *err) {
   unsigned char h[MEG_HEAD];
@@ -235,7 +230,8 @@ static int read_array(const meg_index *x, int64_t off, uint64_t n, int w,
                          "bytes",
                          x->idx, (long long)at, got, want);
     for (uint64_t j = 0; rc == 0 && j < k; j++)
-      out[i + j] = w == 4 ? le32(b + j * 4) : le64(b + j * 8);
+      out[i + j] =
+          w == 4 ? (int32_t)ferry__le32_load(b + j * 4) : le64(b + j * 8);
   }
   free(b);
   return rc;

@@ -259,6 +259,11 @@ const void *ferry__rec_get_blob(ferry__rec_r *r, size_t *n) {
 
 /* ---- Fixed places ---- */
 
+uint32_t ferry__le32_load(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+         (uint32_t)p[3] << 24;
+}
+
 uint64_t ferry__le64_load(const unsigned char *p) {
   uint64_t v = 0;
   for (int i = 0; i < 8; i++)

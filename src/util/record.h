@@ -126,7 +126,8 @@ const void *ferry__rec_get_blob(ferry__rec_r *r, size_t *n);
 
 /* ---- Fixed places (a header's length, a trailing checksum) ---- */
 
-/** The 8 bytes at p as a little-endian u64, and the reverse. */
+/** The 4 (8) bytes at p as a little-endian u32 (u64), and the reverse. */
+uint32_t ferry__le32_load(const unsigned char *p);
 uint64_t ferry__le64_load(const unsigned char *p);
 void ferry__le64_store(unsigned char *p, uint64_t v);
 
