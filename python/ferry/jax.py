@@ -158,7 +158,11 @@ class Iterator:
     def _convert(self, batch):
         extra = {}
         if self.index_key is not None:
-            extra[self.index_key] = _numpy(batch.indices)
+            # copies (a few bytes per sample): JAX's device_put of a host
+            # array is asynchronous and holds its source until the
+            # transfer ends, which would hold the batch past the caller's
+            # last reference (close() then finds it still viewed)
+            extra[self.index_key] = _numpy(batch.indices).copy()
         if self.padded_key is not None:
             extra[self.padded_key] = _numpy(batch.padded).astype(bool)
         if not self.sharded:
@@ -190,8 +194,13 @@ class Iterator:
 
     def _split_host(self, array):
         import numpy
-        return [self.jax.device_put(piece, d) for piece, d in
-                zip(numpy.split(array, len(self.devices)), self.devices)]
+        pieces = [self.jax.device_put(piece, d) for piece, d in
+                  zip(numpy.split(array, len(self.devices)), self.devices)]
+        # the transfers read the batch's host memory: done before the
+        # batch is released (device_put is asynchronous)
+        for p in pieces:
+            p.block_until_ready()
+        return pieces
 
     def _assemble(self, pieces):
         shape = (sum(p.shape[0] for p in pieces),) + tuple(pieces[0].shape[1:])

@@ -69,7 +69,11 @@ def _check_not_in_worker():
 
 
 def _tensor(array):
-    """A torch tensor over a ferry Array (or anything with __dlpack__)."""
+    """A torch tensor over a ferry Array (or anything with __dlpack__); a
+    ferry.Ragged of two torch tensors over a Ragged of Arrays."""
+    if isinstance(array, _ferry.Ragged):
+        return _ferry.Ragged(torch.from_dlpack(array.values),
+                             torch.from_dlpack(array.offsets), array.max_len)
     return torch.from_dlpack(array)
 
 

@@ -13,7 +13,11 @@
 #              jansson, blosc and their dependencies, as `apt-get download`
 #              left them (docs/gpu.md lists them); unpacked into
 #              /opt/ferry-root, never over the machine's own files
-#   STEP       facts | real | bench | python | pybench (in the order given)
+#   STEP       facts | real | bench | python | pybench | profile (in the
+#              order given; profile: nsys over ResNet-50's batches streamed
+#              and under its 224 ms step, when nsys is installed; probe:
+#              tests/gpu/h2d_probe.py, a pinned copy with and without a
+#              kernel running on another stream)
 #
 # Results go to $OUT (the device tool's output folder) or ./gpu-out.
 # The environment it builds: PATH and LD_LIBRARY_PATH into /opt/ferry-root
@@ -189,10 +193,52 @@ step_pybench() {
   tail -12 "$out/pybench.log"
 }
 
+# nsys over ResNet-50's batches (400 x 114.7 KB), streamed and under its
+# 224 ms step: the memory kinds and durations of the loader's copies
+# (performance.md: 0.887 of a plain copy streamed, 0.267 under the step).
+step_profile() {
+  echo "== nsys: ResNet-50 streamed and under its step"
+  nsys=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys \
+           /usr/local/cuda/nsight-systems-*/bin/nsys 2>/dev/null | head -1)
+  if test -z "$nsys"; then echo "no nsys on this machine: profile not run"; return; fi
+  w=/tmp/ferry-prof
+  mkdir -p "$w"
+  "$FERRY" gen "$w/resnet50" --samples 8000 --var samples:uint8:224x512 >/dev/null ||
+    { status=1; return; }
+  cat "$w"/resnet50/*.npy >/dev/null
+  for c in 0 224; do
+    mpirun -np 1 --oversubscribe --bind-to none "$nsys" profile -t cuda,osrt -f true \
+      -o "$w/r$c" "$FERRY" bench "$w/resnet50" --device cuda --epochs 1 \
+      --batch-size 400 --seed 1 --compute-ms $c >"$out/prof-r$c.log" 2>&1 || status=1
+    tail -5 "$out/prof-r$c.log"
+    "$nsys" stats -q -r cuda_gpu_mem_time_sum,cuda_gpu_mem_size_sum,cuda_api_sum \
+      "$w/r$c.nsys-rep" >"$out/prof-r$c-sum.txt" 2>&1
+    "$nsys" stats -q -r cuda_gpu_trace -f csv "$w/r$c.nsys-rep" 2>/dev/null |
+      grep -i 'memcpy\|Start' | head -80 >"$out/prof-r$c-copies.csv"
+    head -40 "$out/prof-r$c-sum.txt"
+    head -12 "$out/prof-r$c-copies.csv"
+  done
+}
+
+step_probe() {
+  echo "== tests/gpu/h2d_probe.py"
+  "$PY" "$src/tests/gpu/h2d_probe.py" 2>&1 | tee "$out/probe.txt"
+  "$PY" "$src/tests/gpu/h2d_probe.py" 2867200 2>&1 | tee -a "$out/probe.txt"
+  # ferry's own copies of the same size, streamed and under a 224 ms step
+  w=/tmp/ferry-probe
+  "$FERRY" gen "$w" --samples ${PROBE_SAMPLES:-4000} --var samples:uint8:224x512 >/dev/null || return
+  for c in 0 224; do
+    mpirun -np 1 --oversubscribe --bind-to none "$FERRY" bench "$w" --device cuda \
+      --epochs ${PROBE_EPOCHS:-1} --batch-size 400 --seed 1 --compute-ms $c --json 2>&1 | tail -1 |
+      tr ',' '\n' | grep -i 'h2d\|memcpy\|au\b\|"au' | tr '\n' ' ' | sed "s/^/compute-ms $c: /"
+    echo
+  done 2>&1 | tee -a "$out/probe.txt"
+}
+
 setup || { echo "device.sh: setting up /opt/ferry-root failed"; exit 1; }
 for s in "$@"; do
   case $s in
-    facts|real|bench|python|pybench) "step_$s" ;;
+    facts|real|bench|python|pybench|profile|probe) "step_$s" ;;
     *) echo "device.sh: unknown step $s" >&2; exit 2 ;;
   esac
 done

@@ -43,4 +43,4 @@ tests_gpu_libfakecuda_la_LIBADD = $(PTHREAD_LIBS)
 endif
 
 TEST_DATA_FILES += tests/gpu/local.mk tests/gpu/common.sh tests/gpu/device.sh \
-	tests/gpu/gather.sh
+	tests/gpu/gather.sh tests/gpu/h2d_probe.py

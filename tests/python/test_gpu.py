@@ -5,6 +5,7 @@ torch's current stream (a kernel queued right after reading the batch sees
 the data); a non-default torch stream too; the same batches as device="cpu"
 for the same seed; ferry.jax on the GPU through DLPack.  Prints the rates of
 device="cuda" and of device="cpu" + .cuda() (not a check: a report)."""
+import os
 import time
 
 import numpy as np
@@ -12,6 +13,7 @@ import torch
 from helpers import check, comm, dataset, every_once, rank, size
 from mpi4py import MPI
 
+import ferry
 import ferry.torch as ft
 
 d, n, X, Y = dataset()
@@ -84,6 +86,58 @@ if rank == 0:
     print("rate: device=cuda %.0f samples/s, device=cpu+.cuda() %.0f samples/s "
           "(%.2fx)" % (r_cuda, r_cpu, r_cuda / r_cpu), flush=True)
 
+# A ragged variable (tokens of a Megatron corpus) on the GPU: values and
+# offsets CUDA tensors of the rank's device, equal to the writer's; padded()
+# and nested() on the device; the same batches as device="cpu".
+meg = os.environ.get("FERRY_TEST_MEGATRON")
+if meg:
+    with np.load(meg + ".seq.npz") as z:
+        V, O = z["values"], z["offsets"]
+    ROPTS = dict(batch_size=8, seed=4, tail="partial", device_prefetch=2)
+    ds = ft.Dataset(meg + ".idx", comm, device="cuda", **ROPTS)
+    ids, rorder = [], []
+    for b in ds:
+        r = b["tokens"]
+        check(r.values.is_cuda and r.offsets.is_cuda and
+              r.values.device.index == gpu and r.offsets.device.index == gpu,
+              "ragged values/offsets on cuda:%d: %s %s" % (
+                  gpu, r.values.device, r.offsets.device))
+        idx = b["index"].cpu().numpy().copy()
+        o = r.offsets.cpu().numpy().copy()
+        v = r.values.cpu().numpy().copy()
+        lens = np.diff(o)
+        check(o[0] == 0 and len(o) == len(idx) + 1 and int(r.nvalues) == o[-1]
+              and int(r.max_len) == (int(lens.max()) if len(lens) else 0),
+              "device offsets %r, nvalues %d, max_len %d" % (
+                  o, r.nvalues, r.max_len))
+        for k, i in enumerate(idx):
+            check(np.array_equal(v[o[k]:o[k + 1]], V[O[i]:O[i + 1]]),
+                  "ragged sample %d on the GPU differs from the writer's" % i)
+        x, ln = ft.padded(r, pad_value=7)
+        check(x.is_cuda and tuple(x.shape) == (len(idx), int(r.max_len)),
+              "padded on the GPU: %s %s" % (x.device, tuple(x.shape)))
+        xh = x.cpu().numpy().copy()
+        for k, i in enumerate(idx):
+            L = O[i + 1] - O[i]
+            check(int(ln[k]) == L and np.array_equal(xh[k, :L], V[O[i]:O[i + 1]])
+                  and (xh[k, L:] == 7).all(), "padded row %d" % k)
+        nt = ft.nested(r)
+        check(nt.is_cuda, "nested tensor on the GPU")
+        ids.extend(int(i) for i in idx)
+        rorder.append(idx)
+        del b, r, x, ln, nt
+    every_once(ids, len(O) - 1, "ragged on cuda")
+    ds.close()
+    host = ft.Dataset(meg + ".idx", comm, device="cpu", **ROPTS)
+    horder = [b["index"].numpy().copy() for b in host]
+    host.close()
+    check(len(horder) == len(rorder) and
+          all(np.array_equal(a, b) for a, b in zip(horder, rorder)),
+          "ragged: device=cuda and device=cpu serve different batches")
+    if rank == 0:
+        print("ragged on the GPU: ok (%d batches on rank 0)" % len(rorder),
+              flush=True)
+
 try:
     import jax
     import ferry.jax as fj
@@ -98,7 +152,19 @@ if jax is not None and any(dv.platform == "gpu" for dv in jax.local_devices()):
         check(np.array_equal(np.asarray(b["x"]), X[idx]), "jax x values")
         ids.extend(int(i) for i in idx)
     b = None  # views of ferry's device buffers: dropped before close
-    it.close()
+    try:
+        it.close()
+    except ferry.StateError as e:
+        # what still holds the batch?  collect cycles, then close again,
+        # and say which it was (the check fails either way)
+        import gc
+        gc.collect()
+        try:
+            it.close()
+            again = "closed after gc.collect()"
+        except ferry.StateError:
+            again = "still held after gc.collect()"
+        check(False, "jax: close with the last batch dropped: %s (%s)" % (e, again))
     every_once(ids, n, "jax")
     if rank == 0:
         print("jax on the GPU: ok", flush=True)

@@ -11,6 +11,11 @@ if ! "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1
   exit 77
 fi
 "$PY" "$top_srcdir/examples/make_data.py" npy "$tmp/data" 20000 || exit 1
+# a ragged variable (test_gpu.py's ragged section)
+"$PY" "$top_srcdir/tests/fixtures/make_megatron.py" "$tmp/meg" --docs 300 \
+  --empty 3 --seed 9 >/dev/null || exit 1
+FERRY_TEST_MEGATRON=$tmp/meg
+export FERRY_TEST_MEGATRON
 status=0
 for np in 1 2; do
   $RUN_MPI $np "$PY" "$pydir/test_gpu.py" "$tmp/data" 20000 ||
