@@ -367,6 +367,26 @@ static const option_def defs[] = {
      0,
      0,
      megatron_sample_names},
+    {{"max_tokens", "0", "integer >= 0",
+      "Ragged variables: 0 cuts batches of batch_size samples; T > 0 "
+      "cuts batches of at most T rows of the first ragged variable "
+      "(tokens) and at most batch_size samples, the same number of "
+      "batches on every rank (docs/ragged.md)."},
+     K_INT,
+     OFF(max_tokens),
+     0,
+     BIG,
+     NULL},
+    {{"bucket_window", "0", "integer >= 0",
+      "With max_tokens: each rank sorts every run of this many served "
+      "samples by length before cutting its batches, then shuffles those "
+      "batches (seeded), so a batch's samples have similar lengths and "
+      "pad=max wastes little; 0 keeps the served order."},
+     K_INT,
+     OFF(bucket_window),
+     0,
+     1 << 24,
+     NULL},
     {{"pad", "none", "none|max|integer >= 1",
       "Ragged variables (samples of different lengths, docs/ragged.md): "
       "none serves values and offsets; max pads every sample of a batch to "

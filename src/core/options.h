@@ -76,6 +76,8 @@ struct ferry_options {
                           * name, with ferry_options_get)               */
   int megatron_sample;   /* index into megatron_sample_names (the megatron
                           * backend reads it by name)                  */
+  int64_t max_tokens;    /* ragged: rows of a batch, 0: batch_size (tokens.c) */
+  int64_t bucket_window; /* max_tokens: samples sorted by length together  */
   char *pad;             /* ragged variables: "none", "max" or L (ragged.c) */
   int truncate;          /* pad=L: cut longer samples (1) or refuse (0)  */
   char *pad_value;       /* the padding rows' value, a number            */

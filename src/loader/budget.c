@@ -36,7 +36,6 @@ size_t ferry__cache_bound(const ferry_loader *L) {
 static size_t read_bound_x(const ferry_loader *L, const ferry__rank_plan *p,
                            int64_t extra) {
   int64_t nb = p->num_batches, la = L->opts->prefetch;
-  int64_t bs = L->opts->batch_size;
   if (nb == 0)
     return 0;
   double run = 0, best = 0;
@@ -45,7 +44,7 @@ static size_t read_bound_x(const ferry_loader *L, const ferry__rank_plan *p,
     int64_t from =
         ferry__admit_of(p, w) - la < 0 ? 0 : ferry__admit_of(p, w) - la;
     for (; e < w; e++) { /* windows whose last batch is before from */
-      int64_t last = (epos + p->window_samples[e] - 1) / bs;
+      int64_t last = ferry__plan_batch_of(p, epos + p->window_samples[e] - 1);
       if (last >= nb)
         last = nb - 1;
       if (last + 1 > from)

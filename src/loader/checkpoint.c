@@ -298,6 +298,11 @@ static int state_check(const ferry_loader *L, const ferry__state *st,
     if (!saved && !strcmp(mine.opt_name[i], "exchange") &&
         !strcmp(mine.opt_value[i], "1"))
       continue; /* saved before the option existed: its default then */
+    if (!saved &&
+        (!strcmp(mine.opt_name[i], "max_tokens") ||
+         !strcmp(mine.opt_name[i], "bucket_window")) &&
+        !strcmp(mine.opt_value[i], "0"))
+      continue; /* the same: saved before max_tokens existed */
     if (*newmix && !strcmp(mine.opt_name[i], "mix_exhaust"))
       continue; /* part of the new mix */
     if (!saved)
@@ -312,7 +317,7 @@ static int state_check(const ferry_loader *L, const ferry__state *st,
                          "option that shapes the plan (batch_size, seed, "
                          "shuffle, block_size, shuffle_buffer, partition, "
                          "tail, chunk_samples, vars, max_chunks, fraction, "
-                         "exchange); "
+                         "exchange, max_tokens, bucket_window); "
                          "the number of ranks may change",
                          path, mine.opt_name[i], saved, mine.opt_value[i]);
   }

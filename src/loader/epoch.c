@@ -79,6 +79,7 @@ int ferry__epoch_stop(ferry_loader *L) {
   free(ep->round_admit);
   free(ep->steps);
   ferry__rank_plan_free(&ep->plan);
+  ferry__tok_cache_free(ep->tokc);
   if (ep->draw) { /* after the plan, which points to it */
     ferry__draw_free(ep->draw);
     free(ep->draw);
@@ -109,6 +110,8 @@ void ferry__plan_params_of(const ferry_loader *L, int64_t epoch,
       o->batch_size,     o->seed,      o->shuffle, o->block_size,
       o->shuffle_buffer, o->partition, o->tail,    o->max_chunks,
       o->fraction,       epoch,        L->size};
+  if (o->max_tokens) /* samples first, cut by tokens after (tokens.c) */
+    pp->batch_size = 1;
 }
 
 /* This rank's reads, as the other ranks' collective I/O needs them, packed
@@ -541,6 +544,69 @@ static int global_check(ferry_loader *L, epoch_state *ep, ferry__err *err) {
   return ferry__agree(L->comm, L->rank, rc, err);
 }
 
+/* Step 3 with max_tokens: the plan of batch_size 1 cut by tokens
+ * (tokens.c).  A resumed epoch: the whole epoch's batches are cut again
+ * (the same on every rank as when it was saved), the samples of the first
+ * K are served ones, and the rest of the plan after them keeps the rest of
+ * those batches.  Only over the same number of ranks and without buckets:
+ * another rank count would need every old rank's cut, and a bucket's
+ * batches are not a prefix of its slots.  COLLECTIVE. */
+static int tokens_plan(ferry_loader *L, epoch_state *ep,
+                       const ferry__plan_params *pp, ferry__err *err) {
+  int64_t K = 0;
+  int rc = 0;
+  for (int s = 0; s < ep->nsteps; s++) {
+    K += ep->steps[s].batches;
+    if (!rc && ep->steps[s].world_size != L->size)
+      rc =
+          ferry__seterr(err, FERRY_ENOTSUP,
+                        "max_tokens: epoch %lld was saved over %d ranks; an "
+                        "epoch of max_tokens batches resumes over the same "
+                        "number of ranks only (this run has %d), or at the "
+                        "next epoch",
+                        (long long)pp->epoch, ep->steps[s].world_size, L->size);
+  }
+  if (!rc && K > 0 && L->opts->bucket_window)
+    rc = ferry__seterr(err, FERRY_ENOTSUP,
+                       "max_tokens with bucket_window: epoch %lld cannot "
+                       "resume in its middle (after %lld batches) yet; resume "
+                       "at the next epoch, or without bucket_window",
+                       (long long)pp->epoch, (long long)K);
+  if (!rc)
+    rc = ferry__plan_build(&ep->pieces, ep->perm, pp, L->rank, &ep->plan, err);
+  rc = ferry__tokens_plan(L, &ep->plan, pp->epoch, K ? NULL : &ep->tokc, rc,
+                          err);
+  if (rc || K == 0)
+    return rc;
+  if (K > ep->plan.num_batches) /* the same count on every rank: all fail */
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "max_tokens: the state says %lld batches of epoch "
+                         "%lld were served, but it has %lld",
+                         (long long)K, (long long)pp->epoch,
+                         (long long)ep->plan.num_batches);
+  int64_t C = ep->plan.num_batches, *ts = ep->plan.tok_start;
+  ep->plan.tok_start = NULL;
+  ferry__rank_plan_free(&ep->plan);
+  ferry__resume_step one = {L->size, ts[K]};
+  rc = ferry__plan_resume(&ep->pieces, ep->perm, pp, &one, 1, L->rank,
+                          &ep->plan, NULL, err);
+  if (!rc) {
+    ferry__rank_plan *p = &ep->plan;
+    int64_t base = ts[K];
+    memmove(ts, ts + K, (size_t)(C - K + 1) * sizeof *ts);
+    for (int64_t b = 0; b <= C - K; b++)
+      ts[b] -= base;
+    p->tok_start = ts;
+    ts = NULL;
+    p->num_batches = C - K;
+    p->batch_size = L->opts->batch_size;
+    for (int64_t w = 0; w < p->nwindows; w++)
+      p->window_need[w] = ferry__plan_batch_of(p, p->window_first_slot[w]);
+  }
+  free(ts);
+  return rc;
+}
+
 /* Step 3: this rank's plan (fresh, or the rest of a resumed epoch), and
  * with io=collective every rank's reads.  The slot array of the last epoch
  * is reused: fresh memory costs a page fault per 4 KiB. */
@@ -549,6 +615,8 @@ static int epoch_plan(ferry_loader *L, epoch_state *ep,
   int rc = 0;
   if (L->opts->shuffle == FERRY__SHUFFLE_GLOBAL)
     rc = global_plan(L, ep, pp, err);
+  else if (L->opts->max_tokens) /* collective */
+    rc = tokens_plan(L, ep, pp, err);
   else if (ep->nsteps)
     rc = ferry__plan_resume(&ep->pieces, ep->perm, pp, ep->steps, ep->nsteps,
                             L->rank, &ep->plan, NULL, err);

@@ -160,6 +160,11 @@ int ferry_plan_order(const ferry_loader *L, int64_t epoch, int world_size,
   if (world_size < 1 || rank < 0 || rank >= world_size || epoch < 0)
     return order_fail(FERRY_EINVAL, "ferry_plan_order: needs world_size >= "
                                     "1, 0 <= rank < world_size, epoch >= 0");
+  if (L->opts->max_tokens)
+    return order_fail(FERRY_ENOTSUP,
+                      "ferry_plan_order: max_tokens batches are cut at "
+                      "ferry_set_epoch from every rank's batch count, not "
+                      "from the plan alone");
   ferry__plan_params pp;
   ferry__plan_params_of(L, epoch, &pp);
   pp.world_size = world_size;

@@ -157,12 +157,15 @@ typedef struct ferry__round_reads {
   int64_t *count; /* [pairs] */
 } ferry__round_reads;
 
+typedef struct ferry__tok_cache ferry__tok_cache; /* tokens.c */
+
 typedef struct epoch_state {
   ferry_loader *L;
   int64_t epoch;
   ferry__rank_plan plan;
-  ferry__pieces pieces; /* computed on demand from L->chunks           */
-  int64_t *perm;        /* [pieces.n]: the only O(chunks) array        */
+  ferry__tok_cache *tokc; /* bucket_window: sorted buckets (tokens.c)  */
+  ferry__pieces pieces;   /* computed on demand from L->chunks           */
+  int64_t *perm;          /* [pieces.n]: the only O(chunks) array        */
   /* shuffle=global: the epoch's global plan (its pieces as an array, which
    * it borrows); ep->plan then has one extent per window, the window's
    * serve buffer, whose slots are its rows in order (pipeline.c) */
@@ -252,6 +255,7 @@ struct ferry_loader {
    * mean bytes of a sample and sample_bound the most bytes per sample of
    * any chunk (both row_total without ragged variables). */
   int ragged;
+  int tok_var; /* max_tokens: the ragged variable counted (tokens.c), or -1 */
   int64_t *ragged_cap;
   ferry__lenstat *rstat; /* [nvars] a ragged variable's lengths: shortest,
                           * longest, all rows (one pass at open) */
@@ -391,6 +395,20 @@ unsigned char *ferry__buf_get(ferry_loader *L, size_t bytes);
 void ferry__buf_put(ferry_loader *L, unsigned char *p);
 /* The I/O thread's hand-offs to the workers (ep->mu taken inside): rows of
  * extent e now in buf, or the first error of the epoch's reads. */
+/* tokens.c: batches by a token budget (max_tokens, bucket_window). */
+int ferry__tokens_open(ferry_loader *L, ferry__err *err);
+/** Cut p (a computed plan of batch_size 1) into max_tokens batches, the
+ *  same count on every rank (one MPI_Allreduce after agreeing on rc);
+ *  with bucket_window, *cache (when cache is not NULL) gets what
+ *  ferry__tokens_slots needs.  COLLECTIVE.  Returns the agreed rc. */
+int ferry__tokens_plan(ferry_loader *L, ferry__rank_plan *p, int64_t epoch,
+                       ferry__tok_cache **cache, int rc, ferry__err *err);
+/** Positions [i0, i0 + n) of one batch of a bucketed plan: their slots. */
+void ferry__tokens_slots(const ferry_loader *L, const ferry__rank_plan *p,
+                         int64_t epoch, ferry__tok_cache *tc, int64_t i0,
+                         int64_t n, ferry__slot *out);
+void ferry__tok_cache_free(ferry__tok_cache *tc);
+size_t ferry__tok_cache_bytes(int64_t W);
 /* ragged.c */
 int ferry__ragged_open(ferry_loader *L, ferry__err *err);
 void ferry__ragged_bound(ferry_loader *L);

@@ -323,6 +323,8 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
     if (!rc)
       rc = ferry__ragged_open(L, &err);
     if (!rc)
+      rc = ferry__tokens_open(L, &err);
+    if (!rc)
       rc = make_chunks(L, &err);
     if (!rc)
       ferry__ragged_bound(L);

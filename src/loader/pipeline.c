@@ -475,6 +475,10 @@ void *ferry__io_main(void *arg) {
 static void batch_slots(const epoch_state *ep, int64_t i0, int64_t n,
                         ferry__slot *out) {
   const ferry__rank_plan *p = &ep->plan;
+  if (p->bucket_pos) { /* max_tokens with bucket_window (tokens.c) */
+    ferry__tokens_slots(ep->L, p, ep->epoch, ep->tokc, i0, n, out);
+    return;
+  }
   if (ferry__plan_slots_computed(p)) {
     (void)ferry__plan_slots_get(p, i0, n, out);
     return;

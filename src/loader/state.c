@@ -43,12 +43,12 @@
  * io, device, manifest, max_open_files, checkpoint_signal, verbose) may
  * change. */
 static const char *const plan_options[] = {
-    "batch_size",     "seed",        "shuffle",     "block_size",
-    "shuffle_buffer", "partition",   "tail",        "chunk_samples",
-    "vars",           "max_chunks",  "fraction",    "exchange",
-    "weights",        "replacement", "num_draws",   "balance",
-    "balance_shares", "mix_by",      "mix_exhaust", "draw_window",
-    "draw_block",     NULL};
+    "batch_size",     "seed",        "shuffle",       "block_size",
+    "shuffle_buffer", "partition",   "tail",          "chunk_samples",
+    "vars",           "max_chunks",  "fraction",      "exchange",
+    "weights",        "replacement", "num_draws",     "balance",
+    "balance_shares", "mix_by",      "mix_exhaust",   "draw_window",
+    "draw_block",     "max_tokens",  "bucket_window", NULL};
 
 const char *const *ferry__state_plan_options(void) { return plan_options; }
 

@@ -111,6 +111,9 @@ void ferry__rank_plan_free(ferry__rank_plan *p) {
   free(p->slices);
   free(p->window_first_slice);
   free(p->runs);
+  free(p->tok_start);
+  free(p->bucket_pos);
+  free(p->bucket_batch);
   memset(p, 0, sizeof *p);
 }
 
@@ -378,7 +381,16 @@ static int plan_windows(const build_ctx *c, ferry__rank_plan *out) {
 }
 
 int64_t ferry__plan_batch_start(const ferry__rank_plan *p, int64_t b) {
+  if (p->tok_start)
+    return p->tok_start[b < 0 ? 0 : b > p->num_batches ? p->num_batches : b];
   return b * p->batch_size < p->nslots ? b * p->batch_size : p->nslots;
+}
+
+int64_t ferry__plan_batch_of(const ferry__rank_plan *p, int64_t i) {
+  if (p->tok_start) /* the last batch starting at or before i (the empty
+                     * batches at the end start at nslots) */
+    return ferry__last_le(p->tok_start, p->num_batches, i);
+  return i / p->batch_size;
 }
 
 int64_t ferry__plan_window_of(const ferry__rank_plan *p, int64_t i) {
@@ -443,7 +455,9 @@ size_t ferry__plan_bytes(const ferry__rank_plan *p) {
          (size_t)p->nslices * sizeof(ferry__slice) +
          (size_t)p->nruns * sizeof(ferry__run) +
          (size_t)p->nsegs * sizeof(ferry__seg) +
-         (size_t)(p->nwindows + 1) * per_window;
+         (size_t)(p->nwindows + 1) * per_window +
+         (p->tok_start ? (size_t)(p->num_batches + 1) * sizeof(int64_t) : 0) +
+         (p->bucket_pos ? (size_t)(p->nbuckets + 1) * 2 * sizeof(int64_t) : 0);
 }
 
 /* One rank's plan: the steps above in order. */

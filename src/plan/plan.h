@@ -230,6 +230,16 @@ typedef struct ferry__rank_plan {
   const struct ferry__draw *draw;
   int64_t draw_pos0, draw_gb, draw_last, draw_nbw;
   int draw_P, draw_rank;
+  /* Token budgets (max_tokens, loader/tokens.c): batch b is served
+   * positions [tok_start[b], tok_start[b+1]) (num_batches + 1 entries;
+   * NULL: batches of batch_size).  With bucket_window, bucket k is
+   * positions [bucket_pos[k], bucket_pos[k+1]) (inside one window), its
+   * batches [bucket_batch[k], bucket_batch[k+1]), and its positions serve
+   * its slots sorted by length, cut and shuffled (tokens.c); NULL: a
+   * position serves the slot of that index. */
+  int64_t *tok_start;
+  int64_t nbuckets;
+  int64_t *bucket_pos, *bucket_batch; /* [nbuckets + 1] */
 } ferry__rank_plan;
 
 /**
@@ -249,6 +259,8 @@ int64_t ferry__plan_batch_start(const ferry__rank_plan *p, int64_t b);
 /** Extents (read order) that must be loaded before batch b is assembled:
  *  up to the last extent of the last window it touches. */
 int64_t ferry__plan_batch_need(const ferry__rank_plan *p, int64_t b);
+/** The batch serving position i (0 <= i < nslots). */
+int64_t ferry__plan_batch_of(const ferry__rank_plan *p, int64_t i);
 /** The window holding slot i (0 <= i < nslots). */
 int64_t ferry__plan_window_of(const ferry__rank_plan *p, int64_t i);
 /** Window w's slots in served order into out[window_samples[w]].  Returns

@@ -122,6 +122,10 @@ enum {
   M_STEPS_STEADY, /* steps in M_SWAIT_STEADY                          */
   M_XBYTES,       /* shuffle=global: bytes sent to other ranks        */
   M_XSEC,         /* shuffle=global: seconds of the exchanges         */
+  M_RAGGED,       /* 1: a ragged variable (the first is counted)      */
+  M_ROWS,         /* its rows (tokens) served                         */
+  M_CELLS,        /* batch size x width (pad: the padded width, else  */
+                  /* the batch's longest): rows padded to it          */
   M_COUNT
 };
 
@@ -590,6 +594,15 @@ static int bench_epoch(tool_ctx *ctx, ferry_loader *L, gpu_bench *g,
     double c = 0;
     int on_gpu = b->nshards > 0;
     shares_count(b);
+    for (int v = 0; v < b->nvars; v++) /* the first ragged variable */
+      if (b->vars[v].offsets || b->vars[v].lengths) {
+        const ferry_tensor *t = &b->vars[v];
+        m[M_RAGGED] = 1;
+        m[M_ROWS] += (double)t->nvalues;
+        m[M_CELLS] +=
+            (double)b->size * (double)(t->lengths ? t->shape[1] : t->max_len);
+        break;
+      }
     if (on_gpu) {
       /* waits on the GPU, the kernel, ferry_release; compute time and
        * stream waits are accounted when the step is waited for */
@@ -711,6 +724,8 @@ typedef struct bench_sum {
   double h2d_bps, h2d_wall_bps, base_bps, h2d_ratio, swait_ms, swait_steady_ms;
   double xbytes, xsec_max; /* shuffle=global: sent by all ranks; the
                             * slowest rank's exchange time               */
+  int ragged;              /* a ragged variable: rows (tokens) counted  */
+  double rows, cells, rps, pad_frac;
   const char *mode;
   const char *io; /* ferry_io_choice: how rows were read and why */
 } bench_sum;
@@ -740,7 +755,12 @@ static void bench_aggregate(const tool_ctx *ctx, const bench_cfg *cfg,
     s->bmax = x[M_BATCHES] > s->bmax ? x[M_BATCHES] : s->bmax;
     s->xbytes += x[M_XBYTES];
     s->xsec_max = x[M_XSEC] > s->xsec_max ? x[M_XSEC] : s->xsec_max;
+    s->ragged |= x[M_RAGGED] != 0;
+    s->rows += x[M_ROWS];
+    s->cells += x[M_CELLS];
   }
+  s->rps = s->t > 0 ? s->rows / s->t : 0;
+  s->pad_frac = s->cells > 0 ? 1 - s->rows / s->cells : 0;
   s->sps = s->t > 0 ? s->samples / s->t : 0;
   s->bps = s->t > 0 ? s->bytes / s->t : 0;
   s->wait_frac = s->sum_elapsed > 0 ? s->wait / s->sum_elapsed : 0;
@@ -821,6 +841,10 @@ static void bench_print_json(const tool_ctx *ctx, const bench_cfg *cfg,
   tool_json_number(stdout, s->t);
   json_num("samples_per_s", s->sps);
   json_num("bytes_per_s", s->bps);
+  if (s->ragged) {
+    json_num("rows_per_s", s->rps);
+    json_num("padding_fraction", s->pad_frac);
+  }
   json_num("wait_s", s->wait);
   json_num("wait_fraction", s->wait_frac);
   json_num("compute_ms", cfg->compute_ms);
@@ -892,6 +916,11 @@ static void bench_print_text(const tool_ctx *ctx, const bench_cfg *cfg,
          ", %.0f batches per rank, elapsed %.3f s\n",
          s->sps, tool_fmt_bytes(s->bps, b1, sizeof b1), s->wait_frac, s->au,
          s->au_min, s->bmax, s->t);
+  if (s->ragged)
+    printf("ragged: %.1f rows (tokens) per second of the first ragged "
+           "variable; padding %.1f%% of each batch padded to its longest "
+           "sample (with pad=L: to L)\n",
+           s->rps, 100 * s->pad_frac);
   printf("read: %s from storage (%.2fx the bytes handed out)%s%s\n",
          tool_fmt_bytes(s->bytes_read, b1, sizeof b1),
          s->bytes > 0 ? s->bytes_read / s->bytes : 0, s->io ? "; io " : "",

@@ -429,6 +429,16 @@ static int run_epoch(tool_ctx *ctx, ferry_loader *L, const setup *su, int64_t e,
                (long long)run->received + 1, ctx->target);
     int64_t before = run->malformed;
     check_batch(su, b, e, run->info.first_batch + run->received, nvars, run);
+    for (int v = 0; su->max_tokens && v < b->nvars; v++)
+      if (b->vars[v].offsets || b->vars[v].lengths) { /* the first ragged */
+        if (b->vars[v].nvalues > su->max_tokens && run->malformed++ == 0)
+          snprintf(run->malformed_msg, MSG_LEN,
+                   "batch %" PRId64 " holds %" PRId64 " rows of variable "
+                   "'%s', more than max_tokens=%" PRId64,
+                   run->received, b->vars[v].nvalues, b->vars[v].name,
+                   su->max_tokens);
+        break;
+      }
     int ok = run->malformed == before;
     uint64_t h =
         hash_bytes(UINT64_C(0xcbf29ce484222325), &b->index, sizeof b->index);
@@ -473,8 +483,13 @@ static int run_epoch(tool_ctx *ctx, ferry_loader *L, const setup *su, int64_t e,
     int ok = su->tail == TAIL_PARTIAL
                  ? (short_at < 0 ? size <= su->batch_size : size == 0)
                  : size == su->batch_size;
-    if (su->tail == TAIL_PARTIAL && short_at < 0 && size < su->batch_size)
+    if (su->tail == TAIL_PARTIAL && short_at < 0 && size < su->batch_size &&
+        !su->max_tokens)
       short_at = i;
+    if (su->max_tokens) { /* 1 to batch_size samples, then empty ones */
+      ok = short_at < 0 ? size <= su->batch_size : size == 0;
+      short_at = short_at < 0 && size == 0 ? i : short_at;
+    }
     if (ok)
       continue;
     if (run->malformed++ == 0)
@@ -482,9 +497,11 @@ static int run_epoch(tool_ctx *ctx, ferry_loader *L, const setup *su, int64_t e,
                "batch %" PRId64 " of %" PRId64 " holds %" PRId64
                " samples, batch_size is %" PRId64 "%s",
                i, run->received, size, su->batch_size,
-               su->tail == TAIL_PARTIAL ? " (after a short batch only empty "
-                                          "ones may follow)"
-                                        : "");
+               su->max_tokens ? " (max_tokens: at most batch_size, and only "
+                                "empty ones after an empty one)"
+               : su->tail == TAIL_PARTIAL ? " (after a short batch only empty "
+                                            "ones may follow)"
+                                          : "");
   }
   if (run->num_batches != run->info.num_batches && run->malformed++ == 0)
     snprintf(run->malformed_msg, MSG_LEN,
@@ -632,6 +649,8 @@ static void setup_init(tool_ctx *ctx, ferry_loader *L, setup *su) {
              "the %d variables of dataset %s", su->nvars, ctx->target);
   tool_parse_i64(tool_option(ctx, "batch_size", buf, sizeof buf), 1, INT64_MAX,
                  &su->batch_size);
+  tool_parse_i64(tool_option(ctx, "max_tokens", buf, sizeof buf), 0, INT64_MAX,
+                 &su->max_tokens);
   tool_option(ctx, "tail", su->tail_name, sizeof su->tail_name);
   tool_option(ctx, "shuffle", su->shuffle_name, sizeof su->shuffle_name);
   su->tail = strcmp(su->tail_name, "pad") == 0       ? TAIL_PAD

@@ -33,6 +33,7 @@ typedef struct setup {
   int nvars;
   ferry_var_info *vars; /* [nvars] */
   int64_t batch_size;
+  int64_t max_tokens; /* 0: batches of batch_size samples */
   int tail;
   int shuffled;          /* shuffle != none */
   int content;           /* the values encode the index */

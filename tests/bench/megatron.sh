@@ -20,6 +20,14 @@
 #               a Hugging Face shard (list<int32> input_ids, record batches
 #               of 1000) and as a .bin/.idx (tests/bench/
 #               make_arrow_corpus.mjs), ferry bench on each, alternated
+#   tokens      (the issue's max_tokens target) WORK_DIR/tok, 200,000
+#               uint16 sequences of log-normal lengths (mean 300, sigma 1),
+#               ferry bench on 2 ranks with max_tokens=16384 and
+#               batch_size=1024, without buckets and with
+#               bucket_window=4096 and pad=max (3 runs each, alternated),
+#               and batch_size=64 batches for comparison: the padding
+#               fraction (each batch padded to its longest sample) and
+#               the rows (tokens) per second.  TOKENS_ONLY=1 runs only it.
 # Results go to WORK_DIR/megatron-results.jsonl and a table on stdout.
 # Run it on a quiet machine: every line is a ratio of runs made together.
 set -eu
@@ -37,6 +45,33 @@ if test "$(id -u)" = 0; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
 mpirun="mpirun --oversubscribe --bind-to none"
+if ! test -f "$work/tok/corpus.idx"; then
+  "$ferry" gen "$work/tok" --format megatron --samples 200000 --mean-len 300 \
+    --len-sigma 1.0 --var tokens:uint16
+fi
+cat "$work/tok/corpus.bin" "$work/tok/corpus.idx" >/dev/null
+for run in 1 2 3; do
+  for k in bs64 tok tokb; do
+    case $k in
+      bs64) o="--batch-size 64" ;;
+      tok) o="--max-tokens 16384 --batch-size 1024" ;;
+      tokb) o="--max-tokens 16384 --batch-size 1024 --bucket-window 4096 --pad max" ;;
+    esac
+    $mpirun -np 2 "$ferry" bench "$work/tok" $o --io independent --json |
+      $py -c "import json,sys; d=json.load(sys.stdin); print(json.dumps({'what': 'tokens-$k', 'run': $run, 'samples_per_s': d['samples_per_s'], 'rows_per_s': d['rows_per_s'], 'padding_fraction': d['padding_fraction']}))" >>"$out"
+  done
+done
+$py - "$out" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+for k in ("bs64", "tok", "tokb"):
+    r = [x for x in rows if x["what"] == "tokens-" + k]
+    print("%-6s %12.0f tokens/s %10.0f samples/s  padding %5.1f%%" % (
+        k, statistics.median(x["rows_per_s"] for x in r),
+        statistics.median(x["samples_per_s"] for x in r),
+        100 * statistics.median(x["padding_fraction"] for x in r)))
+PY
+test "${TOKENS_ONLY:-0}" = 1 && exit 0
 if ! test -f "$work/meg/corpus.idx"; then
   "$ferry" gen "$work/meg" --format megatron --samples "$seqs" --mean-len 16 \
     --len-sigma 0.6

@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import torch
+import helpers
 from helpers import check, every_once, rank, size
 
 import ferry
@@ -84,6 +85,51 @@ for b in ds:
     del r, b, x, n, nt, parts
 every_once(ids, N, "ferry.torch")
 ds.close()
+# max_tokens with buckets and pad=max: batches within the budget, the
+# same count on every rank, every sample once; state_dict after 2 batches
+# and load_state_dict on a fresh loader serve the uninterrupted run's rest
+T = 4 * int(np.diff(offsets).max())
+TOPTS = dict(batch_size=32, max_tokens=T, bucket_window=16, seed=6,
+             tail="partial")
+ds = ferry.torch.Dataset(prefix + ".idx", pad="max", pad_value=-1, **TOPTS)
+ids, nb, pad_rows, rows = [], 0, 0, 0
+for b in ds:
+    x = b["tokens"]
+    n = b["tokens_lengths"] if "tokens_lengths" in b else None
+    idx = b["index"].tolist()
+    check(x.dim() == 2 and x.shape[0] == len(idx) <= 32, "padded %r" % (x.shape,))
+    lens = [len(want(i)) for i in idx]
+    check(sum(lens) <= T, "batch of %d tokens over max_tokens=%d" % (sum(lens), T))
+    check(not lens or x.shape[1] == max(lens), "width %d, longest %d" % (
+        x.shape[1], max(lens) if lens else 0))
+    rows += sum(lens)
+    pad_rows += x.shape[0] * x.shape[1] - sum(lens)
+    ids.extend(idx)
+    nb += 1
+    del b, x
+every_once(ids, N, "max_tokens")
+counts = helpers.comm.allgather(nb)
+check(len(set(counts)) == 1 and nb == len(ds),
+      "max_tokens batch counts %r, len %d" % (counts, len(ds)))
+ds.close()
+
+ds = ferry.torch.Dataset(prefix + ".idx", **dict(TOPTS, bucket_window=0))
+ds.set_epoch(3)
+ref = [b["index"].tolist() for b in ds]
+ds.set_epoch(3)
+it = iter(ds)
+first = [next(it)["index"].tolist() for _ in range(min(2, len(ref)))]
+state = ds.state_dict()
+it.close()  # the suspended iteration holds the last batch
+ds.close()
+ds = ferry.torch.Dataset(prefix + ".idx", **dict(TOPTS, bucket_window=0))
+ds.load_state_dict(state)
+rest = [b["index"].tolist() for b in ds]
+check(first + rest == ref, "max_tokens resume: %d + %d batches, the "
+      "uninterrupted run %d" % (len(first), len(rest), len(ref)))
+ds.close()
 if rank == 0:
     print("ok: ragged_check.py on %d ranks: %d samples through ferry.Loader "
-          "and ferry.torch (padded, nested)" % (size, N))
+          "and ferry.torch (padded, nested); max_tokens=%d with buckets: "
+          "%d batches, padding %.1f%%" % (size, N, T, nb,
+                                          100.0 * pad_rows / max(1, rows + pad_rows)))

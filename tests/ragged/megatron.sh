@@ -17,7 +17,9 @@
 #  - `ferry info` names the ragged variable, its lengths and the slot;
 #  - `ferry gen --format megatron` checked by `ferry verify` on 3 ranks,
 #    with weighted sampling and a subset of chunks too, and a changed
-#    token caught;
+#    token caught; max_tokens batches (with buckets and pad=max too) on 3
+#    ranks, on the all-empty and the huge datasets, and its refusals (a
+#    sample over the budget, weights, no ragged variable);
 #  - corrupt indexes (bad magic, version, dtype code, counts, sizes, a
 #    negative length, a gap between sequences, a .bin shorter than the
 #    index says, bad document indices) and what is not served for ragged
@@ -150,6 +152,51 @@ for o in "--weights $tmp/w.npy --draw-block 8" "--max-chunks 5 --chunk-samples 6
     ok "ferry verify $o on 2 ranks: `grep '^PASS content' "$tmp/verify3.out"`"
   else
     failed "ferry verify $o of a ragged corpus" "$tmp/verify3.out"
+  fi
+done
+# max_tokens: batches within the budget, equal counts, every sample once,
+# with buckets and pad=max too (ferry verify's batches and content checks)
+for o in "--max-tokens 600 --batch-size 64 --tail partial" \
+         "--max-tokens 900 --batch-size 40 --bucket-window 200 --pad max --tail pad"; do
+  if $RUN_MPI 3 "$FERRY" verify "$tmp/gen" --epochs 2 $o >"$tmp/verify4.out" 2>&1 &&
+     grep '^PASS batches' "$tmp/verify4.out" >/dev/null &&
+     grep '^PASS content .*samples' "$tmp/verify4.out" >/dev/null &&
+     grep '^ferry verify: PASS' "$tmp/verify4.out" >/dev/null; then
+    ok "ferry verify $o on 3 ranks: `grep '^PASS batches' "$tmp/verify4.out" | head -1 | cut -c1-100`"
+  else
+    failed "ferry verify $o of a ragged corpus" "$tmp/verify4.out"
+  fi
+done
+# every sample empty, and three huge ones: budgets that hold them
+for c in "empty 3" "huge 100000"; do
+  set -- $c
+  if $RUN_MPI 2 "$FERRY" verify "$fx/$1.idx" --epochs 1 --batch-size 4 \
+       --max-tokens $2 --tail partial >"$tmp/verify5.out" 2>&1 &&
+     grep '^ferry verify: PASS' "$tmp/verify5.out" >/dev/null; then
+    ok "ferry verify --max-tokens $2 of $1 on 2 ranks: `grep '^PASS exactly' "$tmp/verify5.out" | cut -c1-90`"
+  else
+    failed "ferry verify --max-tokens $2 of $1" "$tmp/verify5.out"
+  fi
+done
+# a budget below the huge sequences, max_tokens with weights, without a
+# ragged variable, bucket_window alone: refused on both ranks, one message
+big=`"$PYTHON_NUMPY" -c "
+import numpy as np, sys
+print(int(np.diff(np.load(sys.argv[1])['offsets']).max()))" "$fx/huge.seq.npz"`
+for c in "$fx/huge.idx|--max-tokens 20000|rows of variable 'tokens', more than max_tokens=20000 (3 samples are; the longest has $big)" \
+         "$tmp/gen|--max-tokens 500 --weights $tmp/w.npy|does not cut sampled epochs" \
+         "$tmp/gen|--bucket-window 8|applies with max_tokens only" \
+         "mem:N=10,vars=x:float32|--max-tokens 8|has no ragged variable"; do
+  d=`echo "$c" | cut -d'|' -f1`
+  o=`echo "$c" | cut -d'|' -f2`
+  w=`echo "$c" | cut -d'|' -f3`
+  $RUN_MPI 2 "$FERRY" info "$d" $o >"$tmp/tokref.out" 2>&1
+  st=$?
+  if test $st != 0 && test `grep -c "$w" "$tmp/tokref.out"` -ge 1 &&
+     ! grep -i 'internal\|assert' "$tmp/tokref.out" >/dev/null; then
+    ok "refused ($o): `grep -m1 "$w" "$tmp/tokref.out" | cut -c1-140`"
+  else
+    failed "$o on $d should be refused with '$w' (status $st)" "$tmp/tokref.out"
   fi
 done
 # a token changed in the .bin: verify names the sample and the element

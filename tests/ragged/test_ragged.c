@@ -19,7 +19,13 @@
  *  - the same seed gives the same batches with threads=1 and threads=4;
  *  - a checkpoint after k batches on 4 ranks resumes on 2, 3, 4 and 7
  *    ranks: the samples served before and after are the epoch, once, and
- *    on 4 ranks the batches are those of the uninterrupted run.
+ *    on 4 ranks the batches are those of the uninterrupted run;
+ *  - max_tokens (with and without bucket_window, tail partial, pad and
+ *    drop_last): every batch within the token budget and batch_size, the
+ *    checks above, and a resume on the same 4 ranks serving the batches of
+ *    the uninterrupted run; over 3 ranks, or mid-epoch with buckets, the
+ *    same refusal on every rank; a budget below the longest sample
+ *    refused at ferry_open on every rank, naming it.
  */
 #include <ferry.h>
 
@@ -38,6 +44,9 @@ static int64_t nseq, ndoc, *seq_len, *doc_len, *seq_ptr;
 static uint64_t *seq_hash, *doc_hash;
 static unsigned char *bin; /* the .bin, for the padded checks */
 static int item;
+static int64_t cur_T, cur_B; /* max_tokens case: the budget, batch_size */
+static int64_t longest;      /* the longest sequence */
+static int64_t empties;      /* empty batches served (take) */
 
 typedef struct rec { /* one served sample */
   int64_t id, batch;
@@ -112,6 +121,7 @@ static int reference(void) {
     int64_t ptr = le(idx + 34 + nseq * 4 + i * 8, 8);
     seq_ptr[i] = ptr;
     seq_hash[i] = fnv(bin + ptr, (size_t)(seq_len[i] * item));
+    longest = seq_len[i] > longest ? seq_len[i] : longest;
   }
   const unsigned char *di = idx + 34 + nseq * 12;
   for (int64_t d = 0; d < ndoc; d++) {
@@ -171,6 +181,12 @@ static void take(const ferry_batch *b, int docs, recs *out) {
           (long long)want_len, (unsigned long long)want_h);
     push(out, (rec){id, b->index, h, b->padded[i]});
   }
+  empties += b->size == 0;
+  CHECK(cur_T == 0 || (t->nvalues <= cur_T && b->size <= cur_B),
+        "batch %lld: %lld samples of %lld rows, max_tokens %lld, batch_size "
+        "%lld",
+        (long long)b->index, (long long)b->size, (long long)t->nvalues,
+        (long long)cur_T, (long long)cur_B);
   CHECK(
       t->nvalues == o[b->size] && t->shape[0] == t->nvalues &&
           t->nbytes == (size_t)t->nvalues * t->row_bytes && t->max_len == most,
@@ -254,6 +270,13 @@ static void epoch_case(const char *label, const char *const *kv, int P,
   snprintf(spec, sizeof spec, "%s.idx", prefix);
   recs a = {0}, b = {0};
   int64_t nb[2] = {0, 0};
+  cur_T = cur_B = 0;
+  for (int i = 0; kv[i]; i += 2) {
+    if (!strcmp(kv[i], "max_tokens"))
+      cur_T = atoll(kv[i + 1]);
+    if (!strcmp(kv[i], "batch_size"))
+      cur_B = atoll(kv[i + 1]);
+  }
   const char *thr[2] = {"1", "4"};
   for (int k = 0; k < 2; k++) {
     ferry_options *o = opts_of(kv, thr[k]);
@@ -265,8 +288,16 @@ static void epoch_case(const char *label, const char *const *kv, int P,
       CHECK(ferry_set_epoch(L, 1) == 0, "%s: set_epoch: %s", label,
             ferry_last_error(L));
       nb[k] = ferry_num_batches(L);
+      empties = 0;
+      int64_t had = (k ? &b : &a)->n;
       CHECK(serve(L, -1, docs, k ? &b : &a) == nb[k], "%s: batches served",
             label);
+      /* max_tokens: a rank's batches are split until the counts agree;
+       * only a rank with fewer samples than batches gets empty ones */
+      CHECK(cur_T == 0 || empties == 0 || (k ? &b : &a)->n - had < nb[k],
+            "%s on %d ranks: %lld empty batches of %lld for %lld samples",
+            label, P, (long long)empties, (long long)nb[k],
+            (long long)((k ? &b : &a)->n - had));
       ferry_close(L);
     }
     ferry_options_free(o);
@@ -308,6 +339,140 @@ static void epoch_case(const char *label, const char *const *kv, int P,
   free(ids);
   free(a.v);
   free(b.v);
+  cur_T = 0;
+  MPI_Comm_free(&c);
+}
+
+/* max_tokens: saved after K batches by 4 ranks; resumed by the same 4 the
+ * rest is the uninterrupted run's batches (ids and batch indices) and the
+ * epoch is served once; resumed by 3 (or with buckets mid-epoch) the load
+ * is refused on every rank with FERRY_ENOTSUP. */
+static void tok_resume_case(const char *const *kv, int64_t K, int refused) {
+  char spec[4096], path[4096];
+  snprintf(spec, sizeof spec, "%s.idx", prefix);
+  snprintf(path, sizeof path, "%s/tok-state-%lld-%d", dir, (long long)K,
+           refused);
+  ferry_options *o = opts_of(kv, NULL);
+  recs ref = {0}, before = {0}, after = {0};
+  MPI_Comm c4 = first(4);
+  if (c4 != MPI_COMM_NULL) {
+    ferry_loader *L = NULL;
+    CHECK(ferry_open(c4, spec, o, &L) == 0, "open: %s", ferry_last_error(NULL));
+    if (L) {
+      CHECK(ferry_set_epoch(L, 2) == 0, "set_epoch: %s", ferry_last_error(L));
+      serve(L, -1, 0, &ref);
+      CHECK(ferry_set_epoch(L, 2) == 0, "set_epoch: %s", ferry_last_error(L));
+      CHECK(serve(L, K, 0, &before) == K, "served %lld batches", (long long)K);
+      CHECK(ferry_state_save(L, path) == 0, "save: %s", ferry_last_error(L));
+      ferry_close(L);
+    }
+    MPI_Comm_free(&c4);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (size >= 3) { /* over 3 ranks: refused, the same on every rank */
+    MPI_Comm c3 = first(3);
+    if (c3 != MPI_COMM_NULL) {
+      ferry_loader *L = NULL;
+      CHECK(ferry_open(c3, spec, o, &L) == 0, "open: %s",
+            ferry_last_error(NULL));
+      if (L) {
+        int rc = ferry_state_load(L, path);
+        int lo = 0, hi = 0;
+        MPI_Allreduce(&rc, &lo, 1, MPI_INT, MPI_MIN, c3);
+        MPI_Allreduce(&rc, &hi, 1, MPI_INT, MPI_MAX, c3);
+        CHECK(rc == FERRY_ENOTSUP && lo == hi &&
+                  strstr(ferry_last_error(L), "max_tokens"),
+              "max_tokens state of 4 ranks loaded on 3: rc %d (%d..%d): %s", rc,
+              lo, hi, ferry_last_error(L));
+        ferry_close(L);
+      }
+      MPI_Comm_free(&c3);
+    }
+  }
+  c4 = first(4);
+  if (c4 != MPI_COMM_NULL) {
+    ferry_loader *L = NULL;
+    CHECK(ferry_open(c4, spec, o, &L) == 0, "open: %s", ferry_last_error(NULL));
+    if (L) {
+      int rc = ferry_state_load(L, path);
+      if (refused)
+        CHECK(rc == FERRY_ENOTSUP && strstr(ferry_last_error(L), "bucket"),
+              "bucketed max_tokens state loaded mid-epoch: rc %d: %s", rc,
+              ferry_last_error(L));
+      else {
+        CHECK(rc == 0, "load on 4 ranks: %s", ferry_last_error(L));
+        serve(L, -1, 0, &after);
+      }
+      ferry_close(L);
+    }
+    if (!refused) {
+      CHECK(before.n + after.n == ref.n,
+            "max_tokens, 4 ranks: %lld + %lld samples, the uninterrupted "
+            "run %lld",
+            (long long)before.n, (long long)after.n, (long long)ref.n);
+      for (int64_t i = 0; i < after.n && before.n + i < ref.n; i++)
+        if (after.v[i].id != ref.v[before.n + i].id ||
+            after.v[i].batch != ref.v[before.n + i].batch) {
+          CHECK(0,
+                "max_tokens, 4 ranks: resumed sample %lld (batch %lld) "
+                "differs from the uninterrupted run's %lld (batch %lld)",
+                (long long)after.v[i].id, (long long)after.v[i].batch,
+                (long long)ref.v[before.n + i].id,
+                (long long)ref.v[before.n + i].batch);
+          break;
+        }
+      recs both = {0};
+      for (int64_t i = 0; i < after.n; i++)
+        push(&both, after.v[i]);
+      for (int64_t i = 0; i < before.n; i++)
+        push(&both, before.v[i]);
+      int64_t *ids = NULL, npad = 0;
+      int64_t n = gather_ids(c4, &both, &ids, &npad);
+      if (rank == 0) {
+        char what[128];
+        snprintf(what, sizeof what,
+                 "max_tokens resume after %lld batches on 4 ranks",
+                 (long long)K);
+        check_once(what, ids, n, nseq, 1);
+        CHECK(n == nseq, "%s: %lld of %lld samples", what, (long long)n,
+              (long long)nseq);
+      }
+      free(ids);
+      free(both.v);
+    }
+    MPI_Comm_free(&c4);
+  }
+  free(ref.v);
+  free(before.v);
+  free(after.v);
+  ferry_options_free(o);
+}
+
+/* A budget below the longest sample: ferry_open fails on every rank with
+ * FERRY_EINVAL, naming max_tokens and the sample's length. */
+static void tok_refused(int P) {
+  MPI_Comm c = first(P);
+  if (c == MPI_COMM_NULL)
+    return;
+  char spec[4096], T[32], want[64];
+  snprintf(spec, sizeof spec, "%s.idx", prefix);
+  snprintf(T, sizeof T, "%lld", (long long)(longest - 1));
+  snprintf(want, sizeof want, "has %lld rows", (long long)longest);
+  const char *const kv[] = {"max_tokens", T, NULL};
+  ferry_options *o = opts_of(kv, NULL);
+  ferry_loader *L = NULL;
+  int rc = ferry_open(c, spec, o, &L), lo = 0, hi = 0;
+  MPI_Allreduce(&rc, &lo, 1, MPI_INT, MPI_MIN, c);
+  MPI_Allreduce(&rc, &hi, 1, MPI_INT, MPI_MAX, c);
+  const char *msg = ferry_last_error(NULL);
+  CHECK(rc == FERRY_EINVAL && lo == hi && strstr(msg, "max_tokens") &&
+            (longest < 2 || strstr(msg, want)),
+        "max_tokens=%s below the longest sample (%lld) on %d ranks: rc %d "
+        "(%d..%d): %s",
+        T, (long long)longest, P, rc, lo, hi, msg);
+  if (L)
+    ferry_close(L);
+  ferry_options_free(o);
   MPI_Comm_free(&c);
 }
 
@@ -326,9 +491,7 @@ static void pad_case(const char *pad, const char *truncate, int P) {
       pad,    "truncate", truncate,     "pad_value", "-7",   NULL};
   ferry_options *o = opts_of(kv, NULL);
   ferry_loader *L = NULL;
-  int64_t fixed = strcmp(pad, "max") ? atoll(pad) : 0, longest = 0;
-  for (int64_t i = 0; i < nseq; i++)
-    longest = seq_len[i] > longest ? seq_len[i] : longest;
+  int64_t fixed = strcmp(pad, "max") ? atoll(pad) : 0;
   int rc = ferry_open(c, spec, o, &L), lo = 0, hi = 0;
   MPI_Allreduce(&rc, &lo, 1, MPI_INT, MPI_MIN, c);
   MPI_Allreduce(&rc, &hi, 1, MPI_INT, MPI_MAX, c);
@@ -519,10 +682,28 @@ int main(int argc, char **argv) {
   static const char *const docs[] = {
       "tail",          "partial", "batch_size",      "4",        "seed", "3",
       "chunk_samples", "6",       "megatron_sample", "document", NULL};
+  /* token budgets: 3x and 8x the longest sequence */
+  char t3[32], t8[32];
+  snprintf(t3, sizeof t3, "%lld", (long long)(3 * (longest ? longest : 1)));
+  snprintf(t8, sizeof t8, "%lld", (long long)(8 * (longest ? longest : 1)));
+  const char *const tok[] = {"tail",       "partial", "batch_size",    "16",
+                             "max_tokens", t3,        "chunk_samples", "11",
+                             NULL};
+  const char *const tokb[] = {"tail",       "pad", "batch_size",    "12",
+                              "max_tokens", t8,    "bucket_window", "9",
+                              "seed",       "5",   "chunk_samples", "8",
+                              NULL};
+  const char *const tokd[] = {
+      "tail",    "drop_last", "batch_size", "5", "max_tokens",    t3,
+      "shuffle", "block",     "block_size", "4", "bucket_window", "64",
+      NULL};
   static const int worlds[] = {1, 2, 3, 4, 7};
   for (size_t w = 0; w < sizeof worlds / sizeof *worlds; w++) {
     if (worlds[w] > size)
       continue;
+    epoch_case("max_tokens", tok, worlds[w], 0);
+    epoch_case("max_tokens bucketed", tokb, worlds[w], 0);
+    epoch_case("max_tokens drop_last", tokd, worlds[w], 0);
     epoch_case("partial", partial, worlds[w], 0);
     epoch_case("pad", pad, worlds[w], 0);
     epoch_case("drop_last", drop, worlds[w], 0);
@@ -537,6 +718,10 @@ int main(int argc, char **argv) {
   }
   resume_case(partial, 3);
   resume_case(pad, 1);
+  tok_resume_case(tok, 2, 0);
+  tok_resume_case(tokb, 1, 1);
+  tok_refused(1);
+  tok_refused(3);
   int status = ft_mpi_summary("test_ragged", MPI_COMM_WORLD);
   MPI_Finalize();
   return status;
