@@ -54,12 +54,12 @@ typedef struct tbatch {
 struct ferry__tok_cache {
   pthread_mutex_t mu;
   int64_t W;
-  int64_t k[2];     /* the bucket each entry holds, -1: none */
-  int64_t used[2];  /* last use (a counter): the older is replaced */
+  int64_t k[2];    /* the bucket each entry holds, -1: none */
+  int64_t used[2]; /* last use (a counter): the older is replaced */
   int64_t clock;
-  ferry__slot *sl[2]; /* [W] each: the bucket's slots in served order */
-  ferry__slot *tmp;   /* [W] scratch: the bucket's slots in plan order */
-  rec *recs;          /* [W] */
+  ferry__slot *sl[2];  /* [W] each: the bucket's slots in served order */
+  ferry__slot *tmp;    /* [W] scratch: the bucket's slots in plan order */
+  rec *recs;           /* [W] */
   int64_t *perm, *pre; /* [W] */
 };
 
@@ -92,8 +92,8 @@ static void bucket_sort(const ferry_loader *L, const ferry__rank_plan *p,
   uint64_t key = bucket_key(L, epoch, k);
   (void)ferry__plan_slots_get(p, P0, m, tmp);
   for (int64_t i = 0; i < m; i++)
-    recs[i] = (rec){slot_len(L, p, &tmp[i]), ferry__rand64(key ^ 1, (uint64_t)i),
-                    i};
+    recs[i] =
+        (rec){slot_len(L, p, &tmp[i]), ferry__rand64(key ^ 1, (uint64_t)i), i};
   qsort(recs, (size_t)m, sizeof *recs, cmp_rec);
 }
 
@@ -379,8 +379,9 @@ int ferry__tokens_plan(ferry_loader *L, ferry__rank_plan *p, int64_t epoch,
   long long mine = l.n, C = 0;
   if (!rc && MPI_Allreduce(&mine, &C, 1, MPI_LONG_LONG, MPI_MAX, L->comm) !=
                  MPI_SUCCESS)
-    rc = ferry__seterr_on(err, L->rank, FERRY_EMPI,
-                          "MPI_Allreduce of the max_tokens batch counts failed");
+    rc =
+        ferry__seterr_on(err, L->rank, FERRY_EMPI,
+                         "MPI_Allreduce of the max_tokens batch counts failed");
   if (!rc && (split_to(&l, C) || lay_out(L, p, epoch, &l, C)))
     rc = ferry__oom(err, L->rank, (size_t)C * 3 * sizeof(tbatch),
                     "dataset %s: the %lld max_tokens batches of epoch %lld",
