@@ -78,7 +78,8 @@ MPI_TESTS += \
 # the batch layout, the promises, the formats that store them.
 MPI_TESTS += \
 	tests/ragged/megatron.sh \
-	tests/ragged/arrow.sh
+	tests/ragged/arrow.sh \
+	tests/ragged/hdf5_vlen.sh
 # tests/cli/: the ferry tool's command line, its manual, the build and
 # install, the README's example.
 MPI_TESTS += \

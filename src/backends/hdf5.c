@@ -461,13 +461,17 @@ static int open_dataset(ferry__io *io, h5_file *f, int var, ferry__err *err) {
                            "file %s, dataset /%s: the shape on rank %d "
                            "differs from the one rank 0 scanned (offset 0)",
                            path, v->name, io->b.rank);
-    else if (t < 0 || (f->mtype[var] = mem_type_of(v->dtype, t)) < 0)
+    else if (t < 0 ||
+             (f->mtype[var] =
+                  v->ragged ? ferry__h5_vlen_mtype(t, ferry__h5_vlen_kind(t))
+                            : mem_type_of(v->dtype, t)) < 0)
       code = ferry__seterr(err, FERRY_EIO,
                            "file %s, dataset /%s, rank %d: cannot build the "
                            "memory type (offset 0)",
                            path, v->name, io->b.rank);
-    else if (f->mfh && raw_layout(d, dcpl, t, f->mtype[var], dims, nd,
-                                  v->row_bytes, &f->raw[var], &want) < 0)
+    else if (!v->ragged && f->mfh &&
+             raw_layout(d, dcpl, t, f->mtype[var], dims, nd, v->row_bytes,
+                        &f->raw[var], &want) < 0)
       code = ferry__oom(err, -1, want,
                         "the chunk offsets of file %s, dataset /%s on rank %d",
                         path, v->name, io->b.rank);
@@ -712,6 +716,42 @@ static int h5_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   return rc;
 }
 
+/* Rows [row, row+nrows) of a variable-length dataset, their elements one
+ * after the other into buf (hdf5_vlen.c; the loader refuses io=collective
+ * for ragged variables, so this read is independent). */
+static int vlen_read(ferry__io *io, h5_file *f, int var, int64_t part,
+                     int64_t row, int64_t nrows, void *buf, ferry__err *err) {
+  const ferry__part *pt = &io->b.m->parts[part];
+  const ferry__var *v = &io->b.m->vars[var];
+  const int64_t *o = pt->roff[var] + row;
+  int64_t *want = malloc((size_t)(nrows > 0 ? nrows : 1) * sizeof *want);
+  hid_t t = H5Dget_type(f->dset[var]);
+  int kind = t >= 0 ? ferry__h5_vlen_kind(t) : 0, rc = 0;
+  char why[512] = "its type is no longer variable-length";
+  if (t >= 0)
+    H5Tclose(t);
+  if (!want) {
+    return ferry__oom(err, io->b.rank, (size_t)nrows * sizeof *want,
+                      "the lengths of rows [%lld, %lld) of dataset /%s",
+                      (long long)row, (long long)(row + nrows), v->name);
+  }
+  for (int64_t i = 0; i < nrows; i++)
+    want[i] = o[i + 1] - o[i];
+  size_t cap = (size_t)(o[nrows] - o[0]) * v->row_bytes;
+  rc = kind ? ferry__h5_vlen_read(f->dset[var], f->mtype[var], kind,
+                                  H5P_DEFAULT, row, nrows, v->row_bytes, NULL,
+                                  want, buf, cap, why, sizeof why)
+            : FERRY_EFORMAT;
+  free(want);
+  if (rc)
+    return ferry__seterr(err, rc,
+                         "file %s, variable-length dataset /%s, rank %d, rows "
+                         "[%lld, %lld): %s",
+                         pt->paths[var], v->name, io->b.rank, (long long)row,
+                         (long long)(row + nrows), why);
+  return 0;
+}
+
 static int read_locked(ferry__io *io, int64_t part, int var, int64_t row,
                        int64_t nrows, void *buf, int *locked, ferry__err *err) {
   const ferry__manifest *m = io->b.m;
@@ -726,6 +766,8 @@ static int read_locked(ferry__io *io, int64_t part, int var, int64_t row,
   if (nrows == 0 && !io->b.collective)
     return 0;
   rc = ferry__check_rows(m, part, var, row, nrows, io->b.rank, err);
+  if (v->ragged) /* a variable-length dataset: independent H5Dread */
+    return rc < 0 ? rc : vlen_read(io, f, var, part, row, nrows, buf, err);
   if (f->raw[var]) { /* MPI-IO only: outside the HDF5 section */
     ferry__h5_unlock();
     *locked = 0;

@@ -85,8 +85,10 @@ static int dtype_of(hid_t t, ferry_dtype *out, const char **why) {
     *why = "an enum type (only h5py's bool enum is read)";
     return -1;
   case H5T_COMPOUND: *why = "a compound type"; return -1;
-  case H5T_STRING: *why = "a string type"; return -1;
-  case H5T_VLEN: *why = "a variable-length type"; return -1;
+  case H5T_STRING: *why = "a fixed-length string type"; return -1;
+  case H5T_VLEN:
+    *why = "a variable-length type of a non-numeric base";
+    return -1;
   case H5T_REFERENCE: *why = "a reference type"; return -1;
   case H5T_ARRAY: *why = "an array type"; return -1;
   case H5T_OPAQUE: *why = "an opaque type"; return -1;
@@ -101,6 +103,7 @@ typedef struct h5_dset {
   int ndims;
   hsize_t dims[H5S_MAX_RANK];
   ferry_dtype dtype;
+  int vlen;         /* ferry__h5_vlen_kind: a ragged variable when > 0 */
   const char *why;  /* unsupported type: why, else NULL */
   int dim_only;     /* a netCDF-4 dimension, not a variable */
   char filter[128]; /* missing filter plugin, else ""  */
@@ -154,8 +157,22 @@ static void inspect(hid_t d, h5_dset *out) {
   if (out->ndims > H5S_MAX_RANK || out->ndims < 0 ||
       H5Sget_simple_extent_dims(s, out->dims, NULL) < 0)
     out->ndims = -1;
-  if (t < 0 || dtype_of(t, &out->dtype, &out->why) < 0)
+  out->vlen = t >= 0 ? ferry__h5_vlen_kind(t) : 0;
+  if (out->vlen == 2) {
+    out->dtype = FERRY_UINT8; /* a string's bytes */
+  } else if (out->vlen == 1) {
+    hid_t base = H5Tget_super(t);
+    if (base < 0 || dtype_of(base, &out->dtype, &out->why) < 0)
+      out->why = out->why ? out->why : "a variable-length type of no base";
+    else if (out->dtype == FERRY_FLOAT16 || out->dtype == FERRY_BOOL)
+      out->why = "a variable-length type of float16 or bool";
+    if (base >= 0)
+      H5Tclose(base);
+  } else if (t < 0 || dtype_of(t, &out->dtype, &out->why) < 0) {
     out->why = out->why ? out->why : "an unreadable type";
+  }
+  if (out->vlen && !out->why && out->ndims != 1)
+    out->why = "a variable-length type in more than one dimension";
   out->chunked = pl >= 0 && H5Pget_layout(pl) == H5D_CHUNKED &&
                  out->ndims >= 1 &&
                  H5Pget_chunk(pl, H5S_MAX_RANK, out->chunk) == out->ndims;
@@ -265,7 +282,8 @@ static size_t layout(const h5_dset *ds, ferry__var *v, const char *path) {
   if (n < sizeof buf && ds->nfilters > 0) {
     double logical = (double)v->row_bytes * (double)ds->dims[0];
     n += (size_t)snprintf(buf + n, sizeof buf - n, ", %s", ds->filters);
-    if (ds->stored > 0 && n < sizeof buf)
+    if (ds->stored > 0 && n < sizeof buf && !ds->vlen) /* vlen: the
+                                              elements are in the heap */
       n += (size_t)snprintf(buf + n, sizeof buf - n, ", ratio %.2f:1",
                             logical / (double)ds->stored);
   }
@@ -352,7 +370,8 @@ static int h5_select(const char *path, h5_visit *vis, hsize_t longest,
     else if (ds->why)
       snprintf(why, sizeof why,
                "%s, which ferry cannot read (integers, "
-               "float16/32/64 and h5py bools only)",
+               "float16/32/64, h5py bools, and variable-length "
+               "sequences of integers or float32/64 and strings only)",
                ds->why);
     else if (ds->dims[0] != longest)
       snprintf(why, sizeof why,
@@ -395,9 +414,64 @@ static int h5_select(const char *path, h5_visit *vis, hsize_t longest,
   return nsel;
 }
 
+/* A variable-length dataset's lengths as offsets (num_samples + 1), read
+ * in blocks: HDF5 keeps no index of them (hdf5_vlen.c). */
+enum { VLEN_BLOCK = 65536 };
+
+static int vlen_offsets(hid_t f, const char *path, const char *name,
+                        const h5_dset *ds, int64_t n, int64_t **out,
+                        ferry__err *err) {
+  int64_t *o = malloc(((size_t)n + 1) * sizeof *o);
+  if (!o)
+    return ferry__oom(err, -1, ((size_t)n + 1) * sizeof *o,
+                      "the lengths of dataset /%s of %s", name, path);
+  hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
+  hid_t t = d >= 0 ? H5Dget_type(d) : -1;
+  hid_t mt = t >= 0 ? ferry__h5_vlen_mtype(t, ds->vlen) : -1;
+  int rc = 0;
+  char why[512] = "cannot open it";
+  if (mt < 0)
+    rc = FERRY_EFORMAT;
+  o[0] = 0;
+  size_t el = ferry_dtype_size(ds->dtype);
+  for (int64_t r = 0; !rc && r < n; r += VLEN_BLOCK) {
+    int64_t k = n - r < VLEN_BLOCK ? n - r : VLEN_BLOCK;
+    rc = ferry__h5_vlen_read(d, mt, ds->vlen, H5P_DEFAULT, r, k, el, o + r + 1,
+                             NULL, NULL, 0, why, sizeof why);
+    for (int64_t i = 0; !rc && i < k; i++) {
+      if (o[r + 1 + i] > INT64_MAX / 16 / (int64_t)el - o[r + i]) {
+        snprintf(why, sizeof why, "the lengths overflow at row %lld",
+                 (long long)(r + i));
+        rc = FERRY_EFORMAT;
+      } else {
+        o[r + 1 + i] += o[r + i];
+      }
+    }
+  }
+  if (mt >= 0)
+    H5Tclose(mt);
+  if (t >= 0)
+    H5Tclose(t);
+  if (d >= 0)
+    H5Dclose(d);
+  if (rc) {
+    free(o);
+    return rc == FERRY_ENOMEM
+               ? ferry__oom(err, -1, (size_t)VLEN_BLOCK * sizeof(hvl_t),
+                            "the lengths of dataset /%s of %s", name, path)
+               : ferry__seterr(err, rc,
+                               "%s: variable-length dataset /%s: %s (offset "
+                               "0)",
+                               path, name, why);
+  }
+  *out = o;
+  return 0;
+}
+
 /* The chosen datasets (ndims >= 1) as the part's variables. */
-static int h5_fill(const char *path, h5_visit *vis, int nsel, hsize_t longest,
-                   int64_t file_size, ferry__part_desc *out, ferry__err *err) {
+static int h5_fill(hid_t f, const char *path, h5_visit *vis, int nsel,
+                   hsize_t longest, int64_t file_size, ferry__part_desc *out,
+                   ferry__err *err) {
   out->vars = calloc((size_t)nsel, sizeof *out->vars);
   out->paths = calloc((size_t)nsel, sizeof *out->paths);
   out->data_offset = calloc((size_t)nsel, sizeof *out->data_offset);
@@ -426,6 +500,16 @@ static int h5_fill(const char *path, h5_visit *vis, int nsel, hsize_t longest,
       v->row_bytes *= (size_t)ds->dims[j];
     }
     out->file_size[k] = file_size;
+    if (ds->vlen) { /* ragged: its lengths from the whole dataset */
+      v->ragged = 1;
+      if (!out->roff && !(out->roff = calloc((size_t)nsel, sizeof *out->roff)))
+        return ferry__oom(err, -1, (size_t)nsel * sizeof *out->roff,
+                          "the offsets of the datasets of %s", path);
+      int rc = vlen_offsets(f, path, v->name, ds, (int64_t)longest,
+                            &out->roff[k], err);
+      if (rc)
+        return rc;
+    }
     size_t want = layout(ds, v, path);
     if (!want && !(out->paths[k] = strdup(path)))
       want = strlen(path) + 1;
@@ -484,7 +568,7 @@ static int describe_locked(const char *path, const ferry_options *opts,
     longest = rows;
   rc = h5_select(path, &vis, longest, rows > 0 ? named : NULL, out, err);
   if (rc > 0)
-    rc = h5_fill(path, &vis, rc, longest, (int64_t)st.st_size, out, err);
+    rc = h5_fill(f, path, &vis, rc, longest, (int64_t)st.st_size, out, err);
 cleanup:
   for (int i = 0; i < vis.n; i++)
     free(vis.v[i].name);

@@ -168,6 +168,11 @@ int ferry__ragged_open(ferry_loader *L, ferry__err *err) {
   if (L->opts->io == FERRY__IO_MMAP)
     return refuse(
         L, "io=mmap does not serve them yet: use io=independent or auto", err);
+  if (L->opts->io == FERRY__IO_COLLECTIVE)
+    return refuse(L,
+                  "io=collective does not serve them yet: use io=independent "
+                  "or auto",
+                  err);
   ferry_device_info di;
   memset(&di, 0, sizeof di);
   if (L->gpu)

@@ -1,0 +1,111 @@
+#!/bin/sh
+# hdf5_vlen.sh - HDF5 variable-length datasets as ragged variables
+# (src/backends/hdf5_vlen.c, docs/ragged.md), files written by h5py
+# (tests/fixtures/make_h5_vlen.py: vlen int32 chunked with gzip, vlen
+# float64, variable-length UTF-8 strings, a dense int64 beside them):
+#
+#  - `ferry dump --row-hash` of each on 1 rank in order and 2 and 3 ranks
+#    shuffled: every sample's length and values those h5py wrote
+#    (tests/fixtures/dump_compare.py, FILE.npz::ragged);
+#  - `ferry info` shows the three ragged variables and their lengths;
+#  - `ferry verify` on 3 ranks (batches, exactly once, determinism), with
+#    max_tokens too;
+#  - a 2-D vlen dataset and a vlen of a compound are skipped with the
+#    reason (vars naming one is refused), io=collective refused for ragged
+#    variables, a truncated file refused with HDF5's reason.
+#
+# Environment (set by "make check"; tests/README.md): FERRY, RUN_MPI,
+# PYTHON_NUMPY, FERRY_TEST_TMPDIR, top_srcdir, top_builddir.
+# Exit 0 pass, 1 fail, 77 skip (no hdf5 backend, no h5py).
+
+. "`dirname "$0"`/../lib/common.sh"
+ferry_test_init hdf5_vlen
+if ! "$FERRY" --version | grep '^backends:.* hdf5' >/dev/null; then
+  echo "SKIP: ferry was built without HDF5"
+  exit 77
+fi
+if test -z "${PYTHON_NUMPY:-}" || ! "$PYTHON_NUMPY" -c 'import h5py' 2>/dev/null; then
+  echo "SKIP: no Python with NumPy and h5py: the fixtures are written by h5py"
+  exit 77
+fi
+mk() {
+  "$PYTHON_NUMPY" "$top_srcdir/tests/fixtures/make_h5_vlen.py" "$@" \
+    >>"$tmp/make.log" 2>&1 || {
+    failed "make_h5_vlen.py $*" "$tmp/make.log"
+    exit 1
+  }
+}
+f=$tmp/v.h5
+mk "$f" --rows 500 --seed 3
+mk "$tmp/odd.h5" --odd
+
+# ---- dumps against h5py's values -------------------------------------------
+BATCH=7
+common="--epoch 0 --tail partial --batch-size $BATCH --row-hash"
+jobs=$tmp/jobs
+: >"$jobs"
+njobs=0
+for v in tokens feat text; do
+  dump_queue "" "$v ordered" 1 ordered "$f" $v \
+    "--shuffle none --shuffle-buffer 0 --chunk-samples 64" "$f.$v.npz::ragged"
+  dump_queue "" "$v shuffled" 2 spread "$f" $v \
+    "--seed 4 --chunk-samples 50 --threads 3" "$f.$v.npz::ragged"
+  dump_queue "" "$v block" 3 spread "$f" $v \
+    "--seed 5 --shuffle block --block-size 9" "$f.$v.npz::ragged"
+done
+dump_queue "" "label beside them" 3 spread "$f" label "--seed 6" "$f.label.npy"
+dump_run
+"$PYTHON_NUMPY" "$top_srcdir/tests/fixtures/dump_compare.py" "$jobs" \
+  >"$tmp/compare.out" 2>&1 || fail=1
+grep -c '^ok' "$tmp/compare.out" | sed 's/^/ok: dumps equal to the values h5py wrote: /'
+grep -v '^ok' "$tmp/compare.out"
+
+# ---- ferry info -------------------------------------------------------------
+if "$FERRY" info "$f" >"$tmp/info.out" 2>&1 &&
+   grep '^  tokens  *int32  *little (500, \*)' "$tmp/info.out" >/dev/null &&
+   grep '^  text  *uint8 .*(500, \*)' "$tmp/info.out" >/dev/null &&
+   grep '^ragged  *feat: lengths 0 to 4 (mean 2.0), 1000 rows of 8 bytes' "$tmp/info.out" >/dev/null &&
+   grep '^ragged  *tokens: lengths 0 to' "$tmp/info.out" >/dev/null; then
+  ok "ferry info: `grep -c '^ragged' "$tmp/info.out"` ragged variables"
+else
+  failed "ferry info should show tokens, feat and text as ragged" "$tmp/info.out"
+fi
+
+# ---- ferry verify -------------------------------------------------------------
+for o in "--batch-size 16 --tail pad" "--max-tokens 200 --batch-size 32 --tail partial --vars tokens,label"; do
+  if $RUN_MPI 3 "$FERRY" verify "$f" --epochs 1 $o >"$tmp/verify.out" 2>&1 &&
+     grep '^PASS exactly-once' "$tmp/verify.out" >/dev/null &&
+     grep '^PASS batches' "$tmp/verify.out" >/dev/null &&
+     grep '^ferry verify: PASS' "$tmp/verify.out" >/dev/null; then
+    ok "ferry verify $o on 3 ranks: `grep '^PASS exactly' "$tmp/verify.out" | cut -c1-90`"
+  else
+    failed "ferry verify $o" "$tmp/verify.out"
+  fi
+done
+
+# ---- what is skipped or refused -----------------------------------------------
+if "$FERRY" info "$tmp/odd.h5" >"$tmp/odd.out" 2>&1 &&
+   grep 'skipped .*/cplx (a compound type' "$tmp/odd.out" >/dev/null &&
+   grep '/grid (a variable-length type in more than one dimension' "$tmp/odd.out" >/dev/null; then
+  ok "a 2-D vlen and a vlen of a compound skipped, with the reason"
+else
+  failed "grid and cplx should be skipped with their reasons" "$tmp/odd.out"
+fi
+check_refused() { # what words command...
+  c_what=$1 c_words=$2
+  shift 2
+  "$@" >"$tmp/ref.out" 2>&1
+  c_st=$?
+  if test $c_st != 0 && grep "$c_words" "$tmp/ref.out" >/dev/null &&
+     ! grep -i 'internal\|assert' "$tmp/ref.out" >/dev/null; then
+    ok "$c_what: `grep -m1 "$c_words" "$tmp/ref.out" | cut -c1-140`"
+  else
+    failed "$c_what should be refused with '$c_words' (status $c_st)" "$tmp/ref.out"
+  fi
+}
+check_refused "vars=grid" "variable 'grid' not found" "$FERRY" info "$tmp/odd.h5" --vars grid
+check_refused "io=collective" "io=collective does not serve them" \
+  $RUN_MPI 2 "$FERRY" info "$f" --io collective
+head -c 3000 "$f" >"$tmp/cut.h5"
+check_refused "a truncated file" "HDF5 cannot open the file" "$FERRY" info "$tmp/cut.h5"
+exit $fail
