@@ -73,7 +73,8 @@ int ferry__h5_vlen_read(hid_t d, hid_t mtype, int kind, hid_t dxpl, int64_t row,
   void *buf = calloc((size_t)n, each);
   int rc = 0;
   if (fs < 0 || ms < 0 || !buf) {
-    snprintf(why, whylen, "%s", buf ? "cannot make the selections" : "out of memory");
+    snprintf(why, whylen, "%s",
+             buf ? "cannot make the selections" : "out of memory");
     rc = buf ? FERRY_EIO : FERRY_ENOMEM;
     goto out;
   }
@@ -123,7 +124,8 @@ int ferry__h5_vlen_read(hid_t d, hid_t mtype, int kind, hid_t dxpl, int64_t row,
     if (out) {
       size_t bytes = len * elsize;
       if (bytes > cap - at) {
-        snprintf(why, whylen, "rows [%lld, %lld) hold more than the %zu bytes "
+        snprintf(why, whylen,
+                 "rows [%lld, %lld) hold more than the %zu bytes "
                  "rank 0 counted",
                  (long long)row, (long long)(row + n), cap);
         rc = FERRY_EFORMAT;

@@ -49,7 +49,8 @@ static int state_options(const ferry_loader *L, ferry__state *st, int rank,
 /* Rank 0's encoding of the position: the epoch, the batches every rank was
  * handed (pos each), total samples served and the resume steps. */
 static int state_encode_pos(ferry_loader *L, long long pos, long long total,
-                            char **buf, size_t *len, ferry__err *err) {
+                            const int64_t *served, char **buf, size_t *len,
+                            ferry__err *err) {
   epoch_state *ep = L->ep;
   ferry__state st;
   memset(&st, 0, sizeof st);
@@ -71,10 +72,28 @@ static int state_encode_pos(ferry_loader *L, long long pos, long long total,
     if (ep->nsteps) /* a fresh epoch has no step yet (and steps NULL) */
       memcpy(st.steps, ep->steps, (size_t)ep->nsteps * sizeof *st.steps);
     st.nsteps = ep->nsteps;
+    for (int s = 0; s < st.nsteps; s++) /* borrowed: copied below */
+      st.steps[s].served = NULL;
     if (st.nsteps && st.steps[st.nsteps - 1].world_size == L->size)
       st.steps[st.nsteps - 1].batches += pos;
     else
-      st.steps[st.nsteps++] = (ferry__resume_step){L->size, pos};
+      st.steps[st.nsteps++] = (ferry__resume_step){L->size, pos, NULL};
+    /* max_tokens: every rank's served positions, per step (own copies, the
+     * last step's with this run's added) */
+    for (int s = 0; served && !rc && s < st.nsteps; s++) {
+      int P = st.steps[s].world_size;
+      const int64_t *was = s < ep->nsteps ? ep->steps[s].served : NULL;
+      int64_t *sv = calloc((size_t)P, sizeof *sv);
+      if (!sv) {
+        rc = ferry__oom(err, -1, (size_t)P * sizeof *sv,
+                        "the counts of %d ranks in the state of dataset %s", P,
+                        L->m.spec);
+        break;
+      }
+      for (int r = 0; r < P; r++)
+        sv[r] = (was ? was[r] : 0) + (s == st.nsteps - 1 ? served[r] : 0);
+      st.steps[s].served = sv;
+    }
     /* a mix: the proportions in effect from draw 0 on, and any change
      * since, so that a resume with another mix can remake this epoch */
     ferry__draw_change first = {0, L->nmix, NULL, NULL};
@@ -172,11 +191,25 @@ static int state_save(ferry_loader *L, const char *what, const char *path,
    * agreement above is the barrier). */
   char *buf = NULL;
   size_t len = 0;
+  /* max_tokens: each rank's served positions (batches differ in size) */
+  int64_t *served_all = NULL;
+  if (!rc && L->opts->max_tokens) {
+    int64_t mine = ferry__plan_batch_start(&ep->plan, ep->consumed);
+    if (L->rank == 0 &&
+        !(served_all = malloc((size_t)L->size * sizeof *served_all)))
+      rc = ferry__oom(&err, 0, (size_t)L->size * sizeof *served_all,
+                      "the counts of %d ranks", L->size);
+    rc = ferry__agree(L->comm, L->rank, rc, &err);
+    if (!rc && MPI_Gather(&mine, 1, MPI_INT64_T, served_all, 1, MPI_INT64_T, 0,
+                          L->comm) != MPI_SUCCESS)
+      rc = ferry__seterr_on(&err, L->rank, FERRY_EMPI, "MPI_Gather failed");
+  }
   if (!rc && L->rank == 0) {
-    rc = state_encode_pos(L, pos, total, &buf, &len, &err);
+    rc = state_encode_pos(L, pos, total, served_all, &buf, &len, &err);
     if (!rc && path)
       rc = ferry__state_write_file(path, buf, len, &err);
   }
+  free(served_all);
   rc = ferry__agree(L->comm, L->rank, rc, &err);
   if (!rc && out)
     rc = bcast_bytes(L, &buf, &len, &err);

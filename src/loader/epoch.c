@@ -77,6 +77,8 @@ int ferry__epoch_stop(ferry_loader *L) {
   free(ep->all_reads); /* its arrays point into all_reads_buf */
   free(ep->all_reads_buf);
   free(ep->round_admit);
+  for (int s = 0; ep->steps && s < ep->nsteps; s++)
+    free(ep->steps[s].served);
   free(ep->steps);
   ferry__rank_plan_free(&ep->plan);
   ferry__tok_cache_free(ep->tokc);
@@ -295,6 +297,14 @@ static int epoch_new(ferry_loader *L, int64_t epoch,
     if (ep->steps) {
       memcpy(ep->steps, steps, (size_t)nsteps * sizeof *steps);
       ep->nsteps = nsteps;
+      for (int s = 0; s < nsteps; s++) { /* the counts: own copies */
+        size_t b = (size_t)steps[s].world_size * sizeof(int64_t);
+        ep->steps[s].served = steps[s].served ? malloc(b) : NULL;
+        if (ep->steps[s].served)
+          memcpy(ep->steps[s].served, steps[s].served, b);
+        else if (steps[s].served && !rc)
+          rc = ferry__oom(err, L->rank, b, "the counts of resume step %d", s);
+      }
     } else if (!rc)
       rc = ferry__oom(err, L->rank, (size_t)nsteps * sizeof *ep->steps,
                       "dataset %s: the %d resume steps of epoch %lld",
@@ -548,30 +558,41 @@ static int global_check(ferry_loader *L, epoch_state *ep, ferry__err *err) {
  * (tokens.c).  A resumed epoch: the whole epoch's batches are cut again
  * (the same on every rank as when it was saved), the samples of the first
  * K are served ones, and the rest of the plan after them keeps the rest of
- * those batches.  Only over the same number of ranks and without buckets:
- * another rank count would need every old rank's cut, and a bucket's
- * batches are not a prefix of its slots.  COLLECTIVE. */
+ * those batches: exactly the uninterrupted run's.  Over another number of
+ * ranks, the state holds each old rank's served positions per step
+ * (checkpoint.c): plan_resume drops them from the old ranks' orders and
+ * deals the rest over this run's ranks (as batches of 1), which is then cut
+ * again.  Not in the middle of a bucketed epoch: a bucket's first batches
+ * are not a prefix of its slots.  COLLECTIVE. */
 static int tokens_plan(ferry_loader *L, epoch_state *ep,
                        const ferry__plan_params *pp, ferry__err *err) {
   int64_t K = 0;
-  int rc = 0;
+  int rc = 0, same = 1;
   for (int s = 0; s < ep->nsteps; s++) {
     K += ep->steps[s].batches;
-    if (!rc && ep->steps[s].world_size != L->size)
-      rc =
-          ferry__seterr(err, FERRY_ENOTSUP,
-                        "max_tokens: epoch %lld was saved over %d ranks; an "
-                        "epoch of max_tokens batches resumes over the same "
-                        "number of ranks only (this run has %d), or at the "
-                        "next epoch",
-                        (long long)pp->epoch, ep->steps[s].world_size, L->size);
+    same &= ep->steps[s].world_size == L->size;
   }
+  for (int s = 0; !same && !rc && s < ep->nsteps; s++)
+    if (!ep->steps[s].served)
+      rc = ferry__seterr(err, FERRY_ENOTSUP,
+                         "max_tokens: epoch %lld was saved over %d ranks "
+                         "without each rank's count (a ferry before 0.1 of "
+                         "2026-11-28?); resume it over %d ranks, or at the "
+                         "next epoch",
+                         (long long)pp->epoch, ep->steps[s].world_size,
+                         ep->steps[s].world_size);
   if (!rc && K > 0 && L->opts->bucket_window)
     rc = ferry__seterr(err, FERRY_ENOTSUP,
                        "max_tokens with bucket_window: epoch %lld cannot "
                        "resume in its middle (after %lld batches) yet; resume "
                        "at the next epoch, or without bucket_window",
                        (long long)pp->epoch, (long long)K);
+  if (!same) { /* another number of ranks: the rest, dealt, then cut */
+    if (!rc)
+      rc = ferry__plan_resume(&ep->pieces, ep->perm, pp, ep->steps, ep->nsteps,
+                              L->rank, &ep->plan, NULL, err);
+    return ferry__tokens_plan(L, &ep->plan, pp->epoch, &ep->tokc, rc, err);
+  }
   if (!rc)
     rc = ferry__plan_build(&ep->pieces, ep->perm, pp, L->rank, &ep->plan, err);
   rc = ferry__tokens_plan(L, &ep->plan, pp->epoch, K ? NULL : &ep->tokc, rc,
@@ -587,7 +608,7 @@ static int tokens_plan(ferry_loader *L, epoch_state *ep,
   int64_t C = ep->plan.num_batches, *ts = ep->plan.tok_start;
   ep->plan.tok_start = NULL;
   ferry__rank_plan_free(&ep->plan);
-  ferry__resume_step one = {L->size, ts[K]};
+  ferry__resume_step one = {L->size, ts[K], NULL};
   rc = ferry__plan_resume(&ep->pieces, ep->perm, pp, &one, 1, L->rank,
                           &ep->plan, NULL, err);
   if (!rc) {

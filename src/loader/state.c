@@ -71,6 +71,8 @@ void ferry__state_free(ferry__state *s) {
   }
   free(s->opt_name);
   free(s->opt_value);
+  for (int i = 0; s->steps && i < s->nsteps; i++)
+    free(s->steps[i].served);
   free(s->steps);
   ferry__mix_changes_free(s->mix_changes, s->nmix_changes);
   memset(s, 0, sizeof *s);
@@ -127,6 +129,9 @@ static json_t *encode_mix(const ferry__state *s) {
 static size_t body_bytes(const ferry__state *s) {
   size_t n =
       512 + (s->dataset ? strlen(s->dataset) : 0) + (size_t)s->nsteps * 32;
+  for (int i = 0; i < s->nsteps; i++)
+    if (s->steps[i].served)
+      n += (size_t)s->steps[i].world_size * 21;
   for (int i = 0; i < s->nopts; i++)
     n += strlen(s->opt_name[i]) + strlen(s->opt_value[i]) + 8;
   for (int i = 0; i < s->nmix_changes; i++)
@@ -160,6 +165,13 @@ int ferry__state_encode(const ferry__state *s, char **out, size_t *len,
     for (int i = 0; i < s->nsteps; i++) {
       json_t *st = json_pack("[iI]", s->steps[i].world_size,
                              (json_int_t)s->steps[i].batches);
+      if (st && s->steps[i].served) { /* max_tokens: each rank's count */
+        json_t *sv = json_array();
+        for (int r = 0; sv && r < s->steps[i].world_size; r++)
+          bad |= json_array_append_new(
+              sv, json_integer((json_int_t)s->steps[i].served[r]));
+        bad |= !sv || json_array_append_new(st, sv);
+      }
       bad |= !st || json_array_append_new(steps, st);
     }
     bad |= json_object_set(root, "steps", steps);
@@ -255,19 +267,39 @@ static int decode_header(const char *buf, size_t len, const char *path,
   return 0;
 }
 
-/* The "steps" array: [[world_size, batches], ...]. */
+/* The "steps" array: [[world_size, batches], ...]; with max_tokens a
+ * step has a third member, each rank's served positions [world_size]. */
 static int decode_steps(json_t *steps, const char *path, ferry__state *s,
                         ferry__err *err) {
   for (int i = 0; i < s->nsteps; i++) {
     json_t *st = json_array_get(steps, (size_t)i);
     json_t *a = json_array_get(st, 0), *b = json_array_get(st, 1);
-    if (!json_is_array(st) || json_array_size(st) != 2 || !json_is_integer(a) ||
+    json_t *c = json_array_get(st, 2);
+    size_t n = json_array_size(st);
+    if (!json_is_array(st) || (n != 2 && n != 3) || !json_is_integer(a) ||
         !json_is_integer(b) || json_integer_value(a) < 1 ||
-        json_integer_value(a) > INT32_MAX || json_integer_value(b) < 0)
+        json_integer_value(a) > INT32_MAX || json_integer_value(b) < 0 ||
+        (n == 3 && (!json_is_array(c) ||
+                    json_array_size(c) != (size_t)json_integer_value(a))))
       return ferry__seterr(err, FERRY_EFORMAT, "state file %s: bad step %d",
                            path, i);
     s->steps[i].world_size = (int)json_integer_value(a);
     s->steps[i].batches = json_integer_value(b);
+    if (n == 2)
+      continue;
+    int64_t *sv = malloc(json_array_size(c) * sizeof *sv);
+    if (!sv)
+      return ferry__oom(err, -1, json_array_size(c) * sizeof *sv,
+                        "state file %s: step %d's counts", path, i);
+    s->steps[i].served = sv;
+    for (size_t r = 0; r < json_array_size(c); r++) {
+      json_t *x = json_array_get(c, r);
+      if (!json_is_integer(x) || json_integer_value(x) < 0)
+        return ferry__seterr(err, FERRY_EFORMAT,
+                             "state file %s: bad count of rank %zu in step %d",
+                             path, r, i);
+      sv[r] = json_integer_value(x);
+    }
   }
   return 0;
 }

@@ -297,6 +297,10 @@ size_t ferry__plan_bytes(const ferry__rank_plan *p);
 typedef struct ferry__resume_step {
   int world_size;
   int64_t batches;
+  /* [world_size] the positions each rank served in the step, or NULL:
+   * batches x batch_size each (max_tokens batches differ in size between
+   * ranks: loader/tokens.c).  Owned by whoever made the array. */
+  int64_t *served;
 } ferry__resume_step;
 
 /**

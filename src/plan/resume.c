@@ -712,9 +712,31 @@ static int resume_elastic(const ferry__pieces *ps, const int64_t *perm,
                         s, (long long)K, steps[s].world_size, (long long)nb, P);
       break;
     }
-    for (int r = 0; r < P; r++)
-      rlist_drop(&lists[r], K * B);
+    for (int r = 0; r < P && !rc; r++) {
+      int64_t left = 0;
+      for (int64_t i = 0; steps[s].served && i < lists[r].n; i++)
+        left += lists[r].v[i].b - lists[r].v[i].a;
+      if (steps[s].served && steps[s].served[r] > left)
+        rc =
+            ferry__seterr(err, FERRY_EFORMAT,
+                          "resume step %d: rank %d served %lld samples of "
+                          "the %lld it had left",
+                          s, r, (long long)steps[s].served[r], (long long)left);
+      rlist_drop(&lists[r], steps[s].served ? steps[s].served[r] : K * B);
+    }
+    if (rc)
+      break;
     nb -= K;
+    if (steps[s].served) { /* ranks served different counts: the longest
+                            * rest (batches of 1: max_tokens) */
+      nb = 0;
+      for (int r = 0; r < P; r++) {
+        int64_t left = 0;
+        for (int64_t i = 0; i < lists[r].n; i++)
+          left += lists[r].v[i].b - lists[r].v[i].a;
+        nb = left > nb ? left : nb;
+      }
+    }
     int Pn = s + 1 < nsteps ? steps[s + 1].world_size : pp->world_size;
     if (Pn != P) {
       int64_t nr = 0;
@@ -769,14 +791,25 @@ int ferry__plan_resume(const ferry__pieces *ps, const int64_t *perm,
       rank >= pp->world_size || pp->batch_size < 1)
     return ferry__seterr(err, FERRY_EINVAL,
                          "resume plan: bad steps, world size or rank");
-  for (int s = 0; s < nsteps; s++)
+  for (int s = 0; s < nsteps; s++) {
     if (steps[s].world_size < 1 || steps[s].batches < 0)
       return ferry__seterr(err, FERRY_EFORMAT,
                            "resume step %d: world size %d, %lld batches", s,
                            steps[s].world_size, (long long)steps[s].batches);
+    for (int r = 0; steps[s].served && r < steps[s].world_size; r++)
+      if (steps[s].served[r] < 0)
+        return ferry__seterr(err, FERRY_EFORMAT,
+                             "resume step %d: rank %d served %lld", s, r,
+                             (long long)steps[s].served[r]);
+    if (steps[s].served && pp->batch_size != 1)
+      return ferry__seterr(err, FERRY_EFORMAT,
+                           "resume step %d: per-rank counts with batch_size "
+                           "%lld (they are max_tokens')",
+                           s, (long long)pp->batch_size);
+  }
   int same = 1;
   for (int s = 0; s < nsteps; s++)
-    same &= steps[s].world_size == pp->world_size;
+    same &= steps[s].world_size == pp->world_size && !steps[s].served;
   if (same) /* the common restart: no sample list (O(plan + window)) */
     return resume_same(ps, perm, pp, steps, nsteps, rank, out, all, err);
   return resume_elastic(ps, perm, pp, steps, nsteps, rank, out, all, err);

@@ -23,9 +23,10 @@
  *  - max_tokens (with and without bucket_window, tail partial, pad and
  *    drop_last): every batch within the token budget and batch_size, the
  *    checks above, and a resume on the same 4 ranks serving the batches of
- *    the uninterrupted run; over 3 ranks, or mid-epoch with buckets, the
- *    same refusal on every rank; a budget below the longest sample
- *    refused at ferry_open on every rank, naming it.
+ *    the uninterrupted run, on 2, 3 and 7 ranks the rest of the epoch once
+ *    with equal counts; mid-epoch with buckets, the same refusal on every
+ *    rank; a budget below the longest sample refused at ferry_open on
+ *    every rank, naming it.
  */
 #include <ferry.h>
 
@@ -343,10 +344,20 @@ static void epoch_case(const char *label, const char *const *kv, int P,
   MPI_Comm_free(&c);
 }
 
+static int64_t opt_of(const char *const *kv, const char *name) {
+  for (int i = 0; kv[i]; i += 2)
+    if (!strcmp(kv[i], name))
+      return atoll(kv[i + 1]);
+  return 0;
+}
+static int64_t T_of(const char *const *kv) { return opt_of(kv, "max_tokens"); }
+static int64_t B_of(const char *const *kv) { return opt_of(kv, "batch_size"); }
+
 /* max_tokens: saved after K batches by 4 ranks; resumed by the same 4 the
  * rest is the uninterrupted run's batches (ids and batch indices) and the
- * epoch is served once; resumed by 3 (or with buckets mid-epoch) the load
- * is refused on every rank with FERRY_ENOTSUP. */
+ * epoch is served once; resumed by 2, 3 and 7 the epoch is served once with
+ * equal batch counts; with buckets mid-epoch the load is refused on every
+ * rank with FERRY_ENOTSUP. */
 static void tok_resume_case(const char *const *kv, int64_t K, int refused) {
   char spec[4096], path[4096];
   snprintf(spec, sizeof spec, "%s.idx", prefix);
@@ -369,25 +380,75 @@ static void tok_resume_case(const char *const *kv, int64_t K, int refused) {
     MPI_Comm_free(&c4);
   }
   MPI_Barrier(MPI_COMM_WORLD);
-  if (size >= 3) { /* over 3 ranks: refused, the same on every rank */
-    MPI_Comm c3 = first(3);
-    if (c3 != MPI_COMM_NULL) {
+  static const int others[] = {2, 3, 7};
+  for (size_t w = 0; w < sizeof others / sizeof *others; w++) {
+    int P = others[w];
+    if (P > size)
+      continue;
+    /* over P ranks: the rest of the epoch, dealt and cut again (each old
+     * rank's served positions are in the state); mid-epoch with buckets:
+     * refused, the same on every rank */
+    MPI_Comm c = first(P);
+    recs got = {0};
+    if (c != MPI_COMM_NULL) {
       ferry_loader *L = NULL;
-      CHECK(ferry_open(c3, spec, o, &L) == 0, "open: %s",
+      CHECK(ferry_open(c, spec, o, &L) == 0, "open: %s",
             ferry_last_error(NULL));
       if (L) {
         int rc = ferry_state_load(L, path);
         int lo = 0, hi = 0;
-        MPI_Allreduce(&rc, &lo, 1, MPI_INT, MPI_MIN, c3);
-        MPI_Allreduce(&rc, &hi, 1, MPI_INT, MPI_MAX, c3);
-        CHECK(rc == FERRY_ENOTSUP && lo == hi &&
-                  strstr(ferry_last_error(L), "max_tokens"),
-              "max_tokens state of 4 ranks loaded on 3: rc %d (%d..%d): %s", rc,
-              lo, hi, ferry_last_error(L));
+        MPI_Allreduce(&rc, &lo, 1, MPI_INT, MPI_MIN, c);
+        MPI_Allreduce(&rc, &hi, 1, MPI_INT, MPI_MAX, c);
+        if (refused)
+          CHECK(rc == FERRY_ENOTSUP && lo == hi &&
+                    strstr(ferry_last_error(L), "bucket"),
+                "bucketed max_tokens state of 4 ranks loaded on %d: rc %d "
+                "(%d..%d): %s",
+                P, rc, lo, hi, ferry_last_error(L));
+        else {
+          CHECK(rc == 0 && lo == hi,
+                "max_tokens state of 4 ranks loaded on "
+                "%d: rc %d (%d..%d): %s",
+                P, rc, lo, hi, ferry_last_error(L));
+          int64_t nb = ferry_num_batches(L), lo2 = 0, hi2 = 0;
+          MPI_Allreduce(&nb, &lo2, 1, MPI_INT64_T, MPI_MIN, c);
+          MPI_Allreduce(&nb, &hi2, 1, MPI_INT64_T, MPI_MAX, c);
+          CHECK(lo2 == hi2, "resumed on %d ranks: %lld to %lld batches", P,
+                (long long)lo2, (long long)hi2);
+          cur_T = T_of(kv);
+          cur_B = B_of(kv);
+          serve(L, -1, 0, &got);
+          cur_T = 0;
+        }
         ferry_close(L);
       }
-      MPI_Comm_free(&c3);
+      MPI_Comm_free(&c);
     }
+    if (!refused) { /* before (4 ranks) and after (P): the epoch, once */
+      recs both = {0};
+      for (int64_t i = 0; i < got.n; i++)
+        push(&both, got.v[i]);
+      for (int64_t i = 0; i < before.n; i++)
+        push(&both, before.v[i]);
+      MPI_Comm all = first(P > 4 ? P : 4);
+      if (all != MPI_COMM_NULL) {
+        int64_t *ids = NULL, npad = 0;
+        int64_t n = gather_ids(all, &both, &ids, &npad);
+        if (rank == 0) {
+          char what[128];
+          snprintf(what, sizeof what,
+                   "max_tokens resume after %lld batches of 4 ranks on %d",
+                   (long long)K, P);
+          check_once(what, ids, n, nseq, 1);
+          CHECK(n == nseq, "%s: %lld of %lld samples", what, (long long)n,
+                (long long)nseq);
+        }
+        free(ids);
+        MPI_Comm_free(&all);
+      }
+      free(both.v);
+    }
+    free(got.v);
   }
   c4 = first(4);
   if (c4 != MPI_COMM_NULL) {

@@ -24,7 +24,10 @@
 
 static char *opt_names[] = {"batch_size", "seed", "shuffle", NULL};
 static char *opt_values[] = {"16", "42", "chunks", NULL};
-static ferry__resume_step steps[] = {{4, 7}, {3, 2}, {5, 0}};
+/* max_tokens steps carry each rank's served positions (the third member) */
+static int64_t served4[] = {7, 9, 0, 12}, served3[] = {3, 1, 2};
+static ferry__resume_step steps[] = {
+    {4, 7, served4}, {3, 2, served3}, {5, 0, NULL}};
 
 static ferry__state sample_state(void) {
   ferry__state s;
@@ -70,7 +73,11 @@ static int same_state(const ferry__state *a, const ferry__state *b) {
       return 0;
   for (int i = 0; i < a->nsteps; i++)
     if (a->steps[i].world_size != b->steps[i].world_size ||
-        a->steps[i].batches != b->steps[i].batches)
+        a->steps[i].batches != b->steps[i].batches ||
+        !a->steps[i].served != !b->steps[i].served ||
+        (a->steps[i].served &&
+         memcmp(a->steps[i].served, b->steps[i].served,
+                (size_t)a->steps[i].world_size * sizeof(int64_t))))
       return 0;
   return 1;
 }
