@@ -355,12 +355,18 @@ typedef struct ferry_tensor {
   const int64_t *device_offsets; /**< ragged with device=cuda: the same
                                offsets in device memory, copied with the
                                values in one transfer; else NULL          */
-  int64_t nvalues;        /**< ragged: offsets[batch->size]; dense: 0     */
-  int64_t max_len;        /**< ragged: the longest sample of the batch    */
-  const int64_t *lengths; /**< ragged with the pad option: [batch->size]
-                               rows of each sample (offsets is then NULL,
-                               shape [size, W, inner...], rows past a
-                               sample's length hold pad_value)          */
+  int64_t nvalues;          /**< ragged: offsets[batch->size]; dense: 0     */
+  int64_t max_len;          /**< ragged: the longest sample of the batch    */
+  const int64_t *lengths;   /**< ragged with the pad option: [batch->size]
+                                 rows of each sample (offsets is then NULL,
+                                 shape [size, W, inner...], rows past a
+                                 sample's length hold pad_value)          */
+  const int32_t *offsets32; /**< ragged with offsets_dtype=int32, on the
+                               host: the offsets as int32 (FlashAttention's
+                               cu_seqlens); NULL otherwise and on device
+                               batches                                   */
+  const int32_t *device_offsets32; /**< the same in device memory (device=
+                               cuda), carried by the batch's one copy    */
 } ferry_tensor;
 
 /**
@@ -658,6 +664,11 @@ typedef struct ferry_var_info {
   int64_t total_rows;       /**< ragged: rows of all samples (the values) */
   int64_t batch_rows;       /**< ragged: rows a batch slot holds (the batch_size
                                longest samples: no batch can need more)       */
+  int offsets_of;           /**< ragged: the variable whose offsets this one's
+                               batches share (its lengths are that one's in
+                               every sample: a "group", docs/ragged.md), its
+                               own index when none before it has them; -1
+                               for a dense variable                         */
 } ferry_var_info;
 
 /** Number of variables selected.  LOCAL. */

@@ -87,14 +87,18 @@ static PyObject *batch_ragged(BatchObject *b, const ferry_tensor *t,
                               PyObject *fn, int capsule) {
   const ferry_batch *fb = b->r->b;
   int64_t n1 = fb->size + 1;
-  void *offs = (void *)t->offsets;
+  /* offsets_dtype=int32: the int32 copy of the offsets */
+  void *offs = t->offsets32 ? (void *)t->offsets32 : (void *)t->offsets;
+  ferry_dtype odt = t->offsets32 || t->device_offsets32 ? FERRY_INT32
+                                                        : FERRY_INT64;
   if (fb->nshards == 1) {
     int dev = fb->shards[0].device;
     PyObject *values = ferry__py_array_new(b->r, t->device_data, kDLCUDA, dev,
                                            t->dtype, t->ndim, t->shape);
+    void *doffs = t->device_offsets32 ? (void *)t->device_offsets32
+                                      : (void *)t->device_offsets;
     PyObject *offsets =
-        ferry__py_array_new(b->r, (void *)t->device_offsets, kDLCUDA, dev,
-                            FERRY_INT64, 1, &n1);
+        ferry__py_array_new(b->r, doffs, kDLCUDA, dev, odt, 1, &n1);
     return ragged_new(values, offsets, t->max_len, fn);
   }
   PyObject *values =
@@ -103,9 +107,8 @@ static PyObject *batch_ragged(BatchObject *b, const ferry_tensor *t,
               : ferry__py_array_new(b->r, t->data, kDLCPU, 0, t->dtype,
                                     t->ndim, t->shape);
   PyObject *offsets =
-      capsule ? ferry__py_capsule_new(b->r, offs, kDLCPU, 0, FERRY_INT64, 1,
-                                      &n1, 0)
-              : ferry__py_array_new(b->r, offs, kDLCPU, 0, FERRY_INT64, 1, &n1);
+      capsule ? ferry__py_capsule_new(b->r, offs, kDLCPU, 0, odt, 1, &n1, 0)
+              : ferry__py_array_new(b->r, offs, kDLCPU, 0, odt, 1, &n1);
   return ragged_new(values, offsets, t->max_len, fn);
 }
 

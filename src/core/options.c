@@ -35,6 +35,7 @@ static const char *const shuffle_names[] = {"none", "chunks", "block", "global",
                                             NULL};
 static const char *const partition_names[] = {"contiguous", "strided", NULL};
 static const char *const tail_names[] = {"drop_last", "pad", "partial", NULL};
+static const char *const offsets_dtype_names[] = {"int64", "int32", NULL};
 static const char *const io_names[] = {"independent", "collective", "mmap",
                                        "auto", NULL};
 static const char *const mix_by_names[] = {"epoch", "batch", NULL};
@@ -387,6 +388,16 @@ static const option_def defs[] = {
      0,
      1 << 24,
      NULL},
+    {{"offsets_dtype", "int64", "int64|int32",
+      "Ragged variables: int32 also gives each batch's offsets as int32 "
+      "(ferry_tensor offsets32 and device_offsets32, the offsets of "
+      "ferry.Ragged; FlashAttention's cu_seqlens), refused at ferry_open "
+      "when a batch could hold more than 2^31-1 rows."},
+     K_ENUM,
+     OFF(offsets_dtype),
+     0,
+     0,
+     offsets_dtype_names},
     {{"pad", "none", "none|max|integer >= 1",
       "Ragged variables (samples of different lengths, docs/ragged.md): "
       "none serves values and offsets; max pads every sample of a batch to "

@@ -78,6 +78,7 @@ struct ferry_options {
                           * backend reads it by name)                  */
   int64_t max_tokens;    /* ragged: rows of a batch, 0: batch_size (tokens.c) */
   int64_t bucket_window; /* max_tokens: samples sorted by length together  */
+  int offsets_dtype;     /* 0 int64, 1 int32 too (ragged.c)               */
   char *pad;             /* ragged variables: "none", "max" or L (ragged.c) */
   int truncate;          /* pad=L: cut longer samples (1) or refuse (0)  */
   char *pad_value;       /* the padding rows' value, a number            */

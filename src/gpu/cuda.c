@@ -503,9 +503,22 @@ static int dslot_copy_on(ferry__dslot *d, const ferry_batch *host,
       memcpy(d->hoffs[v], h->offsets, ((size_t)n + 1) * sizeof(int64_t));
       t->offsets = d->hoffs[v];
       t->device_offsets = d->ptrs[v];
+      t->device_offsets32 =
+          h->offsets32
+              ? (const int32_t *)(const void *)((const unsigned char *)
+                                                    d->ptrs[v] +
+                                                FERRY__RAGGED_OFF32(per))
+              : NULL;
       t->device_data = (unsigned char *)d->ptrs[v] + head;
       t->nvalues = h->nvalues;
       t->max_len = h->max_len;
+      for (int u = 0; u < v; u++) /* a group (host pointers equal): one */
+        if (host->vars[u].offsets == h->offsets) {
+          t->offsets = d->tensors[u].offsets;
+          t->device_offsets = d->tensors[u].device_offsets;
+          t->device_offsets32 = d->tensors[u].device_offsets32;
+          break;
+        }
     }
   }
   int64_t first = 0;

@@ -23,10 +23,12 @@ typedef struct ferry__gpu ferry__gpu;
  * worker that copies, then the consumer that waits and releases).
  */
 /* A ragged variable's slot (host and device alike): its batch_size + 1
- * offsets, padded to 256 bytes, then its values, so that one copy carries
- * both (docs/ragged.md). */
+ * offsets as int64, then (at FERRY__RAGGED_OFF32) as int32 for
+ * offsets_dtype=int32, padded to 256 bytes, then its values, so that one
+ * copy carries all (docs/ragged.md). */
 #define FERRY__RAGGED_HEAD(B)                                                  \
-  ((((size_t)(B) + 1) * sizeof(int64_t) + 255) / 256 * 256)
+  ((((size_t)(B) + 1) * (sizeof(int64_t) + sizeof(int32_t)) + 255) / 256 * 256)
+#define FERRY__RAGGED_OFF32(B) (((size_t)(B) + 1) * sizeof(int64_t))
 
 typedef struct ferry__dslot {
   ferry_batch batch; /* handed out; must stay the first member  */

@@ -255,7 +255,10 @@ struct ferry_loader {
    * mean bytes of a sample and sample_bound the most bytes per sample of
    * any chunk (both row_total without ragged variables). */
   int ragged;
-  int tok_var; /* max_tokens: the ragged variable counted (tokens.c), or -1 */
+  int tok_var;  /* max_tokens: the ragged variable counted (tokens.c), or -1 */
+  int *offs_of; /* [nvars] a ragged variable's group: the first ragged
+                 * variable of the same lengths in every sample (itself
+                 * when none before it); -1 dense (ragged.c) */
   int64_t *ragged_cap;
   ferry__lenstat *rstat; /* [nvars] a ragged variable's lengths: shortest,
                           * longest, all rows (one pass at open) */
@@ -411,6 +414,8 @@ void ferry__tok_cache_free(ferry__tok_cache *tc);
 size_t ferry__tok_cache_bytes(int64_t W);
 /* ragged.c */
 int ferry__ragged_open(ferry_loader *L, ferry__err *err);
+/** offsets_dtype=int32: every slot's rows fit (after max_tokens' cap). */
+int ferry__ragged_int32_check(ferry_loader *L, ferry__err *err);
 void ferry__ragged_bound(ferry_loader *L);
 /** Bytes of extent x's buffer before variable v (v == nvars: all of it). */
 size_t ferry__extent_var_off(const ferry_loader *L, const ferry__extent *x,

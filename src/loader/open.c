@@ -49,6 +49,7 @@ static void loader_free(ferry_loader *L) {
   ferry__sampling_free(L);
   free(L->var_prefix);
   free(L->ragged_cap);
+  free(L->offs_of);
   free(L->rstat);
   free(L->pad_elem);
   ferry__manifest_free(&L->m);
@@ -236,6 +237,15 @@ static int open_preflight(void) {
   return 0;
 }
 
+/* Ragged variables (ragged.c), then the token budget that caps their
+ * slots (tokens.c), then the check of int32 offsets against those caps. */
+static int ragged_setup(ferry_loader *L, ferry__err *err) {
+  int rc = ferry__ragged_open(L, err);
+  if (!rc)
+    rc = ferry__tokens_open(L, err);
+  return rc ? rc : ferry__ragged_int32_check(L, err);
+}
+
 int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
                ferry_loader **out) {
   if (!out)
@@ -321,9 +331,7 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
     if (!rc)
       rc = resolve_threads(L, &err);
     if (!rc)
-      rc = ferry__ragged_open(L, &err);
-    if (!rc)
-      rc = ferry__tokens_open(L, &err);
+      rc = ragged_setup(L, &err);
     if (!rc)
       rc = make_chunks(L, &err);
     if (!rc)

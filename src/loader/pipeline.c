@@ -693,6 +693,13 @@ static void assemble(epoch_state *ep, ring_slot *s, int64_t b) {
       t->shape[1] = pw[v];
     } else if (var->ragged) {
       t->nvalues = rows;
+      if (L->opts->offsets_dtype) { /* ragged.c checked they fit */
+        int32_t *o32 =
+            (int32_t *)(void *)((unsigned char *)s->offs[v] +
+                                FERRY__RAGGED_OFF32(L->opts->batch_size));
+        for (int64_t i = 0; i <= n; i++)
+          o32[i] = (int32_t)s->offs[v][i];
+      }
     }
   }
   s->batch.epoch = ep->epoch;

@@ -151,6 +151,49 @@ static int pad_cap(ferry_loader *L, int v, int64_t *cap, ferry__err *err) {
   return 0;
 }
 
+/* Groups: each ragged variable's first ragged variable of the same
+ * lengths in every sample of every part (the indices and data of a sparse
+ * row, values and weights): their batches share one offsets array. */
+static void find_groups(ferry_loader *L) {
+  const ferry__manifest *m = &L->m;
+  for (int v = 0; v < m->nvars; v++) {
+    L->offs_of[v] = m->vars[v].ragged ? v : -1;
+    for (int u = 0; u < v && L->offs_of[v] == v; u++) {
+      if (!m->vars[u].ragged || L->offs_of[u] != u)
+        continue;
+      int same = 1;
+      for (int64_t p = 0; same && p < m->nparts; p++)
+        same = !memcmp(m->parts[p].roff[u], m->parts[p].roff[v],
+                       ((size_t)m->parts[p].num_samples + 1) * sizeof(int64_t));
+      if (same)
+        L->offs_of[v] = u;
+    }
+  }
+}
+
+/* offsets_dtype=int32: no batch may hold 2^31 rows or more of a ragged
+ * variable (a slot holds at most ragged_cap rows: the check is once). */
+int ferry__ragged_int32_check(ferry_loader *L, ferry__err *err) {
+  if (!L->opts->offsets_dtype || !L->ragged)
+    return 0;
+  if (L->pad)
+    return refuse(L,
+                  "offsets_dtype=int32 applies to offsets, which pad "
+                  "replaces with lengths: use one or the other",
+                  err);
+  for (int v = 0; v < L->m.nvars; v++)
+    if (L->m.vars[v].ragged && L->ragged_cap[v] > INT32_MAX)
+      return ferry__seterr(err, FERRY_EINVAL,
+                           "option 'offsets_dtype': a batch of dataset %s "
+                           "can hold %lld rows of variable '%s' (its "
+                           "batch_size longest samples), more than int32 "
+                           "offsets count: use offsets_dtype=int64, or a "
+                           "smaller batch_size or max_tokens",
+                           L->m.spec, (long long)L->ragged_cap[v],
+                           L->m.vars[v].name);
+  return 0;
+}
+
 int ferry__ragged_open(ferry_loader *L, ferry__err *err) {
   const ferry__manifest *m = &L->m;
   int64_t B = L->opts->batch_size;
@@ -187,11 +230,13 @@ int ferry__ragged_open(ferry_loader *L, ferry__err *err) {
     return rc;
   L->ragged_cap = calloc((size_t)m->nvars, sizeof *L->ragged_cap);
   L->rstat = calloc((size_t)m->nvars, sizeof *L->rstat);
-  if (!L->ragged_cap || !L->rstat)
+  L->offs_of = calloc((size_t)m->nvars, sizeof *L->offs_of);
+  if (!L->ragged_cap || !L->rstat || !L->offs_of)
     return ferry__oom(err, L->rank,
-                      (size_t)m->nvars *
-                          (sizeof *L->ragged_cap + sizeof *L->rstat),
+                      (size_t)m->nvars * (sizeof *L->ragged_cap +
+                                          sizeof *L->rstat + sizeof(int)),
                       "the ragged variables of dataset %s", m->spec);
+  find_groups(L);
   size_t bytes = 0, mean = 0;
   for (int v = 0; v < m->nvars; v++) {
     const ferry__var *x = &m->vars[v];

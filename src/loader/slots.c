@@ -114,11 +114,22 @@ static int host_slot_new(ferry_loader *L, ring_slot **out, size_t *want,
     t->data = s->bufs[v];
     t->row_bytes = var->row_bytes;
     t->offsets = var->ragged && !L->pad ? s->offs[v] : NULL;
+    if (t->offsets && L->opts->offsets_dtype)
+      t->offsets32 =
+          (const int32_t *)(const void *)((const unsigned char *)s->offs[v] +
+                                          FERRY__RAGGED_OFF32(B));
     if (var->ragged && L->pad) { /* [size, W, inner...] and the lengths */
       t->lengths = s->offs[v];
       t->ndim = var->row_ndim + 2;
       for (int d = 0; d < var->row_ndim; d++)
         t->shape[d + 2] = var->row_shape[d];
+    }
+  }
+  for (int v = 0; L->offs_of && v < nv; v++) { /* groups: one offsets */
+    int g = L->offs_of[v];
+    if (g >= 0 && g != v && s->tensors[v].offsets) {
+      s->tensors[v].offsets = s->tensors[g].offsets;
+      s->tensors[v].offsets32 = s->tensors[g].offsets32;
     }
   }
   s->batch.sample_ids = s->ids;

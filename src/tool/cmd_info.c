@@ -204,6 +204,12 @@ static void print_vars(const tool_ctx *ctx, const ferry_loader *L,
            v.name, v.min_len, v.max_len,
            n ? (double)v.total_rows / (double)n : 0.0, v.total_rows,
            v.row_bytes, v.batch_rows, info_batch_size(ctx));
+    ferry_var_info g;
+    if (v.offsets_of >= 0 && v.offsets_of != i &&
+        ferry_var_info_get(L, v.offsets_of, &g) == 0)
+      printf("ragged         %s: the lengths of %s in every sample: its "
+             "batches share %s's offsets\n",
+             v.name, g.name, g.name);
   }
   *row_total_out = row_total;
   *ragged_out = ragged_bytes;

@@ -320,12 +320,30 @@ static void check_batch(const setup *su, const ferry_batch *b, int64_t epoch,
     for (int64_t j = 0; padded && !bad_offsets && j < b->size; j++)
       bad_offsets = t->lengths[j] < 0 || t->lengths[j] > t->shape[1] ||
                     t->lengths[j] > t->max_len;
+    /* offsets_dtype=int32: the int32 copy, equal; a group: one array */
+    int bad32 = vi->ragged && !padded && su->int32 && !t->offsets32;
+    for (int64_t j = 0; !bad32 && !bad_offsets && t->offsets32 && j <= b->size;
+         j++)
+      bad32 = t->offsets32[j] != t->offsets[j];
+    int ungrouped = vi->ragged && vi->offsets_of >= 0 && vi->offsets_of != v &&
+                    vi->offsets_of < b->nvars && !padded &&
+                    t->offsets != b->vars[vi->offsets_of].offsets;
     if (bad_offsets)
       snprintf(msg, sizeof msg,
                "batch %" PRId64 " variable '%s': its offsets do not run "
                "from 0 to nvalues %" PRId64 " in steps of at most max_len "
                "%" PRId64,
                b->index, t->name, t->nvalues, t->max_len);
+    else if (bad32)
+      snprintf(msg, sizeof msg,
+               "batch %" PRId64 " variable '%s': offsets_dtype=int32, but "
+               "its int32 offsets are %s",
+               b->index, t->name, t->offsets32 ? "not its offsets" : "NULL");
+    else if (ungrouped)
+      snprintf(msg, sizeof msg,
+               "batch %" PRId64 " variable '%s': its lengths are those of "
+               "'%s' in every sample, but it does not share its offsets",
+               b->index, t->name, b->vars[vi->offsets_of].name);
     else if (strcmp(t->name, vi->name) != 0 || t->dtype != vi->dtype ||
              t->row_bytes != vi->row_bytes ||
              t->shape[0] != (padded ? b->size : rows) ||
@@ -651,6 +669,8 @@ static void setup_init(tool_ctx *ctx, ferry_loader *L, setup *su) {
                  &su->batch_size);
   tool_parse_i64(tool_option(ctx, "max_tokens", buf, sizeof buf), 0, INT64_MAX,
                  &su->max_tokens);
+  su->int32 =
+      !strcmp(tool_option(ctx, "offsets_dtype", buf, sizeof buf), "int32");
   tool_option(ctx, "tail", su->tail_name, sizeof su->tail_name);
   tool_option(ctx, "shuffle", su->shuffle_name, sizeof su->shuffle_name);
   su->tail = strcmp(su->tail_name, "pad") == 0       ? TAIL_PAD

@@ -34,6 +34,7 @@ typedef struct setup {
   ferry_var_info *vars; /* [nvars] */
   int64_t batch_size;
   int64_t max_tokens; /* 0: batches of batch_size samples */
+  int int32;          /* offsets_dtype=int32: offsets32 expected */
   int tail;
   int shuffled;          /* shuffle != none */
   int content;           /* the values encode the index */

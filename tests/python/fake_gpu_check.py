@@ -140,5 +140,26 @@ if meg:
         b.release()
     every_once(ids, len(O) - 1, "ragged on CUDA")
     L.close()
+    # offsets_dtype="int32": the device offsets are the int32 copy
+    L = ferry.Loader(meg + ".idx", comm, device="cuda", batch_size=5, seed=3,
+                     device_prefetch=1, tail="partial", offsets_dtype="int32")
+    ids = []
+    for b in L:
+        idx = np.asarray(b.indices).copy()
+        r = b["tokens"]
+        check(r.offsets.__dlpack_device__() == (2, mine),
+              "int32 offsets on CUDA device %d" % mine)
+        o = host_copy(r.offsets, np.zeros(0, dtype=np.int32))
+        v = host_copy(r.values, V)
+        check(o.dtype == np.int32 and o[0] == 0 and len(o) == len(idx) + 1,
+              "device int32 offsets %r" % (o,))
+        for k, i in enumerate(idx):
+            check(np.array_equal(v[o[k]:o[k + 1]], V[O[i]:O[i + 1]]),
+                  "int32: sample %d on the device" % i)
+        ids.extend(int(i) for i in idx)
+        del r, v, o
+        b.release()
+    every_once(ids, len(O) - 1, "int32 offsets on CUDA")
+    L.close()
 if rank == 0:
     print("fake_gpu_check: OK", flush=True)

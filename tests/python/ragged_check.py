@@ -85,6 +85,37 @@ for b in ds:
     del r, b, x, n, nt, parts
 every_once(ids, N, "ferry.torch")
 ds.close()
+# offsets_dtype="int32": the offsets as int32 (cu_seqlens), equal; padded
+# works on them
+L = ferry.Loader(prefix + ".idx", batch_size=7, seed=8, tail="partial",
+                 offsets_dtype="int32")
+ids = []
+for b in L:
+    r = b["tokens"]
+    o = np.from_dlpack(r.offsets)
+    v = np.from_dlpack(r.values)
+    idx = np.asarray(b.indices).tolist()
+    check(o.dtype == np.int32 and len(o) == len(idx) + 1 and o[0] == 0,
+          "int32 offsets: %r %r" % (o.dtype, o))
+    for k, i in enumerate(idx):
+        check(np.array_equal(v[o[k]:o[k + 1]], want(i)), "int32: sample %d" % i)
+    ids.extend(idx)
+    del r, o, v
+    b.release()
+every_once(ids, N, "offsets_dtype=int32")
+L.close()
+ds = ferry.torch.Dataset(prefix + ".idx", batch_size=9, seed=8,
+                         tail="partial", offsets_dtype="int32")
+for b in ds:
+    r = b["tokens"]
+    check(r.offsets.dtype == torch.int32, "torch offsets %r" % r.offsets.dtype)
+    x, n = ferry.torch.padded(r)
+    idx = b["index"].tolist()
+    check(all(np.array_equal(x[k, :n[k]].numpy(), want(i))
+              for k, i in enumerate(idx)), "padded over int32 offsets")
+    del b, r, x, n
+ds.close()
+
 # max_tokens with buckets and pad=max: batches within the budget, the
 # same count on every rank, every sample once; state_dict after 2 batches
 # and load_state_dict on a fresh loader serve the uninterrupted run's rest

@@ -9,7 +9,8 @@
 #    (tests/fixtures/dump_compare.py, FILE.npz::ragged);
 #  - `ferry info` shows the three ragged variables and their lengths;
 #  - `ferry verify` on 3 ranks (batches, exactly once, determinism), with
-#    max_tokens too;
+#    max_tokens and offsets_dtype=int32 too; tokens and mask (the same
+#    lengths) share one offsets array (info says so, verify checks it);
 #  - a 2-D vlen dataset and a vlen of a compound are skipped with the
 #    reason (vars naming one is refused), io=collective refused for ragged
 #    variables, a truncated file refused with HDF5's reason.
@@ -45,7 +46,7 @@ common="--epoch 0 --tail partial --batch-size $BATCH --row-hash"
 jobs=$tmp/jobs
 : >"$jobs"
 njobs=0
-for v in tokens feat text; do
+for v in tokens mask feat text; do
   dump_queue "" "$v ordered" 1 ordered "$f" $v \
     "--shuffle none --shuffle-buffer 0 --chunk-samples 64" "$f.$v.npz::ragged"
   dump_queue "" "$v shuffled" 2 spread "$f" $v \
@@ -65,14 +66,18 @@ if "$FERRY" info "$f" >"$tmp/info.out" 2>&1 &&
    grep '^  tokens  *int32  *little (500, \*)' "$tmp/info.out" >/dev/null &&
    grep '^  text  *uint8 .*(500, \*)' "$tmp/info.out" >/dev/null &&
    grep '^ragged  *feat: lengths 0 to 4 (mean 2.0), 1000 rows of 8 bytes' "$tmp/info.out" >/dev/null &&
-   grep '^ragged  *tokens: lengths 0 to' "$tmp/info.out" >/dev/null; then
-  ok "ferry info: `grep -c '^ragged' "$tmp/info.out"` ragged variables"
+   grep '^ragged  *tokens: lengths 0 to' "$tmp/info.out" >/dev/null &&
+   grep "^ragged  *tokens: the lengths of mask in every sample: its batches share mask's offsets" "$tmp/info.out" >/dev/null; then
+  ok "ferry info: `grep -c '^ragged' "$tmp/info.out"` ragged lines, tokens grouped with mask"
 else
   failed "ferry info should show tokens, feat and text as ragged" "$tmp/info.out"
 fi
 
 # ---- ferry verify -------------------------------------------------------------
-for o in "--batch-size 16 --tail pad" "--max-tokens 200 --batch-size 32 --tail partial --vars tokens,label"; do
+# (verify also checks that tokens and mask share one offsets array, and
+# with offsets_dtype=int32 that the int32 copy is there and equal)
+for o in "--batch-size 16 --tail pad" "--max-tokens 200 --batch-size 32 --tail partial --vars tokens,label" \
+         "--batch-size 24 --offsets-dtype int32 --tail partial"; do
   if $RUN_MPI 3 "$FERRY" verify "$f" --epochs 1 $o >"$tmp/verify.out" 2>&1 &&
      grep '^PASS exactly-once' "$tmp/verify.out" >/dev/null &&
      grep '^PASS batches' "$tmp/verify.out" >/dev/null &&
