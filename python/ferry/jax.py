@@ -28,6 +28,16 @@ local devices, and so must every batch: use tail="drop_last" or "pad".
 sharded=False: one array per variable on one device, through DLPack
 (``jax.dlpack.from_dlpack``; no copy where JAX can alias the buffer).
 
+Ragged variables (samples of different lengths, docs/ragged.md) need the
+loader's ``pad`` option: JAX compiles for static shapes, so ``pad=L`` (with
+``truncate="yes"`` to cut longer samples) gives every batch the shape
+``[batch, L]``; ``pad="max"`` pads to each batch's longest (a shape per
+batch: one compilation per length).  For a padded variable ``x`` the dict
+also holds ``x_lengths`` (int32 ``[batch]``) and ``x_segment_ids`` (int32
+``[batch, L]``: 1 on a sample's rows, 0 on padding, the convention of
+attention masks and of ``segment_ids`` in Flax and MaxText).  A ragged
+variable without ``pad`` is refused with that advice.
+
 Each MPI rank is one JAX process (``srun python train.py``); the arrays are
 process-local (fully addressable).  JAX is imported when an iterator is
 made, so this module imports without it.
@@ -165,6 +175,8 @@ class Iterator:
             extra[self.index_key] = _numpy(batch.indices).copy()
         if self.padded_key is not None:
             extra[self.padded_key] = _numpy(batch.padded).astype(bool)
+        for k in self.keys:
+            self._ragged_extra(batch, k, extra)
         if not self.sharded:
             out = {k: _from_dlpack(self.jax, batch[k]) for k in self.keys}
             for k, v in extra.items():
@@ -180,6 +192,27 @@ class Iterator:
         for k, v in extra.items():
             out[k] = self._assemble(self._split_host(v))
         return out
+
+    def _ragged_extra(self, batch, name, extra):
+        """A padded ragged variable's lengths and segment ids into extra
+        (host copies); a ragged one without pad refused."""
+        import numpy
+        if isinstance(batch[name], _ferry.Ragged):
+            raise ValueError(
+                "ferry.jax: variable '%s' is ragged (samples of different "
+                "lengths) and JAX wants static shapes: open the iterator "
+                "with pad=L (a fixed length; truncate='yes' cuts longer "
+                "samples) or pad='max'" % name)
+        try:
+            lengths = batch.lengths(name)
+        except ValueError:
+            return  # a dense variable
+        lens = _numpy(lengths).astype(numpy.int32)
+        width = int(batch[name].shape[1])
+        extra[name + "_lengths"] = lens
+        extra[name + "_segment_ids"] = (
+            numpy.arange(width, dtype=numpy.int32)[None, :] <
+            lens[:, None]).astype(numpy.int32)
 
     def _pieces(self, batch, name):
         """One jax.Array per local device holding its share of NAME."""

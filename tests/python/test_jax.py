@@ -1,5 +1,7 @@
 """test_jax.py DIR N - ferry.jax: sharded and one-device iterators serve
 every sample once with the right values."""
+import os
+
 import numpy as np
 from helpers import comm, dataset, gathered
 
@@ -21,6 +23,44 @@ for sharded in (True, False):
     assert len(set(every)) == len(every), "no sample twice"
     if not sharded:
         assert every == list(range(n)), "every sample once"
+    it.close()
+# A ragged variable (a Megatron corpus, FERRY_TEST_MEGATRON): static shapes
+# with pad=L, lengths and segment ids beside it; refused without pad.
+meg = os.environ.get("FERRY_TEST_MEGATRON")
+if meg:
+    with np.load(meg + ".seq.npz") as z:
+        V, O = z["values"], z["offsets"]
+    W = 24
+    for sharded in (False, True):
+        it = ferry.jax.iterator(meg + ".idx", comm, sharded=sharded,
+                                batch_size=8, pad=W, truncate="yes",
+                                tail="partial" if not sharded else "pad")
+        ids = []
+        for b in it:
+            x = np.asarray(b["tokens"])
+            lens = np.asarray(b["tokens_lengths"])
+            seg = np.asarray(b["tokens_segment_ids"])
+            idx = np.asarray(b["index"])
+            pad = np.asarray(b["padded"])
+            assert x.shape == (len(idx), W) and seg.shape == x.shape, x.shape
+            assert lens.dtype == np.int32 and seg.dtype == np.int32
+            for k, i in enumerate(idx):
+                n = min(O[i + 1] - O[i], W)
+                assert lens[k] == n and seg[k].sum() == n and \
+                    (seg[k, :n] == 1).all(), (i, lens[k], n)
+                assert np.array_equal(x[k, :n], V[O[i]:O[i] + n]), i
+            ids.extend(int(i) for i, p in zip(idx, pad) if not p)
+        b = None
+        x = lens = seg = None
+        it.close()
+        every = gathered(ids)
+        assert every == list(range(len(O) - 1)), "ragged: every sample once"
+    try:
+        it = ferry.jax.iterator(meg + ".idx", comm, sharded=False, batch_size=8)
+        next(iter(it))
+        raise AssertionError("a ragged variable without pad was not refused")
+    except ValueError as e:
+        assert "pad=L" in str(e), e
     it.close()
 if comm.rank == 0:
     print("test_jax: OK")

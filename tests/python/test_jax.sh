@@ -7,4 +7,9 @@ XLA_PYTHON_CLIENT_PREALLOCATE=false
 export XLA_PYTHON_CLIENT_PREALLOCATE
 need_module jax "the GPU machine has it"
 "$PY" "$top_srcdir/examples/make_data.py" npy "$tmp/data" 1024 || exit 1
+# a ragged variable (test_jax.py's last section)
+"$PY" "$top_srcdir/tests/fixtures/make_megatron.py" "$tmp/meg" --docs 60 \
+  --empty 2 --seed 5 >/dev/null || exit 1
+FERRY_TEST_MEGATRON=$tmp/meg
+export FERRY_TEST_MEGATRON
 $RUN_MPI 2 "$PY" "$pydir/test_jax.py" "$tmp/data" 1024
