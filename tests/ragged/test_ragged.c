@@ -344,6 +344,51 @@ static void epoch_case(const char *label, const char *const *kv, int P,
   MPI_Comm_free(&c);
 }
 
+/* The epoch served by `before` (world ranks 0..3) and `after` (0..P-1):
+ * every sample once, checked on rank 0 (collective over max(P, 4)). */
+static void check_split_once(const recs *before, const recs *after, int P,
+                             const char *what) {
+  recs both = {0};
+  for (int64_t i = 0; i < after->n; i++)
+    push(&both, after->v[i]);
+  for (int64_t i = 0; i < before->n; i++)
+    push(&both, before->v[i]);
+  MPI_Comm all = first(P > 4 ? P : 4);
+  if (all != MPI_COMM_NULL) {
+    int64_t *ids = NULL, npad = 0;
+    int64_t n = gather_ids(all, &both, &ids, &npad);
+    if (rank == 0) {
+      check_once(what, ids, n, nseq, 1);
+      CHECK(n == nseq, "%s: %lld of %lld samples", what, (long long)n,
+            (long long)nseq);
+    }
+    free(ids);
+    MPI_Comm_free(&all);
+  }
+  free(both.v);
+}
+
+/* On world ranks 0..3: epoch 2 whole into ref, then its first K batches
+ * into before and a state saved at path. */
+static void save_on_4(const char *spec, ferry_options *o, int64_t K,
+                      const char *path, recs *ref, recs *before) {
+  MPI_Comm c4 = first(4);
+  if (c4 != MPI_COMM_NULL) {
+    ferry_loader *L = NULL;
+    CHECK(ferry_open(c4, spec, o, &L) == 0, "open: %s", ferry_last_error(NULL));
+    if (L) {
+      CHECK(ferry_set_epoch(L, 2) == 0, "set_epoch: %s", ferry_last_error(L));
+      serve(L, -1, 0, ref);
+      CHECK(ferry_set_epoch(L, 2) == 0, "set_epoch: %s", ferry_last_error(L));
+      CHECK(serve(L, K, 0, before) == K, "served %lld batches", (long long)K);
+      CHECK(ferry_state_save(L, path) == 0, "save: %s", ferry_last_error(L));
+      ferry_close(L);
+    }
+    MPI_Comm_free(&c4);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 static int64_t opt_of(const char *const *kv, const char *name) {
   for (int i = 0; kv[i]; i += 2)
     if (!strcmp(kv[i], name))
@@ -365,21 +410,7 @@ static void tok_resume_case(const char *const *kv, int64_t K, int refused) {
            refused);
   ferry_options *o = opts_of(kv, NULL);
   recs ref = {0}, before = {0}, after = {0};
-  MPI_Comm c4 = first(4);
-  if (c4 != MPI_COMM_NULL) {
-    ferry_loader *L = NULL;
-    CHECK(ferry_open(c4, spec, o, &L) == 0, "open: %s", ferry_last_error(NULL));
-    if (L) {
-      CHECK(ferry_set_epoch(L, 2) == 0, "set_epoch: %s", ferry_last_error(L));
-      serve(L, -1, 0, &ref);
-      CHECK(ferry_set_epoch(L, 2) == 0, "set_epoch: %s", ferry_last_error(L));
-      CHECK(serve(L, K, 0, &before) == K, "served %lld batches", (long long)K);
-      CHECK(ferry_state_save(L, path) == 0, "save: %s", ferry_last_error(L));
-      ferry_close(L);
-    }
-    MPI_Comm_free(&c4);
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
+  save_on_4(spec, o, K, path, &ref, &before);
   static const int others[] = {2, 3, 7};
   for (size_t w = 0; w < sizeof others / sizeof *others; w++) {
     int P = others[w];
@@ -425,32 +456,15 @@ static void tok_resume_case(const char *const *kv, int64_t K, int refused) {
       MPI_Comm_free(&c);
     }
     if (!refused) { /* before (4 ranks) and after (P): the epoch, once */
-      recs both = {0};
-      for (int64_t i = 0; i < got.n; i++)
-        push(&both, got.v[i]);
-      for (int64_t i = 0; i < before.n; i++)
-        push(&both, before.v[i]);
-      MPI_Comm all = first(P > 4 ? P : 4);
-      if (all != MPI_COMM_NULL) {
-        int64_t *ids = NULL, npad = 0;
-        int64_t n = gather_ids(all, &both, &ids, &npad);
-        if (rank == 0) {
-          char what[128];
-          snprintf(what, sizeof what,
-                   "max_tokens resume after %lld batches of 4 ranks on %d",
-                   (long long)K, P);
-          check_once(what, ids, n, nseq, 1);
-          CHECK(n == nseq, "%s: %lld of %lld samples", what, (long long)n,
-                (long long)nseq);
-        }
-        free(ids);
-        MPI_Comm_free(&all);
-      }
-      free(both.v);
+      char what[128];
+      snprintf(what, sizeof what,
+               "max_tokens resume after %lld batches of 4 ranks on %d",
+               (long long)K, P);
+      check_split_once(&before, &got, P, what);
     }
     free(got.v);
   }
-  c4 = first(4);
+  MPI_Comm c4 = first(4);
   if (c4 != MPI_COMM_NULL) {
     ferry_loader *L = NULL;
     CHECK(ferry_open(c4, spec, o, &L) == 0, "open: %s", ferry_last_error(NULL));
@@ -482,26 +496,14 @@ static void tok_resume_case(const char *const *kv, int64_t K, int refused) {
                 (long long)ref.v[before.n + i].batch);
           break;
         }
-      recs both = {0};
-      for (int64_t i = 0; i < after.n; i++)
-        push(&both, after.v[i]);
-      for (int64_t i = 0; i < before.n; i++)
-        push(&both, before.v[i]);
-      int64_t *ids = NULL, npad = 0;
-      int64_t n = gather_ids(c4, &both, &ids, &npad);
-      if (rank == 0) {
-        char what[128];
-        snprintf(what, sizeof what,
-                 "max_tokens resume after %lld batches on 4 ranks",
-                 (long long)K);
-        check_once(what, ids, n, nseq, 1);
-        CHECK(n == nseq, "%s: %lld of %lld samples", what, (long long)n,
-              (long long)nseq);
-      }
-      free(ids);
-      free(both.v);
     }
     MPI_Comm_free(&c4);
+  }
+  if (!refused) {
+    char what[128];
+    snprintf(what, sizeof what,
+             "max_tokens resume after %lld batches on 4 ranks", (long long)K);
+    check_split_once(&before, &after, 4, what);
   }
   free(ref.v);
   free(before.v);
@@ -633,21 +635,7 @@ static void resume_case(const char *const *kv, int64_t K) {
   snprintf(path, sizeof path, "%s/state-%lld", dir, (long long)K);
   ferry_options *o = opts_of(kv, NULL);
   recs ref = {0}, before = {0};
-  MPI_Comm c4 = first(4);
-  if (c4 != MPI_COMM_NULL) {
-    ferry_loader *L = NULL;
-    CHECK(ferry_open(c4, spec, o, &L) == 0, "open: %s", ferry_last_error(NULL));
-    if (L) {
-      CHECK(ferry_set_epoch(L, 2) == 0, "set_epoch: %s", ferry_last_error(L));
-      serve(L, -1, 0, &ref);
-      CHECK(ferry_set_epoch(L, 2) == 0, "set_epoch: %s", ferry_last_error(L));
-      CHECK(serve(L, K, 0, &before) == K, "served %lld batches", (long long)K);
-      CHECK(ferry_state_save(L, path) == 0, "save: %s", ferry_last_error(L));
-      ferry_close(L);
-    }
-    MPI_Comm_free(&c4);
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
+  save_on_4(spec, o, K, path, &ref, &before);
   static const int worlds[] = {2, 3, 4, 7};
   for (size_t w = 0; w < sizeof worlds / sizeof *worlds; w++) {
     int P = worlds[w];
@@ -681,27 +669,10 @@ static void resume_case(const char *const *kv, int64_t K) {
         }
     }
     /* before (world ranks 0..3) and after (ranks 0..P-1): the epoch, once */
-    recs both = {0};
-    for (int64_t i = 0; i < after.n; i++)
-      push(&both, after.v[i]);
-    for (int64_t i = 0; i < before.n; i++)
-      push(&both, before.v[i]);
-    MPI_Comm all = first(P > 4 ? P : 4);
-    if (all != MPI_COMM_NULL) {
-      int64_t *ids = NULL, npad = 0;
-      int64_t n = gather_ids(all, &both, &ids, &npad);
-      if (rank == 0) {
-        char what[128];
-        snprintf(what, sizeof what, "resume after %lld batches on %d ranks",
-                 (long long)K, P);
-        check_once(what, ids, n, nseq, 1);
-        CHECK(n == nseq, "%s: %lld of %lld samples", what, (long long)n,
-              (long long)nseq);
-      }
-      free(ids);
-      MPI_Comm_free(&all);
-    }
-    free(both.v);
+    char what[128];
+    snprintf(what, sizeof what, "resume after %lld batches on %d ranks",
+             (long long)K, P);
+    check_split_once(&before, &after, P, what);
     free(after.v);
   }
   free(ref.v);
