@@ -110,6 +110,10 @@ class Iterator:
                     "ferry.jax: batch_size=%d is not a multiple of the %d "
                     "local devices (sharded=True splits every batch "
                     "evenly)" % (bs, len(self.devices)))
+        if str(options.get("pad", "none")) != "none":
+            # padded ragged batches are made on the host (pad does not go
+            # to the GPU yet); JAX moves them
+            options.setdefault("device", "cpu")
         self.loader = _ferry.Loader(dataset, comm, **options)
         self.keys = list(keys) if keys is not None else list(self.loader.vars)
         self.transform = transform
@@ -134,6 +138,13 @@ class Iterator:
         self._where = "fresh"
 
     def close(self):
+        # JAX's DLPack import can keep the exporting Array in a reference
+        # cycle until the collector runs (seen on an H200 with JAX on 2
+        # ranks: close() found the last batch viewed, and closed after a
+        # gc.collect()); collect first so that a caller who dropped the
+        # batch's arrays can close
+        import gc
+        gc.collect()
         self.loader.close()
 
     def __enter__(self):
