@@ -79,7 +79,8 @@ MPI_TESTS += \
 MPI_TESTS += \
 	tests/ragged/megatron.sh \
 	tests/ragged/arrow.sh \
-	tests/ragged/hdf5_vlen.sh
+	tests/ragged/hdf5_vlen.sh \
+	tests/ragged/zarr_vlen.sh
 # tests/cli/: the ferry tool's command line, its manual, the build and
 # install, the README's example.
 MPI_TESTS += \
@@ -195,7 +196,8 @@ ASAN_TESTS = \
 	tests/unit/test_classic tests/classic/classic.sh tests/unit/test_npz \
 	tests/npz/npz.sh tests/dataset/decode_pool.sh tests/unit/test_parquet \
 	tests/parquet/parquet.sh tests/parquet/parquet_pool.sh tests/sampling/weights.sh \
-	tests/ragged/megatron.sh tests/ragged/hdf5_vlen.sh tests/fuzz/
+	tests/ragged/megatron.sh tests/ragged/hdf5_vlen.sh tests/ragged/zarr_vlen.sh \
+	tests/fuzz/
 
 # LIST: the tsan tier, run again in ./bootstrap check's TSan tree: the
 # tests whose code runs on several threads.  Not parquet.sh: most of its 60

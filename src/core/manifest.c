@@ -238,7 +238,8 @@ static int unpack_roff(ferry__rec_r *r, const ferry__manifest *m,
     if (i == 0 ? o[i] != 0 : o[i] < o[i - 1])
       return ferry__rec_fail(r, "ragged offsets not increasing from 0");
   }
-  if (o[n - 1] > rows)
+  if (m->vars[v].ragged == 1 && o[n - 1] > rows) /* 2: values in
+                                                  * compressed chunks */
     return ferry__rec_fail(r, "ragged offsets past the end of the file");
   return 0;
 }
@@ -257,7 +258,7 @@ static int unpack_var(ferry__rec_r *r, ferry__manifest *m, int v) {
            nd = ferry__rec_get_u8(r), rg = ferry__rec_get_u8(r);
   if (r->rc)
     return -1;
-  if (rg > 1)
+  if (rg > 2)
     return ferry__rec_fail(r, "bad ragged flag");
   x->ragged = (int)rg;
   if (dt >= FERRY_DTYPE_COUNT)

@@ -20,7 +20,9 @@ typedef struct ferry__var {
   size_t row_bytes;
   /* 1: a ragged variable (docs/ragged.md): sample i of a part is rows
    * [roff[i], roff[i+1]) of its values, each row of row_shape (the inner
-   * shape, row_ndim may be 0) and row_bytes; 0: every sample is one row. */
+   * shape, row_ndim may be 0) and row_bytes; 0: every sample is one row;
+   * 2: ragged, its values in compressed chunks (Zarr vlen), so the
+   * offsets are not bounded by the part's file size. */
   int ragged;
   /* Storage layout, as the backend's describe() saw it in the first part
    * (later parts may differ; only the plan's chunk alignment and ferry info

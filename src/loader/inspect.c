@@ -34,7 +34,7 @@ int ferry_var_info_get(const ferry_loader *L, int i, ferry_var_info *out) {
   out->chunk_rows = v->chunk_rows;
   out->cache_bytes = v->cache_bytes;
   out->storage = v->storage;
-  out->ragged = v->ragged;
+  out->ragged = v->ragged != 0;
   out->offsets_of = L->offs_of ? L->offs_of[i] : v->ragged ? i : -1;
   if (v->ragged && L->rstat) { /* counted once, at open (ragged.c) */
     out->min_len = L->rstat[i].min;

@@ -64,6 +64,10 @@ FUZZ_HARNESSES += tests/fuzz/fuzz_megatron
 tests_fuzz_fuzz_megatron_SOURCES = tests/fuzz/fuzz_megatron.c $(FUZZ_DRIVER)
 tests_fuzz_fuzz_megatron_LDFLAGS = $(FUZZ_LINK_FLAGS)
 
+FUZZ_HARNESSES += tests/fuzz/fuzz_zarr_vlen
+tests_fuzz_fuzz_zarr_vlen_SOURCES = tests/fuzz/fuzz_zarr_vlen.c $(FUZZ_DRIVER)
+tests_fuzz_fuzz_zarr_vlen_LDFLAGS = $(FUZZ_LINK_FLAGS)
+
 FUZZ_HARNESSES += tests/fuzz/fuzz_npz
 tests_fuzz_fuzz_npz_SOURCES = tests/fuzz/fuzz_npz.c $(FUZZ_DRIVER)
 tests_fuzz_fuzz_npz_LDFLAGS = $(FUZZ_LINK_FLAGS)

@@ -378,6 +378,26 @@ static int describe_var(const char *store, const zarr_walk *w, zarr_array *x,
   }
   v->chunk_rows = x->z.chunks[0];
   char *adir = ferry__zarr_array_dir(store, v->name, w->root_array);
+  if (x->z.vlen && adir) { /* ragged: every chunk read for the lengths */
+    int rc = 0;
+    v->ragged = 2; /* values in compressed chunks: not bounded by a file */
+    if (use_netcdf)
+      rc = ferry__seterr(err, FERRY_ENOTSUP,
+                         "store %s: array %s is variable-length, which "
+                         "netCDF-C does not read: use zarr_reader=native",
+                         store, v->name);
+    else if (!out->roff &&
+             !(out->roff = calloc((size_t)out->nvars, sizeof *out->roff)))
+      rc = ferry__oom(err, -1, (size_t)out->nvars * sizeof *out->roff,
+                      "the offsets of store %s", store);
+    else
+      rc = ferry__zarr_vlen_offsets(adir, &x->z, out->num_samples,
+                                    &out->roff[k], err);
+    if (rc) {
+      free(adir);
+      return rc;
+    }
+  }
   /* what a failed storage text wanted: its directory's path, or (a bound)
    * the text itself */
   size_t storage_want =

@@ -257,6 +257,44 @@ int ferry__zarr_parse_fill(json_t *jf, zmeta *z) {
   return 0;
 }
 
+/* A numcodecs vlen filter (vlen-utf8, vlen-bytes, vlen-array): only as the
+ * first filter of an object array. */
+static int parse_vlen(json_t *jc, const char *id, zmeta *z, const char *where,
+                      ferry__err *err) {
+  int kind = !strcmp(id, "vlen-utf8") || !strcmp(id, "vlen-bytes") ? 1
+             : !strcmp(id, "vlen-array")                           ? 2
+                                                                   : 0;
+  if (!kind || z->vlen != -1 || z->ncodecs != 0)
+    return ferry__seterr(err, FERRY_ENOTSUP, "%s: codec '%s' %s", where, id,
+                         !kind ? "cannot be decoded by ferry (it reads "
+                                 "vlen-utf8, vlen-bytes and vlen-array)"
+                         : z->vlen != -1 ? "on an array whose dtype is not "
+                                           "'|O' (objects)"
+                                         : "after another filter (ferry "
+                                           "reads it as the first)");
+  if (kind == 2) {
+    json_t *dt = json_object_get(jc, "dtype");
+    const char *why = NULL;
+    zmeta t;
+    memset(&t, 0, sizeof t);
+    if (!json_is_string(dt) ||
+        parse_dtype(json_string_value(dt), &t, &why) < 0 || t.swapped)
+      return ferry__seterr(err, FERRY_ENOTSUP,
+                           "%s: vlen-array of dtype %s, which ferry cannot "
+                           "serve (integers, float16/32/64 of this host's "
+                           "byte order)",
+                           where,
+                           json_is_string(dt) ? json_string_value(dt) : "?");
+    z->dtype = t.dtype;
+    z->itemsize = t.itemsize;
+  }
+  z->vlen = kind;
+  size_t used = strlen(z->codecs_text);
+  snprintf(z->codecs_text + used, sizeof z->codecs_text - used, "%s%s",
+           used ? " + " : "", id);
+  return 0;
+}
+
 /* One codec object of .zarray; 0 or an error naming the array. */
 static int parse_codec(json_t *jc, zmeta *z, const char *where,
                        ferry__err *err) {
@@ -266,6 +304,8 @@ static int parse_codec(json_t *jc, zmeta *z, const char *where,
                          "%s: corrupt metadata: a codec without an \"id\"",
                          where);
   const char *id = json_string_value(jid);
+  if (!strncmp(id, "vlen-", 5))
+    return parse_vlen(jc, id, z, where, err);
   int kind = ferry__codec_kind(id);
   if (kind == FERRY__CODEC_NONE)
     return ferry__seterr(err, FERRY_ENOTSUP,
@@ -356,6 +396,13 @@ static int parse_dtype_field(json_t *j, const char *label, zmeta *z,
                          "array %s: a structured dtype, which ferry cannot "
                          "represent (store each field as its own array)",
                          label);
+  if (!strcmp(json_string_value(dtype), "|O")) { /* objects: a vlen filter
+                                                  * must say what (codecs) */
+    z->vlen = -1;
+    z->dtype = FERRY_UINT8;
+    z->itemsize = 1;
+    return 0;
+  }
   if (parse_dtype(json_string_value(dtype), z, &why) < 0)
     return ferry__seterr(err, FERRY_ENOTSUP,
                          "array %s: dtype '%s' is %s, which ferry cannot "
@@ -435,6 +482,21 @@ static int zarray_fields(json_t *j, const char *path, const char *label,
       (rc = parse_layout(j, path, label, z, err)) < 0 ||
       (rc = parse_codecs(j, path, label, z, err)) < 0)
     return rc;
+  if (z->vlen == -1)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "array %s: dtype '|O' (Python objects) without a "
+                         "vlen-utf8, vlen-bytes or vlen-array filter, which "
+                         "ferry cannot read",
+                         label);
+  if (z->vlen &&
+      (z->ndim != 1 || z->ncodecs > 1 || (z->ncodecs && !z->has_compressor)))
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "array %s: a variable-length array %s, which ferry "
+                         "cannot read (one dimension, a compressor and no "
+                         "other filter)",
+                         label,
+                         z->ndim != 1 ? "of more than one dimension"
+                                      : "with a filter after its vlen one");
   if (!fill || ferry__zarr_parse_fill(fill, z) < 0)
     return ferry__seterr(err, FERRY_ENOTSUP,
                          "array %s: fill_value cannot be represented in its "

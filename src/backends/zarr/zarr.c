@@ -315,6 +315,9 @@ static int z_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   (void)pt;
   if ((rc = acquire(io, part, &p, err)) < 0)
     return rc;
+  if (v->ragged) /* a variable-length array (vlen.c), native reader only */
+    return ferry__zarr_vlen_read(&p->v[var], p->store, v->name, io->b.rank, row,
+                                 nrows, v->row_bytes, pt->roff[var], buf, err);
 #ifdef HAVE_NCZARR
   if (p->ncid >= 0)
     rc = ferry__zarr_nc_read(&p->v[var], p->store, v->name, io->b.rank, row,

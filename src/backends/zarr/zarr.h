@@ -64,6 +64,11 @@ typedef struct zmeta {
   /* Not hashed: the name of dimension 0 (v3 dimension_names, v2
    * _ARRAY_DIMENSIONS of .zattrs, read by describe), or "". */
   char dim0[64];
+  /* Variable-length (object dtype "|O" with a numcodecs vlen filter, v2):
+   * 1 vlen-utf8 or vlen-bytes (a ragged uint8 of the bytes), 2 vlen-array
+   * (a ragged variable of its dtype); 0 a dense array.  Then the codec
+   * chain is the compressor alone (zarr/vlen.c). */
+  int vlen;
 } zmeta;
 
 #define ZMETA_HASHED offsetof(zmeta, hash)
@@ -253,6 +258,27 @@ int ferry__zarr_native_read(zvar *zv, const char *store, const char *vname,
                             int rank, int64_t row, int64_t nrows,
                             size_t row_bytes, unsigned char *buf,
                             ferry__err *err);
+
+/* ---- Variable-length arrays (vlen.c) ------------------------------------ */
+
+/** The lengths of the n items of vlen array (adir, z), as offsets (n + 1,
+ *  in elements), every chunk read and decoded once (rank 0, describe);
+ *  *out malloc'd.  Errors name the chunk file and the item. */
+int ferry__zarr_vlen_offsets(const char *adir, const zmeta *z, int64_t n,
+                             int64_t **out, ferry__err *err);
+/** The first k items of a decoded vlen chunk d[len] (u32 count, then u32
+ *  length + bytes per item): their lengths in elements of el bytes into
+ *  lens, where their bytes start into at (may be NULL).  0, or
+ *  FERRY_EFORMAT with why naming the item (fuzz_zarr_vlen). */
+int ferry__zarr_vlen_items(const unsigned char *d, size_t len, int64_t k,
+                           size_t el, int64_t *lens, size_t *at, char *why,
+                           size_t wl);
+/** Rows [row, row+nrows) of a vlen array into buf, one item after the
+ *  other, each length checked against roff (the part's offsets). */
+int ferry__zarr_vlen_read(const zvar *zv, const char *store, const char *vname,
+                          int rank, int64_t row, int64_t nrows, size_t el,
+                          const int64_t *roff, unsigned char *buf,
+                          ferry__err *err);
 
 /* ---- The netCDF reader (netcdf.c, HAVE_NCZARR only) ------------------- */
 

@@ -1,0 +1,226 @@
+/*
+ * zarr/vlen.c - Zarr v2 variable-length arrays as ragged variables
+ * (docs/ragged.md): a one-dimensional array of dtype "|O" whose first filter
+ * is numcodecs' vlen-utf8 or vlen-bytes (a ragged uint8 variable: each item's
+ * bytes) or vlen-array (a ragged variable of its dtype), as zarr-python
+ * writes them with object_codec=.
+ *
+ * A chunk, once its compressor is undone, is the item count (u32,
+ * little-endian), then each item as its byte length (u32) and its bytes; a
+ * chunk always holds chunks[0] items (the last one's extra items empty).
+ * Correct, not fast: the lengths live only in the chunks, so describe
+ * (rank 0) reads and decodes every chunk once at ferry_open, and a read
+ * decodes each chunk it touches on the I/O thread (not on the decode
+ * pool), checking every length against the open's.
+ */
+#include "config.h"
+#include "backends/zarr/zarr.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The largest chunk file read: 1 GiB (a corrupt size is an error). */
+#define VLEN_FILE_MAX ((int64_t)1 << 30)
+
+/* Chunk c's items, decoded: *dec (malloc'd, *declen bytes) and *path
+ * (malloc'd, for messages).  0, or a code with why set. */
+static int chunk_decoded(const char *adir, const zmeta *z, int64_t c,
+                         unsigned char **dec, size_t *declen, char **path,
+                         char *why, size_t wl) {
+  int64_t idx[Z_MAX_DIMS] = {c};
+  unsigned char *raw = NULL;
+  *dec = NULL;
+  *path = ferry__zarr_chunk_path(adir, z, idx);
+  if (!*path) {
+    snprintf(why, wl, "out of memory for a chunk path");
+    return FERRY_ENOMEM;
+  }
+  int fd = open(*path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    snprintf(why, wl,
+             "%s (a variable-length array has no fill value: "
+             "every chunk must be written)",
+             strerror(errno));
+    if (fd >= 0)
+      close(fd);
+    return errno == ENOENT ? FERRY_EFORMAT : FERRY_EIO;
+  }
+  int rc = 0;
+  size_t n = (size_t)st.st_size;
+  if (st.st_size > VLEN_FILE_MAX) {
+    snprintf(why, wl, "%lld bytes, more than ferry reads for one chunk",
+             (long long)st.st_size);
+    rc = FERRY_EFORMAT;
+  } else if (!(raw = malloc(n ? n : 1))) {
+    snprintf(why, wl, "out of memory for its %zu bytes", n);
+    rc = FERRY_ENOMEM;
+  } else {
+    for (size_t at = 0; !rc && at < n;) {
+      ssize_t k = pread(fd, raw + at, n - at, (off_t)at);
+      if (k <= 0) {
+        snprintf(why, wl, "read failed at offset %zu: %s", at,
+                 k < 0 ? strerror(errno) : "end of file");
+        rc = FERRY_EIO;
+      }
+      at += k > 0 ? (size_t)k : 0;
+    }
+  }
+  close(fd);
+  if (!rc && z->ncodecs == 1) { /* the compressor */
+    void *out = NULL;
+    size_t outlen = 0;
+    const char *w = NULL;
+    if (ferry__codec_decode(z->codec[0], z->param[0], raw, n, 0, &out, &outlen,
+                            &w) < 0) {
+      snprintf(why, wl, "cannot decode it: %s", w ? w : "?");
+      rc = FERRY_EFORMAT;
+    } else {
+      free(raw);
+      raw = out;
+      n = outlen;
+    }
+  }
+  if (rc) {
+    free(raw);
+    return rc;
+  }
+  *dec = raw;
+  *declen = n;
+  return 0;
+}
+
+static uint32_t le32(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+         (uint32_t)p[3] << 24;
+}
+
+/* The first k items of a decoded chunk: their lengths in elements (lens)
+ * and where their bytes are (at, may be NULL).  0, or FERRY_EFORMAT with
+ * why naming the item. */
+int ferry__zarr_vlen_items(const unsigned char *d, size_t len, int64_t k,
+                           size_t el, int64_t *lens, size_t *at, char *why,
+                           size_t wl) {
+  if (len < 4 || le32(d) < (uint64_t)k) {
+    snprintf(why, wl, "it holds %lld items where the array needs %lld",
+             len < 4 ? -1LL : (long long)le32(d), (long long)k);
+    return FERRY_EFORMAT;
+  }
+  size_t p = 4;
+  for (int64_t i = 0; i < k; i++) {
+    if (len - p < 4) {
+      snprintf(why, wl, "item %lld: truncated before its length", (long long)i);
+      return FERRY_EFORMAT;
+    }
+    size_t b = le32(d + p);
+    p += 4;
+    if (b > len - p || b % el) {
+      snprintf(why, wl, "item %lld: %zu bytes %s", (long long)i, b,
+               b > len - p ? "past the chunk's end" : "are not whole elements");
+      return FERRY_EFORMAT;
+    }
+    lens[i] = (int64_t)(b / el);
+    if (at)
+      at[i] = p;
+    p += b;
+  }
+  return 0;
+}
+
+int ferry__zarr_vlen_offsets(const char *adir, const zmeta *z, int64_t n,
+                             int64_t **out, ferry__err *err) {
+  int64_t c0 = z->chunks[0];
+  int64_t *o = malloc(((size_t)n + 1) * sizeof *o);
+  if (!o)
+    return ferry__oom(err, -1, ((size_t)n + 1) * sizeof *o,
+                      "the lengths of the %lld items of array %s", (long long)n,
+                      adir);
+  o[0] = 0;
+  int rc = 0;
+  char why[400] = "";
+  for (int64_t c = 0; !rc && c * c0 < n; c++) {
+    unsigned char *d = NULL;
+    size_t dl = 0;
+    char *path = NULL;
+    int64_t k = n - c * c0 < c0 ? n - c * c0 : c0;
+    rc = chunk_decoded(adir, z, c, &d, &dl, &path, why, sizeof why);
+    if (!rc)
+      rc = ferry__zarr_vlen_items(d, dl, k, z->itemsize, o + c * c0 + 1, NULL,
+                                  why, sizeof why);
+    for (int64_t i = 0; !rc && i < k; i++)
+      o[c * c0 + 1 + i] += o[c * c0 + i];
+    if (rc)
+      rc = rc == FERRY_ENOMEM
+               ? ferry__oom(err, -1, (size_t)c0 * 16, "chunk %s", path)
+               : ferry__seterr(err, rc,
+                               "variable-length array %s: chunk %s: %s "
+                               "(offset 0)",
+                               adir, path ? path : "?", why);
+    free(d);
+    free(path);
+  }
+  if (rc) {
+    free(o);
+    return rc;
+  }
+  *out = o;
+  return 0;
+}
+
+int ferry__zarr_vlen_read(const zvar *zv, const char *store, const char *vname,
+                          int rank, int64_t row, int64_t nrows, size_t el,
+                          const int64_t *roff, unsigned char *buf,
+                          ferry__err *err) {
+  const zmeta *z = &zv->z;
+  int64_t c0 = z->chunks[0], end = row + nrows;
+  int64_t *lens = malloc((size_t)c0 * sizeof *lens);
+  size_t *at = malloc((size_t)c0 * sizeof *at), put = 0;
+  int rc = 0;
+  char why[400] = "";
+  if (!lens || !at)
+    rc = ferry__oom(err, rank, (size_t)c0 * 16,
+                    "the items of a chunk of array %s of store %s", vname,
+                    store);
+  for (int64_t c = row / c0; !rc && c * c0 < end; c++) {
+    unsigned char *d = NULL;
+    size_t dl = 0;
+    char *path = NULL;
+    int64_t a = c * c0 > row ? c * c0 : row;
+    int64_t b = (c + 1) * c0 < end ? (c + 1) * c0 : end;
+    rc = chunk_decoded(zv->adir, z, c, &d, &dl, &path, why, sizeof why);
+    if (!rc)
+      rc = ferry__zarr_vlen_items(d, dl, b - c * c0, el, lens, at, why,
+                                  sizeof why);
+    for (int64_t i = a; !rc && i < b; i++) {
+      int64_t L = lens[i - c * c0];
+      if (L != roff[i + 1] - roff[i]) {
+        snprintf(why, sizeof why,
+                 "item %lld holds %lld elements where rank 0 counted %lld "
+                 "at open (the store changed?)",
+                 (long long)i, (long long)L,
+                 (long long)(roff[i + 1] - roff[i]));
+        rc = FERRY_EFORMAT;
+        break;
+      }
+      memcpy(buf + put, d + at[i - c * c0], (size_t)L * el);
+      put += (size_t)L * el;
+    }
+    if (rc && rc != FERRY_ENOMEM)
+      rc = ferry__seterr(err, rc,
+                         "store %s, variable-length array %s, rank %d, chunk "
+                         "%s: %s",
+                         store, vname, rank, path ? path : "?", why);
+    else if (rc)
+      rc = ferry__oom(err, rank, dl, "chunk %s of store %s", path, store);
+    free(d);
+    free(path);
+  }
+  free(lens);
+  free(at);
+  return rc;
+}
