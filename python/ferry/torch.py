@@ -329,6 +329,8 @@ def nested(r):
     values, offsets = r.values, r.offsets
     if not isinstance(values, torch.Tensor):
         values, offsets = torch.from_dlpack(values), torch.from_dlpack(offsets)
+    if offsets.dtype != torch.int64:  # offsets_dtype="int32"
+        offsets = offsets.long()
     jagged = getattr(torch.nested, "nested_tensor_from_jagged", None)
     if jagged is not None:
         return jagged(values, offsets)

@@ -113,7 +113,10 @@ for b in ds:
     idx = b["index"].tolist()
     check(all(np.array_equal(x[k, :n[k]].numpy(), want(i))
               for k, i in enumerate(idx)), "padded over int32 offsets")
-    del b, r, x, n
+    parts = ferry.torch.nested(r).unbind()
+    check(all(np.array_equal(p.numpy(), want(i)) for p, i in zip(parts, idx)),
+          "nested over int32 offsets")
+    del b, r, x, n, parts
 ds.close()
 
 # max_tokens with buckets and pad=max: batches within the budget, the

@@ -122,7 +122,7 @@ static char *storage_text(const char *adir, const zmeta *z, const char *reader,
     }
     free(p);
   }
-  if (z->ncodecs && stored > 0 && used < sizeof buf)
+  if (z->ncodecs && !z->vlen && stored > 0 && used < sizeof buf)
     used += (size_t)snprintf(buf + used, sizeof buf - used, ", %.1f:1",
                              raw / (double)stored);
   if (missing && used < sizeof buf)
