@@ -58,8 +58,10 @@ static const tool_opt bench_opts[] = {
      "for the pipeline, as with a GPU) or spin (a busy loop on the calling "
      "thread).  Default: sleep."},
     {"json", 0, OPT_JSON, NULL,
-     "Print one JSON object (rank 0) instead of "
-     "text."},
+     "Print one JSON object (rank 0) instead of text.  A dataset with a "
+     "ragged variable adds rows_per_s (of the first one: tokens per "
+     "second) and padding_fraction (of each batch padded to its longest "
+     "sample, or to L with pad=L)."},
     {"state", 1, OPT_STATE, "FILE",
      "Checkpoint and resume: start from FILE when it exists; when the "
      "checkpoint_signal arrives (sbatch --signal=B:USR1@120), save the "

@@ -153,11 +153,15 @@ static void print_budget(const ferry_memory_budget *mb) {
 }
 
 /* The batch_size option (for the ragged line). */
-static int64_t info_batch_size(const tool_ctx *ctx) {
+static int64_t info_option(const tool_ctx *ctx, const char *name) {
   char v[32] = "0";
   if (ctx->opts)
-    ferry_options_get(ctx->opts, "batch_size", v, sizeof v);
+    ferry_options_get(ctx->opts, name, v, sizeof v);
   return (int64_t)strtoll(v, NULL, 10);
+}
+
+static int64_t info_batch_size(const tool_ctx *ctx) {
+  return info_option(ctx, "batch_size");
 }
 
 /* The variables' table and the ragged variables' lengths: *row_total
@@ -198,12 +202,19 @@ static void print_vars(const tool_ctx *ctx, const ferry_loader *L,
     ferry_var_info v;
     if (ferry_var_info_get(L, i, &v) != 0 || !v.ragged)
       continue;
+    int64_t T = info_option(ctx, "max_tokens");
+    char why[64];
+    if (T > 0 && v.batch_rows == T) /* the token budget caps the slot */
+      snprintf(why, sizeof why, "max_tokens");
+    else
+      snprintf(why, sizeof why, "the %" PRId64 " longest samples",
+               info_batch_size(ctx));
     printf("ragged         %s: lengths %" PRId64 " to %" PRId64
            " (mean %.1f), %" PRId64 " rows of %zu bytes; a batch slot holds "
-           "%" PRId64 " rows (the %" PRId64 " longest samples)\n",
+           "%" PRId64 " rows (%s)\n",
            v.name, v.min_len, v.max_len,
            n ? (double)v.total_rows / (double)n : 0.0, v.total_rows,
-           v.row_bytes, v.batch_rows, info_batch_size(ctx));
+           v.row_bytes, v.batch_rows, why);
     ferry_var_info g;
     if (v.offsets_of >= 0 && v.offsets_of != i &&
         ferry_var_info_get(L, v.offsets_of, &g) == 0)

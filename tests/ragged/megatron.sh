@@ -126,6 +126,14 @@ if grep "a batch slot holds $want rows" "$tmp/info.out" >/dev/null; then
 else
   failed "the batch slot should hold $want rows" "$tmp/info.out"
 fi
+# a token budget below that caps the slot, and the budget says so
+cap=`expr $want - 1`
+if "$FERRY" info "$fx/i32.idx" --batch-size 4 --max-tokens $cap >"$tmp/info2.out" 2>&1 &&
+   grep "a batch slot holds $cap rows (max_tokens)" "$tmp/info2.out" >/dev/null; then
+  ok "max_tokens=$cap caps the slot: `grep '^ragged' "$tmp/info2.out" | cut -c1-110`"
+else
+  failed "max_tokens=$cap should cap the batch slot" "$tmp/info2.out"
+fi
 
 # ---- ferry gen --format megatron, checked by ferry verify -----------------
 if "$FERRY" gen "$tmp/gen" --format megatron --samples 3000 --mean-len 40 \
