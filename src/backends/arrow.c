@@ -19,8 +19,13 @@
  * record (broadcast with the manifest) lists, per record batch, its rows,
  * the file position of its values and its first offset; reads cut at the
  * record batches' bounds.  Record batches are the storage chunks
- * (chunk_rows: the first one's rows).  Not read yet: compressed bodies
- * (LZ4 frame, zstd), big-endian files, dictionary batches.
+ * (chunk_rows: the first one's rows).  Compressed bodies (a record
+ * batch's BodyCompression: LZ4 frame or zstd, per buffer: its decoded
+ * length as int64, -1 for a buffer left as it is, then the bytes): the
+ * offsets buffers are decoded at describe, and a read decodes the values
+ * buffer of each record batch it touches, then copies its rows (the
+ * record then also names each batch's codec and buffer length).  Not
+ * read: big-endian files, dictionary batches.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -30,6 +35,7 @@
 #endif
 
 #include "backends/toolkit.h"
+#include "codecs/codec.h"
 #include "util/flatbuf.h"
 
 #include <dirent.h>
@@ -307,15 +313,18 @@ static int parse_schema(const ferry__fb *b, int64_t schema, aschema *s,
 /* One record batch as describe keeps it, per served top-level field. */
 typedef struct abatch {
   int64_t rows;
+  int codec;     /* body compression: 0 none, FERRY__CODEC_LZ4_FRAME or
+                  * FERRY__CODEC_ZSTD                                   */
   int64_t *pos;  /* [nfields of s] file position of the values, -1: none */
   int64_t *off0; /* [..] ragged: the first offset                      */
-  int64_t *vlen; /* [..] bytes of the values buffer                    */
+  int64_t *vlen; /* [..] bytes of the values buffer, as stored          */
 } abatch;
 
 typedef struct afile {
   const char *path;
   int fd;
   int64_t size;
+  int compressed; /* a record batch is: the records' longer layout */
   aschema s;
   abatch *rb;
   int64_t nrb, caprb;
@@ -425,6 +434,76 @@ static int node_at(const ferry__fb *b, int64_t nodes, uint32_t n, int i,
   return 0;
 }
 
+/* A compressed buffer's decoded length: its int64 header, or (-1: left as
+ * it is) its bytes after the header; an empty buffer has no header.
+ * Bounded by what the codec can make of the bytes.  0, FERRY_EFORMAT, or
+ * FERRY_ENOTSUP for a header that holds the buffer's own compressed length
+ * (apache-arrow's JavaScript writer, up to 21 at least, writes that where
+ * the format says the decoded length, and its reader ignores it). */
+#define JS_PREFIX                                                              \
+  "its length prefix is the compressed length, not the decoded one (the "      \
+  "npm apache-arrow writer does this): rewrite the file with pyarrow or "      \
+  "Arrow C++, or without compression"
+
+static int decoded_len(int codec, const unsigned char h[8], int64_t len,
+                       int64_t *out) {
+  if (len == 0) {
+    *out = 0;
+    return 0;
+  }
+  if (len < 8)
+    return FERRY_EFORMAT;
+  int64_t u = (int64_t)ferry__le64_load(h);
+  if (u == -1) {
+    *out = len - 8;
+    return 0;
+  }
+  if (u == len - 8)
+    return FERRY_ENOTSUP;
+  if (u < 0 || (uint64_t)u > ferry__codec_max_decoded(codec, (size_t)len - 8))
+    return FERRY_EFORMAT;
+  *out = u;
+  return 0;
+}
+
+/* A buffer of a compressed batch decoded: *out (malloc'd, *outlen bytes).
+ * in[len] is the buffer as stored; where names it in messages. */
+static int decode_buffer(int codec, const unsigned char *in, int64_t len,
+                         unsigned char **out, int64_t *outlen,
+                         const char *where, ferry__err *err) {
+  int64_t u = 0;
+  const char *why = NULL;
+  *out = NULL;
+  int rc = decoded_len(codec, in, len, &u);
+  if (rc == FERRY_ENOTSUP)
+    return ferry__seterr(err, rc, "%s: a compressed buffer: %s", where,
+                         JS_PREFIX);
+  if (rc)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s: a compressed buffer of %lld bytes says it "
+                         "decodes to %lld",
+                         where, (long long)len,
+                         len >= 8 ? (long long)ferry__le64_load(in) : -1LL);
+  if (len == 0) {
+    *outlen = 0;
+    return (*out = malloc(1)) ? 0 : FERRY_ENOMEM;
+  }
+  if (!(*out = malloc((size_t)(u ? u : 1))))
+    return ferry__oom(err, -1, (size_t)u, "%s: a decoded buffer", where);
+  *outlen = u;
+  if ((int64_t)ferry__le64_load(in) == -1)
+    memcpy(*out, in + 8, (size_t)u);
+  else if (ferry__codec_decode_page(codec, in + 8, (size_t)len - 8, *out,
+                                    (size_t)u, &why) < 0) {
+    free(*out);
+    *out = NULL;
+    return ferry__seterr(err, FERRY_EFORMAT, "%s: %s (%s)", where,
+                         why ? why : "cannot decode it",
+                         ferry__codec_name(codec));
+  }
+  return 0;
+}
+
 static int grow_roff(afile *a, int f, int64_t need, ferry__err *err) {
   if (need <= a->rcap[f])
     return 0;
@@ -448,21 +527,40 @@ static int grow_roff(afile *a, int f, int64_t need, ferry__err *err) {
  * the values' vlen bytes (item bytes each). */
 static int take_offsets(afile *a, int f, int64_t rows, int64_t opos,
                         int64_t olen, int64_t vlen, size_t item, int64_t *off0,
-                        int64_t r, ferry__err *err) {
+                        int64_t r, int codec, ferry__err *err) {
   const afield *x = &a->s.f[f];
   int w = x->off64 ? 8 : 4;
-  if (olen / w < rows + 1)
+  unsigned char *dec = NULL;
+  if (codec) { /* the offsets decoded: then read from memory */
+    unsigned char *raw = malloc((size_t)(olen ? olen : 1));
+    char where[600];
+    snprintf(where, sizeof where,
+             "file %s, record batch %lld, column %s, offset %lld", a->path,
+             (long long)r, x->name, (long long)opos);
+    int rc = raw ? rd(a, opos, raw, (size_t)olen, err)
+                 : ferry__oom(err, -1, (size_t)olen, "%s", where);
+    if (!rc)
+      rc = decode_buffer(codec, raw, olen, &dec, &olen, where, err);
+    free(raw);
+    if (rc)
+      return rc;
+  }
+  if (olen / w < rows + 1) {
+    free(dec);
     return ferry__seterr(err, FERRY_EFORMAT,
                          "file %s, record batch %lld, column %s: an offsets "
                          "buffer of %lld bytes for %lld rows",
                          a->path, (long long)r, x->name, (long long)olen,
                          (long long)rows);
+  }
   int rc = grow_roff(a, f, a->rows + rows + 1, err);
-  unsigned char *buf = rc ? NULL : malloc((size_t)(rows + 1) * (size_t)w);
+  unsigned char *buf = rc    ? NULL
+                       : dec ? dec
+                             : malloc((size_t)(rows + 1) * (size_t)w);
   if (!rc && !buf)
     rc = ferry__oom(err, -1, (size_t)(rows + 1) * (size_t)w,
                     "the offsets of column %s of %s", x->name, a->path);
-  if (!rc)
+  if (!rc && !dec)
     rc = rd(a, opos, buf, (size_t)(rows + 1) * (size_t)w, err);
   int64_t base = a->roff[f][a->rows], prev = 0;
   for (int64_t i = 0; !rc && i <= rows; i++) {
@@ -522,6 +620,21 @@ static int take_column(afile *a, const ferry__fb *b, int64_t nodes, uint32_t nn,
   }
   rb->pos[f] = pos;
   rb->vlen[f] = vlen;
+  if (rb->codec) { /* the checks below are of the decoded values */
+    unsigned char h[8] = {0};
+    int rc = vlen >= 8 ? rd(a, pos, h, 8, err) : 0;
+    int bad = rc ? 0 : decoded_len(rb->codec, h, vlen, &vlen);
+    if (bad)
+      rc = ferry__seterr(err, bad,
+                         "file %s, record batch %lld, column %s, offset "
+                         "%lld: a compressed values buffer of %lld bytes: %s",
+                         a->path, (long long)r, x->name, (long long)pos,
+                         (long long)rb->vlen[f],
+                         bad == FERRY_ENOTSUP ? JS_PREFIX
+                                              : "a bad decoded length");
+    if (rc)
+      return rc;
+  }
   if (x->kind == K_DENSE) {
     int64_t row = (int64_t)item * (x->type == T_FIXED_LIST ? x->k : 1);
     if (vlen / row < rb->rows)
@@ -533,7 +646,7 @@ static int take_column(afile *a, const ferry__fb *b, int64_t nodes, uint32_t nn,
     return 0;
   }
   return take_offsets(a, f, rb->rows, opos, olen, vlen, item, &rb->off0[f], r,
-                      err);
+                      rb->codec, err);
 }
 
 /* A RecordBatch message: its rows and, for each served column, where its
@@ -559,12 +672,28 @@ static int take_batch(afile *a, const unsigned char *meta, uint32_t mlen,
                          "file %s, record batch %lld (body at offset %lld): "
                          "a bad flatbuffer",
                          a->path, (long long)r, (long long)body);
-  if (comp > 0)
-    return ferry__seterr(err, FERRY_ENOTSUP,
-                         "file %s, record batch %lld: its buffers are "
-                         "compressed (LZ4 frame or zstd), which ferry does "
-                         "not read yet: write it uncompressed",
-                         a->path, (long long)r);
+  int codec = 0;
+  if (comp > 0) { /* BodyCompression: codec (0 LZ4_FRAME, 1 ZSTD), method
+                   * (0 BUFFER, the only one) */
+    int64_t c = 0, m = 0, ct = ferry__fb_ref(&b, (size_t)h, 3);
+    if (ct <= 0 || ferry__fb_scalar(&b, (size_t)ct, 0, 1, 0, &c) < 0 ||
+        ferry__fb_scalar(&b, (size_t)ct, 1, 1, 0, &m) < 0 || c < 0 || c > 1 ||
+        m != 0)
+      return ferry__seterr(err, FERRY_EFORMAT,
+                           "file %s, record batch %lld: a body compression "
+                           "of codec %lld, method %lld (Arrow has LZ4_FRAME "
+                           "0 and ZSTD 1, method BUFFER 0)",
+                           a->path, (long long)r, (long long)c, (long long)m);
+    codec = c == 0 ? FERRY__CODEC_LZ4_FRAME : FERRY__CODEC_ZSTD;
+    if (!ferry__codec_available(codec))
+      return ferry__seterr(err, FERRY_ENOTSUP,
+                           "file %s, record batch %lld: its buffers are "
+                           "compressed with %s, which this ferry was built "
+                           "without (install lib%s-dev and rebuild)",
+                           a->path, (long long)r, c ? "zstd" : "LZ4 frame",
+                           c ? "zstd" : "lz4");
+    a->compressed = 1;
+  }
   if ((int64_t)nn < a->s.n || rows > FERRY__MAX_SAMPLES - a->rows)
     return ferry__seterr(err, FERRY_EFORMAT,
                          "file %s, record batch %lld: %u nodes for %d fields, "
@@ -582,6 +711,7 @@ static int take_batch(afile *a, const unsigned char *meta, uint32_t mlen,
   abatch *rb = &a->rb[a->nrb];
   memset(rb, 0, sizeof *rb);
   rb->rows = rows;
+  rb->codec = codec;
   rb->pos = calloc((size_t)a->s.n, sizeof *rb->pos);
   rb->off0 = calloc((size_t)a->s.n, sizeof *rb->off0);
   rb->vlen = calloc((size_t)a->s.n, sizeof *rb->vlen);
@@ -768,14 +898,23 @@ static int message_range(afile *a, int64_t *from, int64_t *to,
 
 /* Variable v's record: the record batches' rows, value positions and
  * first offsets. */
+/* A file with a compressed record batch has the longer layout: the count
+ * with its top bit set, and each batch's codec and values bytes too. */
+#define REC_COMPRESSED (UINT64_C(1) << 63)
+
 static int make_record(const afile *a, int f, ferry__blob *out) {
   ferry__rec_w w;
   ferry__rec_w_init(&w);
-  ferry__rec_put_u64(&w, (uint64_t)a->nrb);
+  ferry__rec_put_u64(&w,
+                     (uint64_t)a->nrb | (a->compressed ? REC_COMPRESSED : 0));
   for (int64_t r = 0; r < a->nrb; r++) {
     ferry__rec_put_u64(&w, (uint64_t)a->rb[r].rows);
     ferry__rec_put_u64(&w, (uint64_t)a->rb[r].pos[f]);
     ferry__rec_put_u64(&w, (uint64_t)a->rb[r].off0[f]);
+    if (a->compressed) {
+      ferry__rec_put_u64(&w, (uint64_t)a->rb[r].codec);
+      ferry__rec_put_u64(&w, (uint64_t)a->rb[r].vlen[f]);
+    }
   }
   return ferry__rec_blob(&w, out);
 }
@@ -898,6 +1037,8 @@ typedef struct atab {
   int64_t n;
   int64_t *first; /* [n+1] first row of each (the part's rows) */
   int64_t *pos, *off0;
+  int64_t *codec, *clen; /* compressed files: each batch's codec (0 none)
+                          * and values bytes as stored; NULL otherwise */
 } atab;
 
 struct ferry__io {
@@ -919,6 +1060,8 @@ static void tab_free(atab *t) {
   free(t->first);
   free(t->pos);
   free(t->off0);
+  free(t->codec);
+  free(t->clen);
   memset(t, 0, sizeof *t);
 }
 
@@ -935,20 +1078,35 @@ static int tab_get(ferry__io *io, int64_t part, int var, atab **out,
   ferry__rec_r r;
   ferry__rec_r_init(&r, pt->rec ? pt->rec[var].p : NULL,
                     pt->rec ? pt->rec[var].len : 0);
-  int64_t n = ferry__rec_get_nonneg(&r, "bad record batch count");
-  if (!r.rc && (uint64_t)n > ferry__rec_left(&r) / 24)
+  uint64_t n0 = ferry__rec_get_u64(&r);
+  int comp = (n0 & REC_COMPRESSED) != 0;
+  int64_t n = (int64_t)(n0 & ~REC_COMPRESSED), each = comp ? 40 : 24;
+  if (!r.rc && (uint64_t)n > ferry__rec_left(&r) / (uint64_t)each)
     ferry__rec_fail(&r, "bad record batch count");
   if (!r.rc) {
     t->first = calloc((size_t)n + 1, sizeof *t->first);
     t->pos = calloc((size_t)n + 1, sizeof *t->pos);
     t->off0 = calloc((size_t)n + 1, sizeof *t->off0);
-    if (!t->first || !t->pos || !t->off0)
-      ferry__rec_oom(&r, (size_t)(n + 1) * 24, "the record batches");
+    if (comp) {
+      t->codec = calloc((size_t)n + 1, sizeof *t->codec);
+      t->clen = calloc((size_t)n + 1, sizeof *t->clen);
+    }
+    if (!t->first || !t->pos || !t->off0 || (comp && (!t->codec || !t->clen)))
+      ferry__rec_oom(&r, (size_t)(n + 1) * (size_t)each, "the record batches");
   }
   for (int64_t k = 0; !r.rc && k < n; k++) {
     int64_t rows = ferry__rec_get_nonneg(&r, "bad rows");
     t->pos[k] = ferry__rec_get_nonneg(&r, "bad position");
     t->off0[k] = ferry__rec_get_nonneg(&r, "bad offset");
+    if (comp) {
+      t->codec[k] = ferry__rec_get_nonneg(&r, "bad codec");
+      t->clen[k] = ferry__rec_get_nonneg(&r, "bad buffer length");
+      if (!r.rc && t->codec[k] != 0 && t->codec[k] != FERRY__CODEC_LZ4_FRAME &&
+          t->codec[k] != FERRY__CODEC_ZSTD)
+        ferry__rec_fail(&r, "bad codec");
+      if (!r.rc && t->clen[k] > pt->file_size[var] - t->pos[k])
+        ferry__rec_fail(&r, "a buffer past the part");
+    }
     if (!r.rc && (rows > pt->num_samples - t->first[k] ||
                   t->pos[k] > pt->file_size[var]))
       ferry__rec_fail(&r, "record batches past the part");
@@ -1009,6 +1167,38 @@ static int pread_at(ferry__io *io, int fd, int64_t part, int var, int64_t at,
   return ferry__pread_exact(fd, buf, n, at, where, err);
 }
 
+/* Bytes [at, at+n) of record batch k's decoded values into dst: the
+ * stored buffer read and decoded (compressed bodies). */
+static int read_decoded(ferry__io *io, int fd, int64_t part, int var,
+                        const atab *t, int64_t k, int64_t at, void *dst,
+                        int64_t n, ferry__err *err) {
+  const ferry__part *pt = &io->b.m->parts[part];
+  char where[FERRY__MSG_MAX / 2];
+  snprintf(where, sizeof where,
+           "file %s, variable %s, rank %d, record batch %lld, offset %lld",
+           pt->paths[var], io->b.m->vars[var].name, io->b.rank, (long long)k,
+           (long long)t->pos[k]);
+  unsigned char *raw = malloc((size_t)(t->clen[k] ? t->clen[k] : 1)), *dec;
+  int64_t dlen = 0;
+  if (!raw)
+    return ferry__oom(err, io->b.rank, (size_t)t->clen[k], "%s", where);
+  int rc = pread_at(io, fd, part, var, t->pos[k], raw, t->clen[k], err);
+  if (!rc)
+    rc = decode_buffer((int)t->codec[k], raw, t->clen[k], &dec, &dlen, where,
+                       err);
+  free(raw);
+  if (rc)
+    return rc;
+  if (at < 0 || n < 0 || at > dlen || n > dlen - at)
+    rc = ferry__seterr(err, FERRY_EFORMAT,
+                       "%s: %lld bytes at %lld past its %lld decoded bytes",
+                       where, (long long)n, (long long)at, (long long)dlen);
+  else
+    memcpy(dst, dec + at, (size_t)n);
+  free(dec);
+  return rc;
+}
+
 static int arrow_io_read(ferry__io *io, int64_t part, int var, int64_t row,
                          int64_t nrows, void *buf, ferry__err *err) {
   const ferry__manifest *m = io->b.m;
@@ -1035,13 +1225,16 @@ static int arrow_io_read(ferry__io *io, int64_t part, int var, int64_t row,
         (row + nrows < t->first[k + 1] ? row + nrows : t->first[k + 1]) - g;
     int64_t at, n;
     if (ro) {
-      at = t->pos[k] + (t->off0[k] + ro[g + a] - ro[g]) * rb;
+      at = (t->off0[k] + ro[g + a] - ro[g]) * rb;
       n = (ro[g + z] - ro[g + a]) * rb;
     } else {
-      at = t->pos[k] + a * rb;
+      at = a * rb;
       n = (z - a) * rb;
     }
-    rc = pread_at(io, *(int *)h, part, var, at, dst, n, err);
+    if (t->codec && t->codec[k]) /* the whole buffer, decoded */
+      rc = read_decoded(io, *(int *)h, part, var, t, k, at, dst, n, err);
+    else
+      rc = pread_at(io, *(int *)h, part, var, t->pos[k] + at, dst, n, err);
     dst += n;
   }
   return rc;

@@ -49,7 +49,7 @@
 static const char *const codec_names[FERRY__CODEC_COUNT] = {
     "blosc", "zlib", "gzip", "zstd", "lz4", "shuffle",
     /* Parquet's page formats (not numcodecs ids) */
-    "snappy", "lz4_raw", "lz4_hadoop"};
+    "snappy", "lz4_raw", "lz4_hadoop", "lz4_frame"};
 
 const char *ferry__codec_name(int kind) {
   return kind >= 0 && kind < FERRY__CODEC_COUNT ? codec_names[kind] : NULL;
@@ -77,7 +77,8 @@ int ferry__codec_available(int kind) {
 #ifdef HAVE_LZ4
   case FERRY__CODEC_LZ4:
   case FERRY__CODEC_LZ4_RAW:
-  case FERRY__CODEC_LZ4_HADOOP: return 1;
+  case FERRY__CODEC_LZ4_HADOOP:
+  case FERRY__CODEC_LZ4_FRAME: return 1;
 #endif
 #ifdef HAVE_SNAPPY
   case FERRY__CODEC_SNAPPY: return 1;

@@ -36,6 +36,9 @@ enum {
   FERRY__CODEC_LZ4_RAW,
   /* Hadoop's LZ4 frames (big-endian sizes, then a block) or one bare block */
   FERRY__CODEC_LZ4_HADOOP,
+  /* the LZ4 frame format (lz4frame.h: magic, frame descriptor, blocks),
+   * Arrow IPC's LZ4_FRAME body compression */
+  FERRY__CODEC_LZ4_FRAME,
   FERRY__CODEC_COUNT
 };
 

@@ -32,6 +32,7 @@
 #endif
 #ifdef HAVE_LZ4
 #include <lz4.h>
+#include <lz4frame.h>
 #endif
 
 static int fail(const char **why, const char *msg) {
@@ -137,6 +138,32 @@ static int lz4_hadoop(const unsigned char *in, size_t inlen, unsigned char *out,
   return op == outlen ? 0 : -1;
 }
 
+/* One or more LZ4 frames (lz4frame.h), which must fill out exactly. */
+static int lz4_frame(const void *in, size_t inlen, void *out, size_t outlen,
+                     const char **why) {
+  LZ4F_dctx *dc = NULL;
+  if (LZ4F_isError(LZ4F_createDecompressionContext(&dc, LZ4F_VERSION)))
+    return fail(why, "out of memory for an lz4 frame context");
+  size_t ip = 0, op = 0, r = 1;
+  while (ip < inlen && op <= outlen) {
+    size_t isz = inlen - ip, osz = outlen - op;
+    r = LZ4F_decompress(dc, (char *)out + op, &osz, (const char *)in + ip, &isz,
+                        NULL);
+    if (LZ4F_isError(r) || (isz == 0 && osz == 0))
+      break;
+    ip += isz;
+    op += osz;
+    if (r == 0 && ip < inlen) /* the frame ended: another may follow */
+      LZ4F_resetDecompressionContext(dc);
+  }
+  LZ4F_freeDecompressionContext(dc);
+  if (LZ4F_isError(r) || ip != inlen)
+    return fail(why, "corrupt lz4 frame data");
+  if (op != outlen || r != 0)
+    return fail(why, "lz4 frame data does not decompress to the stated size");
+  return 0;
+}
+
 static int lz4_page(int hadoop, const void *in, size_t inlen, void *out,
                     size_t outlen, const char **why) {
   if (hadoop && lz4_hadoop(in, inlen, out, outlen) == 0)
@@ -169,6 +196,7 @@ int ferry__codec_decode_page(int kind, const void *in, size_t inlen, void *out,
 #ifdef HAVE_LZ4
   case FERRY__CODEC_LZ4_RAW: return lz4_page(0, in, inlen, out, outlen, why);
   case FERRY__CODEC_LZ4_HADOOP: return lz4_page(1, in, inlen, out, outlen, why);
+  case FERRY__CODEC_LZ4_FRAME: return lz4_frame(in, inlen, out, outlen, why);
 #endif
   default: return fail(why, "this build has no decoder for the codec");
   }
@@ -186,7 +214,8 @@ size_t ferry__codec_max_decoded(int kind, size_t inlen) {
   case FERRY__CODEC_GZIP: ratio = 1032; break;
   case FERRY__CODEC_LZ4:
   case FERRY__CODEC_LZ4_RAW:
-  case FERRY__CODEC_LZ4_HADOOP: ratio = 256; break;
+  case FERRY__CODEC_LZ4_HADOOP:
+  case FERRY__CODEC_LZ4_FRAME: ratio = 256; break;
   case FERRY__CODEC_ZSTD: ratio = 32768; break;
   default: return SIZE_MAX; /* no bound known here: the decoder checks */
   }

@@ -10,7 +10,7 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   exit 0
 fi
 ok=yes
-for p in nodejs-polars nodejs-polars-linux-x64-gnu @duckdb/node-api hyparquet-writer hyparquet parquet-wasm apache-arrow; do
+for p in nodejs-polars nodejs-polars-linux-x64-gnu @duckdb/node-api hyparquet-writer hyparquet parquet-wasm apache-arrow lz4js @bokuweb/zstd-wasm; do
   test -d "node_modules/$p" || ok=no
 done
 if test $ok = yes; then

@@ -11,7 +11,11 @@
 # compared with what the writer was given (tests/fixtures/dump_compare.py).
 # Then corrupt files: truncated, a bad message length, an offsets buffer
 # that decreases, a buffer outside its body: one message naming the file,
-# on 1 and 3 ranks.
+# on 1 and 3 ranks.  The same columns with compressed bodies (LZ4 frame,
+# zstd; make_arrow.mjs fixes the npm writer's length prefixes) are dumped
+# and compared too, the npm writer's own bytes refused with the reason, and
+# Arrow C++'s compressed integration files (tests/ragged/arrow-testing/)
+# served with the values of their JSON.
 #
 # Environment (set by "make check"): FERRY, RUN_MPI, PYTHON_NUMPY,
 # FERRY_TEST_TMPDIR, top_srcdir, top_builddir.  Exit 0 pass, 1 fail, 77
@@ -130,4 +134,40 @@ bad() {
   done
 }
 in_lanes bad 1 3
+
+# ---- compressed bodies -------------------------------------------------------
+# (their dumps are among the ones above: lz4/ and zstd.arrow in good.txt)
+if test -f "$fx/zstd.arrow"; then
+  n=`grep -c 'zstd.arrow\|/lz4/' "$fx/good.txt"`
+  ok "compressed bodies (LZ4 frame, zstd): $n columns dumped and compared above"
+  # the npm writer's own bytes (its prefixes hold compressed lengths):
+  # refused with the reason, not misread
+  expect_refusal -l "lz4_js.arrow" -n "$fx/lz4_js.arrow" 1 \
+    "length prefix is the compressed length" "$FERRY" info "$fx/lz4_js.arrow"
+else
+  echo "note: lz4js and @bokuweb/zstd-wasm are not installed (tests/parquet/setup.sh): no compressed fixtures"
+fi
+# Arrow C++'s own compressed files (tests/ragged/arrow-testing/README.md):
+# the ints column of each, equal to the JSON the generator wrote
+at=$top_srcdir/tests/ragged/arrow-testing
+for n in generated_lz4 generated_zstd generated_uncompressible_lz4 generated_uncompressible_zstd; do
+  for k in stream arrow_file; do
+    if "$FERRY" dump "$at/$n.$k" --vars ints --shuffle none --batch-size 7 \
+         --tail partial >"$tmp/at.out" 2>"$tmp/at.err" &&
+       "$PYTHON_NUMPY" - "$at/$n.json.gz" "$tmp/at.out" <<'PY'
+import gzip, json, sys
+j = json.load(gzip.open(sys.argv[1]))
+want = [int(x) for b in j["batches"] for c in b["columns"]
+        if c["name"] == "ints" for x in c["DATA"]]
+got = [int(l.split()[3]) for l in open(sys.argv[2]) if l.strip()]
+ids = [int(l.split()[2]) for l in open(sys.argv[2]) if l.strip()]
+sys.exit(0 if got == want and ids == list(range(len(want))) else 1)
+PY
+    then
+      ok "Arrow C++'s $n.$k: `wc -l <"$tmp/at.out"` ints equal to its JSON"
+    else
+      failed "Arrow C++'s $n.$k should be served with its JSON's values" "$tmp/at.err"
+    fi
+  done
+done
 exit $fail

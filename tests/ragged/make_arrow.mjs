@@ -11,6 +11,17 @@
 //       blob large_binary, s large_utf8, b binary, u uint16, f64 float64;
 //       record batches of 64 rows and a short last one
 //   DIR/shards/data-0000K-of-00003.arrow  three streams of the same schema
+//   DIR/lz4/data-00000-of-00001.arrow, DIR/zstd.arrow  the Hugging Face
+//       stream with LZ4_FRAME body compression (npm lz4js) and the file
+//       format with ZSTD (npm @bokuweb/zstd-wasm), when those packages are
+//       installed (tests/parquet/package.json): the same columns, so the
+//       same references; a buffer the writer cannot shrink is stored as it
+//       is (decoded length -1), so both kinds of buffer occur.  apache-arrow
+//       21 writes each compressed buffer's length prefix as its COMPRESSED
+//       length (Message.fbs says: the uncompressed length; its own reader
+//       ignores it), so fixPrefixes rewrites every prefix with the decoded
+//       length, what Arrow C++ and pyarrow write; DIR/lz4_js.arrow keeps the
+//       writer's bytes as they are, for the refusal
 //   DIR/ref/NAME__COL.json  every served column's values as written:
 //       {"dtype", "values": [...], "offsets": [...]} (offsets for ragged
 //       columns, "k" for fixed-size lists); arrow.sh turns them into .npz
@@ -170,6 +181,65 @@ for (let k = 0; k < 3; k++) {
   shardRefs.push(ref(`shard${k}`, "input_ids", "int32", concat(sh.cols, "ids"), "ragged"));
 }
 refs.push([join(dir, "shards"), "input_ids", shardRefs.join(",")]);
+
+// ---- compressed bodies (LZ4 frame, zstd) -------------------------------------
+let lz4 = null, zstd = null;
+try { lz4 = require("lz4js"); } catch { lz4 = null; }
+try {
+  zstd = require("@bokuweb/zstd-wasm");
+  await zstd.init();
+} catch { zstd = null; }
+// Walk the messages of an IPC stream (or a file: after its 8-byte magic)
+// and set each compressed buffer's int64 prefix to its decoded length.
+function fixPrefixes(bytes, file, decode) {
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let pos = file ? 8 : 0;
+  while (pos + 8 <= bytes.length) {
+    let len = dv.getUint32(pos, true), at = pos + 4;
+    if (len === 0xFFFFFFFF) { len = dv.getUint32(pos + 4, true); at = pos + 8; }
+    if (len === 0) break;
+    const msg = A.Message.decode(bytes.subarray(at, at + len));
+    const body = at + len, blen = Number(msg.bodyLength);
+    if (msg.isRecordBatch() && msg.header().compression) {
+      for (const b of msg.header().buffers) {
+        const o = body + Number(b.offset), n = Number(b.length);
+        if (n < 8 || dv.getBigInt64(o, true) === -1n) continue;
+        const dec = decode(bytes.subarray(o + 8, o + n));
+        dv.setBigInt64(o, BigInt(dec.length), true);
+      }
+    }
+    pos = body + blen;
+  }
+  return bytes;
+}
+
+if (lz4 && zstd) {
+  A.compressionRegistry.set(A.CompressionType.LZ4_FRAME, {
+    encode: (d) => Uint8Array.from(lz4.compress(d)),
+    decode: (d) => Uint8Array.from(lz4.decompress(d)),
+  });
+  A.compressionRegistry.set(A.CompressionType.ZSTD, {
+    encode: (d) => zstd.compress(d, 3),
+    decode: (d) => zstd.decompress(d),
+  });
+  mkdirSync(join(dir, "lz4"), { recursive: true });
+  const lf = join(dir, "lz4", "data-00000-of-00001.arrow");
+  const lbytes = A.RecordBatchStreamWriter.writeAll(hf.table,
+    { compressionType: A.CompressionType.LZ4_FRAME }).toUint8Array(true);
+  writeFileSync(join(dir, "lz4_js.arrow"), lbytes);
+  writeFileSync(lf, fixPrefixes(Uint8Array.from(lbytes), false,
+    (b) => lz4.decompress(b)));
+  const zf = join(dir, "zstd.arrow");
+  writeFileSync(zf, fixPrefixes(A.RecordBatchFileWriter.writeAll(fl.table,
+    { compressionType: A.CompressionType.ZSTD }).toUint8Array(true), true,
+    (b) => zstd.decompress(b)));
+  for (const [col, name] of [["input_ids", "input_ids"], ["attention_mask", "attention_mask"],
+    ["label", "label"], ["text", "text"], ["emb", "emb"]])
+    refs.push([lf, col, join(dir, "ref", `hf__${name}.json`)]);
+  for (const col of ["pts", "blob", "s", "b", "u", "f64"])
+    refs.push([zf, col, join(dir, "ref", `file__${col}.json`)]);
+  console.log("make_arrow.mjs: compressed copies (lz4 frame, zstd) written");
+}
 
 writeFileSync(join(dir, "good.txt"),
   refs.map((r) => r.join("\t")).join("\n") + "\n");
