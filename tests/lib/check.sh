@@ -73,6 +73,25 @@ expect_refusal() {
   return 1
 }
 
+# expect_verify NP DATASET OPTIONS...: `ferry verify DATASET --epochs 1
+# OPTIONS` on NP ranks must pass, with its batches and exactly-once checks
+# passed (not skipped).  Returns 0 when it did, else 1 with fail=1; the
+# report is left in $tmp/verify.out.
+expect_verify() {
+  v_np=$1 v_ds=$2
+  shift 2
+  if $RUN_MPI "$v_np" "$FERRY" verify "$v_ds" --epochs 1 "$@" \
+       >"$tmp/verify.out" 2>&1 &&
+     grep '^PASS exactly-once' "$tmp/verify.out" >/dev/null &&
+     grep '^PASS batches' "$tmp/verify.out" >/dev/null &&
+     grep '^ferry verify: PASS' "$tmp/verify.out" >/dev/null; then
+    ok "ferry verify $* on $v_np ranks: $(grep '^PASS exactly' "$tmp/verify.out" | cut -c1-90)"
+    return 0
+  fi
+  failed "ferry verify $* on $v_np ranks" "$tmp/verify.out"
+  return 1
+}
+
 # in_lanes FUNCTION ARG...: run "FUNCTION ARG" for every ARG at once, each
 # in a subshell writing to a file of its own ($lane is ARG there), then
 # print the reports in the order of the ARGs; fail=1 when one failed.  For

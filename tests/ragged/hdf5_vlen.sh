@@ -76,17 +76,9 @@ fi
 # ---- ferry verify -------------------------------------------------------------
 # (verify also checks that tokens and mask share one offsets array, and
 # with offsets_dtype=int32 that the int32 copy is there and equal)
-for o in "--batch-size 16 --tail pad" "--max-tokens 200 --batch-size 32 --tail partial --vars tokens,label" \
-         "--batch-size 24 --offsets-dtype int32 --tail partial"; do
-  if $RUN_MPI 3 "$FERRY" verify "$f" --epochs 1 $o >"$tmp/verify.out" 2>&1 &&
-     grep '^PASS exactly-once' "$tmp/verify.out" >/dev/null &&
-     grep '^PASS batches' "$tmp/verify.out" >/dev/null &&
-     grep '^ferry verify: PASS' "$tmp/verify.out" >/dev/null; then
-    ok "ferry verify $o on 3 ranks: `grep '^PASS exactly' "$tmp/verify.out" | cut -c1-90`"
-  else
-    failed "ferry verify $o" "$tmp/verify.out"
-  fi
-done
+expect_verify 3 "$f" --batch-size 16 --tail pad
+expect_verify 3 "$f" --max-tokens 200 --batch-size 32 --tail partial --vars tokens,label
+expect_verify 3 "$f" --batch-size 24 --offsets-dtype int32 --tail partial
 
 # ---- what is skipped or refused -----------------------------------------------
 if "$FERRY" info "$tmp/odd.h5" >"$tmp/odd.out" 2>&1 &&
@@ -96,21 +88,11 @@ if "$FERRY" info "$tmp/odd.h5" >"$tmp/odd.out" 2>&1 &&
 else
   failed "grid and cplx should be skipped with their reasons" "$tmp/odd.out"
 fi
-check_refused() { # what words command...
-  c_what=$1 c_words=$2
-  shift 2
-  "$@" >"$tmp/ref.out" 2>&1
-  c_st=$?
-  if test $c_st != 0 && grep "$c_words" "$tmp/ref.out" >/dev/null &&
-     ! grep -i 'internal\|assert' "$tmp/ref.out" >/dev/null; then
-    ok "$c_what: `grep -m1 "$c_words" "$tmp/ref.out" | cut -c1-140`"
-  else
-    failed "$c_what should be refused with '$c_words' (status $c_st)" "$tmp/ref.out"
-  fi
-}
-check_refused "vars=grid" "variable 'grid' not found" "$FERRY" info "$tmp/odd.h5" --vars grid
-check_refused "io=collective" "io=collective does not serve them" \
+expect_refusal -l "vars=grid" 1 "variable 'grid' not found" \
+  "$FERRY" info "$tmp/odd.h5" --vars grid
+expect_refusal -l "io=collective" 1 "io=collective does not serve them" \
   $RUN_MPI 2 "$FERRY" info "$f" --io collective
 head -c 3000 "$f" >"$tmp/cut.h5"
-check_refused "a truncated file" "HDF5 cannot open the file" "$FERRY" info "$tmp/cut.h5"
+expect_refusal -l "a truncated file" -n "$tmp/cut.h5" 1 \
+  "HDF5 cannot open the file" "$FERRY" info "$tmp/cut.h5"
 exit $fail

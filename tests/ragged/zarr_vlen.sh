@@ -67,16 +67,8 @@ if "$FERRY" info "$s" >"$tmp/info.out" 2>&1 &&
 else
   failed "ferry info should show tokens, text and blob as ragged" "$tmp/info.out"
 fi
-for o in "--batch-size 16 --tail pad" "--max-tokens 150 --batch-size 32 --tail partial --vars tokens,label"; do
-  if $RUN_MPI 3 "$FERRY" verify "$s" --epochs 1 $o >"$tmp/verify.out" 2>&1 &&
-     grep '^PASS exactly-once' "$tmp/verify.out" >/dev/null &&
-     grep '^PASS batches' "$tmp/verify.out" >/dev/null &&
-     grep '^ferry verify: PASS' "$tmp/verify.out" >/dev/null; then
-    ok "ferry verify $o on 3 ranks: `grep '^PASS exactly' "$tmp/verify.out" | cut -c1-90`"
-  else
-    failed "ferry verify $o" "$tmp/verify.out"
-  fi
-done
+expect_verify 3 "$s" --batch-size 16 --tail pad
+expect_verify 3 "$s" --max-tokens 150 --batch-size 32 --tail partial --vars tokens,label
 
 # ---- what is skipped or refused -----------------------------------------------
 if "$FERRY" info "$tmp/odd.zarr" >"$tmp/odd.out" 2>&1 &&
@@ -86,27 +78,15 @@ if "$FERRY" info "$tmp/odd.zarr" >"$tmp/odd.out" 2>&1 &&
 else
   failed "pyobj and grid should be skipped with their reasons" "$tmp/odd.out"
 fi
-check_refused() { # what words command...
-  c_what=$1 c_words=$2
-  shift 2
-  "$@" >"$tmp/ref.out" 2>&1
-  c_st=$?
-  if test $c_st != 0 && grep "$c_words" "$tmp/ref.out" >/dev/null &&
-     ! grep -i 'internal\|assert' "$tmp/ref.out" >/dev/null; then
-    ok "$c_what: `grep -m1 "$c_words" "$tmp/ref.out" | cut -c1-150`"
-  else
-    failed "$c_what should be refused with '$c_words' (status $c_st)" "$tmp/ref.out"
-  fi
-}
 if "$FERRY" --version | grep '^features:.* nczarr' >/dev/null; then
-  check_refused "zarr_reader=netcdf" "netCDF-C does not read" \
+  expect_refusal -l "zarr_reader=netcdf" 1 "netCDF-C does not read" \
     "$FERRY" info "$s" --zarr-reader netcdf --vars tokens
 fi
 cp -r "$s" "$tmp/cut.zarr"
 head -c 20 "$s/tokens/3" >"$tmp/cut.zarr/tokens/3"
-check_refused "a cut chunk" "chunk .*tokens/3: cannot decode it" \
+expect_refusal -l "a cut chunk" -n "tokens/3" 1 "cannot decode it" \
   "$FERRY" info "$tmp/cut.zarr" --vars tokens
 rm "$tmp/cut.zarr/tokens/3"
-check_refused "a missing chunk" "every chunk must be written" \
+expect_refusal -l "a missing chunk" -n "tokens/3" 1 "every chunk must be written" \
   "$FERRY" info "$tmp/cut.zarr" --vars tokens
 exit $fail
