@@ -612,17 +612,12 @@ static int tokens_plan(ferry_loader *L, epoch_state *ep,
   rc = ferry__plan_resume(&ep->pieces, ep->perm, pp, &one, 1, L->rank,
                           &ep->plan, NULL, err);
   if (!rc) {
-    ferry__rank_plan *p = &ep->plan;
     int64_t base = ts[K];
     memmove(ts, ts + K, (size_t)(C - K + 1) * sizeof *ts);
     for (int64_t b = 0; b <= C - K; b++)
       ts[b] -= base;
-    p->tok_start = ts;
+    ferry__plan_set_starts(&ep->plan, ts, C - K, L->opts->batch_size);
     ts = NULL;
-    p->num_batches = C - K;
-    p->batch_size = L->opts->batch_size;
-    for (int64_t w = 0; w < p->nwindows; w++)
-      p->window_need[w] = ferry__plan_batch_of(p, p->window_first_slot[w]);
   }
   free(ts);
   return rc;

@@ -310,12 +310,7 @@ static int lay_out(const ferry_loader *L, ferry__rank_plan *p, int64_t epoch,
   while (b < C)
     ts[b++] = pos;
   ts[C] = pos;
-  free(p->tok_start);
-  p->tok_start = ts;
-  p->num_batches = C;
-  p->batch_size = L->opts->batch_size;
-  for (int64_t w = 0; w < p->nwindows; w++)
-    p->window_need[w] = ferry__plan_batch_of(p, p->window_first_slot[w]);
+  ferry__plan_set_starts(p, ts, C, L->opts->batch_size);
   return 0;
 }
 

@@ -386,6 +386,16 @@ int64_t ferry__plan_batch_start(const ferry__rank_plan *p, int64_t b) {
   return b * p->batch_size < p->nslots ? b * p->batch_size : p->nslots;
 }
 
+void ferry__plan_set_starts(ferry__rank_plan *p, int64_t *starts, int64_t n,
+                            int64_t batch_size) {
+  free(p->tok_start);
+  p->tok_start = starts;
+  p->num_batches = n;
+  p->batch_size = batch_size;
+  for (int64_t w = 0; w < p->nwindows; w++)
+    p->window_need[w] = ferry__plan_batch_of(p, p->window_first_slot[w]);
+}
+
 int64_t ferry__plan_batch_of(const ferry__rank_plan *p, int64_t i) {
   if (p->tok_start) /* the last batch starting at or before i (the empty
                      * batches at the end start at nslots) */

@@ -259,6 +259,12 @@ int64_t ferry__plan_batch_start(const ferry__rank_plan *p, int64_t b);
 /** Extents (read order) that must be loaded before batch b is assembled:
  *  up to the last extent of the last window it touches. */
 int64_t ferry__plan_batch_need(const ferry__rank_plan *p, int64_t b);
+/** Make p's batches the n given by starts (n + 1 positions, malloc'd; p
+ *  takes it and frees its own), of at most batch_size samples each (the
+ *  slot capacity), and each window's first batch from them (max_tokens,
+ *  loader/tokens.c). */
+void ferry__plan_set_starts(ferry__rank_plan *p, int64_t *starts, int64_t n,
+                            int64_t batch_size);
 /** The batch serving position i (0 <= i < nslots). */
 int64_t ferry__plan_batch_of(const ferry__rank_plan *p, int64_t i);
 /** The window holding slot i (0 <= i < nslots). */

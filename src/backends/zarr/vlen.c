@@ -15,6 +15,7 @@
  */
 #include "config.h"
 #include "backends/zarr/zarr.h"
+#include "util/record.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -61,14 +62,12 @@ static int chunk_decoded(const char *adir, const zmeta *z, int64_t c,
     snprintf(why, wl, "out of memory for its %zu bytes", n);
     rc = FERRY_ENOMEM;
   } else {
-    for (size_t at = 0; !rc && at < n;) {
-      ssize_t k = pread(fd, raw + at, n - at, (off_t)at);
-      if (k <= 0) {
-        snprintf(why, wl, "read failed at offset %zu: %s", at,
-                 k < 0 ? strerror(errno) : "end of file");
-        rc = FERRY_EIO;
-      }
-      at += k > 0 ? (size_t)k : 0;
+    size_t got = 0;
+    errno = 0;
+    if (ferry__pread_full(fd, raw, n, 0, &got) != 0 || got != n) {
+      snprintf(why, wl, "read failed at offset %zu: %s", got,
+               got != n && errno == 0 ? "end of file" : strerror(errno));
+      rc = FERRY_EIO;
     }
   }
   close(fd);
@@ -95,20 +94,15 @@ static int chunk_decoded(const char *adir, const zmeta *z, int64_t c,
   return 0;
 }
 
-static uint32_t le32(const unsigned char *p) {
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-         (uint32_t)p[3] << 24;
-}
-
 /* The first k items of a decoded chunk: their lengths in elements (lens)
  * and where their bytes are (at, may be NULL).  0, or FERRY_EFORMAT with
  * why naming the item. */
 int ferry__zarr_vlen_items(const unsigned char *d, size_t len, int64_t k,
                            size_t el, int64_t *lens, size_t *at, char *why,
                            size_t wl) {
-  if (len < 4 || le32(d) < (uint64_t)k) {
+  if (len < 4 || ferry__le32_load(d) < (uint64_t)k) {
     snprintf(why, wl, "it holds %lld items where the array needs %lld",
-             len < 4 ? -1LL : (long long)le32(d), (long long)k);
+             len < 4 ? -1LL : (long long)ferry__le32_load(d), (long long)k);
     return FERRY_EFORMAT;
   }
   size_t p = 4;
@@ -117,7 +111,7 @@ int ferry__zarr_vlen_items(const unsigned char *d, size_t len, int64_t k,
       snprintf(why, wl, "item %lld: truncated before its length", (long long)i);
       return FERRY_EFORMAT;
     }
-    size_t b = le32(d + p);
+    size_t b = ferry__le32_load(d + p);
     p += 4;
     if (b > len - p || b % el) {
       snprintf(why, wl, "item %lld: %zu bytes %s", (long long)i, b,
