@@ -80,7 +80,8 @@ MPI_TESTS += \
 	tests/ragged/megatron.sh \
 	tests/ragged/arrow.sh \
 	tests/ragged/hdf5_vlen.sh \
-	tests/ragged/zarr_vlen.sh
+	tests/ragged/zarr_vlen.sh \
+	tests/ragged/parquet.sh
 # tests/cli/: the ferry tool's command line, its manual, the build and
 # install, the README's example.
 MPI_TESTS += \
@@ -197,6 +198,7 @@ ASAN_TESTS = \
 	tests/npz/npz.sh tests/dataset/decode_pool.sh tests/unit/test_parquet \
 	tests/parquet/parquet.sh tests/parquet/parquet_pool.sh tests/sampling/weights.sh \
 	tests/ragged/megatron.sh tests/ragged/hdf5_vlen.sh tests/ragged/zarr_vlen.sh \
+	tests/ragged/parquet.sh \
 	tests/fuzz/
 
 # LIST: the tsan tier, run again in ./bootstrap check's TSan tree: the

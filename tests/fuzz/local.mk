@@ -76,6 +76,10 @@ FUZZ_HARNESSES += tests/fuzz/fuzz_parquet
 tests_fuzz_fuzz_parquet_SOURCES = tests/fuzz/fuzz_parquet.c $(FUZZ_DRIVER)
 tests_fuzz_fuzz_parquet_LDFLAGS = $(FUZZ_LINK_FLAGS)
 
+FUZZ_HARNESSES += tests/fuzz/fuzz_parquet_ragged
+tests_fuzz_fuzz_parquet_ragged_SOURCES = tests/fuzz/fuzz_parquet_ragged.c $(FUZZ_DRIVER)
+tests_fuzz_fuzz_parquet_ragged_LDFLAGS = $(FUZZ_LINK_FLAGS)
+
 FUZZ_HARNESSES += tests/fuzz/fuzz_parquet_index
 tests_fuzz_fuzz_parquet_index_SOURCES = tests/fuzz/fuzz_parquet_index.c $(FUZZ_DRIVER)
 tests_fuzz_fuzz_parquet_index_LDFLAGS = $(FUZZ_LINK_FLAGS)

@@ -272,7 +272,10 @@ static int decode_var(const ferry__part_desc *d, int v,
                 0,
                 NULL,
                 NULL,
-                NULL};
+                NULL,
+                NULL,
+                NULL,
+                0};
     rc = ferry__pq_decode_chunk(&j, &s, NULL, err);
   }
   ferry__pq_scratch_free(&s);
@@ -296,10 +299,16 @@ static void test_good(void) {
   CHECK(rc == 0, "describe: %s", err.msg);
   if (rc)
     return;
-  CHECK(d.nvars == 2 && d.num_samples == 60, "%d vars, %lld rows", d.nvars,
+  CHECK(d.nvars == 3 && d.num_samples == 60, "%d vars, %lld rows", d.nvars,
         (long long)d.num_samples);
-  CHECK(d.notes && strstr(d.notes, "column s skipped"), "notes: %s",
-        d.notes ? d.notes : "none");
+  /* the string column s: ragged bytes, its offsets made at open */
+  int vs = find_var(&d, "s"), mono = 1;
+  CHECK(vs >= 0 && d.vars[vs].ragged == 2 && d.vars[vs].dtype == FERRY_UINT8 &&
+            d.roff && d.roff[vs] && d.roff[vs][0] == 0,
+        "s: ragged uint8 with offsets");
+  for (int i = 0; vs >= 0 && d.roff && d.roff[vs] && i < 60; i++)
+    mono &= d.roff[vs][i + 1] > d.roff[vs][i]; /* no empty string there */
+  CHECK(mono, "s: offsets increasing");
   int va = find_var(&d, "a"), vd = find_var(&d, "d");
   CHECK(va >= 0 && vd >= 0 && d.vars[va].dtype == FERRY_INT32 &&
             d.vars[vd].dtype == FERRY_FLOAT64 && d.vars[va].chunk_rows == 20,
@@ -398,7 +407,8 @@ static void fuzz_chunks(const unsigned char *file, size_t n, const char *name) {
     pq_rg_rec gt = g;
     gt.size = len;
     memcpy(c, file + g.offset, (size_t)len);
-    pq_job j = {&r, &gt, c, out, "t", name, 0, 0, 0, 0, NULL, NULL, NULL};
+    pq_job j = {&r, &gt, c,    out,  "t",  name, 0,    0,
+                0,  0,   NULL, NULL, NULL, NULL, NULL, 0};
     refused += ferry__pq_decode_chunk(&j, &s, NULL, &err) < 0;
   }
   CHECK(refused == g.size, "%s: %d of %lld truncations refused", name, refused,
@@ -406,7 +416,8 @@ static void fuzz_chunks(const unsigned char *file, size_t n, const char *name) {
   for (int64_t bit = 0; out && c && bit < g.size * 8; bit++) {
     memcpy(c, file + g.offset, (size_t)g.size);
     c[bit / 8] ^= (unsigned char)(1u << (bit % 8));
-    pq_job j = {&r, &g, c, out, "t", name, 0, 0, 0, 0, NULL, NULL, NULL};
+    pq_job j = {&r, &g, c,    out,  "t",  name, 0,    0,
+                0,  0,  NULL, NULL, NULL, NULL, NULL, 0};
     (void)ferry__pq_decode_chunk(&j, &s, NULL, &err);
   }
   free(out);
@@ -461,8 +472,10 @@ static void test_dict_range(void) {
   pq_scratch s;
   ferry__err err;
   memset(&s, 0, sizeof s);
-  pq_job j = {&r,   &g,   chunk, (unsigned char *)out, "f", "x", 0, 0, 0, 0,
-              NULL, NULL, NULL};
+  pq_job j = {&r,   &g,   chunk, (unsigned char *)out,
+              "f",  "x",  0,     0,
+              0,    0,    NULL,  NULL,
+              NULL, NULL, NULL,  0};
   int rc = ferry__pq_decode_chunk(&j, &s, NULL, &err);
   CHECK(rc == FERRY_EFORMAT && strstr(err.msg, "dictionary index 3 out of "
                                                "range"),

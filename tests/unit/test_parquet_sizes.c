@@ -39,9 +39,10 @@ static int decode(const unsigned char *chunk, size_t n, int codec, int64_t rows,
   r.dtype = FERRY_INT64;
   r.k = 1;
   pq_rg_rec g = {0, rows, 100, (int64_t)n, usize, rows, 0, codec, 0, 0, 0};
-  pq_job j = {
-      &r,   &g,   chunk, (unsigned char *)out, "f.parquet", "x", 0, 0, 0, 0,
-      NULL, NULL, NULL};
+  pq_job j = {&r,          &g,   chunk, (unsigned char *)out,
+              "f.parquet", "x",  0,     0,
+              0,           0,    NULL,  NULL,
+              NULL,        NULL, NULL,  0};
   memset(err, 0, sizeof *err);
   return ferry__pq_decode_chunk(&j, s, NULL, err);
 }

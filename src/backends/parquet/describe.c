@@ -15,6 +15,7 @@
 
 #include "backends/parquet/parquet.h"
 #include "core/options.h"
+#include "util/dtype.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -141,6 +142,11 @@ typedef struct cand {
                     * lookups for it */
   int64_t split_q; /* rows per piece, 0: row groups whole */
   int split_index; /* pieces found by the OffsetIndex (1) or a scan (0) */
+  int ragged;      /* PQ_RAGGED_*: its rows' lengths read at open       */
+  int verify;      /* a list of k values per row on average: its lengths
+                    * read at open decide (all k: fixed, else ragged)    */
+  int64_t *roff;   /* a ragged one's offsets, [rows + 1]                */
+  int skip;        /* not served after all (the scan's note says why)   */
 } cand;
 
 /* k of a list column from one file: values per row, the same in every
@@ -170,6 +176,10 @@ typedef struct desc {
   const char *first_file;
   int64_t rows;
   int lanes; /* decode lanes counted in cache_bytes (pool.c) */
+  /* null_fill: a null list or byte array served empty (null_empty), a
+   * null element of a list as fill (when it is a value of its dtype) */
+  int null_empty;
+  char fill_text[128];
 } desc;
 
 static void note(desc *d, const char *fmt, const char *a, const char *b) {
@@ -232,6 +242,18 @@ static int read_hint(desc *d, pq_arrow_hint *h) {
   return 0;
 }
 
+/* A BYTE_ARRAY column: ragged bytes (uint8), unless its logical type is
+ * a number (decimal). */
+static int byte_array_kind(const pq_col *col, ferry_dtype *dt,
+                           const char **why) {
+  if (col->converted == 6 /* DECIMAL, stored + 1 */ || col->logical == 5) {
+    *why = "decimal byte arrays are not a ferry dtype";
+    return PQ_FIXED;
+  }
+  *dt = FERRY_UINT8;
+  return PQ_RAGGED_BYTES;
+}
+
 /* Decide which columns of the first file are variables. */
 static int pick_columns(desc *d, ferry__err *err) {
   const pq_file *f = &d->first;
@@ -251,12 +273,24 @@ static int pick_columns(desc *d, ferry__err *err) {
     int64_t k = 1, hk = hint && col->is_list
                             ? ferry__pq_arrow_hint_k(&h, col->top)
                             : 0;
-    if (col->nested || col->repeated_leaf)
+    int ragged = PQ_FIXED, verify = 0;
+    if (col->nested)
       why = "nested columns (structs, maps, lists of groups) are not read";
+    else if (col->type == PQ_BYTE_ARRAY && !col->is_list && !col->repeated_leaf)
+      ragged = byte_array_kind(col, &dt, &why);
     else if (ferry__pq_col_dtype(col, &dt, &why) < 0)
       ;
-    else if (col->is_list)
+    else if (col->repeated_leaf)
+      ragged = PQ_RAGGED_LIST; /* a repeated primitive: a list */
+    else if (col->is_list && hk > 0)
       k = list_len(f, i, hk, buf, sizeof buf, &why);
+    else if (col->is_list && col->max_rep != 1)
+      why = "lists of lists are not read";
+    else if (col->is_list) { /* lengths read at open: ragged or k each */
+      ragged = PQ_RAGGED_LIST;
+      k = list_k(f, i);
+      verify = k > 0;
+    }
     if (why) {
       note(d, "column %s skipped: %s", col->name, why);
       continue;
@@ -264,8 +298,11 @@ static int pick_columns(desc *d, ferry__err *err) {
     cand *c = &d->c[d->nc++];
     c->col = i;
     c->dtype = dt;
-    c->k = k;
+    c->k = ragged && !verify ? 1 : k;
     c->from_hint = hk > 0;
+    c->ragged = ragged;
+    c->verify = verify;
+    c->unsplit = ragged != PQ_FIXED; /* a ragged column is read whole */
   }
   ferry__pq_arrow_hint_free(&h);
   if (d->nc == 0)
@@ -305,7 +342,7 @@ static int add_file(desc *d, const pq_file *f, int fi, const char *file,
     cand *c = &d->c[v];
     const pq_col *col = &f->cols[c->col];
     pq_rec *r = &c->rec;
-    if (col->is_list && list_k(f, c->col) != c->k)
+    if (col->is_list && !c->ragged && list_k(f, c->col) != c->k)
       return ferry__seterr(err, FERRY_ESHAPE,
                            "%s: list column %s does not hold %lld values per "
                            "row in every row group, as %s does",
@@ -401,6 +438,10 @@ static char *storage_text(const cand *c, int nfiles) {
   if (c->rec.is_list && c->from_hint)
     snprintf(list, sizeof list, " fixed_size_list<%lld> (from ARROW:schema)",
              (long long)c->k);
+  else if (c->ragged == PQ_RAGGED_BYTES)
+    snprintf(list, sizeof list, " (ragged bytes)");
+  else if (c->ragged)
+    snprintf(list, sizeof list, " list (ragged)");
   else if (c->rec.is_list)
     snprintf(list, sizeof list, " list");
   if (s)
@@ -476,7 +517,15 @@ static int fill_out(desc *d, char **files, int nfiles, ferry__part_desc *out,
                                     sizeof *out->file_size + sizeof *out->rec),
                       "the description of %d columns of %s", nv, d->path);
   out->num_samples = d->rows;
+  for (int v = 0; v < nv && !out->roff; v++)
+    if (d->c[v].roff && !(out->roff = calloc((size_t)nv, sizeof *out->roff)))
+      return ferry__oom(err, -1, (size_t)nv * sizeof *out->roff,
+                        "the offsets of %d columns of %s", nv, d->path);
   for (int v = 0; v < nv; v++) {
+    if (d->c[v].roff) { /* the description owns them now */
+      out->roff[v] = d->c[v].roff;
+      d->c[v].roff = NULL;
+    }
     cand *c = &d->c[v];
     const pq_col *col = &d->first.cols[c->col];
     ferry__var *x = &out->vars[v];
@@ -487,18 +536,23 @@ static int fill_out(desc *d, char **files, int nfiles, ferry__part_desc *out,
     x->name = strdup(col->is_list ? col->top : col->name);
     x->dtype = c->dtype;
     x->swapped = (*(const uint16_t *)"\1\0") != 1; /* big-endian host */
-    x->row_ndim = col->is_list ? 1 : 0;
-    x->row_shape[0] = c->k;
+    x->row_ndim = col->is_list && !c->ragged ? 1 : 0;
+    x->row_shape[0] = x->row_ndim ? c->k : 0;
     x->row_bytes = es * (size_t)c->k;
+    x->ragged = c->ragged ? 2 : 0; /* values in pages: not bounded by files */
     x->chunk_rows = uniform_rows(r);
     x->storage = c->storage;
     c->storage = NULL;
     int64_t maxc = 0, maxr = 0, maxd = 0, maxu = 0;
     for (int64_t g = 0; g < r->nrg; g++) {
-      maxc = r->rg[g].size > maxc ? r->rg[g].size : maxc;
-      maxu = r->rg[g].usize > maxu ? r->rg[g].usize : maxu;
-      maxr = r->rg[g].num_rows > maxr ? r->rg[g].num_rows : maxr;
-      maxd = r->rg[g].dict_size > maxd ? r->rg[g].dict_size : maxd;
+      const pq_rg_rec *rg = &r->rg[g];
+      int64_t rows = c->roff ? c->roff[rg->first_row + rg->num_rows] -
+                                   c->roff[rg->first_row]
+                             : rg->num_rows; /* in rows of row_bytes */
+      maxc = rg->size > maxc ? rg->size : maxc;
+      maxu = rg->usize > maxu ? rg->usize : maxu;
+      maxr = rows > maxr ? rows : maxr;
+      maxd = rg->dict_size > maxd ? rg->dict_size : maxd;
     }
     x->cache_bytes = (size_t)maxc + (size_t)maxr * x->row_bytes + (size_t)maxd;
     /* Each further decode lane holds a scratch of its own: a page
@@ -528,6 +582,74 @@ static int fill_out(desc *d, char **files, int nfiles, ferry__part_desc *out,
                         "the description of column %s of %s",
                         col->is_list ? col->top : col->name, d->path);
   }
+  return 0;
+}
+
+/* The lengths of a ragged candidate's rows (every chunk decoded, rank 0):
+ * its offsets; a list whose rows all hold k is fixed after all.  A column
+ * that cannot be served as it is (a null without null_fill, a corrupt
+ * page) is skipped with a note saying why; a read that fails is an
+ * error. */
+static int ragged_lengths(desc *d, cand *c, ferry__err *err) {
+  const pq_col *col = &d->first.cols[c->col];
+  const char *name = col->is_list ? col->top : col->name;
+  ferry__err e;
+  unsigned char fill[16];
+  memset(&e, 0, sizeof e);
+  if (!c->ragged)
+    return 0;
+  char nofill[200];
+  int ok =
+      d->null_empty && ferry__value_of_text(d->fill_text, c->dtype, fill) == 0;
+  snprintf(nofill, sizeof nofill,
+           "null_fill=%s is not a value of its dtype %s exactly", d->fill_text,
+           ferry_dtype_name(c->dtype));
+  int rc = ferry__pq_ragged_offsets(&c->rec, name, ok ? fill : NULL,
+                                    d->null_empty && !ok ? nofill : NULL,
+                                    d->null_empty, d->rows, &c->roff, &e);
+  if (rc == FERRY_EIO || rc == FERRY_ENOMEM || rc == FERRY_EINTERNAL) {
+    *err = e;
+    return rc;
+  }
+  if (rc < 0) {
+    note(d, "column %s skipped: %s", name, e.msg);
+    c->skip = 1;
+    return 0;
+  }
+  int same = c->verify;
+  for (int64_t i = 0; same && i < d->rows; i++)
+    same = c->roff[i + 1] - c->roff[i] == c->k;
+  if (same) { /* every row holds k: a fixed list after all */
+    free(c->roff);
+    c->roff = NULL;
+    c->ragged = c->rec.ragged = PQ_FIXED;
+    return 0;
+  }
+  c->k = c->rec.k = 1;
+  return 0;
+}
+
+/* The candidates not skipped, in order. */
+static int drop_skipped(desc *d, ferry__err *err) {
+  int n = 0;
+  for (int v = 0; v < d->nc; v++) {
+    cand *c = &d->c[v];
+    if (!c->skip) {
+      d->c[n++] = *c;
+      continue;
+    }
+    for (int64_t g = 0; c->pg && g < c->npg; g++)
+      ferry__pq_pages_free(&c->pg[g]);
+    free(c->pg);
+    free(c->roff);
+    c->rec.fsize = NULL;
+    ferry__pq_rec_free(&c->rec);
+  }
+  d->nc = n;
+  if (n == 0)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "%s: no column ferry can read (%s)", d->path,
+                         d->notes ? d->notes : "the schema has no column");
   return 0;
 }
 
@@ -570,7 +692,18 @@ static int describe_files(desc *d, char **files, int nfiles,
     r->max_rep = col->max_rep;
     r->is_list = col->is_list;
     r->k = d->c[v].k;
+    r->ragged = d->c[v].ragged;
+    r->rep_def = col->max_def - col->elem_opt;
   }
+  for (int v = 0; rc == 0 && v < d->nc; v++) {
+    d->c[v].rec.files = files; /* borrowed for the scan */
+    d->c[v].rec.nfiles = nfiles;
+    rc = ragged_lengths(d, &d->c[v], err);
+    d->c[v].rec.files = NULL;
+    d->c[v].rec.nfiles = 0;
+  }
+  if (rc == 0)
+    rc = drop_skipped(d, err);
   for (int v = 0; rc == 0 && v < d->nc; v++)
     rc = split_var(&d->c[v], d->first.cols[d->c[v].col].name, nfiles, err);
   if (rc == 0)
@@ -581,6 +714,7 @@ static int describe_files(desc *d, char **files, int nfiles,
       ferry__pq_pages_free(&c->pg[g]);
     free(c->pg);
     free(c->storage);
+    free(c->roff);
     c->rec.fsize = NULL;
     ferry__pq_rec_free(&c->rec);
   }
@@ -598,6 +732,11 @@ int ferry__pq_describe(const char *path, const ferry_options *opts,
   memset(out, 0, sizeof *out);
   d.path = path;
   d.lanes = ferry__pool_lanes_for(opts);
+  if (opts &&
+      ferry_options_get(opts, "null_fill", d.fill_text, sizeof d.fill_text) ==
+          0 &&
+      d.fill_text[0])
+    d.null_empty = 1;
   if (stat(path, &st) != 0)
     return ferry__seterr(err, ferry__errno_code(errno), "%s: %s", path,
                          strerror(errno));

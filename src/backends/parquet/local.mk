@@ -7,7 +7,9 @@ libferry_core_la_SOURCES += \
 	src/backends/parquet/parquet.h \
 	src/backends/parquet/thrift.c \
 	src/backends/parquet/meta.c \
+	src/backends/parquet/pages.h \
 	src/backends/parquet/pages.c \
+	src/backends/parquet/ragged.c \
 	src/backends/parquet/split.c \
 	src/backends/parquet/arrow.c \
 	src/backends/parquet/record.c \

@@ -232,6 +232,7 @@ static int add_leaf(walk *w, const pq_se *se, const char *path, const char *top,
   c->max_rep = rep;
   c->is_list = list;
   c->repeated_leaf = depth == 1 && se->repetition == REPEATED;
+  c->elem_opt = list && se->repetition == OPTIONAL;
   c->nested = depth > 1 && !list;
   return 0;
 }

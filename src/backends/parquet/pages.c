@@ -29,14 +29,12 @@
 #include <config.h>
 #endif
 
-#include "backends/parquet/parquet.h"
+#include "backends/parquet/pages.h"
 #include "codecs/codec.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define PQ_MAX_PAGE (1u << 30)
 
 static uint32_t le32(const unsigned char *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
@@ -45,11 +43,7 @@ static uint32_t le32(const unsigned char *p) {
 
 /* ---- Bit-level streams -------------------------------------------------- */
 
-typedef struct bits_in {
-  const unsigned char *p, *end;
-} bits_in;
-
-static int uvarint(bits_in *b, uint64_t *v) {
+int ferry__pq_uvarint(pq_bits *b, uint64_t *v) {
   uint64_t x = 0;
   for (int shift = 0; shift < 64; shift += 7) {
     if (b->p >= b->end)
@@ -75,8 +69,8 @@ static uint64_t load64(const unsigned char *p) {
 }
 
 /* n values of bw bits (LSB first) from p, which has avail bytes. */
-static int unpack(const unsigned char *p, size_t avail, int bw, uint64_t *out64,
-                  uint32_t *out32, size_t n) {
+int ferry__pq_unpack(const unsigned char *p, size_t avail, int bw,
+                     uint64_t *out64, uint32_t *out32, size_t n) {
   if (bw == 0) {
     for (size_t i = 0; i < n; i++) {
       if (out64)
@@ -131,13 +125,13 @@ static int unpack(const unsigned char *p, size_t avail, int bw, uint64_t *out64,
 }
 
 /* The RLE/bit-packed hybrid: exactly n values of bw bits (bw <= 32). */
-static int rle_decode(const unsigned char *p, size_t len, int bw, uint32_t *out,
-                      size_t n, const char **why) {
-  bits_in b = {p, p + len};
+int ferry__pq_rle(const unsigned char *p, size_t len, int bw, uint32_t *out,
+                  size_t n, const char **why) {
+  pq_bits b = {p, p + len};
   size_t done = 0, vbytes = ((size_t)bw + 7) / 8;
   while (done < n) {
     uint64_t h;
-    if (uvarint(&b, &h) < 0)
+    if (ferry__pq_uvarint(&b, &h) < 0)
       goto trunc;
     if (h & 1) {
       uint64_t groups = h >> 1;
@@ -146,7 +140,7 @@ static int rle_decode(const unsigned char *p, size_t len, int bw, uint32_t *out,
       size_t cnt = (size_t)groups * 8, take = cnt < n - done ? cnt : n - done;
       size_t bytes = (size_t)groups * (size_t)bw;
       size_t avail = (size_t)(b.end - b.p);
-      if (unpack(b.p, avail, bw, NULL, out + done, take) < 0)
+      if (ferry__pq_unpack(b.p, avail, bw, NULL, out + done, take) < 0)
         goto trunc;
       b.p += bytes < avail ? bytes : avail;
       done += take;
@@ -174,7 +168,7 @@ trunc:
   return -1;
 }
 
-static int bit_width(uint32_t max) {
+int ferry__pq_bit_width(uint32_t max) {
   int w = 0;
   while (max) {
     w++;
@@ -185,14 +179,7 @@ static int bit_width(uint32_t max) {
 
 /* ---- Page headers ------------------------------------------------------- */
 
-typedef struct page_hdr {
-  int32_t type, usize, csize;
-  int32_t num_values, encoding, def_enc, rep_enc;
-  int32_t num_nulls, num_rows, def_len, rep_len;
-  int is_compressed, have_body;
-} page_hdr;
-
-static int parse_sub(pq_tr *t, int ftype, page_hdr *h, int kind) {
+static int parse_sub(pq_tr *t, int ftype, pq_page_hdr *h, int kind) {
   int16_t last = 0, id;
   int ty, r;
   if (ferry__pq_tr_enter(t, ftype) < 0)
@@ -231,7 +218,7 @@ static int parse_sub(pq_tr *t, int ftype, page_hdr *h, int kind) {
   return r < 0 || t->why ? -1 : 0;
 }
 
-static int parse_page_header(pq_tr *t, page_hdr *h) {
+int ferry__pq_page_header(pq_tr *t, pq_page_hdr *h) {
   int16_t last = 0, id;
   int ty, r;
   memset(h, 0, sizeof *h);
@@ -265,9 +252,9 @@ static int parse_page_header(pq_tr *t, page_hdr *h) {
 int ferry__pq_page_info(const unsigned char *p, size_t len, pq_page_info *out,
                         const char **why) {
   pq_tr t;
-  page_hdr h;
+  pq_page_hdr h;
   ferry__pq_tr_init(&t, p, len);
-  if (parse_page_header(&t, &h) < 0) {
+  if (ferry__pq_page_header(&t, &h) < 0) {
     *why = t.why ? t.why : "corrupt page header";
     return -1;
   }
@@ -281,24 +268,8 @@ int ferry__pq_page_info(const unsigned char *p, size_t len, pq_page_info *out,
 
 /* ---- Chunk decoding ----------------------------------------------------- */
 
-typedef struct dec {
-  const pq_job *j;
-  pq_scratch *s;
-  ferry__err *err;
-  size_t phys;  /* bytes of one physical value (0: BOOLEAN bits)    */
-  size_t elem;  /* bytes of one output element                     */
-  int64_t want; /* values the rows need: num_rows * k               */
-  int64_t got;  /* values written                                   */
-  int64_t dict_n;
-  const unsigned char *dict; /* dict_n decoded values (a scratch's)   */
-  int64_t page_at; /* chunk offset of the current page               */
-  int64_t base;    /* file offset of the bytes page_at is relative to */
-  size_t nulls;    /* nulls of the current page (null_fill), its levels
-                    * in s->lv                                        */
-} dec;
-
 /* 0, or (out of memory) the bytes it could not have. */
-static size_t grow(void **p, size_t *cap, size_t need) {
+size_t ferry__pq_grow(void **p, size_t *cap, size_t need) {
   if (need <= *cap)
     return 0;
   size_t c = *cap ? *cap : 4096;
@@ -312,7 +283,7 @@ static size_t grow(void **p, size_t *cap, size_t need) {
   return 0;
 }
 
-static int fail(dec *d, int code, const char *what) {
+int ferry__pq_fail(pq_dec *d, int code, const char *what) {
   const pq_job *j = d->j;
   return ferry__seterr(d->err, code,
                        "file %s, column %s, row group %lld (page at offset "
@@ -322,7 +293,7 @@ static int fail(dec *d, int code, const char *what) {
 }
 
 /* Out of memory: bytes for what, where fail says. */
-static int oom(dec *d, size_t bytes, const char *what) {
+int ferry__pq_oom(pq_dec *d, size_t bytes, const char *what) {
   const pq_job *j = d->j;
   return ferry__oom(d->err, -1, bytes,
                     "%s of file %s, column %s, row group %lld (page at offset "
@@ -338,8 +309,8 @@ static void put_le(unsigned char *o, uint64_t v, size_t elem) {
 }
 
 /* n PLAIN values of the physical type at p (bytes avail) to out. */
-static int plain_values(dec *d, const unsigned char *p, size_t avail, size_t n,
-                        unsigned char *out) {
+static int plain_values(pq_dec *d, const unsigned char *p, size_t avail,
+                        size_t n, unsigned char *out) {
   if (d->phys == 0) {
     if ((n + 7) / 8 > avail)
       return -1;
@@ -358,42 +329,45 @@ static int plain_values(dec *d, const unsigned char *p, size_t avail, size_t n,
   return 0;
 }
 
-static int dict_page(dec *d, const unsigned char *body, size_t len,
-                     const page_hdr *h) {
+int ferry__pq_dict_page(pq_dec *d, const unsigned char *body, size_t len,
+                        const pq_page_hdr *h) {
   if (h->encoding != PQ_ENC_PLAIN && h->encoding != PQ_ENC_PLAIN_DICT)
-    return fail(d, FERRY_ENOTSUP, "a dictionary page not PLAIN-encoded");
+    return ferry__pq_fail(d, FERRY_ENOTSUP,
+                          "a dictionary page not PLAIN-encoded");
   size_t n = (size_t)h->num_values; /* judged before its buffer exists */
   if (d->phys ? n > len / d->phys : n > len * 8)
-    return fail(d, FERRY_EFORMAT,
-                "a dictionary page holds fewer bytes than "
-                "its values need");
-  size_t want =
-      grow((void **)&d->s->dict, &d->s->dict_cap, (n ? n : 1) * d->elem);
+    return ferry__pq_fail(d, FERRY_EFORMAT,
+                          "a dictionary page holds fewer bytes than "
+                          "its values need");
+  size_t want = ferry__pq_grow((void **)&d->s->dict, &d->s->dict_cap,
+                               (n ? n : 1) * d->elem);
   if (want)
-    return oom(d, want, "the dictionary");
+    return ferry__pq_oom(d, want, "the dictionary");
   if (plain_values(d, body, len, n, d->s->dict) < 0)
-    return fail(d, FERRY_EFORMAT,
-                "a dictionary page holds fewer bytes than "
-                "its values need");
+    return ferry__pq_fail(d, FERRY_EFORMAT,
+                          "a dictionary page holds fewer bytes than "
+                          "its values need");
   d->dict_n = (int64_t)n;
   d->dict = d->s->dict;
   return 0;
 }
 
-static int dict_values(dec *d, const unsigned char *p, size_t len, size_t n,
+static int dict_values(pq_dec *d, const unsigned char *p, size_t len, size_t n,
                        unsigned char *out) {
   const char *why = "truncated dictionary indices";
   if (d->dict_n < 0)
-    return fail(d, FERRY_EFORMAT,
-                "dictionary-encoded values but no "
-                "dictionary page before them");
+    return ferry__pq_fail(d, FERRY_EFORMAT,
+                          "dictionary-encoded values but no "
+                          "dictionary page before them");
   if (len < 1 || p[0] > 32)
-    return fail(d, FERRY_EFORMAT, "bad bit width of dictionary indices");
-  size_t want = grow((void **)&d->s->idx, &d->s->idx_cap, (n ? n : 1) * 4);
+    return ferry__pq_fail(d, FERRY_EFORMAT,
+                          "bad bit width of dictionary indices");
+  size_t want =
+      ferry__pq_grow((void **)&d->s->idx, &d->s->idx_cap, (n ? n : 1) * 4);
   if (want)
-    return oom(d, want, "the dictionary indices");
-  if (rle_decode(p + 1, len - 1, p[0], d->s->idx, n, &why) < 0)
-    return fail(d, FERRY_EFORMAT, why);
+    return ferry__pq_oom(d, want, "the dictionary indices");
+  if (ferry__pq_rle(p + 1, len - 1, p[0], d->s->idx, n, &why) < 0)
+    return ferry__pq_fail(d, FERRY_EFORMAT, why);
   const unsigned char *dict = d->dict;
   for (size_t i = 0; i < n; i++) {
     uint32_t k = d->s->idx[i];
@@ -404,14 +378,14 @@ static int dict_values(dec *d, const unsigned char *p, size_t len, size_t n,
                "values) at row %lld",
                k, (long long)d->dict_n,
                (long long)(d->j->row0 + (d->got + (int64_t)i) / d->j->rec->k));
-      return fail(d, FERRY_EFORMAT, msg);
+      return ferry__pq_fail(d, FERRY_EFORMAT, msg);
     }
     memcpy(out + i * d->elem, dict + (size_t)k * d->elem, d->elem);
   }
   return 0;
 }
 
-static int bss_values(dec *d, const unsigned char *p, size_t len, size_t n,
+static int bss_values(pq_dec *d, const unsigned char *p, size_t len, size_t n,
                       unsigned char *out) {
   size_t w = d->phys;
   if (w == 0 || w != d->elem || n > len / w)
@@ -422,26 +396,28 @@ static int bss_values(dec *d, const unsigned char *p, size_t len, size_t n,
   return 0;
 }
 
-/* DELTA_BINARY_PACKED: blocks of miniblocks of bit-packed deltas. */
-static int delta_values(dec *d, const unsigned char *p, size_t len, size_t n,
-                        unsigned char *out) {
-  bits_in b = {p, p + len};
+/* DELTA_BINARY_PACKED: blocks of miniblocks of bit-packed deltas; n values
+ * of elem bytes (little-endian) to out, *used the bytes they took (the
+ * header and every miniblock holding one of them). */
+int ferry__pq_delta(const unsigned char *p, size_t len, size_t n, size_t elem,
+                    unsigned char *out, size_t *used) {
+  pq_bits b = {p, p + len};
   uint64_t bs, nmb, total, first;
-  if (uvarint(&b, &bs) < 0 || uvarint(&b, &nmb) < 0 ||
-      uvarint(&b, &total) < 0 || uvarint(&b, &first) < 0 || nmb == 0 ||
-      bs == 0 || bs % nmb != 0 || (bs / nmb) % 8 != 0 || bs > (1u << 20) ||
-      total < n)
+  if (ferry__pq_uvarint(&b, &bs) < 0 || ferry__pq_uvarint(&b, &nmb) < 0 ||
+      ferry__pq_uvarint(&b, &total) < 0 || ferry__pq_uvarint(&b, &first) < 0 ||
+      nmb == 0 || bs == 0 || bs % nmb != 0 || (bs / nmb) % 8 != 0 ||
+      bs > (1u << 20) || total < n)
     return -1;
   uint64_t per = bs / nmb, v = (first >> 1) ^ (0 - (first & 1));
   size_t done = 0;
   uint64_t buf[64];
   if (n > 0) {
-    put_le(out, v, d->elem);
+    put_le(out, v, elem);
     done = 1;
   }
   while (done < n) {
     uint64_t zmin;
-    if (uvarint(&b, &zmin) < 0 || (uint64_t)(b.end - b.p) < nmb)
+    if (ferry__pq_uvarint(&b, &zmin) < 0 || (uint64_t)(b.end - b.p) < nmb)
       return -1;
     uint64_t mind = (zmin >> 1) ^ (0 - (zmin & 1));
     const unsigned char *widths = b.p;
@@ -458,41 +434,44 @@ static int delta_values(dec *d, const unsigned char *p, size_t len, size_t n,
           take = n - done;
         size_t skip = (size_t)(i * (uint64_t)bw / 8);
         if (skip > avail ||
-            unpack(b.p + skip, avail - skip, bw, buf, NULL, take) < 0)
+            ferry__pq_unpack(b.p + skip, avail - skip, bw, buf, NULL, take) < 0)
           return -1;
         for (size_t k = 0; k < take; k++, done++) {
           v += mind + buf[k];
-          put_le(out + done * d->elem, v, d->elem);
+          put_le(out + done * elem, v, elem);
         }
       }
       b.p += mb_bytes < avail ? mb_bytes : avail;
     }
   }
+  if (used)
+    *used = (size_t)(b.p - p);
   return 0;
 }
 
-static int rle_bool_values(dec *d, const unsigned char *p, size_t len, size_t n,
-                           unsigned char *out) {
+static int rle_bool_values(pq_dec *d, const unsigned char *p, size_t len,
+                           size_t n, unsigned char *out) {
   const char *why = "";
   if (len < 4 || le32(p) > len - 4)
     return -1;
-  size_t want = grow((void **)&d->s->idx, &d->s->idx_cap, (n ? n : 1) * 4);
+  size_t want =
+      ferry__pq_grow((void **)&d->s->idx, &d->s->idx_cap, (n ? n : 1) * 4);
   if (want)
-    return oom(d, want, "the boolean values");
-  if (rle_decode(p + 4, le32(p), 1, d->s->idx, n, &why) < 0)
+    return ferry__pq_oom(d, want, "the boolean values");
+  if (ferry__pq_rle(p + 4, le32(p), 1, d->s->idx, n, &why) < 0)
     return -1;
   for (size_t i = 0; i < n; i++)
     out[i] = (unsigned char)d->s->idx[i];
   return 0;
 }
 
-static int values(dec *d, int enc, const unsigned char *p, size_t len,
-                  size_t n) {
+int ferry__pq_values(pq_dec *d, int enc, const unsigned char *p, size_t len,
+                     size_t n) {
   int32_t type = d->j->rec->type;
   if (n > (size_t)(d->want - d->got))
-    return fail(d, FERRY_EFORMAT,
-                "the column chunk holds more values than "
-                "its rows");
+    return ferry__pq_fail(d, FERRY_EFORMAT,
+                          "the column chunk holds more values than "
+                          "its rows");
   unsigned char *out = d->j->out + (size_t)d->got * d->elem;
   int rc;
   char msg[200];
@@ -507,7 +486,7 @@ static int values(dec *d, int enc, const unsigned char *p, size_t len,
   case PQ_ENC_DELTA_BINARY:
     if (type != PQ_INT32 && type != PQ_INT64)
       goto unsupported;
-    rc = delta_values(d, p, len, n, out);
+    rc = ferry__pq_delta(p, len, n, d->elem, out, NULL);
     break;
   case PQ_ENC_RLE:
     if (type != PQ_BOOLEAN)
@@ -519,14 +498,14 @@ static int values(dec *d, int enc, const unsigned char *p, size_t len,
   if (rc < 0) {
     snprintf(msg, sizeof msg, "truncated or corrupt %s values",
              ferry__pq_encoding_name(enc));
-    return fail(d, FERRY_EFORMAT, msg);
+    return ferry__pq_fail(d, FERRY_EFORMAT, msg);
   }
   d->got += (int64_t)n;
   return 0;
 unsupported:
   snprintf(msg, sizeof msg, "encoding %s (%d) of %s values is not supported",
            ferry__pq_encoding_name(enc), enc, ferry__pq_type_name(type));
-  return fail(d, FERRY_ENOTSUP, msg);
+  return ferry__pq_fail(d, FERRY_ENOTSUP, msg);
 }
 
 /* ---- Levels ---------------------------------------------------------- */
@@ -539,7 +518,7 @@ unsupported:
  * be decoded in any order on any thread.  An RLE run costs O(1), so a
  * column without nulls (a run of the maximum) costs nothing per value. */
 typedef struct lvl {
-  dec *d;
+  pq_dec *d;
   int rep;      /* 1: repetition levels, 0: definition levels */
   uint32_t max; /* the column's maximum level                 */
   int64_t k;    /* elements per row                           */
@@ -558,7 +537,7 @@ static int null_at(const lvl *L, size_t i) {
            j->rec->max_rep > 0 ? " (or an empty list)" : "",
            (long long)(j->row0 + row), (long long)(j->in_rg + row),
            tail[0] ? " (" : "", tail, tail[0] ? ")" : "");
-  return fail(L->d, FERRY_ENOTSUP, msg);
+  return ferry__pq_fail(L->d, FERRY_ENOTSUP, msg);
 }
 
 static int bad_row(const lvl *L, size_t i) {
@@ -570,14 +549,14 @@ static int bad_row(const lvl *L, size_t i) {
            "rows before it",
            (long long)(L->d->j->row0 + row), at == 0 ? "more" : "fewer",
            (long long)L->k);
-  return fail(L->d, FERRY_ESHAPE, msg);
+  return ferry__pq_fail(L->d, FERRY_ESHAPE, msg);
 }
 
 /* c levels of value v from level index i, which is element at of its row
  * (repetition levels). */
 static int check_run(const lvl *L, size_t i, int64_t at, uint32_t v, size_t c) {
   if (v > L->max)
-    return fail(L->d, FERRY_EFORMAT, "a level above its maximum");
+    return ferry__pq_fail(L->d, FERRY_EFORMAT, "a level above its maximum");
   if (!L->rep)
     return v < L->max ? null_at(L, i) : 0;
   if (v == 0) { /* every one starts a row: k == 1, or one level at a start */
@@ -597,7 +576,7 @@ static int check_some(const lvl *L, size_t i, int64_t *at, const uint32_t *v,
                       size_t m) {
   for (size_t q = 0; q < m; q++)
     if (v[q] > L->max)
-      return fail(L->d, FERRY_EFORMAT, "a level above its maximum");
+      return ferry__pq_fail(L->d, FERRY_EFORMAT, "a level above its maximum");
   if (!L->rep) {
     for (size_t q = 0; q < m; q++)
       if (v[q] < L->max)
@@ -651,14 +630,14 @@ static size_t fast_groups(const lvl *L, const unsigned char *p, size_t avail,
 /* Walk n levels of the RLE/bit-packed hybrid at p (len bytes). */
 static int walk_levels(const lvl *L, const unsigned char *p, size_t len,
                        size_t n) {
-  int bw = bit_width(L->max);
-  bits_in b = {p, p + len};
+  int bw = ferry__pq_bit_width(L->max);
+  pq_bits b = {p, p + len};
   size_t done = 0, vbytes = ((size_t)bw + 7) / 8;
   uint32_t buf[64];
   int64_t at = L->rep ? L->d->got % L->k : 0;
   while (done < n) {
     uint64_t h;
-    if (uvarint(&b, &h) < 0)
+    if (ferry__pq_uvarint(&b, &h) < 0)
       goto trunc;
     size_t avail = (size_t)(b.end - b.p);
     if (h & 1) {
@@ -674,7 +653,7 @@ static int walk_levels(const lvl *L, const unsigned char *p, size_t len,
         size_t m = take - o < 8 ? take - o : 8; /* one group, then fast */
         size_t skip = o / 8 * (size_t)bw;
         if (skip > avail ||
-            unpack(b.p + skip, avail - skip, bw, NULL, buf, m) < 0)
+            ferry__pq_unpack(b.p + skip, avail - skip, bw, NULL, buf, m) < 0)
           goto trunc;
         if (check_some(L, done + o, &at, buf, m) < 0)
           return -1;
@@ -700,26 +679,28 @@ static int walk_levels(const lvl *L, const unsigned char *p, size_t len,
   }
   return 0;
 trunc:
-  return fail(L->d, FERRY_EFORMAT, "truncated or corrupt levels");
+  return ferry__pq_fail(L->d, FERRY_EFORMAT, "truncated or corrupt levels");
 }
 
 /* The definition levels of a page of a column that is not a list, with
  * null_fill: decoded into s->lv, nulls counted (d->nulls). */
-static int fill_levels(dec *d, const unsigned char *p, size_t len, size_t n) {
+static int fill_levels(pq_dec *d, const unsigned char *p, size_t len,
+                       size_t n) {
   const char *why = "truncated or corrupt levels";
   uint32_t max = (uint32_t)d->j->rec->max_def;
-  size_t want = grow((void **)&d->s->lv, &d->s->lv_cap, (n ? n : 1) * 4);
+  size_t want =
+      ferry__pq_grow((void **)&d->s->lv, &d->s->lv_cap, (n ? n : 1) * 4);
   if (want)
-    return oom(d, want, "the levels");
-  if (rle_decode(p, len, bit_width(max), d->s->lv, n, &why) < 0)
-    return fail(d, FERRY_EFORMAT, why);
+    return ferry__pq_oom(d, want, "the levels");
+  if (ferry__pq_rle(p, len, ferry__pq_bit_width(max), d->s->lv, n, &why) < 0)
+    return ferry__pq_fail(d, FERRY_EFORMAT, why);
   d->nulls = 0;
   for (size_t i = 0; i < n; i++)
     d->nulls += d->s->lv[i] != max;
   return 0;
 }
 
-static int page_levels(dec *d, const unsigned char *rp, size_t rl,
+static int page_levels(pq_dec *d, const unsigned char *rp, size_t rl,
                        const unsigned char *dp, size_t dl, size_t n) {
   const pq_rec *r = d->j->rec;
   lvl L = {d, 0, (uint32_t)r->max_def, r->k};
@@ -738,15 +719,15 @@ static int page_levels(dec *d, const unsigned char *rp, size_t rl,
 /* The n rows of a page: values, or with nulls (null_fill) its n - nulls
  * values decoded to the front of its rows, then spread backwards over
  * them (a value never moves forward), nulls given the fill value. */
-static int page_values(dec *d, int enc, const unsigned char *p, size_t len,
+static int page_values(pq_dec *d, int enc, const unsigned char *p, size_t len,
                        size_t n) {
   if (d->nulls == 0)
-    return values(d, enc, p, len, n);
+    return ferry__pq_values(d, enc, p, len, n);
   if (d->nulls > n)
-    return fail(d, FERRY_EFORMAT, "more nulls than levels");
+    return ferry__pq_fail(d, FERRY_EFORMAT, "more nulls than levels");
   int64_t got0 = d->got;
   size_t e = d->elem, v = n - d->nulls;
-  if (values(d, enc, p, len, v) < 0)
+  if (ferry__pq_values(d, enc, p, len, v) < 0)
     return -1;
   unsigned char *o = d->j->out + (size_t)got0 * e;
   uint32_t max = (uint32_t)d->j->rec->max_def;
@@ -760,8 +741,8 @@ static int page_values(dec *d, int enc, const unsigned char *p, size_t len,
   return 0;
 }
 
-static int data_v1(dec *d, const unsigned char *b, size_t len,
-                   const page_hdr *h) {
+static int data_v1(pq_dec *d, const unsigned char *b, size_t len,
+                   const pq_page_hdr *h) {
   const pq_rec *r = d->j->rec;
   const unsigned char *lv[2] = {NULL, NULL};
   size_t ll[2] = {0, 0};
@@ -771,11 +752,11 @@ static int data_v1(dec *d, const unsigned char *b, size_t len,
     if (max == 0)
       continue;
     if (enc != PQ_ENC_RLE)
-      return fail(d, FERRY_ENOTSUP,
-                  "levels not RLE-encoded (the deprecated "
-                  "BIT_PACKED levels are not read)");
+      return ferry__pq_fail(d, FERRY_ENOTSUP,
+                            "levels not RLE-encoded (the deprecated "
+                            "BIT_PACKED levels are not read)");
     if (len < 4 || le32(b) > len - 4)
-      return fail(d, FERRY_EFORMAT, "levels longer than their page");
+      return ferry__pq_fail(d, FERRY_EFORMAT, "levels longer than their page");
     lv[k] = b + 4;
     ll[k] = le32(b);
     b += 4 + ll[k];
@@ -789,78 +770,80 @@ static int data_v1(dec *d, const unsigned char *b, size_t len,
 
 /* The body of a page in s->page (decompressed), or straight from the
  * chunk when uncompressed. */
-static int page_body(dec *d, const unsigned char *in, size_t inlen,
-                     size_t outlen, int codec, const unsigned char **body) {
+int ferry__pq_page_body(pq_dec *d, const unsigned char *in, size_t inlen,
+                        size_t outlen, int codec, const unsigned char **body) {
   const char *why = "";
   if (codec == PQ_CODEC_NONE) {
     if (inlen != outlen)
-      return fail(d, FERRY_EFORMAT,
-                  "an uncompressed page's compressed and "
-                  "uncompressed sizes differ");
+      return ferry__pq_fail(d, FERRY_EFORMAT,
+                            "an uncompressed page's compressed and "
+                            "uncompressed sizes differ");
     *body = in;
     return 0;
   }
   int kind = ferry__pq_codec_kind(codec);
   if (outlen > ferry__codec_max_decoded(kind, inlen))
-    return fail(d, FERRY_EFORMAT,
-                "the page header's uncompressed_page_size is "
-                "more than its codec can make of its bytes");
-  size_t want =
-      grow((void **)&d->s->page, &d->s->page_cap, outlen ? outlen : 1);
+    return ferry__pq_fail(d, FERRY_EFORMAT,
+                          "the page header's uncompressed_page_size is "
+                          "more than its codec can make of its bytes");
+  size_t want = ferry__pq_grow((void **)&d->s->page, &d->s->page_cap,
+                               outlen ? outlen : 1);
   if (want)
-    return oom(d, want, "a page");
+    return ferry__pq_oom(d, want, "a page");
   if (ferry__codec_decode_page(kind, in, inlen, d->s->page, outlen, &why) < 0) {
     char msg[200];
     snprintf(msg, sizeof msg, "%s page: %s", ferry__pq_codec_name(codec), why);
-    return fail(d, FERRY_EFORMAT, msg);
+    return ferry__pq_fail(d, FERRY_EFORMAT, msg);
   }
   *body = d->s->page;
   return 0;
 }
 
-static int data_v2(dec *d, const unsigned char *in, const page_hdr *h,
+static int data_v2(pq_dec *d, const unsigned char *in, const pq_page_hdr *h,
                    int codec) {
   size_t rl = (size_t)h->rep_len, dl = (size_t)h->def_len;
   size_t cs = (size_t)h->csize, us = (size_t)h->usize;
   if (rl > cs || dl > cs - rl || rl + dl > us)
-    return fail(d, FERRY_EFORMAT,
-                "a v2 page's level lengths exceed the "
-                "page");
+    return ferry__pq_fail(d, FERRY_EFORMAT,
+                          "a v2 page's level lengths exceed the "
+                          "page");
   size_t n = (size_t)h->num_values;
   if (page_levels(d, in, rl, in + rl, dl, n) < 0)
     return -1;
   const unsigned char *body;
   int c = h->is_compressed ? codec : PQ_CODEC_NONE;
-  if (page_body(d, in + rl + dl, cs - rl - dl, us - rl - dl, c, &body) < 0)
+  if (ferry__pq_page_body(d, in + rl + dl, cs - rl - dl, us - rl - dl, c,
+                          &body) < 0)
     return -1;
   return page_values(d, h->encoding, body, us - rl - dl, n);
 }
 
-static int one_page(dec *d, const unsigned char *in, const page_hdr *h) {
+static int one_page(pq_dec *d, const unsigned char *in, const pq_page_hdr *h) {
   const pq_rg_rec *g = d->j->rg;
   const unsigned char *body;
   if (h->type == PQ_PAGE_DATA_V2)
     return h->have_body ? data_v2(d, in, h, g->codec)
-                        : fail(d, FERRY_EFORMAT,
-                               "a v2 data page without its "
-                               "header");
+                        : ferry__pq_fail(d, FERRY_EFORMAT,
+                                         "a v2 data page without its "
+                                         "header");
   if (h->type != PQ_PAGE_DATA && h->type != PQ_PAGE_DICT)
     return 0; /* index pages and unknown kinds carry no values */
   if (!h->have_body)
-    return fail(d, FERRY_EFORMAT,
-                "a page without its data or dictionary "
-                "header");
-  if (page_body(d, in, (size_t)h->csize, (size_t)h->usize, g->codec, &body) < 0)
+    return ferry__pq_fail(d, FERRY_EFORMAT,
+                          "a page without its data or dictionary "
+                          "header");
+  if (ferry__pq_page_body(d, in, (size_t)h->csize, (size_t)h->usize, g->codec,
+                          &body) < 0)
     return -1;
   if (h->type == PQ_PAGE_DICT)
-    return dict_page(d, body, (size_t)h->usize, h);
+    return ferry__pq_dict_page(d, body, (size_t)h->usize, h);
   return data_v1(d, body, (size_t)h->usize, h);
 }
 
 /* One page found by the scan: where, its header, the value it starts at. */
 typedef struct page_ref {
   size_t pos, hl;
-  page_hdr h;
+  pq_page_hdr h;
   int64_t first;
 } page_ref;
 
@@ -873,7 +856,8 @@ static int code_of(const ferry__err *err) {
   return err && err->code < 0 ? err->code : FERRY_EFORMAT;
 }
 
-static void dec_init(dec *d, const pq_job *j, pq_scratch *s, ferry__err *err) {
+void ferry__pq_dec_init(pq_dec *d, const pq_job *j, pq_scratch *s,
+                        ferry__err *err) {
   memset(d, 0, sizeof *d);
   d->j = j;
   d->s = s;
@@ -890,27 +874,29 @@ static void dec_init(dec *d, const pq_job *j, pq_scratch *s, ferry__err *err) {
 
 /* The dictionary page of a piece of a column chunk (split.c), read apart:
  * the pages before the chunk's first data page. */
-static int dict_pages(dec *d) {
+static int dict_pages(pq_dec *d) {
   const pq_job *j = d->j;
   size_t size = (size_t)j->rg->dict_size, pos = 0;
   char msg[200];
   d->base = j->rg->dict_offset;
   while (pos < size) {
     pq_tr t;
-    page_hdr h;
+    pq_page_hdr h;
     d->page_at = (int64_t)pos;
     ferry__pq_tr_init(&t, j->dict + pos, size - pos);
-    if (parse_page_header(&t, &h) < 0) {
+    if (ferry__pq_page_header(&t, &h) < 0) {
       snprintf(msg, sizeof msg, "corrupt page header: %s", t.why);
-      return fail(d, FERRY_EFORMAT, msg);
+      return ferry__pq_fail(d, FERRY_EFORMAT, msg);
     }
     size_t hl = ferry__pq_tr_offset(&t);
     if ((size_t)h.csize > size - pos - hl)
-      return fail(d, FERRY_EFORMAT,
-                  "the dictionary page's compressed size runs past the "
-                  "bytes before the first data page");
+      return ferry__pq_fail(
+          d, FERRY_EFORMAT,
+          "the dictionary page's compressed size runs past the "
+          "bytes before the first data page");
     if ((uint32_t)h.usize > PQ_MAX_PAGE)
-      return fail(d, FERRY_EFORMAT, "the dictionary page is too large");
+      return ferry__pq_fail(d, FERRY_EFORMAT,
+                            "the dictionary page is too large");
     if (h.type == PQ_PAGE_DICT && one_page(d, j->dict + pos + hl, &h) < 0)
       return code_of(d->err);
     pos += hl + (size_t)h.csize;
@@ -922,7 +908,7 @@ static int dict_pages(dec *d) {
 
 /* Walk the page headers; decode the dictionary page on the way (into d's
  * scratch); list the data pages with the value each starts at. */
-static int scan_pages(dec *d, scan *sc) {
+static int scan_pages(pq_dec *d, scan *sc) {
   const pq_job *j = d->j;
   size_t size = (size_t)j->rg->size, pos = 0;
   size_t ubound = j->rg->usize > 0 && j->rg->usize < PQ_MAX_PAGE
@@ -937,9 +923,9 @@ static int scan_pages(dec *d, scan *sc) {
     page_ref pr;
     d->page_at = (int64_t)pos;
     ferry__pq_tr_init(&t, j->chunk + pos, size - pos);
-    if (parse_page_header(&t, &pr.h) < 0) {
+    if (ferry__pq_page_header(&t, &pr.h) < 0) {
       snprintf(msg, sizeof msg, "corrupt page header: %s", t.why);
-      return fail(d, FERRY_EFORMAT, msg);
+      return ferry__pq_fail(d, FERRY_EFORMAT, msg);
     }
     pr.pos = pos;
     pr.hl = ferry__pq_tr_offset(&t);
@@ -948,12 +934,12 @@ static int scan_pages(dec *d, scan *sc) {
                "the page's compressed size %d runs past its column chunk "
                "(%zu bytes left)",
                pr.h.csize, size - pos - pr.hl);
-      return fail(d, FERRY_EFORMAT, msg);
+      return ferry__pq_fail(d, FERRY_EFORMAT, msg);
     }
     if ((size_t)pr.h.usize > ubound)
-      return fail(d, FERRY_EFORMAT,
-                  "the page's uncompressed size is above "
-                  "its column chunk's");
+      return ferry__pq_fail(d, FERRY_EFORMAT,
+                            "the page's uncompressed size is above "
+                            "its column chunk's");
     pos += pr.hl + (size_t)pr.h.csize;
     if (pr.h.type == PQ_PAGE_DICT) {
       if (one_page(d, j->chunk + pr.pos + pr.hl, &pr.h) < 0)
@@ -963,16 +949,16 @@ static int scan_pages(dec *d, scan *sc) {
     if (pr.h.type != PQ_PAGE_DATA && pr.h.type != PQ_PAGE_DATA_V2)
       continue;
     if (pr.h.num_values > d->want - vals)
-      return fail(d, FERRY_EFORMAT,
-                  "the column chunk's pages hold more "
-                  "values than its rows");
+      return ferry__pq_fail(d, FERRY_EFORMAT,
+                            "the column chunk's pages hold more "
+                            "values than its rows");
     pr.first = vals;
     vals += pr.h.num_values;
     if (sc->n == sc->cap) {
       size_t c = sc->cap ? sc->cap * 2 : 64;
       page_ref *np = realloc(sc->pg, c * sizeof *np);
       if (!np)
-        return oom(d, c * sizeof *np, "the page list");
+        return ferry__pq_oom(d, c * sizeof *np, "the page list");
       sc->pg = np;
       sc->cap = c;
     }
@@ -986,19 +972,19 @@ static int scan_pages(dec *d, scan *sc) {
              "%lld",
              (long long)vals, (long long)j->rg->num_rows, (long long)j->rec->k,
              (long long)d->want);
-    return fail(d, FERRY_EFORMAT, msg);
+    return ferry__pq_fail(d, FERRY_EFORMAT, msg);
   }
   return 0;
 }
 
 /* Data pages [a, b) of sc in order, with scratch s; the dictionary is
  * proto's.  Stops at the first failing page (its error in err). */
-static int pages_run(const pq_job *j, const scan *sc, const dec *proto,
+static int pages_run(const pq_job *j, const scan *sc, const pq_dec *proto,
                      pq_scratch *s, size_t a, size_t b, ferry__err *err) {
   for (size_t i = a; i < b; i++) {
     const page_ref *pr = &sc->pg[i];
-    dec d;
-    dec_init(&d, j, s, err);
+    pq_dec d;
+    ferry__pq_dec_init(&d, j, s, err);
     d.dict = proto->dict;
     d.dict_n = proto->dict_n;
     d.got = pr->first;
@@ -1015,7 +1001,7 @@ static int pages_run(const pq_job *j, const scan *sc, const dec *proto,
 typedef struct prange {
   const pq_job *j;
   const scan *sc;
-  const dec *proto;
+  const pq_dec *proto;
   const pq_lanes *ln;
   size_t a, b;
 } prange;
@@ -1035,7 +1021,7 @@ static int prange_run(void *arg, ferry__err *err) {
 /* Pages in up to 4 runs a lane, submitted in page order, then waited for:
  * the pool keeps the lowest-numbered failing job's error and skips the
  * jobs after it, so the error is the first failing page's, as serially. */
-static int pages_pool(const pq_job *j, const scan *sc, const dec *proto,
+static int pages_pool(const pq_job *j, const scan *sc, const pq_dec *proto,
                       pq_scratch *s, const pq_lanes *ln, ferry__err *err) {
   size_t lanes = (size_t)ferry__pool_lanes(ln->pool);
   size_t nr = sc->n < 4 * lanes ? sc->n : 4 * lanes;
@@ -1061,9 +1047,11 @@ static int pages_pool(const pq_job *j, const scan *sc, const dec *proto,
 
 int ferry__pq_decode_chunk(const pq_job *j, pq_scratch *s,
                            const pq_lanes *lanes, ferry__err *err) {
-  dec d;
+  pq_dec d;
   scan sc = {NULL, 0, 0};
-  dec_init(&d, j, s, err);
+  if (j->rec->ragged)
+    return ferry__pq_decode_ragged(j, s, err);
+  ferry__pq_dec_init(&d, j, s, err);
   int rc = scan_pages(&d, &sc);
   /* small chunks, or one page, are not worth a job each */
   if (rc == 0 && lanes && ferry__pool_lanes(lanes->pool) > 1 && sc.n > 1 &&
@@ -1080,5 +1068,8 @@ void ferry__pq_scratch_free(pq_scratch *s) {
   free(s->dict);
   free(s->idx);
   free(s->lv);
+  free(s->rl);
+  free(s->bo);
+  free(s->len);
   memset(s, 0, sizeof *s);
 }

@@ -259,7 +259,7 @@ static int get_rec(ferry__io *io, int64_t part, int var, ferry__err *err) {
   char where[512];
   snprintf(where, sizeof where, "file %s, variable %s, rank %d", pt->paths[var],
            io->b.m->vars[var].name, io->b.rank);
-  if (!pt->rec || io->b.m->record_version != 2)
+  if (!pt->rec || io->b.m->record_version != PQ_REC_VERSION)
     return ferry__seterr(err, FERRY_EFORMAT,
                          "%s: the manifest has no parquet record", where);
   int rc = ferry__pq_rec_get(&pt->rec[var], &vs->rec, where, err);
@@ -368,10 +368,22 @@ static int64_t rows_before(const pq_rec *r, int64_t g, int64_t *in_rg) {
   return r->rg[g].first_row - r->rg[a].first_row;
 }
 
+/* The offsets of variable var of part (NULL: not ragged). */
+static const int64_t *offsets(const ferry__io *io, int64_t part, int var) {
+  const ferry__part *pt = &io->b.m->parts[part];
+  return pt->roff ? pt->roff[var] : NULL;
+}
+
+/* The bytes of rows [a, b) of a variable with offsets roff (NULL: rows of
+ * rb bytes). */
+static size_t span(const int64_t *roff, size_t rb, int64_t a, int64_t b) {
+  return (size_t)(roff ? roff[b] - roff[a] : b - a) * rb;
+}
+
 static int decode_one(ferry__io *io, const pq_rec *r, int var, int64_t g,
                       const unsigned char *chunk, const unsigned char *dict,
-                      unsigned char *out, pq_scratch *s, const pq_lanes *ln,
-                      ferry__err *err) {
+                      const int64_t *roff, unsigned char *out, pq_scratch *s,
+                      const pq_lanes *ln, ferry__err *err) {
   var_state *vs = &io->vs[var];
   const pq_rg_rec *rg = &r->rg[g];
   int64_t in_rg = 0, row0 = rows_before(r, g, &in_rg);
@@ -394,7 +406,9 @@ static int decode_one(ferry__io *io, const pq_rec *r, int var, int64_t g,
               .row0 = row0,
               .in_rg = in_rg,
               .fill = vs->has_fill ? vs->fill : NULL,
-              .nofill = vs->nofill[0] ? vs->nofill : NULL};
+              .nofill = vs->nofill[0] ? vs->nofill : NULL,
+              .roff = roff ? roff + rg->first_row : NULL,
+              .null_empty = vs->has_fill || vs->nofill[0]};
   return ferry__pq_decode_chunk(&j, s, ln, err);
 }
 
@@ -409,6 +423,7 @@ typedef struct pool {
   const unsigned char **dicts;  /* [n], NULL: none */
   unsigned char **own;          /* [n] buffers read (runs, dictionaries) */
   unsigned char *out;           /* row group g0's first row */
+  const int64_t *roff;          /* the part's offsets, NULL: not ragged */
   pq_rec rec;          /* the record they were read with (a shallow copy: its
                         * arrays outlive the jobs, vs->rec's or retired) */
   struct rg_job *jobs; /* [n] */
@@ -482,10 +497,10 @@ static void lane_give(void *ctx, pq_scratch *s) { scratch_give(ctx, s); }
 /* One row group on the I/O thread: its pages as jobs on the pool (no
  * other job is pending), with the I/O thread's own scratch for the scan. */
 static int decode_lanes(ferry__io *io, int var, int64_t g,
-                        const unsigned char *dict, unsigned char *out,
-                        ferry__err *err) {
+                        const unsigned char *dict, const int64_t *roff,
+                        unsigned char *out, ferry__err *err) {
   pq_lanes ln = {io->pool, lane_take, lane_give, io};
-  return decode_one(io, &io->vs[var].rec, var, g, io->cbuf[0], dict, out,
+  return decode_one(io, &io->vs[var].rec, var, g, io->cbuf[0], dict, roff, out,
                     &io->scratch[io->nscratch - 1], io->pending ? NULL : &ln,
                     err); /* jobs of deferred reads pending: inline */
 }
@@ -498,11 +513,11 @@ static int rg_job_run(void *arg, ferry__err *err) {
   size_t rb = io->b.m->vars[p->var].row_bytes;
   int64_t g = p->g0 + j->i;
   unsigned char *o =
-      p->out + (size_t)(r->rg[g].first_row - r->rg[p->g0].first_row) * rb;
+      p->out + span(p->roff, rb, r->rg[p->g0].first_row, r->rg[g].first_row);
   pq_scratch own, *s = scratch_take(io);
   memset(&own, 0, sizeof own);
-  int rc = decode_one(io, r, p->var, g, p->chunks[j->i], p->dicts[j->i], o,
-                      s ? s : &own, NULL, err); /* its pages inline */
+  int rc = decode_one(io, r, p->var, g, p->chunks[j->i], p->dicts[j->i],
+                      p->roff, o, s ? s : &own, NULL, err); /* pages inline */
   if (s)
     scratch_give(io, s);
   else
@@ -606,6 +621,9 @@ static int whole_groups(ferry__io *io, int64_t part, int var, int64_t g0,
                         int64_t g1, unsigned char *out, ferry__err *err) {
   int64_t n = g1 - g0;
   int defer = io->defer && io->pool;
+  const int64_t *roff = offsets(io, part, var);
+  const pq_rec *r = &io->vs[var].rec;
+  size_t rb = io->b.m->vars[var].row_bytes;
   if (n <= 0)
     return 0;
   if (!defer && (n == 1 || ferry__pool_lanes(io->pool) == 1)) {
@@ -615,11 +633,9 @@ static int whole_groups(ferry__io *io, int64_t part, int var, int64_t g0,
       if (rc == 0)
         rc = get_dict(io, part, var, g, &d, err);
       if (rc == 0)
-        rc = decode_lanes(io, var, g, d,
-                          out + (size_t)(io->vs[var].rec.rg[g].first_row -
-                                         io->vs[var].rec.rg[g0].first_row) *
-                                    io->b.m->vars[var].row_bytes,
-                          err);
+        rc = decode_lanes(
+            io, var, g, d, roff,
+            out + span(roff, rb, r->rg[g0].first_row, r->rg[g].first_row), err);
       if (rc < 0)
         return rc;
     }
@@ -632,6 +648,7 @@ static int whole_groups(ferry__io *io, int64_t part, int var, int64_t g0,
     p->g0 = g0;
     p->n = n;
     p->out = out;
+    p->roff = roff;
     p->rec = io->vs[var].rec;
     p->chunks = calloc((size_t)n, sizeof *p->chunks);
     p->dicts = calloc((size_t)n, sizeof *p->dicts);
@@ -668,8 +685,9 @@ static int partial_group(ferry__io *io, int64_t part, int var, int64_t g,
   var_state *vs = &io->vs[var];
   const pq_rg_rec *rg = &vs->rec.rg[g];
   size_t rb = io->b.m->vars[var].row_bytes;
+  const int64_t *roff = offsets(io, part, var);
   if (vs->cache_part != part || vs->cache_rg != g) {
-    size_t need = (size_t)rg->num_rows * rb;
+    size_t need = span(roff, rb, rg->first_row, rg->first_row + rg->num_rows);
     vs->cache_part = -1;
     if (need > vs->cache_cap) {
       unsigned char *nb = realloc(vs->cache, need);
@@ -687,14 +705,15 @@ static int partial_group(ferry__io *io, int64_t part, int var, int64_t g,
     if (rc == 0)
       rc = get_dict(io, part, var, g, &d, err);
     if (rc == 0)
-      rc = decode_lanes(io, var, g, d, vs->cache, err);
+      rc = decode_lanes(io, var, g, d, roff, vs->cache, err);
     if (rc < 0)
       return rc;
     vs->cache_part = part;
     vs->cache_rg = g;
   }
-  memcpy(dst, vs->cache + (size_t)(a - rg->first_row) * rb,
-         (size_t)(b - a) * rb);
+  if (span(roff, rb, a, b) > 0)
+    memcpy(dst, vs->cache + span(roff, rb, rg->first_row, a),
+           span(roff, rb, a, b));
   return 0;
 }
 
@@ -738,7 +757,7 @@ static int pq_io_read(ferry__io *io, int64_t part, int var, int64_t row,
     }
     if (rc < 0)
       return rc;
-    out += (size_t)(b - a) * rb;
+    out += span(offsets(io, part, var), rb, a, b);
     row = b;
   }
   if (row < end)
@@ -754,7 +773,7 @@ const ferry__backend ferry__backend_parquet = {
     .name = "parquet",
     .version = 1,
     .caps = FERRY__CAP_NOT_FLAT,
-    .record_version = 2,
+    .record_version = PQ_REC_VERSION,
     .scheme = NULL,
     .probe = ferry__pq_probe,
     .accepts = "a .parquet file (PAR1 magic) or a directory of them",

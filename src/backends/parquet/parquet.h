@@ -141,7 +141,8 @@ typedef struct pq_col {
   char *top;  /* name of its top-level field        */
   int32_t type, type_length, converted, logical, int_bits, int_signed;
   int max_def, max_rep;
-  int is_list; /* 3-level LIST of a primitive element */
+  int is_list;  /* 3-level LIST of a primitive element */
+  int elem_opt; /* a LIST's element is optional (its level max_def)    */
   int repeated_leaf;
   int nested; /* inside a group that is not a LIST   */
 } pq_col;
@@ -200,7 +201,16 @@ void ferry__pq_arrow_hint_free(pq_arrow_hint *h);
 
 /* ---- The record: what every rank needs of one variable ---- */
 
-#define PQ_REC_MAGIC 0x32525150u /* "PQR2" */
+#define PQ_REC_MAGIC 0x33525150u /* "PQR3" */
+#define PQ_REC_VERSION 3         /* the backend's record_version */
+
+/* pq_rec.ragged: a variable whose rows are of different lengths
+ * (docs/ragged.md), its offsets in the manifest (ferry__part.roff). */
+enum {
+  PQ_FIXED = 0,
+  PQ_RAGGED_LIST = 1, /* a LIST of a numeric element: a row is a list */
+  PQ_RAGGED_BYTES = 2 /* a BYTE_ARRAY column: a row is its bytes      */
+};
 
 /* A row group, or a piece of one split at page boundaries (split.c): its
  * rows, the byte range of its pages, and for a piece of a column chunk
@@ -221,7 +231,11 @@ typedef struct pq_rec {
   char **files;   /* as found by rank 0; [nfiles]         */
   int64_t *fsize; /* their sizes when rank 0 read them     */
   int64_t nrg;
-  pq_rg_rec *rg; /* [nrg], first_row increasing          */
+  pq_rg_rec *rg;   /* [nrg], first_row increasing          */
+  int32_t ragged;  /* PQ_FIXED, PQ_RAGGED_LIST, PQ_RAGGED_BYTES       */
+  int32_t rep_def; /* a ragged list: the definition level at which its
+                    * list holds an element (below: empty, or null below
+                    * rep_def - 1)                                    */
 } pq_rec;
 
 /* The record (record.c): 0, or FERRY_ENOMEM with b->p NULL and b->len the
@@ -253,6 +267,12 @@ typedef struct pq_scratch {
   size_t idx_cap;
   uint32_t *lv; /* definition levels of a page with nulls (null_fill) */
   size_t lv_cap;
+  uint32_t *rl; /* repetition levels of a page (ragged lists)         */
+  size_t rl_cap;
+  uint64_t *bo; /* a byte-array dictionary: offset, length per entry   */
+  size_t bo_cap;
+  int64_t *len; /* DELTA byte arrays' lengths (and prefix lengths)     */
+  size_t len_cap;
 } pq_scratch;
 
 typedef struct pq_job {
@@ -270,6 +290,16 @@ typedef struct pq_job {
                               * columns that are not lists), NULL: a null
                               * is an error */
   const char *nofill;        /* why null_fill does not apply, or NULL */
+  /* A ragged variable (rec->ragged, ragged.c): out receives the values of
+   * the chunk's rows one after the other; roff (the part's offsets from
+   * the chunk's first row, num_rows + 1 of them) says how many each row
+   * holds, and a row that holds another count is an error.  With lens set
+   * instead (rank 0 at open; out and roff NULL) only the lengths are
+   * decoded, one per row, into lens. */
+  const int64_t *roff;
+  int64_t *lens;
+  int null_empty; /* 1: a null list or byte array is served empty (null_fill
+                   * given); 0: it is an error naming the row */
 } pq_job;
 
 /* Where a chunk's pages may be decoded: the I/O state's decode pool
@@ -291,6 +321,19 @@ typedef struct pq_lanes {
  * first failing page's, as serially. */
 int ferry__pq_decode_chunk(const pq_job *j, pq_scratch *s,
                            const pq_lanes *lanes, ferry__err *err);
+/* The same for a ragged variable (ragged.c; ferry__pq_decode_chunk calls
+ * it): its pages in order, on the calling thread. */
+int ferry__pq_decode_ragged(const pq_job *j, pq_scratch *s, ferry__err *err);
+/* Rank 0 at open: the offsets (*out, malloc'd, rows + 1) of ragged record
+ * r's rows, every chunk of it read and decoded (ragged.c).  fill: the
+ * null_fill value of its dtype (NULL: none fits, a null element is an
+ * error, nofill saying why); null_empty as pq_job's.  An error names file,
+ * column, row group and row; FERRY_EIO and FERRY_ENOMEM are the reads', any
+ * other code says the column cannot be served as it is. */
+int ferry__pq_ragged_offsets(const pq_rec *r, const char *var,
+                             const unsigned char *fill, const char *nofill,
+                             int null_empty, int64_t rows, int64_t **out,
+                             ferry__err *err);
 void ferry__pq_scratch_free(pq_scratch *s);
 
 /* The page header at p (len bytes): kind, compressed size, values, rows

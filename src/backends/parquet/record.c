@@ -21,8 +21,8 @@
 
 /*
  * Layout: u32 PQ_REC_MAGIC  i32 type, type_length, dtype, max_def,
- * max_rep, is_list  i64 k  i32 nfiles  nfiles x (str path  i64 size)
- * i64 nrg  nrg x (i64 first_row, num_rows, offset, size, usize,
+ * max_rep, is_list, ragged, rep_def  i64 k  i32 nfiles  nfiles x (str path  i64
+ * size) i64 nrg  nrg x (i64 first_row, num_rows, offset, size, usize,
  * num_values  i32 file, codec  i64 rgi, dict_offset, dict_size), where str
  * is u32 length + bytes, written with util/record.h.
  *
@@ -63,6 +63,8 @@ int ferry__pq_rec_put_order(const pq_rec *r, int big_endian, ferry__blob *b) {
   ferry__rec_put_i32(&w, r->max_def);
   ferry__rec_put_i32(&w, r->max_rep);
   ferry__rec_put_i32(&w, r->is_list);
+  ferry__rec_put_i32(&w, r->ragged);
+  ferry__rec_put_i32(&w, r->rep_def);
   ferry__rec_put_i64(&w, r->k);
   ferry__rec_put_i32(&w, r->nfiles);
   for (int32_t i = 0; i < r->nfiles; i++) {
@@ -162,9 +164,17 @@ int ferry__pq_rec_get(const ferry__blob *blob, pq_rec *r, const char *where,
   r->max_def = ferry__rec_get_i32(&b);
   r->max_rep = ferry__rec_get_i32(&b);
   r->is_list = ferry__rec_get_i32(&b);
+  r->ragged = ferry__rec_get_i32(&b);
+  r->rep_def = ferry__rec_get_i32(&b);
   r->k = ferry__rec_get_i64(&b);
-  if (r->k < 1)
+  if (r->k < 1 || (r->ragged && r->k != 1))
     ferry__rec_fail(&b, "bad list length");
+  if (r->ragged < PQ_FIXED || r->ragged > PQ_RAGGED_BYTES ||
+      (r->ragged == PQ_RAGGED_LIST &&
+       (r->max_rep != 1 || r->rep_def < 1 || r->rep_def > r->max_def)) ||
+      (r->ragged == PQ_RAGGED_BYTES &&
+       (r->max_rep != 0 || r->max_def > 1 || r->type != PQ_BYTE_ARRAY)))
+    ferry__rec_fail(&b, "bad ragged kind or levels");
   if (!b.rc)
     rec_files(&b, r);
   r->nrg = b.rc ? 0 : ferry__rec_get_i64(&b);
