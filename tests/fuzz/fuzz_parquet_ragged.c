@@ -39,8 +39,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   r.is_list = list;
   r.ragged = list ? PQ_RAGGED_LIST : PQ_RAGGED_BYTES;
   r.k = 1;
-  pq_rg_rec g = {0, rows, 4, (int64_t)len, (int64_t)len, 1 << 20,
-                 0, PQ_CODEC_NONE, 0, 0, 0};
+  pq_rg_rec g = {
+      0, rows, 4, (int64_t)len, (int64_t)len, 1 << 20, 0, PQ_CODEC_NONE,
+      0, 0,    0};
   static const unsigned char fill[8] = {7, 0, 0, 0};
   int64_t lens[64], roff[65];
   pq_job j;
@@ -84,8 +85,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       /* byte arrays' values are parsed at open too; a list's values only
        * by the read, which may refuse them (corrupt values), never with
        * lengths that disagree with the open's */
-      FUZZ_CHECK(rc == 0 || (list && (rc == FERRY_EFORMAT ||
-                                      rc == FERRY_ENOTSUP)));
+      FUZZ_CHECK(rc == 0 ||
+                 (list && (rc == FERRY_EFORMAT || rc == FERRY_ENOTSUP)));
       free(out);
     }
   }
