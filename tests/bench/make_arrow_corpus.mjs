@@ -4,7 +4,10 @@
 // IPC stream of record batches of 1000 rows, one column input_ids
 // list<int32>, written by the npm apache-arrow package), and as a
 // Megatron-LM indexed dataset DIR/meg/corpus.bin + .idx (the bytes of
-// docs/ragged.md's table).  N sequences of log-normal lengths (mean 16,
+// docs/ragged.md's table), and as Parquet files of the same table written
+// by parquet-wasm (the Rust parquet crate; row groups of 100,000 rows,
+// pages of 1 MiB): DIR/pq/plain.parquet uncompressed, DIR/pqs/snappy.parquet
+// snappy-compressed (pyarrow's default codec).  N sequences of log-normal lengths (mean 16,
 // sigma 0.6, at least 1), tokens (i + k) mod 2^31.
 import { mkdirSync, openSync, writeSync, closeSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -77,4 +80,18 @@ writeSync(idx, new Uint8Array(lens.buffer));
 writeSync(idx, new Uint8Array(ptrs.buffer));
 writeSync(idx, new Uint8Array(docs.buffer));
 closeSync(idx);
+
+// Parquet (parquet-wasm consumes its table: one per file).
+const pw = require("parquet-wasm");
+const ipc = A.tableToIPC(table, "stream");
+for (const [sub, name, codec] of [["pq", "plain", pw.Compression.UNCOMPRESSED],
+  ["pqs", "snappy", pw.Compression.SNAPPY]]) {
+  mkdirSync(join(dir, sub), { recursive: true });
+  const props = new pw.WriterPropertiesBuilder().setCompression(codec)
+    .setMaxRowGroupSize(100000).setDataPageSizeLimit(1 << 20)
+    .setDictionaryEnabled(false).build();
+  const f = openSync(join(dir, sub, `${name}.parquet`), "w");
+  writeSync(f, pw.writeParquet(pw.Table.fromIPCStream(ipc), props));
+  closeSync(f);
+}
 console.log(`make_arrow_corpus.mjs: ${N} sequences, ${total} tokens, in ${dir}/hf and ${dir}/meg`);

@@ -19,7 +19,11 @@
 #   arrow/bin   (with node and apache-arrow) the same 2*10^6 sequences as
 #               a Hugging Face shard (list<int32> input_ids, record batches
 #               of 1000) and as a .bin/.idx (tests/bench/
-#               make_arrow_corpus.mjs), ferry bench on each, alternated
+#               make_arrow_corpus.mjs), and as Parquet list<int32>
+#               (parquet-wasm, uncompressed and snappy, row groups of
+#               100,000), ferry bench on each, alternated; the time of
+#               `ferry info` on the Parquet files (the open, whose rank 0
+#               decodes every chunk's levels for the offsets)
 #   tokens      (the max_tokens target) WORK_DIR/tok, 200,000
 #               uint16 sequences of log-normal lengths (mean 300, sigma 1),
 #               ferry bench on 2 ranks with max_tokens=16384 and
@@ -93,11 +97,15 @@ done
 wait
 if command -v node >/dev/null 2>&1 &&
    test -d "$here/../parquet/node_modules/apache-arrow"; then
-  test -f "$work/arb/hf/data-00000-of-00001.arrow" ||
+  test -f "$work/arb/pqs/snappy.parquet" ||
     node "$here/make_arrow_corpus.mjs" "$work/arb" 2000000
-  cat "$work/arb/hf/"*.arrow "$work/arb/meg/corpus."* >/dev/null
+  cat "$work/arb/hf/"*.arrow "$work/arb/meg/corpus."* "$work/arb/pq"*/* >/dev/null
+  for ds in pq pqs; do # the open: rank 0 decodes every chunk's levels
+    /usr/bin/time -f "%e" -o "$work/open.$ds" "$ferry" info "$work/arb/$ds" >/dev/null
+    echo "{\"what\": \"open-$ds\", \"seconds\": `cat "$work/open.$ds"`}" >>"$out"
+  done
   for run in 1 2 3; do
-    for ds in hf meg; do
+    for ds in hf meg pq pqs; do
       $mpirun -np 2 "$ferry" bench "$work/arb/$ds" $opts |
         $py -c "import json,sys; d=json.load(sys.stdin); print(json.dumps({'what': 'arrow-$ds', 'run': $run, 'samples_per_s': d['samples_per_s'], 'bytes_per_s': d['bytes_per_s']}))" >>"$out"
     done
@@ -119,6 +127,11 @@ if any(r["what"] == "arrow-hf" for r in rows):
     a, b = med("arrow-hf", "bytes_per_s"), med("arrow-meg", "bytes_per_s")
     print("Hugging Face Arrow %8.1f MiB/s   .bin/.idx %8.1f MiB/s   ratio %.2f (target >= 0.8)"
           % (a / 2**20, b / 2**20, a / b))
+    for ds in ("pq", "pqs"):
+        p = med("arrow-" + ds, "bytes_per_s")
+        o = [r["seconds"] for r in rows if r["what"] == "open-" + ds]
+        print("Parquet list<int32> (%s) %8.1f MiB/s   .bin/.idx %8.1f MiB/s   ratio %.2f   ferry info (the open) %.2f s"
+              % ("uncompressed" if ds == "pq" else "snappy", p / 2**20, b / 2**20, p / b, o[0]))
 with open(sys.argv[1], "a") as f:
     f.write(json.dumps({"what": "peer", "samples_per_s": peer_sps}) + "\n")
 PY

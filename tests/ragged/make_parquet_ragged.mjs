@@ -35,6 +35,8 @@ const blob = (i) => Uint8Array.from({ length: (i * 5) % 11 }, (_, j) => (i + 3 *
 const CATS = ['alpha', 'beta', '', 'gamma'];
 const cat = (i) => CATS[i % 4];
 const four = (i) => [i, i + 0.25, i + 0.5, i + 0.75];
+// no empty list, no null: pages whose levels ferry walks without decoding
+const toks = (i) => Array.from({ length: 1 + ((i * 7) % 13) }, (_, j) => (i * 17 + j) % 50000);
 const rows = (f, n = N) => Array.from({ length: n }, (_, i) => f(i));
 
 function ref(name, col, dtype, rs, kind = 'ragged') {
@@ -70,6 +72,7 @@ function polars() {
     pl.Series('text', rows(text), pl.Utf8),
     pl.Series('cat', rows(cat), pl.Utf8),
     pl.Series('four', rows(four), pl.List(pl.Float32)),
+    pl.Series('toks', rows(toks), pl.List(pl.Int32)),
   ]);
   for (const codec of ['uncompressed', 'zstd', 'snappy']) {
     const f = path.join(out, `polars_${codec}.parquet`);
@@ -79,6 +82,7 @@ function polars() {
     add(f, 'text', 'uint8', rows(text));
     add(f, 'cat', 'uint8', rows(cat));
     add(f, 'four', 'float32', rows(four), '', 'fixed');
+    add(f, 'toks', 'int32', rows(toks));
   }
   // nulls: null lists (i % 9 == 4), null elements (i % 7 == 3, element 1),
   // null strings (i % 11 == 5); nl: null lists only
@@ -176,6 +180,7 @@ function parquetWasm() {
     ids: arrow.vectorFromArray(rows(ids, M), new arrow.List(new arrow.Field('item', new arrow.Int32(), true))),
     text: arrow.vectorFromArray(rows(text, M), new arrow.Utf8()),
     blob: arrow.vectorFromArray(rows(blob, M), new arrow.Binary()),
+    toks: arrow.vectorFromArray(rows(toks, M), new arrow.List(new arrow.Field('item', new arrow.Int32(), true))),
   });
   const ipc = arrow.tableToIPC(table, 'stream');
   const E = pw.Encoding;
@@ -190,6 +195,7 @@ function parquetWasm() {
     add(f, 'ids', 'int32', rows(ids, M));
     add(f, 'text', 'uint8', rows(text, M));
     add(f, 'blob', 'uint8', rows(blob, M));
+    add(f, 'toks', 'int32', rows(toks, M));
   }
 }
 

@@ -119,6 +119,89 @@ static int null_row(pq_dec *d, int element) {
 /* ---- Lists ----------------------------------------------------------------
  */
 
+/* 1 when the n definition levels at p (len bytes) are one RLE run of max:
+ * every level an element, no null, no empty list (the common page). */
+static int all_elements(const unsigned char *p, size_t len, int max, size_t n) {
+  pq_bits b = {p, p + len};
+  uint64_t h, v = 0;
+  size_t vbytes = ((size_t)ferry__pq_bit_width((uint32_t)max) + 7) / 8;
+  if (max == 0 || ferry__pq_uvarint(&b, &h) < 0 || (h & 1) || (h >> 1) < n ||
+      (size_t)(b.end - b.p) < vbytes)
+    return 0;
+  for (size_t i = 0; i < vbytes; i++)
+    v |= (uint64_t)b.p[i] << (8 * i);
+  return v == (uint64_t)max;
+}
+
+/* m repetition levels (one bit each, LSB first, of byte x) of elements. */
+static int rep_bits(pq_dec *d, unsigned x, size_t m) {
+  if (m == 8 && x == 0xffu && d->row >= 0) { /* 8 elements of one row */
+    d->cur += 8;
+    return 0;
+  }
+  for (size_t j = 0; j < m; j++) {
+    if (!((x >> j) & 1u)) {
+      if (row_begin(d) < 0)
+        return -1;
+    } else if (d->row < 0) {
+      return ferry__pq_fail(d, FERRY_EFORMAT,
+                            "the column chunk's first level continues a "
+                            "list");
+    }
+    d->cur++;
+  }
+  return 0;
+}
+
+/* The repetition levels (maximum 1) of a page whose every level is an
+ * element, walked in the RLE/bit-packed hybrid without decoding them: a
+ * run of 1s adds to the row being read, a 0 begins a row, a byte 0xff of
+ * a bit-packed group is 8 elements of it. */
+static int rep_walk(pq_dec *d, const unsigned char *p, size_t len, size_t n) {
+  pq_bits b = {p, p + len};
+  size_t done = 0;
+  while (done < n) {
+    uint64_t h;
+    if (ferry__pq_uvarint(&b, &h) < 0)
+      goto trunc;
+    size_t avail = (size_t)(b.end - b.p);
+    if (h & 1) { /* bit-packed: groups of 8 levels in one byte each */
+      uint64_t groups = h >> 1;
+      size_t take = groups * 8 < n - done ? (size_t)groups * 8 : n - done;
+      if (groups == 0 || (take + 7) / 8 > avail)
+        goto trunc;
+      for (size_t k = 0; k < (take + 7) / 8; k++)
+        if (rep_bits(d, b.p[k], take - k * 8 < 8 ? take - k * 8 : 8) < 0)
+          return -1;
+      b.p += groups < avail ? (size_t)groups : avail;
+      done += take;
+      continue;
+    }
+    uint64_t run = h >> 1;
+    if (run == 0 || avail < 1)
+      goto trunc;
+    unsigned v = *b.p++;
+    size_t take = run < n - done ? (size_t)run : n - done;
+    if (v > 1)
+      return ferry__pq_fail(d, FERRY_EFORMAT, "a level above its maximum");
+    if (v == 1 && d->row < 0)
+      return ferry__pq_fail(d, FERRY_EFORMAT,
+                            "the column chunk's first level continues a "
+                            "list");
+    if (v == 1)
+      d->cur += (int64_t)take;
+    for (size_t i = 0; v == 0 && i < take; i++) { /* rows of one element */
+      if (row_begin(d) < 0)
+        return -1;
+      d->cur = 1;
+    }
+    done += take;
+  }
+  return 0;
+trunc:
+  return ferry__pq_fail(d, FERRY_EFORMAT, "truncated or corrupt levels");
+}
+
 /* The n levels of a list page (repetition rp, definition dp), then its
  * values (vp, vl bytes, encoding enc) into the output. */
 static int list_page(pq_dec *d, int enc, const unsigned char *rp, size_t rl,
@@ -126,6 +209,11 @@ static int list_page(pq_dec *d, int enc, const unsigned char *rp, size_t rl,
                      const unsigned char *vp, size_t vl, size_t n) {
   const pq_rec *r = d->j->rec;
   pq_scratch *s = d->s;
+  if (r->max_rep == 1 && all_elements(dp, dl, r->max_def, n)) {
+    if (rep_walk(d, rp, rl, n) < 0)
+      return -1;
+    return d->j->lens || n == 0 ? 0 : ferry__pq_values(d, enc, vp, vl, n);
+  }
   if (levels(d, rp, rl, r->max_rep, n, &s->rl, &s->rl_cap) < 0 ||
       levels(d, dp, dl, r->max_def, n, &s->lv, &s->lv_cap) < 0)
     return -1;
