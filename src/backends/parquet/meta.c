@@ -752,7 +752,7 @@ int ferry__pq_col_dtype(const pq_col *c, ferry_dtype *dt, const char **why) {
     bits = c->int_bits;
     sgn = c->int_signed;
   } else if (c->converted && conv_int(c->converted, &bits, &sgn) < 0) {
-    *why = "its logical type (date, time, decimal, string...) is not a ferry "
+    *why = "its logical type (date, time, decimal...) is not a ferry "
            "dtype";
     return -1;
   } else if (c->logical && c->logical != 15) {
