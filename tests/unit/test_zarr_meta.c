@@ -617,9 +617,49 @@ static void test_padding(void) {
         "v3 padded inner chunk: rc %d (%s)", rc, e.msg);
 }
 
+/* Variable-length v3 arrays: zarr-python 3's string and bytes data types
+ * with their vlen codecs, sharded too; what ferry cannot read refused. */
+static void test_v3_vlen(void) {
+  zmeta z;
+  ferry__err e;
+#define VLEN "{\"name\": \"vlen-utf8\"}"
+#define ZSTD "{\"name\": \"zstd\", \"configuration\": {\"level\": 3}}"
+  int rc = v3_parse(
+      v3_text("[10]", "string", "[4]", "[" VLEN ", " ZSTD "]", "\"\""), &z, &e);
+  CHECK(rc == 0 && z.vlen == 1 && z.dtype == FERRY_UINT8 && z.itemsize == 1 &&
+            z.ncodecs == 1 && z.has_fill,
+        "string + vlen-utf8 + zstd: rc %d (%s)", rc, e.msg);
+  rc = v3_parse(v3_text("[10]", "variable_length_bytes", "[4]",
+                        "[{\"name\": \"vlen-bytes\"}]", "\"\""),
+                &z, &e);
+  CHECK(rc == 0 && z.vlen == 1, "variable_length_bytes: rc %d (%s)", rc, e.msg);
+  rc = v3_parse(v3_text("[16]", "string", "[8]",
+                        SHARD("[4]", "[" VLEN "]", "[" LE "]", "end"), "\"\""),
+                &z, &e);
+  CHECK(rc == 0 && z.vlen == 1 && z.sharded && z.chunks[0] == 4,
+        "sharded string: rc %d (%s)", rc, e.msg);
+  rc = v3_parse(v3_text("[10]", "string", "[4]", "[" LE "]", "\"\""), &z, &e);
+  CHECK(rc == FERRY_ENOTSUP && strstr(e.msg, "without a vlen-utf8"),
+        "string with bytes: rc %d (%s)", rc, e.msg);
+  rc = v3_parse(v3_text("[10]", "int32", "[4]", "[" VLEN "]", "0"), &z, &e);
+  CHECK(rc == FERRY_ENOTSUP && strstr(e.msg, "not variable-length"),
+        "int32 with vlen-utf8: rc %d (%s)", rc, e.msg);
+  rc = v3_parse(v3_text("[10, 2]", "string", "[4, 2]", "[" VLEN "]", "\"\""),
+                &z, &e);
+  CHECK(rc == FERRY_ENOTSUP && strstr(e.msg, "more than one dimension"),
+        "2-D string: rc %d (%s)", rc, e.msg);
+  rc =
+      v3_parse(v3_text("[10]", "string", "[4]", "[" VLEN "]", "\"x\""), &z, &e);
+  CHECK(rc == FERRY_ENOTSUP && strstr(e.msg, "fill_value is not empty"),
+        "fill x: rc %d (%s)", rc, e.msg);
+#undef VLEN
+#undef ZSTD
+}
+
 int main(void) {
   test_v3();
   test_v3_shard();
+  test_v3_vlen();
   test_dtypes();
   test_fill();
   test_codecs();

@@ -22,8 +22,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A v3 data_type name -> dtype and itemsize; 0, or -1 with why. */
+/* A v3 data_type name -> dtype and itemsize; 0, or -1 with why.  The
+ * variable-length types of zarr-python 3 ("string": UTF-8 text,
+ * "variable_length_bytes" or "bytes") are ragged uint8 arrays: z->vlen
+ * -1 until their vlen codec is found. */
 static int v3_dtype(const char *s, zmeta *z, const char **why) {
+  if (!strcmp(s, "string") || !strcmp(s, "bytes") ||
+      !strcmp(s, "variable_length_bytes")) {
+    z->dtype = FERRY_UINT8;
+    z->itemsize = 1;
+    z->vlen = -1;
+    return 0;
+  }
   static const struct {
     const char *name;
     ferry_dtype t;
@@ -138,6 +148,29 @@ static int v3_compressor(const char *name, json_t *conf, const char *label,
 static int v3_sharding(json_t *conf, const char *path, const char *label,
                        zmeta *z, ferry__err *err);
 
+/* vlen-utf8, vlen-bytes (zarr-python 3's array-to-bytes codecs of its
+ * variable-length types; the numcodecs framing of Zarr v2: a u32 count,
+ * then a u32 length and the bytes of each item). */
+static int is_vlen_codec(const char *name) {
+  return !strcmp(name, "vlen-utf8") || !strcmp(name, "vlen-bytes") ||
+         !strcmp(name, "numcodecs.vlen-utf8") ||
+         !strcmp(name, "numcodecs.vlen-bytes");
+}
+
+static int v3_vlen(const char *name, const char *label, zmeta *z,
+                   ferry__err *err) {
+  if (z->vlen != -1)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "array %s: codec '%s' on a data_type that is not "
+                         "variable-length (string, bytes)",
+                         label, name);
+  z->vlen = 1;
+  size_t used = strlen(z->codecs_text);
+  snprintf(z->codecs_text + used, sizeof z->codecs_text - used, "%s%s",
+           used ? " + " : "", name);
+  return 0;
+}
+
 /* A codec chain (an array's, or the inner chunks' of a shard: inner set):
  * [transpose] bytes|sharding_indexed [gzip|zstd|blosc]... [crc32c]. */
 static int v3_chain(json_t *codecs, const char *path, const char *label,
@@ -163,7 +196,10 @@ static int v3_chain(json_t *codecs, const char *path, const char *label,
                            label, name);
     if (strcmp(name, "transpose") == 0 && !seen_bytes)
       rc = v3_transpose(conf, path, label, z->ndim, err);
-    else if (strcmp(name, "bytes") == 0 && !seen_bytes) {
+    else if (is_vlen_codec(name) && !seen_bytes) {
+      seen_bytes = 1;
+      rc = v3_vlen(name, label, z, err);
+    } else if (strcmp(name, "bytes") == 0 && !seen_bytes) {
       seen_bytes = 1;
       rc = v3_bytes(conf, path, z->itemsize, &z->swapped, err);
     } else if (strcmp(name, "sharding_indexed") == 0 && !seen_bytes && !inner) {
@@ -393,6 +429,34 @@ static int v3_layout(json_t *j, const char *path, const char *label, zmeta *z,
   return 0;
 }
 
+/* A variable-length array, its codecs parsed: one dimension, its vlen
+ * codec found, a fill_value of the empty item (a chunk zarr-python did not
+ * write, all its items empty, is read as such). */
+static int v3_vlen_check(json_t *fill, const char *label, zmeta *z,
+                         ferry__err *err) {
+  if (z->vlen == -1)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "array %s: a variable-length data_type without a "
+                         "vlen-utf8 or vlen-bytes codec, which ferry cannot "
+                         "read",
+                         label);
+  if (z->ndim != 1)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "array %s: a variable-length array of more than "
+                         "one dimension, which ferry cannot read",
+                         label);
+  if (!fill || !((json_is_string(fill) && !json_string_length(fill)) ||
+                 (json_is_array(fill) && !json_array_size(fill))))
+    return ferry__seterr(err, fill ? FERRY_ENOTSUP : FERRY_EFORMAT,
+                         fill ? "array %s: a variable-length array whose "
+                                "fill_value is not empty, which ferry "
+                                "cannot read"
+                              : "array %s: corrupt metadata: no fill_value",
+                         label);
+  z->has_fill = 1; /* an absent chunk: empty items */
+  return 0;
+}
+
 int ferry__zarr_parse_v3(const void *jv, const char *path, const char *label,
                          zmeta *z, ferry__err *err) {
   json_t *j = (json_t *)(uintptr_t)jv;
@@ -403,13 +467,15 @@ int ferry__zarr_parse_v3(const void *jv, const char *path, const char *label,
       (rc = v3_chain(json_object_get(j, "codecs"), path, label, z, 0, err)) < 0)
     return rc;
   json_t *fill = json_object_get(j, "fill_value");
-  if (!fill || v3_fill(fill, z) < 0)
-    return ferry__seterr(err, fill ? FERRY_ENOTSUP : FERRY_EFORMAT,
-                         fill ? "array %s: fill_value cannot be represented "
-                                "in its data_type by ferry"
-                              : "array %s: corrupt metadata: no fill_value",
-                         label);
-  if ((rc = ferry__zarr_derive_sizes(path, z, err)) < 0)
+  if (z->vlen)
+    rc = v3_vlen_check(fill, label, z, err);
+  else if (!fill || v3_fill(fill, z) < 0)
+    rc = ferry__seterr(err, fill ? FERRY_ENOTSUP : FERRY_EFORMAT,
+                       fill ? "array %s: fill_value cannot be represented "
+                              "in its data_type by ferry"
+                            : "array %s: corrupt metadata: no fill_value",
+                       label);
+  if (rc < 0 || (rc = ferry__zarr_derive_sizes(path, z, err)) < 0)
     return rc;
   z->meta_size = (int64_t)ZMETA_HASHED;
   z->hash = ferry__fnv1a(FERRY__FNV_INIT, z, ZMETA_HASHED) >> 1;

@@ -1,9 +1,12 @@
 /*
- * zarr/vlen.c - Zarr v2 variable-length arrays as ragged variables
- * (docs/ragged.md): a one-dimensional array of dtype "|O" whose first filter
- * is numcodecs' vlen-utf8 or vlen-bytes (a ragged uint8 variable: each item's
- * bytes) or vlen-array (a ragged variable of its dtype), as zarr-python
- * writes them with object_codec=.
+ * zarr/vlen.c - Zarr variable-length arrays as ragged variables
+ * (docs/ragged.md): a one-dimensional v2 array of dtype "|O" whose first
+ * filter is numcodecs' vlen-utf8 or vlen-bytes (a ragged uint8 variable:
+ * each item's bytes) or vlen-array (a ragged variable of its dtype), as
+ * zarr-python 2 writes them with object_codec=; a one-dimensional v3 array
+ * of data_type string or bytes with the vlen-utf8 or vlen-bytes codec, as
+ * zarr-python 3 writes them, sharded or not, with compressors and crc32c
+ * after it.
  *
  * A chunk, once its compressor is undone, is the item count (u32,
  * little-endian), then each item as its byte length (u32) and its bytes; a
@@ -28,21 +31,89 @@
 /* The largest chunk file read: 1 GiB (a corrupt size is an error). */
 #define VLEN_FILE_MAX ((int64_t)1 << 30)
 
-/* Chunk c's items, decoded: *dec (malloc'd, *declen bytes) and *path
- * (malloc'd, for messages).  0, or a code with why set. */
-static int chunk_decoded(const char *adir, const zmeta *z, int64_t c,
-                         unsigned char **dec, size_t *declen, char **path,
-                         char *why, size_t wl) {
+/* n bytes at off of fd into a new buffer (*raw); 0, or a code with why. */
+static int read_new(int fd, int64_t off, size_t n, unsigned char **raw,
+                    char *why, size_t wl) {
+  size_t got = 0;
+  if ((int64_t)n > VLEN_FILE_MAX) {
+    snprintf(why, wl, "%zu bytes, more than ferry reads for one chunk", n);
+    return FERRY_EFORMAT;
+  }
+  if (!(*raw = malloc(n ? n : 1))) {
+    snprintf(why, wl, "out of memory for its %zu bytes", n);
+    return FERRY_ENOMEM;
+  }
+  errno = 0;
+  if (ferry__pread_full(fd, *raw, n, off, &got) != 0 || got != n) {
+    snprintf(why, wl, "read failed at offset %lld: %s",
+             (long long)off + (long long)got,
+             got != n && errno == 0 ? "end of file" : strerror(errno));
+    free(*raw);
+    *raw = NULL;
+    return FERRY_EIO;
+  }
+  return 0;
+}
+
+/* The stored bytes of inner chunk c of a sharded array, from the open shard
+ * fd (size bytes): 1 in *raw, 0 absent (an empty index entry). */
+static int inner_stored(int fd, int64_t size, const zmeta *z, int64_t c,
+                        unsigned char **raw, size_t *n, char *why, size_t wl) {
+  size_t nent = (size_t)z->n_inner * 2, ib = z->index_bytes;
+  int64_t in = c % z->per_shard[0];
+  uint64_t e[2];
+  unsigned char *ix = NULL;
+  if ((uint64_t)size < ib) {
+    snprintf(why, wl, "shorter (%lld bytes) than its index (%zu bytes)",
+             (long long)size, ib);
+    return FERRY_EFORMAT;
+  }
+  int64_t at = z->index_start ? 0 : size - (int64_t)ib;
+  int rc = read_new(fd, at, ib, &ix, why, wl);
+  if (rc)
+    return rc;
+  if (z->index_crc &&
+      ferry__le32_load(ix + nent * 8) != ferry__crc32c(ix, nent * 8)) {
+    snprintf(why, wl, "its index fails its crc32c (corrupt shard)");
+    free(ix);
+    return FERRY_EFORMAT;
+  }
+  memcpy(e, ix + (size_t)in * 16, 16);
+  free(ix);
+  if (z->index_swapped)
+    ferry__byteswap(e, 2, 8);
+  if (e[0] == UINT64_MAX && e[1] == UINT64_MAX)
+    return 0;
+  uint64_t lo = z->index_start ? ib : 0,
+           hi = z->index_start ? (uint64_t)size : (uint64_t)size - ib;
+  if (e[0] < lo || e[0] > hi || e[1] > hi - e[0]) {
+    snprintf(why, wl,
+             "inner chunk %lld: its index entry (offset %llu, %llu bytes) "
+             "points outside the shard's data (corrupt shard)",
+             (long long)in, (unsigned long long)e[0], (unsigned long long)e[1]);
+    return FERRY_EFORMAT;
+  }
+  *n = (size_t)e[1];
+  rc = read_new(fd, (int64_t)e[0], *n, raw, why, wl);
+  return rc ? rc : 1;
+}
+
+/* The stored bytes of chunk c (*raw, malloc'd, *n bytes): 1, or 0 when
+ * it is absent (v3: its items are the empty fill value); *path names the
+ * chunk file or shard (malloc'd). */
+static int chunk_stored(const char *adir, const zmeta *z, int64_t c,
+                        unsigned char **raw, size_t *n, char **path, char *why,
+                        size_t wl) {
   int64_t idx[Z_MAX_DIMS] = {c};
-  unsigned char *raw = NULL;
-  *dec = NULL;
-  *path = ferry__zarr_chunk_path(adir, z, idx);
-  if (!*path) {
+  struct stat st;
+  *raw = NULL;
+  if (!(*path = ferry__zarr_chunk_path(adir, z, idx))) {
     snprintf(why, wl, "out of memory for a chunk path");
     return FERRY_ENOMEM;
   }
   int fd = open(*path, O_RDONLY | O_CLOEXEC);
-  struct stat st;
+  if (fd < 0 && errno == ENOENT && z->v3 && z->has_fill)
+    return 0; /* v3: its empty fill value (v2: every chunk is written) */
   if (fd < 0 || fstat(fd, &st) != 0) {
     snprintf(why, wl,
              "%s (a variable-length array has no fill value: "
@@ -52,42 +123,62 @@ static int chunk_decoded(const char *adir, const zmeta *z, int64_t c,
       close(fd);
     return errno == ENOENT ? FERRY_EFORMAT : FERRY_EIO;
   }
-  int rc = 0;
-  size_t n = (size_t)st.st_size;
-  if (st.st_size > VLEN_FILE_MAX) {
-    snprintf(why, wl, "%lld bytes, more than ferry reads for one chunk",
-             (long long)st.st_size);
-    rc = FERRY_EFORMAT;
-  } else if (!(raw = malloc(n ? n : 1))) {
-    snprintf(why, wl, "out of memory for its %zu bytes", n);
-    rc = FERRY_ENOMEM;
-  } else {
-    size_t got = 0;
-    errno = 0;
-    if (ferry__pread_full(fd, raw, n, 0, &got) != 0 || got != n) {
-      snprintf(why, wl, "read failed at offset %zu: %s", got,
-               got != n && errno == 0 ? "end of file" : strerror(errno));
-      rc = FERRY_EIO;
-    }
-  }
+  int rc = 1;
+  if (z->sharded)
+    rc = inner_stored(fd, (int64_t)st.st_size, z, c, raw, n, why, wl);
+  else if ((rc = read_new(fd, 0, (size_t)st.st_size, raw, why, wl)) == 0)
+    rc = 1;
+  if (rc == 1 && !z->sharded)
+    *n = (size_t)st.st_size;
   close(fd);
-  if (!rc && z->ncodecs == 1) { /* the compressor */
+  return rc;
+}
+
+/* Chunk c's items, decoded: *dec (malloc'd, *declen bytes) and *path
+ * (malloc'd, for messages).  An absent chunk (v3, with its empty fill
+ * value) is k empty items.  0, or a code with why set. */
+static int chunk_decoded(const char *adir, const zmeta *z, int64_t c,
+                         unsigned char **dec, size_t *declen, char **path,
+                         char *why, size_t wl) {
+  unsigned char *raw = NULL;
+  size_t n = 0;
+  *dec = NULL;
+  int rc = chunk_stored(adir, z, c, &raw, &n, path, why, wl);
+  if (rc == 0) { /* absent: chunks[0] empty items */
+    n = 4 + 4 * (size_t)z->chunks[0];
+    if (!(raw = calloc(1, n))) {
+      snprintf(why, wl, "out of memory for an empty chunk");
+      return FERRY_ENOMEM;
+    }
+    for (int b = 0; b < 4; b++) /* the count, little-endian */
+      raw[b] = (unsigned char)((uint64_t)z->chunks[0] >> (8 * b));
+    *dec = raw;
+    *declen = n;
+    return 0;
+  }
+  if (rc < 0)
+    return rc;
+  if (z->crc &&
+      (n < 4 || ferry__le32_load(raw + n - 4) != ferry__crc32c(raw, n - 4))) {
+    snprintf(why, wl, "it fails its crc32c (corrupt)");
+    free(raw);
+    return FERRY_EFORMAT;
+  }
+  n -= z->crc ? 4 : 0;
+  for (int k = z->ncodecs - 1; k >= 0; k--) { /* compressors, last first */
     void *out = NULL;
     size_t outlen = 0;
     const char *w = NULL;
-    if (ferry__codec_decode(z->codec[0], z->param[0], raw, n, 0, &out, &outlen,
+    if (ferry__codec_decode(z->codec[k], z->param[k], raw, n, 0, &out, &outlen,
                             &w) < 0) {
-      snprintf(why, wl, "cannot decode it: %s", w ? w : "?");
-      rc = FERRY_EFORMAT;
-    } else {
+      snprintf(why, wl, "cannot decode it with %s: %s",
+               ferry__codec_name(z->codec[k]), w ? w : "?");
       free(raw);
-      raw = out;
-      n = outlen;
+      return FERRY_EFORMAT;
     }
-  }
-  if (rc) {
     free(raw);
-    return rc;
+    raw = out;
+    n = outlen;
   }
   *dec = raw;
   *declen = n;
