@@ -9,7 +9,10 @@
 #  - `ferry dump --row-hash` over 1 (in order), 2 and 3 ranks (shuffled),
 #    sequences and documents (megatron_sample=document): every sample's
 #    length (len=N) and all of its values checked against the values the
-#    writer drew (tests/fixtures/dump_compare.py, FILE.npz::ragged);
+#    writer drew (tests/fixtures/dump_compare.py, FILE.npz::ragged); the
+#    same for two corpora written by Megatron-LM's own builder
+#    (tests/ragged/megatron-testing/), against a NumPy reader of their
+#    index;
 #  - tests/ragged/test_ragged on 7 ranks: the batch layout (offsets,
 #    nvalues, max_len), exactly once for each tail, equal batch counts on
 #    1, 2, 3, 4 and 7 ranks, the same batches with 1 and 4 threads, and a
@@ -92,8 +95,42 @@ dump_queue "" "parts dir" 3 spread "$fx/parts" tokens \
 dump_queue "" "parts glob, documents" 2 spread "$fx/parts/shard_0*.bin" tokens \
   "--seed 5 --megatron-sample document" "$fx/ref/shard_00.doc.npz::ragged" \
   "$fx/ref/shard_01.doc.npz::ragged" "$fx/ref/shard_02.doc.npz::ragged"
+# Megatron-LM's own test corpora (tests/ragged/megatron-testing/README.md),
+# against a NumPy reader of their index
+mt=$top_srcdir/tests/ragged/megatron-testing
+for name in test fim; do
+  "$PYTHON_NUMPY" - "$mt/${name}_text_document" "$fx/mt_$name" "$top_srcdir" <<'PY' || { failed "the reference of Megatron-LM's $name corpus"; exit 1; }
+import os, struct, sys
+import numpy as np
+sys.path.insert(0, os.path.join(sys.argv[3], "tests", "fixtures"))
+from ragged_ref import ragged_ref
+prefix, out = sys.argv[1:3]
+idx = open(prefix + ".idx", "rb").read()
+assert idx[:9] == b"MMIDIDX\x00\x00" and struct.unpack("<Q", idx[9:17])[0] == 1
+dt = {1: np.uint8, 2: np.int8, 3: np.int16, 4: np.int32, 5: np.int64,
+      6: np.float64, 7: np.float32, 8: np.uint16}[idx[17]]
+n, nd = struct.unpack("<QQ", idx[18:34])
+sizes = np.frombuffer(idx, np.int32, n, 34)
+ptrs = np.frombuffer(idx, np.int64, n, 34 + 4 * n)
+docs = np.frombuffer(idx, np.int64, nd, 34 + 12 * n)
+data = np.memmap(prefix + ".bin", dtype=np.uint8, mode="r")
+seqs = [np.frombuffer(data, dt, int(sizes[i]), int(ptrs[i])) for i in range(n)]
+ragged_ref(out + ".seq.npz", seqs, dt)
+ragged_ref(out + ".doc.npz", [np.concatenate(seqs[docs[j]:docs[j + 1]])
+                              for j in range(nd - 1)], dt)
+PY
+  for unit in seq doc; do
+    opts="--megatron-sample `test $unit = seq && echo sequence || echo document`"
+    dump_queue "" "Megatron-LM's $name $unit ordered" 1 ordered \
+      "$mt/${name}_text_document.idx" tokens \
+      "$opts --shuffle none --shuffle-buffer 0" "$fx/mt_$name.$unit.npz::ragged"
+    dump_queue "" "Megatron-LM's $name $unit shuffled" 3 spread \
+      "$mt/${name}_text_document.idx" tokens \
+      "$opts --seed 3 --chunk-samples 40" "$fx/mt_$name.$unit.npz::ragged"
+  done
+done
 dump_run
-echo "checking $njobs dumps against the values make_megatron.py drew"
+echo "checking $njobs dumps against the values make_megatron.py drew and Megatron-LM's corpora"
 "$PYTHON_NUMPY" "$top_srcdir/tests/fixtures/dump_compare.py" "$jobs" \
   >"$tmp/compare.out" 2>&1 || fail=1
 grep -c '^ok' "$tmp/compare.out" | sed 's/^/ok: dumps equal to the writer'"'"'s values: /'
