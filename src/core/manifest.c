@@ -214,6 +214,21 @@ static int r_blob(ferry__rec_r *r, ferry__blob *b) {
   return 0;
 }
 
+const char *ferry__manifest_roff_bad(const ferry__manifest *m,
+                                     const ferry__part *pt, int v,
+                                     const int64_t *o) {
+  int64_t n = pt->num_samples + 1;
+  int64_t room = pt->file_size[v] - pt->data_offset[v];
+  int64_t rows = room > 0 ? room / (int64_t)m->vars[v].row_bytes : 0;
+  for (int64_t i = 0; i < n; i++)
+    if (i == 0 ? o[i] != 0 : o[i] < o[i - 1])
+      return "ragged offsets not increasing from 0";
+  if (m->vars[v].ragged == 1 && o[n - 1] > rows) /* 2: values in
+                                                  * compressed chunks */
+    return "ragged offsets past the end of the file";
+  return NULL;
+}
+
 /* Ragged variable v's offsets of part pt: num_samples + 1 of them, from
  * 0, never decreasing, the last within the file (bytes from data_offset
  * to file_size): a buffer that says otherwise is corrupt. */
@@ -229,19 +244,12 @@ static int unpack_roff(ferry__rec_r *r, const ferry__manifest *m,
   if (!o)
     return ferry__rec_oom(r, (size_t)n * sizeof *o, "the ragged offsets");
   pt->roff[v] = o;
-  int64_t room = pt->file_size[v] - pt->data_offset[v];
-  int64_t rows = room > 0 ? room / (int64_t)m->vars[v].row_bytes : 0;
-  for (uint64_t i = 0; i < n; i++) {
+  for (uint64_t i = 0; i < n; i++)
     o[i] = (int64_t)ferry__rec_get_u64(r);
-    if (r->rc)
-      return -1;
-    if (i == 0 ? o[i] != 0 : o[i] < o[i - 1])
-      return ferry__rec_fail(r, "ragged offsets not increasing from 0");
-  }
-  if (m->vars[v].ragged == 1 && o[n - 1] > rows) /* 2: values in
-                                                  * compressed chunks */
-    return ferry__rec_fail(r, "ragged offsets past the end of the file");
-  return 0;
+  if (r->rc)
+    return -1;
+  const char *bad = ferry__manifest_roff_bad(m, pt, v, o);
+  return bad ? ferry__rec_fail(r, bad) : 0;
 }
 
 /* Variable v of the body. */

@@ -92,6 +92,12 @@ static inline int64_t ferry__part_rows(const ferry__part *pt, int var,
 }
 /** 1 when a variable of m is ragged. */
 int ferry__manifest_ragged(const ferry__manifest *m);
+/** Why o, the offsets of ragged variable v of part pt (num_samples + 1),
+ *  cannot be: not from 0, decreasing, or (ragged 1) past the file's end;
+ *  NULL when they can. */
+const char *ferry__manifest_roff_bad(const ferry__manifest *m,
+                                     const ferry__part *pt, int v,
+                                     const int64_t *o);
 
 /** Serialise to a flat buffer (malloc'd) for MPI_Bcast, and back. */
 int ferry__manifest_pack(const ferry__manifest *m, void **buf, size_t *len);

@@ -334,7 +334,8 @@ static const option_def defs[] = {
      0,
      NULL},
     {{"manifest", "", "path",
-      "A manifest saved by `ferry info --save-manifest`, to skip the scan."},
+      "A manifest saved by `ferry info --save-manifest`, to skip the scan (a "
+      "ragged dataset's offsets are in `PATH.roff` beside it)."},
      K_STR,
      OFF(manifest),
      0,

@@ -13,6 +13,7 @@
 
 #include "backends/backend.h"
 #include "dataset/dataset.h"
+#include "util/record.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -40,7 +41,20 @@
  * and "record": "HEX" (its bytes, two lowercase hex digits each) to each
  * file; a manifest whose record version is not the backend's is refused.
  * "num_samples" at the top is informational; loading recomputes it.
+ *
+ * Ragged variables (docs/ragged.md) carry "ragged": 1 or 2 in "vars", and
+ * their offsets go to a binary file beside the manifest, PATH.roff, named
+ * at the top by "offsets": {"file": "NAME.roff", "count": N, "fnv1a":
+ * "HEX"}: "FRYO", a version byte (1), three zero bytes, N as u64, the N
+ * offsets (int64), part after part and in each part the ragged variables
+ * in the order of "vars" (num_samples + 1 each), all little-endian, then
+ * the FNV-1a of everything before it (u64).  Loading checks the size, the
+ * checksum (the file's and the JSON's), N, and every array as the
+ * manifest's broadcast is checked (from 0, never decreasing, within the
+ * file when the values lie in one).
  */
+#define ROFF_MAGIC "FRYO"
+#define ROFF_HEAD 16
 /* o[key] = the bytes of b in lowercase hex; nonzero on failure. */
 static int set_hex(json_t *o, const char *key, const ferry__blob *b) {
   static const char digit[] = "0123456789abcdef";
@@ -84,17 +98,80 @@ static int get_hex(const char *s, ferry__blob *b) {
   return 0;
 }
 
+/* The offsets' file of the manifest at path: PATH.roff (malloc'd). */
+static char *roff_path(const char *path) {
+  size_t n = strlen(path);
+  char *p = malloc(n + 6);
+  if (p)
+    snprintf(p, n + 6, "%s.roff", path);
+  return p;
+}
+
+/* Write n offsets (little-endian) to f, folding them into *h. */
+static int put_offsets(FILE *f, const int64_t *o, int64_t n, uint64_t *h) {
+  unsigned char buf[8 * 512] = {0};
+  for (int64_t i = 0; i < n;) {
+    int64_t k = n - i < 512 ? n - i : 512;
+    for (int64_t j = 0; j < k; j++)
+      ferry__le64_store(buf + 8 * j, (uint64_t)o[i + j]);
+    if (fwrite(buf, 8, (size_t)k, f) != (size_t)k)
+      return -1;
+    *h = ferry__fnv1a(*h, buf, (size_t)k * 8);
+    i += k;
+  }
+  return 0;
+}
+
+/* The ragged variables' offsets to PATH.roff, named in root["offsets"]. */
+static int save_roff(const ferry__manifest *m, const char *path, json_t *root,
+                     ferry__err *err) {
+  int64_t count = 0;
+  for (int64_t p = 0; p < m->nparts; p++)
+    for (int v = 0; v < m->nvars; v++)
+      count += m->vars[v].ragged ? m->parts[p].num_samples + 1 : 0;
+  char *rp = roff_path(path);
+  FILE *f = rp ? fopen(rp, "wb") : NULL;
+  if (!f) {
+    int rc = rp ? ferry__seterr(err, FERRY_EIO,
+                                "manifest %s: cannot create its offsets' "
+                                "file %s: %s",
+                                path, rp, strerror(errno))
+                : ferry__oom(err, -1, strlen(path) + 6, "a path");
+    free(rp);
+    return rc;
+  }
+  unsigned char head[ROFF_HEAD] = ROFF_MAGIC "\1";
+  ferry__le64_store(head + 8, (uint64_t)count);
+  uint64_t h = ferry__fnv1a(FERRY__FNV_INIT, head, sizeof head);
+  int bad = fwrite(head, 1, sizeof head, f) != sizeof head;
+  for (int64_t p = 0; !bad && p < m->nparts; p++)
+    for (int v = 0; !bad && v < m->nvars; v++)
+      if (m->vars[v].ragged)
+        bad = put_offsets(f, m->parts[p].roff[v], m->parts[p].num_samples + 1,
+                          &h) < 0;
+  unsigned char sum[8];
+  ferry__le64_store(sum, h);
+  bad |= !bad && fwrite(sum, 1, 8, f) != 8;
+  bad |= fclose(f) != 0;
+  char hex[17];
+  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
+  const char *base = strrchr(rp, '/') ? strrchr(rp, '/') + 1 : rp;
+  json_t *o = bad ? NULL : json_object();
+  bad |= !o || json_object_set_new(o, "file", json_string(base)) ||
+         json_object_set_new(o, "count", json_integer((json_int_t)count)) ||
+         json_object_set_new(o, "fnv1a", json_string(hex)) ||
+         json_object_set_new(root, "offsets", o);
+  int rc = bad ? ferry__seterr(err, FERRY_EIO,
+                               "manifest %s: cannot write its offsets' file "
+                               "%s: %s",
+                               path, rp, errno ? strerror(errno) : "?")
+               : 0;
+  free(rp);
+  return rc;
+}
+
 int ferry__manifest_save_json(const ferry__manifest *m, const char *path,
                               ferry__err *err) {
-  for (int v = 0; v < m->nvars; v++)
-    if (m->vars[v].ragged)
-      return ferry__seterr(err, FERRY_ENOTSUP,
-                           "dataset %s: variable '%s' is ragged, and a saved "
-                           "manifest does not hold the samples' lengths yet "
-                           "(its format's own index is read at each open "
-                           "instead); save without it, or select dense "
-                           "variables with vars",
-                           m->spec, m->vars[v].name);
   int bad = 0, rc = 0;
   char *text = NULL;
   FILE *f = NULL;
@@ -132,6 +209,8 @@ int ferry__manifest_save_json(const ferry__manifest *m, const char *path,
                                  json_integer((json_int_t)x->cache_bytes));
       if (x->storage)
         bad |= json_object_set_new(o, "storage", json_string(x->storage));
+      if (x->ragged)
+        bad |= json_object_set_new(o, "ragged", json_integer(x->ragged));
       bad |= json_array_append_new(vars, o);
       o = NULL;
     }
@@ -175,6 +254,9 @@ int ferry__manifest_save_json(const ferry__manifest *m, const char *path,
     bad |= json_object_set_new(root, "parts", parts);
     parts = NULL;
   }
+  if (!bad && ferry__manifest_ragged(m) &&
+      (rc = save_roff(m, path, root, err)) < 0)
+    goto cleanup;
   /* Strings that are not UTF-8 (a path in another encoding) make
    * json_string return NULL too; say so rather than "out of memory". */
   if (bad || !(text = json_dumps(root, JSON_INDENT(2)))) {
@@ -349,6 +431,12 @@ static int load_var(json_t *o, int v, const char *path, ferry__manifest *m,
   }
   x->chunk_rows = jc ? (int64_t)json_integer_value(jc) : 0;
   x->cache_bytes = jcache ? (size_t)json_integer_value(jcache) : 0;
+  json_t *jrg = json_object_get(o, "ragged"); /* optional: 1 or 2 */
+  snprintf(key, sizeof key, "vars[%d].ragged", v);
+  if (jrg && (!json_is_integer(jrg) || json_integer_value(jrg) < 1 ||
+              json_integer_value(jrg) > 2 || x->row_ndim))
+    return missing(err, path, key);
+  x->ragged = jrg ? (int)json_integer_value(jrg) : 0;
   if (jstore && !(x->storage = strdup(json_string_value(jstore))))
     return ferry__oom(err, -1, strlen(json_string_value(jstore)) + 1,
                       "vars[%d].storage of manifest %s", v, path);
@@ -387,7 +475,7 @@ static int load_file(json_t *fo, size_t p, int v, const char *path,
                       "%s of manifest %s", key, path);
   /* num_samples * row_bytes fits: both bounded, checked as a quotient. */
   int64_t rb = (int64_t)m->vars[v].row_bytes;
-  if (check_sizes &&
+  if (check_sizes && !m->vars[v].ragged && /* ragged: by its offsets */
       (pt->num_samples > (INT64_MAX - pt->data_offset[v]) / rb ||
        pt->data_offset[v] + pt->num_samples * rb > pt->file_size[v]))
     return ferry__seterr(err, FERRY_EFORMAT,
@@ -439,6 +527,98 @@ static int load_part(json_t *o, size_t p, const char *path, ferry__manifest *m,
   return 0;
 }
 
+/* The offsets' file named by root["offsets"] (beside the manifest at
+ * path, unless it names a directory): its bytes, whole, into *buf. */
+static int read_roff(json_t *root, const char *path, unsigned char **buf,
+                     size_t *len, int64_t *count, char **rp, ferry__err *err) {
+  json_t *o = json_object_get(root, "offsets");
+  json_t *jf = json_object_get(o, "file");
+  int rc = 0;
+  if (!json_is_object(o) || !json_is_string(jf) || !*json_string_value(jf) ||
+      get_int(o, "count", 0, count, path, "offsets.count", err) < 0 ||
+      !json_is_string(json_object_get(o, "fnv1a")))
+    return missing(err, path, "offsets");
+  const char *name = json_string_value(jf), *slash = strrchr(path, '/');
+  size_t dl = name[0] == '/' || !slash ? 0 : (size_t)(slash - path) + 1;
+  if (!(*rp = malloc(dl + strlen(name) + 1)))
+    return ferry__oom(err, -1, dl + strlen(name) + 1, "a path");
+  memcpy(*rp, path, dl);
+  strcpy(*rp + dl, name);
+  FILE *f = fopen(*rp, "rb");
+  if (!f)
+    return ferry__seterr(err, ferry__errno_code(errno),
+                         "manifest %s: its offsets' file %s: %s (it is saved "
+                         "beside the manifest: copy both)",
+                         path, *rp, strerror(errno));
+  *len = ROFF_HEAD + 8 * (size_t)(*count < INT64_MAX / 16 ? *count : 0) + 8;
+  if (*count >= INT64_MAX / 16 || !(*buf = malloc(*len)))
+    rc = *count >= INT64_MAX / 16
+             ? ferry__seterr(err, FERRY_EFORMAT,
+                             "manifest %s: bad offsets.count", path)
+             : ferry__oom(err, -1, *len, "the offsets of manifest %s", path);
+  else if (fread(*buf, 1, *len, f) != *len || fgetc(f) != EOF)
+    rc = ferry__seterr(err, FERRY_EFORMAT,
+                       "manifest %s: its offsets' file %s is not the %zu bytes "
+                       "of %lld offsets (saved with another manifest?)",
+                       path, *rp, *len, (long long)*count);
+  fclose(f);
+  return rc;
+}
+
+/* Every ragged variable's offsets from the manifest's offsets' file. */
+static int load_roff(json_t *root, const char *path, ferry__manifest *m,
+                     ferry__err *err) {
+  unsigned char *buf = NULL;
+  size_t len = 0;
+  int64_t count = 0, want = 0;
+  char *rp = NULL, hex[17];
+  int rc = read_roff(root, path, &buf, &len, &count, &rp, err);
+  for (int64_t p = 0; p < m->nparts; p++)
+    for (int v = 0; v < m->nvars; v++)
+      want += m->vars[v].ragged ? m->parts[p].num_samples + 1 : 0;
+  uint64_t h = rc ? 0 : ferry__fnv1a(FERRY__FNV_INIT, buf, len - 8);
+  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
+  if (!rc &&
+      (memcmp(buf, ROFF_MAGIC "\1\0\0\0", 8) != 0 ||
+       ferry__le64_load(buf + 8) != (uint64_t)count || count != want ||
+       ferry__le64_load(buf + len - 8) != h ||
+       strcmp(hex, json_string_value(json_object_get(
+                       json_object_get(root, "offsets"), "fnv1a"))) != 0))
+    rc = ferry__seterr(err, FERRY_EFORMAT,
+                       "manifest %s: its offsets' file %s does not match it "
+                       "(header, %lld offsets for %lld, or checksum): saved "
+                       "with another manifest, or corrupt",
+                       path, rp, (long long)count, (long long)want);
+  const unsigned char *at = buf + ROFF_HEAD;
+  for (int64_t p = 0; !rc && p < m->nparts; p++) {
+    ferry__part *pt = &m->parts[p];
+    if (!(pt->roff = calloc((size_t)m->nvars, sizeof *pt->roff)))
+      rc = ferry__oom(err, -1, (size_t)m->nvars * sizeof *pt->roff,
+                      "the offsets of manifest %s", path);
+    for (int v = 0; !rc && v < m->nvars; v++) {
+      if (!m->vars[v].ragged)
+        continue;
+      int64_t n = pt->num_samples + 1;
+      if (!(pt->roff[v] = malloc((size_t)n * sizeof(int64_t)))) {
+        rc = ferry__oom(err, -1, (size_t)n * 8, "the offsets of manifest %s",
+                        path);
+        break;
+      }
+      for (int64_t i = 0; i < n; i++, at += 8)
+        pt->roff[v][i] = (int64_t)ferry__le64_load(at);
+      const char *why = ferry__manifest_roff_bad(m, pt, v, pt->roff[v]);
+      if (why)
+        rc = ferry__seterr(err, FERRY_EFORMAT,
+                           "manifest %s: offsets' file %s: %s (part %lld, "
+                           "variable %s)",
+                           path, rp, why, (long long)p, m->vars[v].name);
+    }
+  }
+  free(buf);
+  free(rp);
+  return rc;
+}
+
 /* The parsed JSON of a saved manifest (path names it in errors) into m;
  * takes root. */
 static int load_root(json_t *root, const char *path, const char *vars,
@@ -466,6 +646,8 @@ static int load_root(json_t *root, const char *path, const char *vars,
                         err)) < 0)
       goto cleanup;
   m->num_samples = total;
+  if (ferry__manifest_ragged(m) && (rc = load_roff(root, path, m, err)) < 0)
+    goto cleanup;
   if (total == 0) {
     rc = ferry__seterr(err, FERRY_EEMPTY,
                        "manifest %s: the dataset holds no sample", path);

@@ -26,8 +26,11 @@
 #  - corrupt indexes (bad magic, version, dtype code, counts, sizes, a
 #    negative length, a gap between sequences, a .bin shorter than the
 #    index says, bad document indices) and what is not served for ragged
-#    variables yet (shuffle=global, io=mmap, a mix, a saved manifest) are
-#    refused with one message on 1 rank, and a few of them on 3, no hang.
+#    variables yet (shuffle=global, io=mmap, a mix) are refused with one
+#    message on 1 rank, and a few of them on 3, no hang;
+#  - a saved manifest keeps the offsets in PATH.roff: the same samples with
+#    it as with a scan, on 1 and 3 ranks; that file changed, another
+#    manifest's, or missing: refused.
 #
 # Environment (set by "make check"; tests/README.md): FERRY, RUN_MPI,
 # PYTHON_NUMPY, FERRY_TEST_TMPDIR, top_srcdir, top_builddir.
@@ -283,8 +286,51 @@ refusals() {
     $run "$FERRY" dump "mix:$fx/u16.idx=0.5,$fx/i32.idx=0.5"
 }
 in_lanes refusals 1 3
-expect_refusal -l "save-manifest" 1 "ragged|manifest" \
-  "$FERRY" info "$fx/u16.idx" --save-manifest "$tmp/m.json"
+# ---- a saved manifest holds the offsets ----------------------------------------
+# (PATH.roff beside it): the same samples with it as without, on 1 and 3
+# ranks; its offsets' file missing, changed or another manifest's refused
+saved_same() { # NP: the same samples with the saved manifest as by a scan
+  $RUN_MPI $1 "$FERRY" dump "$fx/i32.idx" --row-hash --seed 3 --batch-size 5 \
+    >"$tmp/scan.$1" 2>&1 &&
+  $RUN_MPI $1 "$FERRY" dump "$fx/i32.idx" --manifest "$tmp/m.json" \
+    --row-hash --seed 3 --batch-size 5 >"$tmp/saved.$1" 2>&1 &&
+  test -s "$tmp/scan.$1" &&
+  test "`sort "$tmp/scan.$1"`" = "`sort "$tmp/saved.$1"`"
+}
+if "$FERRY" info "$fx/i32.idx" --save-manifest "$tmp/m.json" >"$tmp/save.out" 2>&1 &&
+   test -s "$tmp/m.json.roff"; then
+  ok "a saved manifest of a ragged dataset: its offsets in m.json.roff (`wc -c <"$tmp/m.json.roff"` bytes)"
+else
+  failed "ferry info --save-manifest of a ragged dataset" "$tmp/save.out"
+fi
+for np in 1 3; do
+  if saved_same $np; then
+    ok "the saved manifest serves the samples of a scan on $np rank(s)"
+  else
+    failed "the saved manifest should serve the samples of a scan on $np rank(s)" "$tmp/saved.$np"
+  fi
+done
+if "$FERRY" info "$fx/i32.idx" --manifest "$tmp/m.json" >"$tmp/minfo.out" 2>&1 &&
+   grep '^ragged  *tokens: lengths' "$tmp/minfo.out" >/dev/null; then
+  ok "ferry info with the saved manifest: `grep '^ragged' "$tmp/minfo.out" | cut -c1-80`"
+else
+  failed "ferry info with the saved manifest should show the ragged variable" "$tmp/minfo.out"
+fi
+cp "$tmp/m.json.roff" "$tmp/m.keep"
+"$PYTHON_NUMPY" -c '
+import sys
+b = bytearray(open(sys.argv[1], "rb").read())
+b[40] ^= 1
+open(sys.argv[1], "wb").write(b)' "$tmp/m.json.roff"
+expect_refusal -l "a changed offsets' file" -n m.json.roff 1 "does not match" \
+  "$FERRY" dump "$fx/i32.idx" --manifest "$tmp/m.json"
+"$FERRY" info "$fx/u16.idx" --save-manifest "$tmp/other.json" >/dev/null 2>&1
+cp "$tmp/other.json.roff" "$tmp/m.json.roff"
+expect_refusal -l "another manifest's offsets" -n m.json.roff 1 "offsets" \
+  "$FERRY" dump "$fx/i32.idx" --manifest "$tmp/m.json"
+rm -f "$tmp/m.json.roff"
+expect_refusal -l "no offsets' file" -n m.json.roff 1 "copy both" \
+  "$FERRY" dump "$fx/i32.idx" --manifest "$tmp/m.json"
 expect_refusal -l "a lone index" -n "$tmp/lone.idx" 1 "Megatron-LM index|PREFIX.bin" \
   sh -c "cp '$fx/u16.idx' '$tmp/lone.idx' && '$FERRY' dump '$tmp/lone.idx'"
 

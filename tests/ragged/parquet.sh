@@ -12,7 +12,8 @@
 # --row-hash` on 1 rank in storage order and on 2 and 3 ranks shuffled,
 # and every sample (its length and all its values) compared with what the
 # writer was given (tests/fixtures/dump_compare.py).  Then: ferry info's
-# ragged lines, ferry verify with max_tokens on 3 ranks, the nulls refused
+# ragged lines, ferry verify with max_tokens on 3 ranks, a saved manifest
+# (its offsets' file) serving the samples of a scan, the nulls refused
 # without null_fill, and a corrupt byte-array length refused, one message
 # on 1 and 3 ranks.
 #
@@ -104,6 +105,18 @@ fi
 # ---- the promises over a ragged Parquet column: max_tokens on 3 ranks ---------
 expect_verify 3 "$fx/duckdb_snappy_V1.parquet" --vars ids,text \
   --max-tokens 200 --bucket-window 8 --batch-size 64
+
+# ---- a saved manifest: the open's pass over every chunk skipped ---------------
+ds=$fx/duckdb_zstd_V2.parquet
+if "$FERRY" info "$ds" --save-manifest "$tmp/pm.json" >"$tmp/pm.out" 2>&1 &&
+   "$FERRY" dump "$ds" --vars ids,text --row-hash --shuffle none >"$tmp/pm.scan" 2>&1 &&
+   "$FERRY" dump "$ds" --manifest "$tmp/pm.json" --vars ids,text --row-hash \
+     --shuffle none >"$tmp/pm.saved" 2>&1 &&
+   test -s "$tmp/pm.scan" && cmp -s "$tmp/pm.scan" "$tmp/pm.saved"; then
+  ok "a saved manifest of ragged Parquet columns serves the samples of a scan (`wc -l <"$tmp/pm.saved"` rows)"
+else
+  failed "a saved manifest of ragged Parquet columns should serve the samples of a scan" "$tmp/pm.saved"
+fi
 
 # ---- nulls without null_fill, a corrupt length ---------------------------------
 "$PYTHON_NUMPY" - "$fx" <<'PY' || { failed "the corrupt file was not written"; exit 1; }
