@@ -252,6 +252,9 @@ def zarr3_chain(codecs):
             order = tuple(conf["order"])
         elif n == "bytes":
             endian = ">" if conf.get("endian") == "big" else "<"
+        elif n in ("vlen-utf8", "vlen-bytes"):  # zarr-python 3's strings
+            endian = numcodecs.VLenUTF8() if n == "vlen-utf8" \
+                else numcodecs.VLenBytes()
         elif n == "sharding_indexed" and not bytes_codecs:
             shard = conf
         elif n == "gzip":
@@ -273,6 +276,9 @@ def zarr3_decode(data, chain, cshape, dtype):
     for c in reversed(bytes_codecs):
         data = data[:-4] if c == "crc32c" else c.decode(data)
     inner = cshape if order is None else tuple(cshape[i] for i in order)
+    if not isinstance(endian, str):  # a vlen codec: an object array
+        return np.asarray(endian.decode(bytes(data)),
+                          dtype=object).reshape(inner)
     a = np.frombuffer(bytes(data), dtype=dtype.newbyteorder(endian))
     a = a.reshape(inner)
     return a if order is None else a.transpose(np.argsort(order))
@@ -309,7 +315,8 @@ def zarr3_shard(out, data, origin, sshape, conf, dtype):
 def read_zarr3(store, name, nvars):
     """The simplest Zarr v3 arrays: regular grid, default or v2 chunk keys,
     codecs transpose, bytes, gzip, zstd, blosc, crc32c, and
-    sharding_indexed of them.  Anything else raises (the entry is then only
+    sharding_indexed of them; the string and bytes data types of
+    zarr-python 3 with vlen-utf8 / vlen-bytes (numcodecs' decoders).  Anything else raises (the entry is then only
     checked for consistency)."""
     path = store
     if not os.path.exists(os.path.join(path, "zarr.json")):
@@ -323,7 +330,9 @@ def read_zarr3(store, name, nvars):
     if meta.get("node_type") != "array":
         raise ValueError("not an array")
     shape = tuple(meta["shape"])
-    dtype = np.dtype({"bool": "?"}.get(meta["data_type"], meta["data_type"]))
+    vlen = {"string": "", "bytes": b"", "variable_length_bytes": b""}
+    dtype = np.dtype(object if meta["data_type"] in vlen else
+                     {"bool": "?"}.get(meta["data_type"], meta["data_type"]))
     grid = meta["chunk_grid"]
     if grid["name"] != "regular":
         raise ValueError("chunk grid %s" % grid["name"])
@@ -335,6 +344,8 @@ def read_zarr3(store, name, nvars):
     fill = meta.get("fill_value")
     fill = {"NaN": np.nan, "Infinity": np.inf,
             "-Infinity": -np.inf}.get(fill, fill)
+    if meta["data_type"] in vlen:  # an absent chunk: empty items
+        fill = vlen[meta["data_type"]]
     out = np.full(shape, fill if fill is not None else 0, dtype=dtype)
     chain = zarr3_chain(meta["codecs"])
     nchunks = [-(-s // c) for s, c in zip(shape, cshape)]

@@ -1049,8 +1049,6 @@ int ferry__pq_decode_chunk(const pq_job *j, pq_scratch *s,
                            const pq_lanes *lanes, ferry__err *err) {
   pq_dec d;
   scan sc = {NULL, 0, 0};
-  if (j->rec->ragged)
-    return ferry__pq_decode_ragged(j, s, err);
   ferry__pq_dec_init(&d, j, s, err);
   int rc = scan_pages(&d, &sc);
   /* small chunks, or one page, are not worth a job each */

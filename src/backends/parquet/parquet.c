@@ -409,7 +409,8 @@ static int decode_one(ferry__io *io, const pq_rec *r, int var, int64_t g,
               .nofill = vs->nofill[0] ? vs->nofill : NULL,
               .roff = roff ? roff + rg->first_row : NULL,
               .null_empty = vs->has_fill || vs->nofill[0]};
-  return ferry__pq_decode_chunk(&j, s, ln, err);
+  return r->ragged ? ferry__pq_decode_ragged(&j, s, err)
+                   : ferry__pq_decode_chunk(&j, s, ln, err);
 }
 
 /* Decoding of row groups whose chunks are already read: one job per row

@@ -321,8 +321,8 @@ typedef struct pq_lanes {
  * first failing page's, as serially. */
 int ferry__pq_decode_chunk(const pq_job *j, pq_scratch *s,
                            const pq_lanes *lanes, ferry__err *err);
-/* The same for a ragged variable (ragged.c; ferry__pq_decode_chunk calls
- * it): its pages in order, on the calling thread. */
+/* The same for a ragged variable (ragged.c): its pages in order, on the
+ * calling thread. */
 int ferry__pq_decode_ragged(const pq_job *j, pq_scratch *s, ferry__err *err);
 /* Rank 0 at open: the offsets (*out, malloc'd, rows + 1) of ragged record
  * r's rows, every chunk of it read and decoded (ragged.c).  fill: the
