@@ -175,7 +175,12 @@ static int state_save(ferry_loader *L, const char *what, const char *path,
     const ferry__rank_plan *p = &ep->plan;
     pos = ep->consumed;
     served =
-        ferry__plan_real_before(p, ferry__plan_batch_start(p, ep->consumed));
+        ferry__plan_real_before(p, ferry__plan_batch_start(p, ep->consumed)) -
+        ferry__plan_real_before(
+            p,
+            ferry__plan_batch_start(p, 0)); /* a
+                                             * bucketed epoch resumed in a
+                                             * bucket: its head served before */
     if (MPI_Allreduce(&pos, &lo, 1, MPI_LONG_LONG, MPI_MIN, L->comm) ||
         MPI_Allreduce(&pos, &hi, 1, MPI_LONG_LONG, MPI_MAX, L->comm) ||
         MPI_Allreduce(&served, &total, 1, MPI_LONG_LONG, MPI_SUM, L->comm))

@@ -554,6 +554,63 @@ static int global_check(ferry_loader *L, epoch_state *ep, ferry__err *err) {
   return ferry__agree(L->comm, L->rank, rc, err);
 }
 
+/* The rest of a bucketed epoch after its first K batches (same ranks; the
+ * whole epoch's plan, cut, in ep->plan): the plan from the start P of the
+ * bucket k holding batch K on (plan_resume drops the prefix, as for any
+ * resume), its buckets those of the epoch from k, batch K its first batch,
+ * and the batches of bucket k before K kept below tok_start (tok_skip) so
+ * that its sorted order is placed as the whole epoch's. */
+static int bucket_tail(ferry_loader *L, epoch_state *ep,
+                       const ferry__plan_params *pp, int64_t K,
+                       ferry__err *err) {
+  ferry__rank_plan *p = &ep->plan;
+  int64_t C = p->num_batches, nb = p->nbuckets;
+  if (K > C) /* the same count on every rank: all fail */
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "max_tokens: the state says %lld batches of epoch "
+                         "%lld were served, but it has %lld",
+                         (long long)K, (long long)pp->epoch, (long long)C);
+  int64_t k = ferry__last_le(p->bucket_batch, nb + 1, K);
+  int64_t P = k < nb ? p->bucket_pos[k] : p->nslots;
+  int64_t K0 = k < nb ? p->bucket_batch[k] : K, skip = K - K0;
+  int64_t *ts = p->tok_start, *bp = p->bucket_pos, *bb = p->bucket_batch;
+  p->tok_start = p->bucket_pos = p->bucket_batch = NULL;
+  ferry__rank_plan_free(p);
+  ferry__resume_step one = {L->size, P, NULL};
+  int rc = ferry__plan_resume(&ep->pieces, ep->perm, pp, &one, 1, L->rank, p,
+                              NULL, err);
+  int64_t *nbp = NULL, *nbb = NULL;
+  if (!rc && (!(nbp = malloc((size_t)(nb - k + 1) * sizeof *nbp)) ||
+              !(nbb = malloc((size_t)(nb - k + 1) * sizeof *nbb))))
+    rc = ferry__oom(err, L->rank, (size_t)(nb - k + 1) * 16,
+                    "the buckets of a resumed epoch");
+  if (!rc) {
+    for (int64_t i = 0; i <= nb - k; i++) {
+      nbp[i] = bp[k + i] - P;
+      nbb[i] = bb[k + i] - K;
+    }
+    p->nbuckets = nb - k;
+    p->bucket_pos = nbp;
+    p->bucket_batch = nbb;
+    p->bucket_base = k;
+    nbp = nbb = NULL;
+    /* batches K0 .. C of the epoch, from position P: skip of them before
+     * tok_start[0] */
+    memmove(ts, ts + K0, (size_t)(C - K0 + 1) * sizeof *ts);
+    for (int64_t b = 0; b <= C - K0; b++)
+      ts[b] -= P;
+    ferry__plan_set_starts(p, ts + skip, C - K, L->opts->batch_size);
+    p->tok_skip = skip;
+    ts = NULL;
+  }
+  free(nbp);
+  free(nbb);
+  free(ts);
+  free(bp);
+  free(bb);
+  return rc;
+}
+
 /* Step 3 with max_tokens: the plan of batch_size 1 cut by tokens
  * (tokens.c).  A resumed epoch: the whole epoch's batches are cut again
  * (the same on every rank as when it was saved), the samples of the first
@@ -562,8 +619,10 @@ static int global_check(ferry_loader *L, epoch_state *ep, ferry__err *err) {
  * ranks, the state holds each old rank's served positions per step
  * (checkpoint.c): plan_resume drops them from the old ranks' orders and
  * deals the rest over this run's ranks (as batches of 1), which is then cut
- * again.  Not in the middle of a bucketed epoch: a bucket's first batches
- * are not a prefix of its slots.  COLLECTIVE. */
+ * again.  A bucketed epoch resumes over the same ranks only (a bucket's
+ * first batches are not a prefix of its slots, so no count says what each
+ * rank served): the plan's rest from the start of the bucket of batch K,
+ * whose first batches are kept as its head (bucket_tail).  COLLECTIVE. */
 static int tokens_plan(ferry_loader *L, epoch_state *ep,
                        const ferry__plan_params *pp, ferry__err *err) {
   int64_t K = 0;
@@ -581,12 +640,13 @@ static int tokens_plan(ferry_loader *L, epoch_state *ep,
                          "next epoch",
                          (long long)pp->epoch, ep->steps[s].world_size,
                          ep->steps[s].world_size);
-  if (!rc && K > 0 && L->opts->bucket_window)
+  if (!rc && K > 0 && L->opts->bucket_window && !same)
     rc = ferry__seterr(err, FERRY_ENOTSUP,
-                       "max_tokens with bucket_window: epoch %lld cannot "
-                       "resume in its middle (after %lld batches) yet; resume "
-                       "at the next epoch, or without bucket_window",
-                       (long long)pp->epoch, (long long)K);
+                       "max_tokens with bucket_window: epoch %lld was saved "
+                       "in its middle (after %lld batches) over %d ranks; "
+                       "resume it over %d ranks, or at the next epoch",
+                       (long long)pp->epoch, (long long)K,
+                       ep->steps[0].world_size, ep->steps[0].world_size);
   if (!same) { /* another number of ranks: the rest, dealt, then cut */
     if (!rc)
       rc = ferry__plan_resume(&ep->pieces, ep->perm, pp, ep->steps, ep->nsteps,
@@ -595,10 +655,13 @@ static int tokens_plan(ferry_loader *L, epoch_state *ep,
   }
   if (!rc)
     rc = ferry__plan_build(&ep->pieces, ep->perm, pp, L->rank, &ep->plan, err);
-  rc = ferry__tokens_plan(L, &ep->plan, pp->epoch, K ? NULL : &ep->tokc, rc,
-                          err);
+  int W = L->opts->bucket_window > 0;
+  rc = ferry__tokens_plan(L, &ep->plan, pp->epoch, K && !W ? NULL : &ep->tokc,
+                          rc, err);
   if (rc || K == 0)
     return rc;
+  if (W)
+    return bucket_tail(L, ep, pp, K, err);
   if (K > ep->plan.num_batches) /* the same count on every rank: all fail */
     return ferry__seterr(err, FERRY_EFORMAT,
                          "max_tokens: the state says %lld batches of epoch "
@@ -700,6 +763,10 @@ static int epoch_start(ferry_loader *L, epoch_state *ep, ferry__err *err) {
                       (long long)p->nextents);
   for (int64_t w = 0; w < p->nwindows; w++)
     ep->win_remaining[w] = p->window_samples[w];
+  /* a bucketed epoch resumed in a bucket: its positions before the first
+   * batch were served before (bucket_tail), inside the first window */
+  if (p->nwindows > 0 && p->tok_start && p->tok_start[0] > 0)
+    ep->win_remaining[0] -= p->tok_start[0];
   ferry__budget_compute(L, ep);
   ferry__buf_drain(L, L->budget.read_bytes);
   L->ep = ep;

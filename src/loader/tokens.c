@@ -89,7 +89,7 @@ static uint64_t bucket_key(const ferry_loader *L, int64_t epoch, int64_t k) {
 static void bucket_sort(const ferry_loader *L, const ferry__rank_plan *p,
                         int64_t epoch, int64_t k, ferry__slot *tmp, rec *recs) {
   int64_t P0 = p->bucket_pos[k], m = p->bucket_pos[k + 1] - P0;
-  uint64_t key = bucket_key(L, epoch, k);
+  uint64_t key = bucket_key(L, epoch, k + p->bucket_base);
   (void)ferry__plan_slots_get(p, P0, m, tmp);
   for (int64_t i = 0; i < m; i++)
     recs[i] =
@@ -399,7 +399,7 @@ static void fill_entry(const ferry_loader *L, const ferry__rank_plan *p,
   bucket_sort(L, p, epoch, k, tc->tmp, tc->recs);
   for (int64_t j = 0; j < m; j++)
     tc->perm[j] = j;
-  ferry__shuffle(tc->perm, m, bucket_key(L, epoch, k));
+  ferry__shuffle(tc->perm, m, bucket_key(L, epoch, k + p->bucket_base));
   /* served batch j is unpermuted batch perm[j]: its size gives the
    * unpermuted sizes, their sums where each starts in the sorted order */
   for (int64_t j = 0; j < m; j++)

@@ -111,7 +111,7 @@ void ferry__rank_plan_free(ferry__rank_plan *p) {
   free(p->slices);
   free(p->window_first_slice);
   free(p->runs);
-  free(p->tok_start);
+  free(p->tok_start ? p->tok_start - p->tok_skip : NULL);
   free(p->bucket_pos);
   free(p->bucket_batch);
   memset(p, 0, sizeof *p);
@@ -388,8 +388,9 @@ int64_t ferry__plan_batch_start(const ferry__rank_plan *p, int64_t b) {
 
 void ferry__plan_set_starts(ferry__rank_plan *p, int64_t *starts, int64_t n,
                             int64_t batch_size) {
-  free(p->tok_start);
+  free(p->tok_start ? p->tok_start - p->tok_skip : NULL);
   p->tok_start = starts;
+  p->tok_skip = 0;
   p->num_batches = n;
   p->batch_size = batch_size;
   for (int64_t w = 0; w < p->nwindows; w++)

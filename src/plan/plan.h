@@ -240,6 +240,12 @@ typedef struct ferry__rank_plan {
   int64_t *tok_start;
   int64_t nbuckets;
   int64_t *bucket_pos, *bucket_batch; /* [nbuckets + 1] */
+  /* A bucketed epoch resumed in a bucket's middle (loader/epoch.c): bucket
+   * k's draws are those of bucket k + bucket_base of the whole epoch, and
+   * tok_start[-tok_skip .. -1] are the batches of bucket 0 served before
+   * (their sizes place the rest; bucket_batch[0] is -tok_skip); the
+   * positions before tok_start[0] were served then. */
+  int64_t bucket_base, tok_skip;
 } ferry__rank_plan;
 
 /**
