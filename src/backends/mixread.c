@@ -310,11 +310,14 @@ static int mix_io_read(ferry__io *io, int64_t part, int var, int64_t row,
                               (long long)row);
     if ((rc = x->be->io_read(x->io, sp, k, at, cnt, dst, err)) < 0)
       return wrap(io, part, rc, err);
+    size_t bytes =
+        (size_t)(sv->ragged ? pt->roff[k][at + cnt] - pt->roff[k][at] : cnt) *
+        sv->row_bytes;
     if (sv->swapped) {
       size_t el = ferry_dtype_size(sv->dtype);
-      ferry__byteswap(dst, (size_t)cnt * sv->row_bytes / el, el);
+      ferry__byteswap(dst, bytes / el, el);
     }
-    dst += (size_t)cnt * sv->row_bytes;
+    dst += bytes;
     row += cnt;
     nrows -= cnt;
   }

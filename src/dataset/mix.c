@@ -459,11 +459,11 @@ static int check_source(const ferry__manifest *a, const char *pa,
                         ferry__err *err) {
   for (int v = 0; v < a->nvars; v++) {
     const ferry__var *x = &a->vars[v], *y = &b->vars[v];
-    if (x->ragged || y->ragged)
-      return ferry__seterr(err, FERRY_ENOTSUP,
-                           "mix: variable '%s' is ragged in %s: a mix of "
-                           "ragged variables is not served yet",
-                           names[v], x->ragged ? pa : pb);
+    if (!x->ragged != !y->ragged)
+      return ferry__seterr(err, FERRY_EINVAL,
+                           "mix: variable '%s' is ragged in %s but of one "
+                           "length in %s: the sources of a mix must agree",
+                           names[v], x->ragged ? pa : pb, x->ragged ? pb : pa);
     int same = x->dtype == y->dtype && x->row_ndim == y->row_ndim;
     for (int k = 0; same && k < x->row_ndim; k++)
       same = x->row_shape[k] == y->row_shape[k];
@@ -534,13 +534,10 @@ static int build_vars(ferry__manifest *m, const ferry__manifest *subs, int ns,
   for (int v = 0; v < nnames; v++) {
     ferry__var *x = &m->vars[v];
     const ferry__var *y = &subs[0].vars[v];
-    if (y->ragged)
-      return ferry__seterr(err, FERRY_ENOTSUP,
-                           "mix: variable '%s' is ragged: a mix of ragged "
-                           "variables is not served yet",
-                           names[v]);
     *x = *y;
     x->swapped = 0; /* the mix backend swaps a source's rows itself */
+    if (x->ragged)  /* its values are the sources': not bounded by a file */
+      x->ragged = 2;
     x->cache_bytes = 0;
     for (int s = 0; s < ns; s++)
       if (subs[s].vars[v].cache_bytes > x->cache_bytes)
@@ -550,6 +547,34 @@ static int build_vars(ferry__manifest *m, const ferry__manifest *subs, int ns,
     if (!x->name || !x->storage)
       return ferry__oom(err, -1, strlen(names[v]) + strlen(storage) + 2,
                         "variable %s of a mix of %d sources", names[v], ns);
+  }
+  return 0;
+}
+
+/* A ragged variable's offsets in the part of a source: its parts' one
+ * after the other (the mix backend reads them so). */
+static int mix_offsets(const ferry__manifest *m, ferry__part *pt,
+                       const ferry__manifest *sub, ferry__err *err) {
+  if (!ferry__manifest_ragged(m))
+    return 0;
+  if (!(pt->roff = calloc((size_t)m->nvars, sizeof *pt->roff)))
+    return ferry__oom(err, -1, (size_t)m->nvars * sizeof *pt->roff,
+                      "the offsets of a mix source");
+  for (int v = 0; v < m->nvars; v++) {
+    if (!m->vars[v].ragged)
+      continue;
+    int64_t *o = malloc(((size_t)pt->num_samples + 1) * sizeof *o), i = 0;
+    if (!o)
+      return ferry__oom(err, -1, ((size_t)pt->num_samples + 1) * sizeof *o,
+                        "the offsets of variable %s of a mix source",
+                        m->vars[v].name);
+    pt->roff[v] = o;
+    o[0] = 0;
+    for (int64_t q = 0; q < sub->nparts; q++) {
+      const int64_t *so = sub->parts[q].roff[v];
+      for (int64_t j = 0; j < sub->parts[q].num_samples; j++, i++)
+        o[i + 1] = o[i] + (so[j + 1] - so[j]);
+    }
   }
   return 0;
 }
@@ -587,6 +612,9 @@ static int build_parts(ferry__manifest *m, const ferry__mix_spec *spec,
     pt->num_samples = subs[s].num_samples;
     pt->first_sample = total;
     total += pt->num_samples;
+    int rc = mix_offsets(m, pt, &subs[s], err);
+    if (rc < 0)
+      return rc;
     ferry__mix_record r;
     memset(&r, 0, sizeof r);
     r.proportion = src->proportion;
@@ -594,7 +622,7 @@ static int build_parts(ferry__manifest *m, const ferry__mix_spec *spec,
     r.path = src->path;
     r.ncommon = m->nvars;
     r.common = names;
-    int rc = ferry__manifest_pack(&subs[s], &r.sub, &r.sublen);
+    rc = ferry__manifest_pack(&subs[s], &r.sub, &r.sublen);
     if (rc == 0)
       rc = ferry__mix_record_pack(&r, &pt->rec[0]);
     free(r.sub);

@@ -26,8 +26,11 @@
 #  - corrupt indexes (bad magic, version, dtype code, counts, sizes, a
 #    negative length, a gap between sequences, a .bin shorter than the
 #    index says, bad document indices) and what is not served for ragged
-#    variables yet (shuffle=global, io=mmap, a mix) are refused with one
-#    message on 1 rank, and a few of them on 3, no hang;
+#    variables yet (shuffle=global, io=mmap, a mix of a ragged and a
+#    dense source) are refused with one message on 1 rank, and a few of
+#    them on 3, no hang;
+#  - a mix of two ragged corpora on 1 and 3 ranks: every draw equal to its
+#    source's sample (length and values), ferry verify on 3 ranks;
 #  - a saved manifest keeps the offsets in PATH.roff: the same samples with
 #    it as with a scan, on 1 and 3 ranks; that file changed, another
 #    manifest's, or missing: refused.
@@ -261,6 +264,57 @@ else
   failed "ferry verify should find the changed token (status $st, not 3)" "$tmp/verify2.out"
 fi
 
+# ---- a mix of ragged datasets ------------------------------------------------
+# two int32 corpora drawn 0.7 / 0.3 on 1 and 3 ranks: every sample drawn
+# (its length and the hash of all its values) equal to its source's sample
+mk "$fx/i32b" --docs 25 --mean 50 --seed 11
+mixspec="mix:$fx/i32.idx=0.7,$fx/i32b.idx=0.3"
+mix_ok=1
+for src in i32 i32b; do
+  "$FERRY" dump "$fx/$src.idx" --row-hash --shuffle none --shuffle-buffer 0 \
+    --tail partial --batch-size 7 >"$tmp/mixsrc.$src" 2>"$tmp/mix.err" || mix_ok=0
+done
+for np in 1 3; do
+  run="$RUN_MPI $np"
+  test "$np" = 1 && run=
+  if test $mix_ok = 1 &&
+     $run "$FERRY" dump "$mixspec" --row-hash --batch-size 5 --seed 4 \
+       >"$tmp/mix.$np" 2>"$tmp/mix.err" &&
+     "$PYTHON_NUMPY" - "$tmp/mixsrc.i32" "$tmp/mixsrc.i32b" "$tmp/mix.$np" \
+       >"$tmp/mixcheck" 2>&1 <<'PY'
+import sys
+def rows(p):  # global index -> (len=, fnv=)
+    out = {}
+    for l in open(p):
+        f = l.split()
+        out[int(f[2])] = (f[4], f[-1])
+    return out
+a, b, got = rows(sys.argv[1]), rows(sys.argv[2]), []
+for l in open(sys.argv[3]):
+    f = l.split()
+    got.append((int(f[2]), f[4], f[-1]))
+n = len(a)
+bad = [g for g, ln, h in got if (a.get(g) if g < n else b.get(g - n)) != (ln, h)]
+drawn = {g < n for g, _, _ in got}
+print("%d draws, %d from the second source" % (len(got), sum(g >= n for g, _, _ in got)))
+sys.exit(1 if bad or not got or drawn != {True, False} else 0)
+PY
+  then
+    ok "a mix of two ragged corpora on $np rank(s): `cat "$tmp/mixcheck"`, each equal to its source's sample"
+  else
+    failed "a mix of two ragged corpora on $np rank(s)" "$tmp/mixcheck"
+  fi
+done
+if $RUN_MPI 3 "$FERRY" verify "$mixspec" --epochs 1 --batch-size 8 \
+     >"$tmp/verify.out" 2>&1 &&
+   grep '^PASS sampling' "$tmp/verify.out" >/dev/null &&
+   grep '^PASS batches' "$tmp/verify.out" >/dev/null &&
+   grep '^PASS determinism' "$tmp/verify.out" >/dev/null; then
+  ok "ferry verify of the mix on 3 ranks: `grep '^PASS sampling' "$tmp/verify.out" | cut -c1-100`"
+else
+  failed "ferry verify of the mix of ragged corpora on 3 ranks" "$tmp/verify.out"
+fi
+
 # ---- refusals -------------------------------------------------------------
 refusals() {
   np=$1
@@ -282,9 +336,11 @@ refusals() {
     $run "$FERRY" dump "$fx/u16.idx" --shuffle global
   expect_refusal -l "io=mmap np=$np" 1 "ragged|io=mmap" \
     $run "$FERRY" dump "$fx/u16.idx" --io mmap
-  expect_refusal -l "mix np=$np" 1 "ragged|mix" \
-    $run "$FERRY" dump "mix:$fx/u16.idx=0.5,$fx/i32.idx=0.5"
+  expect_refusal -l "mix of ragged and dense np=$np" 1 "ragged|mix|must agree" \
+    $run "$FERRY" dump "mix:@$tmp/mixrd.txt"
 }
+"$PYTHON_NUMPY" -c "import numpy as np; np.save('$tmp/dense.npy', np.zeros((9, 3), np.int32))"
+printf '%s 0.5\n%s 0.5 map=tokens:dense\n' "$fx/i32.idx" "$tmp/dense.npy" >"$tmp/mixrd.txt"
 in_lanes refusals 1 3
 # ---- a saved manifest holds the offsets ----------------------------------------
 # (PATH.roff beside it): the same samples with it as without, on 1 and 3
