@@ -100,11 +100,15 @@ int ferry__check_rows(const ferry__manifest *m, int64_t part, int var,
  *             per variable: str path  i64 data_offset  i64 file_size
  *                           str record (the backend's bytes, may be empty)
  *                           ragged variables only: i64 roff[num_samples+1]
- *   u64 FNV-1a of every byte before it
+ *   u64 ferry__hash_words of every byte before it (version 4; FNV-1a
+ *       before: the buffer is 8 bytes per sample of a ragged variable)
  * where str is u32 length + bytes (no NUL in a string; a record may hold
  * any byte).  The hash is FNV-1a over the same body with the spec left
  * empty (the spec is how the user spelled the dataset, the rest is what
- * identifies the data), led by HASH_VERSION; the record fields enter it
+ * identifies the data), led by HASH_VERSION, except a ragged variable's
+ * offsets, folded in word by word (ferry__rec_put_u64s: 2026-11-28, their
+ * hash before that is not the one checkpoints of ragged datasets saved
+ * since carry); the record fields enter it
  * only when the backend keeps records, and a ragged variable's flag is
  * the byte that was always 0 and its offsets follow only it, so the hash of a
  * manifest without records is the one ferry computed before records existed
@@ -112,7 +116,7 @@ int ferry__check_rows(const ferry__manifest *m, int64_t part, int var,
  * (the hash by its hash-only writer, which keeps no bytes); the bytes and both
  * hashes are pinned by tests/unit/test_record.
  */
-#define PACK_VERSION 3
+#define PACK_VERSION 4
 #define HASH_VERSION 2
 #define PACK_HEAD 16
 
@@ -152,9 +156,8 @@ static void pack_body(ferry__rec_w *w, const ferry__manifest *m, int full) {
       if (recs)
         ferry__rec_put_blob(w, pt->rec ? pt->rec[v].p : NULL,
                             pt->rec ? pt->rec[v].len : 0);
-      if (m->vars[v].ragged)
-        for (int64_t i = 0; i <= pt->num_samples; i++)
-          ferry__rec_put_u64(w, (uint64_t)pt->roff[v][i]);
+      if (m->vars[v].ragged) /* hashed word by word: 10^8 samples' worth */
+        ferry__rec_put_u64s(w, pt->roff[v], (size_t)pt->num_samples + 1);
     }
   }
 }
@@ -191,7 +194,7 @@ int ferry__manifest_pack(const ferry__manifest *m, void **buf, size_t *len) {
     return FERRY_ENOMEM;
   unsigned char *p = out;
   ferry__le64_store(p + 8, n);
-  ferry__le64_store(p + n - 8, ferry__fnv1a(FERRY__FNV_INIT, p, n - 8));
+  ferry__le64_store(p + n - 8, ferry__hash_words(FERRY__FNV_INIT, p, n - 8));
   *buf = p;
   *len = n;
   return 0;
@@ -244,8 +247,7 @@ static int unpack_roff(ferry__rec_r *r, const ferry__manifest *m,
   if (!o)
     return ferry__rec_oom(r, (size_t)n * sizeof *o, "the ragged offsets");
   pt->roff[v] = o;
-  for (uint64_t i = 0; i < n; i++)
-    o[i] = (int64_t)ferry__rec_get_u64(r);
+  ferry__rec_get_u64s(r, o, (size_t)n);
   if (r->rc)
     return -1;
   const char *bad = ferry__manifest_roff_bad(m, pt, v, o);
@@ -401,7 +403,7 @@ int ferry__manifest_unpack(const void *buf, size_t len, ferry__manifest *m,
                          "manifest buffer: holds %zu bytes but says %llu", len,
                          (unsigned long long)total);
   if (ferry__le64_load(r.p + len - 8) !=
-      ferry__fnv1a(FERRY__FNV_INIT, r.p, len - 8))
+      ferry__hash_words(FERRY__FNV_INIT, r.p, len - 8))
     return ferry__seterr(err, FERRY_EFORMAT,
                          "manifest buffer: checksum mismatch (corrupted)");
   r.pos = PACK_HEAD;

@@ -18,6 +18,20 @@ uint64_t ferry__fnv1a(uint64_t h, const void *data, size_t len) {
   return h;
 }
 
+uint64_t ferry__hash_words(uint64_t h, const void *data, size_t len) {
+  const unsigned char *p = data;
+  size_t i = 0;
+  for (; i + 8 <= len; i += 8) {
+    uint64_t w = (uint64_t)p[i] | (uint64_t)p[i + 1] << 8 |
+                 (uint64_t)p[i + 2] << 16 | (uint64_t)p[i + 3] << 24 |
+                 (uint64_t)p[i + 4] << 32 | (uint64_t)p[i + 5] << 40 |
+                 (uint64_t)p[i + 6] << 48 | (uint64_t)p[i + 7] << 56;
+    h = (h ^ w) * 0xff51afd7ed558ccdULL;
+    h ^= h >> 32;
+  }
+  return ferry__fnv1a(h, p + i, len - i);
+}
+
 uint64_t ferry__rand64(uint64_t key, uint64_t counter) {
   return ferry__mix64(key + (counter + 1) * GOLDEN);
 }

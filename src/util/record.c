@@ -85,6 +85,44 @@ void ferry__rec_put_u8(ferry__rec_w *w, unsigned v) {
 
 void ferry__rec_put_u32(ferry__rec_w *w, uint32_t v) { put_uint(w, v, 4); }
 void ferry__rec_put_u64(ferry__rec_w *w, uint64_t v) { put_uint(w, v, 8); }
+
+static int host_little(void) {
+  const uint16_t one = 1;
+  unsigned char b;
+  memcpy(&b, &one, 1);
+  return b == 1;
+}
+
+void ferry__rec_put_u64s(ferry__rec_w *w, const int64_t *v, size_t n) {
+  unsigned char buf[8 * 512];
+  if (w->rc || n == 0)
+    return;
+  if (!w->hash_only && !w->big_endian && host_little()) {
+    if (n > SIZE_MAX / 8)
+      w_fail(w, SIZE_MAX);
+    else
+      ferry__rec_put(w, v, n * 8);
+    return;
+  }
+  if (!w->hash_only) { /* another order: value by value */
+    for (size_t i = 0; i < n; i++)
+      put_uint(w, (uint64_t)v[i], 8);
+    return;
+  }
+  for (size_t i = 0; i < n;) {
+    size_t k = n - i < 512 ? n - i : 512;
+    if (host_little())
+      memcpy(buf, v + i, k * 8);
+    else
+      for (size_t j = 0; j < k; j++)
+        for (int b = 0; b < 8; b++)
+          buf[8 * j + (size_t)b] =
+              (unsigned char)((uint64_t)v[i + j] >> (8 * b));
+    w->h = ferry__hash_words(w->h, buf, k * 8);
+    w->len += k * 8;
+    i += k;
+  }
+}
 void ferry__rec_put_i32(ferry__rec_w *w, int32_t v) {
   put_uint(w, (uint32_t)v, 4);
 }
@@ -195,6 +233,18 @@ uint32_t ferry__rec_get_u32(ferry__rec_r *r) {
   return (uint32_t)get_uint(r, 4);
 }
 uint64_t ferry__rec_get_u64(ferry__rec_r *r) { return get_uint(r, 8); }
+
+void ferry__rec_get_u64s(ferry__rec_r *r, int64_t *out, size_t n) {
+  if (r->rc)
+    return;
+  if (r->big_endian || !host_little() || n > (r->len - r->pos) / 8) {
+    for (size_t i = 0; i < n && !r->rc; i++)
+      out[i] = (int64_t)get_uint(r, 8);
+    return;
+  }
+  memcpy(out, r->p + r->pos, n * 8);
+  r->pos += n * 8;
+}
 int32_t ferry__rec_get_i32(ferry__rec_r *r) {
   uint32_t u = ferry__rec_get_u32(r);
   int32_t v;

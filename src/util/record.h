@@ -55,6 +55,11 @@ void ferry__rec_put(ferry__rec_w *w, const void *src, size_t n);
 void ferry__rec_put_u8(ferry__rec_w *w, unsigned v);
 void ferry__rec_put_u32(ferry__rec_w *w, uint32_t v);
 void ferry__rec_put_u64(ferry__rec_w *w, uint64_t v);
+/** n int64 as put_u64 writes them (a little-endian writer: one copy on a
+ *  little-endian host); in hash-only mode folded into h by
+ *  ferry__hash_words over their little-endian bytes, not FNV-1a (a large
+ *  array: a ragged variable's offsets). */
+void ferry__rec_put_u64s(ferry__rec_w *w, const int64_t *v, size_t n);
 /** Two's complement, as put_u32/put_u64 of the same bits. */
 void ferry__rec_put_i32(ferry__rec_w *w, int32_t v);
 void ferry__rec_put_i64(ferry__rec_w *w, int64_t v);
@@ -109,6 +114,9 @@ const void *ferry__rec_take(ferry__rec_r *r, size_t n);
 unsigned ferry__rec_get_u8(ferry__rec_r *r);
 uint32_t ferry__rec_get_u32(ferry__rec_r *r);
 uint64_t ferry__rec_get_u64(ferry__rec_r *r);
+/** n u64 into out (little-endian in the record): one bounds check, then a
+ *  copy (the record's order on this host) or a conversion. */
+void ferry__rec_get_u64s(ferry__rec_r *r, int64_t *out, size_t n);
 int32_t ferry__rec_get_i32(ferry__rec_r *r);
 int64_t ferry__rec_get_i64(ferry__rec_r *r);
 /** A u64 that must be a non-negative int64_t (a count, size or offset);

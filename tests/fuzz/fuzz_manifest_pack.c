@@ -1,8 +1,8 @@
 /*
  * fuzz_manifest_pack.c - the packed manifest rank 0 broadcasts to the
  * other ranks (ferry__manifest_unpack, core/manifest.c) on arbitrary
- * bytes.  The buffer carries its length and an FNV-1a checksum, which
- * random bytes never match; the harness writes both into a copy of the
+ * bytes.  The buffer carries its length and a checksum (ferry__hash_words),
+ * which random bytes never match; the harness writes both into a copy of the
  * input (when it is long enough to hold them) so that the fuzzer reaches
  * the body.  What unpacks must pack into a buffer that unpacks again to the
  * same manifest (hash).  Reserved bytes are not checked on unpack, so the
@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size >= 24) {
     for (size_t i = 0; i < 8; i++)
       buf[8 + i] = (unsigned char)((uint64_t)size >> (8 * i));
-    uint64_t sum = ferry__fnv1a(FERRY__FNV_INIT, buf, size - 8);
+    uint64_t sum = ferry__hash_words(FERRY__FNV_INIT, buf, size - 8);
     for (size_t i = 0; i < 8; i++)
       buf[size - 8 + i] = (unsigned char)(sum >> (8 * i));
   }

@@ -142,7 +142,7 @@ static void test_pack(int rv) {
     at[1] = 0xff;
     at[2] = 0xff;
     at[3] = 0x00;
-    uint64_t sum = ferry__fnv1a(FERRY__FNV_INIT, b, len - 8);
+    uint64_t sum = ferry__hash_words(FERRY__FNV_INIT, b, len - 8);
     for (size_t i = 0; i < 8; i++)
       b[len - 8 + i] = (unsigned char)(sum >> (8 * i));
     rc = ferry__manifest_unpack(buf, len, &u, &e);

@@ -156,7 +156,7 @@ static void build_manifest(ferry__manifest *m, int record_version) {
 }
 
 static const char MANIFEST_PACKED[] =
-    "4652594d030000008a01000000000000040000007a6172720f00000064617461"
+    "4652594d040000008a01000000000000040000007a6172720f00000064617461"
     "2f73746f72652e7a617272100000006368756e6b73206f66203720726f777301"
     "0000000200000005000000696d61676506010200030000000000000005000000"
     "000000001e000000000000000700000000000000000000000200000009000000"
@@ -168,9 +168,26 @@ static const char MANIFEST_PACKED[] =
     "0014000000000000000d000000000000000d000000646174612f622e7a617272"
     "2f788000000000000000e803000005000000030000000908070d000000646174"
     "612f622e7a6172722f780001000000000000e903000005000000040000000000"
-    "00017e12f6a43c2a777e";
+    "00012b557262f5fd5275";
 static const uint64_t MANIFEST_HASH_RECORDS = 0xe46116c322ff3322ULL;
 static const uint64_t MANIFEST_HASH_NO_RECORDS = 0xdff1d21a7555e204ULL;
+
+/* ferry__hash_words: pinned (the packed manifest's checksum, a ragged
+ * variable's offsets in the manifest hash), and the same from an unaligned
+ * copy. */
+static void test_hash_words(void) {
+  unsigned char b[18], *u = b + 1;
+  for (int i = 0; i < 17; i++)
+    u[i] = (unsigned char)(i + 1);
+  uint64_t h = ferry__hash_words(FERRY__FNV_INIT, u, 17);
+  CHECK(h == 0xebdb8c548918fceaULL, "hash_words of 1..17: 0x%016llx",
+        (unsigned long long)h);
+  CHECK(ferry__hash_words(FERRY__FNV_INIT, u, 16) !=
+            ferry__hash_words(FERRY__FNV_INIT, u + 1, 16),
+        "hash_words of other bytes");
+  CHECK(ferry__hash_words(7, u, 5) == ferry__fnv1a(7, u, 5),
+        "hash_words of fewer than 8 bytes is FNV-1a");
+}
 
 static void test_manifest_bytes(void) {
   ferry__manifest m;
@@ -538,6 +555,7 @@ static void test_parquet_orders(void) {
 }
 
 int main(void) {
+  test_hash_words();
   test_round_trip();
   test_hash_only();
   test_alloc_failure();
