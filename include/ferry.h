@@ -367,6 +367,10 @@ typedef struct ferry_tensor {
                                batches                                   */
   const int32_t *device_offsets32; /**< the same in device memory (device=
                                cuda), carried by the batch's one copy    */
+  const int64_t *device_lengths;   /**< pad with device=cuda: lengths in device
+                                 memory, carried by the batch's one copy
+                                 with the padded values (lengths stays the
+                                 host's); NULL otherwise                   */
 } ferry_tensor;
 
 /**

@@ -459,6 +459,9 @@ static PyObject *batch_lengths(BatchObject *b, PyObject *key) {
     return NULL;
   }
   int64_t n = fb->size;
+  if (fb->nshards == 1 && t->device_lengths) /* device=cuda: on the device */
+    return ferry__py_array_new(b->r, (void *)t->device_lengths, kDLCUDA,
+                               fb->shards[0].device, FERRY_INT64, 1, &n);
   return ferry__py_array_new(b->r, (void *)t->lengths, kDLCPU, 0, FERRY_INT64,
                              1, &n);
 }
@@ -466,6 +469,7 @@ static PyObject *batch_lengths(BatchObject *b, PyObject *key) {
 static PyMethodDef batch_methods[] = {
     {"lengths", (PyCFunction)batch_lengths, METH_O,
      "lengths(name): with the pad option, the rows of each sample of ragged "
+     "(on the device with device=cuda) "
      "variable NAME (batch[name] is then padded, [size, W, ...])"},
     {"release", (PyCFunction)ferry__py_batch_release, METH_NOARGS,
      "Drop the Batch's hold on its slot (Arrays and tensors exported from it "

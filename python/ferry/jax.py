@@ -111,8 +111,8 @@ class Iterator:
                     "local devices (sharded=True splits every batch "
                     "evenly)" % (bs, len(self.devices)))
         if str(options.get("pad", "none")) != "none":
-            # padded ragged batches are made on the host (pad does not go
-            # to the GPU yet); JAX moves them
+            # padded ragged batches: their lengths and segment ids are
+            # made on the host from the host batch; JAX moves them all
             options.setdefault("device", "cpu")
         self.loader = _ferry.Loader(dataset, comm, **options)
         self.keys = list(keys) if keys is not None else list(self.loader.vars)

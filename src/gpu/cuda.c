@@ -498,6 +498,16 @@ static int dslot_copy_on(ferry__dslot *d, const ferry_batch *host,
     t->nbytes = h->nbytes;
     t->data = host_data ? h->data : NULL;
     t->device_data = g->ndev == 1 ? d->ptrs[v] : NULL;
+    if (h->lengths) { /* pad: [n, W, inner...] after the lengths (one
+                       * device), as the host slot holds them */
+      t->ndim = h->ndim;
+      memcpy(t->shape, h->shape, sizeof t->shape);
+      memcpy(d->hoffs[v], h->lengths, (size_t)n * sizeof(int64_t));
+      t->lengths = d->hoffs[v];
+      t->device_lengths = d->ptrs[v];
+      t->device_data = (unsigned char *)d->ptrs[v] + FERRY__RAGGED_HEAD(per);
+      t->max_len = h->max_len;
+    }
     if (h->offsets) { /* one device (init refused more) */
       size_t head = FERRY__RAGGED_HEAD(per);
       memcpy(d->hoffs[v], h->offsets, ((size_t)n + 1) * sizeof(int64_t));
@@ -541,7 +551,9 @@ static int dslot_copy_on(ferry__dslot *d, const ferry_batch *host,
       size_t rb = host->vars[v].row_bytes, bytes = (size_t)take * rb;
       const unsigned char *src =
           (const unsigned char *)host->vars[v].data + (size_t)first * rb;
-      if (host->vars[v].offsets) { /* offsets and values: one copy */
+      if (host->vars[v].offsets ||
+          host->vars[v].lengths) { /* offsets (or
+                                    * lengths) and values: one copy */
         size_t head = FERRY__RAGGED_HEAD(per);
         src = (const unsigned char *)host->vars[v].data - head;
         bytes = head + host->vars[v].nbytes;

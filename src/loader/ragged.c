@@ -99,11 +99,6 @@ static int pad_open(ferry_loader *L, ferry__err *err) {
   if (L->m.nvars > FERRY__MAX_PAD_VARS)
     return refuse(L, "pad serves at most 64 variables: select fewer with vars",
                   err);
-  if (L->gpu)
-    return refuse(L,
-                  "pad does not go to the GPU yet: use device=cpu, or no "
-                  "pad (values and offsets on the device)",
-                  err);
   if (!(L->pad_elem = calloc((size_t)L->m.nvars, 8)))
     return ferry__oom(err, L->rank, (size_t)L->m.nvars * 8,
                       "the pad values of dataset %s", L->m.spec);

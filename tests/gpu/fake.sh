@@ -3,7 +3,8 @@
 # runtime (tests/gpu/fakecuda.c, LD_PRELOAD): its streams run copies
 # asynchronously on threads with random delays, so a missing wait or an
 # early reuse of a buffer shows up as wrong data.  Every backend, 1-3
-# ranks, one and several devices per rank, keep_host, partial batches;
+# ranks, one and several devices per rank, keep_host, partial batches,
+# ragged variables padded by the loader (pad=max, pad=12 truncate=yes);
 # teardown mid-epoch; misuse; NCCL registration; and the errors: a batch
 # size that does not split over the devices, an absent device, a failed
 # copy or pinned allocation on one rank (the same error on every rank).
@@ -38,6 +39,12 @@ np.save(sys.argv[1], w)" "$tmp/w.npy" 2>/dev/null &&
   gpu_run npy 2 values "$npy" weights=$tmp/w.npy batch_size=16 draw_block=8
 gpu_run mix 2 values "mix:$npy=0.6,$npy=0.4" vars=x,y batch_size=12 \
   mix_exhaust=restart tail=partial
+
+# A ragged variable padded by the loader (pad): the lengths and the padded
+# values go to the device in one copy, equal to the host loader's.
+gpu_run megatron 2 values "$tmp/meg" pad=max batch_size=16 tail=partial seed=5
+gpu_run megatron 1 values "$tmp/meg" pad=12 truncate=yes batch_size=8 \
+  keep_host=yes threads=3
 
 gpu_run mem 2 teardown "$mem" batch_size=8 device_prefetch=3
 gpu_run mem 2 misuse "$mem" batch_size=8 device_prefetch=2 held_memory=0

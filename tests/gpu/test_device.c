@@ -139,6 +139,11 @@ static ref_batch *collect(const char *dataset, ferry_options *o, int epochs,
           memcpy(off, h->vars[v].offsets, ((size_t)h->size + 1) * sizeof *off);
           r->vars[v].offsets = off;
         }
+        if (h->vars[v].lengths) { /* pad: the lengths */
+          int64_t *len = malloc((size_t)h->size * sizeof *len + 1);
+          memcpy(len, h->vars[v].lengths, (size_t)h->size * sizeof *len);
+          r->vars[v].lengths = len;
+        }
       }
       ferry_release(H, h);
     }
@@ -156,6 +161,7 @@ static void free_refs(ref_batch *refs, int64_t n) {
     for (int v = 0; v < refs[i].b.nvars; v++) {
       free(refs[i].vars[v].data);
       free((void *)refs[i].vars[v].offsets);
+      free((void *)refs[i].vars[v].lengths);
     }
   }
   free(refs);
@@ -199,6 +205,45 @@ static void compare_ragged(const ferry_batch *d, const ferry_batch *h, int v,
   free(buf);
 }
 
+/* A padded ragged variable of a device batch (pad=...): its shape, host
+ * lengths, device lengths (the start of its region) and padded values
+ * equal the host loader's. */
+static void compare_padded(const ferry_batch *d, const ferry_batch *h, int v,
+                           cudaStream_t st) {
+  const ferry_tensor *t = &d->vars[v], *w = &h->vars[v];
+  size_t nl = (size_t)d->size * sizeof(int64_t);
+  CHECK(d->nshards == 1 && t->lengths && t->device_lengths && !t->offsets &&
+            !t->device_offsets &&
+            (const void *)t->device_lengths == d->shards[0].data[v] &&
+            t->ndim == w->ndim && t->shape[1] == w->shape[1] &&
+            t->nbytes == w->nbytes && t->max_len == w->max_len,
+        "batch %lld var %s: the padded layout differs from the host's "
+        "(width %lld/%lld, %zu/%zu bytes)",
+        (long long)d->index, t->name, (long long)t->shape[1],
+        (long long)w->shape[1], t->nbytes, w->nbytes);
+  if (!t->lengths || !t->device_lengths || t->nbytes != w->nbytes)
+    return;
+  CHECK(!memcmp(t->lengths, w->lengths, nl),
+        "batch %lld var %s: host lengths differ", (long long)d->index, t->name);
+  unsigned char *buf = malloc(nl + t->nbytes + 1);
+  if (!buf)
+    return;
+  if (cudaMemcpyAsync(buf, t->device_lengths, nl, cudaMemcpyDeviceToHost, st) !=
+          cudaSuccess ||
+      (t->nbytes &&
+       cudaMemcpyAsync(buf + nl, t->device_data, t->nbytes,
+                       cudaMemcpyDeviceToHost, st) != cudaSuccess) ||
+      cudaStreamSynchronize(st) != cudaSuccess)
+    CHECK(0, "copying batch %lld var %s back failed", (long long)d->index,
+          t->name);
+  else
+    CHECK(!memcmp(buf, w->lengths, nl) && !memcmp(buf + nl, w->data, t->nbytes),
+          "epoch %lld batch %lld var %s: device lengths or padded values "
+          "differ from the host loader's",
+          (long long)d->epoch, (long long)d->index, t->name);
+  free(buf);
+}
+
 /* Copy every shard of a device batch back and compare with the host batch
  * (same epoch and index) and, with keep_host, the pinned host copy. */
 static void compare(const ferry_batch *d, const ferry_batch *h,
@@ -225,6 +270,10 @@ static void compare(const ferry_batch *d, const ferry_batch *h,
       size_t n = (size_t)sh->size * t->row_bytes;
       if (h->vars[v].offsets) { /* ragged: its own checks */
         compare_ragged(d, h, v, streams[i]);
+        continue;
+      }
+      if (h->vars[v].lengths) { /* padded ragged: its own checks */
+        compare_padded(d, h, v, streams[i]);
         continue;
       }
       struct cudaPointerAttributes pa;
@@ -279,11 +328,12 @@ static void release_checked(ferry_loader *D, const ferry_batch *d,
     const ferry_shard *sh = &d->shards[i];
     cudaSetDevice(sh->device);
     for (int v = 0; v < d->nvars && v < 16; v++) {
-      /* a ragged variable: its values (its offsets start the region) */
-      const void *src =
-          d->vars[v].offsets ? d->vars[v].device_data : sh->data[v];
-      size_t n = d->vars[v].offsets ? d->vars[v].nbytes
-                                    : (size_t)sh->size * d->vars[v].row_bytes;
+      /* a ragged variable: its values (its offsets, or with pad its
+       * lengths, start the region) */
+      int rg = d->vars[v].offsets || d->vars[v].lengths;
+      const void *src = rg ? d->vars[v].device_data : sh->data[v];
+      size_t n =
+          rg ? d->vars[v].nbytes : (size_t)sh->size * d->vars[v].row_bytes;
       bufs[i][v] = malloc(n + 1);
       if (n && cudaMemcpyAsync(bufs[i][v], src, n, cudaMemcpyDeviceToHost,
                                streams[i]) != cudaSuccess)
@@ -297,7 +347,7 @@ static void release_checked(ferry_loader *D, const ferry_batch *d,
     cudaSetDevice(sh->device);
     CHECK(cudaStreamSynchronize(streams[i]) == cudaSuccess, "sync");
     for (int v = 0; v < d->nvars && v < 16; v++) {
-      int rg = h->vars[v].offsets != NULL;
+      int rg = h->vars[v].offsets || h->vars[v].lengths;
       size_t n =
           rg ? h->vars[v].nbytes : (size_t)sh->size * d->vars[v].row_bytes;
       CHECK(!memcmp(bufs[i][v],

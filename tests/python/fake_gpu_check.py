@@ -161,5 +161,32 @@ if meg:
         b.release()
     every_once(ids, len(O) - 1, "int32 offsets on CUDA")
     L.close()
+    # pad="max": the padded values and the lengths on the device, one copy
+    L = ferry.Loader(meg + ".idx", comm, device="cuda", batch_size=6, seed=4,
+                     device_prefetch=1, tail="partial", pad="max",
+                     pad_value="-1")
+    ids = []
+    for b in L:
+        idx = np.asarray(b.indices).copy()
+        x, ln = b["tokens"], b.lengths("tokens")
+        check(x.__dlpack_device__() == (2, mine) and
+              ln.__dlpack_device__() == (2, mine),
+              "pad: values and lengths on CUDA device %d" % mine)
+        lens = host_copy(ln, np.zeros(0, dtype=np.int64))
+        xv = host_copy(x, V)
+        width = int(lens.max()) if len(lens) else 0
+        check(xv.size == len(idx) * width, "pad: %d values for %d x %d" % (
+            xv.size, len(idx), width))
+        xv = xv.reshape(len(idx), width) if width else xv
+        for k, i in enumerate(idx):
+            n = O[i + 1] - O[i]
+            check(lens[k] == n and np.array_equal(xv[k, :n], V[O[i]:O[i + 1]])
+                  and (xv[k, n:] == -1).all(),
+                  "pad: sample %d on the device differs" % i)
+        ids.extend(int(i) for i in idx)
+        del x, ln, xv
+        b.release()
+    every_once(ids, len(O) - 1, "pad on CUDA")
+    L.close()
 if rank == 0:
     print("fake_gpu_check: OK", flush=True)
