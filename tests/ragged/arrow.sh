@@ -44,23 +44,8 @@ else
 fi
 # The writer's values as NumPy files: a dense column a .npy, a ragged one
 # an .npz of values and offsets (dump_compare.py's FILE.npz::ragged).
-"$PYTHON_NUMPY" - "$fx/ref" <<'PY' || { failed "the references did not convert"; exit 1; }
-import glob, json, os, sys
-import numpy as np
-for f in glob.glob(os.path.join(sys.argv[1], "*.json")):
-    r = json.load(open(f))
-    base = f[:-5]
-    dt = np.dtype(r["dtype"])
-    if "offsets" in r:
-        np.savez(base + ".npz", values=np.array(r["values"], dtype=dt),
-                 offsets=np.array(r["offsets"], dtype=np.int64))
-    else:
-        v = np.array([int(x) if isinstance(x, str) else x for x in r["values"]],
-                     dtype=dt)
-        if "k" in r:
-            v = v.reshape(-1, r["k"])
-        np.save(base + ".npy", v)
-PY
+"$PYTHON_NUMPY" "$top_srcdir/tests/fixtures/refs_from_json.py" "$fx/ref" ||
+  { failed "the references did not convert"; exit 1; }
 
 BATCH=9
 common="--epoch 0 --tail partial --batch-size $BATCH --row-hash"

@@ -47,18 +47,8 @@ else
 fi
 # The writer's values as NumPy files: a ragged column an .npz of values and
 # offsets (dump_compare.py's FILE.npz::ragged), a fixed one a .npy.
-"$PYTHON_NUMPY" - "$fx/ref" <<'PY' || { failed "the references did not convert"; exit 1; }
-import glob, json, os, sys
-import numpy as np
-for f in glob.glob(os.path.join(sys.argv[1], "*.json")):
-    r = json.load(open(f))
-    dt = np.dtype(r["dtype"])
-    if "offsets" in r:
-        np.savez(f[:-5] + ".npz", values=np.array(r["values"], dtype=dt),
-                 offsets=np.array(r["offsets"], dtype=np.int64))
-    else:
-        np.save(f[:-5] + ".npy", np.array(r["values"], dtype=dt).reshape(-1, r["k"]))
-PY
+"$PYTHON_NUMPY" "$top_srcdir/tests/fixtures/refs_from_json.py" "$fx/ref" ||
+  { failed "the references did not convert"; exit 1; }
 
 BATCH=11
 common="--epoch 0 --tail partial --batch-size $BATCH --row-hash"

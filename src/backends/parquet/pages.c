@@ -741,11 +741,12 @@ static int page_values(pq_dec *d, int enc, const unsigned char *p, size_t len,
   return 0;
 }
 
-static int data_v1(pq_dec *d, const unsigned char *b, size_t len,
-                   const pq_page_hdr *h) {
+int ferry__pq_v1_levels(pq_dec *d, const unsigned char **b, size_t *len,
+                        const pq_page_hdr *h, const unsigned char *lv[2],
+                        size_t ll[2]) {
   const pq_rec *r = d->j->rec;
-  const unsigned char *lv[2] = {NULL, NULL};
-  size_t ll[2] = {0, 0};
+  lv[0] = lv[1] = NULL;
+  ll[0] = ll[1] = 0;
   for (int k = 0; k < 2; k++) { /* repetition levels first */
     int max = k == 0 ? r->max_rep : r->max_def;
     int enc = k == 0 ? h->rep_enc : h->def_enc;
@@ -755,13 +756,22 @@ static int data_v1(pq_dec *d, const unsigned char *b, size_t len,
       return ferry__pq_fail(d, FERRY_ENOTSUP,
                             "levels not RLE-encoded (the deprecated "
                             "BIT_PACKED levels are not read)");
-    if (len < 4 || le32(b) > len - 4)
+    if (*len < 4 || le32(*b) > *len - 4)
       return ferry__pq_fail(d, FERRY_EFORMAT, "levels longer than their page");
-    lv[k] = b + 4;
-    ll[k] = le32(b);
-    b += 4 + ll[k];
-    len -= 4 + ll[k];
+    lv[k] = *b + 4;
+    ll[k] = le32(*b);
+    *b += 4 + ll[k];
+    *len -= 4 + ll[k];
   }
+  return 0;
+}
+
+static int data_v1(pq_dec *d, const unsigned char *b, size_t len,
+                   const pq_page_hdr *h) {
+  const unsigned char *lv[2];
+  size_t ll[2];
+  if (ferry__pq_v1_levels(d, &b, &len, h, lv, ll) < 0)
+    return -1;
   size_t n = (size_t)h->num_values;
   if (page_levels(d, lv[0], ll[0], lv[1], ll[1], n) < 0)
     return -1;

@@ -75,6 +75,12 @@ int ferry__pq_page_body(pq_dec *d, const unsigned char *in, size_t inlen,
 /* A dictionary page of numeric values into s->dict. */
 int ferry__pq_dict_page(pq_dec *d, const unsigned char *body, size_t len,
                         const pq_page_hdr *h);
+/* A data page v1's body b (*len bytes): its repetition and definition
+ * levels (RLE, each after its u32 length) into lv/ll (NULL/0: the column
+ * has none), *b and *len moved past them to the values. */
+int ferry__pq_v1_levels(pq_dec *d, const unsigned char **b, size_t *len,
+                        const pq_page_hdr *h, const unsigned char *lv[2],
+                        size_t ll[2]);
 /* n numeric values of encoding enc at p to j->out at value d->got. */
 int ferry__pq_values(pq_dec *d, int enc, const unsigned char *p, size_t len,
                      size_t n);

@@ -490,25 +490,10 @@ static int page_rows(pq_dec *d, const pq_page_hdr *h, const unsigned char *rp,
 
 static int data_v1(pq_dec *d, const unsigned char *b, size_t len,
                    const pq_page_hdr *h) {
-  const pq_rec *r = d->j->rec;
-  const unsigned char *lv[2] = {NULL, NULL};
-  size_t ll[2] = {0, 0};
-  for (int k = 0; k < 2; k++) { /* repetition levels first */
-    int max = k == 0 ? r->max_rep : r->max_def;
-    int enc = k == 0 ? h->rep_enc : h->def_enc;
-    if (max == 0)
-      continue;
-    if (enc != PQ_ENC_RLE)
-      return ferry__pq_fail(d, FERRY_ENOTSUP,
-                            "levels not RLE-encoded (the deprecated "
-                            "BIT_PACKED levels are not read)");
-    if (len < 4 || le32(b) > len - 4)
-      return ferry__pq_fail(d, FERRY_EFORMAT, "levels longer than their page");
-    lv[k] = b + 4;
-    ll[k] = le32(b);
-    b += 4 + ll[k];
-    len -= 4 + ll[k];
-  }
+  const unsigned char *lv[2];
+  size_t ll[2];
+  if (ferry__pq_v1_levels(d, &b, &len, h, lv, ll) < 0)
+    return -1;
   return page_rows(d, h, lv[0], ll[0], lv[1], ll[1], b, len);
 }
 
