@@ -27,8 +27,10 @@ chunk reader (the case "ENTRY|zarr_reader=native").  For every case:
    once, and each row's bytes (FNV-1a hash) must equal those of the reference
    reader -- numpy for .npy/.npz, h5py for HDF5 and netCDF-4, netCDF4 for
    netCDF classic, zarr-python 2 for Zarr v2, a small reader of this file
-   (numcodecs) for the simplest Zarr v3 arrays -- and the 1-rank and 2-rank
-   runs must agree with each other whatever the reference.
+   (numcodecs) for the simplest Zarr v3 arrays, the npm hyparquet package
+   for Parquet (parquet_read.mjs; a NaN's bits are not compared:
+   JavaScript keeps neither its sign nor its payload) -- and the 1-rank
+   and 2-rank runs must agree with each other whatever the reference.
 3. The outcome is compared with expect.txt: "ENTRY<TAB>served<TAB>BACKEND" or
    "ENTRY<TAB>refused[<TAB>REASON SUBSTRING]".  A served entry now refused,
    a refusal for another reason, and a refused entry now served (even with
@@ -56,6 +58,13 @@ except ImportError:
     sys.exit(77)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# hyparquet (npm), the Parquet reference reader: tests/parquet/setup.sh
+# installs it; without node or it, Parquet entries are "unchecked".
+PARQUET_NM = os.path.join(HERE, "..", "parquet", "node_modules")
+if not (os.path.isdir(os.path.join(PARQUET_NM, "hyparquet")) and
+        any(os.access(os.path.join(p, "node"), os.X_OK)
+            for p in os.environ.get("PATH", "").split(os.pathsep))):
+    PARQUET_NM = None
 sys.path.insert(0, os.path.join(HERE, "..", "fixtures"))
 from rowhash import fnv1a64, row_hashes  # noqa: E402 (after numpy)
 FILES = os.path.join(HERE, "files")
@@ -126,7 +135,8 @@ def read_expect():
 # ---------------------------------------------------------- reference data
 
 def kind_of(path):
-    """'npy', 'npz', 'hdf5', 'netcdf3', 'zarr2', 'zarr3' or None."""
+    """'npy', 'npz', 'hdf5', 'netcdf3', 'zarr2', 'zarr3', 'parquet' (when
+    node and hyparquet are there to read it) or None."""
     if os.path.isdir(path):
         if any(os.path.exists(os.path.join(path, m))
                for m in (".zarray", ".zgroup")):
@@ -142,6 +152,8 @@ def kind_of(path):
             return "npz"
         if head[:3] == b"CDF" and head[3:4] in (b"\x01", b"\x02", b"\x05"):
             return "netcdf3"
+        if head[:4] == b"PAR1" and PARQUET_NM:
+            return "parquet"
         # The HDF5 signature is at 0, 512, 1024, 2048, ...
         off = 0
         size = os.path.getsize(path)
@@ -162,11 +174,17 @@ class Reference:
         self.kind = kind_of(path)
         self.who = {"npy": "numpy", "npz": "numpy", "hdf5": "h5py",
                     "netcdf3": "netCDF4", "zarr2": "zarr-python",
-                    "zarr3": "corpus.py's Zarr v3 reader"}.get(self.kind)
+                    "zarr3": "corpus.py's Zarr v3 reader",
+                    "parquet": "hyparquet (npm)"}.get(self.kind)
         self.error = None if self.who else "no reference reader for it"
+        self.names, self.cache = [], None
 
-    def get(self, name, nvars):
+    def get(self, name, nvars, var=None):
         k = self.kind
+        if k == "parquet":
+            if self.cache is None:  # every served column in one node run
+                self.cache = read_parquet(self.path, self.names or [name])
+            return parquet_values(self.cache[name], var)
         if k == "npy":
             return np.load(self.path, allow_pickle=False)
         if k == "npz":
@@ -212,6 +230,45 @@ class Reference:
         if k == "zarr3":
             return read_zarr3(self.path, name, nvars)
         raise ValueError(self.error)
+
+
+def read_parquet(path, names):
+    """The columns names of a Parquet file as hyparquet reads them
+    (tests/corpus/parquet_read.mjs): {name: [value per row]}."""
+    out = subprocess.run(
+        ["node", os.path.join(HERE, "parquet_read.mjs"), PARQUET_NM, path,
+         ",".join(names)], capture_output=True, text=True, timeout=120)
+    if out.returncode != 0:
+        raise ValueError((out.stderr or "?").strip().splitlines()[-1][:200])
+    return json.loads(out.stdout)
+
+
+def parquet_values(vals, var):
+    """hyparquet's values of one column as ferry serves it (var: its entry
+    of ferry info --json): an array, or an object array of items (bytes,
+    or arrays of the dtype) for a ragged variable."""
+    import base64
+    dt = np.dtype(var["dtype"])
+
+    def one(x):
+        if x is None:
+            raise ValueError("a null")
+        if isinstance(x, str):  # a 64-bit integer, or a non-finite float
+            return float(x) if x in ("NaN", "Infinity", "-Infinity", "-0") \
+                else int(x)
+        return x
+    if var.get("ragged"):
+        out = np.empty(len(vals), dtype=object)
+        for i, x in enumerate(vals):
+            if isinstance(x, dict):
+                out[i] = base64.b64decode(x["b64"])
+            elif x is None:
+                raise ValueError("a null")
+            else:
+                out[i] = np.array([one(y) for y in x], dtype=dt)
+        return out
+    return np.array([[one(y) for y in x] if isinstance(x, list) else one(x)
+                     for x in vals], dtype=dt)
 
 
 def nested_layout(path):
@@ -611,7 +668,8 @@ def check_entry(case, info, jobs_of, ref):
         if ref.error:
             continue
         try:
-            a = ref.get(name, len(d["vars"]))
+            ref.names = [x["name"] for x in d["vars"]]
+            a = ref.get(name, len(d["vars"]), v)
         except Exception as e:  # the reference reader's own refusal
             notes.append("%s: %s cannot read it (%s: %s)" % (
                 name, ref.who, type(e).__name__, str(e)[:120]))
@@ -651,9 +709,13 @@ def check_entry(case, info, jobs_of, ref):
                 name, v["shape"], ref.who, list(a.shape)))
             continue
         want = row_hashes(a) if a.ndim else []
+        # hyparquet's values are JavaScript numbers: a NaN's sign and
+        # payload are not kept, so a NaN row is not compared
+        skip = set(np.flatnonzero(np.isnan(a.reshape(len(a), -1)).any(axis=1))) \
+            if ref.kind == "parquet" and a.dtype.kind == "f" and a.ndim else set()
         for np_, got in runs.items():
             bad = [g for g in sorted(got) if g < len(want)
-                   and got[g] != want[g]]
+                   and got[g] != want[g] and g not in skip]
             if bad:
                 problems.append("%s on %d ranks: rows %s differ from %s's" % (
                     name, np_, bad[:5], ref.who))
