@@ -506,6 +506,34 @@ static int megatron_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   return ferry__pread_exact(*(int *)h, buf, nbytes, off, where, err);
 }
 
+/* io=mmap: the values of rows [row, row+nrows) mapped from the .bin (the
+ * loader's I/O is then independent). */
+static int megatron_io_map(ferry__io *io, int64_t part, int var, int64_t row,
+                           int64_t nrows, ferry__mapping *out,
+                           ferry__err *err) {
+  const ferry__manifest *m = io->b.m;
+  memset(out, 0, sizeof *out);
+  int rc = ferry__check_part_var(m, part, var, io->b.rank, err);
+  if (rc == 0)
+    rc = ferry__check_rows(m, part, var, row, nrows, io->b.rank, err);
+  if (rc)
+    return rc;
+  const ferry__part *pt = &m->parts[part];
+  if (!pt->roff || !pt->roff[var])
+    return ferry__seterr(err, FERRY_EINTERNAL,
+                         "file %s (rank %d): no offsets for ragged variable %s",
+                         pt->paths[var], io->b.rank, m->vars[var].name);
+  void *h = NULL;
+  if ((rc = ferry__handle_get(&io->b.files, part, var, io->b.rank, &h, err)) <
+      0)
+    return rc;
+  int64_t rb = (int64_t)m->vars[var].row_bytes;
+  return ferry__map_range(
+      *(int *)h, pt->paths[var], pt->data_offset[var] + pt->roff[var][row] * rb,
+      (size_t)((pt->roff[var][row + nrows] - pt->roff[var][row]) * rb), out,
+      err);
+}
+
 static void megatron_io_close(ferry__io *io) {
   if (!io)
     return;
@@ -523,5 +551,6 @@ const ferry__backend ferry__backend_megatron = {
     .describe = megatron_describe,
     .io_open = megatron_io_open,
     .io_read = megatron_io_read,
+    .io_map = megatron_io_map,
     .io_close = megatron_io_close,
 };

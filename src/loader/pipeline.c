@@ -114,6 +114,12 @@ static int map_extent(epoch_state *ep, ferry__io *io, int64_t e,
   for (int v = 0; v < L->m.nvars; v++) {
     ferry__mapping *to = &ep->ext_map[e * L->m.nvars + v];
     int rc = 0;
+    /* rows of row_bytes: the samples' own, or a ragged variable's values
+     * (the mapping of rows [row, row + count) starts at the first one's) */
+    const int64_t *ro =
+        L->m.vars[v].ragged ? L->m.parts[x->part].roff[v] : NULL;
+    int64_t r0 = ro ? ro[x->row] : x->row;
+    int64_t nr = ro ? ro[x->row + x->count] - ro[x->row] : x->count;
     if (L->maps) { /* the whole variable of the part, kept for later */
       ferry__mapping *whole = &L->maps[x->part * L->m.nvars + v];
       if (!whole->base)
@@ -121,17 +127,16 @@ static int map_extent(epoch_state *ep, ferry__io *io, int64_t e,
                            whole, err);
       if (!rc) { /* borrowed: base stays NULL, free_window unmaps nothing */
         memset(to, 0, sizeof *to);
-        to->data = whole->data + (size_t)x->row * L->m.vars[v].row_bytes;
+        to->data = whole->data + (size_t)r0 * L->m.vars[v].row_bytes;
         to->path = whole->path;
         /* the page faults here, not in the workers' copies */
-        rc = populate_whole(L, x->part * L->m.nvars + v, v, x->row, x->count,
-                            err);
+        rc = populate_whole(L, x->part * L->m.nvars + v, v, r0, nr, err);
       }
     } else {
       rc = L->be->io_map(io, x->part, v, x->row, x->count, to, err);
       if (!rc)
-        rc = ferry__map_populate(
-            to, to->data, (size_t)x->count * L->m.vars[v].row_bytes, err);
+        rc = ferry__map_populate(to, to->data,
+                                 (size_t)nr * L->m.vars[v].row_bytes, err);
     }
     if (rc)
       return rc;
@@ -540,6 +545,17 @@ static int copy_rows(epoch_state *ep, ring_slot *s, const ferry__slot *sl,
   return rc;
 }
 
+/* n bytes of a sample's values from its extent's (src_at) buffer, or with
+ * io=mmap from its mapping (a file cut since its open is an error, not a
+ * SIGBUS). */
+static int ragged_copy(epoch_state *ep, ring_slot *s, size_t src_at,
+                       unsigned char *dst, const unsigned char *src, size_t n) {
+  if (ep->ext_map)
+    return ferry__mapped_copy(dst, src, n, ep->ext_map[src_at].path, &s->err);
+  memcpy(dst, src, n);
+  return 0;
+}
+
 /* Samples sl[0, n) of ragged variable v, batch positions [at, at+n):
  * their values after those of the positions before (s->offs[v][at] is
  * set), their offsets, the longest into *max_len.  The slot holds
@@ -583,8 +599,11 @@ static int copy_ragged(epoch_state *ep, ring_slot *s, const ferry__slot *sl,
                               L->m.vars[v].name, (long long)sl[i].sample,
                               (long long)len, (long long)L->ragged_cap[v]);
     size_t src_at = (size_t)sl[i].extent * (size_t)L->m.nvars + (size_t)v;
-    memcpy(s->bufs[v] + (size_t)o[at + i] * rb,
-           ep->ext_src[src_at] + (size_t)first * rb, (size_t)len * rb);
+    int rc =
+        ragged_copy(ep, s, src_at, s->bufs[v] + (size_t)o[at + i] * rb,
+                    ep->ext_src[src_at] + (size_t)first * rb, (size_t)len * rb);
+    if (rc)
+      return rc;
     o[at + i + 1] = o[at + i] + len;
     if (len > *max_len)
       *max_len = len;
@@ -615,9 +634,9 @@ static int64_t pad_width(epoch_state *ep, int v, int64_t b0, int64_t b1) {
 /* pad: samples sl[0, n) of ragged variable v at batch positions [at,
  * at+n), each in its w rows (cut to w: ragged.c refused a longer one
  * unless truncate=yes), the rest pad_value; lengths into s->offs[v]. */
-static void copy_padded(epoch_state *ep, ring_slot *s, const ferry__slot *sl,
-                        int64_t n, int v, int64_t at, int64_t w,
-                        ferry_tensor *t) {
+static int copy_padded(epoch_state *ep, ring_slot *s, const ferry__slot *sl,
+                       int64_t n, int v, int64_t at, int64_t w,
+                       ferry_tensor *t) {
   ferry_loader *L = ep->L;
   size_t rb = L->m.vars[v].row_bytes, el = ferry_dtype_size(L->m.vars[v].dtype);
   const unsigned char *pv = L->pad_elem + 8 * v;
@@ -629,7 +648,11 @@ static void copy_padded(epoch_state *ep, ring_slot *s, const ferry__slot *sl,
     int64_t keep = len < w ? len : w;
     unsigned char *dst = s->bufs[v] + (size_t)(at + i) * (size_t)w * rb;
     size_t src_at = (size_t)sl[i].extent * (size_t)L->m.nvars + (size_t)v;
-    memcpy(dst, ep->ext_src[src_at] + (size_t)first * rb, (size_t)keep * rb);
+    int rc = ragged_copy(ep, s, src_at, dst,
+                         ep->ext_src[src_at] + (size_t)first * rb,
+                         (size_t)keep * rb);
+    if (rc)
+      return rc;
     if (L->m.vars[v].swapped)
       ferry__byteswap(dst, (size_t)keep * rb / el, el);
     for (size_t b = (size_t)keep * rb; b < (size_t)w * rb; b += el)
@@ -638,6 +661,7 @@ static void copy_padded(epoch_state *ep, ring_slot *s, const ferry__slot *sl,
     t->nvalues += keep;
     t->max_len = keep > t->max_len ? keep : t->max_len;
   }
+  return 0;
 }
 
 static void assemble(epoch_state *ep, ring_slot *s, int64_t b) {
@@ -667,7 +691,7 @@ static void assemble(epoch_state *ep, ring_slot *s, int64_t b) {
     }
     for (int v = 0; !rc && v < L->m.nvars; v++) {
       if (L->m.vars[v].ragged && L->pad)
-        copy_padded(ep, s, sl, k, v, i0 - b0, pw[v], &s->tensors[v]);
+        rc = copy_padded(ep, s, sl, k, v, i0 - b0, pw[v], &s->tensors[v]);
       else
         rc = L->m.vars[v].ragged
                  ? copy_ragged(ep, s, sl, k, v, i0 - b0, &s->tensors[v].max_len)

@@ -12,7 +12,8 @@
  * of a sample.  With device=cuda a slot holds the offsets, then the values
  * (FERRY__RAGGED_HEAD), on the host and on the device alike: one copy.
  * What is not wired for ragged variables yet is refused here with the
- * option to change: shuffle=global, io=mmap, several devices per rank.
+ * option to change: shuffle=global, io=collective, several devices per
+ * rank.
  */
 #include "config.h"
 #include "loader/loader.h"
@@ -203,9 +204,6 @@ int ferry__ragged_open(ferry_loader *L, ferry__err *err) {
                   "shuffle=global does not serve ragged variables yet: use "
                   "shuffle=chunks or block",
                   err);
-  if (L->opts->io == FERRY__IO_MMAP)
-    return refuse(
-        L, "io=mmap does not serve them yet: use io=independent or auto", err);
   if (L->opts->io == FERRY__IO_COLLECTIVE)
     return refuse(L,
                   "io=collective does not serve them yet: use io=independent "

@@ -26,9 +26,12 @@
 #  - corrupt indexes (bad magic, version, dtype code, counts, sizes, a
 #    negative length, a gap between sequences, a .bin shorter than the
 #    index says, bad document indices) and what is not served for ragged
-#    variables yet (shuffle=global, io=mmap, a mix of a ragged and a
-#    dense source) are refused with one message on 1 rank, and a few of
+#    variables yet (shuffle=global, a mix of a ragged and a dense source)
+#    are refused with one message on 1 rank, and a few of
 #    them on 3, no hang;
+#  - io=mmap (the values mapped from the .bin): the samples of
+#    io=independent on 1 and 3 ranks, pad=max too, ferry verify's content
+#    check of a `ferry gen` corpus on 3 ranks;
 #  - a mix of two ragged corpora on 1 and 3 ranks: every draw equal to its
 #    source's sample (length and values), ferry verify on 3 ranks;
 #  - a saved manifest keeps the offsets in PATH.roff: the same samples with
@@ -264,6 +267,27 @@ else
   failed "ferry verify should find the changed token (status $st, not 3)" "$tmp/verify2.out"
 fi
 
+# ---- io=mmap: the values mapped from the .bin ---------------------------------
+for np in 1 3; do
+  run="$RUN_MPI $np"
+  test "$np" = 1 && run=
+  if $run "$FERRY" dump "$fx/i32.idx" --row-hash --seed 6 --batch-size 5 \
+       --io independent >"$tmp/mm.read" 2>&1 &&
+     $run "$FERRY" dump "$fx/i32.idx" --row-hash --seed 6 --batch-size 5 \
+       --io mmap >"$tmp/mm.map" 2>&1 && test -s "$tmp/mm.map" &&
+     cmp -s "$tmp/mm.read" "$tmp/mm.map" &&
+     $run "$FERRY" dump "$fx/i32.idx" --row-hash --seed 6 --batch-size 5 \
+       --io mmap --pad max >"$tmp/mm.pad" 2>&1; then
+    ok "io=mmap on $np rank(s): the samples of io=independent (`wc -l <"$tmp/mm.map"` rows), pad=max too"
+  else
+    failed "io=mmap on $np rank(s) should serve the samples of io=independent" "$tmp/mm.map"
+  fi
+done
+"$FERRY" gen "$tmp/genm" --format megatron --samples 2000 --mean-len 30 \
+  --var tokens:uint16 --seed 8 >/dev/null 2>&1 ||
+  failed "ferry gen --format megatron (for io=mmap)"
+expect_verify 3 "$tmp/genm" --io mmap --batch-size 16
+
 # ---- a mix of ragged datasets ------------------------------------------------
 # two int32 corpora drawn 0.7 / 0.3 on 1 and 3 ranks: every sample drawn
 # (its length and the hash of all its values) equal to its source's sample
@@ -334,8 +358,6 @@ refusals() {
   done <"$fx/bad.bad.txt"
   expect_refusal -l "shuffle=global np=$np" 1 "ragged|shuffle=global" \
     $run "$FERRY" dump "$fx/u16.idx" --shuffle global
-  expect_refusal -l "io=mmap np=$np" 1 "ragged|io=mmap" \
-    $run "$FERRY" dump "$fx/u16.idx" --io mmap
   expect_refusal -l "mix of ragged and dense np=$np" 1 "ragged|mix|must agree" \
     $run "$FERRY" dump "mix:@$tmp/mixrd.txt"
 }
