@@ -478,8 +478,11 @@ static int megatron_io_open(ferry__io **out, const ferry__manifest *m,
   return rc;
 }
 
-static int megatron_io_read(ferry__io *io, int64_t part, int var, int64_t row,
-                            int64_t nrows, void *buf, ferry__err *err) {
+/* The byte range in the .bin of the values of rows [row, row+nrows) of
+ * var of part (checked), and its file's descriptor when nbytes > 0. */
+static int values_span(ferry__io *io, int64_t part, int var, int64_t row,
+                       int64_t nrows, int64_t *off, int64_t *nbytes, void **h,
+                       ferry__err *err) {
   const ferry__manifest *m = io->b.m;
   int rc = ferry__check_part_var(m, part, var, io->b.rank, err);
   if (rc == 0)
@@ -492,13 +495,22 @@ static int megatron_io_read(ferry__io *io, int64_t part, int var, int64_t row,
                          "file %s (rank %d): no offsets for ragged variable %s",
                          pt->paths[var], io->b.rank, m->vars[var].name);
   int64_t rb = (int64_t)m->vars[var].row_bytes;
-  int64_t off = pt->data_offset[var] + pt->roff[var][row] * rb;
-  int64_t nbytes = (pt->roff[var][row + nrows] - pt->roff[var][row]) * rb;
-  if (nbytes == 0)
+  *off = pt->data_offset[var] + pt->roff[var][row] * rb;
+  *nbytes = (pt->roff[var][row + nrows] - pt->roff[var][row]) * rb;
+  *h = NULL;
+  if (*nbytes == 0)
     return 0;
+  return ferry__handle_get(&io->b.files, part, var, io->b.rank, h, err);
+}
+
+static int megatron_io_read(ferry__io *io, int64_t part, int var, int64_t row,
+                            int64_t nrows, void *buf, ferry__err *err) {
+  const ferry__manifest *m = io->b.m;
+  const ferry__part *pt = &m->parts[part];
+  int64_t off = 0, nbytes = 0;
   void *h = NULL;
-  if ((rc = ferry__handle_get(&io->b.files, part, var, io->b.rank, &h, err)) <
-      0)
+  int rc = values_span(io, part, var, row, nrows, &off, &nbytes, &h, err);
+  if (rc < 0 || nbytes == 0)
     return rc;
   char where[FERRY__MSG_MAX / 2];
   snprintf(where, sizeof where, "file %s, variable %s, rank %d", pt->paths[var],
@@ -511,27 +523,15 @@ static int megatron_io_read(ferry__io *io, int64_t part, int var, int64_t row,
 static int megatron_io_map(ferry__io *io, int64_t part, int var, int64_t row,
                            int64_t nrows, ferry__mapping *out,
                            ferry__err *err) {
-  const ferry__manifest *m = io->b.m;
-  memset(out, 0, sizeof *out);
-  int rc = ferry__check_part_var(m, part, var, io->b.rank, err);
-  if (rc == 0)
-    rc = ferry__check_rows(m, part, var, row, nrows, io->b.rank, err);
-  if (rc)
-    return rc;
-  const ferry__part *pt = &m->parts[part];
-  if (!pt->roff || !pt->roff[var])
-    return ferry__seterr(err, FERRY_EINTERNAL,
-                         "file %s (rank %d): no offsets for ragged variable %s",
-                         pt->paths[var], io->b.rank, m->vars[var].name);
+  const ferry__part *pt = &io->b.m->parts[part];
+  int64_t off = 0, nbytes = 0;
   void *h = NULL;
-  if ((rc = ferry__handle_get(&io->b.files, part, var, io->b.rank, &h, err)) <
-      0)
+  memset(out, 0, sizeof *out);
+  int rc = values_span(io, part, var, row, nrows, &off, &nbytes, &h, err);
+  if (rc < 0)
     return rc;
-  int64_t rb = (int64_t)m->vars[var].row_bytes;
-  return ferry__map_range(
-      *(int *)h, pt->paths[var], pt->data_offset[var] + pt->roff[var][row] * rb,
-      (size_t)((pt->roff[var][row + nrows] - pt->roff[var][row]) * rb), out,
-      err);
+  return ferry__map_range(h ? *(int *)h : -1, pt->paths[var], off,
+                          (size_t)nbytes, out, err);
 }
 
 static void megatron_io_close(ferry__io *io) {
