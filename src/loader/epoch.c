@@ -554,13 +554,15 @@ static int global_check(ferry_loader *L, epoch_state *ep, ferry__err *err) {
   return ferry__agree(L->comm, L->rank, rc, err);
 }
 
-/* The rest of a bucketed epoch after its first K batches (same ranks; the
- * whole epoch's plan, cut, in ep->plan): the plan from the start P of the
- * bucket k holding batch K on (plan_resume drops the prefix, as for any
- * resume), its buckets those of the epoch from k, batch K its first batch,
- * and the batches of bucket k before K kept below tok_start (tok_skip) so
- * that its sorted order is placed as the whole epoch's. */
-static int bucket_tail(ferry_loader *L, epoch_state *ep,
+/* The rest of an epoch of token batches after its first K batches (same
+ * ranks; the whole epoch's plan, cut, in ep->plan): the plan from position
+ * P on (plan_resume drops the prefix, as for any resume), batch K its
+ * first batch.  Without buckets P is batch K's start.  With buckets it is
+ * the start of the bucket k holding batch K: the buckets are those of the
+ * epoch from k, and the batches of bucket k before K are kept below
+ * tok_start (tok_skip) so that its sorted order is placed as the whole
+ * epoch's. */
+static int tokens_tail(ferry_loader *L, epoch_state *ep,
                        const ferry__plan_params *pp, int64_t K,
                        ferry__err *err) {
   ferry__rank_plan *p = &ep->plan;
@@ -570,29 +572,31 @@ static int bucket_tail(ferry_loader *L, epoch_state *ep,
                          "max_tokens: the state says %lld batches of epoch "
                          "%lld were served, but it has %lld",
                          (long long)K, (long long)pp->epoch, (long long)C);
-  int64_t k = ferry__last_le(p->bucket_batch, nb + 1, K);
-  int64_t P = k < nb ? p->bucket_pos[k] : p->nslots;
-  int64_t K0 = k < nb ? p->bucket_batch[k] : K, skip = K - K0;
   int64_t *ts = p->tok_start, *bp = p->bucket_pos, *bb = p->bucket_batch;
+  int64_t k = bp ? ferry__last_le(bb, nb + 1, K) : nb;
+  int inside = bp && k < nb; /* batch K in bucket k, not after them all */
+  int64_t P = inside ? bp[k] : ts[K], K0 = inside ? bb[k] : K;
+  int64_t skip = K - K0;
   p->tok_start = p->bucket_pos = p->bucket_batch = NULL;
   ferry__rank_plan_free(p);
   ferry__resume_step one = {L->size, P, NULL};
   int rc = ferry__plan_resume(&ep->pieces, ep->perm, pp, &one, 1, L->rank, p,
                               NULL, err);
   int64_t *nbp = NULL, *nbb = NULL;
-  if (!rc && (!(nbp = malloc((size_t)(nb - k + 1) * sizeof *nbp)) ||
-              !(nbb = malloc((size_t)(nb - k + 1) * sizeof *nbb))))
+  if (!rc && bp &&
+      (!(nbp = malloc((size_t)(nb - k + 1) * sizeof *nbp)) ||
+       !(nbb = malloc((size_t)(nb - k + 1) * sizeof *nbb))))
     rc = ferry__oom(err, L->rank, (size_t)(nb - k + 1) * 16,
                     "the buckets of a resumed epoch");
   if (!rc) {
-    for (int64_t i = 0; i <= nb - k; i++) {
+    for (int64_t i = 0; bp && i <= nb - k; i++) {
       nbp[i] = bp[k + i] - P;
       nbb[i] = bb[k + i] - K;
     }
-    p->nbuckets = nb - k;
+    p->nbuckets = bp ? nb - k : 0;
     p->bucket_pos = nbp;
     p->bucket_batch = nbb;
-    p->bucket_base = k;
+    p->bucket_base = bp ? k : 0;
     nbp = nbb = NULL;
     /* batches K0 .. C of the epoch, from position P: skip of them before
      * tok_start[0] */
@@ -622,7 +626,7 @@ static int bucket_tail(ferry_loader *L, epoch_state *ep,
  * again.  A bucketed epoch resumes over the same ranks only (a bucket's
  * first batches are not a prefix of its slots, so no count says what each
  * rank served): the plan's rest from the start of the bucket of batch K,
- * whose first batches are kept as its head (bucket_tail).  COLLECTIVE. */
+ * whose first batches are kept as its head (tokens_tail).  COLLECTIVE. */
 static int tokens_plan(ferry_loader *L, epoch_state *ep,
                        const ferry__plan_params *pp, ferry__err *err) {
   int64_t K = 0;
@@ -660,30 +664,7 @@ static int tokens_plan(ferry_loader *L, epoch_state *ep,
                           rc, err);
   if (rc || K == 0)
     return rc;
-  if (W)
-    return bucket_tail(L, ep, pp, K, err);
-  if (K > ep->plan.num_batches) /* the same count on every rank: all fail */
-    return ferry__seterr(err, FERRY_EFORMAT,
-                         "max_tokens: the state says %lld batches of epoch "
-                         "%lld were served, but it has %lld",
-                         (long long)K, (long long)pp->epoch,
-                         (long long)ep->plan.num_batches);
-  int64_t C = ep->plan.num_batches, *ts = ep->plan.tok_start;
-  ep->plan.tok_start = NULL;
-  ferry__rank_plan_free(&ep->plan);
-  ferry__resume_step one = {L->size, ts[K], NULL};
-  rc = ferry__plan_resume(&ep->pieces, ep->perm, pp, &one, 1, L->rank,
-                          &ep->plan, NULL, err);
-  if (!rc) {
-    int64_t base = ts[K];
-    memmove(ts, ts + K, (size_t)(C - K + 1) * sizeof *ts);
-    for (int64_t b = 0; b <= C - K; b++)
-      ts[b] -= base;
-    ferry__plan_set_starts(&ep->plan, ts, C - K, L->opts->batch_size);
-    ts = NULL;
-  }
-  free(ts);
-  return rc;
+  return tokens_tail(L, ep, pp, K, err);
 }
 
 /* Step 3: this rank's plan (fresh, or the rest of a resumed epoch), and
@@ -764,7 +745,7 @@ static int epoch_start(ferry_loader *L, epoch_state *ep, ferry__err *err) {
   for (int64_t w = 0; w < p->nwindows; w++)
     ep->win_remaining[w] = p->window_samples[w];
   /* a bucketed epoch resumed in a bucket: its positions before the first
-   * batch were served before (bucket_tail), inside the first window */
+   * batch were served before (tokens_tail), inside the first window */
   if (p->nwindows > 0 && p->tok_start && p->tok_start[0] > 0)
     ep->win_remaining[0] -= p->tok_start[0];
   ferry__budget_compute(L, ep);
