@@ -863,7 +863,9 @@ typedef struct ferry_memory_budget {
                           used only while it does (see ferry_next) */
   size_t index_bytes; /**< in total_bytes: the offsets of ragged variables
                            (8 bytes per sample of each), held on every rank
-                           for the loader's life (docs/ragged.md)      */
+                           for the loader's life; 0 when they are mapped
+                           from a saved manifest's offsets' file, whose
+                           pages are the page cache's (docs/ragged.md) */
 } ferry_memory_budget;
 
 /** The memory bound of this loader.  Returns 0 or FERRY_EINVAL.  LOCAL. */

@@ -78,6 +78,7 @@ MPI_TESTS += \
 # the batch layout, the promises, the formats that store them.
 MPI_TESTS += \
 	tests/ragged/megatron.sh \
+	tests/ragged/roff_map.sh \
 	tests/ragged/arrow.sh \
 	tests/ragged/hdf5_vlen.sh \
 	tests/ragged/zarr_vlen.sh \
@@ -141,6 +142,7 @@ MPI_TESTS += \
 	tests/python/interrupt.sh \
 	tests/python/held.sh \
 	tests/python/ragged.sh \
+	tests/python/roff_map.sh \
 	tests/python/pip_install.sh \
 	tests/python/test_torch_front.sh \
 	tests/python/test_lightning.sh \

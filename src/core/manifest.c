@@ -36,7 +36,8 @@ void ferry__manifest_free(ferry__manifest *m) {
       free(pt->rec[v].p);
     free(pt->rec);
     for (int v = 0; pt->roff && v < m->nvars; v++)
-      free(pt->roff[v]);
+      if (!ferry__manifest_owns_roff(m, pt->roff[v]))
+        free(pt->roff[v]);
     free(pt->roff);
     free(pt->paths);
     free(pt->data_offset);
@@ -48,6 +49,7 @@ void ferry__manifest_free(ferry__manifest *m) {
     free(m->vars[v].storage);
   }
   free(m->vars);
+  ferry__roff_map_close(m->roff_map);
   free(m->backend);
   free(m->spec);
   free(m->notes);
@@ -90,25 +92,32 @@ int ferry__check_rows(const ferry__manifest *m, int64_t part, int var,
 
 /*
  * Layout (all integers little-endian):
- *   "FRYM"  u8 version=3  3 zero bytes  u64 total length
+ *   "FRYM"  u8 version=4  3 zero bytes  u64 total length
  *   str backend  str spec  str notes  u32 record_version  u32 nvars
  *   per variable: str name  u8 dtype  u8 swapped  u8 row_ndim  u8 ragged
  *                 i64 row_shape[row_ndim]  u64 row_bytes
  *                 i64 chunk_rows  u64 cache_bytes  str storage
  *   i64 nparts  i64 num_samples
+ *   a ragged variable in the manifest only: str roff_file  u64 count
+ *       u64 checksum (the mapped offsets' file, core/roffmap.c; empty and
+ *       0, 0 when the offsets travel in the buffer; added 2026-11-28
+ *       without a new version: a buffer lives for one broadcast between
+ *       the ranks of one build, and a dense manifest's bytes, pinned by
+ *       tests/unit/test_record, are unchanged)
  *   per part: i64 num_samples  i64 first_sample
  *             per variable: str path  i64 data_offset  i64 file_size
  *                           str record (the backend's bytes, may be empty)
- *                           ragged variables only: i64 roff[num_samples+1]
+ *                           ragged variables only: i64 roff[num_samples+1],
+ *                           or with a roff_file u64 where they start in it
  *   u64 ferry__hash_words of every byte before it (version 4; FNV-1a
  *       before: the buffer is 8 bytes per sample of a ragged variable)
  * where str is u32 length + bytes (no NUL in a string; a record may hold
  * any byte).  The hash is FNV-1a over the same body with the spec left
  * empty (the spec is how the user spelled the dataset, the rest is what
  * identifies the data), led by HASH_VERSION, except a ragged variable's
- * offsets, folded in word by word (ferry__rec_put_u64s: 2026-11-28, their
- * hash before that is not the one checkpoints of ragged datasets saved
- * since carry); the record fields enter it
+ * offsets, which enter as their own hash (roff_digest, a u64: 2026-11-28,
+ * so that mapped offsets are hashed without a second copy; checkpoints of
+ * ragged datasets saved before it do not resume); the record fields enter it
  * only when the backend keeps records, and a ragged variable's flag is
  * the byte that was always 0 and its offsets follow only it, so the hash of a
  * manifest without records is the one ferry computed before records existed
@@ -119,6 +128,22 @@ int ferry__check_rows(const ferry__manifest *m, int64_t part, int var,
 #define PACK_VERSION 4
 #define HASH_VERSION 2
 #define PACK_HEAD 16
+
+/* The hash of n offsets o, word by word (ferry__rec_put_u64s), a step at a
+ * time so that mapped ones leave the rank's pages as they are read: what
+ * a ragged variable's offsets put in the manifest hash, the same whether
+ * they are held or mapped. */
+static uint64_t roff_digest(const ferry__manifest *m, const int64_t *o,
+                            int64_t n) {
+  ferry__rec_w w;
+  ferry__rec_w_init_hash(&w, FERRY__FNV_INIT);
+  for (int64_t i = 0; i < n; i += FERRY__TRIM_STEP) {
+    int64_t k = n - i < FERRY__TRIM_STEP ? n - i : FERRY__TRIM_STEP;
+    ferry__rec_put_u64s(&w, o + i, (size_t)k);
+    ferry__manifest_trim(m, o + i, o + i + k);
+  }
+  return w.h;
+}
 
 /* full: the whole body (pack); else the hash's (see the layout above). */
 static void pack_body(ferry__rec_w *w, const ferry__manifest *m, int full) {
@@ -145,6 +170,12 @@ static void pack_body(ferry__rec_w *w, const ferry__manifest *m, int full) {
   }
   ferry__rec_put_u64(w, (uint64_t)m->nparts);
   ferry__rec_put_u64(w, (uint64_t)m->num_samples);
+  const ferry__roff_map *map = m->roff_map;
+  if (full && ferry__manifest_ragged(m)) { /* where the offsets are */
+    ferry__rec_put_str(w, map ? map->path : "");
+    ferry__rec_put_u64(w, map ? (uint64_t)map->count : 0);
+    ferry__rec_put_u64(w, map ? map->fnv : 0);
+  }
   for (int64_t p = 0; p < m->nparts; p++) {
     const ferry__part *pt = &m->parts[p];
     ferry__rec_put_u64(w, (uint64_t)pt->num_samples);
@@ -156,7 +187,13 @@ static void pack_body(ferry__rec_w *w, const ferry__manifest *m, int full) {
       if (recs)
         ferry__rec_put_blob(w, pt->rec ? pt->rec[v].p : NULL,
                             pt->rec ? pt->rec[v].len : 0);
-      if (m->vars[v].ragged) /* hashed word by word: 10^8 samples' worth */
+      if (!m->vars[v].ragged)
+        continue;
+      if (!full) /* the hash: the offsets' own hash (roff_digest) */
+        ferry__rec_put_u64(w, roff_digest(m, pt->roff[v], pt->num_samples + 1));
+      else if (map) /* mapped: where they are in the file */
+        ferry__rec_put_u64(w, (uint64_t)ferry__roff_map_pos(map, pt->roff[v]));
+      else
         ferry__rec_put_u64s(w, pt->roff[v], (size_t)pt->num_samples + 1);
     }
   }
@@ -223,9 +260,12 @@ const char *ferry__manifest_roff_bad(const ferry__manifest *m,
   int64_t n = pt->num_samples + 1;
   int64_t room = pt->file_size[v] - pt->data_offset[v];
   int64_t rows = room > 0 ? room / (int64_t)m->vars[v].row_bytes : 0;
-  for (int64_t i = 0; i < n; i++)
+  for (int64_t i = 0; i < n; i++) {
     if (i == 0 ? o[i] != 0 : o[i] < o[i - 1])
       return "ragged offsets not increasing from 0";
+    ferry__manifest_trim_step(m, o, i);
+  }
+  ferry__manifest_trim(m, o, o + n);
   if (m->vars[v].ragged == 1 && o[n - 1] > rows) /* 2: values in
                                                   * compressed chunks */
     return "ragged offsets past the end of the file";
@@ -238,11 +278,22 @@ const char *ferry__manifest_roff_bad(const ferry__manifest *m,
 static int unpack_roff(ferry__rec_r *r, const ferry__manifest *m,
                        ferry__part *pt, int v) {
   uint64_t n = (uint64_t)pt->num_samples + 1;
-  if (n > ferry__rec_left(r) / 8)
+  if (!m->roff_map && n > ferry__rec_left(r) / 8)
     return ferry__rec_fail(r, "ragged offsets run past the end");
   if (!pt->roff && !(pt->roff = calloc((size_t)m->nvars, sizeof *pt->roff)))
     return ferry__rec_oom(r, (size_t)m->nvars * sizeof *pt->roff,
                           "the ragged offsets");
+  if (m->roff_map) { /* where they start in the mapped file */
+    uint64_t at = ferry__rec_get_u64(r);
+    if (r->rc)
+      return -1;
+    if (at > (uint64_t)m->roff_map->count ||
+        n > (uint64_t)m->roff_map->count - at)
+      return ferry__rec_fail(r, "ragged offsets past the end of their file");
+    pt->roff[v] = (int64_t *)ferry__roff_map_at(m->roff_map, (int64_t)at);
+    const char *bad = ferry__manifest_roff_bad(m, pt, v, pt->roff[v]);
+    return bad ? ferry__rec_fail(r, bad) : 0;
+  }
   int64_t *o = malloc((size_t)n * sizeof *o);
   if (!o)
     return ferry__rec_oom(r, (size_t)n * sizeof *o, "the ragged offsets");
@@ -308,7 +359,28 @@ static int unpack_var(ferry__rec_r *r, ferry__manifest *m, int v) {
   return 0;
 }
 
-static int unpack_body(ferry__rec_r *r, ferry__manifest *m) {
+/* The mapped offsets' file the buffer names, if any (a ragged manifest
+ * only): mapped here, on this rank; a failure to map it is the rank's
+ * message in err and *maperr set. */
+static int unpack_map(ferry__rec_r *r, ferry__manifest *m, int *maperr,
+                      ferry__err *err) {
+  char *path = ferry__rec_get_str(r);
+  if (!path)
+    return -1;
+  uint64_t count = ferry__rec_get_u64(r), fnv = ferry__rec_get_u64(r);
+  int rc = r->rc ? -1 : 0;
+  if (rc == 0 && *path &&
+      (count > (uint64_t)INT64_MAX ||
+       ferry__roff_map_open(path, (int64_t)count, fnv, &m->roff_map, err))) {
+    *maperr = 1;
+    rc = -1;
+  }
+  free(path);
+  return rc;
+}
+
+static int unpack_body(ferry__rec_r *r, ferry__manifest *m, int *maperr,
+                       ferry__err *err) {
   if (!(m->backend = ferry__rec_get_str(r)) ||
       !(m->spec = ferry__rec_get_str(r)) || !(m->notes = ferry__rec_get_str(r)))
     return -1;
@@ -338,6 +410,8 @@ static int unpack_body(ferry__rec_r *r, ferry__manifest *m) {
   int64_t nparts = ferry__rec_get_nonneg(r, "bad part count");
   int64_t total = ferry__rec_get_nonneg(r, "bad sample count");
   if (r->rc)
+    return -1;
+  if (ferry__manifest_ragged(m) && unpack_map(r, m, maperr, err) < 0)
     return -1;
   uint64_t per_part = 16 + (uint64_t)m->nvars * 24;
   if ((uint64_t)nparts > ferry__rec_left(r) / per_part)
@@ -408,11 +482,14 @@ int ferry__manifest_unpack(const void *buf, size_t len, ferry__manifest *m,
                          "manifest buffer: checksum mismatch (corrupted)");
   r.pos = PACK_HEAD;
   r.len = len - 8; /* the body ends where the checksum starts */
-  int rc = unpack_body(&r, m);
+  int maperr = 0;
+  int rc = unpack_body(&r, m, &maperr, err);
   if (rc == 0)
     rc = ferry__rec_end(&r, "unexpected bytes after the last part");
   if (rc < 0) {
     ferry__manifest_free(m);
+    if (maperr) /* the offsets' file, in this rank's words */
+      return err->code ? err->code : FERRY_EIO;
     if (r.rc == FERRY_ENOMEM)
       return ferry__oom(err, -1, r.want,
                         "%s of the manifest buffer (at byte %zu of %zu)", r.why,

@@ -75,7 +75,59 @@ typedef struct ferry__manifest {
   char *notes;        /* the first part's describe notes, or NULL     */
   int record_version; /* the backend's record_version when the parts'
                        * records were made; 0: no record            */
+  /* A saved manifest's ragged offsets mapped from its PATH.roff
+   * (core/roffmap.c): the parts' roff[v] point into it and are not freed
+   * one by one; NULL: each roff[v] is its own allocation. */
+  struct ferry__roff_map *roff_map;
 } ferry__manifest;
+
+/* ---- Mapped offsets (core/roffmap.c) ---- */
+
+/* The offsets' file of a saved manifest (dataset/json.c): "FRYO", version
+ * 1, three zero bytes, the count (u64), the offsets (int64), a checksum,
+ * all little-endian. */
+#define FERRY__ROFF_MAGIC "FRYO"
+#define FERRY__ROFF_HEAD 16
+/* Passes over whole arrays of mapped offsets drop what they read every
+ * this many offsets (8 MiB). */
+#define FERRY__TRIM_STEP ((int64_t)1 << 20)
+
+typedef struct ferry__roff_map {
+  char *path;    /* the file, as the manifest named it          */
+  void *addr;    /* the whole file, read-only, shared           */
+  size_t len;    /* its bytes                                   */
+  int64_t count; /* the offsets it holds                        */
+  uint64_t fnv;  /* its checksum (the last 8 bytes)             */
+} ferry__roff_map;
+
+/** 1 when offsets can be mapped (a little-endian host). */
+int ferry__roff_map_supported(void);
+/** Map the offsets' file at path, checking its size (count offsets), header
+ *  and trailing checksum (fnv) -- not every byte: rank 0 checked those when
+ *  it loaded the manifest (dataset/json.c). */
+int ferry__roff_map_open(const char *path, int64_t count, uint64_t fnv,
+                         ferry__roff_map **out, ferry__err *err);
+void ferry__roff_map_close(ferry__roff_map *mp);
+/** The at-th offset of the file (at < count). */
+const int64_t *ferry__roff_map_at(const ferry__roff_map *mp, int64_t at);
+/** Where o lies in the file (in offsets), -1 when it is not inside it. */
+int64_t ferry__roff_map_pos(const ferry__roff_map *mp, const int64_t *o);
+/** 1 when o lies in m's mapped offsets (not to be freed). */
+int ferry__manifest_owns_roff(const ferry__manifest *m, const int64_t *o);
+/** Drop the rank's pages of m's mapped offsets in [lo, hi) (NULL: the
+ *  whole file) from its resident set; nothing when m maps none.  Any time,
+ *  from any thread: a page dropped is read again when touched. */
+void ferry__manifest_trim(const ferry__manifest *m, const void *lo,
+                          const void *hi);
+/** Drop the pages of m's mapped offsets within FERRY__TRIM_NEAR bytes of
+ *  o: what one read of o brought in (the page, and the ones around it the
+ *  kernel maps with it: fault-around, 64 KiB by default). */
+#define FERRY__TRIM_NEAR ((size_t)128 << 10)
+void ferry__manifest_trim_near(const ferry__manifest *m, const int64_t *o);
+/** In a pass over o[0..n): every FERRY__TRIM_STEP offsets, the step just
+ *  read is dropped (call with each i). */
+void ferry__manifest_trim_step(const ferry__manifest *m, const int64_t *o,
+                               int64_t i);
 
 /* The most samples (2^48) and bytes (2^60: every selected variable) of a
  * dataset ferry serves: larger counts come from corrupt metadata, and every

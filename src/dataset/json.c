@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- JSON ------------------------------------------------------------- */
 
@@ -53,8 +54,8 @@
  * manifest's broadcast is checked (from 0, never decreasing, within the
  * file when the values lie in one).
  */
-#define ROFF_MAGIC "FRYO"
-#define ROFF_HEAD 16
+#define ROFF_MAGIC FERRY__ROFF_MAGIC
+#define ROFF_HEAD FERRY__ROFF_HEAD
 /* o[key] = the bytes of b in lowercase hex; nonzero on failure. */
 static int set_hex(json_t *o, const char *key, const ferry__blob *b) {
   static const char digit[] = "0123456789abcdef";
@@ -129,8 +130,13 @@ static int save_roff(const ferry__manifest *m, const char *path, json_t *root,
   for (int64_t p = 0; p < m->nparts; p++)
     for (int v = 0; v < m->nvars; v++)
       count += m->vars[v].ragged ? m->parts[p].num_samples + 1 : 0;
-  char *rp = roff_path(path);
-  FILE *f = rp ? fopen(rp, "wb") : NULL;
+  /* written beside it and renamed over it: a job mapping the file
+   * (core/roffmap.c) keeps the one it mapped */
+  char *rp = roff_path(path), tmp[4096];
+  FILE *f = NULL;
+  if (rp && snprintf(tmp, sizeof tmp, "%s.%ld.tmp", rp, (long)getpid()) <
+                (int)sizeof tmp)
+    f = fopen(tmp, "wb");
   if (!f) {
     int rc = rp ? ferry__seterr(err, FERRY_EIO,
                                 "manifest %s: cannot create its offsets' "
@@ -153,6 +159,9 @@ static int save_roff(const ferry__manifest *m, const char *path, json_t *root,
   ferry__le64_store(sum, h);
   bad |= !bad && fwrite(sum, 1, 8, f) != 8;
   bad |= fclose(f) != 0;
+  bad |= !bad && rename(tmp, rp) != 0;
+  if (bad)
+    unlink(tmp);
   char hex[17];
   snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
   const char *base = strrchr(rp, '/') ? strrchr(rp, '/') + 1 : rp;
@@ -529,11 +538,12 @@ static int load_part(json_t *o, size_t p, const char *path, ferry__manifest *m,
 
 /* The offsets' file named by root["offsets"] (beside the manifest at
  * path, unless it names a directory): its bytes, whole, into *buf. */
-static int read_roff(json_t *root, const char *path, unsigned char **buf,
-                     size_t *len, int64_t *count, char **rp, ferry__err *err) {
+/* The offsets' file named by root["offsets"] (beside the manifest at
+ * path, unless it names a directory) into *rp (malloc'd), its count. */
+static int roff_named(json_t *root, const char *path, int64_t *count, char **rp,
+                      ferry__err *err) {
   json_t *o = json_object_get(root, "offsets");
   json_t *jf = json_object_get(o, "file");
-  int rc = 0;
   if (!json_is_object(o) || !json_is_string(jf) || !*json_string_value(jf) ||
       get_int(o, "count", 0, count, path, "offsets.count", err) < 0 ||
       !json_is_string(json_object_get(o, "fnv1a")))
@@ -544,6 +554,14 @@ static int read_roff(json_t *root, const char *path, unsigned char **buf,
     return ferry__oom(err, -1, dl + strlen(name) + 1, "a path");
   memcpy(*rp, path, dl);
   strcpy(*rp + dl, name);
+  return 0;
+}
+
+static int read_roff(json_t *root, const char *path, unsigned char **buf,
+                     size_t *len, int64_t *count, char **rp, ferry__err *err) {
+  int rc = roff_named(root, path, count, rp, err);
+  if (rc)
+    return rc;
   FILE *f = fopen(*rp, "rb");
   if (!f)
     return ferry__seterr(err, ferry__errno_code(errno),
@@ -565,9 +583,85 @@ static int read_roff(json_t *root, const char *path, unsigned char **buf,
   return rc;
 }
 
-/* Every ragged variable's offsets from the manifest's offsets' file. */
-static int load_roff(json_t *root, const char *path, ferry__manifest *m,
-                     ferry__err *err) {
+/* The mismatch of an offsets' file and its manifest. */
+static int roff_mismatch(const char *path, const char *rp, int64_t count,
+                         int64_t want, ferry__err *err) {
+  return ferry__seterr(err, FERRY_EFORMAT,
+                       "manifest %s: its offsets' file %s does not match it "
+                       "(header, %lld offsets for %lld, or checksum): saved "
+                       "with another manifest, or corrupt",
+                       path, rp, (long long)count, (long long)want);
+}
+
+/* The ragged variables' offsets in the parts, one after the other from
+ * the file's (mapped) offsets, each checked. */
+static int roff_point(ferry__manifest *m, const char *path, const char *rp,
+                      ferry__err *err) {
+  int64_t at = 0;
+  for (int64_t p = 0; p < m->nparts; p++) {
+    ferry__part *pt = &m->parts[p];
+    if (!(pt->roff = calloc((size_t)m->nvars, sizeof *pt->roff)))
+      return ferry__oom(err, -1, (size_t)m->nvars * sizeof *pt->roff,
+                        "the offsets of manifest %s", path);
+    for (int v = 0; v < m->nvars; v++) {
+      if (!m->vars[v].ragged)
+        continue;
+      pt->roff[v] = (int64_t *)ferry__roff_map_at(m->roff_map, at);
+      at += pt->num_samples + 1;
+      const char *why = ferry__manifest_roff_bad(m, pt, v, pt->roff[v]);
+      if (why)
+        return ferry__seterr(err, FERRY_EFORMAT,
+                             "manifest %s: offsets' file %s: %s (part %lld, "
+                             "variable %s)",
+                             path, rp, why, (long long)p, m->vars[v].name);
+    }
+  }
+  return 0;
+}
+
+/* Every ragged variable's offsets mapped from the manifest's offsets'
+ * file (core/roffmap.c): every byte checked against the checksum here, on
+ * rank 0, a step at a time so that the pages read leave the rank again;
+ * the other ranks map the same file when they unpack the broadcast. */
+static int map_roff(json_t *root, const char *path, ferry__manifest *m,
+                    int64_t want, ferry__err *err) {
+  int64_t count = 0;
+  char *rp = NULL;
+  int rc = roff_named(root, path, &count, &rp, err);
+  const char *hex = json_string_value(
+      json_object_get(json_object_get(root, "offsets"), "fnv1a"));
+  char *end = NULL;
+  uint64_t fnv = rc ? 0 : strtoull(hex, &end, 16);
+  if (rc == 0 && (count != want || !end || *end || strlen(hex) != 16))
+    rc = roff_mismatch(path, rp, count, want, err);
+  char *full =
+      rc == 0 ? realpath(rp, NULL) : NULL; /* the ranks' cwd may
+                                            * differ: the path they map */
+  if (rc == 0)
+    rc = ferry__roff_map_open(full ? full : rp, count, fnv, &m->roff_map, err);
+  free(full);
+  if (rc == 0) {
+    const unsigned char *b = m->roff_map->addr;
+    size_t n = m->roff_map->len - 8, step = (size_t)FERRY__TRIM_STEP * 8;
+    uint64_t h = FERRY__FNV_INIT;
+    for (size_t i = 0; i < n; i += step) {
+      size_t k = n - i < step ? n - i : step;
+      h = ferry__fnv1a(h, b + i, k);
+      ferry__manifest_trim(m, b + i, b + i + k);
+    }
+    if (h != fnv)
+      rc = roff_mismatch(path, rp, count, want, err);
+  }
+  if (rc == 0)
+    rc = roff_point(m, path, rp, err);
+  free(rp);
+  return rc;
+}
+
+/* The offsets' file read whole into the parts' own arrays (a big-endian
+ * host). */
+static int read_roff_whole(json_t *root, const char *path, ferry__manifest *m,
+                           ferry__err *err) {
   unsigned char *buf = NULL;
   size_t len = 0;
   int64_t count = 0, want = 0;
@@ -584,11 +678,7 @@ static int load_roff(json_t *root, const char *path, ferry__manifest *m,
        ferry__le64_load(buf + len - 8) != h ||
        strcmp(hex, json_string_value(json_object_get(
                        json_object_get(root, "offsets"), "fnv1a"))) != 0))
-    rc = ferry__seterr(err, FERRY_EFORMAT,
-                       "manifest %s: its offsets' file %s does not match it "
-                       "(header, %lld offsets for %lld, or checksum): saved "
-                       "with another manifest, or corrupt",
-                       path, rp, (long long)count, (long long)want);
+    rc = roff_mismatch(path, rp, count, want, err);
   const unsigned char *at = buf + ROFF_HEAD;
   for (int64_t p = 0; !rc && p < m->nparts; p++) {
     ferry__part *pt = &m->parts[p];
@@ -617,6 +707,19 @@ static int load_roff(json_t *root, const char *path, ferry__manifest *m,
   free(buf);
   free(rp);
   return rc;
+}
+
+/* Every ragged variable's offsets from the manifest's offsets' file:
+ * mapped where the host's integers are the file's, else read. */
+static int load_roff(json_t *root, const char *path, ferry__manifest *m,
+                     ferry__err *err) {
+  int64_t want = 0;
+  for (int64_t p = 0; p < m->nparts; p++)
+    for (int v = 0; v < m->nvars; v++)
+      want += m->vars[v].ragged ? m->parts[p].num_samples + 1 : 0;
+  if (ferry__roff_map_supported())
+    return map_roff(root, path, m, want, err);
+  return read_roff_whole(root, path, m, err);
 }
 
 /* The parsed JSON of a saved manifest (path names it in errors) into m;

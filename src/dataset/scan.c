@@ -613,8 +613,10 @@ static int parse_selection(const ferry__manifest *m, const char *vars,
 
 /* Part pt keeps the selected variables sel[0..nsel) of its nvars, in
  * that order, in the arrays of na (allocated: nothing here fails). */
-static void select_part(ferry__part *pt, part_arrays *na, const int *sel,
-                        int nsel, const int *keep, int nvars, int first_rec) {
+static void select_part(const ferry__manifest *m, ferry__part *pt,
+                        part_arrays *na, const int *sel, int nsel,
+                        const int *keep, int first_rec) {
+  int nvars = m->nvars;
   if (first_rec && pt->rec) {
     ferry__blob t = pt->rec[0];
     pt->rec[0] = pt->rec[sel[0]];
@@ -634,7 +636,7 @@ static void select_part(ferry__part *pt, part_arrays *na, const int *sel,
       free(pt->paths[v]);
       if (pt->rec)
         free(pt->rec[v].p);
-      if (pt->roff)
+      if (pt->roff && !ferry__manifest_owns_roff(m, pt->roff[v]))
         free(pt->roff[v]);
     }
   free(pt->rec);
@@ -725,7 +727,7 @@ int ferry__manifest_select_vars(ferry__manifest *m, const char *vars,
    * moves to the first variable selected. */
   int first_rec = ferry__mix_is_manifest(m);
   for (int64_t p = 0; p < m->nparts; p++)
-    select_part(&m->parts[p], &na[p], sel, nsel, keep, m->nvars, first_rec);
+    select_part(m, &m->parts[p], &na[p], sel, nsel, keep, first_rec);
   free(m->vars);
   m->vars = nv;
   m->nvars = nsel;

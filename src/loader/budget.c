@@ -179,8 +179,8 @@ void ferry__budget_compute(ferry_loader *L, const epoch_state *ep) {
       b->plan_bytes += rows * sizeof(ferry__slot);
   }
   b->plan_bytes += (size_t)L->wts.n * sizeof(float); /* the weights */
-  b->index_bytes = 0;
-  for (int v = 0; v < L->m.nvars; v++)
+  b->index_bytes = 0; /* mapped offsets are the page cache's (roffmap.c) */
+  for (int v = 0; !L->m.roff_map && v < L->m.nvars; v++)
     if (L->m.vars[v].ragged)
       b->index_bytes +=
           ((size_t)L->m.num_samples + (size_t)L->m.nparts) * sizeof(int64_t);

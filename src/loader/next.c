@@ -387,6 +387,8 @@ int ferry_next(ferry_loader *L, ferry_batch **out) {
   int64_t b = ep->consumed; /* only this thread writes it */
   if (b >= ep->plan.num_batches)
     return FERRY_END;
+  if ((b & 255) == 255) /* a mapped manifest's offsets read since: dropped */
+    ferry__manifest_trim(&L->m, NULL, NULL);
   ring_slot *s = L->ring[b % L->nring];
   ferry__err err = {0};
   int rc = 0;

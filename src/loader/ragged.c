@@ -40,6 +40,7 @@ static int scan_lengths(const ferry__manifest *m, int v, int64_t k,
     const int64_t *o = m->parts[p].roff[v];
     st->total += o[m->parts[p].num_samples];
     for (int64_t i = 0; i < m->parts[p].num_samples; i++) {
+      ferry__manifest_trim_step(m, o, i);
       int64_t len = o[i + 1] - o[i];
       st->min = len < st->min ? len : st->min;
       st->max = len > st->max ? len : st->max;
@@ -66,6 +67,7 @@ static int scan_lengths(const ferry__manifest *m, int v, int64_t k,
         h[j] = len;
       }
     }
+    ferry__manifest_trim(m, o, o + m->parts[p].num_samples + 1);
   }
   if (st->min == INT64_MAX)
     st->min = 0;
@@ -127,7 +129,8 @@ static int pad_cap(ferry_loader *L, int v, int64_t *cap, ferry__err *err) {
        L->pad == 2 && most > L->pad_len && !L->opts->truncate && p < m->nparts;
        p++) {
     const int64_t *o = m->parts[p].roff[v];
-    for (int64_t i = 0; i < m->parts[p].num_samples; i++)
+    for (int64_t i = 0; i < m->parts[p].num_samples;
+         ferry__manifest_trim_step(m, o, ++i))
       if (o[i + 1] - o[i] > L->pad_len)
         return ferry__seterr(err, FERRY_EINVAL,
                              "dataset %s: sample %lld of variable '%s' has "
@@ -165,6 +168,7 @@ static void find_groups(ferry_loader *L) {
         L->offs_of[v] = u;
     }
   }
+  ferry__manifest_trim(m, NULL, NULL);
 }
 
 /* offsets_dtype=int32: no batch may hold 2^31 rows or more of a ragged
@@ -273,7 +277,15 @@ void ferry__ragged_bound(ferry_loader *L) {
       most = per;
     if (b > cap)
       cap = b;
+    for (int v = 0; L->m.roff_map && v < L->m.nvars; v++)
+      if (L->m.vars[v].ragged) { /* the two pages (and the kernel's
+                                  * fault-around) this chunk touched */
+        const int64_t *o = L->m.parts[k.part].roff[v];
+        ferry__manifest_trim_near(&L->m, o + k.row);
+        ferry__manifest_trim_near(&L->m, o + k.row + k.count);
+      }
   }
+  ferry__manifest_trim(&L->m, NULL, NULL);
   L->sample_bound = most;
   /* read buffers in 16 sizes up to the largest chunk's: the pool reuses a
    * buffer of the exact size only, and every extent of a ragged variable

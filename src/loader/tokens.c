@@ -173,6 +173,8 @@ static int cut_rank(const ferry_loader *L, ferry__rank_plan *p, int64_t epoch,
       (void)ferry__plan_slots_get(p, i0, n, sl);
       for (int64_t j = 0; !rc && j < n; j++)
         rc = cut_add(&c, l, slot_len(L, p, &sl[j]));
+      if (((i0 / blk) & 63) == 63) /* mapped offsets: what this read */
+        ferry__manifest_trim(&L->m, NULL, NULL);
     }
     return rc ? rc : cut_end(&c, l);
   }
@@ -185,6 +187,8 @@ static int cut_rank(const ferry_loader *L, ferry__rank_plan *p, int64_t epoch,
       rc = cut_add(&c, l, tc->recs[i].len);
     if (!rc)
       rc = cut_end(&c, l);
+    if ((k & 63) == 63) /* mapped offsets: what the buckets read */
+      ferry__manifest_trim(&L->m, NULL, NULL);
   }
   return rc;
 }
@@ -370,6 +374,7 @@ int ferry__tokens_plan(ferry_loader *L, ferry__rank_plan *p, int64_t epoch,
                     "dataset %s: the max_tokens batches of rank %d in epoch "
                     "%lld",
                     L->m.spec, L->rank, (long long)epoch);
+  ferry__manifest_trim(&L->m, NULL, NULL); /* the pass over its lengths */
   rc = ferry__agree(L->comm, L->rank, rc, err);
   long long mine = l.n, C = 0;
   if (!rc && MPI_Allreduce(&mine, &C, 1, MPI_LONG_LONG, MPI_MAX, L->comm) !=
@@ -438,8 +443,10 @@ void ferry__tokens_slots(const ferry_loader *L, const ferry__rank_plan *p,
 static int64_t count_over(const ferry__manifest *m, int v, int64_t T) {
   int64_t n = 0;
   for (int64_t q = 0; q < m->nparts; q++)
-    for (int64_t i = 0; i < m->parts[q].num_samples; i++)
+    for (int64_t i = 0; i < m->parts[q].num_samples; i++) {
       n += m->parts[q].roff[v][i + 1] - m->parts[q].roff[v][i] > T;
+      ferry__manifest_trim_step(m, m->parts[q].roff[v], i);
+    }
   return n;
 }
 
@@ -474,7 +481,8 @@ int ferry__tokens_open(ferry_loader *L, ferry__err *err) {
   if (L->rstat[v].max > T) {
     for (int64_t q = 0; q < m->nparts; q++) {
       const int64_t *ro = m->parts[q].roff[v];
-      for (int64_t i = 0; i < m->parts[q].num_samples; i++)
+      for (int64_t i = 0; i < m->parts[q].num_samples;
+           ferry__manifest_trim_step(m, ro, ++i))
         if (ro[i + 1] - ro[i] > T)
           return ferry__seterr(
               err, FERRY_EINVAL,

@@ -1,0 +1,163 @@
+/*
+ * core/roffmap.c - a saved manifest's ragged offsets, mapped from its
+ * PATH.roff instead of held (issue 25: a dataset of 10^8 sequences has
+ * 763 MiB of offsets, which every rank held whole after the broadcast).
+ *
+ * The file (dataset/json.c writes it: "FRYO", version 1, the count, the
+ * int64 offsets little-endian, part after part, then a checksum) is mapped
+ * read-only and shared on every rank that opens the manifest; the parts'
+ * roff[v] point into the mapping, so every reader of offsets is unchanged.
+ * What a rank holds of them is then the pages it touched, and those are
+ * the page cache's (shared by the ranks of a node, clean, reclaimable):
+ * ferry__manifest_trim drops them from the rank's mappings after each pass
+ * over whole arrays and every few hundred batches (a dropped page is read
+ * again from the page cache when next touched; nothing is lost), so what a
+ * rank keeps resident is bounded by the window it reads, not the dataset.
+ * Big-endian hosts read the file into memory instead (json.c).
+ */
+#ifdef HAVE_CONFIG_H
+#include <config.h>
+#endif
+#if !defined(_GNU_SOURCE) && !defined(_DEFAULT_SOURCE)
+#define _DEFAULT_SOURCE /* madvise */
+#endif
+
+#include "core/manifest.h"
+#include "util/record.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int ferry__roff_map_supported(void) {
+  const uint16_t one = 1;
+  unsigned char b;
+  memcpy(&b, &one, 1);
+  return b == 1; /* little-endian: the file's int64s are the host's */
+}
+
+int ferry__roff_map_open(const char *path, int64_t count, uint64_t fnv,
+                         ferry__roff_map **out, ferry__err *err) {
+  *out = NULL;
+  if (count < 1 || count > (INT64_MAX - 64) / 8)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "offsets' file %s: bad count %lld", path,
+                         (long long)count);
+  size_t len = FERRY__ROFF_HEAD + 8 * (size_t)count + 8;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return ferry__seterr(err, ferry__errno_code(errno),
+                         "offsets' file %s: %s (it is saved beside the "
+                         "manifest: copy both)",
+                         path, strerror(errno));
+  struct stat st;
+  int rc = 0;
+  void *p = MAP_FAILED;
+  if (fstat(fd, &st) != 0)
+    rc = ferry__seterr(err, ferry__errno_code(errno), "offsets' file %s: %s",
+                       path, strerror(errno));
+  else if ((uint64_t)st.st_size != (uint64_t)len)
+    rc = ferry__seterr(err, FERRY_EFORMAT,
+                       "offsets' file %s: %lld bytes, not the %zu of %lld "
+                       "offsets (saved with another manifest?)",
+                       path, (long long)st.st_size, len, (long long)count);
+  else if ((p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0)) == MAP_FAILED)
+    rc = ferry__seterr(err, ferry__errno_code(errno),
+                       "offsets' file %s: mmap of %zu bytes: %s", path, len,
+                       strerror(errno));
+  close(fd); /* the mapping stays */
+  if (rc)
+    return rc;
+  const unsigned char *b = p;
+  if (memcmp(b, FERRY__ROFF_MAGIC "\1\0\0\0", 8) != 0 ||
+      ferry__le64_load(b + 8) != (uint64_t)count ||
+      ferry__le64_load(b + len - 8) != fnv) {
+    munmap(p, len);
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "offsets' file %s does not match its manifest "
+                         "(header, count %lld or checksum): saved with "
+                         "another manifest, or changed since",
+                         path, (long long)count);
+  }
+  ferry__roff_map *mp = calloc(1, sizeof *mp);
+  if (!mp || !(mp->path = strdup(path))) {
+    free(mp);
+    munmap(p, len);
+    return ferry__oom(err, -1, strlen(path) + sizeof *mp, "a path");
+  }
+  mp->addr = p;
+  mp->len = len;
+  mp->count = count;
+  mp->fnv = fnv;
+  *out = mp;
+  return 0;
+}
+
+void ferry__roff_map_close(ferry__roff_map *mp) {
+  if (!mp)
+    return;
+  munmap(mp->addr, mp->len);
+  free(mp->path);
+  free(mp);
+}
+
+const int64_t *ferry__roff_map_at(const ferry__roff_map *mp, int64_t at) {
+  return (const int64_t *)((const unsigned char *)mp->addr + FERRY__ROFF_HEAD) +
+         at;
+}
+
+int64_t ferry__roff_map_pos(const ferry__roff_map *mp, const int64_t *o) {
+  if (!mp || !o)
+    return -1;
+  const int64_t *base = ferry__roff_map_at(mp, 0);
+  if (o < base || o >= base + mp->count)
+    return -1;
+  return o - base;
+}
+
+int ferry__manifest_owns_roff(const ferry__manifest *m, const int64_t *o) {
+  return m && m->roff_map && ferry__roff_map_pos(m->roff_map, o) >= 0;
+}
+
+/* The whole pages of m's mapping inside [from, to), dropped. */
+static void trim_range(const ferry__roff_map *mp, uintptr_t from,
+                       uintptr_t to) {
+  uintptr_t a = (uintptr_t)mp->addr, z = a + mp->len;
+  if (from < a)
+    from = a;
+  if (to > z)
+    to = z;
+  long page = sysconf(_SC_PAGESIZE);
+  uintptr_t pg = page > 0 ? (uintptr_t)page : 4096;
+  from = (from + pg - 1) / pg * pg; /* whole pages inside [from, to) */
+  to = to == z ? z : to / pg * pg;
+  if (to > from) /* clean pages of a read-only file: nothing is lost */
+    (void)madvise((void *)from, to - from, MADV_DONTNEED);
+}
+
+void ferry__manifest_trim(const ferry__manifest *m, const void *lo,
+                          const void *hi) {
+  if (!m || !m->roff_map)
+    return;
+  uintptr_t a = (uintptr_t)m->roff_map->addr;
+  trim_range(m->roff_map, lo ? (uintptr_t)lo : a,
+             hi ? (uintptr_t)hi : a + m->roff_map->len);
+}
+
+void ferry__manifest_trim_step(const ferry__manifest *m, const int64_t *o,
+                               int64_t i) {
+  if (m && m->roff_map && i > 0 && (i & (FERRY__TRIM_STEP - 1)) == 0)
+    ferry__manifest_trim(m, o + i - FERRY__TRIM_STEP, o + i);
+}
+
+void ferry__manifest_trim_near(const ferry__manifest *m, const int64_t *o) {
+  if (!m || !m->roff_map)
+    return;
+  uintptr_t p = (uintptr_t)o, r = (uintptr_t)FERRY__TRIM_NEAR;
+  trim_range(m->roff_map, p > r ? p - r : 0, p + r);
+}
