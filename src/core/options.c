@@ -335,7 +335,8 @@ static const option_def defs[] = {
      NULL},
     {{"manifest", "", "path",
       "A manifest saved by `ferry info --save-manifest`, to skip the scan (a "
-      "ragged dataset's offsets are in `PATH.roff` beside it)."},
+      "ragged dataset's offsets are in `PATH.roff` beside it, mapped rather "
+      "than held on every rank: docs/ragged.md)."},
      K_STR,
      OFF(manifest),
      0,
