@@ -45,9 +45,8 @@ int ferry__roff_map_open(const char *path, int64_t count, uint64_t fnv,
                          ferry__roff_map **out, ferry__err *err) {
   *out = NULL;
   if (count < 1 || count > (INT64_MAX - 64) / 8)
-    return ferry__seterr(err, FERRY_EFORMAT,
-                         "offsets' file %s: bad count %lld", path,
-                         (long long)count);
+    return ferry__seterr(err, FERRY_EFORMAT, "offsets' file %s: bad count %lld",
+                         path, (long long)count);
   size_t len = FERRY__ROFF_HEAD + 8 * (size_t)count + 8;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)

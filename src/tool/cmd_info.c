@@ -150,6 +150,11 @@ static void print_budget(const ferry_memory_budget *mb) {
            tool_fmt_bytes((double)mb->held_bytes, b1, sizeof b1),
            mb->device_bytes ? "more device memory" : "more");
   printf("\n");
+  if (mb->index_bytes >= (size_t)64 << 20) /* docs/ragged.md, "Memory" */
+    printf("note           every rank holds the %s of ragged offsets: save "
+           "the manifest once (--save-manifest m.json) and open it "
+           "(--manifest m.json) to map them instead\n",
+           tool_fmt_bytes((double)mb->index_bytes, b1, sizeof b1));
 }
 
 /* The batch_size option (for the ragged line). */
