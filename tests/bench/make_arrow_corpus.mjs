@@ -7,7 +7,8 @@
 // docs/ragged.md's table), and as Parquet files of the same table written
 // by parquet-wasm (the Rust parquet crate; row groups of 100,000 rows,
 // pages of 1 MiB): DIR/pq/plain.parquet uncompressed, DIR/pqs/snappy.parquet
-// snappy-compressed (pyarrow's default codec).  N sequences of log-normal lengths (mean 16,
+// snappy-compressed (pyarrow's default codec), and DIR/pqb/binary.parquet, a
+// binary column of the same bytes (byte arrays).  N sequences of log-normal lengths (mean 16,
 // sigma 0.6, at least 1), tokens (i + k) mod 2^31.
 import { mkdirSync, openSync, writeSync, closeSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -92,6 +93,30 @@ for (const [sub, name, codec] of [["pq", "plain", pw.Compression.UNCOMPRESSED],
     .setDictionaryEnabled(false).build();
   const f = openSync(join(dir, sub, `${name}.parquet`), "w");
   writeSync(f, pw.writeParquet(pw.Table.fromIPCStream(ipc), props));
+  closeSync(f);
+}
+// Parquet byte arrays: the same bytes as a binary column `text` (each
+// row the little-endian bytes of its int32 tokens), PLAIN, uncompressed.
+{
+  const bt = [];
+  const u8 = new Uint8Array(tokens.buffer);
+  for (let b0 = 0; b0 < N; b0 += 1000) {
+    const b1 = Math.min(N, b0 + 1000);
+    const o = new Int32Array(b1 - b0 + 1);
+    for (let i = b0; i <= b1; i++) o[i - b0] = 4 * (offsets[i] - offsets[b0]);
+    const schema = new A.Schema([new A.Field("text", new A.Binary(), false)]);
+    const col = A.makeData({ type: new A.Binary(), length: b1 - b0, nullCount: 0,
+      valueOffsets: o, data: u8.subarray(4 * offsets[b0], 4 * offsets[b1]) });
+    bt.push(new A.RecordBatch(schema, A.makeData({ type: new A.Struct(schema.fields),
+      length: b1 - b0, nullCount: 0, children: [col] })));
+  }
+  mkdirSync(join(dir, "pqb"), { recursive: true });
+  const props = new pw.WriterPropertiesBuilder()
+    .setCompression(pw.Compression.UNCOMPRESSED).setMaxRowGroupSize(100000)
+    .setDataPageSizeLimit(1 << 20).setDictionaryEnabled(false).build();
+  const f = openSync(join(dir, "pqb", "binary.parquet"), "w");
+  const bipc = A.tableToIPC(new A.Table(bt), "stream");
+  writeSync(f, pw.writeParquet(pw.Table.fromIPCStream(bipc), props));
   closeSync(f);
 }
 console.log(`make_arrow_corpus.mjs: ${N} sequences, ${total} tokens, in ${dir}/hf and ${dir}/meg`);

@@ -21,7 +21,9 @@
 #               of 1000) and as a .bin/.idx (tests/bench/
 #               make_arrow_corpus.mjs), and as Parquet list<int32>
 #               (parquet-wasm, uncompressed and snappy, row groups of
-#               100,000), ferry bench on each, alternated; the time of
+#               100,000), and the same bytes as a Parquet binary column
+#               (byte arrays, uncompressed), ferry bench on each,
+#               alternated; the time of
 #               `ferry info` on the Parquet files (the open, whose rank 0
 #               decodes every chunk's levels for the offsets)
 #   tokens      (the max_tokens target) WORK_DIR/tok, 200,000
@@ -97,7 +99,7 @@ done
 wait
 if command -v node >/dev/null 2>&1 &&
    test -d "$here/../parquet/node_modules/apache-arrow"; then
-  test -f "$work/arb/pqs/snappy.parquet" ||
+  test -f "$work/arb/pqb/binary.parquet" ||
     node "$here/make_arrow_corpus.mjs" "$work/arb" 2000000
   cat "$work/arb/hf/"*.arrow "$work/arb/meg/corpus."* "$work/arb/pq"*/* >/dev/null
   for ds in pq pqs; do # the open: rank 0 decodes every chunk's levels
@@ -105,7 +107,7 @@ if command -v node >/dev/null 2>&1 &&
     echo "{\"what\": \"open-$ds\", \"seconds\": `cat "$work/open.$ds"`}" >>"$out"
   done
   for run in 1 2 3; do
-    for ds in hf meg pq pqs; do
+    for ds in hf meg pq pqs pqb; do
       $mpirun -np 2 "$ferry" bench "$work/arb/$ds" $opts |
         $py -c "import json,sys; d=json.load(sys.stdin); print(json.dumps({'what': 'arrow-$ds', 'run': $run, 'samples_per_s': d['samples_per_s'], 'bytes_per_s': d['bytes_per_s']}))" >>"$out"
     done
@@ -132,6 +134,10 @@ if any(r["what"] == "arrow-hf" for r in rows):
         o = [r["seconds"] for r in rows if r["what"] == "open-" + ds]
         print("Parquet list<int32> (%s) %8.1f MiB/s   .bin/.idx %8.1f MiB/s   ratio %.2f   ferry info (the open) %.2f s"
               % ("uncompressed" if ds == "pq" else "snappy", p / 2**20, b / 2**20, p / b, o[0]))
+    if any(r["what"] == "arrow-pqb" for r in rows):
+        p = med("arrow-pqb", "bytes_per_s")
+        print("Parquet binary (byte arrays) %8.1f MiB/s   .bin/.idx %8.1f MiB/s   ratio %.2f"
+              % (p / 2**20, b / 2**20, p / b))
 with open(sys.argv[1], "a") as f:
     f.write(json.dumps({"what": "peer", "samples_per_s": peer_sps}) + "\n")
 PY
