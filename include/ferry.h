@@ -381,13 +381,17 @@ typedef struct ferry_tensor {
  * tail=partial fills them in order).
  */
 typedef struct ferry_shard {
-  int device;        /**< CUDA device ordinal                    */
-  int64_t first;     /**< batch index of its first sample        */
-  int64_t size;      /**< samples in it (may be 0)               */
-  void *const *data; /**< [nvars] device pointers, C order       */
-  void *event;       /**< cudaEvent_t recorded on the loader's
-                          stream after the copies: wait on it
-                          (ferry_batch_wait) before reading     */
+  int device;           /**< CUDA device ordinal                    */
+  int64_t first;        /**< batch index of its first sample        */
+  int64_t size;         /**< samples in it (may be 0)               */
+  void *const *data;    /**< [nvars] device pointers, C order (a
+                             ragged variable: its values)          */
+  void *event;          /**< cudaEvent_t recorded on the loader's
+                             stream after the copies: wait on it
+                             (ferry_batch_wait) before reading     */
+  void *const *lengths; /**< [nvars] a padded ragged variable (pad):
+                          the shard's samples' lengths (int64) in
+                          device memory; NULL entries otherwise */
 } ferry_shard;
 
 /** A batch: B samples of one rank.  Owned by the loader until released. */

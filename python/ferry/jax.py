@@ -218,7 +218,13 @@ class Iterator:
             lengths = batch.lengths(name)
         except ValueError:
             return  # a dense variable
-        lens = _numpy(lengths).astype(numpy.int32)
+        if lengths.__dlpack_device__()[0] != 1:
+            # device="cuda" on one device: the lengths are on the GPU
+            # (kDLCPU is 1); the extras are host arrays, put like the rest
+            lens = numpy.asarray(_from_dlpack(self.jax, lengths))
+        else:
+            lens = _numpy(lengths)
+        lens = lens.astype(numpy.int32)
         width = int(batch[name].shape[1])
         extra[name + "_lengths"] = lens
         extra[name + "_segment_ids"] = (

@@ -345,12 +345,15 @@ static void dev_free(void *p) {
 }
 
 /* Bytes of variable v in a shard of per samples: a dense one's rows, a
- * ragged one's offsets then its values (cap rows: one device only). */
+ * ragged one's offsets (or lengths) then its values: cap rows on one
+ * device; on ndev, a padded one's share of them (cap is then batch_size x
+ * the width, and batch_size splits evenly). */
 static size_t var_bytes(const ferry__manifest *m, int v, int64_t per,
-                        const int64_t *cap) {
+                        const int64_t *cap, int ndev) {
   const ferry__var *x = &m->vars[v];
   size_t b = x->ragged && cap
-                 ? FERRY__RAGGED_HEAD(per) + (size_t)cap[v] * x->row_bytes
+                 ? FERRY__RAGGED_HEAD(per) +
+                       (size_t)((cap[v] + ndev - 1) / ndev) * x->row_bytes
                  : (size_t)per * x->row_bytes;
   return (b + ALIGN_DEV - 1) / ALIGN_DEV * ALIGN_DEV;
 }
@@ -364,23 +367,23 @@ static int dslot_init_on(ferry__gpu *g, ferry__dslot *d,
   d->host = -1;
   d->tensors = calloc((size_t)nv, sizeof *d->tensors);
   d->ptrs = calloc((size_t)nv * (size_t)g->ndev, sizeof *d->ptrs);
+  d->sdata = calloc((size_t)nv * (size_t)g->ndev, sizeof *d->sdata);
+  d->slens = calloc((size_t)nv * (size_t)g->ndev, sizeof *d->slens);
   d->ids = malloc((size_t)batch_size * sizeof *d->ids);
   d->padded = malloc((size_t)batch_size);
-  if (!d->tensors || !d->ptrs || !d->ids || !d->padded)
+  if (!d->tensors || !d->ptrs || !d->sdata || !d->slens || !d->ids ||
+      !d->padded)
     return ferry__oom(err, rank,
                       (size_t)nv * sizeof *d->tensors +
-                          (size_t)nv * (size_t)g->ndev * sizeof *d->ptrs +
+                          (size_t)nv * (size_t)g->ndev * 3 * sizeof *d->ptrs +
                           (size_t)batch_size * (sizeof *d->ids + 1),
                       "a device batch slot (%d variables of dataset %s)", nv,
                       m->spec ? m->spec : "?");
   int64_t per = batch_size / g->ndev;
   d->per = per;
-  if (cap) { /* the host copies of the ragged variables' offsets */
-    if (g->ndev != 1)
-      return ferry__seterr_on(err, rank, FERRY_ENOTSUP,
-                              "ragged variables on %d devices per rank: a "
-                              "ragged batch goes to one device",
-                              g->ndev);
+  if (cap) { /* the host copies of the ragged variables' offsets (with
+              * several devices: padded ones' lengths only; the loader
+              * refuses the rest) */
     if (!(d->hoffs = calloc((size_t)nv, sizeof *d->hoffs)))
       return ferry__oom(err, rank, (size_t)nv * sizeof *d->hoffs,
                         "a device batch slot");
@@ -393,7 +396,7 @@ static int dslot_init_on(ferry__gpu *g, ferry__dslot *d,
   for (int i = 0; i < g->ndev; i++) {
     size_t bytes = 0;
     for (int v = 0; v < nv; v++)
-      bytes += var_bytes(m, v, per, cap);
+      bytes += var_bytes(m, v, per, cap, g->ndev);
     CU(rt.cudaSetDevice(g->dev[i]), "cudaSetDevice");
     const char *why = dev_alloc(&d->mem[i], bytes ? bytes : ALIGN_DEV);
     if (why) {
@@ -406,9 +409,11 @@ static int dslot_init_on(ferry__gpu *g, ferry__dslot *d,
     d->mem_bytes[i] = bytes ? bytes : ALIGN_DEV;
     size_t off = 0;
     for (int v = 0; v < nv; v++) {
-      d->ptrs[(size_t)i * (size_t)nv + (size_t)v] =
-          (unsigned char *)d->mem[i] + off;
-      off += var_bytes(m, v, per, cap);
+      size_t k = (size_t)i * (size_t)nv + (size_t)v;
+      d->ptrs[k] = (unsigned char *)d->mem[i] + off;
+      d->sdata[k] = (unsigned char *)d->ptrs[k] +
+                    (m->vars[v].ragged && cap ? FERRY__RAGGED_HEAD(per) : 0);
+      off += var_bytes(m, v, per, cap, g->ndev);
     }
     CU(rt.cudaEventCreateWithFlags((cudaEvent_t *)&d->ev_start[i],
                                    cudaEventDefault),
@@ -421,7 +426,8 @@ static int dslot_init_on(ferry__gpu *g, ferry__dslot *d,
        "cudaEventCreate");
     ferry_shard *sh = &d->shards[i];
     sh->device = g->dev[i];
-    sh->data = &d->ptrs[(size_t)i * (size_t)nv];
+    sh->data = &d->sdata[(size_t)i * (size_t)nv];
+    sh->lengths = &d->slens[(size_t)i * (size_t)nv];
     sh->event = d->ev_done[i];
   }
   for (int v = 0; v < nv; v++) {
@@ -475,6 +481,8 @@ void ferry__dslot_fini(ferry__dslot *d) {
   free(d->hoffs);
   free(d->tensors);
   free(d->ptrs);
+  free(d->sdata);
+  free(d->slens);
   free(d->ids);
   free(d->padded);
   memset(d, 0, sizeof *d);
@@ -498,17 +506,26 @@ static int dslot_copy_on(ferry__dslot *d, const ferry_batch *host,
     t->nbytes = h->nbytes;
     t->data = host_data ? h->data : NULL;
     t->device_data = g->ndev == 1 ? d->ptrs[v] : NULL;
-    if (h->lengths) { /* pad: [n, W, inner...] after the lengths (one
-                       * device), as the host slot holds them */
+    if (h->lengths) { /* pad: [n, W, inner...] after the lengths, as the
+                       * host slot holds them; on several devices each
+                       * shard's share of both */
       t->ndim = h->ndim;
       memcpy(t->shape, h->shape, sizeof t->shape);
       memcpy(d->hoffs[v], h->lengths, (size_t)n * sizeof(int64_t));
       t->lengths = d->hoffs[v];
-      t->device_lengths = d->ptrs[v];
-      t->device_data = (unsigned char *)d->ptrs[v] + FERRY__RAGGED_HEAD(per);
+      t->device_lengths = g->ndev == 1 ? d->ptrs[v] : NULL;
+      t->device_data = g->ndev == 1 ? d->sdata[v] : NULL;
       t->max_len = h->max_len;
     }
-    if (h->offsets) { /* one device (init refused more) */
+    for (int i = 0; i < g->ndev; i++)
+      d->slens[(size_t)i * (size_t)nv + (size_t)v] =
+          h->lengths ? d->ptrs[(size_t)i * (size_t)nv + (size_t)v] : NULL;
+    if (h->offsets && g->ndev != 1) /* the loader refuses it at open */
+      return ferry__seterr_on(err, rank, FERRY_EINTERNAL,
+                              "variable '%s': a ragged batch without pad on "
+                              "%d devices",
+                              h->name, g->ndev);
+    if (h->offsets) { /* one device */
       size_t head = FERRY__RAGGED_HEAD(per);
       memcpy(d->hoffs[v], h->offsets, ((size_t)n + 1) * sizeof(int64_t));
       t->offsets = d->hoffs[v];
@@ -551,16 +568,26 @@ static int dslot_copy_on(ferry__dslot *d, const ferry_batch *host,
       size_t rb = host->vars[v].row_bytes, bytes = (size_t)take * rb;
       const unsigned char *src =
           (const unsigned char *)host->vars[v].data + (size_t)first * rb;
-      if (host->vars[v].offsets ||
-          host->vars[v].lengths) { /* offsets (or
-                                    * lengths) and values: one copy */
+      void *dst = d->ptrs[(size_t)i * (size_t)nv + (size_t)v];
+      cudaError_t e = cudaSuccess;
+      if (host->vars[v].lengths && g->ndev > 1) { /* this shard's lengths,
+                                                   * then its padded rows */
+        size_t each = n ? host->vars[v].nbytes / (size_t)n : 0;
+        e = rt.cudaMemcpyAsync(dst, host->vars[v].lengths + first,
+                               (size_t)take * sizeof(int64_t),
+                               cudaMemcpyHostToDevice, st);
+        src = (const unsigned char *)host->vars[v].data + (size_t)first * each;
+        bytes = (size_t)take * each;
+        dst = d->sdata[(size_t)i * (size_t)nv + (size_t)v];
+      } else if (host->vars[v].offsets ||
+                 host->vars[v].lengths) { /* offsets (or lengths) and
+                                           * values: one copy */
         size_t head = FERRY__RAGGED_HEAD(per);
         src = (const unsigned char *)host->vars[v].data - head;
         bytes = head + host->vars[v].nbytes;
       }
-      cudaError_t e =
-          rt.cudaMemcpyAsync(d->ptrs[(size_t)i * (size_t)nv + (size_t)v], src,
-                             bytes, cudaMemcpyHostToDevice, st);
+      if (e == cudaSuccess && bytes)
+        e = rt.cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, st);
       if (e != cudaSuccess)
         return ferry__seterr_on(
             err, rank, FERRY_ENODEV,

@@ -36,7 +36,11 @@ typedef struct ferry__dslot {
   ferry__gpu *gpu;
   ferry_tensor *tensors; /* [nvars]                                 */
   ferry_shard shards[FERRY_MAX_DEVICES];
-  void **ptrs;                  /* [nshards * nvars] device pointers       */
+  void **ptrs;  /* [nshards * nvars] device pointers       */
+  void **sdata; /* [nshards * nvars] the shards' data: ptrs, or after the
+                 * head of a ragged variable's region (its values)      */
+  void **slens; /* [nshards * nvars] pad: the shards' device lengths (the
+                 * head of a padded ragged variable's region), or NULL  */
   void *mem[FERRY_MAX_DEVICES]; /* one allocation per shard                */
   size_t mem_bytes[FERRY_MAX_DEVICES];
   int64_t per; /* samples per shard: batch_size / devices */

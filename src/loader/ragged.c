@@ -217,14 +217,16 @@ int ferry__ragged_open(ferry_loader *L, ferry__err *err) {
   memset(&di, 0, sizeof di);
   if (L->gpu)
     ferry__gpu_info(L->gpu, &di);
-  if (L->gpu && di.ndevices > 1)
-    return refuse(L,
-                  "a ragged batch goes to one device: use one device per "
-                  "rank (devices=auto or a single device)",
-                  err);
   int rc = pad_open(L, err);
   if (rc)
     return rc;
+  if (L->gpu && di.ndevices > 1 && !L->pad) /* offsets do not split */
+    return refuse(L,
+                  "its batch (values and offsets) goes to one device: use "
+                  "one device per rank (devices=auto or a single device), or "
+                  "pad (pad=max or pad=L: each device gets its samples' "
+                  "padded rows and lengths)",
+                  err);
   L->ragged_cap = calloc((size_t)m->nvars, sizeof *L->ragged_cap);
   L->rstat = calloc((size_t)m->nvars, sizeof *L->rstat);
   L->offs_of = calloc((size_t)m->nvars, sizeof *L->offs_of);

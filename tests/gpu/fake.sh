@@ -4,7 +4,8 @@
 # asynchronously on threads with random delays, so a missing wait or an
 # early reuse of a buffer shows up as wrong data.  Every backend, 1-3
 # ranks, one and several devices per rank, keep_host, partial batches,
-# ragged variables padded by the loader (pad=max, pad=12 truncate=yes);
+# ragged variables padded by the loader (pad=max, pad=12 truncate=yes), on
+# one device and split over two;
 # teardown mid-epoch; misuse; NCCL registration; and the errors: a batch
 # size that does not split over the devices, an absent device, a failed
 # copy or pinned allocation on one rank (the same error on every rank).
@@ -45,6 +46,14 @@ gpu_run mix 2 values "mix:$npy=0.6,$npy=0.4" vars=x,y batch_size=12 \
 gpu_run megatron 2 values "$tmp/meg" pad=max batch_size=16 tail=partial seed=5
 gpu_run megatron 1 values "$tmp/meg" pad=12 truncate=yes batch_size=8 \
   keep_host=yes threads=3
+# ... and over two devices a rank (devices=all): each shard its samples'
+# lengths and padded rows; without pad refused (the offsets do not split).
+FAKECUDA_DEVICES=2; export FAKECUDA_DEVICES
+gpu_run megatron 2 values "$tmp/meg" pad=max devices=all batch_size=16 \
+  tail=partial seed=5
+gpu_run megatron 1 values "$tmp/meg" pad=12 truncate=yes devices=1,0 \
+  batch_size=8 keep_host=yes
+FAKECUDA_DEVICES=1; export FAKECUDA_DEVICES
 
 gpu_run mem 2 teardown "$mem" batch_size=8 device_prefetch=3
 gpu_run mem 2 misuse "$mem" batch_size=8 device_prefetch=2 held_memory=0
@@ -77,6 +86,8 @@ expect_err() { # CODE NP WHAT-THE-MESSAGE-SAYS OPTION=VALUE...
 }
 FAKECUDA_DEVICES=2; export FAKECUDA_DEVICES
 expect_err INVAL 2 "does not split evenly" "$mem" device=cuda devices=all batch_size=15
+expect_err NOTSUP 2 "pad=max or pad=L" "$tmp/meg" device=cuda devices=all \
+  batch_size=16
 FAKECUDA_DEVICES=1; export FAKECUDA_DEVICES
 expect_err NODEV 2 "device 5 is not visible" "$mem" device=cuda devices=5
 FAKECUDA_DEVICES=0 expect_err NODEV 3 "no usable GPU" "$mem" device=cuda

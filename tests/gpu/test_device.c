@@ -168,16 +168,17 @@ static void free_refs(ref_batch *refs, int64_t n) {
 }
 
 /* A ragged variable of a device batch (one device): its host offsets,
- * its device offsets (the start of its region, shards[0].data[v]) and
- * its values (device_data) equal the host loader's. */
+ * its device offsets (the start of its region) and its values
+ * (device_data, shards[0].data[v]) equal the host loader's. */
 static void compare_ragged(const ferry_batch *d, const ferry_batch *h, int v,
                            cudaStream_t st) {
   const ferry_tensor *t = &d->vars[v], *w = &h->vars[v];
   size_t no = ((size_t)d->size + 1) * sizeof(int64_t);
   CHECK(d->nshards == 1 && t->offsets && t->device_offsets &&
-            t->device_offsets == d->shards[0].data[v] &&
-            t->nvalues == w->nvalues && t->max_len == w->max_len &&
-            t->nbytes == w->nbytes && t->shape[0] == w->shape[0],
+            t->device_data == d->shards[0].data[v] &&
+            d->shards[0].lengths[v] == NULL && t->nvalues == w->nvalues &&
+            t->max_len == w->max_len && t->nbytes == w->nbytes &&
+            t->shape[0] == w->shape[0],
         "batch %lld var %s: the ragged layout differs from the host's "
         "(nvalues %lld/%lld, max_len %lld/%lld)",
         (long long)d->index, t->name, (long long)t->nvalues,
@@ -206,17 +207,52 @@ static void compare_ragged(const ferry_batch *d, const ferry_batch *h, int v,
 }
 
 /* A padded ragged variable of a device batch (pad=...): its shape, host
- * lengths, device lengths (the start of its region) and padded values
- * equal the host loader's. */
+ * lengths, device lengths and padded values equal the host loader's; on
+ * several devices (devices=all) each shard's (padded_shard). */
+static void padded_shard(const ferry_batch *d, const ferry_batch *h, int v,
+                         int i, cudaStream_t st) {
+  const ferry_tensor *t = &d->vars[v], *w = &h->vars[v];
+  const ferry_shard *sh = &d->shards[i];
+  size_t each = h->size ? w->nbytes / (size_t)h->size : 0;
+  size_t nl = (size_t)sh->size * sizeof(int64_t), nb = (size_t)sh->size * each;
+  CHECK(t->lengths && !t->device_lengths && !t->device_data && !t->offsets &&
+            sh->lengths[v] && sh->data[v] && t->shape[1] == w->shape[1] &&
+            t->nbytes == w->nbytes,
+        "batch %lld var %s shard %d: the padded layout on %d devices",
+        (long long)d->index, t->name, i, d->nshards);
+  if (!sh->lengths[v] || !sh->data[v] || t->nbytes != w->nbytes)
+    return;
+  unsigned char *buf = malloc(nl + nb + 1);
+  if (!buf)
+    return;
+  if (cudaMemcpyAsync(buf, sh->lengths[v], nl, cudaMemcpyDeviceToHost, st) !=
+          cudaSuccess ||
+      (nb && cudaMemcpyAsync(buf + nl, sh->data[v], nb, cudaMemcpyDeviceToHost,
+                             st) != cudaSuccess) ||
+      cudaStreamSynchronize(st) != cudaSuccess)
+    CHECK(0, "copying batch %lld var %s shard %d back failed",
+          (long long)d->index, t->name, i);
+  else
+    CHECK(!memcmp(buf, w->lengths + sh->first, nl) &&
+              !memcmp(buf + nl,
+                      (const unsigned char *)w->data + (size_t)sh->first * each,
+                      nb),
+          "epoch %lld batch %lld var %s shard %d (device %d): lengths or "
+          "padded rows differ from the host loader's",
+          (long long)d->epoch, (long long)d->index, t->name, i, sh->device);
+  free(buf);
+}
+
 static void compare_padded(const ferry_batch *d, const ferry_batch *h, int v,
                            cudaStream_t st) {
   const ferry_tensor *t = &d->vars[v], *w = &h->vars[v];
   size_t nl = (size_t)d->size * sizeof(int64_t);
   CHECK(d->nshards == 1 && t->lengths && t->device_lengths && !t->offsets &&
             !t->device_offsets &&
-            (const void *)t->device_lengths == d->shards[0].data[v] &&
-            t->ndim == w->ndim && t->shape[1] == w->shape[1] &&
-            t->nbytes == w->nbytes && t->max_len == w->max_len,
+            (const void *)t->device_lengths == d->shards[0].lengths[v] &&
+            t->device_data == d->shards[0].data[v] && t->ndim == w->ndim &&
+            t->shape[1] == w->shape[1] && t->nbytes == w->nbytes &&
+            t->max_len == w->max_len,
         "batch %lld var %s: the padded layout differs from the host's "
         "(width %lld/%lld, %zu/%zu bytes)",
         (long long)d->index, t->name, (long long)t->shape[1],
@@ -273,7 +309,10 @@ static void compare(const ferry_batch *d, const ferry_batch *h,
         continue;
       }
       if (h->vars[v].lengths) { /* padded ragged: its own checks */
-        compare_padded(d, h, v, streams[i]);
+        if (d->nshards > 1)
+          padded_shard(d, h, v, i, streams[i]);
+        else
+          compare_padded(d, h, v, streams[i]);
         continue;
       }
       struct cudaPointerAttributes pa;
@@ -318,6 +357,16 @@ static void compare(const ferry_batch *d, const ferry_batch *h,
 out:;
 }
 
+/* The bytes of one sample of variable v in a shard of device batch d (h:
+ * the host loader's): a dense row, or a padded ragged sample's padded
+ * rows. */
+static size_t shard_row_bytes(const ferry_batch *d, const ferry_batch *h,
+                              int v) {
+  if (h->vars[v].lengths)
+    return h->size ? h->vars[v].nbytes / (size_t)h->size : 0;
+  return d->vars[v].row_bytes;
+}
+
 /* Release a batch while a copy of it is still queued on the consumer's
  * streams: ferry_release must make the reuse of its buffers wait for that
  * work (the event it records), so the copy still reads this batch. */
@@ -328,12 +377,12 @@ static void release_checked(ferry_loader *D, const ferry_batch *d,
     const ferry_shard *sh = &d->shards[i];
     cudaSetDevice(sh->device);
     for (int v = 0; v < d->nvars && v < 16; v++) {
-      /* a ragged variable: its values (its offsets, or with pad its
-       * lengths, start the region) */
-      int rg = d->vars[v].offsets || d->vars[v].lengths;
+      /* a ragged variable on one device: all its values; else the
+       * shard's rows (a padded one's: size x its padded row) */
+      int rg = (d->vars[v].offsets || d->vars[v].lengths) && d->nshards == 1;
       const void *src = rg ? d->vars[v].device_data : sh->data[v];
       size_t n =
-          rg ? d->vars[v].nbytes : (size_t)sh->size * d->vars[v].row_bytes;
+          rg ? d->vars[v].nbytes : (size_t)sh->size * shard_row_bytes(d, h, v);
       bufs[i][v] = malloc(n + 1);
       if (n && cudaMemcpyAsync(bufs[i][v], src, n, cudaMemcpyDeviceToHost,
                                streams[i]) != cudaSuccess)
@@ -347,12 +396,12 @@ static void release_checked(ferry_loader *D, const ferry_batch *d,
     cudaSetDevice(sh->device);
     CHECK(cudaStreamSynchronize(streams[i]) == cudaSuccess, "sync");
     for (int v = 0; v < d->nvars && v < 16; v++) {
-      int rg = h->vars[v].offsets || h->vars[v].lengths;
-      size_t n =
-          rg ? h->vars[v].nbytes : (size_t)sh->size * d->vars[v].row_bytes;
+      int rg = (h->vars[v].offsets || h->vars[v].lengths) && d->nshards == 1;
+      size_t each = shard_row_bytes(d, h, v);
+      size_t n = rg ? h->vars[v].nbytes : (size_t)sh->size * each;
       CHECK(!memcmp(bufs[i][v],
                     (const unsigned char *)h->vars[v].data +
-                        (rg ? 0 : (size_t)sh->first * d->vars[v].row_bytes),
+                        (rg ? 0 : (size_t)sh->first * each),
                     n),
             "batch %lld shard %d var %s: overwritten before the work queued "
             "before ferry_release ran",

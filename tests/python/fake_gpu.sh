@@ -7,7 +7,8 @@
 fake="$top_builddir/tests/gpu/.libs/libfakecuda.so"
 test -f "$fake" || { echo "SKIP: $fake not built (a build without CUDA)"; exit 77; }
 "$PY" "$top_srcdir/examples/make_data.py" npy "$tmp/data" 777 || exit 1
-# a ragged variable (fake_gpu_check.py's last section)
+# a ragged variable (fake_gpu_check.py's last section: offsets, int32
+# offsets, pad on one device and over two)
 "$PY" "$top_srcdir/tests/fixtures/make_megatron.py" "$tmp/meg" --docs 40 \
   --empty 2 --seed 4 >/dev/null || exit 1
 FERRY_TEST_MEGATRON=$tmp/meg

@@ -188,5 +188,35 @@ if meg:
         b.release()
     every_once(ids, len(O) - 1, "pad on CUDA")
     L.close()
+    # pad over two devices (devices="all"): each shard its samples' padded
+    # rows (batch.shards[i]["tokens"], [size, W]); the lengths on the host
+    L = ferry.Loader(meg + ".idx", comm, device="cuda", devices="all",
+                     batch_size=6, seed=4, device_prefetch=1,
+                     tail="partial", pad="max", pad_value="-1")
+    ids = []
+    for b in L:
+        idx = np.asarray(b.indices).copy()
+        ln = b.lengths("tokens")
+        check(ln.__dlpack_device__()[0] == 1, "pad on 2 devices: host lengths")
+        lens = np.from_dlpack(ln).copy()
+        for k, (dev, first, size) in enumerate(b.shard_info):
+            x = b.shards[k]["tokens"]
+            check(x.__dlpack_device__() == (2, dev) and x.shape[0] == size,
+                  "pad: shard %d on device %d, %d rows" % (k, dev, size))
+            xv = host_copy(x, V)
+            width = xv.size // size if size else 0
+            xv = xv.reshape(size, width) if size else xv
+            for j in range(size):
+                i, n = idx[first + j], lens[first + j]
+                check(n == O[i + 1] - O[i] and
+                      np.array_equal(xv[j, :n], V[O[i]:O[i + 1]]) and
+                      (xv[j, n:] == -1).all(),
+                      "pad: sample %d in shard %d differs" % (i, k))
+            del x, xv
+        ids.extend(int(i) for i in idx)
+        del ln
+        b.release()
+    every_once(ids, len(O) - 1, "pad over two devices")
+    L.close()
 if rank == 0:
     print("fake_gpu_check: OK", flush=True)
