@@ -554,67 +554,6 @@ static int global_check(ferry_loader *L, epoch_state *ep, ferry__err *err) {
   return ferry__agree(L->comm, L->rank, rc, err);
 }
 
-/* The rest of an epoch of token batches after its first K batches (same
- * ranks; the whole epoch's plan, cut, in ep->plan): the plan from position
- * P on (plan_resume drops the prefix, as for any resume), batch K its
- * first batch.  Without buckets P is batch K's start.  With buckets it is
- * the start of the bucket k holding batch K: the buckets are those of the
- * epoch from k, and the batches of bucket k before K are kept below
- * tok_start (tok_skip) so that its sorted order is placed as the whole
- * epoch's. */
-static int tokens_tail(ferry_loader *L, epoch_state *ep,
-                       const ferry__plan_params *pp, int64_t K,
-                       ferry__err *err) {
-  ferry__rank_plan *p = &ep->plan;
-  int64_t C = p->num_batches, nb = p->nbuckets;
-  if (K > C) /* the same count on every rank: all fail */
-    return ferry__seterr(err, FERRY_EFORMAT,
-                         "max_tokens: the state says %lld batches of epoch "
-                         "%lld were served, but it has %lld",
-                         (long long)K, (long long)pp->epoch, (long long)C);
-  int64_t *ts = p->tok_start, *bp = p->bucket_pos, *bb = p->bucket_batch;
-  int64_t k = bp ? ferry__last_le(bb, nb + 1, K) : nb;
-  int inside = bp && k < nb; /* batch K in bucket k, not after them all */
-  int64_t P = inside ? bp[k] : ts[K], K0 = inside ? bb[k] : K;
-  int64_t skip = K - K0;
-  p->tok_start = p->bucket_pos = p->bucket_batch = NULL;
-  ferry__rank_plan_free(p);
-  ferry__resume_step one = {L->size, P, NULL};
-  int rc = ferry__plan_resume(&ep->pieces, ep->perm, pp, &one, 1, L->rank, p,
-                              NULL, err);
-  int64_t *nbp = NULL, *nbb = NULL;
-  if (!rc && bp &&
-      (!(nbp = malloc((size_t)(nb - k + 1) * sizeof *nbp)) ||
-       !(nbb = malloc((size_t)(nb - k + 1) * sizeof *nbb))))
-    rc = ferry__oom(err, L->rank, (size_t)(nb - k + 1) * 16,
-                    "the buckets of a resumed epoch");
-  if (!rc) {
-    for (int64_t i = 0; bp && i <= nb - k; i++) {
-      nbp[i] = bp[k + i] - P;
-      nbb[i] = bb[k + i] - K;
-    }
-    p->nbuckets = bp ? nb - k : 0;
-    p->bucket_pos = nbp;
-    p->bucket_batch = nbb;
-    p->bucket_base = bp ? k : 0;
-    nbp = nbb = NULL;
-    /* batches K0 .. C of the epoch, from position P: skip of them before
-     * tok_start[0] */
-    memmove(ts, ts + K0, (size_t)(C - K0 + 1) * sizeof *ts);
-    for (int64_t b = 0; b <= C - K0; b++)
-      ts[b] -= P;
-    ferry__plan_set_starts(p, ts + skip, C - K, L->opts->batch_size);
-    p->tok_skip = skip;
-    ts = NULL;
-  }
-  free(nbp);
-  free(nbb);
-  free(ts);
-  free(bp);
-  free(bb);
-  return rc;
-}
-
 /* Step 3 with max_tokens: the plan of batch_size 1 cut by tokens
  * (tokens.c).  A resumed epoch: the whole epoch's batches are cut again
  * (the same on every rank as when it was saved), the samples of the first
@@ -664,7 +603,7 @@ static int tokens_plan(ferry_loader *L, epoch_state *ep,
                           rc, err);
   if (rc || K == 0)
     return rc;
-  return tokens_tail(L, ep, pp, K, err);
+  return ferry__tokens_tail(L, ep, pp, K, err);
 }
 
 /* Step 3: this rank's plan (fresh, or the rest of a resumed epoch), and

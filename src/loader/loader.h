@@ -411,7 +411,16 @@ void ferry__tokens_slots(const ferry_loader *L, const ferry__rank_plan *p,
                          int64_t epoch, ferry__tok_cache *tc, int64_t i0,
                          int64_t n, ferry__slot *out);
 void ferry__tok_cache_free(ferry__tok_cache *tc);
+/** tc's window buffer made again for p (a sampling plan rebuilt by a
+ *  resume); FERRY_ENOMEM. */
+int ferry__tok_cache_fit(ferry__tok_cache *tc, const ferry__rank_plan *p);
 size_t ferry__tok_cache_bytes(int64_t W);
+/* tokens.c: the rest of an epoch of token batches after its first K
+ * (the same ranks), ep->plan the whole epoch's plan, cut.  COLLECTIVE
+ * only through what it calls: none. */
+int ferry__tokens_tail(ferry_loader *L, epoch_state *ep,
+                       const ferry__plan_params *pp, int64_t K,
+                       ferry__err *err);
 /* ragged.c */
 int ferry__ragged_open(ferry_loader *L, ferry__err *err);
 /** offsets_dtype=int32: every slot's rows fit (after max_tokens' cap). */

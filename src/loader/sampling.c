@@ -118,20 +118,21 @@ void ferry__sampling_free(ferry_loader *L) {
 static ferry__draw_params draw_params_of(const ferry_loader *L, int64_t epoch,
                                          int first_world) {
   const ferry_options *o = L->opts;
-  return (ferry__draw_params){.mode = L->sampling,
-                              .m = &L->m,
-                              .block = L->draw_block,
-                              .seed = o->seed,
-                              .epoch = epoch,
-                              .replacement = o->replacement,
-                              .num_draws = o->num_draws,
-                              .window = o->draw_window,
-                              .w = L->wts.w,
-                              .nsources = L->nmix,
-                              .sources = L->mix_src,
-                              .mix_by_batch = o->mix_by == FERRY__MIX_BY_BATCH,
-                              .global_batch = o->batch_size * first_world,
-                              .shuffle_buffer = o->shuffle_buffer};
+  return (ferry__draw_params){
+      .mode = L->sampling,
+      .m = &L->m,
+      .block = L->draw_block,
+      .seed = o->seed,
+      .epoch = epoch,
+      .replacement = o->replacement,
+      .num_draws = o->num_draws,
+      .window = o->draw_window,
+      .w = L->wts.w,
+      .nsources = L->nmix,
+      .sources = L->mix_src,
+      .mix_by_batch = o->mix_by == FERRY__MIX_BY_BATCH,
+      .global_batch = (o->max_tokens ? 1 : o->batch_size) * first_world,
+      .shuffle_buffer = o->shuffle_buffer};
 }
 
 /* The draws served before this stretch: every earlier step's batches on
@@ -159,6 +160,56 @@ static int draw_check(ferry_loader *L, epoch_state *ep, int rc,
   return rc;
 }
 
+/* The dataset and epoch before a plan's own message. */
+static void name_epoch(const ferry_loader *L, int64_t epoch, int rc,
+                       ferry__err *err) {
+  char what[FERRY__MSG_MAX];
+  memcpy(what, err->msg, sizeof what);
+  what[sizeof what - 1] = '\0';
+  ferry__seterr_on(err, L->rank, rc, "dataset %s, epoch %lld: %.900s",
+                   L->m.spec, (long long)epoch, what);
+}
+
+/* max_tokens: the epoch's draws dealt as batches of 1 (rank r serves
+ * draw g x world + r), cut into token batches on every rank
+ * (ferry__tokens_plan); a resumed epoch is cut whole again and served
+ * from batch K on (ferry__tokens_tail), over the ranks it was saved on
+ * only: a rank's served draws are then its first ones, which another
+ * world size would deal differently.  COLLECTIVE. */
+static int sampling_tokens(ferry_loader *L, epoch_state *ep,
+                           const ferry__plan_params *pp, int rc,
+                           ferry__err *err) {
+  int64_t K = 0;
+  int same = 1;
+  for (int s = 0; s < ep->nsteps; s++) {
+    K += ep->steps[s].batches;
+    same &= ep->steps[s].world_size == L->size;
+  }
+  if (!rc && !same && K > 0)
+    rc = ferry__seterr(err, FERRY_ENOTSUP,
+                       "max_tokens with sampling (weights, balance, mix): "
+                       "epoch %lld was saved in its middle (after %lld "
+                       "batches) over %d ranks; resume it over %d ranks, or "
+                       "at the next epoch",
+                       (long long)pp->epoch, (long long)K,
+                       ep->steps[0].world_size, ep->steps[0].world_size);
+  ferry__draw_cut cut;
+  if (!rc)
+    rc =
+        ferry__draw_cut_make(ep->draw, 0, 1, L->size, L->opts->tail, &cut, err);
+  if (!rc)
+    rc = ferry__draw_plan(ep->draw, &cut, L->rank, &ep->plan, err);
+  if (rc && rc != FERRY_EMISMATCH && rc != FERRY_ENOTSUP)
+    name_epoch(L, pp->epoch, rc, err);
+  rc = draw_check(L, ep, rc, err);
+  int W = L->opts->bucket_window > 0;
+  rc = ferry__tokens_plan(L, &ep->plan, pp->epoch, K && !W ? NULL : &ep->tokc,
+                          rc, err);
+  if (rc || K == 0)
+    return rc;
+  return ferry__tokens_tail(L, ep, pp, K, err); /* epoch_check_counts agrees */
+}
+
 int ferry__sampling_epoch(ferry_loader *L, epoch_state *ep,
                           const ferry__plan_params *pp, ferry__err *err) {
   int first_world = ep->nsteps ? ep->steps[0].world_size : L->size;
@@ -177,6 +228,8 @@ int ferry__sampling_epoch(ferry_loader *L, epoch_state *ep,
   if (!rc)
     rc = ferry__draw_init(ep->draw, &dp, err);
   ferry__draw_cut cut;
+  if (o->max_tokens) /* draws of batch_size 1, cut by tokens (below) */
+    return sampling_tokens(L, ep, pp, rc, err);
   if (!rc)
     rc = ferry__draw_cut_make(ep->draw, served_before(ep, o->batch_size),
                               o->batch_size, L->size, o->tail, &cut, err);

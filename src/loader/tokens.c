@@ -28,6 +28,7 @@
  * with buckets, two buckets of slots and the sort's scratch (W entries).
  */
 #include "config.h"
+#include "dataset/mix.h"
 #include "loader/loader.h"
 
 #include "util/agree.h"
@@ -61,7 +62,42 @@ struct ferry__tok_cache {
   ferry__slot *tmp;    /* [W] scratch: the bucket's slots in plan order */
   rec *recs;           /* [W] */
   int64_t *perm, *pre; /* [W] */
+  ferry__slot *wbuf;   /* a sampling plan's: a window's slots (range_slots) */
 };
+
+/* Slots [i0, i0 + n) of p into out: computed (plan/order.c), or a
+ * sampling plan's (weights, balance, a mix) from each window holding them,
+ * computed whole into wbuf (of the plan's largest window).  The range lies
+ * in the plan: only a window's memory can fail (FERRY_ENOMEM). */
+static int range_slots(const ferry__rank_plan *p, int64_t i0, int64_t n,
+                       ferry__slot *out, ferry__slot *wbuf) {
+  if (ferry__plan_slots_computed(p))
+    return ferry__plan_slots_get(p, i0, n, out);
+  int64_t w = n > 0 ? ferry__plan_window_of(p, i0) : 0;
+  for (int64_t k = 0; k < n; w++) {
+    int64_t j0 = i0 + k - p->window_first_slot[w];
+    int64_t left = p->window_samples[w] - j0;
+    int64_t take = n - k < left ? n - k : left;
+    if (take <= 0)
+      continue;
+    if (ferry__plan_window_slots(p, w, wbuf))
+      return FERRY_ENOMEM;
+    memcpy(out + k, wbuf + j0, (size_t)take * sizeof *out);
+    k += take;
+  }
+  return 0;
+}
+
+/* The window buffer range_slots needs for p: NULL (and 0) when its slots
+ * are computed; -1 out of memory. */
+static int wbuf_new(const ferry__rank_plan *p, ferry__slot **out) {
+  *out = NULL;
+  if (ferry__plan_slots_computed(p))
+    return 0;
+  int64_t most = ferry__plan_window_max(p);
+  *out = malloc((size_t)(most > 0 ? most : 1) * sizeof **out);
+  return *out ? 0 : -1;
+}
 
 static int64_t slot_len(const ferry_loader *L, const ferry__rank_plan *p,
                         const ferry__slot *s) {
@@ -86,15 +122,19 @@ static uint64_t bucket_key(const ferry_loader *L, int64_t epoch, int64_t k) {
 }
 
 /* Bucket k's slots (plan order) into tmp and its sorted order into recs. */
-static void bucket_sort(const ferry_loader *L, const ferry__rank_plan *p,
-                        int64_t epoch, int64_t k, ferry__slot *tmp, rec *recs) {
+static int bucket_sort(const ferry_loader *L, const ferry__rank_plan *p,
+                       int64_t epoch, int64_t k, ferry__tok_cache *tc) {
+  ferry__slot *tmp = tc->tmp;
+  rec *recs = tc->recs;
   int64_t P0 = p->bucket_pos[k], m = p->bucket_pos[k + 1] - P0;
   uint64_t key = bucket_key(L, epoch, k + p->bucket_base);
-  (void)ferry__plan_slots_get(p, P0, m, tmp);
+  if (range_slots(p, P0, m, tmp, tc->wbuf))
+    return FERRY_ENOMEM;
   for (int64_t i = 0; i < m; i++)
     recs[i] =
         (rec){slot_len(L, p, &tmp[i]), ferry__rand64(key ^ 1, (uint64_t)i), i};
   qsort(recs, (size_t)m, sizeof *recs, cmp_rec);
+  return 0;
 }
 
 typedef struct tlist {
@@ -166,20 +206,32 @@ static int cut_rank(const ferry_loader *L, ferry__rank_plan *p, int64_t epoch,
   cutter c = {L->opts->max_tokens, L->opts->batch_size, 0, 0, 0, 0};
   int rc = 0;
   if (!p->bucket_pos) {
-    ferry__slot sl[TOK_BLOCK / 8];
+    ferry__slot sl[TOK_BLOCK / 8], *wbuf = NULL;
     const int64_t blk = (int64_t)(sizeof sl / sizeof sl[0]);
-    for (int64_t i0 = 0; !rc && i0 < p->nslots; i0 += blk) {
-      int64_t n = p->nslots - i0 < blk ? p->nslots - i0 : blk;
-      (void)ferry__plan_slots_get(p, i0, n, sl);
-      for (int64_t j = 0; !rc && j < n; j++)
-        rc = cut_add(&c, l, slot_len(L, p, &sl[j]));
-      if (((i0 / blk) & 63) == 63) /* mapped offsets: what this read */
-        ferry__manifest_trim(&L->m, NULL, NULL);
+    if (wbuf_new(p, &wbuf))
+      return FERRY_ENOMEM;
+    for (int64_t w = 0; !rc && w < p->nwindows; w++) {
+      /* a sampling plan's window computed once, a plan's by blocks */
+      int64_t f = p->window_first_slot[w], m = p->window_samples[w];
+      if (wbuf && ferry__plan_window_slots(p, w, wbuf))
+        rc = FERRY_ENOMEM;
+      for (int64_t j0 = 0; !rc && j0 < m; j0 += blk) {
+        int64_t n = m - j0 < blk ? m - j0 : blk;
+        const ferry__slot *at = wbuf ? wbuf + j0 : sl;
+        if (!wbuf)
+          (void)ferry__plan_slots_get(p, f + j0, n, sl);
+        for (int64_t j = 0; !rc && j < n; j++)
+          rc = cut_add(&c, l, slot_len(L, p, &at[j]));
+        if ((((f + j0) / blk) & 63) == 63) /* mapped offsets: what this read */
+          ferry__manifest_trim(&L->m, NULL, NULL);
+      }
     }
+    free(wbuf);
     return rc ? rc : cut_end(&c, l);
   }
   for (int64_t k = 0; !rc && k < p->nbuckets; k++) {
-    bucket_sort(L, p, epoch, k, tc->tmp, tc->recs);
+    if ((rc = bucket_sort(L, p, epoch, k, tc)) != 0)
+      break;
     c.bucket = k;
     c.off = 0;
     int64_t m = p->bucket_pos[k + 1] - p->bucket_pos[k];
@@ -318,7 +370,8 @@ static int lay_out(const ferry_loader *L, ferry__rank_plan *p, int64_t epoch,
   return 0;
 }
 
-static int tok_cache_new(ferry__tok_cache **out, int64_t W) {
+static int tok_cache_new(ferry__tok_cache **out, const ferry__rank_plan *p,
+                         int64_t W) {
   ferry__tok_cache *tc = calloc(1, sizeof *tc);
   if (!tc)
     return FERRY_ENOMEM;
@@ -334,7 +387,7 @@ static int tok_cache_new(ferry__tok_cache **out, int64_t W) {
   tc->perm = malloc(w * sizeof(int64_t));
   tc->pre = malloc(w * sizeof(int64_t));
   if (!tc->sl[0] || !tc->sl[1] || !tc->tmp || !tc->recs || !tc->perm ||
-      !tc->pre)
+      !tc->pre || wbuf_new(p, &tc->wbuf))
     return FERRY_ENOMEM;
   return 0;
 }
@@ -349,7 +402,16 @@ void ferry__tok_cache_free(ferry__tok_cache *tc) {
   free(tc->recs);
   free(tc->perm);
   free(tc->pre);
+  free(tc->wbuf);
   free(tc);
+}
+
+int ferry__tok_cache_fit(ferry__tok_cache *tc, const ferry__rank_plan *p) {
+  if (!tc)
+    return 0;
+  free(tc->wbuf);
+  tc->k[0] = tc->k[1] = -1; /* the buckets' slots are the new plan's */
+  return wbuf_new(p, &tc->wbuf) ? FERRY_ENOMEM : 0;
 }
 
 size_t ferry__tok_cache_bytes(int64_t W) {
@@ -362,10 +424,10 @@ int ferry__tokens_plan(ferry_loader *L, ferry__rank_plan *p, int64_t epoch,
   int64_t W = L->opts->bucket_window;
   tlist l = {0};
   ferry__tok_cache *tc = NULL;
-  if (!rc && !ferry__plan_slots_computed(p))
+  if (!rc && !ferry__plan_slots_computed(p) && !p->draw)
     rc = ferry__seterr(err, FERRY_EINTERNAL,
                        "max_tokens: the plan's slots are not computed");
-  if (!rc && W > 0 && (make_buckets(p, W) || tok_cache_new(&tc, W)))
+  if (!rc && W > 0 && (make_buckets(p, W) || tok_cache_new(&tc, p, W)))
     rc = ferry__oom(err, L->rank, ferry__tok_cache_bytes(W),
                     "dataset %s: the buckets of bucket_window=%lld", L->m.spec,
                     (long long)W);
@@ -401,7 +463,7 @@ static void fill_entry(const ferry_loader *L, const ferry__rank_plan *p,
                        int64_t epoch, ferry__tok_cache *tc, int e, int64_t k) {
   int64_t P0 = p->bucket_pos[k];
   int64_t b0 = p->bucket_batch[k], m = p->bucket_batch[k + 1] - b0;
-  bucket_sort(L, p, epoch, k, tc->tmp, tc->recs);
+  (void)bucket_sort(L, p, epoch, k, tc); /* its window buffer is there */
   for (int64_t j = 0; j < m; j++)
     tc->perm[j] = j;
   ferry__shuffle(tc->perm, m, bucket_key(L, epoch, k + p->bucket_base));
@@ -462,11 +524,12 @@ int ferry__tokens_open(ferry_loader *L, ferry__err *err) {
                            "batches)");
     return 0;
   }
-  if ((o->weights && *o->weights) || (o->balance && *o->balance) ||
-      (o->mix && *o->mix))
-    return ferry__seterr(err, FERRY_ENOTSUP,
-                         "option 'max_tokens' does not cut sampled epochs "
-                         "(weights, balance, mix) yet: use batch_size");
+  if (((o->mix && *o->mix) || ferry__mix_is_manifest(m)) &&
+      o->mix_by == FERRY__MIX_BY_BATCH)
+    return ferry__seterr(err, FERRY_EINVAL,
+                         "option 'max_tokens' with mix_by=batch: a token "
+                         "batch has no fixed number of draws to hold the "
+                         "proportions; use mix_by=epoch");
   for (int v = 0; v < m->nvars && L->tok_var < 0; v++)
     if (m->vars[v].ragged)
       L->tok_var = v;
@@ -501,4 +564,88 @@ int ferry__tokens_open(ferry_loader *L, ferry__err *err) {
     L->ragged_cap[v] = T;
   }
   return 0;
+}
+
+/* The rest of an epoch of token batches after its first K batches (same
+ * ranks; the whole epoch's plan, cut, in ep->plan): the plan from position
+ * P on (plan_from: plan_resume drops the prefix, as for any resume, or a
+ * sampling plan is cut from there), batch K its
+ * first batch.  Without buckets P is batch K's start.  With buckets it is
+ * the start of the bucket k holding batch K: the buckets are those of the
+ * epoch from k, and the batches of bucket k before K are kept below
+ * tok_start (tok_skip) so that its sorted order is placed as the whole
+ * epoch's. */
+/* This rank's plan from its position P on: a plan's rest (plan_resume),
+ * or a sampling plan's, whose rank r serves draw g x world + r of the
+ * epoch's sequence (batch_size 1): the cut from global batch P. */
+static int plan_from(ferry_loader *L, epoch_state *ep,
+                     const ferry__plan_params *pp, int64_t P,
+                     ferry__rank_plan *p, ferry__err *err) {
+  if (!ep->draw) {
+    ferry__resume_step one = {L->size, P, NULL};
+    return ferry__plan_resume(&ep->pieces, ep->perm, pp, &one, 1, L->rank, p,
+                              NULL, err);
+  }
+  /* a rank that served all its draws is past the sequence's end: nothing
+   * is left for it (its last global batch may be a partial one) */
+  int64_t pos0 = P * L->size < ep->draw->D ? P * L->size : ep->draw->D;
+  ferry__draw_cut cut;
+  int rc = ferry__draw_cut_make(ep->draw, pos0, 1, L->size, L->opts->tail, &cut,
+                                err);
+  if (!rc)
+    rc = ferry__draw_plan(ep->draw, &cut, L->rank, p, err);
+  if (!rc)
+    rc = ferry__tok_cache_fit(ep->tokc, p);
+  return rc;
+}
+
+int ferry__tokens_tail(ferry_loader *L, epoch_state *ep,
+                       const ferry__plan_params *pp, int64_t K,
+                       ferry__err *err) {
+  ferry__rank_plan *p = &ep->plan;
+  int64_t C = p->num_batches, nb = p->nbuckets;
+  if (K > C) /* the same count on every rank: all fail */
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "max_tokens: the state says %lld batches of epoch "
+                         "%lld were served, but it has %lld",
+                         (long long)K, (long long)pp->epoch, (long long)C);
+  int64_t *ts = p->tok_start, *bp = p->bucket_pos, *bb = p->bucket_batch;
+  int64_t k = bp ? ferry__last_le(bb, nb + 1, K) : nb;
+  int inside = bp && k < nb; /* batch K in bucket k, not after them all */
+  int64_t P = inside ? bp[k] : ts[K], K0 = inside ? bb[k] : K;
+  int64_t skip = K - K0;
+  p->tok_start = p->bucket_pos = p->bucket_batch = NULL;
+  ferry__rank_plan_free(p);
+  int rc = plan_from(L, ep, pp, P, p, err);
+  int64_t *nbp = NULL, *nbb = NULL;
+  if (!rc && bp &&
+      (!(nbp = malloc((size_t)(nb - k + 1) * sizeof *nbp)) ||
+       !(nbb = malloc((size_t)(nb - k + 1) * sizeof *nbb))))
+    rc = ferry__oom(err, L->rank, (size_t)(nb - k + 1) * 16,
+                    "the buckets of a resumed epoch");
+  if (!rc) {
+    for (int64_t i = 0; bp && i <= nb - k; i++) {
+      nbp[i] = bp[k + i] - P;
+      nbb[i] = bb[k + i] - K;
+    }
+    p->nbuckets = bp ? nb - k : 0;
+    p->bucket_pos = nbp;
+    p->bucket_batch = nbb;
+    p->bucket_base = bp ? k : 0;
+    nbp = nbb = NULL;
+    /* batches K0 .. C of the epoch, from position P: skip of them before
+     * tok_start[0] */
+    memmove(ts, ts + K0, (size_t)(C - K0 + 1) * sizeof *ts);
+    for (int64_t b = 0; b <= C - K0; b++)
+      ts[b] -= P;
+    ferry__plan_set_starts(p, ts + skip, C - K, L->opts->batch_size);
+    p->tok_skip = skip;
+    ts = NULL;
+  }
+  free(nbp);
+  free(nbb);
+  free(ts);
+  free(bp);
+  free(bb);
+  return rc;
 }

@@ -710,8 +710,8 @@ static int64_t window_draws(plan_ctx *pc, const ferry__rank_plan *p, int64_t k,
                             int blocks) {
   int64_t n = 0;
   int64_t g1 = (k + 1) * p->draw_nbw;
-  if (g1 > p->num_batches)
-    g1 = p->num_batches;
+  if (g1 > p->draw_nb)
+    g1 = p->draw_nb;
   for (int64_t g = k * p->draw_nbw; g < g1; g++) {
     n += batch_slice(pc->d, pc->cut, g, pc->rank, pc->pos + n);
   }
@@ -794,12 +794,13 @@ int ferry__draw_plan(const ferry__draw *d, const ferry__draw_cut *cut, int rank,
   p->draw_rank = rank;
   p->batch_size = cut->batch_size;
   p->num_batches = cut->num_batches;
+  p->draw_nb = cut->num_batches;
   p->draw_nbw = d->window / cut->gb > 1 ? d->window / cut->gb : 1;
   p->epoch_samples = d->D;
   int64_t served =
       cut->num_batches ? (cut->num_batches - 1) * cut->gb + cut->last : 0;
   p->dropped = d->D - cut->pos0 - served > 0 ? d->D - cut->pos0 - served : 0;
-  const int64_t nw = (p->num_batches + p->draw_nbw - 1) / p->draw_nbw;
+  const int64_t nw = (p->draw_nb + p->draw_nbw - 1) / p->draw_nbw;
   p->nwindows = nw;
   plan_ctx pc = {.d = d, .cut = cut, .rank = rank};
   ferry__draw_ctx_init(&pc.dc);
@@ -842,8 +843,8 @@ int ferry__draw_plan(const ferry__draw *d, const ferry__draw_cut *cut, int rank,
 int ferry__draw_window_slots(const ferry__rank_plan *p, int64_t w,
                              ferry__slot *out) {
   const ferry__draw *d = p->draw;
-  ferry__draw_cut cut = {p->draw_pos0,  p->draw_gb,     p->draw_P,   0,
-                         p->batch_size, p->num_batches, p->draw_last};
+  ferry__draw_cut cut = {p->draw_pos0,  p->draw_gb, p->draw_P,   0,
+                         p->batch_size, p->draw_nb, p->draw_last};
   plan_ctx pc = {.d = d, .cut = &cut, .rank = p->draw_rank};
   ferry__draw_ctx_init(&pc.dc);
   const int64_t most = p->draw_nbw * p->draw_gb + 1;

@@ -229,6 +229,8 @@ typedef struct ferry__rank_plan {
    * ferry__draw_window_slots; segs are then NULL and pads come last. */
   const struct ferry__draw *draw;
   int64_t draw_pos0, draw_gb, draw_last, draw_nbw;
+  int64_t draw_nb; /* the stretch's global batches (num_batches until
+                    * max_tokens cuts the plan into its own batches) */
   int draw_P, draw_rank;
   /* Token budgets (max_tokens, loader/tokens.c): batch b is served
    * positions [tok_start[b], tok_start[b+1]) (num_batches + 1 entries;

@@ -22,7 +22,8 @@
 #    with weighted sampling and a subset of chunks too, and a changed
 #    token caught; max_tokens batches (with buckets and pad=max too) on 3
 #    ranks, on the all-empty and the huge datasets, and its refusals (a
-#    sample over the budget, weights, no ragged variable);
+#    sample over the budget, mix_by=batch, no ragged variable), and with
+#    weighted sampling and a mix (ferry verify's sampling check);
 #  - corrupt indexes (bad magic, version, dtype code, counts, sizes, a
 #    negative length, a gap between sequences, a .bin shorter than the
 #    index says, bad document indices) and what is not served for ragged
@@ -211,11 +212,14 @@ done
 # max_tokens: batches within the budget, equal counts, every sample once,
 # with buckets and pad=max too (ferry verify's batches and content checks)
 for o in "--max-tokens 600 --batch-size 64 --tail partial" \
-         "--max-tokens 900 --batch-size 40 --bucket-window 200 --pad max --tail pad"; do
+         "--max-tokens 900 --batch-size 40 --bucket-window 200 --pad max --tail pad" \
+         "--max-tokens 600 --batch-size 64 --weights $tmp/w.npy --tail partial" \
+         "--max-tokens 900 --batch-size 40 --weights $tmp/w.npy --bucket-window 200"; do
   if $RUN_MPI 3 "$FERRY" verify "$tmp/gen" --epochs 2 $o >"$tmp/verify4.out" 2>&1 &&
      grep '^PASS batches' "$tmp/verify4.out" >/dev/null &&
      grep '^PASS content .*samples' "$tmp/verify4.out" >/dev/null &&
-     grep '^ferry verify: PASS' "$tmp/verify4.out" >/dev/null; then
+     grep '^ferry verify: PASS' "$tmp/verify4.out" >/dev/null &&
+     case $o in *weights*) grep '^PASS sampling' "$tmp/verify4.out" >/dev/null ;; esac; then
     ok "ferry verify $o on 3 ranks: `grep '^PASS batches' "$tmp/verify4.out" | head -1 | cut -c1-100`"
   else
     failed "ferry verify $o of a ragged corpus" "$tmp/verify4.out"
@@ -238,7 +242,7 @@ big=`"$PYTHON_NUMPY" -c "
 import numpy as np, sys
 print(int(np.diff(np.load(sys.argv[1])['offsets']).max()))" "$fx/huge.seq.npz"`
 for c in "$fx/huge.idx|--max-tokens 20000|rows of variable 'tokens', more than max_tokens=20000 (3 samples are; the longest has $big)" \
-         "$tmp/gen|--max-tokens 500 --weights $tmp/w.npy|does not cut sampled epochs" \
+         "mix:$fx/i32.idx=0.7,$fx/i32.idx=0.3|--max-tokens 500 --mix-by batch|use mix_by=epoch" \
          "$tmp/gen|--bucket-window 8|applies with max_tokens only" \
          "mem:N=10,vars=x:float32|--max-tokens 8|has no ragged variable"; do
   d=`echo "$c" | cut -d'|' -f1`
@@ -329,15 +333,17 @@ PY
     failed "a mix of two ragged corpora on $np rank(s)" "$tmp/mixcheck"
   fi
 done
-if $RUN_MPI 3 "$FERRY" verify "$mixspec" --epochs 1 --batch-size 8 \
-     >"$tmp/verify.out" 2>&1 &&
-   grep '^PASS sampling' "$tmp/verify.out" >/dev/null &&
-   grep '^PASS batches' "$tmp/verify.out" >/dev/null &&
-   grep '^PASS determinism' "$tmp/verify.out" >/dev/null; then
-  ok "ferry verify of the mix on 3 ranks: `grep '^PASS sampling' "$tmp/verify.out" | cut -c1-100`"
-else
-  failed "ferry verify of the mix of ragged corpora on 3 ranks" "$tmp/verify.out"
-fi
+for o in "--batch-size 8" "--max-tokens 400 --batch-size 16"; do
+  if $RUN_MPI 3 "$FERRY" verify "$mixspec" --epochs 1 $o \
+       >"$tmp/verify.out" 2>&1 &&
+     grep '^PASS sampling' "$tmp/verify.out" >/dev/null &&
+     grep '^PASS batches' "$tmp/verify.out" >/dev/null &&
+     grep '^PASS determinism' "$tmp/verify.out" >/dev/null; then
+    ok "ferry verify $o of the mix on 3 ranks: `grep '^PASS sampling' "$tmp/verify.out" | cut -c1-100`"
+  else
+    failed "ferry verify $o of the mix of ragged corpora on 3 ranks" "$tmp/verify.out"
+  fi
+done
 
 # ---- refusals -------------------------------------------------------------
 refusals() {

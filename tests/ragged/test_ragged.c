@@ -28,7 +28,11 @@
  *    inside buckets of several batches) resumed on the same 4 ranks
  *    exactly, elsewhere the same refusal on every
  *    rank; a budget below the longest sample refused at ferry_open on
- *    every rank, naming it.
+ *    every rank, naming it;
+ *  - max_tokens with weighted sampling (a weights file the test writes),
+ *    with and without buckets: every batch within the budget, saved after
+ *    K batches on 4 ranks and resumed there the uninterrupted run's
+ *    batches, resumed on 3 ranks refused on every rank.
  */
 #include <ferry.h>
 
@@ -511,6 +515,106 @@ static void tok_resume_case(const char *const *kv, int64_t K, int refused) {
   ferry_options_free(o);
 }
 
+/* DIR/w.npy: a float32 weight per sequence, (i mod 3) + 0.5 (rank 0). */
+static void write_weights(const char *path) {
+  if (rank == 0) {
+    FILE *f = fopen(path, "wb");
+    char head[128];
+    int n = snprintf(head, sizeof head,
+                     "{'descr': '<f4', 'fortran_order': False, 'shape': "
+                     "(%lld,), }",
+                     (long long)nseq);
+    while ((n + 11) % 64)
+      head[n++] = ' ';
+    head[n - 1] = '\n';
+    unsigned char pre[10] = {0x93,
+                             'N',
+                             'U',
+                             'M',
+                             'P',
+                             'Y',
+                             1,
+                             0,
+                             (unsigned char)(n & 255),
+                             (unsigned char)(n >> 8)};
+    int ok = f && fwrite(pre, 1, 10, f) == 10 &&
+             fwrite(head, 1, (size_t)n, f) == (size_t)n;
+    for (int64_t i = 0; ok && i < nseq; i++) {
+      float w = (float)(i % 3) + 0.5f;
+      ok = fwrite(&w, 4, 1, f) == 1;
+    }
+    CHECK(ok && f && fclose(f) == 0, "writing %s", path);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/* max_tokens with weighted sampling: every batch within the budget, the
+ * same batches on 1 and 3 ranks' reruns (epoch_case's checks without
+ * exactly-once: draws repeat); saved after K batches on 4 ranks and
+ * resumed there, the rest is the uninterrupted run's batches; resumed on
+ * 3 ranks, refused with FERRY_ENOTSUP on every rank. */
+static void tok_sampled_case(const char *const *kv, int64_t K) {
+  char spec[4096], path[4096];
+  snprintf(spec, sizeof spec, "%s.idx", prefix);
+  snprintf(path, sizeof path, "%s/tok-sampled-%lld", dir, (long long)K);
+  ferry_options *o = opts_of(kv, NULL);
+  recs ref = {0}, before = {0}, after = {0};
+  cur_T = T_of(kv);
+  cur_B = B_of(kv);
+  save_on_4(spec, o, K, path, &ref, &before);
+  MPI_Comm c = first(size < 3 ? size : 3);
+  if (c != MPI_COMM_NULL) {
+    ferry_loader *L = NULL;
+    CHECK(ferry_open(c, spec, o, &L) == 0, "open: %s", ferry_last_error(NULL));
+    if (L) {
+      int rc = ferry_state_load(L, path), lo = 0, hi = 0;
+      MPI_Allreduce(&rc, &lo, 1, MPI_INT, MPI_MIN, c);
+      MPI_Allreduce(&rc, &hi, 1, MPI_INT, MPI_MAX, c);
+      CHECK(rc == FERRY_ENOTSUP && lo == hi &&
+                strstr(ferry_last_error(L), "sampling"),
+            "sampled max_tokens state of 4 ranks loaded on 3: rc %d "
+            "(%d..%d): %s",
+            rc, lo, hi, ferry_last_error(L));
+      ferry_close(L);
+    }
+    MPI_Comm_free(&c);
+  }
+  MPI_Comm c4 = first(4);
+  if (c4 != MPI_COMM_NULL) {
+    ferry_loader *L = NULL;
+    CHECK(ferry_open(c4, spec, o, &L) == 0, "open: %s", ferry_last_error(NULL));
+    if (L) {
+      int rc = ferry_state_load(L, path);
+      CHECK(rc == 0, "sampled load on 4 ranks: %s", ferry_last_error(L));
+      if (rc == 0)
+        serve(L, -1, 0, &after);
+      ferry_close(L);
+    }
+    CHECK(before.n > 0 && before.n + after.n == ref.n,
+          "sampled max_tokens, 4 ranks: %lld + %lld draws, the "
+          "uninterrupted run %lld",
+          (long long)before.n, (long long)after.n, (long long)ref.n);
+    int64_t bad = -1;
+    for (int64_t i = 0; i < before.n && i < ref.n && bad < 0; i++)
+      if (before.v[i].id != ref.v[i].id || before.v[i].batch != ref.v[i].batch)
+        bad = i;
+    for (int64_t i = 0; i < after.n && before.n + i < ref.n && bad < 0; i++)
+      if (after.v[i].id != ref.v[before.n + i].id ||
+          after.v[i].batch != ref.v[before.n + i].batch)
+        bad = before.n + i;
+    CHECK(bad < 0,
+          "sampled max_tokens, 4 ranks: draw %lld of the run saved after "
+          "%lld batches and resumed differs from the uninterrupted run",
+          (long long)bad, (long long)K);
+    MPI_Comm_free(&c4);
+  }
+  cur_T = 0;
+  free(ref.v);
+  free(before.v);
+  free(after.v);
+  ferry_options_free(o);
+}
+
 /* A budget below the longest sample: ferry_open fails on every rank with
  * FERRY_EINVAL, naming max_tokens and the sample's length. */
 static void tok_refused(int P) {
@@ -759,6 +863,18 @@ int main(int argc, char **argv) {
   tok_resume_case(tokb, 1, 1);
   tok_resume_case(tokm, 1, 1);
   tok_resume_case(tokm, 4, 1);
+  char wpath[4096];
+  snprintf(wpath, sizeof wpath, "%s/w.npy", dir);
+  write_weights(wpath);
+  const char *const toks[] = {"tail",       "partial", "batch_size", "16",
+                              "max_tokens", t3,        "weights",    wpath,
+                              "seed",       "7",       NULL};
+  const char *const toksb[] = {"tail",       "partial", "batch_size",    "6",
+                               "max_tokens", t8,        "weights",       wpath,
+                               "seed",       "8",       "bucket_window", "12",
+                               NULL};
+  tok_sampled_case(toks, 1);
+  tok_sampled_case(toksb, 1);
   tok_refused(1);
   tok_refused(3);
   int status = ft_mpi_summary("test_ragged", MPI_COMM_WORLD);
