@@ -79,6 +79,7 @@ MPI_TESTS += \
 MPI_TESTS += \
 	tests/ragged/megatron.sh \
 	tests/ragged/roff_map.sh \
+	tests/ragged/threads.sh \
 	tests/ragged/arrow.sh \
 	tests/ragged/hdf5_vlen.sh \
 	tests/ragged/zarr_vlen.sh \
@@ -209,12 +210,15 @@ ASAN_TESTS = \
 # tier), and its threaded reads (many row groups, a row group of many pages)
 # are parquet_pool.sh's too, which runs here.
 # (parquet.sh was the TSan tier's slowest test: 260 s wall, 114 s CPU in a
-# fresh ./bootstrap check, 2026-11-27.)
+# fresh ./bootstrap check, 2026-11-27.)  Not megatron.sh either (199 s
+# under TSan, 2026-11-28, mostly single-threaded tool runs): threads.sh
+# runs its threaded part, test_ragged on 7 ranks, and a dump with 4
+# threads.
 TSAN_TESTS = \
 	tests/loader/tsan.sh tests/loader/loader.sh tests/loader/state.sh \
 	tests/npy/npy_fixtures.sh tests/dataset/decode_pool.sh \
 	tests/parquet/parquet_pool.sh tests/sampling/sampling.sh \
-	tests/ragged/megatron.sh
+	tests/ragged/threads.sh
 
 # LIST: the fuzz tier, run in ./bootstrap check's libFuzzer tree.
 FUZZ_TESTS = tests/fuzz/
