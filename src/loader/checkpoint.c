@@ -77,7 +77,8 @@ static int state_encode_pos(ferry_loader *L, long long pos, long long total,
     if (st.nsteps && st.steps[st.nsteps - 1].world_size == L->size)
       st.steps[st.nsteps - 1].batches += pos;
     else
-      st.steps[st.nsteps++] = (ferry__resume_step){L->size, pos, NULL};
+      st.steps[st.nsteps++] =
+          (ferry__resume_step){L->size, pos, NULL, NULL, NULL};
     /* max_tokens: every rank's served positions, per step (own copies, the
      * last step's with this run's added) */
     for (int s = 0; served && !rc && s < st.nsteps; s++) {

@@ -554,6 +554,40 @@ static int global_check(ferry_loader *L, epoch_state *ep, ferry__err *err) {
   return ferry__agree(L->comm, L->rank, rc, err);
 }
 
+/* A bucketed epoch saved after K batches over another number of ranks
+ * (one step): what each old rank served, made again from its plan and
+ * cut (ferry__tokens_holes), and the rest dealt over this run's ranks. */
+static int bucket_holes_resume(ferry_loader *L, epoch_state *ep,
+                               const ferry__plan_params *pp, int64_t K,
+                               ferry__err *err) {
+  ferry__resume_step st = ep->steps[0];
+  int R0 = st.world_size;
+  int64_t *ends = calloc((size_t)R0, sizeof *ends);
+  int64_t *nholes = calloc((size_t)R0, sizeof *nholes);
+  int64_t **h = calloc((size_t)R0, sizeof *h);
+  int rc = ends && nholes && h ? 0
+                               : ferry__oom(err, L->rank, (size_t)R0 * 24,
+                                            "the served positions of %d "
+                                            "ranks",
+                                            R0);
+  if (!rc)
+    rc = ferry__tokens_holes(L, &ep->pieces, ep->perm, pp, R0, K, ends, nholes,
+                             h, err);
+  if (!rc) {
+    st.served = ends;
+    st.nholes = nholes;
+    st.holes = h;
+    rc = ferry__plan_resume(&ep->pieces, ep->perm, pp, &st, 1, L->rank,
+                            &ep->plan, NULL, err);
+  }
+  for (int r = 0; h && r < R0; r++)
+    free(h[r]);
+  free(h);
+  free(nholes);
+  free(ends);
+  return rc;
+}
+
 /* Step 3 with max_tokens: the plan of batch_size 1 cut by tokens
  * (tokens.c).  A resumed epoch: the whole epoch's batches are cut again
  * (the same on every rank as when it was saved), the samples of the first
@@ -562,10 +596,12 @@ static int global_check(ferry_loader *L, epoch_state *ep, ferry__err *err) {
  * ranks, the state holds each old rank's served positions per step
  * (checkpoint.c): plan_resume drops them from the old ranks' orders and
  * deals the rest over this run's ranks (as batches of 1), which is then cut
- * again.  A bucketed epoch resumes over the same ranks only (a bucket's
- * first batches are not a prefix of its slots, so no count says what each
- * rank served): the plan's rest from the start of the bucket of batch K,
- * whose first batches are kept as its head (tokens_tail).  COLLECTIVE. */
+ * again.  A bucketed epoch over the same ranks: the plan's rest from the
+ * start of the bucket of batch K, whose first batches are kept as its
+ * head (tokens_tail); over other ranks (a bucket's first batches are not
+ * a prefix of its slots, so no count says what each rank served) every
+ * old rank's plan and cut are made again to find what it served
+ * (bucket_holes_resume).  COLLECTIVE. */
 static int tokens_plan(ferry_loader *L, epoch_state *ep,
                        const ferry__plan_params *pp, ferry__err *err) {
   int64_t K = 0;
@@ -583,15 +619,19 @@ static int tokens_plan(ferry_loader *L, epoch_state *ep,
                          "next epoch",
                          (long long)pp->epoch, ep->steps[s].world_size,
                          ep->steps[s].world_size);
-  if (!rc && K > 0 && L->opts->bucket_window && !same)
+  int holes = !same && K > 0 && L->opts->bucket_window;
+  if (!rc && holes && ep->nsteps > 1)
     rc = ferry__seterr(err, FERRY_ENOTSUP,
                        "max_tokens with bucket_window: epoch %lld was saved "
-                       "in its middle (after %lld batches) over %d ranks; "
-                       "resume it over %d ranks, or at the next epoch",
+                       "in its middle (after %lld batches) after a resume "
+                       "over another number of ranks; resume it over %d "
+                       "ranks, or at the next epoch",
                        (long long)pp->epoch, (long long)K,
-                       ep->steps[0].world_size, ep->steps[0].world_size);
+                       ep->steps[ep->nsteps - 1].world_size);
   if (!same) { /* another number of ranks: the rest, dealt, then cut */
-    if (!rc)
+    if (!rc && holes)
+      rc = bucket_holes_resume(L, ep, pp, K, err);
+    else if (!rc)
       rc = ferry__plan_resume(&ep->pieces, ep->perm, pp, ep->steps, ep->nsteps,
                               L->rank, &ep->plan, NULL, err);
     return ferry__tokens_plan(L, &ep->plan, pp->epoch, &ep->tokc, rc, err);

@@ -421,6 +421,17 @@ size_t ferry__tok_cache_bytes(int64_t W);
 int ferry__tokens_tail(ferry_loader *L, epoch_state *ep,
                        const ferry__plan_params *pp, int64_t K,
                        ferry__err *err);
+/** A bucketed max_tokens epoch saved after K batches over R0 ranks (its
+ *  first step; pp: this epoch's plan parameters): each old rank r's served
+ *  positions as ends[r] (the end of the bucket holding its batch K) and
+ *  the nholes[r] positions before it it did not serve (holes[r],
+ *  malloc'd), for ferry__plan_resume.  Every old rank's plan and cut are
+ *  made again here (two passes: the counts, then the layouts).  LOCAL:
+ *  the same on every rank. */
+int ferry__tokens_holes(ferry_loader *L, const ferry__pieces *ps,
+                        const int64_t *perm, const ferry__plan_params *pp,
+                        int R0, int64_t K, int64_t *ends, int64_t *nholes,
+                        int64_t **holes, ferry__err *err);
 /* ragged.c */
 int ferry__ragged_open(ferry_loader *L, ferry__err *err);
 /** offsets_dtype=int32: every slot's rows fit (after max_tokens' cap). */

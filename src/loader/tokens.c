@@ -115,19 +115,21 @@ static int cmp_rec(const void *a, const void *b) {
   return (x->i > y->i) - (x->i < y->i);
 }
 
-static uint64_t bucket_key(const ferry_loader *L, int64_t epoch, int64_t k) {
+/* Bucket k's key on rank r (its sort's ties, its batches' order). */
+static uint64_t bucket_key(const ferry_loader *L, int64_t epoch, int r,
+                           int64_t k) {
   uint64_t base = ferry__rand_key(L->opts->seed, TOK_STREAM_BUCKET,
-                                  (uint64_t)epoch, (uint64_t)L->rank);
+                                  (uint64_t)epoch, (uint64_t)r);
   return ferry__rand64(base, (uint64_t)k);
 }
 
 /* Bucket k's slots (plan order) into tmp and its sorted order into recs. */
 static int bucket_sort(const ferry_loader *L, const ferry__rank_plan *p,
-                       int64_t epoch, int64_t k, ferry__tok_cache *tc) {
+                       int64_t epoch, int r, int64_t k, ferry__tok_cache *tc) {
   ferry__slot *tmp = tc->tmp;
   rec *recs = tc->recs;
   int64_t P0 = p->bucket_pos[k], m = p->bucket_pos[k + 1] - P0;
-  uint64_t key = bucket_key(L, epoch, k + p->bucket_base);
+  uint64_t key = bucket_key(L, epoch, r, k + p->bucket_base);
   if (range_slots(p, P0, m, tmp, tc->wbuf))
     return FERRY_ENOMEM;
   for (int64_t i = 0; i < m; i++)
@@ -200,9 +202,9 @@ static int make_buckets(ferry__rank_plan *p, int64_t W) {
   return 0;
 }
 
-/* This rank's batches, unpermuted, into l. */
+/* Rank r's batches, unpermuted, into l. */
 static int cut_rank(const ferry_loader *L, ferry__rank_plan *p, int64_t epoch,
-                    tlist *l, ferry__tok_cache *tc) {
+                    int r, tlist *l, ferry__tok_cache *tc) {
   cutter c = {L->opts->max_tokens, L->opts->batch_size, 0, 0, 0, 0};
   int rc = 0;
   if (!p->bucket_pos) {
@@ -230,7 +232,7 @@ static int cut_rank(const ferry_loader *L, ferry__rank_plan *p, int64_t epoch,
     return rc ? rc : cut_end(&c, l);
   }
   for (int64_t k = 0; !rc && k < p->nbuckets; k++) {
-    if ((rc = bucket_sort(L, p, epoch, k, tc)) != 0)
+    if ((rc = bucket_sort(L, p, epoch, r, k, tc)) != 0)
       break;
     c.bucket = k;
     c.off = 0;
@@ -322,7 +324,7 @@ static int split_to(tlist *l, int64_t C) {
  * batches in a seeded order; empty batches (a rank with fewer samples than
  * C) last.  Also each window's first batch (what admits its reads). */
 static int lay_out(const ferry_loader *L, ferry__rank_plan *p, int64_t epoch,
-                   const tlist *l, int64_t C) {
+                   int r, const tlist *l, int64_t C) {
   int64_t *ts = malloc((size_t)(C + 1) * sizeof *ts);
   int64_t *perm = NULL;
   if (!ts)
@@ -353,7 +355,7 @@ static int lay_out(const ferry_loader *L, ferry__rank_plan *p, int64_t epoch,
       p->bucket_batch[k] = b;
       for (int64_t j = 0; j < m; j++)
         perm[j] = j;
-      ferry__shuffle(perm, m, bucket_key(L, epoch, k));
+      ferry__shuffle(perm, m, bucket_key(L, epoch, r, k));
       for (int64_t j = 0; j < m; j++) {
         ts[b++] = pos;
         pos += l->v[i + perm[j]].n;
@@ -431,7 +433,7 @@ int ferry__tokens_plan(ferry_loader *L, ferry__rank_plan *p, int64_t epoch,
     rc = ferry__oom(err, L->rank, ferry__tok_cache_bytes(W),
                     "dataset %s: the buckets of bucket_window=%lld", L->m.spec,
                     (long long)W);
-  if (!rc && cut_rank(L, p, epoch, &l, tc))
+  if (!rc && cut_rank(L, p, epoch, L->rank, &l, tc))
     rc = ferry__oom(err, L->rank, (size_t)l.cap * 2 * sizeof(tbatch),
                     "dataset %s: the max_tokens batches of rank %d in epoch "
                     "%lld",
@@ -444,7 +446,7 @@ int ferry__tokens_plan(ferry_loader *L, ferry__rank_plan *p, int64_t epoch,
     rc =
         ferry__seterr_on(err, L->rank, FERRY_EMPI,
                          "MPI_Allreduce of the max_tokens batch counts failed");
-  if (!rc && (split_to(&l, C) || lay_out(L, p, epoch, &l, C)))
+  if (!rc && (split_to(&l, C) || lay_out(L, p, epoch, L->rank, &l, C)))
     rc = ferry__oom(err, L->rank, (size_t)C * 3 * sizeof(tbatch),
                     "dataset %s: the %lld max_tokens batches of epoch %lld",
                     L->m.spec, C, (long long)epoch);
@@ -463,10 +465,11 @@ static void fill_entry(const ferry_loader *L, const ferry__rank_plan *p,
                        int64_t epoch, ferry__tok_cache *tc, int e, int64_t k) {
   int64_t P0 = p->bucket_pos[k];
   int64_t b0 = p->bucket_batch[k], m = p->bucket_batch[k + 1] - b0;
-  (void)bucket_sort(L, p, epoch, k, tc); /* its window buffer is there */
+  (void)bucket_sort(L, p, epoch, L->rank, k, tc); /* its buffer is there */
   for (int64_t j = 0; j < m; j++)
     tc->perm[j] = j;
-  ferry__shuffle(tc->perm, m, bucket_key(L, epoch, k + p->bucket_base));
+  ferry__shuffle(tc->perm, m,
+                 bucket_key(L, epoch, L->rank, k + p->bucket_base));
   /* served batch j is unpermuted batch perm[j]: its size gives the
    * unpermuted sizes, their sums where each starts in the sorted order */
   for (int64_t j = 0; j < m; j++)
@@ -582,7 +585,7 @@ static int plan_from(ferry_loader *L, epoch_state *ep,
                      const ferry__plan_params *pp, int64_t P,
                      ferry__rank_plan *p, ferry__err *err) {
   if (!ep->draw) {
-    ferry__resume_step one = {L->size, P, NULL};
+    ferry__resume_step one = {L->size, P, NULL, NULL, NULL};
     return ferry__plan_resume(&ep->pieces, ep->perm, pp, &one, 1, L->rank, p,
                               NULL, err);
   }
@@ -647,5 +650,100 @@ int ferry__tokens_tail(ferry_loader *L, epoch_state *ep,
   free(ts);
   free(bp);
   free(bb);
+  return rc;
+}
+
+/* Old rank r's plan over pp0's world size (batch_size 1), its buckets and
+ * its unpermuted cut into *l, with the cache that sorted them. */
+static int old_cut(const ferry_loader *L, const ferry__pieces *ps,
+                   const int64_t *perm, const ferry__plan_params *pp0, int r,
+                   ferry__rank_plan *p, tlist *l, ferry__tok_cache **tc,
+                   ferry__err *err) {
+  int64_t W = L->opts->bucket_window;
+  int rc = ferry__plan_build(ps, perm, pp0, r, p, err);
+  if (!rc && (make_buckets(p, W) || tok_cache_new(tc, p, W) ||
+              cut_rank(L, p, pp0->epoch, r, l, *tc)))
+    rc = ferry__oom(err, L->rank, ferry__tok_cache_bytes(W),
+                    "dataset %s: the max_tokens batches of old rank %d in "
+                    "epoch %lld",
+                    L->m.spec, r, (long long)pp0->epoch);
+  return rc;
+}
+
+/* Old rank r's served set after K batches of its layout (p, l, tc: its
+ * plan, cut and cache): the end of the bucket holding batch K in *end and
+ * the positions before it not served in *holes (*nh of them). */
+static int old_holes(const ferry_loader *L, ferry__rank_plan *p, const tlist *l,
+                     ferry__tok_cache *tc, int64_t epoch, int r, int64_t K,
+                     int64_t *end, int64_t *nh, int64_t **holes) {
+  const int64_t nb = p->nbuckets, *bb = p->bucket_batch, *bp = p->bucket_pos;
+  *nh = 0;
+  *holes = NULL;
+  if (K >= bb[nb]) { /* every bucket served */
+    *end = p->nslots;
+    return 0;
+  }
+  int64_t k = ferry__last_le(bb, nb + 1, K), j = K - bb[k];
+  int64_t m = bp[k + 1] - bp[k], i0 = 0, nbk = bb[k + 1] - bb[k];
+  while (i0 < l->n && l->v[i0].bucket < k)
+    i0++;
+  int rc = bucket_sort(L, p, epoch, r, k, tc);
+  unsigned char *done = calloc((size_t)(m ? m : 1), 1);
+  int64_t *perm = malloc((size_t)(nbk ? nbk : 1) * sizeof *perm);
+  *holes = malloc((size_t)(m ? m : 1) * sizeof **holes);
+  if (rc || !done || !perm || !*holes) {
+    free(done);
+    free(perm);
+    free(*holes);
+    *holes = NULL;
+    return FERRY_ENOMEM;
+  }
+  for (int64_t t = 0; t < nbk; t++) /* lay_out's order of the bucket */
+    perm[t] = t;
+  ferry__shuffle(perm, nbk, bucket_key(L, epoch, r, k));
+  for (int64_t t = 0; t < j; t++) { /* served batch t: unpermuted perm[t] */
+    const tbatch *u = &l->v[i0 + perm[t]];
+    for (int64_t i = u->off; i < u->off + u->n; i++)
+      done[tc->recs[i].i] = 1;
+  }
+  for (int64_t i = 0; i < m; i++)
+    if (!done[i])
+      (*holes)[(*nh)++] = bp[k] + i;
+  *end = bp[k + 1];
+  free(done);
+  free(perm);
+  return 0;
+}
+
+int ferry__tokens_holes(ferry_loader *L, const ferry__pieces *ps,
+                        const int64_t *perm, const ferry__plan_params *pp,
+                        int R0, int64_t K, int64_t *ends, int64_t *nholes,
+                        int64_t **holes, ferry__err *err) {
+  ferry__plan_params pp0 = *pp;
+  pp0.world_size = R0;
+  int64_t C = 0;
+  int rc = 0;
+  for (int pass = 0; pass < 2 && !rc; pass++)
+    for (int r = 0; r < R0 && !rc; r++) {
+      ferry__rank_plan p;
+      memset(&p, 0, sizeof p);
+      tlist l = {0};
+      ferry__tok_cache *tc = NULL;
+      rc = old_cut(L, ps, perm, &pp0, r, &p, &l, &tc, err);
+      if (!rc && pass == 0)
+        C = l.n > C ? l.n : C;
+      if (!rc && pass == 1 &&
+          (split_to(&l, C) || lay_out(L, &p, pp0.epoch, r, &l, C) ||
+           old_holes(L, &p, &l, tc, pp0.epoch, r, K, &ends[r], &nholes[r],
+                     &holes[r])))
+        rc = ferry__oom(err, L->rank, (size_t)C * 3 * sizeof(tbatch),
+                        "dataset %s: the max_tokens batches of old rank %d "
+                        "in epoch %lld",
+                        L->m.spec, r, (long long)pp0.epoch);
+      free(l.v);
+      ferry__tok_cache_free(tc);
+      ferry__rank_plan_free(&p);
+    }
+  ferry__manifest_trim(&L->m, NULL, NULL);
   return rc;
 }

@@ -315,6 +315,12 @@ typedef struct ferry__resume_step {
    * batches x batch_size each (max_tokens batches differ in size between
    * ranks: loader/tokens.c).  Owned by whoever made the array. */
   int64_t *served;
+  /* [world_size] or NULL (with served only): positions before served[r]
+   * that rank r did NOT serve (ascending; nholes[r] of them), served
+   * again after the step -- a bucketed max_tokens epoch, whose bucket's
+   * batches are served in a shuffled order (loader/tokens.c). */
+  int64_t *nholes;
+  int64_t **holes;
 } ferry__resume_step;
 
 /**

@@ -389,6 +389,57 @@ static void rlist_drop(rlist *l, int64_t n) {
   l->n -= i;
 }
 
+/* Positions h[0..nh) of l (ascending, each below its length) as ranges of
+ * one sample each, consecutive ones merged, into *out (which the caller
+ * frees). */
+static int rlist_holes(const rlist *l, const int64_t *h, int64_t nh,
+                       rlist *out) {
+  int64_t i = 0, at = 0; /* at: the first position of range i */
+  int rc = 0;
+  for (int64_t k = 0; k < nh && !rc; k++) {
+    while (i < l->n && h[k] >= at + (l->v[i].b - l->v[i].a)) {
+      at += l->v[i].b - l->v[i].a;
+      i++;
+    }
+    if (i >= l->n)
+      return FERRY_EINVAL;
+    range x = l->v[i];
+    x.a += h[k] - at;
+    x.b = x.a + 1;
+    range *last = out->n ? &out->v[out->n - 1] : NULL;
+    if (last && last->r0 == x.r0 && last->w == x.w && last->b == x.a &&
+        last->group == x.group && last->padded == x.padded)
+      last->b++;
+    else
+      rc = range_push(out, x);
+  }
+  return rc;
+}
+
+/* Rank r's rest after step st: its holes (the positions before served[r]
+ * it did not serve), then what follows served[r]. */
+static int rlist_step(rlist *l, const ferry__resume_step *st, int r, int64_t K,
+                      int64_t B) {
+  rlist h = {0};
+  int rc = 0;
+  if (st->holes && st->nholes[r] > 0)
+    rc = rlist_holes(l, st->holes[r], st->nholes[r], &h);
+  if (rc) {
+    free(h.v);
+    return rc;
+  }
+  rlist_drop(l, st->served ? st->served[r] : K * B);
+  for (int64_t i = 0; !rc && i < l->n; i++)
+    rc = range_push(&h, l->v[i]);
+  if (rc) {
+    free(h.v);
+    return rc;
+  }
+  free(l->v);
+  *l = h;
+  return 0;
+}
+
 /* Append positions [a, a+len) of R (pre: its ranges' first positions, then
  * its length n) to l, wrapping modulo n; padded: as pads of group g. */
 static int rlist_slice(rlist *l, const rlist *R, const int64_t *pre, int64_t a,
@@ -722,7 +773,11 @@ static int resume_elastic(const ferry__pieces *ps, const int64_t *perm,
                           "resume step %d: rank %d served %lld samples of "
                           "the %lld it had left",
                           s, r, (long long)steps[s].served[r], (long long)left);
-      rlist_drop(&lists[r], steps[s].served ? steps[s].served[r] : K * B);
+      if (!rc && rlist_step(&lists[r], &steps[s], r, K, B))
+        rc = ferry__seterr(err, FERRY_EFORMAT,
+                           "resume step %d: rank %d's unserved positions "
+                           "are not inside what it had left",
+                           s, r);
     }
     if (rc)
       break;
@@ -801,6 +856,15 @@ int ferry__plan_resume(const ferry__pieces *ps, const int64_t *perm,
         return ferry__seterr(err, FERRY_EFORMAT,
                              "resume step %d: rank %d served %lld", s, r,
                              (long long)steps[s].served[r]);
+    for (int r = 0; steps[s].holes && r < steps[s].world_size; r++)
+      for (int64_t k = 0; k < steps[s].nholes[r]; k++)
+        if (!steps[s].served || steps[s].holes[r][k] < 0 ||
+            steps[s].holes[r][k] >= steps[s].served[r] ||
+            (k > 0 && steps[s].holes[r][k] <= steps[s].holes[r][k - 1]))
+          return ferry__seterr(err, FERRY_EFORMAT,
+                               "resume step %d: rank %d's unserved position "
+                               "%lld",
+                               s, r, (long long)steps[s].holes[r][k]);
     if (steps[s].served && pp->batch_size != 1)
       return ferry__seterr(err, FERRY_EFORMAT,
                            "resume step %d: per-rank counts with batch_size "

@@ -43,7 +43,8 @@ int main(int argc, char **argv) {
   int64_t N = strtoll(argv[1], NULL, 10), C = strtoll(argv[2], NULL, 10);
   int world = atoi(argv[3]), rank = atoi(argv[4]);
   ferry__resume_step step = {argc == 7 ? atoi(argv[5]) : 0,
-                             argc == 7 ? strtoll(argv[6], NULL, 10) : 0, NULL};
+                             argc == 7 ? strtoll(argv[6], NULL, 10) : 0, NULL,
+                             NULL, NULL};
   if (N < 1 || C < 1 || world < 1 || rank < 0 || rank >= world ||
       (argc == 7 && (step.world_size < 1 || step.batches < 0))) {
     fprintf(stderr, "plan_sim: bad arguments\n");

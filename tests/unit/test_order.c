@@ -135,7 +135,7 @@ static int test_ranges(void) {
                 what, err.msg);
         ranges_match(&p, what);
         /* resumed after 3 batches on 3 ranks, then on 2 (elastic) */
-        ferry__resume_step steps[1] = {{3, 3, NULL}};
+        ferry__resume_step steps[1] = {{3, 3, NULL, NULL, NULL}};
         REQUIRE(ferry__plan_resume(&ps, perm, &pp, steps, 1, r, &q, NULL,
                                    &err) == 0,
                 "%s: resume: %s", what, err.msg);

@@ -649,7 +649,7 @@ static int check_resume(const resume_case *c) {
         nserved++;
       }
     }
-    steps[s] = (ferry__resume_step){P, K, NULL};
+    steps[s] = (ferry__resume_step){P, K, NULL, NULL, NULL};
     /* Same world size next: the resumed ranks continue their own plans. */
     int Pn = c->P[s + 1];
     ferry__rank_plan next[MAX_WORLD];
@@ -897,8 +897,8 @@ static int test_plan_memory(void) {
        * 4,097 ranks, which serve one batch of 32 at the smallest scale): its
        * slices and runs are per window, not per sample, and its extents
        * per piece plus the windows cut at the shares' ends */
-      ferry__resume_step step = {worlds[wi] + 1, worlds[wi] < 100 ? 3 : 0,
-                                 NULL};
+      ferry__resume_step step = {worlds[wi] + 1, worlds[wi] < 100 ? 3 : 0, NULL,
+                                 NULL, NULL};
       REQUIRE(ferry__plan_resume(&ps, perm, &pp, &step, 1, r, &p, NULL, &err) ==
                   0,
               "elastic: %s", err.msg);

@@ -26,8 +26,9 @@ static char *opt_names[] = {"batch_size", "seed", "shuffle", NULL};
 static char *opt_values[] = {"16", "42", "chunks", NULL};
 /* max_tokens steps carry each rank's served positions (the third member) */
 static int64_t served4[] = {7, 9, 0, 12}, served3[] = {3, 1, 2};
-static ferry__resume_step steps[] = {
-    {4, 7, served4}, {3, 2, served3}, {5, 0, NULL}};
+static ferry__resume_step steps[] = {{4, 7, served4, NULL, NULL},
+                                     {3, 2, served3, NULL, NULL},
+                                     {5, 0, NULL, NULL, NULL}};
 
 static ferry__state sample_state(void) {
   ferry__state s;
