@@ -621,13 +621,8 @@ static int tokens_plan(ferry_loader *L, epoch_state *ep,
                          ep->steps[s].world_size);
   int holes = !same && K > 0 && L->opts->bucket_window;
   if (!rc && holes && ep->nsteps > 1)
-    rc = ferry__seterr(err, FERRY_ENOTSUP,
-                       "max_tokens with bucket_window: epoch %lld was saved "
-                       "in its middle (after %lld batches) after a resume "
-                       "over another number of ranks; resume it over %d "
-                       "ranks, or at the next epoch",
-                       (long long)pp->epoch, (long long)K,
-                       ep->steps[ep->nsteps - 1].world_size);
+    rc = ferry__tokens_not_here(err, "bucket_window", pp->epoch, K,
+                                ep->steps[ep->nsteps - 1].world_size);
   if (!same) { /* another number of ranks: the rest, dealt, then cut */
     if (!rc && holes)
       rc = bucket_holes_resume(L, ep, pp, K, err);

@@ -421,6 +421,11 @@ size_t ferry__tok_cache_bytes(int64_t W);
 int ferry__tokens_tail(ferry_loader *L, epoch_state *ep,
                        const ferry__plan_params *pp, int64_t K,
                        ferry__err *err);
+/** FERRY_ENOTSUP: a max_tokens epoch with WHAT ("sampling (...)" or
+ *  "bucket_window") saved in its middle cannot resume over this number of
+ *  ranks; resume it over WORLD ranks. */
+int ferry__tokens_not_here(ferry__err *err, const char *what, int64_t epoch,
+                           int64_t K, int world);
 /** A bucketed max_tokens epoch saved after K batches over R0 ranks (its
  *  first step; pp: this epoch's plan parameters): each old rank r's served
  *  positions as ends[r] (the end of the bucket holding its batch K) and

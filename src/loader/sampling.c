@@ -186,13 +186,8 @@ static int sampling_tokens(ferry_loader *L, epoch_state *ep,
     same &= ep->steps[s].world_size == L->size;
   }
   if (!rc && !same && K > 0)
-    rc = ferry__seterr(err, FERRY_ENOTSUP,
-                       "max_tokens with sampling (weights, balance, mix): "
-                       "epoch %lld was saved in its middle (after %lld "
-                       "batches) over %d ranks; resume it over %d ranks, or "
-                       "at the next epoch",
-                       (long long)pp->epoch, (long long)K,
-                       ep->steps[0].world_size, ep->steps[0].world_size);
+    rc = ferry__tokens_not_here(err, "sampling (weights, balance, mix)",
+                                pp->epoch, K, ep->steps[0].world_size);
   ferry__draw_cut cut;
   if (!rc)
     rc =

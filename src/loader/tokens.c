@@ -747,3 +747,16 @@ int ferry__tokens_holes(ferry_loader *L, const ferry__pieces *ps,
   ferry__manifest_trim(&L->m, NULL, NULL);
   return rc;
 }
+
+int ferry__tokens_not_here(ferry__err *err, const char *what, int64_t epoch,
+                           int64_t K, int world) {
+  return ferry__seterr(err, FERRY_ENOTSUP,
+                       "max_tokens with %s: epoch %lld was saved in its "
+                       "middle (after %lld batches)%s; resume it over %d "
+                       "ranks, or at the next epoch",
+                       what, (long long)epoch, (long long)K,
+                       strstr(what, "bucket") ? " after a resume over another "
+                                                "number of ranks"
+                                              : "",
+                       world);
+}

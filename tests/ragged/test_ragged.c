@@ -396,6 +396,39 @@ static void save_on_4(const char *spec, ferry_options *o, int64_t K,
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
+/* On communicator c: the state at path loaded, the rest of its epoch
+ * served into out. */
+static void load_serve(MPI_Comm c, const char *spec, ferry_options *o,
+                       const char *path, recs *out) {
+  ferry_loader *L = NULL;
+  CHECK(ferry_open(c, spec, o, &L) == 0, "open: %s", ferry_last_error(NULL));
+  if (!L)
+    return;
+  int rc = ferry_state_load(L, path);
+  CHECK(rc == 0, "load on %d ranks: %s", ferry_world_size(L),
+        ferry_last_error(L));
+  if (rc == 0)
+    serve(L, -1, 0, out);
+  ferry_close(L);
+}
+
+/* On communicator c: loading the state at path fails with FERRY_ENOTSUP
+ * on every rank, the message holding says. */
+static void load_refused(MPI_Comm c, const char *spec, ferry_options *o,
+                         const char *path, const char *says, const char *what) {
+  ferry_loader *L = NULL;
+  CHECK(ferry_open(c, spec, o, &L) == 0, "open: %s", ferry_last_error(NULL));
+  if (!L)
+    return;
+  int rc = ferry_state_load(L, path), lo = 0, hi = 0;
+  MPI_Allreduce(&rc, &lo, 1, MPI_INT, MPI_MIN, c);
+  MPI_Allreduce(&rc, &hi, 1, MPI_INT, MPI_MAX, c);
+  CHECK(rc == FERRY_ENOTSUP && lo == hi && strstr(ferry_last_error(L), says),
+        "%s loaded on %d ranks: rc %d (%d..%d): %s", what, ferry_world_size(L),
+        rc, lo, hi, ferry_last_error(L));
+  ferry_close(L);
+}
+
 static int64_t opt_of(const char *const *kv, const char *name) {
   for (int i = 0; kv[i]; i += 2)
     if (!strcmp(kv[i], name))
@@ -405,17 +438,16 @@ static int64_t opt_of(const char *const *kv, const char *name) {
 static int64_t T_of(const char *const *kv) { return opt_of(kv, "max_tokens"); }
 static int64_t B_of(const char *const *kv) { return opt_of(kv, "batch_size"); }
 
-/* max_tokens: saved after K batches by 4 ranks; resumed by the same 4 the
- * rest is the uninterrupted run's batches (ids and batch indices) and the
- * epoch is served once (with buckets too: refused is then 1); resumed by
- * 2, 3 and 7 the epoch is served once with equal batch counts, except a
- * bucketed epoch saved in its middle, whose load there is refused on every
- * rank with FERRY_ENOTSUP. */
-static void tok_resume_case(const char *const *kv, int64_t K, int refused) {
+/* max_tokens (label: the case): saved after K batches by 4 ranks; resumed
+ * by the same 4 the rest is the uninterrupted run's batches (ids and batch
+ * indices) and the epoch is served once; resumed by 2, 3 and 7 the epoch
+ * is served once with equal batch counts (bucketed epochs too: what each
+ * old rank served is made again from its plan and cut). */
+static void tok_resume_case(const char *label, const char *const *kv,
+                            int64_t K) {
   char spec[4096], path[4096];
   snprintf(spec, sizeof spec, "%s.idx", prefix);
-  snprintf(path, sizeof path, "%s/tok-state-%lld-%d", dir, (long long)K,
-           refused);
+  snprintf(path, sizeof path, "%s/tok-state-%s-%lld", dir, label, (long long)K);
   ferry_options *o = opts_of(kv, NULL);
   recs ref = {0}, before = {0}, after = {0};
   save_on_4(spec, o, K, path, &ref, &before);
@@ -424,9 +456,7 @@ static void tok_resume_case(const char *const *kv, int64_t K, int refused) {
     int P = others[w];
     if (P > size)
       continue;
-    /* over P ranks: the rest of the epoch, dealt and cut again (each old
-     * rank's served positions are in the state); mid-epoch with buckets:
-     * refused, the same on every rank */
+    /* over P ranks: the rest of the epoch, dealt and cut again */
     MPI_Comm c = first(P);
     recs got = {0};
     if (c != MPI_COMM_NULL) {
@@ -438,52 +468,34 @@ static void tok_resume_case(const char *const *kv, int64_t K, int refused) {
         int lo = 0, hi = 0;
         MPI_Allreduce(&rc, &lo, 1, MPI_INT, MPI_MIN, c);
         MPI_Allreduce(&rc, &hi, 1, MPI_INT, MPI_MAX, c);
-        if (refused)
-          CHECK(rc == FERRY_ENOTSUP && lo == hi &&
-                    strstr(ferry_last_error(L), "bucket") &&
-                    strstr(ferry_last_error(L), "over 4 ranks"),
-                "bucketed max_tokens state of 4 ranks loaded on %d: rc %d "
-                "(%d..%d): %s",
-                P, rc, lo, hi, ferry_last_error(L));
-        else {
-          CHECK(rc == 0 && lo == hi,
-                "max_tokens state of 4 ranks loaded on "
-                "%d: rc %d (%d..%d): %s",
-                P, rc, lo, hi, ferry_last_error(L));
-          int64_t nb = ferry_num_batches(L), lo2 = 0, hi2 = 0;
-          MPI_Allreduce(&nb, &lo2, 1, MPI_INT64_T, MPI_MIN, c);
-          MPI_Allreduce(&nb, &hi2, 1, MPI_INT64_T, MPI_MAX, c);
-          CHECK(lo2 == hi2, "resumed on %d ranks: %lld to %lld batches", P,
-                (long long)lo2, (long long)hi2);
-          cur_T = T_of(kv);
-          cur_B = B_of(kv);
+        CHECK(rc == 0 && lo == hi,
+              "%s: max_tokens state of 4 ranks loaded on %d: rc %d (%d..%d): "
+              "%s",
+              label, P, rc, lo, hi, ferry_last_error(L));
+        int64_t nb = ferry_num_batches(L), lo2 = 0, hi2 = 0;
+        MPI_Allreduce(&nb, &lo2, 1, MPI_INT64_T, MPI_MIN, c);
+        MPI_Allreduce(&nb, &hi2, 1, MPI_INT64_T, MPI_MAX, c);
+        CHECK(lo2 == hi2, "%s: resumed on %d ranks: %lld to %lld batches",
+              label, P, (long long)lo2, (long long)hi2);
+        cur_T = T_of(kv);
+        cur_B = B_of(kv);
+        if (rc == 0)
           serve(L, -1, 0, &got);
-          cur_T = 0;
-        }
+        cur_T = 0;
         ferry_close(L);
       }
       MPI_Comm_free(&c);
     }
-    if (!refused) { /* before (4 ranks) and after (P): the epoch, once */
-      char what[128];
-      snprintf(what, sizeof what,
-               "max_tokens resume after %lld batches of 4 ranks on %d",
-               (long long)K, P);
-      check_split_once(&before, &got, P, what);
-    }
+    char what[128]; /* before (4 ranks) and after (P): the epoch, once */
+    snprintf(what, sizeof what,
+             "%s: max_tokens resume after %lld batches of 4 ranks on %d", label,
+             (long long)K, P);
+    check_split_once(&before, &got, P, what);
     free(got.v);
   }
   MPI_Comm c4 = first(4);
   if (c4 != MPI_COMM_NULL) {
-    ferry_loader *L = NULL;
-    CHECK(ferry_open(c4, spec, o, &L) == 0, "open: %s", ferry_last_error(NULL));
-    if (L) {
-      int rc = ferry_state_load(L, path);
-      CHECK(rc == 0, "load on 4 ranks: %s", ferry_last_error(L));
-      if (rc == 0)
-        serve(L, -1, 0, &after);
-      ferry_close(L);
-    }
+    load_serve(c4, spec, o, path, &after);
     {
       CHECK(before.n + after.n == ref.n,
             "max_tokens, 4 ranks: %lld + %lld samples, the uninterrupted "
@@ -506,8 +518,8 @@ static void tok_resume_case(const char *const *kv, int64_t K, int refused) {
   {
     char what[128];
     snprintf(what, sizeof what,
-             "max_tokens%s resume after %lld batches on 4 ranks",
-             refused ? " (buckets)" : "", (long long)K);
+             "%s: max_tokens resume after %lld batches on 4 ranks", label,
+             (long long)K);
     check_split_once(&before, &after, 4, what);
   }
   free(ref.v);
@@ -552,20 +564,8 @@ static void tok_elastic_twice(const char *const *kv) {
       c = first(P);
       if (c == MPI_COMM_NULL)
         continue;
-      ferry_loader *L = NULL;
-      CHECK(ferry_open(c, spec, o, &L) == 0, "open: %s",
-            ferry_last_error(NULL));
-      if (L) {
-        int rc = ferry_state_load(L, path2), lo = 0, hi = 0;
-        MPI_Allreduce(&rc, &lo, 1, MPI_INT, MPI_MIN, c);
-        MPI_Allreduce(&rc, &hi, 1, MPI_INT, MPI_MAX, c);
-        CHECK(rc == FERRY_ENOTSUP && lo == hi &&
-                  strstr(ferry_last_error(L), "after a resume"),
-              "a bucketed state saved after an elastic resume, loaded on %d: "
-              "rc %d (%d..%d): %s",
-              P, rc, lo, hi, ferry_last_error(L));
-        ferry_close(L);
-      }
+      load_refused(c, spec, o, path2, "after a resume",
+                   "a bucketed state saved after an elastic resume");
       MPI_Comm_free(&c);
     }
   }
@@ -624,32 +624,13 @@ static void tok_sampled_case(const char *const *kv, int64_t K) {
   save_on_4(spec, o, K, path, &ref, &before);
   MPI_Comm c = first(size < 3 ? size : 3);
   if (c != MPI_COMM_NULL) {
-    ferry_loader *L = NULL;
-    CHECK(ferry_open(c, spec, o, &L) == 0, "open: %s", ferry_last_error(NULL));
-    if (L) {
-      int rc = ferry_state_load(L, path), lo = 0, hi = 0;
-      MPI_Allreduce(&rc, &lo, 1, MPI_INT, MPI_MIN, c);
-      MPI_Allreduce(&rc, &hi, 1, MPI_INT, MPI_MAX, c);
-      CHECK(rc == FERRY_ENOTSUP && lo == hi &&
-                strstr(ferry_last_error(L), "sampling"),
-            "sampled max_tokens state of 4 ranks loaded on 3: rc %d "
-            "(%d..%d): %s",
-            rc, lo, hi, ferry_last_error(L));
-      ferry_close(L);
-    }
+    load_refused(c, spec, o, path, "sampling",
+                 "a sampled max_tokens state of 4 ranks");
     MPI_Comm_free(&c);
   }
   MPI_Comm c4 = first(4);
   if (c4 != MPI_COMM_NULL) {
-    ferry_loader *L = NULL;
-    CHECK(ferry_open(c4, spec, o, &L) == 0, "open: %s", ferry_last_error(NULL));
-    if (L) {
-      int rc = ferry_state_load(L, path);
-      CHECK(rc == 0, "sampled load on 4 ranks: %s", ferry_last_error(L));
-      if (rc == 0)
-        serve(L, -1, 0, &after);
-      ferry_close(L);
-    }
+    load_serve(c4, spec, o, path, &after);
     CHECK(before.n > 0 && before.n + after.n == ref.n,
           "sampled max_tokens, 4 ranks: %lld + %lld draws, the "
           "uninterrupted run %lld",
@@ -914,15 +895,15 @@ int main(int argc, char **argv) {
   }
   resume_case(partial, 3);
   resume_case(pad, 1);
-  tok_resume_case(tok, 2, 0);
+  tok_resume_case("tok", tok, 2);
   /* buckets of several batches each: resumes inside a bucket */
   const char *const tokm[] = {"tail",       "partial", "batch_size",    "3",
                               "max_tokens", t3,        "bucket_window", "16",
                               "seed",       "5",       "chunk_samples", "8",
                               NULL};
-  tok_resume_case(tokb, 1, 0);
-  tok_resume_case(tokm, 1, 0);
-  tok_resume_case(tokm, 4, 0);
+  tok_resume_case("tokb", tokb, 1);
+  tok_resume_case("tokm", tokm, 1);
+  tok_resume_case("tokm", tokm, 4);
   tok_elastic_twice(tokm);
   char wpath[4096];
   snprintf(wpath, sizeof wpath, "%s/w.npy", dir);
