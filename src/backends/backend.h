@@ -31,7 +31,12 @@ enum {
    * compressed data): loading a saved manifest skips the check that
    * data_offset + num_samples * row_bytes <= file_size (dataset/json.c). */
   FERRY__CAP_NOT_FLAT = 1u << 2,
-  FERRY__CAP_ALL = FERRY__CAP_COLLECTIVE | FERRY__CAP_NOT_FLAT
+  /* io=collective reads ragged variables too (their values' spans as one
+   * MPI-IO read each, a 0-row read joining; loader/ragged.c refuses
+   * io=collective for a ragged dataset otherwise) */
+  FERRY__CAP_COLLECTIVE_RAGGED = 1u << 3,
+  FERRY__CAP_ALL =
+      FERRY__CAP_COLLECTIVE | FERRY__CAP_NOT_FLAT | FERRY__CAP_COLLECTIVE_RAGGED
 };
 
 /** What describe() reports of one part (one file or one directory). */

@@ -34,6 +34,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -454,12 +455,27 @@ struct ferry__io {
   ferry__io_base b;
 };
 
+/* One descriptor per .bin, or with io=collective one MPI_File (opened by
+ * every rank together: the handle cache keeps the same sequence on every
+ * rank, npy.c's way). */
 static int cache_open(void *ctx, int64_t part, int var, void **handle,
                       ferry__err *err) {
   ferry__io *io = ctx;
   const ferry__part *pt = &io->b.m->parts[part];
+  if (io->b.collective)
+    return ferry__io_base_mpi_open(&io->b, pt->paths[var],
+                                   io->b.m->vars[var].name, pt->file_size[var],
+                                   handle, err);
   return ferry__io_base_fd_open(&io->b, pt->paths[var], io->b.m->vars[var].name,
                                 pt->file_size[var], handle, err);
+}
+
+static void cache_close(void *ctx, void *handle) {
+  ferry__io *io = ctx;
+  if (io->b.collective)
+    ferry__io_base_mpi_close(ctx, handle);
+  else
+    ferry__io_base_fd_close(ctx, handle);
 }
 
 static int megatron_io_open(ferry__io **out, const ferry__manifest *m,
@@ -467,10 +483,8 @@ static int megatron_io_open(ferry__io **out, const ferry__manifest *m,
   static const ferry__io_base_spec spec = {
       .size = sizeof(ferry__io),
       .open = cache_open,
-      .close = ferry__io_base_fd_close,
-      .no_collective =
-          "io=collective with a Megatron dataset: its "
-          "samples are read independently (io=auto or independent)",
+      .close = cache_close,
+      .hints = 1,
   };
   void *io = NULL;
   int rc = ferry__io_base_open(&spec, m, p, &io, err);
@@ -503,9 +517,43 @@ static int values_span(ferry__io *io, int64_t part, int var, int64_t row,
   return ferry__handle_get(&io->b.files, part, var, io->b.rank, h, err);
 }
 
+/* io=collective: every rank makes the same calls (the loader's rounds,
+ * empty reads included), so the open and the read are made whatever this
+ * rank's own checks say; a rank that cannot read joins with 0 bytes. */
+static int read_collective(ferry__io *io, int64_t part, int var, int64_t row,
+                           int64_t nrows, void *buf, ferry__err *err) {
+  const ferry__manifest *m = io->b.m;
+  int rc = ferry__check_part_var(m, part, var, io->b.rank, err);
+  if (rc)
+    return rc; /* a caller bug: the same on every rank */
+  const ferry__part *pt = &m->parts[part];
+  void *h = NULL;
+  rc = ferry__handle_get(&io->b.files, part, var, io->b.rank, &h, err);
+  if (rc < 0)
+    return rc;
+  int64_t off = 0, nbytes = 0;
+  void *unused = NULL;
+  if (nrows > 0)
+    rc = values_span(io, part, var, row, nrows, &off, &nbytes, &unused, err);
+  if (rc == 0 && nbytes > INT_MAX)
+    rc = ferry__seterr(err, FERRY_ENOTSUP,
+                       "collective read of %lld bytes from file %s (variable "
+                       "%s, rank %d, offset %lld) exceeds the 2 GiB one MPI "
+                       "call can read; use a smaller chunk_samples",
+                       (long long)nbytes, pt->paths[var], m->vars[var].name,
+                       io->b.rank, (long long)off);
+  char where[FERRY__MSG_MAX / 2];
+  snprintf(where, sizeof where, "file %s, variable %s, rank %d", pt->paths[var],
+           m->vars[var].name, io->b.rank);
+  return ferry__mpiio_read_range(*(MPI_File *)h, 1, rc ? 0 : off,
+                                 rc ? 0 : nbytes, buf, rc, where, err);
+}
+
 static int megatron_io_read(ferry__io *io, int64_t part, int var, int64_t row,
                             int64_t nrows, void *buf, ferry__err *err) {
   const ferry__manifest *m = io->b.m;
+  if (io->b.collective)
+    return read_collective(io, part, var, row, nrows, buf, err);
   const ferry__part *pt = &m->parts[part];
   int64_t off = 0, nbytes = 0;
   void *h = NULL;
@@ -527,6 +575,9 @@ static int megatron_io_map(ferry__io *io, int64_t part, int var, int64_t row,
   int64_t off = 0, nbytes = 0;
   void *h = NULL;
   memset(out, 0, sizeof *out);
+  if (io->b.collective)
+    return ferry__seterr(err, FERRY_EINVAL,
+                         "io=mmap with files opened for collective I/O");
   int rc = values_span(io, part, var, row, nrows, &off, &nbytes, &h, err);
   if (rc < 0)
     return rc;
@@ -544,7 +595,7 @@ static void megatron_io_close(ferry__io *io) {
 const ferry__backend ferry__backend_megatron = {
     .name = "megatron",
     .version = FERRY__BACKEND_VERSION,
-    .caps = 0,
+    .caps = FERRY__CAP_COLLECTIVE | FERRY__CAP_COLLECTIVE_RAGGED,
     .probe = megatron_probe,
     .accepts = "a Megatron-LM indexed dataset (PREFIX.idx with PREFIX.bin, "
                "or a directory of one such pair)",

@@ -370,7 +370,7 @@ static void round_read_part(epoch_state *ep, ferry__io *io, int64_t j,
     *dummy = 1;
   }
   for (int64_t k = 0; k < nmine && !*dummy; k++) {
-    size_t bytes = (size_t)me->extents[mine0 + k].count * L->row_total;
+    size_t bytes = ferry__extent_buf_bytes(L, &me->extents[mine0 + k]);
     bufs[k] = ferry__buf_get(L, bytes);
     if (!bufs[k]) {
       ferry__oom(err, L->rank, bytes,
@@ -389,7 +389,7 @@ static void round_read_part(epoch_state *ep, ferry__io *io, int64_t j,
       static unsigned char scratch[1];
       int rc = L->be->io_read(
           io, part, v, real ? x->row : 0, real ? x->count : 0,
-          real ? bufs[k] + (size_t)x->count * L->var_prefix[v] : scratch, err);
+          real ? bufs[k] + ferry__extent_var_off(L, x, v) : scratch, err);
       if (rc && !*dummy) {
         ferry__publish_error(ep, rc, err);
         *dummy = 1;
@@ -398,7 +398,8 @@ static void round_read_part(epoch_state *ep, ferry__io *io, int64_t j,
   if (!*dummy) {
     int64_t bytes = 0;
     for (int64_t k = 0; k < nmine; k++) {
-      bytes += me->extents[mine0 + k].count * (int64_t)L->row_total;
+      bytes += (int64_t)ferry__extent_var_off(L, &me->extents[mine0 + k],
+                                              L->m.nvars);
       publish_extent(ep, mine0 + k, bufs[k]);
     }
     pthread_mutex_lock(&L->stats_mu);

@@ -208,10 +208,11 @@ int ferry__ragged_open(ferry_loader *L, ferry__err *err) {
                   "shuffle=global does not serve ragged variables yet: use "
                   "shuffle=chunks or block",
                   err);
-  if (L->opts->io == FERRY__IO_COLLECTIVE)
+  if (L->opts->io == FERRY__IO_COLLECTIVE &&
+      !(L->be->caps & FERRY__CAP_COLLECTIVE_RAGGED))
     return refuse(L,
-                  "io=collective does not serve them yet: use io=independent "
-                  "or auto",
+                  "io=collective does not serve them in this format (a "
+                  "Megatron corpus's are): use io=independent or auto",
                   err);
   ferry_device_info di;
   memset(&di, 0, sizeof di);

@@ -30,8 +30,9 @@
 #    variables yet (shuffle=global, a mix of a ragged and a dense source)
 #    are refused with one message on 1 rank, and a few of
 #    them on 3, no hang;
-#  - io=mmap (the values mapped from the .bin): the samples of
-#    io=independent on 1 and 3 ranks, pad=max too, ferry verify's content
+#  - io=mmap (the values mapped from the .bin) and io=collective (MPI-IO
+#    reads, every rank together): the samples of io=independent on 1 and 3
+#    ranks (pad=max, token batches with buckets), ferry verify's content
 #    check of a `ferry gen` corpus on 3 ranks;
 #  - a mix of two ragged corpora on 1 and 3 ranks: every draw equal to its
 #    source's sample (length and values), ferry verify on 3 ranks;
@@ -291,6 +292,28 @@ done
   --var tokens:uint16 --seed 8 >/dev/null 2>&1 ||
   failed "ferry gen --format megatron (for io=mmap)"
 expect_verify 3 "$tmp/genm" --io mmap --batch-size 16
+
+# ---- io=collective: MPI-IO reads of the values, every rank together ----------
+# (the loader's rounds: a rank with fewer extents on a part joins with empty
+# reads) -- the samples of io=independent on 1 and 3 ranks, token batches
+# with buckets and pad=max too
+for np in 1 3; do
+  run="$RUN_MPI $np"
+  test "$np" = 1 && run=
+  for o in "--batch-size 5 --tail partial" \
+           "--max-tokens 400 --batch-size 16 --bucket-window 12 --pad max"; do
+    if $run "$FERRY" dump "$fx/i32.idx" --row-hash --seed 6 $o \
+         --io independent >"$tmp/co.read" 2>&1 &&
+       $run "$FERRY" dump "$fx/i32.idx" --row-hash --seed 6 $o \
+         --io collective >"$tmp/co.coll" 2>&1 && test -s "$tmp/co.coll" &&
+       cmp -s "$tmp/co.read" "$tmp/co.coll"; then
+      ok "io=collective on $np rank(s) $o: the samples of io=independent (`wc -l <"$tmp/co.coll"` rows)"
+    else
+      failed "io=collective on $np rank(s) $o should serve the samples of io=independent" "$tmp/co.coll"
+    fi
+  done
+done
+expect_verify 3 "$tmp/genm" --io collective --batch-size 16 --max-tokens 600
 
 # ---- a mix of ragged datasets ------------------------------------------------
 # two int32 corpora drawn 0.7 / 0.3 on 1 and 3 ranks: every sample drawn
