@@ -369,9 +369,10 @@ static int unpack_map(ferry__rec_r *r, ferry__manifest *m, int *maperr,
     return -1;
   uint64_t count = ferry__rec_get_u64(r), fnv = ferry__rec_get_u64(r);
   int rc = r->rc ? -1 : 0;
-  if (rc == 0 && *path &&
-      (count > (uint64_t)INT64_MAX ||
-       ferry__roff_map_open(path, (int64_t)count, fnv, &m->roff_map, err))) {
+  if (rc == 0 && *path && count > (uint64_t)INT64_MAX)
+    rc = ferry__rec_fail(r, "bad offsets' file count");
+  else if (rc == 0 && *path &&
+           ferry__roff_map_open(path, (int64_t)count, fnv, &m->roff_map, err)) {
     *maperr = 1;
     rc = -1;
   }

@@ -48,7 +48,9 @@ int ferry__roff_map_open(const char *path, int64_t count, uint64_t fnv,
     return ferry__seterr(err, FERRY_EFORMAT, "offsets' file %s: bad count %lld",
                          path, (long long)count);
   size_t len = FERRY__ROFF_HEAD + 8 * (size_t)count + 8;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* never blocks (a FIFO named by a bad manifest would wait for a writer):
+   * non-blocking, and a regular file only (below) */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return ferry__seterr(err, ferry__errno_code(errno),
                          "offsets' file %s: %s (it is saved beside the "
@@ -60,6 +62,9 @@ int ferry__roff_map_open(const char *path, int64_t count, uint64_t fnv,
   if (fstat(fd, &st) != 0)
     rc = ferry__seterr(err, ferry__errno_code(errno), "offsets' file %s: %s",
                        path, strerror(errno));
+  else if (!S_ISREG(st.st_mode))
+    rc = ferry__seterr(err, FERRY_EFORMAT,
+                       "offsets' file %s: not a regular file", path);
   else if ((uint64_t)st.st_size != (uint64_t)len)
     rc = ferry__seterr(err, FERRY_EFORMAT,
                        "offsets' file %s: %lld bytes, not the %zu of %lld "
