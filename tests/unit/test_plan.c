@@ -925,11 +925,106 @@ static int test_plan_memory(void) {
   return 0;
 }
 
+/* Resume steps with holes (a bucketed max_tokens epoch: loader/tokens.c):
+ * a plan of batch_size 1 over 3 ranks, each old rank having served a
+ * prefix of its order except some positions inside it (every third, a
+ * run of two, across windows); dealt over 2 and 5 ranks, the rest is
+ * exactly those holes and everything after the prefixes, each once.  A
+ * hole at or past its rank's prefix, or out of order, is refused. */
+static int test_resume_holes(void) {
+  int64_t counts[4] = {37, 41, 29, 33};
+  ferry__manifest m;
+  fake_manifest(&m, 4, counts);
+  ferry__chunk *chunks, *pieces;
+  int64_t nchunks, np;
+  ferry__plan_params pp = {
+      1, 7, FERRY__SHUFFLE_BLOCK, 5, 2, 0, FERRY__TAIL_PARTIAL, 0, 1.0, 2, 3};
+  REQUIRE(ferry__chunks_make(&m, 6, &chunks, &nchunks) == 0, "chunks");
+  REQUIRE(ferry__plan_pieces(chunks, nchunks, &pp, &pieces, &np) == 0,
+          "pieces");
+  int64_t *perm = malloc((size_t)np * sizeof *perm);
+  ferry__plan_permutation(&pp, np, perm);
+  ferry__pieces ps;
+  ferry__pieces_wrap(&ps, pieces, np);
+  int64_t N = m.num_samples, served[3], nh[3], *holes[3];
+  int *want = calloc((size_t)N, sizeof *want); /* 1: to serve again */
+  for (int r = 0; r < 3; r++) {
+    ferry__rank_plan p;
+    ferry__err err = {0};
+    REQUIRE(ferry__plan_build(&ps, perm, &pp, r, &p, &err) == 0, "%s", err.msg);
+    ferry__slot *sl = NULL;
+    REQUIRE(ferry__plan_slots(&p, &sl) == 0, "slots");
+    served[r] = p.nslots * 2 / 3 + r; /* inside a later window */
+    holes[r] = malloc((size_t)served[r] * sizeof **holes);
+    nh[r] = 0;
+    for (int64_t i = 0; i < p.nslots; i++) {
+      int hole = i < served[r] &&
+                 (i % 3 == 1 || i == served[r] - 2 || i == served[r] - 1);
+      if (hole)
+        holes[r][nh[r]++] = i;
+      if (hole || i >= served[r])
+        want[sl[i].sample] = 1;
+    }
+    free(sl);
+    ferry__rank_plan_free(&p);
+  }
+  ferry__resume_step st = {3, 1, served, nh, holes};
+  static const int worlds[] = {2, 5};
+  for (int wi = 0; wi < 2; wi++) {
+    int P = worlds[wi];
+    int *got = calloc((size_t)N, sizeof *got);
+    ferry__rank_plan plans[5];
+    REQUIRE(level_plans(&ps, perm, &pp, &st, 1, P, plans) == 0, "plans");
+    for (int r = 0; r < P; r++) {
+      ferry__slot *sl = NULL;
+      REQUIRE(ferry__plan_slots(&plans[r], &sl) == 0, "slots");
+      for (int64_t i = 0; i < plans[r].nslots; i++)
+        if (!sl[i].padded)
+          got[sl[i].sample]++;
+      free(sl);
+      ferry__rank_plan_free(&plans[r]);
+    }
+    for (int64_t k = 0; k < N; k++)
+      REQUIRE(got[k] == want[k],
+              "over %d ranks: sample %lld served %d times, "
+              "wanted %d",
+              P, (long long)k, got[k], want[k]);
+    free(got);
+  }
+  /* a hole at its rank's prefix end, and one out of order: refused */
+  ferry__rank_plan p;
+  ferry__err err = {0};
+  int64_t keep = holes[1][0];
+  holes[1][0] = served[1];
+  REQUIRE(ferry__plan_resume(&ps, perm, &pp, &st, 1, 0, &p, NULL, &err) ==
+                  FERRY_EFORMAT &&
+              strstr(err.msg, "unserved position"),
+          "a hole past the prefix: %s", err.msg);
+  holes[1][0] = keep;
+  if (nh[2] > 1) {
+    int64_t t = holes[2][0];
+    holes[2][0] = holes[2][1];
+    holes[2][1] = t;
+    err = (ferry__err){0};
+    REQUIRE(ferry__plan_resume(&ps, perm, &pp, &st, 1, 0, &p, NULL, &err) ==
+                FERRY_EFORMAT,
+            "holes out of order accepted");
+  }
+  for (int r = 0; r < 3; r++)
+    free(holes[r]);
+  free(want);
+  free(perm);
+  free(pieces);
+  free(chunks);
+  ferry__manifest_free(&m);
+  return 0;
+}
+
 int main(void) {
   int rc = test_golden() | test_combos() | test_epochs_differ() |
            test_subset_stable() | test_drop_last_too_big() | test_auto_chunk() |
            test_auto_chunk_count() | test_resume() | test_pieces_on_demand() |
-           test_plan_memory();
+           test_plan_memory() | test_resume_holes();
   if (rc && !ft_failures) /* a function gave up without a failed check */
     ft_failures++;
   return ft_summary("test_plan");
