@@ -99,8 +99,9 @@ int ferry__check_rows(const ferry__manifest *m, int64_t part, int var,
  *                 i64 chunk_rows  u64 cache_bytes  str storage
  *   i64 nparts  i64 num_samples
  *   a ragged variable in the manifest only: str roff_file  u64 count
- *       u64 checksum (the mapped offsets' file, core/roffmap.c; empty and
- *       0, 0 when the offsets travel in the buffer; added 2026-11-28
+ *       u64 checksum  u8 version (the mapped offsets' file,
+ *       core/roffmap.c; empty and 0, 0, 0 when the offsets travel in the
+ *       buffer; added 2026-11-28
  *       without a new version: a buffer lives for one broadcast between
  *       the ranks of one build, and a dense manifest's bytes, pinned by
  *       tests/unit/test_record, are unchanged)
@@ -135,6 +136,9 @@ int ferry__check_rows(const ferry__manifest *m, int64_t part, int var,
  * they are held or mapped. */
 static uint64_t roff_digest(const ferry__manifest *m, const int64_t *o,
                             int64_t n) {
+  uint64_t d = 0;
+  if (ferry__roff_map_recall(m->roff_map, o, &d)) /* checked and hashed */
+    return d;
   ferry__rec_w w;
   ferry__rec_w_init_hash(&w, FERRY__FNV_INIT);
   for (int64_t i = 0; i < n; i += FERRY__TRIM_STEP) {
@@ -175,6 +179,7 @@ static void pack_body(ferry__rec_w *w, const ferry__manifest *m, int full) {
     ferry__rec_put_str(w, map ? map->path : "");
     ferry__rec_put_u64(w, map ? (uint64_t)map->count : 0);
     ferry__rec_put_u64(w, map ? map->fnv : 0);
+    ferry__rec_put_u8(w, map ? (unsigned)map->version : 0);
   }
   for (int64_t p = 0; p < m->nparts; p++) {
     const ferry__part *pt = &m->parts[p];
@@ -258,18 +263,51 @@ const char *ferry__manifest_roff_bad(const ferry__manifest *m,
                                      const ferry__part *pt, int v,
                                      const int64_t *o) {
   int64_t n = pt->num_samples + 1;
-  int64_t room = pt->file_size[v] - pt->data_offset[v];
-  int64_t rows = room > 0 ? room / (int64_t)m->vars[v].row_bytes : 0;
   for (int64_t i = 0; i < n; i++) {
     if (i == 0 ? o[i] != 0 : o[i] < o[i - 1])
       return "ragged offsets not increasing from 0";
     ferry__manifest_trim_step(m, o, i);
   }
   ferry__manifest_trim(m, o, o + n);
+  return ferry__manifest_roff_bad_end(m, pt, v, o);
+}
+
+const char *ferry__manifest_roff_bad_end(const ferry__manifest *m,
+                                         const ferry__part *pt, int v,
+                                         const int64_t *o) {
+  int64_t n = pt->num_samples + 1;
+  int64_t room = pt->file_size[v] - pt->data_offset[v];
+  int64_t rows = room > 0 ? room / (int64_t)m->vars[v].row_bytes : 0;
   if (m->vars[v].ragged == 1 && o[n - 1] > rows) /* 2: values in
                                                   * compressed chunks */
     return "ragged offsets past the end of the file";
   return NULL;
+}
+
+const char *ferry__manifest_roff_check(const ferry__manifest *m,
+                                       const ferry__part *pt, int v,
+                                       const int64_t *o) {
+  if (!m->roff_map || ferry__roff_map_pos(m->roff_map, o) < 0)
+    return ferry__manifest_roff_bad(m, pt, v, o);
+  int64_t n = pt->num_samples + 1;
+  ferry__rec_w w;
+  ferry__rec_w_init_hash(&w, FERRY__FNV_INIT);
+  const char *bad = o[0] != 0 ? "ragged offsets not increasing from 0" : NULL;
+  for (int64_t i = 0; !bad && i < n; i += FERRY__TRIM_STEP) {
+    int64_t k = n - i < FERRY__TRIM_STEP ? n - i : FERRY__TRIM_STEP;
+    for (int64_t j = i > 0 ? i : 1; j < i + k; j++)
+      if (o[j] < o[j - 1]) {
+        bad = "ragged offsets not increasing from 0";
+        break;
+      }
+    ferry__rec_put_u64s(&w, o + i, (size_t)k); /* the roff_digest fold */
+    ferry__manifest_trim(m, o + i, o + i + k);
+  }
+  if (!bad)
+    bad = ferry__manifest_roff_bad_end(m, pt, v, o);
+  if (!bad)
+    (void)ferry__roff_map_remember(m->roff_map, o, w.h);
+  return bad;
 }
 
 /* Ragged variable v's offsets of part pt: num_samples + 1 of them, from
@@ -291,7 +329,7 @@ static int unpack_roff(ferry__rec_r *r, const ferry__manifest *m,
         n > (uint64_t)m->roff_map->count - at)
       return ferry__rec_fail(r, "ragged offsets past the end of their file");
     pt->roff[v] = (int64_t *)ferry__roff_map_at(m->roff_map, (int64_t)at);
-    const char *bad = ferry__manifest_roff_bad(m, pt, v, pt->roff[v]);
+    const char *bad = ferry__manifest_roff_check(m, pt, v, pt->roff[v]);
     return bad ? ferry__rec_fail(r, bad) : 0;
   }
   int64_t *o = malloc((size_t)n * sizeof *o);
@@ -368,11 +406,14 @@ static int unpack_map(ferry__rec_r *r, ferry__manifest *m, int *maperr,
   if (!path)
     return -1;
   uint64_t count = ferry__rec_get_u64(r), fnv = ferry__rec_get_u64(r);
+  unsigned version = ferry__rec_get_u8(r);
   int rc = r->rc ? -1 : 0;
-  if (rc == 0 && *path && count > (uint64_t)INT64_MAX)
-    rc = ferry__rec_fail(r, "bad offsets' file count");
+  if (rc == 0 && *path &&
+      (count > (uint64_t)INT64_MAX || version < 1 || version > 2))
+    rc = ferry__rec_fail(r, "bad offsets' file count or version");
   else if (rc == 0 && *path &&
-           ferry__roff_map_open(path, (int64_t)count, fnv, &m->roff_map, err)) {
+           ferry__roff_map_open(path, (int)version, (int64_t)count, fnv,
+                                &m->roff_map, err)) {
     *maperr = 1;
     rc = -1;
   }

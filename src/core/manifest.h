@@ -84,8 +84,8 @@ typedef struct ferry__manifest {
 /* ---- Mapped offsets (core/roffmap.c) ---- */
 
 /* The offsets' file of a saved manifest (dataset/json.c): "FRYO", version
- * 1, three zero bytes, the count (u64), the offsets (int64), a checksum,
- * all little-endian. */
+ * 1 or 2, three zero bytes, the count (u64), the offsets (int64), a
+ * checksum, all little-endian. */
 #define FERRY__ROFF_MAGIC "FRYO"
 #define FERRY__ROFF_HEAD 16
 /* Passes over whole arrays of mapped offsets drop what they read every
@@ -98,6 +98,12 @@ typedef struct ferry__roff_map {
   size_t len;    /* its bytes                                   */
   int64_t count; /* the offsets it holds                        */
   uint64_t fnv;  /* its checksum (the last 8 bytes)             */
+  int version;   /* the file's version (1: FNV-1a, 2: word hash) */
+  /* each checked array's own hash (the manifest hash's term), by where
+   * it starts: one pass over the file checks and hashes it */
+  int64_t ndig, capdig;
+  int64_t *dig_at;
+  uint64_t *dig;
 } ferry__roff_map;
 
 /** 1 when offsets can be mapped (a little-endian host). */
@@ -105,8 +111,8 @@ int ferry__roff_map_supported(void);
 /** Map the offsets' file at path, checking its size (count offsets), header
  *  and trailing checksum (fnv) -- not every byte: rank 0 checked those when
  *  it loaded the manifest (dataset/json.c). */
-int ferry__roff_map_open(const char *path, int64_t count, uint64_t fnv,
-                         ferry__roff_map **out, ferry__err *err);
+int ferry__roff_map_open(const char *path, int version, int64_t count,
+                         uint64_t fnv, ferry__roff_map **out, ferry__err *err);
 void ferry__roff_map_close(ferry__roff_map *mp);
 /** The at-th offset of the file (at < count). */
 const int64_t *ferry__roff_map_at(const ferry__roff_map *mp, int64_t at);
@@ -125,9 +131,24 @@ void ferry__manifest_trim(const ferry__manifest *m, const void *lo,
 #define FERRY__TRIM_NEAR ((size_t)128 << 10)
 void ferry__manifest_trim_near(const ferry__manifest *m, const int64_t *o);
 /** In a pass over o[0..n): every FERRY__TRIM_STEP offsets, the step just
- *  read is dropped (call with each i). */
-void ferry__manifest_trim_step(const ferry__manifest *m, const int64_t *o,
-                               int64_t i);
+ *  read is dropped (call with each i; inline: a test per offset). */
+static inline void ferry__manifest_trim_step(const ferry__manifest *m,
+                                             const int64_t *o, int64_t i) {
+  if (m && m->roff_map && i > 0 && (i & (FERRY__TRIM_STEP - 1)) == 0)
+    ferry__manifest_trim(m, o + i - FERRY__TRIM_STEP, o + i);
+}
+/** Remember the hash of the mapped array at o (checked); 0, or -1 when
+ *  out of memory (it is then computed again when asked). */
+int ferry__roff_map_remember(ferry__roff_map *mp, const int64_t *o,
+                             uint64_t digest);
+/** The remembered hash of the mapped array at o: 1 and *digest, or 0. */
+int ferry__roff_map_recall(const ferry__roff_map *mp, const int64_t *o,
+                           uint64_t *digest);
+/** ferry__manifest_roff_bad and, in the same pass, the array's hash (what
+ *  it puts in the manifest hash) remembered when m maps it. */
+const char *ferry__manifest_roff_check(const ferry__manifest *m,
+                                       const ferry__part *pt, int v,
+                                       const int64_t *o);
 
 /* The most samples (2^48) and bytes (2^60: every selected variable) of a
  * dataset ferry serves: larger counts come from corrupt metadata, and every
@@ -144,6 +165,11 @@ static inline int64_t ferry__part_rows(const ferry__part *pt, int var,
 }
 /** 1 when a variable of m is ragged. */
 int ferry__manifest_ragged(const ferry__manifest *m);
+/** Its last check alone (ferry__manifest_roff_bad's): the last offset
+ *  within the file (ragged 1). */
+const char *ferry__manifest_roff_bad_end(const ferry__manifest *m,
+                                         const ferry__part *pt, int v,
+                                         const int64_t *o);
 /** Why o, the offsets of ragged variable v of part pt (num_samples + 1),
  *  cannot be: not from 0, decreasing, or (ragged 1) past the file's end;
  *  NULL when they can. */

@@ -41,8 +41,8 @@ int ferry__roff_map_supported(void) {
   return b == 1; /* little-endian: the file's int64s are the host's */
 }
 
-int ferry__roff_map_open(const char *path, int64_t count, uint64_t fnv,
-                         ferry__roff_map **out, ferry__err *err) {
+int ferry__roff_map_open(const char *path, int version, int64_t count,
+                         uint64_t fnv, ferry__roff_map **out, ferry__err *err) {
   *out = NULL;
   if (count < 1 || count > (INT64_MAX - 64) / 8)
     return ferry__seterr(err, FERRY_EFORMAT, "offsets' file %s: bad count %lld",
@@ -78,7 +78,8 @@ int ferry__roff_map_open(const char *path, int64_t count, uint64_t fnv,
   if (rc)
     return rc;
   const unsigned char *b = p;
-  if (memcmp(b, FERRY__ROFF_MAGIC "\1\0\0\0", 8) != 0 ||
+  if (memcmp(b, FERRY__ROFF_MAGIC, 4) != 0 || b[4] != version ||
+      memcmp(b + 5, "\0\0\0", 3) != 0 ||
       ferry__le64_load(b + 8) != (uint64_t)count ||
       ferry__le64_load(b + len - 8) != fnv) {
     munmap(p, len);
@@ -98,6 +99,7 @@ int ferry__roff_map_open(const char *path, int64_t count, uint64_t fnv,
   mp->len = len;
   mp->count = count;
   mp->fnv = fnv;
+  mp->version = version;
   *out = mp;
   return 0;
 }
@@ -107,6 +109,8 @@ void ferry__roff_map_close(ferry__roff_map *mp) {
     return;
   munmap(mp->addr, mp->len);
   free(mp->path);
+  free(mp->dig_at);
+  free(mp->dig);
   free(mp);
 }
 
@@ -153,10 +157,36 @@ void ferry__manifest_trim(const ferry__manifest *m, const void *lo,
              hi ? (uintptr_t)hi : a + m->roff_map->len);
 }
 
-void ferry__manifest_trim_step(const ferry__manifest *m, const int64_t *o,
-                               int64_t i) {
-  if (m && m->roff_map && i > 0 && (i & (FERRY__TRIM_STEP - 1)) == 0)
-    ferry__manifest_trim(m, o + i - FERRY__TRIM_STEP, o + i);
+int ferry__roff_map_remember(ferry__roff_map *mp, const int64_t *o,
+                             uint64_t digest) {
+  int64_t at = ferry__roff_map_pos(mp, o);
+  if (at < 0)
+    return 0;
+  if (mp->ndig == mp->capdig) {
+    int64_t cap = mp->capdig ? 2 * mp->capdig : 16;
+    int64_t *a = realloc(mp->dig_at, (size_t)cap * sizeof *a);
+    if (a)
+      mp->dig_at = a;
+    uint64_t *d = a ? realloc(mp->dig, (size_t)cap * sizeof *d) : NULL;
+    if (!d)
+      return -1;
+    mp->dig = d;
+    mp->capdig = cap;
+  }
+  mp->dig_at[mp->ndig] = at;
+  mp->dig[mp->ndig++] = digest;
+  return 0;
+}
+
+int ferry__roff_map_recall(const ferry__roff_map *mp, const int64_t *o,
+                           uint64_t *digest) {
+  int64_t at = mp ? ferry__roff_map_pos(mp, o) : -1;
+  for (int64_t k = 0; at >= 0 && k < mp->ndig; k++)
+    if (mp->dig_at[k] == at) {
+      *digest = mp->dig[k];
+      return 1;
+    }
+  return 0;
 }
 
 void ferry__manifest_trim_near(const ferry__manifest *m, const int64_t *o) {

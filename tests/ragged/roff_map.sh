@@ -11,7 +11,8 @@
 #   - a manifest saved over itself while it is mapped (the offsets' file is
 #     written aside and renamed) still serves the same samples;
 #   - an offsets' file whose checksum is right but whose offsets decrease
-#     is refused with one message on each of 2 ranks, naming the file.
+#     is refused with one message on each of 2 ranks, naming the file;
+#   - a version 1 offsets' file (FNV-1a, before 2026-11-28) still loads.
 . "`dirname "$0"`/../lib/common.sh"
 ferry_test_init roff_map
 py=${PYTHON_NUMPY:-}
@@ -64,23 +65,50 @@ fi
 ls "$tmp" | grep '\.tmp$' >/dev/null && failed "a temporary offsets' file was left"
 
 # Decreasing offsets under a right checksum: refused on every rank (a
-# small corpus: the checksum is recomputed byte by byte in Python).
+# small corpus: the checksum, ferry__hash_words of the file's version 2,
+# is recomputed word by word in Python).
 if test -n "$py" &&
    "$FERRY" gen "$tmp/s" --format megatron --samples 5000 >/dev/null 2>&1 &&
    "$FERRY" info "$tmp/s" --save-manifest "$tmp/s.json" >/dev/null 2>&1; then
+  # a version 1 file (FNV-1a, what ferry wrote before 2026-11-28) loads
+  "$py" - "$tmp/s.json" "$tmp/v1.json" <<'PY' || failed "writing a version 1 offsets' file"
+import json, sys
+src, dst = sys.argv[1], sys.argv[2]
+b = bytearray(open(src + ".roff", "rb").read())
+b[4] = 1
+h = 0xcbf29ce484222325
+for x in bytes(b[:-8]):
+    h = ((h ^ x) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+b[-8:] = h.to_bytes(8, "little")
+open(dst + ".roff", "wb").write(b)
+m = json.load(open(src))
+m["offsets"] = {"file": "v1.json.roff", "count": m["offsets"]["count"],
+                "fnv1a": "%016x" % h}
+json.dump(m, open(dst, "w"))
+PY
+  if $RUN_MPI 2 "$FERRY" dump "$tmp/s" --row-hash --manifest "$tmp/v1.json" \
+       >"$tmp/v1.dump" 2>&1 &&
+     $RUN_MPI 2 "$FERRY" dump "$tmp/s" --row-hash >"$tmp/v1.scan" 2>&1 &&
+     test -s "$tmp/v1.dump" && cmp -s "$tmp/v1.dump" "$tmp/v1.scan"; then
+    ok "a version 1 offsets' file (FNV-1a) serves the scan's samples on 2 ranks"
+  else
+    failed "a version 1 offsets' file should still load" "$tmp/v1.dump"
+  fi
   "$py" - "$tmp/s.json" <<'PY' || failed "rewriting the offsets' file"
 import json, struct, sys
 path = sys.argv[1]
 b = bytearray(open(path + ".roff", "rb").read())
 k = 16 + 8 * 1234                        # an offset inside the first part
 struct.pack_into("<q", b, k, struct.unpack_from("<q", b, k + 8)[0] + 5)
-h = 0xcbf29ce484222325                    # FNV-1a of all but the checksum
-for x in bytes(b[:-8]):
-    h = ((h ^ x) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+assert b[4] == 2                          # version 2: ferry__hash_words
+h, M = 0xcbf29ce484222325, 0xFFFFFFFFFFFFFFFF
+for (w,) in struct.iter_unpack("<Q", bytes(b[:-8])):   # a whole number
+    h = ((h ^ w) * 0xff51afd7ed558ccd) & M             # of words
+    h ^= h >> 32
 struct.pack_into("<Q", b, len(b) - 8, h)
 open(path + ".roff", "wb").write(b)
 m = json.load(open(path))
-m["offsets"]["fnv1a"] = "%016x" % h
+m["offsets"]["hash"] = "%016x" % h
 json.dump(m, open(path, "w"))
 PY
   expect_refusal -l "decreasing offsets, 2 ranks" -n s.json.roff 1 \
