@@ -158,3 +158,22 @@ int ferry__pread_exact(int fd, void *buf, int64_t n, int64_t off,
                          where, (long long)off, got, (long long)n);
   return 0;
 }
+
+int ferry__io_base_var_open(void *ctx, int64_t part, int var, void **handle,
+                            ferry__err *err) {
+  const ferry__io_base *b = ctx; /* the backend's io starts with its base */
+  const ferry__part *pt = &b->m->parts[part];
+  if (b->collective)
+    return ferry__io_base_mpi_open(b, pt->paths[var], b->m->vars[var].name,
+                                   pt->file_size[var], handle, err);
+  return ferry__io_base_fd_open(b, pt->paths[var], b->m->vars[var].name,
+                                pt->file_size[var], handle, err);
+}
+
+void ferry__io_base_var_close(void *ctx, void *handle) {
+  const ferry__io_base *b = ctx;
+  if (b->collective)
+    ferry__io_base_mpi_close(ctx, handle);
+  else
+    ferry__io_base_fd_close(ctx, handle);
+}

@@ -448,42 +448,20 @@ done:
 
 /* ---- Reads (I/O thread) ----------------------------------------------- */
 
-/* The .bin files, one descriptor per part in the toolkit's handle cache;
+/* The .bin files in the toolkit's handle cache (a descriptor, or with
+ * io=collective an MPI_File: ferry__io_base_var_open);
  * a ragged read is one pread of the samples' tokens, which follow one
  * another in the file. */
 struct ferry__io {
   ferry__io_base b;
 };
 
-/* One descriptor per .bin, or with io=collective one MPI_File (opened by
- * every rank together: the handle cache keeps the same sequence on every
- * rank, npy.c's way). */
-static int cache_open(void *ctx, int64_t part, int var, void **handle,
-                      ferry__err *err) {
-  ferry__io *io = ctx;
-  const ferry__part *pt = &io->b.m->parts[part];
-  if (io->b.collective)
-    return ferry__io_base_mpi_open(&io->b, pt->paths[var],
-                                   io->b.m->vars[var].name, pt->file_size[var],
-                                   handle, err);
-  return ferry__io_base_fd_open(&io->b, pt->paths[var], io->b.m->vars[var].name,
-                                pt->file_size[var], handle, err);
-}
-
-static void cache_close(void *ctx, void *handle) {
-  ferry__io *io = ctx;
-  if (io->b.collective)
-    ferry__io_base_mpi_close(ctx, handle);
-  else
-    ferry__io_base_fd_close(ctx, handle);
-}
-
 static int megatron_io_open(ferry__io **out, const ferry__manifest *m,
                             const ferry__io_params *p, ferry__err *err) {
   static const ferry__io_base_spec spec = {
       .size = sizeof(ferry__io),
-      .open = cache_open,
-      .close = cache_close,
+      .open = ferry__io_base_var_open,
+      .close = ferry__io_base_var_close,
       .hints = 1,
   };
   void *io = NULL;

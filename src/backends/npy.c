@@ -724,35 +724,12 @@ struct ferry__io {
   ferry__io_base b; /* manifest, rank, mode, hints, files (io_base.c) */
 };
 
-/* The handle cache's callbacks: one MPI_File (io=collective) or one
- * descriptor per (part, var). */
-static int cache_open(void *ctx, int64_t part, int var, void **handle,
-                      ferry__err *err) {
-  ferry__io *io = ctx;
-  const ferry__part *pt = &io->b.m->parts[part];
-  if (!io->b.collective)
-    return ferry__io_base_fd_open(&io->b, pt->paths[var],
-                                  io->b.m->vars[var].name, pt->file_size[var],
-                                  handle, err);
-  return ferry__io_base_mpi_open(&io->b, pt->paths[var],
-                                 io->b.m->vars[var].name, pt->file_size[var],
-                                 handle, err);
-}
-
-static void cache_close(void *ctx, void *handle) {
-  ferry__io *io = ctx;
-  if (io->b.collective)
-    ferry__io_base_mpi_close(ctx, handle);
-  else
-    ferry__io_base_fd_close(ctx, handle);
-}
-
 static int npy_io_open(ferry__io **out, const ferry__manifest *m,
                        const ferry__io_params *p, ferry__err *err) {
   static const ferry__io_base_spec spec = {
       .size = sizeof(ferry__io),
-      .open = cache_open,
-      .close = cache_close,
+      .open = ferry__io_base_var_open,
+      .close = ferry__io_base_var_close,
       .hints = 1,
   };
   void *io = NULL;

@@ -237,6 +237,16 @@ int ferry__io_base_fd_open(const ferry__io_base *b, const char *path,
                            const char *vname, int64_t file_size, void **handle,
                            ferry__err *err);
 void ferry__io_base_fd_close(void *ctx, void *handle);
+/**
+ * The handle cache's callbacks of a backend whose every (part, variable)
+ * is one file (npy, megatron): the part's path of the variable opened as
+ * one MPI_File with io=collective (every rank together), else one
+ * descriptor.  ctx is the backend's io, which starts with its
+ * ferry__io_base.
+ */
+int ferry__io_base_var_open(void *ctx, int64_t part, int var, void **handle,
+                            ferry__err *err);
+void ferry__io_base_var_close(void *ctx, void *handle);
 /** pread exactly n bytes at off into buf: 0, or the errno's code / FERRY_EIO
  *  ("short read") naming where ("file F, variable V, rank R"). */
 int ferry__pread_exact(int fd, void *buf, int64_t n, int64_t off,
