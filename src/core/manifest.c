@@ -130,23 +130,40 @@ int ferry__check_rows(const ferry__manifest *m, int64_t part, int var,
 #define HASH_VERSION 2
 #define PACK_HEAD 16
 
-/* The hash of n offsets o, word by word (ferry__rec_put_u64s), a step at a
- * time so that mapped ones leave the rank's pages as they are read: what
- * a ragged variable's offsets put in the manifest hash, the same whether
- * they are held or mapped. */
+/* One pass over n offsets o, a step at a time so that mapped ones leave
+ * the rank's pages as they are read: with h, their hash word by word
+ * (ferry__rec_put_u64s: what a ragged variable's offsets put in the
+ * manifest hash, the same whether they are held or mapped) into *h; with
+ * check, whether they start at 0 and never decrease (1 when they do). */
+static int roff_pass(const ferry__manifest *m, const int64_t *o, int64_t n,
+                     int check, uint64_t *h) {
+  ferry__rec_w w;
+  ferry__rec_w_init_hash(&w, FERRY__FNV_INIT);
+  int ok = !check || n < 1 || o[0] == 0;
+  for (int64_t i = 0; ok && i < n; i += FERRY__TRIM_STEP) {
+    int64_t k = n - i < FERRY__TRIM_STEP ? n - i : FERRY__TRIM_STEP;
+    for (int64_t j = i > 0 ? i : 1; check && j < i + k; j++)
+      if (o[j] < o[j - 1]) {
+        ok = 0;
+        break;
+      }
+    if (h)
+      ferry__rec_put_u64s(&w, o + i, (size_t)k);
+    ferry__manifest_trim(m, o + i, o + i + k);
+  }
+  if (h)
+    *h = w.h;
+  return ok;
+}
+
+/* The hash of n offsets o in the manifest hash: remembered when a check
+ * made it (mapped offsets), else one pass. */
 static uint64_t roff_digest(const ferry__manifest *m, const int64_t *o,
                             int64_t n) {
   uint64_t d = 0;
-  if (ferry__roff_map_recall(m->roff_map, o, &d)) /* checked and hashed */
-    return d;
-  ferry__rec_w w;
-  ferry__rec_w_init_hash(&w, FERRY__FNV_INIT);
-  for (int64_t i = 0; i < n; i += FERRY__TRIM_STEP) {
-    int64_t k = n - i < FERRY__TRIM_STEP ? n - i : FERRY__TRIM_STEP;
-    ferry__rec_put_u64s(&w, o + i, (size_t)k);
-    ferry__manifest_trim(m, o + i, o + i + k);
-  }
-  return w.h;
+  if (!ferry__roff_map_recall(m->roff_map, o, &d))
+    (void)roff_pass(m, o, n, 0, &d);
+  return d;
 }
 
 /* full: the whole body (pack); else the hash's (see the layout above). */
@@ -262,13 +279,8 @@ static int r_blob(ferry__rec_r *r, ferry__blob *b) {
 const char *ferry__manifest_roff_bad(const ferry__manifest *m,
                                      const ferry__part *pt, int v,
                                      const int64_t *o) {
-  int64_t n = pt->num_samples + 1;
-  for (int64_t i = 0; i < n; i++) {
-    if (i == 0 ? o[i] != 0 : o[i] < o[i - 1])
-      return "ragged offsets not increasing from 0";
-    ferry__manifest_trim_step(m, o, i);
-  }
-  ferry__manifest_trim(m, o, o + n);
+  if (!roff_pass(m, o, pt->num_samples + 1, 1, NULL))
+    return "ragged offsets not increasing from 0";
   return ferry__manifest_roff_bad_end(m, pt, v, o);
 }
 
@@ -289,24 +301,12 @@ const char *ferry__manifest_roff_check(const ferry__manifest *m,
                                        const int64_t *o) {
   if (!m->roff_map || ferry__roff_map_pos(m->roff_map, o) < 0)
     return ferry__manifest_roff_bad(m, pt, v, o);
-  int64_t n = pt->num_samples + 1;
-  ferry__rec_w w;
-  ferry__rec_w_init_hash(&w, FERRY__FNV_INIT);
-  const char *bad = o[0] != 0 ? "ragged offsets not increasing from 0" : NULL;
-  for (int64_t i = 0; !bad && i < n; i += FERRY__TRIM_STEP) {
-    int64_t k = n - i < FERRY__TRIM_STEP ? n - i : FERRY__TRIM_STEP;
-    for (int64_t j = i > 0 ? i : 1; j < i + k; j++)
-      if (o[j] < o[j - 1]) {
-        bad = "ragged offsets not increasing from 0";
-        break;
-      }
-    ferry__rec_put_u64s(&w, o + i, (size_t)k); /* the roff_digest fold */
-    ferry__manifest_trim(m, o + i, o + i + k);
-  }
+  uint64_t h = 0;
+  if (!roff_pass(m, o, pt->num_samples + 1, 1, &h))
+    return "ragged offsets not increasing from 0";
+  const char *bad = ferry__manifest_roff_bad_end(m, pt, v, o);
   if (!bad)
-    bad = ferry__manifest_roff_bad_end(m, pt, v, o);
-  if (!bad)
-    (void)ferry__roff_map_remember(m->roff_map, o, w.h);
+    (void)ferry__roff_map_remember(m->roff_map, o, h);
   return bad;
 }
 
