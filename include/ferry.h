@@ -670,8 +670,11 @@ typedef struct ferry_var_info {
                      inner row, and the lengths are below               */
   int64_t min_len, max_len; /**< ragged: shortest and longest sample      */
   int64_t total_rows;       /**< ragged: rows of all samples (the values) */
-  int64_t batch_rows;       /**< ragged: rows a batch slot holds (the batch_size
-                               longest samples: no batch can need more)       */
+  int64_t batch_rows;       /**< ragged: the most rows a batch slot can need
+                               (the batch_size longest samples, or max_tokens:
+                               no batch of any epoch needs more); each epoch's
+                               slots hold its largest batch (made at
+                               ferry_set_epoch, docs/ragged.md)               */
   int offsets_of;           /**< ragged: the variable whose offsets this one's
                                batches share (its lengths are that one's in
                                every sample: a "group", docs/ragged.md), its
@@ -847,7 +850,10 @@ FERRY_API int ferry_sampling_group(const ferry_loader *loader, int64_t g,
                                    int64_t *first, int64_t *count,
                                    double *requested, double *planned);
 
-/** Memory the loader may use, by component, known at ferry_open/set_epoch. */
+/** Memory the loader may use, by component, known at ferry_open/set_epoch
+ * (with ragged variables, batch_bytes and what follows from it are the
+ * bound over every epoch after ferry_open, and the epoch's own slots after
+ * ferry_set_epoch). */
 typedef struct ferry_memory_budget {
   size_t batch_bytes;  /**< one batch of every variable                     */
   size_t ring_bytes;   /**< prefetch * batch_bytes (the ready-batch ring)   */

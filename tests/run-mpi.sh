@@ -60,6 +60,22 @@ if test "$(id -u 2>/dev/null)" = 0; then
   export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
 fi
 
+# Each Open MPI job its own session directory: two mpiruns starting at
+# once (make check -j2; ./bootstrap check runs the sanitizer tiers beside
+# the main one) race to create /tmp/ompi.HOST.UID, and the loser fails
+# with "mkdir ... File exists" in orte_session_dir (seen twice in one
+# fresh-clone check, 2026-11-28).  Removed when the job ends.
+sessdir=
+case $(basename "${MPIRUN%% *}") in
+  srun) ;;
+  *)
+    if test -z "${OMPI_MCA_orte_tmpdir_base+set}" &&
+      sessdir=$(mktemp -d "${TMPDIR:-/tmp}/ferry-mpi.XXXXXX" 2>/dev/null); then
+      OMPI_MCA_orte_tmpdir_base=$sessdir
+      export OMPI_MCA_orte_tmpdir_base
+    fi ;;
+esac
+
 # Waiting ranks sleep instead of spinning (tests/lib/idle.c; FERRY_MPI_IDLE,
 # set by "make check", names the shim; empty: spin as Open MPI does).  On
 # the 2-core machine two jobs of 2-3 ranks run at once: a rank spinning in
@@ -158,4 +174,7 @@ case $status in
       echo "run-mpi.sh: timed out after ${limit}s: $MPIRUN $MPIRUN_FLAGS $npflag $np $*" >&2
     fi ;;
 esac
+if test -n "$sessdir"; then
+  rm -rf "$sessdir"
+fi
 exit $status

@@ -52,7 +52,7 @@
 
 #define ALIGN_DEV ((size_t)256)
 
-enum { MAX_COMMS = 8 };
+enum { MAX_COMMS = FERRY__GPU_MAX_COMMS };
 
 typedef struct nccl_reg {
   void *comm; /* ncclComm_t                              */
@@ -305,6 +305,12 @@ int ferry__gpu_host_alloc(int rank, size_t bytes, void **out, ferry__err *err) {
 void ferry__gpu_host_free(void *p) {
   if (p)
     rt.cudaFreeHost(p);
+}
+
+int ferry__gpu_nccl_comms(const ferry__gpu *g, void **out) {
+  for (int k = 0; g && k < g->ncomms; k++)
+    out[k] = g->comms[k].comm;
+  return g ? g->ncomms : 0;
 }
 
 void ferry__gpu_set_ring(ferry__gpu *g, ferry__dslot **ring, int64_t n) {

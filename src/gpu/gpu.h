@@ -129,5 +129,10 @@ int ferry__dslot_release(ferry__dslot *d, int rank, ferry__err *err);
 /** ferry_attach_nccl / ferry_detach_nccl (FERRY_ENOTSUP without NCCL). */
 int ferry__gpu_nccl_attach(ferry__gpu *g, void *comm, ferry__err *err);
 int ferry__gpu_nccl_detach(ferry__gpu *g, ferry__err *err);
+/** The communicators attached now, into out[FERRY__GPU_MAX_COMMS]: their
+ *  count (0 without NCCL).  A loader that makes its device slots again
+ *  detaches them and attaches them again on the new slots. */
+#define FERRY__GPU_MAX_COMMS 8
+int ferry__gpu_nccl_comms(const ferry__gpu *g, void **out);
 
 #endif /* FERRY_GPU_H */

@@ -92,7 +92,9 @@ static size_t plan_static_bytes(const ferry_loader *L, const epoch_state *ep) {
 
 void ferry__budget_compute(ferry_loader *L, const epoch_state *ep) {
   ferry_memory_budget *b = &L->budget;
-  b->batch_bytes = L->batch_bytes; /* B * row_total, or ragged.c's bound */
+  /* B * row_total; with ragged variables, at open ragged.c's bound for
+   * every epoch, once an epoch is planned its slots' (its largest batch) */
+  b->batch_bytes = ep ? L->slot_bytes : L->batch_bytes;
   b->ring_bytes = b->batch_bytes * (size_t)L->opts->prefetch;
   b->cache_bytes = ferry__cache_bound(L);
   if (ep && ep->glob) {

@@ -774,6 +774,8 @@ int ferry__epoch_begin(ferry_loader *L, int64_t epoch,
   }
   if (!rc && ep->glob)
     rc = global_check(L, ep, &err);
+  if (!rc) /* ragged: the slots made for the epoch's largest batch */
+    rc = ferry__ragged_epoch(L, ep, &err);
   if (!rc)
     rc = epoch_start(L, ep, &err);
   rc = ferry__agree(L->comm, L->rank, rc, &err);

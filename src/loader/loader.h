@@ -263,6 +263,13 @@ struct ferry_loader {
   ferry__lenstat *rstat; /* [nvars] a ragged variable's lengths: shortest,
                           * longest, all rows (one pass at open) */
   size_t batch_bytes, sample_mean, sample_bound;
+  /* The slots as made now (slots.c): slot_cap[v] the value rows of ragged
+   * variable v in every ring slot and spare (ragged_cap's bound at open
+   * with pad=L, else the largest batch of the epoch set last, 0 before
+   * one: ferry__ragged_epoch), slot_bytes a slot's bytes (batch_bytes
+   * without ragged variables). */
+  int64_t *slot_cap;
+  size_t slot_bytes;
   size_t buf_quantum; /* ragged: read buffers are multiples of it (ragged.c) */
   /* pad (ragged.c): 0 none, 1 max (the batch's longest), 2 fixed (pad_len
    * rows, truncated or refused); pad_elem: a ragged variable's pad value,
@@ -439,6 +446,11 @@ int ferry__tokens_holes(ferry_loader *L, const ferry__pieces *ps,
                         int64_t **holes, ferry__err *err);
 /* ragged.c */
 int ferry__ragged_open(ferry_loader *L, ferry__err *err);
+/** ferry_set_epoch: this rank's batches of the epoch planned in ep walked
+ *  (their lengths only), and the slots made for the largest
+ *  (ferry__ring_resize).  LOCAL (the caller agrees on rc).  Without
+ *  ragged variables, or with pad=L, nothing to do. */
+int ferry__ragged_epoch(ferry_loader *L, epoch_state *ep, ferry__err *err);
 /** offsets_dtype=int32: every slot's rows fit (after max_tokens' cap). */
 int ferry__ragged_int32_check(ferry_loader *L, ferry__err *err);
 void ferry__ragged_bound(ferry_loader *L);
@@ -476,6 +488,19 @@ void ferry__assemble_unlocked(epoch_state *ep, ring_slot *s, int64_t b);
  * the caller holds are given. */
 int ferry__ring_alloc(ferry_loader *L, ferry__err *err);
 void ferry__ring_free(ferry_loader *L);
+/* The largest batch of an epoch (ferry__ragged_epoch): its index, samples
+ * and ragged bytes, for messages. */
+typedef struct ferry__ring_need {
+  int64_t batch, samples;
+  size_t bytes;
+} ferry__ring_need;
+/* ferry_set_epoch, every slot free (the last epoch stopped): the slots
+ * made again for need[v] rows of each ragged variable -- unless the
+ * present ones hold them with at most an eighth to spare -- the spares
+ * dropped, NCCL's registrations moved to the new device slots.  0, or
+ * FERRY_ENOMEM / FERRY_ENODEV naming the epoch's largest batch. */
+int ferry__ring_resize(ferry_loader *L, const int64_t *need, int64_t epoch,
+                       const ferry__ring_need *big, ferry__err *err);
 /* The consumer (ferry_next, ep->mu held) needs the slot of batch b (host or
  * device) and finds it held by an earlier batch: swap every slot the caller
  * holds with a batch before b out of the rings for a spare one, so that

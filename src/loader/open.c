@@ -49,6 +49,7 @@ static void loader_free(ferry_loader *L) {
   ferry__sampling_free(L);
   free(L->var_prefix);
   free(L->ragged_cap);
+  free(L->slot_cap);
   free(L->offs_of);
   free(L->rstat);
   free(L->pad_elem);

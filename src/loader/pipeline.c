@@ -560,8 +560,8 @@ static int ragged_copy(epoch_state *ep, ring_slot *s, size_t src_at,
 /* Samples sl[0, n) of ragged variable v, batch positions [at, at+n):
  * their values after those of the positions before (s->offs[v][at] is
  * set), their offsets, the longest into *max_len.  The slot holds
- * ragged_cap[v] rows, the batch_size longest samples' (ragged.c), so a
- * batch past it is a bug, never a bigger allocation. */
+ * slot_cap[v] rows, the epoch's largest batch's (ragged.c), so a batch
+ * past it is a bug, never a bigger allocation. */
 static int copy_ragged(epoch_state *ep, ring_slot *s, const ferry__slot *sl,
                        int64_t n, int v, int64_t at, int64_t *max_len) {
   ferry_loader *L = ep->L;
@@ -593,12 +593,12 @@ static int copy_ragged(epoch_state *ep, ring_slot *s, const ferry__slot *sl,
     const int64_t *ro = L->m.parts[x->part].roff[v];
     int64_t first = ro[x->row + sl[i].row] - ro[x->row];
     int64_t len = ro[x->row + sl[i].row + 1] - ro[x->row + sl[i].row];
-    if (len > L->ragged_cap[v] - o[at + i])
+    if (len > L->slot_cap[v] - o[at + i])
       return ferry__seterr_on(&s->err, L->rank, FERRY_EINTERNAL,
                               "variable %s: sample %lld (%lld rows) does not "
                               "fit the batch slot of %lld rows",
                               L->m.vars[v].name, (long long)sl[i].sample,
-                              (long long)len, (long long)L->ragged_cap[v]);
+                              (long long)len, (long long)L->slot_cap[v]);
     size_t src_at = (size_t)sl[i].extent * (size_t)L->m.nvars + (size_t)v;
     int rc =
         ragged_copy(ep, s, src_at, s->bufs[v] + (size_t)o[at + i] * rb,
@@ -679,8 +679,14 @@ static void assemble(epoch_state *ep, ring_slot *s, int64_t b) {
       s->offs[v][0] = 0;
       s->tensors[v].max_len = 0;
       s->tensors[v].nvalues = 0;
-      if (L->pad && v < FERRY__MAX_PAD_VARS)
-        pw[v] = pad_width(ep, v, b0, b1);
+      if (L->pad && v < FERRY__MAX_PAD_VARS &&
+          (pw[v] = pad_width(ep, v, b0, b1)) > 0 &&
+          n > L->slot_cap[v] / pw[v] && !rc)
+        rc = ferry__seterr_on(&s->err, L->rank, FERRY_EINTERNAL,
+                              "variable %s: batch %lld pads %lld samples to "
+                              "%lld rows, more than its slot's %lld rows",
+                              L->m.vars[v].name, (long long)b, (long long)n,
+                              (long long)pw[v], (long long)L->slot_cap[v]);
     }
   for (int64_t i0 = b0; !rc && i0 < b1; i0 += SLOT_BLOCK) {
     int64_t k = b1 - i0 < SLOT_BLOCK ? b1 - i0 : SLOT_BLOCK;

@@ -3,23 +3,28 @@
  * different lengths, whose offsets the manifest holds (ferry__part.roff,
  * read by rank 0 from the format's own index and broadcast).
  *
- * Every size is known at ferry_open, from the offsets, so nothing grows
- * at run time: a batch slot holds the batch_size longest samples of the
- * dataset (no batch of any epoch, rank or resume can need more), an
+ * Every size is known before it is needed, so nothing grows at run time:
+ * at ferry_open a batch of any epoch holds at most the batch_size longest
+ * samples of the dataset (the bound ferry info and the budget print);
+ * at ferry_set_epoch the epoch's batches are walked once (their lengths,
+ * no payload) and the slots are made for the largest of them
+ * (ferry__ragged_epoch, slots.c's ferry__ring_resize), so pinned and
+ * device memory follow the epoch, not the dataset's longest samples.  An
  * extent's read buffer holds exactly its samples' values, and the budget
  * counts a window's reads at the most bytes per sample of any chunk (a
  * window is whole chunks).  The automatic chunk size uses the mean bytes
  * of a sample.  With device=cuda a slot holds the offsets, then the values
  * (FERRY__RAGGED_HEAD), on the host and on the device alike: one copy.
  * What is not wired for ragged variables yet is refused here with the
- * option to change: shuffle=global, io=collective, several devices per
- * rank.
+ * option to change: shuffle=global, io=collective outside Megatron
+ * corpora, several devices per rank without pad.
  */
 #include "config.h"
 #include "loader/loader.h"
 
 #include "util/dtype.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -314,4 +319,190 @@ size_t ferry__extent_var_off(const ferry_loader *L, const ferry__extent *x,
     off += (size_t)ferry__part_rows(pt, u, x->row, x->count) *
            L->m.vars[u].row_bytes;
   return off;
+}
+
+/* ---- Slots sized per epoch ---------------------------------------------- */
+
+enum { WALK_BLOCK = 256 };
+
+/* Positions of this rank's plan in served order, a block at a time: a
+ * bucketed plan's through its cache (tokens.c), a plan with runs computed,
+ * a sampling plan's from its windows (one window held in wbuf). */
+typedef struct walk {
+  const ferry_loader *L;
+  const epoch_state *ep;
+  ferry__slot *wbuf;
+  int64_t w; /* the window in wbuf, -1 none */
+} walk;
+
+/* Up to n slots from position i0 (inside one batch) into out: how many
+ * (at least 1), or FERRY_ENOMEM. */
+static int64_t walk_slots(walk *k, int64_t i0, int64_t n, ferry__slot *out) {
+  const ferry__rank_plan *p = &k->ep->plan;
+  if (p->bucket_pos) {
+    ferry__tokens_slots(k->L, p, k->ep->epoch, k->ep->tokc, i0, n, out);
+    return n;
+  }
+  if (ferry__plan_slots_computed(p))
+    return ferry__plan_slots_get(p, i0, n, out) ? FERRY_ENOMEM : n;
+  int64_t w = ferry__plan_window_of(p, i0);
+  if (w != k->w) {
+    if (ferry__plan_window_slots(p, w, k->wbuf))
+      return FERRY_ENOMEM;
+    k->w = w;
+  }
+  int64_t j0 = i0 - p->window_first_slot[w], left = p->window_samples[w] - j0;
+  int64_t take = n < left ? n : left;
+  memcpy(out, k->wbuf + j0, (size_t)take * sizeof *out);
+  return take;
+}
+
+/* Batch [b0, b1)'s rows of each group's first variable into rows[]
+ * (pad=max: its samples, or batch_size with several devices, times its
+ * longest).  Returns 0 or FERRY_ENOMEM. */
+static int batch_rows(walk *k, int64_t b0, int64_t b1, int full, int64_t *sum,
+                      int64_t *most, int64_t *rows) {
+  const ferry_loader *L = k->L;
+  const ferry__rank_plan *p = &k->ep->plan;
+  int nv = L->m.nvars;
+  ferry__slot sl[WALK_BLOCK];
+  for (int v = 0; v < nv; v++)
+    sum[v] = most[v] = 0;
+  for (int64_t i0 = b0; i0 < b1;) {
+    int64_t want = b1 - i0 < WALK_BLOCK ? b1 - i0 : WALK_BLOCK;
+    int64_t got = walk_slots(k, i0, want, sl);
+    if (got <= 0)
+      return FERRY_ENOMEM;
+    for (int v = 0; v < nv; v++) {
+      if (L->offs_of[v] != v)
+        continue;
+      for (int64_t j = 0; j < got; j++) {
+        const ferry__extent *x = &p->extents[sl[j].extent];
+        const int64_t *ro = L->m.parts[x->part].roff[v] + x->row + sl[j].row;
+        int64_t len = ro[1] - ro[0];
+        sum[v] += len;
+        most[v] = len > most[v] ? len : most[v];
+      }
+    }
+    i0 += got;
+  }
+  for (int v = 0; v < nv; v++)
+    if (L->offs_of[v] == v)
+      rows[v] =
+          L->pad ? (full ? L->opts->batch_size : b1 - b0) * most[v] : sum[v];
+  return 0;
+}
+
+/* One thread's share of the walk: batches [b0, b1), its window buffer
+ * (a sampling plan's), its largest rows per variable and its largest
+ * batch. */
+typedef struct walk_job {
+  walk k;
+  int64_t b0, b1;
+  int full, rc;
+  int64_t *a; /* [4 nvars]: need, then batch_rows' scratch */
+  ferry__ring_need best;
+} walk_job;
+
+static void *walk_main(void *arg) {
+  walk_job *j = arg;
+  const ferry_loader *L = j->k.L;
+  const ferry__rank_plan *p = &j->k.ep->plan;
+  int nv = L->m.nvars;
+  int64_t *need = j->a, *sum = j->a + nv, *most = j->a + 2 * nv,
+          *rows = j->a + 3 * nv;
+  for (int64_t b = j->b0; !j->rc && b < j->b1; b++) {
+    int64_t s0 = ferry__plan_batch_start(p, b),
+            s1 = ferry__plan_batch_start(p, b + 1);
+    j->rc = batch_rows(&j->k, s0, s1, j->full, sum, most, rows);
+    size_t bytes = 0;
+    for (int v = 0; !j->rc && v < nv; v++) {
+      int g = L->offs_of[v];
+      if (g < 0)
+        continue;
+      need[v] = rows[g] > need[v] ? rows[g] : need[v];
+      bytes += (size_t)rows[g] * L->m.vars[v].row_bytes;
+    }
+    if (!j->rc && (j->best.batch < 0 || bytes > j->best.bytes))
+      j->best = (ferry__ring_need){b, s1 - s0, bytes};
+    if (((b - j->b0) & 255) == 255) /* mapped offsets: the pages read */
+      ferry__manifest_trim(&L->m, NULL, NULL);
+  }
+  return NULL;
+}
+
+/* Threads for the walk: the loader's workers (not started yet), each
+ * with 16 batches at least; a bucketed plan's slots come through one cache
+ * of two buckets, so its walk stays on one thread. */
+static int walk_threads(const ferry_loader *L, const ferry__rank_plan *p) {
+  int64_t t = p->num_batches / 16 + 1;
+  if (p->bucket_pos || t < 1)
+    return 1;
+  return t < L->nthreads ? (int)t : (L->nthreads > 0 ? L->nthreads : 1);
+}
+
+int ferry__ragged_epoch(ferry_loader *L, epoch_state *ep, ferry__err *err) {
+  if (!L->ragged || L->pad == 2) /* pad=L: every batch is B x L rows */
+    return 0;
+  const ferry__rank_plan *p = &ep->plan;
+  int nv = L->m.nvars, full = 0, T = walk_threads(L, p), started = 0;
+  if (L->gpu) { /* several devices: each gets batch_size / ndev samples */
+    ferry_device_info di;
+    memset(&di, 0, sizeof di);
+    ferry__gpu_info(L->gpu, &di);
+    full = di.ndevices > 1;
+  }
+  int wbufs = !p->bucket_pos && !ferry__plan_slots_computed(p);
+  int64_t wmax = wbufs ? ferry__plan_window_max(p) : 0;
+  walk_job *jobs = calloc((size_t)T, sizeof *jobs);
+  pthread_t *tid = calloc((size_t)T, sizeof *tid);
+  int rc = jobs && tid ? 0 : FERRY_ENOMEM;
+  for (int t = 0; !rc && t < T; t++) {
+    walk_job *j = &jobs[t];
+    *j = (walk_job){.k = {L, ep, NULL, -1},
+                    .b0 = p->num_batches * t / T,
+                    .b1 = p->num_batches * (t + 1) / T,
+                    .full = full,
+                    .best = {.batch = -1}};
+    j->a = calloc(4 * (size_t)nv, sizeof *j->a);
+    if (wbufs)
+      j->k.wbuf = malloc((size_t)(wmax > 0 ? wmax : 1) * sizeof *j->k.wbuf);
+    rc = !j->a || (wbufs && !j->k.wbuf) ? FERRY_ENOMEM : 0;
+  }
+  for (int t = 1; !rc && t < T; t++, started++) /* job 0 on this thread */
+    if (pthread_create(&tid[t], NULL, walk_main, &jobs[t]) != 0)
+      break;
+  if (!rc)
+    walk_main(&jobs[0]);
+  for (int t = 1; t <= started; t++)
+    pthread_join(tid[t], NULL);
+  for (int t = started + 1; !rc && t < T; t++) /* threads not started */
+    walk_main(&jobs[t]);
+  ferry__manifest_trim(&L->m, NULL, NULL);
+  ferry__ring_need best = {.batch = -1};
+  for (int t = 0; !rc && t < T; t++) {
+    rc = jobs[t].rc;
+    for (int v = 0; v < nv; v++)
+      if (jobs[t].a[v] > jobs[0].a[v])
+        jobs[0].a[v] = jobs[t].a[v];
+    if (jobs[t].best.batch >= 0 &&
+        (best.batch < 0 || jobs[t].best.bytes > best.bytes))
+      best = jobs[t].best;
+  }
+  if (!rc)
+    rc = ferry__ring_resize(L, jobs[0].a, ep->epoch, &best, err);
+  else
+    rc = ferry__oom(err, L->rank,
+                    (size_t)T * ((size_t)wmax * sizeof(ferry__slot) +
+                                 4 * (size_t)nv * sizeof(int64_t)),
+                    "dataset %s, epoch %lld: the lengths of the epoch's "
+                    "batches (%d threads)",
+                    L->m.spec, (long long)ep->epoch, T);
+  for (int t = 0; jobs && t < T; t++) {
+    free(jobs[t].a);
+    free(jobs[t].k.wbuf);
+  }
+  free(jobs);
+  free(tid);
+  return rc;
 }

@@ -88,7 +88,7 @@ static int host_slot_new(ferry_loader *L, ring_slot **out, size_t *want,
      * (one copy to the device carries both) */
     size_t head = var->ragged ? FERRY__RAGGED_HEAD(B) : 0;
     size_t bytes =
-        head + (size_t)(var->ragged ? L->ragged_cap[v] : B) * var->row_bytes;
+        head + (size_t)(var->ragged ? L->slot_cap[v] : B) * var->row_bytes;
     unsigned char *p = NULL;
     if (L->ring_pinned) {
       int rc = ferry__gpu_host_alloc(L->rank, bytes, (void **)&p, err);
@@ -155,8 +155,8 @@ static int dev_slot_new(ferry_loader *L, ferry__dslot **out, ferry__err *err) {
   *out = NULL;
   if (!d)
     return ferry__oom(err, L->rank, sizeof *d, "a device batch slot");
-  int rc = ferry__dslot_init(L->gpu, d, &L->m, L->opts->batch_size,
-                             L->ragged_cap, L->rank, err);
+  int rc = ferry__dslot_init(L->gpu, d, &L->m, L->opts->batch_size, L->slot_cap,
+                             L->rank, err);
   if (rc) {
     dev_slot_free(d);
     return rc;
@@ -166,8 +166,41 @@ static int dev_slot_new(ferry_loader *L, ferry__dslot **out, ferry__err *err) {
   return 0;
 }
 
+/* A slot's bytes for L->slot_cap (every variable, offsets included). */
+static size_t slot_bytes_of(const ferry_loader *L) {
+  int64_t B = L->opts->batch_size;
+  size_t bytes = 0;
+  for (int v = 0; v < L->m.nvars; v++) {
+    const ferry__var *x = &L->m.vars[v];
+    bytes += x->ragged
+                 ? FERRY__RAGGED_HEAD(B) + (size_t)L->slot_cap[v] * x->row_bytes
+                 : (size_t)B * x->row_bytes;
+  }
+  return bytes;
+}
+
+/* The slots' sizes before the first epoch: a ragged variable's rows wait
+ * for ferry_set_epoch (0 rows: its offsets only), but with pad=L, where
+ * every batch has B x L rows. */
+static int slot_caps_init(ferry_loader *L, ferry__err *err) {
+  L->slot_bytes = L->batch_bytes;
+  if (!L->ragged)
+    return 0;
+  if (!L->slot_cap &&
+      !(L->slot_cap = calloc((size_t)L->m.nvars, sizeof *L->slot_cap)))
+    return ferry__oom(err, L->rank, (size_t)L->m.nvars * sizeof *L->slot_cap,
+                      "the slot sizes of dataset %s", L->m.spec);
+  for (int v = 0; v < L->m.nvars; v++)
+    L->slot_cap[v] = L->pad == 2 ? L->ragged_cap[v] : 0;
+  L->slot_bytes = slot_bytes_of(L);
+  return 0;
+}
+
 int ferry__ring_alloc(ferry_loader *L, ferry__err *err) {
   int64_t B = L->opts->batch_size;
+  int rc0 = slot_caps_init(L, err);
+  if (rc0)
+    return rc0;
   L->ring_pinned = L->gpu != NULL || L->opts->pin_memory;
   if (!L->gpu && L->opts->pin_memory && ferry__gpu_visible() < 1)
     return ferry__seterr_on(
@@ -213,6 +246,86 @@ nomem:
                     L->row_total);
 }
 
+/* The spare slots dropped (their batches were released, or made invalid
+ * by the last epoch's stop): slots of another size are no use. */
+static void spares_free(ferry_loader *L) {
+  ferry__held *h = &L->held;
+  for (int64_t i = 0; i < h->nspare_s; i++)
+    host_slot_free(L, h->spare_s[i]);
+  for (int64_t i = 0; i < h->nspare_d; i++)
+    dev_slot_free(h->spare_d[i]);
+  h->nextra -= h->nspare_s + h->nspare_d;
+  h->nspare_s = h->nspare_d = 0;
+}
+
+/* Whether the slots made hold need[v] rows of each ragged variable with
+ * at most an eighth to spare (so a run of epochs of about the same
+ * largest batch makes its slots once). */
+static int slots_fit(const ferry_loader *L, const int64_t *need) {
+  for (int64_t i = 0; i < L->nring; i++)
+    if (!L->ring[i])
+      return 0;
+  for (int64_t i = 0; i < L->ndring; i++)
+    if (!L->dring[i])
+      return 0;
+  for (int v = 0; v < L->m.nvars; v++)
+    if (L->m.vars[v].ragged &&
+        (L->slot_cap[v] < need[v] || L->slot_cap[v] - need[v] > need[v] / 8))
+      return 0;
+  return 1;
+}
+
+int ferry__ring_resize(ferry_loader *L, const int64_t *need, int64_t epoch,
+                       const ferry__ring_need *big, ferry__err *err) {
+  if (slots_fit(L, need))
+    return 0;
+  void *comms[FERRY__GPU_MAX_COMMS];
+  int nc = L->gpu ? ferry__gpu_nccl_comms(L->gpu, comms) : 0;
+  ferry__err ignore = {0};
+  if (nc) /* their registrations name the slots about to go */
+    ferry__gpu_nccl_detach(L->gpu, &ignore);
+  spares_free(L);
+  for (int64_t i = 0; i < L->nring; i++) {
+    host_slot_free(L, L->ring[i]);
+    L->ring[i] = NULL;
+  }
+  for (int64_t i = 0; i < L->ndring; i++) {
+    dev_slot_free(L->dring[i]);
+    L->dring[i] = NULL;
+  }
+  for (int v = 0; v < L->m.nvars; v++)
+    L->slot_cap[v] = L->m.vars[v].ragged ? need[v] : 0;
+  L->slot_bytes = slot_bytes_of(L);
+  L->held.max_extra = ferry__held_max(L);
+  size_t want = 0;
+  int rc = 0;
+  for (int64_t i = 0; !rc && i < L->nring; i++)
+    rc = host_slot_new(L, &L->ring[i], &want, err);
+  for (int64_t i = 0; !rc && i < L->ndring; i++)
+    if (!(rc = dev_slot_new(L, &L->dring[i], err)))
+      L->dring[i]->expect = i;
+  if (!rc && L->gpu)
+    ferry__gpu_set_ring(L->gpu, L->dring, L->ndring);
+  for (int k = 0; !rc && k < nc; k++) /* registered again, on the new ones */
+    rc = ferry__gpu_nccl_attach(L->gpu, comms[k], err);
+  if (rc == FERRY_ENOMEM && want)
+    ferry__seterr(err, rc, "out of memory (%zu bytes)", want);
+  if (!rc)
+    return 0;
+  char what[FERRY__MSG_MAX];
+  memcpy(what, err->msg, sizeof what);
+  what[sizeof what - 1] = '\0';
+  return ferry__seterr_on(
+      err, L->rank, rc,
+      "dataset %s, epoch %lld: the slots for its largest batch on this rank "
+      "(batch %lld: %lld samples, %zu bytes of ragged values; %lld host "
+      "slots%s%lld device) could not be made: %.700s; lower batch_size or "
+      "prefetch, or set max_tokens",
+      L->m.spec, (long long)epoch, (long long)big->batch,
+      (long long)big->samples, big->bytes, (long long)L->nring,
+      L->ring_pinned ? " pinned, " : ", ", (long long)L->ndring, what);
+}
+
 void ferry__ring_free(ferry_loader *L) {
   ferry__held *h = &L->held;
   for (int64_t i = 0; L->ring && i < L->nring; i++)
@@ -241,7 +354,7 @@ void ferry__ring_free(ferry_loader *L) {
 /* ---- Held batches ------------------------------------------------------ */
 
 int64_t ferry__held_max(const ferry_loader *L) {
-  size_t batch = L->batch_bytes;
+  size_t batch = L->slot_bytes;
   int64_t n = (int64_t)((size_t)L->opts->held_memory / (batch ? batch : 1));
   return n < HELD_MAX_SLOTS ? n : HELD_MAX_SLOTS;
 }
@@ -297,7 +410,7 @@ static int held_full(ferry_loader *L, int64_t b, ferry__err *err) {
   char lim[64], one[32], all[32];
   ferry_options_get(L->opts, "held_memory", lim, sizeof lim);
   int64_t n = held_count(L);
-  double bytes = (double)L->batch_bytes;
+  double bytes = (double)L->slot_bytes;
   fmt_bytes(one, sizeof one, bytes);
   fmt_bytes(all, sizeof all, (double)n * bytes);
   return ferry__seterr_on(

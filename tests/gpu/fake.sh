@@ -70,6 +70,9 @@ for k in 3 8 64; do
 done
 unset FERRY_TEST_HOLD
 gpu_run mem 2 nccl "$mem" batch_size=8
+# ragged: ferry_set_epoch makes the device slots for the epoch's largest
+# batch, and moves the communicator's registrations to them
+gpu_run megatron 1 nccl "$tmp/meg" batch_size=8
 
 # Errors, the same code and message on every rank.
 expect_err() { # CODE NP WHAT-THE-MESSAGE-SAYS OPTION=VALUE...

@@ -55,6 +55,7 @@ static int item;
 static int64_t cur_T, cur_B; /* max_tokens case: the budget, batch_size */
 static int64_t longest;      /* the longest sequence */
 static int64_t empties;      /* empty batches served (take) */
+static int64_t most_rows;    /* the most value rows of a batch served (take) */
 
 typedef struct rec { /* one served sample */
   int64_t id, batch;
@@ -190,6 +191,7 @@ static void take(const ferry_batch *b, int docs, recs *out) {
     push(out, (rec){id, b->index, h, b->padded[i]});
   }
   empties += b->size == 0;
+  most_rows = t->nvalues > most_rows ? t->nvalues : most_rows;
   CHECK(cur_T == 0 || (t->nvalues <= cur_T && b->size <= cur_B),
         "batch %lld: %lld samples of %lld rows, max_tokens %lld, batch_size "
         "%lld",
@@ -216,6 +218,30 @@ static int64_t serve(ferry_loader *L, int64_t stop, int docs, recs *out) {
   }
   CHECK(rc == 0 || rc == FERRY_END, "ferry_next: %s", ferry_last_error(L));
   return got;
+}
+
+/* The slots are made at ferry_set_epoch for the epoch's largest batch:
+ * rows_now, the value rows of its slots (from the budget: at open a slot
+ * holds batch_rows, the bound over every epoch), is exactly `most`, the
+ * most rows a batch of this rank served (a fresh loader's first epoch),
+ * and a slot's bytes went down by the rows it did not need. */
+static void check_slot_rows(ferry_loader *L, const ferry_memory_budget *at_open,
+                            int64_t most, const char *what) {
+  ferry_var_info vi;
+  ferry_memory_budget now;
+  if (ferry_var_info_get(L, 0, &vi) || ferry_memory_budget_get(L, &now)) {
+    CHECK(0, "%s: var info or budget: %s", what, ferry_last_error(L));
+    return;
+  }
+  size_t rb = vi.row_bytes;
+  int64_t less = (int64_t)(at_open->batch_bytes - now.batch_bytes);
+  int64_t rows = vi.batch_rows - (rb ? less / (int64_t)rb : 0);
+  CHECK(at_open->batch_bytes >= now.batch_bytes && rows == most &&
+            now.ring_bytes % now.batch_bytes == 0,
+        "%s: the slots hold %lld rows (a bound of %lld at open, budget %zu -> "
+        "%zu bytes); the largest batch served has %lld",
+        what, (long long)rows, (long long)vi.batch_rows, at_open->batch_bytes,
+        now.batch_bytes, (long long)most);
 }
 
 /* The ids of every rank of c on its rank 0 (sorted, padded ones apart). */
@@ -293,13 +319,17 @@ static void epoch_case(const char *label, const char *const *kv, int P,
     CHECK(rc == 0, "%s: open on %d ranks: %s", label, P,
           ferry_last_error(NULL));
     if (rc == 0) {
+      ferry_memory_budget at_open;
+      ferry_memory_budget_get(L, &at_open);
       CHECK(ferry_set_epoch(L, 1) == 0, "%s: set_epoch: %s", label,
             ferry_last_error(L));
       nb[k] = ferry_num_batches(L);
       empties = 0;
+      most_rows = 0;
       int64_t had = (k ? &b : &a)->n;
       CHECK(serve(L, -1, docs, k ? &b : &a) == nb[k], "%s: batches served",
             label);
+      check_slot_rows(L, &at_open, most_rows, label);
       /* max_tokens: a rank's batches are split until the counts agree;
        * only a rank with fewer samples than batches gets empty ones */
       CHECK(cur_T == 0 || empties == 0 || (k ? &b : &a)->n - had < nb[k],
@@ -714,13 +744,17 @@ static void pad_case(const char *pad, const char *truncate, int P) {
   }
   CHECK(rc == 0, "pad=%s open: %s", pad, ferry_last_error(NULL));
   recs got = {0};
-  int64_t nb = 0;
+  int64_t nb = 0, padded_rows = 0;
+  ferry_memory_budget at_open;
+  if (L)
+    ferry_memory_budget_get(L, &at_open);
   if (L && ferry_set_epoch(L, 0) == 0) {
     nb = ferry_num_batches(L);
     ferry_batch *b;
     while (ferry_next(L, &b) == 0) {
       const ferry_tensor *t = &b->vars[0];
       int64_t w = b->size ? t->shape[1] : 0, most = 0;
+      padded_rows = b->size * w > padded_rows ? b->size * w : padded_rows;
       CHECK(
           t->lengths && !t->offsets && t->ndim == 2 && t->shape[0] == b->size &&
               t->nbytes == (size_t)(b->size * w) * t->row_bytes,
@@ -750,6 +784,13 @@ static void pad_case(const char *pad, const char *truncate, int P) {
             (long long)most);
       ferry_release(L, b);
     }
+    /* pad=max: slots of the epoch's most samples x width; pad=L: the
+     * bound, batch_size x L, made at open */
+    check_slot_rows(L, &at_open,
+                    fixed
+                        ? opt_of((const char *const *)kv, "batch_size") * fixed
+                        : padded_rows,
+                    pad);
   }
   int64_t nlo = 0, nhi = 0;
   MPI_Allreduce(&nb, &nlo, 1, MPI_INT64_T, MPI_MIN, c);
@@ -856,6 +897,11 @@ int main(int argc, char **argv) {
   static const char *const nosh[] = {
       "tail", "partial",       "batch_size", "5", "shuffle",
       "none", "chunk_samples", "13",         NULL};
+  /* a batch a sample: several hundred batches a rank, so the slots'
+   * walk at ferry_set_epoch runs on 4 threads with threads=4 */
+  static const char *const single[] = {"tail", "partial", "batch_size",    "1",
+                                       "seed", "9",       "chunk_samples", "7",
+                                       NULL};
   static const char *const docs[] = {
       "tail",          "partial", "batch_size",      "4",        "seed", "3",
       "chunk_samples", "6",       "megatron_sample", "document", NULL};
@@ -882,6 +928,7 @@ int main(int argc, char **argv) {
     epoch_case("max_tokens bucketed", tokb, worlds[w], 0);
     epoch_case("max_tokens drop_last", tokd, worlds[w], 0);
     epoch_case("partial", partial, worlds[w], 0);
+    epoch_case("batch_size=1", single, worlds[w], 0);
     epoch_case("pad", pad, worlds[w], 0);
     epoch_case("drop_last", drop, worlds[w], 0);
     epoch_case("shuffle=none", nosh, worlds[w], 0);
