@@ -196,5 +196,5 @@ void ferry__budget_compute(ferry_loader *L, const epoch_state *ep) {
    * on top of total_bytes (or device_bytes), spent only while the caller
    * holds batches -- in the total it would hide the bound of a loop that
    * holds none behind held_memory's default (docs/design/loader.md). */
-  b->held_bytes = (size_t)ferry__held_max(L) * b->batch_bytes;
+  b->held_bytes = (size_t)ferry__held_max(L, b->batch_bytes) * b->batch_bytes;
 }

@@ -516,8 +516,9 @@ int ferry__held_find(const ferry_loader *L, const ferry_batch *batch,
 void ferry__held_drop(ferry_loader *L, const ferry__held_batch *hb);
 /* Epoch stop: the held batches become invalid, their slots spares. */
 void ferry__held_reset(ferry_loader *L);
-/* held_memory in whole batches: the most slots beyond the rings. */
-int64_t ferry__held_max(const ferry_loader *L);
+/* held_memory in whole batches of `batch` bytes: the most slots beyond
+ * the rings. */
+int64_t ferry__held_max(const ferry_loader *L, size_t batch);
 
 /* io_choice.c: resolve io=auto (rank 0 decides, every rank learns the
  * choice) into L->opts->io and say how in L->io_how.  COLLECTIVE. */

@@ -210,7 +210,7 @@ int ferry__ring_alloc(ferry_loader *L, ferry__err *err) {
         ferry__gpu_visible() < 0 ? "this library was built without CUDA"
                                  : "no usable CUDA device; ",
         ferry__gpu_visible() < 0 ? "" : ferry__gpu_library_status());
-  L->held.max_extra = ferry__held_max(L);
+  L->held.max_extra = ferry__held_max(L, L->slot_bytes);
   L->nring = L->opts->prefetch;
   size_t want = (size_t)L->nring * sizeof *L->ring; /* what failed */
   L->ring = calloc((size_t)L->nring, sizeof *L->ring);
@@ -296,7 +296,7 @@ int ferry__ring_resize(ferry_loader *L, const int64_t *need, int64_t epoch,
   for (int v = 0; v < L->m.nvars; v++)
     L->slot_cap[v] = L->m.vars[v].ragged ? need[v] : 0;
   L->slot_bytes = slot_bytes_of(L);
-  L->held.max_extra = ferry__held_max(L);
+  L->held.max_extra = ferry__held_max(L, L->slot_bytes);
   size_t want = 0;
   int rc = 0;
   for (int64_t i = 0; !rc && i < L->nring; i++)
@@ -353,8 +353,7 @@ void ferry__ring_free(ferry_loader *L) {
 
 /* ---- Held batches ------------------------------------------------------ */
 
-int64_t ferry__held_max(const ferry_loader *L) {
-  size_t batch = L->slot_bytes;
+int64_t ferry__held_max(const ferry_loader *L, size_t batch) {
   int64_t n = (int64_t)((size_t)L->opts->held_memory / (batch ? batch : 1));
   return n < HELD_MAX_SLOTS ? n : HELD_MAX_SLOTS;
 }

@@ -242,6 +242,17 @@ static void check_slot_rows(ferry_loader *L, const ferry_memory_budget *at_open,
         "%zu bytes); the largest batch served has %lld",
         what, (long long)rows, (long long)vi.batch_rows, at_open->batch_bytes,
         now.batch_bytes, (long long)most);
+  /* held_memory (1 GiB by default) in whole batches of the budget's size
+   * (at most 2^20 of them), at open and now */
+  size_t g = (size_t)1 << 30, n0 = g / at_open->batch_bytes,
+         n1 = g / now.batch_bytes;
+  n0 = n0 < ((size_t)1 << 20) ? n0 : ((size_t)1 << 20);
+  n1 = n1 < ((size_t)1 << 20) ? n1 : ((size_t)1 << 20);
+  CHECK(at_open->held_bytes == n0 * at_open->batch_bytes &&
+            now.held_bytes == n1 * now.batch_bytes,
+        "%s: held bytes %zu at open (batches of %zu), %zu now (of %zu)", what,
+        at_open->held_bytes, at_open->batch_bytes, now.held_bytes,
+        now.batch_bytes);
 }
 
 /* The ids of every rank of c on its rank 0 (sorted, padded ones apart). */
