@@ -86,6 +86,7 @@ int ferry__epoch_stop(ferry_loader *L) {
     ferry__draw_free(ep->draw);
     free(ep->draw);
   }
+  free(ep->draw_holes);
   ferry__mix_changes_free(ep->mixch, ep->nmixch);
   if (ep->xch) {
     ferry__exchange_free(ep->xch);
@@ -571,8 +572,8 @@ static int bucket_holes_resume(ferry_loader *L, epoch_state *ep,
                                             "ranks",
                                             R0);
   if (!rc)
-    rc = ferry__tokens_holes(L, &ep->pieces, ep->perm, pp, R0, K, ends, nholes,
-                             h, err);
+    rc = ferry__tokens_holes(L, &ep->pieces, ep->perm, NULL, pp, R0, K, ends,
+                             nholes, h, err);
   if (!rc) {
     st.served = ends;
     st.nholes = nholes;

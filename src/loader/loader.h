@@ -179,6 +179,8 @@ typedef struct epoch_state {
   /* Sampling (loader/sampling.c): the epoch's sequence of draws; ep->plan
    * is then a draw plan (plan/draw.h) */
   ferry__draw *draw;
+  int64_t *draw_holes;       /* an elastic max_tokens resume's served positions,
+                              * the plan's cut skips them (sampling.c; owned) */
   ferry__draw_change *mixch; /* a mix's changes at resumes (owned) */
   int nmixch;
   ferry__exchange *xch; /* the I/O thread's, made by set_epoch */
@@ -434,16 +436,19 @@ int ferry__tokens_tail(ferry_loader *L, epoch_state *ep,
 int ferry__tokens_not_here(ferry__err *err, const char *what, int64_t epoch,
                            int64_t K, int world);
 /** A bucketed max_tokens epoch saved after K batches over R0 ranks (its
- *  first step; pp: this epoch's plan parameters): each old rank r's served
+ *  first step; pp: this epoch's plan parameters; draw: a sampling epoch's
+ *  draws, whose old plans deal them as batches of 1, else NULL and the
+ *  plans are made from ps and perm): each old rank r's served
  *  positions as ends[r] (the end of the bucket holding its batch K) and
  *  the nholes[r] positions before it it did not serve (holes[r],
  *  malloc'd), for ferry__plan_resume.  Every old rank's plan and cut are
  *  made again here (two passes: the counts, then the layouts).  LOCAL:
  *  the same on every rank. */
 int ferry__tokens_holes(ferry_loader *L, const ferry__pieces *ps,
-                        const int64_t *perm, const ferry__plan_params *pp,
-                        int R0, int64_t K, int64_t *ends, int64_t *nholes,
-                        int64_t **holes, ferry__err *err);
+                        const int64_t *perm, const ferry__draw *draw,
+                        const ferry__plan_params *pp, int R0, int64_t K,
+                        int64_t *ends, int64_t *nholes, int64_t **holes,
+                        ferry__err *err);
 /* ragged.c */
 int ferry__ragged_open(ferry_loader *L, ferry__err *err);
 /** ferry_set_epoch: this rank's batches of the epoch planned in ep walked

@@ -170,12 +170,137 @@ static void name_epoch(const ferry_loader *L, int64_t epoch, int rc,
                    L->m.spec, (long long)epoch, what);
 }
 
+/* Old rank r's served slots after an epoch saved over R0 ranks: [0,
+ * ends[r]) but the nh[r] of hs[r] (bucketed), as draw positions of the old
+ * cut at or after pos0, appended to *out (*n of them, *cap room). */
+static int served_positions(const ferry__draw *d, const ferry__draw_cut *old,
+                            int r, int64_t from, int64_t end, const int64_t *h,
+                            int64_t nh, int64_t pos0, int64_t **out, int64_t *n,
+                            int64_t *cap) {
+  for (int64_t i = from, k = 0; i < end; i++) {
+    while (k < nh && h[k] < i)
+      k++;
+    if (k < nh && h[k] == i)
+      continue;
+    int64_t x = ferry__draw_slot_pos(d, old, r, i);
+    if (x < pos0 || x >= d->D) /* below: served by all; past D: a pad */
+      continue;
+    if (*n == *cap) {
+      int64_t c = *cap ? 2 * *cap : 1024;
+      int64_t *v = realloc(*out, (size_t)c * sizeof *v);
+      if (!v)
+        return FERRY_ENOMEM;
+      *out = v;
+      *cap = c;
+    }
+    (*out)[(*n)++] = x;
+  }
+  return 0;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Old rank r's first slot not served: its first hole, or its end. */
+static int64_t first_unserved(const int64_t *ends, const int64_t *nh,
+                              int64_t *const *hs, int r) {
+  return nh[r] ? hs[r][0] : ends[r];
+}
+
+/* The positions the old ranks served (a max_tokens epoch with sampling
+ * saved over R0 ranks in one step): every position below *pos0 (the first
+ * one some old rank did not serve), and those above it as the sorted
+ * holes of ep->draw_holes (*nholes).  ends/nh/hs: each old rank's served
+ * slots, [0, ends[r]) but hs[r]. */
+static int served_holes(ferry_loader *L, epoch_state *ep, int R0,
+                        const int64_t *ends, const int64_t *nh,
+                        int64_t *const *hs, int64_t *pos0, int64_t *nholes,
+                        ferry__err *err) {
+  const ferry__draw *d = ep->draw;
+  ferry__draw_cut old;
+  int rc = ferry__draw_cut_make(d, 0, 1, R0, L->opts->tail, &old, err);
+  for (int r = 0; !rc && r < R0; r++) { /* a state's counts, bounded */
+    int64_t nb = old.num_batches, n = old.last;
+    int64_t mine = nb ? nb - 1 + (n * (r + 1) / R0 > n * r / R0) : 0;
+    if (ends[r] < 0 || ends[r] > mine)
+      rc = ferry__seterr(err, FERRY_EFORMAT,
+                         "max_tokens: the state says rank %d of %d served "
+                         "%lld draws of epoch %lld, which deals it %lld",
+                         r, R0, (long long)ends[r], (long long)ep->epoch,
+                         (long long)mine);
+  }
+  int64_t u = INT64_MAX, p0 = d->D, n = 0, cap = 0;
+  for (int r = 0; !rc && r < R0; r++) {
+    int64_t ur = first_unserved(ends, nh, hs, r);
+    u = ur < u ? ur : u;
+    /* its slot count: the cut's batches it has a position in */
+    int64_t x = ferry__draw_slot_pos(d, &old, r, ur);
+    if (ur < old.num_batches && x < p0)
+      p0 = x;
+  }
+  for (int r = 0; !rc && r < R0; r++)
+    if (served_positions(d, &old, r, u, ends[r], hs[r], nh[r], p0,
+                         &ep->draw_holes, &n, &cap))
+      rc = ferry__oom(err, L->rank, (size_t)cap * 2 * sizeof(int64_t),
+                      "the draws %d old ranks served", R0);
+  if (!rc)
+    qsort(ep->draw_holes, (size_t)n, sizeof(int64_t), cmp_i64);
+  *pos0 = p0;
+  *nholes = n;
+  return rc;
+}
+
+/* A max_tokens epoch with sampling saved over R0 ranks, resumed over
+ * this run's: what each old rank served (its count, or with buckets its
+ * plan and cut made again: ferry__tokens_holes), then the rest of the
+ * draws dealt over this run's ranks as batches of 1 by a cut that skips
+ * the served ones (plan/draw.c).  LOCAL: the same on every rank. */
+static int sampled_elastic(ferry_loader *L, epoch_state *ep,
+                           const ferry__plan_params *pp, int64_t K,
+                           ferry__err *err) {
+  const ferry__resume_step *st = &ep->steps[0];
+  int R0 = st->world_size;
+  int64_t *ends = calloc((size_t)R0, sizeof *ends);
+  int64_t *nh = calloc((size_t)R0, sizeof *nh);
+  int64_t **hs = calloc((size_t)R0, sizeof *hs);
+  int rc = ends && nh && hs ? 0
+                            : ferry__oom(err, L->rank, (size_t)R0 * 24,
+                                         "the served draws of %d ranks", R0);
+  if (!rc && L->opts->bucket_window)
+    rc = ferry__tokens_holes(L, NULL, NULL, ep->draw, pp, R0, K, ends, nh, hs,
+                             err);
+  else if (!rc && !st->served)
+    rc = ferry__seterr(err, FERRY_EFORMAT,
+                       "max_tokens: epoch %lld was saved over %d ranks "
+                       "without each rank's count",
+                       (long long)pp->epoch, R0);
+  for (int r = 0; !rc && !L->opts->bucket_window && r < R0; r++)
+    ends[r] = st->served[r];
+  int64_t pos0 = 0, n = 0;
+  if (!rc)
+    rc = served_holes(L, ep, R0, ends, nh, hs, &pos0, &n, err);
+  ferry__draw_cut cut;
+  if (!rc)
+    rc = ferry__draw_cut_holes(ep->draw, pos0, 1, L->size, L->opts->tail,
+                               ep->draw_holes, n, &cut, err);
+  if (!rc)
+    rc = ferry__draw_plan(ep->draw, &cut, L->rank, &ep->plan, err);
+  for (int r = 0; hs && r < R0; r++)
+    free(hs[r]);
+  free(hs);
+  free(nh);
+  free(ends);
+  return rc;
+}
+
 /* max_tokens: the epoch's draws dealt as batches of 1 (rank r serves
  * draw g x world + r), cut into token batches on every rank
  * (ferry__tokens_plan); a resumed epoch is cut whole again and served
- * from batch K on (ferry__tokens_tail), over the ranks it was saved on
- * only: a rank's served draws are then its first ones, which another
- * world size would deal differently.  COLLECTIVE. */
+ * from batch K on (ferry__tokens_tail).  Over another number of ranks
+ * (one step saved): the draws not served, dealt again (sampled_elastic);
+ * a second resume mid-epoch after that is refused.  COLLECTIVE. */
 static int sampling_tokens(ferry_loader *L, epoch_state *ep,
                            const ferry__plan_params *pp, int rc,
                            ferry__err *err) {
@@ -185,22 +310,26 @@ static int sampling_tokens(ferry_loader *L, epoch_state *ep,
     K += ep->steps[s].batches;
     same &= ep->steps[s].world_size == L->size;
   }
-  if (!rc && !same && K > 0)
+  int elastic = !same && K > 0;
+  if (!rc && elastic && ep->nsteps > 1)
     rc = ferry__tokens_not_here(err, "sampling (weights, balance, mix)",
-                                pp->epoch, K, ep->steps[0].world_size);
+                                pp->epoch, K,
+                                ep->steps[ep->nsteps - 1].world_size);
   ferry__draw_cut cut;
-  if (!rc)
+  if (!rc && elastic)
+    rc = sampled_elastic(L, ep, pp, K, err);
+  else if (!rc)
     rc =
         ferry__draw_cut_make(ep->draw, 0, 1, L->size, L->opts->tail, &cut, err);
-  if (!rc)
+  if (!rc && !elastic)
     rc = ferry__draw_plan(ep->draw, &cut, L->rank, &ep->plan, err);
   if (rc && rc != FERRY_EMISMATCH && rc != FERRY_ENOTSUP)
     name_epoch(L, pp->epoch, rc, err);
   rc = draw_check(L, ep, rc, err);
   int W = L->opts->bucket_window > 0;
-  rc = ferry__tokens_plan(L, &ep->plan, pp->epoch, K && !W ? NULL : &ep->tokc,
-                          rc, err);
-  if (rc || K == 0)
+  rc = ferry__tokens_plan(L, &ep->plan, pp->epoch,
+                          K && !W && !elastic ? NULL : &ep->tokc, rc, err);
+  if (rc || K == 0 || elastic)
     return rc;
   return ferry__tokens_tail(L, ep, pp, K, err); /* epoch_check_counts agrees */
 }

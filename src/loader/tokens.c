@@ -656,11 +656,20 @@ int ferry__tokens_tail(ferry_loader *L, epoch_state *ep,
 /* Old rank r's plan over pp0's world size (batch_size 1), its buckets and
  * its unpermuted cut into *l, with the cache that sorted them. */
 static int old_cut(const ferry_loader *L, const ferry__pieces *ps,
-                   const int64_t *perm, const ferry__plan_params *pp0, int r,
-                   ferry__rank_plan *p, tlist *l, ferry__tok_cache **tc,
-                   ferry__err *err) {
+                   const int64_t *perm, const ferry__draw *draw,
+                   const ferry__plan_params *pp0, int r, ferry__rank_plan *p,
+                   tlist *l, ferry__tok_cache **tc, ferry__err *err) {
   int64_t W = L->opts->bucket_window;
-  int rc = ferry__plan_build(ps, perm, pp0, r, p, err);
+  int rc;
+  if (draw) { /* a sampling plan: the draws dealt as batches of 1 */
+    ferry__draw_cut cut;
+    rc = ferry__draw_cut_make(draw, 0, 1, pp0->world_size, L->opts->tail, &cut,
+                              err);
+    if (!rc)
+      rc = ferry__draw_plan(draw, &cut, r, p, err);
+  } else {
+    rc = ferry__plan_build(ps, perm, pp0, r, p, err);
+  }
   if (!rc && (make_buckets(p, W) || tok_cache_new(tc, p, W) ||
               cut_rank(L, p, pp0->epoch, r, l, *tc)))
     rc = ferry__oom(err, L->rank, ferry__tok_cache_bytes(W),
@@ -716,9 +725,10 @@ static int old_holes(const ferry_loader *L, ferry__rank_plan *p, const tlist *l,
 }
 
 int ferry__tokens_holes(ferry_loader *L, const ferry__pieces *ps,
-                        const int64_t *perm, const ferry__plan_params *pp,
-                        int R0, int64_t K, int64_t *ends, int64_t *nholes,
-                        int64_t **holes, ferry__err *err) {
+                        const int64_t *perm, const ferry__draw *draw,
+                        const ferry__plan_params *pp, int R0, int64_t K,
+                        int64_t *ends, int64_t *nholes, int64_t **holes,
+                        ferry__err *err) {
   ferry__plan_params pp0 = *pp;
   pp0.world_size = R0;
   int64_t C = 0;
@@ -729,7 +739,7 @@ int ferry__tokens_holes(ferry_loader *L, const ferry__pieces *ps,
       memset(&p, 0, sizeof p);
       tlist l = {0};
       ferry__tok_cache *tc = NULL;
-      rc = old_cut(L, ps, perm, &pp0, r, &p, &l, &tc, err);
+      rc = old_cut(L, ps, perm, draw, &pp0, r, &p, &l, &tc, err);
       if (!rc && pass == 0)
         C = l.n > C ? l.n : C;
       if (!rc && pass == 1 &&

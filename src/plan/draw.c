@@ -563,14 +563,28 @@ int64_t ferry__draw_premix(const ferry__draw *d, int64_t x) {
 
 int ferry__draw_cut_make(const ferry__draw *d, int64_t pos0, int64_t B, int P,
                          int tail, ferry__draw_cut *out, ferry__err *err) {
+  return ferry__draw_cut_holes(d, pos0, B, P, tail, NULL, 0, out, err);
+}
+
+int ferry__draw_cut_holes(const ferry__draw *d, int64_t pos0, int64_t B, int P,
+                          int tail, const int64_t *holes, int64_t nholes,
+                          ferry__draw_cut *out, ferry__err *err) {
   memset(out, 0, sizeof *out);
-  if (P < 1 || B < 1 || pos0 < 0 || pos0 > d->D)
+  if (P < 1 || B < 1 || pos0 < 0 || pos0 > d->D || nholes < 0 ||
+      nholes > d->D - pos0)
     return ferry__seterr(err, FERRY_EINVAL,
                          "sampling: bad world size %d, batch size %lld or "
                          "position %lld of %lld draws",
                          P, (long long)B, (long long)pos0, (long long)d->D);
-  const int64_t gb = B * P, R = d->D - pos0;
-  *out = (ferry__draw_cut){pos0, gb, P, tail, B, 0, gb};
+  for (int64_t k = 0; k < nholes; k++)
+    if (holes[k] < pos0 || holes[k] >= d->D || (k && holes[k] <= holes[k - 1]))
+      return ferry__seterr(err, FERRY_EINVAL,
+                           "sampling: served position %lld (the %lld-th) out "
+                           "of order or outside [%lld, %lld)",
+                           (long long)holes[k], (long long)k, (long long)pos0,
+                           (long long)d->D);
+  const int64_t gb = B * P, R = d->D - pos0 - nholes;
+  *out = (ferry__draw_cut){pos0, gb, P, tail, B, 0, gb, holes, nholes};
   if (tail == 0) { /* drop_last */
     out->num_batches = R / gb;
     if (out->num_batches == 0 && R > 0 && pos0 == 0)
@@ -589,6 +603,22 @@ int ferry__draw_cut_make(const ferry__draw *d, int64_t pos0, int64_t B, int P,
 /* Batch g's positions of rank r -- the r-th stretch of the global batch
  * -- mapped to their draws (premix; pads: themselves, D and beyond) into
  * out.  Returns the count. */
+/* Position c of the stretch without its holes (c >= pos0) as a position
+ * of the epoch: c plus the holes at or before the result (the first j
+ * with holes[j] - j > c: holes[j] - j never decreases).  Positions past
+ * the draws (pads) move by all the holes, so they stay past D. */
+static int64_t unhole(const ferry__draw_cut *cut, int64_t c) {
+  int64_t lo = 0, hi = cut->nholes;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (cut->holes[mid] - mid > c)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return c + lo;
+}
+
 static int64_t batch_slice(const ferry__draw *d, const ferry__draw_cut *cut,
                            int64_t g, int r, int64_t *out) {
   const int64_t x0 = cut->pos0 + g * cut->gb;
@@ -596,16 +626,26 @@ static int64_t batch_slice(const ferry__draw *d, const ferry__draw_cut *cut,
   const int64_t a = n * r / cut->P, b = n * (r + 1) / cut->P;
   int64_t first = 0, len = 0;
   uint64_t key = 0;
-  for (int64_t x = x0 + a; x < x0 + b; x++) {
+  for (int64_t c = x0 + a; c < x0 + b; c++) {
+    int64_t x = cut->nholes ? unhole(cut, c) : c;
     if (x >= d->D) {
-      out[x - x0 - a] = x;
+      out[c - x0 - a] = x;
       continue;
     }
     if (x >= first + len || x < first) /* the window's key, once */
       key = window_key(d, window_at(d, x, &first, &len));
-    out[x - x0 - a] = premix_in(d, first, len, key, x);
+    out[c - x0 - a] = premix_in(d, first, len, key, x);
   }
   return b - a;
+}
+
+int64_t ferry__draw_slot_pos(const ferry__draw *d, const ferry__draw_cut *cut,
+                             int r, int64_t i) {
+  (void)d;
+  const int64_t B = cut->batch_size, g = i / B;
+  const int64_t n = g == cut->num_batches - 1 ? cut->last : cut->gb;
+  const int64_t c = cut->pos0 + g * cut->gb + n * r / cut->P + i % B;
+  return cut->nholes ? unhole(cut, c) : c;
 }
 
 int64_t ferry__draw_batch(const ferry__draw *d, const ferry__draw_cut *cut,
@@ -775,7 +815,7 @@ static int64_t rank_pads(const ferry__draw *d, const ferry__draw_cut *cut,
   if (!cut->num_batches)
     return 0;
   int64_t g = cut->num_batches - 1, x0 = cut->pos0 + g * cut->gb;
-  int64_t n = cut->last, real = d->D - x0;
+  int64_t n = cut->last, real = d->D - cut->nholes - x0;
   real = real < 0 ? 0 : (real > n ? n : real);
   int64_t a = n * r / cut->P, b = n * (r + 1) / cut->P;
   int64_t lo = a > real ? a : real;
@@ -792,6 +832,8 @@ int ferry__draw_plan(const ferry__draw *d, const ferry__draw_cut *cut, int rank,
   p->draw_last = cut->last;
   p->draw_P = cut->P;
   p->draw_rank = rank;
+  p->draw_holes = cut->holes;
+  p->draw_nholes = cut->nholes;
   p->batch_size = cut->batch_size;
   p->num_batches = cut->num_batches;
   p->draw_nb = cut->num_batches;
@@ -799,7 +841,8 @@ int ferry__draw_plan(const ferry__draw *d, const ferry__draw_cut *cut, int rank,
   p->epoch_samples = d->D;
   int64_t served =
       cut->num_batches ? (cut->num_batches - 1) * cut->gb + cut->last : 0;
-  p->dropped = d->D - cut->pos0 - served > 0 ? d->D - cut->pos0 - served : 0;
+  int64_t left = d->D - cut->pos0 - cut->nholes - served;
+  p->dropped = left > 0 ? left : 0;
   const int64_t nw = (p->draw_nb + p->draw_nbw - 1) / p->draw_nbw;
   p->nwindows = nw;
   plan_ctx pc = {.d = d, .cut = cut, .rank = rank};
@@ -843,8 +886,9 @@ int ferry__draw_plan(const ferry__draw *d, const ferry__draw_cut *cut, int rank,
 int ferry__draw_window_slots(const ferry__rank_plan *p, int64_t w,
                              ferry__slot *out) {
   const ferry__draw *d = p->draw;
-  ferry__draw_cut cut = {p->draw_pos0,  p->draw_gb, p->draw_P,   0,
-                         p->batch_size, p->draw_nb, p->draw_last};
+  ferry__draw_cut cut = {p->draw_pos0,  p->draw_gb, p->draw_P,    0,
+                         p->batch_size, p->draw_nb, p->draw_last, p->draw_holes,
+                         p->draw_nholes};
   plan_ctx pc = {.d = d, .cut = &cut, .rank = p->draw_rank};
   ferry__draw_ctx_init(&pc.dc);
   const int64_t most = p->draw_nbw * p->draw_gb + 1;

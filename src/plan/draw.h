@@ -177,10 +177,26 @@ typedef struct ferry__draw_cut {
   int64_t batch_size; /* gb / P */
   int64_t num_batches;
   int64_t last; /* positions of the last batch (gb unless partial) */
+  /* Positions in [pos0, D) served before (ascending, nholes of them):
+   * the stretch skips them -- its k-th position is the k-th of the others
+   * (an elastic resume of max_tokens with sampling, loader/sampling.c).
+   * Not owned. */
+  const int64_t *holes;
+  int64_t nholes;
 } ferry__draw_cut;
 /** Returns 0 or FERRY_EINVAL (gb not batch_size x P, pos0 beyond D). */
 int ferry__draw_cut_make(const ferry__draw *d, int64_t pos0, int64_t B, int P,
                          int tail, ferry__draw_cut *out, ferry__err *err);
+/** The same, skipping holes[0..nholes) (ascending, in [pos0, D); they
+ *  must outlive every plan of the cut).  FERRY_EINVAL: holes out of
+ *  order or range. */
+int ferry__draw_cut_holes(const ferry__draw *d, int64_t pos0, int64_t B, int P,
+                          int tail, const int64_t *holes, int64_t nholes,
+                          ferry__draw_cut *out, ferry__err *err);
+/** The draw position of rank r's slot i of the cut (its batch i /
+ *  batch_size): D and beyond for a pad. */
+int64_t ferry__draw_slot_pos(const ferry__draw *d, const ferry__draw_cut *cut,
+                             int r, int64_t i);
 
 /**
  * Rank r's plan of the stretch: its reads (the blocks its draws need,

@@ -232,6 +232,8 @@ typedef struct ferry__rank_plan {
   int64_t draw_nb; /* the stretch's global batches (num_batches until
                     * max_tokens cuts the plan into its own batches) */
   int draw_P, draw_rank;
+  const int64_t *draw_holes; /* the cut's holes (not owned), draw_nholes */
+  int64_t draw_nholes;
   /* Token budgets (max_tokens, loader/tokens.c): batch b is served
    * positions [tok_start[b], tok_start[b+1]) (num_batches + 1 entries;
    * NULL: batches of batch_size).  With bucket_window, bucket k is

@@ -453,6 +453,78 @@ static int test_resume(void) {
   return 0;
 }
 
+/* 4 ranks serve draws as batches of 1, each a different count (a token
+ * budget's cut); 3 ranks serve the rest through a cut with holes (the
+ * positions past the first one not served that some rank served): every
+ * draw once, and ferry__draw_slot_pos names each rank's positions. */
+static int test_holes(void) {
+  int64_t counts[2] = {150, 111};
+  ferry__manifest m;
+  fake_manifest(&m, 2, counts);
+  float *w = weights_of(m.num_samples, 5);
+  ferry__err err = {0};
+  ferry__draw d;
+  ferry__draw_params p = wparams(&m, w, 8, 12, 0, 0);
+  REQUIRE(ferry__draw_init(&d, &p, &err) == 0, "init: %s", err.msg);
+  int64_t *seen = calloc((size_t)d.D, sizeof *seen), buf[8];
+  int64_t *holes = malloc((size_t)d.D * sizeof *holes), nh = 0;
+  static const int64_t served[4] = {7, 3, 12, 5};
+  ferry__draw_cut a, b;
+  REQUIRE(ferry__draw_cut_make(&d, 0, 1, 4, 2, &a, &err) == 0, "cut");
+  int64_t pos0 = INT64_MAX;
+  for (int r = 0; r < 4; r++) {
+    int64_t x = ferry__draw_slot_pos(&d, &a, r, served[r]);
+    pos0 = x < pos0 ? x : pos0;
+  }
+  for (int r = 0; r < 4; r++)
+    for (int64_t g = 0; g < served[r]; g++) {
+      int64_t x = ferry__draw_slot_pos(&d, &a, r, g);
+      CHECK(ferry__draw_batch(&d, &a, g, r, buf) == 1 &&
+                buf[0] == ferry__draw_premix(&d, x),
+            "rank %d slot %lld: position %lld", r, (long long)g, (long long)x);
+      seen[buf[0]]++;
+      if (x >= pos0)
+        holes[nh++] = x;
+    }
+  for (int64_t i = 1; i < nh; i++) /* insertion sort: a handful */
+    for (int64_t j = i; j > 0 && holes[j] < holes[j - 1]; j--) {
+      int64_t t = holes[j];
+      holes[j] = holes[j - 1];
+      holes[j - 1] = t;
+    }
+  CHECK(nh > 0 && pos0 == 4 * 3 + 1, "pos0 %lld, %lld holes", (long long)pos0,
+        (long long)nh);
+  REQUIRE(ferry__draw_cut_holes(&d, pos0, 1, 3, 2, holes, nh, &b, &err) == 0,
+          "cut with holes: %s", err.msg);
+  CHECK(b.num_batches == (d.D - pos0 - nh + 2) / 3, "%lld batches",
+        (long long)b.num_batches);
+  for (int64_t g = 0; g < b.num_batches; g++)
+    for (int r = 0; r < 3; r++) {
+      int64_t n = ferry__draw_batch(&d, &b, g, r, buf);
+      for (int64_t t = 0; t < n; t++) {
+        CHECK(buf[t] ==
+                  ferry__draw_premix(&d, ferry__draw_slot_pos(&d, &b, r, g)),
+              "resumed rank %d batch %lld", r, (long long)g);
+        if (buf[t] < d.D)
+          seen[buf[t]]++;
+      }
+    }
+  int64_t bad = 0;
+  for (int64_t i = 0; i < d.D; i++)
+    bad += seen[i] != 1;
+  CHECK(bad == 0, "%lld draws not served exactly once", (long long)bad);
+  int64_t back[2] = {holes[0], holes[0]}; /* out of order: refused */
+  CHECK(ferry__draw_cut_holes(&d, pos0, 1, 3, 2, back, 2, &b, &err) ==
+            FERRY_EINVAL,
+        "holes out of order accepted");
+  free(seen);
+  free(holes);
+  ferry__draw_free(&d);
+  free(w);
+  free(m.parts);
+  return 0;
+}
+
 /* num_draws far beyond the samples: the runs of draws stay O(blocks) (at
  * most max(4 x blocks, 2^20) plus one a block), not one per draw_block
  * draws, and the blocks still get their shares to within a run. */
@@ -494,5 +566,6 @@ int main(void) {
   test_mix();
   test_ranks();
   test_resume();
+  test_holes();
   return ft_summary("test_draw");
 }
