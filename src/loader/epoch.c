@@ -572,8 +572,8 @@ static int bucket_holes_resume(ferry_loader *L, epoch_state *ep,
                                             "ranks",
                                             R0);
   if (!rc)
-    rc = ferry__tokens_holes(L, &ep->pieces, ep->perm, NULL, pp, R0, K, ends,
-                             nholes, h, err);
+    rc = ferry__tokens_holes(L, &ep->pieces, ep->perm, NULL, NULL, pp, R0, K,
+                             ends, nholes, h, err);
   if (!rc) {
     st.served = ends;
     st.nholes = nholes;

@@ -179,8 +179,11 @@ typedef struct epoch_state {
   /* Sampling (loader/sampling.c): the epoch's sequence of draws; ep->plan
    * is then a draw plan (plan/draw.h) */
   ferry__draw *draw;
-  int64_t *draw_holes;       /* an elastic max_tokens resume's served positions,
-                              * the plan's cut skips them (sampling.c; owned) */
+  /* max_tokens with sampling resumed (sampling.c): the plan's deal starts
+   * at draw_pos0 and skips the draw_nholes served positions draw_holes
+   * (owned) */
+  int64_t *draw_holes;
+  int64_t draw_nholes, draw_pos0;
   ferry__draw_change *mixch; /* a mix's changes at resumes (owned) */
   int nmixch;
   ferry__exchange *xch; /* the I/O thread's, made by set_epoch */
@@ -437,8 +440,9 @@ int ferry__tokens_not_here(ferry__err *err, const char *what, int64_t epoch,
                            int64_t K, int world);
 /** A bucketed max_tokens epoch saved after K batches over R0 ranks (its
  *  first step; pp: this epoch's plan parameters; draw: a sampling epoch's
- *  draws, whose old plans deal them as batches of 1, else NULL and the
- *  plans are made from ps and perm): each old rank r's served
+ *  draws, whose old plans deal them as batches of 1 from base's position
+ *  skipping its holes, else NULL and the plans are made from ps and
+ *  perm): each old rank r's served
  *  positions as ends[r] (the end of the bucket holding its batch K) and
  *  the nholes[r] positions before it it did not serve (holes[r],
  *  malloc'd), for ferry__plan_resume.  Every old rank's plan and cut are
@@ -446,6 +450,7 @@ int ferry__tokens_not_here(ferry__err *err, const char *what, int64_t epoch,
  *  the same on every rank. */
 int ferry__tokens_holes(ferry_loader *L, const ferry__pieces *ps,
                         const int64_t *perm, const ferry__draw *draw,
+                        const ferry__draw_cut *base,
                         const ferry__plan_params *pp, int R0, int64_t K,
                         int64_t *ends, int64_t *nholes, int64_t **holes,
                         ferry__err *err);

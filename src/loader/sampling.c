@@ -209,127 +209,155 @@ static int64_t first_unserved(const int64_t *ends, const int64_t *nh,
   return nh[r] ? hs[r][0] : ends[r];
 }
 
-/* The positions the old ranks served (a max_tokens epoch with sampling
- * saved over R0 ranks in one step): every position below *pos0 (the first
- * one some old rank did not serve), and those above it as the sorted
- * holes of ep->draw_holes (*nholes).  ends/nh/hs: each old rank's served
- * slots, [0, ends[r]) but hs[r]. */
-static int served_holes(ferry_loader *L, epoch_state *ep, int R0,
-                        const int64_t *ends, const int64_t *nh,
-                        int64_t *const *hs, int64_t *pos0, int64_t *nholes,
-                        ferry__err *err) {
-  const ferry__draw *d = ep->draw;
-  ferry__draw_cut old;
-  int rc = ferry__draw_cut_make(d, 0, 1, R0, L->opts->tail, &old, err);
-  for (int r = 0; !rc && r < R0; r++) { /* a state's counts, bounded */
-    int64_t nb = old.num_batches, n = old.last;
-    int64_t mine = nb ? nb - 1 + (n * (r + 1) / R0 > n * r / R0) : 0;
+/* One step of a max_tokens epoch with sampling folded into the served
+ * set: the step dealt the draws of `old` (from old->pos0, skipping its
+ * holes) over old->P ranks, and rank r served its slots [0, ends[r]) but
+ * hs[r].  Out: *pos0, the first position some rank of the step did not
+ * serve (every one before it is served), and *holes, the served ones
+ * after it (the old holes there and the step's), sorted, malloc'd. */
+static int fold_step(const ferry_loader *L, const ferry__draw *d,
+                     const ferry__draw_cut *old, const int64_t *ends,
+                     const int64_t *nh, int64_t *const *hs, int64_t *pos0,
+                     int64_t **holes, int64_t *nholes, ferry__err *err) {
+  const int R = old->P;
+  int rc = 0;
+  for (int r = 0; !rc && r < R; r++) { /* a state's counts, bounded */
+    int64_t nb = old->num_batches, n = old->last;
+    int64_t mine = nb ? nb - 1 + (n * (r + 1) / R > n * r / R) : 0;
     if (ends[r] < 0 || ends[r] > mine)
       rc = ferry__seterr(err, FERRY_EFORMAT,
                          "max_tokens: the state says rank %d of %d served "
-                         "%lld draws of epoch %lld, which deals it %lld",
-                         r, R0, (long long)ends[r], (long long)ep->epoch,
-                         (long long)mine);
+                         "%lld draws of its step, which deals it %lld",
+                         r, R, (long long)ends[r], (long long)mine);
   }
   int64_t u = INT64_MAX, p0 = d->D, n = 0, cap = 0;
-  for (int r = 0; !rc && r < R0; r++) {
+  for (int r = 0; !rc && r < R; r++) {
     int64_t ur = first_unserved(ends, nh, hs, r);
     u = ur < u ? ur : u;
-    /* its slot count: the cut's batches it has a position in */
-    int64_t x = ferry__draw_slot_pos(d, &old, r, ur);
-    if (ur < old.num_batches && x < p0)
+    int64_t x = ferry__draw_slot_pos(d, old, r, ur);
+    if (ur < old->num_batches && x < p0)
       p0 = x;
   }
-  for (int r = 0; !rc && r < R0; r++)
-    if (served_positions(d, &old, r, u, ends[r], hs[r], nh[r], p0,
-                         &ep->draw_holes, &n, &cap))
-      rc = ferry__oom(err, L->rank, (size_t)cap * 2 * sizeof(int64_t),
-                      "the draws %d old ranks served", R0);
+  *holes = NULL;
+  for (int r = 0; !rc && r < R; r++)
+    if (served_positions(d, old, r, u, ends[r], hs[r], nh[r], p0, holes, &n,
+                         &cap))
+      rc = FERRY_ENOMEM;
+  for (int64_t k = 0; !rc && k < old->nholes; k++) /* the earlier steps' */
+    if (old->holes[k] >= p0) {
+      if (n == cap) {
+        int64_t c = cap ? 2 * cap : 1024;
+        int64_t *v = realloc(*holes, (size_t)c * sizeof *v);
+        if (!v) {
+          rc = FERRY_ENOMEM;
+          break;
+        }
+        *holes = v;
+        cap = c;
+      }
+      (*holes)[n++] = old->holes[k];
+    }
+  if (rc == FERRY_ENOMEM)
+    rc = ferry__oom(err, L->rank, (size_t)cap * 2 * sizeof(int64_t),
+                    "the draws %d ranks served", R);
   if (!rc)
-    qsort(ep->draw_holes, (size_t)n, sizeof(int64_t), cmp_i64);
+    qsort(*holes, (size_t)n, sizeof(int64_t), cmp_i64);
   *pos0 = p0;
   *nholes = n;
   return rc;
 }
 
-/* A max_tokens epoch with sampling saved over R0 ranks, resumed over
- * this run's: what each old rank served (its count, or with buckets its
- * plan and cut made again: ferry__tokens_holes), then the rest of the
- * draws dealt over this run's ranks as batches of 1 by a cut that skips
- * the served ones (plan/draw.c).  LOCAL: the same on every rank. */
-static int sampled_elastic(ferry_loader *L, epoch_state *ep,
-                           const ferry__plan_params *pp, int64_t K,
-                           ferry__err *err) {
-  const ferry__resume_step *st = &ep->steps[0];
-  int R0 = st->world_size;
-  int64_t *ends = calloc((size_t)R0, sizeof *ends);
-  int64_t *nh = calloc((size_t)R0, sizeof *nh);
-  int64_t **hs = calloc((size_t)R0, sizeof *hs);
-  int rc = ends && nh && hs ? 0
-                            : ferry__oom(err, L->rank, (size_t)R0 * 24,
-                                         "the served draws of %d ranks", R0);
-  if (!rc && L->opts->bucket_window)
-    rc = ferry__tokens_holes(L, NULL, NULL, ep->draw, pp, R0, K, ends, nh, hs,
-                             err);
-  else if (!rc && !st->served)
-    rc = ferry__seterr(err, FERRY_EFORMAT,
-                       "max_tokens: epoch %lld was saved over %d ranks "
-                       "without each rank's count",
-                       (long long)pp->epoch, R0);
-  for (int r = 0; !rc && !L->opts->bucket_window && r < R0; r++)
+/* Step s of ep->steps: each rank's served slots of `cut` (the step's
+ * deal) -- the state's counts, or with buckets (whose batches are not a
+ * prefix) each rank's plan and cut made again (ferry__tokens_holes). */
+static int step_served(ferry_loader *L, epoch_state *ep,
+                       const ferry__plan_params *pp, int s,
+                       const ferry__draw_cut *cut, int64_t *ends, int64_t *nh,
+                       int64_t **hs, ferry__err *err) {
+  const ferry__resume_step *st = &ep->steps[s];
+  if (L->opts->bucket_window)
+    return ferry__tokens_holes(L, NULL, NULL, ep->draw, cut, pp, st->world_size,
+                               st->batches, ends, nh, hs, err);
+  if (!st->served)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "max_tokens: epoch %lld was saved over %d ranks "
+                         "without each rank's count",
+                         (long long)pp->epoch, st->world_size);
+  for (int r = 0; r < st->world_size; r++)
     ends[r] = st->served[r];
-  int64_t pos0 = 0, n = 0;
-  if (!rc)
-    rc = served_holes(L, ep, R0, ends, nh, hs, &pos0, &n, err);
-  ferry__draw_cut cut;
-  if (!rc)
-    rc = ferry__draw_cut_holes(ep->draw, pos0, 1, L->size, L->opts->tail,
-                               ep->draw_holes, n, &cut, err);
-  if (!rc)
-    rc = ferry__draw_plan(ep->draw, &cut, L->rank, &ep->plan, err);
-  for (int r = 0; hs && r < R0; r++)
-    free(hs[r]);
-  free(hs);
-  free(nh);
-  free(ends);
+  return 0;
+}
+
+/* The draws served by steps [0, n) of a max_tokens epoch with sampling,
+ * folded one step at a time: *pos0 and ep->draw_holes (draw_nholes), the
+ * base of the next deal (every position before pos0 served, and the
+ * holes after it).  LOCAL: the same on every rank. */
+static int fold_steps(ferry_loader *L, epoch_state *ep,
+                      const ferry__plan_params *pp, int n, ferry__err *err) {
+  int rc = 0;
+  ep->draw_pos0 = 0;
+  for (int s = 0; !rc && s < n; s++) {
+    int R = ep->steps[s].world_size;
+    ferry__draw_cut cut;
+    rc = ferry__draw_cut_holes(ep->draw, ep->draw_pos0, 1, R, L->opts->tail,
+                               ep->draw_holes, ep->draw_nholes, &cut, err);
+    int64_t *ends = calloc((size_t)R, sizeof *ends);
+    int64_t *nh = calloc((size_t)R, sizeof *nh);
+    int64_t **hs = calloc((size_t)R, sizeof *hs), *holes = NULL, nholes = 0;
+    if (!rc && (!ends || !nh || !hs))
+      rc = ferry__oom(err, L->rank, (size_t)R * 24,
+                      "the served draws of %d ranks", R);
+    if (!rc)
+      rc = step_served(L, ep, pp, s, &cut, ends, nh, hs, err);
+    int64_t pos0 = 0;
+    if (!rc)
+      rc = fold_step(L, ep->draw, &cut, ends, nh, hs, &pos0, &holes, &nholes,
+                     err);
+    if (!rc) {
+      free(ep->draw_holes);
+      ep->draw_holes = holes;
+      ep->draw_nholes = nholes;
+      ep->draw_pos0 = pos0;
+    }
+    for (int r = 0; hs && r < R; r++)
+      free(hs[r]);
+    free(hs);
+    free(nh);
+    free(ends);
+  }
   return rc;
 }
 
 /* max_tokens: the epoch's draws dealt as batches of 1 (rank r serves
  * draw g x world + r), cut into token batches on every rank
- * (ferry__tokens_plan); a resumed epoch is cut whole again and served
- * from batch K on (ferry__tokens_tail).  Over another number of ranks
- * (one step saved): the draws not served, dealt again (sampled_elastic);
- * a second resume mid-epoch after that is refused.  COLLECTIVE. */
+ * (ferry__tokens_plan).  A resumed epoch: the steps saved over other
+ * numbers of ranks folded into the draws served (fold_steps), the rest
+ * dealt over this run's ranks skipping the served ones (plan/draw.c's cut
+ * with holes); when the last step was over this run's number of ranks,
+ * its deal is made and cut again and served from its batch K on
+ * (ferry__tokens_tail), exactly as it would have gone on.  COLLECTIVE. */
 static int sampling_tokens(ferry_loader *L, epoch_state *ep,
                            const ferry__plan_params *pp, int rc,
                            ferry__err *err) {
-  int64_t K = 0;
-  int same = 1;
-  for (int s = 0; s < ep->nsteps; s++) {
-    K += ep->steps[s].batches;
-    same &= ep->steps[s].world_size == L->size;
-  }
-  int elastic = !same && K > 0;
-  if (!rc && elastic && ep->nsteps > 1)
-    rc = ferry__tokens_not_here(err, "sampling (weights, balance, mix)",
-                                pp->epoch, K,
-                                ep->steps[ep->nsteps - 1].world_size);
+  int n = ep->nsteps;
+  int same = n > 0 && ep->steps[n - 1].world_size == L->size;
+  int64_t K = same ? ep->steps[n - 1].batches : 0;
+  if (!rc)
+    rc = fold_steps(L, ep, pp, same ? n - 1 : n, err);
   ferry__draw_cut cut;
-  if (!rc && elastic)
-    rc = sampled_elastic(L, ep, pp, K, err);
-  else if (!rc)
-    rc =
-        ferry__draw_cut_make(ep->draw, 0, 1, L->size, L->opts->tail, &cut, err);
-  if (!rc && !elastic)
+  if (!rc)
+    rc = ferry__draw_cut_holes(ep->draw, ep->draw_pos0, 1, L->size,
+                               L->opts->tail, ep->draw_holes, ep->draw_nholes,
+                               &cut, err);
+  if (!rc)
     rc = ferry__draw_plan(ep->draw, &cut, L->rank, &ep->plan, err);
   if (rc && rc != FERRY_EMISMATCH && rc != FERRY_ENOTSUP)
     name_epoch(L, pp->epoch, rc, err);
   rc = draw_check(L, ep, rc, err);
   int W = L->opts->bucket_window > 0;
-  rc = ferry__tokens_plan(L, &ep->plan, pp->epoch,
-                          K && !W && !elastic ? NULL : &ep->tokc, rc, err);
-  if (rc || K == 0 || elastic)
+  rc = ferry__tokens_plan(L, &ep->plan, pp->epoch, K && !W ? NULL : &ep->tokc,
+                          rc, err);
+  if (rc || K == 0)
     return rc;
   return ferry__tokens_tail(L, ep, pp, K, err); /* epoch_check_counts agrees */
 }

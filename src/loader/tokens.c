@@ -589,12 +589,24 @@ static int plan_from(ferry_loader *L, epoch_state *ep,
     return ferry__plan_resume(&ep->pieces, ep->perm, pp, &one, 1, L->rank, p,
                               NULL, err);
   }
-  /* a rank that served all its draws is past the sequence's end: nothing
-   * is left for it (its last global batch may be a partial one) */
-  int64_t pos0 = P * L->size < ep->draw->D ? P * L->size : ep->draw->D;
+  /* the deal's position P x world on (it starts at draw_pos0 and skips
+   * the holes: sampling.c); a rank that served all its draws is past the
+   * sequence's end: nothing is left for it (its last global batch may be a
+   * partial one) */
+  const ferry__draw *d = ep->draw;
+  ferry__draw_cut base = {.pos0 = ep->draw_pos0,
+                          .holes = ep->draw_holes,
+                          .nholes = ep->draw_nholes};
+  int64_t c = ep->draw_pos0 + P * L->size;
+  int64_t pos0 =
+      c < d->D - ep->draw_nholes ? ferry__draw_unhole(&base, c) : d->D;
+  int64_t h = 0; /* the holes from pos0 on */
+  while (h < ep->draw_nholes && ep->draw_holes[h] < pos0)
+    h++;
   ferry__draw_cut cut;
-  int rc = ferry__draw_cut_make(ep->draw, pos0, 1, L->size, L->opts->tail, &cut,
-                                err);
+  int rc =
+      ferry__draw_cut_holes(d, pos0, 1, L->size, L->opts->tail,
+                            ep->draw_holes + h, ep->draw_nholes - h, &cut, err);
   if (!rc)
     rc = ferry__draw_plan(ep->draw, &cut, L->rank, p, err);
   if (!rc)
@@ -657,14 +669,16 @@ int ferry__tokens_tail(ferry_loader *L, epoch_state *ep,
  * its unpermuted cut into *l, with the cache that sorted them. */
 static int old_cut(const ferry_loader *L, const ferry__pieces *ps,
                    const int64_t *perm, const ferry__draw *draw,
-                   const ferry__plan_params *pp0, int r, ferry__rank_plan *p,
-                   tlist *l, ferry__tok_cache **tc, ferry__err *err) {
+                   const ferry__draw_cut *base, const ferry__plan_params *pp0,
+                   int r, ferry__rank_plan *p, tlist *l, ferry__tok_cache **tc,
+                   ferry__err *err) {
   int64_t W = L->opts->bucket_window;
   int rc;
   if (draw) { /* a sampling plan: the draws dealt as batches of 1 */
     ferry__draw_cut cut;
-    rc = ferry__draw_cut_make(draw, 0, 1, pp0->world_size, L->opts->tail, &cut,
-                              err);
+    rc = ferry__draw_cut_holes(draw, base->pos0, 1, pp0->world_size,
+                               L->opts->tail, base->holes, base->nholes, &cut,
+                               err);
     if (!rc)
       rc = ferry__draw_plan(draw, &cut, r, p, err);
   } else {
@@ -726,6 +740,7 @@ static int old_holes(const ferry_loader *L, ferry__rank_plan *p, const tlist *l,
 
 int ferry__tokens_holes(ferry_loader *L, const ferry__pieces *ps,
                         const int64_t *perm, const ferry__draw *draw,
+                        const ferry__draw_cut *base,
                         const ferry__plan_params *pp, int R0, int64_t K,
                         int64_t *ends, int64_t *nholes, int64_t **holes,
                         ferry__err *err) {
@@ -739,7 +754,7 @@ int ferry__tokens_holes(ferry_loader *L, const ferry__pieces *ps,
       memset(&p, 0, sizeof p);
       tlist l = {0};
       ferry__tok_cache *tc = NULL;
-      rc = old_cut(L, ps, perm, draw, &pp0, r, &p, &l, &tc, err);
+      rc = old_cut(L, ps, perm, draw, base, &pp0, r, &p, &l, &tc, err);
       if (!rc && pass == 0)
         C = l.n > C ? l.n : C;
       if (!rc && pass == 1 &&

@@ -607,7 +607,7 @@ int ferry__draw_cut_holes(const ferry__draw *d, int64_t pos0, int64_t B, int P,
  * of the epoch: c plus the holes at or before the result (the first j
  * with holes[j] - j > c: holes[j] - j never decreases).  Positions past
  * the draws (pads) move by all the holes, so they stay past D. */
-static int64_t unhole(const ferry__draw_cut *cut, int64_t c) {
+int64_t ferry__draw_unhole(const ferry__draw_cut *cut, int64_t c) {
   int64_t lo = 0, hi = cut->nholes;
   while (lo < hi) {
     int64_t mid = lo + (hi - lo) / 2;
@@ -627,7 +627,7 @@ static int64_t batch_slice(const ferry__draw *d, const ferry__draw_cut *cut,
   int64_t first = 0, len = 0;
   uint64_t key = 0;
   for (int64_t c = x0 + a; c < x0 + b; c++) {
-    int64_t x = cut->nholes ? unhole(cut, c) : c;
+    int64_t x = cut->nholes ? ferry__draw_unhole(cut, c) : c;
     if (x >= d->D) {
       out[c - x0 - a] = x;
       continue;
@@ -645,7 +645,7 @@ int64_t ferry__draw_slot_pos(const ferry__draw *d, const ferry__draw_cut *cut,
   const int64_t B = cut->batch_size, g = i / B;
   const int64_t n = g == cut->num_batches - 1 ? cut->last : cut->gb;
   const int64_t c = cut->pos0 + g * cut->gb + n * r / cut->P + i % B;
-  return cut->nholes ? unhole(cut, c) : c;
+  return cut->nholes ? ferry__draw_unhole(cut, c) : c;
 }
 
 int64_t ferry__draw_batch(const ferry__draw *d, const ferry__draw_cut *cut,

@@ -193,6 +193,9 @@ int ferry__draw_cut_make(const ferry__draw *d, int64_t pos0, int64_t B, int P,
 int ferry__draw_cut_holes(const ferry__draw *d, int64_t pos0, int64_t B, int P,
                           int tail, const int64_t *holes, int64_t nholes,
                           ferry__draw_cut *out, ferry__err *err);
+/** Position c of a stretch that starts at cut->pos0 and skips cut->holes
+ *  (c >= pos0, counted without the holes) as a position of the epoch. */
+int64_t ferry__draw_unhole(const ferry__draw_cut *cut, int64_t c);
 /** The draw position of rank r's slot i of the cut (its batch i /
  *  batch_size): D and beyond for a pad. */
 int64_t ferry__draw_slot_pos(const ferry__draw *d, const ferry__draw_cut *cut,

@@ -654,82 +654,138 @@ static void write_weights(const char *path) {
  * exactly-once: draws repeat); saved after K batches on 4 ranks and
  * resumed there, the rest is the uninterrupted run's batches; resumed on
  * 3 ranks, refused with FERRY_ENOTSUP on every rank. */
-/* The state of 4 ranks (ref: their uninterrupted epoch, before: what
- * they served until it was saved) resumed over P ranks: equal batch
- * counts, and the draws served before and after are the uninterrupted
- * run's, as multisets (weights draw with replacement: a sample may come
- * twice, a draw once).  Then saved again mid-epoch and resumed over 4:
- * refused (a second resume over another number of ranks). */
+/* On rank 0 of the world: the ids of x (over c1) and y (over c2) together
+ * are those of ref (over c4) as multisets (weights draw with replacement:
+ * a sample may come twice, a draw once), none padded. */
+static void same_draws(MPI_Comm c4, const recs *ref, MPI_Comm c1, const recs *x,
+                       MPI_Comm c2, const recs *y, const char *what) {
+  int64_t *r_ids = NULL, *x_ids = NULL, *y_ids = NULL, rp = 0, xp = 0, yp = 0;
+  int64_t nr = 0, nx = 0, ny = 0;
+  if (c4 != MPI_COMM_NULL)
+    nr = gather_ids(c4, ref, &r_ids, &rp);
+  if (c1 != MPI_COMM_NULL)
+    nx = gather_ids(c1, x, &x_ids, &xp);
+  if (c2 != MPI_COMM_NULL)
+    ny = gather_ids(c2, y, &y_ids, &yp);
+  if (rank == 0) {
+    int64_t *xy = malloc((size_t)(nx + ny + 1) * sizeof *xy);
+    memcpy(xy, x_ids, (size_t)nx * sizeof *xy);
+    memcpy(xy + nx, y_ids, (size_t)ny * sizeof *xy);
+    qsort(xy, (size_t)(nx + ny), sizeof *xy, cmp64);
+    qsort(r_ids, (size_t)nr, sizeof *r_ids, cmp64);
+    int same = nx + ny == nr && nx > 0;
+    for (int64_t i = 0; same && i < nr; i++)
+      same = xy[i] == r_ids[i];
+    CHECK(same && rp + xp + yp == 0,
+          "%s: %lld + %lld draws (%lld padded), not the uninterrupted run's "
+          "%lld",
+          what, (long long)nx, (long long)ny, (long long)(xp + yp),
+          (long long)nr);
+    free(xy);
+  }
+  free(r_ids);
+  free(x_ids);
+  free(y_ids);
+}
+
+/* Load the state at path on c and serve up to stop batches of the rest
+ * (-1: all) into out; with again, save there after them and serve the
+ * rest into more.  The batch counts must agree over c. */
+static void hop(MPI_Comm c, const char *spec, ferry_options *o,
+                const char *path, int64_t stop, const char *again, recs *out,
+                recs *more) {
+  ferry_loader *L = NULL;
+  CHECK(ferry_open(c, spec, o, &L) == 0, "open: %s", ferry_last_error(NULL));
+  int rc = L ? ferry_state_load(L, path) : -1;
+  CHECK(rc == 0, "%s loaded on %d ranks: %s", path, L ? ferry_world_size(L) : 0,
+        L ? ferry_last_error(L) : "");
+  int64_t nb = 0, got = 0;
+  if (rc == 0) {
+    nb = ferry_num_batches(L);
+    got = serve(L, stop, 0, out);
+    if (again) {
+      CHECK(ferry_state_save(L, again) == 0, "save: %s", ferry_last_error(L));
+      got += serve(L, -1, 0, more);
+    }
+    CHECK(stop >= 0 && !again ? got <= stop : got == nb,
+          "%lld batches served of %lld", (long long)got, (long long)nb);
+  }
+  if (L)
+    ferry_close(L);
+  int64_t lo = 0, hi = 0;
+  int P = 0;
+  MPI_Comm_size(c, &P);
+  MPI_Allreduce(&nb, &lo, 1, MPI_INT64_T, MPI_MIN, c);
+  MPI_Allreduce(&nb, &hi, 1, MPI_INT64_T, MPI_MAX, c);
+  CHECK(lo == hi, "%s on %d ranks: batch counts %lld..%lld", path, P,
+        (long long)lo, (long long)hi);
+}
+
+/* The state of 4 ranks (ref: their uninterrupted epoch, before: what they
+ * served until it was saved) resumed over P ranks (a1: its first batch,
+ * then saved again; a2: the rest): the draws before, a1 and a2 are the
+ * uninterrupted run's.  That second state resumed over 4 ranks (two
+ * elastic steps): before, a1 and the rest again the uninterrupted run's;
+ * and over P ranks (the last step's): the rest exactly a2. */
 static void sampled_elastic_check(const char *spec, ferry_options *o,
                                   const char *path, int P, const recs *ref,
                                   const recs *before, int64_t K) {
-  recs after = {0};
-  MPI_Comm c = first(P);
-  int64_t nb = 0;
-  char again[4200];
-  snprintf(again, sizeof again, "%.4090s.hop", path);
-  if (c != MPI_COMM_NULL) {
-    ferry_loader *L = NULL;
-    CHECK(ferry_open(c, spec, o, &L) == 0, "open: %s", ferry_last_error(NULL));
-    int rc = L ? ferry_state_load(L, path) : -1;
-    CHECK(rc == 0, "sampled max_tokens state of 4 loaded on %d ranks: %s", P,
-          L ? ferry_last_error(L) : "");
-    if (rc == 0) {
-      nb = ferry_num_batches(L);
-      int64_t got = serve(L, 1, 0, &after);
-      CHECK(ferry_state_save(L, again) == 0, "save after the hop: %s",
-            ferry_last_error(L));
-      got += serve(L, -1, 0, &after);
-      CHECK(got == nb, "%lld batches served of %lld", (long long)got,
-            (long long)nb);
-    }
-    if (L)
-      ferry_close(L);
-    int64_t lo = 0, hi = 0;
-    MPI_Allreduce(&nb, &lo, 1, MPI_INT64_T, MPI_MIN, c);
-    MPI_Allreduce(&nb, &hi, 1, MPI_INT64_T, MPI_MAX, c);
-    CHECK(lo == hi && lo > 0,
-          "sampled max_tokens resumed on %d ranks: "
-          "batch counts %lld..%lld",
-          P, (long long)lo, (long long)hi);
-  }
-  int64_t *r_ids = NULL, *b_ids = NULL, *a_ids = NULL, rp = 0, bp = 0, ap = 0;
-  MPI_Comm c4 = first(4);
-  int64_t nr = 0, nbf = 0, na = 0;
-  if (c4 != MPI_COMM_NULL) {
-    nr = gather_ids(c4, ref, &r_ids, &rp);
-    nbf = gather_ids(c4, before, &b_ids, &bp);
-  }
+  recs a1 = {0}, a2 = {0}, h2 = {0}, s2 = {0}, ba1 = {0};
+  MPI_Comm c = first(P), c4 = first(4);
+  char again[4200], what[128];
+  snprintf(again, sizeof again, "%.4090s.hop%d", path, P);
   if (c != MPI_COMM_NULL)
-    na = gather_ids(c, &after, &a_ids, &ap);
-  if (rank == 0) {
-    int64_t *ba = malloc((size_t)(nbf + na + 1) * sizeof *ba);
-    memcpy(ba, b_ids, (size_t)nbf * sizeof *ba);
-    memcpy(ba + nbf, a_ids, (size_t)na * sizeof *ba);
-    qsort(ba, (size_t)(nbf + na), sizeof *ba, cmp64);
-    qsort(r_ids, (size_t)nr, sizeof *r_ids, cmp64);
-    int same = nbf + na == nr && nbf > 0;
-    for (int64_t i = 0; same && i < nr; i++)
-      same = ba[i] == r_ids[i];
-    CHECK(same && rp == 0 && bp == 0 && ap == 0,
-          "sampled max_tokens saved on 4 after %lld batches, resumed on %d: "
-          "%lld + %lld draws (%lld padded), not the uninterrupted run's %lld",
-          (long long)K, P, (long long)nbf, (long long)na, (long long)(bp + ap),
-          (long long)nr);
-    free(ba);
+    hop(c, spec, o, path, 1, again, &a1, &a2);
+  snprintf(what, sizeof what,
+           "sampled max_tokens saved on 4 after %lld batches, on %d after 1",
+           (long long)K, P);
+  /* before + a1 on one side: gathered over the world's first 4 and P */
+  if (c != MPI_COMM_NULL) { /* a1 and a2 together, per rank */
+    for (int64_t i = 0; i < a1.n; i++)
+      push(&ba1, a1.v[i]);
+    for (int64_t i = 0; i < a2.n; i++)
+      push(&ba1, a2.v[i]);
   }
-  free(r_ids);
-  free(b_ids);
-  free(a_ids);
-  free(after.v);
+  same_draws(c4, ref, c4, before, c, &ba1, what);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (c4 != MPI_COMM_NULL)
+    hop(c4, spec, o, again, -1, NULL, &h2, NULL);
+  if (c != MPI_COMM_NULL) { /* before's rest is a1 + h2 now */
+    ba1.n = 0;
+    for (int64_t i = 0; i < a1.n; i++)
+      push(&ba1, a1.v[i]);
+  }
+  recs bh = {0}; /* before and h2 (both over the first 4) */
+  for (int64_t i = 0; c4 != MPI_COMM_NULL && i < before->n; i++)
+    push(&bh, before->v[i]);
+  for (int64_t i = 0; i < h2.n; i++)
+    push(&bh, h2.v[i]);
+  snprintf(what, sizeof what, "... and then resumed on 4 (two elastic steps)");
+  same_draws(c4, ref, c4, &bh, c, &ba1, what);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (c != MPI_COMM_NULL) {
+    hop(c, spec, o, again, -1, NULL, &s2, NULL);
+    int64_t bad = s2.n == a2.n ? -1 : 0;
+    for (int64_t i = 0; bad < 0 && i < a2.n; i++)
+      if (s2.v[i].id != a2.v[i].id || s2.v[i].batch != a2.v[i].batch)
+        bad = i;
+    CHECK(bad < 0,
+          "the state saved on %d ranks after an elastic resume, resumed on "
+          "%d: %lld draws where the run went on with %lld (first difference "
+          "%lld)",
+          P, P, (long long)s2.n, (long long)a2.n, (long long)bad);
+  }
+  free(a1.v);
+  free(a2.v);
+  free(h2.v);
+  free(s2.v);
+  free(ba1.v);
+  free(bh.v);
   if (c != MPI_COMM_NULL)
     MPI_Comm_free(&c);
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (c4 != MPI_COMM_NULL) {
-    load_refused(c4, spec, o, again, "sampling",
-                 "a sampled max_tokens state saved after an elastic resume");
+  if (c4 != MPI_COMM_NULL)
     MPI_Comm_free(&c4);
-  }
+  MPI_Barrier(MPI_COMM_WORLD);
 }
 
 static void tok_sampled_case(const char *const *kv, int64_t K) {
