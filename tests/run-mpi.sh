@@ -60,17 +60,15 @@ if test "$(id -u 2>/dev/null)" = 0; then
   export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM
 fi
 
-# Each Open MPI job its own session directory: two mpiruns starting at
-# once (make check -j2; ./bootstrap check runs the sanitizer tiers beside
-# the main one) race to create /tmp/ompi.HOST.UID, and the loser fails
-# with "mkdir ... File exists" in orte_session_dir (seen twice in one
-# fresh-clone check, 2026-11-28).  Removed when the job ends.
+# Each Open MPI job its own session directory (under the test's, which
+# tests/lib/timed.sh makes): two jobs starting at once race to create the
+# top one (ompi.HOST.UID), and the loser fails with "mkdir ... File exists"
+# in orte_session_dir (2026-11-28).  Removed when the job ends.
 sessdir=
 case $(basename "${MPIRUN%% *}") in
   srun) ;;
   *)
-    if test -z "${OMPI_MCA_orte_tmpdir_base+set}" &&
-      sessdir=$(mktemp -d "${TMPDIR:-/tmp}/ferry-mpi.XXXXXX" 2>/dev/null); then
+    if sessdir=$(mktemp -d "${OMPI_MCA_orte_tmpdir_base:-${TMPDIR:-/tmp}}/mpi.XXXXXX" 2>/dev/null); then
       OMPI_MCA_orte_tmpdir_base=$sessdir
       export OMPI_MCA_orte_tmpdir_base
     fi ;;
