@@ -555,37 +555,44 @@ static int global_check(ferry_loader *L, epoch_state *ep, ferry__err *err) {
   return ferry__agree(L->comm, L->rank, rc, err);
 }
 
-/* A bucketed epoch saved after K batches over another number of ranks
- * (one step): what each old rank served, made again from its plan and
- * cut (ferry__tokens_holes), and the rest dealt over this run's ranks. */
+/* A bucketed epoch saved after batches over other numbers of ranks: what
+ * each rank of each step served, found step by step -- every rank's plan
+ * of the step (the epoch's, or the rest after the steps before it, dealt)
+ * and cut made again (ferry__tokens_holes) -- and the rest dealt over this
+ * run's ranks.  The steps' served positions and holes are made here (the
+ * state holds counts only).  LOCAL: the same on every rank. */
 static int bucket_holes_resume(ferry_loader *L, epoch_state *ep,
-                               const ferry__plan_params *pp, int64_t K,
-                               ferry__err *err) {
-  ferry__resume_step st = ep->steps[0];
-  int R0 = st.world_size;
-  int64_t *ends = calloc((size_t)R0, sizeof *ends);
-  int64_t *nholes = calloc((size_t)R0, sizeof *nholes);
-  int64_t **h = calloc((size_t)R0, sizeof *h);
-  int rc = ends && nholes && h ? 0
-                               : ferry__oom(err, L->rank, (size_t)R0 * 24,
-                                            "the served positions of %d "
-                                            "ranks",
-                                            R0);
-  if (!rc)
-    rc = ferry__tokens_holes(L, &ep->pieces, ep->perm, NULL, NULL, pp, R0, K,
-                             ends, nholes, h, err);
-  if (!rc) {
-    st.served = ends;
-    st.nholes = nholes;
-    st.holes = h;
-    rc = ferry__plan_resume(&ep->pieces, ep->perm, pp, &st, 1, L->rank,
-                            &ep->plan, NULL, err);
+                               const ferry__plan_params *pp, ferry__err *err) {
+  int n = ep->nsteps, rc = 0;
+  ferry__resume_step *st = calloc((size_t)n, sizeof *st);
+  if (!st)
+    return ferry__oom(err, L->rank, (size_t)n * sizeof *st,
+                      "the %d steps of a resumed epoch", n);
+  for (int s = 0; !rc && s < n; s++) {
+    int R = ep->steps[s].world_size;
+    st[s] = (ferry__resume_step){R, ep->steps[s].batches, NULL, NULL, NULL};
+    st[s].served = calloc((size_t)R, sizeof(int64_t));
+    st[s].nholes = calloc((size_t)R, sizeof(int64_t));
+    st[s].holes = calloc((size_t)R, sizeof(int64_t *));
+    if (!st[s].served || !st[s].nholes || !st[s].holes)
+      rc = ferry__oom(err, L->rank, (size_t)R * 24,
+                      "the served positions of %d ranks", R);
+    if (!rc)
+      rc = ferry__tokens_holes(L, &ep->pieces, ep->perm, NULL, NULL, st, s, pp,
+                               R, st[s].batches, st[s].served, st[s].nholes,
+                               st[s].holes, err);
   }
-  for (int r = 0; h && r < R0; r++)
-    free(h[r]);
-  free(h);
-  free(nholes);
-  free(ends);
+  if (!rc)
+    rc = ferry__plan_resume(&ep->pieces, ep->perm, pp, st, n, L->rank,
+                            &ep->plan, NULL, err);
+  for (int s = 0; s < n; s++) {
+    for (int r = 0; st[s].holes && r < st[s].world_size; r++)
+      free(st[s].holes[r]);
+    free(st[s].holes);
+    free(st[s].nholes);
+    free(st[s].served);
+  }
+  free(st);
   return rc;
 }
 
@@ -601,8 +608,8 @@ static int bucket_holes_resume(ferry_loader *L, epoch_state *ep,
  * start of the bucket of batch K, whose first batches are kept as its
  * head (tokens_tail); over other ranks (a bucket's first batches are not
  * a prefix of its slots, so no count says what each rank served) every
- * old rank's plan and cut are made again to find what it served
- * (bucket_holes_resume).  COLLECTIVE. */
+ * old rank's plan and cut are made again to find what it served, step
+ * after step (bucket_holes_resume).  COLLECTIVE. */
 static int tokens_plan(ferry_loader *L, epoch_state *ep,
                        const ferry__plan_params *pp, ferry__err *err) {
   int64_t K = 0;
@@ -621,12 +628,9 @@ static int tokens_plan(ferry_loader *L, epoch_state *ep,
                          (long long)pp->epoch, ep->steps[s].world_size,
                          ep->steps[s].world_size);
   int holes = !same && K > 0 && L->opts->bucket_window;
-  if (!rc && holes && ep->nsteps > 1)
-    rc = ferry__tokens_not_here(err, "bucket_window", pp->epoch, K,
-                                ep->steps[ep->nsteps - 1].world_size);
   if (!same) { /* another number of ranks: the rest, dealt, then cut */
     if (!rc && holes)
-      rc = bucket_holes_resume(L, ep, pp, K, err);
+      rc = bucket_holes_resume(L, ep, pp, err);
     else if (!rc)
       rc = ferry__plan_resume(&ep->pieces, ep->perm, pp, ep->steps, ep->nsteps,
                               L->rank, &ep->plan, NULL, err);

@@ -433,16 +433,12 @@ size_t ferry__tok_cache_bytes(int64_t W);
 int ferry__tokens_tail(ferry_loader *L, epoch_state *ep,
                        const ferry__plan_params *pp, int64_t K,
                        ferry__err *err);
-/** FERRY_ENOTSUP: a max_tokens epoch with WHAT ("sampling (...)" or
- *  "bucket_window") saved in its middle cannot resume over this number of
- *  ranks; resume it over WORLD ranks. */
-int ferry__tokens_not_here(ferry__err *err, const char *what, int64_t epoch,
-                           int64_t K, int world);
 /** A bucketed max_tokens epoch saved after K batches over R0 ranks (its
  *  first step; pp: this epoch's plan parameters; draw: a sampling epoch's
  *  draws, whose old plans deal them as batches of 1 from base's position
  *  skipping its holes, else NULL and the plans are made from ps and
- *  perm): each old rank r's served
+ *  perm, after the nprior steps of prior when there are): each old rank
+ *  r's served
  *  positions as ends[r] (the end of the bucket holding its batch K) and
  *  the nholes[r] positions before it it did not serve (holes[r],
  *  malloc'd), for ferry__plan_resume.  Every old rank's plan and cut are
@@ -451,6 +447,7 @@ int ferry__tokens_not_here(ferry__err *err, const char *what, int64_t epoch,
 int ferry__tokens_holes(ferry_loader *L, const ferry__pieces *ps,
                         const int64_t *perm, const ferry__draw *draw,
                         const ferry__draw_cut *base,
+                        const ferry__resume_step *prior, int nprior,
                         const ferry__plan_params *pp, int R0, int64_t K,
                         int64_t *ends, int64_t *nholes, int64_t **holes,
                         ferry__err *err);

@@ -276,8 +276,8 @@ static int step_served(ferry_loader *L, epoch_state *ep,
                        int64_t **hs, ferry__err *err) {
   const ferry__resume_step *st = &ep->steps[s];
   if (L->opts->bucket_window)
-    return ferry__tokens_holes(L, NULL, NULL, ep->draw, cut, pp, st->world_size,
-                               st->batches, ends, nh, hs, err);
+    return ferry__tokens_holes(L, NULL, NULL, ep->draw, cut, NULL, 0, pp,
+                               st->world_size, st->batches, ends, nh, hs, err);
   if (!st->served)
     return ferry__seterr(err, FERRY_EFORMAT,
                          "max_tokens: epoch %lld was saved over %d ranks "

@@ -669,8 +669,9 @@ int ferry__tokens_tail(ferry_loader *L, epoch_state *ep,
  * its unpermuted cut into *l, with the cache that sorted them. */
 static int old_cut(const ferry_loader *L, const ferry__pieces *ps,
                    const int64_t *perm, const ferry__draw *draw,
-                   const ferry__draw_cut *base, const ferry__plan_params *pp0,
-                   int r, ferry__rank_plan *p, tlist *l, ferry__tok_cache **tc,
+                   const ferry__draw_cut *base, const ferry__resume_step *prior,
+                   int nprior, const ferry__plan_params *pp0, int r,
+                   ferry__rank_plan *p, tlist *l, ferry__tok_cache **tc,
                    ferry__err *err) {
   int64_t W = L->opts->bucket_window;
   int rc;
@@ -681,6 +682,8 @@ static int old_cut(const ferry_loader *L, const ferry__pieces *ps,
                                err);
     if (!rc)
       rc = ferry__draw_plan(draw, &cut, r, p, err);
+  } else if (nprior) { /* a step after others: their rest, dealt */
+    rc = ferry__plan_resume(ps, perm, pp0, prior, nprior, r, p, NULL, err);
   } else {
     rc = ferry__plan_build(ps, perm, pp0, r, p, err);
   }
@@ -741,6 +744,7 @@ static int old_holes(const ferry_loader *L, ferry__rank_plan *p, const tlist *l,
 int ferry__tokens_holes(ferry_loader *L, const ferry__pieces *ps,
                         const int64_t *perm, const ferry__draw *draw,
                         const ferry__draw_cut *base,
+                        const ferry__resume_step *prior, int nprior,
                         const ferry__plan_params *pp, int R0, int64_t K,
                         int64_t *ends, int64_t *nholes, int64_t **holes,
                         ferry__err *err) {
@@ -754,7 +758,8 @@ int ferry__tokens_holes(ferry_loader *L, const ferry__pieces *ps,
       memset(&p, 0, sizeof p);
       tlist l = {0};
       ferry__tok_cache *tc = NULL;
-      rc = old_cut(L, ps, perm, draw, base, &pp0, r, &p, &l, &tc, err);
+      rc = old_cut(L, ps, perm, draw, base, prior, nprior, &pp0, r, &p, &l, &tc,
+                   err);
       if (!rc && pass == 0)
         C = l.n > C ? l.n : C;
       if (!rc && pass == 1 &&
@@ -771,17 +776,4 @@ int ferry__tokens_holes(ferry_loader *L, const ferry__pieces *ps,
     }
   ferry__manifest_trim(&L->m, NULL, NULL);
   return rc;
-}
-
-int ferry__tokens_not_here(ferry__err *err, const char *what, int64_t epoch,
-                           int64_t K, int world) {
-  return ferry__seterr(err, FERRY_ENOTSUP,
-                       "max_tokens with %s: epoch %lld was saved in its "
-                       "middle (after %lld batches)%s; resume it over %d "
-                       "ranks, or at the next epoch",
-                       what, (long long)epoch, (long long)K,
-                       strstr(what, "bucket") ? " after a resume over another "
-                                                "number of ranks"
-                                              : "",
-                       world);
 }

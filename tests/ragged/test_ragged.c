@@ -453,23 +453,6 @@ static void load_serve(MPI_Comm c, const char *spec, ferry_options *o,
   ferry_close(L);
 }
 
-/* On communicator c: loading the state at path fails with FERRY_ENOTSUP
- * on every rank, the message holding says. */
-static void load_refused(MPI_Comm c, const char *spec, ferry_options *o,
-                         const char *path, const char *says, const char *what) {
-  ferry_loader *L = NULL;
-  CHECK(ferry_open(c, spec, o, &L) == 0, "open: %s", ferry_last_error(NULL));
-  if (!L)
-    return;
-  int rc = ferry_state_load(L, path), lo = 0, hi = 0;
-  MPI_Allreduce(&rc, &lo, 1, MPI_INT, MPI_MIN, c);
-  MPI_Allreduce(&rc, &hi, 1, MPI_INT, MPI_MAX, c);
-  CHECK(rc == FERRY_ENOTSUP && lo == hi && strstr(ferry_last_error(L), says),
-        "%s loaded on %d ranks: rc %d (%d..%d): %s", what, ferry_world_size(L),
-        rc, lo, hi, ferry_last_error(L));
-  ferry_close(L);
-}
-
 static int64_t opt_of(const char *const *kv, const char *name) {
   for (int i = 0; kv[i]; i += 2)
     if (!strcmp(kv[i], name))
@@ -566,53 +549,6 @@ static void tok_resume_case(const char *label, const char *const *kv,
   free(ref.v);
   free(before.v);
   free(after.v);
-  ferry_options_free(o);
-}
-
-/* A bucketed epoch saved after a batch on 4 ranks, resumed on 3, saved
- * again after a batch there: loading that state (two steps, the second
- * in the middle of buckets dealt over other ranks) is refused with
- * FERRY_ENOTSUP on every rank, on 3 ranks and on 2. */
-static void tok_elastic_twice(const char *const *kv) {
-  char spec[4096], path[4096], path2[4096];
-  snprintf(spec, sizeof spec, "%s.idx", prefix);
-  snprintf(path, sizeof path, "%s/tok-twice-1", dir);
-  snprintf(path2, sizeof path2, "%s/tok-twice-2", dir);
-  ferry_options *o = opts_of(kv, NULL);
-  recs ref = {0}, before = {0};
-  save_on_4(spec, o, 1, path, &ref, &before);
-  if (size >= 3) {
-    MPI_Comm c = first(3);
-    if (c != MPI_COMM_NULL) {
-      ferry_loader *L = NULL;
-      CHECK(ferry_open(c, spec, o, &L) == 0, "open: %s",
-            ferry_last_error(NULL));
-      if (L) {
-        int rc = ferry_state_load(L, path);
-        CHECK(rc == 0, "bucketed state of 4 ranks on 3: %s",
-              ferry_last_error(L));
-        ferry_batch *b = NULL;
-        if (rc == 0 && ferry_next(L, &b) == 0)
-          ferry_release(L, b);
-        CHECK(rc != 0 || ferry_state_save(L, path2) == 0, "save on 3: %s",
-              ferry_last_error(L));
-        ferry_close(L);
-      }
-      MPI_Comm_free(&c);
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
-    for (int P = 3; P >= 2; P--) {
-      c = first(P);
-      if (c == MPI_COMM_NULL)
-        continue;
-      load_refused(c, spec, o, path2, "after a resume",
-                   "a bucketed state saved after an elastic resume");
-      MPI_Comm_free(&c);
-    }
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
-  free(ref.v);
-  free(before.v);
   ferry_options_free(o);
 }
 
@@ -786,6 +722,58 @@ static void sampled_elastic_check(const char *spec, ferry_options *o,
   if (c4 != MPI_COMM_NULL)
     MPI_Comm_free(&c4);
   MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/* A bucketed epoch saved on 4 ranks after a batch, resumed on 3 and saved
+ * after another (two steps), then resumed on 2, 3 and 4: every sample
+ * once, what the 4 served, then the 3, then the last run together. */
+static void tok_elastic_twice(const char *const *kv) {
+  char spec[4096], path[4096], path2[4096];
+  snprintf(spec, sizeof spec, "%s.idx", prefix);
+  snprintf(path, sizeof path, "%s/tok-twice-1", dir);
+  snprintf(path2, sizeof path2, "%s/tok-twice-2", dir);
+  ferry_options *o = opts_of(kv, NULL);
+  recs ref = {0}, before = {0}, m1 = {0}, m2 = {0};
+  save_on_4(spec, o, 1, path, &ref, &before);
+  if (size >= 4) {
+    MPI_Comm c3 = first(3), c4 = first(4);
+    if (c3 != MPI_COMM_NULL)
+      hop(c3, spec, o, path, 1, path2, &m1, &m2);
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int P = 2; P <= 4; P++) {
+      MPI_Comm c = first(P);
+      recs rest = {0}, both = {0};
+      if (c != MPI_COMM_NULL)
+        hop(c, spec, o, path2, -1, NULL, &rest, NULL);
+      for (int64_t i = 0; c4 != MPI_COMM_NULL && i < m1.n; i++)
+        push(&both, m1.v[i]);
+      for (int64_t i = 0; i < rest.n; i++)
+        push(&both, rest.v[i]);
+      char what[128];
+      snprintf(what, sizeof what,
+               "a bucketed epoch saved on 4, then on 3, resumed on %d", P);
+      recs bb = {0}; /* before and what followed, over the first 4 */
+      for (int64_t i = 0; c4 != MPI_COMM_NULL && i < before.n; i++)
+        push(&bb, before.v[i]);
+      same_draws(c4, &ref, c4, &bb, c4, &both, what);
+      free(rest.v);
+      free(both.v);
+      free(bb.v);
+      if (c != MPI_COMM_NULL)
+        MPI_Comm_free(&c);
+      MPI_Barrier(MPI_COMM_WORLD);
+    }
+    if (c3 != MPI_COMM_NULL)
+      MPI_Comm_free(&c3);
+    if (c4 != MPI_COMM_NULL)
+      MPI_Comm_free(&c4);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  free(ref.v);
+  free(before.v);
+  free(m1.v);
+  free(m2.v);
+  ferry_options_free(o);
 }
 
 static void tok_sampled_case(const char *const *kv, int64_t K) {
