@@ -260,7 +260,7 @@ static int fold_step(const ferry_loader *L, const ferry__draw *d,
   if (rc == FERRY_ENOMEM)
     rc = ferry__oom(err, L->rank, (size_t)cap * 2 * sizeof(int64_t),
                     "the draws %d ranks served", R);
-  if (!rc)
+  if (!rc && n > 1) /* (qsort of NULL, 0 is undefined) */
     qsort(*holes, (size_t)n, sizeof(int64_t), cmp_i64);
   *pos0 = p0;
   *nholes = n;

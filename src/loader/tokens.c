@@ -604,9 +604,9 @@ static int plan_from(ferry_loader *L, epoch_state *ep,
   while (h < ep->draw_nholes && ep->draw_holes[h] < pos0)
     h++;
   ferry__draw_cut cut;
-  int rc =
-      ferry__draw_cut_holes(d, pos0, 1, L->size, L->opts->tail,
-                            ep->draw_holes + h, ep->draw_nholes - h, &cut, err);
+  int rc = ferry__draw_cut_holes(d, pos0, 1, L->size, L->opts->tail,
+                                 ep->draw_holes ? ep->draw_holes + h : NULL,
+                                 ep->draw_nholes - h, &cut, err);
   if (!rc)
     rc = ferry__draw_plan(ep->draw, &cut, L->rank, p, err);
   if (!rc)
