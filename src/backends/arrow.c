@@ -34,9 +34,8 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 
-#include "backends/toolkit.h"
+#include "backends/arrow.h"
 #include "codecs/codec.h"
-#include "util/flatbuf.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -45,268 +44,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* Arrow's Type union (Schema.fbs) and MessageHeader (Message.fbs). */
-enum {
-  T_INT = 2,
-  T_FLOAT = 3,
-  T_BINARY = 4,
-  T_UTF8 = 5,
-  T_BOOL = 6,
-  T_DECIMAL = 7,
-  T_DATE = 8,
-  T_TIME = 9,
-  T_TIMESTAMP = 10,
-  T_INTERVAL = 11,
-  T_LIST = 12,
-  T_STRUCT = 13,
-  T_FIXED_BINARY = 15,
-  T_FIXED_LIST = 16,
-  T_MAP = 17,
-  T_DURATION = 18,
-  T_LARGE_BINARY = 19,
-  T_LARGE_UTF8 = 20,
-  T_LARGE_LIST = 21,
-  H_SCHEMA = 1,
-  H_DICTIONARY = 2,
-  H_RECORD_BATCH = 3
-};
-
-#define ARROW_MAX_META ((int64_t)64 << 20) /* one message's metadata */
-#define ARROW_MAX_FIELDS 4096              /* columns, nested ones too */
-#define ARROW_REC_VERSION 1
-
-/* ---- The schema: one entry per field, depth first ---------------------- */
-
-/* What a variable of a column is (kind), and how to find its values among
- * the field's buffers. */
-enum { K_SKIP = 0, K_DENSE, K_RAGGED };
-
-typedef struct afield {
-  char *name;    /* top-level fields only            */
-  int type, top; /* Type union id; 1: a top-level one */
-  int nbuf;      /* buffers of this field alone       */
-  int nchild;    /* direct children (depth first)     */
-  int kind;      /* K_* (top-level fields)            */
-  int off64;     /* ragged: 64-bit offsets            */
-  ferry_dtype dtype;
-  int64_t k;       /* FixedSizeList: listSize           */
-  const char *why; /* K_SKIP: why, for the note        */
-} afield;
-
-typedef struct aschema {
-  afield f[ARROW_MAX_FIELDS];
-  int n;
-} aschema;
-
-/* The ferry dtype of an Int or FloatingPoint type table; -1: other. */
-static int numeric_dtype(const ferry__fb *b, int type, int64_t t,
-                         ferry_dtype *out) {
-  int64_t bits = 0, sign = 0, prec = 0;
-  if (t <= 0)
-    return -1;
-  if (type == T_INT) {
-    if (ferry__fb_scalar(b, (size_t)t, 0, 4, 0, &bits) < 0 ||
-        ferry__fb_scalar(b, (size_t)t, 1, 1, 0, &sign) < 0)
-      return -1;
-    switch (bits) {
-    case 8: *out = sign ? FERRY_INT8 : FERRY_UINT8; return 0;
-    case 16: *out = sign ? FERRY_INT16 : FERRY_UINT16; return 0;
-    case 32: *out = sign ? FERRY_INT32 : FERRY_UINT32; return 0;
-    case 64: *out = sign ? FERRY_INT64 : FERRY_UINT64; return 0;
-    default: return -1;
-    }
-  }
-  if (type == T_FLOAT) {
-    if (ferry__fb_scalar(b, (size_t)t, 0, 2, 0, &prec) < 0 || prec < 0 ||
-        prec > 2)
-      return -1;
-    *out = prec == 0   ? FERRY_FLOAT16
-           : prec == 1 ? FERRY_FLOAT32
-                       : FERRY_FLOAT64;
-    return 0;
-  }
-  return -1;
-}
-
-/* Buffers of a field of type t alone (its children add theirs); -1: a
- * type whose layout ferry does not know (the file is refused). */
-static int buffers_of(int type) {
-  switch (type) {
-  case 1: return 0; /* Null */
-  case T_INT:
-  case T_FLOAT:
-  case T_BOOL:
-  case T_DECIMAL:
-  case T_DATE:
-  case T_TIME:
-  case T_TIMESTAMP:
-  case T_INTERVAL:
-  case T_FIXED_BINARY:
-  case T_DURATION: return 2;
-  case T_BINARY:
-  case T_UTF8:
-  case T_LARGE_BINARY:
-  case T_LARGE_UTF8: return 3;
-  case T_LIST:
-  case T_LARGE_LIST:
-  case T_MAP: return 2;
-  case T_STRUCT:
-  case T_FIXED_LIST: return 1;
-  default: return -1;
-  }
-}
-
-static int fb_string(const ferry__fb *b, int64_t s, char **out) {
-  uint32_t len;
-  if (s <= 0 || ferry__fb_u32(b, (size_t)s, &len) < 0 ||
-      len > b->n - (size_t)s - 4)
-    return -1;
-  if (!(*out = malloc((size_t)len + 1)))
-    return -2;
-  memcpy(*out, b->p + s + 4, len);
-  (*out)[len] = '\0';
-  return 0;
-}
-
-/* How a top-level field with its first child c (or none) is served. */
-static void classify(const ferry__fb *b, int64_t field, afield *a,
-                     int64_t child, int child_type) {
-  int64_t t = ferry__fb_ref(b, (size_t)field, 3), dict = 0;
-  dict = ferry__fb_field(b, (size_t)field, 4);
-  a->why = "its type is not served";
-  if (dict > 0) {
-    a->why = "dictionary-encoded";
-    return;
-  }
-  switch (a->type) {
-  case T_INT:
-  case T_FLOAT:
-    if (numeric_dtype(b, a->type, t, &a->dtype) == 0)
-      a->kind = K_DENSE;
-    return;
-  case T_BOOL: a->why = "bool (bit-packed)"; return;
-  case T_BINARY:
-  case T_UTF8:
-  case T_LARGE_BINARY:
-  case T_LARGE_UTF8:
-    a->kind = K_RAGGED;
-    a->dtype = FERRY_UINT8;
-    a->off64 = a->type == T_LARGE_BINARY || a->type == T_LARGE_UTF8;
-    return;
-  default: break;
-  }
-  if (a->type != T_LIST && a->type != T_LARGE_LIST && a->type != T_FIXED_LIST)
-    return;
-  int64_t ct = child > 0 ? ferry__fb_ref(b, (size_t)child, 3) : -1;
-  if (a->nchild != 1 || numeric_dtype(b, child_type, ct, &a->dtype) < 0) {
-    a->why = "a list of something other than numbers";
-    return;
-  }
-  if (a->type == T_FIXED_LIST) {
-    if (t <= 0 || ferry__fb_scalar(b, (size_t)t, 0, 4, 0, &a->k) < 0 ||
-        a->k < 1) {
-      a->why = "a FixedSizeList without a positive listSize";
-      return;
-    }
-    a->kind = K_DENSE;
-    return;
-  }
-  a->kind = K_RAGGED;
-  a->off64 = a->type == T_LARGE_LIST;
-}
-
-/* Field f (a Field table) and its children, depth first, into s. */
-static int walk_field(const ferry__fb *b, int64_t f, int top, aschema *s,
-                      int depth, const char **why) {
-  if (depth > 32 || s->n >= ARROW_MAX_FIELDS) {
-    *why = "fields nested too deep, or too many";
-    return -1;
-  }
-  int64_t tt = 0, kids = 0;
-  afield *a = &s->f[s->n++];
-  memset(a, 0, sizeof *a);
-  a->top = top;
-  if (f <= 0 || ferry__fb_scalar(b, (size_t)f, 2, 1, 0, &tt) < 0 ||
-      (kids = ferry__fb_ref(b, (size_t)f, 5)) < 0) {
-    *why = "a field is out of bounds";
-    return -1;
-  }
-  a->type = (int)(uint8_t)tt;
-  if ((a->nbuf = buffers_of(a->type)) < 0) {
-    *why = "a field of a type whose buffers ferry does not know (union, "
-           "view or run-end encoded)";
-    return -1;
-  }
-  uint32_t nk = 0;
-  if (ferry__fb_field(b, (size_t)f, 4) > 0) {
-    a->nbuf = 2; /* dictionary-encoded: a batch holds its indices alone */
-    kids = 0;
-  }
-  if (kids > 0 && ferry__fb_vector(b, (size_t)kids, 4, &nk) < 0) {
-    *why = "a field's children run past the schema";
-    return -1;
-  }
-  a->nchild = (int)nk;
-  int64_t first_child = 0;
-  int first_type = 0;
-  for (uint32_t i = 0; i < nk; i++) {
-    int64_t c = ferry__fb_deref(b, (size_t)kids + 4 + 4 * (size_t)i);
-    if (i == 0 && c > 0) {
-      int64_t ct = 0;
-      first_child = c;
-      if (ferry__fb_scalar(b, (size_t)c, 2, 1, 0, &ct) == 0)
-        first_type = (int)(uint8_t)ct;
-    }
-    if (walk_field(b, c, 0, s, depth + 1, why) < 0)
-      return -1;
-  }
-  if (top) {
-    int r = fb_string(b, ferry__fb_ref(b, (size_t)f, 0), &a->name);
-    if (r == -2) {
-      *why = "out of memory";
-      return -1;
-    }
-    if (r < 0 || !a->name[0]) {
-      *why = "a column without a name";
-      return -1;
-    }
-    classify(b, f, a, first_child, first_type);
-  }
-  return 0;
-}
-
-static void schema_free(aschema *s) {
-  for (int i = 0; i < s->n; i++)
-    free(s->f[i].name);
-  s->n = 0;
-}
-
-/* A Schema table into s. */
-static int parse_schema(const ferry__fb *b, int64_t schema, aschema *s,
-                        const char **why) {
-  int64_t endian = 0, fields;
-  if (schema <= 0 ||
-      ferry__fb_scalar(b, (size_t)schema, 0, 2, 0, &endian) < 0 ||
-      (fields = ferry__fb_ref(b, (size_t)schema, 1)) < 0) {
-    *why = "the Schema is out of bounds";
-    return -1;
-  }
-  if (endian != 0) {
-    *why = "a big-endian file (not read yet)";
-    return -1;
-  }
-  uint32_t n = 0;
-  if (fields > 0 && ferry__fb_vector(b, (size_t)fields, 4, &n) < 0) {
-    *why = "the fields run past the Schema";
-    return -1;
-  }
-  for (uint32_t i = 0; i < n; i++)
-    if (walk_field(b, ferry__fb_deref(b, (size_t)fields + 4 + 4 * (size_t)i), 1,
-                   s, 0, why) < 0)
-      return -1;
-  return 0;
-}
 
 /* ---- Messages ---------------------------------------------------------- */
 
@@ -795,7 +532,7 @@ static void afile_free(afile *a) {
     free(a->roff[f]);
   free(a->roff);
   free(a->rcap);
-  schema_free(&a->s);
+  ferry__arrow_schema_free(&a->s);
   if (a->fd >= 0)
     close(a->fd);
 }
@@ -831,7 +568,8 @@ static int walk(afile *a, int64_t at, int64_t limit, int have_schema,
       why = "a bad flatbuffer";
     else if ((uint8_t)ht == H_SCHEMA && !have_schema) {
       have_schema = 1;
-      if (parse_schema(&b, ferry__fb_ref(&b, (size_t)msg, 2), &a->s, &why) == 0)
+      if (ferry__arrow_parse_schema(&b, ferry__fb_ref(&b, (size_t)msg, 2),
+                                    &a->s, &why) == 0)
         rc = schema_arrays(a, err);
     } else if ((uint8_t)ht == H_SCHEMA) {
       /* a file's copy of its footer's schema (C++ and Java write one) */
@@ -885,7 +623,8 @@ static int message_range(afile *a, int64_t *from, int64_t *to,
     ferry__fb b = {foot, flen};
     int64_t root = ferry__fb_deref(&b, 0);
     if (root < 0 ||
-        parse_schema(&b, ferry__fb_ref(&b, (size_t)root, 1), &a->s, &why) < 0)
+        ferry__arrow_parse_schema(&b, ferry__fb_ref(&b, (size_t)root, 1), &a->s,
+                                  &why) < 0)
       rc = ferry__seterr(err, FERRY_EFORMAT,
                          "file %s, offset %lld: its footer: %s", a->path,
                          (long long)*to, why ? why : "a bad flatbuffer");
