@@ -219,4 +219,3 @@ int ferry__arrow_parse_schema(const ferry__fb *b, int64_t schema, aschema *s,
       return -1;
   return 0;
 }
-

@@ -405,18 +405,29 @@ static int test_ranks(void) {
   return 0;
 }
 
+/* Two parts of counts[] samples, weights_of(seed), weighted draws without
+ * replacement (blocks of 8, windows of 12): the set-up of the resume
+ * tests.  Returns ferry__draw_init's code. */
+static int two_parts_drawn(const int64_t counts[2], unsigned seed,
+                           ferry__manifest *m, float **w, ferry__draw *d,
+                           ferry__err *err) {
+  fake_manifest(m, 2, counts);
+  *w = weights_of(m->num_samples, seed);
+  ferry__draw_params p = wparams(m, *w, 8, 12, 0, 0);
+  return ferry__draw_init(d, &p, err);
+}
+
 /* 3 ranks serve 5 batches of 4, then 2 ranks serve the rest (tail=pad): the
  * premix positions served are every draw of the epoch exactly once, pads
  * after them. */
 static int test_resume(void) {
   int64_t counts[2] = {300, 211};
   ferry__manifest m;
-  fake_manifest(&m, 2, counts);
-  float *w = weights_of(m.num_samples, 3);
+  float *w;
   ferry__err err = {0};
   ferry__draw d;
-  ferry__draw_params p = wparams(&m, w, 8, 12, 0, 0);
-  REQUIRE(ferry__draw_init(&d, &p, &err) == 0, "init: %s", err.msg);
+  REQUIRE(two_parts_drawn(counts, 3, &m, &w, &d, &err) == 0, "init: %s",
+          err.msg);
   int64_t *seen = calloc((size_t)d.D, sizeof *seen);
   int64_t buf[64];
   ferry__draw_cut a, b;
@@ -460,12 +471,11 @@ static int test_resume(void) {
 static int test_holes(void) {
   int64_t counts[2] = {150, 111};
   ferry__manifest m;
-  fake_manifest(&m, 2, counts);
-  float *w = weights_of(m.num_samples, 5);
+  float *w;
   ferry__err err = {0};
   ferry__draw d;
-  ferry__draw_params p = wparams(&m, w, 8, 12, 0, 0);
-  REQUIRE(ferry__draw_init(&d, &p, &err) == 0, "init: %s", err.msg);
+  REQUIRE(two_parts_drawn(counts, 5, &m, &w, &d, &err) == 0, "init: %s",
+          err.msg);
   int64_t *seen = calloc((size_t)d.D, sizeof *seen), buf[8];
   int64_t *holes = malloc((size_t)d.D * sizeof *holes), nh = 0;
   static const int64_t served[4] = {7, 3, 12, 5};
