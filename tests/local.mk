@@ -27,6 +27,7 @@ UNIT_TESTS = \
 	tests/unit/test_global \
 	tests/unit/test_draw \
 	tests/unit/test_draw_bound \
+	tests/unit/test_pack \
 	tests/unit/test_options \
 	tests/unit/test_npy \
 	tests/unit/test_manifest \
@@ -191,7 +192,7 @@ SLOW_TESTS = \
 ASAN_TESTS = \
 	tests/unit/test_record \
 	tests/unit/test_plan tests/unit/test_global tests/unit/test_quality \
-	tests/unit/test_draw tests/unit/test_mix tests/sampling/sampling.sh tests/sampling/mix.sh \
+	tests/unit/test_draw tests/unit/test_pack tests/unit/test_mix tests/sampling/sampling.sh tests/sampling/mix.sh \
 	tests/unit/test_dtype \
 	tests/unit/test_options tests/unit/test_npy \
 	tests/unit/test_state_file tests/unit/test_codec tests/unit/test_nocuda \

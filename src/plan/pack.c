@@ -1,0 +1,152 @@
+/*
+ * plan/pack.c - packed rows of a token corpus (plan/pack.h): the stream
+ * of an epoch, a row's spans and its document-boundary outputs.
+ *
+ * Memory: two arrays of nchunks + 1 (the chunks' order and the stream
+ * position where each starts), whatever the documents: a row is found by a
+ * binary search over the chunks, a document inside a chunk by one over its
+ * offsets, so nothing per document or per row is held.
+ */
+#include "config.h"
+#include "core/options.h"
+#include "plan/pack.h"
+#include "plan/plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void ferry__pack_free(ferry__pack *pk) {
+  free(pk->order);
+  free(pk->start);
+  memset(pk, 0, sizeof *pk);
+}
+
+int ferry__pack_make(ferry__pack *pk, const int64_t *chunk_tokens,
+                     int64_t nchunks, int64_t L, int overlap, int tail,
+                     uint64_t key, ferry__err *err) {
+  memset(pk, 0, sizeof *pk);
+  if (L < 1 || (overlap != 0 && overlap != 1) || nchunks < 0)
+    return ferry__seterr(err, FERRY_EINVAL,
+                         "packing: seq_len %lld and overlap %d (seq_len >= "
+                         "1, overlap 0 or 1)",
+                         (long long)L, overlap);
+  pk->L = L;
+  pk->overlap = overlap;
+  pk->nchunks = nchunks;
+  pk->order = malloc((size_t)(nchunks ? nchunks : 1) * sizeof *pk->order);
+  pk->start = malloc((size_t)(nchunks + 1) * sizeof *pk->start);
+  if (!pk->order || !pk->start) {
+    ferry__pack_free(pk);
+    return ferry__oom(err, -1, (size_t)(2 * nchunks + 1) * sizeof(int64_t),
+                      "packing: the order of %lld chunks", (long long)nchunks);
+  }
+  for (int64_t k = 0; k < nchunks; k++)
+    pk->order[k] = k;
+  if (key)
+    ferry__shuffle(pk->order, nchunks, key);
+  pk->start[0] = 0;
+  for (int64_t k = 0; k < nchunks; k++) {
+    int64_t t = chunk_tokens[pk->order[k]];
+    if (t < 0 || t > INT64_MAX / 2 - pk->start[k]) {
+      int64_t c = pk->order[k];
+      ferry__pack_free(pk);
+      return ferry__seterr(err, FERRY_EINVAL,
+                           "packing: chunk %lld has %lld tokens (negative, "
+                           "or the corpus's sum overflows)",
+                           (long long)c, (long long)t);
+    }
+    pk->start[k + 1] = pk->start[k] + t;
+  }
+  int64_t T = pk->start[nchunks];
+  pk->tokens = T;
+  pk->full = T > overlap ? (T - overlap) / L : 0;
+  int64_t left = T - pk->full * L; /* tokens no full row starts */
+  pk->rows = pk->full + (tail != FERRY__TAIL_DROP && left > overlap);
+  return 0;
+}
+
+/* The ordered chunk holding stream position x (0 <= x < T): the last k
+ * with start[k] <= x, skipping chunks without tokens. */
+static int64_t chunk_at(const ferry__pack *pk, int64_t x) {
+  int64_t lo = 0, hi = pk->nchunks - 1;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo + 1) / 2;
+    if (pk->start[mid] <= x)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+int64_t ferry__pack_spans(const ferry__pack *pk, int64_t r,
+                          ferry__pack_span *out, int64_t max) {
+  if (r < 0 || r >= pk->rows)
+    return -1;
+  int64_t x = r * pk->L, end = x + pk->L + pk->overlap, n = 0;
+  if (end > pk->tokens)
+    end = pk->tokens; /* the last row of tail pad or partial */
+  for (int64_t k = x < end ? chunk_at(pk, x) : pk->nchunks; x < end; k++) {
+    int64_t a = pk->start[k], b = pk->start[k + 1];
+    if (b <= x)
+      continue; /* a chunk without tokens */
+    int64_t stop = b < end ? b : end;
+    if (n < max)
+      out[n] = (ferry__pack_span){pk->order[k], x - a, stop - x,
+                                  x - r * pk->L};
+    n++;
+    x = stop;
+  }
+  return n;
+}
+
+/* The first document of o[0..nd] whose tokens end after token t. */
+static int64_t doc_at(const int64_t *o, int64_t nd, int64_t t) {
+  int64_t lo = 0, hi = nd - 1;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (o[mid + 1] <= t)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+int ferry__pack_bounds(const ferry__pack *pk, const ferry__pack_span *sp,
+                       int64_t nsp, ferry__pack_docs_fn docs, void *ctx,
+                       int mask_first, int32_t *seg, int32_t *pos,
+                       uint8_t *mask, int32_t *cu, int64_t *ncu) {
+  const int64_t L = pk->L;
+  int64_t at = 0, nc = 1;
+  int32_t s = 0;
+  cu[0] = 0;
+  for (int64_t j = 0; j < nsp && at < L; j++) {
+    int64_t nd = 0;
+    const int64_t *o = docs(ctx, sp[j].chunk, &nd);
+    int64_t t = sp[j].first, end = sp[j].first + sp[j].count;
+    if (!o || nd < 1 || o[0] != 0 || o[nd] < end || sp[j].at != at)
+      return FERRY_EINVAL;
+    for (int64_t d = doc_at(o, nd, t); t < end && at < L; d++) {
+      if (d >= nd || o[d + 1] < o[d])
+        return FERRY_EINVAL;
+      int64_t stop = o[d + 1] < end ? o[d + 1] : end;
+      if (stop <= t)
+        continue; /* an empty document */
+      s++;
+      for (; t < stop && at < L; t++, at++) {
+        seg[at] = s;
+        pos[at] = (int32_t)(t - o[d]);
+        mask[at] = !(mask_first && t == o[d]);
+      }
+      cu[nc++] = (int32_t)at;
+    }
+  }
+  for (int64_t i = at; i < L; i++) {
+    seg[i] = 0;
+    pos[i] = 0;
+    mask[i] = 0;
+  }
+  *ncu = nc;
+  return 0;
+}

@@ -1,0 +1,86 @@
+/*
+ * plan/pack.h - packed rows of a token corpus (issue 26), the pure part:
+ * which spans of which documents make each row, and the document-boundary
+ * outputs of a row, from the documents' lengths only.  No MPI, no I/O.
+ *
+ * The epoch's token stream is the corpus's chunks (runs of consecutive
+ * documents of a part: the loader's chunks) in a seeded order, each
+ * chunk's documents in their stored order, concatenated.  Row r is the
+ * stream's tokens [r L, r L + L + overlap): L tokens, and with overlap=1
+ * the next row's first token too (the shifted labels of Megatron-LM's
+ * GPTDataset).  A chunk's documents lie in one part, one after the other:
+ * a row's tokens inside one chunk are one contiguous run of the part's
+ * values, so a row is a few spans, each one read.
+ */
+#ifndef FERRY_PLAN_PACK_H
+#define FERRY_PLAN_PACK_H
+
+#include "util/util.h"
+
+#include <stdint.h>
+
+enum { FERRY__STREAM_PACK = 13 /* (seed, epoch): the chunks' order */ };
+
+typedef struct ferry__pack {
+  int64_t L;       /* tokens of a row, the overlap aside          */
+  int overlap;     /* 0, or 1: a row also holds the next's first  */
+  int64_t nchunks; /* chunks of the corpus                        */
+  int64_t *order;  /* [nchunks] chunk ids in stream order          */
+  int64_t *start;  /* [nchunks + 1] stream position of ordered chunk k */
+  int64_t tokens;  /* T: the stream's tokens                       */
+  int64_t full;    /* rows all of whose L + overlap tokens exist   */
+  int64_t rows;    /* rows of the epoch: full, or with tail pad or
+                    * partial one more when tokens are left (its
+                    * missing tokens are padding)                  */
+} ferry__pack;
+
+/**
+ * The stream of chunk_tokens[c] tokens per chunk c (nchunks of them), in
+ * the order of key (ferry__shuffle; key 0: stored order), cut into rows of
+ * L tokens (L >= 1) and `overlap` (0 or 1) more.  tail: FERRY__TAIL_DROP
+ * keeps the full rows only, the others a last row padded when tokens are
+ * left.  Returns 0, FERRY_EINVAL (a length out of range: its message names
+ * the chunk), FERRY_ENOMEM.
+ */
+int ferry__pack_make(ferry__pack *pk, const int64_t *chunk_tokens,
+                     int64_t nchunks, int64_t L, int overlap, int tail,
+                     uint64_t key, ferry__err *err);
+void ferry__pack_free(ferry__pack *pk);
+
+/** Tokens [first, first + count) of chunk `chunk`'s values at position
+ *  `at` of the row. */
+typedef struct ferry__pack_span {
+  int64_t chunk, first, count, at;
+} ferry__pack_span;
+
+/**
+ * Row r's tokens (0 <= r < rows) as spans, in row order, into out (room
+ * for max): chunks without tokens give none.  Returns how many spans the
+ * row has (more than max: only max written; L + overlap is always enough),
+ * or -1 when r is out of range.  O(log nchunks + spans).
+ */
+int64_t ferry__pack_spans(const ferry__pack *pk, int64_t r,
+                          ferry__pack_span *out, int64_t max);
+
+/** A chunk's documents: o[0..*ndocs] their offsets from its first token
+ *  (o[0] = 0, never decreasing). */
+typedef const int64_t *(*ferry__pack_docs_fn)(void *ctx, int64_t chunk,
+                                              int64_t *ndocs);
+
+/**
+ * The boundary outputs of row r (its spans sp[0..nsp) from
+ * ferry__pack_spans) over its first L tokens: seg[i] the piece of a
+ * document token i belongs to (1, 2, ... in the row; 0: padding), pos[i]
+ * its index in its document (a document begun in an earlier row goes on
+ * counting), mask[i] 1 for a token, 0 for padding and, with mask_first,
+ * for a document's first token; cu[0..*ncu) the pieces' bounds (0, then
+ * the end of each piece, the last the row's tokens): the row's part of a
+ * varlen attention's cu_seqlens (room for L + 1).  Returns 0, or
+ * FERRY_EINVAL when a chunk's offsets disagree with its tokens.
+ */
+int ferry__pack_bounds(const ferry__pack *pk, const ferry__pack_span *sp,
+                       int64_t nsp, ferry__pack_docs_fn docs, void *ctx,
+                       int mask_first, int32_t *seg, int32_t *pos,
+                       uint8_t *mask, int32_t *cu, int64_t *ncu);
+
+#endif /* FERRY_PLAN_PACK_H */

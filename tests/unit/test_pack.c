@@ -1,0 +1,257 @@
+/*
+ * test_pack.c - packed rows of a token corpus (plan/pack.c), against a
+ * stream built token by token here: a hand-checked corpus (rows, spans,
+ * segment ids, positions, masks, cu_seqlens written out), then random
+ * corpora of documents of 0, 1, L-1, L, L+1 and 10 L tokens in random
+ * chunks, many seeds, overlap 0 and 1, every tail rule: each row's spans
+ * are the stream's tokens [r L, r L + L + overlap) in order, every token
+ * lies in exactly one row (overlap 0; all of them but fewer than L + 1
+ * with tail=drop_last), and each row's boundary outputs are the stream's.
+ */
+#include "config.h"
+#include "../ferry_test.h"
+#include "core/options.h"
+#include "plan/pack.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* REQUIRE for a function without a result. */
+#define REQUIRE_V(cond, ...)                                                   \
+  do {                                                                         \
+    ft_checks++;                                                               \
+    if (!(cond)) {                                                             \
+      ft_fail_at(__FILE__, __LINE__, #cond);                                   \
+      fprintf(stderr, __VA_ARGS__);                                            \
+      fputc('\n', stderr);                                                     \
+      return;                                                                  \
+    }                                                                          \
+  } while (0)
+
+/* A corpus: nch chunks, each docs[c][0..nd[c]] offsets of its documents. */
+typedef struct corpus {
+  int64_t nch;
+  int64_t *nd;
+  int64_t **off;
+  int64_t *tokens;
+} corpus;
+
+static const int64_t *docs_of(void *ctx, int64_t chunk, int64_t *ndocs) {
+  const corpus *c = ctx;
+  *ndocs = c->nd[chunk];
+  return c->off[chunk];
+}
+
+static void corpus_free(corpus *c) {
+  for (int64_t k = 0; k < c->nch; k++)
+    free(c->off[k]);
+  free(c->off);
+  free(c->nd);
+  free(c->tokens);
+}
+
+static corpus corpus_of(int64_t nch, const int64_t *ndocs,
+                        const int64_t *lens) {
+  corpus c = {nch, calloc((size_t)nch, sizeof(int64_t)),
+              calloc((size_t)nch, sizeof(int64_t *)),
+              calloc((size_t)nch, sizeof(int64_t))};
+  int64_t d = 0;
+  for (int64_t k = 0; k < nch; k++) {
+    c.nd[k] = ndocs[k];
+    c.off[k] = calloc((size_t)ndocs[k] + 1, sizeof(int64_t));
+    for (int64_t i = 0; i < ndocs[k]; i++, d++)
+      c.off[k][i + 1] = c.off[k][i] + lens[d];
+    c.tokens[k] = c.off[k][ndocs[k]];
+  }
+  return c;
+}
+
+/* The stream token by token: chunk, token in chunk, document (global
+ * count in stream order), index in the document, document start. */
+typedef struct tok {
+  int64_t chunk, t, doc, in, first;
+} tok;
+
+static tok *stream_of(const corpus *c, const ferry__pack *pk) {
+  tok *s = malloc((size_t)(pk->tokens + 1) * sizeof *s);
+  int64_t n = 0, doc = 0;
+  for (int64_t k = 0; k < pk->nchunks; k++) {
+    int64_t ch = pk->order[k];
+    for (int64_t d = 0; d < c->nd[ch]; d++, doc++)
+      for (int64_t t = c->off[ch][d]; t < c->off[ch][d + 1]; t++)
+        s[n++] = (tok){ch, t, doc, t - c->off[ch][d], t == c->off[ch][d]};
+  }
+  return s;
+}
+
+/* Row r of pk against the stream s: spans, then boundary outputs. */
+static void check_row(const corpus *c, const ferry__pack *pk, const tok *s,
+                      int64_t r, int mask_first, int64_t *covered) {
+  const int64_t L = pk->L, W = L + pk->overlap;
+  ferry__pack_span sp[64];
+  int64_t n = ferry__pack_spans(pk, r, sp, 64), got = 0;
+  REQUIRE_V(n >= 0 && n <= 64, "row %lld: %lld spans", (long long)r,
+            (long long)n);
+  for (int64_t j = 0; j < n; j++) {
+    CHECK(sp[j].at == got && sp[j].count > 0, "row %lld span %lld at %lld",
+          (long long)r, (long long)j, (long long)sp[j].at);
+    for (int64_t i = 0; i < sp[j].count; i++) {
+      int64_t x = r * L + got + i;
+      if (x >= pk->tokens || s[x].chunk != sp[j].chunk ||
+          s[x].t != sp[j].first + i) {
+        CHECK(0, "row %lld position %lld: not the stream's token",
+              (long long)r, (long long)(got + i));
+        return;
+      }
+      if (got + i < L)
+        covered[x]++;
+    }
+    got += sp[j].count;
+  }
+  int64_t want = pk->tokens - r * L < W ? pk->tokens - r * L : W;
+  CHECK(got == want, "row %lld: %lld tokens, the stream has %lld",
+        (long long)r, (long long)got, (long long)want);
+  int32_t seg[64], pos[64], cu[65];
+  uint8_t mask[64];
+  int64_t ncu = 0;
+  REQUIRE_V(ferry__pack_bounds(pk, sp, n, docs_of, (void *)c, mask_first, seg,
+                               pos, mask, cu, &ncu) == 0,
+            "row %lld: bounds", (long long)r);
+  int32_t wseg = 0;
+  int64_t wcu = 1, bad = -1;
+  for (int64_t i = 0; i < L; i++) {
+    int64_t x = r * L + i;
+    int real = i < got && x < pk->tokens;
+    if (real && (i == 0 || s[x].doc != s[x - 1].doc)) {
+      wseg++;
+      if (i > 0 && (wcu >= ncu || cu[wcu++] != i))
+        bad = i;
+    }
+    if (seg[i] != (real ? wseg : 0) || pos[i] != (real ? s[x].in : 0) ||
+        mask[i] != (real && !(mask_first && s[x].first)))
+      bad = i;
+  }
+  int64_t realn = got < L ? got : L;
+  CHECK(bad < 0 && ncu == wcu + (realn > 0) && (realn == 0 || cu[ncu - 1] == realn),
+        "row %lld: boundary outputs differ from the stream's at %lld (%lld "
+        "bounds, want %lld)",
+        (long long)r, (long long)bad, (long long)ncu,
+        (long long)(wcu + (realn > 0)));
+}
+
+/* The written-out case: chunks {3, 0+2}, {5}, {} and {1, 4}: documents of
+ * 3, 0, 2 | 5 | - | 1, 4 tokens; stored order; L = 4. */
+static void test_golden(void) {
+  const int64_t nd[4] = {3, 1, 0, 2}, lens[6] = {3, 0, 2, 5, 1, 4};
+  corpus c = corpus_of(4, nd, lens);
+  ferry__pack pk;
+  ferry__err err = {0};
+  REQUIRE_V(ferry__pack_make(&pk, c.tokens, 4, 4, 0, FERRY__TAIL_PAD, 0,
+                             &err) == 0,
+            "make: %s", err.msg);
+  CHECK(pk.tokens == 15 && pk.full == 3 && pk.rows == 4,
+        "15 tokens: %lld, full rows %lld, rows %lld", (long long)pk.tokens,
+        (long long)pk.full, (long long)pk.rows);
+  /* row 1: tokens 4..8: chunk 0's 4 (the 2-document's second), chunk 1's
+   * 0..2 */
+  ferry__pack_span sp[8];
+  int64_t n = ferry__pack_spans(&pk, 1, sp, 8);
+  CHECK(n == 2 && sp[0].chunk == 0 && sp[0].first == 4 && sp[0].count == 1 &&
+            sp[1].chunk == 1 && sp[1].first == 0 && sp[1].count == 3 &&
+            sp[1].at == 1,
+        "row 1: %lld spans", (long long)n);
+  int32_t seg[4], pos[4], cu[5];
+  uint8_t mask[4];
+  int64_t ncu = 0;
+  ferry__pack_bounds(&pk, sp, n, docs_of, &c, 1, seg, pos, mask, cu, &ncu);
+  CHECK(seg[0] == 1 && seg[1] == 2 && seg[3] == 2 && pos[0] == 1 &&
+            pos[1] == 0 && pos[3] == 2 && mask[0] == 1 && mask[1] == 0 &&
+            mask[2] == 1 && ncu == 3 && cu[1] == 1 && cu[2] == 4,
+        "row 1's boundary outputs");
+  /* row 3, the last: tokens 12..14 (the 4-document's 2nd to 4th: chunk
+   * 3's tokens 2..4) and one of padding */
+  n = ferry__pack_spans(&pk, 3, sp, 8);
+  ferry__pack_bounds(&pk, sp, n, docs_of, &c, 0, seg, pos, mask, cu, &ncu);
+  CHECK(n == 1 && sp[0].chunk == 3 && sp[0].first == 2 && sp[0].count == 3 &&
+            seg[0] == 1 && seg[2] == 1 && seg[3] == 0 && pos[0] == 1 &&
+            pos[2] == 3 && mask[2] == 1 && mask[3] == 0 && ncu == 2 &&
+            cu[1] == 3,
+        "row 3 (padded): %lld spans", (long long)n);
+  CHECK(ferry__pack_spans(&pk, 4, sp, 8) == -1, "row 4 exists");
+  ferry__pack_free(&pk);
+  REQUIRE_V(ferry__pack_make(&pk, c.tokens, 4, 4, 1, FERRY__TAIL_DROP, 0,
+                             &err) == 0,
+            "make: %s", err.msg);
+  CHECK(pk.full == 3 && pk.rows == 3, "overlap 1, drop: %lld rows",
+        (long long)pk.rows);
+  n = ferry__pack_spans(&pk, 2, sp, 8); /* tokens 8..12: chunk 1's 3..4,
+                                         * chunk 3's 0..2 */
+  CHECK(n == 2 && sp[0].chunk == 1 && sp[0].count == 2 && sp[1].chunk == 3 &&
+            sp[1].first == 0 && sp[1].count == 3 && sp[1].at == 2,
+        "row 2: %lld spans", (long long)n);
+  ferry__pack_free(&pk);
+  const int64_t neg[2] = {4, -1};
+  CHECK(ferry__pack_make(&pk, neg, 2, 4, 0, 0, 0, &err) == FERRY_EINVAL &&
+            strstr(err.msg, "chunk 1"),
+        "a negative length: %s", err.msg);
+  corpus_free(&c);
+}
+
+static uint64_t rnd(uint64_t *s) {
+  *s ^= *s << 13;
+  *s ^= *s >> 7;
+  *s ^= *s << 17;
+  return *s;
+}
+
+/* Random corpora: every row against the stream, every token once. */
+static void test_random(void) {
+  for (uint64_t seed = 1; seed <= 60; seed++) {
+    uint64_t s = seed * 0x9E3779B97F4A7C15ULL;
+    const int64_t L = 1 + (int64_t)(rnd(&s) % 9);
+    const int64_t kinds[6] = {0, 1, L - 1, L, L + 1, 10 * L};
+    int64_t nch = 1 + (int64_t)(rnd(&s) % 12), nd[12], lens[12 * 6], d = 0;
+    for (int64_t k = 0; k < nch; k++) {
+      nd[k] = (int64_t)(rnd(&s) % 6);
+      for (int64_t i = 0; i < nd[k]; i++)
+        lens[d++] = kinds[rnd(&s) % 6];
+    }
+    corpus c = corpus_of(nch, nd, lens);
+    for (int variant = 0; variant < 6; variant++) {
+      int overlap = variant & 1, tail = variant / 2;
+      ferry__pack pk;
+      ferry__err err = {0};
+      if (ferry__pack_make(&pk, c.tokens, nch, L, overlap, tail, rnd(&s),
+                           &err)) {
+        CHECK(0, "seed %llu: make: %s", (unsigned long long)seed, err.msg);
+        continue;
+      }
+      tok *st = stream_of(&c, &pk);
+      int64_t *cov = calloc((size_t)pk.tokens + 1, sizeof *cov);
+      for (int64_t r = 0; r < pk.rows; r++)
+        check_row(&c, &pk, st, r, (int)(seed & 1), cov);
+      int64_t once = 0, more = 0;
+      for (int64_t x = 0; x < pk.tokens; x++) {
+        once += cov[x] == 1;
+        more += cov[x] > 1;
+      }
+      int64_t lost = pk.tokens - once;
+      CHECK(more == 0 && (tail == FERRY__TAIL_DROP ? lost < L + 1
+                                                   : lost <= overlap),
+            "seed %llu L %lld overlap %d tail %d: %lld tokens, %lld in no "
+            "row, %lld in two",
+            (unsigned long long)seed, (long long)L, overlap, tail,
+            (long long)pk.tokens, (long long)lost, (long long)more);
+      free(cov);
+      free(st);
+      ferry__pack_free(&pk);
+    }
+    corpus_free(&c);
+  }
+}
+
+int main(void) {
+  test_golden();
+  test_random();
+  return ft_summary("test_pack");
+}
