@@ -273,9 +273,9 @@ odd_cases() {
 # time), each with its own result files and working directory; a lane's
 # report is printed whole, in order.  The dataset directory is shared: it
 # must stay unchanged whichever lane looks.
-( lane=a; bad_cases 1; bad_cases 2; odd_cases 2; exit $fail ) >"$tmp/lane.a" 2>&1 &
+( lane=a; ferry_lane_session; bad_cases 1; bad_cases 2; odd_cases 2; exit $fail ) >"$tmp/lane.a" 2>&1 &
 pid_a=$!
-( lane=b; bad_cases 4; odd_cases 4; exit $fail ) >"$tmp/lane.b" 2>&1 &
+( lane=b; ferry_lane_session; bad_cases 4; odd_cases 4; exit $fail ) >"$tmp/lane.b" 2>&1 &
 pid_b=$!
 wait $pid_a || fail=1
 wait $pid_b || fail=1

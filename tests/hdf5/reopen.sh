@@ -74,6 +74,13 @@ lanes=${FERRY_TEST_LANES:-4}
 k=1
 while test $k -le $lanes; do
   (
+    # this lane's MPI programs: an Open MPI session directory of their
+    # own (lanes starting singletons at once raced on the test's)
+    if test -n "${OMPI_MCA_orte_tmpdir_base:-}" &&
+      d=`mktemp -d "$OMPI_MCA_orte_tmpdir_base/lane.XXXXXX"`; then
+      OMPI_MCA_orte_tmpdir_base=$d
+      export OMPI_MCA_orte_tmpdir_base
+    fi
     n=$k
     while test $n -le $total; do
       check $n

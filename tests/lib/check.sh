@@ -92,6 +92,18 @@ expect_verify() {
   return 1
 }
 
+# ferry_lane_session: the MPI programs this (sub)shell starts get an Open
+# MPI session directory of their own, inside the test's (tests/lib/timed.sh
+# makes one per test): lanes that start singletons at once raced on a
+# shared one ("mkdir .../ompi.HOST.UID: File exists", 2026-11-28).
+ferry_lane_session() {
+  if test -n "${OMPI_MCA_orte_tmpdir_base:-}" &&
+    l_sess=`mktemp -d "$OMPI_MCA_orte_tmpdir_base/lane.XXXXXX"`; then
+    OMPI_MCA_orte_tmpdir_base=$l_sess
+    export OMPI_MCA_orte_tmpdir_base
+  fi
+}
+
 # in_lanes FUNCTION ARG...: run "FUNCTION ARG" for every ARG at once, each
 # in a subshell writing to a file of its own ($lane is ARG there), then
 # print the reports in the order of the ARGs; fail=1 when one failed.  For
@@ -105,6 +117,7 @@ in_lanes() {
     (
       lane=$l_arg
       fail=0
+      ferry_lane_session
       "$l_fn" "$l_arg"
       exit $fail
     ) >"$tmp/lane.$l_arg" 2>&1 &

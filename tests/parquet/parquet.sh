@@ -192,9 +192,9 @@ while IFS=$tab read -r ds vars words opts; do
   fi
 done <"$fx/bad.txt"
 }
-( bad_files 1; exit $fail ) >"$tmp/lane.1" 2>&1 &
+( ferry_lane_session; bad_files 1; exit $fail ) >"$tmp/lane.1" 2>&1 &
 pid1=$!
-( bad_files 3; exit $fail ) >"$tmp/lane.3" 2>&1 &
+( ferry_lane_session; bad_files 3; exit $fail ) >"$tmp/lane.3" 2>&1 &
 pid3=$!
 wait $pid1 || fail=1
 wait $pid3 || fail=1
