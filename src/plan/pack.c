@@ -8,8 +8,8 @@
  * offsets, so nothing per document or per row is held.
  */
 #include "config.h"
-#include "core/options.h"
 #include "plan/pack.h"
+#include "core/options.h"
 #include "plan/plan.h"
 
 #include <stdlib.h>
@@ -92,8 +92,7 @@ int64_t ferry__pack_spans(const ferry__pack *pk, int64_t r,
       continue; /* a chunk without tokens */
     int64_t stop = b < end ? b : end;
     if (n < max)
-      out[n] = (ferry__pack_span){pk->order[k], x - a, stop - x,
-                                  x - r * pk->L};
+      out[n] = (ferry__pack_span){pk->order[k], x - a, stop - x, x - r * pk->L};
     n++;
     x = stop;
   }

@@ -99,8 +99,8 @@ static void check_row(const corpus *c, const ferry__pack *pk, const tok *s,
       int64_t x = r * L + got + i;
       if (x >= pk->tokens || s[x].chunk != sp[j].chunk ||
           s[x].t != sp[j].first + i) {
-        CHECK(0, "row %lld position %lld: not the stream's token",
-              (long long)r, (long long)(got + i));
+        CHECK(0, "row %lld position %lld: not the stream's token", (long long)r,
+              (long long)(got + i));
         return;
       }
       if (got + i < L)
@@ -109,8 +109,8 @@ static void check_row(const corpus *c, const ferry__pack *pk, const tok *s,
     got += sp[j].count;
   }
   int64_t want = pk->tokens - r * L < W ? pk->tokens - r * L : W;
-  CHECK(got == want, "row %lld: %lld tokens, the stream has %lld",
-        (long long)r, (long long)got, (long long)want);
+  CHECK(got == want, "row %lld: %lld tokens, the stream has %lld", (long long)r,
+        (long long)got, (long long)want);
   int32_t seg[64], pos[64], cu[65];
   uint8_t mask[64];
   int64_t ncu = 0;
@@ -132,7 +132,8 @@ static void check_row(const corpus *c, const ferry__pack *pk, const tok *s,
       bad = i;
   }
   int64_t realn = got < L ? got : L;
-  CHECK(bad < 0 && ncu == wcu + (realn > 0) && (realn == 0 || cu[ncu - 1] == realn),
+  CHECK(bad < 0 && ncu == wcu + (realn > 0) &&
+            (realn == 0 || cu[ncu - 1] == realn),
         "row %lld: boundary outputs differ from the stream's at %lld (%lld "
         "bounds, want %lld)",
         (long long)r, (long long)bad, (long long)ncu,
@@ -146,9 +147,9 @@ static void test_golden(void) {
   corpus c = corpus_of(4, nd, lens);
   ferry__pack pk;
   ferry__err err = {0};
-  REQUIRE_V(ferry__pack_make(&pk, c.tokens, 4, 4, 0, FERRY__TAIL_PAD, 0,
-                             &err) == 0,
-            "make: %s", err.msg);
+  REQUIRE_V(
+      ferry__pack_make(&pk, c.tokens, 4, 4, 0, FERRY__TAIL_PAD, 0, &err) == 0,
+      "make: %s", err.msg);
   CHECK(pk.tokens == 15 && pk.full == 3 && pk.rows == 4,
         "15 tokens: %lld, full rows %lld, rows %lld", (long long)pk.tokens,
         (long long)pk.full, (long long)pk.rows);
@@ -179,9 +180,9 @@ static void test_golden(void) {
         "row 3 (padded): %lld spans", (long long)n);
   CHECK(ferry__pack_spans(&pk, 4, sp, 8) == -1, "row 4 exists");
   ferry__pack_free(&pk);
-  REQUIRE_V(ferry__pack_make(&pk, c.tokens, 4, 4, 1, FERRY__TAIL_DROP, 0,
-                             &err) == 0,
-            "make: %s", err.msg);
+  REQUIRE_V(
+      ferry__pack_make(&pk, c.tokens, 4, 4, 1, FERRY__TAIL_DROP, 0, &err) == 0,
+      "make: %s", err.msg);
   CHECK(pk.full == 3 && pk.rows == 3, "overlap 1, drop: %lld rows",
         (long long)pk.rows);
   n = ferry__pack_spans(&pk, 2, sp, 8); /* tokens 8..12: chunk 1's 3..4,
@@ -236,8 +237,8 @@ static void test_random(void) {
         more += cov[x] > 1;
       }
       int64_t lost = pk.tokens - once;
-      CHECK(more == 0 && (tail == FERRY__TAIL_DROP ? lost < L + 1
-                                                   : lost <= overlap),
+      CHECK(more == 0 &&
+                (tail == FERRY__TAIL_DROP ? lost < L + 1 : lost <= overlap),
             "seed %llu L %lld overlap %d tail %d: %lld tokens, %lld in no "
             "row, %lld in two",
             (unsigned long long)seed, (long long)L, overlap, tail,
