@@ -318,6 +318,8 @@ static int fold_steps(ferry_loader *L, epoch_state *ep,
       ep->draw_holes = holes;
       ep->draw_nholes = nholes;
       ep->draw_pos0 = pos0;
+    } else {
+      free(holes); /* a failed fold's partial list */
     }
     for (int r = 0; hs && r < R; r++)
       free(hs[r]);
