@@ -11,6 +11,7 @@
  *   REQUIRE(cond, fmt, ...)  the same, then `return 1` from the calling
  *                            function (for checks whose failure makes the
  *                            rest of the function meaningless)
+ *   REQUIRE_V(cond, fmt, ...) the same in a function without a result
  *   ft_set_rank(r)           MPI programs: put the rank into failure lines
  *   ft_summary(name)         print "PASS: NAME: N checks, F failed" (or
  *                            FAIL: ...) on stdout and return the exit status
@@ -71,6 +72,18 @@ static inline void ft_fail_at(const char *file, int line, const char *cond) {
       fprintf(stderr, __VA_ARGS__);                                            \
       fputc('\n', stderr);                                                     \
       return 1;                                                                \
+    }                                                                          \
+  } while (0)
+
+/* REQUIRE in a function without a result. */
+#define REQUIRE_V(cond, ...)                                                   \
+  do {                                                                         \
+    ft_checks++;                                                               \
+    if (!(cond)) {                                                             \
+      ft_fail_at(__FILE__, __LINE__, #cond);                                   \
+      fprintf(stderr, __VA_ARGS__);                                            \
+      fputc('\n', stderr);                                                     \
+      return;                                                                  \
     }                                                                          \
   } while (0)
 

@@ -198,11 +198,6 @@ static int served_positions(const ferry__draw *d, const ferry__draw_cut *old,
   return 0;
 }
 
-static int cmp_i64(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return (x > y) - (x < y);
-}
-
 /* Old rank r's first slot not served: its first hole, or its end. */
 static int64_t first_unserved(const int64_t *ends, const int64_t *nh,
                               int64_t *const *hs, int r) {
@@ -261,7 +256,7 @@ static int fold_step(const ferry_loader *L, const ferry__draw *d,
     rc = ferry__oom(err, L->rank, (size_t)cap * 2 * sizeof(int64_t),
                     "the draws %d ranks served", R);
   if (!rc && n > 1) /* (qsort of NULL, 0 is undefined) */
-    qsort(*holes, (size_t)n, sizeof(int64_t), cmp_i64);
+    qsort(*holes, (size_t)n, sizeof(int64_t), ferry__cmp_i64);
   *pos0 = p0;
   *nholes = n;
   return rc;

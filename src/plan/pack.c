@@ -68,15 +68,7 @@ int ferry__pack_make(ferry__pack *pk, const int64_t *chunk_tokens,
 /* The ordered chunk holding stream position x (0 <= x < T): the last k
  * with start[k] <= x, skipping chunks without tokens. */
 static int64_t chunk_at(const ferry__pack *pk, int64_t x) {
-  int64_t lo = 0, hi = pk->nchunks - 1;
-  while (lo < hi) {
-    int64_t mid = lo + (hi - lo + 1) / 2;
-    if (pk->start[mid] <= x)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  return lo;
+  return ferry__last_le(pk->start, pk->nchunks, x);
 }
 
 int64_t ferry__pack_spans(const ferry__pack *pk, int64_t r,

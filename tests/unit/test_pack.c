@@ -16,18 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* REQUIRE for a function without a result. */
-#define REQUIRE_V(cond, ...)                                                   \
-  do {                                                                         \
-    ft_checks++;                                                               \
-    if (!(cond)) {                                                             \
-      ft_fail_at(__FILE__, __LINE__, #cond);                                   \
-      fprintf(stderr, __VA_ARGS__);                                            \
-      fputc('\n', stderr);                                                     \
-      return;                                                                  \
-    }                                                                          \
-  } while (0)
-
 /* A corpus: nch chunks, each docs[c][0..nd[c]] offsets of its documents. */
 typedef struct corpus {
   int64_t nch;
