@@ -79,6 +79,7 @@ MPI_TESTS += \
 # the batch layout, the promises, the formats that store them.
 MPI_TESTS += \
 	tests/ragged/megatron.sh \
+	tests/pack/pack.sh \
 	tests/ragged/roff_map.sh \
 	tests/ragged/threads.sh \
 	tests/ragged/arrow.sh \

@@ -76,12 +76,14 @@ typedef struct ferry__io_params {
   int64_t max_open_files;    /* bound on files open at once                  */
   const ferry_options *opts; /* the loader's options: a backend reads its
                               * own (zarr_reader) with ferry_options_get  */
-  int threads; /* the loader's worker threads (the `threads` option, 0
-                * resolved): the lanes of the backend's decode pool;
-                * 0 or 1: decode inline */
-  int defer;   /* 1: the caller calls io_wait (when the backend has one)
-                * before it reads, frees or reuses a buffer it gave io_read;
-                * io_read may then return with decode jobs still running */
+  int threads;   /* the loader's worker threads (the `threads` option, 0
+                  * resolved): the lanes of the backend's decode pool;
+                  * 0 or 1: decode inline */
+  int defer;     /* 1: the caller calls io_wait (when the backend has one)
+                  * before it reads, frees or reuses a buffer it gave io_read;
+                  * io_read may then return with decode jobs still running */
+  int64_t epoch; /* the epoch being read (a virtual dataset's rows depend
+                  * on it: loader/pack.c); 0 outside an epoch */
 } ferry__io_params;
 
 typedef struct ferry__backend {

@@ -50,6 +50,10 @@ void ferry__manifest_free(ferry__manifest *m) {
   }
   free(m->vars);
   ferry__roff_map_close(m->roff_map);
+  if (m->inner) {
+    ferry__manifest_free(m->inner);
+    free(m->inner);
+  }
   free(m->backend);
   free(m->spec);
   free(m->notes);

@@ -79,6 +79,10 @@ typedef struct ferry__manifest {
    * (core/roffmap.c): the parts' roff[v] point into it and are not freed
    * one by one; NULL: each roff[v] is its own allocation. */
   struct ferry__roff_map *roff_map;
+  /* A virtual dataset's source (loader/pack.c: the packed rows of a token
+   * corpus), owned and freed with it; NULL for a dataset of files.  Made
+   * on every rank from the shared source, never packed or sent. */
+  struct ferry__manifest *inner;
 } ferry__manifest;
 
 /* ---- Mapped offsets (core/roffmap.c) ---- */

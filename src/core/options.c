@@ -41,6 +41,7 @@ static const char *const io_names[] = {"independent", "collective", "mmap",
 static const char *const mix_by_names[] = {"epoch", "batch", NULL};
 static const char *const exhaust_names[] = {"stop", "restart", "drop", NULL};
 static const char *const mix_resume_names[] = {"refuse", "new_mix", NULL};
+static const char *const pack_names[] = {"none", "concat", NULL};
 static const char *const device_names[] = {"auto", "cpu", "cuda", NULL};
 /* Read by the zarr backend by name (backends/zarr). */
 static const char *const zarr_reader_names[] = {"auto", "native", "netcdf",
@@ -389,6 +390,59 @@ static const option_def defs[] = {
      OFF(bucket_window),
      0,
      1 << 24,
+     NULL},
+    {{"pack", "none", "none|concat",
+      "Token corpora (docs/lm.md): concat serves rows of seq_len tokens cut "
+      "from the documents of the ragged token variable (pack_var) "
+      "concatenated in a seeded order, with their document boundaries "
+      "(segment_ids, positions, loss_mask, cu_seqlens); none serves the "
+      "documents as samples."},
+     K_ENUM,
+     OFF(pack),
+     0,
+     0,
+     pack_names},
+    {{"seq_len", "2048", "integer >= 1", "With pack: the tokens of a row (L)."},
+     K_INT,
+     OFF(seq_len),
+     1,
+     1 << 30,
+     NULL},
+    {{"overlap", "0", "0|1",
+      "With pack: 1 gives each row L + 1 tokens, the last being the next "
+      "row's first (Megatron-LM's shifted labels: inputs tokens[:, :-1], "
+      "labels tokens[:, 1:])."},
+     K_INT,
+     OFF(overlap),
+     0,
+     1,
+     NULL},
+    {{"pack_chunk", "0", "integer >= 0",
+      "With pack: documents kept together when the documents are shuffled "
+      "(a run of consecutive documents; the rows are shuffled again by "
+      "shuffle and shuffle_buffer); 0: 1 up to 2^20 documents, then as many "
+      "as keep 2^20 runs."},
+     K_INT,
+     OFF(pack_chunk),
+     0,
+     BIG,
+     NULL},
+    {{"mask_first", "no", "yes|no",
+      "With pack: yes also sets loss_mask to 0 on the first token of each "
+      "document (no token before it in the row predicts it)."},
+     K_BOOL,
+     OFF(mask_first),
+     0,
+     0,
+     NULL},
+    {{"pack_var", "", "a variable name, or empty",
+      "With pack: the corpus's ragged integer variable holding the tokens; "
+      "empty: its only ragged variable.  vars then selects among the "
+      "outputs tokens, segment_ids, positions, loss_mask and cu_seqlens."},
+     K_STR,
+     OFF(pack_var),
+     0,
+     0,
      NULL},
     {{"offsets_dtype", "int64", "int64|int32",
       "Ragged variables: int32 also gives each batch's offsets as int32 "

@@ -24,6 +24,7 @@ enum {
 enum { FERRY__MIX_BY_EPOCH = 0, FERRY__MIX_BY_BATCH };
 enum { FERRY__EXHAUST_STOP = 0, FERRY__EXHAUST_RESTART, FERRY__EXHAUST_DROP };
 enum { FERRY__MIX_RESUME_REFUSE = 0, FERRY__MIX_RESUME_NEW };
+enum { FERRY__PACK_NONE = 0, FERRY__PACK_CONCAT };
 enum { FERRY__DEV_AUTO = 0, FERRY__DEV_CPU, FERRY__DEV_CUDA };
 enum {
   FERRY__SIG_NONE = 0,
@@ -78,6 +79,12 @@ struct ferry_options {
                           * backend reads it by name)                  */
   int64_t max_tokens;    /* ragged: rows of a batch, 0: batch_size (tokens.c) */
   int64_t bucket_window; /* max_tokens: samples sorted by length together  */
+  int pack;              /* FERRY__PACK_*: packed rows (loader/pack.c)     */
+  int64_t seq_len;       /* pack: tokens of a row                          */
+  int64_t overlap;       /* pack: 0, or 1 (a row also holds the next's first) */
+  int64_t pack_chunk;    /* pack: documents shuffled together, 0: auto     */
+  int mask_first;        /* pack: loss_mask 0 on a document's first token  */
+  char *pack_var;        /* pack: the corpus's token variable, "": its one */
   int offsets_dtype;     /* 0 int64, 1 int32 too (ragged.c)               */
   char *pad;             /* ragged variables: "none", "max" or L (ragged.c) */
   int truncate;          /* pad=L: cut longer samples (1) or refuse (0)  */

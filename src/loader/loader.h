@@ -348,6 +348,16 @@ struct ferry_loader {
 /* sampling.c: weights/balance/mix at ferry_open (collective, after the
  * open's agreement), the epoch's draw plan, and the loader's share freed */
 int ferry__sampling_open(ferry_loader *L, ferry__err *err);
+
+/* ---- Packed rows of a token corpus (pack.c) ---- */
+
+/** With option pack: make L->m the packed view of the shared corpus
+ *  manifest (which becomes L->m.inner); every rank, the same outcome.
+ *  0 without pack. */
+int ferry__pack_wrap(ferry_loader *L, ferry__err *err);
+/** 1 when m is a packed view (L->be is then ferry__pack_backend). */
+int ferry__pack_is(const ferry__manifest *m);
+extern const ferry__backend ferry__pack_backend;
 int ferry__sampling_epoch(ferry_loader *L, epoch_state *ep,
                           const ferry__plan_params *pp, ferry__err *err);
 void ferry__sampling_free(ferry_loader *L);

@@ -70,10 +70,13 @@ static void loader_free(ferry_loader *L) {
 static int share_manifest(ferry_loader *L, const char *dataset,
                           ferry__err *err) {
   int rc = 0;
+  /* with pack, vars selects among the packed outputs (loader/pack.c): the
+   * corpus gives its token variable, pack_var or all */
+  const char *vars =
+      L->opts->pack != FERRY__PACK_NONE ? L->opts->pack_var : L->opts->vars;
   if (L->rank == 0) {
     if (L->opts->manifest) {
-      rc = ferry__manifest_load_json(L->opts->manifest, L->opts->vars, &L->m,
-                                     err);
+      rc = ferry__manifest_load_json(L->opts->manifest, vars, &L->m, err);
       /* A manifest left in FERRY_MANIFEST must not silently serve another
        * dataset's data. */
       if (!rc && strcmp(L->m.spec ? L->m.spec : "", dataset) != 0)
@@ -85,7 +88,7 @@ static int share_manifest(ferry_loader *L, const char *dataset,
                            L->opts->manifest, L->m.spec ? L->m.spec : "",
                            dataset);
     } else
-      rc = ferry__manifest_scan(dataset, L->opts->vars, L->opts, &L->m, err);
+      rc = ferry__manifest_scan(dataset, vars, L->opts, &L->m, err);
   }
   /* every rank, rank 0 too, unpacks what rank 0 sends (dataset/share.c) */
   return ferry__manifest_share(L->comm, L->rank, rc, &L->m, dataset, err);
@@ -304,8 +307,11 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
   rc = check_same_inputs(L, dataset, rc, &err);
   if (!rc)
     rc = share_manifest(L, dataset, &err);
+  if (!rc)
+    rc = ferry__pack_wrap(L, &err);
   if (!rc) {
-    L->be = ferry__backend_find(L->m.backend);
+    L->be = ferry__pack_is(&L->m) ? &ferry__pack_backend
+                                  : ferry__backend_find(L->m.backend);
     L->var_prefix = calloc((size_t)L->m.nvars + 1, sizeof *L->var_prefix);
     if (!L->be)
       rc = ferry__seterr_on(&err, L->rank, FERRY_ENOTSUP,

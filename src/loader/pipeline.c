@@ -453,7 +453,8 @@ void *ferry__io_main(void *arg) {
                         L->opts->max_open_files,
                         L->opts,
                         L->nthreads,
-                        0};
+                        0,
+                        ep->epoch};
   /* Deferred decodes only in independent reads (a collective round's
    * reads are waited for one by one) and never with io=mmap. */
   p.defer = !p.collective && L->be->io_wait && !ep->ext_map;

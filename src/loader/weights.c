@@ -250,7 +250,7 @@ static int read_rows(const ferry__manifest *m2, const ferry_options *o2,
     return oom(s, (size_t)(piece > 0 ? piece : 1) * v->row_bytes,
                "a read buffer", err);
   ferry__io_params p = {
-      MPI_COMM_SELF, s->rank, 0, o2->max_open_files, o2, 0, 0};
+      MPI_COMM_SELF, s->rank, 0, o2->max_open_files, o2, 0, 0, 0};
   ferry__io *io = NULL;
   int rc = be->io_open(&io, m2, &p, err);
   for (int64_t pt = 0; rc == 0 && pt < m2->nparts; pt++) {

@@ -91,7 +91,7 @@ int64_t ferry__pack_spans(const ferry__pack *pk, int64_t r,
   return n;
 }
 
-/* The first document of o[0..nd] whose tokens end after token t. */
+/* The first document of o[0..nd] whose tokens end after offset t. */
 static int64_t doc_at(const int64_t *o, int64_t nd, int64_t t) {
   int64_t lo = 0, hi = nd - 1;
   while (lo < hi) {
@@ -106,38 +106,50 @@ static int64_t doc_at(const int64_t *o, int64_t nd, int64_t t) {
 
 int ferry__pack_bounds(const ferry__pack *pk, const ferry__pack_span *sp,
                        int64_t nsp, ferry__pack_docs_fn docs, void *ctx,
-                       int mask_first, int32_t *seg, int32_t *pos,
-                       uint8_t *mask, int32_t *cu, int64_t *ncu) {
-  const int64_t L = pk->L;
-  int64_t at = 0, nc = 1;
+                       int mask_first, int32_t *ws, int32_t *wp, int32_t *seg,
+                       int32_t *pos, uint8_t *mask, int32_t *cu) {
+  const int64_t L = pk->L, W = L + pk->overlap;
+  int64_t at = 0;
   int32_t s = 0;
-  cu[0] = 0;
-  for (int64_t j = 0; j < nsp && at < L; j++) {
+  for (int64_t j = 0; j < nsp && at < W; j++) {
     int64_t nd = 0;
     const int64_t *o = docs(ctx, sp[j].chunk, &nd);
-    int64_t t = sp[j].first, end = sp[j].first + sp[j].count;
-    if (!o || nd < 1 || o[0] != 0 || o[nd] < end || sp[j].at != at)
+    if (!o || nd < 1 || sp[j].at != at || sp[j].first < 0 || sp[j].count < 0)
       return FERRY_EINVAL;
-    for (int64_t d = doc_at(o, nd, t); t < end && at < L; d++) {
+    int64_t t = o[0] + sp[j].first, end = t + sp[j].count;
+    if (o[nd] < end)
+      return FERRY_EINVAL;
+    for (int64_t d = doc_at(o, nd, t); t < end && at < W; d++) {
       if (d >= nd || o[d + 1] < o[d])
         return FERRY_EINVAL;
       int64_t stop = o[d + 1] < end ? o[d + 1] : end;
       if (stop <= t)
         continue; /* an empty document */
       s++;
-      for (; t < stop && at < L; t++, at++) {
-        seg[at] = s;
-        pos[at] = (int32_t)(t - o[d]);
-        mask[at] = !(mask_first && t == o[d]);
+      for (; t < stop && at < W; t++, at++) {
+        ws[at] = s;
+        wp[at] = (int32_t)(t - o[d]);
       }
-      cu[nc++] = (int32_t)at;
     }
   }
-  for (int64_t i = at; i < L; i++) {
-    seg[i] = 0;
-    pos[i] = 0;
-    mask[i] = 0;
+  for (int64_t i = at; i < W; i++)
+    ws[i] = wp[i] = 0;
+  if (seg)
+    memcpy(seg, ws, (size_t)L * sizeof *seg);
+  if (pos)
+    memcpy(pos, wp, (size_t)L * sizeof *pos);
+  if (mask)
+    for (int64_t i = 0; i < L; i++)
+      mask[i] =
+          ws[i] && i + 1 < W && ws[i + 1] && !(mask_first && wp[i + 1] == 0);
+  if (cu) {
+    int64_t n = 1;
+    cu[0] = 0;
+    for (int64_t i = 1; i < L; i++)
+      if (ws[i] != ws[i - 1])
+        cu[n++] = (int32_t)i;
+    while (n <= L)
+      cu[n++] = (int32_t)L;
   }
-  *ncu = nc;
   return 0;
 }

@@ -62,25 +62,34 @@ typedef struct ferry__pack_span {
 int64_t ferry__pack_spans(const ferry__pack *pk, int64_t r,
                           ferry__pack_span *out, int64_t max);
 
-/** A chunk's documents: o[0..*ndocs] their offsets from its first token
- *  (o[0] = 0, never decreasing). */
+/** A chunk's documents: o[0..*ndocs] the offsets of their bounds, in any
+ *  origin: document d of the chunk is its tokens [o[d] - o[0],
+ *  o[d + 1] - o[0]) (never decreasing). */
 typedef const int64_t *(*ferry__pack_docs_fn)(void *ctx, int64_t chunk,
                                               int64_t *ndocs);
 
 /**
- * The boundary outputs of row r (its spans sp[0..nsp) from
- * ferry__pack_spans) over its first L tokens: seg[i] the piece of a
- * document token i belongs to (1, 2, ... in the row; 0: padding), pos[i]
- * its index in its document (a document begun in an earlier row goes on
- * counting), mask[i] 1 for a token, 0 for padding and, with mask_first,
- * for a document's first token; cu[0..*ncu) the pieces' bounds (0, then
- * the end of each piece, the last the row's tokens): the row's part of a
- * varlen attention's cu_seqlens (room for L + 1).  Returns 0, or
- * FERRY_EINVAL when a chunk's offsets disagree with its tokens.
+ * The document-boundary outputs of row r, its spans sp[0..nsp) from
+ * ferry__pack_spans.  ws and wp (room for L + overlap each) receive, for
+ * each of the row's L + overlap positions, the piece of a document the
+ * token belongs to (1, 2, ... in the row; 0: padding) and its index in
+ * its document (a document begun in an earlier row goes on counting; 0
+ * for padding).  Then, each skipped when NULL, over the row's first L
+ * positions (the inputs):
+ *   seg[i] = ws[i], pos[i] = wp[i];
+ *   mask[i] = 1 when position i predicts a token: i + 1 is a token of the
+ *     row (its L + overlap positions), i is not padding and, with
+ *     mask_first, token i + 1 is not a document's first (a prediction
+ *     across documents); else 0;
+ *   cu[0..L]: 0, the end of each piece in the row, then L (the padding's
+ *     end when the row has padding), repeated to fill L + 1 entries: the
+ *     row's part of a varlen attention's cu_seqlens, padding as one piece.
+ * Returns 0, or FERRY_EINVAL when a chunk's offsets disagree with its
+ * tokens.  O(L + overlap) plus a search in each span's chunk.
  */
 int ferry__pack_bounds(const ferry__pack *pk, const ferry__pack_span *sp,
                        int64_t nsp, ferry__pack_docs_fn docs, void *ctx,
-                       int mask_first, int32_t *seg, int32_t *pos,
-                       uint8_t *mask, int32_t *cu, int64_t *ncu);
+                       int mask_first, int32_t *ws, int32_t *wp, int32_t *seg,
+                       int32_t *pos, uint8_t *mask, int32_t *cu);
 
 #endif /* FERRY_PLAN_PACK_H */

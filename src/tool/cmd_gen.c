@@ -30,7 +30,8 @@ enum {
   OPT_FORMAT,
   OPT_MEAN_LEN,
   OPT_LEN_SIGMA,
-  OPT_SEED
+  OPT_SEED,
+  OPT_LEN_LIST
 };
 
 static int run_gen(tool_ctx *ctx);
@@ -70,6 +71,10 @@ static const tool_opt gen_opts[] = {
     {"seed", 1, OPT_SEED, "S",
      "--format megatron: the lengths' seed.  "
      "Default: 0."},
+    {"len-list", 1, OPT_LEN_LIST, "N1,N2,...",
+     "--format megatron: sequence i is N(i mod k) tokens long (0 allowed: "
+     "empty documents), instead of the log-normal: corpora of chosen "
+     "lengths for the packing tests."},
     {NULL, 0, 0, NULL, NULL},
 };
 
@@ -78,7 +83,7 @@ const tool_cmd tool_cmd_gen = {
     .args = "DIR (--samples N | --size SIZE) [--var NAME:DTYPE[:SHAPE]]... "
             "[--npy-version 1|2|3] [--parts K] [--big-endian] "
             "[--format npy|megatron [--mean-len L] [--len-sigma S] "
-            "[--seed S]]",
+            "[--seed S] [--len-list N1,N2,...]]",
     .summary = "write a synthetic .npy dataset whose values encode the index",
     .description =
         "Write a synthetic dataset into DIR (created if needed; refused if it "
@@ -116,6 +121,8 @@ typedef struct gen_params {
   double mean_len; /* its lengths' log-normal: mean and sigma */
   double sigma;
   uint64_t seed;
+  int nlist; /* --len-list: the lengths, cycled (0: log-normal) */
+  int64_t list[64];
 } gen_params;
 
 static int parse_var(const tool_ctx *ctx, const char *spec, gen_var *v) {
@@ -188,6 +195,29 @@ static int megatron_params(const tool_ctx *ctx, gen_params *p) {
     return tool_usage_error(ctx, "--format megatron writes one little-endian "
                                  "corpus: no --parts, --big-endian or "
                                  "--npy-version");
+  return TOOL_CONTINUE;
+}
+
+/* --len-list N1,N2,...: up to 64 lengths from 0 to 2^31-1. */
+static int parse_len_list(const tool_ctx *ctx, const char *val,
+                          gen_params *p) {
+  const char *s = val;
+  p->nlist = 0;
+  while (*s) {
+    char *end = NULL;
+    long long x = strtoll(s, &end, 10);
+    if (end == s || x < 0 || x > 2147483647 || p->nlist >= 64 ||
+        (*end && *end != ','))
+      return tool_usage_error(ctx,
+                              "bad value '%s' for --len-list: expected up "
+                              "to 64 comma-separated lengths from 0 to "
+                              "2^31-1",
+                              val);
+    p->list[p->nlist++] = x;
+    s = *end ? end + 1 : end;
+  }
+  if (!p->nlist)
+    return tool_usage_error(ctx, "--len-list: no length given");
   return TOOL_CONTINUE;
 }
 
@@ -269,6 +299,10 @@ static int parse_gen(const tool_ctx *ctx, gen_params *p) {
       *(mean ? &p->mean_len : &p->sigma) = x;
       break;
     }
+    case OPT_LEN_LIST:
+      if ((st = parse_len_list(ctx, val, p)) != TOOL_CONTINUE)
+        return st;
+      break;
     case OPT_SEED: {
       int64_t v;
       if (tool_parse_i64(val, 0, INT64_MAX, &v) != 0)
@@ -551,6 +585,8 @@ static uint64_t mix64(uint64_t x) { /* splitmix64's finaliser */
  * on two draws of (seed, i)), at least 1, at most 2^31 - 1: a function of
  * the seed and i alone. */
 static int64_t gen_len(const gen_params *p, int64_t i) {
+  if (p->nlist)
+    return p->list[i % p->nlist];
   double x = p->mean_len;
   if (p->sigma > 0) {
     uint64_t a = mix64(p->seed ^ mix64((uint64_t)i * 2)),
@@ -675,7 +711,13 @@ static int write_marker(const tool_ctx *ctx, const gen_params *p) {
           p->samples, p->parts);
   fprintf(f, "  \"npy_version\": %d,\n  \"byte_order\": \"%s\",\n",
           p->npy_version, p->big_endian ? "big" : "little");
-  if (p->megatron)
+  if (p->megatron && p->nlist) {
+    fprintf(f, "  \"format\": \"megatron\",\n  \"files\": [\"corpus.bin\", "
+               "\"corpus.idx\"],\n  \"lengths\": \"cycled:");
+    for (int i = 0; i < p->nlist; i++)
+      fprintf(f, "%s%lld", i ? "," : " ", (long long)p->list[i]);
+    fprintf(f, "\",\n");
+  } else if (p->megatron)
     fprintf(f,
             "  \"format\": \"megatron\",\n  \"files\": [\"corpus.bin\", "
             "\"corpus.idx\"],\n  \"lengths\": \"log-normal, mean %g, "
@@ -749,13 +791,17 @@ static int run_gen(tool_ctx *ctx) {
       bytes += (double)p.vars[i].row_bytes * (double)p.samples;
     char b1[32], b2[32];
     if (p.megatron) {
+      char how[96];
+      if (p.nlist)
+        snprintf(how, sizeof how, "%d lengths cycled", p.nlist);
+      else
+        snprintf(how, sizeof how, "log-normal, mean %g, sigma %g, seed %llu",
+                 p.mean_len, p.sigma, (unsigned long long)p.seed);
       printf("ferry gen: wrote %" PRId64 " sequences of %s tokens (%s, "
-             "lengths log-normal, mean %g, sigma %g, seed %llu), a "
-             "Megatron-LM indexed dataset, to %s/corpus.bin and .idx in "
-             "%.2f s (%s/s)\n",
+             "lengths %s), a Megatron-LM indexed dataset, to %s/corpus.bin "
+             "and .idx in %.2f s (%s/s)\n",
              p.samples, ferry_dtype_name(p.vars[0].dtype),
-             tool_fmt_bytes(bytes, b1, sizeof b1), p.mean_len, p.sigma,
-             (unsigned long long)p.seed, ctx->target, secs,
+             tool_fmt_bytes(bytes, b1, sizeof b1), how, ctx->target, secs,
              tool_fmt_bytes(secs > 0 ? bytes / secs : 0, b2, sizeof b2));
       fflush(stdout);
       return TOOL_EXIT_OK;

@@ -495,7 +495,7 @@ static void test_mem(void) {
   CHECK(m.vars[2].row_ndim == 2 && m.vars[2].row_shape[1] == 3 &&
             m.vars[2].row_bytes == 12,
         "mem var h");
-  ferry__io_params p = {MPI_COMM_SELF, 0, 0, 4, NULL, 0, 0};
+  ferry__io_params p = {MPI_COMM_SELF, 0, 0, 4, NULL, 0, 0, 0};
   ferry__io *io = NULL;
   rc = be->io_open(&io, &m, &p, &e);
   CHECK(rc == 0, "mem io_open: %s", e.msg);
@@ -522,7 +522,7 @@ static void test_mem(void) {
   if (rc == 0) {
     int32_t buf[100];
     for (int rank = 0; rank < 2; rank++) {
-      ferry__io_params q = {MPI_COMM_SELF, rank, 0, 4, NULL, 0, 0};
+      ferry__io_params q = {MPI_COMM_SELF, rank, 0, 4, NULL, 0, 0, 0};
       if (be->io_open(&io, &m, &q, &e) != 0)
         continue;
       rc = be->io_read(io, 0, 0, 40, 20, buf, &e);
@@ -540,7 +540,7 @@ static void test_mem(void) {
                              &e) == 0,
         "fail_at without fail_rank: %s", e.msg);
   if (m.nparts == 1) {
-    ferry__io_params q = {MPI_COMM_SELF, 5, 0, 4, NULL, 0, 0};
+    ferry__io_params q = {MPI_COMM_SELF, 5, 0, 4, NULL, 0, 0, 0};
     int8_t buf[10];
     if (be->io_open(&io, &m, &q, &e) == 0) {
       EXPECT_CODE(be->io_read(io, 0, 0, 0, 10, buf, &e), FERRY_EIO, e,
@@ -1133,7 +1133,7 @@ static void test_npy_io(void) {
   for (int collective = 0; collective < 2; collective++) {
     for (int64_t max_open = 1; max_open <= 8; max_open *= 2) {
       ferry__io_params p = {MPI_COMM_WORLD, 0, collective, max_open,
-                            NULL,           0, 0};
+                            NULL,           0, 0,          0};
       ferry__io *io = NULL;
       char what[64];
       snprintf(what, sizeof what, "npy collective=%d max_open=%lld", collective,
@@ -1157,7 +1157,7 @@ static void test_npy_io(void) {
   /* a big-endian variable arrives in stored order and swaps back */
   ferry__manifest d;
   if (ferry__manifest_scan(tpath("d"), NULL, NULL, &d, &e) == 0) {
-    ferry__io_params p = {MPI_COMM_WORLD, 0, 0, 4, NULL, 0, 0};
+    ferry__io_params p = {MPI_COMM_WORLD, 0, 0, 4, NULL, 0, 0, 0};
     ferry__io *io = NULL;
     if (be->io_open(&io, &d, &p, &e) == 0) {
       check_all_values(be, io, &d, 0, "big-endian x");
@@ -1174,7 +1174,7 @@ static void test_npy_io(void) {
     fclose(f);
   }
   for (int collective = 0; collective < 2; collective++) {
-    ferry__io_params p = {MPI_COMM_WORLD, 0, collective, 2, NULL, 0, 0};
+    ferry__io_params p = {MPI_COMM_WORLD, 0, collective, 2, NULL, 0, 0, 0};
     ferry__io *io = NULL;
     float x[2];
     if (be->io_open(&io, &m, &p, &e) != 0)
@@ -1188,7 +1188,7 @@ static void test_npy_io(void) {
   m.parts[3].num_samples += 5;
   m.parts[3].file_size[0] += 4;
   for (int collective = 0; collective < 2; collective++) {
-    ferry__io_params p = {MPI_COMM_WORLD, 0, collective, 2, NULL, 0, 0};
+    ferry__io_params p = {MPI_COMM_WORLD, 0, collective, 2, NULL, 0, 0, 0};
     ferry__io *io = NULL;
     float x[2 * 16];
     if (be->io_open(&io, &m, &p, &e) != 0)
@@ -1202,7 +1202,7 @@ static void test_npy_io(void) {
   /* a file that vanished */
   remove(tpath("g/a/part-2.npy"));
   {
-    ferry__io_params p = {MPI_COMM_WORLD, 0, 0, 2, NULL, 0, 0};
+    ferry__io_params p = {MPI_COMM_WORLD, 0, 0, 2, NULL, 0, 0, 0};
     ferry__io *io = NULL;
     float x[2];
     if (be->io_open(&io, &m, &p, &e) == 0) {
@@ -1315,7 +1315,7 @@ static void test_fixtures(void) {
       m.parts[0].first_sample =
           json_integer_value(json_object_get(ent, "first_sample"));
     }
-    ferry__io_params p = {MPI_COMM_WORLD, 0, 0, 4, NULL, 0, 0};
+    ferry__io_params p = {MPI_COMM_WORLD, 0, 0, 4, NULL, 0, 0, 0};
     ferry__io *io = NULL;
     if (be->io_open(&io, &m, &p, &e) == 0) {
       for (int v = 0; v < m.nvars; v++)
@@ -1333,7 +1333,7 @@ static void test_fixtures(void) {
             strcmp(m.vars[0].name, "part-000") == 0,
         "fixture parts glob: %s", e.msg);
   if (rc == 0) {
-    ferry__io_params p = {MPI_COMM_WORLD, 0, 1, 2, NULL, 0, 0};
+    ferry__io_params p = {MPI_COMM_WORLD, 0, 1, 2, NULL, 0, 0, 0};
     ferry__io *io = NULL;
     if (be->io_open(&io, &m, &p, &e) == 0) {
       check_all_values(be, io, &m, 0, "fixture parts (collective)");

@@ -250,7 +250,7 @@ static int read_all(const char *path, unsigned char *out, size_t cap,
     return 0;
   }
   ferry__io *io = NULL;
-  ferry__io_params p = {MPI_COMM_SELF, 0, 0, 4, NULL, 0, 0};
+  ferry__io_params p = {MPI_COMM_SELF, 0, 0, 4, NULL, 0, 0, 0};
   if ((rc = ferry__backend_npz.io_open(&io, &m, &p, e)) == 0) {
     static const int64_t order[5] = {3, 0, 4, 1, 2};
     size_t at = 0;

@@ -1,0 +1,601 @@
+/*
+ * loader/pack.c - pack=concat (issue 26, docs/lm.md, decision 0051): the
+ * rows of seq_len tokens cut from a token corpus are the samples of a
+ * virtual dataset, so the plan shuffles, deals, pads and resumes them as
+ * any dataset's samples.
+ *
+ * ferry__pack_wrap runs on every rank once the corpus's manifest is shared
+ * (a pure function of that manifest and the options, which every rank
+ * checked equal): it moves the corpus's manifest to m.inner and makes m the
+ * virtual one -- backend "pack", one part of `rows` samples, the outputs
+ * as dense variables:
+ *
+ *   tokens       [L + overlap]  the corpus's dtype (and byte order)
+ *   segment_ids  [L]  int32     1, 2, ... per document piece; 0 padding
+ *   positions    [L]  int32     index in the document
+ *   loss_mask    [L]  uint8     1 where position i predicts token i + 1
+ *   cu_seqlens   [L + 1] int32  the row's piece bounds, padded with L
+ *
+ * (plan/pack.h defines each), selected by `vars`.  Every variable's record
+ * holds the packing's parameters and the corpus manifest's hash, so the
+ * virtual manifest's hash -- in the plan's certificate and the checkpoint
+ * -- changes with any of them.  The manifest is never packed or sent.
+ *
+ * ferry__pack_backend reads it: io_open (per epoch, io_params.epoch) makes
+ * the epoch's stream (plan/pack.c: the corpus's runs of pack_chunk
+ * documents in a seeded order) and opens the corpus's own backend; io_read
+ * of tokens reads the stream's range of the rows asked for -- whole
+ * documents straight into the rows, a document cut by the range's ends
+ * through a scratch buffer -- and spreads it into rows of L + overlap;
+ * the boundary variables are computed from the corpus's offsets, no read.
+ */
+#include "config.h"
+#include "plan/pack.h"
+#include "backends/backend.h"
+#include "core/options.h"
+#include "dataset/dataset.h"
+#include "dataset/mix.h"
+#include "loader/loader.h"
+#include "util/dtype.h"
+#include "util/record.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { K_TOKENS = 0, K_SEG, K_POS, K_MASK, K_CU, K_N };
+static const char *const out_names[K_N] = {"tokens", "segment_ids", "positions",
+                                           "loss_mask", "cu_seqlens"};
+
+/* Auto pack_chunk: runs of documents kept below this count. */
+#define PACK_MAX_CHUNKS ((int64_t)1 << 20)
+
+/* The record (every variable's): these words, then the variable's kind. */
+enum {
+  R_VERSION = 0,
+  R_L,
+  R_OVERLAP,
+  R_TAIL,
+  R_MASK_FIRST,
+  R_VAR,
+  R_CHUNK_DOCS,
+  R_NCHUNKS,
+  R_TOKENS,
+  R_ROWS,
+  R_INNER_HASH,
+  R_KIND,
+  R_N
+};
+#define PACK_RECORD_VERSION 1
+
+/* ---- The virtual manifest (every rank) ------------------------------- */
+
+static int is_int_dtype(ferry_dtype d) {
+  switch (d) {
+  case FERRY_INT8:
+  case FERRY_UINT8:
+  case FERRY_INT16:
+  case FERRY_UINT16:
+  case FERRY_INT32:
+  case FERRY_UINT32:
+  case FERRY_INT64:
+  case FERRY_UINT64: return 1;
+  default: return 0;
+  }
+}
+
+/* The corpus's token variable: pack_var, or its only ragged one. */
+static int token_var(const ferry__manifest *in, const char *want,
+                     ferry__err *err) {
+  int found = -1, nragged = 0;
+  for (int v = 0; v < in->nvars; v++) {
+    if (in->vars[v].ragged)
+      nragged++;
+    if (want && *want ? !strcmp(in->vars[v].name, want)
+                      : in->vars[v].ragged && found < 0)
+      found = v;
+  }
+  if (want && *want && found < 0)
+    return ferry__seterr(err, FERRY_EINVAL,
+                         "pack: dataset %s has no variable '%s' (option "
+                         "pack_var)",
+                         in->spec, want);
+  if (!(want && *want) && nragged != 1)
+    return ferry__seterr(err, FERRY_EINVAL,
+                         "pack: dataset %s has %d ragged variables; packing "
+                         "needs one token variable (name it with pack_var)",
+                         in->spec, nragged);
+  const ferry__var *x = &in->vars[found];
+  if (!x->ragged || x->row_ndim != 0 || !is_int_dtype(x->dtype))
+    return ferry__seterr(err, FERRY_EINVAL,
+                         "pack: variable '%s' of dataset %s is %s %s with "
+                         "%d inner dimensions; packing needs a ragged "
+                         "integer variable of one token per value (a token "
+                         "corpus: Megatron .bin/.idx, an Arrow or Parquet "
+                         "list column)",
+                         x->name, in->spec, x->ragged ? "ragged" : "dense",
+                         ferry_dtype_name(x->dtype), x->row_ndim);
+  return found;
+}
+
+/* What packing cannot serve with: refused at ferry_open, on every rank. */
+static int check_options(const ferry_options *o, const ferry__manifest *in,
+                         ferry__err *err) {
+  const char *what = NULL;
+  if (o->weights && *o->weights)
+    what = "weights";
+  else if (o->balance && *o->balance)
+    what = "balance";
+  else if (o->num_draws)
+    what = "num_draws";
+  else if (o->max_tokens)
+    what = "max_tokens";
+  else if (o->pad && *o->pad && strcmp(o->pad, "none") != 0)
+    what = "pad";
+  else if (ferry__mix_is_manifest(in))
+    what = "mix";
+  if (what)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "pack=concat with option '%s' (dataset %s): packed "
+                         "rows are dense samples of seq_len tokens; %s",
+                         what, in->spec,
+                         !strcmp(what, "mix")
+                             ? "mixes of token corpora are not packed yet"
+                         : !strcmp(what, "pad") || !strcmp(what, "max_tokens")
+                             ? "rows need no padding or token budget"
+                             : "sampled packing is not built yet");
+  return 0;
+}
+
+/* The chunks of the corpus: runs of cd documents of one part. */
+static int64_t count_chunks(const ferry__manifest *in, int64_t cd) {
+  int64_t n = 0;
+  for (int64_t p = 0; p < in->nparts; p++)
+    n += (in->parts[p].num_samples + cd - 1) / cd;
+  return n;
+}
+
+static int64_t auto_chunk_docs(const ferry__manifest *in) {
+  int64_t N = in->num_samples;
+  return N <= PACK_MAX_CHUNKS ? 1 : (N + PACK_MAX_CHUNKS - 1) / PACK_MAX_CHUNKS;
+}
+
+static void free_virtual(ferry__manifest *vm) {
+  vm->inner = NULL; /* never the caller's */
+  ferry__manifest_free(vm);
+}
+
+static int make_virtual(const ferry__manifest *in, const ferry_options *o,
+                        int tv, ferry__manifest *vm, ferry__err *err) {
+  const ferry__var *x = &in->vars[tv];
+  const int64_t L = o->seq_len, ov = o->overlap;
+  int64_t cd = o->pack_chunk ? o->pack_chunk : auto_chunk_docs(in);
+  int64_t T = 0;
+  for (int64_t p = 0; p < in->nparts; p++) {
+    const ferry__part *pt = &in->parts[p];
+    T += pt->roff[tv][pt->num_samples];
+  }
+  int64_t full = T > ov ? (T - ov) / L : 0, left = T - full * L;
+  int64_t rows = full + (o->tail != FERRY__TAIL_DROP && left > ov);
+  if (rows < 1)
+    return ferry__seterr(err, FERRY_EINVAL,
+                         "pack: dataset %s holds %lld tokens in '%s': no row "
+                         "of seq_len %lld%s (tail=%s)",
+                         in->spec, (long long)T, x->name, (long long)L,
+                         ov ? " + 1" : "",
+                         o->tail == FERRY__TAIL_DROP ? "drop_last" : "pad");
+  memset(vm, 0, sizeof *vm);
+  vm->backend = strdup("pack");
+  vm->spec = strdup(in->spec);
+  vm->nvars = K_N;
+  vm->vars = calloc(K_N, sizeof *vm->vars);
+  vm->nparts = 1;
+  vm->parts = calloc(1, sizeof *vm->parts);
+  vm->num_samples = rows;
+  vm->record_version = PACK_RECORD_VERSION;
+  int rc = 0;
+  if (!vm->backend || !vm->spec || !vm->vars || !vm->parts)
+    rc = FERRY_ENOMEM;
+  ferry__part *pt = vm->parts;
+  if (!rc) {
+    pt->num_samples = rows;
+    pt->paths = calloc(K_N, sizeof *pt->paths);
+    pt->data_offset = calloc(K_N, sizeof *pt->data_offset);
+    pt->file_size = calloc(K_N, sizeof *pt->file_size);
+    pt->rec = calloc(K_N, sizeof *pt->rec);
+    if (!pt->paths || !pt->data_offset || !pt->file_size || !pt->rec)
+      rc = FERRY_ENOMEM;
+  }
+  int64_t words[R_N] = {PACK_RECORD_VERSION,
+                        L,
+                        ov,
+                        o->tail,
+                        o->mask_first,
+                        tv,
+                        cd,
+                        count_chunks(in, cd),
+                        T,
+                        rows,
+                        (int64_t)in->hash,
+                        0};
+  for (int k = 0; !rc && k < K_N; k++) {
+    ferry__var *v = &vm->vars[k];
+    v->name = strdup(out_names[k]);
+    v->row_ndim = 1;
+    v->dtype = k == K_TOKENS ? x->dtype
+               : k == K_MASK ? FERRY_UINT8
+                             : FERRY_INT32;
+    v->swapped = k == K_TOKENS ? x->swapped : 0;
+    v->row_shape[0] = k == K_TOKENS ? L + ov : k == K_CU ? L + 1 : L;
+    v->row_bytes = (size_t)v->row_shape[0] * ferry_dtype_size(v->dtype);
+    pt->paths[k] = strdup(in->spec);
+    words[R_KIND] = k;
+    ferry__rec_w w;
+    ferry__rec_w_init(&w);
+    ferry__rec_put_u64s(&w, words, R_N);
+    void *b = NULL;
+    size_t n = 0;
+    if (!v->name || !pt->paths[k] || ferry__rec_finish(&w, &b, &n) < 0)
+      rc = FERRY_ENOMEM;
+    pt->rec[k].p = b;
+    pt->rec[k].len = n;
+  }
+  char notes[512];
+  snprintf(notes, sizeof notes,
+           "packed (pack=concat): %lld documents of '%s', %lld tokens, in "
+           "%lld rows of seq_len %lld%s; %lld runs of %lld documents "
+           "shuffled",
+           (long long)in->num_samples, x->name, (long long)T, (long long)rows,
+           (long long)L, ov ? " + 1 (overlap)" : "",
+           (long long)words[R_NCHUNKS], (long long)cd);
+  if (!rc && !(vm->notes = strdup(notes)))
+    rc = FERRY_ENOMEM;
+  if (rc) {
+    free_virtual(vm);
+    return ferry__oom(err, -1, (size_t)K_N * 256,
+                      "the packed view of dataset %s", in->spec);
+  }
+  return 0;
+}
+
+int ferry__pack_wrap(ferry_loader *L, ferry__err *err) {
+  const ferry_options *o = L->opts;
+  if (o->pack == FERRY__PACK_NONE)
+    return 0;
+  int rc = check_options(o, &L->m, err);
+  if (rc)
+    return rc;
+  int tv = token_var(&L->m, o->pack_var, err);
+  if (tv < 0)
+    return tv;
+  ferry__manifest vm;
+  if ((rc = make_virtual(&L->m, o, tv, &vm, err)) < 0)
+    return rc;
+  if ((rc = ferry__manifest_select_vars(&vm, o->vars, err)) < 0) {
+    free_virtual(&vm);
+    return rc;
+  }
+  ferry__manifest *in = malloc(sizeof *in);
+  if (!in) {
+    free_virtual(&vm);
+    return ferry__oom(err, L->rank, sizeof *in, "the packed view of %s",
+                      L->m.spec);
+  }
+  *in = L->m;
+  vm.inner = in;
+  vm.hash = ferry__manifest_hash(&vm);
+  L->m = vm;
+  return 0;
+}
+
+int ferry__pack_is(const ferry__manifest *m) {
+  return m && m->backend && !strcmp(m->backend, "pack") && m->inner;
+}
+
+/* ---- The backend ------------------------------------------------------ */
+
+struct ferry__io {
+  const ferry__manifest *m, *in; /* the virtual manifest, the corpus     */
+  const ferry__backend *be;      /* the corpus's backend                 */
+  ferry__io *child;
+  int rank;
+  int64_t w[R_N];       /* the record's words                           */
+  int kind[K_N];        /* each virtual variable's output               */
+  int tv;               /* the corpus's token variable                  */
+  size_t esize;         /* bytes of a token                             */
+  unsigned char pad[8]; /* a padding token, stored byte order         */
+  int64_t *chunk0;      /* [nparts + 1] first chunk of each part         */
+  ferry__pack pk;
+  ferry__pack_span *sp;  /* [L + overlap + 1]                          */
+  int32_t *ws, *wp, *cu; /* [L + 1] each                             */
+  unsigned char *tmp;
+  size_t tmpcap;
+};
+
+static void pack_io_close(ferry__io *io) {
+  if (!io)
+    return;
+  if (io->child)
+    io->be->io_close(io->child);
+  ferry__pack_free(&io->pk);
+  free(io->chunk0);
+  free(io->sp);
+  free(io->ws);
+  free(io->wp);
+  free(io->cu);
+  free(io->tmp);
+  free(io);
+}
+
+/* Chunk c: its part and its first document there. */
+static int64_t chunk_part(const ferry__io *io, int64_t c, int64_t *d0) {
+  int64_t p = ferry__last_le(io->chunk0, io->in->nparts, c);
+  *d0 = (c - io->chunk0[p]) * io->w[R_CHUNK_DOCS];
+  return p;
+}
+
+static const int64_t *chunk_docs(void *ctx, int64_t c, int64_t *nd) {
+  const ferry__io *io = ctx;
+  int64_t d0, p = chunk_part(io, c, &d0);
+  const ferry__part *pt = &io->in->parts[p];
+  int64_t n = pt->num_samples - d0;
+  *nd = n < io->w[R_CHUNK_DOCS] ? n : io->w[R_CHUNK_DOCS];
+  return pt->roff[io->tv] + d0;
+}
+
+static int pack_io_open(ferry__io **out, const ferry__manifest *m,
+                        const ferry__io_params *p, ferry__err *err) {
+  *out = NULL;
+  ferry__io *io = calloc(1, sizeof *io);
+  if (!io)
+    return ferry__oom(err, p->rank, sizeof *io, "the packed reader of %s",
+                      m->spec);
+  io->m = m;
+  io->in = m->inner;
+  io->rank = p->rank;
+  int rc = 0;
+  for (int v = 0; v < m->nvars && !rc; v++) {
+    ferry__rec_r r;
+    int64_t w[R_N];
+    ferry__rec_r_init(&r, m->parts[0].rec[v].p, m->parts[0].rec[v].len);
+    ferry__rec_get_u64s(&r, w, R_N);
+    if (ferry__rec_end(&r, "bytes past the end") || !io->in ||
+        w[R_VERSION] != PACK_RECORD_VERSION || w[R_KIND] < 0 ||
+        w[R_KIND] >= K_N)
+      rc = ferry__seterr_on(err, p->rank, FERRY_EINTERNAL,
+                            "pack: the packed view of %s is corrupt", m->spec);
+    else {
+      if (v == 0)
+        memcpy(io->w, w, sizeof w);
+      io->kind[v] = (int)w[R_KIND];
+    }
+  }
+  if (rc) {
+    pack_io_close(io);
+    return rc;
+  }
+  const ferry__manifest *in = io->in;
+  const int64_t L = io->w[R_L], W = L + io->w[R_OVERLAP];
+  io->tv = (int)io->w[R_VAR];
+  io->esize = in->vars[io->tv].row_bytes;
+  io->be = ferry__backend_find(in->backend);
+  io->chunk0 = malloc((size_t)(in->nparts + 1) * sizeof *io->chunk0);
+  io->sp = malloc((size_t)(W + 1) * sizeof *io->sp);
+  io->ws = malloc((size_t)(W + 1) * sizeof *io->ws);
+  io->wp = malloc((size_t)(W + 1) * sizeof *io->wp);
+  io->cu = malloc((size_t)(L + 1) * sizeof *io->cu);
+  int64_t nch = io->w[R_NCHUNKS];
+  int64_t *tok = malloc((size_t)(nch ? nch : 1) * sizeof *tok);
+  if (!io->be)
+    rc = ferry__seterr_on(err, p->rank, FERRY_ENOTSUP,
+                          "pack: backend '%s' of %s is not built in",
+                          in->backend, in->spec);
+  else if (!io->chunk0 || !io->sp || !io->ws || !io->wp || !io->cu || !tok)
+    rc = ferry__oom(err, p->rank,
+                    (size_t)(in->nparts + 1 + nch) * 8 + (size_t)W * 24,
+                    "the packed reader of %s", m->spec);
+  const int64_t cd = io->w[R_CHUNK_DOCS];
+  for (int64_t q = 0, c = 0; !rc && q <= in->nparts; q++) {
+    io->chunk0[q] = c;
+    if (q == in->nparts)
+      break;
+    const ferry__part *pt = &in->parts[q];
+    const int64_t *o = pt->roff[io->tv];
+    for (int64_t d = 0; d < pt->num_samples && c < nch; d += cd, c++) {
+      int64_t e = d + cd < pt->num_samples ? d + cd : pt->num_samples;
+      tok[c] = o[e] - o[d];
+      ferry__manifest_trim_step(in, o, d);
+    }
+  }
+  if (!rc && io->chunk0[in->nparts] != nch)
+    rc = ferry__seterr_on(err, p->rank, FERRY_EINTERNAL,
+                          "pack: %s: %lld runs of documents, the view says "
+                          "%lld",
+                          m->spec, (long long)io->chunk0[in->nparts],
+                          (long long)nch);
+  if (!rc) {
+    const ferry_options *o = p->opts;
+    uint64_t key = 0;
+    if (o && o->shuffle != FERRY__SHUFFLE_NONE) {
+      key = ferry__rand_key(o->seed, FERRY__STREAM_PACK, (uint64_t)p->epoch, 0);
+      key += !key;
+    }
+    rc = ferry__pack_make(&io->pk, tok, nch, L, (int)io->w[R_OVERLAP],
+                          (int)io->w[R_TAIL], key, err);
+    if (!rc &&
+        (io->pk.tokens != io->w[R_TOKENS] || io->pk.rows != m->num_samples))
+      rc = ferry__seterr_on(err, p->rank, FERRY_EINTERNAL,
+                            "pack: %s: the stream holds %lld tokens in %lld "
+                            "rows, the view says %lld in %lld",
+                            m->spec, (long long)io->pk.tokens,
+                            (long long)io->pk.rows, (long long)io->w[R_TOKENS],
+                            (long long)m->num_samples);
+  }
+  free(tok);
+  if (!rc && p->opts && p->opts->pad_value && *p->opts->pad_value &&
+      ferry__value_of_text(p->opts->pad_value, in->vars[io->tv].dtype,
+                           io->pad) < 0)
+    rc = ferry__seterr_on(
+        err, p->rank, FERRY_EINVAL, "pack: pad_value '%s' is not a %s",
+        p->opts->pad_value, ferry_dtype_name(in->vars[io->tv].dtype));
+  if (!rc && in->vars[io->tv].swapped)
+    for (size_t i = 0; i < io->esize / 2; i++) {
+      unsigned char t = io->pad[i];
+      io->pad[i] = io->pad[io->esize - 1 - i];
+      io->pad[io->esize - 1 - i] = t;
+    }
+  if (!rc) {
+    ferry__io_params cp = *p;
+    cp.defer = 0;
+    cp.collective = 0;
+    rc = io->be->io_open(&io->child, in, &cp, err);
+  }
+  if (rc) {
+    pack_io_close(io);
+    return rc;
+  }
+  *out = io;
+  return 0;
+}
+
+static int grow_tmp(ferry__io *io, size_t n, ferry__err *err) {
+  if (n <= io->tmpcap)
+    return 0;
+  unsigned char *t = realloc(io->tmp, n);
+  if (!t)
+    return ferry__oom(err, io->rank, n, "a document of %s", io->in->spec);
+  io->tmp = t;
+  io->tmpcap = n;
+  return 0;
+}
+
+/* Read chunk c's tokens [s0, s1) (from its first token) to dst: the
+ * documents inside whole, each end's document cut through tmp. */
+static int read_chunk_range(ferry__io *io, int64_t c, int64_t s0, int64_t s1,
+                            unsigned char *dst, ferry__err *err) {
+  int64_t d0, p = chunk_part(io, c, &d0), nd;
+  const int64_t *o = chunk_docs(io, c, &nd);
+  const int64_t a = o[0] + s0, b = o[0] + s1; /* in the part's offsets */
+  const size_t es = io->esize;
+  /* da: the document holding a; db: the first starting at or after b */
+  int64_t da = ferry__last_le(o, nd, a), db = da;
+  while (db < nd && o[db] < b)
+    db++;
+  int rc = 0;
+  if (o[da] < a) { /* cut at the front */
+    int64_t n = o[da + 1] - o[da], from = a - o[da];
+    int64_t to = (o[da + 1] < b ? o[da + 1] : b) - o[da];
+    if ((rc = grow_tmp(io, (size_t)n * es, err)) ||
+        (rc = io->be->io_read(io->child, p, io->tv, d0 + da, 1, io->tmp, err)))
+      return rc;
+    memcpy(dst, io->tmp + (size_t)from * es, (size_t)(to - from) * es);
+    dst += (size_t)(to - from) * es;
+    da++;
+  }
+  if (da >= db)
+    return 0;
+  int cut_end = o[db] > b;
+  int64_t whole = db - da - cut_end;
+  if (whole > 0) {
+    if ((rc = io->be->io_read(io->child, p, io->tv, d0 + da, whole, dst, err)))
+      return rc;
+    dst += (size_t)(o[da + whole] - o[da]) * es;
+  }
+  if (cut_end) {
+    int64_t d = db - 1, n = o[d + 1] - o[d];
+    if ((rc = grow_tmp(io, (size_t)n * es, err)) ||
+        (rc = io->be->io_read(io->child, p, io->tv, d0 + d, 1, io->tmp, err)))
+      return rc;
+    memcpy(dst, io->tmp, (size_t)(b - o[d]) * es);
+  }
+  return 0;
+}
+
+static int read_tokens(ferry__io *io, int64_t row, int64_t n,
+                       unsigned char *buf, ferry__err *err) {
+  const ferry__pack *pk = &io->pk;
+  const int64_t L = pk->L, W = L + pk->overlap;
+  const size_t es = io->esize;
+  int64_t x = row * L, x1 = (row + n) * L + pk->overlap;
+  if (x1 > pk->tokens)
+    x1 = pk->tokens;
+  const int64_t have = x1 - x;
+  unsigned char *dst = buf;
+  for (int64_t k = ferry__last_le(pk->start, pk->nchunks, x); x < x1; k++) {
+    int64_t a = pk->start[k], b = pk->start[k + 1];
+    if (b <= x)
+      continue; /* a run without tokens */
+    int64_t stop = b < x1 ? b : x1;
+    int rc = read_chunk_range(io, pk->order[k], x - a, stop - a, dst, err);
+    if (rc)
+      return rc;
+    dst += (size_t)(stop - x) * es;
+    x = stop;
+  }
+  /* the stream's range is buf's first `have` tokens: spread it into rows
+   * of W (the last row first: each moves up, past what is left to move) */
+  for (int64_t j = n - 1; j >= 0; j--) {
+    int64_t from = j * L, cnt = have - from < W ? have - from : W;
+    if (cnt < 0)
+      cnt = 0;
+    if (pk->overlap && cnt > 0)
+      memmove(buf + (size_t)(j * W) * es, buf + (size_t)from * es,
+              (size_t)cnt * es);
+    for (int64_t i = cnt; i < W; i++)
+      memcpy(buf + (size_t)(j * W + i) * es, io->pad, es);
+  }
+  return 0;
+}
+
+static int pack_io_read(ferry__io *io, int64_t part, int var, int64_t row,
+                        int64_t nrows, void *buf, ferry__err *err) {
+  int rc = ferry__check_part_var(io->m, part, var, io->rank, err);
+  if (!rc)
+    rc = ferry__check_rows(io->m, part, var, row, nrows, io->rank, err);
+  if (rc || nrows == 0)
+    return rc;
+  const int kind = io->kind[var];
+  if (kind == K_TOKENS)
+    return read_tokens(io, row, nrows, buf, err);
+  const ferry__pack *pk = &io->pk;
+  const int64_t L = pk->L, W = L + pk->overlap;
+  const size_t rb = io->m->vars[var].row_bytes;
+  for (int64_t j = 0; j < nrows; j++) {
+    unsigned char *out = (unsigned char *)buf + (size_t)j * rb;
+    int64_t nsp = ferry__pack_spans(pk, row + j, io->sp, W + 1);
+    if (nsp < 0 || nsp > W + 1 ||
+        ferry__pack_bounds(pk, io->sp, nsp, chunk_docs, io,
+                           (int)io->w[R_MASK_FIRST], io->ws, io->wp,
+                           kind == K_SEG ? (int32_t *)(void *)out : NULL,
+                           kind == K_POS ? (int32_t *)(void *)out : NULL,
+                           kind == K_MASK ? out : NULL,
+                           kind == K_CU ? (int32_t *)(void *)out : NULL))
+      return ferry__seterr_on(err, io->rank, FERRY_EINTERNAL,
+                              "pack: row %lld of %s: its spans disagree with "
+                              "the corpus's offsets",
+                              (long long)(row + j), io->m->spec);
+  }
+  return 0;
+}
+
+static int pack_describe(const char *path, const ferry_options *opts,
+                         ferry__part_desc *out, ferry__err *err) {
+  (void)opts;
+  (void)out;
+  return ferry__seterr(err, FERRY_EINVAL,
+                       "%s: a packed view is made by option pack, never a "
+                       "part of a dataset",
+                       path);
+}
+
+const ferry__backend ferry__pack_backend = {
+    .name = "pack",
+    .version = FERRY__BACKEND_VERSION,
+    .caps = FERRY__CAP_NOT_FLAT,
+    .record_version = PACK_RECORD_VERSION,
+    .describe = pack_describe,
+    .io_open = pack_io_open,
+    .io_read = pack_io_read,
+    .io_close = pack_io_close,
+};
