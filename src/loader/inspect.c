@@ -271,7 +271,10 @@ int ferry_manifest_save(const ferry_loader *L, const char *path) {
   if (!L || !path)
     return ferry__seterr(NULL, FERRY_EINVAL, "ferry_manifest_save: NULL");
   ferry__err err = {0};
-  int rc = ferry__manifest_save_json(&L->m, path, &err);
+  /* a packed view saves its corpus's manifest: the index a job packs
+   * from (loader/pack.c makes the view again from it and the options) */
+  int rc =
+      ferry__manifest_save_json(L->m.inner ? L->m.inner : &L->m, path, &err);
   if (rc)
     ferry__loader_fail((ferry_loader *)L, &err);
   return rc;

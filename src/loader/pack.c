@@ -15,6 +15,8 @@
  *   positions    [L]  int32     index in the document
  *   loss_mask    [L]  uint8     1 where position i predicts token i + 1
  *   cu_seqlens   [L + 1] int32  the row's piece bounds, padded with L
+ *   document_ids [L]  int64     the corpus's document index; -1 padding
+ *                               (only when vars names it: ferry verify)
  *
  * (plan/pack.h defines each), selected by `vars`.  Every variable's record
  * holds the packing's parameters and the corpus manifest's hash, so the
@@ -44,9 +46,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { K_TOKENS = 0, K_SEG, K_POS, K_MASK, K_CU, K_N };
-static const char *const out_names[K_N] = {"tokens", "segment_ids", "positions",
-                                           "loss_mask", "cu_seqlens"};
+enum { K_TOKENS = 0, K_SEG, K_POS, K_MASK, K_CU, K_DOC, K_N };
+static const char *const out_names[K_N] = {
+    "tokens",     "segment_ids", "positions", "loss_mask",
+    "cu_seqlens", "document_ids"};
+/* the outputs without vars: document_ids only when asked for */
+#define PACK_DEFAULT_VARS                                                      \
+  "tokens,segment_ids,positions,loss_mask,cu_seqlens"
 
 /* Auto pack_chunk: runs of documents kept below this count. */
 #define PACK_MAX_CHUNKS ((int64_t)1 << 20)
@@ -225,6 +231,7 @@ static int make_virtual(const ferry__manifest *in, const ferry_options *o,
     v->row_ndim = 1;
     v->dtype = k == K_TOKENS ? x->dtype
                : k == K_MASK ? FERRY_UINT8
+               : k == K_DOC  ? FERRY_INT64
                              : FERRY_INT32;
     v->swapped = k == K_TOKENS ? x->swapped : 0;
     v->row_shape[0] = k == K_TOKENS ? L + ov : k == K_CU ? L + 1 : L;
@@ -272,7 +279,8 @@ int ferry__pack_wrap(ferry_loader *L, ferry__err *err) {
   ferry__manifest vm;
   if ((rc = make_virtual(&L->m, o, tv, &vm, err)) < 0)
     return rc;
-  if ((rc = ferry__manifest_select_vars(&vm, o->vars, err)) < 0) {
+  if ((rc = ferry__manifest_select_vars(
+           &vm, o->vars && *o->vars ? o->vars : PACK_DEFAULT_VARS, err)) < 0) {
     free_virtual(&vm);
     return rc;
   }
@@ -308,7 +316,7 @@ struct ferry__io {
   int64_t *chunk0;      /* [nparts + 1] first chunk of each part         */
   ferry__pack pk;
   ferry__pack_span *sp;  /* [L + overlap + 1]                          */
-  int32_t *ws, *wp, *cu; /* [L + 1] each                             */
+  int32_t *ws, *wp;    /* [L + overlap + 1] each                   */
   unsigned char *tmp;
   size_t tmpcap;
 };
@@ -323,7 +331,6 @@ static void pack_io_close(ferry__io *io) {
   free(io->sp);
   free(io->ws);
   free(io->wp);
-  free(io->cu);
   free(io->tmp);
   free(io);
 }
@@ -344,16 +351,13 @@ static const int64_t *chunk_docs(void *ctx, int64_t c, int64_t *nd) {
   return pt->roff[io->tv] + d0;
 }
 
-static int pack_io_open(ferry__io **out, const ferry__manifest *m,
-                        const ferry__io_params *p, ferry__err *err) {
-  *out = NULL;
-  ferry__io *io = calloc(1, sizeof *io);
-  if (!io)
-    return ferry__oom(err, p->rank, sizeof *io, "the packed reader of %s",
-                      m->spec);
+/* The view's record, the runs of documents and the epoch's stream, on
+ * io (no file opened): io_open's first part, and ferry_pack_stats'. */
+static int view_init(ferry__io *io, const ferry__manifest *m, int rank,
+                     const ferry_options *o, int64_t epoch, ferry__err *err) {
   io->m = m;
   io->in = m->inner;
-  io->rank = p->rank;
+  io->rank = rank;
   int rc = 0;
   for (int v = 0; v < m->nvars && !rc; v++) {
     ferry__rec_r r;
@@ -363,7 +367,7 @@ static int pack_io_open(ferry__io **out, const ferry__manifest *m,
     if (ferry__rec_end(&r, "bytes past the end") || !io->in ||
         w[R_VERSION] != PACK_RECORD_VERSION || w[R_KIND] < 0 ||
         w[R_KIND] >= K_N)
-      rc = ferry__seterr_on(err, p->rank, FERRY_EINTERNAL,
+      rc = ferry__seterr_on(err, rank, FERRY_EINTERNAL,
                             "pack: the packed view of %s is corrupt", m->spec);
     else {
       if (v == 0)
@@ -371,28 +375,20 @@ static int pack_io_open(ferry__io **out, const ferry__manifest *m,
       io->kind[v] = (int)w[R_KIND];
     }
   }
-  if (rc) {
-    pack_io_close(io);
+  if (rc)
     return rc;
-  }
   const ferry__manifest *in = io->in;
   const int64_t L = io->w[R_L], W = L + io->w[R_OVERLAP];
   io->tv = (int)io->w[R_VAR];
   io->esize = in->vars[io->tv].row_bytes;
-  io->be = ferry__backend_find(in->backend);
   io->chunk0 = malloc((size_t)(in->nparts + 1) * sizeof *io->chunk0);
   io->sp = malloc((size_t)(W + 1) * sizeof *io->sp);
   io->ws = malloc((size_t)(W + 1) * sizeof *io->ws);
   io->wp = malloc((size_t)(W + 1) * sizeof *io->wp);
-  io->cu = malloc((size_t)(L + 1) * sizeof *io->cu);
   int64_t nch = io->w[R_NCHUNKS];
   int64_t *tok = malloc((size_t)(nch ? nch : 1) * sizeof *tok);
-  if (!io->be)
-    rc = ferry__seterr_on(err, p->rank, FERRY_ENOTSUP,
-                          "pack: backend '%s' of %s is not built in",
-                          in->backend, in->spec);
-  else if (!io->chunk0 || !io->sp || !io->ws || !io->wp || !io->cu || !tok)
-    rc = ferry__oom(err, p->rank,
+  if (!io->chunk0 || !io->sp || !io->ws || !io->wp || !tok)
+    rc = ferry__oom(err, rank,
                     (size_t)(in->nparts + 1 + nch) * 8 + (size_t)W * 24,
                     "the packed reader of %s", m->spec);
   const int64_t cd = io->w[R_CHUNK_DOCS];
@@ -401,31 +397,30 @@ static int pack_io_open(ferry__io **out, const ferry__manifest *m,
     if (q == in->nparts)
       break;
     const ferry__part *pt = &in->parts[q];
-    const int64_t *o = pt->roff[io->tv];
+    const int64_t *off = pt->roff[io->tv];
     for (int64_t d = 0; d < pt->num_samples && c < nch; d += cd, c++) {
       int64_t e = d + cd < pt->num_samples ? d + cd : pt->num_samples;
-      tok[c] = o[e] - o[d];
-      ferry__manifest_trim_step(in, o, d);
+      tok[c] = off[e] - off[d];
+      ferry__manifest_trim_step(in, off, d);
     }
   }
   if (!rc && io->chunk0[in->nparts] != nch)
-    rc = ferry__seterr_on(err, p->rank, FERRY_EINTERNAL,
+    rc = ferry__seterr_on(err, rank, FERRY_EINTERNAL,
                           "pack: %s: %lld runs of documents, the view says "
                           "%lld",
                           m->spec, (long long)io->chunk0[in->nparts],
                           (long long)nch);
   if (!rc) {
-    const ferry_options *o = p->opts;
     uint64_t key = 0;
     if (o && o->shuffle != FERRY__SHUFFLE_NONE) {
-      key = ferry__rand_key(o->seed, FERRY__STREAM_PACK, (uint64_t)p->epoch, 0);
+      key = ferry__rand_key(o->seed, FERRY__STREAM_PACK, (uint64_t)epoch, 0);
       key += !key;
     }
     rc = ferry__pack_make(&io->pk, tok, nch, L, (int)io->w[R_OVERLAP],
                           (int)io->w[R_TAIL], key, err);
     if (!rc &&
         (io->pk.tokens != io->w[R_TOKENS] || io->pk.rows != m->num_samples))
-      rc = ferry__seterr_on(err, p->rank, FERRY_EINTERNAL,
+      rc = ferry__seterr_on(err, rank, FERRY_EINTERNAL,
                             "pack: %s: the stream holds %lld tokens in %lld "
                             "rows, the view says %lld in %lld",
                             m->spec, (long long)io->pk.tokens,
@@ -433,12 +428,29 @@ static int pack_io_open(ferry__io **out, const ferry__manifest *m,
                             (long long)m->num_samples);
   }
   free(tok);
+  return rc;
+}
+
+static int pack_io_open(ferry__io **out, const ferry__manifest *m,
+                        const ferry__io_params *p, ferry__err *err) {
+  *out = NULL;
+  ferry__io *io = calloc(1, sizeof *io);
+  if (!io)
+    return ferry__oom(err, p->rank, sizeof *io, "the packed reader of %s",
+                      m->spec);
+  int rc = view_init(io, m, p->rank, p->opts, p->epoch, err);
+  const ferry__manifest *in = io->in;
+  if (!rc && !(io->be = ferry__backend_find(in->backend)))
+    rc = ferry__seterr_on(err, p->rank, FERRY_ENOTSUP,
+                          "pack: backend '%s' of %s is not built in",
+                          in->backend, in->spec);
   if (!rc && p->opts && p->opts->pad_value && *p->opts->pad_value &&
       ferry__value_of_text(p->opts->pad_value, in->vars[io->tv].dtype,
                            io->pad) < 0)
-    rc = ferry__seterr_on(
-        err, p->rank, FERRY_EINVAL, "pack: pad_value '%s' is not a %s",
-        p->opts->pad_value, ferry_dtype_name(in->vars[io->tv].dtype));
+    rc = ferry__seterr_on(err, p->rank, FERRY_EINVAL,
+                          "pack: pad_value '%s' is not a %s",
+                          p->opts->pad_value,
+                          ferry_dtype_name(in->vars[io->tv].dtype));
   if (!rc && in->vars[io->tv].swapped)
     for (size_t i = 0; i < io->esize / 2; i++) {
       unsigned char t = io->pad[i];
@@ -548,6 +560,25 @@ static int read_tokens(ferry__io *io, int64_t row, int64_t n,
   return 0;
 }
 
+/* Row r's document_ids: the corpus's index of each input's document
+ * (its part's first sample + the document's index there), -1 padding. */
+static void row_docs(ferry__io *io, int64_t r, int64_t *out) {
+  const ferry__pack *pk = &io->pk;
+  int64_t nsp = ferry__pack_spans(pk, r, io->sp, pk->L + pk->overlap + 1);
+  int64_t at = 0;
+  for (int64_t j = 0; j < nsp && at < pk->L; j++) {
+    int64_t d0, p = chunk_part(io, io->sp[j].chunk, &d0), nd;
+    const int64_t *o = chunk_docs(io, io->sp[j].chunk, &nd);
+    int64_t t = o[0] + io->sp[j].first, end = t + io->sp[j].count;
+    int64_t base = io->in->parts[p].first_sample + d0;
+    for (int64_t d = ferry__last_le(o, nd, t); t < end && at < pk->L; d++)
+      for (; t < o[d + 1] && t < end && at < pk->L; t++)
+        out[at++] = base + d;
+  }
+  while (at < pk->L)
+    out[at++] = -1;
+}
+
 static int pack_io_read(ferry__io *io, int64_t part, int var, int64_t row,
                         int64_t nrows, void *buf, ferry__err *err) {
   int rc = ferry__check_part_var(io->m, part, var, io->rank, err);
@@ -558,6 +589,11 @@ static int pack_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   const int kind = io->kind[var];
   if (kind == K_TOKENS)
     return read_tokens(io, row, nrows, buf, err);
+  if (kind == K_DOC) {
+    for (int64_t j = 0; j < nrows; j++)
+      row_docs(io, row + j, (int64_t *)buf + j * io->pk.L);
+    return 0;
+  }
   const ferry__pack *pk = &io->pk;
   const int64_t L = pk->L, W = L + pk->overlap;
   const size_t rb = io->m->vars[var].row_bytes;
@@ -599,3 +635,37 @@ const ferry__backend ferry__pack_backend = {
     .io_read = pack_io_read,
     .io_close = pack_io_close,
 };
+
+int ferry_pack_stats(const ferry_loader *L, int64_t epoch,
+                     ferry_pack_info *out) {
+  if (!L || !out || !ferry__pack_is(&L->m))
+    return ferry__seterr(NULL, FERRY_EINVAL,
+                         "ferry_pack_stats: the loader does not pack (option "
+                         "pack)");
+  ferry__io *io = calloc(1, sizeof *io);
+  ferry__err err = {0};
+  int rc = io ? view_init(io, &L->m, L->rank, L->opts, epoch, &err)
+              : ferry__oom(&err, L->rank, sizeof *io, "the packing's figures");
+  if (!rc) {
+    const ferry__pack *pk = &io->pk;
+    int64_t inputs =
+        pk->rows * pk->L < pk->tokens ? pk->rows * pk->L : pk->tokens;
+    memset(out, 0, sizeof *out);
+    out->seq_len = pk->L;
+    out->overlap = pk->overlap;
+    out->documents = io->in->num_samples;
+    out->tokens = pk->tokens;
+    out->rows = pk->rows;
+    out->padding = pk->rows * pk->L - inputs;
+    out->dropped = pk->tokens - inputs;
+    out->efficiency =
+        pk->rows ? (double)inputs / ((double)pk->rows * (double)pk->L) : 0;
+    out->split = ferry__pack_split(pk, chunk_docs, io);
+    out->runs = pk->nchunks;
+    out->run_docs = io->w[R_CHUNK_DOCS];
+  }
+  pack_io_close(io);
+  if (rc)
+    ferry__loader_fail((ferry_loader *)L, &err);
+  return rc;
+}

@@ -153,3 +153,17 @@ int ferry__pack_bounds(const ferry__pack *pk, const ferry__pack_span *sp,
   }
   return 0;
 }
+
+int64_t ferry__pack_split(const ferry__pack *pk, ferry__pack_docs_fn docs,
+                          void *ctx) {
+  int64_t n = 0;
+  for (int64_t k = 0; k < pk->nchunks; k++) {
+    int64_t nd = 0, x = pk->start[k];
+    const int64_t *o = docs(ctx, pk->order[k], &nd);
+    for (int64_t d = 0; o && d < nd; d++) {
+      int64_t a = x + o[d] - o[0], b = x + o[d + 1] - o[0];
+      n += b > a && a / pk->L != (b - 1) / pk->L;
+    }
+  }
+  return n;
+}

@@ -92,4 +92,9 @@ int ferry__pack_bounds(const ferry__pack *pk, const ferry__pack_span *sp,
                        int mask_first, int32_t *ws, int32_t *wp, int32_t *seg,
                        int32_t *pos, uint8_t *mask, int32_t *cu);
 
+/** The documents the rows cut: those whose tokens lie in two rows' inputs
+ *  or more (a walk over every chunk's documents in stream order). */
+int64_t ferry__pack_split(const ferry__pack *pk, ferry__pack_docs_fn docs,
+                          void *ctx);
+
 #endif /* FERRY_PLAN_PACK_H */

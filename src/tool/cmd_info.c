@@ -157,6 +157,36 @@ static void print_budget(const ferry_memory_budget *mb) {
            tool_fmt_bytes((double)mb->index_bytes, b1, sizeof b1));
 }
 
+/* pack=concat: the packing of epoch 0 (rows are the samples above). */
+static void print_pack(const ferry_loader *L) {
+  ferry_pack_info pi;
+  if (ferry_pack_stats(L, 0, &pi) != 0)
+    return;
+  printf("packing        %" PRId64 " documents, %" PRId64
+         " tokens -> %" PRId64 " rows of seq_len %" PRId64 "%s\n",
+         pi.documents, pi.tokens, pi.rows, pi.seq_len,
+         pi.overlap ? " + 1 (overlap)" : "");
+  printf("               efficiency %.4f (%" PRId64 " padding tokens), %" PRId64
+         " tokens dropped (tail), %" PRId64 " documents split (epoch 0); "
+         "%" PRId64 " runs of %" PRId64 " documents shuffled\n",
+         pi.efficiency, pi.padding, pi.dropped, pi.split, pi.runs,
+         pi.run_docs);
+}
+
+/* pack=concat: ", \"pack\": {...}" (nothing for other datasets). */
+static void print_json_pack(const ferry_loader *L) {
+  ferry_pack_info pi;
+  if (ferry_pack_stats(L, 0, &pi) != 0)
+    return;
+  printf(", \"pack\": {\"seq_len\": %" PRId64 ", \"overlap\": %d, "
+         "\"documents\": %" PRId64 ", \"tokens\": %" PRId64
+         ", \"rows\": %" PRId64 ", \"padding\": %" PRId64
+         ", \"dropped\": %" PRId64 ", \"efficiency\": %.6f, \"split\": %" PRId64
+         ", \"runs\": %" PRId64 ", \"run_docs\": %" PRId64 "}",
+         pi.seq_len, pi.overlap, pi.documents, pi.tokens, pi.rows, pi.padding,
+         pi.dropped, pi.efficiency, pi.split, pi.runs, pi.run_docs);
+}
+
 /* The batch_size option (for the ragged line). */
 static int64_t info_option(const tool_ctx *ctx, const char *name) {
   char v[32] = "0";
@@ -258,6 +288,7 @@ static void print_text(const tool_ctx *ctx, const ferry_loader *L,
              x.proportion, x.exhaust, x.path);
   }
   printf("samples        %" PRId64 "\n", n);
+  print_pack(L);
   print_vars(ctx, L, &row_total, &ragged_bytes);
   if (ragged_bytes > 0)
     printf("sample bytes   %.1f on average (all variables), dataset %s\n",
@@ -372,6 +403,7 @@ static void print_json(const tool_ctx *ctx, const ferry_loader *L,
   }
   printf("]");
   print_json_mix(L);
+  print_json_pack(L);
   printf(", \"samples\": %" PRId64 ", \"vars\": [", n);
   for (int i = 0; i < nvars; i++) {
     ferry_var_info v;

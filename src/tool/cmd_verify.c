@@ -43,7 +43,7 @@
 
 const char *const verify_check_names[CK_COUNT] = {
     "batches", "exactly-once", "content", "determinism",
-    "order",   "mixing",       "sampling"};
+    "order",   "mixing",       "sampling",   "tokens"};
 const char *const verify_res_names[4] = {"SKIP", "PASS", "WARN", "FAIL"};
 
 enum { OPT_EPOCHS = 1, OPT_JSON, OPT_STATE, OPT_COMPUTE_MS, OPT_MAX_MEMORY };
@@ -202,8 +202,10 @@ static int marker_dir(const char *spec, char *dir, size_t len) {
   return 0;
 }
 
-static int decide_content(const tool_ctx *ctx, const ferry_loader *L, char *why,
-                          size_t len) {
+static int decide_content(const tool_ctx *ctx, const ferry_loader *L,
+                          const setup *su, char *why, size_t len) {
+  /* packed rows: the corpus's documents are the generated samples */
+  int64_t samples_want = su->pack ? su->pi.documents : ferry_num_samples(L);
   int on = 0;
   if (strncmp(ctx->target, "mem:", 4) == 0) {
     on = 1;
@@ -234,11 +236,11 @@ static int decide_content(const tool_ctx *ctx, const ferry_loader *L, char *why,
       long long samples = -1;
       if (s == NULL || sscanf(s + 10, "%lld", &samples) != 1)
         snprintf(why, len, "%.512s has no sample count", path);
-      else if (samples != ferry_num_samples(L))
+      else if (samples != samples_want)
         snprintf(why, len,
                  "%.512s is for %lld samples, the dataset has %" PRId64
                  " (a part of a generated dataset)",
-                 path, samples, ferry_num_samples(L));
+                 path, samples, samples_want);
       else {
         on = 1;
         snprintf(why, len, "written by 'ferry gen' (%.512s)", path);
@@ -480,7 +482,10 @@ static int run_epoch(tool_ctx *ctx, ferry_loader *L, const setup *su, int64_t e,
         run->ids[run->nids] = b->sample_ids[j];
         run->padded[run->nids++] = b->padded[j] != 0;
       }
-      if (su->content)
+      if (su->pack && verify_pack_batch(su, b, run) != 0)
+        tool_oom(ctx, (size_t)su->pi.documents * 24,
+                 "the documents' counts of %s", ctx->target);
+      else if (su->content && !su->pack)
         check_content(su, b, e, run);
     }
     run->received++;
@@ -530,6 +535,7 @@ static int run_epoch(tool_ctx *ctx, ferry_loader *L, const setup *su, int64_t e,
 }
 
 static void epoch_run_reset(epoch_run *r) {
+  verify_pack_free(r);
   free(r->hash);
   free(r->sizes);
   free(r->ids);
@@ -677,7 +683,8 @@ static void setup_init(tool_ctx *ctx, ferry_loader *L, setup *su) {
              : strcmp(su->tail_name, "partial") == 0 ? TAIL_PARTIAL
                                                      : TAIL_DROP;
   su->shuffled = strcmp(su->shuffle_name, "none") != 0;
-  su->content = decide_content(ctx, L, su->why, sizeof su->why);
+  verify_pack_setup(ctx, L, su);
+  su->content = decide_content(ctx, L, su, su->why, sizeof su->why);
   ferry_sampling_info_get(L, &su->si);
 }
 
@@ -749,7 +756,11 @@ static void check_content_all(const tool_ctx *ctx, report *rep, const setup *su,
   verify_first_message(ctx, r->bad_values > 0, r->content_msg, msg);
   if (ctx->rank != 0)
     return;
-  if (!su->content)
+  if (su->pack)
+    verify_result(rep, CK_CONTENT, RES_SKIP, e,
+                  "packed rows: the tokens check compares every token with "
+                  "its document's");
+  else if (!su->content)
     verify_result(rep, CK_CONTENT, RES_SKIP, e, "%s", su->why);
   else if (bad == 0)
     verify_result(rep, CK_CONTENT, RES_PASS, e,
@@ -874,6 +885,7 @@ static int verify_epoch(tool_ctx *ctx, ferry_loader *L, const verify_cfg *cfg,
   if (v->su.si.mode && ctx->rank == 0 && gathered)
     verify_check_sampling(L, &v->rep, &v->su, e, v->ids, v->pad, total);
   check_content_all(ctx, &v->rep, &v->su, e, &v->r1);
+  verify_check_tokens(ctx, &v->rep, &v->su, e, &v->r1);
   check_determinism(ctx, &v->rep, e, &v->r1, &v->r2, cfg->state != NULL);
   check_order(ctx, v, e, total, gathered, resumed);
   return 0;
@@ -1009,6 +1021,11 @@ static int run_verify(tool_ctx *ctx) {
   if ((st = tool_host_batches(ctx)) != TOOL_CONTINUE)
     return st;
   ferry_loader *L = NULL;
+  /* a packing loader: every output, document_ids too (verify_pack.c) */
+  char pk[64], vars[64];
+  if (strcmp(tool_option(ctx, "pack", pk, sizeof pk), "none") != 0 &&
+      !*tool_option(ctx, "vars", vars, sizeof vars))
+    ferry_options_set(ctx->opts, "vars", VERIFY_PACK_VARS);
   if ((st = tool_open(ctx, &L)) != 0)
     return st;
   /* bounded: refuse before anything per sample is held (issue 30) */

@@ -18,6 +18,7 @@ enum {
   CK_ORDER,
   CK_MIXING,
   CK_SAMPLING,
+  CK_TOKENS,
   CK_COUNT
 };
 extern const char *const verify_check_names[CK_COUNT];
@@ -43,6 +44,10 @@ typedef struct setup {
   char tail_name[64], shuffle_name[64]; /* the options, as text */
   char why[1024];                       /* why content is (not) checked */
   ferry_sampling_info si;               /* weights, balance, mix        */
+  int pack;          /* pack=concat: the tokens check (verify_pack.c)  */
+  int pack_all;      /* every output selected, document_ids too        */
+  int mask_first;    /* the option                                      */
+  ferry_pack_info pi; /* the packing (ferry_pack_stats)                */
 } setup;
 
 /* One run of one epoch on this rank. */
@@ -60,6 +65,13 @@ typedef struct epoch_run {
   char malformed_msg[MSG_LEN];
   int64_t bad_values, checked;
   char content_msg[MSG_LEN];
+  /* pack=concat (verify_pack.c): per document of the corpus, the
+   * positions served (count, largest, sum of hashes), and the rows'
+   * failures */
+  int64_t *pk_cnt, *pk_max;
+  uint64_t *pk_hash;
+  int64_t pk_bad, pk_content_bad, pk_tokens;
+  char pk_msg[MSG_LEN], pk_content_msg[MSG_LEN];
 } epoch_run;
 
 /* Rank 0's tally and output. */
@@ -93,5 +105,17 @@ void verify_check_once(tool_ctx *ctx, report *rep, const setup *su, int64_t e,
 void verify_check_sampling(const ferry_loader *L, report *rep, const setup *su,
                            int64_t e, const int64_t *ids, const int64_t *pad,
                            int64_t total);
+
+/* pack=concat (verify_pack.c): the setup (1 when the loader packs), a
+ * batch's rows checked and counted (-1: out of memory), the epoch's check
+ * (collective), the run's arrays freed. */
+int verify_pack_setup(tool_ctx *ctx, ferry_loader *L, setup *su);
+int verify_pack_batch(const setup *su, const ferry_batch *b, epoch_run *run);
+void verify_check_tokens(const tool_ctx *ctx, report *rep, const setup *su,
+                         int64_t e, epoch_run *r);
+void verify_pack_free(epoch_run *r);
+/* The vars verify asks a packing loader for (all its outputs). */
+#define VERIFY_PACK_VARS                                                       \
+  "tokens,segment_ids,positions,loss_mask,cu_seqlens,document_ids"
 
 #endif /* FERRY_TOOL_VERIFY_H */

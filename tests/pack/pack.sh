@@ -39,6 +39,51 @@ else
   failed "test_pack_rows on 7 ranks" "$tmp/rows.out"
 fi
 
+# ferry verify: every token once, the boundary outputs, ferry gen's values
+for t in partial pad drop_last; do
+  if $RUN_MPI 3 "$FERRY" verify "$fx/c" --pack concat --seq-len 9 \
+       --batch-size 4 --tail $t --overlap 1 --mask-first yes \
+       >"$tmp/verify.$t" 2>&1 &&
+     grep '^PASS tokens .*every token is ferry gen' "$tmp/verify.$t" >/dev/null; then
+    ok "ferry verify, tail=$t: `grep '^PASS tokens' "$tmp/verify.$t" | head -1`"
+  else
+    failed "ferry verify --pack concat --tail $t" "$tmp/verify.$t"
+  fi
+done
+# a changed token: caught
+cp -r "$fx/c" "$fx/bad"
+"$PYTHON_NUMPY" -c 'import sys
+p = sys.argv[1]; b = bytearray(open(p, "rb").read()); b[4000] ^= 1
+open(p, "wb").write(b)' "$fx/bad/corpus.bin" 2>/dev/null ||
+  printf '\001' | dd of="$fx/bad/corpus.bin" bs=1 seek=4000 conv=notrunc 2>/dev/null
+$RUN_MPI 2 "$FERRY" verify "$fx/bad" --pack concat --seq-len 8 --batch-size 4 \
+  --tail partial --epochs 1 >"$tmp/verify.bad" 2>&1
+if grep '^FAIL tokens .*differ from the corpus' "$tmp/verify.bad" >/dev/null; then
+  ok "a changed token: `grep '^FAIL tokens' "$tmp/verify.bad"`"
+else
+  failed "ferry verify did not catch a changed token" "$tmp/verify.bad"
+fi
+
+# ferry info: the packing's figures; a saved manifest packs the same rows
+"$FERRY" info "$fx/c" --pack concat --seq-len 8 --save-manifest "$tmp/m.json" \
+  >"$tmp/info" 2>&1
+if grep '^packing  *400 documents, 5650 tokens -> 706 rows of seq_len 8' "$tmp/info" >/dev/null &&
+   grep 'efficiency 1.0000 (0 padding tokens), 2 tokens dropped' "$tmp/info" >/dev/null &&
+   test -f "$tmp/m.json.roff"; then
+  ok "ferry info: `grep -A1 '^packing' "$tmp/info" | tr -s ' ' | tr '\n' ' '`"
+else
+  failed "ferry info --pack concat" "$tmp/info"
+fi
+"$FERRY" dump "$fx/c" --pack concat --seq-len 8 --batch-size 4 --row-hash \
+  --seed 5 >"$tmp/scan.dump" 2>&1
+"$FERRY" dump "$fx/c" --pack concat --seq-len 8 --batch-size 4 --row-hash \
+  --seed 5 --manifest "$tmp/m.json" >"$tmp/saved.dump" 2>&1
+if test -s "$tmp/scan.dump" && cmp "$tmp/scan.dump" "$tmp/saved.dump" >/dev/null; then
+  ok "a saved manifest (the corpus's, with its .roff) packs the same rows"
+else
+  failed "dump with the saved manifest differs" "$tmp/saved.dump"
+fi
+
 expect_refusal -l "a dense dataset" 1 "ragged variables" \
   "$FERRY" dump "$fx/d" --pack concat --seq-len 8
 expect_refusal -l "pack_var not there" 1 "'text' not found" \

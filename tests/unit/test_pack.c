@@ -236,6 +236,18 @@ static void test_random(void) {
         more += cov[x] > 1;
       }
       int64_t lost = pk.tokens - once;
+      /* the documents split: those whose first and last tokens lie in two
+       * rows (L apart in the stream) */
+      int64_t split = 0;
+      for (int64_t x = 0; x < pk.tokens; x++)
+        if (x + 1 == pk.tokens || st[x + 1].doc != st[x].doc) {
+          int64_t first = x - st[x].in; /* the document's first token */
+          split += first / L != x / L;
+        }
+      CHECK(ferry__pack_split(&pk, docs_of, &c) == split,
+            "seed %llu: %lld documents split, the stream says %lld",
+            (unsigned long long)seed,
+            (long long)ferry__pack_split(&pk, docs_of, &c), (long long)split);
       CHECK(more == 0 &&
                 (tail == FERRY__TAIL_DROP ? lost < L + 1 : lost <= overlap),
             "seed %llu L %lld overlap %d tail %d: %lld tokens, %lld in no "
