@@ -717,17 +717,17 @@ FERRY_API int ferry_mix_source(const ferry_loader *loader, int i,
 /** The packing of a loader opened with pack=concat (docs/lm.md): the
  *  figures of one epoch's rows, before the tail rule across ranks. */
 typedef struct ferry_pack_info {
-  int64_t seq_len;    /**< L: the inputs of a row                          */
-  int overlap;        /**< 1: a row also holds the next row's first token  */
-  int64_t documents;  /**< documents of the corpus (empty ones too)        */
-  int64_t tokens;     /**< the corpus's tokens                             */
-  int64_t rows;       /**< rows of an epoch (the loader's samples)         */
-  int64_t padding;    /**< padding positions among the rows' inputs        */
-  int64_t dropped;    /**< tokens no row has as an input (the tail)        */
-  double efficiency;  /**< non-padding fraction of the rows' inputs        */
-  int64_t split;      /**< documents cut by a row boundary in the epoch    */
-  int64_t runs;       /**< runs of documents shuffled (pack_chunk each)    */
-  int64_t run_docs;   /**< documents of a run (the last of a part fewer)   */
+  int64_t seq_len;   /**< L: the inputs of a row                          */
+  int overlap;       /**< 1: a row also holds the next row's first token  */
+  int64_t documents; /**< documents of the corpus (empty ones too)        */
+  int64_t tokens;    /**< the corpus's tokens                             */
+  int64_t rows;      /**< rows of an epoch (the loader's samples)         */
+  int64_t padding;   /**< padding positions among the rows' inputs        */
+  int64_t dropped;   /**< tokens no row has as an input (the tail)        */
+  double efficiency; /**< non-padding fraction of the rows' inputs        */
+  int64_t split;     /**< documents cut by a row boundary in the epoch    */
+  int64_t runs;      /**< runs of documents shuffled (pack_chunk each)    */
+  int64_t run_docs;  /**< documents of a run (the last of a part fewer)   */
 } ferry_pack_info;
 /** The packing of epoch `epoch` (split depends on it: a walk over the
  *  documents, O(documents)).  Returns 0, FERRY_EINVAL when the loader does

@@ -145,6 +145,7 @@ MPI_TESTS += \
 	tests/python/interrupt.sh \
 	tests/python/held.sh \
 	tests/python/ragged.sh \
+	tests/python/pack.sh \
 	tests/python/roff_map.sh \
 	tests/python/pip_install.sh \
 	tests/python/test_torch_front.sh \

@@ -521,6 +521,25 @@ static PyObject *loader_memory_budget(LoaderObject *self, PyObject *u) {
       (Py_ssize_t)m.index_bytes);
 }
 
+/* pack=concat: the packing's figures of an epoch (ferry_pack_stats), or
+ * None when the loader does not pack. */
+static PyObject *loader_pack_stats(LoaderObject *self, PyObject *args) {
+  long long epoch = 0;
+  if (!PyArg_ParseTuple(args, "|L", &epoch) || !ferry__py_loader_ok(self))
+    return NULL;
+  ferry_pack_info pi;
+  if (ferry_pack_stats(self->c->L, epoch, &pi) != 0)
+    Py_RETURN_NONE;
+  return Py_BuildValue("{s:L,s:i,s:L,s:L,s:L,s:L,s:L,s:d,s:L,s:L,s:L}",
+                       "seq_len", (long long)pi.seq_len, "overlap", pi.overlap,
+                       "documents", (long long)pi.documents, "tokens",
+                       (long long)pi.tokens, "rows", (long long)pi.rows,
+                       "padding", (long long)pi.padding, "dropped",
+                       (long long)pi.dropped, "efficiency", pi.efficiency,
+                       "split", (long long)pi.split, "runs",
+                       (long long)pi.runs, "run_docs", (long long)pi.run_docs);
+}
+
 static PyObject *loader_get_vars(LoaderObject *self, void *u) {
   (void)u;
   if (!ferry__py_loader_ok(self))
@@ -588,6 +607,9 @@ static PyMethodDef loader_methods[] = {
      "ask for the agreed checkpoint, as the checkpoint signal does (for a "
      "framework that owns the signal)"},
     {"stats", (PyCFunction)loader_stats, METH_NOARGS, "counters (dict)"},
+    {"pack_stats", (PyCFunction)loader_pack_stats, METH_VARARGS,
+     "pack_stats(epoch=0): with pack=concat the packing's figures (rows, "
+     "tokens, efficiency, documents split...), else None"},
     {"memory_budget", (PyCFunction)loader_memory_budget, METH_NOARGS,
      "memory bound by component (dict)"},
     {"__enter__", (PyCFunction)loader_enter, METH_NOARGS, NULL},

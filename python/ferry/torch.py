@@ -45,7 +45,7 @@ except ImportError as _e:  # pragma: no cover - depends on the installation
 
 import ferry as _ferry
 
-__all__ = ["Dataset", "loader", "WorkerError", "padded", "nested"]
+__all__ = ["Dataset", "loader", "WorkerError", "padded", "nested", "varlen"]
 
 
 class WorkerError(RuntimeError):
@@ -75,6 +75,37 @@ def _tensor(array):
         return _ferry.Ragged(torch.from_dlpack(array.values),
                              torch.from_dlpack(array.offsets), array.max_len)
     return torch.from_dlpack(array)
+
+
+# Unsigned integers wider than a byte: torch before 2.3 has no uint16/32/64
+# tensors (DLPack import fails: "Unsupported kUInt bits 16"), yet token
+# corpora are uint16 (Megatron-LM's .bin for vocabularies under 65536).
+# Such a variable is copied, widened to the next signed type that holds it.
+_WIDEN = {"<u2": "int32", ">u2": "int32", "<u4": "int64", ">u4": "int64"}
+
+
+def _torch_lacks(typestr):
+    names = {"<u2": "uint16", ">u2": "uint16", "<u4": "uint32",
+             ">u4": "uint32"}
+    return typestr in names and not hasattr(torch, names[typestr])
+
+
+def _widened(array):
+    """A torch tensor copied from a host ferry Array (or the values of a
+    Ragged) torch has no type for, widened (uint16 -> int32, uint32 ->
+    int64)."""
+    import numpy
+    if isinstance(array, _ferry.Ragged):
+        return _ferry.Ragged(_widened(array.values),
+                             torch.from_dlpack(array.offsets), array.max_len)
+    a = numpy.asarray(array)
+    return torch.from_numpy(a.astype(_WIDEN[array.dtype]))
+
+
+def _needs_widening(array):
+    if isinstance(array, _ferry.Ragged):
+        array = array.values
+    return _torch_lacks(array.dtype)
 
 
 def _pick_from_capsule():
@@ -170,10 +201,15 @@ class Dataset(IterableDataset):
         # per batch; device batches go through torch.from_dlpack, which
         # passes torch's current stream
         self._host = self.loader.device == "cpu"
+        self._wide = self._direct = None  # keys copied widened, the rest
         self.transform = transform
         self.epoch_fn = epoch_fn
         self.index_key = index_key
         self.padded_key = padded_key
+        # pack=concat (docs/lm.md): cu_seqlens arrives per row [B, L + 1];
+        # the dict gives the batch's varlen (THD) form and max_seqlen
+        self._pack = (self.loader.pack_stats() is not None and
+                      "cu_seqlens" in self.keys)
         # Where the loader stands: "fresh" (just opened, set_epoch,
         # load_state_dict: the next iteration goes on from there), "done"
         # (the epoch was served to its end: ferry.Loader's next iteration
@@ -228,13 +264,26 @@ class Dataset(IterableDataset):
         self._where = "done"
 
     def _convert(self, batch):
+        out = self._convert_vars(batch)
+        if self._pack:
+            out["cu_seqlens"], out["max_seqlen"] = varlen(out["cu_seqlens"])
+        return out
+
+    def _convert_vars(self, batch):
         if self._host:
-            out = batch.to_dict(_from_capsule, self.keys,
+            if self._wide is None:   # the first batch: what torch lacks
+                self._wide = [k for k in self.keys
+                              if _needs_widening(batch[k])]
+                self._direct = [k for k in self.keys if k not in self._wide]
+            out = batch.to_dict(_from_capsule, self._direct,
                                 index_key=self.index_key,
                                 padded_key=self.padded_key, capsule=True)
             if self.padded_key is not None:
                 out[self.padded_key] = _as_bool(out[self.padded_key])
-            return out
+            for k in self._wide:
+                out[k] = _widened(batch[k])
+            return {k: out[k] for k in list(self.keys) +
+                    [x for x in out if x not in self.keys]}
         out = {k: _tensor(batch[k]) for k in self.keys}
         if self.index_key is not None:
             out[self.index_key] = _tensor(batch.indices)
@@ -289,6 +338,26 @@ class Dataset(IterableDataset):
         return "ferry.torch.Dataset(%d samples, vars=%s, rank %d of %d)" % (
             self.loader.num_samples, self.keys, self.loader.rank,
             self.loader.world_size)
+
+
+def varlen(cu_rows):
+    """A packed batch's ``cu_seqlens`` in the varlen (THD) layout.
+
+    cu_rows: the loader's ``cu_seqlens`` of pack=concat, [B, L + 1] int32,
+    row b holding 0, the end of each document piece of the row, then L
+    repeated (padding is one piece).  Returns (cu, max_seqlen): cu, int32
+    [pieces + 1], the bounds of every piece of the batch flattened to B * L
+    tokens (0, ..., B * L), for flash_attn_varlen_func and
+    torch.nn.attention's varlen kernels; max_seqlen, the longest piece (a
+    Python int: on a GPU batch, one synchronisation).  ferry.torch.Dataset
+    applies it to every packed batch.
+    """
+    d = cu_rows[:, 1:] - cu_rows[:, :-1]   # [B, L]: piece lengths, then 0
+    lens = d[d > 0]                        # row by row: the batch's pieces
+    cu = torch.zeros(lens.numel() + 1, dtype=torch.int32,
+                     device=cu_rows.device)
+    cu[1:] = torch.cumsum(lens, 0)
+    return cu, int(lens.max()) if lens.numel() else 0
 
 
 def padded(r, pad_value=0, length=None, truncate=False):

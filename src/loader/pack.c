@@ -47,12 +47,11 @@
 #include <string.h>
 
 enum { K_TOKENS = 0, K_SEG, K_POS, K_MASK, K_CU, K_DOC, K_N };
-static const char *const out_names[K_N] = {
-    "tokens",     "segment_ids", "positions", "loss_mask",
-    "cu_seqlens", "document_ids"};
+static const char *const out_names[K_N] = {"tokens",     "segment_ids",
+                                           "positions",  "loss_mask",
+                                           "cu_seqlens", "document_ids"};
 /* the outputs without vars: document_ids only when asked for */
-#define PACK_DEFAULT_VARS                                                      \
-  "tokens,segment_ids,positions,loss_mask,cu_seqlens"
+#define PACK_DEFAULT_VARS "tokens,segment_ids,positions,loss_mask,cu_seqlens"
 
 /* Auto pack_chunk: runs of documents kept below this count. */
 #define PACK_MAX_CHUNKS ((int64_t)1 << 20)
@@ -315,8 +314,8 @@ struct ferry__io {
   unsigned char pad[8]; /* a padding token, stored byte order         */
   int64_t *chunk0;      /* [nparts + 1] first chunk of each part         */
   ferry__pack pk;
-  ferry__pack_span *sp;  /* [L + overlap + 1]                          */
-  int32_t *ws, *wp;    /* [L + overlap + 1] each                   */
+  ferry__pack_span *sp; /* [L + overlap + 1]                          */
+  int32_t *ws, *wp;     /* [L + overlap + 1] each                   */
   unsigned char *tmp;
   size_t tmpcap;
 };
@@ -447,10 +446,9 @@ static int pack_io_open(ferry__io **out, const ferry__manifest *m,
   if (!rc && p->opts && p->opts->pad_value && *p->opts->pad_value &&
       ferry__value_of_text(p->opts->pad_value, in->vars[io->tv].dtype,
                            io->pad) < 0)
-    rc = ferry__seterr_on(err, p->rank, FERRY_EINVAL,
-                          "pack: pad_value '%s' is not a %s",
-                          p->opts->pad_value,
-                          ferry_dtype_name(in->vars[io->tv].dtype));
+    rc = ferry__seterr_on(
+        err, p->rank, FERRY_EINVAL, "pack: pad_value '%s' is not a %s",
+        p->opts->pad_value, ferry_dtype_name(in->vars[io->tv].dtype));
   if (!rc && in->vars[io->tv].swapped)
     for (size_t i = 0; i < io->esize / 2; i++) {
       unsigned char t = io->pad[i];

@@ -199,8 +199,7 @@ static int megatron_params(const tool_ctx *ctx, gen_params *p) {
 }
 
 /* --len-list N1,N2,...: up to 64 lengths from 0 to 2^31-1. */
-static int parse_len_list(const tool_ctx *ctx, const char *val,
-                          gen_params *p) {
+static int parse_len_list(const tool_ctx *ctx, const char *val, gen_params *p) {
   const char *s = val;
   p->nlist = 0;
   while (*s) {

@@ -162,15 +162,14 @@ static void print_pack(const ferry_loader *L) {
   ferry_pack_info pi;
   if (ferry_pack_stats(L, 0, &pi) != 0)
     return;
-  printf("packing        %" PRId64 " documents, %" PRId64
-         " tokens -> %" PRId64 " rows of seq_len %" PRId64 "%s\n",
+  printf("packing        %" PRId64 " documents, %" PRId64 " tokens -> %" PRId64
+         " rows of seq_len %" PRId64 "%s\n",
          pi.documents, pi.tokens, pi.rows, pi.seq_len,
          pi.overlap ? " + 1 (overlap)" : "");
   printf("               efficiency %.4f (%" PRId64 " padding tokens), %" PRId64
          " tokens dropped (tail), %" PRId64 " documents split (epoch 0); "
          "%" PRId64 " runs of %" PRId64 " documents shuffled\n",
-         pi.efficiency, pi.padding, pi.dropped, pi.split, pi.runs,
-         pi.run_docs);
+         pi.efficiency, pi.padding, pi.dropped, pi.split, pi.runs, pi.run_docs);
 }
 
 /* pack=concat: ", \"pack\": {...}" (nothing for other datasets). */

@@ -42,8 +42,8 @@
 #include <time.h>
 
 const char *const verify_check_names[CK_COUNT] = {
-    "batches", "exactly-once", "content", "determinism",
-    "order",   "mixing",       "sampling",   "tokens"};
+    "batches", "exactly-once", "content",  "determinism",
+    "order",   "mixing",       "sampling", "tokens"};
 const char *const verify_res_names[4] = {"SKIP", "PASS", "WARN", "FAIL"};
 
 enum { OPT_EPOCHS = 1, OPT_JSON, OPT_STATE, OPT_COMPUTE_MS, OPT_MAX_MEMORY };

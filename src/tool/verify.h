@@ -44,9 +44,9 @@ typedef struct setup {
   char tail_name[64], shuffle_name[64]; /* the options, as text */
   char why[1024];                       /* why content is (not) checked */
   ferry_sampling_info si;               /* weights, balance, mix        */
-  int pack;          /* pack=concat: the tokens check (verify_pack.c)  */
-  int pack_all;      /* every output selected, document_ids too        */
-  int mask_first;    /* the option                                      */
+  int pack;           /* pack=concat: the tokens check (verify_pack.c)  */
+  int pack_all;       /* every output selected, document_ids too        */
+  int mask_first;     /* the option                                      */
   ferry_pack_info pi; /* the packing (ferry_pack_stats)                */
 } setup;
 

@@ -85,31 +85,27 @@ static void check_row(const setup *su, const ferry_batch *b, int64_t j,
     have++;
   for (int64_t i = 0; i < L; i++) {
     if (i >= have) {
-      if (seg[i] || pos[i] || doc[i] != -1 || mask[i])
-        {
+      if (seg[i] || pos[i] || doc[i] != -1 || mask[i]) {
         bad_row(run, b, j, "padding with a document", i);
         return;
       }
       continue;
     }
-    if (doc[i] < 0 || doc[i] >= su->pi.documents || pos[i] < 0)
-      {
-        bad_row(run, b, j, "a document index out of range", i);
-        return;
-      }
+    if (doc[i] < 0 || doc[i] >= su->pi.documents || pos[i] < 0) {
+      bad_row(run, b, j, "a document index out of range", i);
+      return;
+    }
     if (i == 0 ? seg[0] != 1
-               : seg[i] == seg[i - 1]
-                     ? doc[i] != doc[i - 1] || pos[i] != pos[i - 1] + 1
-                     : seg[i] != seg[i - 1] + 1 || pos[i] != 0)
-      {
-        bad_row(run, b, j, "segment_ids disagree with the documents", i);
-        return;
-      }
+        : seg[i] == seg[i - 1]
+            ? doc[i] != doc[i - 1] || pos[i] != pos[i - 1] + 1
+            : seg[i] != seg[i - 1] + 1 || pos[i] != 0) {
+      bad_row(run, b, j, "segment_ids disagree with the documents", i);
+      return;
+    }
     int nreal = i + 1 < have, nfirst = nreal && pos[i + 1] == 0;
     if (i + 1 < L || !su->pi.overlap) {
       int want = nreal && !(su->mask_first && nfirst);
-      if (mask[i] != want)
-        {
+      if (mask[i] != want) {
         bad_row(run, b, j, "loss_mask", i);
         return;
       }
@@ -121,9 +117,9 @@ static void check_row(const setup *su, const ferry_batch *b, int64_t j,
       if (memcmp(tok + (size_t)i * el, want, el) != 0 &&
           run->pk_content_bad++ == 0)
         snprintf(run->pk_content_msg, MSG_LEN,
-                 "batch %" PRId64 " row %" PRId64
-                 " position %" PRId64 ": token %" PRId32
-                 " of document %" PRId64 " differs from what ferry gen wrote",
+                 "batch %" PRId64 " row %" PRId64 " position %" PRId64
+                 ": token %" PRId32 " of document %" PRId64
+                 " differs from what ferry gen wrote",
                  b->index, j, i, pos[i], doc[i]);
     }
   }
@@ -135,11 +131,10 @@ static void check_row(const setup *su, const ferry_batch *b, int64_t j,
       cu_ok &= cu[k++] == i;
   for (; k <= L; k++)
     cu_ok &= cu[k] == L;
-  if (!cu_ok)
-    {
-        bad_row(run, b, j, "cu_seqlens disagrees with segment_ids", 0);
-        return;
-      }
+  if (!cu_ok) {
+    bad_row(run, b, j, "cu_seqlens disagrees with segment_ids", 0);
+    return;
+  }
   for (int64_t i = 0; i < have; i++) {
     int64_t d = doc[i];
     run->pk_cnt[d]++;
@@ -196,8 +191,7 @@ void verify_check_tokens(const tool_ctx *ctx, report *rep, const setup *su,
     mx = calloc((size_t)(D ? D : 1), sizeof *mx);
     h = calloc((size_t)(D ? D : 1), sizeof *h);
     if (!cnt || !mx || !h)
-      tool_oom(ctx, (size_t)D * 24, "the documents' counts of %s",
-               ctx->target);
+      tool_oom(ctx, (size_t)D * 24, "the documents' counts of %s", ctx->target);
   }
   int have = r->pk_cnt != NULL, all = 0;
   MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
@@ -208,8 +202,7 @@ void verify_check_tokens(const tool_ctx *ctx, report *rep, const setup *su,
     zm = malloc((size_t)(D ? D : 1) * sizeof *zm);
     zh = calloc((size_t)(D ? D : 1), sizeof *zh);
     if (!zc || !zm || !zh)
-      tool_oom(ctx, (size_t)D * 24, "the documents' counts of %s",
-               ctx->target);
+      tool_oom(ctx, (size_t)D * 24, "the documents' counts of %s", ctx->target);
     for (int64_t i = 0; i < D; i++)
       zm[i] = -1;
   }
@@ -221,8 +214,8 @@ void verify_check_tokens(const tool_ctx *ctx, report *rep, const setup *su,
                MPI_INT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
     MPI_Reduce((have ? r->pk_max : zm) + a, mx ? mx + a : NULL, n, MPI_INT64_T,
                MPI_MAX, 0, MPI_COMM_WORLD);
-    MPI_Reduce((have ? r->pk_hash : zh) + a, h ? h + a : NULL, n,
-               MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+    MPI_Reduce((have ? r->pk_hash : zh) + a, h ? h + a : NULL, n, MPI_UINT64_T,
+               MPI_SUM, 0, MPI_COMM_WORLD);
   }
   free(zc);
   free(zm);
@@ -261,8 +254,8 @@ void verify_check_tokens(const tool_ctx *ctx, report *rep, const setup *su,
   else if (nb)
     verify_result(rep, CK_TOKENS, RES_FAIL, e,
                   "%" PRId64 " documents' tokens not served once each (first: "
-                  "document %" PRId64 ", %" PRId64 " tokens up to position %" PRId64
-                  ")",
+                  "document %" PRId64 ", %" PRId64
+                  " tokens up to position %" PRId64 ")",
                   nb, docs_bad, cnt[docs_bad], mx[docs_bad]);
   else if (!count_ok)
     verify_result(rep, CK_TOKENS, RES_FAIL, e,

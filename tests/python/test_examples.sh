@@ -12,6 +12,25 @@ run() {
 run ddp_distributed_sampler.py npy
 run scdataset_block_shuffle.py npy
 run zarr_chunk_shuffle.py store.zarr
+# packed rows (pack=concat): trained on 2 ranks; then 7 batches on 2 ranks,
+# saved, and the rest of the epoch on 3: no row twice, all but the tail
+run lm_packed.py corpus
+$RUN_MPI 2 "$PY" "$top_srcdir/examples/lm_packed.py" "$tmp/corpus" --steps 7 \
+  --save "$tmp/lm.pt" --served "$tmp/served" >"$tmp/out" 2>&1 &&
+  $RUN_MPI 3 "$PY" "$top_srcdir/examples/lm_packed.py" "$tmp/corpus" \
+    --resume "$tmp/lm.pt" --served "$tmp/served" >>"$tmp/out" 2>&1
+rc=$?
+cat "$tmp/out"
+total=`wc -l <"$tmp/served" 2>/dev/null || echo 0`
+twice=`sort -n "$tmp/served" 2>/dev/null | uniq -d | wc -l`
+rows=`sed -n 's/.* of \([0-9]*\), efficiency.*/\1/p' "$tmp/out" | head -1`
+if test $rc -eq 0 && test "$twice" -eq 0 && test -n "$rows" &&
+   test "$total" -gt `expr $rows - 24`; then
+  echo "ok: lm_packed.py saved on 2 ranks, resumed on 3: $total rows of $rows, none twice"
+else
+  echo "FAIL: lm_packed.py resumed on 3 ranks: status $rc, $total rows of ${rows:-?}, $twice twice"
+  status=1
+fi
 # the Lightning and JAX examples where their framework is installed (the GPU
 # machine of tests/gpu/device.sh has both)
 if "$PY" -c "import lightning" >/dev/null 2>&1 || "$PY" -c "import pytorch_lightning" >/dev/null 2>&1; then
