@@ -84,6 +84,26 @@ else
   failed "dump with the saved manifest differs" "$tmp/saved.dump"
 fi
 
+# Megatron-LM's GPTDataset (tests/pack/megatron_gpt.py): only with a
+# Megatron-LM checkout named by MEGATRON_LM (not shipped; docs/lm.md has
+# the command and its last result) and pybind11
+if test -n "${MEGATRON_LM:-}" && test -n "${PYTHON_NUMPY:-}" &&
+   "$PYTHON_NUMPY" -c "import pybind11" >/dev/null 2>&1; then
+  for c in "$top_srcdir/tests/ragged/megatron-testing/test_text_document:16" \
+           "$top_srcdir/tests/ragged/megatron-testing/fim_text_document:50"; do
+    if PYTHONPATH="$top_builddir/python${PYTHONPATH:+:$PYTHONPATH}" \
+       $RUN_MPI 1 "$PYTHON_NUMPY" "$top_srcdir/tests/pack/megatron_gpt.py" \
+         "$MEGATRON_LM" "${c%:*}" "${c##*:}" "$tmp/helpers" >"$tmp/meg" 2>&1 &&
+       grep 'every row equal' "$tmp/meg" >/dev/null; then
+      ok "`tail -1 "$tmp/meg"` (Megatron's build_sample_idx)"
+    else
+      failed "megatron_gpt.py ${c##*/}" "$tmp/meg"
+    fi
+  done
+else
+  echo "note: Megatron-LM's GPTDataset not compared (set MEGATRON_LM to a checkout; docs/lm.md)"
+fi
+
 expect_refusal -l "a dense dataset" 1 "ragged variables" \
   "$FERRY" dump "$fx/d" --pack concat --seq-len 8
 expect_refusal -l "pack_var not there" 1 "'text' not found" \
