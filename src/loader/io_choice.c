@@ -40,17 +40,22 @@ static int same_dir(const char *a, const char *b) {
 /* Rank 0's choice for io=auto into *io and how[n]. */
 static void choose(const ferry_loader *L, int *io, char *how, size_t n) {
   *io = FERRY__IO_INDEPENDENT;
-  if (!L->be->io_map) {
+  /* packed rows: the corpus's files and backend decide (loader/pack.c
+   * maps them with io=mmap and copies the rows' spans) */
+  const ferry__manifest *m = ferry__pack_is(&L->m) ? L->m.inner : &L->m;
+  const ferry__backend *be =
+      ferry__pack_is(&L->m) ? ferry__backend_find(m->backend) : L->be;
+  if (!be || !be->io_map) {
     snprintf(how, n, "independent (io=auto: backend %s reads, it cannot map)",
-             L->be->name);
+             be ? be->name : m->backend);
     return;
   }
   const char *first = NULL, *prev = NULL, *name = "unknown";
   uint64_t magic = 0;
   int asked = 0;
-  for (int64_t p = 0; p < L->m.nparts; p++)
-    for (int v = 0; v < L->m.nvars; v++) {
-      const char *path = L->m.parts[p].paths[v];
+  for (int64_t p = 0; p < m->nparts; p++)
+    for (int v = 0; v < m->nvars; v++) {
+      const char *path = m->parts[p].paths[v];
       if (!path || (prev && same_dir(prev, path)))
         continue;
       prev = path;
@@ -90,7 +95,7 @@ done:
 int ferry__io_resolve(ferry_loader *L, ferry__err *err) {
   int io = L->opts->io;
   if (io != FERRY__IO_AUTO) {
-    if (io == FERRY__IO_MMAP && !L->be->io_map)
+    if (io == FERRY__IO_MMAP && !L->be->io_map && !ferry__pack_is(&L->m))
       snprintf(L->io_how, sizeof L->io_how,
                "independent (io=mmap, but backend %s cannot map: it reads)",
                L->be->name);

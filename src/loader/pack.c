@@ -34,6 +34,7 @@
 #include "config.h"
 #include "plan/pack.h"
 #include "backends/backend.h"
+#include "backends/toolkit.h"
 #include "core/options.h"
 #include "dataset/dataset.h"
 #include "dataset/mix.h"
@@ -318,11 +319,26 @@ struct ferry__io {
   int32_t *ws, *wp;     /* [L + overlap + 1] each                   */
   unsigned char *tmp;
   size_t tmpcap;
+  /* io=mmap and a corpus backend that maps: each part's tokens mapped
+   * whole on first use, the rows' spans copied from there */
+  int map;
+  ferry__mapping *maps; /* [nparts] */
+  /* The boundary outputs of the rows last asked for, every selected kind
+   * made in one pass (the loader reads an extent's variables one after
+   * the other): rows [c_row, c_row + c_n) */
+  int64_t c_row, c_n;
+  unsigned char *cache[K_N];
+  size_t ccap[K_N];
 };
 
 static void pack_io_close(ferry__io *io) {
   if (!io)
     return;
+  for (int64_t p = 0; io->maps && p < io->in->nparts; p++)
+    ferry__unmap(&io->maps[p]);
+  free(io->maps);
+  for (int k = 0; k < K_N; k++)
+    free(io->cache[k]);
   if (io->child)
     io->be->io_close(io->child);
   ferry__pack_free(&io->pk);
@@ -397,10 +413,14 @@ static int view_init(ferry__io *io, const ferry__manifest *m, int rank,
       break;
     const ferry__part *pt = &in->parts[q];
     const int64_t *off = pt->roff[io->tv];
+    int64_t kept = 0; /* mapped offsets read since the last trim */
     for (int64_t d = 0; d < pt->num_samples && c < nch; d += cd, c++) {
       int64_t e = d + cd < pt->num_samples ? d + cd : pt->num_samples;
       tok[c] = off[e] - off[d];
-      ferry__manifest_trim_step(in, off, d);
+      if (e - kept >= FERRY__TRIM_STEP) { /* a mapped file's pages go */
+        ferry__manifest_trim(in, off + kept, off + e);
+        kept = e;
+      }
     }
   }
   if (!rc && io->chunk0[in->nparts] != nch)
@@ -455,6 +475,12 @@ static int pack_io_open(ferry__io **out, const ferry__manifest *m,
       io->pad[i] = io->pad[io->esize - 1 - i];
       io->pad[io->esize - 1 - i] = t;
     }
+  if (!rc && p->opts && p->opts->io == FERRY__IO_MMAP && io->be->io_map) {
+    io->map = 1;
+    if (!(io->maps = calloc((size_t)in->nparts, sizeof *io->maps)))
+      rc = ferry__oom(err, p->rank, (size_t)in->nparts * sizeof *io->maps,
+                      "the mappings of %s", in->spec);
+  }
   if (!rc) {
     ferry__io_params cp = *p;
     cp.defer = 0;
@@ -488,11 +514,21 @@ static int read_chunk_range(ferry__io *io, int64_t c, int64_t s0, int64_t s1,
   const int64_t *o = chunk_docs(io, c, &nd);
   const int64_t a = o[0] + s0, b = o[0] + s1; /* in the part's offsets */
   const size_t es = io->esize;
+  int rc = 0;
+  if (io->map) { /* the part mapped whole: one copy, no read */
+    ferry__mapping *mp = &io->maps[p];
+    const ferry__part *pt = &io->in->parts[p];
+    if (!mp->base &&
+        (rc = io->be->io_map(io->child, p, io->tv, 0, pt->num_samples, mp,
+                             err)) != 0)
+      return rc;
+    return ferry__mapped_copy(dst, mp->data + (size_t)a * es,
+                              (size_t)(b - a) * es, mp->path, err);
+  }
   /* da: the document holding a; db: the first starting at or after b */
   int64_t da = ferry__last_le(o, nd, a), db = da;
   while (db < nd && o[db] < b)
     db++;
-  int rc = 0;
   if (o[da] < a) { /* cut at the front */
     int64_t n = o[da + 1] - o[da], from = a - o[da];
     int64_t to = (o[da + 1] < b ? o[da + 1] : b) - o[da];
@@ -577,6 +613,30 @@ static void row_docs(ferry__io *io, int64_t r, int64_t *out) {
     out[at++] = -1;
 }
 
+/* Rows [row, row + n)'s boundary outputs, each kind k with to[k] set
+ * (its rows one after the other), in one pass per row. */
+static int bounds_rows(ferry__io *io, int64_t row, int64_t n,
+                       unsigned char *const *to, ferry__err *err) {
+  const ferry__pack *pk = &io->pk;
+  const int64_t L = pk->L, W = L + pk->overlap;
+  for (int64_t j = 0; j < n; j++) {
+    int64_t nsp = ferry__pack_spans(pk, row + j, io->sp, W + 1);
+    int32_t *seg = to[K_SEG] ? (int32_t *)(void *)to[K_SEG] + j * L : NULL;
+    int32_t *pos = to[K_POS] ? (int32_t *)(void *)to[K_POS] + j * L : NULL;
+    uint8_t *mask = to[K_MASK] ? to[K_MASK] + j * L : NULL;
+    int32_t *cu = to[K_CU] ? (int32_t *)(void *)to[K_CU] + j * (L + 1) : NULL;
+    if (nsp < 0 || nsp > W + 1 ||
+        ferry__pack_bounds(pk, io->sp, nsp, chunk_docs, io,
+                           (int)io->w[R_MASK_FIRST], io->ws, io->wp, seg, pos,
+                           mask, cu))
+      return ferry__seterr_on(err, io->rank, FERRY_EINTERNAL,
+                              "pack: row %lld of %s: its spans disagree with "
+                              "the corpus's offsets",
+                              (long long)(row + j), io->m->spec);
+  }
+  return 0;
+}
+
 static int pack_io_read(ferry__io *io, int64_t part, int var, int64_t row,
                         int64_t nrows, void *buf, ferry__err *err) {
   int rc = ferry__check_part_var(io->m, part, var, io->rank, err);
@@ -592,24 +652,43 @@ static int pack_io_read(ferry__io *io, int64_t part, int var, int64_t row,
       row_docs(io, row + j, (int64_t *)buf + j * io->pk.L);
     return 0;
   }
-  const ferry__pack *pk = &io->pk;
-  const int64_t L = pk->L, W = L + pk->overlap;
   const size_t rb = io->m->vars[var].row_bytes;
-  for (int64_t j = 0; j < nrows; j++) {
-    unsigned char *out = (unsigned char *)buf + (size_t)j * rb;
-    int64_t nsp = ferry__pack_spans(pk, row + j, io->sp, W + 1);
-    if (nsp < 0 || nsp > W + 1 ||
-        ferry__pack_bounds(pk, io->sp, nsp, chunk_docs, io,
-                           (int)io->w[R_MASK_FIRST], io->ws, io->wp,
-                           kind == K_SEG ? (int32_t *)(void *)out : NULL,
-                           kind == K_POS ? (int32_t *)(void *)out : NULL,
-                           kind == K_MASK ? out : NULL,
-                           kind == K_CU ? (int32_t *)(void *)out : NULL))
-      return ferry__seterr_on(err, io->rank, FERRY_EINTERNAL,
-                              "pack: row %lld of %s: its spans disagree with "
-                              "the corpus's offsets",
-                              (long long)(row + j), io->m->spec);
+  if (io->c_n == nrows && io->c_row == row && io->cache[kind]) {
+    memcpy(buf, io->cache[kind], (size_t)nrows * rb);
+    return 0;
   }
+  /* every selected boundary kind of these rows into the cache, bounded
+   * (more than 64 MiB of rows: this kind alone, straight into buf) */
+  size_t all = 0;
+  for (int v = 0; v < io->m->nvars; v++)
+    if (io->kind[v] != K_TOKENS && io->kind[v] != K_DOC)
+      all += io->m->vars[v].row_bytes;
+  int cached = all * (size_t)nrows <= ((size_t)64 << 20);
+  unsigned char *to[K_N] = {0};
+  io->c_n = 0;
+  for (int v = 0; cached && v < io->m->nvars; v++) {
+    int k = io->kind[v];
+    size_t n = (size_t)nrows * io->m->vars[v].row_bytes;
+    if (k == K_TOKENS || k == K_DOC)
+      continue;
+    if (n > io->ccap[k]) {
+      unsigned char *c = realloc(io->cache[k], n);
+      if (!c)
+        return ferry__oom(err, io->rank, n, "the boundary outputs of %s",
+                          io->m->spec);
+      io->cache[k] = c;
+      io->ccap[k] = n;
+    }
+    to[k] = io->cache[k];
+  }
+  if (!cached)
+    to[kind] = buf;
+  int rc2 = bounds_rows(io, row, nrows, to, err);
+  if (rc2 || !cached)
+    return rc2;
+  io->c_row = row;
+  io->c_n = nrows;
+  memcpy(buf, io->cache[kind], (size_t)nrows * rb);
   return 0;
 }
 

@@ -728,6 +728,10 @@ typedef struct bench_sum {
                             * slowest rank's exchange time               */
   int ragged;              /* a ragged variable: rows (tokens) counted  */
   double rows, cells, rps, pad_frac;
+  int pack;        /* pack=concat: the rows' tokens counted            */
+  double pack_tps; /* tokens per second: inputs of the rows, padding
+                    * aside (samples/s x seq_len x efficiency)          */
+  ferry_pack_info pi;
   const char *mode;
   const char *io; /* ferry_io_choice: how rows were read and why */
 } bench_sum;
@@ -847,6 +851,12 @@ static void bench_print_json(const tool_ctx *ctx, const bench_cfg *cfg,
     json_num("rows_per_s", s->rps);
     json_num("padding_fraction", s->pad_frac);
   }
+  if (s->pack) {
+    json_num("tokens_per_s", s->pack_tps);
+    json_num("pack_efficiency", s->pi.efficiency);
+    json_num("pack_rows", (double)s->pi.rows);
+    json_num("pack_tokens", (double)s->pi.tokens);
+  }
   json_num("wait_s", s->wait);
   json_num("wait_fraction", s->wait_frac);
   json_num("compute_ms", cfg->compute_ms);
@@ -923,6 +933,13 @@ static void bench_print_text(const tool_ctx *ctx, const bench_cfg *cfg,
            "variable; padding %.1f%% of each batch padded to its longest "
            "sample (with pad=L: to L)\n",
            s->rps, 100 * s->pad_frac);
+  if (s->pack)
+    printf("pack: %.1f tokens per second (rows x seq_len %" PRId64
+           " x efficiency %.4f); %" PRId64 " rows and %" PRId64
+           " tokens per epoch, %" PRId64 " documents split, %" PRId64
+           " tokens dropped (tail)\n",
+           s->pack_tps, s->pi.seq_len, s->pi.efficiency, s->pi.rows,
+           s->pi.tokens, s->pi.split, s->pi.dropped);
   printf("read: %s from storage (%.2fx the bytes handed out)%s%s\n",
          tool_fmt_bytes(s->bytes_read, b1, sizeof b1),
          s->bytes > 0 ? s->bytes_read / s->bytes : 0, s->io ? "; io " : "",
@@ -1000,6 +1017,10 @@ static int run_bench(tool_ctx *ctx) {
   if (ctx->rank == 0) {
     bench_aggregate(ctx, &cfg, all, &s);
     s.io = ferry_io_choice(L);
+    if (ferry_pack_stats(L, 0, &s.pi) == 0) {
+      s.pack = 1;
+      s.pack_tps = s.sps * (double)s.pi.seq_len * s.pi.efficiency;
+    }
     if (cfg.json)
       bench_print_json(ctx, &cfg, &s, all);
     else
