@@ -82,6 +82,8 @@ typedef struct pcase {
   int64_t L, B;
   int overlap, mask_first;
   const char *tail, *shuffle, *seed, *chunk, *threads;
+  const char *io; /* NULL: auto (mmap here); independent: the reads of
+                   * whole documents and cut ones (loader/pack.c) */
 } pcase;
 
 static ferry_options *opts_of(const pcase *c) {
@@ -102,7 +104,8 @@ static ferry_options *opts_of(const pcase *c) {
            ferry_options_set(o, "pack_chunk", c->chunk) |
            ferry_options_set(o, "threads", c->threads) |
            ferry_options_set(o, "chunk_samples", "3") |
-           ferry_options_set(o, "shuffle_buffer", "2");
+           ferry_options_set(o, "shuffle_buffer", "2") |
+           ferry_options_set(o, "io", c->io ? c->io : "auto");
   CHECK(rc == 0, "options");
   return o;
 }
@@ -415,7 +418,7 @@ static void epoch_case(const char *label, const pcase *c) {
 
 /* shuffle=none, one rank: row r is the stream's tokens [r L, r L + W). */
 static void golden(void) {
-  pcase c = {8, 4, 1, 0, "partial", "none", "0", "1", "1"};
+  pcase c = {8, 4, 1, 0, "partial", "none", "0", "1", "1", "independent"};
   rows all = {0};
   all.words = words_of(&c);
   run_epoch(&c, 1, 0, &all);
@@ -565,24 +568,26 @@ int main(int argc, char **argv) {
   golden();
   /* the corpus's lengths cycle 0, 1, 7, 8, 9, 80, 3, 5 (pack.sh) */
   const pcase cases[] = {
-      {8, 4, 0, 0, "partial", "chunks", "1", "1", "2"},
-      {8, 3, 1, 1, "partial", "chunks", "2", "3", "1"},
-      {7, 5, 1, 0, "pad", "chunks", "3", "0", "4"},
-      {9, 2, 0, 1, "drop_last", "chunks", "4", "2", "2"},
-      {1, 16, 0, 0, "partial", "chunks", "5", "1", "2"},
-      {80, 2, 1, 0, "partial", "block", "6", "1", "2"},
-      {81, 1, 0, 1, "pad", "none", "7", "5", "1"},
+      {8, 4, 0, 0, "partial", "chunks", "1", "1", "2", NULL},
+      {8, 3, 1, 1, "partial", "chunks", "2", "3", "1", "independent"},
+      {7, 5, 1, 0, "pad", "chunks", "3", "0", "4", NULL},
+      {9, 2, 0, 1, "drop_last", "chunks", "4", "2", "2", "independent"},
+      {1, 16, 0, 0, "partial", "chunks", "5", "1", "2", "independent"},
+      {80, 2, 1, 0, "partial", "block", "6", "1", "2", NULL},
+      {81, 1, 0, 1, "pad", "none", "7", "5", "1", "independent"},
+      {5, 3, 1, 0, "partial", "chunks", "8", "4", "2", "independent"},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     char label[128];
-    snprintf(label, sizeof label, "L=%lld overlap=%d tail=%s shuffle=%s",
+    snprintf(label, sizeof label,
+             "L=%lld overlap=%d tail=%s shuffle=%s io=%s",
              (long long)cases[k].L, cases[k].overlap, cases[k].tail,
-             cases[k].shuffle);
+             cases[k].shuffle, cases[k].io ? cases[k].io : "auto");
     epoch_case(label, &cases[k]);
   }
   /* threads and epochs: the same seed the same rows, another epoch other */
   {
-    pcase a = {8, 4, 1, 0, "partial", "chunks", "11", "1", "1"}, b = a;
+    pcase a = {8, 4, 1, 0, "partial", "chunks", "11", "1", "1", NULL}, b = a;
     b.threads = "4";
     rows ra = {0}, rb = {0}, re = {0};
     ra.words = rb.words = re.words = words_of(&a);
@@ -608,8 +613,8 @@ int main(int argc, char **argv) {
     rows_free(&re);
   }
   const pcase rs[] = {
-      {8, 3, 1, 1, "partial", "chunks", "21", "1", "2"},
-      {9, 2, 0, 0, "pad", "chunks", "22", "2", "2"},
+      {8, 3, 1, 1, "partial", "chunks", "21", "1", "2", NULL},
+      {9, 2, 0, 0, "pad", "chunks", "22", "2", "2", "independent"},
   };
   resume_case(&rs[0], 3);
   resume_case(&rs[1], 5);
