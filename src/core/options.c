@@ -420,8 +420,8 @@ static const option_def defs[] = {
     {{"pack_chunk", "0", "integer >= 0",
       "With pack: documents kept together when the documents are shuffled "
       "(a run of consecutive documents; the rows are shuffled again by "
-      "shuffle and shuffle_buffer); 0: 1 up to 2^20 documents, then as many "
-      "as keep 2^20 runs."},
+      "shuffle and shuffle_buffer); 0: 1 up to 2^18 documents, then as many "
+      "as keep 2^18 runs."},
      K_INT,
      OFF(pack_chunk),
      0,

@@ -46,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 enum { K_TOKENS = 0, K_SEG, K_POS, K_MASK, K_CU, K_DOC, K_N };
 static const char *const out_names[K_N] = {"tokens",     "segment_ids",
@@ -54,8 +55,12 @@ static const char *const out_names[K_N] = {"tokens",     "segment_ids",
 /* the outputs without vars: document_ids only when asked for */
 #define PACK_DEFAULT_VARS "tokens,segment_ids,positions,loss_mask,cu_seqlens"
 
+/* io=mmap: the mapped corpus's pages are dropped from the resident set
+ * after this many bytes were copied from them. */
+#define PACK_DROP_BYTES ((size_t)32 << 20)
+
 /* Auto pack_chunk: runs of documents kept below this count. */
-#define PACK_MAX_CHUNKS ((int64_t)1 << 20)
+#define PACK_MAX_CHUNKS ((int64_t)1 << 18)
 
 /* The record (every variable's): these words, then the variable's kind. */
 enum {
@@ -323,6 +328,8 @@ struct ferry__io {
    * whole on first use, the rows' spans copied from there */
   int map;
   ferry__mapping *maps; /* [nparts] */
+  size_t copied;        /* bytes copied from the mappings since their
+                         * pages were last dropped */
   /* The boundary outputs of the rows last asked for, every selected kind
    * made in one pass (the loader reads an extent's variables one after
    * the other): rows [c_row, c_row + c_n) */
@@ -518,12 +525,21 @@ static int read_chunk_range(ferry__io *io, int64_t c, int64_t s0, int64_t s1,
   if (io->map) { /* the part mapped whole: one copy, no read */
     ferry__mapping *mp = &io->maps[p];
     const ferry__part *pt = &io->in->parts[p];
-    if (!mp->base &&
-        (rc = io->be->io_map(io->child, p, io->tv, 0, pt->num_samples, mp,
-                             err)) != 0)
+    if (!mp->base && (rc = io->be->io_map(io->child, p, io->tv, 0,
+                                          pt->num_samples, mp, err)) != 0)
       return rc;
-    return ferry__mapped_copy(dst, mp->data + (size_t)a * es,
-                              (size_t)(b - a) * es, mp->path, err);
+    rc = ferry__mapped_copy(dst, mp->data + (size_t)a * es,
+                            (size_t)(b - a) * es, mp->path, err);
+    /* the pages copied stay in the rank's resident set until dropped:
+     * every PACK_DROP_BYTES, every mapping's (the page cache keeps them) */
+    if ((io->copied += (size_t)(b - a) * es) >= PACK_DROP_BYTES) {
+      for (int64_t q = 0; q < io->in->nparts; q++)
+        if (io->maps[q].base)
+          (void)posix_madvise(io->maps[q].base, io->maps[q].len,
+                              POSIX_MADV_DONTNEED);
+      io->copied = 0;
+    }
+    return rc;
   }
   /* da: the document holding a; db: the first starting at or after b */
   int64_t da = ferry__last_le(o, nd, a), db = da;

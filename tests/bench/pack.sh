@@ -62,19 +62,21 @@ PY
     /usr/bin/time -f "save: %e s %M KiB" "$ferry" info "$d/c.idx" \
       --save-manifest "$d/m.json" >/dev/null
   fi
+  src=$(cd "$here/../.." && pwd)
+  mpicc -O2 -I"$src/include" -I"$build/include" "$src/tests/bench/plan_scale.c" \
+    -o "$work/plan_scale" -L"$build/.libs" -lferry -Wl,-rpath,"$build/.libs"
   for P in $ranks; do
-    $mpirun "$P" "$build/tests/bench/plan_scale" "$d/c.idx" \
+    $mpirun "$P" "$work/plan_scale" "$d/c.idx" \
       manifest="$d/m.json" pack=concat seq_len=2048 overlap=1 \
       batch_size=8 2>&1 | tail -1
   done
   if test -n "${MEGATRON_LM:-}"; then
-    PYTHONPATH="$build/python" /usr/bin/python3 - "$MEGATRON_LM" "$d" <<'PY'
+    PYTHONPATH="$build/python" /usr/bin/python3 - "$MEGATRON_LM" "$d" "$here/../pack" <<'PY'
 import sys, time, numpy as np
-sys.argv = [sys.argv[0]] + sys.argv[1:]
-sys.path.insert(0, "tests/pack")
+sys.path.insert(0, sys.argv[3])
 import megatron_gpt
 h = megatron_gpt.build_helpers(sys.argv[1], "/tmp/ferry-megatron-helpers")
-sizes, ptrs, dt = megatron_gpt.read_index(sys.argv[2] + "/c.idx")
+sizes, ptrs, dt = megatron_gpt.read_index(sys.argv[2] + "/c")
 di = np.arange(len(sizes), dtype=np.int32)
 t0 = time.perf_counter()
 si = h.build_sample_idx_int64(sizes, di, 2048, 1, int(sizes.sum(dtype=np.int64)), True, 1)

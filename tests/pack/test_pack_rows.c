@@ -579,8 +579,7 @@ int main(int argc, char **argv) {
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     char label[128];
-    snprintf(label, sizeof label,
-             "L=%lld overlap=%d tail=%s shuffle=%s io=%s",
+    snprintf(label, sizeof label, "L=%lld overlap=%d tail=%s shuffle=%s io=%s",
              (long long)cases[k].L, cases[k].overlap, cases[k].tail,
              cases[k].shuffle, cases[k].io ? cases[k].io : "auto");
     epoch_case(label, &cases[k]);
