@@ -17,10 +17,11 @@
 # (tests/pack/megatron_gpt.py's compiled helper; stored order, one epoch).
 #
 # throughput: a corpus of 200,000 uint16 documents (log-normal lengths,
-# mean 300) in the page cache; ferry bench on 2 ranks (io=independent,
-# batch 64, page cache), three runs each, alternated: the documents as
-# ragged samples (pack=none), pack=concat seq_len=2048 with vars=tokens,
-# and with every output; then tests/bench/pack_peer.py, a per-rank Python
+# mean 300) in the page cache; ferry bench on 2 ranks (batch 64, 10
+# epochs, threads=1), three rounds, alternated: the documents as ragged
+# samples (pack=none), pack=concat seq_len=2048 with vars=tokens, and with
+# every output (overlap=1), with io=auto (mapped); then io=independent:
+# ragged, pack tokens, pack tokens with pack_chunk=64; then tests/bench/pack_peer.py, a per-rank Python
 # loop over numpy.memmap (documents of the rank's contiguous share
 # concatenated, cut into rows of 2049 tokens, batches of 64 rows), on 2
 # processes for 10 s.  Prints tokens/s for each.
@@ -100,17 +101,21 @@ cat "$d/corpus.bin" "$d/corpus.idx" >/dev/null
 bench() { # LABEL ARGS...: tokens/s of a 2-rank ferry bench
   label=$1
   shift
-  $mpirun 2 "$ferry" bench "$d" --io independent --batch-size 64 \
+  $mpirun 2 "$ferry" bench "$d" --batch-size 64 --epochs 10 \
     --threads 1 "$@" >"$d/$label.out" 2>&1 || {
     echo "$label: failed"
     tail -3 "$d/$label.out"
     return 0
   }
-  grep -E 'MiB/s|tokens' "$d/$label.out" | head -3 | sed "s/^/$label: /"
+  grep -E '^(ragged|pack):' "$d/$label.out" | cut -d';' -f1 | sed "s/^/$label /"
 }
 for round in 1 2 3; do
-  bench ragged
-  bench concat --pack concat --seq-len 2048 --vars tokens
-  bench concat_all --pack concat --seq-len 2048 --overlap 1
+  bench ragged --io auto
+  bench concat --pack concat --seq-len 2048 --vars tokens --io auto
+  bench concat_all --pack concat --seq-len 2048 --overlap 1 --io auto
+  bench ragged_indep --io independent
+  bench concat_indep --pack concat --seq-len 2048 --vars tokens --io independent
+  bench concat_indep64 --pack concat --seq-len 2048 --vars tokens \
+    --io independent --pack-chunk 64
 done
 $mpirun 2 /usr/bin/python3 "$here/pack_peer.py" "$d/corpus" 2048 64 10

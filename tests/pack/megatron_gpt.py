@@ -73,6 +73,9 @@ def read_index(prefix):
 
 def main():
     megatron, prefix, L = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    for ext in (".idx", ".bin"):   # PREFIX, PREFIX.idx or PREFIX.bin
+        if prefix.endswith(ext):
+            prefix = prefix[:-len(ext)]
     build = sys.argv[4] if len(sys.argv) > 4 else "/tmp/ferry-megatron-helpers"
     helpers = build_helpers(megatron, build)
     sizes, ptrs, dt = read_index(prefix)
