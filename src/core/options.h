@@ -24,7 +24,8 @@ enum {
 enum { FERRY__MIX_BY_EPOCH = 0, FERRY__MIX_BY_BATCH };
 enum { FERRY__EXHAUST_STOP = 0, FERRY__EXHAUST_RESTART, FERRY__EXHAUST_DROP };
 enum { FERRY__MIX_RESUME_REFUSE = 0, FERRY__MIX_RESUME_NEW };
-enum { FERRY__PACK_NONE = 0, FERRY__PACK_CONCAT };
+enum { FERRY__PACK_NONE = 0, FERRY__PACK_CONCAT, FERRY__PACK_FIRST_FIT };
+enum { FERRY__OVERFLOW_SPLIT = 0, FERRY__OVERFLOW_DROP };
 enum { FERRY__DEV_AUTO = 0, FERRY__DEV_CPU, FERRY__DEV_CUDA };
 enum {
   FERRY__SIG_NONE = 0,
@@ -85,6 +86,8 @@ struct ferry_options {
   int64_t pack_chunk;    /* pack: documents shuffled together, 0: auto     */
   int mask_first;        /* pack: loss_mask 0 on a document's first token  */
   char *pack_var;        /* pack: the corpus's token variable, "": its one */
+  int64_t pack_window;   /* first_fit: documents packed together          */
+  int overflow;          /* first_fit: FERRY__OVERFLOW_*                   */
   int offsets_dtype;     /* 0 int64, 1 int32 too (ragged.c)               */
   char *pad;             /* ragged variables: "none", "max" or L (ragged.c) */
   int truncate;          /* pad=L: cut longer samples (1) or refuse (0)  */

@@ -75,10 +75,16 @@ enum {
   R_TOKENS,
   R_ROWS,
   R_INNER_HASH,
+  R_MODE,     /* FERRY__PACK_CONCAT or FIRST_FIT                       */
+  R_WINDOW,   /* first_fit: documents of a window                       */
+  R_OVERFLOW, /* first_fit: FERRY__OVERFLOW_*                           */
+  R_NWIN,     /* first_fit: windows (their rows follow the words)       */
+  R_DROPPED,  /* first_fit: tokens of the documents dropped             */
+  R_SPLIT,    /* first_fit: documents cut into pieces                   */
   R_KIND,
   R_N
 };
-#define PACK_RECORD_VERSION 1
+#define PACK_RECORD_VERSION 2
 
 /* ---- The virtual manifest (every rank) ------------------------------- */
 
@@ -146,9 +152,16 @@ static int check_options(const ferry_options *o, const ferry__manifest *in,
     what = "pad";
   else if (ferry__mix_is_manifest(in))
     what = "mix";
+  else if (o->pack == FERRY__PACK_FIRST_FIT && o->overlap)
+    return ferry__seterr(err, FERRY_EINVAL,
+                         "pack=first_fit with overlap=1 (dataset %s): a row "
+                         "holds whole documents, not the stream's next "
+                         "token; take the labels inside the row "
+                         "(tokens[:, 1:]) or use pack=concat",
+                         in->spec);
   if (what)
     return ferry__seterr(err, FERRY_ENOTSUP,
-                         "pack=concat with option '%s' (dataset %s): packed "
+                         "pack with option '%s' (dataset %s): packed "
                          "rows are dense samples of seq_len tokens; %s",
                          what, in->spec,
                          !strcmp(what, "mix")
@@ -177,18 +190,32 @@ static void free_virtual(ferry__manifest *vm) {
   ferry__manifest_free(vm);
 }
 
-static int make_virtual(const ferry__manifest *in, const ferry_options *o,
-                        int tv, ferry__manifest *vm, ferry__err *err) {
-  const ferry__var *x = &in->vars[tv];
-  const int64_t L = o->seq_len, ov = o->overlap;
-  int64_t cd = o->pack_chunk ? o->pack_chunk : auto_chunk_docs(in);
+/* pack=first_fit: what the fit of every window gave (fit_all). */
+typedef struct fit_info {
+  int64_t nwin;
+  int64_t *row0; /* [nwin + 1] the first row of each window */
+  int64_t dropped, split;
+} fit_info;
+
+static int64_t corpus_tokens(const ferry__manifest *in, int tv) {
   int64_t T = 0;
   for (int64_t p = 0; p < in->nparts; p++) {
     const ferry__part *pt = &in->parts[p];
     T += pt->roff[tv][pt->num_samples];
   }
+  return T;
+}
+
+static int make_virtual(const ferry__manifest *in, const ferry_options *o,
+                        int tv, const fit_info *fi, ferry__manifest *vm,
+                        ferry__err *err) {
+  const ferry__var *x = &in->vars[tv];
+  const int64_t L = o->seq_len, ov = o->overlap;
+  int64_t cd = o->pack_chunk ? o->pack_chunk : auto_chunk_docs(in);
+  int64_t T = corpus_tokens(in, tv);
   int64_t full = T > ov ? (T - ov) / L : 0, left = T - full * L;
-  int64_t rows = full + (o->tail != FERRY__TAIL_DROP && left > ov);
+  int64_t rows = fi ? fi->row0[fi->nwin]
+                    : full + (o->tail != FERRY__TAIL_DROP && left > ov);
   if (rows < 1)
     return ferry__seterr(err, FERRY_EINVAL,
                          "pack: dataset %s holds %lld tokens in '%s': no row "
@@ -229,6 +256,12 @@ static int make_virtual(const ferry__manifest *in, const ferry_options *o,
                         T,
                         rows,
                         (int64_t)in->hash,
+                        fi ? FERRY__PACK_FIRST_FIT : FERRY__PACK_CONCAT,
+                        o->pack_window,
+                        o->overflow,
+                        fi ? fi->nwin : 0,
+                        fi ? fi->dropped : 0,
+                        fi ? fi->split : 0,
                         0};
   for (int k = 0; !rc && k < K_N; k++) {
     ferry__var *v = &vm->vars[k];
@@ -246,6 +279,8 @@ static int make_virtual(const ferry__manifest *in, const ferry_options *o,
     ferry__rec_w w;
     ferry__rec_w_init(&w);
     ferry__rec_put_u64s(&w, words, R_N);
+    if (fi)
+      ferry__rec_put_u64s(&w, fi->row0, (size_t)fi->nwin + 1);
     void *b = NULL;
     size_t n = 0;
     if (!v->name || !pt->paths[k] || ferry__rec_finish(&w, &b, &n) < 0)
@@ -254,13 +289,25 @@ static int make_virtual(const ferry__manifest *in, const ferry_options *o,
     pt->rec[k].len = n;
   }
   char notes[512];
-  snprintf(notes, sizeof notes,
-           "packed (pack=concat): %lld documents of '%s', %lld tokens, in "
-           "%lld rows of seq_len %lld%s; %lld runs of %lld documents "
-           "shuffled",
-           (long long)in->num_samples, x->name, (long long)T, (long long)rows,
-           (long long)L, ov ? " + 1 (overlap)" : "",
-           (long long)words[R_NCHUNKS], (long long)cd);
+  if (fi)
+    snprintf(notes, sizeof notes,
+             "packed (pack=first_fit): %lld documents of '%s', %lld tokens, "
+             "in %lld rows of seq_len %lld, first fit over %lld windows of "
+             "%lld documents; longer documents %s: %lld %s",
+             (long long)in->num_samples, x->name, (long long)T, (long long)rows,
+             (long long)L, (long long)fi->nwin, (long long)o->pack_window,
+             o->overflow == FERRY__OVERFLOW_DROP ? "dropped" : "split",
+             (long long)(o->overflow == FERRY__OVERFLOW_DROP ? fi->dropped
+                                                             : fi->split),
+             o->overflow == FERRY__OVERFLOW_DROP ? "tokens" : "documents");
+  else
+    snprintf(notes, sizeof notes,
+             "packed (pack=concat): %lld documents of '%s', %lld tokens, in "
+             "%lld rows of seq_len %lld%s; %lld runs of %lld documents "
+             "shuffled",
+             (long long)in->num_samples, x->name, (long long)T, (long long)rows,
+             (long long)L, ov ? " + 1 (overlap)" : "",
+             (long long)words[R_NCHUNKS], (long long)cd);
   if (!rc && !(vm->notes = strdup(notes)))
     rc = FERRY_ENOMEM;
   if (rc) {
@@ -270,6 +317,8 @@ static int make_virtual(const ferry__manifest *in, const ferry_options *o,
   }
   return 0;
 }
+
+static int fit_all(ferry_loader *L, int tv, fit_info *fi, ferry__err *err);
 
 int ferry__pack_wrap(ferry_loader *L, ferry__err *err) {
   const ferry_options *o = L->opts;
@@ -281,8 +330,14 @@ int ferry__pack_wrap(ferry_loader *L, ferry__err *err) {
   int tv = token_var(&L->m, o->pack_var, err);
   if (tv < 0)
     return tv;
+  fit_info fi = {0};
+  if (o->pack == FERRY__PACK_FIRST_FIT && (rc = fit_all(L, tv, &fi, err)) < 0)
+    return rc;
   ferry__manifest vm;
-  if ((rc = make_virtual(&L->m, o, tv, &vm, err)) < 0)
+  rc = make_virtual(&L->m, o, tv, o->pack == FERRY__PACK_FIRST_FIT ? &fi : NULL,
+                    &vm, err);
+  free(fi.row0);
+  if (rc < 0)
     return rc;
   if ((rc = ferry__manifest_select_vars(
            &vm, o->vars && *o->vars ? o->vars : PACK_DEFAULT_VARS, err)) < 0) {
@@ -336,6 +391,15 @@ struct ferry__io {
   int64_t c_row, c_n;
   unsigned char *cache[K_N];
   size_t ccap[K_N];
+  /* pack=first_fit: the windows' first rows (nwin + 1), the documents
+   * before each ordered run (nchunks + 1), and the last window packed:
+   * its items (a document or a piece of one: run, first token there,
+   * tokens) grouped by row */
+  int64_t *row0, *dstart;
+  int64_t fw; /* the window in the arrays below, -1: none */
+  int64_t nit, capit, nbin;
+  ferry__pack_span *it;                        /* [nit] (at unused) */
+  int64_t *len, *bin, *tree, *bstart, *border; /* per item / row */
 };
 
 static void pack_io_close(ferry__io *io) {
@@ -349,6 +413,14 @@ static void pack_io_close(ferry__io *io) {
   if (io->child)
     io->be->io_close(io->child);
   ferry__pack_free(&io->pk);
+  free(io->row0);
+  free(io->dstart);
+  free(io->it);
+  free(io->len);
+  free(io->bin);
+  free(io->tree);
+  free(io->bstart);
+  free(io->border);
   free(io->chunk0);
   free(io->sp);
   free(io->ws);
@@ -373,35 +445,17 @@ static const int64_t *chunk_docs(void *ctx, int64_t c, int64_t *nd) {
   return pt->roff[io->tv] + d0;
 }
 
-/* The view's record, the runs of documents and the epoch's stream, on
- * io (no file opened): io_open's first part, and ferry_pack_stats'. */
-static int view_init(ferry__io *io, const ferry__manifest *m, int rank,
-                     const ferry_options *o, int64_t epoch, ferry__err *err) {
-  io->m = m;
-  io->in = m->inner;
-  io->rank = rank;
-  int rc = 0;
-  for (int v = 0; v < m->nvars && !rc; v++) {
-    ferry__rec_r r;
-    int64_t w[R_N];
-    ferry__rec_r_init(&r, m->parts[0].rec[v].p, m->parts[0].rec[v].len);
-    ferry__rec_get_u64s(&r, w, R_N);
-    if (ferry__rec_end(&r, "bytes past the end") || !io->in ||
-        w[R_VERSION] != PACK_RECORD_VERSION || w[R_KIND] < 0 ||
-        w[R_KIND] >= K_N)
-      rc = ferry__seterr_on(err, rank, FERRY_EINTERNAL,
-                            "pack: the packed view of %s is corrupt", m->spec);
-    else {
-      if (v == 0)
-        memcpy(io->w, w, sizeof w);
-      io->kind[v] = (int)w[R_KIND];
-    }
-  }
-  if (rc)
-    return rc;
+/* The runs of documents and the epoch's stream on io (io->in, tv and the
+ * words L, OVERLAP, TAIL, CHUNK_DOCS, NCHUNKS, TOKENS, MODE set; no file
+ * opened): concat draws the runs' order from (seed, epoch), first_fit
+ * from the seed alone (its rows are the same every epoch). */
+static int stream_init(ferry__io *io, const ferry_options *o, int64_t epoch,
+                       ferry__err *err) {
   const ferry__manifest *in = io->in;
+  const int rank = io->rank;
   const int64_t L = io->w[R_L], W = L + io->w[R_OVERLAP];
-  io->tv = (int)io->w[R_VAR];
+  int rc = 0;
+  io->fw = -1;
   io->esize = in->vars[io->tv].row_bytes;
   io->chunk0 = malloc((size_t)(in->nparts + 1) * sizeof *io->chunk0);
   io->sp = malloc((size_t)(W + 1) * sizeof *io->sp);
@@ -412,7 +466,7 @@ static int view_init(ferry__io *io, const ferry__manifest *m, int rank,
   if (!io->chunk0 || !io->sp || !io->ws || !io->wp || !tok)
     rc = ferry__oom(err, rank,
                     (size_t)(in->nparts + 1 + nch) * 8 + (size_t)W * 24,
-                    "the packed reader of %s", m->spec);
+                    "the packed reader of %s", in->spec);
   const int64_t cd = io->w[R_CHUNK_DOCS];
   for (int64_t q = 0, c = 0; !rc && q <= in->nparts; q++) {
     io->chunk0[q] = c;
@@ -434,27 +488,206 @@ static int view_init(ferry__io *io, const ferry__manifest *m, int rank,
     rc = ferry__seterr_on(err, rank, FERRY_EINTERNAL,
                           "pack: %s: %lld runs of documents, the view says "
                           "%lld",
-                          m->spec, (long long)io->chunk0[in->nparts],
+                          in->spec, (long long)io->chunk0[in->nparts],
                           (long long)nch);
+  const int fit = io->w[R_MODE] == FERRY__PACK_FIRST_FIT;
   if (!rc) {
     uint64_t key = 0;
     if (o && o->shuffle != FERRY__SHUFFLE_NONE) {
-      key = ferry__rand_key(o->seed, FERRY__STREAM_PACK, (uint64_t)epoch, 0);
+      key = fit ? ferry__rand_key(o->seed, FERRY__STREAM_PACK, UINT64_MAX, 1)
+                : ferry__rand_key(o->seed, FERRY__STREAM_PACK, (uint64_t)epoch,
+                                  0);
       key += !key;
     }
     rc = ferry__pack_make(&io->pk, tok, nch, L, (int)io->w[R_OVERLAP],
                           (int)io->w[R_TAIL], key, err);
-    if (!rc &&
-        (io->pk.tokens != io->w[R_TOKENS] || io->pk.rows != m->num_samples))
+    if (!rc && io->pk.tokens != io->w[R_TOKENS])
       rc = ferry__seterr_on(err, rank, FERRY_EINTERNAL,
-                            "pack: %s: the stream holds %lld tokens in %lld "
-                            "rows, the view says %lld in %lld",
-                            m->spec, (long long)io->pk.tokens,
-                            (long long)io->pk.rows, (long long)io->w[R_TOKENS],
-                            (long long)m->num_samples);
+                            "pack: %s: the stream holds %lld tokens, the "
+                            "view says %lld",
+                            in->spec, (long long)io->pk.tokens,
+                            (long long)io->w[R_TOKENS]);
   }
   free(tok);
+  if (!rc && fit) { /* the documents before each ordered run */
+    if (!(io->dstart = malloc((size_t)(nch + 1) * sizeof *io->dstart)))
+      return ferry__oom(err, rank, (size_t)(nch + 1) * 8, "the runs of %s",
+                        in->spec);
+    io->dstart[0] = 0;
+    for (int64_t k = 0; k < nch; k++) {
+      int64_t c = io->pk.order[k];
+      int64_t p = ferry__last_le(io->chunk0, in->nparts, c);
+      int64_t n = in->parts[p].num_samples - (c - io->chunk0[p]) * cd;
+      io->dstart[k + 1] = io->dstart[k] + (n < cd ? n : cd);
+    }
+  }
   return rc;
+}
+
+/* The view's record on io, then its stream (stream_init): io_open's
+ * first part, and ferry_pack_stats'. */
+static int view_init(ferry__io *io, const ferry__manifest *m, int rank,
+                     const ferry_options *o, int64_t epoch, ferry__err *err) {
+  io->m = m;
+  io->in = m->inner;
+  io->rank = rank;
+  int rc = 0;
+  for (int v = 0; v < m->nvars && !rc; v++) {
+    ferry__rec_r r;
+    int64_t w[R_N];
+    ferry__rec_r_init(&r, m->parts[0].rec[v].p, m->parts[0].rec[v].len);
+    ferry__rec_get_u64s(&r, w, R_N);
+    int fit = !r.rc && w[R_MODE] == FERRY__PACK_FIRST_FIT;
+    int64_t nwin = fit ? w[R_NWIN] : -1;
+    if (fit && (nwin < 1 || (uint64_t)nwin >= ferry__rec_left(&r) / 8))
+      ferry__rec_fail(&r, "bad window count");
+    if (fit && !r.rc && v == 0) {
+      if (!(io->row0 = malloc((size_t)(nwin + 1) * sizeof *io->row0)))
+        return ferry__oom(err, rank, (size_t)(nwin + 1) * 8,
+                          "the windows of %s", m->spec);
+      ferry__rec_get_u64s(&r, io->row0, (size_t)nwin + 1);
+    } else if (fit && !r.rc)
+      (void)ferry__rec_take(&r, (size_t)(nwin + 1) * 8);
+    if (ferry__rec_end(&r, "bytes past the end") || !io->in ||
+        w[R_VERSION] != PACK_RECORD_VERSION || w[R_KIND] < 0 ||
+        w[R_KIND] >= K_N)
+      rc = ferry__seterr_on(err, rank, FERRY_EINTERNAL,
+                            "pack: the packed view of %s is corrupt", m->spec);
+    else {
+      if (v == 0)
+        memcpy(io->w, w, sizeof w);
+      io->kind[v] = (int)w[R_KIND];
+    }
+  }
+  if (rc)
+    return rc;
+  io->tv = (int)io->w[R_VAR];
+  rc = stream_init(io, o, epoch, err);
+  if (!rc && io->w[R_MODE] == FERRY__PACK_CONCAT &&
+      io->pk.rows != m->num_samples)
+    rc = ferry__seterr_on(err, rank, FERRY_EINTERNAL,
+                          "pack: %s: the stream holds %lld rows, the view "
+                          "says %lld",
+                          m->spec, (long long)io->pk.rows,
+                          (long long)m->num_samples);
+  return rc;
+}
+
+/* ---- pack=first_fit: windows of documents packed whole ---------------- */
+
+static int grow_items(ferry__io *io, int64_t need, ferry__err *err) {
+  if (need <= io->capit)
+    return 0;
+  int64_t cap = 2 * need + 64, m = 1;
+  while (m < cap)
+    m <<= 1;
+  ferry__pack_span *it = realloc(io->it, (size_t)cap * sizeof *it);
+  if (it)
+    io->it = it;
+  int64_t *a = it ? realloc(io->len, (size_t)cap * 8) : NULL;
+  if (a)
+    io->len = a;
+  int64_t *b = a ? realloc(io->bin, (size_t)cap * 8) : NULL;
+  if (b)
+    io->bin = b;
+  int64_t *t = b ? realloc(io->tree, (size_t)(2 * m) * 8) : NULL;
+  if (t)
+    io->tree = t;
+  int64_t *bs = t ? realloc(io->bstart, (size_t)(cap + 1) * 8) : NULL;
+  if (bs)
+    io->bstart = bs;
+  int64_t *bo = bs ? realloc(io->border, (size_t)cap * 8) : NULL;
+  if (bo)
+    io->border = bo;
+  if (!bo)
+    return ferry__oom(err, io->rank, (size_t)cap * 48 + (size_t)m * 16,
+                      "the items of a window of %s", io->in->spec);
+  io->capit = cap;
+  return 0;
+}
+
+/* Window w's items (its documents in stream order, empty ones skipped, one
+ * longer than L cut into pieces of L or dropped), packed first fit and
+ * grouped by row; *dropped and *split count what overflow did. */
+static int window_pack(ferry__io *io, int64_t w, int64_t *dropped,
+                       int64_t *split, ferry__err *err) {
+  const int64_t L = io->w[R_L], Wd = io->w[R_WINDOW], N = io->in->num_samples;
+  const int64_t lo = w * Wd, hi = lo + Wd < N ? lo + Wd : N;
+  const int64_t nch = io->w[R_NCHUNKS];
+  io->fw = -1;
+  io->nit = 0;
+  int64_t k = lo < hi ? ferry__last_le(io->dstart, nch, lo) : 0;
+  for (int64_t pos = lo; pos < hi; pos++) {
+    while (io->dstart[k + 1] <= pos)
+      k++;
+    int64_t c = io->pk.order[k], nd;
+    const int64_t *o = chunk_docs(io, c, &nd);
+    int64_t j = pos - io->dstart[k], len = o[j + 1] - o[j], first = o[j] - o[0];
+    if (len <= 0)
+      continue;
+    if (len > L && io->w[R_OVERFLOW] == FERRY__OVERFLOW_DROP) {
+      *dropped += len;
+      continue;
+    }
+    *split += len > L;
+    for (int64_t off = 0; off < len; off += L) {
+      int rc = grow_items(io, io->nit + 1, err);
+      if (rc)
+        return rc;
+      int64_t n = len - off < L ? len - off : L;
+      io->it[io->nit] = (ferry__pack_span){c, first + off, n, 0};
+      io->len[io->nit++] = n;
+    }
+  }
+  int rc = grow_items(io, io->nit + 1, err);
+  if (rc)
+    return rc;
+  io->nbin = ferry__pack_fit(io->len, io->nit, L, io->bin, io->tree);
+  /* the items of each row, in their order (a counting sort) */
+  for (int64_t b = 0; b <= io->nbin; b++)
+    io->bstart[b] = 0;
+  for (int64_t i = 0; i < io->nit; i++)
+    io->bstart[io->bin[i] + 1]++;
+  for (int64_t b = 0; b < io->nbin; b++)
+    io->bstart[b + 1] += io->bstart[b];
+  for (int64_t i = 0; i < io->nit; i++)
+    io->border[io->bstart[io->bin[i]]++] = i;
+  for (int64_t b = io->nbin; b > 0; b--)
+    io->bstart[b] = io->bstart[b - 1];
+  io->bstart[0] = 0;
+  io->fw = w;
+  return 0;
+}
+
+/* Row r's spans into sp (room for max; contiguous from position 0):
+ * concat cuts the stream, first_fit gives the row's items.  The span
+ * count, or -1 (a failure: err set for the internal ones). */
+static int64_t row_spans(ferry__io *io, int64_t r, ferry__pack_span *sp,
+                         int64_t max, ferry__err *err) {
+  if (io->w[R_MODE] != FERRY__PACK_FIRST_FIT)
+    return ferry__pack_spans(&io->pk, r, sp, max);
+  const int64_t nwin = io->w[R_NWIN];
+  if (r < 0 || r >= io->row0[nwin])
+    return -1;
+  int64_t w = ferry__last_le(io->row0, nwin, r), dropped = 0, split = 0;
+  if (io->fw != w && window_pack(io, w, &dropped, &split, err) != 0)
+    return -1;
+  int64_t b = r - io->row0[w];
+  if (b >= io->nbin) {
+    ferry__seterr_on(err, io->rank, FERRY_EINTERNAL,
+                     "pack: window %lld of %s packs into %lld rows, the view "
+                     "says %lld",
+                     (long long)w, io->in->spec, (long long)io->nbin,
+                     (long long)(io->row0[w + 1] - io->row0[w]));
+    return -1;
+  }
+  int64_t n = 0, at = 0;
+  for (int64_t q = io->bstart[b]; q < io->bstart[b + 1] && n < max; q++) {
+    sp[n] = io->it[io->border[q]];
+    sp[n++].at = at;
+    at += io->it[io->border[q]].count;
+  }
+  return n;
 }
 
 static int pack_io_open(ferry__io **out, const ferry__manifest *m,
@@ -579,6 +812,30 @@ static int read_tokens(ferry__io *io, int64_t row, int64_t n,
   const ferry__pack *pk = &io->pk;
   const int64_t L = pk->L, W = L + pk->overlap;
   const size_t es = io->esize;
+  if (io->w[R_MODE] == FERRY__PACK_FIRST_FIT) { /* row by row: its items */
+    for (int64_t j = 0; j < n; j++) {
+      unsigned char *dst = buf + (size_t)(j * W) * es;
+      int64_t nsp = row_spans(io, row + j, io->sp, W + 1, err), have = 0;
+      if (nsp < 0)
+        return err->msg[0]
+                   ? err->code
+                   : ferry__seterr_on(err, io->rank, FERRY_EINTERNAL,
+                                      "pack: row %lld of %s has no "
+                                      "spans",
+                                      (long long)(row + j), io->m->spec);
+      for (int64_t q = 0; q < nsp; q++) {
+        const ferry__pack_span *s = &io->sp[q];
+        int rc = read_chunk_range(io, s->chunk, s->first, s->first + s->count,
+                                  dst + (size_t)s->at * es, err);
+        if (rc)
+          return rc;
+        have = s->at + s->count;
+      }
+      for (int64_t i = have; i < W; i++)
+        memcpy(dst + (size_t)i * es, io->pad, es);
+    }
+    return 0;
+  }
   int64_t x = row * L, x1 = (row + n) * L + pk->overlap;
   if (x1 > pk->tokens)
     x1 = pk->tokens;
@@ -612,10 +869,15 @@ static int read_tokens(ferry__io *io, int64_t row, int64_t n,
 
 /* Row r's document_ids: the corpus's index of each input's document
  * (its part's first sample + the document's index there), -1 padding. */
-static void row_docs(ferry__io *io, int64_t r, int64_t *out) {
+static int row_docs(ferry__io *io, int64_t r, int64_t *out, ferry__err *err) {
   const ferry__pack *pk = &io->pk;
-  int64_t nsp = ferry__pack_spans(pk, r, io->sp, pk->L + pk->overlap + 1);
+  int64_t nsp = row_spans(io, r, io->sp, pk->L + pk->overlap + 1, err);
   int64_t at = 0;
+  if (nsp < 0)
+    return err->msg[0] ? err->code
+                       : ferry__seterr_on(err, io->rank, FERRY_EINTERNAL,
+                                          "pack: row %lld of %s has no spans",
+                                          (long long)r, io->m->spec);
   for (int64_t j = 0; j < nsp && at < pk->L; j++) {
     int64_t d0, p = chunk_part(io, io->sp[j].chunk, &d0), nd;
     const int64_t *o = chunk_docs(io, io->sp[j].chunk, &nd);
@@ -627,6 +889,7 @@ static void row_docs(ferry__io *io, int64_t r, int64_t *out) {
   }
   while (at < pk->L)
     out[at++] = -1;
+  return 0;
 }
 
 /* Rows [row, row + n)'s boundary outputs, each kind k with to[k] set
@@ -636,7 +899,9 @@ static int bounds_rows(ferry__io *io, int64_t row, int64_t n,
   const ferry__pack *pk = &io->pk;
   const int64_t L = pk->L, W = L + pk->overlap;
   for (int64_t j = 0; j < n; j++) {
-    int64_t nsp = ferry__pack_spans(pk, row + j, io->sp, W + 1);
+    int64_t nsp = row_spans(io, row + j, io->sp, W + 1, err);
+    if (nsp < 0 && err->msg[0])
+      return err->code;
     int32_t *seg = to[K_SEG] ? (int32_t *)(void *)to[K_SEG] + j * L : NULL;
     int32_t *pos = to[K_POS] ? (int32_t *)(void *)to[K_POS] + j * L : NULL;
     uint8_t *mask = to[K_MASK] ? to[K_MASK] + j * L : NULL;
@@ -664,9 +929,9 @@ static int pack_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   if (kind == K_TOKENS)
     return read_tokens(io, row, nrows, buf, err);
   if (kind == K_DOC) {
-    for (int64_t j = 0; j < nrows; j++)
-      row_docs(io, row + j, (int64_t *)buf + j * io->pk.L);
-    return 0;
+    for (int64_t j = 0; j < nrows && !rc; j++)
+      rc = row_docs(io, row + j, (int64_t *)buf + j * io->pk.L, err);
+    return rc;
   }
   const size_t rb = io->m->vars[var].row_bytes;
   if (io->c_n == nrows && io->c_row == row && io->cache[kind]) {
@@ -729,6 +994,66 @@ const ferry__backend ferry__pack_backend = {
     .io_close = pack_io_close,
 };
 
+/* pack=first_fit at ferry_open: every window packed once (the ranks share
+ * them: rank r packs windows r, r + P, ...), each window's rows, the
+ * tokens dropped and the documents split summed over the ranks.
+ * COLLECTIVE over L->comm: one outcome on every rank. */
+static int fit_all(ferry_loader *L, int tv, fit_info *fi, ferry__err *err) {
+  const ferry_options *o = L->opts;
+  const ferry__manifest *in = &L->m;
+  const int64_t N = in->num_samples, Wd = o->pack_window;
+  fi->nwin = N > 0 ? (N + Wd - 1) / Wd : 1;
+  int rc = 0;
+  ferry__io *io = NULL;
+  if (fi->nwin > INT_MAX)
+    rc = ferry__seterr(err, FERRY_EINVAL,
+                       "pack=first_fit: %lld windows of %lld documents in %s "
+                       "(at most 2^31 - 1: raise pack_window)",
+                       (long long)fi->nwin, (long long)Wd, in->spec);
+  else if (!(fi->row0 = calloc((size_t)fi->nwin + 1, sizeof *fi->row0)) ||
+           !(io = calloc(1, sizeof *io)))
+    rc = ferry__oom(err, L->rank, ((size_t)fi->nwin + 1) * 8 + sizeof *io,
+                    "the windows of %s", in->spec);
+  if (!rc) {
+    int64_t cd = o->pack_chunk ? o->pack_chunk : auto_chunk_docs(in);
+    io->in = in;
+    io->tv = tv;
+    io->rank = L->rank;
+    io->w[R_L] = o->seq_len;
+    io->w[R_TAIL] = o->tail;
+    io->w[R_CHUNK_DOCS] = cd;
+    io->w[R_NCHUNKS] = count_chunks(in, cd);
+    io->w[R_TOKENS] = corpus_tokens(in, tv);
+    io->w[R_MODE] = FERRY__PACK_FIRST_FIT;
+    io->w[R_WINDOW] = Wd;
+    io->w[R_OVERFLOW] = o->overflow;
+    rc = stream_init(io, o, 0, err);
+  }
+  int64_t sums[2] = {0, 0}; /* tokens dropped, documents split */
+  for (int64_t w = L->rank; !rc && w < fi->nwin && N > 0; w += L->size)
+    if (!(rc = window_pack(io, w, &sums[0], &sums[1], err)))
+      fi->row0[w + 1] = io->nbin;
+  pack_io_close(io);
+  rc = ferry__agree(L->comm, L->rank, rc, err);
+  if (!rc && (MPI_Allreduce(MPI_IN_PLACE, fi->row0 + 1, (int)fi->nwin,
+                            MPI_INT64_T, MPI_SUM, L->comm) != MPI_SUCCESS ||
+              MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_INT64_T, MPI_SUM,
+                            L->comm) != MPI_SUCCESS))
+    rc = ferry__seterr_on(err, L->rank, FERRY_EMPI,
+                          "pack=first_fit: the all-reduce of the windows' "
+                          "rows failed");
+  if (rc) {
+    free(fi->row0);
+    fi->row0 = NULL;
+    return rc;
+  }
+  for (int64_t w = 0; w < fi->nwin; w++)
+    fi->row0[w + 1] += fi->row0[w];
+  fi->dropped = sums[0];
+  fi->split = sums[1];
+  return 0;
+}
+
 int ferry_pack_stats(const ferry_loader *L, int64_t epoch,
                      ferry_pack_info *out) {
   if (!L || !out || !ferry__pack_is(&L->m))
@@ -753,7 +1078,18 @@ int ferry_pack_stats(const ferry_loader *L, int64_t epoch,
     out->dropped = pk->tokens - inputs;
     out->efficiency =
         pk->rows ? (double)inputs / ((double)pk->rows * (double)pk->L) : 0;
-    out->split = ferry__pack_split(pk, chunk_docs, io);
+    if (io->w[R_MODE] == FERRY__PACK_FIRST_FIT) {
+      /* whole documents: the tokens dropped by overflow=drop, the rest in
+       * rows padded to L */
+      inputs = pk->tokens - io->w[R_DROPPED];
+      out->rows = io->w[R_ROWS];
+      out->padding = out->rows * pk->L - inputs;
+      out->dropped = io->w[R_DROPPED];
+      out->efficiency =
+          out->rows ? (double)inputs / ((double)out->rows * (double)pk->L) : 0;
+      out->split = io->w[R_SPLIT];
+    } else
+      out->split = ferry__pack_split(pk, chunk_docs, io);
     out->runs = pk->nchunks;
     out->run_docs = io->w[R_CHUNK_DOCS];
   }

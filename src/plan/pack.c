@@ -140,8 +140,8 @@ int ferry__pack_bounds(const ferry__pack *pk, const ferry__pack_span *sp,
     memcpy(pos, wp, (size_t)L * sizeof *pos);
   if (mask)
     for (int64_t i = 0; i < L; i++)
-      mask[i] =
-          ws[i] && i + 1 < W && ws[i + 1] && !(mask_first && wp[i + 1] == 0);
+      mask[i] = ws[i] && i + 1 < W && ws[i + 1] &&
+                !(mask_first && ws[i + 1] != ws[i]);
   if (cu) {
     int64_t n = 1;
     cu[0] = 0;
@@ -166,4 +166,33 @@ int64_t ferry__pack_split(const ferry__pack *pk, ferry__pack_docs_fn docs,
     }
   }
   return n;
+}
+
+int64_t ferry__pack_fit(const int64_t *len, int64_t n, int64_t L,
+                        int64_t *bin_of, int64_t *tree) {
+  if (n <= 0)
+    return 0;
+  /* a heap-ordered tree over m leaves (m: the power of two at or above
+   * n), each node the most room of its leaves */
+  int64_t m = 1;
+  while (m < n)
+    m <<= 1;
+  for (int64_t i = 0; i < m; i++)
+    tree[m + i] = i < n ? L : -1; /* every possible row, empty: room L */
+  for (int64_t i = m - 1; i >= 1; i--)
+    tree[i] = tree[2 * i] > tree[2 * i + 1] ? tree[2 * i] : tree[2 * i + 1];
+  int64_t rows = 0;
+  for (int64_t k = 0; k < n; k++) {
+    int64_t x = 1; /* the leftmost leaf with room >= len[k]: an empty row
+                    * has L, so one is always found */
+    while (x < m)
+      x = tree[2 * x] >= len[k] ? 2 * x : 2 * x + 1;
+    int64_t b = x - m;
+    bin_of[k] = b;
+    rows = b + 1 > rows ? b + 1 : rows;
+    tree[x] -= len[k];
+    for (x >>= 1; x >= 1; x >>= 1)
+      tree[x] = tree[2 * x] > tree[2 * x + 1] ? tree[2 * x] : tree[2 * x + 1];
+  }
+  return rows;
 }

@@ -79,8 +79,9 @@ typedef const int64_t *(*ferry__pack_docs_fn)(void *ctx, int64_t chunk,
  *   seg[i] = ws[i], pos[i] = wp[i];
  *   mask[i] = 1 when position i predicts a token: i + 1 is a token of the
  *     row (its L + overlap positions), i is not padding and, with
- *     mask_first, token i + 1 is not a document's first (a prediction
- *     across documents); else 0;
+ *     mask_first, token i + 1 is in i's piece (not a prediction across
+ *     documents: in a cut stream, a new piece inside a row is a
+ *     document's first token); else 0;
  *   cu[0..L]: 0, the end of each piece in the row, then L (the padding's
  *     end when the row has padding), repeated to fill L + 1 entries: the
  *     row's part of a varlen attention's cu_seqlens, padding as one piece.
@@ -91,6 +92,18 @@ int ferry__pack_bounds(const ferry__pack *pk, const ferry__pack_span *sp,
                        int64_t nsp, ferry__pack_docs_fn docs, void *ctx,
                        int mask_first, int32_t *ws, int32_t *wp, int32_t *seg,
                        int32_t *pos, uint8_t *mask, int32_t *cu);
+
+/**
+ * pack=first_fit: items of len[0..n) tokens (each 1 <= len <= L) put, in
+ * order, into the first row (bin of L tokens) with room, a new row when
+ * none has: bin_of[i] receives item i's row (0, 1, ... in the order rows
+ * are opened; the leftmost row with room is the first opened, so rows
+ * open in order).  tree is scratch of 2 m words, m the power of two at or
+ * above n (a segment tree of the rows' room: each item placed in
+ * O(log n)).  Returns the rows.
+ */
+int64_t ferry__pack_fit(const int64_t *len, int64_t n, int64_t L,
+                        int64_t *bin_of, int64_t *tree);
 
 /** The documents the rows cut: those whose tokens lie in two rows' inputs
  *  or more (a walk over every chunk's documents in stream order). */

@@ -167,7 +167,8 @@ static void print_pack(const ferry_loader *L) {
          pi.documents, pi.tokens, pi.rows, pi.seq_len,
          pi.overlap ? " + 1 (overlap)" : "");
   printf("               efficiency %.4f (%" PRId64 " padding tokens), %" PRId64
-         " tokens dropped (tail), %" PRId64 " documents split (epoch 0); "
+         " tokens dropped (the tail; overflow=drop), %" PRId64
+         " documents split (epoch 0); "
          "%" PRId64 " runs of %" PRId64 " documents shuffled\n",
          pi.efficiency, pi.padding, pi.dropped, pi.split, pi.runs, pi.run_docs);
 }

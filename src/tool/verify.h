@@ -47,6 +47,7 @@ typedef struct setup {
   int pack;           /* pack=concat: the tokens check (verify_pack.c)  */
   int pack_all;       /* every output selected, document_ids too        */
   int mask_first;     /* the option                                      */
+  int pack_fit;       /* pack=first_fit: pieces of cut documents anywhere */
   ferry_pack_info pi; /* the packing (ferry_pack_stats)                */
 } setup;
 

@@ -53,6 +53,8 @@ int verify_pack_setup(tool_ctx *ctx, ferry_loader *L, setup *su) {
   char buf[64];
   su->mask_first =
       !strcmp(tool_option(ctx, "mask_first", buf, sizeof buf), "yes");
+  su->pack_fit =
+      !strcmp(tool_option(ctx, "pack", buf, sizeof buf), "first_fit");
   return 1;
 }
 
@@ -95,14 +97,17 @@ static void check_row(const setup *su, const ferry_batch *b, int64_t j,
       bad_row(run, b, j, "a document index out of range", i);
       return;
     }
+    /* a new piece inside a row starts a document (first_fit: or is a
+     * piece of a longer one, cut every seq_len) */
     if (i == 0 ? seg[0] != 1
         : seg[i] == seg[i - 1]
             ? doc[i] != doc[i - 1] || pos[i] != pos[i - 1] + 1
-            : seg[i] != seg[i - 1] + 1 || pos[i] != 0) {
+            : seg[i] != seg[i - 1] + 1 ||
+                  (su->pack_fit ? pos[i] % L != 0 : pos[i] != 0)) {
       bad_row(run, b, j, "segment_ids disagree with the documents", i);
       return;
     }
-    int nreal = i + 1 < have, nfirst = nreal && pos[i + 1] == 0;
+    int nreal = i + 1 < have, nfirst = nreal && seg[i + 1] != seg[i];
     if (i + 1 < L || !su->pi.overlap) {
       int want = nreal && !(su->mask_first && nfirst);
       if (mask[i] != want) {

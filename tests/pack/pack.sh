@@ -50,6 +50,27 @@ for t in partial pad drop_last; do
     failed "ferry verify --pack concat --tail $t" "$tmp/verify.$t"
   fi
 done
+# first_fit: whole documents, the longer ones split or dropped
+for ov in split drop; do
+  if $RUN_MPI 3 "$FERRY" verify "$fx/c" --pack first_fit --seq-len 9 \
+       --pack-window 32 --overflow $ov --batch-size 4 --tail partial \
+       --mask-first yes >"$tmp/verify.fit.$ov" 2>&1 &&
+     grep '^PASS tokens .*every token is ferry gen' "$tmp/verify.fit.$ov" >/dev/null; then
+    ok "ferry verify, first_fit overflow=$ov: `grep '^PASS tokens' "$tmp/verify.fit.$ov" | head -1`"
+  else
+    failed "ferry verify --pack first_fit --overflow $ov" "$tmp/verify.fit.$ov"
+  fi
+done
+"$FERRY" info "$fx/c" --pack first_fit --seq-len 8 --pack-window 8 \
+  --overflow drop --shuffle none >"$tmp/info.fit" 2>&1
+# each window of 8 documents (0 1 7 8 9 80 3 5 tokens): 9 and 80 dropped,
+# 1 7 | 8 | 3 5 -> 3 rows; 50 windows
+if grep '^packing  *400 documents, 5650 tokens -> 150 rows of seq_len 8' "$tmp/info.fit" >/dev/null &&
+   grep '4450 tokens dropped' "$tmp/info.fit" >/dev/null; then
+  ok "ferry info, first_fit: `grep -A1 '^packing' "$tmp/info.fit" | tr -s ' ' | tr '\n' ' '`"
+else
+  failed "ferry info --pack first_fit --overflow drop" "$tmp/info.fit"
+fi
 # a changed token: caught
 cp -r "$fx/c" "$fx/bad"
 "$PYTHON_NUMPY" -c 'import sys

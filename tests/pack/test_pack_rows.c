@@ -84,6 +84,8 @@ typedef struct pcase {
   const char *tail, *shuffle, *seed, *chunk, *threads;
   const char *io; /* NULL: auto (mmap here); independent: the reads of
                    * whole documents and cut ones (loader/pack.c) */
+  int fit;        /* pack=first_fit (overlap 0), else concat          */
+  const char *window, *overflow; /* first_fit's options (NULL: default) */
 } pcase;
 
 static ferry_options *opts_of(const pcase *c) {
@@ -93,19 +95,22 @@ static ferry_options *opts_of(const pcase *c) {
   snprintf(Bs, sizeof Bs, "%lld", (long long)c->B);
   snprintf(ov, sizeof ov, "%d", c->overlap);
   ferry_options_create(&o);
-  int rc = ferry_options_set(o, "pack", "concat") |
-           ferry_options_set(o, "seq_len", Ls) |
-           ferry_options_set(o, "batch_size", Bs) |
-           ferry_options_set(o, "overlap", ov) |
-           ferry_options_set(o, "mask_first", c->mask_first ? "yes" : "no") |
-           ferry_options_set(o, "tail", c->tail) |
-           ferry_options_set(o, "shuffle", c->shuffle) |
-           ferry_options_set(o, "seed", c->seed) |
-           ferry_options_set(o, "pack_chunk", c->chunk) |
-           ferry_options_set(o, "threads", c->threads) |
-           ferry_options_set(o, "chunk_samples", "3") |
-           ferry_options_set(o, "shuffle_buffer", "2") |
-           ferry_options_set(o, "io", c->io ? c->io : "auto");
+  int rc =
+      ferry_options_set(o, "pack", c->fit ? "first_fit" : "concat") |
+      ferry_options_set(o, "pack_window", c->window ? c->window : "1024") |
+      ferry_options_set(o, "overflow", c->overflow ? c->overflow : "split") |
+      ferry_options_set(o, "seq_len", Ls) |
+      ferry_options_set(o, "batch_size", Bs) |
+      ferry_options_set(o, "overlap", ov) |
+      ferry_options_set(o, "mask_first", c->mask_first ? "yes" : "no") |
+      ferry_options_set(o, "tail", c->tail) |
+      ferry_options_set(o, "shuffle", c->shuffle) |
+      ferry_options_set(o, "seed", c->seed) |
+      ferry_options_set(o, "pack_chunk", c->chunk) |
+      ferry_options_set(o, "threads", c->threads) |
+      ferry_options_set(o, "chunk_samples", "3") |
+      ferry_options_set(o, "shuffle_buffer", "2") |
+      ferry_options_set(o, "io", c->io ? c->io : "auto");
   CHECK(rc == 0, "options");
   return o;
 }
@@ -267,7 +272,8 @@ static void check_rows(const char *what, const pcase *c, const rows *a,
                  (doc[i] != doc[i - 1] || pos[i] != pos[i - 1] + 1))
           err_at = i;
         else if (i > 0 && seg[i] != seg[i - 1] &&
-                 (seg[i] != seg[i - 1] + 1 || pos[i] != 0))
+                 (seg[i] != seg[i - 1] + 1 ||
+                  (c->fit ? pos[i] % L != 0 : pos[i] != 0)))
           err_at = i;
         else if (i == 0 && seg[0] != 1)
           err_at = i;
@@ -291,7 +297,7 @@ static void check_rows(const char *what, const pcase *c, const rows *a,
     }
     for (int64_t i = 0; i < L; i++) {
       int nreal = i + 1 < have || (i + 1 == L && next_real);
-      int nfirst = i + 1 < have ? pos[i + 1] == 0 : next_first;
+      int nfirst = i + 1 < have ? seg[i + 1] != seg[i] : next_first;
       if (i + 1 == L && c->overlap && !by[r + 1] && next_real)
         continue; /* the epoch's last row: its overlap token's position
                    * is not served */
@@ -319,8 +325,19 @@ static void check_rows(const char *what, const pcase *c, const rows *a,
     lost += cover[x] == 0;
     twice += cover[x] > 1;
   }
-  /* with overlap, the stream's last token may be a label only */
+  /* with overlap, the stream's last token may be a label only; first_fit
+   * drops whole documents longer than L with overflow=drop, exactly */
   int64_t allow = tail_drop ? (P * c->B) * L + L + c->overlap : c->overlap;
+  if (c->fit) {
+    int64_t drop = 0;
+    for (int64_t d = 0; c->overflow && !strcmp(c->overflow, "drop") && d < ndoc;
+         d++)
+      drop += dlen[d] > L ? dlen[d] : 0;
+    allow = tail_drop ? drop + (P * c->B) * L : drop;
+    CHECK(tail_drop || lost == drop,
+          "%s: %lld tokens in no row, overflow=drop drops %lld", what,
+          (long long)lost, (long long)drop);
+  }
   CHECK(twice == 0 && lost <= allow,
         "%s: %lld tokens, %lld in no row (at most %lld), %lld in two", what,
         (long long)T, (long long)lost, (long long)allow, (long long)twice);
@@ -418,7 +435,8 @@ static void epoch_case(const char *label, const pcase *c) {
 
 /* shuffle=none, one rank: row r is the stream's tokens [r L, r L + W). */
 static void golden(void) {
-  pcase c = {8, 4, 1, 0, "partial", "none", "0", "1", "1", "independent"};
+  pcase c = {8, 4,    1,   0, "partial", "none", "0", "1", "1", "independent",
+             0, NULL, NULL};
   rows all = {0};
   all.words = words_of(&c);
   run_epoch(&c, 1, 0, &all);
@@ -445,6 +463,28 @@ static void golden(void) {
           "corpus cut every 8",
           (long long)all.n, (long long)((T - 1 + c.L - 1) / c.L),
           (long long)bad);
+  }
+  rows_free(&all);
+}
+
+/* first_fit, shuffle=none, windows of 8 documents of 0, 1, 7, 8, 9, 80,
+ * 3, 5 tokens, L = 8: each window's items 1 7 8 8+1 8x10 3 5 pack into 15
+ * rows; row 3 is document 4's last token and document 6, then padding. */
+static void golden_fit(void) {
+  pcase c = {8, 5, 0, 0, "partial", "none", "0", "1", "1", NULL, 1, "8", NULL};
+  rows all = {0};
+  all.words = words_of(&c);
+  run_epoch(&c, 1, 0, &all);
+  if (rank == 0) {
+    const int32_t *r3 = NULL;
+    for (int64_t i = 0; i < all.n; i++)
+      if (all.id[i] == 3)
+        r3 = all.w + i * all.words;
+    static const int32_t want[8] = {12, 6, 7, 8, 0, 0, 0, 0};
+    CHECK(all.n == ndoc / 8 * 15 && r3 && !memcmp(r3, want, sizeof want),
+          "first_fit: %lld rows (want %lld), row 3 %s", (long long)all.n,
+          (long long)(ndoc / 8 * 15), r3 ? "differs" : "missing");
+    check_rows("first_fit golden", &c, &all, 1);
   }
   rows_free(&all);
 }
@@ -566,27 +606,43 @@ int main(int argc, char **argv) {
     return FT_HARD_ERROR;
   }
   golden();
+  golden_fit();
   /* the corpus's lengths cycle 0, 1, 7, 8, 9, 80, 3, 5 (pack.sh) */
   const pcase cases[] = {
-      {8, 4, 0, 0, "partial", "chunks", "1", "1", "2", NULL},
-      {8, 3, 1, 1, "partial", "chunks", "2", "3", "1", "independent"},
-      {7, 5, 1, 0, "pad", "chunks", "3", "0", "4", NULL},
-      {9, 2, 0, 1, "drop_last", "chunks", "4", "2", "2", "independent"},
-      {1, 16, 0, 0, "partial", "chunks", "5", "1", "2", "independent"},
-      {80, 2, 1, 0, "partial", "block", "6", "1", "2", NULL},
-      {81, 1, 0, 1, "pad", "none", "7", "5", "1", "independent"},
-      {5, 3, 1, 0, "partial", "chunks", "8", "4", "2", "independent"},
+      {8, 4, 0, 0, "partial", "chunks", "1", "1", "2", NULL, 0, NULL, NULL},
+      {8, 3, 1, 1, "partial", "chunks", "2", "3", "1", "independent", 0, NULL,
+       NULL},
+      {7, 5, 1, 0, "pad", "chunks", "3", "0", "4", NULL, 0, NULL, NULL},
+      {9, 2, 0, 1, "drop_last", "chunks", "4", "2", "2", "independent", 0, NULL,
+       NULL},
+      {1, 16, 0, 0, "partial", "chunks", "5", "1", "2", "independent", 0, NULL,
+       NULL},
+      {80, 2, 1, 0, "partial", "block", "6", "1", "2", NULL, 0, NULL, NULL},
+      {81, 1, 0, 1, "pad", "none", "7", "5", "1", "independent", 0, NULL, NULL},
+      {5, 3, 1, 0, "partial", "chunks", "8", "4", "2", "independent", 0, NULL,
+       NULL},
+      /* first_fit: windows of 8, 64, 1024 documents, split and drop */
+      {8, 4, 0, 0, "partial", "chunks", "9", "1", "2", NULL, 1, "8", NULL},
+      {9, 3, 0, 1, "pad", "chunks", "10", "3", "4", "independent", 1, "64",
+       "drop"},
+      {16, 2, 0, 1, "drop_last", "block", "11", "1", "2", NULL, 1, NULL, NULL},
+      {81, 2, 0, 0, "partial", "chunks", "12", "2", "1", "independent", 1, "5",
+       "drop"},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     char label[128];
-    snprintf(label, sizeof label, "L=%lld overlap=%d tail=%s shuffle=%s io=%s",
-             (long long)cases[k].L, cases[k].overlap, cases[k].tail,
-             cases[k].shuffle, cases[k].io ? cases[k].io : "auto");
+    snprintf(label, sizeof label,
+             "%s L=%lld overlap=%d tail=%s shuffle=%s io=%s",
+             cases[k].fit ? "first_fit" : "concat", (long long)cases[k].L,
+             cases[k].overlap, cases[k].tail, cases[k].shuffle,
+             cases[k].io ? cases[k].io : "auto");
     epoch_case(label, &cases[k]);
   }
   /* threads and epochs: the same seed the same rows, another epoch other */
   {
-    pcase a = {8, 4, 1, 0, "partial", "chunks", "11", "1", "1", NULL}, b = a;
+    pcase a = {8,   4,   1,    0, "partial", "chunks", "11",
+               "1", "1", NULL, 0, NULL,      NULL},
+          b = a;
     b.threads = "4";
     rows ra = {0}, rb = {0}, re = {0};
     ra.words = rb.words = re.words = words_of(&a);
@@ -612,11 +668,27 @@ int main(int argc, char **argv) {
     rows_free(&re);
   }
   const pcase rs[] = {
-      {8, 3, 1, 1, "partial", "chunks", "21", "1", "2", NULL},
-      {9, 2, 0, 0, "pad", "chunks", "22", "2", "2", "independent"},
+      {8, 3, 1, 1, "partial", "chunks", "21", "1", "2", NULL, 0, NULL, NULL},
+      {9, 2, 0, 0, "pad", "chunks", "22", "2", "2", "independent", 0, NULL,
+       NULL},
   };
   resume_case(&rs[0], 3);
   resume_case(&rs[1], 5);
+  {
+    pcase f = {8,   3,   0,    1, "partial", "chunks", "23",
+               "1", "2", NULL, 1, "16",      NULL};
+    resume_case(&f, 4);
+    /* first_fit's rows are made once per seed: epochs 1 and 2 serve the
+     * same rows (by index), in another order */
+    rows r1 = {0}, r2 = {0};
+    r1.words = r2.words = words_of(&f);
+    run_epoch(&f, 2, 1, &r1);
+    run_epoch(&f, 2, 2, &r2);
+    if (rank == 0)
+      same_rows("first_fit: epochs 1 and 2", &r1, &r2);
+    rows_free(&r1);
+    rows_free(&r2);
+  }
   refused(argv[3], NULL, NULL, "ragged integer variable");
   refused(dir, "max_tokens", "64", "max_tokens");
   refused(dir, "seq_len", "100000000", "no row of seq_len");

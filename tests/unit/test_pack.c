@@ -262,8 +262,47 @@ static void test_random(void) {
   }
 }
 
+/* First fit against the quadratic definition: each item into the first
+ * row (in opening order) with room, a new row when none has. */
+static void test_fit(void) {
+  const int64_t hand[7] = {5, 3, 8, 2, 4, 1, 7}; /* L = 8 */
+  int64_t bin[64], tree[128];
+  int64_t rows = ferry__pack_fit(hand, 7, 8, bin, tree);
+  /* 5 -> r0 (3 left), 3 -> r0 (0), 8 -> r1, 2 -> r2 (6), 4 -> r2 (2),
+   * 1 -> r2 (1), 7 -> r3 */
+  CHECK(rows == 4 && bin[0] == 0 && bin[1] == 0 && bin[2] == 1 && bin[3] == 2 &&
+            bin[4] == 2 && bin[5] == 2 && bin[6] == 3,
+        "first fit of 5 3 8 2 4 1 7 into 8: %lld rows", (long long)rows);
+  for (uint64_t seed = 1; seed <= 200; seed++) {
+    uint64_t s = seed * 0x2545F4914F6CDD1DULL;
+    int64_t L = 1 + (int64_t)(rnd(&s) % 20), n = (int64_t)(rnd(&s) % 60);
+    int64_t len[64], want[64], room[64], nrows = 0;
+    for (int64_t i = 0; i < n; i++)
+      len[i] = 1 + (int64_t)(rnd(&s) % (uint64_t)L);
+    for (int64_t i = 0; i < n; i++) {
+      int64_t b = 0;
+      while (b < nrows && room[b] < len[i])
+        b++;
+      if (b == nrows)
+        room[nrows++] = L;
+      room[b] -= len[i];
+      want[i] = b;
+    }
+    rows = ferry__pack_fit(len, n, L, bin, tree);
+    int same = rows == nrows;
+    for (int64_t i = 0; same && i < n; i++)
+      same = bin[i] == want[i];
+    CHECK(same,
+          "seed %llu: first fit of %lld items into %lld: %lld rows, "
+          "the definition %lld",
+          (unsigned long long)seed, (long long)n, (long long)L, (long long)rows,
+          (long long)nrows);
+  }
+}
+
 int main(void) {
   test_golden();
   test_random();
+  test_fit();
   return ft_summary("test_pack");
 }
