@@ -113,6 +113,7 @@ for round in 1 2 3; do
   bench ragged --io auto
   bench concat --pack concat --seq-len 2048 --vars tokens --io auto
   bench concat_all --pack concat --seq-len 2048 --overlap 1 --io auto
+  bench first_fit --pack first_fit --seq-len 2048 --vars tokens --io auto
   bench ragged_indep --io independent
   bench concat_indep --pack concat --seq-len 2048 --vars tokens --io independent
   bench concat_indep64 --pack concat --seq-len 2048 --vars tokens \
