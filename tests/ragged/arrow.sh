@@ -15,7 +15,9 @@
 # zstd; make_arrow.mjs fixes the npm writer's length prefixes) are dumped
 # and compared too, the npm writer's own bytes refused with the reason, and
 # Arrow C++'s compressed integration files (tests/ragged/arrow-testing/)
-# served with the values of their JSON.
+# served with the values of their JSON.  The Hugging Face directory packed
+# into rows (pack=concat, pack_var=input_ids): ferry verify's tokens check
+# on 2 ranks, and pack without pack_var refused (several ragged columns).
 #
 # Environment (set by "make check"): FERRY, RUN_MPI, PYTHON_NUMPY,
 # FERRY_TEST_TMPDIR, top_srcdir, top_builddir.  Exit 0 pass, 1 fail, 77
@@ -74,6 +76,21 @@ echo "checking $njobs dumps against the values apache-arrow was given"
   >"$tmp/compare.out" 2>&1 || fail=1
 grep -c '^ok' "$tmp/compare.out" | sed 's/^/ok: dumps equal to the writer'"'"'s values: /'
 grep -v '^ok' "$tmp/compare.out"
+
+# ---- packed rows of a Hugging Face corpus (pack=concat, docs/lm.md) --------
+# several ragged columns: pack_var names the tokens; ferry verify's tokens
+# check on 2 ranks (every token of every document once, the boundary
+# outputs against the rows)
+expect_refusal -l "pack without pack_var" 1 "ragged variables; packing needs one" \
+  "$FERRY" dump "$fx/hf" --pack concat --seq-len 16
+if $RUN_MPI 2 "$FERRY" verify "$fx/hf" --pack concat --pack-var input_ids \
+     --seq-len 16 --overlap 1 --batch-size 4 --tail partial --epochs 1 \
+     >"$tmp/pack.verify" 2>&1 &&
+   grep '^PASS tokens' "$tmp/pack.verify" >/dev/null; then
+  ok "pack=concat over input_ids: `grep '^PASS tokens' "$tmp/pack.verify"`"
+else
+  failed "ferry verify --pack concat --pack-var input_ids" "$tmp/pack.verify"
+fi
 
 # ---- ferry info -------------------------------------------------------------
 if "$FERRY" info "$fx/hf" >"$tmp/info.out" 2>&1 &&
