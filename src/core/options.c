@@ -41,7 +41,8 @@ static const char *const io_names[] = {"independent", "collective", "mmap",
 static const char *const mix_by_names[] = {"epoch", "batch", NULL};
 static const char *const exhaust_names[] = {"stop", "restart", "drop", NULL};
 static const char *const mix_resume_names[] = {"refuse", "new_mix", NULL};
-static const char *const pack_names[] = {"none", "concat", "first_fit", NULL};
+static const char *const pack_names[] = {"none", "concat", "first_fit",
+                                         "best_fit", NULL};
 static const char *const overflow_names[] = {"split", "drop", NULL};
 static const char *const device_names[] = {"auto", "cpu", "cuda", NULL};
 /* Read by the zarr backend by name (backends/zarr). */
@@ -392,13 +393,14 @@ static const option_def defs[] = {
      0,
      1 << 24,
      NULL},
-    {{"pack", "none", "none|concat|first_fit",
+    {{"pack", "none", "none|concat|first_fit|best_fit",
       "Token corpora (docs/lm.md): concat serves rows of seq_len tokens cut "
       "from the documents of the ragged token variable (pack_var) "
       "concatenated in a seeded order, with their document boundaries "
       "(segment_ids, positions, loss_mask, cu_seqlens); first_fit packs "
       "whole documents into rows of seq_len without cutting them (first "
-      "fit over windows of pack_window documents; the rest padded); none "
+      "fit over windows of pack_window documents; the rest padded); "
+      "best_fit the same into the row with the least room that fits; none "
       "serves the documents as samples."},
      K_ENUM,
      OFF(pack),
@@ -448,7 +450,8 @@ static const option_def defs[] = {
      0,
      NULL},
     {{"pack_window", "1024", "integer >= 1",
-      "With pack=first_fit: documents packed together, in the seeded order "
+      "With pack=first_fit or best_fit: documents packed together, in the "
+      "seeded order "
       "of the seed alone (the rows are the same every epoch, shuffled "
       "again each epoch)."},
      K_INT,
@@ -457,7 +460,8 @@ static const option_def defs[] = {
      1 << 24,
      NULL},
     {{"overflow", "split", "split|drop",
-      "With pack=first_fit: a document longer than seq_len is cut into "
+      "With pack=first_fit or best_fit: a document longer than seq_len is cut "
+      "into "
       "pieces of seq_len (split) or left out (drop; counted by ferry info)."},
      K_ENUM,
      OFF(overflow),

@@ -59,6 +59,12 @@ static const char *const out_names[K_N] = {"tokens",     "segment_ids",
  * after this many bytes were copied from them. */
 #define PACK_DROP_BYTES ((size_t)32 << 20)
 
+/* pack=first_fit or best_fit: whole documents into rows. */
+#define FIT_MODE(m)                                                            \
+  ((m) == FERRY__PACK_FIRST_FIT || (m) == FERRY__PACK_BEST_FIT)
+/* best_fit keeps a count per possible room (0..seq_len): at most this. */
+#define PACK_BEST_MAX_L ((int64_t)1 << 20)
+
 /* Auto pack_chunk: runs of documents kept below this count. */
 #define PACK_MAX_CHUNKS ((int64_t)1 << 18)
 
@@ -152,13 +158,20 @@ static int check_options(const ferry_options *o, const ferry__manifest *in,
     what = "pad";
   else if (ferry__mix_is_manifest(in))
     what = "mix";
-  else if (o->pack == FERRY__PACK_FIRST_FIT && o->overlap)
-    return ferry__seterr(err, FERRY_EINVAL,
-                         "pack=first_fit with overlap=1 (dataset %s): a row "
-                         "holds whole documents, not the stream's next "
-                         "token; take the labels inside the row "
-                         "(tokens[:, 1:]) or use pack=concat",
-                         in->spec);
+  else if (o->pack == FERRY__PACK_BEST_FIT && o->seq_len > PACK_BEST_MAX_L)
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "pack=best_fit with seq_len %lld (dataset %s): at "
+                         "most 2^20 (a count per possible room); use "
+                         "first_fit",
+                         (long long)o->seq_len, in->spec);
+  else if (FIT_MODE(o->pack) && o->overlap)
+    return ferry__seterr(
+        err, FERRY_EINVAL,
+        "pack=%s with overlap=1 (dataset %s): a row "
+        "holds whole documents, not the stream's next "
+        "token; take the labels inside the row "
+        "(tokens[:, 1:]) or use pack=concat",
+        o->pack == FERRY__PACK_BEST_FIT ? "best_fit" : "first_fit", in->spec);
   if (what)
     return ferry__seterr(err, FERRY_ENOTSUP,
                          "pack with option '%s' (dataset %s): packed "
@@ -256,7 +269,7 @@ static int make_virtual(const ferry__manifest *in, const ferry_options *o,
                         T,
                         rows,
                         (int64_t)in->hash,
-                        fi ? FERRY__PACK_FIRST_FIT : FERRY__PACK_CONCAT,
+                        fi ? o->pack : FERRY__PACK_CONCAT,
                         o->pack_window,
                         o->overflow,
                         fi ? fi->nwin : 0,
@@ -331,11 +344,10 @@ int ferry__pack_wrap(ferry_loader *L, ferry__err *err) {
   if (tv < 0)
     return tv;
   fit_info fi = {0};
-  if (o->pack == FERRY__PACK_FIRST_FIT && (rc = fit_all(L, tv, &fi, err)) < 0)
+  if (FIT_MODE(o->pack) && (rc = fit_all(L, tv, &fi, err)) < 0)
     return rc;
   ferry__manifest vm;
-  rc = make_virtual(&L->m, o, tv, o->pack == FERRY__PACK_FIRST_FIT ? &fi : NULL,
-                    &vm, err);
+  rc = make_virtual(&L->m, o, tv, FIT_MODE(o->pack) ? &fi : NULL, &vm, err);
   free(fi.row0);
   if (rc < 0)
     return rc;
@@ -400,6 +412,7 @@ struct ferry__io {
   int64_t nit, capit, nbin;
   ferry__pack_span *it;                        /* [nit] (at unused) */
   int64_t *len, *bin, *tree, *bstart, *border; /* per item / row */
+  int64_t *best; /* best_fit's scratch: 2 (L + 2) + 2 capit words */
 };
 
 static void pack_io_close(ferry__io *io) {
@@ -421,6 +434,7 @@ static void pack_io_close(ferry__io *io) {
   free(io->tree);
   free(io->bstart);
   free(io->border);
+  free(io->best);
   free(io->chunk0);
   free(io->sp);
   free(io->ws);
@@ -490,7 +504,7 @@ static int stream_init(ferry__io *io, const ferry_options *o, int64_t epoch,
                           "%lld",
                           in->spec, (long long)io->chunk0[in->nparts],
                           (long long)nch);
-  const int fit = io->w[R_MODE] == FERRY__PACK_FIRST_FIT;
+  const int fit = FIT_MODE(io->w[R_MODE]);
   if (!rc) {
     uint64_t key = 0;
     if (o && o->shuffle != FERRY__SHUFFLE_NONE) {
@@ -537,7 +551,7 @@ static int view_init(ferry__io *io, const ferry__manifest *m, int rank,
     int64_t w[R_N];
     ferry__rec_r_init(&r, m->parts[0].rec[v].p, m->parts[0].rec[v].len);
     ferry__rec_get_u64s(&r, w, R_N);
-    int fit = !r.rc && w[R_MODE] == FERRY__PACK_FIRST_FIT;
+    int fit = !r.rc && FIT_MODE(w[R_MODE]);
     int64_t nwin = fit ? w[R_NWIN] : -1;
     if (fit && (nwin < 1 || (uint64_t)nwin >= ferry__rec_left(&r) / 8))
       ferry__rec_fail(&r, "bad window count");
@@ -599,7 +613,11 @@ static int grow_items(ferry__io *io, int64_t need, ferry__err *err) {
   int64_t *bo = bs ? realloc(io->border, (size_t)cap * 8) : NULL;
   if (bo)
     io->border = bo;
-  if (!bo)
+  int64_t *be = NULL;
+  if (bo && io->w[R_MODE] == FERRY__PACK_BEST_FIT &&
+      (be = realloc(io->best, (size_t)(2 * (io->w[R_L] + 2) + 2 * cap) * 8)))
+    io->best = be;
+  if (!bo || (io->w[R_MODE] == FERRY__PACK_BEST_FIT && !be))
     return ferry__oom(err, io->rank, (size_t)cap * 48 + (size_t)m * 16,
                       "the items of a window of %s", io->in->spec);
   io->capit = cap;
@@ -642,7 +660,9 @@ static int window_pack(ferry__io *io, int64_t w, int64_t *dropped,
   int rc = grow_items(io, io->nit + 1, err);
   if (rc)
     return rc;
-  io->nbin = ferry__pack_fit(io->len, io->nit, L, io->bin, io->tree);
+  io->nbin = io->w[R_MODE] == FERRY__PACK_BEST_FIT
+                 ? ferry__pack_best_fit(io->len, io->nit, L, io->bin, io->best)
+                 : ferry__pack_fit(io->len, io->nit, L, io->bin, io->tree);
   /* the items of each row, in their order (a counting sort) */
   for (int64_t b = 0; b <= io->nbin; b++)
     io->bstart[b] = 0;
@@ -664,7 +684,7 @@ static int window_pack(ferry__io *io, int64_t w, int64_t *dropped,
  * count, or -1 (a failure: err set for the internal ones). */
 static int64_t row_spans(ferry__io *io, int64_t r, ferry__pack_span *sp,
                          int64_t max, ferry__err *err) {
-  if (io->w[R_MODE] != FERRY__PACK_FIRST_FIT)
+  if (!FIT_MODE(io->w[R_MODE]))
     return ferry__pack_spans(&io->pk, r, sp, max);
   const int64_t nwin = io->w[R_NWIN];
   if (r < 0 || r >= io->row0[nwin])
@@ -812,7 +832,7 @@ static int read_tokens(ferry__io *io, int64_t row, int64_t n,
   const ferry__pack *pk = &io->pk;
   const int64_t L = pk->L, W = L + pk->overlap;
   const size_t es = io->esize;
-  if (io->w[R_MODE] == FERRY__PACK_FIRST_FIT) { /* row by row: its items */
+  if (FIT_MODE(io->w[R_MODE])) { /* row by row: its items */
     for (int64_t j = 0; j < n; j++) {
       unsigned char *dst = buf + (size_t)(j * W) * es;
       int64_t nsp = row_spans(io, row + j, io->sp, W + 1, err), have = 0;
@@ -1024,7 +1044,7 @@ static int fit_all(ferry_loader *L, int tv, fit_info *fi, ferry__err *err) {
     io->w[R_CHUNK_DOCS] = cd;
     io->w[R_NCHUNKS] = count_chunks(in, cd);
     io->w[R_TOKENS] = corpus_tokens(in, tv);
-    io->w[R_MODE] = FERRY__PACK_FIRST_FIT;
+    io->w[R_MODE] = o->pack;
     io->w[R_WINDOW] = Wd;
     io->w[R_OVERFLOW] = o->overflow;
     rc = stream_init(io, o, 0, err);
@@ -1078,7 +1098,7 @@ int ferry_pack_stats(const ferry_loader *L, int64_t epoch,
     out->dropped = pk->tokens - inputs;
     out->efficiency =
         pk->rows ? (double)inputs / ((double)pk->rows * (double)pk->L) : 0;
-    if (io->w[R_MODE] == FERRY__PACK_FIRST_FIT) {
+    if (FIT_MODE(io->w[R_MODE])) {
       /* whole documents: the tokens dropped by overflow=drop, the rest in
        * rows padded to L */
       inputs = pk->tokens - io->w[R_DROPPED];

@@ -196,3 +196,59 @@ int64_t ferry__pack_fit(const int64_t *len, int64_t n, int64_t L,
   }
   return rows;
 }
+
+/* Fenwick tree over rooms 0..size-1 (f[1..size]): add, prefix sum, and the
+ * smallest room whose prefix sum exceeds k (-1: none). */
+static void fw_add(int64_t *f, int64_t size, int64_t i, int64_t d) {
+  for (i++; i <= size; i += i & -i)
+    f[i] += d;
+}
+
+static int64_t fw_sum(const int64_t *f, int64_t i) {
+  int64_t s = 0;
+  for (i++; i > 0; i -= i & -i)
+    s += f[i];
+  return s;
+}
+
+static int64_t fw_find(const int64_t *f, int64_t size, int64_t k) {
+  int64_t pos = 0, step = 1;
+  while (step * 2 <= size)
+    step *= 2;
+  for (; step; step >>= 1)
+    if (pos + step <= size && f[pos + step] <= k) {
+      pos += step;
+      k -= f[pos];
+    }
+  return pos < size ? pos : -1;
+}
+
+int64_t ferry__pack_best_fit(const int64_t *len, int64_t n, int64_t L,
+                             int64_t *bin_of, int64_t *scratch) {
+  const int64_t size = L + 1; /* rooms 0..L */
+  int64_t *f = scratch, *head = f + L + 2, *next = head + L + 2,
+          *room = next + n;
+  for (int64_t i = 0; i <= size; i++)
+    f[i] = 0;
+  for (int64_t c = 0; c <= L; c++)
+    head[c] = -1;
+  int64_t rows = 0;
+  for (int64_t k = 0; k < n; k++) {
+    /* the least room >= len[k] any row has: past the rows of less room */
+    int64_t c = fw_find(f, size, fw_sum(f, len[k] - 1)), b;
+    if (c < 0) {
+      b = rows++;
+      room[b] = L;
+    } else { /* the last row to reach room c leaves it */
+      b = head[c];
+      head[c] = next[b];
+      fw_add(f, size, c, -1);
+    }
+    bin_of[k] = b;
+    room[b] -= len[k];
+    next[b] = head[room[b]];
+    head[room[b]] = b;
+    fw_add(f, size, room[b], 1);
+  }
+  return rows;
+}

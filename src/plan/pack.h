@@ -105,6 +105,16 @@ int ferry__pack_bounds(const ferry__pack *pk, const ferry__pack_span *sp,
 int64_t ferry__pack_fit(const int64_t *len, int64_t n, int64_t L,
                         int64_t *bin_of, int64_t *tree);
 
+/**
+ * pack=best_fit: the same, each item into the row with the least room
+ * that holds it (among rows of equal room, the last to reach that room),
+ * a new row when none does.  scratch: 2 (L + 2) + 2 n words (a Fenwick
+ * tree of the rows' rooms and a list of rows per room: O(log L) an
+ * item).  Returns the rows.
+ */
+int64_t ferry__pack_best_fit(const int64_t *len, int64_t n, int64_t L,
+                             int64_t *bin_of, int64_t *scratch);
+
 /** The documents the rows cut: those whose tokens lie in two rows' inputs
  *  or more (a walk over every chunk's documents in stream order). */
 int64_t ferry__pack_split(const ferry__pack *pk, ferry__pack_docs_fn docs,

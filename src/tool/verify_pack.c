@@ -53,8 +53,8 @@ int verify_pack_setup(tool_ctx *ctx, ferry_loader *L, setup *su) {
   char buf[64];
   su->mask_first =
       !strcmp(tool_option(ctx, "mask_first", buf, sizeof buf), "yes");
-  su->pack_fit =
-      !strcmp(tool_option(ctx, "pack", buf, sizeof buf), "first_fit");
+  tool_option(ctx, "pack", buf, sizeof buf);
+  su->pack_fit = !strcmp(buf, "first_fit") || !strcmp(buf, "best_fit");
   return 1;
 }
 

@@ -50,15 +50,16 @@ for t in partial pad drop_last; do
     failed "ferry verify --pack concat --tail $t" "$tmp/verify.$t"
   fi
 done
-# first_fit: whole documents, the longer ones split or dropped
-for ov in split drop; do
-  if $RUN_MPI 3 "$FERRY" verify "$fx/c" --pack first_fit --seq-len 9 \
+# first_fit and best_fit: whole documents, the longer ones split or dropped
+for m in first_fit:split first_fit:drop best_fit:split best_fit:drop; do
+  ov=${m#*:}
+  if $RUN_MPI 3 "$FERRY" verify "$fx/c" --pack ${m%:*} --seq-len 9 \
        --pack-window 32 --overflow $ov --batch-size 4 --tail partial \
        --mask-first yes >"$tmp/verify.fit.$ov" 2>&1 &&
      grep '^PASS tokens .*every token is ferry gen' "$tmp/verify.fit.$ov" >/dev/null; then
-    ok "ferry verify, first_fit overflow=$ov: `grep '^PASS tokens' "$tmp/verify.fit.$ov" | head -1`"
+    ok "ferry verify, ${m%:*} overflow=$ov: `grep '^PASS tokens' "$tmp/verify.fit.$ov" | head -1`"
   else
-    failed "ferry verify --pack first_fit --overflow $ov" "$tmp/verify.fit.$ov"
+    failed "ferry verify --pack ${m%:*} --overflow $ov" "$tmp/verify.fit.$ov"
   fi
 done
 "$FERRY" info "$fx/c" --pack first_fit --seq-len 8 --pack-window 8 \

@@ -84,7 +84,7 @@ typedef struct pcase {
   const char *tail, *shuffle, *seed, *chunk, *threads;
   const char *io; /* NULL: auto (mmap here); independent: the reads of
                    * whole documents and cut ones (loader/pack.c) */
-  int fit;        /* pack=first_fit (overlap 0), else concat          */
+  int fit;        /* 1 pack=first_fit, 2 best_fit (overlap 0); 0 concat */
   const char *window, *overflow; /* first_fit's options (NULL: default) */
 } pcase;
 
@@ -96,7 +96,10 @@ static ferry_options *opts_of(const pcase *c) {
   snprintf(ov, sizeof ov, "%d", c->overlap);
   ferry_options_create(&o);
   int rc =
-      ferry_options_set(o, "pack", c->fit ? "first_fit" : "concat") |
+      ferry_options_set(o, "pack",
+                        c->fit == 2   ? "best_fit"
+                        : c->fit == 1 ? "first_fit"
+                                      : "concat") |
       ferry_options_set(o, "pack_window", c->window ? c->window : "1024") |
       ferry_options_set(o, "overflow", c->overflow ? c->overflow : "split") |
       ferry_options_set(o, "seq_len", Ls) |
@@ -628,14 +631,20 @@ int main(int argc, char **argv) {
       {16, 2, 0, 1, "drop_last", "block", "11", "1", "2", NULL, 1, NULL, NULL},
       {81, 2, 0, 0, "partial", "chunks", "12", "2", "1", "independent", 1, "5",
        "drop"},
+      /* best_fit */
+      {8, 4, 0, 1, "partial", "chunks", "13", "2", "2", NULL, 2, "16", NULL},
+      {9, 3, 0, 0, "pad", "block", "14", "1", "1", "independent", 2, "64",
+       "drop"},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     char label[128];
     snprintf(label, sizeof label,
              "%s L=%lld overlap=%d tail=%s shuffle=%s io=%s",
-             cases[k].fit ? "first_fit" : "concat", (long long)cases[k].L,
-             cases[k].overlap, cases[k].tail, cases[k].shuffle,
-             cases[k].io ? cases[k].io : "auto");
+             cases[k].fit == 2 ? "best_fit"
+             : cases[k].fit    ? "first_fit"
+                               : "concat",
+             (long long)cases[k].L, cases[k].overlap, cases[k].tail,
+             cases[k].shuffle, cases[k].io ? cases[k].io : "auto");
     epoch_case(label, &cases[k]);
   }
   /* threads and epochs: the same seed the same rows, another epoch other */

@@ -300,9 +300,53 @@ static void test_fit(void) {
   }
 }
 
+/* Best fit against the quadratic definition: the row with the least room
+ * that holds the item, among equal rooms the last to reach it. */
+static void test_best_fit(void) {
+  /* L = 10: 6 -> r0 (4 left), 7 -> r1 (3), 3 -> r1 (3 is the least room
+   * that holds it; first fit would take r0) */
+  const int64_t hand[3] = {6, 7, 3};
+  int64_t bin[64], scratch[2 * (21 + 2) + 2 * 64];
+  int64_t rows = ferry__pack_best_fit(hand, 3, 10, bin, scratch);
+  CHECK(rows == 2 && bin[0] == 0 && bin[1] == 1 && bin[2] == 1,
+        "best fit of 6 7 3 into 10: %lld rows, the 3 in row %lld",
+        (long long)rows, (long long)bin[2]);
+  for (uint64_t seed = 1; seed <= 300; seed++) {
+    uint64_t s = seed * 0x9E3779B97F4A7C15ULL;
+    int64_t L = 1 + (int64_t)(rnd(&s) % 20), n = (int64_t)(rnd(&s) % 60);
+    int64_t len[64], want[64], room[64], stamp[64], nrows = 0;
+    for (int64_t i = 0; i < n; i++)
+      len[i] = 1 + (int64_t)(rnd(&s) % (uint64_t)L);
+    for (int64_t i = 0; i < n; i++) {
+      int64_t b = -1;
+      for (int64_t r = 0; r < nrows; r++)
+        if (room[r] >= len[i] && (b < 0 || room[r] < room[b] ||
+                                  (room[r] == room[b] && stamp[r] > stamp[b])))
+          b = r;
+      if (b < 0) {
+        b = nrows++;
+        room[b] = L;
+      }
+      room[b] -= len[i];
+      stamp[b] = i;
+      want[i] = b;
+    }
+    rows = ferry__pack_best_fit(len, n, L, bin, scratch);
+    int same = rows == nrows;
+    for (int64_t i = 0; same && i < n; i++)
+      same = bin[i] == want[i];
+    CHECK(same,
+          "seed %llu: best fit of %lld items into %lld: %lld rows, "
+          "the definition %lld",
+          (unsigned long long)seed, (long long)n, (long long)L, (long long)rows,
+          (long long)nrows);
+  }
+}
+
 int main(void) {
   test_golden();
   test_random();
   test_fit();
+  test_best_fit();
   return ft_summary("test_pack");
 }
