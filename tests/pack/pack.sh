@@ -50,6 +50,14 @@ for t in partial pad drop_last; do
     failed "ferry verify --pack concat --tail $t" "$tmp/verify.$t"
   fi
 done
+# shuffle=global: the rows exchanged between the ranks
+if $RUN_MPI 3 "$FERRY" verify "$fx/c" --pack concat --seq-len 8 --batch-size 4 \
+     --tail partial --shuffle global --epochs 1 >"$tmp/verify.global" 2>&1 &&
+   grep '^PASS tokens .*every token is ferry gen' "$tmp/verify.global" >/dev/null; then
+  ok "ferry verify, shuffle=global: `grep '^PASS tokens' "$tmp/verify.global"`"
+else
+  failed "ferry verify --pack concat --shuffle global" "$tmp/verify.global"
+fi
 # first_fit and best_fit: whole documents, the longer ones split or dropped
 for m in first_fit:split first_fit:drop best_fit:split best_fit:drop; do
   ov=${m#*:}
