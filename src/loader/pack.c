@@ -412,7 +412,8 @@ struct ferry__io {
   int64_t nit, capit, nbin;
   ferry__pack_span *it;                        /* [nit] (at unused) */
   int64_t *len, *bin, *tree, *bstart, *border; /* per item / row */
-  int64_t *best; /* best_fit's scratch: 2 (L + 2) + 2 capit words */
+  int64_t *best;     /* best_fit's scratch: 2 (L + 2) + 2 capit words */
+  int64_t *dscratch; /* [L]: a row's document_ids */
 };
 
 static void pack_io_close(ferry__io *io) {
@@ -435,6 +436,7 @@ static void pack_io_close(ferry__io *io) {
   free(io->bstart);
   free(io->border);
   free(io->best);
+  free(io->dscratch);
   free(io->chunk0);
   free(io->sp);
   free(io->ws);
@@ -948,9 +950,15 @@ static int pack_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   const int kind = io->kind[var];
   if (kind == K_TOKENS)
     return read_tokens(io, row, nrows, buf, err);
-  if (kind == K_DOC) {
+  if (kind == K_DOC) { /* buf's place for the variable may be unaligned:
+                        * each row made in io's scratch, then copied */
+    const size_t rbd = (size_t)io->pk.L * sizeof(int64_t);
+    if (!io->dscratch && !(io->dscratch = malloc(rbd)))
+      return ferry__oom(err, io->rank, rbd, "a row's document_ids of %s",
+                        io->m->spec);
     for (int64_t j = 0; j < nrows && !rc; j++)
-      rc = row_docs(io, row + j, (int64_t *)buf + j * io->pk.L, err);
+      if (!(rc = row_docs(io, row + j, io->dscratch, err)))
+        memcpy((unsigned char *)buf + (size_t)j * rbd, io->dscratch, rbd);
     return rc;
   }
   const size_t rb = io->m->vars[var].row_bytes;
@@ -982,10 +990,32 @@ static int pack_io_read(ferry__io *io, int64_t part, int var, int64_t row,
     }
     to[k] = io->cache[k];
   }
-  if (!cached)
-    to[kind] = buf;
+  if (!cached) { /* this kind alone, in blocks of 8 MiB through its cache
+                  * (buf's place for the variable may be unaligned) */
+    int64_t per = ((int64_t)8 << 20) / (int64_t)rb;
+    per = per < 1 ? 1 : per;
+    size_t need = (size_t)per * rb;
+    if (need > io->ccap[kind]) {
+      unsigned char *c = realloc(io->cache[kind], need);
+      if (!c)
+        return ferry__oom(err, io->rank, need, "the boundary outputs of %s",
+                          io->m->spec);
+      io->cache[kind] = c;
+      io->ccap[kind] = need;
+    }
+    to[kind] = io->cache[kind];
+    for (int64_t j0 = 0; j0 < nrows; j0 += per) {
+      int64_t n = nrows - j0 < per ? nrows - j0 : per;
+      int rc3 = bounds_rows(io, row + j0, n, to, err);
+      if (rc3)
+        return rc3;
+      memcpy((unsigned char *)buf + (size_t)j0 * rb, io->cache[kind],
+             (size_t)n * rb);
+    }
+    return 0;
+  }
   int rc2 = bounds_rows(io, row, nrows, to, err);
-  if (rc2 || !cached)
+  if (rc2)
     return rc2;
   io->c_row = row;
   io->c_n = nrows;
