@@ -1,5 +1,7 @@
 """test_jax.py DIR N - ferry.jax: sharded and one-device iterators serve
-every sample once with the right values."""
+every sample once with the right values; a ragged variable padded to
+static shapes; packed rows (pack=concat) as static arrays, every token
+once."""
 import os
 
 import numpy as np
@@ -62,5 +64,38 @@ if meg:
     except ValueError as e:
         assert "pad=L" in str(e), e
     it.close()
+    # Packed rows (pack=concat, docs/lm.md): static shapes, every output an
+    # array of the row's shape; the tokens of a row the corpus's, told by
+    # its document_ids and positions; every token once over the ranks
+    L = 16
+    T = int(O[-1])
+    seen = np.zeros(T, dtype=np.int64)
+    it = ferry.jax.iterator(meg + ".idx", comm, sharded=False, batch_size=4,
+                            pack="concat", seq_len=L, overlap=1,
+                            tail="partial",
+                            vars="tokens,segment_ids,positions,loss_mask,"
+                                 "cu_seqlens,document_ids")
+    for b in it:
+        tok = np.asarray(b["tokens"])
+        seg = np.asarray(b["segment_ids"])
+        pos = np.asarray(b["positions"])
+        doc = np.asarray(b["document_ids"])
+        cu = np.asarray(b["cu_seqlens"])
+        B = tok.shape[0]
+        assert tok.shape == (B, L + 1) and seg.shape == (B, L) and \
+            cu.shape == (B, L + 1) and np.asarray(b["loss_mask"]).shape == \
+            (B, L), (tok.shape, seg.shape, cu.shape)
+        for r in range(B):
+            for i in range(L):
+                if doc[r, i] >= 0:
+                    x = O[doc[r, i]] + pos[r, i]
+                    assert tok[r, i] == V[x], (r, i)
+                    seen[x] += 1
+        b = None
+        tok = seg = pos = doc = cu = None
+    it.close()
+    total = np.zeros_like(seen)
+    comm.Allreduce(seen, total)
+    assert total.max() == 1 and total.sum() >= T - 1, "packed: every token once"
 if comm.rank == 0:
     print("test_jax: OK")
