@@ -217,12 +217,13 @@ ASAN_TESTS = \
 # fresh ./bootstrap check, 2026-11-27.)  Not megatron.sh either (199 s
 # under TSan, 2026-11-28, mostly single-threaded tool runs): threads.sh
 # runs its threaded part, test_ragged on 7 ranks, and a dump with 4
-# threads.
+# threads.  pack.sh: the workers make packed rows' boundary outputs
+# concurrently from one epoch stream (src/loader/pack.c).
 TSAN_TESTS = \
 	tests/loader/tsan.sh tests/loader/loader.sh tests/loader/state.sh \
 	tests/npy/npy_fixtures.sh tests/dataset/decode_pool.sh \
 	tests/parquet/parquet_pool.sh tests/sampling/sampling.sh \
-	tests/ragged/threads.sh
+	tests/ragged/threads.sh tests/pack/pack.sh
 
 # LIST: the fuzz tier, run in ./bootstrap check's libFuzzer tree.
 FUZZ_TESTS = tests/fuzz/

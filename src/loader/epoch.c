@@ -58,6 +58,8 @@ int ferry__epoch_stop(ferry_loader *L) {
   for (size_t i = 0; ep->ext_map && i < nmaps; i++)
     ferry__unmap(&ep->ext_map[i]);
   free(ep->ext_map);
+  ferry__pack_fill_close(ep->pfill);
+  ep->pfill = NULL;
   free((void *)ep->ext_src);
   free(ep->win_remaining);
   free(ep->workers);
@@ -702,6 +704,11 @@ static int epoch_start(ferry_loader *L, epoch_state *ep, ferry__err *err) {
     int64_t nmaps = L->m.nparts * L->m.nvars;
     if (!L->maps && nmaps <= FERRY__MAX_MAPS)
       L->maps = calloc((size_t)nmaps, sizeof *L->maps);
+  }
+  if (L->pack_comp) { /* the epoch's stream, for the workers (pack.c) */
+    int rc = ferry__pack_fill_open(L, ep->epoch, &ep->pfill, err);
+    if (rc)
+      return rc;
   }
   ep->win_remaining = calloc((size_t)p->nwindows + 1, sizeof(int64_t));
   ep->win_slots = calloc((size_t)p->nwindows + 1, sizeof *ep->win_slots);

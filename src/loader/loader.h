@@ -207,6 +207,8 @@ typedef struct epoch_state {
   /* (L) [nextents * nvars]: where extent e's rows of variable v are (in
    * ext_buf[e], or mapped); ext_map [nextents * nvars] with io=mmap */
   const unsigned char **ext_src;
+  /* L->pack_comp set: the epoch's stream, for the workers (pack.c) */
+  struct ferry__pack_fill *pfill;
   ferry__mapping *ext_map;
   int defer; /* I/O thread only: the backend's io_read may defer decodes
               * until io_wait (ferry__io_params.defer) */
@@ -282,6 +284,10 @@ struct ferry_loader {
   int pad;
   int64_t pad_len;
   unsigned char *pad_elem;
+  /* pack=concat (pack.c): [nvars], 1 for a variable the workers make
+   * (the boundary outputs, document_ids): no bytes in the read buffers,
+   * so var_prefix and row_total leave it out; NULL otherwise */
+  unsigned char *pack_comp;
 #define FERRY__MAX_PAD_VARS 64 /* ragged.c refuses pad with more variables */
   int nthreads;     /* workers per epoch (the threads option, resolved) */
   ring_slot **ring; /* [nring]: position b % nring serves batch b */
@@ -358,6 +364,18 @@ int ferry__pack_wrap(ferry_loader *L, ferry__err *err);
 /** 1 when m is a packed view (L->be is then ferry__pack_backend). */
 int ferry__pack_is(const ferry__manifest *m);
 extern const ferry__backend ferry__pack_backend;
+/** pack=concat without shuffle=global: L->pack_comp marks the variables
+ *  the workers make; 0, or FERRY_ENOMEM. */
+int ferry__pack_computed(ferry_loader *L, ferry__err *err);
+/** At each epoch (pack_comp set): the epoch's stream for the workers. */
+int ferry__pack_fill_open(ferry_loader *L, int64_t epoch,
+                          struct ferry__pack_fill **out, ferry__err *err);
+/** Rows [row, row + n) of computed variable v into dst (n * row_bytes):
+ *  any worker thread, concurrently.  0 or a negative code, err set. */
+int ferry__pack_fill_rows(struct ferry__pack_fill *pf, int v, int64_t row,
+                          int64_t n, unsigned char *dst, int rank,
+                          ferry__err *err);
+void ferry__pack_fill_close(struct ferry__pack_fill *pf);
 int ferry__sampling_epoch(ferry_loader *L, epoch_state *ep,
                           const ferry__plan_params *pp, ferry__err *err);
 void ferry__sampling_free(ferry_loader *L);

@@ -243,7 +243,8 @@ static void count_batch(ferry_loader *L, const ferry_batch *batch,
   L->stats.batches++;
   L->stats.samples += batch->size;
   size_t bytes = (size_t)batch->size * L->row_total;
-  if (L->ragged) { /* the values served, not rows of row_total */
+  if (L->ragged || L->pack_comp) { /* the values served, not rows of
+                                    * row_total (the read rows' bytes) */
     bytes = 0;
     for (int v = 0; v < batch->nvars; v++)
       bytes += batch->vars[v].nbytes;

@@ -53,6 +53,7 @@ static void loader_free(ferry_loader *L) {
   free(L->offs_of);
   free(L->rstat);
   free(L->pad_elem);
+  free(L->pack_comp);
   ferry__manifest_free(&L->m);
   ferry_options_free(L->opts);
   free(L->vote_buf);
@@ -320,9 +321,13 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
       rc = ferry__oom(&err, L->rank,
                       ((size_t)L->m.nvars + 1) * sizeof *L->var_prefix,
                       "the %d variables of dataset %s", L->m.nvars, L->m.spec);
+    if (!rc)
+      rc = ferry__pack_computed(L, &err);
     for (int v = 0; !rc && v < L->m.nvars; v++) {
       L->var_prefix[v] = L->row_total;
-      L->row_total += L->m.vars[v].row_bytes;
+      /* a variable the workers make takes no room in the read buffers */
+      if (!(L->pack_comp && L->pack_comp[v]))
+        L->row_total += L->m.vars[v].row_bytes;
     }
     if (!rc)
       rc = check_global(L, &err);

@@ -414,6 +414,8 @@ struct ferry__io {
   int64_t *len, *bin, *tree, *bstart, *border; /* per item / row */
   int64_t *best;     /* best_fit's scratch: 2 (L + 2) + 2 capit words */
   int64_t *dscratch; /* [L]: a row's document_ids */
+  int comp;          /* concat without shuffle=global: the workers make every
+                      * variable but tokens (ferry__pack_computed) */
 };
 
 static void pack_io_close(ferry__io *io) {
@@ -721,6 +723,7 @@ static int pack_io_open(ferry__io **out, const ferry__manifest *m,
                       m->spec);
   int rc = view_init(io, m, p->rank, p->opts, p->epoch, err);
   const ferry__manifest *in = io->in;
+  io->comp = p->opts && p->opts->shuffle != FERRY__SHUFFLE_GLOBAL;
   if (!rc && !(io->be = ferry__backend_find(in->backend)))
     rc = ferry__seterr_on(err, p->rank, FERRY_ENOTSUP,
                           "pack: backend '%s' of %s is not built in",
@@ -950,6 +953,8 @@ static int pack_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   const int kind = io->kind[var];
   if (kind == K_TOKENS)
     return read_tokens(io, row, nrows, buf, err);
+  if (io->comp && io->w[R_MODE] == FERRY__PACK_CONCAT)
+    return 0;          /* the workers make it; it has no bytes in buf */
   if (kind == K_DOC) { /* buf's place for the variable may be unaligned:
                         * each row made in io's scratch, then copied */
     const size_t rbd = (size_t)io->pk.L * sizeof(int64_t);
@@ -1146,5 +1151,120 @@ int ferry_pack_stats(const ferry_loader *L, int64_t epoch,
   pack_io_close(io);
   if (rc)
     ferry__loader_fail((ferry_loader *)L, &err);
+  return rc;
+}
+
+/* ---- concat: the variables the workers make ---------------------------- */
+
+/* The epoch's stream (view_init), read by every worker: nothing in it
+ * changes once made. */
+struct ferry__pack_fill {
+  ferry__io io;
+};
+
+int ferry__pack_computed(ferry_loader *L, ferry__err *err) {
+  if (!ferry__pack_is(&L->m) || L->opts->shuffle == FERRY__SHUFFLE_GLOBAL)
+    return 0;
+  unsigned char *c = calloc((size_t)L->m.nvars, 1);
+  if (!c)
+    return ferry__oom(err, L->rank, (size_t)L->m.nvars,
+                      "the packed variables of %s", L->m.spec);
+  int any = 0;
+  for (int v = 0; v < L->m.nvars; v++) {
+    ferry__rec_r r;
+    int64_t w[R_N];
+    ferry__rec_r_init(&r, L->m.parts[0].rec[v].p, L->m.parts[0].rec[v].len);
+    ferry__rec_get_u64s(&r, w, R_N);
+    c[v] = !r.rc && w[R_MODE] == FERRY__PACK_CONCAT && w[R_KIND] != K_TOKENS;
+    any |= c[v];
+  }
+  if (!any) {
+    free(c);
+    return 0;
+  }
+  L->pack_comp = c;
+  return 0;
+}
+
+void ferry__pack_fill_close(struct ferry__pack_fill *pf) {
+  if (!pf)
+    return;
+  ferry__io *io = malloc(sizeof *io);
+  if (io) { /* pack_io_close frees what it is given */
+    *io = pf->io;
+    pack_io_close(io);
+  } /* else: its arrays leak; the process is out of memory anyway */
+  free(pf);
+}
+
+int ferry__pack_fill_open(ferry_loader *L, int64_t epoch,
+                          struct ferry__pack_fill **out, ferry__err *err) {
+  *out = NULL;
+  struct ferry__pack_fill *pf = calloc(1, sizeof *pf);
+  if (!pf)
+    return ferry__oom(err, L->rank, sizeof *pf, "the packed rows of %s",
+                      L->m.spec);
+  int rc = view_init(&pf->io, &L->m, L->rank, L->opts, epoch, err);
+  if (rc) {
+    ferry__pack_fill_close(pf);
+    return rc;
+  }
+  *out = pf;
+  return 0;
+}
+
+int ferry__pack_fill_rows(struct ferry__pack_fill *pf, int v, int64_t row,
+                          int64_t n, unsigned char *dst, int rank,
+                          ferry__err *err) {
+  ferry__io *io = &pf->io;
+  const ferry__pack *pk = &io->pk;
+  const int64_t L = pk->L, W = L + pk->overlap;
+  const int kind = io->kind[v];
+  const size_t rb = io->m->vars[v].row_bytes;
+  /* this thread's scratch; the row's outputs made there (aligned) and
+   * copied: dst is the batch's, aligned, but one call serves many rows */
+  ferry__pack_span *sp = malloc((size_t)(W + 1) * sizeof *sp);
+  int32_t *ws = malloc((size_t)(W + 1) * 2 * sizeof *ws);
+  int rc = 0;
+  if (!sp || !ws)
+    rc = ferry__oom(err, rank, (size_t)(W + 1) * (sizeof *sp + 8),
+                    "the boundary outputs of a row of %s", io->m->spec);
+  for (int64_t j = 0; !rc && j < n; j++) {
+    unsigned char *d = dst + (size_t)j * rb;
+    int64_t nsp = ferry__pack_spans(pk, row + j, sp, W + 1);
+    if (nsp < 0 || nsp > W + 1) {
+      rc = FERRY_EINTERNAL;
+      break;
+    }
+    if (kind == K_DOC) {
+      int64_t *out = (int64_t *)(void *)d, at = 0;
+      for (int64_t q = 0; q < nsp && at < L; q++) {
+        int64_t d0, p = chunk_part(io, sp[q].chunk, &d0), nd;
+        const int64_t *o = chunk_docs(io, sp[q].chunk, &nd);
+        int64_t t = o[0] + sp[q].first, end = t + sp[q].count;
+        int64_t base = io->in->parts[p].first_sample + d0;
+        for (int64_t dd = ferry__last_le(o, nd, t); t < end && at < L; dd++)
+          for (; t < o[dd + 1] && t < end && at < L; t++)
+            out[at++] = base + dd;
+      }
+      while (at < L)
+        out[at++] = -1;
+      continue;
+    }
+    if (ferry__pack_bounds(pk, sp, nsp, chunk_docs, io,
+                           (int)io->w[R_MASK_FIRST], ws, ws + W + 1,
+                           kind == K_SEG ? (int32_t *)(void *)d : NULL,
+                           kind == K_POS ? (int32_t *)(void *)d : NULL,
+                           kind == K_MASK ? d : NULL,
+                           kind == K_CU ? (int32_t *)(void *)d : NULL))
+      rc = FERRY_EINTERNAL;
+  }
+  free(sp);
+  free(ws);
+  if (rc == FERRY_EINTERNAL)
+    ferry__seterr_on(err, rank, rc,
+                     "pack: rows %lld.. of %s: the spans disagree with the "
+                     "corpus's offsets",
+                     (long long)row, io->m->spec);
   return rc;
 }

@@ -528,6 +528,20 @@ static int copy_rows(epoch_state *ep, ring_slot *s, const ferry__slot *sl,
   ferry_loader *L = ep->L;
   size_t rb = L->m.vars[v].row_bytes;
   int rc = 0;
+  if (L->pack_comp && L->pack_comp[v]) { /* made here (pack.c): runs of
+                                          * consecutive rows at a time */
+    for (int64_t i = 0; !rc && i < n;) {
+      const ferry__extent *x = &ep->plan.extents[sl[i].extent];
+      int64_t run = 1;
+      while (i + run < n && sl[i + run].extent == sl[i].extent &&
+             sl[i + run].row == sl[i].row + run)
+        run++;
+      rc = ferry__pack_fill_rows(ep->pfill, v, x->row + sl[i].row, run,
+                                 dst + (size_t)i * rb, L->rank, &s->err);
+      i += run;
+    }
+    return rc;
+  }
   for (int64_t i = 0; !rc && i < n;) {
     size_t at = (size_t)sl[i].extent * (size_t)L->m.nvars + (size_t)v;
     const unsigned char *src = ep->ext_src[at] + (size_t)sl[i].row * rb;
