@@ -67,6 +67,29 @@ static void loader_free(ferry_loader *L) {
   free(L);
 }
 
+/* The backend, and the read buffers' layout: each variable's place in an
+ * extent's rows (a variable the workers make, loader/pack.c, takes
+ * none). */
+static int open_layout(ferry_loader *L, ferry__err *err) {
+  L->be = ferry__pack_is(&L->m) ? &ferry__pack_backend
+                                : ferry__backend_find(L->m.backend);
+  L->var_prefix = calloc((size_t)L->m.nvars + 1, sizeof *L->var_prefix);
+  if (!L->be)
+    return ferry__seterr_on(err, L->rank, FERRY_ENOTSUP,
+                            "backend '%s' is not built in", L->m.backend);
+  if (!L->var_prefix)
+    return ferry__oom(err, L->rank,
+                      ((size_t)L->m.nvars + 1) * sizeof *L->var_prefix,
+                      "the %d variables of dataset %s", L->m.nvars, L->m.spec);
+  int rc = ferry__pack_computed(L, err);
+  for (int v = 0; !rc && v < L->m.nvars; v++) {
+    L->var_prefix[v] = L->row_total;
+    if (!(L->pack_comp && L->pack_comp[v]))
+      L->row_total += L->m.vars[v].row_bytes;
+  }
+  return rc;
+}
+
 /* Rank 0 builds the manifest; everyone receives it.  COLLECTIVE. */
 static int share_manifest(ferry_loader *L, const char *dataset,
                           ferry__err *err) {
@@ -311,24 +334,7 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
   if (!rc)
     rc = ferry__pack_wrap(L, &err);
   if (!rc) {
-    L->be = ferry__pack_is(&L->m) ? &ferry__pack_backend
-                                  : ferry__backend_find(L->m.backend);
-    L->var_prefix = calloc((size_t)L->m.nvars + 1, sizeof *L->var_prefix);
-    if (!L->be)
-      rc = ferry__seterr_on(&err, L->rank, FERRY_ENOTSUP,
-                            "backend '%s' is not built in", L->m.backend);
-    else if (!L->var_prefix)
-      rc = ferry__oom(&err, L->rank,
-                      ((size_t)L->m.nvars + 1) * sizeof *L->var_prefix,
-                      "the %d variables of dataset %s", L->m.nvars, L->m.spec);
-    if (!rc)
-      rc = ferry__pack_computed(L, &err);
-    for (int v = 0; !rc && v < L->m.nvars; v++) {
-      L->var_prefix[v] = L->row_total;
-      /* a variable the workers make takes no room in the read buffers */
-      if (!(L->pack_comp && L->pack_comp[v]))
-        L->row_total += L->m.vars[v].row_bytes;
-    }
+    rc = open_layout(L, &err);
     if (!rc)
       rc = check_global(L, &err);
     if (!rc)
