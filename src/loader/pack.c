@@ -892,28 +892,36 @@ static int read_tokens(ferry__io *io, int64_t row, int64_t n,
   return 0;
 }
 
+/* The document_ids of a row's spans sp[0..nsp) into out[0..L): the
+ * corpus's index of each input's document (its part's first sample + the
+ * document's index there), -1 for padding.  Reads io only (any thread). */
+static void span_docs(const ferry__io *io, const ferry__pack_span *sp,
+                      int64_t nsp, int64_t L, int64_t *out) {
+  int64_t at = 0;
+  for (int64_t q = 0; q < nsp && at < L; q++) {
+    int64_t d0, p = chunk_part(io, sp[q].chunk, &d0), nd;
+    const int64_t *o = chunk_docs((void *)io, sp[q].chunk, &nd);
+    int64_t t = o[0] + sp[q].first, end = t + sp[q].count;
+    int64_t base = io->in->parts[p].first_sample + d0;
+    for (int64_t d = ferry__last_le(o, nd, t); t < end && at < L; d++)
+      for (; t < o[d + 1] && t < end && at < L; t++)
+        out[at++] = base + d;
+  }
+  while (at < L)
+    out[at++] = -1;
+}
+
 /* Row r's document_ids: the corpus's index of each input's document
  * (its part's first sample + the document's index there), -1 padding. */
 static int row_docs(ferry__io *io, int64_t r, int64_t *out, ferry__err *err) {
   const ferry__pack *pk = &io->pk;
   int64_t nsp = row_spans(io, r, io->sp, pk->L + pk->overlap + 1, err);
-  int64_t at = 0;
   if (nsp < 0)
     return err->msg[0] ? err->code
                        : ferry__seterr_on(err, io->rank, FERRY_EINTERNAL,
                                           "pack: row %lld of %s has no spans",
                                           (long long)r, io->m->spec);
-  for (int64_t j = 0; j < nsp && at < pk->L; j++) {
-    int64_t d0, p = chunk_part(io, io->sp[j].chunk, &d0), nd;
-    const int64_t *o = chunk_docs(io, io->sp[j].chunk, &nd);
-    int64_t t = o[0] + io->sp[j].first, end = t + io->sp[j].count;
-    int64_t base = io->in->parts[p].first_sample + d0;
-    for (int64_t d = ferry__last_le(o, nd, t); t < end && at < pk->L; d++)
-      for (; t < o[d + 1] && t < end && at < pk->L; t++)
-        out[at++] = base + d;
-  }
-  while (at < pk->L)
-    out[at++] = -1;
+  span_docs(io, io->sp, nsp, pk->L, out);
   return 0;
 }
 
@@ -1237,18 +1245,7 @@ int ferry__pack_fill_rows(struct ferry__pack_fill *pf, int v, int64_t row,
       break;
     }
     if (kind == K_DOC) {
-      int64_t *out = (int64_t *)(void *)d, at = 0;
-      for (int64_t q = 0; q < nsp && at < L; q++) {
-        int64_t d0, p = chunk_part(io, sp[q].chunk, &d0), nd;
-        const int64_t *o = chunk_docs(io, sp[q].chunk, &nd);
-        int64_t t = o[0] + sp[q].first, end = t + sp[q].count;
-        int64_t base = io->in->parts[p].first_sample + d0;
-        for (int64_t dd = ferry__last_le(o, nd, t); t < end && at < L; dd++)
-          for (; t < o[dd + 1] && t < end && at < L; t++)
-            out[at++] = base + dd;
-      }
-      while (at < L)
-        out[at++] = -1;
+      span_docs(io, sp, nsp, L, (int64_t *)(void *)d);
       continue;
     }
     if (ferry__pack_bounds(pk, sp, nsp, chunk_docs, io,
