@@ -433,8 +433,9 @@ static const option_def defs[] = {
      BIG,
      NULL},
     {{"mask_first", "no", "yes|no",
-      "With pack: yes also sets loss_mask to 0 on the first token of each "
-      "document (no token before it in the row predicts it)."},
+      "With pack: yes also sets loss_mask to 0 at each position whose next "
+      "token starts another piece (a document, or a piece of one first_fit "
+      "cut): no prediction across documents."},
      K_BOOL,
      OFF(mask_first),
      0,
