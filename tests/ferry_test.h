@@ -54,38 +54,23 @@ static inline void ft_fail_at(const char *file, int line, const char *cond) {
     fprintf(stderr, "FAIL %s:%d: %s: ", file, line, cond);
 }
 
-#define CHECK(cond, ...)                                                       \
+/* A check: counted, and on failure reported at the caller's line with the
+ * message, then `on_fail` (nothing, or a return). */
+#define FT_CHECK_OR_(cond, on_fail, ...)                                       \
   do {                                                                         \
     ft_checks++;                                                               \
     if (!(cond)) {                                                             \
       ft_fail_at(__FILE__, __LINE__, #cond);                                   \
       fprintf(stderr, __VA_ARGS__);                                            \
       fputc('\n', stderr);                                                     \
+      on_fail;                                                                 \
     }                                                                          \
   } while (0)
 
-#define REQUIRE(cond, ...)                                                     \
-  do {                                                                         \
-    ft_checks++;                                                               \
-    if (!(cond)) {                                                             \
-      ft_fail_at(__FILE__, __LINE__, #cond);                                   \
-      fprintf(stderr, __VA_ARGS__);                                            \
-      fputc('\n', stderr);                                                     \
-      return 1;                                                                \
-    }                                                                          \
-  } while (0)
-
+#define CHECK(cond, ...) FT_CHECK_OR_(cond, (void)0, __VA_ARGS__)
+#define REQUIRE(cond, ...) FT_CHECK_OR_(cond, return 1, __VA_ARGS__)
 /* REQUIRE in a function without a result. */
-#define REQUIRE_V(cond, ...)                                                   \
-  do {                                                                         \
-    ft_checks++;                                                               \
-    if (!(cond)) {                                                             \
-      ft_fail_at(__FILE__, __LINE__, #cond);                                   \
-      fprintf(stderr, __VA_ARGS__);                                            \
-      fputc('\n', stderr);                                                     \
-      return;                                                                  \
-    }                                                                          \
-  } while (0)
+#define REQUIRE_V(cond, ...) FT_CHECK_OR_(cond, return, __VA_ARGS__)
 
 static inline int ft_report(const char *name, long checks, long failures,
                             int ranks) {
