@@ -522,35 +522,30 @@ static void prefetch_row(const epoch_state *ep, const ferry__slot *sl, int v,
 }
 
 /* Rows of variable v for slots sl[0, n) into dst, one copy per run of
- * consecutive rows of an extent. */
+ * consecutive rows of an extent; a variable the workers make (pack.c,
+ * L->pack_comp) made here instead, a run at a time. */
 static int copy_rows(epoch_state *ep, ring_slot *s, const ferry__slot *sl,
                      int64_t n, int v, unsigned char *dst) {
   ferry_loader *L = ep->L;
   size_t rb = L->m.vars[v].row_bytes;
+  const int made = L->pack_comp && L->pack_comp[v];
   int rc = 0;
-  if (L->pack_comp && L->pack_comp[v]) { /* made here (pack.c): runs of
-                                          * consecutive rows at a time */
-    for (int64_t i = 0; !rc && i < n;) {
-      const ferry__extent *x = &ep->plan.extents[sl[i].extent];
-      int64_t run = 1;
-      while (i + run < n && sl[i + run].extent == sl[i].extent &&
-             sl[i + run].row == sl[i].row + run)
-        run++;
-      rc = ferry__pack_fill_rows(ep->pfill, v, x->row + sl[i].row, run,
-                                 dst + (size_t)i * rb, L->rank, &s->err);
-      i += run;
-    }
-    return rc;
-  }
   for (int64_t i = 0; !rc && i < n;) {
     size_t at = (size_t)sl[i].extent * (size_t)L->m.nvars + (size_t)v;
-    const unsigned char *src = ep->ext_src[at] + (size_t)sl[i].row * rb;
-    if (i + PREFETCH_AHEAD < n)
+    if (!made && i + PREFETCH_AHEAD < n)
       prefetch_row(ep, &sl[i + PREFETCH_AHEAD], v, rb);
     int64_t run = 1;
     while (i + run < n && sl[i + run].extent == sl[i].extent &&
            sl[i + run].row == sl[i].row + run)
       run++;
+    if (made) {
+      rc = ferry__pack_fill_rows(ep->pfill, v,
+                                 ep->plan.extents[sl[i].extent].row + sl[i].row,
+                                 run, dst + (size_t)i * rb, L->rank, &s->err);
+      i += run;
+      continue;
+    }
+    const unsigned char *src = ep->ext_src[at] + (size_t)sl[i].row * rb;
     if (ep->ext_map)
       rc = ferry__mapped_copy(dst + (size_t)i * rb, src, (size_t)run * rb,
                               ep->ext_map[at].path, &s->err);
