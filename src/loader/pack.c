@@ -92,21 +92,24 @@ enum {
 };
 #define PACK_RECORD_VERSION 2
 
-/* ---- The virtual manifest (every rank) ------------------------------- */
-
-static int is_int_dtype(ferry_dtype d) {
-  switch (d) {
-  case FERRY_INT8:
-  case FERRY_UINT8:
-  case FERRY_INT16:
-  case FERRY_UINT16:
-  case FERRY_INT32:
-  case FERRY_UINT32:
-  case FERRY_INT64:
-  case FERRY_UINT64: return 1;
-  default: return 0;
-  }
+/* The words of variable v's record in the view m (the first R_N of it):
+ * 0, or the reader's failure (a record too short). */
+static int rec_words(const ferry__manifest *m, int v, int64_t w[R_N],
+                     ferry__rec_r *r) {
+  ferry__rec_r_init(r, m->parts[0].rec[v].p, m->parts[0].rec[v].len);
+  ferry__rec_get_u64s(r, w, R_N);
+  return r->rc;
 }
+
+/* A packed variable of this kind the workers make straight into the batch
+ * (pack=concat, not shuffle=global: the epoch's stream is read-only while
+ * they run); the I/O thread reads the others. */
+static int made_by_workers(int64_t mode, int64_t kind, const ferry_options *o) {
+  return mode == FERRY__PACK_CONCAT && kind != K_TOKENS && o &&
+         o->shuffle != FERRY__SHUFFLE_GLOBAL;
+}
+
+/* ---- The virtual manifest (every rank) ------------------------------- */
 
 /* The corpus's token variable: pack_var, or its only ragged one. */
 static int token_var(const ferry__manifest *in, const char *want,
@@ -130,7 +133,7 @@ static int token_var(const ferry__manifest *in, const char *want,
                          "needs one token variable (name it with pack_var)",
                          in->spec, nragged);
   const ferry__var *x = &in->vars[found];
-  if (!x->ragged || x->row_ndim != 0 || !is_int_dtype(x->dtype))
+  if (!x->ragged || x->row_ndim != 0 || !ferry__dtype_is_int(x->dtype))
     return ferry__seterr(err, FERRY_EINVAL,
                          "pack: variable '%s' of dataset %s is %s %s with "
                          "%d inner dimensions; packing needs a ragged "
@@ -219,13 +222,36 @@ static int64_t corpus_tokens(const ferry__manifest *in, int tv) {
   return T;
 }
 
+/* The record's words that the options and the corpus decide (not ROWS,
+ * NWIN, DROPPED, SPLIT, KIND): the view's (make_virtual) and those
+ * first_fit's packing at open reads (fit_all). */
+static void base_words(const ferry__manifest *in, const ferry_options *o,
+                       int tv, int64_t w[R_N]) {
+  const int64_t cd = o->pack_chunk ? o->pack_chunk : auto_chunk_docs(in);
+  memset(w, 0, R_N * sizeof *w);
+  w[R_VERSION] = PACK_RECORD_VERSION;
+  w[R_L] = o->seq_len;
+  w[R_OVERLAP] = o->overlap;
+  w[R_TAIL] = o->tail;
+  w[R_MASK_FIRST] = o->mask_first;
+  w[R_VAR] = tv;
+  w[R_CHUNK_DOCS] = cd;
+  w[R_NCHUNKS] = count_chunks(in, cd);
+  w[R_TOKENS] = corpus_tokens(in, tv);
+  w[R_INNER_HASH] = (int64_t)in->hash;
+  w[R_MODE] = o->pack;
+  w[R_WINDOW] = o->pack_window;
+  w[R_OVERFLOW] = o->overflow;
+}
+
 static int make_virtual(const ferry__manifest *in, const ferry_options *o,
                         int tv, const fit_info *fi, ferry__manifest *vm,
                         ferry__err *err) {
   const ferry__var *x = &in->vars[tv];
   const int64_t L = o->seq_len, ov = o->overlap;
-  int64_t cd = o->pack_chunk ? o->pack_chunk : auto_chunk_docs(in);
-  int64_t T = corpus_tokens(in, tv);
+  int64_t words[R_N];
+  base_words(in, o, tv, words);
+  const int64_t cd = words[R_CHUNK_DOCS], T = words[R_TOKENS];
   int64_t full = T > ov ? (T - ov) / L : 0, left = T - full * L;
   int64_t rows = fi ? fi->row0[fi->nwin]
                     : full + (o->tail != FERRY__TAIL_DROP && left > ov);
@@ -258,24 +284,10 @@ static int make_virtual(const ferry__manifest *in, const ferry_options *o,
     if (!pt->paths || !pt->data_offset || !pt->file_size || !pt->rec)
       rc = FERRY_ENOMEM;
   }
-  int64_t words[R_N] = {PACK_RECORD_VERSION,
-                        L,
-                        ov,
-                        o->tail,
-                        o->mask_first,
-                        tv,
-                        cd,
-                        count_chunks(in, cd),
-                        T,
-                        rows,
-                        (int64_t)in->hash,
-                        fi ? o->pack : FERRY__PACK_CONCAT,
-                        o->pack_window,
-                        o->overflow,
-                        fi ? fi->nwin : 0,
-                        fi ? fi->dropped : 0,
-                        fi ? fi->split : 0,
-                        0};
+  words[R_ROWS] = rows;
+  words[R_NWIN] = fi ? fi->nwin : 0;
+  words[R_DROPPED] = fi ? fi->dropped : 0;
+  words[R_SPLIT] = fi ? fi->split : 0;
   for (int k = 0; !rc && k < K_N; k++) {
     ferry__var *v = &vm->vars[k];
     v->name = strdup(out_names[k]);
@@ -304,11 +316,14 @@ static int make_virtual(const ferry__manifest *in, const ferry_options *o,
   char notes[512];
   if (fi)
     snprintf(notes, sizeof notes,
-             "packed (pack=first_fit): %lld documents of '%s', %lld tokens, "
-             "in %lld rows of seq_len %lld, first fit over %lld windows of "
+             "packed (pack=%s): %lld documents of '%s', %lld tokens, "
+             "in %lld rows of seq_len %lld, %s over %lld windows of "
              "%lld documents; longer documents %s: %lld %s",
+             o->pack == FERRY__PACK_BEST_FIT ? "best_fit" : "first_fit",
              (long long)in->num_samples, x->name, (long long)T, (long long)rows,
-             (long long)L, (long long)fi->nwin, (long long)o->pack_window,
+             (long long)L,
+             o->pack == FERRY__PACK_BEST_FIT ? "best fit" : "first fit",
+             (long long)fi->nwin, (long long)o->pack_window,
              o->overflow == FERRY__OVERFLOW_DROP ? "dropped" : "split",
              (long long)(o->overflow == FERRY__OVERFLOW_DROP ? fi->dropped
                                                              : fi->split),
@@ -412,15 +427,13 @@ struct ferry__io {
   int64_t nit, capit, nbin;
   ferry__pack_span *it;                        /* [nit] (at unused) */
   int64_t *len, *bin, *tree, *bstart, *border; /* per item / row */
-  int64_t *best;     /* best_fit's scratch: 2 (L + 2) + 2 capit words */
-  int64_t *dscratch; /* [L]: a row's document_ids */
-  int comp;          /* concat without shuffle=global: the workers make every
-                      * variable but tokens (ferry__pack_computed) */
+  int64_t *best;             /* best_fit's scratch: 2 (L + 2) + 2 capit words */
+  int64_t *dscratch;         /* [L]: a row's document_ids */
+  const ferry_options *opts; /* the loader's (io_open's params)        */
 };
 
-static void pack_io_close(ferry__io *io) {
-  if (!io)
-    return;
+/* Everything io holds (not io itself). */
+static void io_release(ferry__io *io) {
   for (int64_t p = 0; io->maps && p < io->in->nparts; p++)
     ferry__unmap(&io->maps[p]);
   free(io->maps);
@@ -444,6 +457,12 @@ static void pack_io_close(ferry__io *io) {
   free(io->ws);
   free(io->wp);
   free(io->tmp);
+}
+
+static void pack_io_close(ferry__io *io) {
+  if (!io)
+    return;
+  io_release(io);
   free(io);
 }
 
@@ -533,10 +552,9 @@ static int stream_init(ferry__io *io, const ferry_options *o, int64_t epoch,
                         in->spec);
     io->dstart[0] = 0;
     for (int64_t k = 0; k < nch; k++) {
-      int64_t c = io->pk.order[k];
-      int64_t p = ferry__last_le(io->chunk0, in->nparts, c);
-      int64_t n = in->parts[p].num_samples - (c - io->chunk0[p]) * cd;
-      io->dstart[k + 1] = io->dstart[k] + (n < cd ? n : cd);
+      int64_t nd;
+      (void)chunk_docs(io, io->pk.order[k], &nd);
+      io->dstart[k + 1] = io->dstart[k] + nd;
     }
   }
   return rc;
@@ -553,9 +571,7 @@ static int view_init(ferry__io *io, const ferry__manifest *m, int rank,
   for (int v = 0; v < m->nvars && !rc; v++) {
     ferry__rec_r r;
     int64_t w[R_N];
-    ferry__rec_r_init(&r, m->parts[0].rec[v].p, m->parts[0].rec[v].len);
-    ferry__rec_get_u64s(&r, w, R_N);
-    int fit = !r.rc && FIT_MODE(w[R_MODE]);
+    int fit = !rec_words(m, v, w, &r) && FIT_MODE(w[R_MODE]);
     int64_t nwin = fit ? w[R_NWIN] : -1;
     if (fit && (nwin < 1 || (uint64_t)nwin >= ferry__rec_left(&r) / 8))
       ferry__rec_fail(&r, "bad window count");
@@ -723,7 +739,7 @@ static int pack_io_open(ferry__io **out, const ferry__manifest *m,
                       m->spec);
   int rc = view_init(io, m, p->rank, p->opts, p->epoch, err);
   const ferry__manifest *in = io->in;
-  io->comp = p->opts && p->opts->shuffle != FERRY__SHUFFLE_GLOBAL;
+  io->opts = p->opts;
   if (!rc && !(io->be = ferry__backend_find(in->backend)))
     rc = ferry__seterr_on(err, p->rank, FERRY_ENOTSUP,
                           "pack: backend '%s' of %s is not built in",
@@ -961,7 +977,7 @@ static int pack_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   const int kind = io->kind[var];
   if (kind == K_TOKENS)
     return read_tokens(io, row, nrows, buf, err);
-  if (io->comp && io->w[R_MODE] == FERRY__PACK_CONCAT)
+  if (made_by_workers(io->w[R_MODE], kind, io->opts))
     return 0;          /* the workers make it; it has no bytes in buf */
   if (kind == K_DOC) { /* buf's place for the variable may be unaligned:
                         * each row made in io's scratch, then copied */
@@ -1078,18 +1094,10 @@ static int fit_all(ferry_loader *L, int tv, fit_info *fi, ferry__err *err) {
     rc = ferry__oom(err, L->rank, ((size_t)fi->nwin + 1) * 8 + sizeof *io,
                     "the windows of %s", in->spec);
   if (!rc) {
-    int64_t cd = o->pack_chunk ? o->pack_chunk : auto_chunk_docs(in);
     io->in = in;
     io->tv = tv;
     io->rank = L->rank;
-    io->w[R_L] = o->seq_len;
-    io->w[R_TAIL] = o->tail;
-    io->w[R_CHUNK_DOCS] = cd;
-    io->w[R_NCHUNKS] = count_chunks(in, cd);
-    io->w[R_TOKENS] = corpus_tokens(in, tv);
-    io->w[R_MODE] = o->pack;
-    io->w[R_WINDOW] = Wd;
-    io->w[R_OVERFLOW] = o->overflow;
+    base_words(in, o, tv, io->w);
     rc = stream_init(io, o, 0, err);
   }
   int64_t sums[2] = {0, 0}; /* tokens dropped, documents split */
@@ -1171,7 +1179,7 @@ struct ferry__pack_fill {
 };
 
 int ferry__pack_computed(ferry_loader *L, ferry__err *err) {
-  if (!ferry__pack_is(&L->m) || L->opts->shuffle == FERRY__SHUFFLE_GLOBAL)
+  if (!ferry__pack_is(&L->m))
     return 0;
   unsigned char *c = calloc((size_t)L->m.nvars, 1);
   if (!c)
@@ -1181,9 +1189,8 @@ int ferry__pack_computed(ferry_loader *L, ferry__err *err) {
   for (int v = 0; v < L->m.nvars; v++) {
     ferry__rec_r r;
     int64_t w[R_N];
-    ferry__rec_r_init(&r, L->m.parts[0].rec[v].p, L->m.parts[0].rec[v].len);
-    ferry__rec_get_u64s(&r, w, R_N);
-    c[v] = !r.rc && w[R_MODE] == FERRY__PACK_CONCAT && w[R_KIND] != K_TOKENS;
+    c[v] = !rec_words(&L->m, v, w, &r) &&
+           made_by_workers(w[R_MODE], w[R_KIND], L->opts);
     any |= c[v];
   }
   if (!any) {
@@ -1197,11 +1204,7 @@ int ferry__pack_computed(ferry_loader *L, ferry__err *err) {
 void ferry__pack_fill_close(struct ferry__pack_fill *pf) {
   if (!pf)
     return;
-  ferry__io *io = malloc(sizeof *io);
-  if (io) { /* pack_io_close frees what it is given */
-    *io = pf->io;
-    pack_io_close(io);
-  } /* else: its arrays leak; the process is out of memory anyway */
+  io_release(&pf->io);
   free(pf);
 }
 

@@ -223,9 +223,8 @@ static int check_source(const ferry__manifest *m, const ferry__manifest *m2,
                             s->opt, s->label, shape,
                             v->row_ndim == 1 ? "," : "");
   }
-  int is_float = v->dtype == FERRY_FLOAT16 || v->dtype == FERRY_FLOAT32 ||
-                 v->dtype == FERRY_FLOAT64;
-  if (s->lab && (is_float || v->dtype == FERRY_BOOL))
+  int valid = (int)v->dtype >= 0 && v->dtype < FERRY_DTYPE_COUNT;
+  if (s->lab && valid && !ferry__dtype_is_int(v->dtype))
     return ferry__seterr_on(err, s->rank, FERRY_EINVAL,
                             "balance: labels must be integers; %s is %s",
                             s->label, ferry_dtype_name(v->dtype));

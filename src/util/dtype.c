@@ -95,6 +95,20 @@ uint16_t ferry__half_of_int(uint32_t n) {
 
 /* A number written as text as one element of dtype dt (native byte
  * order) into out (8 bytes at most), 0; -1 when dt cannot hold it exactly. */
+int ferry__dtype_is_int(ferry_dtype dt) {
+  switch (dt) {
+  case FERRY_INT8:
+  case FERRY_UINT8:
+  case FERRY_INT16:
+  case FERRY_UINT16:
+  case FERRY_INT32:
+  case FERRY_UINT32:
+  case FERRY_INT64:
+  case FERRY_UINT64: return 1;
+  default: return 0;
+  }
+}
+
 int ferry__value_of_text(const char *text, ferry_dtype dt, unsigned char *out) {
   char *end = NULL;
   double x = strtod(text, &end);

@@ -28,6 +28,10 @@ int32_t ferry__half_of_double(double x);
  * zero.  The generator's float16 values (gen.h). */
 uint16_t ferry__half_of_int(uint32_t n);
 
+/** 1 when dt is one of the eight integer dtypes (not bool, not a float,
+ *  not an invalid value). */
+int ferry__dtype_is_int(ferry_dtype dt);
+
 /** The number TEXT as one element of dtype dt, exactly, in native byte
  *  order into out (at most 8 bytes): 0, or -1 when it is not a number or
  *  dt cannot hold it exactly (a fraction for an integer dtype, out of
