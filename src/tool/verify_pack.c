@@ -23,6 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The outputs of pack, in this order (verify asks for all of them). */
+enum { O_TOK, O_SEG, O_POS, O_MASK, O_CU, O_DOC, O_N };
+static const char *const out_names[O_N] = {"tokens",     "segment_ids",
+                                           "positions",  "loss_mask",
+                                           "cu_seqlens", "document_ids"};
+
 static const ferry_tensor *var_of(const ferry_batch *b, const char *name) {
   for (int v = 0; v < b->nvars; v++)
     if (!strcmp(b->vars[v].name, name))
@@ -43,13 +49,9 @@ int verify_pack_setup(tool_ctx *ctx, ferry_loader *L, setup *su) {
   su->pack = 1;
   int have = 0;
   for (int v = 0; v < su->nvars; v++)
-    have += !strcmp(su->vars[v].name, "document_ids") ||
-            !strcmp(su->vars[v].name, "tokens") ||
-            !strcmp(su->vars[v].name, "segment_ids") ||
-            !strcmp(su->vars[v].name, "positions") ||
-            !strcmp(su->vars[v].name, "loss_mask") ||
-            !strcmp(su->vars[v].name, "cu_seqlens");
-  su->pack_all = have == 6;
+    for (int k = 0; k < O_N; k++)
+      have += !strcmp(su->vars[v].name, out_names[k]);
+  su->pack_all = have == O_N;
   char buf[64];
   su->mask_first =
       !strcmp(tool_option(ctx, "mask_first", buf, sizeof buf), "yes");
@@ -69,16 +71,15 @@ static void bad_row(epoch_run *run, const ferry_batch *b, int64_t j,
 
 /* One row's outputs against themselves, and its documents' positions
  * counted. */
-static void check_row(const setup *su, const ferry_batch *b, int64_t j,
-                      epoch_run *run) {
-  const int64_t L = su->pi.seq_len, W = L + su->pi.overlap;
-  const ferry_tensor *tt = var_of(b, "tokens");
-  const int32_t *seg = (const int32_t *)var_of(b, "segment_ids")->data + j * L,
-                *pos = (const int32_t *)var_of(b, "positions")->data + j * L,
-                *cu = (const int32_t *)var_of(b, "cu_seqlens")->data +
-                      j * (L + 1);
-  const uint8_t *mask = (const uint8_t *)var_of(b, "loss_mask")->data + j * L;
-  const int64_t *doc = (const int64_t *)var_of(b, "document_ids")->data + j * L;
+static void check_row(const setup *su, const ferry_batch *b,
+                      const ferry_tensor *const *t, int64_t j, epoch_run *run) {
+  const int64_t L = su->pi.seq_len;
+  const ferry_tensor *tt = t[O_TOK];
+  const int32_t *seg = (const int32_t *)t[O_SEG]->data + j * L,
+                *pos = (const int32_t *)t[O_POS]->data + j * L,
+                *cu = (const int32_t *)t[O_CU]->data + j * (L + 1);
+  const uint8_t *mask = (const uint8_t *)t[O_MASK]->data + j * L;
+  const int64_t *doc = (const int64_t *)t[O_DOC]->data + j * L;
   const unsigned char *tok =
       (const unsigned char *)tt->data + (size_t)j * tt->row_bytes;
   const size_t el = ferry_dtype_size(tt->dtype);
@@ -128,7 +129,6 @@ static void check_row(const setup *su, const ferry_batch *b, int64_t j,
                  b->index, j, i, pos[i], doc[i]);
     }
   }
-  (void)W;
   int64_t k = 1;
   int cu_ok = cu[0] == 0;
   for (int64_t i = 1; i < L; i++)
@@ -163,9 +163,18 @@ int verify_pack_batch(const setup *su, const ferry_batch *b, epoch_run *run) {
     for (size_t i = 0; i < n; i++)
       run->pk_max[i] = -1;
   }
+  const ferry_tensor *t[O_N]; /* looked up once a batch */
+  for (int k = 0; k < O_N; k++)
+    if (!(t[k] = var_of(b, out_names[k]))) {
+      if (run->pk_bad++ == 0)
+        snprintf(run->pk_msg, MSG_LEN,
+                 "batch %" PRId64 ": no variable '%s' in the batch", b->index,
+                 out_names[k]);
+      return 0;
+    }
   for (int64_t j = 0; j < b->size; j++)
     if (!b->padded[j]) /* a repeat (tail=pad) was served once already */
-      check_row(su, b, j, run);
+      check_row(su, b, t, j, run);
   return 0;
 }
 
