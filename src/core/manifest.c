@@ -54,6 +54,9 @@ void ferry__manifest_free(ferry__manifest *m) {
     ferry__manifest_free(m->inner);
     free(m->inner);
   }
+  for (int64_t i = 0; m->srcs && i < m->nsrcs; i++)
+    ferry__manifest_free(&m->srcs[i]);
+  free(m->srcs);
   free(m->backend);
   free(m->spec);
   free(m->notes);

@@ -83,6 +83,11 @@ typedef struct ferry__manifest {
    * corpus), owned and freed with it; NULL for a dataset of files.  Made
    * on every rank from the shared source, never packed or sent. */
   struct ferry__manifest *inner;
+  /* A virtual dataset over a mix (inner is the mix, one part per source):
+   * each source's own manifest, unpacked from the mix's records [nsrcs],
+   * owned and freed with it; NULL otherwise. */
+  struct ferry__manifest *srcs;
+  int64_t nsrcs;
 } ferry__manifest;
 
 /* ---- Mapped offsets (core/roffmap.c) ---- */

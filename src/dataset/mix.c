@@ -50,6 +50,15 @@ int ferry__mix_is_manifest(const ferry__manifest *m) {
   return m && m->backend && strcmp(m->backend, "mix") == 0;
 }
 
+const ferry__manifest *ferry__mix_of(const ferry__manifest *m) {
+  if (ferry__mix_is_manifest(m))
+    return m;
+  if (m && m->inner && ferry__mix_is_manifest(m->inner) &&
+      m->inner->nparts == m->nparts)
+    return m->inner;
+  return NULL;
+}
+
 size_t ferry__mix_dataset_bytes(const char *dataset,
                                 const ferry_options *opts) {
   if (ferry__mix_is(dataset))
@@ -727,7 +736,8 @@ int ferry__mix_sources(const ferry__manifest *m, ferry__mix_source **out,
                        int *n, ferry__err *err) {
   *out = NULL;
   *n = 0;
-  if (!ferry__mix_is_manifest(m))
+  const ferry__manifest *mix = ferry__mix_of(m);
+  if (!mix)
     return 0;
   if (m->nparts < 1 || m->nparts > FERRY__MIX_MAX_SOURCES)
     return ferry__seterr(err, FERRY_EFORMAT, "mix: %lld sources",
@@ -738,12 +748,12 @@ int ferry__mix_sources(const ferry__manifest *m, ferry__mix_source **out,
                       "the %lld sources of dataset %s", (long long)m->nparts,
                       m->spec ? m->spec : "mix");
   for (int64_t p = 0; p < m->nparts; p++) {
-    const ferry__part *pt = &m->parts[p];
+    const ferry__part *pt = &m->parts[p], *mp = &mix->parts[p];
     ferry__mix_record r;
-    int rc = pt->rec
-                 ? ferry__mix_record_parse(&pt->rec[0], &r, pt->paths[0], err)
+    int rc = mp->rec
+                 ? ferry__mix_record_parse(&mp->rec[0], &r, mp->paths[0], err)
                  : ferry__seterr(err, FERRY_EFORMAT, "mix source %s: no record",
-                                 pt->paths[0]);
+                                 mp->paths[0]);
     if (rc < 0) {
       free(s);
       return rc;
@@ -752,7 +762,7 @@ int ferry__mix_sources(const ferry__manifest *m, ferry__mix_source **out,
     s[p].n = pt->num_samples;
     s[p].proportion = r.proportion;
     s[p].exhaust = r.exhaust;
-    s[p].path = pt->paths[0];
+    s[p].path = mp->paths[0];
     ferry__mix_record_free(&r);
   }
   *out = s;

@@ -33,6 +33,13 @@ typedef struct ferry__mix_spec {
 int ferry__mix_is(const char *dataset);
 int ferry__mix_is_manifest(const ferry__manifest *m);
 
+/** The mix whose sources m's parts are: m itself when it is a mix's
+ *  manifest; m->inner when m is a virtual dataset over a mix with one part
+ *  per source (loader/pack.c: a mix's packed rows, each source's rows one
+ *  part); else NULL.  The sampling plan draws from m's parts in the
+ *  proportions and rules of that mix's records. */
+const ferry__manifest *ferry__mix_of(const ferry__manifest *m);
+
 /** The mix string that dataset (and the mix option) name: "mix:LIST" or
  *  "mix:@FILE" as given, or "mix:" + opts->mix when dataset is NULL, ""
  *  or "mix" and the option is set; NULL when this is no mix (*out NULL,
@@ -65,7 +72,7 @@ typedef struct ferry__mix_source {
   const char *path;  /* borrowed from m                                  */
 } ferry__mix_source;
 
-/** m's sources (one per part) when m->backend is "mix": *out malloc'd
+/** m's sources (one per part) when ferry__mix_of(m): *out malloc'd
  *  [*n]; else *n = 0, *out NULL.  Returns 0, FERRY_EFORMAT (a bad record),
  *  FERRY_ENOMEM. */
 int ferry__mix_sources(const ferry__manifest *m, ferry__mix_source **out,

@@ -59,18 +59,19 @@ const char *ferry_part_path(const ferry_loader *L, int64_t part, int var) {
   return L->m.parts[part].paths[var];
 }
 int ferry_mix_count(const ferry_loader *L) {
-  return L && ferry__mix_is_manifest(&L->m) ? (int)L->m.nparts : 0;
+  return L && ferry__mix_of(&L->m) ? (int)L->m.nparts : 0;
 }
 
 int ferry_mix_source(const ferry_loader *L, int i, ferry_mix_info *out) {
   if (!out || i < 0 || i >= ferry_mix_count(L))
     return FERRY_EINVAL;
-  const ferry__part *pt = &L->m.parts[i];
+  /* a packed mix's parts are rows (L->m), its records the mix's */
+  const ferry__part *pt = &L->m.parts[i], *mp = &ferry__mix_of(&L->m)->parts[i];
   ferry__mix_record r;
   ferry__manifest sub;
   ferry__err err = {0};
-  int rc = pt->rec
-               ? ferry__mix_record_parse(&pt->rec[0], &r, pt->paths[0], &err)
+  int rc = mp->rec
+               ? ferry__mix_record_parse(&mp->rec[0], &r, mp->paths[0], &err)
                : FERRY_EFORMAT;
   if (rc < 0)
     return rc;
@@ -81,7 +82,7 @@ int ferry_mix_source(const ferry_loader *L, int i, ferry_mix_info *out) {
     out->backend = be ? be->name : "?";
     ferry__manifest_free(&sub);
   }
-  out->path = pt->paths[0];
+  out->path = mp->paths[0];
   out->exhaust = ferry__mix_exhaust_name(r.exhaust);
   out->first = pt->first_sample;
   out->samples = pt->num_samples;

@@ -41,44 +41,56 @@ static int same_dir(const char *a, const char *b) {
 static void choose(const ferry_loader *L, int *io, char *how, size_t n) {
   *io = FERRY__IO_INDEPENDENT;
   /* packed rows: the corpus's files and backend decide (loader/pack.c
-   * maps them with io=mmap and copies the rows' spans) */
-  const ferry__manifest *m = ferry__pack_is(&L->m) ? L->m.inner : &L->m;
-  const ferry__backend *be =
-      ferry__pack_is(&L->m) ? ferry__backend_find(m->backend) : L->be;
-  if (!be || !be->io_map) {
-    snprintf(how, n, "independent (io=auto: backend %s reads, it cannot map)",
-             be ? be->name : m->backend);
-    return;
+   * maps them with io=mmap and copies the rows' spans); a packed mix: each
+   * source's, every one of which must map */
+  const int pack = ferry__pack_is(&L->m);
+  const ferry__manifest *ms = pack && L->m.srcs ? L->m.srcs
+                              : pack            ? L->m.inner
+                                                : &L->m;
+  const int64_t nm = pack && L->m.srcs ? L->m.nsrcs : 1;
+  for (int64_t k = 0; k < nm; k++) {
+    const ferry__backend *be =
+        pack ? ferry__backend_find(ms[k].backend) : L->be;
+    if (!be || !be->io_map) {
+      snprintf(how, n, "independent (io=auto: backend %s reads, it cannot map)",
+               be ? be->name : ms[k].backend);
+      return;
+    }
   }
   const char *first = NULL, *prev = NULL, *name = "unknown";
   uint64_t magic = 0;
   int asked = 0;
-  for (int64_t p = 0; p < m->nparts; p++)
-    for (int v = 0; v < m->nvars; v++) {
-      const char *path = m->parts[p].paths[v];
-      if (!path || (prev && same_dir(prev, path)))
-        continue;
-      prev = path;
-      if (asked++ == MAX_STATFS)
-        goto done; /* the rest is taken to be where the first ones are */
-      ferry__err err = {0};
-      if (ferry__fs_of(path, &magic, &err) != 0) {
-        snprintf(how, n, "independent (io=auto: %.440s)", err.msg);
-        return;
+  for (int64_t k = 0; k < nm; k++) {
+    const ferry__manifest *m = &ms[k];
+    for (int64_t p = 0; p < m->nparts; p++)
+      for (int v = 0; v < m->nvars; v++) {
+        const char *path = m->parts[p].paths[v];
+        if (!path || (prev && same_dir(prev, path)))
+          continue;
+        prev = path;
+        if (asked++ == MAX_STATFS)
+          goto done; /* the rest is taken to be where the first ones are */
+        ferry__err err = {0};
+        if (ferry__fs_of(path, &magic, &err) != 0) {
+          snprintf(how, n, "independent (io=auto: %.440s)", err.msg);
+          return;
+        }
+        int kind = ferry__fs_classify(magic, &name);
+        if (kind != FERRY__FS_LOCAL) {
+          snprintf(how, n,
+                   "independent (io=auto: %.300s is on %s, f_type 0x%llx, "
+                   "%s)",
+                   path, name, (unsigned long long)magic,
+                   kind == FERRY__FS_REMOTE
+                       ? "a parallel or network file system"
+                       : "a file system ferry does not know: read, not "
+                         "mapped");
+          return;
+        }
+        if (!first)
+          first = path;
       }
-      int kind = ferry__fs_classify(magic, &name);
-      if (kind != FERRY__FS_LOCAL) {
-        snprintf(how, n,
-                 "independent (io=auto: %.300s is on %s, f_type 0x%llx, %s)",
-                 path, name, (unsigned long long)magic,
-                 kind == FERRY__FS_REMOTE
-                     ? "a parallel or network file system"
-                     : "a file system ferry does not know: read, not mapped");
-        return;
-      }
-      if (!first)
-        first = path;
-    }
+  }
 done:
   if (!first) {
     snprintf(how, n, "independent (io=auto: no file to map)");

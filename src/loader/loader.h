@@ -370,10 +370,11 @@ int ferry__pack_computed(ferry_loader *L, ferry__err *err);
 /** At each epoch (pack_comp set): the epoch's stream for the workers. */
 int ferry__pack_fill_open(ferry_loader *L, int64_t epoch,
                           struct ferry__pack_fill **out, ferry__err *err);
-/** Rows [row, row + n) of computed variable v into dst (n * row_bytes):
- *  any worker thread, concurrently.  0 or a negative code, err set. */
-int ferry__pack_fill_rows(struct ferry__pack_fill *pf, int v, int64_t row,
-                          int64_t n, unsigned char *dst, int rank,
+/** Rows [row, row + n) of part `part` (a mix's source; else 0) of
+ *  computed variable v into dst (n * row_bytes): any worker thread,
+ *  concurrently.  0 or a negative code, err set. */
+int ferry__pack_fill_rows(struct ferry__pack_fill *pf, int v, int64_t part,
+                          int64_t row, int64_t n, unsigned char *dst, int rank,
                           ferry__err *err);
 void ferry__pack_fill_close(struct ferry__pack_fill *pf);
 int ferry__sampling_epoch(ferry_loader *L, epoch_state *ep,

@@ -34,6 +34,7 @@
 #include "config.h"
 #include "plan/pack.h"
 #include "backends/backend.h"
+#include "backends/mixrec.h"
 #include "backends/toolkit.h"
 #include "core/options.h"
 #include "dataset/dataset.h"
@@ -65,8 +66,11 @@ static const char *const out_names[K_N] = {"tokens",     "segment_ids",
 /* best_fit keeps a count per possible room (0..seq_len): at most this. */
 #define PACK_BEST_MAX_L ((int64_t)1 << 20)
 
-/* Auto pack_chunk: runs of documents kept below this count. */
+/* Auto pack_chunk: runs of documents kept below this count (a corpus, or
+ * each source of a mix of up to 4); a mix of more sources shares out
+ * PACK_MAX_MIX_CHUNKS among them. */
 #define PACK_MAX_CHUNKS ((int64_t)1 << 18)
+#define PACK_MAX_MIX_CHUNKS ((int64_t)1 << 20)
 
 /* The record (every variable's): these words, then the variable's kind. */
 enum {
@@ -153,14 +157,12 @@ static int check_options(const ferry_options *o, const ferry__manifest *in,
     what = "weights";
   else if (o->balance && *o->balance)
     what = "balance";
-  else if (o->num_draws)
+  else if (o->num_draws && !ferry__mix_is_manifest(in))
     what = "num_draws";
   else if (o->max_tokens)
     what = "max_tokens";
   else if (o->pad && *o->pad && strcmp(o->pad, "none") != 0)
     what = "pad";
-  else if (ferry__mix_is_manifest(in))
-    what = "mix";
   else if (o->pack == FERRY__PACK_BEST_FIT && o->seq_len > PACK_BEST_MAX_L)
     return ferry__seterr(err, FERRY_ENOTSUP,
                          "pack=best_fit with seq_len %lld (dataset %s): at "
@@ -180,9 +182,7 @@ static int check_options(const ferry_options *o, const ferry__manifest *in,
                          "pack with option '%s' (dataset %s): packed "
                          "rows are dense samples of seq_len tokens; %s",
                          what, in->spec,
-                         !strcmp(what, "mix")
-                             ? "mixes of token corpora are not packed yet"
-                         : !strcmp(what, "pad") || !strcmp(what, "max_tokens")
+                         !strcmp(what, "pad") || !strcmp(what, "max_tokens")
                              ? "rows need no padding or token budget"
                              : "sampled packing is not built yet");
   return 0;
@@ -196,9 +196,16 @@ static int64_t count_chunks(const ferry__manifest *in, int64_t cd) {
   return n;
 }
 
-static int64_t auto_chunk_docs(const ferry__manifest *in) {
+/* Documents per run of the corpus in, one of nsrc sources (1: a corpus
+ * alone): pack_chunk, or auto (0): one document while that keeps the runs
+ * below the bound, as many as keep them there beyond. */
+static int64_t run_docs(const ferry__manifest *in, const ferry_options *o,
+                        int64_t nsrc) {
+  if (o->pack_chunk)
+    return o->pack_chunk;
+  int64_t lim = nsrc > 4 ? PACK_MAX_MIX_CHUNKS / nsrc : PACK_MAX_CHUNKS;
   int64_t N = in->num_samples;
-  return N <= PACK_MAX_CHUNKS ? 1 : (N + PACK_MAX_CHUNKS - 1) / PACK_MAX_CHUNKS;
+  return N <= lim ? 1 : (N + lim - 1) / lim;
 }
 
 static void free_virtual(ferry__manifest *vm) {
@@ -226,8 +233,7 @@ static int64_t corpus_tokens(const ferry__manifest *in, int tv) {
  * NWIN, DROPPED, SPLIT, KIND): the view's (make_virtual) and those
  * first_fit's packing at open reads (fit_all). */
 static void base_words(const ferry__manifest *in, const ferry_options *o,
-                       int tv, int64_t w[R_N]) {
-  const int64_t cd = o->pack_chunk ? o->pack_chunk : auto_chunk_docs(in);
+                       int tv, int64_t cd, int64_t w[R_N]) {
   memset(w, 0, R_N * sizeof *w);
   w[R_VERSION] = PACK_RECORD_VERSION;
   w[R_L] = o->seq_len;
@@ -244,13 +250,16 @@ static void base_words(const ferry__manifest *in, const ferry_options *o,
   w[R_OVERFLOW] = o->overflow;
 }
 
+/* The view of the corpus in (one part of its rows) into vm; hash: the
+ * record's R_INNER_HASH (the corpus's, or the whole mix's). */
 static int make_virtual(const ferry__manifest *in, const ferry_options *o,
-                        int tv, const fit_info *fi, ferry__manifest *vm,
-                        ferry__err *err) {
+                        int tv, int64_t cd_in, const fit_info *fi,
+                        uint64_t hash, ferry__manifest *vm, ferry__err *err) {
   const ferry__var *x = &in->vars[tv];
   const int64_t L = o->seq_len, ov = o->overlap;
   int64_t words[R_N];
-  base_words(in, o, tv, words);
+  base_words(in, o, tv, cd_in, words);
+  words[R_INNER_HASH] = (int64_t)hash;
   const int64_t cd = words[R_CHUNK_DOCS], T = words[R_TOKENS];
   int64_t full = T > ov ? (T - ov) / L : 0, left = T - full * L;
   int64_t rows = fi ? fi->row0[fi->nwin]
@@ -346,7 +355,119 @@ static int make_virtual(const ferry__manifest *in, const ferry_options *o,
   return 0;
 }
 
-static int fit_all(ferry_loader *L, int tv, fit_info *fi, ferry__err *err);
+static int fit_all(ferry_loader *L, const ferry__manifest *in, int tv,
+                   int64_t cd, fit_info *fi, ferry__err *err);
+
+/* Source p of the mix: its own manifest, unpacked from its record into
+ * out, and the index there of the mix's variable tv (*stv). */
+static int src_unpack(const ferry__manifest *mix, int64_t p, int tv,
+                      ferry__manifest *out, int *stv, ferry__err *err) {
+  const ferry__part *pt = &mix->parts[p];
+  ferry__mix_record r;
+  int rc = pt->rec ? ferry__mix_record_parse(&pt->rec[0], &r, pt->paths[0], err)
+                   : ferry__seterr(err, FERRY_EFORMAT,
+                                   "mix source %s: no record", pt->paths[0]);
+  if (rc < 0)
+    return rc;
+  rc = ferry__manifest_unpack(r.sub, r.sublen, out, err);
+  int k = 0;
+  while (k < r.ncommon && strcmp(r.common[k], mix->vars[tv].name) != 0)
+    k++;
+  if (!rc && (k >= r.ncommon || k >= out->nvars))
+    rc = ferry__seterr(err, FERRY_EFORMAT,
+                       "pack: mix source %lld (%s): variable '%s' is not in "
+                       "its record",
+                       (long long)p, pt->paths[0], mix->vars[tv].name);
+  *stv = k;
+  ferry__mix_record_free(&r);
+  return rc;
+}
+
+/* The views one[0..S) (one part each: the rows of each source) made one
+ * view of S parts into vm; one[]'s parts and variables move there. */
+static int merge_views(const ferry__manifest *mix, int tv, ferry__manifest *one,
+                       int64_t S, ferry__manifest *vm, ferry__err *err) {
+  memset(vm, 0, sizeof *vm);
+  vm->backend = strdup("pack");
+  vm->spec = strdup(mix->spec);
+  vm->parts = calloc((size_t)S, sizeof *vm->parts);
+  vm->record_version = PACK_RECORD_VERSION;
+  int64_t rows = 0, docs = 0;
+  for (int64_t p = 0; vm->parts && p < S; p++) {
+    vm->parts[p] = one[p].parts[0];
+    memset(&one[p].parts[0], 0, sizeof one[p].parts[0]);
+    vm->parts[p].first_sample = rows;
+    rows += vm->parts[p].num_samples;
+    docs += mix->parts[p].num_samples;
+    vm->nparts = p + 1;
+  }
+  vm->num_samples = rows;
+  vm->vars = one[0].vars; /* every source's alike (the mix checked) */
+  vm->nvars = one[0].nvars;
+  one[0].vars = NULL;
+  one[0].nvars = 0;
+  /* the sources' readers give native byte order (mixread.c's rule) */
+  for (int k = 0; k < vm->nvars; k++)
+    vm->vars[k].swapped = 0;
+  char notes[512];
+  snprintf(notes, sizeof notes,
+           "packed: a mix of %lld sources, %lld documents of '%s', each "
+           "source packed into its own rows (%lld in all); the mix draws "
+           "rows in its proportions",
+           (long long)S, (long long)docs, mix->vars[tv].name, (long long)rows);
+  if (!vm->backend || !vm->spec || !vm->parts || !vm->vars ||
+      !(vm->notes = strdup(notes))) {
+    free_virtual(vm);
+    return ferry__oom(err, -1, (size_t)S * sizeof *vm->parts,
+                      "the packed view of %s", mix->spec);
+  }
+  return 0;
+}
+
+/* The packed view of a mix (L->m): each source unpacked (*srcs), packed
+ * alone into its rows (first_fit: collective per source), the rows of
+ * source p part p of vm.  COLLECTIVE over L->comm. */
+static int wrap_mix(ferry_loader *L, int tv, ferry__manifest *vm,
+                    ferry__manifest **srcs, ferry__err *err) {
+  const ferry__manifest *mix = &L->m;
+  const ferry_options *o = L->opts;
+  const int64_t S = mix->nparts;
+  ferry__manifest *src = calloc((size_t)S, sizeof *src);
+  ferry__manifest *one = calloc((size_t)S, sizeof *one);
+  fit_info *fi = calloc((size_t)S, sizeof *fi);
+  int *stv = calloc((size_t)S, sizeof *stv);
+  int rc = 0;
+  if (!src || !one || !fi || !stv)
+    rc = ferry__oom(err, L->rank, (size_t)S * (2 * sizeof *src + 32),
+                    "the packed view of %s", mix->spec);
+  for (int64_t p = 0; !rc && p < S; p++)
+    rc = src_unpack(mix, p, tv, &src[p], &stv[p], err);
+  rc = ferry__agree(L->comm, L->rank, rc, err); /* before fit_all's rounds */
+  for (int64_t p = 0; !rc && FIT_MODE(o->pack) && p < S; p++)
+    rc = fit_all(L, &src[p], stv[p], run_docs(&src[p], o, S), &fi[p], err);
+  for (int64_t p = 0; !rc && p < S; p++)
+    rc = make_virtual(&src[p], o, stv[p], run_docs(&src[p], o, S),
+                      FIT_MODE(o->pack) ? &fi[p] : NULL, mix->hash, &one[p],
+                      err);
+  if (!rc)
+    rc = merge_views(mix, tv, one, S, vm, err);
+  for (int64_t p = 0; fi && p < S; p++)
+    free(fi[p].row0);
+  for (int64_t p = 0; one && p < S; p++)
+    if (one[p].backend)
+      free_virtual(&one[p]);
+  free(one);
+  free(fi);
+  free(stv);
+  if (rc) {
+    for (int64_t p = 0; src && p < S; p++)
+      ferry__manifest_free(&src[p]);
+    free(src);
+    src = NULL;
+  }
+  *srcs = src;
+  return rc;
+}
 
 int ferry__pack_wrap(ferry_loader *L, ferry__err *err) {
   const ferry_options *o = L->opts;
@@ -358,14 +479,23 @@ int ferry__pack_wrap(ferry_loader *L, ferry__err *err) {
   int tv = token_var(&L->m, o->pack_var, err);
   if (tv < 0)
     return tv;
-  fit_info fi = {0};
-  if (FIT_MODE(o->pack) && (rc = fit_all(L, tv, &fi, err)) < 0)
-    return rc;
-  ferry__manifest vm;
-  rc = make_virtual(&L->m, o, tv, FIT_MODE(o->pack) ? &fi : NULL, &vm, err);
-  free(fi.row0);
-  if (rc < 0)
-    return rc;
+  ferry__manifest vm, *srcs = NULL;
+  if (ferry__mix_is_manifest(&L->m)) {
+    if ((rc = wrap_mix(L, tv, &vm, &srcs, err)) < 0)
+      return rc;
+  } else {
+    fit_info fi = {0};
+    const int64_t cd = run_docs(&L->m, o, 1);
+    if (FIT_MODE(o->pack) && (rc = fit_all(L, &L->m, tv, cd, &fi, err)) < 0)
+      return rc;
+    rc = make_virtual(&L->m, o, tv, cd, FIT_MODE(o->pack) ? &fi : NULL,
+                      L->m.hash, &vm, err);
+    free(fi.row0);
+    if (rc < 0)
+      return rc;
+  }
+  vm.srcs = srcs;
+  vm.nsrcs = srcs ? L->m.nparts : 0;
   if ((rc = ferry__manifest_select_vars(
            &vm, o->vars && *o->vars ? o->vars : PACK_DEFAULT_VARS, err)) < 0) {
     free_virtual(&vm);
@@ -430,10 +560,27 @@ struct ferry__io {
   int64_t *best;             /* best_fit's scratch: 2 (L + 2) + 2 capit words */
   int64_t *dscratch;         /* [L]: a row's document_ids */
   const ferry_options *opts; /* the loader's (io_open's params)        */
+  /* A source of a mix: its first document in the mix's numbering (the
+   * document_ids), and whether its tokens are stored swapped (the view
+   * says native order: they are swapped here) */
+  int64_t doc0;
+  int swap;
+  /* The view of a mix (m->srcs): a reader per source, made on first read
+   * of its part, over subm[p] (the view's part p alone) and srcs[p] */
+  int64_t nsub;
+  ferry__io **sub;
+  ferry__manifest *subm;
+  ferry__io_params prm;
 };
+
+static void pack_io_close(ferry__io *io);
 
 /* Everything io holds (not io itself). */
 static void io_release(ferry__io *io) {
+  for (int64_t p = 0; io->sub && p < io->nsub; p++)
+    pack_io_close(io->sub[p]);
+  free(io->sub);
+  free(io->subm);
   for (int64_t p = 0; io->maps && p < io->in->nparts; p++)
     ferry__unmap(&io->maps[p]);
   free(io->maps);
@@ -562,10 +709,11 @@ static int stream_init(ferry__io *io, const ferry_options *o, int64_t epoch,
 
 /* The view's record on io, then its stream (stream_init): io_open's
  * first part, and ferry_pack_stats'. */
-static int view_init(ferry__io *io, const ferry__manifest *m, int rank,
+static int view_init(ferry__io *io, const ferry__manifest *m,
+                     const ferry__manifest *in, int rank,
                      const ferry_options *o, int64_t epoch, ferry__err *err) {
   io->m = m;
-  io->in = m->inner;
+  io->in = in;
   io->rank = rank;
   int rc = 0;
   for (int v = 0; v < m->nvars && !rc; v++) {
@@ -730,6 +878,74 @@ static int64_t row_spans(ferry__io *io, int64_t r, ferry__pack_span *sp,
   return n;
 }
 
+/* m's part p alone (a view of a mix: source p's rows) into out, which
+ * borrows m's part: never freed. */
+static void shallow(const ferry__manifest *m, int64_t p, ferry__manifest *out) {
+  *out = *m;
+  out->nparts = 1;
+  out->parts = &m->parts[p];
+  out->num_samples = m->parts[p].num_samples;
+  out->inner = NULL;
+  out->srcs = NULL;
+  out->nsrcs = 0;
+  out->roff_map = NULL;
+}
+
+/* io's readers of a mix's sources (io->m->srcs): the arrays, each view
+ * part alone in subm. */
+static int subs_alloc(ferry__io *io, const ferry__manifest *m, int rank,
+                      ferry__err *err) {
+  io->m = m;
+  io->in = m->inner;
+  io->rank = rank;
+  io->nsub = m->nparts;
+  io->sub = calloc((size_t)m->nparts, sizeof *io->sub);
+  io->subm = calloc((size_t)m->nparts, sizeof *io->subm);
+  if (!io->sub || !io->subm || m->nsrcs != m->nparts)
+    return ferry__oom(err, rank, (size_t)m->nparts * (sizeof *io->subm + 8),
+                      "the packed readers of the %lld sources of %s",
+                      (long long)m->nparts, m->spec);
+  for (int64_t p = 0; p < m->nparts; p++)
+    shallow(m, p, &io->subm[p]);
+  return 0;
+}
+
+/* Source p's reader (sub-reader of the view of a mix) on s: its view and
+ * stream (view_init), its document numbering and byte order. */
+static int sub_init(ferry__io *io, int64_t p, ferry__io *s, ferry__err *err) {
+  int rc = view_init(s, &io->subm[p], &io->m->srcs[p], io->rank, io->opts,
+                     io->prm.epoch, err);
+  if (!rc) {
+    s->doc0 = io->in->parts[p].first_sample;
+    s->swap = io->m->srcs[p].vars[s->tv].swapped;
+  }
+  return rc;
+}
+
+static int io_setup(ferry__io *io, const ferry__manifest *m,
+                    const ferry__manifest *in, const ferry__io_params *p,
+                    ferry__err *err);
+
+/* Source p's reader, opened on first use. */
+static int sub_get(ferry__io *io, int64_t p, ferry__io **out, ferry__err *err) {
+  if (!io->sub[p]) {
+    ferry__io *s = calloc(1, sizeof *s);
+    if (!s)
+      return ferry__oom(err, io->rank, sizeof *s, "the packed reader of %s",
+                        io->m->srcs[p].spec);
+    int rc = sub_init(io, p, s, err);
+    if (!rc)
+      rc = io_setup(s, NULL, NULL, &io->prm, err);
+    if (rc) {
+      pack_io_close(s);
+      return rc;
+    }
+    io->sub[p] = s;
+  }
+  *out = io->sub[p];
+  return 0;
+}
+
 static int pack_io_open(ferry__io **out, const ferry__manifest *m,
                         const ferry__io_params *p, ferry__err *err) {
   *out = NULL;
@@ -737,8 +953,31 @@ static int pack_io_open(ferry__io **out, const ferry__manifest *m,
   if (!io)
     return ferry__oom(err, p->rank, sizeof *io, "the packed reader of %s",
                       m->spec);
-  int rc = view_init(io, m, p->rank, p->opts, p->epoch, err);
-  const ferry__manifest *in = io->in;
+  int rc;
+  if (m->srcs) { /* a mix: a reader per source, on first read */
+    io->opts = p->opts;
+    io->prm = *p;
+    /* the bound on open files shared out (mixread.c's rule) */
+    int64_t files = p->max_open_files > 0 ? p->max_open_files : 64;
+    io->prm.max_open_files = files / m->nparts > 0 ? files / m->nparts : 1;
+    rc = subs_alloc(io, m, p->rank, err);
+  } else
+    rc = io_setup(io, m, m->inner, p, err);
+  if (rc) {
+    pack_io_close(io);
+    return rc;
+  }
+  *out = io;
+  return 0;
+}
+
+/* io's record, stream (view_init, unless m is NULL: done), the corpus's
+ * backend opened. */
+static int io_setup(ferry__io *io, const ferry__manifest *m,
+                    const ferry__manifest *in, const ferry__io_params *p,
+                    ferry__err *err) {
+  int rc = m ? view_init(io, m, in, p->rank, p->opts, p->epoch, err) : 0;
+  in = io->in;
   io->opts = p->opts;
   if (!rc && !(io->be = ferry__backend_find(in->backend)))
     rc = ferry__seterr_on(err, p->rank, FERRY_ENOTSUP,
@@ -768,12 +1007,7 @@ static int pack_io_open(ferry__io **out, const ferry__manifest *m,
     cp.collective = 0;
     rc = io->be->io_open(&io->child, in, &cp, err);
   }
-  if (rc) {
-    pack_io_close(io);
-    return rc;
-  }
-  *out = io;
-  return 0;
+  return rc;
 }
 
 static int grow_tmp(ferry__io *io, size_t n, ferry__err *err) {
@@ -918,7 +1152,7 @@ static void span_docs(const ferry__io *io, const ferry__pack_span *sp,
     int64_t d0, p = chunk_part(io, sp[q].chunk, &d0), nd;
     const int64_t *o = chunk_docs((void *)io, sp[q].chunk, &nd);
     int64_t t = o[0] + sp[q].first, end = t + sp[q].count;
-    int64_t base = io->in->parts[p].first_sample + d0;
+    int64_t base = io->doc0 + io->in->parts[p].first_sample + d0;
     for (int64_t d = ferry__last_le(o, nd, t); t < end && at < L; d++)
       for (; t < o[d + 1] && t < end && at < L; t++)
         out[at++] = base + d;
@@ -974,6 +1208,16 @@ static int pack_io_read(ferry__io *io, int64_t part, int var, int64_t row,
     rc = ferry__check_rows(io->m, part, var, row, nrows, io->rank, err);
   if (rc || nrows == 0)
     return rc;
+  if (io->sub) { /* a mix: part is a source's rows */
+    ferry__io *s = NULL;
+    if ((rc = sub_get(io, part, &s, err)) ||
+        (rc = pack_io_read(s, 0, var, row, nrows, buf, err)))
+      return rc;
+    if (s->swap && s->kind[var] == K_TOKENS)
+      ferry__byteswap(buf, (size_t)(nrows * (s->pk.L + s->pk.overlap)),
+                      s->esize);
+    return 0;
+  }
   const int kind = io->kind[var];
   if (kind == K_TOKENS)
     return read_tokens(io, row, nrows, buf, err);
@@ -1077,9 +1321,9 @@ const ferry__backend ferry__pack_backend = {
  * them: rank r packs windows r, r + P, ...), each window's rows, the
  * tokens dropped and the documents split summed over the ranks.
  * COLLECTIVE over L->comm: one outcome on every rank. */
-static int fit_all(ferry_loader *L, int tv, fit_info *fi, ferry__err *err) {
+static int fit_all(ferry_loader *L, const ferry__manifest *in, int tv,
+                   int64_t cd, fit_info *fi, ferry__err *err) {
   const ferry_options *o = L->opts;
-  const ferry__manifest *in = &L->m;
   const int64_t N = in->num_samples, Wd = o->pack_window;
   fi->nwin = N > 0 ? (N + Wd - 1) / Wd : 1;
   int rc = 0;
@@ -1097,7 +1341,7 @@ static int fit_all(ferry_loader *L, int tv, fit_info *fi, ferry__err *err) {
     io->in = in;
     io->tv = tv;
     io->rank = L->rank;
-    base_words(in, o, tv, io->w);
+    base_words(in, o, tv, cd, io->w);
     rc = stream_init(io, o, 0, err);
   }
   int64_t sums[2] = {0, 0}; /* tokens dropped, documents split */
@@ -1125,6 +1369,35 @@ static int fit_all(ferry_loader *L, int tv, fit_info *fi, ferry__err *err) {
   return 0;
 }
 
+/* The figures of io's rows (one view part) added to out; *inputs: the
+ * tokens they hold. */
+static void stats_add(ferry__io *io, ferry_pack_info *out, int64_t *inputs) {
+  const ferry__pack *pk = &io->pk;
+  int64_t in = pk->rows * pk->L < pk->tokens ? pk->rows * pk->L : pk->tokens;
+  int64_t rows = pk->rows, dropped = pk->tokens - in, split;
+  if (FIT_MODE(io->w[R_MODE])) {
+    /* whole documents: the tokens dropped by overflow=drop, the rest in
+     * rows padded to L */
+    in = pk->tokens - io->w[R_DROPPED];
+    rows = io->w[R_ROWS];
+    dropped = io->w[R_DROPPED];
+    split = io->w[R_SPLIT];
+  } else
+    split = ferry__pack_split(pk, chunk_docs, io);
+  out->seq_len = pk->L;
+  out->overlap = pk->overlap;
+  out->documents += io->in->num_samples;
+  out->tokens += pk->tokens;
+  out->rows += rows;
+  out->padding += rows * pk->L - in;
+  out->dropped += dropped;
+  out->split += split;
+  out->runs += pk->nchunks;
+  if (io->w[R_CHUNK_DOCS] > out->run_docs)
+    out->run_docs = io->w[R_CHUNK_DOCS];
+  *inputs += in;
+}
+
 int ferry_pack_stats(const ferry_loader *L, int64_t epoch,
                      ferry_pack_info *out) {
   if (!L || !out || !ferry__pack_is(&L->m))
@@ -1133,37 +1406,27 @@ int ferry_pack_stats(const ferry_loader *L, int64_t epoch,
                          "pack)");
   ferry__io *io = calloc(1, sizeof *io);
   ferry__err err = {0};
-  int rc = io ? view_init(io, &L->m, L->rank, L->opts, epoch, &err)
-              : ferry__oom(&err, L->rank, sizeof *io, "the packing's figures");
-  if (!rc) {
-    const ferry__pack *pk = &io->pk;
-    int64_t inputs =
-        pk->rows * pk->L < pk->tokens ? pk->rows * pk->L : pk->tokens;
-    memset(out, 0, sizeof *out);
-    out->seq_len = pk->L;
-    out->overlap = pk->overlap;
-    out->documents = io->in->num_samples;
-    out->tokens = pk->tokens;
-    out->rows = pk->rows;
-    out->padding = pk->rows * pk->L - inputs;
-    out->dropped = pk->tokens - inputs;
+  int64_t inputs = 0;
+  memset(out, 0, sizeof *out);
+  int rc =
+      io ? 0 : ferry__oom(&err, L->rank, sizeof *io, "the packing's figures");
+  if (!rc && L->m.srcs) { /* a mix: each source's rows */
+    io->opts = L->opts;
+    io->prm.epoch = epoch;
+    rc = subs_alloc(io, &L->m, L->rank, &err);
+    for (int64_t p = 0; !rc && p < io->nsub; p++) {
+      ferry__io s = {0};
+      if (!(rc = sub_init(io, p, &s, &err)))
+        stats_add(&s, out, &inputs);
+      io_release(&s);
+    }
+  } else if (!rc && !(rc = view_init(io, &L->m, L->m.inner, L->rank, L->opts,
+                                     epoch, &err)))
+    stats_add(io, out, &inputs);
+  if (!rc)
     out->efficiency =
-        pk->rows ? (double)inputs / ((double)pk->rows * (double)pk->L) : 0;
-    if (FIT_MODE(io->w[R_MODE])) {
-      /* whole documents: the tokens dropped by overflow=drop, the rest in
-       * rows padded to L */
-      inputs = pk->tokens - io->w[R_DROPPED];
-      out->rows = io->w[R_ROWS];
-      out->padding = out->rows * pk->L - inputs;
-      out->dropped = io->w[R_DROPPED];
-      out->efficiency =
-          out->rows ? (double)inputs / ((double)out->rows * (double)pk->L) : 0;
-      out->split = io->w[R_SPLIT];
-    } else
-      out->split = ferry__pack_split(pk, chunk_docs, io);
-    out->runs = pk->nchunks;
-    out->run_docs = io->w[R_CHUNK_DOCS];
-  }
+        out->rows ? (double)inputs / ((double)out->rows * (double)out->seq_len)
+                  : 0;
   pack_io_close(io);
   if (rc)
     ferry__loader_fail((ferry_loader *)L, &err);
@@ -1215,7 +1478,20 @@ int ferry__pack_fill_open(ferry_loader *L, int64_t epoch,
   if (!pf)
     return ferry__oom(err, L->rank, sizeof *pf, "the packed rows of %s",
                       L->m.spec);
-  int rc = view_init(&pf->io, &L->m, L->rank, L->opts, epoch, err);
+  int rc;
+  if (L->m.srcs) { /* a mix: every source's stream (the workers read any) */
+    pf->io.opts = L->opts;
+    pf->io.prm.epoch = epoch;
+    rc = subs_alloc(&pf->io, &L->m, L->rank, err);
+    for (int64_t p = 0; !rc && p < pf->io.nsub; p++) {
+      if (!(pf->io.sub[p] = calloc(1, sizeof *pf->io.sub[p])))
+        rc = ferry__oom(err, L->rank, sizeof *pf->io.sub[p],
+                        "the packed rows of %s", L->m.srcs[p].spec);
+      else
+        rc = sub_init(&pf->io, p, pf->io.sub[p], err);
+    }
+  } else
+    rc = view_init(&pf->io, &L->m, L->m.inner, L->rank, L->opts, epoch, err);
   if (rc) {
     ferry__pack_fill_close(pf);
     return rc;
@@ -1224,10 +1500,10 @@ int ferry__pack_fill_open(ferry_loader *L, int64_t epoch,
   return 0;
 }
 
-int ferry__pack_fill_rows(struct ferry__pack_fill *pf, int v, int64_t row,
-                          int64_t n, unsigned char *dst, int rank,
+int ferry__pack_fill_rows(struct ferry__pack_fill *pf, int v, int64_t part,
+                          int64_t row, int64_t n, unsigned char *dst, int rank,
                           ferry__err *err) {
-  ferry__io *io = &pf->io;
+  ferry__io *io = pf->io.sub ? pf->io.sub[part] : &pf->io;
   const ferry__pack *pk = &io->pk;
   const int64_t L = pk->L, W = L + pk->overlap;
   const int kind = io->kind[v];

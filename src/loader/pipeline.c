@@ -539,9 +539,9 @@ static int copy_rows(epoch_state *ep, ring_slot *s, const ferry__slot *sl,
            sl[i + run].row == sl[i].row + run)
       run++;
     if (made) {
-      rc = ferry__pack_fill_rows(ep->pfill, v,
-                                 ep->plan.extents[sl[i].extent].row + sl[i].row,
-                                 run, dst + (size_t)i * rb, L->rank, &s->err);
+      const ferry__extent *x = &ep->plan.extents[sl[i].extent];
+      rc = ferry__pack_fill_rows(ep->pfill, v, x->part, x->row + sl[i].row, run,
+                                 dst + (size_t)i * rb, L->rank, &s->err);
       i += run;
       continue;
     }

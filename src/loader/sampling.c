@@ -55,7 +55,7 @@ static int refuse(const ferry_loader *L, ferry__err *err) {
 
 static int mode_of(const ferry_loader *L) {
   const ferry_options *o = L->opts;
-  if (ferry__mix_is_manifest(&L->m))
+  if (ferry__mix_of(&L->m))
     return FERRY__DRAW_MIX;
   if ((o->weights && *o->weights) || (o->balance && *o->balance))
     return FERRY__DRAW_WEIGHTED;

@@ -48,6 +48,8 @@ typedef struct setup {
   int pack_all;       /* every output selected, document_ids too        */
   int mask_first;     /* the option                                      */
   int pack_fit;       /* pack=first_fit: pieces of cut documents anywhere */
+  int pack_mix;       /* a mix packed: the mix draws rows (not each once)  */
+  int pack_restart;   /* ... and a source restarts: tokens may repeat      */
   ferry_pack_info pi; /* the packing (ferry_pack_stats)                */
 } setup;
 

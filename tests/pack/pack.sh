@@ -11,6 +11,10 @@
 #  - `ferry info` reports the packing (rows, tokens, efficiency);
 #  - `ferry verify` checks every token once on 3 ranks, and catches a
 #    changed token;
+#  - a mix of two corpora (decision 0053): tests/pack/test_pack_mix on 7
+#    ranks (each row one source's, equal to that source's row packed alone,
+#    the shares, resume on 2, 3 and 7 ranks); `ferry verify` of the mix
+#    (stop and restart); a saved mix manifest packs the same rows;
 #  - refusals on 1 rank: a dataset without a ragged integer variable, a
 #    pack_var that is not there.
 #
@@ -30,6 +34,7 @@ gen() {
 gen "$fx/c" --format megatron --samples 400 --len-list 0,1,7,8,9,80,3,5
 gen "$fx/f" --format megatron --samples 40 --var tokens:float32
 gen "$fx/d" --samples 40
+gen "$fx/b" --format megatron --samples 90 --len-list 20,3,11
 ok "ferry gen wrote the corpora"
 
 if $RUN_MPI 7 "$top_builddir/tests/pack/test_pack_rows" "$fx/c" "$tmp" "$fx/f" \
@@ -37,6 +42,38 @@ if $RUN_MPI 7 "$top_builddir/tests/pack/test_pack_rows" "$fx/c" "$tmp" "$fx/f" \
   ok "`tail -1 "$tmp/rows.out"`"
 else
   failed "test_pack_rows on 7 ranks" "$tmp/rows.out"
+fi
+
+# a mix of two corpora: each source packed alone, the mix draws rows
+if $RUN_MPI 7 "$top_builddir/tests/pack/test_pack_mix" "$fx/c" "$fx/b" "$tmp" \
+     >"$tmp/mix.out" 2>&1; then
+  ok "`tail -1 "$tmp/mix.out"`"
+else
+  failed "test_pack_mix on 7 ranks" "$tmp/mix.out"
+fi
+mix="mix:$fx/c=0.7,$fx/b=0.3"
+for ex in stop restart; do
+  if $RUN_MPI 3 "$FERRY" verify "$mix" --pack concat --seq-len 8 \
+       --batch-size 4 --mix-exhaust $ex --epochs 1 >"$tmp/verify.mix.$ex" 2>&1 &&
+     grep "^PASS tokens .*a mix's draws" "$tmp/verify.mix.$ex" >/dev/null &&
+     grep '^PASS sampling' "$tmp/verify.mix.$ex" >/dev/null; then
+    ok "ferry verify, a packed mix, exhaust=$ex: `grep '^PASS tokens' "$tmp/verify.mix.$ex"`"
+  else
+    failed "ferry verify of a packed mix, exhaust=$ex" "$tmp/verify.mix.$ex"
+  fi
+done
+"$FERRY" info "$mix" --pack concat --seq-len 8 --save-manifest "$tmp/mix.json" \
+  >"$tmp/info.mix" 2>&1
+"$FERRY" dump "$mix" --pack concat --seq-len 8 --batch-size 4 --row-hash \
+  --seed 5 >"$tmp/mix.dump" 2>&1
+"$FERRY" dump "$mix" --pack concat --seq-len 8 --batch-size 4 --row-hash \
+  --seed 5 --manifest "$tmp/mix.json" >"$tmp/mix.saved.dump" 2>&1
+if grep '^mix  *2 sources' "$tmp/info.mix" >/dev/null &&
+   grep '^packing  *490 documents' "$tmp/info.mix" >/dev/null &&
+   test -s "$tmp/mix.dump" && cmp "$tmp/mix.dump" "$tmp/mix.saved.dump" >/dev/null; then
+  ok "a packed mix: ferry info (`grep '^packing' "$tmp/info.mix" | tr -s ' '`); its saved manifest packs the same rows"
+else
+  failed "ferry info / dump of a packed mix" "$tmp/info.mix"
 fi
 
 # ferry verify: every token once, the boundary outputs, ferry gen's values
