@@ -401,7 +401,8 @@ static const option_def defs[] = {
       "whole documents into rows of seq_len without cutting them (first "
       "fit over windows of pack_window documents; the rest padded); "
       "best_fit the same into the row with the least room that fits; none "
-      "serves the documents as samples."},
+      "serves the documents as samples. A mix packs each source into its "
+      "own rows and draws rows in its proportions."},
      K_ENUM,
      OFF(pack),
      0,
