@@ -83,6 +83,48 @@ for b in ds:
     check(b["max_seqlen"] == int(lens.max()), "max_seqlen")
     del t, cu, seg, b
 ds.close()
+# a mix of two corpora (docs/lm.md "Mixing corpora"): each row one
+# source's, its tokens that source's; the shares of rows in proportion
+mixed = ""
+if len(sys.argv) > 2:
+    prefix2 = sys.argv[2]
+    with np.load(prefix2 + ".seq.npz") as z:
+        values2, offsets2 = z["values"], z["offsets"]
+    spec = "mix:%s.idx=0.75,%s.idx=0.25" % (prefix, prefix2)
+    draws = 96
+    mo = dict(opts, mix_exhaust="restart", num_draws=draws)
+    ds = ferry.torch.Dataset(spec, **mo)
+    ds.set_epoch(1)
+    rows = [0, 0]
+    for b in ds:
+        tok, pos = b["tokens"], b["positions"]
+        doc = b["document_ids"]
+        for r in range(tok.shape[0]):
+            if bool(b["padded"][r]):
+                continue
+            d = doc[r][doc[r] >= 0]
+            src = int(d[0] >= N)
+            check(bool(((d >= N) == bool(src)).all()),
+                  "a row holds documents of both sources: %r" % d.tolist())
+            rows[src] += 1
+            vals, offs, d0 = ((values2, offsets2, N) if src else
+                              (values, offsets, 0))
+            for i in range(L):
+                if doc[r, i] < 0:
+                    continue
+                x = offs[int(doc[r, i]) - d0] + int(pos[r, i])
+                check(int(tok[r, i]) == int(vals[x]),
+                      "mix row %d position %d: token %d, source %d has %d"
+                      % (r, i, int(tok[r, i]), src, int(vals[x])))
+        del tok, pos, doc, b
+    ds.close()
+    total = np.zeros(2, dtype=np.int64)
+    comm.Allreduce(np.array(rows, dtype=np.int64), total)
+    check(total.sum() == draws and abs(total[0] - 0.75 * draws) <= 1,
+          "mix: rows per source %r of %d draws (0.75, 0.25)"
+          % (total.tolist(), draws))
+    mixed = "; a mix: %d and %d rows of the two corpora" % tuple(total)
+
 if rank == 0:
-    print("ok: pack_check: %d tokens of %d documents once, varlen cu_seqlens"
-          % (T, N))
+    print("ok: pack_check: %d tokens of %d documents once, varlen cu_seqlens%s"
+          % (T, N, mixed))
