@@ -99,7 +99,7 @@ int ferry__check_rows(const ferry__manifest *m, int64_t part, int var,
 
 /*
  * Layout (all integers little-endian):
- *   "FRYM"  u8 version=4  3 zero bytes  u64 total length
+ *   "FRYM"  u8 version=5  3 zero bytes  u64 total length
  *   str backend  str spec  str notes  u32 record_version  u32 nvars
  *   per variable: str name  u8 dtype  u8 swapped  u8 row_ndim  u8 ragged
  *                 i64 row_shape[row_ndim]  u64 row_bytes
@@ -117,6 +117,7 @@ int ferry__check_rows(const ferry__manifest *m, int64_t part, int var,
  *                           str record (the backend's bytes, may be empty)
  *                           ragged variables only: i64 roff[num_samples+1],
  *                           or with a roff_file u64 where they start in it
+ *                           and u64 their hash (the manifest hash's term)
  *   u64 ferry__hash_words of every byte before it (version 4; FNV-1a
  *       before: the buffer is 8 bytes per sample of a ragged variable)
  * where str is u32 length + bytes (no NUL in a string; a record may hold
@@ -133,7 +134,9 @@ int ferry__check_rows(const ferry__manifest *m, int64_t part, int var,
  * (the hash by its hash-only writer, which keeps no bytes); the bytes and both
  * hashes are pinned by tests/unit/test_record.
  */
-#define PACK_VERSION 4
+#define PACK_VERSION                                                           \
+  5 /* 5: the mapped offsets' block hashes and                                 \
+     * each array's hash (2026-11-28) */
 #define HASH_VERSION 2
 #define PACK_HEAD 16
 
@@ -204,6 +207,10 @@ static void pack_body(ferry__rec_w *w, const ferry__manifest *m, int full) {
     ferry__rec_put_u64(w, map ? (uint64_t)map->count : 0);
     ferry__rec_put_u64(w, map ? map->fnv : 0);
     ferry__rec_put_u8(w, map ? (unsigned)map->version : 0);
+    ferry__rec_put_u64(w, map ? (uint64_t)map->nblk : 0);
+    if (map && map->nblk > 0)
+      ferry__rec_put_u64s(w, (const int64_t *)(const void *)map->blk,
+                          (size_t)map->nblk);
   }
   for (int64_t p = 0; p < m->nparts; p++) {
     const ferry__part *pt = &m->parts[p];
@@ -220,9 +227,10 @@ static void pack_body(ferry__rec_w *w, const ferry__manifest *m, int full) {
         continue;
       if (!full) /* the hash: the offsets' own hash (roff_digest) */
         ferry__rec_put_u64(w, roff_digest(m, pt->roff[v], pt->num_samples + 1));
-      else if (map) /* mapped: where they are in the file */
+      else if (map) { /* mapped: where they are in the file, their hash */
         ferry__rec_put_u64(w, (uint64_t)ferry__roff_map_pos(map, pt->roff[v]));
-      else
+        ferry__rec_put_u64(w, roff_digest(m, pt->roff[v], pt->num_samples + 1));
+      } else
         ferry__rec_put_u64s(w, pt->roff[v], (size_t)pt->num_samples + 1);
     }
   }
@@ -336,7 +344,19 @@ static int unpack_roff(ferry__rec_r *r, const ferry__manifest *m,
         n > (uint64_t)m->roff_map->count - at)
       return ferry__rec_fail(r, "ragged offsets past the end of their file");
     pt->roff[v] = (int64_t *)ferry__roff_map_at(m->roff_map, (int64_t)at);
+    uint64_t h = ferry__rec_get_u64(r), mine = 0;
+    if (r->rc)
+      return -1;
+    if (m->roff_map->deferred) { /* the bytes: ferry__roff_map_verify */
+      const char *bad = ferry__manifest_roff_bad_end(m, pt, v, pt->roff[v]);
+      if (!bad && ferry__roff_map_remember(m->roff_map, pt->roff[v], h) < 0)
+        return ferry__rec_oom(r, 16, "an offsets' hash");
+      return bad ? ferry__rec_fail(r, bad) : 0;
+    }
     const char *bad = ferry__manifest_roff_check(m, pt, v, pt->roff[v]);
+    if (!bad && ferry__roff_map_recall(m->roff_map, pt->roff[v], &mine) &&
+        mine != h)
+      bad = "ragged offsets differ from the sender's";
     return bad ? ferry__rec_fail(r, bad) : 0;
   }
   int64_t *o = malloc((size_t)n * sizeof *o);
@@ -407,8 +427,8 @@ static int unpack_var(ferry__rec_r *r, ferry__manifest *m, int v) {
 /* The mapped offsets' file the buffer names, if any (a ragged manifest
  * only): mapped here, on this rank; a failure to map it is the rank's
  * message in err and *maperr set. */
-static int unpack_map(ferry__rec_r *r, ferry__manifest *m, int *maperr,
-                      ferry__err *err) {
+static int unpack_map(ferry__rec_r *r, ferry__manifest *m, int defer,
+                      int *maperr, ferry__err *err) {
   char *path = ferry__rec_get_str(r);
   if (!path)
     return -1;
@@ -425,11 +445,25 @@ static int unpack_map(ferry__rec_r *r, ferry__manifest *m, int *maperr,
     rc = -1;
   }
   free(path);
+  uint64_t nblk = ferry__rec_get_u64(r);
+  ferry__roff_map *mp = m->roff_map;
+  if (rc == 0 && r->rc)
+    rc = -1;
+  else if (rc == 0 && nblk != (uint64_t)(mp ? ferry__roff_map_nblocks(mp) : 0))
+    rc = ferry__rec_fail(r, "bad offsets' block count");
+  else if (rc == 0 && nblk > 0) {
+    if (!(mp->blk = malloc((size_t)nblk * sizeof *mp->blk)))
+      return ferry__rec_oom(r, (size_t)nblk * 8, "the offsets' block hashes");
+    ferry__rec_get_u64s(r, (int64_t *)(void *)mp->blk, (size_t)nblk);
+    mp->nblk = (int64_t)nblk;
+    mp->deferred = defer;
+    rc = r->rc ? -1 : 0;
+  }
   return rc;
 }
 
-static int unpack_body(ferry__rec_r *r, ferry__manifest *m, int *maperr,
-                       ferry__err *err) {
+static int unpack_body(ferry__rec_r *r, ferry__manifest *m, int defer,
+                       int *maperr, ferry__err *err) {
   if (!(m->backend = ferry__rec_get_str(r)) ||
       !(m->spec = ferry__rec_get_str(r)) || !(m->notes = ferry__rec_get_str(r)))
     return -1;
@@ -460,7 +494,7 @@ static int unpack_body(ferry__rec_r *r, ferry__manifest *m, int *maperr,
   int64_t total = ferry__rec_get_nonneg(r, "bad sample count");
   if (r->rc)
     return -1;
-  if (ferry__manifest_ragged(m) && unpack_map(r, m, maperr, err) < 0)
+  if (ferry__manifest_ragged(m) && unpack_map(r, m, defer, maperr, err) < 0)
     return -1;
   uint64_t per_part = 16 + (uint64_t)m->nvars * 24;
   if ((uint64_t)nparts > ferry__rec_left(r) / per_part)
@@ -509,6 +543,11 @@ static int unpack_body(ferry__rec_r *r, ferry__manifest *m, int *maperr,
 
 int ferry__manifest_unpack(const void *buf, size_t len, ferry__manifest *m,
                            ferry__err *err) {
+  return ferry__manifest_unpack_ex(buf, len, 0, m, err);
+}
+
+int ferry__manifest_unpack_ex(const void *buf, size_t len, int defer,
+                              ferry__manifest *m, ferry__err *err) {
   ferry__rec_r r;
   ferry__rec_r_init(&r, buf, len);
   memset(m, 0, sizeof *m);
@@ -532,7 +571,7 @@ int ferry__manifest_unpack(const void *buf, size_t len, ferry__manifest *m,
   r.pos = PACK_HEAD;
   r.len = len - 8; /* the body ends where the checksum starts */
   int maperr = 0;
-  int rc = unpack_body(&r, m, &maperr, err);
+  int rc = unpack_body(&r, m, defer, &maperr, err);
   if (rc == 0)
     rc = ferry__rec_end(&r, "unexpected bytes after the last part");
   if (rc < 0) {

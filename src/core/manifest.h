@@ -113,6 +113,15 @@ typedef struct ferry__roff_map {
   int64_t ndig, capdig;
   int64_t *dig_at;
   uint64_t *dig;
+  /* the hash of each block of the file (FERRY__TRIM_STEP offsets' bytes
+   * from its start, the checksum aside; ferry__hash_words), taken by rank 0
+   * in its check of every byte and sent with the manifest: each other rank
+   * hashes its share of the blocks against them (ferry__roff_map_verify),
+   * not the whole file.  nblk 0: none (not shared yet). */
+  int64_t nblk;
+  uint64_t *blk;
+  int deferred; /* unpacked without its pass: the arrays' hashes from the
+                 * buffer, the bytes left to ferry__roff_map_verify */
 } ferry__roff_map;
 
 /** 1 when offsets can be mapped (a little-endian host). */
@@ -123,6 +132,15 @@ int ferry__roff_map_supported(void);
 int ferry__roff_map_open(const char *path, int version, int64_t count,
                          uint64_t fnv, ferry__roff_map **out, ferry__err *err);
 void ferry__roff_map_close(ferry__roff_map *mp);
+/** The blocks of mp's file (see nblk): how many, and block k's hash. */
+int64_t ferry__roff_map_nblocks(const ferry__roff_map *mp);
+uint64_t ferry__roff_map_block_hash(const ferry__roff_map *mp, int64_t k);
+/** Rank `rank` of `size` (rank 0 checked every byte): the hash of each of
+ *  its blocks (k = rank - 1, rank - 1 + size - 1, ...) against mp->blk,
+ *  each block's pages dropped after.  0, or FERRY_EFORMAT naming the file
+ *  and the bytes that differ from rank 0's. */
+int ferry__roff_map_verify(const ferry__roff_map *mp, int rank, int size,
+                           ferry__err *err);
 /** The at-th offset of the file (at < count). */
 const int64_t *ferry__roff_map_at(const ferry__roff_map *mp, int64_t at);
 /** Where o lies in the file (in offsets), -1 when it is not inside it. */
@@ -192,6 +210,12 @@ int ferry__manifest_pack(const ferry__manifest *m, void **buf, size_t *len);
 size_t ferry__manifest_packed_size(const ferry__manifest *m);
 int ferry__manifest_unpack(const void *buf, size_t len, ferry__manifest *m,
                            ferry__err *err);
+/** The same; with defer, mapped offsets are not read here: each array's
+ *  hash is the buffer's, and the caller checks the file's bytes with
+ *  ferry__roff_map_verify (dataset/share.c: each rank a share of the
+ *  blocks, rank 0 having read every byte). */
+int ferry__manifest_unpack_ex(const void *buf, size_t len, int defer,
+                              ferry__manifest *m, ferry__err *err);
 /** Hash of everything that identifies the data (paths, sizes, shapes). */
 uint64_t ferry__manifest_hash(const ferry__manifest *m);
 void ferry__manifest_free(ferry__manifest *m);

@@ -111,7 +111,48 @@ void ferry__roff_map_close(ferry__roff_map *mp) {
   free(mp->path);
   free(mp->dig_at);
   free(mp->dig);
+  free(mp->blk);
   free(mp);
+}
+
+static void trim_range(const ferry__roff_map *mp, uintptr_t from, uintptr_t to);
+
+int64_t ferry__roff_map_nblocks(const ferry__roff_map *mp) {
+  const int64_t step = FERRY__TRIM_STEP * 8, body = (int64_t)mp->len - 8;
+  return (body + step - 1) / step;
+}
+
+uint64_t ferry__roff_map_block_hash(const ferry__roff_map *mp, int64_t k) {
+  const size_t step = (size_t)FERRY__TRIM_STEP * 8, body = mp->len - 8;
+  size_t at = (size_t)k * step, n = body - at < step ? body - at : step;
+  return ferry__hash_words(FERRY__FNV_INIT,
+                           (const unsigned char *)mp->addr + at, n);
+}
+
+int ferry__roff_map_verify(const ferry__roff_map *mp, int rank, int size,
+                           ferry__err *err) {
+  if (!mp || rank < 1 || size < 2)
+    return 0;
+  const int64_t nb = ferry__roff_map_nblocks(mp);
+  if (mp->nblk != nb)
+    return ferry__seterr(err, FERRY_EINTERNAL,
+                         "offsets' file %s: %lld block hashes for %lld blocks",
+                         mp->path, (long long)mp->nblk, (long long)nb);
+  const size_t step = (size_t)FERRY__TRIM_STEP * 8;
+  const unsigned char *b = mp->addr;
+  for (int64_t k = rank - 1; k < nb; k += size - 1) {
+    uint64_t h = ferry__roff_map_block_hash(mp, k);
+    size_t at = (size_t)k * step,
+           end = at + step < mp->len - 8 ? at + step : mp->len - 8;
+    trim_range(mp, (uintptr_t)(b + at), (uintptr_t)(b + end));
+    if (h != mp->blk[k])
+      return ferry__seterr_on(err, rank, FERRY_EFORMAT,
+                              "offsets' file %s: bytes %zu to %zu differ from "
+                              "what rank 0 read (another copy of the file on "
+                              "this node, or changed since)",
+                              mp->path, at, end);
+  }
+  return 0;
 }
 
 const int64_t *ferry__roff_map_at(const ferry__roff_map *mp, int64_t at) {

@@ -660,16 +660,23 @@ static int map_roff(json_t *root, const char *path, ferry__manifest *m,
     rc = ferry__roff_map_open(full ? full : rp, version, count, sum,
                               &m->roff_map, err);
   free(full);
-  if (rc == 0) {
-    const unsigned char *b = m->roff_map->addr;
-    size_t n = m->roff_map->len - 8, step = (size_t)FERRY__TRIM_STEP * 8;
+  if (rc == 0) { /* every byte, and each block's hash for the other
+                  * ranks' checks (ferry__roff_map_verify) */
+    ferry__roff_map *mp = m->roff_map;
+    const unsigned char *b = mp->addr;
+    size_t n = mp->len - 8, step = (size_t)FERRY__TRIM_STEP * 8;
+    int64_t nb = ferry__roff_map_nblocks(mp);
+    if (!(mp->blk = malloc((size_t)nb * sizeof *mp->blk)))
+      rc = ferry__oom(err, -1, (size_t)nb * 8, "the block hashes of %s", rp);
     uint64_t h = FERRY__FNV_INIT;
-    for (size_t i = 0; i < n; i += step) {
+    for (size_t i = 0; rc == 0 && i < n; i += step) {
       size_t k = n - i < step ? n - i : step;
       h = roff_sum(version, h, b + i, k);
+      mp->blk[i / step] = ferry__roff_map_block_hash(mp, (int64_t)(i / step));
       ferry__manifest_trim(m, b + i, b + i + k);
     }
-    if (h != sum)
+    mp->nblk = rc == 0 ? nb : 0;
+    if (rc == 0 && h != sum)
       rc = roff_mismatch(path, rp, count, want, err);
   }
   if (rc == 0)

@@ -81,7 +81,14 @@ int ferry__manifest_unpack_agree(MPI_Comm comm, int rank, const void *buf,
   ferry__manifest scratch;
   memset(&scratch, 0, sizeof scratch);
   ferry__manifest *into = rank == 0 ? &scratch : m;
-  int rc = ferry__manifest_unpack(buf, len, into, err);
+  /* mapped offsets: rank 0 read every byte of their file when it loaded
+   * the manifest (dataset/json.c); each other rank checks its share of
+   * the file's blocks against rank 0's hashes, not the whole file */
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  int rc = ferry__manifest_unpack_ex(buf, len, 1, into, err);
+  if (rc == 0 && rank != 0 && into->roff_map && into->roff_map->deferred)
+    rc = ferry__roff_map_verify(into->roff_map, rank, size, err);
   if (rc == 0 && rank == 0) {
     /* what rank 0 serves must be what the others unpacked */
     if (scratch.hash != m->hash)

@@ -7,7 +7,10 @@
  * version is not the backend's, or whose record is not hex, is refused with
  * a message naming the file.  The manifest is built by hand for the zarr
  * backend (the one that keeps records; always compiled).  Scratch files go
- * under FERRY_TEST_TMPDIR (or /tmp).
+ * under FERRY_TEST_TMPDIR (or /tmp).  And a mapped offsets' file's block
+ * check (ferry__roff_map_verify, core/roffmap.c): each rank of a few
+ * hashes its share of the blocks against rank 0's hashes and names the
+ * bytes that differ.
  *
  * Exit status: 0 pass, 1 fail (each failure is printed), 77 skip.
  */
@@ -20,6 +23,7 @@
 
 #include "backends/backend.h"
 #include "dataset/dataset.h"
+#include "util/record.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,6 +235,63 @@ static void test_json(const char *dir, int rv) {
   ferry__manifest_free(&m);
 }
 
+/* A version 2 offsets' file of n offsets (0, 1, 2, ...) at path, mapped;
+ * each rank's share of its blocks checked against the right hashes and
+ * against a changed one. */
+static void test_roff_verify(const char *dir) {
+  char path[600];
+  snprintf(path, sizeof path, "%s/o.roff", dir);
+  const int64_t n = FERRY__TRIM_STEP + 3; /* two blocks: one whole */
+  size_t len = FERRY__ROFF_HEAD + 8 * (size_t)n + 8;
+  unsigned char *b = calloc(1, len);
+  CHECK(b != NULL, "memory");
+  if (!b)
+    return;
+  memcpy(b, FERRY__ROFF_MAGIC, 4);
+  b[4] = 2;
+  ferry__le64_store(b + 8, (uint64_t)n);
+  for (int64_t i = 0; i < n; i++)
+    ferry__le64_store(b + FERRY__ROFF_HEAD + 8 * i, (uint64_t)i);
+  uint64_t sum = ferry__hash_words(FERRY__FNV_INIT, b, len - 8);
+  ferry__le64_store(b + len - 8, sum);
+  FILE *f = fopen(path, "wb");
+  CHECK(f && fwrite(b, 1, len, f) == len && fclose(f) == 0, "write %s", path);
+  free(b);
+  ferry__roff_map *mp = NULL;
+  ferry__err err = {0};
+  CHECK(ferry__roff_map_open(path, 2, n, sum, &mp, &err) == 0, "map: %s",
+        err.msg);
+  if (!mp)
+    return;
+  int64_t nb = ferry__roff_map_nblocks(mp);
+  CHECK(nb == 2, "%lld blocks", (long long)nb);
+  mp->blk = malloc((size_t)nb * sizeof *mp->blk);
+  for (int64_t k = 0; mp->blk && k < nb; k++)
+    mp->blk[k] = ferry__roff_map_block_hash(mp, k);
+  mp->nblk = nb;
+  for (int size = 1; size <= 4; size++)
+    for (int rank = 0; rank < size; rank++)
+      CHECK(ferry__roff_map_verify(mp, rank, size, &err) == 0,
+            "rank %d of %d, the right hashes: %s", rank, size, err.msg);
+  mp->blk[1] ^= 1; /* the second block: what rank 1 of 2 and 2 of 3 read */
+  memset(&err, 0, sizeof err);
+  int rc = ferry__roff_map_verify(mp, 1, 2, &err);
+  CHECK(rc == FERRY_EFORMAT && strstr(err.msg, "differ from what rank 0") &&
+            strstr(err.msg, path) && err.has_rank && err.rank == 1,
+        "rank 1 of 2, a changed block: rc %d, '%s'", rc, err.msg);
+  memset(&err, 0, sizeof err);
+  CHECK(ferry__roff_map_verify(mp, 2, 3, &err) == FERRY_EFORMAT,
+        "rank 2 of 3 (block 1): the change not seen");
+  CHECK(ferry__roff_map_verify(mp, 1, 3, &err) == 0,
+        "rank 1 of 3 (block 0): %s", err.msg);
+  CHECK(ferry__roff_map_verify(mp, 0, 3, &err) == 0, "rank 0 checks none");
+  mp->nblk = 1;
+  CHECK(ferry__roff_map_verify(mp, 1, 2, &err) == FERRY_EINTERNAL,
+        "a block count that is not the file's");
+  ferry__roff_map_close(mp);
+  unlink(path);
+}
+
 int main(void) {
   const ferry__backend *z = ferry__backend_find("zarr");
   if (!z || z->record_version < 1) {
@@ -247,6 +308,7 @@ int main(void) {
   }
   test_pack(z->record_version);
   test_json(dir, z->record_version);
+  test_roff_verify(dir);
   rmdir(dir);
   return ft_summary("test_manifest");
 }
