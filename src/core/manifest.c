@@ -54,6 +54,8 @@ void ferry__manifest_free(ferry__manifest *m) {
     ferry__manifest_free(m->inner);
     free(m->inner);
   }
+  if (m->aux_free)
+    m->aux_free(m->aux);
   for (int64_t i = 0; m->srcs && i < m->nsrcs; i++)
     ferry__manifest_free(&m->srcs[i]);
   free(m->srcs);

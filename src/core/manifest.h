@@ -88,6 +88,11 @@ typedef struct ferry__manifest {
    * owned and freed with it; NULL otherwise. */
   struct ferry__manifest *srcs;
   int64_t nsrcs;
+  /* A virtual dataset's own data (loader/pack.c: each source's tokens per
+   * run of documents, made once at open), freed with it by aux_free;
+   * never packed, sent or hashed. */
+  void *aux;
+  void (*aux_free)(void *);
 } ferry__manifest;
 
 /* ---- Mapped offsets (core/roffmap.c) ---- */

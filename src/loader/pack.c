@@ -213,6 +213,27 @@ static void free_virtual(ferry__manifest *vm) {
   ferry__manifest_free(vm);
 }
 
+/* The view's aux (ferry__manifest.aux): for each of n sources (1: a
+ * corpus alone), the tokens of each of its nch runs of documents, made
+ * once at open (run_tokens) so that no epoch's stream reads the offsets
+ * again. */
+typedef struct pack_runs {
+  int64_t n;
+  int64_t *nch;
+  int64_t **tok;
+} pack_runs;
+
+static void runs_free(void *p) {
+  pack_runs *pr = p;
+  for (int64_t i = 0; pr && pr->tok && i < pr->n; i++)
+    free(pr->tok[i]);
+  if (pr) {
+    free(pr->tok);
+    free(pr->nch);
+  }
+  free(pr);
+}
+
 /* pack=first_fit: what the fit of every window gave (fit_all). */
 typedef struct fit_info {
   int64_t nwin;
@@ -356,7 +377,8 @@ static int make_virtual(const ferry__manifest *in, const ferry_options *o,
 }
 
 static int fit_all(ferry_loader *L, const ferry__manifest *in, int tv,
-                   int64_t cd, fit_info *fi, ferry__err *err);
+                   int64_t cd, const int64_t *runs, fit_info *fi,
+                   ferry__err *err);
 
 /* Source p of the mix: its own manifest, unpacked from its record into
  * out, and the index there of the mix's variable tv (*stv). */
@@ -424,48 +446,86 @@ static int merge_views(const ferry__manifest *mix, int tv, ferry__manifest *one,
   return 0;
 }
 
-/* The packed view of a mix (L->m): each source unpacked (*srcs), packed
- * alone into its rows (first_fit: collective per source), the rows of
- * source p part p of vm.  COLLECTIVE over L->comm. */
-static int wrap_mix(ferry_loader *L, int tv, ferry__manifest *vm,
-                    ferry__manifest **srcs, ferry__err *err) {
-  const ferry__manifest *mix = &L->m;
-  const ferry_options *o = L->opts;
-  const int64_t S = mix->nparts;
-  ferry__manifest *src = calloc((size_t)S, sizeof *src);
-  ferry__manifest *one = calloc((size_t)S, sizeof *one);
-  fit_info *fi = calloc((size_t)S, sizeof *fi);
-  int *stv = calloc((size_t)S, sizeof *stv);
+/* The tokens of each of the nch runs of cd documents of in (token
+ * variable tv) into *out (malloc'd [nch]): the ranks share the runs (rank
+ * r counts the r-th slice), an all-gather gives every rank all of them, so
+ * no rank reads the offsets whole (10^8 documents: 800 MB of offsets, 2^18
+ * runs).  COLLECTIVE over L->comm. */
+static int run_tokens(ferry_loader *L, const ferry__manifest *in, int tv,
+                      int64_t cd, int64_t nch, int64_t **out, ferry__err *err) {
+  const int P = L->size, me = L->rank;
+  const int split = P > 1 && nch < INT_MAX; /* MPI counts are int */
+  int64_t *tok = malloc((size_t)(nch ? nch : 1) * sizeof *tok);
+  int *cnt = malloc((size_t)P * sizeof *cnt), *dsp = malloc((size_t)P * 4);
   int rc = 0;
-  if (!src || !one || !fi || !stv)
-    rc = ferry__oom(err, L->rank, (size_t)S * (2 * sizeof *src + 32),
-                    "the packed view of %s", mix->spec);
-  for (int64_t p = 0; !rc && p < S; p++)
-    rc = src_unpack(mix, p, tv, &src[p], &stv[p], err);
-  rc = ferry__agree(L->comm, L->rank, rc, err); /* before fit_all's rounds */
-  for (int64_t p = 0; !rc && FIT_MODE(o->pack) && p < S; p++)
-    rc = fit_all(L, &src[p], stv[p], run_docs(&src[p], o, S), &fi[p], err);
-  for (int64_t p = 0; !rc && p < S; p++)
-    rc = make_virtual(&src[p], o, stv[p], run_docs(&src[p], o, S),
-                      FIT_MODE(o->pack) ? &fi[p] : NULL, mix->hash, &one[p],
-                      err);
-  if (!rc)
-    rc = merge_views(mix, tv, one, S, vm, err);
-  for (int64_t p = 0; fi && p < S; p++)
-    free(fi[p].row0);
-  for (int64_t p = 0; one && p < S; p++)
-    if (one[p].backend)
-      free_virtual(&one[p]);
-  free(one);
-  free(fi);
-  free(stv);
-  if (rc) {
-    for (int64_t p = 0; src && p < S; p++)
-      ferry__manifest_free(&src[p]);
-    free(src);
-    src = NULL;
+  if (!tok || !cnt || !dsp)
+    rc = ferry__oom(err, me, (size_t)nch * 8 + (size_t)P * 8,
+                    "the runs of documents of %s", in->spec);
+  const int64_t lo = split ? nch * me / P : 0;
+  const int64_t hi = split ? nch * (me + 1) / P : nch;
+  for (int64_t q = 0, c = 0; !rc && q < in->nparts && c < hi; q++) {
+    const ferry__part *pt = &in->parts[q];
+    const int64_t pc = (pt->num_samples + cd - 1) / cd;
+    const int64_t j0 = lo > c ? lo - c : 0, j1 = hi - c < pc ? hi - c : pc;
+    const int64_t *off = pt->roff[tv];
+    for (int64_t j = j0, kept = j0 * cd; j < j1; j++) {
+      int64_t d = j * cd,
+              e = d + cd < pt->num_samples ? d + cd : pt->num_samples;
+      tok[c + j] = off[e] - off[d];
+      if (e - kept >= FERRY__TRIM_STEP || j + 1 == j1) { /* pages go */
+        ferry__manifest_trim(in, off + kept, off + e);
+        kept = e;
+      }
+    }
+    c += pc;
   }
-  *srcs = src;
+  rc = ferry__agree(L->comm, me, rc, err);
+  if (!rc && split) {
+    for (int r = 0; r < P; r++) {
+      dsp[r] = (int)(nch * r / P);
+      cnt[r] = (int)(nch * (r + 1) / P) - dsp[r];
+    }
+    if (MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, tok, cnt, dsp,
+                       MPI_INT64_T, L->comm) != MPI_SUCCESS)
+      rc = ferry__seterr_on(err, me, FERRY_EMPI,
+                            "pack: the all-gather of the runs' tokens of %s "
+                            "failed",
+                            in->spec);
+  }
+  free(cnt);
+  free(dsp);
+  if (rc) {
+    free(tok);
+    return rc;
+  }
+  *out = tok;
+  return 0;
+}
+
+/* Sources in[0..S) (a corpus alone, or a mix's), each one's token
+ * variable stv[p]: the tokens of its runs (into pr), first_fit's packing,
+ * its view into one[p] (hash: the records' R_INNER_HASH).  COLLECTIVE over
+ * L->comm: every step's outcome agreed. */
+static int pack_sources(ferry_loader *L, const ferry__manifest *in,
+                        const int *stv, int64_t S, uint64_t hash,
+                        ferry__manifest *one, pack_runs *pr, ferry__err *err) {
+  const ferry_options *o = L->opts;
+  int rc = 0;
+  for (int64_t p = 0; !rc && p < S; p++) {
+    const int64_t cd = run_docs(&in[p], o, S), nch = count_chunks(&in[p], cd);
+    pr->nch[p] = nch;
+    rc = run_tokens(L, &in[p], stv[p], cd, nch, &pr->tok[p], err);
+    fit_info fi = {0};
+    if (!rc && FIT_MODE(o->pack))
+      rc = fit_all(L, &in[p], stv[p], cd, pr->tok[p], &fi, err);
+    if (!rc)
+      rc = ferry__agree(L->comm, L->rank,
+                        make_virtual(&in[p], o, stv[p], cd,
+                                     FIT_MODE(o->pack) ? &fi : NULL, hash,
+                                     &one[p], err),
+                        err);
+    free(fi.row0);
+  }
   return rc;
 }
 
@@ -479,23 +539,51 @@ int ferry__pack_wrap(ferry_loader *L, ferry__err *err) {
   int tv = token_var(&L->m, o->pack_var, err);
   if (tv < 0)
     return tv;
-  ferry__manifest vm, *srcs = NULL;
-  if (ferry__mix_is_manifest(&L->m)) {
-    if ((rc = wrap_mix(L, tv, &vm, &srcs, err)) < 0)
-      return rc;
-  } else {
-    fit_info fi = {0};
-    const int64_t cd = run_docs(&L->m, o, 1);
-    if (FIT_MODE(o->pack) && (rc = fit_all(L, &L->m, tv, cd, &fi, err)) < 0)
-      return rc;
-    rc = make_virtual(&L->m, o, tv, cd, FIT_MODE(o->pack) ? &fi : NULL,
-                      L->m.hash, &vm, err);
-    free(fi.row0);
-    if (rc < 0)
-      return rc;
+  /* a mix: each source unpacked from its record and packed alone, the
+   * rows of source p part p of the view (decision 0053) */
+  const int mixed = ferry__mix_is_manifest(&L->m);
+  const int64_t S = mixed ? L->m.nparts : 1;
+  ferry__manifest vm, *srcs = mixed ? calloc((size_t)S, sizeof *srcs) : NULL;
+  ferry__manifest *one = calloc((size_t)S, sizeof *one);
+  int *stv = calloc((size_t)S, sizeof *stv);
+  pack_runs *pr = calloc(1, sizeof *pr);
+  if (pr) {
+    pr->n = S;
+    pr->nch = calloc((size_t)S, sizeof *pr->nch);
+    pr->tok = calloc((size_t)S, sizeof *pr->tok);
   }
+  if ((mixed && !srcs) || !one || !stv || !pr || !pr->nch || !pr->tok)
+    rc = ferry__oom(err, L->rank, (size_t)S * (2 * sizeof *one + 32),
+                    "the packed view of %s", L->m.spec);
+  for (int64_t p = 0; !rc && mixed && p < S; p++)
+    rc = src_unpack(&L->m, p, tv, &srcs[p], &stv[p], err);
+  if (!mixed && stv)
+    stv[0] = tv;
+  rc = ferry__agree(L->comm, L->rank, rc, err); /* before the rounds */
+  if (!rc)
+    rc = pack_sources(L, mixed ? srcs : &L->m, stv, S, L->m.hash, one, pr, err);
+  if (!rc && mixed)
+    rc = merge_views(&L->m, tv, one, S, &vm, err);
+  else if (!rc) {
+    vm = one[0];
+    memset(&one[0], 0, sizeof one[0]);
+  }
+  for (int64_t p = 0; one && p < S; p++)
+    if (one[p].backend)
+      free_virtual(&one[p]);
+  free(one);
+  free(stv);
+  if (rc) {
+    runs_free(pr);
+    for (int64_t p = 0; srcs && p < S; p++)
+      ferry__manifest_free(&srcs[p]);
+    free(srcs);
+    return rc;
+  }
+  vm.aux = pr;
+  vm.aux_free = runs_free;
   vm.srcs = srcs;
-  vm.nsrcs = srcs ? L->m.nparts : 0;
+  vm.nsrcs = srcs ? S : 0;
   if ((rc = ferry__manifest_select_vars(
            &vm, o->vars && *o->vars ? o->vars : PACK_DEFAULT_VARS, err)) < 0) {
     free_virtual(&vm);
@@ -571,6 +659,11 @@ struct ferry__io {
   ferry__io **sub;
   ferry__manifest *subm;
   ferry__io_params prm;
+  /* The tokens of each run of documents (NCHUNKS), made once at open
+   * (run_tokens; the view's aux, source src's), or NULL: read from the
+   * offsets when the stream is made */
+  int64_t src;
+  const int64_t *runs;
 };
 
 static void pack_io_close(ferry__io *io);
@@ -646,8 +739,9 @@ static int stream_init(ferry__io *io, const ferry_options *o, int64_t epoch,
   io->ws = malloc((size_t)(W + 1) * sizeof *io->ws);
   io->wp = malloc((size_t)(W + 1) * sizeof *io->wp);
   int64_t nch = io->w[R_NCHUNKS];
-  int64_t *tok = malloc((size_t)(nch ? nch : 1) * sizeof *tok);
-  if (!io->chunk0 || !io->sp || !io->ws || !io->wp || !tok)
+  int64_t *tok =
+      io->runs ? NULL : malloc((size_t)(nch ? nch : 1) * sizeof *tok);
+  if (!io->chunk0 || !io->sp || !io->ws || !io->wp || (!tok && !io->runs))
     rc = ferry__oom(err, rank,
                     (size_t)(in->nparts + 1 + nch) * 8 + (size_t)W * 24,
                     "the packed reader of %s", in->spec);
@@ -659,6 +753,10 @@ static int stream_init(ferry__io *io, const ferry_options *o, int64_t epoch,
     const ferry__part *pt = &in->parts[q];
     const int64_t *off = pt->roff[io->tv];
     int64_t kept = 0; /* mapped offsets read since the last trim */
+    if (io->runs) {   /* counted at open: the runs of this part */
+      c += (pt->num_samples + cd - 1) / cd;
+      continue;
+    }
     for (int64_t d = 0; d < pt->num_samples && c < nch; d += cd, c++) {
       int64_t e = d + cd < pt->num_samples ? d + cd : pt->num_samples;
       tok[c] = off[e] - off[d];
@@ -683,8 +781,8 @@ static int stream_init(ferry__io *io, const ferry_options *o, int64_t epoch,
                                   0);
       key += !key;
     }
-    rc = ferry__pack_make(&io->pk, tok, nch, L, (int)io->w[R_OVERLAP],
-                          (int)io->w[R_TAIL], key, err);
+    rc = ferry__pack_make(&io->pk, io->runs ? io->runs : tok, nch, L,
+                          (int)io->w[R_OVERLAP], (int)io->w[R_TAIL], key, err);
     if (!rc && io->pk.tokens != io->w[R_TOKENS])
       rc = ferry__seterr_on(err, rank, FERRY_EINTERNAL,
                             "pack: %s: the stream holds %lld tokens, the "
@@ -744,6 +842,9 @@ static int view_init(ferry__io *io, const ferry__manifest *m,
   if (rc)
     return rc;
   io->tv = (int)io->w[R_VAR];
+  const pack_runs *pr = m->aux;
+  if (pr && io->src < pr->n && pr->nch[io->src] == io->w[R_NCHUNKS])
+    io->runs = pr->tok[io->src];
   rc = stream_init(io, o, epoch, err);
   if (!rc && io->w[R_MODE] == FERRY__PACK_CONCAT &&
       io->pk.rows != m->num_samples)
@@ -913,6 +1014,7 @@ static int subs_alloc(ferry__io *io, const ferry__manifest *m, int rank,
 /* Source p's reader (sub-reader of the view of a mix) on s: its view and
  * stream (view_init), its document numbering and byte order. */
 static int sub_init(ferry__io *io, int64_t p, ferry__io *s, ferry__err *err) {
+  s->src = p;
   int rc = view_init(s, &io->subm[p], &io->m->srcs[p], io->rank, io->opts,
                      io->prm.epoch, err);
   if (!rc) {
@@ -1322,7 +1424,8 @@ const ferry__backend ferry__pack_backend = {
  * tokens dropped and the documents split summed over the ranks.
  * COLLECTIVE over L->comm: one outcome on every rank. */
 static int fit_all(ferry_loader *L, const ferry__manifest *in, int tv,
-                   int64_t cd, fit_info *fi, ferry__err *err) {
+                   int64_t cd, const int64_t *runs, fit_info *fi,
+                   ferry__err *err) {
   const ferry_options *o = L->opts;
   const int64_t N = in->num_samples, Wd = o->pack_window;
   fi->nwin = N > 0 ? (N + Wd - 1) / Wd : 1;
@@ -1342,6 +1445,7 @@ static int fit_all(ferry_loader *L, const ferry__manifest *in, int tv,
     io->tv = tv;
     io->rank = L->rank;
     base_words(in, o, tv, cd, io->w);
+    io->runs = runs;
     rc = stream_init(io, o, 0, err);
   }
   int64_t sums[2] = {0, 0}; /* tokens dropped, documents split */
