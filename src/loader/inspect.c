@@ -172,7 +172,7 @@ int ferry_plan_order(const ferry_loader *L, int64_t epoch, int world_size,
   pp.world_size = world_size;
   int64_t cs = L->opts->chunk_samples;
   if (cs == 0)
-    cs = ferry__auto_chunk_samples(&L->m, L->row_total, &pp, NULL, 0);
+    cs = ferry__auto_chunk_samples(&L->m, L->row_sized, &pp, NULL, 0);
   ferry__chunk *c = NULL;
   int64_t nc = 0;
   ferry__err err = {0};

@@ -253,7 +253,11 @@ struct ferry_loader {
   ferry__chunk_index chunks; /* chunk id -> part and row, O(parts)   */
   int64_t nchunks, chunk_samples;
   char chunk_why[256]; /* how chunk_samples was chosen (ferry_chunk_samples) */
-  size_t row_total;    /* bytes of one sample, all variables     */
+  size_t row_total;    /* bytes of one sample, all variables read
+                        * (those the workers make aside: pack.c) */
+  size_t row_all;      /* bytes of one sample, every variable     */
+  size_t row_sized;    /* the bytes that size chunks and draw blocks:
+                        * row_total, and packed tokens the workers copy */
   size_t *var_prefix;  /* [nvars] bytes of vars before v in a row */
   /* Ragged variables (ragged.c): ragged is 1 when one is; ragged_cap[v]
    * the value rows a batch slot holds for ragged variable v (0: dense);

@@ -73,6 +73,9 @@ static void loader_free(ferry_loader *L) {
 static int open_layout(ferry_loader *L, ferry__err *err) {
   L->be = ferry__pack_is(&L->m) ? &ferry__pack_backend
                                 : ferry__backend_find(L->m.backend);
+  free(L->var_prefix); /* made again once io=auto is resolved (packed rows:
+                        * with io=mmap the workers copy the tokens) */
+  L->row_total = L->row_all = L->row_sized = 0;
   L->var_prefix = calloc((size_t)L->m.nvars + 1, sizeof *L->var_prefix);
   if (!L->be)
     return ferry__seterr_on(err, L->rank, FERRY_ENOTSUP,
@@ -86,6 +89,9 @@ static int open_layout(ferry_loader *L, ferry__err *err) {
     L->var_prefix[v] = L->row_total;
     if (!(L->pack_comp && L->pack_comp[v]))
       L->row_total += L->m.vars[v].row_bytes;
+    if (!(L->pack_comp && L->pack_comp[v] == 1))
+      L->row_sized += L->m.vars[v].row_bytes;
+    L->row_all += L->m.vars[v].row_bytes;
   }
   return rc;
 }
@@ -339,6 +345,8 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
       rc = check_global(L, &err);
     if (!rc)
       rc = ferry__io_resolve(L, &err);
+    if (!rc && ferry__pack_is(&L->m))
+      rc = open_layout(L, &err);
     if (!rc && L->opts->io == FERRY__IO_COLLECTIVE &&
         !(L->be->caps & FERRY__CAP_COLLECTIVE))
       rc = ferry__seterr(&err, FERRY_ENOTSUP,

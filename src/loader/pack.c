@@ -107,10 +107,27 @@ static int rec_words(const ferry__manifest *m, int v, int64_t w[R_N],
 
 /* A packed variable of this kind the workers make straight into the batch
  * (pack=concat, not shuffle=global: the epoch's stream is read-only while
- * they run); the I/O thread reads the others. */
-static int made_by_workers(int64_t mode, int64_t kind, const ferry_options *o) {
-  return mode == FERRY__PACK_CONCAT && kind != K_TOKENS && o &&
-         o->shuffle != FERRY__SHUFFLE_GLOBAL;
+ * they run): the boundary outputs, and with io=mmap over a corpus whose
+ * backend maps (maps) the tokens too, copied once from the mapped corpus
+ * into the batch; the I/O thread reads the others. */
+static int made_by_workers(int64_t mode, int64_t kind, const ferry_options *o,
+                           int maps) {
+  return mode == FERRY__PACK_CONCAT && o &&
+         o->shuffle != FERRY__SHUFFLE_GLOBAL &&
+         (kind != K_TOKENS || (o->io == FERRY__IO_MMAP && maps));
+}
+
+/* 1 when the corpus of the view m (every source of a mix) is read by a
+ * backend that maps. */
+static int corpus_maps(const ferry__manifest *m) {
+  const int64_t n = m->srcs ? m->nsrcs : 1;
+  for (int64_t i = 0; i < n; i++) {
+    const ferry__manifest *in = m->srcs ? &m->srcs[i] : m->inner;
+    const ferry__backend *be = in ? ferry__backend_find(in->backend) : NULL;
+    if (!be || !be->io_map)
+      return 0;
+  }
+  return 1;
 }
 
 /* ---- The virtual manifest (every rank) ------------------------------- */
@@ -1321,9 +1338,10 @@ static int pack_io_read(ferry__io *io, int64_t part, int var, int64_t row,
     return 0;
   }
   const int kind = io->kind[var];
-  if (kind == K_TOKENS)
+  if (kind == K_TOKENS &&
+      !made_by_workers(io->w[R_MODE], kind, io->opts, io->be && io->be->io_map))
     return read_tokens(io, row, nrows, buf, err);
-  if (made_by_workers(io->w[R_MODE], kind, io->opts))
+  if (made_by_workers(io->w[R_MODE], kind, io->opts, io->be && io->be->io_map))
     return 0;          /* the workers make it; it has no bytes in buf */
   if (kind == K_DOC) { /* buf's place for the variable may be unaligned:
                         * each row made in io's scratch, then copied */
@@ -1545,9 +1563,33 @@ struct ferry__pack_fill {
   ferry__io io;
 };
 
+static int fill_tokens(ferry__io *io, int64_t row, int64_t n,
+                       unsigned char *dst, ferry__pack_span *sp,
+                       ferry__err *err);
+
+/* io (its view and stream made) ready for the workers' copies of tokens:
+ * the corpus's backend opened (io_setup) and every part's tokens mapped
+ * now, on the caller's thread, so the workers only read. */
+static int map_all(ferry__io *io, const ferry__io_params *prm,
+                   ferry__err *err) {
+  int rc = io_setup(io, NULL, NULL, prm, err);
+  if (!rc && !io->map)
+    rc = ferry__seterr_on(err, io->rank, FERRY_EINTERNAL,
+                          "pack: %s: the workers copy the tokens, but the "
+                          "corpus is not mapped",
+                          io->in->spec);
+  for (int64_t p = 0; !rc && p < io->in->nparts; p++)
+    rc = io->be->io_map(io->child, p, io->tv, 0, io->in->parts[p].num_samples,
+                        &io->maps[p], err);
+  return rc;
+}
+
 int ferry__pack_computed(ferry_loader *L, ferry__err *err) {
+  free(L->pack_comp); /* made again once io=auto is resolved (open.c) */
+  L->pack_comp = NULL;
   if (!ferry__pack_is(&L->m))
     return 0;
+  const int maps = corpus_maps(&L->m);
   unsigned char *c = calloc((size_t)L->m.nvars, 1);
   if (!c)
     return ferry__oom(err, L->rank, (size_t)L->m.nvars,
@@ -1556,8 +1598,11 @@ int ferry__pack_computed(ferry_loader *L, ferry__err *err) {
   for (int v = 0; v < L->m.nvars; v++) {
     ferry__rec_r r;
     int64_t w[R_N];
+    /* 2: the tokens, copied from the corpus (their bytes are reads) */
     c[v] = !rec_words(&L->m, v, w, &r) &&
-           made_by_workers(w[R_MODE], w[R_KIND], L->opts);
+                   made_by_workers(w[R_MODE], w[R_KIND], L->opts, maps)
+               ? (unsigned char)(w[R_KIND] == K_TOKENS ? 2 : 1)
+               : 0;
     any |= c[v];
   }
   if (!any) {
@@ -1596,11 +1641,61 @@ int ferry__pack_fill_open(ferry_loader *L, int64_t epoch,
     }
   } else
     rc = view_init(&pf->io, &L->m, L->m.inner, L->rank, L->opts, epoch, err);
+  int tokens = 0; /* the workers copy the tokens: the corpus mapped */
+  for (int v = 0; L->pack_comp && v < L->m.nvars; v++)
+    tokens |= L->pack_comp[v] == 2;
+  ferry__io_params prm = {L->io_comm, L->rank, 0, L->opts->max_open_files,
+                          L->opts,    1,       0, epoch};
+  for (int64_t p = 0; !rc && tokens && p < (pf->io.sub ? pf->io.nsub : 1); p++)
+    rc = map_all(pf->io.sub ? pf->io.sub[p] : &pf->io, &prm, err);
   if (rc) {
     ferry__pack_fill_close(pf);
     return rc;
   }
   *out = pf;
+  return 0;
+}
+
+/* Rows [row, row + n) of tokens into dst (rows of L + overlap) from the
+ * mapped corpus (map_all): each row's spans copied, padding after, the
+ * rows swapped when a mix's source is stored swapped.  Any worker,
+ * concurrently: io is read-only but for the count of bytes copied. */
+static int fill_tokens(ferry__io *io, int64_t row, int64_t n,
+                       unsigned char *dst, ferry__pack_span *sp,
+                       ferry__err *err) {
+  const int64_t L = io->pk.L, W = L + io->pk.overlap;
+  const size_t es = io->esize;
+  size_t bytes = 0;
+  for (int64_t j = 0; j < n; j++) {
+    unsigned char *d = dst + (size_t)(j * W) * es;
+    int64_t nsp = ferry__pack_spans(&io->pk, row + j, sp, W + 1), have = 0;
+    if (nsp < 0 || nsp > W + 1)
+      return FERRY_EINTERNAL;
+    for (int64_t q = 0; q < nsp; q++) {
+      int64_t d0, p = chunk_part(io, sp[q].chunk, &d0), nd;
+      const int64_t *o = chunk_docs(io, sp[q].chunk, &nd);
+      const ferry__mapping *mp = &io->maps[p];
+      int rc = ferry__mapped_copy(d + (size_t)sp[q].at * es,
+                                  mp->data + (size_t)(o[0] + sp[q].first) * es,
+                                  (size_t)sp[q].count * es, mp->path, err);
+      if (rc)
+        return rc;
+      have = sp[q].at + sp[q].count;
+    }
+    for (int64_t i = have; i < W; i++)
+      memcpy(d + (size_t)i * es, io->pad, es);
+    bytes += (size_t)have * es;
+  }
+  if (io->swap)
+    ferry__byteswap(dst, (size_t)(n * W), es);
+  /* the pages copied leave the rank's resident set every PACK_DROP_BYTES
+   * (the page cache keeps them) */
+  size_t was = __atomic_fetch_add(&io->copied, bytes, __ATOMIC_RELAXED);
+  if (was / PACK_DROP_BYTES != (was + bytes) / PACK_DROP_BYTES)
+    for (int64_t q = 0; q < io->in->nparts; q++)
+      if (io->maps[q].base)
+        (void)posix_madvise(io->maps[q].base, io->maps[q].len,
+                            POSIX_MADV_DONTNEED);
   return 0;
 }
 
@@ -1620,6 +1715,10 @@ int ferry__pack_fill_rows(struct ferry__pack_fill *pf, int v, int64_t part,
   if (!sp || !ws)
     rc = ferry__oom(err, rank, (size_t)(W + 1) * (sizeof *sp + 8),
                     "the boundary outputs of a row of %s", io->m->spec);
+  if (!rc && kind == K_TOKENS) {
+    rc = fill_tokens(io, row, n, dst, sp, err);
+    n = 0; /* done */
+  }
   for (int64_t j = 0; !rc && j < n; j++) {
     unsigned char *d = dst + (size_t)j * rb;
     int64_t nsp = ferry__pack_spans(pk, row + j, sp, W + 1);

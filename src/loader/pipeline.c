@@ -528,7 +528,7 @@ static int copy_rows(epoch_state *ep, ring_slot *s, const ferry__slot *sl,
                      int64_t n, int v, unsigned char *dst) {
   ferry_loader *L = ep->L;
   size_t rb = L->m.vars[v].row_bytes;
-  const int made = L->pack_comp && L->pack_comp[v];
+  const int made = L->pack_comp ? L->pack_comp[v] : 0;
   int rc = 0;
   for (int64_t i = 0; !rc && i < n;) {
     size_t at = (size_t)sl[i].extent * (size_t)L->m.nvars + (size_t)v;
@@ -552,6 +552,12 @@ static int copy_rows(epoch_state *ep, ring_slot *s, const ferry__slot *sl,
     else
       memcpy(dst + (size_t)i * rb, src, (size_t)run * rb);
     i += run;
+  }
+  if (!rc && made == 2) { /* packed tokens copied from the mapped corpus:
+                           * the reads of this batch (pack.c) */
+    pthread_mutex_lock(&L->stats_mu);
+    L->stats.bytes_read += n * (int64_t)rb;
+    pthread_mutex_unlock(&L->stats_mu);
   }
   return rc;
 }
@@ -793,7 +799,7 @@ static void copy_to_device(epoch_state *ep, ring_slot *s, int64_t b) {
     rc = ferry__dslot_sync(d, &secs, L->rank, &d->err);
   pthread_mutex_lock(&L->stats_mu);
   if (!rc) { /* the bytes handed out (a ragged variable's values) */
-    size_t bytes = L->ragged ? 0 : (size_t)s->batch.size * L->row_total;
+    size_t bytes = L->ragged ? 0 : (size_t)s->batch.size * L->row_all;
     for (int v = 0; L->ragged && v < s->batch.nvars; v++)
       bytes += s->batch.vars[v].nbytes;
     L->stats.h2d_bytes += (int64_t)bytes;

@@ -203,8 +203,8 @@ int ferry__ragged_open(ferry_loader *L, ferry__err *err) {
   const ferry__manifest *m = &L->m;
   int64_t B = L->opts->batch_size;
   L->ragged = ferry__manifest_ragged(m);
-  L->batch_bytes = (size_t)B * L->row_total;
-  L->sample_mean = L->row_total;
+  L->batch_bytes = (size_t)B * L->row_all; /* the workers' outputs too */
+  L->sample_mean = L->row_sized;
   L->sample_bound = L->row_total;
   if (!L->ragged)
     return 0;
