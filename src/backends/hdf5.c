@@ -449,10 +449,14 @@ static int open_dataset(ferry__io *io, h5_file *f, int var, ferry__err *err) {
   if (code == 0) {
     s = H5Dget_space(d);
     t = H5Dget_type(d);
+    /* an AnnData CSR matrix's indices or data: a ragged variable whose
+     * values are the dataset's elements, its rows' offsets the indptr */
+    int csr = v->ragged && t >= 0 && ferry__h5_vlen_kind(t) == 0;
     int nd = s >= 0 ? H5Sget_simple_extent_ndims(s) : -1;
     int same = nd == v->row_ndim + 1 && nd <= H5S_MAX_RANK &&
                H5Sget_simple_extent_dims(s, dims, NULL) >= 0 &&
-               (int64_t)dims[0] == pt->num_samples;
+               (int64_t)dims[0] ==
+                   (csr ? pt->roff[var][pt->num_samples] : pt->num_samples);
     for (int i = 1; same && i < nd; i++)
       same = (int64_t)dims[i] == v->row_shape[i - 1];
     size_t want = 0;
@@ -461,15 +465,15 @@ static int open_dataset(ferry__io *io, h5_file *f, int var, ferry__err *err) {
                            "file %s, dataset /%s: the shape on rank %d "
                            "differs from the one rank 0 scanned (offset 0)",
                            path, v->name, io->b.rank);
-    else if (t < 0 ||
-             (f->mtype[var] =
-                  v->ragged ? ferry__h5_vlen_mtype(t, ferry__h5_vlen_kind(t))
-                            : mem_type_of(v->dtype, t)) < 0)
+    else if (t < 0 || (f->mtype[var] =
+                           v->ragged && !csr
+                               ? ferry__h5_vlen_mtype(t, ferry__h5_vlen_kind(t))
+                               : mem_type_of(v->dtype, t)) < 0)
       code = ferry__seterr(err, FERRY_EIO,
                            "file %s, dataset /%s, rank %d: cannot build the "
                            "memory type (offset 0)",
                            path, v->name, io->b.rank);
-    else if (!v->ragged && f->mfh &&
+    else if ((!v->ragged || csr) && f->mfh &&
              raw_layout(d, dcpl, t, f->mtype[var], dims, nd, v->row_bytes,
                         &f->raw[var], &want) < 0)
       code = ferry__oom(err, -1, want,
@@ -691,6 +695,19 @@ static h5_file *ready_raw(ferry__io *io, int64_t part, int var) {
   return NULL;
 }
 
+/* Ragged variable var is an AnnData CSR matrix's indices or data (its
+ * rows are runs of the dataset's elements): raw reads are never of a
+ * variable-length dataset; else (with the section held) its memory type
+ * says. */
+static int is_csr(const ferry__var *v, const h5_file *f, int var) {
+  if (!v->ragged)
+    return 0;
+  if (f->raw[var])
+    return 1;
+  H5T_class_t c = H5Tget_class(f->mtype[var]);
+  return c != H5T_VLEN && c != H5T_STRING;
+}
+
 /* A section around the HDF5 calls of one read; a raw read leaves it before
  * its MPI-IO calls, and a raw read of an open dataset never enters it (no
  * HDF5 call, and with io=collective no agreement for the mutex). */
@@ -704,6 +721,12 @@ static int h5_io_read(ferry__io *io, int64_t part, int var, int64_t row,
     if (nrows == 0 && !io->b.collective)
       return 0;
     rc0 = ferry__check_rows(io->b.m, part, var, row, nrows, io->b.rank, err);
+    if (rc0 == 0 && io->b.m->vars[var].ragged) { /* CSR: the rows' values */
+      const int64_t *o = io->b.m->parts[part].roff[var];
+      int64_t a = o[row];
+      nrows = o[row + nrows] - a;
+      row = a;
+    }
     return raw_read(io, f, var, rc0 < 0 ? 0 : row, rc0 < 0 ? 0 : nrows, buf,
                     rc0, err);
   }
@@ -766,8 +789,14 @@ static int read_locked(ferry__io *io, int64_t part, int var, int64_t row,
   if (nrows == 0 && !io->b.collective)
     return 0;
   rc = ferry__check_rows(m, part, var, row, nrows, io->b.rank, err);
-  if (v->ragged) /* a variable-length dataset: independent H5Dread */
+  const int csr = rc == 0 && is_csr(v, f, var);
+  if (v->ragged && !csr) /* a variable-length dataset: independent H5Dread */
     return rc < 0 ? rc : vlen_read(io, f, var, part, row, nrows, buf, err);
+  if (csr) { /* an AnnData CSR matrix: its rows' values, a run of elements */
+    int64_t a = pt->roff[var][row];
+    nrows = pt->roff[var][row + nrows] - a;
+    row = a;
+  }
   if (f->raw[var]) { /* MPI-IO only: outside the HDF5 section */
     ferry__h5_unlock();
     *locked = 0;

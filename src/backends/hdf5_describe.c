@@ -112,6 +112,14 @@ typedef struct h5_dset {
   int nfilters;
   char filters[192]; /* "shuffle+gzip(1)", "" when none */
   hsize_t stored;    /* bytes on disk (H5Dget_storage_size) */
+  /* AnnData (anndata_prepare): the indices or data of a CSR matrix, a
+   * ragged variable whose offsets are the matrix's indptr (roff, malloc'd
+   * [dims[0] + 1], dims[0] set to the cells), its values the dataset's
+   * elements; nnz its elements */
+  int csr;
+  int64_t *roff;
+  hsize_t nnz;
+  int ad_why; /* why is AnnData's meaning, not an unreadable type */
 } h5_dset;
 
 typedef struct h5_visit {
@@ -367,6 +375,8 @@ static int h5_select(const char *path, h5_visit *vis, hsize_t longest,
       snprintf(why, sizeof why, "a netCDF dimension without data");
     else if (ds->ndims < 1)
       snprintf(why, sizeof why, "a scalar, no sample dimension");
+    else if (ds->why && ds->ad_why)
+      snprintf(why, sizeof why, "%s", ds->why);
     else if (ds->why)
       snprintf(why, sizeof why,
                "%s, which ferry cannot read (integers, "
@@ -468,6 +478,271 @@ static int vlen_offsets(hid_t f, const char *path, const char *name,
   return 0;
 }
 
+/* ---- AnnData (.h5ad: docs/singlecell.md, issue 27) ------------------- */
+
+/* Attribute `name` of object `obj` of f as text into buf[len] ("" when it
+ * is absent or not a string). */
+static void attr_text(hid_t f, const char *obj, const char *name, char *buf,
+                      size_t len) {
+  buf[0] = '\0';
+  if ((strcmp(obj, ".") != 0 && H5Lexists(f, obj, H5P_DEFAULT) <= 0) ||
+      H5Aexists_by_name(f, obj, name, H5P_DEFAULT) <= 0)
+    return;
+  hid_t a = H5Aopen_by_name(f, obj, name, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t t = a >= 0 ? H5Aget_type(a) : -1, mt = -1;
+  if (t >= 0 && H5Tget_class(t) == H5T_STRING) {
+    if (H5Tis_variable_str(t) > 0) {
+      char *v = NULL;
+      /* the file's character set (h5py writes UTF-8): HDF5 converts no
+       * variable-length string between ASCII and UTF-8 */
+      if ((mt = H5Tcopy(H5T_C_S1)) >= 0 && H5Tset_size(mt, H5T_VARIABLE) >= 0 &&
+          H5Tset_cset(mt, H5Tget_cset(t)) >= 0 && H5Aread(a, mt, &v) >= 0 && v)
+        snprintf(buf, len, "%s", v);
+      if (v)
+        H5free_memory(v);
+    } else {
+      size_t n = H5Tget_size(t);
+      char *v = n > 0 && n < 4096 ? calloc(1, n + 1) : NULL;
+      if (v && (mt = H5Tcopy(t)) >= 0 && H5Aread(a, mt, v) >= 0)
+        snprintf(buf, len, "%s", v);
+      free(v);
+    }
+  }
+  if (mt >= 0)
+    H5Tclose(mt);
+  if (t >= 0)
+    H5Tclose(t);
+  if (a >= 0)
+    H5Aclose(a);
+}
+
+/* Integer array attribute `name` of obj (n values) into out: 0, or -1. */
+static int attr_i64s(hid_t f, const char *obj, const char *name, int64_t *out,
+                     int n) {
+  if (H5Lexists(f, obj, H5P_DEFAULT) <= 0 ||
+      H5Aexists_by_name(f, obj, name, H5P_DEFAULT) <= 0)
+    return -1;
+  hid_t a = H5Aopen_by_name(f, obj, name, H5P_DEFAULT, H5P_DEFAULT);
+  hid_t sp = a >= 0 ? H5Aget_space(a) : -1, t = a >= 0 ? H5Aget_type(a) : -1;
+  int rc = -1;
+  if (sp >= 0 && t >= 0 && H5Tget_class(t) == H5T_INTEGER &&
+      H5Sget_simple_extent_npoints(sp) == n &&
+      H5Aread(a, H5T_NATIVE_INT64, out) >= 0)
+    rc = 0;
+  if (t >= 0)
+    H5Tclose(t);
+  if (sp >= 0)
+    H5Sclose(sp);
+  if (a >= 0)
+    H5Aclose(a);
+  return rc;
+}
+
+static h5_dset *find_dset(h5_visit *vis, const char *name) {
+  for (int i = 0; i < vis->n; i++)
+    if (vis->v[i].name && strcmp(vis->v[i].name, name) == 0)
+      return &vis->v[i];
+  return NULL;
+}
+
+/* A matrix group's format: "csr", "csc", or "" (anndata >= 0.8 names it
+ * in encoding-type, older files in h5sparse_format). */
+static void matrix_format(hid_t f, const char *g, char *fmt, size_t len) {
+  char enc[64];
+  attr_text(f, g, "encoding-type", enc, sizeof enc);
+  if (!enc[0])
+    attr_text(f, g, "h5sparse_format", enc, sizeof enc);
+  snprintf(fmt, len, "%s",
+           !strcmp(enc, "csr_matrix") || !strcmp(enc, "csr")   ? "csr"
+           : !strcmp(enc, "csc_matrix") || !strcmp(enc, "csc") ? "csc"
+                                                               : "");
+}
+
+/* The CSR matrix in group g (its indptr, indices, data in vis) of n_obs
+ * rows: indptr read as the rows' offsets (from 0, never decreasing, ending
+ * at the values' count), indices and data marked csr with them. */
+static int csr_prepare(hid_t f, const char *path, const char *g, h5_visit *vis,
+                       hsize_t n_obs, ferry__err *err) {
+  char name[600];
+  snprintf(name, sizeof name, "%s/indptr", g);
+  h5_dset *ip = find_dset(vis, name);
+  snprintf(name, sizeof name, "%s/indices", g);
+  h5_dset *ix = find_dset(vis, name);
+  snprintf(name, sizeof name, "%s/data", g);
+  h5_dset *dt = find_dset(vis, name);
+  if (!ip || !ix || !dt || ip->ndims != 1 || ix->ndims != 1 || dt->ndims != 1)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s: AnnData matrix /%s: a CSR matrix needs the 1-D "
+                         "datasets indptr, indices and data (variable /%s, "
+                         "offset 0)",
+                         path, g, g);
+  if (ip->dims[0] != n_obs + 1)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s: AnnData matrix /%s: indptr has %llu entries, "
+                         "its %llu rows need %llu (variable /%s/indptr, "
+                         "offset 0)",
+                         path, g, (unsigned long long)ip->dims[0],
+                         (unsigned long long)n_obs,
+                         (unsigned long long)n_obs + 1, g);
+  if (ix->dims[0] != dt->dims[0])
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s: AnnData matrix /%s: data has %llu values and "
+                         "indices %llu (variable /%s/data, offset 0)",
+                         path, g, (unsigned long long)dt->dims[0],
+                         (unsigned long long)ix->dims[0], g);
+  int64_t *o = malloc(((size_t)n_obs + 1) * sizeof *o);
+  if (!o)
+    return ferry__oom(err, -1, ((size_t)n_obs + 1) * 8,
+                      "the indptr of /%s of %s", g, path);
+  snprintf(name, sizeof name, "%s/indptr", g);
+  hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
+  herr_t r =
+      d >= 0 ? H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, o)
+             : -1;
+  if (d >= 0)
+    H5Dclose(d);
+  const char *bad = r < 0 ? "cannot be read" : NULL;
+  int64_t at = 0;
+  if (!bad && o[0] != 0)
+    bad = "does not start at 0";
+  for (hsize_t i = 0; !bad && i < n_obs; i++)
+    if (o[i + 1] < o[i]) {
+      bad = "decreases";
+      at = (int64_t)i + 1;
+    }
+  if (!bad && (uint64_t)o[n_obs] != (uint64_t)dt->dims[0]) {
+    bad = "does not end at the values' count";
+    at = (int64_t)n_obs;
+  }
+  if (bad) {
+    int64_t last = o[n_obs];
+    free(o);
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s: AnnData matrix /%s: indptr %s (entry %lld; it "
+                         "ends at %lld, data holds %llu values; variable "
+                         "/%s/indptr, offset %lld)",
+                         path, g, bad, (long long)at, (long long)last,
+                         (unsigned long long)dt->dims[0], g, (long long)at * 8);
+  }
+  ip->why = "the row pointers of a CSR matrix (the offsets of its rows)";
+  ip->ad_why = 1;
+  h5_dset *two[2] = {ix, dt};
+  for (int k = 0; k < 2; k++) {
+    two[k]->csr = 1;
+    two[k]->nnz = two[k]->dims[0];
+    two[k]->dims[0] = n_obs;
+    if (k == 0)
+      two[k]->roff = o;
+    else if (!(two[k]->roff = malloc(((size_t)n_obs + 1) * sizeof *o)))
+      return ferry__oom(err, -1, ((size_t)n_obs + 1) * 8,
+                        "the indptr of /%s of %s", g, path);
+    else
+      memcpy(two[k]->roff, o, ((size_t)n_obs + 1) * sizeof *o);
+  }
+  return 0;
+}
+
+/* 1 when dataset name lies in the group of a matrix (X, raw/X,
+ * layers/NAME) whose path is *g on return. */
+static int matrix_of(const char *name, char *g, size_t len) {
+  const char *slash = strrchr(name, '/');
+  if (!slash)
+    return 0;
+  snprintf(g, len, "%.*s", (int)(slash - name), name);
+  return !strcmp(g, "X") || !strcmp(g, "raw/X") ||
+         (!strncmp(g, "layers/", 7) && !strchr(g + 7, '/'));
+}
+
+/* f is an AnnData file (root attribute encoding-type "anndata", or an X
+ * group in the older h5sparse format): its datasets given their AnnData
+ * meaning in vis (a sample is a cell; CSR matrices as ragged rows; what
+ * is not per cell skipped with why), *n_obs the cells.  1 when AnnData, 0
+ * when not, or a FERRY_E* code. */
+static int anndata_prepare(hid_t f, const char *path, h5_visit *vis,
+                           hsize_t *n_obs, ferry__err *err) {
+  char enc[64], fmt[16];
+  attr_text(f, ".", "encoding-type", enc, sizeof enc);
+  matrix_format(f, "X", fmt, sizeof fmt);
+  char old[64];
+  attr_text(f, "X", "h5sparse_format", old, sizeof old);
+  if (strcmp(enc, "anndata") != 0 && !old[0])
+    return 0;
+  if (H5Lexists(f, "X", H5P_DEFAULT) <= 0)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s: an AnnData file without X (variable /X, "
+                         "offset 0): nothing to serve per cell",
+                         path);
+  h5_dset *xd = find_dset(vis, "X");
+  int64_t shape[2] = {0, 0};
+  if (xd)
+    *n_obs = xd->ndims >= 1 ? xd->dims[0] : 0;
+  else if (!strcmp(fmt, "csc"))
+    return ferry__seterr(
+        err, FERRY_ENOTSUP,
+        "%s: AnnData X is a CSC matrix (variable /X, offset 0): a cell's "
+        "values are not contiguous in it, so cells cannot be read as rows; "
+        "convert it once in Python: adata.X = adata.X.tocsr(); "
+        "adata.write_h5ad(...)",
+        path);
+  else if (strcmp(fmt, "csr") != 0 ||
+           (attr_i64s(f, "X", "shape", shape, 2) != 0 &&
+            attr_i64s(f, "X", "h5sparse_shape", shape, 2) != 0) ||
+           shape[0] < 0 || shape[1] < 0)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s: AnnData X is a group that is not a CSR matrix "
+                         "with a shape (encoding-type '%s'; variable /X, "
+                         "offset 0)",
+                         path, fmt);
+  else
+    *n_obs = (hsize_t)shape[0];
+  /* every CSR matrix of cells: X, raw/X, layers/NAME */
+  for (int i = 0; i < vis->n; i++) {
+    char g[512];
+    h5_dset *ds = &vis->v[i];
+    if (ds->csr || ds->why || !matrix_of(ds->name, g, sizeof g))
+      continue;
+    const char *base = ds->name + strlen(g) + 1;
+    if (strcmp(base, "indptr") != 0)
+      continue;
+    matrix_format(f, g, fmt, sizeof fmt);
+    if (!strcmp(fmt, "csr")) {
+      int rc = csr_prepare(f, path, g, vis, *n_obs, err);
+      if (rc)
+        return rc;
+    } else {
+      ds->why = "the row pointers of a CSC matrix (not served: its rows "
+                "are not contiguous)";
+      ds->ad_why = 1;
+    }
+  }
+  /* the rest: per cell or not */
+  for (int i = 0; i < vis->n; i++) {
+    h5_dset *ds = &vis->v[i];
+    char g[512];
+    if (ds->csr || ds->why)
+      continue;
+    const char *n = ds->name, *sl = strrchr(n, '/');
+    int top_obs = !strncmp(n, "obs/", 4), top_obsm = !strncmp(n, "obsm/", 5);
+    if (!strcmp(n, "X") || (!strncmp(n, "layers/", 7) && !strchr(n + 7, '/')))
+      continue; /* a dense matrix of cells */
+    if (matrix_of(n, g, sizeof g))
+      ds->why = "a part of a matrix that is not CSR";
+    else if (top_obs && sl && !strcmp(sl, "/categories"))
+      ds->why = "the categories of a categorical column (its codes are "
+                "served)";
+    else if (top_obs && !strcmp(n, "obs/_index"))
+      ds->why = "the cells' names";
+    else if (top_obs && ds->vlen == 2)
+      ds->why = "a string column (not served: make it categorical)";
+    else if (!(top_obs || top_obsm))
+      ds->why = "not per cell (var, varm, varp, obsp, uns)";
+    else if (ds->ndims < 1 || ds->dims[0] != *n_obs)
+      ds->why = "not one row per cell";
+    ds->ad_why = ds->why != NULL;
+  }
+  return 1;
+}
+
 /* The chosen datasets (ndims >= 1) as the part's variables. */
 static int h5_fill(hid_t f, const char *path, h5_visit *vis, int nsel,
                    hsize_t longest, int64_t file_size, ferry__part_desc *out,
@@ -500,7 +775,14 @@ static int h5_fill(hid_t f, const char *path, h5_visit *vis, int nsel,
       v->row_bytes *= (size_t)ds->dims[j];
     }
     out->file_size[k] = file_size;
-    if (ds->vlen) { /* ragged: its lengths from the whole dataset */
+    if (ds->csr) { /* AnnData CSR: its rows' offsets are the indptr */
+      v->ragged = 1;
+      if (!out->roff && !(out->roff = calloc((size_t)nsel, sizeof *out->roff)))
+        return ferry__oom(err, -1, (size_t)nsel * sizeof *out->roff,
+                          "the offsets of the datasets of %s", path);
+      out->roff[k] = ds->roff;
+      ds->roff = NULL;
+    } else if (ds->vlen) { /* ragged: its lengths from the whole dataset */
       v->ragged = 1;
       if (!out->roff && !(out->roff = calloc((size_t)nsel, sizeof *out->roff)))
         return ferry__oom(err, -1, (size_t)nsel * sizeof *out->roff,
@@ -511,6 +793,8 @@ static int h5_fill(hid_t f, const char *path, h5_visit *vis, int nsel,
         return rc;
     }
     size_t want = layout(ds, v, path);
+    if (ds->csr) /* its chunks hold values, not cells */
+      v->chunk_rows = 0;
     if (!want && !(out->paths[k] = strdup(path)))
       want = strlen(path) + 1;
     if (want)
@@ -554,24 +838,33 @@ static int describe_locked(const char *path, const ferry_options *opts,
                              path);
     goto cleanup;
   }
+  /* AnnData: a sample is a cell (anndata_prepare) */
+  int ad = anndata_prepare(f, path, &vis, &longest, err);
+  if (ad < 0) {
+    rc = ad;
+    goto cleanup;
+  }
   /* The sample dimension is the longest first dimension of the datasets
    * ferry can serve (a compound dataset that ferry skips must not make
    * the numeric ones unreachable); of all, when none can be served, so the
    * message lists them. */
-  for (int pass = 0; pass < 2 && longest == 0; pass++)
+  for (int pass = 0; pass < 2 && longest == 0 && !ad; pass++)
     for (int i = 0; i < vis.n; i++)
       if (!vis.v[i].dim_only && vis.v[i].ndims >= 1 &&
           (pass == 1 || !vis.v[i].why) && vis.v[i].dims[0] > longest)
         longest = vis.v[i].dims[0];
-  hsize_t rows = named[0] ? named_rows(&vis, named) : 0;
+  hsize_t rows = named[0] && !ad ? named_rows(&vis, named) : 0;
   if (rows > 0)
     longest = rows;
-  rc = h5_select(path, &vis, longest, rows > 0 ? named : NULL, out, err);
+  rc = h5_select(path, &vis, longest,
+                 rows > 0 || (ad && named[0]) ? named : NULL, out, err);
   if (rc > 0)
     rc = h5_fill(f, path, &vis, rc, longest, (int64_t)st.st_size, out, err);
 cleanup:
-  for (int i = 0; i < vis.n; i++)
+  for (int i = 0; i < vis.n; i++) {
     free(vis.v[i].name);
+    free(vis.v[i].roff);
+  }
   free(vis.v);
   if (f >= 0)
     H5Fclose(f);
