@@ -111,6 +111,7 @@ MPI_TESTS += \
 	tests/npz/npz.sh \
 	tests/hdf5/hdf5.sh \
 	tests/hdf5/hdf5_two.sh \
+	tests/anndata/anndata.sh \
 	tests/hdf5/reopen.sh \
 	tests/classic/classic.sh \
 	tests/zarr/zarr.sh \

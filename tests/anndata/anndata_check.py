@@ -1,0 +1,99 @@
+"""anndata_check.py DIR - run under mpirun by anndata.sh: every cell that
+ferry serves from DIR/a.h5ad (and old.h5ad, dense.h5ad) compared with what
+anndata itself reads (anndata.read_h5ad): X's, the layer's and raw's
+indices and data row by row, obs columns and categorical codes (-1 for
+missing), obsm; every cell once on the ranks, equal batch counts.  Exits
+non-zero with a message on the first failed check."""
+import os
+import sys
+import warnings
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "python"))
+from helpers import check, comm, every_once  # noqa: E402
+
+warnings.filterwarnings("ignore")
+import anndata  # noqa: E402
+
+import ferry  # noqa: E402
+
+d = sys.argv[1]
+a = anndata.read_h5ad(d + "/a.h5ad")
+n = a.n_obs
+mats = {"X": a.X, "layers/counts": a.layers["counts"], "raw/X": a.raw.X}
+dense = {"obs/n_counts": a.obs["n_counts"].values,
+         "obs/score": a.obs["score"].values,
+         "obs/cell_type/codes": a.obs["cell_type"].cat.codes.values,
+         "obsm/X_pca": a.obsm["X_pca"]}
+names = [m + "/" + p for m in mats for p in ("indices", "data")] + list(dense)
+
+
+def check_batch(path, b, mats, dense):
+    """One batch against anndata's rows; its cells (Python ints)."""
+    idx = np.from_dlpack(b.indices)
+    for m, csr in mats.items():
+        ri, rd = b[m + "/indices"], b[m + "/data"]
+        vi, oi = np.from_dlpack(ri.values), np.from_dlpack(ri.offsets)
+        vd, od = np.from_dlpack(rd.values), np.from_dlpack(rd.offsets)
+        check(np.array_equal(oi, od), "%s: indices' and data's offsets "
+              "differ" % m)
+        for k, i in enumerate(idx):
+            row = csr[int(i)]
+            check(np.array_equal(vi[oi[k]:oi[k + 1]], row.indices) and
+                  np.array_equal(vd[od[k]:od[k + 1]], row.data) and
+                  vd.dtype == row.data.dtype,
+                  "%s %s: cell %d differs from anndata's row" % (path, m, i))
+    for v, want in dense.items():
+        got = np.from_dlpack(b[v])
+        check(np.array_equal(got, want[idx]),
+              "%s %s: cells %r differ from anndata's" % (path, v, idx))
+    return [int(i) for i in idx]
+
+
+def run(path, mats, dense, **opts):
+    L = ferry.Loader(path, vars=",".join(
+        [m + "/" + p for m in mats for p in ("indices", "data")] +
+        list(dense)), **opts)
+    L.set_epoch(1)
+    ids, nb = [], 0
+    for b in L:
+        nb += 1
+        ids.extend(check_batch(path, b, mats, dense))
+        del b
+    L.close()
+    counts = comm.allgather(nb)
+    check(len(set(counts)) == 1, "batch counts per rank %r" % counts)
+    every_once(ids, n, path)
+
+
+run(d + "/a.h5ad", mats, dense, batch_size=7, seed=3, tail="partial")
+run(d + "/a.h5ad", {"X": a.X}, {}, batch_size=5, seed=4, tail="partial",
+    shuffle="block", block_size=8, io="independent", threads=2)
+run(d + "/old.h5ad", {"X": a.X}, {}, batch_size=6, seed=5, tail="partial")
+b = anndata.read_h5ad(d + "/dense.h5ad")
+L = ferry.Loader(d + "/dense.h5ad", vars="X,obs/score", batch_size=9,
+                 tail="partial", seed=1)
+L.set_epoch(0)
+for bt in L:
+    check_batch(d + "/dense.h5ad", bt, {}, {"X": b.X})
+    del bt
+L.close()
+# bad inputs: the same message on every rank
+for f, words in [("csc.h5ad", "X is a CSC matrix"),
+                 ("noX.h5ad", "an AnnData file without X"),
+                 ("bad_indptr.h5ad", "indptr decreases (entry 8"),
+                 ("bad_len.h5ad", "data has 2049 values and indices 2048")]:
+    msg = ""
+    try:
+        ferry.Loader(d + "/" + f, batch_size=4).close()
+    except ferry.Error as e:
+        msg = str(e)
+    check(words in msg, "%s: %r, want %r" % (f, msg, words))
+    check(len(set(comm.allgather(msg))) == 1, "%s: the ranks' messages "
+          "differ" % f)
+
+if comm.rank == 0:
+    print("ok: anndata_check: %d cells of X, the layer, raw and obs equal to "
+          "anndata's, each once, on %d ranks" % (n, comm.size))

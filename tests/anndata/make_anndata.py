@@ -1,0 +1,88 @@
+"""make_anndata.py DIR - the AnnData fixtures of tests/anndata/anndata.sh,
+written by anndata itself (Debian's python3-anndata, scipy sparse):
+
+  a.h5ad     CSR X of float32 (int64 indptr), a CSR layer of float64
+             (int32 indptr), raw with a CSR X of int32 values, obs with an
+             int64 and a float64 column, a categorical with missing values
+             (code -1) and a string column, obsm X_pca (n_obs x 5)
+  dense.h5ad a dense X (float64)
+  csc.h5ad   a CSC X (refused)
+  old.h5ad   X in the older h5sparse layout (h5sparse_format "csr",
+             h5sparse_shape; written with h5py as anndata < 0.7 did)
+  noX.h5ad, bad_indptr.h5ad, bad_len.h5ad: bad inputs (h5py edits of a
+             copy of a.h5ad)
+"""
+import os
+import shutil
+import sys
+import warnings
+
+import h5py
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+warnings.filterwarnings("ignore")
+import anndata  # noqa: E402
+
+d = sys.argv[1]
+os.makedirs(d, exist_ok=True)
+rng = np.random.default_rng(1)
+n, g = 301, 57
+X = sp.random(n, g, density=0.12, format="csr", dtype=np.float32,
+              random_state=2)
+X[5] = 0  # a cell with no values
+X.eliminate_zeros()
+X.indptr = X.indptr.astype(np.int64)
+cats = rng.choice(["B", "T", "NK", None], n)
+obs = pd.DataFrame({"n_counts": rng.integers(0, 1000, n).astype(np.int64),
+                    "score": rng.random(n),
+                    "cell_type": pd.Categorical(cats),
+                    "donor": ["d%d" % (i % 3) for i in range(n)]},
+                   index=["c%d" % i for i in range(n)])
+var = pd.DataFrame(index=["g%d" % j for j in range(g)])
+a = anndata.AnnData(X=X, obs=obs, var=var)
+a.obsm["X_pca"] = rng.random((n, 5)).astype(np.float32)
+layer = sp.random(n, g, density=0.2, format="csr", dtype=np.float64,
+                  random_state=3)
+layer.indptr = layer.indptr.astype(np.int32)
+a.layers["counts"] = layer
+raw = anndata.AnnData(X=sp.random(n, g + 3, density=0.1, format="csr",
+                                  dtype=np.float32, random_state=4)
+                      .astype(np.int32), obs=obs[[]],
+                      var=pd.DataFrame(index=["r%d" % j for j in range(g + 3)]))
+a.raw = raw
+a.write_h5ad(os.path.join(d, "a.h5ad"))
+
+b = anndata.AnnData(X=rng.random((n, g)), obs=obs[["score"]], var=var)
+b.write_h5ad(os.path.join(d, "dense.h5ad"))
+
+c = a.copy()
+c.X = c.X.tocsc()
+c.write_h5ad(os.path.join(d, "csc.h5ad"))
+
+# the older layout: X a group with h5sparse_format / h5sparse_shape
+with h5py.File(os.path.join(d, "old.h5ad"), "w") as f:
+    gx = f.create_group("X")
+    gx.attrs["h5sparse_format"] = "csr"
+    gx.attrs["h5sparse_shape"] = np.array([n, g])
+    gx["data"] = X.data
+    gx["indices"] = X.indices
+    gx["indptr"] = X.indptr
+
+for name, edit in [("noX", "noX"), ("bad_indptr", "indptr"),
+                   ("bad_len", "len")]:
+    p = os.path.join(d, name + ".h5ad")
+    shutil.copy(os.path.join(d, "a.h5ad"), p)
+    with h5py.File(p, "r+") as f:
+        if edit == "noX":
+            del f["X"]
+        elif edit == "indptr":
+            ip = f["X/indptr"][:]
+            ip[7], ip[8] = ip[8] + 1, ip[7]
+            f["X/indptr"][:] = ip
+        else:
+            ix = f["X/indices"][:]
+            del f["X/indices"]
+            f["X/indices"] = ix[:-1]
+print("make_anndata: %d cells x %d genes, %d values in X" % (n, g, X.nnz))
