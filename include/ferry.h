@@ -680,6 +680,9 @@ typedef struct ferry_var_info {
                                every sample: a "group", docs/ragged.md), its
                                own index when none before it has them; -1
                                for a dense variable                         */
+  int64_t width; /**< ragged: the columns of the sparse matrix whose rows it
+                      holds (an AnnData CSR matrix's indices or data:
+                      n_vars, docs/singlecell.md); 0: none               */
 } ferry_var_info;
 
 /** Number of variables selected.  LOCAL. */

@@ -554,6 +554,29 @@ static PyObject *loader_get_vars(LoaderObject *self, void *u) {
   return l;
 }
 
+/* {name: width} of the ragged variables that hold rows of a sparse matrix
+ * (an AnnData CSR matrix's indices and data: its columns). */
+static PyObject *loader_get_widths(LoaderObject *self, void *u) {
+  (void)u;
+  if (!ferry__py_loader_ok(self))
+    return NULL;
+  int n = ferry_num_vars(self->c->L);
+  PyObject *d = PyDict_New();
+  for (int i = 0; d && i < n; i++) {
+    ferry_var_info vi;
+    if (ferry_var_info_get(self->c->L, i, &vi) != 0 || vi.width <= 0)
+      continue;
+    PyObject *w = PyLong_FromLongLong(vi.width);
+    if (!w || PyDict_SetItemString(d, vi.name, w) < 0) {
+      Py_XDECREF(w);
+      Py_DECREF(d);
+      return NULL;
+    }
+    Py_DECREF(w);
+  }
+  return d;
+}
+
 static PyObject *loader_get_num_samples(LoaderObject *self, void *u) {
   (void)u;
   if (!ferry__py_loader_ok(self))
@@ -618,6 +641,11 @@ static PyMethodDef loader_methods[] = {
 
 static PyGetSetDef loader_getset[] = {
     {"vars", (getter)loader_get_vars, NULL, "variable names", NULL},
+    {"widths", (getter)loader_get_widths, NULL,
+     "{name: columns} of the ragged variables that hold rows of a sparse "
+     "matrix (an AnnData CSR matrix's indices and data; "
+     "docs/singlecell.md)",
+     NULL},
     {"num_samples", (getter)loader_get_num_samples, NULL, "samples N", NULL},
     {"rank", (getter)loader_get_rank, NULL, "rank in the communicator", NULL},
     {"world_size", (getter)loader_get_world_size, NULL, "ranks", NULL},

@@ -45,7 +45,8 @@ except ImportError as _e:  # pragma: no cover - depends on the installation
 
 import ferry as _ferry
 
-__all__ = ["Dataset", "loader", "WorkerError", "padded", "nested", "varlen"]
+__all__ = ["Dataset", "loader", "WorkerError", "padded", "nested", "varlen",
+           "sparse_rows"]
 
 
 class WorkerError(RuntimeError):
@@ -187,8 +188,11 @@ class Dataset(IterableDataset):
 
     def __init__(self, dataset, comm=None, *, keys=None, transform=None,
                  epoch_fn=None, index_key="index", padded_key="padded",
-                 **options):
+                 sparse="csr", sparse_dtype=None, **options):
         super().__init__()
+        if sparse not in ("csr", "dense", "ragged"):
+            raise ValueError("sparse=%r: 'csr', 'dense' or 'ragged'" %
+                             (sparse,))
         if ("pin_memory" not in options and
                 str(options.get("device", "auto")) == "cpu" and
                 torch.cuda.is_available()):
@@ -210,6 +214,21 @@ class Dataset(IterableDataset):
         # the dict gives the batch's varlen (THD) form and max_seqlen
         self._pack = (self.loader.pack_stats() is not None and
                       "cu_seqlens" in self.keys)
+        # A sparse matrix's rows (an AnnData CSR matrix, docs/singlecell.md):
+        # its indices and data arrive as two ragged variables M/indices and
+        # M/data sharing offsets; sparse="csr" gives one
+        # torch.sparse_csr_tensor M of [B, columns] (zero-copy), "dense" its
+        # dense form (sparse_dtype: its dtype), "ragged" the two as they are
+        self._sparse = {}
+        widths = self.loader.widths
+        if sparse != "ragged":
+            for k in list(self.keys):
+                if k.endswith("/indices") and k[:-8] + "/data" in self.keys:
+                    m = k[:-8]
+                    if widths.get(k) and widths.get(m + "/data") == widths[k]:
+                        self._sparse[m] = widths[k]
+        self._sparse_dense = sparse == "dense"
+        self._sparse_dtype = sparse_dtype
         # Where the loader stands: "fresh" (just opened, set_epoch,
         # load_state_dict: the next iteration goes on from there), "done"
         # (the epoch was served to its end: ferry.Loader's next iteration
@@ -267,6 +286,10 @@ class Dataset(IterableDataset):
         out = self._convert_vars(batch)
         if self._pack:
             out["cu_seqlens"], out["max_seqlen"] = varlen(out["cu_seqlens"])
+        for m, width in self._sparse.items():
+            out[m] = sparse_rows(out.pop(m + "/indices"), out.pop(m + "/data"),
+                                 width, dense=self._sparse_dense,
+                                 dtype=self._sparse_dtype)
         return out
 
     def _convert_vars(self, batch):
@@ -338,6 +361,22 @@ class Dataset(IterableDataset):
         return "ferry.torch.Dataset(%d samples, vars=%s, rank %d of %d)" % (
             self.loader.num_samples, self.keys, self.loader.rank,
             self.loader.world_size)
+
+
+def sparse_rows(indices, data, width, dense=False, dtype=None):
+    """The rows of a sparse matrix from its two ragged variables (an AnnData
+    CSR matrix's M/indices and M/data, ferry.Ragged of torch tensors that
+    share their offsets): a ``torch.sparse_csr_tensor`` of [B, width] over
+    the batch's memory (no copy), or with dense=True its dense form (on the
+    tensors' device: a GPU batch is densified there), converted to dtype
+    when given (torch.float32 for a model that takes float32)."""
+    crow = indices.offsets
+    t = torch.sparse_csr_tensor(crow, indices.values.to(crow.dtype), data.values,
+                                size=(crow.shape[0] - 1, int(width)))
+    if not dense:
+        return t
+    d = t.to_dense()
+    return d if dtype is None else d.to(dtype)
 
 
 def varlen(cu_rows):

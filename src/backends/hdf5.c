@@ -708,6 +708,45 @@ static int is_csr(const ferry__var *v, const h5_file *f, int var) {
   return c != H5T_VLEN && c != H5T_STRING;
 }
 
+/* An AnnData CSR matrix's indices just read (elements [e0, e0 + n) of
+ * var, width columns): each in [0, width), or the first one outside named
+ * with its file, dataset, rank and byte offset. */
+static int csr_indices_ok(const ferry__io *io, int64_t part, int var,
+                          int64_t e0, int64_t n, const void *buf,
+                          ferry__err *err) {
+  const ferry__var *v = &io->b.m->vars[var];
+  size_t len = strlen(v->name);
+  if (v->width <= 0 || len < 8 || strcmp(v->name + len - 8, "/indices") != 0)
+    return 0;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t x;
+    switch (v->dtype) {
+    case FERRY_INT8: x = ((const int8_t *)buf)[i]; break;
+    case FERRY_UINT8: x = ((const uint8_t *)buf)[i]; break;
+    case FERRY_INT16: x = ((const int16_t *)buf)[i]; break;
+    case FERRY_UINT16: x = ((const uint16_t *)buf)[i]; break;
+    case FERRY_INT32: x = ((const int32_t *)buf)[i]; break;
+    case FERRY_UINT32: x = ((const uint32_t *)buf)[i]; break;
+    case FERRY_INT64: x = ((const int64_t *)buf)[i]; break;
+    case FERRY_UINT64: {
+      uint64_t u = ((const uint64_t *)buf)[i];
+      x = u > INT64_MAX ? -1 : (int64_t)u;
+      break;
+    }
+    default: return 0; /* not integers: describe refuses nothing here */
+    }
+    if (x < 0 || x >= v->width)
+      return ferry__seterr_on(
+          err, io->b.rank, FERRY_EFORMAT,
+          "file %s, dataset /%s, rank %d, offset %lld: column index %lld "
+          "outside [0, %lld) (the matrix's shape)",
+          io->b.m->parts[part].paths[var], v->name, io->b.rank,
+          (long long)((e0 + i) * (int64_t)v->row_bytes), (long long)x,
+          (long long)v->width);
+  }
+  return 0;
+}
+
 /* A section around the HDF5 calls of one read; a raw read leaves it before
  * its MPI-IO calls, and a raw read of an open dataset never enters it (no
  * HDF5 call, and with io=collective no agreement for the mutex). */
@@ -727,8 +766,11 @@ static int h5_io_read(ferry__io *io, int64_t part, int var, int64_t row,
       nrows = o[row + nrows] - a;
       row = a;
     }
-    return raw_read(io, f, var, rc0 < 0 ? 0 : row, rc0 < 0 ? 0 : nrows, buf,
-                    rc0, err);
+    int rc1 = raw_read(io, f, var, rc0 < 0 ? 0 : row, rc0 < 0 ? 0 : nrows, buf,
+                       rc0, err);
+    return rc1 || rc0 || !io->b.m->vars[var].ragged
+               ? rc1
+               : csr_indices_ok(io, part, var, row, nrows, buf, err);
   }
   int rc = io_enter(io, err), locked = 1;
   if (rc)
@@ -800,8 +842,10 @@ static int read_locked(ferry__io *io, int64_t part, int var, int64_t row,
   if (f->raw[var]) { /* MPI-IO only: outside the HDF5 section */
     ferry__h5_unlock();
     *locked = 0;
-    return raw_read(io, f, var, rc < 0 ? 0 : row, rc < 0 ? 0 : nrows, buf, rc,
-                    err);
+    int rc1 = raw_read(io, f, var, rc < 0 ? 0 : row, rc < 0 ? 0 : nrows, buf,
+                       rc, err);
+    return rc1 || !csr ? rc1
+                       : csr_indices_ok(io, part, var, row, nrows, buf, err);
   }
   /* Selections: rows [row, row+nrows) x the whole row; the memory space has
    * the same shape as the file selection: with a flat one HDF5 cannot see
@@ -858,6 +902,8 @@ static int read_locked(ferry__io *io, int64_t part, int var, int64_t row,
                        path, v->name, io->b.rank, (long long)row,
                        (long long)(row + nrows),
                        ferry__h5_reason(why, sizeof why));
+  if (rc == 0 && csr)
+    rc = csr_indices_ok(io, part, var, row, nrows, buf, err);
 cleanup:
   if (ms >= 0)
     H5Sclose(ms);

@@ -119,7 +119,8 @@ typedef struct h5_dset {
   int csr;
   int64_t *roff;
   hsize_t nnz;
-  int ad_why; /* why is AnnData's meaning, not an unreadable type */
+  int64_t width; /* the matrix's columns (its shape's second) */
+  int ad_why;    /* why is AnnData's meaning, not an unreadable type */
 } h5_dset;
 
 typedef struct h5_visit {
@@ -590,6 +591,16 @@ static int csr_prepare(hid_t f, const char *path, const char *g, h5_visit *vis,
                          "indices %llu (variable /%s/data, offset 0)",
                          path, g, (unsigned long long)dt->dims[0],
                          (unsigned long long)ix->dims[0], g);
+  int64_t shape[2] = {-1, -1};
+  if ((attr_i64s(f, g, "shape", shape, 2) != 0 &&
+       attr_i64s(f, g, "h5sparse_shape", shape, 2) != 0) ||
+      shape[0] != (int64_t)n_obs || shape[1] < 0)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "%s: AnnData matrix /%s: its shape attribute (%lld, "
+                         "%lld) disagrees with its %llu rows, or is missing "
+                         "(variable /%s, offset 0)",
+                         path, g, (long long)shape[0], (long long)shape[1],
+                         (unsigned long long)n_obs, g);
   int64_t *o = malloc(((size_t)n_obs + 1) * sizeof *o);
   if (!o)
     return ferry__oom(err, -1, ((size_t)n_obs + 1) * 8,
@@ -629,6 +640,7 @@ static int csr_prepare(hid_t f, const char *path, const char *g, h5_visit *vis,
   h5_dset *two[2] = {ix, dt};
   for (int k = 0; k < 2; k++) {
     two[k]->csr = 1;
+    two[k]->width = shape[1];
     two[k]->nnz = two[k]->dims[0];
     two[k]->dims[0] = n_obs;
     if (k == 0)
@@ -777,6 +789,7 @@ static int h5_fill(hid_t f, const char *path, h5_visit *vis, int nsel,
     out->file_size[k] = file_size;
     if (ds->csr) { /* AnnData CSR: its rows' offsets are the indptr */
       v->ragged = 1;
+      v->width = ds->width;
       if (!out->roff && !(out->roff = calloc((size_t)nsel, sizeof *out->roff)))
         return ferry__oom(err, -1, (size_t)nsel * sizeof *out->roff,
                           "the offsets of the datasets of %s", path);

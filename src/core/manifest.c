@@ -106,6 +106,8 @@ int ferry__check_rows(const ferry__manifest *m, int64_t part, int var,
  *   per variable: str name  u8 dtype  u8 swapped  u8 row_ndim  u8 ragged
  *                 i64 row_shape[row_ndim]  u64 row_bytes
  *                 i64 chunk_rows  u64 cache_bytes  str storage
+ *                 i64 width (version 6; in the hash only when not 0,
+ *                 after a 0xff byte, so other manifests hash as before)
  *   i64 nparts  i64 num_samples
  *   a ragged variable in the manifest only: str roff_file  u64 count
  *       u64 checksum  u8 version (the mapped offsets' file,
@@ -136,9 +138,9 @@ int ferry__check_rows(const ferry__manifest *m, int64_t part, int var,
  * (the hash by its hash-only writer, which keeps no bytes); the bytes and both
  * hashes are pinned by tests/unit/test_record.
  */
-#define PACK_VERSION                                                           \
-  5 /* 5: the mapped offsets' block hashes and                                 \
-     * each array's hash (2026-11-28) */
+/* 5: the mapped offsets' block hashes and each array's hash; 6: a
+ * variable's width (2026-11-28) */
+#define PACK_VERSION 6
 #define HASH_VERSION 2
 #define PACK_HEAD 16
 
@@ -200,6 +202,12 @@ static void pack_body(ferry__rec_w *w, const ferry__manifest *m, int full) {
     ferry__rec_put_u64(w, (uint64_t)x->chunk_rows);
     ferry__rec_put_u64(w, (uint64_t)x->cache_bytes);
     ferry__rec_put_str(w, x->storage);
+    if (full)
+      ferry__rec_put_u64(w, (uint64_t)x->width);
+    else if (x->width) {
+      ferry__rec_put_u8(w, 0xff);
+      ferry__rec_put_u64(w, (uint64_t)x->width);
+    }
   }
   ferry__rec_put_u64(w, (uint64_t)m->nparts);
   ferry__rec_put_u64(w, (uint64_t)m->num_samples);
@@ -423,7 +431,8 @@ static int unpack_var(ferry__rec_r *r, ferry__manifest *m, int v) {
   x->cache_bytes = (size_t)cb;
   if (!(x->storage = ferry__rec_get_str(r)))
     return -1;
-  return 0;
+  x->width = ferry__rec_get_nonneg(r, "bad width");
+  return r->rc ? -1 : 0;
 }
 
 /* The mapped offsets' file the buffer names, if any (a ragged manifest

@@ -32,6 +32,9 @@ typedef struct ferry__var {
                        * this variable (HDF5/netCDF chunk cache), 0: none */
   char *storage;      /* for ferry info: "chunks (1024, 256), gzip(1),
                        * 3.1:1"; malloc'd, may be NULL */
+  int64_t width;      /* the columns of the sparse matrix whose rows this
+                       * ragged variable holds (an AnnData CSR matrix's
+                       * indices or data: n_vars); 0: none */
 } ferry__var;
 
 /**

@@ -227,6 +227,9 @@ int ferry__manifest_save_json(const ferry__manifest *m, const char *path,
                                  json_integer((json_int_t)x->chunk_rows));
       bad |= json_object_set_new(o, "cache_bytes",
                                  json_integer((json_int_t)x->cache_bytes));
+      if (x->width)
+        bad |=
+            json_object_set_new(o, "width", json_integer((json_int_t)x->width));
       if (x->storage)
         bad |= json_object_set_new(o, "storage", json_string(x->storage));
       if (x->ragged)
@@ -451,6 +454,11 @@ static int load_var(json_t *o, int v, const char *path, ferry__manifest *m,
   }
   x->chunk_rows = jc ? (int64_t)json_integer_value(jc) : 0;
   x->cache_bytes = jcache ? (size_t)json_integer_value(jcache) : 0;
+  json_t *jwd = json_object_get(o, "width"); /* optional: a sparse row's */
+  snprintf(key, sizeof key, "vars[%d].width", v);
+  if (jwd && (!json_is_integer(jwd) || json_integer_value(jwd) < 1))
+    return missing(err, path, key);
+  x->width = jwd ? (int64_t)json_integer_value(jwd) : 0;
   json_t *jrg = json_object_get(o, "ragged"); /* optional: 1 or 2 */
   snprintf(key, sizeof key, "vars[%d].ragged", v);
   if (jrg && (!json_is_integer(jrg) || json_integer_value(jrg) < 1 ||

@@ -548,6 +548,7 @@ static int build_vars(ferry__manifest *m, const ferry__manifest *subs, int ns,
     if (x->ragged)  /* its values are the sources': not bounded by a file */
       x->ragged = 2;
     x->cache_bytes = 0;
+    x->width = subs[0].vars[v].width;
     for (int s = 0; s < ns; s++)
       if (subs[s].vars[v].cache_bytes > x->cache_bytes)
         x->cache_bytes = subs[s].vars[v].cache_bytes;

@@ -541,6 +541,12 @@ static int check_part(const ferry__manifest *m, const ferry__part_desc *d,
                            "%s-endian in part %s",
                            path, a->name, b->swapped ? "non-native" : "native",
                            a->swapped ? "non-native" : "native", first);
+    if (a->width != b->width)
+      return ferry__seterr(err, FERRY_ESHAPE,
+                           "part %s: variable '%s' holds rows of a matrix of "
+                           "%lld columns but of %lld in part %s",
+                           path, a->name, (long long)b->width,
+                           (long long)a->width, first);
     int same = a->row_ndim == b->row_ndim && a->row_bytes == b->row_bytes;
     for (int k = 0; same && k < a->row_ndim; k++)
       same = a->row_shape[k] == b->row_shape[k];

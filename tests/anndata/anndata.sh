@@ -22,9 +22,13 @@ fx=$tmp/fx
   cat "$tmp/make.out"
   exit 1
 }
+"$FERRY" info "$fx/a.h5ad" --save-manifest "$tmp/m.json" >/dev/null 2>&1 || {
+  echo "FAIL: ferry info --save-manifest of an AnnData file"
+  exit 1
+}
 status=0
 for np in 1 2 3; do
-  if $RUN_MPI $np "$PY" "$top_srcdir/tests/anndata/anndata_check.py" "$fx" \
+  if $RUN_MPI $np "$PY" "$top_srcdir/tests/anndata/anndata_check.py" "$fx" "$tmp/m.json" \
        >"$tmp/check.$np" 2>&1; then
     tail -1 "$tmp/check.$np"
   else

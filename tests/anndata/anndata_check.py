@@ -2,7 +2,9 @@
 ferry serves from DIR/a.h5ad (and old.h5ad, dense.h5ad) compared with what
 anndata itself reads (anndata.read_h5ad): X's, the layer's and raw's
 indices and data row by row, obs columns and categorical codes (-1 for
-missing), obsm; every cell once on the ranks, equal batch counts.  Exits
+missing), obsm; every cell once on the ranks, equal batch counts; the
+matrices' widths (also through a saved manifest, argv[2]); ferry.torch's
+sparse="csr" (torch.sparse_csr_tensor) and "dense" rows.  Exits
 non-zero with a message on the first failed check."""
 import os
 import sys
@@ -80,14 +82,64 @@ for bt in L:
     check_batch(d + "/dense.h5ad", bt, {}, {"X": b.X})
     del bt
 L.close()
+# the matrices' widths (n_vars), also through a saved manifest
+L = ferry.Loader(d + "/a.h5ad", batch_size=4)
+want = {"X/indices": a.n_vars, "X/data": a.n_vars,
+        "layers/counts/indices": a.n_vars, "layers/counts/data": a.n_vars,
+        "raw/X/indices": a.raw.n_vars, "raw/X/data": a.raw.n_vars}
+check(L.widths == want, "widths %r, want %r" % (L.widths, want))
+L.close()
+if len(sys.argv) > 2:  # the manifest anndata.sh saved
+    L = ferry.Loader(d + "/a.h5ad", manifest=sys.argv[2], batch_size=4)
+    check(L.widths == want, "widths through the manifest %r" % (L.widths,))
+    L.close()
+
+# ferry.torch: torch.sparse_csr_tensor rows, and dense ones in a dtype
+import torch  # noqa: E402
+import ferry.torch  # noqa: E402
+
+for mode in ("csr", "dense"):
+    ds = ferry.torch.Dataset(d + "/a.h5ad", vars="X/indices,X/data,obs/score",
+                             batch_size=8, tail="partial", seed=2,
+                             sparse=mode,
+                             sparse_dtype=torch.float16 if mode == "dense"
+                             else None)
+    ds.set_epoch(0)
+    ids = []
+    for bt in ds:
+        X = bt["X"]
+        idx = bt["index"].numpy().copy()
+        check(X.layout == (torch.sparse_csr if mode == "csr"
+                           else torch.strided) and
+              tuple(X.shape) == (len(idx), a.n_vars) and
+              "X/indices" not in bt, "sparse=%s: %r %r" % (mode, X.layout,
+                                                        X.shape))
+        got = (X.to_dense() if mode == "csr" else X.float()).numpy()
+        ref = np.stack([a.X[int(i)].toarray()[0] for i in idx])
+        check(np.allclose(got, ref,
+                          atol=1e-2 if mode == "dense" else 0),
+              "sparse=%s: cells %r differ from anndata's" % (mode, idx))
+        check(mode == "csr" or X.dtype == torch.float16, "dense dtype")
+        ids.extend(int(i) for i in idx)
+        del bt, X, got
+    ds.close()
+    every_once(ids, n, "ferry.torch sparse=" + mode)
+
 # bad inputs: the same message on every rank
 for f, words in [("csc.h5ad", "X is a CSC matrix"),
                  ("noX.h5ad", "an AnnData file without X"),
                  ("bad_indptr.h5ad", "indptr decreases (entry 8"),
-                 ("bad_len.h5ad", "data has 2049 values and indices 2048")]:
+                 ("bad_len.h5ad", "data has 2049 values and indices 2048"),
+                 ("bad_shape.h5ad", "indptr has 302 entries, its 302 rows "
+                  "need 303"),
+                 ("bad_index.h5ad", "column index 62 outside [0, 57)")]:
     msg = ""
     try:
-        ferry.Loader(d + "/" + f, batch_size=4).close()
+        L = ferry.Loader(d + "/" + f, batch_size=4, vars="X/indices")
+        L.set_epoch(0)
+        for bt in L:
+            del bt
+        L.close()
     except ferry.Error as e:
         msg = str(e)
     check(words in msg, "%s: %r, want %r" % (f, msg, words))

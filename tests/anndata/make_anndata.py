@@ -9,8 +9,10 @@ written by anndata itself (Debian's python3-anndata, scipy sparse):
   csc.h5ad   a CSC X (refused)
   old.h5ad   X in the older h5sparse layout (h5sparse_format "csr",
              h5sparse_shape; written with h5py as anndata < 0.7 did)
-  noX.h5ad, bad_indptr.h5ad, bad_len.h5ad: bad inputs (h5py edits of a
-             copy of a.h5ad)
+  noX.h5ad, bad_indptr.h5ad, bad_len.h5ad, bad_shape.h5ad,
+  bad_index.h5ad: bad inputs (h5py edits of a copy of a.h5ad: no X, an
+             indptr that decreases, indices shorter than data, a shape
+             of one more cell, a column index past n_vars)
 """
 import os
 import shutil
@@ -71,7 +73,8 @@ with h5py.File(os.path.join(d, "old.h5ad"), "w") as f:
     gx["indptr"] = X.indptr
 
 for name, edit in [("noX", "noX"), ("bad_indptr", "indptr"),
-                   ("bad_len", "len")]:
+                   ("bad_len", "len"), ("bad_shape", "shape"),
+                   ("bad_index", "index")]:
     p = os.path.join(d, name + ".h5ad")
     shutil.copy(os.path.join(d, "a.h5ad"), p)
     with h5py.File(p, "r+") as f:
@@ -81,6 +84,12 @@ for name, edit in [("noX", "noX"), ("bad_indptr", "indptr"),
             ip = f["X/indptr"][:]
             ip[7], ip[8] = ip[8] + 1, ip[7]
             f["X/indptr"][:] = ip
+        elif edit == "shape":
+            f["X"].attrs["shape"] = np.array([n + 1, g])
+        elif edit == "index":
+            ix = f["X/indices"][:]
+            ix[100] = g + 5  # outside [0, n_vars)
+            f["X/indices"][:] = ix
         else:
             ix = f["X/indices"][:]
             del f["X/indices"]
