@@ -721,7 +721,7 @@ static int csr_indices_ok(const ferry__io *io, int64_t part, int var,
   for (int64_t i = 0; i < n; i++) {
     int64_t x;
     switch (v->dtype) {
-    case FERRY_INT8: x = ((const int8_t *)buf)[i]; break;
+    case FERRY_INT8: x = (int64_t)((const int8_t *)buf)[i]; break;
     case FERRY_UINT8: x = ((const uint8_t *)buf)[i]; break;
     case FERRY_INT16: x = ((const int16_t *)buf)[i]; break;
     case FERRY_UINT16: x = ((const uint16_t *)buf)[i]; break;
