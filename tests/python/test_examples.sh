@@ -31,6 +31,12 @@ else
   echo "FAIL: lm_packed.py resumed on 3 ranks: status $rc, $total rows of ${rows:-?}, $twice twice"
   status=1
 fi
+# an AnnData classifier (docs/singlecell.md) where anndata is installed
+if "$PY" -c "import anndata, scipy" >/dev/null 2>&1; then
+  run anndata_train.py cells
+else
+  echo "note: examples/anndata_train.py not run: no anndata for $PY"
+fi
 # the Lightning and JAX examples where their framework is installed (the GPU
 # machine of tests/gpu/device.sh has both)
 if "$PY" -c "import lightning" >/dev/null 2>&1 || "$PY" -c "import pytorch_lightning" >/dev/null 2>&1; then
