@@ -683,6 +683,10 @@ typedef struct ferry_var_info {
   int64_t width; /**< ragged: the columns of the sparse matrix whose rows it
                       holds (an AnnData CSR matrix's indices or data:
                       n_vars, docs/singlecell.md); 0: none               */
+  const char *categories; /**< a categorical variable's names: code k is the
+                               k-th of these '\n'-joined names (an AnnData
+                               obs column's codes); NULL: none           */
+  int64_t ncategories;    /**< how many names categories holds            */
 } ferry_var_info;
 
 /** Number of variables selected.  LOCAL. */

@@ -523,6 +523,32 @@ static PyObject *loader_memory_budget(LoaderObject *self, PyObject *u) {
 
 /* pack=concat: the packing's figures of an epoch (ferry_pack_stats), or
  * None when the loader does not pack. */
+/* categories(name): the names of a categorical variable's codes (code k
+ * the k-th), or None. */
+static PyObject *loader_categories(LoaderObject *self, PyObject *arg) {
+  if (!ferry__py_loader_ok(self))
+    return NULL;
+  const char *name = PyUnicode_AsUTF8(arg);
+  if (!name)
+    return NULL;
+  int n = ferry_num_vars(self->c->L);
+  for (int i = 0; i < n; i++) {
+    ferry_var_info vi;
+    if (ferry_var_info_get(self->c->L, i, &vi) != 0 || strcmp(vi.name, name))
+      continue;
+    if (!vi.categories)
+      Py_RETURN_NONE;
+    PyObject *text = PyUnicode_FromString(vi.categories);
+    if (!text)
+      return NULL;
+    PyObject *l = PyUnicode_Splitlines(text, 0);
+    Py_DECREF(text);
+    return l;
+  }
+  PyErr_Format(PyExc_KeyError, "no variable '%s' in this loader", name);
+  return NULL;
+}
+
 static PyObject *loader_pack_stats(LoaderObject *self, PyObject *args) {
   long long epoch = 0;
   if (!PyArg_ParseTuple(args, "|L", &epoch) || !ferry__py_loader_ok(self))
@@ -630,6 +656,9 @@ static PyMethodDef loader_methods[] = {
      "ask for the agreed checkpoint, as the checkpoint signal does (for a "
      "framework that owns the signal)"},
     {"stats", (PyCFunction)loader_stats, METH_NOARGS, "counters (dict)"},
+    {"categories", (PyCFunction)loader_categories, METH_O,
+     "categories(name): the names of a categorical variable's codes (an "
+     "AnnData obs column: code k is the k-th name), or None"},
     {"pack_stats", (PyCFunction)loader_pack_stats, METH_VARARGS,
      "pack_stats(epoch=0): with pack=concat the packing's figures (rows, "
      "tokens, efficiency, documents split...), else None"},

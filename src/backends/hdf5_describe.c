@@ -121,6 +121,8 @@ typedef struct h5_dset {
   hsize_t nnz;
   int64_t width; /* the matrix's columns (its shape's second) */
   int ad_why;    /* why is AnnData's meaning, not an unreadable type */
+  char *cats;    /* a categorical column's codes: its categories' names,
+                  * '\n'-joined (malloc'd) */
 } h5_dset;
 
 typedef struct h5_visit {
@@ -654,6 +656,54 @@ static int csr_prepare(hid_t f, const char *path, const char *g, h5_visit *vis,
   return 0;
 }
 
+/* The names of dataset `name` of f, a 1-D dataset of strings (a
+ * categorical column's categories), '\n'-joined (malloc'd); NULL when it
+ * cannot be read, holds more than 2^16 names or 1 MiB, or a name holds
+ * '\n'. */
+static char *category_names(hid_t f, const char *name) {
+  hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
+  hid_t t = d >= 0 ? H5Dget_type(d) : -1, s = d >= 0 ? H5Dget_space(d) : -1;
+  hid_t mt = -1;
+  hssize_t n = s >= 0 ? H5Sget_simple_extent_npoints(s) : -1;
+  char **v = NULL, *out = NULL;
+  if (t >= 0 && H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t) > 0 &&
+      n > 0 && n <= 65536 && (v = calloc((size_t)n, sizeof *v)) &&
+      (mt = H5Tcopy(H5T_C_S1)) >= 0 && H5Tset_size(mt, H5T_VARIABLE) >= 0 &&
+      H5Tset_cset(mt, H5Tget_cset(t)) >= 0 &&
+      H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0) {
+    size_t len = 0;
+    int ok = 1;
+    for (hssize_t i = 0; ok && i < n; i++) {
+      ok = v[i] && !strchr(v[i], '\n');
+      len += ok ? strlen(v[i]) + 1 : 0;
+    }
+    if (ok && len <= ((size_t)1 << 20) && (out = malloc(len))) {
+      size_t at = 0;
+      for (hssize_t i = 0; i < n; i++) {
+        size_t k = strlen(v[i]);
+        memcpy(out + at, v[i], k);
+        at += k;
+        out[at++] = i + 1 < n ? '\n' : '\0';
+      }
+    }
+#if H5_VERSION_GE(1, 12, 0)
+    H5Treclaim(mt, s, H5P_DEFAULT, v);
+#else
+    H5Dvlen_reclaim(mt, s, H5P_DEFAULT, v);
+#endif
+  }
+  free(v);
+  if (mt >= 0)
+    H5Tclose(mt);
+  if (s >= 0)
+    H5Sclose(s);
+  if (t >= 0)
+    H5Tclose(t);
+  if (d >= 0)
+    H5Dclose(d);
+  return out;
+}
+
 /* 1 when dataset name lies in the group of a matrix (X, raw/X,
  * layers/NAME) whose path is *g on return. */
 static int matrix_of(const char *name, char *g, size_t len) {
@@ -737,6 +787,13 @@ static int anndata_prepare(hid_t f, const char *path, h5_visit *vis,
     int top_obs = !strncmp(n, "obs/", 4), top_obsm = !strncmp(n, "obsm/", 5);
     if (!strcmp(n, "X") || (!strncmp(n, "layers/", 7) && !strchr(n + 7, '/')))
       continue; /* a dense matrix of cells */
+    if (top_obs && sl && !strcmp(sl, "/codes") && ds->ndims == 1 &&
+        ds->dims[0] == *n_obs) { /* a categorical column: its names */
+      char cat[600];
+      snprintf(cat, sizeof cat, "%.*s/categories", (int)(sl - n), n);
+      ds->cats = category_names(f, cat);
+      continue;
+    }
     if (matrix_of(n, g, sizeof g))
       ds->why = "a part of a matrix that is not CSR";
     else if (top_obs && sl && !strcmp(sl, "/categories"))
@@ -787,6 +844,8 @@ static int h5_fill(hid_t f, const char *path, h5_visit *vis, int nsel,
       v->row_bytes *= (size_t)ds->dims[j];
     }
     out->file_size[k] = file_size;
+    v->categories = ds->cats;
+    ds->cats = NULL;
     if (ds->csr) { /* AnnData CSR: its rows' offsets are the indptr */
       v->ragged = 1;
       v->width = ds->width;
@@ -877,6 +936,7 @@ cleanup:
   for (int i = 0; i < vis.n; i++) {
     free(vis.v[i].name);
     free(vis.v[i].roff);
+    free(vis.v[i].cats);
   }
   free(vis.v);
   if (f >= 0)

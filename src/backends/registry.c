@@ -124,6 +124,7 @@ void ferry__part_desc_free(ferry__part_desc *d) {
     if (d->vars) {
       free(d->vars[i].name);
       free(d->vars[i].storage);
+      free(d->vars[i].categories);
     }
     if (d->paths)
       free(d->paths[i]);

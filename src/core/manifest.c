@@ -47,6 +47,7 @@ void ferry__manifest_free(ferry__manifest *m) {
   for (int v = 0; m->vars && v < m->nvars; v++) {
     free(m->vars[v].name);
     free(m->vars[v].storage);
+    free(m->vars[v].categories);
   }
   free(m->vars);
   ferry__roff_map_close(m->roff_map);
@@ -108,6 +109,8 @@ int ferry__check_rows(const ferry__manifest *m, int64_t part, int var,
  *                 i64 chunk_rows  u64 cache_bytes  str storage
  *                 i64 width (version 6; in the hash only when not 0,
  *                 after a 0xff byte, so other manifests hash as before)
+ *                 str categories (version 6; "" none; in the hash only
+ *                 when set, after a 0xfe byte)
  *   i64 nparts  i64 num_samples
  *   a ragged variable in the manifest only: str roff_file  u64 count
  *       u64 checksum  u8 version (the mapped offsets' file,
@@ -202,11 +205,18 @@ static void pack_body(ferry__rec_w *w, const ferry__manifest *m, int full) {
     ferry__rec_put_u64(w, (uint64_t)x->chunk_rows);
     ferry__rec_put_u64(w, (uint64_t)x->cache_bytes);
     ferry__rec_put_str(w, x->storage);
-    if (full)
+    if (full) {
       ferry__rec_put_u64(w, (uint64_t)x->width);
-    else if (x->width) {
-      ferry__rec_put_u8(w, 0xff);
-      ferry__rec_put_u64(w, (uint64_t)x->width);
+      ferry__rec_put_str(w, x->categories ? x->categories : "");
+    } else {
+      if (x->width) {
+        ferry__rec_put_u8(w, 0xff);
+        ferry__rec_put_u64(w, (uint64_t)x->width);
+      }
+      if (x->categories) {
+        ferry__rec_put_u8(w, 0xfe);
+        ferry__rec_put_str(w, x->categories);
+      }
     }
   }
   ferry__rec_put_u64(w, (uint64_t)m->nparts);
@@ -432,7 +442,13 @@ static int unpack_var(ferry__rec_r *r, ferry__manifest *m, int v) {
   if (!(x->storage = ferry__rec_get_str(r)))
     return -1;
   x->width = ferry__rec_get_nonneg(r, "bad width");
-  return r->rc ? -1 : 0;
+  if (r->rc || !(x->categories = ferry__rec_get_str(r)))
+    return -1;
+  if (!*x->categories) {
+    free(x->categories);
+    x->categories = NULL;
+  }
+  return 0;
 }
 
 /* The mapped offsets' file the buffer names, if any (a ragged manifest

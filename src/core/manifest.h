@@ -35,6 +35,9 @@ typedef struct ferry__var {
   int64_t width;      /* the columns of the sparse matrix whose rows this
                        * ragged variable holds (an AnnData CSR matrix's
                        * indices or data: n_vars); 0: none */
+  char *categories;   /* the names of a categorical variable's codes, code
+                       * k the k-th, '\n'-joined (an AnnData obs column);
+                       * malloc'd, NULL: none */
 } ferry__var;
 
 /**

@@ -230,6 +230,8 @@ int ferry__manifest_save_json(const ferry__manifest *m, const char *path,
       if (x->width)
         bad |=
             json_object_set_new(o, "width", json_integer((json_int_t)x->width));
+      if (x->categories)
+        bad |= json_object_set_new(o, "categories", json_string(x->categories));
       if (x->storage)
         bad |= json_object_set_new(o, "storage", json_string(x->storage));
       if (x->ragged)
@@ -459,6 +461,13 @@ static int load_var(json_t *o, int v, const char *path, ferry__manifest *m,
   if (jwd && (!json_is_integer(jwd) || json_integer_value(jwd) < 1))
     return missing(err, path, key);
   x->width = jwd ? (int64_t)json_integer_value(jwd) : 0;
+  json_t *jcat = json_object_get(o, "categories"); /* optional */
+  snprintf(key, sizeof key, "vars[%d].categories", v);
+  if (jcat && !json_is_string(jcat))
+    return missing(err, path, key);
+  if (jcat && !(x->categories = strdup(json_string_value(jcat))))
+    return ferry__oom(err, -1, strlen(json_string_value(jcat)) + 1,
+                      "the categories of variable %d of %s", v, path);
   json_t *jrg = json_object_get(o, "ragged"); /* optional: 1 or 2 */
   snprintf(key, sizeof key, "vars[%d].ragged", v);
   if (jrg && (!json_is_integer(jrg) || json_integer_value(jrg) < 1 ||

@@ -728,6 +728,7 @@ int ferry__manifest_select_vars(ferry__manifest *m, const char *vars,
     if (!keep[v]) {
       free(m->vars[v].name);
       free(m->vars[v].storage);
+      free(m->vars[v].categories);
     }
   /* A mix keeps its source's record in the first variable's slot: it
    * moves to the first variable selected. */

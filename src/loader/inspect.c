@@ -34,6 +34,10 @@ int ferry_var_info_get(const ferry_loader *L, int i, ferry_var_info *out) {
   out->chunk_rows = v->chunk_rows;
   out->cache_bytes = v->cache_bytes;
   out->width = v->width;
+  out->categories = v->categories;
+  for (const char *c = v->categories; c && *c; c++)
+    out->ncategories += *c == '\n';
+  out->ncategories += v->categories != NULL;
   out->storage = v->storage;
   out->ragged = v->ragged != 0;
   out->offsets_of = L->offs_of ? L->offs_of[i] : v->ragged ? i : -1;

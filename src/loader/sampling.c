@@ -79,8 +79,10 @@ int ferry__sampling_open(ferry_loader *L, ferry__err *err) {
     return rc;
   /* long reads: at least 256 KiB of rows (64 KiB reads of a cold file
    * ran at a tenth of 256 KiB ones on the development VM) */
-  int64_t least = (int64_t)((FERRY__DRAW_BLOCK_BYTES + L->row_sized - 1) /
-                            (L->row_sized ? L->row_sized : 1));
+  /* a sample's mean bytes: a ragged variable's values counted (ragged.c) */
+  size_t per = L->sample_mean ? L->sample_mean : L->row_sized;
+  int64_t least =
+      (int64_t)((FERRY__DRAW_BLOCK_BYTES + per - 1) / (per ? per : 1));
   L->draw_block = o->draw_block           ? o->draw_block
                   : o->block_size > least ? o->block_size
                                           : least;

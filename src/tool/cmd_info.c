@@ -256,6 +256,27 @@ static void print_vars(const tool_ctx *ctx, const ferry_loader *L,
       printf("ragged         %s: the lengths of %s in every sample: its "
              "batches share %s's offsets\n",
              v.name, g.name, g.name);
+    if (v.width > 0) /* a sparse matrix's rows (docs/singlecell.md) */
+      printf("sparse         %s: rows of a matrix of %" PRId64 " x %" PRId64
+             ", %" PRId64 " values (density %.4f)\n",
+             v.name, n, v.width, v.total_rows,
+             n && v.width ? (double)v.total_rows / ((double)n * (double)v.width)
+                          : 0.0);
+  }
+  for (int i = 0; i < nvars; i++) { /* categorical: the names of the codes */
+    ferry_var_info v;
+    if (ferry_var_info_get(L, i, &v) != 0 || !v.categories)
+      continue;
+    printf("categories     %s: %" PRId64 " (", v.name, v.ncategories);
+    int k = 0;
+    for (const char *c = v.categories; *c && k < 8; c++) {
+      if (*c == '\n') {
+        if (++k < 8)
+          fputs(", ", stdout);
+      } else
+        putchar(*c);
+    }
+    printf("%s); code -1: missing\n", v.ncategories > 8 ? ", ..." : "");
   }
   *row_total_out = row_total;
   *ragged_out = ragged_bytes;

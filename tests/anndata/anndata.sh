@@ -42,8 +42,10 @@ if grep '^samples  *301$' "$tmp/info" >/dev/null &&
    grep '^  X/indices  ' "$tmp/info" >/dev/null &&
    grep '^  raw/X/data  ' "$tmp/info" >/dev/null &&
    grep 'skipped /X/indptr (the row pointers of a CSR matrix' "$tmp/info" >/dev/null &&
-   grep "/obs/donor/categories (the categories of a categorical column" "$tmp/info" >/dev/null; then
-  echo "ok: ferry info: 301 cells, the CSR variables, the skipped datasets named"
+   grep "/obs/donor/categories (the categories of a categorical column" "$tmp/info" >/dev/null &&
+   grep '^sparse  *X/indices: rows of a matrix of 301 x 57' "$tmp/info" >/dev/null &&
+   grep '^categories  *obs/cell_type/codes: 3 (B, NK, T); code -1: missing' "$tmp/info" >/dev/null; then
+  echo "ok: ferry info: 301 cells, the CSR variables and their matrices, the categories, the skipped datasets named"
 else
   echo "FAIL: ferry info of an AnnData file"
   cat "$tmp/info"

@@ -3,7 +3,8 @@ ferry serves from DIR/a.h5ad (and old.h5ad, dense.h5ad) compared with what
 anndata itself reads (anndata.read_h5ad): X's, the layer's and raw's
 indices and data row by row, obs columns and categorical codes (-1 for
 missing), obsm; every cell once on the ranks, equal batch counts; the
-matrices' widths (also through a saved manifest, argv[2]); ferry.torch's
+matrices' widths and the categories of a categorical column (also through
+a saved manifest, argv[2]); ferry.torch's
 sparse="csr" (torch.sparse_csr_tensor) and "dense" rows.  Exits
 non-zero with a message on the first failed check."""
 import os
@@ -87,11 +88,17 @@ L = ferry.Loader(d + "/a.h5ad", batch_size=4)
 want = {"X/indices": a.n_vars, "X/data": a.n_vars,
         "layers/counts/indices": a.n_vars, "layers/counts/data": a.n_vars,
         "raw/X/indices": a.raw.n_vars, "raw/X/data": a.raw.n_vars}
+cats = list(a.obs["cell_type"].cat.categories)
 check(L.widths == want, "widths %r, want %r" % (L.widths, want))
+check(L.categories("obs/cell_type/codes") == cats and
+      L.categories("obs/score") is None,
+      "categories %r, want %r" % (L.categories("obs/cell_type/codes"), cats))
 L.close()
 if len(sys.argv) > 2:  # the manifest anndata.sh saved
     L = ferry.Loader(d + "/a.h5ad", manifest=sys.argv[2], batch_size=4)
     check(L.widths == want, "widths through the manifest %r" % (L.widths,))
+    check(L.categories("obs/cell_type/codes") == cats,
+          "categories through the manifest")
     L.close()
 
 # ferry.torch: torch.sparse_csr_tensor rows, and dense ones in a dtype
