@@ -534,7 +534,8 @@ static PyObject *loader_categories(LoaderObject *self, PyObject *arg) {
   int n = ferry_num_vars(self->c->L);
   for (int i = 0; i < n; i++) {
     ferry_var_info vi;
-    if (ferry_var_info_get(self->c->L, i, &vi) != 0 || strcmp(vi.name, name))
+    if (ferry_var_info_get(self->c->L, i, &vi) != 0 ||
+        strcmp(vi.name, name) != 0)
       continue;
     if (!vi.categories)
       Py_RETURN_NONE;

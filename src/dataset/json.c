@@ -190,6 +190,43 @@ static int save_roff(const ferry__manifest *m, const char *path, json_t *root,
   return rc;
 }
 
+/* Variable x as the manifest's JSON object; NULL when out of memory. */
+static json_t *var_json(const ferry__var *x) {
+  int bad = 0;
+  json_t *o = json_object(), *shape = json_array();
+  bad |= !o || !shape;
+  for (int k = 0; !bad && k < x->row_ndim; k++)
+    bad |=
+        json_array_append_new(shape, json_integer((json_int_t)x->row_shape[k]));
+  if (!bad) {
+    bad |= json_object_set_new(o, "name", json_string(x->name));
+    bad |= json_object_set_new(o, "dtype",
+                               json_string(ferry_dtype_name(x->dtype)));
+    bad |= json_object_set_new(o, "swapped", json_boolean(x->swapped));
+    bad |= json_object_set_new(o, "row_shape", shape);
+    shape = NULL;
+    bad |= json_object_set_new(o, "chunk_rows",
+                               json_integer((json_int_t)x->chunk_rows));
+    bad |= json_object_set_new(o, "cache_bytes",
+                               json_integer((json_int_t)x->cache_bytes));
+    if (x->width)
+      bad |=
+          json_object_set_new(o, "width", json_integer((json_int_t)x->width));
+    if (x->categories)
+      bad |= json_object_set_new(o, "categories", json_string(x->categories));
+    if (x->storage)
+      bad |= json_object_set_new(o, "storage", json_string(x->storage));
+    if (x->ragged)
+      bad |= json_object_set_new(o, "ragged", json_integer(x->ragged));
+  }
+  json_decref(shape);
+  if (bad) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
 int ferry__manifest_save_json(const ferry__manifest *m, const char *path,
                               ferry__err *err) {
   int bad = 0, rc = 0;
@@ -210,37 +247,8 @@ int ferry__manifest_save_json(const ferry__manifest *m, const char *path,
                                  json_integer(m->record_version));
   }
   for (int v = 0; !bad && v < m->nvars; v++) {
-    const ferry__var *x = &m->vars[v];
-    json_t *o = json_object(), *shape = json_array();
-    bad |= !o || !shape;
-    for (int k = 0; !bad && k < x->row_ndim; k++)
-      bad |= json_array_append_new(shape,
-                                   json_integer((json_int_t)x->row_shape[k]));
-    if (!bad) {
-      bad |= json_object_set_new(o, "name", json_string(x->name));
-      bad |= json_object_set_new(o, "dtype",
-                                 json_string(ferry_dtype_name(x->dtype)));
-      bad |= json_object_set_new(o, "swapped", json_boolean(x->swapped));
-      bad |= json_object_set_new(o, "row_shape", shape);
-      shape = NULL;
-      bad |= json_object_set_new(o, "chunk_rows",
-                                 json_integer((json_int_t)x->chunk_rows));
-      bad |= json_object_set_new(o, "cache_bytes",
-                                 json_integer((json_int_t)x->cache_bytes));
-      if (x->width)
-        bad |=
-            json_object_set_new(o, "width", json_integer((json_int_t)x->width));
-      if (x->categories)
-        bad |= json_object_set_new(o, "categories", json_string(x->categories));
-      if (x->storage)
-        bad |= json_object_set_new(o, "storage", json_string(x->storage));
-      if (x->ragged)
-        bad |= json_object_set_new(o, "ragged", json_integer(x->ragged));
-      bad |= json_array_append_new(vars, o);
-      o = NULL;
-    }
-    json_decref(o);
-    json_decref(shape);
+    json_t *o = var_json(&m->vars[v]);
+    bad |= !o || json_array_append_new(vars, o);
   }
   for (int64_t p = 0; !bad && p < m->nparts; p++) {
     const ferry__part *pt = &m->parts[p];
