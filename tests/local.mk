@@ -205,7 +205,7 @@ ASAN_TESTS = \
 	tests/npz/npz.sh tests/dataset/decode_pool.sh tests/unit/test_parquet \
 	tests/parquet/parquet.sh tests/parquet/parquet_pool.sh tests/sampling/weights.sh \
 	tests/ragged/megatron.sh tests/ragged/hdf5_vlen.sh tests/ragged/zarr_vlen.sh \
-	tests/pack/pack.sh \
+	tests/pack/pack.sh tests/anndata/anndata.sh \
 	tests/ragged/parquet.sh \
 	tests/fuzz/
 

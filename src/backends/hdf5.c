@@ -736,8 +736,8 @@ static int csr_indices_ok(const ferry__io *io, int64_t part, int var,
     default: return 0; /* not integers: describe refuses nothing here */
     }
     if (x < 0 || x >= v->width)
-      return ferry__seterr_on(
-          err, io->b.rank, FERRY_EFORMAT,
+      return ferry__seterr(
+          err, FERRY_EFORMAT,
           "file %s, dataset /%s, rank %d, offset %lld: column index %lld "
           "outside [0, %lld) (the matrix's shape)",
           io->b.m->parts[part].paths[var], v->name, io->b.rank,
