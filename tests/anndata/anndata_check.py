@@ -2,7 +2,8 @@
 ferry serves from DIR/a.h5ad (and old.h5ad, dense.h5ad) compared with what
 anndata itself reads (anndata.read_h5ad): X's, the layer's and raw's
 indices and data row by row, obs columns and categorical codes (-1 for
-missing), obsm; every cell once on the ranks, equal batch counts; the
+missing), obsm, also gzip-compressed and with indices and data chunked
+differently; every cell once on the ranks, equal batch counts; the
 matrices' widths and the categories of a categorical column (also through
 a saved manifest, argv[2]); ferry.torch's
 sparse="csr" (torch.sparse_csr_tensor) and "dense" rows.  Exits
@@ -75,6 +76,9 @@ run(d + "/a.h5ad", mats, dense, batch_size=7, seed=3, tail="partial")
 run(d + "/a.h5ad", {"X": a.X}, {}, batch_size=5, seed=4, tail="partial",
     shuffle="block", block_size=8, io="independent", threads=2)
 run(d + "/old.h5ad", {"X": a.X}, {}, batch_size=6, seed=5, tail="partial")
+run(d + "/gzip.h5ad", mats, dense, batch_size=11, seed=6, tail="partial")
+run(d + "/chunks.h5ad", {"X": a.X}, {}, batch_size=9, seed=7, tail="partial",
+    shuffle="block", block_size=5)
 b = anndata.read_h5ad(d + "/dense.h5ad")
 L = ferry.Loader(d + "/dense.h5ad", vars="X,obs/score", batch_size=9,
                  tail="partial", seed=1)

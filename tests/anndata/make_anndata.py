@@ -5,6 +5,9 @@ written by anndata itself (Debian's python3-anndata, scipy sparse):
              (int32 indptr), raw with a CSR X of int32 values, obs with an
              int64 and a float64 column, a categorical with missing values
              (code -1) and a string column, obsm X_pca (n_obs x 5)
+  gzip.h5ad  the same, every dataset gzip-compressed (anndata's option)
+  chunks.h5ad X alone, its data chunked by 97 values and gzip-compressed,
+             its indices by 256 and not compressed
   dense.h5ad a dense X (float64)
   csc.h5ad   a CSC X (refused)
   old.h5ad   X in the older h5sparse layout (h5sparse_format "csr",
@@ -55,6 +58,18 @@ raw = anndata.AnnData(X=sp.random(n, g + 3, density=0.1, format="csr",
                       var=pd.DataFrame(index=["r%d" % j for j in range(g + 3)]))
 a.raw = raw
 a.write_h5ad(os.path.join(d, "a.h5ad"))
+a.write_h5ad(os.path.join(d, "gzip.h5ad"), compression="gzip")
+# indices and data chunked differently (annbatch writes such files)
+with h5py.File(os.path.join(d, "chunks.h5ad"), "w") as f:
+    f.attrs["encoding-type"] = "anndata"
+    f.attrs["encoding-version"] = "0.1.0"
+    gx = f.create_group("X")
+    gx.attrs["encoding-type"] = "csr_matrix"
+    gx.attrs["encoding-version"] = "0.1.0"
+    gx.attrs["shape"] = np.array([n, g])
+    gx.create_dataset("data", data=X.data, chunks=(97,), compression="gzip")
+    gx.create_dataset("indices", data=X.indices, chunks=(256,))
+    gx["indptr"] = X.indptr
 
 b = anndata.AnnData(X=rng.random((n, g)), obs=obs[["score"]], var=var)
 b.write_h5ad(os.path.join(d, "dense.h5ad"))
