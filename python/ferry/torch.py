@@ -188,7 +188,7 @@ class Dataset(IterableDataset):
 
     def __init__(self, dataset, comm=None, *, keys=None, transform=None,
                  epoch_fn=None, index_key="index", padded_key="padded",
-                 sparse="csr", sparse_dtype=None, **options):
+                 sparse="csr", sparse_dtype=None, genes=None, **options):
         super().__init__()
         if sparse not in ("csr", "dense", "ragged"):
             raise ValueError("sparse=%r: 'csr', 'dense' or 'ragged'" %
@@ -229,6 +229,22 @@ class Dataset(IterableDataset):
                         self._sparse[m] = widths[k]
         self._sparse_dense = sparse == "dense"
         self._sparse_dtype = sparse_dtype
+        # genes=: a subset of the columns, in that order (names, indices
+        # or "@file" of names); each matrix's column names are its
+        # indices' categories (AnnData var/_index)
+        self._columns = {}
+        if genes is not None:
+            if isinstance(genes, str) and genes.startswith("@"):
+                with open(genes[1:]) as f:
+                    genes = [line.strip() for line in f if line.strip()]
+            elif isinstance(genes, str):
+                genes = [g for g in genes.split(",") if g]
+            for m, width in self._sparse.items():
+                self._columns[m] = _column_map(
+                    genes, self.loader.categories(m + "/indices"), width, m)
+            if not self._sparse:
+                raise ValueError("genes=: the loader serves no sparse matrix "
+                                 "(M/indices and M/data of an AnnData file)")
         # Where the loader stands: "fresh" (just opened, set_epoch,
         # load_state_dict: the next iteration goes on from there), "done"
         # (the epoch was served to its end: ferry.Loader's next iteration
@@ -289,7 +305,8 @@ class Dataset(IterableDataset):
         for m, width in self._sparse.items():
             out[m] = sparse_rows(out.pop(m + "/indices"), out.pop(m + "/data"),
                                  width, dense=self._sparse_dense,
-                                 dtype=self._sparse_dtype)
+                                 dtype=self._sparse_dtype,
+                                 columns=self._columns.get(m))
         return out
 
     def _convert_vars(self, batch):
@@ -363,16 +380,57 @@ class Dataset(IterableDataset):
             self.loader.world_size)
 
 
-def sparse_rows(indices, data, width, dense=False, dtype=None):
+def _column_map(genes, names, width, matrix):
+    """genes (names or indices) as a map: column c of the matrix -> its
+    place in genes, -1 when not kept (a torch.long tensor [width])."""
+    index = {n: i for i, n in enumerate(names)} if names else {}
+    cols = []
+    for g in genes:
+        if isinstance(g, str) and g in index:
+            cols.append(index[g])
+        elif isinstance(g, str) and g.lstrip("-").isdigit() and g not in index:
+            cols.append(int(g))
+        elif isinstance(g, int):
+            cols.append(g)
+        else:
+            raise ValueError("genes=: %r is not a column of %s (its %d names: "
+                             "%s)" % (g, matrix, len(names or []),
+                                      ", ".join((names or [])[:5]) + ", ..."))
+    if any(c < 0 or c >= width for c in cols) or len(set(cols)) != len(cols):
+        raise ValueError("genes=: columns out of [0, %d) or named twice in %s"
+                         % (width, matrix))
+    cmap = torch.full((int(width),), -1, dtype=torch.long)
+    cmap[torch.tensor(cols, dtype=torch.long)] = torch.arange(len(cols))
+    return cmap
+
+
+def sparse_rows(indices, data, width, dense=False, dtype=None, columns=None):
     """The rows of a sparse matrix from its two ragged variables (an AnnData
     CSR matrix's M/indices and M/data, ferry.Ragged of torch tensors that
     share their offsets): a ``torch.sparse_csr_tensor`` of [B, width] over
     the batch's memory (no copy), or with dense=True its dense form (on the
     tensors' device: a GPU batch is densified there), converted to dtype
-    when given (torch.float32 for a model that takes float32)."""
+    when given (torch.float32 for a model that takes float32).  columns: a
+    map of the matrix's columns to the kept ones (Dataset's genes=): the
+    rows of those columns only, in their order."""
     crow = indices.offsets
-    t = torch.sparse_csr_tensor(crow, indices.values.to(crow.dtype), data.values,
-                                size=(crow.shape[0] - 1, int(width)))
+    col = indices.values.to(crow.dtype)
+    val = data.values
+    n = crow.shape[0] - 1
+    if columns is not None:
+        columns = columns.to(col.device)
+        new = columns[col.long()]
+        keep = new >= 0
+        rows = torch.repeat_interleave(torch.arange(n, device=col.device),
+                                       (crow[1:] - crow[:-1]).long())
+        counts = torch.bincount(rows[keep], minlength=n)
+        crow = torch.cat([crow.new_zeros(1), torch.cumsum(counts, 0)
+                          .to(crow.dtype)])
+        width = int((columns >= 0).sum())
+        # each row's kept columns in order (a CSR tensor's invariant)
+        order = torch.argsort(rows[keep] * width + new[keep])
+        col, val = new[keep][order].to(crow.dtype), val[keep][order]
+    t = torch.sparse_csr_tensor(crow, col, val, size=(n, int(width)))
     if not dense:
         return t
     d = t.to_dense()

@@ -561,6 +561,8 @@ static void matrix_format(hid_t f, const char *g, char *fmt, size_t len) {
                                                                : "");
 }
 
+static char *category_names(hid_t f, const char *name);
+
 /* The CSR matrix in group g (its indptr, indices, data in vis) of n_obs
  * rows: indptr read as the rows' offsets (from 0, never decreasing, ending
  * at the values' count), indices and data marked csr with them. */
@@ -637,6 +639,22 @@ static int csr_prepare(hid_t f, const char *path, const char *g, h5_visit *vis,
                          path, g, bad, (long long)at, (long long)last,
                          (unsigned long long)dt->dims[0], g, (long long)at * 8);
   }
+  /* the column indices' names: the genes (var, raw/var: its index) */
+  char vg[16], idx[128], at_name[160];
+  snprintf(vg, sizeof vg, "%s", !strcmp(g, "raw/X") ? "raw/var" : "var");
+  attr_text(f, vg, "_index", idx, sizeof idx);
+  snprintf(at_name, sizeof at_name, "%s/%s", vg, idx[0] ? idx : "_index");
+  if (H5Lexists(f, vg, H5P_DEFAULT) > 0 &&
+      H5Lexists(f, at_name, H5P_DEFAULT) > 0) {
+    ix->cats = category_names(f, at_name);
+    int64_t names = 0;
+    for (const char *c = ix->cats; c && *c; c++)
+      names += *c == '\n';
+    if (ix->cats && names + 1 != shape[1]) { /* not one name a column */
+      free(ix->cats);
+      ix->cats = NULL;
+    }
+  }
   ip->why = "the row pointers of a CSR matrix (the offsets of its rows)";
   ip->ad_why = 1;
   h5_dset *two[2] = {ix, dt};
@@ -657,9 +675,9 @@ static int csr_prepare(hid_t f, const char *path, const char *g, h5_visit *vis,
 }
 
 /* The names of dataset `name` of f, a 1-D dataset of strings (a
- * categorical column's categories), '\n'-joined (malloc'd); NULL when it
- * cannot be read, holds more than 2^16 names or 1 MiB, or a name holds
- * '\n'. */
+ * categorical column's categories, the genes of var/_index), '\n'-joined
+ * (malloc'd); NULL when it cannot be read, holds more than 2^20 names or 16
+ * MiB, or a name holds '\n'. */
 static char *category_names(hid_t f, const char *name) {
   hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
   hid_t t = d >= 0 ? H5Dget_type(d) : -1, s = d >= 0 ? H5Dget_space(d) : -1;
@@ -667,7 +685,7 @@ static char *category_names(hid_t f, const char *name) {
   hssize_t n = s >= 0 ? H5Sget_simple_extent_npoints(s) : -1;
   char **v = NULL, *out = NULL;
   if (t >= 0 && H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t) > 0 &&
-      n > 0 && n <= 65536 && (v = calloc((size_t)n, sizeof *v)) &&
+      n > 0 && n <= ((hssize_t)1 << 20) && (v = calloc((size_t)n, sizeof *v)) &&
       (mt = H5Tcopy(H5T_C_S1)) >= 0 && H5Tset_size(mt, H5T_VARIABLE) >= 0 &&
       H5Tset_cset(mt, H5Tget_cset(t)) >= 0 &&
       H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0) {
@@ -677,7 +695,7 @@ static char *category_names(hid_t f, const char *name) {
       ok = v[i] && !strchr(v[i], '\n');
       len += ok ? strlen(v[i]) + 1 : 0;
     }
-    if (ok && len <= ((size_t)1 << 20) && (out = malloc(len))) {
+    if (ok && len <= ((size_t)16 << 20) && (out = malloc(len))) {
       size_t at = 0;
       for (hssize_t i = 0; i < n; i++) {
         size_t k = strlen(v[i]);

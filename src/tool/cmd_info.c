@@ -276,7 +276,10 @@ static void print_vars(const tool_ctx *ctx, const ferry_loader *L,
       } else
         putchar(*c);
     }
-    printf("%s); code -1: missing\n", v.ncategories > 8 ? ", ..." : "");
+    size_t nl = strlen(v.name);
+    int codes = nl >= 6 && !strcmp(v.name + nl - 6, "/codes");
+    printf("%s)%s\n", v.ncategories > 8 ? ", ..." : "",
+           codes ? "; code -1: missing" : "");
   }
   *row_total_out = row_total;
   *ragged_out = ragged_bytes;

@@ -94,6 +94,9 @@ want = {"X/indices": a.n_vars, "X/data": a.n_vars,
         "raw/X/indices": a.raw.n_vars, "raw/X/data": a.raw.n_vars}
 cats = list(a.obs["cell_type"].cat.categories)
 check(L.widths == want, "widths %r, want %r" % (L.widths, want))
+check(L.categories("X/indices") == list(a.var_names) and
+      L.categories("raw/X/indices") == list(a.raw.var_names),
+      "the genes' names: %r" % (L.categories("X/indices")[:3],))
 check(L.categories("obs/cell_type/codes") == cats and
       L.categories("obs/score") is None,
       "categories %r, want %r" % (L.categories("obs/cell_type/codes"), cats))
@@ -135,6 +138,31 @@ for mode in ("csr", "dense"):
         del bt, X, got
     ds.close()
     every_once(ids, n, "ferry.torch sparse=" + mode)
+
+# genes=: a subset of the columns by name, in that order
+genes = ["g5", "g1", "g40", "g0"]
+cols = [5, 1, 40, 0]
+for mode in ("csr", "dense"):
+    ds = ferry.torch.Dataset(d + "/a.h5ad", vars="X/indices,X/data",
+                             batch_size=8, tail="partial", seed=3,
+                             sparse=mode, genes=genes)
+    ds.set_epoch(0)
+    for bt in ds:
+        X = bt["X"]
+        idx = bt["index"].numpy().copy()
+        got = (X.to_dense() if mode == "csr" else X).numpy()
+        ref = np.stack([a.X[int(i)].toarray()[0][cols] for i in idx])
+        check(got.shape == (len(idx), len(genes)) and
+              np.array_equal(got, ref),
+              "genes=, sparse=%s: cells %r differ" % (mode, idx))
+        del bt, X, got
+    ds.close()
+try:
+    ferry.torch.Dataset(d + "/a.h5ad", vars="X/indices,X/data",
+                        batch_size=8, genes=["g1", "nope"]).close()
+    check(False, "genes= with an unknown name accepted")
+except ValueError as e:
+    check("'nope' is not a column of X" in str(e), "genes=: %s" % e)
 
 # bad inputs: the same message on every rank
 for f, words in [("csc.h5ad", "X is a CSC matrix"),
