@@ -44,6 +44,9 @@ static const char *const mix_resume_names[] = {"refuse", "new_mix", NULL};
 static const char *const pack_names[] = {"none", "concat", "first_fit",
                                          "best_fit", NULL};
 static const char *const overflow_names[] = {"split", "drop", NULL};
+static const char *const sparse_names[] = {"rows", "dense", NULL};
+static const char *const sparse_dtype_names[] = {"float32", "float16",
+                                                 "float64", "same", NULL};
 static const char *const device_names[] = {"auto", "cpu", "cuda", NULL};
 /* Read by the zarr backend by name (backends/zarr). */
 static const char *const zarr_reader_names[] = {"auto", "native", "netcdf",
@@ -470,6 +473,31 @@ static const option_def defs[] = {
      0,
      0,
      overflow_names},
+    {{"sparse", "rows", "rows|dense",
+      "A sparse matrix's rows (an AnnData CSR matrix, docs/singlecell.md): "
+      "rows serves its M/indices and M/data as two ragged variables; dense "
+      "serves one dense variable M of [n_vars] (or the genes kept), made "
+      "from them as they are read."},
+     K_ENUM,
+     OFF(sparse),
+     0,
+     0,
+     sparse_names},
+    {{"sparse_dtype", "float32", "float32|float16|float64|same",
+      "With sparse=dense: the dense rows' dtype (same: the values' own)."},
+     K_ENUM,
+     OFF(sparse_dtype),
+     0,
+     0,
+     sparse_dtype_names},
+    {{"genes", "", "names or column indices, comma-separated, or @FILE",
+      "With sparse=dense: the columns kept, in this order (a matrix's genes "
+      "by their names, var/_index, or by index); empty: all."},
+     K_STR,
+     OFF(genes),
+     0,
+     0,
+     NULL},
     {{"offsets_dtype", "int64", "int64|int32",
       "Ragged variables: int32 also gives each batch's offsets as int32 "
       "(ferry_tensor offsets32 and device_offsets32, the offsets of "

@@ -31,6 +31,12 @@ enum {
   FERRY__PACK_BEST_FIT
 };
 enum { FERRY__OVERFLOW_SPLIT = 0, FERRY__OVERFLOW_DROP };
+enum {
+  FERRY__SPARSE_DT_FLOAT32 = 0,
+  FERRY__SPARSE_DT_FLOAT16,
+  FERRY__SPARSE_DT_FLOAT64,
+  FERRY__SPARSE_DT_SAME
+};
 enum { FERRY__DEV_AUTO = 0, FERRY__DEV_CPU, FERRY__DEV_CUDA };
 enum {
   FERRY__SIG_NONE = 0,
@@ -93,6 +99,9 @@ struct ferry_options {
   char *pack_var;        /* pack: the corpus's token variable, "": its one */
   int64_t pack_window;   /* first_fit: documents packed together          */
   int overflow;          /* first_fit: FERRY__OVERFLOW_*                   */
+  int sparse;            /* 0 rows (M/indices + M/data), 1 dense (sparse.c) */
+  int sparse_dtype;      /* sparse=dense: FERRY__SPARSE_DT_*               */
+  char *genes;           /* sparse=dense: the columns kept, or ""          */
   int offsets_dtype;     /* 0 int64, 1 int32 too (ragged.c)               */
   char *pad;             /* ragged variables: "none", "max" or L (ragged.c) */
   int truncate;          /* pad=L: cut longer samples (1) or refuse (0)  */

@@ -365,6 +365,12 @@ int ferry__sampling_open(ferry_loader *L, ferry__err *err);
  *  manifest (which becomes L->m.inner); every rank, the same outcome.
  *  0 without pack. */
 int ferry__pack_wrap(ferry_loader *L, ferry__err *err);
+/** sparse=dense (loader/sparse.c): every rank, after the manifest is
+ *  shared, L->m made a view whose sparse matrices are dense variables. */
+int ferry__sparse_wrap(ferry_loader *L, ferry__err *err);
+/** 1 when m is such a view (L->be is then ferry__sparse_backend). */
+int ferry__sparse_is(const ferry__manifest *m);
+extern const ferry__backend ferry__sparse_backend;
 /** 1 when m is a packed view (L->be is then ferry__pack_backend). */
 int ferry__pack_is(const ferry__manifest *m);
 extern const ferry__backend ferry__pack_backend;

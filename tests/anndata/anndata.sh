@@ -85,6 +85,18 @@ refused() { # NAME FILE WORDS
     status=1
   fi
 }
+# sparse=dense in the library, through the tool (the ASan tier runs it)
+$RUN_MPI 2 "$FERRY" verify "$fx/a.h5ad" --vars X/indices,X/data,obs/score \
+  --sparse dense --genes g5,g1,40 --sparse-dtype float16 --batch-size 5 \
+  --tail partial >"$tmp/verify.dense" 2>&1
+if grep '^PASS exactly-once' "$tmp/verify.dense" >/dev/null &&
+   grep '^ferry verify: PASS' "$tmp/verify.dense" >/dev/null; then
+  echo "ok: ferry verify --sparse dense --genes: `grep '^PASS exactly-once' "$tmp/verify.dense" | head -1`"
+else
+  echo "FAIL: ferry verify --sparse dense"
+  cat "$tmp/verify.dense"
+  status=1
+fi
 refused csc csc.h5ad "X is a CSC matrix"
 refused noX noX.h5ad "an AnnData file without X"
 refused indptr bad_indptr.h5ad "indptr decreases (entry 8"

@@ -164,6 +164,43 @@ try:
 except ValueError as e:
     check("'nope' is not a column of X" in str(e), "genes=: %s" % e)
 
+# sparse=dense in the library: dense rows of X in a dtype, genes kept
+for dt, genes, cols in (("float32", "", list(range(a.n_vars))),
+                        ("float16", "g5,g1,40,g0", [5, 1, 40, 0]),
+                        ("same", "g3", [3])):
+    L = ferry.Loader(d + "/a.h5ad", vars="X/indices,X/data,obs/score",
+                     sparse="dense", sparse_dtype=dt, genes=genes,
+                     batch_size=7, tail="partial", seed=4)
+    check(L.vars == ["X", "obs/score"], "sparse=dense vars %r" % (L.vars,))
+    L.set_epoch(0)
+    ids = []
+    for bt in L:
+        idx = np.from_dlpack(bt.indices).copy()
+        X = np.from_dlpack(bt["X"])
+        ref = np.stack([a.X[int(i)].toarray()[0][cols] for i in idx])
+        check(X.shape == (len(idx), len(cols)) and
+              X.dtype == (np.float16 if dt == "float16" else np.float32) and
+              np.allclose(X.astype(np.float64), ref, rtol=1e-3),
+              "sparse=dense %s genes=%r: cells %r" % (dt, genes, idx))
+        ids.extend(int(i) for i in idx)
+        del bt, X
+    L.close()
+    every_once(ids, n, "sparse=dense " + dt)
+for opts, words in ((dict(sparse="dense", genes="g1,nope",
+                          vars="X/indices,X/data"),
+                     "'nope' is not a column of X (57 columns, named by "
+                     "var/_index)"),
+                    (dict(sparse="dense", vars="obs/score"),
+                     "serves no sparse matrix"),
+                    (dict(sparse="dense", genes="g1"),
+                     "option genes with 3 sparse matrices")):
+    msg = ""
+    try:
+        ferry.Loader(d + "/a.h5ad", batch_size=4, **opts).close()
+    except ferry.Error as e:
+        msg = str(e)
+    check(words in msg, "%r: %r, want %r" % (opts, msg, words))
+
 # bad inputs: the same message on every rank
 for f, words in [("csc.h5ad", "X is a CSC matrix"),
                  ("noX.h5ad", "an AnnData file without X"),
