@@ -17,6 +17,8 @@
 #   ferry_dense: ferry.torch, sparse="dense" float32 (the same dense rows)
 #   ferry_csr: ferry.torch, sparse="csr" (torch.sparse_csr_tensor)
 #   ferry_bench: ferry bench of X/indices and X/data (the C loader alone)
+#   ferry_bench_dense: the same with sparse=dense (float32 rows made by the
+#              library; chunks of 4096 cells)
 # Prints cells/s for each.  The file is read from the page cache (it is
 # read once before).
 set -eu
@@ -114,4 +116,8 @@ for round in 1 2 3; do
   "$build/ferry" bench "$f" --vars X/indices,X/data --shuffle block \
     --block-size 64 --batch-size 64 --epochs 2 2>&1 |
     sed -n 's/^total: \([0-9.]*\) samples\/s.*/ferry_bench \1 cells\/s/p'
+  "$build/ferry" bench "$f" --vars X/indices,X/data --shuffle block \
+    --block-size 64 --batch-size 64 --epochs 1 --sparse dense \
+    --chunk-samples 4096 2>&1 |
+    sed -n 's/^total: \([0-9.]*\) samples\/s.*/ferry_bench_dense \1 cells\/s/p'
 done
