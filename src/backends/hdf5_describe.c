@@ -136,20 +136,33 @@ typedef struct h5_visit {
  * not data and must not become a variable. */
 #define NC_DIM_ONLY "This is a netCDF dimension but not a netCDF variable"
 
-static int is_nc_dim_only(hid_t d) {
-  int yes = 0;
-  if (H5Aexists(d, "NAME") <= 0)
-    return 0;
-  hid_t a = H5Aopen(d, "NAME", H5P_DEFAULT);
+/* Attribute `name` of object `obj` of f as text into buf[len] ("" when it
+ * is absent or not a string). */
+static void attr_text(hid_t f, const char *obj, const char *name, char *buf,
+                      size_t len) {
+  buf[0] = '\0';
+  if ((strcmp(obj, ".") != 0 && H5Lexists(f, obj, H5P_DEFAULT) <= 0) ||
+      H5Aexists_by_name(f, obj, name, H5P_DEFAULT) <= 0)
+    return;
+  hid_t a = H5Aopen_by_name(f, obj, name, H5P_DEFAULT, H5P_DEFAULT);
   hid_t t = a >= 0 ? H5Aget_type(a) : -1, mt = -1;
-  size_t n = t >= 0 ? H5Tget_size(t) : 0;
-  if (t >= 0 && H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t) == 0 &&
-      n > 0 && n < 4096 && (mt = H5Tcopy(H5T_C_S1)) >= 0 &&
-      H5Tset_size(mt, n + 1) >= 0) {
-    char *buf = calloc(1, n + 1);
-    if (buf && H5Aread(a, mt, buf) >= 0)
-      yes = strncmp(buf, NC_DIM_ONLY, strlen(NC_DIM_ONLY)) == 0;
-    free(buf);
+  if (t >= 0 && H5Tget_class(t) == H5T_STRING) {
+    if (H5Tis_variable_str(t) > 0) {
+      char *v = NULL;
+      /* the file's character set (h5py writes UTF-8): HDF5 converts no
+       * variable-length string between ASCII and UTF-8 */
+      if ((mt = H5Tcopy(H5T_C_S1)) >= 0 && H5Tset_size(mt, H5T_VARIABLE) >= 0 &&
+          H5Tset_cset(mt, H5Tget_cset(t)) >= 0 && H5Aread(a, mt, &v) >= 0 && v)
+        snprintf(buf, len, "%s", v);
+      if (v)
+        H5free_memory(v);
+    } else {
+      size_t n = H5Tget_size(t);
+      char *v = n > 0 && n < 4096 ? calloc(1, n + 1) : NULL;
+      if (v && (mt = H5Tcopy(t)) >= 0 && H5Aread(a, mt, v) >= 0)
+        snprintf(buf, len, "%s", v);
+      free(v);
+    }
   }
   if (mt >= 0)
     H5Tclose(mt);
@@ -157,7 +170,12 @@ static int is_nc_dim_only(hid_t d) {
     H5Tclose(t);
   if (a >= 0)
     H5Aclose(a);
-  return yes;
+}
+
+static int is_nc_dim_only(hid_t d) {
+  char name[128];
+  attr_text(d, ".", "NAME", name, sizeof name);
+  return strncmp(name, NC_DIM_ONLY, strlen(NC_DIM_ONLY)) == 0;
 }
 
 /* Inspect one dataset: shape, type, filters. */
@@ -482,42 +500,6 @@ static int vlen_offsets(hid_t f, const char *path, const char *name,
 }
 
 /* ---- AnnData (.h5ad: docs/singlecell.md, issue 27) ------------------- */
-
-/* Attribute `name` of object `obj` of f as text into buf[len] ("" when it
- * is absent or not a string). */
-static void attr_text(hid_t f, const char *obj, const char *name, char *buf,
-                      size_t len) {
-  buf[0] = '\0';
-  if ((strcmp(obj, ".") != 0 && H5Lexists(f, obj, H5P_DEFAULT) <= 0) ||
-      H5Aexists_by_name(f, obj, name, H5P_DEFAULT) <= 0)
-    return;
-  hid_t a = H5Aopen_by_name(f, obj, name, H5P_DEFAULT, H5P_DEFAULT);
-  hid_t t = a >= 0 ? H5Aget_type(a) : -1, mt = -1;
-  if (t >= 0 && H5Tget_class(t) == H5T_STRING) {
-    if (H5Tis_variable_str(t) > 0) {
-      char *v = NULL;
-      /* the file's character set (h5py writes UTF-8): HDF5 converts no
-       * variable-length string between ASCII and UTF-8 */
-      if ((mt = H5Tcopy(H5T_C_S1)) >= 0 && H5Tset_size(mt, H5T_VARIABLE) >= 0 &&
-          H5Tset_cset(mt, H5Tget_cset(t)) >= 0 && H5Aread(a, mt, &v) >= 0 && v)
-        snprintf(buf, len, "%s", v);
-      if (v)
-        H5free_memory(v);
-    } else {
-      size_t n = H5Tget_size(t);
-      char *v = n > 0 && n < 4096 ? calloc(1, n + 1) : NULL;
-      if (v && (mt = H5Tcopy(t)) >= 0 && H5Aread(a, mt, v) >= 0)
-        snprintf(buf, len, "%s", v);
-      free(v);
-    }
-  }
-  if (mt >= 0)
-    H5Tclose(mt);
-  if (t >= 0)
-    H5Tclose(t);
-  if (a >= 0)
-    H5Aclose(a);
-}
 
 /* Integer array attribute `name` of obj (n values) into out: 0, or -1. */
 static int attr_i64s(hid_t f, const char *obj, const char *name, int64_t *out,

@@ -371,6 +371,9 @@ int ferry__sparse_wrap(ferry_loader *L, ferry__err *err);
 /** 1 when m is such a view (L->be is then ferry__sparse_backend). */
 int ferry__sparse_is(const ferry__manifest *m);
 extern const ferry__backend ferry__sparse_backend;
+/** The describe of the views' backends (pack, sparse): none is a part. */
+int ferry__view_describe(const char *path, const ferry_options *opts,
+                         ferry__part_desc *out, ferry__err *err);
 /** 1 when m is a packed view (L->be is then ferry__pack_backend). */
 int ferry__pack_is(const ferry__manifest *m);
 extern const ferry__backend ferry__pack_backend;

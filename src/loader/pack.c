@@ -1416,13 +1416,13 @@ static int pack_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   return 0;
 }
 
-static int pack_describe(const char *path, const ferry_options *opts,
+int ferry__view_describe(const char *path, const ferry_options *opts,
                          ferry__part_desc *out, ferry__err *err) {
   (void)opts;
   (void)out;
   return ferry__seterr(err, FERRY_EINVAL,
-                       "%s: a packed view is made by option pack, never a "
-                       "part of a dataset",
+                       "%s: a view (made by option pack or sparse) is never "
+                       "a part of a dataset",
                        path);
 }
 
@@ -1431,7 +1431,7 @@ const ferry__backend ferry__pack_backend = {
     .version = FERRY__BACKEND_VERSION,
     .caps = FERRY__CAP_NOT_FLAT,
     .record_version = PACK_RECORD_VERSION,
-    .describe = pack_describe,
+    .describe = ferry__view_describe,
     .io_open = pack_io_open,
     .io_read = pack_io_read,
     .io_close = pack_io_close,

@@ -95,8 +95,8 @@ static int column_map(const char *genes, const ferry__var *x, const char *m,
         list = t;
         cap = nc;
       }
-      len += (size_t)snprintf(list + len, cap - len, "%s%s", len ? "," : "",
-                              line);
+      len +=
+          (size_t)snprintf(list + len, cap - len, "%s%s", len ? "," : "", line);
     }
     fclose(f);
     if (!list)
@@ -315,8 +315,8 @@ int ferry__sparse_wrap(ferry_loader *L, ferry__err *err) {
       s->width = in->vars[i].width;
       s->kept = s->width;
       if (o->genes && *o->genes &&
-          (rc = column_map(o->genes, &in->vars[i], m, &s->map, &s->kept,
-                           err)) < 0)
+          (rc = column_map(o->genes, &in->vars[i], m, &s->map, &s->kept, err)) <
+              0)
         break;
     }
     if ((rc = view_var(in, o, &vm, k, i, data, s)) < 0)
@@ -332,8 +332,8 @@ int ferry__sparse_wrap(ferry_loader *L, ferry__err *err) {
   }
   char notes[256];
   snprintf(notes, sizeof notes,
-           "sparse=dense: %d sparse matrix%s served as dense rows of %s",
-           npair, npair > 1 ? "es" : "",
+           "sparse=dense: %d sparse matrix%s served as dense rows of %s", npair,
+           npair > 1 ? "es" : "",
            ferry_dtype_name(out_dtype(o->sparse_dtype, FERRY_FLOAT32)));
   vm.notes = strdup(notes);
   ferry__manifest *inner = malloc(sizeof *inner);
@@ -487,14 +487,13 @@ static int sparse_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   const ferry__var *out = &io->m->vars[var];
   const int64_t *o = pt->roff[s->src];
   const int64_t nnz = o[row + nrows] - o[row];
-  if ((rc = grow(&io->ix, &io->ixcap, (size_t)nnz * xi->row_bytes + 1,
-                 io->rank, err)) ||
-      (rc = grow(&io->dv, &io->dvcap, (size_t)nnz * xd->row_bytes + 1,
-                 io->rank, err)) ||
-      (rc = io->be->io_read(io->child, part, s->src, row, nrows, io->ix,
-                            err)) ||
-      (rc = io->be->io_read(io->child, part, s->data, row, nrows, io->dv,
-                            err)))
+  if ((rc = grow(&io->ix, &io->ixcap, (size_t)nnz * xi->row_bytes + 1, io->rank,
+                 err)) ||
+      (rc = grow(&io->dv, &io->dvcap, (size_t)nnz * xd->row_bytes + 1, io->rank,
+                 err)) ||
+      (rc =
+           io->be->io_read(io->child, part, s->src, row, nrows, io->ix, err)) ||
+      (rc = io->be->io_read(io->child, part, s->data, row, nrows, io->dv, err)))
     return rc;
   if (pt->roff[s->data][row + nrows] - pt->roff[s->data][row] != nnz)
     return ferry__seterr_on(err, io->rank, FERRY_EFORMAT,
@@ -538,22 +537,12 @@ static int sparse_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   return 0;
 }
 
-static int sparse_describe(const char *path, const ferry_options *opts,
-                           ferry__part_desc *out, ferry__err *err) {
-  (void)opts;
-  (void)out;
-  return ferry__seterr(err, FERRY_EINVAL,
-                       "%s: a dense view is made by option sparse, never a "
-                       "part of a dataset",
-                       path);
-}
-
 const ferry__backend ferry__sparse_backend = {
     .name = "sparse",
     .version = FERRY__BACKEND_VERSION,
     .caps = FERRY__CAP_NOT_FLAT,
     .record_version = 0,
-    .describe = sparse_describe,
+    .describe = ferry__view_describe,
     .io_open = sparse_io_open,
     .io_read = sparse_io_read,
     .io_close = sparse_io_close,
