@@ -42,8 +42,8 @@
 #include <time.h>
 
 const char *const verify_check_names[CK_COUNT] = {
-    "batches", "exactly-once", "content",  "determinism",
-    "order",   "mixing",       "sampling", "tokens"};
+    "batches", "exactly-once", "content", "determinism", "order",
+    "mixing",  "sampling",     "tokens",  "sparse"};
 const char *const verify_res_names[4] = {"SKIP", "PASS", "WARN", "FAIL"};
 
 enum { OPT_EPOCHS = 1, OPT_JSON, OPT_STATE, OPT_COMPUTE_MS, OPT_MAX_MEMORY };
@@ -482,6 +482,8 @@ static int run_epoch(tool_ctx *ctx, ferry_loader *L, const setup *su, int64_t e,
         run->ids[run->nids] = b->sample_ids[j];
         run->padded[run->nids++] = b->padded[j] != 0;
       }
+      if (su->nsparse)
+        verify_sparse_batch(su, b, run);
       if (su->pack && verify_pack_batch(su, b, run) != 0)
         tool_oom(ctx, (size_t)su->pi.documents * 24,
                  "the documents' counts of %s", ctx->target);
@@ -684,6 +686,7 @@ static void setup_init(tool_ctx *ctx, ferry_loader *L, setup *su) {
                                                      : TAIL_DROP;
   su->shuffled = strcmp(su->shuffle_name, "none") != 0;
   verify_pack_setup(ctx, L, su);
+  verify_sparse_setup(su);
   su->content = decide_content(ctx, L, su, su->why, sizeof su->why);
   ferry_sampling_info_get(L, &su->si);
 }
@@ -886,6 +889,7 @@ static int verify_epoch(tool_ctx *ctx, ferry_loader *L, const verify_cfg *cfg,
     verify_check_sampling(L, &v->rep, &v->su, e, v->ids, v->pad, total);
   check_content_all(ctx, &v->rep, &v->su, e, &v->r1);
   verify_check_tokens(ctx, &v->rep, &v->su, e, &v->r1);
+  verify_check_sparse(ctx, &v->rep, &v->su, e, &v->r1);
   check_determinism(ctx, &v->rep, e, &v->r1, &v->r2, cfg->state != NULL);
   check_order(ctx, v, e, total, gathered, resumed);
   return 0;

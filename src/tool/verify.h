@@ -9,6 +9,7 @@
 #include "tool.h"
 
 #define MSG_LEN 512
+#define VERIFY_MAX_SPARSE 16 /* sparse matrices checked */
 
 enum {
   CK_BATCHES,
@@ -19,6 +20,7 @@ enum {
   CK_MIXING,
   CK_SAMPLING,
   CK_TOKENS,
+  CK_SPARSE,
   CK_COUNT
 };
 extern const char *const verify_check_names[CK_COUNT];
@@ -51,6 +53,9 @@ typedef struct setup {
   int pack_mix;       /* a mix packed: the mix draws rows (not each once)  */
   int pack_restart;   /* ... and a source restarts: tokens may repeat      */
   ferry_pack_info pi; /* the packing (ferry_pack_stats)                */
+  /* sparse matrices' rows (verify_sparse.c): the variables of each pair */
+  int nsparse;
+  int sparse_ix[VERIFY_MAX_SPARSE], sparse_dv[VERIFY_MAX_SPARSE];
 } setup;
 
 /* One run of one epoch on this rank. */
@@ -75,6 +80,9 @@ typedef struct epoch_run {
   uint64_t *pk_hash;
   int64_t pk_bad, pk_content_bad, pk_tokens;
   char pk_msg[MSG_LEN], pk_content_msg[MSG_LEN];
+  /* sparse rows (verify_sparse.c): checked, values, failures */
+  int64_t sp_rows, sp_values, sp_bad;
+  char sp_msg[MSG_LEN];
 } epoch_run;
 
 /* Rank 0's tally and output. */
@@ -117,6 +125,12 @@ int verify_pack_batch(const setup *su, const ferry_batch *b, epoch_run *run);
 void verify_check_tokens(const tool_ctx *ctx, report *rep, const setup *su,
                          int64_t e, epoch_run *r);
 void verify_pack_free(epoch_run *r);
+/* Sparse matrices' rows (verify_sparse.c): the pairs found (how many), a
+ * batch's rows checked, the epoch's check (collective). */
+int verify_sparse_setup(setup *su);
+void verify_sparse_batch(const setup *su, const ferry_batch *b, epoch_run *run);
+void verify_check_sparse(const tool_ctx *ctx, report *rep, const setup *su,
+                         int64_t e, epoch_run *r);
 /* The vars verify asks a packing loader for (all its outputs). */
 #define VERIFY_PACK_VARS                                                       \
   "tokens,segment_ids,positions,loss_mask,cu_seqlens,document_ids"

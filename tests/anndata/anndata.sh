@@ -50,7 +50,8 @@ else
   echo "note: anndata_check.py not run: the Python extension is not built here (or its Python lacks anndata, torch, mpi4py)"
 fi
 # every cell once, equal batches, the same rows on 1 and 3 ranks (the tool)
-$RUN_MPI 3 "$FERRY" verify "$fx/a.h5ad" --vars X/indices,X/data,obs/score \
+$RUN_MPI 3 "$FERRY" verify "$fx/a.h5ad" \
+  --vars X/indices,X/data,layers/counts/indices,layers/counts/data,raw/X/indices,raw/X/data,obs/score \
   --batch-size 7 --tail partial --shuffle block --block-size 8 \
   >"$tmp/verify" 2>&1
 if grep '^PASS exactly-once' "$tmp/verify" >/dev/null &&
@@ -95,6 +96,23 @@ if grep '^PASS exactly-once' "$tmp/verify.dense" >/dev/null &&
 else
   echo "FAIL: ferry verify --sparse dense"
   cat "$tmp/verify.dense"
+  status=1
+fi
+# ferry verify's sparse check: every CSR row sorted, inside the matrix
+if grep '^PASS sparse .*rows of 3 sparse matrices' "$tmp/verify" >/dev/null; then
+  echo "ok: `grep '^PASS sparse' "$tmp/verify" | head -1`"
+else
+  echo "FAIL: ferry verify's sparse check"
+  cat "$tmp/verify"
+  status=1
+fi
+$RUN_MPI 2 "$FERRY" verify "$fx/unsorted.h5ad" --vars X/indices,X/data \
+  --batch-size 5 --tail partial --epochs 1 >"$tmp/verify.unsorted" 2>&1
+if grep '^FAIL sparse .*column indices not increasing' "$tmp/verify.unsorted" >/dev/null; then
+  echo "ok: a non-canonical CSR row: `grep '^FAIL sparse' "$tmp/verify.unsorted"`"
+else
+  echo "FAIL: ferry verify missed a non-canonical CSR row"
+  cat "$tmp/verify.unsorted"
   status=1
 fi
 refused csc csc.h5ad "X is a CSC matrix"

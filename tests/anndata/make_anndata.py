@@ -16,6 +16,8 @@ written by anndata itself (Debian's python3-anndata, scipy sparse):
   bad_index.h5ad: bad inputs (h5py edits of a copy of a.h5ad: no X, an
              indptr that decreases, indices shorter than data, a shape
              of one more cell, a column index past n_vars)
+  unsorted.h5ad: a row whose column indices are out of order (a
+             non-canonical CSR row: ferry verify's sparse check fails)
 """
 import os
 import shutil
@@ -89,7 +91,7 @@ with h5py.File(os.path.join(d, "old.h5ad"), "w") as f:
 
 for name, edit in [("noX", "noX"), ("bad_indptr", "indptr"),
                    ("bad_len", "len"), ("bad_shape", "shape"),
-                   ("bad_index", "index")]:
+                   ("bad_index", "index"), ("unsorted", "unsorted")]:
     p = os.path.join(d, name + ".h5ad")
     shutil.copy(os.path.join(d, "a.h5ad"), p)
     with h5py.File(p, "r+") as f:
@@ -101,6 +103,12 @@ for name, edit in [("noX", "noX"), ("bad_indptr", "indptr"),
             f["X/indptr"][:] = ip
         elif edit == "shape":
             f["X"].attrs["shape"] = np.array([n + 1, g])
+        elif edit == "unsorted":  # a non-canonical row: columns out of order
+            ix = f["X/indices"][:]
+            ip = f["X/indptr"][:]
+            r = next(i for i in range(n) if ip[i + 1] - ip[i] >= 2)
+            ix[ip[r]], ix[ip[r] + 1] = ix[ip[r] + 1], ix[ip[r]]
+            f["X/indices"][:] = ix
         elif edit == "index":
             ix = f["X/indices"][:]
             ix[100] = g + 5  # outside [0, n_vars)
