@@ -115,6 +115,7 @@ else
   cat "$tmp/verify.unsorted"
   status=1
 fi
+refused zarr a.zarr "is an AnnData Zarr store: ferry reads AnnData as cells from .h5ad files for now"
 refused csc csc.h5ad "X is a CSC matrix"
 refused noX noX.h5ad "an AnnData file without X"
 refused indptr bad_indptr.h5ad "indptr decreases (entry 8"

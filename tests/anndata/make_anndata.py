@@ -61,6 +61,7 @@ raw = anndata.AnnData(X=sp.random(n, g + 3, density=0.1, format="csr",
 a.raw = raw
 a.write_h5ad(os.path.join(d, "a.h5ad"))
 a.write_h5ad(os.path.join(d, "gzip.h5ad"), compression="gzip")
+a.write_zarr(os.path.join(d, "a.zarr"))  # refused until read as cells
 # indices and data chunked differently (annbatch writes such files)
 with h5py.File(os.path.join(d, "chunks.h5ad"), "w") as f:
     f.attrs["encoding-type"] = "anndata"

@@ -425,6 +425,33 @@ static int describe_var(const char *store, const zarr_walk *w, zarr_array *x,
   return 0;
 }
 
+/* 1 when store is an AnnData store (its root attribute encoding-type is
+ * "anndata": .zattrs in v2, zarr.json's attributes in v3). */
+static int is_anndata_store(const char *store) {
+  static const char *const files[] = {".zattrs", "zarr.json"};
+  for (int i = 0; i < 2; i++) {
+    size_t n = strlen(store) + 16;
+    char *p = malloc(n);
+    struct stat st;
+    json_t *j = NULL;
+    if (p) {
+      snprintf(p, n, "%s/%s", store, files[i]);
+      if (stat(p, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < (1 << 24))
+        j = json_load_file(p, 0, NULL);
+    }
+    free(p);
+    json_t *attrs = j && i == 1 ? json_object_get(j, "attributes") : j;
+    const char *e =
+        attrs ? json_string_value(json_object_get(attrs, "encoding-type"))
+              : NULL;
+    int yes = e && !strcmp(e, "anndata");
+    json_decref(j);
+    if (yes)
+      return 1;
+  }
+  return 0;
+}
+
 int ferry__zarr_describe(const char *path, const ferry_options *opts,
                          ferry__part_desc *out, ferry__err *err) {
   zarr_walk w;
@@ -438,6 +465,17 @@ int ferry__zarr_describe(const char *path, const ferry_options *opts,
   memset(&w, 0, sizeof w);
   if (!store)
     return ferry__oom(err, -1, strlen(path) + 1, "the store path of %s", path);
+  /* an AnnData store read as arrays would serve a sparse matrix's values
+   * as samples: refused until AnnData Zarr is read as cells (issue 27) */
+  if (check_store_dir(store, err) == 0 && is_anndata_store(store)) {
+    rc = ferry__seterr(err, FERRY_ENOTSUP,
+                       "store %s is an AnnData Zarr store: ferry reads "
+                       "AnnData as cells from .h5ad files for now "
+                       "(docs/singlecell.md); convert it once in Python: "
+                       "anndata.read_zarr(PATH).write_h5ad(PATH + '.h5ad')",
+                       store);
+    goto cleanup;
+  }
   if ((rc = check_store_dir(store, err)) < 0 ||
       (rc = ferry__zarr_walk_store(store, &w, err)) < 0 ||
       (rc = pick_arrays(store, &w, named, &longest, &nsel, err)) < 0 ||
