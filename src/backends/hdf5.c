@@ -46,6 +46,7 @@
 #endif
 
 #include "backends/hdf5.h"
+#include "util/dtype.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -718,23 +719,12 @@ static int csr_indices_ok(const ferry__io *io, int64_t part, int var,
   size_t len = strlen(v->name);
   if (v->width <= 0 || len < 8 || strcmp(v->name + len - 8, "/indices") != 0)
     return 0;
+  if (!ferry__dtype_is_int(v->dtype))
+    return 0; /* not integers: describe refuses nothing here */
   for (int64_t i = 0; i < n; i++) {
-    int64_t x;
-    switch (v->dtype) {
-    case FERRY_INT8: x = (int64_t)((const int8_t *)buf)[i]; break;
-    case FERRY_UINT8: x = ((const uint8_t *)buf)[i]; break;
-    case FERRY_INT16: x = ((const int16_t *)buf)[i]; break;
-    case FERRY_UINT16: x = ((const uint16_t *)buf)[i]; break;
-    case FERRY_INT32: x = ((const int32_t *)buf)[i]; break;
-    case FERRY_UINT32: x = ((const uint32_t *)buf)[i]; break;
-    case FERRY_INT64: x = ((const int64_t *)buf)[i]; break;
-    case FERRY_UINT64: {
-      uint64_t u = ((const uint64_t *)buf)[i];
-      x = u > INT64_MAX ? -1 : (int64_t)u;
-      break;
-    }
-    default: return 0; /* not integers: describe refuses nothing here */
-    }
+    int64_t x = -1;
+    (void)ferry__dtype_as_int64(
+        (const unsigned char *)buf + (size_t)i * v->row_bytes, v->dtype, &x);
     if (x < 0 || x >= v->width)
       return ferry__seterr(
           err, FERRY_EFORMAT,

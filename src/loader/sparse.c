@@ -418,34 +418,6 @@ static int grow(unsigned char **b, size_t *cap, size_t n, int rank,
   return 0;
 }
 
-/* Element k of an integer or float array of dtype dt, as int64 / double. */
-static int64_t int_at(const unsigned char *p, ferry_dtype dt, int64_t k) {
-  switch (dt) {
-  case FERRY_INT8: return (int64_t)((const int8_t *)(const void *)p)[k];
-  case FERRY_UINT8: return ((const uint8_t *)(const void *)p)[k];
-  case FERRY_INT16: return ((const int16_t *)(const void *)p)[k];
-  case FERRY_UINT16: return ((const uint16_t *)(const void *)p)[k];
-  case FERRY_INT32: return ((const int32_t *)(const void *)p)[k];
-  case FERRY_UINT32: return ((const uint32_t *)(const void *)p)[k];
-  case FERRY_INT64: return ((const int64_t *)(const void *)p)[k];
-  default: {
-    uint64_t u = ((const uint64_t *)(const void *)p)[k];
-    return u > INT64_MAX ? -1 : (int64_t)u;
-  }
-  }
-}
-
-static double num_at(const unsigned char *p, ferry_dtype dt, int64_t k) {
-  switch (dt) {
-  case FERRY_FLOAT32: return ((const float *)(const void *)p)[k];
-  case FERRY_FLOAT64: return ((const double *)(const void *)p)[k];
-  case FERRY_FLOAT16:
-    return ferry__half_to_double(((const uint16_t *)(const void *)p)[k]);
-  case FERRY_BOOL: return p[k] != 0;
-  default: return (double)int_at(p, dt, k);
-  }
-}
-
 /* A float as the nearest half (round to nearest even; overflow: inf). */
 static uint16_t half_nearest(float f) {
   uint32_t x;
@@ -508,7 +480,9 @@ static int sparse_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   for (int64_t j = 0; j < nrows; j++) {
     unsigned char *r = dst + (size_t)j * out->row_bytes;
     for (int64_t k = o[row + j] - o[row]; k < o[row + j + 1] - o[row]; k++) {
-      int64_t c = int_at(io->ix, xi->dtype, k);
+      int64_t c = -1;
+      (void)ferry__dtype_as_int64(io->ix + (size_t)k * xi->row_bytes, xi->dtype,
+                                  &c);
       if (c < 0 || c >= s->width)
         return ferry__seterr_on(err, io->rank, FERRY_EFORMAT,
                                 "file %s, variable %s, row %lld: column index "
@@ -523,13 +497,16 @@ static int sparse_io_read(ferry__io *io, int64_t part, int var, int64_t row,
       if (same)
         memcpy(e, io->dv + (size_t)k * es, es);
       else if (out->dtype == FERRY_FLOAT32) {
-        float f = (float)num_at(io->dv, xd->dtype, k);
+        float f = (float)ferry__dtype_as_double(
+            io->dv + (size_t)k * xd->row_bytes, xd->dtype);
         memcpy(e, &f, 4);
       } else if (out->dtype == FERRY_FLOAT64) {
-        double d = num_at(io->dv, xd->dtype, k);
+        double d = ferry__dtype_as_double(io->dv + (size_t)k * xd->row_bytes,
+                                          xd->dtype);
         memcpy(e, &d, 8);
       } else { /* float16 */
-        uint16_t h = half_nearest((float)num_at(io->dv, xd->dtype, k));
+        uint16_t h = half_nearest((float)ferry__dtype_as_double(
+            io->dv + (size_t)k * xd->row_bytes, xd->dtype));
         memcpy(e, &h, 2);
       }
     }

@@ -162,3 +162,62 @@ int ferry__value_of_text(const char *text, ferry_dtype dt, unsigned char *out) {
     }
   return 0;
 }
+
+double ferry__dtype_as_double(const unsigned char *p, ferry_dtype dt) {
+  union {
+    int8_t i8;
+    int16_t i16;
+    int32_t i32;
+    int64_t i64;
+    uint8_t u8;
+    uint16_t u16;
+    uint32_t u32;
+    uint64_t u64;
+    float f32;
+    double f64;
+  } u;
+  memcpy(&u, p, ferry_dtype_size(dt));
+  switch (dt) {
+  case FERRY_BOOL: return u.u8 ? 1.0 : 0.0;
+  case FERRY_INT8: return (double)u.i8;
+  case FERRY_INT16: return (double)u.i16;
+  case FERRY_INT32: return (double)u.i32;
+  case FERRY_INT64: return (double)u.i64;
+  case FERRY_UINT8: return (double)u.u8;
+  case FERRY_UINT16: return (double)u.u16;
+  case FERRY_UINT32: return (double)u.u32;
+  case FERRY_UINT64: return (double)u.u64;
+  case FERRY_FLOAT16: return ferry__half_to_double(u.u16);
+  case FERRY_FLOAT32: return (double)u.f32;
+  default: return u.f64;
+  }
+}
+
+int ferry__dtype_as_int64(const unsigned char *p, ferry_dtype dt,
+                          int64_t *out) {
+  union {
+    int8_t i8;
+    int16_t i16;
+    int32_t i32;
+    int64_t i64;
+    uint8_t u8;
+    uint16_t u16;
+    uint32_t u32;
+    uint64_t u64;
+  } u;
+  memcpy(&u, p, ferry_dtype_size(dt));
+  switch (dt) {
+  case FERRY_INT8: *out = (int64_t)u.i8; break;
+  case FERRY_INT16: *out = u.i16; break;
+  case FERRY_INT32: *out = u.i32; break;
+  case FERRY_INT64: *out = u.i64; break;
+  case FERRY_UINT8: *out = u.u8; break;
+  case FERRY_UINT16: *out = u.u16; break;
+  case FERRY_UINT32: *out = u.u32; break;
+  default:
+    if (u.u64 > (uint64_t)INT64_MAX)
+      return -1;
+    *out = (int64_t)u.u64;
+  }
+  return 0;
+}

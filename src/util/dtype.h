@@ -31,6 +31,12 @@ uint16_t ferry__half_of_int(uint32_t n);
 /** 1 when dt is one of the eight integer dtypes (not bool, not a float,
  *  not an invalid value). */
 int ferry__dtype_is_int(ferry_dtype dt);
+/** Element p (native byte order, possibly unaligned) of dtype dt as a
+ *  double (weights, a sparse matrix's values). */
+double ferry__dtype_as_double(const unsigned char *p, ferry_dtype dt);
+/** Element p of integer dtype dt as an int64 (labels, column indices): 0,
+ *  or -1 when a uint64 does not fit. */
+int ferry__dtype_as_int64(const unsigned char *p, ferry_dtype dt, int64_t *out);
 
 /** The number TEXT as one element of dtype dt, exactly, in native byte
  *  order into out (at most 8 bytes): 0, or -1 when it is not a number or
