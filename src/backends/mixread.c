@@ -166,15 +166,21 @@ static int wrap(ferry__io *io, int64_t s, int rc, ferry__err *err) {
   return rc;
 }
 
+int ferry__mix_part_record(const ferry__part *pt, ferry__mix_record *out,
+                           ferry__err *err) {
+  memset(out, 0, sizeof *out);
+  return pt->rec ? ferry__mix_record_parse(&pt->rec[0], out, pt->paths[0], err)
+                 : ferry__seterr(err, FERRY_EFORMAT, "mix source %s: no record",
+                                 pt->paths[0]);
+}
+
 /* Source s from its record: the manifest, its backend, the variables. */
 static int src_load(ferry__io *io, int64_t s, ferry__err *err) {
   const ferry__manifest *m = io->m;
   const ferry__part *pt = &m->parts[s];
   mix_src *x = &io->src[s];
   ferry__mix_record r;
-  int rc = pt->rec ? ferry__mix_record_parse(&pt->rec[0], &r, pt->paths[0], err)
-                   : ferry__seterr(err, FERRY_EFORMAT,
-                                   "mix source %s: no record", pt->paths[0]);
+  int rc = ferry__mix_part_record(pt, &r, err);
   if (rc < 0)
     return rc;
   if ((rc = ferry__manifest_unpack(r.sub, r.sublen, &x->sub, err)) < 0)

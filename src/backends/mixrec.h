@@ -33,5 +33,9 @@ int ferry__mix_record_pack(const ferry__mix_record *r, ferry__blob *out);
 int ferry__mix_record_parse(const ferry__blob *b, ferry__mix_record *out,
                             const char *where, ferry__err *err);
 void ferry__mix_record_free(ferry__mix_record *r);
+/** A mix manifest's part pt (a source): its record (rec[0]) parsed into
+ *  out, or FERRY_EFORMAT naming the source when it has none. */
+int ferry__mix_part_record(const ferry__part *pt, ferry__mix_record *out,
+                           ferry__err *err);
 
 #endif /* FERRY_MIXREC_H */

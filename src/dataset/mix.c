@@ -751,10 +751,7 @@ int ferry__mix_sources(const ferry__manifest *m, ferry__mix_source **out,
   for (int64_t p = 0; p < m->nparts; p++) {
     const ferry__part *pt = &m->parts[p], *mp = &mix->parts[p];
     ferry__mix_record r;
-    int rc = mp->rec
-                 ? ferry__mix_record_parse(&mp->rec[0], &r, mp->paths[0], err)
-                 : ferry__seterr(err, FERRY_EFORMAT, "mix source %s: no record",
-                                 mp->paths[0]);
+    int rc = ferry__mix_part_record(mp, &r, err);
     if (rc < 0) {
       free(s);
       return rc;

@@ -75,9 +75,7 @@ int ferry_mix_source(const ferry_loader *L, int i, ferry_mix_info *out) {
   ferry__mix_record r;
   ferry__manifest sub;
   ferry__err err = {0};
-  int rc = mp->rec
-               ? ferry__mix_record_parse(&mp->rec[0], &r, mp->paths[0], &err)
-               : FERRY_EFORMAT;
+  int rc = ferry__mix_part_record(mp, &r, &err);
   if (rc < 0)
     return rc;
   rc = ferry__manifest_unpack(r.sub, r.sublen, &sub, &err);

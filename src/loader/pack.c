@@ -403,9 +403,7 @@ static int src_unpack(const ferry__manifest *mix, int64_t p, int tv,
                       ferry__manifest *out, int *stv, ferry__err *err) {
   const ferry__part *pt = &mix->parts[p];
   ferry__mix_record r;
-  int rc = pt->rec ? ferry__mix_record_parse(&pt->rec[0], &r, pt->paths[0], err)
-                   : ferry__seterr(err, FERRY_EFORMAT,
-                                   "mix source %s: no record", pt->paths[0]);
+  int rc = ferry__mix_part_record(pt, &r, err);
   if (rc < 0)
     return rc;
   rc = ferry__manifest_unpack(r.sub, r.sublen, out, err);
