@@ -675,8 +675,7 @@ struct ferry__io {
   ferry__manifest *subm;
   ferry__io_params prm;
   /* The tokens of each run of documents (NCHUNKS), made once at open
-   * (run_tokens; the view's aux, source src's), or NULL: read from the
-   * offsets when the stream is made */
+   * (run_tokens; the view's aux, source src's) */
   int64_t src;
   const int64_t *runs;
 };
@@ -737,10 +736,11 @@ static const int64_t *chunk_docs(void *ctx, int64_t c, int64_t *nd) {
   return pt->roff[io->tv] + d0;
 }
 
-/* The runs of documents and the epoch's stream on io (io->in, tv and the
- * words L, OVERLAP, TAIL, CHUNK_DOCS, NCHUNKS, TOKENS, MODE set; no file
- * opened): concat draws the runs' order from (seed, epoch), first_fit
- * from the seed alone (its rows are the same every epoch). */
+/* The runs of documents and the epoch's stream on io (io->in, tv, the
+ * runs' token counts (io->runs) and the words L, OVERLAP, TAIL, CHUNK_DOCS,
+ * NCHUNKS, TOKENS, MODE set; no file opened): concat draws the runs' order from
+ * (seed, epoch), first_fit from the seed alone (its rows are the same every
+ * epoch). */
 static int stream_init(ferry__io *io, const ferry_options *o, int64_t epoch,
                        ferry__err *err) {
   const ferry__manifest *in = io->in;
@@ -754,32 +754,18 @@ static int stream_init(ferry__io *io, const ferry_options *o, int64_t epoch,
   io->ws = malloc((size_t)(W + 1) * sizeof *io->ws);
   io->wp = malloc((size_t)(W + 1) * sizeof *io->wp);
   int64_t nch = io->w[R_NCHUNKS];
-  int64_t *tok =
-      io->runs ? NULL : malloc((size_t)(nch ? nch : 1) * sizeof *tok);
-  if (!io->chunk0 || !io->sp || !io->ws || !io->wp || (!tok && !io->runs))
-    rc = ferry__oom(err, rank,
-                    (size_t)(in->nparts + 1 + nch) * 8 + (size_t)W * 24,
+  if (!io->chunk0 || !io->sp || !io->ws || !io->wp)
+    rc = ferry__oom(err, rank, (size_t)(in->nparts + 1) * 8 + (size_t)W * 24,
                     "the packed reader of %s", in->spec);
+  else if (!io->runs) /* every view has them (run_tokens at open) */
+    rc = ferry__seterr_on(err, rank, FERRY_EINTERNAL,
+                          "pack: %s: the runs' token counts are missing",
+                          in->spec);
   const int64_t cd = io->w[R_CHUNK_DOCS];
   for (int64_t q = 0, c = 0; !rc && q <= in->nparts; q++) {
     io->chunk0[q] = c;
-    if (q == in->nparts)
-      break;
-    const ferry__part *pt = &in->parts[q];
-    const int64_t *off = pt->roff[io->tv];
-    int64_t kept = 0; /* mapped offsets read since the last trim */
-    if (io->runs) {   /* counted at open: the runs of this part */
-      c += (pt->num_samples + cd - 1) / cd;
-      continue;
-    }
-    for (int64_t d = 0; d < pt->num_samples && c < nch; d += cd, c++) {
-      int64_t e = d + cd < pt->num_samples ? d + cd : pt->num_samples;
-      tok[c] = off[e] - off[d];
-      if (e - kept >= FERRY__TRIM_STEP) { /* a mapped file's pages go */
-        ferry__manifest_trim(in, off + kept, off + e);
-        kept = e;
-      }
-    }
+    if (q < in->nparts) /* the runs of this part */
+      c += (in->parts[q].num_samples + cd - 1) / cd;
   }
   if (!rc && io->chunk0[in->nparts] != nch)
     rc = ferry__seterr_on(err, rank, FERRY_EINTERNAL,
@@ -796,8 +782,8 @@ static int stream_init(ferry__io *io, const ferry_options *o, int64_t epoch,
                                   0);
       key += !key;
     }
-    rc = ferry__pack_make(&io->pk, io->runs ? io->runs : tok, nch, L,
-                          (int)io->w[R_OVERLAP], (int)io->w[R_TAIL], key, err);
+    rc = ferry__pack_make(&io->pk, io->runs, nch, L, (int)io->w[R_OVERLAP],
+                          (int)io->w[R_TAIL], key, err);
     if (!rc && io->pk.tokens != io->w[R_TOKENS])
       rc = ferry__seterr_on(err, rank, FERRY_EINTERNAL,
                             "pack: %s: the stream holds %lld tokens, the "
@@ -805,7 +791,6 @@ static int stream_init(ferry__io *io, const ferry_options *o, int64_t epoch,
                             in->spec, (long long)io->pk.tokens,
                             (long long)io->w[R_TOKENS]);
   }
-  free(tok);
   if (!rc && fit) { /* the documents before each ordered run */
     if (!(io->dstart = malloc((size_t)(nch + 1) * sizeof *io->dstart)))
       return ferry__oom(err, rank, (size_t)(nch + 1) * 8, "the runs of %s",
