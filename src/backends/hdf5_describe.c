@@ -14,6 +14,7 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 
+#include "backends/anndata.h"
 #include "backends/hdf5.h"
 
 #include <errno.h>
@@ -115,10 +116,9 @@ typedef struct h5_dset {
   /* AnnData (anndata_prepare): the indices or data of a CSR matrix, a
    * ragged variable whose offsets are the matrix's indptr (roff, malloc'd
    * [dims[0] + 1], dims[0] set to the cells), its values the dataset's
-   * elements; nnz its elements */
+   * elements */
   int csr;
   int64_t *roff;
-  hsize_t nnz;
   int64_t width; /* the matrix's columns (its shape's second) */
   int ad_why;    /* why is AnnData's meaning, not an unreadable type */
   char *cats;    /* a categorical column's codes: its categories' names,
@@ -523,139 +523,6 @@ static int attr_i64s(hid_t f, const char *obj, const char *name, int64_t *out,
   return rc;
 }
 
-static h5_dset *find_dset(h5_visit *vis, const char *name) {
-  for (int i = 0; i < vis->n; i++)
-    if (vis->v[i].name && strcmp(vis->v[i].name, name) == 0)
-      return &vis->v[i];
-  return NULL;
-}
-
-/* A matrix group's format: "csr", "csc", or "" (anndata >= 0.8 names it
- * in encoding-type, older files in h5sparse_format). */
-static void matrix_format(hid_t f, const char *g, char *fmt, size_t len) {
-  char enc[64];
-  attr_text(f, g, "encoding-type", enc, sizeof enc);
-  if (!enc[0])
-    attr_text(f, g, "h5sparse_format", enc, sizeof enc);
-  snprintf(fmt, len, "%s",
-           !strcmp(enc, "csr_matrix") || !strcmp(enc, "csr")   ? "csr"
-           : !strcmp(enc, "csc_matrix") || !strcmp(enc, "csc") ? "csc"
-                                                               : "");
-}
-
-static char *category_names(hid_t f, const char *name);
-
-/* The CSR matrix in group g (its indptr, indices, data in vis) of n_obs
- * rows: indptr read as the rows' offsets (from 0, never decreasing, ending
- * at the values' count), indices and data marked csr with them. */
-static int csr_prepare(hid_t f, const char *path, const char *g, h5_visit *vis,
-                       hsize_t n_obs, ferry__err *err) {
-  char name[600];
-  snprintf(name, sizeof name, "%s/indptr", g);
-  h5_dset *ip = find_dset(vis, name);
-  snprintf(name, sizeof name, "%s/indices", g);
-  h5_dset *ix = find_dset(vis, name);
-  snprintf(name, sizeof name, "%s/data", g);
-  h5_dset *dt = find_dset(vis, name);
-  if (!ip || !ix || !dt || ip->ndims != 1 || ix->ndims != 1 || dt->ndims != 1)
-    return ferry__seterr(err, FERRY_EFORMAT,
-                         "%s: AnnData matrix /%s: a CSR matrix needs the 1-D "
-                         "datasets indptr, indices and data (variable /%s, "
-                         "offset 0)",
-                         path, g, g);
-  if (ip->dims[0] != n_obs + 1)
-    return ferry__seterr(err, FERRY_EFORMAT,
-                         "%s: AnnData matrix /%s: indptr has %llu entries, "
-                         "its %llu rows need %llu (variable /%s/indptr, "
-                         "offset 0)",
-                         path, g, (unsigned long long)ip->dims[0],
-                         (unsigned long long)n_obs,
-                         (unsigned long long)n_obs + 1, g);
-  if (ix->dims[0] != dt->dims[0])
-    return ferry__seterr(err, FERRY_EFORMAT,
-                         "%s: AnnData matrix /%s: data has %llu values and "
-                         "indices %llu (variable /%s/data, offset 0)",
-                         path, g, (unsigned long long)dt->dims[0],
-                         (unsigned long long)ix->dims[0], g);
-  int64_t shape[2] = {-1, -1};
-  if ((attr_i64s(f, g, "shape", shape, 2) != 0 &&
-       attr_i64s(f, g, "h5sparse_shape", shape, 2) != 0) ||
-      shape[0] != (int64_t)n_obs || shape[1] < 0)
-    return ferry__seterr(err, FERRY_EFORMAT,
-                         "%s: AnnData matrix /%s: its shape attribute (%lld, "
-                         "%lld) disagrees with its %llu rows, or is missing "
-                         "(variable /%s, offset 0)",
-                         path, g, (long long)shape[0], (long long)shape[1],
-                         (unsigned long long)n_obs, g);
-  int64_t *o = malloc(((size_t)n_obs + 1) * sizeof *o);
-  if (!o)
-    return ferry__oom(err, -1, ((size_t)n_obs + 1) * 8,
-                      "the indptr of /%s of %s", g, path);
-  snprintf(name, sizeof name, "%s/indptr", g);
-  hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
-  herr_t r =
-      d >= 0 ? H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, o)
-             : -1;
-  if (d >= 0)
-    H5Dclose(d);
-  const char *bad = r < 0 ? "cannot be read" : NULL;
-  int64_t at = 0;
-  if (!bad && o[0] != 0)
-    bad = "does not start at 0";
-  for (hsize_t i = 0; !bad && i < n_obs; i++)
-    if (o[i + 1] < o[i]) {
-      bad = "decreases";
-      at = (int64_t)i + 1;
-    }
-  if (!bad && (uint64_t)o[n_obs] != (uint64_t)dt->dims[0]) {
-    bad = "does not end at the values' count";
-    at = (int64_t)n_obs;
-  }
-  if (bad) {
-    int64_t last = o[n_obs];
-    free(o);
-    return ferry__seterr(err, FERRY_EFORMAT,
-                         "%s: AnnData matrix /%s: indptr %s (entry %lld; it "
-                         "ends at %lld, data holds %llu values; variable "
-                         "/%s/indptr, offset %lld)",
-                         path, g, bad, (long long)at, (long long)last,
-                         (unsigned long long)dt->dims[0], g, (long long)at * 8);
-  }
-  /* the column indices' names: the genes (var, raw/var: its index) */
-  char vg[16], idx[128], at_name[160];
-  snprintf(vg, sizeof vg, "%s", !strcmp(g, "raw/X") ? "raw/var" : "var");
-  attr_text(f, vg, "_index", idx, sizeof idx);
-  snprintf(at_name, sizeof at_name, "%s/%s", vg, idx[0] ? idx : "_index");
-  if (H5Lexists(f, vg, H5P_DEFAULT) > 0 &&
-      H5Lexists(f, at_name, H5P_DEFAULT) > 0) {
-    ix->cats = category_names(f, at_name);
-    int64_t names = 0;
-    for (const char *c = ix->cats; c && *c; c++)
-      names += *c == '\n';
-    if (ix->cats && names + 1 != shape[1]) { /* not one name a column */
-      free(ix->cats);
-      ix->cats = NULL;
-    }
-  }
-  ip->why = "the row pointers of a CSR matrix (the offsets of its rows)";
-  ip->ad_why = 1;
-  h5_dset *two[2] = {ix, dt};
-  for (int k = 0; k < 2; k++) {
-    two[k]->csr = 1;
-    two[k]->width = shape[1];
-    two[k]->nnz = two[k]->dims[0];
-    two[k]->dims[0] = n_obs;
-    if (k == 0)
-      two[k]->roff = o;
-    else if (!(two[k]->roff = malloc(((size_t)n_obs + 1) * sizeof *o)))
-      return ferry__oom(err, -1, ((size_t)n_obs + 1) * 8,
-                        "the indptr of /%s of %s", g, path);
-    else
-      memcpy(two[k]->roff, o, ((size_t)n_obs + 1) * sizeof *o);
-  }
-  return 0;
-}
-
 /* The names of dataset `name` of f, a 1-D dataset of strings (a
  * categorical column's categories, the genes of var/_index), '\n'-joined
  * (malloc'd); NULL when it cannot be read, holds more than 2^20 names or 16
@@ -704,112 +571,92 @@ static char *category_names(hid_t f, const char *name) {
   return out;
 }
 
-/* 1 when dataset name lies in the group of a matrix (X, raw/X,
- * layers/NAME) whose path is *g on return. */
-static int matrix_of(const char *name, char *g, size_t len) {
-  const char *slash = strrchr(name, '/');
-  if (!slash)
-    return 0;
-  snprintf(g, len, "%.*s", (int)(slash - name), name);
-  return !strcmp(g, "X") || !strcmp(g, "raw/X") ||
-         (!strncmp(g, "layers/", 7) && !strchr(g + 7, '/'));
+/* The interpreter's questions (backends/anndata.h) about file f. */
+typedef struct h5_ad_ctx {
+  hid_t f;
+  const char *path;
+} h5_ad_ctx;
+
+static void ad_text(void *ctx, const char *obj, const char *name, char *buf,
+                    size_t len) {
+  attr_text(((h5_ad_ctx *)ctx)->f, obj, name, buf, len);
 }
 
-/* f is an AnnData file (root attribute encoding-type "anndata", or an X
- * group in the older h5sparse format): its datasets given their AnnData
- * meaning in vis (a sample is a cell; CSR matrices as ragged rows; what
- * is not per cell skipped with why), *n_obs the cells.  1 when AnnData, 0
- * when not, or a FERRY_E* code. */
+static int ad_ints(void *ctx, const char *obj, const char *name, int64_t *out,
+                   int n) {
+  return attr_i64s(((h5_ad_ctx *)ctx)->f, obj, name, out, n);
+}
+
+static int ad_exists(void *ctx, const char *obj) {
+  return H5Lexists(((h5_ad_ctx *)ctx)->f, obj, H5P_DEFAULT) > 0;
+}
+
+static int ad_read_ints(void *ctx, const char *name, int64_t *out, int64_t n,
+                        ferry__err *err) {
+  h5_ad_ctx *c = ctx;
+  hid_t d = H5Dopen2(c->f, name, H5P_DEFAULT);
+  hid_t s = d >= 0 ? H5Dget_space(d) : -1, t = d >= 0 ? H5Dget_type(d) : -1;
+  herr_t r = -1;
+  if (s >= 0 && t >= 0 && H5Tget_class(t) == H5T_INTEGER &&
+      H5Sget_simple_extent_npoints(s) == n)
+    r = H5Dread(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, out);
+  if (t >= 0)
+    H5Tclose(t);
+  if (s >= 0)
+    H5Sclose(s);
+  if (d >= 0)
+    H5Dclose(d);
+  return r < 0 ? ferry__seterr(err, FERRY_EFORMAT,
+                               "%s: AnnData array /%s: its %lld integers "
+                               "cannot be read (variable /%s, offset 0)",
+                               c->path, name, (long long)n, name)
+               : 0;
+}
+
+static char *ad_names(void *ctx, const char *name) {
+  return category_names(((h5_ad_ctx *)ctx)->f, name);
+}
+
+/* f is an AnnData file (anndata_prepare of backends/anndata.c): its
+ * datasets given their AnnData meaning in vis (a sample is a cell; CSR
+ * matrices as ragged rows; what is not per cell skipped with why), *n_obs
+ * the cells.  1 when AnnData, 0 when not, or a FERRY_E* code. */
 static int anndata_prepare(hid_t f, const char *path, h5_visit *vis,
                            hsize_t *n_obs, ferry__err *err) {
-  char enc[64], fmt[16];
-  attr_text(f, ".", "encoding-type", enc, sizeof enc);
-  matrix_format(f, "X", fmt, sizeof fmt);
-  char old[64];
-  attr_text(f, "X", "h5sparse_format", old, sizeof old);
-  if (strcmp(enc, "anndata") != 0 && !old[0])
-    return 0;
-  if (H5Lexists(f, "X", H5P_DEFAULT) <= 0)
-    return ferry__seterr(err, FERRY_EFORMAT,
-                         "%s: an AnnData file without X (variable /X, "
-                         "offset 0): nothing to serve per cell",
-                         path);
-  h5_dset *xd = find_dset(vis, "X");
-  int64_t shape[2] = {0, 0};
-  if (xd)
-    *n_obs = xd->ndims >= 1 ? xd->dims[0] : 0;
-  else if (!strcmp(fmt, "csc"))
-    return ferry__seterr(
-        err, FERRY_ENOTSUP,
-        "%s: AnnData X is a CSC matrix (variable /X, offset 0): a cell's "
-        "values are not contiguous in it, so cells cannot be read as rows; "
-        "convert it once in Python: adata.X = adata.X.tocsr(); "
-        "adata.write_h5ad(...)",
-        path);
-  else if (strcmp(fmt, "csr") != 0 ||
-           (attr_i64s(f, "X", "shape", shape, 2) != 0 &&
-            attr_i64s(f, "X", "h5sparse_shape", shape, 2) != 0) ||
-           shape[0] < 0 || shape[1] < 0)
-    return ferry__seterr(err, FERRY_EFORMAT,
-                         "%s: AnnData X is a group that is not a CSR matrix "
-                         "with a shape (encoding-type '%s'; variable /X, "
-                         "offset 0)",
-                         path, fmt);
-  else
-    *n_obs = (hsize_t)shape[0];
-  /* every CSR matrix of cells: X, raw/X, layers/NAME */
+  h5_ad_ctx c = {f, path};
+  const ferry__ad_ops ops = {&c,        ad_text,      ad_ints,
+                             ad_exists, ad_read_ints, ad_names};
+  ferry__ad_array *a = calloc((size_t)vis->n + 1, sizeof *a);
+  if (!a)
+    return ferry__oom(err, -1, ((size_t)vis->n + 1) * sizeof *a,
+                      "the datasets of %s", path);
   for (int i = 0; i < vis->n; i++) {
-    char g[512];
+    const h5_dset *ds = &vis->v[i];
+    a[i].name = ds->name;
+    a[i].ndims = ds->ndims;
+    a[i].dims0 = ds->ndims >= 1 ? (int64_t)ds->dims[0] : 0;
+    a[i].is_string = ds->vlen == 2;
+    a[i].unreadable = ds->why != NULL;
+  }
+  int64_t cells = 0;
+  int rc = ferry__anndata_prepare(&ops, path, a, vis->n, &cells, err);
+  for (int i = 0; i < vis->n; i++) {
     h5_dset *ds = &vis->v[i];
-    if (ds->csr || ds->why || !matrix_of(ds->name, g, sizeof g))
-      continue;
-    const char *base = ds->name + strlen(g) + 1;
-    if (strcmp(base, "indptr") != 0)
-      continue;
-    matrix_format(f, g, fmt, sizeof fmt);
-    if (!strcmp(fmt, "csr")) {
-      int rc = csr_prepare(f, path, g, vis, *n_obs, err);
-      if (rc)
-        return rc;
-    } else {
-      ds->why = "the row pointers of a CSC matrix (not served: its rows "
-                "are not contiguous)";
+    if (a[i].why) {
+      ds->why = a[i].why;
       ds->ad_why = 1;
     }
+    ds->csr = a[i].csr;
+    ds->roff = a[i].roff;
+    ds->width = a[i].width;
+    ds->cats = a[i].cats;
+    if (a[i].csr)
+      ds->dims[0] = (hsize_t)a[i].dims0;
   }
-  /* the rest: per cell or not */
-  for (int i = 0; i < vis->n; i++) {
-    h5_dset *ds = &vis->v[i];
-    char g[512];
-    if (ds->csr || ds->why)
-      continue;
-    const char *n = ds->name, *sl = strrchr(n, '/');
-    int top_obs = !strncmp(n, "obs/", 4), top_obsm = !strncmp(n, "obsm/", 5);
-    if (!strcmp(n, "X") || (!strncmp(n, "layers/", 7) && !strchr(n + 7, '/')))
-      continue; /* a dense matrix of cells */
-    if (top_obs && sl && !strcmp(sl, "/codes") && ds->ndims == 1 &&
-        ds->dims[0] == *n_obs) { /* a categorical column: its names */
-      char cat[600];
-      snprintf(cat, sizeof cat, "%.*s/categories", (int)(sl - n), n);
-      ds->cats = category_names(f, cat);
-      continue;
-    }
-    if (matrix_of(n, g, sizeof g))
-      ds->why = "a part of a matrix that is not CSR";
-    else if (top_obs && sl && !strcmp(sl, "/categories"))
-      ds->why = "the categories of a categorical column (its codes are "
-                "served)";
-    else if (top_obs && !strcmp(n, "obs/_index"))
-      ds->why = "the cells' names";
-    else if (top_obs && ds->vlen == 2)
-      ds->why = "a string column (not served: make it categorical)";
-    else if (!(top_obs || top_obsm))
-      ds->why = "not per cell (var, varm, varp, obsp, uns)";
-    else if (ds->ndims < 1 || ds->dims[0] != *n_obs)
-      ds->why = "not one row per cell";
-    ds->ad_why = ds->why != NULL;
-  }
-  return 1;
+  free(a);
+  if (rc > 0)
+    *n_obs = (hsize_t)cells;
+  return rc;
 }
 
 /* The chosen datasets (ndims >= 1) as the part's variables. */

@@ -1,0 +1,90 @@
+/*
+ * backends/anndata.h - the AnnData meaning of a store's arrays (issue 27,
+ * docs/singlecell.md), shared by the backends that read AnnData: hdf5
+ * (.h5ad) and zarr (AnnData Zarr stores, v2 and v3).  A backend lists the
+ * arrays it found and answers a few questions about its store (ops); the
+ * interpreter decides which arrays are per cell, which CSR matrices become
+ * ragged rows (their indptr read once, checked, as the rows' offsets), and
+ * why the rest is skipped.  It touches no file itself, so
+ * tests/fuzz/fuzz_anndata.c drives it with stores made of fuzz bytes.
+ */
+#ifndef FERRY_BACKENDS_ANNDATA_H
+#define FERRY_BACKENDS_ANNDATA_H
+
+#include "util/util.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One array of the store, as its backend found it (in), with what AnnData
+ * makes of it (out). */
+typedef struct ferry__ad_array {
+  const char *name; /* in: its path in the store, no leading '/'         */
+  int ndims;        /* in: its dimensions (< 1: not an array to serve)    */
+  int64_t dims0;    /* in: its length along dimension 0; out: the cells
+                     * when csr                                           */
+  int is_string;    /* in: an array of strings                            */
+  int unreadable;   /* in: the backend cannot serve it (its own why)      */
+  const char *why;  /* out: AnnData's reason not to serve it, or NULL     */
+  int csr;          /* out: the indices or data of a CSR matrix           */
+  int64_t *roff;    /* out, csr: the rows' offsets (the matrix's indptr,
+                     * [cells + 1], malloc'd, the caller frees)           */
+  int64_t nnz;      /* out, csr: its values                               */
+  int64_t width;    /* out, csr: the matrix's columns                     */
+  char *cats;       /* out: the names of its values, '\n'-joined, malloc'd
+                     * (a categorical column's codes: its categories; a
+                     * CSR matrix's indices: its genes), or NULL          */
+} ferry__ad_array;
+
+/* What the interpreter asks of the backend about its store.  obj is a
+ * group or an array's path ("." the root). */
+typedef struct ferry__ad_ops {
+  void *ctx;
+  /** Text attribute `name` of obj into buf[len]; "" when absent or not a
+   *  string. */
+  void (*text)(void *ctx, const char *obj, const char *name, char *buf,
+               size_t len);
+  /** Integer array attribute `name` of obj, exactly n values, into out: 0,
+   *  or -1 (absent, not integers, another count). */
+  int (*ints)(void *ctx, const char *obj, const char *name, int64_t *out,
+              int n);
+  /** 1 when obj exists (a group or an array). */
+  int (*exists)(void *ctx, const char *obj);
+  /** The n values of the 1-D integer array `name` (one of the list) as
+   *  int64 into out: 0, or a FERRY_E* code with err (naming the store and
+   *  the array). */
+  int (*read_ints)(void *ctx, const char *name, int64_t *out, int64_t n,
+                   ferry__err *err);
+  /** The strings of the 1-D array `name`, '\n'-joined (malloc'd); NULL when
+   *  it cannot be read, holds more than FERRY__AD_NAMES_MAX names or
+   *  FERRY__AD_NAMES_BYTES bytes, or a name holds '\n'. */
+  char *(*names)(void *ctx, const char *name);
+} ferry__ad_ops;
+
+#define FERRY__AD_NAMES_MAX ((int64_t)1 << 20)
+#define FERRY__AD_NAMES_BYTES ((size_t)16 << 20)
+/* The most cells ferry reads from an AnnData store (an indptr of 2^40
+ * entries would be 8 TiB): beyond it the shape is corrupt. */
+#define FERRY__AD_CELLS_MAX ((int64_t)1 << 40)
+
+/** The store (path names it in messages) is AnnData when its root's
+ *  encoding-type is "anndata", or X is a group in the older h5sparse
+ *  layout: then give its n arrays their AnnData meaning (out fields) and
+ *  the cells (*n_obs) and return 1.  0 when the store is not AnnData.  A
+ *  FERRY_E* code with err on input ferry refuses: no X, X a CSC matrix or
+ *  a group that is no CSR matrix with a shape, a CSR matrix without its
+ *  three 1-D arrays, with a shape or indptr that disagrees with its arrays
+ *  or an indptr that does not start at 0, decreases or does not end at the
+ *  values' count.  On an error the out fields made so far stay for the
+ *  caller to free. */
+int ferry__anndata_prepare(const ferry__ad_ops *ops, const char *path,
+                           ferry__ad_array *a, int n, int64_t *n_obs,
+                           ferry__err *err);
+
+/** '\n'-join n strings s[i] (lens[i] bytes each, no NUL needed) into a new
+ *  string; NULL when n or the bytes exceed the limits above, a string
+ *  holds '\n' or '\0', or out of memory. */
+char *ferry__anndata_join(const char *const *s, const size_t *lens,
+                          int64_t n);
+
+#endif /* FERRY_BACKENDS_ANNDATA_H */
