@@ -88,18 +88,24 @@ _WIDEN = {"<u2": "int32", ">u2": "int32", "<u4": "int64", ">u4": "int64"}
 def _torch_lacks(typestr):
     names = {"<u2": "uint16", ">u2": "uint16", "<u4": "uint32",
              ">u4": "uint32"}
-    return typestr in names and not hasattr(torch, names[typestr])
+    # bool ("|b1": a nullable column's mask, h5py and Zarr bools): DLPack's
+    # kDLBool is unknown to torch < 2 ("Unsupported code 6"), so host bools
+    # always go through numpy, which shares the memory
+    return typestr == "|b1" or (typestr in names and
+                                not hasattr(torch, names[typestr]))
 
 
 def _widened(array):
     """A torch tensor copied from a host ferry Array (or the values of a
     Ragged) torch has no type for, widened (uint16 -> int32, uint32 ->
-    int64)."""
+    int64); a bool one shares the Array's memory."""
     import numpy
     if isinstance(array, _ferry.Ragged):
         return _ferry.Ragged(_widened(array.values),
                              torch.from_dlpack(array.offsets), array.max_len)
     a = numpy.asarray(array)
+    if array.dtype == "|b1":  # no copy: torch.from_numpy shares it
+        return torch.from_numpy(a)
     return torch.from_numpy(a.astype(_WIDEN[array.dtype]))
 
 

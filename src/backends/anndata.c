@@ -10,6 +10,7 @@
 #endif
 
 #include "backends/anndata.h"
+#include "util/dtype.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,8 +83,8 @@ static int csr_prepare(const ferry__ad_ops *ops, const char *path,
   ferry__ad_array *ix = find(a, n, name);
   snprintf(name, sizeof name, "%s/data", g);
   ferry__ad_array *dt = find(a, n, name);
-  if (!ip || !ix || !dt || ip->ndims != 1 || ix->ndims != 1 ||
-      dt->ndims != 1 || ip->is_string || ip->unreadable)
+  if (!ip || !ix || !dt || ip->ndims != 1 || ix->ndims != 1 || dt->ndims != 1 ||
+      ip->is_string || ip->unreadable)
     return ferry__seterr(err, FERRY_EFORMAT,
                          "%s: AnnData matrix /%s: a CSR matrix needs the 1-D "
                          "integer arrays indptr and indices and the 1-D array "
@@ -174,8 +175,8 @@ static int matrix_of(const char *name, char *g, size_t len) {
 }
 
 /* The cells: X's rows (a dense X's first dimension, a CSR X's shape). */
-static int cells(const ferry__ad_ops *ops, const char *path,
-                 ferry__ad_array *a, int n, int64_t *n_obs, ferry__err *err) {
+static int cells(const ferry__ad_ops *ops, const char *path, ferry__ad_array *a,
+                 int n, int64_t *n_obs, ferry__err *err) {
   char fmt[16];
   int64_t shape[2] = {0, 0};
   ferry__ad_array *xd = find(a, n, "X");
@@ -199,8 +200,8 @@ static int cells(const ferry__ad_ops *ops, const char *path,
         err, FERRY_ENOTSUP,
         "%s: AnnData X is a CSC matrix (variable /X, offset 0): a cell's "
         "values are not contiguous in it, so cells cannot be read as rows; "
-        "convert it once in Python: adata.X = adata.X.tocsr(); "
-        "adata.write_h5ad(...)",
+        "convert it once in Python: adata.X = adata.X.tocsr(), then "
+        "adata.write_h5ad(...) or adata.write_zarr(...)",
         path);
   if (strcmp(fmt, "csr") != 0 || matrix_shape(ops, "X", shape) != 0 ||
       shape[0] < 0 || shape[1] < 0 || shape[0] > FERRY__AD_CELLS_MAX)
@@ -281,8 +282,7 @@ int ferry__anndata_prepare(const ferry__ad_ops *ops, const char *path,
   return 1;
 }
 
-char *ferry__anndata_join(const char *const *s, const size_t *lens,
-                          int64_t n) {
+char *ferry__anndata_join(const char *const *s, const size_t *lens, int64_t n) {
   size_t len = 0;
   if (n <= 0 || n > FERRY__AD_NAMES_MAX)
     return NULL;
@@ -304,4 +304,35 @@ char *ferry__anndata_join(const char *const *s, const size_t *lens,
     out[at++] = i + 1 < n ? '\n' : '\0';
   }
   return out;
+}
+
+int ferry__anndata_is_indices(const ferry__var *v) {
+  size_t len = strlen(v->name);
+  return v->ragged && v->width > 0 && len >= 8 &&
+         !strcmp(v->name + len - 8, "/indices") &&
+         ferry__dtype_is_int(v->dtype) && v->row_bytes <= 8;
+}
+
+int ferry__anndata_indices_ok(const ferry__var *v, const char *file,
+                              const char *what, int rank, int64_t e0, int64_t n,
+                              const void *buf, ferry__err *err) {
+  size_t el = v->row_bytes;
+  if (!ferry__anndata_is_indices(v))
+    return 0; /* not integers: describe refuses nothing here */
+  for (int64_t i = 0; i < n; i++) {
+    unsigned char e[8];
+    const unsigned char *p = (const unsigned char *)buf + (size_t)i * el;
+    for (size_t b = 0; b < el; b++) /* the native order of the element */
+      e[b] = v->swapped ? p[el - 1 - b] : p[b];
+    int64_t x = -1;
+    (void)ferry__dtype_as_int64(e, v->dtype, &x);
+    if (x < 0 || x >= v->width)
+      return ferry__seterr(err, FERRY_EFORMAT,
+                           "file %s, %s /%s, rank %d, offset %lld: column "
+                           "index %lld outside [0, %lld) (the matrix's shape)",
+                           file, what, v->name, rank,
+                           (long long)((e0 + i) * (int64_t)el), (long long)x,
+                           (long long)v->width);
+  }
+  return 0;
 }

@@ -11,6 +11,7 @@
 #ifndef FERRY_BACKENDS_ANNDATA_H
 #define FERRY_BACKENDS_ANNDATA_H
 
+#include "core/manifest.h"
 #include "util/util.h"
 
 #include <stddef.h>
@@ -84,7 +85,19 @@ int ferry__anndata_prepare(const ferry__ad_ops *ops, const char *path,
 /** '\n'-join n strings s[i] (lens[i] bytes each, no NUL needed) into a new
  *  string; NULL when n or the bytes exceed the limits above, a string
  *  holds '\n' or '\0', or out of memory. */
-char *ferry__anndata_join(const char *const *s, const size_t *lens,
-                          int64_t n);
+char *ferry__anndata_join(const char *const *s, const size_t *lens, int64_t n);
+
+/** 1 when v is the column indices of a CSR matrix's rows (an integer
+ *  ragged variable .../indices with a width). */
+int ferry__anndata_is_indices(const ferry__var *v);
+
+/** The column indices just read of a CSR matrix's rows (elements [e0, e0 +
+ *  n) of v, stored byte order, in buf): each in [0, v->width), or
+ *  FERRY_EFORMAT naming the first one outside with its file, `what` it is
+ *  in ("dataset", "array"), v, rank and byte offset.  0 for a variable
+ *  that is not the integer indices of a matrix. */
+int ferry__anndata_indices_ok(const ferry__var *v, const char *file,
+                              const char *what, int rank, int64_t e0, int64_t n,
+                              const void *buf, ferry__err *err);
 
 #endif /* FERRY_BACKENDS_ANNDATA_H */

@@ -45,6 +45,7 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 
+#include "backends/anndata.h"
 #include "backends/hdf5.h"
 #include "util/dtype.h"
 
@@ -710,31 +711,13 @@ static int is_csr(const ferry__var *v, const h5_file *f, int var) {
 }
 
 /* An AnnData CSR matrix's indices just read (elements [e0, e0 + n) of
- * var, width columns): each in [0, width), or the first one outside named
- * with its file, dataset, rank and byte offset. */
+ * var): each inside the matrix (backends/anndata.c). */
 static int csr_indices_ok(const ferry__io *io, int64_t part, int var,
                           int64_t e0, int64_t n, const void *buf,
                           ferry__err *err) {
-  const ferry__var *v = &io->b.m->vars[var];
-  size_t len = strlen(v->name);
-  if (v->width <= 0 || len < 8 || strcmp(v->name + len - 8, "/indices") != 0)
-    return 0;
-  if (!ferry__dtype_is_int(v->dtype))
-    return 0; /* not integers: describe refuses nothing here */
-  for (int64_t i = 0; i < n; i++) {
-    int64_t x = -1;
-    (void)ferry__dtype_as_int64(
-        (const unsigned char *)buf + (size_t)i * v->row_bytes, v->dtype, &x);
-    if (x < 0 || x >= v->width)
-      return ferry__seterr(
-          err, FERRY_EFORMAT,
-          "file %s, dataset /%s, rank %d, offset %lld: column index %lld "
-          "outside [0, %lld) (the matrix's shape)",
-          io->b.m->parts[part].paths[var], v->name, io->b.rank,
-          (long long)((e0 + i) * (int64_t)v->row_bytes), (long long)x,
-          (long long)v->width);
-  }
-  return 0;
+  return ferry__anndata_indices_ok(&io->b.m->vars[var],
+                                   io->b.m->parts[part].paths[var], "dataset",
+                                   io->b.rank, e0, n, buf, err);
 }
 
 /* A section around the HDF5 calls of one read; a raw read leaves it before

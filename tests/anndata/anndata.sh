@@ -1,7 +1,7 @@
 #!/bin/sh
-# anndata.sh - AnnData .h5ad files read as cells (issue 27,
-# docs/singlecell.md): fixtures written by anndata itself
-# (make_anndata.py), then
+# anndata.sh - AnnData .h5ad files and Zarr stores (v2, v3 sharded) read
+# as cells (issue 27, docs/singlecell.md): fixtures written by anndata
+# itself (make_anndata.py; v3 by zarr_to_v3.py), then
 #  - anndata_check.py on 1, 2 and 3 ranks: every served cell's CSR rows (X,
 #    a layer, raw), obs columns, categorical codes and obsm equal to
 #    anndata's, each cell once, equal batch counts; the older h5sparse
@@ -9,7 +9,10 @@
 #  - ferry info names the matrices' variables and why the rest is skipped;
 #  - bad inputs refused by ferry dump on 2 ranks, and in anndata_check.py
 #    with the same message on every rank: a CSC X, a file without X, an
-#    indptr that decreases, indices and data of different lengths.
+#    indptr that decreases, indices and data of different lengths, a
+#    shape that disagrees, a column index outside the matrix (.h5ad and
+#    Zarr);
+#  - ferry verify and ferry info over the Zarr stores.
 # The ferry tool's part runs in every build (the ASan tier too); the
 # Python part where the extension is built.  Skips (77) without a Python
 # with numpy, h5py and anndata to write the fixtures.
@@ -115,7 +118,38 @@ else
   cat "$tmp/verify.unsorted"
   status=1
 fi
-refused zarr a.zarr "is an AnnData Zarr store: ferry reads AnnData as cells from .h5ad files for now"
+# AnnData Zarr stores: v2 (anndata's own) and v3 with sharded matrices
+for st in a.zarr a3.zarr; do
+  $RUN_MPI 3 "$FERRY" verify "$fx/$st" \
+    --vars X/indices,X/data,raw/X/indices,raw/X/data,obs/umis/values,obs/umis/mask \
+    --batch-size 7 --tail partial --shuffle block --block-size 8 \
+    >"$tmp/verify.$st" 2>&1
+  if grep '^PASS exactly-once' "$tmp/verify.$st" >/dev/null &&
+     grep '^PASS sparse .*rows of 2 sparse matrices' "$tmp/verify.$st" >/dev/null &&
+     grep '^ferry verify: PASS' "$tmp/verify.$st" >/dev/null; then
+    echo "ok: ferry verify $st on 3 ranks: `grep '^PASS sparse' "$tmp/verify.$st" | head -1`"
+  else
+    echo "FAIL: ferry verify of AnnData Zarr store $st"
+    cat "$tmp/verify.$st"
+    status=1
+  fi
+done
+"$FERRY" info "$fx/a3.zarr" >"$tmp/info3" 2>&1
+if grep '^samples  *301$' "$tmp/info3" >/dev/null &&
+   grep '^sparse  *X/indices: rows of a matrix of 301 x 57' "$tmp/info3" >/dev/null &&
+   grep '^categories  *obs/cell_type/codes: 3 (B, NK, T); code -1: missing' "$tmp/info3" >/dev/null &&
+   grep '^storage  *X/indices: .*in shards of' "$tmp/info3" >/dev/null &&
+   grep 'skipped X/indptr (the row pointers of a CSR matrix' "$tmp/info3" >/dev/null; then
+  echo "ok: ferry info of a Zarr v3 AnnData store: 301 cells, sharded CSR rows, the categories"
+else
+  echo "FAIL: ferry info of a Zarr v3 AnnData store"
+  cat "$tmp/info3"
+  status=1
+fi
+refused csc.zarr csc.zarr "X is a CSC matrix"
+refused indptr.zarr bad_indptr.zarr "indptr decreases (entry 8"
+refused shape.zarr bad_shape.zarr "indptr has 302 entries, its 302 rows need 303"
+refused index.zarr bad_index.zarr "array /X/indices, rank ., offset 400: column index 62 outside \[0, 57)"
 refused csc csc.h5ad "X is a CSC matrix"
 refused noX noX.h5ad "an AnnData file without X"
 refused indptr bad_indptr.h5ad "indptr decreases (entry 8"

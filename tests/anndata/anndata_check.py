@@ -1,6 +1,7 @@
 """anndata_check.py DIR - run under mpirun by anndata.sh: every cell that
-ferry serves from DIR/a.h5ad (and old.h5ad, dense.h5ad) compared with what
-anndata itself reads (anndata.read_h5ad): X's, the layer's and raw's
+ferry serves from DIR/a.h5ad (and old.h5ad, dense.h5ad, the AnnData Zarr
+stores a.zarr (v2) and a3.zarr (v3, sharded)) compared with what anndata
+itself reads (anndata.read_h5ad): nullable columns' values and masks, X's, the layer's and raw's
 indices and data row by row, obs columns and categorical codes (-1 for
 missing), obsm, also gzip-compressed and with indices and data chunked
 differently; every cell once on the ranks, equal batch counts; the
@@ -73,6 +74,32 @@ def run(path, mats, dense, **opts):
 
 
 run(d + "/a.h5ad", mats, dense, batch_size=7, seed=3, tail="partial")
+# AnnData Zarr: v2 as anndata writes it, v3 with sharded matrices
+for st in ("a.zarr", "a3.zarr"):
+    run(d + "/" + st, mats, dense, batch_size=7, seed=3, tail="partial")
+    run(d + "/" + st, {"X": a.X}, {}, batch_size=5, seed=4, tail="partial",
+        shuffle="block", block_size=8, threads=2)
+# nullable columns: their values where the mask says present, and the mask
+for path in ("a.h5ad", "a.zarr", "a3.zarr"):
+    L = ferry.Loader(d + "/" + path, batch_size=16, tail="partial", seed=8,
+                     vars="obs/umis/values,obs/umis/mask,obs/qc/values,"
+                          "obs/qc/mask")
+    L.set_epoch(0)
+    for bt in L:
+        idx = np.from_dlpack(bt.indices)
+        for col in ("umis", "qc"):
+            s = a.obs[col]
+            # np.asarray: numpy < 1.25 has no DLPack bool
+            mask = np.asarray(bt["obs/%s/mask" % col])
+            vals = np.asarray(bt["obs/%s/values" % col])
+            want = s.isna().values[idx]
+            check(np.array_equal(mask.astype(bool), want),
+                  "%s obs/%s/mask: cells %r" % (path, col, idx))
+            ok = ~want
+            check(np.array_equal(vals[ok], s.values[idx][ok].astype(
+                vals.dtype)), "%s obs/%s/values: cells %r" % (path, col, idx))
+        del bt, idx, mask, vals
+    L.close()
 run(d + "/a.h5ad", {"X": a.X}, {}, batch_size=5, seed=4, tail="partial",
     shuffle="block", block_size=8, io="independent", threads=2)
 run(d + "/old.h5ad", {"X": a.X}, {}, batch_size=6, seed=5, tail="partial")
@@ -101,6 +128,14 @@ check(L.categories("obs/cell_type/codes") == cats and
       L.categories("obs/score") is None,
       "categories %r, want %r" % (L.categories("obs/cell_type/codes"), cats))
 L.close()
+for st in ("a.zarr", "a3.zarr"):  # the same from the Zarr stores
+    L = ferry.Loader(d + "/" + st, batch_size=4)
+    check(L.widths == want, "%s: widths %r, want %r" % (st, L.widths, want))
+    check(L.categories("X/indices") == list(a.var_names) and
+          L.categories("raw/X/indices") == list(a.raw.var_names) and
+          L.categories("obs/cell_type/codes") == cats,
+          "%s: the genes' and categories' names" % st)
+    L.close()
 if len(sys.argv) > 2:  # the manifest anndata.sh saved
     L = ferry.Loader(d + "/a.h5ad", manifest=sys.argv[2], batch_size=4)
     check(L.widths == want, "widths through the manifest %r" % (L.widths,))
@@ -112,8 +147,23 @@ if len(sys.argv) > 2:  # the manifest anndata.sh saved
 import torch  # noqa: E402
 import ferry.torch  # noqa: E402
 
-for mode in ("csr", "dense"):
-    ds = ferry.torch.Dataset(d + "/a.h5ad", vars="X/indices,X/data,obs/score",
+# a nullable boolean column's mask and values are torch.bool tensors (torch
+# < 2 has no DLPack bool: ferry.torch shares them through numpy)
+ds = ferry.torch.Dataset(d + "/a3.zarr", vars="obs/qc/values,obs/qc/mask",
+                         batch_size=16, tail="partial", seed=1)
+ds.set_epoch(0)
+for bt in ds:
+    idx = bt["index"].numpy()
+    check(bt["obs/qc/mask"].dtype == torch.bool and
+          np.array_equal(bt["obs/qc/mask"].numpy(),
+                         a.obs["qc"].isna().values[idx]),
+          "ferry.torch: the mask of obs/qc, cells %r" % (idx,))
+    del bt, idx
+ds.close()
+
+for mode, path in (("csr", "a.h5ad"), ("dense", "a.h5ad"),
+                   ("csr", "a3.zarr")):
+    ds = ferry.torch.Dataset(d + "/" + path, vars="X/indices,X/data,obs/score",
                              batch_size=8, tail="partial", seed=2,
                              sparse=mode,
                              sparse_dtype=torch.float16 if mode == "dense"
@@ -137,7 +187,7 @@ for mode in ("csr", "dense"):
         ids.extend(int(i) for i in idx)
         del bt, X, got
     ds.close()
-    every_once(ids, n, "ferry.torch sparse=" + mode)
+    every_once(ids, n, "ferry.torch sparse=%s %s" % (mode, path))
 
 # genes=: a subset of the columns by name, in that order
 genes = ["g5", "g1", "g40", "g0"]
@@ -203,6 +253,11 @@ for opts, words in ((dict(sparse="dense", genes="g1,nope",
 
 # bad inputs: the same message on every rank
 for f, words in [("csc.h5ad", "X is a CSC matrix"),
+                 ("csc.zarr", "X is a CSC matrix"),
+                 ("bad_indptr.zarr", "indptr decreases (entry 8"),
+                 ("bad_shape.zarr", "indptr has 302 entries, its 302 rows "
+                  "need 303"),
+                 ("bad_index.zarr", "column index 62 outside [0, 57)"),
                  ("noX.h5ad", "an AnnData file without X"),
                  ("bad_indptr.h5ad", "indptr decreases (entry 8"),
                  ("bad_len.h5ad", "data has 2049 values and indices 2048"),

@@ -4,7 +4,13 @@ written by anndata itself (Debian's python3-anndata, scipy sparse):
   a.h5ad     CSR X of float32 (int64 indptr), a CSR layer of float64
              (int32 indptr), raw with a CSR X of int32 values, obs with an
              int64 and a float64 column, a categorical with missing values
-             (code -1) and a string column, obsm X_pca (n_obs x 5)
+             (code -1), a string column, a nullable integer and a nullable
+             boolean column (values + mask), obsm X_pca (n_obs x 5)
+  a.zarr     the same as an AnnData Zarr store (v2, blosc), by anndata
+  a3.zarr    a.zarr rewritten as Zarr v3 (zarr_to_v3.py), the sparse
+             matrices' indices and data sharded
+  csc.zarr, bad_indptr.zarr, bad_index.zarr, bad_shape.zarr: bad Zarr
+             stores (a CSC X; zarr-python edits of a copy of a.zarr)
   gzip.h5ad  the same, every dataset gzip-compressed (anndata's option)
   chunks.h5ad X alone, its data chunked by 97 values and gzip-compressed,
              its indices by 256 and not compressed
@@ -21,6 +27,7 @@ written by anndata itself (Debian's python3-anndata, scipy sparse):
 """
 import os
 import shutil
+import subprocess
 import sys
 import warnings
 
@@ -42,10 +49,16 @@ X[5] = 0  # a cell with no values
 X.eliminate_zeros()
 X.indptr = X.indptr.astype(np.int64)
 cats = rng.choice(["B", "T", "NK", None], n)
+nullable = rng.integers(0, 50, n).astype(object)
+nullable[rng.random(n) < 0.2] = None
+flags = (rng.random(n) < 0.5).astype(object)
+flags[rng.random(n) < 0.1] = None
 obs = pd.DataFrame({"n_counts": rng.integers(0, 1000, n).astype(np.int64),
                     "score": rng.random(n),
                     "cell_type": pd.Categorical(cats),
-                    "donor": ["d%d" % (i % 3) for i in range(n)]},
+                    "donor": ["d%d" % (i % 3) for i in range(n)],
+                    "umis": pd.array(nullable, dtype="Int32"),
+                    "qc": pd.array(flags, dtype="boolean")},
                    index=["c%d" % i for i in range(n)])
 var = pd.DataFrame(index=["g%d" % j for j in range(g)])
 a = anndata.AnnData(X=X, obs=obs, var=var)
@@ -61,7 +74,12 @@ raw = anndata.AnnData(X=sp.random(n, g + 3, density=0.1, format="csr",
 a.raw = raw
 a.write_h5ad(os.path.join(d, "a.h5ad"))
 a.write_h5ad(os.path.join(d, "gzip.h5ad"), compression="gzip")
-a.write_zarr(os.path.join(d, "a.zarr"))  # refused until read as cells
+a.write_zarr(os.path.join(d, "a.zarr"))
+# the same as Zarr v3, sparse matrices sharded (the tests' own v3 writer)
+subprocess.check_call([sys.executable,
+                       os.path.join(os.path.dirname(os.path.abspath(
+                           __file__)), "zarr_to_v3.py"),
+                       os.path.join(d, "a.zarr"), os.path.join(d, "a3.zarr")])
 # indices and data chunked differently (annbatch writes such files)
 with h5py.File(os.path.join(d, "chunks.h5ad"), "w") as f:
     f.attrs["encoding-type"] = "anndata"
@@ -80,6 +98,7 @@ b.write_h5ad(os.path.join(d, "dense.h5ad"))
 c = a.copy()
 c.X = c.X.tocsc()
 c.write_h5ad(os.path.join(d, "csc.h5ad"))
+c.write_zarr(os.path.join(d, "csc.zarr"))
 
 # the older layout: X a group with h5sparse_format / h5sparse_shape
 with h5py.File(os.path.join(d, "old.h5ad"), "w") as f:
@@ -118,4 +137,21 @@ for name, edit in [("noX", "noX"), ("bad_indptr", "indptr"),
             ix = f["X/indices"][:]
             del f["X/indices"]
             f["X/indices"] = ix[:-1]
+# bad Zarr stores: zarr-python edits of copies of a.zarr
+import zarr  # noqa: E402
+
+for name in ("bad_indptr", "bad_index", "bad_shape"):
+    p = os.path.join(d, name + ".zarr")
+    shutil.copytree(os.path.join(d, "a.zarr"), p)
+    z = zarr.open_group(p, mode="r+")
+    if name == "bad_indptr":
+        ip = z["X/indptr"][:]
+        ip[7], ip[8] = ip[8] + 1, ip[7]
+        z["X/indptr"][:] = ip
+    elif name == "bad_index":
+        ix = z["X/indices"][:]
+        ix[100] = g + 5
+        z["X/indices"][:] = ix
+    else:
+        z["X"].attrs["shape"] = [n + 1, g]
 print("make_anndata: %d cells x %d genes, %d values in X" % (n, g, X.nnz))

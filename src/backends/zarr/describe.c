@@ -166,6 +166,9 @@ static int check_store_dir(const char *store, ferry__err *err) {
 /* 1 when array x is a variable: its dimension 0 is the longest, and it is
  * not a coordinate of another dimension. */
 static int is_selected(const zarr_array *x, int64_t longest) {
+  if (x->ad) /* AnnData: per cell, a CSR matrix's rows among them */
+    return x->ok && !x->ad->why && x->z.ndim >= 1 &&
+           (x->ad->csr || x->z.shape[0] == longest);
   return x->ok && x->z.ndim >= 1 && x->z.shape[0] == longest && !x->coord;
 }
 
@@ -212,12 +215,15 @@ static const char *mark_coords(zarr_walk *w, int64_t longest) {
  * message then gives the first skipped array's reason. */
 static int pick_arrays(const char *store, zarr_walk *w, const char *named,
                        int64_t *longest, int *nsel, ferry__err *err) {
-  *longest = -1;
+  int ad = w->n > 0 && w->a[0].ad; /* AnnData: *longest holds the cells */
   *nsel = 0;
-  for (int i = 0; i < w->n; i++)
+  if (!ad)
+    *longest = -1;
+  for (int i = 0; i < w->n && !ad; i++)
     if (w->a[i].ok && w->a[i].z.ndim >= 1 && w->a[i].z.shape[0] > *longest)
       *longest = w->a[i].z.shape[0];
-  mark_coords(w, *longest);
+  if (!ad)
+    mark_coords(w, *longest);
   /* Arrays whose metadata could not be read at all are errors: they might
    * be the variables. */
   for (int i = 0; i < w->n; i++) {
@@ -240,7 +246,9 @@ static int pick_arrays(const char *store, zarr_walk *w, const char *named,
                          first_bad->err.msg);
   if (*nsel == 0)
     return ferry__seterr(err, FERRY_EEMPTY,
-                         "store %s holds no array with a sample dimension",
+                         ad ? "AnnData store %s holds no array served per "
+                              "cell (docs/singlecell.md)"
+                            : "store %s holds no array with a sample dimension",
                          store);
   return 0;
 }
@@ -334,6 +342,9 @@ static int describe_notes(const char *store, zarr_walk *w, int64_t longest,
     else if (!x->ok)
       snprintf(buf + n, cap - n, "%s%s (%s)", n ? "; " : "", x->name,
                x->err.msg);
+    else if (x->ad && x->ad->why)
+      snprintf(buf + n, cap - n, "%s%s (%s)", n ? "; " : "", x->name,
+               x->ad->why);
     else if (x->coord)
       snprintf(buf + n, cap - n,
                "%s%s (a coordinate of dimension %s, not of the sample "
@@ -348,16 +359,18 @@ static int describe_notes(const char *store, zarr_walk *w, int64_t longest,
                n ? "; " : "", x->name, (long long)x->z.shape[0],
                (long long)longest);
   }
-  const char *dim = mark_coords(w, longest);
+  int ad = w->n > 0 && w->a[0].ad;
+  const char *dim = ad ? "" : mark_coords(w, longest);
   char others[1024] = "";
-  other_groups(w, longest, others, sizeof others);
+  if (!ad)
+    other_groups(w, longest, others, sizeof others);
   size_t len =
       strlen(chosen) + strlen(skipped) + strlen(dim) + strlen(others) + 64;
   if (!(out->notes = malloc(len)))
     return ferry__oom(err, -1, len, "the selection notes of store %s", store);
-  snprintf(out->notes, len, "chose %s (%lld rows%s%s); skipped %s%s", chosen,
-           (long long)longest, dim[0] ? " along " : "", dim,
-           skipped[0] ? skipped : "nothing", others);
+  snprintf(out->notes, len, "chose %s (%lld %s%s%s); skipped %s%s", chosen,
+           (long long)longest, ad ? "cells" : "rows", dim[0] ? " along " : "",
+           dim, skipped[0] ? skipped : "nothing", others);
   return 0;
 }
 
@@ -398,6 +411,32 @@ static int describe_var(const char *store, const zarr_walk *w, zarr_array *x,
       return rc;
     }
   }
+  if (x->ad) { /* AnnData: the names of its values; a CSR matrix's rows */
+    v->categories = x->ad->cats;
+    x->ad->cats = NULL;
+  }
+  if (x->ad && x->ad->csr && adir) {
+    int rc = 0;
+    v->ragged = 2; /* values in compressed chunks: not bounded by a file */
+    v->width = x->ad->width;
+    v->chunk_rows = 0; /* its chunks hold values, not cells */
+    if (use_netcdf)
+      rc = ferry__seterr(err, FERRY_ENOTSUP,
+                         "store %s: array %s is a sparse matrix's, read as "
+                         "rows, which netCDF-C does not do: use "
+                         "zarr_reader=native",
+                         store, v->name);
+    else if (!out->roff &&
+             !(out->roff = calloc((size_t)out->nvars, sizeof *out->roff)))
+      rc = ferry__oom(err, -1, (size_t)out->nvars * sizeof *out->roff,
+                      "the offsets of store %s", store);
+    if (rc) {
+      free(adir);
+      return rc;
+    }
+    out->roff[k] = x->ad->roff;
+    x->ad->roff = NULL;
+  }
   /* what a failed storage text wanted: its directory's path, or (a bound)
    * the text itself */
   size_t storage_want =
@@ -425,36 +464,10 @@ static int describe_var(const char *store, const zarr_walk *w, zarr_array *x,
   return 0;
 }
 
-/* 1 when store is an AnnData store (its root attribute encoding-type is
- * "anndata": .zattrs in v2, zarr.json's attributes in v3). */
-static int is_anndata_store(const char *store) {
-  static const char *const files[] = {".zattrs", "zarr.json"};
-  for (int i = 0; i < 2; i++) {
-    size_t n = strlen(store) + 16;
-    char *p = malloc(n);
-    struct stat st;
-    json_t *j = NULL;
-    if (p) {
-      snprintf(p, n, "%s/%s", store, files[i]);
-      if (stat(p, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < (1 << 24))
-        j = json_load_file(p, 0, NULL);
-    }
-    free(p);
-    json_t *attrs = j && i == 1 ? json_object_get(j, "attributes") : j;
-    const char *e =
-        attrs ? json_string_value(json_object_get(attrs, "encoding-type"))
-              : NULL;
-    int yes = e && !strcmp(e, "anndata");
-    json_decref(j);
-    if (yes)
-      return 1;
-  }
-  return 0;
-}
-
 int ferry__zarr_describe(const char *path, const ferry_options *opts,
                          ferry__part_desc *out, ferry__err *err) {
   zarr_walk w;
+  ferry__ad_array *ad = NULL;
   int rc = 0, nsel = 0, use_netcdf = 0;
   int64_t longest = -1;
   char named[4096] = "";
@@ -465,20 +478,13 @@ int ferry__zarr_describe(const char *path, const ferry_options *opts,
   memset(&w, 0, sizeof w);
   if (!store)
     return ferry__oom(err, -1, strlen(path) + 1, "the store path of %s", path);
-  /* an AnnData store read as arrays would serve a sparse matrix's values
-   * as samples: refused until AnnData Zarr is read as cells (issue 27) */
-  if (check_store_dir(store, err) == 0 && is_anndata_store(store)) {
-    rc = ferry__seterr(err, FERRY_ENOTSUP,
-                       "store %s is an AnnData Zarr store: ferry reads "
-                       "AnnData as cells from .h5ad files for now "
-                       "(docs/singlecell.md); convert it once in Python: "
-                       "anndata.read_zarr(PATH).write_h5ad(PATH + '.h5ad')",
-                       store);
-    goto cleanup;
-  }
   if ((rc = check_store_dir(store, err)) < 0 ||
       (rc = ferry__zarr_walk_store(store, &w, err)) < 0 ||
-      (rc = pick_arrays(store, &w, named, &longest, &nsel, err)) < 0 ||
+      (rc = ferry__zarr_anndata(store, &w, &ad, &longest, err)) < 0)
+    goto cleanup;
+  for (int i = 0; ad && i < w.n; i++) /* AnnData: a sample is a cell */
+    w.a[i].ad = &ad[i];
+  if ((rc = pick_arrays(store, &w, named, &longest, &nsel, err)) < 0 ||
       (rc = pick_reader(store, opts, &w, &use_netcdf, err)) < 0 ||
       (rc = alloc_desc(out, nsel, store, err)) < 0)
     goto cleanup;
@@ -490,6 +496,7 @@ int ferry__zarr_describe(const char *path, const ferry_options *opts,
       rc = describe_var(store, &w, &w.a[i], use_netcdf,
                         ferry__pool_lanes_for(opts), out, k++, err);
 cleanup:
+  ferry__zarr_anndata_free(ad, w.n);
   ferry__zarr_walk_free(&w);
   free(store);
   if (rc < 0)

@@ -7,6 +7,7 @@
 #ifndef FERRY_ZARR_META_H
 #define FERRY_ZARR_META_H
 
+#include "backends/anndata.h"
 #include "backends/zarr/zarr.h"
 
 #include <jansson.h>
@@ -45,6 +46,8 @@ typedef struct zarr_array {
   zmeta z;
   int ok;    /* metadata parsed; else err holds why  */
   int coord; /* a 1-D coordinate of another dimension: not a variable */
+  /* In an AnnData store: its AnnData meaning (zarr/anndata.c), else NULL */
+  ferry__ad_array *ad;
   ferry__err err;
 } zarr_array;
 
@@ -59,5 +62,16 @@ typedef struct zarr_walk {
  *  Returns 0 or a FERRY_E* code with err set. */
 int ferry__zarr_walk_store(const char *store, zarr_walk *w, ferry__err *err);
 void ferry__zarr_walk_free(zarr_walk *w);
+
+/* ---- AnnData stores (zarr/anndata.c) ---- */
+
+/** When store is an AnnData store (its root's encoding-type "anndata"):
+ *  its n arrays (w) given their AnnData meaning in *out (malloc'd, one
+ *  per array, in w's order), the cells in *n_obs, and 1; 0 when it is not
+ *  AnnData; a FERRY_E* code with err for input ferry refuses. */
+int ferry__zarr_anndata(const char *store, const zarr_walk *w,
+                        ferry__ad_array **out, int64_t *n_obs, ferry__err *err);
+/** Free what ferry__zarr_anndata made (n arrays); NULL is fine. */
+void ferry__zarr_anndata_free(ferry__ad_array *a, int n);
 
 #endif /* FERRY_ZARR_META_H */

@@ -75,6 +75,7 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 
+#include "backends/anndata.h"
 #include "backends/zarr/zarr.h"
 
 #include <stdio.h>
@@ -136,20 +137,24 @@ int ferry__zarr_rec_get(const ferry__manifest *m, const ferry__part *pt, int v,
 
 /* ---- Reads (I/O thread) ----------------------------------------------- */
 
+void ferry__zarr_var_free(zvar *zv) {
+  ferry__zarr_lanes_free(zv); /* first: queued chunks use raw */
+  free(zv->adir);
+  free(zv->band_buf);
+  free(zv->chunk_buf);
+  free(zv->raw);
+  free(zv->mid);
+  free(zv->slot_key);
+  free(zv->slot_ix);
+  free(zv->ixraw);
+  if (zv->shard_fd >= 0)
+    close(zv->shard_fd);
+  zv->shard_fd = -1;
+}
+
 static void part_close(ferry__io *io, zpart *p) {
-  for (int v = 0; p->v && v < io->b.m->nvars; v++) {
-    ferry__zarr_lanes_free(&p->v[v]); /* first: queued chunks use raw */
-    free(p->v[v].adir);
-    free(p->v[v].band_buf);
-    free(p->v[v].chunk_buf);
-    free(p->v[v].raw);
-    free(p->v[v].mid);
-    free(p->v[v].slot_key);
-    free(p->v[v].slot_ix);
-    free(p->v[v].ixraw);
-    if (p->v[v].shard_fd >= 0)
-      close(p->v[v].shard_fd);
-  }
+  for (int v = 0; p->v && v < io->b.m->nvars; v++)
+    ferry__zarr_var_free(&p->v[v]);
   free(p->v);
 #ifdef HAVE_NCZARR
   ferry__zarr_nc_close(p);
@@ -183,8 +188,12 @@ static int var_open(ferry__io *io, const ferry__part *pt, const char *store,
     return ferry__seterr(err, rc, "store %s on rank %d (offset 0): %s", store,
                          io->b.rank, msg);
   }
+  /* an AnnData matrix's indices or data: a value per entry, not per row */
+  int64_t rows = mv->ragged && !zv->z.vlen && pt->roff && pt->roff[v]
+                     ? pt->roff[v][pt->num_samples]
+                     : pt->num_samples;
   if (zv->z.hash != hash || zv->z.meta_size != pt->file_size[v] ||
-      zv->z.shape[0] != pt->num_samples)
+      zv->z.shape[0] != rows)
     return ferry__seterr(err, FERRY_EMISMATCH,
                          "store %s, array %s: its .zarray on rank %d differs "
                          "from the one rank 0 described (%lld against %lld "
@@ -315,9 +324,22 @@ static int z_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   (void)pt;
   if ((rc = acquire(io, part, &p, err)) < 0)
     return rc;
-  if (v->ragged) /* a variable-length array (vlen.c), native reader only */
+  if (v->ragged && p->v[var].z.vlen) /* variable-length (vlen.c), native */
     return ferry__zarr_vlen_read(&p->v[var], p->store, v->name, io->b.rank, row,
                                  nrows, v->row_bytes, pt->roff[var], buf, err);
+  if (v->ragged) { /* an AnnData CSR matrix: its rows' values, a run */
+    const int64_t *o = pt->roff[var];
+    int64_t e0 = o[row], n = o[row + nrows] - e0;
+    rc = ferry__zarr_native_read(&p->v[var], p->store, v->name, io->b.rank, e0,
+                                 n, v->row_bytes, buf, err);
+    if (rc < 0 || !ferry__anndata_is_indices(v))
+      return rc;
+    /* the column indices checked once decoded (anndata.c) */
+    if ((rc = ferry__zarr_settle(&io->dec, rc, err)) < 0)
+      return rc;
+    return ferry__anndata_indices_ok(v, p->store, "array", io->b.rank, e0, n,
+                                     buf, err);
+  }
 #ifdef HAVE_NCZARR
   if (p->ncid >= 0)
     rc = ferry__zarr_nc_read(&p->v[var], p->store, v->name, io->b.rank, row,

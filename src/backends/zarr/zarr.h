@@ -241,6 +241,10 @@ struct ferry__io {
 
 /* ---- The native reader (native.c) ------------------------------------- */
 
+/** Free what a zvar holds (its lanes first: queued chunks use its
+ *  buffers), closing its shard; zarr.c. */
+void ferry__zarr_var_free(zvar *zv);
+
 /** Check chunk file p before a read: 1 present, 0 absent (fill value), or
  *  an error naming the file; *size receives its size. */
 int ferry__zarr_check_chunk(const zvar *zv, const char *p, const char *store,
