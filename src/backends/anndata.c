@@ -83,8 +83,9 @@ static int csr_prepare(const ferry__ad_ops *ops, const char *path,
   ferry__ad_array *ix = find(a, n, name);
   snprintf(name, sizeof name, "%s/data", g);
   ferry__ad_array *dt = find(a, n, name);
+  /* (ix or dt already csr: an array listed twice, which no store holds) */
   if (!ip || !ix || !dt || ip->ndims != 1 || ix->ndims != 1 || dt->ndims != 1 ||
-      ip->is_string || ip->unreadable)
+      ip->is_string || ip->unreadable || ix->csr || dt->csr)
     return ferry__seterr(err, FERRY_EFORMAT,
                          "%s: AnnData matrix /%s: a CSR matrix needs the 1-D "
                          "integer arrays indptr and indices and the 1-D array "

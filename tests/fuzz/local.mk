@@ -28,6 +28,10 @@ FUZZ_HARNESSES += tests/fuzz/fuzz_npy
 tests_fuzz_fuzz_npy_SOURCES = tests/fuzz/fuzz_npy.c $(FUZZ_DRIVER)
 tests_fuzz_fuzz_npy_LDFLAGS = $(FUZZ_LINK_FLAGS)
 
+FUZZ_HARNESSES += tests/fuzz/fuzz_anndata
+tests_fuzz_fuzz_anndata_SOURCES = tests/fuzz/fuzz_anndata.c $(FUZZ_DRIVER)
+tests_fuzz_fuzz_anndata_LDFLAGS = $(FUZZ_LINK_FLAGS)
+
 FUZZ_HARNESSES += tests/fuzz/fuzz_zarr_meta
 tests_fuzz_fuzz_zarr_meta_SOURCES = tests/fuzz/fuzz_zarr_meta.c $(FUZZ_DRIVER)
 tests_fuzz_fuzz_zarr_meta_LDFLAGS = $(FUZZ_LINK_FLAGS)
