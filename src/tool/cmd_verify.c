@@ -487,6 +487,8 @@ static int run_epoch(tool_ctx *ctx, ferry_loader *L, const setup *su, int64_t e,
       if (su->pack && verify_pack_batch(su, b, run) != 0)
         tool_oom(ctx, (size_t)su->pi.documents * 24,
                  "the documents' counts of %s", ctx->target);
+      else if (su->content && su->adgen)
+        verify_anndata_batch(su, b, e, run);
       else if (su->content && !su->pack)
         check_content(su, b, e, run);
     }
@@ -687,7 +689,9 @@ static void setup_init(tool_ctx *ctx, ferry_loader *L, setup *su) {
   su->shuffled = strcmp(su->shuffle_name, "none") != 0;
   verify_pack_setup(ctx, L, su);
   verify_sparse_setup(su);
-  su->content = decide_content(ctx, L, su, su->why, sizeof su->why);
+  int ad = verify_anndata_setup(ctx, L, su);
+  su->content =
+      ad ? ad > 0 : decide_content(ctx, L, su, su->why, sizeof su->why);
   ferry_sampling_info_get(L, &su->si);
 }
 
@@ -765,6 +769,14 @@ static void check_content_all(const tool_ctx *ctx, report *rep, const setup *su,
                   "its document's");
   else if (!su->content)
     verify_result(rep, CK_CONTENT, RES_SKIP, e, "%s", su->why);
+  else if (su->adgen && bad == 0 && !su->ad_msg[0])
+    verify_result(rep, CK_CONTENT, RES_PASS, e, "%" PRId64 " cells checked: %s",
+                  checked, su->why);
+  else if (su->adgen)
+    verify_result(rep, CK_CONTENT, RES_FAIL, e,
+                  "%" PRId64 " values differ from the formula of 'ferry "
+                  "gen --anndata'; first: %s",
+                  bad, bad ? msg : su->ad_msg);
   else if (bad == 0)
     verify_result(rep, CK_CONTENT, RES_PASS, e,
                   "%" PRId64 " samples x %d "
