@@ -10,7 +10,9 @@
  *                 each once plus padded repeats), all in [0, N);
  *   content       for data written by `ferry gen` (DIR/FERRY_GEN) or a mem:
  *                 spec, every element of every variable of every sample
- *                 holds the value its index encodes (tool_fill_rows);
+ *                 holds the value its index encodes (tool_fill_rows); for
+ *                 an .h5ad of `ferry gen --anndata`, every cell's row of X,
+ *                 code and n_counts its formula's (verify_anndata.c);
  *   determinism   ferry_set_epoch again with the same epoch gives the same
  *                 batches (a hash of index, ids, padding and data per batch);
  *   order         consecutive epochs give different orders (a warning only,
@@ -82,7 +84,8 @@ const tool_cmd tool_cmd_verify = {
         "Run epochs 0..K-1, each twice, and check: equal batch counts on "
         "every rank; every sample served exactly once as the tail option "
         "promises; the content of every element for datasets written by "
-        "'ferry gen' (or mem: specs); identical batches when an epoch is "
+        "'ferry gen' (or mem: specs, or every cell of a 'ferry gen --anndata' "
+        "file); identical batches when an epoch is "
         "run again; different orders in different epochs (a warning); at "
         "least 4 distinct chunks per batch on average (a warning); with "
         "weights, balance or a mix, the draws' observed shares against the "
