@@ -659,7 +659,8 @@ static int verify_args(const tool_ctx *ctx, verify_cfg *cfg) {
 
 /* What the epochs need to know, from the loader and the options.
  * COLLECTIVE (decide_content). */
-static void setup_init(tool_ctx *ctx, ferry_loader *L, setup *su) {
+static void setup_init(tool_ctx *ctx, ferry_loader *L, int adgen_found,
+                       setup *su) {
   char buf[256];
   su->n = ferry_num_samples(L);
   su->nvars = ferry_num_vars(L);
@@ -692,7 +693,7 @@ static void setup_init(tool_ctx *ctx, ferry_loader *L, setup *su) {
   su->shuffled = strcmp(su->shuffle_name, "none") != 0;
   verify_pack_setup(ctx, L, su);
   verify_sparse_setup(su);
-  int ad = verify_anndata_setup(ctx, L, su);
+  int ad = verify_anndata_setup(ctx, L, adgen_found, su);
   su->content =
       ad ? ad > 0 : decide_content(ctx, L, su, su->why, sizeof su->why);
   ferry_sampling_info_get(L, &su->si);
@@ -1045,6 +1046,8 @@ static int run_verify(tool_ctx *ctx) {
   if (strcmp(tool_option(ctx, "pack", pk, sizeof pk), "none") != 0 &&
       !*tool_option(ctx, "vars", vars, sizeof vars))
     ferry_options_set(ctx->opts, "vars", VERIFY_PACK_VARS);
+  adgen_params ad; /* a file of ferry gen --anndata: read before the open */
+  int adgen_found = verify_anndata_probe(ctx, &ad);
   if ((st = tool_open(ctx, &L)) != 0)
     return st;
   /* bounded: refuse before anything per sample is held (issue 30) */
@@ -1060,7 +1063,8 @@ static int run_verify(tool_ctx *ctx) {
   v.rep.json = cfg.json;
   for (int c = 0; c < CK_COUNT; c++)
     v.rep.worst[c] = RES_NONE;
-  setup_init(ctx, L, &v.su);
+  v.su.ad = ad;
+  setup_init(ctx, L, adgen_found, &v.su);
   if (ctx->rank == 0 && !cfg.json) {
     printf("ferry verify: %s, %d rank%s, epochs 0..%" PRId64 ", %" PRId64
            " samples, batch_size %" PRId64 ", shuffle %s, tail %s\n",

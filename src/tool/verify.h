@@ -138,10 +138,16 @@ int verify_sparse_setup(setup *su);
 void verify_sparse_batch(const setup *su, const ferry_batch *b, epoch_run *run);
 void verify_check_sparse(const tool_ctx *ctx, report *rep, const setup *su,
                          int64_t e, epoch_run *r);
-/* A file of ferry gen --anndata (verify_anndata.c): the setup (collective;
- * 1 when the file is one, -1 when it is one for another cell count, why in
- * su->why; 0 otherwise), a batch's cells checked against the formula. */
-int verify_anndata_setup(const tool_ctx *ctx, const ferry_loader *L, setup *su);
+/* A file of ferry gen --anndata (verify_anndata.c).  The probe, before
+ * the loader opens it (rank 0 reads the root attribute with HDF5 while the
+ * library does not hold the file): 1 and *p when the dataset is such a
+ * file.  The setup (collective; found, su->ad: the probe's on rank 0): 1
+ * when the check is on, -1 when the file is one for another cell count
+ * (why in su->why), 0 otherwise.  Then a batch's cells checked against
+ * the formula. */
+int verify_anndata_probe(const tool_ctx *ctx, adgen_params *p);
+int verify_anndata_setup(const tool_ctx *ctx, const ferry_loader *L, int found,
+                         setup *su);
 void verify_anndata_batch(const setup *su, const ferry_batch *b, int64_t epoch,
                           epoch_run *run);
 /* The vars verify asks a packing loader for (all its outputs). */

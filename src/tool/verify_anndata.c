@@ -14,16 +14,21 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* Rank 0: on when the dataset is one file that ferry gen --anndata wrote
- * for as many cells as the loader serves. */
-static int find_params(const tool_ctx *ctx, const ferry_loader *L,
-                       adgen_params *p, char *why, size_t len) {
+int verify_anndata_probe(const tool_ctx *ctx, adgen_params *p) {
   struct stat st;
-  if (ferry_mix_count(L) > 0 || strncmp(ctx->target, "mem:", 4) == 0 ||
+  char no[256];
+  memset(p, 0, sizeof *p);
+  if (ctx->rank != 0 || strncmp(ctx->target, "mem:", 4) == 0 ||
       stat(ctx->target, &st) != 0 || !S_ISREG(st.st_mode))
     return 0;
-  char no[256];
-  if (!adgen_read_params(ctx->target, p, no, sizeof no))
+  return adgen_read_params(ctx->target, p, no, sizeof no);
+}
+
+/* Rank 0: on (1) when the probed file is one dataset (not a mix) of as
+ * many cells as the loader serves; -1 when it is for another count. */
+static int find_params(const ferry_loader *L, int found, adgen_params *p,
+                       char *why, size_t len) {
+  if (!found || ferry_mix_count(L) > 0)
     return 0; /* not ferry's: the usual decision says why */
   if (p->cells != ferry_num_samples(L)) {
     snprintf(why, len,
@@ -59,11 +64,11 @@ static void check_categories(setup *su) {
              su->ad.categories);
 }
 
-int verify_anndata_setup(const tool_ctx *ctx, const ferry_loader *L,
+int verify_anndata_setup(const tool_ctx *ctx, const ferry_loader *L, int found,
                          setup *su) {
   int on = 0;
   if (ctx->rank == 0)
-    on = find_params(ctx, L, &su->ad, su->why, sizeof su->why);
+    on = find_params(L, found, &su->ad, su->why, sizeof su->why);
   MPI_Bcast(&on, 1, MPI_INT, 0, MPI_COMM_WORLD);
   MPI_Bcast(&su->ad, (int)sizeof su->ad, MPI_BYTE, 0, MPI_COMM_WORLD);
   if (on <= 0)
