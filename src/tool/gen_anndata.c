@@ -444,8 +444,14 @@ int adgen_write(const tool_ctx *ctx, const char *path, const adgen_params *p,
   progress pg = {MPI_Wtime(), MPI_Wtime(), "obs and X/indptr"};
   int64_t nnz = 0;
   const char *stage = "the root, var and the empty groups";
+  errno = 0;
   hid_t f = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  int rc = f >= 0 && skeleton(f, p) == 0 ? 0 : -1;
+  if (f < 0) {
+    tool_error(ctx, "cannot create %s: %s", tmp,
+               errno ? strerror(errno) : "HDF5 refused it");
+    return -1;
+  }
+  int rc = skeleton(f, p) == 0 ? 0 : -1;
   if (rc == 0) {
     stage = "obs and X/indptr";
     rc = obs_open(f, p, &o) == 0 && pass_obs(p, &o, &pg, &nnz) == 0 ? 0 : -1;
@@ -458,7 +464,7 @@ int adgen_write(const tool_ctx *ctx, const char *path, const adgen_params *p,
   obs_close(&o);
   if (o.x >= 0)
     H5Gclose(o.x);
-  if (f >= 0 && H5Fclose(f) < 0 && rc == 0) {
+  if (H5Fclose(f) < 0 && rc == 0) {
     stage = "the file's end (H5Fclose)";
     rc = -1;
   }
@@ -467,8 +473,8 @@ int adgen_write(const tool_ctx *ctx, const char *path, const adgen_params *p,
     rc = -2;
   }
   if (rc == -1)
-    tool_error(ctx, "cannot write %s: %s failed (HDF5; disk full?)", tmp,
-               f < 0 ? "creating the file" : stage);
+    tool_error(ctx, "cannot write %s: writing %s failed (HDF5; disk full?)",
+               tmp, stage);
   if (rc != 0)
     unlink(tmp);
   size_t el = p->dtype == FERRY_FLOAT64 ? 8 : 4;

@@ -10,8 +10,9 @@
 #    are anndata 0.8's (variable-length UTF-8 strings);
 #  - one value of X, then one code, changed with h5py: ferry verify fails
 #    naming the cell;
-#  - bad arguments refused with the reason (--genes 0, --density 2, ...), an
-#    existing file ferry did not write not replaced.
+#  - bad arguments refused with the reason (--genes 0, --density 2, ...), a
+#    missing directory named, an existing file ferry did not write not
+#    replaced.
 # Skips (77) in a build without HDF5; the Python part skips (77, after the
 # tool's part) without a Python with anndata and h5py.
 . "`dirname "$0"`/../lib/common.sh"
@@ -97,6 +98,14 @@ refused dtype "bad value 'int8' for --dtype" --anndata --samples 5 --genes 5 --d
 refused nogenes "needs --samples N (the cells) and --genes G" --anndata --samples 5
 refused parts "no --var, --parts" --anndata --samples 5 --genes 5 --parts 2
 refused noanndata "options of --anndata" --samples 5 --genes 5
+"$FERRY" gen "$tmp/no/such/dir.h5ad" --anndata --samples 5 --genes 5 >"$tmp/nodir" 2>&1
+if grep "cannot create .*/no/such/dir.h5ad.tmp: No such file or directory" "$tmp/nodir" >/dev/null; then
+  echo "ok: `cat "$tmp/nodir"`"
+else
+  echo "FAIL: a file in a missing directory"
+  cat "$tmp/nodir"
+  status=1
+fi
 echo "not hdf5" >"$tmp/other.h5ad"
 if "$FERRY" gen "$tmp/other.h5ad" --anndata --samples 5 --genes 5 >"$tmp/other" 2>&1 ||
    ! grep "exists and was not written by 'ferry gen --anndata'" "$tmp/other" >/dev/null ||
