@@ -776,11 +776,13 @@ static void check_content_all(const tool_ctx *ctx, report *rep, const setup *su,
   else if (su->adgen && bad == 0 && !su->ad_msg[0])
     verify_result(rep, CK_CONTENT, RES_PASS, e, "%" PRId64 " cells checked: %s",
                   checked, su->why);
+  else if (su->adgen && bad == 0)
+    verify_result(rep, CK_CONTENT, RES_FAIL, e, "%s", su->ad_msg);
   else if (su->adgen)
     verify_result(rep, CK_CONTENT, RES_FAIL, e,
                   "%" PRId64 " values differ from the formula of 'ferry "
                   "gen --anndata'; first: %s",
-                  bad, bad ? msg : su->ad_msg);
+                  bad, msg);
   else if (bad == 0)
     verify_result(rep, CK_CONTENT, RES_PASS, e,
                   "%" PRId64 " samples x %d "

@@ -47,21 +47,29 @@ static int var_named(const setup *su, const char *name) {
   return -1;
 }
 
-/* The categories' names the loader gives against type0 .. typeK-1. */
+/* The categories' names the loader gives against type0 .. typeK-1: the
+ * first that differs into su->ad_msg. */
 static void check_categories(setup *su) {
   const ferry_var_info *vi = &su->vars[su->ad_codes];
-  char want[ADGEN_MAX_CATEGORIES * 8 + 8];
-  size_t w = 0;
-  for (int k = 0; k < su->ad.categories; k++)
-    w += (size_t)snprintf(want + w, sizeof want - w, "%stype%d", k ? "\n" : "",
-                          k);
-  if (vi->ncategories != su->ad.categories || !vi->categories ||
-      strcmp(vi->categories, want) != 0)
+  const char *at = vi->categories ? vi->categories : "";
+  if (vi->ncategories != su->ad.categories) {
     snprintf(su->ad_msg, sizeof su->ad_msg,
-             "obs/cell_type/codes has %" PRId64
-             " categories '%.80s', expected %d (type0 ...)",
-             vi->ncategories, vi->categories ? vi->categories : "",
-             su->ad.categories);
+             "obs/cell_type/codes has %" PRId64 " categories, expected %d",
+             vi->ncategories, su->ad.categories);
+    return;
+  }
+  for (int k = 0; k < su->ad.categories; k++) {
+    char want[16];
+    size_t n = strcspn(at, "\n");
+    snprintf(want, sizeof want, "type%d", k);
+    if (n != strlen(want) || strncmp(at, want, n) != 0) {
+      snprintf(su->ad_msg, sizeof su->ad_msg,
+               "obs/cell_type/codes: category %d is '%.*s', expected '%s'", k,
+               (int)(n < 64 ? n : 64), at, want);
+      return;
+    }
+    at += n + (at[n] != '\0');
+  }
 }
 
 int verify_anndata_setup(const tool_ctx *ctx, const ferry_loader *L, int found,

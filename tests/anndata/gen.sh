@@ -8,8 +8,8 @@
 #    computed again in Python, gives every column and value of the first
 #    300 cells, the codes, categories, n_counts and names; the attributes
 #    are anndata 0.8's (variable-length UTF-8 strings);
-#  - one value of X, then one code, changed with h5py: ferry verify fails
-#    naming the cell;
+#  - one value of X, one code, then a category's name changed with h5py:
+#    ferry verify fails naming the cell (the category);
 #  - bad arguments refused with the reason (--genes 0, --density 2, ...), a
 #    missing directory named, an existing file ferry did not write not
 #    replaced.
@@ -157,4 +157,6 @@ corrupt value "cell 123: value 1 of its row of X: expected column" \
   "p = f['X/indptr'][123]; d = f['X/data']; d[p + 1] = d[p + 1] + 1"
 corrupt code "cell 45: obs/cell_type/codes: expected" \
   "c = f['obs/cell_type/codes']; c[45] = (c[45] + 2) % 6"
+corrupt category "obs/cell_type/codes: category 2 is 'typeX', expected 'type2'" \
+  "f['obs/cell_type/categories'][2] = 'typeX'"
 exit $status
