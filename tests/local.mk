@@ -112,6 +112,7 @@ MPI_TESTS += \
 	tests/hdf5/hdf5.sh \
 	tests/hdf5/hdf5_two.sh \
 	tests/anndata/anndata.sh \
+	tests/anndata/gen.sh \
 	tests/hdf5/reopen.sh \
 	tests/classic/classic.sh \
 	tests/zarr/zarr.sh \
@@ -205,7 +206,7 @@ ASAN_TESTS = \
 	tests/npz/npz.sh tests/dataset/decode_pool.sh tests/unit/test_parquet \
 	tests/parquet/parquet.sh tests/parquet/parquet_pool.sh tests/sampling/weights.sh \
 	tests/ragged/megatron.sh tests/ragged/hdf5_vlen.sh tests/ragged/zarr_vlen.sh \
-	tests/pack/pack.sh tests/anndata/anndata.sh \
+	tests/pack/pack.sh tests/anndata/anndata.sh tests/anndata/gen.sh \
 	tests/ragged/parquet.sh \
 	tests/fuzz/
 

@@ -9,6 +9,7 @@
  * marker exists only for a complete dataset.  Uses no loader: it only needs
  * the dtype helpers of ferry.h.
  */
+#include "gen_anndata.h"
 #include "tool.h"
 
 #include <dirent.h>
@@ -31,7 +32,12 @@ enum {
   OPT_MEAN_LEN,
   OPT_LEN_SIGMA,
   OPT_SEED,
-  OPT_LEN_LIST
+  OPT_LEN_LIST,
+  OPT_ANNDATA,
+  OPT_GENES,
+  OPT_DENSITY,
+  OPT_DTYPE,
+  OPT_CATEGORIES
 };
 
 static int run_gen(tool_ctx *ctx);
@@ -55,8 +61,9 @@ static const tool_opt gen_opts[] = {
      "as the glob 'DIR/part-*').  Default: 1 (the files directly in DIR)."},
     {"big-endian", 0, OPT_BIG_ENDIAN, NULL,
      "Store multi-byte elements big-endian ('>' in the header)."},
-    {"format", 1, OPT_FORMAT, "npy|megatron",
-     "npy (default): .npy files.  megatron: a Megatron-LM indexed dataset "
+    {"format", 1, OPT_FORMAT, "npy|megatron|anndata",
+     "npy (default): .npy files.  anndata: the file DIR (FILE.h5ad), as "
+     "--anndata.  megatron: a Megatron-LM indexed dataset "
      "DIR/corpus.bin + DIR/corpus.idx of N sequences (one document each) "
      "of one ragged variable, tokens (--var tokens:DTYPE picks its dtype: "
      "uint8, int8, int16, uint16, int32 (default), int64, float32, "
@@ -69,12 +76,27 @@ static const tool_opt gen_opts[] = {
      "--format megatron: sigma of the lengths' log-normal (0: every "
      "sequence L long).  Default: 0.6."},
     {"seed", 1, OPT_SEED, "S",
-     "--format megatron: the lengths' seed.  "
+     "--format megatron: the lengths' seed; --anndata: the values'.  "
      "Default: 0."},
     {"len-list", 1, OPT_LEN_LIST, "N1,N2,...",
      "--format megatron: sequence i is N(i mod k) tokens long (0 allowed: "
      "empty documents), instead of the log-normal: corpora of chosen "
      "lengths for the packing tests."},
+    {"anndata", 0, OPT_ANNDATA, NULL,
+     "Write one AnnData file FILE.h5ad (the positional argument) of "
+     "--samples cells x --genes genes, laid out as anndata 0.8 writes it: "
+     "a sparse CSR X, obs with a categorical cell_type (about 5% missing) "
+     "and n_counts, var of gene names.  Needs a build with HDF5."},
+    {"genes", 1, OPT_GENES, "G",
+     "--anndata: the matrix's columns, 1 to 2^31-1 (required)."},
+    {"density", 1, OPT_DENSITY, "D",
+     "--anndata: the share of nonzero values, in (0, 1] (a cell's columns "
+     "are a seeded skip sequence of mean gap about 1/D).  Default: 0.05."},
+    {"dtype", 1, OPT_DTYPE, "float32|float64|int32",
+     "--anndata: the dtype of X/data (values are integers 1..255).  "
+     "Default: float32."},
+    {"categories", 1, OPT_CATEGORIES, "K",
+     "--anndata: the categories of obs/cell_type, 1 to 127.  Default: 8."},
     {NULL, 0, 0, NULL, NULL},
 };
 
@@ -83,7 +105,9 @@ const tool_cmd tool_cmd_gen = {
     .args = "DIR (--samples N | --size SIZE) [--var NAME:DTYPE[:SHAPE]]... "
             "[--npy-version 1|2|3] [--parts K] [--big-endian] "
             "[--format npy|megatron [--mean-len L] [--len-sigma S] "
-            "[--seed S] [--len-list N1,N2,...]]",
+            "[--seed S] [--len-list N1,N2,...]] | "
+            "FILE.h5ad --anndata --samples N --genes G [--density D] "
+            "[--dtype float32|float64|int32] [--categories K] [--seed S]",
     .summary = "write a synthetic .npy dataset whose values encode the index",
     .description =
         "Write a synthetic dataset into DIR (created if needed; refused if it "
@@ -92,7 +116,12 @@ const tool_cmd tool_cmd_gen = {
         "Element k of row i is (i + k) mod M, M = 2^7 int8, 2^8 uint8, 2^15 "
         "int16, 2^16 uint16, 2^31 int32, 2^32 uint32, 2^62 int64 and uint64, "
         "2^11 float16, 2^24 float32, 2^53 float64, 2 bool.  DIR/FERRY_GEN "
-        "records what was written; 'ferry verify' then checks the content.",
+        "records what was written; 'ferry verify' then checks the content.  "
+        "With --anndata: one AnnData file instead, cell i's columns and "
+        "values (integers 1..255) a function of --seed, i and the column, "
+        "its parameters in the root attribute ferry-gen, so that 'ferry "
+        "verify FILE.h5ad' checks every served cell's indices, data, code "
+        "and n_counts (docs/singlecell.md).",
     .loader_options = 0,
     .opts = gen_opts,
     .run = run_gen,
@@ -123,6 +152,9 @@ typedef struct gen_params {
   uint64_t seed;
   int nlist; /* --len-list: the lengths, cycled (0: log-normal) */
   int64_t list[64];
+  int anndata;     /* --anndata: one .h5ad file (gen_anndata.c) */
+  int ad_only;     /* an option of --anndata alone was given */
+  adgen_params ad; /* its parameters */
 } gen_params;
 
 static int parse_var(const tool_ctx *ctx, const char *spec, gen_var *v) {
@@ -220,14 +252,103 @@ static int parse_len_list(const tool_ctx *ctx, const char *val, gen_params *p) {
   return TOOL_CONTINUE;
 }
 
-static int parse_gen(const tool_ctx *ctx, gen_params *p) {
-  uint64_t size = 0;
-  int have_samples = 0, have_size = 0, st_megatron;
+/* An option of --anndata (--anndata itself, --genes, --density, --dtype,
+ * --categories). */
+static int parse_anndata_opt(const tool_ctx *ctx, int id, const char *val,
+                             gen_params *p) {
+  int64_t v;
+  char *end = NULL;
+  switch (id) {
+  case OPT_ANNDATA: p->anndata = 1; return TOOL_CONTINUE;
+  case OPT_GENES:
+    if (tool_parse_i64(val, 1, INT32_MAX, &p->ad.genes) != 0)
+      return tool_usage_error(ctx,
+                              "bad value '%s' for --genes: expected an "
+                              "integer from 1 to 2^31-1",
+                              val);
+    break;
+  case OPT_DENSITY:
+    p->ad.density = strtod(val, &end);
+    if (!end || end == val || *end || !(p->ad.density > 0) || p->ad.density > 1)
+      return tool_usage_error(ctx,
+                              "bad value '%s' for --density: expected a "
+                              "number in (0, 1], the share of nonzero "
+                              "values",
+                              val);
+    break;
+  case OPT_DTYPE:
+    p->ad.dtype = (ferry_dtype)tool_dtype_from_name(val);
+    if (strcmp(val, "float32") != 0 && strcmp(val, "float64") != 0 &&
+        strcmp(val, "int32") != 0)
+      return tool_usage_error(ctx,
+                              "bad value '%s' for --dtype: expected "
+                              "float32, float64 or int32",
+                              val);
+    break;
+  case OPT_CATEGORIES:
+    if (tool_parse_i64(val, 1, ADGEN_MAX_CATEGORIES, &v) != 0)
+      return tool_usage_error(ctx,
+                              "bad value '%s' for --categories: expected an "
+                              "integer from 1 to %d (int8 codes)",
+                              val, ADGEN_MAX_CATEGORIES);
+    p->ad.categories = (int)v;
+    break;
+  default: return TOOL_CONTINUE;
+  }
+  p->ad_only = 1;
+  return TOOL_CONTINUE;
+}
+
+/* --anndata: cells from --samples, --genes given, no option of the other
+ * formats. */
+static int anndata_params(const tool_ctx *ctx, gen_params *p, int have_samples,
+                          int have_size) {
+  if (!p->anndata)
+    return tool_usage_error(ctx, "--genes, --density, --dtype and "
+                                 "--categories are options of --anndata");
+  if (p->megatron || p->nvars || p->parts != 1 || p->big_endian ||
+      p->npy_version != 1 || p->nlist || have_size)
+    return tool_usage_error(ctx, "--anndata writes one AnnData file: no "
+                                 "--var, --parts, --big-endian, "
+                                 "--npy-version, --len-list, --size or "
+                                 "--format megatron");
+  if (!have_samples || p->ad.genes < 1)
+    return tool_usage_error(ctx, "--anndata needs --samples N (the cells) "
+                                 "and --genes G");
+  p->ad.cells = p->samples;
+  p->ad.seed = p->seed;
+  p->ad.span = adgen_span(p->ad.density);
+  return TOOL_CONTINUE;
+}
+
+/* --format npy|megatron|anndata. */
+static int parse_format(const tool_ctx *ctx, const char *val, gen_params *p) {
+  if (strcmp(val, "npy") != 0 && strcmp(val, "megatron") != 0 &&
+      strcmp(val, "anndata") != 0)
+    return tool_usage_error(ctx,
+                            "bad value '%s' for --format: expected npy, "
+                            "megatron or anndata",
+                            val);
+  p->megatron = strcmp(val, "megatron") == 0;
+  p->anndata = strcmp(val, "anndata") == 0;
+  return TOOL_CONTINUE;
+}
+
+static void gen_defaults(gen_params *p) {
   memset(p, 0, sizeof *p);
   p->parts = 1;
   p->npy_version = 1;
   p->mean_len = 256;
   p->sigma = 0.6;
+  p->ad.density = 0.05;
+  p->ad.dtype = FERRY_FLOAT32;
+  p->ad.categories = 8;
+}
+
+static int parse_gen(const tool_ctx *ctx, gen_params *p) {
+  uint64_t size = 0;
+  int have_samples = 0, have_size = 0, st_megatron;
+  gen_defaults(p);
   for (int i = 0; i < ctx->nargs; i++) {
     const char *val = ctx->args[i].value;
     int st;
@@ -278,12 +399,8 @@ static int parse_gen(const tool_ctx *ctx, gen_params *p) {
       break;
     case OPT_BIG_ENDIAN: p->big_endian = 1; break;
     case OPT_FORMAT:
-      if (strcmp(val, "npy") != 0 && strcmp(val, "megatron") != 0)
-        return tool_usage_error(ctx,
-                                "bad value '%s' for --format: expected npy "
-                                "or megatron",
-                                val);
-      p->megatron = strcmp(val, "megatron") == 0;
+      if ((st = parse_format(ctx, val, p)) != TOOL_CONTINUE)
+        return st;
       break;
     case OPT_MEAN_LEN:
     case OPT_LEN_SIGMA: {
@@ -309,8 +426,14 @@ static int parse_gen(const tool_ctx *ctx, gen_params *p) {
       p->seed = (uint64_t)v;
       break;
     }
+    default:
+      if ((st = parse_anndata_opt(ctx, ctx->args[i].id, val, p)) !=
+          TOOL_CONTINUE)
+        return st;
     }
   }
+  if (p->anndata || p->ad_only)
+    return anndata_params(ctx, p, have_samples, have_size);
   if (p->megatron && (st_megatron = megatron_params(ctx, p)) != TOOL_CONTINUE)
     return st_megatron;
   if (p->nvars == 0) {
@@ -742,12 +865,36 @@ static int write_marker(const tool_ctx *ctx, const gen_params *p) {
   return 0;
 }
 
+/* --anndata: rank 0 writes the file; every rank returns the same. */
+static int run_gen_anndata(const tool_ctx *ctx, const adgen_params *ad) {
+  double t0 = MPI_Wtime(), bytes = 0;
+  int ok = ctx->rank == 0 ? adgen_write(ctx, ctx->target, ad, &bytes) == 0 : 1;
+  MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (!ok)
+    return TOOL_EXIT_ERROR;
+  double secs = MPI_Wtime() - t0;
+  if (ctx->rank == 0) {
+    char b1[32], b2[32];
+    printf("ferry gen: wrote %" PRId64 " cells x %" PRId64
+           " genes, an AnnData file (CSR X of %s, density about %.3g, "
+           "seed %" PRIu64 ", %d categories), %s, to %s in %.2f s (%s/s)\n",
+           ad->cells, ad->genes, ferry_dtype_name(ad->dtype),
+           2.0 / (double)(ad->span + 1), ad->seed, ad->categories,
+           tool_fmt_bytes(bytes, b1, sizeof b1), ctx->target, secs,
+           tool_fmt_bytes(secs > 0 ? bytes / secs : 0, b2, sizeof b2));
+    fflush(stdout);
+  }
+  return TOOL_EXIT_OK;
+}
+
 static int run_gen(tool_ctx *ctx) {
   gen_params p;
   int st = parse_gen(ctx, &p);
   if (st != TOOL_CONTINUE)
     return st;
 
+  if (p.anndata)
+    return run_gen_anndata(ctx, &p.ad);
   double t0 = MPI_Wtime();
   int ok = ctx->rank == 0 ? prepare_dir(ctx, &p) == 0 : 1;
   MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);

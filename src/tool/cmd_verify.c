@@ -10,7 +10,9 @@
  *                 each once plus padded repeats), all in [0, N);
  *   content       for data written by `ferry gen` (DIR/FERRY_GEN) or a mem:
  *                 spec, every element of every variable of every sample
- *                 holds the value its index encodes (tool_fill_rows);
+ *                 holds the value its index encodes (tool_fill_rows); for
+ *                 an .h5ad of `ferry gen --anndata`, every cell's row of X,
+ *                 code and n_counts its formula's (verify_anndata.c);
  *   determinism   ferry_set_epoch again with the same epoch gives the same
  *                 batches (a hash of index, ids, padding and data per batch);
  *   order         consecutive epochs give different orders (a warning only,
@@ -82,7 +84,8 @@ const tool_cmd tool_cmd_verify = {
         "Run epochs 0..K-1, each twice, and check: equal batch counts on "
         "every rank; every sample served exactly once as the tail option "
         "promises; the content of every element for datasets written by "
-        "'ferry gen' (or mem: specs); identical batches when an epoch is "
+        "'ferry gen' (or mem: specs, or every cell of a 'ferry gen --anndata' "
+        "file); identical batches when an epoch is "
         "run again; different orders in different epochs (a warning); at "
         "least 4 distinct chunks per batch on average (a warning); with "
         "weights, balance or a mix, the draws' observed shares against the "
@@ -487,6 +490,8 @@ static int run_epoch(tool_ctx *ctx, ferry_loader *L, const setup *su, int64_t e,
       if (su->pack && verify_pack_batch(su, b, run) != 0)
         tool_oom(ctx, (size_t)su->pi.documents * 24,
                  "the documents' counts of %s", ctx->target);
+      else if (su->content && su->adgen)
+        verify_anndata_batch(su, b, e, run);
       else if (su->content && !su->pack)
         check_content(su, b, e, run);
     }
@@ -654,7 +659,8 @@ static int verify_args(const tool_ctx *ctx, verify_cfg *cfg) {
 
 /* What the epochs need to know, from the loader and the options.
  * COLLECTIVE (decide_content). */
-static void setup_init(tool_ctx *ctx, ferry_loader *L, setup *su) {
+static void setup_init(tool_ctx *ctx, ferry_loader *L, int adgen_found,
+                       setup *su) {
   char buf[256];
   su->n = ferry_num_samples(L);
   su->nvars = ferry_num_vars(L);
@@ -687,7 +693,9 @@ static void setup_init(tool_ctx *ctx, ferry_loader *L, setup *su) {
   su->shuffled = strcmp(su->shuffle_name, "none") != 0;
   verify_pack_setup(ctx, L, su);
   verify_sparse_setup(su);
-  su->content = decide_content(ctx, L, su, su->why, sizeof su->why);
+  int ad = verify_anndata_setup(ctx, L, adgen_found, su);
+  su->content =
+      ad ? ad > 0 : decide_content(ctx, L, su, su->why, sizeof su->why);
   ferry_sampling_info_get(L, &su->si);
 }
 
@@ -765,6 +773,16 @@ static void check_content_all(const tool_ctx *ctx, report *rep, const setup *su,
                   "its document's");
   else if (!su->content)
     verify_result(rep, CK_CONTENT, RES_SKIP, e, "%s", su->why);
+  else if (su->adgen && bad == 0 && !su->ad_msg[0])
+    verify_result(rep, CK_CONTENT, RES_PASS, e, "%" PRId64 " cells checked: %s",
+                  checked, su->why);
+  else if (su->adgen && bad == 0)
+    verify_result(rep, CK_CONTENT, RES_FAIL, e, "%s", su->ad_msg);
+  else if (su->adgen)
+    verify_result(rep, CK_CONTENT, RES_FAIL, e,
+                  "%" PRId64 " values differ from the formula of 'ferry "
+                  "gen --anndata'; first: %s",
+                  bad, msg);
   else if (bad == 0)
     verify_result(rep, CK_CONTENT, RES_PASS, e,
                   "%" PRId64 " samples x %d "
@@ -1030,6 +1048,8 @@ static int run_verify(tool_ctx *ctx) {
   if (strcmp(tool_option(ctx, "pack", pk, sizeof pk), "none") != 0 &&
       !*tool_option(ctx, "vars", vars, sizeof vars))
     ferry_options_set(ctx->opts, "vars", VERIFY_PACK_VARS);
+  adgen_params ad; /* a file of ferry gen --anndata: read before the open */
+  int adgen_found = verify_anndata_probe(ctx, &ad);
   if ((st = tool_open(ctx, &L)) != 0)
     return st;
   /* bounded: refuse before anything per sample is held (issue 30) */
@@ -1045,7 +1065,8 @@ static int run_verify(tool_ctx *ctx) {
   v.rep.json = cfg.json;
   for (int c = 0; c < CK_COUNT; c++)
     v.rep.worst[c] = RES_NONE;
-  setup_init(ctx, L, &v.su);
+  v.su.ad = ad;
+  setup_init(ctx, L, adgen_found, &v.su);
   if (ctx->rank == 0 && !cfg.json) {
     printf("ferry verify: %s, %d rank%s, epochs 0..%" PRId64 ", %" PRId64
            " samples, batch_size %" PRId64 ", shuffle %s, tail %s\n",

@@ -6,6 +6,7 @@
 #ifndef FERRY_TOOL_VERIFY_H
 #define FERRY_TOOL_VERIFY_H
 
+#include "gen_anndata.h"
 #include "tool.h"
 
 #define MSG_LEN 512
@@ -56,6 +57,12 @@ typedef struct setup {
   /* sparse matrices' rows (verify_sparse.c): the variables of each pair */
   int nsparse;
   int sparse_ix[VERIFY_MAX_SPARSE], sparse_dv[VERIFY_MAX_SPARSE];
+  /* a file of ferry gen --anndata (verify_anndata.c): its parameters, the
+   * variables checked (-1: not served), a setup failure (categories) */
+  int adgen;
+  adgen_params ad;
+  int ad_ix, ad_dv, ad_codes, ad_counts, ad_dense;
+  char ad_msg[MSG_LEN];
 } setup;
 
 /* One run of one epoch on this rank. */
@@ -131,6 +138,18 @@ int verify_sparse_setup(setup *su);
 void verify_sparse_batch(const setup *su, const ferry_batch *b, epoch_run *run);
 void verify_check_sparse(const tool_ctx *ctx, report *rep, const setup *su,
                          int64_t e, epoch_run *r);
+/* A file of ferry gen --anndata (verify_anndata.c).  The probe, before
+ * the loader opens it (rank 0 reads the root attribute with HDF5 while the
+ * library does not hold the file): 1 and *p when the dataset is such a
+ * file.  The setup (collective; found, su->ad: the probe's on rank 0): 1
+ * when the check is on, -1 when the file is one for another cell count
+ * (why in su->why), 0 otherwise.  Then a batch's cells checked against
+ * the formula. */
+int verify_anndata_probe(const tool_ctx *ctx, adgen_params *p);
+int verify_anndata_setup(const tool_ctx *ctx, const ferry_loader *L, int found,
+                         setup *su);
+void verify_anndata_batch(const setup *su, const ferry_batch *b, int64_t epoch,
+                          epoch_run *run);
 /* The vars verify asks a packing loader for (all its outputs). */
 #define VERIFY_PACK_VARS                                                       \
   "tokens,segment_ids,positions,loss_mask,cu_seqlens,document_ids"

@@ -8,7 +8,10 @@
 # 150,000) cells x GENES (20,000) genes, a CSR X of float32 values and
 # int32 column indices at DENSITY (0.05): 150 million values, 1.2 GB of
 # non-zeros (values and indices); its obs and var written by anndata, X by
-# h5py in blocks of cells (anndata would hold the whole matrix).  Then, in
+# h5py in blocks of cells (anndata would hold the whole matrix); with
+# WRITER=ferry in the environment, by `ferry gen --anndata` instead (the
+# same layout and size, values 1..255, written in C: much faster for a
+# big file; docs/singlecell.md, "Synthetic files").  Then, in
 # one process each (per-rank throughput), batches of 64 cells in blocks of
 # 64 shuffled (scDataset's BlockShuffling), three rounds alternated, for
 # about 10 s each:
@@ -27,10 +30,14 @@ work=$2
 cells=${3:-150000}
 genes=${4:-20000}
 density=${5:-0.05}
+writer=${WRITER:-python}
 mkdir -p "$work"
 f=$work/cells.h5ad
 export PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}"
-if test ! -f "$f"; then
+if test ! -f "$f" && test "$writer" = ferry; then
+  "$build/ferry" gen "$f" --anndata --samples "$cells" --genes "$genes" \
+    --density "$density" --seed 1 --categories 3
+elif test ! -f "$f"; then
   /usr/bin/python3 - "$f" "$cells" "$genes" "$density" <<'PY'
 import sys, warnings
 warnings.filterwarnings("ignore")
