@@ -36,6 +36,7 @@ UNIT_TESTS = \
 	tests/unit/test_state_file \
 	tests/unit/test_zarr_meta \
 	tests/unit/test_dtype \
+	tests/unit/test_anndata \
 	tests/unit/test_classic \
 	tests/unit/test_fstype \
 	tests/unit/test_registry \
@@ -197,7 +198,7 @@ ASAN_TESTS = \
 	tests/unit/test_record \
 	tests/unit/test_plan tests/unit/test_global tests/unit/test_quality \
 	tests/unit/test_draw tests/unit/test_pack tests/unit/test_mix tests/sampling/sampling.sh tests/sampling/mix.sh \
-	tests/unit/test_dtype \
+	tests/unit/test_dtype tests/unit/test_anndata \
 	tests/unit/test_options tests/unit/test_npy \
 	tests/unit/test_state_file tests/unit/test_codec tests/unit/test_nocuda \
 	tests/unit/test_manifest tests/loader/loader.sh tests/loader/state.sh \

@@ -146,6 +146,18 @@ else
   cat "$tmp/info3"
   status=1
 fi
+# a string column named in vars: refused, saying why (h5ad and Zarr)
+for st in a.h5ad a3.zarr; do
+  $RUN_MPI 2 "$FERRY" dump "$fx/$st" --vars X/indices,obs/barcode \
+    >"$tmp/string.$st" 2>&1
+  if grep "variable 'obs/barcode' not found.*obs/barcode (a string column (not served: make it categorical))" "$tmp/string.$st" >/dev/null; then
+    echo "ok: a string column in vars ($st): refused, saying why"
+  else
+    echo "FAIL: a string column in vars ($st)"
+    cat "$tmp/string.$st"
+    status=1
+  fi
+done
 refused csc.zarr csc.zarr "X is a CSC matrix"
 refused indptr.zarr bad_indptr.zarr "indptr decreases (entry 8"
 refused shape.zarr bad_shape.zarr "indptr has 302 entries, its 302 rows need 303"

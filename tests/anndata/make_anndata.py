@@ -57,6 +57,7 @@ obs = pd.DataFrame({"n_counts": rng.integers(0, 1000, n).astype(np.int64),
                     "score": rng.random(n),
                     "cell_type": pd.Categorical(cats),
                     "donor": ["d%d" % (i % 3) for i in range(n)],
+                    "barcode": ["bc%05d" % i for i in range(n)],  # strings
                     "umis": pd.array(nullable, dtype="Int32"),
                     "qc": pd.array(flags, dtype="boolean")},
                    index=["c%d" % i for i in range(n)])
