@@ -147,10 +147,10 @@ for round in 1 2 3; do
   peer ferry_csr
   "$build/ferry" bench "$f" --vars X/indices,X/data --shuffle block \
     --block-size 64 --batch-size 64 --epochs 2 2>&1 |
-    sed -n 's/^total: \([0-9.]*\) samples\/s, \([0-9.]*\) MiB\/s.*/ferry_bench \1 cells\/s, \2 MiB\/s/p'
+    sed -n 's/^total: \([0-9.]*\) samples\/s, \([0-9.]* [KMG]iB\)\/s.*/ferry_bench \1 cells\/s, \2\/s/p'
   "$build/ferry" bench "$npy" --shuffle block --block-size 64 \
     --batch-size 64 --epochs 2 2>&1 |
-    sed -n 's/^total: \([0-9.]*\) samples\/s, \([0-9.]*\) MiB\/s.*/ferry_bench_npy \1 rows\/s, \2 MiB\/s/p'
+    sed -n 's/^total: \([0-9.]*\) samples\/s, \([0-9.]* [KMG]iB\)\/s.*/ferry_bench_npy \1 rows\/s, \2\/s/p'
   "$build/ferry" bench "$f" --vars X/indices,X/data --shuffle block \
     --block-size 64 --batch-size 64 --epochs 1 --sparse dense \
     --chunk-samples 4096 2>&1 |
