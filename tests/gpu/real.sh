@@ -27,9 +27,11 @@ gpu_run mem 1 nccl "$mem" batch_size=8
 case `"$FERRY" --version 2>/dev/null` in
   *hdf5*)
     for dt in float32 float64 int32; do
-      "$FERRY" gen "$tmp/g_$dt.h5ad" --anndata --samples 3000 --genes 2000         --density 0.05 --dtype $dt --seed 7 >/dev/null ||
+      "$FERRY" gen "$tmp/g_$dt.h5ad" --anndata --samples 3000 --genes 2000 \
+        --density 0.05 --dtype $dt --seed 7 >/dev/null ||
         { echo "FAIL: ferry gen --anndata --dtype $dt"; fail=1; continue; }
-      for opts in "batch_size=64" "sparse_dtype=float16 batch_size=48 tail=partial"                   "genes=gene0,gene1999,5,gene7,gene1000 batch_size=32" "sparse_dtype=same batch_size=64"; do
+      for opts in "batch_size=64" "sparse_dtype=float16 batch_size=48 tail=partial" \
+                  "genes=gene0,gene1999,5,gene7,gene1000 batch_size=32" "sparse_dtype=same batch_size=64"; do
         for np in 1 2; do
           if $RUN_MPI $np "$prog" values "$tmp/g_$dt.h5ad" sparse=dense                vars=X/indices,X/data $opts >"$tmp/out" 2>&1 &&
              grep -q "sparse=dense on the device: h2d_bytes" "$tmp/out"; then
