@@ -33,7 +33,8 @@ case `"$FERRY" --version 2>/dev/null` in
       for opts in "batch_size=64" "sparse_dtype=float16 batch_size=48 tail=partial" \
                   "genes=gene0,gene1999,5,gene7,gene1000 batch_size=32" "sparse_dtype=same batch_size=64"; do
         for np in 1 2; do
-          if $RUN_MPI $np "$prog" values "$tmp/g_$dt.h5ad" sparse=dense                vars=X/indices,X/data $opts >"$tmp/out" 2>&1 &&
+          if $RUN_MPI $np "$prog" values "$tmp/g_$dt.h5ad" sparse=dense \
+               vars=X/indices,X/data $opts >"$tmp/out" 2>&1 &&
              grep -q "sparse=dense on the device: h2d_bytes" "$tmp/out"; then
             echo "ok: sparse=dense on the device, X of $dt, np=$np $opts"
           else
