@@ -17,8 +17,8 @@
 #  - the budget's device memory counts the dense rows (ferry info);
 #  - what keeps the CPU view (keep_host=yes, pad=max): said in the notes,
 #    and the batches still equal.
-# Skips (77) in a build without CUDA, nvcc or HDF5, or without a Python
-# with anndata to write the fixture.
+# Skips (77) in a build without CUDA, nvcc (the kernel) or HDF5, or
+# without a Python with anndata to write the fixture.
 . "`dirname "$0"`/../lib/common.sh"
 ferry_test_init gpu-sparse
 . "$top_srcdir/tests/gpu/common.sh"
@@ -58,6 +58,13 @@ LD_PRELOAD=$fake
 FAKECUDA_DEVICES=1
 FAKECUDA_DELAY_US=300
 export LD_PRELOAD FAKECUDA_DEVICES FAKECUDA_DELAY_US
+
+# a CUDA build without nvcc has no kernel: the CPU view, said in the notes
+if "$FERRY" info "$h5" --vars X/indices,X/data --device cuda --sparse dense \
+     2>&1 | grep -q "built without nvcc"; then
+  echo "SKIP: libferry was built without nvcc (no densify kernel)"
+  exit 77
+fi
 
 # dense NP OPTION=VALUE...: the values check, the rows made on the device
 dense() {
