@@ -135,7 +135,7 @@ MPI_TESTS += \
 MPI_TESTS += tests/gpu/nogpu.sh tests/gpu/noneeded.sh
 if HAVE_CUDA
 UNIT_TESTS += tests/unit/test_cudalib
-MPI_TESTS += tests/gpu/fake.sh tests/gpu/real.sh
+MPI_TESTS += tests/gpu/fake.sh tests/gpu/real.sh tests/gpu/sparse.sh
 endif
 # The Python package and its front ends (each skips, 77, without the
 # extension or the framework it tests).

@@ -39,6 +39,7 @@
  */
 #include "config.h"
 #include "gpu/cudalib.h"
+#include "gpu/densify.h"
 #include "gpu/gpu.h"
 
 #include <stdio.h>
@@ -61,8 +62,39 @@ typedef struct nccl_reg {
   void **handles;
 } nccl_reg;
 
+/* The driver API functions of the densify kernel (decision 0056), from
+ * cudaGetDriverEntryPointByVersion: CUresult is an int, the handles are
+ * pointers (cuda.h's types, without linking the driver). */
+typedef int (*cu_module_load_data_fn)(void **module, const void *image);
+typedef int (*cu_module_get_function_fn)(void **fn, void *module,
+                                         const char *name);
+typedef int (*cu_launch_kernel_fn)(void *fn, unsigned gx, unsigned gy,
+                                   unsigned gz, unsigned bx, unsigned by,
+                                   unsigned bz, unsigned shared, void *stream,
+                                   void **params, void **extra);
+typedef int (*cu_module_unload_fn)(void *module);
+typedef int (*cu_get_error_string_fn)(int result, const char **str);
+
+#if defined(HAVE_NVCC)
+extern const char ferry__densify_ptx[]; /* src/gpu/densify_ptx.c */
+#endif
+
+_Static_assert(FERRY__KDT_FLOAT16 == FERRY_FLOAT16 &&
+                   FERRY__KDT_FLOAT32 == FERRY_FLOAT32 &&
+                   FERRY__KDT_FLOAT64 == FERRY_FLOAT64 &&
+                   FERRY__KDT_INT64 == FERRY_INT64 &&
+                   FERRY__KDT_UINT64 == FERRY_UINT64 &&
+                   FERRY__KDT_BOOL == FERRY_BOOL,
+               "gpu/densify.h's dtype codes are ferry_dtype's");
+
 struct ferry__gpu {
-  int rank; /* for messages */
+  int rank;     /* for messages */
+  int dz_state; /* densify kernel: 0 not loaded, 1 loaded, -1 failed */
+  void *dz_mod[FERRY_MAX_DEVICES], *dz_fn[FERRY_MAX_DEVICES];
+  cu_launch_kernel_fn launch;
+  cu_module_unload_fn unload;
+  cu_get_error_string_fn cu_error;
+  char dz_why[512]; /* why the kernel could not be loaded */
   int ndev;
   int dev[FERRY_MAX_DEVICES];
   cudaStream_t stream[FERRY_MAX_DEVICES];
@@ -138,6 +170,117 @@ static int app_chose_device(void) {
   }
   void *ctx = NULL;
   return ((ctx_get_fn)fn)(&ctx) == 0 && ctx != NULL;
+}
+
+/* ---- The densify kernel (sparse=dense on the device, decision 0056) ---- */
+
+#if defined(HAVE_NVCC)
+/* A driver function through the runtime (libferry loads no driver
+ * library itself), or NULL. */
+static void *driver_fn(const char *name) {
+  void *fn = NULL;
+  enum cudaDriverEntryPointQueryResult q;
+  if (rt.cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault,
+                                          &q) != cudaSuccess ||
+      q != cudaDriverEntryPointSuccess) {
+    rt.cudaGetLastError();
+    return NULL;
+  }
+  return fn;
+}
+
+static const char *cu_why(const ferry__gpu *g, int r) {
+  const char *s = NULL;
+  return g->cu_error && !g->cu_error(r, &s) && s ? s : "unknown error";
+}
+
+/* Load the kernel on every device of g: 0, or -1 with why. */
+static int densify_load(ferry__gpu *g, char *why, size_t whylen) {
+  cu_module_load_data_fn load;
+  cu_module_get_function_fn get;
+  void *p[5] = {driver_fn("cuModuleLoadData"), driver_fn("cuModuleGetFunction"),
+                driver_fn("cuLaunchKernel"), driver_fn("cuModuleUnload"),
+                driver_fn("cuGetErrorString")};
+  if (!p[0] || !p[1] || !p[2] || !p[3]) {
+    snprintf(why, whylen,
+             "the CUDA runtime %s does not hand out the driver's "
+             "cuModuleLoadData, cuModuleGetFunction, cuLaunchKernel and "
+             "cuModuleUnload",
+             rt.cuda_path);
+    return -1;
+  }
+  memcpy(&load, &p[0], sizeof load);
+  memcpy(&get, &p[1], sizeof get);
+  memcpy(&g->launch, &p[2], sizeof g->launch);
+  memcpy(&g->unload, &p[3], sizeof g->unload);
+  memcpy(&g->cu_error, &p[4], sizeof g->cu_error);
+  for (int i = 0; i < g->ndev; i++) {
+    cudaError_t e = rt.cudaSetDevice(g->dev[i]);
+    if (e == cudaSuccess)
+      e = rt.cudaFree(NULL); /* the device's context, current */
+    if (e != cudaSuccess) {
+      snprintf(why, whylen, "device %d: %s", g->dev[i],
+               rt.cudaGetErrorString(e));
+      rt.cudaGetLastError();
+      return -1;
+    }
+    int r = load(&g->dz_mod[i], ferry__densify_ptx);
+    if (r) {
+      g->dz_mod[i] = NULL;
+      snprintf(why, whylen,
+               "cuModuleLoadData of its PTX (CUDA %d, compute_80) on device "
+               "%d failed: %s (CUresult %d; a driver older than that CUDA?)",
+               CUDART_VERSION, g->dev[i], cu_why(g, r), r);
+      return -1;
+    }
+    if ((r = get(&g->dz_fn[i], g->dz_mod[i], FERRY__DENSIFY_KERNEL))) {
+      snprintf(why, whylen, "cuModuleGetFunction(%s) on device %d: %s",
+               FERRY__DENSIFY_KERNEL, g->dev[i], cu_why(g, r));
+      return -1;
+    }
+  }
+  return 0;
+}
+#endif
+
+int ferry__gpu_densify_ready(ferry__gpu *g, char *why, size_t whylen) {
+  if (g->dz_state) {
+    if (g->dz_state < 0)
+      snprintf(why, whylen, "%s", g->dz_why);
+    return g->dz_state > 0;
+  }
+  g->dz_state = -1;
+#if defined(HAVE_NVCC)
+  if (!rt.cudaGetDriverEntryPointByVersion) {
+    snprintf(why, whylen,
+             "the CUDA runtime %s has no cudaGetDriverEntryPointByVersion "
+             "(CUDA 12.5 or newer)",
+             rt.cuda_path);
+  } else {
+    int prev = -1, had = rt.cudaGetDevice(&prev) == cudaSuccess;
+    int rc = densify_load(g, why, whylen);
+    if (had)
+      rt.cudaSetDevice(prev);
+    if (!rc) {
+      g->dz_state = 1;
+      return 1;
+    }
+    for (int i = 0; i < g->ndev; i++)
+      if (g->dz_mod[i]) {
+        rt.cudaSetDevice(g->dev[i]);
+        g->unload(g->dz_mod[i]);
+        g->dz_mod[i] = NULL;
+      }
+    if (had)
+      rt.cudaSetDevice(prev);
+  }
+#else
+  snprintf(why, whylen,
+           "this libferry was built without nvcc (the kernel is compiled "
+           "at build time)");
+#endif
+  snprintf(g->dz_why, sizeof g->dz_why, "%s", why);
+  return 0;
 }
 
 /* The devices option into ordinals; FERRY_ENODEV names an absent one. */
@@ -350,6 +493,10 @@ static void dev_free(void *p) {
   rt.cudaFree(p);
 }
 
+static size_t align_dev(size_t b) {
+  return (b + ALIGN_DEV - 1) / ALIGN_DEV * ALIGN_DEV;
+}
+
 /* Bytes of variable v in a shard of per samples: a dense one's rows, a
  * ragged one's offsets (or lengths) then its values: cap rows on one
  * device; on ndev, a padded one's share of them (cap is then batch_size x
@@ -361,24 +508,99 @@ static size_t var_bytes(const ferry__manifest *m, int v, int64_t per,
                  ? FERRY__RAGGED_HEAD(per) +
                        (size_t)((cap[v] + ndev - 1) / ndev) * x->row_bytes
                  : (size_t)per * x->row_bytes;
-  return (b + ALIGN_DEV - 1) / ALIGN_DEV * ALIGN_DEV;
+  return align_dev(b);
+}
+
+/* Densified on the device (dz): the staging of the CSR pair of device
+ * variable k: [0] its offsets and indices (a ragged region, as the host
+ * slot holds it), [1] its values, [2] its column map. */
+static size_t zbuf_bytes(const ferry__manifest *m, const ferry__densify_var *z,
+                         int64_t per, const int64_t *cap, int i) {
+  switch (i) {
+  case 0:
+    return align_dev(FERRY__RAGGED_HEAD(per) + (size_t)(cap ? cap[z->src] : 0) *
+                                                   m->vars[z->src].row_bytes);
+  case 1:
+    return align_dev((size_t)(cap ? cap[z->data] : 0) *
+                     m->vars[z->data].row_bytes);
+  default: return z->map ? align_dev((size_t)z->width * sizeof(int64_t)) : 0;
+  }
+}
+
+/* Device variable v's bytes in a shard (with dz: a passthrough one's, or
+ * a dense one's rows and the staging of its pair). */
+static size_t dvar_bytes(const ferry__dslot *d, const ferry__manifest *m,
+                         const ferry__manifest *out, int v, int64_t per,
+                         const int64_t *cap, int ndev) {
+  if (!d->dz)
+    return var_bytes(m, v, per, cap, ndev);
+  const ferry__densify_var *z = &d->dz[v];
+  if (z->data < 0)
+    return var_bytes(m, z->src, per, cap, ndev);
+  size_t b = align_dev((size_t)per * out->vars[v].row_bytes);
+  for (int i = 0; i < 3; i++)
+    b += zbuf_bytes(m, z, per, cap, i);
+  return b;
+}
+
+/* Is device variable v a ragged one (as the host batch has it)? */
+static int dvar_ragged(const ferry__dslot *d, const ferry__manifest *m, int v) {
+  if (!d->dz)
+    return m->vars[v].ragged;
+  return d->dz[v].data < 0 && m->vars[d->dz[v].src].ragged;
+}
+
+/* The column maps of the dense variables to the device (shard 0, the only
+ * one): through a pinned buffer (a copy from pageable memory would stage
+ * it), then waited for. */
+static int upload_maps(ferry__dslot *d, int nv, int rank, ferry__err *err) {
+  ferry__gpu *g = d->gpu;
+  for (int v = 0; v < nv; v++) {
+    const ferry__densify_var *z = &d->dz[v];
+    if (z->data < 0 || !z->map)
+      continue;
+    size_t n = (size_t)z->width * sizeof *z->map;
+    void *pin = NULL;
+    CU(rt.cudaHostAlloc(&pin, n, cudaHostAllocPortable),
+       "cudaHostAlloc (a column map of sparse=dense)");
+    memcpy(pin, z->map, n);
+    cudaError_t e = rt.cudaMemcpyAsync(d->zbuf[3 * v + 2], pin, n,
+                                       cudaMemcpyHostToDevice, g->stream[0]);
+    if (e == cudaSuccess)
+      e = rt.cudaStreamSynchronize(g->stream[0]);
+    rt.cudaFreeHost(pin);
+    if (e != cudaSuccess)
+      return cuda_fail(err, rank, "copying a column map of sparse=dense", e);
+  }
+  return 0;
 }
 
 static int dslot_init_on(ferry__gpu *g, ferry__dslot *d,
-                         const ferry__manifest *m, int64_t batch_size,
+                         const ferry__manifest *m, const ferry__manifest *out,
+                         const ferry__densify_var *dz, int64_t batch_size,
                          const int64_t *cap, int rank, ferry__err *err) {
-  int nv = m->nvars;
+  if (!out)
+    out = m;
+  int nv = out->nvars;
   d->magic = FERRY__DSLOT_MAGIC;
   d->gpu = g;
   d->host = -1;
+  d->dz = dz;
+  if (dz && (g->ndev != 1 || g->dz_state != 1))
+    return ferry__seterr_on(err, rank, FERRY_EINTERNAL,
+                            "sparse=dense on %d devices, or without the "
+                            "densify kernel loaded",
+                            g->ndev);
   d->tensors = calloc((size_t)nv, sizeof *d->tensors);
   d->ptrs = calloc((size_t)nv * (size_t)g->ndev, sizeof *d->ptrs);
   d->sdata = calloc((size_t)nv * (size_t)g->ndev, sizeof *d->sdata);
   d->slens = calloc((size_t)nv * (size_t)g->ndev, sizeof *d->slens);
   d->ids = malloc((size_t)batch_size * sizeof *d->ids);
   d->padded = malloc((size_t)batch_size);
+  if (dz)
+    d->zbuf = calloc(3 * (size_t)nv, sizeof *d->zbuf);
   if (!d->tensors || !d->ptrs || !d->sdata || !d->slens || !d->ids ||
-      !d->padded)
+      !d->padded || (dz && !d->zbuf))
     return ferry__oom(err, rank,
                       (size_t)nv * sizeof *d->tensors +
                           (size_t)nv * (size_t)g->ndev * 3 * sizeof *d->ptrs +
@@ -394,7 +616,7 @@ static int dslot_init_on(ferry__gpu *g, ferry__dslot *d,
       return ferry__oom(err, rank, (size_t)nv * sizeof *d->hoffs,
                         "a device batch slot");
     for (int v = 0; v < nv; v++)
-      if (m->vars[v].ragged &&
+      if (dvar_ragged(d, m, v) &&
           !(d->hoffs[v] = malloc(((size_t)batch_size + 1) * sizeof(int64_t))))
         return ferry__oom(err, rank, ((size_t)batch_size + 1) * 8,
                           "the offsets of a device batch slot");
@@ -402,7 +624,7 @@ static int dslot_init_on(ferry__gpu *g, ferry__dslot *d,
   for (int i = 0; i < g->ndev; i++) {
     size_t bytes = 0;
     for (int v = 0; v < nv; v++)
-      bytes += var_bytes(m, v, per, cap, g->ndev);
+      bytes += dvar_bytes(d, m, out, v, per, cap, g->ndev);
     CU(rt.cudaSetDevice(g->dev[i]), "cudaSetDevice");
     const char *why = dev_alloc(&d->mem[i], bytes ? bytes : ALIGN_DEV);
     if (why) {
@@ -418,8 +640,16 @@ static int dslot_init_on(ferry__gpu *g, ferry__dslot *d,
       size_t k = (size_t)i * (size_t)nv + (size_t)v;
       d->ptrs[k] = (unsigned char *)d->mem[i] + off;
       d->sdata[k] = (unsigned char *)d->ptrs[k] +
-                    (m->vars[v].ragged && cap ? FERRY__RAGGED_HEAD(per) : 0);
-      off += var_bytes(m, v, per, cap, g->ndev);
+                    (dvar_ragged(d, m, v) && cap ? FERRY__RAGGED_HEAD(per) : 0);
+      if (dz && dz[v].data >= 0) { /* the dense rows, then the staging */
+        size_t z = off + align_dev((size_t)per * out->vars[v].row_bytes);
+        for (int j = 0; j < 3; j++) {
+          size_t zb = zbuf_bytes(m, &dz[v], per, cap, j);
+          d->zbuf[3 * v + j] = zb ? (unsigned char *)d->mem[i] + z : NULL;
+          z += zb;
+        }
+      }
+      off += dvar_bytes(d, m, out, v, per, cap, g->ndev);
     }
     CU(rt.cudaEventCreateWithFlags((cudaEvent_t *)&d->ev_start[i],
                                    cudaEventDefault),
@@ -436,8 +666,13 @@ static int dslot_init_on(ferry__gpu *g, ferry__dslot *d,
     sh->lengths = &d->slens[(size_t)i * (size_t)nv];
     sh->event = d->ev_done[i];
   }
+  if (dz) {
+    int rc = upload_maps(d, nv, rank, err);
+    if (rc)
+      return rc;
+  }
   for (int v = 0; v < nv; v++) {
-    const ferry__var *var = &m->vars[v];
+    const ferry__var *var = &out->vars[v];
     ferry_tensor *t = &d->tensors[v];
     t->name = var->name;
     t->dtype = var->dtype;
@@ -457,10 +692,11 @@ static int dslot_init_on(ferry__gpu *g, ferry__dslot *d,
 
 /* The caller's current device is left as it was. */
 int ferry__dslot_init(ferry__gpu *g, ferry__dslot *d, const ferry__manifest *m,
+                      const ferry__manifest *out, const ferry__densify_var *dz,
                       int64_t batch_size, const int64_t *ragged_cap, int rank,
                       ferry__err *err) {
   int prev = -1, had = rt.cudaGetDevice(&prev) == cudaSuccess;
-  int rc = dslot_init_on(g, d, m, batch_size, ragged_cap, rank, err);
+  int rc = dslot_init_on(g, d, m, out, dz, batch_size, ragged_cap, rank, err);
   if (had)
     rt.cudaSetDevice(prev);
   return rc;
@@ -485,6 +721,7 @@ void ferry__dslot_fini(ferry__dslot *d) {
   for (int v = 0; d->hoffs && v < d->batch.nvars; v++)
     free(d->hoffs[v]);
   free(d->hoffs);
+  free(d->zbuf);
   free(d->tensors);
   free(d->ptrs);
   free(d->sdata);
@@ -494,10 +731,101 @@ void ferry__dslot_fini(ferry__dslot *d) {
   memset(d, 0, sizeof *d);
 }
 
-static int dslot_copy_on(ferry__dslot *d, const ferry_batch *host,
-                         int host_data, int rank, ferry__err *err) {
+/* The host variable behind device variable v. */
+static int host_var(const ferry__dslot *d, int v) {
+  return d->dz ? d->dz[v].src : v;
+}
+
+/* The pair's column indices of a host batch, checked on the host before
+ * the kernel runs (the CPU view refuses the same ones). */
+static int check_columns(const ferry__dslot *d, const ferry_tensor *ix,
+                         const ferry__densify_var *z, const ferry_batch *host,
+                         int rank, ferry__err *err) {
+  const unsigned char *p = ix->data;
+  size_t es = ferry_dtype_size(ix->dtype);
+  for (int64_t r = 0; r < host->size; r++)
+    for (int64_t k = ix->offsets[r]; k < ix->offsets[r + 1]; k++) {
+      const unsigned char *e = p + (size_t)(k - ix->offsets[0]) * es;
+      int64_t c; /* int32 or int64 (the loader's condition) */
+      if (es == 4) {
+        int32_t c32;
+        memcpy(&c32, e, 4);
+        c = c32;
+      } else {
+        memcpy(&c, e, 8);
+      }
+      if (c < 0 || c >= z->width)
+        return ferry__seterr_on(
+            err, rank, FERRY_EFORMAT,
+            "sparse=dense on device %d: variable %s, sample %lld of batch "
+            "%lld: column index %lld outside [0, %lld)",
+            d->gpu->dev[0], ix->name, (long long)host->sample_ids[r],
+            (long long)host->index, (long long)c, (long long)z->width);
+    }
+  return 0;
+}
+
+/* Dense variable v of the slot from the host batch's pair: the offsets
+ * and indices in one copy, the values in another, then ferry's kernel
+ * scatters them into the slot's rows, all on stream st (one device). */
+static int densify_on(ferry__dslot *d, int v, const ferry_batch *host,
+                      cudaStream_t st, int rank, ferry__err *err) {
   ferry__gpu *g = d->gpu;
-  int nv = host->nvars;
+  const ferry__densify_var *z = &d->dz[v];
+  const ferry_tensor *ix = &host->vars[z->src], *dv = &host->vars[z->data];
+  int rc = check_columns(d, ix, z, host, rank, err);
+  if (rc)
+    return rc;
+  size_t head = FERRY__RAGGED_HEAD(d->per);
+  const unsigned char *src = (const unsigned char *)ix->data - head;
+  cudaError_t e = rt.cudaMemcpyAsync(d->zbuf[3 * v], src, head + ix->nbytes,
+                                     cudaMemcpyHostToDevice, st);
+  if (e == cudaSuccess && dv->nbytes)
+    e = rt.cudaMemcpyAsync(d->zbuf[3 * v + 1], dv->data, dv->nbytes,
+                           cudaMemcpyHostToDevice, st);
+  if (e != cudaSuccess)
+    return ferry__seterr_on(err, rank, FERRY_ENODEV,
+                            "cudaMemcpyAsync of variables '%s' and '%s' of "
+                            "batch %lld to device %d failed: %s",
+                            ix->name, dv->name, (long long)host->index,
+                            g->dev[0], rt.cudaGetErrorString(e));
+  const int64_t *off = d->zbuf[3 * v];
+  const void *idx = (const unsigned char *)d->zbuf[3 * v] + head;
+  const void *val = d->zbuf[3 * v + 1];
+  const int64_t *map = d->zbuf[3 * v + 2];
+  int idt = (int)ix->dtype, vdt = (int)dv->dtype,
+      odt = (int)d->tensors[v].dtype;
+  int64_t nrows = host->size, width = z->width, kept = z->kept;
+  void *out = d->ptrs[v];
+  void *args[FERRY__DENSIFY_NARGS] = {&off,   &idx, &idt,  &val, &vdt, &nrows,
+                                      &width, &map, &kept, &out, &odt};
+  if (!nrows)
+    return 0;
+  unsigned grid = nrows < FERRY__DENSIFY_GRID_MAX
+                      ? (unsigned)nrows
+                      : (unsigned)FERRY__DENSIFY_GRID_MAX;
+  int r = g->launch(g->dz_fn[0], grid, 1, 1, FERRY__DENSIFY_THREADS, 1, 1, 0,
+                    st, args, NULL);
+  if (r) {
+    const char *s = NULL;
+    if (!g->cu_error || g->cu_error(r, &s) || !s)
+      s = "unknown error";
+    return ferry__seterr_on(err, rank, FERRY_ENODEV,
+                            "launching ferry's densify kernel (sparse=dense) "
+                            "for variable '%s' of batch %lld on device %d "
+                            "failed: %s (CUresult %d)",
+                            d->tensors[v].name, (long long)host->index,
+                            g->dev[0], s, r);
+  }
+  return 0;
+}
+
+/* The device batch's metadata from the host batch's (ids, sizes, shapes,
+ * a ragged variable's host offsets and device pointers). */
+static int copy_meta(ferry__dslot *d, const ferry_batch *host, int host_data,
+                     int rank, ferry__err *err) {
+  ferry__gpu *g = d->gpu;
+  int nv = d->batch.nvars;
   int64_t n = host->size, per = d->per; /* a short batch fills in order */
   memcpy(d->ids, host->sample_ids, (size_t)n * sizeof *d->ids);
   memcpy(d->padded, host->padded, (size_t)n);
@@ -507,7 +835,14 @@ static int dslot_copy_on(ferry__dslot *d, const ferry_batch *host,
   d->batch.num_padded = host->num_padded;
   for (int v = 0; v < nv; v++) {
     ferry_tensor *t = &d->tensors[v];
-    const ferry_tensor *h = &host->vars[v];
+    if (d->dz && d->dz[v].data >= 0) { /* dense rows made on the device */
+      t->shape[0] = n;
+      t->nbytes = (size_t)n * t->row_bytes;
+      t->data = NULL;
+      t->device_data = d->ptrs[v];
+      continue;
+    }
+    const ferry_tensor *h = &host->vars[host_var(d, v)];
     t->shape[0] = h->shape[0]; /* n, or a ragged variable's values */
     t->nbytes = h->nbytes;
     t->data = host_data ? h->data : NULL;
@@ -546,7 +881,8 @@ static int dslot_copy_on(ferry__dslot *d, const ferry_batch *host,
       t->nvalues = h->nvalues;
       t->max_len = h->max_len;
       for (int u = 0; u < v; u++) /* a group (host pointers equal): one */
-        if (host->vars[u].offsets == h->offsets) {
+        if ((!d->dz || d->dz[u].data < 0) &&
+            host->vars[host_var(d, u)].offsets == h->offsets) {
           t->offsets = d->tensors[u].offsets;
           t->device_offsets = d->tensors[u].device_offsets;
           t->device_offsets32 = d->tensors[u].device_offsets32;
@@ -554,6 +890,17 @@ static int dslot_copy_on(ferry__dslot *d, const ferry_batch *host,
         }
     }
   }
+  return 0;
+}
+
+static int dslot_copy_on(ferry__dslot *d, const ferry_batch *host,
+                         int host_data, int rank, ferry__err *err) {
+  ferry__gpu *g = d->gpu;
+  int nv = d->batch.nvars;
+  int64_t n = host->size, per = d->per; /* a short batch fills in order */
+  int rc0 = copy_meta(d, host, host_data, rank, err);
+  if (rc0)
+    return rc0;
   int64_t first = 0;
   for (int i = 0; i < g->ndev; i++) {
     ferry_shard *sh = &d->shards[i];
@@ -571,26 +918,32 @@ static int dslot_copy_on(ferry__dslot *d, const ferry_batch *host,
     }
     CU(rt.cudaEventRecord(d->ev_start[i], st), "cudaEventRecord");
     for (int v = 0; v < nv && take > 0; v++) {
-      size_t rb = host->vars[v].row_bytes, bytes = (size_t)take * rb;
+      if (d->dz && d->dz[v].data >= 0) { /* one device (dslot_init) */
+        int rc = densify_on(d, v, host, st, rank, err);
+        if (rc)
+          return rc;
+        continue;
+      }
+      const ferry_tensor *h = &host->vars[host_var(d, v)];
+      size_t rb = h->row_bytes, bytes = (size_t)take * rb;
       const unsigned char *src =
-          (const unsigned char *)host->vars[v].data + (size_t)first * rb;
+          (const unsigned char *)h->data + (size_t)first * rb;
       void *dst = d->ptrs[(size_t)i * (size_t)nv + (size_t)v];
       cudaError_t e = cudaSuccess;
-      if (host->vars[v].lengths && g->ndev > 1) { /* this shard's lengths,
-                                                   * then its padded rows */
-        size_t each = n ? host->vars[v].nbytes / (size_t)n : 0;
-        e = rt.cudaMemcpyAsync(dst, host->vars[v].lengths + first,
+      if (h->lengths && g->ndev > 1) { /* this shard's lengths, then its
+                                        * padded rows */
+        size_t each = n ? h->nbytes / (size_t)n : 0;
+        e = rt.cudaMemcpyAsync(dst, h->lengths + first,
                                (size_t)take * sizeof(int64_t),
                                cudaMemcpyHostToDevice, st);
-        src = (const unsigned char *)host->vars[v].data + (size_t)first * each;
+        src = (const unsigned char *)h->data + (size_t)first * each;
         bytes = (size_t)take * each;
         dst = d->sdata[(size_t)i * (size_t)nv + (size_t)v];
-      } else if (host->vars[v].offsets ||
-                 host->vars[v].lengths) { /* offsets (or lengths) and
-                                           * values: one copy */
+      } else if (h->offsets || h->lengths) { /* offsets (or lengths) and
+                                              * values: one copy */
         size_t head = FERRY__RAGGED_HEAD(per);
-        src = (const unsigned char *)host->vars[v].data - head;
-        bytes = head + host->vars[v].nbytes;
+        src = (const unsigned char *)h->data - head;
+        bytes = head + h->nbytes;
       }
       if (e == cudaSuccess && bytes)
         e = rt.cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, st);
@@ -599,7 +952,7 @@ static int dslot_copy_on(ferry__dslot *d, const ferry_batch *host,
             err, rank, FERRY_ENODEV,
             "cudaMemcpyAsync of variable '%s' of "
             "batch %lld (%zu bytes) to device %d failed: %s",
-            host->vars[v].name, (long long)host->index, bytes, g->dev[i],
+            h->name, (long long)host->index, bytes, g->dev[i],
             rt.cudaGetErrorString(e));
     }
     CU(rt.cudaEventRecord(d->ev_done[i], st), "cudaEventRecord");
@@ -852,11 +1205,16 @@ void ferry__gpu_close(ferry__gpu *g) {
   int prev = -1, had = rt.cudaGetDevice(&prev) == cudaSuccess;
   ferry__gpu_sync(g, &ignore);
   ferry__gpu_nccl_detach(g, &ignore);
-  for (int i = 0; i < g->ndev; i++)
+  for (int i = 0; i < g->ndev; i++) {
     if (g->stream[i]) {
       rt.cudaSetDevice(g->dev[i]);
       rt.cudaStreamDestroy(g->stream[i]);
     }
+    if (g->dz_mod[i]) {
+      rt.cudaSetDevice(g->dev[i]);
+      g->unload(g->dz_mod[i]);
+    }
+  }
   if (had)
     rt.cudaSetDevice(prev);
   free(g);

@@ -30,6 +30,17 @@ typedef struct ferry__gpu ferry__gpu;
   ((((size_t)(B) + 1) * (sizeof(int64_t) + sizeof(int32_t)) + 255) / 256 * 256)
 #define FERRY__RAGGED_OFF32(B) (((size_t)(B) + 1) * sizeof(int64_t))
 
+/** sparse=dense on the device (decision 0056): variable k of a device
+ *  batch whose host batch keeps the CSR pairs ragged.  The same fields as
+ *  the CPU view's (src/loader/sparse.c), which owns them. */
+typedef struct ferry__densify_var {
+  int src;       /* the host variable: as it is, or the pair's indices   */
+  int data;      /* the pair's values (host variable); -1: src as it is  */
+  int64_t width; /* the matrix's columns                                 */
+  int64_t kept;  /* the dense row's columns                              */
+  int64_t *map;  /* [width] column -> place, -1 dropped; NULL: all       */
+} ferry__densify_var;
+
 typedef struct ferry__dslot {
   ferry_batch batch; /* handed out; must stay the first member  */
   uint64_t magic;    /* FERRY__DSLOT_MAGIC                      */
@@ -52,6 +63,11 @@ typedef struct ferry__dslot {
   int timing_pending; /* copies whose time is not counted yet   */
   int64_t *ids;
   uint8_t *padded;
+  const ferry__densify_var *dz; /* [nvars] sparse=dense on the device: the
+                                 * host variables of each, or NULL   */
+  void **zbuf;     /* (dz) [3 * nvars] a dense variable's device staging: the
+                    * pair's offsets and indices (a ragged region), its
+                    * values, its column map (NULL: all)                   */
   int64_t **hoffs; /* [nvars] a ragged variable's offsets (host copy), or
                     * NULL; its device region starts with them too
                     * (FERRY__RAGGED_HEAD)                               */
@@ -105,11 +121,21 @@ void ferry__gpu_host_free(void *p);
 void ferry__gpu_set_ring(ferry__gpu *g, ferry__dslot **ring, int64_t n);
 /** Build one slot for batches of batch_size samples (device memory per
  *  shard, events); ragged_cap (NULL: no ragged variable) gives a ragged
- *  variable's value rows (one device only); fini frees what init built
- *  (also after a failed init). */
+ *  variable's value rows (one device only), by variable of m; fini frees
+ *  what init built (also after a failed init).  With sparse=dense on the
+ *  device, out is the device batch's variables (the dense view) and
+ *  dz[out->nvars] says which host variables (of m) make each; both stay
+ *  alive with the slot.  NULL, NULL: the host batch's variables. */
 int ferry__dslot_init(ferry__gpu *g, ferry__dslot *d, const ferry__manifest *m,
+                      const ferry__manifest *out, const ferry__densify_var *dz,
                       int64_t batch_size, const int64_t *ragged_cap, int rank,
                       ferry__err *err);
+/** Whether g can densify CSR rows on its device (sparse=dense, decision
+ *  0056): ferry's kernel is built in (nvcc at build time), the runtime
+ *  hands out the driver's module functions, and the kernel loads on every
+ *  device of g (loaded once per g, unloaded at ferry__gpu_close).  1, or
+ *  0 with why filled.  LOCAL (the caller agrees). */
+int ferry__gpu_densify_ready(ferry__gpu *g, char *why, size_t whylen);
 void ferry__dslot_fini(ferry__dslot *d);
 /**
  * Copy the assembled host batch into the slot: per shard, wait on the GPU

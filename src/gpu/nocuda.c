@@ -73,12 +73,19 @@ void ferry__gpu_set_ring(ferry__gpu *g, ferry__dslot **ring, int64_t n) {
   (void)n;
 }
 int ferry__dslot_init(ferry__gpu *g, ferry__dslot *d, const ferry__manifest *m,
+                      const ferry__manifest *out, const ferry__densify_var *dz,
                       int64_t batch_size, const int64_t *ragged_cap, int rank,
                       ferry__err *err) {
-  (void)g, (void)d, (void)m, (void)batch_size, (void)ragged_cap;
+  (void)g, (void)d, (void)m, (void)out, (void)dz, (void)batch_size,
+      (void)ragged_cap;
   return ferry__seterr_on(err, rank, FERRY_EINTERNAL, "no CUDA");
 }
 void ferry__dslot_fini(ferry__dslot *d) { (void)d; }
+int ferry__gpu_densify_ready(ferry__gpu *g, char *why, size_t whylen) {
+  (void)g;
+  snprintf(why, whylen, "this libferry was built without CUDA");
+  return 0;
+}
 int ferry__dslot_copy(ferry__dslot *d, const ferry_batch *host, int host_data,
                       int rank, ferry__err *err) {
   (void)d, (void)host, (void)host_data;

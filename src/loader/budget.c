@@ -190,7 +190,10 @@ void ferry__budget_compute(ferry_loader *L, const epoch_state *ep) {
                    b->cache_bytes + b->index_bytes;
   b->pinned_bytes = L->gpu || L->opts->pin_memory ? b->ring_bytes : 0;
   if (L->gpu) {
-    b->device_bytes = (size_t)L->opts->device_prefetch * b->batch_bytes;
+    /* with sparse=dense made on the device, a slot stages the CSR rows
+     * of the host batch and holds the dense rows too (decision 0056) */
+    b->device_bytes = (size_t)L->opts->device_prefetch *
+                      (b->batch_bytes + ferry__sparse_device_extra(L));
   }
   /* Held batches get slots beyond the rings (slots.c): a bound of its own,
    * on top of total_bytes (or device_bytes), spent only while the caller

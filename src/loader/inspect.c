@@ -16,12 +16,19 @@
 /* ---- Inspection -----------------------------------------------------------
  */
 
-int ferry_num_vars(const ferry_loader *L) { return L ? L->m.nvars : 0; }
+/* The variables the batches show: with sparse=dense made on the device
+ * the dense view's (L->dview), whose variable i is the host's h. */
+static const ferry__manifest *shown(const ferry_loader *L) {
+  return L->dview ? L->dview : &L->m;
+}
+
+int ferry_num_vars(const ferry_loader *L) { return L ? shown(L)->nvars : 0; }
 
 int ferry_var_info_get(const ferry_loader *L, int i, ferry_var_info *out) {
-  if (!L || !out || i < 0 || i >= L->m.nvars)
+  if (!L || !out || i < 0 || i >= shown(L)->nvars)
     return FERRY_EINVAL;
-  const ferry__var *v = &L->m.vars[i];
+  const ferry__var *v = &shown(L)->vars[i];
+  int h = L->dz ? L->dz[i].src : i; /* the host variable (ragged ones) */
   memset(out, 0, sizeof *out);
   out->name = v->name;
   out->dtype = v->dtype;
@@ -40,18 +47,23 @@ int ferry_var_info_get(const ferry_loader *L, int i, ferry_var_info *out) {
   out->ncategories += v->categories != NULL;
   out->storage = v->storage;
   out->ragged = v->ragged != 0;
-  out->offsets_of = L->offs_of ? L->offs_of[i] : v->ragged ? i : -1;
+  out->offsets_of = L->offs_of ? L->offs_of[h] : v->ragged ? h : -1;
+  for (int k = 0; L->dz && out->offsets_of >= 0 && k < shown(L)->nvars; k++)
+    if (L->dz[k].data < 0 && L->dz[k].src == out->offsets_of) {
+      out->offsets_of = k; /* the view's numbering */
+      break;
+    }
   if (v->ragged && L->rstat) { /* counted once, at open (ragged.c) */
-    out->min_len = L->rstat[i].min;
-    out->max_len = L->rstat[i].max;
-    out->total_rows = L->rstat[i].total;
-    out->batch_rows = L->ragged_cap ? L->ragged_cap[i] : 0;
+    out->min_len = L->rstat[h].min;
+    out->max_len = L->rstat[h].max;
+    out->total_rows = L->rstat[h].total;
+    out->batch_rows = L->ragged_cap ? L->ragged_cap[h] : 0;
   }
   return 0;
 }
 
 const char *ferry_dataset_notes(const ferry_loader *L) {
-  return L ? L->m.notes : NULL;
+  return L ? shown(L)->notes : NULL;
 }
 
 int64_t ferry_num_samples(const ferry_loader *L) {
@@ -59,9 +71,10 @@ int64_t ferry_num_samples(const ferry_loader *L) {
 }
 int64_t ferry_num_parts(const ferry_loader *L) { return L ? L->m.nparts : 0; }
 const char *ferry_part_path(const ferry_loader *L, int64_t part, int var) {
-  if (!L || part < 0 || part >= L->m.nparts || var < 0 || var >= L->m.nvars)
+  if (!L || part < 0 || part >= L->m.nparts || var < 0 ||
+      var >= shown(L)->nvars)
     return NULL;
-  return L->m.parts[part].paths[var];
+  return shown(L)->parts[part].paths[var];
 }
 int ferry_mix_count(const ferry_loader *L) {
   return L && ferry__mix_of(&L->m) ? (int)L->m.nparts : 0;
@@ -175,7 +188,9 @@ int ferry_plan_order(const ferry_loader *L, int64_t epoch, int world_size,
   pp.world_size = world_size;
   int64_t cs = L->opts->chunk_samples;
   if (cs == 0)
-    cs = ferry__auto_chunk_samples(&L->m, L->row_sized, &pp, NULL, 0);
+    cs = ferry__auto_chunk_samples(L->dview ? L->dview : &L->m,
+                                   L->dview ? L->dview_sized : L->row_sized,
+                                   &pp, NULL, 0);
   ferry__chunk *c = NULL;
   int64_t nc = 0;
   ferry__err err = {0};

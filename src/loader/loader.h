@@ -249,6 +249,15 @@ struct ferry_loader {
   int rank, size;
   ferry_options *opts;
   ferry__manifest m;
+  /* sparse=dense made on the device (sparse.c, decision 0056): the dense
+   * view, whose variables the device batches and ferry_var_info show (m
+   * keeps the pairs ragged, as the host batches carry them), dz[its
+   * nvars] the host variables of each (the view's own table), and the
+   * view's sample_mean and row_sized, which the plan's chunk size takes
+   * as with the CPU view.  NULL otherwise. */
+  ferry__manifest *dview;
+  const ferry__densify_var *dz;
+  size_t dview_mean, dview_sized;
   const ferry__backend *be;
   ferry__chunk_index chunks; /* chunk id -> part and row, O(parts)   */
   int64_t nchunks, chunk_samples;
@@ -368,6 +377,15 @@ int ferry__pack_wrap(ferry_loader *L, ferry__err *err);
 /** sparse=dense (loader/sparse.c): every rank, after the manifest is
  *  shared, L->m made a view whose sparse matrices are dense variables. */
 int ferry__sparse_wrap(ferry_loader *L, ferry__err *err);
+/** With the rows made on the device (L->dview), after ragged.c counted
+ *  the rows: the CPU view's sample_mean and row_sized into L->dview_mean
+ *  and L->dview_sized (the plan's chunk size and draw block take them, so
+ *  the plan is the CPU view's).  No-op otherwise. */
+void ferry__sparse_plan_basis(ferry_loader *L);
+/** A device slot's bytes beyond the host batch's (whose CSR pairs it
+ *  stages): the dense rows and the column maps made on the device; 0
+ *  without L->dview. */
+size_t ferry__sparse_device_extra(const ferry_loader *L);
 /** 1 when m is such a view (L->be is then ferry__sparse_backend). */
 int ferry__sparse_is(const ferry__manifest *m);
 extern const ferry__backend ferry__sparse_backend;

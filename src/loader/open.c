@@ -43,6 +43,11 @@ static void loader_free(ferry_loader *L) {
   free(L->map_ready);
   ferry__gpu_close(L->gpu);
   L->gpu = NULL;
+  if (L->dview) {
+    ferry__manifest_free(L->dview);
+    free(L->dview);
+    L->dview = NULL;
+  }
   ferry__buf_drain(L, 0);
   pthread_mutex_destroy(&L->pool_mu);
   ferry__chunk_index_free(&L->chunks);
@@ -240,7 +245,8 @@ static int make_chunks(ferry_loader *L, ferry__err *err) {
     ferry__plan_params pp;
     ferry__plan_params_of(L, 0, &pp);
     L->chunk_samples = ferry__auto_chunk_samples(
-        &L->m, L->sample_mean, &pp, L->chunk_why, sizeof L->chunk_why);
+        L->dview ? L->dview : &L->m, L->dview ? L->dview_mean : L->sample_mean,
+        &pp, L->chunk_why, sizeof L->chunk_why);
   } else {
     snprintf(L->chunk_why, sizeof L->chunk_why, "chunk_samples=%lld",
              (long long)L->chunk_samples);
@@ -338,6 +344,10 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
   rc = check_same_inputs(L, dataset, rc, &err);
   if (!rc)
     rc = share_manifest(L, dataset, &err);
+  /* where batches go first: sparse=dense makes its rows on the device
+   * when they go to one (sparse.c) */
+  if (!rc)
+    rc = open_device(L, &err);
   if (!rc)
     rc = ferry__pack_wrap(L, &err);
   if (!rc)
@@ -356,11 +366,11 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
                          "option 'io': backend '%s' has no collective reads",
                          L->be->name);
     if (!rc)
-      rc = open_device(L, &err);
-    if (!rc)
       rc = resolve_threads(L, &err);
     if (!rc)
       rc = ragged_setup(L, &err);
+    if (!rc)
+      ferry__sparse_plan_basis(L);
     if (!rc)
       rc = make_chunks(L, &err);
     if (!rc)

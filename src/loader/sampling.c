@@ -80,7 +80,9 @@ int ferry__sampling_open(ferry_loader *L, ferry__err *err) {
   /* long reads: at least 256 KiB of rows (64 KiB reads of a cold file
    * ran at a tenth of 256 KiB ones on the development VM) */
   /* a sample's mean bytes: a ragged variable's values counted (ragged.c) */
-  size_t per = L->sample_mean ? L->sample_mean : L->row_sized;
+  size_t per = L->dview         ? L->dview_mean
+               : L->sample_mean ? L->sample_mean
+                                : L->row_sized;
   int64_t least =
       (int64_t)((FERRY__DRAW_BLOCK_BYTES + per - 1) / (per ? per : 1));
   L->draw_block = o->draw_block           ? o->draw_block

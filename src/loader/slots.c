@@ -155,8 +155,8 @@ static int dev_slot_new(ferry_loader *L, ferry__dslot **out, ferry__err *err) {
   *out = NULL;
   if (!d)
     return ferry__oom(err, L->rank, sizeof *d, "a device batch slot");
-  int rc = ferry__dslot_init(L->gpu, d, &L->m, L->opts->batch_size, L->slot_cap,
-                             L->rank, err);
+  int rc = ferry__dslot_init(L->gpu, d, &L->m, L->dview, L->dz,
+                             L->opts->batch_size, L->slot_cap, L->rank, err);
   if (rc) {
     dev_slot_free(d);
     return rc;

@@ -16,6 +16,15 @@
  *
  * The dense rows are the view's variables, so the read buffers, the
  * batches and the memory budget hold them at their dense size.
+ *
+ * With device batches on one device (device=cuda, decision 0056) the rows
+ * are made on the device instead when every rank can: the loader keeps
+ * the dataset's manifest (the pairs ragged: the host batches, the reads
+ * and the pipeline carry the CSR rows), and the view becomes L->dview,
+ * the variables the device batches and ferry_var_info show; the device
+ * slots (gpu/cuda.c) copy each pair and run ferry's kernel.  The plan is
+ * the CPU view's (its hash, its chunk size: ferry__sparse_plan_basis), so
+ * the batches are the same ones, byte for byte.
  */
 #include "config.h"
 #include "backends/backend.h"
@@ -24,20 +33,19 @@
 #include "loader/loader.h"
 #include "util/dtype.h"
 
+#include <mpi.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* What variable v of the view is. */
-typedef struct sview_var {
-  int src;       /* the inner variable: passthrough, or M/indices       */
-  int data;      /* M/data; -1: passthrough                           */
-  int64_t width; /* the matrix's columns                              */
-  int64_t kept;  /* the dense row's columns                           */
-  int64_t *map;  /* [width] column -> place in the row, -1 dropped; NULL:
-                  * every column, in order                             */
-} sview_var;
+/* What variable v of the view is (gpu/gpu.h: the device slots read the
+ * same table when the rows are made on the device): src the inner
+ * variable (passthrough, or M/indices), data M/data (-1: passthrough),
+ * width the matrix's columns, kept the dense row's, map [width] column ->
+ * place in the row, -1 dropped (NULL: every column, in order). */
+typedef ferry__densify_var sview_var;
 
 /* The view's own data (ferry__manifest.aux). */
 typedef struct sview {
@@ -244,6 +252,136 @@ static int view_var(const ferry__manifest *in, const ferry_options *o,
   return 0;
 }
 
+/* Whether the rows are made on the device (decision 0056), agreed by
+ * every rank: 1, 0 with why, -1 when the agreement failed.  The host form
+ * is the dataset's own, with the pairs ragged: what ragged variables are
+ * refused with, or served otherwise, keeps the CPU view.  COLLECTIVE when
+ * the loader has device batches (every rank has, or none). */
+static int on_device(ferry_loader *L, const sview *sv, char *why, size_t len) {
+  const ferry_options *o = L->opts;
+  const ferry__manifest *in = &L->m;
+  if (!L->gpu)
+    return 0;
+  ferry_device_info di;
+  memset(&di, 0, sizeof di);
+  ferry__gpu_info(L->gpu, &di);
+  int mine = 1;
+  if (di.ndevices != 1)
+    snprintf(why, len, "%d devices a rank: the kernel runs with one",
+             di.ndevices);
+  else if (o->pad && *o->pad && strcmp(o->pad, "none") != 0)
+    snprintf(why, len, "pad=%s pads ragged variables", o->pad);
+  else if (o->max_tokens)
+    snprintf(why, len, "max_tokens cuts batches by ragged rows");
+  else if (o->shuffle == FERRY__SHUFFLE_GLOBAL)
+    snprintf(why, len, "shuffle=global serves no ragged variable");
+  else if (o->io == FERRY__IO_COLLECTIVE)
+    snprintf(why, len, "io=collective");
+  else if (o->keep_host)
+    snprintf(why, len, "keep_host=yes keeps the host batch, dense there");
+  else
+    mine = 2;
+  for (int k = 0; mine == 2 && k < sv->n; k++) {
+    const sview_var *z = &sv->v[k];
+    ferry_dtype it = z->data >= 0 ? in->vars[z->src].dtype : FERRY_INT32;
+    if (it != FERRY_INT32 && it != FERRY_INT64) {
+      snprintf(why, len, "%s is %s, not int32 or int64", in->vars[z->src].name,
+               ferry_dtype_name(it));
+      mine = 1;
+    }
+  }
+  if (mine == 2)
+    mine = ferry__gpu_densify_ready(L->gpu, why, len) ? 0 : 1;
+  else
+    mine = 1;
+  /* 0: this rank can; the lowest rank that cannot says why */
+  int first = mine ? L->rank : L->size, low = L->size;
+  if (MPI_Allreduce(&first, &low, 1, MPI_INT, MPI_MIN, L->comm) != MPI_SUCCESS)
+    return -1;
+  if (low == L->size)
+    return 1;
+  char buf[512];
+  snprintf(buf, sizeof buf, "%.500s", why);
+  if (MPI_Bcast(buf, (int)sizeof buf, MPI_CHAR, low, L->comm) != MPI_SUCCESS)
+    return -1;
+  if (L->size > 1)
+    snprintf(why, len, "rank %d: %s", low, buf);
+  else
+    snprintf(why, len, "%s", buf);
+  return 0;
+}
+
+/* The rows made on the device: the loader keeps the dataset's manifest,
+ * the view becomes L->dview (whose hash the plan takes, and whose notes
+ * say so). */
+static int keep_on_device(ferry_loader *L, ferry__manifest *vm,
+                          ferry__manifest *inner, int npair, ferry__err *err) {
+  ferry__manifest *dv = malloc(sizeof *dv);
+  char notes[256];
+  int dev = -1;
+  ferry_device_info di;
+  memset(&di, 0, sizeof di);
+  ferry__gpu_info(L->gpu, &di);
+  dev = di.devices[0];
+  snprintf(notes, sizeof notes,
+           "sparse=dense: %d sparse matrix%s served as dense rows of %s, made "
+           "on device %d by ferry's kernel (host batches carry the CSR rows)",
+           npair, npair > 1 ? "es" : "",
+           ferry_dtype_name(out_dtype(L->opts->sparse_dtype, FERRY_FLOAT32)),
+           dev);
+  char *n = strdup(notes);
+  free(inner);
+  vm->inner = NULL;
+  if (!dv || !n) {
+    free(dv);
+    free(n);
+    ferry__manifest_free(vm);
+    return ferry__oom(err, L->rank, sizeof *dv, "the dense view of %s",
+                      L->m.spec);
+  }
+  free(vm->notes);
+  vm->notes = n;
+  *dv = *vm;
+  L->dview = dv;
+  L->dz = ((const sview *)dv->aux)->v;
+  L->m.hash = dv->hash; /* the CPU view's plan and checkpoints */
+  return 0;
+}
+
+/* The view made: L->m, or with the rows made on the device L->dview
+ * (keep_on_device); with device batches and the rows made on the CPU,
+ * the notes say why.  COLLECTIVE (on_device). */
+static int view_done(ferry_loader *L, ferry__manifest *vmp,
+                     ferry__manifest *inner, int npair, ferry__err *err) {
+  const ferry_options *o = L->opts;
+  ferry__manifest vm = *vmp;
+  sview *sv = vm.aux;
+  char why[700] = "";
+  int dev = on_device(L, sv, why, sizeof why);
+  if (dev < 0) {
+    free(inner);
+    view_free(&vm); /* the view's table with it */
+    return ferry__seterr_on(err, L->rank, FERRY_EMPI,
+                            "sparse=dense: MPI failed while the ranks agreed "
+                            "where the dense rows are made");
+  }
+  if (dev)
+    return keep_on_device(L, vmp, inner, npair, err);
+  if (L->gpu) { /* device batches, rows made on the CPU: say why */
+    size_t k = strlen(vm.notes);
+    char *n = realloc(vm.notes, k + strlen(why) + 64);
+    if (n) {
+      snprintf(n + k, strlen(why) + 64, " on the CPU, not the device (%s)",
+               why);
+      vm.notes = n;
+    }
+    if (L->rank == 0 && o->verbose >= 1)
+      fprintf(stderr, "ferry: note: %s\n", vm.notes);
+  }
+  L->m = vm;
+  return 0;
+}
+
 int ferry__sparse_wrap(ferry_loader *L, ferry__err *err) {
   const ferry_options *o = L->opts;
   const ferry__manifest *in = &L->m;
@@ -349,8 +487,38 @@ int ferry__sparse_wrap(ferry_loader *L, ferry__err *err) {
   vm.aux = sv;
   vm.aux_free = sview_free;
   vm.hash = ferry__manifest_hash(&vm);
-  L->m = vm;
-  return 0;
+  return view_done(L, &vm, inner, npair, err);
+}
+
+void ferry__sparse_plan_basis(ferry_loader *L) {
+  const ferry__manifest *dv = L->dview;
+  if (!dv)
+    return;
+  size_t sized = 0, mean = 0;
+  int ragged = 0;
+  double n = (double)(L->m.num_samples ? L->m.num_samples : 1);
+  for (int k = 0; k < dv->nvars; k++) {
+    const ferry__var *x = &dv->vars[k];
+    sized += x->row_bytes; /* as open_layout counts the view's */
+    if (!x->ragged) {
+      mean += x->row_bytes;
+      continue;
+    }
+    ragged = 1; /* as ragged.c counts the view's (the same rows) */
+    int64_t rows = L->rstat ? L->rstat[L->dz[k].src].total : 0;
+    mean += (size_t)((double)rows / n * (double)x->row_bytes) + sizeof(int64_t);
+  }
+  L->dview_sized = sized;
+  L->dview_mean = ragged ? (mean ? mean : 1) : sized;
+}
+
+size_t ferry__sparse_device_extra(const ferry_loader *L) {
+  size_t b = 0;
+  for (int k = 0; L->dview && k < L->dview->nvars; k++)
+    if (L->dz[k].data >= 0)
+      b += (size_t)L->opts->batch_size * L->dview->vars[k].row_bytes +
+           (L->dz[k].map ? (size_t)L->dz[k].width * sizeof(int64_t) : 0);
+  return b;
 }
 
 /* ---- The backend ------------------------------------------------------ */

@@ -19,8 +19,10 @@
  *   FAKECUDA_SEED=S           seed of those delays (default: the pid)
  *   FAKECUDA_FAIL_MEMCPY_AT=N the N-th cudaMemcpyAsync (1-based) fails with
  *                             cudaErrorLaunchFailure and enqueues nothing
+ *   FAKECUDA_FAIL_LAUNCH_AT=N the N-th cuLaunchKernel (1-based) fails with
+ *                             CUDA_ERROR_LAUNCH_FAILED and enqueues nothing
  *   FAKECUDA_FAIL_HOSTALLOC=1 cudaHostAlloc/cudaMallocHost fail: out of memory
- *   FAKECUDA_FAIL_RANK=R      the two failures only where the rank is R (from
+ *   FAKECUDA_FAIL_RANK=R      the failures only where the rank is R (from
  *                             OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK; else
  * 0)
  *
@@ -38,13 +40,20 @@
  *     cudaGetDriverEntryPointByVersion) only after cudaSetDevice or
  *     cudaFree(NULL) on that thread; other calls do not create one.
  *   - NCCL: communicators of one rank only; ncclAllReduce is a D2D copy.
- * Not modelled: kernels, graphs, memory pools, managed memory, peer access,
- * cudaStreamPerThread as a separate queue, per-thread-default-stream (_ptsz)
- * entry points, the driver API beyond cuCtxGetCurrent,
- * multi-rank NCCL, sticky errors, any performance behaviour.  A cudart
- * function not defined here still resolves to the real libcudart, which
- * fails without a driver (cudaErrorInsufficientDriver, 35): add it here.
- * Test hooks: fakecuda.h (counters, fakecuda_break_comm).
+ *   - Kernels: ferry's own only (src/gpu/densify.h).  The driver's
+ *     cuModuleLoadData accepts an image that defines ferry_densify,
+ *     cuModuleGetFunction finds it, and cuLaunchKernel queues a plain C
+ *     loop of that kernel's contract, written here from the contract and
+ *     not from ferry's code, on the stream's worker after what was queued
+ *     before it (with the same random delay as a copy); its pointers must
+ *     be device memory.
+ * Not modelled: other kernels, graphs, memory pools, managed memory, peer
+ * access, cudaStreamPerThread as a separate queue, per-thread-default-stream
+ * (_ptsz) entry points, the driver API beyond cuCtxGetCurrent and the module
+ * and launch functions above, multi-rank NCCL, sticky errors, any performance
+ * behaviour.  A cudart function not defined here still resolves to the real
+ * libcudart, which fails without a driver (cudaErrorInsufficientDriver, 35):
+ * add it here. Test hooks: fakecuda.h (counters, fakecuda_break_comm).
  */
 #define _GNU_SOURCE
 #include <cuda_runtime_api.h>
@@ -57,6 +66,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../src/gpu/densify.h"
 #include "fakecuda.h"
 
 #define MAXDEV 64
@@ -73,10 +83,21 @@ struct region { /* a registered address range */
   struct region *next;
 };
 
-enum okind { OP_COPY, OP_RECORD, OP_WAIT };
+/* The arguments of ferry_densify (src/gpu/densify.h), copied at launch. */
+struct densify_args {
+  const int64_t *off;
+  const void *idx, *val;
+  int idx_dt, val_dt, out_dt;
+  int64_t nrows, width, kept;
+  const int64_t *map;
+  void *out;
+};
+
+enum okind { OP_COPY, OP_RECORD, OP_WAIT, OP_KERNEL };
 struct op { /* one queued stream operation */
   enum okind kind;
-  void *dst, *staging; /* staging: owned snapshot of a pageable src */
+  struct densify_args k; /* OP_KERNEL */
+  void *dst, *staging;   /* staging: owned snapshot of a pageable src */
   const void *src;
   size_t n;
   struct CUevent_st *ev; /* OP_RECORD, OP_WAIT: event and generation */
@@ -118,8 +139,9 @@ static struct {
   int ndev, fail_hostalloc, fail_here;
   size_t mem;
   unsigned delay_us, seed;
-  long fail_memcpy_at;
+  long fail_memcpy_at, fail_launch_at;
 } cfg;
+static long launch_calls;
 static size_t used[MAXDEV];
 static long memcpy_calls;
 static unsigned nstreams;
@@ -201,6 +223,7 @@ static void init_once(void) {
   cfg.delay_us = delay < 0 ? 0 : (unsigned)delay;
   cfg.seed = (unsigned)env_ll("FAKECUDA_SEED", getpid());
   cfg.fail_memcpy_at = env_ll("FAKECUDA_FAIL_MEMCPY_AT", 0);
+  cfg.fail_launch_at = env_ll("FAKECUDA_FAIL_LAUNCH_AT", 0);
   cfg.fail_hostalloc = env_ll("FAKECUDA_FAIL_HOSTALLOC", 0) != 0;
   cfg.fail_here = !getenv("FAKECUDA_FAIL_RANK") ||
                   env_ll("FAKECUDA_FAIL_RANK", -1) == my_rank();
@@ -327,6 +350,16 @@ static int fake_cuCtxGetCurrent(void **pctx) {
   return 0;
 }
 
+/* ferry's kernel through the driver API (defined after the streams). */
+static int fake_cuModuleLoadData(void **mod, const void *image);
+static int fake_cuModuleGetFunction(void **fn, void *mod, const char *name);
+static int fake_cuModuleUnload(void *mod);
+static int fake_cuGetErrorString(int r, const char **s);
+static int fake_cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz,
+                               unsigned bx, unsigned by, unsigned bz,
+                               unsigned shared, void *stream, void **params,
+                               void **extra);
+
 /* Note the CUDA 13 argument order: version before flags. */
 cudaError_t
 cudaGetDriverEntryPointByVersion(const char *symbol, void **fn,
@@ -339,6 +372,16 @@ cudaGetDriverEntryPointByVersion(const char *symbol, void **fn,
     return ret(cudaErrorInvalidValue);
   if (!strcmp(symbol, "cuCtxGetCurrent"))
     f = (void *)fake_cuCtxGetCurrent;
+  else if (!strcmp(symbol, "cuModuleLoadData"))
+    f = (void *)fake_cuModuleLoadData;
+  else if (!strcmp(symbol, "cuModuleGetFunction"))
+    f = (void *)fake_cuModuleGetFunction;
+  else if (!strcmp(symbol, "cuModuleUnload"))
+    f = (void *)fake_cuModuleUnload;
+  else if (!strcmp(symbol, "cuLaunchKernel"))
+    f = (void *)fake_cuLaunchKernel;
+  else if (!strcmp(symbol, "cuGetErrorString"))
+    f = (void *)fake_cuGetErrorString;
   *fn = f;
   if (status)
     *status =
@@ -405,11 +448,70 @@ static void drain(int dev, int blocking_only) {
   }
 }
 
+/* ---- ferry_densify, from its contract (src/gpu/densify.h) -------------- */
+
+static size_t dt_size(int dt) {
+  static const size_t sz[] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 8};
+  return dt >= 0 && dt < 12 ? sz[dt] : 0;
+}
+
+static double value_at(const void *p, int64_t k, int dt) {
+  switch (dt) {
+  case FERRY__KDT_BOOL: return ((const uint8_t *)p)[k] != 0;
+  case FERRY__KDT_INT8: return ((const int8_t *)p)[k];
+  case FERRY__KDT_INT16: return ((const int16_t *)p)[k];
+  case FERRY__KDT_INT32: return ((const int32_t *)p)[k];
+  case FERRY__KDT_INT64: return (double)((const int64_t *)p)[k];
+  case FERRY__KDT_UINT8: return ((const uint8_t *)p)[k];
+  case FERRY__KDT_UINT16: return ((const uint16_t *)p)[k];
+  case FERRY__KDT_UINT32: return ((const uint32_t *)p)[k];
+  case FERRY__KDT_UINT64: return (double)((const uint64_t *)p)[k];
+  case FERRY__KDT_FLOAT16: return (double)((const _Float16 *)p)[k];
+  case FERRY__KDT_FLOAT32: return ((const float *)p)[k];
+  default: return ((const double *)p)[k];
+  }
+}
+
+/* Locked, on the stream's worker: every row zeroed, then each value put
+ * at its column's place, converted. */
+static void run_densify(const struct densify_args *a) {
+  size_t es = dt_size(a->out_dt), vs = dt_size(a->val_dt);
+  for (int64_t r = 0; r < a->nrows; r++) {
+    unsigned char *row = (unsigned char *)a->out + (size_t)(r * a->kept) * es;
+    memset(row, 0, (size_t)a->kept * es);
+    for (int64_t k = a->off[r] - a->off[0]; k < a->off[r + 1] - a->off[0];
+         k++) {
+      int64_t col = a->idx_dt == FERRY__KDT_INT32
+                        ? ((const int32_t *)a->idx)[k]
+                        : ((const int64_t *)a->idx)[k];
+      if (col < 0 || col >= a->width)
+        continue;
+      int64_t place = a->map ? a->map[col] : col;
+      if (place < 0)
+        continue;
+      unsigned char *dst = row + (size_t)place * es;
+      if (a->out_dt == a->val_dt) {
+        memcpy(dst, (const unsigned char *)a->val + (size_t)k * vs, es);
+      } else if (a->out_dt == FERRY__KDT_FLOAT64) {
+        double d = value_at(a->val, k, a->val_dt);
+        memcpy(dst, &d, 8);
+      } else if (a->out_dt == FERRY__KDT_FLOAT32) {
+        float f = (float)value_at(a->val, k, a->val_dt);
+        memcpy(dst, &f, 4);
+      } else {
+        _Float16 h = (_Float16)(float)value_at(a->val, k, a->val_dt);
+        memcpy(dst, &h, 2);
+      }
+    }
+  }
+}
+
 /* Locked: run o now; a worker does this for its head, a synchronous stream
  * in the caller. */
 static void run_op(struct op *o) {
   switch (o->kind) {
   case OP_COPY: memmove(o->dst, o->staging ? o->staging : o->src, o->n); break;
+  case OP_KERNEL: run_densify(&o->k); break;
   case OP_WAIT:
     while (o->ev->done < o->gen)
       WAIT();
@@ -445,7 +547,7 @@ static void *worker(void *arg) {
     struct op *o = s->head;
     if (!o)
       break;
-    if (o->kind == OP_COPY) {
+    if (o->kind == OP_COPY || o->kind == OP_KERNEL) {
       UNLOCK();
       random_delay(s);
       LOCK();
@@ -494,6 +596,91 @@ static cudaError_t submit(cudaStream_t s, struct op o) {
   s->tail = q;
   WAKE();
   return cudaSuccess;
+}
+
+/* ---- ferry's kernel (driver API) -------------------------------------- */
+
+/* The module of ferry's kernel: a token, its function another. */
+static char fake_module, fake_function;
+
+static int fake_cuModuleLoadData(void **mod, const void *image) {
+  if (!mod || !image)
+    return 1;
+  if (!strstr(image, ".entry " FERRY__DENSIFY_KERNEL))
+    return 200; /* CUDA_ERROR_INVALID_IMAGE */
+  *mod = &fake_module;
+  return 0;
+}
+
+static int fake_cuModuleGetFunction(void **fn, void *mod, const char *name) {
+  if (!fn || mod != &fake_module || !name)
+    return 1;
+  if (strcmp(name, FERRY__DENSIFY_KERNEL) != 0)
+    return 500; /* CUDA_ERROR_NOT_FOUND */
+  *fn = &fake_function;
+  return 0;
+}
+
+static int fake_cuModuleUnload(void *mod) {
+  return mod == &fake_module ? 0 : 1;
+}
+
+static int fake_cuGetErrorString(int r, const char **s) {
+  if (!s)
+    return 1;
+  *s = r == 0     ? "no error"
+       : r == 1   ? "invalid argument"
+       : r == 200 ? "device kernel image is invalid"
+       : r == 500 ? "named symbol not found"
+       : r == 719 ? "unspecified launch failure"
+                  : NULL;
+  return *s ? 0 : 1;
+}
+
+/* Locked: queue the kernel's loop on s, its arguments copied now. */
+static int launch(cudaStream_t s, void **p) {
+  struct op o = {.kind = OP_KERNEL};
+  memcpy(&o.k.off, p[0], sizeof o.k.off);
+  memcpy(&o.k.idx, p[1], sizeof o.k.idx);
+  memcpy(&o.k.idx_dt, p[2], sizeof o.k.idx_dt);
+  memcpy(&o.k.val, p[3], sizeof o.k.val);
+  memcpy(&o.k.val_dt, p[4], sizeof o.k.val_dt);
+  memcpy(&o.k.nrows, p[5], sizeof o.k.nrows);
+  memcpy(&o.k.width, p[6], sizeof o.k.width);
+  memcpy(&o.k.map, p[7], sizeof o.k.map);
+  memcpy(&o.k.kept, p[8], sizeof o.k.kept);
+  memcpy(&o.k.out, p[9], sizeof o.k.out);
+  memcpy(&o.k.out_dt, p[10], sizeof o.k.out_dt);
+  int dev = -1, d2 = -1;
+  if (stream_dev(s, &dev) != cudaSuccess)
+    return 400; /* CUDA_ERROR_INVALID_HANDLE */
+  size_t es = dt_size(o.k.out_dt);
+  if (o.k.nrows < 0 || !es || !dt_size(o.k.val_dt) ||
+      (o.k.idx_dt != FERRY__KDT_INT32 && o.k.idx_dt != FERRY__KDT_INT64) ||
+      locate(o.k.off, (size_t)(o.k.nrows + 1) * 8, &d2) != LOC_DEV ||
+      locate(o.k.out, (size_t)(o.k.nrows * o.k.kept) * es, &d2) != LOC_DEV ||
+      d2 != dev || (o.k.map && locate(o.k.map, 8, &d2) != LOC_DEV))
+    return 1;
+  COUNT(kernel_launches);
+  return submit(s, o) == cudaSuccess ? 0 : 2;
+}
+
+static int fake_cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz,
+                               unsigned bx, unsigned by, unsigned bz,
+                               unsigned shared, void *stream, void **params,
+                               void **extra) {
+  (void)shared;
+  init();
+  if (fn != &fake_function || !params || extra || !gx || !gy || !gz || !bx ||
+      !by || !bz)
+    return 1;
+  long call = __atomic_add_fetch(&launch_calls, 1, __ATOMIC_RELAXED);
+  if (cfg.fail_here && call == cfg.fail_launch_at)
+    return 719; /* CUDA_ERROR_LAUNCH_FAILED */
+  LOCK();
+  int r = launch((cudaStream_t)stream, params);
+  UNLOCK();
+  return r;
 }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *ps, unsigned int flags) {

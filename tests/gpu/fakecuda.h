@@ -32,6 +32,7 @@ typedef struct fakecuda_counters {
   long stream_creates, stream_destroys;
   long event_creates, event_destroys;
   long errors_returned; /* failing cuda/nccl calls (not NotReady) */
+  long kernel_launches; /* cuLaunchKernel calls queued (ferry_densify) */
 } fakecuda_counters;
 
 void fakecuda_get_counters(fakecuda_counters *out);

@@ -5,6 +5,9 @@
 #                           tests/gpu/libfakecuda.so): CI has no GPU, and the
 #                           fake makes copies asynchronous for real
 #   tests/gpu/real.sh       ... on a real GPU; exit 77 (skip) without one
+#   tests/gpu/sparse.sh     sparse=dense made on the device by ferry's kernel
+#                           (src/gpu/densify.cu) under the fake runtime,
+#                           equal to device=cpu's CPU view
 #   tests/gpu/nogpu.sh      device=auto falls back, device=cuda fails on
 #                           every rank, in any build
 #   tests/gpu/noneeded.sh   libferry.so has no NEEDED entry for the CUDA

@@ -13,6 +13,24 @@ test -f "$fake" || { echo "SKIP: $fake not built (a build without CUDA)"; exit 7
   --empty 2 --seed 4 >/dev/null || exit 1
 FERRY_TEST_MEGATRON=$tmp/meg
 export FERRY_TEST_MEGATRON
+# an AnnData file (fake_gpu_check.py's sparse=dense section: the rows made
+# on the device), when anndata is there
+if "$PY" - "$tmp/a.h5ad" <<'PY' >/dev/null 2>&1
+import sys, warnings
+warnings.filterwarnings("ignore")
+import numpy as np, scipy.sparse as sp, pandas as pd, anndata
+X = sp.random(120, 57, density=0.12, format="csr", dtype=np.float32,
+              random_state=2)
+X.data = (X.data * 3.7 + 1e-4).astype(np.float32)
+anndata.AnnData(X=X, var=pd.DataFrame(index=["g%d" % j for j in range(57)])
+                ).write_h5ad(sys.argv[1])
+PY
+then
+  FERRY_TEST_H5AD=$tmp/a.h5ad
+  export FERRY_TEST_H5AD
+else
+  echo "note: no anndata: sparse=dense on the device not checked here"
+fi
 LD_PRELOAD=$fake FAKECUDA_DEVICES=2 FAKECUDA_DELAY_US=20000
 export LD_PRELOAD FAKECUDA_DEVICES FAKECUDA_DELAY_US
 status=0

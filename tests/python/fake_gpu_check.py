@@ -10,8 +10,13 @@ per device (batch.shards, batch.shard_info) holding samples [first,
 first+size) of the batch, each waited for on its own; batch[name] on a
 split batch is a clear ValueError; every sample is served once;
 pin_memory="yes" gives pinned host batches (memory_budget's pinned_bytes)
-with the file's values."""
+with the file's values.  With FERRY_TEST_H5AD (an AnnData file with a CSR
+X): sparse="dense" with device="cuda" (the rows made on the device by
+ferry's kernel, decision 0056) gives a dense X on the device, the loader's
+vars show X dense, and every batch equals device="cpu"'s, float32 and
+float16 with genes=."""
 import ctypes
+import os
 
 import numpy as np
 from helpers import check, comm, dataset, every_once, rank
@@ -218,5 +223,39 @@ if meg:
         b.release()
     every_once(ids, len(O) - 1, "pad over two devices")
     L.close()
+h5ad = os.environ.get("FERRY_TEST_H5AD")
+if h5ad:
+    for opts in ({}, {"sparse_dtype": "float16", "genes": "g5,g0,40,g56"}):
+        common = dict(sparse="dense", vars="X/indices,X/data", batch_size=16,
+                      seed=3, tail="partial", **opts)
+        H = ferry.Loader(h5ad, comm, device="cpu", **common)
+        want = [(np.asarray(b.indices).copy(), np.from_dlpack(b["X"]).copy())
+                for b in H]
+        H.close()
+        L = ferry.Loader(h5ad, comm, device="cuda", device_prefetch=2, **common)
+        check(list(L.vars) == ["X"], "sparse=dense on the device: vars %r" %
+              (list(L.vars),))
+        k = 0
+        for b in L:
+            x = b["X"]
+            check(x.__dlpack_device__() == (2, rank % 2),
+                  "sparse=dense: X on the device")
+            check(k < len(want), "more device batches than host batches")
+            if k < len(want):
+                idx, ref = want[k]
+                got = host_copy(x, ref)
+                check(np.array_equal(np.asarray(b.indices), idx) and
+                      got.tobytes() == ref.tobytes(),
+                      "sparse=dense %r: batch %d differs from device=cpu's" %
+                      (opts, b.index))
+            k += 1
+            del x
+            b.release()
+        check(k == len(want), "sparse=dense %r: %d device batches, %d host" %
+              (opts, k, len(want)))
+        L.close()
+        if rank == 0:
+            print("sparse=dense on the device %r: %d batches equal" %
+                  (opts, k), flush=True)
 if rank == 0:
     print("fake_gpu_check: OK", flush=True)
