@@ -53,15 +53,14 @@ static const char *const NAMES[] = {
 };
 #define NNAMES (int)(sizeof NAMES / sizeof NAMES[0])
 
-static const char *const OBJS[] = {".", "X", "layers/L", "raw/X", "var",
-                                   "raw/var"};
+static const char *const OBJS[] = {".",     "X",   "layers/L",
+                                   "raw/X", "var", "raw/var"};
 #define NOBJS 6
 static const char *const ATTRS[] = {"encoding-type", "h5sparse_format",
                                     "_index"};
 #define NATTRS 3
-static const char *const TEXTS[] = {"",    "anndata", "csr_matrix",
-                                    "csr", "csc",     "csc_matrix",
-                                    "_index", "dict"};
+static const char *const TEXTS[] = {"",    "anndata",    "csr_matrix", "csr",
+                                    "csc", "csc_matrix", "_index",     "dict"};
 static const char *const SHAPED[] = {"X", "layers/L", "raw/X"};
 /* Lengths and shapes past what a store holds.  An array's length stays
  * below 2^16 + 1 otherwise: the indptr of n cells is allocated (8(n + 1)
@@ -221,8 +220,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   memset(&err, 0, sizeof err);
   int64_t n_obs = -7;
   int rc = ferry__anndata_prepare(&ops, "fuzz.h5ad", f.a, f.n, &n_obs, &err);
-  FUZZ_CHECK(rc == 0 || rc == 1 || rc == FERRY_EFORMAT ||
-             rc == FERRY_ENOTSUP || rc == FERRY_EIO || rc == FERRY_ENOMEM);
+  FUZZ_CHECK(rc == 0 || rc == 1 || rc == FERRY_EFORMAT || rc == FERRY_ENOTSUP ||
+             rc == FERRY_EIO || rc == FERRY_ENOMEM);
   if (rc < 0)
     FUZZ_CHECK(err.msg[0] != '\0');
   for (int i = 0; i < f.n; i++) {
@@ -232,8 +231,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (rc != 1 || !x->csr)
       continue;
     FUZZ_CHECK(n_obs >= 0 && n_obs <= FERRY__AD_CELLS_MAX);
-    FUZZ_CHECK(x->roff && x->dims0 == n_obs && x->width >= 0 &&
-               x->ndims == 1 && !x->why);
+    FUZZ_CHECK(x->roff && x->dims0 == n_obs && x->width >= 0 && x->ndims == 1 &&
+               !x->why);
     FUZZ_CHECK(x->roff[0] == 0 && x->roff[n_obs] == x->nnz);
     for (int64_t r = 0; r < n_obs; r++)
       FUZZ_CHECK(x->roff[r] <= x->roff[r + 1]);
