@@ -1,7 +1,7 @@
 """test_jax.py DIR N - ferry.jax: sharded and one-device iterators serve
 every sample once with the right values; a ragged variable padded to
 static shapes; packed rows (pack=concat) as static arrays, every token
-once."""
+once; AnnData cells densified (sparse=dense, genes=) as static arrays."""
 import os
 
 import numpy as np
@@ -97,5 +97,44 @@ if meg:
     total = np.zeros_like(seen)
     comm.Allreduce(seen, total)
     assert total.max() == 1 and total.sum() >= T - 1, "packed: every token once"
+# AnnData (docs/singlecell.md, FERRY_TEST_ANNDATA: a ferry gen --anndata
+# file): sparse=dense gives static [B, n_genes] arrays, each row the CSR
+# row ferry.Loader serves (densified here with numpy), every cell once;
+# with genes= the kept columns in that order.
+ad = os.environ.get("FERRY_TEST_ANNDATA")
+if ad:
+    from mpi4py import MPI
+    ref = {}  # every cell's dense row, read by this rank alone
+    L = ferry.Loader(ad, MPI.COMM_SELF, vars="X/indices,X/data",
+                     batch_size=16, tail="partial", seed=1)
+    G = L.widths["X/indices"]
+    L.set_epoch(0)
+    for b in L:
+        ix, dt = b["X/indices"], b["X/data"]
+        vi, oi = np.from_dlpack(ix.values), np.from_dlpack(ix.offsets)
+        vd = np.from_dlpack(dt.values)
+        for k, i in enumerate(np.from_dlpack(b.indices)):
+            row = np.zeros(G, np.float32)
+            row[vi[oi[k]:oi[k + 1]]] = vd[oi[k]:oi[k + 1]]
+            ref[int(i)] = row
+        b = ix = dt = vi = oi = vd = None
+    L.close()
+    for genes, cols in (("", list(range(G))), ("gene7,gene2,0", [7, 2, 0])):
+        it = ferry.jax.iterator(ad, comm, sharded=False, batch_size=16,
+                                tail="partial", seed=2,
+                                vars="X/indices,X/data", sparse="dense",
+                                sparse_dtype="float32", genes=genes)
+        ids = []
+        for b in it:
+            x = np.asarray(b["X"])
+            idx = np.asarray(b["index"])
+            assert x.shape == (len(idx), len(cols)) and x.dtype == \
+                np.float32, (x.shape, x.dtype)
+            for k, i in enumerate(idx):
+                assert np.array_equal(x[k], ref[int(i)][cols]), (genes, i)
+            ids.extend(int(i) for i in idx)
+            b = x = None
+        it.close()
+        assert sorted(gathered(ids)) == sorted(ref), "every cell once"
 if comm.rank == 0:
     print("test_jax: OK")

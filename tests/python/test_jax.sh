@@ -12,4 +12,10 @@ need_module jax "the GPU machine has it"
   --empty 2 --seed 5 >/dev/null || exit 1
 FERRY_TEST_MEGATRON=$tmp/meg
 export FERRY_TEST_MEGATRON
+# an AnnData file (test_jax.py's AnnData section), where ferry has HDF5
+if "$FERRY" gen "$tmp/cells.h5ad" --anndata --samples 300 --genes 40 \
+     --seed 3 >/dev/null 2>&1; then
+  FERRY_TEST_ANNDATA=$tmp/cells.h5ad
+  export FERRY_TEST_ANNDATA
+fi
 $RUN_MPI 2 "$PY" "$pydir/test_jax.py" "$tmp/data" 1024
