@@ -79,8 +79,8 @@ int main(void) {
             bad = -300;
           fill(buf, dt, sw, at[k], bad);
           memset(&err, 0, sizeof err);
-          int rc = ferry__anndata_indices_ok(&v, "f", "dataset", 2, 100, N,
-                                             buf, &err);
+          int rc = ferry__anndata_indices_ok(&v, "f", "dataset", 2, 100, N, buf,
+                                             &err);
           char want[160];
           snprintf(want, sizeof want,
                    "offset %lld: column index %lld outside [0, %d)",
@@ -99,13 +99,11 @@ int main(void) {
   v.swapped = 0;
   v.row_bytes = 4;
   v.name = "X/data";
-  CHECK(ferry__anndata_indices_ok(&v, "f", "dataset", 0, 0, N, buf, NULL) ==
-            0,
+  CHECK(ferry__anndata_indices_ok(&v, "f", "dataset", 0, 0, N, buf, NULL) == 0,
         "X/data checked as indices");
   v.name = "X/indices";
   v.width = 0;
-  CHECK(ferry__anndata_indices_ok(&v, "f", "dataset", 0, 0, N, buf, NULL) ==
-            0,
+  CHECK(ferry__anndata_indices_ok(&v, "f", "dataset", 0, 0, N, buf, NULL) == 0,
         "a variable without a width checked");
   return ft_summary("test_anndata");
 }

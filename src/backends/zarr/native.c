@@ -736,3 +736,18 @@ int ferry__zarr_native_read(zvar *zv, const char *store, const char *vname,
   int rc = native_rows(zv, store, vname, rank, row, nrows, row_bytes, buf, err);
   return zv->dec->defer ? rc : ferry__zarr_settle(zv->dec, rc, err);
 }
+
+void ferry__zarr_var_free(zvar *zv) {
+  ferry__zarr_lanes_free(zv); /* first: queued chunks use raw */
+  free(zv->adir);
+  free(zv->band_buf);
+  free(zv->chunk_buf);
+  free(zv->raw);
+  free(zv->mid);
+  free(zv->slot_key);
+  free(zv->slot_ix);
+  free(zv->ixraw);
+  if (zv->shard_fd >= 0)
+    close(zv->shard_fd);
+  zv->shard_fd = -1;
+}

@@ -137,21 +137,6 @@ int ferry__zarr_rec_get(const ferry__manifest *m, const ferry__part *pt, int v,
 
 /* ---- Reads (I/O thread) ----------------------------------------------- */
 
-void ferry__zarr_var_free(zvar *zv) {
-  ferry__zarr_lanes_free(zv); /* first: queued chunks use raw */
-  free(zv->adir);
-  free(zv->band_buf);
-  free(zv->chunk_buf);
-  free(zv->raw);
-  free(zv->mid);
-  free(zv->slot_key);
-  free(zv->slot_ix);
-  free(zv->ixraw);
-  if (zv->shard_fd >= 0)
-    close(zv->shard_fd);
-  zv->shard_fd = -1;
-}
-
 static void part_close(ferry__io *io, zpart *p) {
   for (int v = 0; p->v && v < io->b.m->nvars; v++)
     ferry__zarr_var_free(&p->v[v]);

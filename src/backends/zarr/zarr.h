@@ -242,7 +242,7 @@ struct ferry__io {
 /* ---- The native reader (native.c) ------------------------------------- */
 
 /** Free what a zvar holds (its lanes first: queued chunks use its
- *  buffers), closing its shard; zarr.c. */
+ *  buffers), closing its shard. */
 void ferry__zarr_var_free(zvar *zv);
 
 /** Check chunk file p before a read: 1 present, 0 absent (fill value), or
