@@ -377,3 +377,39 @@ int ferry__anndata_indices_ok(const ferry__var *v, const char *file,
   }
   return 0;
 }
+
+int ferry__anndata_is_codes(const ferry__var *v) {
+  size_t len = strlen(v->name);
+  return !v->ragged && v->categories && v->row_ndim == 0 && len >= 6 &&
+         !strcmp(v->name + len - 6, "/codes") &&
+         ferry__dtype_is_int(v->dtype) && v->row_bytes <= 8;
+}
+
+int ferry__anndata_codes_ok(const ferry__var *v, const char *file,
+                            const char *what, int rank, int64_t row0, int64_t n,
+                            const void *buf, ferry__err *err) {
+  if (!ferry__anndata_is_codes(v))
+    return 0;
+  int64_t ncat = 1;
+  for (const char *c = v->categories; *c; c++)
+    ncat += *c == '\n';
+  size_t el = v->row_bytes;
+  for (int64_t i = 0; i < n; i++) {
+    unsigned char e[8];
+    const unsigned char *p = (const unsigned char *)buf + (size_t)i * el;
+    for (size_t b = 0; b < el; b++)
+      e[b] = v->swapped ? p[el - 1 - b] : p[b];
+    int64_t x = 0;
+    (void)ferry__dtype_as_int64(e, v->dtype, &x);
+    if (x < -1 || x >= ncat)
+      return ferry__seterr(err, FERRY_EFORMAT,
+                           "file %s, %s /%s, rank %d, offset %lld: code %lld "
+                           "of cell %lld outside [-1, %lld) (-1 missing, else "
+                           "one of its %lld categories)",
+                           file, what, v->name, rank,
+                           (long long)((row0 + i) * (int64_t)el), (long long)x,
+                           (long long)(row0 + i), (long long)ncat,
+                           (long long)ncat);
+  }
+  return 0;
+}

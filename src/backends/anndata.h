@@ -100,4 +100,16 @@ int ferry__anndata_indices_ok(const ferry__var *v, const char *file,
                               const char *what, int rank, int64_t e0, int64_t n,
                               const void *buf, ferry__err *err);
 
+/** 1 when v is a categorical column's codes (a dense integer column with
+ *  categories, named .../codes). */
+int ferry__anndata_is_codes(const ferry__var *v);
+
+/** The codes just read of cells [row0, row0 + n) of v (stored byte order,
+ *  in buf): each -1 (missing) or the number of one of its categories, or
+ *  FERRY_EFORMAT naming the first one outside, its file, `what` it is in,
+ *  v, rank, cell and byte offset.  0 for a variable that is not codes. */
+int ferry__anndata_codes_ok(const ferry__var *v, const char *file,
+                            const char *what, int rank, int64_t row0, int64_t n,
+                            const void *buf, ferry__err *err);
+
 #endif /* FERRY_BACKENDS_ANNDATA_H */

@@ -710,14 +710,19 @@ static int is_csr(const ferry__var *v, const h5_file *f, int var) {
   return c != H5T_VLEN && c != H5T_STRING;
 }
 
-/* An AnnData CSR matrix's indices just read (elements [e0, e0 + n) of
- * var): each inside the matrix (backends/anndata.c). */
-static int csr_indices_ok(const ferry__io *io, int64_t part, int var,
-                          int64_t e0, int64_t n, const void *buf,
-                          ferry__err *err) {
-  return ferry__anndata_indices_ok(&io->b.m->vars[var],
-                                   io->b.m->parts[part].paths[var], "dataset",
-                                   io->b.rank, e0, n, buf, err);
+/* What an AnnData variable just read must hold (backends/anndata.c): a
+ * CSR matrix's column indices (elements [e0, e0 + n)) inside the matrix,
+ * a categorical column's codes (cells [e0, e0 + n)) among its categories;
+ * nothing for other variables. */
+static int values_ok(const ferry__io *io, int64_t part, int var, int64_t e0,
+                     int64_t n, const void *buf, ferry__err *err) {
+  const ferry__var *v = &io->b.m->vars[var];
+  const char *file = io->b.m->parts[part].paths[var];
+  return ferry__anndata_is_indices(v)
+             ? ferry__anndata_indices_ok(v, file, "dataset", io->b.rank, e0, n,
+                                         buf, err)
+             : ferry__anndata_codes_ok(v, file, "dataset", io->b.rank, e0, n,
+                                       buf, err);
 }
 
 /* A section around the HDF5 calls of one read; a raw read leaves it before
@@ -741,9 +746,7 @@ static int h5_io_read(ferry__io *io, int64_t part, int var, int64_t row,
     }
     int rc1 = raw_read(io, f, var, rc0 < 0 ? 0 : row, rc0 < 0 ? 0 : nrows, buf,
                        rc0, err);
-    return rc1 || rc0 || !io->b.m->vars[var].ragged
-               ? rc1
-               : csr_indices_ok(io, part, var, row, nrows, buf, err);
+    return rc1 || rc0 ? rc1 : values_ok(io, part, var, row, nrows, buf, err);
   }
   int rc = io_enter(io, err), locked = 1;
   if (rc)
@@ -817,8 +820,7 @@ static int read_locked(ferry__io *io, int64_t part, int var, int64_t row,
     *locked = 0;
     int rc1 = raw_read(io, f, var, rc < 0 ? 0 : row, rc < 0 ? 0 : nrows, buf,
                        rc, err);
-    return rc1 || !csr ? rc1
-                       : csr_indices_ok(io, part, var, row, nrows, buf, err);
+    return rc1 ? rc1 : values_ok(io, part, var, row, nrows, buf, err);
   }
   /* Selections: rows [row, row+nrows) x the whole row; the memory space has
    * the same shape as the file selection: with a flat one HDF5 cannot see
@@ -875,8 +877,8 @@ static int read_locked(ferry__io *io, int64_t part, int var, int64_t row,
                        path, v->name, io->b.rank, (long long)row,
                        (long long)(row + nrows),
                        ferry__h5_reason(why, sizeof why));
-  if (rc == 0 && csr)
-    rc = csr_indices_ok(io, part, var, row, nrows, buf, err);
+  if (rc == 0)
+    rc = values_ok(io, part, var, row, nrows, buf, err);
 cleanup:
   if (ms >= 0)
     H5Sclose(ms);

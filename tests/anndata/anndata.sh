@@ -158,6 +158,19 @@ for st in a.h5ad a3.zarr; do
     status=1
   fi
 done
+# a categorical code past the categories: refused at the read, naming the
+# cell, on every rank (.h5ad and Zarr)
+for st in bad_codes.h5ad bad_codes.zarr; do
+  $RUN_MPI 2 "$FERRY" dump "$fx/$st" --vars obs/cell_type/codes \
+    --batch-size 4 --shuffle none >"$tmp/codes.$st" 2>&1
+  if grep "/obs/cell_type/codes, rank 0, offset 12: code 7 of cell 12 outside \[-1, 3)" "$tmp/codes.$st" >/dev/null; then
+    echo "ok: codes $st: `grep 'code 7 of cell 12' "$tmp/codes.$st" | head -1`"
+  else
+    echo "FAIL: a code past the categories ($st)"
+    cat "$tmp/codes.$st"
+    status=1
+  fi
+done
 refused csc.zarr csc.zarr "X is a CSC matrix"
 refused indptr.zarr bad_indptr.zarr "indptr decreases (entry 8"
 refused shape.zarr bad_shape.zarr "indptr has 302 entries, its 302 rows need 303"

@@ -9,7 +9,8 @@ written by anndata itself (Debian's python3-anndata, scipy sparse):
   a.zarr     the same as an AnnData Zarr store (v2, blosc), by anndata
   a3.zarr    a.zarr rewritten as Zarr v3 (zarr_to_v3.py), the sparse
              matrices' indices and data sharded
-  csc.zarr, bad_indptr.zarr, bad_index.zarr, bad_shape.zarr: bad Zarr
+  csc.zarr, bad_indptr.zarr, bad_index.zarr, bad_shape.zarr,
+  bad_codes.zarr: bad Zarr
              stores (a CSC X; zarr-python edits of a copy of a.zarr)
   gzip.h5ad  the same, every dataset gzip-compressed (anndata's option)
   chunks.h5ad X alone, its data chunked by 97 values and gzip-compressed,
@@ -19,9 +20,10 @@ written by anndata itself (Debian's python3-anndata, scipy sparse):
   old.h5ad   X in the older h5sparse layout (h5sparse_format "csr",
              h5sparse_shape; written with h5py as anndata < 0.7 did)
   noX.h5ad, bad_indptr.h5ad, bad_len.h5ad, bad_shape.h5ad,
-  bad_index.h5ad: bad inputs (h5py edits of a copy of a.h5ad: no X, an
-             indptr that decreases, indices shorter than data, a shape
-             of one more cell, a column index past n_vars)
+  bad_index.h5ad, bad_codes.h5ad: bad inputs (h5py edits of a copy of
+             a.h5ad: no X, an indptr that decreases, indices shorter than
+             data, a shape of one more cell, a column index past n_vars,
+             a categorical code past its categories)
   unsorted.h5ad: a row whose column indices are out of order (a
              non-canonical CSR row: ferry verify's sparse check fails)
 """
@@ -111,6 +113,7 @@ with h5py.File(os.path.join(d, "old.h5ad"), "w") as f:
     gx["indptr"] = X.indptr
 
 for name, edit in [("noX", "noX"), ("bad_indptr", "indptr"),
+                   ("bad_codes", "codes"),
                    ("bad_len", "len"), ("bad_shape", "shape"),
                    ("bad_index", "index"), ("unsorted", "unsorted")]:
     p = os.path.join(d, name + ".h5ad")
@@ -124,6 +127,10 @@ for name, edit in [("noX", "noX"), ("bad_indptr", "indptr"),
             f["X/indptr"][:] = ip
         elif edit == "shape":
             f["X"].attrs["shape"] = np.array([n + 1, g])
+        elif edit == "codes":  # a code past the 3 categories
+            c = f["obs/cell_type/codes"][:]
+            c[12] = 7
+            f["obs/cell_type/codes"][:] = c
         elif edit == "unsorted":  # a non-canonical row: columns out of order
             ix = f["X/indices"][:]
             ip = f["X/indptr"][:]
@@ -141,7 +148,7 @@ for name, edit in [("noX", "noX"), ("bad_indptr", "indptr"),
 # bad Zarr stores: zarr-python edits of copies of a.zarr
 import zarr  # noqa: E402
 
-for name in ("bad_indptr", "bad_index", "bad_shape"):
+for name in ("bad_indptr", "bad_index", "bad_shape", "bad_codes"):
     p = os.path.join(d, name + ".zarr")
     shutil.copytree(os.path.join(d, "a.zarr"), p)
     z = zarr.open_group(p, mode="r+")
@@ -153,6 +160,10 @@ for name in ("bad_indptr", "bad_index", "bad_shape"):
         ix = z["X/indices"][:]
         ix[100] = g + 5
         z["X/indices"][:] = ix
+    elif name == "bad_codes":
+        c = z["obs/cell_type/codes"][:]
+        c[12] = 7
+        z["obs/cell_type/codes"][:] = c
     else:
         z["X"].attrs["shape"] = [n + 1, g]
 print("make_anndata: %d cells x %d genes, %d values in X" % (n, g, X.nnz))

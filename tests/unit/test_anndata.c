@@ -7,7 +7,9 @@
  * width, one far beyond -- at every position (the int32 path works on 16
  * at a time, so before, inside and after a block of 16, and in the tail),
  * name its byte offset, and accept every index inside; a variable that is
- * not a matrix's integer indices is not checked.
+ * not a matrix's integer indices is not checked.  The codes check
+ * (ferry__anndata_codes_ok): -1 and the categories' numbers pass, others
+ * are refused naming the cell.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -105,5 +107,44 @@ int main(void) {
   v.width = 0;
   CHECK(ferry__anndata_indices_ok(&v, "f", "dataset", 0, 0, N, buf, NULL) == 0,
         "a variable without a width checked");
+  /* a categorical column's codes: -1 and 0..K-1 pass; -2 and K refused,
+   * naming the cell; int8 as anndata writes them, int16 byte-swapped */
+  ferry__var c;
+  memset(&c, 0, sizeof c);
+  c.name = "obs/cell_type/codes";
+  c.categories = "B\nNK\nT";
+  for (int t = 0; t < 2; t++) {
+    c.dtype = t ? FERRY_INT16 : FERRY_INT8;
+    c.swapped = t;
+    c.row_bytes = ferry_dtype_size(c.dtype);
+    unsigned char cb[2 * N];
+    for (int bad = -3; bad <= 3; bad++) {
+      for (int i = 0; i < N; i++) {
+        int16_t x = i == 20 ? (int16_t)bad : (int16_t)(i % 4 - 1);
+        unsigned char e[2];
+        memcpy(e, &x, 2);
+        if (t) {
+          cb[2 * i] = e[1];
+          cb[2 * i + 1] = e[0];
+        } else {
+          cb[i] = (unsigned char)(int8_t)x;
+        }
+      }
+      ferry__err err;
+      memset(&err, 0, sizeof err);
+      int rc = ferry__anndata_codes_ok(&c, "f", "array", 1, 40, N, cb, &err);
+      int want_bad = bad < -1 || bad >= 3;
+      char want[96];
+      snprintf(want, sizeof want, "code %d of cell 60 outside [-1, 3)", bad);
+      CHECK(want_bad ? rc == FERRY_EFORMAT && strstr(err.msg, want) != NULL
+                     : rc == 0,
+            "codes dtype %d: code %d at cell 60: rc %d '%s'", (int)c.dtype, bad,
+            rc, err.msg);
+    }
+  }
+  c.categories = NULL; /* no categories: not codes, not checked */
+  CHECK(ferry__anndata_codes_ok(&c, "f", "array", 1, 0, 1,
+                                (const unsigned char *)"\x09", NULL) == 0,
+        "a column without categories checked");
   return ft_summary("test_anndata");
 }

@@ -333,7 +333,13 @@ static int z_io_read(ferry__io *io, int64_t part, int var, int64_t row,
 #endif
     rc = ferry__zarr_native_read(&p->v[var], p->store, v->name, io->b.rank, row,
                                  nrows, v->row_bytes, buf, err);
-  return rc;
+  if (rc < 0 || !ferry__anndata_is_codes(v))
+    return rc;
+  /* a categorical column's codes checked once decoded (anndata.c) */
+  if ((rc = ferry__zarr_settle(&io->dec, rc, err)) < 0)
+    return rc;
+  return ferry__anndata_codes_ok(v, p->store, "array", io->b.rank, row, nrows,
+                                 buf, err);
 }
 
 /* Deferred reads (ferry__io_params.defer): settle the queued chunks. */
