@@ -1,7 +1,9 @@
 """anndata_check.py DIR - run under mpirun by anndata.sh: every cell that
 ferry serves from DIR/a.h5ad (and old.h5ad, dense.h5ad, the AnnData Zarr
 stores a.zarr (v2) and a3.zarr (v3, sharded)) compared with what anndata
-itself reads (anndata.read_h5ad): nullable columns' values and masks, X's, the layer's and raw's
+itself reads (anndata.read_h5ad): nullable columns' values and masks, a
+mid-epoch state saved on fewer ranks and resumed on all (.h5ad and Zarr
+v3: every cell once, equal to anndata's), X's, the layer's and raw's
 indices and data row by row, obs columns and categorical codes (-1 for
 missing), obsm, also gzip-compressed and with indices and data chunked
 differently; every cell once on the ranks, equal batch counts; the
@@ -79,6 +81,55 @@ for st in ("a.zarr", "a3.zarr"):
     run(d + "/" + st, mats, dense, batch_size=7, seed=3, tail="partial")
     run(d + "/" + st, {"X": a.X}, {}, batch_size=5, seed=4, tail="partial",
         shuffle="block", block_size=8, threads=2)
+# resume: cells served on fewer ranks, the state saved mid-epoch, loaded on
+# all of them; together every cell once, each equal to anndata's
+import pickle  # noqa: E402
+
+from mpi4py import MPI  # noqa: E402
+
+for path in ("a.h5ad", "a3.zarr"):
+    ropts = dict(vars="X/indices,X/data,obs/cell_type/codes", batch_size=8,
+                 seed=12, tail="partial", shuffle="block", block_size=16,
+                 chunk_samples=48)
+    nfirst = max(1, comm.size - 1)
+    first = comm.Split(0 if comm.rank < nfirst else MPI.UNDEFINED, comm.rank)
+    before, state = [], os.path.join(d, "state.%d.%s.pkl" % (comm.size, path))
+    if first != MPI.COMM_NULL:
+        L = ferry.Loader(d + "/" + path, comm=first, **ropts)
+        L.set_epoch(2)
+        it = iter(L)
+        for _ in range(4):
+            b = next(it)
+            before.extend(check_batch(path, b, {"X": a.X},
+                                      {"obs/cell_type/codes":
+                                       dense["obs/cell_type/codes"]}))
+            del b
+        del it
+        sd = L.state_dict()
+        if comm.rank == 0:
+            with open(state, "wb") as f:
+                pickle.dump(sd, f)
+        L.close()
+        first.Free()
+    comm.Barrier()
+    with open(state, "rb") as f:
+        sd = pickle.load(f)
+    L = ferry.Loader(d + "/" + path, **ropts)
+    L.load_state_dict(sd)
+    check(L.epoch == 2, "%s: resumed epoch %r" % (path, L.epoch))
+    after, nb = [], 0
+    for b in L:
+        nb += 1
+        after.extend(check_batch(path, b, {"X": a.X},
+                                 {"obs/cell_type/codes":
+                                  dense["obs/cell_type/codes"]}))
+        del b
+    L.close()
+    check(len(set(comm.allgather(nb))) == 1, "%s: batch counts after the "
+          "resume" % path)
+    every_once(before + after, n, "%s: saved on %d ranks, resumed on %d"
+               % (path, nfirst, comm.size))
+
 # nullable columns: their values where the mask says present, and the mask
 for path in ("a.h5ad", "a.zarr", "a3.zarr"):
     L = ferry.Loader(d + "/" + path, batch_size=16, tail="partial", seed=8,
