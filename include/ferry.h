@@ -155,6 +155,8 @@ typedef enum ferry_dtype {
   FERRY_FLOAT16,
   FERRY_FLOAT32,
   FERRY_FLOAT64,
+  FERRY_BFLOAT16, /* bfloat16: a float32's upper 16 bits (sparse=dense's
+                   * sparse_dtype=bfloat16) */
   FERRY_DTYPE_COUNT
 } ferry_dtype;
 

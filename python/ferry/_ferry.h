@@ -43,7 +43,7 @@ static inline int PyModule_AddObjectRef(PyObject *m, const char *name,
  * DLManagedTensor is the 0.x layout).  Only what ferry exports. ---------- */
 
 enum { kDLCPU = 1, kDLCUDA = 2 };
-enum { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBool = 6 };
+enum { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLBool = 6 };
 
 typedef struct {
   int32_t device_type; /* DLDeviceType, an int-sized enum */

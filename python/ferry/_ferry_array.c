@@ -12,10 +12,16 @@
 #include <stdio.h>
 
 static const char *typestr_of(ferry_dtype d) {
-  static const char *le[] = {"|b1", "|i1", "<i2", "<i4", "<i8", "|u1",
-                             "<u2", "<u4", "<u8", "<f2", "<f4", "<f8"};
-  static const char *be[] = {"|b1", "|i1", ">i2", ">i4", ">i8", "|u1",
-                             ">u2", ">u4", ">u8", ">f2", ">f4", ">f8"};
+  /* bfloat16: NumPy has no such type, "<V2" (2 bytes) for its array
+   * interface; DLPack says bfloat (torch.bfloat16, jax.numpy.bfloat16) */
+  static const char *le[] = {"|b1", "|i1", "<i2", "<i4", "<i8",
+                             "|u1", "<u2", "<u4", "<u8", "<f2",
+                             "<f4", "<f8", "<V2"};
+  static const char *be[] = {"|b1", "|i1", ">i2", ">i4", ">i8",
+                             "|u1", ">u2", ">u4", ">u8", ">f2",
+                             ">f4", ">f8", ">V2"};
+  _Static_assert(sizeof le / sizeof le[0] == FERRY_DTYPE_COUNT,
+                 "a typestr for every dtype");
   const uint16_t one = 1;
   if ((int)d < 0 || d >= FERRY_DTYPE_COUNT)
     return "|V1";
@@ -32,6 +38,8 @@ static DLDataType dl_dtype_of(ferry_dtype d) {
     t.code = kDLInt;
   else if (d >= FERRY_UINT8 && d <= FERRY_UINT64)
     t.code = kDLUInt;
+  else if (d == FERRY_BFLOAT16)
+    t.code = kDLBfloat;
   else
     t.code = kDLFloat;
   return t;

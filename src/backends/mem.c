@@ -79,6 +79,9 @@ int ferry__gen_value(ferry_dtype dtype, int64_t sample, int64_t k, void *out) {
   case FERRY_FLOAT16: x.u16 = ferry__half_of_int((uint32_t)(v & 0x7ffu)); break;
   case FERRY_FLOAT32: x.f32 = (float)(v & ((UINT64_C(1) << 24) - 1)); break;
   case FERRY_FLOAT64: x.f64 = (double)(v & ((UINT64_C(1) << 53) - 1)); break;
+  case FERRY_BFLOAT16:
+    x.u16 = ferry__bfloat16_of_float((float)(v & 0xffu));
+    break;
   default: return FERRY_EINVAL;
   }
   memcpy(out, &x, ferry_dtype_size(dtype));

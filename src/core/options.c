@@ -45,8 +45,8 @@ static const char *const pack_names[] = {"none", "concat", "first_fit",
                                          "best_fit", NULL};
 static const char *const overflow_names[] = {"split", "drop", NULL};
 static const char *const sparse_names[] = {"rows", "dense", NULL};
-static const char *const sparse_dtype_names[] = {"float32", "float16",
-                                                 "float64", "same", NULL};
+static const char *const sparse_dtype_names[] = {
+    "float32", "float16", "float64", "same", "bfloat16", NULL};
 static const char *const device_names[] = {"auto", "cpu", "cuda", NULL};
 /* Read by the zarr backend by name (backends/zarr). */
 static const char *const zarr_reader_names[] = {"auto", "native", "netcdf",
@@ -483,8 +483,9 @@ static const option_def defs[] = {
      0,
      0,
      sparse_names},
-    {{"sparse_dtype", "float32", "float32|float16|float64|same",
-      "With sparse=dense: the dense rows' dtype (same: the values' own)."},
+    {{"sparse_dtype", "float32", "float32|float16|float64|same|bfloat16",
+      "With sparse=dense: the dense rows' dtype (same: the values' own; "
+      "float16 and bfloat16 rounded to nearest, ties to even)."},
      K_ENUM,
      OFF(sparse_dtype),
      0,

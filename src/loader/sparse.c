@@ -68,10 +68,11 @@ int ferry__sparse_is(const ferry__manifest *m) {
 
 /* The dtype of the dense rows of a matrix whose values are vdt. */
 static ferry_dtype out_dtype(int opt, ferry_dtype vdt) {
-  return opt == FERRY__SPARSE_DT_FLOAT16   ? FERRY_FLOAT16
-         : opt == FERRY__SPARSE_DT_FLOAT64 ? FERRY_FLOAT64
-         : opt == FERRY__SPARSE_DT_SAME    ? vdt
-                                           : FERRY_FLOAT32;
+  return opt == FERRY__SPARSE_DT_FLOAT16    ? FERRY_FLOAT16
+         : opt == FERRY__SPARSE_DT_BFLOAT16 ? FERRY_BFLOAT16
+         : opt == FERRY__SPARSE_DT_FLOAT64  ? FERRY_FLOAT64
+         : opt == FERRY__SPARSE_DT_SAME     ? vdt
+                                            : FERRY_FLOAT32;
 }
 
 /* genes= resolved for the matrix whose indices are variable x: map[width]
@@ -289,6 +290,12 @@ static int on_device(ferry_loader *L, const sview *sv, char *why, size_t len) {
                ferry_dtype_name(it));
       mine = 1;
     }
+  }
+  if (mine == 2 && o->sparse_dtype == FERRY__SPARSE_DT_BFLOAT16) {
+    snprintf(why, len,
+             "sparse_dtype=bfloat16: the kernel makes float16, "
+             "float32 and float64");
+    mine = 1;
   }
   if (mine == 2)
     mine = ferry__gpu_densify_ready(L->gpu, why, len) ? 0 : 1;
@@ -672,6 +679,10 @@ static int sparse_io_read(ferry__io *io, int64_t part, int var, int64_t row,
         double d = ferry__dtype_as_double(io->dv + (size_t)k * xd->row_bytes,
                                           xd->dtype);
         memcpy(e, &d, 8);
+      } else if (out->dtype == FERRY_BFLOAT16) {
+        uint16_t h = ferry__bfloat16_of_float((float)ferry__dtype_as_double(
+            io->dv + (size_t)k * xd->row_bytes, xd->dtype));
+        memcpy(e, &h, 2);
       } else { /* float16 */
         uint16_t h = half_nearest((float)ferry__dtype_as_double(
             io->dv + (size_t)k * xd->row_bytes, xd->dtype));

@@ -180,6 +180,11 @@ static int parse_var(const tool_ctx *ctx, const char *spec, gen_var *v) {
   int d = tool_dtype_from_name(dtype);
   if (d < 0)
     return tool_usage_error(ctx, "--var '%s': unknown dtype '%s'", spec, dtype);
+  if (d == FERRY_BFLOAT16) /* .npy has no bfloat16 */
+    return tool_usage_error(ctx,
+                            "--var '%s': a .npy file holds no bfloat16 "
+                            "(NumPy has no such type)",
+                            spec);
   memset(v, 0, sizeof *v);
   strcpy(v->name, name);
   v->dtype = (ferry_dtype)d;

@@ -295,6 +295,11 @@ static double row_value(ferry_dtype t, const unsigned char *p) {
     memcpy(&v, p, sizeof v);
     return v;
   }
+  case FERRY_BFLOAT16: {
+    uint16_t v;
+    memcpy(&v, p, sizeof v);
+    return tool_bfloat16_to_double(v);
+  }
   default: return NAN;
   }
 }

@@ -665,6 +665,13 @@ static double pow2(int x) {
   return v;
 }
 
+double tool_bfloat16_to_double(uint16_t b) {
+  uint32_t u = (uint32_t)b << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return (double)f;
+}
+
 double tool_half_to_double(uint16_t h) {
   int sign = h >> 15, e = (h >> 10) & 0x1f, m = h & 0x3ff;
   double v;
@@ -753,6 +760,12 @@ void tool_format_value(ferry_dtype dtype, const void *elem, char *buf,
     double v;
     memcpy(&v, elem, 8);
     snprintf(buf, len, "%.17g", v);
+    break;
+  }
+  case FERRY_BFLOAT16: {
+    uint16_t b;
+    memcpy(&b, elem, 2);
+    snprintf(buf, len, "%.9g", tool_bfloat16_to_double(b));
     break;
   }
   default: snprintf(buf, len, "?"); break;

@@ -215,6 +215,8 @@ void tool_fill_rows(ferry_dtype dtype, int64_t first, int64_t nrows,
 /** IEEE half from/to double. */
 uint16_t tool_half_from_int(uint32_t n);
 double tool_half_to_double(uint16_t h);
+/** A bfloat16 (a float's upper 16 bits) as a double (exact). */
+double tool_bfloat16_to_double(uint16_t b);
 /** Element 0 of a row, as a printable number ("%.17g" for floats, exact
  *  integers, 0/1 for bool). */
 void tool_format_value(ferry_dtype dtype, const void *elem, char *buf,

@@ -20,12 +20,13 @@ static const struct {
   const char *name;
   size_t size;
 } dtypes[FERRY_DTYPE_COUNT] = {
-    [FERRY_BOOL] = {"bool", 1},       [FERRY_INT8] = {"int8", 1},
-    [FERRY_INT16] = {"int16", 2},     [FERRY_INT32] = {"int32", 4},
-    [FERRY_INT64] = {"int64", 8},     [FERRY_UINT8] = {"uint8", 1},
-    [FERRY_UINT16] = {"uint16", 2},   [FERRY_UINT32] = {"uint32", 4},
-    [FERRY_UINT64] = {"uint64", 8},   [FERRY_FLOAT16] = {"float16", 2},
-    [FERRY_FLOAT32] = {"float32", 4}, [FERRY_FLOAT64] = {"float64", 8},
+    [FERRY_BOOL] = {"bool", 1},         [FERRY_INT8] = {"int8", 1},
+    [FERRY_INT16] = {"int16", 2},       [FERRY_INT32] = {"int32", 4},
+    [FERRY_INT64] = {"int64", 8},       [FERRY_UINT8] = {"uint8", 1},
+    [FERRY_UINT16] = {"uint16", 2},     [FERRY_UINT32] = {"uint32", 4},
+    [FERRY_UINT64] = {"uint64", 8},     [FERRY_FLOAT16] = {"float16", 2},
+    [FERRY_FLOAT32] = {"float32", 4},   [FERRY_FLOAT64] = {"float64", 8},
+    [FERRY_BFLOAT16] = {"bfloat16", 2},
 };
 
 size_t ferry_dtype_size(ferry_dtype dtype) {
@@ -129,6 +130,11 @@ int ferry__value_of_text(const char *text, ferry_dtype dt, unsigned char *out) {
     return h < 0 ? -1 : 0;
   }
   case FERRY_BOOL: out[0] = x == 1; return x == 0 || x == 1 ? 0 : -1;
+  case FERRY_BFLOAT16: {
+    uint16_t v = ferry__bfloat16_of_float((float)x);
+    memcpy(out, &v, 2);
+    return (double)ferry__bfloat16_to_float(v) == x ? 0 : -1;
+  }
   default: break;
   }
   if (!whole)
@@ -189,6 +195,7 @@ double ferry__dtype_as_double(const unsigned char *p, ferry_dtype dt) {
   case FERRY_UINT64: return (double)u.u64;
   case FERRY_FLOAT16: return ferry__half_to_double(u.u16);
   case FERRY_FLOAT32: return (double)u.f32;
+  case FERRY_BFLOAT16: return (double)ferry__bfloat16_to_float(u.u16);
   default: return u.f64;
   }
 }
@@ -220,4 +227,20 @@ int ferry__dtype_as_int64(const unsigned char *p, ferry_dtype dt,
     *out = (int64_t)u.u64;
   }
   return 0;
+}
+
+uint16_t ferry__bfloat16_of_float(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu))
+    return (uint16_t)((u >> 16) | 0x0040u); /* a NaN stays a (quiet) NaN */
+  u += 0x7fffu + ((u >> 16) & 1u);          /* to nearest, ties to even */
+  return (uint16_t)(u >> 16);
+}
+
+float ferry__bfloat16_to_float(uint16_t b) {
+  uint32_t u = (uint32_t)b << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
 }

@@ -23,6 +23,12 @@ double ferry__half_to_double(uint16_t h);
  * text names). */
 int32_t ferry__half_of_double(double x);
 
+/** A float as bfloat16 (its upper 16 bits), rounded to nearest, ties to
+ *  even; a NaN stays a NaN, infinities and overflow to infinity stay so. */
+uint16_t ferry__bfloat16_of_float(float f);
+/** A bfloat16 as the float it is (exact). */
+float ferry__bfloat16_to_float(uint16_t b);
+
 /** The IEEE half of the integer n, exact for n < 2048 (11 significant bits:
  * the implicit one and the 10-bit mantissa); larger n are rounded towards
  * zero.  The generator's float16 values (gen.h). */

@@ -287,6 +287,25 @@ for dt, genes, cols in (("float32", "", list(range(a.n_vars))),
         del bt, X
     L.close()
     every_once(ids, n, "sparse=dense " + dt)
+# bfloat16 dense rows: DLPack's bfloat (torch.bfloat16), each value
+# rounded to nearest even as torch rounds a float32 (numpy has no bfloat16)
+for path in ("a.h5ad", "a3.zarr"):
+    L = ferry.Loader(d + "/" + path, vars="X/indices,X/data", sparse="dense",
+                     sparse_dtype="bfloat16", genes="g5,g1,40",
+                     batch_size=16, tail="partial", seed=6)
+    L.set_epoch(0)
+    ids = []
+    for bt in L:
+        x = torch.from_dlpack(bt["X"])
+        idx = np.from_dlpack(bt.indices).copy()
+        ref = torch.tensor(np.stack([a.X[int(i)].toarray()[0][[5, 1, 40]]
+                                     for i in idx])).bfloat16()
+        check(x.dtype == torch.bfloat16 and torch.equal(x, ref),
+              "sparse_dtype=bfloat16 %s: cells %r" % (path, idx))
+        ids.extend(int(i) for i in idx)
+        del bt, x
+    L.close()
+    every_once(ids, n, "sparse=dense bfloat16 " + path)
 for opts, words in ((dict(sparse="dense", genes="g1,nope",
                           vars="X/indices,X/data"),
                      "'nope' is not a column of X (57 columns, named by "

@@ -15,7 +15,8 @@
 #  - a failed kernel launch on one rank: the same FERRY_ENODEV and message
 #    on every rank;
 #  - the budget's device memory counts the dense rows (ferry info);
-#  - what keeps the CPU view (keep_host=yes, pad=max): said in the notes,
+#  - what keeps the CPU view (keep_host=yes, pad=max, sparse_dtype=bfloat16:
+#    the kernel has no bfloat16): said in the notes,
 #    and the batches still equal.
 # Skips (77) in a build without CUDA, nvcc (the kernel) or HDF5, or
 # without a Python with anndata to write the fixture.
@@ -131,12 +132,14 @@ else
 fi
 
 # What keeps the CPU view: said, and the batches the same.
-for opt in keep_host=yes pad=max; do
+for opt in keep_host=yes pad=max sparse_dtype=bfloat16; do
   if $RUN_MPI 1 "$prog" values "$h5" sparse=dense $x $opt batch_size=16 \
        >"$tmp/out" 2>&1 &&
      ! grep -q "sparse=dense on the device" "$tmp/out"; then
     "$FERRY" info "$h5" --vars X/indices,X/data --device cuda --sparse dense \
       --`echo $opt | sed 's/_/-/; s/=/ /'` >"$tmp/info" 2>&1
+    grep -q "bfloat16" "$tmp/info" || test "$opt" != sparse_dtype=bfloat16 ||
+      echo "note: the notes do not name bfloat16"
     if grep -q "^notes .*on the CPU, not the device" "$tmp/info"; then
       echo "ok: $opt: the CPU view, said in the notes"
     else

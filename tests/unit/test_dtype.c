@@ -28,12 +28,13 @@ static void test_names(void) {
     const char *name;
     size_t size;
   } want[FERRY_DTYPE_COUNT] = {
-      [FERRY_BOOL] = {"bool", 1},       [FERRY_INT8] = {"int8", 1},
-      [FERRY_INT16] = {"int16", 2},     [FERRY_INT32] = {"int32", 4},
-      [FERRY_INT64] = {"int64", 8},     [FERRY_UINT8] = {"uint8", 1},
-      [FERRY_UINT16] = {"uint16", 2},   [FERRY_UINT32] = {"uint32", 4},
-      [FERRY_UINT64] = {"uint64", 8},   [FERRY_FLOAT16] = {"float16", 2},
-      [FERRY_FLOAT32] = {"float32", 4}, [FERRY_FLOAT64] = {"float64", 8},
+      [FERRY_BOOL] = {"bool", 1},         [FERRY_INT8] = {"int8", 1},
+      [FERRY_INT16] = {"int16", 2},       [FERRY_INT32] = {"int32", 4},
+      [FERRY_INT64] = {"int64", 8},       [FERRY_UINT8] = {"uint8", 1},
+      [FERRY_UINT16] = {"uint16", 2},     [FERRY_UINT32] = {"uint32", 4},
+      [FERRY_UINT64] = {"uint64", 8},     [FERRY_FLOAT16] = {"float16", 2},
+      [FERRY_FLOAT32] = {"float32", 4},   [FERRY_FLOAT64] = {"float64", 8},
+      [FERRY_BFLOAT16] = {"bfloat16", 2},
   };
   for (int i = 0; i < FERRY_DTYPE_COUNT; i++) {
     ferry_dtype t = (ferry_dtype)i, back = FERRY_DTYPE_COUNT;
@@ -52,6 +53,47 @@ static void test_names(void) {
             ferry_dtype_size(FERRY_DTYPE_COUNT) == 0 &&
             ferry_dtype_size((ferry_dtype)-1) == 0,
         "a dtype past the table has a name or size");
+}
+
+/* bfloat16 (sparse=dense's sparse_dtype=bfloat16): every one of the
+ * 65,536 to a float and back gives the same bits (NaNs stay NaNs); floats
+ * rounded to nearest, ties to even, overflow to infinity. */
+static void test_bfloat16(void) {
+  int nans = 0;
+  for (uint32_t b = 0; b <= 0xffff; b++) {
+    float f = ferry__bfloat16_to_float((uint16_t)b);
+    uint16_t back = ferry__bfloat16_of_float(f);
+    if (isnan(f)) {
+      nans++;
+      CHECK(isnan(ferry__bfloat16_to_float(back)), "NaN %04x lost", b);
+    } else {
+      CHECK(back == b, "bfloat16 %04x -> %g -> %04x", b, (double)f, back);
+    }
+  }
+  CHECK(nans == 2 * 127, "%d bfloat16 NaNs", nans);
+  static const struct {
+    float f;
+    uint16_t want;
+  } r[] = {
+      {1.0f + 0x1p-8f, 0x3f80},            /* a tie: to even (down)    */
+      {1.0f + 0x1p-7f + 0x1p-8f, 0x3f82},  /* a tie: to even (up)      */
+      {1.0f + 0x1p-8f + 0x1p-20f, 0x3f81}, /* past the tie: up        */
+      {-1.0f - 0x1p-8f, 0xbf80},
+      {3.4028235e38f, 0x7f80}, /* FLT_MAX: past bfloat16's max, infinity */
+      {0.0f, 0x0000},
+      {-0.0f, 0x8000},
+      {0x1p-133f, 0x0001}, /* the smallest subnormal */
+  };
+  for (size_t i = 0; i < sizeof r / sizeof r[0]; i++)
+    CHECK(ferry__bfloat16_of_float(r[i].f) == r[i].want,
+          "%a -> %04x, want %04x", (double)r[i].f,
+          ferry__bfloat16_of_float(r[i].f), r[i].want);
+  unsigned char out[2];
+  CHECK(ferry__value_of_text("1.5", FERRY_BFLOAT16, out) == 0 &&
+            ferry__dtype_as_double(out, FERRY_BFLOAT16) == 1.5,
+        "1.5 as bfloat16");
+  CHECK(ferry__value_of_text("1.001", FERRY_BFLOAT16, out) == -1,
+        "1.001 has no exact bfloat16");
 }
 
 static void test_all_halves(void) {
@@ -110,6 +152,7 @@ static void test_ints(void) {
 int main(void) {
   test_names();
   test_all_halves();
+  test_bfloat16();
   test_values();
   test_ints();
   return ft_summary("test_dtype");
