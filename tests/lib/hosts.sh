@@ -35,10 +35,11 @@
 # Each host's UTS and mount namespaces are held by a small process (a
 # "holder") started in its network namespace; every command on the host,
 # Open MPI's daemons too, enters all three with nsenter.  A holder ends by
-# itself within a second of the test's shell (so a test killed with
-# SIGKILL leaves no tmpfs and no process; its network namespaces, plain
-# files under /run/netns, are removed by the next hosts_up on the machine,
-# which sweeps those of shells that no longer run).
+# itself within a second of the test's shell.  A test killed with SIGKILL
+# (no trap runs) so leaves no tmpfs; its job runs on until its own time
+# limit (hosts_run), and its network namespaces (files under /run/netns)
+# and the harness's directory stay until the next hosts_up on the machine,
+# which removes those of shells that no longer run.
 #
 # mpirun runs on host 0 (like a job script on the first node of its
 # allocation): hostfile lines "ferry-hI slots=RANKS_PER_HOST", the agent
@@ -82,9 +83,22 @@ hosts_ns() {
   esac
 }
 
-# hosts_sweep: remove the namespaces that an earlier test killed before
-# its hosts_down left behind (ferry-PID-*, PID no longer running).
+# hosts_tmpbase: where the harness's files go (a directory of its own).
+hosts_tmpbase() {
+  echo "${FERRY_TEST_TMPDIR:-${TMPDIR:-/tmp}}"
+}
+
+# hosts_sweep: remove what an earlier test killed before its hosts_down
+# left behind: namespaces ferry-PID-* (and the processes in them) and
+# directories ferry-hosts.PID.*, PID no longer running.
 hosts_sweep() {
+  for s_dir in "$(hosts_tmpbase)"/ferry-hosts.*.*; do
+    test -d "$s_dir" || continue
+    s_pid=${s_dir##*/ferry-hosts.}
+    s_pid=${s_pid%%.*}
+    case $s_pid in ''|*[!0-9]*) continue ;; esac
+    kill -0 "$s_pid" 2>/dev/null || rm -rf "$s_dir"
+  done
   for s_ns in $(ip netns list 2>/dev/null | sed -n 's/^\(ferry-[0-9][0-9]*-[a-z0-9]*\).*/\1/p'); do
     s_pid=${s_ns#ferry-}
     s_pid=${s_pid%%-*}
@@ -136,7 +150,7 @@ hosts_up() {
   esac
   hosts_sweep
   hosts_id=$$
-  hosts_dir=$(mktemp -d "${FERRY_TEST_TMPDIR:-${TMPDIR:-/tmp}}/hosts.XXXXXX") || exit 1
+  hosts_dir=$(mktemp -d "$(hosts_tmpbase)/ferry-hosts.$$.XXXXXX") || exit 1
   # The trap of common.sh removes $tmp; this one also takes the hosts
   # down, on any exit and on the signals a timeout sends.
   trap 'hosts_down; rm -rf "${tmp:-}"' 0
