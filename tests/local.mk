@@ -165,6 +165,10 @@ MPI_TESTS += \
 	tests/slurm/python.sh \
 	tests/slurm/checkpoint.sh \
 	tests/slurm/install.sh
+# tests/cluster/: MPI jobs over several simulated hosts on this machine
+# (tests/lib/hosts.sh: network namespaces, veth links, Open MPI over TCP;
+# skip, 77, where namespaces cannot be made).
+MPI_TESTS += tests/cluster/hosts.sh
 # The fuzz harnesses replay their corpora (tests/fuzz/local.mk builds
 # FUZZ_HARNESSES); the short libFuzzer run skips outside --enable-fuzz.
 MPI_TESTS += tests/fuzz/short.sh
