@@ -11,9 +11,10 @@
  * come from util's counter-based generator keyed by the seed (stream
  * "img"), so a seed gives one geometry on every thread and platform.
  *
- * The JPEG DCT scale is chosen here too: the smallest M/8 (M = 1..8) at
- * which the box is still at least as large as its resized size on both
- * axes, so the bilinear filter only ever shrinks.
+ * The JPEG DCT scale is chosen here too: the smallest M/8 (M = 1, 2, 4:
+ * the scales with SIMD IDCTs) at which the box is still at least as large
+ * as its resized size on both axes, so the bilinear filter only ever
+ * shrinks; else the full size.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -138,11 +139,15 @@ int ferry__img_plan(const ferry__img_info *info, const ferry__img_spec *s,
                (long long)W, (long long)H, (long long)ow, (long long)oh);
     return FERRY_ESHAPE;
   }
-  /* The DCT scale: the smallest M/8 that keeps the box at least as large
-   * as its resized size (M = 8 when the resize enlarges). */
+  /* The DCT scale: the smallest M/8 of 1/8, 2/8 and 4/8 that keeps the
+   * box at least as large as its resized size, else 8/8.  Only those have
+   * libjpeg-turbo's SIMD IDCTs: 7/8, 6/8, 5/8 and 3/8 run plain C scaled
+   * IDCTs and cost more than the full decode (docs/image-decode.md). */
   g->scale_num = 8;
   if (s->dct_scale && info->format == FERRY__IMG_JPEG) {
-    for (int m = 1; m < 8; m++) {
+    static const int fast[3] = {1, 2, 4};
+    for (int i = 0; i < 3; i++) {
+      int m = fast[i];
       if (g->box_w * m >= 8 * g->resized_w &&
           g->box_h * m >= 8 * g->resized_h) {
         g->scale_num = m;

@@ -128,6 +128,8 @@ typedef struct ferry__img_scratch {
   size_t kx_cap, ky_cap;
   int32_t *bx, *by; /**< bounds: first source index and count */
   size_t bx_cap, by_cap;
+  int32_t *acc; /**< the vertical pass's sums of one row */
+  size_t acc_cap;
   double *kd; /**< one output's coefficients before rounding */
   size_t kd_cap;
 } ferry__img_scratch;

@@ -30,6 +30,15 @@
 
 #define PRECISION_BITS (32 - 8 - 2)
 
+/* The two passes' inner loops: GCC's -O2 vectorises only loops that need
+ * no scalar tail; these are the decode's second cost after the IDCT
+ * (docs/image-decode.md), so they get -O3 (clang vectorises at -O2). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define FERRY__IMG_HOT __attribute__((optimize("O3")))
+#else
+#define FERRY__IMG_HOT
+#endif
+
 int ferry__img_grow(void **buf, size_t *cap, size_t bytes) {
   if (bytes <= *cap && *buf)
     return 0;
@@ -123,6 +132,56 @@ static int axis(double in0, double len, int64_t in_size, int64_t out_size,
   return 0;
 }
 
+/* One row of the horizontal pass: dw outputs of c channels from in. */
+FERRY__IMG_HOT
+static void horizontal_row(const unsigned char *in, const int32_t *bx,
+                           const int32_t *kx, int64_t ksx, int64_t dw, int c,
+                           unsigned char *o) {
+  const int32_t half = 1 << (PRECISION_BITS - 1);
+  for (int64_t x = 0; x < dw; x++) {
+    const int32_t *k = kx + x * ksx;
+    int32_t xmin = bx[2 * x], xn = bx[2 * x + 1];
+    const unsigned char *px = in + (size_t)xmin * (size_t)c;
+    if (c == 3) {
+      int32_t s0 = half, s1 = half, s2 = half;
+      for (int32_t t = 0; t < xn; t++) {
+        s0 += px[3 * t] * k[t];
+        s1 += px[3 * t + 1] * k[t];
+        s2 += px[3 * t + 2] * k[t];
+      }
+      o[3 * x] = clip8(s0);
+      o[3 * x + 1] = clip8(s1);
+      o[3 * x + 2] = clip8(s2);
+    } else {
+      for (int ch = 0; ch < c; ch++) {
+        int32_t s0 = half;
+        for (int32_t t = 0; t < xn; t++)
+          s0 += px[(size_t)t * (size_t)c + (size_t)ch] * k[t];
+        o[(size_t)x * (size_t)c + (size_t)ch] = clip8(s0);
+      }
+    }
+  }
+}
+
+/* One output row of the vertical pass: yn taps of k over the rows at in
+ * (n bytes apart), into o. */
+FERRY__IMG_HOT
+static void vertical_row(const unsigned char *in, size_t n, const int32_t *k,
+                         int32_t yn, int32_t *restrict acc,
+                         unsigned char *restrict o) {
+  const int32_t half = 1 << (PRECISION_BITS - 1);
+  for (size_t x = 0; x < n; x++)
+    acc[x] = half;
+  for (int32_t t = 0; t < yn; t++) {
+    const unsigned char *row = in + (size_t)t * n;
+    int32_t kt = k[t];
+    for (size_t x = 0; x < n; x++)
+      acc[x] += row[x] * kt;
+  }
+  for (size_t x = 0; x < n; x++)
+    o[x] = clip8(acc[x]);
+}
+
 int ferry__img_bilinear(const unsigned char *src, int64_t sw, int64_t sh, int c,
                         const ferry__img_resample *r, unsigned char *dst,
                         int64_t dw, int64_t dh, ferry__img_scratch *s,
@@ -175,37 +234,20 @@ int ferry__img_bilinear(const unsigned char *src, int64_t sw, int64_t sh, int c,
   size_t stride = (size_t)sw * (size_t)c;
   const unsigned char *base =
       src + (size_t)r->lo_y * stride + (size_t)r->lo_x * (size_t)c;
-  const int32_t half = 1 << (PRECISION_BITS - 1);
   /* Horizontal pass: rows first .. last of the region, every output
    * column. */
-  for (size_t yy = 0; yy < nrows; yy++) {
-    const unsigned char *in = base + ((size_t)first + yy) * stride;
-    unsigned char *o = s->rows + yy * out_row;
-    for (int64_t x = 0; x < dw; x++) {
-      const int32_t *k = s->kx + x * ksx;
-      int32_t xmin = s->bx[2 * x], xn = s->bx[2 * x + 1];
-      const unsigned char *px = in + (size_t)xmin * (size_t)c;
-      if (c == 3) {
-        int32_t s0 = half, s1 = half, s2 = half;
-        for (int32_t t = 0; t < xn; t++) {
-          s0 += px[3 * t] * k[t];
-          s1 += px[3 * t + 1] * k[t];
-          s2 += px[3 * t + 2] * k[t];
-        }
-        o[3 * x] = clip8(s0);
-        o[3 * x + 1] = clip8(s1);
-        o[3 * x + 2] = clip8(s2);
-      } else {
-        for (int ch = 0; ch < c; ch++) {
-          int32_t s0 = half;
-          for (int32_t t = 0; t < xn; t++)
-            s0 += px[(size_t)t * (size_t)c + (size_t)ch] * k[t];
-          o[(size_t)x * (size_t)c + (size_t)ch] = clip8(s0);
-        }
-      }
-    }
+  for (size_t yy = 0; yy < nrows; yy++)
+    horizontal_row(base + ((size_t)first + yy) * stride, s->bx, s->kx, ksx, dw,
+                   c, s->rows + yy * out_row);
+  /* Vertical pass, a row at a time: each tap's row scaled into 32-bit
+   * sums across the whole output row (a loop compilers vectorise). */
+  if (ferry__img_grow((void **)&s->acc, &s->acc_cap,
+                      out_row * sizeof(int32_t))) {
+    if (why && wl)
+      snprintf(why, wl, "image resize: out of memory for a row");
+    return FERRY_ENOMEM;
   }
-  /* Vertical pass. */
+  int32_t *acc = s->acc;
   for (int64_t y = 0; y < dh; y++) {
     const int32_t *k = s->ky + y * ksy;
     int32_t yn = s->by[2 * y + 1];
@@ -216,12 +258,7 @@ int ferry__img_bilinear(const unsigned char *src, int64_t sw, int64_t sh, int c,
     }
     const unsigned char *in =
         s->rows + (size_t)(s->by[2 * y] - first) * out_row;
-    for (size_t x = 0; x < out_row; x++) {
-      int32_t s0 = half;
-      for (int32_t t = 0; t < yn; t++)
-        s0 += in[(size_t)t * out_row + x] * k[t];
-      o[x] = clip8(s0);
-    }
+    vertical_row(in, out_row, k, yn, acc, o);
   }
   /* A column outside the resized image (padding) has no taps: its rows
    * held (1 << 21) >> 22 = 0 already. */

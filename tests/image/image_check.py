@@ -104,6 +104,8 @@ def write_images():
     jpeg("prog.jpg", big, subsampling=2, progressive=True)
     jpeg("odd.jpg", photo(333, 251, 3), subsampling=2)
     jpeg("portrait.jpg", photo(375, 500, 4), subsampling=2)
+    # Large enough for DCT scaling at 224 (a side >= 448: decoded at 4/8).
+    jpeg("big.jpg", photo(1000, 750, 7), subsampling=2)
     tiny = photo(64, 48, 6)
     jpeg("tiny420.jpg", tiny, subsampling=2)
     jpeg("tinyprog.jpg", tiny, subsampling=2, progressive=True)
@@ -218,7 +220,7 @@ def tv_center(path):
 def check_resized(files):
     tol_mean, tol_max = 2.5, 64
     for name in ("rgb420.jpg", "prog.jpg", "odd.jpg", "portrait.jpg",
-                 "rgb444.jpg", "cmyk.jpg", "rgb.png", "p.png"):
+                 "big.jpg", "rgb444.jpg", "cmyk.jpg", "rgb.png", "p.png"):
         path = files[name]
         ref = tv_center(path)
         for dct in (0, 1):
@@ -234,7 +236,7 @@ def check_resized(files):
                    f"torchvision's" + (" (full-size decode)" if dct == 0
                                       else ""))
             elif not exact and mean < tol_mean and mx < tol_max:
-                ok(f"{name} Resize(256)+CenterCrop(224), DCT-scaled decode: "
+                ok(f"{name} Resize(256)+CenterCrop(224), DCT scaling allowed: "
                    f"mean |d| {mean:.3f}, max {mx} (tolerance {tol_mean}, "
                    f"{tol_max})")
             else:
@@ -269,13 +271,15 @@ def check_random(files):
     worst = (0.0, 0)
     exact = 0
     n = 0
-    for name in ("rgb420.jpg", "portrait.jpg", "rgb.png"):
+    scaled = 0
+    for name in ("rgb420.jpg", "portrait.jpg", "big.jpg", "rgb.png"):
         path = files[name]
         im = Image.open(path).convert("RGB")
         for seed in range(12):
             r = run(["box", im.size[0], im.size[1], seed])
             kv = dict(t.split("=") for t in r.stdout.split())
             x, y, w, h = (int(kv[k]) for k in "xywh")
+            scaled += kv["scale"] != "8/8"
             ref = F.resized_crop(im, y, x, h, w, [224, 224])
             if kv["flip"] == "1":
                 ref = F.hflip(ref)
@@ -296,10 +300,12 @@ def check_random(files):
                 else:
                     worst = (max(worst[0], mean), max(worst[1], mx))
                     exact += 1
+    if scaled == 0:
+        fail("random crops: none decoded at a DCT scale")
     if worst[0] < 2.5 and worst[1] < 64:
-        ok(f"random crops ({n} decodes): equal to torchvision's "
-           f"resized_crop + hflip at full size; DCT-scaled worst mean |d| "
-           f"{worst[0]:.3f}, max {worst[1]}")
+        ok(f"random crops ({n} decodes, {scaled} boxes at a DCT scale): "
+           f"equal to torchvision's resized_crop + hflip at full size; "
+           f"DCT-scaled worst mean |d| {worst[0]:.3f}, max {worst[1]}")
     else:
         fail(f"random crops, DCT-scaled: worst mean {worst[0]:.3f}, max "
              f"{worst[1]}")
