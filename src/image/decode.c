@@ -339,12 +339,18 @@ int ferry__img_decode(const unsigned char *p, size_t n,
   if (rc)
     return rc;
   if (spec->layout == FERRY__IMG_CHW_F32) {
+    /* A table per channel of the 256 values, each computed as torchvision
+     * computes it (v / 255, minus mean, over std, in float32). */
+    float lut[256];
     float *f = (float *)out;
     for (int ch = 0; ch < c; ch++) {
       float mean = spec->mean[ch], sd = spec->std[ch];
+      for (int v = 0; v < 256; v++)
+        lut[v] = ((float)v / 255.0f - mean) / sd;
       float *fo = f + (size_t)ch * plane;
+      const unsigned char *in = dst + ch;
       for (size_t i = 0; i < plane; i++)
-        fo[i] = ((float)dst[i * (size_t)c + (size_t)ch] / 255.0f - mean) / sd;
+        fo[i] = lut[in[i * (size_t)c]];
     }
   }
   return 0;

@@ -163,6 +163,37 @@ static void horizontal_row(const unsigned char *in, const int32_t *bx,
   }
 }
 
+/* Two rows of the horizontal pass of 3 channels (in and in + stride, into
+ * o and o + ostride): each output's taps loaded once for both rows. */
+FERRY__IMG_HOT
+static void horizontal_rows3(const unsigned char *in, size_t stride,
+                             const int32_t *bx, const int32_t *kx, int64_t ksx,
+                             int64_t dw, unsigned char *o, size_t ostride) {
+  const int32_t half = 1 << (PRECISION_BITS - 1);
+  for (int64_t x = 0; x < dw; x++) {
+    const int32_t *k = kx + x * ksx;
+    int32_t xn = bx[2 * x + 1];
+    const unsigned char *p = in + (size_t)bx[2 * x] * 3, *q = p + stride;
+    int32_t a0 = half, a1 = half, a2 = half, b0 = half, b1 = half, b2 = half;
+    for (int32_t t = 0; t < xn; t++) {
+      int32_t w = k[t];
+      a0 += p[3 * t] * w;
+      a1 += p[3 * t + 1] * w;
+      a2 += p[3 * t + 2] * w;
+      b0 += q[3 * t] * w;
+      b1 += q[3 * t + 1] * w;
+      b2 += q[3 * t + 2] * w;
+    }
+    unsigned char *oa = o + 3 * x, *ob = oa + ostride;
+    oa[0] = clip8(a0);
+    oa[1] = clip8(a1);
+    oa[2] = clip8(a2);
+    ob[0] = clip8(b0);
+    ob[1] = clip8(b1);
+    ob[2] = clip8(b2);
+  }
+}
+
 /* One output row of the vertical pass: yn taps of k over the rows at in
  * (n bytes apart), into o. */
 FERRY__IMG_HOT
@@ -236,7 +267,12 @@ int ferry__img_bilinear(const unsigned char *src, int64_t sw, int64_t sh, int c,
       src + (size_t)r->lo_y * stride + (size_t)r->lo_x * (size_t)c;
   /* Horizontal pass: rows first .. last of the region, every output
    * column. */
-  for (size_t yy = 0; yy < nrows; yy++)
+  size_t yy = 0;
+  if (c == 3)
+    for (; yy + 2 <= nrows; yy += 2)
+      horizontal_rows3(base + ((size_t)first + yy) * stride, stride, s->bx,
+                       s->kx, ksx, dw, s->rows + yy * out_row, out_row);
+  for (; yy < nrows; yy++)
     horizontal_row(base + ((size_t)first + yy) * stride, s->bx, s->kx, ksx, dw,
                    c, s->rows + yy * out_row);
   /* Vertical pass, a row at a time: each tap's row scaled into 32-bit
