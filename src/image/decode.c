@@ -66,12 +66,14 @@ void ferry__img_scratch_free(ferry__img_scratch *s) {
   memset(s, 0, sizeof *s);
 }
 
+#if defined(HAVE_TURBOJPEG) || defined(HAVE_SPNG)
 static unsigned char luma(const unsigned char *rgb) {
   return (unsigned char)((rgb[0] * 19595u + rgb[1] * 38470u + rgb[2] * 7471u +
                           0x8000u) >>
                          16);
 }
 
+#ifdef HAVE_TURBOJPEG
 /* Pillow's CMYK to RGB (libImaging/Convert.c, cmyk2rgb). */
 static unsigned char cmyk_channel(unsigned v, unsigned nk) {
   unsigned t = v * nk + 128;
@@ -96,7 +98,9 @@ static void from_cmyk(unsigned char *px, size_t n, int c, int inverted) {
       px[i] = luma(rgb);
   }
 }
+#endif /* HAVE_TURBOJPEG */
 
+#ifdef HAVE_SPNG
 static void from_rgba(unsigned char *px, size_t n, int c, int gray_source) {
   if (c == 3) {
     for (size_t i = 0; i < n; i++) {
@@ -108,12 +112,16 @@ static void from_rgba(unsigned char *px, size_t n, int c, int gray_source) {
       px[i] = (unsigned char)(gray_source ? px[4 * i] : luma(px + 4 * i));
   }
 }
+#endif /* HAVE_SPNG */
 
+#ifdef HAVE_TURBOJPEG
 /* In place: n RGB pixels to Pillow's L. */
 static void from_rgb(unsigned char *px, size_t n) {
   for (size_t i = 0; i < n; i++)
     px[i] = luma(px + 3 * i);
 }
+#endif /* HAVE_TURBOJPEG */
+#endif /* HAVE_TURBOJPEG || HAVE_SPNG */
 
 static int decode_jpeg(const unsigned char *p, size_t n,
                        const ferry__img_info *info, int num, int c,
