@@ -123,6 +123,8 @@ MPI_TESTS += \
 	tests/parquet/parquet_pool.sh \
 	tests/parquet/parquet_real.sh \
 	tests/corpus/corpus.sh
+# The image decode core (src/image/): pixels against Pillow and torchvision.
+MPI_TESTS += tests/image/image.sh
 # The tree's style: formatting, static checks, the paths the docs name.
 MPI_TESTS += \
 	tests/style/format-check.sh \
@@ -212,7 +214,7 @@ ASAN_TESTS = \
 	tests/parquet/parquet.sh tests/parquet/parquet_pool.sh tests/sampling/weights.sh \
 	tests/ragged/megatron.sh tests/ragged/hdf5_vlen.sh tests/ragged/zarr_vlen.sh \
 	tests/pack/pack.sh tests/anndata/anndata.sh tests/anndata/gen.sh \
-	tests/ragged/parquet.sh \
+	tests/ragged/parquet.sh tests/image/image.sh \
 	tests/fuzz/
 
 # LIST: the tsan tier, run again in ./bootstrap check's TSan tree: the

@@ -92,6 +92,13 @@ FUZZ_HARNESSES += tests/fuzz/fuzz_record
 tests_fuzz_fuzz_record_SOURCES = tests/fuzz/fuzz_record.c $(FUZZ_DRIVER)
 tests_fuzz_fuzz_record_LDFLAGS = $(FUZZ_LINK_FLAGS)
 
+# The image decode core (src/image/): JPEG and PNG streams with a spec.
+if HAVE_TURBOJPEG
+FUZZ_HARNESSES += tests/fuzz/fuzz_image
+tests_fuzz_fuzz_image_SOURCES = tests/fuzz/fuzz_image.c $(FUZZ_DRIVER)
+tests_fuzz_fuzz_image_LDFLAGS = $(FUZZ_LINK_FLAGS)
+endif
+
 check_PROGRAMS += $(FUZZ_HARNESSES)
 TEST_DATA_FILES += tests/fuzz/README.md
 FERRY_DIST_DIRS += tests/fuzz/corpus

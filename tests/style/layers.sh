@@ -18,7 +18,7 @@
 
 # The layer order, bottom first: a folder may include the folders before
 # it.  The one place it is written (design.md's table quotes it).
-ORDER="util codecs plugins core backends dataset plan gpu loader tool"
+ORDER="util image codecs plugins core backends dataset plan gpu loader tool"
 
 top=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
 mode=${1:-check}

@@ -15,7 +15,7 @@ mkvar() { sed -n "s/^$1 = //p" "$mk" | head -n 1; }
 mpicc=$(mkvar CC)
 mpiflags=$($mpicc --showme:compile 2>/dev/null || $mpicc -compile-info 2>/dev/null | sed 's/^[^ ]* //; s/ -c$//')
 defs="-DHAVE_CONFIG_H -DFERRY_BUILDING -I$build -I$top/include -I$top/src -I$top/src/tool"
-deps="$(mkvar PYTHON_CPPFLAGS) $(mkvar JANSSON_CFLAGS) $(mkvar HDF5_CPPFLAGS) $(mkvar NETCDF_CPPFLAGS) $(mkvar CUDA_CPPFLAGS) $(mkvar NCCL_CPPFLAGS) $(mkvar CODEC_CPPFLAGS)"
+deps="$(mkvar PYTHON_CPPFLAGS) $(mkvar JANSSON_CFLAGS) $(mkvar HDF5_CPPFLAGS) $(mkvar NETCDF_CPPFLAGS) $(mkvar CUDA_CPPFLAGS) $(mkvar NCCL_CPPFLAGS) $(mkvar CODEC_CPPFLAGS) $(mkvar IMAGE_CPPFLAGS)"
 cd "$top" || exit 1
 files=$(git ls-files 'src/*.c' 'python/*.c' 2>/dev/null)
 [ -n "$files" ] || files=$(find src python -name '*.c' | sort)
