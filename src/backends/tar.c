@@ -63,8 +63,9 @@ static const unsigned char *win_get(win *w, int64_t off, size_t n,
   w->at = off;
   w->len = e ? 0 : got;
   if (e) {
-    ferry__seterr(err, ferry__errno_code(e), "read failed: file %s, offset %lld: %s",
-                  w->s->path, (long long)off, strerror(e));
+    ferry__seterr(err, ferry__errno_code(e),
+                  "read failed: file %s, offset %lld: %s", w->s->path,
+                  (long long)off, strerror(e));
     return NULL;
   }
   if (got < n) {
@@ -290,9 +291,9 @@ static void header_name(const unsigned char *h, char *buf, size_t *len) {
 
 /* One header at *at: its member handed to fn (or kept as an extension, or
  * skipped); *at moves past its payload; *done at the end block. */
-static int scan_one(const ferry__tar_src *s, win *w, int64_t *at,
-                    pending *pend, ferry__tar_member_fn fn, void *ctx,
-                    int64_t *skipped, int *done, ferry__err *err) {
+static int scan_one(const ferry__tar_src *s, win *w, int64_t *at, pending *pend,
+                    ferry__tar_member_fn fn, void *ctx, int64_t *skipped,
+                    int *done, ferry__err *err) {
   const unsigned char *h = win_get(w, *at, BLOCK, "a header block", err);
   if (!h)
     return err ? err->code : FERRY_EFORMAT;
@@ -322,8 +323,8 @@ static int scan_one(const ferry__tar_src *s, win *w, int64_t *at,
     pend->first = *at;
   int rc = 0;
   if (type == 'L' || type == 'x' || type == 'X' || type == 'g') {
-    rc = take_extension(s, type == 'X' ? 'x' : type, *at, data, size, pend,
-                        err);
+    rc =
+        take_extension(s, type == 'X' ? 'x' : type, *at, data, size, pend, err);
     if (type == 'g' && pend->first == *at)
       pend->first = -1;
   } else if (type == 'K') {
@@ -355,9 +356,8 @@ static int scan_one(const ferry__tar_src *s, win *w, int64_t *at,
   return rc;
 }
 
-int ferry__tar_scan(const ferry__tar_src *s, ferry__tar_member_fn fn,
-                    void *ctx, int64_t *skipped, int64_t *end,
-                    ferry__err *err) {
+int ferry__tar_scan(const ferry__tar_src *s, ferry__tar_member_fn fn, void *ctx,
+                    int64_t *skipped, int64_t *end, ferry__err *err) {
   win *w = malloc(sizeof *w);
   if (!w)
     return ferry__oom(err, -1, sizeof *w, "the tar scan of %s", s->path);
@@ -576,9 +576,8 @@ static int int_value(ferry__tar_index *x, const ferry__tar_member *mb,
   size_t i = 0, n = got;
   while (i < n && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r'))
     i++;
-  while (n > i &&
-         (b[n - 1] == ' ' || b[n - 1] == '\n' || b[n - 1] == '\t' ||
-          b[n - 1] == '\r'))
+  while (n > i && (b[n - 1] == ' ' || b[n - 1] == '\n' || b[n - 1] == '\t' ||
+                   b[n - 1] == '\r'))
     n--;
   int neg = i < n && (b[i] == '-' || b[i] == '+') ? b[i++] == '-' : 0;
   uint64_t v = 0;
@@ -623,7 +622,7 @@ static int on_member(void *ctx, const ferry__tar_member *mb, ferry__err *err) {
                          "file %s, offset %lld: member '%s' is not named "
                          "KEY.EXTENSION (%s)",
                          x->src->path, (long long)mb->header, name,
-                         !dot         ? "its base name has no dot"
+                         !dot          ? "its base name has no dot"
                          : dot == base ? "its base name starts with a dot"
                                        : "it ends with a dot");
   size_t klen = (size_t)(dot - name);
@@ -703,12 +702,12 @@ int ferry__tar_index_build(const ferry__tar_src *s, const char *select,
   if (!rc)
     rc = check_complete(x, err);
   if (!rc && x->nvars == 0)
-    rc = ferry__seterr(err, FERRY_EFORMAT,
-                       "file %s: no member%s (%lld samples, %lld members "
-                       "skipped, %lld of other extensions)",
-                       s->path, select && *select ? " of the selected extensions" : "",
-                       (long long)x->n, (long long)x->skipped,
-                       (long long)x->ignored);
+    rc = ferry__seterr(
+        err, FERRY_EFORMAT,
+        "file %s: no member%s (%lld samples, %lld members "
+        "skipped, %lld of other extensions)",
+        s->path, select && *select ? " of the selected extensions" : "",
+        (long long)x->n, (long long)x->skipped, (long long)x->ignored);
   x->select = NULL;
   x->src = NULL;
   if (rc)
@@ -728,8 +727,7 @@ int ferry__tar_sidecar_check(const unsigned char *p, size_t n,
     int64_t want = i < x->n ? x->start[i] : x->end;
     uint64_t got = ferry__le64_load(p + 8 * i);
     if (got != (uint64_t)want) {
-      snprintf(why, why_len,
-               "entry %lld is %llu where the shard's %s at %lld",
+      snprintf(why, why_len, "entry %lld is %llu where the shard's %s at %lld",
                (long long)i, (unsigned long long)got,
                i < x->n ? "sample starts" : "members end", (long long)want);
       return 1;

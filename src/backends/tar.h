@@ -56,9 +56,8 @@ typedef int (*ferry__tar_member_fn)(void *ctx, const ferry__tar_member *mb,
  * of the end-of-archive block.  0, or FERRY_EFORMAT / FERRY_EIO naming the
  * source, the member and the offset (fn's error passed on).
  */
-int ferry__tar_scan(const ferry__tar_src *s, ferry__tar_member_fn fn,
-                    void *ctx, int64_t *skipped, int64_t *end,
-                    ferry__err *err);
+int ferry__tar_scan(const ferry__tar_src *s, ferry__tar_member_fn fn, void *ctx,
+                    int64_t *skipped, int64_t *end, ferry__err *err);
 
 /* What a variable's payloads are. */
 enum { FERRY__TAR_BYTES = 0, FERRY__TAR_INT = 1 };
@@ -78,15 +77,15 @@ typedef struct ferry__tar_index {
   int64_t end;    /* the end-of-archive block's offset */
   int nvars;
   ferry__tar_var *vars;
-  int64_t skipped;  /* members skipped: not regular files, or __*__ */
-  int64_t ignored;  /* members of extensions not selected */
-  int64_t members;  /* members served */
+  int64_t skipped; /* members skipped: not regular files, or __*__ */
+  int64_t ignored; /* members of extensions not selected */
+  int64_t members; /* members served */
   /* building state (tar.c) */
   int64_t cap;
-  char *keys;        /* every key, NUL-terminated, one after the other */
+  char *keys; /* every key, NUL-terminated, one after the other */
   size_t keys_len, keys_cap;
-  int64_t *keyat;    /* [n] offset of sample i's key in keys */
-  int64_t *slots;    /* hash set of keys: sample index + 1, 0 empty */
+  int64_t *keyat; /* [n] offset of sample i's key in keys */
+  int64_t *slots; /* hash set of keys: sample index + 1, 0 empty */
   int64_t nslots;
   const char *select; /* comma-separated extensions, or NULL: all */
   const ferry__tar_src *src;

@@ -11,10 +11,11 @@
  * each sample's payload offset in the shard, or its integer value); the
  * payloads' sizes are the ragged offsets, so the core sizes batches from
  * them.  A read of rows [row, row+n) of a bytes variable gathers the
- * members' payloads, which lie between headers and other members: runs of
- * samples close together are read with one pread of their span into the
- * caller's buffer, then moved down over the gaps (memmove); a member far
- * from the next is read alone.  Integer variables read nothing.
+ * members' payloads, which lie between headers and other members: a run of
+ * members less than 64 KiB apart is one preadv, each payload landing in
+ * its place in the caller's buffer and the bytes between them in a
+ * scratch buffer; a member far from the next is read alone.  Integer
+ * variables read nothing.
  *
  * Sidecars: SHARD.tar.idx in Megatron-Energon's layout (a uint64 per
  * sample, the offset of its first header, then the offset where the
@@ -41,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define WDS_REC_VERSION 1
@@ -128,7 +130,10 @@ static int refuse_compressed(const char *file, int fd, ferry__err *err) {
     kind = "zstd";
   else if (got >= 3 && memcmp(m, "BZh", 3) == 0)
     kind = "bzip2";
-  else if (got >= 6 && memcmp(m, "\xfd" "7zXZ\0", 6) == 0)
+  else if (got >= 6 && memcmp(m,
+                              "\xfd"
+                              "7zXZ\0",
+                              6) == 0)
     kind = "xz";
   else if (is_compressed_name(file))
     kind = "gzip (by its name)";
@@ -175,8 +180,7 @@ static int sidecar_write(const char *file, const ferry__tar_index *x,
     snprintf(path, n + 9, "%s.idx", file);
     snprintf(tmp, n + 9, "%s.idx.tm", file);
     for (int64_t i = 0; i <= x->n; i++)
-      ferry__le64_store(b + 8 * i,
-                        (uint64_t)(i < x->n ? x->start[i] : x->end));
+      ferry__le64_store(b + 8 * i, (uint64_t)(i < x->n ? x->start[i] : x->end));
     FILE *f = fopen(tmp, "wb");
     size_t want = ((size_t)x->n + 1) * 8;
     int bad = !f || fwrite(b, 1, want, f) != want;
@@ -197,8 +201,8 @@ static int sidecar_write(const char *file, const ferry__tar_index *x,
 
 /* SHARD.idx when there is one: 0 when it matches the headers (*seen set),
  * FERRY_EFORMAT when stale. */
-static int sidecar_check(const char *file, const ferry__tar_index *x,
-                         int *seen, ferry__err *err) {
+static int sidecar_check(const char *file, const ferry__tar_index *x, int *seen,
+                         ferry__err *err) {
   size_t n = strlen(file);
   char *path = malloc(n + 5);
   if (!path)
@@ -216,16 +220,15 @@ static int sidecar_check(const char *file, const ferry__tar_index *x,
   int stale = (uint64_t)st.st_size != ((uint64_t)x->n + 1) * 8;
   if (stale)
     snprintf(why, sizeof why, "%lld bytes where %lld samples make %lld",
-             (long long)st.st_size, (long long)x->n,
-             ((long long)x->n + 1) * 8);
+             (long long)st.st_size, (long long)x->n, ((long long)x->n + 1) * 8);
   unsigned char *b = stale ? NULL : malloc((size_t)st.st_size);
   size_t got = 0;
   if (!stale && !b)
     rc = ferry__oom(err, -1, (size_t)st.st_size, "sidecar %s", path);
-  else if (!stale && ((fd = ferry__open_regular(path, NULL)) < 0 ||
-                      ferry__pread_full(fd, b, (size_t)st.st_size, 0, &got) !=
-                          0 ||
-                      got != (size_t)st.st_size))
+  else if (!stale &&
+           ((fd = ferry__open_regular(path, NULL)) < 0 ||
+            ferry__pread_full(fd, b, (size_t)st.st_size, 0, &got) != 0 ||
+            got != (size_t)st.st_size))
     rc = ferry__seterr(err, FERRY_EIO, "reading sidecar %s: %s", path,
                        got ? "short read" : strerror(errno));
   else if (!stale)
@@ -315,13 +318,14 @@ static int fill_desc(const ferry__tar_index *x, const char *file, int64_t size,
       return rc;
   }
   char notes[512];
-  snprintf(notes, sizeof notes,
-           "webdataset, first shard %s: %lld samples, %lld members served, %lld "
-           "skipped (not regular files, or __*__), %lld of extensions not "
-           "selected%s%s",
-           file, (long long)x->n, (long long)x->members, (long long)x->skipped,
-           (long long)x->ignored, sidecar ? "; sidecar " : "",
-           sidecar ? sidecar : "");
+  snprintf(
+      notes, sizeof notes,
+      "webdataset, first shard %s: %lld samples, %lld members served, %lld "
+      "skipped (not regular files, or __*__), %lld of extensions not "
+      "selected%s%s",
+      file, (long long)x->n, (long long)x->members, (long long)x->skipped,
+      (long long)x->ignored, sidecar ? "; sidecar " : "",
+      sidecar ? sidecar : "");
   if (!(out->notes = strdup(notes)))
     return ferry__oom(err, -1, strlen(notes) + 1, "the notes of shard %s",
                       file);
@@ -358,7 +362,10 @@ static int wds_describe(const char *path, const ferry_options *opts,
     rc = sidecar_check(file, &x, &seen, err);
   if (!rc)
     rc = fill_desc(&x, file, (int64_t)st.st_size,
-                   mode == 2 ? "written" : seen ? "checked" : NULL, out, err);
+                   mode == 2 ? "written"
+                   : seen    ? "checked"
+                             : NULL,
+                   out, err);
 done:
   if (fd >= 0)
     close(fd);
@@ -378,9 +385,16 @@ typedef struct loctab {
   int64_t *pos; /* [n] payload offsets, or values */
 } loctab;
 
+/* A run of members is one preadv: each member's payload lands in its place
+ * in the batch buffer, the bytes between them (headers, other members) in
+ * a scratch buffer of GAP_MAX bytes, which bounds a gap; a run has at most
+ * RUN_MAX members (IOV_MAX is at least 1024 on Linux). */
+enum { GAP_MAX = 64 << 10, RUN_MAX = 500 };
+
 struct ferry__io {
   ferry__io_base b;
-  loctab *t; /* [nparts * nvars] */
+  loctab *t;              /* [nparts * nvars] */
+  unsigned char *scratch; /* GAP_MAX bytes: what lies between members */
 };
 
 /* One descriptor per shard, whatever the variable. */
@@ -421,7 +435,8 @@ static int tab_get(ferry__io *io, int64_t part, int var, loctab **out,
     ferry__rec_get_u64s(&r, t->pos, (size_t)n);
   for (int64_t i = 0; !r.rc && kind == LOC_OFFSETS && i < n; i++) {
     int64_t len = ro ? ro[i + 1] - ro[i] : -1;
-    if (!ro || len < 0 || t->pos[i] < (i ? t->pos[i - 1] + ro[i] - ro[i - 1] : 0) ||
+    if (!ro || len < 0 ||
+        t->pos[i] < (i ? t->pos[i - 1] + ro[i] - ro[i - 1] : 0) ||
         t->pos[i] > pt->file_size[var] - len)
       ferry__rec_fail(&r, "a member outside the shard or out of order");
   }
@@ -452,11 +467,14 @@ static int wds_io_open(ferry__io **out, const ferry__manifest *m,
   void *v = NULL;
   int rc = ferry__io_base_open(&spec, m, p, &v, err);
   ferry__io *io = v;
-  if (!rc && !(io->t = calloc((size_t)(m->nparts * m->nvars), sizeof *io->t))) {
+  if (!rc &&
+      (!(io->t = calloc((size_t)(m->nparts * m->nvars), sizeof *io->t)) ||
+       !(io->scratch = malloc(GAP_MAX)))) {
     rc =
         ferry__oom(err, p->rank, (size_t)(m->nparts * m->nvars) * sizeof *io->t,
                    "the location tables of dataset %s", m->spec);
     ferry__io_base_close(&io->b);
+    free(io->t);
     free(io);
     io = NULL;
   }
@@ -464,41 +482,69 @@ static int wds_io_open(ferry__io **out, const ferry__manifest *m,
   return rc;
 }
 
-/* A span no larger than twice its payload (and 64 KiB) is read whole. */
-enum { SPAN_SLACK = 64 << 10 };
+/* preadv of iov[0..n) at off, short reads continued: 0, or -1 with errno
+ * set (0 for the end of the file). */
+static int preadv_full(int fd, struct iovec *iov, int n, int64_t off) {
+  while (n > 0) {
+    ssize_t r = preadv(fd, iov, n, (off_t)off);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0) {
+      if (r == 0)
+        errno = 0;
+      return -1;
+    }
+    off += r;
+    while (n > 0 && (size_t)r >= iov->iov_len) {
+      r -= (ssize_t)iov->iov_len;
+      iov++;
+      n--;
+    }
+    if (n > 0) {
+      iov->iov_base = (char *)iov->iov_base + r;
+      iov->iov_len -= (size_t)r;
+    }
+  }
+  return 0;
+}
 
 /* Members [row, row+nrows) of a bytes variable into buf, one after the
- * other: runs of close members read as one span into buf (which has room:
- * a span is at most the payload left to read) and moved down. */
+ * other: runs of members no more than GAP_MAX apart read with one preadv
+ * each, straight into their places. */
 static int gather(ferry__io *io, int fd, const ferry__part *pt, int var,
                   const int64_t *pos, int64_t row, int64_t nrows,
                   unsigned char *buf, ferry__err *err) {
   const int64_t *ro = pt->roff[var];
-  int64_t total = ro[row + nrows] - ro[row], dst = 0;
-  char where[FERRY__MSG_MAX / 2];
-  snprintf(where, sizeof where, "file %s, variable %s, rank %d", pt->paths[var],
-           io->b.m->vars[var].name, io->b.rank);
+  struct iovec iov[2 * RUN_MAX];
+  unsigned char *d = buf;
   for (int64_t a = row; a < row + nrows;) {
-    int64_t payload = ro[a + 1] - ro[a], z = a + 1;
-    for (; z < row + nrows; z++) {
+    int n = 0;
+    int64_t z = a, at = pos[a], want = 0;
+    for (; z < row + nrows && z - a < RUN_MAX; z++) {
       int64_t len = ro[z + 1] - ro[z];
-      int64_t span = pos[z] + len - pos[a];
-      if (span > total - dst || span > 2 * (payload + len) + SPAN_SLACK)
+      int64_t gap = z > a ? pos[z] - (pos[z - 1] + ro[z] - ro[z - 1]) : 0;
+      if (gap > GAP_MAX)
         break;
-      payload += len;
-    }
-    int64_t span = pos[z - 1] + (ro[z] - ro[z - 1]) - pos[a];
-    int rc = ferry__pread_exact(fd, buf + dst, span, pos[a], where, err);
-    if (rc)
-      return rc;
-    int64_t d = dst;
-    for (int64_t k = a; k < z; k++) { /* down over the gaps, in order */
-      int64_t len = ro[k + 1] - ro[k];
-      if (k > a)
-        memmove(buf + d, buf + dst + (pos[k] - pos[a]), (size_t)len);
+      if (gap > 0)
+        iov[n++] = (struct iovec){io->scratch, (size_t)gap};
+      if (len > 0)
+        iov[n++] = (struct iovec){d, (size_t)len};
       d += len;
+      want += gap + len;
     }
-    dst = d;
+    if (n > 0 && preadv_full(fd, iov, n, at) != 0)
+      return errno ? ferry__seterr(err, ferry__errno_code(errno),
+                                   "pread failed: file %s, variable %s, rank "
+                                   "%d, offset %lld, %lld bytes: %s",
+                                   pt->paths[var], io->b.m->vars[var].name,
+                                   io->b.rank, (long long)at, (long long)want,
+                                   strerror(errno))
+                   : ferry__seterr(err, FERRY_EIO,
+                                   "short read: file %s, variable %s, rank %d, "
+                                   "offset %lld: fewer than %lld bytes (the "
+                                   "file shrank after it was opened?)",
+                                   pt->paths[var], io->b.m->vars[var].name,
+                                   io->b.rank, (long long)at, (long long)want);
     a = z;
   }
   return 0;
@@ -535,6 +581,7 @@ static void wds_io_close(ferry__io *io) {
   for (int64_t i = 0; io->t && i < io->b.m->nparts * io->b.m->nvars; i++)
     free(io->t[i].pos);
   free(io->t);
+  free(io->scratch);
   ferry__io_base_close(&io->b);
   free(io);
 }

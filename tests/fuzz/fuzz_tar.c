@@ -12,8 +12,8 @@
 #endif
 
 #include "backends/tar.h"
-#include "util/record.h"
 #include "fuzz.h"
+#include "util/record.h"
 
 #include <string.h>
 
@@ -49,8 +49,7 @@ static void one(const uint8_t *data, size_t size, const char *select) {
   unsigned char *side = malloc(((size_t)x.n + 1) * 8);
   FUZZ_CHECK(side != NULL);
   for (int64_t i = 0; i <= x.n; i++)
-    ferry__le64_store(side + 8 * i,
-                      (uint64_t)(i < x.n ? x.start[i] : x.end));
+    ferry__le64_store(side + 8 * i, (uint64_t)(i < x.n ? x.start[i] : x.end));
   char why[160];
   FUZZ_CHECK(ferry__tar_sidecar_check(side, ((size_t)x.n + 1) * 8, &x, why,
                                       sizeof why) == 0);

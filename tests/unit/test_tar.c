@@ -47,11 +47,15 @@ static void header(tw *t, const char *name, int type, size_t size,
       h[135 - i] = (unsigned char)(size >> (8 * i));
   } else {
     char f[32];
-    snprintf(f, sizeof f, "%011llo", (unsigned long long)size & 077777777777ULL);
+    snprintf(f, sizeof f, "%011llo",
+             (unsigned long long)size & 077777777777ULL);
     memcpy(h + 124, f, 11);
   }
   h[156] = (unsigned char)type;
-  memcpy(h + 257, "ustar\0" "00", 8);
+  memcpy(h + 257,
+         "ustar\0"
+         "00",
+         8);
   memset(h + 148, ' ', 8);
   unsigned sum = 0;
   for (int i = 0; i < 512; i++)
@@ -148,8 +152,8 @@ static int test_good(void) {
   unsigned char side[4 * 8];
   for (int i = 0; i < 4; i++)
     for (int k = 0; k < 8; k++)
-      side[8 * i + k] = (unsigned char)((uint64_t)(i < 3 ? x.start[i] : x.end) >>
-                                        (8 * k));
+      side[8 * i + k] =
+          (unsigned char)((uint64_t)(i < 3 ? x.start[i] : x.end) >> (8 * k));
   char why[160];
   CHECK(ferry__tar_sidecar_check(side, sizeof side, &x, why, sizeof why) == 0,
         "its own sidecar");
@@ -171,8 +175,9 @@ static void one_damaged(const unsigned char *p, size_t n) {
   ferry__err err;
   int rc = build(p, n, NULL, &x, &err);
   if (rc < 0) {
-    CHECK(err.code < 0 && strstr(err.msg, "t.tar"), "a refusal without the "
-                                                    "file: %s",
+    CHECK(err.code < 0 && strstr(err.msg, "t.tar"),
+          "a refusal without the "
+          "file: %s",
           err.msg);
     return;
   }

@@ -12,7 +12,7 @@ OUT/good/shard-00000K.tar, shards of very different sizes and formats:
      members), one 300 KiB .jpg
   2  ustar: 11 samples, names of 120 characters split into prefix and name
   3  PAX: 1 sample
-  4  PAX: 200 samples of small members, a global PAX header ('g') first
+  4  PAX: 600 samples of small members, a global PAX header ('g') first
 Samples are KEY.cls (an ASCII integer), KEY.jpg (random bytes: not decoded)
 and KEY.json.
 
@@ -106,9 +106,9 @@ shards.append(("shard-000002.tar", tarfile.USTAR_FORMAT, s2, None, None))
 # 3: one sample
 shards.append(("shard-000003.tar", tarfile.PAX_FORMAT,
                [("d/only", sample("d/only", 0))], None, None))
-# 4: 200 small samples, a global PAX header first
+# 4: 600 small samples, a global PAX header first
 s4 = []
-for i, k in enumerate(keys("e/", 200)):
+for i, k in enumerate(keys("e/", 600)):
     s4.append((k, {"cls": str(i % 10).encode(),
                    "jpg": bytes([i % 256]) * (i % 17),
                    "json": b"{}"}))

@@ -3,12 +3,13 @@
 # docs/images.md), written by tests/wds/make_wds.py with Python's tarfile as
 # WebDataset's TarWriter writes them: PAX (long and non-ASCII keys, a
 # __meta__ and a directory member, a global header), GNU long names, ustar
-# prefix names; five shards of 1 to 200 samples.
+# prefix names; five shards of 1 to 600 samples.
 #
 #  - `ferry dump --row-hash` over 1 (in order), 2 and 3 ranks (shuffled) of
 #    the directory, a glob and an @list: every sample's .jpg and .json bytes
 #    (ragged uint8) and its .cls (int64) checked against the writer's
-#    (tests/fixtures/dump_compare.py), the variables' plans aligned;
+#    (tests/fixtures/dump_compare.py), the variables' plans aligned; reads
+#    of 600 samples (runs of members cut at 500 per preadv);
 #  - ferry verify on 1, 2 and 3 ranks (exactly once, equal batch counts);
 #  - ferry info: the shards, samples, extensions and their lengths;
 #  - vars=jpg,cls: a shard whose samples lack a .json is then read;
@@ -72,6 +73,9 @@ for var in jpg json cls; do
     "--seed 5 --shuffle block --block-size 3" `refs $var $suf`
 done
 dump_queue "" "cls-list" 3 spread "@$tmp/list" cls "--seed 6" `refs cls .npy`
+# reads of up to 700 samples: runs of members cut at 500 per preadv
+dump_queue "" "jpg-long-reads" 1 ordered "$g" jpg \
+  "--shuffle none --shuffle-buffer 0 --chunk-samples 700" `refs jpg .npz::ragged`
 dump_run
 "$PYTHON_NUMPY" "$top_srcdir/tests/fixtures/dump_compare.py" "$jobs" || fail=1
 
@@ -83,13 +87,13 @@ done
 # ---- ferry info ---------------------------------------------------------
 if "$FERRY" info "$g" >"$tmp/info.out" 2>&1 &&
    grep 'webdataset' "$tmp/info.out" >/dev/null &&
-   grep '^samples *272$' "$tmp/info.out" >/dev/null &&
+   grep '^samples *672$' "$tmp/info.out" >/dev/null &&
    grep 'jpg.*uint8' "$tmp/info.out" >/dev/null &&
    grep 'cls.*int64' "$tmp/info.out" >/dev/null &&
    grep 'json.*uint8' "$tmp/info.out" >/dev/null &&
    grep '^ragged *jpg: lengths 0 to 307200' "$tmp/info.out" >/dev/null &&
    grep '^parts *5$' "$tmp/info.out" >/dev/null; then
-  ok "ferry info: 5 shards, 272 samples, jpg/json bytes and cls int64, jpg lengths 0 to 307200"
+  ok "ferry info: 5 shards, 672 samples, jpg/json bytes and cls int64, jpg lengths 0 to 307200"
 else
   failed "ferry info of the shards" "$tmp/info.out"
 fi
@@ -131,7 +135,7 @@ fi
 # ---- sidecars: ferry index ---------------------------------------------
 cp -r "$g" "$tmp/ix"
 if "$FERRY" index "$tmp/ix" >"$tmp/index.out" 2>&1 &&
-   grep 'indexed 5 shards, 272 samples' "$tmp/index.out" >/dev/null &&
+   grep 'indexed 5 shards, 672 samples' "$tmp/index.out" >/dev/null &&
    "$PYTHON_NUMPY" - "$tmp/ix" <<'PY' >>"$tmp/index.out" 2>&1
 import glob, struct, sys, tarfile
 for path in sorted(glob.glob(sys.argv[1] + "/*.tar")):
