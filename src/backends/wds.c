@@ -148,14 +148,21 @@ static int refuse_compressed(const char *file, int fd, ferry__err *err) {
       file, kind, file);
 }
 
-/* The selected variables (vars=), or NULL for every extension. */
-static char *selection(const ferry_options *opts) {
+/* The selected variables (vars=) into *out, NULL for every extension. */
+static int selection(const ferry_options *opts, const char *file, char **out,
+                     ferry__err *err) {
+  *out = NULL;
+  if (!opts)
+    return 0;
   char *v = malloc(65536);
-  if (v && (!opts || ferry_options_get(opts, "vars", v, 65536) != 0 || !*v)) {
+  if (!v)
+    return ferry__oom(err, -1, 65536, "the vars option, reading shard %s",
+                      file);
+  if (ferry_options_get(opts, "vars", v, 65536) != 0 || !*v)
     free(v);
-    v = NULL;
-  }
-  return v;
+  else
+    *out = v;
+  return 0;
 }
 
 static int tar_index_mode(const ferry_options *opts) {
@@ -340,10 +347,15 @@ static int wds_describe(const char *path, const ferry_options *opts,
   memset(&x, 0, sizeof x);
   int fd = -1, rc = 0, seen = 0, mode = tar_index_mode(opts);
   struct stat st;
-  if (!file)
+  if (!file) {
+    struct stat ps;
+    if (stat(path, &ps) == 0 && S_ISREG(ps.st_mode))
+      return ferry__oom(err, -1, strlen(path) + 1, "the path of shard %s",
+                        path);
     return ferry__seterr(err, FERRY_EFORMAT,
                          "%s: a tar shard, or a directory of exactly one",
                          path);
+  }
   if ((fd = ferry__open_regular(file, NULL)) < 0 || fstat(fd, &st) != 0) {
     rc = ferry__seterr(err, ferry__errno_code(errno), "open failed: %s: %s",
                        file, strerror(errno));
@@ -351,7 +363,8 @@ static int wds_describe(const char *path, const ferry_options *opts,
   }
   if ((rc = refuse_compressed(file, fd, err)) < 0)
     goto done;
-  sel = selection(opts);
+  if ((rc = selection(opts, file, &sel, err)) < 0)
+    goto done;
   ferry__tar_src src = {
       .read = fd_read, .ctx = &fd, .size = (int64_t)st.st_size, .path = file};
   if ((rc = ferry__tar_index_build(&src, sel, &x, err)) < 0)
@@ -445,8 +458,12 @@ static int tab_get(ferry__io *io, int64_t part, int var, loctab **out,
   if (r.rc) {
     free(t->pos);
     t->pos = NULL;
+    if (r.rc == FERRY_ENOMEM)
+      return ferry__oom(err, io->b.rank, r.want,
+                        "the location table of file %s, variable %s",
+                        pt->paths[var], m->vars[var].name);
     return ferry__seterr(
-        err, r.rc == FERRY_ENOMEM ? FERRY_ENOMEM : FERRY_EFORMAT,
+        err, FERRY_EFORMAT,
         "file %s, variable %s, rank %d: its record: %s at byte %zu",
         pt->paths[var], m->vars[var].name, io->b.rank, r.why ? r.why : "?",
         r.at);

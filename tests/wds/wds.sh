@@ -14,6 +14,8 @@
 #  - ferry info: the shards, samples, extensions and their lengths;
 #  - vars=jpg,cls: a shard whose samples lack a .json is then read;
 #  - a base-256 size field reads as its octal twin;
+#  - a saved manifest serves the samples of a scan; a shard changed since
+#    is refused;
 #  - ferry index writes SHARD.tar.idx (one uint64 per sample + the end,
 #    checked against Python's TarInfo.offset); a stale one is refused on
 #    1 and 3 ranks, and read with tar_index=ignore;
@@ -173,6 +175,27 @@ if "$FERRY" info "$tmp/ix" --tar-index ignore >"$tmp/ign.out" 2>&1; then
 else
   failed "tar_index=ignore" "$tmp/ign.out"
 fi
+
+# ---- a saved manifest: the same samples without the scan ----------------
+cp -r "$g" "$tmp/sm"
+"$FERRY" info "$tmp/sm" --save-manifest "$tmp/m.json" >"$tmp/sm.out" 2>&1 ||
+  failed "ferry info --save-manifest" "$tmp/sm.out"
+for how in scan manifest; do
+  m=
+  test $how = manifest && m="--manifest $tmp/m.json"
+  $RUN_MPI 2 "$FERRY" dump "$tmp/sm" $m --var jpg --epoch 0 --row-hash \
+    --tail partial --seed 3 >"$tmp/sm.$how" 2>&1 || failed "dump by $how" "$tmp/sm.$how"
+done
+if test -s "$tmp/sm.scan" && cmp -s "$tmp/sm.scan" "$tmp/sm.manifest"; then
+  ok "a saved manifest serves the samples of a scan, on 2 ranks"
+else
+  failed "a saved manifest's samples differ from a scan's" "$tmp/sm.manifest"
+fi
+printf 'x' >>"$tmp/sm/shard-000002.tar"
+expect_refusal -l "a shard changed after its manifest was saved" \
+  -n "$tmp/sm/shard-000002.tar" 1 "bytes" \
+  $RUN_MPI 2 "$FERRY" dump "$tmp/sm" --manifest "$tmp/m.json" --epoch 0 \
+  --tail partial --shuffle none --shuffle-buffer 0
 
 # ---- bad shards ----------------------------------------------------------
 tab=`printf '\t'`
