@@ -14,8 +14,8 @@
 #  - ferry info: the shards, samples, extensions and their lengths;
 #  - vars=jpg,cls: a shard whose samples lack a .json is then read;
 #  - a base-256 size field reads as its octal twin;
-#  - a saved manifest serves the samples of a scan; a shard changed since
-#    is refused;
+#  - a saved manifest serves the samples of a scan; a shard changed since,
+#    or a record edited to point past its shard, is refused;
 #  - ferry index writes SHARD.tar.idx (one uint64 per sample + the end,
 #    checked against Python's TarInfo.offset); a stale one is refused on
 #    1 and 3 ranks, and read with tar_index=ignore;
@@ -191,6 +191,24 @@ if test -s "$tmp/sm.scan" && cmp -s "$tmp/sm.scan" "$tmp/sm.manifest"; then
 else
   failed "a saved manifest's samples differ from a scan's" "$tmp/sm.manifest"
 fi
+# a saved record whose last .jpg offset lies past the shard: refused
+"$PYTHON_NUMPY" - "$tmp/m.json" "$tmp/bad.json" <<'PY' || failed "editing the manifest"
+import json, sys
+m = json.load(open(sys.argv[1]))
+f = m["parts"][0]["files"][1]  # cls, jpg, json: the jpg's record
+r = bytearray.fromhex(f["record"])
+assert r[0] == 1  # offsets: kind, count, then one u64 per sample
+n = int.from_bytes(r[1:9], "little")
+at = 9 + 8 * (n - 1)  # the last sample's: in order, but past the end
+r[at:at + 8] = (10 ** 12).to_bytes(8, "little")
+f["record"] = r.hex()
+json.dump(m, open(sys.argv[2], "w"))
+PY
+cp "$tmp/m.json.roff" "$tmp/bad.json.roff"
+expect_refusal -l "a saved record with a member past the shard, np=2" \
+  -n "$tmp/sm/shard-000000.tar" 1 "variable jpg|its record|outside the shard" \
+  $RUN_MPI 2 "$FERRY" dump "$tmp/sm" --manifest "$tmp/bad.json" --var jpg \
+  --epoch 0 --tail partial
 printf 'x' >>"$tmp/sm/shard-000002.tar"
 expect_refusal -l "a shard changed after its manifest was saved" \
   -n "$tmp/sm/shard-000002.tar" 1 "bytes" \
