@@ -660,8 +660,77 @@ static int on_member(void *ctx, const ferry__tar_member *mb, ferry__err *err) {
   return 0;
 }
 
-/* Every sample has a member of every variable. */
-static int check_complete(const ferry__tar_index *x, ferry__err *err) {
+/* The VALUE of EXT=VALUE in list (comma-separated) for ext: 1 with *val
+ * and *vlen set, or 0. */
+static int missing_value(const char *list, const char *ext, const char **val,
+                         size_t *vlen) {
+  size_t n = strlen(ext);
+  for (const char *p = list; p && *p;) {
+    const char *c = strchr(p, ','), *eq = strchr(p, '=');
+    const char *stop = c ? c : p + strlen(p);
+    if (eq && eq < stop && (size_t)(eq - p) == n && strncmp(p, ext, n) == 0) {
+      *val = eq + 1;
+      *vlen = (size_t)(stop - eq - 1);
+      return 1;
+    }
+    p = c ? c + 1 : NULL;
+  }
+  return 0;
+}
+
+/* The default of variable t for the samples without a member (missing=):
+ * 1 when there is one, in *value; 0 when there is none; FERRY_EINVAL. */
+static int default_of(const ferry__tar_index *x, const ferry__tar_var *t,
+                      const char *missing, int64_t *value, ferry__err *err) {
+  const char *val = NULL;
+  size_t vlen = 0;
+  if (!missing_value(missing, t->ext, &val, &vlen))
+    return 0;
+  *value = 0;
+  if (t->kind == FERRY__TAR_BYTES && vlen == 0)
+    return 1;
+  char b[32];
+  int ok = t->kind == FERRY__TAR_INT && vlen > 0 && vlen < sizeof b;
+  if (ok) {
+    memcpy(b, val, vlen);
+    b[vlen] = '\0';
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(b, &end, 10);
+    ok = errno == 0 && end && *end == '\0';
+    *value = (int64_t)v;
+  }
+  if (ok)
+    return 1;
+  return ferry__seterr(err, FERRY_EINVAL,
+                       "option missing: %s=%.*s for file %s: %s", t->ext,
+                       (int)vlen, val, x->src->path,
+                       t->kind == FERRY__TAR_INT
+                           ? "an integer extension's default is an integer"
+                           : "a bytes extension's default is nothing (EXT=: "
+                             "an empty sample)");
+}
+
+/* Every sample has a member of every variable, or the variable's default
+ * (missing=): an integer, or an empty payload placed where the sample's
+ * members would be, so the payloads stay in order. */
+static int check_complete(const ferry__tar_index *x, const char *missing,
+                          ferry__err *err) {
+  for (int v = 0; v < x->nvars; v++) {
+    ferry__tar_var *t = &x->vars[v];
+    int64_t value = 0, end = 0;
+    int has = default_of(x, t, missing, &value, err);
+    if (has < 0)
+      return has;
+    for (int64_t i = 0; has && i < x->n; i++) {
+      if (t->len[i] < 0) {
+        t->len[i] = t->kind == FERRY__TAR_INT ? 8 : 0;
+        t->pos[i] = t->kind == FERRY__TAR_INT ? value : end;
+      }
+      if (t->kind == FERRY__TAR_BYTES)
+        end = t->pos[i] + t->len[i];
+    }
+  }
   for (int v = 0; v < x->nvars; v++)
     for (int64_t i = 0; i < x->n; i++)
       if (x->vars[v].len[i] < 0)
@@ -669,7 +738,7 @@ static int check_complete(const ferry__tar_index *x, ferry__err *err) {
             err, FERRY_EFORMAT,
             "file %s, offset %lld: sample '%s' has no member %s.%s, which "
             "other samples have (select the extensions every sample has "
-            "with vars=)",
+            "with vars=, or give a default with missing=)",
             x->src->path, (long long)x->start[i], x->keys + x->keyat[i],
             x->keys + x->keyat[i], x->vars[v].ext);
   return 0;
@@ -692,7 +761,8 @@ void ferry__tar_index_free(ferry__tar_index *x) {
 }
 
 int ferry__tar_index_build(const ferry__tar_src *s, const char *select,
-                           ferry__tar_index *x, ferry__err *err) {
+                           const char *missing, ferry__tar_index *x,
+                           ferry__err *err) {
   memset(x, 0, sizeof *x);
   x->src = s;
   x->select = select;
@@ -700,7 +770,7 @@ int ferry__tar_index_build(const ferry__tar_src *s, const char *select,
   int rc = ferry__tar_scan(s, on_member, x, &skipped, &x->end, err);
   x->skipped += skipped;
   if (!rc)
-    rc = check_complete(x, err);
+    rc = check_complete(x, missing, err);
   if (!rc && x->nvars == 0)
     rc = ferry__seterr(
         err, FERRY_EFORMAT,

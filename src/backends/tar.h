@@ -101,11 +101,15 @@ typedef struct ferry__tar_index {
  * Refused (FERRY_EFORMAT, naming the source, member and offset): a name
  * whose base name has no dot, starts with one or ends with one; a key seen
  * before and not adjacent; a sample with an extension twice; a sample
- * without a member of a (selected) extension another sample has; an
- * integer member that is not one.  Frees *x on error.
+ * without a member of a (selected) extension another sample has, unless
+ * missing (comma-separated EXT=VALUE, NULL: none) gives that extension a
+ * value: an integer for the integer extensions, nothing (EXT=: an empty
+ * sample) for a bytes extension, any other VALUE FERRY_EINVAL; an integer
+ * member that is not one.  Frees *x on error.
  */
 int ferry__tar_index_build(const ferry__tar_src *s, const char *select,
-                           ferry__tar_index *x, ferry__err *err);
+                           const char *missing, ferry__tar_index *x,
+                           ferry__err *err);
 void ferry__tar_index_free(ferry__tar_index *x);
 
 /**

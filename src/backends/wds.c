@@ -148,17 +148,17 @@ static int refuse_compressed(const char *file, int fd, ferry__err *err) {
       file, kind, file);
 }
 
-/* The selected variables (vars=) into *out, NULL for every extension. */
-static int selection(const ferry_options *opts, const char *file, char **out,
-                     ferry__err *err) {
+/* String option name (vars=, missing=) into *out, NULL when empty. */
+static int string_option(const ferry_options *opts, const char *name,
+                         const char *file, char **out, ferry__err *err) {
   *out = NULL;
   if (!opts)
     return 0;
   char *v = malloc(65536);
   if (!v)
-    return ferry__oom(err, -1, 65536, "the vars option, reading shard %s",
+    return ferry__oom(err, -1, 65536, "the %s option, reading shard %s", name,
                       file);
-  if (ferry_options_get(opts, "vars", v, 65536) != 0 || !*v)
+  if (ferry_options_get(opts, name, v, 65536) != 0 || !*v)
     free(v);
   else
     *out = v;
@@ -342,7 +342,7 @@ static int fill_desc(const ferry__tar_index *x, const char *file, int64_t size,
 static int wds_describe(const char *path, const ferry_options *opts,
                         ferry__part_desc *out, ferry__err *err) {
   memset(out, 0, sizeof *out);
-  char *file = shard_of(path), *sel = NULL;
+  char *file = shard_of(path), *sel = NULL, *missing = NULL;
   ferry__tar_index x;
   memset(&x, 0, sizeof x);
   int fd = -1, rc = 0, seen = 0, mode = tar_index_mode(opts);
@@ -363,11 +363,12 @@ static int wds_describe(const char *path, const ferry_options *opts,
   }
   if ((rc = refuse_compressed(file, fd, err)) < 0)
     goto done;
-  if ((rc = selection(opts, file, &sel, err)) < 0)
+  if ((rc = string_option(opts, "vars", file, &sel, err)) < 0 ||
+      (rc = string_option(opts, "missing", file, &missing, err)) < 0)
     goto done;
   ferry__tar_src src = {
       .read = fd_read, .ctx = &fd, .size = (int64_t)st.st_size, .path = file};
-  if ((rc = ferry__tar_index_build(&src, sel, &x, err)) < 0)
+  if ((rc = ferry__tar_index_build(&src, sel, missing, &x, err)) < 0)
     goto done;
   if (mode == 2)
     rc = sidecar_write(file, &x, err);
@@ -384,6 +385,7 @@ done:
     close(fd);
   ferry__tar_index_free(&x);
   free(sel);
+  free(missing);
   free(file);
   if (rc < 0)
     ferry__part_desc_free(out);

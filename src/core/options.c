@@ -389,6 +389,15 @@ static const option_def defs[] = {
      0,
      0,
      tar_index_names},
+    {{"missing", "", "EXT=VALUE,...",
+      "WebDataset tar shards: a sample without a member of extension EXT "
+      "gets VALUE instead of being refused: an integer for cls, cls2, index "
+      "and id; nothing (EXT=, an empty sample) for a bytes extension."},
+     K_STR,
+     OFF(missing),
+     0,
+     0,
+     NULL},
     {{"max_tokens", "0", "integer >= 0",
       "Ragged variables: 0 cuts batches of batch_size samples; T > 0 "
       "cuts batches of at most T rows of the first ragged variable "

@@ -1,9 +1,9 @@
 /*
  * fuzz_tar.c - the tar member scan and WebDataset sample index
  * (backends/tar.c) on arbitrary bytes held in memory, with every
- * extension and with vars=jpg,cls.  It must accept or refuse with a
- * message; what it accepts has every member's payload inside the bytes,
- * members of one variable in increasing order without overlap, each
+ * extension, and with vars=jpg,cls and missing=cls=-1,jpg=.  It must accept or
+ * refuse with a message; what it accepts has every member's payload inside the
+ * bytes, members of one variable in increasing order without overlap, each
  * sample starting before its members, and a sidecar made from it that
  * checks as valid.
  */
@@ -17,7 +17,8 @@
 
 #include <string.h>
 
-static void one(const uint8_t *data, size_t size, const char *select) {
+static void one(const uint8_t *data, size_t size, const char *select,
+                const char *missing) {
   ferry__tar_mem mem = {.p = data, .n = size};
   ferry__tar_src src = {.read = ferry__tar_mem_read,
                         .ctx = &mem,
@@ -26,7 +27,7 @@ static void one(const uint8_t *data, size_t size, const char *select) {
   ferry__tar_index x;
   ferry__err err;
   memset(&err, 0, sizeof err);
-  int rc = ferry__tar_index_build(&src, select, &x, &err);
+  int rc = ferry__tar_index_build(&src, select, missing, &x, &err);
   if (rc < 0) {
     FUZZ_CHECK(err.code < 0 && err.msg[0]);
     return;
@@ -41,7 +42,8 @@ static void one(const uint8_t *data, size_t size, const char *select) {
       FUZZ_CHECK(t->len[i] >= 0);
       if (t->kind != FERRY__TAR_BYTES)
         continue;
-      FUZZ_CHECK(t->pos[i] >= prev_end && t->pos[i] > x.start[i] &&
+      FUZZ_CHECK(t->pos[i] >= prev_end &&
+                 (t->len[i] == 0 || t->pos[i] > x.start[i]) &&
                  t->len[i] <= (int64_t)size - t->pos[i]);
       prev_end = t->pos[i] + t->len[i];
     }
@@ -60,7 +62,7 @@ static void one(const uint8_t *data, size_t size, const char *select) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  one(data, size, NULL);
-  one(data, size, "jpg,cls");
+  one(data, size, NULL, NULL);
+  one(data, size, "jpg,cls", "cls=-1,jpg=");
   return 0;
 }

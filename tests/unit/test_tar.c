@@ -79,8 +79,8 @@ static void end(tw *t) {
   t->n += 1024;
 }
 
-static int build(const unsigned char *p, size_t n, const char *select,
-                 ferry__tar_index *x, ferry__err *err) {
+static int build_m(const unsigned char *p, size_t n, const char *select,
+                   const char *missing, ferry__tar_index *x, ferry__err *err) {
   unsigned char *copy = malloc(n ? n : 1);
   memcpy(copy, p, n);
   ferry__tar_mem mem = {.p = copy, .n = n};
@@ -89,9 +89,14 @@ static int build(const unsigned char *p, size_t n, const char *select,
                         .size = (int64_t)n,
                         .path = "t.tar"};
   memset(err, 0, sizeof *err);
-  int rc = ferry__tar_index_build(&src, select, x, err);
+  int rc = ferry__tar_index_build(&src, select, missing, x, err);
   free(copy);
   return rc;
+}
+
+static int build(const unsigned char *p, size_t n, const char *select,
+                 ferry__tar_index *x, ferry__err *err) {
+  return build_m(p, n, select, NULL, x, err);
 }
 
 /* The archive of the valid tests: 3 samples, every kind of header. */
@@ -276,9 +281,44 @@ static void test_refusals(void) {
   refused(&t, "no member");
 }
 
+/* missing=: defaults for the samples without a member. */
+static void test_missing(void) {
+  tw t;
+  memset(&t, 0, sizeof t);
+  add(&t, "a.cls", "1");
+  add(&t, "a.jpg", "xy");
+  add(&t, "b.jpg", "z");
+  add(&t, "c.cls", "3");
+  end(&t);
+  ferry__tar_index x;
+  ferry__err err;
+  int rc = build_m(t.b, t.n, NULL, "cls=-1,jpg=", &x, &err);
+  CHECK(rc == 0, "missing=cls=-1,jpg=: %s", err.msg);
+  if (rc == 0) {
+    const ferry__tar_var *c =
+        !strcmp(x.vars[0].ext, "cls") ? &x.vars[0] : &x.vars[1];
+    const ferry__tar_var *j = c == &x.vars[0] ? &x.vars[1] : &x.vars[0];
+    CHECK(c->pos[0] == 1 && c->pos[1] == -1 && c->pos[2] == 3, "cls defaults");
+    CHECK(j->len[0] == 2 && j->len[1] == 1 && j->len[2] == 0 &&
+              j->pos[2] == j->pos[1] + 1,
+          "jpg: an empty sample after the last payload");
+    ferry__tar_index_free(&x);
+  }
+  rc = build_m(t.b, t.n, NULL, "cls=-1", &x, &err);
+  CHECK(rc == FERRY_EFORMAT &&
+            strstr(err.msg, "sample 'c' has no member c.jpg"),
+        "jpg without a default: %s", err.msg);
+  rc = build_m(t.b, t.n, NULL, "cls=x,jpg=", &x, &err);
+  CHECK(rc == FERRY_EINVAL && strstr(err.msg, "cls=x"), "cls=x: %s", err.msg);
+  rc = build_m(t.b, t.n, NULL, "cls=1,jpg=abc", &x, &err);
+  CHECK(rc == FERRY_EINVAL && strstr(err.msg, "jpg=abc"), "jpg=abc: %s",
+        err.msg);
+}
+
 int main(void) {
   test_good();
   test_damage();
   test_refusals();
+  test_missing();
   return ft_summary("test_tar");
 }

@@ -12,7 +12,8 @@
 #    of 600 samples (runs of members cut at 500 per preadv);
 #  - ferry verify on 1, 2 and 3 ranks (exactly once, equal batch counts);
 #  - ferry info: the shards, samples, extensions and their lengths;
-#  - vars=jpg,cls: a shard whose samples lack a .json is then read;
+#  - vars=jpg,cls: a shard whose samples lack a .json is then read, and
+#    with missing=json= too (an empty .json); missing=cls=x refused;
 #  - a base-256 size field reads as its octal twin;
 #  - a saved manifest serves the samples of a scan; a shard changed since,
 #    or a record edited to point past its shard, is refused;
@@ -123,6 +124,15 @@ if "$FERRY" dump "$tmp/sel/s.tar" --vars jpg,cls --var cls --epoch 0 --tail part
 else
   failed "vars=jpg,cls on a shard without a .json" "$tmp/sel.out"
 fi
+if "$FERRY" dump "$tmp/sel/s.tar" --var json --missing json= --epoch 0 \
+     --tail partial --shuffle none --shuffle-buffer 0 --row-hash >"$tmp/miss.out" 2>&1 &&
+   test "`awk '{print $3, $4, $5}' "$tmp/miss.out" | tr '\n' ' '`" = "0 - len=0 1 - len=0 2 - len=0 3 - len=0 "; then
+  ok "missing=json= serves the sample k2 without a .json as an empty one"
+else
+  failed "missing=json=" "$tmp/miss.out"
+fi
+expect_refusal -l "missing=cls=x" -n "cls=x" 1 "integer" \
+  "$FERRY" info "$tmp/sel/s.tar" --missing cls=x
 for f in base256 base256-octal; do
   "$FERRY" dump "$fx/$f.tar" --var jpg --epoch 0 --shuffle none --tail partial \
     --shuffle-buffer 0 --row-hash >"$tmp/$f.out" 2>&1 ||
