@@ -38,6 +38,7 @@ UNIT_TESTS = \
 	tests/unit/test_dtype \
 	tests/unit/test_anndata \
 	tests/unit/test_classic \
+	tests/unit/test_tar \
 	tests/unit/test_fstype \
 	tests/unit/test_registry \
 	tests/unit/test_io_base \
@@ -87,6 +88,11 @@ MPI_TESTS += \
 	tests/ragged/hdf5_vlen.sh \
 	tests/ragged/zarr_vlen.sh \
 	tests/ragged/parquet.sh
+# tests/wds/: WebDataset tar shards (docs/images.md): the tool's reads,
+# sidecars and refusals, and the Python loader's bytes and resume.
+MPI_TESTS += \
+	tests/wds/wds.sh \
+	tests/wds/wds_python.sh
 # tests/cli/: the ferry tool's command line, its manual, the build and
 # install, the README's example.
 MPI_TESTS += \
@@ -209,12 +215,12 @@ ASAN_TESTS = \
 	tests/unit/test_state_file tests/unit/test_codec tests/unit/test_nocuda \
 	tests/unit/test_manifest tests/loader/loader.sh tests/loader/state.sh \
 	tests/npy/npy_fixtures.sh tests/zarr/zarr.sh tests/zarr/zarr3.sh \
-	tests/unit/test_classic tests/classic/classic.sh tests/unit/test_npz \
+	tests/unit/test_classic tests/classic/classic.sh tests/unit/test_npz tests/unit/test_tar \
 	tests/npz/npz.sh tests/dataset/decode_pool.sh tests/unit/test_parquet \
 	tests/parquet/parquet.sh tests/parquet/parquet_pool.sh tests/sampling/weights.sh \
 	tests/ragged/megatron.sh tests/ragged/hdf5_vlen.sh tests/ragged/zarr_vlen.sh \
 	tests/pack/pack.sh tests/anndata/anndata.sh tests/anndata/gen.sh \
-	tests/ragged/parquet.sh tests/image/image.sh \
+	tests/ragged/parquet.sh tests/image/image.sh tests/wds/wds.sh \
 	tests/fuzz/
 
 # LIST: the tsan tier, run again in ./bootstrap check's TSan tree: the

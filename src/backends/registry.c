@@ -24,6 +24,7 @@ extern const ferry__backend ferry__backend_zarr;
 extern const ferry__backend ferry__backend_parquet;
 extern const ferry__backend ferry__backend_megatron;
 extern const ferry__backend ferry__backend_arrow;
+extern const ferry__backend ferry__backend_wds;
 extern const ferry__backend ferry__backend_mem;
 extern const ferry__backend ferry__backend_mix;
 
@@ -38,6 +39,7 @@ const ferry__backend *const ferry__backends[] = {
     &ferry__backend_parquet,
     &ferry__backend_megatron,
     &ferry__backend_arrow,
+    &ferry__backend_wds,
     &ferry__backend_mem,
     /* a mix of datasets: reached by its scheme, built by dataset/mix.c */
     &ferry__backend_mix,

@@ -54,6 +54,8 @@ static const char *const zarr_reader_names[] = {"auto", "native", "netcdf",
 /* Read by the megatron backend by name (backends/megatron.c). */
 static const char *const megatron_sample_names[] = {"sequence", "document",
                                                     NULL};
+/* Read by the webdataset backend by name (backends/wds.c). */
+static const char *const tar_index_names[] = {"auto", "ignore", "write", NULL};
 /* Index = FERRY__SIG_* (src/loader/open.c maps it to the signal number). */
 static const char *const signal_names[] = {"none", "USR1", "USR2", "TERM",
                                            "INT",  "HUP",  "XCPU", NULL};
@@ -376,6 +378,26 @@ static const option_def defs[] = {
      0,
      0,
      megatron_sample_names},
+    {{"tar_index", "auto", "auto|ignore|write",
+      "WebDataset tar shards: what to do with a sidecar SHARD.tar.idx "
+      "(Megatron-Energon's index: each sample's first header offset); "
+      "auto: check it against the shard's headers when there is one (a "
+      "stale one is refused); ignore: never read it; write: write it for "
+      "every shard (what `ferry index` does)."},
+     K_ENUM,
+     OFF(tar_index),
+     0,
+     0,
+     tar_index_names},
+    {{"missing", "", "EXT=VALUE,...",
+      "WebDataset tar shards: a sample without a member of extension EXT "
+      "gets VALUE instead of being refused: an integer for cls, cls2, index "
+      "and id; nothing (EXT=, an empty sample) for a bytes extension."},
+     K_STR,
+     OFF(missing),
+     0,
+     0,
+     NULL},
     {{"max_tokens", "0", "integer >= 0",
       "Ragged variables: 0 cuts batches of batch_size samples; T > 0 "
       "cuts batches of at most T rows of the first ragged variable "

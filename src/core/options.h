@@ -90,6 +90,10 @@ struct ferry_options {
                           * name, with ferry_options_get)               */
   int megatron_sample;   /* index into megatron_sample_names (the megatron
                           * backend reads it by name)                  */
+  int tar_index;         /* index into tar_index_names (the webdataset
+                          * backend reads it by name)                  */
+  char *missing;         /* EXT=VALUE,...: the webdataset backend's defaults
+                          * for missing members (read by name)         */
   int64_t max_tokens;    /* ragged: rows of a batch, 0: batch_size (tokens.c) */
   int64_t bucket_window; /* max_tokens: samples sorted by length together  */
   int pack;              /* FERRY__PACK_*: packed rows (loader/pack.c)     */

@@ -376,10 +376,13 @@ static const char *ext_of(const char *name) {
  * their names differ only in digits (part-00000.npy, part-00001.npy, ...:
  * what every writer of shards produces), the directory is a directory of
  * parts, read as those files in sorted order, as a glob would be; the
- * other files are ignored and named in the note.  A Zarr store (its
- * metadata files) is never one.  Returns 1 with the files in out and a
- * note in *note, 0 when the directory stays one part (its backend reads it
- * as a whole: the .npy files of a directory are then its variables). */
+ * other files are ignored and named in the note.  Tar shards (.tar:
+ * WebDataset) are parts whatever their names, a lone one too, and shards
+ * that disagree are an error (*shards set), not the directory's
+ * variables.  A Zarr store (its metadata files) is never one.  Returns 1 with
+ * the files in out and a note in *note, 0 when the directory stays one part
+ * (its backend reads it as a whole: the .npy files of a directory are then its
+ * variables). */
 #define FERRY__DIR_PARTS_MIN 2
 static int dir_files(const char *dir, strvec *names, int *store,
                      ferry__err *err) {
@@ -408,7 +411,7 @@ static int dir_files(const char *dir, strvec *names, int *store,
   return rc;
 }
 
-static int dir_parts(const char *dir, strvec *out, char **note,
+static int dir_parts(const char *dir, strvec *out, char **note, int *shards,
                      ferry__err *err) {
   strvec names = {0};
   int store = 0, rc = dir_files(dir, &names, &store, err);
@@ -428,13 +431,15 @@ static int dir_parts(const char *dir, strvec *out, char **note,
       ext = exts[k];
     }
   }
-  int looks = !store && rc == 0 && best >= FERRY__DIR_PARTS_MIN;
+  /* Tar shards (WebDataset) are parts whatever their names, one too. */
+  int tar = !store && rc == 0 && best >= 1 && strcmp(ext, ".tar") == 0;
+  int looks = tar || (!store && rc == 0 && best >= FERRY__DIR_PARTS_MIN);
   for (size_t i = 0, seen = 0; looks && i < names.n; i++) {
     if (strcmp(ext_of(names.v[i]), ext) != 0) {
       others++;
       continue;
     }
-    looks = seen == 0 || same_but_digits(names.v[first], names.v[i]);
+    looks = tar || seen == 0 || same_but_digits(names.v[first], names.v[i]);
     if (seen++ == 0)
       first = i;
     last = i;
@@ -442,11 +447,12 @@ static int dir_parts(const char *dir, strvec *out, char **note,
   if (looks) {
     char buf[640];
     snprintf(buf, sizeof buf,
-             "directory %s: its %zu %s files (%s ... %s) differ only in "
-             "digits: read as %zu parts, as the glob %s/*%s would be%s",
+             "directory %s: its %zu %s files (%s ... %s)%s: read as %zu "
+             "parts, as the glob %s/*%s would be%s",
              dir, best, *ext ? ext : "extensionless", names.v[first],
-             names.v[last], best, dir, ext,
-             others ? " (other files ignored)" : "");
+             names.v[last], tar ? " are tar shards" : " differ only in digits",
+             best, dir, ext, others ? " (other files ignored)" : "");
+    *shards = tar;
     for (size_t i = 0; rc == 0 && i < names.n; i++)
       if (strcmp(ext_of(names.v[i]), ext) == 0 &&
           sv_push(out, ferry__join_path(dir, names.v[i])) < 0)
@@ -462,7 +468,7 @@ static int dir_parts(const char *dir, strvec *out, char **note,
   return rc;
 }
 
-static int resolve(const char *spec, strvec *parts, char **note,
+static int resolve(const char *spec, strvec *parts, char **note, int *shards,
                    ferry__err *err) {
   /* A backend's scheme ("mem:") and URLs (file://STORE#mode=zarr,file) are
    * not file names: the backend that reads them says whether they exist. */
@@ -487,7 +493,7 @@ static int resolve(const char *spec, strvec *parts, char **note,
     return ferry__seterr(err, ferry__errno_code(errno), "dataset %s: %s", spec,
                          strerror(errno));
   if (note && S_ISDIR(st.st_mode)) {
-    int rc = dir_parts(spec, parts, note, err);
+    int rc = dir_parts(spec, parts, note, shards, err);
     if (rc != 0)
       return rc < 0 ? rc : 0;
   }
@@ -874,7 +880,7 @@ int ferry__manifest_scan(const char *spec, const char *vars,
                          ferry__err *err) {
   strvec parts = {0};
   char *note = NULL;
-  int rc = 0, disagree = 0;
+  int rc = 0, disagree = 0, shards = 0;
   memset(m, 0, sizeof *m);
   /* Several datasets as one (dataset/mix.c).  The mix option became the
    * dataset string in ferry_open (ferry__mix_dataset), not here. */
@@ -882,10 +888,10 @@ int ferry__manifest_scan(const char *spec, const char *vars,
     return ferry__mix_scan(spec, vars, opts, m, err);
   if (!spec || !*spec)
     return ferry__seterr(err, FERRY_EINVAL, "the dataset string is empty");
-  if ((rc = resolve(spec, &parts, &note, err)) < 0)
+  if ((rc = resolve(spec, &parts, &note, &shards, err)) < 0)
     goto cleanup;
   rc = scan_parts(spec, &parts, opts, m, &disagree, err);
-  if (rc < 0 && disagree && note) {
+  if (rc < 0 && disagree && note && !shards) {
     /* Files named like parts that do not agree (different dtypes, shapes
      * or variables) are what they were before the rule: the directory's
      * variables. */

@@ -68,9 +68,14 @@ int ferry__epoch_stop(ferry_loader *L) {
     if (ferry__gpu_sync(L->gpu, &ignore) && !rc)
       rc = FERRY_ENODEV;
   }
+  /* a ring resized for ragged batches (ferry__ring_resize) that ran out
+   * of memory has NULL slots after the last one made */
   for (int64_t i = 0; i < L->nring; i++)
-    L->ring[i]->state = SLOT_FREE;
+    if (L->ring[i])
+      L->ring[i]->state = SLOT_FREE;
   for (int64_t i = 0; i < L->ndring; i++) {
+    if (!L->dring[i])
+      continue;
     L->dring[i]->state = SLOT_FREE;
     L->dring[i]->expect = i;
     L->dring[i]->host = -1;

@@ -12,7 +12,7 @@
 
 static const tool_cmd *const commands[] = {
     &tool_cmd_gen,   &tool_cmd_info,   &tool_cmd_plan,    &tool_cmd_dump,
-    &tool_cmd_bench, &tool_cmd_verify, &tool_cmd_quality,
+    &tool_cmd_bench, &tool_cmd_verify, &tool_cmd_quality, &tool_cmd_index,
 };
 #define NCOMMANDS ((int)(sizeof commands / sizeof commands[0]))
 

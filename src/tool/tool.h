@@ -76,6 +76,7 @@ extern const tool_cmd tool_cmd_dump;
 extern const tool_cmd tool_cmd_bench;
 extern const tool_cmd tool_cmd_verify;
 extern const tool_cmd tool_cmd_quality;
+extern const tool_cmd tool_cmd_index;
 
 /* ---- Command line (common.c) -------------------------------------------- */
 
