@@ -35,8 +35,13 @@
  * (docs/image-decode.md), so they get -O3 (clang vectorises at -O2), and
  * on x86-64 Linux an AVX2 clone picked at load time (SSE2 has no 32-bit
  * multiply: 5 % more images per second on the benchmark). */
+/* Not under ThreadSanitizer or AddressSanitizer: the ifunc resolver the
+ * clones need runs while the library is relocated, before the sanitizer's
+ * runtime is set up, and an instrumented resolver crashes every program
+ * that loads libferry (the TSan tier of ./bootstrap check: signal 11). */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) &&         \
-    defined(__linux__)
+    defined(__linux__) && !defined(__SANITIZE_THREAD__) &&                     \
+    !defined(__SANITIZE_ADDRESS__)
 #define FERRY__IMG_HOT                                                         \
   __attribute__((optimize("O3"), target_clones("avx2", "default")))
 #elif defined(__GNUC__) && !defined(__clang__)
