@@ -154,6 +154,8 @@ static int f_read_ints(void *ctx, const char *name, int64_t *out, int64_t n,
     FUZZ_CHECK(len >= 7 && len - 7 + 6 < sizeof data);
     snprintf(data, sizeof data, "%.*sdata", (int)(len - 6), name);
     int64_t nnz = length_of(f, data);
+    if (nnz < 0 || nnz > ((int64_t)1 << 40)) /* the harness's own arithmetic */
+      nnz = 0; /* (then the indptr does not end at the values' count)    */
     for (int64_t i = 0; i < n; i++)
       out[i] = n > 1 ? nnz * i / (n - 1) : 0;
     return 0;
