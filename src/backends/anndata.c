@@ -361,12 +361,9 @@ int ferry__anndata_indices_ok(const ferry__var *v, const char *file,
     i0 = 0;
   }
   for (int64_t i = i0; i < n; i++) {
-    unsigned char e[8];
-    const unsigned char *p = (const unsigned char *)buf + (size_t)i * el;
-    for (size_t b = 0; b < el; b++) /* the native order of the element */
-      e[b] = v->swapped ? p[el - 1 - b] : p[b];
-    int64_t x = -1;
-    (void)ferry__dtype_as_int64(e, v->dtype, &x);
+    int64_t x = -1; /* past int64 (uint64): outside */
+    (void)ferry__dtype_as_int64_stored(q + (size_t)i * el, v->dtype, v->swapped,
+                                       &x);
     if (x < 0 || x >= v->width)
       return ferry__seterr(err, FERRY_EFORMAT,
                            "file %s, %s /%s, rank %d, offset %lld: column "
@@ -395,12 +392,9 @@ int ferry__anndata_codes_ok(const ferry__var *v, const char *file,
     ncat += *c == '\n';
   size_t el = v->row_bytes;
   for (int64_t i = 0; i < n; i++) {
-    unsigned char e[8];
-    const unsigned char *p = (const unsigned char *)buf + (size_t)i * el;
-    for (size_t b = 0; b < el; b++)
-      e[b] = v->swapped ? p[el - 1 - b] : p[b];
-    int64_t x = 0;
-    (void)ferry__dtype_as_int64(e, v->dtype, &x);
+    int64_t x = INT64_MIN; /* past int64 (uint64): outside */
+    (void)ferry__dtype_as_int64_stored(
+        (const unsigned char *)buf + (size_t)i * el, v->dtype, v->swapped, &x);
     if (x < -1 || x >= ncat)
       return ferry__seterr(err, FERRY_EFORMAT,
                            "file %s, %s /%s, rank %d, offset %lld: code %lld "
@@ -412,4 +406,16 @@ int ferry__anndata_codes_ok(const ferry__var *v, const char *file,
                            (long long)ncat);
   }
   return 0;
+}
+
+int ferry__anndata_values_ok(const ferry__var *v, const char *file,
+                             const char *what, int rank, int64_t e0, int64_t n,
+                             const void *buf, ferry__err *err) {
+  return ferry__anndata_is_indices(v)
+             ? ferry__anndata_indices_ok(v, file, what, rank, e0, n, buf, err)
+             : ferry__anndata_codes_ok(v, file, what, rank, e0, n, buf, err);
+}
+
+int ferry__anndata_checks(const ferry__var *v) {
+  return ferry__anndata_is_indices(v) || ferry__anndata_is_codes(v);
 }

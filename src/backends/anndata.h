@@ -112,4 +112,16 @@ int ferry__anndata_codes_ok(const ferry__var *v, const char *file,
                             const char *what, int rank, int64_t row0, int64_t n,
                             const void *buf, ferry__err *err);
 
+/** 1 when a read of v is checked after it (a matrix's indices, a
+ *  categorical column's codes). */
+int ferry__anndata_checks(const ferry__var *v);
+
+/** What an AnnData variable just read must hold, the one check a backend
+ *  calls after a read: a CSR matrix's column indices (elements [e0, e0 +
+ *  n)) inside the matrix, a categorical column's codes (cells [e0, e0 +
+ *  n)) among its categories; 0 for other variables. */
+int ferry__anndata_values_ok(const ferry__var *v, const char *file,
+                             const char *what, int rank, int64_t e0, int64_t n,
+                             const void *buf, ferry__err *err);
+
 #endif /* FERRY_BACKENDS_ANNDATA_H */

@@ -710,19 +710,12 @@ static int is_csr(const ferry__var *v, const h5_file *f, int var) {
   return c != H5T_VLEN && c != H5T_STRING;
 }
 
-/* What an AnnData variable just read must hold (backends/anndata.c): a
- * CSR matrix's column indices (elements [e0, e0 + n)) inside the matrix,
- * a categorical column's codes (cells [e0, e0 + n)) among its categories;
- * nothing for other variables. */
+/* What an AnnData variable just read must hold (anndata.c). */
 static int values_ok(const ferry__io *io, int64_t part, int var, int64_t e0,
                      int64_t n, const void *buf, ferry__err *err) {
-  const ferry__var *v = &io->b.m->vars[var];
-  const char *file = io->b.m->parts[part].paths[var];
-  return ferry__anndata_is_indices(v)
-             ? ferry__anndata_indices_ok(v, file, "dataset", io->b.rank, e0, n,
-                                         buf, err)
-             : ferry__anndata_codes_ok(v, file, "dataset", io->b.rank, e0, n,
-                                       buf, err);
+  return ferry__anndata_values_ok(&io->b.m->vars[var],
+                                  io->b.m->parts[part].paths[var], "dataset",
+                                  io->b.rank, e0, n, buf, err);
 }
 
 /* A section around the HDF5 calls of one read; a raw read leaves it before

@@ -229,6 +229,17 @@ int ferry__dtype_as_int64(const unsigned char *p, ferry_dtype dt,
   return 0;
 }
 
+int ferry__dtype_as_int64_stored(const unsigned char *p, ferry_dtype dt,
+                                 int swapped, int64_t *out) {
+  size_t el = ferry_dtype_size(dt);
+  unsigned char e[8];
+  if (!swapped || el > 8)
+    return ferry__dtype_as_int64(p, dt, out);
+  for (size_t b = 0; b < el; b++)
+    e[b] = p[el - 1 - b];
+  return ferry__dtype_as_int64(e, dt, out);
+}
+
 uint16_t ferry__bfloat16_of_float(float f) {
   uint32_t u;
   memcpy(&u, &f, 4);

@@ -43,6 +43,10 @@ double ferry__dtype_as_double(const unsigned char *p, ferry_dtype dt);
 /** Element p of integer dtype dt as an int64 (labels, column indices): 0,
  *  or -1 when a uint64 does not fit. */
 int ferry__dtype_as_int64(const unsigned char *p, ferry_dtype dt, int64_t *out);
+/** The same for an element stored in the other byte order when swapped
+ *  (a file's, before the loader swaps it). */
+int ferry__dtype_as_int64_stored(const unsigned char *p, ferry_dtype dt,
+                                 int swapped, int64_t *out);
 
 /** The number TEXT as one element of dtype dt, exactly, in native byte
  *  order into out (at most 8 bytes): 0, or -1 when it is not a number or

@@ -141,13 +141,14 @@ static int ad_read_ints(void *ctx, const char *name, int64_t *out, int64_t n,
   for (int64_t at = 0; rc == 0 && at < n; at += AD_BLOCK) {
     int64_t k = n - at < AD_BLOCK ? n - at : AD_BLOCK;
     rc = ferry__zarr_native_read(&zv, c->store, name, 0, at, k, el, buf, err);
-    for (int64_t i = 0; rc == 0 && i < k; i++) {
-      unsigned char e[8];
-      const unsigned char *p = buf + (size_t)i * el;
-      for (size_t b = 0; b < el; b++)
-        e[b] = x->z.swapped ? p[el - 1 - b] : p[b];
-      (void)ferry__dtype_as_int64(e, x->z.dtype, &out[at + i]);
-    }
+    for (int64_t i = 0; rc == 0 && i < k; i++)
+      if (ferry__dtype_as_int64_stored(buf + (size_t)i * el, x->z.dtype,
+                                       x->z.swapped, &out[at + i]) != 0)
+        rc = ferry__seterr(err, FERRY_EFORMAT,
+                           "store %s: AnnData array /%s: entry %lld is past "
+                           "int64 (variable /%s, offset %lld)",
+                           c->store, name, (long long)(at + i), name,
+                           (long long)(at + i) * (long long)el);
   }
   free(buf);
   ferry__zarr_var_free(&zv);

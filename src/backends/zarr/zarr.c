@@ -306,7 +306,6 @@ static int z_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   if (nrows == 0)
     return 0;
   zpart *p = NULL;
-  (void)pt;
   if ((rc = acquire(io, part, &p, err)) < 0)
     return rc;
   if (v->ragged && p->v[var].z.vlen) /* variable-length (vlen.c), native */
@@ -314,32 +313,25 @@ static int z_io_read(ferry__io *io, int64_t part, int var, int64_t row,
                                  nrows, v->row_bytes, pt->roff[var], buf, err);
   if (v->ragged) { /* an AnnData CSR matrix: its rows' values, a run */
     const int64_t *o = pt->roff[var];
-    int64_t e0 = o[row], n = o[row + nrows] - e0;
-    rc = ferry__zarr_native_read(&p->v[var], p->store, v->name, io->b.rank, e0,
-                                 n, v->row_bytes, buf, err);
-    if (rc < 0 || !ferry__anndata_is_indices(v))
-      return rc;
-    /* the column indices checked once decoded (anndata.c) */
-    if ((rc = ferry__zarr_settle(&io->dec, rc, err)) < 0)
-      return rc;
-    return ferry__anndata_indices_ok(v, p->store, "array", io->b.rank, e0, n,
-                                     buf, err);
+    int64_t e0 = o[row];
+    nrows = o[row + nrows] - e0;
+    row = e0;
   }
 #ifdef HAVE_NCZARR
-  if (p->ncid >= 0)
+  if (p->ncid >= 0 && !v->ragged)
     rc = ferry__zarr_nc_read(&p->v[var], p->store, v->name, io->b.rank, row,
                              nrows, v->row_bytes, buf, err);
   else
 #endif
     rc = ferry__zarr_native_read(&p->v[var], p->store, v->name, io->b.rank, row,
                                  nrows, v->row_bytes, buf, err);
-  if (rc < 0 || !ferry__anndata_is_codes(v))
+  if (rc < 0 || !ferry__anndata_checks(v))
     return rc;
-  /* a categorical column's codes checked once decoded (anndata.c) */
+  /* a matrix's indices or a column's codes, checked once decoded */
   if ((rc = ferry__zarr_settle(&io->dec, rc, err)) < 0)
     return rc;
-  return ferry__anndata_codes_ok(v, p->store, "array", io->b.rank, row, nrows,
-                                 buf, err);
+  return ferry__anndata_values_ok(v, p->store, "array", io->b.rank, row, nrows,
+                                  buf, err);
 }
 
 /* Deferred reads (ferry__io_params.defer): settle the queued chunks. */
