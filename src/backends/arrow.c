@@ -37,7 +37,6 @@
 #include "backends/arrow.h"
 #include "codecs/codec.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -477,31 +476,18 @@ static int is_arrow_name(const char *s) {
          has_ext(s, ".feather") || has_ext(s, ".ipc") || has_ext(s, ".stream");
 }
 
-/* The one .arrow file of directory dir (Hugging Face's save_to_disk of one
- * shard: data-00000-of-00001.arrow beside state.json), malloc'd, or
- * NULL. */
-static char *dir_file(const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d)
-    return NULL;
-  char *found = NULL;
-  int n = 0;
-  for (struct dirent *e; (e = readdir(d)) != NULL;)
-    if (e->d_name[0] != '.' && is_arrow_name(e->d_name) && n++ == 0)
-      found = ferry__join_path(dir, e->d_name);
-  closedir(d);
-  if (n != 1) {
-    free(found);
-    return NULL;
-  }
-  return found;
+/* A Hugging Face save_to_disk of one shard: its data-00000-of-00001.arrow
+ * beside state.json. */
+static int arrow_in_dir(const char *dir, const char *name) {
+  (void)dir;
+  return is_arrow_name(name);
 }
 
 /* The file a part path names (itself, or a directory's one .arrow). */
 static char *file_of(const char *path) {
   struct stat st;
   if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-    return dir_file(path);
+    return ferry__dir_only_file(path, arrow_in_dir);
   return strdup(path);
 }
 

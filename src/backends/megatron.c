@@ -31,7 +31,6 @@
 
 #include "backends/toolkit.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -55,44 +54,31 @@ static int dtype_of_code(unsigned code, ferry_dtype *out) {
   return 0;
 }
 
-static int has_suffix(const char *s, const char *suf) {
-  size_t a = strlen(s), b = strlen(suf);
-  return a >= b && strcmp(s + a - b, suf) == 0;
-}
-
 static char *with_suffix(const char *prefix, const char *suf);
+
+/* PREFIX.idx in directory dir with its PREFIX.bin beside it. */
+static int idx_with_bin(const char *dir, const char *name) {
+  if (!ferry__has_suffix(name, ".idx"))
+    return 0;
+  char *p = ferry__join_path(dir, name);
+  char *bin = NULL;
+  struct stat st;
+  if (p) {
+    p[strlen(p) - 4] = '\0';
+    bin = with_suffix(p, ".bin");
+  }
+  int yes = bin && stat(bin, &st) == 0 && S_ISREG(st.st_mode);
+  free(p);
+  free(bin);
+  return yes;
+}
 
 /* DIR/PREFIX when directory dir holds exactly one PREFIX.idx with its
  * PREFIX.bin (what `ferry gen --format megatron` writes), else NULL. */
 static char *dir_prefix(const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d)
-    return NULL;
-  char *found = NULL;
-  int n = 0;
-  for (struct dirent *e; (e = readdir(d)) != NULL && n < 2;) {
-    if (!has_suffix(e->d_name, ".idx") || e->d_name[0] == '.')
-      continue;
-    char *p = ferry__join_path(dir, e->d_name);
-    if (!p)
-      continue;
-    p[strlen(p) - 4] = '\0';
-    char *bin = with_suffix(p, ".bin");
-    struct stat st;
-    if (bin && stat(bin, &st) == 0 && S_ISREG(st.st_mode)) {
-      n++;
-      free(found);
-      found = p;
-      p = NULL;
-    }
-    free(p);
-    free(bin);
-  }
-  closedir(d);
-  if (n != 1) {
-    free(found);
-    return NULL;
-  }
+  char *found = ferry__dir_only_file(dir, idx_with_bin);
+  if (found)
+    found[strlen(found) - 4] = '\0';
   return found;
 }
 
@@ -102,7 +88,7 @@ static char *prefix_of(const char *path) {
   struct stat st;
   if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
     return dir_prefix(path);
-  if (!has_suffix(path, ".idx") && !has_suffix(path, ".bin"))
+  if (!ferry__has_suffix(path, ".idx") && !ferry__has_suffix(path, ".bin"))
     return NULL;
   size_t n = strlen(path) - 4;
   char *p = malloc(n + 5);

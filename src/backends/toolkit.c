@@ -9,6 +9,7 @@
 #include "backends/toolkit.h"
 #include "backends/backend.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -185,6 +186,32 @@ int ferry__name_listed(const char *list, const char *name) {
     if (len == n && strncmp(s, name, n) == 0)
       return 1;
   return 0;
+}
+
+int ferry__has_suffix(const char *s, const char *suf) {
+  size_t a = strlen(s), b = strlen(suf);
+  return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+char *ferry__dir_only_file(const char *dir,
+                           int (*accept)(const char *dir, const char *name)) {
+  DIR *d = opendir(dir);
+  if (!d)
+    return NULL;
+  char *found = NULL;
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL && n < 2;) {
+    if (e->d_name[0] == '.' || !accept(dir, e->d_name))
+      continue;
+    if (++n == 1)
+      found = ferry__join_path(dir, e->d_name);
+  }
+  closedir(d);
+  if (n != 1) {
+    free(found);
+    return NULL;
+  }
+  return found;
 }
 
 /* ---- The process-wide lock of libraries that are not thread-safe ------ */

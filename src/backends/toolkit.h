@@ -44,6 +44,17 @@ int ferry__map_range(int fd, const char *path, int64_t off, size_t n,
 const char *ferry__next_name(const char **p, size_t *len);
 int ferry__name_listed(const char *list, const char *name);
 
+/* ---- A dataset given as its directory (toolkit.c) ----
+ * ferry__has_suffix: 1 when s ends with suf (s may be suf itself).
+ * ferry__dir_only_file: DIR/NAME of the one entry of directory dir that
+ * accept(dir, name) takes (names starting with '.' never), malloc'd; NULL
+ * when none, several, or dir cannot be read.  The backends whose part may
+ * be a directory holding one file of theirs (arrow: a Hugging Face shard;
+ * megatron: PREFIX.idx beside PREFIX.bin; webdataset: one shard). */
+int ferry__has_suffix(const char *s, const char *suf);
+char *ferry__dir_only_file(const char *dir,
+                           int (*accept)(const char *dir, const char *name));
+
 /**
  * The process-wide lock around libraries that are not thread-safe (HDF5,
  * netCDF-C): lock/unlock for a section in which no call waits for another

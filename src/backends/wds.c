@@ -35,7 +35,6 @@
 #include "backends/tar.h"
 #include "backends/toolkit.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -49,36 +48,14 @@
 /* The record's kinds (the location table's, decision 0057). */
 enum { LOC_OFFSETS = 1, LOC_VALUES = 2 };
 
-static int has_suffix(const char *s, const char *suf) {
-  size_t a = strlen(s), b = strlen(suf);
-  return a >= b && strcmp(s + a - b, suf) == 0;
-}
-
 static int is_compressed_name(const char *s) {
-  return has_suffix(s, ".tar.gz") || has_suffix(s, ".tgz");
+  return ferry__has_suffix(s, ".tar.gz") || ferry__has_suffix(s, ".tgz");
 }
 
-/* DIR/NAME of the one .tar (or compressed tar) in directory dir, or NULL. */
-static char *dir_shard(const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d)
-    return NULL;
-  char *found = NULL;
-  int n = 0;
-  for (struct dirent *e; (e = readdir(d)) != NULL;) {
-    if (e->d_name[0] == '.' ||
-        !(has_suffix(e->d_name, ".tar") || is_compressed_name(e->d_name)))
-      continue;
-    if (++n > 1)
-      break;
-    found = ferry__join_path(dir, e->d_name);
-  }
-  closedir(d);
-  if (n != 1) {
-    free(found);
-    return NULL;
-  }
-  return found;
+/* A shard's name in a directory of one shard: .tar, .tar.gz, .tgz. */
+static int shard_name(const char *dir, const char *name) {
+  (void)dir;
+  return ferry__has_suffix(name, ".tar") || is_compressed_name(name);
 }
 
 /* The shard a part names (a file, or a directory of one shard). */
@@ -87,7 +64,7 @@ static char *shard_of(const char *path) {
   if (stat(path, &st) != 0)
     return NULL;
   if (S_ISDIR(st.st_mode))
-    return dir_shard(path);
+    return ferry__dir_only_file(path, shard_name);
   return S_ISREG(st.st_mode) ? strdup(path) : NULL;
 }
 
@@ -97,7 +74,7 @@ static int wds_probe(const char *path) {
   char *f = shard_of(path);
   if (!f)
     return 0;
-  int ok = has_suffix(f, ".tar") || is_compressed_name(f);
+  int ok = ferry__has_suffix(f, ".tar") || is_compressed_name(f);
   if (!ok) {
     int fd = ferry__open_regular(f, NULL);
     unsigned char m[6];
