@@ -244,66 +244,6 @@ static int cmp_double(const void *x, const void *y) {
   return (a > b) - (a < b);
 }
 
-/* Element 0 of a row as a double. */
-static double row_value(ferry_dtype t, const unsigned char *p) {
-  switch (t) {
-  case FERRY_INT8: return (double)*(const int8_t *)p;
-  case FERRY_UINT8: return (double)*p;
-  case FERRY_BOOL: return (double)(*p != 0);
-  case FERRY_INT16: {
-    int16_t v;
-    memcpy(&v, p, sizeof v);
-    return (double)v;
-  }
-  case FERRY_UINT16: {
-    uint16_t v;
-    memcpy(&v, p, sizeof v);
-    return (double)v;
-  }
-  case FERRY_INT32: {
-    int32_t v;
-    memcpy(&v, p, sizeof v);
-    return (double)v;
-  }
-  case FERRY_UINT32: {
-    uint32_t v;
-    memcpy(&v, p, sizeof v);
-    return (double)v;
-  }
-  case FERRY_INT64: {
-    int64_t v;
-    memcpy(&v, p, sizeof v);
-    return (double)v;
-  }
-  case FERRY_UINT64: {
-    uint64_t v;
-    memcpy(&v, p, sizeof v);
-    return (double)v;
-  }
-  case FERRY_FLOAT16: {
-    uint16_t v;
-    memcpy(&v, p, sizeof v);
-    return tool_half_to_double(v);
-  }
-  case FERRY_FLOAT32: {
-    float v;
-    memcpy(&v, p, sizeof v);
-    return (double)v;
-  }
-  case FERRY_FLOAT64: {
-    double v;
-    memcpy(&v, p, sizeof v);
-    return v;
-  }
-  case FERRY_BFLOAT16: {
-    uint16_t v;
-    memcpy(&v, p, sizeof v);
-    return tool_bfloat16_to_double(v);
-  }
-  default: return NAN;
-  }
-}
-
 /* Rank 0: the class of every sample from its label value (vals[N], NaN
  * where unread): the distinct values sorted.  Returns 0 or 1 after saying
  * why not. */
@@ -417,7 +357,7 @@ static int read_labels(tool_ctx *ctx, const qcfg *cfg, int64_t N, int32_t **cls,
     }
     const unsigned char *p = b->vars[0].data;
     for (int64_t i = 0; i < b->size; i++, n++) {
-      double d = row_value(v.dtype, p + (size_t)i * v.row_bytes);
+      double d = tool_value_as_double(v.dtype, p + (size_t)i * v.row_bytes);
       ids[n] = b->sample_ids[i];
       memcpy(&bits[n], &d, sizeof d);
     }

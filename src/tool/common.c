@@ -719,6 +719,66 @@ void tool_fill_rows(ferry_dtype dtype, int64_t first, int64_t nrows,
   }
 }
 
+double tool_value_as_double(ferry_dtype t, const void *elem) {
+  const unsigned char *p = elem;
+  switch (t) {
+  case FERRY_INT8: return (double)*(const int8_t *)p;
+  case FERRY_UINT8: return (double)*p;
+  case FERRY_BOOL: return (double)(*p != 0);
+  case FERRY_INT16: {
+    int16_t v;
+    memcpy(&v, p, sizeof v);
+    return (double)v;
+  }
+  case FERRY_UINT16: {
+    uint16_t v;
+    memcpy(&v, p, sizeof v);
+    return (double)v;
+  }
+  case FERRY_INT32: {
+    int32_t v;
+    memcpy(&v, p, sizeof v);
+    return (double)v;
+  }
+  case FERRY_UINT32: {
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return (double)v;
+  }
+  case FERRY_INT64: {
+    int64_t v;
+    memcpy(&v, p, sizeof v);
+    return (double)v;
+  }
+  case FERRY_UINT64: {
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return (double)v;
+  }
+  case FERRY_FLOAT16: {
+    uint16_t v;
+    memcpy(&v, p, sizeof v);
+    return tool_half_to_double(v);
+  }
+  case FERRY_FLOAT32: {
+    float v;
+    memcpy(&v, p, sizeof v);
+    return (double)v;
+  }
+  case FERRY_FLOAT64: {
+    double v;
+    memcpy(&v, p, sizeof v);
+    return v;
+  }
+  case FERRY_BFLOAT16: {
+    uint16_t v;
+    memcpy(&v, p, sizeof v);
+    return tool_bfloat16_to_double(v);
+  }
+  default: return NAN;
+  }
+}
+
 void tool_format_value(ferry_dtype dtype, const void *elem, char *buf,
                        size_t len) {
   switch (dtype) {

@@ -218,6 +218,10 @@ uint16_t tool_half_from_int(uint32_t n);
 double tool_half_to_double(uint16_t h);
 /** A bfloat16 (a float's upper 16 bits) as a double (exact). */
 double tool_bfloat16_to_double(uint16_t b);
+/** The element of dtype t at elem (native order) as a double; NaN for a
+ *  dtype ferry does not serve (ferry quality's labels, ferry verify's
+ *  values of a ferry gen --anndata file). */
+double tool_value_as_double(ferry_dtype t, const void *elem);
 /** Element 0 of a row, as a printable number ("%.17g" for floats, exact
  *  integers, 0/1 for bool). */
 void tool_format_value(ferry_dtype dtype, const void *elem, char *buf,

@@ -9,7 +9,6 @@
 #include "verify.h"
 
 #include <inttypes.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -118,23 +117,11 @@ int verify_anndata_setup(const tool_ctx *ctx, const ferry_loader *L, int found,
   return 1;
 }
 
-/* Element k of a tensor's data as a double (the dtypes ferry serves). */
+/* Element k of a tensor's data as a double. */
 static double num_at(const ferry_tensor *t, int64_t k) {
-  const void *p = t->data;
-  switch (t->dtype) {
-  case FERRY_INT8: return ((const int8_t *)p)[k];
-  case FERRY_UINT8: return ((const uint8_t *)p)[k];
-  case FERRY_INT16: return ((const int16_t *)p)[k];
-  case FERRY_UINT16: return ((const uint16_t *)p)[k];
-  case FERRY_INT32: return ((const int32_t *)p)[k];
-  case FERRY_UINT32: return ((const uint32_t *)p)[k];
-  case FERRY_INT64: return (double)((const int64_t *)p)[k];
-  case FERRY_UINT64: return (double)((const uint64_t *)p)[k];
-  case FERRY_FLOAT16: return tool_half_to_double(((const uint16_t *)p)[k]);
-  case FERRY_FLOAT32: return ((const float *)p)[k];
-  case FERRY_FLOAT64: return ((const double *)p)[k];
-  default: return NAN;
-  }
+  return tool_value_as_double(t->dtype,
+                              (const unsigned char *)t->data +
+                                  (size_t)k * ferry_dtype_size(t->dtype));
 }
 
 static void bad(epoch_run *run, const ferry_batch *b, int64_t epoch, int64_t id,
