@@ -534,25 +534,18 @@ static char *category_names(hid_t f, const char *name) {
   hssize_t n = s >= 0 ? H5Sget_simple_extent_npoints(s) : -1;
   char **v = NULL, *out = NULL;
   if (t >= 0 && H5Tget_class(t) == H5T_STRING && H5Tis_variable_str(t) > 0 &&
-      n > 0 && n <= ((hssize_t)1 << 20) && (v = calloc((size_t)n, sizeof *v)) &&
+      n > 0 && n <= FERRY__AD_NAMES_MAX && (v = calloc((size_t)n, sizeof *v)) &&
       (mt = H5Tcopy(H5T_C_S1)) >= 0 && H5Tset_size(mt, H5T_VARIABLE) >= 0 &&
       H5Tset_cset(mt, H5Tget_cset(t)) >= 0 &&
       H5Dread(d, mt, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0) {
-    size_t len = 0;
-    int ok = 1;
-    for (hssize_t i = 0; ok && i < n; i++) {
-      ok = v[i] && !strchr(v[i], '\n');
-      len += ok ? strlen(v[i]) + 1 : 0;
-    }
-    if (ok && len <= ((size_t)16 << 20) && (out = malloc(len))) {
-      size_t at = 0;
-      for (hssize_t i = 0; i < n; i++) {
-        size_t k = strlen(v[i]);
-        memcpy(out + at, v[i], k);
-        at += k;
-        out[at++] = i + 1 < n ? '\n' : '\0';
-      }
-    }
+    size_t *lens = malloc((size_t)n * sizeof *lens);
+    int ok = lens != NULL;
+    for (hssize_t i = 0; ok && i < n; i++)
+      if ((ok = v[i] != NULL))
+        lens[i] = strlen(v[i]);
+    if (ok) /* '\n'-joined, bounded (anndata.c) */
+      out = ferry__anndata_join((const char *const *)v, lens, (int64_t)n);
+    free(lens);
 #if H5_VERSION_GE(1, 12, 0)
     H5Treclaim(mt, s, H5P_DEFAULT, v);
 #else
