@@ -12,6 +12,7 @@
 #endif
 
 #include "backends/backend.h"
+#include "backends/toolkit.h"
 #include "dataset/dataset.h"
 #include "util/record.h"
 
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- JSON ------------------------------------------------------------- */
@@ -818,21 +820,49 @@ cleanup:
   return rc;
 }
 
+/* A saved manifest larger than this is refused (a million-sample
+ * WebDataset manifest is about 60 MB; its offsets are in PATH.roff). */
+#define MANIFEST_JSON_MAX (INT64_C(1) << 34)
+
 int ferry__manifest_load_json(const char *path, const char *vars,
                               ferry__manifest *m, ferry__err *err) {
-  json_error_t je;
   memset(m, 0, sizeof *m);
-  FILE *f = fopen(path, "r");
-  if (!f)
+  /* Read whole, then parsed from memory: jansson's json_loadf takes the
+   * file a getc at a time, more than half of an open with a saved
+   * manifest of a million samples (performance.md, "WebDataset shards"). */
+  const char *kind = NULL;
+  int fd = ferry__open_regular(path, &kind);
+  if (fd == -2)
+    return ferry__seterr(err, FERRY_EINVAL, "manifest %s: %s, not a file", path,
+                         kind ? kind : "not a regular file");
+  if (fd < 0)
     return ferry__seterr(err, ferry__errno_code(errno), "manifest %s: %s", path,
                          strerror(errno));
-  json_t *root = json_loadf(f, 0, &je);
-  fclose(f);
-  if (!root)
-    return ferry__seterr(err, FERRY_EFORMAT,
-                         "manifest %s: invalid JSON at line %d, column %d: %s",
-                         path, je.line, je.column, je.text);
-  return load_root(root, path, vars, m, err);
+  struct stat st;
+  char *text = NULL;
+  size_t got = 0;
+  int rc = 0;
+  if (fstat(fd, &st) != 0)
+    rc = ferry__seterr(err, ferry__errno_code(errno), "manifest %s: %s", path,
+                       strerror(errno));
+  else if ((int64_t)st.st_size > MANIFEST_JSON_MAX)
+    rc = ferry__seterr(err, FERRY_EFORMAT,
+                       "manifest %s: %lld bytes, more than a manifest holds "
+                       "(%lld)",
+                       path, (long long)st.st_size,
+                       (long long)MANIFEST_JSON_MAX);
+  else if (!(text = malloc((size_t)st.st_size + 1)))
+    rc = ferry__oom(err, -1, (size_t)st.st_size + 1, "manifest %s", path);
+  else if (ferry__pread_full(fd, text, (size_t)st.st_size, 0, &got) < 0 ||
+           got != (size_t)st.st_size)
+    rc =
+        ferry__seterr(err, FERRY_EIO, "manifest %s: read %zu of its %lld bytes",
+                      path, got, (long long)st.st_size);
+  close(fd);
+  if (rc == 0)
+    rc = ferry__manifest_load_json_text(text, got, path, vars, m, err);
+  free(text);
+  return rc;
 }
 
 int ferry__manifest_load_json_text(const char *text, size_t len,
