@@ -56,6 +56,8 @@ static const char *const megatron_sample_names[] = {"sequence", "document",
                                                     NULL};
 /* Read by the webdataset backend by name (backends/wds.c). */
 static const char *const tar_index_names[] = {"auto", "ignore", "write", NULL};
+/* Index = FERRY__SCAN_* (dataset/pscan.c). */
+static const char *const scan_names[] = {"ranks", "rank0", NULL};
 /* Index = FERRY__SIG_* (src/loader/open.c maps it to the signal number). */
 static const char *const signal_names[] = {"none", "USR1", "USR2", "TERM",
                                            "INT",  "HUP",  "XCPU", NULL};
@@ -389,6 +391,16 @@ static const option_def defs[] = {
      0,
      0,
      tar_index_names},
+    {{"scan", "ranks", "ranks|rank0",
+      "Who reads the parts' metadata when the dataset is opened: ranks: "
+      "every rank describes a contiguous share of the parts (tar headers, "
+      "file headers) and rank 0 gathers them; rank0: rank 0 alone. The "
+      "manifest is the same either way."},
+     K_ENUM,
+     OFF(scan),
+     0,
+     0,
+     scan_names},
     {{"missing", "", "EXT=VALUE,...",
       "WebDataset tar shards: a sample without a member of extension EXT "
       "gets VALUE instead of being refused: an integer for cls, cls2, index "

@@ -24,6 +24,7 @@ enum {
 enum { FERRY__MIX_BY_EPOCH = 0, FERRY__MIX_BY_BATCH };
 enum { FERRY__EXHAUST_STOP = 0, FERRY__EXHAUST_RESTART, FERRY__EXHAUST_DROP };
 enum { FERRY__MIX_RESUME_REFUSE = 0, FERRY__MIX_RESUME_NEW };
+enum { FERRY__SCAN_RANKS = 0, FERRY__SCAN_RANK0 };
 enum {
   FERRY__PACK_NONE = 0,
   FERRY__PACK_CONCAT,
@@ -92,6 +93,7 @@ struct ferry_options {
                           * backend reads it by name)                  */
   int tar_index;         /* index into tar_index_names (the webdataset
                           * backend reads it by name)                  */
+  int scan;              /* FERRY__SCAN_*: who describes the parts      */
   char *missing;         /* EXT=VALUE,...: the webdataset backend's defaults
                           * for missing members (read by name)         */
   int64_t max_tokens;    /* ragged: rows of a batch, 0: batch_size (tokens.c) */

@@ -24,6 +24,38 @@ int ferry__manifest_scan(const char *spec, const char *vars,
                          const ferry_options *opts, ferry__manifest *m,
                          ferry__err *err);
 /**
+ * COLLECTIVE over comm (loader/open.c, with scan=ranks): the scan of
+ * ferry__manifest_scan with the parts described by every rank (pscan.c):
+ * rank 0 resolves spec into parts and broadcasts them, each rank describes
+ * a contiguous share, and rank 0 gathers the results, checks that they
+ * agree and finishes the manifest.  m and the return code mean something on
+ * rank 0 only (the others return 0 with m empty; ferry__manifest_share then
+ * broadcasts rank 0's outcome).  A failure anywhere is scanned again by
+ * rank 0 alone, so the error is the serial scan's, word for word; a mix, a
+ * scheme, a URL or a single part is scanned by rank 0 alone.
+ */
+int ferry__manifest_scan_ranks(MPI_Comm comm, const char *spec,
+                               const char *vars, const ferry_options *opts,
+                               ferry__manifest *m, ferry__err *err);
+/* The steps of ferry__manifest_scan (scan.c) that pscan.c shares out. */
+/** Rank 0: spec's parts (*paths[*n], malloc'd strings in a malloc'd
+ *  array), the note on a directory of parts, whether they are shards. */
+int ferry__scan_resolve(const char *spec, char ***paths, size_t *n, char **note,
+                        int *shards, ferry__err *err);
+/** Describe paths[0..n) into m (the first part's variables; every part
+ *  must agree with them); *disagree set when one does not. */
+int ferry__scan_describe(const char *spec, char *const *paths, size_t n,
+                         const ferry_options *opts, ferry__manifest *m,
+                         int *disagree, ferry__err *err);
+/** FERRY_EFORMAT/ESHAPE when sub (parts described elsewhere) is read by
+ *  another backend or holds other variables than m, else 0. */
+int ferry__scan_agree(const ferry__manifest *m, const ferry__manifest *sub,
+                      ferry__err *err);
+/** The scan's last steps on a described m: the note, the empty check, the
+ *  vars selection, the names and servable checks, the hash. */
+int ferry__scan_finish(const char *spec, const char *vars, const char *note,
+                       ferry__manifest *m, ferry__err *err);
+/**
  * Keep only m's variables named in vars (comma-separated; NULL or "": all),
  * in the order vars names them; FERRY_EINVAL naming the dataset and the
  * variables it holds when one is not there.  The scan's last step, and the

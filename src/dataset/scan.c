@@ -503,6 +503,27 @@ static int resolve(const char *spec, strvec *parts, char **note, int *shards,
              : 0;
 }
 
+int ferry__scan_resolve(const char *spec, char ***paths, size_t *n, char **note,
+                        int *shards, ferry__err *err) {
+  strvec parts = {0};
+  *paths = NULL;
+  *n = 0;
+  *note = NULL;
+  *shards = 0;
+  if (!spec || !*spec)
+    return ferry__seterr(err, FERRY_EINVAL, "the dataset string is empty");
+  int rc = resolve(spec, &parts, note, shards, err);
+  if (rc < 0) {
+    sv_free(&parts);
+    free(*note);
+    *note = NULL;
+    return rc;
+  }
+  *paths = parts.v;
+  *n = parts.n;
+  return 0;
+}
+
 /* ---- Scan ------------------------------------------------------------- */
 
 static int is_regular_file(const char *path) {
@@ -566,6 +587,20 @@ static int check_part(const ferry__manifest *m, const ferry__part_desc *d,
     }
   }
   return 0;
+}
+
+int ferry__scan_agree(const ferry__manifest *m, const ferry__manifest *sub,
+                      ferry__err *err) {
+  const char *path = sub->parts[0].paths[0];
+  if (strcmp(m->backend, sub->backend) != 0)
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "part %s is read by backend '%s' but part %s by '%s'",
+                         path, sub->backend, m->parts[0].paths[0], m->backend);
+  ferry__part_desc d;
+  memset(&d, 0, sizeof d);
+  d.nvars = sub->nvars;
+  d.vars = sub->vars;
+  return check_part(m, &d, path, err);
 }
 
 typedef struct part_arrays {
@@ -766,6 +801,13 @@ cleanup:
 static int scan_parts(const char *spec, const strvec *parts,
                       const ferry_options *opts, ferry__manifest *m,
                       int *disagree, ferry__err *err) {
+  return ferry__scan_describe(spec, parts->v, parts->n, opts, m, disagree, err);
+}
+
+int ferry__scan_describe(const char *spec, char *const *paths, size_t n,
+                         const ferry_options *opts, ferry__manifest *m,
+                         int *disagree, ferry__err *err) {
+  const strvec list = {(char **)paths, n, n}, *parts = &list;
   ferry__part_desc d;
   const ferry__backend *be = NULL;
   int64_t total = 0;
@@ -875,6 +917,21 @@ static int add_note(ferry__manifest *m, const char *note, ferry__err *err) {
   return 0;
 }
 
+int ferry__scan_finish(const char *spec, const char *vars, const char *note,
+                       ferry__manifest *m, ferry__err *err) {
+  int rc;
+  if (note && (rc = add_note(m, note, err)) < 0)
+    return rc;
+  if (m->num_samples == 0)
+    return ferry__seterr(err, FERRY_EEMPTY, "dataset %s holds no sample", spec);
+  if ((rc = ferry__manifest_select_vars(m, vars, err)) < 0 ||
+      (rc = ferry__manifest_check_names(m, err)) < 0 ||
+      (rc = ferry__manifest_check_servable(m, spec, err)) < 0)
+    return rc;
+  m->hash = ferry__manifest_hash(m);
+  return 0;
+}
+
 int ferry__manifest_scan(const char *spec, const char *vars,
                          const ferry_options *opts, ferry__manifest *m,
                          ferry__err *err) {
@@ -907,20 +964,8 @@ int ferry__manifest_scan(const char *spec, const char *vars,
     if (rc == 0)
       rc = scan_parts(spec, &parts, opts, m, &disagree, err);
   }
-  if (rc < 0)
-    goto cleanup;
-  if (note && (rc = add_note(m, note, err)) < 0)
-    goto cleanup;
-  if (m->num_samples == 0) {
-    rc = ferry__seterr(err, FERRY_EEMPTY, "dataset %s holds no sample", spec);
-    goto cleanup;
-  }
-  if ((rc = ferry__manifest_select_vars(m, vars, err)) < 0 ||
-      (rc = ferry__manifest_check_names(m, err)) < 0)
-    goto cleanup;
-  if ((rc = ferry__manifest_check_servable(m, spec, err)) < 0)
-    goto cleanup;
-  m->hash = ferry__manifest_hash(m);
+  if (rc == 0)
+    rc = ferry__scan_finish(spec, vars, note, m, err);
 cleanup:
   free(note);
   sv_free(&parts);

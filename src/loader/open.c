@@ -102,7 +102,9 @@ static int open_layout(ferry_loader *L, ferry__err *err) {
   return rc;
 }
 
-/* Rank 0 builds the manifest; everyone receives it.  COLLECTIVE. */
+/* Rank 0 builds the manifest (the parts described by every rank:
+ * dataset/pscan.c) or loads a saved one; everyone receives it.
+ * COLLECTIVE. */
 static int share_manifest(ferry_loader *L, const char *dataset,
                           ferry__err *err) {
   int rc = 0;
@@ -110,21 +112,21 @@ static int share_manifest(ferry_loader *L, const char *dataset,
    * corpus gives its token variable, pack_var or all */
   const char *vars =
       L->opts->pack != FERRY__PACK_NONE ? L->opts->pack_var : L->opts->vars;
-  if (L->rank == 0) {
-    if (L->opts->manifest) {
-      rc = ferry__manifest_load_json(L->opts->manifest, vars, &L->m, err);
-      /* A manifest left in FERRY_MANIFEST must not silently serve another
-       * dataset's data. */
-      if (!rc && strcmp(L->m.spec ? L->m.spec : "", dataset) != 0)
-        rc = ferry__seterr(err, FERRY_EMISMATCH,
-                           "manifest %s describes dataset '%s', not '%s' "
-                           "(save a manifest for this dataset with ferry "
-                           "info --save-manifest, or unset the manifest "
-                           "option)",
-                           L->opts->manifest, L->m.spec ? L->m.spec : "",
-                           dataset);
-    } else
-      rc = ferry__manifest_scan(dataset, vars, L->opts, &L->m, err);
+  if (!L->opts->manifest) /* every rank describes a share (dataset/pscan.c) */
+    rc =
+        ferry__manifest_scan_ranks(L->comm, dataset, vars, L->opts, &L->m, err);
+  else if (L->rank == 0) {
+    rc = ferry__manifest_load_json(L->opts->manifest, vars, &L->m, err);
+    /* A manifest left in FERRY_MANIFEST must not silently serve another
+     * dataset's data. */
+    if (!rc && strcmp(L->m.spec ? L->m.spec : "", dataset) != 0)
+      rc =
+          ferry__seterr(err, FERRY_EMISMATCH,
+                        "manifest %s describes dataset '%s', not '%s' "
+                        "(save a manifest for this dataset with ferry "
+                        "info --save-manifest, or unset the manifest "
+                        "option)",
+                        L->opts->manifest, L->m.spec ? L->m.spec : "", dataset);
   }
   /* every rank, rank 0 too, unpacks what rank 0 sends (dataset/share.c) */
   return ferry__manifest_share(L->comm, L->rank, rc, &L->m, dataset, err);

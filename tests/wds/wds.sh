@@ -20,6 +20,9 @@
 #  - ferry index writes SHARD.tar.idx (one uint64 per sample + the end,
 #    checked against Python's TarInfo.offset); a stale one is refused on
 #    1 and 3 ranks, and read with tar_index=ignore;
+#  - the scan shared out (scan=ranks) on 2, 3 and 7 ranks saves the
+#    manifest of rank 0's scan, byte for byte; a bad shard in rank 2's
+#    share fails every rank with the serial scan's message;
 #  - bad shards (a key not adjacent, a member twice, a missing member, a
 #    name without an extension or starting with a dot, a .cls that is not
 #    an integer, a corrupt header checksum, truncated in a payload and at
@@ -224,6 +227,34 @@ expect_refusal -l "a shard changed after its manifest was saved" \
   -n "$tmp/sm/shard-000002.tar" 1 "bytes" \
   $RUN_MPI 2 "$FERRY" dump "$tmp/sm" --manifest "$tmp/m.json" --epoch 0 \
   --tail partial --shuffle none --shuffle-buffer 0
+
+# ---- the scan shared out over the ranks (scan=ranks, dataset/pscan.c) ---
+# The same manifest, byte for byte, whether rank 0 describes every shard
+# or 2, 3 or 7 ranks share them (7 > 5 shards: two ranks have none).
+"$FERRY" info "$g" --scan rank0 --save-manifest "$tmp/ps1.json" \
+  >"$tmp/ps1.out" 2>&1 || failed "ferry info --scan rank0" "$tmp/ps1.out"
+sed 's/ps1.json.roff/X/' "$tmp/ps1.json" >"$tmp/ps1.sed"
+for np in 2 3 7; do
+  $RUN_MPI $np "$FERRY" info "$g" --save-manifest "$tmp/ps$np.json" \
+    >"$tmp/ps$np.out" 2>&1 || failed "ferry info on $np ranks" "$tmp/ps$np.out"
+  sed "s/ps$np.json.roff/X/" "$tmp/ps$np.json" >"$tmp/ps$np.sed"
+  if test -s "$tmp/ps1.sed" && cmp -s "$tmp/ps1.sed" "$tmp/ps$np.sed" &&
+    cmp -s "$tmp/ps1.json.roff" "$tmp/ps$np.json.roff"; then
+    ok "scan=ranks on $np ranks: the manifest of rank 0's scan, byte for byte"
+  else
+    failed "scan=ranks on $np ranks: another manifest than rank 0's scan" "$tmp/ps$np.json"
+  fi
+done
+# A bad shard in the share of rank 2 of 3 (the 5th of 6): every rank fails
+# with the serial scan's message, naming that shard and offset.
+mkdir "$tmp/psbad"
+cp "$g"/*.tar "$tmp/psbad/"
+cp "$fx/bad/nonadjacent.tar" "$tmp/psbad/shard-000003x.tar"
+for np in 1 3; do
+  expect_refusal -l "a bad shard among good ones, scan=ranks np=$np" \
+    -n "$tmp/psbad/shard-000003x.tar" 1 "key 'a'|adjacent|offset 4096" \
+    $RUN_MPI $np "$FERRY" dump "$tmp/psbad" --epoch 0 --batch-size 5
+done
 
 # ---- bad shards ----------------------------------------------------------
 tab=`printf '\t'`
