@@ -16,6 +16,7 @@
 #  - a JPEG cut in its scan data (shard 2, sample 16): on 1 to 4 ranks
 #    ferry dump ends (no hang: run-mpi.sh's timeout) with one message
 #    naming the shard, the variable, the sample and the rank;
+#  - ferry bench prints images/s (2 a sample with decode=jpg,png);
 #  - bad options and combinations refused naming the option.
 #
 # Skips (77) without TurboJPEG and libspng, or a Python with NumPy,
@@ -94,6 +95,16 @@ else
 fi
 expect_verify 4 "$fx/mixed" --vars jpg,cls --decode jpg --image-size 24 \
   --batch-size 2 --threads 2
+
+# ferry bench counts images with decode=
+if $RUN_MPI 2 "$FERRY" bench "$fx/same" --vars jpg,png,cls --decode jpg,png \
+     --image-size 32 --batch-size 4 --threads 2 >"$tmp/bench" 2>&1 &&
+   grep '^decode: [0-9.]* images/s (decode=jpg,png: 2 images a sample' \
+     "$tmp/bench" >/dev/null; then
+  ok "ferry bench: `grep '^decode:' "$tmp/bench"`"
+else
+  failed "ferry bench with decode= prints no images/s" "$tmp/bench"
+fi
 
 # ---- a corrupt JPEG: one clear error, on any rank count ------------------
 bad=`cat "$fx/corrupt/bad.txt"`
