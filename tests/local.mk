@@ -131,6 +131,9 @@ MPI_TESTS += \
 	tests/corpus/corpus.sh
 # The image decode core (src/image/): pixels against Pillow and torchvision.
 MPI_TESTS += tests/image/image.sh
+# decode= (src/loader/decode.c): pixels served by the loader, the tool's
+# and Python's.
+MPI_TESTS += tests/image/decode_loader.sh tests/image/decode_python.sh
 # The tree's style: formatting, static checks, the paths the docs name.
 MPI_TESTS += \
 	tests/style/format-check.sh \

@@ -58,6 +58,9 @@ static const char *const megatron_sample_names[] = {"sequence", "document",
 static const char *const tar_index_names[] = {"auto", "ignore", "write", NULL};
 /* Index = FERRY__SCAN_* (dataset/pscan.c). */
 static const char *const scan_names[] = {"ranks", "rank0", NULL};
+/* decode= (loader/decode.c): index = FERRY__CROP_*, FERRY__LAYOUT_*. */
+static const char *const crop_names[] = {"none", "center", "random", NULL};
+static const char *const layout_names[] = {"hwc", "chw", NULL};
 /* Index = FERRY__SIG_* (src/loader/open.c maps it to the signal number). */
 static const char *const signal_names[] = {"none", "USR1", "USR2", "TERM",
                                            "INT",  "HUP",  "XCPU", NULL};
@@ -169,7 +172,8 @@ static const option_def defs[] = {
      NULL},
     {{"threads", "0", "integer >= 0",
       "Worker threads per rank that assemble batches, and the lanes that "
-      "decode compressed Zarr chunks and deflated .npz members at once; 0 "
+      "decode compressed Zarr chunks, deflated .npz members and images "
+      "(decode=) at once; 0 "
       "picks the CPUs of the rank's affinity mask shared among the ranks of "
       "its node, minus one for the I/O thread (at least 1, at most 8)."},
      K_INT,
@@ -533,6 +537,109 @@ static const option_def defs[] = {
      0,
      0,
      NULL},
+    {{"decode", "", "variable names, comma-separated",
+      "Image bytes served as pixels (docs/images.md, \"Decode\"): each named "
+      "variable, a ragged uint8 of encoded JPEG or PNG images (a "
+      "WebDataset jpg or png), becomes a dense variable of [H, W, C] uint8 "
+      "(layout=hwc) or [C, H, W] float32 (layout=chw), decoded on the "
+      "decode pool (threads); empty: bytes as they are."},
+     K_STR,
+     OFF(decode),
+     0,
+     0,
+     NULL},
+    {{"image_size", "224", "S or HxW",
+      "With decode: the output's height and width (S: S x S)."},
+     K_STR,
+     OFF(image_size),
+     0,
+     0,
+     NULL},
+    {{"resize", "none", "none|shorter:N|exact",
+      "With decode: before the crop, the shorter side to N pixels (the "
+      "aspect kept, torchvision's Resize(N); then crop=center), the whole "
+      "image to image_size (exact), or no resize.  crop=random resizes its "
+      "own box and takes none."},
+     K_STR,
+     OFF(resize),
+     0,
+     0,
+     NULL},
+    {{"crop", "random", "none|center|random",
+      "With decode: random is torchvision's RandomResizedCrop(image_size, "
+      "crop_scale, crop_ratio) then a horizontal flip (flip), drawn from "
+      "the seed, the epoch and the sample; center is CenterCrop(image_size) "
+      "after resize (zero padding where smaller); none takes the (resized) "
+      "image, which must then be image_size."},
+     K_ENUM,
+     OFF(crop),
+     0,
+     0,
+     crop_names},
+    {{"crop_scale", "0.08:1", "LO:HI, 0 < LO <= HI",
+      "With crop=random: the range of the crop's area as a fraction of the "
+      "image's."},
+     K_STR,
+     OFF(crop_scale),
+     0,
+     0,
+     NULL},
+    {{"crop_ratio", "0.75:1.3333333333333333", "LO:HI, 0 < LO <= HI",
+      "With crop=random: the range of the crop's aspect (width / height), "
+      "drawn uniformly in log."},
+     K_STR,
+     OFF(crop_ratio),
+     0,
+     0,
+     NULL},
+    {{"flip", "1", "1|0",
+      "With crop=random: mirror the crop left-right with probability 1/2."},
+     K_BOOL,
+     OFF(flip),
+     0,
+     0,
+     NULL},
+    {{"layout", "hwc", "hwc|chw",
+      "With decode: [H, W, C] uint8 pixels, or [C, H, W] float32 "
+      "(v / 255 - mean) / std (torchvision's ToTensor + Normalize)."},
+     K_ENUM,
+     OFF(layout),
+     0,
+     0,
+     layout_names},
+    {{"mean", "", "empty, or 1 or 3 numbers, comma-separated",
+      "With decode and layout=chw: the mean subtracted per channel "
+      "(e.g. 0.485,0.456,0.406); empty: 0."},
+     K_STR,
+     OFF(mean),
+     0,
+     0,
+     NULL},
+    {{"std", "", "empty, or 1 or 3 nonzero numbers, comma-separated",
+      "With decode and layout=chw: the divisor per channel (e.g. "
+      "0.229,0.224,0.225); empty: 1."},
+     K_STR,
+     OFF(std),
+     0,
+     0,
+     NULL},
+    {{"channels", "3", "3|1",
+      "With decode: RGB (3) or gray (1; Pillow's L) pixels, whatever the "
+      "image stores (gray, palette, CMYK, alpha converted)."},
+     K_INT,
+     OFF(channels),
+     1,
+     3,
+     NULL},
+    {{"dct_scale", "1", "1|0",
+      "With decode: let a JPEG decode at 1/8, 2/8 or 4/8 of its size where "
+      "the resize needs fewer pixels (faster; the pixels then differ a "
+      "little from torchvision's, docs/image-decode.md); 0: full size."},
+     K_BOOL,
+     OFF(dct_scale),
+     0,
+     0,
+     NULL},
     {{"offsets_dtype", "int64", "int64|int32",
       "Ragged variables: int32 also gives each batch's offsets as int32 "
       "(ferry_tensor offsets32 and device_offsets32, the offsets of "
@@ -727,6 +834,101 @@ static int parse_size(const char *s, int64_t *out) {
   return -1;
 }
 
+/* A side of an image: 1 .. 32768 (the image core's FERRY__IMG_MAX_SIDE). */
+static int side_of(const char *s, char **end, int64_t *out) {
+  if (!isdigit((unsigned char)*s))
+    return -1;
+  errno = 0;
+  long long v = strtoll(s, end, 10);
+  if (errno || v < 1 || v > 32768)
+    return -1;
+  *out = v;
+  return 0;
+}
+
+int ferry__opt_image_size(const char *v, int64_t *h, int64_t *w) {
+  char *end = NULL;
+  if (!v || side_of(v, &end, h))
+    return -1;
+  if (!*end) {
+    *w = *h;
+    return 0;
+  }
+  if (*end != 'x' && *end != 'X')
+    return -1;
+  return side_of(end + 1, &end, w) || *end ? -1 : 0;
+}
+
+int ferry__opt_resize(const char *v, int *mode, int64_t *n) {
+  char *end = NULL;
+  *n = 0;
+  if (!v || !*v || !strcmp(v, "none"))
+    *mode = 0;
+  else if (!strcmp(v, "exact"))
+    *mode = 2;
+  else if (!strncmp(v, "shorter:", 8) && !side_of(v + 8, &end, n) && !*end)
+    *mode = 1;
+  else
+    return -1;
+  return 0;
+}
+
+static int finite_num(const char *s, char **end, double *out) {
+  errno = 0;
+  *out = strtod(s, end);
+  return *end != s && !errno && isfinite(*out) ? 0 : -1;
+}
+
+int ferry__opt_range(const char *v, double *lo, double *hi) {
+  char *end = NULL;
+  if (!v || finite_num(v, &end, lo) || *end != ':' ||
+      finite_num(end + 1, &end, hi) || *end)
+    return -1;
+  return *lo > 0 && *lo <= *hi ? 0 : -1;
+}
+
+int ferry__opt_floats(const char *v, double out[3]) {
+  int n = 0;
+  const char *p = v;
+  if (!v || !*v)
+    return -1;
+  for (;;) {
+    char *end = NULL;
+    if (n == 3 || finite_num(p, &end, &out[n]))
+      return -1;
+    n++;
+    if (!*end)
+      break;
+    if (*end != ',')
+      return -1;
+    p = end + 1;
+  }
+  return n == 1 || n == 3 ? n : -1;
+}
+
+/* decode='s string options, checked when set (empty: the default). */
+static int image_value_ok(size_t off, const char *v) {
+  int64_t a, b;
+  int mode;
+  double x, y, f[3];
+  if (off == OFF(image_size))
+    return !ferry__opt_image_size(v, &a, &b);
+  if (off == OFF(resize))
+    return !ferry__opt_resize(v, &mode, &a);
+  if (off == OFF(crop_scale) || off == OFF(crop_ratio))
+    return !ferry__opt_range(v, &x, &y);
+  if (off == OFF(mean))
+    return !*v || ferry__opt_floats(v, f) > 0;
+  if (off == OFF(std)) {
+    int n = *v ? ferry__opt_floats(v, f) : 0;
+    for (int i = 0; i < n; i++)
+      if (f[i] == 0)
+        return 0;
+    return n >= 0;
+  }
+  return 1;
+}
+
 static int set_one(struct ferry_options *o, const option_def *d,
                    const char *value) {
   char *field = (char *)o + d->offset;
@@ -791,6 +993,8 @@ static int set_one(struct ferry_options *o, const option_def *d,
     if (d->offset == OFF(pad_value) && (!*value || !number_ok(value)))
       goto bad;
     if (d->offset == OFF(pad) && !pad_ok(value))
+      goto bad;
+    if (!image_value_ok(d->offset, value))
       goto bad;
     if (*value) {
       copy = strdup(value);

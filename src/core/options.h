@@ -40,6 +40,9 @@ enum {
   FERRY__SPARSE_DT_BFLOAT16
 };
 enum { FERRY__DEV_AUTO = 0, FERRY__DEV_CPU, FERRY__DEV_CUDA };
+/* decode=: the crop and the layout (the image core's enums' values) */
+enum { FERRY__CROP_NONE = 0, FERRY__CROP_CENTER, FERRY__CROP_RANDOM };
+enum { FERRY__LAYOUT_HWC = 0, FERRY__LAYOUT_CHW };
 enum {
   FERRY__SIG_NONE = 0,
   FERRY__SIG_USR1,
@@ -109,6 +112,20 @@ struct ferry_options {
   int sparse;            /* 0 rows (M/indices + M/data), 1 dense (sparse.c) */
   int sparse_dtype;      /* sparse=dense: FERRY__SPARSE_DT_*               */
   char *genes;           /* sparse=dense: the columns kept, or ""          */
+  /* decode= (loader/decode.c, docs/images.md): image bytes served as
+   * fixed-shape pixels; the strings are checked when set and parsed at
+   * ferry_open with the ferry__opt_* parsers below */
+  char *decode;          /* the bytes variables decoded, ","-separated, or "" */
+  char *image_size;      /* "S" or "HxW"                                    */
+  char *resize;          /* "none", "shorter:N" or "exact"                  */
+  int crop;              /* FERRY__CROP_*                                   */
+  char *crop_scale;      /* "LO:HI", random crop's area fraction            */
+  char *crop_ratio;      /* "LO:HI", random crop's aspect                   */
+  int flip;              /* random crop: flip with probability 1/2          */
+  int layout;            /* FERRY__LAYOUT_*                                 */
+  char *mean, *std;      /* "a,b,c" (layout=chw), or ""                     */
+  int64_t channels;      /* 1 or 3                                          */
+  int dct_scale;         /* JPEG decoded at M/8 scale where it may          */
   int offsets_dtype;     /* 0 int64, 1 int32 too (ragged.c)               */
   char *pad;             /* ragged variables: "none", "max" or L (ragged.c) */
   int truncate;          /* pad=L: cut longer samples (1) or refuse (0)  */
@@ -131,5 +148,19 @@ struct ferry_options {
 int ferry__option_count(void);
 /** 64-bit hash of option i's canonical value (for the cross-rank check). */
 uint64_t ferry__option_hash(const ferry_options *opts, int i);
+
+/* decode='s values (options.c checks them when set with these; the
+ * loader's decode view parses them again at ferry_open).  Each returns 0,
+ * or -1 for a malformed value. */
+/** image_size: "S" (S x S) or "HxW", sides 1 .. 32768. */
+int ferry__opt_image_size(const char *v, int64_t *h, int64_t *w);
+/** resize: "none" (*mode 0), "shorter:N" (1, *n = N in 1 .. 32768) or
+ *  "exact" (2). */
+int ferry__opt_resize(const char *v, int *mode, int64_t *n);
+/** crop_scale, crop_ratio: "LO:HI", finite, 0 < LO <= HI. */
+int ferry__opt_range(const char *v, double *lo, double *hi);
+/** mean, std: 1 or 3 finite numbers, ","-separated: their count, or -1
+ *  (out holds up to 3). */
+int ferry__opt_floats(const char *v, double out[3]);
 
 #endif /* FERRY_OPTIONS_H */

@@ -14,3 +14,5 @@ check_PROGRAMS += tests/image/test_image
 tests_image_test_image_LDADD = $(LDADD) $(PTHREAD_LIBS)
 EXTRA_PROGRAMS += tests/bench/img_bench
 TEST_DATA_FILES += tests/image/image_check.py
+# decode= in the loader (tests/image/decode_loader.sh, decode_python.sh)
+TEST_DATA_FILES += tests/image/make_decode_wds.py tests/image/decode_check.py

@@ -389,6 +389,13 @@ size_t ferry__sparse_device_extra(const ferry_loader *L);
 /** 1 when m is such a view (L->be is then ferry__sparse_backend). */
 int ferry__sparse_is(const ferry__manifest *m);
 extern const ferry__backend ferry__sparse_backend;
+/** decode= (loader/decode.c): every rank, after the manifest is shared,
+ *  L->m made a view whose decoded bytes variables are dense pixels; 0
+ *  without decode. */
+int ferry__decode_wrap(ferry_loader *L, ferry__err *err);
+/** 1 when m is such a view (L->be is then ferry__decode_backend). */
+int ferry__decode_is(const ferry__manifest *m);
+extern const ferry__backend ferry__decode_backend;
 /** The describe of the views' backends (pack, sparse): none is a part. */
 int ferry__view_describe(const char *path, const ferry_options *opts,
                          ferry__part_desc *out, ferry__err *err);

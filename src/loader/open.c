@@ -78,6 +78,7 @@ static void loader_free(ferry_loader *L) {
 static int open_layout(ferry_loader *L, ferry__err *err) {
   L->be = ferry__pack_is(&L->m)     ? &ferry__pack_backend
           : ferry__sparse_is(&L->m) ? &ferry__sparse_backend
+          : ferry__decode_is(&L->m) ? &ferry__decode_backend
                                     : ferry__backend_find(L->m.backend);
   free(L->var_prefix); /* made again once io=auto is resolved (packed rows:
                         * with io=mmap the workers copy the tokens) */
@@ -354,6 +355,8 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
     rc = ferry__pack_wrap(L, &err);
   if (!rc)
     rc = ferry__sparse_wrap(L, &err);
+  if (!rc)
+    rc = ferry__decode_wrap(L, &err);
   if (!rc) {
     rc = open_layout(L, &err);
     if (!rc)

@@ -732,6 +732,9 @@ typedef struct bench_sum {
   double pack_tps; /* tokens per second: inputs of the rows, padding
                     * aside (samples/s x seq_len x efficiency)          */
   ferry_pack_info pi;
+  int ndecode;      /* decode=: the image variables decoded          */
+  char decode[256]; /* their names                                   */
+  double ips;       /* images per second: samples/s x ndecode        */
   const char *mode;
   const char *io; /* ferry_io_choice: how rows were read and why */
 } bench_sum;
@@ -851,6 +854,8 @@ static void bench_print_json(const tool_ctx *ctx, const bench_cfg *cfg,
     json_num("rows_per_s", s->rps);
     json_num("padding_fraction", s->pad_frac);
   }
+  if (s->ndecode)
+    json_num("images_per_s", s->ips);
   if (s->pack) {
     json_num("tokens_per_s", s->pack_tps);
     json_num("pack_efficiency", s->pi.efficiency);
@@ -940,6 +945,11 @@ static void bench_print_text(const tool_ctx *ctx, const bench_cfg *cfg,
            " tokens dropped (tail)\n",
            s->pack_tps, s->pi.seq_len, s->pi.efficiency, s->pi.rows,
            s->pi.tokens, s->pi.split, s->pi.dropped);
+  if (s->ndecode)
+    printf("decode: %.1f images/s (decode=%s: %d image%s a sample, decoded "
+           "on %d %s)\n",
+           s->ips, s->decode, s->ndecode, s->ndecode > 1 ? "s" : "", ctx->size,
+           ctx->size == 1 ? "rank's decode pool" : "ranks' decode pools");
   printf("read: %s from storage (%.2fx the bytes handed out)%s%s\n",
          tool_fmt_bytes(s->bytes_read, b1, sizeof b1),
          s->bytes > 0 ? s->bytes_read / s->bytes : 0, s->io ? "; io " : "",
@@ -1020,6 +1030,15 @@ static int run_bench(tool_ctx *ctx) {
     if (ferry_pack_stats(L, 0, &s.pi) == 0) {
       s.pack = 1;
       s.pack_tps = s.sps * (double)s.pi.seq_len * s.pi.efficiency;
+    }
+    /* decode=: every sample is one image of each variable named */
+    if (ferry_options_get(ctx->opts, "decode", s.decode, sizeof s.decode) ==
+            0 &&
+        s.decode[0]) {
+      s.ndecode = 1;
+      for (const char *c = s.decode; *c; c++)
+        s.ndecode += *c == ',';
+      s.ips = s.sps * s.ndecode;
     }
     if (cfg.json)
       bench_print_json(ctx, &cfg, &s, all);
