@@ -80,8 +80,9 @@ def sample(i):
 
 
 def encode(enc, obj):
-    """Streaming's encoding of obj (encodings.py), as bytes."""
-    if enc == "bytes":
+    """Streaming's encoding of obj (encodings.py), as bytes; bytes are
+    stored as they are whatever the encoding (mds_encode does so)."""
+    if enc == "bytes" or isinstance(obj, bytes):
         return obj
     if enc in ("str", "str_int", "str_float", "str_decimal"):
         return str(obj).encode("utf-8")
