@@ -800,6 +800,12 @@ static int shard_get(ferry__io *io, int64_t part, int var,
     if (!free_slot)
       free_slot = old;
   }
+  if (!free_slot) { /* cannot be: a full cache has a least recent entry */
+    free(dec);
+    return ferry__seterr_on(err, io->b.rank, FERRY_EINTERNAL,
+                            "MDS shard %s: no slot in the shard cache",
+                            pt->paths[var]);
+  }
   *free_slot = (shardbuf){.part = part, .p = dec, .n = n, .used = ++io->clock};
   io->dec_bytes += n;
   *p = dec;

@@ -245,7 +245,8 @@ static int parse_config(const ferry__mds_src *src, const unsigned char *text,
   json_t *fmt = json_object_get(j, "format");
   json_t *ver = json_object_get(j, "version");
   size_t n = json_array_size(names);
-  if (fmt && (!json_is_string(fmt) || strcmp(json_string_value(fmt), "mds")))
+  if (fmt &&
+      (!json_is_string(fmt) || strcmp(json_string_value(fmt), "mds") != 0))
     rc = config_fail(src, at, "its format is not \"mds\"", err);
   else if (ver && (!json_is_integer(ver) || json_integer_value(ver) != 2))
     rc = config_fail(src, at, "its version is not 2", err);
@@ -616,8 +617,8 @@ void ferry__mds_shard_free(ferry__mds_shard *s) {
 /* ---- index.json ------------------------------------------------------- */
 
 static int plain_name(const char *s) {
-  return s && *s && strlen(s) <= 255 && !strchr(s, '/') && strcmp(s, ".") &&
-         strcmp(s, "..");
+  return s && *s && strlen(s) <= 255 && !strchr(s, '/') &&
+         strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
 }
 
 static int index_fail(const char *path, int64_t k, const char *why,

@@ -16,8 +16,9 @@
 #    of another streaming format; a shard missing, truncated (against
 #    raw_data.bytes, and with the index rewritten: against its
 #    offsets), longer than its last offset, an offset past the end, a
-#    sample's column size past the sample (inside the shard), a pkl column selected, a gzip-compressed shard, a corrupt
-#    zstd shard; on 3 ranks too.
+#    sample's column size past the sample (inside the shard), a pkl
+#    column selected, a gzip-compressed shard, a corrupt zstd shard; on
+#    3 ranks too.
 #
 # Environment (set by "make check"; tests/README.md): FERRY, RUN_MPI,
 # FERRY_PYTHON, FERRY_TEST_TMPDIR, top_srcdir.  Exit 0 pass, 1 fail, 77
