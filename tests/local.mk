@@ -93,6 +93,10 @@ MPI_TESTS += \
 MPI_TESTS += \
 	tests/wds/wds.sh \
 	tests/wds/wds_python.sh
+# tests/mds/: MosaicML Streaming MDS datasets (docs/images.md): every
+# encoding's values on 1-4 ranks, raw and zstd shards, the refusals.
+MPI_TESTS += \
+	tests/mds/mds.sh
 # tests/cli/: the ferry tool's command line, its manual, the build and
 # install, the README's example.
 MPI_TESTS += \

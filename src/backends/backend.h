@@ -105,6 +105,17 @@ typedef struct ferry__backend {
   /** What probe() accepts, in a few words, for the message naming the
    *  backends tried when none reads a part (backends/sniff.c). */
   const char *accepts;
+  /**
+   * May be NULL.  Rank 0, at the scan of a plain dataset path (not a glob,
+   * an @list or a scheme): 1 when path is a dataset whose own index lists
+   * its parts (MDS: a directory holding index.json, or that file), with
+   * *parts their paths in the index's order (*nparts of them; the array
+   * and each path malloc'd, the caller frees) and *note what was done
+   * (malloc'd); 0 when path is no such dataset; a negative code naming
+   * the file when it is one but broken (a listed part missing).
+   */
+  int (*expand)(const char *path, char ***parts, int64_t *nparts, char **note,
+                ferry__err *err);
   /** Rank 0: describe one part.  Errors name the file.  opts (NULL:
    *  defaults) carries the backend's own options, read by name with
    *  ferry_options_get; the core never interprets them. */

@@ -468,6 +468,36 @@ static int dir_parts(const char *dir, strvec *out, char **note, int *shards,
   return rc;
 }
 
+/* A dataset whose index lists its parts (a backend's expand: MDS's
+ * index.json): 1 with the parts in out, in the index's order, and *shards
+ * set (parts that disagree are an error), 0 when no backend expands spec. */
+static int expand_parts(const char *spec, strvec *out, char **note, int *shards,
+                        ferry__err *err) {
+  for (int i = 0; ferry__backends[i]; i++) {
+    if (!ferry__backends[i]->expand)
+      continue;
+    char **v = NULL;
+    int64_t n = 0;
+    int rc = ferry__backends[i]->expand(spec, &v, &n, note, err);
+    for (int64_t k = 0; k < n; k++)
+      if (rc == 1 && sv_push(out, v[k]) < 0) {
+        rc = ferry__oom(err, -1, sv_need(out, strlen(spec)),
+                        "the parts of dataset %s", spec);
+        for (int64_t q = k + 1; q < n; q++)
+          free(v[q]);
+        break;
+      } else if (rc != 1) {
+        free(v[k]);
+      }
+    free(v);
+    if (rc != 0) {
+      *shards = 1;
+      return rc;
+    }
+  }
+  return 0;
+}
+
 static int resolve(const char *spec, strvec *parts, char **note, int *shards,
                    ferry__err *err) {
   /* A backend's scheme ("mem:") and URLs (file://STORE#mode=zarr,file) are
@@ -492,6 +522,11 @@ static int resolve(const char *spec, strvec *parts, char **note, int *shards,
   if (stat(spec, &st) != 0)
     return ferry__seterr(err, ferry__errno_code(errno), "dataset %s: %s", spec,
                          strerror(errno));
+  if (note) {
+    int rc = expand_parts(spec, parts, note, shards, err);
+    if (rc != 0)
+      return rc < 0 ? rc : 0;
+  }
   if (note && S_ISDIR(st.st_mode)) {
     int rc = dir_parts(spec, parts, note, shards, err);
     if (rc != 0)

@@ -68,6 +68,10 @@ FUZZ_HARNESSES += tests/fuzz/fuzz_megatron
 tests_fuzz_fuzz_megatron_SOURCES = tests/fuzz/fuzz_megatron.c $(FUZZ_DRIVER)
 tests_fuzz_fuzz_megatron_LDFLAGS = $(FUZZ_LINK_FLAGS)
 
+FUZZ_HARNESSES += tests/fuzz/fuzz_mds
+tests_fuzz_fuzz_mds_SOURCES = tests/fuzz/fuzz_mds.c $(FUZZ_DRIVER)
+tests_fuzz_fuzz_mds_LDFLAGS = $(FUZZ_LINK_FLAGS)
+
 FUZZ_HARNESSES += tests/fuzz/fuzz_tar
 tests_fuzz_fuzz_tar_SOURCES = tests/fuzz/fuzz_tar.c $(FUZZ_DRIVER)
 tests_fuzz_fuzz_tar_LDFLAGS = $(FUZZ_LINK_FLAGS)

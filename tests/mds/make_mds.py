@@ -1,0 +1,219 @@
+"""make_mds.py OUT - MosaicML Streaming MDS datasets for tests/mds/.
+
+Written from the MDS format as MosaicML Streaming's MDSWriter writes it
+(streaming/base/format/mds/writer.py, encodings.py and base/writer.py,
+read for this; no code of theirs is used): a shard is uint32 num_samples,
+num_samples + 1 uint32 offsets, the writer's configuration as JSON
+(sort_keys), then the samples; a sample is a uint32 size per
+variable-size column, then the columns' bytes in column order (columns
+sorted by name).  A shard is flushed when the next sample would take it
+past size_limit (counting 8 + the configuration per shard and 4 per
+sample, as MDSWriter does).  index.json: {"version": 2, "shards": [...]}
+with each shard's samples, raw_data, zip_data and the configuration.
+
+OUT/good: every encoding ferry serves (and a pkl column, skipped) over
+37 samples cut into shards of different sizes; OUT/zstd: the same samples
+in zstd shards (the zstd program compresses them), the raw files removed
+as Streaming's zip-only upload leaves them.  samples() gives what each
+column should read as (tests/mds/mds_check.py imports it).
+"""
+import io
+import json
+import os
+import pickle
+import shutil
+import struct
+import subprocess
+import sys
+from decimal import Decimal
+
+import numpy as np
+from PIL import Image
+
+N = 37
+
+COLUMNS = {
+    "b": "bytes", "s": "str", "j": "json", "img": "jpeg", "png": "png",
+    "pil": "pil", "i": "int", "u8": "uint8", "u16": "uint16",
+    "u32": "uint32", "u64": "uint64", "i8": "int8", "i16": "int16",
+    "i32": "int32", "i64": "int64", "f16": "float16", "f32": "float32",
+    "f64": "float64", "si": "str_int", "sf": "str_float",
+    "sd": "str_decimal", "af": "ndarray:float32:2,3",
+    "ad": "ndarray:int16", "an": "ndarray", "p": "pkl",
+}
+
+SCALARS = {"uint8": "<u1", "uint16": "<u2", "uint32": "<u4", "uint64": "<u8",
+           "int8": "<i1", "int16": "<i2", "int32": "<i4", "int64": "<i8",
+           "float16": "<f2", "float32": "<f4", "float64": "<f8",
+           "int": "<i8"}
+ND_CODE = {"uint8": 8, "int8": 9, "uint16": 16, "int16": 17, "float16": 18,
+           "uint32": 32, "int32": 33, "float32": 34, "uint64": 64,
+           "int64": 65, "float64": 66}
+
+
+def image(i, mode):
+    a = (np.arange(6 * (5 + i % 4) * 3) * (i + 3) % 251).astype(np.uint8)
+    im = Image.fromarray(a.reshape(6, 5 + i % 4, 3), "RGB")
+    return im.convert(mode) if mode != "RGB" else im
+
+
+def sample(i):
+    """Sample i as the writer is given it."""
+    r = np.random.default_rng(i)
+    return {
+        "b": bytes(r.integers(0, 256, i % 7 * 3, dtype=np.uint8)),
+        "s": "s\u00e9%d" % i * (i % 3),
+        "j": {"k": i, "v": [i, "x" * (i % 4)]},
+        "img": image(i, "RGB"), "png": image(i, "L"), "pil": image(i, "RGB"),
+        "i": -(1 << 40) + i, "u8": 250 + i % 6, "u16": 65000 + i,
+        "u32": 4000000000 + i, "u64": (1 << 63) + i, "i8": -100 - i % 28,
+        "i16": -30000 + i, "i32": -(1 << 30) - i, "i64": -(1 << 62) - i,
+        "f16": 0.5 + i, "f32": 1.25 * i, "f64": 1e300 / (i + 1),
+        "si": -(10 ** 17) * i + 7, "sf": i / 3.0 if i % 5 else float(-i),
+        "sd": Decimal("1.%d" % i),
+        "af": np.arange(6, dtype=np.float32).reshape(2, 3) + i,
+        "ad": np.arange(1 + i % 5, dtype=np.int16).reshape(1, -1) * -i,
+        "an": np.full((1 + i % 2, 300 if i % 3 == 0 else 2), i,
+                      dtype=np.uint16),
+        "p": {"i": i},
+    }
+
+
+def encode(enc, obj):
+    """Streaming's encoding of obj (encodings.py), as bytes; bytes are
+    stored as they are whatever the encoding (mds_encode does so)."""
+    if enc == "bytes" or isinstance(obj, bytes):
+        return obj
+    if enc in ("str", "str_int", "str_float", "str_decimal"):
+        return str(obj).encode("utf-8")
+    if enc == "json":
+        return json.dumps(obj).encode("utf-8")
+    if enc in ("jpeg", "png"):
+        out = io.BytesIO()
+        obj.save(out, format=enc.upper())
+        return out.getvalue()
+    if enc == "pil":
+        m = obj.mode.encode("utf-8")
+        return struct.pack("<III", obj.size[0], obj.size[1], len(m)) + m + \
+            obj.tobytes()
+    if enc == "pkl":
+        return pickle.dumps(obj)
+    if enc in SCALARS:
+        return np.array(obj, dtype=SCALARS[enc]).tobytes()
+    if enc.startswith("ndarray"):
+        parts = enc.split(":")[1:]
+        out = b""
+        if not parts:
+            out += bytes([ND_CODE[obj.dtype.name]])
+        if len(parts) < 2:
+            m = max(obj.shape)
+            sd = 0 if m < 256 else 1 if m < 65536 else 2 if m < 1 << 32 else 3
+            out += bytes([(obj.ndim << 2) | sd])
+            out += np.array(obj.shape, "<u%d" % (1 << sd)).tobytes()
+        return out + obj.tobytes()
+    raise ValueError(enc)
+
+
+def served(enc, obj):
+    """What ferry serves for obj: bytes for the byte encodings, the value
+    for scalars and str_int/str_float, the array (flattened when its shape
+    is per sample)."""
+    if enc in SCALARS:
+        return np.array(obj, dtype=SCALARS[enc])
+    if enc == "str_int":
+        return np.int64(obj)
+    if enc == "str_float":
+        return np.float64(obj)
+    if enc.startswith("ndarray"):
+        return obj if enc.count(":") == 2 else obj.reshape(-1)
+    return np.frombuffer(encode(enc, obj), np.uint8)
+
+
+def samples(n=N):
+    return [{k: served(COLUMNS[k], v) for k, v in sample(i).items()
+             if COLUMNS[k] != "pkl"} for i in range(n)]
+
+
+def fixed_size(enc):
+    if enc in SCALARS:
+        return np.dtype(SCALARS[enc]).itemsize
+    p = enc.split(":")
+    if p[0] == "ndarray" and len(p) == 3:
+        return int(np.prod([int(d) for d in p[2].split(",")])) * \
+            np.dtype(p[1]).itemsize
+    return None
+
+
+def write(out, columns, rows, size_limit, compression=None):
+    """A dataset of the given samples, as MDSWriter(columns=columns,
+    out=out, size_limit=size_limit, compression=compression) writes it."""
+    os.makedirs(out)
+    names = sorted(columns)
+    encs = [columns[k] for k in names]
+    sizes = [fixed_size(e) for e in encs]
+    config = {"version": 2, "format": "mds", "compression": compression,
+              "hashes": [], "size_limit": size_limit,
+              "column_names": names, "column_encodings": encs,
+              "column_sizes": sizes}
+    cfg = json.dumps(config, sort_keys=True).encode("utf-8")
+    shards, cur, cur_size = [], [], 8 + len(cfg)
+
+    def flush():
+        n = len(cur)
+        offs = np.cumsum([0] + [len(s) for s in cur]) + 4 + 4 * (n + 1) + \
+            len(cfg)
+        data = struct.pack("<I", n) + offs.astype("<u4").tobytes() + cfg + \
+            b"".join(cur)
+        raw = "shard.%05d.mds" % len(shards)
+        with open(os.path.join(out, raw), "wb") as f:
+            f.write(data)
+        entry = {"samples": n,
+                 "raw_data": {"basename": raw, "bytes": len(data),
+                              "hashes": {}},
+                 "zip_data": None}
+        if compression:
+            zname = raw + ".zstd"
+            subprocess.run(["zstd", "-q", "-f", "-3", raw, "-o", zname],
+                           cwd=out, check=True)
+            entry["zip_data"] = {
+                "basename": zname, "hashes": {},
+                "bytes": os.path.getsize(os.path.join(out, zname))}
+            os.unlink(os.path.join(out, raw))
+        entry.update(config)
+        shards.append(entry)
+
+    for row in rows:
+        head, body = [], []
+        for k, e, z in zip(names, encs, sizes):
+            d = encode(e, row[k])
+            if z is None:
+                head.append(len(d))
+            elif z != len(d):
+                raise ValueError("column %s: %d bytes, not %d" % (k, len(d), z))
+            body.append(d)
+        s = np.array(head, "<u4").tobytes() + b"".join(body)
+        if size_limit and size_limit < cur_size + len(s) + 4:
+            flush()
+            cur, cur_size = [], 8 + len(cfg)
+        cur.append(s)
+        cur_size += len(s) + 4
+    if cur:
+        flush()
+    with open(os.path.join(out, "index.json"), "w") as f:
+        json.dump({"version": 2, "shards": shards}, f, sort_keys=True)
+    return shards
+
+
+def main():
+    out = sys.argv[1]
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    rows = [sample(i) for i in range(N)]
+    a = write(out + "/good", COLUMNS, rows, 9000)
+    b = write(out + "/zstd", COLUMNS, rows, 9000, compression="zstd")
+    print("make_mds.py: %d samples in %d shards (%s samples), zstd: %d"
+          % (N, len(a), ",".join(str(s["samples"]) for s in a), len(b)))
+
+
+if __name__ == "__main__":
+    main()
