@@ -57,8 +57,8 @@ static void index_json(const uint8_t *data, size_t size) {
   ferry__mds_index x;
   ferry__err err;
   memset(&err, 0, sizeof err);
-  int rc = ferry__mds_index_parse((const char *)data, size, "index.json", &x,
-                                  &err);
+  int rc =
+      ferry__mds_index_parse((const char *)data, size, "index.json", &x, &err);
   if (rc < 0) {
     FUZZ_CHECK(err.code < 0 && err.msg[0] && x.e == NULL);
     return;
