@@ -1,13 +1,14 @@
 # ferry_image.m4 - the image decoders of src/image/ (issue 28's decode
 # core): --with-turbojpeg (libjpeg-turbo's TurboJPEG API, JPEG) and
 # --with-spng (libspng, PNG), each with an optional PREFIX, auto by
-# default; an explicit --with-X that cannot be satisfied stops configure.
-# Each found library defines HAVE_TURBOJPEG / HAVE_SPNG in config.h and the
+# default, and --with-libjpeg (the libjpeg API of the same libjpeg-turbo:
+# with TurboJPEG, JPEG decodes only the rows and columns a crop needs); an explicit --with-X that cannot be satisfied stops configure.
+# Each found library defines HAVE_TURBOJPEG / HAVE_SPNG / HAVE_LIBJPEG in config.h and the
 # automake conditional of that name; IMAGE_CPPFLAGS and IMAGE_LIBS collect
 # their flags for libferry, ferry_image_summary lists them.  Without
 # either, src/image/ is still built and refuses that format (FERRY_ENOTSUP).
 
-# _FERRY_WITH_IMAGE_LIB(NAME, PC-NAME, LIBS, HEADER, BODY, DEBIAN-PACKAGE, WHAT)
+# _FERRY_WITH_IMAGE_LIB(NAME, PC-NAME, LIBS, INCLUDES, BODY, DEBIAN-PACKAGE, WHAT)
 AC_DEFUN([_FERRY_WITH_IMAGE_LIB], [
   AC_ARG_WITH([$1],
     [AS_HELP_STRING([--with-$1@<:@=PREFIX@:>@],
@@ -23,7 +24,7 @@ AC_DEFUN([_FERRY_WITH_IMAGE_LIB], [
         ferry_cands="$ferry_cands plain:"],
       [ferry_cands="dir:$with_$1"])
     AC_MSG_CHECKING([for $1])
-    FERRY_FIND_DEP([$ferry_cands], [$3], [[#include <$4>]], [$5])
+    FERRY_FIND_DEP([$ferry_cands], [$3], [$4], [$5])
     AC_MSG_RESULT([$ferry_dep_found${ferry_dep_where:+ ($ferry_dep_where)}])
     AS_IF([test "x$ferry_dep_found" = xyes], [
       ferry_have_$1=yes
@@ -46,10 +47,18 @@ AC_DEFUN([FERRY_WITH_IMAGE], [
   IMAGE_LIBS=
   ferry_image_summary=
   _FERRY_WITH_IMAGE_LIB([turbojpeg], [libturbojpeg], [-lturbojpeg],
-    [turbojpeg.h],
+    [[#include <turbojpeg.h>]],
     [[int n; tjhandle h = tjInitDecompress(); tjGetScalingFactors(&n); return tjDestroy(h);]],
     [libturbojpeg0-dev], [JPEG images])
-  _FERRY_WITH_IMAGE_LIB([spng], [spng], [-lspng], [spng.h],
+  _FERRY_WITH_IMAGE_LIB([libjpeg], [libjpeg], [-ljpeg],
+    [[#include <stdio.h>
+#include <jpeglib.h>]],
+    [[struct jpeg_decompress_struct d; struct jpeg_error_mgr e;
+      JDIMENSION x = 0, w = 1; d.err = jpeg_std_error(&e);
+      jpeg_create_decompress(&d); if (0) { jpeg_crop_scanline(&d, &x, &w);
+      jpeg_skip_scanlines(&d, 1); } jpeg_destroy_decompress(&d); return 0;]],
+    [libjpeg62-turbo-dev], [JPEG crops (the libjpeg API)])
+  _FERRY_WITH_IMAGE_LIB([spng], [spng], [-lspng], [[#include <spng.h>]],
     [[spng_ctx *c = spng_ctx_new(0); spng_ctx_free(c); return 0;]],
     [libspng-dev], [PNG images])
   AS_IF([test -z "$ferry_image_summary"], [ferry_image_summary=" none (images are refused)"])

@@ -41,6 +41,12 @@
 #ifdef HAVE_TURBOJPEG
 #include <turbojpeg.h>
 #endif
+#if defined(HAVE_TURBOJPEG) && defined(HAVE_LIBJPEG)
+#include <jerror.h>
+#include <jpeglib.h>
+#include <setjmp.h>
+static void jd_free(void *jd);
+#endif
 #ifdef HAVE_SPNG
 #include <spng.h>
 #endif
@@ -53,6 +59,9 @@ void ferry__img_scratch_free(ferry__img_scratch *s) {
 #ifdef HAVE_TURBOJPEG
   if (s->tj)
     tjDestroy((tjhandle)s->tj);
+#endif
+#if defined(HAVE_TURBOJPEG) && defined(HAVE_LIBJPEG)
+  jd_free(s->jd);
 #endif
   free(s->pix);
   free(s->rows);
@@ -123,10 +132,50 @@ static void from_rgb(unsigned char *px, size_t n) {
 #endif /* HAVE_TURBOJPEG */
 #endif /* HAVE_TURBOJPEG || HAVE_SPNG */
 
+#ifdef HAVE_TURBOJPEG
+/* The scale TurboJPEG decodes at when asked for the plan's num/8: the first
+ * of its factors (largest first) whose size fits, which may be another
+ * with the same size on a tiny image; both paths decode at that one, and
+ * coordinates map by it. */
+static tjscalingfactor jpeg_factor(int w, int h, int num) {
+  tjscalingfactor want = {num, 8}, got = want;
+  int want_w = TJSCALED(w, want), want_h = TJSCALED(h, want);
+  int nsf = 0;
+  tjscalingfactor *sf = tjGetScalingFactors(&nsf);
+  for (int i = 0; sf && i < nsf; i++) {
+    if (TJSCALED(w, sf[i]) <= want_w && TJSCALED(h, sf[i]) <= want_h) {
+      got = sf[i];
+      break;
+    }
+  }
+  return got;
+}
+
+/* The pixel format a JPEG is decoded to: CMYK for 4 components (converted
+ * after), RGB for colour (a colour JPEG asked for one channel is decoded
+ * to RGB and made gray as Pillow's convert("L") makes it: the luma plane
+ * itself differs from that by up to 10 levels where colours clip), gray
+ * for gray asked for gray. */
+static int jpeg_pixel_format(const ferry__img_info *info, int c) {
+  int to_luma = c == 1 && info->channels == 3;
+  return info->cmyk ? TJPF_CMYK : c == 3 || to_luma ? TJPF_RGB : TJPF_GRAY;
+}
+
+/* The decoded rows to the requested channels, in place. */
+static void jpeg_convert(const ferry__img_info *info, int c, unsigned char *px,
+                         size_t n) {
+  if (info->cmyk)
+    from_cmyk(px, n, c, info->adobe);
+  else if (c == 1 && info->channels == 3)
+    from_rgb(px, n);
+}
+#endif /* HAVE_TURBOJPEG */
+
+/* The whole image at the scale tjscalingfactor got (TurboJPEG), into
+ * s->pix: w x h pixels. */
 static int decode_jpeg(const unsigned char *p, size_t n,
                        const ferry__img_info *info, int num, int c,
-                       ferry__img_scratch *s, int64_t *dw, int64_t *dh,
-                       double *fx, double *fy, char *why, size_t wl) {
+                       ferry__img_scratch *s, char *why, size_t wl) {
 #ifdef HAVE_TURBOJPEG
   if (!s->tj) {
     s->tj = tjInitDecompress();
@@ -152,24 +201,9 @@ static int decode_jpeg(const unsigned char *p, size_t n,
              info->width, info->height, w, h);
     return FERRY_EFORMAT;
   }
-  /* The size asked for is the plan's num/8; TurboJPEG takes the first of
-   * its factors (largest first) that fits, which may be another with the
-   * same size on a tiny image: map coordinates by the one it takes. */
-  tjscalingfactor want = {num, 8}, got = want;
-  int want_w = TJSCALED(w, want), want_h = TJSCALED(h, want);
-  int nsf = 0;
-  tjscalingfactor *sf = tjGetScalingFactors(&nsf);
-  for (int i = 0; sf && i < nsf; i++) {
-    if (TJSCALED(w, sf[i]) <= want_w && TJSCALED(h, sf[i]) <= want_h) {
-      got = sf[i];
-      break;
-    }
-  }
-  /* A colour JPEG asked for one channel is decoded to RGB and made gray
-   * as Pillow's convert("L") makes it: the luma plane itself differs from
-   * that by up to 10 levels where colours clip. */
-  int to_luma = c == 1 && info->channels == 3;
-  int pf = info->cmyk ? TJPF_CMYK : c == 3 || to_luma ? TJPF_RGB : TJPF_GRAY;
+  tjscalingfactor got = jpeg_factor(w, h, num);
+  int want_w = TJSCALED(w, got), want_h = TJSCALED(h, got);
+  int pf = jpeg_pixel_format(info, c);
   size_t bytes = (size_t)want_w * (size_t)want_h * (size_t)tjPixelSize[pf];
   if (ferry__img_grow((void **)&s->pix, &s->pix_cap, bytes)) {
     snprintf(why, wl, "JPEG: out of memory for %zu bytes of pixels", bytes);
@@ -180,14 +214,7 @@ static int decode_jpeg(const unsigned char *p, size_t n,
     snprintf(why, wl, "JPEG: %s", tjGetErrorStr2(tj));
     return FERRY_EFORMAT;
   }
-  if (info->cmyk)
-    from_cmyk(s->pix, (size_t)want_w * (size_t)want_h, c, info->adobe);
-  else if (to_luma)
-    from_rgb(s->pix, (size_t)want_w * (size_t)want_h);
-  *dw = want_w;
-  *dh = want_h;
-  *fx = (double)got.num / (double)got.denom;
-  *fy = *fx;
+  jpeg_convert(info, c, s->pix, (size_t)want_w * (size_t)want_h);
   return 0;
 #else
   (void)p;
@@ -196,15 +223,309 @@ static int decode_jpeg(const unsigned char *p, size_t n,
   (void)num;
   (void)c;
   (void)s;
-  (void)dw;
-  (void)dh;
-  (void)fx;
-  (void)fy;
   snprintf(why, wl,
            "JPEG: this build has no TurboJPEG (configure --with-turbojpeg)");
   return FERRY_ENOTSUP;
 #endif
 }
+
+#if defined(HAVE_TURBOJPEG) && defined(HAVE_LIBJPEG)
+/*
+ * The crop path: libjpeg's API on the same library, decoding only the
+ * region the resize reads.  jpeg_skip_scanlines passes over the rows above
+ * it (entropy decoding only, and the iMCU row it starts in),
+ * jpeg_crop_scanline limits the IDCT, upsampling and colour conversion to
+ * the iMCU columns covering it, and the decode stops after its last row
+ * (the entropy data below it is never decoded).  The rows and columns are
+ * the full decode's pixels but at the crop's left and right edges, which
+ * fancy upsampling (and a progressive file's block smoothing) treats as
+ * the image's edges: the region is widened by a margin of iMCU columns
+ * so that those edges lie outside what the resize reads.  Errors and
+ * warnings longjmp back here with libjpeg's message (nothing is printed,
+ * nothing exits), as TurboJPEG's STOPONWARNING and LIMITSCANS do.
+ */
+typedef struct jd_state {
+  struct jpeg_decompress_struct d;
+  struct jpeg_error_mgr err;
+  struct jpeg_progress_mgr prog;
+  jmp_buf jb;
+  int nomem;
+  char msg[JMSG_LENGTH_MAX];
+} jd_state;
+
+static void jd_error_exit(j_common_ptr ci) {
+  jd_state *st = (jd_state *)ci->client_data;
+  (*ci->err->format_message)(ci, st->msg);
+  st->nomem = ci->err->msg_code == JERR_OUT_OF_MEMORY;
+  longjmp(st->jb, 1);
+}
+
+/* Level -1 is a warning (corrupt or truncated data): an error here. */
+static void jd_emit_message(j_common_ptr ci, int level) {
+  if (level < 0)
+    jd_error_exit(ci);
+}
+
+static void jd_output_message(j_common_ptr ci) { (void)ci; }
+
+/* TurboJPEG's TJFLAG_LIMITSCANS: at most 500 scans. */
+static void jd_progress(j_common_ptr ci) {
+  jd_state *st = (jd_state *)ci->client_data;
+  if (st->d.input_scan_number > 500) {
+    snprintf(st->msg, sizeof st->msg,
+             "Progressive JPEG image has more than 500 scans");
+    st->nomem = 0;
+    longjmp(st->jb, 1);
+  }
+}
+
+static void jd_free(void *jd) {
+  jd_state *st = (jd_state *)jd;
+  if (!st)
+    return;
+  jpeg_destroy_decompress(&st->d);
+  free(st);
+}
+
+/*
+ * Whether the stream, walked segment by segment from its start and through
+ * each scan's entropy data, reaches an EOI marker: what stands for
+ * libjpeg's "premature end of data" when the decode stops before the last
+ * row, so that a truncated JPEG is refused whatever the crop.
+ */
+static int jpeg_reaches_eoi(const unsigned char *p, size_t n) {
+  size_t i = 2;
+  int in_scan = 0;
+  while (i + 1 < n) {
+    if (in_scan) {
+      const unsigned char *f =
+          (const unsigned char *)memchr(p + i, 0xFF, n - i);
+      if (!f)
+        return 0;
+      i = (size_t)(f - p);
+      if (i + 1 >= n)
+        return 0;
+      unsigned m = p[i + 1];
+      if (m == 0x00 || (m >= 0xD0 && m <= 0xD7)) {
+        i += 2;
+        continue;
+      }
+      if (m == 0xFF) {
+        i++;
+        continue;
+      }
+      in_scan = 0;
+    }
+    if (p[i] != 0xFF)
+      return 0;
+    unsigned m = p[i + 1];
+    if (m == 0xFF) {
+      i++;
+      continue;
+    }
+    if (m == 0xD9)
+      return 1;
+    if (m == 0xD8 || m == 0x01 || (m >= 0xD0 && m <= 0xD7)) {
+      i += 2;
+      continue;
+    }
+    if (i + 4 > n)
+      return 0;
+    size_t len = (size_t)p[i + 2] << 8 | p[i + 3];
+    if (len < 2)
+      return 0;
+    i += 2 + len;
+    if (m == 0xDA)
+      in_scan = 1;
+  }
+  return 0;
+}
+
+/* Whether the crop path has been shown to give the full decode's pixels
+ * for this kind of JPEG (tests/image/test_image.c, crop_vs_full): Huffman
+ * coded, baseline or progressive, gray, CMYK or the common samplings. */
+static int jpeg_crop_ok(const ferry__img_info *info) {
+  if (info->arithmetic)
+    return 0;
+  static const char *const ok[] = {"4:4:4", "4:2:2", "4:2:0",
+                                   "4:4:0", "4:1:1", "gray"};
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+    if (strcmp(info->subsampling, ok[i]) == 0)
+      return 1;
+  return 0;
+}
+
+/*
+ * Decodes the part of the image at scale got that covers [x0, x1) x
+ * [y0, y1) of the full decode (the resize's reads) into s->pix: *ox, *oy
+ * its origin, *ow x *oh its size.  Every pixel of [x0, x1) x [y0, y1)
+ * equals the full decode's.
+ */
+/* The scratch's decompressor, made at the first crop. */
+static jd_state *jd_get(ferry__img_scratch *s, char *why, size_t wl) {
+  if (s->jd)
+    return (jd_state *)s->jd;
+  jd_state *st = (jd_state *)calloc(1, sizeof *st);
+  if (!st) {
+    snprintf(why, wl, "JPEG: out of memory for a decompressor");
+    return NULL;
+  }
+  st->d.err = jpeg_std_error(&st->err);
+  st->err.error_exit = jd_error_exit;
+  st->err.emit_message = jd_emit_message;
+  st->err.output_message = jd_output_message;
+  st->d.client_data = st;
+  if (setjmp(st->jb)) {
+    snprintf(why, wl, "JPEG: %s", st->msg);
+    free(st);
+    return NULL;
+  }
+  jpeg_create_decompress(&st->d);
+  st->d.client_data = st;
+  st->prog.progress_monitor = jd_progress;
+  s->jd = st;
+  return st;
+}
+
+static int region_body(jd_state *st, const unsigned char *p, size_t n,
+                       const ferry__img_info *info, tjscalingfactor got, int c,
+                       int64_t x0, int64_t x1, int64_t y0, int64_t y1,
+                       ferry__img_scratch *s, int64_t *ox, int64_t *oy,
+                       int64_t *ow, int64_t *oh, char *why, size_t wl) {
+  struct jpeg_decompress_struct *d = &st->d;
+  d->progress = &st->prog;
+  jpeg_mem_src(d, p, (unsigned long)n);
+  if (jpeg_read_header(d, TRUE) != JPEG_HEADER_OK) {
+    jpeg_abort_decompress(d);
+    snprintf(why, wl, "JPEG: no image in the stream");
+    return FERRY_EFORMAT;
+  }
+  if (d->image_width != info->width || d->image_height != info->height) {
+    jpeg_abort_decompress(d);
+    snprintf(why, wl, "JPEG: the frame says %ux%u, the decoder %ux%u",
+             info->width, info->height, (unsigned)d->image_width,
+             (unsigned)d->image_height);
+    return FERRY_EFORMAT;
+  }
+  int pf = jpeg_pixel_format(info, c);
+  d->out_color_space = pf == TJPF_CMYK  ? JCS_CMYK
+                       : pf == TJPF_RGB ? JCS_EXT_RGB
+                                        : JCS_GRAYSCALE;
+  d->scale_num = (unsigned)got.num;
+  d->scale_denom = (unsigned)got.denom;
+  d->dct_method = JDCT_ISLOW;
+  d->do_fancy_upsampling = TRUE;
+  jpeg_start_decompress(d);
+  int64_t fw = d->output_width, fh = d->output_height;
+  if (fw != TJSCALED((int)info->width, got) ||
+      fh != TJSCALED((int)info->height, got) || x0 < 0 || x1 > fw || x0 >= x1 ||
+      y0 < 0 || y1 > fh || y0 >= y1) {
+    jpeg_abort_decompress(d);
+    snprintf(why, wl,
+             "JPEG: a %lldx%lld decode for the region [%lld, %lld) x [%lld, "
+             "%lld)",
+             (long long)fw, (long long)fh, (long long)x0, (long long)x1,
+             (long long)y0, (long long)y1);
+    return FERRY_EINTERNAL;
+  }
+  /* The margin: one iMCU column each side (fancy upsampling reads one
+   * chroma sample past the region), three in a progressive file (its
+   * block smoothing reads DC values up to two blocks away). */
+  int64_t imcu = (int64_t)d->max_h_samp_factor * d->min_DCT_scaled_size;
+  int64_t margin = imcu * (d->progressive_mode ? 3 : 1);
+  int64_t xa = x0 - margin < 0 ? 0 : x0 - margin;
+  int64_t xb = x1 + margin > fw ? fw : x1 + margin;
+  JDIMENSION xoff = (JDIMENSION)xa, cw = (JDIMENSION)(xb - xa);
+  if (cw < (JDIMENSION)fw)
+    jpeg_crop_scanline(d, &xoff, &cw);
+  else
+    xoff = 0;
+  if ((int64_t)d->output_width != (int64_t)cw || (int64_t)xoff > xa ||
+      (int64_t)xoff + (int64_t)cw < xb) {
+    jpeg_abort_decompress(d);
+    snprintf(why, wl, "JPEG: the crop [%lld, %lld) became %u + %u",
+             (long long)xa, (long long)xb, (unsigned)xoff, (unsigned)cw);
+    return FERRY_EINTERNAL;
+  }
+  if (y0 > 0 && jpeg_skip_scanlines(d, (JDIMENSION)y0) != (JDIMENSION)y0) {
+    jpeg_abort_decompress(d);
+    snprintf(why, wl, "JPEG: cannot skip %lld rows", (long long)y0);
+    return FERRY_EFORMAT;
+  }
+  size_t px = (size_t)d->output_components;
+  size_t stride = (size_t)cw * px, rows = (size_t)(y1 - y0);
+  if (ferry__img_grow((void **)&s->pix, &s->pix_cap, stride * rows)) {
+    jpeg_abort_decompress(d);
+    snprintf(why, wl, "JPEG: out of memory for %zu bytes of pixels",
+             stride * rows);
+    return FERRY_ENOMEM;
+  }
+  while ((int64_t)d->output_scanline < y1) {
+    JSAMPROW rp[16];
+    size_t at = (size_t)((int64_t)d->output_scanline - y0);
+    JDIMENSION k = 0;
+    while (k < 16 && at + k < rows) {
+      rp[k] = s->pix + (at + k) * stride;
+      k++;
+    }
+    if (jpeg_read_scanlines(d, rp, k) == 0) {
+      jpeg_abort_decompress(d);
+      snprintf(why, wl, "JPEG: no rows at row %u",
+               (unsigned)d->output_scanline);
+      return FERRY_EFORMAT;
+    }
+  }
+  if ((int64_t)d->output_scanline < fh) {
+    /* Stopped early: the rest of the entropy data is not decoded, but a
+     * truncated stream is refused as the full decode refuses it. */
+    jpeg_abort_decompress(d);
+    if (!jpeg_reaches_eoi(p, n)) {
+      snprintf(why, wl, "JPEG: premature end of data (no EOI marker)");
+      return FERRY_EFORMAT;
+    }
+  } else {
+    jpeg_finish_decompress(d);
+  }
+  jpeg_convert(info, c, s->pix, (size_t)cw * rows);
+  *ox = (int64_t)xoff;
+  *oy = y0;
+  *ow = (int64_t)cw;
+  *oh = (int64_t)rows;
+  return 0;
+}
+/*
+ * Decodes the part of the image at scale got that covers [x0, x1) x
+ * [y0, y1) of the full decode (the resize's reads) into s->pix: *ox, *oy
+ * its origin, *ow x *oh its size.  Every pixel of [x0, x1) x [y0, y1)
+ * equals the full decode's.  libjpeg's errors land at the setjmp here;
+ * the work is in region_body, so nothing here lives across the longjmp
+ * but the scratch.
+ */
+static int decode_jpeg_region(const unsigned char *p, size_t n,
+                              const ferry__img_info *info, tjscalingfactor got,
+                              int c, int64_t x0, int64_t x1, int64_t y0,
+                              int64_t y1, ferry__img_scratch *s, int64_t *ox,
+                              int64_t *oy, int64_t *ow, int64_t *oh, char *why,
+                              size_t wl) {
+#if SIZE_MAX > ULONG_MAX
+  if (n > ULONG_MAX) {
+    snprintf(why, wl, "JPEG: %zu bytes", n);
+    return FERRY_EFORMAT;
+  }
+#endif
+  jd_state *st = jd_get(s, why, wl);
+  if (!st)
+    return FERRY_ENOMEM;
+  if (setjmp(st->jb)) {
+    jd_state *e = (jd_state *)s->jd;
+    jpeg_abort_decompress(&e->d);
+    snprintf(why, wl, "JPEG: %s", e->msg);
+    return e->nomem ? FERRY_ENOMEM : FERRY_EFORMAT;
+  }
+  return region_body(st, p, n, info, got, c, x0, x1, y0, y1, s, ox, oy, ow, oh,
+                     why, wl);
+}
+#endif /* HAVE_TURBOJPEG && HAVE_LIBJPEG */
 
 static int decode_png(const unsigned char *p, size_t n,
                       const ferry__img_info *info, int c, ferry__img_scratch *s,
@@ -270,6 +591,33 @@ cleanup:
 #endif
 }
 
+/* The plan's box in the pixels of a dw x dh decode at scale fx, fy, and
+ * the pixels the filter may read. */
+static void resample_of(const ferry__img_geom *g, double fx, double fy,
+                        int64_t dw, int64_t dh, ferry__img_resample *r) {
+  r->x0 = (double)g->box_x * fx;
+  r->y0 = (double)g->box_y * fy;
+  r->w = (double)g->box_w * fx;
+  r->h = (double)g->box_h * fy;
+  r->lo_x = (int64_t)floor(r->x0);
+  r->lo_y = (int64_t)floor(r->y0);
+  r->hi_x = (int64_t)ceil(r->x0 + r->w);
+  r->hi_y = (int64_t)ceil(r->y0 + r->h);
+  if (r->hi_x > dw)
+    r->hi_x = dw;
+  if (r->hi_y > dh)
+    r->hi_y = dh;
+  if (r->lo_x >= r->hi_x)
+    r->lo_x = r->hi_x - 1;
+  if (r->lo_y >= r->hi_y)
+    r->lo_y = r->hi_y - 1;
+  r->out_w = g->resized_w;
+  r->out_h = g->resized_h;
+  r->off_x = g->off_x;
+  r->off_y = g->off_y;
+  r->flip = g->flip;
+}
+
 int ferry__img_decode(const unsigned char *p, size_t n,
                       const ferry__img_spec *spec, uint64_t seed,
                       ferry__img_scratch *s, void *out, char *why, size_t wl) {
@@ -302,36 +650,45 @@ int ferry__img_decode(const unsigned char *p, size_t n,
   int c = spec->channels;
   int64_t dw = info.width, dh = info.height;
   double fx = 1.0, fy = 1.0;
-  if (info.format == FERRY__IMG_JPEG)
-    rc = decode_jpeg(p, n, &info, g.scale_num, c, s, &dw, &dh, &fx, &fy, why,
-                     wl);
-  else
-    rc = decode_png(p, n, &info, c, s, why, wl);
-  if (rc)
-    return rc;
+#ifdef HAVE_TURBOJPEG
+  tjscalingfactor got = {1, 1};
+  if (info.format == FERRY__IMG_JPEG) {
+    got = jpeg_factor((int)info.width, (int)info.height, g.scale_num);
+    dw = TJSCALED((int)info.width, got);
+    dh = TJSCALED((int)info.height, got);
+    fx = (double)got.num / (double)got.denom;
+    fy = fx;
+  }
+#endif
 
   ferry__img_resample r;
-  r.x0 = (double)g.box_x * fx;
-  r.y0 = (double)g.box_y * fy;
-  r.w = (double)g.box_w * fx;
-  r.h = (double)g.box_h * fy;
-  r.lo_x = (int64_t)floor(r.x0);
-  r.lo_y = (int64_t)floor(r.y0);
-  r.hi_x = (int64_t)ceil(r.x0 + r.w);
-  r.hi_y = (int64_t)ceil(r.y0 + r.h);
-  if (r.hi_x > dw)
-    r.hi_x = dw;
-  if (r.hi_y > dh)
-    r.hi_y = dh;
-  if (r.lo_x >= r.hi_x)
-    r.lo_x = r.hi_x - 1;
-  if (r.lo_y >= r.hi_y)
-    r.lo_y = r.hi_y - 1;
-  r.out_w = g.resized_w;
-  r.out_h = g.resized_h;
-  r.off_x = g.off_x;
-  r.off_y = g.off_y;
-  r.flip = g.flip;
+  resample_of(&g, fx, fy, dw, dh, &r);
+
+  if (info.format == FERRY__IMG_JPEG) {
+#if defined(HAVE_TURBOJPEG) && defined(HAVE_LIBJPEG)
+    if (spec->crop_decode && jpeg_crop_ok(&info) &&
+        (r.lo_x > 0 || r.hi_x < dw || r.lo_y > 0 || r.hi_y < dh)) {
+      /* Only the region: the box moves by the region's origin (whole
+       * pixels, so the filter's coordinates stay exact). */
+      int64_t ox, oy;
+      rc = decode_jpeg_region(p, n, &info, got, c, r.lo_x, r.hi_x, r.lo_y,
+                              r.hi_y, s, &ox, &oy, &dw, &dh, why, wl);
+      if (rc)
+        return rc;
+      r.x0 -= (double)ox;
+      r.lo_x -= ox;
+      r.hi_x -= ox;
+      r.y0 -= (double)oy;
+      r.lo_y -= oy;
+      r.hi_y -= oy;
+    } else
+#endif
+      rc = decode_jpeg(p, n, &info, g.scale_num, c, s, why, wl);
+  } else {
+    rc = decode_png(p, n, &info, c, s, why, wl);
+  }
+  if (rc)
+    return rc;
 
   int64_t ow = spec->width, oh = spec->height;
   size_t plane = (size_t)ow * (size_t)oh, nbytes = plane * (size_t)c;

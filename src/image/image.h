@@ -93,6 +93,10 @@ typedef struct ferry__img_spec {
                             resize needs fewer pixels; 0: decode at full size
                             (then the pixels equal Pillow's + torchvision's) */
   uint64_t max_pixels; /**< refuse larger images (FERRY__IMG_MAX_PIXELS) */
+  int crop_decode;     /**< 1 (default): a JPEG whose output needs only part
+                            of the image decodes only those rows and iMCU
+                            columns (libjpeg API; the same pixels); 0: the
+                            whole image (TurboJPEG) */
 } ferry__img_spec;
 
 /** The geometry of one decode (ferry__img_plan): a pure function of the
@@ -118,6 +122,7 @@ typedef struct ferry__img_geom {
  *  allocates nothing (but libspng's context, made per PNG). */
 typedef struct ferry__img_scratch {
   void *tj;           /**< tjhandle, made at the first JPEG */
+  void *jd;           /**< the libjpeg decompressor of the crop path */
   unsigned char *pix; /**< decoded pixels */
   size_t pix_cap;
   unsigned char *rows; /**< the horizontal pass's rows */
@@ -139,7 +144,7 @@ void ferry__img_scratch_free(ferry__img_scratch *s);
 
 /** The defaults: 224 x 224 x 3 HWC uint8, no resize, no crop, the random
  *  crop's scale (0.08, 1) and ratio (3/4, 4/3), flip on, mean 0, std 1,
- *  DCT scaling on, FERRY__IMG_MAX_PIXELS. */
+ *  DCT scaling on, FERRY__IMG_MAX_PIXELS, the cropped JPEG decode on. */
 void ferry__img_spec_init(ferry__img_spec *spec);
 
 /** Checks a spec: 0 or FERRY_EINVAL with why. */

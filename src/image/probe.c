@@ -248,6 +248,7 @@ void ferry__img_spec_init(ferry__img_spec *spec) {
   }
   spec->dct_scale = 1;
   spec->max_pixels = FERRY__IMG_MAX_PIXELS;
+  spec->crop_decode = 1;
 }
 
 int ferry__img_spec_check(const ferry__img_spec *s, char *why, size_t wl) {

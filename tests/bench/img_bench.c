@@ -79,6 +79,8 @@ int main(int argc, char **argv) {
   }
   if (getenv("FERRY_IMG_NO_DCT"))
     spec.dct_scale = 0;
+  if (getenv("FERRY_IMG_NO_CROP"))
+    spec.crop_decode = 0;
   int rounds = atoi(argv[3]);
   int nfiles = argc - 4;
   void *out = malloc(224 * 224 * 3 * 4);

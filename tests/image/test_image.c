@@ -35,6 +35,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef HAVE_LIBJPEG
+#include <jpeglib.h>
+#endif
 
 static unsigned char *slurp(const char *path, size_t *n) {
   FILE *f = fopen(path, "rb");
@@ -95,6 +98,8 @@ static int parse_spec(char **a, ferry__img_spec *s, uint64_t *seed) {
     return -1;
   *seed = strtoull(a[6], NULL, 10);
   s->dct_scale = atoi(a[7]);
+  if (getenv("FERRY_IMG_NO_CROP"))
+    s->crop_decode = 0;
   return 0;
 }
 
@@ -356,13 +361,22 @@ static void check_determinism(const unsigned char *p, size_t n) {
 /* Every truncation refused, every refusal with a message; bit flips: any
  * outcome but a crash. */
 static void check_damage(const char *name, const unsigned char *p, size_t n,
-                         size_t must_fail_below) {
+                         size_t must_fail_below, int small_crops) {
   ferry__img_spec s;
   ferry__img_spec_init(&s);
   s.resize = FERRY__IMG_RESIZE_SHORTER;
   s.resize_to = 32;
   s.crop = FERRY__IMG_CROP_CENTER;
   s.height = s.width = 24;
+  if (small_crops) {
+    /* Random boxes of 1-10 % of the image, a new one per length (the seed
+     * is the length): a JPEG's cropped decode stops after the box's last
+     * row, and must still refuse a truncation below it. */
+    s.resize = FERRY__IMG_RESIZE_NONE;
+    s.crop = FERRY__IMG_CROP_RANDOM;
+    s.scale_min = 0.01;
+    s.scale_max = 0.1;
+  }
   unsigned char out[24 * 24 * 3];
   ferry__img_scratch sc;
   ferry__img_scratch_init(&sc);
@@ -376,7 +390,8 @@ static void check_damage(const char *name, const unsigned char *p, size_t n,
       break;
     memcpy(cut, p, len);
     why[0] = '\0';
-    rc = ferry__img_decode(cut, len, &s, 1, &sc, out, why, sizeof why);
+    rc = ferry__img_decode(cut, len, &s, small_crops ? (uint64_t)len : 1, &sc,
+                           out, why, sizeof why);
     if (rc == 0) {
       if (accepted++ < 3)
         fprintf(stderr, "  %s cut to %zu of %zu bytes: accepted\n", name, len,
@@ -544,6 +559,176 @@ static void check_reuse(const unsigned char *p, size_t n) {
   free(out);
 }
 
+#ifdef HAVE_LIBJPEG
+/* A photo-like JPEG written with libjpeg's compressor, in the kinds Pillow
+ * 9.4 cannot write: sampling h0 x v0 of the first component (colour) or
+ * gray (comps 1), progressive, a restart interval of restart MCUs,
+ * arithmetic coding.  *out is malloc'd (jpeg_mem_dest). */
+static int write_jpeg(int w, int h, int comps, int h0, int v0, int prog,
+                      unsigned restart, int arith, unsigned char **out,
+                      unsigned long *len) {
+  struct jpeg_compress_struct ci;
+  struct jpeg_error_mgr err;
+  ci.err = jpeg_std_error(&err); /* exits on error: a test program's */
+  jpeg_create_compress(&ci);
+  *out = NULL;
+  *len = 0;
+  jpeg_mem_dest(&ci, out, len);
+  ci.image_width = (JDIMENSION)w;
+  ci.image_height = (JDIMENSION)h;
+  ci.input_components = comps;
+  ci.in_color_space = comps == 1 ? JCS_GRAYSCALE : JCS_RGB;
+  jpeg_set_defaults(&ci);
+  jpeg_set_quality(&ci, 90, TRUE);
+  if (comps == 3) {
+    ci.comp_info[0].h_samp_factor = h0;
+    ci.comp_info[0].v_samp_factor = v0;
+  }
+  if (prog)
+    jpeg_simple_progression(&ci);
+  ci.restart_interval = restart;
+  ci.arith_code = arith ? TRUE : FALSE;
+  jpeg_start_compress(&ci, TRUE);
+  unsigned char *row = malloc((size_t)w * (size_t)comps);
+  if (!row)
+    return -1;
+  uint64_t r = 99;
+  while (ci.next_scanline < ci.image_height) {
+    int y = (int)ci.next_scanline;
+    for (int x = 0; x < w; x++)
+      for (int k = 0; k < comps; k++) {
+        r = ferry__mix64(r + 1);
+        int v = (x * (k + 1) * 255) / w / 2 + (y * (3 - k) * 255) / h / 3 +
+                ((x / 23 + y / 17) % 2) * 40 + (int)(r % 24);
+        row[(size_t)x * (size_t)comps + (size_t)k] = (unsigned char)(v & 255);
+      }
+    JSAMPROW rp = row;
+    jpeg_write_scanlines(&ci, &rp, 1);
+  }
+  jpeg_finish_compress(&ci);
+  jpeg_destroy_compress(&ci);
+  free(row);
+  return 0;
+}
+#endif
+
+/*
+ * The cropped JPEG decode (libjpeg API: rows skipped, iMCU columns cropped,
+ * the decode stopped after the box) gives the very pixels of the full
+ * decode (TurboJPEG): random crops of several size ranges, upscaled and
+ * downscaled, flipped, at DCT scales and not, 1 and 3 channels, on
+ * Pillow's JPEGs (4:2:0, 4:2:2, 4:4:4, progressive, odd sizes, gray, CMYK,
+ * DCT-scaled) and libjpeg's (4:4:0, 4:1:1, restart markers, progressive
+ * 4:2:2 and gray, arithmetic coding, which is decoded whole).
+ */
+static void crop_vs_full_one(const char *name, const unsigned char *p, size_t n,
+                             int decodes) {
+  static const double ranges[3][2] = {{0.08, 1.0}, {0.001, 0.02}, {0.3, 0.6}};
+  static const uint32_t sizes[3] = {224, 31, 64};
+  unsigned char *a = malloc(224 * 224 * 3), *b = malloc(224 * 224 * 3);
+  REQUIRE_V(a && b, "out of memory");
+  ferry__img_scratch sa, sb;
+  ferry__img_scratch_init(&sa);
+  ferry__img_scratch_init(&sb);
+  char why[256];
+  int differ = 0, failed = 0;
+  for (int i = 0; i < decodes; i++) {
+    ferry__img_spec s;
+    ferry__img_spec_init(&s);
+    s.crop = FERRY__IMG_CROP_RANDOM;
+    s.scale_min = ranges[i % 3][0];
+    s.scale_max = ranges[i % 3][1];
+    s.height = sizes[(i / 3) % 3];
+    s.width = sizes[(i / 9) % 3];
+    s.channels = (i / 27) % 2 ? 1 : 3;
+    s.dct_scale = (i / 54) % 2;
+    size_t bytes = (size_t)s.height * s.width * (size_t)s.channels;
+    int ra = ferry__img_decode(p, n, &s, (uint64_t)i, &sa, a, why, sizeof why);
+    if (ra != 0 && failed++ < 3)
+      fprintf(stderr, "  %s seed %d: cropped decode refused: %s\n", name, i,
+              why);
+    s.crop_decode = 0;
+    int rb = ferry__img_decode(p, n, &s, (uint64_t)i, &sb, b, why, sizeof why);
+    if (rb != 0 && failed++ < 3)
+      fprintf(stderr, "  %s seed %d: full decode refused: %s\n", name, i, why);
+    if (ra == 0 && rb == 0 && memcmp(a, b, bytes) != 0) {
+      if (differ++ < 3) {
+        size_t k = 0;
+        while (k < bytes && a[k] == b[k])
+          k++;
+        fprintf(stderr,
+                "  %s seed %d (%ux%u, C=%d, dct %d): byte %zu: cropped %u, "
+                "full %u\n",
+                name, i, s.width, s.height, s.channels, s.dct_scale, k, a[k],
+                b[k]);
+      }
+    }
+  }
+  CHECK(failed == 0 && differ == 0,
+        "%s: %d of %d cropped decodes differ from the full decode, %d "
+        "refused",
+        name, differ, decodes, failed);
+  ferry__img_scratch_free(&sa);
+  ferry__img_scratch_free(&sb);
+  free(a);
+  free(b);
+}
+
+static void check_crop_vs_full(const char *dir) {
+  static const char *const pillow[] = {
+      "rgb420.jpg",   "rgb422.jpg",   "rgb444.jpg", "prog.jpg",
+      "odd.jpg",      "portrait.jpg", "big.jpg",    "tiny420.jpg",
+      "tinyprog.jpg", "gray.jpg",     "cmyk.jpg"};
+  char path[4096];
+  for (size_t i = 0; i < sizeof pillow / sizeof pillow[0]; i++) {
+    snprintf(path, sizeof path, "%s/%s", dir, pillow[i]);
+    size_t n;
+    unsigned char *p = slurp(path, &n);
+    REQUIRE_V(p != NULL, "cannot read %s", path);
+    crop_vs_full_one(pillow[i], p, n, 108);
+    free(p);
+  }
+#ifdef HAVE_LIBJPEG
+  static const struct {
+    const char *name;
+    int w, h, comps, h0, v0, prog;
+    unsigned restart;
+    int arith;
+  } kinds[] = {
+      {"libjpeg 4:4:0", 301, 227, 3, 1, 2, 0, 0, 0},
+      {"libjpeg 4:1:1", 301, 227, 3, 4, 1, 0, 0, 0},
+      {"libjpeg 4:2:0 restart 3", 301, 227, 3, 2, 2, 0, 3, 0},
+      {"libjpeg 4:2:2 restart 1", 250, 190, 3, 2, 1, 0, 1, 0},
+      {"libjpeg 4:2:2 progressive", 301, 227, 3, 2, 1, 1, 0, 0},
+      {"libjpeg 4:4:0 progressive", 301, 227, 3, 1, 2, 1, 0, 0},
+      {"libjpeg 4:4:4 progressive restart 2", 203, 170, 3, 1, 1, 1, 2, 0},
+      {"libjpeg gray progressive", 301, 227, 1, 1, 1, 1, 0, 0},
+      {"libjpeg gray restart 5", 301, 227, 1, 1, 1, 0, 5, 0},
+      {"libjpeg 4:2:0 arithmetic", 301, 227, 3, 2, 2, 0, 0, 1},
+  };
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    unsigned char *p;
+    unsigned long n;
+    REQUIRE_V(write_jpeg(kinds[i].w, kinds[i].h, kinds[i].comps, kinds[i].h0,
+                         kinds[i].v0, kinds[i].prog, kinds[i].restart,
+                         kinds[i].arith, &p, &n) == 0,
+              "writing %s", kinds[i].name);
+    crop_vs_full_one(kinds[i].name, p, n, 108);
+    free(p);
+    /* Truncations refused on the cropped path too (restart markers and
+     * progressive scans included), on a smaller image of the kind. */
+    if (i == 2 || i == 4) {
+      REQUIRE_V(write_jpeg(72, 56, kinds[i].comps, kinds[i].h0, kinds[i].v0,
+                           kinds[i].prog, kinds[i].restart, kinds[i].arith, &p,
+                           &n) == 0,
+                "writing %s", kinds[i].name);
+      check_damage(kinds[i].name, p, n, n, 1);
+      free(p);
+    }
+  }
+#endif
+}
+
 static int cmd_selftest(const char *dir) {
   check_rule(500, 375, 1);
   check_rule(375, 500, 1);
@@ -563,11 +748,14 @@ static int cmd_selftest(const char *dir) {
   check_determinism(img[0], len[0]);
   check_refusals(img[0], len[0]);
   check_reuse(img[0], len[0]);
-  check_damage(names[1], img[1], len[1], len[1]);
-  check_damage(names[2], img[2], len[2], len[2]);
+  check_damage(names[1], img[1], len[1], len[1], 0);
+  check_damage(names[2], img[2], len[2], len[2], 0);
+  check_damage(names[1], img[1], len[1], len[1], 1);
+  check_damage(names[2], img[2], len[2], len[2], 1);
   /* libspng reads IEND without its CRC: a PNG cut inside its last 4 bytes
    * is accepted (every pixel and every CRC before are there). */
-  check_damage(names[3], img[3], len[3], len[3] - 4);
+  check_damage(names[3], img[3], len[3], len[3] - 4, 0);
+  check_crop_vs_full(dir);
   for (int i = 0; i < 4; i++)
     free(img[i]);
   return ft_summary("test_image");
