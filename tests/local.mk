@@ -134,6 +134,9 @@ MPI_TESTS += tests/image/image.sh
 # decode= (src/loader/decode.c): pixels served by the loader, the tool's
 # and Python's.
 MPI_TESTS += tests/image/decode_loader.sh tests/image/decode_python.sh
+# The images of decode= checked before a job: ferry verify --images and
+# ferry info's image headers (src/loader/images.c).
+MPI_TESTS += tests/image/decode_verify.sh
 # The tree's style: formatting, static checks, the paths the docs name.
 MPI_TESTS += \
 	tests/style/format-check.sh \
