@@ -227,6 +227,7 @@ ASAN_TESTS = \
 	tests/ragged/megatron.sh tests/ragged/hdf5_vlen.sh tests/ragged/zarr_vlen.sh \
 	tests/pack/pack.sh tests/anndata/anndata.sh tests/anndata/gen.sh \
 	tests/ragged/parquet.sh tests/image/image.sh tests/wds/wds.sh \
+	tests/image/decode_loader.sh tests/image/decode_verify.sh \
 	tests/fuzz/
 
 # LIST: the tsan tier, run again in ./bootstrap check's TSan tree: the
