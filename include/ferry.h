@@ -944,6 +944,84 @@ FERRY_API int ferry_manifest_save(const ferry_loader *loader, const char *path);
 FERRY_API int ferry_rank(const ferry_loader *loader);
 FERRY_API int ferry_world_size(const ferry_loader *loader);
 
+/* ---- Images of decode= (docs/images.md, "Checking images") ---------- */
+
+/** One image of a decode= variable: where it is, what its headers say,
+ *  and whether it could be read (no pointers: records travel between
+ *  ranks as bytes). */
+typedef struct ferry_image_info {
+  int64_t sample;    /**< global sample index                                */
+  int64_t part;      /**< its part (file or shard): ferry_part_path(part, 0)  */
+  int64_t row;       /**< its row in the part (a WebDataset shard: the n-th
+                          sample of the tar, in member order)                 */
+  int var;           /**< the decoded variable (ferry_var_info_get)          */
+  int64_t bytes;     /**< the encoded image's bytes                          */
+  int status;        /**< 0: good; else the FERRY_E* code the loader would
+                          fail with (FERRY_EFORMAT: corrupt or truncated,
+                          FERRY_ENOTSUP: 12-bit or lossless JPEG, a format
+                          this build cannot decode, FERRY_ESHAPE: a size
+                          crop=none cannot serve)                            */
+  char message[512]; /**< status != 0: "decode: file F, variable V, sample
+                          S (row R of the file, B bytes): the decoder's
+                          message", the loader's message without the rank  */
+  /* the headers (when they could be read; zeros otherwise) */
+  char format[8];      /**< "jpeg", "png", "" when unknown              */
+  int64_t width;       /**< pixels                                       */
+  int64_t height;      /**< pixels                                       */
+  int channels;        /**< components stored: JPEG 1, 3 or 4 (CMYK);
+                            PNG 1 gray, 2 gray+alpha, 3 RGB or palette,
+                            4 RGBA                                       */
+  int bit_depth;       /**< JPEG 8; PNG 1-16                             */
+  int progressive;     /**< a progressive JPEG, or an interlaced PNG     */
+  char subsampling[8]; /**< JPEG "4:4:4", "4:2:2", "4:2:0", "4:4:0",
+                            "4:1:1", "gray", "other"; PNG ""              */
+} ferry_image_info;
+
+/**
+ * Read the headers of the images of `var` (a variable named by the decode
+ * option, index as for ferry_var_info_get) in samples samples[0, n)
+ * (global indices, any order): out[i] describes samples[i].  No pixel is
+ * decoded: each sample's bytes are read and its JPEG or PNG headers
+ * parsed (format, size, channels, sampling), bounded by its bytes.  A
+ * sample whose headers cannot be read is out[i].status != 0 with the
+ * message, not a failure of the call.  LOCAL (the rank reads on its own:
+ * `ferry info` probes a sample of the images on rank 0); not thread-safe
+ * with other calls on the same loader.  Returns 0, FERRY_EINVAL (no
+ * decode option, var not decoded, a sample out of range, NULL), FERRY_EIO
+ * (a read failed), FERRY_ENOMEM; the message in ferry_last_error.
+ */
+FERRY_API int ferry_image_probe(ferry_loader *loader, int var,
+                                const int64_t *samples, int64_t n,
+                                ferry_image_info *out);
+
+/** What ferry_image_verify found, the same on every rank. */
+typedef struct ferry_image_report {
+  int64_t checked; /**< images decoded: samples x decoded variables   */
+  int64_t bad;     /**< of them, images the loader would fail on      */
+  int nfaults;     /**< records written to faults: min(bad, max_faults) */
+} ferry_image_report;
+
+/**
+ * Decode every image of every decode= variable of the dataset, as the
+ * loader would serve it (its decode options; a random crop as epoch 0
+ * draws it; the `threads` lanes of the decode pool), and report every
+ * one that fails instead of stopping at the first.  Each rank decodes a
+ * contiguous share of the samples (sample order); the counts are summed
+ * and the first max_faults bad images in (sample, variable) order are
+ * given to every rank in faults[0, report->nfaults), so the report does
+ * not depend on the rank count.  Run it before a job (`ferry verify
+ * --images`); it costs one decode per image, spread over the ranks.
+ * COLLECTIVE over the loader's communicator; call it outside an epoch's
+ * batches (before ferry_set_epoch or after FERRY_END).  faults may be
+ * NULL when max_faults is 0.  Returns 0 (bad images are in the report,
+ * not an error) on every rank, or the same error on every rank:
+ * FERRY_EINVAL (no decode option, NULL), FERRY_EIO (a read failed),
+ * FERRY_ENOMEM, FERRY_EMPI; the message in ferry_last_error.
+ */
+FERRY_API int ferry_image_verify(ferry_loader *loader, int max_faults,
+                                 ferry_image_report *report,
+                                 ferry_image_info *faults);
+
 #ifdef __cplusplus
 }
 #endif

@@ -138,6 +138,9 @@ MPI_TESTS += tests/image/image.sh
 # decode= (src/loader/decode.c): pixels served by the loader, the tool's
 # and Python's.
 MPI_TESTS += tests/image/decode_loader.sh tests/image/decode_python.sh
+# The images of decode= checked before a job: ferry verify --images and
+# ferry info's image headers (src/loader/images.c).
+MPI_TESTS += tests/image/decode_verify.sh
 # The tree's style: formatting, static checks, the paths the docs name.
 MPI_TESTS += \
 	tests/style/format-check.sh \
@@ -228,6 +231,7 @@ ASAN_TESTS = \
 	tests/ragged/megatron.sh tests/ragged/hdf5_vlen.sh tests/ragged/zarr_vlen.sh \
 	tests/pack/pack.sh tests/anndata/anndata.sh tests/anndata/gen.sh \
 	tests/ragged/parquet.sh tests/image/image.sh tests/wds/wds.sh \
+	tests/image/decode_loader.sh tests/image/decode_verify.sh \
 	tests/fuzz/
 
 # LIST: the tsan tier, run again in ./bootstrap check's TSan tree: the
@@ -241,11 +245,15 @@ ASAN_TESTS = \
 # runs its threaded part, test_ragged on 7 ranks, and a dump with 4
 # threads.  pack.sh: the workers make packed rows' boundary outputs
 # concurrently from one epoch stream (src/loader/pack.c).
+# decode_loader.sh, decode_verify.sh: images decoded on the decode pool's
+# lanes (src/loader/decode.c, images.c): 38 s and 24 s wall in a TSan tree,
+# no report (2026-11-29).
 TSAN_TESTS = \
 	tests/loader/tsan.sh tests/loader/loader.sh tests/loader/state.sh \
 	tests/npy/npy_fixtures.sh tests/dataset/decode_pool.sh \
 	tests/parquet/parquet_pool.sh tests/sampling/sampling.sh \
-	tests/ragged/threads.sh tests/pack/pack.sh
+	tests/ragged/threads.sh tests/pack/pack.sh \
+	tests/image/decode_loader.sh tests/image/decode_verify.sh
 
 # LIST: the fuzz tier, run in ./bootstrap check's libFuzzer tree.
 FUZZ_TESTS = tests/fuzz/

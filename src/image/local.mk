@@ -17,3 +17,5 @@ EXTRA_PROGRAMS += tests/bench/img_bench
 TEST_DATA_FILES += tests/image/image_check.py
 # decode= in the loader (tests/image/decode_loader.sh, decode_python.sh)
 TEST_DATA_FILES += tests/image/make_decode_wds.py tests/image/decode_check.py
+# ferry verify --images, ferry info with decode= (tests/image/decode_verify.sh)
+TEST_DATA_FILES += tests/image/make_verify_wds.py

@@ -590,3 +590,14 @@ const ferry__backend ferry__decode_backend = {
     .io_close = decode_io_close,
     .io_wait = decode_io_wait,
 };
+
+/* ---- For ferry_image_probe and ferry_image_verify (loader/images.c) ---- */
+
+int ferry__decode_src(const ferry__manifest *m, int var) {
+  if (!ferry__decode_is(m) || var < 0)
+    return -1;
+  const dview *d = m->aux;
+  if (!d || var >= d->n || !d->decoded[var])
+    return -1;
+  return d->src[var];
+}

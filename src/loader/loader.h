@@ -395,6 +395,9 @@ extern const ferry__backend ferry__sparse_backend;
 int ferry__decode_wrap(ferry_loader *L, ferry__err *err);
 /** 1 when m is such a view (L->be is then ferry__decode_backend). */
 int ferry__decode_is(const ferry__manifest *m);
+/** The inner variable whose bytes view variable var of a decode view
+ *  decodes; -1 when m is no such view or var is not decoded (images.c). */
+int ferry__decode_src(const ferry__manifest *m, int var);
 extern const ferry__backend ferry__decode_backend;
 /** The describe of the views' backends (pack, sparse): none is a part. */
 int ferry__view_describe(const char *path, const ferry_options *opts,

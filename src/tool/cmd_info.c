@@ -6,13 +6,14 @@
  * user can see what a job will read before running it.  --save-manifest
  * writes the manifest (rank 0) for the `manifest` option of later runs.
  */
+#include "info_images.h"
 #include "tool.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_JSON = 1, OPT_SAVE_MANIFEST, OPT_RANKS };
+enum { OPT_JSON = 1, OPT_SAVE_MANIFEST, OPT_RANKS, OPT_PROBE };
 enum { RANK_LINE = 512 };
 
 static int run_info(tool_ctx *ctx);
@@ -26,13 +27,18 @@ static const tool_opt info_opts[] = {
      "Also print one line per rank: its host, its index on the node, and "
      "where its batches go (the GPU it drives and how it was chosen, or why "
      "they stay in host memory)."},
+    {"probe", 1, OPT_PROBE, "K",
+     "With decode=: read the headers of K images of each decoded variable "
+     "(drawn from the seed; all when there are fewer) and show their "
+     "formats, sizes, channels and subsampling (info_images.c); 0: none.  "
+     "Default: " INFO_PROBE_DEFAULT "."},
     {NULL, 0, 0, NULL, NULL},
 };
 
 const tool_cmd tool_cmd_info = {
     .name = "info",
-    .args =
-        "DATASET [--json] [--save-manifest FILE] [--ranks] [loader options]",
+    .args = "DATASET [--json] [--save-manifest FILE] [--ranks] [--probe K] "
+            "[loader options]",
     .summary = "describe a dataset: variables, samples, chunks, memory budget",
     .description =
         "Open DATASET (a directory of .npy files, a .npy file, a glob such as "
@@ -41,7 +47,8 @@ const tool_cmd tool_cmd_info = {
         "order, shape, row bytes, total bytes), number of samples, chunks "
         "and chunk size, the chunk_samples in effect and the rule that chose "
         "it, the memory budget of a loader with these options, "
-        "and the options in effect.",
+        "and the options in effect.  With decode=, the headers of a sample "
+        "of the images: formats, width and height, channels, subsampling.",
     .loader_options = 1,
     .opts = info_opts,
     .run = run_info,
@@ -286,7 +293,8 @@ static void print_vars(const tool_ctx *ctx, const ferry_loader *L,
 }
 
 static void print_text(const tool_ctx *ctx, const ferry_loader *L,
-                       int64_t max_chunk, const ferry_memory_budget *mb) {
+                       int64_t max_chunk, const ferry_memory_budget *mb,
+                       const info_images *im) {
   char b1[32], b2[32];
   int nvars = ferry_num_vars(L);
   int64_t n = ferry_num_samples(L), nparts = ferry_num_parts(L);
@@ -377,6 +385,7 @@ static void print_text(const tool_ctx *ctx, const ferry_loader *L,
   if (ferry_io_choice(L))
     printf("io             %s\n", ferry_io_choice(L));
   print_sampling(L);
+  info_images_text(im);
   printf("options       ");
   const ferry_option_info *o;
   for (int i = 0; (o = ferry_option_info_get(i)) != NULL; i++) {
@@ -410,7 +419,8 @@ static void print_json_mix(const ferry_loader *L) {
 }
 
 static void print_json(const tool_ctx *ctx, const ferry_loader *L,
-                       int64_t max_chunk, const ferry_memory_budget *mb) {
+                       int64_t max_chunk, const ferry_memory_budget *mb,
+                       const info_images *im) {
   int nvars = ferry_num_vars(L);
   int64_t n = ferry_num_samples(L), nparts = ferry_num_parts(L);
   size_t row_total = 0;
@@ -480,6 +490,7 @@ static void print_json(const tool_ctx *ctx, const ferry_loader *L,
     tool_json_string(stdout, ferry_io_choice(L));
   else
     printf("null");
+  info_images_json(im);
   printf(", \"options\": {");
   const ferry_option_info *o;
   for (int i = 0; (o = ferry_option_info_get(i)) != NULL; i++) {
@@ -517,6 +528,7 @@ static void rank_line(const tool_ctx *ctx, const ferry_loader *L, char *out) {
 
 static int run_info(tool_ctx *ctx) {
   int json = 0, ranks = 0;
+  int64_t probe = atoi(INFO_PROBE_DEFAULT);
   const char *manifest = NULL;
   for (int i = 0; i < ctx->nargs; i++) {
     if (ctx->args[i].id == OPT_JSON)
@@ -525,6 +537,12 @@ static int run_info(tool_ctx *ctx) {
       manifest = ctx->args[i].value;
     else if (ctx->args[i].id == OPT_RANKS)
       ranks = 1;
+    else if (ctx->args[i].id == OPT_PROBE &&
+             tool_parse_i64(ctx->args[i].value, 0, INT64_C(1) << 24, &probe))
+      return tool_usage_error(ctx,
+                              "bad value '%s' for --probe: expected an "
+                              "integer in [0, 16777216]",
+                              ctx->args[i].value);
   }
   ferry_loader *L = NULL;
   int st = tool_open(ctx, &L);
@@ -539,19 +557,31 @@ static int run_info(tool_ctx *ctx) {
       goto cleanup;
     }
   }
+  /* the image headers (rank 0 reads them; every rank learns the result) */
+  info_images *im = calloc(1, sizeof *im);
+  if (!im)
+    tool_oom(ctx, sizeof *im, "the image summary");
+  int prc = ctx->rank == 0 ? info_images_probe(ctx, L, probe, im) : 0;
+  MPI_Bcast(&prc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (prc != 0) {
+    free(im);
+    st = tool_lib_error(ctx, L, prc);
+    goto cleanup;
+  }
   if (ctx->rank == 0) {
     int64_t max_chunk = largest_chunk(L);
     ferry_memory_budget mb;
     memset(&mb, 0, sizeof mb);
     ferry_memory_budget_get(L, &mb);
     if (json)
-      print_json(ctx, L, max_chunk, &mb);
+      print_json(ctx, L, max_chunk, &mb, im);
     else
-      print_text(ctx, L, max_chunk, &mb);
+      print_text(ctx, L, max_chunk, &mb, im);
     if (manifest != NULL && !json)
       printf("manifest       saved to %s\n", manifest);
     fflush(stdout);
   }
+  free(im);
   if (ranks) { /* collective: every rank sends its line to rank 0 */
     char mine[RANK_LINE] = "";
     char *all = ctx->rank == 0 ? calloc((size_t)ctx->size, RANK_LINE) : NULL;

@@ -48,7 +48,15 @@ const char *const verify_check_names[CK_COUNT] = {
     "mixing",  "sampling",     "tokens",  "sparse"};
 const char *const verify_res_names[4] = {"SKIP", "PASS", "WARN", "FAIL"};
 
-enum { OPT_EPOCHS = 1, OPT_JSON, OPT_STATE, OPT_COMPUTE_MS, OPT_MAX_MEMORY };
+enum {
+  OPT_EPOCHS = 1,
+  OPT_JSON,
+  OPT_STATE,
+  OPT_COMPUTE_MS,
+  OPT_MAX_MEMORY,
+  OPT_IMAGES,
+  OPT_MAX_ERRORS
+};
 
 static int run_verify(tool_ctx *ctx);
 
@@ -72,13 +80,21 @@ static const tool_opt verify_opts[] = {
     {"compute-ms", 1, OPT_COMPUTE_MS, "X",
      "Sleep X milliseconds per batch, standing for a training step (to "
      "test checkpoints mid-epoch).  Default: 0."},
+    {"images", 0, OPT_IMAGES, NULL,
+     "Instead of the epochs: decode every image of the decode= variables "
+     "as the loader would (its decode options and threads; the ranks share "
+     "the samples) and name each one that fails; exits 3 when one does "
+     "(verify_images.c, docs/images.md)."},
+    {"max-errors", 1, OPT_MAX_ERRORS, "N",
+     "With --images: name the first N bad images in sample order (all are "
+     "counted).  Default: " VERIFY_MAX_ERRORS_DEFAULT "."},
     {NULL, 0, 0, NULL, NULL},
 };
 
 const tool_cmd tool_cmd_verify = {
     .name = "verify",
     .args = "DATASET [--epochs K] [--json] [--state FILE] [--compute-ms X] "
-            "[loader options]",
+            "[--images [--max-errors N]] [loader options]",
     .summary = "check batch counts, exactly-once, content, determinism",
     .description =
         "Run epochs 0..K-1, each twice, and check: equal batch counts on "
@@ -94,7 +110,10 @@ const tool_cmd tool_cmd_verify = {
         "when one failed, 1 on a library error, 75 when it saved a "
         "checkpoint to --state FILE on the checkpoint signal (run it again, "
         "with any number of ranks, to finish).  The batches are read on the "
-        "host (device=auto means cpu here).",
+        "host (device=auto means cpu here).  With --images (and decode=), "
+        "check the dataset's images instead: every one decoded, each bad one "
+        "named with its file, variable, sample, row and the decoder's "
+        "message.",
     .loader_options = 1,
     .opts = verify_opts,
     .run = run_verify,
@@ -625,12 +644,15 @@ typedef struct verify_cfg {
   const char *state; /* --state FILE, or NULL */
   double compute_ms;
   uint64_t max_memory; /* --max-memory: the arrays' bound */
+  int images;          /* --images: verify_images.c instead of the epochs */
+  int64_t max_errors;  /* --max-errors N */
 } verify_cfg;
 
 /* Returns 0, or TOOL_EXIT_USAGE after a message. */
 static int verify_args(const tool_ctx *ctx, verify_cfg *cfg) {
   memset(cfg, 0, sizeof *cfg);
   cfg->epochs = 2;
+  cfg->max_errors = atoi(VERIFY_MAX_ERRORS_DEFAULT);
   (void)tool_parse_size(TOOL_MAX_MEMORY_DEFAULT, &cfg->max_memory);
   for (int i = 0; i < ctx->nargs; i++) {
     if (ctx->args[i].id == OPT_STATE)
@@ -643,6 +665,15 @@ static int verify_args(const tool_ctx *ctx, verify_cfg *cfg) {
                               ctx->args[i].value);
     else if (ctx->args[i].id == OPT_JSON)
       cfg->json = 1;
+    else if (ctx->args[i].id == OPT_IMAGES)
+      cfg->images = 1;
+    else if (ctx->args[i].id == OPT_MAX_ERRORS &&
+             tool_parse_i64(ctx->args[i].value, 0, 1 << 20, &cfg->max_errors) !=
+                 0)
+      return tool_usage_error(ctx,
+                              "bad value '%s' for --max-errors: expected an "
+                              "integer in [0, 1048576]",
+                              ctx->args[i].value);
     else if (ctx->args[i].id == OPT_MAX_MEMORY &&
              tool_max_memory_arg(ctx, ctx->args[i].value, &cfg->max_memory))
       return TOOL_EXIT_USAGE;
@@ -1042,6 +1073,8 @@ static int run_verify(tool_ctx *ctx) {
     return st;
   if ((st = tool_host_batches(ctx)) != TOOL_CONTINUE)
     return st;
+  if (cfg.images)
+    return verify_images(ctx, cfg.json, (int)cfg.max_errors);
   ferry_loader *L = NULL;
   /* a packing loader: every output, document_ids too (verify_pack.c) */
   char pk[64], vars[64];

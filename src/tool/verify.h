@@ -154,4 +154,11 @@ void verify_anndata_batch(const setup *su, const ferry_batch *b, int64_t epoch,
 #define VERIFY_PACK_VARS                                                       \
   "tokens,segment_ids,positions,loss_mask,cu_seqlens,document_ids"
 
+/* --images (verify_images.c): every image of the decode= variables
+ * decoded (ferry_image_verify), the first max_errors bad ones named.
+ * Opens and closes its own loader.  COLLECTIVE.  Returns an exit status:
+ * 0, TOOL_EXIT_VERIFY when an image is bad, or an error. */
+#define VERIFY_MAX_ERRORS_DEFAULT "20"
+int verify_images(tool_ctx *ctx, int json, int max_errors);
+
 #endif /* FERRY_TOOL_VERIFY_H */

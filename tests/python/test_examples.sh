@@ -3,11 +3,14 @@
 # over data they make themselves; each prints one summary line.
 . "$top_srcdir/tests/python/common.sh"
 status=0
-run() {
-  $RUN_MPI 2 "$PY" "$top_srcdir/examples/$1" "$tmp/$2" >"$tmp/out" 2>&1
+run() { # run SCRIPT DATA [ARGS...]
+  r_script=$1 r_data=$2
+  shift 2
+  $RUN_MPI 2 "$PY" "$top_srcdir/examples/$r_script" "$tmp/$r_data" "$@" \
+    >"$tmp/out" 2>&1
   rc=$?
   cat "$tmp/out"
-  if test $rc -ne 0; then echo "FAIL: examples/$1 (status $rc)"; status=1; fi
+  if test $rc -ne 0; then echo "FAIL: examples/$r_script (status $rc)"; status=1; fi
 }
 run ddp_distributed_sampler.py npy
 run scdataset_block_shuffle.py npy
@@ -30,6 +33,25 @@ if test $rc -eq 0 && test "$twice" -eq 0 && test -n "$rows" &&
 else
   echo "FAIL: lm_packed.py resumed on 3 ranks: status $rc, $total rows of ${rows:-?}, $twice twice"
   status=1
+fi
+# WebDataset shards decoded by ferry (decode=jpg, crop=random) where this
+# build decodes JPEGs and Pillow writes them: trained on 2 ranks with
+# float32 chw batches normalised by ferry, then with uint8 hwc batches
+# normalised by torch; the same losses (the same pixels, the same values)
+if grep -q '^#define HAVE_TURBOJPEG 1' "$top_builddir/config.h" &&
+   "$PY" -c "import PIL" >/dev/null 2>&1; then
+  run webdataset_decode.py wds
+  chw=`sed -n 's/.*(float32 chw), \(loss .*\)/\1/p' "$tmp/out"`
+  run webdataset_decode.py wds --hwc
+  hwc=`sed -n 's/.*normalised on [a-z]*), \(loss .*\)/\1/p' "$tmp/out"`
+  if test -n "$chw" && test "$chw" = "$hwc"; then
+    echo "ok: webdataset_decode.py: layout=chw and hwc + normalise() give the same $chw"
+  else
+    echo "FAIL: webdataset_decode.py: chw '$chw', hwc '$hwc'"
+    status=1
+  fi
+else
+  echo "note: examples/webdataset_decode.py not run: no TurboJPEG in this build or no Pillow for $PY"
 fi
 # the AnnData examples (docs/singlecell.md) where anndata is installed: a
 # cell-type classifier; the block shuffle over an .h5ad, its rows checked
