@@ -92,6 +92,7 @@ MPI_TESTS += \
 # sidecars and refusals, and the Python loader's bytes and resume.
 MPI_TESTS += \
 	tests/wds/wds.sh \
+	tests/wds/real.sh \
 	tests/wds/wds_python.sh
 # tests/mds/: MosaicML Streaming MDS datasets (docs/images.md): every
 # encoding's values on 1-4 ranks, raw and zstd shards, the refusals.

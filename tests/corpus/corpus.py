@@ -29,7 +29,8 @@ chunk reader (the case "ENTRY|zarr_reader=native").  For every case:
    netCDF classic, zarr-python 2 for Zarr v2, a small reader of this file
    (numcodecs) for the simplest Zarr v3 arrays, the npm hyparquet package
    for Parquet (parquet_read.mjs; a NaN's bits are not compared:
-   JavaScript keeps neither its sign nor its payload) -- and the 1-rank
+   JavaScript keeps neither its sign nor its payload), Python's tarfile
+   grouped by WebDataset's rules for tar shards -- and the 1-rank
    and 2-rank runs must agree with each other whatever the reference.
 3. The outcome is compared with expect.txt: "ENTRY<TAB>served<TAB>BACKEND" or
    "ENTRY<TAB>refused[<TAB>REASON SUBSTRING]".  A served entry now refused,
@@ -138,7 +139,8 @@ def read_expect():
 
 def kind_of(path):
     """'npy', 'npz', 'hdf5', 'netcdf3', 'zarr2', 'zarr3', 'parquet' (when
-    node and hyparquet are there to read it) or None."""
+    node and hyparquet are there to read it), 'wds' (a tar archive) or
+    None."""
     if os.path.isdir(path):
         if any(os.path.exists(os.path.join(path, m))
                for m in (".zarray", ".zgroup")):
@@ -156,6 +158,9 @@ def kind_of(path):
             return "netcdf3"
         if head[:4] == b"PAR1" and PARQUET_NM:
             return "parquet"
+        f.seek(257)
+        if f.read(5) == b"ustar":
+            return "wds"
         # The HDF5 signature is at 0, 512, 1024, 2048, ...
         off = 0
         size = os.path.getsize(path)
@@ -177,7 +182,9 @@ class Reference:
         self.who = {"npy": "numpy", "npz": "numpy", "hdf5": "h5py",
                     "netcdf3": "netCDF4", "zarr2": "zarr-python",
                     "zarr3": "corpus.py's Zarr v3 reader",
-                    "parquet": "hyparquet (npm)"}.get(self.kind)
+                    "parquet": "hyparquet (npm)",
+                    "wds": "tarfile (WebDataset's grouping)"
+                    }.get(self.kind)
         self.error = None if self.who else "no reference reader for it"
         self.names, self.cache = [], None
 
@@ -231,7 +238,41 @@ class Reference:
             return z[name][...]
         if k == "zarr3":
             return read_zarr3(self.path, name, nvars)
+        if k == "wds":
+            return read_wds(self.path, name)
         raise ValueError(self.error)
+
+
+WDS_INTS = ("cls", "cls2", "index", "id")
+
+
+def read_wds(path, name):
+    """Variable name of a WebDataset shard as WebDataset groups it: the
+    consecutive regular members sharing a key (the name up to the first
+    dot of the base name) are a sample, the rest of the name (lower-case)
+    the extension; __*__ members skipped.  int64 for the integer
+    extensions, else an object array of each member's bytes."""
+    import tarfile
+    samples, last = [], None
+    with tarfile.open(path) as tf:
+        for ti in tf:
+            base = os.path.basename(ti.name)
+            if not ti.isreg() or (base.startswith("__") and
+                                  base.endswith("__")):
+                continue
+            d = ti.name.rfind("/") + 1
+            dot = ti.name.find(".", d)
+            key, ext = ti.name[:dot], ti.name[dot + 1:].lower()
+            if key != last:
+                samples.append({})
+                last = key
+            samples[-1][ext] = tf.extractfile(ti).read()
+    if name in WDS_INTS:
+        return np.array([int(x[name]) for x in samples], dtype=np.int64)
+    a = np.empty(len(samples), dtype=object)
+    for i, x in enumerate(samples):
+        a[i] = x[name]
+    return a
 
 
 def read_parquet(path, names):
