@@ -928,6 +928,12 @@ typedef struct ferry_stats {
                                 other ranks in the exchanges              */
   double exchange_seconds; /**< shuffle=global: time the I/O thread spent
                                 exchanging (start to finish)            */
+  int64_t images_decoded;  /**< decode=: images decoded (every epoch, every
+                                decode= variable)                     */
+  double decode_cpu_seconds; /**< decode=: CPU time of the threads while they
+                                  decoded those images (their thread CPU
+                                  clocks, summed): over the process's CPU
+                                  time, decode's share of it            */
 } ferry_stats;
 
 /** Read the counters.  Returns 0 or FERRY_EINVAL.  LOCAL. */

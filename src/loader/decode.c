@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* The generator's stream of the per-sample decode keys: "dec". */
 #define DECODE_STREAM 0x646563ull
@@ -48,6 +49,9 @@ typedef struct dview {
   int *decoded; /* [n] 1: pixels from src's bytes */
   ferry__img_spec spec;
   uint64_t seed;
+  /* ferry_stats' images_decoded and decode_cpu_seconds: added by the
+   * decode jobs of every epoch (any lane), read by ferry_stats_get */
+  _Atomic int64_t images, cpu_ns;
 } dview;
 
 static void dview_free(void *p) {
@@ -477,8 +481,15 @@ static int decode_one(void *arg, ferry__err *err) {
                                   (uint64_t)io->epoch, (uint64_t)g);
   char why[256] = "";
   int s = scratch_take(io);
+  struct timespec t0, t1;
+  int timed = clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0) == 0;
   int rc = ferry__img_decode(j->p, j->n, &io->dv->spec, seed, &io->scr[s],
                              j->out, why, sizeof why);
+  dview *counts = (dview *)io->dv; /* its counters only: atomics */
+  if (timed && clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1) == 0)
+    counts->cpu_ns += (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 +
+                      (t1.tv_nsec - t0.tv_nsec);
+  counts->images += 1;
   scratch_give(io, s);
   if (rc)
     return ferry__seterr_on(err, io->rank, rc,
@@ -600,4 +611,11 @@ int ferry__decode_src(const ferry__manifest *m, int var) {
   if (!d || var >= d->n || !d->decoded[var])
     return -1;
   return d->src[var];
+}
+
+void ferry__decode_counts(const ferry__manifest *m, int64_t *images,
+                          double *cpu_seconds) {
+  dview *d = ferry__decode_is(m) ? m->aux : NULL;
+  *images = d ? d->images : 0;
+  *cpu_seconds = d ? (double)d->cpu_ns * 1e-9 : 0;
 }

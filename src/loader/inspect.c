@@ -283,6 +283,7 @@ int ferry_stats_get(const ferry_loader *L, ferry_stats *out) {
   pthread_mutex_lock((pthread_mutex_t *)&L->stats_mu);
   *out = L->stats;
   pthread_mutex_unlock((pthread_mutex_t *)&L->stats_mu);
+  ferry__decode_counts(&L->m, &out->images_decoded, &out->decode_cpu_seconds);
   return 0;
 }
 

@@ -398,6 +398,10 @@ int ferry__decode_is(const ferry__manifest *m);
 /** The inner variable whose bytes view variable var of a decode view
  *  decodes; -1 when m is no such view or var is not decoded (images.c). */
 int ferry__decode_src(const ferry__manifest *m, int var);
+/** ferry_stats' decode counters of m (0 when m is no decode= view).  Any
+ *  thread. */
+void ferry__decode_counts(const ferry__manifest *m, int64_t *images,
+                          double *cpu_seconds);
 extern const ferry__backend ferry__decode_backend;
 /** The describe of the views' backends (pack, sparse): none is a part. */
 int ferry__view_describe(const char *path, const ferry_options *opts,

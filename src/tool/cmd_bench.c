@@ -128,6 +128,8 @@ enum {
   M_ROWS,         /* its rows (tokens) served                         */
   M_CELLS,        /* batch size x width (pad: the padded width, else  */
                   /* the batch's longest): rows padded to it          */
+  M_DEC_S,        /* decode=: CPU seconds of the decodes (ferry_stats) */
+  M_CPU_S,        /* the process's CPU seconds over the run (rusage)  */
   M_COUNT
 };
 
@@ -166,6 +168,16 @@ static double rss_now_bytes(void) {
  * without the loader, so that the peak's growth over it can be compared
  * with the loader's memory budget. */
 static double bench_base_rss;
+/* The process's CPU time (user + system) when the run began. */
+static double bench_cpu0;
+
+static double cpu_now(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) != 0)
+    return 0;
+  return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec +
+         (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
+}
 
 static double peak_rss_bytes(void) {
   struct rusage ru;
@@ -680,6 +692,8 @@ static void bench_measure(const ferry_loader *L, const ferry_stats *s0,
   m[M_H2D_S] = s1.h2d_seconds - s0->h2d_seconds;
   m[M_XBYTES] = (double)(s1.exchange_bytes - s0->exchange_bytes);
   m[M_XSEC] = s1.exchange_seconds - s0->exchange_seconds;
+  m[M_DEC_S] = s1.decode_cpu_seconds - s0->decode_cpu_seconds;
+  m[M_CPU_S] = cpu_now() - bench_cpu0;
   if (g->nshards > 0)
     m[M_SHARDS] = g->nshards;
 }
@@ -728,9 +742,10 @@ typedef struct bench_sum {
                             * slowest rank's exchange time               */
   int ragged;              /* a ragged variable: rows (tokens) counted  */
   double rows, cells, rps, pad_frac;
-  int pack;        /* pack=concat: the rows' tokens counted            */
-  double pack_tps; /* tokens per second: inputs of the rows, padding
-                    * aside (samples/s x seq_len x efficiency)          */
+  double dec_s, cpu_s; /* decode=: decode CPU and process CPU, all ranks */
+  int pack;            /* pack=concat: the rows' tokens counted            */
+  double pack_tps;     /* tokens per second: inputs of the rows, padding
+                        * aside (samples/s x seq_len x efficiency)          */
   ferry_pack_info pi;
   int ndecode;      /* decode=: the image variables decoded          */
   char decode[256]; /* their names                                   */
@@ -764,6 +779,8 @@ static void bench_aggregate(const tool_ctx *ctx, const bench_cfg *cfg,
     s->bmax = x[M_BATCHES] > s->bmax ? x[M_BATCHES] : s->bmax;
     s->xbytes += x[M_XBYTES];
     s->xsec_max = x[M_XSEC] > s->xsec_max ? x[M_XSEC] : s->xsec_max;
+    s->dec_s += x[M_DEC_S];
+    s->cpu_s += x[M_CPU_S];
     s->ragged |= x[M_RAGGED] != 0;
     s->rows += x[M_ROWS];
     s->cells += x[M_CELLS];
@@ -854,8 +871,12 @@ static void bench_print_json(const tool_ctx *ctx, const bench_cfg *cfg,
     json_num("rows_per_s", s->rps);
     json_num("padding_fraction", s->pad_frac);
   }
-  if (s->ndecode)
+  if (s->ndecode) {
     json_num("images_per_s", s->ips);
+    json_num("decode_cpu_fraction", s->cpu_s > 0 ? s->dec_s / s->cpu_s : 0);
+    json_num("decode_cpu_ms_per_image",
+             s->samples > 0 ? 1e3 * s->dec_s / (s->samples * s->ndecode) : 0);
+  }
   if (s->pack) {
     json_num("tokens_per_s", s->pack_tps);
     json_num("pack_efficiency", s->pi.efficiency);
@@ -947,9 +968,12 @@ static void bench_print_text(const tool_ctx *ctx, const bench_cfg *cfg,
            s->pi.tokens, s->pi.split, s->pi.dropped);
   if (s->ndecode)
     printf("decode: %.1f images/s (decode=%s: %d image%s a sample, decoded "
-           "on %d %s)\n",
+           "on %d %s); decoding took %.0f%% of the CPU time of the "
+           "ranks' processes (%.2f ms of CPU an image)\n",
            s->ips, s->decode, s->ndecode, s->ndecode > 1 ? "s" : "", ctx->size,
-           ctx->size == 1 ? "rank's decode pool" : "ranks' decode pools");
+           ctx->size == 1 ? "rank's decode pool" : "ranks' decode pools",
+           s->cpu_s > 0 ? 100 * s->dec_s / s->cpu_s : 0,
+           s->samples > 0 ? 1e3 * s->dec_s / (s->samples * s->ndecode) : 0);
   printf("read: %s from storage (%.2fx the bytes handed out)%s%s\n",
          tool_fmt_bytes(s->bytes_read, b1, sizeof b1),
          s->bytes > 0 ? s->bytes_read / s->bytes : 0, s->io ? "; io " : "",
@@ -1016,6 +1040,7 @@ static int run_bench(tool_ctx *ctx) {
   ferry_stats s0;
   memset(&s0, 0, sizeof s0);
   ferry_stats_get(L, &s0);
+  bench_cpu0 = cpu_now();
   if ((st = bench_gpu_setup(ctx, L, &cfg, m)) != 0 ||
       (st = bench_epochs(ctx, L, &g, &cfg, m, &s.per_epoch)) != 0)
     goto cleanup;

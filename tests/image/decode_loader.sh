@@ -16,7 +16,8 @@
 #  - a JPEG cut in its scan data (shard 2, sample 16): on 1 to 4 ranks
 #    ferry dump ends (no hang: run-mpi.sh's timeout) with one message
 #    naming the shard, the variable, the sample and the rank;
-#  - ferry bench prints images/s (2 a sample with decode=jpg,png);
+#  - ferry bench prints images/s (2 a sample with decode=jpg,png) and
+#    decode's share of the CPU (in (0, 1], a positive time per image);
 #  - bad options and combinations refused naming the option.
 #
 # Skips (77) without TurboJPEG and libspng, or a Python with NumPy,
@@ -104,6 +105,24 @@ if $RUN_MPI 2 "$FERRY" bench "$fx/same" --vars jpg,png,cls --decode jpg,png \
   ok "ferry bench: `grep '^decode:' "$tmp/bench"`"
 else
   failed "ferry bench with decode= prints no images/s" "$tmp/bench"
+fi
+# ... and decode's share of the CPU: ferry_stats' images_decoded and
+# decode_cpu_seconds (summed over the ranks, over their processes' CPU)
+if $RUN_MPI 2 "$FERRY" bench "$fx/same" --vars jpg,png,cls --decode jpg,png \
+     --image-size 32 --batch-size 4 --threads 2 --epochs 2 --json \
+     >"$tmp/bench.json" 2>&1 &&
+   "$PYW" - "$tmp/bench.json" <<'PY' >"$tmp/bench.chk" 2>&1; then
+import json, sys
+d = json.load(open(sys.argv[1]))
+f, ms = d["decode_cpu_fraction"], d["decode_cpu_ms_per_image"]
+assert 0 < f <= 1, "decode_cpu_fraction %r" % f
+assert 0 < ms < 1000, "decode_cpu_ms_per_image %r" % ms
+print("decode %.0f%% of the CPU, %.3f ms an image" % (100 * f, ms))
+PY
+  ok "ferry bench --json: `cat "$tmp/bench.chk"`"
+else
+  failed "ferry bench --json: decode's CPU share" "$tmp/bench.json"
+  cat "$tmp/bench.chk"
 fi
 
 # ---- a corrupt JPEG: one clear error, on any rank count ------------------
