@@ -25,6 +25,7 @@ extern const ferry__backend ferry__backend_parquet;
 extern const ferry__backend ferry__backend_megatron;
 extern const ferry__backend ferry__backend_arrow;
 extern const ferry__backend ferry__backend_wds;
+extern const ferry__backend ferry__backend_imgfolder;
 extern const ferry__backend ferry__backend_mem;
 extern const ferry__backend ferry__backend_mix;
 
@@ -40,6 +41,8 @@ const ferry__backend *const ferry__backends[] = {
     &ferry__backend_megatron,
     &ferry__backend_arrow,
     &ferry__backend_wds,
+    /* after every backend that may read a directory: image folders */
+    &ferry__backend_imgfolder,
     &ferry__backend_mem,
     /* a mix of datasets: reached by its scheme, built by dataset/mix.c */
     &ferry__backend_mix,

@@ -29,6 +29,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 /* ---- Small helpers ---------------------------------------------------- */
@@ -433,7 +434,13 @@ static int dir_parts(const char *dir, strvec *out, char **note, int *shards,
   }
   /* Tar shards (WebDataset) are parts whatever their names, one too. */
   int tar = !store && rc == 0 && best >= 1 && strcmp(ext, ".tar") == 0;
-  int looks = tar || (!store && rc == 0 && best >= FERRY__DIR_PARTS_MIN);
+  /* Image files (img_0001.jpg, ...) are the samples of an image folder
+   * (backends/imgfolder.c), which reads the directory whole: never parts. */
+  int images = rc == 0 && best >= 1 &&
+               (strcasecmp(ext, ".jpg") == 0 || strcasecmp(ext, ".jpeg") == 0 ||
+                strcasecmp(ext, ".png") == 0);
+  int looks =
+      tar || (!store && !images && rc == 0 && best >= FERRY__DIR_PARTS_MIN);
   for (size_t i = 0, seen = 0; looks && i < names.n; i++) {
     if (strcmp(ext_of(names.v[i]), ext) != 0) {
       others++;
