@@ -93,6 +93,12 @@ MPI_TESTS += \
 MPI_TESTS += \
 	tests/wds/wds.sh \
 	tests/wds/wds_python.sh
+# tests/imgfolder/: image folders read as torchvision's ImageFolder reads
+# them (docs/images.md): samples, labels and order against ImageFolder's,
+# saved manifests, files changed after the listing, bad trees; in Python.
+MPI_TESTS += \
+	tests/imgfolder/imgfolder.sh \
+	tests/imgfolder/imgfolder_python.sh
 # tests/cli/: the ferry tool's command line, its manual, the build and
 # install, the README's example.
 MPI_TESTS += \
@@ -221,6 +227,7 @@ ASAN_TESTS = \
 	tests/ragged/megatron.sh tests/ragged/hdf5_vlen.sh tests/ragged/zarr_vlen.sh \
 	tests/pack/pack.sh tests/anndata/anndata.sh tests/anndata/gen.sh \
 	tests/ragged/parquet.sh tests/image/image.sh tests/wds/wds.sh \
+	tests/imgfolder/imgfolder.sh \
 	tests/fuzz/
 
 # LIST: the tsan tier, run again in ./bootstrap check's TSan tree: the
@@ -233,12 +240,14 @@ ASAN_TESTS = \
 # under TSan, 2026-11-28, mostly single-threaded tool runs): threads.sh
 # runs its threaded part, test_ragged on 7 ranks, and a dump with 4
 # threads.  pack.sh: the workers make packed rows' boundary outputs
-# concurrently from one epoch stream (src/loader/pack.c).
+# concurrently from one epoch stream (src/loader/pack.c).  imgfolder.sh:
+# rank 0 lists the tree on threads, reads run on the pool's lanes.
 TSAN_TESTS = \
 	tests/loader/tsan.sh tests/loader/loader.sh tests/loader/state.sh \
 	tests/npy/npy_fixtures.sh tests/dataset/decode_pool.sh \
 	tests/parquet/parquet_pool.sh tests/sampling/sampling.sh \
-	tests/ragged/threads.sh tests/pack/pack.sh
+	tests/ragged/threads.sh tests/pack/pack.sh \
+	tests/imgfolder/imgfolder.sh
 
 # LIST: the fuzz tier, run in ./bootstrap check's libFuzzer tree.
 FUZZ_TESTS = tests/fuzz/

@@ -78,7 +78,7 @@ static int is_image_name(const char *s) {
 
 /* ImageFolder's other IMG_EXTENSIONS: it reads them, ferry refuses them. */
 static int is_other_image_name(const char *s) {
-  static const char *const x[] = {".ppm", ".bmp", ".pgm", ".tif",
+  static const char *const x[] = {".ppm",  ".bmp",  ".pgm", ".tif",
                                   ".tiff", ".webp", NULL};
   for (int i = 0; x[i]; i++)
     if (has_suffix_ci(s, x[i]))
@@ -101,9 +101,10 @@ static int entry_type(const char *dir, const struct dirent *e) {
     return 'o';
   char *p = ferry__join_path(dir, e->d_name);
   struct stat st;
-  int t = p && stat(p, &st) == 0
-              ? (S_ISDIR(st.st_mode) ? 'd' : S_ISREG(st.st_mode) ? 'f' : 'o')
-              : 0;
+  int t = p && stat(p, &st) == 0 ? (S_ISDIR(st.st_mode)   ? 'd'
+                                    : S_ISREG(st.st_mode) ? 'f'
+                                                          : 'o')
+                                 : 0;
   free(p);
   return t;
 }
@@ -384,7 +385,8 @@ static void list_dir(walk *w, dnode *d) {
   free(path);
   pthread_mutex_lock(&w->mu);
   for (size_t a = 0; !bad && a < d->n; a += STAT_BATCH)
-    if (push_job(w, (ljob){d, a, a + STAT_BATCH < d->n ? a + STAT_BATCH : d->n}))
+    if (push_job(w,
+                 (ljob){d, a, a + STAT_BATCH < d->n ? a + STAT_BATCH : d->n}))
       break;
   pthread_mutex_unlock(&w->mu);
 }
@@ -534,13 +536,14 @@ static int top_level(const char *root, char ***classes, size_t *nclasses,
   }
   closedir(d);
   if (!rc && *nclasses && *nimages)
-    rc = ferry__seterr(err, FERRY_EFORMAT,
-                       "image folder %s holds %zu image files (%s, ...) beside "
-                       "%zu subdirectories: torchvision's ImageFolder would "
-                       "read the subdirectories as classes and ignore the "
-                       "files; move the files into a class directory, or "
-                       "name a folder of files only (read without labels)",
-                       root, *nimages, first_image, *nclasses);
+    rc = ferry__seterr(
+        err, FERRY_EFORMAT,
+        "image folder %s holds %zu image file(s) (%s, ...) beside "
+        "%zu subdirector(ies): torchvision's ImageFolder would "
+        "read the subdirectories as classes and ignore the "
+        "files; move the files into a class directory, or "
+        "name a folder of files only (read without labels)",
+        root, *nimages, first_image, *nclasses);
   if (!rc && *nclasses)
     qsort(*classes, *nclasses, sizeof **classes, cmp_str);
   return rc;
@@ -622,11 +625,16 @@ static int fill_desc(const char *root, dnode **nodes, size_t nnodes,
       rc = FERRY_ENOMEM;
   }
   char notes[512];
-  snprintf(notes, sizeof notes,
-           "imagefolder %s: %lld images%s%zu classes (ImageFolder's order), "
-           "%lld other files ignored; listed with %d threads",
-           root, (long long)n, labelled ? " in " : ", flat: no label, ",
-           labelled ? nclasses : (size_t)0, (long long)ignored, nthreads);
+  if (labelled)
+    snprintf(notes, sizeof notes,
+             "imagefolder %s: %lld images in %zu classes (ImageFolder's "
+             "order), %lld other files ignored; listed with %d threads",
+             root, (long long)n, nclasses, (long long)ignored, nthreads);
+  else
+    snprintf(notes, sizeof notes,
+             "imagefolder %s: %lld images, a flat folder (no label), %lld "
+             "other files ignored; listed with %d threads",
+             root, (long long)n, (long long)ignored, nthreads);
   if (!rc && !(out->notes = strdup(notes)))
     rc = FERRY_ENOMEM;
   if (rc == FERRY_ENOMEM)
@@ -656,7 +664,8 @@ static int check_tree(const char *root, dnode **nodes, size_t nnodes,
   if (nother)
     return ferry__seterr(
         err, FERRY_ENOTSUP,
-        "image folder %s: %lld files with another of ImageFolder's extensions "
+        "image folder %s: %lld file(s) with another of ImageFolder's "
+        "extensions "
         "(.bmp, .ppm, .pgm, .tif, .tiff, .webp), the first %s%s%s: ferry "
         "reads .jpg, .jpeg and .png (and would not serve the samples "
         "ImageFolder serves without them); convert them or move them out",
@@ -722,11 +731,11 @@ static int img_describe(const char *path, const ferry_options *opts,
     goto done;
   }
   qsort(w.nodes, w.nnodes, sizeof *w.nodes, cmp_node);
-  rc = check_tree(path, w.nodes, w.nnodes, classes, nclasses, &n, &ignored,
-                  err);
+  rc =
+      check_tree(path, w.nodes, w.nnodes, classes, nclasses, &n, &ignored, err);
   if (!rc)
-    rc = fill_desc(path, w.nodes, w.nnodes, nclasses > 0, n, nthreads,
-                   ignored, nclasses, out, err);
+    rc = fill_desc(path, w.nodes, w.nnodes, nclasses > 0, n, nthreads, ignored,
+                   nclasses, out, err);
 done:
   for (size_t i = 0; i < w.nnodes; i++)
     node_free(w.nodes[i]);
@@ -800,8 +809,8 @@ static int tab_get(ferry__io *io, int64_t part, int var, loctab **out,
     if (!r.rc && (uint64_t)t->nfiles > ferry__rec_left(&r) / 5)
       ferry__rec_fail(&r, "bad file count");
     size_t k = (size_t)(t->nfiles ? t->nfiles : 1);
-    if (!r.rc && (!(t->name_at = malloc(k * 8)) ||
-                  !(t->name_len = malloc(k * 4))))
+    if (!r.rc &&
+        (!(t->name_at = malloc(k * 8)) || !(t->name_len = malloc(k * 4))))
       ferry__rec_oom(&r, k * 12, "the file names");
     for (int64_t i = 0; !r.rc && i < t->nfiles; i++) {
       uint32_t len = ferry__rec_get_len(&r, "a name runs past the end");
@@ -854,8 +863,7 @@ static int img_io_open(ferry__io **out, const ferry__manifest *m,
   void *v = NULL;
   int rc = ferry__io_base_open(&spec, m, p, &v, err);
   ferry__io *io = v;
-  if (!rc &&
-      !(io->t = calloc((size_t)(m->nparts * m->nvars), sizeof *io->t))) {
+  if (!rc && !(io->t = calloc((size_t)(m->nparts * m->nvars), sizeof *io->t))) {
     rc =
         ferry__oom(err, p->rank, (size_t)(m->nparts * m->nvars) * sizeof *io->t,
                    "the location tables of dataset %s", m->spec);
@@ -980,9 +988,10 @@ static int img_io_read(ferry__io *io, int64_t part, int var, int64_t row,
     return ferry__oom(err, io->b.rank, (size_t)njobs * sizeof *jobs,
                       "the reads of image folder %s", pt->paths[var]);
   for (int64_t k = 0; k < njobs; k++) {
-    int64_t a = row + k * per, b = a + per < row + nrows ? a + per : row + nrows;
-    jobs[k] = (rjob){io,  pt, t, var, a, b,
-                     (unsigned char *)buf + (ro[a] - ro[row])};
+    int64_t a = row + k * per,
+            b = a + per < row + nrows ? a + per : row + nrows;
+    jobs[k] =
+        (rjob){io, pt, t, var, a, b, (unsigned char *)buf + (ro[a] - ro[row])};
     rc = ferry__pool_submit(io->pool, read_files, &jobs[k], err);
     if (rc)
       break;
