@@ -15,8 +15,9 @@
 #  - the listing rule on 30 random trees (8 under a sanitizer) (tests/imgfolder/order_check.py);
 #  - a saved manifest serves the samples of a listing, on 2 ranks;
 #  - after the listing (through a saved manifest): a file removed,
-#    truncated, grown: refused naming the file, on 1 and 3 ranks; a record
-#    edited to name a file outside the folder: refused;
+#    truncated, grown: refused naming the file, on 1 and 3 ranks; records
+#    edited to name a file outside the folder, a file past the list, or
+#    cut short: refused;
 #  - bad trees refused naming the path: an empty directory, a class
 #    without an image, an empty (0-byte) image, a .bmp, images beside
 #    class directories, a broken symbolic link, a link loop, a FIFO named
@@ -147,25 +148,34 @@ if test -s "$tmp/sm.scan" && cmp -s "$tmp/sm.scan" "$tmp/sm.manifest"; then
 else
   failed "a saved manifest's samples differ from a listing's" "$tmp/sm.manifest"
 fi
-# a record naming a file outside the folder: refused
-"$PY" - "$tmp/m.json" "$tmp/bad.json" <<'PY' || failed "editing the manifest"
+# saved records edited: a name outside the folder, a sample naming no
+# file of the list, a table cut short: refused naming the variable
+"$PY" - "$tmp/m.json" "$tmp/bad" <<'PY' || failed "editing the manifest"
 import json, sys
-m = json.load(open(sys.argv[1]))
-f = m["parts"][0]["files"][0]  # image: kind 3, samples, files, names...
-r = bytearray.fromhex(f["record"])
-assert r[0] == 3
-n = int.from_bytes(r[17:21], "little")  # the first name's length
-name = r[21:21 + n]
-bad = b"../" + name[3:]  # as long: the offsets stay
-r[21:21 + n] = bad
-f["record"] = r.hex()
-json.dump(m, open(sys.argv[2], "w"))
+def edit(how, out):
+    m = json.load(open(sys.argv[1]))
+    f = m["parts"][0]["files"][0]  # image: kind 3, samples, files, names...
+    r = bytearray.fromhex(f["record"])
+    assert r[0] == 3
+    if how == "outside":
+        n = int.from_bytes(r[17:21], "little")  # the first name's length
+        r[21:21 + n] = b"../" + r[24:21 + n]  # as long: the offsets stay
+    elif how == "index":  # the last sample's file: past the list
+        r[-8:] = (10 ** 6).to_bytes(8, "little")
+    else:
+        del r[-5:]
+    f["record"] = r.hex()
+    json.dump(m, open(out, "w"))
+for how in ("outside", "index", "short"):
+    edit(how, sys.argv[2] + "-" + how + ".json")
 PY
-cp "$tmp/m.json.roff" "$tmp/bad.json.roff"
-expect_refusal -l "a saved record naming a file outside the folder" \
-  -n "$tmp/sm" 1 "variable image|its record|outside the folder" \
-  "$FERRY" dump "$tmp/sm" --manifest "$tmp/bad.json" --var image --epoch 0 \
-  --tail partial
+for how in "outside:outside the folder" "index:names no file" "short:bad sample count"; do
+  cp "$tmp/m.json.roff" "$tmp/bad-${how%%:*}.json.roff"
+  expect_refusal -l "a saved record edited (${how%%:*})" \
+    -n "$tmp/sm" 1 "variable image|its record|${how#*:}" \
+    "$FERRY" dump "$tmp/sm" --manifest "$tmp/bad-${how%%:*}.json" --var image \
+    --epoch 0 --tail partial
+done
 orig() { # orig G: the file of ImageFolder's sample G
   sed -n "`expr $1 + 1`p" "$fx/samples.txt" | cut -f1
 }
