@@ -258,7 +258,10 @@ FERRY_API int ferry_options_set_transform(ferry_options *opts,
  *          a NumPy .npz archive (one variable per NAME.npy member), an
  *          HDF5 file, a netCDF classic file (CDF-1, CDF-2, CDF-5), a
  *          Zarr v2 or v3 store (a directory), a Parquet file or a
- *          directory of .parquet files, a glob such as
+ *          directory of .parquet files, a WebDataset tar shard (or a
+ *          directory of them), an image folder (class directories of
+ *          .jpg, .jpeg and .png files, read as torchvision's ImageFolder
+ *          reads them: docs/images.md), a glob such as
  *          data/train/part-*.npy (a path component that is exactly two
  *          stars matches any number of directories), '@list.txt' (one part
  *          per line), or a spec of a backend's scheme such as

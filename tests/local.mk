@@ -98,6 +98,13 @@ MPI_TESTS += \
 # encoding's values on 1-4 ranks, raw and zstd shards, the refusals.
 MPI_TESTS += \
 	tests/mds/mds.sh
+
+# tests/imgfolder/: image folders read as torchvision's ImageFolder reads
+# them (docs/images.md): samples, labels and order against ImageFolder's,
+# saved manifests, files changed after the listing, bad trees; in Python.
+MPI_TESTS += \
+	tests/imgfolder/imgfolder.sh \
+	tests/imgfolder/imgfolder_python.sh
 # tests/cli/: the ferry tool's command line, its manual, the build and
 # install, the README's example.
 MPI_TESTS += \
@@ -233,6 +240,7 @@ ASAN_TESTS = \
 	tests/pack/pack.sh tests/anndata/anndata.sh tests/anndata/gen.sh \
 	tests/ragged/parquet.sh tests/image/image.sh tests/wds/wds.sh \
 	tests/image/decode_loader.sh tests/image/decode_verify.sh \
+	tests/imgfolder/imgfolder.sh \
 	tests/fuzz/
 
 # LIST: the tsan tier, run again in ./bootstrap check's TSan tree: the
@@ -249,12 +257,15 @@ ASAN_TESTS = \
 # decode_loader.sh, decode_verify.sh: images decoded on the decode pool's
 # lanes (src/loader/decode.c, images.c): 38 s and 24 s wall in a TSan tree,
 # no report (2026-11-29).
+# concurrently from one epoch stream (src/loader/pack.c).  imgfolder.sh:
+# rank 0 lists the tree on threads, reads run on the pool's lanes.
 TSAN_TESTS = \
 	tests/loader/tsan.sh tests/loader/loader.sh tests/loader/state.sh \
 	tests/npy/npy_fixtures.sh tests/dataset/decode_pool.sh \
 	tests/parquet/parquet_pool.sh tests/sampling/sampling.sh \
 	tests/ragged/threads.sh tests/pack/pack.sh \
-	tests/image/decode_loader.sh tests/image/decode_verify.sh
+	tests/image/decode_loader.sh tests/image/decode_verify.sh \
+	tests/imgfolder/imgfolder.sh
 
 # LIST: the fuzz tier, run in ./bootstrap check's libFuzzer tree.
 FUZZ_TESTS = tests/fuzz/

@@ -26,6 +26,7 @@ extern const ferry__backend ferry__backend_megatron;
 extern const ferry__backend ferry__backend_arrow;
 extern const ferry__backend ferry__backend_wds;
 extern const ferry__backend ferry__backend_mds;
+extern const ferry__backend ferry__backend_imgfolder;
 extern const ferry__backend ferry__backend_mem;
 extern const ferry__backend ferry__backend_mix;
 
@@ -42,6 +43,8 @@ const ferry__backend *const ferry__backends[] = {
     &ferry__backend_arrow,
     &ferry__backend_wds,
     &ferry__backend_mds,
+    /* after every backend that may read a directory: image folders */
+    &ferry__backend_imgfolder,
     &ferry__backend_mem,
     /* a mix of datasets: reached by its scheme, built by dataset/mix.c */
     &ferry__backend_mix,

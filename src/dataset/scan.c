@@ -29,6 +29,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 /* ---- Small helpers ---------------------------------------------------- */
@@ -397,12 +398,16 @@ static int dir_files(const char *dir, strvec *names, int *store,
       *store = 1;
     if (n[0] == '.' || n[0] == '_')
       continue;
-    char *full = ferry__join_path(dir, n);
+    /* d_type spares a stat per file (a folder of a million images):
+     * only links and file systems that leave it unknown need one */
+    int reg = e->d_type == DT_REG,
+        look = e->d_type == DT_LNK || e->d_type == DT_UNKNOWN;
+    char *full = look ? ferry__join_path(dir, n) : NULL;
     struct stat st;
     size_t need = sv_need(names, strlen(n));
-    if (!full)
+    if (look && !full)
       rc = ferry__oom(err, -1, join_need(dir, n), "the path %s/%s", dir, n);
-    else if (stat(full, &st) == 0 && S_ISREG(st.st_mode) &&
+    else if ((reg || (look && stat(full, &st) == 0 && S_ISREG(st.st_mode))) &&
              sv_push(names, strdup(n)) < 0)
       rc = ferry__oom(err, -1, need, "the names in directory %s", dir);
     free(full);
@@ -433,7 +438,13 @@ static int dir_parts(const char *dir, strvec *out, char **note, int *shards,
   }
   /* Tar shards (WebDataset) are parts whatever their names, one too. */
   int tar = !store && rc == 0 && best >= 1 && strcmp(ext, ".tar") == 0;
-  int looks = tar || (!store && rc == 0 && best >= FERRY__DIR_PARTS_MIN);
+  /* Image files (img_0001.jpg, ...) are the samples of an image folder
+   * (backends/imgfolder.c), which reads the directory whole: never parts. */
+  int images = rc == 0 && best >= 1 &&
+               (strcasecmp(ext, ".jpg") == 0 || strcasecmp(ext, ".jpeg") == 0 ||
+                strcasecmp(ext, ".png") == 0);
+  int looks =
+      tar || (!store && !images && rc == 0 && best >= FERRY__DIR_PARTS_MIN);
   for (size_t i = 0, seen = 0; looks && i < names.n; i++) {
     if (strcmp(ext_of(names.v[i]), ext) != 0) {
       others++;
