@@ -53,6 +53,22 @@ if grep -q '^#define HAVE_TURBOJPEG 1' "$top_builddir/config.h" &&
 else
   echo "note: examples/webdataset_decode.py not run: no TurboJPEG in this build or no Pillow for $PY"
 fi
+# An image folder (the example makes a tree of 96 JPEGs and PNGs in 3
+# classes) decoded by ferry, random crops normalised in C: 2 epochs on 2
+# ranks serve every image once an epoch, every class seen
+if grep -q '^#define HAVE_TURBOJPEG 1' "$top_builddir/config.h" &&
+   grep -q '^#define HAVE_SPNG 1' "$top_builddir/config.h" &&
+   "$PY" -c "import PIL" >/dev/null 2>&1; then
+  run imagefolder_train.py imf/train --epochs 2 --batch-size 16 --image-size 64
+  if grep -q "^imagefolder_train.py: 2 ranks, 2 epochs, 192 images, 3 classes seen" "$tmp/out"; then
+    echo "ok: imagefolder_train.py: `cat "$tmp/out"`"
+  else
+    echo "FAIL: imagefolder_train.py: not 192 images of 3 classes in 2 epochs"
+    status=1
+  fi
+else
+  echo "note: examples/imagefolder_train.py not run: no TurboJPEG or libspng in this build or no Pillow for $PY"
+fi
 # the AnnData examples (docs/singlecell.md) where anndata is installed: a
 # cell-type classifier; the block shuffle over an .h5ad, its rows checked
 # against anndata's; class-balanced sampling over obs/cell_type (70/20/8/2 %
