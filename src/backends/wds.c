@@ -395,7 +395,7 @@ static int wds_finish(ferry__manifest *m, ferry__err *err) {
   for (int v = 0; v < m->nvars; v++) {
     ferry__var *var = &m->vars[v];
     if (!var->ragged || m->nparts == 0 || loc_kind(m, 0, v) != LOC_ARRAYS ||
-        var->row_ndim + 1 > FERRY_MAX_DIMS)
+        var->row_ndim + 1 >= FERRY_MAX_DIMS) /* a row has at most 7 */
       continue;
     int64_t k = -1;
     int same = 1;
