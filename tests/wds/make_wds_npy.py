@@ -17,6 +17,8 @@ PAX), every sample holding:
             alone has one shape, all of them not -> ragged
   long.npy  uint8 (2,), a v2.0 header padded to 100,000 bytes (past the
             scan's read window: one extra read) in shard 0, normal in 1, 2
+  txt       0 to 3,000 zero bytes (so some .npy payloads start where the
+            scan's read window ends: the preamble read)
 
 OUT/ref/: shard-00000K.EXT.npy (the dense variables, the arrays stacked),
 shard-00000K.EXT.npz (values + offsets: the FILE.npz::ragged of
@@ -112,6 +114,9 @@ for k, (n, fmt) in enumerate(layout):
                                           max_header_size=200000),
                                   a["long.npy"])
         s["cls"] = str(g).encode()
+        # bytes of any length: members start at odd blocks too, so some
+        # .npy payloads start where the scan's read window ends
+        s["txt"] = bytes(int(rng.integers(0, 3000)))
         samples.append(("k%d/%05d" % (k, i), s))
         for v in arrays:
             mine[v].append(a[v])
@@ -167,7 +172,8 @@ bad_shard("emptyrow.tar", [np.zeros((2, 0), np.float32)],
 lie = bytearray(npy(f4))
 lie[8:10] = (60000).to_bytes(2, "little")
 bad_shard("header-lies.tar", [bytes(lie)],
-          "member k0.npy|offset 1024|truncated .npy header|60000")
+          "member k0.npy|offset 1024|truncated .npy header|60000|"
+          "only 152 present")
 # a v2.0 header claiming 2 GiB: past the parser's limit
 lie2 = bytearray(npy(f4))
 lie2[6:8] = b"\x02\x00"
