@@ -93,7 +93,9 @@ MPI_TESTS += \
 MPI_TESTS += \
 	tests/wds/wds.sh \
 	tests/wds/real.sh \
-	tests/wds/wds_python.sh
+	tests/wds/wds_python.sh \
+	tests/wds/npy.sh \
+	tests/wds/npy_python.sh
 # tests/mds/: MosaicML Streaming MDS datasets (docs/images.md): every
 # encoding's values on 1-4 ranks, raw and zstd shards, the refusals.
 MPI_TESTS += \

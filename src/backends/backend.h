@@ -121,6 +121,17 @@ typedef struct ferry__backend {
    *  ferry_options_get; the core never interprets them. */
   int (*describe)(const char *path, const ferry_options *opts,
                   ferry__part_desc *out, ferry__err *err);
+  /**
+   * May be NULL.  Rank 0, once every part of a scan is described and the
+   * parts agree (ferry__scan_finish, after the serial or the shared scan),
+   * before the variables are selected: settles what depends on all the
+   * parts (the webdataset backend makes an npy variable dense when every
+   * sample of every shard has one shape).  It may change a variable's
+   * shape, row_bytes and ragged flag and free its parts' offsets (a
+   * scan's are malloc'd, never mapped); the parts must still agree.  0, or
+   * a negative code.  Not run on a saved manifest: it holds the result.
+   */
+  int (*finish)(ferry__manifest *m, ferry__err *err);
   /** Create I/O state.  Runs on the I/O thread. */
   int (*io_open)(ferry__io **io, const ferry__manifest *m,
                  const ferry__io_params *p, ferry__err *err);

@@ -332,9 +332,11 @@ static int parse_dict(hdr_cursor *c, ferry__npy_header *h, char *descr,
   return 0;
 }
 
-int ferry__npy_parse_header(const unsigned char *buf, size_t len,
-                            ferry__npy_header *h, const char *path,
-                            ferry__err *err) {
+/* The header parser of ferry__npy_parse_header and
+ * ferry__npy_parse_array_header: scalar_ok accepts a 0-d array. */
+static int parse_header(const unsigned char *buf, size_t len,
+                        ferry__npy_header *h, const char *path, int scalar_ok,
+                        ferry__err *err) {
   static const unsigned char magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
   memset(h, 0, sizeof *h);
   if (!buf || len < sizeof magic || memcmp(buf, magic, sizeof magic) != 0)
@@ -387,7 +389,7 @@ int ferry__npy_parse_header(const unsigned char *buf, size_t len,
                          "%s: array is stored in Fortran order; convert with "
                          "numpy.ascontiguousarray and save again",
                          name_of(path));
-  if (h->ndim == 0)
+  if (h->ndim == 0 && !scalar_ok)
     return ferry__seterr(err, FERRY_EFORMAT,
                          "%s: array is 0-d (shape ()); a variable needs a "
                          "sample dimension",
@@ -408,6 +410,18 @@ int ferry__npy_parse_header(const unsigned char *buf, size_t len,
   }
   h->data_offset = (int64_t)(start + hlen);
   return 0;
+}
+
+int ferry__npy_parse_header(const unsigned char *buf, size_t len,
+                            ferry__npy_header *h, const char *path,
+                            ferry__err *err) {
+  return parse_header(buf, len, h, path, 0, err);
+}
+
+int ferry__npy_parse_array_header(const unsigned char *buf, size_t len,
+                                  ferry__npy_header *h, const char *label,
+                                  ferry__err *err) {
+  return parse_header(buf, len, h, label, 1, err);
 }
 
 /* ---- Probe and describe (rank 0, POSIX I/O) --------------------------- */

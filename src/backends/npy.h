@@ -8,7 +8,8 @@
 
 #include "backends/backend.h"
 
-/** Parse a NumPy .npy header from the first len bytes of a file. */
+/** Parse a NumPy .npy header from the first len bytes of a file (0-d
+ *  arrays refused: a variable needs a sample dimension). */
 typedef struct ferry__npy_header {
   int major, minor;
   ferry_dtype dtype;
@@ -20,5 +21,11 @@ typedef struct ferry__npy_header {
 int ferry__npy_parse_header(const unsigned char *buf, size_t len,
                             ferry__npy_header *h, const char *path,
                             ferry__err *err);
+/** As ferry__npy_parse_header, but a 0-d array (shape (), ndim 0) is
+ *  accepted: one sample's array, not a variable (a WebDataset shard's
+ *  KEY.npy member, tar.c).  label names the bytes in messages. */
+int ferry__npy_parse_array_header(const unsigned char *buf, size_t len,
+                                  ferry__npy_header *h, const char *label,
+                                  ferry__err *err);
 
 #endif /* FERRY_NPY_H */

@@ -21,6 +21,7 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 
+#include "backends/npy.h"
 #include "backends/tar.h"
 #include "util/record.h"
 
@@ -369,6 +370,11 @@ static int scan_one(const ferry__tar_src *s, win *w, int64_t *at, pending *pend,
       header_name(h, name, &mb.name_len);
       mb.name = name;
     }
+    if (data >= w->at && data - w->at <= (int64_t)w->len) {
+      size_t in = w->len - (size_t)(data - w->at);
+      mb.head = w->b + (data - w->at);
+      mb.head_len = (int64_t)in < size ? in : (size_t)size;
+    }
     if (!rc)
       rc = fn(ctx, &mb, err);
     pending_clear(pend);
@@ -420,6 +426,13 @@ int ferry__tar_scan(const ferry__tar_src *s, ferry__tar_member_fn fn, void *ctx,
 static int is_int_ext(const char *e) {
   return !strcmp(e, "cls") || !strcmp(e, "cls2") || !strcmp(e, "index") ||
          !strcmp(e, "id");
+}
+
+/* npy, or an extension ending in .npy (KEY.seg.npy: WebDataset decodes a
+ * member by the last part of its extension). */
+static int is_npy_ext(const char *e) {
+  size_t n = strlen(e);
+  return !strcmp(e, "npy") || (n > 4 && !strcmp(e + n - 4, ".npy"));
 }
 
 static int selected(const char *select, const char *ext, size_t n) {
@@ -575,7 +588,10 @@ static int var_of(ferry__tar_index *x, const char *ext, ferry__err *err) {
   if (!t->ext || !t->pos || !t->len)
     return ferry__oom(err, -1, (size_t)x->cap * 16,
                       "the extension %s of tar archive %s", ext, x->src->path);
-  t->kind = is_int_ext(ext) ? FERRY__TAR_INT : FERRY__TAR_BYTES;
+  t->kind = is_int_ext(ext)   ? FERRY__TAR_INT
+            : is_npy_ext(ext) ? FERRY__TAR_NPY
+                              : FERRY__TAR_BYTES;
+  t->npy_first = -1;
   for (int64_t i = 0; i < x->n; i++)
     t->len[i] = -1;
   return x->nvars - 1;
@@ -620,6 +636,142 @@ static int int_value(ferry__tar_index *x, const ferry__tar_member *mb,
                          (const char *)b);
   *out = neg ? -(int64_t)v : (int64_t)v;
   return 0;
+}
+
+/* "(3, 4)", "(7,)" or "()", as NumPy prints a shape. */
+static void shape_str(char *b, size_t cap, const int64_t *shape, int ndim) {
+  size_t k = (size_t)snprintf(b, cap, "(");
+  for (int d = 0; d < ndim && k < cap; d++)
+    k += (size_t)snprintf(b + k, cap - k, "%s%lld", d ? ", " : "",
+                          (long long)shape[d]);
+  if (k < cap)
+    snprintf(b + k, cap - k, "%s)", ndim == 1 ? "," : "");
+}
+
+/* The .npy header of a member of at most this many bytes after the
+ * preamble is read (npy.c's limit, which the parser enforces); a header
+ * the scan's window does not hold is read with one bounded read (two when
+ * the window ends inside the 12-byte preamble). */
+enum { NPY_HEAD_MAX = 12 + (1 << 20), NPY_PRE = 256 };
+
+/* n <= NPY_HEAD_MAX bytes of mb's payload from its start into buf. */
+static int npy_read(ferry__tar_index *x, const ferry__tar_member *mb,
+                    unsigned char *buf, size_t n, size_t *got,
+                    ferry__err *err) {
+  int e = x->src->read(x->src->ctx, mb->data, buf, n, got);
+  if (e)
+    return ferry__seterr(err, ferry__errno_code(e),
+                         "read failed: file %s, offset %lld: %s", x->src->path,
+                         (long long)mb->data, strerror(e));
+  return 0;
+}
+
+/* Member mb (name) of sample s holds a .npy file: its header parsed,
+ * bounded by the member; t->pos[s] and t->len[s] become its values'
+ * offset and bytes; the array checked against the variable's first. */
+static int npy_member(ferry__tar_index *x, ferry__tar_var *t, int64_t s,
+                      const ferry__tar_member *mb, const char *name,
+                      ferry__err *err) {
+  char label[FERRY__MSG_MAX / 2];
+  snprintf(label, sizeof label, "file %s, member %s, offset %lld", x->src->path,
+           name, (long long)mb->header);
+  unsigned char pre[NPY_PRE], *big = NULL;
+  const unsigned char *p = mb->head;
+  size_t have = mb->head_len, got = 0;
+  size_t whole = mb->size < NPY_HEAD_MAX ? (size_t)mb->size : NPY_HEAD_MAX;
+  int rc = 0;
+  if (have < (whole < 12 ? whole : 12)) { /* the window ends in the preamble */
+    size_t n = whole < NPY_PRE ? whole : NPY_PRE;
+    if ((rc = npy_read(x, mb, pre, n, &got, err)) < 0)
+      return rc;
+    p = pre;
+    have = got;
+  }
+  size_t need = have; /* the header's bytes, as its preamble says */
+  if (have >= 10 && memcmp(p, "\x93NUMPY", 6) == 0) {
+    if (p[6] == 1)
+      need = 10 + ((size_t)p[8] | (size_t)p[9] << 8);
+    else if (have >= 12 && (p[6] == 2 || p[6] == 3))
+      need = 12 + (size_t)ferry__le32_load(p + 8);
+    if (need > NPY_HEAD_MAX)
+      need = 12; /* the parser names the bad length */
+    if (need > whole)
+      need = whole; /* the parser says the header runs past the member */
+  }
+  if (need > have) {
+    if (!(big = malloc(need)))
+      return ferry__oom(err, -1, need, "the .npy header of %s", label);
+    if ((rc = npy_read(x, mb, big, need, &got, err)) < 0)
+      goto done;
+    p = big;
+    have = got;
+  }
+  ferry__npy_header h;
+  if ((rc = ferry__npy_parse_array_header(p, have, &h, label, err)) < 0)
+    goto done;
+  /* one row (the dimensions after the first; a 0-d array: its element),
+   * then the rows: bounded, the parser's product check skips a 0 */
+  int64_t row = (int64_t)ferry_dtype_size(h.dtype), rows = h.ndim ? 0 : 1;
+  char sh[160], sh0[160];
+  shape_str(sh, sizeof sh, h.shape, h.ndim);
+  for (int d = 1; d < h.ndim && row > 0; d++)
+    row = h.shape[d] > INT64_MAX / row ? -1 : row * h.shape[d];
+  if (h.ndim)
+    rows = h.shape[0];
+  if (row <= 0 || (row && rows > INT64_MAX / row)) {
+    rc = ferry__seterr(err, row < 0 ? FERRY_EFORMAT : FERRY_ENOTSUP,
+                       "%s: an array of shape %s: %s", label, sh,
+                       row < 0 ? "its size overflows 64 bits"
+                               : "its rows (the dimensions after the first) "
+                                 "hold no value; ferry serves no empty rows");
+    goto done;
+  }
+  if (rows * row > mb->size - h.data_offset) {
+    rc = ferry__seterr(err, FERRY_EFORMAT,
+                       "%s: an array of shape %s (%s) needs %lld bytes of "
+                       "values after its %lld-byte header, the member holds "
+                       "%lld: a truncated .npy file",
+                       label, sh, ferry_dtype_name(h.dtype),
+                       (long long)(rows * row), (long long)h.data_offset,
+                       (long long)(mb->size - h.data_offset));
+    goto done;
+  }
+  if (t->npy_first < 0) {
+    t->npy_first = s;
+    t->npy_dtype = h.dtype;
+    t->npy_swapped = h.swapped;
+    t->npy_ndim = h.ndim;
+    memcpy(t->npy_shape, h.shape, sizeof h.shape);
+    t->npy_row_bytes = row;
+  } else {
+    const char *k0 = x->keys + x->keyat[t->npy_first];
+    int same = h.ndim == t->npy_ndim;
+    for (int d = 1; same && d < h.ndim; d++)
+      same = h.shape[d] == t->npy_shape[d];
+    shape_str(sh0, sizeof sh0, t->npy_shape, t->npy_ndim);
+    if (h.dtype != t->npy_dtype || h.swapped != t->npy_swapped)
+      rc = ferry__seterr(
+          err, FERRY_EFORMAT,
+          "%s: an array of %s (%s-endian) where sample '%s' of the shard "
+          "holds %s (%s-endian): the %s members of a dataset hold one dtype",
+          label, ferry_dtype_name(h.dtype), h.swapped ? "non-native" : "native",
+          k0, ferry_dtype_name(t->npy_dtype),
+          t->npy_swapped ? "non-native" : "native", t->ext);
+    else if (!same)
+      rc = ferry__seterr(
+          err, FERRY_ESHAPE,
+          "%s: an array of shape %s where sample '%s' of the shard holds "
+          "one of shape %s: the %s members of a dataset may differ in "
+          "their first dimension only (then a ragged variable)",
+          label, sh, k0, sh0, t->ext);
+  }
+  if (!rc) {
+    t->pos[s] = mb->data + h.data_offset;
+    t->len[s] = rows * row;
+  }
+done:
+  free(big);
+  return rc;
 }
 
 /* One member: its key and extension; a new sample or the current one. */
@@ -682,6 +834,8 @@ static int on_member(void *ctx, const ferry__tar_member *mb, ferry__err *err) {
     t->len[s] = 8;
     return int_value(x, mb, name, &t->pos[s], err);
   }
+  if (t->kind == FERRY__TAR_NPY)
+    return npy_member(x, t, s, mb, name, err);
   return 0;
 }
 
@@ -712,7 +866,9 @@ static int default_of(const ferry__tar_index *x, const ferry__tar_var *t,
   if (!missing_value(missing, t->ext, &val, &vlen))
     return 0;
   *value = 0;
-  if (t->kind == FERRY__TAR_BYTES && vlen == 0)
+  if ((t->kind == FERRY__TAR_BYTES ||
+       (t->kind == FERRY__TAR_NPY && t->npy_ndim > 0)) &&
+      vlen == 0)
     return 1;
   char b[32];
   int ok = t->kind == FERRY__TAR_INT && vlen > 0 && vlen < sizeof b;
@@ -727,13 +883,15 @@ static int default_of(const ferry__tar_index *x, const ferry__tar_var *t,
   }
   if (ok)
     return 1;
-  return ferry__seterr(err, FERRY_EINVAL,
-                       "option missing: %s=%.*s for file %s: %s", t->ext,
-                       (int)vlen, val, x->src->path,
-                       t->kind == FERRY__TAR_INT
-                           ? "an integer extension's default is an integer"
-                           : "a bytes extension's default is nothing (EXT=: "
-                             "an empty sample)");
+  return ferry__seterr(
+      err, FERRY_EINVAL, "option missing: %s=%.*s for file %s: %s", t->ext,
+      (int)vlen, val, x->src->path,
+      t->kind == FERRY__TAR_INT ? "an integer extension's default is an integer"
+      : t->kind == FERRY__TAR_NPY && t->npy_ndim == 0
+          ? "its arrays are 0-d (one value a sample): no "
+            "default fills them"
+          : "a bytes or npy extension's default is nothing "
+            "(EXT=: an empty sample, no rows)");
 }
 
 /* Every sample has a member of every variable, or the variable's default
@@ -752,7 +910,7 @@ static int check_complete(const ferry__tar_index *x, const char *missing,
         t->len[i] = t->kind == FERRY__TAR_INT ? 8 : 0;
         t->pos[i] = t->kind == FERRY__TAR_INT ? value : end;
       }
-      if (t->kind == FERRY__TAR_BYTES)
+      if (t->kind != FERRY__TAR_INT)
         end = t->pos[i] + t->len[i];
     }
   }

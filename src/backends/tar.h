@@ -42,6 +42,10 @@ typedef struct ferry__tar_member {
                    * name's when one precedes it; Python's TarInfo.offset) */
   int64_t data;   /* its payload */
   int64_t size;   /* the payload's bytes (inside the source: checked) */
+  /* the payload's first head_len bytes (fewer than size when the scan's
+   * read window ends first; 0: none), valid during the call only */
+  const unsigned char *head;
+  size_t head_len;
 } ferry__tar_member;
 
 typedef int (*ferry__tar_member_fn)(void *ctx, const ferry__tar_member *mb,
@@ -60,14 +64,28 @@ int ferry__tar_scan(const ferry__tar_src *s, ferry__tar_member_fn fn, void *ctx,
                     int64_t *skipped, int64_t *end, ferry__err *err);
 
 /* What a variable's payloads are. */
-enum { FERRY__TAR_BYTES = 0, FERRY__TAR_INT = 1 };
+enum { FERRY__TAR_BYTES = 0, FERRY__TAR_INT = 1, FERRY__TAR_NPY = 2 };
 
 /** One extension of a shard: a variable. */
 typedef struct ferry__tar_var {
   char *ext;    /* lower-cased */
-  int kind;     /* FERRY__TAR_BYTES or FERRY__TAR_INT */
-  int64_t *pos; /* [n] bytes: the payload's offset; int: the value   */
-  int64_t *len; /* [n] the payload's bytes; -1: the sample has none  */
+  int kind;     /* FERRY__TAR_BYTES, FERRY__TAR_INT or FERRY__TAR_NPY */
+  int64_t *pos; /* [n] bytes: the payload's offset; int: the value;
+                 * npy: the offset of the array's values (after its .npy
+                 * header) */
+  int64_t *len; /* [n] the payload's bytes (npy: the values' bytes, from
+                 * the shape); -1: the sample has none */
+  /* FERRY__TAR_NPY: what every sample's array holds, from the first
+   * sample's header (npy_first; -1: none yet) and checked against every
+   * other's: the dtype, byte order (swapped: not the host's), and shape;
+   * the samples' shapes differ in their first dimension only, so sample
+   * i holds len[i] / npy_row_bytes rows of npy_shape[1..npy_ndim) */
+  ferry_dtype npy_dtype;
+  int npy_swapped, npy_ndim;
+  int64_t npy_shape[FERRY_MAX_DIMS];
+  int64_t npy_row_bytes; /* one row after the first dimension (ndim 0: the
+                          * element), > 0 */
+  int64_t npy_first;
 } ferry__tar_var;
 
 /** A shard's samples (ferry__tar_index_build). */
@@ -97,14 +115,21 @@ typedef struct ferry__tar_index {
  * dot of its base name); the rest of the name, lower-cased, is the
  * extension, a variable.  Members named __*__ are skipped.  select
  * (comma-separated, NULL or "": every extension) keeps those extensions
- * only.  cls, cls2, index and id hold ASCII integers (FERRY__TAR_INT).
+ * only.  cls, cls2, index and id hold ASCII integers (FERRY__TAR_INT);
+ * npy and every extension ending in .npy (seg.npy) a .npy file
+ * (FERRY__TAR_NPY), its header parsed (ferry__npy_parse_array_header,
+ * bounded by the member): the arrays of a variable have one dtype and byte
+ * order, and shapes that differ in the first dimension only; fortran
+ * order, object dtypes, a header past the member, values past it, an empty
+ * row (a 0 in a dimension after the first) refused.
  * Refused (FERRY_EFORMAT, naming the source, member and offset): a name
  * whose base name has no dot, starts with one or ends with one; a key seen
  * before and not adjacent; a sample with an extension twice; a sample
  * without a member of a (selected) extension another sample has, unless
  * missing (comma-separated EXT=VALUE, NULL: none) gives that extension a
  * value: an integer for the integer extensions, nothing (EXT=: an empty
- * sample) for a bytes extension, any other VALUE FERRY_EINVAL; an integer
+ * sample) for a bytes extension, and for an npy extension whose arrays
+ * have a first dimension (0 rows), any other VALUE FERRY_EINVAL; an integer
  * member that is not one.  Frees *x on error.
  */
 int ferry__tar_index_build(const ferry__tar_src *s, const char *select,

@@ -44,9 +44,14 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#define WDS_REC_VERSION 1
-/* The record's kinds (the location table's, decision 0057). */
-enum { LOC_OFFSETS = 1, LOC_VALUES = 2 };
+/* 2: kind 4 (npy arrays), and npy members no longer bytes (decision
+ * 0062): a manifest saved before is refused, not served as it was. */
+#define WDS_REC_VERSION 2
+/* The record's kinds (the location table's, decision 0057): 1, a bytes
+ * member's payload offset; 2, an integer member's value; 4, an npy
+ * member's values' offset (after its header; 0062).  3 is the image
+ * folders'. */
+enum { LOC_OFFSETS = 1, LOC_VALUES = 2, LOC_ARRAYS = 4 };
 
 static int is_compressed_name(const char *s) {
   return ferry__has_suffix(s, ".tar.gz") || ferry__has_suffix(s, ".tgz");
@@ -231,41 +236,46 @@ static int sidecar_check(const char *file, const ferry__tar_index *x, int *seen,
   return rc;
 }
 
-/* Variable t of x as the part's variable v: its record and offsets. */
+/* Variable t of x as the part's variable v: its record and offsets.  An
+ * npy variable of arrays with a first dimension is ragged here (rows: the
+ * first dimension's slices), whatever the shapes: wds_finish makes it
+ * dense once every shard is seen, when every sample has one shape. */
 static int fill_var(const ferry__tar_index *x, const ferry__tar_var *t, int v,
                     const char *file, int64_t size, ferry__part_desc *out,
                     ferry__err *err) {
   ferry__var *var = &out->vars[v];
-  int bytes = t->kind == FERRY__TAR_BYTES;
+  int bytes = t->kind == FERRY__TAR_BYTES, npy = t->kind == FERRY__TAR_NPY;
+  int64_t rb = npy ? t->npy_row_bytes : bytes ? 1 : 8;
   var->name = strdup(t->ext);
-  var->dtype = bytes ? FERRY_UINT8 : FERRY_INT64;
-  var->ragged = bytes;
-  var->row_ndim = 0;
-  var->row_bytes = bytes ? 1 : 8;
+  var->dtype = npy ? t->npy_dtype : bytes ? FERRY_UINT8 : FERRY_INT64;
+  var->swapped = npy && t->npy_swapped;
+  var->ragged = bytes || (npy && t->npy_ndim > 0);
+  var->row_ndim = npy && t->npy_ndim > 0 ? t->npy_ndim - 1 : 0;
+  for (int d = 0; d < var->row_ndim; d++)
+    var->row_shape[d] = t->npy_shape[d + 1];
+  var->row_bytes = (size_t)rb;
   char st[160];
   snprintf(st, sizeof st, "tar members *.%s: %s", t->ext,
-           bytes ? (strcmp(t->ext, "npy") == 0
-                        ? "bytes (the .npy file, header included: not "
-                          "decoded)"
-                        : "bytes")
-                 : "ASCII integers");
+           npy     ? "NumPy arrays (.npy; the values read, not the headers)"
+           : bytes ? "bytes"
+                   : "ASCII integers");
   var->storage = strdup(st);
   out->paths[v] = strdup(file);
   out->data_offset[v] = 0;
   out->file_size[v] = size;
   ferry__rec_w w;
   ferry__rec_w_init(&w);
-  ferry__rec_put_u8(&w, bytes ? LOC_OFFSETS : LOC_VALUES);
+  ferry__rec_put_u8(&w, npy ? LOC_ARRAYS : bytes ? LOC_OFFSETS : LOC_VALUES);
   ferry__rec_put_u64(&w, (uint64_t)x->n);
   ferry__rec_put_u64s(&w, t->pos, (size_t)x->n);
   int rc = ferry__rec_blob(&w, &out->rec[v]);
-  if (bytes && !rc && (out->roff[v] = malloc(((size_t)x->n + 1) * 8))) {
+  if (var->ragged && !rc && (out->roff[v] = malloc(((size_t)x->n + 1) * 8))) {
     out->roff[v][0] = 0;
     for (int64_t i = 0; i < x->n; i++)
-      out->roff[v][i + 1] = out->roff[v][i] + t->len[i];
+      out->roff[v][i + 1] = out->roff[v][i] + t->len[i] / rb;
   }
   if (rc || !var->name || !var->storage || !out->paths[v] ||
-      (bytes && !out->roff[v]))
+      (var->ragged && !out->roff[v]))
     return ferry__oom(err, -1, ((size_t)x->n + 1) * 16,
                       "variable %s of shard %s", t->ext, file);
   return 0;
@@ -369,13 +379,69 @@ done:
   return rc;
 }
 
+/* The kind of variable v's location table in part p (its record's first
+ * byte), 0 when it has none. */
+static int loc_kind(const ferry__manifest *m, int64_t p, int v) {
+  const ferry__blob *b = m->parts[p].rec ? &m->parts[p].rec[v] : NULL;
+  return b && b->len > 0 ? ((const unsigned char *)b->p)[0] : 0;
+}
+
+/* Rank 0, every shard described and agreeing: an npy variable whose
+ * samples, in every shard, have the same number of rows k (one shape) is
+ * made dense, its row the whole array ([k, rows...]); the record stays
+ * (an entry's bytes are row_bytes, or the ragged step times row_bytes). */
+static int wds_finish(ferry__manifest *m, ferry__err *err) {
+  (void)err;
+  for (int v = 0; v < m->nvars; v++) {
+    ferry__var *var = &m->vars[v];
+    if (!var->ragged || m->nparts == 0 || loc_kind(m, 0, v) != LOC_ARRAYS ||
+        var->row_ndim + 1 >= FERRY_MAX_DIMS) /* a row has at most 7 */
+      continue;
+    int64_t k = -1;
+    int same = 1;
+    for (int64_t p = 0; same && p < m->nparts; p++) {
+      const ferry__part *pt = &m->parts[p];
+      const int64_t *ro = pt->roff ? pt->roff[v] : NULL;
+      same = ro != NULL && loc_kind(m, p, v) == LOC_ARRAYS;
+      for (int64_t i = 0; same && i < pt->num_samples; i++) {
+        if (k < 0)
+          k = ro[i + 1] - ro[i];
+        same = ro[i + 1] - ro[i] == k;
+      }
+    }
+    if (!same || k <= 0 || (size_t)k > SIZE_MAX / var->row_bytes)
+      continue;
+    memmove(var->row_shape + 1, var->row_shape,
+            (size_t)var->row_ndim * sizeof *var->row_shape);
+    var->row_shape[0] = k;
+    var->row_ndim++;
+    var->row_bytes *= (size_t)k;
+    var->ragged = 0;
+    for (int64_t p = 0; p < m->nparts; p++) {
+      free(m->parts[p].roff[v]);
+      m->parts[p].roff[v] = NULL;
+    }
+  }
+  return 0;
+}
+
 /* ---- Reads (I/O thread) ----------------------------------------------- */
 
 /* A variable's location table, decoded from its record on first use. */
 typedef struct loctab {
-  int kind;     /* LOC_OFFSETS or LOC_VALUES; 0: not decoded yet */
-  int64_t *pos; /* [n] payload offsets, or values */
+  int kind;     /* LOC_OFFSETS, LOC_VALUES or LOC_ARRAYS; 0: not decoded */
+  int64_t *pos; /* [n] payload (or array values) offsets, or values */
 } loctab;
+
+/* The bytes of sample i of variable var: its rows (the ragged step, or
+ * one) times row_bytes; -1 when they would overflow. */
+static int64_t entry_bytes(const ferry__manifest *m, const ferry__part *pt,
+                           int var, int64_t i) {
+  const int64_t *ro = pt->roff ? pt->roff[var] : NULL;
+  int64_t rows = m->vars[var].ragged ? (ro ? ro[i + 1] - ro[i] : -1) : 1;
+  int64_t rb = (int64_t)m->vars[var].row_bytes;
+  return rows < 0 || (rb && rows > INT64_MAX / rb) ? -1 : rows * rb;
+}
 
 /* A run of members is one preadv: each member's payload lands in its place
  * in the batch buffer, the bytes between them (headers, other members) in
@@ -409,13 +475,18 @@ static int tab_get(ferry__io *io, int64_t part, int var, loctab **out,
   if (t->kind)
     return 0;
   const ferry__part *pt = &m->parts[part];
-  const int64_t *ro = pt->roff ? pt->roff[var] : NULL;
+  const ferry__var *x = &m->vars[var];
   ferry__rec_r r;
   ferry__rec_r_init(&r, pt->rec ? pt->rec[var].p : NULL,
                     pt->rec ? pt->rec[var].len : 0);
   int kind = (int)ferry__rec_get_u8(&r);
   int64_t n = ferry__rec_get_nonneg(&r, "bad sample count");
-  if (!r.rc && (kind != (m->vars[var].ragged ? LOC_OFFSETS : LOC_VALUES)))
+  /* the kind the variable's layout allows: bytes are ragged uint8,
+   * integers dense int64 values; arrays either */
+  if (!r.rc && !(kind == LOC_ARRAYS ||
+                 (kind == LOC_OFFSETS && x->ragged && x->row_bytes == 1) ||
+                 (kind == LOC_VALUES && !x->ragged && x->dtype == FERRY_INT64 &&
+                  x->row_bytes == 8 && !x->swapped)))
     ferry__rec_fail(&r, "bad kind");
   if (!r.rc && n != pt->num_samples)
     ferry__rec_fail(&r, "not one entry per sample");
@@ -425,12 +496,11 @@ static int tab_get(ferry__io *io, int64_t part, int var, loctab **out,
     ferry__rec_oom(&r, (size_t)n * 8, "the location table");
   if (!r.rc)
     ferry__rec_get_u64s(&r, t->pos, (size_t)n);
-  for (int64_t i = 0; !r.rc && kind == LOC_OFFSETS && i < n; i++) {
-    int64_t len = ro ? ro[i + 1] - ro[i] : -1;
-    if (!ro || len < 0 ||
-        t->pos[i] < (i ? t->pos[i - 1] + ro[i] - ro[i - 1] : 0) ||
-        t->pos[i] > pt->file_size[var] - len)
+  for (int64_t i = 0, end = 0; !r.rc && kind != LOC_VALUES && i < n; i++) {
+    int64_t len = entry_bytes(m, pt, var, i);
+    if (len < 0 || t->pos[i] < end || t->pos[i] > pt->file_size[var] - len)
       ferry__rec_fail(&r, "a member outside the shard or out of order");
+    end = t->pos[i] + len;
   }
   if (!r.rc)
     ferry__rec_end(&r, "bytes after the table");
@@ -510,15 +580,16 @@ static int preadv_full(int fd, struct iovec *iov, int n, int64_t off) {
 static int gather(ferry__io *io, int fd, const ferry__part *pt, int var,
                   const int64_t *pos, int64_t row, int64_t nrows,
                   unsigned char *buf, ferry__err *err) {
-  const int64_t *ro = pt->roff[var];
+  const ferry__manifest *m = io->b.m;
   struct iovec iov[2 * RUN_MAX];
   unsigned char *d = buf;
   for (int64_t a = row; a < row + nrows;) {
     int n = 0;
-    int64_t z = a, at = pos[a], want = 0;
+    int64_t z = a, at = pos[a], want = 0, prev = 0;
     for (; z < row + nrows && z - a < RUN_MAX; z++) {
-      int64_t len = ro[z + 1] - ro[z];
-      int64_t gap = z > a ? pos[z] - (pos[z - 1] + ro[z] - ro[z - 1]) : 0;
+      int64_t len = entry_bytes(m, pt, var, z); /* checked by tab_get */
+      int64_t gap = z > a ? pos[z] - (pos[z - 1] + prev) : 0;
+      prev = len;
       if (gap > GAP_MAX)
         break;
       if (gap > 0)
@@ -562,7 +633,7 @@ static int wds_io_read(ferry__io *io, int64_t part, int var, int64_t row,
     return 0;
   }
   const ferry__part *pt = &m->parts[part];
-  if (pt->roff[var][row + nrows] == pt->roff[var][row])
+  if (m->vars[var].ragged && pt->roff[var][row + nrows] == pt->roff[var][row])
     return 0;
   void *h = NULL;
   rc = ferry__handle_get(&io->b.files, part, -1, io->b.rank, &h, err);
@@ -592,6 +663,7 @@ const ferry__backend ferry__backend_wds = {
                "magic; .tar.gz and .tgz to refuse them by name), or a "
                "directory of one",
     .describe = wds_describe,
+    .finish = wds_finish,
     .io_open = wds_io_open,
     .io_read = wds_io_read,
     .io_close = wds_io_close,

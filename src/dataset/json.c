@@ -478,10 +478,12 @@ static int load_var(json_t *o, int v, const char *path, ferry__manifest *m,
   if (jcat && !(x->categories = strdup(json_string_value(jcat))))
     return ferry__oom(err, -1, strlen(json_string_value(jcat)) + 1,
                       "the categories of variable %d of %s", v, path);
-  json_t *jrg = json_object_get(o, "ragged"); /* optional: 1 or 2 */
+  /* optional: 1 or 2; row_shape is then the inner shape (a WebDataset
+   * npy variable's rows of (4,): docs/ragged.md) */
+  json_t *jrg = json_object_get(o, "ragged");
   snprintf(key, sizeof key, "vars[%d].ragged", v);
   if (jrg && (!json_is_integer(jrg) || json_integer_value(jrg) < 1 ||
-              json_integer_value(jrg) > 2 || x->row_ndim))
+              json_integer_value(jrg) > 2))
     return missing(err, path, key);
   x->ragged = jrg ? (int)json_integer_value(jrg) : 0;
   if (jstore && !(x->storage = strdup(json_string_value(jstore))))

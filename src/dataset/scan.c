@@ -970,6 +970,9 @@ int ferry__scan_finish(const char *spec, const char *vars, const char *note,
     return rc;
   if (m->num_samples == 0)
     return ferry__seterr(err, FERRY_EEMPTY, "dataset %s holds no sample", spec);
+  const ferry__backend *be = ferry__backend_find(m->backend);
+  if (be && be->finish && (rc = be->finish(m, err)) < 0)
+    return rc;
   if ((rc = ferry__manifest_select_vars(m, vars, err)) < 0 ||
       (rc = ferry__manifest_check_names(m, err)) < 0 ||
       (rc = ferry__manifest_check_servable(m, spec, err)) < 0)

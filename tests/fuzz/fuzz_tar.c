@@ -1,9 +1,11 @@
 /*
  * fuzz_tar.c - the tar member scan and WebDataset sample index
  * (backends/tar.c) on arbitrary bytes held in memory, with every
- * extension, and with vars=jpg,cls and missing=cls=-1,jpg=.  It must accept or
- * refuse with a message; what it accepts has every member's payload inside the
- * bytes, members of one variable in increasing order without overlap, each
+ * extension, and with vars=jpg,cls,npy and missing=cls=-1,jpg=,npy=.  It must
+ * accept or refuse with a message; what it accepts has every member's payload
+ * (an npy member's values: their .npy header parsed, bounded by the member)
+ * inside the bytes, members of one variable in increasing order without
+ * overlap, an npy variable's samples whole rows (one for 0-d arrays), each
  * sample starting before its members, and a sidecar made from it that
  * checks as valid.
  */
@@ -38,9 +40,18 @@ static void one(const uint8_t *data, size_t size, const char *select,
   for (int v = 0; v < x.nvars; v++) {
     const ferry__tar_var *t = &x.vars[v];
     int64_t prev_end = 0;
+    /* npy: a dtype of the parser's, rows of whole row_bytes */
+    FUZZ_CHECK(t->kind != FERRY__TAR_NPY ||
+               (t->npy_first >= 0 && t->npy_first < x.n &&
+                t->npy_row_bytes > 0 && t->npy_ndim >= 0 &&
+                t->npy_ndim <= FERRY_MAX_DIMS &&
+                (int)t->npy_dtype < FERRY_DTYPE_COUNT));
     for (int64_t i = 0; i < x.n; i++) {
       FUZZ_CHECK(t->len[i] >= 0);
-      if (t->kind != FERRY__TAR_BYTES)
+      if (t->kind == FERRY__TAR_NPY)
+        FUZZ_CHECK(t->len[i] % t->npy_row_bytes == 0 &&
+                   (t->npy_ndim > 0 || t->len[i] == t->npy_row_bytes));
+      if (t->kind == FERRY__TAR_INT)
         continue;
       FUZZ_CHECK(t->pos[i] >= prev_end &&
                  (t->len[i] == 0 || t->pos[i] > x.start[i]) &&
@@ -63,6 +74,6 @@ static void one(const uint8_t *data, size_t size, const char *select,
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   one(data, size, NULL, NULL);
-  one(data, size, "jpg,cls", "cls=-1,jpg=");
+  one(data, size, "jpg,cls,npy", "cls=-1,jpg=,npy=");
   return 0;
 }

@@ -295,6 +295,26 @@ static void test_header_errors(void) {
   EXPECT_CODE(ferry__npy_parse_header(buf, len, &h, NULL, &e), FERRY_ENOTSUP, e,
               NULL);
 
+  /* ferry__npy_parse_array_header (a WebDataset member's array): 0-d
+   * accepted, everything else as ferry__npy_parse_header */
+  len = make_header(buf, sizeof buf, 1, 0,
+                    "{'descr': '>f8', 'fortran_order': False, 'shape': (), }");
+  memset(&e, 0, sizeof e);
+  CHECK(ferry__npy_parse_array_header(buf, len, &h, "k.npy", &e) == 0 &&
+            h.ndim == 0 && h.dtype == FERRY_FLOAT64 &&
+            h.swapped == host_little() && h.data_offset == (int64_t)len,
+        "a 0-d member: %s", e.msg);
+  EXPECT_CODE(ferry__npy_parse_header(buf, len, &h, "x.npy", &e), FERRY_EFORMAT,
+              e, "0-d");
+  len = make_header(buf, sizeof buf, 1, 0,
+                    "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3)}");
+  EXPECT_CODE(
+      ferry__npy_parse_array_header(buf, len, &h, "s.tar, member k.npy", &e),
+      FERRY_ENOTSUP, e, "s.tar, member k.npy: array is stored in Fortran");
+  len = make_header(buf, sizeof buf, 1, 0, d);
+  EXPECT_CODE(ferry__npy_parse_array_header(buf, len - 1, &h, "k.npy", &e),
+              FERRY_EFORMAT, e, "truncated .npy header");
+
   /* Any single corrupted byte: a clean result or a clean error. */
   len = make_header(buf, sizeof buf, 3, 0, d);
   for (size_t k = 0; k < len; k++)
