@@ -725,12 +725,14 @@ static int img_describe(const char *path, const ferry_options *opts,
     add_dir(&w, NULL, strdup(classes[c]), (int)c);
   walk_run(&w, nthreads);
   for (size_t i = 0; !w.oom && i < w.nnodes; i++) /* names are unique */
-    qsort(w.nodes[i]->f, w.nodes[i]->n, sizeof *w.nodes[i]->f, cmp_file);
+    if (w.nodes[i]->n > 1) /* (a directory without files has no array) */
+      qsort(w.nodes[i]->f, w.nodes[i]->n, sizeof *w.nodes[i]->f, cmp_file);
   if (w.oom) {
     rc = ferry__oom(err, -1, w.oom, "listing image folder %s", path);
     goto done;
   }
-  qsort(w.nodes, w.nnodes, sizeof *w.nodes, cmp_node);
+  if (w.nnodes > 1)
+    qsort(w.nodes, w.nnodes, sizeof *w.nodes, cmp_node);
   rc =
       check_tree(path, w.nodes, w.nnodes, classes, nclasses, &n, &ignored, err);
   if (!rc)

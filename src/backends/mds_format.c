@@ -693,7 +693,7 @@ static int cmp_name(const void *a, const void *b) {
 /* No two shards of one file: a shard listed twice would be read twice. */
 static int check_unique(const ferry__mds_index *x, const char *path,
                         ferry__err *err) {
-  char **v = malloc((size_t)x->n * sizeof *v);
+  char **v = malloc((x->n > 0 ? (size_t)x->n : 1) * sizeof *v);
   if (!v)
     return ferry__oom(err, -1, (size_t)x->n * sizeof *v, "MDS index %s", path);
   for (int64_t k = 0; k < x->n; k++)

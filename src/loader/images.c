@@ -276,7 +276,8 @@ static int verify_share(ferry_loader *L, int64_t lo, int64_t hi, faults *fs,
         rc = verify_rows(L, io, part, v, src, row, k, out, fs, checked, bad,
                          err);
     }
-    qsort(fs->blk, (size_t)fs->nblk, sizeof *fs->blk, by_sample);
+    if (fs->nblk > 1)
+      qsort(fs->blk, (size_t)fs->nblk, sizeof *fs->blk, by_sample);
     for (int64_t i = 0; i < fs->nblk && fs->n < fs->max; i++)
       fs->f[fs->n++] = fs->blk[i];
     g += k;
