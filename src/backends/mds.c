@@ -36,7 +36,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 #ifdef HAVE_ZSTD
 #include <zstd.h>
@@ -562,7 +561,7 @@ typedef struct shardbuf {
   uint64_t used; /* the clock at its last use */
 } shardbuf;
 
-enum { GAP_MAX = 64 << 10, RUN_MAX = 500, DEC_SLOTS = 64 };
+enum { DEC_SLOTS = 64 };
 
 struct ferry__io {
   ferry__io_base b;
@@ -669,7 +668,7 @@ static int mds_io_open(ferry__io **out, const ferry__manifest *m,
   ferry__io *io = vp;
   if (!rc &&
       (!(io->t = calloc((size_t)(m->nparts * m->nvars), sizeof *io->t)) ||
-       !(io->scratch = malloc(GAP_MAX)))) {
+       !(io->scratch = malloc(FERRY__GATHER_GAP_MAX)))) {
     rc =
         ferry__oom(err, p->rank, (size_t)(m->nparts * m->nvars) * sizeof *io->t,
                    "the location tables of dataset %s", m->spec);
@@ -682,74 +681,6 @@ static int mds_io_open(ferry__io **out, const ferry__manifest *m,
     io->dec[k].part = -1;
   *out = io;
   return rc;
-}
-
-/* preadv of iov[0..n) at off, short reads continued: 0, or -1 with errno
- * set (0 for the end of the file). */
-static int preadv_full(int fd, struct iovec *iov, int n, int64_t off) {
-  while (n > 0) {
-    ssize_t r = preadv(fd, iov, n, (off_t)off);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0) {
-      if (r == 0)
-        errno = 0;
-      return -1;
-    }
-    off += r;
-    while (n > 0 && (size_t)r >= iov->iov_len) {
-      r -= (ssize_t)iov->iov_len;
-      iov++;
-      n--;
-    }
-    if (n > 0) {
-      iov->iov_base = (char *)iov->iov_base + r;
-      iov->iov_len -= (size_t)r;
-    }
-  }
-  return 0;
-}
-
-/* Values [row, row+nrows) of a raw shard into buf, one after the other:
- * runs no more than GAP_MAX apart read with one preadv each. */
-static int gather(ferry__io *io, int fd, const ferry__part *pt, int var,
-                  const int64_t *pos, int64_t row, int64_t nrows,
-                  unsigned char *buf, ferry__err *err) {
-  const ferry__var *v = &io->b.m->vars[var];
-  struct iovec iov[2 * RUN_MAX];
-  unsigned char *d = buf;
-  for (int64_t a = row; a < row + nrows;) {
-    int n = 0;
-    int64_t z = a, at = pos[a], want = 0, prev_end = pos[a];
-    for (; z < row + nrows && z - a < RUN_MAX; z++) {
-      int64_t len = value_bytes(pt, v, var, z);
-      int64_t gap = pos[z] - prev_end;
-      if (gap > GAP_MAX)
-        break;
-      if (gap > 0)
-        iov[n++] = (struct iovec){io->scratch, (size_t)gap};
-      if (len > 0)
-        iov[n++] = (struct iovec){d, (size_t)len};
-      d += len;
-      want += gap + len;
-      prev_end = pos[z] + len;
-    }
-    if (n > 0 && preadv_full(fd, iov, n, at) != 0)
-      return errno ? ferry__seterr(err, ferry__errno_code(errno),
-                                   "pread failed: file %s, variable %s, rank "
-                                   "%d, offset %lld, %lld bytes: %s",
-                                   pt->paths[var], v->name, io->b.rank,
-                                   (long long)at, (long long)want,
-                                   strerror(errno))
-                   : ferry__seterr(err, FERRY_EIO,
-                                   "short read: file %s, variable %s, rank %d, "
-                                   "offset %lld: fewer than %lld bytes (the "
-                                   "file shrank after it was opened?)",
-                                   pt->paths[var], v->name, io->b.rank,
-                                   (long long)at, (long long)want);
-    a = z;
-  }
-  return 0;
 }
 
 /* The decompressed bytes of zstd part, from the cache or decoded now. */
@@ -844,7 +775,8 @@ static int mds_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   rc = ferry__handle_get(&io->b.files, part, -1, io->b.rank, &h, err);
   if (rc)
     return rc;
-  return gather(io, *(int *)h, pt, var, t->pos, row, nrows, buf, err);
+  return ferry__gather_entries(*(int *)h, io->b.m, part, var, t->pos, row,
+                               nrows, buf, io->scratch, io->b.rank, err);
 }
 
 static void mds_io_close(ferry__io *io) {

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 int ferry__mpi_read(MPI_File fh, int coll, MPI_Offset off, void *buf, int n,
@@ -61,6 +62,81 @@ int ferry__pread_full(int fd, void *buf, size_t n, int64_t off, size_t *got) {
     done += (size_t)r;
   }
   *got = done;
+  return 0;
+}
+
+/* preadv of iov[0..n) at off, short reads continued: 0, or -1 with errno
+ * set (0 for the end of the file). */
+static int preadv_full(int fd, struct iovec *iov, int n, int64_t off) {
+  while (n > 0) {
+    ssize_t r = preadv(fd, iov, n, (off_t)off);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0) {
+      if (r == 0)
+        errno = 0;
+      return -1;
+    }
+    off += r;
+    while (n > 0 && (size_t)r >= iov->iov_len) {
+      r -= (ssize_t)iov->iov_len;
+      iov++;
+      n--;
+    }
+    if (n > 0) {
+      iov->iov_base = (char *)iov->iov_base + r;
+      iov->iov_len -= (size_t)r;
+    }
+  }
+  return 0;
+}
+
+int64_t ferry__entry_bytes(const ferry__manifest *m, const ferry__part *pt,
+                           int var, int64_t i) {
+  const int64_t *ro = pt->roff ? pt->roff[var] : NULL;
+  int64_t rows = m->vars[var].ragged ? (ro ? ro[i + 1] - ro[i] : -1) : 1;
+  int64_t rb = (int64_t)m->vars[var].row_bytes;
+  return rows < 0 || (rb && rows > INT64_MAX / rb) ? -1 : rows * rb;
+}
+
+int ferry__gather_entries(int fd, const ferry__manifest *m, int64_t part,
+                          int var, const int64_t *pos, int64_t row,
+                          int64_t nrows, unsigned char *buf,
+                          unsigned char *scratch, int rank, ferry__err *err) {
+  const ferry__part *pt = &m->parts[part];
+  struct iovec iov[2 * FERRY__GATHER_RUN_MAX];
+  unsigned char *d = buf;
+  for (int64_t a = row; a < row + nrows;) {
+    int n = 0;
+    int64_t z = a, at = pos[a], want = 0, prev_end = pos[a];
+    for (; z < row + nrows && z - a < FERRY__GATHER_RUN_MAX; z++) {
+      int64_t len = ferry__entry_bytes(m, pt, var, z); /* checked */
+      int64_t gap = pos[z] - prev_end;
+      if (gap > FERRY__GATHER_GAP_MAX)
+        break;
+      if (gap > 0)
+        iov[n++] = (struct iovec){scratch, (size_t)gap};
+      if (len > 0)
+        iov[n++] = (struct iovec){d, (size_t)len};
+      d += len;
+      want += gap + len;
+      prev_end = pos[z] + len;
+    }
+    if (n > 0 && preadv_full(fd, iov, n, at) != 0)
+      return errno ? ferry__seterr(err, ferry__errno_code(errno),
+                                   "pread failed: file %s, variable %s, rank "
+                                   "%d, offset %lld, %lld bytes: %s",
+                                   pt->paths[var], m->vars[var].name, rank,
+                                   (long long)at, (long long)want,
+                                   strerror(errno))
+                   : ferry__seterr(err, FERRY_EIO,
+                                   "short read: file %s, variable %s, rank %d, "
+                                   "offset %lld: fewer than %lld bytes (the "
+                                   "file shrank after it was opened?)",
+                                   pt->paths[var], m->vars[var].name, rank,
+                                   (long long)at, (long long)want);
+    a = z;
+  }
   return 0;
 }
 

@@ -136,6 +136,34 @@ int ferry__mpiio_read_range(MPI_File fh, int collective, int64_t offset,
  */
 int ferry__open_regular(const char *path, const char **kind);
 
+/* ---- Per-sample location tables (decision 0057: WebDataset, MDS) ---- */
+
+/** A run of entries read by one preadv: at most this many, no two more
+ *  than FERRY__GATHER_GAP_MAX bytes apart (the scratch buffer's size,
+ *  which takes the bytes between them; IOV_MAX is at least 1024). */
+#define FERRY__GATHER_RUN_MAX 500
+#define FERRY__GATHER_GAP_MAX (64 << 10)
+
+/** Bytes of entry i of variable var of part pt: its rows (the ragged
+ *  offsets' step, 1 for a dense variable) times row_bytes; -1 when they
+ *  cannot be (no offsets, an overflow). */
+int64_t ferry__entry_bytes(const ferry__manifest *m, const ferry__part *pt,
+                           int var, int64_t i);
+
+/**
+ * Entries [row, row+nrows) of variable var of part, at byte offsets
+ * pos[] of fd (increasing, not overlapping, each inside the file: the
+ * caller checked its table), into buf one after the other: each run one
+ * preadv whose vectors put every entry in its place and the bytes between
+ * them in scratch (FERRY__GATHER_GAP_MAX bytes).  0, or the errno's code
+ * (FERRY_EIO for a short read) naming file, variable, rank, offset.  I/O
+ * thread.
+ */
+int ferry__gather_entries(int fd, const ferry__manifest *m, int64_t part,
+                          int var, const int64_t *pos, int64_t row,
+                          int64_t nrows, unsigned char *buf,
+                          unsigned char *scratch, int rank, ferry__err *err);
+
 /**
  * pread until n bytes are read, end of file, or an error; EINTR retried.
  * Returns 0 with *got the bytes read (less than n only at end of file), or

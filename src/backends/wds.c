@@ -41,7 +41,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 /* 2: kind 4 (npy arrays), and npy members no longer bytes (decision
@@ -435,24 +434,17 @@ typedef struct loctab {
 
 /* The bytes of sample i of variable var: its rows (the ragged step, or
  * one) times row_bytes; -1 when they would overflow. */
-static int64_t entry_bytes(const ferry__manifest *m, const ferry__part *pt,
-                           int var, int64_t i) {
-  const int64_t *ro = pt->roff ? pt->roff[var] : NULL;
-  int64_t rows = m->vars[var].ragged ? (ro ? ro[i + 1] - ro[i] : -1) : 1;
-  int64_t rb = (int64_t)m->vars[var].row_bytes;
-  return rows < 0 || (rb && rows > INT64_MAX / rb) ? -1 : rows * rb;
-}
 
-/* A run of members is one preadv: each member's payload lands in its place
- * in the batch buffer, the bytes between them (headers, other members) in
- * a scratch buffer of GAP_MAX bytes, which bounds a gap; a run has at most
- * RUN_MAX members (IOV_MAX is at least 1024 on Linux). */
-enum { GAP_MAX = 64 << 10, RUN_MAX = 500 };
+/* A run of members is one preadv (ferry__gather_entries, backends'
+ * toolkit): each member's payload lands in its place in the batch buffer,
+ * the bytes between them (headers, other members) in a scratch buffer of
+ * FERRY__GATHER_GAP_MAX bytes, which bounds a gap. */
 
 struct ferry__io {
   ferry__io_base b;
   loctab *t;              /* [nparts * nvars] */
-  unsigned char *scratch; /* GAP_MAX bytes: what lies between members */
+  unsigned char *scratch; /* FERRY__GATHER_GAP_MAX bytes: what lies between
+                           * members */
 };
 
 /* One descriptor per shard, whatever the variable. */
@@ -497,7 +489,7 @@ static int tab_get(ferry__io *io, int64_t part, int var, loctab **out,
   if (!r.rc)
     ferry__rec_get_u64s(&r, t->pos, (size_t)n);
   for (int64_t i = 0, end = 0; !r.rc && kind != LOC_VALUES && i < n; i++) {
-    int64_t len = entry_bytes(m, pt, var, i);
+    int64_t len = ferry__entry_bytes(m, pt, var, i);
     if (len < 0 || t->pos[i] < end || t->pos[i] > pt->file_size[var] - len)
       ferry__rec_fail(&r, "a member outside the shard or out of order");
     end = t->pos[i] + len;
@@ -535,7 +527,7 @@ static int wds_io_open(ferry__io **out, const ferry__manifest *m,
   ferry__io *io = v;
   if (!rc &&
       (!(io->t = calloc((size_t)(m->nparts * m->nvars), sizeof *io->t)) ||
-       !(io->scratch = malloc(GAP_MAX)))) {
+       !(io->scratch = malloc(FERRY__GATHER_GAP_MAX)))) {
     rc =
         ferry__oom(err, p->rank, (size_t)(m->nparts * m->nvars) * sizeof *io->t,
                    "the location tables of dataset %s", m->spec);
@@ -546,75 +538,6 @@ static int wds_io_open(ferry__io **out, const ferry__manifest *m,
   }
   *out = io;
   return rc;
-}
-
-/* preadv of iov[0..n) at off, short reads continued: 0, or -1 with errno
- * set (0 for the end of the file). */
-static int preadv_full(int fd, struct iovec *iov, int n, int64_t off) {
-  while (n > 0) {
-    ssize_t r = preadv(fd, iov, n, (off_t)off);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0) {
-      if (r == 0)
-        errno = 0;
-      return -1;
-    }
-    off += r;
-    while (n > 0 && (size_t)r >= iov->iov_len) {
-      r -= (ssize_t)iov->iov_len;
-      iov++;
-      n--;
-    }
-    if (n > 0) {
-      iov->iov_base = (char *)iov->iov_base + r;
-      iov->iov_len -= (size_t)r;
-    }
-  }
-  return 0;
-}
-
-/* Members [row, row+nrows) of a bytes variable into buf, one after the
- * other: runs of members no more than GAP_MAX apart read with one preadv
- * each, straight into their places. */
-static int gather(ferry__io *io, int fd, const ferry__part *pt, int var,
-                  const int64_t *pos, int64_t row, int64_t nrows,
-                  unsigned char *buf, ferry__err *err) {
-  const ferry__manifest *m = io->b.m;
-  struct iovec iov[2 * RUN_MAX];
-  unsigned char *d = buf;
-  for (int64_t a = row; a < row + nrows;) {
-    int n = 0;
-    int64_t z = a, at = pos[a], want = 0, prev = 0;
-    for (; z < row + nrows && z - a < RUN_MAX; z++) {
-      int64_t len = entry_bytes(m, pt, var, z); /* checked by tab_get */
-      int64_t gap = z > a ? pos[z] - (pos[z - 1] + prev) : 0;
-      prev = len;
-      if (gap > GAP_MAX)
-        break;
-      if (gap > 0)
-        iov[n++] = (struct iovec){io->scratch, (size_t)gap};
-      if (len > 0)
-        iov[n++] = (struct iovec){d, (size_t)len};
-      d += len;
-      want += gap + len;
-    }
-    if (n > 0 && preadv_full(fd, iov, n, at) != 0)
-      return errno ? ferry__seterr(err, ferry__errno_code(errno),
-                                   "pread failed: file %s, variable %s, rank "
-                                   "%d, offset %lld, %lld bytes: %s",
-                                   pt->paths[var], io->b.m->vars[var].name,
-                                   io->b.rank, (long long)at, (long long)want,
-                                   strerror(errno))
-                   : ferry__seterr(err, FERRY_EIO,
-                                   "short read: file %s, variable %s, rank %d, "
-                                   "offset %lld: fewer than %lld bytes (the "
-                                   "file shrank after it was opened?)",
-                                   pt->paths[var], io->b.m->vars[var].name,
-                                   io->b.rank, (long long)at, (long long)want);
-    a = z;
-  }
-  return 0;
 }
 
 static int wds_io_read(ferry__io *io, int64_t part, int var, int64_t row,
@@ -639,7 +562,8 @@ static int wds_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   rc = ferry__handle_get(&io->b.files, part, -1, io->b.rank, &h, err);
   if (rc)
     return rc;
-  return gather(io, *(int *)h, pt, var, t->pos, row, nrows, buf, err);
+  return ferry__gather_entries(*(int *)h, m, part, var, t->pos, row, nrows, buf,
+                               io->scratch, io->b.rank, err);
 }
 
 static void wds_io_close(ferry__io *io) {
