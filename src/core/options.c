@@ -175,7 +175,8 @@ static const option_def defs[] = {
       "decode compressed Zarr chunks, deflated .npz members and images "
       "(decode=) at once; 0 "
       "picks the CPUs of the rank's affinity mask shared among the ranks of "
-      "its node, minus one for the I/O thread (at least 1, at most 8)."},
+      "its node, minus one for the I/O thread (at least 1, at most 8). An "
+      "image folder is listed by this many threads on rank 0 (16 when 0)."},
      K_INT,
      OFF(threads),
      0,
