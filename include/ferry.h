@@ -933,14 +933,56 @@ typedef struct ferry_stats {
                                 exchanging (start to finish)            */
   int64_t images_decoded;  /**< decode=: images decoded (every epoch, every
                                 decode= variable)                     */
-  double decode_cpu_seconds; /**< decode=: CPU time of the threads while they
-                                  decoded those images (their thread CPU
-                                  clocks, summed): over the process's CPU
-                                  time, decode's share of it            */
+  double decode_cpu_seconds;  /**< decode=: CPU time of the threads while they
+                                   decoded those images (their thread CPU
+                                   clocks, summed): over the process's CPU
+                                   time, decode's share of it            */
+  int64_t cache_local_bytes;  /**< cache=node|cluster: bytes served from
+                                   this node's cache (bytes_read is then
+                                   what came from storage only)          */
+  int64_t cache_remote_bytes; /**< cache=cluster: bytes received from other
+                                   nodes' caches                          */
+  int64_t cache_sent_bytes;   /**< cache=cluster: bytes sent to other nodes
+                                   (answers of this rank's server, and
+                                   chunks read here stored on their
+                                   owners)                                */
+  int64_t cache_stored_bytes; /**< bytes this rank stored in a node's cache
+                                   (its own node's, or received by its
+                                   server)                                */
 } ferry_stats;
 
 /** Read the counters.  Returns 0 or FERRY_EINVAL.  LOCAL. */
 FERRY_API int ferry_stats_get(const ferry_loader *loader, ferry_stats *out);
+
+/** The node cache (options cache, cache_bytes; docs/cache.md): where the
+ *  chunks are kept and what an epoch is expected to move once the cache is
+ *  filled.  All zeros with cache=none. */
+typedef struct ferry_cache_info {
+  int mode;       /**< 0 none, 1 node, 2 cluster                         */
+  int nodes;      /**< nodes of the job (FERRY_NODE_SIZE: simulated)     */
+  int node;       /**< this rank's node, 0..nodes-1                      */
+  int node_ranks; /**< ranks on this node                                */
+  int64_t capacity_bytes; /**< what each node may give (agreed)          */
+  int64_t node_bytes;     /**< chunk bytes this node's region holds when
+                               full (cache=cluster: the chunks it owns)  */
+  int64_t max_node_bytes; /**< the largest node_bytes of any node        */
+  int64_t region_bytes;   /**< this node's shared-memory region, state
+                               included                                  */
+  int64_t dataset_bytes;  /**< bytes of every chunk, as read             */
+  int64_t cached_bytes;   /**< of them, cached (on some node)            */
+  int64_t chunks, cached_chunks;
+  int64_t storage_bytes_per_epoch; /**< once filled: read from storage
+                                        per epoch, all ranks             */
+  int64_t network_bytes_per_epoch; /**< once filled: moved between nodes
+                                        per epoch, all ranks (about
+                                        (nodes-1)/nodes of the cached)   */
+  char note[512]; /**< why the capacity is less than asked, or ""       */
+} ferry_cache_info;
+
+/** What the cache holds (see ferry_cache_info).  Returns 0 or
+ *  FERRY_EINVAL.  LOCAL. */
+FERRY_API int ferry_cache_info_get(const ferry_loader *loader,
+                                   ferry_cache_info *out);
 
 /**
  * Write the manifest (parts, variables, shapes, sizes) as JSON to path so

@@ -81,6 +81,10 @@ typedef struct ferry__manifest {
   char *notes;        /* the first part's describe notes, or NULL     */
   int record_version; /* the backend's record_version when the parts'
                        * records were made; 0: no record            */
+  /* cache=node|cluster: the loader's cache (loader/cache.c), which the
+   * cache backend's io_open finds here; NULL otherwise.  Never saved or
+   * shared, and not owned: the loader frees the cache. */
+  void *cache;
   /* A saved manifest's ragged offsets mapped from its PATH.roff
    * (core/roffmap.c): the parts' roff[v] point into it and are not freed
    * one by one; NULL: each roff[v] is its own allocation. */

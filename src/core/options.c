@@ -58,6 +58,8 @@ static const char *const megatron_sample_names[] = {"sequence", "document",
 static const char *const tar_index_names[] = {"auto", "ignore", "write", NULL};
 /* Index = FERRY__SCAN_* (dataset/pscan.c). */
 static const char *const scan_names[] = {"ranks", "rank0", NULL};
+/* Index = FERRY__CACHE_* (loader/cache.c). */
+static const char *const cache_names[] = {"none", "node", "cluster", NULL};
 /* decode= (loader/decode.c): index = FERRY__CROP_*, FERRY__LAYOUT_*. */
 static const char *const crop_names[] = {"none", "center", "random", NULL};
 static const char *const layout_names[] = {"hwc", "chw", NULL};
@@ -363,6 +365,30 @@ static const option_def defs[] = {
      OFF(max_open_files),
      1,
      1 << 20,
+     NULL},
+    {{"cache", "none", "none|node|cluster",
+      "Keep what is read in the memory of the nodes (docs/cache.md): node: "
+      "the ranks of a node share one copy in /dev/shm, filled as batches "
+      "are served, so later epochs read from memory what the node read "
+      "before; cluster: every chunk cached on exactly one node, other nodes "
+      "fetch it over MPI, so from the second epoch on nothing is read from "
+      "storage when the job's memory holds the dataset.  Needs independent "
+      "reads (io=independent or auto)."},
+     K_ENUM,
+     OFF(cache),
+     0,
+     0,
+     cache_names},
+    {{"cache_bytes", "0", "bytes (e.g. 64GiB; 0: auto)",
+      "With cache=node or cluster: the most memory each node gives the "
+      "cache, in /dev/shm.  0: half of what /dev/shm and MemAvailable both "
+      "allow on the node with the least; more than a node's /dev/shm "
+      "holds is cut to that, said on rank 0's stderr.  A dataset larger "
+      "than the cache is partly cached: the same chunks on every rank."},
+     K_SIZE,
+     OFF(cache_bytes),
+     0,
+     INT64_C(1) << 50,
      NULL},
     {{"zarr_reader", "auto", "auto|native|netcdf",
       "Zarr stores: the reader rank 0 picks for every rank; auto and "

@@ -40,6 +40,7 @@ enum {
   FERRY__SPARSE_DT_BFLOAT16
 };
 enum { FERRY__DEV_AUTO = 0, FERRY__DEV_CPU, FERRY__DEV_CUDA };
+enum { FERRY__CACHE_NONE = 0, FERRY__CACHE_NODE, FERRY__CACHE_CLUSTER };
 /* decode=: the crop and the layout (the image core's enums' values) */
 enum { FERRY__CROP_NONE = 0, FERRY__CROP_CENTER, FERRY__CROP_RANDOM };
 enum { FERRY__LAYOUT_HWC = 0, FERRY__LAYOUT_CHW };
@@ -135,6 +136,8 @@ struct ferry_options {
   int checkpoint_signal; /* FERRY__SIG_* */
   int64_t verbose;       /* 0 silent, 1 notes, 2 also the GPU libraries    */
   int64_t collective_timeout; /* seconds in an agreement; 0: forever     */
+  int cache;                  /* FERRY__CACHE_* (loader/cache.c)         */
+  int64_t cache_bytes;        /* per node; 0: auto                      */
   ferry_transform_fn transform;
   void *transform_user;
 };

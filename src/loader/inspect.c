@@ -8,6 +8,7 @@
 #include "config.h"
 #include "backends/mixrec.h"
 #include "dataset/mix.h"
+#include "loader/cache.h"
 #include "loader/loader.h"
 
 #include <stdlib.h>
@@ -284,7 +285,14 @@ int ferry_stats_get(const ferry_loader *L, ferry_stats *out) {
   *out = L->stats;
   pthread_mutex_unlock((pthread_mutex_t *)&L->stats_mu);
   ferry__decode_counts(&L->m, &out->images_decoded, &out->decode_cpu_seconds);
+  ferry__cache_stats(L->cache, out);
   return 0;
+}
+
+int ferry_cache_info_get(const ferry_loader *L, ferry_cache_info *out) {
+  if (!L || !out)
+    return FERRY_EINVAL;
+  return ferry__cache_info(L->cache, out);
 }
 
 int ferry_manifest_save(const ferry_loader *L, const char *path) {

@@ -14,6 +14,7 @@
  * of the options, so the pipeline sees a concrete mode.
  */
 #include "config.h"
+#include "loader/cache.h"
 #include "loader/loader.h"
 
 #include <stdio.h>
@@ -106,6 +107,9 @@ done:
 
 int ferry__io_resolve(ferry_loader *L, ferry__err *err) {
   int io = L->opts->io;
+  int rc = ferry__cache_check(L, err); /* what the cache refuses */
+  if (rc)
+    return rc;
   if (io != FERRY__IO_AUTO) {
     if (io == FERRY__IO_MMAP && !L->be->io_map && !ferry__pack_is(&L->m))
       snprintf(L->io_how, sizeof L->io_how,
@@ -114,6 +118,13 @@ int ferry__io_resolve(ferry_loader *L, ferry__err *err) {
     else
       snprintf(L->io_how, sizeof L->io_how, "%s (set by io=%s)", mode_name(io),
                mode_name(io));
+    return 0;
+  }
+  if (L->opts->cache != FERRY__CACHE_NONE) { /* the cache reads */
+    L->opts->io = FERRY__IO_INDEPENDENT;
+    snprintf(L->io_how, sizeof L->io_how,
+             "independent (io=auto: cache=%s keeps what it reads)",
+             L->opts->cache == FERRY__CACHE_NODE ? "node" : "cluster");
     return 0;
   }
   if (L->opts->shuffle == FERRY__SHUFFLE_GLOBAL) { /* mmap is refused there */

@@ -23,6 +23,8 @@
  *   state.c       the checkpoint state (encode, decode, file) and the
  *                 checkpoint signal (state.h; no MPI)
  *   version.c     ferry_version, ferry_features, ferry_build_info
+ *   cache.c       cache=node|cluster: the chunks kept in the nodes'
+ *                 shared memory (cache.h)
  *
  * The dataset string becomes the manifest in the dataset layer
  * (dataset/dataset.h): open.c asks it to scan on rank 0 and share.
@@ -316,6 +318,7 @@ struct ferry_loader {
   unsigned char **map_ready; /* [nparts * nvars]: per map, a byte per 2 MiB
                                 populated (pipeline.c), or NULL */
   epoch_state *ep;
+  struct ferry__cache *cache; /* cache=node|cluster (cache.c), or NULL */
   ferry_memory_budget budget;
   pthread_mutex_t stats_mu;
   ferry_stats stats;
@@ -601,7 +604,8 @@ void ferry__held_reset(ferry_loader *L);
  * the rings. */
 int64_t ferry__held_max(const ferry_loader *L, size_t batch);
 
-/* io_choice.c: resolve io=auto (rank 0 decides, every rank learns the
+/* io_choice.c: refuse what the cache cannot serve (cache.c, the same on
+ * every rank), then resolve io=auto (rank 0 decides, every rank learns the
  * choice) into L->opts->io and say how in L->io_how.  COLLECTIVE. */
 int ferry__io_resolve(ferry_loader *L, ferry__err *err);
 

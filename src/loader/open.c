@@ -9,6 +9,7 @@
 #endif
 #include "config.h"
 #include "dataset/mix.h"
+#include "loader/cache.h"
 #include "loader/loader.h"
 
 #include <limits.h>
@@ -29,6 +30,8 @@ static void loader_free(ferry_loader *L) {
     return;
   if (L->ckpt_sig)
     ferry__signal_release(L->ckpt_sig);
+  ferry__cache_close(L->cache); /* collective: every rank's reads are over */
+  L->cache = NULL;
   if (L->gpu) {
     ferry__err ignore;
     ferry__gpu_sync(L->gpu, &ignore);
@@ -395,7 +398,9 @@ int ferry_open(MPI_Comm comm, const char *dataset, const ferry_options *opts,
     rc = ferry__agree(L->comm, L->rank, rc, &err);
     if (!rc) /* collective: rank 0 reads the weights and broadcasts them */
       rc = ferry__agree(L->comm, L->rank, ferry__sampling_open(L, &err), &err);
-    if (!rc && L->sampling) /* the weights and the draws' windows */
+    if (!rc) /* collective, agreed inside */
+      rc = ferry__cache_open(L, &err);
+    if (!rc && (L->sampling || L->cache)) /* weights, draws, the cache */
       ferry__budget_compute(L, NULL);
   }
   free(mix);

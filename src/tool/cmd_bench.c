@@ -654,6 +654,71 @@ static int bench_epoch(tool_ctx *ctx, ferry_loader *L, gpu_bench *g,
   return 0;
 }
 
+/* read_bytes of /proc/self/io: what the kernel fetched from block devices
+ * for this process (the page cache's hits not counted); -1 when unknown. */
+static double proc_read_bytes(void) {
+  FILE *f = fopen("/proc/self/io", "r");
+  if (!f)
+    return -1;
+  char line[128];
+  long long v = -1;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "read_bytes: %lld", &v) == 1)
+      break;
+  fclose(f);
+  return (double)v;
+}
+
+/* cache=node|cluster: the plan, once (rank 0 prints; every rank calls). */
+static void cache_plan_print(const tool_ctx *ctx, const ferry_cache_info *ci) {
+  double mx = (double)ci->region_bytes;
+  MPI_Allreduce(MPI_IN_PLACE, &mx, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  if (ctx->rank != 0)
+    return;
+  char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32], b7[32];
+  printf("cache: %s over %d node%s; %s of %s cached (%" PRId64 " of %" PRId64
+         " chunks), up to %s per node (capacity %s, region %s); once filled, "
+         "per epoch: %s from storage, %s between nodes\n",
+         ci->mode == 1 ? "node" : "cluster", ci->nodes,
+         ci->nodes == 1 ? "" : "s",
+         tool_fmt_bytes((double)ci->cached_bytes, b1, sizeof b1),
+         tool_fmt_bytes((double)ci->dataset_bytes, b2, sizeof b2),
+         ci->cached_chunks, ci->chunks,
+         tool_fmt_bytes((double)ci->max_node_bytes, b3, sizeof b3),
+         tool_fmt_bytes((double)ci->capacity_bytes, b4, sizeof b4),
+         tool_fmt_bytes(mx, b5, sizeof b5),
+         tool_fmt_bytes((double)ci->storage_bytes_per_epoch, b6, sizeof b6),
+         tool_fmt_bytes((double)ci->network_bytes_per_epoch, b7, sizeof b7));
+  if (ci->note[0])
+    printf("cache: %s\n", ci->note);
+}
+
+/* One epoch's traffic, summed over the ranks (collective). */
+static void cache_epoch_print(const tool_ctx *ctx, int64_t e,
+                              const ferry_stats *a, const ferry_stats *b,
+                              double kernel, double secs) {
+  double v[6] = {(double)(b->bytes_read - a->bytes_read),
+                 (double)(b->cache_local_bytes - a->cache_local_bytes),
+                 (double)(b->cache_remote_bytes - a->cache_remote_bytes),
+                 (double)(b->cache_sent_bytes - a->cache_sent_bytes),
+                 kernel < 0 ? -1e300 : kernel,
+                 secs};
+  double sum[6];
+  MPI_Reduce(v, sum, 5, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+  MPI_Reduce(&v[5], &sum[5], 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  if (ctx->rank != 0)
+    return;
+  char b1[32], b2[32], b3[32], b4[32], b5[32];
+  printf("epoch %" PRId64 ": storage %s (kernel read_bytes %s), node cache "
+         "%s, other nodes %s, sent %s, %.3f s\n",
+         e, tool_fmt_bytes(sum[0], b1, sizeof b1),
+         sum[4] < 0 ? "unknown" : tool_fmt_bytes(sum[4], b2, sizeof b2),
+         tool_fmt_bytes(sum[1], b3, sizeof b3),
+         tool_fmt_bytes(sum[2], b4, sizeof b4),
+         tool_fmt_bytes(sum[3], b5, sizeof b5), sum[5]);
+  fflush(stdout);
+}
+
 /* The epochs (from --state FILE's position when it exists), timed from a
  * common start into m[M_ELAPSED].  Returns 0 or an exit status. */
 static int bench_epochs(tool_ctx *ctx, ferry_loader *L, gpu_bench *g,
@@ -663,12 +728,26 @@ static int bench_epochs(tool_ctx *ctx, ferry_loader *L, gpu_bench *g,
   if (cfg->state &&
       (st = tool_state_begin(ctx, L, cfg->state, cfg->json, &e0, &resumed)))
     return st;
+  ferry_cache_info ci;
+  ferry_cache_info_get(L, &ci);
+  if (ci.mode && !cfg->json)
+    cache_plan_print(ctx, &ci);
   MPI_Barrier(MPI_COMM_WORLD); /* start together: elapsed is comparable */
   double t_start = MPI_Wtime();
   for (int64_t e = e0; e < cfg->epochs; e++) {
     int started = cfg->state != NULL && e == e0;
+    ferry_stats a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    ferry_stats_get(L, &a);
+    double k0 = proc_read_bytes(), t0 = MPI_Wtime();
     if ((st = bench_epoch(ctx, L, g, cfg, e, started, m, per_epoch)) != 0)
       return st;
+    double t1 = MPI_Wtime(), k1 = proc_read_bytes();
+    ferry_stats_get(L, &b);
+    if (ci.mode && !cfg->json)
+      cache_epoch_print(ctx, e, &a, &b, k1 >= 0 && k0 >= 0 ? k1 - k0 : -1,
+                        t1 - t0);
   }
   m[M_ELAPSED] = MPI_Wtime() - t_start;
   return 0;

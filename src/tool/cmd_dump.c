@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_VAR = 1, OPT_EPOCH, OPT_ROW_HASH, OPT_OUTPUT };
+enum { OPT_VAR = 1, OPT_EPOCH, OPT_EPOCHS, OPT_ROW_HASH, OPT_OUTPUT };
 
 /* The records rank 0 gathers in one round, all ranks together: the round is
  * the most whole batches (at least one) whose records fit. */
@@ -33,6 +33,10 @@ static const tool_opt dump_opts[] = {
      "variable.  A variable outside the selection (--vars, or the default "
      "one) is added to it."},
     {"epoch", 1, OPT_EPOCH, "E", "Epoch to run (>= 0).  Default: 0."},
+    {"epochs", 1, OPT_EPOCHS, "K",
+     "Run K epochs, E to E+K-1, with one loader (what one loader keeps "
+     "between epochs, such as cache=node, then serves), printing each "
+     "epoch's lines after the previous one's.  Default: 1."},
     {"row-hash", 0, OPT_ROW_HASH, NULL,
      "Add a fifth field, fnv=HEX: the FNV-1a 64-bit hash of the whole row's "
      "bytes as served (native byte order), so a test can check every "
@@ -48,7 +52,8 @@ static const tool_opt dump_opts[] = {
 
 const tool_cmd tool_cmd_dump = {
     .name = "dump",
-    .args = "DATASET [--var NAME] [--epoch E] [--row-hash] [--output FILE] "
+    .args = "DATASET [--var NAME] [--epoch E] [--epochs K] [--row-hash] "
+            "[--output FILE] "
             "[loader options]",
     .summary = "print every sample served in an epoch, by rank and batch",
     .description =
@@ -294,7 +299,7 @@ static int dump_close_out(const tool_ctx *ctx, dump_out *out, int st) {
 
 static int run_dump(tool_ctx *ctx) {
   const char *var = NULL;
-  int64_t epoch = 0;
+  int64_t epoch = 0, nepochs = 1;
   int row_hash = 0;
   const char *output = NULL;
   for (int i = 0; i < ctx->nargs; i++) {
@@ -304,6 +309,13 @@ static int run_dump(tool_ctx *ctx) {
       var = ctx->args[i].value;
     } else if (ctx->args[i].id == OPT_OUTPUT) {
       output = ctx->args[i].value;
+    } else if (ctx->args[i].id == OPT_EPOCHS &&
+               tool_parse_i64(ctx->args[i].value, 1, INT64_MAX, &nepochs) !=
+                   0) {
+      return tool_usage_error(ctx,
+                              "bad value '%s' for --epochs: expected an "
+                              "integer >= 1",
+                              ctx->args[i].value);
     } else if (ctx->args[i].id == OPT_EPOCH &&
                tool_parse_i64(ctx->args[i].value, 0, INT64_MAX, &epoch) != 0) {
       return tool_usage_error(ctx,
@@ -327,28 +339,31 @@ static int run_dump(tool_ctx *ctx) {
   size_t elsize = ferry_dtype_size(vinfo.dtype);
   const int64_t per_round = round_batches(ctx);
 
-  if ((rc = ferry_set_epoch(L, epoch)) != 0) {
-    st = tool_lib_error(ctx, L, rc);
-    goto cleanup;
-  }
-  for (int64_t nb = 0;; nb++) {
-    ferry_batch *b = NULL;
-    rc = ferry_next(L, &b);
-    if (rc == FERRY_END)
-      break;
-    if (rc != 0) { /* collective: every rank fails at the same batch */
+  for (int64_t e = epoch; e - epoch < nepochs; e++) {
+    if ((rc = ferry_set_epoch(L, e)) != 0) {
       st = tool_lib_error(ctx, L, rc);
       goto cleanup;
     }
-    dump_batch(ctx, b, vi, elsize, row_hash, &d);
-    if ((rc = ferry_release(L, b)) != 0)
-      tool_local_fatal(ctx, L, "ferry_release", rc);
-    /* every rank has served the same number of batches here */
-    if ((nb + 1) % per_round == 0 &&
-        (st = flush_round(ctx, &out, vinfo.dtype, row_hash, &d)) != 0)
+    for (int64_t nb = 0;; nb++) {
+      ferry_batch *b = NULL;
+      rc = ferry_next(L, &b);
+      if (rc == FERRY_END)
+        break;
+      if (rc != 0) { /* collective: every rank fails at the same batch */
+        st = tool_lib_error(ctx, L, rc);
+        goto cleanup;
+      }
+      dump_batch(ctx, b, vi, elsize, row_hash, &d);
+      if ((rc = ferry_release(L, b)) != 0)
+        tool_local_fatal(ctx, L, "ferry_release", rc);
+      /* every rank has served the same number of batches here */
+      if ((nb + 1) % per_round == 0 &&
+          (st = flush_round(ctx, &out, vinfo.dtype, row_hash, &d)) != 0)
+        goto cleanup;
+    }
+    if ((st = flush_round(ctx, &out, vinfo.dtype, row_hash, &d)) != 0)
       goto cleanup;
   }
-  st = flush_round(ctx, &out, vinfo.dtype, row_hash, &d);
 
 cleanup:
   st = dump_close_out(ctx, &out, st);

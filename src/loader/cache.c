@@ -1,0 +1,914 @@
+/*
+ * cache.c - the node cache (cache=node|cluster, issue 29, decision 0063):
+ * what a job reads from storage kept in the memory of its nodes, so that
+ * later epochs read nothing from the parallel file system.
+ *
+ * The unit is the plan's chunk (plan/chunks.c: chunk_samples rows of one
+ * part, all variables): every rank computes from the manifest alone, so
+ * every rank the same, which chunks are cached, on which node (its owner)
+ * and where in that node's region (place()).  The region is one POSIX
+ * shared-memory file per node, made by the node's first rank, mapped by
+ * every rank of the node and unlinked as soon as they all have it (a job
+ * killed with SIGKILL leaves nothing in /dev/shm).  It holds a state word
+ * per (cached chunk, variable) and the chunks' bytes as the backend's
+ * io_read gives them (decoded: a Zarr or Parquet chunk is cached after
+ * its codecs).
+ *
+ * The cache is a backend that wraps the loader's (L->be): io_read splits
+ * the rows asked for at chunk boundaries; a piece of a chunk whose state
+ * is VALID is copied from the region (this node's) or received from its
+ * owner's node (cache=cluster: the owner node's first rank runs a server
+ * thread that answers GET and PUT messages on the cache's own
+ * communicator); the other pieces are read from storage in one read, and
+ * each whole chunk among them is then stored: in this node's region
+ * (claimed EMPTY -> FILLING with a compare-and-swap, so one rank writes
+ * it; space reserved with fallocate first, so a full /dev/shm is an error
+ * code, not SIGBUS) or sent to its owner (PUT).  Every epoch serves the
+ * same bytes as without the cache: only where they come from changes.
+ *
+ * Why not MPI one-sided windows: Open MPI 4.1 has no one-sided component
+ * for TCP with MPI_THREAD_MULTIPLE (osc/pt2pt refuses it), and ferry's I/O
+ * thread needs that level; two-sided messages to a server thread work on
+ * every transport.  Why a server thread polls (MPI_Test, then sleeps of up
+ * to 1 ms) instead of blocking in MPI_Recv: Open MPI spins in a blocking
+ * call, a core for nothing.
+ */
+#include "config.h"
+#include "loader/cache.h"
+#include "loader/loader.h"
+#include "util/agree.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { ST_EMPTY = 0, ST_FILLING = 1, ST_VALID = 2, ST_FULL = 3 };
+enum { Q_STOP = 0, Q_GET = 1, Q_PUT = 2 };
+enum { TAG_REQ = 1, TAG_REPLY0 = 16 };
+#define REPLY_TAGS 16000
+#define HDR_BYTES 4096
+#define SLOT_ALIGN 64
+#define CACHE_MAGIC UINT64_C(0x4665727279436331) /* "FerryCc1" */
+/* A piece moved in one message: MPI counts are int. */
+#define PIECE_MAX ((int64_t)1 << 30)
+
+struct ferry__cache {
+  int mode; /* FERRY__CACHE_NODE or _CLUSTER */
+  const ferry__backend *inner;
+  const ferry__manifest *m;
+  const ferry__chunk_index *ci;
+  int nvars;
+  int rank, size;
+  MPI_Comm node;  /* the ranks of this node */
+  MPI_Comm scomm; /* cluster: what servers receive (requests, PUT data) */
+  MPI_Comm rcomm; /* cluster: what requesters receive (GET answers): two
+                   * dups of the loader's, so that a rank's server and its
+                   * I/O thread never match each other's messages */
+  int node_id, nnodes, local_rank, local_size;
+  int *leader;    /* [nnodes] the loader rank of each node's first rank */
+  double timeout; /* seconds a request waits (collective_timeout) */
+  int64_t nchunks;
+  int32_t *owner;     /* [nchunks] the node holding chunk c, -1: none */
+  int64_t *slot;      /* [nchunks] its slot in the owner's region, -1 */
+  int64_t *off;       /* [nchunks] its first byte in the owner's data */
+  int64_t nslots;     /* slots in this node's region */
+  int64_t cap;        /* bytes per node, agreed */
+  int64_t node_bytes; /* bytes of chunks owned by this node */
+  int64_t total_bytes, cached_bytes, max_node_bytes;
+  int64_t nchunks_cached;
+  /* the region */
+  int fd;
+  unsigned char *base;
+  size_t len;
+  uint32_t *state; /* [nslots * nvars] */
+  unsigned char *data;
+  /* the server (cluster, the node's first rank) */
+  pthread_t server;
+  int server_on;
+  _Atomic unsigned seq;
+  /* counters (any thread) */
+  _Atomic int64_t c_local, c_remote, c_storage, c_sent, c_stored, c_full;
+  char note[512];
+};
+
+struct ferry__io {
+  ferry__cache *c;
+  ferry__io *child;
+};
+
+/* ---- Where each chunk goes --------------------------------------------- */
+
+/* Bytes of rows [r0, r1) of variable v of part p as io_read gives them. */
+static int64_t var_bytes(const ferry__manifest *m, int64_t p, int v, int64_t r0,
+                         int64_t r1) {
+  const ferry__var *x = &m->vars[v];
+  const ferry__part *pt = &m->parts[p];
+  if (x->ragged && pt->roff && pt->roff[v])
+    return (pt->roff[v][r1] - pt->roff[v][r0]) * (int64_t)x->row_bytes;
+  return (r1 - r0) * (int64_t)x->row_bytes;
+}
+
+static int64_t chunk_bytes(const ferry__cache *c, int64_t id, int64_t *vmax) {
+  ferry__chunk k = ferry__chunk_get(c->ci, id);
+  int64_t b = 0, mx = 0;
+  for (int v = 0; v < c->nvars; v++) {
+    int64_t n = var_bytes(c->m, k.part, v, k.row, k.row + k.count);
+    mx = n > mx ? n : mx;
+    b += (n + SLOT_ALIGN - 1) / SLOT_ALIGN * SLOT_ALIGN;
+  }
+  if (vmax)
+    *vmax = mx;
+  return b;
+}
+
+static uint64_t gcd64(uint64_t a, uint64_t b) {
+  while (b) {
+    uint64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+/* Every rank: the owner, slot and offset of every chunk.  Chunks are
+ * visited in a scattered order (i * stride mod nchunks, stride coprime, the
+ * same for a given dataset), so a partial cache holds chunks from all over
+ * the dataset; cache=node: every node holds the same chunks, as many as
+ * fit in cap; cache=cluster: the visit order is cut into nnodes runs of
+ * about equal bytes, run n on node n, each up to cap. */
+static int place(ferry__cache *c, ferry__err *err) {
+  int64_t n = c->nchunks;
+  c->owner = malloc((size_t)(n ? n : 1) * sizeof *c->owner);
+  c->slot = malloc((size_t)(n ? n : 1) * sizeof *c->slot);
+  c->off = malloc((size_t)(n ? n : 1) * sizeof *c->off);
+  int64_t *used = calloc((size_t)c->nnodes, sizeof *used);
+  int64_t *nslot = calloc((size_t)c->nnodes, sizeof *nslot);
+  if (!c->owner || !c->slot || !c->off || !used || !nslot) {
+    free(used);
+    free(nslot);
+    return ferry__oom(err, c->rank, (size_t)n * 20,
+                      "cache: the placement of %" PRId64 " chunks", n);
+  }
+  int64_t padded = 0; /* the runs of cache=cluster are cut in these */
+  c->total_bytes = 0;
+  for (int64_t i = 0; i < n; i++) {
+    ferry__chunk k = ferry__chunk_get(c->ci, i);
+    for (int v = 0; v < c->nvars; v++)
+      c->total_bytes += var_bytes(c->m, k.part, v, k.row, k.row + k.count);
+    padded += chunk_bytes(c, i, NULL);
+  }
+  uint64_t stride = 1;
+  if (n > 2) {
+    stride = (c->m->hash | 1) % (uint64_t)n;
+    if (stride == 0)
+      stride = 1;
+    while (gcd64(stride, (uint64_t)n) != 1)
+      stride++;
+  }
+  int64_t cum = 0;
+  c->cached_bytes = c->nchunks_cached = 0;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t id = (int64_t)(((unsigned __int128)i * stride) % (uint64_t)n);
+    int64_t vmax = 0, b = chunk_bytes(c, id, &vmax);
+    int node = 0;
+    if (c->mode == FERRY__CACHE_CLUSTER && padded > 0) {
+      /* the node of the run the chunk's middle byte falls in */
+      node = (int)(((unsigned __int128)(cum + b / 2) * (unsigned)c->nnodes) /
+                   (uint64_t)padded);
+      if (node >= c->nnodes)
+        node = c->nnodes - 1;
+    }
+    cum += b;
+    c->owner[id] = -1;
+    c->slot[id] = c->off[id] = -1;
+    if (vmax > PIECE_MAX || used[node] + b > c->cap)
+      continue;
+    c->owner[id] = node;
+    c->slot[id] = nslot[node]++;
+    c->off[id] = used[node];
+    used[node] += b;
+    ferry__chunk k = ferry__chunk_get(c->ci, id);
+    for (int v = 0; v < c->nvars; v++)
+      c->cached_bytes += var_bytes(c->m, k.part, v, k.row, k.row + k.count);
+    c->nchunks_cached++;
+  }
+  c->nslots = nslot[c->mode == FERRY__CACHE_CLUSTER ? c->node_id : 0];
+  c->node_bytes = used[c->mode == FERRY__CACHE_CLUSTER ? c->node_id : 0];
+  c->max_node_bytes = 0;
+  for (int k = 0; k < c->nnodes; k++)
+    if (used[k] > c->max_node_bytes)
+      c->max_node_bytes = used[k];
+  if (c->mode == FERRY__CACHE_NODE) { /* every node holds them: its own */
+    c->max_node_bytes = c->node_bytes;
+    for (int64_t i = 0; i < n; i++)
+      if (c->owner[i] == 0)
+        c->owner[i] = c->node_id;
+  }
+  free(used);
+  free(nslot);
+  return 0;
+}
+
+/* ---- The node communicator and the region ------------------------------ */
+
+/* FERRY_NODE_SIZE=N: every N consecutive ranks count as one node (a test
+ * hook: several "nodes" on one machine).  0 when unset. */
+static int node_size_env(void) {
+  const char *s = getenv("FERRY_NODE_SIZE");
+  if (!s || !*s)
+    return 0;
+  char *end = NULL;
+  long v = strtol(s, &end, 10);
+  if (*end || v < 1 || v > INT_MAX)
+    return -1;
+  return (int)v;
+}
+
+static int mpi_fail(ferry__err *err, int rank, int mpirc, const char *what) {
+  char msg[MPI_MAX_ERROR_STRING] = "";
+  int len = 0;
+  if (MPI_Error_string(mpirc, msg, &len) != MPI_SUCCESS)
+    snprintf(msg, sizeof msg, "MPI error %d", mpirc);
+  return ferry__seterr_on(err, rank, FERRY_EMPI, "cache: %s failed: %s", what,
+                          msg);
+}
+
+static int split_nodes(ferry__cache *c, MPI_Comm comm, ferry__err *err) {
+  int ns = node_size_env();
+  uint64_t v = (uint64_t)(ns < 0 ? 0 : ns);
+  int which = 0;
+  int rc = ferry__agree_same(comm, c->rank, &v, 1, &which, err);
+  if (rc == FERRY_EMISMATCH || ns < 0)
+    return ferry__seterr_on(err, c->rank, FERRY_EINVAL,
+                            "cache: FERRY_NODE_SIZE is '%s' here and not a "
+                            "positive integer the same on every rank",
+                            getenv("FERRY_NODE_SIZE"));
+  if (rc)
+    return rc;
+  int mrc = ns > 0 ? MPI_Comm_split(comm, c->rank / ns, c->rank, &c->node)
+                   : MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, c->rank,
+                                         MPI_INFO_NULL, &c->node);
+  if (mrc != MPI_SUCCESS)
+    return mpi_fail(err, c->rank, mrc, "MPI_Comm_split_type");
+  MPI_Comm_rank(c->node, &c->local_rank);
+  MPI_Comm_size(c->node, &c->local_size);
+  /* node ids: the nodes numbered in the order of their first ranks */
+  int *first = malloc((size_t)c->size * sizeof *first);
+  if (!first)
+    return ferry__oom(err, c->rank, (size_t)c->size * sizeof *first,
+                      "cache: the nodes of %d ranks", c->size);
+  int mine = c->rank;
+  MPI_Bcast(&mine, 1, MPI_INT, 0, c->node);
+  mrc = MPI_Allgather(&mine, 1, MPI_INT, first, 1, MPI_INT, comm);
+  if (mrc != MPI_SUCCESS) {
+    free(first);
+    return mpi_fail(err, c->rank, mrc, "MPI_Allgather of the nodes");
+  }
+  c->nnodes = 0;
+  for (int r = 0; r < c->size; r++)
+    if (first[r] == r)
+      c->nnodes++;
+  c->leader = malloc((size_t)c->nnodes * sizeof *c->leader);
+  if (!c->leader) {
+    free(first);
+    return ferry__oom(err, c->rank, (size_t)c->nnodes * sizeof *c->leader,
+                      "cache: %d nodes", c->nnodes);
+  }
+  for (int r = 0, k = 0; r < c->size; r++)
+    if (first[r] == r) {
+      if (r == mine)
+        c->node_id = k;
+      c->leader[k++] = r;
+    }
+  free(first);
+  return 0;
+}
+
+/* What this node can give the cache: min(/dev/shm free, MemAvailable)
+ * (the node's first rank asks; the others say INT64_MAX). */
+static int64_t node_room(int64_t *shm_free) {
+  struct statvfs sv;
+  int64_t shm = INT64_MAX, mem = INT64_MAX;
+  if (statvfs("/dev/shm", &sv) == 0)
+    shm = (int64_t)sv.f_bavail * (int64_t)sv.f_frsize;
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (f) {
+    char line[256];
+    long long kb;
+    while (fgets(line, sizeof line, f))
+      if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1)
+        mem = (int64_t)kb * 1024;
+    fclose(f);
+  }
+  *shm_free = shm;
+  return shm < mem ? shm : mem;
+}
+
+/* The capacity every node uses: cache_bytes (0: half the room) cut to the
+ * room of the node with the least, the same on every rank; a cut is said
+ * on rank 0's stderr and in the note. */
+static int agree_cap(ferry__cache *c, MPI_Comm comm, int64_t asked,
+                     ferry__err *err) {
+  int64_t shm = INT64_MAX, room = INT64_MAX;
+  if (c->local_rank == 0)
+    room = node_room(&shm);
+  int64_t want = asked > 0 ? asked : room / 2;
+  if (want > shm) /* more than /dev/shm holds: what it holds, less 1/16 */
+    want = shm - shm / 16;
+  if (c->local_rank != 0)
+    want = INT64_MAX;
+  struct {
+    int64_t v;
+    int r;
+  } in = {want, c->rank}, out;
+  int64_t lo = 0;
+  int mrc = MPI_Allreduce(&want, &lo, 1, MPI_INT64_T, MPI_MIN, comm);
+  if (mrc != MPI_SUCCESS)
+    return mpi_fail(err, c->rank, mrc, "MPI_Allreduce of the capacity");
+  in.r = want == lo ? c->rank : INT_MAX;
+  mrc = MPI_Allreduce(&in.r, &out.r, 1, MPI_INT, MPI_MIN, comm);
+  if (mrc != MPI_SUCCESS)
+    return mpi_fail(err, c->rank, mrc, "MPI_Allreduce of the capacity");
+  c->cap = lo < 0 ? 0 : lo;
+  if (asked > 0 && lo < asked) {
+    snprintf(c->note, sizeof c->note,
+             "cache_bytes=%" PRId64 " asked, but /dev/shm on the node of "
+             "rank %d holds less: %" PRId64 " bytes per node",
+             asked, out.r, c->cap);
+    if (c->rank == 0)
+      fprintf(stderr, "ferry: cache: %s\n", c->note);
+  }
+  return 0;
+}
+
+static size_t region_len(const ferry__cache *c) {
+  size_t st = (size_t)c->nslots * (size_t)c->nvars * sizeof(uint32_t);
+  st = (st + HDR_BYTES - 1) / HDR_BYTES * HDR_BYTES;
+  return HDR_BYTES + st + (size_t)c->node_bytes;
+}
+
+/* The node's first rank makes the region; the others map it; every rank
+ * agrees; then the first rank unlinks it (also when a rank failed). */
+static int make_region(ferry__cache *c, MPI_Comm comm, ferry__err *err) {
+  char name[96] = "";
+  int rc = 0;
+  c->fd = -1;
+  c->len = region_len(c);
+  if (c->local_rank == 0) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(name, sizeof name, "/ferry-cache-%ld-%lx-%d", (long)getpid(),
+             ((unsigned long)ts.tv_nsec ^ ((unsigned long)ts.tv_sec << 20)),
+             c->node_id);
+    c->fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (c->fd < 0)
+      rc = ferry__seterr_on(err, c->rank, FERRY_EIO,
+                            "cache: shm_open(/dev/shm%s): %s", name,
+                            strerror(errno));
+    else if (ftruncate(c->fd, (off_t)c->len) != 0)
+      rc = ferry__seterr_on(err, c->rank, FERRY_EIO,
+                            "cache: ftruncate(/dev/shm%s, %zu): %s", name,
+                            c->len, strerror(errno));
+    else if (fallocate(c->fd, 0, 0, (off_t)(c->len - (size_t)c->node_bytes)) !=
+                 0 &&
+             errno != EOPNOTSUPP)
+      rc = ferry__seterr_on(err, c->rank, FERRY_EIO,
+                            "cache: /dev/shm%s: no room for the cache's "
+                            "%zu bytes of state: %s",
+                            name, c->len - (size_t)c->node_bytes,
+                            strerror(errno));
+  }
+  int ok = rc == 0;
+  MPI_Bcast(&ok, 1, MPI_INT, 0, c->node);
+  if (ok) {
+    MPI_Bcast(name, (int)sizeof name, MPI_CHAR, 0, c->node);
+    if (c->local_rank != 0) {
+      c->fd = shm_open(name, O_RDWR, 0);
+      if (c->fd < 0)
+        rc = ferry__seterr_on(err, c->rank, FERRY_EIO,
+                              "cache: shm_open(/dev/shm%s) of the node's "
+                              "region: %s",
+                              name, strerror(errno));
+    }
+    if (!rc) {
+      void *p =
+          mmap(NULL, c->len, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, 0);
+      if (p == MAP_FAILED)
+        rc = ferry__seterr_on(err, c->rank, FERRY_EIO,
+                              "cache: mmap of /dev/shm%s (%zu bytes): %s", name,
+                              c->len, strerror(errno));
+      else
+        c->base = p;
+    }
+  } else if (c->local_rank != 0) {
+    rc = ferry__seterr_on(err, c->rank, FERRY_EIO,
+                          "cache: the node's first rank could not make "
+                          "the region");
+  }
+  rc = ferry__agree(comm, c->rank, rc, err);
+  if (c->local_rank == 0 && name[0] && c->fd >= 0)
+    shm_unlink(name); /* every rank of the node has it (or gives up) */
+  if (rc)
+    return rc;
+  c->state = (uint32_t *)(c->base + HDR_BYTES);
+  c->data = c->base + (c->len - (size_t)c->node_bytes);
+  if (c->local_rank == 0)
+    memcpy(c->base, &(uint64_t){CACHE_MAGIC}, sizeof(uint64_t));
+  return 0;
+}
+
+/* ---- The server (cache=cluster) ---------------------------------------- */
+
+static void nap(int *idle) {
+  if (*idle < 64) {
+    (*idle)++;
+    sched_yield();
+    return;
+  }
+  struct timespec ts = {0, *idle < 200 ? 20000 : 1000000};
+  (*idle)++;
+  nanosleep(&ts, NULL);
+}
+
+/* Wait for req until deadline (<= 0: forever).  0, 1 timed out, or an MPI
+ * error code. */
+static int wait_req(MPI_Request *req, MPI_Status *st, double deadline) {
+  int idle = 0;
+  for (;;) {
+    int done = 0;
+    int mrc = MPI_Test(req, &done, st ? st : MPI_STATUS_IGNORE);
+    if (mrc != MPI_SUCCESS)
+      return mrc;
+    if (done)
+      return 0;
+    if (deadline > 0 && ferry__now() > deadline)
+      return 1;
+    nap(&idle);
+  }
+}
+
+/* The deadline of a wait that starts now (0: none, collective_timeout=0). */
+static double deadline(const ferry__cache *c) {
+  return c->timeout > 0 ? ferry__now() + c->timeout : 0;
+}
+
+static uint32_t *state_of(const ferry__cache *c, int64_t id, int v) {
+  return &c->state[c->slot[id] * c->nvars + v];
+}
+
+/* Where variable v of chunk id starts in the owner's data. */
+static int64_t var_off(const ferry__cache *c, int64_t id, int v) {
+  ferry__chunk k = ferry__chunk_get(c->ci, id);
+  int64_t o = c->off[id];
+  for (int u = 0; u < v; u++) {
+    int64_t n = var_bytes(c->m, k.part, u, k.row, k.row + k.count);
+    o += (n + SLOT_ALIGN - 1) / SLOT_ALIGN * SLOT_ALIGN;
+  }
+  return o;
+}
+
+/* Claim a slot for writing and make room in /dev/shm: 1 claimed, 0 not
+ * (already there, being written, or no room: ST_FULL). */
+static int claim(ferry__cache *c, int64_t id, int v, int64_t at, int64_t n) {
+  uint32_t *s = state_of(c, id, v);
+  uint32_t want = ST_EMPTY;
+  if (!__atomic_compare_exchange_n(s, &want, ST_FILLING, 0, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE))
+    return 0;
+  off_t pos = (off_t)(c->data - c->base) + (off_t)at;
+  if (n > 0 && fallocate(c->fd, 0, pos, (off_t)n) != 0 && errno != EOPNOTSUPP) {
+    __atomic_store_n(s, ST_FULL, __ATOMIC_RELEASE);
+    c->c_full++;
+    return 0;
+  }
+  return 1;
+}
+
+static void *server_main(void *arg) {
+  ferry__cache *c = arg;
+  unsigned char *scratch = NULL;
+  size_t scratch_len = 0;
+  for (;;) {
+    int64_t q[5];
+    MPI_Request r;
+    MPI_Status st;
+    if (MPI_Irecv(q, 5, MPI_INT64_T, MPI_ANY_SOURCE, TAG_REQ, c->scomm, &r) !=
+            MPI_SUCCESS ||
+        wait_req(&r, &st, 0) != 0)
+      break;
+    int src = st.MPI_SOURCE;
+    int64_t type = q[0], id = q[1], at = q[3], n = q[4];
+    int v = (int)q[2];
+    int tag = (int)(q[0] >> 32);
+    type &= 0xffffffff;
+    if (type == Q_STOP)
+      break;
+    int bad = id < 0 || id >= c->nchunks || v < 0 || v >= c->nvars ||
+              c->owner[id] != c->node_id || n < 0 || n > PIECE_MAX || at < 0;
+    if (type == Q_GET) {
+      int ok = !bad && __atomic_load_n(state_of(c, id, v), __ATOMIC_ACQUIRE) ==
+                           ST_VALID;
+      int64_t base = ok ? var_off(c, id, v) : 0;
+      MPI_Request s;
+      if (MPI_Isend(ok ? c->data + base + at : NULL, ok ? (int)n : 0, MPI_BYTE,
+                    src, tag, c->rcomm, &s) == MPI_SUCCESS &&
+          wait_req(&s, NULL, deadline(c)) == 0 && ok)
+        c->c_sent += n;
+      continue;
+    }
+    /* PUT: a whole variable of a chunk follows, to store or drop */
+    unsigned char *dst = NULL;
+    int mine = !bad && at == 0 && claim(c, id, v, var_off(c, id, v), n);
+    if (mine) {
+      dst = c->data + var_off(c, id, v);
+    } else {
+      if ((size_t)n > scratch_len) {
+        free(scratch);
+        scratch_len = 0;
+        scratch = malloc((size_t)n ? (size_t)n : 1);
+        if (scratch)
+          scratch_len = (size_t)n;
+      }
+      dst = scratch;
+    }
+    MPI_Request rr;
+    MPI_Status rs;
+    int got = dst &&
+              MPI_Irecv(dst, (int)n, MPI_BYTE, src, tag, c->scomm, &rr) ==
+                  MPI_SUCCESS &&
+              wait_req(&rr, &rs, deadline(c)) == 0;
+    int cnt = -1;
+    if (got)
+      MPI_Get_count(&rs, MPI_BYTE, &cnt);
+    if (mine)
+      __atomic_store_n(state_of(c, id, v),
+                       got && cnt == (int)n ? ST_VALID : ST_EMPTY,
+                       __ATOMIC_RELEASE);
+    if (mine && got && cnt == (int)n)
+      c->c_stored += n;
+  }
+  free(scratch);
+  return NULL;
+}
+
+/* ---- Open and close ---------------------------------------------------- */
+
+static void cache_free(ferry__cache *c) {
+  if (!c)
+    return;
+  if (c->base)
+    munmap(c->base, c->len);
+  if (c->fd >= 0)
+    close(c->fd);
+  if (c->scomm != MPI_COMM_NULL)
+    MPI_Comm_free(&c->scomm);
+  if (c->rcomm != MPI_COMM_NULL)
+    MPI_Comm_free(&c->rcomm);
+  if (c->node != MPI_COMM_NULL)
+    MPI_Comm_free(&c->node);
+  free(c->leader);
+  free(c->owner);
+  free(c->slot);
+  free(c->off);
+  free(c);
+}
+
+int ferry__cache_check(const ferry_loader *L, ferry__err *err) {
+  const ferry_options *o = L->opts;
+  if (o->cache == FERRY__CACHE_NONE) {
+    if (o->cache_bytes != 0)
+      return ferry__seterr(err, FERRY_EINVAL,
+                           "option 'cache_bytes' applies only with cache=node "
+                           "or cache=cluster (cache is 'none')");
+    return 0;
+  }
+  const char *mode = o->cache == FERRY__CACHE_NODE ? "node" : "cluster";
+  if (o->io == FERRY__IO_COLLECTIVE || o->io == FERRY__IO_MMAP)
+    return ferry__seterr(err, FERRY_EINVAL,
+                         "option 'cache' = '%s' with io=%s: the cache reads "
+                         "independently (io=independent or auto); with "
+                         "io=mmap the page cache is the cache already",
+                         mode, o->io == FERRY__IO_MMAP ? "mmap" : "collective");
+  if (ferry__pack_is(&L->m) || ferry__decode_is(&L->m))
+    return ferry__seterr(err, FERRY_ENOTSUP,
+                         "option 'cache' = '%s' with %s: not built (the rows "
+                         "of a %s view change with the epoch; the cache "
+                         "serves plain variables and sparse rows)",
+                         mode, ferry__pack_is(&L->m) ? "pack=" : "decode=",
+                         ferry__pack_is(&L->m) ? "packed" : "decoded");
+  return 0;
+}
+
+int ferry__cache_open(ferry_loader *L, ferry__err *err) {
+  if (L->opts->cache == FERRY__CACHE_NONE)
+    return 0;
+  ferry__cache *c = calloc(1, sizeof *c);
+  int rc = c ? 0 : ferry__oom(err, L->rank, sizeof *c, "the cache");
+  rc = ferry__agree(L->comm, L->rank, rc, err);
+  if (rc) {
+    free(c);
+    return rc;
+  }
+  c->mode = L->opts->cache;
+  c->inner = L->be;
+  c->m = &L->m;
+  c->ci = &L->chunks;
+  c->nvars = L->m.nvars;
+  c->rank = L->rank;
+  c->size = L->size;
+  c->node = c->scomm = c->rcomm = MPI_COMM_NULL;
+  c->fd = -1;
+  c->nchunks = L->nchunks;
+  c->timeout = (double)L->opts->collective_timeout;
+  rc = split_nodes(c, L->comm, err);
+  if (!rc)
+    rc = agree_cap(c, L->comm, L->opts->cache_bytes, err);
+  if (!rc)
+    rc = place(c, err);
+  rc = ferry__agree(L->comm, L->rank, rc, err);
+  if (!rc)
+    rc = make_region(c, L->comm, err);
+  if (!rc && c->mode == FERRY__CACHE_CLUSTER) {
+    int mrc = MPI_Comm_dup(L->comm, &c->scomm);
+    if (mrc == MPI_SUCCESS)
+      mrc = MPI_Comm_dup(L->comm, &c->rcomm);
+    if (mrc != MPI_SUCCESS)
+      rc = mpi_fail(err, c->rank, mrc, "MPI_Comm_dup");
+    if (!rc && c->local_rank == 0) {
+      if (pthread_create(&c->server, NULL, server_main, c) != 0)
+        rc = ferry__seterr_on(err, c->rank, FERRY_ENOMEM,
+                              "cache: cannot start the server thread");
+      else
+        c->server_on = 1;
+    }
+    rc = ferry__agree(L->comm, L->rank, rc, err);
+  }
+  if (rc) {
+    ferry__cache_close(c);
+    return rc;
+  }
+  L->cache = c;
+  L->m.cache = c;
+  L->be = &ferry__cache_backend;
+  return 0;
+}
+
+void ferry__cache_close(ferry__cache *c) {
+  if (!c)
+    return;
+  if (c->server_on || c->scomm != MPI_COMM_NULL) {
+    /* every rank's reads are over before a server stops */
+    MPI_Request r;
+    int done = MPI_Ibarrier(c->scomm, &r) == MPI_SUCCESS &&
+               wait_req(&r, NULL, deadline(c)) == 0;
+    if (c->server_on) {
+      int64_t q[5] = {Q_STOP, 0, 0, 0, 0};
+      if (done && MPI_Send(q, 5, MPI_INT64_T, c->rank, TAG_REQ, c->scomm) ==
+                      MPI_SUCCESS)
+        pthread_join(c->server, NULL);
+      else
+        return; /* a rank is gone: leave the server to the job's end */
+    }
+    if (!done)
+      return;
+  }
+  cache_free(c);
+}
+
+/* ---- Reads ------------------------------------------------------------- */
+
+static int cache_io_open(ferry__io **out, const ferry__manifest *m,
+                         const ferry__io_params *p, ferry__err *err) {
+  ferry__cache *c = m->cache;
+  if (!c)
+    return ferry__seterr(err, FERRY_EINTERNAL, "cache: io_open without one");
+  ferry__io *io = calloc(1, sizeof *io);
+  if (!io)
+    return ferry__oom(err, p->rank, sizeof *io, "the cache's I/O state");
+  io->c = c;
+  ferry__io_params cp = *p;
+  cp.defer = 0; /* a read is stored as soon as it returns */
+  int rc = c->inner->io_open(&io->child, m, &cp, err);
+  if (rc) {
+    free(io);
+    return rc;
+  }
+  *out = io;
+  return 0;
+}
+
+static void cache_io_close(ferry__io *io) {
+  if (!io)
+    return;
+  io->c->inner->io_close(io->child);
+  free(io);
+}
+
+/* GET n bytes at `at` of variable v of chunk id from its owner: 1 received
+ * into dst, 0 not there, or a negative code. */
+static int remote_get(ferry__cache *c, int64_t id, int v, int64_t at, int64_t n,
+                      void *dst, ferry__err *err) {
+  int node = c->owner[id], to = c->leader[node];
+  int tag = TAG_REPLY0 + (int)(c->seq++ % REPLY_TAGS);
+  int64_t q[5] = {Q_GET | ((int64_t)tag << 32), id, v, at, n};
+  MPI_Request rr, sr;
+  MPI_Status st;
+  double dl = deadline(c);
+  int mrc = MPI_Irecv(dst, (int)n, MPI_BYTE, to, tag, c->rcomm, &rr);
+  if (mrc == MPI_SUCCESS)
+    mrc = MPI_Isend(q, 5, MPI_INT64_T, to, TAG_REQ, c->scomm, &sr);
+  if (mrc == MPI_SUCCESS && (mrc = wait_req(&sr, NULL, dl)) == 0)
+    mrc = wait_req(&rr, &st, dl);
+  if (mrc == 1) {
+    ferry__chunk k = ferry__chunk_get(c->ci, id);
+    return ferry__seterr_on(
+        err, c->rank, FERRY_EPEER,
+        "cache: no answer in %.0f s from node %d (rank %d) for rows %" PRId64
+        "..%" PRId64 " of part %" PRId64 " (%s), variable %s",
+        c->timeout, node, to, k.row, k.row + k.count, k.part,
+        c->m->parts[k.part].paths[v], c->m->vars[v].name);
+  }
+  if (mrc != MPI_SUCCESS)
+    return mpi_fail(err, c->rank, mrc, "a request to another node");
+  int cnt = 0;
+  MPI_Get_count(&st, MPI_BYTE, &cnt);
+  return cnt == (int)n && n > 0 ? 1 : 0;
+}
+
+/* Send a whole variable of chunk id to its owner (PUT).  Failures are not
+ * errors: the chunk stays uncached there. */
+static void remote_put(ferry__cache *c, int64_t id, int v, int64_t n,
+                       const void *src) {
+  int to = c->leader[c->owner[id]];
+  int tag = TAG_REPLY0 + (int)(c->seq++ % REPLY_TAGS);
+  int64_t q[5] = {Q_PUT | ((int64_t)tag << 32), id, v, 0, n};
+  double dl = deadline(c);
+  MPI_Request r[2];
+  if (MPI_Isend(q, 5, MPI_INT64_T, to, TAG_REQ, c->scomm, &r[0]) != MPI_SUCCESS)
+    return;
+  if (wait_req(&r[0], NULL, dl) != 0)
+    return;
+  if (MPI_Isend((void *)src, (int)n, MPI_BYTE, to, tag, c->scomm, &r[1]) !=
+      MPI_SUCCESS)
+    return;
+  if (wait_req(&r[1], NULL, dl) == 0)
+    c->c_sent += n;
+}
+
+/* Store what was read of a whole variable of chunk id: in this node's
+ * region, or sent to its owner. */
+static void store(ferry__cache *c, int64_t id, int v, const void *src,
+                  int64_t n) {
+  if (c->owner[id] < 0)
+    return;
+  if (c->owner[id] != c->node_id) {
+    if (c->mode == FERRY__CACHE_CLUSTER)
+      remote_put(c, id, v, n, src);
+    return;
+  }
+  int64_t at = var_off(c, id, v);
+  if (!claim(c, id, v, at, n))
+    return;
+  memcpy(c->data + at, src, (size_t)n);
+  __atomic_store_n(state_of(c, id, v), ST_VALID, __ATOMIC_RELEASE);
+  c->c_stored += n;
+}
+
+/* Where a piece comes from. */
+enum { SRC_STORAGE = 0, SRC_LOCAL, SRC_REMOTE };
+
+static int cache_io_read(ferry__io *io, int64_t part, int var, int64_t row,
+                         int64_t nrows, void *buf, ferry__err *err) {
+  ferry__cache *c = io->c;
+  const ferry__manifest *m = c->m;
+  const int64_t cs = c->ci->chunk_samples;
+  const int64_t c0 = c->ci->part_chunk[part];
+  unsigned char *out = buf;
+  int64_t r = row, end = row + nrows;
+  /* a run of pieces read from storage in one read: [s_row, r), s_out */
+  int64_t s_row = -1;
+  unsigned char *s_out = NULL;
+  while (r < end || s_row >= 0) {
+    int src = SRC_STORAGE;
+    int64_t id = -1, kr0 = 0, kr1 = 0;
+    if (r < end) {
+      id = c0 + r / cs;
+      kr0 = (r / cs) * cs;
+      kr1 = kr0 + cs < m->parts[part].num_samples ? kr0 + cs
+                                                  : m->parts[part].num_samples;
+      if (c->owner[id] == c->node_id &&
+          __atomic_load_n(state_of(c, id, var), __ATOMIC_ACQUIRE) == ST_VALID)
+        src = SRC_LOCAL;
+      else if (c->owner[id] >= 0 && c->owner[id] != c->node_id)
+        src = SRC_REMOTE;
+    }
+    int64_t pe = r < end ? (kr1 < end ? kr1 : end) : r;
+    int64_t nb = r < end ? var_bytes(m, part, var, r, pe) : 0;
+    int64_t at = r < end ? var_bytes(m, part, var, kr0, r) : 0;
+    if (src == SRC_REMOTE) {
+      int got = remote_get(c, id, var, at, nb, out, err);
+      if (got < 0)
+        return got;
+      if (got) {
+        c->c_remote += nb;
+      } else {
+        src = SRC_STORAGE;
+      }
+    } else if (src == SRC_LOCAL) {
+      memcpy(out, c->data + var_off(c, id, var) + at, (size_t)nb);
+      c->c_local += nb;
+    }
+    /* flush the storage run when this piece is not in it */
+    if (s_row >= 0 && (src != SRC_STORAGE || r >= end)) {
+      int rc =
+          c->inner->io_read(io->child, part, var, s_row, r - s_row, s_out, err);
+      if (rc)
+        return rc;
+      c->c_storage += var_bytes(m, part, var, s_row, r);
+      /* store each whole chunk of the run */
+      for (int64_t q = s_row; q < r;) {
+        int64_t k0 = (q / cs) * cs;
+        int64_t k1 = k0 + cs < m->parts[part].num_samples
+                         ? k0 + cs
+                         : m->parts[part].num_samples;
+        int64_t qe = k1 < r ? k1 : r;
+        if (q == k0 && qe == k1)
+          store(c, c0 + q / cs, var, s_out + var_bytes(m, part, var, s_row, q),
+                var_bytes(m, part, var, q, qe));
+        q = qe;
+      }
+      s_row = -1;
+    }
+    if (r >= end)
+      break;
+    if (src == SRC_STORAGE && s_row < 0) {
+      s_row = r;
+      s_out = out;
+    }
+    out += nb;
+    r = pe;
+  }
+  return 0;
+}
+
+const ferry__backend ferry__cache_backend = {
+    .name = "cache",
+    .version = FERRY__BACKEND_VERSION,
+    .caps = 0,
+    .scheme = "ferry-cache",
+    .describe = ferry__view_describe,
+    .io_open = cache_io_open,
+    .io_read = cache_io_read,
+    .io_close = cache_io_close,
+};
+
+/* ---- What it holds and did --------------------------------------------- */
+
+void ferry__cache_stats(const ferry__cache *c, ferry_stats *s) {
+  if (!c)
+    return;
+  ferry__cache *w = (ferry__cache *)c;
+  s->cache_local_bytes = w->c_local;
+  s->cache_remote_bytes = w->c_remote;
+  s->cache_sent_bytes = w->c_sent;
+  s->cache_stored_bytes = w->c_stored;
+  s->bytes_read = w->c_storage;
+}
+
+int ferry__cache_info(const ferry__cache *c, ferry_cache_info *out) {
+  memset(out, 0, sizeof *out);
+  if (!c)
+    return 0;
+  out->mode = c->mode;
+  out->nodes = c->nnodes;
+  out->node = c->node_id;
+  out->node_ranks = c->local_size;
+  out->capacity_bytes = c->cap;
+  out->node_bytes = c->node_bytes;
+  out->max_node_bytes = c->max_node_bytes;
+  out->dataset_bytes = c->total_bytes;
+  out->cached_bytes = c->cached_bytes;
+  out->chunks = c->nchunks;
+  out->cached_chunks = c->nchunks_cached;
+  out->region_bytes = (int64_t)c->len;
+  /* later epochs: what no node holds comes from storage; cluster: what a
+   * rank reads of other nodes' chunks crosses the network, (nodes-1)/nodes
+   * of the cached bytes on average */
+  out->storage_bytes_per_epoch = c->total_bytes - c->cached_bytes;
+  out->network_bytes_per_epoch =
+      c->mode == FERRY__CACHE_CLUSTER && c->nnodes > 0
+          ? c->cached_bytes / c->nnodes * (c->nnodes - 1)
+          : 0;
+  snprintf(out->note, sizeof out->note, "%s", c->note);
+  return 0;
+}
