@@ -195,8 +195,11 @@ MPI_TESTS += \
 	tests/slurm/install.sh
 # tests/cluster/: MPI jobs over several simulated hosts on this machine
 # (tests/lib/hosts.sh: network namespaces, veth links, Open MPI over TCP;
-# skip, 77, where namespaces cannot be made).
-MPI_TESTS += tests/cluster/hosts.sh
+# skip, 77, where namespaces cannot be made); storage as slow as a shared
+# parallel file system (tests/lib/slowfs.sh: a loop device's reads capped
+# by a blkio cgroup; skip, 77, where the loop device or cgroup cannot be
+# made).
+MPI_TESTS += tests/cluster/hosts.sh tests/cluster/slowfs.sh
 # The fuzz harnesses replay their corpora (tests/fuzz/local.mk builds
 # FUZZ_HARNESSES); the short libFuzzer run skips outside --enable-fuzz.
 MPI_TESTS += tests/fuzz/short.sh
