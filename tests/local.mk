@@ -200,6 +200,9 @@ MPI_TESTS += \
 # by a blkio cgroup; skip, 77, where the loop device or cgroup cannot be
 # made).
 MPI_TESTS += tests/cluster/hosts.sh tests/cluster/slowfs.sh
+# tests/cache/: the node cache (cache=node|cluster) on this machine, nodes
+# simulated by FERRY_NODE_SIZE
+MPI_TESTS += tests/cache/cache.sh
 # The fuzz harnesses replay their corpora (tests/fuzz/local.mk builds
 # FUZZ_HARNESSES); the short libFuzzer run skips outside --enable-fuzz.
 MPI_TESTS += tests/fuzz/short.sh

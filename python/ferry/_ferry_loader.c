@@ -493,7 +493,8 @@ static PyObject *loader_stats(LoaderObject *self, PyObject *u) {
   if (rc)
     return loader_raise(self, rc);
   return Py_BuildValue(
-      "{s:L,s:L,s:L,s:L,s:d,s:d,s:n,s:L,s:d,s:L,s:d,s:L,s:d}", "batches",
+      "{s:L,s:L,s:L,s:L,s:d,s:d,s:n,s:L,s:d,s:L,s:d,s:L,s:d,s:L,s:L,s:L,s:L}",
+      "batches",
       (long long)s.batches, "samples", (long long)s.samples, "bytes",
       (long long)s.bytes, "bytes_read", (long long)s.bytes_read, "wait_seconds",
       s.wait_seconds, "read_seconds", s.read_seconds, "peak_resident_bytes",
@@ -501,7 +502,10 @@ static PyObject *loader_stats(LoaderObject *self, PyObject *u) {
       "h2d_seconds", s.h2d_seconds, "exchange_bytes",
       (long long)s.exchange_bytes, "exchange_seconds", s.exchange_seconds,
       "images_decoded", (long long)s.images_decoded, "decode_cpu_seconds",
-      s.decode_cpu_seconds);
+      s.decode_cpu_seconds, "cache_local_bytes", (long long)s.cache_local_bytes,
+      "cache_remote_bytes", (long long)s.cache_remote_bytes,
+      "cache_sent_bytes", (long long)s.cache_sent_bytes, "cache_stored_bytes",
+      (long long)s.cache_stored_bytes);
 }
 
 static PyObject *loader_memory_budget(LoaderObject *self, PyObject *u) {

@@ -104,6 +104,8 @@ struct ferry__cache {
 struct ferry__io {
   ferry__cache *c;
   ferry__io *child;
+  unsigned char *scratch; /* a whole chunk of one variable (HOW_WHOLE) */
+  size_t scratch_len;
 };
 
 /* ---- Where each chunk goes --------------------------------------------- */
@@ -711,6 +713,7 @@ static void cache_io_close(ferry__io *io) {
   if (!io)
     return;
   io->c->inner->io_close(io->child);
+  free(io->scratch);
   free(io);
 }
 
@@ -784,81 +787,110 @@ static void store(ferry__cache *c, int64_t id, int v, const void *src,
   c->c_stored += n;
 }
 
-/* Where a piece comes from. */
-enum { SRC_STORAGE = 0, SRC_LOCAL, SRC_REMOTE };
+/* How a piece (the rows of one chunk an io_read asks for) is served. */
+enum {
+  HOW_RUN = 0, /* read from storage, with its neighbours in one read */
+  HOW_LOCAL,   /* copied from this node's region */
+  HOW_GOT,     /* received from its owner node */
+  HOW_WHOLE    /* a part of a chunk to cache: the whole chunk read, stored,
+                * the part copied out */
+};
+
+/* Read rows [r0, r1) of part from storage into out, then store each whole
+ * chunk among them. */
+static int read_run(ferry__io *io, int64_t part, int var, int64_t r0,
+                    int64_t r1, unsigned char *out, ferry__err *err) {
+  ferry__cache *c = io->c;
+  const ferry__manifest *m = c->m;
+  const int64_t cs = c->ci->chunk_samples, n = m->parts[part].num_samples;
+  int rc = c->inner->io_read(io->child, part, var, r0, r1 - r0, out, err);
+  if (rc)
+    return rc;
+  c->c_storage += var_bytes(m, part, var, r0, r1);
+  for (int64_t q = r0; q < r1;) {
+    int64_t k0 = q / cs * cs, k1 = k0 + cs < n ? k0 + cs : n;
+    int64_t qe = k1 < r1 ? k1 : r1;
+    if (q == k0 && qe == k1)
+      store(c, c->ci->part_chunk[part] + q / cs, var,
+            out + var_bytes(m, part, var, r0, q),
+            var_bytes(m, part, var, q, qe));
+    q = qe;
+  }
+  return 0;
+}
+
+/* HOW_WHOLE: chunk id (rows [k0, k1) of part) read into the I/O state's
+ * scratch buffer and stored; rows [r, pe) copied to out. */
+static int read_whole(ferry__io *io, int64_t part, int var, int64_t k0,
+                      int64_t k1, int64_t r, int64_t pe, unsigned char *out,
+                      ferry__err *err) {
+  const ferry__manifest *m = io->c->m;
+  int64_t n = var_bytes(m, part, var, k0, k1);
+  if ((size_t)n > io->scratch_len) {
+    unsigned char *p = realloc(io->scratch, n > 0 ? (size_t)n : 1);
+    if (!p)
+      return ferry__oom(err, io->c->rank, (size_t)n,
+                        "cache: a chunk of variable %s of part %" PRId64
+                        " (%s)",
+                        m->vars[var].name, part, m->parts[part].paths[var]);
+    io->scratch = p;
+    io->scratch_len = (size_t)n;
+  }
+  int rc = read_run(io, part, var, k0, k1, io->scratch, err);
+  if (!rc)
+    memcpy(out, io->scratch + var_bytes(m, part, var, k0, r),
+           (size_t)var_bytes(m, part, var, r, pe));
+  return rc;
+}
 
 static int cache_io_read(ferry__io *io, int64_t part, int var, int64_t row,
                          int64_t nrows, void *buf, ferry__err *err) {
   ferry__cache *c = io->c;
   const ferry__manifest *m = c->m;
-  const int64_t cs = c->ci->chunk_samples;
-  const int64_t c0 = c->ci->part_chunk[part];
-  unsigned char *out = buf;
-  int64_t r = row, end = row + nrows;
-  /* a run of pieces read from storage in one read: [s_row, r), s_out */
-  int64_t s_row = -1;
-  unsigned char *s_out = NULL;
-  while (r < end || s_row >= 0) {
-    int src = SRC_STORAGE;
-    int64_t id = -1, kr0 = 0, kr1 = 0;
-    if (r < end) {
-      id = c0 + r / cs;
-      kr0 = (r / cs) * cs;
-      kr1 = kr0 + cs < m->parts[part].num_samples ? kr0 + cs
-                                                  : m->parts[part].num_samples;
-      if (c->owner[id] == c->node_id &&
-          __atomic_load_n(state_of(c, id, var), __ATOMIC_ACQUIRE) == ST_VALID)
-        src = SRC_LOCAL;
-      else if (c->owner[id] >= 0 && c->owner[id] != c->node_id)
-        src = SRC_REMOTE;
-    }
-    int64_t pe = r < end ? (kr1 < end ? kr1 : end) : r;
-    int64_t nb = r < end ? var_bytes(m, part, var, r, pe) : 0;
-    int64_t at = r < end ? var_bytes(m, part, var, kr0, r) : 0;
-    if (src == SRC_REMOTE) {
-      int got = remote_get(c, id, var, at, nb, out, err);
+  const int64_t cs = c->ci->chunk_samples, n = m->parts[part].num_samples;
+  unsigned char *out = buf, *s_out = NULL;
+  int64_t r = row, end = row + nrows, s_row = -1; /* the run [s_row, r) */
+  while (r < end) {
+    int64_t id = c->ci->part_chunk[part] + r / cs;
+    int64_t kr0 = r / cs * cs, kr1 = kr0 + cs < n ? kr0 + cs : n;
+    int64_t pe = kr1 < end ? kr1 : end;
+    int64_t nb = var_bytes(m, part, var, r, pe);
+    int whole = r == kr0 && pe == kr1, how = HOW_RUN, rc = 0;
+    if (c->owner[id] == c->node_id) {
+      uint32_t st = __atomic_load_n(state_of(c, id, var), __ATOMIC_ACQUIRE);
+      how = st == ST_VALID             ? HOW_LOCAL
+            : st == ST_EMPTY && !whole ? HOW_WHOLE
+                                       : HOW_RUN;
+    } else if (c->owner[id] >= 0 && c->mode == FERRY__CACHE_CLUSTER) {
+      int got =
+          remote_get(c, id, var, var_bytes(m, part, var, kr0, r), nb, out, err);
       if (got < 0)
         return got;
-      if (got) {
-        c->c_remote += nb;
-      } else {
-        src = SRC_STORAGE;
-      }
-    } else if (src == SRC_LOCAL) {
-      memcpy(out, c->data + var_off(c, id, var) + at, (size_t)nb);
-      c->c_local += nb;
+      how = got ? HOW_GOT : whole ? HOW_RUN : HOW_WHOLE;
     }
-    /* flush the storage run when this piece is not in it */
-    if (s_row >= 0 && (src != SRC_STORAGE || r >= end)) {
-      int rc =
-          c->inner->io_read(io->child, part, var, s_row, r - s_row, s_out, err);
-      if (rc)
+    if (how != HOW_RUN && s_row >= 0) {
+      if ((rc = read_run(io, part, var, s_row, r, s_out, err)))
         return rc;
-      c->c_storage += var_bytes(m, part, var, s_row, r);
-      /* store each whole chunk of the run */
-      for (int64_t q = s_row; q < r;) {
-        int64_t k0 = (q / cs) * cs;
-        int64_t k1 = k0 + cs < m->parts[part].num_samples
-                         ? k0 + cs
-                         : m->parts[part].num_samples;
-        int64_t qe = k1 < r ? k1 : r;
-        if (q == k0 && qe == k1)
-          store(c, c0 + q / cs, var, s_out + var_bytes(m, part, var, s_row, q),
-                var_bytes(m, part, var, q, qe));
-        q = qe;
-      }
       s_row = -1;
     }
-    if (r >= end)
-      break;
-    if (src == SRC_STORAGE && s_row < 0) {
+    if (how == HOW_LOCAL) {
+      memcpy(out,
+             c->data + var_off(c, id, var) + var_bytes(m, part, var, kr0, r),
+             (size_t)nb);
+      c->c_local += nb;
+    } else if (how == HOW_GOT) {
+      c->c_remote += nb;
+    } else if (how == HOW_WHOLE) {
+      if ((rc = read_whole(io, part, var, kr0, kr1, r, pe, out, err)))
+        return rc;
+    } else if (s_row < 0) {
       s_row = r;
       s_out = out;
     }
     out += nb;
     r = pe;
   }
-  return 0;
+  return s_row >= 0 ? read_run(io, part, var, s_row, r, s_out, err) : 0;
 }
 
 const ferry__backend ferry__cache_backend = {

@@ -130,6 +130,30 @@ static void print_sampling(const ferry_loader *L) {
            "order)\n");
 }
 
+/* cache=node|cluster: where the chunks are kept and what an epoch moves
+ * once the cache is filled (ferry_cache_info); nothing with cache=none. */
+static void print_cache(const ferry_loader *L) {
+  ferry_cache_info ci;
+  if (ferry_cache_info_get(L, &ci) != 0 || !ci.mode)
+    return;
+  char b1[32], b2[32], b3[32], b4[32], b5[32], b6[32], b7[32];
+  printf("cache          %s over %d node%s: %s of %s cached (%" PRId64
+         " of %" PRId64 " chunks), %s on this node (region %s in /dev/shm, "
+         "capacity %s a node); once filled, per epoch: %s from storage, %s "
+         "between nodes\n",
+         ci.mode == 1 ? "node" : "cluster", ci.nodes, ci.nodes == 1 ? "" : "s",
+         tool_fmt_bytes((double)ci.cached_bytes, b1, sizeof b1),
+         tool_fmt_bytes((double)ci.dataset_bytes, b2, sizeof b2),
+         ci.cached_chunks, ci.chunks,
+         tool_fmt_bytes((double)ci.node_bytes, b3, sizeof b3),
+         tool_fmt_bytes((double)ci.region_bytes, b4, sizeof b4),
+         tool_fmt_bytes((double)ci.capacity_bytes, b5, sizeof b5),
+         tool_fmt_bytes((double)ci.storage_bytes_per_epoch, b6, sizeof b6),
+         tool_fmt_bytes((double)ci.network_bytes_per_epoch, b7, sizeof b7));
+  if (ci.note[0])
+    printf("               %s\n", ci.note);
+}
+
 /* The memory budget line: each term, and the held batches' bound on top. */
 static void print_budget(const ferry_memory_budget *mb) {
   char b1[32], b2[32], b3[32], b4[32], b5[32];
@@ -362,6 +386,7 @@ static void print_text(const tool_ctx *ctx, const ferry_loader *L,
            "chunk_samples=0 aligns them\n",
            cut, cut_rows);
   print_budget(mb);
+  print_cache(L);
   char shuf[32], q[32], k[32];
   if (!strcmp(tool_option(ctx, "shuffle", shuf, sizeof shuf), "global")) {
     tool_option(ctx, "exchange", q, sizeof q);
@@ -480,6 +505,19 @@ static void print_json(const tool_ctx *ctx, const ferry_loader *L,
          "\"held_bytes\": %zu, \"total_bytes\": %zu}",
          mb->batch_bytes, mb->ring_bytes, mb->read_bytes, mb->plan_bytes,
          mb->cache_bytes, mb->index_bytes, mb->held_bytes, mb->total_bytes);
+  ferry_cache_info ci;
+  if (ferry_cache_info_get(L, &ci) == 0 && ci.mode)
+    printf(", \"cache\": {\"mode\": \"%s\", \"nodes\": %d, "
+           "\"capacity_bytes\": %" PRId64 ", \"node_bytes\": %" PRId64
+           ", \"region_bytes\": %" PRId64 ", \"dataset_bytes\": %" PRId64
+           ", \"cached_bytes\": %" PRId64 ", \"chunks\": %" PRId64
+           ", \"cached_chunks\": %" PRId64
+           ", \"storage_bytes_per_epoch\": %" PRId64
+           ", \"network_bytes_per_epoch\": %" PRId64 "}",
+           ci.mode == 1 ? "node" : "cluster", ci.nodes, ci.capacity_bytes,
+           ci.node_bytes, ci.region_bytes, ci.dataset_bytes, ci.cached_bytes,
+           ci.chunks, ci.cached_chunks, ci.storage_bytes_per_epoch,
+           ci.network_bytes_per_epoch);
   printf(", \"notes\": ");
   if (ferry_dataset_notes(L))
     tool_json_string(stdout, ferry_dataset_notes(L));

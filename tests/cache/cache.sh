@@ -1,0 +1,245 @@
+#!/bin/sh
+# cache.sh - the node cache (cache=node|cluster, src/loader/cache.c,
+# docs/cache.md) on this one machine; tests/cluster/cache.sh runs it over
+# simulated hosts.  Nodes here come from the test hook FERRY_NODE_SIZE=N
+# (every N consecutive ranks one node) or, unset, the machine (one node).
+#
+#  1. The same batches with and without the cache, byte for byte (`ferry
+#     dump --epochs 3 --row-hash`, one loader for the three epochs), for
+#     every shuffle and sampling mode, a mix, a ragged and a sparse dataset,
+#     on 1 to 4 ranks: cache=node, and cache=cluster over 1-rank and
+#     2-rank nodes.
+#  2. What is read from storage: `ferry bench --epochs 3` with tail=partial
+#     (every sample served each epoch): epoch 0 reads the dataset, epochs 1
+#     and 2 read 0 B and take it all from the node cache (cache=node) or
+#     from it and the other nodes (cluster); a cache smaller than the
+#     dataset (cache_bytes) reads the rest every epoch, the same bytes.
+#  3. Memory: a private /dev/shm of 4 MiB (a mount namespace of the test's
+#     own): cache_bytes above it is cut, said on stderr, the batches still
+#     the same; during a job no ferry-cache-* file is left in /dev/shm (the
+#     region is unlinked once mapped); a rank killed with SIGKILL mid-epoch
+#     ends the job (no hang) and leaves nothing there either.
+#  4. Resume on another rank count: `ferry verify --state` interrupted on 4
+#     ranks with cache=cluster, resumed on 3: exactly once over both runs,
+#     the cache rebuilt from storage.
+#  5. Refusals: io=mmap or collective, pack=, decode=, cache_bytes without
+#     a cache, a bad FERRY_NODE_SIZE.
+here=`dirname "$0"`
+. "$here/../lib/common.sh"
+ferry_test_init cache
+
+py=/usr/bin/python3
+$py -c 'import numpy' 2>/dev/null || { echo "SKIP: needs $py with numpy"; exit 77; }
+
+F=$FERRY
+"$F" gen "$tmp/d" --samples 12000 --var x:float32:16 --var y:int64 --parts 3 >/dev/null &&
+"$F" gen "$tmp/e" --samples 5000 --var x:float32:16 --var y:int64 >/dev/null &&
+"$F" gen "$tmp/r" --format megatron --samples 3000 --mean-len 40 >/dev/null &&
+"$F" gen "$tmp/s.h5ad" --anndata --samples 2000 --genes 150 >/dev/null ||
+  { echo "FAIL: ferry gen"; exit 1; }
+$py -c "
+import numpy as np
+np.save('$tmp/w.npy', np.random.RandomState(1).rand(12000))" ||
+  { echo "FAIL: weights"; exit 1; }
+D="$tmp/d/part-*"
+
+# same NAME NP DATASET OPTIONS...: the three epochs without a cache, then
+# with cache=node and cache=cluster (FERRY_NODE_SIZE=1 and 2), and the
+# options in $with (cache_bytes) then only
+same() {
+  name=$1 np=$2 ds=$3
+  shift 3
+  $RUN_MPI $np "$F" dump "$ds" --epochs 3 --row-hash --output "$tmp/base" \
+    "$@" >"$tmp/err" 2>&1 || { failed "$name: the run without a cache"; cat "$tmp/err"; return; }
+  test -s "$tmp/base" || { failed "$name: no output"; return; }
+  for how in node:0 cluster:1 cluster:2; do
+    mode=${how%:*} ns=${how#*:}
+    if test $ns = 0; then
+      $RUN_MPI $np "$F" dump "$ds" --epochs 3 --row-hash --output "$tmp/got" \
+        --cache $mode ${with:-} "$@" >"$tmp/err" 2>&1
+    else
+      FERRY_NODE_SIZE=$ns $RUN_MPI $np "$F" dump "$ds" --epochs 3 --row-hash \
+        --output "$tmp/got" --cache $mode ${with:-} "$@" >"$tmp/err" 2>&1
+    fi
+    rc=$?
+    if test $rc != 0; then
+      failed "$name: cache=$mode (node size $ns) exited $rc"; cat "$tmp/err"
+    elif cmp -s "$tmp/base" "$tmp/got"; then
+      ok "$name: cache=$mode, node size $ns: the same 3 epochs on $np ranks"
+    else
+      failed "$name: cache=$mode (node size $ns) served other batches"
+    fi
+  done
+}
+
+same chunks 3 "$D" --chunk-samples 300
+same none 2 "$D" --shuffle none --chunk-samples 500
+same block 4 "$D" --shuffle block --chunk-samples 700
+same global 3 "$D" --shuffle global
+same weights 3 "$D" --weights "$tmp/w.npy"
+same balance 2 "$D" --balance y
+same mix 3 mix --mix "$D=1,$tmp/e=2"
+same ragged 3 "$tmp/r"
+same sparse 2 "$tmp/s.h5ad"
+same one-rank 1 "$D" --chunk-samples 400
+
+# ---- 2. bytes from storage ------------------------------------------------
+# epoch_field FILE E FIELD: the bytes of FIELD (storage, node cache, other
+# nodes) on bench's line for epoch E, as printed ("1.4 MiB", "0 B")
+epoch_field() {
+  sed -n "s/^epoch $2: .*$3 \([0-9.]* [KMGT]*i*B\).*/\1/p" "$1"
+}
+# in_bytes "1.4 MiB": a number of bytes (awk float)
+in_bytes() {
+  echo "$1" | awk '{m = 1; if ($2 == "KiB") m = 1024; if ($2 == "MiB") m = 1048576;
+    if ($2 == "GiB") m = 1073741824; printf "%.0f\n", $1 * m}'
+}
+bench() { # OUT NP OPTIONS...
+  out=$1 np=$2
+  shift 2
+  $RUN_MPI $np "$F" bench "$D" --epochs 3 --tail partial --chunk-samples 400 \
+    "$@" >"$out" 2>&1 || { failed "bench $*"; cat "$out"; return 1; }
+}
+# 12000 samples x (64 + 8) bytes
+dataset=864000
+for how in node:0 cluster:1 cluster:2; do
+  mode=${how%:*} ns=${how#*:}
+  if test $ns = 0; then
+    bench "$tmp/b" 3 --cache $mode || continue
+  else
+    FERRY_NODE_SIZE=$ns bench "$tmp/b" 4 --cache $mode || continue
+  fi
+  s0=`in_bytes "\`epoch_field "$tmp/b" 0 storage\`"`
+  s1=`epoch_field "$tmp/b" 1 storage` s2=`epoch_field "$tmp/b" 2 storage`
+  l2=`in_bytes "\`epoch_field "$tmp/b" 2 'node cache'\`"`
+  r2=`in_bytes "\`epoch_field "$tmp/b" 2 'other nodes'\`"`
+  tot=`expr $l2 + $r2`
+  lo=`expr $dataset - $dataset / 100` hi=`expr $dataset + $dataset / 100`
+  if test "$s0" -ge $lo && test "$s0" -le $hi && test "$s1" = "0 B" &&
+     test "$s2" = "0 B" && test $tot -ge $lo && test $tot -le $hi; then
+    ok "cache=$mode (node size $ns): epoch 0 read $s0 B from storage, epochs 1-2 none ($l2 B from the node, $r2 B from other nodes in epoch 2)"
+  else
+    failed "cache=$mode (node size $ns): storage $s0 / $s1 / $s2, epoch 2 node $l2 other $r2 (dataset $dataset B)"
+    cat "$tmp/b"
+  fi
+  case $mode:$ns in
+    node:0) test "$r2" = 0 || failed "cache=node took $r2 B from other nodes" ;;
+    cluster:1) # 4 nodes: about 3/4 of the data from the others
+      test $r2 -ge `expr $dataset / 2` && test $r2 -le `expr $dataset \* 85 / 100` ||
+        failed "cluster over 4 nodes: $r2 B from other nodes, expected about 3/4 of $dataset" ;;
+  esac
+done
+# a partial cache: a third of the dataset; later epochs read the rest
+bench "$tmp/b" 2 --cache node --cache-bytes 288000 && {
+  s1=`in_bytes "\`epoch_field "$tmp/b" 1 storage\`"`
+  s2=`in_bytes "\`epoch_field "$tmp/b" 2 storage\`"`
+  l2=`in_bytes "\`epoch_field "$tmp/b" 2 'node cache'\`"`
+  if test "$s1" -gt `expr $dataset / 2` && test "$s1" -lt $dataset &&
+     test "$s1" = "$s2" && test "$l2" -gt 0 &&
+     test `expr $l2 + $s2` -ge `expr $dataset - $dataset / 100`; then
+    ok "cache_bytes=288000: epochs 1-2 read $s1 B from storage, $l2 B from the cache"
+  else
+    failed "cache_bytes=288000: storage $s1 then $s2, cache $l2"; cat "$tmp/b"
+  fi
+}
+with="--cache-bytes 300000" same partial 3 "$D" --chunk-samples 300
+
+# ---- 3. /dev/shm ----------------------------------------------------------
+if unshare -m sh -c 'mount -t tmpfs -o size=4m tmpfs /dev/shm' 2>/dev/null; then
+  # shm_run SCRIPT: SCRIPT in a mount namespace whose /dev/shm is 4 MiB
+  shm_run() {
+    unshare -m sh -c "mount -t tmpfs -o size=4m tmpfs /dev/shm && $1"
+  }
+  "$F" gen "$tmp/big" --samples 20000 --var x:float32:64 >/dev/null
+  $RUN_MPI 2 "$F" dump "$tmp/big" --epochs 2 --row-hash --output "$tmp/base" >/dev/null 2>&1
+  shm_run "FERRY_NODE_SIZE=1 $RUN_MPI 2 '$F' dump '$tmp/big' --epochs 2 --row-hash \
+      --output '$tmp/got' --cache cluster --cache-bytes 64MiB" >"$tmp/err" 2>&1
+  rc=$?
+  if test $rc = 0 && grep -q "cache_bytes=.* asked, but /dev/shm on the node of rank [0-9]* holds less" "$tmp/err" &&
+     cmp -s "$tmp/base" "$tmp/got"; then
+    ok "a 4 MiB /dev/shm, 64 MiB asked: cut, said, the same batches"
+  else
+    failed "a 4 MiB /dev/shm: exit $rc"; cat "$tmp/err"
+  fi
+  # during a job and after a rank is killed: nothing in /dev/shm
+  cat >"$tmp/kill.sh" <<EOF
+$RUN_MPI 3 '$F' bench '$D' --epochs 50 --compute-ms 5 --cache node --chunk-samples 400 >'$tmp/kjob' 2>&1 &
+job=\$!
+i=0
+while ! grep -q '^epoch 1' '$tmp/kjob' && test \$i -lt 300; do sleep 0.1; i=\$((i + 1)); done
+ls /dev/shm > '$tmp/during'
+victim=\`pgrep -n -x ferry || pgrep -n -x lt-ferry\`
+test -n "\$victim" && kill -9 \$victim
+wait \$job
+echo "rc=\$?" >> '$tmp/kjob'
+ls /dev/shm > '$tmp/after'
+EOF
+  start=`date +%s`
+  shm_run "sh '$tmp/kill.sh'"
+  took=`expr \`date +%s\` - $start`
+  if grep -q '^epoch 1' "$tmp/kjob" && ! grep -q '^rc=0$' "$tmp/kjob" &&
+     test $took -lt 60 && ! grep -q ferry-cache "$tmp/during" &&
+     ! grep -q ferry-cache "$tmp/after"; then
+    ok "a rank killed in epoch 1+: the job ended in $took s ($(tail -1 "$tmp/kjob")), no ferry-cache-* in /dev/shm during or after"
+  else
+    failed "the kill: $took s, $(tail -1 "$tmp/kjob"); /dev/shm during: $(cat "$tmp/during" | tr '\n' ' ') after: $(cat "$tmp/after" | tr '\n' ' ')"
+    tail -5 "$tmp/kjob"
+  fi
+else
+  echo "SKIP part 3: no mount namespace here (unshare -m as root)"
+fi
+
+# ---- 4. resume on another rank count -------------------------------------
+spec='mem:N=30000,vars=x:float32:4'
+args="--epochs 2 --batch-size 8 --tail partial --chunk-samples 256 --compute-ms 5 --cache cluster"
+FERRY_NODE_SIZE=2 $RUN_MPI 4 "$F" verify "$spec" $args --state "$tmp/st" >"$tmp/run1" 2>&1 &
+job=$!
+i=0
+while ! grep -q 'no state file' "$tmp/run1" 2>/dev/null && test $i -lt 200; do
+  sleep 0.1
+  i=`expr $i + 1`
+done
+sleep 1
+victim=`pgrep -n -x ferry || pgrep -n -x lt-ferry`
+test -n "$victim" && kill -USR1 "$victim"
+wait $job
+rc=$?
+if test $rc != 75; then
+  failed "resume: the interrupted run exited $rc, expected 75"; cat "$tmp/run1"
+else
+  FERRY_NODE_SIZE=1 $RUN_MPI 3 "$F" verify "$spec" $args --state "$tmp/st" >"$tmp/run2" 2>&1
+  rc=$?
+  if test $rc = 0 && grep -q "PASS exactly-once epoch 0: 30000 of 30000 samples served once each over the runs" "$tmp/run2"; then
+    ok "resume: saved on 4 ranks (2 nodes), resumed on 3 (3 nodes): exactly once"
+  else
+    failed "resume on 3 ranks: exit $rc"; cat "$tmp/run2"
+  fi
+fi
+
+# ---- 5. refusals ------------------------------------------------------------
+refuse() { # WHAT TEXT OPTIONS...
+  what=$1 text=$2
+  shift 2
+  $RUN_MPI 2 "$F" info "$D" "$@" >"$tmp/err" 2>&1
+  if test $? != 0 && grep -q -- "$text" "$tmp/err"; then
+    ok "refused: $what"
+  else
+    failed "not refused, or another message: $what"; cat "$tmp/err"
+  fi
+}
+refuse "io=mmap" "option 'cache' = 'node' with io=mmap" --cache node --io mmap
+refuse "io=collective" "with io=collective: the cache reads" --cache cluster --io collective
+refuse "cache_bytes alone" "option 'cache_bytes' applies only with cache=node" --cache-bytes 1GiB
+FERRY_NODE_SIZE=x $RUN_MPI 2 "$F" info "$D" --cache node >"$tmp/err" 2>&1
+if test $? != 0 && grep -q "FERRY_NODE_SIZE is 'x'" "$tmp/err"; then
+  ok "refused: FERRY_NODE_SIZE=x"
+else
+  failed "FERRY_NODE_SIZE=x"; cat "$tmp/err"
+fi
+$RUN_MPI 2 "$F" info "$tmp/r" --cache node --pack concat --seq-len 64 >"$tmp/err" 2>&1
+if test $? != 0 && grep -q "option 'cache' = 'node' with pack=: not built" "$tmp/err"; then
+  ok "refused: pack="
+else
+  failed "pack= with a cache"; cat "$tmp/err"
+fi
+exit $fail
