@@ -202,7 +202,7 @@ MPI_TESTS += \
 MPI_TESTS += tests/cluster/hosts.sh tests/cluster/slowfs.sh
 # tests/cache/: the node cache (cache=node|cluster) on this machine, nodes
 # simulated by FERRY_NODE_SIZE
-MPI_TESTS += tests/cache/cache.sh
+MPI_TESTS += tests/cache/cache.sh tests/cache/kernel.sh
 # The fuzz harnesses replay their corpora (tests/fuzz/local.mk builds
 # FUZZ_HARNESSES); the short libFuzzer run skips outside --enable-fuzz.
 MPI_TESTS += tests/fuzz/short.sh

@@ -43,7 +43,14 @@
 #include <cuda_runtime.h>
 #endif
 
-enum { OPT_EPOCHS = 1, OPT_COMPUTE_MS, OPT_COMPUTE_MODE, OPT_JSON, OPT_STATE };
+enum {
+  OPT_EPOCHS = 1,
+  OPT_COMPUTE_MS,
+  OPT_COMPUTE_MODE,
+  OPT_JSON,
+  OPT_STATE,
+  OPT_PER_EPOCH
+};
 
 static int run_bench(tool_ctx *ctx);
 
@@ -62,6 +69,13 @@ static const tool_opt bench_opts[] = {
      "ragged variable adds rows_per_s (of the first one: tokens per "
      "second) and padding_fraction (of each batch padded to its longest "
      "sample, or to L with pad=L)."},
+    {"per-epoch", 0, OPT_PER_EPOCH, NULL,
+     "Print a line per epoch (text output): the bytes read from storage by "
+     "ferry's count and by the kernel's (read_bytes of the ranks' "
+     "/proc/self/io, summed: what came from a block device, the page "
+     "cache's hits not counted), from the node cache and from other nodes "
+     "(cache=), sent to other nodes, and the slowest rank's time.  On by "
+     "itself with cache=node or cluster."},
     {"state", 1, OPT_STATE, "FILE",
      "Checkpoint and resume: start from FILE when it exists; when the "
      "checkpoint_signal arrives (sbatch --signal=B:USR1@120), save the "
@@ -73,7 +87,7 @@ static const tool_opt bench_opts[] = {
 const tool_cmd tool_cmd_bench = {
     .name = "bench",
     .args = "DATASET [--epochs K] [--compute-ms X] [--compute-mode sleep|spin] "
-            "[--json] [--state FILE] [loader options]",
+            "[--json] [--per-epoch] [--state FILE] [loader options]",
     .summary = "measure throughput, data wait and accelerator utilisation",
     .description =
         "Run K epochs: per batch ferry_next, the emulated compute, "
@@ -445,7 +459,7 @@ static void gpu_free(gpu_bench *g) { (void)g; }
 typedef struct bench_cfg {
   int64_t epochs;
   double compute_ms;
-  int spin, json;
+  int spin, json, per_epoch;
   const char *state; /* --state FILE, or NULL */
 } bench_cfg;
 
@@ -479,6 +493,7 @@ static int bench_args(const tool_ctx *ctx, bench_cfg *cfg) {
       cfg->spin = strcmp(v, "spin") == 0;
       break;
     case OPT_JSON: cfg->json = 1; break;
+    case OPT_PER_EPOCH: cfg->per_epoch = 1; break;
     case OPT_STATE: cfg->state = v; break;
     }
   }
@@ -745,7 +760,7 @@ static int bench_epochs(tool_ctx *ctx, ferry_loader *L, gpu_bench *g,
       return st;
     double t1 = MPI_Wtime(), k1 = proc_read_bytes();
     ferry_stats_get(L, &b);
-    if (ci.mode && !cfg->json)
+    if ((ci.mode || cfg->per_epoch) && !cfg->json)
       cache_epoch_print(ctx, e, &a, &b, k1 >= 0 && k0 >= 0 ? k1 - k0 : -1,
                         t1 - t0);
   }
