@@ -15,16 +15,19 @@
  * its codecs).
  *
  * The cache is a backend that wraps the loader's (L->be): io_read splits
- * the rows asked for at chunk boundaries; a piece of a chunk whose state
- * is VALID is copied from the region (this node's) or received from its
+ * the rows asked for at chunk boundaries; a piece of a chunk whose rows are
+ * in the region is copied from there (this node's) or received from its
  * owner's node (cache=cluster: the owner node's first rank runs a server
  * thread that answers GET and PUT messages on the cache's own
- * communicator); the other pieces are read from storage in one read, and
- * each whole chunk among them is then stored: in this node's region
- * (claimed EMPTY -> FILLING with a compare-and-swap, so one rank writes
- * it; space reserved with fallocate first, so a full /dev/shm is an error
- * code, not SIGBUS) or sent to its owner (PUT).  Every epoch serves the
- * same bytes as without the cache: only where they come from changes.
+ * communicators); the other pieces are read from storage in one read, and
+ * each is then stored: in this node's region or sent to its owner (PUT).
+ * A chunk arrives in pieces (the plan splits chunks between ranks at share
+ * boundaries): each slot has a bitmap of the rows it holds, set after their
+ * bytes are copied, and the piece that completes the chunk makes it VALID;
+ * a piece whose rows are all marked is served before that.  Space is
+ * reserved with fallocate first, so a full /dev/shm is a chunk left
+ * uncached, not SIGBUS.  Every epoch serves the same bytes as without the
+ * cache: only where they come from changes.
  *
  * Why not MPI one-sided windows: Open MPI 4.1 has no one-sided component
  * for TCP with MPI_THREAD_MULTIPLE (osc/pt2pt refuses it), and ferry's I/O
@@ -52,7 +55,17 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { ST_EMPTY = 0, ST_FILLING = 1, ST_VALID = 2, ST_FULL = 3 };
+/* A (cached chunk, variable)'s state word: rows arrive in pieces (a chunk
+ * is split between ranks at share boundaries), each marked in the slot's
+ * row bitmap; the rank whose piece completes the count makes it VALID.
+ * FULL: /dev/shm had no room for it, never cached. */
+enum { ST_EMPTY = 0, ST_VALID = 2, ST_FULL = 3 };
+
+typedef struct slot_state {
+  uint32_t state;
+  uint32_t pad;
+  int64_t rows; /* rows marked in the bitmap */
+} slot_state;
 enum { Q_STOP = 0, Q_GET = 1, Q_PUT = 2 };
 enum { TAG_REQ = 1, TAG_REPLY0 = 16 };
 #define REPLY_TAGS 16000
@@ -90,7 +103,9 @@ struct ferry__cache {
   int fd;
   unsigned char *base;
   size_t len;
-  uint32_t *state; /* [nslots * nvars] */
+  slot_state *state; /* [nslots * nvars] */
+  uint64_t *bits;    /* [nslots * nvars * words]: the rows there */
+  int64_t words;     /* bitmap words per slot: ceil(chunk_samples / 64) */
   unsigned char *data;
   /* the server (cluster, the node's first rank) */
   pthread_t server;
@@ -104,8 +119,8 @@ struct ferry__cache {
 struct ferry__io {
   ferry__cache *c;
   ferry__io *child;
-  unsigned char *scratch; /* a whole chunk of one variable (HOW_WHOLE) */
-  size_t scratch_len;
+  uint64_t *bm; /* a piece's bitmap of the rows there */
+  size_t bm_len;
 };
 
 /* ---- Where each chunk goes --------------------------------------------- */
@@ -354,7 +369,8 @@ static int agree_cap(ferry__cache *c, MPI_Comm comm, int64_t asked,
 }
 
 static size_t region_len(const ferry__cache *c) {
-  size_t st = (size_t)c->nslots * (size_t)c->nvars * sizeof(uint32_t);
+  size_t st = (size_t)c->nslots * (size_t)c->nvars *
+              (sizeof(slot_state) + (size_t)c->words * sizeof(uint64_t));
   st = (st + HDR_BYTES - 1) / HDR_BYTES * HDR_BYTES;
   return HDR_BYTES + st + (size_t)c->node_bytes;
 }
@@ -422,7 +438,8 @@ static int make_region(ferry__cache *c, MPI_Comm comm, ferry__err *err) {
     shm_unlink(name); /* every rank of the node has it (or gives up) */
   if (rc)
     return rc;
-  c->state = (uint32_t *)(c->base + HDR_BYTES);
+  c->state = (slot_state *)(c->base + HDR_BYTES);
+  c->bits = (uint64_t *)(c->state + c->nslots * c->nvars);
   c->data = c->base + (c->len - (size_t)c->node_bytes);
   if (c->local_rank == 0)
     memcpy(c->base, &(uint64_t){CACHE_MAGIC}, sizeof(uint64_t));
@@ -437,8 +454,11 @@ static void nap(int *idle) {
     sched_yield();
     return;
   }
-  struct timespec ts = {0, *idle < 200 ? 20000 : 1000000};
-  (*idle)++;
+  /* 10 us (plus the timer's slack, ~50 us) for the first ~0.1 s, then
+   * 100 us: a request waits at most that long for an idle server */
+  struct timespec ts = {0, *idle < 2000 ? 10000 : 100000};
+  if (*idle < INT_MAX)
+    (*idle)++;
   nanosleep(&ts, NULL);
 }
 
@@ -464,8 +484,12 @@ static double deadline(const ferry__cache *c) {
   return c->timeout > 0 ? ferry__now() + c->timeout : 0;
 }
 
-static uint32_t *state_of(const ferry__cache *c, int64_t id, int v) {
+static slot_state *state_of(const ferry__cache *c, int64_t id, int v) {
   return &c->state[c->slot[id] * c->nvars + v];
+}
+
+static uint64_t *bits_of(const ferry__cache *c, int64_t id, int v) {
+  return c->bits + (c->slot[id] * c->nvars + v) * c->words;
 }
 
 /* Where variable v of chunk id starts in the owner's data. */
@@ -479,27 +503,102 @@ static int64_t var_off(const ferry__cache *c, int64_t id, int v) {
   return o;
 }
 
-/* Claim a slot for writing and make room in /dev/shm: 1 claimed, 0 not
- * (already there, being written, or no room: ST_FULL). */
-static int claim(ferry__cache *c, int64_t id, int v, int64_t at, int64_t n) {
-  uint32_t *s = state_of(c, id, v);
-  uint32_t want = ST_EMPTY;
-  if (!__atomic_compare_exchange_n(s, &want, ST_FILLING, 0, __ATOMIC_ACQ_REL,
-                                   __ATOMIC_ACQUIRE))
-    return 0;
-  off_t pos = (off_t)(c->data - c->base) + (off_t)at;
-  if (n > 0 && fallocate(c->fd, 0, pos, (off_t)n) != 0 && errno != EOPNOTSUPP) {
-    __atomic_store_n(s, ST_FULL, __ATOMIC_RELEASE);
-    c->c_full++;
-    return 0;
-  }
-  return 1;
+static uint64_t word_mask(int64_t w, int64_t a, int64_t b) {
+  int64_t lo = a > w * 64 ? a - w * 64 : 0;
+  int64_t hi = b < (w + 1) * 64 ? b - w * 64 : 64;
+  uint64_t m = hi >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << hi) - 1;
+  return m & ~((UINT64_C(1) << lo) - 1);
 }
 
+/* The bitmap of rows [a, b) of chunk id of variable v in this node's
+ * region into bm (bit j: row a + j; ceil((b - a) / 64) words); returns 1
+ * when any is there. */
+static int rows_here(const ferry__cache *c, int64_t id, int v, int64_t a,
+                     int64_t b, uint64_t *bm) {
+  int64_t nw = (b - a + 63) / 64;
+  slot_state *s = state_of(c, id, v);
+  uint32_t st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+  memset(bm, st == ST_VALID ? 0xff : 0, (size_t)nw * sizeof *bm);
+  if (st == ST_VALID)
+    return 1;
+  if (st == ST_FULL)
+    return 0;
+  const uint64_t *bits = bits_of(c, id, v);
+  int any = 0;
+  for (int64_t j = 0; j < b - a; j++) {
+    int64_t i = a + j;
+    if ((__atomic_load_n(&bits[i / 64], __ATOMIC_ACQUIRE) >> (i % 64)) & 1) {
+      bm[j / 64] |= UINT64_C(1) << (j % 64);
+      any = 1;
+    }
+  }
+  return any;
+}
+
+/* Store rows [a, b) of chunk id (counted from its first row) of variable v,
+ * their bytes at src, in this node's region: room reserved first (no room:
+ * the slot is FULL, never cached), the bytes copied, then the rows marked;
+ * the piece that completes the chunk makes it VALID.  Rows already there
+ * are written again with the same bytes.  Any thread of any rank of the
+ * node. */
+static void fill(ferry__cache *c, int64_t id, int v, int64_t a, int64_t b,
+                 const void *src) {
+  slot_state *s = state_of(c, id, v);
+  uint32_t st = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+  if (st != ST_EMPTY || a >= b)
+    return;
+  ferry__chunk k = ferry__chunk_get(c->ci, id);
+  int64_t at = var_off(c, id, v) + var_bytes(c->m, k.part, v, k.row, k.row + a);
+  int64_t n = var_bytes(c->m, k.part, v, k.row + a, k.row + b);
+  off_t pos = (off_t)(c->data - c->base) + (off_t)at;
+  if (n > 0 && fallocate(c->fd, 0, pos, (off_t)n) != 0 && errno != EOPNOTSUPP) {
+    __atomic_store_n(&s->state, ST_FULL, __ATOMIC_RELEASE);
+    c->c_full++;
+    return;
+  }
+  memcpy(c->data + at, src, (size_t)n);
+  uint64_t *bits = bits_of(c, id, v);
+  int64_t added = 0;
+  for (int64_t w = a / 64; w <= (b - 1) / 64; w++) {
+    uint64_t m = word_mask(w, a, b);
+    uint64_t old = __atomic_fetch_or(&bits[w], m, __ATOMIC_ACQ_REL);
+    added += __builtin_popcountll(m & ~old);
+  }
+  c->c_stored += n;
+  if (added > 0 &&
+      __atomic_add_fetch(&s->rows, added, __ATOMIC_ACQ_REL) == k.count)
+    __atomic_store_n(&s->state, ST_VALID, __ATOMIC_RELEASE);
+}
+
+/* The bytes of rows [a, b) of chunk id of variable v, and where they start
+ * in the chunk's variable. */
+static int64_t piece_bytes(const ferry__cache *c, int64_t id, int v, int64_t a,
+                           int64_t b, int64_t *at) {
+  ferry__chunk k = ferry__chunk_get(c->ci, id);
+  if (at)
+    *at = var_bytes(c->m, k.part, v, k.row, k.row + a);
+  return var_bytes(c->m, k.part, v, k.row + a, k.row + b);
+}
+
+/* A request's rows are a piece of a chunk this node owns. */
+static int request_ok(const ferry__cache *c, int64_t id, int v, int64_t a,
+                      int64_t b) {
+  if (id < 0 || id >= c->nchunks || v < 0 || v >= c->nvars ||
+      c->owner[id] != c->node_id || a < 0 || a >= b)
+    return 0;
+  ferry__chunk k = ferry__chunk_get(c->ci, id);
+  return b <= k.count && piece_bytes(c, id, v, a, b, NULL) <= PIECE_MAX;
+}
+
+/* cache=cluster, on the node's first rank: GET answers rows [a, b) of a
+ * chunk's variable when they are here (else an empty message); PUT stores
+ * the rows that follow.  Until a STOP from its own rank (ferry__cache_close,
+ * once every rank's reads are over). */
 static void *server_main(void *arg) {
   ferry__cache *c = arg;
   unsigned char *scratch = NULL;
-  size_t scratch_len = 0;
+  size_t scratch_len = 0, bm_len = 0;
+  uint64_t *bm = NULL;
   for (;;) {
     int64_t q[5];
     MPI_Request r;
@@ -508,58 +607,63 @@ static void *server_main(void *arg) {
             MPI_SUCCESS ||
         wait_req(&r, &st, 0) != 0)
       break;
-    int src = st.MPI_SOURCE;
-    int64_t type = q[0], id = q[1], at = q[3], n = q[4];
+    int src = st.MPI_SOURCE, tag = (int)(q[0] >> 32);
+    int64_t type = q[0] & 0xffffffff, id = q[1], a = q[3], b = q[4];
     int v = (int)q[2];
-    int tag = (int)(q[0] >> 32);
-    type &= 0xffffffff;
     if (type == Q_STOP)
       break;
-    int bad = id < 0 || id >= c->nchunks || v < 0 || v >= c->nvars ||
-              c->owner[id] != c->node_id || n < 0 || n > PIECE_MAX || at < 0;
+    int ok = request_ok(c, id, v, a, b);
+    int64_t at = 0, n = ok ? piece_bytes(c, id, v, a, b, &at) : 0;
     if (type == Q_GET) {
-      int ok = !bad && __atomic_load_n(state_of(c, id, v), __ATOMIC_ACQUIRE) ==
-                           ST_VALID;
-      int64_t base = ok ? var_off(c, id, v) : 0;
-      MPI_Request s;
-      if (MPI_Isend(ok ? c->data + base + at : NULL, ok ? (int)n : 0, MPI_BYTE,
-                    src, tag, c->rcomm, &s) == MPI_SUCCESS &&
-          wait_req(&s, NULL, deadline(c)) == 0 && ok)
+      /* the rows' bitmap (bit j: row a + j is here), then the piece's
+       * bytes (those of rows not here are whatever the region holds: the
+       * requester reads them from storage); when none is here, an empty
+       * bitmap and no bytes */
+      int64_t nw = ok ? (b - a + 63) / 64 : 0, any = 0;
+      if ((size_t)nw > bm_len) {
+        uint64_t *p = realloc(bm, (size_t)nw * sizeof *bm);
+        if (p) {
+          bm = p;
+          bm_len = (size_t)nw;
+        }
+      }
+      if ((size_t)nw > bm_len)
+        nw = 0; /* no memory: say nothing is here */
+      if (nw > 0)
+        any = rows_here(c, id, v, a, b, bm);
+      MPI_Request sr; /* none here: an empty bitmap, and no bytes */
+      if (MPI_Isend(bm, any ? (int)nw : 0, MPI_UINT64_T, src, tag, c->rcomm,
+                    &sr) != MPI_SUCCESS ||
+          wait_req(&sr, NULL, deadline(c)) != 0 || !any)
+        continue;
+      if (MPI_Isend(c->data + var_off(c, id, v) + at, (int)n, MPI_BYTE, src,
+                    tag, c->rcomm, &sr) == MPI_SUCCESS &&
+          wait_req(&sr, NULL, deadline(c)) == 0)
         c->c_sent += n;
       continue;
     }
-    /* PUT: a whole variable of a chunk follows, to store or drop */
-    unsigned char *dst = NULL;
-    int mine = !bad && at == 0 && claim(c, id, v, var_off(c, id, v), n);
-    if (mine) {
-      dst = c->data + var_off(c, id, v);
-    } else {
-      if ((size_t)n > scratch_len) {
-        free(scratch);
-        scratch_len = 0;
-        scratch = malloc((size_t)n ? (size_t)n : 1);
-        if (scratch)
-          scratch_len = (size_t)n;
+    /* PUT: the rows follow (a request this node cannot take is still
+     * received, into the scratch buffer, and dropped) */
+    if ((size_t)n > scratch_len || !scratch) {
+      unsigned char *p = realloc(scratch, n > 0 ? (size_t)n : 1);
+      if (p) {
+        scratch = p;
+        scratch_len = n > 0 ? (size_t)n : 1;
       }
-      dst = scratch;
     }
+    int cnt = -1;
     MPI_Request rr;
     MPI_Status rs;
-    int got = dst &&
-              MPI_Irecv(dst, (int)n, MPI_BYTE, src, tag, c->scomm, &rr) ==
-                  MPI_SUCCESS &&
-              wait_req(&rr, &rs, deadline(c)) == 0;
-    int cnt = -1;
-    if (got)
+    if (scratch && (size_t)n <= scratch_len &&
+        MPI_Irecv(scratch, (int)n, MPI_BYTE, src, tag, c->scomm, &rr) ==
+            MPI_SUCCESS &&
+        wait_req(&rr, &rs, deadline(c)) == 0)
       MPI_Get_count(&rs, MPI_BYTE, &cnt);
-    if (mine)
-      __atomic_store_n(state_of(c, id, v),
-                       got && cnt == (int)n ? ST_VALID : ST_EMPTY,
-                       __ATOMIC_RELEASE);
-    if (mine && got && cnt == (int)n)
-      c->c_stored += n;
+    if (ok && cnt == (int)n)
+      fill(c, id, v, a, b, scratch);
   }
   free(scratch);
+  free(bm);
   return NULL;
 }
 
@@ -631,6 +735,7 @@ int ferry__cache_open(ferry_loader *L, ferry__err *err) {
   c->node = c->scomm = c->rcomm = MPI_COMM_NULL;
   c->fd = -1;
   c->nchunks = L->nchunks;
+  c->words = (L->chunk_samples + 63) / 64;
   c->timeout = (double)L->opts->collective_timeout;
   rc = split_nodes(c, L->comm, err);
   if (!rc)
@@ -713,136 +818,130 @@ static void cache_io_close(ferry__io *io) {
   if (!io)
     return;
   io->c->inner->io_close(io->child);
-  free(io->scratch);
+  free(io->bm);
   free(io);
 }
 
-/* GET n bytes at `at` of variable v of chunk id from its owner: 1 received
- * into dst, 0 not there, or a negative code. */
-static int remote_get(ferry__cache *c, int64_t id, int v, int64_t at, int64_t n,
-                      void *dst, ferry__err *err) {
+/* GET rows [a, b) of chunk id (counted from its first row) of variable v
+ * from its owner node: bm (ceil((b - a) / 64) words) receives the bitmap
+ * of the rows it has, dst (n bytes) their bytes.  1 when any row came, 0
+ * when none, or a negative code. */
+static int remote_get(ferry__cache *c, int64_t id, int v, int64_t a, int64_t b,
+                      int64_t n, void *dst, uint64_t *bm, ferry__err *err) {
   int node = c->owner[id], to = c->leader[node];
   int tag = TAG_REPLY0 + (int)(c->seq++ % REPLY_TAGS);
-  int64_t q[5] = {Q_GET | ((int64_t)tag << 32), id, v, at, n};
+  int64_t q[5] = {Q_GET | ((int64_t)tag << 32), id, v, a, b};
+  int nw = (int)((b - a + 63) / 64), cnt = 0;
   MPI_Request rr, sr;
   MPI_Status st;
   double dl = deadline(c);
-  int mrc = MPI_Irecv(dst, (int)n, MPI_BYTE, to, tag, c->rcomm, &rr);
+  int mrc = MPI_Irecv(bm, nw, MPI_UINT64_T, to, tag, c->rcomm, &rr);
   if (mrc == MPI_SUCCESS)
     mrc = MPI_Isend(q, 5, MPI_INT64_T, to, TAG_REQ, c->scomm, &sr);
   if (mrc == MPI_SUCCESS && (mrc = wait_req(&sr, NULL, dl)) == 0)
     mrc = wait_req(&rr, &st, dl);
+  if (mrc == MPI_SUCCESS) {
+    MPI_Get_count(&st, MPI_UINT64_T, &cnt);
+    if (cnt != nw) /* none here (or no memory there) */
+      return 0;
+    mrc = MPI_Irecv(dst, (int)n, MPI_BYTE, to, tag, c->rcomm, &rr);
+    if (mrc == MPI_SUCCESS)
+      mrc = wait_req(&rr, &st, dl);
+  }
   if (mrc == 1) {
     ferry__chunk k = ferry__chunk_get(c->ci, id);
     return ferry__seterr_on(
         err, c->rank, FERRY_EPEER,
         "cache: no answer in %.0f s from node %d (rank %d) for rows %" PRId64
         "..%" PRId64 " of part %" PRId64 " (%s), variable %s",
-        c->timeout, node, to, k.row, k.row + k.count, k.part,
+        c->timeout, node, to, k.row + a, k.row + b, k.part,
         c->m->parts[k.part].paths[v], c->m->vars[v].name);
   }
   if (mrc != MPI_SUCCESS)
     return mpi_fail(err, c->rank, mrc, "a request to another node");
-  int cnt = 0;
   MPI_Get_count(&st, MPI_BYTE, &cnt);
-  return cnt == (int)n && n > 0 ? 1 : 0;
+  if (cnt != (int)n) {
+    ferry__chunk k = ferry__chunk_get(c->ci, id);
+    return ferry__seterr_on(
+        err, c->rank, FERRY_EINTERNAL,
+        "cache: node %d (rank %d) sent %d bytes for rows %" PRId64 "..%" PRId64
+        " of part %" PRId64 " (%s), variable %s, not %" PRId64,
+        node, to, cnt, k.row + a, k.row + b, k.part,
+        c->m->parts[k.part].paths[v], c->m->vars[v].name, n);
+  }
+  return 1;
 }
 
-/* Send a whole variable of chunk id to its owner (PUT).  Failures are not
- * errors: the chunk stays uncached there. */
-static void remote_put(ferry__cache *c, int64_t id, int v, int64_t n,
-                       const void *src) {
+/* PUT rows [a, b) of chunk id of variable v (n bytes at src) to its owner
+ * node.  Failures are not errors: the rows stay uncached there. */
+static void remote_put(ferry__cache *c, int64_t id, int v, int64_t a, int64_t b,
+                       int64_t n, const void *src) {
   int to = c->leader[c->owner[id]];
   int tag = TAG_REPLY0 + (int)(c->seq++ % REPLY_TAGS);
-  int64_t q[5] = {Q_PUT | ((int64_t)tag << 32), id, v, 0, n};
+  int64_t q[5] = {Q_PUT | ((int64_t)tag << 32), id, v, a, b};
   double dl = deadline(c);
   MPI_Request r[2];
-  if (MPI_Isend(q, 5, MPI_INT64_T, to, TAG_REQ, c->scomm, &r[0]) != MPI_SUCCESS)
+  if (MPI_Isend(q, 5, MPI_INT64_T, to, TAG_REQ, c->scomm, &r[0]) !=
+          MPI_SUCCESS ||
+      wait_req(&r[0], NULL, dl) != 0)
     return;
-  if (wait_req(&r[0], NULL, dl) != 0)
-    return;
-  if (MPI_Isend((void *)src, (int)n, MPI_BYTE, to, tag, c->scomm, &r[1]) !=
-      MPI_SUCCESS)
-    return;
-  if (wait_req(&r[1], NULL, dl) == 0)
+  if (MPI_Isend((void *)src, (int)n, MPI_BYTE, to, tag, c->scomm, &r[1]) ==
+          MPI_SUCCESS &&
+      wait_req(&r[1], NULL, dl) == 0)
     c->c_sent += n;
 }
 
-/* Store what was read of a whole variable of chunk id: in this node's
- * region, or sent to its owner. */
-static void store(ferry__cache *c, int64_t id, int v, const void *src,
-                  int64_t n) {
-  if (c->owner[id] < 0)
-    return;
-  if (c->owner[id] != c->node_id) {
-    if (c->mode == FERRY__CACHE_CLUSTER)
-      remote_put(c, id, v, n, src);
-    return;
+/* Rows [r0, r1) of part, read from storage into out: each chunk's piece
+ * among them stored where the chunk lives (this node's region, or sent to
+ * its owner node). */
+static void store_run(ferry__cache *c, int64_t part, int var, int64_t r0,
+                      int64_t r1, const unsigned char *out) {
+  const ferry__manifest *m = c->m;
+  const int64_t cs = c->ci->chunk_samples, n = m->parts[part].num_samples;
+  for (int64_t q = r0; q < r1;) {
+    int64_t k0 = q / cs * cs, k1 = k0 + cs < n ? k0 + cs : n;
+    int64_t qe = k1 < r1 ? k1 : r1, id = c->ci->part_chunk[part] + q / cs;
+    const unsigned char *src = out + var_bytes(m, part, var, r0, q);
+    if (c->owner[id] == c->node_id)
+      fill(c, id, var, q - k0, qe - k0, src);
+    else if (c->owner[id] >= 0 && c->mode == FERRY__CACHE_CLUSTER &&
+             var_bytes(m, part, var, q, qe) <= PIECE_MAX)
+      remote_put(c, id, var, q - k0, qe - k0, var_bytes(m, part, var, q, qe),
+                 src);
+    q = qe;
   }
-  int64_t at = var_off(c, id, v);
-  if (!claim(c, id, v, at, n))
-    return;
-  memcpy(c->data + at, src, (size_t)n);
-  __atomic_store_n(state_of(c, id, v), ST_VALID, __ATOMIC_RELEASE);
-  c->c_stored += n;
 }
 
-/* How a piece (the rows of one chunk an io_read asks for) is served. */
-enum {
-  HOW_RUN = 0, /* read from storage, with its neighbours in one read */
-  HOW_LOCAL,   /* copied from this node's region */
-  HOW_GOT,     /* received from its owner node */
-  HOW_WHOLE    /* a part of a chunk to cache: the whole chunk read, stored,
-                * the part copied out */
-};
-
-/* Read rows [r0, r1) of part from storage into out, then store each whole
- * chunk among them. */
 static int read_run(ferry__io *io, int64_t part, int var, int64_t r0,
                     int64_t r1, unsigned char *out, ferry__err *err) {
   ferry__cache *c = io->c;
-  const ferry__manifest *m = c->m;
-  const int64_t cs = c->ci->chunk_samples, n = m->parts[part].num_samples;
   int rc = c->inner->io_read(io->child, part, var, r0, r1 - r0, out, err);
   if (rc)
     return rc;
-  c->c_storage += var_bytes(m, part, var, r0, r1);
-  for (int64_t q = r0; q < r1;) {
-    int64_t k0 = q / cs * cs, k1 = k0 + cs < n ? k0 + cs : n;
-    int64_t qe = k1 < r1 ? k1 : r1;
-    if (q == k0 && qe == k1)
-      store(c, c->ci->part_chunk[part] + q / cs, var,
-            out + var_bytes(m, part, var, r0, q),
-            var_bytes(m, part, var, q, qe));
-    q = qe;
-  }
+  c->c_storage += var_bytes(c->m, part, var, r0, r1);
+  store_run(c, part, var, r0, r1, out);
   return 0;
 }
 
-/* HOW_WHOLE: chunk id (rows [k0, k1) of part) read into the I/O state's
- * scratch buffer and stored; rows [r, pe) copied to out. */
-static int read_whole(ferry__io *io, int64_t part, int var, int64_t k0,
-                      int64_t k1, int64_t r, int64_t pe, unsigned char *out,
-                      ferry__err *err) {
-  const ferry__manifest *m = io->c->m;
-  int64_t n = var_bytes(m, part, var, k0, k1);
-  if ((size_t)n > io->scratch_len) {
-    unsigned char *p = realloc(io->scratch, n > 0 ? (size_t)n : 1);
-    if (!p)
-      return ferry__oom(err, io->c->rank, (size_t)n,
-                        "cache: a chunk of variable %s of part %" PRId64
-                        " (%s)",
-                        m->vars[var].name, part, m->parts[part].paths[var]);
-    io->scratch = p;
-    io->scratch_len = (size_t)n;
+/* The I/O state's bitmap buffer, at least nw words. */
+static uint64_t *bitmap(ferry__io *io, int64_t nw, ferry__err *err) {
+  if ((size_t)nw > io->bm_len) {
+    uint64_t *p = realloc(io->bm, (size_t)nw * sizeof *p);
+    if (!p) {
+      ferry__oom(err, io->c->rank, (size_t)nw * sizeof *p,
+                 "cache: the bitmap of a chunk's rows");
+      return NULL;
+    }
+    io->bm = p;
+    io->bm_len = (size_t)nw;
   }
-  int rc = read_run(io, part, var, k0, k1, io->scratch, err);
-  if (!rc)
-    memcpy(out, io->scratch + var_bytes(m, part, var, k0, r),
-           (size_t)var_bytes(m, part, var, r, pe));
-  return rc;
+  return io->bm;
 }
 
+/* Each piece (the rows of one chunk asked for): the rows this node's
+ * region holds are copied from there, those its owner node holds are
+ * received from it (cache=cluster), and the others are read from storage,
+ * with their neighbours in one read, then stored. */
 static int cache_io_read(ferry__io *io, int64_t part, int var, int64_t row,
                          int64_t nrows, void *buf, ferry__err *err) {
   ferry__cache *c = io->c;
@@ -851,41 +950,48 @@ static int cache_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   unsigned char *out = buf, *s_out = NULL;
   int64_t r = row, end = row + nrows, s_row = -1; /* the run [s_row, r) */
   while (r < end) {
-    int64_t id = c->ci->part_chunk[part] + r / cs;
-    int64_t kr0 = r / cs * cs, kr1 = kr0 + cs < n ? kr0 + cs : n;
-    int64_t pe = kr1 < end ? kr1 : end;
-    int64_t nb = var_bytes(m, part, var, r, pe);
-    int whole = r == kr0 && pe == kr1, how = HOW_RUN, rc = 0;
-    if (c->owner[id] == c->node_id) {
-      uint32_t st = __atomic_load_n(state_of(c, id, var), __ATOMIC_ACQUIRE);
-      how = st == ST_VALID             ? HOW_LOCAL
-            : st == ST_EMPTY && !whole ? HOW_WHOLE
-                                       : HOW_RUN;
-    } else if (c->owner[id] >= 0 && c->mode == FERRY__CACHE_CLUSTER) {
-      int got =
-          remote_get(c, id, var, var_bytes(m, part, var, kr0, r), nb, out, err);
-      if (got < 0)
-        return got;
-      how = got ? HOW_GOT : whole ? HOW_RUN : HOW_WHOLE;
-    }
-    if (how != HOW_RUN && s_row >= 0) {
-      if ((rc = read_run(io, part, var, s_row, r, s_out, err)))
-        return rc;
-      s_row = -1;
-    }
-    if (how == HOW_LOCAL) {
-      memcpy(out,
-             c->data + var_off(c, id, var) + var_bytes(m, part, var, kr0, r),
-             (size_t)nb);
-      c->c_local += nb;
-    } else if (how == HOW_GOT) {
-      c->c_remote += nb;
-    } else if (how == HOW_WHOLE) {
-      if ((rc = read_whole(io, part, var, kr0, kr1, r, pe, out, err)))
-        return rc;
-    } else if (s_row < 0) {
-      s_row = r;
-      s_out = out;
+    int64_t id = c->ci->part_chunk[part] + r / cs, k0 = r / cs * cs;
+    int64_t k1 = k0 + cs < n ? k0 + cs : n, pe = k1 < end ? k1 : end;
+    int64_t nb = var_bytes(m, part, var, r, pe), rc = 0;
+    uint64_t *bm = bitmap(io, (pe - r + 63) / 64, err);
+    if (!bm)
+      return FERRY_ENOMEM;
+    int local = c->owner[id] == c->node_id, any = 0;
+    if (local)
+      any = rows_here(c, id, var, r - k0, pe - k0, bm);
+    else if (c->owner[id] >= 0 && c->mode == FERRY__CACHE_CLUSTER &&
+             nb <= PIECE_MAX &&
+             (any = remote_get(c, id, var, r - k0, pe - k0, nb, out, bm, err)) <
+                 0)
+      return any;
+    /* the piece's runs of rows there and not there */
+    for (int64_t x = r; x < pe;) {
+      int there = any && ((bm[(x - r) / 64] >> ((x - r) % 64)) & 1);
+      int64_t y = x + 1;
+      while (y < pe &&
+             there == (any && ((bm[(y - r) / 64] >> ((y - r) % 64)) & 1)))
+        y++;
+      unsigned char *o = out + var_bytes(m, part, var, r, x);
+      if (!there) {
+        if (s_row < 0) {
+          s_row = x;
+          s_out = o;
+        }
+      } else {
+        if (s_row >= 0 && (rc = read_run(io, part, var, s_row, x, s_out, err)))
+          return (int)rc;
+        s_row = -1;
+        int64_t nx = var_bytes(m, part, var, x, y);
+        if (local) {
+          memcpy(o,
+                 c->data + var_off(c, id, var) + var_bytes(m, part, var, k0, x),
+                 (size_t)nx);
+          c->c_local += nx;
+        } else {
+          c->c_remote += nx;
+        }
+      }
+      x = y;
     }
     out += nb;
     r = pe;

@@ -7,8 +7,9 @@
 #  1. The same batches with and without the cache, byte for byte (`ferry
 #     dump --epochs 3 --row-hash`, one loader for the three epochs), for
 #     every shuffle and sampling mode, a mix, a ragged and a sparse dataset,
-#     on 1 to 4 ranks: cache=node, and cache=cluster over 1-rank and
-#     2-rank nodes.
+#     compressed chunks (a deflated .npz, Zarr with zlib and blosc, Parquet
+#     with snappy: cached decoded), on 1 to 4 ranks: cache=node, and
+#     cache=cluster over 1-rank and 2-rank nodes.
 #  2. What is read from storage: `ferry bench --epochs 3` with tail=partial
 #     (every sample served each epoch): epoch 0 reads the dataset, epochs 1
 #     and 2 read 0 B and take it all from the node cache (cache=node) or
@@ -39,8 +40,18 @@ F=$FERRY
   { echo "FAIL: ferry gen"; exit 1; }
 $py -c "
 import numpy as np
-np.save('$tmp/w.npy', np.random.RandomState(1).rand(12000))" ||
-  { echo "FAIL: weights"; exit 1; }
+np.save('$tmp/w.npy', np.random.RandomState(1).rand(12000))
+x = np.arange(6000 * 8, dtype=np.float32).reshape(6000, 8)
+np.savez_compressed('$tmp/c.npz', x=x, y=np.arange(6000))
+try:
+    import zarr, numcodecs
+except ImportError:
+    raise SystemExit(0)
+z = zarr.open('$tmp/z.zarr', mode='w')
+z.create_dataset('x', data=x, chunks=(500, 8), compressor=numcodecs.Zlib(level=3))
+z.create_dataset('y', data=np.arange(6000), chunks=(700,), compressor=numcodecs.Blosc())" ||
+  { echo "FAIL: weights, npz, zarr"; exit 1; }
+pq=$top_srcdir/tests/corpus/files/parquet-testing/data_datapage_v1-snappy-compressed-checksum.parquet
 D="$tmp/d/part-*"
 
 # same NAME NP DATASET OPTIONS...: the three epochs without a cache, then
@@ -82,6 +93,19 @@ same mix 3 mix --mix "$D=1,$tmp/e=2"
 same ragged 3 "$tmp/r"
 same sparse 2 "$tmp/s.h5ad"
 same one-rank 1 "$D" --chunk-samples 400
+# decoded chunks, cached decoded: a deflated .npz (one storage chunk for all
+# rows, split between the ranks), Zarr with zlib and blosc, Parquet (snappy)
+same npz-deflated 3 "$tmp/c.npz"
+if test -d "$tmp/z.zarr"; then
+  same zarr 3 "$tmp/z.zarr"
+else
+  echo "SKIP zarr: $py has no zarr"
+fi
+if test -f "$pq"; then
+  same parquet 3 "$pq"
+else
+  echo "SKIP parquet: no $pq"
+fi
 
 # ---- 2. bytes from storage ------------------------------------------------
 # epoch_field FILE E FIELD: the bytes of FIELD (storage, node cache, other
