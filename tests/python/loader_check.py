@@ -53,6 +53,18 @@ with ferry.Loader(d, batch_size=16, seed=5, tail="partial",
     with ferry.Loader(d, batch_size=16, seed=5, tail="partial",
                       chunk_samples=64) as L2:
         check(epoch_ids(L2, 1) == ids, "same seed, other batches")
+    # cache="node": the same batches; epoch 1 from the node's memory
+    with ferry.Loader(d, batch_size=16, seed=5, tail="partial",
+                      chunk_samples=64, cache="node") as L3:
+        every_once(epoch_ids(L3, 0), n, "cache=node epoch 0")
+        s0 = L3.stats()
+        check(epoch_ids(L3, 1) == ids, "cache=node: other batches")
+        s1 = L3.stats()
+        got = comm.allreduce(s1["cache_local_bytes"] - s0["cache_local_bytes"])
+        read = comm.allreduce(s1["bytes_read"] - s0["bytes_read"])
+        check(read == 0 and got == n * (X[0].nbytes + Y[0].nbytes),
+              "cache=node epoch 1: %d bytes from storage, %d from the cache"
+              % (read, got))
 
     # tensors held across steps keep their values until dropped
     L.set_epoch(2)
