@@ -17,7 +17,8 @@
 #     dataset (cache_bytes) reads the rest every epoch, the same bytes.
 #  3. Memory: a private /dev/shm of 4 MiB (a mount namespace of the test's
 #     own): cache_bytes above it is cut, said on stderr, the batches still
-#     the same; during a job no ferry-cache-* file is left in /dev/shm (the
+#     the same; another process filling it during the job leaves chunks
+#     uncached, the batches the same (no SIGBUS); during a job no ferry-cache-* file is left in /dev/shm (the
 #     region is unlinked once mapped); a rank killed with SIGKILL mid-epoch
 #     ends the job (no hang) and leaves nothing there either.
 #  4. Resume on another rank count: `ferry verify --state` interrupted on 4
@@ -184,6 +185,26 @@ if unshare -m sh -c 'mount -t tmpfs -o size=4m tmpfs /dev/shm' 2>/dev/null; then
     ok "a 4 MiB /dev/shm, 64 MiB asked: cut, said, the same batches"
   else
     failed "a 4 MiB /dev/shm: exit $rc"; cat "$tmp/err"
+  fi
+  # /dev/shm filled by another process while the job runs: the chunks
+  # without room stay uncached (no SIGBUS), the batches are the same (Open
+  # MPI's shared-memory transport off: its own segments there would fault)
+  cat >"$tmp/fill.sh" <<EOF
+( sleep 0.3; dd if=/dev/zero of=/dev/shm/filler bs=64k 2>/dev/null ) &
+OMPI_MCA_btl=self,tcp $RUN_MPI 2 '$F' dump '$tmp/big' --epochs 2 --row-hash --output '$tmp/got' \
+  --cache node --cache-bytes 3MiB --batch-size 16 >'$tmp/err' 2>&1
+echo "rc=\$?" >>'$tmp/err'
+wait
+ls -l /dev/shm >>'$tmp/err'
+EOF
+  $RUN_MPI 2 "$F" dump "$tmp/big" --epochs 2 --row-hash --output "$tmp/base" \
+    --batch-size 16 >/dev/null 2>&1
+  shm_run "sh '$tmp/fill.sh'"
+  if grep -q '^rc=0$' "$tmp/err" && grep -q filler "$tmp/err" &&
+     cmp -s "$tmp/base" "$tmp/got"; then
+    ok "/dev/shm filled by another process during the job: the same batches"
+  else
+    failed "/dev/shm filled during the job"; cat "$tmp/err"
   fi
   # during a job and after a rank is killed: nothing in /dev/shm
   cat >"$tmp/kill.sh" <<EOF
