@@ -724,13 +724,14 @@ int ferry__cache_check(const ferry_loader *L, ferry__err *err) {
                          "independently (io=independent or auto); with "
                          "io=mmap the page cache is the cache already",
                          mode, o->io == FERRY__IO_MMAP ? "mmap" : "collective");
-  if (ferry__pack_is(&L->m) || ferry__decode_is(&L->m))
+  if (ferry__pack_is(&L->m))
     return ferry__seterr(err, FERRY_ENOTSUP,
-                         "option 'cache' = '%s' with %s: not built (the rows "
-                         "of a %s view change with the epoch; the cache "
-                         "serves plain variables and sparse rows)",
-                         mode, ferry__pack_is(&L->m) ? "pack=" : "decode=",
-                         ferry__pack_is(&L->m) ? "packed" : "decoded");
+                         "option 'cache' = '%s' with pack=: not built (the "
+                         "rows of a packed view change with the epoch, and "
+                         "the corpus under it is read by the workers; the "
+                         "cache serves plain variables, sparse rows and the "
+                         "encoded bytes under decode=)",
+                         mode);
   return 0;
 }
 
@@ -744,11 +745,15 @@ int ferry__cache_open(ferry_loader *L, ferry__err *err) {
     free(c);
     return rc;
   }
+  /* decode=: the encoded bytes under the view are cached (the pixels
+   * change with the epoch's crops); the view reads them through the cache
+   * (loader/decode.c finds it on its inner manifest) */
+  int below = ferry__decode_is(&L->m) && L->m.inner;
   c->mode = L->opts->cache;
-  c->inner = L->be;
-  c->m = &L->m;
+  c->m = below ? L->m.inner : &L->m;
+  c->inner = below ? ferry__backend_find(L->m.inner->backend) : L->be;
   c->ci = &L->chunks;
-  c->nvars = L->m.nvars;
+  c->nvars = c->m->nvars;
   c->rank = L->rank;
   c->size = L->size;
   c->node = c->scomm = c->rcomm = MPI_COMM_NULL;
@@ -757,7 +762,11 @@ int ferry__cache_open(ferry_loader *L, ferry__err *err) {
   c->words = (L->chunk_samples + 63) / 64;
   c->page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
   c->timeout = (double)L->opts->collective_timeout;
-  rc = split_nodes(c, L->comm, err);
+  if (!c->inner) /* the manifest's backend is built in: open found it */
+    rc = ferry__seterr(err, FERRY_EINTERNAL, "cache: no backend '%s'",
+                       c->m->backend);
+  if (!rc)
+    rc = split_nodes(c, L->comm, err);
   if (!rc)
     rc = agree_cap(c, L->comm, L->opts->cache_bytes, err);
   if (!rc)
@@ -785,8 +794,12 @@ int ferry__cache_open(ferry_loader *L, ferry__err *err) {
     return rc;
   }
   L->cache = c;
-  L->m.cache = c;
-  L->be = &ferry__cache_backend;
+  if (below) {
+    L->m.inner->cache = c;
+  } else {
+    L->m.cache = c;
+    L->be = &ferry__cache_backend;
+  }
   return 0;
 }
 

@@ -30,6 +30,7 @@
 #include "backends/toolkit.h"
 #include "core/options.h"
 #include "image/image.h"
+#include "loader/cache.h"
 #include "loader/loader.h"
 
 #include <pthread.h>
@@ -419,7 +420,12 @@ static int decode_io_open(ferry__io **out, const ferry__manifest *m,
   io->defer = p->defer && io->pool;
   io->nscr = ferry__pool_lanes(io->pool);
   int rc = 0;
-  if (!io->in || !io->dv || !(io->be = ferry__backend_find(io->in->backend)))
+  /* cache=: the encoded bytes come through the node cache (cache.c) */
+  if (io->in && io->in->cache)
+    io->be = &ferry__cache_backend;
+  else if (io->in)
+    io->be = ferry__backend_find(io->in->backend);
+  if (!io->in || !io->dv || !io->be)
     rc = ferry__seterr_on(err, p->rank, FERRY_EINTERNAL,
                           "decode: the view of %s has no dataset under it",
                           m->spec);

@@ -8,7 +8,8 @@
 #     dump --epochs 3 --row-hash`, one loader for the three epochs), for
 #     every shuffle and sampling mode, a mix, a ragged and a sparse dataset,
 #     compressed chunks (a deflated .npz, Zarr with zlib and blosc, Parquet
-#     with snappy: cached decoded), on 1 to 4 ranks: cache=node, and
+#     with snappy: cached decoded), JPEGs under decode= (the encoded bytes
+#     cached, random crops drawn anew each epoch), on 1 to 4 ranks: cache=node, and
 #     cache=cluster over 1-rank and 2-rank nodes.
 #  2. What is read from storage: `ferry bench --epochs 3` with tail=partial
 #     (every sample served each epoch): epoch 0 reads the dataset, epochs 1
@@ -24,7 +25,7 @@
 #  4. Resume on another rank count: `ferry verify --state` interrupted on 4
 #     ranks with cache=cluster, resumed on 3: exactly once over both runs,
 #     the cache rebuilt from storage.
-#  5. Refusals: io=mmap or collective, pack=, decode=, cache_bytes without
+#  5. Refusals: io=mmap or collective, pack=, cache_bytes without
 #     a cache, a bad FERRY_NODE_SIZE.
 here=`dirname "$0"`
 . "$here/../lib/common.sh"
@@ -101,6 +102,23 @@ if test -d "$tmp/z.zarr"; then
   same zarr 3 "$tmp/z.zarr"
 else
   echo "SKIP zarr: $py has no zarr"
+fi
+# decode=: the encoded bytes cached under the view, the crops drawn anew
+# each epoch (JPEGs of an image folder written by Pillow)
+if $py -c "
+from PIL import Image
+import numpy as np, os
+r = np.random.RandomState(0)
+for c in range(3):
+    os.makedirs('$tmp/img/c%d' % c)
+    for i in range(30):
+        a = (r.rand(40 + i % 7, 56, 3) * 255).astype('uint8')
+        Image.fromarray(a).save('$tmp/img/c%d/%03d.jpg' % (c, i), quality=90)
+" 2>/dev/null; then
+  same decode 3 "$tmp/img" --decode image --image-size 32 --crop random \
+    --tail partial --batch-size 8
+else
+  echo "SKIP decode: $py has no PIL"
 fi
 if test -f "$pq"; then
   same parquet 3 "$pq"
