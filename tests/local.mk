@@ -199,7 +199,7 @@ MPI_TESTS += \
 # parallel file system (tests/lib/slowfs.sh: a loop device's reads capped
 # by a blkio cgroup; skip, 77, where the loop device or cgroup cannot be
 # made).
-MPI_TESTS += tests/cluster/hosts.sh tests/cluster/slowfs.sh
+MPI_TESTS += tests/cluster/hosts.sh tests/cluster/slowfs.sh tests/cluster/cache.sh
 # tests/cache/: the node cache (cache=node|cluster) on this machine, nodes
 # simulated by FERRY_NODE_SIZE
 MPI_TESTS += tests/cache/cache.sh tests/cache/kernel.sh

@@ -724,13 +724,17 @@ static void cache_epoch_print(const tool_ctx *ctx, int64_t e,
   if (ctx->rank != 0)
     return;
   char b1[32], b2[32], b3[32], b4[32], b5[32];
+  /* then the same counters in exact bytes, for scripts (sums of integers
+   * below 2^53: exact as doubles) */
   printf("epoch %" PRId64 ": storage %s (kernel read_bytes %s), node cache "
-         "%s, other nodes %s, sent %s, %.3f s\n",
+         "%s, other nodes %s, sent %s, %.3f s; bytes: storage=%.0f "
+         "node_cache=%.0f other_nodes=%.0f sent=%.0f\n",
          e, tool_fmt_bytes(sum[0], b1, sizeof b1),
          sum[4] < 0 ? "unknown" : tool_fmt_bytes(sum[4], b2, sizeof b2),
          tool_fmt_bytes(sum[1], b3, sizeof b3),
          tool_fmt_bytes(sum[2], b4, sizeof b4),
-         tool_fmt_bytes(sum[3], b5, sizeof b5), sum[5]);
+         tool_fmt_bytes(sum[3], b5, sizeof b5), sum[5], sum[0], sum[1], sum[2],
+         sum[3]);
   fflush(stdout);
 }
 
