@@ -127,20 +127,15 @@ else
 fi
 
 # ---- 2. bytes from storage ------------------------------------------------
-# epoch_field FILE E FIELD: the bytes of FIELD (storage, node cache, other
-# nodes) on bench's line for epoch E, as printed ("1.4 MiB", "0 B")
-epoch_field() {
-  sed -n "s/^epoch $2: .*$3 \([0-9.]* [KMGT]*i*B\).*/\1/p" "$1"
-}
-# in_bytes "1.4 MiB": a number of bytes (awk float)
-in_bytes() {
-  echo "$1" | awk '{m = 1; if ($2 == "KiB") m = 1024; if ($2 == "MiB") m = 1048576;
-    if ($2 == "GiB") m = 1073741824; printf "%.0f\n", $1 * m}'
+# exact FILE E NAME: bench's exact count NAME (storage, node_cache,
+# other_nodes, sent) on the line of epoch E
+exact() {
+  sed -n "s/^epoch $2: .*; bytes: .*$3=\([0-9]*\).*/\1/p" "$1"
 }
 bench() { # OUT NP OPTIONS...
   out=$1 np=$2
   shift 2
-  $RUN_MPI $np "$F" bench "$D" --epochs 3 --tail partial --chunk-samples 400 \
+  $RUN_MPI $np "$F" bench "$D" --epochs 3 --tail partial --chunk-samples 100 \
     "$@" >"$out" 2>&1 || { failed "bench $*"; cat "$out"; return 1; }
 }
 # 12000 samples x (64 + 8) bytes
@@ -152,14 +147,11 @@ for how in node:0 cluster:1 cluster:2; do
   else
     FERRY_NODE_SIZE=$ns bench "$tmp/b" 4 --cache $mode || continue
   fi
-  s0=`in_bytes "\`epoch_field "$tmp/b" 0 storage\`"`
-  s1=`epoch_field "$tmp/b" 1 storage` s2=`epoch_field "$tmp/b" 2 storage`
-  l2=`in_bytes "\`epoch_field "$tmp/b" 2 'node cache'\`"`
-  r2=`in_bytes "\`epoch_field "$tmp/b" 2 'other nodes'\`"`
-  tot=`expr $l2 + $r2`
-  lo=`expr $dataset - $dataset / 100` hi=`expr $dataset + $dataset / 100`
-  if test "$s0" -ge $lo && test "$s0" -le $hi && test "$s1" = "0 B" &&
-     test "$s2" = "0 B" && test $tot -ge $lo && test $tot -le $hi; then
+  s0=`exact "$tmp/b" 0 storage` s1=`exact "$tmp/b" 1 storage`
+  s2=`exact "$tmp/b" 2 storage` l2=`exact "$tmp/b" 2 node_cache`
+  r2=`exact "$tmp/b" 2 other_nodes`
+  if test "$s0" = $dataset && test "$s1" = 0 && test "$s2" = 0 &&
+     test `expr $l2 + $r2` = $dataset; then
     ok "cache=$mode (node size $ns): epoch 0 read $s0 B from storage, epochs 1-2 none ($l2 B from the node, $r2 B from other nodes in epoch 2)"
   else
     failed "cache=$mode (node size $ns): storage $s0 / $s1 / $s2, epoch 2 node $l2 other $r2 (dataset $dataset B)"
@@ -167,19 +159,20 @@ for how in node:0 cluster:1 cluster:2; do
   fi
   case $mode:$ns in
     node:0) test "$r2" = 0 || failed "cache=node took $r2 B from other nodes" ;;
-    cluster:1) # 4 nodes: about 3/4 of the data from the others
-      test $r2 -ge `expr $dataset / 2` && test $r2 -le `expr $dataset \* 85 / 100` ||
+    cluster:1) # 4 nodes: about 3/4 from the others (120 chunks placed by
+      # bytes, read by whichever rank the shuffle deals them to: the share
+      # varies by about 0.04 around 3/4)
+      test $r2 -ge `expr $dataset \* 60 / 100` && test $r2 -le `expr $dataset \* 90 / 100` ||
         failed "cluster over 4 nodes: $r2 B from other nodes, expected about 3/4 of $dataset" ;;
   esac
 done
 # a partial cache: a third of the dataset; later epochs read the rest
 bench "$tmp/b" 2 --cache node --cache-bytes 288000 && {
-  s1=`in_bytes "\`epoch_field "$tmp/b" 1 storage\`"`
-  s2=`in_bytes "\`epoch_field "$tmp/b" 2 storage\`"`
-  l2=`in_bytes "\`epoch_field "$tmp/b" 2 'node cache'\`"`
+  s1=`exact "$tmp/b" 1 storage` s2=`exact "$tmp/b" 2 storage`
+  l2=`exact "$tmp/b" 2 node_cache`
   if test "$s1" -gt `expr $dataset / 2` && test "$s1" -lt $dataset &&
      test "$s1" = "$s2" && test "$l2" -gt 0 &&
-     test `expr $l2 + $s2` -ge `expr $dataset - $dataset / 100`; then
+     test `expr $l2 + $s2` = $dataset; then
     ok "cache_bytes=288000: epochs 1-2 read $s1 B from storage, $l2 B from the cache"
   else
     failed "cache_bytes=288000: storage $s1 then $s2, cache $l2"; cat "$tmp/b"
