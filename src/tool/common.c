@@ -74,11 +74,19 @@ int tool_usage_error(const tool_ctx *ctx, const char *fmt, ...) {
   return TOOL_EXIT_USAGE;
 }
 
+/* Set when a library call said FERRY_EPEER: a rank is gone or stuck, so
+ * main() must not wait for it in its last collective. */
+static int peer_lost;
+
+int tool_peer_lost(void) { return peer_lost; }
+
 int tool_lib_error(const tool_ctx *ctx, const ferry_loader *loader, int rc) {
   const char *msg = ferry_last_error(loader);
   if (msg == NULL || msg[0] == '\0')
     msg = ferry_strerror(rc);
   tool_error(ctx, "%s", msg);
+  if (rc == FERRY_EPEER)
+    peer_lost = 1;
   return TOOL_EXIT_ERROR;
 }
 

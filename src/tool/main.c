@@ -148,6 +148,12 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &ctx.size);
 
   int status = dispatch(&ctx, argc, argv);
+  /* A rank gone or stuck (FERRY_EPEER, said above): the collective below
+   * would wait for it for ever; the tool, not the library, ends the job. */
+  if (tool_peer_lost()) {
+    fflush(NULL);
+    MPI_Abort(MPI_COMM_WORLD, status ? status : TOOL_EXIT_ERROR);
+  }
   /* Every path agrees already; the maximum makes sure mpirun and srun see
    * one status whatever rank they report. */
   int agreed = status;

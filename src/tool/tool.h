@@ -119,6 +119,10 @@ void tool_rank_error(const tool_ctx *ctx, const char *fmt, ...)
  */
 int tool_usage_error(const tool_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* 1 once tool_lib_error reported FERRY_EPEER (a rank gone or stuck past
+ * collective_timeout): main() then ends the job with MPI_Abort instead of
+ * waiting for every rank in its last collective. */
+int tool_peer_lost(void);
 /**
  * A library call failed with rc: print ferry_last_error(loader) on rank 0
  * and return TOOL_EXIT_ERROR.  Use it after collective calls only, where every
