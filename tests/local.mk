@@ -249,7 +249,8 @@ ASAN_TESTS = \
 	tests/ragged/parquet.sh tests/image/image.sh tests/wds/wds.sh \
 	tests/image/decode_loader.sh tests/image/decode_verify.sh \
 	tests/imgfolder/imgfolder.sh \
-	tests/fuzz/
+	tests/fuzz/ \
+	tests/cache/cache.sh
 
 # LIST: the tsan tier, run again in ./bootstrap check's TSan tree: the
 # tests whose code runs on several threads.  Not parquet.sh: most of its 60
@@ -273,7 +274,7 @@ TSAN_TESTS = \
 	tests/parquet/parquet_pool.sh tests/sampling/sampling.sh \
 	tests/ragged/threads.sh tests/pack/pack.sh \
 	tests/image/decode_loader.sh tests/image/decode_verify.sh \
-	tests/imgfolder/imgfolder.sh
+	tests/imgfolder/imgfolder.sh tests/cache/cache.sh
 
 # LIST: the fuzz tier, run in ./bootstrap check's libFuzzer tree.
 FUZZ_TESTS = tests/fuzz/

@@ -25,7 +25,9 @@
 #  4. Resume on another rank count: `ferry verify --state` interrupted on 4
 #     ranks with cache=cluster, resumed on 3: exactly once over both runs,
 #     the cache rebuilt from storage.
-#  5. Refusals: io=mmap or collective, pack=, cache_bytes without
+#  5. A corrupt Zarr chunk with cache=cluster: the job fails with the
+#     chunk's file named, no hang.
+#  6. Refusals: io=mmap or collective, pack=, cache_bytes without
 #     a cache, a bad FERRY_NODE_SIZE.
 here=`dirname "$0"`
 . "$here/../lib/common.sh"
@@ -272,7 +274,22 @@ else
   fi
 fi
 
-# ---- 5. refusals ------------------------------------------------------------
+# ---- 5. a bad chunk: the same error on every rank, no hang ----------------
+if test -d "$tmp/z.zarr"; then
+  cp -r "$tmp/z.zarr" "$tmp/zbad" && printf 'garbage' >"$tmp/zbad/x/5.0"
+  start=`date +%s`
+  FERRY_NODE_SIZE=1 $RUN_MPI 3 "$F" dump "$tmp/zbad" --epochs 2 --cache cluster \
+    --output "$tmp/got" >"$tmp/err" 2>&1
+  rc=$? took=`expr \`date +%s\` - $start`
+  if test $rc != 0 && test $rc != 124 && test $took -lt 60 &&
+     grep -q "chunk file .*zbad/x/5.0 cannot be decoded" "$tmp/err"; then
+    ok "a corrupt Zarr chunk with cache=cluster: exit $rc in $took s, the chunk named"
+  else
+    failed "a corrupt Zarr chunk with cache=cluster: exit $rc in $took s"; cat "$tmp/err"
+  fi
+fi
+
+# ---- 6. refusals ------------------------------------------------------------
 refuse() { # WHAT TEXT OPTIONS...
   what=$1 text=$2
   shift 2
