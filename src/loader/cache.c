@@ -371,7 +371,7 @@ static int agree_cap(ferry__cache *c, MPI_Comm comm, int64_t asked,
 
 static size_t region_len(const ferry__cache *c) {
   size_t st = (size_t)c->nslots * (size_t)c->nvars *
-              (sizeof(slot_state) + (size_t)c->words * sizeof(uint64_t));
+              (sizeof(slot_state) + 2 * (size_t)c->words * sizeof(uint64_t));
   st = (st + HDR_BYTES - 1) / HDR_BYTES * HDR_BYTES;
   return HDR_BYTES + st + (size_t)c->node_bytes;
 }
@@ -489,8 +489,12 @@ static slot_state *state_of(const ferry__cache *c, int64_t id, int v) {
   return &c->state[c->slot[id] * c->nvars + v];
 }
 
+/* A slot's two row bitmaps: the rows there (readers trust these), then
+ * the rows claimed by a writer (set before the copy, so that each row is
+ * written once: two ranks may read the same rows from storage, e.g. a
+ * sample drawn twice with weights=). */
 static uint64_t *bits_of(const ferry__cache *c, int64_t id, int v) {
-  return c->bits + (c->slot[id] * c->nvars + v) * c->words;
+  return c->bits + (c->slot[id] * c->nvars + v) * 2 * c->words;
 }
 
 /* Where variable v of chunk id starts in the owner's data. */
@@ -555,10 +559,9 @@ static int rows_here(const ferry__cache *c, int64_t id, int v, int64_t a,
 
 /* Store rows [a, b) of chunk id (counted from its first row) of variable v,
  * their bytes at src, in this node's region: room reserved first (no room:
- * the slot is FULL, never cached), the bytes copied, then the rows marked;
- * the piece that completes the chunk makes it VALID.  Rows already there
- * are written again with the same bytes.  Any thread of any rank of the
- * node. */
+ * the slot is FULL, never cached), the rows no writer has claimed yet
+ * claimed, copied, then marked there; the piece that completes the chunk
+ * makes it VALID.  Any thread of any rank of the node. */
 static void fill(ferry__cache *c, int64_t id, int v, int64_t a, int64_t b,
                  const void *src) {
   slot_state *s = state_of(c, id, v);
@@ -575,15 +578,30 @@ static void fill(ferry__cache *c, int64_t id, int v, int64_t a, int64_t b,
     c->c_full++;
     return;
   }
-  memcpy(c->data + at, src, (size_t)n);
-  uint64_t *bits = bits_of(c, id, v);
+  /* claim the rows no one has, copy each run of them, then mark them */
+  uint64_t *bits = bits_of(c, id, v), *claim = bits + c->words;
+  const unsigned char *from = src;
   int64_t added = 0;
   for (int64_t w = a / 64; w <= (b - 1) / 64; w++) {
     uint64_t m = word_mask(w, a, b);
-    uint64_t old = __atomic_fetch_or(&bits[w], m, __ATOMIC_ACQ_REL);
-    added += __builtin_popcountll(m & ~old);
+    uint64_t mine = m & ~__atomic_fetch_or(&claim[w], m, __ATOMIC_ACQ_REL);
+    for (int64_t i = w * 64; mine && i < (w + 1) * 64;) {
+      if (!((mine >> (i - w * 64)) & 1)) {
+        i++;
+        continue;
+      }
+      int64_t j = i;
+      while (j < (w + 1) * 64 && ((mine >> (j - w * 64)) & 1))
+        j++;
+      int64_t off = var_bytes(c->m, k.part, v, k.row + a, k.row + i);
+      int64_t len = var_bytes(c->m, k.part, v, k.row + i, k.row + j);
+      memcpy(c->data + at + off, from + off, (size_t)len);
+      c->c_stored += len;
+      i = j;
+    }
+    __atomic_fetch_or(&bits[w], mine, __ATOMIC_ACQ_REL);
+    added += __builtin_popcountll(mine);
   }
-  c->c_stored += n;
   if (added > 0 &&
       __atomic_add_fetch(&s->rows, added, __ATOMIC_ACQ_REL) == k.count)
     __atomic_store_n(&s->state, ST_VALID, __ATOMIC_RELEASE);

@@ -32,6 +32,16 @@
 here=`dirname "$0"`
 . "$here/../lib/common.sh"
 ferry_test_init cache
+# Under TSan (the tsan tier): cache=cluster's server thread drives Open
+# MPI's progress, which then completes the main thread's receives (a
+# gather of dump's records) on that thread, inside libmpi; TSan names
+# libmpi in that write only with a longer history (otherwise "failed to
+# restore the stack", and the suppressions of tests/sanitize/tsan.supp
+# cannot match).
+case ${TSAN_OPTIONS:-} in
+  *history_size*) ;;
+  ?*) TSAN_OPTIONS=$TSAN_OPTIONS:history_size=7; export TSAN_OPTIONS ;;
+esac
 
 py=/usr/bin/python3
 $py -c 'import numpy' 2>/dev/null || { echo "SKIP: needs $py with numpy"; exit 77; }
