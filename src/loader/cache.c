@@ -46,6 +46,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -401,11 +402,11 @@ static int make_region(ferry__cache *c, MPI_Comm comm, ferry__err *err) {
     else if (fallocate(c->fd, 0, 0, (off_t)(c->len - (size_t)c->node_bytes)) !=
                  0 &&
              errno != EOPNOTSUPP)
-      rc = ferry__seterr_on(err, c->rank, FERRY_EIO,
-                            "cache: /dev/shm%s: no room for the cache's "
-                            "%zu bytes of state: %s",
-                            name, c->len - (size_t)c->node_bytes,
-                            strerror(errno));
+      rc = ferry__seterr_on(
+          err, c->rank, errno == ENOSPC ? FERRY_ENOMEM : FERRY_EIO,
+          "cache: /dev/shm%s: no room for the cache's "
+          "%zu bytes of state: %s",
+          name, c->len - (size_t)c->node_bytes, strerror(errno));
   }
   int ok = rc == 0;
   MPI_Bcast(&ok, 1, MPI_INT, 0, c->node);
@@ -753,6 +754,22 @@ int ferry__cache_check(const ferry_loader *L, ferry__err *err) {
   return 0;
 }
 
+/* Every rank, the same decision: no cache after all (no room on some
+ * node), said on rank 0's stderr; ferry_open goes on without it. */
+static int without(ferry_loader *L, ferry__cache *c, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int without(ferry_loader *L, ferry__cache *c, const char *fmt, ...) {
+  char why[FERRY__MSG_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, sizeof why, fmt, ap);
+  va_end(ap);
+  if (L->rank == 0)
+    fprintf(stderr, "ferry: cache: %s: running without the cache\n", why);
+  ferry__cache_close(c);
+  return 0;
+}
+
 int ferry__cache_open(ferry_loader *L, ferry__err *err) {
   if (L->opts->cache == FERRY__CACHE_NONE)
     return 0;
@@ -790,8 +807,19 @@ int ferry__cache_open(ferry_loader *L, ferry__err *err) {
   if (!rc)
     rc = place(c, err);
   rc = ferry__agree(L->comm, L->rank, rc, err);
+  if (!rc && c->nchunks_cached == 0) /* the same on every rank */
+    return without(L, c,
+                   "no room for any chunk (the capacity of a node: "
+                   "%" PRId64 " bytes)",
+                   c->cap);
   if (!rc)
     rc = make_region(c, L->comm, err);
+  if (rc == FERRY_ENOMEM) { /* agreed: /dev/shm filled since it was asked */
+    char text[FERRY__MSG_MAX];
+    ferry__err_text(err, text, sizeof text);
+    memset(err, 0, sizeof *err);
+    return without(L, c, "%s", text);
+  }
   if (!rc && c->mode == FERRY__CACHE_CLUSTER) {
     int mrc = MPI_Comm_dup(L->comm, &c->scomm);
     if (mrc == MPI_SUCCESS)

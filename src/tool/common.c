@@ -85,8 +85,16 @@ int tool_lib_error(const tool_ctx *ctx, const ferry_loader *loader, int rc) {
   if (msg == NULL || msg[0] == '\0')
     msg = ferry_strerror(rc);
   tool_error(ctx, "%s", msg);
-  if (rc == FERRY_EPEER)
+  if (rc == FERRY_EPEER) {
+    /* main() aborts the job: rank 0 may be the rank gone, or be killed
+     * by another rank's abort before it prints, so every rank says it */
+    if (ctx->rank != 0) { /* the message names its rank already */
+      fprintf(stderr, "ferry: %s: %s\n", ctx->cmd ? ctx->cmd->name : "main",
+              msg);
+      fflush(stderr);
+    }
     peer_lost = 1;
+  }
   return TOOL_EXIT_ERROR;
 }
 

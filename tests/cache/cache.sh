@@ -15,7 +15,9 @@
 #     (every sample served each epoch): epoch 0 reads the dataset, epochs 1
 #     and 2 read 0 B and take it all from the node cache (cache=node) or
 #     from it and the other nodes (cluster); a cache smaller than the
-#     dataset (cache_bytes) reads the rest every epoch, the same bytes.
+#     dataset (cache_bytes) reads the rest every epoch, the same bytes; the
+#     files emptied after epoch 0: the job fails without a cache and runs
+#     to the end with cache=node.
 #  3. Memory: a private /dev/shm of 4 MiB (a mount namespace of the test's
 #     own): cache_bytes above it is cut, said on stderr, the batches still
 #     the same; another process filling it during the job leaves chunks
@@ -190,13 +192,44 @@ bench "$tmp/b" 2 --cache node --cache-bytes 288000 && {
     failed "cache_bytes=288000: storage $s1 then $s2, cache $l2"; cat "$tmp/b"
   fi
 }
+# the files emptied after epoch 0: without a cache the job fails in epoch
+# 1 or 2 (a short read); with cache=node it reads nothing from them and
+# runs to the end
+"$F" gen "$tmp/tr" --samples 6000 --var x:float32:16 --parts 2 >/dev/null
+for mode in none node; do
+  rm -rf "$tmp/tr.$mode" && cp -r "$tmp/tr" "$tmp/tr.$mode"
+  $RUN_MPI 2 "$F" bench "$tmp/tr.$mode/part-*" --epochs 3 --tail partial \
+    --compute-ms 3 --per-epoch --cache $mode >"$tmp/tr.out" 2>&1 &
+  job=$!
+  i=0
+  while ! grep -q '^epoch 0:' "$tmp/tr.out" && test $i -lt 300; do
+    sleep 0.1
+    i=`expr $i + 1`
+  done
+  for f in "$tmp/tr.$mode"/part-*/x.npy; do : >"$f"; done
+  wait $job
+  rc=$?
+  case $mode:$rc in
+    none:0) failed "no cache, the files emptied after epoch 0: the job succeeded"
+      cat "$tmp/tr.out" ;;
+    none:*) ok "no cache, the files emptied after epoch 0: the job failed (exit $rc)" ;;
+    node:0)
+      if test "`exact "$tmp/tr.out" 2 storage`" = 0; then
+        ok "cache=node, the files emptied after epoch 0: epochs 1-2 served from the cache"
+      else
+        failed "cache=node, the files emptied: epoch 2 read from storage"; cat "$tmp/tr.out"
+      fi ;;
+    *) failed "cache=node, the files emptied after epoch 0: exit $rc"; cat "$tmp/tr.out" ;;
+  esac
+done
 with="--cache-bytes 300000" same partial 3 "$D" --chunk-samples 300
 
 # ---- 3. /dev/shm ----------------------------------------------------------
 if unshare -m sh -c 'mount -t tmpfs -o size=4m tmpfs /dev/shm' 2>/dev/null; then
   # shm_run SCRIPT: SCRIPT in a mount namespace whose /dev/shm is 4 MiB
   shm_run() {
-    unshare -m sh -c "mount -t tmpfs -o size=4m tmpfs /dev/shm && $1"
+    unshare -m sh -c "sh '$top_srcdir/tests/lib/drop_slowfs.sh'
+      mount -t tmpfs -o size=4m tmpfs /dev/shm && $1"
   }
   "$F" gen "$tmp/big" --samples 20000 --var x:float32:64 >/dev/null
   $RUN_MPI 2 "$F" dump "$tmp/big" --epochs 2 --row-hash --output "$tmp/base" >/dev/null 2>&1
@@ -236,7 +269,7 @@ job=\$!
 i=0
 while ! grep -q '^epoch 1' '$tmp/kjob' && test \$i -lt 300; do sleep 0.1; i=\$((i + 1)); done
 ls /dev/shm > '$tmp/during'
-victim=\`pgrep -n -x ferry || pgrep -n -x lt-ferry\`
+victim=\`sh '$top_srcdir/tests/lib/rank_of.sh' \$job\`
 test -n "\$victim" && kill -9 \$victim
 wait \$job
 echo "rc=\$?" >> '$tmp/kjob'
@@ -268,7 +301,7 @@ while ! grep -q 'no state file' "$tmp/run1" 2>/dev/null && test $i -lt 200; do
   i=`expr $i + 1`
 done
 sleep 1
-victim=`pgrep -n -x ferry || pgrep -n -x lt-ferry`
+victim=`sh "$top_srcdir/tests/lib/rank_of.sh" $job`
 test -n "$victim" && kill -USR1 "$victim"
 wait $job
 rc=$?

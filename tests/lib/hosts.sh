@@ -214,12 +214,18 @@ hosts_hold() {
   if test "${HOSTS_SHM:-private}" = private; then
     o_shm="mount -t tmpfs -o size=${HOSTS_SHM_SIZE:-1g},mode=1777 ferry-h$1-shm /dev/shm &&"
   fi
+  # The new mount namespace is a copy of the machine's: it would also hold
+  # the slow file systems of other tests running at the same time, whose
+  # loop devices would then outlive their tests: lib/drop_slowfs.sh
+  # unmounts those copies (this test's own, slowfs_up before hosts_up,
+  # stays).
   # The holder must not keep the test's output open (make would wait),
   # nor be a job of the test's shell (which would report its end).
   (
     ip netns exec "$(hosts_ns "$1")" unshare --uts --mount --propagation private \
       sh -c "hostname ferry-h$1 && $o_shm
         mount --bind '$hosts_dir/hosts' /etc/hosts &&
+        sh '$top_srcdir/tests/lib/drop_slowfs.sh' '${slowfs_state:-/nonexistent}/image' &&
         echo \$\$ >'$o_pidf.tmp' && mv '$o_pidf.tmp' '$o_pidf' || exit 1
         while kill -0 $$ 2>/dev/null; do sleep 1; done" \
       </dev/null >/dev/null 2>"$hosts_dir/err.$1" &
