@@ -527,6 +527,32 @@ static PyObject *loader_memory_budget(LoaderObject *self, PyObject *u) {
       (Py_ssize_t)m.index_bytes);
 }
 
+/* cache=node|cluster: the cache's plan (ferry_cache_info_get), or None
+ * with cache=none. */
+static PyObject *loader_cache_info(LoaderObject *self, PyObject *u) {
+  (void)u;
+  if (!ferry__py_loader_ok(self))
+    return NULL;
+  ferry_cache_info ci;
+  int rc = ferry_cache_info_get(self->c->L, &ci);
+  if (rc)
+    return loader_raise(self, rc);
+  if (!ci.mode)
+    Py_RETURN_NONE;
+  return Py_BuildValue(
+      "{s:s,s:i,s:i,s:i,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:s}", "mode",
+      ci.mode == 1 ? "node" : "cluster", "nodes", ci.nodes, "node", ci.node,
+      "node_ranks", ci.node_ranks, "capacity_bytes",
+      (long long)ci.capacity_bytes, "node_bytes", (long long)ci.node_bytes,
+      "max_node_bytes", (long long)ci.max_node_bytes, "region_bytes",
+      (long long)ci.region_bytes, "dataset_bytes", (long long)ci.dataset_bytes,
+      "cached_bytes", (long long)ci.cached_bytes, "chunks",
+      (long long)ci.chunks, "cached_chunks", (long long)ci.cached_chunks,
+      "storage_bytes_per_epoch", (long long)ci.storage_bytes_per_epoch,
+      "network_bytes_per_epoch", (long long)ci.network_bytes_per_epoch, "note",
+      ci.note);
+}
+
 /* pack=concat: the packing's figures of an epoch (ferry_pack_stats), or
  * None when the loader does not pack. */
 /* categories(name): the names of a categorical variable's codes (code k
@@ -671,6 +697,10 @@ static PyMethodDef loader_methods[] = {
      "tokens, efficiency, documents split...), else None"},
     {"memory_budget", (PyCFunction)loader_memory_budget, METH_NOARGS,
      "memory bound by component (dict)"},
+    {"cache_info", (PyCFunction)loader_cache_info, METH_NOARGS,
+     "cache_info(): with cache=node|cluster the cache's plan (dict: nodes, "
+     "cached_bytes, region_bytes, storage and network bytes per epoch...), "
+     "else None"},
     {"__enter__", (PyCFunction)loader_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)loader_exit, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL}};

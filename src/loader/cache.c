@@ -150,15 +150,6 @@ static int64_t chunk_bytes(const ferry__cache *c, int64_t id, int64_t *vmax) {
   return b;
 }
 
-static uint64_t gcd64(uint64_t a, uint64_t b) {
-  while (b) {
-    uint64_t t = a % b;
-    a = b;
-    b = t;
-  }
-  return a;
-}
-
 /* Every rank: the owner, slot and offset of every chunk.  Chunks are
  * visited in a scattered order (i * stride mod nchunks, stride coprime, the
  * same for a given dataset), so a partial cache holds chunks from all over
@@ -191,7 +182,7 @@ static int place(ferry__cache *c, ferry__err *err) {
     stride = (c->m->hash | 1) % (uint64_t)n;
     if (stride == 0)
       stride = 1;
-    while (gcd64(stride, (uint64_t)n) != 1)
+    while (ferry__gcd64(stride, (uint64_t)n) != 1)
       stride++;
   }
   int64_t cum = 0;

@@ -56,15 +56,6 @@ void ferry__shuffle(int64_t *perm, int64_t n, uint64_t key) {
   }
 }
 
-static int64_t gcd64(int64_t a, int64_t b) {
-  while (b) {
-    int64_t t = a % b;
-    a = b;
-    b = t;
-  }
-  return a;
-}
-
 /* The storage alignment of the variables: the lcm of their storage chunk
  * rows (the largest when that exceeds FERRY__ALIGN_MAX times the largest or
  * overflows), 0 when no variable is chunked. */
@@ -80,7 +71,7 @@ static int64_t storage_align(const ferry__manifest *m) {
       align = c;
       continue;
     }
-    int64_t g = gcd64(align, c);
+    int64_t g = (int64_t)ferry__gcd64((uint64_t)align, (uint64_t)c);
     /* align / g * c, unless it overflows or grows past the cap */
     if (align / g > INT64_MAX / c || align / g * c > FERRY__ALIGN_MAX * largest)
       align = -1;

@@ -74,6 +74,15 @@ uint64_t ferry__fnv1a(uint64_t h, const void *data, size_t len);
  * packed manifest's checksum), several times faster than FNV-1a's byte
  * steps.  The same value on every host. */
 uint64_t ferry__hash_words(uint64_t h, const void *data, size_t len);
+/** The greatest common divisor of a and b (b = 0: a). */
+static inline uint64_t ferry__gcd64(uint64_t a, uint64_t b) {
+  while (b) {
+    uint64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
 /** SplitMix64 finaliser: a bijective 64-bit mix.  Inline: the window
  *  order (plan/order.c) calls it about eight times per sample served; as
  *  a call into hash.c it cost 3 % more instructions in an uncompressed

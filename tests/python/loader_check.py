@@ -56,6 +56,12 @@ with ferry.Loader(d, batch_size=16, seed=5, tail="partial",
     # cache="node": the same batches; epoch 1 from the node's memory
     with ferry.Loader(d, batch_size=16, seed=5, tail="partial",
                       chunk_samples=64, cache="node") as L3:
+        ci = L3.cache_info()
+        check(ci["mode"] == "node" and ci["nodes"] >= 1 and
+              ci["dataset_bytes"] == n * (X[0].nbytes + Y[0].nbytes) and
+              ci["cached_bytes"] == ci["dataset_bytes"] and
+              ci["storage_bytes_per_epoch"] == 0, "cache_info(): %r" % ci)
+        check(L.cache_info() is None, "cache_info() without a cache")
         every_once(epoch_ids(L3, 0), n, "cache=node epoch 0")
         s0 = L3.stats()
         check(epoch_ids(L3, 1) == ids, "cache=node: other batches")
