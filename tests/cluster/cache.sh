@@ -342,6 +342,7 @@ no_shm_left "after the small /dev/shm jobs"
 # SIGKILL (hosts_run then says "timed out", wrongly): the time tells.
 fail_job() {
   f_what=$1
+  rm -f "$tmp/fail.out" # not the last job's "epoch 0" line
   # shellcheck disable=SC2086
   HOSTS_MPI_TIMEOUT=60 hosts_run 6 "$fbin" bench "$ds" --epochs 3 $opts \
     --cache cluster --compute-ms 15 --collective-timeout 5 \
