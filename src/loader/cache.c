@@ -70,9 +70,10 @@ typedef struct slot_state {
 enum { Q_STOP = 0, Q_GET = 1, Q_PUT = 2 };
 enum { TAG_REQ = 1, TAG_REPLY0 = 16 };
 #define REPLY_TAGS 16000
+/* A page before the state: the region is never empty (a node owning no
+ * chunk still maps one), and the state after it is page-aligned. */
 #define HDR_BYTES 4096
 #define SLOT_ALIGN 64
-#define CACHE_MAGIC UINT64_C(0x4665727279436331) /* "FerryCc1" */
 /* A piece moved in one message: MPI counts are int. */
 #define PIECE_MAX ((int64_t)1 << 30)
 
@@ -114,7 +115,7 @@ struct ferry__cache {
   int server_on;
   _Atomic unsigned seq;
   /* counters (any thread) */
-  _Atomic int64_t c_local, c_remote, c_storage, c_sent, c_stored, c_full;
+  _Atomic int64_t c_local, c_remote, c_storage, c_sent, c_stored;
   char note[512];
 };
 
@@ -337,16 +338,13 @@ static int agree_cap(ferry__cache *c, MPI_Comm comm, int64_t asked,
     want = shm - shm / 16;
   if (c->local_rank != 0)
     want = INT64_MAX;
-  struct {
-    int64_t v;
-    int r;
-  } in = {want, c->rank}, out;
   int64_t lo = 0;
+  int who = INT_MAX, least = INT_MAX; /* the lowest rank with the least */
   int mrc = MPI_Allreduce(&want, &lo, 1, MPI_INT64_T, MPI_MIN, comm);
   if (mrc != MPI_SUCCESS)
     return mpi_fail(err, c->rank, mrc, "MPI_Allreduce of the capacity");
-  in.r = want == lo ? c->rank : INT_MAX;
-  mrc = MPI_Allreduce(&in.r, &out.r, 1, MPI_INT, MPI_MIN, comm);
+  who = want == lo ? c->rank : INT_MAX;
+  mrc = MPI_Allreduce(&who, &least, 1, MPI_INT, MPI_MIN, comm);
   if (mrc != MPI_SUCCESS)
     return mpi_fail(err, c->rank, mrc, "MPI_Allreduce of the capacity");
   c->cap = lo < 0 ? 0 : lo;
@@ -354,7 +352,7 @@ static int agree_cap(ferry__cache *c, MPI_Comm comm, int64_t asked,
     snprintf(c->note, sizeof c->note,
              "cache_bytes=%" PRId64 " asked, but /dev/shm on the node of "
              "rank %d holds less: %" PRId64 " bytes per node",
-             asked, out.r, c->cap);
+             asked, least, c->cap);
     if (c->rank == 0)
       fprintf(stderr, "ferry: cache: %s\n", c->note);
   }
@@ -434,8 +432,6 @@ static int make_region(ferry__cache *c, MPI_Comm comm, ferry__err *err) {
   c->state = (slot_state *)(c->base + HDR_BYTES);
   c->bits = (uint64_t *)(c->state + c->nslots * c->nvars);
   c->data = c->base + (c->len - (size_t)c->node_bytes);
-  if (c->local_rank == 0)
-    memcpy(c->base, &(uint64_t){CACHE_MAGIC}, sizeof(uint64_t));
   return 0;
 }
 
@@ -567,7 +563,6 @@ static void fill(ferry__cache *c, int64_t id, int v, int64_t a, int64_t b,
   if (n > 0 && populate(c, pos, n) != 0 &&
       fallocate(c->fd, 0, pos, (off_t)n) != 0 && errno != EOPNOTSUPP) {
     __atomic_store_n(&s->state, ST_FULL, __ATOMIC_RELEASE);
-    c->c_full++;
     return;
   }
   /* claim the rows no one has, copy each run of them, then mark them */
