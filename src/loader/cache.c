@@ -82,7 +82,9 @@ struct ferry__cache {
   const ferry__backend *inner;
   const ferry__manifest *m;
   const ferry__chunk_index *ci;
+  ferry__chunk_index own; /* pack=: the corpus's chunks (ci points here) */
   int nvars;
+  int only; /* pack=: the one variable read (the tokens); -1: all */
   int rank, size;
   MPI_Comm node;  /* the ranks of this node */
   MPI_Comm scomm; /* cluster: what servers receive (requests, PUT data) */
@@ -138,10 +140,17 @@ static int64_t var_bytes(const ferry__manifest *m, int64_t p, int v, int64_t r0,
   return (r1 - r0) * (int64_t)x->row_bytes;
 }
 
+/* Variable v is cached: every one, or under pack= the corpus's tokens. */
+static int var_cached(const ferry__cache *c, int v) {
+  return c->only < 0 || v == c->only;
+}
+
 static int64_t chunk_bytes(const ferry__cache *c, int64_t id, int64_t *vmax) {
   ferry__chunk k = ferry__chunk_get(c->ci, id);
   int64_t b = 0, mx = 0;
   for (int v = 0; v < c->nvars; v++) {
+    if (!var_cached(c, v))
+      continue;
     int64_t n = var_bytes(c->m, k.part, v, k.row, k.row + k.count);
     mx = n > mx ? n : mx;
     b += (n + SLOT_ALIGN - 1) / SLOT_ALIGN * SLOT_ALIGN;
@@ -175,7 +184,8 @@ static int place(ferry__cache *c, ferry__err *err) {
   for (int64_t i = 0; i < n; i++) {
     ferry__chunk k = ferry__chunk_get(c->ci, i);
     for (int v = 0; v < c->nvars; v++)
-      c->total_bytes += var_bytes(c->m, k.part, v, k.row, k.row + k.count);
+      if (var_cached(c, v))
+        c->total_bytes += var_bytes(c->m, k.part, v, k.row, k.row + k.count);
     padded += chunk_bytes(c, i, NULL);
   }
   uint64_t stride = 1;
@@ -210,7 +220,8 @@ static int place(ferry__cache *c, ferry__err *err) {
     used[node] += b;
     ferry__chunk k = ferry__chunk_get(c->ci, id);
     for (int v = 0; v < c->nvars; v++)
-      c->cached_bytes += var_bytes(c->m, k.part, v, k.row, k.row + k.count);
+      if (var_cached(c, v))
+        c->cached_bytes += var_bytes(c->m, k.part, v, k.row, k.row + k.count);
     c->nchunks_cached++;
   }
   c->nslots = nslot[c->mode == FERRY__CACHE_CLUSTER ? c->node_id : 0];
@@ -490,6 +501,8 @@ static int64_t var_off(const ferry__cache *c, int64_t id, int v) {
   ferry__chunk k = ferry__chunk_get(c->ci, id);
   int64_t o = c->off[id];
   for (int u = 0; u < v; u++) {
+    if (!var_cached(c, u))
+      continue;
     int64_t n = var_bytes(c->m, k.part, u, k.row, k.row + k.count);
     o += (n + SLOT_ALIGN - 1) / SLOT_ALIGN * SLOT_ALIGN;
   }
@@ -608,7 +621,7 @@ static int64_t piece_bytes(const ferry__cache *c, int64_t id, int v, int64_t a,
 static int request_ok(const ferry__cache *c, int64_t id, int v, int64_t a,
                       int64_t b) {
   if (id < 0 || id >= c->nchunks || v < 0 || v >= c->nvars ||
-      c->owner[id] != c->node_id || a < 0 || a >= b)
+      !var_cached(c, v) || c->owner[id] != c->node_id || a < 0 || a >= b)
     return 0;
   ferry__chunk k = ferry__chunk_get(c->ci, id);
   return b <= k.count && piece_bytes(c, id, v, a, b, NULL) <= PIECE_MAX;
@@ -710,6 +723,8 @@ static void cache_free(ferry__cache *c) {
   free(c->owner);
   free(c->slot);
   free(c->off);
+  if (c->own.part_chunk)
+    ferry__chunk_index_free(&c->own);
   free(c);
 }
 
@@ -729,14 +744,50 @@ int ferry__cache_check(const ferry_loader *L, ferry__err *err) {
                          "independently (io=independent or auto); with "
                          "io=mmap the page cache is the cache already",
                          mode, o->io == FERRY__IO_MMAP ? "mmap" : "collective");
-  if (ferry__pack_is(&L->m))
+  if (ferry__pack_is(&L->m) && L->m.srcs)
     return ferry__seterr(err, FERRY_ENOTSUP,
-                         "option 'cache' = '%s' with pack=: not built (the "
-                         "rows of a packed view change with the epoch, and "
-                         "the corpus under it is read by the workers; the "
-                         "cache serves plain variables, sparse rows and the "
-                         "encoded bytes under decode=)",
+                         "option 'cache' = '%s' with pack= over a mix: not "
+                         "built (the cache serves one corpus under pack=; "
+                         "each source of a mix has its own reader)",
                          mode);
+  return 0;
+}
+
+/* pack=: the cache's chunks are runs of the corpus's documents (the
+ * view's rows are made anew each epoch), about FERRY__AUTO_CHUNK_BYTES of
+ * tokens each (the automatic chunk rule over the corpus), at least 64 of
+ * them where the corpus has that many documents (cache=cluster spreads
+ * chunks over the nodes); only the token variable is cached. */
+static int corpus_chunks(ferry__cache *c, const ferry__manifest *view,
+                         ferry__err *err) {
+  const ferry__manifest *in = c->m;
+  c->only = ferry__pack_token_var(view);
+  if (c->only < 0 || c->only >= in->nvars)
+    return ferry__seterr_on(err, c->rank, FERRY_EINTERNAL,
+                            "cache: the packed view of %s names no token "
+                            "variable",
+                            in->spec);
+  int64_t docs = in->num_samples, toks = 0;
+  for (int64_t p = 0; p < in->nparts; p++) {
+    const ferry__part *pt = &in->parts[p];
+    if (pt->roff && pt->roff[c->only])
+      toks += pt->roff[c->only][pt->num_samples];
+  }
+  size_t mean =
+      docs > 0
+          ? (size_t)((toks / docs + 1) * (int64_t)in->vars[c->only].row_bytes)
+          : 1;
+  int64_t cs = ferry__auto_chunk_samples(in, mean, NULL, NULL, 0);
+  if (cs < 1)
+    cs = 1;
+  if (docs / cs < FERRY__AUTO_MIN_CHUNKS)
+    cs = docs / FERRY__AUTO_MIN_CHUNKS > 0 ? docs / FERRY__AUTO_MIN_CHUNKS : 1;
+  if (ferry__chunk_index_make(in, cs, &c->own) != 0)
+    return ferry__oom(err, c->rank, (size_t)(in->nparts + 1) * 8,
+                      "cache: the chunk index of %s", in->spec);
+  c->ci = &c->own;
+  c->nchunks = c->own.nchunks;
+  c->words = (cs + 63) / 64;
   return 0;
 }
 
@@ -767,20 +818,25 @@ int ferry__cache_open(ferry_loader *L, ferry__err *err) {
     return rc;
   }
   /* decode=: the encoded bytes under the view are cached (the pixels
-   * change with the epoch's crops); the view reads them through the cache
-   * (loader/decode.c finds it on its inner manifest) */
-  int below = ferry__decode_is(&L->m) && L->m.inner;
+   * change with the epoch's crops); pack=: the corpus's documents (the rows
+   * change with the epoch's order).  The view reads them through the cache
+   * (loader/decode.c and pack.c find it on their inner manifest). */
+  const int packed = ferry__pack_is(&L->m) && L->m.inner && !L->m.srcs;
+  int below = (ferry__decode_is(&L->m) || packed) && L->m.inner;
   c->mode = L->opts->cache;
   c->m = below ? L->m.inner : &L->m;
   c->inner = below ? ferry__backend_find(L->m.inner->backend) : L->be;
   c->ci = &L->chunks;
   c->nvars = c->m->nvars;
+  c->only = -1;
   c->rank = L->rank;
   c->size = L->size;
   c->node = c->scomm = c->rcomm = MPI_COMM_NULL;
   c->fd = -1;
   c->nchunks = L->nchunks;
   c->words = (L->chunk_samples + 63) / 64;
+  if (packed && !rc)
+    rc = corpus_chunks(c, &L->m, err);
   c->page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
   c->timeout = (double)L->opts->collective_timeout;
   if (!c->inner) /* the manifest's backend is built in: open found it */
@@ -1014,6 +1070,9 @@ static int cache_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   const int64_t cs = c->ci->chunk_samples, n = m->parts[part].num_samples;
   unsigned char *out = buf, *s_out = NULL;
   int64_t r = row, end = row + nrows, s_row = -1; /* the run [s_row, r) */
+  if (!var_cached(c,
+                  var)) /* not cached (pack=: the corpus's other variables) */
+    return c->inner->io_read(io->child, part, var, row, nrows, buf, err);
   while (r < end) {
     int64_t id = c->ci->part_chunk[part] + r / cs, k0 = r / cs * cs;
     int64_t k1 = k0 + cs < n ? k0 + cs : n, pe = k1 < end ? k1 : end;

@@ -39,6 +39,7 @@
 #include "core/options.h"
 #include "dataset/dataset.h"
 #include "dataset/mix.h"
+#include "loader/cache.h"
 #include "loader/loader.h"
 #include "util/dtype.h"
 #include "util/record.h"
@@ -621,6 +622,15 @@ int ferry__pack_is(const ferry__manifest *m) {
   return m && m->backend && !strcmp(m->backend, "pack") && m->inner;
 }
 
+int ferry__pack_token_var(const ferry__manifest *m) {
+  ferry__rec_r r;
+  int64_t w[R_N];
+  if (!ferry__pack_is(m) || m->nvars < 1 || m->nparts < 1 ||
+      rec_words(m, 0, w, &r) || w[R_VAR] < 0 || w[R_VAR] > INT_MAX)
+    return -1;
+  return (int)w[R_VAR];
+}
+
 /* ---- The backend ------------------------------------------------------ */
 
 struct ferry__io {
@@ -1085,6 +1095,10 @@ static int io_setup(ferry__io *io, const ferry__manifest *m,
     rc = ferry__seterr_on(err, p->rank, FERRY_ENOTSUP,
                           "pack: backend '%s' of %s is not built in",
                           in->backend, in->spec);
+  /* cache=: the corpus's documents come through the node cache (cache.c,
+   * which wraps the corpus's backend; never with io=mmap) */
+  if (!rc && in->cache)
+    io->be = &ferry__cache_backend;
   if (!rc && p->opts && p->opts->pad_value && *p->opts->pad_value &&
       ferry__value_of_text(p->opts->pad_value, in->vars[io->tv].dtype,
                            io->pad) < 0)

@@ -9,15 +9,19 @@
 #     every shuffle and sampling mode, a mix, a ragged and a sparse dataset,
 #     compressed chunks (a deflated .npz, Zarr with zlib and blosc, Parquet
 #     with snappy: cached decoded), JPEGs under decode= (the encoded bytes
-#     cached, random crops drawn anew each epoch), on 1 to 4 ranks: cache=node, and
-#     cache=cluster over 1-rank and 2-rank nodes.
+#     cached, random crops drawn anew each epoch), packed rows (pack=concat
+#     and first_fit: the corpus's documents cached, the rows made anew each
+#     epoch), on 1 to 4 ranks: cache=node, and cache=cluster over 1-rank and
+#     2-rank nodes.
 #  2. What is read from storage: `ferry bench --epochs 3` with tail=partial
 #     (every sample served each epoch): epoch 0 reads the dataset, epochs 1
 #     and 2 read 0 B and take it all from the node cache (cache=node) or
 #     from it and the other nodes (cluster); a cache smaller than the
 #     dataset (cache_bytes) reads the rest every epoch, the same bytes; the
 #     files emptied after epoch 0: the job fails without a cache and runs
-#     to the end with cache=node.
+#     to the end with cache=node; pack=concat reads its corpus in epoch 0
+#     (at least once: a document cut between two ranks' rows may be read by
+#     both) and nothing after.
 #  3. Memory: a private /dev/shm of 4 MiB (a mount namespace of the test's
 #     own): cache_bytes above it is cut, said on stderr, the batches still
 #     the same; another process filling it during the job leaves chunks
@@ -29,8 +33,8 @@
 #     the cache rebuilt from storage.
 #  5. A corrupt Zarr chunk with cache=cluster: the job fails with the
 #     chunk's file named, no hang.
-#  6. Refusals: io=mmap or collective, pack=, cache_bytes without
-#     a cache, a bad FERRY_NODE_SIZE.
+#  6. Refusals: io=mmap or collective, pack= over a mix, cache_bytes
+#     without a cache, a bad FERRY_NODE_SIZE.
 here=`dirname "$0"`
 . "$here/../lib/common.sh"
 ferry_test_init cache
@@ -109,6 +113,9 @@ same mix 3 mix --mix "$D=1,$tmp/e=2"
 same ragged 3 "$tmp/r"
 same sparse 2 "$tmp/s.h5ad"
 same one-rank 1 "$D" --chunk-samples 400
+# pack=: the corpus's documents cached under the view
+same pack-concat 3 "$tmp/r" --pack concat --seq-len 64
+same pack-first-fit 2 "$tmp/r" --pack first_fit --seq-len 48 --overflow split
 # decoded chunks, cached decoded: a deflated .npz (one storage chunk for all
 # rows, split between the ranks), Zarr with zlib and blosc, Parquet (snappy)
 same npz-deflated 3 "$tmp/c.npz"
@@ -179,6 +186,27 @@ for how in node:0 cluster:1 cluster:2; do
       test $r2 -ge `expr $dataset \* 60 / 100` && test $r2 -le `expr $dataset \* 90 / 100` ||
         failed "cluster over 4 nodes: $r2 B from other nodes, expected about 3/4 of $dataset" ;;
   esac
+done
+# pack=concat, tail=partial (every token served each epoch): epoch 0 reads
+# the corpus (.bin) at least once, at most 10% more (documents cut between
+# two ranks' rows, read by both when neither has stored it yet), then none
+corpus=`wc -c <"$tmp/r/corpus.bin"`
+for how in node:0 cluster:1; do
+  mode=${how%:*} ns=${how#*:}
+  if test $ns = 0; then
+    $RUN_MPI 3 "$F" bench "$tmp/r" --pack concat --seq-len 64 --epochs 3       --tail partial --cache $mode >"$tmp/b" 2>&1
+  else
+    FERRY_NODE_SIZE=$ns $RUN_MPI 3 "$F" bench "$tmp/r" --pack concat       --seq-len 64 --epochs 3 --tail partial --cache $mode >"$tmp/b" 2>&1
+  fi || { failed "pack bench, cache=$mode"; cat "$tmp/b"; continue; }
+  s0=`exact "$tmp/b" 0 storage` s1=`exact "$tmp/b" 1 storage`
+  s2=`exact "$tmp/b" 2 storage`
+  if test -n "$s0" && test "$s0" -ge $corpus &&
+     test "$s0" -le `expr $corpus \* 11 / 10` && test "$s1" = 0 && test "$s2" = 0; then
+    ok "pack=concat, cache=$mode (node size $ns): epoch 0 read $s0 B of a $corpus B corpus, epochs 1-2 none"
+  else
+    failed "pack=concat, cache=$mode (node size $ns): storage $s0 / $s1 / $s2 (corpus $corpus B)"
+    cat "$tmp/b"
+  fi
 done
 # a partial cache: a third of the dataset; later epochs read the rest
 bench "$tmp/b" 2 --cache node --cache-bytes 288000 && {
@@ -355,10 +383,11 @@ if test $? != 0 && grep -q "FERRY_NODE_SIZE is 'x'" "$tmp/err"; then
 else
   failed "FERRY_NODE_SIZE=x"; cat "$tmp/err"
 fi
-$RUN_MPI 2 "$F" info "$tmp/r" --cache node --pack concat --seq-len 64 >"$tmp/err" 2>&1
-if test $? != 0 && grep -q "option 'cache' = 'node' with pack=: not built" "$tmp/err"; then
-  ok "refused: pack="
+$RUN_MPI 2 "$F" info mix --mix "$tmp/r=1,$tmp/r=2" --cache node --pack concat \
+  --seq-len 64 >"$tmp/err" 2>&1
+if test $? != 0 && grep -q "option 'cache' = 'node' with pack= over a mix: not built" "$tmp/err"; then
+  ok "refused: pack= over a mix"
 else
-  failed "pack= with a cache"; cat "$tmp/err"
+  failed "pack= over a mix with a cache"; cat "$tmp/err"
 fi
 exit $fail
