@@ -12,7 +12,10 @@
  * killed with SIGKILL leaves nothing in /dev/shm).  It holds a state word
  * per (cached chunk, variable) and the chunks' bytes as the backend's
  * io_read gives them (decoded: a Zarr or Parquet chunk is cached after
- * its codecs).
+ * its codecs).  Under a view whose rows change with the epoch the cache
+ * wraps the view's inner backend instead: decode= (the encoded bytes) and
+ * pack= (the corpus's documents, in chunks of the corpus's own; a packed
+ * mix's sources as one flat corpus, flat_mix()).
  *
  * The cache is a backend that wraps the loader's (L->be): io_read splits
  * the rows asked for at chunk boundaries; a piece of a chunk whose rows are
@@ -85,6 +88,14 @@ struct ferry__cache {
   ferry__chunk_index own; /* pack=: the corpus's chunks (ci points here) */
   int nvars;
   int only; /* pack=: the one variable read (the tokens); -1: all */
+  /* pack= over a mix: m is flat, every source's parts in one manifest of
+   * their token variable alone (flat_mix); source s's parts start at
+   * part0[s] there, its token variable is stv[s] in its own manifest */
+  ferry__manifest flat;
+  int64_t nsrc;
+  const ferry__manifest **src;
+  int64_t *part0;
+  int *stv;
   int rank, size;
   MPI_Comm node;  /* the ranks of this node */
   MPI_Comm scomm; /* cluster: what servers receive (requests, PUT data) */
@@ -123,8 +134,11 @@ struct ferry__cache {
 
 struct ferry__io {
   ferry__cache *c;
+  const ferry__backend *be; /* the backend under the cache */
   ferry__io *child;
-  uint64_t *bm; /* a piece's bitmap of the rows there */
+  int64_t part0; /* its manifest's first part in c->m (a packed mix) */
+  int tv;        /* the variable cached in its manifest's numbering; -1: all */
+  uint64_t *bm;  /* a piece's bitmap of the rows there */
   size_t bm_len;
 };
 
@@ -725,6 +739,10 @@ static void cache_free(ferry__cache *c) {
   free(c->off);
   if (c->own.part_chunk)
     ferry__chunk_index_free(&c->own);
+  free(c->flat.parts); /* the rest of flat points into the sources */
+  free(c->src);
+  free(c->part0);
+  free(c->stv);
   free(c);
 }
 
@@ -744,12 +762,76 @@ int ferry__cache_check(const ferry_loader *L, ferry__err *err) {
                          "independently (io=independent or auto); with "
                          "io=mmap the page cache is the cache already",
                          mode, o->io == FERRY__IO_MMAP ? "mmap" : "collective");
-  if (ferry__pack_is(&L->m) && L->m.srcs)
-    return ferry__seterr(err, FERRY_ENOTSUP,
-                         "option 'cache' = '%s' with pack= over a mix: not "
-                         "built (the cache serves one corpus under pack=; "
-                         "each source of a mix has its own reader)",
-                         mode);
+  return 0;
+}
+
+/* pack= over a mix: c->flat, one manifest of every source's parts in
+ * order, each with the source's token variable alone (its arrays point
+ * into the source's part at that variable: nothing is copied but the part
+ * structs), so that the placement and the slots see one corpus; c->m
+ * points to it.  The sources' tokens must have one row size. */
+static int flat_mix(ferry__cache *c, const ferry__manifest *view,
+                    ferry__err *err) {
+  const int64_t S = view->nsrcs;
+  int64_t np = 0, rows = 0;
+  size_t rb0 = 0;
+  c->nsrc = S;
+  c->src = calloc((size_t)S, sizeof *c->src);
+  c->part0 = calloc((size_t)S + 1, sizeof *c->part0);
+  c->stv = calloc((size_t)S, sizeof *c->stv);
+  if (!c->src || !c->part0 || !c->stv)
+    return ferry__oom(err, c->rank, (size_t)S * 24, "cache: the sources of %s",
+                      view->spec);
+  for (int64_t s = 0; s < S; s++) {
+    const ferry__manifest *m = &view->srcs[s];
+    int tv = ferry__pack_token_var(view, s);
+    if (tv < 0 || tv >= m->nvars)
+      return ferry__seterr_on(err, c->rank, FERRY_EINTERNAL,
+                              "cache: source %" PRId64 " of %s names no "
+                              "token variable",
+                              s, view->spec);
+    if (s == 0)
+      rb0 = m->vars[tv].row_bytes;
+    else if (m->vars[tv].row_bytes != rb0)
+      return ferry__seterr_on(
+          err, c->rank, FERRY_ENOTSUP,
+          "cache: the sources of %s store tokens of different sizes (%s: "
+          "%zu bytes, %s: %zu); the cache keeps one size",
+          view->spec, view->srcs[0].spec, rb0, m->spec, m->vars[tv].row_bytes);
+    c->src[s] = m;
+    c->stv[s] = tv;
+    c->part0[s] = np;
+    np += m->nparts;
+  }
+  c->part0[S] = np;
+  ferry__manifest *f = &c->flat;
+  f->parts = calloc((size_t)(np ? np : 1), sizeof *f->parts);
+  if (!f->parts)
+    return ferry__oom(err, c->rank, (size_t)np * sizeof *f->parts,
+                      "cache: the parts of %s", view->spec);
+  for (int64_t s = 0; s < S; s++)
+    for (int64_t q = 0; q < c->src[s]->nparts; q++) {
+      const ferry__part *sp = &c->src[s]->parts[q];
+      ferry__part *d = &f->parts[c->part0[s] + q];
+      const int tv = c->stv[s];
+      d->num_samples = sp->num_samples;
+      d->first_sample = rows;
+      d->paths = sp->paths ? sp->paths + tv : NULL;
+      d->data_offset = sp->data_offset ? sp->data_offset + tv : NULL;
+      d->file_size = sp->file_size ? sp->file_size + tv : NULL;
+      d->rec = sp->rec ? sp->rec + tv : NULL;
+      d->roff = sp->roff ? sp->roff + tv : NULL;
+      rows += sp->num_samples;
+    }
+  f->backend = view->srcs[0].backend;
+  f->spec = view->spec;
+  f->nvars = 1;
+  f->vars = &view->srcs[0].vars[c->stv[0]];
+  f->nparts = np;
+  f->num_samples = rows;
+  f->hash = view->inner ? view->inner->hash : view->hash;
+  c->m = f;
+  c->nvars = 1;
   return 0;
 }
 
@@ -761,7 +843,7 @@ int ferry__cache_check(const ferry_loader *L, ferry__err *err) {
 static int corpus_chunks(ferry__cache *c, const ferry__manifest *view,
                          ferry__err *err) {
   const ferry__manifest *in = c->m;
-  c->only = ferry__pack_token_var(view);
+  c->only = view->srcs ? 0 : ferry__pack_token_var(view, 0);
   if (c->only < 0 || c->only >= in->nvars)
     return ferry__seterr_on(err, c->rank, FERRY_EINTERNAL,
                             "cache: the packed view of %s names no token "
@@ -821,7 +903,7 @@ int ferry__cache_open(ferry_loader *L, ferry__err *err) {
    * change with the epoch's crops); pack=: the corpus's documents (the rows
    * change with the epoch's order).  The view reads them through the cache
    * (loader/decode.c and pack.c find it on their inner manifest). */
-  const int packed = ferry__pack_is(&L->m) && L->m.inner && !L->m.srcs;
+  const int packed = ferry__pack_is(&L->m) && L->m.inner;
   int below = (ferry__decode_is(&L->m) || packed) && L->m.inner;
   c->mode = L->opts->cache;
   c->m = below ? L->m.inner : &L->m;
@@ -835,6 +917,10 @@ int ferry__cache_open(ferry_loader *L, ferry__err *err) {
   c->fd = -1;
   c->nchunks = L->nchunks;
   c->words = (L->chunk_samples + 63) / 64;
+  if (packed && L->m.srcs && !rc) {
+    c->inner = ferry__backend_find(L->m.srcs[0].backend);
+    rc = flat_mix(c, &L->m, err);
+  }
   if (packed && !rc)
     rc = corpus_chunks(c, &L->m, err);
   c->page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
@@ -884,6 +970,8 @@ int ferry__cache_open(ferry_loader *L, ferry__err *err) {
   L->cache = c;
   if (below) {
     L->m.inner->cache = c;
+    for (int64_t s = 0; s < c->nsrc; s++) /* a packed mix's sources */
+      L->m.srcs[s].cache = c;
   } else {
     L->m.cache = c;
     L->be = &ferry__cache_backend;
@@ -924,9 +1012,29 @@ static int cache_io_open(ferry__io **out, const ferry__manifest *m,
   if (!io)
     return ferry__oom(err, p->rank, sizeof *io, "the cache's I/O state");
   io->c = c;
+  io->be = c->inner;
+  io->tv = c->only;
+  for (int64_t s = 0; s < c->nsrc; s++) /* a packed mix: m is a source */
+    if (m == c->src[s]) {
+      io->be = ferry__backend_find(m->backend);
+      io->part0 = c->part0[s];
+      io->tv = c->stv[s];
+    }
+  if (c->nsrc && m != c->src[0] && io->part0 == 0) {
+    free(io);
+    return ferry__seterr_on(err, p->rank, FERRY_EINTERNAL,
+                            "cache: io_open of %s, not a source of %s", m->spec,
+                            c->m->spec);
+  }
+  if (!io->be) {
+    free(io);
+    return ferry__seterr_on(err, p->rank, FERRY_ENOTSUP,
+                            "cache: backend '%s' of %s is not built in",
+                            m->backend, m->spec);
+  }
   ferry__io_params cp = *p;
   cp.defer = 0; /* a read is stored as soon as it returns */
-  int rc = c->inner->io_open(&io->child, m, &cp, err);
+  int rc = io->be->io_open(&io->child, m, &cp, err);
   if (rc) {
     free(io);
     return rc;
@@ -938,7 +1046,7 @@ static int cache_io_open(ferry__io **out, const ferry__manifest *m,
 static void cache_io_close(ferry__io *io) {
   if (!io)
     return;
-  io->c->inner->io_close(io->child);
+  io->be->io_close(io->child);
   free(io->bm);
   free(io);
 }
@@ -1033,10 +1141,14 @@ static void store_run(ferry__cache *c, int64_t part, int var, int64_t r0,
   }
 }
 
+/* Rows [r0, r1) of part (c->m's numbering) from storage into out, then
+ * stored (store_run); the read asks io's own manifest (its part, its
+ * variable). */
 static int read_run(ferry__io *io, int64_t part, int var, int64_t r0,
                     int64_t r1, unsigned char *out, ferry__err *err) {
   ferry__cache *c = io->c;
-  int rc = c->inner->io_read(io->child, part, var, r0, r1 - r0, out, err);
+  int rc = io->be->io_read(io->child, part - io->part0,
+                           io->tv >= 0 ? io->tv : var, r0, r1 - r0, out, err);
   if (rc)
     return rc;
   c->c_storage += var_bytes(c->m, part, var, r0, r1);
@@ -1066,13 +1178,14 @@ static uint64_t *bitmap(ferry__io *io, int64_t nw, ferry__err *err) {
 static int cache_io_read(ferry__io *io, int64_t part, int var, int64_t row,
                          int64_t nrows, void *buf, ferry__err *err) {
   ferry__cache *c = io->c;
+  if (io->tv >= 0 && var != io->tv) /* pack=: not the tokens, not cached */
+    return io->be->io_read(io->child, part, var, row, nrows, buf, err);
+  part += io->part0; /* in c->m's numbering (a packed mix: flat) */
+  var = c->only >= 0 ? c->only : var;
   const ferry__manifest *m = c->m;
   const int64_t cs = c->ci->chunk_samples, n = m->parts[part].num_samples;
   unsigned char *out = buf, *s_out = NULL;
   int64_t r = row, end = row + nrows, s_row = -1; /* the run [s_row, r) */
-  if (!var_cached(c,
-                  var)) /* not cached (pack=: the corpus's other variables) */
-    return c->inner->io_read(io->child, part, var, row, nrows, buf, err);
   while (r < end) {
     int64_t id = c->ci->part_chunk[part] + r / cs, k0 = r / cs * cs;
     int64_t k1 = k0 + cs < n ? k0 + cs : n, pe = k1 < end ? k1 : end;

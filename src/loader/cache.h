@@ -14,7 +14,7 @@ typedef struct ferry__cache ferry__cache;
 struct ferry_loader;
 
 /** Before the I/O mode is resolved (every rank, the same options): the
- *  combinations the cache refuses (io=mmap or collective, pack= over a mix).
+ *  combinations the cache refuses (io=mmap or collective).
  *  0 or FERRY_EINVAL / FERRY_ENOTSUP with err set.  LOCAL. */
 int ferry__cache_check(const struct ferry_loader *L, ferry__err *err);
 /** COLLECTIVE, at the end of ferry_open (after the chunk index): the node

@@ -411,8 +411,9 @@ int ferry__view_describe(const char *path, const ferry_options *opts,
                          ferry__part_desc *out, ferry__err *err);
 /** 1 when m is a packed view (L->be is then ferry__pack_backend). */
 int ferry__pack_is(const ferry__manifest *m);
-/** The corpus's token variable under the packed view m, or -1. */
-int ferry__pack_token_var(const ferry__manifest *m);
+/** The corpus's token variable under the packed view m (of a mix: source
+ *  p's, in its own manifest; else p = 0), or -1. */
+int ferry__pack_token_var(const ferry__manifest *m, int64_t p);
 extern const ferry__backend ferry__pack_backend;
 /** pack=concat without shuffle=global: L->pack_comp marks the variables
  *  the workers make; 0, or FERRY_ENOMEM. */

@@ -622,11 +622,14 @@ int ferry__pack_is(const ferry__manifest *m) {
   return m && m->backend && !strcmp(m->backend, "pack") && m->inner;
 }
 
-int ferry__pack_token_var(const ferry__manifest *m) {
+int ferry__pack_token_var(const ferry__manifest *m, int64_t p) {
+  if (!ferry__pack_is(m) || m->nvars < 1 || p < 0 || p >= m->nparts)
+    return -1;
   ferry__rec_r r;
   int64_t w[R_N];
-  if (!ferry__pack_is(m) || m->nvars < 1 || m->nparts < 1 ||
-      rec_words(m, 0, w, &r) || w[R_VAR] < 0 || w[R_VAR] > INT_MAX)
+  ferry__rec_r_init(&r, m->parts[p].rec[0].p, m->parts[p].rec[0].len);
+  ferry__rec_get_u64s(&r, w, R_N);
+  if (r.rc || w[R_VAR] < 0 || w[R_VAR] > INT_MAX)
     return -1;
   return (int)w[R_VAR];
 }

@@ -11,7 +11,7 @@
 #     with snappy: cached decoded), JPEGs under decode= (the encoded bytes
 #     cached, random crops drawn anew each epoch), packed rows (pack=concat
 #     and first_fit: the corpus's documents cached, the rows made anew each
-#     epoch), on 1 to 4 ranks: cache=node, and cache=cluster over 1-rank and
+#     epoch; a packed mix of two corpora), on 1 to 4 ranks: cache=node, and cache=cluster over 1-rank and
 #     2-rank nodes.
 #  2. What is read from storage: `ferry bench --epochs 3` with tail=partial
 #     (every sample served each epoch): epoch 0 reads the dataset, epochs 1
@@ -21,7 +21,8 @@
 #     files emptied after epoch 0: the job fails without a cache and runs
 #     to the end with cache=node; pack=concat reads its corpus in epoch 0
 #     (at least once: a document cut between two ranks' rows may be read by
-#     both) and nothing after.
+#     both) and nothing after; so does a packed mix in the corpora's
+#     proportions.
 #  3. Memory: a private /dev/shm of 4 MiB (a mount namespace of the test's
 #     own): cache_bytes above it is cut, said on stderr, the batches still
 #     the same; another process filling it during the job leaves chunks
@@ -33,8 +34,8 @@
 #     the cache rebuilt from storage.
 #  5. A corrupt Zarr chunk with cache=cluster: the job fails with the
 #     chunk's file named, no hang.
-#  6. Refusals: io=mmap or collective, pack= over a mix, cache_bytes
-#     without a cache, a bad FERRY_NODE_SIZE.
+#  6. Refusals: io=mmap or collective, cache_bytes without a cache, a bad
+#     FERRY_NODE_SIZE.
 here=`dirname "$0"`
 . "$here/../lib/common.sh"
 ferry_test_init cache
@@ -56,6 +57,7 @@ F=$FERRY
 "$F" gen "$tmp/d" --samples 12000 --var x:float32:16 --var y:int64 --parts 3 >/dev/null &&
 "$F" gen "$tmp/e" --samples 5000 --var x:float32:16 --var y:int64 >/dev/null &&
 "$F" gen "$tmp/r" --format megatron --samples 3000 --mean-len 40 >/dev/null &&
+"$F" gen "$tmp/r3" --format megatron --samples 1000 --mean-len 30 --seed 3 >/dev/null &&
 "$F" gen "$tmp/s.h5ad" --anndata --samples 2000 --genes 150 >/dev/null ||
   { echo "FAIL: ferry gen"; exit 1; }
 $py -c "
@@ -116,6 +118,7 @@ same one-rank 1 "$D" --chunk-samples 400
 # pack=: the corpus's documents cached under the view
 same pack-concat 3 "$tmp/r" --pack concat --seq-len 64
 same pack-first-fit 2 "$tmp/r" --pack first_fit --seq-len 48 --overflow split
+same pack-mix 3 mix --mix "$tmp/r=1,$tmp/r3=2" --pack concat --seq-len 64
 # decoded chunks, cached decoded: a deflated .npz (one storage chunk for all
 # rows, split between the ranks), Zarr with zlib and blosc, Parquet (snappy)
 same npz-deflated 3 "$tmp/c.npz"
@@ -189,25 +192,38 @@ for how in node:0 cluster:1 cluster:2; do
 done
 # pack=concat, tail=partial (every token served each epoch): epoch 0 reads
 # the corpus (.bin) at least once, at most 10% more (documents cut between
-# two ranks' rows, read by both when neither has stored it yet), then none
-corpus=`wc -c <"$tmp/r/corpus.bin"`
-for how in node:0 cluster:1; do
-  mode=${how%:*} ns=${how#*:}
+# two ranks' rows, read by both when neither has stored it yet), then none;
+# a packed mix in the corpora's proportions (every document each epoch):
+# epoch 0 reads both corpora at least once and at most once per rank (a
+# packed mix's ranks read whole the documents cut at their rows' ends: 3x
+# on 3 ranks without a cache too), then none
+# pack_bytes WHAT MIN MAX MODE NODE_SIZE DATASET...: bench's storage bytes
+pack_bytes() {
+  what=$1 lo=$2 hi=$3 mode=$4 ns=$5
+  shift 5
   if test $ns = 0; then
-    $RUN_MPI 3 "$F" bench "$tmp/r" --pack concat --seq-len 64 --epochs 3       --tail partial --cache $mode >"$tmp/b" 2>&1
+    $RUN_MPI 3 "$F" bench "$@" --pack concat --seq-len 64 --epochs 3 \
+      --tail partial --cache $mode >"$tmp/b" 2>&1
   else
-    FERRY_NODE_SIZE=$ns $RUN_MPI 3 "$F" bench "$tmp/r" --pack concat       --seq-len 64 --epochs 3 --tail partial --cache $mode >"$tmp/b" 2>&1
-  fi || { failed "pack bench, cache=$mode"; cat "$tmp/b"; continue; }
+    FERRY_NODE_SIZE=$ns $RUN_MPI 3 "$F" bench "$@" --pack concat \
+      --seq-len 64 --epochs 3 --tail partial --cache $mode >"$tmp/b" 2>&1
+  fi || { failed "$what bench, cache=$mode"; cat "$tmp/b"; return; }
   s0=`exact "$tmp/b" 0 storage` s1=`exact "$tmp/b" 1 storage`
   s2=`exact "$tmp/b" 2 storage`
-  if test -n "$s0" && test "$s0" -ge $corpus &&
-     test "$s0" -le `expr $corpus \* 11 / 10` && test "$s1" = 0 && test "$s2" = 0; then
-    ok "pack=concat, cache=$mode (node size $ns): epoch 0 read $s0 B of a $corpus B corpus, epochs 1-2 none"
+  if test -n "$s0" && test "$s0" -ge $lo && test "$s0" -le $hi &&
+     test "$s1" = 0 && test "$s2" = 0; then
+    ok "$what, cache=$mode (node size $ns): epoch 0 read $s0 B of $lo B, epochs 1-2 none"
   else
-    failed "pack=concat, cache=$mode (node size $ns): storage $s0 / $s1 / $s2 (corpus $corpus B)"
+    failed "$what, cache=$mode (node size $ns): storage $s0 / $s1 / $s2 ($lo B)"
     cat "$tmp/b"
   fi
-done
+}
+c1=`wc -c <"$tmp/r/corpus.bin"` c3=`wc -c <"$tmp/r3/corpus.bin"`
+c13=`expr $c1 + $c3`
+pack_bytes pack=concat $c1 `expr $c1 \* 11 / 10` node 0 "$tmp/r"
+pack_bytes pack=concat $c1 `expr $c1 \* 11 / 10` cluster 1 "$tmp/r"
+pack_bytes "a packed mix" $c13 `expr $c13 \* 3` node 0 mix --mix "$tmp/r=$c1,$tmp/r3=$c3"
+pack_bytes "a packed mix" $c13 `expr $c13 \* 3` cluster 2 mix --mix "$tmp/r=$c1,$tmp/r3=$c3"
 # a partial cache: a third of the dataset; later epochs read the rest
 bench "$tmp/b" 2 --cache node --cache-bytes 288000 && {
   s1=`exact "$tmp/b" 1 storage` s2=`exact "$tmp/b" 2 storage`
@@ -382,12 +398,5 @@ if test $? != 0 && grep -q "FERRY_NODE_SIZE is 'x'" "$tmp/err"; then
   ok "refused: FERRY_NODE_SIZE=x"
 else
   failed "FERRY_NODE_SIZE=x"; cat "$tmp/err"
-fi
-$RUN_MPI 2 "$F" info mix --mix "$tmp/r=1,$tmp/r=2" --cache node --pack concat \
-  --seq-len 64 >"$tmp/err" 2>&1
-if test $? != 0 && grep -q "option 'cache' = 'node' with pack= over a mix: not built" "$tmp/err"; then
-  ok "refused: pack= over a mix"
-else
-  failed "pack= over a mix with a cache"; cat "$tmp/err"
 fi
 exit $fail
