@@ -76,7 +76,8 @@ MPI_TESTS += \
 	tests/sampling/quality.sh \
 	tests/sampling/weights.sh \
 	tests/sampling/weights_epoch.sh \
-	tests/sampling/mix.sh
+	tests/sampling/mix.sh \
+	tests/sampling/reads.sh
 # tests/ragged/: variables whose samples differ in length (docs/ragged.md):
 # the batch layout, the promises, the formats that store them.
 MPI_TESTS += \

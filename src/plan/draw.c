@@ -88,18 +88,47 @@ static int64_t source_draw(const ferry__draw *d, int s, int64_t c) {
   return ferry__chunk_get(&d->blocks, blk).global_first + off;
 }
 
-/* Window w's pieces (runs of at most a block of one source's draws), in
- * their drawn order: piece_pos[k] is the premix offset of the k-th. */
+/* The end of the run of source s's draws from its c-th on that
+ * source_draw takes from one block, at most e: the next block's first
+ * draw (after the pass's short block, block starts are not multiples of
+ * B), the pass's end, or e. */
+static int64_t block_run_end(const ferry__draw *d, int s, int64_t c,
+                             int64_t e) {
+  const ferry__draw_source *src = &d->src[s];
+  const int64_t nblk = d->src_nblocks[s], B = d->p.block;
+  int64_t pass = c / src->n, r = c % src->n, end;
+  uint64_t key =
+      ferry__rand_key(d->p.seed, FERRY__STREAM_DSOURCE, (uint64_t)d->p.epoch,
+                      ((uint64_t)s << 32) ^ (uint64_t)pass);
+  int64_t ls = src->n - (nblk - 1) * B; /* the short block's rows */
+  int64_t qs = ferry__prp_inv(key, nblk, nblk - 1);
+  if (r < qs * B)
+    end = (r / B + 1) * B;
+  else if (r < qs * B + ls)
+    end = qs * B + ls;
+  else
+    end = qs * B + ls + ((r - qs * B - ls) / B + 1) * B;
+  end = pass * src->n + (end < src->n ? end : src->n);
+  return end < e ? end : e;
+}
+
+/* Window w's pieces (runs of one source's draws from one block), in
+ * their drawn order: piece_pos[k] is the premix offset of the k-th.  A
+ * piece is one block's (block_run_end), so a rank whose stretch holds it
+ * reads that block alone: cut at multiples of B instead, every piece
+ * after a pass's short block took the ends of two blocks, read by two
+ * ranks (a mix on 4 ranks read 1.86x its bytes). */
 static int mix_pieces(const ferry__draw *d, ferry__draw_ctx *c, int64_t w) {
   if (c->win == w)
     return 0;
   const int S = d->p.nsources;
-  const int64_t B = d->p.block;
   int64_t n = 0;
   for (int s = 0; s < S; s++) {
     int64_t a = d->cum[w * S + s], e = a + d->cnt[w * S + s];
-    if (e > a)
-      n += (e - 1) / B - a / B + 1;
+    while (a < e) {
+      a = block_run_end(d, s, a, e);
+      n++;
+    }
   }
   if (c->cap_pieces < n + 1) {
     free(c->piece_pos);
@@ -122,7 +151,7 @@ static int mix_pieces(const ferry__draw *d, ferry__draw_ctx *c, int64_t w) {
   for (int s = 0; s < S; s++) {
     int64_t a = d->cum[w * S + s], e = a + d->cnt[w * S + s];
     while (a < e) {
-      int64_t stop = (a / B + 1) * B < e ? (a / B + 1) * B : e;
+      int64_t stop = block_run_end(d, s, a, e);
       int64_t slot = ferry__prp(key, n, k++);
       c->piece_src[slot] = s;
       c->piece_c[slot] = a;
@@ -526,26 +555,33 @@ static int64_t window_at(const ferry__draw *d, int64_t x, int64_t *first,
   return w;
 }
 
-/* A full window of m x gb draws is cut in gb strata of m consecutive
- * draws; the window's k-th batch of gb positions takes one draw of each
- * stratum: stratum t's draw (k + shift_t) mod m, shift_t drawn for the
- * stratum.  Every batch mixes draws of the whole window, and the t-th
- * position of every batch comes from stratum t -- so a stretch of a
- * batch's positions (a rank's share, for any number of ranks) reads a
- * stretch of the window's draws.  One generator value per position (a
- * keyed permutation per stratum cost three times as much, and the plan is
- * made on every rank for every epoch).  A shorter window (the epoch's
- * last) is permuted whole. */
+/* A window of len draws, m = ceil(len / gb) batches of gb positions (the
+ * last one short when gb does not divide len), is cut in gb strata of
+ * consecutive draws: the first r0 = len - (m - 1) x gb of m draws, the
+ * others of m - 1.  The window's k-th batch takes one draw of each
+ * stratum it has a position for: stratum t's draw (k + shift_t) mod its
+ * size, shift_t drawn for the stratum.  Every batch mixes draws of the
+ * whole window, and the t-th position of every batch comes from stratum t
+ * -- so a stretch of a batch's positions (a rank's share, for any number
+ * of ranks) reads a stretch of the window's draws.  One generator value
+ * per position (a keyed permutation per stratum cost three times as much,
+ * and the plan is made on every rank for every epoch).  A window of one
+ * batch or less is permuted whole.  The short window (the epoch's last,
+ * or the whole epoch of a small dataset) is stratified too: permuted
+ * whole, it gave every rank draws from all its blocks, so every rank read
+ * them all (3x the bytes on 3 ranks for an epoch of one window). */
 static int64_t premix_in(const ferry__draw *d, int64_t first, int64_t len,
                          uint64_t key, int64_t x) {
-  const int64_t off = x - first;
-  if (len == d->window && d->window > d->gb) {
-    const int64_t m = d->window / d->gb, k = off / d->gb, t = off % d->gb;
-    int64_t shift =
-        (int64_t)below(ferry__rand64(key, (uint64_t)t), (uint64_t)m);
-    return first + t * m + (k + shift) % m;
-  }
-  return first + ferry__prp(key, len, off);
+  const int64_t off = x - first, gb = d->gb;
+  if (len <= gb)
+    return first + ferry__prp(key, len, off);
+  const int64_t m = (len + gb - 1) / gb, r0 = len - (m - 1) * gb;
+  const int64_t k = off / gb, t = off % gb;
+  const int64_t size = t < r0 ? m : m - 1;
+  const int64_t start = t < r0 ? t * m : r0 * m + (t - r0) * (m - 1);
+  int64_t shift =
+      (int64_t)below(ferry__rand64(key, (uint64_t)t), (uint64_t)size);
+  return first + start + (k + shift) % size;
 }
 
 static uint64_t window_key(const ferry__draw *d, int64_t w) {
