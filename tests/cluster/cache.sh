@@ -9,7 +9,8 @@
 #
 #  1. ferry dump --epochs 3 --row-hash with cache=node and cache=cluster is
 #     byte-identical to the run without a cache, for shuffle=chunks,
-#     shuffle=global and weighted sampling (--weights, a float64 .npy).
+#     shuffle=global, weighted sampling (--weights, a float64 .npy) and
+#     packed rows of a token corpus (pack=concat: the documents cached).
 #  2. ferry bench --epochs 3 --cache cluster, the exact byte counts of its
 #     per-epoch lines (sums over the ranks): epoch 0 reads the dataset once
 #     from storage and gets nothing from other nodes; epochs 1 and 2 read
@@ -145,7 +146,13 @@ else
   echo "note: no python with numpy ($py): the weighted run is left out"
   sed 's/^/    /' "$tmp/py.out" | head -3
 fi
-for how in chunks global weights; do
+if ! "$FERRY" gen "$tmp/corpus" --format megatron --samples 3000 \
+  --mean-len 40 >"$tmp/gen.out" 2>&1; then
+  failed "ferry gen of a token corpus" "$tmp/gen.out"
+  exit 1
+fi
+for how in chunks global weights pack; do
+  hds=$ds want=$((3 * samples))
   case $how in
     chunks) hopts= ;;
     global) hopts="--shuffle global" ;;
@@ -153,15 +160,15 @@ for how in chunks global weights; do
       test -n "$weights" || continue
       hopts="--weights $weights"
       ;;
+    pack) hds=$tmp/corpus hopts="--pack concat --seq-len 64" want=1000 ;;
   esac
   for c in none node cluster; do
     # shellcheck disable=SC2086
-    job "dump.$how.$c" dump "$ds" --epochs 3 --row-hash --output \
+    job "dump.$how.$c" dump "$hds" --epochs 3 --row-hash --output \
       "$tmp/dump.$how.$c" $opts $hopts --cache $c
     echo $st >"$tmp/dump.$how.$c.st"
   done
   n=$(wc -l <"$tmp/dump.$how.none" 2>/dev/null || echo 0)
-  want=$((3 * samples))
   if test "$(cat "$tmp/dump.$how.none.st")" != 0 || test "$n" -lt "$want"; then
     failed "$how, no cache: exit $(cat "$tmp/dump.$how.none.st"), $n lines (want $want)" \
       "$tmp/dump.$how.none.err"
