@@ -69,6 +69,21 @@ if grep -q '^#define HAVE_TURBOJPEG 1' "$top_builddir/config.h" &&
 else
   echo "note: examples/imagefolder_train.py not run: no TurboJPEG or libspng in this build or no Pillow for $PY"
 fi
+# MosaicML MDS shards (the example writes 120 samples of a jpeg and an int
+# column in MDSWriter's layout) decoded by ferry: 2 epochs on 2 ranks, 3
+# batches of 16 a rank each (tail drop_last: 120 // 32), equal counts
+if grep -q '^#define HAVE_TURBOJPEG 1' "$top_builddir/config.h" &&
+   "$PY" -c "import PIL" >/dev/null 2>&1; then
+  run mds_train.py mds
+  if grep -q "^mds_train.py: 2 ranks, 2 epochs, 3 batches/rank (equal: True), 192 images of 64x64" "$tmp/out"; then
+    echo "ok: mds_train.py: `cat "$tmp/out"`"
+  else
+    echo "FAIL: mds_train.py: not 3 equal batches a rank, 192 images in 2 epochs"
+    status=1
+  fi
+else
+  echo "note: examples/mds_train.py not run: no TurboJPEG in this build or no Pillow for $PY"
+fi
 # the AnnData examples (docs/singlecell.md) where anndata is installed: a
 # cell-type classifier; the block shuffle over an .h5ad, its rows checked
 # against anndata's; class-balanced sampling over obs/cell_type (70/20/8/2 %
