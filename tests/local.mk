@@ -97,9 +97,11 @@ MPI_TESTS += \
 	tests/wds/npy.sh \
 	tests/wds/npy_python.sh
 # tests/mds/: MosaicML Streaming MDS datasets (docs/images.md): every
-# encoding's values on 1-4 ranks, raw and zstd shards, the refusals.
+# encoding's values on 1-4 ranks, raw and zstd shards, the refusals;
+# ndarrays of dynamic shapes (mds_dyn.sh).
 MPI_TESTS += \
-	tests/mds/mds.sh
+	tests/mds/mds.sh \
+	tests/mds/mds_dyn.sh
 
 # tests/imgfolder/: image folders read as torchvision's ImageFolder reads
 # them (docs/images.md): samples, labels and order against ImageFolder's,

@@ -13,10 +13,13 @@
  * the per-sample location table of decision 0057: kind 1, the value's
  * offset in the (decompressed) shard, its size the ragged step or the
  * row's bytes; kind 2, the value itself (str_int, str_float parsed at
- * describe).  Raw shards are read like WebDataset members: values less
- * than 64 KiB apart in one preadv, the bytes between them in a scratch
- * buffer.  A zstd shard is decompressed whole into memory on each rank
- * that reads it and kept in a cache of at most MDS_CACHE_BYTES (the least
+ * describe); kind 5, a dynamic ndarray's values, as kind 1, with the
+ * shard's shape summary after the table, from which mds_finish keeps the
+ * dimensions after the first as the rows' inner shape when every sample
+ * of every shard has the same ones.  Raw shards are read like WebDataset
+ * members: values less than 64 KiB apart in one preadv, the bytes between them
+ * in a scratch buffer.  A zstd shard is decompressed whole into memory on each
+ * rank that reads it and kept in a cache of at most MDS_CACHE_BYTES (the least
  * recently used shard evicted first; at least one is kept whatever its
  * size).
  */
@@ -41,8 +44,18 @@
 #include <zstd.h>
 #endif
 
-#define MDS_REC_VERSION 1
-enum { LOC_OFFSETS = 1, LOC_VALUES = 2 };
+#define MDS_REC_VERSION 2
+/* A column's record: its kind (the location table's kinds of decision
+ * 0057, numbered across the backends: 3 and 4 are the image folders' and
+ * WebDataset npy members'), codec (CODEC_*), the file's bytes on disk, the
+ * sample count n, one u64 per sample (LOC_VALUES: the value; else where
+ * the value starts in the decompressed shard), then for LOC_ARRAYS (a
+ * dynamic ndarray column) the shard's shape summary: u8 ndim (0: no
+ * sample), u8 inner_same, u64 where the first sample's value (its prefix)
+ * starts, and when inner_same the ndim - 1 dimensions after the first, u64
+ * each; mds_finish reads it.  Version 2 added LOC_ARRAYS (decision
+ * 0064). */
+enum { LOC_OFFSETS = 1, LOC_VALUES = 2, LOC_ARRAYS = 5 };
 enum { CODEC_RAW = 0, CODEC_ZSTD = 1 };
 /* A decompressed shard's bound: its offsets are uint32. */
 #define MDS_MAX_RAW ((int64_t)UINT32_MAX)
@@ -394,6 +407,27 @@ static const char *enc_note(const char *enc) {
   return "";
 }
 
+/* A LOC_ARRAYS record's shape summary (the record's layout above). */
+typedef struct shape_sum {
+  int ndim, same;
+  int64_t at;
+  int64_t inner[FERRY_MAX_DIMS];
+} shape_sum;
+
+static void get_shape_sum(ferry__rec_r *r, int64_t n, shape_sum *sum) {
+  memset(sum, 0, sizeof *sum);
+  sum->ndim = (int)ferry__rec_get_u8(r);
+  sum->same = (int)ferry__rec_get_u8(r);
+  sum->at = ferry__rec_get_nonneg(r, "bad offset of the first array");
+  if (!r->rc &&
+      (sum->ndim > 63 || (n > 0) != (sum->ndim > 0) || sum->same > 1 ||
+       (sum->same && sum->ndim - 1 > FERRY__MDS_MAX_INNER)))
+    ferry__rec_fail(r, "bad shape summary");
+  for (int k = 0; !r->rc && sum->same && k < sum->ndim - 1; k++)
+    if ((sum->inner[k] = ferry__rec_get_nonneg(r, "bad dimension")) < 1)
+      ferry__rec_fail(r, "bad dimension");
+}
+
 static int fill_var(const ferry__mds_shard *s, const ferry__mds_col *c, int v,
                     const char *file, int zstd, int64_t stored,
                     ferry__part_desc *out, ferry__err *err) {
@@ -423,11 +457,22 @@ static int fill_var(const ferry__mds_shard *s, const ferry__mds_col *c, int v,
   int values = c->kind == FERRY__MDS_STRINT || c->kind == FERRY__MDS_STRFLOAT;
   ferry__rec_w w;
   ferry__rec_w_init(&w);
-  ferry__rec_put_u8(&w, values ? LOC_VALUES : LOC_OFFSETS);
+  int arrays = c->kind == FERRY__MDS_DYNARRAY;
+  ferry__rec_put_u8(&w, values   ? LOC_VALUES
+                        : arrays ? LOC_ARRAYS
+                                 : LOC_OFFSETS);
   ferry__rec_put_u8(&w, zstd ? CODEC_ZSTD : CODEC_RAW);
   ferry__rec_put_u64(&w, (uint64_t)stored);
   ferry__rec_put_u64(&w, (uint64_t)s->n);
   ferry__rec_put_u64s(&w, c->pos, (size_t)s->n);
+  if (arrays) {
+    int same = c->dyn_ndim > 0 && c->inner_same;
+    ferry__rec_put_u8(&w, (unsigned)c->dyn_ndim);
+    ferry__rec_put_u8(&w, (unsigned)same);
+    ferry__rec_put_u64(&w, (uint64_t)c->dyn_at);
+    for (int k = 0; same && k < c->dyn_ndim - 1; k++)
+      ferry__rec_put_u64(&w, (uint64_t)c->inner[k]);
+  }
   int rc = ferry__rec_blob(&w, &out->rec[v]);
   if (ragged && !rc && (out->roff[v] = malloc(((size_t)s->n + 1) * 8))) {
     out->roff[v][0] = 0;
@@ -546,6 +591,136 @@ done:
   return rc;
 }
 
+/* ---- Finish (rank 0, every shard described) --------------------------- */
+
+/* Part p's record of variable v read up to its shape summary: *kind, and
+ * *sum when it is LOC_ARRAYS; r->rc set when the record is damaged. */
+static void rec_summary(const ferry__part *pt, int v, ferry__rec_r *r,
+                        int *kind, shape_sum *sum) {
+  ferry__rec_r_init(r, pt->rec ? pt->rec[v].p : NULL,
+                    pt->rec ? pt->rec[v].len : 0);
+  *kind = (int)ferry__rec_get_u8(r);
+  (void)ferry__rec_get_u8(r);
+  (void)ferry__rec_get_u64(r);
+  int64_t n = ferry__rec_get_nonneg(r, "bad sample count");
+  if (!r->rc && *kind == LOC_ARRAYS) {
+    if ((uint64_t)n > ferry__rec_left(r) / 8)
+      ferry__rec_fail(r, "bad sample count");
+    else
+      (void)ferry__rec_take(r, (size_t)n * 8);
+    get_shape_sum(r, n, sum);
+  }
+}
+
+/* The variable's storage text with "flattened" replaced by its rows'
+ * inner shape. */
+static int storage_rows(ferry__var *var, const shape_sum *sum,
+                        ferry__err *err) {
+  static const char flat[] = ": each sample's array flattened";
+  char *f = var->storage ? strstr(var->storage, flat) : NULL;
+  if (!f)
+    return 0;
+  const char *zstd = strstr(f, "; zstd");
+  char shape[160], st[600];
+  size_t used = 0;
+  for (int k = 0; k < sum->ndim - 1; k++)
+    used += (size_t)snprintf(shape + used, sizeof shape - used, "%s%lld",
+                             k ? ", " : "", (long long)sum->inner[k]);
+  snprintf(st, sizeof st,
+           "%.*s: each sample's array as rows of shape (%s), its first "
+           "dimension the sample's row count (the shape prefix skipped)%s",
+           (int)(f - var->storage), var->storage, shape, zstd ? zstd : "");
+  char *d = strdup(st);
+  if (!d)
+    return ferry__oom(err, -1, strlen(st) + 1, "variable %s", var->name);
+  free(var->storage);
+  var->storage = d;
+  return 0;
+}
+
+/* Each dynamic ndarray variable: its samples in every shard must have one
+ * number of dimensions (else an error naming the shard, the column and the
+ * first sample's offset); when their dimensions after the first are the
+ * same in every sample of every shard, those become the ragged rows' inner
+ * shape (the offsets divided by the elements of a row), else the values
+ * stay flattened (rows of one element). */
+static int mds_finish(ferry__manifest *m, ferry__err *err) {
+  for (int v = 0; v < m->nvars; v++) {
+    ferry__var *var = &m->vars[v];
+    shape_sum first, sum;
+    int64_t pfirst = -1;
+    int same = 1, kind = 0;
+    memset(&first, 0, sizeof first);
+    for (int64_t p = 0; var->ragged && p < m->nparts; p++) {
+      const ferry__part *pt = &m->parts[p];
+      ferry__rec_r r;
+      rec_summary(pt, v, &r, &kind, &sum);
+      if (r.rc)
+        return ferry__seterr(err, FERRY_EFORMAT,
+                             "file %s, variable %s: its record: %s at byte "
+                             "%zu",
+                             pt->paths[v], var->name, r.why ? r.why : "?",
+                             r.at);
+      if (kind != LOC_ARRAYS) {
+        same = 0; /* a column of another encoding in this shard */
+        continue;
+      }
+      if (sum.ndim == 0) /* a shard of no sample */
+        continue;
+      if (pfirst < 0) {
+        first = sum;
+        pfirst = p;
+        continue;
+      }
+      if (sum.ndim != first.ndim)
+        return ferry__seterr(err, FERRY_EFORMAT,
+                             "MDS shard %s, sample 0, column %s, offset %lld: "
+                             "an ndarray of %d dimensions where shard %s's "
+                             "have %d: ferry serves one number of dimensions "
+                             "per column",
+                             pt->paths[v], var->name, (long long)sum.at,
+                             sum.ndim, m->parts[pfirst].paths[v], first.ndim);
+      for (int k = 0; same && k < first.ndim - 1; k++)
+        same = sum.same && first.same && sum.inner[k] == first.inner[k];
+    }
+    if (pfirst < 0 || !same || !first.same || first.ndim < 2)
+      continue;
+    int64_t elems = 1;
+    for (int k = 0; k < first.ndim - 1; k++) {
+      if (first.inner[k] > (int64_t)(SIZE_MAX / 8 / var->row_bytes) / elems)
+        elems = -1;
+      if (elems < 0)
+        break;
+      elems *= first.inner[k];
+    }
+    if (elems < 0)
+      continue; /* rows too large for a size_t: keep them flat */
+    for (int64_t p = 0; p < m->nparts; p++) {
+      const int64_t *ro = m->parts[p].roff[v];
+      for (int64_t i = 0; i <= m->parts[p].num_samples; i++)
+        if (ro[i] % elems)
+          return ferry__seterr(err, FERRY_EINTERNAL,
+                               "MDS shard %s, column %s: sample %lld's "
+                               "values are not whole rows of %lld elements",
+                               m->parts[p].paths[v], var->name, (long long)i,
+                               (long long)elems);
+    }
+    for (int64_t p = 0; p < m->nparts; p++) {
+      int64_t *ro = m->parts[p].roff[v];
+      for (int64_t i = 0; i <= m->parts[p].num_samples; i++)
+        ro[i] /= elems;
+    }
+    var->row_ndim = first.ndim - 1;
+    for (int k = 0; k < var->row_ndim; k++)
+      var->row_shape[k] = first.inner[k];
+    var->row_bytes *= (size_t)elems;
+    int rc = storage_rows(var, &first, err);
+    if (rc)
+      return rc;
+  }
+  return 0;
+}
+
 /* ---- Reads (I/O thread) ------------------------------------------------ */
 
 typedef struct loctab {
@@ -613,8 +788,10 @@ static int tab_get(ferry__io *io, int64_t part, int var, loctab **out,
   int codec = (int)ferry__rec_get_u8(&r);
   (void)ferry__rec_get_u64(&r);
   int64_t n = ferry__rec_get_nonneg(&r, "bad sample count");
-  if (!r.rc && kind != LOC_OFFSETS && kind != LOC_VALUES)
+  if (!r.rc && kind != LOC_OFFSETS && kind != LOC_VALUES && kind != LOC_ARRAYS)
     ferry__rec_fail(&r, "bad kind");
+  if (!r.rc && kind == LOC_ARRAYS && !v->ragged)
+    ferry__rec_fail(&r, "arrays for a variable that is not ragged");
   if (!r.rc && kind == LOC_VALUES && (v->ragged || v->row_bytes != 8))
     ferry__rec_fail(&r, "values for a variable not of 8-byte scalars");
   if (!r.rc && codec != CODEC_RAW && codec != CODEC_ZSTD)
@@ -629,7 +806,11 @@ static int tab_get(ferry__io *io, int64_t part, int var, loctab **out,
     ferry__rec_oom(&r, (size_t)n * 8, "the location table");
   if (!r.rc)
     ferry__rec_get_u64s(&r, t->pos, (size_t)n);
-  for (int64_t i = 0, end = 0; !r.rc && kind == LOC_OFFSETS && i < n; i++) {
+  if (!r.rc && kind == LOC_ARRAYS) { /* finish's business; checked here */
+    shape_sum sum;
+    get_shape_sum(&r, n, &sum);
+  }
+  for (int64_t i = 0, end = 0; !r.rc && kind != LOC_VALUES && i < n; i++) {
     int64_t len = value_bytes(pt, v, var, i);
     if (len < 0 || t->pos[i] < end || t->pos[i] > pt->file_size[var] - len)
       ferry__rec_fail(&r, "a value outside the shard or out of order");
@@ -649,7 +830,7 @@ static int tab_get(ferry__io *io, int64_t part, int var, loctab **out,
         "file %s, variable %s, rank %d: its record: %s at byte %zu",
         pt->paths[var], v->name, io->b.rank, r.why ? r.why : "?", r.at);
   }
-  t->kind = kind;
+  t->kind = kind == LOC_ARRAYS ? LOC_OFFSETS : kind;
   t->codec = codec;
   return 0;
 }
@@ -803,6 +984,7 @@ const ferry__backend ferry__backend_mds = {
                "(.mds, .mds.zstd)",
     .expand = mds_expand,
     .describe = mds_describe,
+    .finish = mds_finish,
     .io_open = mds_io_open,
     .io_read = mds_io_read,
     .io_close = mds_io_close,

@@ -33,6 +33,9 @@ enum {
 #define FERRY__MDS_MAX_COLS 1024
 #define FERRY__MDS_MAX_CONFIG (16 << 20)
 #define FERRY__MDS_MAX_INDEX ((size_t)1 << 30)
+/* A dynamic ndarray's dimensions after the first kept as a ragged row's
+ * inner shape: at most this many (a padded batch is [B, W, inner...]). */
+#define FERRY__MDS_MAX_INNER (FERRY_MAX_DIMS - 2)
 
 typedef struct ferry__mds_col {
   char *name;        /* column_names[c] */
@@ -45,10 +48,19 @@ typedef struct ferry__mds_col {
   int64_t shape[FERRY_MAX_DIMS];
   int dtype_byte;  /* FERRY__MDS_DYNARRAY: each value starts with its dtype */
   int dtype_known; /* FERRY__MDS_DYNARRAY with dtype_byte: seen a sample */
-  int selected;    /* tables built (vars lists it, or vars is empty) */
-  int64_t *pos;    /* [n]: where the values start in the shard, or the
-                    * parsed value (STRINT: int64, STRFLOAT: float64 bits) */
-  int64_t *len;    /* [n]: bytes of the values (BYTES, DYNARRAY) */
+  /* FERRY__MDS_DYNARRAY (selected): every sample's number of dimensions
+   * (0: no sample yet; samples of another number are refused), where the
+   * first sample's value starts (its dtype byte or shape prefix), and
+   * whether every sample's dimensions after the first equal inner[]
+   * (dyn_ndim - 1 of them, at most FERRY__MDS_MAX_INNER; 0 otherwise). */
+  int dyn_ndim;
+  int64_t dyn_at;
+  int inner_same;
+  int64_t inner[FERRY_MAX_DIMS];
+  int selected; /* tables built (vars lists it, or vars is empty) */
+  int64_t *pos; /* [n]: where the values start in the shard, or the
+                 * parsed value (STRINT: int64, STRFLOAT: float64 bits) */
+  int64_t *len; /* [n]: bytes of the values (BYTES, DYNARRAY) */
 } ferry__mds_col;
 
 typedef struct ferry__mds_shard {

@@ -328,7 +328,9 @@ static int sample_fail(const ferry__mds_src *src, int64_t i,
 }
 
 /* A dynamic ndarray's prefix at off (sz bytes in all): *skip the prefix's
- * bytes, *vbytes the values'. */
+ * bytes, *vbytes the values'.  Sample i must have the number of dimensions
+ * of the shard's first; c->inner_same is cleared when its dimensions after
+ * the first differ from the first sample's. */
 static int ndarray_prefix(win *w, ferry__mds_col *c, int64_t i, int64_t off,
                           int64_t sz, int64_t *skip, int64_t *vbytes,
                           ferry__err *err) {
@@ -361,6 +363,15 @@ static int ndarray_prefix(win *w, ferry__mds_col *c, int64_t i, int64_t off,
   int64_t sbytes = (int64_t)1 << sdt;
   if (ndim < 1)
     return sample_fail(src, i, c, off, "an ndarray of 0 dimensions", err);
+  if (c->dyn_ndim && ndim != c->dyn_ndim) {
+    char why[200];
+    snprintf(why, sizeof why,
+             "an ndarray of %d dimensions where the shard's sample 0 has %d "
+             "(offset %lld): ferry serves one number of dimensions per "
+             "column",
+             ndim, c->dyn_ndim, (long long)c->dyn_at);
+    return sample_fail(src, i, c, off, why, err);
+  }
   if (sz - head < ndim * sbytes)
     return sample_fail(src, i, c, off, "an ndarray shorter than its shape",
                        err);
@@ -368,6 +379,7 @@ static int ndarray_prefix(win *w, ferry__mds_col *c, int64_t i, int64_t off,
                     "an ndarray's shape", err)))
     return rc;
   uint64_t elems = 1, limit = (uint64_t)(sz - head - ndim * sbytes);
+  int64_t dims[FERRY_MAX_DIMS] = {0}; /* the first FERRY_MAX_DIMS */
   for (int k = 0; k < ndim; k++) {
     uint64_t d = 0;
     for (int b8 = (int)sbytes - 1; b8 >= 0; b8--)
@@ -378,12 +390,26 @@ static int ndarray_prefix(win *w, ferry__mds_col *c, int64_t i, int64_t off,
                          "bytes",
                          err);
     elems *= d;
+    if (k < FERRY_MAX_DIMS)
+      dims[k] = (int64_t)d;
   }
   *skip = head + ndim * sbytes;
   *vbytes = (int64_t)elems * (int64_t)ferry_dtype_size(c->dtype);
   if (*vbytes != sz - *skip)
     return sample_fail(src, i, c, off,
                        "an ndarray whose values are not its shape's size", err);
+  /* the dimensions after the first: the row's inner shape while every
+   * sample has the same ones */
+  if (!c->dyn_ndim) {
+    c->dyn_ndim = ndim;
+    c->dyn_at = off;
+    c->inner_same = ndim - 1 <= FERRY__MDS_MAX_INNER;
+    for (int k = 1; c->inner_same && k < ndim; k++)
+      c->inner[k - 1] = dims[k];
+  } else {
+    for (int k = 1; c->inner_same && k < ndim; k++)
+      c->inner_same = c->inner[k - 1] == dims[k];
+  }
   return 0;
 }
 

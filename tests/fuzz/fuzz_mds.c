@@ -5,8 +5,10 @@
  * str_float digits), with every column and with vars=img,an; and the bytes
  * as index.json.  Each must accept or refuse with a message; a shard it
  * accepts has every selected value inside the shard and in increasing
- * order, a dynamic ndarray's values a whole number of elements; an index
- * it accepts has plain file names.
+ * order, a dynamic ndarray's values a whole number of elements (of whole
+ * rows of its inner shape when every sample has the same dimensions after
+ * the first, at most FERRY__MDS_MAX_INNER of them, and its first sample's
+ * offset inside the shard); an index it accepts has plain file names.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -40,13 +42,25 @@ static void shard(const uint8_t *data, size_t size, const char *vars) {
     FUZZ_CHECK(col->kind != 0 && col->pos != NULL);
     if (col->kind == FERRY__MDS_STRINT || col->kind == FERRY__MDS_STRFLOAT)
       continue;
-    int64_t end = 0;
+    int64_t end = 0, row = (int64_t)ferry_dtype_size(col->dtype);
+    if (col->kind == FERRY__MDS_DYNARRAY) {
+      FUZZ_CHECK((s.n > 0) == (col->dyn_ndim > 0) && col->dyn_ndim <= 63);
+      FUZZ_CHECK(s.n == 0 ||
+                 (col->dyn_at >= 0 && col->dyn_at < col->pos[0] &&
+                  col->pos[0] - col->dyn_at <= 2 + 8 * col->dyn_ndim));
+      FUZZ_CHECK(!col->inner_same || col->dyn_ndim - 1 <= FERRY__MDS_MAX_INNER);
+      for (int k = 0; col->inner_same && k < col->dyn_ndim - 1; k++) {
+        FUZZ_CHECK(col->inner[k] >= 1 && col->inner[k] <= (int64_t)size);
+        row *= col->inner[k];
+        FUZZ_CHECK(row <= (int64_t)size);
+      }
+    }
     for (int64_t i = 0; i < s.n; i++) {
       int64_t len = col->len ? col->len[i] : col->fixed;
       FUZZ_CHECK(len >= 0 && col->pos[i] >= end &&
                  col->pos[i] <= (int64_t)size - len);
       if (col->kind == FERRY__MDS_DYNARRAY)
-        FUZZ_CHECK(len % (int64_t)ferry_dtype_size(col->dtype) == 0);
+        FUZZ_CHECK(len > 0 && len % row == 0);
       end = col->pos[i] + len;
     }
   }

@@ -16,6 +16,14 @@ OUT/good: every encoding ferry serves (and a pkl column, skipped) over
 in zstd shards (the zstd program compresses them), the raw files removed
 as Streaming's zip-only upload leaves them.  samples() gives what each
 column should read as (tests/mds/mds_check.py imports it).
+
+make_mds.py --dyn OUT: ndarray columns of dynamic shapes (tests/mds/
+mds_dyn.sh): OUT/dyn, DYN_COLUMNS over 29 samples in several shards (the
+dimensions after the first the same in every sample, or not; 1 to 8
+dimensions; shape prefixes of uint8 and uint16); OUT/dynmix, a column
+whose shards each have one inner shape but not the same one, and one
+whose shards' first samples agree but not their later ones
+(dyn_samples() and dynmix_samples() give what ferry serves).
 """
 import io
 import json
@@ -134,6 +142,77 @@ def samples(n=N):
              if COLUMNS[k] != "pkl"} for i in range(n)]
 
 
+DYN_N = 29
+DYN_COLUMNS = {"k": "int", "t": "ndarray:float32", "n": "ndarray",
+               "v": "ndarray:uint8", "w": "ndarray:int16",
+               "h": "ndarray:uint16", "e": "ndarray:float64",
+               "g": "ndarray:int8"}
+# the columns whose dimensions after the first are the same in every
+# sample (at most 6 of them): ferry keeps them as the rows' inner shape
+DYN_INNER = {"t", "n", "h", "e"}
+
+
+def dyn_sample(i):
+    def arr(shape, dtype, scale=1):
+        return ((np.arange(int(np.prod(shape))) * scale + i * 7) % 120 -
+                20).astype(dtype).reshape(shape)
+    return {
+        "k": i,
+        "t": arr((1 + i % 4, 3, 2), np.float32, 0.5),
+        "n": arr((2 + i % 3, 5), np.int32, 1001),
+        "v": arr((1 + i % 7,), np.uint8) + 20,
+        "w": arr((2, 1 + i % 3), np.int16),
+        "h": arr((1 + i % 2, 300), np.uint16) + 20,
+        "e": arr((1 + i % 2, 2, 1, 1, 3, 1, 2), np.float64, 0.25),
+        "g": arr((1 + i % 2, 1, 1, 1, 1, 1, 1, 2), np.int8),
+    }
+
+
+def dyn_served(k, a):
+    if not isinstance(a, np.ndarray):
+        return np.array(a, "<i8")
+    return a if k in DYN_INNER else a.reshape(-1)
+
+
+def dyn_samples(n=DYN_N):
+    return [{k: dyn_served(k, v) for k, v in dyn_sample(i).items()}
+            for i in range(n)]
+
+
+def dynmix_sample(i):
+    """x: rows of 3 in the first shard's samples (0-9), of 4 after; y: rows
+    of 3 but in samples 5 and 15 (each shard's first sample agrees)."""
+    return {"k": i,
+            "x": np.full((1 + i % 3, 3 if i < 10 else 4), i - 5, np.int32),
+            "y": np.full((1 + i % 3, 2 if i % 10 == 5 else 3), i, np.uint8)}
+
+
+def dynmix_samples(n=20):
+    return [{"k": np.array(s["k"], "<i8"), "x": s["x"].reshape(-1),
+             "y": s["y"].reshape(-1)}
+            for s in (dynmix_sample(i) for i in range(n))]
+
+
+def column_at(path, i, name):
+    """Where column name's bytes start in sample i of shard path."""
+    with open(path, "rb") as f:
+        data = f.read()
+    n = struct.unpack_from("<I", data)[0]
+    offs = struct.unpack_from("<%dI" % (n + 1), data, 4)
+    cfg = json.loads(data[4 + 4 * (n + 1):offs[0]])
+    sizes = cfg["column_sizes"]
+    nvar = sum(z is None for z in sizes)
+    heads = struct.unpack_from("<%dI" % nvar, data, offs[i])
+    at, k = offs[i] + 4 * nvar, 0
+    for c, z in zip(cfg["column_names"], sizes):
+        if c == name:
+            return at
+        if z is None:
+            z, k = heads[k], k + 1
+        at += z
+    raise KeyError(name)
+
+
 def fixed_size(enc):
     if enc in SCALARS:
         return np.dtype(SCALARS[enc]).itemsize
@@ -144,9 +223,10 @@ def fixed_size(enc):
     return None
 
 
-def write(out, columns, rows, size_limit, compression=None):
+def write(out, columns, rows, size_limit, compression=None, per_shard=None):
     """A dataset of the given samples, as MDSWriter(columns=columns,
-    out=out, size_limit=size_limit, compression=compression) writes it."""
+    out=out, size_limit=size_limit, compression=compression) writes it;
+    per_shard (not MDSWriter's): also flush after so many samples."""
     os.makedirs(out)
     names = sorted(columns)
     encs = [columns[k] for k in names]
@@ -192,7 +272,8 @@ def write(out, columns, rows, size_limit, compression=None):
                 raise ValueError("column %s: %d bytes, not %d" % (k, len(d), z))
             body.append(d)
         s = np.array(head, "<u4").tobytes() + b"".join(body)
-        if size_limit and size_limit < cur_size + len(s) + 4:
+        if (size_limit and size_limit < cur_size + len(s) + 4) or \
+                (per_shard and len(cur) == per_shard):
             flush()
             cur, cur_size = [], 8 + len(cfg)
         cur.append(s)
@@ -204,7 +285,22 @@ def write(out, columns, rows, size_limit, compression=None):
     return shards
 
 
+def main_dyn(out):
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    a = write(out + "/dyn", DYN_COLUMNS,
+              [dyn_sample(i) for i in range(DYN_N)], 6000)
+    b = write(out + "/dynmix",
+              {"k": "int", "x": "ndarray:int32", "y": "ndarray:uint8"},
+              [dynmix_sample(i) for i in range(20)], None, per_shard=10)
+    print("make_mds.py --dyn: %d samples in %d shards (%s samples), "
+          "dynmix: %d shards" % (DYN_N, len(a), ",".join(
+              str(s["samples"]) for s in a), len(b)))
+
+
 def main():
+    if sys.argv[1] == "--dyn":
+        return main_dyn(sys.argv[2])
     out = sys.argv[1]
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
