@@ -32,12 +32,15 @@
 
 #include "backends/mds.h"
 #include "backends/toolkit.h"
+#include "util/digest.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #ifdef HAVE_ZSTD
@@ -386,6 +389,214 @@ done:
 #endif
 }
 
+/* ---- Digests (mds_hashes=check) ---------------------------------------- */
+
+/* The index a rank's describe last read, kept for the next shard of the
+ * same dataset (a scan describes shard after shard: reading index.json for
+ * each would make the scan quadratic in the shards); read again when the
+ * file changes.  Kept until the process ends (a few hundred bytes per
+ * shard); the lock for loaders opened from several threads. */
+static struct {
+  pthread_mutex_t mu;
+  char *path;
+  struct stat st;
+  ferry__mds_index x;
+  int is_index; /* 1: a Streaming index; 0: another tool's index.json */
+  int64_t last; /* the entry found last: the next search starts after it */
+} idx_cache = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static int hashes_check(const ferry_options *opts) {
+  char v[16];
+  return opts && ferry_options_get(opts, "mds_hashes", v, sizeof v) == 0 &&
+         strcmp(v, "check") == 0;
+}
+
+/* The entry of shard file base (its raw or, zstd, its zip name) in the
+ * cached index, or -1.  Under idx_cache.mu. */
+static int64_t cache_find(const char *base, int zstd) {
+  const ferry__mds_index *x = &idx_cache.x;
+  for (int64_t j = 0; j < x->n; j++) {
+    int64_t k = (idx_cache.last + 1 + j) % x->n;
+    const char *name = zstd ? x->e[k].zip : x->e[k].raw;
+    if (name && strcmp(name, base) == 0)
+      return idx_cache.last = k;
+  }
+  return -1;
+}
+
+/* Read index (path) into the cache unless it holds it already, unchanged.
+ * Under idx_cache.mu. */
+static int cache_load(const char *index, const struct stat *st,
+                      ferry__err *err) {
+  if (idx_cache.path && strcmp(idx_cache.path, index) == 0 &&
+      idx_cache.st.st_dev == st->st_dev && idx_cache.st.st_ino == st->st_ino &&
+      idx_cache.st.st_size == st->st_size &&
+      idx_cache.st.st_mtim.tv_sec == st->st_mtim.tv_sec &&
+      idx_cache.st.st_mtim.tv_nsec == st->st_mtim.tv_nsec)
+    return 0;
+  ferry__mds_index_free(&idx_cache.x);
+  free(idx_cache.path);
+  idx_cache.path = NULL;
+  char *text = NULL;
+  size_t len = 0;
+  int rc = read_text(index, &text, &len, err);
+  if (!rc)
+    rc = ferry__mds_index_parse(text, len, index, &idx_cache.x, err);
+  free(text);
+  if (rc < 0)
+    return rc;
+  if (!(idx_cache.path = strdup(index))) {
+    ferry__mds_index_free(&idx_cache.x);
+    return ferry__oom(err, -1, strlen(index) + 1, "MDS index %s", index);
+  }
+  idx_cache.st = *st;
+  idx_cache.is_index = rc == 1;
+  idx_cache.last = -1;
+  return 0;
+}
+
+/* The digest (algo: FERRY__DIG_*) of bytes [0, size) of fd, or of mem when
+ * it is not NULL, into hex. */
+static int digest_bytes(const char *file, int fd, const unsigned char *mem,
+                        int64_t size, int algo, char *hex, ferry__err *err) {
+  ferry__digest d;
+  ferry__digest_init(&d, algo);
+  unsigned char *buf = NULL;
+  size_t step = (size_t)1 << 20;
+  if (!mem && !(buf = malloc(step)))
+    return ferry__oom(err, -1, step, "hashing MDS shard %s", file);
+  for (int64_t at = 0; at < size;) {
+    size_t n = size - at < (int64_t)step ? (size_t)(size - at) : step, got = 0;
+    if (!mem && (ferry__pread_full(fd, buf, n, at, &got) != 0 || got != n)) {
+      int e = errno;
+      free(buf);
+      return ferry__seterr(err, FERRY_EIO,
+                           "MDS shard %s, offset %lld: reading it to hash "
+                           "it: %s",
+                           file, (long long)(at + (int64_t)got),
+                           got < n && !e ? "short read" : strerror(e));
+    }
+    ferry__digest_update(&d, mem ? mem + at : buf, n);
+    at += (int64_t)n;
+  }
+  free(buf);
+  ferry__digest_hex(&d, hex);
+  return 0;
+}
+
+/* name added to the comma-separated list (cap bytes) unless it is there. */
+static void list_add(char *list, size_t cap, const char *name) {
+  size_t used = strlen(list), k = strlen(name);
+  for (const char *p = list; (p = strstr(p, name)) != NULL; p += k)
+    if ((p == list || p[-1] == ' ') && (p[k] == ',' || !p[k]))
+      return;
+  if (used + k + 3 < cap)
+    snprintf(list + used, cap - used, "%s%s", used ? ", " : "", name);
+}
+
+/* One file's digests (the shard as stored: what is "raw_data" or
+ * "zip_data"; or the decompressed shard, mem) against the index's: one
+ * algorithm, the fastest ferry computes of those listed (xxh64, md5, sha1,
+ * sha256: a damaged file fails any of them).  The lists get the algorithm
+ * compared (done), those not (other) and those ferry cannot compute
+ * (skip). */
+static int check_list(const char *file, const char *index, const char *what,
+                      int fd, const unsigned char *mem, int64_t size,
+                      const ferry__mds_hash *hs, int nh, char *done,
+                      char *other, char *skip, size_t cap, ferry__err *err) {
+  static const int fastest[] = {FERRY__DIG_XXH64, FERRY__DIG_MD5,
+                                FERRY__DIG_SHA1, FERRY__DIG_SHA256};
+  int pick = -1, rank = 4;
+  for (int h = 0; h < nh; h++) {
+    int a = ferry__digest_algo(hs[h].algo);
+    for (int r = 0; a >= 0 && r < rank; r++)
+      if (fastest[r] == a) {
+        pick = h;
+        rank = r;
+      }
+  }
+  for (int h = 0; h < nh; h++)
+    if (h != pick)
+      list_add(ferry__digest_algo(hs[h].algo) >= 0 ? other : skip, cap,
+               hs[h].algo);
+  if (pick < 0)
+    return 0;
+  list_add(done, cap, hs[pick].algo);
+  char hex[FERRY__DIG_HEX_MAX];
+  int rc = digest_bytes(file, fd, mem, size, fastest[rank], hex, err);
+  if (!rc && strcasecmp(hex, hs[pick].hex) != 0)
+    rc = ferry__seterr(err, FERRY_EFORMAT,
+                       "MDS shard %s%s: its %s digest is %s but index %s says "
+                       "%.*s (%s.hashes): the shard is damaged, or was "
+                       "rewritten after the index",
+                       file, mem ? " (decompressed)" : "", hs[pick].algo, hex,
+                       index, FERRY__MDS_MAX_HEX, hs[pick].hex, what);
+  return rc;
+}
+
+/* mds_hashes=check: the shard file (fd, its size; dec the decompressed
+ * bytes of a zstd shard) against the digests its dataset's index.json
+ * lists, with what was done in note. */
+static int check_digests(const char *file, int fd, int64_t size, int zstd,
+                         const unsigned char *dec, int64_t declen, char *note,
+                         size_t nnote, ferry__err *err) {
+  char *dir = dir_of(file),
+       *index = dir ? ferry__join_path(dir, "index.json") : NULL;
+  const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+  struct stat st;
+  int rc = 0;
+  snprintf(note, nnote,
+           "mds_hashes=check: no index.json beside %s, no digest checked",
+           file);
+  if (!dir || !index) {
+    free(dir);
+    free(index);
+    return ferry__oom(err, -1, strlen(file) + 16, "the index of %s", file);
+  }
+  if (stat(index, &st) != 0 || !S_ISREG(st.st_mode)) {
+    free(dir);
+    free(index);
+    return 0;
+  }
+  pthread_mutex_lock(&idx_cache.mu);
+  rc = cache_load(index, &st, err);
+  int64_t k = !rc && idx_cache.is_index ? cache_find(base, zstd) : -1;
+  if (!rc && k < 0)
+    snprintf(note, nnote,
+             "mds_hashes=check: %s is not listed in %s, no digest checked",
+             file, index);
+  if (!rc && k >= 0) {
+    const ferry__mds_entry *e = &idx_cache.x.e[k];
+    char done[200] = "", other[200] = "", skip[200] = "";
+    if (zstd)
+      rc = check_list(file, index, "zip_data", fd, NULL, size, e->zip_hash,
+                      e->nzip_hash, done, other, skip, sizeof done, err);
+    if (!rc)
+      rc = check_list(file, index, "raw_data", fd, zstd ? dec : NULL,
+                      zstd ? declen : size, e->raw_hash, e->nraw_hash, done,
+                      other, skip, sizeof done, err);
+    if (!rc && !*done && !*skip)
+      snprintf(note, nnote, "mds_hashes=check: %s lists no digest for %s",
+               index, file);
+    else if (!rc && !*done)
+      snprintf(note, nnote,
+               "mds_hashes=check: index.json lists no digest ferry computes "
+               "(it lists %s, ferry computes " FERRY__DIG_NAMES ")",
+               skip);
+    else if (!rc)
+      snprintf(note, nnote,
+               "mds_hashes=check: digests %s of every shard match "
+               "index.json (one algorithm per file, the fastest ferry "
+               "computes%s%s%s%s)",
+               done, *other ? ". Not compared: " : "", other,
+               *skip ? ". Not computed: " : "", skip);
+  }
+  pthread_mutex_unlock(&idx_cache.mu);
+  free(dir);
+  free(index);
+  return rc;
+}
+
 /* ---- Describe (rank 0) ------------------------------------------------- */
 
 static int fd_read(void *ctx, int64_t off, void *buf, size_t n, size_t *got) {
@@ -487,7 +698,8 @@ static int fill_var(const ferry__mds_shard *s, const ferry__mds_col *c, int v,
 }
 
 static int fill_desc(const ferry__mds_shard *s, const char *file, int zstd,
-                     int64_t stored, ferry__part_desc *out, ferry__err *err) {
+                     int64_t stored, const char *hnote, ferry__part_desc *out,
+                     ferry__err *err) {
   int n = 0;
   for (int c = 0; c < s->ncols; c++)
     n += s->cols[c].selected;
@@ -513,7 +725,7 @@ static int fill_desc(const ferry__mds_shard *s, const char *file, int zstd,
       if (rc)
         return rc;
     }
-  char notes[900];
+  char notes[1600];
   size_t used = (size_t)snprintf(notes, sizeof notes,
                                  "mds, first shard %s: %lld samples, %d "
                                  "columns",
@@ -523,6 +735,8 @@ static int fill_desc(const ferry__mds_shard *s, const char *file, int zstd,
       used += (size_t)snprintf(notes + used, sizeof notes - used,
                                "; column %s (%s) skipped: %s", s->cols[c].name,
                                s->cols[c].enc, s->cols[c].why);
+  if (*hnote && used < sizeof notes)
+    snprintf(notes + used, sizeof notes - used, "; %s", hnote);
   if (!(out->notes = strdup(notes)))
     return ferry__oom(err, -1, strlen(notes) + 1, "the notes of MDS shard %s",
                       file);
@@ -537,6 +751,7 @@ static int mds_describe(const char *path, const ferry_options *opts,
   int64_t declen = 0;
   int zstd = 0, fd = -1, rc = 0;
   struct stat st;
+  char hnote[600] = "";
   ferry__mds_shard s;
   memset(&s, 0, sizeof s);
   if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
@@ -576,9 +791,13 @@ static int mds_describe(const char *path, const ferry_options *opts,
     src.ctx = &mem;
     src.size = declen;
   }
+  if (hashes_check(opts) &&
+      (rc = check_digests(file, fd, (int64_t)st.st_size, zstd, dec, declen,
+                          hnote, sizeof hnote, err)) < 0)
+    goto done;
   if ((rc = ferry__mds_shard_scan(&src, &s, err)) < 0)
     goto done;
-  rc = fill_desc(&s, file, zstd, (int64_t)st.st_size, out, err);
+  rc = fill_desc(&s, file, zstd, (int64_t)st.st_size, hnote, out, err);
 done:
   if (fd >= 0)
     close(fd);

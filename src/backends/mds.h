@@ -103,12 +103,27 @@ int ferry__mds_shard_scan(const ferry__mds_src *src, ferry__mds_shard *out,
                           ferry__err *err);
 void ferry__mds_shard_free(ferry__mds_shard *s);
 
+/* A digest index.json lists for a file: the algorithm as Streaming names
+ * it ("sha1", "xxh64", ...) and its hex digest. */
+typedef struct ferry__mds_hash {
+  char *algo;
+  char *hex;
+} ferry__mds_hash;
+
+/* Bounds on a file's digests (more are refused). */
+#define FERRY__MDS_MAX_HASHES 32
+#define FERRY__MDS_MAX_HEX 256
+
 /* One shard of index.json. */
 typedef struct ferry__mds_entry {
   char *raw;         /* raw_data.basename */
   char *zip;         /* zip_data.basename, NULL when none */
   char *compression; /* "zstd", "zstd:7", ...; NULL when none */
   int64_t raw_bytes, zip_bytes, samples;
+  /* raw_data.hashes and zip_data.hashes: the digests of the raw and the
+   * compressed file (none when the writer was given no hashes) */
+  int nraw_hash, nzip_hash;
+  ferry__mds_hash *raw_hash, *zip_hash;
 } ferry__mds_entry;
 
 typedef struct ferry__mds_index {
@@ -120,7 +135,9 @@ typedef struct ferry__mds_index {
  * Parse index.json (text[0..len), path for messages): version 2, a list of
  * shards of format "mds", each with raw_data {basename, bytes} (a plain
  * file name: no '/', not "." or "..") and zip_data null or {basename,
- * bytes}, and samples.  Returns 1 with *out filled, 0 when the text is not
+ * bytes}, and samples; each file's hashes, when present, an object of at
+ * most 32 algorithm names (1 to 32 bytes) to hex digests (1 to 256 hex
+ * digits).  Returns 1 with *out filled, 0 when the text is not
  * a MosaicML Streaming index (no "shards" list: another tool's
  * index.json), or a negative code naming the file and the shard.
  */

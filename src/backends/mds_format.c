@@ -663,6 +663,41 @@ static int64_t get_count(json_t *o, const char *key) {
              : -1;
 }
 
+/* A file's "hashes" (o: raw_data or zip_data) into *out, *n. */
+static int parse_hashes(json_t *o, const char *what, const char *path,
+                        int64_t k, ferry__mds_hash **out, int *n,
+                        ferry__err *err) {
+  json_t *h = json_object_get(o, "hashes"), *v;
+  const char *key;
+  char why[120];
+  *out = NULL;
+  *n = 0;
+  if (!h || json_is_null(h))
+    return 0;
+  snprintf(why, sizeof why,
+           "%s.hashes is not an object of at most %d algorithm names to hex "
+           "digests",
+           what, FERRY__MDS_MAX_HASHES);
+  if (!json_is_object(h) || json_object_size(h) > FERRY__MDS_MAX_HASHES)
+    return index_fail(path, k, why, err);
+  if (json_object_size(h) == 0)
+    return 0;
+  if (!(*out = calloc(json_object_size(h), sizeof **out)))
+    return ferry__oom(err, -1, json_object_size(h) * sizeof **out,
+                      "MDS index %s", path);
+  json_object_foreach(h, key, v) {
+    const char *x = json_string_value(v);
+    size_t kl = strlen(key), xl = x ? strlen(x) : 0;
+    if (kl < 1 || kl > 32 || xl < 1 || xl > FERRY__MDS_MAX_HEX ||
+        strspn(x, "0123456789abcdefABCDEF") != xl)
+      return index_fail(path, k, why, err);
+    ferry__mds_hash *e = &(*out)[(*n)++];
+    if (!(e->algo = strdup(key)) || !(e->hex = strdup(x)))
+      return ferry__oom(err, -1, kl + xl + 2, "MDS index %s", path);
+  }
+  return 0;
+}
+
 static int parse_entry(json_t *sh, const char *path, int64_t k,
                        ferry__mds_entry *e, ferry__err *err) {
   if (!json_is_object(sh))
@@ -695,6 +730,10 @@ static int parse_entry(json_t *sh, const char *path, int64_t k,
     return index_fail(path, k, "samples is not a count below 2^32", err);
   if (!(e->raw = strdup(json_string_value(rb))))
     return ferry__oom(err, -1, 256, "MDS index %s", path);
+  int rc =
+      parse_hashes(raw, "raw_data", path, k, &e->raw_hash, &e->nraw_hash, err);
+  if (rc)
+    return rc;
   if (zip && !json_is_null(zip)) {
     json_t *zb = json_object_get(zip, "basename");
     if (!json_is_object(zip) || !plain_name(json_string_value(zb)) ||
@@ -708,6 +747,9 @@ static int parse_entry(json_t *sh, const char *path, int64_t k,
     if (!(e->zip = strdup(json_string_value(zb))) ||
         !(e->compression = strdup(json_string_value(comp))))
       return ferry__oom(err, -1, 256, "MDS index %s", path);
+    if ((rc = parse_hashes(zip, "zip_data", path, k, &e->zip_hash,
+                           &e->nzip_hash, err)))
+      return rc;
   }
   return 0;
 }
@@ -780,6 +822,16 @@ int ferry__mds_index_parse(const char *text, size_t len, const char *path,
 
 void ferry__mds_index_free(ferry__mds_index *x) {
   for (int64_t k = 0; x->e && k < x->n; k++) {
+    for (int h = 0; h < x->e[k].nraw_hash; h++) {
+      free(x->e[k].raw_hash[h].algo);
+      free(x->e[k].raw_hash[h].hex);
+    }
+    for (int h = 0; h < x->e[k].nzip_hash; h++) {
+      free(x->e[k].zip_hash[h].algo);
+      free(x->e[k].zip_hash[h].hex);
+    }
+    free(x->e[k].raw_hash);
+    free(x->e[k].zip_hash);
     free(x->e[k].raw);
     free(x->e[k].zip);
     free(x->e[k].compression);

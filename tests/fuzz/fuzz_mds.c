@@ -8,7 +8,9 @@
  * order, a dynamic ndarray's values a whole number of elements (of whole
  * rows of its inner shape when every sample has the same dimensions after
  * the first, at most FERRY__MDS_MAX_INNER of them, and its first sample's
- * offset inside the shard); an index it accepts has plain file names.
+ * offset inside the shard); an index it accepts has plain file names and
+ * at most 32 digests per file, each a name of 1 to 32 bytes and 1 to 256
+ * hex digits.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -67,6 +69,15 @@ static void shard(const uint8_t *data, size_t size, const char *vars) {
   ferry__mds_shard_free(&s);
 }
 
+static void check_hashes(const ferry__mds_hash *h, int n) {
+  FUZZ_CHECK(n >= 0 && n <= FERRY__MDS_MAX_HASHES && (n == 0 || h));
+  for (int k = 0; k < n; k++) {
+    size_t a = strlen(h[k].algo), x = strlen(h[k].hex);
+    FUZZ_CHECK(a >= 1 && a <= 32 && x >= 1 && x <= FERRY__MDS_MAX_HEX &&
+               strspn(h[k].hex, "0123456789abcdefABCDEF") == x);
+  }
+}
+
 static void index_json(const uint8_t *data, size_t size) {
   ferry__mds_index x;
   ferry__err err;
@@ -83,6 +94,8 @@ static void index_json(const uint8_t *data, size_t size) {
   for (int64_t k = 0; k < x.n; k++) {
     FUZZ_CHECK(x.e[k].raw && x.e[k].raw[0] && !strchr(x.e[k].raw, '/'));
     FUZZ_CHECK(!x.e[k].zip || (!strchr(x.e[k].zip, '/') && x.e[k].compression));
+    check_hashes(x.e[k].raw_hash, x.e[k].nraw_hash);
+    check_hashes(x.e[k].zip_hash, x.e[k].nzip_hash);
   }
   ferry__mds_index_free(&x);
 }

@@ -24,7 +24,17 @@ dimensions; shape prefixes of uint8 and uint16); OUT/dynmix, a column
 whose shards each have one inner shape but not the same one, and one
 whose shards' first samples agree but not their later ones
 (dyn_samples() and dynmix_samples() give what ferry serves).
+
+make_mds.py --hashes OUT: shards with the digests Streaming's
+MDSWriter(hashes=...) lists (tests/mds/mds_hashes.sh): OUT/hashed, raw
+shards, and OUT/hashed_zstd, zstd shards, with blake2b, md5, sha1,
+sha256 and xxh64 digests of every file; OUT/h_ALGO with fewer (HASH_SETS:
+ferry compares the fastest it computes, so each of md5, sha1, sha256 is
+the one compared somewhere; blake2b alone, none).  xxh64 is computed here
+from the xxHash specification (Debian has no python3-xxhash), checked
+against the xxHash project's sanity vectors first.
 """
+import hashlib
 import io
 import json
 import os
@@ -213,6 +223,68 @@ def column_at(path, i, name):
     raise KeyError(name)
 
 
+M64 = (1 << 64) - 1
+XP1, XP2, XP3 = 0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9
+XP4, XP5 = 0x85EBCA77C2B2AE63, 0x27D4EB2F165667C5
+
+
+def xxh64(data, seed=0):
+    """XXH64 of data as xxhash.xxh64(data).hexdigest() gives it."""
+    def rotl(x, r):
+        return ((x << r) | (x >> (64 - r))) & M64
+
+    def rnd(acc, lane):
+        return rotl((acc + lane * XP2) & M64, 31) * XP1 & M64
+
+    def u(i, k):
+        return int.from_bytes(data[i:i + k], "little")
+    n, i = len(data), 0
+    if n >= 32:
+        v = [(seed + XP1 + XP2) & M64, (seed + XP2) & M64, seed,
+             (seed - XP1) & M64]
+        while i + 32 <= n:
+            v = [rnd(v[k], u(i + 8 * k, 8)) for k in range(4)]
+            i += 32
+        h = (rotl(v[0], 1) + rotl(v[1], 7) + rotl(v[2], 12) +
+             rotl(v[3], 18)) & M64
+        for k in range(4):
+            h = ((h ^ rnd(0, v[k])) * XP1 + XP4) & M64
+    else:
+        h = (seed + XP5) & M64
+    h = (h + n) & M64
+    while i + 8 <= n:
+        h = (rotl(h ^ rnd(0, u(i, 8)), 27) * XP1 + XP4) & M64
+        i += 8
+    if i + 4 <= n:
+        h = (rotl(h ^ (u(i, 4) * XP1 & M64), 23) * XP2 + XP3) & M64
+        i += 4
+    while i < n:
+        h = rotl(h ^ (data[i] * XP5 & M64), 11) * XP1 & M64
+        i += 1
+    h = (h ^ (h >> 33)) * XP2 & M64
+    h = (h ^ (h >> 29)) * XP3 & M64
+    return "%016x" % (h ^ (h >> 32))
+
+
+def xxh64_selfcheck():
+    """The xxHash project's sanity vectors (cli/xsum_sanity_check.c)."""
+    g, buf = 2654435761, bytearray()
+    for _ in range(222):
+        buf.append(g >> 56)
+        g = g * 11400714785074694797 & M64
+    for n, want in ((0, "ef46db3751d8e999"), (1, "e934a84adb052768"),
+                    (4, "9136a0dca57457ee"), (14, "8282dcc4994e35c8"),
+                    (222, "b641ae8cb691c174")):
+        if xxh64(bytes(buf[:n])) != want:
+            raise AssertionError("xxh64 of %d bytes" % n)
+
+
+def digest(algo, data):
+    """Streaming's get_hash(algo, data): hashlib's, or xxhash's xxh64."""
+    return xxh64(data) if algo == "xxh64" else \
+        hashlib.new(algo, data).hexdigest()
+
+
 def fixed_size(enc):
     if enc in SCALARS:
         return np.dtype(SCALARS[enc]).itemsize
@@ -223,16 +295,18 @@ def fixed_size(enc):
     return None
 
 
-def write(out, columns, rows, size_limit, compression=None, per_shard=None):
+def write(out, columns, rows, size_limit, compression=None, per_shard=None,
+          hashes=()):
     """A dataset of the given samples, as MDSWriter(columns=columns,
-    out=out, size_limit=size_limit, compression=compression) writes it;
-    per_shard (not MDSWriter's): also flush after so many samples."""
+    out=out, size_limit=size_limit, compression=compression,
+    hashes=hashes) writes it; per_shard (not MDSWriter's): also flush
+    after so many samples."""
     os.makedirs(out)
     names = sorted(columns)
     encs = [columns[k] for k in names]
     sizes = [fixed_size(e) for e in encs]
     config = {"version": 2, "format": "mds", "compression": compression,
-              "hashes": [], "size_limit": size_limit,
+              "hashes": list(hashes), "size_limit": size_limit,
               "column_names": names, "column_encodings": encs,
               "column_sizes": sizes}
     cfg = json.dumps(config, sort_keys=True).encode("utf-8")
@@ -249,15 +323,18 @@ def write(out, columns, rows, size_limit, compression=None, per_shard=None):
             f.write(data)
         entry = {"samples": n,
                  "raw_data": {"basename": raw, "bytes": len(data),
-                              "hashes": {}},
+                              "hashes": {a: digest(a, data) for a in hashes}},
                  "zip_data": None}
         if compression:
             zname = raw + ".zstd"
             subprocess.run(["zstd", "-q", "-f", "-3", raw, "-o", zname],
                            cwd=out, check=True)
+            with open(os.path.join(out, zname), "rb") as f:
+                zdata = f.read()
             entry["zip_data"] = {
-                "basename": zname, "hashes": {},
-                "bytes": os.path.getsize(os.path.join(out, zname))}
+                "basename": zname,
+                "hashes": {a: digest(a, zdata) for a in hashes},
+                "bytes": len(zdata)}
             os.unlink(os.path.join(out, raw))
         entry.update(config)
         shards.append(entry)
@@ -298,9 +375,36 @@ def main_dyn(out):
               str(s["samples"]) for s in a), len(b)))
 
 
+HASHES = ["blake2b", "md5", "sha1", "sha256", "xxh64"]
+HASH_COLUMNS = {"k": "int", "b": "bytes", "a": "ndarray:float32:2,3"}
+HASH_SETS = {"md5": ["md5", "sha256"], "sha1": ["blake2b", "sha1"],
+             "sha256": ["sha256"], "blake2b": ["blake2b"]}
+
+
+def hash_sample(i):
+    return {"k": i, "b": bytes(range(i % 50, i % 50 + 40 + i % 9)),
+            "a": np.arange(6, dtype=np.float32).reshape(2, 3) * i}
+
+
+def main_hashes(out):
+    xxh64_selfcheck()
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    rows = [hash_sample(i) for i in range(30)]
+    a = write(out + "/hashed", HASH_COLUMNS, rows, 800, hashes=HASHES)
+    write(out + "/hashed_zstd", HASH_COLUMNS, rows, 800, compression="zstd",
+          hashes=HASHES)
+    for name, hashes in HASH_SETS.items():
+        write(out + "/h_" + name, HASH_COLUMNS, rows, 800, hashes=hashes)
+    print("make_mds.py --hashes: 30 samples in %d shards, digests %s (raw and "
+          "zstd)" % (len(a), ",".join(HASHES)))
+
+
 def main():
     if sys.argv[1] == "--dyn":
         return main_dyn(sys.argv[2])
+    if sys.argv[1] == "--hashes":
+        return main_hashes(sys.argv[2])
     out = sys.argv[1]
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
