@@ -32,6 +32,7 @@ UNIT_TESTS = \
 	tests/unit/test_npy \
 	tests/unit/test_manifest \
 	tests/unit/test_record \
+	tests/unit/test_digest \
 	tests/unit/test_mix \
 	tests/unit/test_state_file \
 	tests/unit/test_zarr_meta \
@@ -98,9 +99,12 @@ MPI_TESTS += \
 	tests/wds/npy.sh \
 	tests/wds/npy_python.sh
 # tests/mds/: MosaicML Streaming MDS datasets (docs/images.md): every
-# encoding's values on 1-4 ranks, raw and zstd shards, the refusals.
+# encoding's values on 1-4 ranks, raw and zstd shards, the refusals;
+# ndarrays of dynamic shapes (mds_dyn.sh); shard digests (mds_hashes.sh).
 MPI_TESTS += \
-	tests/mds/mds.sh
+	tests/mds/mds.sh \
+	tests/mds/mds_dyn.sh \
+	tests/mds/mds_hashes.sh
 
 # tests/imgfolder/: image folders read as torchvision's ImageFolder reads
 # them (docs/images.md): samples, labels and order against ImageFolder's,
@@ -234,7 +238,7 @@ SLOW_TESTS = \
 # LIST: the asan tier, run again in ./bootstrap check's ASan+UBSan tree:
 # the unit tests, the pipeline, ferry's own readers, every fuzz harness.
 ASAN_TESTS = \
-	tests/unit/test_record \
+	tests/unit/test_record tests/unit/test_digest \
 	tests/unit/test_plan tests/unit/test_global tests/unit/test_quality \
 	tests/unit/test_draw tests/unit/test_pack tests/unit/test_mix tests/sampling/sampling.sh tests/sampling/mix.sh \
 	tests/unit/test_dtype tests/unit/test_anndata \

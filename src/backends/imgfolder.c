@@ -42,6 +42,7 @@
 #define _DEFAULT_SOURCE /* d_type, DT_* */
 #endif
 
+#include "backends/imgfolder.h"
 #include "backends/toolkit.h"
 
 #include <dirent.h>
@@ -55,10 +56,11 @@
 #include <unistd.h>
 
 #define IMG_REC_VERSION 1
-/* The location table's kinds (decision 0057): 2 values, 3 files. */
-enum { LOC_VALUES = 2, LOC_FILES = 3 };
+/* The location table's kinds (decision 0057; imgfolder.h): 2 values, 3
+ * files. */
+enum { LOC_VALUES = FERRY__IMG_LOC_VALUES, LOC_FILES = FERRY__IMG_LOC_FILES };
 /* A path below the root: at most this many bytes. */
-enum { REL_MAX = 4095 };
+enum { REL_MAX = FERRY__IMG_REL_MAX };
 /* Listing threads when the threads option is 0 (auto), and at most. */
 enum { LIST_THREADS_AUTO = 16, LIST_THREADS_MAX = 64 };
 /* Image files stat'ed per listing job. */
@@ -755,14 +757,9 @@ done:
 
 /* ---- Reads (I/O thread, and the pool's lanes) --------------------------- */
 
-/* A variable's location table, decoded from its record on first use. */
-typedef struct loctab {
-  int kind;         /* LOC_VALUES or LOC_FILES; 0: not decoded yet */
-  int64_t *v;       /* [n] values, or each sample's file */
-  int64_t nfiles;   /* LOC_FILES: the files' names, in the record */
-  int64_t *name_at; /* [nfiles] offset of each name's bytes */
-  uint32_t *name_len;
-} loctab;
+/* A variable's location table, decoded from its record on first use
+ * (kind 0: not decoded yet). */
+typedef ferry__img_loctab loctab;
 
 struct ferry__io {
   ferry__io_base b;
@@ -789,6 +786,60 @@ static int name_ok(const unsigned char *p, uint32_t n) {
   return 1;
 }
 
+int ferry__img_loctab_parse(const void *rec, size_t len, int ragged,
+                            int64_t nsamples, ferry__img_loctab *t,
+                            ferry__rec_r *r) {
+  memset(t, 0, sizeof *t);
+  ferry__rec_r_init(r, rec, len);
+  int kind = (int)ferry__rec_get_u8(r);
+  int64_t n = ferry__rec_get_nonneg(r, "bad sample count");
+  if (!r->rc && kind != (ragged ? LOC_FILES : LOC_VALUES))
+    ferry__rec_fail(r, "bad kind");
+  if (!r->rc && n != nsamples)
+    ferry__rec_fail(r, "not one entry per sample");
+  if (!r->rc && kind == LOC_FILES) {
+    t->nfiles = ferry__rec_get_nonneg(r, "bad file count");
+    if (!r->rc && (uint64_t)t->nfiles > ferry__rec_left(r) / 5)
+      ferry__rec_fail(r, "bad file count");
+    size_t k = (size_t)(t->nfiles ? t->nfiles : 1);
+    if (!r->rc &&
+        (!(t->name_at = malloc(k * 8)) || !(t->name_len = malloc(k * 4))))
+      ferry__rec_oom(r, k * 12, "the file names");
+    for (int64_t i = 0; !r->rc && i < t->nfiles; i++) {
+      uint32_t nlen = ferry__rec_get_len(r, "a name runs past the end");
+      t->name_at[i] = (int64_t)r->pos;
+      t->name_len[i] = nlen;
+      const unsigned char *p = ferry__rec_take(r, nlen);
+      if (p && !name_ok(p, nlen))
+        ferry__rec_fail(r, "a file name outside the folder");
+    }
+  }
+  if (!r->rc && (uint64_t)n > ferry__rec_left(r) / 8)
+    ferry__rec_fail(r, "bad sample count");
+  if (!r->rc && !(t->v = malloc((size_t)(n ? n : 1) * 8)))
+    ferry__rec_oom(r, (size_t)n * 8, "the location table");
+  if (!r->rc)
+    ferry__rec_get_u64s(r, t->v, (size_t)n);
+  for (int64_t i = 0; !r->rc && kind == LOC_FILES && i < n; i++)
+    if (t->v[i] < 0 || t->v[i] >= t->nfiles)
+      ferry__rec_fail(r, "a sample names no file of the list");
+  if (!r->rc)
+    ferry__rec_end(r, "bytes after the table");
+  if (r->rc) {
+    ferry__img_loctab_free(t);
+    return r->rc;
+  }
+  t->kind = kind;
+  return 0;
+}
+
+void ferry__img_loctab_free(ferry__img_loctab *t) {
+  free(t->v);
+  free(t->name_at);
+  free(t->name_len);
+  memset(t, 0, sizeof *t);
+}
+
 static int tab_get(ferry__io *io, int64_t part, int var, loctab **out,
                    ferry__err *err) {
   const ferry__manifest *m = io->b.m;
@@ -798,59 +849,18 @@ static int tab_get(ferry__io *io, int64_t part, int var, loctab **out,
     return 0;
   const ferry__part *pt = &m->parts[part];
   ferry__rec_r r;
-  ferry__rec_r_init(&r, pt->rec ? pt->rec[var].p : NULL,
-                    pt->rec ? pt->rec[var].len : 0);
-  int kind = (int)ferry__rec_get_u8(&r);
-  int64_t n = ferry__rec_get_nonneg(&r, "bad sample count");
-  if (!r.rc && kind != (m->vars[var].ragged ? LOC_FILES : LOC_VALUES))
-    ferry__rec_fail(&r, "bad kind");
-  if (!r.rc && n != pt->num_samples)
-    ferry__rec_fail(&r, "not one entry per sample");
-  if (!r.rc && kind == LOC_FILES) {
-    t->nfiles = ferry__rec_get_nonneg(&r, "bad file count");
-    if (!r.rc && (uint64_t)t->nfiles > ferry__rec_left(&r) / 5)
-      ferry__rec_fail(&r, "bad file count");
-    size_t k = (size_t)(t->nfiles ? t->nfiles : 1);
-    if (!r.rc &&
-        (!(t->name_at = malloc(k * 8)) || !(t->name_len = malloc(k * 4))))
-      ferry__rec_oom(&r, k * 12, "the file names");
-    for (int64_t i = 0; !r.rc && i < t->nfiles; i++) {
-      uint32_t len = ferry__rec_get_len(&r, "a name runs past the end");
-      t->name_at[i] = (int64_t)r.pos;
-      t->name_len[i] = len;
-      const unsigned char *p = ferry__rec_take(&r, len);
-      if (p && !name_ok(p, len))
-        ferry__rec_fail(&r, "a file name outside the folder");
-    }
-  }
-  if (!r.rc && (uint64_t)n > ferry__rec_left(&r) / 8)
-    ferry__rec_fail(&r, "bad sample count");
-  if (!r.rc && !(t->v = malloc((size_t)(n ? n : 1) * 8)))
-    ferry__rec_oom(&r, (size_t)n * 8, "the location table");
-  if (!r.rc)
-    ferry__rec_get_u64s(&r, t->v, (size_t)n);
-  for (int64_t i = 0; !r.rc && kind == LOC_FILES && i < n; i++)
-    if (t->v[i] < 0 || t->v[i] >= t->nfiles)
-      ferry__rec_fail(&r, "a sample names no file of the list");
-  if (!r.rc)
-    ferry__rec_end(&r, "bytes after the table");
-  if (r.rc) {
-    free(t->v);
-    free(t->name_at);
-    free(t->name_len);
-    memset(t, 0, sizeof *t);
-    if (r.rc == FERRY_ENOMEM)
-      return ferry__oom(err, io->b.rank, r.want,
-                        "the location table of image folder %s, variable %s",
-                        pt->paths[var], m->vars[var].name);
-    return ferry__seterr(
-        err, FERRY_EFORMAT,
-        "image folder %s, variable %s, rank %d: its record: %s at byte %zu",
-        pt->paths[var], m->vars[var].name, io->b.rank, r.why ? r.why : "?",
-        r.at);
-  }
-  t->kind = kind;
-  return 0;
+  if (ferry__img_loctab_parse(pt->rec ? pt->rec[var].p : NULL,
+                              pt->rec ? pt->rec[var].len : 0,
+                              m->vars[var].ragged, pt->num_samples, t, &r) == 0)
+    return 0;
+  if (r.rc == FERRY_ENOMEM)
+    return ferry__oom(err, io->b.rank, r.want,
+                      "the location table of image folder %s, variable %s",
+                      pt->paths[var], m->vars[var].name);
+  return ferry__seterr(
+      err, FERRY_EFORMAT,
+      "image folder %s, variable %s, rank %d: its record: %s at byte %zu",
+      pt->paths[var], m->vars[var].name, io->b.rank, r.why ? r.why : "?", r.at);
 }
 
 static int img_io_open(ferry__io **out, const ferry__manifest *m,

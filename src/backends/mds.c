@@ -13,10 +13,13 @@
  * the per-sample location table of decision 0057: kind 1, the value's
  * offset in the (decompressed) shard, its size the ragged step or the
  * row's bytes; kind 2, the value itself (str_int, str_float parsed at
- * describe).  Raw shards are read like WebDataset members: values less
- * than 64 KiB apart in one preadv, the bytes between them in a scratch
- * buffer.  A zstd shard is decompressed whole into memory on each rank
- * that reads it and kept in a cache of at most MDS_CACHE_BYTES (the least
+ * describe); kind 5, a dynamic ndarray's values, as kind 1, with the
+ * shard's shape summary after the table, from which mds_finish keeps the
+ * dimensions after the first as the rows' inner shape when every sample
+ * of every shard has the same ones.  Raw shards are read like WebDataset
+ * members: values less than 64 KiB apart in one preadv, the bytes between them
+ * in a scratch buffer.  A zstd shard is decompressed whole into memory on each
+ * rank that reads it and kept in a cache of at most MDS_CACHE_BYTES (the least
  * recently used shard evicted first; at least one is kept whatever its
  * size).
  */
@@ -29,20 +32,33 @@
 
 #include "backends/mds.h"
 #include "backends/toolkit.h"
+#include "util/digest.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #ifdef HAVE_ZSTD
 #include <zstd.h>
 #endif
 
-#define MDS_REC_VERSION 1
-enum { LOC_OFFSETS = 1, LOC_VALUES = 2 };
+#define MDS_REC_VERSION 2
+/* A column's record: its kind (the location table's kinds of decision
+ * 0057, numbered across the backends: 3 and 4 are the image folders' and
+ * WebDataset npy members'), codec (CODEC_*), the file's bytes on disk, the
+ * sample count n, one u64 per sample (LOC_VALUES: the value; else where
+ * the value starts in the decompressed shard), then for LOC_ARRAYS (a
+ * dynamic ndarray column) the shard's shape summary: u8 ndim (0: no
+ * sample), u8 inner_same, u64 where the first sample's value (its prefix)
+ * starts, and when inner_same the ndim - 1 dimensions after the first, u64
+ * each; mds_finish reads it.  Version 2 added LOC_ARRAYS (decision
+ * 0064). */
+enum { LOC_OFFSETS = 1, LOC_VALUES = 2, LOC_ARRAYS = 5 };
 enum { CODEC_RAW = 0, CODEC_ZSTD = 1 };
 /* A decompressed shard's bound: its offsets are uint32. */
 #define MDS_MAX_RAW ((int64_t)UINT32_MAX)
@@ -373,6 +389,214 @@ done:
 #endif
 }
 
+/* ---- Digests (mds_hashes=check) ---------------------------------------- */
+
+/* The index a rank's describe last read, kept for the next shard of the
+ * same dataset (a scan describes shard after shard: reading index.json for
+ * each would make the scan quadratic in the shards); read again when the
+ * file changes.  Kept until the process ends (a few hundred bytes per
+ * shard); the lock for loaders opened from several threads. */
+static struct {
+  pthread_mutex_t mu;
+  char *path;
+  struct stat st;
+  ferry__mds_index x;
+  int is_index; /* 1: a Streaming index; 0: another tool's index.json */
+  int64_t last; /* the entry found last: the next search starts after it */
+} idx_cache = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static int hashes_check(const ferry_options *opts) {
+  char v[16];
+  return opts && ferry_options_get(opts, "mds_hashes", v, sizeof v) == 0 &&
+         strcmp(v, "check") == 0;
+}
+
+/* The entry of shard file base (its raw or, zstd, its zip name) in the
+ * cached index, or -1.  Under idx_cache.mu. */
+static int64_t cache_find(const char *base, int zstd) {
+  const ferry__mds_index *x = &idx_cache.x;
+  for (int64_t j = 0; j < x->n; j++) {
+    int64_t k = (idx_cache.last + 1 + j) % x->n;
+    const char *name = zstd ? x->e[k].zip : x->e[k].raw;
+    if (name && strcmp(name, base) == 0)
+      return idx_cache.last = k;
+  }
+  return -1;
+}
+
+/* Read index (path) into the cache unless it holds it already, unchanged.
+ * Under idx_cache.mu. */
+static int cache_load(const char *index, const struct stat *st,
+                      ferry__err *err) {
+  if (idx_cache.path && strcmp(idx_cache.path, index) == 0 &&
+      idx_cache.st.st_dev == st->st_dev && idx_cache.st.st_ino == st->st_ino &&
+      idx_cache.st.st_size == st->st_size &&
+      idx_cache.st.st_mtim.tv_sec == st->st_mtim.tv_sec &&
+      idx_cache.st.st_mtim.tv_nsec == st->st_mtim.tv_nsec)
+    return 0;
+  ferry__mds_index_free(&idx_cache.x);
+  free(idx_cache.path);
+  idx_cache.path = NULL;
+  char *text = NULL;
+  size_t len = 0;
+  int rc = read_text(index, &text, &len, err);
+  if (!rc)
+    rc = ferry__mds_index_parse(text, len, index, &idx_cache.x, err);
+  free(text);
+  if (rc < 0)
+    return rc;
+  if (!(idx_cache.path = strdup(index))) {
+    ferry__mds_index_free(&idx_cache.x);
+    return ferry__oom(err, -1, strlen(index) + 1, "MDS index %s", index);
+  }
+  idx_cache.st = *st;
+  idx_cache.is_index = rc == 1;
+  idx_cache.last = -1;
+  return 0;
+}
+
+/* The digest (algo: FERRY__DIG_*) of bytes [0, size) of fd, or of mem when
+ * it is not NULL, into hex. */
+static int digest_bytes(const char *file, int fd, const unsigned char *mem,
+                        int64_t size, int algo, char *hex, ferry__err *err) {
+  ferry__digest d;
+  ferry__digest_init(&d, algo);
+  unsigned char *buf = NULL;
+  size_t step = (size_t)1 << 20;
+  if (!mem && !(buf = malloc(step)))
+    return ferry__oom(err, -1, step, "hashing MDS shard %s", file);
+  for (int64_t at = 0; at < size;) {
+    size_t n = size - at < (int64_t)step ? (size_t)(size - at) : step, got = 0;
+    if (!mem && (ferry__pread_full(fd, buf, n, at, &got) != 0 || got != n)) {
+      int e = errno;
+      free(buf);
+      return ferry__seterr(err, FERRY_EIO,
+                           "MDS shard %s, offset %lld: reading it to hash "
+                           "it: %s",
+                           file, (long long)(at + (int64_t)got),
+                           got < n && !e ? "short read" : strerror(e));
+    }
+    ferry__digest_update(&d, mem ? mem + at : buf, n);
+    at += (int64_t)n;
+  }
+  free(buf);
+  ferry__digest_hex(&d, hex);
+  return 0;
+}
+
+/* name added to the comma-separated list (cap bytes) unless it is there. */
+static void list_add(char *list, size_t cap, const char *name) {
+  size_t used = strlen(list), k = strlen(name);
+  for (const char *p = list; (p = strstr(p, name)) != NULL; p += k)
+    if ((p == list || p[-1] == ' ') && (p[k] == ',' || !p[k]))
+      return;
+  if (used + k + 3 < cap)
+    snprintf(list + used, cap - used, "%s%s", used ? ", " : "", name);
+}
+
+/* One file's digests (the shard as stored: what is "raw_data" or
+ * "zip_data"; or the decompressed shard, mem) against the index's: one
+ * algorithm, the fastest ferry computes of those listed (xxh64, md5, sha1,
+ * sha256: a damaged file fails any of them).  The lists get the algorithm
+ * compared (done), those not (other) and those ferry cannot compute
+ * (skip). */
+static int check_list(const char *file, const char *index, const char *what,
+                      int fd, const unsigned char *mem, int64_t size,
+                      const ferry__mds_hash *hs, int nh, char *done,
+                      char *other, char *skip, size_t cap, ferry__err *err) {
+  static const int fastest[] = {FERRY__DIG_XXH64, FERRY__DIG_MD5,
+                                FERRY__DIG_SHA1, FERRY__DIG_SHA256};
+  int pick = -1, rank = 4;
+  for (int h = 0; h < nh; h++) {
+    int a = ferry__digest_algo(hs[h].algo);
+    for (int r = 0; a >= 0 && r < rank; r++)
+      if (fastest[r] == a) {
+        pick = h;
+        rank = r;
+      }
+  }
+  for (int h = 0; h < nh; h++)
+    if (h != pick)
+      list_add(ferry__digest_algo(hs[h].algo) >= 0 ? other : skip, cap,
+               hs[h].algo);
+  if (pick < 0)
+    return 0;
+  list_add(done, cap, hs[pick].algo);
+  char hex[FERRY__DIG_HEX_MAX];
+  int rc = digest_bytes(file, fd, mem, size, fastest[rank], hex, err);
+  if (!rc && strcasecmp(hex, hs[pick].hex) != 0)
+    rc = ferry__seterr(err, FERRY_EFORMAT,
+                       "MDS shard %s%s: its %s digest is %s but index %s says "
+                       "%.*s (%s.hashes): the shard is damaged, or was "
+                       "rewritten after the index",
+                       file, mem ? " (decompressed)" : "", hs[pick].algo, hex,
+                       index, FERRY__MDS_MAX_HEX, hs[pick].hex, what);
+  return rc;
+}
+
+/* mds_hashes=check: the shard file (fd, its size; dec the decompressed
+ * bytes of a zstd shard) against the digests its dataset's index.json
+ * lists, with what was done in note. */
+static int check_digests(const char *file, int fd, int64_t size, int zstd,
+                         const unsigned char *dec, int64_t declen, char *note,
+                         size_t nnote, ferry__err *err) {
+  char *dir = dir_of(file),
+       *index = dir ? ferry__join_path(dir, "index.json") : NULL;
+  const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+  struct stat st;
+  int rc = 0;
+  snprintf(note, nnote,
+           "mds_hashes=check: no index.json beside %s, no digest checked",
+           file);
+  if (!dir || !index) {
+    free(dir);
+    free(index);
+    return ferry__oom(err, -1, strlen(file) + 16, "the index of %s", file);
+  }
+  if (stat(index, &st) != 0 || !S_ISREG(st.st_mode)) {
+    free(dir);
+    free(index);
+    return 0;
+  }
+  pthread_mutex_lock(&idx_cache.mu);
+  rc = cache_load(index, &st, err);
+  int64_t k = !rc && idx_cache.is_index ? cache_find(base, zstd) : -1;
+  if (!rc && k < 0)
+    snprintf(note, nnote,
+             "mds_hashes=check: %s is not listed in %s, no digest checked",
+             file, index);
+  if (!rc && k >= 0) {
+    const ferry__mds_entry *e = &idx_cache.x.e[k];
+    char done[200] = "", other[200] = "", skip[200] = "";
+    if (zstd)
+      rc = check_list(file, index, "zip_data", fd, NULL, size, e->zip_hash,
+                      e->nzip_hash, done, other, skip, sizeof done, err);
+    if (!rc)
+      rc = check_list(file, index, "raw_data", fd, zstd ? dec : NULL,
+                      zstd ? declen : size, e->raw_hash, e->nraw_hash, done,
+                      other, skip, sizeof done, err);
+    if (!rc && !*done && !*skip)
+      snprintf(note, nnote, "mds_hashes=check: %s lists no digest for %s",
+               index, file);
+    else if (!rc && !*done)
+      snprintf(note, nnote,
+               "mds_hashes=check: index.json lists no digest ferry computes "
+               "(it lists %s, ferry computes " FERRY__DIG_NAMES ")",
+               skip);
+    else if (!rc)
+      snprintf(note, nnote,
+               "mds_hashes=check: digests %s of every shard match "
+               "index.json (one algorithm per file, the fastest ferry "
+               "computes%s%s%s%s)",
+               done, *other ? ". Not compared: " : "", other,
+               *skip ? ". Not computed: " : "", skip);
+  }
+  pthread_mutex_unlock(&idx_cache.mu);
+  free(dir);
+  free(index);
+  return rc;
+}
+
 /* ---- Describe (rank 0) ------------------------------------------------- */
 
 static int fd_read(void *ctx, int64_t off, void *buf, size_t n, size_t *got) {
@@ -392,6 +616,27 @@ static const char *enc_note(const char *enc) {
     return ": a list of images in Streaming's layout (uint32 count, sizes, "
            "files), served as bytes";
   return "";
+}
+
+/* A LOC_ARRAYS record's shape summary (the record's layout above). */
+typedef struct shape_sum {
+  int ndim, same;
+  int64_t at;
+  int64_t inner[FERRY_MAX_DIMS];
+} shape_sum;
+
+static void get_shape_sum(ferry__rec_r *r, int64_t n, shape_sum *sum) {
+  memset(sum, 0, sizeof *sum);
+  sum->ndim = (int)ferry__rec_get_u8(r);
+  sum->same = (int)ferry__rec_get_u8(r);
+  sum->at = ferry__rec_get_nonneg(r, "bad offset of the first array");
+  if (!r->rc &&
+      (sum->ndim > 63 || (n > 0) != (sum->ndim > 0) || sum->same > 1 ||
+       (sum->same && sum->ndim - 1 > FERRY__MDS_MAX_INNER)))
+    ferry__rec_fail(r, "bad shape summary");
+  for (int k = 0; !r->rc && sum->same && k < sum->ndim - 1; k++)
+    if ((sum->inner[k] = ferry__rec_get_nonneg(r, "bad dimension")) < 1)
+      ferry__rec_fail(r, "bad dimension");
 }
 
 static int fill_var(const ferry__mds_shard *s, const ferry__mds_col *c, int v,
@@ -423,11 +668,22 @@ static int fill_var(const ferry__mds_shard *s, const ferry__mds_col *c, int v,
   int values = c->kind == FERRY__MDS_STRINT || c->kind == FERRY__MDS_STRFLOAT;
   ferry__rec_w w;
   ferry__rec_w_init(&w);
-  ferry__rec_put_u8(&w, values ? LOC_VALUES : LOC_OFFSETS);
+  int arrays = c->kind == FERRY__MDS_DYNARRAY;
+  ferry__rec_put_u8(&w, values   ? LOC_VALUES
+                        : arrays ? LOC_ARRAYS
+                                 : LOC_OFFSETS);
   ferry__rec_put_u8(&w, zstd ? CODEC_ZSTD : CODEC_RAW);
   ferry__rec_put_u64(&w, (uint64_t)stored);
   ferry__rec_put_u64(&w, (uint64_t)s->n);
   ferry__rec_put_u64s(&w, c->pos, (size_t)s->n);
+  if (arrays) {
+    int same = c->dyn_ndim > 0 && c->inner_same;
+    ferry__rec_put_u8(&w, (unsigned)c->dyn_ndim);
+    ferry__rec_put_u8(&w, (unsigned)same);
+    ferry__rec_put_u64(&w, (uint64_t)c->dyn_at);
+    for (int k = 0; same && k < c->dyn_ndim - 1; k++)
+      ferry__rec_put_u64(&w, (uint64_t)c->inner[k]);
+  }
   int rc = ferry__rec_blob(&w, &out->rec[v]);
   if (ragged && !rc && (out->roff[v] = malloc(((size_t)s->n + 1) * 8))) {
     out->roff[v][0] = 0;
@@ -442,7 +698,8 @@ static int fill_var(const ferry__mds_shard *s, const ferry__mds_col *c, int v,
 }
 
 static int fill_desc(const ferry__mds_shard *s, const char *file, int zstd,
-                     int64_t stored, ferry__part_desc *out, ferry__err *err) {
+                     int64_t stored, const char *hnote, ferry__part_desc *out,
+                     ferry__err *err) {
   int n = 0;
   for (int c = 0; c < s->ncols; c++)
     n += s->cols[c].selected;
@@ -468,7 +725,7 @@ static int fill_desc(const ferry__mds_shard *s, const char *file, int zstd,
       if (rc)
         return rc;
     }
-  char notes[900];
+  char notes[1600];
   size_t used = (size_t)snprintf(notes, sizeof notes,
                                  "mds, first shard %s: %lld samples, %d "
                                  "columns",
@@ -478,6 +735,8 @@ static int fill_desc(const ferry__mds_shard *s, const char *file, int zstd,
       used += (size_t)snprintf(notes + used, sizeof notes - used,
                                "; column %s (%s) skipped: %s", s->cols[c].name,
                                s->cols[c].enc, s->cols[c].why);
+  if (*hnote && used < sizeof notes)
+    snprintf(notes + used, sizeof notes - used, "; %s", hnote);
   if (!(out->notes = strdup(notes)))
     return ferry__oom(err, -1, strlen(notes) + 1, "the notes of MDS shard %s",
                       file);
@@ -492,6 +751,7 @@ static int mds_describe(const char *path, const ferry_options *opts,
   int64_t declen = 0;
   int zstd = 0, fd = -1, rc = 0;
   struct stat st;
+  char hnote[600] = "";
   ferry__mds_shard s;
   memset(&s, 0, sizeof s);
   if (stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
@@ -531,9 +791,13 @@ static int mds_describe(const char *path, const ferry_options *opts,
     src.ctx = &mem;
     src.size = declen;
   }
+  if (hashes_check(opts) &&
+      (rc = check_digests(file, fd, (int64_t)st.st_size, zstd, dec, declen,
+                          hnote, sizeof hnote, err)) < 0)
+    goto done;
   if ((rc = ferry__mds_shard_scan(&src, &s, err)) < 0)
     goto done;
-  rc = fill_desc(&s, file, zstd, (int64_t)st.st_size, out, err);
+  rc = fill_desc(&s, file, zstd, (int64_t)st.st_size, hnote, out, err);
 done:
   if (fd >= 0)
     close(fd);
@@ -544,6 +808,136 @@ done:
   if (rc < 0)
     ferry__part_desc_free(out);
   return rc;
+}
+
+/* ---- Finish (rank 0, every shard described) --------------------------- */
+
+/* Part p's record of variable v read up to its shape summary: *kind, and
+ * *sum when it is LOC_ARRAYS; r->rc set when the record is damaged. */
+static void rec_summary(const ferry__part *pt, int v, ferry__rec_r *r,
+                        int *kind, shape_sum *sum) {
+  ferry__rec_r_init(r, pt->rec ? pt->rec[v].p : NULL,
+                    pt->rec ? pt->rec[v].len : 0);
+  *kind = (int)ferry__rec_get_u8(r);
+  (void)ferry__rec_get_u8(r);
+  (void)ferry__rec_get_u64(r);
+  int64_t n = ferry__rec_get_nonneg(r, "bad sample count");
+  if (!r->rc && *kind == LOC_ARRAYS) {
+    if ((uint64_t)n > ferry__rec_left(r) / 8)
+      ferry__rec_fail(r, "bad sample count");
+    else
+      (void)ferry__rec_take(r, (size_t)n * 8);
+    get_shape_sum(r, n, sum);
+  }
+}
+
+/* The variable's storage text with "flattened" replaced by its rows'
+ * inner shape. */
+static int storage_rows(ferry__var *var, const shape_sum *sum,
+                        ferry__err *err) {
+  static const char flat[] = ": each sample's array flattened";
+  char *f = var->storage ? strstr(var->storage, flat) : NULL;
+  if (!f)
+    return 0;
+  const char *zstd = strstr(f, "; zstd");
+  char shape[160], st[600];
+  size_t used = 0;
+  for (int k = 0; k < sum->ndim - 1; k++)
+    used += (size_t)snprintf(shape + used, sizeof shape - used, "%s%lld",
+                             k ? ", " : "", (long long)sum->inner[k]);
+  snprintf(st, sizeof st,
+           "%.*s: each sample's array as rows of shape (%s), its first "
+           "dimension the sample's row count (the shape prefix skipped)%s",
+           (int)(f - var->storage), var->storage, shape, zstd ? zstd : "");
+  char *d = strdup(st);
+  if (!d)
+    return ferry__oom(err, -1, strlen(st) + 1, "variable %s", var->name);
+  free(var->storage);
+  var->storage = d;
+  return 0;
+}
+
+/* Each dynamic ndarray variable: its samples in every shard must have one
+ * number of dimensions (else an error naming the shard, the column and the
+ * first sample's offset); when their dimensions after the first are the
+ * same in every sample of every shard, those become the ragged rows' inner
+ * shape (the offsets divided by the elements of a row), else the values
+ * stay flattened (rows of one element). */
+static int mds_finish(ferry__manifest *m, ferry__err *err) {
+  for (int v = 0; v < m->nvars; v++) {
+    ferry__var *var = &m->vars[v];
+    shape_sum first, sum;
+    int64_t pfirst = -1;
+    int same = 1, kind = 0;
+    memset(&first, 0, sizeof first);
+    for (int64_t p = 0; var->ragged && p < m->nparts; p++) {
+      const ferry__part *pt = &m->parts[p];
+      ferry__rec_r r;
+      rec_summary(pt, v, &r, &kind, &sum);
+      if (r.rc)
+        return ferry__seterr(err, FERRY_EFORMAT,
+                             "file %s, variable %s: its record: %s at byte "
+                             "%zu",
+                             pt->paths[v], var->name, r.why ? r.why : "?",
+                             r.at);
+      if (kind != LOC_ARRAYS) {
+        same = 0; /* a column of another encoding in this shard */
+        continue;
+      }
+      if (sum.ndim == 0) /* a shard of no sample */
+        continue;
+      if (pfirst < 0) {
+        first = sum;
+        pfirst = p;
+        continue;
+      }
+      if (sum.ndim != first.ndim)
+        return ferry__seterr(err, FERRY_EFORMAT,
+                             "MDS shard %s, sample 0, column %s, offset %lld: "
+                             "an ndarray of %d dimensions where shard %s's "
+                             "have %d: ferry serves one number of dimensions "
+                             "per column",
+                             pt->paths[v], var->name, (long long)sum.at,
+                             sum.ndim, m->parts[pfirst].paths[v], first.ndim);
+      for (int k = 0; same && k < first.ndim - 1; k++)
+        same = sum.same && first.same && sum.inner[k] == first.inner[k];
+    }
+    if (pfirst < 0 || !same || !first.same || first.ndim < 2)
+      continue;
+    int64_t elems = 1;
+    for (int k = 0; k < first.ndim - 1; k++) {
+      if (first.inner[k] > (int64_t)(SIZE_MAX / 8 / var->row_bytes) / elems)
+        elems = -1;
+      if (elems < 0)
+        break;
+      elems *= first.inner[k];
+    }
+    if (elems < 0)
+      continue; /* rows too large for a size_t: keep them flat */
+    for (int64_t p = 0; p < m->nparts; p++) {
+      const int64_t *ro = m->parts[p].roff[v];
+      for (int64_t i = 0; i <= m->parts[p].num_samples; i++)
+        if (ro[i] % elems)
+          return ferry__seterr(err, FERRY_EINTERNAL,
+                               "MDS shard %s, column %s: sample %lld's "
+                               "values are not whole rows of %lld elements",
+                               m->parts[p].paths[v], var->name, (long long)i,
+                               (long long)elems);
+    }
+    for (int64_t p = 0; p < m->nparts; p++) {
+      int64_t *ro = m->parts[p].roff[v];
+      for (int64_t i = 0; i <= m->parts[p].num_samples; i++)
+        ro[i] /= elems;
+    }
+    var->row_ndim = first.ndim - 1;
+    for (int k = 0; k < var->row_ndim; k++)
+      var->row_shape[k] = first.inner[k];
+    var->row_bytes *= (size_t)elems;
+    int rc = storage_rows(var, &first, err);
+    if (rc)
+      return rc;
+  }
+  return 0;
 }
 
 /* ---- Reads (I/O thread) ------------------------------------------------ */
@@ -613,8 +1007,10 @@ static int tab_get(ferry__io *io, int64_t part, int var, loctab **out,
   int codec = (int)ferry__rec_get_u8(&r);
   (void)ferry__rec_get_u64(&r);
   int64_t n = ferry__rec_get_nonneg(&r, "bad sample count");
-  if (!r.rc && kind != LOC_OFFSETS && kind != LOC_VALUES)
+  if (!r.rc && kind != LOC_OFFSETS && kind != LOC_VALUES && kind != LOC_ARRAYS)
     ferry__rec_fail(&r, "bad kind");
+  if (!r.rc && kind == LOC_ARRAYS && !v->ragged)
+    ferry__rec_fail(&r, "arrays for a variable that is not ragged");
   if (!r.rc && kind == LOC_VALUES && (v->ragged || v->row_bytes != 8))
     ferry__rec_fail(&r, "values for a variable not of 8-byte scalars");
   if (!r.rc && codec != CODEC_RAW && codec != CODEC_ZSTD)
@@ -629,7 +1025,11 @@ static int tab_get(ferry__io *io, int64_t part, int var, loctab **out,
     ferry__rec_oom(&r, (size_t)n * 8, "the location table");
   if (!r.rc)
     ferry__rec_get_u64s(&r, t->pos, (size_t)n);
-  for (int64_t i = 0, end = 0; !r.rc && kind == LOC_OFFSETS && i < n; i++) {
+  if (!r.rc && kind == LOC_ARRAYS) { /* finish's business; checked here */
+    shape_sum sum;
+    get_shape_sum(&r, n, &sum);
+  }
+  for (int64_t i = 0, end = 0; !r.rc && kind != LOC_VALUES && i < n; i++) {
     int64_t len = value_bytes(pt, v, var, i);
     if (len < 0 || t->pos[i] < end || t->pos[i] > pt->file_size[var] - len)
       ferry__rec_fail(&r, "a value outside the shard or out of order");
@@ -649,7 +1049,7 @@ static int tab_get(ferry__io *io, int64_t part, int var, loctab **out,
         "file %s, variable %s, rank %d: its record: %s at byte %zu",
         pt->paths[var], v->name, io->b.rank, r.why ? r.why : "?", r.at);
   }
-  t->kind = kind;
+  t->kind = kind == LOC_ARRAYS ? LOC_OFFSETS : kind;
   t->codec = codec;
   return 0;
 }
@@ -803,6 +1203,7 @@ const ferry__backend ferry__backend_mds = {
                "(.mds, .mds.zstd)",
     .expand = mds_expand,
     .describe = mds_describe,
+    .finish = mds_finish,
     .io_open = mds_io_open,
     .io_read = mds_io_read,
     .io_close = mds_io_close,

@@ -33,6 +33,9 @@ enum {
 #define FERRY__MDS_MAX_COLS 1024
 #define FERRY__MDS_MAX_CONFIG (16 << 20)
 #define FERRY__MDS_MAX_INDEX ((size_t)1 << 30)
+/* A dynamic ndarray's dimensions after the first kept as a ragged row's
+ * inner shape: at most this many (a padded batch is [B, W, inner...]). */
+#define FERRY__MDS_MAX_INNER (FERRY_MAX_DIMS - 2)
 
 typedef struct ferry__mds_col {
   char *name;        /* column_names[c] */
@@ -45,10 +48,19 @@ typedef struct ferry__mds_col {
   int64_t shape[FERRY_MAX_DIMS];
   int dtype_byte;  /* FERRY__MDS_DYNARRAY: each value starts with its dtype */
   int dtype_known; /* FERRY__MDS_DYNARRAY with dtype_byte: seen a sample */
-  int selected;    /* tables built (vars lists it, or vars is empty) */
-  int64_t *pos;    /* [n]: where the values start in the shard, or the
-                    * parsed value (STRINT: int64, STRFLOAT: float64 bits) */
-  int64_t *len;    /* [n]: bytes of the values (BYTES, DYNARRAY) */
+  /* FERRY__MDS_DYNARRAY (selected): every sample's number of dimensions
+   * (0: no sample yet; samples of another number are refused), where the
+   * first sample's value starts (its dtype byte or shape prefix), and
+   * whether every sample's dimensions after the first equal inner[]
+   * (dyn_ndim - 1 of them, at most FERRY__MDS_MAX_INNER; 0 otherwise). */
+  int dyn_ndim;
+  int64_t dyn_at;
+  int inner_same;
+  int64_t inner[FERRY_MAX_DIMS];
+  int selected; /* tables built (vars lists it, or vars is empty) */
+  int64_t *pos; /* [n]: where the values start in the shard, or the
+                 * parsed value (STRINT: int64, STRFLOAT: float64 bits) */
+  int64_t *len; /* [n]: bytes of the values (BYTES, DYNARRAY) */
 } ferry__mds_col;
 
 typedef struct ferry__mds_shard {
@@ -91,12 +103,27 @@ int ferry__mds_shard_scan(const ferry__mds_src *src, ferry__mds_shard *out,
                           ferry__err *err);
 void ferry__mds_shard_free(ferry__mds_shard *s);
 
+/* A digest index.json lists for a file: the algorithm as Streaming names
+ * it ("sha1", "xxh64", ...) and its hex digest. */
+typedef struct ferry__mds_hash {
+  char *algo;
+  char *hex;
+} ferry__mds_hash;
+
+/* Bounds on a file's digests (more are refused). */
+#define FERRY__MDS_MAX_HASHES 32
+#define FERRY__MDS_MAX_HEX 256
+
 /* One shard of index.json. */
 typedef struct ferry__mds_entry {
   char *raw;         /* raw_data.basename */
   char *zip;         /* zip_data.basename, NULL when none */
   char *compression; /* "zstd", "zstd:7", ...; NULL when none */
   int64_t raw_bytes, zip_bytes, samples;
+  /* raw_data.hashes and zip_data.hashes: the digests of the raw and the
+   * compressed file (none when the writer was given no hashes) */
+  int nraw_hash, nzip_hash;
+  ferry__mds_hash *raw_hash, *zip_hash;
 } ferry__mds_entry;
 
 typedef struct ferry__mds_index {
@@ -108,7 +135,9 @@ typedef struct ferry__mds_index {
  * Parse index.json (text[0..len), path for messages): version 2, a list of
  * shards of format "mds", each with raw_data {basename, bytes} (a plain
  * file name: no '/', not "." or "..") and zip_data null or {basename,
- * bytes}, and samples.  Returns 1 with *out filled, 0 when the text is not
+ * bytes}, and samples; each file's hashes, when present, an object of at
+ * most 32 algorithm names (1 to 32 bytes) to hex digests (1 to 256 hex
+ * digits).  Returns 1 with *out filled, 0 when the text is not
  * a MosaicML Streaming index (no "shards" list: another tool's
  * index.json), or a negative code naming the file and the shard.
  */

@@ -328,7 +328,9 @@ static int sample_fail(const ferry__mds_src *src, int64_t i,
 }
 
 /* A dynamic ndarray's prefix at off (sz bytes in all): *skip the prefix's
- * bytes, *vbytes the values'. */
+ * bytes, *vbytes the values'.  Sample i must have the number of dimensions
+ * of the shard's first; c->inner_same is cleared when its dimensions after
+ * the first differ from the first sample's. */
 static int ndarray_prefix(win *w, ferry__mds_col *c, int64_t i, int64_t off,
                           int64_t sz, int64_t *skip, int64_t *vbytes,
                           ferry__err *err) {
@@ -361,6 +363,15 @@ static int ndarray_prefix(win *w, ferry__mds_col *c, int64_t i, int64_t off,
   int64_t sbytes = (int64_t)1 << sdt;
   if (ndim < 1)
     return sample_fail(src, i, c, off, "an ndarray of 0 dimensions", err);
+  if (c->dyn_ndim && ndim != c->dyn_ndim) {
+    char why[200];
+    snprintf(why, sizeof why,
+             "an ndarray of %d dimensions where the shard's sample 0 has %d "
+             "(offset %lld): ferry serves one number of dimensions per "
+             "column",
+             ndim, c->dyn_ndim, (long long)c->dyn_at);
+    return sample_fail(src, i, c, off, why, err);
+  }
   if (sz - head < ndim * sbytes)
     return sample_fail(src, i, c, off, "an ndarray shorter than its shape",
                        err);
@@ -368,6 +379,7 @@ static int ndarray_prefix(win *w, ferry__mds_col *c, int64_t i, int64_t off,
                     "an ndarray's shape", err)))
     return rc;
   uint64_t elems = 1, limit = (uint64_t)(sz - head - ndim * sbytes);
+  int64_t dims[FERRY_MAX_DIMS] = {0}; /* the first FERRY_MAX_DIMS */
   for (int k = 0; k < ndim; k++) {
     uint64_t d = 0;
     for (int b8 = (int)sbytes - 1; b8 >= 0; b8--)
@@ -378,12 +390,26 @@ static int ndarray_prefix(win *w, ferry__mds_col *c, int64_t i, int64_t off,
                          "bytes",
                          err);
     elems *= d;
+    if (k < FERRY_MAX_DIMS)
+      dims[k] = (int64_t)d;
   }
   *skip = head + ndim * sbytes;
   *vbytes = (int64_t)elems * (int64_t)ferry_dtype_size(c->dtype);
   if (*vbytes != sz - *skip)
     return sample_fail(src, i, c, off,
                        "an ndarray whose values are not its shape's size", err);
+  /* the dimensions after the first: the row's inner shape while every
+   * sample has the same ones */
+  if (!c->dyn_ndim) {
+    c->dyn_ndim = ndim;
+    c->dyn_at = off;
+    c->inner_same = ndim - 1 <= FERRY__MDS_MAX_INNER;
+    for (int k = 1; c->inner_same && k < ndim; k++)
+      c->inner[k - 1] = dims[k];
+  } else {
+    for (int k = 1; c->inner_same && k < ndim; k++)
+      c->inner_same = c->inner[k - 1] == dims[k];
+  }
   return 0;
 }
 
@@ -637,6 +663,41 @@ static int64_t get_count(json_t *o, const char *key) {
              : -1;
 }
 
+/* A file's "hashes" (o: raw_data or zip_data) into *out, *n. */
+static int parse_hashes(json_t *o, const char *what, const char *path,
+                        int64_t k, ferry__mds_hash **out, int *n,
+                        ferry__err *err) {
+  json_t *h = json_object_get(o, "hashes"), *v;
+  const char *key;
+  char why[120];
+  *out = NULL;
+  *n = 0;
+  if (!h || json_is_null(h))
+    return 0;
+  snprintf(why, sizeof why,
+           "%s.hashes is not an object of at most %d algorithm names to hex "
+           "digests",
+           what, FERRY__MDS_MAX_HASHES);
+  if (!json_is_object(h) || json_object_size(h) > FERRY__MDS_MAX_HASHES)
+    return index_fail(path, k, why, err);
+  if (json_object_size(h) == 0)
+    return 0;
+  if (!(*out = calloc(json_object_size(h), sizeof **out)))
+    return ferry__oom(err, -1, json_object_size(h) * sizeof **out,
+                      "MDS index %s", path);
+  json_object_foreach(h, key, v) {
+    const char *x = json_string_value(v);
+    size_t kl = strlen(key), xl = x ? strlen(x) : 0;
+    if (kl < 1 || kl > 32 || xl < 1 || xl > FERRY__MDS_MAX_HEX ||
+        strspn(x, "0123456789abcdefABCDEF") != xl)
+      return index_fail(path, k, why, err);
+    ferry__mds_hash *e = &(*out)[(*n)++];
+    if (!(e->algo = strdup(key)) || !(e->hex = strdup(x)))
+      return ferry__oom(err, -1, kl + xl + 2, "MDS index %s", path);
+  }
+  return 0;
+}
+
 static int parse_entry(json_t *sh, const char *path, int64_t k,
                        ferry__mds_entry *e, ferry__err *err) {
   if (!json_is_object(sh))
@@ -669,6 +730,10 @@ static int parse_entry(json_t *sh, const char *path, int64_t k,
     return index_fail(path, k, "samples is not a count below 2^32", err);
   if (!(e->raw = strdup(json_string_value(rb))))
     return ferry__oom(err, -1, 256, "MDS index %s", path);
+  int rc =
+      parse_hashes(raw, "raw_data", path, k, &e->raw_hash, &e->nraw_hash, err);
+  if (rc)
+    return rc;
   if (zip && !json_is_null(zip)) {
     json_t *zb = json_object_get(zip, "basename");
     if (!json_is_object(zip) || !plain_name(json_string_value(zb)) ||
@@ -682,6 +747,9 @@ static int parse_entry(json_t *sh, const char *path, int64_t k,
     if (!(e->zip = strdup(json_string_value(zb))) ||
         !(e->compression = strdup(json_string_value(comp))))
       return ferry__oom(err, -1, 256, "MDS index %s", path);
+    if ((rc = parse_hashes(zip, "zip_data", path, k, &e->zip_hash,
+                           &e->nzip_hash, err)))
+      return rc;
   }
   return 0;
 }
@@ -754,6 +822,16 @@ int ferry__mds_index_parse(const char *text, size_t len, const char *path,
 
 void ferry__mds_index_free(ferry__mds_index *x) {
   for (int64_t k = 0; x->e && k < x->n; k++) {
+    for (int h = 0; h < x->e[k].nraw_hash; h++) {
+      free(x->e[k].raw_hash[h].algo);
+      free(x->e[k].raw_hash[h].hex);
+    }
+    for (int h = 0; h < x->e[k].nzip_hash; h++) {
+      free(x->e[k].zip_hash[h].algo);
+      free(x->e[k].zip_hash[h].hex);
+    }
+    free(x->e[k].raw_hash);
+    free(x->e[k].zip_hash);
     free(x->e[k].raw);
     free(x->e[k].zip);
     free(x->e[k].compression);

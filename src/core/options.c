@@ -56,6 +56,8 @@ static const char *const megatron_sample_names[] = {"sequence", "document",
                                                     NULL};
 /* Read by the webdataset backend by name (backends/wds.c). */
 static const char *const tar_index_names[] = {"auto", "ignore", "write", NULL};
+/* Read by the mds backend by name (backends/mds.c). */
+static const char *const mds_hashes_names[] = {"auto", "check", "ignore", NULL};
 /* Index = FERRY__SCAN_* (dataset/pscan.c). */
 static const char *const scan_names[] = {"ranks", "rank0", NULL};
 /* Index = FERRY__CACHE_* (loader/cache.c). */
@@ -422,6 +424,18 @@ static const option_def defs[] = {
      0,
      0,
      tar_index_names},
+    {{"mds_hashes", "auto", "auto|check|ignore",
+      "MosaicML MDS datasets: the digests index.json lists for each shard "
+      "(raw_data.hashes, zip_data.hashes); check: each shard is read whole "
+      "at the scan and one digest compared, the fastest ferry computes of "
+      "those listed (xxh64, md5, sha1, sha256; a shard that differs is an "
+      "error naming it, other algorithms are named as not checked); "
+      "ignore: never; auto: ignore, but ferry verify checks."},
+     K_ENUM,
+     OFF(mds_hashes),
+     0,
+     0,
+     mds_hashes_names},
     {{"scan", "ranks", "ranks|rank0",
       "Who reads the parts' metadata when the dataset is opened: ranks: "
       "every rank describes a contiguous share of the parts (tar headers, "

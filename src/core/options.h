@@ -97,6 +97,9 @@ struct ferry_options {
                           * backend reads it by name)                  */
   int tar_index;         /* index into tar_index_names (the webdataset
                           * backend reads it by name)                  */
+  int mds_hashes;        /* index into mds_hashes_names (the mds backend
+                          * reads it by name; ferry verify makes auto
+                          * check)                                     */
   int scan;              /* FERRY__SCAN_*: who describes the parts      */
   char *missing;         /* EXT=VALUE,...: the webdataset backend's defaults
                           * for missing members (read by name)         */

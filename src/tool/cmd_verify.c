@@ -21,6 +21,9 @@
  *                 batch on average (a warning only, when something is
  *                 shuffled and 4 could be: batch_size and chunks >= 4);
  *                 from ferry_plan_order, as `ferry quality` measures it.
+ *   hashes        an MDS dataset's shard digests (mds_hashes=auto is check
+ *                 here: the open compares them, backends/mds.c); the line
+ *                 says what was compared.
  * Rank 0 prints one PASS/FAIL/WARN/SKIP line per check and epoch and a
  * summary.  Exit 0 when all hold, 3 when one failed, 1 on a library error.
  *
@@ -45,7 +48,7 @@
 
 const char *const verify_check_names[CK_COUNT] = {
     "batches", "exactly-once", "content", "determinism", "order",
-    "mixing",  "sampling",     "tokens",  "sparse"};
+    "mixing",  "sampling",     "tokens",  "sparse",      "hashes"};
 const char *const verify_res_names[4] = {"SKIP", "PASS", "WARN", "FAIL"};
 
 enum {
@@ -1066,6 +1069,23 @@ static int verify_epochs(tool_ctx *ctx, ferry_loader *L, const verify_cfg *cfg,
   return 0;
 }
 
+/* The hashes line (rank 0), from the note an MDS scan with mds_hashes=check
+ * leaves (backends/mds.c): PASS when it compared digests (a shard that
+ * differs fails the open itself, naming the shard), SKIP when none it
+ * computes is listed; no line for other datasets. */
+static void check_hashes(const tool_ctx *ctx, const ferry_loader *L,
+                         verify_run *v) {
+  static const char mark[] = "mds_hashes=check: ";
+  const char *n = ferry_dataset_notes(L), *at = n ? strstr(n, mark) : NULL;
+  if (ctx->rank != 0 || !at)
+    return;
+  at += sizeof mark - 1;
+  int len = (int)strcspn(at, ";");
+  verify_result(&v->rep, CK_HASHES,
+                strncmp(at, "digests ", 8) == 0 ? RES_PASS : RES_SKIP, -1,
+                "%.*s", len, at);
+}
+
 static int run_verify(tool_ctx *ctx) {
   verify_cfg cfg;
   int st = verify_args(ctx, &cfg), rc;
@@ -1073,6 +1093,11 @@ static int run_verify(tool_ctx *ctx) {
     return st;
   if ((st = tool_host_batches(ctx)) != TOOL_CONTINUE)
     return st;
+  /* an MDS dataset's shard digests: checked at the open (mds_hashes=auto
+   * is check here) */
+  char hs[16];
+  if (strcmp(tool_option(ctx, "mds_hashes", hs, sizeof hs), "auto") == 0)
+    ferry_options_set(ctx->opts, "mds_hashes", "check");
   if (cfg.images)
     return verify_images(ctx, cfg.json, (int)cfg.max_errors);
   ferry_loader *L = NULL;
@@ -1107,6 +1132,7 @@ static int run_verify(tool_ctx *ctx) {
            v.su.n, v.su.batch_size, v.su.shuffle_name, v.su.tail_name);
     fflush(stdout);
   }
+  check_hashes(ctx, L, &v);
   check_mixing(ctx, L, &v);
   if ((st = verify_epochs(ctx, L, &cfg, &v)) == 0)
     st = verify_summary(ctx, &cfg, &v);

@@ -22,6 +22,7 @@ enum {
   CK_SAMPLING,
   CK_TOKENS,
   CK_SPARSE,
+  CK_HASHES,
   CK_COUNT
 };
 extern const char *const verify_check_names[CK_COUNT];

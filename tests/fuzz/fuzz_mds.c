@@ -5,8 +5,12 @@
  * str_float digits), with every column and with vars=img,an; and the bytes
  * as index.json.  Each must accept or refuse with a message; a shard it
  * accepts has every selected value inside the shard and in increasing
- * order, a dynamic ndarray's values a whole number of elements; an index
- * it accepts has plain file names.
+ * order, a dynamic ndarray's values a whole number of elements (of whole
+ * rows of its inner shape when every sample has the same dimensions after
+ * the first, at most FERRY__MDS_MAX_INNER of them, and its first sample's
+ * offset inside the shard); an index it accepts has plain file names and
+ * at most 32 digests per file, each a name of 1 to 32 bytes and 1 to 256
+ * hex digits.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -40,17 +44,38 @@ static void shard(const uint8_t *data, size_t size, const char *vars) {
     FUZZ_CHECK(col->kind != 0 && col->pos != NULL);
     if (col->kind == FERRY__MDS_STRINT || col->kind == FERRY__MDS_STRFLOAT)
       continue;
-    int64_t end = 0;
+    int64_t end = 0, row = (int64_t)ferry_dtype_size(col->dtype);
+    if (col->kind == FERRY__MDS_DYNARRAY) {
+      FUZZ_CHECK((s.n > 0) == (col->dyn_ndim > 0) && col->dyn_ndim <= 63);
+      FUZZ_CHECK(s.n == 0 ||
+                 (col->dyn_at >= 0 && col->dyn_at < col->pos[0] &&
+                  col->pos[0] - col->dyn_at <= 2 + 8 * col->dyn_ndim));
+      FUZZ_CHECK(!col->inner_same || col->dyn_ndim - 1 <= FERRY__MDS_MAX_INNER);
+      for (int k = 0; col->inner_same && k < col->dyn_ndim - 1; k++) {
+        FUZZ_CHECK(col->inner[k] >= 1 && col->inner[k] <= (int64_t)size);
+        row *= col->inner[k];
+        FUZZ_CHECK(row <= (int64_t)size);
+      }
+    }
     for (int64_t i = 0; i < s.n; i++) {
       int64_t len = col->len ? col->len[i] : col->fixed;
       FUZZ_CHECK(len >= 0 && col->pos[i] >= end &&
                  col->pos[i] <= (int64_t)size - len);
       if (col->kind == FERRY__MDS_DYNARRAY)
-        FUZZ_CHECK(len % (int64_t)ferry_dtype_size(col->dtype) == 0);
+        FUZZ_CHECK(len > 0 && len % row == 0);
       end = col->pos[i] + len;
     }
   }
   ferry__mds_shard_free(&s);
+}
+
+static void check_hashes(const ferry__mds_hash *h, int n) {
+  FUZZ_CHECK(n >= 0 && n <= FERRY__MDS_MAX_HASHES && (n == 0 || h));
+  for (int k = 0; k < n; k++) {
+    size_t a = strlen(h[k].algo), x = strlen(h[k].hex);
+    FUZZ_CHECK(a >= 1 && a <= 32 && x >= 1 && x <= FERRY__MDS_MAX_HEX &&
+               strspn(h[k].hex, "0123456789abcdefABCDEF") == x);
+  }
 }
 
 static void index_json(const uint8_t *data, size_t size) {
@@ -69,6 +94,8 @@ static void index_json(const uint8_t *data, size_t size) {
   for (int64_t k = 0; k < x.n; k++) {
     FUZZ_CHECK(x.e[k].raw && x.e[k].raw[0] && !strchr(x.e[k].raw, '/'));
     FUZZ_CHECK(!x.e[k].zip || (!strchr(x.e[k].zip, '/') && x.e[k].compression));
+    check_hashes(x.e[k].raw_hash, x.e[k].nraw_hash);
+    check_hashes(x.e[k].zip_hash, x.e[k].nzip_hash);
   }
   ferry__mds_index_free(&x);
 }

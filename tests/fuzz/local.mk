@@ -72,6 +72,10 @@ FUZZ_HARNESSES += tests/fuzz/fuzz_mds
 tests_fuzz_fuzz_mds_SOURCES = tests/fuzz/fuzz_mds.c $(FUZZ_DRIVER)
 tests_fuzz_fuzz_mds_LDFLAGS = $(FUZZ_LINK_FLAGS)
 
+FUZZ_HARNESSES += tests/fuzz/fuzz_imgfolder
+tests_fuzz_fuzz_imgfolder_SOURCES = tests/fuzz/fuzz_imgfolder.c $(FUZZ_DRIVER)
+tests_fuzz_fuzz_imgfolder_LDFLAGS = $(FUZZ_LINK_FLAGS)
+
 FUZZ_HARNESSES += tests/fuzz/fuzz_tar
 tests_fuzz_fuzz_tar_SOURCES = tests/fuzz/fuzz_tar.c $(FUZZ_DRIVER)
 tests_fuzz_fuzz_tar_LDFLAGS = $(FUZZ_LINK_FLAGS)

@@ -16,7 +16,25 @@ OUT/good: every encoding ferry serves (and a pkl column, skipped) over
 in zstd shards (the zstd program compresses them), the raw files removed
 as Streaming's zip-only upload leaves them.  samples() gives what each
 column should read as (tests/mds/mds_check.py imports it).
+
+make_mds.py --dyn OUT: ndarray columns of dynamic shapes (tests/mds/
+mds_dyn.sh): OUT/dyn, DYN_COLUMNS over 29 samples in several shards (the
+dimensions after the first the same in every sample, or not; 1 to 8
+dimensions; shape prefixes of uint8 and uint16); OUT/dynmix, a column
+whose shards each have one inner shape but not the same one, and one
+whose shards' first samples agree but not their later ones
+(dyn_samples() and dynmix_samples() give what ferry serves).
+
+make_mds.py --hashes OUT: shards with the digests Streaming's
+MDSWriter(hashes=...) lists (tests/mds/mds_hashes.sh): OUT/hashed, raw
+shards, and OUT/hashed_zstd, zstd shards, with blake2b, md5, sha1,
+sha256 and xxh64 digests of every file; OUT/h_ALGO with fewer (HASH_SETS:
+ferry compares the fastest it computes, so each of md5, sha1, sha256 is
+the one compared somewhere; blake2b alone, none).  xxh64 is computed here
+from the xxHash specification (Debian has no python3-xxhash), checked
+against the xxHash project's sanity vectors first.
 """
+import hashlib
 import io
 import json
 import os
@@ -134,6 +152,139 @@ def samples(n=N):
              if COLUMNS[k] != "pkl"} for i in range(n)]
 
 
+DYN_N = 29
+DYN_COLUMNS = {"k": "int", "t": "ndarray:float32", "n": "ndarray",
+               "v": "ndarray:uint8", "w": "ndarray:int16",
+               "h": "ndarray:uint16", "e": "ndarray:float64",
+               "g": "ndarray:int8"}
+# the columns whose dimensions after the first are the same in every
+# sample (at most 6 of them): ferry keeps them as the rows' inner shape
+DYN_INNER = {"t", "n", "h", "e"}
+
+
+def dyn_sample(i):
+    def arr(shape, dtype, scale=1):
+        return ((np.arange(int(np.prod(shape))) * scale + i * 7) % 120 -
+                20).astype(dtype).reshape(shape)
+    return {
+        "k": i,
+        "t": arr((1 + i % 4, 3, 2), np.float32, 0.5),
+        "n": arr((2 + i % 3, 5), np.int32, 1001),
+        "v": arr((1 + i % 7,), np.uint8) + 20,
+        "w": arr((2, 1 + i % 3), np.int16),
+        "h": arr((1 + i % 2, 300), np.uint16) + 20,
+        "e": arr((1 + i % 2, 2, 1, 1, 3, 1, 2), np.float64, 0.25),
+        "g": arr((1 + i % 2, 1, 1, 1, 1, 1, 1, 2), np.int8),
+    }
+
+
+def dyn_served(k, a):
+    if not isinstance(a, np.ndarray):
+        return np.array(a, "<i8")
+    return a if k in DYN_INNER else a.reshape(-1)
+
+
+def dyn_samples(n=DYN_N):
+    return [{k: dyn_served(k, v) for k, v in dyn_sample(i).items()}
+            for i in range(n)]
+
+
+def dynmix_sample(i):
+    """x: rows of 3 in the first shard's samples (0-9), of 4 after; y: rows
+    of 3 but in samples 5 and 15 (each shard's first sample agrees)."""
+    return {"k": i,
+            "x": np.full((1 + i % 3, 3 if i < 10 else 4), i - 5, np.int32),
+            "y": np.full((1 + i % 3, 2 if i % 10 == 5 else 3), i, np.uint8)}
+
+
+def dynmix_samples(n=20):
+    return [{"k": np.array(s["k"], "<i8"), "x": s["x"].reshape(-1),
+             "y": s["y"].reshape(-1)}
+            for s in (dynmix_sample(i) for i in range(n))]
+
+
+def column_at(path, i, name):
+    """Where column name's bytes start in sample i of shard path."""
+    with open(path, "rb") as f:
+        data = f.read()
+    n = struct.unpack_from("<I", data)[0]
+    offs = struct.unpack_from("<%dI" % (n + 1), data, 4)
+    cfg = json.loads(data[4 + 4 * (n + 1):offs[0]])
+    sizes = cfg["column_sizes"]
+    nvar = sum(z is None for z in sizes)
+    heads = struct.unpack_from("<%dI" % nvar, data, offs[i])
+    at, k = offs[i] + 4 * nvar, 0
+    for c, z in zip(cfg["column_names"], sizes):
+        if c == name:
+            return at
+        if z is None:
+            z, k = heads[k], k + 1
+        at += z
+    raise KeyError(name)
+
+
+M64 = (1 << 64) - 1
+XP1, XP2, XP3 = 0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9
+XP4, XP5 = 0x85EBCA77C2B2AE63, 0x27D4EB2F165667C5
+
+
+def xxh64(data, seed=0):
+    """XXH64 of data as xxhash.xxh64(data).hexdigest() gives it."""
+    def rotl(x, r):
+        return ((x << r) | (x >> (64 - r))) & M64
+
+    def rnd(acc, lane):
+        return rotl((acc + lane * XP2) & M64, 31) * XP1 & M64
+
+    def u(i, k):
+        return int.from_bytes(data[i:i + k], "little")
+    n, i = len(data), 0
+    if n >= 32:
+        v = [(seed + XP1 + XP2) & M64, (seed + XP2) & M64, seed,
+             (seed - XP1) & M64]
+        while i + 32 <= n:
+            v = [rnd(v[k], u(i + 8 * k, 8)) for k in range(4)]
+            i += 32
+        h = (rotl(v[0], 1) + rotl(v[1], 7) + rotl(v[2], 12) +
+             rotl(v[3], 18)) & M64
+        for k in range(4):
+            h = ((h ^ rnd(0, v[k])) * XP1 + XP4) & M64
+    else:
+        h = (seed + XP5) & M64
+    h = (h + n) & M64
+    while i + 8 <= n:
+        h = (rotl(h ^ rnd(0, u(i, 8)), 27) * XP1 + XP4) & M64
+        i += 8
+    if i + 4 <= n:
+        h = (rotl(h ^ (u(i, 4) * XP1 & M64), 23) * XP2 + XP3) & M64
+        i += 4
+    while i < n:
+        h = rotl(h ^ (data[i] * XP5 & M64), 11) * XP1 & M64
+        i += 1
+    h = (h ^ (h >> 33)) * XP2 & M64
+    h = (h ^ (h >> 29)) * XP3 & M64
+    return "%016x" % (h ^ (h >> 32))
+
+
+def xxh64_selfcheck():
+    """The xxHash project's sanity vectors (cli/xsum_sanity_check.c)."""
+    g, buf = 2654435761, bytearray()
+    for _ in range(222):
+        buf.append(g >> 56)
+        g = g * 11400714785074694797 & M64
+    for n, want in ((0, "ef46db3751d8e999"), (1, "e934a84adb052768"),
+                    (4, "9136a0dca57457ee"), (14, "8282dcc4994e35c8"),
+                    (222, "b641ae8cb691c174")):
+        if xxh64(bytes(buf[:n])) != want:
+            raise AssertionError("xxh64 of %d bytes" % n)
+
+
+def digest(algo, data):
+    """Streaming's get_hash(algo, data): hashlib's, or xxhash's xxh64."""
+    return xxh64(data) if algo == "xxh64" else \
+        hashlib.new(algo, data).hexdigest()
+
+
 def fixed_size(enc):
     if enc in SCALARS:
         return np.dtype(SCALARS[enc]).itemsize
@@ -144,15 +295,18 @@ def fixed_size(enc):
     return None
 
 
-def write(out, columns, rows, size_limit, compression=None):
+def write(out, columns, rows, size_limit, compression=None, per_shard=None,
+          hashes=()):
     """A dataset of the given samples, as MDSWriter(columns=columns,
-    out=out, size_limit=size_limit, compression=compression) writes it."""
+    out=out, size_limit=size_limit, compression=compression,
+    hashes=hashes) writes it; per_shard (not MDSWriter's): also flush
+    after so many samples."""
     os.makedirs(out)
     names = sorted(columns)
     encs = [columns[k] for k in names]
     sizes = [fixed_size(e) for e in encs]
     config = {"version": 2, "format": "mds", "compression": compression,
-              "hashes": [], "size_limit": size_limit,
+              "hashes": list(hashes), "size_limit": size_limit,
               "column_names": names, "column_encodings": encs,
               "column_sizes": sizes}
     cfg = json.dumps(config, sort_keys=True).encode("utf-8")
@@ -169,15 +323,18 @@ def write(out, columns, rows, size_limit, compression=None):
             f.write(data)
         entry = {"samples": n,
                  "raw_data": {"basename": raw, "bytes": len(data),
-                              "hashes": {}},
+                              "hashes": {a: digest(a, data) for a in hashes}},
                  "zip_data": None}
         if compression:
             zname = raw + ".zstd"
             subprocess.run(["zstd", "-q", "-f", "-3", raw, "-o", zname],
                            cwd=out, check=True)
+            with open(os.path.join(out, zname), "rb") as f:
+                zdata = f.read()
             entry["zip_data"] = {
-                "basename": zname, "hashes": {},
-                "bytes": os.path.getsize(os.path.join(out, zname))}
+                "basename": zname,
+                "hashes": {a: digest(a, zdata) for a in hashes},
+                "bytes": len(zdata)}
             os.unlink(os.path.join(out, raw))
         entry.update(config)
         shards.append(entry)
@@ -192,7 +349,8 @@ def write(out, columns, rows, size_limit, compression=None):
                 raise ValueError("column %s: %d bytes, not %d" % (k, len(d), z))
             body.append(d)
         s = np.array(head, "<u4").tobytes() + b"".join(body)
-        if size_limit and size_limit < cur_size + len(s) + 4:
+        if (size_limit and size_limit < cur_size + len(s) + 4) or \
+                (per_shard and len(cur) == per_shard):
             flush()
             cur, cur_size = [], 8 + len(cfg)
         cur.append(s)
@@ -204,7 +362,49 @@ def write(out, columns, rows, size_limit, compression=None):
     return shards
 
 
+def main_dyn(out):
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    a = write(out + "/dyn", DYN_COLUMNS,
+              [dyn_sample(i) for i in range(DYN_N)], 6000)
+    b = write(out + "/dynmix",
+              {"k": "int", "x": "ndarray:int32", "y": "ndarray:uint8"},
+              [dynmix_sample(i) for i in range(20)], None, per_shard=10)
+    print("make_mds.py --dyn: %d samples in %d shards (%s samples), "
+          "dynmix: %d shards" % (DYN_N, len(a), ",".join(
+              str(s["samples"]) for s in a), len(b)))
+
+
+HASHES = ["blake2b", "md5", "sha1", "sha256", "xxh64"]
+HASH_COLUMNS = {"k": "int", "b": "bytes", "a": "ndarray:float32:2,3"}
+HASH_SETS = {"md5": ["md5", "sha256"], "sha1": ["blake2b", "sha1"],
+             "sha256": ["sha256"], "blake2b": ["blake2b"]}
+
+
+def hash_sample(i):
+    return {"k": i, "b": bytes(range(i % 50, i % 50 + 40 + i % 9)),
+            "a": np.arange(6, dtype=np.float32).reshape(2, 3) * i}
+
+
+def main_hashes(out):
+    xxh64_selfcheck()
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    rows = [hash_sample(i) for i in range(30)]
+    a = write(out + "/hashed", HASH_COLUMNS, rows, 800, hashes=HASHES)
+    write(out + "/hashed_zstd", HASH_COLUMNS, rows, 800, compression="zstd",
+          hashes=HASHES)
+    for name, hashes in HASH_SETS.items():
+        write(out + "/h_" + name, HASH_COLUMNS, rows, 800, hashes=hashes)
+    print("make_mds.py --hashes: 30 samples in %d shards, digests %s (raw and "
+          "zstd)" % (len(a), ",".join(HASHES)))
+
+
 def main():
+    if sys.argv[1] == "--dyn":
+        return main_dyn(sys.argv[2])
+    if sys.argv[1] == "--hashes":
+        return main_hashes(sys.argv[2])
     out = sys.argv[1]
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)

@@ -1,11 +1,14 @@
-"""mds_check.py OUT - run under mpirun by mds.sh: the MDS datasets of
-tests/mds/make_mds.py (OUT/good: raw shards, OUT/zstd: zstd shards, and
-OUT/real when mds.sh made one with Streaming's own MDSWriter) through
-ferry.Loader: every column of every sample equal to what the writer was
-given (make_mds.samples(): bytes for the byte encodings, the value for the
-scalars and str_int/str_float, the array for ndarray, flattened when its
-shape is per sample), every sample exactly once, the same batch count on
-every rank."""
+"""mds_check.py OUT - run under mpirun by mds.sh and mds_dyn.sh: the MDS
+datasets of tests/mds/make_mds.py (OUT/good: raw shards, OUT/zstd: zstd
+shards, OUT/real when mds.sh made one with Streaming's own MDSWriter;
+OUT/dyn and OUT/dynmix: ndarrays of dynamic shapes, from make_mds.py
+--dyn) through ferry.Loader: every column of every sample equal to what
+the writer was given (make_mds.samples(): bytes for the byte encodings,
+the value for the scalars and str_int/str_float, the array for ndarray:
+its fixed shape; with a dynamic shape, rows of its dimensions after the
+first when every sample has the same ones, else flattened), of its dtype
+and shape, every sample exactly once, the same batch count on every
+rank."""
 import os
 import sys
 
@@ -18,12 +21,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_mds  # noqa: E402
 
 out = sys.argv[1]
-want = make_mds.samples()
-N = len(want)
-DTYPES = {"ad": np.int16, "an": np.uint16, "af": np.float32}
+WANT = {"good": make_mds.samples, "zstd": make_mds.samples,
+        "real": make_mds.samples, "dyn": make_mds.dyn_samples,
+        "dynmix": make_mds.dynmix_samples}
 
 
-def check_batch(b, name):
+def check_batch(b, name, want):
     idx = [int(i) for i in np.from_dlpack(b.indices)]
     for var in want[0]:
         got = b[var]
@@ -44,10 +47,14 @@ def check_batch(b, name):
     return idx
 
 
-for name in ("good", "zstd", "real"):
+done = []
+for name in ("good", "zstd", "real", "dyn", "dynmix"):
     d = os.path.join(out, name)
     if not os.path.isdir(d):
         continue
+    want = WANT[name]()
+    N = len(want)
+    done.append("%s: %d samples, %d columns" % (name, N, len(want[0])))
     for opts in (dict(batch_size=4, seed=3, tail="partial", threads=2),
                  dict(batch_size=5, shuffle="none", tail="partial")):
         with ferry.Loader(d, **opts) as L:
@@ -56,11 +63,10 @@ for name in ("good", "zstd", "real"):
             ids, nb = [], 0
             for b in L:
                 with b:
-                    ids += check_batch(b, name)
+                    ids += check_batch(b, name, want)
                 nb += 1
             check(nb == len(L), "%s: served %d batches, len() %d"
                   % (name, nb, len(L)))
             every_once(ids, N, "%s on %d ranks" % (name, size))
 if int(os.environ.get("OMPI_COMM_WORLD_RANK", "0")) == 0:
-    print("mds_check.py on %d ranks: passed (%d samples, %d columns)"
-          % (size, N, len(want[0])))
+    print("mds_check.py on %d ranks: passed (%s)" % (size, "; ".join(done)))

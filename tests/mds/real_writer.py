@@ -1,14 +1,15 @@
-"""real_writer.py STREAMING_SRC OUT - MosaicML Streaming's own MDSWriter
-(STREAMING_SRC: a checkout of github.com/mosaicml/streaming) writes the
-samples of tests/mds/make_mds.py to OUT, raw shards, and the result is
-compared byte for byte with make_mds.write's.  Streaming's package cannot
+"""real_writer.py [--dyn] STREAMING_SRC OUT - MosaicML Streaming's own
+MDSWriter (STREAMING_SRC: a checkout of github.com/mosaicml/streaming)
+writes the samples of tests/mds/make_mds.py to OUT, raw shards, and the
+result is compared byte for byte with make_mds.write's (--dyn: the
+dynamic-shape ndarrays of make_mds.py --dyn's OUT/dyn).  Streaming's package cannot
 be imported with Debian's packages (its __init__ pulls in torch.distributed
 helpers, boto3, tqdm, python-zstd, xxhash...), so its format modules are
 loaded one by one (format/index.py, format/base/writer.py,
 format/mds/encodings.py, format/mds/writer.py, which need only NumPy,
 Pillow and typing_extensions), with stand-ins for the helpers the base
 writer imports: an uploader that keeps files local, no hashes, no
-compression.  Run by mds.sh when MDS_STREAMING_SRC is set."""
+compression.  Run by mds.sh and mds_dyn.sh when MDS_STREAMING_SRC is set."""
 import filecmp
 import importlib.util
 import os
@@ -16,7 +17,8 @@ import shutil
 import sys
 import types
 
-src, out = sys.argv[1], sys.argv[2]
+dyn = sys.argv[1] == "--dyn"
+src, out = sys.argv[1 + dyn], sys.argv[2 + dyn]
 root = os.path.join(src, "streaming")
 for name in ("streaming", "streaming.base", "streaming.base.format",
              "streaming.base.format.base", "streaming.base.format.mds",
@@ -68,13 +70,18 @@ MDSWriter = load("streaming.base.format.mds.writer",
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_mds  # noqa: E402
 
-rows = [make_mds.sample(i) for i in range(make_mds.N)]
+if dyn:
+    rows = [make_mds.dyn_sample(i) for i in range(make_mds.DYN_N)]
+    columns, limit = make_mds.DYN_COLUMNS, 6000
+else:
+    rows = [make_mds.sample(i) for i in range(make_mds.N)]
+    columns, limit = make_mds.COLUMNS, 9000
 shutil.rmtree(out, ignore_errors=True)
-with MDSWriter(columns=make_mds.COLUMNS, out=out, size_limit=9000) as w:
+with MDSWriter(columns=columns, out=out, size_limit=limit) as w:
     for r in rows:
         w.write(r)
 mine = out + ".mine"
-make_mds.write(mine, make_mds.COLUMNS, rows, 9000)
+make_mds.write(mine, columns, rows, limit)
 names = sorted(os.listdir(out))
 if names != sorted(os.listdir(mine)):
     sys.exit("MDSWriter wrote %s, make_mds.py %s" % (names, os.listdir(mine)))
