@@ -22,9 +22,17 @@ PYTHONPATH=$FERRY_PYTHONPATH${PYTHONPATH:+:$PYTHONPATH}
 # __pycache__ there (read-only under make distcheck, and not the test's).
 PYTHONDONTWRITEBYTECODE=1
 export PYTHONPATH PYTHONDONTWRITEBYTECODE
-tmp=${FERRY_TEST_TMPDIR:-${TMPDIR:-/tmp}}/py.$$
-rm -rf "$tmp" && mkdir -p "$tmp" || exit 1
-trap 'rm -rf "$tmp"' 0
+# a test that ran ferry_test_init first keeps its $tmp (NAME.PID of this
+# shell) and its trap: another one here would leave that one behind
+case ${tmp:-}:$$ in
+  */*.$$:$$) test -d "$tmp" && keep_tmp=1 || keep_tmp= ;;
+  *) keep_tmp= ;;
+esac
+if test -z "$keep_tmp"; then
+  tmp=${FERRY_TEST_TMPDIR:-${TMPDIR:-/tmp}}/py.$$
+  rm -rf "$tmp" && mkdir -p "$tmp" || exit 1
+  trap 'rm -rf "$tmp"' 0
+fi
 pydir=$top_srcdir/tests/python
 
 # need_module MODULE WHY: skip (77) unless $PY imports MODULE (a framework
