@@ -976,7 +976,8 @@ typedef struct ferry_cache_info {
   int64_t network_bytes_per_epoch; /**< once filled: moved between nodes
                                         per epoch, all ranks (about
                                         (nodes-1)/nodes of the cached)   */
-  char note[512]; /**< why the capacity is less than asked, or ""       */
+  char note[512]; /**< why the capacity is less than asked, and advice
+                       (pack= with cache=cluster: pack_chunk), or ""  */
 } ferry_cache_info;
 
 /** What the cache holds (see ferry_cache_info).  Returns 0 or

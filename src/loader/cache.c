@@ -873,6 +873,30 @@ static int corpus_chunks(ferry__cache *c, const ferry__manifest *view,
   return 0;
 }
 
+/* cache=cluster under pack=: the packed view reads a run of documents at
+ * a time, and each run another node holds is one request to it; runs of
+ * a few short documents (pack_chunk's automatic 1 or 2) make the exchange
+ * slower than storage (performance.md, node cache: packed rows).  The
+ * advice goes into the note (ferry info, bench, cache_info). */
+static void note_runs(ferry__cache *c, const ferry__manifest *view) {
+  int64_t run = ferry__pack_run_docs(view, 0), docs = c->m->num_samples;
+  if (c->mode != FERRY__CACHE_CLUSTER || c->nnodes < 2 || run < 1 || docs < 1 ||
+      c->total_bytes < 1)
+    return;
+  int64_t mean = c->total_bytes / docs > 0 ? c->total_bytes / docs : 1;
+  if (run * mean >= ((int64_t)64 << 10))
+    return;
+  int64_t want = ((int64_t)64 << 10) / mean + 1;
+  size_t n = strlen(c->note);
+  snprintf(c->note + n, sizeof c->note - n,
+           "%spack=: the packed rows read runs of %" PRId64
+           " document%s (about %" PRId64 " bytes), one request each to the "
+           "node that holds them; pack_chunk=%" PRId64 " would make "
+           "requests of about 64 KiB (it is part of the plan: set it alike "
+           "with and without the cache)",
+           n ? "; " : "", run, run == 1 ? "" : "s", run * mean, want);
+}
+
 /* Every rank, the same decision: no cache after all (no room on some
  * node), said on rank 0's stderr; ferry_open goes on without it. */
 static int without(ferry_loader *L, ferry__cache *c, const char *fmt, ...)
@@ -935,6 +959,8 @@ int ferry__cache_open(ferry_loader *L, ferry__err *err) {
   if (!rc)
     rc = place(c, err);
   rc = ferry__agree(L->comm, L->rank, rc, err);
+  if (!rc && packed)
+    note_runs(c, &L->m);
   if (!rc && c->nchunks_cached == 0) /* the same on every rank */
     return without(L, c,
                    "no room for any chunk (the capacity of a node: "

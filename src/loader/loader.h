@@ -414,6 +414,9 @@ int ferry__pack_is(const ferry__manifest *m);
 /** The corpus's token variable under the packed view m (of a mix: source
  *  p's, in its own manifest; else p = 0), or -1. */
 int ferry__pack_token_var(const ferry__manifest *m, int64_t p);
+/** The documents of a run of the packed view m (source p of a mix; else
+ *  p = 0): pack_chunk, or its automatic value; -1 when m is no view. */
+int64_t ferry__pack_run_docs(const ferry__manifest *m, int64_t p);
 extern const ferry__backend ferry__pack_backend;
 /** pack=concat without shuffle=global: L->pack_comp marks the variables
  *  the workers make; 0, or FERRY_ENOMEM. */

@@ -622,16 +622,26 @@ int ferry__pack_is(const ferry__manifest *m) {
   return m && m->backend && !strcmp(m->backend, "pack") && m->inner;
 }
 
-int ferry__pack_token_var(const ferry__manifest *m, int64_t p) {
+/* Part p's record words (var 0's) into w; 0, or -1. */
+static int part_words(const ferry__manifest *m, int64_t p, int64_t w[R_N]) {
   if (!ferry__pack_is(m) || m->nvars < 1 || p < 0 || p >= m->nparts)
     return -1;
   ferry__rec_r r;
-  int64_t w[R_N];
   ferry__rec_r_init(&r, m->parts[p].rec[0].p, m->parts[p].rec[0].len);
   ferry__rec_get_u64s(&r, w, R_N);
-  if (r.rc || w[R_VAR] < 0 || w[R_VAR] > INT_MAX)
+  return r.rc ? -1 : 0;
+}
+
+int ferry__pack_token_var(const ferry__manifest *m, int64_t p) {
+  int64_t w[R_N];
+  if (part_words(m, p, w) || w[R_VAR] < 0 || w[R_VAR] > INT_MAX)
     return -1;
   return (int)w[R_VAR];
+}
+
+int64_t ferry__pack_run_docs(const ferry__manifest *m, int64_t p) {
+  int64_t w[R_N];
+  return part_words(m, p, w) || w[R_CHUNK_DOCS] < 1 ? -1 : w[R_CHUNK_DOCS];
 }
 
 /* ---- The backend ------------------------------------------------------ */

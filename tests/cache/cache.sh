@@ -224,6 +224,19 @@ pack_bytes pack=concat $c1 `expr $c1 \* 11 / 10` node 0 "$tmp/r"
 pack_bytes pack=concat $c1 `expr $c1 \* 11 / 10` cluster 1 "$tmp/r"
 pack_bytes "a packed mix" $c13 `expr $c13 \* 3` node 0 mix --mix "$tmp/r=$c1,$tmp/r3=$c3"
 pack_bytes "a packed mix" $c13 `expr $c13 \* 3` cluster 2 mix --mix "$tmp/r=$c1,$tmp/r3=$c3"
+# cache=cluster over packed runs of one short document: ferry info advises
+# a pack_chunk (each run another node holds is one request); long runs: no
+# advice
+for pc in 0 2048; do
+  FERRY_NODE_SIZE=1 $RUN_MPI 2 "$F" info "$tmp/r" --pack concat --seq-len 64 \
+    --cache cluster --pack-chunk $pc >"$tmp/info" 2>&1
+  n=`grep -c "pack=: the packed rows read runs of 1 document (about [0-9]* bytes), one request each .* pack_chunk=[0-9]* would make requests of about 64 KiB" "$tmp/info"`
+  case $pc:$n in
+    0:1) ok "cache=cluster, pack_chunk auto (1 document): ferry info advises a pack_chunk" ;;
+    2048:0) ok "cache=cluster, pack_chunk=2048: no advice" ;;
+    *) failed "cache=cluster, pack_chunk=$pc: $n advice lines"; cat "$tmp/info" ;;
+  esac
+done
 # a partial cache: a third of the dataset; later epochs read the rest
 bench "$tmp/b" 2 --cache node --cache-bytes 288000 && {
   s1=`exact "$tmp/b" 1 storage` s2=`exact "$tmp/b" 2 storage`
