@@ -506,18 +506,21 @@ static void print_json(const tool_ctx *ctx, const ferry_loader *L,
          mb->batch_bytes, mb->ring_bytes, mb->read_bytes, mb->plan_bytes,
          mb->cache_bytes, mb->index_bytes, mb->held_bytes, mb->total_bytes);
   ferry_cache_info ci;
-  if (ferry_cache_info_get(L, &ci) == 0 && ci.mode)
+  if (ferry_cache_info_get(L, &ci) == 0 && ci.mode) {
     printf(", \"cache\": {\"mode\": \"%s\", \"nodes\": %d, "
            "\"capacity_bytes\": %" PRId64 ", \"node_bytes\": %" PRId64
            ", \"region_bytes\": %" PRId64 ", \"dataset_bytes\": %" PRId64
            ", \"cached_bytes\": %" PRId64 ", \"chunks\": %" PRId64
            ", \"cached_chunks\": %" PRId64
            ", \"storage_bytes_per_epoch\": %" PRId64
-           ", \"network_bytes_per_epoch\": %" PRId64 "}",
+           ", \"network_bytes_per_epoch\": %" PRId64 ", \"note\": ",
            ci.mode == 1 ? "node" : "cluster", ci.nodes, ci.capacity_bytes,
            ci.node_bytes, ci.region_bytes, ci.dataset_bytes, ci.cached_bytes,
            ci.chunks, ci.cached_chunks, ci.storage_bytes_per_epoch,
            ci.network_bytes_per_epoch);
+    tool_json_string(stdout, ci.note);
+    printf("}");
+  }
   printf(", \"notes\": ");
   if (ferry_dataset_notes(L))
     tool_json_string(stdout, ferry_dataset_notes(L));

@@ -237,6 +237,17 @@ for pc in 0 2048; do
     *) failed "cache=cluster, pack_chunk=$pc: $n advice lines"; cat "$tmp/info" ;;
   esac
 done
+# the same note in ferry info --json ("cache": {"note": ...})
+FERRY_NODE_SIZE=1 $RUN_MPI 2 "$F" info "$tmp/r" --pack concat --seq-len 64 \
+  --cache cluster --json >"$tmp/info.json" 2>"$tmp/err"
+if $py -c "
+import json, sys
+n = json.load(open('$tmp/info.json'))['cache']['note']
+sys.exit(0 if n.startswith('pack=: the packed rows read runs of 1 document') else 1)"; then
+  ok "ferry info --json: the cache's note"
+else
+  failed "ferry info --json: no cache note"; cat "$tmp/info.json" "$tmp/err"
+fi
 # a partial cache: a third of the dataset; later epochs read the rest
 bench "$tmp/b" 2 --cache node --cache-bytes 288000 && {
   s1=`exact "$tmp/b" 1 storage` s2=`exact "$tmp/b" 2 storage`
