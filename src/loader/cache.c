@@ -14,8 +14,8 @@
  * io_read gives them (decoded: a Zarr or Parquet chunk is cached after
  * its codecs).  Under a view whose rows change with the epoch the cache
  * wraps the view's inner backend instead: decode= (the encoded bytes) and
- * pack= (the corpus's documents, in chunks of the corpus's own; a packed
- * mix's sources as one flat corpus, flat_mix()).
+ * pack= (the corpus's documents, in chunks of the corpus's own: the
+ * corpus, or a packed mix's sources, as one flat corpus, flat_corpus()).
  *
  * The cache is a backend that wraps the loader's (L->be): io_read splits
  * the rows asked for at chunk boundaries; a piece of a chunk whose rows are
@@ -87,10 +87,10 @@ struct ferry__cache {
   const ferry__chunk_index *ci;
   ferry__chunk_index own; /* pack=: the corpus's chunks (ci points here) */
   int nvars;
-  int only; /* pack=: the one variable read (the tokens); -1: all */
-  /* pack= over a mix: m is flat, every source's parts in one manifest of
-   * their token variable alone (flat_mix); source s's parts start at
-   * part0[s] there, its token variable is stv[s] in its own manifest */
+  /* pack=: m is flat, the parts of the corpus (of each source of a mix)
+   * in one manifest of their token variable alone (flat_corpus); source
+   * s's parts start at part0[s] there, its token variable is stv[s] in
+   * its own manifest.  nsrc 0: no view, m is the loader's. */
   ferry__manifest flat;
   int64_t nsrc;
   const ferry__manifest **src;
@@ -136,8 +136,9 @@ struct ferry__io {
   ferry__cache *c;
   const ferry__backend *be; /* the backend under the cache */
   ferry__io *child;
-  int64_t part0; /* its manifest's first part in c->m (a packed mix) */
-  int tv;        /* the variable cached in its manifest's numbering; -1: all */
+  int64_t part0; /* its manifest's first part in c->m (pack=: flat) */
+  int tv;        /* pack=: the variable cached (the tokens) in its
+                  * manifest's numbering, variable 0 of flat; -1: all */
   uint64_t *bm;  /* a piece's bitmap of the rows there */
   size_t bm_len;
 };
@@ -154,23 +155,23 @@ static int64_t var_bytes(const ferry__manifest *m, int64_t p, int v, int64_t r0,
   return (r1 - r0) * (int64_t)x->row_bytes;
 }
 
-/* Variable v is cached: every one, or under pack= the corpus's tokens. */
-static int var_cached(const ferry__cache *c, int v) {
-  return c->only < 0 || v == c->only;
-}
-
-static int64_t chunk_bytes(const ferry__cache *c, int64_t id, int64_t *vmax) {
+/* Chunk id's bytes in a slot (each variable's padded to SLOT_ALIGN);
+ * vmax (may be NULL): its largest variable's, raw (may be NULL): their
+ * sum unpadded, as read. */
+static int64_t chunk_bytes(const ferry__cache *c, int64_t id, int64_t *vmax,
+                           int64_t *raw) {
   ferry__chunk k = ferry__chunk_get(c->ci, id);
-  int64_t b = 0, mx = 0;
+  int64_t b = 0, mx = 0, r = 0;
   for (int v = 0; v < c->nvars; v++) {
-    if (!var_cached(c, v))
-      continue;
     int64_t n = var_bytes(c->m, k.part, v, k.row, k.row + k.count);
     mx = n > mx ? n : mx;
+    r += n;
     b += (n + SLOT_ALIGN - 1) / SLOT_ALIGN * SLOT_ALIGN;
   }
   if (vmax)
     *vmax = mx;
+  if (raw)
+    *raw = r;
   return b;
 }
 
@@ -196,11 +197,9 @@ static int place(ferry__cache *c, ferry__err *err) {
   int64_t padded = 0; /* the runs of cache=cluster are cut in these */
   c->total_bytes = 0;
   for (int64_t i = 0; i < n; i++) {
-    ferry__chunk k = ferry__chunk_get(c->ci, i);
-    for (int v = 0; v < c->nvars; v++)
-      if (var_cached(c, v))
-        c->total_bytes += var_bytes(c->m, k.part, v, k.row, k.row + k.count);
-    padded += chunk_bytes(c, i, NULL);
+    int64_t raw = 0;
+    padded += chunk_bytes(c, i, NULL, &raw);
+    c->total_bytes += raw;
   }
   uint64_t stride = 1;
   if (n > 2) {
@@ -214,7 +213,7 @@ static int place(ferry__cache *c, ferry__err *err) {
   c->cached_bytes = c->nchunks_cached = 0;
   for (int64_t i = 0; i < n; i++) {
     int64_t id = (int64_t)(((unsigned __int128)i * stride) % (uint64_t)n);
-    int64_t vmax = 0, b = chunk_bytes(c, id, &vmax);
+    int64_t vmax = 0, raw = 0, b = chunk_bytes(c, id, &vmax, &raw);
     int node = 0;
     if (c->mode == FERRY__CACHE_CLUSTER && padded > 0) {
       /* the node of the run the chunk's middle byte falls in */
@@ -232,10 +231,7 @@ static int place(ferry__cache *c, ferry__err *err) {
     c->slot[id] = nslot[node]++;
     c->off[id] = used[node];
     used[node] += b;
-    ferry__chunk k = ferry__chunk_get(c->ci, id);
-    for (int v = 0; v < c->nvars; v++)
-      if (var_cached(c, v))
-        c->cached_bytes += var_bytes(c->m, k.part, v, k.row, k.row + k.count);
+    c->cached_bytes += raw;
     c->nchunks_cached++;
   }
   c->nslots = nslot[c->mode == FERRY__CACHE_CLUSTER ? c->node_id : 0];
@@ -515,8 +511,6 @@ static int64_t var_off(const ferry__cache *c, int64_t id, int v) {
   ferry__chunk k = ferry__chunk_get(c->ci, id);
   int64_t o = c->off[id];
   for (int u = 0; u < v; u++) {
-    if (!var_cached(c, u))
-      continue;
     int64_t n = var_bytes(c->m, k.part, u, k.row, k.row + k.count);
     o += (n + SLOT_ALIGN - 1) / SLOT_ALIGN * SLOT_ALIGN;
   }
@@ -635,7 +629,7 @@ static int64_t piece_bytes(const ferry__cache *c, int64_t id, int v, int64_t a,
 static int request_ok(const ferry__cache *c, int64_t id, int v, int64_t a,
                       int64_t b) {
   if (id < 0 || id >= c->nchunks || v < 0 || v >= c->nvars ||
-      !var_cached(c, v) || c->owner[id] != c->node_id || a < 0 || a >= b)
+      c->owner[id] != c->node_id || a < 0 || a >= b)
     return 0;
   ferry__chunk k = ferry__chunk_get(c->ci, id);
   return b <= k.count && piece_bytes(c, id, v, a, b, NULL) <= PIECE_MAX;
@@ -765,14 +759,15 @@ int ferry__cache_check(const ferry_loader *L, ferry__err *err) {
   return 0;
 }
 
-/* pack= over a mix: c->flat, one manifest of every source's parts in
- * order, each with the source's token variable alone (its arrays point
- * into the source's part at that variable: nothing is copied but the part
- * structs), so that the placement and the slots see one corpus; c->m
- * points to it.  The sources' tokens must have one row size. */
-static int flat_mix(ferry__cache *c, const ferry__manifest *view,
-                    ferry__err *err) {
-  const int64_t S = view->nsrcs;
+/* pack=: c->flat, one manifest of the corpus's parts (of every source's
+ * in order, for a mix), each with the token variable alone (its arrays
+ * point into the source's part at that variable: nothing is copied but
+ * the part structs), so that the placement and the slots see one corpus
+ * of one variable; c->m points to it.  The sources' tokens must have one
+ * row size. */
+static int flat_corpus(ferry__cache *c, const ferry__manifest *view,
+                       ferry__err *err) {
+  const int64_t S = view->srcs ? view->nsrcs : 1;
   int64_t np = 0, rows = 0;
   size_t rb0 = 0;
   c->nsrc = S;
@@ -783,7 +778,7 @@ static int flat_mix(ferry__cache *c, const ferry__manifest *view,
     return ferry__oom(err, c->rank, (size_t)S * 24, "cache: the sources of %s",
                       view->spec);
   for (int64_t s = 0; s < S; s++) {
-    const ferry__manifest *m = &view->srcs[s];
+    const ferry__manifest *m = view->srcs ? &view->srcs[s] : view->inner;
     int tv = ferry__pack_token_var(view, s);
     if (tv < 0 || tv >= m->nvars)
       return ferry__seterr_on(err, c->rank, FERRY_EINTERNAL,
@@ -823,42 +818,35 @@ static int flat_mix(ferry__cache *c, const ferry__manifest *view,
       d->roff = sp->roff ? sp->roff + tv : NULL;
       rows += sp->num_samples;
     }
-  f->backend = view->srcs[0].backend;
-  f->spec = view->spec;
+  f->backend = c->src[0]->backend;
+  f->spec = view->srcs ? view->spec : view->inner->spec;
   f->nvars = 1;
-  f->vars = &view->srcs[0].vars[c->stv[0]];
+  f->vars = &c->src[0]->vars[c->stv[0]];
   f->nparts = np;
   f->num_samples = rows;
-  f->hash = view->inner ? view->inner->hash : view->hash;
+  f->hash = view->inner->hash;
   c->m = f;
   c->nvars = 1;
+  c->inner = ferry__backend_find(f->backend);
   return 0;
 }
 
-/* pack=: the cache's chunks are runs of the corpus's documents (the
- * view's rows are made anew each epoch), about FERRY__AUTO_CHUNK_BYTES of
- * tokens each (the automatic chunk rule over the corpus), at least 64 of
- * them where the corpus has that many documents (cache=cluster spreads
- * chunks over the nodes); only the token variable is cached. */
-static int corpus_chunks(ferry__cache *c, const ferry__manifest *view,
-                         ferry__err *err) {
+/* pack=: the cache's chunks are runs of the flat corpus's documents
+ * (the view's rows are made anew each epoch), about
+ * FERRY__AUTO_CHUNK_BYTES of tokens each (the automatic chunk rule over
+ * the corpus), at least 64 of them where the corpus has that many
+ * documents (cache=cluster spreads chunks over the nodes). */
+static int corpus_chunks(ferry__cache *c, ferry__err *err) {
   const ferry__manifest *in = c->m;
-  c->only = view->srcs ? 0 : ferry__pack_token_var(view, 0);
-  if (c->only < 0 || c->only >= in->nvars)
-    return ferry__seterr_on(err, c->rank, FERRY_EINTERNAL,
-                            "cache: the packed view of %s names no token "
-                            "variable",
-                            in->spec);
   int64_t docs = in->num_samples, toks = 0;
   for (int64_t p = 0; p < in->nparts; p++) {
     const ferry__part *pt = &in->parts[p];
-    if (pt->roff && pt->roff[c->only])
-      toks += pt->roff[c->only][pt->num_samples];
+    if (pt->roff && pt->roff[0])
+      toks += pt->roff[0][pt->num_samples];
   }
   size_t mean =
-      docs > 0
-          ? (size_t)((toks / docs + 1) * (int64_t)in->vars[c->only].row_bytes)
-          : 1;
+      docs > 0 ? (size_t)((toks / docs + 1) * (int64_t)in->vars[0].row_bytes)
+               : 1;
   int64_t cs = ferry__auto_chunk_samples(in, mean, NULL, NULL, 0);
   if (cs < 1)
     cs = 1;
@@ -934,19 +922,16 @@ int ferry__cache_open(ferry_loader *L, ferry__err *err) {
   c->inner = below ? ferry__backend_find(L->m.inner->backend) : L->be;
   c->ci = &L->chunks;
   c->nvars = c->m->nvars;
-  c->only = -1;
   c->rank = L->rank;
   c->size = L->size;
   c->node = c->scomm = c->rcomm = MPI_COMM_NULL;
   c->fd = -1;
   c->nchunks = L->nchunks;
   c->words = (L->chunk_samples + 63) / 64;
-  if (packed && L->m.srcs && !rc) {
-    c->inner = ferry__backend_find(L->m.srcs[0].backend);
-    rc = flat_mix(c, &L->m, err);
-  }
   if (packed && !rc)
-    rc = corpus_chunks(c, &L->m, err);
+    rc = flat_corpus(c, &L->m, err);
+  if (packed && !rc)
+    rc = corpus_chunks(c, err);
   c->page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
   c->timeout = (double)L->opts->collective_timeout;
   if (!c->inner) /* the manifest's backend is built in: open found it */
@@ -996,7 +981,7 @@ int ferry__cache_open(ferry_loader *L, ferry__err *err) {
   L->cache = c;
   if (below) {
     L->m.inner->cache = c;
-    for (int64_t s = 0; s < c->nsrc; s++) /* a packed mix's sources */
+    for (int64_t s = 0; L->m.srcs && s < L->m.nsrcs; s++) /* a packed mix's */
       L->m.srcs[s].cache = c;
   } else {
     L->m.cache = c;
@@ -1039,14 +1024,16 @@ static int cache_io_open(ferry__io **out, const ferry__manifest *m,
     return ferry__oom(err, p->rank, sizeof *io, "the cache's I/O state");
   io->c = c;
   io->be = c->inner;
-  io->tv = c->only;
-  for (int64_t s = 0; s < c->nsrc; s++) /* a packed mix: m is a source */
+  io->tv = -1;
+  int found = c->nsrc == 0; /* pack=: m is a source of the flat corpus */
+  for (int64_t s = 0; s < c->nsrc; s++)
     if (m == c->src[s]) {
       io->be = ferry__backend_find(m->backend);
       io->part0 = c->part0[s];
       io->tv = c->stv[s];
+      found = 1;
     }
-  if (c->nsrc && m != c->src[0] && io->part0 == 0) {
+  if (!found) {
     free(io);
     return ferry__seterr_on(err, p->rank, FERRY_EINTERNAL,
                             "cache: io_open of %s, not a source of %s", m->spec,
@@ -1206,8 +1193,10 @@ static int cache_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   ferry__cache *c = io->c;
   if (io->tv >= 0 && var != io->tv) /* pack=: not the tokens, not cached */
     return io->be->io_read(io->child, part, var, row, nrows, buf, err);
-  part += io->part0; /* in c->m's numbering (a packed mix: flat) */
-  var = c->only >= 0 ? c->only : var;
+  if (io->tv >= 0) { /* in flat's numbering */
+    part += io->part0;
+    var = 0;
+  }
   const ferry__manifest *m = c->m;
   const int64_t cs = c->ci->chunk_samples, n = m->parts[part].num_samples;
   unsigned char *out = buf, *s_out = NULL;
