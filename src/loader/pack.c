@@ -97,11 +97,11 @@ enum {
 };
 #define PACK_RECORD_VERSION 2
 
-/* The words of variable v's record in the view m (the first R_N of it):
- * 0, or the reader's failure (a record too short). */
-static int rec_words(const ferry__manifest *m, int v, int64_t w[R_N],
+/* The words of variable v's record in part p of the view m (the first
+ * R_N of it): 0, or the reader's failure (a record too short). */
+static int rec_words(const ferry__manifest *m, int64_t p, int v, int64_t w[R_N],
                      ferry__rec_r *r) {
-  ferry__rec_r_init(r, m->parts[0].rec[v].p, m->parts[0].rec[v].len);
+  ferry__rec_r_init(r, m->parts[p].rec[v].p, m->parts[p].rec[v].len);
   ferry__rec_get_u64s(r, w, R_N);
   return r->rc;
 }
@@ -624,12 +624,10 @@ int ferry__pack_is(const ferry__manifest *m) {
 
 /* Part p's record words (var 0's) into w; 0, or -1. */
 static int part_words(const ferry__manifest *m, int64_t p, int64_t w[R_N]) {
+  ferry__rec_r r;
   if (!ferry__pack_is(m) || m->nvars < 1 || p < 0 || p >= m->nparts)
     return -1;
-  ferry__rec_r r;
-  ferry__rec_r_init(&r, m->parts[p].rec[0].p, m->parts[p].rec[0].len);
-  ferry__rec_get_u64s(&r, w, R_N);
-  return r.rc ? -1 : 0;
+  return rec_words(m, p, 0, w, &r) ? -1 : 0;
 }
 
 int ferry__pack_token_var(const ferry__manifest *m, int64_t p) {
@@ -840,7 +838,7 @@ static int view_init(ferry__io *io, const ferry__manifest *m,
   for (int v = 0; v < m->nvars && !rc; v++) {
     ferry__rec_r r;
     int64_t w[R_N];
-    int fit = !rec_words(m, v, w, &r) && FIT_MODE(w[R_MODE]);
+    int fit = !rec_words(m, 0, v, w, &r) && FIT_MODE(w[R_MODE]);
     int64_t nwin = fit ? w[R_NWIN] : -1;
     if (fit && (nwin < 1 || (uint64_t)nwin >= ferry__rec_left(&r) / 8))
       ferry__rec_fail(&r, "bad window count");
@@ -1609,7 +1607,7 @@ int ferry__pack_computed(ferry_loader *L, ferry__err *err) {
     ferry__rec_r r;
     int64_t w[R_N];
     /* 2: the tokens, copied from the corpus (their bytes are reads) */
-    c[v] = !rec_words(&L->m, v, w, &r) &&
+    c[v] = !rec_words(&L->m, 0, v, w, &r) &&
                    made_by_workers(w[R_MODE], w[R_KIND], L->opts, maps)
                ? (unsigned char)(w[R_KIND] == K_TOKENS ? 2 : 1)
                : 0;
