@@ -61,54 +61,56 @@ static void radix_sort(int64_t *v, int64_t *tmp, int64_t n) {
 
 /* ---- Mix ----------------------------------------------------------------- */
 
-/* Source s's c-th draw: pass c / n (restart), each pass its own order of
- * the source's blocks (a keyed permutation; its one short block, the last,
- * wherever the permutation puts it). */
-static int64_t source_draw(const ferry__draw *d, int s, int64_t c) {
+/* Where source s's c-th draw lies: pass c / n (restart), each pass its
+ * own order of the source's blocks (a keyed permutation; its one short
+ * block, the last, wherever the permutation puts it): the pass's key, the
+ * block's place q in that order, the draw's offset in the block and the
+ * block's length there (so its run ends at draw c - off + len). */
+typedef struct source_pos {
+  uint64_t key;
+  int64_t q, off, len;
+} source_pos;
+
+static source_pos source_at(const ferry__draw *d, int s, int64_t c) {
   const ferry__draw_source *src = &d->src[s];
   const int64_t nblk = d->src_nblocks[s], B = d->p.block;
   int64_t pass = c / src->n, r = c % src->n;
-  uint64_t key =
+  source_pos at = {0, 0, 0, B};
+  at.key =
       ferry__rand_key(d->p.seed, FERRY__STREAM_DSOURCE, (uint64_t)d->p.epoch,
                       ((uint64_t)s << 32) ^ (uint64_t)pass);
   int64_t ls = src->n - (nblk - 1) * B; /* the short block's rows */
-  int64_t qs = ferry__prp_inv(key, nblk, nblk - 1), q, off;
+  int64_t qs = ferry__prp_inv(at.key, nblk, nblk - 1);
   if (r < qs * B) {
-    q = r / B;
-    off = r % B;
+    at.q = r / B;
+    at.off = r % B;
   } else if (r < qs * B + ls) {
-    q = qs;
-    off = r - qs * B;
+    at.q = qs;
+    at.off = r - qs * B;
+    at.len = ls;
   } else {
     int64_t t = r - qs * B - ls;
-    q = qs + 1 + t / B;
-    off = t % B;
+    at.q = qs + 1 + t / B;
+    at.off = t % B;
   }
-  int64_t blk = d->src_block0[s] + ferry__prp(key, nblk, q);
-  return ferry__chunk_get(&d->blocks, blk).global_first + off;
+  return at;
+}
+
+/* Source s's c-th draw: the sample. */
+static int64_t source_draw(const ferry__draw *d, int s, int64_t c) {
+  source_pos at = source_at(d, s, c);
+  int64_t blk = d->src_block0[s] + ferry__prp(at.key, d->src_nblocks[s], at.q);
+  return ferry__chunk_get(&d->blocks, blk).global_first + at.off;
 }
 
 /* The end of the run of source s's draws from its c-th on that
  * source_draw takes from one block, at most e: the next block's first
  * draw (after the pass's short block, block starts are not multiples of
- * B), the pass's end, or e. */
+ * B; the pass's last block ends with the pass), or e. */
 static int64_t block_run_end(const ferry__draw *d, int s, int64_t c,
                              int64_t e) {
-  const ferry__draw_source *src = &d->src[s];
-  const int64_t nblk = d->src_nblocks[s], B = d->p.block;
-  int64_t pass = c / src->n, r = c % src->n, end;
-  uint64_t key =
-      ferry__rand_key(d->p.seed, FERRY__STREAM_DSOURCE, (uint64_t)d->p.epoch,
-                      ((uint64_t)s << 32) ^ (uint64_t)pass);
-  int64_t ls = src->n - (nblk - 1) * B; /* the short block's rows */
-  int64_t qs = ferry__prp_inv(key, nblk, nblk - 1);
-  if (r < qs * B)
-    end = (r / B + 1) * B;
-  else if (r < qs * B + ls)
-    end = qs * B + ls;
-  else
-    end = qs * B + ls + ((r - qs * B - ls) / B + 1) * B;
-  end = pass * src->n + (end < src->n ? end : src->n);
+  source_pos at = source_at(d, s, c);
+  int64_t end = c - at.off + at.len;
   return end < e ? end : e;
 }
 
