@@ -272,11 +272,7 @@ for mode in none node; do
   $RUN_MPI 2 "$F" bench "$tmp/tr.$mode/part-*" --epochs 3 --tail partial \
     --compute-ms 3 --per-epoch --cache $mode >"$out" 2>&1 &
   job=$!
-  i=0
-  while ! grep -q '^epoch 0:' "$out" 2>/dev/null && test $i -lt 300; do
-    sleep 0.1
-    i=`expr $i + 1`
-  done
+  wait_line "$out" '^epoch 0:' 30
   for f in "$tmp/tr.$mode"/part-*/x.npy; do : >"$f"; done
   wait $job
   rc=$?
@@ -366,11 +362,7 @@ spec='mem:N=30000,vars=x:float32:4'
 args="--epochs 2 --batch-size 8 --tail partial --chunk-samples 256 --compute-ms 5 --cache cluster"
 FERRY_NODE_SIZE=2 $RUN_MPI 4 "$F" verify "$spec" $args --state "$tmp/st" >"$tmp/run1" 2>&1 &
 job=$!
-i=0
-while ! grep -q 'no state file' "$tmp/run1" 2>/dev/null && test $i -lt 200; do
-  sleep 0.1
-  i=`expr $i + 1`
-done
+wait_line "$tmp/run1" 'no state file' 20
 sleep 1
 victim=`sh "$top_srcdir/tests/lib/rank_of.sh" $job`
 test -n "$victim" && kill -USR1 "$victim"

@@ -105,18 +105,6 @@ no_shm_left() {
   fi
 }
 
-# wait_line FILE PATTERN PID: wait (30 s at most) until FILE has a line
-# matching PATTERN while PID runs; 0 when it has.
-wait_line() {
-  w_n=0
-  while ! grep -q "$2" "$1" 2>/dev/null; do
-    kill -0 "$3" 2>/dev/null || return 1
-    w_n=$((w_n + 1))
-    test $w_n -lt 300 || return 1
-    sleep 0.1
-  done
-}
-
 # no_ranks_left WHAT: no ferry rank runs on any host (waits 20 s at most:
 # the daemons of a failed job stop their ranks within seconds).
 no_ranks_left() {
@@ -196,7 +184,7 @@ t0=$(date +%s)
 hosts_run 6 "$fbin" bench "$ds" --epochs 3 $opts --cache cluster \
   --compute-ms 15 >"$tmp/bench.out" 2>"$tmp/bench.err" &
 bjob=$!
-if wait_line "$tmp/bench.out" '^epoch 0:' $bjob; then
+if wait_line "$tmp/bench.out" '^epoch 0:' 30 $bjob; then
   : >"$tmp/maps"
   for i in 0 1 2; do
     for p in $(ranks_on $i); do
@@ -355,7 +343,7 @@ fail_job() {
     --cache cluster --compute-ms 15 --collective-timeout 5 \
     >"$tmp/fail.out" 2>&1 &
   f_job=$!
-  if ! wait_line "$tmp/fail.out" '^epoch 0:' $f_job; then
+  if ! wait_line "$tmp/fail.out" '^epoch 0:' 30 $f_job; then
     wait $f_job
     failed "$f_what: the job did not reach epoch 1 (exit $?)" "$tmp/fail.out"
     return 1
@@ -399,10 +387,10 @@ HOSTS_MPI_TIMEOUT=60 hosts_run 6 "$fbin" bench "$ds" --epochs 3 $opts \
   --cache cluster --compute-ms 15 --collective-timeout 5 \
   >"$tmp/stop.out" 2>&1 &
 s_job=$!
-if wait_line "$tmp/stop.out" '^epoch 0:' $s_job && s_p=$(rank_pid 4) &&
+if wait_line "$tmp/stop.out" '^epoch 0:' 30 $s_job && s_p=$(rank_pid 4) &&
   test -n "$s_p" && kill -STOP "$s_p"; then
   s_at=$(date +%s)
-  if wait_line "$tmp/stop.out" 'within 5 s (collective_timeout)' $s_job; then
+  if wait_line "$tmp/stop.out" 'within 5 s (collective_timeout)' 30 $s_job; then
     s_took=$(($(date +%s) - s_at))
   else
     s_took=never

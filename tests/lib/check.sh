@@ -92,6 +92,23 @@ expect_verify() {
   return 1
 }
 
+# wait_line FILE PATTERN [SECONDS [PID]]: wait until FILE has a line
+# matching PATTERN (grep's), looking every 0.1 s, for SECONDS (30) at
+# most and, given a PID, only while that process runs; 0 when the line
+# came, 1 when not.  For a job started in the background whose output says
+# when it got somewhere (then signal it, empty its files, ...).
+wait_line() {
+  w_file=$1 w_pat=$2 w_left=`expr ${3:-30} \* 10` w_pid=${4:-}
+  while ! grep -q -- "$w_pat" "$w_file" 2>/dev/null; do
+    if test -n "$w_pid" && ! kill -0 "$w_pid" 2>/dev/null; then
+      return 1
+    fi
+    test "$w_left" -gt 0 || return 1
+    w_left=`expr $w_left - 1`
+    sleep 0.1
+  done
+}
+
 # ferry_lane_session: the MPI programs this (sub)shell starts get an Open
 # MPI session directory of their own, inside the test's (tests/lib/timed.sh
 # makes one per test): lanes that start singletons at once raced on a

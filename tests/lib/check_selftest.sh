@@ -6,7 +6,8 @@
 # would pass every refusal test built on it); tests/lib/tier.sh leaves the
 # slow tier out of quick, expands folder entries, keeps only registered
 # tests and refuses an unknown tier (a typo in TIER= must not run nothing);
-# tests/run-mpi.sh preloads the idle shim (tests/lib/idle.c), which sleeps.
+# tests/run-mpi.sh preloads the idle shim (tests/lib/idle.c), which sleeps;
+# wait_line waits for a line, for its time or while its process runs.
 #
 # Environment: top_srcdir, FERRY_TEST_TMPDIR; RUN_MPI, FERRY_MPI_IDLE (the
 # shim is checked only with both).  Exit 0 pass, 1 fail.
@@ -135,6 +136,22 @@ if test "$kept" = "/x.so|7|thread||"; then
   echo "ok: ferry_test_init keeps FERRY_MPI_*, FERRY_SANITIZE; unsets loader options"
 else
   echo "FAIL: ferry_test_init left '$kept' (want '/x.so|7|thread||')"
+  errors=1
+fi
+
+# wait_line: a line that comes (written after 0.3 s), one that never comes
+# (1 s, then 1), and a process that ends before the line (1 at once, not
+# after the 30 s)
+: >"$tmp/w.out"
+(sleep 0.3; echo "epoch 0: go" >>"$tmp/w.out") &
+w_t0=`date +%s`
+if wait_line "$tmp/w.out" '^epoch 0:' 10 &&
+   ! wait_line "$tmp/w.out" '^epoch 9:' 1 &&
+   { sleep 0.2 & w_p=$!; wait $w_p; ! wait_line "$tmp/w.out" 'never' 30 $w_p; } &&
+   test `expr \`date +%s\` - $w_t0` -lt 10; then
+  echo "ok: wait_line sees a line come, gives up after its time, stops with its process"
+else
+  echo "FAIL: wait_line"
   errors=1
 fi
 

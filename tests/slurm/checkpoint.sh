@@ -43,12 +43,7 @@ case $id in
     exit 1 ;;
 esac
 # Once rank 0 says the epoch started, let it run a little, then signal.
-i=0
-while ! grep -q '^ferry verify: no state file' "$tmp/job1.out" 2>/dev/null &&
-      test $i -lt 120; do
-  sleep 0.5
-  i=`expr $i + 1`
-done
+wait_line "$tmp/job1.out" '^ferry verify: no state file' 60
 sleep 2
 slurm_run 10 scancel --signal=USR1 --batch "$id"
 state=`wait_job "$id" 120`
