@@ -97,7 +97,8 @@ MPI_TESTS += \
 	tests/wds/real.sh \
 	tests/wds/wds_python.sh \
 	tests/wds/npy.sh \
-	tests/wds/npy_python.sh
+	tests/wds/npy_python.sh \
+	tests/wds/recs.sh
 # tests/mds/: MosaicML Streaming MDS datasets (docs/images.md): every
 # encoding's values on 1-4 ranks, raw and zstd shards, the refusals;
 # ndarrays of dynamic shapes (mds_dyn.sh); shard digests (mds_hashes.sh).
@@ -183,6 +184,7 @@ MPI_TESTS += \
 	tests/python/ragged.sh \
 	tests/python/pack.sh \
 	tests/python/roff_map.sh \
+	tests/python/recs_map.sh \
 	tests/python/pip_install.sh \
 	tests/python/test_torch_front.sh \
 	tests/python/test_lightning.sh \

@@ -33,7 +33,8 @@ void ferry__manifest_free(ferry__manifest *m) {
     for (int v = 0; pt->paths && v < m->nvars; v++)
       free(pt->paths[v]);
     for (int v = 0; pt->rec && v < m->nvars; v++)
-      free(pt->rec[v].p);
+      if (!ferry__manifest_owns_rec(m, pt->rec[v].p))
+        free(pt->rec[v].p);
     free(pt->rec);
     for (int v = 0; pt->roff && v < m->nvars; v++)
       if (!ferry__manifest_owns_roff(m, pt->roff[v]))
@@ -51,6 +52,7 @@ void ferry__manifest_free(ferry__manifest *m) {
   }
   free(m->vars);
   ferry__roff_map_close(m->roff_map);
+  ferry__roff_map_close(m->rec_map);
   if (m->inner) {
     ferry__manifest_free(m->inner);
     free(m->inner);
@@ -119,9 +121,18 @@ int ferry__check_rows(const ferry__manifest *m, int64_t part, int var,
  *       without a new version: a buffer lives for one broadcast between
  *       the ranks of one build, and a dense manifest's bytes, pinned by
  *       tests/unit/test_record, are unchanged)
+ *   records kept (record_version not 0) only: str recs_file ("" none),
+ *       and when named: u64 count (words)  u64 checksum  u8 version
+ *       u64 nblk  u64 block hashes[nblk]  u64 the manifest hash (rank
+ *       0's, of the records' bytes: a rank that maps the file and checks
+ *       its share of the blocks takes it rather than hash every record;
+ *       version 7, decision 0066)
  *   per part: i64 num_samples  i64 first_sample
  *             per variable: str path  i64 data_offset  i64 file_size
- *                           str record (the backend's bytes, may be empty)
+ *                           str record (the backend's bytes, may be empty;
+ *                           with a recs_file: u64 where it starts in the
+ *                           file's body and u32 its length, or UINT64_MAX
+ *                           and the str)
  *                           ragged variables only: i64 roff[num_samples+1],
  *                           or with a roff_file u64 where they start in it
  *                           and u64 their hash (the manifest hash's term)
@@ -142,8 +153,8 @@ int ferry__check_rows(const ferry__manifest *m, int64_t part, int var,
  * hashes are pinned by tests/unit/test_record.
  */
 /* 5: the mapped offsets' block hashes and each array's hash; 6: a
- * variable's width (2026-11-28) */
-#define PACK_VERSION 6
+ * variable's width (2026-11-28); 7: the records' file (2026-11-29) */
+#define PACK_VERSION 7
 #define HASH_VERSION 2
 #define PACK_HEAD 16
 
@@ -232,6 +243,20 @@ static void pack_body(ferry__rec_w *w, const ferry__manifest *m, int full) {
       ferry__rec_put_u64s(w, (const int64_t *)(const void *)map->blk,
                           (size_t)map->nblk);
   }
+  const ferry__roff_map *rmap = m->rec_map;
+  if (full && m->record_version) { /* where the records are */
+    ferry__rec_put_str(w, rmap ? rmap->path : "");
+    if (rmap) {
+      ferry__rec_put_u64(w, (uint64_t)rmap->count);
+      ferry__rec_put_u64(w, rmap->fnv);
+      ferry__rec_put_u8(w, (unsigned)rmap->version);
+      ferry__rec_put_u64(w, (uint64_t)rmap->nblk);
+      if (rmap->nblk > 0)
+        ferry__rec_put_u64s(w, (const int64_t *)(const void *)rmap->blk,
+                            (size_t)rmap->nblk);
+      ferry__rec_put_u64(w, m->hash); /* what the bytes hash to */
+    }
+  }
   for (int64_t p = 0; p < m->nparts; p++) {
     const ferry__part *pt = &m->parts[p];
     ferry__rec_put_u64(w, (uint64_t)pt->num_samples);
@@ -240,9 +265,19 @@ static void pack_body(ferry__rec_w *w, const ferry__manifest *m, int full) {
       ferry__rec_put_str(w, pt->paths[v]);
       ferry__rec_put_u64(w, (uint64_t)pt->data_offset[v]);
       ferry__rec_put_u64(w, (uint64_t)pt->file_size[v]);
-      if (recs)
-        ferry__rec_put_blob(w, pt->rec ? pt->rec[v].p : NULL,
-                            pt->rec ? pt->rec[v].len : 0);
+      const unsigned char *rp = pt->rec ? pt->rec[v].p : NULL;
+      size_t rn = pt->rec ? pt->rec[v].len : 0;
+      if (full && rmap && rn && ferry__manifest_owns_rec(m, rp)) {
+        /* mapped: where it is in the records' file */
+        ferry__rec_put_u64(w,
+                           (uint64_t)(rp - (const unsigned char *)rmap->addr -
+                                      FERRY__ROFF_HEAD));
+        ferry__rec_put_u32(w, (uint32_t)rn);
+      } else if (recs) {
+        if (full && rmap)
+          ferry__rec_put_u64(w, UINT64_MAX); /* held: its bytes follow */
+        ferry__rec_put_blob(w, rp, rn);
+      }
       if (!m->vars[v].ragged)
         continue;
       if (!full) /* the hash: the offsets' own hash (roff_digest) */
@@ -294,8 +329,25 @@ int ferry__manifest_pack(const ferry__manifest *m, void **buf, size_t *len) {
   return 0;
 }
 
-/* A record into *b; without b (no record version) it must be empty. */
-static int r_blob(ferry__rec_r *r, ferry__blob *b) {
+/* A record into *b; without b (no record version) it must be empty.  With
+ * a records' file, where it lies in the file, or UINT64_MAX and its bytes. */
+static int r_blob(ferry__rec_r *r, const ferry__manifest *m, ferry__blob *b) {
+  if (b && m->rec_map) {
+    uint64_t at = ferry__rec_get_u64(r);
+    if (r->rc)
+      return r->rc;
+    if (at != UINT64_MAX) {
+      uint32_t n = ferry__rec_get_u32(r);
+      uint64_t body = (uint64_t)m->rec_map->count * 8;
+      if (r->rc)
+        return r->rc;
+      if (n == 0 || at > body || n > body - at)
+        return ferry__rec_fail(r, "a record outside the records' file");
+      b->p = (unsigned char *)m->rec_map->addr + FERRY__ROFF_HEAD + at;
+      b->len = n;
+      return 0;
+    }
+  }
   uint32_t n = ferry__rec_get_len(r, "record runs past the end");
   if (r->rc)
     return r->rc;
@@ -489,8 +541,58 @@ static int unpack_map(ferry__rec_r *r, ferry__manifest *m, int defer,
   return rc;
 }
 
+/* The records' file the buffer names, if any (a manifest with records):
+ * mapped here, on this rank, and its bytes left to ferry__roff_map_verify
+ * (defer) or checked whole; *hash the manifest hash the sender computed
+ * from them.  A failure to map it is the rank's message in err, *maperr
+ * set. */
+static int unpack_recmap(ferry__rec_r *r, ferry__manifest *m, int defer,
+                         uint64_t *hash, int *maperr, ferry__err *err) {
+  char *path = ferry__rec_get_str(r);
+  if (!path)
+    return -1;
+  if (!*path) {
+    free(path);
+    return 0;
+  }
+  uint64_t count = ferry__rec_get_u64(r), fnv = ferry__rec_get_u64(r);
+  unsigned version = ferry__rec_get_u8(r);
+  uint64_t nblk = ferry__rec_get_u64(r);
+  int rc = r->rc ? -1 : 0;
+  if (rc == 0 && (count > (uint64_t)INT64_MAX || version != 1))
+    rc = ferry__rec_fail(r, "bad records' file count or version");
+  else if (rc == 0 &&
+           ferry__side_map_open(path, FERRY__RECS_MAGIC, "records' file",
+                                (int)version, (int64_t)count, fnv, &m->rec_map,
+                                err)) {
+    *maperr = 1;
+    rc = -1;
+  }
+  free(path);
+  ferry__roff_map *mp = m->rec_map;
+  if (rc == 0 && nblk != (uint64_t)ferry__roff_map_nblocks(mp))
+    rc = ferry__rec_fail(r, "bad records' block count");
+  else if (rc == 0 && !(mp->blk = malloc((size_t)nblk * sizeof *mp->blk)))
+    return ferry__rec_oom(r, (size_t)nblk * 8, "the records' block hashes");
+  if (rc == 0) {
+    ferry__rec_get_u64s(r, (int64_t *)(void *)mp->blk, (size_t)nblk);
+    mp->nblk = (int64_t)nblk;
+    *hash = ferry__rec_get_u64(r);
+    rc = r->rc ? -1 : 0;
+  }
+  if (rc == 0 && !(mp->deferred = defer) &&
+      ferry__hash_words(FERRY__FNV_INIT, mp->addr, mp->len - 8) != mp->fnv) {
+    *maperr = 1;
+    rc = ferry__seterr(err, FERRY_EFORMAT,
+                       "records' file %s: its bytes do not match its checksum "
+                       "(changed since the manifest was saved)",
+                       mp->path);
+  }
+  return rc;
+}
+
 static int unpack_body(ferry__rec_r *r, ferry__manifest *m, int defer,
-                       int *maperr, ferry__err *err) {
+                       uint64_t *hash, int *maperr, ferry__err *err) {
   if (!(m->backend = ferry__rec_get_str(r)) ||
       !(m->spec = ferry__rec_get_str(r)) || !(m->notes = ferry__rec_get_str(r)))
     return -1;
@@ -522,6 +624,8 @@ static int unpack_body(ferry__rec_r *r, ferry__manifest *m, int defer,
   if (r->rc)
     return -1;
   if (ferry__manifest_ragged(m) && unpack_map(r, m, defer, maperr, err) < 0)
+    return -1;
+  if (m->record_version && unpack_recmap(r, m, defer, hash, maperr, err) < 0)
     return -1;
   uint64_t per_part = 16 + (uint64_t)m->nvars * 24;
   if ((uint64_t)nparts > ferry__rec_left(r) / per_part)
@@ -556,7 +660,7 @@ static int unpack_body(ferry__rec_r *r, ferry__manifest *m, int defer,
         return -1;
       pt->data_offset[v] = ferry__rec_get_nonneg(r, "bad data offset");
       pt->file_size[v] = ferry__rec_get_nonneg(r, "bad file size");
-      if (r_blob(r, pt->rec ? &pt->rec[v] : NULL) < 0)
+      if (r_blob(r, m, pt->rec ? &pt->rec[v] : NULL) < 0)
         return -1;
       if (m->vars[v].ragged && unpack_roff(r, m, pt, v) < 0)
         return -1;
@@ -598,7 +702,8 @@ int ferry__manifest_unpack_ex(const void *buf, size_t len, int defer,
   r.pos = PACK_HEAD;
   r.len = len - 8; /* the body ends where the checksum starts */
   int maperr = 0;
-  int rc = unpack_body(&r, m, defer, &maperr, err);
+  uint64_t hash = 0;
+  int rc = unpack_body(&r, m, defer, &hash, &maperr, err);
   if (rc == 0)
     rc = ferry__rec_end(&r, "unexpected bytes after the last part");
   if (rc < 0) {
@@ -613,6 +718,8 @@ int ferry__manifest_unpack_ex(const void *buf, size_t len, int defer,
                          "manifest buffer corrupt at byte %zu: %s", r.at,
                          r.why ? r.why : "?");
   }
-  m->hash = ferry__manifest_hash(m);
+  /* mapped records, deferred: the sender's hash of their bytes, which the
+   * ranks' check of the file's blocks (dataset/share.c) shows are these */
+  m->hash = m->rec_map && m->rec_map->deferred ? hash : ferry__manifest_hash(m);
   return 0;
 }

@@ -89,6 +89,10 @@ typedef struct ferry__manifest {
    * (core/roffmap.c): the parts' roff[v] point into it and are not freed
    * one by one; NULL: each roff[v] is its own allocation. */
   struct ferry__roff_map *roff_map;
+  /* A saved manifest's records mapped from its PATH.recs (dataset/json.c,
+   * decision 0066): the parts' rec[v].p point into it and are not freed one
+   * by one; NULL: each record is its own allocation. */
+  struct ferry__roff_map *rec_map;
   /* A virtual dataset's source (loader/pack.c: the packed rows of a token
    * corpus), owned and freed with it; NULL for a dataset of files.  Made
    * on every rank from the shared source, never packed or sent. */
@@ -116,13 +120,20 @@ typedef struct ferry__manifest {
  * this many offsets (8 MiB). */
 #define FERRY__TRIM_STEP ((int64_t)1 << 20)
 
+/* The records' file of a saved manifest (decision 0066): "FRYR", version
+ * 1, three zero bytes, the count of 8-byte words of records (u64), the
+ * records, each from a multiple of 8 bytes, a checksum (ferry__hash_words
+ * of everything before it); mapped and checked as the offsets' file is. */
+#define FERRY__RECS_MAGIC "FRYR"
+
 typedef struct ferry__roff_map {
-  char *path;    /* the file, as the manifest named it          */
-  void *addr;    /* the whole file, read-only, shared           */
-  size_t len;    /* its bytes                                   */
-  int64_t count; /* the offsets it holds                        */
-  uint64_t fnv;  /* its checksum (the last 8 bytes)             */
-  int version;   /* the file's version (1: FNV-1a, 2: word hash) */
+  const char *what; /* "offsets' file", "records' file": for messages */
+  char *path;       /* the file, as the manifest named it          */
+  void *addr;       /* the whole file, read-only, shared           */
+  size_t len;       /* its bytes                                   */
+  int64_t count;    /* the offsets it holds                        */
+  uint64_t fnv;     /* its checksum (the last 8 bytes)             */
+  int version;      /* the file's version (1: FNV-1a, 2: word hash) */
   /* each checked array's own hash (the manifest hash's term), by where
    * it starts: one pass over the file checks and hashes it */
   int64_t ndig, capdig;
@@ -146,7 +157,14 @@ int ferry__roff_map_supported(void);
  *  it loaded the manifest (dataset/json.c). */
 int ferry__roff_map_open(const char *path, int version, int64_t count,
                          uint64_t fnv, ferry__roff_map **out, ferry__err *err);
+/** The same for any side file of a saved manifest: magic (4 bytes), what
+ *  it is called in messages (a static string), count 8-byte words. */
+int ferry__side_map_open(const char *path, const char *magic, const char *what,
+                         int version, int64_t count, uint64_t fnv,
+                         ferry__roff_map **out, ferry__err *err);
 void ferry__roff_map_close(ferry__roff_map *mp);
+/** 1 when p lies in m's mapped records (not to be freed). */
+int ferry__manifest_owns_rec(const ferry__manifest *m, const void *p);
 /** The blocks of mp's file (see nblk): how many, and block k's hash. */
 int64_t ferry__roff_map_nblocks(const ferry__roff_map *mp);
 uint64_t ferry__roff_map_block_hash(const ferry__roff_map *mp, int64_t k);

@@ -43,9 +43,16 @@ int ferry__roff_map_supported(void) {
 
 int ferry__roff_map_open(const char *path, int version, int64_t count,
                          uint64_t fnv, ferry__roff_map **out, ferry__err *err) {
+  return ferry__side_map_open(path, FERRY__ROFF_MAGIC, "offsets' file", version,
+                              count, fnv, out, err);
+}
+
+int ferry__side_map_open(const char *path, const char *magic, const char *what,
+                         int version, int64_t count, uint64_t fnv,
+                         ferry__roff_map **out, ferry__err *err) {
   *out = NULL;
   if (count < 1 || count > (INT64_MAX - 64) / 8)
-    return ferry__seterr(err, FERRY_EFORMAT, "offsets' file %s: bad count %lld",
+    return ferry__seterr(err, FERRY_EFORMAT, "%s %s: bad count %lld", what,
                          path, (long long)count);
   size_t len = FERRY__ROFF_HEAD + 8 * (size_t)count + 8;
   /* never blocks (a FIFO named by a bad manifest would wait for a writer):
@@ -53,41 +60,42 @@ int ferry__roff_map_open(const char *path, int version, int64_t count,
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return ferry__seterr(err, ferry__errno_code(errno),
-                         "offsets' file %s: %s (it is saved beside the "
+                         "%s %s: %s (it is saved beside the "
                          "manifest: copy both)",
-                         path, strerror(errno));
+                         what, path, strerror(errno));
   struct stat st;
   int rc = 0;
   void *p = MAP_FAILED;
   if (fstat(fd, &st) != 0)
-    rc = ferry__seterr(err, ferry__errno_code(errno), "offsets' file %s: %s",
-                       path, strerror(errno));
+    rc = ferry__seterr(err, ferry__errno_code(errno), "%s %s: %s", what, path,
+                       strerror(errno));
   else if (!S_ISREG(st.st_mode))
-    rc = ferry__seterr(err, FERRY_EFORMAT,
-                       "offsets' file %s: not a regular file", path);
+    rc = ferry__seterr(err, FERRY_EFORMAT, "%s %s: not a regular file", what,
+                       path);
   else if ((uint64_t)st.st_size != (uint64_t)len)
-    rc = ferry__seterr(err, FERRY_EFORMAT,
-                       "offsets' file %s: %lld bytes, not the %zu of %lld "
-                       "offsets (saved with another manifest?)",
-                       path, (long long)st.st_size, len, (long long)count);
+    rc =
+        ferry__seterr(err, FERRY_EFORMAT,
+                      "%s %s: %lld bytes, not the %zu of a count of %lld "
+                      "(saved with another manifest?)",
+                      what, path, (long long)st.st_size, len, (long long)count);
   else if ((p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0)) == MAP_FAILED)
     rc = ferry__seterr(err, ferry__errno_code(errno),
-                       "offsets' file %s: mmap of %zu bytes: %s", path, len,
+                       "%s %s: mmap of %zu bytes: %s", what, path, len,
                        strerror(errno));
   close(fd); /* the mapping stays */
   if (rc)
     return rc;
   const unsigned char *b = p;
-  if (memcmp(b, FERRY__ROFF_MAGIC, 4) != 0 || b[4] != version ||
+  if (memcmp(b, magic, 4) != 0 || b[4] != version ||
       memcmp(b + 5, "\0\0\0", 3) != 0 ||
       ferry__le64_load(b + 8) != (uint64_t)count ||
       ferry__le64_load(b + len - 8) != fnv) {
     munmap(p, len);
     return ferry__seterr(err, FERRY_EFORMAT,
-                         "offsets' file %s does not match its manifest "
+                         "%s %s does not match its manifest "
                          "(header, count %lld or checksum): saved with "
                          "another manifest, or changed since",
-                         path, (long long)count);
+                         what, path, (long long)count);
   }
   ferry__roff_map *mp = calloc(1, sizeof *mp);
   if (!mp || !(mp->path = strdup(path))) {
@@ -95,6 +103,7 @@ int ferry__roff_map_open(const char *path, int version, int64_t count,
     munmap(p, len);
     return ferry__oom(err, -1, strlen(path) + sizeof *mp, "a path");
   }
+  mp->what = what;
   mp->addr = p;
   mp->len = len;
   mp->count = count;
@@ -136,7 +145,7 @@ int ferry__roff_map_verify(const ferry__roff_map *mp, int rank, int size,
   const int64_t nb = ferry__roff_map_nblocks(mp);
   if (mp->nblk != nb)
     return ferry__seterr(err, FERRY_EINTERNAL,
-                         "offsets' file %s: %lld block hashes for %lld blocks",
+                         "%s %s: %lld block hashes for %lld blocks", mp->what,
                          mp->path, (long long)mp->nblk, (long long)nb);
   const size_t step = (size_t)FERRY__TRIM_STEP * 8;
   const unsigned char *b = mp->addr;
@@ -147,10 +156,10 @@ int ferry__roff_map_verify(const ferry__roff_map *mp, int rank, int size,
     trim_range(mp, (uintptr_t)(b + at), (uintptr_t)(b + end));
     if (h != mp->blk[k])
       return ferry__seterr_on(err, rank, FERRY_EFORMAT,
-                              "offsets' file %s: bytes %zu to %zu differ from "
+                              "%s %s: bytes %zu to %zu differ from "
                               "what rank 0 read (another copy of the file on "
                               "this node, or changed since)",
-                              mp->path, at, end);
+                              mp->what, mp->path, at, end);
   }
   return 0;
 }
@@ -171,6 +180,13 @@ int64_t ferry__roff_map_pos(const ferry__roff_map *mp, const int64_t *o) {
 
 int ferry__manifest_owns_roff(const ferry__manifest *m, const int64_t *o) {
   return m && m->roff_map && ferry__roff_map_pos(m->roff_map, o) >= 0;
+}
+
+int ferry__manifest_owns_rec(const ferry__manifest *m, const void *p) {
+  if (!m || !m->rec_map || !p)
+    return 0;
+  uintptr_t a = (uintptr_t)m->rec_map->addr, x = (uintptr_t)p;
+  return x >= a && x < a + m->rec_map->len;
 }
 
 /* The whole pages of m's mapping inside [from, to), dropped. */

@@ -192,6 +192,133 @@ static int save_roff(const ferry__manifest *m, const char *path, json_t *root,
   return rc;
 }
 
+/* ---- The records' file (decision 0066) --------------------------------- */
+
+/* Records of a manifest whose records take at least this many bytes go to
+ * PATH.recs (FERRY__RECS_MAGIC, core/manifest.h) instead of the JSON's
+ * hex: a WebDataset manifest of 10^6 samples holds 24 MB of records, which
+ * as hex were most of the time of a job's start (docs/performance.md,
+ * "WebDataset shards"). */
+#define RECS_FILE_MIN ((size_t)64 << 10)
+
+/* The bytes record b takes in the records' file: its length rounded up to
+ * a whole number of 8-byte words. */
+static size_t rec_words_bytes(const ferry__blob *b) {
+  return (b->len + 7) / 8 * 8;
+}
+
+/* The records' bytes m would put in the records' file; 0 when they stay
+ * in the JSON (fewer than RECS_FILE_MIN). */
+static size_t recs_file_bytes(const ferry__manifest *m) {
+  size_t n = 0;
+  for (int64_t p = 0; m->record_version && p < m->nparts; p++)
+    for (int v = 0; m->parts[p].rec && v < m->nvars; v++)
+      if (m->parts[p].rec[v].len)
+        n += rec_words_bytes(&m->parts[p].rec[v]);
+  return n >= RECS_FILE_MIN ? n : 0;
+}
+
+/* The records' file of the manifest at path: PATH.recs (malloc'd). */
+static char *recs_path(const char *path) {
+  size_t n = strlen(path);
+  char *p = malloc(n + 6);
+  if (p)
+    snprintf(p, n + 6, "%s.recs", path);
+  return p;
+}
+
+/* A staging buffer for the records' file: whole words hashed and written. */
+typedef struct recs_out {
+  FILE *f;
+  uint64_t h;
+  unsigned char buf[1 << 16];
+  size_t used;
+  int bad;
+} recs_out;
+
+static void recs_flush(recs_out *o) {
+  if (!o->bad && o->used && fwrite(o->buf, 1, o->used, o->f) != o->used)
+    o->bad = 1;
+  o->h = ferry__hash_words(o->h, o->buf, o->used);
+  o->used = 0;
+}
+
+/* n bytes of p, then zeros to a whole word. */
+static void recs_put(recs_out *o, const unsigned char *p, size_t n) {
+  size_t whole = n / 8 * 8;
+  if (whole >= sizeof o->buf) { /* a large record: its words directly */
+    recs_flush(o);
+    if (!o->bad && fwrite(p, 1, whole, o->f) != whole)
+      o->bad = 1;
+    o->h = ferry__hash_words(o->h, p, whole);
+    p += whole;
+    n -= whole;
+  }
+  size_t padded = (n + 7) / 8 * 8;
+  if (o->used + padded > sizeof o->buf)
+    recs_flush(o);
+  memcpy(o->buf + o->used, p, n);
+  memset(o->buf + o->used + n, 0, padded - n);
+  o->used += padded;
+}
+
+/* The records (bytes of them: recs_file_bytes) to PATH.recs, named in
+ * root["records"]; each file's entry then says where its record lies
+ * (save_json: "record_at", "record_bytes"). */
+static int save_recs(const ferry__manifest *m, size_t bytes, const char *path,
+                     json_t *root, ferry__err *err) {
+  char *rp = recs_path(path), tmp[4096];
+  recs_out *o = calloc(1, sizeof *o);
+  if (rp && o &&
+      snprintf(tmp, sizeof tmp, "%s.%ld.tmp", rp, (long)getpid()) <
+          (int)sizeof tmp)
+    o->f = fopen(tmp, "wb");
+  if (!o || !o->f) {
+    int rc = rp && o ? ferry__seterr(err, FERRY_EIO,
+                                     "manifest %s: cannot create its "
+                                     "records' file %s: %s",
+                                     path, rp, strerror(errno))
+                     : ferry__oom(err, -1, sizeof *o, "the records' file");
+    free(rp);
+    free(o);
+    return rc;
+  }
+  unsigned char head[ROFF_HEAD] = FERRY__RECS_MAGIC "\1";
+  ferry__le64_store(head + 8, (uint64_t)(bytes / 8));
+  o->h = FERRY__FNV_INIT;
+  recs_put(o, head, sizeof head);
+  for (int64_t p = 0; p < m->nparts; p++)
+    for (int v = 0; m->parts[p].rec && v < m->nvars; v++)
+      if (m->parts[p].rec[v].len)
+        recs_put(o, m->parts[p].rec[v].p, m->parts[p].rec[v].len);
+  recs_flush(o);
+  unsigned char sum[8];
+  ferry__le64_store(sum, o->h);
+  int bad = o->bad || fwrite(sum, 1, 8, o->f) != 8;
+  bad |= fclose(o->f) != 0;
+  bad |= !bad && rename(tmp, rp) != 0;
+  if (bad)
+    unlink(tmp);
+  char hex[17];
+  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)o->h);
+  const char *base = strrchr(rp, '/') ? strrchr(rp, '/') + 1 : rp;
+  json_t *jo = bad ? NULL : json_object();
+  bad |=
+      !jo || json_object_set_new(jo, "file", json_string(base)) ||
+      json_object_set_new(jo, "count", json_integer((json_int_t)(bytes / 8))) ||
+      json_object_set_new(jo, "version", json_integer(1)) ||
+      json_object_set_new(jo, "hash", json_string(hex)) ||
+      json_object_set_new(root, "records", jo);
+  int rc = bad ? ferry__seterr(err, FERRY_EIO,
+                               "manifest %s: cannot write its records' file "
+                               "%s: %s",
+                               path, rp, errno ? strerror(errno) : "?")
+               : 0;
+  free(rp);
+  free(o);
+  return rc;
+}
+
 /* Variable x as the manifest's JSON object; NULL when out of memory. */
 static json_t *var_json(const ferry__var *x) {
   int bad = 0;
@@ -252,6 +379,9 @@ int ferry__manifest_save_json(const ferry__manifest *m, const char *path,
     json_t *o = var_json(&m->vars[v]);
     bad |= !o || json_array_append_new(vars, o);
   }
+  size_t recs = bad ? 0 : recs_file_bytes(m), rec_at = 0;
+  if (recs && (rc = save_recs(m, recs, path, root, err)) < 0)
+    goto cleanup;
   for (int64_t p = 0; !bad && p < m->nparts; p++) {
     const ferry__part *pt = &m->parts[p];
     json_t *o = json_object(), *files = json_array();
@@ -265,7 +395,13 @@ int ferry__manifest_save_json(const ferry__manifest *m, const char *path,
             fo, "data_offset", json_integer((json_int_t)pt->data_offset[v]));
         bad |= json_object_set_new(fo, "file_size",
                                    json_integer((json_int_t)pt->file_size[v]));
-        if (pt->rec && pt->rec[v].len)
+        if (pt->rec && pt->rec[v].len && recs) { /* in PATH.recs */
+          bad |= json_object_set_new(fo, "record_at",
+                                     json_integer((json_int_t)rec_at));
+          bad |= json_object_set_new(fo, "record_bytes",
+                                     json_integer((json_int_t)pt->rec[v].len));
+          rec_at += rec_words_bytes(&pt->rec[v]);
+        } else if (pt->rec && pt->rec[v].len)
           bad |= set_hex(fo, "record", &pt->rec[v]);
         bad |= json_array_append_new(files, fo);
       } else {
@@ -513,6 +649,28 @@ static int load_file(json_t *fo, size_t p, int v, const char *path,
   snprintf(key, sizeof key, "parts[%zu].files[%d].file_size", p, v);
   if ((rc = get_int(fo, "file_size", 0, &pt->file_size[v], path, key, err)) < 0)
     return rc;
+  json_t *jat = json_object_get(fo, "record_at"); /* in PATH.recs */
+  if (jat) {
+    int64_t at = 0, n = 0;
+    snprintf(key, sizeof key, "parts[%zu].files[%d].record_at", p, v);
+    if (!m->rec_map || !pt->rec || json_object_get(fo, "record") ||
+        (rc = get_int(fo, "record_at", 0, &at, path, key, err)) < 0)
+      return rc < 0 ? rc : missing(err, path, key);
+    snprintf(key, sizeof key, "parts[%zu].files[%d].record_bytes", p, v);
+    if ((rc = get_int(fo, "record_bytes", 1, &n, path, key, err)) < 0)
+      return rc;
+    int64_t body = m->rec_map->count * 8;
+    if (at > body || n > body - at || n > (int64_t)UINT32_MAX)
+      return ferry__seterr(
+          err, FERRY_EFORMAT,
+          "manifest %s: parts[%zu].files[%d]: its record (%lld "
+          "bytes at %lld) lies outside the records' file %s "
+          "(%lld bytes)",
+          path, p, v, (long long)n, (long long)at, m->rec_map->path,
+          (long long)body);
+    pt->rec[v].p = (unsigned char *)m->rec_map->addr + ROFF_HEAD + at;
+    pt->rec[v].len = (size_t)n;
+  }
   json_t *jrec = json_object_get(fo, "record"); /* optional */
   snprintf(key, sizeof key, "parts[%zu].files[%d].record", p, v);
   int hx = 0;
@@ -777,6 +935,65 @@ static int load_roff(json_t *root, const char *path, ferry__manifest *m,
   return read_roff_whole(root, path, m, err);
 }
 
+/* The records' file named by root["records"] (decision 0066), when there
+ * is one: mapped, every byte checked against its checksum here, on rank 0,
+ * with each block's hash for the other ranks' checks (they map the same
+ * file when they unpack the broadcast: ferry__roff_map_verify). */
+static int load_recs(json_t *root, const char *path, ferry__manifest *m,
+                     ferry__err *err) {
+  json_t *o = json_object_get(root, "records");
+  if (!o)
+    return 0;
+  json_t *jf = json_object_get(o, "file"), *jv = json_object_get(o, "version"),
+         *js = json_object_get(o, "hash");
+  int64_t count = 0;
+  if (!json_is_object(o) || !json_is_string(jf) || !*json_string_value(jf) ||
+      !json_is_integer(jv) || json_integer_value(jv) != 1 ||
+      !json_is_string(js) || !m->record_version ||
+      get_int(o, "count", 1, &count, path, "records.count", err) < 0)
+    return missing(err, path, "records");
+  const char *hex = json_string_value(js);
+  char *end = NULL;
+  uint64_t sum = strtoull(hex, &end, 16);
+  if (strlen(hex) != 16 || !end || *end)
+    return missing(err, path, "records");
+  const char *name = json_string_value(jf), *slash = strrchr(path, '/');
+  size_t dl = name[0] == '/' || !slash ? 0 : (size_t)(slash - path) + 1;
+  char *rp = malloc(dl + strlen(name) + 1);
+  if (!rp)
+    return ferry__oom(err, -1, dl + strlen(name) + 1, "a path");
+  memcpy(rp, path, dl);
+  strcpy(rp + dl, name);
+  char *full = realpath(rp, NULL); /* the ranks' cwd may differ */
+  int rc =
+      ferry__side_map_open(full ? full : rp, FERRY__RECS_MAGIC, "records' file",
+                           1, count, sum, &m->rec_map, err);
+  free(full);
+  ferry__roff_map *mp = m->rec_map;
+  int64_t nb = rc ? 0 : ferry__roff_map_nblocks(mp);
+  if (rc == 0 && !(mp->blk = malloc((size_t)nb * sizeof *mp->blk)))
+    rc = ferry__oom(err, -1, (size_t)nb * 8, "the block hashes of %s", rp);
+  if (rc == 0) {
+    const unsigned char *b = mp->addr;
+    size_t n = mp->len - 8, step = (size_t)FERRY__TRIM_STEP * 8;
+    uint64_t h = FERRY__FNV_INIT;
+    for (size_t i = 0; i < n; i += step) {
+      size_t k = n - i < step ? n - i : step;
+      h = ferry__hash_words(h, b + i, k);
+      mp->blk[i / step] = ferry__roff_map_block_hash(mp, (int64_t)(i / step));
+    }
+    mp->nblk = nb;
+    if (h != sum)
+      rc = ferry__seterr(err, FERRY_EFORMAT,
+                         "manifest %s: its records' file %s does not match "
+                         "its checksum: changed since it was saved, or "
+                         "corrupt (save the manifest again)",
+                         path, rp);
+  }
+  free(rp);
+  return rc;
+}
+
 /* The parsed JSON of a saved manifest (path names it in errors) into m;
  * takes root. */
 static int load_root(json_t *root, const char *path, const char *vars,
@@ -797,6 +1014,8 @@ static int load_root(json_t *root, const char *path, const char *vars,
     goto cleanup;
   }
   m->nparts = (int64_t)nparts;
+  if ((rc = load_recs(root, path, m, err)) < 0)
+    goto cleanup;
   int check_sizes = !(be->caps & FERRY__CAP_NOT_FLAT);
   int64_t total = 0;
   for (size_t p = 0; p < nparts; p++)

@@ -727,7 +727,7 @@ static void select_part(const ferry__manifest *m, ferry__part *pt,
   for (int v = 0; v < nvars; v++)
     if (!keep[v]) {
       free(pt->paths[v]);
-      if (pt->rec)
+      if (pt->rec && !ferry__manifest_owns_rec(m, pt->rec[v].p))
         free(pt->rec[v].p);
       if (pt->roff && !ferry__manifest_owns_roff(m, pt->roff[v]))
         free(pt->roff[v]);

@@ -89,6 +89,10 @@ int ferry__manifest_unpack_agree(MPI_Comm comm, int rank, const void *buf,
   int rc = ferry__manifest_unpack_ex(buf, len, 1, into, err);
   if (rc == 0 && rank != 0 && into->roff_map && into->roff_map->deferred)
     rc = ferry__roff_map_verify(into->roff_map, rank, size, err);
+  /* mapped records (decision 0066) the same way; the manifest hash is then
+   * rank 0's, which covers their bytes */
+  if (rc == 0 && rank != 0 && into->rec_map && into->rec_map->deferred)
+    rc = ferry__roff_map_verify(into->rec_map, rank, size, err);
   if (rc == 0 && rank == 0) {
     /* what rank 0 serves must be what the others unpacked */
     if (scratch.hash != m->hash)

@@ -1011,6 +1011,7 @@ static void shallow(const ferry__manifest *m, int64_t p, ferry__manifest *out) {
   out->srcs = NULL;
   out->nsrcs = 0;
   out->roff_map = NULL;
+  out->rec_map = NULL;
 }
 
 /* io's readers of a mix's sources (io->m->srcs): the arrays, each view

@@ -10,7 +10,8 @@
  * under FERRY_TEST_TMPDIR (or /tmp).  And a mapped offsets' file's block
  * check (ferry__roff_map_verify, core/roffmap.c): each rank of a few
  * hashes its share of the blocks against rank 0's hashes and names the
- * bytes that differ.
+ * bytes that differ.  And a manifest whose records go to its records'
+ * file, PATH.recs (decision 0066; test_recs).
  *
  * Exit status: 0 pass, 1 fail (each failure is printed), 77 skip.
  */
@@ -197,6 +198,9 @@ static void test_json(const char *dir, int rv) {
   build(&m, rv);
   int rc = ferry__manifest_save_json(&m, path, &e);
   CHECK(rc == 0, "save: %d %s", rc, e.msg);
+  char recs[620];
+  snprintf(recs, sizeof recs, "%s.recs", path);
+  CHECK(access(recs, F_OK) != 0, "a records' file for 18 bytes of records");
   rc = ferry__manifest_load_json(path, NULL, &u, &e);
   CHECK(rc == 0, "load: %d %s", rc, e.msg);
   if (rc == 0) {
@@ -231,6 +235,134 @@ static void test_json(const char *dir, int rv) {
   if (rc == 0)
     ferry__manifest_free(&u);
   unlink(bad);
+  unlink(path);
+  ferry__manifest_free(&m);
+}
+
+/* 1 when the file at path exists. */
+static int exists(const char *path) { return access(path, F_OK) == 0; }
+
+/* The byte at `at` of the file at path flipped (its checksum left). */
+static int flip_byte(const char *path, long at) {
+  FILE *f = fopen(path, "r+b");
+  int c = f && fseek(f, at, SEEK_SET) == 0 ? fgetc(f) : EOF;
+  int ok = c != EOF && fseek(f, at, SEEK_SET) == 0 && fputc(c ^ 0x40, f) != EOF;
+  if (f && fclose(f) != 0)
+    ok = 0;
+  return ok ? 0 : -1;
+}
+
+/* Records of 64 KiB and more go to PATH.recs (decision 0066): saved and
+ * loaded they are the same bytes and hash, mapped (not held); packed and
+ * unpacked deferred, each rank's share of the file's blocks is checked
+ * against rank 0's, and a changed byte, a missing file or a record outside
+ * the file is refused naming the file.  A manifest with fewer record bytes
+ * keeps them in the JSON (test_json: no PATH.recs). */
+static void test_recs(const char *dir, int rv) {
+  ferry__manifest m, u, w;
+  ferry__err e;
+  char path[600], recs[620], bad[600];
+  memset(&e, 0, sizeof e);
+  snprintf(path, sizeof path, "%s/big.json", dir);
+  snprintf(recs, sizeof recs, "%s.recs", path);
+  snprintf(bad, sizeof bad, "%s/bigbad.json", dir);
+  build(&m, rv);
+  const size_t big = FERRY__TRIM_STEP * 8 + 70001; /* two blocks */
+  free(m.parts[0].rec[0].p);
+  m.parts[0].rec[0].p = xcalloc(1, big);
+  m.parts[0].rec[0].len = big;
+  for (size_t k = 0; k < big; k++)
+    m.parts[0].rec[0].p[k] = (unsigned char)(k * 7 + k / 251);
+  m.hash = ferry__manifest_hash(&m);
+  int rc = ferry__manifest_save_json(&m, path, &e);
+  CHECK(rc == 0 && exists(recs), "save with a records' file: %d %s", rc, e.msg);
+  CHECK(rewrite(path, bad, "\"record_at\"", "\"record_at\"") == 0,
+        "the JSON names no record_at");
+  rc = ferry__manifest_load_json(path, NULL, &u, &e);
+  CHECK(rc == 0, "load: %d %s", rc, e.msg);
+  if (rc != 0) {
+    ferry__manifest_free(&m);
+    return;
+  }
+  CHECK(same_parts(&m, &u), "records from the records' file differ");
+  CHECK(u.hash == m.hash, "loaded hash differs");
+  CHECK(u.rec_map && ferry__manifest_owns_rec(&u, u.parts[0].rec[0].p) &&
+            ferry__manifest_owns_rec(&u, u.parts[1].rec[1].p),
+        "the records are not mapped");
+  /* packed for the other ranks: where the records lie, not their bytes */
+  void *buf = NULL;
+  size_t len = 0;
+  CHECK(ferry__manifest_pack(&u, &buf, &len) == 0 && len < 4096,
+        "packed: %zu bytes", len);
+  for (int defer = 0; buf && defer < 2; defer++) {
+    rc = ferry__manifest_unpack_ex(buf, len, defer, &w, &e);
+    CHECK(rc == 0, "unpack (defer %d): %d %s", defer, rc, e.msg);
+    if (rc)
+      continue;
+    CHECK(same_parts(&m, &w) && w.hash == m.hash && w.rec_map &&
+              w.rec_map->deferred == defer,
+          "unpacked (defer %d): records or hash differ", defer);
+    for (int size = 2; size <= 3; size++)
+      for (int rank = 1; rank < size; rank++)
+        CHECK(ferry__roff_map_verify(w.rec_map, rank, size, &e) == 0,
+              "rank %d of %d: %s", rank, size, e.msg);
+    ferry__manifest_free(&w);
+  }
+  /* selecting a variable frees the other's record, not the mapping */
+  ferry__manifest_free(&u);
+  rc = ferry__manifest_load_json(path, "y", &u, &e);
+  CHECK(rc == 0 && u.nvars == 1 && u.parts[1].rec[0].len == sizeof MARK &&
+            memcmp(u.parts[1].rec[0].p, MARK, sizeof MARK) == 0,
+        "vars=y with a records' file: %d %s", rc, e.msg);
+  if (rc == 0)
+    ferry__manifest_free(&u);
+  /* a byte changed after the save (the checksum left as it was) */
+  CHECK(flip_byte(recs, FERRY__ROFF_HEAD + 1000) == 0, "cannot change %s",
+        recs);
+  rc = ferry__manifest_load_json(path, NULL, &u, &e);
+  CHECK(rc == FERRY_EFORMAT && strstr(e.msg, recs) &&
+            strstr(e.msg, "does not match its checksum"),
+        "a changed records' file: %d '%s'", rc, e.msg);
+  if (rc == 0)
+    ferry__manifest_free(&u);
+  rc = buf ? ferry__manifest_unpack_ex(buf, len, 0, &w, &e) : -1;
+  CHECK(rc == FERRY_EFORMAT && strstr(e.msg, "records' file"),
+        "a changed records' file, unpacked whole: %d '%s'", rc, e.msg);
+  if (rc == 0)
+    ferry__manifest_free(&w);
+  rc = buf ? ferry__manifest_unpack_ex(buf, len, 1, &w, &e) : -1;
+  CHECK(rc == 0, "a changed records' file, deferred: %d %s", rc, e.msg);
+  if (rc == 0) { /* block 0, rank 1's share of 2 */
+    memset(&e, 0, sizeof e);
+    CHECK(ferry__roff_map_verify(w.rec_map, 1, 2, &e) == FERRY_EFORMAT &&
+              strstr(e.msg, "records' file") &&
+              strstr(e.msg, "differ from what rank 0"),
+          "rank 1 of 2 should see the change: '%s'", e.msg);
+    CHECK(ferry__roff_map_verify(w.rec_map, 2, 3, &e) == 0,
+          "rank 2 of 3 (block 1, unchanged): %s", e.msg);
+    ferry__manifest_free(&w);
+  }
+  CHECK(flip_byte(recs, FERRY__ROFF_HEAD + 1000) == 0, "cannot restore %s",
+        recs);
+  /* a record that runs past the file */
+  char from[64], to[64];
+  snprintf(from, sizeof from, "\"record_bytes\": %zu", big);
+  snprintf(to, sizeof to, "\"record_bytes\": %zu", big + 4096);
+  CHECK(rewrite(path, bad, from, to) == 0, "cannot rewrite %s", path);
+  rc = ferry__manifest_load_json(bad, NULL, &u, &e);
+  CHECK(rc == FERRY_EFORMAT && strstr(e.msg, "outside the records' file"),
+        "a record past the file: %d '%s'", rc, e.msg);
+  if (rc == 0)
+    ferry__manifest_free(&u);
+  unlink(bad);
+  /* the file missing */
+  unlink(recs);
+  rc = ferry__manifest_load_json(path, NULL, &u, &e);
+  CHECK(rc < 0 && strstr(e.msg, recs) && strstr(e.msg, "copy both"),
+        "no records' file: %d '%s'", rc, e.msg);
+  if (rc == 0)
+    ferry__manifest_free(&u);
+  free(buf);
   unlink(path);
   ferry__manifest_free(&m);
 }
@@ -308,6 +440,7 @@ int main(void) {
   }
   test_pack(z->record_version);
   test_json(dir, z->record_version);
+  test_recs(dir, z->record_version);
   test_roff_verify(dir);
   rmdir(dir);
   return ft_summary("test_manifest");
