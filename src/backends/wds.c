@@ -281,8 +281,7 @@ static int fill_var(const ferry__tar_index *x, const ferry__tar_var *t, int v,
 }
 
 static int fill_desc(const ferry__tar_index *x, const char *file, int64_t size,
-                     const char *sidecar, ferry__part_desc *out,
-                     ferry__err *err) {
+                     ferry__part_desc *out, ferry__err *err) {
   int n = x->nvars;
   out->vars = calloc((size_t)n, sizeof *out->vars);
   out->paths = calloc((size_t)n, sizeof *out->paths);
@@ -310,15 +309,16 @@ static int fill_desc(const ferry__tar_index *x, const char *file, int64_t size,
     if (rc)
       return rc;
   }
+  /* nothing of the sidecar's here: the notes enter the manifest hash, and
+   * whether a sidecar was checked or written says nothing of the data (a
+   * state saved before `ferry index` resumes after it) */
   char notes[512];
-  snprintf(
-      notes, sizeof notes,
-      "webdataset, first shard %s: %lld samples, %lld members served, %lld "
-      "skipped (not regular files, or __*__), %lld of extensions not "
-      "selected%s%s",
-      file, (long long)x->n, (long long)x->members, (long long)x->skipped,
-      (long long)x->ignored, sidecar ? "; sidecar " : "",
-      sidecar ? sidecar : "");
+  snprintf(notes, sizeof notes,
+           "webdataset, first shard %s: %lld samples, %lld members served, "
+           "%lld skipped (not regular files, or __*__), %lld of extensions "
+           "not selected",
+           file, (long long)x->n, (long long)x->members, (long long)x->skipped,
+           (long long)x->ignored);
   if (!(out->notes = strdup(notes)))
     return ferry__oom(err, -1, strlen(notes) + 1, "the notes of shard %s",
                       file);
@@ -361,11 +361,7 @@ static int wds_describe(const char *path, const ferry_options *opts,
   else if (mode == 0)
     rc = sidecar_check(file, &x, &seen, err);
   if (!rc)
-    rc = fill_desc(&x, file, (int64_t)st.st_size,
-                   mode == 2 ? "written"
-                   : seen    ? "checked"
-                             : NULL,
-                   out, err);
+    rc = fill_desc(&x, file, (int64_t)st.st_size, out, err);
 done:
   if (fd >= 0)
     close(fd);

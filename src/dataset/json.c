@@ -43,6 +43,12 @@
  * that keeps records (the zarr backend) adds "record_version": N at the top
  * and "record": "HEX" (its bytes, two lowercase hex digits each) to each
  * file; a manifest whose record version is not the backend's is refused.
+ * Records of RECS_FILE_MIN bytes and more go to a binary file beside the
+ * manifest instead (decision 0066), PATH.recs, named at the top by
+ * "records": {"file": "NAME.recs", "count": WORDS, "version": 1, "hash":
+ * "HEX"} (FERRY__RECS_MAGIC, core/manifest.h); each file's entry then has
+ * "record_at": BYTE (from the end of the file's 16-byte header) and
+ * "record_bytes": N.
  * "num_samples" at the top is informational; loading recomputes it.
  *
  * Ragged variables (docs/ragged.md) carry "ragged": 1 or 2 in "vars", and

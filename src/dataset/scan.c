@@ -447,7 +447,12 @@ static int dir_parts(const char *dir, strvec *out, char **note, int *shards,
       tar || (!store && !images && rc == 0 && best >= FERRY__DIR_PARTS_MIN);
   for (size_t i = 0, seen = 0; looks && i < names.n; i++) {
     if (strcmp(ext_of(names.v[i]), ext) != 0) {
-      others++;
+      /* a shard's sidecar (SHARD.tar.idx) is no other file: the notes
+       * enter the manifest hash, and a state saved before `ferry index`
+       * must resume after it */
+      size_t nl = strlen(names.v[i]);
+      others +=
+          !(tar && nl > 8 && strcmp(names.v[i] + nl - 8, ".tar.idx") == 0);
       continue;
     }
     looks = tar || seen == 0 || same_but_digits(names.v[first], names.v[i]);
