@@ -71,6 +71,7 @@ void ferry__img_scratch_free(ferry__img_scratch *s) {
   free(s->bx);
   free(s->by);
   free(s->kd);
+  free(s->kv);
   free(s->acc);
   memset(s, 0, sizeof *s);
 }

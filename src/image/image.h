@@ -137,6 +137,9 @@ typedef struct ferry__img_scratch {
   size_t acc_cap;
   double *kd; /**< one output's coefficients before rounding */
   size_t kd_cap;
+  int16_t *kv; /**< the horizontal pass's weights as SIMD vectors */
+  size_t kv_cap;
+  int no_simd; /**< 1: the scalar passes only (tests, benchmarks) */
 } ferry__img_scratch;
 
 void ferry__img_scratch_init(ferry__img_scratch *s);

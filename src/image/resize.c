@@ -205,6 +205,117 @@ static void horizontal_rows3(const unsigned char *in, size_t stride,
   }
 }
 
+/*
+ * The horizontal pass in SSSE3, the same integers as the scalar loops
+ * (tests/image/test_image.c compares both on every shape it draws): a
+ * weight k (0 .. 2^22) is split into k >> 11 and k & 2047, both int16, so
+ * that pmaddwd (int16 pairs into int32 sums) makes p * (k >> 11) and
+ * p * (k & 2047) exactly, and (hi << 11) + lo is the scalar's sum.  One
+ * 16-byte load holds 5 pixels of 3 channels: two shuffles put taps (0, 1)
+ * and (2, 3) of each channel side by side as int16, each multiplied by its
+ * pair of weights; an output with more taps takes a load per 4.  Two rows
+ * share each output's weights.  Only 3 channels; the loads read up to 16
+ * bytes past a group's first pixel, so a row whose reads would pass the
+ * source's end is left to the scalar loop.
+ */
+#if defined(__GNUC__) && defined(__x86_64__)
+#define FERRY__IMG_SSSE3 1
+#include <immintrin.h>
+
+/* Per output x and group of 4 taps, 4 vectors of 8 int16: taps (0, 1)'s
+ * high and low weights, taps (2, 3)'s, each pair repeated for the 3
+ * channels, then 0, 0.  *need: the bytes a row's loads reach from its
+ * first pixel. */
+static int simd_weights(const int32_t *kx, const int32_t *bx, int64_t ksx,
+                        int64_t dw, ferry__img_scratch *s, size_t *need) {
+  int64_t groups = (ksx + 3) / 4;
+  size_t bytes;
+  if (__builtin_mul_overflow((size_t)dw, (size_t)groups * 64, &bytes) ||
+      ferry__img_grow((void **)&s->kv, &s->kv_cap, bytes ? bytes : 64))
+    return FERRY_ENOMEM;
+  *need = 0;
+  for (int64_t x = 0; x < dw; x++) {
+    int32_t xn = bx[2 * x + 1];
+    const int32_t *k = kx + x * ksx;
+    for (int64_t g = 0; g < groups; g++) {
+      int16_t *v = s->kv + (x * groups + g) * 32;
+      for (int pair = 0; pair < 2; pair++) {
+        int64_t t0 = 4 * g + 2 * pair, t1 = t0 + 1;
+        int32_t k0 = t0 < xn ? k[t0] : 0, k1 = t1 < xn ? k[t1] : 0;
+        int16_t *hi = v + 16 * pair, *lo = hi + 8;
+        for (int ch = 0; ch < 3; ch++) {
+          hi[2 * ch] = (int16_t)(k0 >> 11);
+          hi[2 * ch + 1] = (int16_t)(k1 >> 11);
+          lo[2 * ch] = (int16_t)(k0 & 2047);
+          lo[2 * ch + 1] = (int16_t)(k1 & 2047);
+        }
+        hi[6] = hi[7] = lo[6] = lo[7] = 0;
+      }
+    }
+    if (xn > 0) {
+      size_t reach = ((size_t)bx[2 * x] + 4 * (size_t)((xn - 1) / 4)) * 3 + 16;
+      if (reach > *need)
+        *need = reach;
+    }
+  }
+  return 0;
+}
+
+/* The sums of one output pixel (hi, lo) as 3 bytes at o. */
+__attribute__((target("ssse3"))) static inline void
+simd_store3(__m128i hi, __m128i lo, unsigned char *o) {
+  const __m128i half = _mm_set1_epi32(1 << (PRECISION_BITS - 1));
+  __m128i v = _mm_add_epi32(_mm_add_epi32(_mm_slli_epi32(hi, 11), lo), half);
+  v = _mm_srai_epi32(v, PRECISION_BITS);
+  v = _mm_packs_epi32(v, v);
+  v = _mm_packus_epi16(v, v);
+  uint32_t w = (uint32_t)_mm_cvtsi128_si32(v);
+  memcpy(o, &w, 3);
+}
+
+/* Rows a and b (b may be NULL: a alone) of the horizontal pass into oa, ob.
+ */
+__attribute__((target("ssse3"))) static void
+simd_rows3(const unsigned char *a, const unsigned char *b, const int32_t *bx,
+           const int16_t *kv, int64_t groups, int64_t dw, unsigned char *oa,
+           unsigned char *ob) {
+  const __m128i m01 = _mm_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1,
+                                    -1, -1, -1, -1);
+  const __m128i m23 = _mm_setr_epi8(6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11,
+                                    -1, -1, -1, -1, -1);
+  for (int64_t x = 0; x < dw; x++) {
+    int32_t xn = bx[2 * x + 1];
+    size_t at = (size_t)bx[2 * x] * 3;
+    const __m128i *w = (const __m128i *)(const void *)(kv + x * groups * 32);
+    __m128i ha = _mm_setzero_si128(), la = ha, hb = ha, lb = ha;
+    for (int32_t g = 0; 4 * g < xn; g++, at += 12, w += 4) {
+      __m128i wh01 = _mm_loadu_si128(w), wl01 = _mm_loadu_si128(w + 1);
+      __m128i wh23 = _mm_loadu_si128(w + 2), wl23 = _mm_loadu_si128(w + 3);
+      __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(a + at));
+      __m128i p01 = _mm_shuffle_epi8(v, m01), p23 = _mm_shuffle_epi8(v, m23);
+      ha = _mm_add_epi32(ha, _mm_add_epi32(_mm_madd_epi16(p01, wh01),
+                                           _mm_madd_epi16(p23, wh23)));
+      la = _mm_add_epi32(la, _mm_add_epi32(_mm_madd_epi16(p01, wl01),
+                                           _mm_madd_epi16(p23, wl23)));
+      if (b) {
+        v = _mm_loadu_si128((const __m128i *)(const void *)(b + at));
+        p01 = _mm_shuffle_epi8(v, m01);
+        p23 = _mm_shuffle_epi8(v, m23);
+        hb = _mm_add_epi32(hb, _mm_add_epi32(_mm_madd_epi16(p01, wh01),
+                                             _mm_madd_epi16(p23, wh23)));
+        lb = _mm_add_epi32(lb, _mm_add_epi32(_mm_madd_epi16(p01, wl01),
+                                             _mm_madd_epi16(p23, wl23)));
+      }
+    }
+    simd_store3(ha, la, oa + 3 * x);
+    if (b)
+      simd_store3(hb, lb, ob + 3 * x);
+  }
+}
+
+static int have_ssse3(void) { return __builtin_cpu_supports("ssse3"); }
+#endif
+
 /* One output row of the vertical pass: yn taps of k over the rows at in
  * (n bytes apart), into o. */
 FERRY__IMG_HOT
@@ -279,6 +390,27 @@ int ferry__img_bilinear(const unsigned char *src, int64_t sw, int64_t sh, int c,
   /* Horizontal pass: rows first .. last of the region, every output
    * column. */
   size_t yy = 0;
+#ifdef FERRY__IMG_SSSE3
+  size_t need = 0;
+  if (c == 3 && !s->no_simd && have_ssse3() &&
+      simd_weights(s->kx, s->bx, ksx, dw, s, &need) == 0) {
+    /* the rows whose loads stay inside src (its last may not) */
+    const unsigned char *end = src + (size_t)sh * stride;
+    int64_t groups = (ksx + 3) / 4;
+    size_t safe = 0;
+    while (safe < nrows &&
+           (size_t)(end - (base + ((size_t)first + safe) * stride)) >= need)
+      safe++;
+    for (; yy + 2 <= safe; yy += 2)
+      simd_rows3(base + ((size_t)first + yy) * stride,
+                 base + ((size_t)first + yy + 1) * stride, s->bx, s->kv,
+                 groups, dw, s->rows + yy * out_row,
+                 s->rows + (yy + 1) * out_row);
+    for (; yy < safe; yy++)
+      simd_rows3(base + ((size_t)first + yy) * stride, NULL, s->bx, s->kv,
+                 groups, dw, s->rows + yy * out_row, NULL);
+  }
+#endif
   if (c == 3)
     for (; yy + 2 <= nrows; yy += 2)
       horizontal_rows3(base + ((size_t)first + yy) * stride, stride, s->bx,

@@ -13,8 +13,9 @@
 #   center   Resize(256) + CenterCrop(224) -> uint8
 #   random/f32  the same random crop -> ToTensor + Normalize (float32 CHW)
 # ferry: img_bench (one thread, files read each round; again without DCT
-# scaling, FERRY_IMG_NO_DCT, and without the cropped JPEG decode,
-# FERRY_IMG_NO_CROP, for the levers' share); torchvision:
+# scaling, FERRY_IMG_NO_DCT, without the cropped JPEG decode,
+# FERRY_IMG_NO_CROP, and without the SIMD resize, FERRY_IMG_NO_SIMD, for
+# the levers' share); torchvision:
 # decode_peer.py run (ImageFolder's loader: open, Image.open, convert RGB;
 # then the transforms; one process, num_workers=0, torch on one thread).
 # Each measures images per CPU second of its process (one thread: per
@@ -43,18 +44,21 @@ for mode in random center random/f32; do
     random/f32) m=random; layout=f32 ;;
     *) m=$mode; layout=u8 ;;
   esac
-  : >"$work/c" ; : >"$work/c0" ; : >"$work/c1" ; : >"$work/t"
+  : >"$work/c" ; : >"$work/c0" ; : >"$work/c1" ; : >"$work/c2" ; : >"$work/t"
   for i in 1 2 3; do
     "$build/tests/bench/img_bench" $m $layout "$rounds" $files | rate >>"$work/c"
     FERRY_IMG_NO_DCT=1 "$build/tests/bench/img_bench" $m $layout "$rounds" \
       $files | rate >>"$work/c0"
     FERRY_IMG_NO_CROP=1 "$build/tests/bench/img_bench" $m $layout "$rounds" \
       $files | rate >>"$work/c1"
+    FERRY_IMG_NO_SIMD=1 "$build/tests/bench/img_bench" $m $layout "$rounds" \
+      $files | rate >>"$work/c2"
     "$py" "$here/decode_peer.py" run "$m" "$layout" "$rounds" $files |
       rate >>"$work/t"
   done
   c=$(median <"$work/c") c0=$(median <"$work/c0") c1=$(median <"$work/c1")
+  c2=$(median <"$work/c2")
   t=$(median <"$work/t")
   ratio() { echo "$1 $t" | awk '{printf "%.2f", $1 / $2}'; }
-  echo "$mode: ferry $c images/cpu-s (without DCT scaling $c0, without the cropped JPEG decode $c1), torchvision $t, ratio $(ratio "$c")x ($(ratio "$c0")x without DCT scaling, $(ratio "$c1")x without the cropped decode)"
+  echo "$mode: ferry $c images/cpu-s (without DCT scaling $c0, without the cropped JPEG decode $c1, without the SIMD resize $c2), torchvision $t, ratio $(ratio "$c")x ($(ratio "$c0")x without DCT scaling, $(ratio "$c1")x without the cropped decode, $(ratio "$c2")x without the SIMD resize)"
 done

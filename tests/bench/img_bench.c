@@ -88,6 +88,8 @@ int main(int argc, char **argv) {
   size_t cap = 0, n = 0;
   ferry__img_scratch s;
   ferry__img_scratch_init(&s);
+  if (getenv("FERRY_IMG_NO_SIMD"))
+    s.no_simd = 1;
   char why[256];
   double t0 = 0, c0 = 0;
   long done = 0;

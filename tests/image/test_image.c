@@ -20,7 +20,8 @@
  * same seed, same pixels, on 4 threads at once too; other seeds differ;
  * spec refusals; every truncation of a JPEG and of a PNG (but inside
  * IEND's CRC) refused with a message; bit flips never crash (ASan in the asan
- * tier); absurd sizes refused before any allocation; not an image refused.
+ * tier); absurd sizes refused before any allocation; not an image refused;
+ * the resize's SIMD pass gives the scalar's bytes (check_simd_same).
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -729,12 +730,103 @@ static void check_crop_vs_full(const char *dir) {
 #endif
 }
 
+/* The resize's SIMD horizontal pass (resize.c, SSSE3 where the CPU has it)
+ * gives the scalar loops' bytes: random images, boxes (fractional, at the
+ * image's edges and last row, whose loads the SIMD pass leaves to the
+ * scalar loop), reductions up to 12x (13+ taps) and enlargements, flips,
+ * CenterCrop-like padding; exact-sized source buffers, so an over-read
+ * past the image is an ASan error in the asan tier. */
+static void check_simd_same(void) {
+  uint64_t st = 0x9e3779b97f4a7c15ULL;
+  int differ = 0, runs = 0;
+  for (int it = 0; it < 400 && !differ; it++) {
+    st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+    int64_t sw = 1 + (int64_t)((st >> 33) % 700), sh = 1 + (int64_t)((st >> 13) % 500);
+    size_t n = (size_t)sw * (size_t)sh * 3;
+    unsigned char *src = malloc(n);
+    if (!src) {
+      CHECK(0, "memory");
+      return;
+    }
+    for (size_t i = 0; i < n; i++) {
+      st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+      src[i] = (unsigned char)(st >> 56);
+    }
+    ferry__img_resample r;
+    memset(&r, 0, sizeof r);
+    double fx = (double)((st >> 20) % 1000) / 1000.0,
+           fy = (double)((st >> 30) % 1000) / 1000.0;
+    r.w = 1.0 + fx * (double)(sw - 1);
+    r.h = 1.0 + fy * (double)(sh - 1);
+    r.x0 = ((double)sw - r.w) * (double)((st >> 40) % 101) / 100.0;
+    r.y0 = ((double)sh - r.h) * (double)((st >> 47) % 101) / 100.0;
+    r.lo_x = (int64_t)r.x0;
+    r.hi_x = (int64_t)ceil(r.x0 + r.w);
+    r.lo_y = (int64_t)r.y0;
+    r.hi_y = (int64_t)ceil(r.y0 + r.h);
+    if ((st >> 7) & 1) { /* the filter may read the whole image */
+      r.lo_x = r.lo_y = 0;
+      r.hi_x = sw;
+      r.hi_y = sh;
+    }
+    if (r.hi_x > sw)
+      r.hi_x = sw;
+    if (r.hi_y > sh)
+      r.hi_y = sh;
+    int64_t dw = 1 + (int64_t)((st >> 3) % 300), dh = 1 + (int64_t)((st >> 11) % 300);
+    r.out_w = dw + (int64_t)((st >> 17) % 3);
+    r.out_h = dh + (int64_t)((st >> 19) % 3);
+    r.off_x = (int64_t)((st >> 23) % 5) - 2;
+    r.off_y = (int64_t)((st >> 25) % 5) - 2;
+    r.flip = (int)((st >> 29) & 1);
+    unsigned char *a = malloc((size_t)(dw * dh * 3)),
+                  *b = malloc((size_t)(dw * dh * 3));
+    if (!a || !b) {
+      CHECK(0, "memory");
+      free(a);
+      free(b);
+      free(src);
+      return;
+    }
+    ferry__img_scratch s1, s2;
+    ferry__img_scratch_init(&s1);
+    ferry__img_scratch_init(&s2);
+    s2.no_simd = 1;
+    char why[200] = "";
+    int rc1 = ferry__img_bilinear(src, sw, sh, 3, &r, a, dw, dh, &s1, why,
+                                  sizeof why);
+    int rc2 = ferry__img_bilinear(src, sw, sh, 3, &r, b, dw, dh, &s2, why,
+                                  sizeof why);
+    CHECK(rc1 == rc2, "resize %lldx%lld -> %lldx%lld: rc %d and %d (%s)",
+          (long long)sw, (long long)sh, (long long)dw, (long long)dh, rc1, rc2,
+          why);
+    if (rc1 == 0 && rc2 == 0) {
+      runs++;
+      if (memcmp(a, b, (size_t)(dw * dh * 3)) != 0) {
+        differ = 1;
+        CHECK(0,
+              "resize %lldx%lld box %.2f,%.2f %.2fx%.2f -> %lldx%lld flip %d: "
+              "the SIMD pass differs from the scalar",
+              (long long)sw, (long long)sh, r.x0, r.y0, r.w, r.h,
+              (long long)dw, (long long)dh, r.flip);
+      }
+    }
+    ferry__img_scratch_free(&s1);
+    ferry__img_scratch_free(&s2);
+    free(a);
+    free(b);
+    free(src);
+  }
+  CHECK(runs > 300, "only %d resizes ran", runs);
+}
+
 static int cmd_selftest(const char *dir) {
   check_rule(500, 375, 1);
   check_rule(375, 500, 1);
   check_rule(224, 224, 1);
   check_rule(3000, 100, 0);
   check_rule(100, 3000, 0);
+  check_simd_same();
   char path[4096];
   const char *names[4] = {"rgb420.jpg", "tiny420.jpg", "tinyprog.jpg",
                           "tiny.png"};
