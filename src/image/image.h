@@ -139,7 +139,8 @@ typedef struct ferry__img_scratch {
   size_t kd_cap;
   int16_t *kv; /**< the horizontal pass's weights as SIMD vectors */
   size_t kv_cap;
-  int no_simd; /**< 1: the scalar passes only (tests, benchmarks) */
+  int no_simd; /**< 1: the scalar passes only; 2: no AVX2 (SSSE3 only);
+                * for tests and benchmarks */
 } ferry__img_scratch;
 
 void ferry__img_scratch_init(ferry__img_scratch *s);

@@ -90,6 +90,8 @@ int main(int argc, char **argv) {
   ferry__img_scratch_init(&s);
   if (getenv("FERRY_IMG_NO_SIMD"))
     s.no_simd = 1;
+  else if (getenv("FERRY_IMG_NO_AVX2"))
+    s.no_simd = 2;
   char why[256];
   double t0 = 0, c0 = 0;
   long done = 0;
