@@ -279,10 +279,10 @@ __attribute__((target("ssse3"))) static void
 simd_rows3(const unsigned char *a, const unsigned char *b, const int32_t *bx,
            const int16_t *kv, int64_t groups, int64_t dw, unsigned char *oa,
            unsigned char *ob) {
-  const __m128i m01 = _mm_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1,
-                                    -1, -1, -1, -1);
-  const __m128i m23 = _mm_setr_epi8(6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11,
-                                    -1, -1, -1, -1, -1);
+  const __m128i m01 =
+      _mm_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1);
+  const __m128i m23 =
+      _mm_setr_epi8(6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1);
   for (int64_t x = 0; x < dw; x++) {
     int32_t xn = bx[2 * x + 1];
     size_t at = (size_t)bx[2 * x] * 3;
@@ -322,12 +322,12 @@ __attribute__((target("avx2"))) static void
 simd_rows3_avx2(const unsigned char *a, const unsigned char *b,
                 const int32_t *bx, const int16_t *kv, int64_t groups,
                 int64_t dw, unsigned char *oa, unsigned char *ob) {
-  const __m256i m01 = _mm256_setr_epi8(
-      0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1, 0, -1, 3, -1,
-      1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1);
-  const __m256i m23 = _mm256_setr_epi8(
-      6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1, 6, -1, 9, -1,
-      7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1);
+  const __m256i m01 = _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1,
+                                       -1, -1, -1, -1, 0, -1, 3, -1, 1, -1, 4,
+                                       -1, 2, -1, 5, -1, -1, -1, -1, -1);
+  const __m256i m23 = _mm256_setr_epi8(6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11,
+                                       -1, -1, -1, -1, -1, 6, -1, 9, -1, 7, -1,
+                                       10, -1, 8, -1, 11, -1, -1, -1, -1, -1);
   const __m256i half = _mm256_set1_epi32(1 << (PRECISION_BITS - 1));
   for (int64_t x = 0; x < dw; x++) {
     int32_t xn = bx[2 * x + 1];
@@ -350,8 +350,8 @@ simd_rows3_avx2(const unsigned char *a, const unsigned char *b,
       l = _mm256_add_epi32(l, _mm256_add_epi32(_mm256_madd_epi16(p01, wl01),
                                                _mm256_madd_epi16(p23, wl23)));
     }
-    __m256i s = _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(h, 11), l),
-                                 half);
+    __m256i s =
+        _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(h, 11), l), half);
     s = _mm256_srai_epi32(s, PRECISION_BITS);
     s = _mm256_packs_epi32(s, s);
     s = _mm256_packus_epi16(s, s);
@@ -380,9 +380,12 @@ vertical_row_avx2(const unsigned char *in, size_t n, const int32_t *k,
       int32_t k0 = k[t], k1 = t + 1 < yn ? k[t + 1] : 0;
       __m128i r0 = _mm_loadu_si128(
           (const __m128i *)(const void *)(in + (size_t)t * n + x));
-      __m128i r1 = t + 1 < yn ? _mm_loadu_si128((const __m128i *)(const void *)(
-                                    in + (size_t)(t + 1) * n + x))
-                              : zero;
+      __m128i r1 =
+          t + 1 < yn
+              ? _mm_loadu_si128(
+                    (const __m128i *)(const void *)(in + (size_t)(t + 1) * n +
+                                                    x))
+              : zero;
       __m256i p0 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(r0, r1)),
               p1 = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(r0, r1));
       __m256i wh = _mm256_set1_epi32((int32_t)(((uint32_t)(k1 >> 11) << 16) |
@@ -507,9 +510,8 @@ int ferry__img_bilinear(const unsigned char *src, int64_t sw, int64_t sh, int c,
                         s->rows + (yy + 1) * out_row);
     for (; yy + 2 <= safe; yy += 2)
       simd_rows3(base + ((size_t)first + yy) * stride,
-                 base + ((size_t)first + yy + 1) * stride, s->bx, s->kv,
-                 groups, dw, s->rows + yy * out_row,
-                 s->rows + (yy + 1) * out_row);
+                 base + ((size_t)first + yy + 1) * stride, s->bx, s->kv, groups,
+                 dw, s->rows + yy * out_row, s->rows + (yy + 1) * out_row);
     for (; yy < safe; yy++)
       simd_rows3(base + ((size_t)first + yy) * stride, NULL, s->bx, s->kv,
                  groups, dw, s->rows + yy * out_row, NULL);

@@ -731,8 +731,8 @@ static void check_crop_vs_full(const char *dir) {
 }
 
 /* The resize's SIMD horizontal passes (resize.c, AVX2 and SSSE3 where the
- * CPU has them) give the scalar loops' bytes: random images, boxes (fractional, at the
- * image's edges and last row, whose loads the SIMD pass leaves to the
+ * CPU has them) give the scalar loops' bytes: random images, boxes (fractional,
+ * at the image's edges and last row, whose loads the SIMD pass leaves to the
  * scalar loop), reductions up to 12x (13+ taps) and enlargements, flips,
  * CenterCrop-like padding; exact-sized source buffers, so an over-read
  * past the image is an ASan error in the asan tier. */
@@ -741,7 +741,8 @@ static void check_simd_same(void) {
   int differ = 0, runs = 0;
   for (int it = 0; it < 400 && !differ; it++) {
     st = st * 6364136223846793005ULL + 1442695040888963407ULL;
-    int64_t sw = 1 + (int64_t)((st >> 33) % 700), sh = 1 + (int64_t)((st >> 13) % 500);
+    int64_t sw = 1 + (int64_t)((st >> 33) % 700),
+            sh = 1 + (int64_t)((st >> 13) % 500);
     size_t n = (size_t)sw * (size_t)sh * 3;
     unsigned char *src = malloc(n);
     if (!src) {
@@ -773,7 +774,8 @@ static void check_simd_same(void) {
       r.hi_x = sw;
     if (r.hi_y > sh)
       r.hi_y = sh;
-    int64_t dw = 1 + (int64_t)((st >> 3) % 300), dh = 1 + (int64_t)((st >> 11) % 300);
+    int64_t dw = 1 + (int64_t)((st >> 3) % 300),
+            dh = 1 + (int64_t)((st >> 11) % 300);
     r.out_w = dw + (int64_t)((st >> 17) % 3);
     r.out_h = dh + (int64_t)((st >> 19) % 3);
     r.off_x = (int64_t)((st >> 23) % 5) - 2;
@@ -794,9 +796,9 @@ static void check_simd_same(void) {
       ferry__img_scratch_free(&sc);
     }
     CHECK(rc[0] == rc[2] && rc[1] == rc[2],
-          "resize %lldx%lld -> %lldx%lld: rc %d, %d and %d (%s)",
-          (long long)sw, (long long)sh, (long long)dw, (long long)dh, rc[0],
-          rc[1], rc[2], why);
+          "resize %lldx%lld -> %lldx%lld: rc %d, %d and %d (%s)", (long long)sw,
+          (long long)sh, (long long)dw, (long long)dh, rc[0], rc[1], rc[2],
+          why);
     if (rc[0] == 0 && rc[1] == 0 && rc[2] == 0) {
       runs++;
       for (int k = 0; k < 2 && !differ; k++)
