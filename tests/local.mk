@@ -185,6 +185,7 @@ MPI_TESTS += \
 	tests/python/pack.sh \
 	tests/python/roff_map.sh \
 	tests/python/recs_map.sh \
+	tests/python/state_notes.sh \
 	tests/python/pip_install.sh \
 	tests/python/test_torch_front.sh \
 	tests/python/test_lightning.sh \

@@ -148,14 +148,21 @@ int ferry__check_rows(const ferry__manifest *m, int64_t part, int var,
  * only when the backend keeps records, and a ragged variable's flag is
  * the byte that was always 0 and its offsets follow only it, so the hash of a
  * manifest without records is the one ferry computed before records existed
- * (checkpoints taken then still resume).  Written and read with util/record.h
- * (the hash by its hash-only writer, which keeps no bytes); the bytes and both
- * hashes are pinned by tests/unit/test_record.
+ * (checkpoints taken then still resume).  Hash version 3 (2026-11-29)
+ * leaves the notes out (an empty string in their place): they describe
+ * (which files of a directory were not parts, whether a sidecar was
+ * checked), and a note that changed with the directory's other files or
+ * with ferry's wording made a state refuse to resume on the same data.  A
+ * state saved with a version 2 hash still resumes: the loader compares it
+ * with ferry__manifest_hash_v2 when the version 3 hash differs
+ * (loader/checkpoint.c).  Written and read with util/record.h (the hash by
+ * its hash-only writer, which keeps no bytes); the bytes and the hashes
+ * are pinned by tests/unit/test_record.
  */
 /* 5: the mapped offsets' block hashes and each array's hash; 6: a
  * variable's width (2026-11-28); 7: the records' file (2026-11-29) */
 #define PACK_VERSION 7
-#define HASH_VERSION 2
+#define HASH_VERSION 3
 #define PACK_HEAD 16
 
 /* One pass over n offsets o, a step at a time so that mapped ones leave
@@ -194,12 +201,14 @@ static uint64_t roff_digest(const ferry__manifest *m, const int64_t *o,
   return d;
 }
 
-/* full: the whole body (pack); else the hash's (see the layout above). */
-static void pack_body(ferry__rec_w *w, const ferry__manifest *m, int full) {
+/* full: the whole body (pack); else the hash's (see the layout above),
+ * with the notes only when notes is set (hash version 2). */
+static void pack_body(ferry__rec_w *w, const ferry__manifest *m, int full,
+                      int notes) {
   int recs = full || m->record_version != 0;
   ferry__rec_put_str(w, m->backend);
   ferry__rec_put_str(w, full ? m->spec : "");
-  ferry__rec_put_str(w, m->notes);
+  ferry__rec_put_str(w, full || notes ? m->notes : "");
   if (recs)
     ferry__rec_put_u32(w, (uint32_t)m->record_version);
   ferry__rec_put_u32(w, (uint32_t)m->nvars);
@@ -295,14 +304,22 @@ uint64_t ferry__manifest_hash(const ferry__manifest *m) {
   ferry__rec_w w;
   ferry__rec_w_init_hash(&w, FERRY__FNV_INIT);
   ferry__rec_put_u8(&w, HASH_VERSION);
-  pack_body(&w, m, 0);
+  pack_body(&w, m, 0, 0);
+  return w.h;
+}
+
+uint64_t ferry__manifest_hash_v2(const ferry__manifest *m) {
+  ferry__rec_w w;
+  ferry__rec_w_init_hash(&w, FERRY__FNV_INIT);
+  ferry__rec_put_u8(&w, 2);
+  pack_body(&w, m, 0, 1);
   return w.h;
 }
 
 size_t ferry__manifest_packed_size(const ferry__manifest *m) {
   ferry__rec_w w;
   ferry__rec_w_init_hash(&w, FERRY__FNV_INIT); /* counts, writes nothing */
-  pack_body(&w, m, 1);
+  pack_body(&w, m, 1, 1);
   return w.len + PACK_HEAD + 8; /* the header, then the checksum */
 }
 
@@ -315,7 +332,7 @@ int ferry__manifest_pack(const ferry__manifest *m, void **buf, size_t *len) {
   ferry__rec_put_u8(&w, PACK_VERSION);
   ferry__rec_put(&w, "\0\0\0", 3);
   ferry__rec_put_u64(&w, 0); /* total length, filled in below */
-  pack_body(&w, m, 1);
+  pack_body(&w, m, 1, 1);
   ferry__rec_put_u64(&w, 0); /* checksum, filled in below */
   void *out;
   size_t n;

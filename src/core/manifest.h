@@ -251,6 +251,9 @@ int ferry__manifest_unpack_ex(const void *buf, size_t len, int defer,
                               ferry__manifest *m, ferry__err *err);
 /** Hash of everything that identifies the data (paths, sizes, shapes). */
 uint64_t ferry__manifest_hash(const ferry__manifest *m);
+/** The hash before version 3 (the notes in it): what states saved before
+ *  2026-11-29 hold, still accepted when resuming (loader/checkpoint.c). */
+uint64_t ferry__manifest_hash_v2(const ferry__manifest *m);
 void ferry__manifest_free(ferry__manifest *m);
 /** For a backend's io_read: FERRY_EINTERNAL naming part, variable and rank
  *  when (part, var) is not in m (only a caller bug gets there), else 0. */

@@ -296,7 +296,11 @@ static int state_check(const ferry_loader *L, const ferry__state *st,
                        ferry__err *err) {
   *newmix = 0;
   uint64_t sources = ferry__mix_sources_hash(L);
-  if (st->dataset_hash != L->m.hash && sources &&
+  /* a state saved before hash version 3 (the notes in the hash) holds the
+   * version 2 hash of the same data (core/manifest.c) */
+  int same = st->dataset_hash == L->m.hash ||
+             st->dataset_hash == ferry__manifest_hash_v2(&L->m);
+  if (!same && sources &&
       st->mix_sources == sources) { /* the same sources, another mix */
     if (L->opts->mix_resume != FERRY__MIX_RESUME_NEW)
       return ferry__seterr(err, FERRY_EMISMATCH,
@@ -308,7 +312,7 @@ static int state_check(const ferry_loader *L, const ferry__state *st,
                            "in the next state)",
                            path);
     *newmix = 1;
-  } else if (st->dataset_hash != L->m.hash)
+  } else if (!same)
     return ferry__seterr(err, FERRY_EMISMATCH,
                          "state file %s was saved for dataset '%s' (%lld "
                          "samples, manifest hash %016llx); this loader reads "
