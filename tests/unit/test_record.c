@@ -172,8 +172,9 @@ static const char MANIFEST_PACKED[] =
     "ad05f3e4cef0";
 static const uint64_t MANIFEST_HASH_RECORDS = 0xe46116c322ff3322ULL;
 static const uint64_t MANIFEST_HASH_NO_RECORDS = 0xdff1d21a7555e204ULL;
-/* hash version 3 (2026-11-29): the notes left out */
-static const uint64_t MANIFEST_HASH3_RECORDS = 0x6c5231addf466e4eULL;
+/* hash version 3 (2026-11-29): the notes left out, each record as its
+ * length and word hash */
+static const uint64_t MANIFEST_HASH3_RECORDS = 0x64b0304c2a3488f1ULL;
 static const uint64_t MANIFEST_HASH3_NO_RECORDS = 0x6abd52221c656980ULL;
 
 /* ferry__hash_words: pinned (the packed manifest's checksum, a ragged
