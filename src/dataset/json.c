@@ -141,6 +141,21 @@ static int put_offsets(FILE *f, const int64_t *o, int64_t n, uint64_t *h) {
   return 0;
 }
 
+/* root[key] = {"file": the base name of rp, "count", "version", "hash":
+ * h in hex}: how the JSON names a side file; nonzero on failure. */
+static int side_json(json_t *root, const char *key, const char *rp,
+                     int64_t count, int version, uint64_t h) {
+  char hex[17];
+  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
+  const char *base = strrchr(rp, '/') ? strrchr(rp, '/') + 1 : rp;
+  json_t *o = json_object();
+  return !o || json_object_set_new(o, "file", json_string(base)) ||
+         json_object_set_new(o, "count", json_integer((json_int_t)count)) ||
+         json_object_set_new(o, "version", json_integer(version)) ||
+         json_object_set_new(o, "hash", json_string(hex)) ||
+         json_object_set_new(root, key, o);
+}
+
 /* The ragged variables' offsets to PATH.roff, named in root["offsets"]. */
 static int save_roff(const ferry__manifest *m, const char *path, json_t *root,
                      ferry__err *err) {
@@ -180,15 +195,7 @@ static int save_roff(const ferry__manifest *m, const char *path, json_t *root,
   bad |= !bad && rename(tmp, rp) != 0;
   if (bad)
     unlink(tmp);
-  char hex[17];
-  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
-  const char *base = strrchr(rp, '/') ? strrchr(rp, '/') + 1 : rp;
-  json_t *o = bad ? NULL : json_object();
-  bad |= !o || json_object_set_new(o, "file", json_string(base)) ||
-         json_object_set_new(o, "count", json_integer((json_int_t)count)) ||
-         json_object_set_new(o, "version", json_integer(2)) ||
-         json_object_set_new(o, "hash", json_string(hex)) ||
-         json_object_set_new(root, "offsets", o);
+  bad |= !bad && side_json(root, "offsets", rp, count, 2, h);
   int rc = bad ? ferry__seterr(err, FERRY_EIO,
                                "manifest %s: cannot write its offsets' file "
                                "%s: %s",
@@ -305,16 +312,7 @@ static int save_recs(const ferry__manifest *m, size_t bytes, const char *path,
   bad |= !bad && rename(tmp, rp) != 0;
   if (bad)
     unlink(tmp);
-  char hex[17];
-  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)o->h);
-  const char *base = strrchr(rp, '/') ? strrchr(rp, '/') + 1 : rp;
-  json_t *jo = bad ? NULL : json_object();
-  bad |=
-      !jo || json_object_set_new(jo, "file", json_string(base)) ||
-      json_object_set_new(jo, "count", json_integer((json_int_t)(bytes / 8))) ||
-      json_object_set_new(jo, "version", json_integer(1)) ||
-      json_object_set_new(jo, "hash", json_string(hex)) ||
-      json_object_set_new(root, "records", jo);
+  bad |= !bad && side_json(root, "records", rp, (int64_t)(bytes / 8), 1, o->h);
   int rc = bad ? ferry__seterr(err, FERRY_EIO,
                                "manifest %s: cannot write its records' file "
                                "%s: %s",

@@ -16,6 +16,10 @@ on sys.path), right where they imported mpi4py, before ferry.
 - every_once(ids, n, what, c): those ids are 0 .. n-1, each once.
 - same_everywhere(value, what, c): value (an error message, a length, a
   state) is equal on every rank of c.
+- resumed_both_ways(loader, batches, whole, k, epoch, names): a state taken
+  after k batches of epoch with loader(False) resumes with loader(True), and
+  the other way, each time giving the rest of whole (the run's batches);
+  names say the two loaders in the failure's words.
 """
 import os
 import sys
@@ -56,3 +60,17 @@ def same_everywhere(value, what, c=comm):
     values = c.allgather(value)
     check(all(v == values[0] for v in values),
           "%s: not the same on every rank: %r" % (what, values))
+
+
+def resumed_both_ways(loader, batches, whole, k, epoch, names):
+    for first in (False, True):
+        with loader(first) as L:
+            L.set_epoch(epoch)
+            head = batches(L, k)
+            sd = L.state_dict()
+        with loader(not first) as L:
+            L.load_state_dict(sd)
+            tail = batches(L)
+        check(head + tail == whole,
+              "a state of the %s loader resumed by the %s one" %
+              (names[first], names[not first]))

@@ -8,7 +8,7 @@ the rest of the uninterrupted run."""
 import sys
 
 import numpy as np
-from helpers import check, rank
+from helpers import check, rank, resumed_both_ways
 
 import ferry
 
@@ -48,18 +48,7 @@ check(runs[False] == runs[True],
       "the same batches with the records held and mapped")
 check(len(runs[False]) > 20, "%d batches" % len(runs[False]))
 
-K = 7
-for first in (False, True):
-    with loader(first) as L:
-        L.set_epoch(1)
-        head = batches(L, K)
-        sd = L.state_dict()
-    with loader(not first) as L:
-        L.load_state_dict(sd)
-        tail = batches(L)
-    check(head + tail == runs[False],
-          "a state of the %s loader resumed by the %s one" %
-          ("mapped" if first else "scanned",
-           "scanned" if first else "mapped"))
+resumed_both_ways(loader, batches, runs[False], 7, 1,
+                  ("scanned", "mapped"))
 if rank == 0:
     print("recs_map_check.py: passed (%d batches)" % len(runs[False]))

@@ -9,7 +9,7 @@ offsets, the scanned one's counts 8 bytes per sample."""
 import sys
 
 import numpy as np
-from helpers import check, rank
+from helpers import check, rank, resumed_both_ways
 
 import ferry
 
@@ -54,18 +54,7 @@ check(runs[False] == runs[True],
       "the same batches with the offsets held and mapped")
 check(len(runs[False]) > 8, "%d batches" % len(runs[False]))
 
-K = 5
-for first in (False, True):
-    with loader(first) as L:
-        L.set_epoch(2)
-        head = batches(L, K)
-        sd = L.state_dict()
-    with loader(not first) as L:
-        L.load_state_dict(sd)
-        tail = batches(L)
-    check(head + tail == runs[False],
-          "a state of the %s loader resumed by the %s one" %
-          ("mapped" if first else "scanned",
-           "scanned" if first else "mapped"))
+resumed_both_ways(loader, batches, runs[False], 5, 2,
+                  ("scanned", "mapped"))
 if rank == 0:
     print("roff_map_check.py: passed (%d batches)" % len(runs[False]))
