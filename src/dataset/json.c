@@ -110,12 +110,13 @@ static int get_hex(const char *s, ferry__blob *b) {
   return 0;
 }
 
-/* The offsets' file of the manifest at path: PATH.roff (malloc'd). */
-static char *roff_path(const char *path) {
+/* A side file of the manifest at path: PATH.roff (the offsets), PATH.recs
+ * (the records), by ext (4 characters); malloc'd. */
+static char *side_path(const char *path, const char *ext) {
   size_t n = strlen(path);
   char *p = malloc(n + 6);
   if (p)
-    snprintf(p, n + 6, "%s.roff", path);
+    snprintf(p, n + 6, "%s.%.4s", path, ext);
   return p;
 }
 
@@ -165,7 +166,7 @@ static int save_roff(const ferry__manifest *m, const char *path, json_t *root,
       count += m->vars[v].ragged ? m->parts[p].num_samples + 1 : 0;
   /* written beside it and renamed over it: a job mapping the file
    * (core/roffmap.c) keeps the one it mapped */
-  char *rp = roff_path(path), tmp[4096];
+  char *rp = side_path(path, "roff"), tmp[4096];
   FILE *f = NULL;
   if (rp && snprintf(tmp, sizeof tmp, "%s.%ld.tmp", rp, (long)getpid()) <
                 (int)sizeof tmp)
@@ -231,15 +232,6 @@ static size_t recs_file_bytes(const ferry__manifest *m) {
   return n >= RECS_FILE_MIN ? n : 0;
 }
 
-/* The records' file of the manifest at path: PATH.recs (malloc'd). */
-static char *recs_path(const char *path) {
-  size_t n = strlen(path);
-  char *p = malloc(n + 6);
-  if (p)
-    snprintf(p, n + 6, "%s.recs", path);
-  return p;
-}
-
 /* A staging buffer for the records' file: whole words hashed and written. */
 typedef struct recs_out {
   FILE *f;
@@ -280,7 +272,7 @@ static void recs_put(recs_out *o, const unsigned char *p, size_t n) {
  * (save_json: "record_at", "record_bytes"). */
 static int save_recs(const ferry__manifest *m, size_t bytes, const char *path,
                      json_t *root, ferry__err *err) {
-  char *rp = recs_path(path), tmp[4096];
+  char *rp = side_path(path, "recs"), tmp[4096];
   recs_out *o = calloc(1, sizeof *o);
   if (rp && o &&
       snprintf(tmp, sizeof tmp, "%s.%ld.tmp", rp, (long)getpid()) <
