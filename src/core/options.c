@@ -354,8 +354,10 @@ static const option_def defs[] = {
      NULL},
     {{"manifest", "", "path",
       "A manifest saved by `ferry info --save-manifest`, to skip the scan (a "
-      "ragged dataset's offsets are in `PATH.roff` beside it, mapped rather "
-      "than held on every rank: docs/ragged.md)."},
+      "ragged dataset's offsets are in `PATH.roff` beside it, and records of "
+      "64 KiB and more, such as WebDataset location tables, in `PATH.recs`: "
+      "mapped rather than held on every rank; docs/ragged.md, "
+      "docs/images.md)."},
      K_STR,
      OFF(manifest),
      0,
