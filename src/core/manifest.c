@@ -148,16 +148,15 @@ int ferry__check_rows(const ferry__manifest *m, int64_t part, int var,
  * only when the backend keeps records, and a ragged variable's flag is
  * the byte that was always 0 and its offsets follow only it, so the hash of a
  * manifest without records is the one ferry computed before records existed
- * (checkpoints taken then still resume).  Hash version 3 (2026-11-29)
- * puts each record in as its length (u32) and the ferry__hash_words of its
- * bytes (u64), and leaves the notes out (an empty string in their place):
- * they describe
- * (which files of a directory were not parts, whether a sidecar was
- * checked), and a note that changed with the directory's other files or
- * with ferry's wording made a state refuse to resume on the same data.  A
- * state saved with a version 2 hash still resumes: the loader compares it
- * with ferry__manifest_hash_v2 when the version 3 hash differs
- * (loader/checkpoint.c).  Written and read with util/record.h (the hash by
+ * (checkpoints taken then still resume).  Hash version 3 (2026-11-29,
+ * decision 0067) puts each record in as its length (u32) and the
+ * ferry__hash_words of its bytes (u64), and leaves the notes out (an empty
+ * string in their place): they describe (which files of a directory were
+ * not parts, whether a sidecar was checked), and a note that changed with
+ * the directory's other files or with ferry's wording made a state refuse
+ * to resume on the same data.  A state saved with a version 2 hash still
+ * resumes: the loader compares it with ferry__manifest_hash_v2 when the
+ * version 3 hash differs (loader/checkpoint.c).  Written and read with util/record.h (the hash by
  * its hash-only writer, which keeps no bytes); the bytes and the hashes
  * are pinned by tests/unit/test_record.
  */
