@@ -156,9 +156,9 @@ int ferry__check_rows(const ferry__manifest *m, int64_t part, int var,
  * the directory's other files or with ferry's wording made a state refuse
  * to resume on the same data.  A state saved with a version 2 hash still
  * resumes: the loader compares it with ferry__manifest_hash_v2 when the
- * version 3 hash differs (loader/checkpoint.c).  Written and read with util/record.h (the hash by
- * its hash-only writer, which keeps no bytes); the bytes and the hashes
- * are pinned by tests/unit/test_record.
+ * version 3 hash differs (loader/checkpoint.c).  Written and read with
+ * util/record.h (the hash by its hash-only writer, which keeps no bytes); the
+ * bytes and the hashes are pinned by tests/unit/test_record.
  */
 /* 5: the mapped offsets' block hashes and each array's hash; 6: a
  * variable's width (2026-11-28); 7: the records' file (2026-11-29) */
