@@ -15,12 +15,16 @@
  *    batches) is seen by every rank after the same batch;
  *  - a corrupt, truncated, future-version or foreign state file, another
  *    dataset, another batch_size, a missing file: the same clear error on
- *    every rank, and the loader stays usable.
+ *    every rank, and the loader stays usable;
+ *  - a state whose dataset hash is the version 2 manifest hash (saved
+ *    before 2026-11-29, decision 0067) resumes as the state it copies; a
+ *    hash that is neither is another dataset.
  */
 #include "config.h"
 #include "backends/backend.h"
 #include "backends/gen.h"
 #include "core/options.h"
+#include "loader/loader.h"
 #include "loader/state.h"
 
 #include <signal.h>
@@ -440,6 +444,45 @@ static void bad_states(void) {
         ferry_last_error(L));
   ferry_close(L);
   ferry_options_free(o3);
+  /* a state saved before hash version 3 (decision 0067) holds the version 2
+   * manifest hash: accepted, and it resumes as the state it copies; a hash
+   * that is neither is another dataset */
+  CHECK(ferry_open(c, "mem:N=1000,vars=x:int32:3", o, &L) == 0, "open");
+  if (rank == 0 && buf) {
+    static const char *const names[] = {"v2-state", "other-hash"};
+    for (int k = 0; k < 2; k++) {
+      ferry__state st;
+      ferry__err err = {0};
+      char *out = NULL;
+      size_t olen = 0;
+      CHECK(ferry__state_decode(buf, len, good, &st, &err) == 0, "decode: %s",
+            err.msg);
+      st.dataset_hash = ferry__manifest_hash_v2(&L->m) ^ (uint64_t)k;
+      CHECK(st.dataset_hash != L->m.hash, "the two hashes are equal");
+      CHECK(ferry__state_encode(&st, &out, &olen, &err) == 0, "encode: %s",
+            err.msg);
+      snprintf(p, sizeof p, "%s/%s", dir, names[k]);
+      if (out)
+        write_file(p, out, olen);
+      free(out);
+      ferry__state_free(&st);
+    }
+  }
+  MPI_Barrier(c);
+  CHECK(ferry_state_load(L, good) == 0, "the state: %s", ferry_last_error(L));
+  int64_t rest = serve(L, -1, NULL, NULL);
+  snprintf(p, sizeof p, "%s/v2-state", dir);
+  CHECK(ferry_state_load(L, p) == 0, "a state with the version 2 hash: %s",
+        ferry_last_error(L));
+  int64_t rest2 = serve(L, -1, NULL, NULL);
+  CHECK(rest > 0 && rest2 == rest,
+        "the version 2 state resumed %lld batches, the state %lld",
+        (long long)rest2, (long long)rest);
+  snprintf(p, sizeof p, "%s/other-hash", dir);
+  rc = ferry_state_load(L, p);
+  same_error(c, rc, FERRY_EMISMATCH, ferry_last_error(L), "dataset",
+             "neither hash");
+  ferry_close(L);
   free(buf);
   ferry_options_free(o);
   ferry_options_free(o2);
