@@ -114,19 +114,19 @@ int ferry__check_rows(const ferry__manifest *m, int64_t part, int var,
  *                 str categories (version 6; "" none; in the hash only
  *                 when set, after a 0xfe byte)
  *   i64 nparts  i64 num_samples
- *   a ragged variable in the manifest only: str roff_file  u64 count
- *       u64 checksum  u8 version (the mapped offsets' file,
- *       core/roffmap.c; empty and 0, 0, 0 when the offsets travel in the
- *       buffer; added 2026-11-28
+ *   a ragged variable in the manifest only: the mapped offsets' file
+ *       (core/roffmap.c) as a side file, below (added 2026-11-28
  *       without a new version: a buffer lives for one broadcast between
  *       the ranks of one build, and a dense manifest's bytes, pinned by
  *       tests/unit/test_record, are unchanged)
- *   records kept (record_version not 0) only: str recs_file ("" none),
- *       and when named: u64 count (words)  u64 checksum  u8 version
- *       u64 nblk  u64 block hashes[nblk]  u64 the manifest hash (rank
- *       0's, of the records' bytes: a rank that maps the file and checks
- *       its share of the blocks takes it rather than hash every record;
- *       version 7, decision 0066)
+ *   records kept (record_version not 0) only: the records' file as a side
+ *       file, and when it is named u64 the manifest hash (rank 0's, of the
+ *       records' bytes: a rank that maps the file and checks its share of
+ *       the blocks takes it rather than hash every record; version 7,
+ *       decision 0066)
+ *   a side file: str path ("" none: the offsets or records travel in the
+ *       buffer), and when named: u64 count (8-byte words)  u64 checksum
+ *       u8 version  u64 nblk  u64 block hashes[nblk] (pack_side)
  *   per part: i64 num_samples  i64 first_sample
  *             per variable: str path  i64 data_offset  i64 file_size
  *                           str record (the backend's bytes, may be empty;
@@ -202,6 +202,22 @@ static uint64_t roff_digest(const ferry__manifest *m, const int64_t *o,
   return d;
 }
 
+/* A mapped side file of a saved manifest (core/roffmap.c) in the buffer:
+ * its path ("" none), then, when named, its count, checksum, version and
+ * block hashes (unpack_side). */
+static void pack_side(ferry__rec_w *w, const ferry__roff_map *map) {
+  ferry__rec_put_str(w, map ? map->path : "");
+  if (!map)
+    return;
+  ferry__rec_put_u64(w, (uint64_t)map->count);
+  ferry__rec_put_u64(w, map->fnv);
+  ferry__rec_put_u8(w, (unsigned)map->version);
+  ferry__rec_put_u64(w, (uint64_t)map->nblk);
+  if (map->nblk > 0)
+    ferry__rec_put_u64s(w, (const int64_t *)(const void *)map->blk,
+                        (size_t)map->nblk);
+}
+
 /* full: the whole body (pack); else the hash's (see the layout above),
  * with the notes only when notes is set (hash version 2). */
 static void pack_body(ferry__rec_w *w, const ferry__manifest *m, int full,
@@ -243,29 +259,13 @@ static void pack_body(ferry__rec_w *w, const ferry__manifest *m, int full,
   ferry__rec_put_u64(w, (uint64_t)m->nparts);
   ferry__rec_put_u64(w, (uint64_t)m->num_samples);
   const ferry__roff_map *map = m->roff_map;
-  if (full && ferry__manifest_ragged(m)) { /* where the offsets are */
-    ferry__rec_put_str(w, map ? map->path : "");
-    ferry__rec_put_u64(w, map ? (uint64_t)map->count : 0);
-    ferry__rec_put_u64(w, map ? map->fnv : 0);
-    ferry__rec_put_u8(w, map ? (unsigned)map->version : 0);
-    ferry__rec_put_u64(w, map ? (uint64_t)map->nblk : 0);
-    if (map && map->nblk > 0)
-      ferry__rec_put_u64s(w, (const int64_t *)(const void *)map->blk,
-                          (size_t)map->nblk);
-  }
+  if (full && ferry__manifest_ragged(m)) /* where the offsets are */
+    pack_side(w, map);
   const ferry__roff_map *rmap = m->rec_map;
   if (full && m->record_version) { /* where the records are */
-    ferry__rec_put_str(w, rmap ? rmap->path : "");
-    if (rmap) {
-      ferry__rec_put_u64(w, (uint64_t)rmap->count);
-      ferry__rec_put_u64(w, rmap->fnv);
-      ferry__rec_put_u8(w, (unsigned)rmap->version);
-      ferry__rec_put_u64(w, (uint64_t)rmap->nblk);
-      if (rmap->nblk > 0)
-        ferry__rec_put_u64s(w, (const int64_t *)(const void *)rmap->blk,
-                            (size_t)rmap->nblk);
+    pack_side(w, rmap);
+    if (rmap)
       ferry__rec_put_u64(w, m->hash); /* what the bytes hash to */
-    }
   }
   for (int64_t p = 0; p < m->nparts; p++) {
     const ferry__part *pt = &m->parts[p];
@@ -528,51 +528,14 @@ static int unpack_var(ferry__rec_r *r, ferry__manifest *m, int v) {
   return 0;
 }
 
-/* The mapped offsets' file the buffer names, if any (a ragged manifest
- * only): mapped here, on this rank; a failure to map it is the rank's
- * message in err and *maperr set. */
-static int unpack_map(ferry__rec_r *r, ferry__manifest *m, int defer,
-                      int *maperr, ferry__err *err) {
-  char *path = ferry__rec_get_str(r);
-  if (!path)
-    return -1;
-  uint64_t count = ferry__rec_get_u64(r), fnv = ferry__rec_get_u64(r);
-  unsigned version = ferry__rec_get_u8(r);
-  int rc = r->rc ? -1 : 0;
-  if (rc == 0 && *path &&
-      (count > (uint64_t)INT64_MAX || version < 1 || version > 2))
-    rc = ferry__rec_fail(r, "bad offsets' file count or version");
-  else if (rc == 0 && *path &&
-           ferry__roff_map_open(path, (int)version, (int64_t)count, fnv,
-                                &m->roff_map, err)) {
-    *maperr = 1;
-    rc = -1;
-  }
-  free(path);
-  uint64_t nblk = ferry__rec_get_u64(r);
-  ferry__roff_map *mp = m->roff_map;
-  if (rc == 0 && r->rc)
-    rc = -1;
-  else if (rc == 0 && nblk != (uint64_t)(mp ? ferry__roff_map_nblocks(mp) : 0))
-    rc = ferry__rec_fail(r, "bad offsets' block count");
-  else if (rc == 0 && nblk > 0) {
-    if (!(mp->blk = malloc((size_t)nblk * sizeof *mp->blk)))
-      return ferry__rec_oom(r, (size_t)nblk * 8, "the offsets' block hashes");
-    ferry__rec_get_u64s(r, (int64_t *)(void *)mp->blk, (size_t)nblk);
-    mp->nblk = (int64_t)nblk;
-    mp->deferred = defer;
-    rc = r->rc ? -1 : 0;
-  }
-  return rc;
-}
-
-/* The records' file the buffer names, if any (a manifest with records):
- * mapped here, on this rank, and its bytes left to ferry__roff_map_verify
- * (defer) or checked whole; *hash the manifest hash the sender computed
- * from them.  A failure to map it is the rank's message in err, *maperr
+/* A side file the buffer names (pack_side), if any: mapped here, on this
+ * rank, into *out (magic and what as ferry__side_map_open's, versions 1 to
+ * vmax), its block hashes read, its bytes left to ferry__roff_map_verify
+ * when defer.  A failure to map it is the rank's message in err, *maperr
  * set. */
-static int unpack_recmap(ferry__rec_r *r, ferry__manifest *m, int defer,
-                         uint64_t *hash, int *maperr, ferry__err *err) {
+static int unpack_side(ferry__rec_r *r, const char *magic, const char *what,
+                       unsigned vmax, int defer, ferry__roff_map **out,
+                       int *maperr, ferry__err *err) {
   char *path = ferry__rec_get_str(r);
   if (!path)
     return -1;
@@ -584,36 +547,50 @@ static int unpack_recmap(ferry__rec_r *r, ferry__manifest *m, int defer,
   unsigned version = ferry__rec_get_u8(r);
   uint64_t nblk = ferry__rec_get_u64(r);
   int rc = r->rc ? -1 : 0;
-  if (rc == 0 && (count > (uint64_t)INT64_MAX || version != 1))
-    rc = ferry__rec_fail(r, "bad records' file count or version");
-  else if (rc == 0 &&
-           ferry__side_map_open(path, FERRY__RECS_MAGIC, "records' file",
-                                (int)version, (int64_t)count, fnv, &m->rec_map,
-                                err)) {
+  if (rc == 0 && (count > (uint64_t)INT64_MAX || version < 1 || version > vmax))
+    rc = ferry__rec_fail(r, "bad side file count or version");
+  else if (rc == 0 && ferry__side_map_open(path, magic, what, (int)version,
+                                           (int64_t)count, fnv, out, err)) {
     *maperr = 1;
     rc = -1;
   }
   free(path);
-  ferry__roff_map *mp = m->rec_map;
+  ferry__roff_map *mp = *out;
   if (rc == 0 && nblk != (uint64_t)ferry__roff_map_nblocks(mp))
-    rc = ferry__rec_fail(r, "bad records' block count");
+    rc = ferry__rec_fail(r, "bad side file block count");
   else if (rc == 0 && !(mp->blk = malloc((size_t)nblk * sizeof *mp->blk)))
-    return ferry__rec_oom(r, (size_t)nblk * 8, "the records' block hashes");
+    return ferry__rec_oom(r, (size_t)nblk * 8, "a side file's block hashes");
   if (rc == 0) {
     ferry__rec_get_u64s(r, (int64_t *)(void *)mp->blk, (size_t)nblk);
     mp->nblk = (int64_t)nblk;
-    *hash = ferry__rec_get_u64(r);
+    mp->deferred = defer;
     rc = r->rc ? -1 : 0;
   }
-  if (rc == 0 && !(mp->deferred = defer) &&
+  return rc;
+}
+
+/* The records' file the buffer names, if any (a manifest with records),
+ * and *hash, the manifest hash the sender computed from its bytes; without
+ * defer, every byte checked against its checksum here. */
+static int unpack_recmap(ferry__rec_r *r, ferry__manifest *m, int defer,
+                         uint64_t *hash, int *maperr, ferry__err *err) {
+  int rc = unpack_side(r, FERRY__RECS_MAGIC, "records' file", 1, defer,
+                       &m->rec_map, maperr, err);
+  ferry__roff_map *mp = m->rec_map;
+  if (rc || !mp)
+    return rc;
+  *hash = ferry__rec_get_u64(r);
+  if (r->rc)
+    return -1;
+  if (!defer &&
       ferry__hash_words(FERRY__FNV_INIT, mp->addr, mp->len - 8) != mp->fnv) {
     *maperr = 1;
-    rc = ferry__seterr(err, FERRY_EFORMAT,
-                       "records' file %s: its bytes do not match its checksum "
-                       "(changed since the manifest was saved)",
-                       mp->path);
+    return ferry__seterr(err, FERRY_EFORMAT,
+                         "records' file %s: its bytes do not match its "
+                         "checksum (changed since the manifest was saved)",
+                         mp->path);
   }
-  return rc;
+  return 0;
 }
 
 static int unpack_body(ferry__rec_r *r, ferry__manifest *m, int defer,
@@ -648,7 +625,9 @@ static int unpack_body(ferry__rec_r *r, ferry__manifest *m, int defer,
   int64_t total = ferry__rec_get_nonneg(r, "bad sample count");
   if (r->rc)
     return -1;
-  if (ferry__manifest_ragged(m) && unpack_map(r, m, defer, maperr, err) < 0)
+  if (ferry__manifest_ragged(m) &&
+      unpack_side(r, FERRY__ROFF_MAGIC, "offsets' file", 2, defer, &m->roff_map,
+                  maperr, err) < 0)
     return -1;
   if (m->record_version && unpack_recmap(r, m, defer, hash, maperr, err) < 0)
     return -1;
