@@ -163,6 +163,12 @@ int ferry__side_map_open(const char *path, const char *magic, const char *what,
                          int version, int64_t count, uint64_t fnv,
                          ferry__roff_map **out, ferry__err *err);
 void ferry__roff_map_close(ferry__roff_map *mp);
+/** Rank 0's check of a side file it mapped: every byte before the checksum
+ *  hashed (FNV-1a when fnv1a, else ferry__hash_words) into *sum, each
+ *  block's hash into mp->blk (nblk set) for the other ranks'
+ *  ferry__roff_map_verify, each block's pages dropped after.  0 or
+ *  FERRY_ENOMEM. */
+int ferry__side_map_check(ferry__roff_map *mp, int fnv1a, uint64_t *sum);
 /** 1 when p lies in m's mapped records (not to be freed). */
 int ferry__manifest_owns_rec(const ferry__manifest *m, const void *p);
 /** The blocks of mp's file (see nblk): how many, and block k's hash. */

@@ -126,6 +126,24 @@ void ferry__roff_map_close(ferry__roff_map *mp) {
 
 static void trim_range(const ferry__roff_map *mp, uintptr_t from, uintptr_t to);
 
+int ferry__side_map_check(ferry__roff_map *mp, int fnv1a, uint64_t *sum) {
+  const int64_t nb = ferry__roff_map_nblocks(mp);
+  if (!(mp->blk = malloc((size_t)nb * sizeof *mp->blk)))
+    return FERRY_ENOMEM;
+  const unsigned char *b = mp->addr;
+  size_t n = mp->len - 8, step = (size_t)FERRY__TRIM_STEP * 8;
+  uint64_t h = FERRY__FNV_INIT;
+  for (size_t i = 0; i < n; i += step) {
+    size_t k = n - i < step ? n - i : step;
+    h = fnv1a ? ferry__fnv1a(h, b + i, k) : ferry__hash_words(h, b + i, k);
+    mp->blk[i / step] = ferry__roff_map_block_hash(mp, (int64_t)(i / step));
+    trim_range(mp, (uintptr_t)(b + i), (uintptr_t)(b + i + k));
+  }
+  mp->nblk = nb;
+  *sum = h;
+  return 0;
+}
+
 int64_t ferry__roff_map_nblocks(const ferry__roff_map *mp) {
   const int64_t step = FERRY__TRIM_STEP * 8, body = (int64_t)mp->len - 8;
   return (body + step - 1) / step;

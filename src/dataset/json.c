@@ -730,6 +730,26 @@ static int load_part(json_t *o, size_t p, const char *path, ferry__manifest *m,
   return 0;
 }
 
+/* The 16 hex digits of s as *v; -1 when s is not that. */
+static int hex64(const char *s, uint64_t *v) {
+  char *end = NULL;
+  *v = strtoull(s, &end, 16);
+  return strlen(s) != 16 || !end || *end ? -1 : 0;
+}
+
+/* The path of a side file the manifest at path names (name, beside it
+ * unless absolute) into *out (malloc'd). */
+static int beside(const char *path, const char *name, char **out,
+                  ferry__err *err) {
+  const char *slash = strrchr(path, '/');
+  size_t dl = name[0] == '/' || !slash ? 0 : (size_t)(slash - path) + 1;
+  if (!(*out = malloc(dl + strlen(name) + 1)))
+    return ferry__oom(err, -1, dl + strlen(name) + 1, "a path");
+  memcpy(*out, path, dl);
+  strcpy(*out + dl, name);
+  return 0;
+}
+
 /* The offsets' file named by root["offsets"] (beside the manifest at
  * path, unless it names a directory): its bytes, whole, into *buf. */
 /* The offsets' file named by root["offsets"] (beside the manifest at
@@ -746,18 +766,9 @@ static int roff_named(json_t *root, const char *path, int64_t *count, char **rp,
       get_int(o, "count", 0, count, path, "offsets.count", err) < 0 ||
       (jv && (!json_is_integer(jv) || *version != 2)) || !json_is_string(js))
     return missing(err, path, "offsets");
-  const char *hex = json_string_value(js);
-  char *end = NULL;
-  *sum = strtoull(hex, &end, 16);
-  if (strlen(hex) != 16 || !end || *end)
+  if (hex64(json_string_value(js), sum) < 0)
     return missing(err, path, "offsets");
-  const char *name = json_string_value(jf), *slash = strrchr(path, '/');
-  size_t dl = name[0] == '/' || !slash ? 0 : (size_t)(slash - path) + 1;
-  if (!(*rp = malloc(dl + strlen(name) + 1)))
-    return ferry__oom(err, -1, dl + strlen(name) + 1, "a path");
-  memcpy(*rp, path, dl);
-  strcpy(*rp + dl, name);
-  return 0;
+  return beside(path, json_string_value(jf), rp, err);
 }
 
 static int read_roff(json_t *root, const char *path, unsigned char **buf,
@@ -843,25 +854,14 @@ static int map_roff(json_t *root, const char *path, ferry__manifest *m,
     rc = ferry__roff_map_open(full ? full : rp, version, count, sum,
                               &m->roff_map, err);
   free(full);
-  if (rc == 0) { /* every byte, and each block's hash for the other
-                  * ranks' checks (ferry__roff_map_verify) */
-    ferry__roff_map *mp = m->roff_map;
-    const unsigned char *b = mp->addr;
-    size_t n = mp->len - 8, step = (size_t)FERRY__TRIM_STEP * 8;
-    int64_t nb = ferry__roff_map_nblocks(mp);
-    if (!(mp->blk = malloc((size_t)nb * sizeof *mp->blk)))
-      rc = ferry__oom(err, -1, (size_t)nb * 8, "the block hashes of %s", rp);
-    uint64_t h = FERRY__FNV_INIT;
-    for (size_t i = 0; rc == 0 && i < n; i += step) {
-      size_t k = n - i < step ? n - i : step;
-      h = roff_sum(version, h, b + i, k);
-      mp->blk[i / step] = ferry__roff_map_block_hash(mp, (int64_t)(i / step));
-      ferry__manifest_trim(m, b + i, b + i + k);
-    }
-    mp->nblk = rc == 0 ? nb : 0;
-    if (rc == 0 && h != sum)
-      rc = roff_mismatch(path, rp, count, want, err);
-  }
+  uint64_t h = 0;
+  if (rc == 0 && /* every byte, and each block's hash for the other ranks'
+                  * checks (ferry__roff_map_verify) */
+      ferry__side_map_check(m->roff_map, version == 1, &h) != 0)
+    rc = ferry__oom(err, -1, (size_t)ferry__roff_map_nblocks(m->roff_map) * 8,
+                    "the block hashes of %s", rp);
+  if (rc == 0 && h != sum)
+    rc = roff_mismatch(path, rp, count, want, err);
   if (rc == 0)
     rc = roff_point(m, path, rp, err);
   free(rp);
@@ -948,44 +948,27 @@ static int load_recs(json_t *root, const char *path, ferry__manifest *m,
       !json_is_string(js) || !m->record_version ||
       get_int(o, "count", 1, &count, path, "records.count", err) < 0)
     return missing(err, path, "records");
-  const char *hex = json_string_value(js);
-  char *end = NULL;
-  uint64_t sum = strtoull(hex, &end, 16);
-  if (strlen(hex) != 16 || !end || *end)
+  uint64_t sum = 0;
+  char *rp = NULL;
+  if (hex64(json_string_value(js), &sum) < 0)
     return missing(err, path, "records");
-  const char *name = json_string_value(jf), *slash = strrchr(path, '/');
-  size_t dl = name[0] == '/' || !slash ? 0 : (size_t)(slash - path) + 1;
-  char *rp = malloc(dl + strlen(name) + 1);
-  if (!rp)
-    return ferry__oom(err, -1, dl + strlen(name) + 1, "a path");
-  memcpy(rp, path, dl);
-  strcpy(rp + dl, name);
+  int rc = beside(path, json_string_value(jf), &rp, err);
+  if (rc < 0)
+    return rc;
   char *full = realpath(rp, NULL); /* the ranks' cwd may differ */
-  int rc =
-      ferry__side_map_open(full ? full : rp, FERRY__RECS_MAGIC, "records' file",
-                           1, count, sum, &m->rec_map, err);
+  rc = ferry__side_map_open(full ? full : rp, FERRY__RECS_MAGIC,
+                            "records' file", 1, count, sum, &m->rec_map, err);
   free(full);
-  ferry__roff_map *mp = m->rec_map;
-  int64_t nb = rc ? 0 : ferry__roff_map_nblocks(mp);
-  if (rc == 0 && !(mp->blk = malloc((size_t)nb * sizeof *mp->blk)))
-    rc = ferry__oom(err, -1, (size_t)nb * 8, "the block hashes of %s", rp);
-  if (rc == 0) {
-    const unsigned char *b = mp->addr;
-    size_t n = mp->len - 8, step = (size_t)FERRY__TRIM_STEP * 8;
-    uint64_t h = FERRY__FNV_INIT;
-    for (size_t i = 0; i < n; i += step) {
-      size_t k = n - i < step ? n - i : step;
-      h = ferry__hash_words(h, b + i, k);
-      mp->blk[i / step] = ferry__roff_map_block_hash(mp, (int64_t)(i / step));
-    }
-    mp->nblk = nb;
-    if (h != sum)
-      rc = ferry__seterr(err, FERRY_EFORMAT,
-                         "manifest %s: its records' file %s does not match "
-                         "its checksum: changed since it was saved, or "
-                         "corrupt (save the manifest again)",
-                         path, rp);
-  }
+  uint64_t h = 0;
+  if (rc == 0 && ferry__side_map_check(m->rec_map, 0, &h) != 0)
+    rc = ferry__oom(err, -1, (size_t)ferry__roff_map_nblocks(m->rec_map) * 8,
+                    "the block hashes of %s", rp);
+  if (rc == 0 && h != sum)
+    rc = ferry__seterr(err, FERRY_EFORMAT,
+                       "manifest %s: its records' file %s does not match "
+                       "its checksum: changed since it was saved, or "
+                       "corrupt (save the manifest again)",
+                       path, rp);
   free(rp);
   return rc;
 }
