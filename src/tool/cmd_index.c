@@ -67,10 +67,7 @@ static int run_index(tool_ctx *ctx) {
                ctx->target, backend);
     st = TOOL_EXIT_ERROR;
   } else if (manifest) {
-    int mrc = ctx->rank == 0 ? ferry_manifest_save(L, manifest) : 0;
-    MPI_Bcast(&mrc, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    if (mrc != 0)
-      st = tool_lib_error(ctx, L, mrc);
+    st = tool_save_manifest(ctx, L, manifest);
   }
   if (st == 0 && ctx->rank == 0) {
     printf("indexed %" PRId64 " shard%s, %" PRId64 " samples: %s.idx%s\n",

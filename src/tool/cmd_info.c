@@ -590,14 +590,8 @@ static int run_info(tool_ctx *ctx) {
   if (st != 0)
     return st;
 
-  if (manifest != NULL) {
-    int rc = ctx->rank == 0 ? ferry_manifest_save(L, manifest) : 0;
-    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    if (rc != 0) {
-      st = tool_lib_error(ctx, L, rc);
-      goto cleanup;
-    }
-  }
+  if (manifest != NULL && (st = tool_save_manifest(ctx, L, manifest)) != 0)
+    goto cleanup;
   /* the image headers (rank 0 reads them; every rank learns the result) */
   info_images *im = calloc(1, sizeof *im);
   if (!im)

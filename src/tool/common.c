@@ -130,6 +130,13 @@ int tool_all(int ok) {
   return out;
 }
 
+int tool_save_manifest(const tool_ctx *ctx, const ferry_loader *L,
+                       const char *path) {
+  int rc = ctx->rank == 0 ? ferry_manifest_save(L, path) : 0;
+  MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  return rc != 0 ? tool_lib_error(ctx, L, rc) : 0;
+}
+
 int tool_open(tool_ctx *ctx, ferry_loader **out) {
   int rc = ferry_open(MPI_COMM_WORLD, ctx->target, ctx->opts, out);
   if (rc != 0)

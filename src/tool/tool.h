@@ -151,6 +151,10 @@ int tool_all(int ok);
 /** ferry_open over MPI_COMM_WORLD with ctx->opts.  Returns 0 or an exit status.
  */
 int tool_open(tool_ctx *ctx, ferry_loader **out);
+/** --save-manifest FILE: rank 0 saves L's manifest to path, every rank
+ *  learns the result.  Returns 0 or an exit status (tool_lib_error). */
+int tool_save_manifest(const tool_ctx *ctx, const ferry_loader *L,
+                       const char *path);
 
 /** The default of --max-memory (verify, quality): the most the command's
  *  own per-sample arrays may need before it refuses to start. */
