@@ -309,9 +309,10 @@ static int fill_desc(const ferry__tar_index *x, const char *file, int64_t size,
     if (rc)
       return rc;
   }
-  /* nothing of the sidecar's here: the notes enter the manifest hash, and
-   * whether a sidecar was checked or written says nothing of the data (a
-   * state saved before `ferry index` resumes after it) */
+  /* nothing of the sidecar's here: whether one was checked or written
+   * says nothing of the data, and a mix's hash still holds its sources'
+   * notes (decision 0067: a mixed state saved before `ferry index` resumes
+   * after it) */
   char notes[512];
   snprintf(notes, sizeof notes,
            "webdataset, first shard %s: %lld samples, %lld members served, "

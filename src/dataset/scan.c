@@ -447,9 +447,9 @@ static int dir_parts(const char *dir, strvec *out, char **note, int *shards,
       tar || (!store && !images && rc == 0 && best >= FERRY__DIR_PARTS_MIN);
   for (size_t i = 0, seen = 0; looks && i < names.n; i++) {
     if (strcmp(ext_of(names.v[i]), ext) != 0) {
-      /* a shard's sidecar (SHARD.tar.idx) is no other file: the notes
-       * enter the manifest hash, and a state saved before `ferry index`
-       * must resume after it */
+      /* a shard's sidecar (SHARD.tar.idx) is no other file: ferry reads
+       * it, and a mix's hash still holds its sources' notes (decision
+       * 0067: a mixed state saved before `ferry index` resumes after it) */
       size_t nl = strlen(names.v[i]);
       others +=
           !(tar && nl > 8 && strcmp(names.v[i] + nl - 8, ".tar.idx") == 0);
