@@ -16,6 +16,8 @@ on sys.path), right where they imported mpi4py, before ferry.
 - every_once(ids, n, what, c): those ids are 0 .. n-1, each once.
 - same_everywhere(value, what, c): value (an error message, a length, a
   state) is equal on every rank of c.
+- index_batches(L, k=None): the sample indices (lists of ints) of L's next
+  k batches (all with None).
 - resumed_both_ways(loader, batches, whole, k, epoch, names): a state taken
   after k batches of epoch with loader(False) resumes with loader(True), and
   the other way, each time giving the rest of whole (the run's batches);
@@ -60,6 +62,16 @@ def same_everywhere(value, what, c=comm):
     values = c.allgather(value)
     check(all(v == values[0] for v in values),
           "%s: not the same on every rank: %r" % (what, values))
+
+
+def index_batches(L, k=None):
+    out = []
+    for b in L:
+        with b:
+            out.append(np.from_dlpack(b.indices).astype(np.int64).tolist())
+        if k is not None and len(out) == k:
+            break
+    return out
 
 
 def resumed_both_ways(loader, batches, whole, k, epoch, names):

@@ -3,7 +3,7 @@ samples of make_npy.py, TMP/small: 40)."""
 import sys
 
 import numpy as np
-from helpers import check, comm, rank
+from helpers import check, comm, index_batches, rank
 from mpi4py import MPI
 
 import ferry
@@ -131,22 +131,12 @@ mopts = dict(batch_size=8, vars="x", mix_exhaust="restart", num_draws=2400,
              seed=2, draw_block=8)
 
 
-def batches(L, stop=None):
-    out = []
-    for k, b in enumerate(L):
-        with b:
-            out.append(np.from_dlpack(b.indices).astype(np.int64).tolist())
-        if stop is not None and k + 1 == stop:
-            break
-    return out
-
-
 with ferry.Loader(old, **mopts) as L:
     L.set_epoch(4)
-    ref = batches(L)
+    ref = index_batches(L)
 with ferry.Loader(old, **mopts) as L:
     L.set_epoch(4)
-    batches(L, stop=5)
+    index_batches(L, 5)
     sd = L.state_dict()
 msg = None
 try:
@@ -158,9 +148,9 @@ check(msg is not None and "mix_resume=new_mix" in msg,
       "another mix without mix_resume: %r" % msg)
 with ferry.Loader(new, mix_resume="new_mix", **mopts) as L:
     L.load_state_dict(sd)
-    rest = batches(L, stop=10)
+    rest = index_batches(L, 10)
     sd2 = L.state_dict()
-    rest += batches(L)
+    rest += index_batches(L)
 check(rest[:16] == ref[5:21], "the saved mix's batches up to the change")
 got = comm.gather(sum(rest[16:], []), root=0)
 if rank == 0:
@@ -171,7 +161,7 @@ if rank == 0:
           % share, flush=True)
 with ferry.Loader(new, **mopts) as L:
     L.load_state_dict(sd2)
-    again = batches(L)
+    again = index_batches(L)
 check(again == rest[10:], "a state saved after the change resumes it")
 if rank == 0:
     print("ok: the change is recorded in the state", flush=True)

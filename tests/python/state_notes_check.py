@@ -7,8 +7,7 @@ dataset; the rest of the epoch is the rest of the uninterrupted run."""
 import os
 import sys
 
-import numpy as np
-from helpers import check, rank
+from helpers import check, index_batches, rank
 from mpi4py import MPI
 
 import ferry
@@ -18,23 +17,12 @@ opts = dict(batch_size=8, seed=3, tail="partial", shuffle="block",
             block_size=8)
 
 
-def batches(L, k=None):
-    """The sample indices of the next k batches (all)."""
-    out = []
-    for b in L:
-        with b:
-            out.append(tuple(int(i) for i in np.from_dlpack(b.indices)))
-        if k is not None and len(out) == k:
-            break
-    return out
-
-
 with ferry.Loader(d, **opts) as L:
     L.set_epoch(1)
-    whole = batches(L)
+    whole = index_batches(L)
 with ferry.Loader(d, **opts) as L:
     L.set_epoch(1)
-    head = batches(L, 4)
+    head = index_batches(L, 4)
     sd = L.state_dict()
 MPI.COMM_WORLD.Barrier()
 if rank == 0:
@@ -43,7 +31,7 @@ if rank == 0:
 MPI.COMM_WORLD.Barrier()
 with ferry.Loader(d, **opts) as L:
     L.load_state_dict(sd)
-    tail = batches(L)
+    tail = index_batches(L)
 check(len(whole) > 8, "%d batches" % len(whole))
 check(head + tail == whole,
       "the state resumed after README.txt appeared: the rest of the epoch")
