@@ -157,6 +157,56 @@ static int side_json(json_t *root, const char *key, const char *rp,
          json_object_set_new(root, key, o);
 }
 
+/* A side file being written beside the manifest: PATH.EXT.PID.tmp, renamed
+ * over PATH.EXT when whole, so that a job mapping the old one (core/
+ * roffmap.c) keeps it. */
+typedef struct side_out {
+  char *rp;       /* PATH.EXT */
+  char tmp[4096]; /* the file written */
+  FILE *f;
+  const char *what; /* "offsets' file", "records' file" */
+} side_out;
+
+static int side_create(side_out *so, const char *path, const char *ext,
+                       const char *what, ferry__err *err) {
+  so->rp = side_path(path, ext);
+  so->f = NULL;
+  so->what = what;
+  if (so->rp && snprintf(so->tmp, sizeof so->tmp, "%s.%ld.tmp", so->rp,
+                         (long)getpid()) < (int)sizeof so->tmp)
+    so->f = fopen(so->tmp, "wb");
+  if (so->f)
+    return 0;
+  int rc = so->rp ? ferry__seterr(err, FERRY_EIO,
+                                  "manifest %s: cannot create its %s %s: %s",
+                                  path, what, so->rp, strerror(errno))
+                  : ferry__oom(err, -1, strlen(path) + 6, "a path");
+  free(so->rp);
+  return rc;
+}
+
+/* The checksum h after what was written (bad: a write failed), the file
+ * closed and renamed, and named in root[key] with its count of 8-byte words
+ * and version; 0 or the error. */
+static int side_finish(side_out *so, int bad, uint64_t h, json_t *root,
+                       const char *key, int64_t count, int version,
+                       const char *path, ferry__err *err) {
+  unsigned char sum[8];
+  ferry__le64_store(sum, h);
+  bad |= !bad && fwrite(sum, 1, 8, so->f) != 8;
+  bad |= fclose(so->f) != 0;
+  bad |= !bad && rename(so->tmp, so->rp) != 0;
+  if (bad)
+    unlink(so->tmp);
+  bad |= !bad && side_json(root, key, so->rp, count, version, h);
+  int rc = bad ? ferry__seterr(err, FERRY_EIO,
+                               "manifest %s: cannot write its %s %s: %s", path,
+                               so->what, so->rp, errno ? strerror(errno) : "?")
+               : 0;
+  free(so->rp);
+  return rc;
+}
+
 /* The ragged variables' offsets to PATH.roff, named in root["offsets"]. */
 static int save_roff(const ferry__manifest *m, const char *path, json_t *root,
                      ferry__err *err) {
@@ -164,22 +214,11 @@ static int save_roff(const ferry__manifest *m, const char *path, json_t *root,
   for (int64_t p = 0; p < m->nparts; p++)
     for (int v = 0; v < m->nvars; v++)
       count += m->vars[v].ragged ? m->parts[p].num_samples + 1 : 0;
-  /* written beside it and renamed over it: a job mapping the file
-   * (core/roffmap.c) keeps the one it mapped */
-  char *rp = side_path(path, "roff"), tmp[4096];
-  FILE *f = NULL;
-  if (rp && snprintf(tmp, sizeof tmp, "%s.%ld.tmp", rp, (long)getpid()) <
-                (int)sizeof tmp)
-    f = fopen(tmp, "wb");
-  if (!f) {
-    int rc = rp ? ferry__seterr(err, FERRY_EIO,
-                                "manifest %s: cannot create its offsets' "
-                                "file %s: %s",
-                                path, rp, strerror(errno))
-                : ferry__oom(err, -1, strlen(path) + 6, "a path");
-    free(rp);
+  side_out so;
+  int rc = side_create(&so, path, "roff", "offsets' file", err);
+  if (rc)
     return rc;
-  }
+  FILE *f = so.f;
   unsigned char head[ROFF_HEAD] = ROFF_MAGIC "\2";
   ferry__le64_store(head + 8, (uint64_t)count);
   uint64_t h = roff_sum(2, FERRY__FNV_INIT, head, sizeof head);
@@ -189,21 +228,7 @@ static int save_roff(const ferry__manifest *m, const char *path, json_t *root,
       if (m->vars[v].ragged)
         bad = put_offsets(f, m->parts[p].roff[v], m->parts[p].num_samples + 1,
                           &h) < 0;
-  unsigned char sum[8];
-  ferry__le64_store(sum, h);
-  bad |= !bad && fwrite(sum, 1, 8, f) != 8;
-  bad |= fclose(f) != 0;
-  bad |= !bad && rename(tmp, rp) != 0;
-  if (bad)
-    unlink(tmp);
-  bad |= !bad && side_json(root, "offsets", rp, count, 2, h);
-  int rc = bad ? ferry__seterr(err, FERRY_EIO,
-                               "manifest %s: cannot write its offsets' file "
-                               "%s: %s",
-                               path, rp, errno ? strerror(errno) : "?")
-               : 0;
-  free(rp);
-  return rc;
+  return side_finish(&so, bad, h, root, "offsets", count, 2, path, err);
 }
 
 /* ---- The records' file (decision 0066) --------------------------------- */
@@ -272,22 +297,16 @@ static void recs_put(recs_out *o, const unsigned char *p, size_t n) {
  * (save_json: "record_at", "record_bytes"). */
 static int save_recs(const ferry__manifest *m, size_t bytes, const char *path,
                      json_t *root, ferry__err *err) {
-  char *rp = side_path(path, "recs"), tmp[4096];
   recs_out *o = calloc(1, sizeof *o);
-  if (rp && o &&
-      snprintf(tmp, sizeof tmp, "%s.%ld.tmp", rp, (long)getpid()) <
-          (int)sizeof tmp)
-    o->f = fopen(tmp, "wb");
-  if (!o || !o->f) {
-    int rc = rp && o ? ferry__seterr(err, FERRY_EIO,
-                                     "manifest %s: cannot create its "
-                                     "records' file %s: %s",
-                                     path, rp, strerror(errno))
-                     : ferry__oom(err, -1, sizeof *o, "the records' file");
-    free(rp);
+  if (!o)
+    return ferry__oom(err, -1, sizeof *o, "the records' file");
+  side_out so;
+  int rc = side_create(&so, path, "recs", "records' file", err);
+  if (rc) {
     free(o);
     return rc;
   }
+  o->f = so.f;
   unsigned char head[ROFF_HEAD] = FERRY__RECS_MAGIC "\1";
   ferry__le64_store(head + 8, (uint64_t)(bytes / 8));
   o->h = FERRY__FNV_INIT;
@@ -297,20 +316,8 @@ static int save_recs(const ferry__manifest *m, size_t bytes, const char *path,
       if (m->parts[p].rec[v].len)
         recs_put(o, m->parts[p].rec[v].p, m->parts[p].rec[v].len);
   recs_flush(o);
-  unsigned char sum[8];
-  ferry__le64_store(sum, o->h);
-  int bad = o->bad || fwrite(sum, 1, 8, o->f) != 8;
-  bad |= fclose(o->f) != 0;
-  bad |= !bad && rename(tmp, rp) != 0;
-  if (bad)
-    unlink(tmp);
-  bad |= !bad && side_json(root, "records", rp, (int64_t)(bytes / 8), 1, o->h);
-  int rc = bad ? ferry__seterr(err, FERRY_EIO,
-                               "manifest %s: cannot write its records' file "
-                               "%s: %s",
-                               path, rp, errno ? strerror(errno) : "?")
-               : 0;
-  free(rp);
+  rc = side_finish(&so, o->bad, o->h, root, "records", (int64_t)(bytes / 8), 1,
+                   path, err);
   free(o);
   return rc;
 }
