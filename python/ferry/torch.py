@@ -410,19 +410,56 @@ def _column_map(genes, names, width, matrix):
     return cmap
 
 
-def sparse_rows(indices, data, width, dense=False, dtype=None, columns=None):
+_csr_unchecked = None
+
+
+def _csr_maker():
+    """torch.sparse_csr_tensor without its check of the invariants: rows
+    ferry served are canonical already (checked at the read, decision
+    0068), and torch 1.13 checks every row again on every batch (half the
+    time of a batch of 64 cells).  torch >= 2.0: check_invariants=False
+    (its default); 1.13: torch._sparse_csr_tensor_unsafe."""
+    try:
+        torch.sparse_csr_tensor(torch.zeros(2, dtype=torch.int64),
+                                torch.zeros(0, dtype=torch.int64),
+                                torch.zeros(0), size=(1, 1),
+                                check_invariants=False)
+        return lambda crow, col, val, size: torch.sparse_csr_tensor(
+            crow, col, val, size=size, check_invariants=False)
+    except TypeError:
+        pass
+    unsafe = getattr(torch, "_sparse_csr_tensor_unsafe", None)
+    if unsafe is not None:
+        return lambda crow, col, val, size: unsafe(crow, col, val, size)
+    return lambda crow, col, val, size: torch.sparse_csr_tensor(
+        crow, col, val, size=size)
+
+
+def sparse_rows(indices, data, width, dense=False, dtype=None, columns=None,
+                check=False):
     """The rows of a sparse matrix from its two ragged variables (an AnnData
     CSR matrix's M/indices and M/data, ferry.Ragged of torch tensors that
     share their offsets): a ``torch.sparse_csr_tensor`` of [B, width] over
-    the batch's memory (no copy), or with dense=True its dense form (on the
-    tensors' device: a GPU batch is densified there), converted to dtype
-    when given (torch.float32 for a model that takes float32).  columns: a
-    map of the matrix's columns to the kept ones (Dataset's genes=): the
-    rows of those columns only, in their order."""
+    the batch's memory (no copy: its index dtype is the column indices'
+    own, int32 or int64, the offsets converted to it), or with dense=True
+    its dense form (on the tensors' device: a GPU batch is densified
+    there), converted to dtype when given (torch.float32 for a model that
+    takes float32).  columns: a map of the matrix's columns to the kept
+    ones (Dataset's genes=): the rows of those columns only, in their
+    order.  check: have torch check the rows (sorted, no column twice,
+    inside the width) -- for arrays from elsewhere; ferry's own rows were
+    checked when read (decision 0068), so by default torch does not check
+    them again."""
+    global _csr_unchecked
     crow = indices.offsets
-    col = indices.values.to(crow.dtype)
+    col = indices.values
     val = data.values
     n = crow.shape[0] - 1
+    if col.dtype not in (torch.int32, torch.int64) or (
+            col.dtype == torch.int32 and col.shape[0] >= 2 ** 31):
+        col = col.to(torch.int64)
+    if crow.dtype != col.dtype:
+        crow = crow.to(col.dtype)   # B + 1 offsets: the copy is tiny
     if columns is not None:
         columns = columns.to(col.device)
         new = columns[col.long()]
@@ -436,7 +473,12 @@ def sparse_rows(indices, data, width, dense=False, dtype=None, columns=None):
         # each row's kept columns in order (a CSR tensor's invariant)
         order = torch.argsort(rows[keep] * width + new[keep])
         col, val = new[keep][order].to(crow.dtype), val[keep][order]
-    t = torch.sparse_csr_tensor(crow, col, val, size=(n, int(width)))
+    if check:
+        t = torch.sparse_csr_tensor(crow, col, val, size=(n, int(width)))
+    else:
+        if _csr_unchecked is None:
+            _csr_unchecked = _csr_maker()
+        t = _csr_unchecked(crow, col, val, (n, int(width)))
     if not dense:
         return t
     d = t.to_dense()

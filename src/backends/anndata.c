@@ -15,6 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #define AD_NAME_MAX 600 /* a path in the store ferry looks at */
 
@@ -314,63 +317,138 @@ int ferry__anndata_is_indices(const ferry__var *v) {
          ferry__dtype_is_int(v->dtype) && v->row_bytes <= 8;
 }
 
-/* The largest of n native uint32 at q (int32 column indices as unsigned:
- * negatives come out large), 16 at a time: a loop the compiler vectorises
- * (SSE2 at -O2), so the check costs little beside the read. */
-static uint32_t max_u32(const unsigned char *q, int64_t n) {
-  uint32_t mx[16] = {0}, a[16];
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    memcpy(a, q + (size_t)i * 4, sizeof a);
-    for (int k = 0; k < 16; k++)
-      mx[k] = a[k] > mx[k] ? a[k] : mx[k];
+/* 1 when the n native int32 at p increase strictly (a canonical CSR row:
+ * sorted, no column twice): 8 pairs a step in SSE2 (x86-64's baseline:
+ * 2.4 times the loop below as the compiler vectorises it, 31 GB/s
+ * against 13 in L1), else 16 at a time in plain C. */
+#if defined(__SSE2__)
+static int increasing_i32(const unsigned char *p, int64_t n) {
+  __m128i ok0 = _mm_set1_epi32(-1), ok1 = ok0;
+  int64_t k = 1;
+  for (; k + 8 <= n; k += 8) {
+    const unsigned char *q = p + (size_t)(k - 1) * 4;
+    __m128i a0 = _mm_loadu_si128((const __m128i *)(const void *)q);
+    __m128i b0 = _mm_loadu_si128((const __m128i *)(const void *)(q + 4));
+    __m128i a1 = _mm_loadu_si128((const __m128i *)(const void *)(q + 16));
+    __m128i b1 = _mm_loadu_si128((const __m128i *)(const void *)(q + 20));
+    ok0 = _mm_and_si128(ok0, _mm_cmpgt_epi32(b0, a0));
+    ok1 = _mm_and_si128(ok1, _mm_cmpgt_epi32(b1, a1));
   }
-  for (; i < n; i++) {
-    memcpy(a, q + (size_t)i * 4, 4);
-    mx[0] = a[0] > mx[0] ? a[0] : mx[0];
+  int bad = _mm_movemask_epi8(_mm_and_si128(ok0, ok1)) != 0xffff;
+  for (; k < n; k++) {
+    int32_t a[2];
+    memcpy(a, p + (size_t)(k - 1) * 4, sizeof a);
+    bad |= a[1] <= a[0];
   }
-  for (int k = 1; k < 16; k++)
-    mx[0] = mx[k] > mx[0] ? mx[k] : mx[0];
-  return mx[0];
+  return !bad;
+}
+#else
+static int increasing_i32(const unsigned char *p, int64_t n) {
+  int32_t a[16], b[16];
+  int bad[16] = {0};
+  int64_t k = 1;
+  for (; k + 16 <= n; k += 16) {
+    memcpy(a, p + (size_t)(k - 1) * 4, sizeof a);
+    memcpy(b, p + (size_t)k * 4, sizeof b);
+    for (int i = 0; i < 16; i++)
+      bad[i] |= b[i] <= a[i];
+  }
+  for (; k < n; k++) {
+    memcpy(a, p + (size_t)(k - 1) * 4, 8);
+    bad[0] |= a[1] <= a[0];
+  }
+  int any = 0;
+  for (int i = 0; i < 16; i++)
+    any |= bad[i];
+  return !any;
+}
+#endif
+
+/* The same for native int64. */
+static int increasing_i64(const unsigned char *p, int64_t n) {
+  int bad = 0;
+  for (int64_t k = 1; k < n; k++) {
+    int64_t a[2];
+    memcpy(a, p + (size_t)(k - 1) * 8, sizeof a);
+    bad |= a[1] <= a[0];
+  }
+  return !bad;
 }
 
-int ferry__anndata_indices_ok(const ferry__var *v, const char *file,
-                              const char *what, int rank, int64_t e0, int64_t n,
-                              const void *buf, ferry__err *err) {
+/* Row r's first fault, element by element (any integer type, stored byte
+ * order): an index outside [0, width) or one not above the one before;
+ * the message names it.  0 when the row has none. */
+static int row_fault(const ferry__var *v, const char *file, const char *what,
+                     int rank, int64_t e0, int64_t cell, const unsigned char *q,
+                     int64_t n, ferry__err *err) {
   size_t el = v->row_bytes;
-  if (!ferry__anndata_is_indices(v))
-    return 0; /* not integers: describe refuses nothing here */
-  /* native int32 and int64 (what anndata writes): one compare an index,
-   * negatives caught as unsigned; the first outside found again below */
-  const unsigned char *q = buf;
-  int64_t i0 = n;
-  if (!v->swapped && v->dtype == FERRY_INT32) {
-    /* the largest as unsigned: one pass the compiler vectorises, the
-     * check costs little beside the read */
-    uint32_t w = v->width > UINT32_MAX ? UINT32_MAX : (uint32_t)v->width;
-    i0 = n > 0 && max_u32(q, n) >= w ? 0 : n;
-  } else if (!v->swapped && v->dtype == FERRY_INT64) {
-    int bad = 0;
-    for (int64_t i = 0; i < n; i++) {
-      int64_t x;
-      memcpy(&x, q + (size_t)i * 8, 8);
-      bad |= (uint64_t)x >= (uint64_t)v->width;
-    }
-    i0 = bad ? 0 : n;
-  } else {
-    i0 = 0;
-  }
-  for (int64_t i = i0; i < n; i++) {
+  int64_t prev = 0;
+  for (int64_t i = 0; i < n; i++) {
     int64_t x = -1; /* past int64 (uint64): outside */
     (void)ferry__dtype_as_int64_stored(q + (size_t)i * el, v->dtype, v->swapped,
                                        &x);
     if (x < 0 || x >= v->width)
       return ferry__seterr(err, FERRY_EFORMAT,
                            "file %s, %s /%s, rank %d, offset %lld: column "
-                           "index %lld outside [0, %lld) (the matrix's shape)",
+                           "index %lld outside [0, %lld) (the matrix's shape), "
+                           "cell %lld",
                            file, what, v->name, rank,
                            (long long)((e0 + i) * (int64_t)el), (long long)x,
-                           (long long)v->width);
+                           (long long)v->width, (long long)cell);
+    if (i > 0 && x <= prev)
+      return ferry__seterr(
+          err, FERRY_EFORMAT,
+          "file %s, %s /%s, rank %d, offset %lld: cell %lld names column "
+          "%lld after column %lld: its column indices must increase (a "
+          "canonical CSR row: sorted, no column twice, what "
+          "torch.sparse_csr_tensor needs and what makes a dense row "
+          "unambiguous); rewrite the matrix canonical, e.g. "
+          "adata.X.sum_duplicates() (which also sorts) then write_h5ad",
+          file, what, v->name, rank, (long long)((e0 + i) * (int64_t)el),
+          (long long)cell, (long long)x, (long long)prev);
+    prev = x;
+  }
+  return 0;
+}
+
+int ferry__anndata_indices_ok(const ferry__var *v, const char *file,
+                              const char *what, int rank, const int64_t *roff,
+                              int64_t cell0, int64_t row, int64_t nrows,
+                              const void *buf, ferry__err *err) {
+  if (!ferry__anndata_is_indices(v) || nrows <= 0)
+    return 0; /* not integers: describe refuses nothing here */
+  if (!roff)  /* a ragged variable always has its offsets */
+    return ferry__seterr(err, FERRY_EINTERNAL,
+                         "file %s, %s /%s, rank %d: no row offsets to check "
+                         "the matrix's rows against (a bug)",
+                         file, what, v->name, rank);
+  const unsigned char *q = buf;
+  const int64_t e0 = roff[row];
+  const int fast32 = !v->swapped && v->dtype == FERRY_INT32,
+            fast64 = !v->swapped && v->dtype == FERRY_INT64;
+  for (int64_t r = 0; r < nrows; r++) {
+    const int64_t s = roff[row + r] - e0, n = roff[row + r + 1] - roff[row + r];
+    const unsigned char *p = q + (size_t)s * v->row_bytes;
+    if (n <= 0)
+      continue;
+    /* native int32 and int64 (what anndata writes): a row that increases
+     * strictly lies inside [0, width) when its first and last do */
+    if (fast32) {
+      int32_t first, last;
+      memcpy(&first, p, 4);
+      memcpy(&last, p + (size_t)(n - 1) * 4, 4);
+      if (first >= 0 && last < v->width && increasing_i32(p, n))
+        continue;
+    } else if (fast64) {
+      int64_t first, last;
+      memcpy(&first, p, 8);
+      memcpy(&last, p + (size_t)(n - 1) * 8, 8);
+      if (first >= 0 && last < v->width && increasing_i64(p, n))
+        continue;
+    }
+    int rc = row_fault(v, file, what, rank, e0 + s, cell0 + row + r, p, n, err);
+    if (rc)
+      return rc;
   }
   return 0;
 }
@@ -409,11 +487,14 @@ int ferry__anndata_codes_ok(const ferry__var *v, const char *file,
 }
 
 int ferry__anndata_values_ok(const ferry__var *v, const char *file,
-                             const char *what, int rank, int64_t e0, int64_t n,
+                             const char *what, int rank, const int64_t *roff,
+                             int64_t cell0, int64_t row, int64_t nrows,
                              const void *buf, ferry__err *err) {
   return ferry__anndata_is_indices(v)
-             ? ferry__anndata_indices_ok(v, file, what, rank, e0, n, buf, err)
-             : ferry__anndata_codes_ok(v, file, what, rank, e0, n, buf, err);
+             ? ferry__anndata_indices_ok(v, file, what, rank, roff, cell0, row,
+                                         nrows, buf, err)
+             : ferry__anndata_codes_ok(v, file, what, rank, row, nrows, buf,
+                                       err);
 }
 
 int ferry__anndata_checks(const ferry__var *v) {

@@ -91,13 +91,17 @@ char *ferry__anndata_join(const char *const *s, const size_t *lens, int64_t n);
  *  ragged variable .../indices with a width). */
 int ferry__anndata_is_indices(const ferry__var *v);
 
-/** The column indices just read of a CSR matrix's rows (elements [e0, e0 +
- *  n) of v, stored byte order, in buf): each in [0, v->width), or
- *  FERRY_EFORMAT naming the first one outside with its file, `what` it is
- *  in ("dataset", "array"), v, rank and byte offset.  0 for a variable
- *  that is not the integer indices of a matrix. */
+/** The column indices just read of rows [row, row + nrows) of a CSR
+ *  matrix (v's elements [roff[row], roff[row + nrows]), stored byte order,
+ *  in buf; cell0: the global number of the part's first cell): every row's
+ *  indices inside [0, v->width) and strictly increasing (canonical CSR:
+ *  sorted, no column twice), or FERRY_EFORMAT naming the first fault with
+ *  its file, `what` it is in ("dataset", "array"), v, rank, byte offset
+ *  and cell.  0 for a variable that is not the integer indices of a
+ *  matrix (decision 0068). */
 int ferry__anndata_indices_ok(const ferry__var *v, const char *file,
-                              const char *what, int rank, int64_t e0, int64_t n,
+                              const char *what, int rank, const int64_t *roff,
+                              int64_t cell0, int64_t row, int64_t nrows,
                               const void *buf, ferry__err *err);
 
 /** 1 when v is a categorical column's codes (a dense integer column with
@@ -117,11 +121,13 @@ int ferry__anndata_codes_ok(const ferry__var *v, const char *file,
 int ferry__anndata_checks(const ferry__var *v);
 
 /** What an AnnData variable just read must hold, the one check a backend
- *  calls after a read: a CSR matrix's column indices (elements [e0, e0 +
- *  n)) inside the matrix, a categorical column's codes (cells [e0, e0 +
- *  n)) among its categories; 0 for other variables. */
+ *  calls after a read of rows [row, row + nrows): a CSR matrix's rows
+ *  (roff: its offsets, cell0 as above) canonical and inside the matrix
+ *  (ferry__anndata_indices_ok), a categorical column's codes among its
+ *  categories; 0 for other variables. */
 int ferry__anndata_values_ok(const ferry__var *v, const char *file,
-                             const char *what, int rank, int64_t e0, int64_t n,
+                             const char *what, int rank, const int64_t *roff,
+                             int64_t cell0, int64_t row, int64_t nrows,
                              const void *buf, ferry__err *err);
 
 #endif /* FERRY_BACKENDS_ANNDATA_H */

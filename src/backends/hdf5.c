@@ -710,12 +710,14 @@ static int is_csr(const ferry__var *v, const h5_file *f, int var) {
   return c != H5T_VLEN && c != H5T_STRING;
 }
 
-/* What an AnnData variable just read must hold (anndata.c). */
-static int values_ok(const ferry__io *io, int64_t part, int var, int64_t e0,
-                     int64_t n, const void *buf, ferry__err *err) {
-  return ferry__anndata_values_ok(&io->b.m->vars[var],
-                                  io->b.m->parts[part].paths[var], "dataset",
-                                  io->b.rank, e0, n, buf, err);
+/* What an AnnData variable just read must hold (anndata.c): rows [row,
+ * row + nrows) of var, a CSR matrix's values of them or a column's. */
+static int values_ok(const ferry__io *io, int64_t part, int var, int64_t row,
+                     int64_t nrows, const void *buf, ferry__err *err) {
+  const ferry__part *pt = &io->b.m->parts[part];
+  return ferry__anndata_values_ok(
+      &io->b.m->vars[var], pt->paths[var], "dataset", io->b.rank,
+      pt->roff ? pt->roff[var] : NULL, pt->first_sample, row, nrows, buf, err);
 }
 
 /* A section around the HDF5 calls of one read; a raw read leaves it before
@@ -731,6 +733,7 @@ static int h5_io_read(ferry__io *io, int64_t part, int var, int64_t row,
     if (nrows == 0 && !io->b.collective)
       return 0;
     rc0 = ferry__check_rows(io->b.m, part, var, row, nrows, io->b.rank, err);
+    const int64_t r0 = row, n0 = nrows;
     if (rc0 == 0 && io->b.m->vars[var].ragged) { /* CSR: the rows' values */
       const int64_t *o = io->b.m->parts[part].roff[var];
       int64_t a = o[row];
@@ -739,7 +742,7 @@ static int h5_io_read(ferry__io *io, int64_t part, int var, int64_t row,
     }
     int rc1 = raw_read(io, f, var, rc0 < 0 ? 0 : row, rc0 < 0 ? 0 : nrows, buf,
                        rc0, err);
-    return rc1 || rc0 ? rc1 : values_ok(io, part, var, row, nrows, buf, err);
+    return rc1 || rc0 ? rc1 : values_ok(io, part, var, r0, n0, buf, err);
   }
   int rc = io_enter(io, err), locked = 1;
   if (rc)
@@ -803,6 +806,7 @@ static int read_locked(ferry__io *io, int64_t part, int var, int64_t row,
   const int csr = rc == 0 && is_csr(v, f, var);
   if (v->ragged && !csr) /* a variable-length dataset: independent H5Dread */
     return rc < 0 ? rc : vlen_read(io, f, var, part, row, nrows, buf, err);
+  const int64_t r0 = row, n0 = nrows;
   if (csr) { /* an AnnData CSR matrix: its rows' values, a run of elements */
     int64_t a = pt->roff[var][row];
     nrows = pt->roff[var][row + nrows] - a;
@@ -813,7 +817,7 @@ static int read_locked(ferry__io *io, int64_t part, int var, int64_t row,
     *locked = 0;
     int rc1 = raw_read(io, f, var, rc < 0 ? 0 : row, rc < 0 ? 0 : nrows, buf,
                        rc, err);
-    return rc1 ? rc1 : values_ok(io, part, var, row, nrows, buf, err);
+    return rc1 ? rc1 : values_ok(io, part, var, r0, n0, buf, err);
   }
   /* Selections: rows [row, row+nrows) x the whole row; the memory space has
    * the same shape as the file selection: with a flat one HDF5 cannot see
@@ -871,7 +875,7 @@ static int read_locked(ferry__io *io, int64_t part, int var, int64_t row,
                        (long long)(row + nrows),
                        ferry__h5_reason(why, sizeof why));
   if (rc == 0)
-    rc = values_ok(io, part, var, row, nrows, buf, err);
+    rc = values_ok(io, part, var, r0, n0, buf, err);
 cleanup:
   if (ms >= 0)
     H5Sclose(ms);

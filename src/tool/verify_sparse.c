@@ -6,7 +6,9 @@
  * Every served row of every matrix: its indices and values the same count
  * (the same offsets), its column indices strictly increasing (a CSR row:
  * sorted, no column twice) and inside [0, width).  A matrix served dense
- * (sparse=dense) has no pair left: nothing to check.
+ * (sparse=dense) has no pair left: nothing to check.  The readers refuse
+ * a row that is not so as they read it (backends/anndata.c, decision
+ * 0068); this checks the batches as served, after the pipeline.
  */
 #include "verify.h"
 

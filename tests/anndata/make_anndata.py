@@ -10,7 +10,7 @@ written by anndata itself (Debian's python3-anndata, scipy sparse):
   a3.zarr    a.zarr rewritten as Zarr v3 (zarr_to_v3.py), the sparse
              matrices' indices and data sharded
   csc.zarr, bad_indptr.zarr, bad_index.zarr, bad_shape.zarr,
-  bad_codes.zarr: bad Zarr
+  bad_codes.zarr, unsorted.zarr: bad Zarr
              stores (a CSC X; zarr-python edits of a copy of a.zarr)
   gzip.h5ad  the same, every dataset gzip-compressed (anndata's option)
   chunks.h5ad X alone, its data chunked by 97 values and gzip-compressed,
@@ -24,8 +24,9 @@ written by anndata itself (Debian's python3-anndata, scipy sparse):
              a.h5ad: no X, an indptr that decreases, indices shorter than
              data, a shape of one more cell, a column index past n_vars,
              a categorical code past its categories)
-  unsorted.h5ad: a row whose column indices are out of order (a
-             non-canonical CSR row: ferry verify's sparse check fails)
+  unsorted.h5ad, twice.h5ad: a row whose column indices are out of
+             order, one naming a column twice (non-canonical CSR rows,
+             refused at the read: decision 0068)
 """
 import os
 import shutil
@@ -115,7 +116,8 @@ with h5py.File(os.path.join(d, "old.h5ad"), "w") as f:
 for name, edit in [("noX", "noX"), ("bad_indptr", "indptr"),
                    ("bad_codes", "codes"),
                    ("bad_len", "len"), ("bad_shape", "shape"),
-                   ("bad_index", "index"), ("unsorted", "unsorted")]:
+                   ("bad_index", "index"), ("unsorted", "unsorted"),
+                   ("twice", "twice")]:
     p = os.path.join(d, name + ".h5ad")
     shutil.copy(os.path.join(d, "a.h5ad"), p)
     with h5py.File(p, "r+") as f:
@@ -137,6 +139,12 @@ for name, edit in [("noX", "noX"), ("bad_indptr", "indptr"),
             r = next(i for i in range(n) if ip[i + 1] - ip[i] >= 2)
             ix[ip[r]], ix[ip[r] + 1] = ix[ip[r] + 1], ix[ip[r]]
             f["X/indices"][:] = ix
+        elif edit == "twice":  # a non-canonical row: a column twice
+            ix = f["X/indices"][:]
+            ip = f["X/indptr"][:]
+            r = next(i for i in range(50, n) if ip[i + 1] - ip[i] >= 3)
+            ix[ip[r] + 2] = ix[ip[r] + 1]
+            f["X/indices"][:] = ix
         elif edit == "index":
             ix = f["X/indices"][:]
             ix[100] = g + 5  # outside [0, n_vars)
@@ -148,7 +156,8 @@ for name, edit in [("noX", "noX"), ("bad_indptr", "indptr"),
 # bad Zarr stores: zarr-python edits of copies of a.zarr
 import zarr  # noqa: E402
 
-for name in ("bad_indptr", "bad_index", "bad_shape", "bad_codes"):
+for name in ("bad_indptr", "bad_index", "bad_shape", "bad_codes",
+             "unsorted"):
     p = os.path.join(d, name + ".zarr")
     shutil.copytree(os.path.join(d, "a.zarr"), p)
     z = zarr.open_group(p, mode="r+")
@@ -159,6 +168,12 @@ for name in ("bad_indptr", "bad_index", "bad_shape", "bad_codes"):
     elif name == "bad_index":
         ix = z["X/indices"][:]
         ix[100] = g + 5
+        z["X/indices"][:] = ix
+    elif name == "unsorted":  # columns out of order in a late row
+        ix = z["X/indices"][:]
+        ip = z["X/indptr"][:]
+        r = next(i for i in range(n - 1, 0, -1) if ip[i + 1] - ip[i] >= 2)
+        ix[ip[r]], ix[ip[r] + 1] = ix[ip[r] + 1], ix[ip[r]]
         z["X/indices"][:] = ix
     elif name == "bad_codes":
         c = z["obs/cell_type/codes"][:]

@@ -1,15 +1,17 @@
 /*
- * test_anndata.c - the column-index check of a CSR matrix's rows after a
- * read (ferry__anndata_indices_ok, src/backends/anndata.c), shared by the
- * hdf5 and zarr backends: its fast paths (native int32, int64) and its
- * general one (other integer types, stored byte-swapped) must find the
- * same first index outside [0, width) -- a negative one, one equal to the
- * width, one far beyond -- at every position (the int32 path works on 16
- * at a time, so before, inside and after a block of 16, and in the tail),
- * name its byte offset, and accept every index inside; a variable that is
- * not a matrix's integer indices is not checked.  The codes check
- * (ferry__anndata_codes_ok): -1 and the categories' numbers pass, others
- * are refused naming the cell.
+ * test_anndata.c - the check of a CSR matrix's rows after a read
+ * (ferry__anndata_indices_ok, src/backends/anndata.c, decision 0068),
+ * shared by the hdf5 and zarr backends: its fast paths (native int32,
+ * int64) and its general one (other integer types, stored byte-swapped)
+ * must find the same first fault -- an index outside [0, width) (a
+ * negative one, one equal to the width, one far beyond) at every
+ * position, or a row whose indices do not increase (two swapped, a column
+ * twice) -- in rows of 0, 1, 5, 14, 16 and 17 indices (the int32 path
+ * compares 16 pairs at a time: before, inside and after a block of 16,
+ * and in the tail), name its byte offset and cell, and accept canonical
+ * rows; a variable that is not a matrix's integer indices is not checked.
+ * The codes check (ferry__anndata_codes_ok): -1 and the categories'
+ * numbers pass, others are refused naming the cell.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -21,31 +23,56 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { N = 53, WIDTH = 1000 };
+enum { N = 53, WIDTH = 1000, ROW0 = 2, NROWS = 6, CELL0 = 100 };
 
-/* n indices of dtype dt (swapped: stored the other byte order) in buf,
- * all inside [0, WIDTH), but index bad_at (if >= 0) set to bad. */
-static void fill(unsigned char *buf, ferry_dtype dt, int swapped, int bad_at,
-                 int64_t bad) {
-  size_t el = ferry_dtype_size(dt);
-  for (int i = 0; i < N; i++) {
-    int64_t x = i == bad_at ? bad : (int64_t)(i * 37 % WIDTH);
-    unsigned char e[8];
-    if (dt == FERRY_INT32) {
-      int32_t y = (int32_t)x;
-      memcpy(e, &y, 4);
-    } else if (dt == FERRY_INT64) {
-      memcpy(e, &x, 8);
-    } else if (dt == FERRY_UINT16) {
-      uint16_t y = (uint16_t)x;
-      memcpy(e, &y, 2);
-    } else {
-      int16_t y = (int16_t)x;
-      memcpy(e, &y, 2);
+/* The matrix's offsets: rows 0-1 before the ones read (so the elements
+ * read start at 10), then rows of 5, 0, 1, 17, 16 and 14 indices. */
+static const int64_t roff[] = {0, 3, 10, 15, 15, 16, 33, 49, 63};
+
+/* Element i (of the N read) as its row and place in it. */
+static int row_of(int i, int *k) {
+  for (int r = 0; r < NROWS; r++)
+    if (10 + i < roff[ROW0 + r + 1]) {
+      *k = 10 + i - (int)roff[ROW0 + r];
+      return r;
     }
-    for (size_t b = 0; b < el; b++)
-      buf[(size_t)i * el + b] = swapped ? e[el - 1 - b] : e[b];
+  return -1;
+}
+
+static void put(unsigned char *buf, ferry_dtype dt, int swapped, int i,
+                int64_t x) {
+  size_t el = ferry_dtype_size(dt);
+  unsigned char e[8];
+  if (dt == FERRY_INT32) {
+    int32_t y = (int32_t)x;
+    memcpy(e, &y, 4);
+  } else if (dt == FERRY_INT64) {
+    memcpy(e, &x, 8);
+  } else if (dt == FERRY_UINT16) {
+    uint16_t y = (uint16_t)x;
+    memcpy(e, &y, 2);
+  } else {
+    int16_t y = (int16_t)x;
+    memcpy(e, &y, 2);
   }
+  for (size_t b = 0; b < el; b++)
+    buf[(size_t)i * el + b] = swapped ? e[el - 1 - b] : e[b];
+}
+
+/* N indices of dtype dt (swapped: stored the other byte order) in buf:
+ * canonical rows inside [0, WIDTH) (place k of row r: r + 37 k). */
+static void fill(unsigned char *buf, ferry_dtype dt, int swapped) {
+  for (int i = 0; i < N; i++) {
+    int k, r = row_of(i, &k);
+    put(buf, dt, swapped, i, r + 37 * k);
+  }
+}
+
+static int check(const ferry__var *v, const unsigned char *buf,
+                 ferry__err *err) {
+  memset(err, 0, sizeof *err);
+  return ferry__anndata_indices_ok(v, "f", "dataset", 2, roff, CELL0, ROW0,
+                                   NROWS, buf, err);
 }
 
 int main(void) {
@@ -57,6 +84,7 @@ int main(void) {
   v.name = "X/indices";
   v.ragged = 1;
   v.width = WIDTH;
+  int nfaults = 0;
   for (int t = 0; t < 4; t++)
     for (int sw = 0; sw < 2; sw++) {
       ferry_dtype dt = types[t];
@@ -64,48 +92,85 @@ int main(void) {
       v.swapped = sw;
       v.row_bytes = ferry_dtype_size(dt);
       ferry__err err;
-      fill(buf, dt, sw, -1, 0);
-      memset(&err, 0, sizeof err);
-      CHECK(ferry__anndata_indices_ok(&v, "f", "dataset", 2, 100, N, buf,
-                                      &err) == 0,
-            "dtype %d swapped %d: valid indices refused: %s", (int)dt, sw,
-            err.msg);
-      static const int at[] = {0, 7, 15, 16, 31, 47, 48, 52};
+      fill(buf, dt, sw);
+      int rc = check(&v, buf, &err);
+      CHECK(rc == 0, "dtype %d swapped %d: canonical rows refused: %s", (int)dt,
+            sw, err.msg);
+      static const int at[] = {0, 5, 6, 7, 15, 16, 22, 23, 24, 38, 39, 52};
       const int64_t bads[] = {-1, WIDTH, 65000};
-      for (size_t k = 0; k < sizeof at / sizeof at[0]; k++)
+      for (size_t k = 0; k < sizeof at / sizeof at[0]; k++) {
+        int place = 0, r = row_of(at[k], &place);
         for (int b = 0; b < 3; b++) {
           int64_t bad = bads[b];
           if (dt == FERRY_UINT16 && bad < 0)
             continue; /* no negative uint16 */
           if (dt == FERRY_INT16 && bad > 32767)
             bad = -300;
-          fill(buf, dt, sw, at[k], bad);
-          memset(&err, 0, sizeof err);
-          int rc = ferry__anndata_indices_ok(&v, "f", "dataset", 2, 100, N, buf,
-                                             &err);
+          fill(buf, dt, sw);
+          put(buf, dt, sw, at[k], bad);
+          rc = check(&v, buf, &err);
           char want[160];
           snprintf(want, sizeof want,
-                   "offset %lld: column index %lld outside [0, %d)",
-                   (long long)((100 + at[k]) * (int)v.row_bytes),
-                   (long long)bad, WIDTH);
+                   "offset %lld: column index %lld outside [0, %d) (the "
+                   "matrix's shape), cell %d",
+                   (long long)((10 + at[k]) * (int)v.row_bytes), (long long)bad,
+                   WIDTH, CELL0 + ROW0 + r);
           CHECK(rc == FERRY_EFORMAT && strstr(err.msg, want) &&
                     strstr(err.msg, "dataset /X/indices, rank 2"),
                 "dtype %d swapped %d: index %lld at %d: rc %d '%s', want "
                 "'%s'",
                 (int)dt, sw, (long long)bad, at[k], rc, err.msg, want);
+          nfaults++;
         }
+        if (place == 0)
+          continue; /* the first of its row: no order to break */
+        /* the one before it swapped with it, then a column twice */
+        for (int twice = 0; twice < 2; twice++) {
+          fill(buf, dt, sw);
+          int64_t x = r + 37 * place, before = r + 37 * (place - 1);
+          put(buf, dt, sw, at[k] - 1, twice ? before : x);
+          put(buf, dt, sw, at[k], before);
+          rc = check(&v, buf, &err);
+          char want[160];
+          snprintf(want, sizeof want,
+                   "offset %lld: cell %d names column %lld after column %lld",
+                   (long long)((10 + at[k]) * (int)v.row_bytes),
+                   CELL0 + ROW0 + r, (long long)before,
+                   (long long)(twice ? before : x));
+          CHECK(rc == FERRY_EFORMAT && strstr(err.msg, want) &&
+                    strstr(err.msg, "sum_duplicates"),
+                "dtype %d swapped %d: %s at %d: rc %d '%s', want '%s'", (int)dt,
+                sw, twice ? "a column twice" : "swapped", at[k], rc, err.msg,
+                want);
+          nfaults++;
+        }
+      }
     }
-  /* not a matrix's indices: not checked */
-  fill(buf, FERRY_INT32, 0, 3, -5);
+  CHECK(nfaults > 300, "only %d faults tried", nfaults);
+  /* rows read from another first row: their elements start at its
+   * offset (roff[5] = 16, the buffer's element 6) */
+  fill(buf, FERRY_INT32, 0);
   v.dtype = FERRY_INT32;
   v.swapped = 0;
   v.row_bytes = 4;
+  {
+    ferry__err err;
+    memset(&err, 0, sizeof err);
+    CHECK(ferry__anndata_indices_ok(&v, "f", "dataset", 0, roff, CELL0,
+                                    ROW0 + 3, 3, buf + (size_t)(16 - 10) * 4,
+                                    &err) == 0,
+          "rows 5-7 alone refused: %s", err.msg);
+  }
+  /* not a matrix's indices: not checked */
+  put(buf, FERRY_INT32, 0, 3, -5);
   v.name = "X/data";
-  CHECK(ferry__anndata_indices_ok(&v, "f", "dataset", 0, 0, N, buf, NULL) == 0,
+  CHECK(ferry__anndata_indices_ok(&v, "f", "dataset", 0, roff, 0, ROW0, NROWS,
+                                  buf, NULL) == 0,
         "X/data checked as indices");
   v.name = "X/indices";
   v.width = 0;
-  CHECK(ferry__anndata_indices_ok(&v, "f", "dataset", 0, 0, N, buf, NULL) == 0,
+  CHECK(ferry__anndata_indices_ok(&v, "f", "dataset", 0, roff, 0, ROW0, NROWS,
+                                  buf, NULL) == 0,
         "a variable without a width checked");
   /* a categorical column's codes: -1 and 0..K-1 pass; -2 and K refused,
    * naming the cell; int8 as anndata writes them, int16 byte-swapped */

@@ -311,6 +311,7 @@ static int z_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   if (v->ragged && p->v[var].z.vlen) /* variable-length (vlen.c), native */
     return ferry__zarr_vlen_read(&p->v[var], p->store, v->name, io->b.rank, row,
                                  nrows, v->row_bytes, pt->roff[var], buf, err);
+  const int64_t r0 = row, n0 = nrows;
   if (v->ragged) { /* an AnnData CSR matrix: its rows' values, a run */
     const int64_t *o = pt->roff[var];
     int64_t e0 = o[row];
@@ -330,8 +331,9 @@ static int z_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   /* a matrix's indices or a column's codes, checked once decoded */
   if ((rc = ferry__zarr_settle(&io->dec, rc, err)) < 0)
     return rc;
-  return ferry__anndata_values_ok(v, p->store, "array", io->b.rank, row, nrows,
-                                  buf, err);
+  return ferry__anndata_values_ok(v, p->store, "array", io->b.rank,
+                                  pt->roff ? pt->roff[var] : NULL,
+                                  pt->first_sample, r0, n0, buf, err);
 }
 
 /* Deferred reads (ferry__io_params.defer): settle the queued chunks. */
