@@ -575,15 +575,17 @@ static int ragged_copy(epoch_state *ep, ring_slot *s, size_t src_at,
 
 /* Samples sl[0, n) of ragged variable v, batch positions [at, at+n):
  * their values after those of the positions before (s->offs[v][at] is
- * set), their offsets, the longest into *max_len.  The slot holds
- * slot_cap[v] rows, the epoch's largest batch's (ragged.c), so a batch
- * past it is a bug, never a bigger allocation. */
+ * set), their offsets, the longest into *max_len; one copy per run of
+ * consecutive rows of an extent (their values are consecutive too: a
+ * block of shuffle=block, a chunk's rows).  The slot holds slot_cap[v]
+ * rows, the epoch's largest batch's (ragged.c), so a batch past it is a
+ * bug, never a bigger allocation. */
 static int copy_ragged(epoch_state *ep, ring_slot *s, const ferry__slot *sl,
                        int64_t n, int v, int64_t at, int64_t *max_len) {
   ferry_loader *L = ep->L;
   size_t rb = L->m.vars[v].row_bytes;
   int64_t *o = s->offs[v];
-  for (int64_t i = 0; i < n; i++) {
+  for (int64_t i = 0; i < n;) {
     /* The samples' offsets and values are scattered over the part's
      * offsets and the window's reads: the offsets of the sample 4 on are
      * asked for, and the first values of the one 2 on (its offsets are
@@ -606,24 +608,31 @@ static int copy_ragged(epoch_state *ep, ring_slot *s, const ferry__slot *sl,
         __builtin_prefetch(src + off, 0, 0);
     }
     const ferry__extent *x = &ep->plan.extents[sl[i].extent];
-    const int64_t *ro = L->m.parts[x->part].roff[v];
-    int64_t first = ro[x->row + sl[i].row] - ro[x->row];
-    int64_t len = ro[x->row + sl[i].row + 1] - ro[x->row + sl[i].row];
-    if (len > L->slot_cap[v] - o[at + i])
-      return ferry__seterr_on(&s->err, L->rank, FERRY_EINTERNAL,
-                              "variable %s: sample %lld (%lld rows) does not "
-                              "fit the batch slot of %lld rows",
-                              L->m.vars[v].name, (long long)sl[i].sample,
-                              (long long)len, (long long)L->slot_cap[v]);
+    const int64_t *ro = L->m.parts[x->part].roff[v] + x->row;
+    int64_t run = 1;
+    while (i + run < n && sl[i + run].extent == sl[i].extent &&
+           sl[i + run].row == sl[i].row + run)
+      run++;
+    for (int64_t j = 0; j < run; j++) {
+      int64_t len = ro[sl[i].row + j + 1] - ro[sl[i].row + j];
+      if (len > L->slot_cap[v] - o[at + i + j])
+        return ferry__seterr_on(&s->err, L->rank, FERRY_EINTERNAL,
+                                "variable %s: sample %lld (%lld rows) does "
+                                "not fit the batch slot of %lld rows",
+                                L->m.vars[v].name, (long long)sl[i + j].sample,
+                                (long long)len, (long long)L->slot_cap[v]);
+      o[at + i + j + 1] = o[at + i + j] + len;
+      if (len > *max_len)
+        *max_len = len;
+    }
+    int64_t first = ro[sl[i].row] - ro[0];
     size_t src_at = (size_t)sl[i].extent * (size_t)L->m.nvars + (size_t)v;
-    int rc =
-        ragged_copy(ep, s, src_at, s->bufs[v] + (size_t)o[at + i] * rb,
-                    ep->ext_src[src_at] + (size_t)first * rb, (size_t)len * rb);
+    int rc = ragged_copy(ep, s, src_at, s->bufs[v] + (size_t)o[at + i] * rb,
+                         ep->ext_src[src_at] + (size_t)first * rb,
+                         (size_t)(o[at + i + run] - o[at + i]) * rb);
     if (rc)
       return rc;
-    o[at + i + 1] = o[at + i] + len;
-    if (len > *max_len)
-      *max_len = len;
+    i += run;
   }
   return 0;
 }
