@@ -619,6 +619,95 @@ static uint16_t half_nearest(float f) {
   return (uint16_t)h;
 }
 
+/* Value k of the native array at p (dtype dt) as a float, a double. */
+static float value_f32(const unsigned char *p, ferry_dtype dt, int64_t k) {
+  if (dt == FERRY_FLOAT32) {
+    float f;
+    memcpy(&f, p + (size_t)k * 4, 4);
+    return f;
+  }
+  return (float)ferry__dtype_as_double(p + (size_t)k * ferry_dtype_size(dt),
+                                       dt);
+}
+
+/* Column index k of the native indices at p (dtype dt); -1 when it does
+ * not fit an int64. */
+static inline int64_t index_at(const unsigned char *p, ferry_dtype dt,
+                               int64_t k) {
+  if (dt == FERRY_INT32) {
+    int32_t c;
+    memcpy(&c, p + (size_t)k * 4, 4);
+    return c;
+  }
+  if (dt == FERRY_INT64) {
+    int64_t c;
+    memcpy(&c, p + (size_t)k * 8, 8);
+    return c;
+  }
+  int64_t c = -1;
+  (void)ferry__dtype_as_int64(p + (size_t)k * ferry_dtype_size(dt), dt, &c);
+  return c;
+}
+
+/* The values [k0, k1) of a row (their column indices in ix, values in dv,
+ * both native) scattered into the zeroed dense row r of dtype odt, kept
+ * columns only (s->map).  Returns -1, or the first k whose column index
+ * is outside [0, width) (the reader refused those already: decision
+ * 0068; this guards the writes).  The usual cases (int32 or int64
+ * indices, float32 values into float32, or values of the output's own
+ * dtype) are loops of fixed-size moves. */
+static int64_t scatter_row(const sview_var *s, ferry_dtype idt, ferry_dtype ddt,
+                           ferry_dtype odt, const unsigned char *ix,
+                           const unsigned char *dv, int64_t k0, int64_t k1,
+                           unsigned char *r) {
+  const int64_t w = s->width;
+  const int64_t *map = s->map;
+  const size_t es = ferry_dtype_size(odt);
+  if (odt == ddt && (es == 4 || es == 8 || es == 2 || es == 1)) {
+    for (int64_t k = k0; k < k1; k++) {
+      int64_t c = index_at(ix, idt, k);
+      if ((uint64_t)c >= (uint64_t)w)
+        return k;
+      int64_t at = map ? map[c] : c;
+      if (at < 0)
+        continue;
+      if (es == 4)
+        memcpy(r + (size_t)at * 4, dv + (size_t)k * 4, 4);
+      else if (es == 8)
+        memcpy(r + (size_t)at * 8, dv + (size_t)k * 8, 8);
+      else if (es == 2)
+        memcpy(r + (size_t)at * 2, dv + (size_t)k * 2, 2);
+      else
+        r[at] = dv[k];
+    }
+    return -1;
+  }
+  for (int64_t k = k0; k < k1; k++) {
+    int64_t c = index_at(ix, idt, k);
+    if ((uint64_t)c >= (uint64_t)w)
+      return k;
+    int64_t at = map ? map[c] : c;
+    if (at < 0)
+      continue;
+    unsigned char *e = r + (size_t)at * es;
+    if (odt == FERRY_FLOAT32) {
+      float f = value_f32(dv, ddt, k);
+      memcpy(e, &f, 4);
+    } else if (odt == FERRY_FLOAT64) {
+      double d =
+          ferry__dtype_as_double(dv + (size_t)k * ferry_dtype_size(ddt), ddt);
+      memcpy(e, &d, 8);
+    } else if (odt == FERRY_BFLOAT16) {
+      uint16_t h = ferry__bfloat16_of_float(value_f32(dv, ddt, k));
+      memcpy(e, &h, 2);
+    } else { /* float16 */
+      uint16_t h = half_nearest(value_f32(dv, ddt, k));
+      memcpy(e, &h, 2);
+    }
+  }
+  return -1;
+}
+
 static int sparse_io_read(ferry__io *io, int64_t part, int var, int64_t row,
                           int64_t nrows, void *buf, ferry__err *err) {
   int rc = ferry__check_part_var(io->m, part, var, io->rank, err);
@@ -648,46 +737,29 @@ static int sparse_io_read(ferry__io *io, int64_t part, int var, int64_t row,
                             "counts for rows [%lld, %lld) (file %s)",
                             io->m->spec, xi->name, xd->name, (long long)row,
                             (long long)(row + nrows), pt->paths[s->src]);
+  /* the child's bytes are as stored: a big-endian array (a Zarr dtype
+   * ">f4") is made native here, as the assembly does for other variables */
+  const size_t ei = ferry_dtype_size(xi->dtype),
+               ed = ferry_dtype_size(xd->dtype);
+  if (xi->swapped)
+    ferry__byteswap(io->ix, (size_t)nnz * xi->row_bytes / ei, ei);
+  if (xd->swapped)
+    ferry__byteswap(io->dv, (size_t)nnz * xd->row_bytes / ed, ed);
   unsigned char *dst = buf;
-  const size_t es = ferry_dtype_size(out->dtype);
   memset(dst, 0, (size_t)nrows * out->row_bytes);
-  const int same = out->dtype == xd->dtype;
   for (int64_t j = 0; j < nrows; j++) {
-    unsigned char *r = dst + (size_t)j * out->row_bytes;
-    for (int64_t k = o[row + j] - o[row]; k < o[row + j + 1] - o[row]; k++) {
+    int64_t k0 = o[row + j] - o[row], k1 = o[row + j + 1] - o[row];
+    int64_t bad = scatter_row(s, xi->dtype, xd->dtype, out->dtype, io->ix,
+                              io->dv, k0, k1, dst + (size_t)j * out->row_bytes);
+    if (bad >= 0) {
       int64_t c = -1;
-      (void)ferry__dtype_as_int64(io->ix + (size_t)k * xi->row_bytes, xi->dtype,
-                                  &c);
-      if (c < 0 || c >= s->width)
-        return ferry__seterr_on(err, io->rank, FERRY_EFORMAT,
-                                "file %s, variable %s, row %lld: column index "
-                                "%lld outside [0, %lld)",
-                                pt->paths[s->src], xi->name,
-                                (long long)(pt->first_sample + row + j),
-                                (long long)c, (long long)s->width);
-      int64_t at = s->map ? s->map[c] : c;
-      if (at < 0)
-        continue;
-      unsigned char *e = r + (size_t)at * es;
-      if (same)
-        memcpy(e, io->dv + (size_t)k * es, es);
-      else if (out->dtype == FERRY_FLOAT32) {
-        float f = (float)ferry__dtype_as_double(
-            io->dv + (size_t)k * xd->row_bytes, xd->dtype);
-        memcpy(e, &f, 4);
-      } else if (out->dtype == FERRY_FLOAT64) {
-        double d = ferry__dtype_as_double(io->dv + (size_t)k * xd->row_bytes,
-                                          xd->dtype);
-        memcpy(e, &d, 8);
-      } else if (out->dtype == FERRY_BFLOAT16) {
-        uint16_t h = ferry__bfloat16_of_float((float)ferry__dtype_as_double(
-            io->dv + (size_t)k * xd->row_bytes, xd->dtype));
-        memcpy(e, &h, 2);
-      } else { /* float16 */
-        uint16_t h = half_nearest((float)ferry__dtype_as_double(
-            io->dv + (size_t)k * xd->row_bytes, xd->dtype));
-        memcpy(e, &h, 2);
-      }
+      (void)ferry__dtype_as_int64(io->ix + (size_t)bad * ei, xi->dtype, &c);
+      return ferry__seterr_on(err, io->rank, FERRY_EFORMAT,
+                              "file %s, variable %s, row %lld: column index "
+                              "%lld outside [0, %lld)",
+                              pt->paths[s->src], xi->name,
+                              (long long)(pt->first_sample + row + j),
+                              (long long)c, (long long)s->width);
     }
   }
   return 0;

@@ -24,6 +24,8 @@ written by anndata itself (Debian's python3-anndata, scipy sparse):
              a.h5ad: no X, an indptr that decreases, indices shorter than
              data, a shape of one more cell, a column index past n_vars,
              a categorical code past its categories)
+  be.zarr, be.h5ad: a.zarr and a.h5ad with X's indices and data
+             big-endian (">i4", ">f4")
   unsorted.h5ad, twice.h5ad: a row whose column indices are out of
              order, one naming a column twice (non-canonical CSR rows,
              refused at the read: decision 0068)
@@ -181,4 +183,21 @@ for name in ("bad_indptr", "bad_index", "bad_shape", "bad_codes",
         z["obs/cell_type/codes"][:] = c
     else:
         z["X"].attrs["shape"] = [n + 1, g]
+# big-endian matrices (zarr-python and h5py write what they are given):
+# X's indices ">i4" and data ">f4" in a copy of a.zarr and of a.h5ad
+import h5py  # noqa: E402
+
+shutil.copytree(os.path.join(d, "a.zarr"), os.path.join(d, "be.zarr"))
+z = zarr.open_group(os.path.join(d, "be.zarr"), mode="r+")
+for k, dt in (("X/indices", ">i4"), ("X/data", ">f4")):
+    v, at = z[k][:], dict(z[k].attrs)
+    del z[k]
+    z.create_dataset(k, data=v.astype(dt), dtype=dt, chunks=(1000,))
+    z[k].attrs.update(at)
+shutil.copy(os.path.join(d, "a.h5ad"), os.path.join(d, "be.h5ad"))
+with h5py.File(os.path.join(d, "be.h5ad"), "r+") as f:
+    for k, dt in (("X/indices", ">i4"), ("X/data", ">f4")):
+        v = f[k][:]
+        del f[k]
+        f.create_dataset(k, data=v.astype(dt))
 print("make_anndata: %d cells x %d genes, %d values in X" % (n, g, X.nnz))
