@@ -184,6 +184,7 @@ MPI_TESTS += \
 	tests/python/ragged.sh \
 	tests/python/pack.sh \
 	tests/python/roff_map.sh \
+	tests/python/roff_trim.sh \
 	tests/python/recs_map.sh \
 	tests/python/state_notes.sh \
 	tests/python/pip_install.sh \

@@ -225,6 +225,12 @@ static void trim_range(const ferry__roff_map *mp, uintptr_t from,
 
 void ferry__manifest_trim(const ferry__manifest *m, const void *lo,
                           const void *hi) {
+  if (m && !lo && !hi) { /* the whole: and the datasets under a view's */
+    if (m->inner)
+      ferry__manifest_trim(m->inner, NULL, NULL);
+    for (int64_t i = 0; m->srcs && i < m->nsrcs; i++)
+      ferry__manifest_trim(&m->srcs[i], NULL, NULL);
+  }
   if (!m || !m->roff_map)
     return;
   uintptr_t a = (uintptr_t)m->roff_map->addr;

@@ -802,6 +802,8 @@ int ferry__epoch_begin(ferry_loader *L, int64_t epoch,
     ferry__epoch_stop(L);
     return ferry__loader_fail(L, &err);
   }
+  /* the mapped offsets the plan read (the corpus under packed rows too) */
+  ferry__manifest_trim(&L->m, NULL, NULL);
   return 0;
 }
 
