@@ -3,6 +3,7 @@ a whole epoch of the corpus through its saved manifest, as ragged samples
 and as packed rows; then the resident part of the mapped offsets'
 file (MANIFEST.roff) must be under 3 MiB on every rank (the file is 8 MB:
 an epoch touches all of it)."""
+import os
 import sys
 
 from helpers import check, rank
@@ -10,20 +11,22 @@ from helpers import check, rank
 import ferry
 
 idx, manifest = sys.argv[1], sys.argv[2]
-roff = manifest + ".roff"
+roff = os.path.realpath(manifest + ".roff")
 
 
 def resident_kib(path):
-    """The Rss of path's mapping in this process (KiB), 0 when unmapped."""
-    kib, inside = 0, False
+    """(mapped, KiB): whether path is mapped in this process, and the Rss
+    of its mappings."""
+    kib, inside, found = 0, False, False
     with open("/proc/self/smaps") as f:
         for line in f:
             head = line.split()
             if head and "-" in head[0] and len(head) >= 5:
                 inside = line.rstrip("\n").endswith(path)
+                found = found or inside
             elif inside and line.startswith("Rss:"):
                 kib += int(head[1])
-    return kib
+    return found, kib
 
 
 for name, opts in (("ragged", dict(shuffle="block", block_size=64)),
@@ -35,7 +38,9 @@ for name, opts in (("ragged", dict(shuffle="block", block_size=64)),
     for b in L:
         with b:
             n += b.size
-    kib = resident_kib(roff)
+    found, kib = resident_kib(roff)
+    check(found, "%s: %s is not mapped (the loader should map the saved "
+          "manifest's offsets)" % (name, roff))
     check(n > 0 and kib < 3 * 1024,
           "%s: %d KiB of %s resident after an epoch of %d samples (under "
           "3 MiB wanted)" % (name, kib, roff, n))
