@@ -649,6 +649,48 @@ static inline int64_t index_at(const unsigned char *p, ferry_dtype dt,
   return c;
 }
 
+/* Where value k (column index k of ix) goes in a dense row: its column
+ * among those kept (s->map), -1 when not kept, OUTSIDE when the index is
+ * outside [0, width). */
+#define OUTSIDE INT64_MIN
+static inline int64_t dense_at(const sview_var *s, ferry_dtype idt,
+                               const unsigned char *ix, int64_t k) {
+  int64_t c = index_at(ix, idt, k);
+  if ((uint64_t)c >= (uint64_t)s->width)
+    return OUTSIDE;
+  return s->map ? s->map[c] : c;
+}
+
+/* Value k of dv (dtype ddt, native) into e as odt: a fixed-size move
+ * when the dtypes are the same (es: its size), else converted. */
+static inline void put_value(unsigned char *e, const unsigned char *dv,
+                             int64_t k, ferry_dtype ddt, ferry_dtype odt,
+                             size_t es) {
+  if (odt == ddt) {
+    if (es == 4)
+      memcpy(e, dv + (size_t)k * 4, 4);
+    else if (es == 8)
+      memcpy(e, dv + (size_t)k * 8, 8);
+    else if (es == 2)
+      memcpy(e, dv + (size_t)k * 2, 2);
+    else
+      memcpy(e, dv + (size_t)k * es, es);
+  } else if (odt == FERRY_FLOAT32) {
+    float f = value_f32(dv, ddt, k);
+    memcpy(e, &f, 4);
+  } else if (odt == FERRY_FLOAT64) {
+    double d =
+        ferry__dtype_as_double(dv + (size_t)k * ferry_dtype_size(ddt), ddt);
+    memcpy(e, &d, 8);
+  } else if (odt == FERRY_BFLOAT16) {
+    uint16_t h = ferry__bfloat16_of_float(value_f32(dv, ddt, k));
+    memcpy(e, &h, 2);
+  } else { /* float16 */
+    uint16_t h = half_nearest(value_f32(dv, ddt, k));
+    memcpy(e, &h, 2);
+  }
+}
+
 /* The values [k0, k1) of a row (their column indices in ix, values in dv,
  * both native) scattered into the zeroed dense row r of dtype odt, kept
  * columns only (s->map).  Returns -1, or the first k whose column index
@@ -660,50 +702,13 @@ static int64_t scatter_row(const sview_var *s, ferry_dtype idt, ferry_dtype ddt,
                            ferry_dtype odt, const unsigned char *ix,
                            const unsigned char *dv, int64_t k0, int64_t k1,
                            unsigned char *r) {
-  const int64_t w = s->width;
-  const int64_t *map = s->map;
   const size_t es = ferry_dtype_size(odt);
-  if (odt == ddt && (es == 4 || es == 8 || es == 2 || es == 1)) {
-    for (int64_t k = k0; k < k1; k++) {
-      int64_t c = index_at(ix, idt, k);
-      if ((uint64_t)c >= (uint64_t)w)
-        return k;
-      int64_t at = map ? map[c] : c;
-      if (at < 0)
-        continue;
-      if (es == 4)
-        memcpy(r + (size_t)at * 4, dv + (size_t)k * 4, 4);
-      else if (es == 8)
-        memcpy(r + (size_t)at * 8, dv + (size_t)k * 8, 8);
-      else if (es == 2)
-        memcpy(r + (size_t)at * 2, dv + (size_t)k * 2, 2);
-      else
-        r[at] = dv[k];
-    }
-    return -1;
-  }
   for (int64_t k = k0; k < k1; k++) {
-    int64_t c = index_at(ix, idt, k);
-    if ((uint64_t)c >= (uint64_t)w)
+    int64_t at = dense_at(s, idt, ix, k);
+    if (at == OUTSIDE)
       return k;
-    int64_t at = map ? map[c] : c;
-    if (at < 0)
-      continue;
-    unsigned char *e = r + (size_t)at * es;
-    if (odt == FERRY_FLOAT32) {
-      float f = value_f32(dv, ddt, k);
-      memcpy(e, &f, 4);
-    } else if (odt == FERRY_FLOAT64) {
-      double d =
-          ferry__dtype_as_double(dv + (size_t)k * ferry_dtype_size(ddt), ddt);
-      memcpy(e, &d, 8);
-    } else if (odt == FERRY_BFLOAT16) {
-      uint16_t h = ferry__bfloat16_of_float(value_f32(dv, ddt, k));
-      memcpy(e, &h, 2);
-    } else { /* float16 */
-      uint16_t h = half_nearest(value_f32(dv, ddt, k));
-      memcpy(e, &h, 2);
-    }
+    if (at >= 0)
+      put_value(r + (size_t)at * es, dv, k, ddt, odt, es);
   }
   return -1;
 }

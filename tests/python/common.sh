@@ -42,3 +42,18 @@ need_module() {
   echo "SKIP: $1 not installed ($2)"
   exit 77
 }
+
+# megatron_saved N MEAN: a `ferry gen` Megatron corpus of N documents of
+# about MEAN tokens in $tmp/c and its saved manifest $tmp/m.json (offsets
+# in $tmp/m.json.roff); exits 1 saying why when either fails.
+megatron_saved() {
+  "${FERRY:-$top_builddir/ferry}" gen "$tmp/c" --format megatron \
+    --samples "$1" --mean-len "$2" >"$tmp/gen.out" 2>&1 &&
+    "${FERRY:-$top_builddir/ferry}" info "$tmp/c" \
+      --save-manifest "$tmp/m.json" >>"$tmp/gen.out" 2>&1 ||
+    {
+      echo "FAIL: ferry gen / info --save-manifest"
+      cat "$tmp/gen.out"
+      exit 1
+    }
+}

@@ -6,14 +6,7 @@
 # (tests/python/roff_map_check.py).
 . "$top_srcdir/tests/python/common.sh"
 FERRY=${FERRY:-$top_builddir/ferry}
-"$FERRY" gen "$tmp/c" --format megatron --samples 3000 --mean-len 6 \
-  >"$tmp/gen.out" 2>&1 &&
-  "$FERRY" info "$tmp/c" --save-manifest "$tmp/m.json" >>"$tmp/gen.out" 2>&1 ||
-  {
-    echo "FAIL: ferry gen / info --save-manifest"
-    cat "$tmp/gen.out"
-    exit 1
-  }
+megatron_saved 3000 6
 status=0
 $RUN_MPI 2 "$PY" "$pydir/roff_map_check.py" "$tmp/c" "$tmp/m.json" \
   >"$tmp/out" 2>&1 || { echo "FAIL: roff_map_check.py on 2 ranks"; status=1; }

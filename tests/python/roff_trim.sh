@@ -11,14 +11,7 @@
 . "$top_srcdir/tests/python/common.sh"
 FERRY=${FERRY:-$top_builddir/ferry}
 test -r /proc/self/smaps || { echo "SKIP: no /proc/self/smaps"; exit 77; }
-"$FERRY" gen "$tmp/c" --format megatron --samples 1000000 --mean-len 2 \
-  >"$tmp/gen.out" 2>&1 &&
-  "$FERRY" info "$tmp/c" --save-manifest "$tmp/m.json" >>"$tmp/gen.out" 2>&1 ||
-  {
-    echo "FAIL: ferry gen / info --save-manifest"
-    cat "$tmp/gen.out"
-    exit 1
-  }
+megatron_saved 1000000 2
 status=0
 for np in 1 2; do
   $RUN_MPI $np "$PY" "$pydir/roff_trim_check.py" "$tmp/c" "$tmp/m.json" \
