@@ -486,13 +486,14 @@ int ferry__anndata_codes_ok(const ferry__var *v, const char *file,
   return 0;
 }
 
-int ferry__anndata_values_ok(const ferry__var *v, const char *file,
-                             const char *what, int rank, const int64_t *roff,
-                             int64_t cell0, int64_t row, int64_t nrows,
+int ferry__anndata_values_ok(const ferry__var *v, const ferry__part *pt,
+                             int var, const char *file, const char *what,
+                             int rank, int64_t row, int64_t nrows,
                              const void *buf, ferry__err *err) {
   return ferry__anndata_is_indices(v)
-             ? ferry__anndata_indices_ok(v, file, what, rank, roff, cell0, row,
-                                         nrows, buf, err)
+             ? ferry__anndata_indices_ok(v, file, what, rank,
+                                         pt->roff ? pt->roff[var] : NULL,
+                                         pt->first_sample, row, nrows, buf, err)
              : ferry__anndata_codes_ok(v, file, what, rank, row, nrows, buf,
                                        err);
 }

@@ -120,14 +120,14 @@ int ferry__anndata_codes_ok(const ferry__var *v, const char *file,
  *  categorical column's codes). */
 int ferry__anndata_checks(const ferry__var *v);
 
-/** What an AnnData variable just read must hold, the one check a backend
- *  calls after a read of rows [row, row + nrows): a CSR matrix's rows
- *  (roff: its offsets, cell0 as above) canonical and inside the matrix
+/** What variable var of part pt (v) just read must hold, the one check a
+ *  backend calls after a read of rows [row, row + nrows): a CSR matrix's
+ *  rows (the part's offsets of var) canonical and inside the matrix
  *  (ferry__anndata_indices_ok), a categorical column's codes among its
  *  categories; 0 for other variables. */
-int ferry__anndata_values_ok(const ferry__var *v, const char *file,
-                             const char *what, int rank, const int64_t *roff,
-                             int64_t cell0, int64_t row, int64_t nrows,
+int ferry__anndata_values_ok(const ferry__var *v, const ferry__part *pt,
+                             int var, const char *file, const char *what,
+                             int rank, int64_t row, int64_t nrows,
                              const void *buf, ferry__err *err);
 
 #endif /* FERRY_BACKENDS_ANNDATA_H */

@@ -715,9 +715,8 @@ static int is_csr(const ferry__var *v, const h5_file *f, int var) {
 static int values_ok(const ferry__io *io, int64_t part, int var, int64_t row,
                      int64_t nrows, const void *buf, ferry__err *err) {
   const ferry__part *pt = &io->b.m->parts[part];
-  return ferry__anndata_values_ok(
-      &io->b.m->vars[var], pt->paths[var], "dataset", io->b.rank,
-      pt->roff ? pt->roff[var] : NULL, pt->first_sample, row, nrows, buf, err);
+  return ferry__anndata_values_ok(&io->b.m->vars[var], pt, var, pt->paths[var],
+                                  "dataset", io->b.rank, row, nrows, buf, err);
 }
 
 /* A section around the HDF5 calls of one read; a raw read leaves it before

@@ -1332,10 +1332,13 @@ static int bounds_rows(ferry__io *io, int64_t row, int64_t n,
 static int pack_io_read_at(ferry__io *io, int64_t part, int var, int64_t row,
                            int64_t nrows, void *buf, ferry__err *err);
 
-/* Rows between two trims of the corpus's mapped offsets (a read or a fill
- * that crosses a multiple of it trims): each trim makes the next look-ups
- * fault their folios in again. */
-#define TRIM_ROWS 256
+/* After a read or a fill of rows [row, row + n) on io: the corpus's
+ * mapped offsets dropped when the rows cross a multiple of 256 (each drop
+ * makes the next look-ups fault their folios in again). */
+static void trim_rows(const ferry__io *io, int64_t row, int64_t n) {
+  if (row / 256 != (row + n) / 256)
+    ferry__manifest_trim(io->in, NULL, NULL);
+}
 
 /* A read, then the pages of the corpus's mapped offsets it looked up
  * dropped from the rank's resident set: a touch maps the page cache's
@@ -1346,8 +1349,10 @@ static int pack_io_read_at(ferry__io *io, int64_t part, int var, int64_t row,
 static int pack_io_read(ferry__io *io, int64_t part, int var, int64_t row,
                         int64_t nrows, void *buf, ferry__err *err) {
   int rc = pack_io_read_at(io, part, var, row, nrows, buf, err);
-  if (row / TRIM_ROWS != (row + nrows) / TRIM_ROWS || rc)
+  if (rc) /* a failed read: at once */
     ferry__manifest_trim(io->in, NULL, NULL);
+  else
+    trim_rows(io, row, nrows);
   return rc;
 }
 
@@ -1772,8 +1777,7 @@ int ferry__pack_fill_rows(struct ferry__pack_fill *pf, int v, int64_t part,
   }
   free(sp);
   free(ws);
-  if (row / TRIM_ROWS != (row + rows) / TRIM_ROWS) /* as pack_io_read */
-    ferry__manifest_trim(io->in, NULL, NULL);
+  trim_rows(io, row, rows); /* as pack_io_read */
   if (rc == FERRY_EINTERNAL)
     ferry__seterr_on(err, rank, rc,
                      "pack: rows %lld.. of %s: the spans disagree with the "

@@ -757,8 +757,7 @@ static int sparse_io_read(ferry__io *io, int64_t part, int var, int64_t row,
     int64_t bad = scatter_row(s, xi->dtype, xd->dtype, out->dtype, io->ix,
                               io->dv, k0, k1, dst + (size_t)j * out->row_bytes);
     if (bad >= 0) {
-      int64_t c = -1;
-      (void)ferry__dtype_as_int64(io->ix + (size_t)bad * ei, xi->dtype, &c);
+      int64_t c = index_at(io->ix, xi->dtype, bad);
       return ferry__seterr_on(err, io->rank, FERRY_EFORMAT,
                               "file %s, variable %s, row %lld: column index "
                               "%lld outside [0, %lld)",

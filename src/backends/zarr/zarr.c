@@ -331,9 +331,8 @@ static int z_io_read(ferry__io *io, int64_t part, int var, int64_t row,
   /* a matrix's indices or a column's codes, checked once decoded */
   if ((rc = ferry__zarr_settle(&io->dec, rc, err)) < 0)
     return rc;
-  return ferry__anndata_values_ok(v, p->store, "array", io->b.rank,
-                                  pt->roff ? pt->roff[var] : NULL,
-                                  pt->first_sample, r0, n0, buf, err);
+  return ferry__anndata_values_ok(v, pt, var, p->store, "array", io->b.rank, r0,
+                                  n0, buf, err);
 }
 
 /* Deferred reads (ferry__io_params.defer): settle the queued chunks. */
