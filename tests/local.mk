@@ -141,6 +141,7 @@ MPI_TESTS += \
 	tests/anndata/anndata.sh \
 	tests/anndata/gen.sh \
 	tests/hdf5/reopen.sh \
+	tests/hdf5/shrink.sh \
 	tests/classic/classic.sh \
 	tests/zarr/zarr.sh \
 	tests/zarr/zarr3.sh \

@@ -91,6 +91,11 @@ char *ferry__anndata_join(const char *const *s, const size_t *lens, int64_t n);
  *  ragged variable .../indices with a width). */
 int ferry__anndata_is_indices(const ferry__var *v);
 
+/** The vector level of the rows' check below: 2 (default) AVX2 where the
+ *  CPU has it, 1 SSE2, 0 plain C (each falls back to the next one down
+ *  where it is not built); the unit test sets it to run each level. */
+extern int ferry__anndata_simd;
+
 /** The column indices just read of rows [row, row + nrows) of a CSR
  *  matrix (v's elements [roff[row], roff[row + nrows]), stored byte order,
  *  in buf; cell0: the global number of the part's first cell): every row's

@@ -236,6 +236,8 @@ typedef struct h5_file {
   hid_t *mtype;  /* [nvars] memory type      */
   h5_raw **raw;  /* [nvars] raw-read layout, NULL: read with H5Dread */
   MPI_File *mfh; /* HDF5's MPI-IO handle of the file, NULL if unknown */
+  int fd;        /* with independent I/O, a descriptor of the file for raw
+                  * reads (pread, as .npy's: no MPI-IO call a read), -1 */
 } h5_file;
 
 struct ferry__io {
@@ -264,6 +266,8 @@ static void file_close(ferry__io *io, h5_file *f) {
   }
   if (f->fid >= 0)
     H5Fclose(f->fid);
+  if (f->fd >= 0)
+    close(f->fd);
   free(f->dset);
   free(f->mtype);
   free(f->raw);
@@ -338,10 +342,10 @@ static int agree(ferry__io *io, int code, ferry__err *err) {
 }
 
 static int open_h5file(ferry__io *io, int64_t part, const char *vname,
-                       hid_t *out, ferry__err *err) {
+                       hid_t *out, int *fd_out, ferry__err *err) {
   const ferry__part *pt = &io->b.m->parts[part];
   const char *path = pt->paths[0];
-  int code = 0;
+  int code = 0, fd = -1;
   hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), fid = -1;
   struct stat st;
   if (fapl < 0 ||
@@ -367,7 +371,7 @@ static int open_h5file(ferry__io *io, int64_t part, const char *vname,
      * that cannot read the file says why before the collective open (an
      * MPI_File_open failing on one rank only leaves the others waiting in
      * HDF5's next collective). */
-    int fd = ferry__open_regular(path, NULL);
+    fd = ferry__open_regular(path, NULL);
     if (fd == -2)
       code = ferry__seterr(err, FERRY_EFORMAT,
                            "file %s (dataset /%s) on rank %d is no longer a "
@@ -377,8 +381,10 @@ static int open_h5file(ferry__io *io, int64_t part, const char *vname,
       code = ferry__seterr(err, errno == ENOENT ? FERRY_ENOENT : FERRY_EIO,
                            "cannot open file %s (dataset /%s) on rank %d: %s",
                            path, vname, io->b.rank, strerror(errno));
-    else
+    else if (io->b.collective) {
       close(fd);
+      fd = -1;
+    }
   }
   /* Ranks agree before the collective H5Fopen, so all or none call it. */
   code = agree(io, code, err);
@@ -400,8 +406,12 @@ static int open_h5file(ferry__io *io, int64_t part, const char *vname,
   }
   if (fapl >= 0)
     H5Pclose(fapl);
-  if (code == 0)
+  if (code == 0) {
     *out = fid;
+    *fd_out = fd; /* kept for raw reads with independent I/O */
+  } else if (fd >= 0) {
+    close(fd);
+  }
   return code;
 }
 
@@ -528,8 +538,9 @@ static int cache_open(void *ctx, int64_t part, int var, void **handle,
   for (int v = 0; v < io->b.m->nvars; v++)
     f->dset[v] = f->mtype[v] = -1;
   f->part = part;
-  int rc =
-      open_h5file(io, part, io->b.m->vars[io->opening_var].name, &f->fid, err);
+  f->fd = -1;
+  int rc = open_h5file(io, part, io->b.m->vars[io->opening_var].name, &f->fid,
+                       &f->fd, err);
   if (rc < 0) {
     free(f->dset);
     free(f->mtype);
@@ -618,13 +629,22 @@ static int io_enter(ferry__io *io, ferry__err *err) {
   return 0;
 }
 
-/* One MPI-IO read of n bytes at off into dst; collective when coll. */
+/* One read of n bytes at off into dst: collective (MPI-IO) when coll,
+ * else a pread of the file's descriptor when it has one (independent I/O),
+ * else an independent MPI-IO read. */
 static int raw_io(ferry__io *io, h5_file *f, int var, int coll, int64_t row,
                   MPI_Offset off, void *dst, int n, ferry__err *err) {
+  size_t got = 0;
+  if (!coll && f->fd >= 0 && n > 0 &&
+      ferry__pread_full(f->fd, dst, (size_t)n, (int64_t)off, &got) == 0 &&
+      got == (size_t)n)
+    return 0; /* the message below is made only when a read fails */
   char where[FERRY__MSG_MAX / 2];
   snprintf(where, sizeof where, "file %s, dataset /%s, rank %d, row %lld",
            io->b.m->parts[f->part].paths[var], io->b.m->vars[var].name,
            io->b.rank, (long long)row);
+  if (!coll && f->fd >= 0) /* pread failed or came short: say which */
+    return ferry__pread_exact(f->fd, dst, n, (int64_t)off, where, err);
   return ferry__mpi_read(*f->mfh, coll, off, dst, n, where, err);
 }
 

@@ -11,7 +11,10 @@
  * and in the tail), name its byte offset and cell, and accept canonical
  * rows; a variable that is not a matrix's integer indices is not checked.
  * The codes check (ferry__anndata_codes_ok): -1 and the categories'
- * numbers pass, others are refused naming the cell.
+ * numbers pass, others are refused naming the cell.  Long int32 rows (17
+ * to 100 indices: the AVX2 loop's 16 pairs a step, its tail) at each
+ * vector level (ferry__anndata_simd 0, 1, 2): a pair out of order or a
+ * column twice at every place of the row is found, with its offset.
  */
 #ifdef HAVE_CONFIG_H
 #include <config.h>
@@ -73,6 +76,58 @@ static int check(const ferry__var *v, const unsigned char *buf,
   memset(err, 0, sizeof *err);
   return ferry__anndata_indices_ok(v, "f", "dataset", 2, roff, CELL0, ROW0,
                                    NROWS, buf, err);
+}
+
+/* Rows of len int32 indices, one read of one row (roff {0, len}), at
+ * each vector level: canonical passes, a pair swapped or a column twice
+ * at each place is refused naming that place's offset. */
+static void long_rows(void) {
+  static const int lens[] = {17, 18, 31, 32, 33, 47, 48, 49, 100};
+  int32_t row[100];
+  ferry__var v;
+  memset(&v, 0, sizeof v);
+  v.name = "X/indices";
+  v.ragged = 1;
+  v.width = 100000;
+  v.dtype = FERRY_INT32;
+  v.row_bytes = 4;
+  int tried = 0;
+  for (int level = 0; level <= 2; level++) {
+    ferry__anndata_simd = level;
+    for (size_t l = 0; l < sizeof lens / sizeof lens[0]; l++) {
+      const int len = lens[l];
+      const int64_t ro[] = {0, len};
+      ferry__err err;
+      for (int i = 0; i < len; i++)
+        row[i] = 3 * i + 1;
+      memset(&err, 0, sizeof err);
+      CHECK(ferry__anndata_indices_ok(&v, "f", "dataset", 0, ro, 7, 0, 1, row,
+                                      &err) == 0,
+            "level %d, a canonical row of %d refused: %s", level, len, err.msg);
+      for (int at = 1; at < len; at++)
+        for (int twice = 0; twice < 2; twice++) {
+          for (int i = 0; i < len; i++)
+            row[i] = 3 * i + 1;
+          row[at] = row[at - 1];
+          if (!twice) { /* swapped with the one before */
+            row[at - 1] = 3 * at + 1;
+            row[at] = 3 * (at - 1) + 1;
+          }
+          memset(&err, 0, sizeof err);
+          int rc = ferry__anndata_indices_ok(&v, "f", "dataset", 0, ro, 7, 0, 1,
+                                             row, &err);
+          char want[64];
+          snprintf(want, sizeof want, "offset %d: cell 7 names column", 4 * at);
+          CHECK(rc == FERRY_EFORMAT && strstr(err.msg, want),
+                "level %d, row of %d, %s at %d: rc %d '%s'", level, len,
+                twice ? "a column twice" : "a pair swapped", at, rc, err.msg);
+          tried++;
+        }
+    }
+  }
+  ferry__anndata_simd = 2;
+  CHECK(tried == 3 * 2 * (16 + 17 + 30 + 31 + 32 + 46 + 47 + 48 + 99),
+        "%d faults tried", tried);
 }
 
 int main(void) {
@@ -211,5 +266,6 @@ int main(void) {
   CHECK(ferry__anndata_codes_ok(&c, "f", "array", 1, 0, 1,
                                 (const unsigned char *)"\x09", NULL) == 0,
         "a column without categories checked");
+  long_rows();
   return ft_summary("test_anndata");
 }
