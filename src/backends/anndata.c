@@ -330,28 +330,7 @@ int ferry__anndata_is_indices(const ferry__var *v) {
  * so that the unit test runs each level). */
 int ferry__anndata_simd = 2;
 
-static int increasing_i32_c(const unsigned char *p, int64_t n) {
-  int32_t a[16], b[16];
-  int bad[16] = {0};
-  int64_t k = 1;
-  for (; k + 16 <= n; k += 16) {
-    memcpy(a, p + (size_t)(k - 1) * 4, sizeof a);
-    memcpy(b, p + (size_t)k * 4, sizeof b);
-    for (int i = 0; i < 16; i++)
-      bad[i] |= b[i] <= a[i];
-  }
-  for (; k < n; k++) {
-    memcpy(a, p + (size_t)(k - 1) * 4, 8);
-    bad[0] |= a[1] <= a[0];
-  }
-  int any = 0;
-  for (int i = 0; i < 16; i++)
-    any |= bad[i];
-  return !any;
-}
-
-#if defined(__SSE2__)
-/* Pairs from k on, one at a time (the vector loops' last few). */
+/* Pairs from k on, one at a time (every loop's last few). */
 static int tail_bad_i32(const unsigned char *p, int64_t k, int64_t n) {
   int bad = 0;
   for (; k < n; k++) {
@@ -362,6 +341,23 @@ static int tail_bad_i32(const unsigned char *p, int64_t k, int64_t n) {
   return bad;
 }
 
+static int increasing_i32_c(const unsigned char *p, int64_t n) {
+  int32_t a[16], b[16];
+  int bad[16] = {0};
+  int64_t k = 1;
+  for (; k + 16 <= n; k += 16) {
+    memcpy(a, p + (size_t)(k - 1) * 4, sizeof a);
+    memcpy(b, p + (size_t)k * 4, sizeof b);
+    for (int i = 0; i < 16; i++)
+      bad[i] |= b[i] <= a[i];
+  }
+  int any = tail_bad_i32(p, k, n);
+  for (int i = 0; i < 16; i++)
+    any |= bad[i];
+  return !any;
+}
+
+#if defined(__SSE2__)
 static int increasing_i32_sse2(const unsigned char *p, int64_t n) {
   __m128i ok0 = _mm_set1_epi32(-1), ok1 = ok0;
   int64_t k = 1;
